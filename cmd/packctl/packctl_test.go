@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"packctl": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the txtar scripts in testdata/script. $SHARED points at
+// the shared conformance folder beside the checkout.
+func TestScripts(t *testing.T) {
+	shared, err := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(shared); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("shared folder missing at %s", shared)
+		}
+		t.Skip("shared folder not present")
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: filepath.Join("testdata", "script"),
+		Setup: func(e *testscript.Env) error {
+			e.Setenv("SHARED", shared)
+			return nil
+		},
+	})
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/clawea/attester/schema/poh"
+)
+
+// maxInputBytes bounds every file packctl reads.
+const maxInputBytes = 64 << 20
+
+func readInput(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxInputBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxInputBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxInputBytes)
+	}
+	return b, nil
+}
+
+func runPoH(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(stderr, "usage: packctl poh verify-bundle FILE\n       packctl poh nonce-binding --agent DID --run ID --bundle-hash B64U")
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	switch args[0] {
+	case "verify-bundle":
+		return pohVerifyBundle(args[1:], stdout, stderr)
+	case "nonce-binding":
+		return pohNonceBinding(args[1:], stdout, stderr)
+	}
+	errorf(stderr, "poh: unknown subcommand %q", args[0])
+	return exitUsage
+}
+
+func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("poh verify-bundle", "poh verify-bundle [--receipt-signer DID]... FILE", stderr)
+	var signers stringList
+	fs.Var(&signers, "receipt-signer", "allowlisted gateway receipt signer DID (repeatable)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	raw, err := readInput(fs.Arg(0))
+	if err != nil {
+		errorf(stderr, "%v", err)
+		return exitCannot
+	}
+	b, err := poh.VerifyProofBundle(raw, poh.BundleOptions{ReceiptSignerDIDs: signers})
+	if err != nil {
+		var pe *poh.Error
+		if errors.As(err, &pe) {
+			fmt.Fprintf(stdout, "INVALID %s\n", pe.Code)
+			errorf(stderr, "%v", err)
+			return exitRejected
+		}
+		errorf(stderr, "%v", err)
+		return exitCannot
+	}
+	allow := 0
+	for _, r := range b.Receipts {
+		if r.Allowlisted {
+			allow++
+		}
+	}
+	fmt.Fprintf(stdout, "VALID bundle=%s agent=%s run=%s events=%d receipts=%d (allowlisted %d) payload_hash=%s\n",
+		b.BundleID, b.AgentDID, b.RunID, len(b.Events), len(b.Receipts), allow, b.Envelope.PayloadHashB64u)
+	return exitOK
+}
+
+func pohNonceBinding(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("poh nonce-binding", "poh nonce-binding --agent DID --run ID --bundle-hash B64U", stderr)
+	agent := fs.String("agent", "", "agent DID")
+	runID := fs.String("run", "", "run id")
+	hash := fs.String("bundle-hash", "", "proof bundle payload_hash_b64u")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *agent == "" || *runID == "" || *hash == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	b, err := poh.NonceBindingB64u(*agent, *runID, *hash)
+	if err != nil {
+		errorf(stderr, "%v", err)
+		return exitRejected
+	}
+	fmt.Fprintln(stdout, b)
+	return exitOK
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return fmt.Sprint(*s) }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

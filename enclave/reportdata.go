@@ -1,0 +1,75 @@
+package enclave
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// IdentityBindingLabel is the domain-separation label for bytes 32..63 of
+// REPORT_DATA (docs/spec/attestation-v1.md, "REPORT_DATA").
+const IdentityBindingLabel = "clawea.dev/attester/v1/report-data/identity"
+
+// MaxEvidenceContext bounds the evidence context bound into REPORT_DATA.
+const MaxEvidenceContext = 64 << 10
+
+// ReportData is the 64 bytes a platform quote commits to. It can only be built
+// by NewReportData, so callers never pass raw report data to a Quoter.
+type ReportData struct {
+	b [64]byte
+}
+
+// NewReportData builds REPORT_DATA for a quote:
+//
+//	bytes  0..31  nonceBinding: the raw 32-byte PoH TEE nonce binding digest
+//	bytes 32..63  SHA-256(label || 0x00 || u16be(len(pub)) || pub || u32be(len(ctx)) || ctx)
+//
+// where label is IdentityBindingLabel, pub the attester's Ed25519 identity key
+// and ctx the evidence context (empty for a key attestation).
+func NewReportData(nonceBinding [32]byte, identity ed25519.PublicKey, evidenceContext []byte) (ReportData, error) {
+	if len(identity) != ed25519.PublicKeySize {
+		return ReportData{}, fmt.Errorf("enclave: identity key is %d bytes, want %d", len(identity), ed25519.PublicKeySize)
+	}
+	if len(evidenceContext) > MaxEvidenceContext {
+		return ReportData{}, fmt.Errorf("enclave: evidence context is %d bytes, limit %d", len(evidenceContext), MaxEvidenceContext)
+	}
+	var rd ReportData
+	copy(rd.b[:32], nonceBinding[:])
+	id := IdentityBinding(identity, evidenceContext)
+	copy(rd.b[32:], id[:])
+	return rd, nil
+}
+
+// IdentityBinding computes bytes 32..63 of REPORT_DATA. Verifiers use it to
+// recompute the expected value.
+func IdentityBinding(identity ed25519.PublicKey, evidenceContext []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(IdentityBindingLabel))
+	h.Write([]byte{0})
+	var l2 [2]byte
+	binary.BigEndian.PutUint16(l2[:], uint16(len(identity)))
+	h.Write(l2[:])
+	h.Write(identity)
+	var l4 [4]byte
+	binary.BigEndian.PutUint32(l4[:], uint32(len(evidenceContext)))
+	h.Write(l4[:])
+	h.Write(evidenceContext)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Bytes returns a copy of the 64 bytes.
+func (rd ReportData) Bytes() [64]byte { return rd.b }
+
+// QualifyingData returns the 32-byte TPM qualifying data: SHA-256 of the 64
+// bytes of REPORT_DATA.
+func (rd ReportData) QualifyingData() [32]byte { return sha256.Sum256(rd.b[:]) }
+
+// IsZero reports whether rd was never built by NewReportData.
+func (rd ReportData) IsZero() bool { return rd == ReportData{} }
+
+// ErrZeroReportData is returned by backends given a zero ReportData.
+var ErrZeroReportData = errors.New("enclave: report data was not built with NewReportData")

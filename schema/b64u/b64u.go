@@ -1,0 +1,67 @@
+// Package b64u implements the "b64u" encoding used by every PoH and clawea
+// document: base64url (RFC 4648 section 5) without padding.
+//
+// Decoding is strict: padding, characters outside the URL-safe alphabet,
+// whitespace (including the CR and LF that encoding/base64 silently skips),
+// impossible lengths and non-zero trailing bits are all refused, so every
+// accepted string has exactly one byte sequence and re-encodes to itself.
+package b64u
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+)
+
+var enc = base64.RawURLEncoding.Strict()
+
+// ErrMalformed is returned (wrapped) for any string that is not canonical b64u.
+var ErrMalformed = errors.New("b64u: malformed")
+
+// Encode returns the b64u encoding of b.
+func Encode(b []byte) string { return enc.EncodeToString(b) }
+
+// SHA256 returns b64u(SHA-256(b)), the 43-character hash form used everywhere.
+func SHA256(b []byte) string {
+	sum := sha256.Sum256(b)
+	return Encode(sum[:])
+}
+
+// Decode decodes a canonical b64u string.
+func Decode(s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-', c == '_':
+		case c == '=':
+			return nil, fmt.Errorf("%w: padding at offset %d", ErrMalformed, i)
+		default:
+			return nil, fmt.Errorf("%w: byte 0x%02x at offset %d is outside the base64url alphabet", ErrMalformed, c, i)
+		}
+	}
+	if len(s)%4 == 1 {
+		return nil, fmt.Errorf("%w: impossible length %d", ErrMalformed, len(s))
+	}
+	b, err := enc.DecodeString(s)
+	if err != nil {
+		// With the alphabet and length checked, the only failure left is
+		// non-zero trailing bits.
+		return nil, fmt.Errorf("%w: non-canonical trailing bits", ErrMalformed)
+	}
+	return b, nil
+}
+
+// DecodeHash decodes a b64u SHA-256 digest: exactly 43 characters, 32 bytes.
+func DecodeHash(s string) ([32]byte, error) {
+	var out [32]byte
+	if len(s) != 43 {
+		return out, fmt.Errorf("%w: hash is %d characters, want 43", ErrMalformed, len(s))
+	}
+	b, err := Decode(s)
+	if err != nil {
+		return out, err
+	}
+	copy(out[:], b)
+	return out, nil
+}

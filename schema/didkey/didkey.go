@@ -1,0 +1,67 @@
+// Package didkey encodes and decodes did:key identifiers for Ed25519 public
+// keys: "did:key:z" + base58btc(0xed 0x01 || 32-byte key), the multicodec
+// ed25519-pub prefix as an unsigned varint.
+//
+// Both directions are strict: Parse accepts only the canonical form that
+// Format produces, so a DID string names exactly one key and one key has
+// exactly one DID string.
+package didkey
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/mr-tron/base58"
+)
+
+// Prefix is the fixed prefix of every Ed25519 did:key this package accepts.
+const Prefix = "did:key:z"
+
+// MaxLen bounds the DID string before any decoding.
+const MaxLen = 128
+
+var multicodecEd25519 = [2]byte{0xed, 0x01}
+
+// ErrInvalid is returned (wrapped) for any string that is not a canonical
+// Ed25519 did:key.
+var ErrInvalid = errors.New("didkey: invalid did:key")
+
+// Format returns the did:key for pub. It panics only on a wrong key length,
+// which is a programming error.
+func Format(pub ed25519.PublicKey) string {
+	if len(pub) != ed25519.PublicKeySize {
+		panic("didkey: Format called with a key of the wrong length")
+	}
+	b := make([]byte, 0, 2+ed25519.PublicKeySize)
+	b = append(b, multicodecEd25519[:]...)
+	b = append(b, pub...)
+	return Prefix + base58.Encode(b)
+}
+
+// Parse returns the Ed25519 public key named by did.
+func Parse(did string) (ed25519.PublicKey, error) {
+	if len(did) > MaxLen {
+		return nil, fmt.Errorf("%w: %d characters, limit %d", ErrInvalid, len(did), MaxLen)
+	}
+	if len(did) <= len(Prefix) || did[:len(Prefix)] != Prefix {
+		return nil, fmt.Errorf("%w: want prefix %q", ErrInvalid, Prefix)
+	}
+	enc := did[len(Prefix):]
+	b, err := base58.Decode(enc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: base58btc: %v", ErrInvalid, err)
+	}
+	if len(b) != 2+ed25519.PublicKeySize {
+		return nil, fmt.Errorf("%w: decoded %d bytes, want %d", ErrInvalid, len(b), 2+ed25519.PublicKeySize)
+	}
+	if b[0] != multicodecEd25519[0] || b[1] != multicodecEd25519[1] {
+		return nil, fmt.Errorf("%w: multicodec 0x%02x%02x is not ed25519-pub (0xed01)", ErrInvalid, b[0], b[1])
+	}
+	// base58 has no padding, but leading '1's encode leading zero bytes:
+	// insist on the canonical encoding so the mapping stays one-to-one.
+	if base58.Encode(b) != enc {
+		return nil, fmt.Errorf("%w: non-canonical base58btc", ErrInvalid)
+	}
+	return ed25519.PublicKey(b[2:]), nil
+}

@@ -1,0 +1,48 @@
+package poh
+
+import (
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+// EventHeader is one event-chain entry without its hash; field order is the
+// PoH canonical header order.
+type EventHeader struct {
+	EventID         string
+	RunID           string
+	EventType       string
+	Timestamp       string
+	PayloadHashB64u string
+	// PrevHashB64u is nil for the first event of a chain.
+	PrevHashB64u *string
+}
+
+// Value returns the canonical header object: event_id, run_id, event_type,
+// timestamp, payload_hash_b64u, prev_hash_b64u (null for the first event).
+func (h *EventHeader) Value() *pohjson.Value {
+	prev := pohjson.NewNull()
+	if h.PrevHashB64u != nil {
+		prev = pohjson.NewString(*h.PrevHashB64u)
+	}
+	return pohjson.NewObject(
+		pohjson.M("event_id", pohjson.NewString(h.EventID)),
+		pohjson.M("run_id", pohjson.NewString(h.RunID)),
+		pohjson.M("event_type", pohjson.NewString(h.EventType)),
+		pohjson.M("timestamp", pohjson.NewString(h.Timestamp)),
+		pohjson.M("payload_hash_b64u", pohjson.NewString(h.PayloadHashB64u)),
+		pohjson.M("prev_hash_b64u", prev),
+	)
+}
+
+// Hash returns event_hash_b64u: b64u(SHA-256(JSON.stringify(header))).
+func (h *EventHeader) Hash() (string, error) { return pohjson.Hash(h.Value()) }
+
+// EntryValue returns the full event_chain entry (header plus event_hash_b64u)
+// as it appears in a proof bundle.
+func (h *EventHeader) EntryValue() (*pohjson.Value, error) {
+	hash, err := h.Hash()
+	if err != nil {
+		return nil, err
+	}
+	v := h.Value()
+	return pohjson.NewObject(append(v.Members(), pohjson.M("event_hash_b64u", pohjson.NewString(hash)))...), nil
+}

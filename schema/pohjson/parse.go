@@ -1,0 +1,387 @@
+package pohjson
+
+import (
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Default limits for Parse.
+const (
+	DefaultMaxBytes = 16 << 20
+	DefaultMaxDepth = 64
+)
+
+// ParseOptions relax or tighten Parse. The zero value is the strict default.
+type ParseOptions struct {
+	// MaxBytes limits the input size; 0 means DefaultMaxBytes.
+	MaxBytes int
+	// MaxDepth limits array/object nesting; 0 means DefaultMaxDepth.
+	MaxDepth int
+	// AllowFloats accepts any RFC 8259 number (kept as its literal) for
+	// validation-only uses such as JCS input. Stringify still refuses them.
+	AllowFloats bool
+}
+
+// Parse parses one JSON text strictly (RFC 8259 plus the restrictions in the
+// package comment). Insignificant whitespace is accepted; nothing may follow
+// the value.
+func Parse(data []byte) (*Value, error) { return ParseWith(data, ParseOptions{}) }
+
+// ParseWith is Parse with options.
+func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
+	maxBytes := opts.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	if len(data) > maxBytes {
+		return nil, &Error{Offset: maxBytes, Err: ErrTooLarge, Msg: "input is " + strconv.Itoa(len(data)) + " bytes, limit " + strconv.Itoa(maxBytes)}
+	}
+	p := &parser{data: data, opts: opts, maxDepth: opts.MaxDepth}
+	if p.maxDepth <= 0 {
+		p.maxDepth = DefaultMaxDepth
+	}
+	p.ws()
+	v, err := p.value(0)
+	if err != nil {
+		return nil, err
+	}
+	p.ws()
+	if p.i != len(p.data) {
+		return nil, p.errf(ErrSyntax, "data after the JSON value")
+	}
+	return v, nil
+}
+
+type parser struct {
+	data     []byte
+	i        int
+	opts     ParseOptions
+	maxDepth int
+}
+
+func (p *parser) errf(sentinel error, msg string) error {
+	return &Error{Offset: p.i, Err: sentinel, Msg: msg}
+}
+
+func (p *parser) ws() {
+	for p.i < len(p.data) {
+		switch p.data[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) literal(lit string) bool {
+	if len(p.data)-p.i >= len(lit) && string(p.data[p.i:p.i+len(lit)]) == lit {
+		p.i += len(lit)
+		return true
+	}
+	return false
+}
+
+func (p *parser) value(depth int) (*Value, error) {
+	if p.i >= len(p.data) {
+		return nil, p.errf(ErrSyntax, "unexpected end of input")
+	}
+	switch c := p.data[p.i]; {
+	case c == '{':
+		return p.object(depth + 1)
+	case c == '[':
+		return p.array(depth + 1)
+	case c == '"':
+		s, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		return &Value{kind: String, s: s}, nil
+	case c == 't':
+		if p.literal("true") {
+			return &Value{kind: Bool, b: true}, nil
+		}
+	case c == 'f':
+		if p.literal("false") {
+			return &Value{kind: Bool}, nil
+		}
+	case c == 'n':
+		if p.literal("null") {
+			return &Value{kind: Null}, nil
+		}
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	}
+	return nil, p.errf(ErrSyntax, "unexpected character "+strconv.QuoteRune(rune(p.data[p.i])))
+}
+
+func (p *parser) object(depth int) (*Value, error) {
+	if depth > p.maxDepth {
+		return nil, p.errf(ErrTooDeep, "more than "+strconv.Itoa(p.maxDepth)+" levels")
+	}
+	p.i++ // '{'
+	v := &Value{kind: Object, members: []Member{}}
+	seen := map[string]struct{}{}
+	p.ws()
+	if p.i < len(p.data) && p.data[p.i] == '}' {
+		p.i++
+		return v, nil
+	}
+	for {
+		p.ws()
+		if p.i >= len(p.data) || p.data[p.i] != '"' {
+			return nil, p.errf(ErrSyntax, "expected object key")
+		}
+		keyAt := p.i
+		k, err := p.str()
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := seen[k]; dup {
+			return nil, &Error{Offset: keyAt, Err: ErrDuplicateKey, Msg: strconv.Quote(k)}
+		}
+		seen[k] = struct{}{}
+		p.ws()
+		if p.i >= len(p.data) || p.data[p.i] != ':' {
+			return nil, p.errf(ErrSyntax, "expected ':'")
+		}
+		p.i++
+		p.ws()
+		mv, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		v.members = append(v.members, Member{Key: k, Value: mv})
+		p.ws()
+		if p.i >= len(p.data) {
+			return nil, p.errf(ErrSyntax, "unexpected end of input in object")
+		}
+		switch p.data[p.i] {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return v, nil
+		default:
+			return nil, p.errf(ErrSyntax, "expected ',' or '}'")
+		}
+	}
+}
+
+func (p *parser) array(depth int) (*Value, error) {
+	if depth > p.maxDepth {
+		return nil, p.errf(ErrTooDeep, "more than "+strconv.Itoa(p.maxDepth)+" levels")
+	}
+	p.i++ // '['
+	v := &Value{kind: Array, arr: []*Value{}}
+	p.ws()
+	if p.i < len(p.data) && p.data[p.i] == ']' {
+		p.i++
+		return v, nil
+	}
+	for {
+		p.ws()
+		ev, err := p.value(depth)
+		if err != nil {
+			return nil, err
+		}
+		v.arr = append(v.arr, ev)
+		p.ws()
+		if p.i >= len(p.data) {
+			return nil, p.errf(ErrSyntax, "unexpected end of input in array")
+		}
+		switch p.data[p.i] {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return v, nil
+		default:
+			return nil, p.errf(ErrSyntax, "expected ',' or ']'")
+		}
+	}
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+func (p *parser) number() (*Value, error) {
+	start := p.i
+	if p.data[p.i] == '-' {
+		p.i++
+	}
+	if p.i >= len(p.data) || !isDigit(p.data[p.i]) {
+		return nil, p.errf(ErrSyntax, "invalid number")
+	}
+	if p.data[p.i] == '0' {
+		p.i++
+	} else {
+		for p.i < len(p.data) && isDigit(p.data[p.i]) {
+			p.i++
+		}
+	}
+	integer := true
+	if p.i < len(p.data) && p.data[p.i] == '.' {
+		integer = false
+		p.i++
+		if p.i >= len(p.data) || !isDigit(p.data[p.i]) {
+			return nil, p.errf(ErrSyntax, "invalid number")
+		}
+		for p.i < len(p.data) && isDigit(p.data[p.i]) {
+			p.i++
+		}
+	}
+	if p.i < len(p.data) && (p.data[p.i] == 'e' || p.data[p.i] == 'E') {
+		integer = false
+		p.i++
+		if p.i < len(p.data) && (p.data[p.i] == '+' || p.data[p.i] == '-') {
+			p.i++
+		}
+		if p.i >= len(p.data) || !isDigit(p.data[p.i]) {
+			return nil, p.errf(ErrSyntax, "invalid number")
+		}
+		for p.i < len(p.data) && isDigit(p.data[p.i]) {
+			p.i++
+		}
+	}
+	lit := string(p.data[start:p.i])
+	if !integer {
+		if p.opts.AllowFloats {
+			f, err := strconv.ParseFloat(lit, 64)
+			if err != nil || f != f {
+				return nil, &Error{Offset: start, Err: ErrNumber, Msg: "number " + lit + " is out of IEEE 754 double range"}
+			}
+			return &Value{kind: Number, s: lit}, nil
+		}
+		return nil, &Error{Offset: start, Err: ErrNumber, Msg: "non-integer number " + lit + " (only integers are supported)"}
+	}
+	if lit == "-0" {
+		return nil, &Error{Offset: start, Err: ErrNumber, Msg: "negative zero"}
+	}
+	n, err := strconv.ParseInt(lit, 10, 64)
+	if err != nil || n > MaxSafeInteger || n < -MaxSafeInteger {
+		if p.opts.AllowFloats {
+			if _, err := strconv.ParseFloat(lit, 64); err == nil {
+				return &Value{kind: Number, s: lit}, nil
+			}
+		}
+		return nil, &Error{Offset: start, Err: ErrNumber, Msg: "integer " + lit + " is outside ±(2^53-1)"}
+	}
+	return &Value{kind: Number, n: n}, nil
+}
+
+// str parses a JSON string starting at the opening quote.
+func (p *parser) str() (string, error) {
+	p.i++ // opening quote
+	var buf []byte
+	start := p.i
+	for {
+		if p.i >= len(p.data) {
+			return "", p.errf(ErrSyntax, "unterminated string")
+		}
+		c := p.data[p.i]
+		switch {
+		case c == '"':
+			var s string
+			if buf == nil {
+				s = string(p.data[start:p.i])
+			} else {
+				s = string(append(buf, p.data[start:p.i]...))
+			}
+			p.i++
+			return s, nil
+		case c == '\\':
+			buf = append(buf, p.data[start:p.i]...)
+			r, err := p.escape()
+			if err != nil {
+				return "", err
+			}
+			buf = utf8.AppendRune(buf, r)
+			start = p.i
+		case c < 0x20:
+			return "", p.errf(ErrSyntax, "unescaped control character in string")
+		case c < utf8.RuneSelf:
+			p.i++
+		default:
+			r, size := utf8.DecodeRune(p.data[p.i:])
+			if r == utf8.RuneError && size <= 1 {
+				return "", p.errf(ErrString, "invalid UTF-8")
+			}
+			p.i += size
+		}
+	}
+}
+
+// escape decodes one escape sequence at p.i (the backslash) and returns the
+// rune; \u surrogate pairs are combined and lone surrogates refused.
+func (p *parser) escape() (rune, error) {
+	at := p.i
+	p.i++
+	if p.i >= len(p.data) {
+		return 0, p.errf(ErrSyntax, "unterminated escape")
+	}
+	c := p.data[p.i]
+	p.i++
+	switch c {
+	case '"':
+		return '"', nil
+	case '\\':
+		return '\\', nil
+	case '/':
+		return '/', nil
+	case 'b':
+		return '\b', nil
+	case 'f':
+		return '\f', nil
+	case 'n':
+		return '\n', nil
+	case 'r':
+		return '\r', nil
+	case 't':
+		return '\t', nil
+	case 'u':
+		r1, ok := p.hex4()
+		if !ok {
+			return 0, &Error{Offset: at, Err: ErrSyntax, Msg: "invalid \\u escape"}
+		}
+		if !utf16.IsSurrogate(r1) {
+			return r1, nil
+		}
+		if r1 >= 0xDC00 || p.i+1 >= len(p.data) || p.data[p.i] != '\\' || p.data[p.i+1] != 'u' {
+			return 0, &Error{Offset: at, Err: ErrString, Msg: "lone surrogate"}
+		}
+		p.i += 2
+		r2, ok := p.hex4()
+		if !ok {
+			return 0, &Error{Offset: at, Err: ErrSyntax, Msg: "invalid \\u escape"}
+		}
+		r := utf16.DecodeRune(r1, r2)
+		if r == utf8.RuneError {
+			return 0, &Error{Offset: at, Err: ErrString, Msg: "lone surrogate"}
+		}
+		return r, nil
+	}
+	return 0, &Error{Offset: at, Err: ErrSyntax, Msg: "invalid escape"}
+}
+
+func (p *parser) hex4() (rune, bool) {
+	if len(p.data)-p.i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range p.data[p.i : p.i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	p.i += 4
+	return r, true
+}

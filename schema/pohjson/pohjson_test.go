@@ -1,0 +1,215 @@
+package pohjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func mustStringify(t *testing.T, in string) string {
+	t.Helper()
+	v, err := Parse([]byte(in))
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", in, err)
+	}
+	out, err := Stringify(v)
+	if err != nil {
+		t.Fatalf("Stringify(%q): %v", in, err)
+	}
+	return string(out)
+}
+
+// stringifyCases are inputs with the output JSON.stringify(JSON.parse(in))
+// gives in Node.js; TestNodeInterop checks them against a real node when one
+// is installed.
+var stringifyCases = []struct{ in, want string }{
+	{`{"a":1,"b":[true,false,null]}`, `{"a":1,"b":[true,false,null]}`},
+	{" {\n \"b\" : 1 ,\t\"a\" : 2 } ", `{"b":1,"a":2}`},
+	{`{"b":1,"2":2,"a":3,"1":4,"01":5,"-1":6,"4294967294":7,"4294967295":8}`,
+		`{"1":4,"2":2,"4294967294":7,"b":1,"a":3,"01":5,"-1":6,"4294967295":8}`},
+	{`"<>&\u2028\u2029"`, "\"<>&\u2028\u2029\""},
+	{`"\u0000\u0001\b\f\n\r\t\u001f\u007f\/"`, `"\u0000\u0001\b\f\n\r\t\u001f` + "\x7f" + `/"`},
+	{`"\"\\"`, `"\"\\"`},
+	{`"\ud83d\ude00 é €"`, `"😀 é €"`},
+	{`[9007199254740991,-9007199254740991,0,-1]`, `[9007199254740991,-9007199254740991,0,-1]`},
+	{`{"__proto__":{"x":1},"constructor":"c"}`, `{"__proto__":{"x":1},"constructor":"c"}`},
+	{`[]`, `[]`}, {`{}`, `{}`}, {`""`, `""`}, {`null`, `null`},
+	{`{"a":{"10":1,"9":2,"b":3}}`, `{"a":{"9":2,"10":1,"b":3}}`},
+}
+
+func TestStringify(t *testing.T) {
+	for _, tt := range stringifyCases {
+		if got := mustStringify(t, tt.in); got != tt.want {
+			t.Errorf("Stringify(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	tests := []struct {
+		in   string
+		want error
+	}{
+		{``, ErrSyntax}, {` `, ErrSyntax}, {`{`, ErrSyntax}, {`{"a"}`, ErrSyntax}, {`{"a":1,}`, ErrSyntax},
+		{`[1,]`, ErrSyntax}, {`[1 2]`, ErrSyntax}, {`{} {}`, ErrSyntax}, {`nul`, ErrSyntax}, {`True`, ErrSyntax},
+		{`'a'`, ErrSyntax}, {`{a:1}`, ErrSyntax}, {`01`, ErrSyntax}, {`+1`, ErrSyntax}, {`1.`, ErrSyntax},
+		{`.5`, ErrSyntax}, {`1e`, ErrSyntax}, {`"a` + "\n" + `"`, ErrSyntax}, {`"\x"`, ErrSyntax},
+		{`"\u12G4"`, ErrSyntax}, {`"abc`, ErrSyntax}, {"\xef\xbb\xbf{}", ErrSyntax}, {`NaN`, ErrSyntax},
+		{`{"a":1,"a":2}`, ErrDuplicateKey}, {`{"a":1,"\u0061":2}`, ErrDuplicateKey},
+		{`1.5`, ErrNumber}, {`1.0`, ErrNumber}, {`1e3`, ErrNumber}, {`-0`, ErrNumber},
+		{`9007199254740992`, ErrNumber}, {`-9007199254740992`, ErrNumber}, {`123456789012345678901234567890`, ErrNumber},
+		{`"\ud800"`, ErrString}, {`"\udc00"`, ErrString}, {`"\ud800\u0041"`, ErrString}, {`"\ud800x"`, ErrString},
+		{"\"\xff\"", ErrString}, {"\"\xed\xa0\x80\"", ErrString}, {"\"\xc0\xaf\"", ErrString},
+		{strings.Repeat("[", 65) + strings.Repeat("]", 65), ErrTooDeep},
+	}
+	for _, tt := range tests {
+		v, err := Parse([]byte(tt.in))
+		if !errors.Is(err, tt.want) || v != nil {
+			t.Errorf("Parse(%q) = %v, %v; want %v", tt.in, v, err, tt.want)
+		}
+		var pe *Error
+		if err != nil && !errors.As(err, &pe) {
+			t.Errorf("Parse(%q) error %T is not *Error", tt.in, err)
+		}
+	}
+	if _, err := ParseWith([]byte(`[1,2]`), ParseOptions{MaxBytes: 4}); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("MaxBytes: err = %v, want ErrTooLarge", err)
+	}
+}
+
+func TestAllowFloats(t *testing.T) {
+	v, err := ParseWith([]byte(`[1.5,1e400]`), ParseOptions{AllowFloats: true})
+	if err == nil {
+		t.Fatalf("1e400 accepted: %v", v)
+	}
+	// -0 stays refused even with floats allowed.
+	if _, err := ParseWith([]byte(`[1.5,-0]`), ParseOptions{AllowFloats: true}); !errors.Is(err, ErrNumber) {
+		t.Fatalf("-0: err = %v, want ErrNumber", err)
+	}
+	v, err = ParseWith([]byte(`[1.5,1E30,99999999999999999999]`), ParseOptions{AllowFloats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Stringify(v); !errors.Is(err, ErrNumber) {
+		t.Fatalf("Stringify of floats: err = %v, want ErrNumber", err)
+	}
+}
+
+func TestStringifyRejects(t *testing.T) {
+	for name, v := range map[string]*Value{
+		"dup":      NewObject(M("a", NewNull()), M("a", NewNull())),
+		"big":      NewInt(MaxSafeInteger + 1),
+		"badutf8":  NewString("\xff"),
+		"badkey":   NewObject(M("\xff", NewNull())),
+		"nilelem":  NewArray(nil),
+		"nilvalue": nil,
+	} {
+		if b, err := Stringify(v); err == nil {
+			t.Errorf("%s: Stringify = %q, want error", name, b)
+		}
+	}
+}
+
+func TestBuildAndFromGo(t *testing.T) {
+	type inner struct {
+		Z string `json:"z"`
+		A int    `json:"a"`
+	}
+	type doc struct {
+		Version string  `json:"v"`
+		Inner   inner   `json:"inner"`
+		Opt     *string `json:"opt,omitempty"`
+		Null    *string `json:"null"`
+	}
+	got, err := Marshal(doc{Version: "1", Inner: inner{Z: "<&>\u2028", A: 7}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\"v\":\"1\",\"inner\":{\"z\":\"<&>\u2028\",\"a\":7},\"null\":null}"; string(got) != want {
+		t.Fatalf("Marshal = %s, want %s", got, want)
+	}
+	if _, err := Marshal(struct{ F float64 }{1.5}); !errors.Is(err, ErrNumber) {
+		t.Fatalf("float field: err = %v, want ErrNumber", err)
+	}
+	v := NewObject(M("b", NewString("x")), M("a", NewArray(NewInt(1), NewBool(true))))
+	if s, _ := v.GetString("b"); s != "x" || v.Get("a").Elems()[1].Kind() != Bool {
+		t.Fatal("accessors")
+	}
+}
+
+// TestNonePanicsOnNodeCorpus runs the cases through Node.js, the reference
+// implementation of JSON.stringify, when node is installed (CI has it).
+func TestNodeInterop(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("node not found; CI must have Node.js for the interop test")
+		}
+		t.Skip("node not installed")
+	}
+	var ins []string
+	for _, tt := range stringifyCases {
+		ins = append(ins, tt.in)
+	}
+	// Extra cases generated here and compared only against node.
+	for _, s := range []string{"\u00e9\u0085\u200b\ufeff", "\x7f", "a\u2028b", "\u0000"} {
+		b, _ := json.Marshal(s)
+		ins = append(ins, string(b))
+	}
+	input, _ := json.Marshal(ins)
+	cmd := exec.Command(node, "-e", `let d='';process.stdin.on('data',c=>d+=c).on('end',()=>{process.stdout.write(JSON.stringify(JSON.parse(d).map(s=>JSON.stringify(JSON.parse(s)))))})`)
+	cmd.Stdin = bytes.NewReader(input)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node: %v", err)
+	}
+	var want []string
+	if err := json.Unmarshal(out, &want); err != nil || len(want) != len(ins) {
+		t.Fatalf("node output %q: %v", out, err)
+	}
+	for i, in := range ins {
+		if got := mustStringify(t, in); got != want[i] {
+			t.Errorf("input %q: ours %q, node %q", in, got, want[i])
+		}
+	}
+}
+
+// FuzzParse: nothing panics; whatever parses stringifies, and the
+// stringified form is a fixed point (parse + stringify gives the same bytes).
+func FuzzParse(f *testing.F) {
+	for _, tt := range stringifyCases {
+		f.Add([]byte(tt.in))
+	}
+	f.Add([]byte(`{"a":1,"a":2}`))
+	f.Add([]byte(`"\ud800"`))
+	f.Add([]byte(`[1.5]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := Parse(data)
+		if err != nil {
+			if v != nil {
+				t.Fatal("value returned with error")
+			}
+			return
+		}
+		out, err := Stringify(v)
+		if err != nil {
+			t.Fatalf("accepted input does not stringify: %v", err)
+		}
+		v2, err := Parse(out)
+		if err != nil {
+			t.Fatalf("stringified output does not parse: %v", err)
+		}
+		out2, err := Stringify(v2)
+		if err != nil || !bytes.Equal(out, out2) {
+			t.Fatalf("not a fixed point: %q -> %q", out, out2)
+		}
+		// encoding/json must agree that the output is valid JSON.
+		if !json.Valid(out) {
+			t.Fatalf("output is not valid JSON: %q", out)
+		}
+	})
+}

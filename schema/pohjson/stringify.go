@@ -1,0 +1,208 @@
+package pohjson
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/b64u"
+)
+
+// Stringify returns the JSON.stringify form of v: compact, members in
+// JavaScript property order, JSON.stringify's escapes. It refuses values that
+// JavaScript would not reproduce exactly: non-integer numbers, integers beyond
+// ±(2^53-1), invalid UTF-8 and duplicate keys.
+func Stringify(v *Value) ([]byte, error) {
+	return appendValue(nil, v, 0)
+}
+
+// Hash returns b64u(SHA-256(Stringify(v))), the PoH payload hash.
+func Hash(v *Value) (string, error) {
+	b, err := Stringify(v)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return b64u.Encode(sum[:]), nil
+}
+
+// FromGo converts a Go value to a Value through encoding/json: struct fields
+// keep their declaration order, which is how this project writes documents
+// whose field order must match the PoH emitted order. Floats and other
+// unsupported values are refused by the strict parser.
+func FromGo(x any) (*Value, error) {
+	b, err := json.Marshal(x)
+	if err != nil {
+		return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: err.Error()}
+	}
+	return Parse(b)
+}
+
+// Marshal is FromGo followed by Stringify.
+func Marshal(x any) ([]byte, error) {
+	v, err := FromGo(x)
+	if err != nil {
+		return nil, err
+	}
+	return Stringify(v)
+}
+
+func appendValue(dst []byte, v *Value, depth int) ([]byte, error) {
+	if v == nil {
+		return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: "nil value"}
+	}
+	if depth > DefaultMaxDepth {
+		return nil, &Error{Offset: -1, Err: ErrTooDeep, Msg: "more than " + strconv.Itoa(DefaultMaxDepth) + " levels"}
+	}
+	switch v.kind {
+	case Null:
+		return append(dst, "null"...), nil
+	case Bool:
+		if v.b {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case Number:
+		if v.s != "" {
+			return nil, &Error{Offset: -1, Err: ErrNumber, Msg: "non-integer number " + v.s}
+		}
+		if v.n > MaxSafeInteger || v.n < -MaxSafeInteger {
+			return nil, &Error{Offset: -1, Err: ErrNumber, Msg: "integer " + strconv.FormatInt(v.n, 10) + " is outside ±(2^53-1)"}
+		}
+		return strconv.AppendInt(dst, v.n, 10), nil
+	case String:
+		return appendString(dst, v.s)
+	case Array:
+		dst = append(dst, '[')
+		for i, e := range v.arr {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = appendValue(dst, e, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case Object:
+		members, err := jsOrder(v.members)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, '{')
+		for i, m := range members {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendString(dst, m.Key); err != nil {
+				return nil, err
+			}
+			dst = append(dst, ':')
+			if dst, err = appendValue(dst, m.Value, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
+	}
+	return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: "unknown kind"}
+}
+
+// arrayIndex reports whether key is a canonical array index in the sense of
+// ECMAScript (a canonical decimal integer in 0 .. 2^32-2) and returns it.
+// Objects list such keys first, in ascending numeric order.
+func arrayIndex(key string) (uint32, bool) {
+	if key == "" || len(key) > 10 || (len(key) > 1 && key[0] == '0') {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n > 1<<32-2 {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// jsOrder returns members in JavaScript own-property order and refuses
+// duplicate keys.
+func jsOrder(members []Member) ([]Member, error) {
+	seen := make(map[string]struct{}, len(members))
+	var indexed []Member
+	for _, m := range members {
+		if _, dup := seen[m.Key]; dup {
+			return nil, &Error{Offset: -1, Err: ErrDuplicateKey, Msg: strconv.Quote(m.Key)}
+		}
+		seen[m.Key] = struct{}{}
+		if _, ok := arrayIndex(m.Key); ok {
+			indexed = append(indexed, m)
+		}
+	}
+	if len(indexed) == 0 {
+		return members, nil
+	}
+	slices.SortStableFunc(indexed, func(a, b Member) int {
+		x, _ := arrayIndex(a.Key)
+		y, _ := arrayIndex(b.Key)
+		switch {
+		case x < y:
+			return -1
+		case x > y:
+			return 1
+		}
+		return 0
+	})
+	out := make([]Member, 0, len(members))
+	out = append(out, indexed...)
+	for _, m := range members {
+		if _, ok := arrayIndex(m.Key); !ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as JSON.stringify does (ECMAScript QuoteJSONString).
+func appendString(dst []byte, s string) ([]byte, error) {
+	if !utf8.ValidString(s) {
+		return nil, &Error{Offset: -1, Err: ErrString, Msg: "invalid UTF-8"}
+	}
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"':
+			dst = append(dst, '\\', '"')
+		case '\\':
+			dst = append(dst, '\\', '\\')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		start = i + 1
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"'), nil
+}

@@ -1,0 +1,172 @@
+// Package schemas embeds the JSON Schemas (draft 2020-12) this project
+// validates against: the PoH schemas, byte-identical to the public
+// Proof-of-Harness repository (see poh/SOURCE.md), and clawea's own schemas.
+// Validation uses github.com/santhosh-tekuri/jsonschema/v6 with format
+// assertions on.
+package schemas
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+//go:embed poh/*.json clawea/*.json
+var files embed.FS
+
+// Schema IDs.
+const (
+	ProofBundleEnvelopeV1          = "https://schemas.clawbureau.org/claw.poh.proof_bundle_envelope.v1.json"
+	ProofBundleV1                  = "https://schemas.clawbureau.org/claw.poh.proof_bundle.v1.json"
+	ExecutionAttestationEnvelopeV1 = "https://schemas.clawbureau.org/claw.poh.execution_attestation_envelope.v1.json"
+	ExecutionAttestationV1         = "https://schemas.clawbureau.org/claw.poh.execution_attestation.v1.json"
+	GatewayReceiptEnvelopeV1       = "https://schemas.clawbureau.org/claw.poh.gateway_receipt_envelope.v1.json"
+	EventChainV1                   = "https://schemas.clawbureau.org/claw.poh.event_chain.v1.json"
+	PromptPackV1                   = "https://schemas.clawbureau.org/claw.poh.prompt_pack.v1.json"
+	PoHSystemPromptReportV1        = "https://schemas.clawbureau.org/claw.poh.system_prompt_report.v1.json"
+	URMV1                          = "https://schemas.clawbureau.org/claw.poh.urm.v1.json"
+	ToolReceiptEnvelopeV1          = "https://schemas.clawbureau.com/poh/tool_receipt_envelope.v1.json"
+	// SystemPromptReportV1 is clawea's hash-first SystemPromptReport.v1.
+	SystemPromptReportV1 = "https://schemas.clawea.dev/clawea.system_prompt_report.v1.json"
+)
+
+// MaxDocumentBytes bounds a validated document.
+const MaxDocumentBytes = 16 << 20
+
+// Errors.
+var (
+	// ErrInvalid: the document does not satisfy the schema.
+	ErrInvalid = errors.New("schemas: document does not match schema")
+	// ErrUnknownSchema: no embedded schema has that ID.
+	ErrUnknownSchema = errors.New("schemas: unknown schema id")
+)
+
+// ValidationError reports the first failing location.
+type ValidationError struct {
+	SchemaID string
+	// Location is the JSON pointer of the failing instance value.
+	Location string
+	Msg      string
+}
+
+func (e *ValidationError) Error() string {
+	return fmt.Sprintf("schemas: %s: at %q: %s", path.Base(e.SchemaID), e.Location, e.Msg)
+}
+
+func (e *ValidationError) Unwrap() error { return ErrInvalid }
+
+type compiled struct {
+	byID map[string]*jsonschema.Schema
+}
+
+// failClosedLoader resolves every schema the embedded set does not contain
+// to `false`, so documents that use them are refused.
+type failClosedLoader struct{}
+
+func (failClosedLoader) Load(string) (any, error) { return false, nil }
+
+var load = sync.OnceValues(func() (*compiled, error) {
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	c.UseLoader(failClosedLoader{})
+	var ids []string
+	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
+			return err
+		}
+		raw, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		m, ok := doc.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: not an object", p)
+		}
+		id, _ := m["$id"].(string)
+		if id == "" {
+			return fmt.Errorf("%s: no $id", p)
+		}
+		if err := c.AddResource(id, doc); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &compiled{byID: map[string]*jsonschema.Schema{}}
+	for _, id := range ids {
+		s, err := c.Compile(id)
+		if err != nil {
+			return nil, fmt.Errorf("compile %s: %w", id, err)
+		}
+		out.byID[id] = s
+	}
+	return out, nil
+})
+
+// IDs lists the embedded schema IDs, sorted.
+func IDs() []string {
+	c, err := load()
+	if err != nil {
+		return nil
+	}
+	ids := make([]string, 0, len(c.byID))
+	for id := range c.byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// Source returns the embedded bytes of a schema file, e.g. "poh/urm.v1.json".
+func Source(name string) ([]byte, error) { return files.ReadFile(name) }
+
+// Validate checks doc (JSON text) against the schema with the given ID. The
+// document must also be strict JSON (no duplicate keys, valid UTF-8).
+func Validate(schemaID string, doc []byte) error {
+	c, err := load()
+	if err != nil {
+		return fmt.Errorf("schemas: embedded schemas do not compile: %w", err)
+	}
+	s, ok := c.byID[schemaID]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrUnknownSchema, schemaID)
+	}
+	if _, err := pohjson.ParseWith(doc, pohjson.ParseOptions{MaxBytes: MaxDocumentBytes, AllowFloats: true}); err != nil {
+		return &ValidationError{SchemaID: schemaID, Location: "", Msg: err.Error()}
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return &ValidationError{SchemaID: schemaID, Location: "", Msg: err.Error()}
+	}
+	if err := s.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			leaf := ve
+			for len(leaf.Causes) > 0 {
+				leaf = leaf.Causes[0]
+			}
+			return &ValidationError{SchemaID: schemaID, Location: "/" + strings.Join(leaf.InstanceLocation, "/"), Msg: leaf.ErrorKind.LocalizedString(message.NewPrinter(language.English))}
+		}
+		return &ValidationError{SchemaID: schemaID, Msg: err.Error()}
+	}
+	return nil
+}
