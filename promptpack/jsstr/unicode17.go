@@ -1,0 +1,55 @@
+package jsstr
+
+// Unicode Character Database deltas between the Unicode 15.0 tables of the
+// Go standard library (unicode.Version) and Unicode 17.0, the version of
+// the Node/ICU build that the recipes' reference outputs come from. They
+// were derived by comparing Go's tables with Node v20.20.2 on every code
+// point (see TestToLowerUnicode17 for the checked points). Only the
+// properties that toLowerCase depends on are listed.
+
+// lower17 holds simple lower-case mappings added in Unicode 16.0/17.0.
+var lower17 = map[rune]rune{
+	0x1C89: 0x1C8A,
+	0xA7CB: 0x0264,
+	0xA7CC: 0xA7CD,
+	0xA7CE: 0xA7CF,
+	0xA7D2: 0xA7D3,
+	0xA7D4: 0xA7D5,
+	0xA7DA: 0xA7DB,
+	0xA7DC: 0x019B,
+}
+
+// lowerRange17 covers the ranges of new upper-case letters that map by a
+// fixed offset.
+func lowerRange17(r rune) (rune, bool) {
+	switch {
+	case r >= 0x10D50 && r <= 0x10D65:
+		return 0x20, true
+	case r >= 0x16EA0 && r <= 0x16EB8:
+		return 0x1B, true
+	}
+	return 0, false
+}
+
+var casedAdded17 = [][2]rune{
+	{0x1C89, 0x1C8A}, {0xA7CB, 0xA7CF}, {0xA7D2, 0xA7D2}, {0xA7D4, 0xA7D4},
+	{0xA7DA, 0xA7DC}, {0xA7F1, 0xA7F1}, {0x10D50, 0x10D65}, {0x10D70, 0x10D85},
+	{0x16EA0, 0x16EB8}, {0x16EBB, 0x16ED3},
+}
+
+// casedRemoved17 lists code points that are no longer Cased.
+var casedRemoved17 = [][2]rune{{0x0295, 0x0295}}
+
+var ignorableAdded17 = [][2]rune{
+	{0x0897, 0x0897}, {0x1ACF, 0x1ADD}, {0x1AE0, 0x1AEB}, {0xA7F1, 0xA7F1},
+	{0x10D4E, 0x10D4E}, {0x10D69, 0x10D6D}, {0x10D6F, 0x10D6F}, {0x10EC5, 0x10EC5},
+	{0x10EFA, 0x10EFC}, {0x113BB, 0x113C0}, {0x113CE, 0x113CE}, {0x113D0, 0x113D0},
+	{0x113D2, 0x113D2}, {0x113E1, 0x113E2}, {0x11B60, 0x11B60}, {0x11B62, 0x11B64},
+	{0x11B66, 0x11B66}, {0x11DD9, 0x11DD9}, {0x11F5A, 0x11F5A}, {0x1611E, 0x16129},
+	{0x1612D, 0x1612F}, {0x16D40, 0x16D42}, {0x16D6B, 0x16D6C}, {0x16FF2, 0x16FF3},
+	{0x1E5EE, 0x1E5EF}, {0x1E6E3, 0x1E6E3}, {0x1E6E6, 0x1E6E6}, {0x1E6EE, 0x1E6EF},
+	{0x1E6F5, 0x1E6F5}, {0x1E6FF, 0x1E6FF},
+}
+
+// ignorableRemoved17 lists code points that are no longer Case_Ignorable.
+var ignorableRemoved17 = [][2]rune{{0x1171E, 0x1171E}}

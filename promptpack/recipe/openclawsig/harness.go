@@ -1,0 +1,421 @@
+package openclawsig
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// HarnessFiles is the harness text as raw bytes, as carried in a prompt
+// pack or laid out in a directory (see LoadHarnessDir).
+type HarnessFiles struct {
+	// Templates maps a template file name ("identity.txt") to its bytes.
+	Templates map[string][]byte
+	// Sigs maps a template file name to the bytes of its .sig.json.
+	Sigs map[string][]byte
+	// SigConfig is the sig tool's config.json; optional, kept verbatim
+	// and not interpreted.
+	SigConfig []byte
+	// Literals is hardcoded-literals.json.
+	Literals []byte
+	// CoreToolSummaries is core-tool-summaries.json.
+	CoreToolSummaries []byte
+}
+
+// Sig is a parsed .sig.json: a content hash of one template.
+type Sig struct {
+	File           string // e.g. "llm/prompts/identity.txt"
+	Hash           string // "sha256:" + 64 lower-case hex digits
+	Algorithm      string // "sha256"
+	SignedBy       string
+	SignedAt       string
+	ContentLength  int64 // bytes
+	TemplateEngine string
+	Raw            []byte // the .sig.json bytes as received
+}
+
+// ToolSummary is one entry of core-tool-summaries.json.
+type ToolSummary struct {
+	Name    string
+	Summary string
+}
+
+// Harness is the harness data the recipe renders from. Its content is
+// immutable after NewHarness (accessors return copies); CheckTemplates
+// marks it as checked. CheckTemplates must not run concurrently with
+// Render on the same Harness.
+type Harness struct {
+	files     HarnessFiles
+	sigs      map[string]Sig
+	lit       literals
+	core      []ToolSummary
+	coreIndex map[string]string
+	checked   bool
+}
+
+// Files returns a deep copy of the raw harness bytes, e.g. to carry them in
+// a pack or hash them into a report.
+func (h *Harness) Files() HarnessFiles {
+	cp := func(m map[string][]byte) map[string][]byte {
+		out := make(map[string][]byte, len(m))
+		for k, v := range m {
+			out[k] = bytes.Clone(v)
+		}
+		return out
+	}
+	return HarnessFiles{
+		Templates:         cp(h.files.Templates),
+		Sigs:              cp(h.files.Sigs),
+		SigConfig:         bytes.Clone(h.files.SigConfig),
+		Literals:          bytes.Clone(h.files.Literals),
+		CoreToolSummaries: bytes.Clone(h.files.CoreToolSummaries),
+	}
+}
+
+// TemplateNames returns the template file names, sorted.
+func (h *Harness) TemplateNames() []string {
+	return slices.Sorted(maps.Keys(h.files.Templates))
+}
+
+// Sig returns the parsed sig of a template.
+func (h *Harness) Sig(name string) (Sig, bool) {
+	s, ok := h.sigs[name]
+	s.Raw = bytes.Clone(s.Raw)
+	return s, ok
+}
+
+// CoreToolSummaries returns the built-in tool summaries in file order.
+func (h *Harness) CoreToolSummaries() []ToolSummary {
+	return slices.Clone(h.core)
+}
+
+// requiredTemplates are the templates Render can use; each must be present.
+var requiredTemplates = []string{
+	tplIdentity, tplTooling, tplToolingFallback, tplToolCallStyle, tplSafety,
+	tplVerificationPreamble, tplProtectedFiles, tplCLIReference, tplSkills,
+	tplMemory, tplMemoryCitationsOff, tplMemoryCitationsOn, tplSelfUpdate,
+	tplModelAliases, tplWorkspace, tplDocumentation, tplSandbox, tplUserIdentity,
+	tplTime, tplWorkspaceFiles, tplReplyTags, tplMessaging, tplMessageTool,
+	tplMessageToolButtonsOn, tplMessageToolButtonsOff, tplVoice, tplSubagentContext,
+	tplGroupContext, tplReactionsMinimal, tplReactionsExtensive, tplReasoningFormat,
+	tplProjectContext, tplSoulGuidance, tplSilentReplies, tplHeartbeats, tplRuntime,
+}
+
+const sigSuffix = ".sig.json"
+
+// validTemplateName accepts a plain file name ending in ".txt".
+func validTemplateName(name string) bool {
+	if len(name) <= len(".txt") || len(name) > maxNameLen || !strings.HasSuffix(name, ".txt") {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return !strings.HasPrefix(name, ".")
+}
+
+func harnessErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidHarness}, args...)...)
+}
+
+// NewHarness validates and copies harness files. It parses every sig, the
+// literals and the core tool summaries, and checks that every template the
+// recipe needs is present. It does not check hashes: call CheckTemplates.
+func NewHarness(f HarnessFiles) (*Harness, error) {
+	total := len(f.SigConfig) + len(f.Literals) + len(f.CoreToolSummaries)
+	if len(f.Templates) > MaxTemplates || len(f.Sigs) > MaxTemplates {
+		return nil, harnessErr("more than %d templates", MaxTemplates)
+	}
+	if len(f.SigConfig) > MaxSigSize {
+		return nil, harnessErr("sig config: %w", ErrTooLarge)
+	}
+	if len(f.Literals) > MaxDataFileSize || len(f.CoreToolSummaries) > MaxDataFileSize {
+		return nil, harnessErr("data file: %w", ErrTooLarge)
+	}
+	h := &Harness{sigs: make(map[string]Sig, len(f.Sigs))}
+	for _, name := range slices.Sorted(maps.Keys(f.Templates)) {
+		b := f.Templates[name]
+		if !validTemplateName(name) {
+			return nil, harnessErr("bad template name %q", quoteKey(name))
+		}
+		if len(b) > MaxTemplateSize {
+			return nil, harnessErr("template %q: %w", name, ErrTooLarge)
+		}
+		if !utf8.Valid(b) {
+			return nil, harnessErr("template %q: invalid utf-8", name)
+		}
+		total += len(b)
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.Sigs)) {
+		b := f.Sigs[name]
+		if _, ok := f.Templates[name]; !ok || !validTemplateName(name) {
+			return nil, harnessErr("sig for unknown template %q", quoteKey(name))
+		}
+		if len(b) > MaxSigSize {
+			return nil, harnessErr("sig %q: %w", name, ErrTooLarge)
+		}
+		total += len(b)
+		s, err := parseSig(b)
+		if err != nil {
+			return nil, harnessErr("sig %q: %w", name, err)
+		}
+		if path.Base(s.File) != name {
+			return nil, harnessErr("sig %q names another file", name)
+		}
+		s.Raw = bytes.Clone(b)
+		h.sigs[name] = s
+	}
+	if total > MaxHarnessSize {
+		return nil, harnessErr("%w", ErrTooLarge)
+	}
+	for _, name := range requiredTemplates {
+		if _, ok := f.Templates[name]; !ok {
+			return nil, &TemplateError{Name: name, Err: ErrTemplateMissing}
+		}
+	}
+	lit, err := parseLiterals(f.Literals)
+	if err != nil {
+		return nil, harnessErr("hardcoded literals: %w", err)
+	}
+	h.lit = lit
+	core, err := parseCoreSummaries(f.CoreToolSummaries)
+	if err != nil {
+		return nil, harnessErr("core tool summaries: %w", err)
+	}
+	h.core = core
+	h.coreIndex = make(map[string]string, len(core))
+	for _, c := range core {
+		h.coreIndex[c.Name] = c.Summary
+	}
+	h.files = HarnessFiles{
+		Templates:         make(map[string][]byte, len(f.Templates)),
+		Sigs:              make(map[string][]byte, len(f.Sigs)),
+		SigConfig:         bytes.Clone(f.SigConfig),
+		Literals:          bytes.Clone(f.Literals),
+		CoreToolSummaries: bytes.Clone(f.CoreToolSummaries),
+	}
+	for k, v := range f.Templates {
+		h.files.Templates[k] = bytes.Clone(v)
+	}
+	for k, v := range f.Sigs {
+		h.files.Sigs[k] = bytes.Clone(v)
+	}
+	return h, nil
+}
+
+func parseSig(b []byte) (Sig, error) {
+	var s Sig
+	r, err := newJSONReader(b)
+	if err != nil {
+		return s, err
+	}
+	var haveLen bool
+	_, err = r.object("", func(key, p string) error {
+		var err error
+		switch key {
+		case "file":
+			s.File, err = r.reqStr(p)
+		case "hash":
+			s.Hash, err = r.reqStr(p)
+		case "algorithm":
+			s.Algorithm, err = r.reqStr(p)
+		case "signedBy":
+			s.SignedBy, err = r.optStr(p)
+		case "signedAt":
+			s.SignedAt, err = r.optStr(p)
+		case "templateEngine":
+			s.TemplateEngine, err = r.optStr(p)
+		case "contentLength":
+			s.ContentLength, err = r.uint(p)
+			haveLen = true
+		default:
+			err = &fieldError{path: p, err: ErrUnknownField}
+		}
+		return err
+	})
+	if err == nil {
+		err = r.end()
+	}
+	if err != nil {
+		return s, err
+	}
+	if s.Algorithm != "sha256" {
+		return s, errors.New("algorithm is not sha256")
+	}
+	if !validHash(s.Hash) {
+		return s, errors.New("malformed hash")
+	}
+	if !haveLen || s.File == "" {
+		return s, ErrMissingField
+	}
+	return s, nil
+}
+
+// validHash accepts "sha256:" followed by 64 lower-case hex digits.
+func validHash(h string) bool {
+	hexPart, ok := strings.CutPrefix(h, "sha256:")
+	if !ok || len(hexPart) != 2*sha256.Size {
+		return false
+	}
+	for i := 0; i < len(hexPart); i++ {
+		c := hexPart[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func parseCoreSummaries(b []byte) ([]ToolSummary, error) {
+	r, err := newJSONReader(b)
+	if err != nil {
+		return nil, err
+	}
+	var out []ToolSummary
+	present, err := r.object("", func(key, p string) error {
+		v, err := r.reqStr(p)
+		if err != nil {
+			return err
+		}
+		out = append(out, ToolSummary{Name: key, Summary: v})
+		return nil
+	})
+	if err == nil {
+		err = r.end()
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !present {
+		return nil, ErrMissingField
+	}
+	return out, nil
+}
+
+// CheckTemplates checks every template of the harness: its SHA-256 must
+// equal its sig's hash, its length the sig's contentLength, and the hash
+// must be the trusted one for its name. trusted maps a template file name
+// to "sha256:<hex>". The first failure, in template name order, is
+// returned as a *TemplateError wrapping ErrTemplateUnsigned,
+// ErrTemplateModified or ErrTemplateUntrusted. On success the harness can
+// be rendered.
+func (h *Harness) CheckTemplates(trusted map[string]string) error {
+	h.checked = false
+	for _, name := range requiredTemplates {
+		if _, ok := h.files.Templates[name]; !ok {
+			return &TemplateError{Name: name, Err: ErrTemplateMissing}
+		}
+	}
+	for _, name := range h.TemplateNames() {
+		content := h.files.Templates[name]
+		sig, ok := h.sigs[name]
+		if !ok {
+			return &TemplateError{Name: name, Err: ErrTemplateUnsigned}
+		}
+		sum := sha256.Sum256(content)
+		if "sha256:"+hex.EncodeToString(sum[:]) != sig.Hash || int64(len(content)) != sig.ContentLength {
+			return &TemplateError{Name: name, Err: ErrTemplateModified}
+		}
+		if want, ok := trusted[name]; !ok || want != sig.Hash {
+			return &TemplateError{Name: name, Err: ErrTemplateUntrusted}
+		}
+	}
+	h.checked = true
+	return nil
+}
+
+// LoadHarnessDir reads a harness laid out as the conformance folder:
+//
+//	templates/*.txt
+//	sigs/config.json                        (optional)
+//	sigs/sigs/llm/prompts/<name>.txt.sig.json
+//	hardcoded-literals.json
+//	core-tool-summaries.json
+//
+// Anything else in templates/ or the prompts sig folder is refused. Each
+// file is size-limited before it is read. The result is NewHarness's.
+func LoadHarnessDir(dir string) (*Harness, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, harnessErr("open %q: %v", filepath.Base(dir), err)
+	}
+	defer root.Close()
+	fsys := root.FS()
+	f := HarnessFiles{Templates: map[string][]byte{}, Sigs: map[string][]byte{}}
+
+	tpls, err := fs.ReadDir(fsys, "templates")
+	if err != nil {
+		return nil, harnessErr("templates: %v", err)
+	}
+	if len(tpls) > MaxTemplates {
+		return nil, harnessErr("more than %d templates", MaxTemplates)
+	}
+	for _, e := range tpls {
+		if !e.Type().IsRegular() || !validTemplateName(e.Name()) {
+			return nil, harnessErr("unexpected entry %q in templates", quoteKey(e.Name()))
+		}
+		if f.Templates[e.Name()], err = readLimited(fsys, "templates/"+e.Name(), MaxTemplateSize); err != nil {
+			return nil, err
+		}
+	}
+	const sigDir = "sigs/sigs/llm/prompts"
+	sigs, err := fs.ReadDir(fsys, sigDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, harnessErr("sigs: %v", err)
+	}
+	if len(sigs) > MaxTemplates {
+		return nil, harnessErr("more than %d sigs", MaxTemplates)
+	}
+	for _, e := range sigs {
+		name, ok := strings.CutSuffix(e.Name(), sigSuffix)
+		if !e.Type().IsRegular() || !ok || !validTemplateName(name) {
+			return nil, harnessErr("unexpected entry %q in sigs", quoteKey(e.Name()))
+		}
+		if f.Sigs[name], err = readLimited(fsys, sigDir+"/"+e.Name(), MaxSigSize); err != nil {
+			return nil, err
+		}
+	}
+	if f.SigConfig, err = readLimited(fsys, "sigs/config.json", MaxSigSize); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if f.Literals, err = readLimited(fsys, "hardcoded-literals.json", MaxDataFileSize); err != nil {
+		return nil, err
+	}
+	if f.CoreToolSummaries, err = readLimited(fsys, "core-tool-summaries.json", MaxDataFileSize); err != nil {
+		return nil, err
+	}
+	return NewHarness(f)
+}
+
+func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
+	fl, err := fsys.Open(name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidHarness, name, fs.ErrNotExist)
+		}
+		return nil, harnessErr("%s: %v", name, err)
+	}
+	defer fl.Close()
+	b, err := io.ReadAll(io.LimitReader(fl, limit+1))
+	if err != nil {
+		return nil, harnessErr("%s: %v", name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, harnessErr("%s: %w", name, ErrTooLarge)
+	}
+	return b, nil
+}

@@ -1,0 +1,414 @@
+package openclawsig
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/promptpack/recipe"
+)
+
+func loadHarness(t *testing.T) *Harness {
+	t.Helper()
+	requireConformance(t)
+	h, err := LoadHarnessDir(conformanceDir)
+	if err != nil {
+		t.Fatalf("LoadHarnessDir: %v", err)
+	}
+	return h
+}
+
+func minimalParams(t *testing.T) *Params {
+	t.Helper()
+	p, err := ParseParams([]byte(`{"workspaceDir":"/w"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func wantTemplateErr(t *testing.T, err, sentinel error, name string) {
+	t.Helper()
+	if !errors.Is(err, sentinel) {
+		t.Fatalf("err = %v, want %v", err, sentinel)
+	}
+	var te *TemplateError
+	if !errors.As(err, &te) {
+		t.Fatalf("err %T is not *TemplateError", err)
+	}
+	if te.Name != name {
+		t.Errorf("TemplateError.Name = %q, want %q", te.Name, name)
+	}
+	if !strings.Contains(err.Error(), name) {
+		t.Errorf("error %q does not name %q", err, name)
+	}
+}
+
+func TestRecipeIdentity(t *testing.T) {
+	var r recipe.Recipe = Recipe{}
+	if r.ID() != "openclaw-sig" || r.Version() != "1" {
+		t.Fatalf("ID/Version = %q/%q", r.ID(), r.Version())
+	}
+	if _, err := recipe.Match(r, ID, Version); err != nil {
+		t.Errorf("Match: %v", err)
+	}
+	if _, err := recipe.Match(r, ID, "2"); !errors.Is(err, recipe.ErrUnknownRecipe) {
+		t.Errorf("Match other version: %v", err)
+	}
+}
+
+func TestCheckTemplatesModified(t *testing.T) {
+	h := loadHarness(t)
+	trusted := trustedFromSigs(t, h)
+	h.files.Templates["safety.txt"][10] ^= 0x01 // one bit of one byte, in memory
+	err := h.CheckTemplates(trusted)
+	wantTemplateErr(t, err, ErrTemplateModified, "safety.txt")
+	if _, err := Render(h, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+		t.Errorf("Render after failed check: %v", err)
+	}
+}
+
+func TestCheckTemplatesLengthMismatch(t *testing.T) {
+	h := loadHarness(t)
+	f := h.Files()
+	sig := string(f.Sigs["identity.txt"])
+	n := len(f.Templates["identity.txt"])
+	f.Sigs["identity.txt"] = []byte(strings.Replace(sig, fmt.Sprintf(`"contentLength": %d`, n), fmt.Sprintf(`"contentLength": %d`, n+1), 1))
+	if bytes.Equal(f.Sigs["identity.txt"], []byte(sig)) {
+		t.Fatal("sig not rewritten")
+	}
+	h2, err := NewHarness(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTemplateErr(t, h2.CheckTemplates(trustedFromSigs(t, h2)), ErrTemplateModified, "identity.txt")
+}
+
+func TestCheckTemplatesUntrusted(t *testing.T) {
+	h := loadHarness(t)
+	trusted := trustedFromSigs(t, h)
+	trusted["runtime.txt"] = "sha256:" + strings.Repeat("00", 32)
+	wantTemplateErr(t, h.CheckTemplates(trusted), ErrTemplateUntrusted, "runtime.txt")
+
+	trusted = trustedFromSigs(t, h)
+	delete(trusted, "message-provenance.txt") // unused by Render, still checked
+	wantTemplateErr(t, h.CheckTemplates(trusted), ErrTemplateUntrusted, "message-provenance.txt")
+
+	wantTemplateErr(t, h.CheckTemplates(nil), ErrTemplateUntrusted, h.TemplateNames()[0])
+}
+
+// A template re-signed consistently (sig matches) but not in the trusted
+// list is refused: the sig alone proves nothing.
+func TestCheckTemplatesResignedNotTrusted(t *testing.T) {
+	h := loadHarness(t)
+	trusted := trustedFromSigs(t, h)
+	f := h.Files()
+	f.Templates["identity.txt"] = []byte("You are someone else.")
+	f.Sigs["identity.txt"] = resign(t, f.Sigs["identity.txt"], f.Templates["identity.txt"])
+	h2, err := NewHarness(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTemplateErr(t, h2.CheckTemplates(trusted), ErrTemplateUntrusted, "identity.txt")
+}
+
+// resign rewrites the hash and contentLength of a sig for new content.
+func resign(t *testing.T, sig, content []byte) []byte {
+	t.Helper()
+	s, err := parseSig(sig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(content)
+	out := strings.Replace(string(sig), s.Hash, "sha256:"+hex.EncodeToString(sum[:]), 1)
+	out = strings.Replace(out, fmt.Sprintf(`"contentLength": %d`, s.ContentLength), fmt.Sprintf(`"contentLength": %d`, len(content)), 1)
+	return []byte(out)
+}
+
+// TestRewordNeedsNoCode: a harness release that only rewords a template
+// renders with the new words once its hash is trusted.
+func TestRewordNeedsNoCode(t *testing.T) {
+	h := loadHarness(t)
+	f := h.Files()
+	f.Templates["workspace.txt"] = []byte("## Where you work\nDirectory: {{workspace_dir}}\n\nKeep it {{tidy}}.")
+	f.Sigs["workspace.txt"] = resign(t, f.Sigs["workspace.txt"], f.Templates["workspace.txt"])
+	h2, err := NewHarness(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h2.CheckTemplates(trustedFromSigs(t, h2)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Render(h2, minimalParams(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(res.Prompt, []byte("\n## Where you work\nDirectory: /w\nKeep it {{tidy}}.\n")) {
+		t.Errorf("reworded template not rendered as data:\n%s", res.Prompt)
+	}
+}
+
+func TestNewHarnessRefuses(t *testing.T) {
+	h := loadHarness(t)
+	t.Run("unsigned", func(t *testing.T) {
+		f := h.Files()
+		delete(f.Sigs, "voice.txt")
+		h2, err := NewHarness(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantTemplateErr(t, h2.CheckTemplates(trustedFromSigsLenient(h2)), ErrTemplateUnsigned, "voice.txt")
+	})
+	t.Run("missing required template", func(t *testing.T) {
+		f := h.Files()
+		delete(f.Templates, "heartbeats.txt")
+		delete(f.Sigs, "heartbeats.txt")
+		_, err := NewHarness(f)
+		wantTemplateErr(t, err, ErrTemplateMissing, "heartbeats.txt")
+	})
+	mutate := map[string]func(f *HarnessFiles){
+		"sig without template": func(f *HarnessFiles) { f.Sigs["extra.txt"] = f.Sigs["voice.txt"] },
+		"bad template name":    func(f *HarnessFiles) { f.Templates["../x.txt"] = []byte("x") },
+		"hidden template name": func(f *HarnessFiles) { f.Templates[".x.txt"] = []byte("x") },
+		"non-txt template":     func(f *HarnessFiles) { f.Templates["x.md"] = []byte("x") },
+		"invalid utf-8":        func(f *HarnessFiles) { f.Templates["voice.txt"] = []byte("\xff") },
+		"oversized template":   func(f *HarnessFiles) { f.Templates["big.txt"] = make([]byte, MaxTemplateSize+1) },
+		"sig names other file": func(f *HarnessFiles) { f.Sigs["voice.txt"] = f.Sigs["time.txt"] },
+		"sig bad algorithm": func(f *HarnessFiles) {
+			f.Sigs["voice.txt"] = bytes.Replace(f.Sigs["voice.txt"], []byte(`"sha256",`), []byte(`"md5",`), 1)
+		},
+		"sig upper-case hash": func(f *HarnessFiles) {
+			s, _ := parseSig(f.Sigs["voice.txt"])
+			f.Sigs["voice.txt"] = bytes.Replace(f.Sigs["voice.txt"], []byte(s.Hash), []byte("sha256:"+strings.ToUpper(s.Hash[7:])), 1)
+		},
+		"sig short hash": func(f *HarnessFiles) {
+			s, _ := parseSig(f.Sigs["voice.txt"])
+			f.Sigs["voice.txt"] = bytes.Replace(f.Sigs["voice.txt"], []byte(s.Hash), []byte(s.Hash[:70]), 1)
+		},
+		"literals empty":        func(f *HarnessFiles) { f.Literals = nil },
+		"core summaries array":  func(f *HarnessFiles) { f.CoreToolSummaries = []byte(`[]`) },
+		"core summaries number": func(f *HarnessFiles) { f.CoreToolSummaries = []byte(`{"a":1}`) },
+	}
+	for name, m := range mutate {
+		t.Run(name, func(t *testing.T) {
+			f := h.Files()
+			m(&f)
+			_, err := NewHarness(f)
+			if !errors.Is(err, ErrInvalidHarness) {
+				t.Fatalf("err = %v, want ErrInvalidHarness", err)
+			}
+			if errors.Is(err, ErrInvalidParams) {
+				t.Error("harness error matches ErrInvalidParams")
+			}
+		})
+	}
+	// Refusals whose reason is checked too.
+	reasons := []struct {
+		name string
+		m    func(f *HarnessFiles)
+		want error
+	}{
+		{"literals missing id", func(f *HarnessFiles) { f.Literals = removeLiteral(t, f.Literals, "output_joiner") }, ErrMissingField},
+		{"literals missing runtime key", func(f *HarnessFiles) {
+			f.Literals = setLiteral(t, f.Literals, "runtime_part_keys", "value", map[string]string{"host": "host="})
+		}, ErrMissingField},
+		{"literals unknown id", func(f *HarnessFiles) {
+			f.Literals = setLiteral(t, f.Literals, "output_joiner", "id", "output_joiner_v2")
+		}, ErrUnknownField},
+		{"literals unknown entry key", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "note", "x") }, ErrUnknownField},
+		{"literals wrong type", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "tool_order", "value", "read") }, ErrWrongType},
+		{"literals null value", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "value", nil) }, ErrWrongType},
+		{"literals duplicate id", func(f *HarnessFiles) {
+			f.Literals = setLiteral(t, f.Literals, "owner_line_prefix", "id", "output_joiner")
+		}, ErrDuplicateField},
+		{"core summaries dup", func(f *HarnessFiles) { f.CoreToolSummaries = []byte(`{"a":"1","a":"2"}`) }, ErrDuplicateField},
+		{"sig unknown field", func(f *HarnessFiles) { f.Sigs["voice.txt"] = addField(f.Sigs["voice.txt"], `"extra": 1`) }, ErrUnknownField},
+		{"sig not json", func(f *HarnessFiles) { f.Sigs["voice.txt"] = []byte("{") }, ErrMalformedJSON},
+		{"sig negative length", func(f *HarnessFiles) {
+			f.Sigs["voice.txt"] = regexp.MustCompile(`"contentLength": \d+`).ReplaceAll(f.Sigs["voice.txt"], []byte(`"contentLength": -1`))
+		}, ErrWrongType},
+	}
+	for _, tc := range reasons {
+		t.Run(tc.name, func(t *testing.T) {
+			f := h.Files()
+			tc.m(&f)
+			_, err := NewHarness(f)
+			if !errors.Is(err, ErrInvalidHarness) || !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want ErrInvalidHarness and %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func trustedFromSigsLenient(h *Harness) map[string]string {
+	trusted := map[string]string{}
+	for _, name := range h.TemplateNames() {
+		if s, ok := h.Sig(name); ok {
+			trusted[name] = s.Hash
+		}
+	}
+	return trusted
+}
+
+func addField(obj []byte, field string) []byte {
+	i := bytes.LastIndexByte(obj, '}')
+	return append(append(bytes.Clone(obj[:i]), []byte(", "+field)...), obj[i:]...)
+}
+
+// editLiterals decodes hardcoded-literals.json, lets fn edit the entries
+// and re-encodes it.
+func editLiterals(t *testing.T, b []byte, fn func(entries []map[string]any) []map[string]any) []byte {
+	t.Helper()
+	var doc struct {
+		About    string           `json:"about"`
+		Literals []map[string]any `json:"literals"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := len(doc.Literals)
+	doc.Literals = fn(doc.Literals)
+	out, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(out, b) || n == 0 {
+		t.Fatal("literal edit had no effect")
+	}
+	return out
+}
+
+func removeLiteral(t *testing.T, b []byte, id string) []byte {
+	return editLiterals(t, b, func(e []map[string]any) []map[string]any {
+		return slices.DeleteFunc(e, func(m map[string]any) bool { return m["id"] == id })
+	})
+}
+
+func setLiteral(t *testing.T, b []byte, id, key string, v any) []byte {
+	return editLiterals(t, b, func(e []map[string]any) []map[string]any {
+		for _, m := range e {
+			if m["id"] == id {
+				m[key] = v
+			}
+		}
+		return e
+	})
+}
+
+func TestRenderRequiresCheck(t *testing.T) {
+	h := loadHarness(t)
+	if _, err := Render(h, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+		t.Errorf("unchecked: %v", err)
+	}
+	if _, err := Render(nil, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+		t.Errorf("nil harness: %v", err)
+	}
+	if _, err := Render(&Harness{}, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+		t.Errorf("zero harness: %v", err)
+	}
+	if err := h.CheckTemplates(trustedFromSigs(t, h)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(h, nil); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("nil params: %v", err)
+	}
+}
+
+func TestLoadHarnessDirRefuses(t *testing.T) {
+	requireConformance(t)
+	if _, err := LoadHarnessDir(filepath.Join(t.TempDir(), "absent")); !errors.Is(err, ErrInvalidHarness) {
+		t.Errorf("absent dir: %v", err)
+	}
+	copyDir := func(t *testing.T) string {
+		dst := t.TempDir()
+		if err := os.CopyFS(dst, os.DirFS(conformanceDir)); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	t.Run("extra file in templates", func(t *testing.T) {
+		d := copyDir(t)
+		if err := os.WriteFile(filepath.Join(d, "templates", "NOTES.md"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadHarnessDir(d); !errors.Is(err, ErrInvalidHarness) {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("symlinked template", func(t *testing.T) {
+		d := copyDir(t)
+		p := filepath.Join(d, "templates", "voice.txt")
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Join(d, "README.md"), p); err != nil {
+			t.Skip(err)
+		}
+		if _, err := LoadHarnessDir(d); !errors.Is(err, ErrInvalidHarness) {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("oversized template", func(t *testing.T) {
+		d := copyDir(t)
+		if err := os.WriteFile(filepath.Join(d, "templates", "voice.txt"), make([]byte, MaxTemplateSize+1), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadHarnessDir(d); !errors.Is(err, ErrInvalidHarness) || !errors.Is(err, ErrTooLarge) {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("missing literals", func(t *testing.T) {
+		d := copyDir(t)
+		if err := os.Remove(filepath.Join(d, "hardcoded-literals.json")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadHarnessDir(d); !errors.Is(err, ErrInvalidHarness) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+// TestHarnessImmutable: accessors hand out copies.
+func TestHarnessImmutable(t *testing.T) {
+	h := loadHarness(t)
+	trusted := trustedFromSigs(t, h)
+	f := h.Files()
+	f.Templates["identity.txt"][0] ^= 0xff
+	s, _ := h.Sig("identity.txt")
+	s.Raw[0] ^= 0xff
+	h.CoreToolSummaries()[0].Summary = "changed"
+	if err := h.CheckTemplates(trusted); err != nil {
+		t.Fatalf("harness changed through a copy: %v", err)
+	}
+	if got := h.CoreToolSummaries()[0]; got.Summary == "changed" {
+		t.Error("core summaries changed through a copy")
+	}
+}
+
+// FuzzHarnessJSON: the sig, literals and core-summary parsers never panic.
+func FuzzHarnessJSON(f *testing.F) {
+	f.Add(uint8(0), []byte(`{"file":"a/b.txt","hash":"sha256:00","algorithm":"sha256","contentLength":1}`))
+	f.Fuzz(func(t *testing.T, kind uint8, data []byte) {
+		switch kind % 3 {
+		case 0:
+			if s, err := parseSig(data); err == nil && (!validHash(s.Hash) || s.ContentLength < 0) {
+				t.Fatalf("accepted bad sig %+v", s)
+			}
+		case 1:
+			if l, err := parseLiterals(data); err == nil && len(l.toolOrder) == 0 {
+				t.Fatal("accepted literals without tool_order")
+			}
+		case 2:
+			_, _ = parseCoreSummaries(data)
+		}
+	})
+}

@@ -1,0 +1,302 @@
+package openclawsig
+
+import (
+	"encoding/json"
+)
+
+// literals are the strings the builder hardcodes, read from
+// hardcoded-literals.json by id. Field comments give the id.
+type literals struct {
+	noneModeOutput         string // none_mode_output
+	toolOrder              []string
+	defaultReadTool        string // default_read_tool_name
+	defaultExecTool        string // default_exec_tool_name
+	defaultProcessTool     string // default_process_tool_name
+	toolLinePrefix         string
+	toolLineSummarySep     string // tool_line_summary_separator
+	toolLinesJoiner        string
+	inheritedSummaries     map[string]string // inherited_member_summaries
+	silentReplyToken       string
+	messageChannelOptions  string
+	inlineButtonsCap       string // inline_buttons_capability
+	ownerLinePrefix        string
+	ownerNumbersJoiner     string
+	ownerLineSuffix        string
+	reasoningHintSentences []string
+	reasoningHintJoiner    string
+	dateTimeHintLine       string
+	heartbeatLinePrefix    string
+	heartbeatLineDefault   string
+	defaultReasoningLevel  string
+	sandboxWorkspacePrefix string
+	sandboxAccessPrefix    string
+	sandboxMountOpen       string
+	sandboxMountClose      string
+	sandboxBrowserEnabled  string
+	sandboxNoVNCPrefix     string
+	sandboxHostAllowed     string // sandbox_host_browser_allowed
+	sandboxHostBlocked     string // sandbox_host_browser_blocked
+	sandboxElevated1       string // sandbox_elevated_line_1
+	sandboxElevated2       string
+	sandboxElevated3       string
+	sandboxLevelPrefix     string // sandbox_elevated_level_prefix
+	sandboxLevelSuffix     string // sandbox_elevated_level_suffix
+	contextHeaderPrefix    string // context_file_header_prefix
+	soulBasename           string // soul_file_basename
+	runtimeLinePrefix      string
+	runtimePartsJoiner     string
+	runtimePartKeys        map[string]string
+	runtimeOSArchOpen      string
+	runtimeOSArchClose     string
+	runtimeCapsJoiner      string // runtime_capabilities_joiner
+	runtimeCapsNone        string // runtime_capabilities_none
+	defaultThinkLevel      string
+	modelAliasLinesJoiner  string
+	outputJoiner           string
+}
+
+// runtimePartKeyNames are the keys runtime_part_keys must have.
+var runtimePartKeyNames = []string{
+	"agentId", "host", "repoRoot", "os", "arch_only", "node", "model",
+	"defaultModel", "channel", "capabilities", "thinking",
+}
+
+// literalValue is a decoded literal: a string, a list or an object of
+// strings.
+type literalValue struct {
+	str  *string
+	list []string
+	obj  map[string]string
+}
+
+func (l *literals) targets() (map[string]*string, map[string]*[]string, map[string]*map[string]string) {
+	strs := map[string]*string{
+		"none_mode_output":              &l.noneModeOutput,
+		"default_read_tool_name":        &l.defaultReadTool,
+		"default_exec_tool_name":        &l.defaultExecTool,
+		"default_process_tool_name":     &l.defaultProcessTool,
+		"tool_line_prefix":              &l.toolLinePrefix,
+		"tool_line_summary_separator":   &l.toolLineSummarySep,
+		"tool_lines_joiner":             &l.toolLinesJoiner,
+		"silent_reply_token":            &l.silentReplyToken,
+		"message_channel_options":       &l.messageChannelOptions,
+		"inline_buttons_capability":     &l.inlineButtonsCap,
+		"owner_line_prefix":             &l.ownerLinePrefix,
+		"owner_numbers_joiner":          &l.ownerNumbersJoiner,
+		"owner_line_suffix":             &l.ownerLineSuffix,
+		"reasoning_hint_joiner":         &l.reasoningHintJoiner,
+		"date_time_hint_line":           &l.dateTimeHintLine,
+		"heartbeat_line_prefix":         &l.heartbeatLinePrefix,
+		"heartbeat_line_default":        &l.heartbeatLineDefault,
+		"default_reasoning_level":       &l.defaultReasoningLevel,
+		"sandbox_workspace_prefix":      &l.sandboxWorkspacePrefix,
+		"sandbox_access_prefix":         &l.sandboxAccessPrefix,
+		"sandbox_mount_open":            &l.sandboxMountOpen,
+		"sandbox_mount_close":           &l.sandboxMountClose,
+		"sandbox_browser_enabled":       &l.sandboxBrowserEnabled,
+		"sandbox_novnc_prefix":          &l.sandboxNoVNCPrefix,
+		"sandbox_host_browser_allowed":  &l.sandboxHostAllowed,
+		"sandbox_host_browser_blocked":  &l.sandboxHostBlocked,
+		"sandbox_elevated_line_1":       &l.sandboxElevated1,
+		"sandbox_elevated_line_2":       &l.sandboxElevated2,
+		"sandbox_elevated_line_3":       &l.sandboxElevated3,
+		"sandbox_elevated_level_prefix": &l.sandboxLevelPrefix,
+		"sandbox_elevated_level_suffix": &l.sandboxLevelSuffix,
+		"context_file_header_prefix":    &l.contextHeaderPrefix,
+		"soul_file_basename":            &l.soulBasename,
+		"runtime_line_prefix":           &l.runtimeLinePrefix,
+		"runtime_parts_joiner":          &l.runtimePartsJoiner,
+		"runtime_os_arch_open":          &l.runtimeOSArchOpen,
+		"runtime_os_arch_close":         &l.runtimeOSArchClose,
+		"runtime_capabilities_joiner":   &l.runtimeCapsJoiner,
+		"runtime_capabilities_none":     &l.runtimeCapsNone,
+		"default_think_level":           &l.defaultThinkLevel,
+		"model_alias_lines_joiner":      &l.modelAliasLinesJoiner,
+		"output_joiner":                 &l.outputJoiner,
+	}
+	lists := map[string]*[]string{
+		"tool_order":               &l.toolOrder,
+		"reasoning_hint_sentences": &l.reasoningHintSentences,
+	}
+	objs := map[string]*map[string]string{
+		"inherited_member_summaries": &l.inheritedSummaries,
+		"runtime_part_keys":          &l.runtimePartKeys,
+	}
+	return strs, lists, objs
+}
+
+// parseLiterals decodes hardcoded-literals.json:
+// {"about": string, "literals": [{"id", "value", "where"}...]}. Every id
+// the recipe uses must be present exactly once with the right JSON type;
+// an unknown id is refused (it would mean builder behaviour this recipe
+// version does not know).
+func parseLiterals(b []byte) (literals, error) {
+	var l literals
+	strs, lists, objs := l.targets()
+	r, err := newJSONReader(b)
+	if err != nil {
+		return l, err
+	}
+	seen := map[string]bool{}
+	var haveList bool
+	_, err = r.object("", func(key, p string) error {
+		switch key {
+		case "about":
+			_, err := r.optStr(p)
+			return err
+		case "literals":
+			haveList = true
+			_, err := r.array(p, func(_ int, ep string) error {
+				var id *string
+				var val *literalValue
+				present, err := r.object(ep, func(k, kp string) error {
+					var err error
+					switch k {
+					case "id":
+						var s string
+						s, err = r.reqStr(kp)
+						id = &s
+					case "value":
+						val, err = r.literal(kp)
+					case "where":
+						_, err = r.optStr(kp)
+					default:
+						err = &fieldError{path: kp, err: ErrUnknownField}
+					}
+					return err
+				})
+				if err != nil {
+					return err
+				}
+				if !present || id == nil || val == nil {
+					return &fieldError{path: ep, err: ErrMissingField}
+				}
+				if seen[*id] {
+					return &fieldError{path: *id, err: ErrDuplicateField}
+				}
+				seen[*id] = true
+				return assignLiteral(*id, val, strs, lists, objs)
+			})
+			return err
+		}
+		return &fieldError{path: p, err: ErrUnknownField}
+	})
+	if err == nil {
+		err = r.end()
+	}
+	if err != nil {
+		return l, err
+	}
+	if !haveList {
+		return l, &fieldError{path: "literals", err: ErrMissingField}
+	}
+	for _, m := range []map[string]bool{keysOf(strs), keysOf(lists), keysOf(objs)} {
+		for id := range m {
+			if !seen[id] {
+				return l, &fieldError{path: id, err: ErrMissingField}
+			}
+		}
+	}
+	for _, k := range runtimePartKeyNames {
+		if _, ok := l.runtimePartKeys[k]; !ok {
+			return l, &fieldError{path: "runtime_part_keys." + k, err: ErrMissingField}
+		}
+	}
+	if len(l.toolOrder) == 0 {
+		return l, &fieldError{path: "tool_order", err: ErrMissingField}
+	}
+	return l, nil
+}
+
+func keysOf[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func assignLiteral(id string, v *literalValue, strs map[string]*string, lists map[string]*[]string, objs map[string]*map[string]string) error {
+	wrong := &fieldError{path: quoteKey(id), err: ErrWrongType}
+	if p, ok := strs[id]; ok {
+		if v.str == nil {
+			return wrong
+		}
+		*p = *v.str
+		return nil
+	}
+	if p, ok := lists[id]; ok {
+		if v.list == nil {
+			return wrong
+		}
+		*p = v.list
+		return nil
+	}
+	if p, ok := objs[id]; ok {
+		if v.obj == nil {
+			return wrong
+		}
+		*p = v.obj
+		return nil
+	}
+	return &fieldError{path: quoteKey(id), err: ErrUnknownField}
+}
+
+// literal reads a string, an array of strings or an object of strings.
+func (r *jsonReader) literal(path string) (*literalValue, error) {
+	t, err := r.token(path)
+	if err != nil {
+		return nil, err
+	}
+	v := &literalValue{}
+	switch t := t.(type) {
+	case string:
+		v.str = &t
+		return v, nil
+	case json.Delim:
+		switch t {
+		case '[':
+			v.list = []string{}
+			for i := 0; r.dec.More(); i++ {
+				s, err := r.reqStr(indexPath(path, i))
+				if err != nil {
+					return nil, err
+				}
+				v.list = append(v.list, s)
+			}
+		case '{':
+			v.obj = map[string]string{}
+			for r.dec.More() {
+				kt, err := r.token(path)
+				if err != nil {
+					return nil, err
+				}
+				k, ok := kt.(string)
+				if !ok {
+					return nil, &fieldError{path: path, err: ErrMalformedJSON}
+				}
+				if _, dup := v.obj[k]; dup {
+					return nil, &fieldError{path: childPath(path, k), err: ErrDuplicateField}
+				}
+				s, err := r.reqStr(childPath(path, k))
+				if err != nil {
+					return nil, err
+				}
+				v.obj[k] = s
+			}
+		default:
+			return nil, &fieldError{path: path, err: ErrMalformedJSON}
+		}
+		if _, err := r.token(path); err != nil { // closing delimiter
+			return nil, err
+		}
+		return v, nil
+	}
+	return nil, &fieldError{path: path, err: ErrWrongType}
+}
+
+// runtimeKey returns a runtime part label; parseLiterals guarantees that
+// every key of runtimePartKeyNames is present.
+func (l *literals) runtimeKey(k string) string {
+	return l.runtimePartKeys[k]
+}

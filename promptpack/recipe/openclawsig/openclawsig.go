@@ -1,0 +1,132 @@
+// Package openclawsig implements the "openclaw-sig" prompt recipe: it
+// rebuilds, byte for byte, the system prompt that the OpenClaw
+// prompt-signing branch (openclaw/openclaw PR #11119) builds.
+//
+// The package holds only the assembly rules. Every piece of harness text
+// (templates, the strings the builder hardcodes, the built-in tool
+// summaries) is data in a Harness, loaded at run time from a prompt pack or
+// a directory and checked against trusted template hashes before use. The
+// behaviour reproduced is specified in the conformance folder's RECIPE.md
+// and in docs/spec/recipe-openclaw-sig.md.
+//
+// The flow is: NewHarness or LoadHarnessDir, then Harness.CheckTemplates
+// with the trusted hashes, then ParseParams and Render. Render refuses a
+// harness whose templates were not checked.
+package openclawsig
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/clawea/attester/promptpack/recipe"
+)
+
+const (
+	// ID is the recipe name carried in prompt packs.
+	ID = "openclaw-sig"
+	// Version is the version of the assembly rules.
+	Version = "1"
+)
+
+// Recipe is the recipe.Recipe of this package.
+type Recipe struct{}
+
+// ID returns ID.
+func (Recipe) ID() string { return ID }
+
+// Version returns Version.
+func (Recipe) Version() string { return Version }
+
+var _ recipe.Recipe = Recipe{}
+
+// Size limits. Every input is bounded before it is parsed.
+const (
+	MaxTemplateSize     = 256 << 10 // one template file
+	MaxTemplates        = 128       // template files in a harness
+	MaxSigSize          = 16 << 10  // one .sig.json or config.json
+	MaxDataFileSize     = 1 << 20   // hardcoded-literals.json, core-tool-summaries.json
+	MaxHarnessSize      = 8 << 20   // all harness files together
+	MaxParamsSize       = 16 << 20  // the params JSON
+	maxNameLen          = 128       // template file name
+	maxErrorKeyLen      = 64        // key bytes quoted in an error
+	maxJSONContainerLen = 1 << 20   // entries in one JSON array or object
+)
+
+// Sentinel errors. Errors returned by this package wrap one of them.
+var (
+	// ErrInvalidHarness: harness data is malformed, oversized or
+	// inconsistent (a bad file name, a sig that does not parse, a missing
+	// or unknown literal id, invalid UTF-8 in a template).
+	ErrInvalidHarness = errors.New("openclawsig: invalid harness")
+	// ErrTemplateMissing: a template that the recipe needs is absent.
+	ErrTemplateMissing = errors.New("openclawsig: template missing")
+	// ErrTemplateUnsigned: a template has no sig.
+	ErrTemplateUnsigned = errors.New("openclawsig: template unsigned")
+	// ErrTemplateModified: a template's bytes do not match its sig's hash
+	// or contentLength.
+	ErrTemplateModified = errors.New("openclawsig: template modified")
+	// ErrTemplateUntrusted: a template's sig hash is not the trusted hash
+	// for that template name.
+	ErrTemplateUntrusted = errors.New("openclawsig: template untrusted")
+	// ErrTemplatesNotChecked: Render was called on a harness whose
+	// templates have not passed CheckTemplates.
+	ErrTemplatesNotChecked = errors.New("openclawsig: templates not checked")
+
+	// ErrInvalidParams is matched (errors.Is) by every *ParamsError.
+	ErrInvalidParams = errors.New("openclawsig: invalid params")
+	// ErrUnknownField: a params key the recipe does not know.
+	ErrUnknownField = errors.New("unknown field")
+	// ErrDuplicateField: a key appears twice in one JSON object.
+	ErrDuplicateField = errors.New("duplicate field")
+	// ErrWrongType: a value has a JSON type the recipe does not accept.
+	ErrWrongType = errors.New("wrong type")
+	// ErrMissingField: a required value is absent or null.
+	ErrMissingField = errors.New("missing field")
+	// ErrMalformedJSON: the input is not one well-formed JSON value, or
+	// holds invalid UTF-8 or an unpaired surrogate escape.
+	ErrMalformedJSON = errors.New("malformed json")
+	// ErrTooLarge: an input exceeds its size limit.
+	ErrTooLarge = errors.New("too large")
+)
+
+// TemplateError reports a template that failed a check. Err is one of the
+// ErrTemplate* sentinels.
+type TemplateError struct {
+	Name string // template file name, e.g. "identity.txt"
+	Err  error
+}
+
+func (e *TemplateError) Error() string {
+	return fmt.Sprintf("%v: %q", e.Err, e.Name)
+}
+
+func (e *TemplateError) Unwrap() error { return e.Err }
+
+// ParamsError reports where params were refused. Path is a JSON path such
+// as `runtimeInfo.capabilities[2]` or the unknown key itself (truncated);
+// it never holds a value. Err is ErrUnknownField, ErrDuplicateField,
+// ErrWrongType, ErrMissingField, ErrMalformedJSON or ErrTooLarge.
+type ParamsError struct {
+	Path string
+	Err  error
+}
+
+func (e *ParamsError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("openclawsig: invalid params: %v", e.Err)
+	}
+	return fmt.Sprintf("openclawsig: invalid params: %q: %v", e.Path, e.Err)
+}
+
+func (e *ParamsError) Unwrap() error { return e.Err }
+
+// Is makes every ParamsError match ErrInvalidParams.
+func (e *ParamsError) Is(target error) bool { return target == ErrInvalidParams }
+
+// quoteKey bounds an input key before it goes into an error.
+func quoteKey(k string) string {
+	if len(k) > maxErrorKeyLen {
+		k = k[:maxErrorKeyLen] + "..."
+	}
+	return k
+}
