@@ -1,0 +1,188 @@
+// Package envelope implements the prompt-pack envelope, format v1: the binary
+// file prompt_pack.enc and its hash-only manifest prompt_pack_manifest.json.
+//
+// The pack body is encrypted once with AES-256-GCM under a random 32-byte data
+// encryption key (DEK). The DEK is wrapped for each recipient with HPKE
+// (RFC 9180) base mode, DHKEM(X25519, HKDF-SHA256) / HKDF-SHA256 /
+// AES-256-GCM, in the single-shot wire form enc || ct, so that any RFC 9180
+// implementation can open it. The format version, pack id, report hash and
+// recipient key id(s) are bound into both the HPKE info and the body's AEAD
+// associated data, so a wrapped key or a body moved into another pack fails
+// to open.
+//
+// The normative specification is docs/spec/promptpack-envelope-v1.md.
+//
+// The envelope provides confidentiality and context binding. It does not
+// authenticate the sender: anyone holding a recipient's public key can make an
+// envelope for it. Authenticity of the contents comes from the report hash
+// check the attester performs after opening.
+package envelope
+
+import (
+	"crypto/subtle"
+	"errors"
+	"fmt"
+)
+
+// Format identifiers and domain-separation labels. Each label is used for
+// exactly one purpose.
+const (
+	// FormatVersion names the format. It appears, followed by a line feed, in
+	// the first bytes of every envelope file and in the manifest.
+	FormatVersion = "clawea.dev/promptpack/v1"
+
+	labelBody  = FormatVersion + "/body"  // body AEAD associated data
+	labelWrap  = FormatVersion + "/wrap"  // HPKE info of each wrapped DEK
+	labelKeyID = FormatVersion + "/keyid" // recipient key id
+
+	magic = FormatVersion + "\n"
+)
+
+// Limits of format v1.
+const (
+	// MaxRecipients is the largest number of recipient stanzas in a file.
+	MaxRecipients = 16
+	// MaxPackIDLen is the longest pack id, in bytes.
+	MaxPackIDLen = 128
+	// DefaultMaxBodySize is the default and largest accepted plaintext size.
+	DefaultMaxBodySize = 64 << 20
+	// MaxManifestSize is the largest accepted manifest, in bytes.
+	MaxManifestSize = 16 << 10
+)
+
+// Sizes of the fixed-length fields.
+const (
+	dekSize     = 32
+	hashSize    = 32
+	keyIDSize   = 32
+	nonceSize   = 12
+	tagSize     = 16
+	encSize     = 32                     // X25519 public key
+	wrappedSize = encSize + dekSize + 16 // enc || AES-256-GCM(DEK)
+)
+
+var (
+	// ErrMalformed means the envelope file or manifest does not follow the
+	// format. Parse errors of the binary file are *ParseError values that
+	// also match a more specific sentinel below.
+	ErrMalformed = errors.New("malformed envelope")
+	// ErrUnknownVersion means the file or manifest names a format version
+	// other than FormatVersion.
+	ErrUnknownVersion = errors.New("unknown envelope version")
+	// ErrTrailingData means bytes follow the end of the body ciphertext.
+	ErrTrailingData = errors.New("trailing data")
+	// ErrBadLength means a length field is out of range or exceeds the input.
+	ErrBadLength = errors.New("bad length")
+	// ErrDuplicateKeyID means two recipient stanzas carry the same key id.
+	ErrDuplicateKeyID = errors.New("duplicate recipient key id")
+	// ErrTooManyRecipients means more than MaxRecipients recipients.
+	ErrTooManyRecipients = errors.New("too many recipients")
+	// ErrUnknownAlgorithm means the manifest names an algorithm other than
+	// the ones format v1 fixes.
+	ErrUnknownAlgorithm = errors.New("unknown algorithm")
+	// ErrTooLarge means an input exceeds a size limit.
+	ErrTooLarge = errors.New("input too large")
+
+	// ErrManifestMismatch means the manifest does not describe the file
+	// (size, hash, pack id, report hash or recipient key ids differ).
+	ErrManifestMismatch = errors.New("manifest does not match envelope")
+	// ErrContextMismatch means the file's pack id or report hash is not the
+	// one the caller expects.
+	ErrContextMismatch = errors.New("envelope context mismatch")
+	// ErrNoMatchingRecipient means no stanza is addressed to the key.
+	ErrNoMatchingRecipient = errors.New("no recipient stanza matches the key")
+	// ErrAuthentication means a wrapped key or the body failed to
+	// authenticate: the file was tampered with or bound to another context.
+	ErrAuthentication = errors.New("envelope authentication failed")
+
+	// ErrInvalidKey means a key or key encoding is not acceptable.
+	ErrInvalidKey = errors.New("invalid key")
+	// ErrInvalidContext means a Context is not acceptable (bad pack id).
+	ErrInvalidContext = errors.New("invalid envelope context")
+	// ErrInvalidRecipients means the recipient list given to Seal is empty or
+	// contains a nil key.
+	ErrInvalidRecipients = errors.New("invalid recipients")
+	// ErrInvalidLimits means a Limits value is out of range.
+	ErrInvalidLimits = errors.New("invalid limits")
+	// ErrShortBuffer means the destination is smaller than PlaintextLen.
+	ErrShortBuffer = errors.New("destination buffer too small")
+	// ErrBufferOverlap means the destination overlaps the envelope bytes.
+	ErrBufferOverlap = errors.New("destination buffer overlaps input")
+)
+
+// ParseError reports where and why an envelope file was rejected. It matches
+// ErrMalformed and its Err (one of the sentinels above) with errors.Is.
+type ParseError struct {
+	Offset int    // byte offset of the offending field
+	Field  string // name of the offending field
+	Err    error  // a sentinel: ErrUnknownVersion, ErrBadLength, ...
+}
+
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("envelope: malformed file at offset %d (%s): %v", e.Offset, e.Field, e.Err)
+}
+
+// Unwrap returns ErrMalformed and the specific reason.
+func (e *ParseError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
+
+// Context is what an envelope is bound to. The attester opens an envelope
+// only for the context it expects.
+type Context struct {
+	// PackID identifies the pack: 1 to MaxPackIDLen bytes of
+	// A-Z a-z 0-9 '-' '.' '_' ':'.
+	PackID string
+	// ReportHash is the SHA-256 of the SystemPromptReport (JCS) committed
+	// for this pack.
+	ReportHash [hashSize]byte
+}
+
+func (c Context) validate() error {
+	if !validPackID(c.PackID) {
+		return fmt.Errorf("envelope: %w: pack id must be 1 to %d bytes of [A-Za-z0-9._:-]", ErrInvalidContext, MaxPackIDLen)
+	}
+	return nil
+}
+
+func (c Context) equal(o Context) bool {
+	return c.PackID == o.PackID && subtle.ConstantTimeCompare(c.ReportHash[:], o.ReportHash[:]) == 1
+}
+
+func validPackID(s string) bool {
+	if len(s) < 1 || len(s) > MaxPackIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '-', c == '.', c == '_', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Limits bounds the inputs Seal, Parse, Verify and Open accept. The zero value
+// applies the defaults; limits may only be lowered.
+type Limits struct {
+	// MaxBodySize is the largest plaintext, in bytes. Zero means
+	// DefaultMaxBodySize; negative values and values above the default are
+	// rejected with ErrInvalidLimits.
+	MaxBodySize int64
+}
+
+func (l Limits) maxBody() (int64, error) {
+	switch {
+	case l.MaxBodySize == 0:
+		return DefaultMaxBodySize, nil
+	case l.MaxBodySize < 0 || l.MaxBodySize > DefaultMaxBodySize:
+		return 0, fmt.Errorf("envelope: %w: MaxBodySize must be between 1 and %d", ErrInvalidLimits, DefaultMaxBodySize)
+	}
+	return l.MaxBodySize, nil
+}
+
+// maxFileSize is the largest file accepted for a body limit.
+func maxFileSize(maxBody int64) int64 {
+	return int64(maxHeaderSize) + nonceSize + 8 + maxBody + tagSize
+}

@@ -1,0 +1,444 @@
+package envelope
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func testContext(packID string) Context {
+	return Context{PackID: packID, ReportHash: sha256.Sum256([]byte("report " + packID))}
+}
+
+func mustKey(t testing.TB) *PrivateKey {
+	t.Helper()
+	k, err := GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func mustSeal(t testing.TB, body []byte, ctx Context, rs ...*PublicKey) ([]byte, *Manifest) {
+	t.Helper()
+	f, m, err := Seal(body, ctx, rs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, m
+}
+
+// recomputedManifest is what an attacker who also rewrites the manifest
+// would present: a manifest that matches the (tampered) file.
+func recomputedManifest(t *testing.T, file []byte, orig *Manifest) *Manifest {
+	t.Helper()
+	m := *orig
+	m.CiphertextSize = int64(len(file))
+	m.CiphertextHash = sha256.Sum256(file)
+	if h, err := Parse(file); err == nil {
+		m.PackID, m.ReportHash, m.RecipientKeyIDs = h.PackID, h.ReportHash, h.KeyIDs()
+	}
+	return &m
+}
+
+func TestSealOpenRoundTrip(t *testing.T) {
+	attester, recovery := mustKey(t), mustKey(t)
+	ctx := testContext("pack-001")
+	for _, size := range []int{0, 1, 15, 16, 17, 4096, 100_000} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			body := bytes.Repeat([]byte{0xa5}, size)
+			file, m := mustSeal(t, body, ctx, attester.Public(), recovery.Public())
+			if got, err := PlaintextLen(file); err != nil || got != size {
+				t.Fatalf("PlaintextLen = %d, %v; want %d", got, err, size)
+			}
+			for _, k := range []*PrivateKey{attester, recovery} {
+				dst := make([]byte, size)
+				n, err := Open(file, m, k, ctx, dst)
+				if err != nil {
+					t.Fatalf("Open(%v): %v", k, err)
+				}
+				if !bytes.Equal(dst[:n], body) {
+					t.Fatal("plaintext differs")
+				}
+			}
+			if m.CiphertextSize != int64(len(file)) || m.CiphertextHash != sha256.Sum256(file) {
+				t.Fatal("manifest does not describe the file")
+			}
+			if len(m.RecipientKeyIDs) != 2 || m.RecipientKeyIDs[0] != attester.KeyID() || m.RecipientKeyIDs[1] != recovery.KeyID() {
+				t.Fatal("manifest key ids wrong")
+			}
+		})
+	}
+}
+
+func TestSealIsRandomized(t *testing.T) {
+	k := mustKey(t)
+	a, _ := mustSeal(t, []byte("same body"), testContext("p"), k.Public())
+	b, _ := mustSeal(t, []byte("same body"), testContext("p"), k.Public())
+	if bytes.Equal(a, b) {
+		t.Fatal("two seals of the same body are identical")
+	}
+}
+
+func TestOpenWrongKey(t *testing.T) {
+	k, other := mustKey(t), mustKey(t)
+	ctx := testContext("p")
+	file, m := mustSeal(t, []byte("secret body"), ctx, k.Public())
+	dst := make([]byte, 64)
+	_, err := Open(file, m, other, ctx, dst)
+	if !errors.Is(err, ErrNoMatchingRecipient) {
+		t.Fatalf("err = %v, want ErrNoMatchingRecipient", err)
+	}
+	if errors.Is(err, ErrAuthentication) || errors.Is(err, ErrMalformed) {
+		t.Fatal("wrong key must not look like tampering")
+	}
+}
+
+// region is a byte range of a one-recipient envelope and the error a change
+// inside it must produce when the attacker also rewrites the manifest.
+type region struct {
+	name       string
+	start, end int
+	want       []error // any of
+}
+
+func regions(h *Header) []region {
+	pid := len(magic) + 4 + 1
+	rh := pid + len(h.PackID)
+	kid := rh + hashSize + 1
+	wl := kid + keyIDSize
+	wr := wl + 2
+	nonce := wr + wrappedSize
+	cl := nonce + nonceSize
+	ct := cl + 8
+	return []region{
+		{"magic", 0, len(magic), []error{ErrUnknownVersion}},
+		{"header_len", len(magic), len(magic) + 4, []error{ErrBadLength}},
+		{"pack_id_len", len(magic) + 4, pid, []error{ErrMalformed}},
+		{"pack_id", pid, rh, []error{ErrMalformed, ErrContextMismatch}},
+		{"report_hash", rh, rh + hashSize, []error{ErrContextMismatch}},
+		{"n_recipients", rh + hashSize, kid, []error{ErrMalformed}},
+		{"key_id", kid, wl, []error{ErrNoMatchingRecipient}},
+		{"wrapped_len", wl, wr, []error{ErrBadLength}},
+		{"wrapped", wr, nonce, []error{ErrAuthentication}},
+		{"nonce", nonce, cl, []error{ErrAuthentication}},
+		{"ct_len", cl, ct, []error{ErrMalformed}},
+		{"ct", ct, ct + len(h.Ciphertext), []error{ErrAuthentication}},
+	}
+}
+
+func isAny(err error, targets []error) bool {
+	for _, t := range targets {
+		if errors.Is(err, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTamperEveryByte flips every bit position class of every byte of a
+// small envelope: with the original manifest it must fail the manifest
+// check; with a manifest recomputed over the tampered file it must still be
+// rejected, with the error of the region hit, and leave dst zeroed.
+func TestTamperEveryByte(t *testing.T) {
+	k := mustKey(t)
+	ctx := testContext("pack-tamper")
+	body := []byte("a small secret prompt pack body")
+	file, m := mustSeal(t, body, ctx, k.Public())
+	h, err := Parse(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := regions(h)
+	if last := rs[len(rs)-1]; last.end != len(file) {
+		t.Fatalf("regions cover %d bytes, file has %d", last.end, len(file))
+	}
+	dst := make([]byte, 256)
+	for _, r := range rs {
+		for i := r.start; i < r.end; i++ {
+			for _, mask := range []byte{0x01, 0x80, 0xff} {
+				bad := bytes.Clone(file)
+				bad[i] ^= mask
+				if _, err := Open(bad, m, k, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
+					t.Fatalf("%s byte %d ^%#x with original manifest: err = %v", r.name, i, mask, err)
+				}
+				clear(dst)
+				dst[0] = 1
+				_, err := Open(bad, recomputedManifest(t, bad, m), k, ctx, dst)
+				if err == nil || !isAny(err, r.want) {
+					t.Fatalf("%s byte %d ^%#x: err = %v, want one of %v", r.name, i, mask, err, r.want)
+				}
+				if !bytes.Equal(dst[1:], make([]byte, len(dst)-1)) {
+					t.Fatalf("%s byte %d: plaintext left in dst", r.name, i)
+				}
+			}
+		}
+	}
+	// Truncations and extensions.
+	for n := 0; n < len(file); n++ {
+		if _, err := Open(file[:n], recomputedManifest(t, file[:n], m), k, ctx, dst); err == nil {
+			t.Fatalf("truncated to %d bytes: accepted", n)
+		}
+	}
+	ext := append(bytes.Clone(file), 0)
+	if _, err := Parse(ext); !errors.Is(err, ErrTrailingData) {
+		t.Fatalf("trailing byte: err = %v", err)
+	}
+}
+
+// TestTamperOtherRecipient: the body AD covers every stanza, so changing the
+// recovery key's stanza (key id or wrapped key) breaks the body even for the
+// attester, whose own stanza is intact.
+func TestTamperOtherRecipient(t *testing.T) {
+	attester, recovery := mustKey(t), mustKey(t)
+	ctx := testContext("pack-2")
+	file, m := mustSeal(t, []byte("body"), ctx, attester.Public(), recovery.Public())
+	start := len(magic) + 4 + 1 + len(ctx.PackID) + hashSize + 1 + stanzaSize
+	for _, off := range []int{0, keyIDSize - 1, keyIDSize, keyIDSize + 2, stanzaSize - 1} {
+		i := start + off
+		bad := bytes.Clone(file)
+		bad[i] ^= 0x01
+		_, err := Open(bad, recomputedManifest(t, bad, m), attester, ctx, make([]byte, 16))
+		if !isAny(err, []error{ErrAuthentication, ErrMalformed}) {
+			t.Fatalf("byte %d: err = %v", i, err)
+		}
+	}
+}
+
+func TestManifestTamper(t *testing.T) {
+	k, other := mustKey(t), mustKey(t)
+	ctx := testContext("pack-m")
+	file, m := mustSeal(t, []byte("body"), ctx, k.Public())
+	edits := map[string]func(*Manifest){
+		"size":        func(m *Manifest) { m.CiphertextSize++ },
+		"hash":        func(m *Manifest) { m.CiphertextHash[5] ^= 1 },
+		"pack id":     func(m *Manifest) { m.PackID = "pack-n" },
+		"report hash": func(m *Manifest) { m.ReportHash[0] ^= 1 },
+		"key id":      func(m *Manifest) { m.RecipientKeyIDs[0] = other.KeyID() },
+		"extra id":    func(m *Manifest) { m.RecipientKeyIDs = append(m.RecipientKeyIDs, other.KeyID()) },
+		"format":      func(m *Manifest) { m.Format = "clawea.dev/promptpack/v2" },
+		"algorithm":   func(m *Manifest) { m.Algorithms.Body = "AES-128-GCM" },
+	}
+	for name, edit := range edits {
+		mm := *m
+		mm.RecipientKeyIDs = append([]KeyID(nil), m.RecipientKeyIDs...)
+		edit(&mm)
+		_, err := Open(file, &mm, k, ctx, make([]byte, 16))
+		if !isAny(err, []error{ErrManifestMismatch, ErrUnknownVersion, ErrUnknownAlgorithm}) {
+			t.Errorf("%s: err = %v", name, err)
+		}
+	}
+	if _, err := Open(file, nil, k, ctx, make([]byte, 16)); !errors.Is(err, ErrManifestMismatch) {
+		t.Errorf("nil manifest: err = %v", err)
+	}
+	// Every byte of the JSON manifest: either it no longer parses, or it
+	// parses to something that does not describe the file. (Changes inside
+	// JSON whitespace do not exist in the compact encoding.)
+	js, err := m.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range js {
+		bad := bytes.Clone(js)
+		bad[i] ^= 0x01
+		pm, err := ParseManifest(bad)
+		if err != nil {
+			continue
+		}
+		if _, err := Open(file, pm, k, ctx, make([]byte, 16)); err == nil {
+			t.Fatalf("manifest byte %d (%q) changed and still accepted", i, js[i])
+		}
+	}
+}
+
+func TestContextBinding(t *testing.T) {
+	k := mustKey(t)
+	ctx := testContext("pack-a")
+	file, m := mustSeal(t, []byte("body a"), ctx, k.Public())
+	dst := make([]byte, 16)
+
+	wrong := []Context{testContext("pack-b"), {PackID: ctx.PackID, ReportHash: sha256.Sum256([]byte("other"))}}
+	for _, w := range wrong {
+		if _, err := Open(file, m, k, w, dst); !errors.Is(err, ErrContextMismatch) {
+			t.Errorf("want %v: err = %v", w.PackID, err)
+		}
+	}
+	if _, err := Open(file, m, k, Context{}, dst); !errors.Is(err, ErrInvalidContext) {
+		t.Errorf("zero context: err = %v", err)
+	}
+}
+
+// TestMovedIntoAnotherPack moves a wrapped key, the body, or both into a pack
+// with another pack id or report hash, rewrites the header consistently (as
+// an attacker can) and checks that the result does not open for the new
+// context.
+func TestMovedIntoAnotherPack(t *testing.T) {
+	k := mustKey(t)
+	ctxA := testContext("pack-a")
+	ctxB := testContext("pack-b")
+	ctxC := Context{PackID: "pack-a", ReportHash: sha256.Sum256([]byte("report c"))}
+	fileA, _ := mustSeal(t, []byte("body of pack a"), ctxA, k.Public())
+	hA, err := Parse(fileA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []Context{ctxB, ctxC} {
+		fileB, _ := mustSeal(t, []byte("body of pack b"), target, k.Public())
+		hB, err := Parse(fileB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases := map[string]*Header{
+			// A's wrapped key and body relabelled as the target pack.
+			"relabel": {PackID: target.PackID, ReportHash: target.ReportHash, Recipients: hA.Recipients, Nonce: hA.Nonce, Ciphertext: hA.Ciphertext},
+			// A's wrapped key with B's body.
+			"wrap": {PackID: target.PackID, ReportHash: target.ReportHash, Recipients: hA.Recipients, Nonce: hB.Nonce, Ciphertext: hB.Ciphertext},
+			// B's wrapped key with A's body.
+			"body": {PackID: target.PackID, ReportHash: target.ReportHash, Recipients: hB.Recipients, Nonce: hA.Nonce, Ciphertext: hA.Ciphertext},
+		}
+		for name, h := range cases {
+			f, err := h.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := newManifest(f, h)
+			if _, err := Open(f, m, k, target, make([]byte, 64)); !errors.Is(err, ErrAuthentication) {
+				t.Errorf("%s into %s: err = %v, want ErrAuthentication", name, target.PackID, err)
+			}
+		}
+		// Sanity: the untouched target opens.
+		if _, err := Open(fileB, newManifest(fileB, hB), k, target, make([]byte, 64)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	k := mustKey(t)
+	ctx := testContext("p")
+	small := Limits{MaxBodySize: 100}
+	if _, _, err := small.Seal(make([]byte, 101), ctx, k.Public()); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("seal over limit: %v", err)
+	}
+	file, m, err := small.Seal(make([]byte, 100), ctx, k.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	big, bm := mustSeal(t, make([]byte, 101), ctx, k.Public())
+	if _, err := small.Parse(big); !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("parse over limit: %v", err)
+	}
+	if _, err := small.Open(big, bm, k, ctx, make([]byte, 200)); !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrBadLength) {
+		t.Fatalf("open over limit: %v", err)
+	}
+	huge := make([]byte, maxFileSize(100)+1)
+	if _, err := small.Parse(huge); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("huge file: %v", err)
+	}
+	if _, err := small.Open(file, m, k, ctx, make([]byte, 100)); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []int64{-1, DefaultMaxBodySize + 1} {
+		if _, err := (Limits{MaxBodySize: bad}).Parse(file); !errors.Is(err, ErrInvalidLimits) {
+			t.Errorf("limit %d: %v", bad, err)
+		}
+	}
+	if _, _, err := Seal(make([]byte, DefaultMaxBodySize+1), ctx, k.Public()); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("default limit: %v", err)
+	}
+}
+
+func TestSealInputErrors(t *testing.T) {
+	k := mustKey(t)
+	ctx := testContext("p")
+	if _, _, err := Seal(nil, ctx); !errors.Is(err, ErrInvalidRecipients) {
+		t.Error(err)
+	}
+	if _, _, err := Seal(nil, ctx, nil); !errors.Is(err, ErrInvalidRecipients) {
+		t.Error(err)
+	}
+	if _, _, err := Seal(nil, ctx, k.Public(), k.Public()); !errors.Is(err, ErrDuplicateKeyID) {
+		t.Error(err)
+	}
+	many := make([]*PublicKey, MaxRecipients+1)
+	for i := range many {
+		many[i] = mustKey(t).Public()
+	}
+	if _, _, err := Seal(nil, ctx, many...); !errors.Is(err, ErrTooManyRecipients) {
+		t.Error(err)
+	}
+	file, m := mustSeal(t, nil, ctx, many[:MaxRecipients]...)
+	if _, err := Open(file, m, mustKey(t), ctx, nil); !errors.Is(err, ErrNoMatchingRecipient) {
+		t.Error(err)
+	}
+	if n, err := Open(file, m, mustKey(t), ctx, nil); n != 0 || err == nil {
+		t.Error("opened")
+	}
+	for _, id := range []string{"", strings.Repeat("a", MaxPackIDLen+1), "a b", "a/b", "é", "a\x00"} {
+		if _, _, err := Seal(nil, Context{PackID: id}, k.Public()); !errors.Is(err, ErrInvalidContext) {
+			t.Errorf("pack id %q: %v", id, err)
+		}
+	}
+	if _, _, err := Seal(nil, Context{PackID: strings.Repeat("a", MaxPackIDLen)}, k.Public()); err != nil {
+		t.Errorf("longest pack id: %v", err)
+	}
+}
+
+func TestOpenBufferErrors(t *testing.T) {
+	k := mustKey(t)
+	ctx := testContext("p")
+	file, m := mustSeal(t, []byte("0123456789"), ctx, k.Public())
+	if _, err := Open(file, m, k, ctx, make([]byte, 9)); !errors.Is(err, ErrShortBuffer) {
+		t.Errorf("short: %v", err)
+	}
+	// dst inside the file buffer.
+	buf := append(bytes.Clone(file), make([]byte, 32)...)
+	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file)-5:]); !errors.Is(err, ErrBufferOverlap) {
+		t.Errorf("overlap: %v", err)
+	}
+	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file):]); err != nil {
+		t.Errorf("adjacent: %v", err)
+	}
+	if _, err := Open(file, m, nil, ctx, make([]byte, 10)); !errors.Is(err, ErrInvalidKey) {
+		t.Errorf("nil key: %v", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	k1, k2 := mustKey(t), mustKey(t)
+	file, _ := mustSeal(t, []byte("x"), testContext("p"), k1.Public(), k2.Public())
+	h, err := Parse(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Duplicate key ids: copy stanza 0's key id over stanza 1's.
+	dup := bytes.Clone(file)
+	off := len(magic) + 4 + 1 + 1 + hashSize + 1
+	copy(dup[off+stanzaSize:], h.Recipients[0].KeyID[:])
+	var pe *ParseError
+	if _, err := Parse(dup); !errors.Is(err, ErrDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !errors.As(err, &pe) || pe.Offset != off+stanzaSize {
+		t.Errorf("duplicate: %v", err)
+	}
+	// Recipient count above the limit.
+	many := bytes.Clone(file)
+	many[off-1] = MaxRecipients + 1
+	if _, err := Parse(many); !errors.Is(err, ErrTooManyRecipients) {
+		t.Errorf("too many: %v", err)
+	}
+	// Unknown version.
+	v2 := bytes.Replace(file, []byte("/v1\n"), []byte("/v2\n"), 1)
+	if _, err := Parse(v2); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("v2: %v", err)
+	}
+	// Marshal refuses what Parse refuses.
+	h.Recipients[1].KeyID = h.Recipients[0].KeyID
+	if _, err := h.MarshalBinary(); !errors.Is(err, ErrDuplicateKeyID) {
+		t.Errorf("marshal duplicate: %v", err)
+	}
+	if _, err := Parse(nil); !errors.Is(err, ErrUnknownVersion) {
+		t.Errorf("empty: %v", err)
+	}
+}

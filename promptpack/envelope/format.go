@@ -1,0 +1,283 @@
+package envelope
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// File layout (all integers big-endian):
+//
+//	magic          "clawea.dev/promptpack/v1\n"
+//	header_len     uint32, bytes from pack_id_len to the end of the last stanza
+//	pack_id_len    uint8, 1..MaxPackIDLen
+//	pack_id        pack_id_len bytes
+//	report_hash    32 bytes
+//	n_recipients   uint8, 1..MaxRecipients
+//	n x stanza:    key_id (32) || wrapped_len uint16 (= 80) || wrapped (enc || ct)
+//	nonce          12 bytes
+//	ct_len         uint64, 16..MaxBodySize+16
+//	ct             ct_len bytes, AES-256-GCM ciphertext || tag
+const (
+	stanzaSize      = keyIDSize + 2 + wrappedSize
+	maxHeaderFields = 1 + MaxPackIDLen + hashSize + 1 + MaxRecipients*stanzaSize
+	maxHeaderSize   = len(magic) + 4 + maxHeaderFields
+)
+
+// Stanza is one recipient's wrapped DEK.
+type Stanza struct {
+	KeyID KeyID
+	// Wrapped is the RFC 9180 single-shot output enc || ct (80 bytes).
+	Wrapped []byte
+}
+
+// Header is a parsed envelope file. Parse returns only values that re-encode
+// to the exact bytes parsed. Slices alias the parsed input.
+type Header struct {
+	PackID     string
+	ReportHash [hashSize]byte
+	Recipients []Stanza
+	Nonce      [nonceSize]byte
+	// Ciphertext is the body's AES-256-GCM ciphertext including the tag.
+	Ciphertext []byte
+}
+
+// Context returns the context the header names.
+func (h *Header) Context() Context { return Context{PackID: h.PackID, ReportHash: h.ReportHash} }
+
+// KeyIDs returns the recipient key ids in file order.
+func (h *Header) KeyIDs() []KeyID {
+	ids := make([]KeyID, len(h.Recipients))
+	for i, s := range h.Recipients {
+		ids[i] = s.KeyID
+	}
+	return ids
+}
+
+// PlaintextLen returns the size of the body plaintext.
+func (h *Header) PlaintextLen() int { return len(h.Ciphertext) - tagSize }
+
+func (h *Header) headerFieldsLen() int {
+	return 1 + len(h.PackID) + hashSize + 1 + len(h.Recipients)*stanzaSize
+}
+
+// headerLen returns the size of the header bytes, magic to last stanza.
+func (h *Header) headerLen() int { return len(magic) + 4 + h.headerFieldsLen() }
+
+// encodedLen returns the file size of h.
+func (h *Header) encodedLen() int {
+	return h.headerLen() + nonceSize + 8 + len(h.Ciphertext)
+}
+
+// validate checks everything Parse checks, for values built in memory.
+func (h *Header) validate(maxBody int64) error {
+	if !validPackID(h.PackID) {
+		return &ParseError{Field: "pack_id", Err: ErrBadLength}
+	}
+	if len(h.Recipients) == 0 {
+		return &ParseError{Field: "n_recipients", Err: ErrBadLength}
+	}
+	if len(h.Recipients) > MaxRecipients {
+		return &ParseError{Field: "n_recipients", Err: ErrTooManyRecipients}
+	}
+	for i, s := range h.Recipients {
+		if len(s.Wrapped) != wrappedSize {
+			return &ParseError{Field: "wrapped_len", Err: ErrBadLength}
+		}
+		for _, p := range h.Recipients[:i] {
+			if p.KeyID == s.KeyID {
+				return &ParseError{Field: "key_id", Err: ErrDuplicateKeyID}
+			}
+		}
+	}
+	if len(h.Ciphertext) < tagSize || int64(len(h.Ciphertext)-tagSize) > maxBody {
+		return &ParseError{Field: "ct_len", Err: ErrBadLength}
+	}
+	return nil
+}
+
+// appendHeader appends everything up to and excluding the nonce.
+func (h *Header) appendHeader(b []byte) []byte {
+	b = append(b, magic...)
+	b = binary.BigEndian.AppendUint32(b, uint32(h.headerFieldsLen()))
+	b = append(b, byte(len(h.PackID)))
+	b = append(b, h.PackID...)
+	b = append(b, h.ReportHash[:]...)
+	b = append(b, byte(len(h.Recipients)))
+	for _, s := range h.Recipients {
+		b = append(b, s.KeyID[:]...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(s.Wrapped)))
+		b = append(b, s.Wrapped...)
+	}
+	return b
+}
+
+// MarshalBinary encodes the complete envelope file. It fails with a
+// *ParseError for any value Parse would reject.
+func (h *Header) MarshalBinary() ([]byte, error) {
+	if err := h.validate(DefaultMaxBodySize); err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, h.encodedLen())
+	b = h.appendHeader(b)
+	b = append(b, h.Nonce[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(h.Ciphertext)))
+	return append(b, h.Ciphertext...), nil
+}
+
+// Parse parses an envelope file with the default limits.
+func Parse(file []byte) (*Header, error) { return Limits{}.Parse(file) }
+
+// PlaintextLen returns the body plaintext size of an envelope file, so that
+// a caller can allocate (sealed) memory before Open.
+func PlaintextLen(file []byte) (int, error) {
+	h, err := Parse(file)
+	if err != nil {
+		return 0, err
+	}
+	return h.PlaintextLen(), nil
+}
+
+// Parse parses an envelope file strictly. Errors are *ParseError values
+// (matching ErrMalformed) or match ErrTooLarge or ErrInvalidLimits.
+func (l Limits) Parse(file []byte) (*Header, error) {
+	maxBody, err := l.maxBody()
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(file)) > maxFileSize(maxBody) {
+		return nil, fmt.Errorf("envelope: %w: file is %d bytes, limit %d (body limit %d)", ErrTooLarge, len(file), maxFileSize(maxBody), maxBody)
+	}
+	r := reader{b: file}
+	if m := r.take(len(magic)); m == nil || string(m) != magic {
+		return nil, &ParseError{Offset: 0, Field: "magic", Err: ErrUnknownVersion}
+	}
+	hl, ok := r.uint32()
+	if !ok {
+		return nil, r.fail("header_len", ErrBadLength)
+	}
+	if hl > maxHeaderFields || int(hl) > r.remaining() {
+		return nil, &ParseError{Offset: len(magic), Field: "header_len", Err: ErrBadLength}
+	}
+	hdrEnd := r.off + int(hl)
+
+	h := &Header{}
+	pl, ok := r.uint8()
+	if !ok {
+		return nil, r.fail("pack_id_len", ErrBadLength)
+	}
+	pid := r.take(int(pl))
+	if pid == nil || !validPackID(string(pid)) {
+		return nil, r.fail("pack_id", ErrBadLength)
+	}
+	h.PackID = string(pid)
+	rh := r.take(hashSize)
+	if rh == nil {
+		return nil, r.fail("report_hash", ErrBadLength)
+	}
+	copy(h.ReportHash[:], rh)
+	n, ok := r.uint8()
+	if !ok || n == 0 {
+		return nil, r.fail("n_recipients", ErrBadLength)
+	}
+	if n > MaxRecipients {
+		return nil, r.fail("n_recipients", ErrTooManyRecipients)
+	}
+	h.Recipients = make([]Stanza, 0, n)
+	for range n {
+		kid := r.take(keyIDSize)
+		if kid == nil {
+			return nil, r.fail("key_id", ErrBadLength)
+		}
+		var s Stanza
+		copy(s.KeyID[:], kid)
+		for _, p := range h.Recipients {
+			if p.KeyID == s.KeyID {
+				return nil, r.fail("key_id", ErrDuplicateKeyID)
+			}
+		}
+		wl, ok := r.uint16()
+		if !ok || wl != wrappedSize {
+			return nil, r.fail("wrapped_len", ErrBadLength)
+		}
+		if s.Wrapped = r.take(int(wl)); s.Wrapped == nil {
+			return nil, r.fail("wrapped", ErrBadLength)
+		}
+		h.Recipients = append(h.Recipients, s)
+	}
+	if r.off != hdrEnd {
+		return nil, &ParseError{Offset: len(magic), Field: "header_len", Err: ErrBadLength}
+	}
+
+	nonce := r.take(nonceSize)
+	if nonce == nil {
+		return nil, r.fail("nonce", ErrBadLength)
+	}
+	copy(h.Nonce[:], nonce)
+	cl, ok := r.uint64()
+	if !ok || cl < tagSize || cl-tagSize > uint64(maxBody) {
+		return nil, r.fail("ct_len", ErrBadLength)
+	}
+	if cl > uint64(r.remaining()) {
+		return nil, &ParseError{Offset: r.off, Field: "ct", Err: ErrBadLength}
+	}
+	h.Ciphertext = r.take(int(cl))
+	if r.remaining() != 0 {
+		return nil, &ParseError{Offset: r.off, Field: "ct", Err: ErrTrailingData}
+	}
+	return h, nil
+}
+
+// reader consumes b front to back; take returns nil when short.
+type reader struct {
+	b    []byte
+	off  int
+	last int // offset of the field read last, reported by fail
+}
+
+func (r *reader) remaining() int { return len(r.b) - r.off }
+
+func (r *reader) take(n int) []byte {
+	r.last = r.off
+	if n < 0 || n > r.remaining() {
+		return nil
+	}
+	s := r.b[r.off : r.off+n : r.off+n]
+	r.off += n
+	return s
+}
+
+func (r *reader) fail(field string, err error) error {
+	return &ParseError{Offset: r.last, Field: field, Err: err}
+}
+
+func (r *reader) uint8() (uint8, bool) {
+	b := r.take(1)
+	if b == nil {
+		return 0, false
+	}
+	return b[0], true
+}
+
+func (r *reader) uint16() (uint16, bool) {
+	b := r.take(2)
+	if b == nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint16(b), true
+}
+
+func (r *reader) uint32() (uint32, bool) {
+	b := r.take(4)
+	if b == nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint32(b), true
+}
+
+func (r *reader) uint64() (uint64, bool) {
+	b := r.take(8)
+	if b == nil {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(b), true
+}

@@ -1,0 +1,107 @@
+package envelope
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+func TestKeyTextRoundTrip(t *testing.T) {
+	k := mustKey(t)
+	text, err := k.AppendSecretText(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(text, []byte(PrivateKeyPrefix)) {
+		t.Fatalf("private text prefix: %q", text[:10])
+	}
+	k2, err := ParsePrivateKey(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k2.KeyID() != k.KeyID() || !k2.Public().Equal(k.Public()) {
+		t.Fatal("parsed private key differs")
+	}
+	pub, err := ParsePublicKey(k.Public().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pub.Equal(k.Public()) || pub.String() != k.Public().String() {
+		t.Fatal("parsed public key differs")
+	}
+	// The key id is SHA-256(label || 0x00 || pk).
+	want := sha256.Sum256(append([]byte("clawea.dev/promptpack/v1/keyid\x00"), pub.Bytes()...))
+	if pub.KeyID() != KeyID(want) {
+		t.Fatal("key id construction")
+	}
+}
+
+func TestPrivateKeyNeverPrinted(t *testing.T) {
+	k := mustKey(t)
+	text, _ := k.AppendSecretText(nil)
+	secret := string(text[len(PrivateKeyPrefix):])
+	raw, _ := k.sk.Bytes()
+	var logbuf bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logbuf, nil)).Info("k", "key", k)
+	slog.New(slog.NewTextHandler(&logbuf, nil)).Info("k", "key", k)
+	outs := []string{
+		fmt.Sprint(k), fmt.Sprintf("%v %+v %#v %s %x %X %q", k, k, k, k, k, k, k),
+		fmt.Sprintf("%v %+v", *k, []*PrivateKey{k}), logbuf.String(),
+	}
+	for _, o := range outs {
+		if strings.Contains(o, secret) || strings.Contains(o, hex.EncodeToString(raw)) || strings.Contains(strings.ToLower(o), hex.EncodeToString(raw[:8])) {
+			t.Fatalf("private key material printed: %s", o)
+		}
+	}
+	// Parse errors never quote the input.
+	bad := []byte(PrivateKeyPrefix + secret[:len(secret)-1] + "!")
+	_, err := ParsePrivateKey(bad)
+	if !errors.Is(err, ErrInvalidKey) || strings.Contains(err.Error(), secret[:20]) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestParseKeyErrors(t *testing.T) {
+	k := mustKey(t)
+	pub := k.Public().String()
+	priv, _ := k.AppendSecretText(nil)
+	badPub := []string{
+		"", pub[:len(pub)-1], pub + "A", strings.ToUpper(pub[:5]) + pub[5:],
+		strings.Replace(pub, "pub:", "pub: ", 1), pub[:30] + "\n" + pub[30:],
+		"clawea-promptpack-v2-pub:" + pub[len(PublicKeyPrefix):],
+		PublicKeyPrefix + b64.EncodeToString(make([]byte, 32)), // zero point: low order
+		PublicKeyPrefix + b64.EncodeToString(append([]byte{1}, make([]byte, 31)...)),
+	}
+	// Non-canonical: the top bit set, and p itself (2^255-19).
+	top := k.Public().Bytes()
+	top[31] |= 0x80
+	p := bytes.Repeat([]byte{0xff}, 32)
+	p[0], p[31] = 0xed, 0x7f
+	badPub = append(badPub, PublicKeyPrefix+b64.EncodeToString(top), PublicKeyPrefix+b64.EncodeToString(p))
+	// Non-canonical trailing bits in the last base64 character.
+	last := pub[len(pub)-1]
+	alt := strings.IndexByte("AEIMQUYcgkosw048", last)
+	if alt >= 0 {
+		badPub = append(badPub, pub[:len(pub)-1]+string("BFJNRVZdhlptx159"[alt]))
+	}
+	for _, s := range badPub {
+		if _, err := ParsePublicKey(s); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("ParsePublicKey(%q) = %v", s, err)
+		}
+	}
+	// Unclamped private key: same public key, but not the canonical encoding.
+	raw, _ := k.sk.Bytes()
+	raw[0] |= 7
+	unclamped := []byte(PrivateKeyPrefix + b64.EncodeToString(raw))
+	badPriv := [][]byte{nil, priv[:len(priv)-1], append(bytes.Clone(priv), 'A'), unclamped, []byte(strings.Replace(string(priv), "priv", "pub", 1))}
+	for _, b := range badPriv {
+		if _, err := ParsePrivateKey(b); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("ParsePrivateKey(%d bytes) = %v", len(b), err)
+		}
+	}
+}

@@ -1,0 +1,247 @@
+package envelope
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hpke"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"unsafe"
+)
+
+// wrapInfo is the HPKE info for one recipient:
+//
+//	labelWrap || 0x00 || u8 len(pack_id) || pack_id || report_hash || key_id
+func wrapInfo(ctx Context, id KeyID) []byte {
+	b := make([]byte, 0, len(labelWrap)+1+1+len(ctx.PackID)+hashSize+keyIDSize)
+	b = appendContext(b, labelWrap, ctx)
+	return append(b, id[:]...)
+}
+
+// bodyAD is the body's AEAD associated data: the body label, a zero byte and
+// the file's header bytes, from the magic to the end of the last stanza. It
+// covers the format version, pack id, report hash and every recipient key id
+// and wrapped key.
+func bodyAD(header []byte) []byte {
+	b := make([]byte, 0, len(labelBody)+1+len(header))
+	b = append(b, labelBody...)
+	b = append(b, 0)
+	return append(b, header...)
+}
+
+func appendContext(b []byte, label string, ctx Context) []byte {
+	b = append(b, label...)
+	b = append(b, 0, byte(len(ctx.PackID)))
+	b = append(b, ctx.PackID...)
+	return append(b, ctx.ReportHash[:]...)
+}
+
+// wrapKey wraps dek to pk: the RFC 9180 single-shot SealBase output
+// enc || ct with empty aad.
+func wrapKey(pk hpke.PublicKey, info, dek []byte) ([]byte, error) {
+	return hpke.Seal(pk, suiteKDF, suiteAEAD, info, dek)
+}
+
+// unwrapKey is the inverse of wrapKey.
+func unwrapKey(sk hpke.PrivateKey, info, wrapped []byte) ([]byte, error) {
+	return hpke.Open(sk, suiteKDF, suiteAEAD, info, wrapped)
+}
+
+func newGCM(dek []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(dek)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// Seal encrypts body for the recipients with the default limits.
+func Seal(body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
+	return Limits{}.Seal(body, ctx, recipients...)
+}
+
+// Seal encrypts body, bound to ctx, for one or more recipients (the attester
+// and, optionally, a recovery key). It returns the envelope file and its
+// manifest. The file is allocated once at its final size and the body is
+// encrypted directly into it.
+func (l Limits) Seal(body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
+	maxBody, err := l.maxBody()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.validate(); err != nil {
+		return nil, nil, err
+	}
+	if int64(len(body)) > maxBody {
+		return nil, nil, fmt.Errorf("envelope: %w: body is %d bytes, limit %d", ErrTooLarge, len(body), maxBody)
+	}
+	switch {
+	case len(recipients) == 0:
+		return nil, nil, fmt.Errorf("envelope: %w: no recipients", ErrInvalidRecipients)
+	case len(recipients) > MaxRecipients:
+		return nil, nil, fmt.Errorf("envelope: %w: %d recipients, limit %d", ErrTooManyRecipients, len(recipients), MaxRecipients)
+	}
+	ids := make([]KeyID, len(recipients))
+	for i, r := range recipients {
+		if r == nil || r.pk == nil {
+			return nil, nil, fmt.Errorf("envelope: %w: recipient %d is nil", ErrInvalidRecipients, i)
+		}
+		ids[i] = r.id
+		for _, p := range ids[:i] {
+			if p == r.id {
+				return nil, nil, fmt.Errorf("envelope: %w: recipient %s given twice", ErrDuplicateKeyID, r.id)
+			}
+		}
+	}
+
+	dek := make([]byte, dekSize)
+	defer clear(dek)
+	rand.Read(dek)
+
+	h := &Header{PackID: ctx.PackID, ReportHash: ctx.ReportHash, Recipients: make([]Stanza, len(recipients))}
+	for i, r := range recipients {
+		w, err := wrapKey(r.pk, wrapInfo(ctx, r.id), dek)
+		if err != nil {
+			return nil, nil, fmt.Errorf("envelope: wrapping key for recipient %s: %w", r.id, err)
+		}
+		h.Recipients[i] = Stanza{KeyID: r.id, Wrapped: w}
+	}
+	rand.Read(h.Nonce[:])
+
+	aead, err := newGCM(dek)
+	if err != nil {
+		return nil, nil, fmt.Errorf("envelope: body cipher: %w", err)
+	}
+	size := h.headerLen() + nonceSize + 8 + len(body) + tagSize
+	out := make([]byte, 0, size)
+	out = h.appendHeader(out)
+	ad := bodyAD(out)
+	out = append(out, h.Nonce[:]...)
+	out = binary.BigEndian.AppendUint64(out, uint64(len(body)+tagSize))
+	out = aead.Seal(out, h.Nonce[:], body, ad)
+	h.Ciphertext = out[len(out)-len(body)-tagSize:]
+	return out, newManifest(out, h), nil
+}
+
+// Verify parses file with the default limits and checks it against m.
+func Verify(file []byte, m *Manifest) (*Header, error) { return Limits{}.Verify(file, m) }
+
+// Verify checks that m describes file (size, SHA-256, pack id, report hash,
+// algorithms and recipient key ids, in order) and returns the parsed header.
+// It needs no key and decrypts nothing.
+func (l Limits) Verify(file []byte, m *Manifest) (*Header, error) {
+	maxBody, err := l.maxBody()
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, fmt.Errorf("envelope: %w: no manifest", ErrManifestMismatch)
+	}
+	if int64(len(file)) > maxFileSize(maxBody) {
+		return nil, fmt.Errorf("envelope: %w: file is %d bytes, limit %d", ErrTooLarge, len(file), maxFileSize(maxBody))
+	}
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	if m.CiphertextSize != int64(len(file)) {
+		return nil, fmt.Errorf("envelope: %w: file is %d bytes, manifest says %d", ErrManifestMismatch, len(file), m.CiphertextSize)
+	}
+	if sha256.Sum256(file) != m.CiphertextHash {
+		return nil, fmt.Errorf("envelope: %w: ciphertext hash differs", ErrManifestMismatch)
+	}
+	h, err := l.Parse(file)
+	if err != nil {
+		return nil, err
+	}
+	if !h.Context().equal(Context{PackID: m.PackID, ReportHash: m.ReportHash}) {
+		return nil, fmt.Errorf("envelope: %w: pack id or report hash differs", ErrManifestMismatch)
+	}
+	if len(m.RecipientKeyIDs) != len(h.Recipients) {
+		return nil, fmt.Errorf("envelope: %w: recipient count differs", ErrManifestMismatch)
+	}
+	for i, s := range h.Recipients {
+		if m.RecipientKeyIDs[i] != s.KeyID {
+			return nil, fmt.Errorf("envelope: %w: recipient key id %d differs", ErrManifestMismatch, i)
+		}
+	}
+	return h, nil
+}
+
+// Open decrypts file with the default limits.
+func Open(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (n int, err error) {
+	return Limits{}.Open(file, m, key, want, dst)
+}
+
+// Open checks file against the manifest m (Verify) and against the expected
+// context want, unwraps the DEK addressed to key and decrypts the body into
+// dst, which must hold at least PlaintextLen bytes and must not overlap file.
+// It returns the plaintext length. The DEK is zeroed before returning, and on
+// failure nothing of the plaintext is left in dst.
+//
+// Errors: ErrManifestMismatch, ErrMalformed (and its reasons), ErrTooLarge,
+// ErrContextMismatch, ErrNoMatchingRecipient (the key is not a recipient),
+// ErrAuthentication (tampered file or wrong context), ErrShortBuffer,
+// ErrBufferOverlap, ErrInvalidKey, ErrInvalidContext, ErrInvalidLimits.
+func (l Limits) Open(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (n int, err error) {
+	if key == nil || key.sk == nil || key.pub == nil {
+		return 0, fmt.Errorf("envelope: %w: nil private key", ErrInvalidKey)
+	}
+	if err := want.validate(); err != nil {
+		return 0, err
+	}
+	h, err := l.Verify(file, m)
+	if err != nil {
+		return 0, err
+	}
+	if !h.Context().equal(want) {
+		return 0, fmt.Errorf("envelope: %w: envelope is for pack %q, expected %q (or the report hash differs)", ErrContextMismatch, h.PackID, want.PackID)
+	}
+	var st *Stanza
+	for i := range h.Recipients {
+		if h.Recipients[i].KeyID == key.pub.id {
+			st = &h.Recipients[i]
+			break
+		}
+	}
+	if st == nil {
+		return 0, fmt.Errorf("envelope: %w: key id %s", ErrNoMatchingRecipient, key.pub.id)
+	}
+	n = h.PlaintextLen()
+	if len(dst) < n {
+		return 0, fmt.Errorf("envelope: %w: need %d bytes, have %d", ErrShortBuffer, n, len(dst))
+	}
+	out := dst[:n]
+	if anyOverlap(out, file) {
+		return 0, fmt.Errorf("envelope: %w", ErrBufferOverlap)
+	}
+
+	dek, err := unwrapKey(key.sk, wrapInfo(h.Context(), st.KeyID), st.Wrapped)
+	if err != nil {
+		return 0, fmt.Errorf("envelope: %w: wrapped key for %s does not open", ErrAuthentication, st.KeyID)
+	}
+	defer clear(dek)
+	if len(dek) != dekSize {
+		return 0, fmt.Errorf("envelope: %w: wrapped key has the wrong size", ErrAuthentication)
+	}
+	aead, err := newGCM(dek)
+	if err != nil {
+		return 0, fmt.Errorf("envelope: body cipher: %w", err)
+	}
+	if _, err := aead.Open(out[:0], h.Nonce[:], h.Ciphertext, bodyAD(file[:h.headerLen()])); err != nil {
+		clear(out)
+		return 0, fmt.Errorf("envelope: %w: body does not open", ErrAuthentication)
+	}
+	return n, nil
+}
+
+// anyOverlap reports whether x and y share memory.
+func anyOverlap(x, y []byte) bool {
+	if len(x) == 0 || len(y) == 0 {
+		return false
+	}
+	xs := uintptr(unsafe.Pointer(unsafe.SliceData(x)))
+	ys := uintptr(unsafe.Pointer(unsafe.SliceData(y)))
+	return xs <= ys+uintptr(len(y)-1) && ys <= xs+uintptr(len(x)-1)
+}
