@@ -1,0 +1,152 @@
+package sealed
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Blob format v1 (docs/spec/sealed-memory.md, "Sealed blob"):
+//
+//	version label  30 bytes  "clawea.dev/attester/sealed/v1\n"
+//	kind length     1 byte   k, 1..MaxKindLen
+//	kind            k bytes  the sealer kind
+//	nonce          12 bytes  random AES-GCM nonce
+//	ciphertext     n+16      AES-256-GCM(secret) || tag, 1 <= n <= MaxSecretSize
+//
+// The AEAD associated data is the header (version label, kind length, kind)
+// followed by u16be(len(label)) || label.
+const (
+	blobVersionLabel = "clawea.dev/attester/sealed/v1\n"
+	nonceSize        = 12
+	tagSize          = 16
+)
+
+// Limits on sealed inputs.
+const (
+	// MaxSecretSize bounds a sealed secret (keys and DEKs are far smaller).
+	MaxSecretSize = 64 << 10
+	// MaxLabelLen bounds a seal label.
+	MaxLabelLen = 255
+	// MaxKindLen bounds a sealer kind.
+	MaxKindLen = 64
+	// MaxBlobSize bounds a sealed blob.
+	MaxBlobSize = len(blobVersionLabel) + 1 + MaxKindLen + nonceSize + MaxSecretSize + tagSize
+)
+
+var (
+	// ErrMalformedBlob is the class of blob parse errors.
+	ErrMalformedBlob = errors.New("sealed: malformed blob")
+	// ErrUnknownVersion is returned for a blob with a version label this
+	// package does not know (or no version label at all).
+	ErrUnknownVersion = fmt.Errorf("%w: unknown version", ErrMalformedBlob)
+	// ErrTruncated is returned for a blob that ends early.
+	ErrTruncated = fmt.Errorf("%w: truncated", ErrMalformedBlob)
+	// ErrKindMismatch is returned when a blob was sealed by another kind of
+	// sealer (for example a development blob given to a platform sealer).
+	ErrKindMismatch = errors.New("sealed: blob was sealed by a different sealer kind")
+	// ErrAuthFailed is returned when a blob does not authenticate: wrong
+	// label, wrong key or platform, or tampered bytes.
+	ErrAuthFailed = errors.New("sealed: blob authentication failed")
+	// ErrInvalidLabel is returned for an empty, oversized or non-printable
+	// label.
+	ErrInvalidLabel = errors.New("sealed: invalid label")
+	// ErrInvalidKind is returned for an empty, oversized or ill-formed kind.
+	ErrInvalidKind = errors.New("sealed: invalid sealer kind")
+)
+
+// blob is a parsed v1 sealed blob. Its slices alias the parsed input.
+type blob struct {
+	kind       string
+	nonce      []byte
+	ciphertext []byte
+}
+
+// validKind reports whether k is 1..MaxKindLen bytes of [a-z0-9._:/-].
+func validKind(k string) bool {
+	if len(k) == 0 || len(k) > MaxKindLen {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '/', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// validLabel reports whether l is 1..MaxLabelLen bytes of printable ASCII
+// without spaces (0x21..0x7e).
+func validLabel(l string) bool {
+	if len(l) == 0 || len(l) > MaxLabelLen {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		if l[i] < 0x21 || l[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// appendHeader appends the blob header for kind.
+func appendHeader(dst []byte, kind string) []byte {
+	dst = append(dst, blobVersionLabel...)
+	dst = append(dst, byte(len(kind)))
+	return append(dst, kind...)
+}
+
+// associatedData is the AEAD associated data for kind and label.
+func associatedData(kind, label string) []byte {
+	ad := appendHeader(make([]byte, 0, len(blobVersionLabel)+1+len(kind)+2+len(label)), kind)
+	ad = binary.BigEndian.AppendUint16(ad, uint16(len(label)))
+	return append(ad, label...)
+}
+
+// parseBlob parses a v1 blob strictly. On error it returns the zero blob.
+func parseBlob(b []byte) (blob, error) {
+	if len(b) > MaxBlobSize {
+		return blob{}, fmt.Errorf("%w: %d bytes, limit %d", ErrMalformedBlob, len(b), MaxBlobSize)
+	}
+	if len(b) < len(blobVersionLabel) {
+		if bytes.HasPrefix([]byte(blobVersionLabel), b) {
+			return blob{}, ErrTruncated
+		}
+		return blob{}, ErrUnknownVersion
+	}
+	if string(b[:len(blobVersionLabel)]) != blobVersionLabel {
+		return blob{}, ErrUnknownVersion
+	}
+	rest := b[len(blobVersionLabel):]
+	if len(rest) < 1 {
+		return blob{}, ErrTruncated
+	}
+	k := int(rest[0])
+	rest = rest[1:]
+	if k == 0 || k > MaxKindLen {
+		return blob{}, fmt.Errorf("%w: kind length %d", ErrMalformedBlob, k)
+	}
+	if len(rest) < k {
+		return blob{}, ErrTruncated
+	}
+	kind := string(rest[:k])
+	if !validKind(kind) {
+		return blob{}, fmt.Errorf("%w: ill-formed kind", ErrMalformedBlob)
+	}
+	rest = rest[k:]
+	if len(rest) < nonceSize+tagSize+1 {
+		return blob{}, ErrTruncated
+	}
+	return blob{kind: kind, nonce: rest[:nonceSize], ciphertext: rest[nonceSize:]}, nil
+}
+
+// encode returns the wire form of bl.
+func (bl blob) encode() []byte {
+	out := appendHeader(make([]byte, 0, len(blobVersionLabel)+1+len(bl.kind)+len(bl.nonce)+len(bl.ciphertext)), bl.kind)
+	out = append(out, bl.nonce...)
+	return append(out, bl.ciphertext...)
+}

@@ -1,0 +1,100 @@
+package sealed
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+func testBlob(kind string, ctLen int) []byte {
+	b := appendHeader(nil, kind)
+	b = append(b, bytes.Repeat([]byte{0x11}, nonceSize)...)
+	return append(b, bytes.Repeat([]byte{0x22}, ctLen)...)
+}
+
+func TestParseBlob(t *testing.T) {
+	valid := testBlob("sev-snp", tagSize+1)
+	cases := []struct {
+		name string
+		in   []byte
+		want error // nil: accepted
+	}{
+		{"valid", valid, nil},
+		{"valid max", testBlob(strings.Repeat("k", MaxKindLen), MaxSecretSize+tagSize), nil},
+		{"empty", nil, ErrTruncated},
+		{"label prefix", []byte(blobVersionLabel[:10]), ErrTruncated},
+		{"label only", []byte(blobVersionLabel), ErrTruncated},
+		{"no kind", append([]byte(blobVersionLabel), 7), ErrTruncated},
+		{"short kind", append([]byte(blobVersionLabel), 7, 'a'), ErrTruncated},
+		{"no ciphertext", testBlob("sev-snp", 0), ErrTruncated},
+		{"tag only", testBlob("sev-snp", tagSize), ErrTruncated},
+		{"kind length 0", append(append([]byte(blobVersionLabel), 0), bytes.Repeat([]byte{1}, 40)...), ErrMalformedBlob},
+		{"kind length 65", testBlob(strings.Repeat("k", MaxKindLen+1), 40), ErrMalformedBlob},
+		{"kind upper", testBlob("SEV", 40), ErrMalformedBlob},
+		{"kind space", testBlob("a b", 40), ErrMalformedBlob},
+		{"kind nul", testBlob("a\x00b", 40), ErrMalformedBlob},
+		{"v2", append([]byte("clawea.dev/attester/sealed/v2\n"), valid[len(blobVersionLabel):]...), ErrUnknownVersion},
+		{"no newline", append([]byte("clawea.dev/attester/sealed/v1 "), valid[len(blobVersionLabel):]...), ErrUnknownVersion},
+		{"garbage", bytes.Repeat([]byte{0xff}, 100), ErrUnknownVersion},
+		{"short garbage", []byte("x"), ErrUnknownVersion},
+		{"too large", testBlob("k", MaxSecretSize+tagSize+MaxKindLen), ErrMalformedBlob},
+	}
+	for _, c := range cases {
+		bl, err := parseBlob(c.in)
+		if c.want == nil {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+				continue
+			}
+			if !bytes.Equal(bl.encode(), c.in) {
+				t.Errorf("%s: does not re-encode to the same bytes", c.name)
+			}
+			continue
+		}
+		if !errors.Is(err, c.want) || !errors.Is(err, ErrMalformedBlob) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+		if bl.kind != "" || bl.nonce != nil || bl.ciphertext != nil {
+			t.Errorf("%s: returned data with an error", c.name)
+		}
+	}
+}
+
+func TestAssociatedData(t *testing.T) {
+	ad := associatedData("sev-snp", "a/b")
+	want := append([]byte(blobVersionLabel), 7)
+	want = append(want, "sev-snp"...)
+	want = append(want, 0, 3, 'a', '/', 'b')
+	if !bytes.Equal(ad, want) {
+		t.Fatalf("associated data %q, want %q", ad, want)
+	}
+}
+
+// FuzzParseBlob checks that the parser never panics, that whatever it
+// accepts re-encodes to the identical bytes, and that on error it returns
+// nothing.
+func FuzzParseBlob(f *testing.F) {
+	f.Add(testBlob("sev-snp", tagSize+1))
+	f.Add(testBlob(DevKind, 40))
+	f.Add([]byte(blobVersionLabel))
+	f.Add([]byte("clawea.dev/attester/sealed/v2\n\x03tdx"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		bl, err := parseBlob(in)
+		if err != nil {
+			if !errors.Is(err, ErrMalformedBlob) {
+				t.Fatalf("error outside ErrMalformedBlob: %v", err)
+			}
+			if bl.kind != "" || bl.nonce != nil || bl.ciphertext != nil {
+				t.Fatal("returned data with an error")
+			}
+			return
+		}
+		if !validKind(bl.kind) || len(bl.nonce) != nonceSize || len(bl.ciphertext) <= tagSize {
+			t.Fatalf("accepted an ill-formed blob: %+v", bl)
+		}
+		if !bytes.Equal(bl.encode(), in) {
+			t.Fatal("accepted blob does not re-encode to the same bytes")
+		}
+	})
+}

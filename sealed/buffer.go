@@ -1,0 +1,186 @@
+package sealed
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+)
+
+// MaxSize is the largest Buffer New accepts (64 MiB). Unprivileged processes
+// can usually lock far less (RLIMIT_MEMLOCK, often 8 MiB): large bodies are
+// processed in chunks (see ForEachChunk) rather than held whole.
+const MaxSize = 64 << 20
+
+// Backing names reported by Buffer.Backing.
+const (
+	// BackingMemfdSecret is memory from memfd_secret(2): locked, excluded
+	// from core dumps and removed from the kernel's direct map.
+	BackingMemfdSecret = "memfd_secret"
+	// BackingMlock is an anonymous private mapping locked with mlock(2) and
+	// marked MADV_DONTDUMP.
+	BackingMlock = "mlock"
+	// BackingUnlocked is an anonymous private mapping marked MADV_DONTDUMP
+	// that could not be locked; only with Options.AllowUnlocked.
+	BackingUnlocked = "unlocked"
+)
+
+var (
+	// ErrNotSupported is returned on operating systems without sealed memory.
+	ErrNotSupported = errors.New("sealed: not supported on this operating system")
+	// ErrInvalidSize is returned for a size that is not in 1..MaxSize.
+	ErrInvalidSize = errors.New("sealed: invalid buffer size")
+	// ErrLockFailed is returned when the memory cannot be locked into RAM and
+	// Options.AllowUnlocked is not set. It wraps the errno.
+	ErrLockFailed = errors.New("sealed: cannot lock memory")
+	// ErrAllocFailed is returned when the memory cannot be mapped at all.
+	ErrAllocFailed = errors.New("sealed: cannot map memory")
+	// ErrDestroyed is returned when a destroyed object is used.
+	ErrDestroyed = errors.New("sealed: use after destroy")
+)
+
+// Options relax New. The zero value is the strictest: the memory must be
+// locked.
+type Options struct {
+	// AllowUnlocked lets New return a Buffer that is not locked into RAM
+	// (it may be swapped out) when locking fails. Such a buffer reports
+	// Locked() == false and Backing() == BackingUnlocked. It is still outside
+	// the Go heap, excluded from core dumps and zeroed on Destroy.
+	AllowUnlocked bool
+}
+
+// allocator is the platform part of a Buffer. alloc returns a mapping of at
+// least size bytes; free zeroes and releases it.
+type allocator interface {
+	alloc(size int, opts Options) (mem []byte, backing string, err error)
+	free(mem []byte, backing string)
+}
+
+// Buffer is a fixed-size region of sealed memory. The zero value and nil are
+// empty, destroyed buffers. A Buffer is safe for concurrent use, but the
+// slice returned by Bytes must not be used after Destroy.
+type Buffer struct {
+	mu      sync.Mutex
+	data    []byte // len == cap == size; nil once destroyed
+	mem     []byte // the whole mapping
+	backing string
+	a       allocator
+}
+
+// New returns a zeroed Buffer of size bytes. size must be in 1..MaxSize.
+// The caller must call Destroy when done.
+func New(size int, opts Options) (*Buffer, error) {
+	return newBuffer(size, opts, platformAllocator())
+}
+
+// NewFrom returns a new Buffer holding a copy of src. It does not modify
+// src: callers that hold src on the heap should Wipe it.
+func NewFrom(src []byte, opts Options) (*Buffer, error) {
+	b, err := New(len(src), opts)
+	if err != nil {
+		return nil, err
+	}
+	copy(b.data, src)
+	return b, nil
+}
+
+func newBuffer(size int, opts Options, a allocator) (*Buffer, error) {
+	if size <= 0 || size > MaxSize {
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSize, size, MaxSize)
+	}
+	mem, backing, err := a.alloc(size, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Buffer{data: mem[:size:size], mem: mem, backing: backing, a: a}, nil
+}
+
+// Bytes returns the buffer's contents, len(Bytes()) == cap(Bytes()) == Len().
+// Writes go to sealed memory; append would copy to the heap, so do not append.
+// It returns nil after Destroy. The returned slice must not be
+// used after Destroy: the memory is then unmapped and touching it crashes the
+// process rather than exposing data.
+func (b *Buffer) Bytes() []byte {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.data
+}
+
+// Len returns the buffer's size, or 0 after Destroy.
+func (b *Buffer) Len() int {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.data)
+}
+
+// Backing reports the memory backing: BackingMemfdSecret, BackingMlock or
+// BackingUnlocked; "" after Destroy.
+func (b *Buffer) Backing() string {
+	if b == nil {
+		return ""
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data == nil {
+		return ""
+	}
+	return b.backing
+}
+
+// Locked reports whether the memory is locked into RAM. It is false after
+// Destroy.
+func (b *Buffer) Locked() bool {
+	bk := b.Backing()
+	return bk == BackingMemfdSecret || bk == BackingMlock
+}
+
+// Destroy zeroes the contents and releases the memory. It is idempotent and
+// safe to call on nil.
+func (b *Buffer) Destroy() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data == nil {
+		return
+	}
+	mem, backing := b.mem, b.backing
+	b.data, b.mem = nil, nil
+	b.a.free(mem, backing)
+}
+
+// Wipe zeroes b. Use it on heap copies of secrets.
+func Wipe(b []byte) {
+	clear(b)
+	runtime.KeepAlive(b)
+}
+
+// String describes the buffer without its contents.
+func (b *Buffer) String() string {
+	if b == nil {
+		return "sealed.Buffer(nil)"
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data == nil {
+		return "sealed.Buffer(destroyed)"
+	}
+	return fmt.Sprintf("sealed.Buffer(len=%d, backing=%s)", len(b.data), b.backing)
+}
+
+// GoString is String: %#v never prints contents.
+func (b *Buffer) GoString() string { return b.String() }
+
+// Format prints String for every verb, so no fmt verb prints contents.
+func (b *Buffer) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(b.String())) }
+
+// LogValue makes slog log String, never contents.
+func (b *Buffer) LogValue() slog.Value { return slog.StringValue(b.String()) }

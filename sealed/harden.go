@@ -1,0 +1,26 @@
+package sealed
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrHardenFailed is returned when the process could not be hardened.
+var ErrHardenFailed = errors.New("sealed: cannot harden process")
+
+// Hardening is the process state HardenProcess establishes.
+type Hardening struct {
+	// Dumpable is the PR_GET_DUMPABLE flag: false means no core dumps and
+	// no ptrace attach or /proc/<pid>/mem access by unprivileged peers.
+	Dumpable bool
+	// CoreSoft and CoreHard are the RLIMIT_CORE limits in bytes.
+	CoreSoft, CoreHard uint64
+}
+
+// Hardened reports whether the state is what HardenProcess sets.
+func (h Hardening) Hardened() bool { return !h.Dumpable && h.CoreSoft == 0 && h.CoreHard == 0 }
+
+// String describes the state, for logs.
+func (h Hardening) String() string {
+	return fmt.Sprintf("dumpable=%t core_limit=%d/%d", h.Dumpable, h.CoreSoft, h.CoreHard)
+}
