@@ -1,0 +1,168 @@
+package tdx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/google/go-configfs-tsm/configfs/configfsi"
+	"github.com/google/go-configfs-tsm/configfs/linuxtsm"
+	"github.com/google/go-configfs-tsm/report"
+	"github.com/google/go-tdx-guest/client"
+)
+
+// Transport names, as reported by Device.Transport.
+const (
+	TransportConfigFS = "configfs-tsm"
+	TransportDevice   = "/dev/tdx_guest"
+)
+
+// configfsProvider is the configfs-tsm report provider name of TDX.
+const configfsProvider = "tdx_guest"
+
+// Device is the TDX guest of the machine this process runs in. It is safe
+// for concurrent use; requests are serialized.
+type Device struct {
+	mu        sync.Mutex
+	src       rawQuoter
+	closer    func() error
+	transport string
+	closed    bool
+}
+
+var (
+	_ enclave.Quoter      = (*Device)(nil)
+	_ enclave.Namer       = (*Device)(nil)
+	_ enclave.Measurer    = (*Device)(nil)
+	_ enclave.TCBReporter = (*Device)(nil)
+)
+
+// Open finds the TDX guest: configfs-tsm with provider "tdx_guest" first,
+// then the /dev/tdx_guest device (path per go-tdx-guest's
+// -tdx_guest_device_path flag). When neither is there it returns an error
+// wrapping enclave.ErrNotAvailable with both reasons.
+func Open() (*Device, error) {
+	cfErr := probeConfigFS()
+	if cfErr == nil {
+		c, err := linuxtsm.MakeClient()
+		if err == nil {
+			return &Device{src: &configfsSource{client: c}, transport: TransportConfigFS}, nil
+		}
+		cfErr = err
+	}
+	dev, devErr := client.OpenDevice()
+	if devErr == nil {
+		return &Device{src: &deviceSource{dev: dev}, closer: dev.Close, transport: TransportDevice}, nil
+	}
+	return nil, fmt.Errorf("%w: tdx: configfs-tsm: %v; %s: %v", enclave.ErrNotAvailable, cfErr, TransportDevice, devErr)
+}
+
+// probeConfigFS checks that configfs-tsm exists and its report provider is
+// TDX, leaving no report entry behind.
+func probeConfigFS() error {
+	c, err := linuxtsm.MakeClient()
+	if err != nil {
+		return err
+	}
+	r, err := report.CreateOpenReport(c)
+	if err != nil {
+		return err
+	}
+	p, err := r.ReadOption("provider")
+	err = errors.Join(err, r.Destroy())
+	if err != nil {
+		return err
+	}
+	if got := strings.TrimSpace(string(p)); got != configfsProvider {
+		return fmt.Errorf("report provider is %q, not %q", got, configfsProvider)
+	}
+	return nil
+}
+
+// Transport reports how the device is reached: TransportConfigFS or
+// TransportDevice.
+func (d *Device) Transport() string { return d.transport }
+
+// Close releases the device. Later calls return ErrClosed.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	if d.closer != nil {
+		return d.closer()
+	}
+	return nil
+}
+
+// lockedSource serializes access to a Device's source. It is unexported so
+// that Device offers no way to quote over raw, caller-chosen report data.
+type lockedSource struct{ d *Device }
+
+func (l lockedSource) GetRawQuote(rd [64]byte) ([]byte, error) {
+	d := l.d
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	return d.src.GetRawQuote(rd)
+}
+
+// Quote returns hardware evidence over rd.
+func (d *Device) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
+	return evidence(ctx, lockedSource{d}, rd, false)
+}
+
+// Platform returns enclave.PlatformTDX.
+func (d *Device) Platform() string { return enclave.PlatformTDX }
+
+// LaunchMeasurement returns MRTD (48 bytes), read from a fresh internal
+// quote.
+func (d *Device) LaunchMeasurement(ctx context.Context) ([]byte, error) {
+	q, _, err := quote(ctx, lockedSource{d}, probeReportData())
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), q.Body.MRTD[:]...), nil
+}
+
+// TCB returns TEE_TCB_SVN and the DEBUG attribute, read from a fresh
+// internal quote.
+func (d *Device) TCB(ctx context.Context) (*enclave.TCBInfo, error) {
+	q, _, err := quote(ctx, lockedSource{d}, probeReportData())
+	if err != nil {
+		return nil, err
+	}
+	return tcbInfo(&q.Body), nil
+}
+
+// configfsSource gets quotes through configfs-tsm.
+type configfsSource struct {
+	client configfsi.Client
+}
+
+func (s *configfsSource) GetRawQuote(rd [64]byte) ([]byte, error) {
+	resp, err := report.Get(s.client, &report.Request{InBlob: rd[:]})
+	if err != nil {
+		return nil, err
+	}
+	if got := strings.TrimSpace(resp.Provider); got != configfsProvider {
+		return nil, fmt.Errorf("report provider is %q, not %q", got, configfsProvider)
+	}
+	return resp.OutBlob, nil
+}
+
+// deviceSource gets quotes through the /dev/tdx_guest ioctls.
+type deviceSource struct {
+	dev client.Device
+}
+
+func (s *deviceSource) GetRawQuote(rd [64]byte) ([]byte, error) {
+	return client.GetRawQuote(s.dev, rd)
+}

@@ -1,0 +1,193 @@
+package fakeqe
+
+import (
+	"crypto/ecdsa"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/clawea/attester/enclave/tdx/tdxquote"
+)
+
+// UserDataMarker starts the header user data of every fake quote.
+const UserDataMarker = "TEST ONLY FAKE QE"
+
+// IntelQEVendorID is the QE vendor ID of Intel's quoting enclave. Fake quotes
+// carry it so that policies written for real quotes see the same header;
+// what marks them fake is the PCK root (and UserDataMarker).
+var IntelQEVendorID = [16]byte{0x93, 0x9a, 0x72, 0x33, 0xf7, 0x9c, 0x4c, 0xa9, 0x94, 0x0a, 0x0d, 0xb3, 0x95, 0x7f, 0x06, 0x07}
+
+// TD is the part of a TD quote body the fake platform reports: everything but
+// REPORT_DATA.
+type TD struct {
+	TeeTcbSvn      [16]byte
+	MRSEAM         [48]byte
+	MRSignerSEAM   [48]byte
+	SEAMAttributes [8]byte
+	TDAttributes   [8]byte
+	XFAM           [8]byte
+	MRTD           [48]byte
+	MRConfigID     [48]byte
+	MROwner        [48]byte
+	MROwnerConfig  [48]byte
+	RTMR           [4][48]byte
+}
+
+// DefaultTD returns a plausible, non-debug TD: TEE_TCB_SVN 03.01.02, XFAM
+// x87|SSE|AVX|AVX-512 state, TD_ATTRIBUTES zero, and MRSEAM, MRTD and RTMRs
+// derived from fixed labels.
+func DefaultTD() TD {
+	var td TD
+	td.TeeTcbSvn = [16]byte{0x03, 0x01, 0x02}
+	td.XFAM = [8]byte{0xe7}
+	label48 := func(label string) (out [48]byte) {
+		a := sha256.Sum256([]byte(seedPrefix + "td/" + label + "/0"))
+		b := sha256.Sum256([]byte(seedPrefix + "td/" + label + "/1"))
+		copy(out[:32], a[:])
+		copy(out[32:], b[:16])
+		return out
+	}
+	td.MRSEAM = label48("mrseam")
+	td.MRTD = label48("mrtd")
+	for i := range td.RTMR {
+		td.RTMR[i] = label48(fmt.Sprintf("rtmr%d", i))
+	}
+	return td
+}
+
+// Options configures a fake quoting enclave.
+type Options struct {
+	// Hierarchy signs the quotes; nil means PinnedHierarchy.
+	Hierarchy *Hierarchy
+	// TD is the reported TD; nil means DefaultTD.
+	TD *TD
+}
+
+// QE is a fake TDX quoting enclave. It is safe for concurrent use.
+type QE struct {
+	h         *Hierarchy
+	td        TD
+	header    tdxquote.Header
+	qeReport  tdxquote.QEReport
+	qeSig     [64]byte
+	authData  []byte
+	akPublic  [64]byte
+	chainPEM  []byte
+	akPrivate *ecdsa.PrivateKey
+}
+
+// New returns a fake QE. The QE report, which binds the attestation key, is
+// signed once here with the PCK key.
+func New(opts Options) (*QE, error) {
+	h := opts.Hierarchy
+	if h == nil {
+		var err error
+		if h, err = PinnedHierarchy(); err != nil {
+			return nil, err
+		}
+	}
+	td := DefaultTD()
+	if opts.TD != nil {
+		td = *opts.TD
+	}
+	q := &QE{h: h, td: td, akPrivate: h.akKey, chainPEM: h.chainPEM()}
+
+	pub, err := h.akKey.PublicKey.Bytes() // 0x04 || x || y
+	if err != nil || len(pub) != 65 {
+		return nil, fmt.Errorf("fakeqe: attestation key: %v", err)
+	}
+	copy(q.akPublic[:], pub[1:])
+
+	q.header = tdxquote.Header{
+		Version:            tdxquote.Version,
+		AttestationKeyType: tdxquote.AttestationKeyTypeECDSAP256,
+		TeeType:            tdxquote.TeeTypeTDX,
+		QEVendorID:         IntelQEVendorID,
+	}
+	copy(q.header.UserData[:], UserDataMarker)
+
+	q.authData = []byte(seedPrefix + "qe-auth-data")
+	r := &q.qeReport
+	r.CPUSVN = h.cpuSVN
+	r.Attributes = [16]byte{0x11, 0, 0, 0, 0, 0, 0, 0, 0xe7}
+	mre := sha256.Sum256([]byte(seedPrefix + "qe/mrenclave"))
+	r.MREnclave = mre
+	mrs := sha256.Sum256([]byte(seedPrefix + "qe/mrsigner"))
+	r.MRSigner = mrs
+	r.ISVProdID = 2
+	r.ISVSVN = 4
+	// QE REPORT_DATA = SHA-256(attestation key || QE auth data) || 32 zero bytes.
+	bind := sha256.Sum256(append(append([]byte(nil), q.akPublic[:]...), q.authData...))
+	copy(r.ReportData[:32], bind[:])
+
+	sig, err := sign(h.pckKey, r.Marshal())
+	if err != nil {
+		return nil, err
+	}
+	q.qeSig = sig
+	return q, nil
+}
+
+// sign returns the raw r || s ECDSA-P256-SHA256 signature over msg.
+func sign(k *ecdsa.PrivateKey, msg []byte) ([64]byte, error) {
+	var out [64]byte
+	d := sha256.Sum256(msg)
+	r, s, err := ecdsa.Sign(rand.Reader, k, d[:])
+	if err != nil {
+		return out, fmt.Errorf("fakeqe: sign: %w", err)
+	}
+	r.FillBytes(out[:32])
+	s.FillBytes(out[32:])
+	return out, nil
+}
+
+// TD returns the TD this QE reports.
+func (q *QE) TD() TD { return q.td }
+
+// Hierarchy returns the PCK hierarchy that signs this QE's quotes.
+func (q *QE) Hierarchy() *Hierarchy { return q.h }
+
+// Quote returns the parsed form of a fresh quote over reportData.
+func (q *QE) Quote(reportData [64]byte) (*tdxquote.Quote, error) {
+	qt := &tdxquote.Quote{
+		Header: q.header,
+		Body: tdxquote.Body{
+			TeeTcbSvn:      q.td.TeeTcbSvn,
+			MRSEAM:         q.td.MRSEAM,
+			MRSignerSEAM:   q.td.MRSignerSEAM,
+			SEAMAttributes: q.td.SEAMAttributes,
+			TDAttributes:   q.td.TDAttributes,
+			XFAM:           q.td.XFAM,
+			MRTD:           q.td.MRTD,
+			MRConfigID:     q.td.MRConfigID,
+			MROwner:        q.td.MROwner,
+			MROwnerConfig:  q.td.MROwnerConfig,
+			RTMR:           q.td.RTMR,
+			ReportData:     reportData,
+		},
+		AttestationKey:    q.akPublic,
+		QEReport:          q.qeReport,
+		QEReportSignature: q.qeSig,
+		QEAuthData:        append([]byte(nil), q.authData...),
+		PCKChain:          append([]byte(nil), q.chainPEM...),
+	}
+	sig, err := sign(q.akPrivate, qt.SignedBytes())
+	if err != nil {
+		return nil, err
+	}
+	qt.Signature = sig
+	return qt, nil
+}
+
+// GetRawQuote returns a fresh raw quote over reportData. With IsSupported it
+// makes QE a go-tdx-guest client.QuoteProvider.
+func (q *QE) GetRawQuote(reportData [64]byte) ([]byte, error) {
+	qt, err := q.Quote(reportData)
+	if err != nil {
+		return nil, err
+	}
+	return qt.Marshal()
+}
+
+// IsSupported always succeeds: the fake QE is always there.
+func (q *QE) IsSupported() error { return nil }

@@ -1,0 +1,73 @@
+// Package tdxtest locates go-tdx-guest's shipped test data in the module
+// cache at test time. It is for tests only; nothing is copied into this
+// repository.
+package tdxtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// Module is the module whose testdata the tests read.
+const Module = "github.com/google/go-tdx-guest"
+
+// Quote samples under testing/testdata in the module.
+const (
+	SampleSPR   = "testing/testdata/tdx_prod_quote_SPR_E4.dat"
+	SampleCOS   = "testing/testdata/ccel/cos-113-tdx-quote.dat"
+	TcbInfo     = "testing/testdata/sample_tcbInfo_response"
+	QeIdentity  = "testing/testdata/sample_qeIdentity_response"
+	PckCrl      = "testing/testdata/pckcrl"
+	RootCrl     = "testing/testdata/rootcrl.der"
+	maxFileSize = 1 << 20
+)
+
+func goTool() string {
+	if p, err := exec.LookPath("go"); err == nil {
+		return p
+	}
+	return filepath.Join(runtime.GOROOT(), "bin", "go")
+}
+
+// ModuleDir returns the directory of the go-tdx-guest version this module
+// selects, as `go list -m` reports it.
+func ModuleDir(t testing.TB) string {
+	t.Helper()
+	cmd := exec.Command(goTool(), "list", "-m", "-json", Module)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list -m %s: %v: %s", Module, err, errb.String())
+	}
+	var m struct{ Dir, Version string }
+	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	if m.Dir == "" {
+		t.Fatalf("go list -m %s: module not in the module cache (run go mod download)", Module)
+	}
+	return m.Dir
+}
+
+// Read returns the file rel under the module directory.
+func Read(t testing.TB, rel string) []byte {
+	t.Helper()
+	p := filepath.Join(ModuleDir(t), filepath.FromSlash(rel))
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatalf("stat %s: %v", p, err)
+	}
+	if fi.Size() > maxFileSize {
+		t.Fatalf("%s is %d bytes, limit %d", p, fi.Size(), maxFileSize)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("read %s: %v", p, err)
+	}
+	return b
+}

@@ -1,0 +1,59 @@
+package tdx
+
+import (
+	"context"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
+)
+
+// Simulated is a TDX platform backed by a fake quoting enclave. Its quotes
+// are real TDX v4 quotes, really signed, under the TEST ONLY hierarchy of
+// package fakeqe (by default the pinned root of package tdxsimroots), and
+// its evidence is marked Simulated. A production verifier refuses it.
+type Simulated struct {
+	qe *fakeqe.QE
+}
+
+var (
+	_ enclave.Quoter      = (*Simulated)(nil)
+	_ enclave.Namer       = (*Simulated)(nil)
+	_ enclave.Measurer    = (*Simulated)(nil)
+	_ enclave.TCBReporter = (*Simulated)(nil)
+)
+
+// NewSimulated returns a simulated TDX platform; the zero Options give the
+// pinned hierarchy and fakeqe.DefaultTD.
+func NewSimulated(opts fakeqe.Options) (*Simulated, error) {
+	qe, err := fakeqe.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Simulated{qe: qe}, nil
+}
+
+// Quote returns simulated evidence over rd.
+func (s *Simulated) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
+	return evidence(ctx, s.qe, rd, true)
+}
+
+// Platform returns enclave.PlatformTDX.
+func (s *Simulated) Platform() string { return enclave.PlatformTDX }
+
+// LaunchMeasurement returns the simulated MRTD (48 bytes).
+func (s *Simulated) LaunchMeasurement(ctx context.Context) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	td := s.qe.TD()
+	return append([]byte(nil), td.MRTD[:]...), nil
+}
+
+// TCB returns the simulated TEE_TCB_SVN and debug attribute.
+func (s *Simulated) TCB(ctx context.Context) (*enclave.TCBInfo, error) {
+	q, _, err := quote(ctx, s.qe, probeReportData())
+	if err != nil {
+		return nil, err
+	}
+	return tcbInfo(&q.Body), nil
+}

@@ -1,0 +1,437 @@
+// Package tdxquote is a strict, bounds-checked codec for Intel TDX quotes,
+// version 4, with an ECDSA-256-with-P-256 attestation key and QE report
+// certification data (type 6) that carries a PEM PCK certificate chain
+// (type 5). It is the only place in this module that reads quote bytes.
+//
+// The package does no cryptography and trusts nothing: it only splits a quote
+// into its fields and puts them back. Signature and chain checks belong to
+// go-tdx-guest's verify package; Parse exists so that nothing malformed ever
+// reaches that library's parser (abi.QuoteToProto panics on some truncated
+// inputs) and so that producers can check what a device returned.
+//
+// Parse is strict: whatever it accepts, Marshal re-encodes to identical bytes.
+// It has no device imports and may be used by verifiers.
+package tdxquote
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/pem"
+	"errors"
+	"fmt"
+)
+
+// Wire constants of a TDX quote v4.
+const (
+	// Version is the only quote version this package accepts.
+	Version = 4
+	// AttestationKeyTypeECDSAP256 is ECDSA-256-with-P-256.
+	AttestationKeyTypeECDSAP256 = 2
+	// TeeTypeTDX is the header TEE type of a TDX quote.
+	TeeTypeTDX = 0x00000081
+	// CertDataTypeQEReport is certification data of type 6: QE report
+	// certification data.
+	CertDataTypeQEReport = 6
+	// CertDataTypePCKChain is certification data of type 5: a concatenated
+	// PEM PCK certificate chain (leaf, intermediate, root).
+	CertDataTypePCKChain = 5
+
+	// HeaderSize is the size of the quote header.
+	HeaderSize = 0x30
+	// BodySize is the size of the TD quote body (a TDREPORT 1.0 digest).
+	BodySize = 0x248
+	// SignedSize is the size of the bytes the attestation key signs:
+	// header || body.
+	SignedSize = HeaderSize + BodySize
+	// QEReportSize is the size of the SGX report of the quoting enclave.
+	QEReportSize = 0x180
+
+	// MaxSize bounds any input handed to this package, raw device output
+	// included (the TDX guest driver's buffer is 16 KiB).
+	MaxSize = 64 << 10
+
+	signedDataLenOff = SignedSize                      // u32 length of the signed data
+	signedDataOff    = signedDataLenOff + 4            // signature starts here
+	certDataOff      = signedDataOff + 64 + 64         // after signature and attestation key
+	qeReportOff      = certDataOff + 6                 // after u16 type || u32 size
+	qeAuthLenOff     = qeReportOff + QEReportSize + 64 // after QE report and its signature
+	// MinSize is the smallest well-formed quote: empty QE auth data and an
+	// empty PCK chain.
+	MinSize = qeAuthLenOff + 2 + 6
+)
+
+// Errors. Every error returned by this package wraps exactly one of them.
+var (
+	// ErrMalformed reports bytes that are not a well-formed quote.
+	ErrMalformed = errors.New("tdxquote: malformed quote")
+	// ErrUnsupported reports a well-framed quote of a kind this package
+	// refuses: another version, TEE type, key type or certification data type.
+	ErrUnsupported = errors.New("tdxquote: unsupported quote")
+	// ErrTooLarge reports input over MaxSize.
+	ErrTooLarge = errors.New("tdxquote: input too large")
+)
+
+// Header is the quote header.
+type Header struct {
+	Version            uint16
+	AttestationKeyType uint16
+	TeeType            uint32
+	// PCESVN and QESVN follow go-tdx-guest's naming of header bytes 8..11;
+	// Intel's v4 layout marks them reserved and real quotes carry zero.
+	PCESVN     [2]byte
+	QESVN      [2]byte
+	QEVendorID [16]byte
+	UserData   [20]byte
+}
+
+// Body is the TD quote body.
+type Body struct {
+	TeeTcbSvn      [16]byte
+	MRSEAM         [48]byte
+	MRSignerSEAM   [48]byte
+	SEAMAttributes [8]byte
+	TDAttributes   [8]byte
+	XFAM           [8]byte
+	MRTD           [48]byte
+	MRConfigID     [48]byte
+	MROwner        [48]byte
+	MROwnerConfig  [48]byte
+	RTMR           [4][48]byte
+	ReportData     [64]byte
+}
+
+// TDAttributesDebug is bit 0 of TD_ATTRIBUTES (TUD.DEBUG): the TD is
+// debuggable and its memory is readable by the host.
+const TDAttributesDebug = 1 << 0
+
+// Debug reports whether the TD was launched with the DEBUG attribute.
+func (b *Body) Debug() bool { return b.TDAttributes[0]&TDAttributesDebug != 0 }
+
+// QEReport is the SGX report of the quoting enclave (384 bytes).
+type QEReport struct {
+	CPUSVN     [16]byte
+	MiscSelect uint32
+	Reserved1  [28]byte
+	Attributes [16]byte
+	MREnclave  [32]byte
+	Reserved2  [32]byte
+	MRSigner   [32]byte
+	Reserved3  [96]byte
+	ISVProdID  uint16
+	ISVSVN     uint16
+	Reserved4  [60]byte
+	ReportData [64]byte
+}
+
+// Quote is a parsed TDX quote v4.
+type Quote struct {
+	Header Header
+	Body   Body
+	// Signature is r || s (big-endian, 32 bytes each) by the attestation key
+	// over SHA-256(header || body).
+	Signature [64]byte
+	// AttestationKey is the raw P-256 point x || y.
+	AttestationKey [64]byte
+	QEReport       QEReport
+	// QEReportSignature is r || s by the PCK key over the QE report.
+	QEReportSignature [64]byte
+	// QEAuthData is bound into QEReport.ReportData together with the
+	// attestation key.
+	QEAuthData []byte
+	// PCKChain is the type-5 certification data exactly as carried: PEM
+	// certificates, leaf first, possibly followed by one NUL byte.
+	PCKChain []byte
+}
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
+}
+
+func unsupported(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
+}
+
+// Length returns the length of the quote at the start of b, read from its
+// framing. Devices may return a buffer with bytes after the quote; those are
+// covered by no signature and producers drop them with b[:n]. Length checks
+// the framing only; Parse the result.
+func Length(b []byte) (int, error) {
+	if len(b) > MaxSize {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
+	}
+	if len(b) < signedDataOff {
+		return 0, malformed("%d bytes, shorter than header and body", len(b))
+	}
+	n := uint64(binary.LittleEndian.Uint32(b[signedDataLenOff:]))
+	end := uint64(signedDataOff) + n
+	if end > uint64(len(b)) {
+		return 0, malformed("signed data length %d exceeds the %d bytes present", n, len(b)-signedDataOff)
+	}
+	return int(end), nil
+}
+
+// Parse parses exactly one quote. It rejects trailing bytes, any length
+// field that disagrees with the bytes present, and every version, TEE type,
+// key type or certification data type other than the ones this package
+// names. On error it returns nil.
+func Parse(b []byte) (*Quote, error) {
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
+	}
+	if len(b) < MinSize {
+		return nil, malformed("%d bytes, minimum %d", len(b), MinSize)
+	}
+	q := new(Quote)
+	r := reader{b: b}
+
+	h := &q.Header
+	h.Version = r.u16()
+	h.AttestationKeyType = r.u16()
+	h.TeeType = r.u32()
+	r.copy(h.PCESVN[:])
+	r.copy(h.QESVN[:])
+	r.copy(h.QEVendorID[:])
+	r.copy(h.UserData[:])
+	if h.Version != Version {
+		return nil, unsupported("version %d", h.Version)
+	}
+	if h.AttestationKeyType != AttestationKeyTypeECDSAP256 {
+		return nil, unsupported("attestation key type %d", h.AttestationKeyType)
+	}
+	if h.TeeType != TeeTypeTDX {
+		return nil, unsupported("tee type %#x", h.TeeType)
+	}
+
+	d := &q.Body
+	r.copy(d.TeeTcbSvn[:])
+	r.copy(d.MRSEAM[:])
+	r.copy(d.MRSignerSEAM[:])
+	r.copy(d.SEAMAttributes[:])
+	r.copy(d.TDAttributes[:])
+	r.copy(d.XFAM[:])
+	r.copy(d.MRTD[:])
+	r.copy(d.MRConfigID[:])
+	r.copy(d.MROwner[:])
+	r.copy(d.MROwnerConfig[:])
+	for i := range d.RTMR {
+		r.copy(d.RTMR[i][:])
+	}
+	r.copy(d.ReportData[:])
+
+	signedLen := r.u32()
+	if uint64(signedLen) != uint64(len(b)-signedDataOff) {
+		return nil, malformed("signed data length %d, %d bytes present", signedLen, len(b)-signedDataOff)
+	}
+	r.copy(q.Signature[:])
+	r.copy(q.AttestationKey[:])
+
+	certType := r.u16()
+	certLen := r.u32()
+	if certType != CertDataTypeQEReport {
+		return nil, unsupported("certification data type %d", certType)
+	}
+	if uint64(certLen) != uint64(len(b)-qeReportOff) {
+		return nil, malformed("certification data length %d, %d bytes present", certLen, len(b)-qeReportOff)
+	}
+	readQEReport(&r, &q.QEReport)
+	r.copy(q.QEReportSignature[:])
+
+	authLen := int(r.u16())
+	if authLen > r.left()-6 {
+		return nil, malformed("qe auth data length %d exceeds the %d bytes present", authLen, r.left()-6)
+	}
+	q.QEAuthData = r.take(authLen)
+
+	chainType := r.u16()
+	chainLen := r.u32()
+	if chainType != CertDataTypePCKChain {
+		return nil, unsupported("pck certification data type %d", chainType)
+	}
+	if uint64(chainLen) != uint64(r.left()) {
+		return nil, malformed("pck chain length %d, %d bytes present", chainLen, r.left())
+	}
+	q.PCKChain = r.take(int(chainLen))
+	return q, nil
+}
+
+func readQEReport(r *reader, e *QEReport) {
+	r.copy(e.CPUSVN[:])
+	e.MiscSelect = r.u32()
+	r.copy(e.Reserved1[:])
+	r.copy(e.Attributes[:])
+	r.copy(e.MREnclave[:])
+	r.copy(e.Reserved2[:])
+	r.copy(e.MRSigner[:])
+	r.copy(e.Reserved3[:])
+	e.ISVProdID = r.u16()
+	e.ISVSVN = r.u16()
+	r.copy(e.Reserved4[:])
+	r.copy(e.ReportData[:])
+}
+
+// Marshal encodes q. It fails only when a variable-length field does not
+// fit its length prefix or the result would exceed MaxSize.
+func (q *Quote) Marshal() ([]byte, error) {
+	if len(q.QEAuthData) > 0xffff {
+		return nil, malformed("qe auth data is %d bytes, limit 65535", len(q.QEAuthData))
+	}
+	total := MinSize + len(q.QEAuthData) + len(q.PCKChain)
+	if total > MaxSize {
+		return nil, fmt.Errorf("%w: quote would be %d bytes, limit %d", ErrTooLarge, total, MaxSize)
+	}
+	w := make([]byte, 0, total)
+	w = append(w, q.SignedBytes()...)
+	w = binary.LittleEndian.AppendUint32(w, uint32(total-signedDataOff))
+	w = append(w, q.Signature[:]...)
+	w = append(w, q.AttestationKey[:]...)
+	w = binary.LittleEndian.AppendUint16(w, CertDataTypeQEReport)
+	w = binary.LittleEndian.AppendUint32(w, uint32(total-qeReportOff))
+	w = append(w, q.QEReport.Marshal()...)
+	w = append(w, q.QEReportSignature[:]...)
+	w = binary.LittleEndian.AppendUint16(w, uint16(len(q.QEAuthData)))
+	w = append(w, q.QEAuthData...)
+	w = binary.LittleEndian.AppendUint16(w, CertDataTypePCKChain)
+	w = binary.LittleEndian.AppendUint32(w, uint32(len(q.PCKChain)))
+	w = append(w, q.PCKChain...)
+	return w, nil
+}
+
+// SignedBytes returns header || body: the bytes the attestation key signs.
+func (q *Quote) SignedBytes() []byte {
+	w := make([]byte, 0, SignedSize)
+	h := &q.Header
+	w = binary.LittleEndian.AppendUint16(w, h.Version)
+	w = binary.LittleEndian.AppendUint16(w, h.AttestationKeyType)
+	w = binary.LittleEndian.AppendUint32(w, h.TeeType)
+	w = append(w, h.PCESVN[:]...)
+	w = append(w, h.QESVN[:]...)
+	w = append(w, h.QEVendorID[:]...)
+	w = append(w, h.UserData[:]...)
+	d := &q.Body
+	w = append(w, d.TeeTcbSvn[:]...)
+	w = append(w, d.MRSEAM[:]...)
+	w = append(w, d.MRSignerSEAM[:]...)
+	w = append(w, d.SEAMAttributes[:]...)
+	w = append(w, d.TDAttributes[:]...)
+	w = append(w, d.XFAM[:]...)
+	w = append(w, d.MRTD[:]...)
+	w = append(w, d.MRConfigID[:]...)
+	w = append(w, d.MROwner[:]...)
+	w = append(w, d.MROwnerConfig[:]...)
+	for i := range d.RTMR {
+		w = append(w, d.RTMR[i][:]...)
+	}
+	w = append(w, d.ReportData[:]...)
+	return w
+}
+
+// Marshal encodes the QE report: the bytes the PCK key signs.
+func (e *QEReport) Marshal() []byte {
+	w := make([]byte, 0, QEReportSize)
+	w = append(w, e.CPUSVN[:]...)
+	w = binary.LittleEndian.AppendUint32(w, e.MiscSelect)
+	w = append(w, e.Reserved1[:]...)
+	w = append(w, e.Attributes[:]...)
+	w = append(w, e.MREnclave[:]...)
+	w = append(w, e.Reserved2[:]...)
+	w = append(w, e.MRSigner[:]...)
+	w = append(w, e.Reserved3[:]...)
+	w = binary.LittleEndian.AppendUint16(w, e.ISVProdID)
+	w = binary.LittleEndian.AppendUint16(w, e.ISVSVN)
+	w = append(w, e.Reserved4[:]...)
+	w = append(w, e.ReportData[:]...)
+	return w
+}
+
+// PCKChainLen is the number of certificates a PCK chain carries.
+const PCKChainLen = 3
+
+// MaxPCKChainSize bounds the PEM PCK chain.
+const MaxPCKChainSize = 16 << 10
+
+// ParsePCKChain decodes a type-5 PCK chain: exactly three PEM CERTIFICATE
+// blocks without headers, leaf first, each a parseable X.509 certificate,
+// nothing before or between them, optionally followed by a single NUL byte.
+// The PEM must be canonical (64-column base64, "\n" line ends: what Intel's
+// QE and EncodePCKChain emit), so EncodePCKChain of the result reproduces the
+// input up to the optional NUL. It returns the DER certificates leaf first.
+// It checks no signatures.
+func ParsePCKChain(chain []byte) ([][]byte, error) {
+	if len(chain) > MaxPCKChainSize {
+		return nil, fmt.Errorf("%w: pck chain is %d bytes, limit %d", ErrTooLarge, len(chain), MaxPCKChainSize)
+	}
+	rest := chain
+	var out [][]byte
+	for i := 0; i < PCKChainLen; i++ {
+		// pem.Decode skips any text before a block; refuse that here.
+		if !bytes.HasPrefix(rest, []byte("-----BEGIN ")) {
+			return nil, malformed("pck chain: certificate %d does not start a pem block", i)
+		}
+		blk, r := pem.Decode(rest)
+		if blk == nil {
+			return nil, malformed("pck chain: certificate %d is not pem", i)
+		}
+		if blk.Type != "CERTIFICATE" || len(blk.Headers) != 0 {
+			return nil, malformed("pck chain: block %d is not a bare certificate", i)
+		}
+		if _, err := x509.ParseCertificate(blk.Bytes); err != nil {
+			return nil, malformed("pck chain: certificate %d: %v", i, err)
+		}
+		out = append(out, blk.Bytes)
+		rest = r
+	}
+	if len(rest) != 0 && !bytes.Equal(rest, []byte{0}) {
+		return nil, malformed("pck chain: %d trailing bytes", len(rest))
+	}
+	if !bytes.Equal(EncodePCKChain(out), chain[:len(chain)-len(rest)]) {
+		return nil, malformed("pck chain: pem is not canonical")
+	}
+	return out, nil
+}
+
+// EncodePCKChain encodes DER certificates as a type-5 PEM chain.
+func EncodePCKChain(der [][]byte) []byte {
+	var buf bytes.Buffer
+	for _, d := range der {
+		// pem.Encode on a bytes.Buffer cannot fail.
+		_ = pem.Encode(&buf, &pem.Block{Type: "CERTIFICATE", Bytes: d})
+	}
+	return buf.Bytes()
+}
+
+// reader reads fixed fields. Parse checks lengths before reading, so its
+// methods never run past the end: the minimum size covers every fixed field
+// and variable fields are checked against left() first.
+type reader struct {
+	b   []byte
+	off int
+}
+
+func (r *reader) left() int { return len(r.b) - r.off }
+
+func (r *reader) take(n int) []byte {
+	v := bytes.Clone(r.b[r.off : r.off+n])
+	if v == nil {
+		v = []byte{}
+	}
+	r.off += n
+	return v
+}
+
+func (r *reader) copy(dst []byte) {
+	copy(dst, r.b[r.off:r.off+len(dst)])
+	r.off += len(dst)
+}
+
+func (r *reader) u16() uint16 {
+	v := binary.LittleEndian.Uint16(r.b[r.off:])
+	r.off += 2
+	return v
+}
+
+func (r *reader) u32() uint32 {
+	v := binary.LittleEndian.Uint32(r.b[r.off:])
+	r.off += 4
+	return v
+}
