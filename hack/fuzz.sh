@@ -9,7 +9,7 @@ for pkg in $(go list ./...); do
 	targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
 	for t in $targets; do
 		echo "fuzz: $pkg $t ($fuzztime)" >&2
-		if ! go test -run='^$' -fuzz="^${t}\$" -fuzztime="$fuzztime" "$pkg" >/tmp/fuzz.$$.log 2>&1; then
+		if ! go test -run='^$' -fuzz="^${t}\$" -fuzztime="$fuzztime" -fuzzminimizetime=1s "$pkg" >/tmp/fuzz.$$.log 2>&1; then
 			cat /tmp/fuzz.$$.log
 			failed=1
 		fi
