@@ -84,7 +84,7 @@ type Evidence struct {
 	// certificate for TPM.
 	CertChain [][]byte `json:"cert_chain,omitempty"`
 	// Aux holds platform-specific extras under documented names, e.g.
-	// "ak_public" (TPM2B_PUBLIC), "pcr_values", "event_log", "cert_table".
+	// "ak_public" (TPMT_PUBLIC), "pcr_values", "event_log", "cert_table".
 	Aux map[string][]byte `json:"aux,omitempty"`
 }
 
