@@ -1,0 +1,175 @@
+// Package detect chooses the platform the attester runs on and says why.
+//
+// Auto-detection tries the confidential-VM report devices first (SEV-SNP,
+// then TDX), then a TPM. The simulated platform is never auto-detected: it is
+// chosen only by name, and every piece of evidence it produces is marked
+// simulated.
+package detect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sevsnp"
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/tdx"
+	"github.com/clawea/attester/enclave/tpm"
+)
+
+// Names accepted by Open.
+const (
+	Auto      = "auto"
+	SEVSNP    = enclave.PlatformSEVSNP
+	TDX       = enclave.PlatformTDX
+	TPM       = enclave.PlatformTPM
+	Simulated = "simulated"
+)
+
+// Names lists the accepted platform names.
+func Names() []string { return []string{Auto, SEVSNP, TDX, TPM, Simulated} }
+
+// Platform is an opened backend.
+type Platform interface {
+	enclave.Quoter
+	enclave.Namer
+	Close() error
+}
+
+// Options configure the backends Open may try.
+type Options struct {
+	SEVSNP sevsnp.Options
+	TPM    tpm.Options
+	Sim    sim.Options
+}
+
+// Attempt records one backend Open tried.
+type Attempt struct {
+	Platform string
+	OK       bool
+	Reason   string
+}
+
+// Report says what Open found and why it chose what it did.
+type Report struct {
+	Requested string
+	Chosen    string
+	Simulated bool
+	Attempts  []Attempt
+}
+
+func (r *Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "platform: requested %s, chosen %s", r.Requested, r.Chosen)
+	if r.Simulated {
+		b.WriteString(" (SIMULATED: evidence is signed by test roots)")
+	}
+	for _, a := range r.Attempts {
+		status := "unavailable"
+		if a.OK {
+			status = "available"
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", a.Platform, status)
+		if a.Reason != "" {
+			fmt.Fprintf(&b, " (%s)", a.Reason)
+		}
+	}
+	return b.String()
+}
+
+// ErrUnknownPlatform is returned for a name not in Names.
+var ErrUnknownPlatform = errors.New("detect: unknown platform")
+
+type nopCloser struct{ backend }
+
+type backend interface {
+	enclave.Quoter
+	enclave.Namer
+}
+
+func (nopCloser) Close() error { return nil }
+
+// Unwrap exposes the backend for optional-capability type assertions.
+func (n nopCloser) Unwrap() any { return n.backend }
+
+// Open opens the named platform. With Auto it tries SEV-SNP, TDX and TPM in
+// that order and returns the first available; if none is, the error wraps
+// enclave.ErrNotAvailable and the report lists every reason.
+func Open(ctx context.Context, name string, opts Options) (Platform, *Report, error) {
+	rep := &Report{Requested: name}
+	try := func(p string) (Platform, error) {
+		var (
+			pl  Platform
+			err error
+		)
+		switch p {
+		case SEVSNP:
+			var d *sevsnp.Device
+			if d, err = sevsnp.Open(opts.SEVSNP); err == nil {
+				pl = d
+			}
+		case TDX:
+			var d *tdx.Device
+			if d, err = tdx.Open(); err == nil {
+				pl = d
+			}
+		case TPM:
+			var d *tpm.TPM
+			if d, err = tpm.Open(ctx, opts.TPM); err == nil {
+				pl = d
+			}
+		case Simulated:
+			var s *sim.Simulator
+			if s, err = sim.New(opts.Sim); err == nil {
+				pl = nopCloser{s}
+			}
+		}
+		a := Attempt{Platform: p, OK: err == nil}
+		if err != nil {
+			a.Reason = err.Error()
+		}
+		rep.Attempts = append(rep.Attempts, a)
+		return pl, err
+	}
+	switch name {
+	case SEVSNP, TDX, TPM, Simulated:
+		p, err := try(name)
+		if err != nil {
+			return nil, rep, fmt.Errorf("detect: %s: %w", name, err)
+		}
+		rep.Chosen, rep.Simulated = name, name == Simulated
+		return p, rep, nil
+	case Auto, "":
+		rep.Requested = Auto
+		for _, n := range []string{SEVSNP, TDX, TPM} {
+			p, err := try(n)
+			if err == nil {
+				rep.Chosen = n
+				return p, rep, nil
+			}
+			if !errors.Is(err, enclave.ErrNotAvailable) {
+				// A device that exists but fails is an error, not a reason to
+				// fall through to a weaker platform.
+				return nil, rep, fmt.Errorf("detect: %s is present but failed: %w", n, err)
+			}
+		}
+		return nil, rep, fmt.Errorf("detect: no confidential-computing platform found (simulated must be chosen explicitly): %w", enclave.ErrNotAvailable)
+	}
+	return nil, rep, fmt.Errorf("%w %q (want one of %s)", ErrUnknownPlatform, name, strings.Join(Names(), ", "))
+}
+
+// Capability returns p's backend as T when it implements the optional
+// capability T (enclave.Measurer, enclave.TCBReporter, enclave.SealingKeyer).
+func Capability[T any](p Platform) (T, bool) {
+	if t, ok := p.(T); ok {
+		return t, true
+	}
+	if u, ok := p.(interface{ Unwrap() any }); ok {
+		t, ok := u.Unwrap().(T)
+		return t, ok
+	}
+	var zero T
+	return zero, false
+}
