@@ -99,7 +99,7 @@ func parseSealedBlob(b []byte) (*sealedBlob, error) {
 	}
 	b = b[n:]
 	part := func(what string) []byte {
-		if b == nil || len(b) < 2 {
+		if len(b) < 2 {
 			b = nil
 			return nil
 		}
