@@ -2,7 +2,7 @@
 # Copies up to N entries of each fuzz target's cached corpus (from earlier
 # `go test -fuzz` runs) into the package's testdata/fuzz/<Target>/ so that
 # they become the committed seed corpus that plain `go test` replays.
-set -euo pipefail
+set -eu
 cd "$(dirname "$0")/.."
 n=${N:-12}
 cache=$(go env GOCACHE)/fuzz
