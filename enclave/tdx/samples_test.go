@@ -118,6 +118,7 @@ func collateralOptions(t testing.TB, now *verify.TimeSet) *verify.Options {
 // that error with %v (so errors.Is cannot see it);
 // SupportedTcbLevelsFromCollateral returns it unwrapped, using the
 // collateral the first call fetched into opts.
+//
 //lint:ignore ST1008 both errors are results under test, returned side by side
 func verifyWithCollateral(t testing.TB, q *pb.QuoteV4, opts *verify.Options) (quoteErr, collateralErr error, qeLevel pcs.TcbLevel) {
 	t.Helper()
