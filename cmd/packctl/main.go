@@ -38,6 +38,13 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"poh", "verify PoH envelopes and compute PoH hashes", runPoH},
+		{"keygen", "generate a prompt-pack recipient key pair", runKeygen},
+		{"build", "build a plaintext prompt pack", runBuild},
+		{"render", "rebuild a pack's system prompt to stdout", runRender},
+		{"report", "print a pack's SystemPromptReport.v1", runReport},
+		{"seal", "encrypt a pack for recipients", runSeal},
+		{"open", "decrypt a sealed pack (debug only)", runOpen},
+		{"inspect", "show a manifest or envelope (hash-only)", runInspect},
 	}
 }
 

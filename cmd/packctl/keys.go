@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/sealed"
+)
+
+// maxKeyFile bounds a key or recipient file.
+const maxKeyFile = 64 << 10
+
+func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("keygen", "keygen -o KEY\n\nWrites a new prompt-pack recipient private key to KEY (mode 0600, never\noverwritten) and its public key to stdout.", stderr)
+	out := fs.String("o", "", "private key `file` to create (required)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *out == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	k, err := envelope.GenerateKey()
+	if err != nil {
+		errorf(stderr, "keygen: %v", err)
+		return exitCannot
+	}
+	text, err := k.AppendSecretText(nil)
+	if err != nil {
+		errorf(stderr, "keygen: %v", err)
+		return exitCannot
+	}
+	defer sealed.Wipe(text)
+	text = append(text, '\n')
+	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		errorf(stderr, "keygen: %v", err)
+		return exitCannot
+	}
+	if _, err := f.Write(text); err != nil {
+		f.Close()
+		os.Remove(*out)
+		errorf(stderr, "keygen: cannot write %s", *out)
+		return exitCannot
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(*out)
+		errorf(stderr, "keygen: cannot write %s", *out)
+		return exitCannot
+	}
+	fmt.Fprintln(stdout, k.Public().String())
+	return exitOK
+}
+
+// readPrivateKey reads a private key file. Errors never quote the file.
+func readPrivateKey(path string) (*envelope.PrivateKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	defer sealed.Wipe(b)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read key file %s", path)
+	}
+	if len(b) > maxKeyFile {
+		return nil, fmt.Errorf("key file %s is too large", path)
+	}
+	k, err := envelope.ParsePrivateKey(bytes.TrimRight(b, "\r\n"))
+	if err != nil {
+		return nil, fmt.Errorf("key file %s: malformed private key", path)
+	}
+	return k, nil
+}
+
+// parseRecipients parses comma-separated public keys from flags and one
+// key per line (blank lines and # comments ignored) from files.
+func parseRecipients(flags, files []string) ([]*envelope.PublicKey, error) {
+	var texts []string
+	for _, f := range flags {
+		for _, s := range strings.Split(f, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				texts = append(texts, s)
+			}
+		}
+	}
+	for _, path := range files {
+		b, err := readLimited(path, maxKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			texts = append(texts, line)
+		}
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+	}
+	if len(texts) == 0 {
+		return nil, fmt.Errorf("no recipient")
+	}
+	out := make([]*envelope.PublicKey, 0, len(texts))
+	for _, t := range texts {
+		if strings.HasPrefix(t, envelope.PrivateKeyPrefix) {
+			return nil, fmt.Errorf("a private key was given as a recipient")
+		}
+		k, err := envelope.ParsePublicKey(t)
+		if err != nil {
+			return nil, fmt.Errorf("recipient %q: %w", clipArg(t), err)
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+func clipArg(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "..."
+	}
+	return s
+}
+
+// readLimited reads a file of at most limit bytes.
+func readLimited(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, nil
+}

@@ -1,0 +1,435 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/sealed"
+)
+
+// progressThreshold: packs above this size get progress lines on stderr.
+const progressThreshold = 1 << 20
+
+// packExit maps a prompt-pack error to an exit code (docs/spec/promptpack-v1.md
+// section 7).
+func packExit(err error) int {
+	switch {
+	case errors.Is(err, openclawsig.ErrTemplateUntrusted):
+		return exitPolicy
+	case errors.Is(err, promptpack.ErrUnknownRecipe),
+		errors.Is(err, envelope.ErrNoMatchingRecipient),
+		errors.Is(err, sealed.ErrLockFailed),
+		errors.Is(err, sealed.ErrNotSupported),
+		errors.Is(err, sealed.ErrAllocFailed):
+		return exitCannot
+	}
+	return exitRejected
+}
+
+// writeFile writes data to path with mode perm (stdout for "" or "-").
+func writeFile(path string, data []byte, perm os.FileMode, stdout io.Writer) error {
+	if path == "" || path == "-" {
+		_, err := stdout.Write(data)
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// loadPack reads and strictly parses a plaintext pack file.
+func loadPack(path string, stderr io.Writer, cmd string) (*promptpack.Pack, int) {
+	raw, err := readLimited(path, promptpack.MaxPackSize)
+	if err != nil {
+		errorf(stderr, "%s: %v", cmd, err)
+		return nil, exitCannot
+	}
+	defer sealed.Wipe(raw)
+	p, err := promptpack.Parse(raw)
+	if err != nil {
+		errorf(stderr, "%s: %s: %v", cmd, path, err)
+		return nil, packExit(err)
+	}
+	return p, exitOK
+}
+
+// trustedList returns the --trusted policy, or the pack's own sig hashes.
+func trustedList(path string, p *promptpack.Pack, stderr io.Writer, cmd string) (map[string]string, int) {
+	if path == "" {
+		t, err := p.SigHashes()
+		if err != nil {
+			errorf(stderr, "%s: %v", cmd, err)
+			return nil, packExit(err)
+		}
+		return t, exitOK
+	}
+	b, err := readLimited(path, 64<<10)
+	if err != nil {
+		errorf(stderr, "%s: %v", cmd, err)
+		return nil, exitCannot
+	}
+	t, err := promptpack.ParseTrusted(b)
+	if err != nil {
+		errorf(stderr, "%s: %s: %v", cmd, path, err)
+		return nil, exitUsage
+	}
+	return t, exitOK
+}
+
+func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("build", "build --params FILE --harness DIR [flags] [-o pack.json]\n\nBuilds a plaintext prompt pack (canonical JSON, secret: written mode 0600)\nand checks that it rebuilds. DIR is laid out as the openclaw-sig conformance\nfolder: templates/, sigs/, hardcoded-literals.json, core-tool-summaries.json.", stderr)
+	params := fs.String("params", "", "resolved builder params `file` (NAME.params.json shape; required)")
+	harness := fs.String("harness", "", "harness `dir` (required)")
+	recipeID := fs.String("recipe", openclawsig.ID, "recipe `id`")
+	toolSchemas := fs.String("tool-schemas", "", "JSON `file`: tool name -> JSON Schema object (default {})")
+	skillsEnv := fs.String("skills-env", "", "JSON `file`: skills env overrides, name -> string")
+	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex; default: the harness's own sigs")
+	out := fs.String("o", "", "output `file` (default stdout)")
+	def, _ := promptpack.DefaultProvenance(openclawsig.ID)
+	hID := fs.String("harness-id", def.HarnessID, "harness id")
+	hVer := fs.String("harness-version", def.HarnessVersion, "harness version")
+	hCommit := fs.String("harness-commit", def.HarnessCommit, "harness git commit or build hash")
+	bName := fs.String("builder-name", def.BuilderName, "prompt builder name")
+	bVer := fs.String("builder-version", def.BuilderVersion, "prompt builder version")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *params == "" || *harness == "" || fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	pb, err := readLimited(*params, openclawsig.MaxParamsSize)
+	if err != nil {
+		errorf(stderr, "build: %v", err)
+		return exitCannot
+	}
+	opts := promptpack.BuildOptions{Provenance: &promptpack.Provenance{
+		HarnessID: *hID, HarnessVersion: *hVer, HarnessCommit: *hCommit, BuilderName: *bName, BuilderVersion: *bVer,
+	}}
+	if *toolSchemas != "" {
+		if opts.ToolSchemas, err = readLimited(*toolSchemas, promptpack.MaxAuxJSONSize); err != nil {
+			errorf(stderr, "build: %v", err)
+			return exitCannot
+		}
+	}
+	if *skillsEnv != "" {
+		if opts.SkillsEnvOverrides, err = readLimited(*skillsEnv, promptpack.MaxAuxJSONSize); err != nil {
+			errorf(stderr, "build: %v", err)
+			return exitCannot
+		}
+	}
+	if *trusted != "" {
+		b, err := readLimited(*trusted, 64<<10)
+		if err != nil {
+			errorf(stderr, "build: %v", err)
+			return exitCannot
+		}
+		if opts.Trusted, err = promptpack.ParseTrusted(b); err != nil {
+			errorf(stderr, "build: %s: %v", *trusted, err)
+			return exitUsage
+		}
+	}
+	if _, err := os.Stat(*harness); err != nil {
+		errorf(stderr, "build: %v", err)
+		return exitCannot
+	}
+	p, err := promptpack.Build(pb, *harness, *recipeID, opts)
+	sealed.Wipe(pb)
+	if err != nil {
+		errorf(stderr, "build: %v", err)
+		return packExit(err)
+	}
+	defer p.Wipe()
+	enc, err := p.Encode()
+	if err != nil {
+		errorf(stderr, "build: %v", err)
+		return exitRejected
+	}
+	defer sealed.Wipe(enc)
+	if err := writeFile(*out, enc, 0o600, stdout); err != nil {
+		errorf(stderr, "build: %v", err)
+		return exitCannot
+	}
+	return exitOK
+}
+
+func runRender(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("render", "render [--trusted FILE] pack.json\n\nWrites the rebuilt system prompt to stdout: exactly its bytes, nothing added.\nWithout --trusted the pack's own sig hashes are checked for consistency only.", stderr)
+	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	rb, code := rebuildFile(fs.Arg(0), *trusted, stderr, "render")
+	if rb == nil {
+		return code
+	}
+	defer rb.Wipe()
+	if _, err := stdout.Write(rb.Prompt); err != nil {
+		errorf(stderr, "render: %v", err)
+		return exitCannot
+	}
+	return exitOK
+}
+
+func rebuildFile(path, trustedPath string, stderr io.Writer, cmd string) (*promptpack.Rebuilt, int) {
+	p, code := loadPack(path, stderr, cmd)
+	if p == nil {
+		return nil, code
+	}
+	defer p.Wipe()
+	t, code := trustedList(trustedPath, p, stderr, cmd)
+	if t == nil {
+		return nil, code
+	}
+	rb, err := p.Rebuild(t)
+	if err != nil {
+		errorf(stderr, "%s: %v", cmd, err)
+		return nil, packExit(err)
+	}
+	return rb, exitOK
+}
+
+func runReport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("report", "report [--json] [--trusted FILE] pack.json\n\nRebuilds the pack and prints its SystemPromptReport.v1. With --json stdout\nis exactly the report's JCS bytes (their SHA-256 is the report hash).", stderr)
+	asJSON := fs.Bool("json", false, "print the report's canonical JSON only")
+	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	rb, code := rebuildFile(fs.Arg(0), *trusted, stderr, "report")
+	if rb == nil {
+		return code
+	}
+	rb.Wipe()
+	if *asJSON {
+		stdout.Write(rb.ReportJCS)
+		return exitOK
+	}
+	r := rb.Report
+	fmt.Fprintf(stdout, "report_hash_b64u: %s\n", rb.ReportHashB64u())
+	fmt.Fprintf(stdout, "pack_id: %s\n", rb.PackID)
+	fmt.Fprintf(stdout, "recipe: %s %s\n", r.Recipe.ID, r.Recipe.Version)
+	fmt.Fprintf(stdout, "prompt_mode: %s\n", r.PromptMode)
+	fmt.Fprintf(stdout, "system_prompt_hash_b64u: %s\n", r.Final.SystemPromptHashB64u)
+	fmt.Fprintf(stdout, "system_prompt_chars: %d\n", r.Final.SystemPromptChars)
+	fmt.Fprintf(stdout, "templates: %d\n", len(r.Inputs.Templates))
+	fmt.Fprintf(stdout, "bootstrap_files: %d\n", len(r.Inputs.Bootstrap))
+	fmt.Fprintf(stdout, "report: %s\n", rb.ReportJCS)
+	return exitOK
+}
+
+func runSeal(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("seal", "seal --recipient PUBKEY[,...] [--recipient-file F] -o prompt_pack.enc --manifest prompt_pack_manifest.json pack.json\n\nRebuilds the pack (consistency check), then encrypts it bound to its pack id\nand report hash. Prints the pack id and report hash.", stderr)
+	var recips, recipFiles stringList
+	fs.Var(&recips, "recipient", "recipient public `key`(s), comma-separated (repeatable)")
+	fs.Var(&recipFiles, "recipient-file", "`file` of recipient public keys, one per line (repeatable)")
+	out := fs.String("o", "", "envelope output `file` (required)")
+	manifest := fs.String("manifest", "", "manifest output `file` (required)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *out == "" || *manifest == "" || fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	keys, err := parseRecipients(recips, recipFiles)
+	if err != nil {
+		errorf(stderr, "seal: %v", err)
+		return exitUsage
+	}
+	info, err := os.Stat(fs.Arg(0))
+	if err != nil {
+		errorf(stderr, "seal: %v", err)
+		return exitCannot
+	}
+	big := info.Size() > progressThreshold
+	if big {
+		errorf(stderr, "seal: reading and rebuilding %d bytes", info.Size())
+	}
+	p, code := loadPack(fs.Arg(0), stderr, "seal")
+	if p == nil {
+		return code
+	}
+	defer p.Wipe()
+	if big {
+		errorf(stderr, "seal: encrypting for %d recipient(s)", len(keys))
+	}
+	enc, m, err := promptpack.SealPack(p, keys...)
+	if err != nil {
+		errorf(stderr, "seal: %v", err)
+		return packExit(err)
+	}
+	mj, err := m.MarshalJSON()
+	if err != nil {
+		errorf(stderr, "seal: %v", err)
+		return exitRejected
+	}
+	if err := writeFile(*out, enc, 0o644, stdout); err != nil {
+		errorf(stderr, "seal: %v", err)
+		return exitCannot
+	}
+	if err := writeFile(*manifest, mj, 0o644, stdout); err != nil {
+		errorf(stderr, "seal: %v", err)
+		return exitCannot
+	}
+	if big {
+		errorf(stderr, "seal: wrote %d bytes", len(enc))
+	}
+	fmt.Fprintf(stdout, "pack_id: %s\nreport_hash_b64u: %s\n", m.PackID, b64u.Encode(m.ReportHash[:]))
+	return exitOK
+}
+
+func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("open", "open --key KEY --manifest M [--report-hash B64U] [--trusted FILE] prompt_pack.enc\n\nDEBUG ONLY: decrypts the envelope in sealed memory, checks the pack id,\nrebuilds and compares the report hash, then prints the plaintext pack JSON.", stderr)
+	keyPath := fs.String("key", "", "private key `file` (required)")
+	manifest := fs.String("manifest", "", "manifest `file` (required)")
+	reportHash := fs.String("report-hash", "", "expected report hash (b64u); default: the manifest's")
+	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy); default: the pack's own sigs")
+	allowUnlocked := fs.Bool("allow-unlocked", false, "accept sealed memory that cannot be locked into RAM")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if *keyPath == "" || *manifest == "" || fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	key, err := readPrivateKey(*keyPath)
+	if err != nil {
+		errorf(stderr, "open: %v", err)
+		return exitCannot
+	}
+	mb, err := readLimited(*manifest, envelope.MaxManifestSize)
+	if err != nil {
+		errorf(stderr, "open: %v", err)
+		return exitCannot
+	}
+	m, err := envelope.ParseManifest(mb)
+	if err != nil {
+		errorf(stderr, "open: %s: %v", *manifest, err)
+		return exitRejected
+	}
+	want := m.ReportHash
+	if *reportHash != "" {
+		if want, err = b64u.DecodeHash(*reportHash); err != nil {
+			errorf(stderr, "open: --report-hash: %v", err)
+			return exitUsage
+		}
+	}
+	enc, err := readLimited(fs.Arg(0), maxInputBytes+(64<<10))
+	if err != nil {
+		errorf(stderr, "open: %v", err)
+		return exitCannot
+	}
+	o, err := promptpack.OpenPack(enc, m, key, want, promptpack.OpenOptions{AllowUnlocked: *allowUnlocked})
+	if err != nil {
+		errorf(stderr, "open: %v", err)
+		return packExit(err)
+	}
+	defer o.Destroy()
+	t, code := trustedList(*trusted, o.Pack(), stderr, "open")
+	if t == nil {
+		return code
+	}
+	rb, err := o.Rebuild(t)
+	if err != nil {
+		errorf(stderr, "open: %v", err)
+		return packExit(err)
+	}
+	rb.Wipe()
+	errorf(stderr, "open: debug output: the plaintext pack follows on stdout")
+	if _, err := stdout.Write(o.Bytes()); err != nil {
+		errorf(stderr, "open: %v", err)
+		return exitCannot
+	}
+	return exitOK
+}
+
+type inspectView struct {
+	Kind            string   `json:"kind"`
+	Format          string   `json:"format"`
+	PackID          string   `json:"pack_id"`
+	ReportHashB64u  string   `json:"report_hash_b64u"`
+	CiphertextSize  int64    `json:"ciphertext_size,omitempty"`
+	CiphertextHash  string   `json:"ciphertext_hash_b64u,omitempty"`
+	PlaintextSize   int      `json:"plaintext_size,omitempty"`
+	RecipientKeyIDs []string `json:"recipient_key_ids_b64u"`
+}
+
+func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("inspect", "inspect [--json] (prompt_pack_manifest.json | prompt_pack.enc)\n\nShows the hash-only view of a manifest or envelope file. Decrypts nothing.", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	raw, err := readLimited(fs.Arg(0), maxInputBytes+(64<<10))
+	if err != nil {
+		errorf(stderr, "inspect: %v", err)
+		return exitCannot
+	}
+	var v inspectView
+	if bytes.HasPrefix(raw, []byte(envelope.FormatVersion+"\n")) || !bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{")) {
+		h, err := envelope.Parse(raw)
+		if err != nil {
+			errorf(stderr, "inspect: %s: %v", fs.Arg(0), err)
+			return exitRejected
+		}
+		v = inspectView{Kind: "envelope", Format: envelope.FormatVersion, PackID: h.PackID,
+			ReportHashB64u: b64u.Encode(h.ReportHash[:]), CiphertextSize: int64(len(raw)),
+			CiphertextHash: b64u.SHA256(raw), PlaintextSize: h.PlaintextLen()}
+		for _, id := range h.KeyIDs() {
+			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
+		}
+	} else {
+		m, err := envelope.ParseManifest(raw)
+		if err != nil {
+			errorf(stderr, "inspect: %s: %v", fs.Arg(0), err)
+			return exitRejected
+		}
+		v = inspectView{Kind: "manifest", Format: m.Format, PackID: m.PackID,
+			ReportHashB64u: b64u.Encode(m.ReportHash[:]), CiphertextSize: m.CiphertextSize,
+			CiphertextHash: b64u.Encode(m.CiphertextHash[:])}
+		for _, id := range m.RecipientKeyIDs {
+			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
+		}
+	}
+	if *asJSON {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "kind: %s\nformat: %s\npack_id: %s\nreport_hash_b64u: %s\nciphertext_size: %d\nciphertext_hash_b64u: %s\n",
+		v.Kind, v.Format, v.PackID, v.ReportHashB64u, v.CiphertextSize, v.CiphertextHash)
+	if v.PlaintextSize > 0 {
+		fmt.Fprintf(stdout, "plaintext_size: %d\n", v.PlaintextSize)
+	}
+	for _, id := range v.RecipientKeyIDs {
+		fmt.Fprintf(stdout, "recipient_key_id_b64u: %s\n", id)
+	}
+	return exitOK
+}

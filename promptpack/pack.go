@@ -1,0 +1,720 @@
+// Package promptpack implements the plaintext prompt pack (format
+// clawea.dev/promptpack/v1/pack), the SystemPromptReport.v1 computed by
+// rebuilding the system prompt from it, the PoH prompt commitments derived
+// from both, and helpers that seal a pack into, and open it from, the
+// prompt-pack envelope (package envelope) through sealed memory.
+//
+// The normative specification is docs/spec/promptpack-v1.md.
+//
+// The flow on the author's side is Build (or Parse), Rebuild, SealPack; on
+// the attester's side OpenPack, then Opened.Rebuild with the trusted
+// template hashes of its policy, which also compares the report hash with
+// the committed one.
+package promptpack
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/clawea/attester/promptpack/recipe"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+// Labels. Each is used for exactly one purpose.
+const (
+	// PackVersion is the value of "pack_version", the first member of
+	// every pack.
+	PackVersion = "clawea.dev/promptpack/v1/pack"
+	// packIDLabel separates the pack id hash from every other hash.
+	packIDLabel = "clawea.dev/promptpack/v1/pack-id"
+	// PackIDPrefix starts every pack id.
+	PackIDPrefix = "pack:"
+)
+
+// Limits of format v1.
+const (
+	// MaxPackSize bounds the canonical pack bytes.
+	MaxPackSize = jcs.MaxBytes
+	// MaxToolSchemas bounds the tool_schemas entries.
+	MaxToolSchemas = 1024
+	// MaxEnvOverrides bounds the skills_env_overrides entries.
+	MaxEnvOverrides = 1024
+	// MaxRawContextFiles bounds raw_context_files and the reported
+	// bootstrap entries.
+	MaxRawContextFiles = 256
+	// MaxIdentityLen bounds provenance strings (builder_name: 2x).
+	MaxIdentityLen = 64
+	maxRecipeIDLen = 64
+	maxRecipeVer   = 32
+	maxModeLen     = 32
+)
+
+// Errors. Parse errors are *FieldError values that match ErrMalformed and
+// a more specific sentinel with errors.Is.
+var (
+	// ErrMalformed: the pack is not v1 syntax.
+	ErrMalformed = errors.New("promptpack: malformed pack")
+	// ErrUnknownVersion: pack_version is missing or not PackVersion.
+	ErrUnknownVersion = errors.New("promptpack: unknown pack version")
+	// ErrUnknownField: a member the format does not define.
+	ErrUnknownField = errors.New("unknown field")
+	// ErrMissingField: a required member is absent.
+	ErrMissingField = errors.New("missing field")
+	// ErrWrongType: a member has another JSON type, or an invalid value.
+	ErrWrongType = errors.New("wrong type or value")
+	// ErrTooLarge: an input exceeds a size or count limit.
+	ErrTooLarge = errors.New("too large")
+	// ErrNotCanonical: the bytes are not the JCS canonical form.
+	ErrNotCanonical = errors.New("promptpack: pack is not in canonical form")
+	// ErrUnknownRecipe: the pack names a recipe id or version this build
+	// does not implement. It is recipe.ErrUnknownRecipe.
+	ErrUnknownRecipe = recipe.ErrUnknownRecipe
+	// ErrModeMismatch: the rebuild resolved another prompt mode than the
+	// pack states.
+	ErrModeMismatch = errors.New("promptpack: prompt mode mismatch")
+	// ErrPackIDMismatch: the decrypted pack's id is not the envelope's.
+	ErrPackIDMismatch = errors.New("promptpack: pack id mismatch")
+	// ErrReportMismatch: the rebuilt report hash is not the committed one.
+	ErrReportMismatch = errors.New("promptpack: report hash mismatch")
+	// ErrInvalidReport: the computed report or commitment cannot be
+	// represented (limits) or does not validate against its schema.
+	ErrInvalidReport = errors.New("promptpack: invalid report")
+	// ErrInvalidInput: an argument to Build, SealPack or a commitment
+	// helper is not acceptable.
+	ErrInvalidInput = errors.New("promptpack: invalid input")
+)
+
+// FieldError reports where a pack was refused. Field is a JSON path such as
+// `sources.templates["x.txt"].text`; it never holds a value.
+type FieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FieldError) Error() string {
+	if e.Field == "" {
+		return fmt.Sprintf("promptpack: malformed pack: %v", e.Err)
+	}
+	return fmt.Sprintf("promptpack: malformed pack: %s: %v", e.Field, e.Err)
+}
+
+// Unwrap returns ErrMalformed and the specific reason.
+func (e *FieldError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
+
+// RecipeRef names a recipe and the version of its rules.
+type RecipeRef struct {
+	ID      string
+	Version string
+}
+
+// Provenance is the builder identity carried in the pack and copied into
+// the report.
+type Provenance struct {
+	HarnessID      string // e.g. "openclaw"
+	HarnessVersion string // e.g. "2026.2.4"
+	HarnessCommit  string // git commit or release build hash
+	BuilderName    string // e.g. "buildAgentSystemPrompt"
+	BuilderVersion string // e.g. "openclaw-sig/1"
+}
+
+// RawContextFile describes a bootstrap file before truncation.
+type RawContextFile struct {
+	RawContentHash [32]byte // SHA-256 of the file before truncation
+	Truncated      bool
+	MaxChars       *int64 // truncation limit in UTF-16 units; nil: not stated
+}
+
+// Pack is a parsed prompt pack. Its byte fields are secret: call Wipe when
+// done. A Pack does not print its contents.
+type Pack struct {
+	Recipe     RecipeRef
+	Provenance Provenance
+	// PromptMode is the mode the recipe must resolve.
+	PromptMode string
+	// Params are the exact bytes of the recipe's params JSON.
+	Params []byte
+	// Harness is the harness data (templates, sigs, literals, summaries).
+	Harness openclawsig.HarnessFiles
+	// ToolSchemas maps a tool name to the JCS bytes of its JSON Schema
+	// object.
+	ToolSchemas map[string][]byte
+	// SkillsEnvOverrides is nil when the pack has none.
+	SkillsEnvOverrides map[string]string
+	// RawContextFiles is keyed by context-file path; nil when absent.
+	RawContextFiles map[string]RawContextFile
+}
+
+// String describes the pack without its contents.
+func (p *Pack) String() string {
+	if p == nil {
+		return "promptpack.Pack(nil)"
+	}
+	return fmt.Sprintf("promptpack.Pack{recipe=%s/%s templates=%d}", p.Recipe.ID, p.Recipe.Version, len(p.Harness.Templates))
+}
+
+// GoString is String.
+func (p *Pack) GoString() string { return p.String() }
+
+// Format prints String for every verb.
+func (p *Pack) Format(f fmt.State, _ rune) { fmt.Fprint(f, p.String()) }
+
+// Wipe zeroes the pack's byte fields (best effort: Go strings such as map
+// keys cannot be zeroed).
+func (p *Pack) Wipe() {
+	if p == nil {
+		return
+	}
+	wipe := func(b []byte) { clear(b) }
+	wipe(p.Params)
+	for _, m := range []map[string][]byte{p.Harness.Templates, p.Harness.Sigs, p.ToolSchemas} {
+		for _, v := range m {
+			wipe(v)
+		}
+	}
+	wipe(p.Harness.SigConfig)
+	wipe(p.Harness.Literals)
+	wipe(p.Harness.CoreToolSummaries)
+}
+
+// knownRecipe returns the implementation of a recipe pair.
+func knownRecipe(r RecipeRef) error {
+	_, err := recipe.Match(openclawsig.Recipe{}, r.ID, r.Version)
+	return err
+}
+
+// DefaultProvenance returns the builder identity the recipe reproduces.
+func DefaultProvenance(recipeID string) (Provenance, error) {
+	if recipeID != openclawsig.ID {
+		return Provenance{}, fmt.Errorf("%w: %q", ErrUnknownRecipe, clip(recipeID))
+	}
+	return Provenance{
+		HarnessID:      "openclaw",
+		HarnessVersion: "2026.2.4",
+		HarnessCommit:  "04c9b1debfed6c74f3f2bdc011b668597e525b48",
+		BuilderName:    "buildAgentSystemPrompt",
+		BuilderVersion: openclawsig.ID + "/" + openclawsig.Version,
+	}, nil
+}
+
+// clip bounds a name quoted in an error.
+func clip(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		return s + "..."
+	}
+	return s
+}
+
+func ferr(field string, err error) error { return &FieldError{Field: field, Err: err} }
+
+// ---- encoding ----
+
+type wirePack struct {
+	PackVersion        string                     `json:"pack_version"`
+	ParamsJSON         string                     `json:"params_json"`
+	PromptMode         string                     `json:"prompt_mode"`
+	Provenance         wireProvenance             `json:"provenance"`
+	RawContextFiles    map[string]wireRawContext  `json:"raw_context_files,omitempty"`
+	Recipe             wireRecipe                 `json:"recipe"`
+	SkillsEnvOverrides *map[string]string         `json:"skills_env_overrides,omitempty"`
+	Sources            wireSources                `json:"sources"`
+	ToolSchemas        map[string]json.RawMessage `json:"tool_schemas"`
+}
+
+type wireProvenance struct {
+	BuilderName    string `json:"builder_name"`
+	BuilderVersion string `json:"builder_version"`
+	HarnessCommit  string `json:"harness_commit"`
+	HarnessID      string `json:"harness_id"`
+	HarnessVersion string `json:"harness_version"`
+}
+
+type wireRawContext struct {
+	MaxChars           *int64 `json:"max_chars,omitempty"`
+	RawContentHashB64u string `json:"raw_content_hash_b64u"`
+	Truncated          bool   `json:"truncated"`
+}
+
+type wireRecipe struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+}
+
+type wireSources struct {
+	CoreToolSummariesJSON string                  `json:"core_tool_summaries_json"`
+	HardcodedLiteralsJSON string                  `json:"hardcoded_literals_json"`
+	SigConfigJSON         *string                 `json:"sig_config_json,omitempty"`
+	Templates             map[string]wireTemplate `json:"templates"`
+}
+
+type wireTemplate struct {
+	SigJSON *string `json:"sig_json,omitempty"`
+	Text    string  `json:"text"`
+}
+
+// Encode returns the canonical (JCS) bytes of the pack. It refuses a pack
+// that Parse would refuse.
+func (p *Pack) Encode() ([]byte, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil pack", ErrInvalidInput)
+	}
+	if err := p.validate(); err != nil {
+		return nil, err
+	}
+	w := wirePack{
+		PackVersion: PackVersion,
+		ParamsJSON:  string(p.Params),
+		PromptMode:  p.PromptMode,
+		Provenance: wireProvenance{
+			BuilderName: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion,
+			HarnessCommit: p.Provenance.HarnessCommit, HarnessID: p.Provenance.HarnessID,
+			HarnessVersion: p.Provenance.HarnessVersion,
+		},
+		Recipe: wireRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
+		Sources: wireSources{
+			CoreToolSummariesJSON: string(p.Harness.CoreToolSummaries),
+			HardcodedLiteralsJSON: string(p.Harness.Literals),
+			Templates:             make(map[string]wireTemplate, len(p.Harness.Templates)),
+		},
+		ToolSchemas: make(map[string]json.RawMessage, len(p.ToolSchemas)),
+	}
+	if p.SkillsEnvOverrides != nil {
+		w.SkillsEnvOverrides = &p.SkillsEnvOverrides
+	}
+	if p.Harness.SigConfig != nil {
+		s := string(p.Harness.SigConfig)
+		w.Sources.SigConfigJSON = &s
+	}
+	for name, text := range p.Harness.Templates {
+		t := wireTemplate{Text: string(text)}
+		if sig, ok := p.Harness.Sigs[name]; ok {
+			s := string(sig)
+			t.SigJSON = &s
+		}
+		w.Sources.Templates[name] = t
+	}
+	for name, schema := range p.ToolSchemas {
+		w.ToolSchemas[name] = json.RawMessage(schema)
+	}
+	if p.RawContextFiles != nil {
+		w.RawContextFiles = make(map[string]wireRawContext, len(p.RawContextFiles))
+		for path, rc := range p.RawContextFiles {
+			w.RawContextFiles[path] = wireRawContext{MaxChars: rc.MaxChars, RawContentHashB64u: b64u.Encode(rc.RawContentHash[:]), Truncated: rc.Truncated}
+		}
+	}
+	raw, err := json.Marshal(w)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	out, err := jcs.Canonicalize(raw)
+	clear(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	if len(out) > MaxPackSize {
+		return nil, ferr("", ErrTooLarge)
+	}
+	return out, nil
+}
+
+// validate checks what Encode cannot represent or Parse would refuse,
+// without running the recipe.
+func (p *Pack) validate() error {
+	if err := knownRecipe(p.Recipe); err != nil {
+		return err
+	}
+	pv := p.Provenance
+	for _, f := range []struct {
+		name, v string
+		max     int
+	}{
+		{"provenance.builder_name", pv.BuilderName, 2 * MaxIdentityLen},
+		{"provenance.builder_version", pv.BuilderVersion, MaxIdentityLen},
+		{"provenance.harness_commit", pv.HarnessCommit, MaxIdentityLen},
+		{"provenance.harness_id", pv.HarnessID, MaxIdentityLen},
+		{"provenance.harness_version", pv.HarnessVersion, MaxIdentityLen},
+		{"prompt_mode", p.PromptMode, maxModeLen},
+	} {
+		if err := checkIdent(f.v, f.max); err != nil {
+			return ferr(f.name, err)
+		}
+	}
+	if !utf8.Valid(p.Params) {
+		return ferr("params_json", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+	}
+	h := p.Harness
+	if len(h.Templates) == 0 {
+		return ferr("sources.templates", ErrMissingField)
+	}
+	if len(h.Templates) > openclawsig.MaxTemplates {
+		return ferr("sources.templates", ErrTooLarge)
+	}
+	for name, b := range h.Templates {
+		if !utf8.ValidString(name) || name == "" {
+			return ferr("sources.templates", fmt.Errorf("%w: template name", ErrWrongType))
+		}
+		if !utf8.Valid(b) {
+			return ferr(fmt.Sprintf("sources.templates[%q].text", clip(name)), fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+		}
+	}
+	for name, b := range h.Sigs {
+		if _, ok := h.Templates[name]; !ok {
+			return ferr(fmt.Sprintf("sources.templates[%q]", clip(name)), fmt.Errorf("%w: sig without template", ErrMissingField))
+		}
+		if !utf8.Valid(b) {
+			return ferr(fmt.Sprintf("sources.templates[%q].sig_json", clip(name)), fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+		}
+	}
+	for field, b := range map[string][]byte{
+		"sources.sig_config_json":          h.SigConfig,
+		"sources.hardcoded_literals_json":  h.Literals,
+		"sources.core_tool_summaries_json": h.CoreToolSummaries,
+	} {
+		if !utf8.Valid(b) {
+			return ferr(field, fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+		}
+	}
+	if len(p.ToolSchemas) > MaxToolSchemas {
+		return ferr("tool_schemas", ErrTooLarge)
+	}
+	for name, s := range p.ToolSchemas {
+		if !utf8.ValidString(name) {
+			return ferr("tool_schemas", fmt.Errorf("%w: tool name", ErrWrongType))
+		}
+		if len(s) == 0 || s[0] != '{' {
+			return ferr(fmt.Sprintf("tool_schemas[%q]", clip(name)), fmt.Errorf("%w: not an object", ErrWrongType))
+		}
+	}
+	if len(p.SkillsEnvOverrides) > MaxEnvOverrides {
+		return ferr("skills_env_overrides", ErrTooLarge)
+	}
+	for k, v := range p.SkillsEnvOverrides {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return ferr("skills_env_overrides", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+		}
+	}
+	if p.RawContextFiles != nil && (len(p.RawContextFiles) == 0 || len(p.RawContextFiles) > MaxRawContextFiles) {
+		return ferr("raw_context_files", ErrTooLarge)
+	}
+	for path, rc := range p.RawContextFiles {
+		if !utf8.ValidString(path) {
+			return ferr("raw_context_files", fmt.Errorf("%w: path", ErrWrongType))
+		}
+		if rc.MaxChars != nil && (*rc.MaxChars < 0 || *rc.MaxChars > pohjson.MaxSafeInteger) {
+			return ferr("raw_context_files", fmt.Errorf("%w: max_chars", ErrWrongType))
+		}
+	}
+	return nil
+}
+
+func checkIdent(s string, max int) error {
+	if s == "" {
+		return ErrMissingField
+	}
+	if len(s) > max {
+		return ErrTooLarge
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: invalid utf-8", ErrWrongType)
+	}
+	return nil
+}
+
+// ID returns the pack id: "pack:" || b64u(SHA-256(label || 0x00 ||
+// canonical bytes)).
+func (p *Pack) ID() (string, error) {
+	b, err := p.Encode()
+	if err != nil {
+		return "", err
+	}
+	defer clear(b)
+	return PackID(b), nil
+}
+
+// PackID returns the pack id of canonical pack bytes (it does not parse
+// them).
+func PackID(canonical []byte) string {
+	h := sha256.New()
+	h.Write([]byte(packIDLabel))
+	h.Write([]byte{0})
+	h.Write(canonical)
+	return PackIDPrefix + b64u.Encode(h.Sum(nil))
+}
+
+// ---- parsing ----
+
+// Parse parses a pack strictly (docs/spec/promptpack-v1.md section 3.6):
+// size limit, one JSON object, pack_version first checked, no unknown or
+// missing member, exact types, a known recipe, and canonical bytes. It
+// returns nothing on error. The returned pack does not alias data.
+func Parse(data []byte) (*Pack, error) {
+	if len(data) > MaxPackSize {
+		return nil, ferr("", ErrTooLarge)
+	}
+	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxPackSize, AllowFloats: true})
+	if err != nil {
+		return nil, ferr("", fmt.Errorf("%w: %w", ErrWrongType, err))
+	}
+	if root.Kind() != pohjson.Object {
+		return nil, ferr("", fmt.Errorf("%w: not an object", ErrWrongType))
+	}
+	// The version decides everything else: check it first.
+	if v, ok := root.GetString("pack_version"); !ok || v != PackVersion {
+		if !ok {
+			return nil, fmt.Errorf("%w: no pack_version", ErrUnknownVersion)
+		}
+		return nil, fmt.Errorf("%w: %q", ErrUnknownVersion, clip(v))
+	}
+	r := &reader{}
+	p := &Pack{}
+	top := r.object(root, "", map[string]bool{
+		"pack_version": true, "params_json": true, "prompt_mode": true, "provenance": true,
+		"recipe": true, "sources": true, "tool_schemas": true,
+		"raw_context_files": false, "skills_env_overrides": false,
+	})
+	// The recipe comes right after the version: an unknown recipe is
+	// reported as such rather than as a consequence.
+	if rec := top["recipe"]; rec != nil {
+		f := r.object(rec, "recipe", map[string]bool{"id": true, "version": true})
+		p.Recipe.ID = r.ident(f["id"], "recipe.id", maxRecipeIDLen)
+		p.Recipe.Version = r.ident(f["version"], "recipe.version", maxRecipeVer)
+		if r.err == nil {
+			if err := knownRecipe(p.Recipe); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p.Params = r.bytes(top["params_json"], "params_json")
+	p.PromptMode = r.ident(top["prompt_mode"], "prompt_mode", maxModeLen)
+	if pv := top["provenance"]; pv != nil {
+		f := r.object(pv, "provenance", map[string]bool{
+			"builder_name": true, "builder_version": true, "harness_commit": true, "harness_id": true, "harness_version": true,
+		})
+		p.Provenance = Provenance{
+			BuilderName:    r.ident(f["builder_name"], "provenance.builder_name", 2*MaxIdentityLen),
+			BuilderVersion: r.ident(f["builder_version"], "provenance.builder_version", MaxIdentityLen),
+			HarnessCommit:  r.ident(f["harness_commit"], "provenance.harness_commit", MaxIdentityLen),
+			HarnessID:      r.ident(f["harness_id"], "provenance.harness_id", MaxIdentityLen),
+			HarnessVersion: r.ident(f["harness_version"], "provenance.harness_version", MaxIdentityLen),
+		}
+	}
+	if src := top["sources"]; src != nil {
+		f := r.object(src, "sources", map[string]bool{
+			"templates": true, "hardcoded_literals_json": true, "core_tool_summaries_json": true, "sig_config_json": false,
+		})
+		p.Harness.Literals = r.bytes(f["hardcoded_literals_json"], "sources.hardcoded_literals_json")
+		p.Harness.CoreToolSummaries = r.bytes(f["core_tool_summaries_json"], "sources.core_tool_summaries_json")
+		if sc := f["sig_config_json"]; sc != nil {
+			p.Harness.SigConfig = r.bytes(sc, "sources.sig_config_json")
+			if p.Harness.SigConfig == nil && r.err == nil {
+				p.Harness.SigConfig = []byte{}
+			}
+		}
+		if t := f["templates"]; t != nil {
+			ms := r.members(t, "sources.templates", 1, openclawsig.MaxTemplates)
+			p.Harness.Templates = make(map[string][]byte, len(ms))
+			p.Harness.Sigs = make(map[string][]byte, len(ms))
+			for _, m := range ms {
+				path := fmt.Sprintf("sources.templates[%q]", clip(m.Key))
+				if m.Key == "" {
+					r.fail(path, fmt.Errorf("%w: empty name", ErrWrongType))
+				}
+				tf := r.object(m.Value, path, map[string]bool{"text": true, "sig_json": false})
+				p.Harness.Templates[m.Key] = r.bytes(tf["text"], path+".text")
+				if s := tf["sig_json"]; s != nil {
+					p.Harness.Sigs[m.Key] = r.bytes(s, path+".sig_json")
+				}
+			}
+		}
+	}
+	if ts := top["tool_schemas"]; ts != nil {
+		ms := r.members(ts, "tool_schemas", 0, MaxToolSchemas)
+		p.ToolSchemas = make(map[string][]byte, len(ms))
+		if r.err == nil && len(ms) > 0 {
+			// The raw canonical bytes of each schema: the input is
+			// checked canonical below, and a canonical document's
+			// sub-values are canonical.
+			var raw struct {
+				ToolSchemas map[string]json.RawMessage `json:"tool_schemas"`
+			}
+			if err := json.Unmarshal(data, &raw); err != nil {
+				r.fail("tool_schemas", fmt.Errorf("%w: %v", ErrWrongType, err))
+			}
+			for _, m := range ms {
+				path := fmt.Sprintf("tool_schemas[%q]", clip(m.Key))
+				if m.Value.Kind() != pohjson.Object {
+					r.fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
+					continue
+				}
+				b, ok := raw.ToolSchemas[m.Key]
+				if !ok {
+					r.fail(path, ErrMissingField)
+					continue
+				}
+				p.ToolSchemas[m.Key] = bytes.Clone(b)
+			}
+		}
+	}
+	if se := top["skills_env_overrides"]; se != nil {
+		ms := r.members(se, "skills_env_overrides", 0, MaxEnvOverrides)
+		p.SkillsEnvOverrides = make(map[string]string, len(ms))
+		for _, m := range ms {
+			s, ok := m.Value.Str()
+			if !ok {
+				r.fail(fmt.Sprintf("skills_env_overrides[%q]", clip(m.Key)), ErrWrongType)
+			}
+			p.SkillsEnvOverrides[m.Key] = s
+		}
+	}
+	if rc := top["raw_context_files"]; rc != nil {
+		ms := r.members(rc, "raw_context_files", 1, MaxRawContextFiles)
+		p.RawContextFiles = make(map[string]RawContextFile, len(ms))
+		for _, m := range ms {
+			path := fmt.Sprintf("raw_context_files[%q]", clip(m.Key))
+			f := r.object(m.Value, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
+			var e RawContextFile
+			if h := f["raw_content_hash_b64u"]; h != nil {
+				s, _ := h.Str()
+				d, err := b64u.DecodeHash(s)
+				if err != nil {
+					r.fail(path+".raw_content_hash_b64u", fmt.Errorf("%w: not b64u of 32 bytes", ErrWrongType))
+				}
+				e.RawContentHash = d
+			}
+			if t := f["truncated"]; t != nil {
+				b, ok := t.Bool()
+				if !ok {
+					r.fail(path+".truncated", ErrWrongType)
+				}
+				e.Truncated = b
+			}
+			if mc := f["max_chars"]; mc != nil {
+				n, ok := mc.Int()
+				if !ok || n < 0 {
+					r.fail(path+".max_chars", ErrWrongType)
+				}
+				e.MaxChars = &n
+			}
+			p.RawContextFiles[m.Key] = e
+		}
+	}
+	if r.err != nil {
+		p.Wipe()
+		return nil, r.err
+	}
+	if err := p.validate(); err != nil {
+		p.Wipe()
+		return nil, err
+	}
+	canon, err := jcs.Canonicalize(data)
+	if err != nil {
+		p.Wipe()
+		return nil, ferr("", fmt.Errorf("%w: %v", ErrWrongType, err))
+	}
+	same := bytes.Equal(canon, data)
+	clear(canon)
+	if !same {
+		p.Wipe()
+		return nil, ErrNotCanonical
+	}
+	return p, nil
+}
+
+// reader walks a pohjson tree and keeps the first error.
+type reader struct{ err error }
+
+func (r *reader) fail(field string, err error) {
+	if r.err == nil {
+		r.err = ferr(field, err)
+	}
+}
+
+// object checks that v is an object with only the allowed members (true:
+// required) and returns them by name.
+func (r *reader) object(v *pohjson.Value, path string, allowed map[string]bool) map[string]*pohjson.Value {
+	out := map[string]*pohjson.Value{}
+	if v.Kind() != pohjson.Object {
+		r.fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
+		return out
+	}
+	for _, m := range v.Members() {
+		if _, ok := allowed[m.Key]; !ok {
+			r.fail(join(path, clip(m.Key)), ErrUnknownField)
+			continue
+		}
+		out[m.Key] = m.Value
+	}
+	for _, name := range slices.Sorted(maps.Keys(allowed)) {
+		if allowed[name] && out[name] == nil {
+			r.fail(join(path, name), ErrMissingField)
+		}
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// members checks that v is an object with min..max members.
+func (r *reader) members(v *pohjson.Value, path string, min, max int) []pohjson.Member {
+	if v.Kind() != pohjson.Object {
+		r.fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
+		return nil
+	}
+	ms := v.Members()
+	if len(ms) > max {
+		r.fail(path, ErrTooLarge)
+		return nil
+	}
+	if len(ms) < min {
+		r.fail(path, ErrMissingField)
+		return nil
+	}
+	return ms
+}
+
+func (r *reader) str(v *pohjson.Value, path string) (string, bool) {
+	if v == nil {
+		return "", false
+	}
+	s, ok := v.Str()
+	if !ok {
+		r.fail(path, fmt.Errorf("%w: not a string", ErrWrongType))
+	}
+	return s, ok
+}
+
+func (r *reader) ident(v *pohjson.Value, path string, max int) string {
+	s, ok := r.str(v, path)
+	if !ok {
+		return ""
+	}
+	if err := checkIdent(s, max); err != nil {
+		r.fail(path, err)
+	}
+	return s
+}
+
+func (r *reader) bytes(v *pohjson.Value, path string) []byte {
+	s, ok := r.str(v, path)
+	if !ok {
+		return nil
+	}
+	return []byte(s)
+}

@@ -1,0 +1,185 @@
+package promptpack
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/clawea/attester/promptpack/jsstr"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/schemas"
+)
+
+// MaxPoHEntries is the largest number of prompt_pack.v1 entries (schema).
+const MaxPoHEntries = 256
+
+// PoHEntry is one prompt_pack.v1 entry.
+type PoHEntry struct {
+	EntryID         string `json:"entry_id"`
+	ContentHashB64u string `json:"content_hash_b64u"`
+	SizeBytes       *int64 `json:"size_bytes,omitempty"`
+}
+
+// PoHPromptPack is the PoH prompt_pack.v1 document (fields in PoH order).
+type PoHPromptPack struct {
+	PromptPackVersion  string     `json:"prompt_pack_version"`
+	PromptPackID       string     `json:"prompt_pack_id,omitempty"`
+	HashAlgorithm      string     `json:"hash_algorithm"`
+	PromptRootHashB64u string     `json:"prompt_root_hash_b64u"`
+	Entries            []PoHEntry `json:"entries"`
+}
+
+func sized(id string, b []byte) PoHEntry {
+	n := int64(len(b))
+	return PoHEntry{EntryID: id, ContentHashB64u: b64u.SHA256(b), SizeBytes: &n}
+}
+
+// pohEntries lists the hash-only entries of docs/spec section 5.1, except
+// the report entry.
+func (p *Pack) pohEntries(rep *Report) []PoHEntry {
+	es := []PoHEntry{
+		sized("params.json", p.Params),
+		sized("harness:hardcoded-literals.json", p.Harness.Literals),
+		sized("harness:core-tool-summaries.json", p.Harness.CoreToolSummaries),
+		{EntryID: "tools:schemas", ContentHashB64u: rep.Inputs.ToolSchemasHashB64u},
+	}
+	if p.Harness.SigConfig != nil {
+		es = append(es, sized("harness:sig-config.json", p.Harness.SigConfig))
+	}
+	for _, name := range templateNames(p.Harness) {
+		es = append(es, sized("template:"+name, p.Harness.Templates[name]))
+	}
+	if rep.Inputs.SkillsEnvOverridesHashB64u != "" {
+		es = append(es, PoHEntry{EntryID: "skills:env-overrides", ContentHashB64u: rep.Inputs.SkillsEnvOverridesHashB64u})
+	}
+	for i, b := range rep.Inputs.Bootstrap {
+		es = append(es, PoHEntry{EntryID: fmt.Sprintf("bootstrap:%03d", i), ContentHashB64u: b.ContentHashB64u})
+	}
+	return es
+}
+
+// PromptPack returns the PoH prompt_pack.v1 commitment of the rebuild,
+// validated against the embedded PoH schema, and its JSON.stringify bytes.
+func (rb *Rebuilt) PromptPack() (*PoHPromptPack, []byte, error) {
+	es := slices.Clone(rb.entries)
+	es = append(es, PoHEntry{EntryID: "report:system_prompt_report.v1", ContentHashB64u: rb.ReportHashB64u()})
+	if len(es) > MaxPoHEntries {
+		return nil, nil, fmt.Errorf("%w: %d prompt pack entries, at most %d", ErrInvalidReport, len(es), MaxPoHEntries)
+	}
+	slices.SortFunc(es, func(a, b PoHEntry) int { return jsstr.Compare(a.EntryID, b.EntryID) })
+	for i := 1; i < len(es); i++ {
+		if es[i].EntryID == es[i-1].EntryID {
+			return nil, nil, fmt.Errorf("%w: duplicate entry id %q", ErrInvalidReport, clip(es[i].EntryID))
+		}
+	}
+	root, err := PromptRootHash(es)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc := &PoHPromptPack{
+		PromptPackVersion:  "1",
+		PromptPackID:       rb.PackID,
+		HashAlgorithm:      "SHA-256",
+		PromptRootHashB64u: root,
+		Entries:            es,
+	}
+	raw, err := pohjson.Marshal(doc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	if err := schemas.Validate(schemas.PromptPackV1, raw); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidReport, err)
+	}
+	return doc, raw, nil
+}
+
+// PromptRootHash computes prompt_root_hash_b64u as the PoH schema defines
+// it: b64u(SHA-256(JSON.stringify({prompt_pack_version: "1", entries:
+// sorted.map(({entry_id, content_hash_b64u}) => ({entry_id,
+// content_hash_b64u}))}))), entries sorted by entry_id (UTF-16 order, as
+// JavaScript's default sort).
+func PromptRootHash(entries []PoHEntry) (string, error) {
+	sorted := slices.Clone(entries)
+	slices.SortStableFunc(sorted, func(a, b PoHEntry) int { return jsstr.Compare(a.EntryID, b.EntryID) })
+	elems := make([]*pohjson.Value, 0, len(sorted))
+	for _, e := range sorted {
+		elems = append(elems, pohjson.NewObject(
+			pohjson.M("entry_id", pohjson.NewString(e.EntryID)),
+			pohjson.M("content_hash_b64u", pohjson.NewString(e.ContentHashB64u)),
+		))
+	}
+	v := pohjson.NewObject(
+		pohjson.M("prompt_pack_version", pohjson.NewString("1")),
+		pohjson.M("entries", pohjson.NewArray(elems...)),
+	)
+	h, err := pohjson.Hash(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	return h, nil
+}
+
+// CallRef identifies one llm_call event of a run.
+type CallRef struct {
+	EventID       string
+	EventHashB64u string // optional
+	Provider      string // optional
+	Model         string // optional
+}
+
+// ReportCommitmentInput are the per-run values of a PoH
+// system_prompt_report.v1 document.
+type ReportCommitmentInput struct {
+	ReportID string
+	RunID    string
+	AgentDID string
+	IssuedAt time.Time
+	Calls    []CallRef
+}
+
+// SystemPromptReportCommitment returns the PoH system_prompt_report.v1
+// document a harness puts in its bundle metadata: every call's
+// rendered_system_prompt_hash_b64u is the rebuilt prompt's hash and
+// prompt_root_hash_b64u the root of PromptPack. The document is validated
+// against the embedded PoH schema; its JSON.stringify bytes are returned.
+func (rb *Rebuilt) SystemPromptReportCommitment(in ReportCommitmentInput) (*poh.SystemPromptReportCommitment, []byte, error) {
+	if in.IssuedAt.IsZero() {
+		return nil, nil, fmt.Errorf("%w: issued_at is zero", ErrInvalidInput)
+	}
+	if len(in.Calls) == 0 {
+		return nil, nil, fmt.Errorf("%w: no calls", ErrInvalidInput)
+	}
+	pp, _, err := rb.PromptPack()
+	if err != nil {
+		return nil, nil, err
+	}
+	c := &poh.SystemPromptReportCommitment{
+		SystemPromptReportVersion: "1",
+		ReportID:                  in.ReportID,
+		RunID:                     in.RunID,
+		AgentDID:                  in.AgentDID,
+		IssuedAt:                  in.IssuedAt.UTC().Format("2006-01-02T15:04:05.000Z"),
+		HashAlgorithm:             "SHA-256",
+		PromptRootHashB64u:        pp.PromptRootHashB64u,
+		Calls:                     make([]poh.PromptCall, 0, len(in.Calls)),
+	}
+	for _, call := range in.Calls {
+		c.Calls = append(c.Calls, poh.PromptCall{
+			EventID:                      call.EventID,
+			EventHashB64u:                call.EventHashB64u,
+			Provider:                     call.Provider,
+			Model:                        call.Model,
+			RenderedSystemPromptHashB64u: rb.PromptHashB64u(),
+		})
+	}
+	raw, err := pohjson.Marshal(c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+	}
+	if err := schemas.Validate(schemas.PoHSystemPromptReportV1, raw); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+	}
+	return c, raw, nil
+}

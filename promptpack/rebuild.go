@@ -1,0 +1,313 @@
+package promptpack
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+// Rebuilt is the result of a rebuild: the prompt (secret) and its
+// hash-only report.
+type Rebuilt struct {
+	// Prompt is the exact UTF-8 bytes of the system prompt. It is secret:
+	// call Wipe when done.
+	Prompt []byte
+	// Mode is the resolved prompt mode.
+	Mode string
+	// Report is the SystemPromptReport.v1; ReportJCS its canonical bytes
+	// and ReportHash their SHA-256.
+	Report     *Report
+	ReportJCS  []byte
+	ReportHash [32]byte
+	// PackID is the pack id of the rebuilt pack (docs/spec section 3.4).
+	PackID string
+
+	entries []PoHEntry // prompt_pack.v1 entries without the report entry
+}
+
+// ReportHashB64u returns b64u(ReportHash).
+func (rb *Rebuilt) ReportHashB64u() string { return b64u.Encode(rb.ReportHash[:]) }
+
+// PromptHashB64u returns the report's final.system_prompt_hash_b64u.
+func (rb *Rebuilt) PromptHashB64u() string { return rb.Report.Final.SystemPromptHashB64u }
+
+// Wipe zeroes the prompt.
+func (rb *Rebuilt) Wipe() {
+	if rb != nil {
+		clear(rb.Prompt)
+		rb.Prompt = nil
+	}
+}
+
+// String describes the result without the prompt.
+func (rb *Rebuilt) String() string {
+	if rb == nil {
+		return "promptpack.Rebuilt(nil)"
+	}
+	return fmt.Sprintf("promptpack.Rebuilt{report=%s}", rb.ReportHashB64u())
+}
+
+// GoString is String.
+func (rb *Rebuilt) GoString() string { return rb.String() }
+
+// Format prints String for every verb.
+func (rb *Rebuilt) Format(f fmt.State, _ rune) { fmt.Fprint(f, rb.String()) }
+
+// SigHashes returns the sig hash of every signed template of the pack
+// (name -> "sha256:<hex>"). Used as the trusted list it only checks that
+// the pack is self-consistent; trust is the opener's policy.
+func (p *Pack) SigHashes() (map[string]string, error) {
+	if err := knownRecipe(p.Recipe); err != nil {
+		return nil, err
+	}
+	h, err := openclawsig.NewHarness(p.Harness)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: %w", err)
+	}
+	return sigHashes(h), nil
+}
+
+func sigHashes(h *openclawsig.Harness) map[string]string {
+	out := map[string]string{}
+	for _, name := range h.TemplateNames() {
+		if s, ok := h.Sig(name); ok {
+			out[name] = s.Hash
+		}
+	}
+	return out
+}
+
+// Rebuild checks the templates against trusted (template name ->
+// "sha256:<hex>"; nil trusts nothing), renders the prompt with the recipe the
+// pack names, checks the resolved mode, and computes the report, which is
+// validated against its schema. It reads no clock, environment or file.
+func (p *Pack) Rebuild(trusted map[string]string) (*Rebuilt, error) {
+	return p.rebuild(trusted, true)
+}
+
+func (p *Pack) rebuild(trusted map[string]string, checkMode bool) (*Rebuilt, error) {
+	if p == nil {
+		return nil, fmt.Errorf("%w: nil pack", ErrInvalidInput)
+	}
+	if err := knownRecipe(p.Recipe); err != nil {
+		return nil, err
+	}
+	canon, err := p.Encode()
+	if err != nil {
+		return nil, err
+	}
+	packID := PackID(canon)
+	clear(canon)
+	h, err := openclawsig.NewHarness(p.Harness)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
+	}
+	if err := h.CheckTemplates(trusted); err != nil {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
+	}
+	params, err := openclawsig.ParseParams(p.Params)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
+	}
+	res, err := openclawsig.Render(h, params)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
+	}
+	if checkMode && res.Mode != p.PromptMode {
+		clear(res.Prompt)
+		return nil, fmt.Errorf("%w: pack states %q, recipe resolved %q", ErrModeMismatch, clip(p.PromptMode), res.Mode)
+	}
+	rep, err := p.computeReport(h, params, res)
+	if err != nil {
+		clear(res.Prompt)
+		return nil, err
+	}
+	c, err := rep.Canonical()
+	if err == nil {
+		err = ValidateReport(c)
+	}
+	if err != nil {
+		clear(res.Prompt)
+		return nil, err
+	}
+	rb := &Rebuilt{Prompt: res.Prompt, Mode: res.Mode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID}
+	rb.entries = p.pohEntries(rep)
+	return rb, nil
+}
+
+// BuildOptions are the optional inputs of Build.
+type BuildOptions struct {
+	// Provenance is the builder identity; nil: DefaultProvenance.
+	Provenance *Provenance
+	// ToolSchemas is a JSON object: tool name -> JSON Schema object
+	// sent to the model; nil: {}.
+	ToolSchemas []byte
+	// SkillsEnvOverrides is a JSON object of strings; nil: none.
+	SkillsEnvOverrides []byte
+	// RawContextFiles describes bootstrap files before truncation.
+	RawContextFiles map[string]RawContextFile
+	// Trusted template hashes; nil: the harness's own sig hashes, which
+	// only checks consistency.
+	Trusted map[string]string
+}
+
+// MaxAuxJSONSize bounds BuildOptions.ToolSchemas and SkillsEnvOverrides.
+const MaxAuxJSONSize = 8 << 20
+
+// Build makes a pack from the resolved builder params (the exact bytes of a
+// NAME.params.json), a harness directory laid out as the conformance folder
+// (templates/, sigs/, hardcoded-literals.json, core-tool-summaries.json) and
+// a recipe id. It rebuilds the prompt once to check the inputs and to record
+// the resolved prompt mode.
+func Build(params []byte, harnessDir, recipeID string, opts BuildOptions) (*Pack, error) {
+	if recipeID != openclawsig.ID {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownRecipe, clip(recipeID))
+	}
+	prov := opts.Provenance
+	if prov == nil {
+		d, err := DefaultProvenance(recipeID)
+		if err != nil {
+			return nil, err
+		}
+		prov = &d
+	}
+	h, err := openclawsig.LoadHarnessDir(harnessDir)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: build: %w", err)
+	}
+	p := &Pack{
+		Recipe:          RecipeRef{ID: openclawsig.ID, Version: openclawsig.Version},
+		Provenance:      *prov,
+		PromptMode:      "pending",
+		Params:          bytes.Clone(params),
+		Harness:         h.Files(),
+		ToolSchemas:     map[string][]byte{},
+		RawContextFiles: opts.RawContextFiles,
+	}
+	if opts.ToolSchemas != nil {
+		if p.ToolSchemas, err = parseToolSchemas(opts.ToolSchemas); err != nil {
+			return nil, err
+		}
+	}
+	if opts.SkillsEnvOverrides != nil {
+		if p.SkillsEnvOverrides, err = parseStringMap(opts.SkillsEnvOverrides); err != nil {
+			return nil, err
+		}
+	}
+	trusted := opts.Trusted
+	if trusted == nil {
+		trusted = sigHashes(h)
+	}
+	rb, err := p.rebuild(trusted, false)
+	if err != nil {
+		p.Wipe()
+		return nil, err
+	}
+	p.PromptMode = rb.Mode
+	rb.Wipe()
+	return p, nil
+}
+
+// parseToolSchemas reads a JSON object of tool name -> schema object and
+// returns each schema's JCS bytes.
+func parseToolSchemas(data []byte) (map[string][]byte, error) {
+	if len(data) > MaxAuxJSONSize {
+		return nil, fmt.Errorf("%w: tool schemas: %w", ErrInvalidInput, ErrTooLarge)
+	}
+	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxAuxJSONSize, AllowFloats: true})
+	if err != nil {
+		return nil, fmt.Errorf("%w: tool schemas: %w", ErrInvalidInput, err)
+	}
+	if root.Kind() != pohjson.Object {
+		return nil, fmt.Errorf("%w: tool schemas: not an object", ErrInvalidInput)
+	}
+	if len(root.Members()) > MaxToolSchemas {
+		return nil, fmt.Errorf("%w: tool schemas: %w", ErrInvalidInput, ErrTooLarge)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%w: tool schemas: %v", ErrInvalidInput, err)
+	}
+	out := make(map[string][]byte, len(raw))
+	for _, m := range root.Members() {
+		if m.Value.Kind() != pohjson.Object {
+			return nil, fmt.Errorf("%w: tool schema %q: not an object", ErrInvalidInput, clip(m.Key))
+		}
+		c, err := jcs.Canonicalize(raw[m.Key])
+		if err != nil {
+			return nil, fmt.Errorf("%w: tool schema %q: %v", ErrInvalidInput, clip(m.Key), err)
+		}
+		out[m.Key] = c
+	}
+	return out, nil
+}
+
+// parseStringMap reads a JSON object of strings.
+func parseStringMap(data []byte) (map[string]string, error) {
+	if len(data) > MaxAuxJSONSize {
+		return nil, fmt.Errorf("%w: skills env overrides: %w", ErrInvalidInput, ErrTooLarge)
+	}
+	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxAuxJSONSize})
+	if err != nil {
+		return nil, fmt.Errorf("%w: skills env overrides: %w", ErrInvalidInput, err)
+	}
+	if root.Kind() != pohjson.Object || len(root.Members()) > MaxEnvOverrides {
+		return nil, fmt.Errorf("%w: skills env overrides: not an object of at most %d strings", ErrInvalidInput, MaxEnvOverrides)
+	}
+	out := make(map[string]string, len(root.Members()))
+	for _, m := range root.Members() {
+		s, ok := m.Value.Str()
+		if !ok {
+			return nil, fmt.Errorf("%w: skills env override %q: not a string", ErrInvalidInput, clip(m.Key))
+		}
+		out[m.Key] = s
+	}
+	return out, nil
+}
+
+// ParseTrusted parses a trusted template list: a JSON object of template
+// name -> "sha256:<64 lower-case hex>", at most 64 KiB.
+func ParseTrusted(data []byte) (map[string]string, error) {
+	const max = 64 << 10
+	if len(data) > max {
+		return nil, fmt.Errorf("%w: trusted list: %w", ErrInvalidInput, ErrTooLarge)
+	}
+	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: max})
+	if err != nil {
+		return nil, fmt.Errorf("%w: trusted list: %w", ErrInvalidInput, err)
+	}
+	if root.Kind() != pohjson.Object {
+		return nil, fmt.Errorf("%w: trusted list: not an object", ErrInvalidInput)
+	}
+	out := make(map[string]string, len(root.Members()))
+	for _, m := range root.Members() {
+		s, ok := m.Value.Str()
+		if !ok || !validTaggedHash(s) {
+			return nil, fmt.Errorf("%w: trusted list: %q: not sha256:<hex>", ErrInvalidInput, clip(m.Key))
+		}
+		out[m.Key] = s
+	}
+	return out, nil
+}
+
+func validTaggedHash(s string) bool {
+	const p = "sha256:"
+	if len(s) != len(p)+64 || s[:len(p)] != p {
+		return false
+	}
+	for _, c := range s[len(p):] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// equalHash compares two hashes in constant time.
+func equalHash(a, b [32]byte) bool { return subtle.ConstantTimeCompare(a[:], b[:]) == 1 }

@@ -1,0 +1,286 @@
+package promptpack
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/schemas"
+)
+
+// ReportVersion is the report_version of SystemPromptReport.v1.
+const ReportVersion = "1"
+
+// Report is clawea's SystemPromptReport.v1 (schemas.SystemPromptReportV1):
+// hash-only, never plaintext. Its canonical form is JCS and its hash
+// b64u(SHA-256(JCS(report))). Each hash input is specified in
+// docs/spec/promptpack-v1.md section 4.1.
+type Report struct {
+	ReportVersion string        `json:"report_version"`
+	RunID         string        `json:"run_id,omitempty"`
+	Harness       ReportHarness `json:"harness"`
+	PromptMode    string        `json:"prompt_mode"`
+	Builder       ReportBuilder `json:"builder"`
+	Recipe        ReportRecipe  `json:"recipe"`
+	Final         ReportFinal   `json:"final"`
+	Inputs        ReportInputs  `json:"inputs"`
+}
+
+// ReportHarness is report.harness.
+type ReportHarness struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	Commit  string `json:"commit"`
+}
+
+// ReportBuilder is report.builder.
+type ReportBuilder struct {
+	Name           string `json:"name"`
+	BuilderVersion string `json:"builder_version"`
+}
+
+// ReportRecipe is report.recipe.
+type ReportRecipe struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+}
+
+// ReportFinal describes the rebuilt prompt.
+type ReportFinal struct {
+	// SystemPromptHashB64u is b64u(SHA-256(exact prompt bytes)).
+	SystemPromptHashB64u string `json:"system_prompt_hash_b64u"`
+	// SystemPromptChars is the prompt's UTF-16 length (JS .length).
+	SystemPromptChars int `json:"system_prompt_chars"`
+}
+
+// ReportTemplate is one template and its sig hash.
+type ReportTemplate struct {
+	Name string `json:"name"`
+	Hash string `json:"hash"` // "sha256:<hex>"
+}
+
+// BootstrapEntry describes one rendered context file.
+type BootstrapEntry struct {
+	PathHint           string `json:"path_hint,omitempty"`
+	PathHashB64u       string `json:"path_hash_b64u,omitempty"`
+	ContentHashB64u    string `json:"content_hash_b64u"`
+	RawContentHashB64u string `json:"raw_content_hash_b64u,omitempty"`
+	Chars              int    `json:"chars"`
+	Truncated          bool   `json:"truncated"`
+	MaxChars           *int64 `json:"max_chars,omitempty"`
+}
+
+// ReportInputs holds the per-input hashes.
+type ReportInputs struct {
+	ParamsHashB64u             string           `json:"params_hash_b64u"`
+	Templates                  []ReportTemplate `json:"templates"`
+	HardcodedLiteralsHashB64u  string           `json:"hardcoded_literals_hash_b64u,omitempty"`
+	CoreToolSummariesHashB64u  string           `json:"core_tool_summaries_hash_b64u,omitempty"`
+	ResolvedToolNamesHashB64u  string           `json:"resolved_tool_names_hash_b64u"`
+	ToolSchemasHashB64u        string           `json:"tool_schemas_hash_b64u"`
+	ToolSummariesHashB64u      string           `json:"tool_summaries_hash_b64u"`
+	Bootstrap                  []BootstrapEntry `json:"bootstrap"`
+	SkillsPromptHashB64u       string           `json:"skills_prompt_hash_b64u,omitempty"`
+	SkillsEnvOverridesHashB64u string           `json:"skills_env_overrides_hash_b64u,omitempty"`
+	ExtraSystemPromptHashB64u  string           `json:"extra_system_prompt_hash_b64u,omitempty"`
+	SandboxContextHashB64u     string           `json:"sandbox_context_hash_b64u,omitempty"`
+	RuntimeLineHashB64u        string           `json:"runtime_line_hash_b64u,omitempty"`
+	TimeContextHashB64u        string           `json:"time_context_hash_b64u,omitempty"`
+	OwnerNumbersHashB64u       string           `json:"owner_numbers_hash_b64u,omitempty"`
+	MessagingHintsHashB64u     string           `json:"messaging_hints_hash_b64u,omitempty"`
+	TTSHintsHashB64u           string           `json:"tts_hints_hash_b64u,omitempty"`
+	ModelAliasesHashB64u       string           `json:"model_aliases_hash_b64u,omitempty"`
+}
+
+// Canonical returns JCS(report).
+func (r *Report) Canonical() ([]byte, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	c, err := jcs.Canonicalize(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	return c, nil
+}
+
+// Hash returns b64u(SHA-256(JCS(report))).
+func (r *Report) Hash() (string, error) {
+	c, err := r.Canonical()
+	if err != nil {
+		return "", err
+	}
+	return b64u.SHA256(c), nil
+}
+
+// ValidateReport checks report JSON against schemas.SystemPromptReportV1.
+func ValidateReport(doc []byte) error {
+	if err := schemas.Validate(schemas.SystemPromptReportV1, doc); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidReport, err)
+	}
+	return nil
+}
+
+// hashJCS returns b64u(SHA-256(JCS(json.Marshal(v)))).
+func hashJCS(v any) (string, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	h, err := jcs.Hash(raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	return h, nil
+}
+
+// hashValueJCS returns b64u(SHA-256(JCS(v))) for a parsed params value.
+func hashValueJCS(v *pohjson.Value) (string, error) {
+	raw, err := pohjson.Stringify(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	h, err := jcs.Hash(raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	return h, nil
+}
+
+// computeReport builds the report of one rebuild.
+func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params, res *openclawsig.Result) (*Report, error) {
+	rep := &Report{
+		ReportVersion: ReportVersion,
+		Harness:       ReportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
+		PromptMode:    res.Mode,
+		Builder:       ReportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
+		Recipe:        ReportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
+		Final:         ReportFinal{SystemPromptHashB64u: b64u.SHA256(res.Prompt), SystemPromptChars: res.PromptChars},
+	}
+	in := &rep.Inputs
+	in.ParamsHashB64u = b64u.SHA256(p.Params)
+	in.HardcodedLiteralsHashB64u = b64u.SHA256(p.Harness.Literals)
+	in.CoreToolSummariesHashB64u = b64u.SHA256(p.Harness.CoreToolSummaries)
+	names := h.TemplateNames() // sorted; names are ASCII
+	in.Templates = make([]ReportTemplate, 0, len(names))
+	for _, name := range names {
+		sig, ok := h.Sig(name)
+		if !ok {
+			// CheckTemplates refuses unsigned templates; never here.
+			return nil, fmt.Errorf("%w: template %q unsigned", ErrInvalidReport, name)
+		}
+		in.Templates = append(in.Templates, ReportTemplate{Name: name, Hash: sig.Hash})
+	}
+	var err error
+	toolNames := res.ToolNames
+	if toolNames == nil {
+		toolNames = []string{}
+	}
+	if in.ResolvedToolNamesHashB64u, err = hashJCS(toolNames); err != nil {
+		return nil, err
+	}
+	if in.ToolSchemasHashB64u, err = p.toolSchemasHash(); err != nil {
+		return nil, err
+	}
+	type summary struct {
+		Name    string `json:"name"`
+		Summary string `json:"summary"`
+	}
+	sums := make([]summary, 0, len(params.ToolSummaries))
+	for _, s := range params.ToolSummaries {
+		sums = append(sums, summary{Name: s.Name, Summary: s.Summary})
+	}
+	if in.ToolSummariesHashB64u, err = hashJCS(sums); err != nil {
+		return nil, err
+	}
+	if len(res.ContextFiles) > MaxRawContextFiles {
+		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
+	}
+	in.Bootstrap = make([]BootstrapEntry, 0, len(res.ContextFiles))
+	for _, f := range res.ContextFiles {
+		e := BootstrapEntry{ContentHashB64u: b64u.SHA256(f.Content), Chars: f.Chars}
+		if n := utf8.RuneCountInString(f.Path); n >= 1 && n <= 1024 {
+			e.PathHint = f.Path
+		} else {
+			e.PathHashB64u = b64u.SHA256([]byte(f.Path))
+		}
+		if rc, ok := p.RawContextFiles[f.Path]; ok {
+			e.RawContentHashB64u = b64u.Encode(rc.RawContentHash[:])
+			e.Truncated = rc.Truncated
+			e.MaxChars = rc.MaxChars
+		}
+		in.Bootstrap = append(in.Bootstrap, e)
+	}
+	if res.SkillsPrompt != "" {
+		in.SkillsPromptHashB64u = b64u.SHA256([]byte(res.SkillsPrompt))
+	}
+	if p.SkillsEnvOverrides != nil {
+		if in.SkillsEnvOverridesHashB64u, err = hashJCS(p.SkillsEnvOverrides); err != nil {
+			return nil, err
+		}
+	}
+	if res.ExtraSystemPrompt != "" {
+		in.ExtraSystemPromptHashB64u = b64u.SHA256([]byte(res.ExtraSystemPrompt))
+	}
+	if res.RuntimeLine != "" {
+		in.RuntimeLineHashB64u = b64u.SHA256([]byte(res.RuntimeLine))
+	}
+	// Per-section hashes of raw params values (JCS of the value).
+	root, err := pohjson.ParseWith(p.Params, pohjson.ParseOptions{MaxBytes: openclawsig.MaxParamsSize})
+	if err != nil {
+		return nil, fmt.Errorf("%w: params: %v", ErrInvalidReport, err)
+	}
+	for _, s := range []struct {
+		key  string
+		kind pohjson.Kind
+		dst  *string
+	}{
+		{"sandboxInfo", pohjson.Object, &in.SandboxContextHashB64u},
+		{"ownerNumbers", pohjson.Array, &in.OwnerNumbersHashB64u},
+		{"messageToolHints", pohjson.Array, &in.MessagingHintsHashB64u},
+		{"ttsHint", pohjson.String, &in.TTSHintsHashB64u},
+		{"modelAliasLines", pohjson.Array, &in.ModelAliasesHashB64u},
+	} {
+		v := root.Get(s.key)
+		if v.Kind() != s.kind {
+			continue
+		}
+		if *s.dst, err = hashValueJCS(v); err != nil {
+			return nil, err
+		}
+	}
+	if tz := root.Get("userTimezone"); tz.Kind() == pohjson.String {
+		if in.TimeContextHashB64u, err = hashValueJCS(pohjson.NewObject(pohjson.M("userTimezone", tz))); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// toolSchemasHash is b64u(SHA-256(JCS(tool_schemas))).
+func (p *Pack) toolSchemasHash() (string, error) {
+	m := make(map[string]json.RawMessage, len(p.ToolSchemas))
+	for k, v := range p.ToolSchemas {
+		m[k] = json.RawMessage(v)
+	}
+	return hashJCS(m)
+}
+
+// templateEntries returns the sorted template names.
+func templateNames(f openclawsig.HarnessFiles) []string {
+	names := make([]string, 0, len(f.Templates))
+	for n := range f.Templates {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func sha(b []byte) [32]byte { return sha256.Sum256(b) }
