@@ -27,7 +27,8 @@ type ReportData struct {
 //	bytes 32..63  SHA-256(label || 0x00 || u16be(len(pub)) || pub || u32be(len(ctx)) || ctx)
 //
 // where label is IdentityBindingLabel, pub the attester's Ed25519 identity key
-// and ctx the evidence context (empty for a key attestation).
+// and ctx the evidence context (docs/spec/attestation-v1.md: for a key
+// attestation it carries the X25519 pack-recipient key).
 func NewReportData(nonceBinding [32]byte, identity ed25519.PublicKey, evidenceContext []byte) (ReportData, error) {
 	if len(identity) != ed25519.PublicKeySize {
 		return ReportData{}, fmt.Errorf("enclave: identity key is %d bytes, want %d", len(identity), ed25519.PublicKeySize)

@@ -1,0 +1,421 @@
+// Package attestation produces the attester's signed statements
+// (docs/spec/attestation-v1.md):
+//
+//   - a key attestation: an evidence document whose fresh hardware evidence
+//     commits to the attester's Ed25519 identity key and, optionally, its
+//     X25519 pack-recipient key;
+//   - at the end of a run, a PoH execution_attestation envelope signed by
+//     the identity key, and the evidence document it references by hash,
+//     after checking the agent's proof bundle against the run.
+//
+// The package is the producer side. It imports no platform backend: the
+// platform is an enclave.Quoter. Verification lives in package verify, which
+// uses the pure packages evidencedoc and teeclaims.
+package attestation
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+	"unicode/utf8"
+
+	"github.com/clawea/attester/attestation/evidencedoc"
+	"github.com/clawea/attester/attestation/teeclaims"
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+// Limits on AttestInput.
+const (
+	MaxIDBytes  = evidencedoc.MaxIDBytes
+	MaxURIBytes = 2048
+	// MaxReceiptSigners bounds AttestInput.ReceiptSignerDIDs.
+	MaxReceiptSigners = 256
+	// AttestationIDPrefix starts every attestation_id.
+	AttestationIDPrefix = "clawea_att_"
+)
+
+// Issuer signs attestations with the attester's identity key over fresh
+// evidence from its platform. It is safe for concurrent use when its Quoter
+// and CollateralSource are.
+type Issuer struct {
+	// Key is the attester's Ed25519 identity key. It is never written to
+	// errors or output.
+	Key ed25519.PrivateKey
+	// Quoter produces the hardware evidence.
+	Quoter enclave.Quoter
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+	// RecipientKey is the attester's X25519 pack-recipient public key (32
+	// bytes), bound into key attestations; optional.
+	RecipientKey []byte
+	// Collateral, when set, supplies verification collateral for each piece
+	// of evidence (names per docs/spec/attestation-v1.md).
+	Collateral CollateralSource
+}
+
+// CollateralSource supplies verification collateral (CRLs, TCB info) for
+// evidence. It returns nil when it has none.
+type CollateralSource interface {
+	Collateral(ctx context.Context, ev *enclave.Evidence) (map[string][]byte, error)
+}
+
+// ModelIdentity names the model the run used (docs/spec/attestation-v1.md,
+// "Model identity").
+type ModelIdentity struct {
+	Provider string
+	Model    string
+	Revision string // optional
+}
+
+// AttestInput is what the attester knows at the end of a run.
+type AttestInput struct {
+	// BundleEnvelope is the agent's proof_bundle envelope, raw bytes.
+	BundleEnvelope []byte
+	// AgentDID and RunID identify the run the attester served.
+	AgentDID string
+	RunID    string
+	// PromptHashB64u is b64u(SHA-256) of the system prompt the attester
+	// rebuilt; ReportHashB64u the hash of the SystemPromptReport.v1 it
+	// recomputed (b64u(SHA-256(JCS(report)))).
+	PromptHashB64u string
+	ReportHashB64u string
+	// PromptRootHashB64u, when set, is the PoH prompt_pack root the bundle
+	// must carry.
+	PromptRootHashB64u string
+	// PackCiphertextHashB64u is b64u(SHA-256) of prompt_pack.enc.
+	PackCiphertextHashB64u string
+	// GatePolicyHashB64u, AuditRootB64u and AuditCount describe the gate:
+	// its policy hash and the head and length of its audit log.
+	GatePolicyHashB64u string
+	AuditRootB64u      string
+	AuditCount         int64
+	// Model is the model identity the run was configured with.
+	Model ModelIdentity
+	// Harness, optional, is copied into the attestation payload.
+	Harness *poh.Harness
+	// EvidenceURI, optional, is evidence_ref.uri: where the evidence
+	// document will be published.
+	EvidenceURI string
+	// ReceiptSignerDIDs is the allowlist of gateway receipt signers passed
+	// to the bundle verifier (reported there, not enforced).
+	ReceiptSignerDIDs []string
+}
+
+// Output is a signed execution attestation and its evidence document.
+type Output struct {
+	// AttestationJSON is the execution_attestation envelope (compact JSON).
+	AttestationJSON []byte
+	// EvidenceJWS is the evidence document, exactly the bytes whose SHA-256
+	// is evidence_ref.resource_hash_b64u.
+	EvidenceJWS []byte
+	// AttestationID is payload.attestation_id.
+	AttestationID string
+	// ProofBundleHashB64u is the bundle envelope's payload hash.
+	ProofBundleHashB64u string
+	// NonceBindingB64u is the PoH TEE nonce binding (REPORT_DATA 0..31).
+	NonceBindingB64u string
+	// EvidenceHashB64u is b64u(SHA-256(EvidenceJWS)).
+	EvidenceHashB64u string
+	// Platform is the evidence platform; Simulated is true for simulated
+	// evidence.
+	Platform  string
+	Simulated bool
+}
+
+var didPattern = regexp.MustCompile(`^did:(key|web):[a-zA-Z0-9._%-]+$`)
+
+func (is *Issuer) check() (ed25519.PublicKey, error) {
+	if is == nil || len(is.Key) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("%w: no Ed25519 identity key", ErrConfig)
+	}
+	if is.Quoter == nil {
+		return nil, fmt.Errorf("%w: no quoter", ErrConfig)
+	}
+	if len(is.RecipientKey) != 0 && len(is.RecipientKey) != 32 {
+		return nil, fmt.Errorf("%w: recipient key is %d bytes, want 32", ErrConfig, len(is.RecipientKey))
+	}
+	return is.Key.Public().(ed25519.PublicKey), nil
+}
+
+func (is *Issuer) now() time.Time {
+	t := time.Now()
+	if is.Now != nil {
+		t = is.Now()
+	}
+	return t.UTC().Truncate(time.Millisecond)
+}
+
+// DID returns the attester's did:key, or "" if the issuer has no key.
+func (is *Issuer) DID() string {
+	if is == nil || len(is.Key) != ed25519.PrivateKeySize {
+		return ""
+	}
+	return didkey.Format(is.Key.Public().(ed25519.PublicKey))
+}
+
+func checkInput(in *AttestInput) error {
+	if len(in.BundleEnvelope) == 0 || len(in.BundleEnvelope) > poh.MaxEnvelopeBytes {
+		return fmt.Errorf("%w: bundle envelope is %d bytes, want 1..%d", ErrInput, len(in.BundleEnvelope), poh.MaxEnvelopeBytes)
+	}
+	if len(in.AgentDID) > MaxIDBytes || !didPattern.MatchString(in.AgentDID) {
+		return fmt.Errorf("%w: agent DID is not a did:key or did:web", ErrInput)
+	}
+	if len(in.RunID) == 0 || len(in.RunID) > MaxIDBytes || !utf8.ValidString(in.RunID) {
+		return fmt.Errorf("%w: run id must be 1..%d bytes of UTF-8", ErrInput, MaxIDBytes)
+	}
+	hashes := []struct{ name, v string }{
+		{"prompt hash", in.PromptHashB64u},
+		{"report hash", in.ReportHashB64u},
+		{"pack ciphertext hash", in.PackCiphertextHashB64u},
+		{"gate policy hash", in.GatePolicyHashB64u},
+		{"audit root", in.AuditRootB64u},
+	}
+	if in.PromptRootHashB64u != "" {
+		hashes = append(hashes, struct{ name, v string }{"prompt root hash", in.PromptRootHashB64u})
+	}
+	for _, h := range hashes {
+		if _, err := b64u.DecodeHash(h.v); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrInput, h.name, err)
+		}
+	}
+	if in.AuditCount < 0 || in.AuditCount > pohjson.MaxSafeInteger {
+		return fmt.Errorf("%w: audit count out of range", ErrInput)
+	}
+	if len(in.EvidenceURI) > MaxURIBytes || !utf8.ValidString(in.EvidenceURI) {
+		return fmt.Errorf("%w: evidence uri must be at most %d bytes of UTF-8", ErrInput, MaxURIBytes)
+	}
+	if len(in.ReceiptSignerDIDs) > MaxReceiptSigners {
+		return fmt.Errorf("%w: more than %d receipt signers", ErrInput, MaxReceiptSigners)
+	}
+	return nil
+}
+
+// newAttestationID returns AttestationIDPrefix + b64u(16 random bytes).
+func newAttestationID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return AttestationIDPrefix + b64u.Encode(b[:]), nil
+}
+
+// quote asks the platform for evidence over rd and checks that it commits
+// to rd before anything is signed.
+func (is *Issuer) quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, *teeclaims.Claims, map[string][]byte, error) {
+	ev, err := is.Quoter.Quote(ctx, rd)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrQuote, err)
+	}
+	claims, err := teeclaims.Derive(ev)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	if err := teeclaims.CheckReportData(ev, claims, rd); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	var coll map[string][]byte
+	if is.Collateral != nil {
+		if coll, err = is.Collateral.Collateral(ctx, ev); err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: collateral: %w", ErrQuote, err)
+		}
+	}
+	return ev, claims, coll, nil
+}
+
+// signDoc signs an evidence document and checks that it carries exactly the
+// evidence context that went into REPORT_DATA.
+func (is *Issuer) signDoc(d *evidencedoc.Document, evidenceContext []byte) (*evidencedoc.Document, error) {
+	signed, err := evidencedoc.Sign(is.Key, d)
+	if err != nil {
+		return nil, fmt.Errorf("%w: evidence document: %w", ErrEvidence, err)
+	}
+	if !bytes.Equal(signed.EvidenceContext(), evidenceContext) {
+		return nil, errors.New("attestation: internal error: evidence context changed in encoding")
+	}
+	return signed, nil
+}
+
+// KeyAttestation returns a key attestation: an evidence document of kind
+// key_attestation whose fresh evidence has REPORT_DATA =
+// NewReportData(KeyNonce(challenge), identity key, key context), the key
+// context binding the challenge and the X25519 recipient key (if any).
+// challenge is the relying party's nonce, 0..1024 bytes; empty gives no
+// freshness.
+func (is *Issuer) KeyAttestation(ctx context.Context, challenge []byte) ([]byte, error) {
+	pub, err := is.check()
+	if err != nil {
+		return nil, err
+	}
+	nonce, err := evidencedoc.KeyNonce(challenge)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	kc := &evidencedoc.KeyContext{Context: evidencedoc.KeyContextLabel, ChallengeB64u: b64u.Encode(challenge)}
+	if len(is.RecipientKey) > 0 {
+		kc.RecipientX25519B64u = b64u.Encode(is.RecipientKey)
+	}
+	ctxBytes, err := pohjson.Marshal(kc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: key context: %w", ErrInput, err)
+	}
+	rd, err := enclave.NewReportData(nonce, pub, ctxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	now := is.now()
+	ev, _, coll, err := is.quote(ctx, rd)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := is.signDoc(&evidencedoc.Document{
+		Kind:     evidencedoc.KindKey,
+		IssuedAt: now,
+		Nonce:    nonce,
+		Key:      kc,
+		Items:    []evidencedoc.Item{{Evidence: ev, Collateral: coll}},
+	}, ctxBytes)
+	if err != nil {
+		return nil, err
+	}
+	return doc.JWS, nil
+}
+
+// Attest verifies the run's proof bundle and its binding to the run (agent
+// DID, run id, prompt commitments), takes fresh evidence whose REPORT_DATA
+// binds the run (PoH nonce binding), the identity key and the execution
+// context, and returns the signed execution_attestation envelope and the
+// evidence document.
+func (is *Issuer) Attest(ctx context.Context, input AttestInput) (*Output, error) {
+	in := &input
+	pub, err := is.check()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkInput(in); err != nil {
+		return nil, err
+	}
+	model, err := evidencedoc.NewModelIdentity(in.Model.Provider, in.Model.Model, in.Model.Revision)
+	if err != nil {
+		return nil, fmt.Errorf("%w: model identity: %w", ErrInput, err)
+	}
+	modelDigest, err := model.Digest()
+	if err != nil {
+		return nil, fmt.Errorf("%w: model identity: %w", ErrInput, err)
+	}
+	bundle, err := verifyBundle(in)
+	if err != nil {
+		return nil, err
+	}
+	bundleHash := bundle.Envelope.PayloadHashB64u
+	nonce, err := poh.NonceBinding(in.AgentDID, in.RunID, bundleHash)
+	if err != nil {
+		return nil, fmt.Errorf("%w: nonce binding: %w", ErrInput, err)
+	}
+	id, err := newAttestationID()
+	if err != nil {
+		return nil, fmt.Errorf("attestation: attestation id: %w", err)
+	}
+	commitments := evidencedoc.Commitments{
+		Version:                      evidencedoc.CommitmentsVersion,
+		SystemPromptHashB64u:         in.PromptHashB64u,
+		SystemPromptReportHashB64u:   in.ReportHashB64u,
+		PromptPackCiphertextHashB64u: in.PackCiphertextHashB64u,
+		GatePolicyHashB64u:           in.GatePolicyHashB64u,
+		GateAuditRootB64u:            in.AuditRootB64u,
+		GateAuditCount:               in.AuditCount,
+		ModelIdentity:                model,
+		ModelIdentityDigestB64u:      modelDigest,
+	}
+	ec := &evidencedoc.ExecutionContext{
+		Context:             evidencedoc.ExecutionContextLabel,
+		AttestationID:       id,
+		AgentDID:            in.AgentDID,
+		RunID:               in.RunID,
+		ProofBundleHashB64u: bundleHash,
+		Clawea:              commitments,
+	}
+	ctxBytes, err := pohjson.Marshal(ec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: execution context: %w", ErrInput, err)
+	}
+	rd, err := enclave.NewReportData(nonce, pub, ctxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	now := is.now()
+	ev, claims, coll, err := is.quote(ctx, rd)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := is.signDoc(&evidencedoc.Document{
+		Kind:      evidencedoc.KindExecution,
+		IssuedAt:  now,
+		Nonce:     nonce,
+		Execution: ec,
+		Items:     []evidencedoc.Item{{Evidence: ev, Collateral: coll}},
+	}, ctxBytes)
+	if err != nil {
+		return nil, err
+	}
+	evidenceHash := b64u.SHA256(doc.JWS)
+	nonceB64u := b64u.Encode(nonce[:])
+
+	payload := &poh.ExecutionAttestation{
+		AttestationVersion:  "1",
+		AttestationID:       id,
+		ExecutionType:       "tee_execution",
+		AgentDID:            in.AgentDID,
+		AttesterDID:         doc.AttesterDID,
+		RunID:               in.RunID,
+		ProofBundleHashB64u: bundleHash,
+		Harness:             in.Harness,
+		RuntimeMetadata: &poh.RuntimeMetadata{TEE: &poh.TEE{
+			AttestationType: claims.AttestationType,
+			RootID:          claims.RootID,
+			TCBVersion:      claims.TCBVersion,
+			EvidenceRef: poh.EvidenceRef{
+				ResourceType:     evidencedoc.ResourceType,
+				ResourceHashB64u: evidenceHash,
+				URI:              in.EvidenceURI,
+			},
+			NonceBindingB64u: nonceB64u,
+			Measurements: poh.Measurements{
+				MeasurementHashB64u:    b64u.Encode(claims.Measurement),
+				ModelWeightsDigestB64u: modelDigest,
+			},
+		}},
+		IssuedAt: poh.FormatTime(now),
+		Metadata: map[string]any{"clawea": evidencedoc.Metadata{Commitments: commitments, Simulated: doc.Simulated()}},
+	}
+	pv, err := pohjson.FromGo(payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: attestation payload: %w", ErrInput, err)
+	}
+	env, err := poh.Sign(poh.TypeExecutionAttestation, pv, is.Key, now)
+	if err != nil {
+		return nil, fmt.Errorf("attestation: sign: %w", err)
+	}
+	// Fail closed: never hand out an envelope the PoH verifier refuses.
+	if _, err := poh.Verify(env, poh.VerifyOptions{Type: poh.TypeExecutionAttestation}); err != nil {
+		return nil, fmt.Errorf("attestation: internal error: the envelope does not verify: %w", err)
+	}
+	return &Output{
+		AttestationJSON:     env,
+		EvidenceJWS:         doc.JWS,
+		AttestationID:       id,
+		ProofBundleHashB64u: bundleHash,
+		NonceBindingB64u:    nonceB64u,
+		EvidenceHashB64u:    evidenceHash,
+		Platform:            ev.Platform,
+		Simulated:           doc.Simulated(),
+	}, nil
+}

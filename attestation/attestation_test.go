@@ -1,0 +1,580 @@
+package attestation_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	sevabi "github.com/google/go-sev-guest/abi"
+	sevvalidate "github.com/google/go-sev-guest/validate"
+	sevverify "github.com/google/go-sev-guest/verify"
+	"github.com/google/go-sev-guest/verify/trust"
+	tdxvalidate "github.com/google/go-tdx-guest/validate"
+	tdxverify "github.com/google/go-tdx-guest/verify"
+
+	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/attestation/evidencedoc"
+	"github.com/clawea/attester/attestation/teeclaims"
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
+	"github.com/clawea/attester/enclave/sim/simroots"
+	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/schemas"
+)
+
+// verified is what an offline check of an Output established, for further
+// assertions.
+type verified struct {
+	env     *poh.Verified
+	payload poh.ExecutionAttestation
+	doc     *evidencedoc.Document
+	rd      enclave.ReportData
+}
+
+// checkOutput verifies an Output the way an offline verifier would, with
+// independent recomputation of every binding, except the platform
+// signature checks which the callers do per platform.
+func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.Output) *verified {
+	t.Helper()
+	if err := schemas.Validate(schemas.ExecutionAttestationEnvelopeV1, out.AttestationJSON); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+	env, err := poh.Verify(out.AttestationJSON, poh.VerifyOptions{Type: poh.TypeExecutionAttestation})
+	if err != nil {
+		t.Fatalf("poh.Verify: %v", err)
+	}
+	pub := is.Key.Public().(ed25519.PublicKey)
+	if env.SignerDID != didkey.Format(pub) {
+		t.Fatalf("signer %s, want the attester", env.SignerDID)
+	}
+	raw, err := pohjson.Stringify(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p poh.ExecutionAttestation
+	if err := json.Unmarshal(raw, &p); err != nil {
+		t.Fatal(err)
+	}
+	bundleEnv, err := poh.Verify(r.bundle(t), poh.VerifyOptions{Type: poh.TypeProofBundle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.ExecutionType != "tee_execution" || p.AgentDID != r.agentDID() || p.RunID != r.runID ||
+		p.AttesterDID != env.SignerDID || p.ProofBundleHashB64u != bundleEnv.PayloadHashB64u ||
+		p.AttestationID != out.AttestationID || p.IssuedAt != "2026-06-01T12:00:00.000Z" {
+		t.Fatalf("payload header fields: %+v", p)
+	}
+	tee := p.RuntimeMetadata.TEE
+	wantNonce, err := poh.NonceBindingB64u(r.agentDID(), r.runID, bundleEnv.PayloadHashB64u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tee.NonceBindingB64u != wantNonce || out.NonceBindingB64u != wantNonce {
+		t.Fatalf("nonce binding %s, want %s", tee.NonceBindingB64u, wantNonce)
+	}
+	sum := sha256.Sum256(out.EvidenceJWS)
+	if tee.EvidenceRef.ResourceHashB64u != b64u.Encode(sum[:]) || tee.EvidenceRef.ResourceType != "clawea.dev/evidence/v1" || tee.EvidenceRef.URI != "evidence/run_test_001.jws" {
+		t.Fatalf("evidence_ref %+v", tee.EvidenceRef)
+	}
+	wantModel, err := evidencedoc.ModelIdentityDigest(r.model.Provider, r.model.Model, r.model.Revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tee.Measurements.ModelWeightsDigestB64u != wantModel {
+		t.Fatalf("model digest %s, want %s", tee.Measurements.ModelWeightsDigestB64u, wantModel)
+	}
+
+	doc, err := evidencedoc.Parse(out.EvidenceJWS, pub)
+	if err != nil {
+		t.Fatalf("evidencedoc.Parse: %v", err)
+	}
+	if doc.Kind != evidencedoc.KindExecution || len(doc.Items) != 1 || doc.Execution.AttestationID != p.AttestationID {
+		t.Fatalf("document: kind %s, %d items", doc.Kind, len(doc.Items))
+	}
+	// metadata.clawea equals the hardware-bound commitments plus simulated.
+	var md struct {
+		Clawea evidencedoc.Metadata `json:"clawea"`
+	}
+	mdRaw, _ := json.Marshal(p.Metadata)
+	dec := json.NewDecoder(bytes.NewReader(mdRaw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&md); err != nil {
+		t.Fatalf("metadata.clawea: %v", err)
+	}
+	if md.Clawea.Commitments != doc.Execution.Clawea || !md.Clawea.Simulated || !out.Simulated {
+		t.Fatalf("metadata.clawea %+v differs from the evidence context %+v", md.Clawea, doc.Execution.Clawea)
+	}
+	c := md.Clawea
+	if c.SystemPromptHashB64u != r.promptHash || c.SystemPromptReportHashB64u != r.reportHash ||
+		c.PromptPackCiphertextHashB64u != r.packHash || c.GateAuditCount != 17 || c.ModelIdentityDigestB64u != wantModel {
+		t.Fatalf("commitments %+v", c)
+	}
+	// REPORT_DATA recomputed from scratch: PoH nonce binding || identity binding.
+	nb, err := poh.NonceBinding(r.agentDID(), r.runID, bundleEnv.PayloadHashB64u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctxBytes, err := json.Marshal(doc.Execution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ctxBytes, doc.EvidenceContext()) {
+		t.Fatalf("evidence context is not the stringified execution member:\n%s\n%s", ctxBytes, doc.EvidenceContext())
+	}
+	rd, err := enclave.NewReportData(nb, pub, ctxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := doc.ReportData(); got != rd {
+		t.Fatal("Document.ReportData differs from the recomputed REPORT_DATA")
+	}
+	claims, err := teeclaims.Derive(doc.Items[0].Evidence)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := teeclaims.CheckReportData(doc.Items[0].Evidence, claims, rd); err != nil {
+		t.Fatal(err)
+	}
+	if tee.AttestationType != claims.AttestationType || tee.RootID != claims.RootID || tee.TCBVersion != claims.TCBVersion ||
+		tee.Measurements.MeasurementHashB64u != b64u.Encode(claims.Measurement) {
+		t.Fatalf("tee claims %+v differ from the evidence %+v", tee, claims)
+	}
+	return &verified{env: env, payload: p, doc: doc, rd: rd}
+}
+
+var sevVerifyTime = fixedNow
+
+func sevSimOptions(t *testing.T) *sevverify.Options {
+	t.Helper()
+	roots := trust.AMDRootCertsProduct(simroots.SEVSNPProductLine)
+	if err := roots.FromKDSCertBytes(simroots.SEVSNPCertChainPEM()); err != nil {
+		t.Fatal(err)
+	}
+	return &sevverify.Options{DisableCertFetching: true, Now: sevVerifyTime,
+		TrustedRoots: map[string][]*trust.AMDRootCerts{simroots.SEVSNPProductLine: {roots}}}
+}
+
+// verifySEV checks SEV-SNP evidence with go-sev-guest: signatures to the
+// simulated roots, then policy with the recomputed REPORT_DATA.
+func verifySEV(t *testing.T, ev *enclave.Evidence, rd enclave.ReportData) {
+	t.Helper()
+	p, err := snpevidence.Parse(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := p.Attestation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sevverify.SnpAttestation(a, sevSimOptions(t)); err != nil {
+		t.Fatalf("go-sev-guest verify with the simulated roots: %v", err)
+	}
+	want := rd.Bytes()
+	vmpl := 0
+	if err := sevvalidate.SnpAttestation(a, &sevvalidate.Options{
+		ReportData: want[:], GuestPolicy: sevabi.SnpPolicy{SMT: true}, VMPL: &vmpl,
+	}); err != nil {
+		t.Fatalf("go-sev-guest validate: %v", err)
+	}
+	// A production verifier (AMD's roots) refuses simulated evidence.
+	prod := sevverify.DefaultOptions()
+	prod.DisableCertFetching = true
+	prod.Getter = nil
+	prod.Now = sevVerifyTime
+	if err := sevverify.SnpAttestation(a, prod); err == nil {
+		t.Fatal("simulated evidence verified with AMD's roots")
+	}
+	// And the wrong REPORT_DATA fails policy.
+	other := want
+	other[40] ^= 1
+	if err := sevvalidate.SnpAttestation(a, &sevvalidate.Options{ReportData: other[:], GuestPolicy: sevabi.SnpPolicy{SMT: true}, VMPL: &vmpl}); err == nil {
+		t.Fatal("validate accepted another REPORT_DATA")
+	}
+}
+
+func TestAttestSEVSNP(t *testing.T) {
+	r := newRun()
+	is := issuer(simSEV(t))
+	out, err := is.Attest(context.Background(), r.input(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := checkOutput(t, r, is, out)
+	tee := v.payload.RuntimeMetadata.TEE
+	if tee.AttestationType != "sev_snp_report" || tee.RootID != "sev-snp:amd-ark-Milan:SIMULATED" || tee.TCBVersion != "7308000000000003" {
+		t.Fatalf("tee %+v", tee)
+	}
+	if out.Platform != enclave.PlatformSEVSNP {
+		t.Fatalf("platform %s", out.Platform)
+	}
+	verifySEV(t, v.doc.Items[0].Evidence, v.rd)
+}
+
+func TestAttestTDX(t *testing.T) {
+	r := newRun()
+	is := issuer(simTDX(t))
+	out, err := is.Attest(context.Background(), r.input(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := checkOutput(t, r, is, out)
+	tee := v.payload.RuntimeMetadata.TEE
+	wantRoot := "tdx:root-sha256-" + tdxsimroots.RootSHA256 + ":SIMULATED"
+	if tee.AttestationType != "tdx_quote" || tee.RootID != wantRoot || tee.TCBVersion != "03010200000000000000000000000000" {
+		t.Fatalf("tee %+v, want root %s", tee, wantRoot)
+	}
+	ev := v.doc.Items[0].Evidence
+	pool, err := tdxsimroots.CertPool()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &tdxverify.TimeSet{PckCertChain: fixedNow, TcbInfo: fixedNow, QeIdentity: fixedNow, PckCrl: fixedNow, RootCaCrl: fixedNow}
+	if err := tdxverify.RawTdxQuote(ev.Blob, &tdxverify.Options{TrustedRoots: pool, Now: ts}); err != nil {
+		t.Fatalf("go-tdx-guest verify with the simulated root: %v", err)
+	}
+	want := v.rd.Bytes()
+	if err := tdxvalidate.RawTdxQuote(ev.Blob, &tdxvalidate.Options{TdQuoteBodyOptions: tdxvalidate.TdQuoteBodyOptions{ReportData: want[:]}}); err != nil {
+		t.Fatalf("go-tdx-guest validate: %v", err)
+	}
+	if err := tdxverify.RawTdxQuote(ev.Blob, &tdxverify.Options{Now: ts}); err == nil {
+		t.Fatal("simulated quote verified with Intel's root")
+	}
+}
+
+func TestKeyAttestation(t *testing.T) {
+	is := issuer(simSEV(t))
+	challenge := []byte("relying-party-challenge-0123456789")
+	jws, err := is.KeyAttestation(context.Background(), challenge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := evidencedoc.SignerKey(jws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pub.Equal(is.Key.Public()) {
+		t.Fatal("kid is not the identity key")
+	}
+	doc, err := evidencedoc.Parse(jws, pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Kind != evidencedoc.KindKey || !bytes.Equal(doc.Key.Challenge(), challenge) || !bytes.Equal(doc.Key.RecipientX25519(), is.RecipientKey) {
+		t.Fatalf("key document %+v", doc.Key)
+	}
+	// Recompute independently: nonce = SHA-256(label || 0 || u32be(len) || challenge).
+	pre := append([]byte("clawea.dev/attester/v1/key-attestation/nonce\x00"), 0, 0, 0, byte(len(challenge)))
+	nonce := sha256.Sum256(append(pre, challenge...))
+	ctxBytes := []byte(`{"context":"clawea.dev/evidence/v1/context/key","challenge_b64u":"` + b64u.Encode(challenge) +
+		`","recipient_x25519_b64u":"` + b64u.Encode(is.RecipientKey) + `"}`)
+	rd, err := enclave.NewReportData(nonce, pub, ctxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := doc.ReportData(); got != rd {
+		t.Fatal("key attestation REPORT_DATA differs from the recomputation")
+	}
+	verifySEV(t, doc.Items[0].Evidence, rd)
+
+	// Another challenge gives another REPORT_DATA.
+	other, err := evidencedoc.KeyNonce([]byte("another challenge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if other == nonce {
+		t.Fatal("nonce does not depend on the challenge")
+	}
+	if _, err := is.KeyAttestation(context.Background(), make([]byte, evidencedoc.MaxChallengeBytes+1)); !errors.Is(err, attestation.ErrInput) {
+		t.Fatalf("oversized challenge: %v", err)
+	}
+}
+
+func TestKeyAttestationTDXWithoutRecipient(t *testing.T) {
+	is := issuer(simTDX(t))
+	is.RecipientKey = nil
+	jws, err := is.KeyAttestation(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := evidencedoc.Parse(jws, is.Key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Key.RecipientX25519() != nil || len(doc.Key.Challenge()) != 0 {
+		t.Fatalf("key context %+v", doc.Key)
+	}
+	if !bytes.Equal(doc.EvidenceContext(), []byte(`{"context":"clawea.dev/evidence/v1/context/key","challenge_b64u":""}`)) {
+		t.Fatalf("context %s", doc.EvidenceContext())
+	}
+}
+
+func TestAttestBundleRejections(t *testing.T) {
+	other := newRun()
+	other.agentKey = key(2)
+	cases := []struct {
+		name  string
+		tweak func(r *run, in *attestation.AttestInput)
+		code  poh.Code
+	}{
+		{"bundle from another agent", func(r *run, in *attestation.AttestInput) {
+			in.BundleEnvelope = other.bundle(t)
+		}, poh.EvidenceMismatch},
+		{"bundle from another run", func(r *run, in *attestation.AttestInput) {
+			r.bundleRunID = "run_other"
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.EvidenceMismatch},
+		{"prompt hash mismatch in one call", func(r *run, in *attestation.AttestInput) {
+			r.callPromptHashes = []string{r.promptHash, h("an injected prompt")}
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.PromptCommitmentMismatch},
+		{"attester rebuilt another prompt", func(r *run, in *attestation.AttestInput) {
+			in.PromptHashB64u = h("another prompt")
+		}, poh.PromptCommitmentMismatch},
+		{"report hash mismatch", func(r *run, in *attestation.AttestInput) {
+			r.bundleReport = h("another report")
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.PromptCommitmentMismatch},
+		{"attester recomputed another report", func(r *run, in *attestation.AttestInput) {
+			in.ReportHashB64u = h("another report")
+		}, poh.PromptCommitmentMismatch},
+		{"pack ciphertext mismatch", func(r *run, in *attestation.AttestInput) {
+			in.PackCiphertextHashB64u = h("another pack")
+		}, poh.PromptCommitmentMismatch},
+		{"uncovered llm_call", func(r *run, in *attestation.AttestInput) {
+			r.omitCall = true
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.PromptCommitmentMismatch},
+		{"call names no llm_call event", func(r *run, in *attestation.AttestInput) {
+			r.callEventID = "evt_c" // a tool_call
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.EvidenceMismatch},
+		{"report for another run", func(r *run, in *attestation.AttestInput) {
+			r.reportRunID = "run_other"
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.PromptCommitmentMismatch},
+		{"prompt pack root does not match entries", func(r *run, in *attestation.AttestInput) {
+			r.packRoot = h("forged root")
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.PromptCommitmentMismatch},
+		{"expected prompt root differs", func(r *run, in *attestation.AttestInput) {
+			in.PromptRootHashB64u = h("expected root")
+		}, poh.PromptCommitmentMismatch},
+		{"call used another model", func(r *run, in *attestation.AttestInput) {
+			r.callModel = "another-model"
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.EvidenceMismatch},
+		{"no system prompt report", func(r *run, in *attestation.AttestInput) {
+			r.omitReport = true
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.MissingRequiredField},
+		{"no clawea metadata", func(r *run, in *attestation.AttestInput) {
+			r.omitClawea = true
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.MissingRequiredField},
+		{"unknown clawea metadata member", func(r *run, in *attestation.AttestInput) {
+			r.extraClawea = map[string]string{"trust_me": "yes"}
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.SchemaValidationFailed},
+		{"tampered bundle payload", func(r *run, in *attestation.AttestInput) {
+			in.BundleEnvelope = bytes.Replace(in.BundleEnvelope, []byte(`"bundle_001"`), []byte(`"bundle_002"`), 1)
+		}, poh.HashMismatch},
+		{"tampered bundle signature", func(r *run, in *attestation.AttestInput) {
+			var env map[string]any
+			if err := json.Unmarshal(in.BundleEnvelope, &env); err != nil {
+				t.Fatal(err)
+			}
+			sig, _ := b64u.Decode(env["signature_b64u"].(string))
+			sig[0] ^= 1
+			in.BundleEnvelope = bytes.Replace(in.BundleEnvelope, []byte(env["signature_b64u"].(string)), []byte(b64u.Encode(sig)), 1)
+		}, poh.SignatureInvalid},
+	}
+	q := simSEV(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRun()
+			in := r.input(t)
+			tc.tweak(r, &in)
+			out, err := issuer(q).Attest(context.Background(), in)
+			if out != nil {
+				t.Fatal("output returned with an error")
+			}
+			if !errors.Is(err, attestation.ErrBundle) || !errors.Is(err, tc.code) {
+				t.Fatalf("got %v, want %s", err, tc.code)
+			}
+			var be *attestation.BundleError
+			if !errors.As(err, &be) || be.Code != tc.code {
+				t.Fatalf("not a *BundleError with %s: %v", tc.code, err)
+			}
+		})
+	}
+}
+
+func TestAttestInputAndConfigErrors(t *testing.T) {
+	r := newRun()
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		is    func() *attestation.Issuer
+		tweak func(in *attestation.AttestInput)
+		want  error
+	}{
+		{"no key", func() *attestation.Issuer { i := issuer(simSEV(t)); i.Key = nil; return i }, nil, attestation.ErrConfig},
+		{"no quoter", func() *attestation.Issuer { return &attestation.Issuer{Key: key(9)} }, nil, attestation.ErrConfig},
+		{"bad recipient key", func() *attestation.Issuer { i := issuer(simSEV(t)); i.RecipientKey = []byte{1}; return i }, nil, attestation.ErrConfig},
+		{"bad prompt hash", nil, func(in *attestation.AttestInput) { in.PromptHashB64u = "AAAA" }, attestation.ErrInput},
+		{"bad agent did", nil, func(in *attestation.AttestInput) { in.AgentDID = "agent" }, attestation.ErrInput},
+		{"empty run id", nil, func(in *attestation.AttestInput) { in.RunID = "" }, attestation.ErrInput},
+		{"negative audit count", nil, func(in *attestation.AttestInput) { in.AuditCount = -1 }, attestation.ErrInput},
+		{"no model", nil, func(in *attestation.AttestInput) { in.Model = attestation.ModelIdentity{} }, attestation.ErrInput},
+		{"control char in model", nil, func(in *attestation.AttestInput) { in.Model.Model = "a\nb" }, attestation.ErrInput},
+		{"empty bundle", nil, func(in *attestation.AttestInput) { in.BundleEnvelope = nil }, attestation.ErrInput},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			is := issuer(simSEV(t))
+			if tc.is != nil {
+				is = tc.is()
+			}
+			in := r.input(t)
+			if tc.tweak != nil {
+				tc.tweak(&in)
+			}
+			if _, err := is.Attest(ctx, in); !errors.Is(err, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+// staleQuoter returns real simulated evidence, but over other REPORT_DATA
+// than requested: a platform (or a replayed quote) the attester must not
+// trust.
+type staleQuoter struct{ q enclave.Quoter }
+
+func (s staleQuoter) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
+	other, err := enclave.NewReportData([32]byte{1}, ed25519.PublicKey(make([]byte, 32)), nil)
+	if err != nil {
+		return nil, err
+	}
+	return s.q.Quote(ctx, other)
+}
+
+// failingQuoter is a platform that cannot quote.
+type failingQuoter struct{}
+
+func (failingQuoter) Quote(context.Context, enclave.ReportData) (*enclave.Evidence, error) {
+	return nil, enclave.ErrNotAvailable
+}
+
+func TestAttestRefusesEvidenceOverOtherReportData(t *testing.T) {
+	for name, q := range map[string]enclave.Quoter{"sev-snp": staleQuoter{simSEV(t)}, "tdx": staleQuoter{simTDX(t)}} {
+		t.Run(name, func(t *testing.T) {
+			r := newRun()
+			if _, err := issuer(q).Attest(context.Background(), r.input(t)); !errors.Is(err, attestation.ErrEvidence) || !errors.Is(err, teeclaims.ErrEvidence) {
+				t.Fatalf("got %v, want ErrEvidence", err)
+			}
+			if _, err := issuer(q).KeyAttestation(context.Background(), []byte("c")); !errors.Is(err, attestation.ErrEvidence) {
+				t.Fatalf("key attestation: got %v, want ErrEvidence", err)
+			}
+		})
+	}
+	r := newRun()
+	if _, err := issuer(failingQuoter{}).Attest(context.Background(), r.input(t)); !errors.Is(err, attestation.ErrQuote) || !errors.Is(err, enclave.ErrNotAvailable) {
+		t.Fatalf("failing quoter: %v", err)
+	}
+}
+
+// crlSource supplies a fixed SEV-SNP CRL as collateral.
+type crlSource struct{ name string }
+
+func (c crlSource) Collateral(_ context.Context, ev *enclave.Evidence) (map[string][]byte, error) {
+	return map[string][]byte{c.name: []byte("crl der for " + ev.Platform)}, nil
+}
+
+func TestAttestCollateral(t *testing.T) {
+	r := newRun()
+	is := issuer(simSEV(t))
+	is.Collateral = crlSource{"crl"}
+	out, err := is.Attest(context.Background(), r.input(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := checkOutput(t, r, is, out)
+	if got := string(v.doc.Items[0].Collateral["crl"]); got != "crl der for sev-snp" {
+		t.Fatalf("collateral %q", got)
+	}
+	is.Collateral = crlSource{"tcb_info"} // not defined for SEV-SNP
+	if _, err := is.Attest(context.Background(), r.input(t)); !errors.Is(err, attestation.ErrEvidence) || !errors.Is(err, evidencedoc.ErrMalformed) {
+		t.Fatalf("undefined collateral name: %v", err)
+	}
+}
+
+func TestAttestationIDsAreFresh(t *testing.T) {
+	r := newRun()
+	is := issuer(simSEV(t))
+	a, err := is.Attest(context.Background(), r.input(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := is.Attest(context.Background(), r.input(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.AttestationID == b.AttestationID || bytes.Equal(a.EvidenceJWS, b.EvidenceJWS) {
+		t.Fatal("two attestations share an id or evidence")
+	}
+	if a.ProofBundleHashB64u != b.ProofBundleHashB64u || a.NonceBindingB64u != b.NonceBindingB64u {
+		t.Fatal("the same bundle gave different bindings")
+	}
+}
+
+func TestModelIdentityDigestVector(t *testing.T) {
+	// JCS of {"model":"claude-opus-4-6","model_identity_version":"clawea.dev/model-identity/v1","provider":"anthropic"}.
+	jcs := `{"model":"claude-opus-4-6","model_identity_version":"clawea.dev/model-identity/v1","provider":"anthropic"}`
+	sum := sha256.Sum256([]byte(jcs))
+	got, err := evidencedoc.ModelIdentityDigest("anthropic", "claude-opus-4-6", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != b64u.Encode(sum[:]) {
+		t.Fatalf("digest %s, want %s", got, b64u.Encode(sum[:]))
+	}
+	withRev, err := evidencedoc.ModelIdentityDigest("anthropic", "claude-opus-4-6", "2026-02-01")
+	if err != nil || withRev == got {
+		t.Fatalf("revision does not change the digest: %v", err)
+	}
+	t.Logf("vector: %s (sha256 hex %s)", got, hex.EncodeToString(sum[:]))
+}
+
+func BenchmarkAttestSimSEVSNP(b *testing.B) {
+	r := newRun()
+	is := issuer(simSEV(b))
+	in := r.input(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := is.Attest(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkAttestSimTDX(b *testing.B) {
+	r := newRun()
+	is := issuer(simTDX(b))
+	in := r.input(b)
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := is.Attest(ctx, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,51 @@
+package attestation
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/clawea/attester/schema/poh"
+)
+
+// Errors. Every error returned by this package wraps one of them.
+var (
+	// ErrConfig: the Issuer is misconfigured (no key, no quoter, a bad
+	// recipient key).
+	ErrConfig = errors.New("attestation: issuer misconfigured")
+	// ErrInput: the caller's input is invalid (bad hash, DID, id, model
+	// identity or challenge).
+	ErrInput = errors.New("attestation: invalid input")
+	// ErrBundle: the proof bundle was rejected. The error is a *BundleError
+	// carrying the PoH reason code, so errors.Is(err, poh.SignatureInvalid)
+	// and errors.Is(err, poh.PromptCommitmentMismatch) work.
+	ErrBundle = errors.New("attestation: proof bundle rejected")
+	// ErrQuote: the platform could not produce evidence.
+	ErrQuote = errors.New("attestation: quote failed")
+	// ErrEvidence: the platform returned evidence this package cannot use
+	// (unknown platform or format, or it does not commit to the requested
+	// REPORT_DATA).
+	ErrEvidence = errors.New("attestation: unusable platform evidence")
+)
+
+// BundleError is a rejected proof bundle: the PoH reason code, the field it
+// concerns (a JSON path in the bundle envelope, may be empty) and a message
+// safe to show to anyone.
+type BundleError struct {
+	Code  poh.Code
+	Field string
+	Msg   string
+}
+
+func (e *BundleError) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("attestation: proof bundle rejected: %s: %s: %s", e.Code, e.Field, e.Msg)
+	}
+	return fmt.Sprintf("attestation: proof bundle rejected: %s: %s", e.Code, e.Msg)
+}
+
+// Unwrap returns ErrBundle and the PoH code.
+func (e *BundleError) Unwrap() []error { return []error{ErrBundle, e.Code} }
+
+func bundleErr(code poh.Code, field, format string, args ...any) *BundleError {
+	return &BundleError{Code: code, Field: field, Msg: fmt.Sprintf(format, args...)}
+}

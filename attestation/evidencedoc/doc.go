@@ -1,0 +1,192 @@
+// Package evidencedoc defines the clawea evidence document: a compact JWS
+// (RFC 7515, EdDSA with the attester's Ed25519 identity key, payload
+// embedded) that carries hardware evidence (quotes, certificate chains,
+// collateral) together with the context its REPORT_DATA commits to.
+//
+// The format is normative in docs/spec/attestation-v1.md. This package has no
+// device imports: verifiers use Parse, which checks the signature and returns
+// only verified, canonical data; producers use Sign. Whatever Parse accepts
+// re-encodes to the identical bytes.
+//
+// Parse establishes "signed by this key" only. That the key is the attester's
+// key inside a TEE follows from the hardware evidence, whose REPORT_DATA a
+// verifier recomputes with Document.ReportData and checks against vendor
+// roots (package verify).
+package evidencedoc
+
+import (
+	"crypto/ed25519"
+	"errors"
+	"time"
+
+	"github.com/clawea/attester/enclave"
+)
+
+// Format constants.
+const (
+	// Version is the evidence_version of the payload, its first member.
+	Version = "clawea.dev/evidence/v1"
+	// Type is the JWS "typ" header.
+	Type = "clawea-evidence+jws"
+	// Algorithm is the only accepted JWS "alg".
+	Algorithm = "EdDSA"
+	// ResourceType is the evidence_ref.resource_type of an execution
+	// attestation that points at an evidence document.
+	ResourceType = Version
+
+	// KindExecution is an evidence document referenced by an
+	// execution_attestation envelope.
+	KindExecution = "execution_attestation"
+	// KindKey is a key attestation: the attester proves its identity key
+	// (and optionally its X25519 pack-recipient key).
+	KindKey = "key_attestation"
+
+	// ExecutionContextLabel and KeyContextLabel are the first member of the
+	// evidence context objects (domain separation).
+	ExecutionContextLabel = "clawea.dev/evidence/v1/context/execution"
+	KeyContextLabel       = "clawea.dev/evidence/v1/context/key"
+	// KeyNonceLabel is the label of the key-attestation nonce (REPORT_DATA
+	// bytes 0..31 of a key attestation).
+	KeyNonceLabel = "clawea.dev/attester/v1/key-attestation/nonce"
+	// CommitmentsVersion is metadata.clawea.clawea_version.
+	CommitmentsVersion = "clawea.dev/attestation/v1"
+)
+
+// Limits.
+const (
+	// MaxJWSBytes bounds a compact JWS handed to Parse.
+	MaxJWSBytes = 8 << 20
+	// MaxEvidence bounds the number of evidence items.
+	MaxEvidence = 4
+	// MaxBlobBytes bounds Evidence.Blob.
+	MaxBlobBytes = 64 << 10
+	// MaxSignatureBytes bounds Evidence.Signature.
+	MaxSignatureBytes = 1024
+	// MaxCerts and MaxCertBytes bound Evidence.CertChain.
+	MaxCerts     = 4
+	MaxCertBytes = 16 << 10
+	// MaxAuxBytes bounds one Evidence.Aux value (a TPM event log).
+	MaxAuxBytes = 4 << 20
+	// MaxCollateralBytes bounds one collateral value.
+	MaxCollateralBytes = 1 << 20
+	// MaxChallengeBytes bounds a key-attestation challenge.
+	MaxChallengeBytes = 1024
+	// MaxIDBytes bounds attestation ids, run ids and DIDs.
+	MaxIDBytes = 512
+	// MaxProviderBytes, MaxModelBytes and MaxRevisionBytes bound a model
+	// identity (the PoH system_prompt_report limits for provider and model).
+	MaxProviderBytes = 64
+	MaxModelBytes    = 128
+	MaxRevisionBytes = 128
+)
+
+// Errors. Every error from Parse and Sign wraps exactly one of them.
+var (
+	// ErrTooLarge: input above a size limit.
+	ErrTooLarge = errors.New("evidencedoc: input too large")
+	// ErrMalformed: not a well-formed, canonical evidence document.
+	ErrMalformed = errors.New("evidencedoc: malformed evidence document")
+	// ErrUnsupported: a well-formed document of a kind this version refuses:
+	// another alg (none, HS256, ...), typ, critical header, evidence_version,
+	// kind, platform or format.
+	ErrUnsupported = errors.New("evidencedoc: unsupported evidence document")
+	// ErrSignature: the JWS signature does not verify under the given key, or
+	// the document names another signer.
+	ErrSignature = errors.New("evidencedoc: signature invalid")
+	// ErrInconsistent: signed, well-formed, but internally inconsistent (for
+	// example a nonce that does not match its context).
+	ErrInconsistent = errors.New("evidencedoc: inconsistent evidence document")
+)
+
+// Document is a verified evidence document. Everything in it was covered by
+// the signature that Parse checked.
+type Document struct {
+	// Kind is KindExecution or KindKey.
+	Kind string
+	// AttesterDID is the signer's did:key (JWS kid and payload attester_did).
+	AttesterDID string
+	// AttesterKey is the Ed25519 key of AttesterDID.
+	AttesterKey ed25519.PublicKey
+	// IssuedAt is when the document was signed (millisecond precision).
+	IssuedAt time.Time
+	// Nonce is REPORT_DATA bytes 0..31: the PoH TEE nonce binding for an
+	// execution attestation, KeyNonce(challenge) for a key attestation.
+	Nonce [32]byte
+	// Execution is set for KindExecution, Key for KindKey.
+	Execution *ExecutionContext
+	Key       *KeyContext
+	// Items are the hardware evidence, all over the same REPORT_DATA.
+	Items []Item
+
+	// JWS is the exact compact serialization that was parsed or signed.
+	JWS []byte
+	// context is the exact evidence context bytes (see EvidenceContext).
+	context []byte
+}
+
+// Item is one piece of hardware evidence and the collateral that goes with it.
+type Item struct {
+	Evidence *enclave.Evidence
+	// Collateral holds verification collateral under documented names
+	// (docs/spec/attestation-v1.md); nil when there is none.
+	Collateral map[string][]byte
+}
+
+// ExecutionContext is the evidence context of an execution attestation.
+// Field order is the wire order.
+type ExecutionContext struct {
+	Context             string      `json:"context"`
+	AttestationID       string      `json:"attestation_id"`
+	AgentDID            string      `json:"agent_did"`
+	RunID               string      `json:"run_id"`
+	ProofBundleHashB64u string      `json:"proof_bundle_hash_b64u"`
+	Clawea              Commitments `json:"clawea"`
+}
+
+// KeyContext is the evidence context of a key attestation. Field order is
+// the wire order.
+type KeyContext struct {
+	Context       string `json:"context"`
+	ChallengeB64u string `json:"challenge_b64u"`
+	// RecipientX25519B64u is the attester's X25519 pack-recipient public key
+	// (32 bytes), when it has one.
+	RecipientX25519B64u string `json:"recipient_x25519_b64u,omitempty"`
+}
+
+// Commitments are clawea's claims about a run. They are the "clawea" member
+// of the execution evidence context, so the hardware evidence commits to
+// them, and the leading members of metadata.clawea (Metadata) of the
+// execution attestation payload.
+// Field order is the wire order.
+type Commitments struct {
+	Version                      string        `json:"clawea_version"`
+	SystemPromptHashB64u         string        `json:"system_prompt_hash_b64u"`
+	SystemPromptReportHashB64u   string        `json:"system_prompt_report_hash_b64u"`
+	PromptPackCiphertextHashB64u string        `json:"prompt_pack_ciphertext_hash_b64u"`
+	GatePolicyHashB64u           string        `json:"gate_policy_hash_b64u"`
+	GateAuditRootB64u            string        `json:"gate_audit_root_b64u"`
+	GateAuditCount               int64         `json:"gate_audit_count"`
+	ModelIdentity                ModelIdentity `json:"model_identity"`
+	ModelIdentityDigestB64u      string        `json:"model_identity_digest_b64u"`
+}
+
+// Metadata is the object at metadata.clawea of an execution attestation
+// payload: the Commitments, then "simulated", which is true when any
+// evidence item of the referenced evidence document is simulated. Simulated
+// is a label derived from the evidence, not a hardware-bound claim: whether
+// evidence is simulated is decided by the roots it verifies against.
+type Metadata struct {
+	Commitments
+	Simulated bool `json:"simulated"`
+}
+
+// EvidenceContext returns a copy of the exact evidence context bytes bound
+// into REPORT_DATA bytes 32..63: the JSON.stringify form of the payload's
+// "execution" or "key" member.
+func (d *Document) EvidenceContext() []byte { return append([]byte(nil), d.context...) }
+
+// ReportData recomputes the REPORT_DATA every evidence item must carry:
+// enclave.NewReportData(Nonce, AttesterKey, EvidenceContext()).
+func (d *Document) ReportData() (enclave.ReportData, error) {
+	return enclave.NewReportData(d.Nonce, d.AttesterKey, d.context)
+}

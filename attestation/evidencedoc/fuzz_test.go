@@ -1,0 +1,41 @@
+package evidencedoc_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/clawea/attester/attestation/evidencedoc"
+)
+
+// FuzzParse: Parse never panics, returns nothing with an error, and
+// whatever it accepts is canonical: the document re-signs (Ed25519 is
+// deterministic) to exactly the input bytes. The committed seeds in
+// testdata/fuzz/FuzzParse are documents signed with fuzzKey plus malformed
+// variants.
+func FuzzParse(f *testing.F) {
+	f.Add(sign(f, execDoc(f)).JWS)
+	f.Add(sign(f, keyDoc(f, []byte("challenge"))).JWS)
+	f.Add([]byte("e30.e30."))
+	f.Fuzz(func(t *testing.T, jws []byte) {
+		d, err := evidencedoc.Parse(jws, pub())
+		if err != nil {
+			if d != nil {
+				t.Fatal("document returned with an error")
+			}
+			return
+		}
+		if !bytes.Equal(d.JWS, jws) {
+			t.Fatal("Document.JWS differs from the input")
+		}
+		again, err := evidencedoc.Sign(fuzzKey, d)
+		if err != nil {
+			t.Fatalf("accepted document does not re-sign: %v", err)
+		}
+		if !bytes.Equal(again.JWS, jws) {
+			t.Fatalf("accepted document is not canonical:\n%s\n%s", jws, again.JWS)
+		}
+		if _, err := d.ReportData(); err != nil {
+			t.Fatalf("ReportData: %v", err)
+		}
+	})
+}

@@ -1,0 +1,550 @@
+package evidencedoc
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+// TimeFormat is the issued_at format: RFC 3339 UTC with milliseconds, as
+// JavaScript's Date.prototype.toISOString writes it.
+const TimeFormat = poh.TimeFormat
+
+// wirePayload is the JWS payload. Field order is the wire order; the first
+// member is always evidence_version.
+type wirePayload struct {
+	EvidenceVersion string            `json:"evidence_version"`
+	Kind            string            `json:"kind"`
+	AttesterDID     string            `json:"attester_did"`
+	IssuedAt        string            `json:"issued_at"`
+	NonceB64u       string            `json:"nonce_b64u"`
+	Execution       *ExecutionContext `json:"execution,omitempty"`
+	Key             *KeyContext       `json:"key,omitempty"`
+	Evidence        []wireEvidence    `json:"evidence"`
+}
+
+type wireEvidence struct {
+	Platform       string            `json:"platform"`
+	Simulated      bool              `json:"simulated"`
+	Format         string            `json:"format"`
+	BlobB64u       string            `json:"blob_b64u"`
+	SignatureB64u  string            `json:"signature_b64u,omitempty"`
+	CertChainB64u  []string          `json:"cert_chain_b64u,omitempty"`
+	AuxB64u        map[string]string `json:"aux_b64u,omitempty"`
+	CollateralB64u map[string]string `json:"collateral_b64u,omitempty"`
+}
+
+// platformRules says, per platform, which format, aux and collateral names
+// are defined and whether a detached signature is carried.
+type platformRule struct {
+	format     string
+	signature  bool
+	aux        []string
+	collateral []string
+}
+
+var platformRules = map[string]platformRule{
+	enclave.PlatformSEVSNP: {
+		format:     "sev-snp/attestation-report",
+		aux:        []string{"cert_table"},
+		collateral: []string{"crl"},
+	},
+	enclave.PlatformTDX: {
+		format:     "tdx/quote-v4",
+		collateral: []string{"pck_crl", "qe_identity", "root_ca_crl", "tcb_info", "tcb_signing_chain"},
+	},
+	enclave.PlatformTPM: {
+		format:    "tpm2/quote",
+		signature: true,
+		aux:       []string{"ak_public", "event_log", "pcr_values"},
+	},
+}
+
+// FormatFor returns the evidence format defined for a platform, or "".
+func FormatFor(platform string) string { return platformRules[platform].format }
+
+// CollateralNames returns the collateral names defined for a platform.
+func CollateralNames(platform string) []string {
+	return append([]string(nil), platformRules[platform].collateral...)
+}
+
+var didPattern = regexp.MustCompile(`^did:(key|web):[a-zA-Z0-9._%-]+$`)
+
+// Parse verifies a compact JWS evidence document signed by key and returns
+// its contents. It refuses, returning nothing: input over MaxJWSBytes; any
+// serialization other than three canonical b64u segments; a protected
+// header other than exactly {"alg":"EdDSA","kid":<did:key>,"typ":Type} in
+// that form (so alg none, HS256, crit, jwk, b64 and every other parameter
+// are refused); a kid other than key's did:key; a bad signature; a payload
+// that is not the canonical JSON.stringify form of a known document version
+// with only known members; and any field outside its limits.
+func Parse(jws []byte, key ed25519.PublicKey) (*Document, error) {
+	if len(jws) > MaxJWSBytes {
+		return nil, fmt.Errorf("%w: jws is %d bytes, limit %d", ErrTooLarge, len(jws), MaxJWSBytes)
+	}
+	if len(key) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("%w: verification key is %d bytes, want %d", ErrSignature, len(key), ed25519.PublicKeySize)
+	}
+	did, header, payload, sig, err := split(jws)
+	if err != nil {
+		return nil, err
+	}
+	if did != didkey.Format(key) {
+		return nil, fmt.Errorf("%w: signed by another key (kid %q)", ErrSignature, truncate(did))
+	}
+	_, _ = header, sig
+	// The header, segments and signature length are checked; go-jose checks
+	// the signature over exactly the bytes received.
+	obj, err := jose.ParseSignedCompact(string(jws), []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	verified, err := obj.Verify(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the EdDSA signature does not verify", ErrSignature)
+	}
+	if !bytes.Equal(verified, payload) {
+		return nil, fmt.Errorf("%w: payload differs between decoders", ErrMalformed)
+	}
+	return decodePayload(payload, did, key, jws)
+}
+
+// SignerKey returns the key named by the JWS kid header without verifying
+// anything. Use it only to pick the key for Parse when the key is not known
+// in advance (a key attestation); the key is trustworthy only once the
+// hardware evidence in the parsed document is verified to commit to it.
+func SignerKey(jws []byte) (ed25519.PublicKey, error) {
+	if len(jws) > MaxJWSBytes {
+		return nil, fmt.Errorf("%w: jws is %d bytes, limit %d", ErrTooLarge, len(jws), MaxJWSBytes)
+	}
+	did, _, _, _, err := split(jws)
+	if err != nil {
+		return nil, err
+	}
+	return didkey.Parse(did)
+}
+
+// split checks the compact serialization and the protected header and
+// returns the kid, header bytes, payload bytes and signature bytes.
+func split(jws []byte) (kid string, header, payload, sig []byte, err error) {
+	parts := bytes.Split(jws, []byte("."))
+	if len(parts) != 3 {
+		return "", nil, nil, nil, fmt.Errorf("%w: compact jws must have 3 segments, has %d", ErrMalformed, len(parts))
+	}
+	dec := make([][]byte, 3)
+	for i, p := range parts {
+		if dec[i], err = b64u.Decode(string(p)); err != nil {
+			return "", nil, nil, nil, fmt.Errorf("%w: segment %d: %v", ErrMalformed, i, err)
+		}
+	}
+	header, payload, sig = dec[0], dec[1], dec[2]
+	if kid, err = checkHeader(header); err != nil {
+		return "", nil, nil, nil, err
+	}
+	if len(sig) != ed25519.SignatureSize {
+		return "", nil, nil, nil, fmt.Errorf("%w: signature is %d bytes, want %d", ErrSignature, len(sig), ed25519.SignatureSize)
+	}
+	return kid, header, payload, sig, nil
+}
+
+const maxHeaderBytes = 1024
+
+// checkHeader accepts exactly the canonical protected header.
+func checkHeader(h []byte) (string, error) {
+	if len(h) > maxHeaderBytes {
+		return "", fmt.Errorf("%w: protected header is %d bytes, limit %d", ErrTooLarge, len(h), maxHeaderBytes)
+	}
+	v, err := pohjson.ParseWith(h, pohjson.ParseOptions{MaxBytes: maxHeaderBytes, MaxDepth: 4})
+	if err != nil {
+		return "", fmt.Errorf("%w: protected header: %v", ErrMalformed, err)
+	}
+	if v.Kind() != pohjson.Object {
+		return "", fmt.Errorf("%w: protected header is not an object", ErrMalformed)
+	}
+	if v.Has("crit") {
+		return "", fmt.Errorf("%w: critical header parameters are not supported", ErrUnsupported)
+	}
+	alg, ok := v.GetString("alg")
+	if !ok {
+		return "", fmt.Errorf("%w: protected header has no alg", ErrMalformed)
+	}
+	if alg != Algorithm {
+		return "", fmt.Errorf("%w: alg %q, only %s is accepted", ErrUnsupported, truncate(alg), Algorithm)
+	}
+	if typ, _ := v.GetString("typ"); typ != Type {
+		return "", fmt.Errorf("%w: typ %q, want %q", ErrUnsupported, truncate(typ), Type)
+	}
+	for _, m := range v.Members() {
+		switch m.Key {
+		case "alg", "kid", "typ":
+		default:
+			return "", fmt.Errorf("%w: header parameter %q is not allowed", ErrUnsupported, truncate(m.Key))
+		}
+	}
+	kid, ok := v.GetString("kid")
+	if !ok {
+		return "", fmt.Errorf("%w: protected header has no kid", ErrMalformed)
+	}
+	if _, err := didkey.Parse(kid); err != nil {
+		return "", fmt.Errorf("%w: kid: %v", ErrMalformed, err)
+	}
+	if !bytes.Equal(h, canonicalHeader(kid)) {
+		return "", fmt.Errorf("%w: protected header is not in canonical form", ErrMalformed)
+	}
+	return kid, nil
+}
+
+// canonicalHeader is the only protected header accepted. A did:key has no
+// characters that JSON escapes.
+func canonicalHeader(kid string) []byte {
+	return []byte(`{"alg":"` + Algorithm + `","kid":"` + kid + `","typ":"` + Type + `"}`)
+}
+
+func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte) (*Document, error) {
+	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8})
+	if err != nil {
+		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
+	}
+	if v.Kind() != pohjson.Object {
+		return nil, fmt.Errorf("%w: payload is not an object", ErrMalformed)
+	}
+	ms := v.Members()
+	if len(ms) == 0 || ms[0].Key != "evidence_version" {
+		return nil, fmt.Errorf("%w: evidence_version must be the first payload member", ErrMalformed)
+	}
+	if s, ok := ms[0].Value.Str(); !ok || s != Version {
+		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, Version)
+	}
+	canon, err := pohjson.Stringify(v)
+	if err != nil || !bytes.Equal(canon, payload) {
+		return nil, fmt.Errorf("%w: payload is not in canonical form", ErrMalformed)
+	}
+	var w wirePayload
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
+	}
+	re, err := pohjson.Marshal(&w)
+	if err != nil || !bytes.Equal(re, payload) {
+		return nil, fmt.Errorf("%w: payload has members in the wrong order, case or form", ErrMalformed)
+	}
+	if w.AttesterDID != did {
+		return nil, fmt.Errorf("%w: attester_did differs from the jws kid", ErrSignature)
+	}
+	d, err := fromWire(&w)
+	if err != nil {
+		return nil, err
+	}
+	var ctxMember *pohjson.Value
+	if d.Kind == KindExecution {
+		ctxMember = v.Get("execution")
+	} else {
+		ctxMember = v.Get("key")
+	}
+	if d.context, err = pohjson.Stringify(ctxMember); err != nil {
+		return nil, fmt.Errorf("%w: evidence context: %v", ErrMalformed, err)
+	}
+	d.AttesterKey = append(ed25519.PublicKey(nil), key...)
+	d.JWS = append([]byte(nil), jws...)
+	return d, nil
+}
+
+// fromWire validates a decoded payload and converts it.
+func fromWire(w *wirePayload) (*Document, error) {
+	d := &Document{Kind: w.Kind, AttesterDID: w.AttesterDID}
+	if _, err := didkey.Parse(w.AttesterDID); err != nil {
+		return nil, fmt.Errorf("%w: attester_did: %v", ErrMalformed, err)
+	}
+	t, err := time.Parse(TimeFormat, w.IssuedAt)
+	if err != nil || t.UTC().Format(TimeFormat) != w.IssuedAt {
+		return nil, fmt.Errorf("%w: issued_at must be %s", ErrMalformed, "YYYY-MM-DDTHH:MM:SS.mmmZ")
+	}
+	d.IssuedAt = t
+	if d.Nonce, err = b64u.DecodeHash(w.NonceB64u); err != nil {
+		return nil, fmt.Errorf("%w: nonce_b64u: %v", ErrMalformed, err)
+	}
+	switch w.Kind {
+	case KindExecution:
+		if w.Execution == nil || w.Key != nil {
+			return nil, fmt.Errorf("%w: an execution_attestation document has exactly an execution context", ErrMalformed)
+		}
+		c := *w.Execution
+		if err := checkExecution(&c, d.Nonce); err != nil {
+			return nil, err
+		}
+		d.Execution = &c
+	case KindKey:
+		if w.Key == nil || w.Execution != nil {
+			return nil, fmt.Errorf("%w: a key_attestation document has exactly a key context", ErrMalformed)
+		}
+		c := *w.Key
+		if err := checkKey(&c, d.Nonce); err != nil {
+			return nil, err
+		}
+		d.Key = &c
+	default:
+		return nil, fmt.Errorf("%w: kind %q", ErrUnsupported, truncate(w.Kind))
+	}
+	if len(w.Evidence) == 0 || len(w.Evidence) > MaxEvidence {
+		return nil, fmt.Errorf("%w: %d evidence items, want 1..%d", ErrMalformed, len(w.Evidence), MaxEvidence)
+	}
+	for i := range w.Evidence {
+		it, err := itemFromWire(&w.Evidence[i])
+		if err != nil {
+			return nil, fmt.Errorf("evidence[%d]: %w", i, err)
+		}
+		d.Items = append(d.Items, it)
+	}
+	return d, nil
+}
+
+func checkExecution(c *ExecutionContext, nonce [32]byte) error {
+	if c.Context != ExecutionContextLabel {
+		return fmt.Errorf("%w: execution context %q", ErrUnsupported, truncate(c.Context))
+	}
+	if err := checkText("attestation_id", c.AttestationID, 1, MaxIDBytes); err != nil {
+		return err
+	}
+	if len(c.AgentDID) > MaxIDBytes || !didPattern.MatchString(c.AgentDID) {
+		return fmt.Errorf("%w: agent_did is not a did:key or did:web", ErrMalformed)
+	}
+	if err := checkText("run_id", c.RunID, 1, MaxIDBytes); err != nil {
+		return err
+	}
+	if err := checkHash("proof_bundle_hash_b64u", c.ProofBundleHashB64u); err != nil {
+		return err
+	}
+	want, err := poh.NonceBinding(c.AgentDID, c.RunID, c.ProofBundleHashB64u)
+	if err != nil {
+		return fmt.Errorf("%w: nonce binding: %v", ErrMalformed, err)
+	}
+	if want != nonce {
+		return fmt.Errorf("%w: nonce_b64u is not the PoH nonce binding of the execution context", ErrInconsistent)
+	}
+	return CheckCommitments(&c.Clawea)
+}
+
+// CheckCommitments validates a Commitments object: version, digests, count,
+// model identity and its digest.
+func CheckCommitments(c *Commitments) error {
+	if c.Version != CommitmentsVersion {
+		return fmt.Errorf("%w: clawea_version %q", ErrUnsupported, truncate(c.Version))
+	}
+	for _, f := range []struct{ name, v string }{
+		{"system_prompt_hash_b64u", c.SystemPromptHashB64u},
+		{"system_prompt_report_hash_b64u", c.SystemPromptReportHashB64u},
+		{"prompt_pack_ciphertext_hash_b64u", c.PromptPackCiphertextHashB64u},
+		{"gate_policy_hash_b64u", c.GatePolicyHashB64u},
+		{"gate_audit_root_b64u", c.GateAuditRootB64u},
+		{"model_identity_digest_b64u", c.ModelIdentityDigestB64u},
+	} {
+		if err := checkHash(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if c.GateAuditCount < 0 || c.GateAuditCount > pohjson.MaxSafeInteger {
+		return fmt.Errorf("%w: gate_audit_count out of range", ErrMalformed)
+	}
+	digest, err := c.ModelIdentity.Digest()
+	if err != nil {
+		return err
+	}
+	if digest != c.ModelIdentityDigestB64u {
+		return fmt.Errorf("%w: model_identity_digest_b64u does not match model_identity", ErrInconsistent)
+	}
+	return nil
+}
+
+func checkKey(c *KeyContext, nonce [32]byte) error {
+	if c.Context != KeyContextLabel {
+		return fmt.Errorf("%w: key context %q", ErrUnsupported, truncate(c.Context))
+	}
+	if len(c.ChallengeB64u) > (MaxChallengeBytes*4+2)/3 {
+		return fmt.Errorf("%w: challenge over %d bytes", ErrTooLarge, MaxChallengeBytes)
+	}
+	challenge, err := b64u.Decode(c.ChallengeB64u)
+	if err != nil {
+		return fmt.Errorf("%w: challenge_b64u: %v", ErrMalformed, err)
+	}
+	want, err := KeyNonce(challenge)
+	if err != nil {
+		return err
+	}
+	if want != nonce {
+		return fmt.Errorf("%w: nonce_b64u is not the key-attestation nonce of the challenge", ErrInconsistent)
+	}
+	if c.RecipientX25519B64u != "" {
+		r, err := b64u.Decode(c.RecipientX25519B64u)
+		if err != nil || len(r) != 32 {
+			return fmt.Errorf("%w: recipient_x25519_b64u must be 32 bytes", ErrMalformed)
+		}
+	}
+	return nil
+}
+
+// Simulated reports whether any evidence item is marked simulated.
+func (d *Document) Simulated() bool {
+	for _, it := range d.Items {
+		if it.Evidence.Simulated {
+			return true
+		}
+	}
+	return false
+}
+
+// Challenge returns the decoded challenge of a key context.
+func (c *KeyContext) Challenge() []byte {
+	b, _ := b64u.Decode(c.ChallengeB64u)
+	return b
+}
+
+// RecipientX25519 returns the decoded X25519 recipient key, or nil.
+func (c *KeyContext) RecipientX25519() []byte {
+	if c.RecipientX25519B64u == "" {
+		return nil
+	}
+	b, _ := b64u.Decode(c.RecipientX25519B64u)
+	return b
+}
+
+func decodeBounded(field, s string, min, max int) ([]byte, error) {
+	if len(s) > (max*4+2)/3 {
+		return nil, fmt.Errorf("%w: %s over %d bytes", ErrTooLarge, field, max)
+	}
+	b, err := b64u.Decode(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformed, field, err)
+	}
+	if len(b) < min {
+		return nil, fmt.Errorf("%w: %s is %d bytes, minimum %d", ErrMalformed, field, len(b), min)
+	}
+	return b, nil
+}
+
+func itemFromWire(w *wireEvidence) (Item, error) {
+	rule, ok := platformRules[w.Platform]
+	if !ok {
+		return Item{}, fmt.Errorf("%w: platform %q", ErrUnsupported, truncate(w.Platform))
+	}
+	if w.Format != rule.format {
+		return Item{}, fmt.Errorf("%w: format %q for platform %s", ErrUnsupported, truncate(w.Format), w.Platform)
+	}
+	ev := &enclave.Evidence{Platform: w.Platform, Simulated: w.Simulated, Format: w.Format}
+	var err error
+	if ev.Blob, err = decodeBounded("blob_b64u", w.BlobB64u, 1, MaxBlobBytes); err != nil {
+		return Item{}, err
+	}
+	switch {
+	case rule.signature && w.SignatureB64u == "":
+		return Item{}, fmt.Errorf("%w: %s evidence needs signature_b64u", ErrMalformed, w.Platform)
+	case !rule.signature && w.SignatureB64u != "":
+		return Item{}, fmt.Errorf("%w: %s evidence has no detached signature", ErrMalformed, w.Platform)
+	case rule.signature:
+		if ev.Signature, err = decodeBounded("signature_b64u", w.SignatureB64u, 1, MaxSignatureBytes); err != nil {
+			return Item{}, err
+		}
+	}
+	if len(w.CertChainB64u) > MaxCerts {
+		return Item{}, fmt.Errorf("%w: %d certificates, limit %d", ErrMalformed, len(w.CertChainB64u), MaxCerts)
+	}
+	for i, c := range w.CertChainB64u {
+		der, err := decodeBounded(fmt.Sprintf("cert_chain_b64u[%d]", i), c, 1, MaxCertBytes)
+		if err != nil {
+			return Item{}, err
+		}
+		ev.CertChain = append(ev.CertChain, der)
+	}
+	if ev.Aux, err = decodeMap("aux_b64u", w.AuxB64u, rule.aux, MaxAuxBytes); err != nil {
+		return Item{}, err
+	}
+	coll, err := decodeMap("collateral_b64u", w.CollateralB64u, rule.collateral, MaxCollateralBytes)
+	if err != nil {
+		return Item{}, err
+	}
+	return Item{Evidence: ev, Collateral: coll}, nil
+}
+
+func decodeMap(field string, m map[string]string, allowed []string, max int) (map[string][]byte, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]byte, len(m))
+	for k, s := range m {
+		if !contains(allowed, k) {
+			return nil, fmt.Errorf("%w: %s name %q is not defined for this platform", ErrMalformed, field, truncate(k))
+		}
+		b, err := decodeBounded(field+"."+k, s, 1, max)
+		if err != nil {
+			return nil, err
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func encodeMap(m map[string][]byte) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = b64u.Encode(v)
+	}
+	return out
+}
+
+// toWire converts an unsigned document to its wire form.
+func toWire(d *Document, did string) *wirePayload {
+	w := &wirePayload{
+		EvidenceVersion: Version,
+		Kind:            d.Kind,
+		AttesterDID:     did,
+		IssuedAt:        d.IssuedAt.UTC().Format(TimeFormat),
+		NonceB64u:       b64u.Encode(d.Nonce[:]),
+		Execution:       d.Execution,
+		Key:             d.Key,
+	}
+	for _, it := range d.Items {
+		ev := it.Evidence
+		if ev == nil {
+			ev = &enclave.Evidence{}
+		}
+		we := wireEvidence{
+			Platform:       ev.Platform,
+			Simulated:      ev.Simulated,
+			Format:         ev.Format,
+			BlobB64u:       b64u.Encode(ev.Blob),
+			AuxB64u:        encodeMap(ev.Aux),
+			CollateralB64u: encodeMap(it.Collateral),
+		}
+		if len(ev.Signature) > 0 {
+			we.SignatureB64u = b64u.Encode(ev.Signature)
+		}
+		for _, c := range ev.CertChain {
+			we.CertChainB64u = append(we.CertChainB64u, b64u.Encode(c))
+		}
+		w.Evidence = append(w.Evidence, we)
+	}
+	return w
+}

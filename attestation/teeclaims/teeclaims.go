@@ -1,0 +1,203 @@
+// Package teeclaims derives the PoH runtime_metadata.tee claims
+// (attestation_type, root_id, tcb_version, measurement) from platform
+// evidence, as docs/spec/attestation-v1.md ("TEE claims") defines them. It
+// parses structure only and checks no signature; producers use it on fresh
+// evidence, verifiers on evidence they verified. It has no device imports.
+package teeclaims
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/google/go-sev-guest/abi"
+	"github.com/google/go-sev-guest/kds"
+	"github.com/google/go-tpm/tpm2"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
+	"github.com/clawea/attester/enclave/tdx/tdxquote"
+)
+
+// PoH runtime_metadata.tee.attestation_type values.
+const (
+	TypeSEVSNP  = "sev_snp_report"
+	TypeTDX     = "tdx_quote"
+	TypeGeneric = "generic_tee"
+)
+
+// ErrEvidence is returned (wrapped) for evidence claims cannot be derived
+// from, or that does not commit to the expected REPORT_DATA.
+var ErrEvidence = errors.New("teeclaims: unusable evidence")
+
+var formats = map[string]string{
+	enclave.PlatformSEVSNP: "sev-snp/attestation-report",
+	enclave.PlatformTDX:    "tdx/quote-v4",
+	enclave.PlatformTPM:    "tpm2/quote",
+}
+
+// SimulatedSuffix ends the root_id of simulated evidence.
+const SimulatedSuffix = ":SIMULATED"
+
+// Claims are the runtime_metadata.tee values derived from one piece of
+// evidence (docs/spec/attestation-v1.md, "TEE claims"). Verifiers recompute
+// them from verified evidence with the same function.
+type Claims struct {
+	AttestationType string
+	RootID          string
+	TCBVersion      string
+	// Measurement is the launch measurement: SEV-SNP MEASUREMENT, TDX MRTD,
+	// or the TPM quote's pcrDigest.
+	Measurement []byte
+	// ReportData is the REPORT_DATA the evidence carries (for TPM: nil; the
+	// quote carries QualifyingData instead, checked by CheckReportData).
+	ReportData []byte
+}
+
+// Derive parses ev (structure only: no signature is checked)
+// and derives the TEE claims. It has no device imports.
+func Derive(ev *enclave.Evidence) (*Claims, error) {
+	if ev == nil {
+		return nil, fmt.Errorf("%w: no evidence", ErrEvidence)
+	}
+	if ev.Format != formats[ev.Platform] || formats[ev.Platform] == "" {
+		return nil, fmt.Errorf("%w: platform %q format %q", ErrEvidence, ev.Platform, ev.Format)
+	}
+	var c *Claims
+	var err error
+	switch ev.Platform {
+	case enclave.PlatformSEVSNP:
+		c, err = sevClaims(ev)
+	case enclave.PlatformTDX:
+		c, err = tdxClaims(ev)
+	case enclave.PlatformTPM:
+		c, err = tpmClaims(ev)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ev.Simulated {
+		c.RootID += SimulatedSuffix
+	}
+	return c, nil
+}
+
+func sevClaims(ev *enclave.Evidence) (*Claims, error) {
+	p, err := snpevidence.Parse(ev)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	r, err := abi.ReportToProto(p.Report)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sev-snp report: %v", ErrEvidence, err)
+	}
+	line := "Unknown"
+	if r.GetCpuid1EaxFms() != 0 {
+		line = kds.ProductLine(abi.SevProductFromCpuid1Eax(r.GetCpuid1EaxFms()))
+	} else if ext, err := kds.CertificateExtensions(p.Leaf, p.Signer); err == nil {
+		line = kds.ProductLineOfProductName(ext.ProductName)
+	}
+	if line == "Unknown" || line == "" {
+		return nil, fmt.Errorf("%w: cannot determine the AMD product line", ErrEvidence)
+	}
+	rd := p.ReportData()
+	return &Claims{
+		AttestationType: TypeSEVSNP,
+		RootID:          "sev-snp:amd-ark-" + line,
+		TCBVersion:      fmt.Sprintf("%016x", r.GetReportedTcb()),
+		Measurement:     bytes.Clone(r.GetMeasurement()),
+		ReportData:      rd[:],
+	}, nil
+}
+
+func tdxClaims(ev *enclave.Evidence) (*Claims, error) {
+	if len(ev.Signature) != 0 || len(ev.Aux) != 0 {
+		return nil, fmt.Errorf("%w: tdx evidence has no signature or aux fields", ErrEvidence)
+	}
+	q, err := tdxquote.Parse(ev.Blob)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	if len(chain) != len(ev.CertChain) {
+		return nil, fmt.Errorf("%w: cert_chain differs from the quote's PCK chain", ErrEvidence)
+	}
+	for i := range chain {
+		if !bytes.Equal(chain[i], ev.CertChain[i]) {
+			return nil, fmt.Errorf("%w: cert_chain differs from the quote's PCK chain", ErrEvidence)
+		}
+	}
+	root := sha256.Sum256(chain[len(chain)-1])
+	rd := q.Body.ReportData
+	return &Claims{
+		AttestationType: TypeTDX,
+		RootID:          "tdx:root-sha256-" + hex.EncodeToString(root[:]),
+		TCBVersion:      hex.EncodeToString(q.Body.TeeTcbSvn[:]),
+		Measurement:     bytes.Clone(q.Body.MRTD[:]),
+		ReportData:      rd[:],
+	}, nil
+}
+
+// TPM limits (docs/spec/platform-tpm.md, section 3).
+const (
+	maxTPMBlob     = 1024
+	maxTPMAKPublic = 1024
+)
+
+func tpmClaims(ev *enclave.Evidence) (*Claims, error) {
+	if len(ev.Blob) > maxTPMBlob {
+		return nil, fmt.Errorf("%w: tpm quote is %d bytes, limit %d", ErrEvidence, len(ev.Blob), maxTPMBlob)
+	}
+	ak := ev.Aux["ak_public"]
+	if len(ak) == 0 || len(ak) > maxTPMAKPublic {
+		return nil, fmt.Errorf("%w: tpm evidence needs aux ak_public (1..%d bytes)", ErrEvidence, maxTPMAKPublic)
+	}
+	att, err := tpm2.Unmarshal[tpm2.TPMSAttest](ev.Blob)
+	if err != nil {
+		return nil, fmt.Errorf("%w: tpm quote: %v", ErrEvidence, err)
+	}
+	if att.Magic != tpm2.TPMGeneratedValue || att.Type != tpm2.TPMSTAttestQuote {
+		return nil, fmt.Errorf("%w: not a TPM-generated quote", ErrEvidence)
+	}
+	qi, err := att.Attested.Quote()
+	if err != nil {
+		return nil, fmt.Errorf("%w: tpm quote info: %v", ErrEvidence, err)
+	}
+	digest := sha256.Sum256(ak)
+	name := append([]byte{0x00, 0x0b}, digest[:]...) // TPM_ALG_SHA256 || H(TPMT_PUBLIC)
+	return &Claims{
+		AttestationType: TypeGeneric,
+		RootID:          "tpm:ak-name-" + hex.EncodeToString(name),
+		TCBVersion:      fmt.Sprintf("%016x", att.FirmwareVersion),
+		Measurement:     bytes.Clone(qi.PCRDigest.Buffer),
+		ReportData:      nil,
+	}, nil
+}
+
+// CheckReportData reports whether ev commits to rd: REPORT_DATA equal to
+// the 64 bytes for SEV-SNP and TDX, qualifying data equal to
+// rd.QualifyingData() for TPM.
+func CheckReportData(ev *enclave.Evidence, c *Claims, rd enclave.ReportData) error {
+	want := rd.Bytes()
+	if ev.Platform == enclave.PlatformTPM {
+		att, err := tpm2.Unmarshal[tpm2.TPMSAttest](ev.Blob)
+		if err != nil {
+			return fmt.Errorf("%w: tpm quote: %v", ErrEvidence, err)
+		}
+		q := rd.QualifyingData()
+		if subtle.ConstantTimeCompare(att.ExtraData.Buffer, q[:]) != 1 {
+			return fmt.Errorf("%w: the quote's qualifying data is not SHA-256(REPORT_DATA)", ErrEvidence)
+		}
+		return nil
+	}
+	if subtle.ConstantTimeCompare(c.ReportData, want[:]) != 1 {
+		return fmt.Errorf("%w: the evidence does not carry the requested REPORT_DATA", ErrEvidence)
+	}
+	return nil
+}

@@ -1,0 +1,176 @@
+package teeclaims_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"testing"
+
+	"github.com/google/go-tpm/tpm2"
+
+	"github.com/clawea/attester/attestation/teeclaims"
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/tdx"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+)
+
+func reportData(t testing.TB, n byte) enclave.ReportData {
+	t.Helper()
+	rd, err := enclave.NewReportData([32]byte{n}, ed25519.PublicKey(bytes.Repeat([]byte{7}, 32)), []byte("ctx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+// tpmQuote marshals a TPMS_ATTEST of type quote. It is not signed: claims
+// derivation checks structure only (signatures are verify's job).
+func tpmQuote(extra []byte, fw uint64, digest []byte) []byte {
+	return tpm2.Marshal(&tpm2.TPMSAttest{
+		Magic:           tpm2.TPMGeneratedValue,
+		Type:            tpm2.TPMSTAttestQuote,
+		QualifiedSigner: tpm2.TPM2BName{Buffer: append([]byte{0, 0xb}, make([]byte, 32)...)},
+		ExtraData:       tpm2.TPM2BData{Buffer: extra},
+		FirmwareVersion: fw,
+		Attested: tpm2.NewTPMUAttest(tpm2.TPMSTAttestQuote, &tpm2.TPMSQuoteInfo{
+			PCRSelect: tpm2.TPMLPCRSelection{PCRSelections: []tpm2.TPMSPCRSelection{{Hash: tpm2.TPMAlgSHA256, PCRSelect: []byte{0xff, 0, 0}}}},
+			PCRDigest: tpm2.TPM2BDigest{Buffer: digest},
+		}),
+	})
+}
+
+func TestDerive(t *testing.T) {
+	ctx := context.Background()
+	rd := reportData(t, 1)
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.Quote(ctx, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := teeclaims.Derive(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meas, _ := s.LaunchMeasurement(ctx)
+	tcb, _ := s.TCB(ctx)
+	if c.AttestationType != teeclaims.TypeSEVSNP || c.RootID != "sev-snp:amd-ark-Milan:SIMULATED" || c.TCBVersion != tcb.Version || !bytes.Equal(c.Measurement, meas) {
+		t.Fatalf("sev claims %+v", c)
+	}
+	if err := teeclaims.CheckReportData(ev, c, rd); err != nil {
+		t.Fatal(err)
+	}
+	if err := teeclaims.CheckReportData(ev, c, reportData(t, 2)); !errors.Is(err, teeclaims.ErrEvidence) {
+		t.Fatalf("other report data: %v", err)
+	}
+	// Not simulated: no suffix (the flag is what a verifier keys on).
+	ev.Simulated = false
+	if c, _ := teeclaims.Derive(ev); c.RootID != "sev-snp:amd-ark-Milan" {
+		t.Fatalf("root id %s", c.RootID)
+	}
+
+	q, err := tdx.NewSimulated(fakeqe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tev, err := q.Quote(ctx, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := teeclaims.Derive(tev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mrtd, _ := q.LaunchMeasurement(ctx)
+	ttcb, _ := q.TCB(ctx)
+	if tc.AttestationType != teeclaims.TypeTDX || tc.RootID != "tdx:root-sha256-"+tdxsimroots.RootSHA256+":SIMULATED" || tc.TCBVersion != ttcb.Version || !bytes.Equal(tc.Measurement, mrtd) {
+		t.Fatalf("tdx claims %+v", tc)
+	}
+	if err := teeclaims.CheckReportData(tev, tc, rd); err != nil {
+		t.Fatal(err)
+	}
+	tev.CertChain = tev.CertChain[:2]
+	if _, err := teeclaims.Derive(tev); !errors.Is(err, teeclaims.ErrEvidence) {
+		t.Fatalf("chain differing from the quote: %v", err)
+	}
+}
+
+func TestDeriveTPM(t *testing.T) {
+	rd := reportData(t, 1)
+	q := rd.QualifyingData()
+	digest := sha256.Sum256([]byte("pcrs"))
+	ak := []byte("TPMT_PUBLIC bytes")
+	ev := &enclave.Evidence{Platform: "tpm", Format: "tpm2/quote", Blob: tpmQuote(q[:], 0x0102030405060708, digest[:]), Signature: []byte{1},
+		Aux: map[string][]byte{"ak_public": ak}}
+	c, err := teeclaims.Derive(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	akDigest := sha256.Sum256(ak)
+	if c.AttestationType != teeclaims.TypeGeneric || c.RootID != "tpm:ak-name-000b"+hex.EncodeToString(akDigest[:]) ||
+		c.TCBVersion != "0102030405060708" || !bytes.Equal(c.Measurement, digest[:]) {
+		t.Fatalf("tpm claims %+v", c)
+	}
+	if err := teeclaims.CheckReportData(ev, c, rd); err != nil {
+		t.Fatal(err)
+	}
+	if err := teeclaims.CheckReportData(ev, c, reportData(t, 2)); !errors.Is(err, teeclaims.ErrEvidence) {
+		t.Fatalf("other qualifying data: %v", err)
+	}
+	delete(ev.Aux, "ak_public")
+	if _, err := teeclaims.Derive(ev); !errors.Is(err, teeclaims.ErrEvidence) {
+		t.Fatalf("no ak_public: %v", err)
+	}
+}
+
+func TestDeriveRejects(t *testing.T) {
+	for name, ev := range map[string]*enclave.Evidence{
+		"nil":              nil,
+		"unknown platform": {Platform: "sgx", Format: "sgx/quote", Blob: []byte{1}},
+		"wrong format":     {Platform: "tdx", Format: "sev-snp/attestation-report", Blob: []byte{1}},
+		"short sev report": {Platform: "sev-snp", Format: "sev-snp/attestation-report", Blob: []byte{1}, CertChain: [][]byte{{1}}},
+		"short tdx quote":  {Platform: "tdx", Format: "tdx/quote-v4", Blob: []byte{1}},
+		"garbage tpm":      {Platform: "tpm", Format: "tpm2/quote", Blob: []byte{1, 2, 3}, Aux: map[string][]byte{"ak_public": {1}}},
+		"tpm not a quote": {Platform: "tpm", Format: "tpm2/quote", Aux: map[string][]byte{"ak_public": {1}}, Blob: tpm2.Marshal(&tpm2.TPMSAttest{
+			Magic: tpm2.TPMGeneratedValue, Type: tpm2.TPMSTAttestTime,
+			Attested: tpm2.NewTPMUAttest(tpm2.TPMSTAttestTime, &tpm2.TPMSTimeAttestInfo{})})},
+	} {
+		if _, err := teeclaims.Derive(ev); !errors.Is(err, teeclaims.ErrEvidence) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// FuzzDerive: Derive never panics on any evidence bytes and returns nothing
+// with an error.
+func FuzzDerive(f *testing.F) {
+	rd := reportData(f, 1)
+	q := rd.QualifyingData()
+	f.Add(uint8(2), tpmQuote(q[:], 1, make([]byte, 32)), []byte("ak"))
+	f.Add(uint8(0), make([]byte, 1184), []byte{})
+	f.Add(uint8(1), make([]byte, 1100), []byte{})
+	f.Fuzz(func(t *testing.T, which uint8, blob, aux []byte) {
+		platforms := []struct{ p, f string }{{"sev-snp", "sev-snp/attestation-report"}, {"tdx", "tdx/quote-v4"}, {"tpm", "tpm2/quote"}}
+		p := platforms[int(which)%len(platforms)]
+		ev := &enclave.Evidence{Platform: p.p, Format: p.f, Blob: blob, CertChain: [][]byte{aux}}
+		if p.p == "tpm" {
+			ev.CertChain = nil
+			ev.Aux = map[string][]byte{"ak_public": aux}
+		}
+		c, err := teeclaims.Derive(ev)
+		if err != nil {
+			if c != nil {
+				t.Fatal("claims returned with an error")
+			}
+			return
+		}
+		_ = teeclaims.CheckReportData(ev, c, rd)
+	})
+}
