@@ -1,0 +1,126 @@
+package platform
+
+import (
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/binary"
+	"hash"
+	"sync"
+	"time"
+
+	"github.com/google/go-sev-guest/kds"
+)
+
+// DefaultCertCacheSize is the capacity of NewCertCache(0).
+const DefaultCertCacheSize = 1024
+
+// CertCache remembers SEV-SNP endorsement chains (VCEK or VLEK, the pinned
+// ASK/ASVK and ARK, and the revocation outcome) that Verify has fully
+// verified, keyed by a hash of the exact certificate bytes, the certificate
+// table, the trust anchor and the supplied CRLs. A later Verify of evidence
+// with the same key, at a time inside the window in which every certificate
+// and CRL involved was valid, skips chain and CRL verification; it still
+// parses the evidence and verifies the report signature, the endorsement
+// binding (REPORTED_TCB, CHIP_ID) and REPORT_DATA.
+//
+// Only successful verifications are stored. A CertCache is safe for
+// concurrent use and holds at most its capacity; the oldest entry is evicted
+// first.
+type CertCache struct {
+	mu    sync.Mutex
+	max   int
+	m     map[[32]byte]*chainEntry
+	order [][32]byte
+	hits  uint64
+}
+
+// NewCertCache returns a cache holding at most maxEntries chains
+// (DefaultCertCacheSize when maxEntries <= 0).
+func NewCertCache(maxEntries int) *CertCache {
+	if maxEntries <= 0 {
+		maxEntries = DefaultCertCacheSize
+	}
+	return &CertCache{max: maxEntries, m: map[[32]byte]*chainEntry{}}
+}
+
+// chainEntry is a verified chain. It is immutable once stored.
+type chainEntry struct {
+	leaf       *x509.Certificate
+	exts       *kds.Extensions
+	rootID     string
+	revocation Status
+	notBefore  time.Time
+	notAfter   time.Time
+}
+
+func (e *chainEntry) validAt(t time.Time) bool {
+	return !t.Before(e.notBefore) && !t.After(e.notAfter)
+}
+
+// Len returns the number of cached chains.
+func (c *CertCache) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
+// Hits returns how many verifications used a cached chain.
+func (c *CertCache) Hits() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits
+}
+
+func (c *CertCache) get(k [32]byte, now time.Time) *chainEntry {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.m[k]
+	if e == nil || !e.validAt(now) {
+		return nil
+	}
+	c.hits++
+	return e
+}
+
+func (c *CertCache) put(k [32]byte, e *chainEntry) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[k]; ok {
+		c.m[k] = e
+		return
+	}
+	for len(c.order) >= c.max {
+		delete(c.m, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.m[k] = e
+	c.order = append(c.order, k)
+}
+
+// cacheKey hashes everything a chain verification depends on, each item
+// length-prefixed under a domain-separation label.
+type cacheKey struct{ h hash.Hash }
+
+func newCacheKey(label string) *cacheKey {
+	k := &cacheKey{h: sha256.New()}
+	k.add([]byte("clawea.dev/verify/platform/v1/cert-cache/" + label))
+	return k
+}
+
+func (k *cacheKey) add(b []byte) {
+	var l [8]byte
+	binary.BigEndian.PutUint64(l[:], uint64(len(b)))
+	k.h.Write(l[:])
+	k.h.Write(b)
+}
+
+func (k *cacheKey) sum() (out [32]byte) {
+	k.h.Sum(out[:0])
+	return out
+}

@@ -1,0 +1,177 @@
+package platform
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/google/go-tdx-guest/pcs"
+)
+
+// MaxCollateralFile bounds every collateral item (file or in-memory).
+const MaxCollateralFile = 1 << 20
+
+// Collateral is revocation and TCB data the relying party obtained out of
+// band (for example downloaded on a connected machine and carried over).
+// Verify never fetches any of it. Every field is optional; which ones are
+// needed depends on the evidence and on Options.
+type Collateral struct {
+	// SEVSNPCRLs are AMD KDS CRLs (DER), e.g. from
+	// https://kdsintf.amd.com/vcek/v1/Milan/crl. A CRL is used for evidence
+	// whose pinned ARK signed it.
+	SEVSNPCRLs [][]byte
+
+	// TDXTCBInfo is the Intel PCS TDX TCB info response body (JSON) for the
+	// platform's FMSPC; TDXTCBInfoIssuerChain the PEM of its
+	// TCB-Info-Issuer-Chain header (signing certificate, then root).
+	TDXTCBInfo            []byte
+	TDXTCBInfoIssuerChain []byte
+	// TDXQEIdentity is the PCS TDX QE identity response body (JSON);
+	// TDXQEIdentityIssuerChain the PEM of its SGX-Enclave-Identity-Issuer-Chain
+	// header.
+	TDXQEIdentity            []byte
+	TDXQEIdentityIssuerChain []byte
+	// TDXPCKCRL is the PCS PCK CRL (DER) of the PCK certificate's issuing CA;
+	// TDXPCKCRLIssuerChain the PEM of its SGX-PCK-CRL-Issuer-Chain header;
+	// TDXRootCRL the Intel SGX Root CA CRL (DER).
+	TDXPCKCRL            []byte
+	TDXPCKCRLIssuerChain []byte
+	TDXRootCRL           []byte
+}
+
+// Collateral directory layout read by LoadCollateralDir. Missing files leave
+// their field empty.
+const (
+	DirSEVSNPCRLs            = "sev-snp"                          // *.crl, DER
+	FileTDXTCBInfo           = "tdx/tcb_info.json"                // PCS body
+	FileTDXTCBInfoChain      = "tdx/tcb_info_issuer_chain.pem"    // header, PEM
+	FileTDXQEIdentity        = "tdx/qe_identity.json"             // PCS body
+	FileTDXQEIdentityChain   = "tdx/qe_identity_issuer_chain.pem" // header, PEM
+	FileTDXPCKCRL            = "tdx/pck_crl.der"                  // DER
+	FileTDXPCKCRLIssuerChain = "tdx/pck_crl_issuer_chain.pem"     // header, PEM
+	FileTDXRootCRL           = "tdx/root_ca_crl.der"              // DER
+	maxSEVSNPCRLs            = 16
+)
+
+// LoadCollateralDir reads collateral from dir (layout: the Dir and File
+// constants). It reads nothing else and follows no links out of dir's tree
+// beyond what the operating system does for the named files.
+func LoadCollateralDir(dir string) (*Collateral, error) {
+	c := &Collateral{}
+	for _, f := range []struct {
+		name string
+		dst  *[]byte
+	}{
+		{FileTDXTCBInfo, &c.TDXTCBInfo},
+		{FileTDXTCBInfoChain, &c.TDXTCBInfoIssuerChain},
+		{FileTDXQEIdentity, &c.TDXQEIdentity},
+		{FileTDXQEIdentityChain, &c.TDXQEIdentityIssuerChain},
+		{FileTDXPCKCRL, &c.TDXPCKCRL},
+		{FileTDXPCKCRLIssuerChain, &c.TDXPCKCRLIssuerChain},
+		{FileTDXRootCRL, &c.TDXRootCRL},
+	} {
+		b, err := readLimited(filepath.Join(dir, filepath.FromSlash(f.name)))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		*f.dst = b
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, DirSEVSNPCRLs))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("platform: collateral: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".crl") {
+			continue
+		}
+		if len(c.SEVSNPCRLs) == maxSEVSNPCRLs {
+			return nil, fmt.Errorf("platform: collateral: more than %d sev-snp crls", maxSEVSNPCRLs)
+		}
+		b, err := readLimited(filepath.Join(dir, DirSEVSNPCRLs, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		c.SEVSNPCRLs = append(c.SEVSNPCRLs, b)
+	}
+	return c, nil
+}
+
+func readLimited(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("platform: collateral: %s is not a regular file", filepath.Base(path))
+	}
+	if fi.Size() > MaxCollateralFile {
+		return nil, fmt.Errorf("platform: collateral: %s is %d bytes, limit %d", filepath.Base(path), fi.Size(), MaxCollateralFile)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxCollateralFile {
+		return nil, fmt.Errorf("platform: collateral: %s grew past the limit", filepath.Base(path))
+	}
+	return b, nil
+}
+
+// tdxHasCollateral reports whether TCB info and QE identity are present,
+// and tdxHasCRLs whether all revocation data is.
+func (c *Collateral) tdxHasCollateral() bool {
+	return c != nil && len(c.TDXTCBInfo) > 0 && len(c.TDXTCBInfoIssuerChain) > 0 &&
+		len(c.TDXQEIdentity) > 0 && len(c.TDXQEIdentityIssuerChain) > 0
+}
+
+func (c *Collateral) tdxHasCRLs() bool {
+	return c != nil && len(c.TDXPCKCRL) > 0 && len(c.TDXPCKCRLIssuerChain) > 0 && len(c.TDXRootCRL) > 0
+}
+
+func (c *Collateral) tdxAny() bool {
+	return c != nil && (len(c.TDXTCBInfo)+len(c.TDXTCBInfoIssuerChain)+len(c.TDXQEIdentity)+
+		len(c.TDXQEIdentityIssuerChain)+len(c.TDXPCKCRL)+len(c.TDXPCKCRLIssuerChain)+len(c.TDXRootCRL) > 0)
+}
+
+func (c *Collateral) tdxSizesOK() error {
+	for _, b := range [][]byte{c.TDXTCBInfo, c.TDXTCBInfoIssuerChain, c.TDXQEIdentity,
+		c.TDXQEIdentityIssuerChain, c.TDXPCKCRL, c.TDXPCKCRLIssuerChain, c.TDXRootCRL} {
+		if len(b) > MaxCollateralFile {
+			return fmt.Errorf("collateral item is %d bytes, limit %d", len(b), MaxCollateralFile)
+		}
+	}
+	return nil
+}
+
+// offlineGetter serves supplied TDX collateral to go-tdx-guest under the
+// Intel PCS URLs it asks for, and fails every other request: it is the only
+// getter Verify ever hands to go-tdx-guest, so nothing reaches the network.
+type offlineGetter struct {
+	c       *Collateral
+	missing []string
+}
+
+func (g *offlineGetter) Get(u string) (map[string][]string, []byte, error) {
+	header := func(name string, chain []byte) map[string][]string {
+		return map[string][]string{name: {url.QueryEscape(string(chain))}}
+	}
+	switch {
+	case u == pcs.QeIdentityURL() && len(g.c.TDXQEIdentity) > 0:
+		return header(pcs.SgxQeIdentityIssuerChainPhrase, g.c.TDXQEIdentityIssuerChain), clone(g.c.TDXQEIdentity), nil
+	case strings.HasPrefix(u, pcs.TcbInfoURL("")) && len(g.c.TDXTCBInfo) > 0:
+		return header(pcs.TcbInfoIssuerChainPhrase, g.c.TDXTCBInfoIssuerChain), clone(g.c.TDXTCBInfo), nil
+	case (u == pcs.PckCrlURL("platform") || u == pcs.PckCrlURL("processor")) && len(g.c.TDXPCKCRL) > 0:
+		return header(pcs.SgxPckCrlIssuerChainPhrase, g.c.TDXPCKCRLIssuerChain), clone(g.c.TDXPCKCRL), nil
+	case strings.HasPrefix(u, "https://certificates.trustedservices.intel.com/") && len(g.c.TDXRootCRL) > 0:
+		return nil, clone(g.c.TDXRootCRL), nil
+	}
+	g.missing = append(g.missing, u)
+	return nil, nil, fmt.Errorf("offline: no collateral supplied for %s", u)
+}

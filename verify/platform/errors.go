@@ -1,0 +1,131 @@
+package platform
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error classes. Every error Verify returns wraps exactly one of ErrRejected
+// and ErrCannotCheck (or is ErrBadOptions); every error CheckPolicy returns
+// wraps ErrPolicy. Callers branch with errors.Is on the class, and on the
+// more specific sentinels below where they need to.
+var (
+	// ErrRejected means the evidence is bad: a signature, chain, root,
+	// binding or format check failed, or the evidence is of a kind the
+	// options refuse (simulated). Retrying with other collateral does not
+	// help.
+	ErrRejected = errors.New("platform: evidence rejected")
+	// ErrCannotCheck means the verifier could not decide: an unsupported
+	// platform or format, an unknown product line, or collateral or
+	// revocation data that the options require but that was not supplied.
+	ErrCannotCheck = errors.New("platform: evidence could not be checked")
+	// ErrPolicy means verified evidence does not meet the relying party's
+	// policy (CheckPolicy).
+	ErrPolicy = errors.New("platform: policy not satisfied")
+	// ErrBadOptions means the options or the expected report data are
+	// unusable (a usage error, not a verdict on the evidence).
+	ErrBadOptions = errors.New("platform: invalid options")
+)
+
+// Specific sentinels, wrapped together with a class.
+var (
+	// ErrUnsupported: unknown platform or format (class ErrCannotCheck).
+	ErrUnsupported = errors.New("platform: unsupported platform or format")
+	// ErrSimulated: simulated evidence without Options.AllowSimulated
+	// (class ErrRejected).
+	ErrSimulated = errors.New("platform: simulated evidence not allowed")
+	// ErrReportData: REPORT_DATA (or TPM qualifying data) differs from the
+	// expected value (class ErrRejected).
+	ErrReportData = errors.New("platform: report data mismatch")
+	// ErrUntrustedRoot: the chain ends in a root the verifier does not trust
+	// for this evidence (class ErrRejected).
+	ErrUntrustedRoot = errors.New("platform: untrusted root")
+	// ErrRevoked: a certificate of the chain is on a supplied CRL (class
+	// ErrRejected).
+	ErrRevoked = errors.New("platform: certificate revoked")
+	// ErrCollateralExpired: supplied collateral or CRL is past its next
+	// update (class ErrRejected, as docs/spec/platform-tdx.md requires).
+	ErrCollateralExpired = errors.New("platform: collateral expired")
+	// ErrMissingCollateral: collateral or revocation data the options
+	// require was not supplied (class ErrCannotCheck).
+	ErrMissingCollateral = errors.New("platform: required collateral missing")
+	// ErrInternal: a verification library panicked on the input; the panic
+	// was recovered (class ErrRejected).
+	ErrInternal = errors.New("platform: verifier panicked on malformed input")
+)
+
+// Check names, as they appear in Error.Check and docs/spec/verify-platform.md.
+const (
+	CheckOptions    = "options"
+	CheckFormat     = "format"
+	CheckSimulated  = "simulated"
+	CheckParse      = "parse"
+	CheckProduct    = "product"
+	CheckRoot       = "root"
+	CheckChain      = "chain"
+	CheckSignature  = "signature"
+	CheckQEReport   = "qe-report"
+	CheckBinding    = "endorsement-binding"
+	CheckRevocation = "revocation"
+	CheckCollateral = "collateral"
+	CheckReportData = "report-data"
+	CheckTPMAK      = "tpm-ak"
+	// Policy checks.
+	CheckMeasurement = "measurement"
+	CheckDebug       = "debug"
+	CheckTCB         = "tcb"
+	CheckTCBStatus   = "tcb-status"
+	CheckGuestPolicy = "guest-policy"
+)
+
+// Error is a verification or policy failure: its class (ErrRejected,
+// ErrCannotCheck, ErrPolicy or ErrBadOptions), the check that failed and the
+// cause. errors.Is sees both the class and the cause.
+type Error struct {
+	Class error
+	Check string
+	Err   error
+}
+
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("%v: %s", e.Class, e.Check)
+	}
+	return fmt.Sprintf("%v: %s: %v", e.Class, e.Check, e.Err)
+}
+
+// Unwrap returns the class and the cause.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Class}
+	}
+	return []error{e.Class, e.Err}
+}
+
+func rejected(check string, err error) error {
+	return &Error{Class: ErrRejected, Check: check, Err: err}
+}
+
+func cannotCheck(check string, err error) error {
+	return &Error{Class: ErrCannotCheck, Check: check, Err: err}
+}
+
+func policyErr(check string, err error) error {
+	return &Error{Class: ErrPolicy, Check: check, Err: err}
+}
+
+func badOptions(format string, args ...any) error {
+	return &Error{Class: ErrBadOptions, Check: CheckOptions, Err: fmt.Errorf(format, args...)}
+}
+
+// guard runs f, turning a panic in a verification library into an
+// ErrRejected error for check. Inputs are parsed strictly before they reach
+// such libraries; this is the last line of defence.
+func guard(check string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = rejected(check, ErrInternal)
+		}
+	}()
+	return f()
+}

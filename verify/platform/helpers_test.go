@@ -1,0 +1,207 @@
+package platform
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/tdx"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
+)
+
+// testNow is inside the validity of the simulated hierarchies, the real
+// SEV-SNP sample's VCEK and both real TDX samples' PCK chains.
+var testNow = time.Date(2026, time.June, 1, 0, 0, 0, 0, time.UTC)
+
+func fixedNow() time.Time { return testNow }
+
+func testRD(t testing.TB, label string) enclave.ReportData {
+	t.Helper()
+	pub := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	rd, err := enclave.NewReportData(sha256.Sum256([]byte(label)), pub, []byte("verify/platform test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+// simOpts accepts simulated evidence without revocation or collateral data.
+func simOpts() Options {
+	return Options{Now: fixedNow, AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
+}
+
+func simSEV(t testing.TB, o sim.Options, rd enclave.ReportData) *enclave.Evidence {
+	t.Helper()
+	s, err := sim.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.Quote(context.Background(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+func simTDX(t testing.TB, o fakeqe.Options, rd enclave.ReportData) *enclave.Evidence {
+	t.Helper()
+	s, err := tdx.NewSimulated(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.Quote(context.Background(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+type tpmFixture struct {
+	ev     *enclave.Evidence
+	rd     enclave.ReportData
+	akName []byte
+}
+
+// loadTPMFixture reads the swtpm quote committed by enclave/tpm/tpmquote.
+func loadTPMFixture(t testing.TB) tpmFixture {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("..", "..", "enclave", "tpm", "tpmquote", "testdata", "swtpm_quote.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx struct {
+		NonceBinding    string           `json:"nonce_binding_hex"`
+		Identity        string           `json:"identity_hex"`
+		EvidenceContext string           `json:"evidence_context"`
+		AKName          string           `json:"ak_name_hex"`
+		Evidence        enclave.Evidence `json:"evidence"`
+	}
+	if err := json.Unmarshal(raw, &fx); err != nil {
+		t.Fatal(err)
+	}
+	var nonce [32]byte
+	n, err := hex.DecodeString(fx.NonceBinding)
+	if err != nil || len(n) != 32 {
+		t.Fatalf("fixture nonce: %v", err)
+	}
+	copy(nonce[:], n)
+	id, err := hex.DecodeString(fx.Identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := enclave.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := hex.DecodeString(fx.AKName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tpmFixture{ev: &fx.Evidence, rd: rd, akName: name}
+}
+
+// moduleDir returns a module's directory in the module cache.
+func moduleDir(t testing.TB, module string) string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
+	if err != nil {
+		t.Fatalf("locating %s in the module cache: %v", module, err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if dir == "" {
+		t.Fatalf("%s is not in the module cache (go mod download)", module)
+	}
+	return dir
+}
+
+func readModuleFile(t testing.TB, module, rel string) []byte {
+	t.Helper()
+	p := filepath.Join(moduleDir(t, module), filepath.FromSlash(rel))
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() > 1<<20 {
+		t.Fatalf("%s too large", p)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// wantErr asserts err has class and, when non-nil, the sentinel and check.
+func wantErr(t testing.TB, err error, class, sentinel error, check string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("accepted; want %v", class)
+	}
+	if !errors.Is(err, class) {
+		t.Fatalf("error %v: want class %v", err, class)
+	}
+	if sentinel != nil && !errors.Is(err, sentinel) {
+		t.Fatalf("error %v: want %v", err, sentinel)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not an *Error", err)
+	}
+	if check != "" && e.Check != check {
+		t.Fatalf("error %v: check %q, want %q", err, e.Check, check)
+	}
+	// Exactly one class.
+	n := 0
+	for _, c := range []error{ErrRejected, ErrCannotCheck, ErrPolicy, ErrBadOptions} {
+		if errors.Is(err, c) {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("error %v wraps %d classes", err, n)
+	}
+}
+
+func cloneEvidence(ev *enclave.Evidence) *enclave.Evidence {
+	c := *ev
+	c.Blob = append([]byte(nil), ev.Blob...)
+	c.Signature = append([]byte(nil), ev.Signature...)
+	if ev.Signature == nil {
+		c.Signature = nil
+	}
+	c.CertChain = nil
+	for _, d := range ev.CertChain {
+		c.CertChain = append(c.CertChain, append([]byte(nil), d...))
+	}
+	if ev.Aux != nil {
+		c.Aux = map[string][]byte{}
+		for k, v := range ev.Aux {
+			c.Aux[k] = append([]byte(nil), v...)
+		}
+	}
+	return &c
+}
+
+func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+func writeFile(t testing.TB, dir, name string, b []byte) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

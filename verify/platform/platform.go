@@ -1,0 +1,197 @@
+// Package platform verifies hardware evidence (enclave.Evidence) offline:
+// AMD SEV-SNP reports to AMD's roots, Intel TDX quotes to Intel's SGX root,
+// and TPM 2.0 quotes to pinned attestation keys. It is the hardware layer of
+// the offline verifier (docs/spec/verify-platform.md).
+//
+// It never touches the network and imports no device code: only the pure
+// evidence parsers of package enclave, the pinned simulation roots, and the
+// pure verify/validate packages of go-sev-guest and go-tdx-guest.
+//
+// Verification and policy are separate steps. Verify checks signatures,
+// chains, roots, revocation and collateral (when supplied) and REPORT_DATA,
+// and returns only verified data; CheckPolicy then judges that data against
+// the relying party's reference values. Errors say which class of failure
+// happened (ErrRejected: the evidence is bad; ErrCannotCheck: the verifier
+// could not decide; ErrPolicy: verified but not acceptable) and which check.
+package platform
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"fmt"
+	"time"
+
+	"github.com/clawea/attester/enclave"
+)
+
+// Status says whether an optional check ran.
+type Status string
+
+const (
+	// StatusChecked: the check ran and passed.
+	StatusChecked Status = "checked"
+	// StatusSkipped: the check did not run because its data was not
+	// supplied and the options allowed that.
+	StatusSkipped Status = "skipped"
+	// StatusNotApplicable: the platform has no such check.
+	StatusNotApplicable Status = "not-applicable"
+)
+
+// Options configures Verify. The zero value is the strictest: no simulated
+// evidence, revocation and collateral data required where the platform has
+// them, and (for TPM) no trusted attestation key at all. Now is required.
+type Options struct {
+	// Now returns the verification time. It is required: offline
+	// verification of old evidence is a deliberate choice of clock, so the
+	// caller passes time.Now or a fixed time explicitly.
+	Now func() time.Time
+
+	// AllowSimulated accepts evidence marked Simulated, verified against the
+	// pinned simulation roots only. Evidence not marked Simulated is always
+	// verified against the vendor roots only, so simulation-signed evidence
+	// that claims to be real fails.
+	AllowSimulated bool
+
+	// Collateral is offline revocation and TCB data (see Collateral); nil
+	// means none.
+	Collateral *Collateral
+	// AllowUncheckedRevocation accepts SEV-SNP and TDX evidence when no CRL
+	// for it was supplied; Result.Revocation is then StatusSkipped.
+	AllowUncheckedRevocation bool
+	// AllowUncheckedCollateral accepts TDX evidence when no TCB info and QE
+	// identity were supplied; Result.Collateral is then StatusSkipped.
+	AllowUncheckedCollateral bool
+
+	// TrustedTPMAKs are the TPM Names of attestation keys whose provenance
+	// the operator established (docs/spec/platform-tpm.md, section 2).
+	TrustedTPMAKs [][]byte
+	// AllowUntrustedTPMAK accepts any TPM attestation key. The result then
+	// shows only that some key with TPM attestation-key attributes signed
+	// the quote; Result.RootID says "tpm-ak-unpinned". It must not be
+	// combined with TrustedTPMAKs.
+	AllowUntrustedTPMAK bool
+
+	// CertCache, when set, remembers verified SEV-SNP endorsement chains so
+	// that repeated verifications of the same chip skip chain verification.
+	// The report signature is verified every time.
+	CertCache *CertCache
+}
+
+// Result is what Verify established. Every field was verified; nothing is
+// copied from the evidence unchecked.
+type Result struct {
+	// Platform is the evidence platform (enclave.PlatformSEVSNP, ...).
+	Platform string
+	// Format is the evidence format label.
+	Format string
+	// Simulated is true for evidence verified against simulation roots.
+	// Such a result proves nothing about hardware.
+	Simulated bool
+	// ReportData is the verified REPORT_DATA (for TPM: the REPORT_DATA whose
+	// SHA-256 the quote's qualifying data equals).
+	ReportData [64]byte
+	// Measurement is the launch measurement: SEV-SNP MEASUREMENT (48
+	// bytes), TDX MRTD (48 bytes) or the TPM PCR digest (32 bytes).
+	Measurement []byte
+	// HostData is SEV-SNP HOST_DATA (32 bytes); nil elsewhere.
+	HostData []byte
+	// ChipID is the SEV-SNP CHIP_ID (64 bytes, bound to the VCEK); nil
+	// elsewhere or when the firmware masks it.
+	ChipID []byte
+	// TCB is the TCB version in canonical text: SEV-SNP lowercase hex of the
+	// 64-bit REPORTED_TCB, TDX lowercase hex of TEE_TCB_SVN; empty for TPM.
+	TCB string
+	// Debug reports a debuggable guest (SEV-SNP POLICY.DEBUG, TDX
+	// TD_ATTRIBUTES.DEBUG). CheckPolicy refuses it unless allowed.
+	Debug bool
+	// RootID names the trust anchor the evidence verified to, e.g.
+	// "amd-ark-milan", "sim-amd-ark-milan", "intel-sgx-root",
+	// "sim-intel-sgx-root", "tpm-ak:000b...".
+	RootID string
+	// Revocation and Collateral say whether those checks ran.
+	Revocation Status
+	Collateral Status
+	// TCBStatus is the TDX TCB status from checked collateral (e.g.
+	// "UpToDate"); empty when collateral was not checked.
+	TCBStatus string
+
+	// SEVSNP, TDX and TPM hold the platform's other verified fields.
+	SEVSNP *SEVSNPClaims
+	TDX    *TDXClaims
+	TPM    *TPMClaims
+
+	// snp keeps the verified report for go-sev-guest's validate package.
+	snp *snpVerified
+}
+
+// Verify checks ev against the vendor roots (or, with AllowSimulated, the
+// simulation roots for simulated evidence) and against want, the REPORT_DATA
+// the verifier recomputed. It returns only verified data. Errors wrap
+// ErrRejected, ErrCannotCheck or ErrBadOptions, and an *Error names the
+// failing check. Verify never uses the network.
+func Verify(ev *enclave.Evidence, want enclave.ReportData, opts Options) (*Result, error) {
+	if want.IsZero() {
+		return nil, badOptions("expected report data is zero (not built by enclave.NewReportData)")
+	}
+	return verifyRaw(ev, want.Bytes(), want, opts)
+}
+
+// verifyRaw is Verify over raw expected report data (rd, when not zero, is
+// the same value as an enclave.ReportData; TPM verification needs it). The
+// public API takes only enclave.ReportData; tests use this to check the
+// vendors' real samples, whose REPORT_DATA no NewReportData input produces.
+func verifyRaw(ev *enclave.Evidence, want [64]byte, rd enclave.ReportData, opts Options) (res *Result, err error) {
+	if opts.Now == nil {
+		return nil, badOptions("options: Now is required")
+	}
+	if opts.AllowUntrustedTPMAK && len(opts.TrustedTPMAKs) > 0 {
+		return nil, badOptions("options: AllowUntrustedTPMAK and TrustedTPMAKs are contradictory")
+	}
+	if ev == nil {
+		return nil, rejected(CheckParse, fmt.Errorf("no evidence"))
+	}
+	now := opts.Now()
+	err = guard(CheckParse, func() error {
+		var err error
+		switch ev.Platform {
+		case enclave.PlatformSEVSNP:
+			res, err = verifySEVSNP(ev, want, now, &opts)
+		case enclave.PlatformTDX:
+			res, err = verifyTDX(ev, want, now, &opts)
+		case enclave.PlatformTPM:
+			res, err = verifyTPM(ev, rd, &opts)
+		default:
+			err = cannotCheck(CheckFormat, fmt.Errorf("%w: platform %q", ErrUnsupported, truncate(ev.Platform)))
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// checkSimulated applies the AllowSimulated rule.
+func checkSimulated(ev *enclave.Evidence, opts *Options) error {
+	if ev.Simulated && !opts.AllowSimulated {
+		return rejected(CheckSimulated, ErrSimulated)
+	}
+	return nil
+}
+
+// checkReportData compares the verified REPORT_DATA with want.
+func checkReportData(got []byte, want [64]byte) error {
+	if len(got) != 64 || subtle.ConstantTimeCompare(got, want[:]) != 1 {
+		return rejected(CheckReportData, ErrReportData)
+	}
+	return nil
+}
+
+func truncate(s string) string {
+	if len(s) > 32 {
+		return s[:32] + "..."
+	}
+	return s
+}
+
+func clone(b []byte) []byte { return bytes.Clone(b) }

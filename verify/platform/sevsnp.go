@@ -1,0 +1,316 @@
+package platform
+
+import (
+	"bytes"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
+	"github.com/google/go-sev-guest/abi"
+	"github.com/google/go-sev-guest/kds"
+	spb "github.com/google/go-sev-guest/proto/sevsnp"
+	"github.com/google/go-sev-guest/verify"
+	"github.com/google/go-sev-guest/verify/trust"
+)
+
+// SEVSNPClaims are the verified SEV-SNP report fields not in Result itself.
+type SEVSNPClaims struct {
+	// ProductLine is the AMD product line whose roots verified the report
+	// ("Milan", "Genoa", "Turin").
+	ProductLine string
+	// Signer is "vcek" or "vlek".
+	Signer       string
+	Version      uint32
+	GuestSVN     uint32
+	Policy       uint64
+	VMPL         uint32
+	FamilyID     []byte
+	ImageID      []byte
+	ReportID     []byte
+	IDKeyDigest  []byte
+	AuthorKey    []byte
+	PlatformInfo uint64
+	CurrentTCB   uint64
+	CommittedTCB uint64
+	LaunchTCB    uint64
+	ReportedTCB  uint64
+	// Firmware is the current firmware version "major.minor.build" (report
+	// version 3 and later; "0.0.0" for version 2).
+	Firmware string
+}
+
+// snpVerified keeps what CheckPolicy hands to go-sev-guest's validate.
+type snpVerified struct {
+	att *spb.Attestation
+}
+
+func verifySEVSNP(ev *enclave.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
+	if err := checkSimulated(ev, opts); err != nil {
+		return nil, err
+	}
+	p, err := snpevidence.Parse(ev)
+	if errors.Is(err, snpevidence.ErrUnknownFormat) {
+		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+	}
+	if err != nil {
+		return nil, rejected(CheckParse, err)
+	}
+	att, err := p.Attestation()
+	if err != nil {
+		return nil, rejected(CheckParse, err)
+	}
+	report := att.GetReport()
+
+	// Trust anchors: chosen by the Simulated flag and the product line, never
+	// by the certificates the evidence carries.
+	line, err := snpProductLine(report, p)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := rootsOrErr()
+	if err != nil {
+		return nil, err
+	}
+	table := rs.amd
+	if ev.Simulated {
+		table = rs.amdSim
+	}
+	root := table[line]
+	if root == nil {
+		return nil, cannotCheck(CheckProduct, fmt.Errorf("no pinned root for product line %q (simulated %v)", line, ev.Simulated))
+	}
+
+	var key [32]byte
+	var entry *chainEntry
+	if opts.CertCache != nil {
+		key = snpCacheKey(ev, p, root, opts.Collateral)
+		entry = opts.CertCache.get(key, now)
+	}
+	if entry != nil {
+		// The chain is the one verified before; the report is new.
+		if err := verify.SnpReportSignature(p.Report, entry.leaf); err != nil {
+			return nil, rejected(CheckSignature, err)
+		}
+	} else {
+		if entry, err = verifySNPChain(att, p, root, line, now, opts); err != nil {
+			return nil, err
+		}
+		opts.CertCache.put(key, entry)
+	}
+	// The endorsement certificate certifies one chip at one TCB: the signed
+	// report must claim the same.
+	if report.GetReportedTcb() != uint64(entry.exts.TCBVersion) {
+		return nil, rejected(CheckBinding, fmt.Errorf("reported_tcb %016x differs from the %v certificate's tcb %016x",
+			report.GetReportedTcb(), p.Signer, uint64(entry.exts.TCBVersion)))
+	}
+	chipID := report.GetChipId()
+	if p.Signer == abi.VcekReportSigner && !allZero(chipID) && !bytes.Equal(chipID, entry.exts.HWID) {
+		return nil, rejected(CheckBinding, errors.New("chip_id differs from the vcek certificate's hwid"))
+	}
+	if err := checkReportData(report.GetReportData(), want); err != nil {
+		return nil, err
+	}
+	if entry.revocation == StatusSkipped && !opts.AllowUncheckedRevocation {
+		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no crl signed by the %s root was supplied", ErrMissingCollateral, root.rootID))
+	}
+
+	pol, err := abi.ParseSnpPolicy(report.GetPolicy())
+	if err != nil {
+		return nil, rejected(CheckParse, err)
+	}
+	res := &Result{
+		Platform:    enclave.PlatformSEVSNP,
+		Format:      ev.Format,
+		Simulated:   ev.Simulated,
+		Measurement: clone(report.GetMeasurement()),
+		HostData:    clone(report.GetHostData()),
+		TCB:         fmt.Sprintf("%016x", report.GetReportedTcb()),
+		Debug:       pol.Debug,
+		RootID:      entry.rootID,
+		Revocation:  entry.revocation,
+		Collateral:  StatusNotApplicable,
+		SEVSNP: &SEVSNPClaims{
+			ProductLine:  line,
+			Signer:       signerName(p.Signer),
+			Version:      report.GetVersion(),
+			GuestSVN:     report.GetGuestSvn(),
+			Policy:       report.GetPolicy(),
+			VMPL:         report.GetVmpl(),
+			FamilyID:     clone(report.GetFamilyId()),
+			ImageID:      clone(report.GetImageId()),
+			ReportID:     clone(report.GetReportId()),
+			IDKeyDigest:  clone(report.GetIdKeyDigest()),
+			AuthorKey:    clone(report.GetAuthorKeyDigest()),
+			PlatformInfo: report.GetPlatformInfo(),
+			CurrentTCB:   report.GetCurrentTcb(),
+			CommittedTCB: report.GetCommittedTcb(),
+			LaunchTCB:    report.GetLaunchTcb(),
+			ReportedTCB:  report.GetReportedTcb(),
+			Firmware:     fmt.Sprintf("%d.%d.%d", report.GetCurrentMajor(), report.GetCurrentMinor(), report.GetCurrentBuild()),
+		},
+		snp: &snpVerified{att: att},
+	}
+	copy(res.ReportData[:], report.GetReportData())
+	if !allZero(chipID) {
+		res.ChipID = clone(chipID)
+	}
+	return res, nil
+}
+
+// snpProductLine returns the product line from CPUID_1_EAX_FMS (report
+// version 3 and later) or, for version 2, from the leaf's product name.
+func snpProductLine(report *spb.Report, p *snpevidence.Parsed) (string, error) {
+	var line string
+	if fms := report.GetCpuid1EaxFms(); fms != 0 {
+		line = kds.ProductLineFromFms(fms)
+	} else {
+		exts, err := kds.CertificateExtensions(p.Leaf, p.Signer)
+		if err != nil {
+			return "", rejected(CheckChain, fmt.Errorf("%v certificate extensions: %v", p.Signer, err))
+		}
+		product, err := kds.ParseProductName(exts.ProductName, p.Signer)
+		if err != nil {
+			return "", cannotCheck(CheckProduct, err)
+		}
+		line = kds.ProductLine(product)
+	}
+	if line == "" || line == "Unknown" {
+		return "", cannotCheck(CheckProduct, errors.New("unknown amd product line"))
+	}
+	return line, nil
+}
+
+// verifySNPChain verifies the endorsement chain and the report signature
+// with go-sev-guest (offline, pinned roots only), then revocation.
+func verifySNPChain(att *spb.Attestation, p *snpevidence.Parsed, root *amdRoot, line string, now time.Time, opts *Options) (*chainEntry, error) {
+	vopts := &verify.Options{
+		DisableCertFetching: true,
+		Now:                 now,
+		TrustedRoots:        map[string][]*trust.AMDRootCerts{line: {root.rootCerts()}},
+		Getter:              refuseGetter{},
+	}
+	if err := guard(CheckSignature, func() error { return verify.SnpAttestation(att, vopts) }); err != nil {
+		return nil, diagnoseSNP(err, p, root, now)
+	}
+	exts, err := kds.CertificateExtensions(p.Leaf, p.Signer)
+	if err != nil {
+		return nil, rejected(CheckChain, err)
+	}
+	ica := root.certs.Ask
+	if p.Signer == abi.VlekReportSigner {
+		ica = root.certs.Asvk
+	}
+	e := &chainEntry{leaf: p.Leaf, exts: exts, rootID: root.rootID, notBefore: p.Leaf.NotBefore, notAfter: p.Leaf.NotAfter}
+	e.narrow(ica.NotBefore, ica.NotAfter)
+	e.narrow(root.certs.Ark.NotBefore, root.certs.Ark.NotAfter)
+
+	e.revocation = StatusSkipped
+	if opts.Collateral != nil {
+		for i, der := range opts.Collateral.SEVSNPCRLs {
+			if len(der) > MaxCollateralFile {
+				return nil, cannotCheck(CheckRevocation, fmt.Errorf("crl %d is %d bytes, limit %d", i, len(der), MaxCollateralFile))
+			}
+			crl, err := x509.ParseRevocationList(der)
+			if err != nil {
+				return nil, cannotCheck(CheckRevocation, fmt.Errorf("crl %d: %v", i, err))
+			}
+			if crl.CheckSignatureFrom(root.certs.Ark) != nil {
+				continue // another product's CRL
+			}
+			if now.Before(crl.ThisUpdate) || crl.NextUpdate.IsZero() || now.After(crl.NextUpdate) {
+				return nil, rejected(CheckRevocation, fmt.Errorf("%w: amd crl valid %s to %s", ErrCollateralExpired,
+					crl.ThisUpdate.UTC().Format(time.RFC3339), crl.NextUpdate.UTC().Format(time.RFC3339)))
+			}
+			for _, rc := range crl.RevokedCertificateEntries {
+				if rc.SerialNumber == nil {
+					continue
+				}
+				if rc.SerialNumber.Cmp(ica.SerialNumber) == 0 || rc.SerialNumber.Cmp(p.Leaf.SerialNumber) == 0 {
+					return nil, rejected(CheckRevocation, ErrRevoked)
+				}
+			}
+			e.narrow(crl.ThisUpdate, crl.NextUpdate)
+			e.revocation = StatusChecked
+		}
+	}
+	return e, nil
+}
+
+func (e *chainEntry) narrow(from, to time.Time) {
+	if from.After(e.notBefore) {
+		e.notBefore = from
+	}
+	if to.Before(e.notAfter) {
+		e.notAfter = to
+	}
+}
+
+// diagnoseSNP names the check that made go-sev-guest refuse the evidence:
+// the chain to the pinned root, then the report signature, else the
+// endorsement certificate's profile.
+func diagnoseSNP(libErr error, p *snpevidence.Parsed, root *amdRoot, now time.Time) error {
+	if errors.Is(libErr, ErrInternal) {
+		return libErr
+	}
+	xo := root.certs.X509Options(now, p.Signer)
+	if xo == nil {
+		return cannotCheck(CheckRoot, fmt.Errorf("%s has no pinned intermediate for %v", root.rootID, p.Signer))
+	}
+	if _, err := p.Leaf.Verify(*xo); err != nil {
+		ica := root.certs.Ask
+		if p.Signer == abi.VlekReportSigner {
+			ica = root.certs.Asvk
+		}
+		if !bytes.Equal(p.Leaf.RawIssuer, ica.RawSubject) {
+			return rejected(CheckRoot, fmt.Errorf("%w: %v certificate is not issued under %s", ErrUntrustedRoot, p.Signer, root.rootID))
+		}
+		return rejected(CheckChain, err)
+	}
+	if err := verify.SnpReportSignature(p.Report, p.Leaf); err != nil {
+		return rejected(CheckSignature, err)
+	}
+	return rejected(CheckChain, libErr)
+}
+
+func snpCacheKey(ev *enclave.Evidence, p *snpevidence.Parsed, root *amdRoot, c *Collateral) [32]byte {
+	k := newCacheKey("sev-snp")
+	k.add([]byte(root.rootID))
+	k.add([]byte{byte(p.Signer)})
+	for _, der := range ev.CertChain {
+		k.add(der)
+	}
+	k.add(ev.Aux[snpevidence.AuxCertTable])
+	if c != nil {
+		for _, crl := range c.SEVSNPCRLs {
+			k.add(crl)
+		}
+	}
+	return k.sum()
+}
+
+func signerName(s abi.ReportSigner) string {
+	if s == abi.VlekReportSigner {
+		return "vlek"
+	}
+	return "vcek"
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// refuseGetter is handed to go-sev-guest so that nothing it does can reach
+// the network, whatever its options say.
+type refuseGetter struct{}
+
+func (refuseGetter) Get(string) ([]byte, error) {
+	return nil, errors.New("offline: network access refused")
+}

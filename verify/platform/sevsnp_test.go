@@ -1,0 +1,380 @@
+package platform
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/sim/simroots"
+	"github.com/google/go-sev-guest/abi"
+	"github.com/google/go-sev-guest/testing/data"
+)
+
+const sevModule = "github.com/google/go-sev-guest"
+
+func TestSEVSimulatedAccepted(t *testing.T) {
+	rd := testRD(t, "sev ok")
+	meas := bytes.Repeat([]byte{0x5a}, 48)
+	host := bytes.Repeat([]byte{0x11}, 32)
+	ev := simSEV(t, sim.Options{Measurement: meas, HostData: host}, rd)
+	res, err := Verify(ev, rd, simOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Simulated || res.Platform != enclave.PlatformSEVSNP || res.RootID != "sim-amd-ark-milan" {
+		t.Fatalf("result %+v", res)
+	}
+	if !bytes.Equal(res.Measurement, meas) || !bytes.Equal(res.HostData, host) || res.ReportData != rd.Bytes() {
+		t.Fatal("measurement, host data or report data not reported")
+	}
+	if res.TCB != "7308000000000003" || res.Debug || len(res.ChipID) != 64 {
+		t.Fatalf("tcb %q debug %v chip id %d bytes", res.TCB, res.Debug, len(res.ChipID))
+	}
+	if res.Revocation != StatusSkipped || res.Collateral != StatusNotApplicable {
+		t.Fatalf("revocation %q collateral %q", res.Revocation, res.Collateral)
+	}
+	if res.SEVSNP.ProductLine != "Milan" || res.SEVSNP.Signer != "vcek" || res.SEVSNP.Firmware != "1.55.21" {
+		t.Fatalf("claims %+v", res.SEVSNP)
+	}
+}
+
+func TestSEVSimulatedRefusedByDefault(t *testing.T) {
+	rd := testRD(t, "sev")
+	ev := simSEV(t, sim.Options{}, rd)
+	opts := simOpts()
+	opts.AllowSimulated = false
+	_, err := Verify(ev, rd, opts)
+	wantErr(t, err, ErrRejected, ErrSimulated, CheckSimulated)
+}
+
+// Evidence signed by the simulation roots but claiming to be hardware is
+// verified against AMD's roots only, and fails.
+func TestSEVSimSignedClaimingReal(t *testing.T) {
+	rd := testRD(t, "sev")
+	ev := simSEV(t, sim.Options{}, rd)
+	ev.Simulated = false
+	for _, allow := range []bool{false, true} {
+		opts := simOpts()
+		opts.AllowSimulated = allow
+		_, err := Verify(ev, rd, opts)
+		wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	}
+}
+
+func TestSEVWrongReportData(t *testing.T) {
+	ev := simSEV(t, sim.Options{}, testRD(t, "a"))
+	_, err := Verify(ev, testRD(t, "b"), simOpts())
+	wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
+}
+
+func TestSEVMissingChain(t *testing.T) {
+	rd := testRD(t, "sev")
+	ev := simSEV(t, sim.Options{}, rd)
+	ev.CertChain, ev.Aux = nil, nil
+	_, err := Verify(ev, rd, simOpts())
+	wantErr(t, err, ErrRejected, snpevidence.ErrMalformedEvidence, CheckParse)
+}
+
+func TestSEVTampered(t *testing.T) {
+	rd := testRD(t, "sev")
+	good := simSEV(t, sim.Options{}, rd)
+	for _, c := range []struct {
+		name  string
+		off   int
+		check string
+	}{
+		{"guest svn (header)", 0x04, CheckSignature},
+		{"family id", 0x10, CheckSignature},
+		{"report data", 0x50, CheckSignature},
+		{"measurement", 0x90, CheckSignature},
+		{"host data", 0xC0, CheckSignature},
+		{"chip id", 0x1A0, CheckSignature},
+		{"signature r", 0x2A0, CheckSignature},
+		{"signature s", 0x2A0 + 0x48, CheckSignature},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev := cloneEvidence(good)
+			ev.Blob[c.off] ^= 0x01
+			_, err := Verify(ev, rd, simOpts())
+			wantErr(t, err, ErrRejected, nil, "")
+		})
+	}
+	t.Run("leaf certificate signature", func(t *testing.T) {
+		p, err := snpevidence.Parse(good)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := append([]byte(nil), p.Leaf.Raw...)
+		leaf[len(leaf)-1] ^= 0x01
+		ev, err := snpevidence.Build(good.Blob, nil, leaf, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(ev, rd, simOpts())
+		wantErr(t, err, ErrRejected, nil, CheckChain)
+	})
+	t.Run("leaf from another hierarchy", func(t *testing.T) {
+		// The real AMD-issued VCEK of go-sev-guest's sample is a valid P-384
+		// leaf, but it did not sign this report and does not chain to the
+		// simulation roots.
+		vcek := readModuleFile(t, sevModule, "verify/testdata/vcek.testcer")
+		ev, err := snpevidence.Build(good.Blob, nil, vcek, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(ev, rd, simOpts())
+		wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	})
+}
+
+func TestSEVRevocationRequiredByDefault(t *testing.T) {
+	rd := testRD(t, "sev")
+	ev := simSEV(t, sim.Options{}, rd)
+	opts := simOpts()
+	opts.AllowUncheckedRevocation = false
+	_, err := Verify(ev, rd, opts)
+	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
+}
+
+// simCRL returns a CRL signed with the simulated ARK's (public test) key.
+func simCRL(t testing.TB, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
+	t.Helper()
+	return signCRL(t, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey, thisUpdate, nextUpdate, revoked...)
+}
+
+func signCRL(t testing.TB, issuer *x509.Certificate, key *rsa.PrivateKey, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
+	t.Helper()
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: thisUpdate, NextUpdate: nextUpdate}
+	for _, s := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: thisUpdate})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, issuer, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+func TestSEVRevocation(t *testing.T) {
+	rd := testRD(t, "sev")
+	ev := simSEV(t, sim.Options{}, rd)
+	p, err := snpevidence.Parse(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := simroots.SEVSNPRoots()[0].ASK
+	day := 24 * time.Hour
+	base := simOpts()
+	base.AllowUncheckedRevocation = false
+
+	t.Run("checked", func(t *testing.T) {
+		opts := base
+		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{simCRL(t, testNow.Add(-day), testNow.Add(day), big.NewInt(424242))}}
+		res, err := Verify(ev, rd, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Revocation != StatusChecked {
+			t.Fatalf("revocation %q", res.Revocation)
+		}
+	})
+	for name, serial := range map[string]*big.Int{"ask revoked": ask.SerialNumber, "vcek revoked": p.Leaf.SerialNumber} {
+		t.Run(name, func(t *testing.T) {
+			opts := base
+			opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{simCRL(t, testNow.Add(-day), testNow.Add(day), serial)}}
+			_, err := Verify(ev, rd, opts)
+			wantErr(t, err, ErrRejected, ErrRevoked, CheckRevocation)
+		})
+	}
+	t.Run("expired crl", func(t *testing.T) {
+		opts := base
+		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{simCRL(t, testNow.Add(-3*day), testNow.Add(-day))}}
+		_, err := Verify(ev, rd, opts)
+		wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckRevocation)
+	})
+	t.Run("crl of another issuer is not used", func(t *testing.T) {
+		other, err := rsa.GenerateKey(rand.Reader, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := base
+		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{signCRL(t, simroots.SEVSNPRoots()[0].ARK, other, testNow.Add(-day), testNow.Add(day))}}
+		_, err = Verify(ev, rd, opts)
+		wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
+	})
+	t.Run("garbage crl", func(t *testing.T) {
+		opts := base
+		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{[]byte("not a crl")}}
+		_, err := Verify(ev, rd, opts)
+		wantErr(t, err, ErrCannotCheck, nil, CheckRevocation)
+	})
+}
+
+func TestSEVCertCache(t *testing.T) {
+	rd := testRD(t, "sev")
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCertCache(2)
+	opts := simOpts()
+	opts.CertCache = cache
+	var first *Result
+	for i := range 3 {
+		ev, err := s.Quote(t.Context(), rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Verify(ev, rd, opts)
+		if err != nil {
+			t.Fatalf("quote %d: %v", i, err)
+		}
+		if first == nil {
+			first = res
+		} else if res.RootID != first.RootID || !bytes.Equal(res.ChipID, first.ChipID) || res.Revocation != first.Revocation {
+			t.Fatal("cached verification reports differently")
+		}
+	}
+	if cache.Len() != 1 || cache.Hits() != 2 {
+		t.Fatalf("cache len %d hits %d, want 1 and 2", cache.Len(), cache.Hits())
+	}
+	// A warm cache still verifies every report's signature and binding.
+	ev, err := s.Quote(t.Context(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := cloneEvidence(ev)
+	bad.Blob[0x90] ^= 1
+	_, err = Verify(bad, rd, opts)
+	wantErr(t, err, ErrRejected, nil, CheckSignature)
+	_, err = Verify(ev, testRD(t, "other"), opts)
+	wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
+	// Outside the chain's validity the entry is not used, and the chain
+	// itself fails.
+	late := opts
+	late.Now = func() time.Time { return time.Date(2051, 1, 1, 0, 0, 0, 0, time.UTC) }
+	_, err = Verify(ev, rd, late)
+	wantErr(t, err, ErrRejected, nil, "")
+	// The simulation entry is never used for evidence claiming to be real.
+	real := cloneEvidence(ev)
+	real.Simulated = false
+	_, err = Verify(real, rd, opts)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	// Revocation options are re-applied on a hit.
+	strict := opts
+	strict.AllowUncheckedRevocation = false
+	_, err = Verify(ev, rd, strict)
+	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
+	// Capacity is bounded.
+	for i := range 4 {
+		other, err := sim.New(sim.Options{Seed: []byte{byte(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := other.Quote(t.Context(), rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Verify(ev, rd, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cache.Len() != 2 {
+		t.Fatalf("cache len %d, want 2", cache.Len())
+	}
+}
+
+// realSEV returns go-sev-guest's real Milan hardware report (a v2 report of
+// a debug guest) with the VCEK that signed it, and its REPORT_DATA.
+func realSEV(t testing.TB) (*enclave.Evidence, [64]byte) {
+	t.Helper()
+	report := readModuleFile(t, sevModule, "verify/testdata/attestation.bin")
+	vcek := readModuleFile(t, sevModule, "verify/testdata/vcek.testcer")
+	ev, err := snpevidence.Build(report, nil, vcek, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rd [64]byte
+	copy(rd[:], report[0x50:0x90])
+	return ev, rd
+}
+
+func TestSEVRealSampleToAMDRoots(t *testing.T) {
+	ev, rd := realSEV(t)
+	opts := Options{Now: fixedNow, AllowUncheckedRevocation: true}
+	res, err := verifyRaw(ev, rd, enclave.ReportData{}, opts)
+	if err != nil {
+		t.Fatalf("real report rejected: %v", err)
+	}
+	if res.Simulated || res.RootID != "amd-ark-milan" || !res.Debug || res.Revocation != StatusSkipped {
+		t.Fatalf("result %+v", res)
+	}
+	if res.SEVSNP.Version != 2 || res.SEVSNP.ProductLine != "Milan" {
+		t.Fatalf("claims %+v", res.SEVSNP)
+	}
+	// The sample is a debug guest: policy refuses it unless debug is allowed.
+	err = CheckPolicy(res, Policy{Measurements: [][]byte{res.Measurement}})
+	wantErr(t, err, ErrPolicy, nil, CheckDebug)
+	if err := CheckPolicy(res, Policy{Measurements: [][]byte{res.Measurement}, AllowDebug: true}); err != nil {
+		t.Fatalf("policy: %v", err)
+	}
+
+	// Cached and direct verification agree.
+	opts.CertCache = NewCertCache(0)
+	for range 2 {
+		if _, err := verifyRaw(ev, rd, enclave.ReportData{}, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if opts.CertCache.Hits() != 1 {
+		t.Fatalf("hits %d", opts.CertCache.Hits())
+	}
+}
+
+func TestSEVRealSampleNegative(t *testing.T) {
+	ev, rd := realSEV(t)
+	opts := Options{Now: fixedNow, AllowUncheckedRevocation: true}
+	t.Run("wrong report data", func(t *testing.T) {
+		other := rd
+		other[0] ^= 1
+		_, err := verifyRaw(ev, other, enclave.ReportData{}, opts)
+		wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
+	})
+	t.Run("tampered", func(t *testing.T) {
+		for _, off := range []int{0x08, 0x50, 0x90, 0x180, 0x2A0} {
+			bad := cloneEvidence(ev)
+			bad.Blob[off] ^= 0x80
+			_, err := verifyRaw(bad, rd, enclave.ReportData{}, opts)
+			wantErr(t, err, ErrRejected, nil, "")
+		}
+	})
+	t.Run("marked simulated", func(t *testing.T) {
+		sim := cloneEvidence(ev)
+		sim.Simulated = true
+		o := opts
+		o.AllowSimulated = true
+		_, err := verifyRaw(sim, rd, enclave.ReportData{}, o)
+		wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	})
+	t.Run("expired vcek", func(t *testing.T) {
+		o := opts
+		o.Now = func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
+		_, err := verifyRaw(ev, rd, enclave.ReportData{}, o)
+		wantErr(t, err, ErrRejected, nil, CheckChain)
+	})
+	t.Run("vlek signer without vlek", func(t *testing.T) {
+		// Claiming a VLEK signed the report (SIGNER_INFO) with the VCEK as
+		// leaf: the chain is checked against the ASVK and fails.
+		bad := cloneEvidence(ev)
+		bad.Blob[0x48] = byte(abi.VlekReportSigner) << 2
+		_, err := verifyRaw(bad, rd, enclave.ReportData{}, opts)
+		wantErr(t, err, ErrRejected, nil, "")
+	})
+}

@@ -1,0 +1,232 @@
+package platform
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/sha256"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/tdx/tdxquote"
+	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	tdxabi "github.com/google/go-tdx-guest/abi"
+	tdxpb "github.com/google/go-tdx-guest/proto/tdx"
+	tdxverify "github.com/google/go-tdx-guest/verify"
+)
+
+// TDXFormat is Evidence.Format for TDX evidence (docs/spec/platform-tdx.md).
+const TDXFormat = "tdx/quote-v4"
+
+// fakeQEMarker starts the header user data of every simulated quote
+// (docs/spec/platform-tdx.md, section 4).
+const fakeQEMarker = "TEST ONLY FAKE QE"
+
+// TDXClaims are the verified TD quote fields not in Result itself.
+type TDXClaims struct {
+	// Body is the signed TD quote body (MRTD, RTMRs, MRCONFIGID, MROWNER,
+	// TD_ATTRIBUTES, XFAM, TEE_TCB_SVN, MRSEAM, ...).
+	Body tdxquote.Body
+	// QEVendorID is the quote header's QE vendor ID.
+	QEVendorID [16]byte
+	// QESVN is the quoting enclave's ISVSVN from the PCK-signed QE report.
+	QESVN uint16
+}
+
+func verifyTDX(ev *enclave.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
+	if ev.Format != TDXFormat {
+		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, truncate(ev.Format)))
+	}
+	if err := checkSimulated(ev, opts); err != nil {
+		return nil, err
+	}
+	if len(ev.Signature) != 0 || len(ev.Aux) != 0 {
+		return nil, rejected(CheckParse, errors.New("tdx evidence carries a detached signature or aux data"))
+	}
+	q, err := tdxquote.Parse(ev.Blob)
+	if errors.Is(err, tdxquote.ErrUnsupported) {
+		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+	}
+	if err != nil {
+		return nil, rejected(CheckParse, err)
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		return nil, rejected(CheckParse, err)
+	}
+	if len(ev.CertChain) != len(chain) {
+		return nil, rejected(CheckParse, errors.New("cert_chain differs from the quote's pck chain"))
+	}
+	for i := range chain {
+		if !bytes.Equal(ev.CertChain[i], chain[i]) {
+			return nil, rejected(CheckParse, errors.New("cert_chain differs from the quote's pck chain"))
+		}
+	}
+
+	// Trust anchor by the Simulated flag only.
+	rs, err := rootsOrErr()
+	if err != nil {
+		return nil, err
+	}
+	pool, anchor, rootID := rs.intelPool, rs.intel, rootIDIntel
+	if ev.Simulated {
+		pool, anchor, rootID = rs.simPool, rs.simIntel, rootIDSimIntel
+	}
+	if !ev.Simulated {
+		if tdxsimroots.IsRoot(chain[2]) {
+			return nil, rejected(CheckRoot, fmt.Errorf("%w: quote chains to the simulation root but is not marked simulated", ErrUntrustedRoot))
+		}
+		if bytes.HasPrefix(q.Header.UserData[:], []byte(fakeQEMarker)) {
+			return nil, rejected(CheckRoot, fmt.Errorf("%w: quote is from the fake quoting enclave but is not marked simulated", ErrUntrustedRoot))
+		}
+	}
+	if !bytes.Equal(chain[2], anchor.Raw) {
+		return nil, rejected(CheckRoot, fmt.Errorf("%w: pck chain root is not %s", ErrUntrustedRoot, rootID))
+	}
+
+	var pq *tdxpb.QuoteV4
+	err = guard(CheckParse, func() error {
+		a, err := tdxabi.QuoteToProto(ev.Blob)
+		if err != nil {
+			return rejected(CheckParse, err)
+		}
+		v, ok := a.(*tdxpb.QuoteV4)
+		if !ok {
+			return cannotCheck(CheckFormat, fmt.Errorf("%w: quote type %T", ErrUnsupported, a))
+		}
+		pq = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ts := &tdxverify.TimeSet{PckCertChain: now, TcbInfo: now, QeIdentity: now, PckCrl: now, RootCaCrl: now}
+
+	// Steps 2-5 of docs/spec/platform-tdx.md: chain, QE report, key binding,
+	// quote signature. No collateral, no network.
+	crypto := &tdxverify.Options{TrustedRoots: pool, Now: ts, Getter: &offlineGetter{c: &Collateral{}}}
+	if err := guard(CheckSignature, func() error { return tdxverify.TdxQuote(pq, crypto) }); err != nil {
+		return nil, diagnoseTDX(err, q, chain, pool, now)
+	}
+
+	if err := checkReportData(q.Body.ReportData[:], want); err != nil {
+		return nil, err
+	}
+
+	res := &Result{
+		Platform:    enclave.PlatformTDX,
+		Format:      ev.Format,
+		Simulated:   ev.Simulated,
+		ReportData:  q.Body.ReportData,
+		Measurement: clone(q.Body.MRTD[:]),
+		TCB:         fmt.Sprintf("%x", q.Body.TeeTcbSvn[:]),
+		Debug:       q.Body.Debug(),
+		RootID:      rootID,
+		Revocation:  StatusSkipped,
+		Collateral:  StatusSkipped,
+		TDX:         &TDXClaims{Body: q.Body, QEVendorID: q.Header.QEVendorID, QESVN: q.QEReport.ISVSVN},
+	}
+
+	c := opts.Collateral
+	switch {
+	case c.tdxHasCollateral():
+		if err := c.tdxSizesOK(); err != nil {
+			return nil, cannotCheck(CheckCollateral, err)
+		}
+		status, err := verifyTDXCollateral(pq, c, pool, ts)
+		if err != nil {
+			return nil, err
+		}
+		res.Collateral, res.TCBStatus = StatusChecked, status
+		if c.tdxHasCRLs() {
+			res.Revocation = StatusChecked
+		}
+	case c.tdxAny():
+		return nil, cannotCheck(CheckCollateral, fmt.Errorf("%w: tdx collateral needs tcb info and qe identity with their issuer chains", ErrMissingCollateral))
+	}
+	if res.Collateral == StatusSkipped && !opts.AllowUncheckedCollateral {
+		return nil, cannotCheck(CheckCollateral, fmt.Errorf("%w: no tdx tcb info and qe identity supplied", ErrMissingCollateral))
+	}
+	if res.Revocation == StatusSkipped && !opts.AllowUncheckedRevocation {
+		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no pck and root ca crls supplied", ErrMissingCollateral))
+	}
+	return res, nil
+}
+
+// verifyTDXCollateral runs go-tdx-guest with the supplied collateral served
+// offline and returns the TDX TCB status.
+func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, ts *tdxverify.TimeSet) (string, error) {
+	g := &offlineGetter{c: c}
+	o := &tdxverify.Options{GetCollateral: true, CheckRevocations: c.tdxHasCRLs(), Getter: g, TrustedRoots: pool, Now: ts}
+	err := guard(CheckCollateral, func() error { return tdxverify.TdxQuote(pq, o) })
+	if errors.Is(err, ErrInternal) {
+		return "", err
+	}
+	if len(g.missing) > 0 {
+		return "", cannotCheck(CheckCollateral, fmt.Errorf("%w: %d items", ErrMissingCollateral, len(g.missing)))
+	}
+	var level string
+	lerr := guard(CheckCollateral, func() error {
+		tcb, _, err := tdxverify.SupportedTcbLevelsFromCollateral(pq, o)
+		level = string(tcb.TcbStatus)
+		return err
+	})
+	if err != nil {
+		for _, expired := range []error{tdxverify.ErrTcbInfoExpired, tdxverify.ErrQeIdentityExpired,
+			tdxverify.ErrPCKCrlExpired, tdxverify.ErrRootCaCrlExpired, tdxverify.ErrTcbInfoSigningCertExpired,
+			tdxverify.ErrTcbInfoRootCertExpired, tdxverify.ErrQeIdentitySigningCertExpired,
+			tdxverify.ErrQeIdentityRootCertExpired, tdxverify.ErrPCKCrlSigningCertExpired, tdxverify.ErrPCKCrlRootCertExpired} {
+			if errors.Is(lerr, expired) {
+				return "", rejected(CheckCollateral, fmt.Errorf("%w: %w", ErrCollateralExpired, expired))
+			}
+		}
+		return "", rejected(CheckCollateral, err)
+	}
+	if lerr != nil {
+		return "", rejected(CheckCollateral, lerr)
+	}
+	return level, nil
+}
+
+// diagnoseTDX names the check that made go-tdx-guest refuse a quote that
+// parsed and whose chain ends in the pinned root: the PCK chain, the QE
+// report signature, the attestation key binding, else the quote signature.
+func diagnoseTDX(libErr error, q *tdxquote.Quote, chain [][]byte, pool *x509.CertPool, now time.Time) error {
+	if errors.Is(libErr, ErrInternal) {
+		return libErr
+	}
+	if errors.Is(libErr, tdxverify.ErrHashVerificationFail) {
+		return rejected(CheckSignature, libErr)
+	}
+	leaf, err1 := x509.ParseCertificate(chain[0])
+	inter, err2 := x509.ParseCertificate(chain[1])
+	if err1 != nil || err2 != nil {
+		return rejected(CheckChain, libErr)
+	}
+	ip := x509.NewCertPool()
+	ip.AddCert(inter)
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: ip, CurrentTime: now}); err != nil {
+		return rejected(CheckChain, err)
+	}
+	pub, ok := leaf.PublicKey.(*ecdsa.PublicKey)
+	if !ok || !verifyP256(pub, q.QEReport.Marshal(), q.QEReportSignature) {
+		return rejected(CheckQEReport, errors.New("qe report signature does not verify under the pck key"))
+	}
+	bind := sha256.Sum256(append(append([]byte(nil), q.AttestationKey[:]...), q.QEAuthData...))
+	if !bytes.Equal(q.QEReport.ReportData[:32], bind[:]) || !allZero(q.QEReport.ReportData[32:]) {
+		return rejected(CheckQEReport, errors.New("qe report does not bind the attestation key"))
+	}
+	return rejected(CheckChain, libErr)
+}
+
+func verifyP256(pub *ecdsa.PublicKey, msg []byte, sig [64]byte) bool {
+	if pub.Curve != elliptic.P256() {
+		return false
+	}
+	d := sha256.Sum256(msg)
+	return ecdsa.Verify(pub, d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:]))
+}

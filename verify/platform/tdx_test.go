@@ -1,0 +1,337 @@
+package platform
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/enclave/tdx/tdxquote"
+	"github.com/google/go-tdx-guest/pcs"
+	testcases "github.com/google/go-tdx-guest/testing"
+)
+
+const tdxModule = "github.com/google/go-tdx-guest"
+
+func TestIntelRootIsGoTdxGuests(t *testing.T) {
+	b := readModuleFile(t, tdxModule, "verify/trusted_root.pem")
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		t.Fatal("module root is not pem")
+	}
+	sum := sha256.Sum256(blk.Bytes)
+	if hex.EncodeToString(sum[:]) != IntelSGXRootCASHA256 {
+		t.Fatal("pinned intel root differs from go-tdx-guest's embedded root")
+	}
+	rs, err := roots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(rs.intel.Raw, blk.Bytes) {
+		t.Fatal("loaded intel root differs")
+	}
+}
+
+func TestTDXSimulatedAccepted(t *testing.T) {
+	rd := testRD(t, "tdx ok")
+	ev := simTDX(t, fakeqe.Options{}, rd)
+	res, err := Verify(ev, rd, simOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := fakeqe.DefaultTD()
+	if !res.Simulated || res.RootID != "sim-intel-sgx-root" || res.Platform != enclave.PlatformTDX {
+		t.Fatalf("result %+v", res)
+	}
+	if !bytes.Equal(res.Measurement, td.MRTD[:]) || res.ReportData != rd.Bytes() || res.Debug {
+		t.Fatal("measurement, report data or debug wrong")
+	}
+	if res.TCB != hex.EncodeToString(td.TeeTcbSvn[:]) || res.TDX.Body.RTMR != td.RTMR {
+		t.Fatalf("tcb %q", res.TCB)
+	}
+	if res.Collateral != StatusSkipped || res.Revocation != StatusSkipped || res.TCBStatus != "" {
+		t.Fatalf("collateral %q revocation %q", res.Collateral, res.Revocation)
+	}
+}
+
+func TestTDXSimulatedRefused(t *testing.T) {
+	rd := testRD(t, "tdx")
+	ev := simTDX(t, fakeqe.Options{}, rd)
+	opts := simOpts()
+	opts.AllowSimulated = false
+	_, err := Verify(ev, rd, opts)
+	wantErr(t, err, ErrRejected, ErrSimulated, CheckSimulated)
+
+	// Claiming to be hardware: checked against Intel's root only.
+	ev.Simulated = false
+	_, err = Verify(ev, rd, simOpts())
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+}
+
+func TestTDXWrongRootAndReportData(t *testing.T) {
+	rd := testRD(t, "tdx")
+	h, err := fakeqe.NewHierarchy("another hierarchy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := simTDX(t, fakeqe.Options{Hierarchy: h}, rd)
+	_, err = Verify(ev, rd, simOpts())
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+
+	ev = simTDX(t, fakeqe.Options{}, rd)
+	_, err = Verify(ev, testRD(t, "other"), simOpts())
+	wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
+}
+
+func TestTDXMissingOrInconsistentChain(t *testing.T) {
+	rd := testRD(t, "tdx")
+	ev := simTDX(t, fakeqe.Options{}, rd)
+	bad := cloneEvidence(ev)
+	bad.CertChain = nil
+	_, err := Verify(bad, rd, simOpts())
+	wantErr(t, err, ErrRejected, nil, CheckParse)
+
+	bad = cloneEvidence(ev)
+	bad.CertChain[0], bad.CertChain[1] = bad.CertChain[1], bad.CertChain[0]
+	_, err = Verify(bad, rd, simOpts())
+	wantErr(t, err, ErrRejected, nil, CheckParse)
+
+	bad = cloneEvidence(ev)
+	bad.Aux = map[string][]byte{"x": {1}}
+	_, err = Verify(bad, rd, simOpts())
+	wantErr(t, err, ErrRejected, nil, CheckParse)
+}
+
+// TDX quote regions (tdxquote layout).
+const (
+	offHeader   = 0x08                // header: PCESVN bytes
+	offBody     = tdxquote.HeaderSize // TEE_TCB_SVN
+	offMRTD     = tdxquote.HeaderSize + 0x88
+	offRD       = tdxquote.HeaderSize + 0x208
+	offSig      = tdxquote.SignedSize + 4 // quote signature
+	offAK       = offSig + 64             // attestation key
+	offQEReport = offAK + 64 + 6          // QE report
+	offQESig    = offQEReport + tdxquote.QEReportSize
+	offQEAuth   = offQESig + 64 + 2 // QE auth data
+)
+
+func TestTDXTampered(t *testing.T) {
+	rd := testRD(t, "tdx")
+	good := simTDX(t, fakeqe.Options{}, rd)
+	for _, c := range []struct {
+		name  string
+		off   int
+		check string
+	}{
+		{"header", offHeader, CheckSignature},
+		{"body tcb svn", offBody, CheckSignature},
+		{"body mrtd", offMRTD, CheckSignature},
+		{"body report data", offRD, CheckSignature},
+		{"quote signature", offSig + 3, CheckSignature},
+		{"attestation key", offAK + 5, ""},
+		{"qe report", offQEReport + 0x30, CheckQEReport},
+		{"qe report data", offQEReport + 0x140, CheckQEReport},
+		{"qe report signature", offQESig + 7, CheckQEReport},
+		{"qe auth data", offQEAuth, CheckQEReport},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev := cloneEvidence(good)
+			ev.Blob[c.off] ^= 0x01
+			_, err := Verify(ev, rd, simOpts())
+			wantErr(t, err, ErrRejected, nil, c.check)
+		})
+	}
+	t.Run("pck leaf signature", func(t *testing.T) {
+		q, err := tdxquote.Parse(good.Blob)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := cloneEvidence(good).CertChain
+		chain[0][len(chain[0])-1] ^= 0x01
+		q.PCKChain = tdxquote.EncodePCKChain(chain)
+		blob, err := q.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := cloneEvidence(good)
+		ev.Blob, ev.CertChain = blob, chain
+		_, err = Verify(ev, rd, simOpts())
+		wantErr(t, err, ErrRejected, nil, CheckChain)
+	})
+}
+
+func TestTDXCollateralRequiredByDefault(t *testing.T) {
+	rd := testRD(t, "tdx")
+	ev := simTDX(t, fakeqe.Options{}, rd)
+	opts := simOpts()
+	opts.AllowUncheckedCollateral = false
+	_, err := Verify(ev, rd, opts)
+	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckCollateral)
+	opts = simOpts()
+	opts.AllowUncheckedRevocation = false
+	_, err = Verify(ev, rd, opts)
+	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
+}
+
+// realTDX returns a real quote from go-tdx-guest's testdata (trailing device
+// bytes dropped) as evidence, and its REPORT_DATA.
+func realTDX(t testing.TB, name string) (*enclave.Evidence, [64]byte) {
+	t.Helper()
+	raw := readModuleFile(t, tdxModule, name)
+	n, err := tdxquote.Length(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := tdxquote.Parse(raw[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &enclave.Evidence{Platform: enclave.PlatformTDX, Format: TDXFormat, Blob: raw[:n], CertChain: chain}, q.Body.ReportData
+}
+
+var realTDXSamples = []string{"testing/testdata/tdx_prod_quote_SPR_E4.dat", "testing/testdata/ccel/cos-113-tdx-quote.dat"}
+
+func TestTDXRealSamplesToIntelRoot(t *testing.T) {
+	for _, name := range realTDXSamples {
+		t.Run(name, func(t *testing.T) {
+			ev, rd := realTDX(t, name)
+			opts := Options{Now: fixedNow, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
+			res, err := verifyRaw(ev, rd, enclave.ReportData{}, opts)
+			if err != nil {
+				t.Fatalf("real quote rejected: %v", err)
+			}
+			if res.Simulated || res.RootID != "intel-sgx-root" || res.Collateral != StatusSkipped {
+				t.Fatalf("result %+v", res)
+			}
+			// Negative: report data, tampering, simulation roots.
+			other := rd
+			other[63] ^= 1
+			_, err = verifyRaw(ev, other, enclave.ReportData{}, opts)
+			wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
+			for _, off := range []int{offHeader, offMRTD, offSig + 1, offQEReport + 0x30, offQESig + 1} {
+				bad := cloneEvidence(ev)
+				bad.Blob[off] ^= 1
+				_, err := verifyRaw(bad, rd, enclave.ReportData{}, opts)
+				wantErr(t, err, ErrRejected, nil, "")
+			}
+			sim := cloneEvidence(ev)
+			sim.Simulated = true
+			o := opts
+			o.AllowSimulated = true
+			_, err = verifyRaw(sim, rd, enclave.ReportData{}, o)
+			wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+		})
+	}
+}
+
+// shippedCollateral is go-tdx-guest's sample PCS collateral: bodies from the
+// module's testdata, issuer chains from its testing package (they exist
+// there only as header values).
+func shippedCollateral(t testing.TB) *Collateral {
+	t.Helper()
+	chain := func(h map[string][]string, phrase string) []byte {
+		s, err := url.QueryUnescape(h[phrase][0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []byte(s)
+	}
+	return &Collateral{
+		TDXTCBInfo:               readModuleFile(t, tdxModule, "testing/testdata/sample_tcbInfo_response"),
+		TDXTCBInfoIssuerChain:    chain(testcases.TcbInfoHeader, pcs.TcbInfoIssuerChainPhrase),
+		TDXQEIdentity:            readModuleFile(t, tdxModule, "testing/testdata/sample_qeIdentity_response"),
+		TDXQEIdentityIssuerChain: chain(testcases.QeIdentityHeader, pcs.SgxQeIdentityIssuerChainPhrase),
+		TDXPCKCRL:                readModuleFile(t, tdxModule, "testing/testdata/pckcrl"),
+		TDXPCKCRLIssuerChain:     chain(testcases.PckCrlHeader, pcs.SgxPckCrlIssuerChainPhrase),
+		TDXRootCRL:               readModuleFile(t, tdxModule, "testing/testdata/rootcrl.der"),
+	}
+}
+
+// The collateral shipped with go-tdx-guest expired in July 2023 (TCB info
+// nextUpdate 2023-07-18, QE identity 2023-07-08): verification with it is
+// rejected as expired, at a fixed clock and at the wall clock.
+func TestTDXShippedCollateralExpired(t *testing.T) {
+	ev, rd := realTDX(t, realTDXSamples[0])
+	for name, now := range map[string]func() time.Time{
+		"fixed 2024": func() time.Time { return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC) },
+		"wall clock": time.Now,
+		"test clock": fixedNow,
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts := Options{Now: now, Collateral: shippedCollateral(t)}
+			_, err := verifyRaw(ev, rd, enclave.ReportData{}, opts)
+			wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckCollateral)
+		})
+	}
+}
+
+func TestTDXShippedCollateralInsideValidity(t *testing.T) {
+	// Inside its validity the collateral is used, but the sample's
+	// TEE_TCB_SVN matches no TCB level in it (go-tdx-guest documents this),
+	// so it is rejected for that, not for expiry.
+	ev, rd := realTDX(t, realTDXSamples[0])
+	opts := Options{Now: func() time.Time { return time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC) }, Collateral: shippedCollateral(t)}
+	_, err := verifyRaw(ev, rd, enclave.ReportData{}, opts)
+	wantErr(t, err, ErrRejected, nil, CheckCollateral)
+	if errorsIs(err, ErrCollateralExpired) {
+		t.Fatalf("collateral reported expired inside its validity: %v", err)
+	}
+}
+
+func TestTDXPartialCollateral(t *testing.T) {
+	ev, rd := realTDX(t, realTDXSamples[0])
+	c := shippedCollateral(t)
+	c.TDXQEIdentity = nil
+	_, err := verifyRaw(ev, rd, enclave.ReportData{}, Options{Now: fixedNow, Collateral: c})
+	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckCollateral)
+}
+
+func TestTDXCollateralAgainstSimulatedQuote(t *testing.T) {
+	// Intel-signed collateral does not verify under the simulation root.
+	rd := testRD(t, "tdx")
+	ev := simTDX(t, fakeqe.Options{}, rd)
+	opts := simOpts()
+	opts.Collateral = shippedCollateral(t)
+	_, err := Verify(ev, rd, opts)
+	wantErr(t, err, ErrRejected, nil, CheckCollateral)
+}
+
+func TestLoadCollateralDir(t *testing.T) {
+	dir := t.TempDir()
+	c := shippedCollateral(t)
+	crl := simCRL(t, testNow.Add(-time.Hour), testNow.Add(time.Hour))
+	for name, b := range map[string][]byte{
+		FileTDXTCBInfo: c.TDXTCBInfo, FileTDXTCBInfoChain: c.TDXTCBInfoIssuerChain,
+		FileTDXQEIdentity: c.TDXQEIdentity, FileTDXQEIdentityChain: c.TDXQEIdentityIssuerChain,
+		FileTDXPCKCRL: c.TDXPCKCRL, FileTDXPCKCRLIssuerChain: c.TDXPCKCRLIssuerChain,
+		FileTDXRootCRL: c.TDXRootCRL, DirSEVSNPCRLs + "/milan.crl": crl,
+	} {
+		writeFile(t, dir, name, b)
+	}
+	got, err := LoadCollateralDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.TDXTCBInfo, c.TDXTCBInfo) || !bytes.Equal(got.TDXRootCRL, c.TDXRootCRL) ||
+		len(got.SEVSNPCRLs) != 1 || !bytes.Equal(got.SEVSNPCRLs[0], crl) {
+		t.Fatal("collateral not loaded")
+	}
+	empty, err := LoadCollateralDir(t.TempDir())
+	if err != nil || empty.tdxAny() || len(empty.SEVSNPCRLs) != 0 {
+		t.Fatalf("empty dir: %v", err)
+	}
+	big := t.TempDir()
+	writeFile(t, big, FileTDXTCBInfo, make([]byte, MaxCollateralFile+1))
+	if _, err := LoadCollateralDir(big); err == nil {
+		t.Fatal("oversized collateral accepted")
+	}
+}
