@@ -1,0 +1,471 @@
+// Package gate is the attester's tool-call gate (docs/spec/gate-v1.md). For
+// every tool call of an agent run, Decide runs, in this order:
+//
+//  1. the tool policy (tools.profile / allow / deny, per-agent overrides,
+//     deny wins);
+//  2. the turn-scoped verification gate of OpenClaw prompt signing: when
+//     agents.defaults.sig.enforceVerification is set, gated tools are blocked
+//     until the owner's verify succeeded in the current turn;
+//  3. the external verifier (tools.verifier): an HMAC-signed webhook and/or a
+//     Telegram approval, with failMode when a verifier cannot be consulted.
+//
+// Every decision is appended to a hash-chained audit log (package
+// gate/audit) that holds parameter hashes, never parameters. Secrets from the
+// configuration never appear in errors, logs, String() or the policy hash.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/schema/b64u"
+)
+
+// Stage names the pipeline stage that decided.
+type Stage string
+
+// Stages, in pipeline order. StageInput is a malformed call.
+const (
+	StageInput        Stage = "input"
+	StagePolicy       Stage = "tool_policy"
+	StageVerification Stage = "verification_gate"
+	StageVerifier     Stage = "external_verifier"
+)
+
+// Call is one tool call to decide.
+type Call struct {
+	SessionKey      string // e.g. "agent:main:main"
+	TurnID          string // the current turn (a UUID in OpenClaw)
+	AgentID         string // "" means DefaultAgentID
+	Tool            string // normalized by the gate (NormalizeToolName)
+	Params          []byte // the tool parameters: a JSON object (nil = {})
+	MessageProvider string // optional, e.g. "telegram"
+}
+
+// Decision is the gate's answer. Reason is safe to show to the agent: it
+// never contains parameter values or secrets.
+type Decision struct {
+	Allow      bool
+	Stage      Stage
+	Reason     string
+	Tool       string // normalized tool name
+	ParamsHash string // b64u SHA-256 of the JCS of the parameters
+	RequestID  string // external verifier request id, when one was consulted
+	AuditSeq   uint64 // seq of the audit record of this decision
+}
+
+// Options configure a Gate. Config and Audit are required.
+type Options struct {
+	Config *Config
+	// Audit receives every decision.
+	Audit *audit.Writer
+	// HTTPClient is used for webhook verifiers; required when a webhook is
+	// configured. Its redirect policy is replaced (redirects are refused).
+	HTTPClient *http.Client
+	// TelegramClient is used for the Bot API; nil means HTTPClient.
+	TelegramClient *http.Client
+	// TelegramAPIBase is the Bot API base URL; "" means
+	// DefaultTelegramAPIBase. Tests point it at a local fake server.
+	TelegramAPIBase string
+	// TelegramPollInterval is the getUpdates interval; 0 means
+	// DefaultTelegramPollInterval.
+	TelegramPollInterval time.Duration
+	// Logger receives decision and failure logs; nil discards.
+	Logger *slog.Logger
+	// Now is the clock for webhook timestamps; nil means time.Now.
+	Now func() time.Time
+	// MaxSessions bounds the verification state; 0 means DefaultMaxSessions.
+	MaxSessions int
+}
+
+type agentPolicy struct {
+	label    string // "tools" layer label for the agent, for reasons
+	profile  string
+	profileM *toolMatcher // nil: no profile restriction
+	global   listPolicy
+	agent    *listPolicy
+	enforce  bool
+	gated    *toolMatcher
+	verifier effectiveVerifier
+}
+
+type effectiveVerifier struct {
+	enabled  bool
+	include  *toolMatcher
+	exclude  *toolMatcher
+	failMode FailMode
+	webhook  *webhookVerifier
+	telegram *telegramApprover
+}
+
+func (v *effectiveVerifier) inScope(tool string) bool {
+	switch {
+	case !v.enabled:
+		return false
+	case v.include != nil:
+		return v.include.match(tool)
+	case v.exclude != nil:
+		return !v.exclude.match(tool)
+	}
+	return true
+}
+
+// Gate decides tool calls. It is safe for concurrent use.
+type Gate struct {
+	cfg        *Config
+	policyHash string
+	defaults   *agentPolicy
+	agents     map[string]*agentPolicy
+	turns      *turns
+	audit      *audit.Writer
+	log        *slog.Logger
+	now        func() time.Time
+}
+
+// New builds a Gate from a parsed Config.
+func New(opts Options) (*Gate, error) {
+	if opts.Config == nil {
+		return nil, fmt.Errorf("%w: nil config", ErrOptions)
+	}
+	if opts.Audit == nil {
+		return nil, fmt.Errorf("%w: an audit writer is required", ErrOptions)
+	}
+	g := &Gate{
+		cfg:        opts.Config,
+		policyHash: opts.Config.PolicyHash(),
+		agents:     map[string]*agentPolicy{},
+		turns:      newTurns(opts.MaxSessions),
+		audit:      opts.Audit,
+		log:        logger(opts.Logger),
+		now:        opts.Now,
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	base := opts.TelegramAPIBase
+	if base == "" {
+		base = DefaultTelegramAPIBase
+	}
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil, fmt.Errorf("%w: telegram api base must be an http(s) url", ErrOptions)
+	}
+	interval := opts.TelegramPollInterval
+	if interval <= 0 {
+		interval = DefaultTelegramPollInterval
+	}
+	tgClient := opts.TelegramClient
+	if tgClient == nil {
+		tgClient = opts.HTTPClient
+	}
+	webhooks := map[*WebhookConfig]*webhookVerifier{}
+	bots := map[string]*telegramBot{}
+	build := func(v effectiveVerifierConfig) (effectiveVerifier, error) {
+		ev := effectiveVerifier{enabled: v.Enabled, failMode: v.FailMode}
+		if v.Scope.Include != nil {
+			ev.include = newToolMatcher(v.Scope.Include)
+		}
+		if v.Scope.Exclude != nil {
+			ev.exclude = newToolMatcher(v.Scope.Exclude)
+		}
+		if !v.Enabled {
+			return ev, nil
+		}
+		if v.Webhook != nil {
+			if opts.HTTPClient == nil {
+				return ev, fmt.Errorf("%w: a webhook verifier is configured but HTTPClient is nil", ErrOptions)
+			}
+			if webhooks[v.Webhook] == nil {
+				webhooks[v.Webhook] = newWebhookVerifier(v.Webhook, opts.HTTPClient, g.log)
+			}
+			ev.webhook = webhooks[v.Webhook]
+		}
+		if v.Telegram != nil && v.Telegram.Enabled {
+			if tgClient == nil {
+				return ev, fmt.Errorf("%w: a telegram verifier is configured but no HTTP client is set", ErrOptions)
+			}
+			key := v.Telegram.BotToken.value()
+			if bots[key] == nil {
+				bots[key] = newTelegramBot(base, v.Telegram.BotToken, tgClient, interval, g.log)
+			}
+			ev.telegram = &telegramApprover{bot: bots[key], cfg: v.Telegram}
+		}
+		return ev, nil
+	}
+	c := opts.Config
+	mk := func(a *AgentConfig) (*agentPolicy, error) {
+		p := &agentPolicy{
+			label:   "tools",
+			profile: c.Tools.Profile,
+			global:  newListPolicy(c.Tools.Allow, c.Tools.Deny),
+			enforce: c.EnforceVerification,
+			gated:   newToolMatcher(c.GatedTools),
+		}
+		var agentVer *VerifierConfig
+		if a != nil {
+			if a.Tools.Profile != "" {
+				p.profile = a.Tools.Profile
+			}
+			lp := newListPolicy(a.Tools.Allow, a.Tools.Deny)
+			p.agent = &lp
+			p.label = "agents.list[id=" + a.ID + "].tools"
+			if a.Sig.EnforceVerification != nil && *a.Sig.EnforceVerification {
+				p.enforce = true // an agent can turn enforcement on, never off
+			}
+			if a.Sig.GatedTools != nil {
+				p.gated = newToolMatcher(a.Sig.GatedTools)
+			}
+			agentVer = a.Verifier
+		}
+		if allow := toolProfiles[p.profile]; allow != nil {
+			p.profileM = newToolMatcher(allow)
+		}
+		ev, err := build(mergeVerifier(c.Verifier, agentVer))
+		if err != nil {
+			return nil, err
+		}
+		p.verifier = ev
+		return p, nil
+	}
+	var err error
+	if g.defaults, err = mk(nil); err != nil {
+		return nil, err
+	}
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		if g.agents[a.ID], err = mk(a); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// PolicyHash returns the configuration's policy hash (Config.PolicyHash).
+func (g *Gate) PolicyHash() string { return g.policyHash }
+
+// AuditRoot returns the audit log root and record count.
+func (g *Gate) AuditRoot() (root string, count uint64) { return g.audit.Root() }
+
+// NewTurn starts turnID for session: the session becomes unverified (seed
+// 000 resetVerification). Call it when a user message starts a turn.
+func (g *Gate) NewTurn(session, turnID string) error { return g.turns.newTurn(session, turnID) }
+
+// MarkVerified records that verify succeeded for the session's current turn
+// (all templates verified, or a signed owner message verified). It fails
+// with ErrNotOwner unless byOwner, and with ErrStaleTurn if turnID is not the
+// current turn; the state is unchanged on error.
+func (g *Gate) MarkVerified(session, turnID string, byOwner bool, how VerifyMethod) error {
+	return g.turns.markVerified(session, turnID, byOwner, how)
+}
+
+// EndSession forgets a session's verification state.
+func (g *Gate) EndSession(session string) { g.turns.end(session) }
+
+// Decide runs the pipeline for c and appends the decision to the audit log.
+// A non-nil error always comes with a deny decision (ErrInvalidCall for a
+// malformed call, ErrAudit when the decision could not be logged, the
+// context's error when ctx ended while an external verifier was consulted).
+func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
+	in, perr := g.prepare(c)
+	if perr != nil {
+		d := Decision{Stage: StageInput, Reason: "the tool call is malformed", Tool: in.tool, ParamsHash: in.params.hash}
+		return g.record(in, d, perr)
+	}
+	d := Decision{Tool: in.tool, ParamsHash: in.params.hash}
+	p := g.policyFor(in.agent)
+
+	// a. tool policy
+	if why := p.checkPolicy(in.tool); why != "" {
+		d.Stage, d.Reason = StagePolicy, fmt.Sprintf("tool %q is not allowed by the tool policy (%s)", in.tool, why)
+		return g.record(in, d, nil)
+	}
+	d.Allow, d.Stage, d.Reason = true, StagePolicy, "allowed by the tool policy"
+
+	// b. verification gate
+	if p.enforce && in.tool != VerifyToolName && p.gated.match(in.tool) {
+		ok, why := g.turns.status(in.session, in.turn)
+		if !ok {
+			d.Allow, d.Stage = false, StageVerification
+			d.Reason = fmt.Sprintf("tool %q is blocked by the verification gate: %s. Call the verify tool first "+
+				"(with no arguments to verify the signed prompt templates, or with message set to the signature id "+
+				"of a signed owner message), then retry this call in the same turn", in.tool, why)
+			return g.record(in, d, nil)
+		}
+		d.Stage, d.Reason = StageVerification, "the owner verified this turn ("+why+")"
+	}
+
+	// c. external verifier
+	if p.verifier.inScope(in.tool) {
+		return g.external(ctx, in, p, d)
+	}
+	return g.record(in, d, nil)
+}
+
+func (p *agentPolicy) checkPolicy(tool string) string {
+	if why := p.global.check(tool, "tools"); why != "" {
+		return why
+	}
+	if p.agent != nil {
+		if why := p.agent.check(tool, p.label); why != "" {
+			return why
+		}
+	}
+	if p.profileM != nil && tool != VerifyToolName && !p.profileM.match(tool) {
+		return "not in tool profile " + p.profile
+	}
+	return ""
+}
+
+func (g *Gate) policyFor(agent string) *agentPolicy {
+	if p := g.agents[agent]; p != nil {
+		return p
+	}
+	return g.defaults
+}
+
+func (g *Gate) external(ctx context.Context, in callInput, p *agentPolicy, d Decision) (Decision, error) {
+	d.Stage = StageVerifier
+	d.RequestID = newRequestID()
+	red, err := redactParams(in.tool, in.params)
+	if err != nil {
+		d.Allow, d.Reason = false, "the tool call parameters could not be prepared for the external verifier"
+		return g.record(in, d, err)
+	}
+	req := verifierRequest{
+		RequestID: d.RequestID, Timestamp: g.now(), Tool: in.tool, Params: red,
+		AgentID: in.agent, SessionKey: in.session, MessageProvider: in.provider,
+	}
+	type backend struct {
+		name string
+		run  func(context.Context, verifierRequest) verdict
+	}
+	var backends []backend
+	if w := p.verifier.webhook; w != nil {
+		backends = append(backends, backend{"webhook", w.verify})
+	}
+	if t := p.verifier.telegram; t != nil {
+		backends = append(backends, backend{"telegram", t.verify})
+	}
+	failOpen := false
+	for _, b := range backends {
+		v := b.run(ctx, req)
+		if ctx.Err() != nil {
+			d.Allow, d.Reason = false, "the tool call was cancelled while the external verifier was consulted"
+			return g.record(in, d, ctx.Err())
+		}
+		if v.unavailable {
+			g.log.Warn("gate: external verifier unavailable", "verifier", b.name, "request_id", d.RequestID, "fail_mode", string(p.verifier.failMode), "error", errString(v.err))
+			if p.verifier.failMode != FailAllow {
+				d.Allow, d.Reason = false, "the external verifier ("+b.name+") could not be consulted and failMode is deny"
+				return g.record(in, d, nil)
+			}
+			failOpen = true
+			continue
+		}
+		if !v.allow {
+			d.Allow = false
+			d.Reason = "denied by the external verifier (" + b.name + ")"
+			if v.reason != "" {
+				d.Reason += ": " + v.reason
+			}
+			return g.record(in, d, nil)
+		}
+	}
+	d.Allow = true
+	if failOpen {
+		d.Reason = "allowed: an external verifier could not be consulted and failMode is allow"
+	} else {
+		d.Reason = "approved by the external verifier"
+	}
+	return g.record(in, d, nil)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// record appends d to the audit log and logs it. If the append fails the
+// call is denied.
+func (g *Gate) record(in callInput, d Decision, cause error) (Decision, error) {
+	dec := audit.Deny
+	if d.Allow {
+		dec = audit.Allow
+	}
+	rec, err := g.audit.Append(audit.Entry{
+		Session: in.session, Turn: in.turn, Agent: in.agent, Tool: in.tool,
+		ParamsHash: d.ParamsHash, Stage: string(d.Stage), Decision: dec, Reason: d.Reason,
+	})
+	if err != nil {
+		g.log.Error("gate: audit append failed; call denied", "tool", in.tool, "error", err.Error())
+		d.Allow = false
+		d.Reason = "the decision could not be recorded in the audit log"
+		return d, errors.Join(fmt.Errorf("%w: %w", ErrAudit, err), cause)
+	}
+	d.AuditSeq = rec.Seq
+	g.log.Info("gate: decision", "seq", rec.Seq, "agent", in.agent, "session", in.session, "turn", in.turn,
+		"tool", in.tool, "stage", string(d.Stage), "decision", dec, "params_hash_b64u", d.ParamsHash, "request_id", d.RequestID)
+	return d, cause
+}
+
+// callInput is a validated, normalized Call.
+type callInput struct {
+	session, turn, agent, tool, provider string
+	params                               params
+}
+
+const maxProviderBytes = 64
+
+// prepare validates and normalizes c. On error it still returns the fields
+// that are valid (others empty), and a parameter hash, for the audit record.
+func (g *Gate) prepare(c Call) (callInput, error) {
+	var in callInput
+	var errs []error
+	p, err := canonicalParams(c.Params)
+	if err != nil {
+		errs = append(errs, err)
+		// Hash the raw bytes so the record still commits to what was sent.
+		p = params{hash: b64u.SHA256(c.Params)}
+	}
+	in.params = p
+	if err := checkID("session key", c.SessionKey, MaxSessionKeyBytes); err != nil {
+		errs = append(errs, err)
+	} else {
+		in.session = c.SessionKey
+	}
+	if err := checkID("turn id", c.TurnID, MaxTurnIDBytes); err != nil {
+		errs = append(errs, err)
+	} else {
+		in.turn = c.TurnID
+	}
+	agent := normalizeAgentID(c.AgentID)
+	if agent == "" {
+		agent = DefaultAgentID
+	}
+	if !validAgentID(agent) {
+		errs = append(errs, fmt.Errorf("%w: invalid agent id", ErrInvalidCall))
+	} else {
+		in.agent = agent
+	}
+	tool := NormalizeToolName(c.Tool)
+	if !validToolName(tool, false) {
+		errs = append(errs, fmt.Errorf("%w: invalid tool name", ErrInvalidCall))
+	} else {
+		in.tool = tool
+	}
+	if c.MessageProvider != "" {
+		if err := checkID("message provider", c.MessageProvider, maxProviderBytes); err != nil {
+			errs = append(errs, err)
+		} else {
+			in.provider = c.MessageProvider
+		}
+	}
+	return in, errors.Join(errs...)
+}

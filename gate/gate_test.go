@@ -1,0 +1,288 @@
+package gate
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/gate/audit"
+)
+
+func TestToolPolicy(t *testing.T) {
+	cfg := mustParse(t, `{
+	  "tools": {"allow": ["group:fs", "group:runtime", "web_*", "session_status", "sessions_send"], "deny": ["process", "web_fetch"]},
+	  "agents": {"list": [
+	    {"id": "coder", "tools": {"profile": "coding", "deny": ["write"]}},
+	    {"id": "chat", "tools": {"profile": "messaging", "allow": ["sessions_send", "message"]}},
+	    {"id": "tiny", "tools": {"profile": "minimal", "deny": ["verify"]}}
+	  ]}}`)
+	g := newTestGate(t, cfg)
+	cases := []struct {
+		agent, tool string
+		allow       bool
+		reason      string
+	}{
+		{"", "read", true, ""},
+		{"", "  EXEC ", true, ""},
+		{"", "bash", true, ""},        // alias of exec
+		{"", "Apply-Patch", true, ""}, // alias of apply_patch
+		{"", "web_search", true, ""},  // glob
+		{"", "web_fetch", false, "denied by tools.deny"},
+		{"", "process", false, "denied by tools.deny"}, // deny wins over group:runtime
+		{"", "browser", false, "not in tools.allow"},
+		{"", "verify", true, ""}, // never filtered by allow lists
+		{"main", "read", true, ""},
+		{"unlisted", "browser", false, "not in tools.allow"}, // unlisted agents use the global policy
+		{"coder", "edit", true, ""},
+		{"coder", "write", false, "denied by agents.list[id=coder].tools.deny"},
+		{"coder", "process", false, "denied by tools.deny"}, // the agent cannot undo a global deny
+		{"coder", "web_search", false, "not in tool profile coding"},
+		{"CODER", "read", true, ""},
+		{"chat", "sessions_send", true, ""},
+		{"chat", "message", false, "not in tools.allow"}, // global allow still applies
+		{"chat", "read", false, "not in agents.list[id=chat].tools.allow"},
+		{"tiny", "session_status", true, ""},
+		{"tiny", "read", false, "not in tool profile minimal"},
+		{"tiny", "verify", false, "denied by agents.list[id=tiny].tools.deny"}, // explicit deny still denies verify
+	}
+	for _, tc := range cases {
+		c := call(tc.tool)
+		c.AgentID = tc.agent
+		d := g.decide(t, c)
+		if d.Allow != tc.allow {
+			t.Errorf("%s/%s: allow = %v (%s)", tc.agent, tc.tool, d.Allow, d.Reason)
+			continue
+		}
+		if d.Stage != StagePolicy {
+			t.Errorf("%s/%s: stage %s", tc.agent, tc.tool, d.Stage)
+		}
+		if !tc.allow && !strings.Contains(d.Reason, "("+tc.reason+")") {
+			t.Errorf("%s/%s: reason %q, want %q", tc.agent, tc.tool, d.Reason, tc.reason)
+		}
+	}
+	g.verifyAudit(t, uint64(len(cases)))
+}
+
+func TestGlobMatch(t *testing.T) {
+	for _, tc := range []struct {
+		p, s string
+		want bool
+	}{
+		{"*", "", true}, {"*", "exec", true}, {"web_*", "web_fetch", true}, {"web_*", "web", false},
+		{"*_*", "a_b", true}, {"a*b*c", "axxbyyc", true}, {"a*b*c", "axxbyy", false}, {"exec", "exec", true},
+		{"*exec", "xexec", true}, {"e*e*e", "eee", true}, {"e*e*e", "ee", false},
+	} {
+		if got := globMatch(tc.p, tc.s); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v", tc.p, tc.s, got)
+		}
+	}
+}
+
+const enforced = `{"agents": {"defaults": {"sig": {"enforceVerification": true}},
+  "list": [{"id": "ops", "sig": {"gatedTools": ["read"]}}, {"id": "strict", "sig": {"enforceVerification": true}}]}}`
+
+func TestVerificationGate(t *testing.T) {
+	g := newTestGate(t, mustParse(t, enforced))
+	const s = "agent:main:main"
+	exec := Call{SessionKey: s, TurnID: "t1", Tool: "exec", Params: []byte(`{"command":"ls"}`)}
+
+	// No turn started yet: blocked.
+	d := g.decide(t, exec)
+	if d.Allow || d.Stage != StageVerification || !strings.Contains(d.Reason, "Call the verify tool first") {
+		t.Fatalf("before any turn: %+v", d)
+	}
+	if err := g.NewTurn(s, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	d = g.decide(t, exec)
+	if d.Allow || d.Stage != StageVerification || !strings.Contains(d.Reason, "not been verified by the owner") {
+		t.Fatalf("unverified turn: %+v", d)
+	}
+	// Ungated tools and verify itself pass.
+	if d := g.decide(t, Call{SessionKey: s, TurnID: "t1", Tool: "read"}); !d.Allow || d.Stage != StagePolicy {
+		t.Fatalf("read: %+v", d)
+	}
+	if d := g.decide(t, Call{SessionKey: s, TurnID: "t1", Tool: "verify"}); !d.Allow {
+		t.Fatalf("verify: %+v", d)
+	}
+	// A non-owner cannot verify; the state is unchanged.
+	if err := g.MarkVerified(s, "t1", false, VerifiedTemplates); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("non-owner verify: %v", err)
+	}
+	if d := g.decide(t, exec); d.Allow {
+		t.Fatal("non-owner verify unblocked the gate")
+	}
+	// Verify for another turn or session is refused.
+	if err := g.MarkVerified(s, "t0", true, VerifiedTemplates); !errors.Is(err, ErrStaleTurn) {
+		t.Fatalf("stale turn: %v", err)
+	}
+	if err := g.MarkVerified("other", "t1", true, VerifiedTemplates); !errors.Is(err, ErrUnknownSession) {
+		t.Fatalf("unknown session: %v", err)
+	}
+	if err := g.MarkVerified(s, "t1", true, "vibes"); !errors.Is(err, ErrInvalidCall) {
+		t.Fatalf("bad method: %v", err)
+	}
+	// The owner verifies: gated tools pass for this turn.
+	if err := g.MarkVerified(s, "t1", true, VerifiedTemplates); err != nil {
+		t.Fatal(err)
+	}
+	d = g.decide(t, exec)
+	if !d.Allow || d.Stage != StageVerification || !strings.Contains(d.Reason, "templates") {
+		t.Fatalf("verified: %+v", d)
+	}
+	// Other sessions are unaffected.
+	if d := g.decide(t, Call{SessionKey: "agent:main:other", TurnID: "t1", Tool: "exec"}); d.Allow {
+		t.Fatal("verification leaked across sessions")
+	}
+	// A new turn resets verification; calls from the old turn are blocked too.
+	if err := g.NewTurn(s, "t2"); err != nil {
+		t.Fatal(err)
+	}
+	if d := g.decide(t, exec); d.Allow || !strings.Contains(d.Reason, "not the current turn") {
+		t.Fatalf("old turn after reset: %+v", d)
+	}
+	exec.TurnID = "t2"
+	if d := g.decide(t, exec); d.Allow {
+		t.Fatal("new turn inherited verification")
+	}
+	if err := g.MarkVerified(s, "t2", true, VerifiedMessage); err != nil {
+		t.Fatal(err)
+	}
+	if d := g.decide(t, exec); !d.Allow || !strings.Contains(d.Reason, "message") {
+		t.Fatalf("message verification: %+v", d)
+	}
+	// EndSession forgets the state.
+	g.EndSession(s)
+	if d := g.decide(t, exec); d.Allow {
+		t.Fatal("ended session still verified")
+	}
+	g.verifyAudit(t, 11)
+}
+
+func TestVerificationGatePerAgent(t *testing.T) {
+	g := newTestGate(t, mustParse(t, enforced))
+	if err := g.NewTurn("s", "t"); err != nil {
+		t.Fatal(err)
+	}
+	ops := func(tool string) Call { return Call{SessionKey: "s", TurnID: "t", AgentID: "ops", Tool: tool} }
+	// ops overrides gatedTools with [read]: exec passes, read is gated.
+	if d := g.decide(t, ops("exec")); !d.Allow {
+		t.Fatalf("ops exec: %+v", d)
+	}
+	if d := g.decide(t, ops("read")); d.Allow || d.Stage != StageVerification {
+		t.Fatalf("ops read: %+v", d)
+	}
+	// Default agent keeps the default list.
+	if d := g.decide(t, Call{SessionKey: "s", TurnID: "t", Tool: "sessions_spawn"}); d.Allow {
+		t.Fatal("default gated tool passed")
+	}
+
+	// Enforcement off globally; an agent can switch it on but never off.
+	g2 := newTestGate(t, mustParse(t, `{"agents":{"list":[{"id":"on","sig":{"enforceVerification":true}},{"id":"off","sig":{"enforceVerification":false}}]}}`))
+	if d := g2.decide(t, Call{SessionKey: "s", TurnID: "t", Tool: "exec"}); !d.Allow {
+		t.Fatal("gate enforced while disabled")
+	}
+	if d := g2.decide(t, Call{SessionKey: "s", TurnID: "t", AgentID: "on", Tool: "exec"}); d.Allow {
+		t.Fatal("per-agent enforcement ignored")
+	}
+	g3 := newTestGate(t, mustParse(t, `{"agents":{"defaults":{"sig":{"enforceVerification":true}},"list":[{"id":"off","sig":{"enforceVerification":false}}]}}`))
+	if d := g3.decide(t, Call{SessionKey: "s", TurnID: "t", AgentID: "off", Tool: "exec"}); d.Allow {
+		t.Fatal("an agent switched enforcement off")
+	}
+}
+
+func TestMaxSessions(t *testing.T) {
+	g := newTestGate(t, mustParse(t, `{}`), func(o *Options) { o.MaxSessions = 2 })
+	for _, s := range []string{"a", "b"} {
+		if err := g.NewTurn(s, "t"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.NewTurn("c", "t"); !errors.Is(err, ErrTooManySessions) {
+		t.Fatalf("third session: %v", err)
+	}
+	if err := g.NewTurn("a", "t2"); err != nil {
+		t.Fatalf("new turn in existing session: %v", err)
+	}
+	g.EndSession("b")
+	if err := g.NewTurn("c", "t"); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][2]string{{"", "t"}, {"s", ""}, {"s\n", "t"}, {strings.Repeat("s", MaxSessionKeyBytes+1), "t"}, {"s", "\xff"}} {
+		if err := g.NewTurn(bad[0], bad[1]); !errors.Is(err, ErrInvalidCall) {
+			t.Errorf("NewTurn(%q, %q): %v", bad[0], bad[1], err)
+		}
+	}
+}
+
+func TestInvalidCalls(t *testing.T) {
+	g := newTestGate(t, mustParse(t, `{}`))
+	bad := []Call{
+		{SessionKey: "s", TurnID: "t", Tool: ""},
+		{SessionKey: "s", TurnID: "t", Tool: "ex ec"},
+		{SessionKey: "s", TurnID: "t", Tool: "exec*"},
+		{SessionKey: "s", TurnID: "t", Tool: strings.Repeat("x", MaxToolNameBytes+1)},
+		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`[1]`)},
+		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{"a":1,"a":2}`)},
+		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{"a":"\ud800"}`)},
+		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{`)},
+		{SessionKey: "", TurnID: "t", Tool: "exec"},
+		{SessionKey: "s", TurnID: "", Tool: "exec"},
+		{SessionKey: "s", TurnID: "t", AgentID: "a/b", Tool: "exec"},
+		{SessionKey: "s", TurnID: "t", Tool: "exec", MessageProvider: "tele\x00gram"},
+		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{"x":"` + strings.Repeat("a", MaxParamsBytes) + `"}`)},
+	}
+	for i, c := range bad {
+		d, err := g.Decide(context.Background(), c)
+		if !errors.Is(err, ErrInvalidCall) || d.Allow || d.Stage != StageInput {
+			t.Errorf("case %d: %+v %v", i, d, err)
+		}
+	}
+	g.verifyAudit(t, uint64(len(bad)))
+	// nil and empty params are {}.
+	d1 := g.decide(t, Call{SessionKey: "s", TurnID: "t", Tool: "read"})
+	d2 := g.decide(t, Call{SessionKey: "s", TurnID: "t", Tool: "read", Params: []byte(" {} ")})
+	if d1.ParamsHash != d2.ParamsHash || !d1.Allow {
+		t.Fatal("empty params differ from {}")
+	}
+	// Params are hashed in JCS form.
+	d3 := g.decide(t, Call{SessionKey: "s", TurnID: "t", Tool: "read", Params: []byte(`{"b":1, "a":[1.0,"x"]}`)})
+	d4 := g.decide(t, Call{SessionKey: "s", TurnID: "t", Tool: "read", Params: []byte(`{"a":[1,"x"],"b":1}`)})
+	if d3.ParamsHash != d4.ParamsHash {
+		t.Fatal("params hash is not over JCS")
+	}
+}
+
+type brokenWriter struct{}
+
+func (brokenWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+func TestAuditFailureDenies(t *testing.T) {
+	w, _ := audit.NewWriter(brokenWriter{}, audit.WriterOptions{})
+	g, err := New(Options{Config: mustParse(t, `{}`), Audit: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := g.Decide(context.Background(), call("read"))
+	if !errors.Is(err, ErrAudit) || d.Allow {
+		t.Fatalf("audit failure: %+v %v", d, err)
+	}
+}
+
+func TestNewOptions(t *testing.T) {
+	w, _ := audit.NewWriter(io.Discard, audit.WriterOptions{})
+	cfg := mustParse(t, `{}`)
+	wh := mustParse(t, `{"tools":{"verifier":{"enabled":true,"webhook":{"url":"https://v.example"}}}}`)
+	for i, o := range []Options{
+		{Audit: w},
+		{Config: cfg},
+		{Config: cfg, Audit: w, TelegramAPIBase: "ftp://x"},
+		{Config: wh, Audit: w}, // webhook without an HTTP client
+	} {
+		if _, err := New(o); !errors.Is(err, ErrOptions) {
+			t.Errorf("case %d: %v", i, err)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/gate/audit"
+)
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writers of tests.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) Bytes() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return bytes.Clone(s.b.Bytes())
+}
+
+func (s *syncBuffer) String() string { return string(s.Bytes()) }
+
+var testEpoch = time.Date(2026, 2, 12, 15, 30, 0, 0, time.UTC)
+
+func fixedNow() time.Time { return testEpoch }
+
+type testGate struct {
+	*Gate
+	audit *syncBuffer
+	logs  *syncBuffer
+}
+
+type gateOpt func(*Options)
+
+func mustParse(t testing.TB, doc string, opts ...ParseOptions) *Config {
+	t.Helper()
+	var o ParseOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	c, err := ParseConfig([]byte(doc), o)
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	return c
+}
+
+func newTestGate(t testing.TB, cfg *Config, opts ...gateOpt) *testGate {
+	t.Helper()
+	tg := &testGate{audit: &syncBuffer{}, logs: &syncBuffer{}}
+	w, err := audit.NewWriter(tg.audit, audit.WriterOptions{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Options{
+		Config:               cfg,
+		Audit:                w,
+		HTTPClient:           &http.Client{},
+		Logger:               slog.New(slog.NewJSONHandler(tg.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Now:                  fixedNow,
+		TelegramPollInterval: time.Millisecond,
+	}
+	for _, f := range opts {
+		f(&o)
+	}
+	g, err := New(o)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	tg.Gate = g
+	return tg
+}
+
+func (tg *testGate) decide(t testing.TB, c Call) Decision {
+	t.Helper()
+	d, err := tg.Decide(context.Background(), c)
+	if err != nil {
+		t.Fatalf("Decide(%s): %v", c.Tool, err)
+	}
+	return d
+}
+
+// verifyAudit checks the audit log and that it has n records.
+func (tg *testGate) verifyAudit(t testing.TB, n uint64) {
+	t.Helper()
+	root, count, err := audit.VerifyAuditLog(bytes.NewReader(tg.audit.Bytes()))
+	if err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	wr, wc := tg.AuditRoot()
+	if count != n || wc != n || root != wr {
+		t.Fatalf("audit log: %d records (writer %d), want %d", count, wc, n)
+	}
+}
+
+var nopClient = &http.Client{}
+
+func discardAudit(t testing.TB) *audit.Writer {
+	w, err := audit.NewWriter(io.Discard, audit.WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func call(tool string) Call {
+	return Call{SessionKey: "agent:main:main", TurnID: "turn-1", Tool: tool, Params: []byte(`{}`), MessageProvider: "telegram"}
+}
