@@ -1,0 +1,202 @@
+package server
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/sealed"
+)
+
+// IdentityLabel is the sealing label of the identity blob.
+const IdentityLabel = "clawea.dev/attester/v1/identity"
+
+// identityFile is the sealed identity blob inside the state directory.
+const identityFile = "identity.sealed"
+
+// Identity is the attester's long-lived key material: an Ed25519 signing key
+// (the attester DID) and an X25519 HPKE key that prompt packs are sealed to.
+// Both private keys are created and held in sealed memory; only a blob
+// sealed to the platform ever reaches disk.
+type Identity struct {
+	signKey *sealed.Buffer // ed25519 private key (seed || public)
+	Public  ed25519.PublicKey
+	DID     string
+	// PackKey is the HPKE recipient key. Its X25519 scalar also lives inside
+	// crypto/ecdh's heap object while in use; see docs/spec/sealed-memory.md.
+	PackKey *envelope.PrivateKey
+	// Sealed reports whether the identity is persisted under a platform
+	// sealer (false: ephemeral, a new identity on every start).
+	Sealed     bool
+	SealerKind string
+}
+
+// WithSigningKey calls f with the Ed25519 private key and wipes the key
+// afterwards. The key lives in locked memory; f gets a short-lived heap copy
+// because crypto/ed25519 (Go 1.26) caches derived keys by the address of the
+// key slice and cannot take memory the Go runtime does not own. Go's crypto
+// internals keep transient copies on the heap while signing; see
+// docs/spec/sealed-memory.md.
+func (id *Identity) WithSigningKey(f func(ed25519.PrivateKey) error) error {
+	k := make(ed25519.PrivateKey, ed25519.PrivateKeySize)
+	copy(k, id.signKey.Bytes())
+	defer sealed.Wipe(k)
+	return f(k)
+}
+
+// Close zeroes and releases the private key memory.
+func (id *Identity) Close() {
+	if id.signKey != nil {
+		id.signKey.Destroy()
+	}
+}
+
+// LoadIdentity unseals the identity from stateDir with sealer, or creates a
+// new one and seals it there. With a nil sealer (a platform without a
+// sealing key) the identity is ephemeral and nothing is written.
+func LoadIdentity(ctx context.Context, stateDir string, sealer sealed.Sealer, opts sealed.Options, log *slog.Logger) (*Identity, error) {
+	if sealer != nil && stateDir != "" {
+		path := filepath.Join(stateDir, identityFile)
+		blob, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			id, err := unsealIdentity(ctx, sealer, blob, opts)
+			if err != nil {
+				// Never silently replace an identity we cannot open: the
+				// operator must decide (a changed platform or measurement).
+				return nil, fmt.Errorf("identity: %s exists but does not unseal with the %s sealer: %w", path, sealer.Kind(), err)
+			}
+			log.Info("identity unsealed", "did", id.DID, "sealer", sealer.Kind())
+			return id, nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("identity: %w", err)
+		}
+	}
+	id, secret, err := newIdentity(opts)
+	if err != nil {
+		return nil, err
+	}
+	defer secret.Destroy()
+	if sealer == nil || stateDir == "" {
+		log.Warn("identity is ephemeral: no platform sealer or state directory", "did", id.DID)
+		return id, nil
+	}
+	blob, err := sealer.Seal(ctx, IdentityLabel, secret.Bytes())
+	if err != nil {
+		id.Close()
+		return nil, fmt.Errorf("identity: seal: %w", err)
+	}
+	if err := writeFileAtomic(filepath.Join(stateDir, identityFile), blob); err != nil {
+		id.Close()
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	id.Sealed, id.SealerKind = true, sealer.Kind()
+	log.Info("identity created and sealed", "did", id.DID, "sealer", sealer.Kind())
+	return id, nil
+}
+
+// The sealed secret is seed(32) || pack key secret text.
+func newIdentity(opts sealed.Options) (*Identity, *sealed.Buffer, error) {
+	seed, err := sealed.New(ed25519.SeedSize, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("identity: %w", err)
+	}
+	defer seed.Destroy()
+	if _, err := rand.Read(seed.Bytes()); err != nil {
+		return nil, nil, fmt.Errorf("identity: %w", err)
+	}
+	pk, err := envelope.GenerateKey()
+	if err != nil {
+		return nil, nil, fmt.Errorf("identity: %w", err)
+	}
+	return assemble(seed.Bytes(), pk, opts)
+}
+
+func unsealIdentity(ctx context.Context, sealer sealed.Sealer, blob []byte, opts sealed.Options) (*Identity, error) {
+	secret, err := sealer.Unseal(ctx, IdentityLabel, blob)
+	if err != nil {
+		return nil, err
+	}
+	defer secret.Destroy()
+	b := secret.Bytes()
+	if len(b) <= ed25519.SeedSize {
+		return nil, errors.New("identity: sealed identity is too short")
+	}
+	pk, err := envelope.ParsePrivateKey(b[ed25519.SeedSize:])
+	if err != nil {
+		return nil, errors.New("identity: sealed pack key is malformed")
+	}
+	id, s, err := assemble(b[:ed25519.SeedSize], pk, opts)
+	if err != nil {
+		return nil, err
+	}
+	s.Destroy()
+	id.Sealed, id.SealerKind = true, sealer.Kind()
+	return id, nil
+}
+
+// assemble builds the Identity and the secret to seal from a seed and a pack key.
+func assemble(seed []byte, pk *envelope.PrivateKey, opts sealed.Options) (*Identity, *sealed.Buffer, error) {
+	signKey, err := sealed.New(ed25519.PrivateKeySize, opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("identity: %w", err)
+	}
+	// NewKeyFromSeed's result is a heap copy; move it into locked memory and
+	// wipe the copy.
+	k := ed25519.NewKeyFromSeed(seed)
+	copy(signKey.Bytes(), k)
+	sealed.Wipe(k)
+	pub := ed25519.PublicKey(append([]byte(nil), signKey.Bytes()[32:]...))
+
+	text, err := pk.AppendSecretText(nil)
+	if err != nil {
+		signKey.Destroy()
+		return nil, nil, fmt.Errorf("identity: %w", err)
+	}
+	secret, err := sealed.New(len(seed)+len(text), opts)
+	if err != nil {
+		sealed.Wipe(text)
+		signKey.Destroy()
+		return nil, nil, fmt.Errorf("identity: %w", err)
+	}
+	copy(secret.Bytes(), seed)
+	copy(secret.Bytes()[len(seed):], text)
+	sealed.Wipe(text)
+	return &Identity{signKey: signKey, Public: pub, DID: didkey.Format(pub), PackKey: pk}, secret, nil
+}
+
+// writeFileAtomic writes data to path with mode 0600 through a temporary file
+// and a rename, so a crash never leaves a half-written file.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

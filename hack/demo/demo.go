@@ -1,0 +1,512 @@
+// Command demo runs the main job end to end on the simulated platform:
+// packctl's build and seal (through the same library), the attester
+// service, an agent run with turns and gated tool calls, the agent's PoH
+// proof bundle, and the execution attestation with its evidence document.
+// It writes everything to an output directory for offline verification.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/clawea/attester/attestation/evidencedoc"
+	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/verify/platform"
+)
+
+// options configure one demo run.
+type options struct {
+	Shared  string       // the shared conformance folder's parent (../shared)
+	Vector  string       // openclaw-sig vector whose params the pack uses
+	OutDir  string       // where the artifacts go
+	WorkDir string       // state dir and agent socket live here
+	Log     io.Writer    // attester's JSON logs
+	Say     func(string) // progress lines
+}
+
+// step is one tool call the demo makes, with what it expects.
+type step struct {
+	Tool       string
+	Params     string
+	WantAllow  bool
+	WantStage  string
+	BeforeNote string
+}
+
+type outcome struct {
+	RunID        string
+	PromptHash   string
+	ReportHash   string
+	AgentDID     string
+	AttesterDID  string
+	Decisions    []map[string]any
+	AuditRoot    string
+	AuditCount   string
+	Simulated    bool
+	SecretProbes [][]byte // plaintext that must never reach disk or logs
+}
+
+const webhookSecret = "demo-webhook-hmac-secret-0123456789"
+
+func runDemo(ctx context.Context, o options) (*outcome, error) {
+	say := o.Say
+	if say == nil {
+		say = func(string) {}
+	}
+	harness := filepath.Join(o.Shared, "conformance", "openclaw-sig")
+	params, err := os.ReadFile(filepath.Join(harness, "vectors", o.Vector+".params.json"))
+	if err != nil {
+		return nil, fmt.Errorf("demo needs ../shared/conformance/openclaw-sig beside the checkout: %w", err)
+	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return nil, err
+	}
+
+	// 1. The pack author builds the pack (packctl build).
+	say("packctl build: pack from vector " + o.Vector + " and the signed harness templates")
+	toolSchemas := []byte(`{"exec":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]},"read":{"type":"object","properties":{"path":{"type":"string"}}}}`)
+	pack, err := promptpack.Build(params, harness, "openclaw-sig", promptpack.BuildOptions{ToolSchemas: toolSchemas})
+	if err != nil {
+		return nil, fmt.Errorf("build: %w", err)
+	}
+	defer pack.Wipe()
+	trusted, err := pack.SigHashes()
+	if err != nil {
+		return nil, err
+	}
+	rb, err := pack.Rebuild(trusted)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	defer rb.Wipe()
+	out := &outcome{PromptHash: rb.PromptHashB64u(), ReportHash: rb.ReportHashB64u()}
+	// Fragments of the secret prompt: they must never reach disk or logs.
+	out.SecretProbes = append(out.SecretProbes, bytes.Clone(rb.Prompt[len(rb.Prompt)/2:len(rb.Prompt)/2+48]))
+
+	// 2. A webhook verifier the operator runs (HMAC-signed requests).
+	hook := httptest.NewServer(http.HandlerFunc(webhook))
+	defer hook.Close()
+
+	// 3. The operator starts the attester on the simulated platform.
+	sock := filepath.Join(o.WorkDir, "agent.sock")
+	cfg := map[string]any{
+		"attester": map[string]any{
+			"agentSocket": sock, "platform": "simulated", "stateDir": filepath.Join(o.WorkDir, "state"),
+			"trustedTemplates": trusted, "development": true, "allowUnlockedMemory": true,
+			"modelProvider": "anthropic", "model": "claude-demo",
+		},
+		"agents": map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true}}},
+		"tools": map[string]any{
+			"deny": []string{"browser"},
+			"verifier": map[string]any{
+				"enabled": true, "failMode": "deny",
+				"scope":   map[string]any{"include": []string{"exec", "write"}},
+				"webhook": map[string]any{"url": hook.URL + "/verify", "timeout": 5, "secret": webhookSecret},
+			},
+		},
+	}
+	rawCfg, _ := json.Marshal(cfg)
+	if err := os.WriteFile(filepath.Join(o.OutDir, "attester.json"), redactConfig(rawCfg), 0o644); err != nil {
+		return nil, err
+	}
+	scfg, gateCfg, err := server.ParseConfig(rawCfg)
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewJSONHandler(o.Log, nil))
+	srv, closeAll, err := server.Setup(ctx, scfg, gateCfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("attester setup: %w", err)
+	}
+	defer closeAll()
+	api := httptest.NewServer(srv.Handler())
+	defer api.Close()
+	agentLn, err := server.ListenAgentSocket(sock)
+	if err != nil {
+		return nil, err
+	}
+	agentSrv := &http.Server{Handler: srv.AgentHandler(), ReadHeaderTimeout: 5 * time.Second}
+	go agentSrv.Serve(agentLn)
+	defer agentSrv.Close()
+	c := &client{base: api.URL, hc: api.Client()}
+
+	// 4. packctl seal: fetch and check the attester's key attestation, then
+	// seal the pack to its HPKE key.
+	challenge := make([]byte, 32)
+	rand.Read(challenge)
+	var ident struct {
+		DID            string `json:"did"`
+		PackPublicKey  string `json:"pack_public_key"`
+		KeyAttestation string `json:"key_attestation"`
+		Simulated      bool   `json:"simulated"`
+	}
+	if err := c.do("GET", "/v1/identity?challenge="+b64u.Encode(challenge), nil, &ident); err != nil {
+		return nil, err
+	}
+	recipient, err := checkKeyAttestation(ident.DID, ident.PackPublicKey, []byte(ident.KeyAttestation), challenge)
+	if err != nil {
+		return nil, fmt.Errorf("key attestation: %w", err)
+	}
+	out.AttesterDID, out.Simulated = ident.DID, ident.Simulated
+	say("packctl seal: key attestation of " + ident.DID + " verified (simulated platform), sealing to its HPKE key")
+	enc, manifest, err := promptpack.SealPack(pack, recipient)
+	if err != nil {
+		return nil, err
+	}
+	mjson, err := manifest.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	for name, b := range map[string][]byte{"pack.enc": enc, "manifest.json": mjson, "report.json": rb.ReportJCS, "key_attestation.jws": []byte(ident.KeyAttestation)} {
+		if err := os.WriteFile(filepath.Join(o.OutDir, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+
+	// 5. The harness starts a run with the sealed pack.
+	var runResp struct {
+		RunID           string              `json:"run_id"`
+		PromptHash      string              `json:"system_prompt_hash_b64u"`
+		ReportHash      string              `json:"report_hash_b64u"`
+		CTHash          string              `json:"prompt_pack_ciphertext_hash_b64u"`
+		PromptCommitted poh.EventChainEntry `json:"prompt_committed"`
+	}
+	if err := c.do("POST", "/v1/runs", map[string]any{
+		"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mjson), "report_hash_b64u": out.ReportHash,
+		"agent_id": "main", "session_key": "agent:main:main",
+	}, &runResp); err != nil {
+		return nil, err
+	}
+	if runResp.PromptHash != out.PromptHash {
+		return nil, fmt.Errorf("attester rebuilt prompt hash %s, pack author expected %s", runResp.PromptHash, out.PromptHash)
+	}
+	out.RunID = runResp.RunID
+	say("attester: pack opened in sealed memory, prompt rebuilt and matched, run " + out.RunID)
+
+	// 6. The co-located agent fetches the prompt over the unix socket.
+	prompt, err := fetchPrompt(ctx, sock, out.RunID)
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(prompt, rb.Prompt) {
+		return nil, errors.New("prompt served on the agent socket differs from the rebuilt prompt")
+	}
+	say(fmt.Sprintf("agent: fetched the %d-byte prompt over the unix socket (never over TCP)", len(prompt)))
+
+	// 7. A turn from the owner, then tool calls through the gate.
+	agentKey := ed25519.NewKeyFromSeed(sha256Sum("clawea demo agent key"))
+	agentDID := didkey.Format(agentKey.Public().(ed25519.PublicKey))
+	out.AgentDID = agentDID
+	var turn struct {
+		TurnID string `json:"turn_id"`
+	}
+	msgHash := sha256.Sum256([]byte("please list the workspace"))
+	if err := c.do("POST", "/v1/runs/"+out.RunID+"/turns", map[string]any{
+		"sender_id": "+15550100", "channel": "telegram", "message_id": "42", "sender_is_owner": true,
+		"content_sha256_b64u": b64u.Encode(msgHash[:]),
+	}, &turn); err != nil {
+		return nil, err
+	}
+	chain := []poh.EventChainEntry{runResp.PromptCommitted}
+	addEvent := func(typ, payloadHash string) (poh.EventChainEntry, error) {
+		prev := chain[len(chain)-1].EventHashB64u
+		h := poh.EventHeader{EventID: fmt.Sprintf("evt_demo_%03d", len(chain)), RunID: out.RunID, EventType: typ, Timestamp: poh.FormatTime(time.Now()), PayloadHashB64u: payloadHash, PrevHashB64u: &prev}
+		eh, err := h.Hash()
+		if err != nil {
+			return poh.EventChainEntry{}, err
+		}
+		e := poh.EventChainEntry{EventID: h.EventID, RunID: h.RunID, EventType: typ, Timestamp: h.Timestamp, PayloadHashB64u: payloadHash, PrevHashB64u: &prev, EventHashB64u: eh}
+		chain = append(chain, e)
+		return e, nil
+	}
+	llm, err := addEvent("llm_call", b64u.SHA256([]byte("demo llm call 1")))
+	if err != nil {
+		return nil, err
+	}
+	steps := []step{
+		{Tool: "read", Params: `{"path":"README.md"}`, WantAllow: true},
+		{Tool: "browser", Params: `{"url":"https://example.com"}`, WantAllow: false, WantStage: "tool_policy"},
+		{Tool: "exec", Params: `{"command":"ls -la"}`, WantAllow: false, WantStage: "verification_gate"},
+		{Tool: "verify"},
+		{Tool: "exec", Params: `{"command":"ls -la"}`, WantAllow: true},
+		{Tool: "exec", Params: `{"command":"rm -rf /"}`, WantAllow: false, WantStage: "external_verifier"},
+	}
+	for _, st := range steps {
+		if st.Tool == "verify" {
+			var v map[string]any
+			if err := c.do("POST", "/v1/runs/"+out.RunID+"/verify", map[string]any{"turn_id": turn.TurnID, "sender_is_owner": true}, &v); err != nil {
+				return nil, err
+			}
+			say("owner: verify succeeded for this turn (templates verified)")
+			continue
+		}
+		var d map[string]any
+		if err := c.do("POST", "/v1/runs/"+out.RunID+"/tool-calls", map[string]any{
+			"turn_id": turn.TurnID, "tool": st.Tool, "params": json.RawMessage(st.Params), "message_provider": "telegram",
+		}, &d); err != nil {
+			return nil, err
+		}
+		allow, _ := d["allow"].(bool)
+		stage, _ := d["stage"].(string)
+		if allow != st.WantAllow || (st.WantStage != "" && stage != st.WantStage) {
+			return nil, fmt.Errorf("tool %s: allow=%v stage=%q reason=%v, want allow=%v at %s", st.Tool, allow, stage, d["reason"], st.WantAllow, st.WantStage)
+		}
+		out.Decisions = append(out.Decisions, d)
+		verdict := "DENIED"
+		if allow {
+			verdict = "allowed"
+			if ph, _ := d["params_hash_b64u"].(string); ph != "" {
+				if _, err := addEvent("tool_call", ph); err != nil {
+					return nil, err
+				}
+			}
+		}
+		say(fmt.Sprintf("gate: %-7s %-8s by %s: %v", st.Tool, verdict, stage, d["reason"]))
+	}
+
+	// 8. The agent signs its PoH proof bundle.
+	reportDoc, _, err := rb.SystemPromptReportCommitment(promptpack.ReportCommitmentInput{
+		ReportID: "spr_" + out.RunID, RunID: out.RunID, AgentDID: agentDID, IssuedAt: time.Now(),
+		Calls: []promptpack.CallRef{{EventID: llm.EventID, EventHashB64u: llm.EventHashB64u, Provider: "anthropic", Model: "claude-demo"}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	events := make([]*pohjson.Value, 0, len(chain))
+	for _, e := range chain {
+		v, err := pohjson.FromGo(e)
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, v)
+	}
+	reportV, err := pohjson.FromGo(reportDoc)
+	if err != nil {
+		return nil, err
+	}
+	payload := pohjson.NewObject(
+		pohjson.M("bundle_version", pohjson.NewString("1")),
+		pohjson.M("bundle_id", pohjson.NewString("bundle_"+out.RunID)),
+		pohjson.M("agent_did", pohjson.NewString(agentDID)),
+		pohjson.M("event_chain", pohjson.NewArray(events...)),
+		pohjson.M("metadata", pohjson.NewObject(
+			pohjson.M("system_prompt_report", reportV),
+			pohjson.M("clawea", pohjson.NewObject(
+				pohjson.M("system_prompt_report_hash_b64u", pohjson.NewString(out.ReportHash)),
+				pohjson.M("prompt_pack_ciphertext_hash_b64u", pohjson.NewString(runResp.CTHash)),
+			)),
+		)),
+	)
+	bundle, err := poh.Sign(poh.TypeProofBundle, payload, agentKey, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.OutDir, "bundle.json"), bundle, 0o644); err != nil {
+		return nil, err
+	}
+	say(fmt.Sprintf("agent: signed the proof bundle (%d events) as %s", len(chain), agentDID))
+
+	// 9. The attester checks the bundle and attests with fresh evidence.
+	var att struct {
+		Attestation json.RawMessage `json:"attestation"`
+		EvidenceJWS string          `json:"evidence_jws"`
+		Platform    string          `json:"platform"`
+		Simulated   bool            `json:"simulated"`
+	}
+	if err := c.do("POST", "/v1/runs/"+out.RunID+"/attestation", map[string]any{"bundle": json.RawMessage(bundle), "agent_did": agentDID}, &att); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.OutDir, "attestation.json"), att.Attestation, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.OutDir, "evidence.jws"), []byte(att.EvidenceJWS), 0o644); err != nil {
+		return nil, err
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", api.URL+"/v1/audit", nil)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	auditLog, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	out.AuditRoot, out.AuditCount = resp.Header.Get("X-Clawea-Audit-Root"), resp.Header.Get("X-Clawea-Audit-Count")
+	if err := os.WriteFile(filepath.Join(o.OutDir, "audit.jsonl"), auditLog, 0o644); err != nil {
+		return nil, err
+	}
+	say(fmt.Sprintf("attester: execution attestation issued on %s (simulated=%v), audit log %s records", att.Platform, att.Simulated, out.AuditCount))
+	return out, nil
+}
+
+// webhook is the operator's external verifier: it checks the HMAC over the
+// raw body and denies destructive commands.
+func webhook(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	mac := hmac.New(sha256.New, []byte(webhookSecret))
+	mac.Write(body)
+	want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+	if !hmac.Equal([]byte(r.Header.Get("X-OpenClaw-Signature")), []byte(want)) {
+		http.Error(w, "bad signature", http.StatusUnauthorized)
+		return
+	}
+	var req struct {
+		Tool struct {
+			Name   string         `json:"name"`
+			Params map[string]any `json:"params"`
+		} `json:"tool"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "bad json", http.StatusBadRequest)
+		return
+	}
+	decision := map[string]string{"decision": "allow"}
+	if cmd, _ := req.Tool.Params["command"].(string); strings.Contains(cmd, "rm -rf") {
+		decision = map[string]string{"decision": "deny", "reason": "destructive command refused by the operator's verifier"}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(decision)
+}
+
+// checkKeyAttestation is what packctl seal does before wrapping: the key
+// attestation is signed by the attester DID's key, its evidence verifies
+// (simulated roots allowed here, and only here, because this is the demo),
+// and REPORT_DATA binds the identity key, the challenge and the pack key.
+func checkKeyAttestation(did, packPub string, jws, challenge []byte) (*envelope.PublicKey, error) {
+	pub, err := didkey.Parse(did)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := evidencedoc.Parse(jws, pub)
+	if err != nil {
+		return nil, err
+	}
+	recipient, err := envelope.ParsePublicKey(packPub)
+	if err != nil {
+		return nil, err
+	}
+	if doc.Kind != evidencedoc.KindKey || doc.Key == nil {
+		return nil, errors.New("not a key attestation")
+	}
+	if doc.Key.ChallengeB64u != b64u.Encode(challenge) {
+		return nil, errors.New("the key attestation answers another challenge")
+	}
+	if doc.Key.RecipientX25519B64u != b64u.Encode(recipient.Bytes()) {
+		return nil, errors.New("the key attestation does not bind the pack recipient key")
+	}
+	nonce, err := evidencedoc.KeyNonce(challenge)
+	if err != nil {
+		return nil, err
+	}
+	want, err := enclave.NewReportData(nonce, pub, doc.EvidenceContext())
+	if err != nil {
+		return nil, err
+	}
+	if rd, err := doc.ReportData(); err != nil || rd != want {
+		return nil, errors.New("REPORT_DATA does not bind this identity key and challenge")
+	}
+	if len(doc.Items) == 0 {
+		return nil, errors.New("the key attestation carries no hardware evidence")
+	}
+	for _, it := range doc.Items {
+		if _, err := platform.Verify(it.Evidence, want, platform.Options{Now: time.Now, AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}); err != nil {
+			return nil, err
+		}
+	}
+	return recipient, nil
+}
+
+type client struct {
+	base string
+	hc   *http.Client
+}
+
+func (c *client) do(method, path string, body, out any) error {
+	var rdr io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rdr = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, rdr)
+	if err != nil {
+		return err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, strings.SplitN(path, "?", 2)[0], resp.Status, bytes.TrimSpace(b))
+	}
+	if out != nil {
+		return json.Unmarshal(b, out)
+	}
+	return nil
+}
+
+func fetchPrompt(ctx context.Context, sock, runID string) ([]byte, error) {
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://agent/v1/runs/"+runID+"/prompt", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("prompt: %s", resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+}
+
+func sha256Sum(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+// redactConfig replaces the webhook secret before the config is written.
+func redactConfig(b []byte) []byte {
+	return bytes.ReplaceAll(b, []byte(webhookSecret), []byte("[REDACTED]"))
+}

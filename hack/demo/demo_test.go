@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/schemas"
+)
+
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	d := filepath.Join("..", "..", "..", "shared")
+	if _, err := os.Stat(filepath.Join(d, "conformance", "openclaw-sig")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("shared conformance data missing at %s", d)
+		}
+		t.Skip("shared conformance data not present")
+	}
+	return d
+}
+
+// TestEndToEnd runs the demo: pack build and seal, the attester on the
+// simulated platform, turns and gated tool calls (allowed, blocked by
+// policy, blocked until verify, denied by the webhook), the agent's bundle
+// and the execution attestation. Then it checks the artifacts with the PoH
+// rules and that no secret reached disk or the logs.
+func TestEndToEnd(t *testing.T) {
+	shared := sharedDir(t)
+	outDir, work := t.TempDir(), t.TempDir()
+	var logs bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := runDemo(ctx, options{Shared: shared, Vector: "full", OutDir: outDir, WorkDir: work, Log: &logs})
+	if err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(outDir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	// The attestation is a PoH execution_attestation envelope that validates
+	// against the PoH schema and verifies under PoH rules.
+	att := read("attestation.json")
+	if err := schemas.Validate(schemas.ExecutionAttestationEnvelopeV1, att); err != nil {
+		t.Fatalf("attestation schema: %v", err)
+	}
+	v, err := poh.Verify(att, poh.VerifyOptions{Type: poh.TypeExecutionAttestation})
+	if err != nil {
+		t.Fatalf("attestation: %v", err)
+	}
+	if v.SignerDID != out.AttesterDID {
+		t.Fatalf("attestation signed by %s, want %s", v.SignerDID, out.AttesterDID)
+	}
+	if run, _ := v.Payload.GetString("run_id"); run != out.RunID {
+		t.Fatalf("attestation run_id %q", run)
+	}
+	tee := v.Payload.Get("runtime_metadata").Get("tee")
+	if s, _ := tee.GetString("attestation_type"); s != "sev_snp_report" {
+		t.Fatalf("attestation_type %q", s)
+	}
+	// The bundle verifies and its hash is the one attested.
+	b, err := poh.VerifyProofBundle(read("bundle.json"), poh.BundleOptions{})
+	if err != nil {
+		t.Fatalf("bundle: %v", err)
+	}
+	if h, _ := v.Payload.GetString("proof_bundle_hash_b64u"); h != b.Envelope.PayloadHashB64u {
+		t.Fatal("attested bundle hash differs")
+	}
+	nb, _ := poh.NonceBindingB64u(b.AgentDID, b.RunID, b.Envelope.PayloadHashB64u)
+	if got, _ := tee.GetString("nonce_binding_b64u"); got != nb {
+		t.Fatalf("nonce binding %s, want %s", got, nb)
+	}
+	// The audit log verifies and matches the attested root and count.
+	root, count, err := audit.VerifyAuditLog(bytes.NewReader(read("audit.jsonl")))
+	if err != nil {
+		t.Fatalf("audit log: %v", err)
+	}
+	if root != out.AuditRoot || strconv.FormatUint(count, 10) != out.AuditCount || count != 5 {
+		t.Fatalf("audit root/count %s/%d, want %s/%s", root, count, out.AuditRoot, out.AuditCount)
+	}
+	// The manifest and envelope parse; the pack is not readable without the key.
+	m, err := envelope.ParseManifest(read("manifest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envelope.Verify(read("pack.enc"), m); err != nil {
+		t.Fatal(err)
+	}
+
+	// No plaintext prompt, raw tool parameter or secret on disk or in logs.
+	probes := append([][]byte{}, out.SecretProbes...)
+	probes = append(probes, []byte("rm -rf /"), []byte("ls -la"), []byte("README.md"), []byte(webhookSecret), []byte(envelope.PrivateKeyPrefix))
+	for _, dir := range []string{outDir, work} {
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || d.Type()&os.ModeSocket != 0 {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pr := range probes {
+				if bytes.Contains(data, pr) {
+					t.Errorf("%s contains a secret or raw parameter (%q...)", p, pr[:min(8, len(pr))])
+				}
+			}
+			return nil
+		})
+	}
+	for _, pr := range probes {
+		if bytes.Contains(logs.Bytes(), pr) {
+			t.Errorf("attester logs contain a secret or raw parameter (%q...)", pr[:min(8, len(pr))])
+		}
+	}
+	if !strings.Contains(logs.String(), `"msg":"attestation issued"`) {
+		t.Fatalf("logs lack the attestation record:\n%s", logs.String())
+	}
+}

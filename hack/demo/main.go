@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+func main() {
+	shared := flag.String("shared", "../shared", "the shared folder beside the checkout")
+	outDir := flag.String("out", "demo-out", "output directory")
+	vector := flag.String("vector", "full", "openclaw-sig vector whose params the pack uses")
+	logPath := flag.String("log", "", "write the attester's JSON logs here (default: discard)")
+	flag.Parse()
+	work, err := os.MkdirTemp("", "clawea-demo-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(work)
+	var logw io.Writer = io.Discard
+	if *logPath != "" {
+		f, err := os.Create(*logPath)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "demo:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+		logw = f
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := runDemo(ctx, options{
+		Shared: *shared, Vector: *vector, OutDir: *outDir, WorkDir: work, Log: logw,
+		Say: func(s string) { fmt.Fprintln(os.Stderr, "== "+s) },
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+	abs, _ := filepath.Abs(*outDir)
+	fmt.Printf("run_id:                  %s\n", out.RunID)
+	fmt.Printf("attester_did:            %s (SIMULATED platform: %v)\n", out.AttesterDID, out.Simulated)
+	fmt.Printf("agent_did:               %s\n", out.AgentDID)
+	fmt.Printf("system_prompt_hash_b64u: %s\n", out.PromptHash)
+	fmt.Printf("report_hash_b64u:        %s\n", out.ReportHash)
+	fmt.Printf("audit log:               %s records, root %s\n", out.AuditCount, out.AuditRoot)
+	fmt.Printf("artifacts:               %s\n", abs)
+}
