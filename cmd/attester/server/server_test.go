@@ -22,7 +22,7 @@ import (
 
 var trustedOne = map[string]string{"identity.txt": "sha256:" + strings.Repeat("ab", 32)}
 
-func testConfig(t *testing.T, trusted map[string]string) []byte {
+func testConfig(t testing.TB, trusted map[string]string) []byte {
 	t.Helper()
 	cfg := map[string]any{
 		"attester": map[string]any{
@@ -44,7 +44,7 @@ type harness struct {
 	id   *Identity
 }
 
-func newTestServer(t *testing.T, trusted map[string]string) *harness {
+func newTestServer(t testing.TB, trusted map[string]string) *harness {
 	t.Helper()
 	cfg, rest, err := ParseConfig(testConfig(t, trusted))
 	if err != nil {

@@ -1,0 +1,64 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/schema/b64u"
+)
+
+// BenchmarkHTTPToolCall measures gate decisions over loopback HTTP
+// (127.0.0.1 only): b.N requests, sequential, with p50/p99 latency reported.
+// The in-process Decide benchmark lives in package gate.
+func BenchmarkHTTPToolCall(b *testing.B) {
+	dir := filepath.Join("..", "..", "..", "..", "shared", "conformance", "openclaw-sig")
+	params, err := os.ReadFile(filepath.Join(dir, "vectors", "min.params.json"))
+	if err != nil {
+		b.Skip("shared conformance data not present")
+	}
+	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	trusted, _ := pack.SigHashes()
+	rb, _ := pack.Rebuild(trusted)
+	h := newTestServer(b, trusted)
+	enc, man, _ := promptpack.SealPack(pack, h.id.PackKey.Public())
+	mj, _ := man.MarshalJSON()
+	body, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": rb.ReportHashB64u(), "agent_id": "main", "session_key": "s"})
+	resp, err := h.api.Client().Post(h.api.URL+"/v1/runs", "application/json", bytes.NewReader(body))
+	if err != nil || resp.StatusCode != 201 {
+		b.Fatalf("create run: %v %v", err, resp.Status)
+	}
+	var run struct {
+		RunID string `json:"run_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&run)
+	resp.Body.Close()
+	call := []byte(`{"turn_id":"t","tool":"read","params":{"path":"README.md"}}`)
+	url := h.api.URL + "/v1/runs/" + run.RunID + "/tool-calls"
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		resp, err := h.api.Client().Post(url, "application/json", bytes.NewReader(call))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("tool call: %v", err)
+		}
+		resp.Body.Close()
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	}
+}
