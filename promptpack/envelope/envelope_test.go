@@ -442,3 +442,33 @@ func TestParseErrors(t *testing.T) {
 		t.Errorf("empty: %v", err)
 	}
 }
+
+func TestAppendSeal(t *testing.T) {
+	k, err := GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext("append")
+	body := []byte("a pack body")
+	prefix := []byte("prefix")
+	buf := make([]byte, len(prefix), 4096)
+	copy(buf, prefix)
+	out, m, err := (Limits{}).AppendSeal(buf, body, ctx, k.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out[:len(prefix)], prefix) || &out[0] != &buf[0] {
+		t.Fatal("AppendSeal did not append in place")
+	}
+	file := out[len(prefix):]
+	dst := make([]byte, len(body))
+	if n, err := Open(file, m, k, ctx, dst); err != nil || !bytes.Equal(dst[:n], body) {
+		t.Fatalf("open: %v", err)
+	}
+	// dst overlapping the body is refused.
+	big := make([]byte, 0, 8192)
+	big = append(big, body...)
+	if _, _, err := (Limits{}).AppendSeal(big[:0], big[:len(body)], ctx, k.Public()); !errors.Is(err, ErrBufferOverlap) {
+		t.Fatalf("overlap: %v", err)
+	}
+}

@@ -67,6 +67,13 @@ func Seal(body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *M
 // manifest. The file is allocated once at its final size and the body is
 // encrypted directly into it.
 func (l Limits) Seal(body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
+	return l.AppendSeal(nil, body, ctx, recipients...)
+}
+
+// AppendSeal is Seal appending the envelope file to dst (which must not
+// overlap body), so that a caller sealing many packs can reuse one buffer;
+// the result aliases dst's storage when it has room.
+func (l Limits) AppendSeal(dst, body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
 	maxBody, err := l.maxBody()
 	if err != nil {
 		return nil, nil, err
@@ -115,14 +122,29 @@ func (l Limits) Seal(body []byte, ctx Context, recipients ...*PublicKey) (file [
 		return nil, nil, fmt.Errorf("envelope: body cipher: %w", err)
 	}
 	size := h.headerLen() + nonceSize + 8 + len(body) + tagSize
-	out := make([]byte, 0, size)
-	out = h.appendHeader(out)
+	head, tail := sliceForAppend(dst, size)
+	if anyOverlap(tail, body) {
+		return nil, nil, fmt.Errorf("envelope: %w: dst overlaps body", ErrBufferOverlap)
+	}
+	out := h.appendHeader(tail[:0])
 	ad := bodyAD(out)
 	out = append(out, h.Nonce[:]...)
 	out = binary.BigEndian.AppendUint64(out, uint64(len(body)+tagSize))
 	out = aead.Seal(out, h.Nonce[:], body, ad)
 	h.Ciphertext = out[len(out)-len(body)-tagSize:]
-	return out, newManifest(out, h), nil
+	return head, newManifest(out, h), nil
+}
+
+// sliceForAppend extends in by n bytes, reusing its capacity when it can,
+// and returns the whole slice and the n-byte tail.
+func sliceForAppend(in []byte, n int) (head, tail []byte) {
+	if total := len(in) + n; cap(in) >= total {
+		head = in[:total]
+	} else {
+		head = make([]byte, total)
+		copy(head, in)
+	}
+	return head, head[len(in):]
 }
 
 // Verify parses file with the default limits and checks it against m.
