@@ -45,6 +45,7 @@ func commands() []command {
 		{"seal", "encrypt a pack for recipients", runSeal},
 		{"open", "decrypt a sealed pack (debug only)", runOpen},
 		{"inspect", "show a manifest or envelope (hash-only)", runInspect},
+		{"verify", "verify an execution attestation offline", runVerify},
 	}
 }
 

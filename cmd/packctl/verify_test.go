@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/rogpeppe/go-internal/txtar"
+	"github.com/veraison/ear"
+
+	"github.com/clawea/attester/verify"
+	"github.com/clawea/attester/verify/earresult"
+)
+
+// TestVerifyExit pins the documented exit codes of packctl verify.
+func TestVerifyExit(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{nil, exitOK},
+		{&verify.Error{Class: verify.ErrUsage}, exitUsage},
+		{&verify.Error{Class: verify.ErrRejected}, exitRejected},
+		{&verify.Error{Class: verify.ErrCannotCheck}, exitCannot},
+		{&verify.Error{Class: verify.ErrPolicy}, exitPolicy},
+		{fmt.Errorf("x: %w", &verify.Error{Class: verify.ErrPolicy}), exitPolicy},
+		{errors.New("unclassified"), exitCannot},
+	} {
+		if got := verifyExit(tc.err); got != tc.want {
+			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
+
+// scriptFiles extracts the fixtures of testdata/script/verify_sim.txt.
+func scriptFiles(t *testing.T) string {
+	t.Helper()
+	ar, err := txtar.ParseFile(filepath.Join("testdata", "script", "verify_sim.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, f := range ar.Files {
+		p := filepath.Join(dir, filepath.FromSlash(f.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, f.Data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestVerifyEARParses(t *testing.T) {
+	dir := scriptFiles(t)
+	in := func(n string) string { return filepath.Join(dir, n) }
+	keyPEM, err := os.ReadFile(in("ear-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(keyPEM)
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := k.(ed25519.PrivateKey).Public()
+	for _, tc := range []struct {
+		policy string
+		code   int
+		status ear.TrustTier
+	}{
+		{"policy.json", exitOK, ear.TrustTierWarning}, // simulated: never affirming
+		{"other-measurement.json", exitPolicy, ear.TrustTierContraindicated},
+	} {
+		out := in("ear-" + tc.policy + ".jwt")
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"verify", "--attestation", in("sev/attestation.json"), "--evidence", in("sev/evidence.jws"),
+			"--policy", in(tc.policy), "--at", "2026-06-01T12:00:00Z", "--json", "--ear-key", in("ear-key.pem"), "--ear-out", out}, nil, &stdout, &stderr)
+		if code != tc.code {
+			t.Fatalf("%s: exit %d, stderr %s", tc.policy, code, stderr.String())
+		}
+		var j struct {
+			Verdict  string `json:"verdict"`
+			ExitCode int    `json:"exit_code"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &j); err != nil || j.ExitCode != tc.code {
+			t.Fatalf("%s: json %q: %v", tc.policy, stdout.String(), err)
+		}
+		tok, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ar ear.AttestationResult
+		if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, pub); err != nil {
+			t.Fatalf("%s: %v", tc.policy, err)
+		}
+		ap := ar.Submods[earresult.SubmodName]
+		if ap == nil || *ap.Status != tc.status {
+			t.Fatalf("%s: appraisal %+v", tc.policy, ap)
+		}
+		// The JSON form parses with UnmarshalJSON as well.
+		raw, err := ar.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again ear.AttestationResult
+		if err := again.UnmarshalJSON(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,266 @@
+// Package earresult turns a verify verdict into an EAR (EAT Attestation
+// Result, github.com/veraison/ear, an RFC 9711 EAT profile) and signs it as
+// a JWT with the operator's key. The mapping is normative in
+// docs/spec/verify-v1.md section 7.
+package earresult
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/veraison/ear"
+
+	"github.com/clawea/attester/verify"
+)
+
+// SubmodName is the one EAR submodule this verifier reports.
+const SubmodName = "clawea-execution"
+
+// Verifier identity.
+const (
+	VerifierDeveloper = "https://clawea.dev"
+	DefaultBuild      = "clawea-verify/v1"
+)
+
+// MaxKeyBytes bounds a PEM key file.
+const MaxKeyBytes = 16 << 10
+
+// ErrKey is wrapped by every key error. Messages never contain key bytes.
+var ErrKey = errors.New("earresult: unusable signing key")
+
+// Options configure New.
+type Options struct {
+	// Now is the EAR iat; required.
+	Now time.Time
+	// Build identifies the verifier build; empty means DefaultBuild.
+	Build string
+	// Policy is the policy Verify applied; its ID is
+	// ear.appraisal-policy-id, and the configuration claim is made only
+	// when it pins commitments. Nil means the zero policy.
+	Policy *verify.Policy
+}
+
+// New returns the EAR for a verify.Verify outcome: res on success, or the
+// error (an *verify.Error) on failure. Usage errors have no EAR.
+func New(res *verify.Result, verr error, o Options) (*ear.AttestationResult, error) {
+	if o.Now.IsZero() {
+		return nil, errors.New("earresult: Now is required")
+	}
+	if res == nil && verr == nil {
+		return nil, errors.New("earresult: no result and no error")
+	}
+	if verr != nil && errors.Is(verr, verify.ErrUsage) {
+		return nil, errors.New("earresult: a usage error has no attestation result")
+	}
+	build := o.Build
+	if build == "" {
+		build = DefaultBuild
+	}
+	ar := ear.NewAttestationResult(SubmodName, build, VerifierDeveloper)
+	iat := o.Now.Unix()
+	ar.IssuedAt = &iat
+	ap := ar.Submods[SubmodName]
+	pol := o.Policy
+	if pol == nil {
+		pol = &verify.Policy{}
+	}
+	id := pol.ID()
+	ap.AppraisalPolicyID = &id
+	annot := map[string]interface{}{}
+	if verr != nil {
+		mapFailure(ap, verr, annot)
+	} else {
+		mapSuccess(ar, ap, res, pinsConfig(pol), annot)
+	}
+	ap.VeraisonAnnotatedEvidence = &annot
+	return ar, nil
+}
+
+// pinsConfig reports whether p pins any of the run's configuration.
+func pinsConfig(p *verify.Policy) bool {
+	return p.ExpectedPromptHashB64u != "" || p.ExpectedReportHashB64u != "" || p.ExpectedGatePolicyHashB64u != "" ||
+		p.ExpectedModel != nil || len(p.TrustedTemplates) > 0 || len(p.TrustedRecipes) > 0
+}
+
+func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, pinned bool, annot map[string]interface{}) {
+	tv := ap.TrustVector
+	skipped := false
+	for _, c := range r.Checks {
+		if c.Status == verify.StatusSkipped {
+			skipped = true
+		}
+	}
+	if r.Simulated {
+		tv.Hardware = ear.UnsafeHardwareClaim
+		tv.InstanceIdentity = ear.NoClaim
+		tv.RuntimeOpaque = ear.NoClaim
+	} else {
+		tv.Hardware = ear.GenuineHardwareClaim
+		tv.InstanceIdentity = ear.TrustworthyInstanceClaim
+		tv.RuntimeOpaque = ear.NoClaim
+		if r.TEE.AttestationType == "sev_snp_report" || r.TEE.AttestationType == "tdx_quote" {
+			tv.RuntimeOpaque = ear.EncryptedMemoryRuntimeClaim
+		}
+		for _, e := range r.Evidence {
+			if e.Revocation == "skipped" || e.Collateral == "skipped" {
+				tv.Hardware = ear.UnsafeHardwareClaim
+			}
+		}
+	}
+	tv.Executables = ear.ApprovedBootClaim
+	for _, w := range r.Warnings {
+		if w == "policy accepts any measurement" {
+			tv.Executables = ear.UnrecognizedRuntimeClaim
+		}
+	}
+	if pinned {
+		tv.Configuration = ear.ApprovedConfigClaim
+	}
+	status := ear.TrustTierAffirming
+	if skipped || r.Simulated || len(r.Warnings) > 0 {
+		status = ear.TrustTierWarning
+	}
+	ap.Status = &status
+	ap.UpdateStatusFromTrustVector()
+	nonce := r.NonceBindingB64u
+	ar.Nonce = &nonce
+
+	annot["verdict"] = "verified"
+	annot["attestation_id"] = r.AttestationID
+	annot["agent_did"] = r.AgentDID
+	annot["run_id"] = r.RunID
+	annot["attester_did"] = r.AttesterDID
+	annot["proof_bundle_hash_b64u"] = r.ProofBundleHashB64u
+	annot["evidence_hash_b64u"] = r.EvidenceHashB64u
+	annot["simulated"] = r.Simulated
+	annot["attestation_type"] = r.TEE.AttestationType
+	annot["root_id"] = r.TEE.RootID
+	annot["tcb_version"] = r.TEE.TCBVersion
+	annot["measurement_hash_b64u"] = r.TEE.MeasurementB64u
+	annot["system_prompt_hash_b64u"] = r.Commitments.SystemPromptHashB64u
+	annot["system_prompt_report_hash_b64u"] = r.Commitments.SystemPromptReportHashB64u
+	annot["gate_policy_hash_b64u"] = r.Commitments.GatePolicyHashB64u
+	annot["gate_audit_root_b64u"] = r.Commitments.GateAuditRootB64u
+	annot["gate_audit_count"] = r.Commitments.GateAuditCount
+	annot["model_identity_digest_b64u"] = r.Commitments.ModelIdentityDigestB64u
+	var skippedChecks []interface{}
+	for _, c := range r.Checks {
+		if c.Status == verify.StatusSkipped {
+			skippedChecks = append(skippedChecks, c.Name)
+		}
+	}
+	if len(skippedChecks) > 0 {
+		annot["skipped_checks"] = skippedChecks
+	}
+	if len(r.Warnings) > 0 {
+		var ws []interface{}
+		for _, w := range r.Warnings {
+			ws = append(ws, w)
+		}
+		annot["warnings"] = ws
+	}
+}
+
+func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
+	tv := ap.TrustVector
+	var ve *verify.Error
+	check := "unknown"
+	if errors.As(verr, &ve) {
+		check = ve.Check
+		if ve.Code != "" {
+			annot["poh_code"] = string(ve.Code)
+		}
+	}
+	annot["failed_check"] = check
+	status := ear.TrustTierContraindicated
+	switch {
+	case errors.Is(verr, verify.ErrCannotCheck):
+		annot["verdict"] = "cannot-check"
+		status = ear.TrustTierNone
+	case errors.Is(verr, verify.ErrPolicy):
+		annot["verdict"] = "policy-refused"
+		switch check {
+		case "policy/" + verify.PolicySimulated:
+			tv.Hardware = ear.UnrecognizedHardwareClaim
+		case "policy/" + verify.PolicyMeasurement:
+			tv.Executables = ear.ContraindicatedRuntimeClaim
+		case "policy/" + verify.PolicyDebug:
+			tv.RuntimeOpaque = ear.VisibleMemoryRuntimeClaim
+		case "policy/" + verify.PolicyTCB, "policy/" + verify.PolicyTCBStatus, "policy/" + verify.PolicyGuestPolicy:
+			tv.Hardware = ear.ContraindicatedHardwareClaim
+		case "policy/" + verify.PolicyAttester:
+			tv.InstanceIdentity = ear.UnrecognizedInstanceClaim
+		default:
+			tv.Configuration = ear.UnsupportableConfigClaim
+		}
+	default:
+		annot["verdict"] = "rejected"
+		tv.SetAll(ear.CryptoValidationFailedClaim)
+	}
+	ap.Status = &status
+}
+
+// Sign signs ar as a JWT with key: EdDSA for an Ed25519 key, ES256 for an
+// ECDSA P-256 key.
+func Sign(ar *ear.AttestationResult, key crypto.Signer) ([]byte, error) {
+	alg, err := Algorithm(key.Public())
+	if err != nil {
+		return nil, err
+	}
+	return ar.Sign(alg, key)
+}
+
+// Algorithm returns the JWS algorithm for a public key.
+func Algorithm(pub crypto.PublicKey) (jwa.SignatureAlgorithm, error) {
+	switch k := pub.(type) {
+	case ed25519.PublicKey:
+		return jwa.EdDSA, nil
+	case *ecdsa.PublicKey:
+		if k.Curve == elliptic.P256() {
+			return jwa.ES256, nil
+		}
+	}
+	return "", fmt.Errorf("%w: want Ed25519 or ECDSA P-256", ErrKey)
+}
+
+// ParseSigningKey reads one PEM "PRIVATE KEY" block (PKCS #8) holding an
+// Ed25519 or ECDSA P-256 key.
+func ParseSigningKey(data []byte) (crypto.Signer, error) {
+	if len(data) > MaxKeyBytes {
+		return nil, fmt.Errorf("%w: key file over %d bytes", ErrKey, MaxKeyBytes)
+	}
+	block, rest := pem.Decode(data)
+	if block == nil || block.Type != "PRIVATE KEY" {
+		return nil, fmt.Errorf("%w: want a PEM PRIVATE KEY (PKCS #8) block", ErrKey)
+	}
+	if len(trimSpace(rest)) != 0 {
+		return nil, fmt.Errorf("%w: want exactly one PEM block", ErrKey)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: malformed PKCS #8 key", ErrKey)
+	}
+	s, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("%w: want Ed25519 or ECDSA P-256", ErrKey)
+	}
+	if _, err := Algorithm(s.Public()); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\n' || b[0] == '\r' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
+}

@@ -1,0 +1,136 @@
+package verify
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/clawea/attester/schema/poh"
+)
+
+// Error classes. Every error Verify returns is an *Error whose Class is
+// exactly one of them; callers branch with errors.Is on the class.
+var (
+	// ErrUsage: the caller's inputs or options are unusable (no attestation,
+	// no clock, contradictory options). Not a verdict on the evidence.
+	ErrUsage = errors.New("verify: usage error")
+	// ErrRejected: the evidence is bad (signature, hash, binding, chain,
+	// root, revocation, format). Other collateral or policy does not help.
+	ErrRejected = errors.New("verify: evidence rejected")
+	// ErrCannotCheck: the verifier could not decide: collateral, revocation
+	// data, roots or an input that a check or the policy needs is missing,
+	// or a platform or format is not supported.
+	ErrCannotCheck = errors.New("verify: could not check")
+	// ErrPolicy: the evidence verified (or is simulated evidence, which is
+	// never verified unless allowed) but the relying party's policy refuses
+	// it.
+	ErrPolicy = errors.New("verify: refused by policy")
+)
+
+// Check names, in the order Verify runs them (docs/spec/verify-v1.md,
+// section 3). Platform and policy failures are reported as
+// "platform/<check>" and "policy/<check>".
+const (
+	CheckInput             = "input"
+	CheckEnvelope          = "envelope"
+	CheckPayload           = "payload"
+	CheckNonceBinding      = "nonce-binding"
+	CheckBundle            = "bundle"
+	CheckBundleLinkage     = "bundle-linkage"
+	CheckPromptCommitments = "prompt-commitments"
+	CheckEvidenceRef       = "evidence-ref"
+	CheckEvidenceDocument  = "evidence-document"
+	CheckExecutionContext  = "execution-context"
+	CheckModelIdentity     = "model-identity"
+	CheckPlatform          = "platform"
+	CheckReportData        = "report-data"
+	CheckRevocation        = "revocation"
+	CheckCollateral        = "collateral"
+	CheckTEEClaims         = "tee-claims"
+	CheckAuditLog          = "audit-log"
+	CheckToolCalls         = "tool-calls"
+	CheckReport            = "report"
+	CheckPolicy            = "policy"
+)
+
+// Policy check names (Error.Check is "policy/" + one of these).
+const (
+	PolicySimulated    = "simulated"
+	PolicyMeasurement  = "measurement"
+	PolicyDebug        = "debug"
+	PolicyTCB          = "tcb"
+	PolicyTCBStatus    = "tcb-status"
+	PolicyGuestPolicy  = "guest-policy"
+	PolicyAttester     = "attester"
+	PolicyPromptHash   = "prompt-hash"
+	PolicyReportHash   = "report-hash"
+	PolicyGatePolicy   = "gate-policy"
+	PolicyModel        = "model"
+	PolicyTemplates    = "templates"
+	PolicyRecipe       = "recipe"
+	PolicyUnknownCheck = "platform"
+)
+
+// Error is a failed verification: the class, the check that failed, the
+// PoH reason code where one applies (empty otherwise), the cause, and the
+// checks that had passed before it. errors.Is sees the class, the PoH code
+// and the cause. Messages never contain key material.
+type Error struct {
+	Class  error
+	Check  string
+	Code   poh.Code
+	Err    error
+	Passed []string
+}
+
+func (e *Error) Error() string {
+	s := fmt.Sprintf("%v: %s", e.Class, e.Check)
+	if e.Code != "" {
+		s += ": " + string(e.Code)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the class, the PoH code (if any) and the cause (if any).
+func (e *Error) Unwrap() []error {
+	out := []error{e.Class}
+	if e.Code != "" {
+		out = append(out, e.Code)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+func newErr(class error, check string, code poh.Code, format string, args ...any) *Error {
+	return &Error{Class: class, Check: check, Code: code, Err: fmt.Errorf(format, args...)}
+}
+
+func rejected(check string, code poh.Code, format string, args ...any) *Error {
+	return newErr(ErrRejected, check, code, format, args...)
+}
+
+func wrapRejected(check string, code poh.Code, err error) *Error {
+	return &Error{Class: ErrRejected, Check: check, Code: code, Err: err}
+}
+
+func policyErr(check string, format string, args ...any) *Error {
+	return newErr(ErrPolicy, CheckPolicy+"/"+check, "", format, args...)
+}
+
+func usage(format string, args ...any) *Error {
+	return newErr(ErrUsage, CheckInput, "", format, args...)
+}
+
+// pohErr turns an error of package poh into a rejection that carries its
+// reason code.
+func pohErr(check string, err error) *Error {
+	var pe *poh.Error
+	if errors.As(err, &pe) {
+		return &Error{Class: ErrRejected, Check: check, Code: pe.Code, Err: err}
+	}
+	return &Error{Class: ErrRejected, Check: check, Code: poh.MalformedEnvelope, Err: err}
+}

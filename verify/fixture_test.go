@@ -1,0 +1,423 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/attestation/evidencedoc"
+	"github.com/clawea/attester/attestation/teeclaims"
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/tdx"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+// testNow is inside the validity of every simulated certificate.
+var testNow = time.Date(2026, time.June, 1, 12, 0, 0, 0, time.UTC)
+
+func fixedNow() time.Time { return testNow }
+
+func key(seed byte) ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
+}
+
+func did(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
+
+func h(s string) string { return b64u.SHA256([]byte(s)) }
+
+// testReport is a SystemPromptReport.v1; its JCS hash is the report hash
+// every fixture run commits to.
+func testReport() *promptpack.Report {
+	return &promptpack.Report{
+		ReportVersion: "1",
+		Harness:       promptpack.ReportHarness{ID: "openclaw", Version: "2026.2.1", Commit: "abc123"},
+		PromptMode:    "full",
+		Builder:       promptpack.ReportBuilder{Name: "clawea", BuilderVersion: "1"},
+		Recipe:        promptpack.ReportRecipe{ID: "openclaw-sig", Version: "1"},
+		Final:         promptpack.ReportFinal{SystemPromptHashB64u: h("the rebuilt system prompt"), SystemPromptChars: 25},
+		Inputs: promptpack.ReportInputs{
+			ParamsHashB64u:            h("params"),
+			Templates:                 []promptpack.ReportTemplate{{Name: "AGENTS.md", Hash: "sha256:" + hexSHA("agents template")}},
+			ResolvedToolNamesHashB64u: h("tool names"),
+			ToolSchemasHashB64u:       h("tool schemas"),
+			ToolSummariesHashB64u:     h("tool summaries"),
+			Bootstrap:                 []promptpack.BootstrapEntry{},
+		},
+	}
+}
+
+func reportJSON(t testing.TB) ([]byte, string) {
+	t.Helper()
+	raw, err := json.Marshal(testReport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := promptpack.ValidateReport(raw); err != nil {
+		t.Fatal(err)
+	}
+	hash, err := testReport().Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, hash
+}
+
+// run is one agent run and the knobs to make its bundle or audit log
+// disagree.
+type run struct {
+	agentKey   ed25519.PrivateKey
+	runID      string
+	promptHash string
+	reportHash string
+	packHash   string
+	model      attestation.ModelIdentity
+	// toolParams are the params hashes of the run's two tool calls.
+	toolParams []string
+
+	bundleRunID  string // "" means runID
+	bundleReport string // "" means reportHash
+	callPrompt   string // "" means promptHash
+	extraEvent   bool   // one more event: another bundle of the same run
+	denySecond   bool   // the audit log denies the second tool call
+}
+
+func newRun(t testing.TB) *run {
+	_, rh := reportJSON(t)
+	return &run{
+		agentKey:   key(1),
+		runID:      "run_verify_001",
+		promptHash: testReport().Final.SystemPromptHashB64u,
+		reportHash: rh,
+		packHash:   h("prompt_pack.enc"),
+		model:      attestation.ModelIdentity{Provider: "anthropic", Model: "claude-opus-4-6"},
+		toolParams: []string{h(`{"cmd":"ls"}`), h(`{"path":"/tmp/x"}`)},
+	}
+}
+
+func (r *run) agentDID() string { return did(r.agentKey) }
+
+type bundlePayload struct {
+	BundleVersion string                `json:"bundle_version"`
+	BundleID      string                `json:"bundle_id"`
+	AgentDID      string                `json:"agent_did"`
+	EventChain    []poh.EventChainEntry `json:"event_chain"`
+	Metadata      map[string]any        `json:"metadata"`
+}
+
+// bundle builds the run's proof bundle envelope: run_start, llm_call,
+// tool_call, llm_call, tool_call; tool_call payload hashes are the params
+// hashes the gate records.
+func (r *run) bundle(t testing.TB) []byte {
+	t.Helper()
+	runID := r.runID
+	if r.bundleRunID != "" {
+		runID = r.bundleRunID
+	}
+	types := []string{"run_start", "llm_call", "tool_call", "llm_call", "tool_call"}
+	if r.extraEvent {
+		types = append(types, "run_end")
+	}
+	var chain []poh.EventChainEntry
+	var prev *string
+	tool := 0
+	for i, typ := range types {
+		ph := h(typ + string(rune('a'+i)))
+		if typ == "tool_call" {
+			ph = r.toolParams[tool]
+			tool++
+		}
+		hd := poh.EventHeader{
+			EventID: "evt_" + string(rune('a'+i)), RunID: runID, EventType: typ,
+			Timestamp:       poh.FormatTime(testNow.Add(time.Duration(i) * time.Second)),
+			PayloadHashB64u: ph, PrevHashB64u: prev,
+		}
+		eh, err := hd.Hash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain = append(chain, poh.EventChainEntry{
+			EventID: hd.EventID, RunID: hd.RunID, EventType: hd.EventType, Timestamp: hd.Timestamp,
+			PayloadHashB64u: hd.PayloadHashB64u, PrevHashB64u: hd.PrevHashB64u, EventHashB64u: eh,
+		})
+		prev = &chain[len(chain)-1].EventHashB64u
+	}
+	entries := []promptpack.PoHEntry{{EntryID: "AGENTS.md", ContentHashB64u: h("agents")}, {EntryID: "SOUL.md", ContentHashB64u: h("soul")}}
+	root, err := promptpack.PromptRootHash(entries)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls []poh.PromptCall
+	for _, e := range chain {
+		if e.EventType == "llm_call" {
+			ph := r.promptHash
+			if r.callPrompt != "" {
+				ph = r.callPrompt
+			}
+			calls = append(calls, poh.PromptCall{EventID: e.EventID, EventHashB64u: e.EventHashB64u, Provider: r.model.Provider, Model: r.model.Model, RenderedSystemPromptHashB64u: ph})
+		}
+	}
+	rh := r.reportHash
+	if r.bundleReport != "" {
+		rh = r.bundleReport
+	}
+	md := map[string]any{
+		"system_prompt_report": poh.SystemPromptReportCommitment{
+			SystemPromptReportVersion: "1", ReportID: "spr_001", RunID: runID, AgentDID: r.agentDID(),
+			IssuedAt: poh.FormatTime(testNow), HashAlgorithm: "SHA-256", PromptRootHashB64u: root, Calls: calls,
+		},
+		"prompt_pack": promptpack.PoHPromptPack{PromptPackVersion: "1", HashAlgorithm: "SHA-256", PromptRootHashB64u: root, Entries: entries},
+		"clawea":      map[string]string{"system_prompt_report_hash_b64u": rh, "prompt_pack_ciphertext_hash_b64u": r.packHash},
+	}
+	v, err := pohjson.FromGo(bundlePayload{BundleVersion: "1", BundleID: "bundle_verify_001", AgentDID: r.agentDID(), EventChain: chain, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := poh.Sign(poh.TypeProofBundle, v, r.agentKey, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// auditLog writes the gate's log for the run: a denied call, then the
+// two tool calls (the second denied when denySecond).
+func (r *run) auditLog(t testing.TB) (log []byte, root string, count uint64) {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := audit.NewWriter(&buf, audit.WriterOptions{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []audit.Entry{
+		{Session: "s1", Turn: "t1", Agent: "main", Tool: "exec", ParamsHash: h(`{"cmd":"rm -rf /"}`), Stage: "tool_policy", Decision: audit.Deny, Reason: "denied"},
+		{Session: "s1", Turn: "t1", Agent: "main", Tool: "exec", ParamsHash: r.toolParams[0], Stage: "tool_policy", Decision: audit.Allow},
+		{Session: "s1", Turn: "t2", Agent: "main", Tool: "read", ParamsHash: r.toolParams[1], Stage: "tool_policy", Decision: audit.Allow},
+	}
+	if r.denySecond {
+		entries[2].Decision, entries[2].Reason = audit.Deny, "denied"
+	}
+	for _, e := range entries {
+		if _, err := w.Append(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, count = w.Root()
+	return buf.Bytes(), root, count
+}
+
+// fixture is an attestation made by the real producer.
+type fixture struct {
+	att, ev, bundle, audit, report []byte
+	run                            *run
+	measurement                    []byte
+}
+
+type measurer interface {
+	enclave.Quoter
+	LaunchMeasurement(context.Context) ([]byte, error)
+}
+
+func simSEV(t testing.TB, o sim.Options) measurer {
+	t.Helper()
+	if o.Seed == nil {
+		o.Seed = []byte("verify-test")
+	}
+	s, err := sim.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func simTDX(t testing.TB, o fakeqe.Options) measurer {
+	t.Helper()
+	s, err := tdx.NewSimulated(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func attesterKey() ed25519.PrivateKey { return key(9) }
+
+// attest makes an attestation of r with the producer (attestation.Issuer).
+func attest(t testing.TB, q measurer, r *run) *fixture {
+	t.Helper()
+	log, root, count := r.auditLog(t)
+	bundle := r.bundle(t)
+	is := &attestation.Issuer{Key: attesterKey(), Quoter: q, Now: fixedNow}
+	out, err := is.Attest(context.Background(), attestation.AttestInput{
+		BundleEnvelope:         bundle,
+		AgentDID:               r.agentDID(),
+		RunID:                  r.runID,
+		PromptHashB64u:         r.promptHash,
+		ReportHashB64u:         r.reportHash,
+		PackCiphertextHashB64u: r.packHash,
+		GatePolicyHashB64u:     h("gate policy"),
+		AuditRootB64u:          root,
+		AuditCount:             int64(count),
+		Model:                  r.model,
+		Harness:                &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := q.LaunchMeasurement(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, _ := reportJSON(t)
+	return &fixture{att: out.AttestationJSON, ev: out.EvidenceJWS, bundle: bundle, audit: log, report: rep, run: r, measurement: m}
+}
+
+// simPolicy accepts the fixture's simulated evidence.
+func (f *fixture) simPolicy() *Policy {
+	return &Policy{
+		AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true,
+		Measurements: [][]byte{f.measurement},
+	}
+}
+
+func (f *fixture) opts() Options {
+	return Options{Now: fixedNow, AuditLog: f.audit, Report: f.report}
+}
+
+// forgeSpec builds an attestation by hand, as the producer would, with
+// hooks to make one part wrong. It lets tests sign what the producer
+// refuses to sign.
+type forgeSpec struct {
+	quoter         enclave.Quoter
+	docKey         ed25519.PrivateKey // signs the evidence document (default: attester key)
+	rdKey          ed25519.PublicKey  // key bound into REPORT_DATA (default: attester key)
+	agentDID       string
+	runID          string
+	bundle         []byte // its payload_hash_b64u is the attested bundle hash
+	auditRoot      string
+	auditCount     int64
+	commitments    func(*evidencedoc.Commitments)
+	mutateEvidence func(*enclave.Evidence)
+	mutateJWS      func([]byte) []byte
+	mutatePayload  func(*poh.ExecutionAttestation)
+}
+
+func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
+	t.Helper()
+	ak := attesterKey()
+	if s.docKey == nil {
+		s.docKey = ak
+	}
+	if s.rdKey == nil {
+		s.rdKey = ak.Public().(ed25519.PublicKey)
+	}
+	bv, err := pohjson.Parse(s.bundle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundleHash, _ := bv.GetString("payload_hash_b64u")
+	if s.auditRoot == "" {
+		s.auditRoot, s.auditCount = h("audit head"), 3
+	}
+	model, err := evidencedoc.NewModelIdentity("anthropic", "claude-opus-4-6", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := model.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rh := reportJSON(t)
+	c := evidencedoc.Commitments{
+		Version: evidencedoc.CommitmentsVersion, SystemPromptHashB64u: testReport().Final.SystemPromptHashB64u,
+		SystemPromptReportHashB64u: rh, PromptPackCiphertextHashB64u: h("prompt_pack.enc"),
+		GatePolicyHashB64u: h("gate policy"), GateAuditRootB64u: s.auditRoot, GateAuditCount: s.auditCount,
+		ModelIdentity: model, ModelIdentityDigestB64u: digest,
+	}
+	if s.commitments != nil {
+		s.commitments(&c)
+	}
+	nonce, err := poh.NonceBinding(s.agentDID, s.runID, bundleHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := &evidencedoc.ExecutionContext{
+		Context: evidencedoc.ExecutionContextLabel, AttestationID: "clawea_att_forged", AgentDID: s.agentDID,
+		RunID: s.runID, ProofBundleHashB64u: bundleHash, Clawea: c,
+	}
+	ctxBytes, err := pohjson.Marshal(ec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := enclave.NewReportData(nonce, s.rdKey, ctxBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.quoter.Quote(context.Background(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, err := teeclaims.Derive(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.mutateEvidence != nil {
+		s.mutateEvidence(ev)
+	}
+	doc, err := evidencedoc.Sign(s.docKey, &evidencedoc.Document{
+		Kind: evidencedoc.KindExecution, IssuedAt: testNow, Nonce: nonce, Execution: ec,
+		Items: []evidencedoc.Item{{Evidence: ev}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws = doc.JWS
+	if s.mutateJWS != nil {
+		jws = s.mutateJWS(bytes.Clone(jws))
+	}
+	rootID := claims.RootID
+	if ev.Simulated && !bytes.HasSuffix([]byte(rootID), []byte(teeclaims.SimulatedSuffix)) {
+		rootID += teeclaims.SimulatedSuffix
+	}
+	if !ev.Simulated {
+		rootID = string(bytes.TrimSuffix([]byte(rootID), []byte(teeclaims.SimulatedSuffix)))
+	}
+	p := &poh.ExecutionAttestation{
+		AttestationVersion: "1", AttestationID: ec.AttestationID, ExecutionType: "tee_execution",
+		AgentDID: s.agentDID, AttesterDID: did(ak), RunID: s.runID, ProofBundleHashB64u: bundleHash,
+		RuntimeMetadata: &poh.RuntimeMetadata{TEE: &poh.TEE{
+			AttestationType: claims.AttestationType, RootID: rootID, TCBVersion: claims.TCBVersion,
+			EvidenceRef:      poh.EvidenceRef{ResourceType: evidencedoc.ResourceType, ResourceHashB64u: b64u.SHA256(jws)},
+			NonceBindingB64u: b64u.Encode(nonce[:]),
+			Measurements:     poh.Measurements{MeasurementHashB64u: b64u.Encode(claims.Measurement), ModelWeightsDigestB64u: digest},
+		}},
+		IssuedAt: poh.FormatTime(testNow),
+		Metadata: map[string]any{"clawea": evidencedoc.Metadata{Commitments: c, Simulated: doc.Simulated()}},
+	}
+	if s.mutatePayload != nil {
+		s.mutatePayload(p)
+	}
+	pv, err := pohjson.FromGo(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	att, err = poh.Sign(poh.TypeExecutionAttestation, pv, ak, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return att, jws
+}
+
+// forgeRun is forgeSpec defaults for r: its agent, run and bundle.
+func forgeRun(t testing.TB, q enclave.Quoter, r *run) forgeSpec {
+	return forgeSpec{quoter: q, agentDID: r.agentDID(), runID: r.runID, bundle: r.bundle(t)}
+}

@@ -1,0 +1,429 @@
+package verify
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+// PolicyVersion is the value of policy_version, the first member of every
+// policy file.
+const PolicyVersion = "clawea.dev/verify-policy/v1"
+
+// Policy file limits.
+const (
+	MaxPolicyBytes = 1 << 20
+	maxPolicyList  = 1024
+	maxPolicyText  = 512
+)
+
+// ErrPolicyFile is wrapped by every ParsePolicy error.
+var ErrPolicyFile = errors.New("verify: invalid policy file")
+
+// Recipe names a prompt rebuild recipe and its version.
+type Recipe struct {
+	ID      string
+	Version string
+}
+
+// ModelIdentity is an expected model identity. Revision empty means "no
+// revision": the attested identity must then carry none either.
+type ModelIdentity struct {
+	Provider string
+	Model    string
+	Revision string
+}
+
+// Policy is the relying party's reference values and relaxations
+// (docs/spec/verify-v1.md, section 5). The zero value is the strictest: no
+// measurement is accepted, simulated evidence is refused, revocation and
+// collateral data are required. Debug guests are always refused.
+type Policy struct {
+	// AllowSimulated, AllowUncheckedRevocation and AllowUncheckedCollateral
+	// are relaxations; each applies when either the Policy or the Options
+	// grant it.
+	AllowSimulated           bool
+	AllowUncheckedRevocation bool
+	AllowUncheckedCollateral bool
+
+	// Measurements are the accepted launch measurements (SEV-SNP
+	// MEASUREMENT, TDX MRTD, TPM PCR digest). Empty accepts none unless
+	// AllowAnyMeasurement is set.
+	Measurements        [][]byte
+	AllowAnyMeasurement bool
+	// MinSEVSNPTCB is the component-wise minimum REPORTED_TCB (the u64 of
+	// tcb_version); 0 means no minimum.
+	MinSEVSNPTCB uint64
+	// MinTDXTeeTCBSVN is the component-wise minimum TEE_TCB_SVN.
+	MinTDXTeeTCBSVN [16]byte
+	// TDXTCBStatuses are the accepted TDX TCB statuses when collateral was
+	// checked; empty means UpToDate only.
+	TDXTCBStatuses []string
+	// TrustedTPMAKs are the TPM Names of trusted attestation keys.
+	TrustedTPMAKs [][]byte
+
+	// TrustedAttesterDIDs, when not empty, are the only accepted attester
+	// DIDs.
+	TrustedAttesterDIDs []string
+	// TrustedTemplates maps template names to "sha256:<hex>"; when not
+	// empty, every template of the SystemPromptReport must be listed with
+	// the same hash (the report must be supplied).
+	TrustedTemplates map[string]string
+	// TrustedRecipes, when not empty, lists the accepted recipes (the report
+	// must be supplied).
+	TrustedRecipes []Recipe
+	// Expected commitments (b64u SHA-256), each checked when set.
+	ExpectedPromptHashB64u     string
+	ExpectedReportHashB64u     string
+	ExpectedGatePolicyHashB64u string
+	// ExpectedModel, when set, must equal the attested model identity.
+	ExpectedModel *ModelIdentity
+	// ReceiptSignerDIDs is the allowlist of gateway receipt signers; it is
+	// reported (Result.Bundle.AllowlistedReceipts), not enforced.
+	ReceiptSignerDIDs []string
+}
+
+var (
+	didPattern  = regexp.MustCompile(`^did:(key|web):[a-zA-Z0-9._%-]+$`)
+	sha256Hex   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	tcbStatuses = []string{"UpToDate", "SWHardeningNeeded", "ConfigurationNeeded", "ConfigurationAndSWHardeningNeeded", "OutOfDate", "OutOfDateConfigurationNeeded"}
+)
+
+// ParsePolicy parses a policy file (docs/spec/verify-v1.md, section 5):
+// a JSON object at most MaxPolicyBytes long whose first member is
+// policy_version; unknown members, duplicate members, wrong types and
+// malformed values are refused. Every error wraps ErrPolicyFile and names
+// the member.
+func ParsePolicy(data []byte) (*Policy, error) {
+	if len(data) > MaxPolicyBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPolicyFile, len(data), MaxPolicyBytes)
+	}
+	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxPolicyBytes, MaxDepth: 4})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPolicyFile, err)
+	}
+	if root.Kind() != pohjson.Object {
+		return nil, fmt.Errorf("%w: not a JSON object", ErrPolicyFile)
+	}
+	ms := root.Members()
+	if len(ms) == 0 || ms[0].Key != "policy_version" {
+		return nil, fmt.Errorf("%w: the first member must be policy_version", ErrPolicyFile)
+	}
+	if v, ok := ms[0].Value.Str(); !ok || v != PolicyVersion {
+		return nil, fmt.Errorf("%w: policy_version: unsupported, want %q", ErrPolicyFile, PolicyVersion)
+	}
+	p := &Policy{}
+	for _, m := range ms[1:] {
+		if err := p.set(m.Key, m.Value); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrPolicyFile, clip(m.Key), err)
+		}
+	}
+	return p, nil
+}
+
+func (p *Policy) set(key string, v *pohjson.Value) error {
+	switch key {
+	case "allow_simulated":
+		return boolTo(v, &p.AllowSimulated)
+	case "allow_unchecked_revocation":
+		return boolTo(v, &p.AllowUncheckedRevocation)
+	case "allow_unchecked_collateral":
+		return boolTo(v, &p.AllowUncheckedCollateral)
+	case "allow_any_measurement":
+		return boolTo(v, &p.AllowAnyMeasurement)
+	case "measurements_b64u":
+		return listTo(v, func(s string) error {
+			b, err := b64u.Decode(s)
+			if err != nil || (len(b) != 32 && len(b) != 48) {
+				return errors.New("a measurement is 32 or 48 bytes of b64u")
+			}
+			p.Measurements = append(p.Measurements, b)
+			return nil
+		})
+	case "min_sev_snp_tcb":
+		s, ok := v.Str()
+		if !ok || len(s) != 16 || !isLowerHex(s) {
+			return errors.New("want 16 lowercase hex digits")
+		}
+		n, err := strconv.ParseUint(s, 16, 64)
+		if err != nil {
+			return errors.New("want 16 lowercase hex digits")
+		}
+		p.MinSEVSNPTCB = n
+	case "min_tdx_tee_tcb_svn":
+		s, ok := v.Str()
+		if !ok || len(s) != 32 || !isLowerHex(s) {
+			return errors.New("want 32 lowercase hex digits")
+		}
+		_, _ = hex.Decode(p.MinTDXTeeTCBSVN[:], []byte(s))
+	case "tdx_tcb_statuses":
+		return listTo(v, func(s string) error {
+			if !slices.Contains(tcbStatuses, s) {
+				return errors.New("unknown tcb status")
+			}
+			p.TDXTCBStatuses = append(p.TDXTCBStatuses, s)
+			return nil
+		})
+	case "trusted_tpm_ak_names_hex":
+		return listTo(v, func(s string) error {
+			b, err := hex.DecodeString(s)
+			if err != nil || len(b) != 34 || !isLowerHex(s) {
+				return errors.New("a TPM Name is 34 bytes of lowercase hex")
+			}
+			p.TrustedTPMAKs = append(p.TrustedTPMAKs, b)
+			return nil
+		})
+	case "trusted_attester_dids":
+		return listTo(v, func(s string) error {
+			if len(s) > maxPolicyText || !didPattern.MatchString(s) {
+				return errors.New("not a did:key or did:web")
+			}
+			p.TrustedAttesterDIDs = append(p.TrustedAttesterDIDs, s)
+			return nil
+		})
+	case "gateway_receipt_signer_dids":
+		return listTo(v, func(s string) error {
+			if len(s) > maxPolicyText || !didPattern.MatchString(s) {
+				return errors.New("not a did:key or did:web")
+			}
+			p.ReceiptSignerDIDs = append(p.ReceiptSignerDIDs, s)
+			return nil
+		})
+	case "trusted_templates":
+		if v.Kind() != pohjson.Object || len(v.Members()) > maxPolicyList {
+			return fmt.Errorf("want an object of at most %d members", maxPolicyList)
+		}
+		p.TrustedTemplates = nil
+		for _, m := range v.Members() {
+			if p.TrustedTemplates == nil {
+				p.TrustedTemplates = map[string]string{}
+			}
+			s, ok := m.Value.Str()
+			if !ok || !sha256Hex.MatchString(s) || !text(m.Key) {
+				return fmt.Errorf("%s: want sha256:<64 lowercase hex>", clip(m.Key))
+			}
+			p.TrustedTemplates[m.Key] = s
+		}
+	case "trusted_recipes":
+		if v.Kind() != pohjson.Array || len(v.Elems()) > maxPolicyList {
+			return fmt.Errorf("want an array of at most %d objects", maxPolicyList)
+		}
+		for _, e := range v.Elems() {
+			ms := e.Members()
+			if e.Kind() != pohjson.Object || len(ms) != 2 || ms[0].Key != "id" || ms[1].Key != "version" {
+				return errors.New(`want {"id","version"} objects`)
+			}
+			id, ok1 := ms[0].Value.Str()
+			ver, ok2 := ms[1].Value.Str()
+			if !ok1 || !ok2 || !text(id) || !text(ver) || id == "" || ver == "" {
+				return errors.New("id and version are non-empty strings")
+			}
+			p.TrustedRecipes = append(p.TrustedRecipes, Recipe{ID: id, Version: ver})
+		}
+	case "expected_system_prompt_hash_b64u":
+		return hashTo(v, &p.ExpectedPromptHashB64u)
+	case "expected_report_hash_b64u":
+		return hashTo(v, &p.ExpectedReportHashB64u)
+	case "expected_gate_policy_hash_b64u":
+		return hashTo(v, &p.ExpectedGatePolicyHashB64u)
+	case "expected_model":
+		ms := v.Members()
+		if v.Kind() != pohjson.Object || len(ms) < 2 || len(ms) > 3 {
+			return errors.New(`want {"provider","model"[,"revision"]}`)
+		}
+		m := &ModelIdentity{}
+		for i, want := range []string{"provider", "model", "revision"}[:len(ms)] {
+			s, ok := ms[i].Value.Str()
+			if ms[i].Key != want || !ok || s == "" || !text(s) {
+				return errors.New(`want {"provider","model"[,"revision"]} with non-empty strings`)
+			}
+			switch i {
+			case 0:
+				m.Provider = s
+			case 1:
+				m.Model = s
+			case 2:
+				m.Revision = s
+			}
+		}
+		p.ExpectedModel = m
+	default:
+		return errors.New("unknown member")
+	}
+	return nil
+}
+
+// Encode returns the policy file for p: compact JSON, policy_version first,
+// members in the order of docs/spec/verify-v1.md, unset members omitted.
+// ParsePolicy(p.Encode()) equals p.
+func (p *Policy) Encode() ([]byte, error) {
+	ms := []pohjson.Member{pohjson.M("policy_version", pohjson.NewString(PolicyVersion))}
+	addBool := func(k string, b bool) {
+		if b {
+			ms = append(ms, pohjson.M(k, pohjson.NewBool(true)))
+		}
+	}
+	addList := func(k string, l []string) {
+		if len(l) == 0 {
+			return
+		}
+		var es []*pohjson.Value
+		for _, s := range l {
+			es = append(es, pohjson.NewString(s))
+		}
+		ms = append(ms, pohjson.M(k, pohjson.NewArray(es...)))
+	}
+	addStr := func(k, s string) {
+		if s != "" {
+			ms = append(ms, pohjson.M(k, pohjson.NewString(s)))
+		}
+	}
+	addBool("allow_simulated", p.AllowSimulated)
+	addBool("allow_unchecked_revocation", p.AllowUncheckedRevocation)
+	addBool("allow_unchecked_collateral", p.AllowUncheckedCollateral)
+	var meas []string
+	for _, m := range p.Measurements {
+		meas = append(meas, b64u.Encode(m))
+	}
+	addList("measurements_b64u", meas)
+	addBool("allow_any_measurement", p.AllowAnyMeasurement)
+	if p.MinSEVSNPTCB != 0 {
+		addStr("min_sev_snp_tcb", fmt.Sprintf("%016x", p.MinSEVSNPTCB))
+	}
+	if p.MinTDXTeeTCBSVN != ([16]byte{}) {
+		addStr("min_tdx_tee_tcb_svn", hex.EncodeToString(p.MinTDXTeeTCBSVN[:]))
+	}
+	addList("tdx_tcb_statuses", p.TDXTCBStatuses)
+	var aks []string
+	for _, a := range p.TrustedTPMAKs {
+		aks = append(aks, hex.EncodeToString(a))
+	}
+	addList("trusted_tpm_ak_names_hex", aks)
+	addList("trusted_attester_dids", p.TrustedAttesterDIDs)
+	if len(p.TrustedTemplates) > 0 {
+		names := make([]string, 0, len(p.TrustedTemplates))
+		for n := range p.TrustedTemplates {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var tm []pohjson.Member
+		for _, n := range names {
+			tm = append(tm, pohjson.M(n, pohjson.NewString(p.TrustedTemplates[n])))
+		}
+		ms = append(ms, pohjson.M("trusted_templates", pohjson.NewObject(tm...)))
+	}
+	if len(p.TrustedRecipes) > 0 {
+		var rs []*pohjson.Value
+		for _, r := range p.TrustedRecipes {
+			rs = append(rs, pohjson.NewObject(pohjson.M("id", pohjson.NewString(r.ID)), pohjson.M("version", pohjson.NewString(r.Version))))
+		}
+		ms = append(ms, pohjson.M("trusted_recipes", pohjson.NewArray(rs...)))
+	}
+	addStr("expected_system_prompt_hash_b64u", p.ExpectedPromptHashB64u)
+	addStr("expected_report_hash_b64u", p.ExpectedReportHashB64u)
+	addStr("expected_gate_policy_hash_b64u", p.ExpectedGatePolicyHashB64u)
+	if m := p.ExpectedModel; m != nil {
+		mm := []pohjson.Member{pohjson.M("provider", pohjson.NewString(m.Provider)), pohjson.M("model", pohjson.NewString(m.Model))}
+		if m.Revision != "" {
+			mm = append(mm, pohjson.M("revision", pohjson.NewString(m.Revision)))
+		}
+		ms = append(ms, pohjson.M("expected_model", pohjson.NewObject(mm...)))
+	}
+	addList("gateway_receipt_signer_dids", p.ReceiptSignerDIDs)
+	return pohjson.Stringify(pohjson.NewObject(ms...))
+}
+
+// ID returns an identifier of the policy for reports:
+// "clawea.dev/verify-policy/v1#" + b64u(SHA-256(Encode())).
+func (p *Policy) ID() string {
+	b, err := p.Encode()
+	if err != nil {
+		return PolicyVersion
+	}
+	return PolicyVersion + "#" + b64u.SHA256(b)
+}
+
+func boolTo(v *pohjson.Value, dst *bool) error {
+	b, ok := v.Bool()
+	if !ok {
+		return errors.New("want a boolean")
+	}
+	*dst = b
+	return nil
+}
+
+func hashTo(v *pohjson.Value, dst *string) error {
+	s, ok := v.Str()
+	if !ok {
+		return errors.New("want a b64u SHA-256 string")
+	}
+	if _, err := b64u.DecodeHash(s); err != nil {
+		return errors.New("want a b64u SHA-256 string")
+	}
+	*dst = s
+	return nil
+}
+
+func listTo(v *pohjson.Value, add func(string) error) error {
+	if v.Kind() != pohjson.Array || len(v.Elems()) > maxPolicyList {
+		return fmt.Errorf("want an array of at most %d strings", maxPolicyList)
+	}
+	seen := map[string]bool{}
+	for _, e := range v.Elems() {
+		s, ok := e.Str()
+		if !ok {
+			return errors.New("want strings")
+		}
+		if seen[s] {
+			return errors.New("duplicate entry")
+		}
+		seen[s] = true
+		if err := add(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isLowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// text reports whether s is short UTF-8 without control characters.
+func text(s string) bool {
+	if len(s) > maxPolicyText || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func clip(s string) string {
+	if len(s) > 48 || !utf8.ValidString(s) {
+		b := []byte(s)
+		if len(b) > 48 {
+			b = b[:48]
+		}
+		return strconv.Quote(string(bytes.ToValidUTF8(b, []byte("?")))) + "..."
+	}
+	return strconv.Quote(s)
+}

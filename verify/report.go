@@ -1,0 +1,81 @@
+package verify
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/schemas"
+)
+
+// promptReport holds the SystemPromptReport.v1 members policy uses.
+type promptReport struct {
+	Recipe struct {
+		ID      string `json:"id"`
+		Version string `json:"version"`
+	} `json:"recipe"`
+	Final struct {
+		SystemPromptHashB64u string `json:"system_prompt_hash_b64u"`
+	} `json:"final"`
+	Inputs struct {
+		Templates []struct {
+			Name string `json:"name"`
+			Hash string `json:"hash"`
+		} `json:"templates"`
+	} `json:"inputs"`
+}
+
+// checkReport verifies the supplied SystemPromptReport.v1 against the
+// attested report hash and prompt hash.
+func (st *state) checkReport() *Error {
+	raw := st.opts.Report
+	if raw == nil {
+		st.skip(CheckReport, "no SystemPromptReport supplied")
+		return nil
+	}
+	if err := schemas.Validate(schemas.SystemPromptReportV1, raw); err != nil {
+		var ve *schemas.ValidationError
+		if errors.As(err, &ve) {
+			return rejected(CheckReport, poh.SchemaValidationFailed, "%s: %s", ve.Location, ve.Msg)
+		}
+		return rejected(CheckReport, poh.SchemaValidationFailed, "not a SystemPromptReport.v1")
+	}
+	h, err := jcs.Hash(raw)
+	if err != nil {
+		return wrapRejected(CheckReport, poh.MalformedEnvelope, err)
+	}
+	c := &st.res.Commitments
+	if h != c.SystemPromptReportHashB64u {
+		return rejected(CheckReport, poh.PromptCommitmentMismatch, "the report's hash is not the attested system_prompt_report_hash_b64u")
+	}
+	// The schema refuses unknown members, so decoding cannot meet a case
+	// variant of a known name.
+	var rep promptReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		return rejected(CheckReport, poh.SchemaValidationFailed, "unexpected report shape")
+	}
+	if rep.Final.SystemPromptHashB64u != c.SystemPromptHashB64u {
+		return rejected(CheckReport, poh.PromptCommitmentMismatch, "the report's final prompt hash is not the attested system_prompt_hash_b64u")
+	}
+	st.report = &rep
+	st.res.Report = &ReportResult{HashB64u: h, RecipeID: rep.Recipe.ID, RecipeVer: rep.Recipe.Version, Templates: len(rep.Inputs.Templates)}
+	st.pass(CheckReport, "recipe %s/%s, %d templates", rep.Recipe.ID, rep.Recipe.Version, len(rep.Inputs.Templates))
+	return nil
+}
+
+// checkReportPolicy applies the trusted template and recipe lists.
+func checkReportPolicy(rep *promptReport, p *Policy) *Error {
+	if len(p.TrustedRecipes) > 0 && !slices.Contains(p.TrustedRecipes, Recipe{ID: rep.Recipe.ID, Version: rep.Recipe.Version}) {
+		return policyErr(PolicyRecipe, "recipe %q version %q is not trusted", clipS(rep.Recipe.ID), clipS(rep.Recipe.Version))
+	}
+	if len(p.TrustedTemplates) > 0 {
+		for _, t := range rep.Inputs.Templates {
+			if want, ok := p.TrustedTemplates[t.Name]; !ok || want != t.Hash {
+				return policyErr(PolicyTemplates, "template %q is not trusted with hash %s", clipS(t.Name), clipS(t.Hash))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,554 @@
+package verify
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/attestation/evidencedoc"
+	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/verify/platform"
+)
+
+func hexSHA(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// wantErr checks the class, the check name (exact, or a prefix ending in
+// "/") and, when code is set, the PoH code.
+func wantErr(t *testing.T, err error, class error, check string, code poh.Code) *Error {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("verified, want %v at %s", class, check)
+	}
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not a *verify.Error", err)
+	}
+	if !errors.Is(err, class) {
+		t.Fatalf("error %v: want class %v", err, class)
+	}
+	if strings.HasSuffix(check, "/") {
+		if !strings.HasPrefix(e.Check, check) {
+			t.Fatalf("error %v: check %q, want prefix %q", err, e.Check, check)
+		}
+	} else if e.Check != check {
+		t.Fatalf("error %v: check %q, want %q", err, e.Check, check)
+	}
+	if code != "" && !errors.Is(err, code) {
+		t.Fatalf("error %v: want PoH code %s", err, code)
+	}
+	return e
+}
+
+func platforms(t *testing.T) map[string]func() measurer {
+	return map[string]func() measurer{
+		"sev-snp": func() measurer { return simSEV(t, sim.Options{}) },
+		"tdx":     func() measurer { return simTDX(t, fakeqe.Options{}) },
+	}
+}
+
+func TestSimulatedPlatformsVerify(t *testing.T) {
+	for name, q := range platforms(t) {
+		t.Run(name, func(t *testing.T) {
+			f := attest(t, q(), newRun(t))
+			res, err := Verify(f.att, f.ev, f.bundle, f.simPolicy(), f.opts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Simulated || res.RunID != f.run.runID || res.AgentDID != f.run.agentDID() || res.AttesterDID != did(attesterKey()) {
+				t.Fatalf("result %+v", res)
+			}
+			if res.Evidence[0].Platform != name || res.Bundle == nil || res.Bundle.ToolCalls != 2 || res.Audit == nil || res.Audit.ToolCallsMatched != 2 || res.Report == nil {
+				t.Fatalf("result %+v", res)
+			}
+			if !strings.HasSuffix(res.TEE.RootID, ":SIMULATED") || res.Commitments.GateAuditCount != 3 {
+				t.Fatalf("tee %+v", res.TEE)
+			}
+			for _, c := range []string{CheckEnvelope, CheckNonceBinding, CheckBundle, CheckPromptCommitments, CheckEvidenceRef, CheckEvidenceDocument, CheckPlatform, CheckReportData, CheckTEEClaims, CheckAuditLog, CheckToolCalls, CheckReport, CheckPolicy} {
+				if !hasCheck(res, c, StatusPassed) {
+					t.Errorf("check %s not passed: %+v", c, res.Checks)
+				}
+			}
+			if !hasCheck(res, CheckRevocation, StatusSkipped) || len(res.Warnings) == 0 {
+				t.Errorf("revocation should be reported skipped with a warning: %+v %v", res.Checks, res.Warnings)
+			}
+
+			// Refused without the allowance, as policy.
+			p := f.simPolicy()
+			p.AllowSimulated = false
+			_, err = Verify(f.att, f.ev, f.bundle, p, f.opts())
+			e := wantErr(t, err, ErrPolicy, "policy/simulated", "")
+			if !errors.Is(err, platform.ErrSimulated) || len(e.Passed) == 0 {
+				t.Fatalf("error %v, passed %v", err, e.Passed)
+			}
+			// The Options allowance works as well as the policy's.
+			o := f.opts()
+			o.AllowSimulated = true
+			if _, err := Verify(f.att, f.ev, f.bundle, p, o); err != nil {
+				t.Fatal(err)
+			}
+			// Strict revocation by default.
+			p = f.simPolicy()
+			p.AllowUncheckedRevocation = false
+			_, err = Verify(f.att, f.ev, f.bundle, p, f.opts())
+			wantErr(t, err, ErrCannotCheck, "platform/", poh.DependencyNotConfigured)
+		})
+	}
+}
+
+func hasCheck(r *Result, name string, s Status) bool {
+	for _, c := range r.Checks {
+		if c.Name == name && c.Status == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestOptionalInputsSkipped(t *testing.T) {
+	f := attest(t, simSEV(t, sim.Options{}), newRun(t))
+	res, err := Verify(f.att, f.ev, nil, f.simPolicy(), Options{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []string{CheckBundle, CheckAuditLog, CheckToolCalls, CheckReport} {
+		if !hasCheck(res, c, StatusSkipped) {
+			t.Errorf("%s not skipped: %+v", c, res.Checks)
+		}
+	}
+	// Audit log without bundle: root/count checked, tool calls skipped.
+	res, err = Verify(f.att, f.ev, nil, f.simPolicy(), Options{Now: fixedNow, AuditLog: f.audit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasCheck(res, CheckAuditLog, StatusPassed) || !hasCheck(res, CheckToolCalls, StatusSkipped) {
+		t.Errorf("checks %+v", res.Checks)
+	}
+}
+
+func TestUsage(t *testing.T) {
+	f := attest(t, simSEV(t, sim.Options{}), newRun(t))
+	_, err := Verify(f.att, f.ev, nil, f.simPolicy(), Options{})
+	wantErr(t, err, ErrUsage, CheckInput, "")
+	_, err = Verify(nil, f.ev, nil, nil, Options{Now: fixedNow})
+	wantErr(t, err, ErrUsage, CheckInput, "")
+	_, err = Verify(f.att, nil, nil, nil, Options{Now: fixedNow})
+	wantErr(t, err, ErrUsage, CheckInput, "")
+	_, err = Verify(f.att, f.ev, []byte{}, nil, Options{Now: fixedNow})
+	wantErr(t, err, ErrUsage, CheckInput, "")
+	_, err = Verify(bytes.Repeat([]byte{' '}, MaxAttestationBytes+1), f.ev, nil, nil, Options{Now: fixedNow})
+	wantErr(t, err, ErrRejected, CheckInput, poh.MalformedEnvelope)
+}
+
+// replaceOnce replaces exactly one occurrence of old.
+func replaceOnce(t *testing.T, b []byte, old, new string) []byte {
+	t.Helper()
+	if bytes.Count(b, []byte(old)) < 1 {
+		t.Fatalf("%q not found", old)
+	}
+	return bytes.Replace(b, []byte(old), []byte(new), 1)
+}
+
+func field(t *testing.T, env []byte, key string) string {
+	t.Helper()
+	v, err := pohjson.Parse(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := v.GetString(key)
+	return s
+}
+
+func flip(s string) string {
+	b := []byte(s)
+	if b[5] == 'A' {
+		b[5] = 'B'
+	} else {
+		b[5] = 'A'
+	}
+	return string(b)
+}
+
+func TestEnvelopeTampering(t *testing.T) {
+	f := attest(t, simSEV(t, sim.Options{}), newRun(t))
+	sig := field(t, f.att, "signature_b64u")
+	ph := field(t, f.att, "payload_hash_b64u")
+	for _, tc := range []struct {
+		name  string
+		att   []byte
+		check string
+		code  poh.Code
+	}{
+		{"payload field", replaceOnce(t, f.att, `"run_id":"run_verify_001"`, `"run_id":"run_verify_002"`), CheckEnvelope, poh.HashMismatch},
+		{"payload measurement", replaceOnce(t, f.att, `"tee_execution"`, `"tee_executiom"`), CheckEnvelope, ""},
+		{"signature", replaceOnce(t, f.att, sig, flip(sig)), CheckEnvelope, poh.SignatureInvalid},
+		{"payload hash", replaceOnce(t, f.att, ph, flip(ph)), CheckEnvelope, poh.HashMismatch},
+		{"version", replaceOnce(t, f.att, `"envelope_version":"1"`, `"envelope_version":"2"`), CheckEnvelope, poh.UnknownEnvelopeVersion},
+		{"type", replaceOnce(t, f.att, `"envelope_type":"execution_attestation"`, `"envelope_type":"proof_bundle"`), CheckEnvelope, poh.UnknownEnvelopeType},
+		{"truncated", f.att[:len(f.att)/2], CheckEnvelope, poh.MalformedEnvelope},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Verify(tc.att, f.ev, f.bundle, f.simPolicy(), f.opts())
+			wantErr(t, err, ErrRejected, tc.check, tc.code)
+		})
+	}
+}
+
+func TestEvidenceFailures(t *testing.T) {
+	r := newRun(t)
+	sev := simSEV(t, sim.Options{})
+	f := attest(t, sev, r)
+	pol := f.simPolicy()
+	opts := Options{Now: fixedNow}
+
+	t.Run("evidence_ref mismatch", func(t *testing.T) {
+		other := attest(t, sev, r)
+		_, err := Verify(f.att, other.ev, nil, pol, opts)
+		wantErr(t, err, ErrRejected, CheckEvidenceRef, poh.HashMismatch)
+	})
+	t.Run("evidence jws tampered", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.mutateJWS = func(b []byte) []byte {
+			i := bytes.LastIndexByte(b, '.')
+			b[i-3] ^= 1 // a payload character, still b64u
+			if b[i-3] == '.' || b[i-3] == '/' || b[i-3] == '+' {
+				b[i-3] ^= 2
+			}
+			return b
+		}
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, CheckEvidenceDocument, "")
+	})
+	t.Run("wrong attester key", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.docKey = key(10)
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, CheckEvidenceDocument, poh.SignatureInvalid)
+	})
+	t.Run("wrong binding: report data for another key", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.rdKey = key(10).Public().(ed25519.PublicKey)
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, CheckReportData, poh.EvidenceMismatch)
+		if !errors.Is(err, platform.ErrReportData) {
+			t.Fatal(err)
+		}
+	})
+	t.Run("forged control: consistent forge verifies", func(t *testing.T) {
+		att, jws := forge(t, forgeRun(t, sev, r))
+		if _, err := Verify(att, jws, r.bundle(t), pol, opts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("sev simulated evidence claiming real: wrong root", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.mutateEvidence = func(ev *enclave.Evidence) { ev.Simulated = false }
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, "platform/", "")
+	})
+	t.Run("tdx wrong root", func(t *testing.T) {
+		hier, err := fakeqe.NewHierarchy("another hierarchy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		att, jws := forge(t, forgeRun(t, simTDX(t, fakeqe.Options{Hierarchy: hier}), r))
+		_, err = Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, "platform/root", poh.SignatureInvalid)
+		if !errors.Is(err, platform.ErrUntrustedRoot) {
+			t.Fatal(err)
+		}
+	})
+	t.Run("missing chain", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.mutateEvidence = func(ev *enclave.Evidence) { ev.CertChain = nil; ev.Aux = nil }
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, "platform/", "")
+	})
+	t.Run("tee claims differ", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.mutatePayload = func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCBVersion = "ffffffffffffffff" }
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, CheckTEEClaims, poh.EvidenceMismatch)
+	})
+	t.Run("nonce binding differs", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.mutatePayload = func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.NonceBindingB64u = h("x") }
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, CheckNonceBinding, poh.EvidenceMismatch)
+	})
+	t.Run("metadata differs from evidence context", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.mutatePayload = func(p *poh.ExecutionAttestation) {
+			m := p.Metadata["clawea"].(evidencedoc.Metadata)
+			m.GatePolicyHashB64u = h("another gate policy")
+			p.Metadata["clawea"] = m
+		}
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, CheckExecutionContext, poh.EvidenceMismatch)
+	})
+	t.Run("simulated label lies", func(t *testing.T) {
+		spec := forgeRun(t, sev, r)
+		spec.mutatePayload = func(p *poh.ExecutionAttestation) {
+			m := p.Metadata["clawea"].(evidencedoc.Metadata)
+			m.Simulated = false
+			p.Metadata["clawea"] = m
+		}
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, nil, pol, opts)
+		wantErr(t, err, ErrRejected, CheckExecutionContext, poh.EvidenceMismatch)
+	})
+	t.Run("v1 forbidden members", func(t *testing.T) {
+		for name, m := range map[string]func(*poh.ExecutionAttestation){
+			"tcb":            func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCB = &poh.TCB{Status: "UpToDate"} },
+			"runtime digest": func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.Measurements.RuntimeDigestB64u = h("x") },
+			"expires_at":     func(p *poh.ExecutionAttestation) { p.ExpiresAt = "2030-01-01T00:00:00.000Z" },
+			"no model digest": func(p *poh.ExecutionAttestation) {
+				p.RuntimeMetadata.TEE.Measurements.ModelWeightsDigestB64u = ""
+			},
+			"no run id": func(p *poh.ExecutionAttestation) { p.RunID = "" },
+		} {
+			spec := forgeRun(t, sev, r)
+			spec.mutatePayload = m
+			att, jws := forge(t, spec)
+			_, err := Verify(att, jws, nil, pol, opts)
+			if err == nil {
+				t.Fatalf("%s: verified", name)
+			}
+			if !errors.Is(err, ErrRejected) {
+				t.Fatalf("%s: %v", name, err)
+			}
+		}
+	})
+}
+
+func TestBundleLinkage(t *testing.T) {
+	sev := simSEV(t, sim.Options{})
+	r := newRun(t)
+	f := attest(t, sev, r)
+	pol := f.simPolicy()
+	opts := Options{Now: fixedNow}
+
+	t.Run("stale nonce: another bundle of the run", func(t *testing.T) {
+		r2 := *r
+		r2.extraEvent = true
+		_, err := Verify(f.att, f.ev, r2.bundle(t), pol, opts)
+		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
+	})
+	t.Run("bundle of another run", func(t *testing.T) {
+		r2 := *r
+		r2.bundleRunID = "run_other"
+		spec := forgeRun(t, sev, &r2)
+		spec.runID = r.runID
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, spec.bundle, pol, opts)
+		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
+	})
+	t.Run("bundle of another agent", func(t *testing.T) {
+		r2 := *r
+		r2.agentKey = key(2)
+		spec := forgeRun(t, sev, &r2)
+		spec.agentDID = r.agentDID()
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, spec.bundle, pol, opts)
+		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
+	})
+	t.Run("report hash commitment mismatch", func(t *testing.T) {
+		r2 := *r
+		r2.bundleReport = h("another report")
+		att, jws := forge(t, forgeRun(t, sev, &r2))
+		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
+	})
+	t.Run("call prompt mismatch", func(t *testing.T) {
+		r2 := *r
+		r2.callPrompt = h("another prompt")
+		att, jws := forge(t, forgeRun(t, sev, &r2))
+		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
+	})
+	t.Run("tampered bundle", func(t *testing.T) {
+		b := replaceOnce(t, f.bundle, `"bundle_verify_001"`, `"bundle_verify_002"`)
+		_, err := Verify(f.att, f.ev, b, pol, opts)
+		wantErr(t, err, ErrRejected, CheckBundle, poh.HashMismatch)
+	})
+}
+
+func TestAuditLog(t *testing.T) {
+	sev := simSEV(t, sim.Options{})
+	r := newRun(t)
+	f := attest(t, sev, r)
+	pol := f.simPolicy()
+
+	t.Run("tampered", func(t *testing.T) {
+		log := replaceOnce(t, f.audit, `"decision":"deny"`, `"decision":"allow"`)
+		_, err := Verify(f.att, f.ev, f.bundle, pol, Options{Now: fixedNow, AuditLog: log})
+		wantErr(t, err, ErrRejected, CheckAuditLog, poh.HashMismatch)
+	})
+	t.Run("record removed", func(t *testing.T) {
+		lines := bytes.SplitAfter(f.audit, []byte("\n"))
+		log := bytes.Join(append(lines[:1:1], lines[2:]...), nil)
+		_, err := Verify(f.att, f.ev, f.bundle, pol, Options{Now: fixedNow, AuditLog: log})
+		wantErr(t, err, ErrRejected, CheckAuditLog, poh.HashChainBreak)
+	})
+	t.Run("count mismatch: log cut after a record", func(t *testing.T) {
+		lines := bytes.SplitAfter(f.audit, []byte("\n"))
+		log := bytes.Join(lines[:2], nil)
+		_, err := Verify(f.att, f.ev, f.bundle, pol, Options{Now: fixedNow, AuditLog: log})
+		wantErr(t, err, ErrRejected, CheckAuditLog, poh.EvidenceMismatch)
+	})
+	t.Run("tool_call without allow", func(t *testing.T) {
+		r2 := *r
+		r2.denySecond = true
+		log, root, count := r2.auditLog(t)
+		spec := forgeRun(t, sev, &r2)
+		spec.auditRoot, spec.auditCount = root, int64(count)
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
+		wantErr(t, err, ErrRejected, CheckToolCalls, poh.EvidenceMismatch)
+	})
+	t.Run("order is preserved", func(t *testing.T) {
+		r2 := *r
+		r2.toolParams = []string{r.toolParams[1], r.toolParams[0]} // events in the other order
+		log, root, count := r.auditLog(t)
+		spec := forgeRun(t, sev, &r2)
+		spec.auditRoot, spec.auditCount = root, int64(count)
+		att, jws := forge(t, spec)
+		_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
+		wantErr(t, err, ErrRejected, CheckToolCalls, poh.EvidenceMismatch)
+	})
+}
+
+func TestPolicy(t *testing.T) {
+	f := attest(t, simSEV(t, sim.Options{}), newRun(t))
+	for _, tc := range []struct {
+		name  string
+		mod   func(p *Policy)
+		opts  func(o *Options)
+		class error
+		check string
+	}{
+		{"no measurement accepted", func(p *Policy) { p.Measurements = nil }, nil, ErrPolicy, "policy/measurement"},
+		{"another measurement", func(p *Policy) { p.Measurements = [][]byte{bytes.Repeat([]byte{1}, 48)} }, nil, ErrPolicy, "policy/measurement"},
+		{"untrusted attester", func(p *Policy) { p.TrustedAttesterDIDs = []string{did(key(3))} }, nil, ErrPolicy, "policy/attester"},
+		{"prompt hash", func(p *Policy) { p.ExpectedPromptHashB64u = h("x") }, nil, ErrPolicy, "policy/prompt-hash"},
+		{"report hash", func(p *Policy) { p.ExpectedReportHashB64u = h("x") }, nil, ErrPolicy, "policy/report-hash"},
+		{"gate policy", func(p *Policy) { p.ExpectedGatePolicyHashB64u = h("x") }, nil, ErrPolicy, "policy/gate-policy"},
+		{"model", func(p *Policy) { p.ExpectedModel = &ModelIdentity{Provider: "anthropic", Model: "other"} }, nil, ErrPolicy, "policy/model"},
+		{"sev tcb", func(p *Policy) { p.MinSEVSNPTCB = 0xffffffffffffffff }, nil, ErrPolicy, "policy/guest-policy"},
+		{"recipe", func(p *Policy) { p.TrustedRecipes = []Recipe{{ID: "other", Version: "1"}} }, nil, ErrPolicy, "policy/recipe"},
+		{"template", func(p *Policy) { p.TrustedTemplates = map[string]string{"AGENTS.md": "sha256:" + hexSHA("x")} }, nil, ErrPolicy, "policy/templates"},
+		{"templates without report", func(p *Policy) { p.TrustedTemplates = map[string]string{"AGENTS.md": "sha256:" + hexSHA("x")} },
+			func(o *Options) { o.Report = nil }, ErrCannotCheck, "policy/templates"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := f.simPolicy()
+			tc.mod(p)
+			o := f.opts()
+			if tc.opts != nil {
+				tc.opts(&o)
+			}
+			_, err := Verify(f.att, f.ev, f.bundle, p, o)
+			wantErr(t, err, tc.class, tc.check, "")
+		})
+	}
+	// Everything pinned right verifies.
+	p := f.simPolicy()
+	c := f.run
+	p.TrustedAttesterDIDs = []string{did(attesterKey())}
+	p.ExpectedPromptHashB64u, p.ExpectedReportHashB64u, p.ExpectedGatePolicyHashB64u = c.promptHash, c.reportHash, h("gate policy")
+	p.ExpectedModel = &ModelIdentity{Provider: "anthropic", Model: "claude-opus-4-6"}
+	p.TrustedRecipes = []Recipe{{ID: "openclaw-sig", Version: "1"}}
+	p.TrustedTemplates = map[string]string{"AGENTS.md": "sha256:" + hexSHA("agents template")}
+	if _, err := Verify(f.att, f.ev, f.bundle, p, f.opts()); err != nil {
+		t.Fatal(err)
+	}
+	// A report that is not the committed one.
+	o := f.opts()
+	o.Report = bytes.Replace(o.Report, []byte(`"full"`), []byte(`"minimal"`), 1)
+	_, err := Verify(f.att, f.ev, f.bundle, p, o)
+	wantErr(t, err, ErrRejected, CheckReport, poh.PromptCommitmentMismatch)
+
+	// A debug guest is refused.
+	fd := attest(t, simSEV(t, sim.Options{Debug: true}), newRun(t))
+	_, err = Verify(fd.att, fd.ev, fd.bundle, fd.simPolicy(), fd.opts())
+	wantErr(t, err, ErrPolicy, "policy/", "")
+}
+
+// TestPoHVectorsThroughBundlePath runs the PoH conformance bundles through
+// Verify with an attestation over each: the failing vectors fail with
+// their reason code at the bundle check; the passing one passes the PoH
+// checks and is then refused for carrying no clawea prompt commitments.
+func TestPoHVectorsThroughBundlePath(t *testing.T) {
+	dir := filepath.Join("..", "..", "shared", "conformance", "poh", "vectors")
+	index, err := os.ReadFile(filepath.Join(dir, "INDEX.tsv"))
+	if err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("shared conformance data not present: %v", err)
+		}
+		t.Fatal(err)
+	}
+	sev := simSEV(t, sim.Options{})
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(index)), "\n")[1:] {
+		cols := strings.Split(line, "\t")
+		if len(cols) != 3 {
+			t.Fatalf("bad index line %q", line)
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, cols[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(cols[0], func(t *testing.T) {
+			v, err := pohjson.Parse(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			agent, _ := v.Get("payload").GetString("agent_did")
+			runID := "run_conformance_001"
+			att, jws := forge(t, forgeSpec{quoter: sev, agentDID: agent, runID: runID, bundle: raw})
+			pol := &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowAnyMeasurement: true}
+			_, err = Verify(att, jws, raw, pol, Options{Now: fixedNow})
+			if cols[1] == "true" {
+				e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.MissingRequiredField)
+				if !containsStr(e.Passed, CheckBundle) || !containsStr(e.Passed, CheckBundleLinkage) {
+					t.Fatalf("passed %v", e.Passed)
+				}
+				return
+			}
+			wantErr(t, err, ErrRejected, CheckBundle, poh.Code(cols[2]))
+		})
+		n++
+	}
+	if n < 6 {
+		t.Fatalf("only %d vectors", n)
+	}
+}
+
+func containsStr(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
