@@ -22,9 +22,8 @@ echo "== packctl inspect $out/manifest.json (hash-only view of the sealed pack)"
 bin/packctl inspect "$out/manifest.json"
 echo "== PoH check of the agent's bundle" >&2
 bin/packctl poh verify-bundle "$out/bundle.json"
-if bin/packctl help 2>/dev/null | grep -q '^  verify '; then
-	echo "== packctl verify: offline verification of the attestation (simulated allowed by $out/policy.json)" >&2
-	bin/packctl verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" \
-		--bundle "$out/bundle.json" --audit "$out/audit.jsonl" --policy "$out/policy.json"
-fi
+echo "== packctl verify: offline verification of the attestation (simulated allowed by $out/policy.json)" >&2
+bin/packctl verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" \
+		--bundle "$out/bundle.json" --audit "$out/audit.jsonl" --report "$out/report.json" \
+		--policy "$out/policy.json" --ear-key "$out/ear-signing.pem" --ear-out "$out/ear.jwt"
 echo "== artifacts in $out/: $(ls "$out" | tr '\n' ' ')" >&2

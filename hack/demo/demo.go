@@ -12,8 +12,10 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +37,7 @@ import (
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/platform"
 )
 
@@ -167,7 +170,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if err := c.do("GET", "/v1/identity?challenge="+b64u.Encode(challenge), nil, &ident); err != nil {
 		return nil, err
 	}
-	recipient, err := checkKeyAttestation(ident.DID, ident.PackPublicKey, []byte(ident.KeyAttestation), challenge)
+	recipient, measurement, err := checkKeyAttestation(ident.DID, ident.PackPublicKey, []byte(ident.KeyAttestation), challenge)
 	if err != nil {
 		return nil, fmt.Errorf("key attestation: %w", err)
 	}
@@ -194,6 +197,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		ReportHash      string              `json:"report_hash_b64u"`
 		CTHash          string              `json:"prompt_pack_ciphertext_hash_b64u"`
 		PromptCommitted poh.EventChainEntry `json:"prompt_committed"`
+		GatePolicyHash  string              `json:"gate_policy_hash_b64u"`
 	}
 	if err := c.do("POST", "/v1/runs", map[string]any{
 		"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mjson), "report_hash_b64u": out.ReportHash,
@@ -360,6 +364,36 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if err := os.WriteFile(filepath.Join(o.OutDir, "audit.jsonl"), auditLog, 0o644); err != nil {
 		return nil, err
 	}
+	// 10. The relying party's policy for this demo: the reference values the
+	// pack author and operator published, with simulated evidence allowed.
+	pol := &verify.Policy{
+		AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true,
+		Measurements: [][]byte{measurement}, TrustedAttesterDIDs: []string{ident.DID},
+		TrustedTemplates: trusted, TrustedRecipes: []verify.Recipe{{ID: "openclaw-sig", Version: "1"}},
+		ExpectedPromptHashB64u: out.PromptHash, ExpectedReportHashB64u: out.ReportHash,
+		ExpectedGatePolicyHashB64u: runResp.GatePolicyHash,
+		ExpectedModel:              &verify.ModelIdentity{Provider: "anthropic", Model: "claude-demo"},
+	}
+	polJSON, err := pol.Encode()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.OutDir, "policy.json"), polJSON, 0o644); err != nil {
+		return nil, err
+	}
+	// The relying party's own key for signing its EAR verdict (not an
+	// attester secret: a demo verifier key).
+	_, earKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(earKey)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.OutDir, "ear-signing.pem"), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+		return nil, err
+	}
 	say(fmt.Sprintf("attester: execution attestation issued on %s (simulated=%v), audit log %s records", att.Platform, att.Simulated, out.AuditCount))
 	return out, nil
 }
@@ -401,48 +435,51 @@ func webhook(w http.ResponseWriter, r *http.Request) {
 // attestation is signed by the attester DID's key, its evidence verifies
 // (simulated roots allowed here, and only here, because this is the demo),
 // and REPORT_DATA binds the identity key, the challenge and the pack key.
-func checkKeyAttestation(did, packPub string, jws, challenge []byte) (*envelope.PublicKey, error) {
+func checkKeyAttestation(did, packPub string, jws, challenge []byte) (*envelope.PublicKey, []byte, error) {
 	pub, err := didkey.Parse(did)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	doc, err := evidencedoc.Parse(jws, pub)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	recipient, err := envelope.ParsePublicKey(packPub)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if doc.Kind != evidencedoc.KindKey || doc.Key == nil {
-		return nil, errors.New("not a key attestation")
+		return nil, nil, errors.New("not a key attestation")
 	}
 	if doc.Key.ChallengeB64u != b64u.Encode(challenge) {
-		return nil, errors.New("the key attestation answers another challenge")
+		return nil, nil, errors.New("the key attestation answers another challenge")
 	}
 	if doc.Key.RecipientX25519B64u != b64u.Encode(recipient.Bytes()) {
-		return nil, errors.New("the key attestation does not bind the pack recipient key")
+		return nil, nil, errors.New("the key attestation does not bind the pack recipient key")
 	}
 	nonce, err := evidencedoc.KeyNonce(challenge)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	want, err := enclave.NewReportData(nonce, pub, doc.EvidenceContext())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rd, err := doc.ReportData(); err != nil || rd != want {
-		return nil, errors.New("REPORT_DATA does not bind this identity key and challenge")
+		return nil, nil, errors.New("REPORT_DATA does not bind this identity key and challenge")
 	}
 	if len(doc.Items) == 0 {
-		return nil, errors.New("the key attestation carries no hardware evidence")
+		return nil, nil, errors.New("the key attestation carries no hardware evidence")
 	}
+	var measurement []byte
 	for _, it := range doc.Items {
-		if _, err := platform.Verify(it.Evidence, want, platform.Options{Now: time.Now, AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}); err != nil {
-			return nil, err
+		res, err := platform.Verify(it.Evidence, want, platform.Options{Now: time.Now, AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true})
+		if err != nil {
+			return nil, nil, err
 		}
+		measurement = res.Measurement
 	}
-	return recipient, nil
+	return recipient, measurement, nil
 }
 
 type client struct {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/schemas"
+	"github.com/clawea/attester/verify"
 )
 
 func sharedDir(t *testing.T) string {
@@ -100,10 +102,28 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The attestation verifies offline with the demo's policy, and the same
+	// evidence is refused when simulated evidence is not allowed.
+	pol, err := verify.ParsePolicy(read("policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := verify.Options{Now: time.Now, AuditLog: read("audit.jsonl"), Report: read("report.json")}
+	if _, err := verify.Verify(att, read("evidence.jws"), read("bundle.json"), pol, opts); err != nil {
+		t.Fatalf("offline verification: %v", err)
+	}
+	strict := *pol
+	strict.AllowSimulated = false
+	if _, err := verify.Verify(att, read("evidence.jws"), read("bundle.json"), &strict, opts); !errors.Is(err, verify.ErrPolicy) {
+		t.Fatalf("simulated evidence without the allowance: %v", err)
+	}
+
 	// No plaintext prompt, raw tool parameter or secret on disk or in logs.
 	probes := append([][]byte{}, out.SecretProbes...)
 	probes = append(probes, []byte("rm -rf /"), []byte("ls -la"), []byte("README.md"), []byte(webhookSecret), []byte(envelope.PrivateKeyPrefix))
 	for _, dir := range []string{outDir, work} {
+		// ear-signing.pem is the demo relying party's own key, not an
+		// attester secret.
 		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || d.Type()&os.ModeSocket != 0 {
 				return err
