@@ -241,23 +241,36 @@ func runReport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 }
 
 func runSeal(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("seal", "seal --recipient PUBKEY[,...] [--recipient-file F] -o prompt_pack.enc --manifest prompt_pack_manifest.json pack.json\n\nRebuilds the pack (consistency check), then encrypts it bound to its pack id\nand report hash. Prints the pack id and report hash.", stderr)
+	fs := newFlagSet("seal", "seal (--attester URL|FILE --policy FILE | --recipient PUBKEY[,...] | --recipient-file F) -o prompt_pack.enc --manifest prompt_pack_manifest.json pack.json\n\nRebuilds the pack (consistency check), then encrypts it bound to its pack id\nand report hash. With --attester it first verifies the attester's key\nattestation against --policy (offline for a FILE; a fresh challenge for a\nURL) and seals to the attested key. Prints the pack id and report hash.", stderr)
 	var recips, recipFiles stringList
-	fs.Var(&recips, "recipient", "recipient public `key`(s), comma-separated (repeatable)")
+	fs.Var(&recips, "recipient", "recipient public `key`(s), comma-separated (repeatable; e.g. a recovery key)")
 	fs.Var(&recipFiles, "recipient-file", "`file` of recipient public keys, one per line (repeatable)")
+	attester := fs.String("attester", "", "attester identity: an http(s) `URL` of its API, or a FILE with its GET /v1/identity response")
+	policyPath := fs.String("policy", "", "verification policy `file` for the attester's key attestation (required with --attester)")
+	challenge := fs.String("challenge", "", "with --attester FILE: the b64u `challenge` the identity was fetched with")
 	out := fs.String("o", "", "envelope output `file` (required)")
 	manifest := fs.String("manifest", "", "manifest output `file` (required)")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *out == "" || *manifest == "" || fs.NArg() != 1 {
+	if *out == "" || *manifest == "" || fs.NArg() != 1 || (*attester == "" && len(recips)+len(recipFiles) == 0) || (*attester != "") != (*policyPath != "") {
 		fs.Usage()
 		return exitUsage
 	}
-	keys, err := parseRecipients(recips, recipFiles)
-	if err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitUsage
+	var keys []*envelope.PublicKey
+	var err error
+	if len(recips)+len(recipFiles) > 0 {
+		if keys, err = parseRecipients(recips, recipFiles); err != nil {
+			errorf(stderr, "seal: %v", err)
+			return exitUsage
+		}
+	}
+	if *attester != "" {
+		k, code := attestedRecipient(*attester, *policyPath, *challenge, stderr)
+		if k == nil {
+			return code
+		}
+		keys = append([]*envelope.PublicKey{k}, keys...)
 	}
 	info, err := os.Stat(fs.Arg(0))
 	if err != nil {
