@@ -253,8 +253,12 @@ func runSeal(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *out == "" || *manifest == "" || fs.NArg() != 1 || (*attester == "" && len(recips)+len(recipFiles) == 0) || (*attester != "") != (*policyPath != "") {
+	if *out == "" || *manifest == "" || fs.NArg() != 1 || (*attester != "") != (*policyPath != "") {
 		fs.Usage()
+		return exitUsage
+	}
+	if *attester == "" && len(recips)+len(recipFiles) == 0 {
+		errorf(stderr, "seal: no recipient: give --attester URL|FILE with --policy, or --recipient")
 		return exitUsage
 	}
 	var keys []*envelope.PublicKey
