@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/clawea/attester/promptpack/jsstr"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
 )
@@ -42,19 +43,6 @@ func canonicalParams(raw []byte) (params, error) {
 	return params{canon: c, hash: b64u.SHA256(c)}, nil
 }
 
-// jsLength is JavaScript's String.prototype.length: UTF-16 code units.
-func jsLength(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
-
 // redactParams returns the JCS of the parameters as sent to external
 // verifiers: for write, edit and apply_patch a top-level "content" member is
 // replaced by "[REDACTED: N chars]" where N is its JavaScript length (for a
@@ -74,9 +62,9 @@ func redactParams(tool string, p params) ([]byte, error) {
 	var n int
 	var s string
 	if err := json.Unmarshal(content, &s); err == nil && len(content) > 0 && content[0] == '"' {
-		n = jsLength(s)
+		n = jsstr.Len(s)
 	} else {
-		n = jsLength(string(content))
+		n = jsstr.Len(string(content))
 	}
 	m["content"] = json.RawMessage(strconv.Quote("[REDACTED: " + strconv.Itoa(n) + " chars]"))
 	raw, err := json.Marshal(m)

@@ -87,16 +87,9 @@ type turnRequest struct {
 }
 
 func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
-	rn, err := s.runs.get(r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
 	var req turnRequest
-	if err := decodeStrict(body, &req); err != nil {
+	rn, err := s.runRequest(r, &req)
+	if err != nil {
 		return err
 	}
 	if req.Channel == "" || req.MessageID == "" || len(req.Channel) > 64 || len(req.MessageID) > 256 || len(req.SenderID) > 256 {
@@ -143,16 +136,9 @@ type verifyRequest struct {
 }
 
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
-	rn, err := s.runs.get(r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
 	var req verifyRequest
-	if err := decodeStrict(body, &req); err != nil {
+	rn, err := s.runRequest(r, &req)
+	if err != nil {
 		return err
 	}
 	if !req.SenderIsOwner {
@@ -197,16 +183,9 @@ type toolCallRequest struct {
 }
 
 func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) error {
-	rn, err := s.runs.get(r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
 	var req toolCallRequest
-	if err := decodeStrict(body, &req); err != nil {
+	rn, err := s.runRequest(r, &req)
+	if err != nil {
 		return err
 	}
 	d, derr := s.gate.g.Decide(r.Context(), gate.Call{

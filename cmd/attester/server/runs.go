@@ -286,19 +286,12 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) error {
 // handleAttest checks the agent's proof bundle against the run and issues
 // the execution attestation with fresh evidence.
 func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request) error {
-	rn, err := s.runs.get(r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	body, err := readBody(r)
-	if err != nil {
-		return err
-	}
 	var req struct {
 		Bundle   json.RawMessage `json:"bundle"`
 		AgentDID string          `json:"agent_did"`
 	}
-	if err := decodeStrict(body, &req); err != nil {
+	rn, err := s.runRequest(r, &req)
+	if err != nil {
 		return err
 	}
 	rn.mu.Lock()
@@ -344,6 +337,23 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request) error {
 		"simulated":              out.Simulated,
 	})
 	return nil
+}
+
+// runRequest looks up the run named in the path and decodes the request
+// body strictly into req.
+func (s *Server) runRequest(r *http.Request, req any) (*run, error) {
+	rn, err := s.runs.get(r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := decodeStrict(body, req); err != nil {
+		return nil, err
+	}
+	return rn, nil
 }
 
 // handleCloseRun destroys the run's prompt and forgets the run.
