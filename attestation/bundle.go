@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unicode/utf16"
 
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
@@ -19,7 +18,6 @@ const (
 	mdPromptPack         = "prompt_pack"
 	mdClawea             = "clawea"
 	llmCallEventType     = "llm_call"
-	promptPackVersion    = "1"
 )
 
 // verifyBundle verifies the proof bundle envelope and its binding to the
@@ -209,27 +207,11 @@ func checkPromptCommitments(b *poh.Bundle, in *AttestInput) error {
 	return nil
 }
 
-// promptRootHash computes the PoH prompt_pack.v1 root: b64u(SHA-256 of
-// JSON.stringify({prompt_pack_version:"1", entries: [{entry_id,
-// content_hash_b64u}...]})) with entries sorted by entry_id as JavaScript's
-// default sort orders strings (UTF-16 code units). Duplicate ids are refused.
+// promptRootHash is poh.PromptRootHash over the bundle's entries.
 func promptRootHash(entries []promptPackEntry) (string, error) {
-	sorted := slices.Clone(entries)
-	slices.SortStableFunc(sorted, func(a, b promptPackEntry) int {
-		return slices.Compare(utf16.Encode([]rune(a.EntryID)), utf16.Encode([]rune(b.EntryID)))
-	})
-	elems := make([]*pohjson.Value, 0, len(sorted))
-	for i, e := range sorted {
-		if i > 0 && sorted[i-1].EntryID == e.EntryID {
-			return "", errors.New("duplicate entry_id")
-		}
-		elems = append(elems, pohjson.NewObject(
-			pohjson.M("entry_id", pohjson.NewString(e.EntryID)),
-			pohjson.M("content_hash_b64u", pohjson.NewString(e.ContentHashB64u)),
-		))
+	es := make([]poh.PromptPackEntry, len(entries))
+	for i, e := range entries {
+		es[i] = poh.PromptPackEntry{EntryID: e.EntryID, ContentHashB64u: e.ContentHashB64u}
 	}
-	return pohjson.Hash(pohjson.NewObject(
-		pohjson.M("prompt_pack_version", pohjson.NewString(promptPackVersion)),
-		pohjson.M("entries", pohjson.NewArray(elems...)),
-	))
+	return poh.PromptRootHash(es)
 }

@@ -101,20 +101,11 @@ func (rb *Rebuilt) PromptPack() (*PoHPromptPack, []byte, error) {
 // content_hash_b64u}))}))), entries sorted by entry_id (UTF-16 order, as
 // JavaScript's default sort).
 func PromptRootHash(entries []PoHEntry) (string, error) {
-	sorted := slices.Clone(entries)
-	slices.SortStableFunc(sorted, func(a, b PoHEntry) int { return jsstr.Compare(a.EntryID, b.EntryID) })
-	elems := make([]*pohjson.Value, 0, len(sorted))
-	for _, e := range sorted {
-		elems = append(elems, pohjson.NewObject(
-			pohjson.M("entry_id", pohjson.NewString(e.EntryID)),
-			pohjson.M("content_hash_b64u", pohjson.NewString(e.ContentHashB64u)),
-		))
+	es := make([]poh.PromptPackEntry, len(entries))
+	for i, e := range entries {
+		es[i] = poh.PromptPackEntry{EntryID: e.EntryID, ContentHashB64u: e.ContentHashB64u}
 	}
-	v := pohjson.NewObject(
-		pohjson.M("prompt_pack_version", pohjson.NewString("1")),
-		pohjson.M("entries", pohjson.NewArray(elems...)),
-	)
-	h, err := pohjson.Hash(v)
+	h, err := poh.PromptRootHash(es)
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
 	}

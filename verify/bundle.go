@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"unicode/utf16"
 
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
@@ -198,23 +197,11 @@ func validateSub(v *pohjson.Value, field, schemaID string) *Error {
 
 type packEntry struct{ id, hash string }
 
-// promptRootHash is the PoH prompt_pack.v1 root: b64u(SHA-256(stringify(
-// {"prompt_pack_version":"1","entries":[{entry_id,content_hash_b64u}...]})))
-// with entries sorted as JavaScript sorts strings (UTF-16 code units).
+// promptRootHash is poh.PromptRootHash over the bundle's entries.
 func promptRootHash(entries []packEntry) (string, error) {
-	sorted := slices.Clone(entries)
-	slices.SortStableFunc(sorted, func(a, b packEntry) int {
-		return slices.Compare(utf16.Encode([]rune(a.id)), utf16.Encode([]rune(b.id)))
-	})
-	elems := make([]*pohjson.Value, 0, len(sorted))
-	for _, e := range sorted {
-		elems = append(elems, pohjson.NewObject(
-			pohjson.M("entry_id", pohjson.NewString(e.id)),
-			pohjson.M("content_hash_b64u", pohjson.NewString(e.hash)),
-		))
+	es := make([]poh.PromptPackEntry, len(entries))
+	for i, e := range entries {
+		es[i] = poh.PromptPackEntry{EntryID: e.id, ContentHashB64u: e.hash}
 	}
-	return pohjson.Hash(pohjson.NewObject(
-		pohjson.M("prompt_pack_version", pohjson.NewString("1")),
-		pohjson.M("entries", pohjson.NewArray(elems...)),
-	))
+	return poh.PromptRootHash(es)
 }

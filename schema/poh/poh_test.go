@@ -389,3 +389,26 @@ func TestExecutionAttestationTypeValidates(t *testing.T) {
 		t.Fatalf("field order: %v", keys)
 	}
 }
+
+func TestPromptRootHash(t *testing.T) {
+	a := PromptPackEntry{"b.md", b64u.SHA256([]byte("b"))}
+	b := PromptPackEntry{"A.md", b64u.SHA256([]byte("a"))}
+	c := PromptPackEntry{"\U0001F600", b64u.SHA256([]byte("c"))} // a surrogate pair: sorts before U+E000..U+FFFF
+	d := PromptPackEntry{"\uFF21", b64u.SHA256([]byte("d"))}
+	h1, err := PromptRootHash([]PromptPackEntry{a, b, c, d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h2, _ := PromptRootHash([]PromptPackEntry{d, c, b, a})
+	if h1 != h2 {
+		t.Fatal("root depends on input order")
+	}
+	// The explicit JSON.stringify form, with UTF-16 order (A < b < U+1F600 < U+FF21).
+	want := `{"prompt_pack_version":"1","entries":[{"entry_id":"A.md","content_hash_b64u":"` + b.ContentHashB64u + `"},{"entry_id":"b.md","content_hash_b64u":"` + a.ContentHashB64u + `"},{"entry_id":"` + "\U0001F600" + `","content_hash_b64u":"` + c.ContentHashB64u + `"},{"entry_id":"` + "\uFF21" + `","content_hash_b64u":"` + d.ContentHashB64u + `"}]}`
+	if h1 != b64u.SHA256([]byte(want)) {
+		t.Fatal("root is not the hash of the JSON.stringify form in UTF-16 order")
+	}
+	if _, err := PromptRootHash([]PromptPackEntry{a, a}); !errors.Is(err, ErrDuplicateEntry) {
+		t.Fatalf("duplicate: %v", err)
+	}
+}
