@@ -40,8 +40,11 @@ import (
 
 // options configure one demo run.
 type options struct {
-	Shared  string       // the shared conformance folder's parent (../shared)
-	Vector  string       // openclaw-sig vector whose params the pack uses
+	// Shared, when set, is the shared folder (../shared): the pack is built
+	// from the OpenClaw SIG conformance harness and vector Vector. When
+	// empty, the demo uses this project's example harness (hack/demo/example).
+	Shared  string
+	Vector  string       // openclaw-sig vector whose params the pack uses (with Shared)
 	OutDir  string       // where the artifacts go
 	WorkDir string       // state dir and agent socket live here
 	Log     io.Writer    // attester's JSON logs
@@ -77,27 +80,24 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if say == nil {
 		say = func(string) {}
 	}
-	harness := filepath.Join(o.Shared, "conformance", "openclaw-sig")
-	params, err := os.ReadFile(filepath.Join(harness, "vectors", o.Vector+".params.json"))
+	src, err := loadHarness(o)
 	if err != nil {
-		return nil, fmt.Errorf("demo needs ../shared/conformance/openclaw-sig beside the checkout: %w", err)
+		return nil, err
 	}
+	defer src.Close()
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
 
 	// 1. The pack author builds the pack (packctl build).
-	say("packctl build: pack from vector " + o.Vector + " and the signed harness templates")
+	say("packctl build: pack from " + src.Name + " and its signed templates")
 	toolSchemas := []byte(`{"exec":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]},"read":{"type":"object","properties":{"path":{"type":"string"}}}}`)
-	pack, err := promptpack.Build(params, harness, "openclaw-sig", promptpack.BuildOptions{ToolSchemas: toolSchemas})
+	pack, err := promptpack.Build(src.Params, src.Dir, "openclaw-sig", promptpack.BuildOptions{ToolSchemas: toolSchemas})
 	if err != nil {
 		return nil, fmt.Errorf("build: %w", err)
 	}
 	defer pack.Wipe()
-	trusted, err := pack.SigHashes()
-	if err != nil {
-		return nil, err
-	}
+	trusted := src.Trusted
 	rb, err := pack.Rebuild(trusted)
 	if err != nil {
 		return nil, fmt.Errorf("rebuild: %w", err)

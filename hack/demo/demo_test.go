@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/hack/demo/example"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/schemas"
@@ -30,13 +34,35 @@ func sharedDir(t *testing.T) string {
 	return d
 }
 
-// TestEndToEnd runs the demo: pack build and seal, the attester on the
+// TestEndToEnd runs the demo as `make demo` does, from this project's
+// example harness, which needs nothing beside the checkout.
+func TestEndToEnd(t *testing.T) {
+	checkDemo(t, "")
+}
+
+// TestEndToEndSharedVector runs the demo from the OpenClaw SIG conformance
+// harness and its "full" vector (make demo with SHARED=../shared).
+func TestEndToEndSharedVector(t *testing.T) {
+	checkDemo(t, sharedDir(t))
+}
+
+// A -shared folder without the conformance data is an error, not a silent
+// fallback to the example harness.
+func TestSharedMissing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := runDemo(ctx, options{Shared: t.TempDir(), Vector: "full", OutDir: t.TempDir(), WorkDir: t.TempDir(), Log: io.Discard})
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("got %v, want a missing-folder error", err)
+	}
+}
+
+// checkDemo runs the demo: pack build and seal, the attester on the
 // simulated platform, turns and gated tool calls (allowed, blocked by
 // policy, blocked until verify, denied by the webhook), the agent's bundle
 // and the execution attestation. Then it checks the artifacts with the PoH
 // rules and that no secret reached disk or the logs.
-func TestEndToEnd(t *testing.T) {
-	shared := sharedDir(t)
+func checkDemo(t *testing.T, shared string) {
 	outDir, work := t.TempDir(), t.TempDir()
 	var logs bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -107,6 +133,17 @@ func TestEndToEnd(t *testing.T) {
 	pol, err := verify.ParsePolicy(read("policy.json"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The pinned template hashes are the source's reference values: for
+	// the example harness, the list signed by the example key.
+	if shared == "" {
+		ref, err := example.Trusted(example.FS())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(pol.TrustedTemplates, ref.TrustedTemplates) {
+			t.Fatal("the demo policy does not pin the example's signed reference values")
+		}
 	}
 	opts := verify.Options{Now: time.Now, AuditLog: read("audit.jsonl"), Report: read("report.json")}
 	if _, err := verify.Verify(att, read("evidence.jws"), read("bundle.json"), pol, opts); err != nil {

@@ -11,9 +11,9 @@ import (
 )
 
 func main() {
-	shared := flag.String("shared", "../shared", "the shared folder beside the checkout")
+	shared := flag.String("shared", "", "build the pack from the OpenClaw SIG conformance harness in this shared `folder` (e.g. ../shared) instead of the example harness")
 	outDir := flag.String("out", "demo-out", "output directory")
-	vector := flag.String("vector", "full", "openclaw-sig vector whose params the pack uses")
+	vector := flag.String("vector", "full", "openclaw-sig vector whose params the pack uses (with -shared)")
 	logPath := flag.String("log", "", "write the attester's JSON logs here (default: discard)")
 	flag.Parse()
 	work, err := os.MkdirTemp("", "clawea-demo-")
