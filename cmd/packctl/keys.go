@@ -30,13 +30,12 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "keygen: %v", err)
 		return exitCannot
 	}
-	text, err := k.AppendSecretText(nil)
+	text, err := k.AppendSecretKeyFile(nil)
 	if err != nil {
 		errorf(stderr, "keygen: %v", err)
 		return exitCannot
 	}
 	defer sealed.Wipe(text)
-	text = append(text, '\n')
 	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		errorf(stderr, "keygen: %v", err)
@@ -72,9 +71,11 @@ func readPrivateKey(path string) (*envelope.PrivateKey, error) {
 	if len(b) > maxKeyFile {
 		return nil, fmt.Errorf("key file %s is too large", path)
 	}
-	k, err := envelope.ParsePrivateKey(bytes.TrimRight(b, "\r\n"))
+	// The key file framing of the envelope spec (section 5.3): the text
+	// and at most one LF; CR and other whitespace are refused.
+	k, err := envelope.ParsePrivateKeyFile(b)
 	if err != nil {
-		return nil, fmt.Errorf("key file %s: malformed private key", path)
+		return nil, fmt.Errorf("key file %s: malformed private key (want the key text and at most one LF)", path)
 	}
 	return k, nil
 }

@@ -472,3 +472,81 @@ func TestAppendSeal(t *testing.T) {
 		t.Fatalf("overlap: %v", err)
 	}
 }
+
+// TestOpenStepOrder checks the step order of spec section 8.3 (and the two
+// halves of the manifest check of 9.2): each case fails two steps, and the
+// error must be the earlier step's.
+func TestOpenStepOrder(t *testing.T) {
+	k, other := mustKey(t), mustKey(t)
+	ctx := testContext("pack-order")
+	body := []byte(`{"pack":"order"}`)
+	file, m := mustSeal(t, body, ctx, k.Public())
+	badMagic := bytes.Clone(file)
+	badMagic[0] ^= 1
+	wrongCtx := testContext("pack-other")
+	// A valid file of another pack, presented with a manifest that matches
+	// it, except for fields we change below.
+	file2, m2 := mustSeal(t, body, wrongCtx, other.Public())
+	// A file over a 1-byte body limit (the largest header is under 4 KiB).
+	big, _ := mustSeal(t, make([]byte, 8<<10), ctx, k.Public())
+	big[0] ^= 1
+
+	type tc struct {
+		name string
+		lim  Limits
+		file []byte
+		m    *Manifest
+		key  *PrivateKey
+		want Context
+		err  error
+	}
+	cases := []tc{
+		// 1 before 3: over the size limit and not matching the manifest.
+		{"size limit before manifest", Limits{MaxBodySize: 1}, big, m, k, ctx, ErrTooLarge},
+		// 2 before 3: the manifest names another algorithm and its hash differs.
+		{"manifest values before hash", Limits{}, badMagic, func() *Manifest {
+			mm := *m
+			mm.Algorithms.Body = "ChaCha20-Poly1305"
+			return &mm
+		}(), k, ctx, ErrUnknownAlgorithm},
+		// 3 before 4: the file does not parse and does not match the hash.
+		{"hash before parse", Limits{}, badMagic, m, k, ctx, ErrManifestMismatch},
+		// 4 alone: the hash matches, the file does not parse.
+		{"parse after hash", Limits{}, badMagic, recomputedManifest(t, badMagic, m), k, ctx, ErrUnknownVersion},
+		// 5 before 6: the manifest's pack id differs from the file, and the
+		// file is not the expected context either.
+		{"manifest fields before context", Limits{}, file2, func() *Manifest {
+			mm := *m2
+			mm.PackID = ctx.PackID
+			return &mm
+		}(), other, ctx, ErrManifestMismatch},
+		// 5 before 7: the manifest lists another key id, and the key is not
+		// a recipient.
+		{"manifest key ids before recipient", Limits{}, file, func() *Manifest {
+			mm := *m
+			mm.RecipientKeyIDs = []KeyID{other.KeyID()}
+			return &mm
+		}(), other, ctx, ErrManifestMismatch},
+		// 6 before 7: another context and the key is not a recipient.
+		{"context before recipient", Limits{}, file2, m2, k, ctx, ErrContextMismatch},
+		// 7 before 8: not a recipient, and the file is fine.
+		{"recipient", Limits{}, file, m, other, ctx, ErrNoMatchingRecipient},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dst := make([]byte, len(c.file))
+			n, err := c.lim.Open(c.file, c.m, c.key, c.want, dst)
+			if !errors.Is(err, c.err) || n != 0 {
+				t.Fatalf("got n=%d err=%v, want %v", n, err, c.err)
+			}
+			for _, other := range []error{ErrTooLarge, ErrUnknownAlgorithm, ErrManifestMismatch, ErrUnknownVersion, ErrContextMismatch, ErrNoMatchingRecipient} {
+				if other != c.err && errors.Is(err, other) {
+					t.Fatalf("error %v also matches %v", err, other)
+				}
+			}
+			if !bytes.Equal(dst, make([]byte, len(dst))) {
+				t.Fatal("plaintext written on failure")
+			}
+		})
+	}
+}

@@ -216,6 +216,56 @@ func ParsePrivateKey(text []byte) (*PrivateKey, error) {
 	return k, nil
 }
 
+// keyFileText returns the key text of a key file (section 5.3 of the
+// spec): the text form, optionally followed by exactly one line feed.
+// Anything else (CR, a second LF, spaces, a BOM) stays in the text, where
+// the key parsers reject it. A file longer than the text form plus one byte
+// is refused without looking at its bytes.
+func keyFileText(b []byte, prefix string) ([]byte, bool) {
+	textLen := len(prefix) + b64.EncodedLen(encSize)
+	if len(b) > textLen+1 {
+		return nil, false
+	}
+	if len(b) == textLen+1 {
+		if b[textLen] != '\n' {
+			return nil, false
+		}
+		b = b[:textLen]
+	}
+	return b, true
+}
+
+// ParsePrivateKeyFile parses the bytes of a private key file: the text form
+// (ParsePrivateKey) optionally followed by one line feed, and nothing else
+// (no CR, no other whitespace). Errors never quote the input.
+func ParsePrivateKeyFile(b []byte) (*PrivateKey, error) {
+	text, ok := keyFileText(b, PrivateKeyPrefix)
+	if !ok {
+		return nil, fmt.Errorf("envelope: %w: malformed private key file", ErrInvalidKey)
+	}
+	return ParsePrivateKey(text)
+}
+
+// ParsePublicKeyFile parses the bytes of a public key file: the text form
+// (ParsePublicKey) optionally followed by one line feed, and nothing else.
+func ParsePublicKeyFile(b []byte) (*PublicKey, error) {
+	text, ok := keyFileText(b, PublicKeyPrefix)
+	if !ok {
+		return nil, fmt.Errorf("envelope: %w: malformed public key file", ErrInvalidKey)
+	}
+	return ParsePublicKey(string(text))
+}
+
+// AppendSecretKeyFile appends the private key file form (the text form and
+// one line feed) to dst. The result is secret, as for AppendSecretText.
+func (k *PrivateKey) AppendSecretKeyFile(dst []byte) ([]byte, error) {
+	dst, err := k.AppendSecretText(dst)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, '\n'), nil
+}
+
 // AppendSecretText appends the private key's text form to dst and returns
 // the extended slice. The result is secret: write it only to sealed memory
 // or sealed storage.

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 )
@@ -103,5 +105,94 @@ func TestParseKeyErrors(t *testing.T) {
 		if _, err := ParsePrivateKey(b); !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("ParsePrivateKey(%d bytes) = %v", len(b), err)
 		}
+	}
+}
+
+// TestKeyFileVectors checks the key file framing of spec section 5.3 against
+// testdata/keyfile-v1.json: the text form with at most one trailing LF.
+func TestKeyFileVectors(t *testing.T) {
+	b, err := os.ReadFile("testdata/keyfile-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Comment string `json:"comment"`
+		Priv    string `json:"private_key_text"`
+		Pub     string `json:"public_key_text"`
+		Cases   []struct {
+			Name  string `json:"name"`
+			Kind  string `json:"kind"`
+			File  string `json:"file"`
+			Valid bool   `json:"valid"`
+		} `json:"cases"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatal(err)
+	}
+	want, err := ParsePublicKey(v.Pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted, refused int
+	for _, c := range v.Cases {
+		var got *PublicKey
+		var err error
+		switch c.Kind {
+		case "private":
+			var k *PrivateKey
+			if k, err = ParsePrivateKeyFile([]byte(c.File)); err == nil {
+				got = k.Public()
+			} else if strings.Contains(err.Error(), v.Priv[len(PrivateKeyPrefix):len(PrivateKeyPrefix)+8]) {
+				t.Errorf("%s %s: error quotes the key: %v", c.Kind, c.Name, err)
+			}
+		case "public":
+			got, err = ParsePublicKeyFile([]byte(c.File))
+		default:
+			t.Fatalf("case %q: unknown kind %q", c.Name, c.Kind)
+		}
+		switch {
+		case c.Valid && err != nil:
+			t.Errorf("%s key file %q (%q) refused: %v", c.Kind, c.Name, c.File, err)
+		case c.Valid && !got.Equal(want):
+			t.Errorf("%s key file %q: wrong key", c.Kind, c.Name)
+		case !c.Valid && !errors.Is(err, ErrInvalidKey):
+			t.Errorf("%s key file %q (%q): got %v, want ErrInvalidKey", c.Kind, c.Name, c.File, err)
+		}
+		if c.Valid {
+			accepted++
+		} else {
+			refused++
+		}
+	}
+	if accepted < 4 || refused < 30 {
+		t.Fatalf("only %d accepted and %d refused cases", accepted, refused)
+	}
+}
+
+// A written key file is the text and one LF, and parses back.
+func TestKeyFileRoundTrip(t *testing.T) {
+	k := mustKey(t)
+	f, err := k.AppendSecretKeyFile(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := k.AppendSecretText(nil)
+	if !bytes.Equal(f, append(text, '\n')) {
+		t.Fatal("key file is not the text and one LF")
+	}
+	k2, err := ParsePrivateKeyFile(f)
+	if err != nil || k2.KeyID() != k.KeyID() {
+		t.Fatalf("round trip: %v", err)
+	}
+	pub, err := ParsePublicKeyFile([]byte(k.Public().String() + "\n"))
+	if err != nil || !pub.Equal(k.Public()) {
+		t.Fatalf("public round trip: %v", err)
+	}
+	// A long input is refused without quoting it.
+	long := bytes.Repeat([]byte("x"), 1<<16)
+	if _, err := ParsePublicKeyFile(long); !errors.Is(err, ErrInvalidKey) || strings.Contains(err.Error(), "xxxx") {
+		t.Fatalf("long public key file: %v", err)
 	}
 }

@@ -150,9 +150,11 @@ func sliceForAppend(in []byte, n int) (head, tail []byte) {
 // Verify parses file with the default limits and checks it against m.
 func Verify(file []byte, m *Manifest) (*Header, error) { return Limits{}.Verify(file, m) }
 
-// Verify checks that m describes file (size, SHA-256, pack id, report hash,
-// algorithms and recipient key ids, in order) and returns the parsed header.
-// It needs no key and decrypts nothing.
+// Verify checks that m describes file and returns the parsed header, in the
+// order of spec section 8.3 steps 1 to 5: the size limit; the manifest's own
+// values (format, algorithms); the file's size and SHA-256, before any byte
+// of it is interpreted; parsing; then the pack id, report hash and recipient
+// key ids against the parsed header. It needs no key and decrypts nothing.
 func (l Limits) Verify(file []byte, m *Manifest) (*Header, error) {
 	maxBody, err := l.maxBody()
 	if err != nil {
@@ -197,7 +199,7 @@ func Open(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (
 }
 
 // Open checks file against the manifest m (Verify) and against the expected
-// context want, unwraps the DEK addressed to key and decrypts the body into
+// context want, in the step order of spec section 8.3, unwraps the DEK addressed to key and decrypts the body into
 // dst, which must hold at least PlaintextLen bytes and must not overlap file.
 // It returns the plaintext length. The DEK is zeroed before returning, and on
 // failure nothing of the plaintext is left in dst.
