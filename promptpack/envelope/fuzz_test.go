@@ -3,6 +3,7 @@ package envelope
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -63,10 +64,21 @@ func FuzzParseManifest(f *testing.F) {
 	})
 }
 
-// FuzzParsePublicKey: accepted text is canonical.
+// FuzzParsePublicKey: accepted text is canonical; the key file form accepts
+// exactly the accepted text with or without one trailing LF.
 func FuzzParsePublicKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
+		fk, ferr := ParsePublicKeyFile([]byte(s))
+		if ferr != nil && !errors.Is(ferr, ErrInvalidKey) {
+			t.Fatal(ferr)
+		}
+		if ferr == nil && fk.String() != strings.TrimSuffix(s, "\n") {
+			t.Fatalf("key file %q -> %q", s, fk.String())
+		}
 		k, err := ParsePublicKey(s)
+		if err == nil && ferr != nil {
+			t.Fatalf("text accepted, key file refused: %v", ferr)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrInvalidKey) {
 				t.Fatal(err)
@@ -79,17 +91,51 @@ func FuzzParsePublicKey(f *testing.F) {
 	})
 }
 
-// FuzzParsePrivateKey: accepted text is canonical; errors never echo input.
+// privateKeyErrors are the only error texts ParsePrivateKey and
+// ParsePrivateKeyFile may return. They are fixed strings: an error that
+// carried any byte of the input (a secret) would not be one of them.
+var privateKeyErrors = map[string]bool{
+	"envelope: invalid key: malformed private key":      true,
+	"envelope: invalid key: non-canonical private key":  true,
+	"envelope: invalid key: malformed private key file": true,
+}
+
+// FuzzParsePrivateKey: accepted text is canonical, the key file form adds at
+// most one LF, and errors never echo input: an error text is one of the
+// fixed messages. (Checking that the error does not contain the input's
+// bytes flagged inputs that happen to be part of the fixed text, such as
+// "...priva".)
 func FuzzParsePrivateKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		k, err := ParsePrivateKey(b)
+		fk, ferr := ParsePrivateKeyFile(b)
+		for _, e := range []error{err, ferr} {
+			if e == nil {
+				continue
+			}
+			if !errors.Is(e, ErrInvalidKey) {
+				t.Fatal(e)
+			}
+			if !privateKeyErrors[e.Error()] {
+				t.Fatalf("error text is not a fixed message (it may quote the input): %q", e.Error())
+			}
+		}
+		if (err == nil) != (ferr == nil) {
+			// Only the key file form accepts the text and one LF.
+			if err == nil || !bytes.HasSuffix(b, []byte("\n")) {
+				t.Fatalf("ParsePrivateKey err=%v, ParsePrivateKeyFile err=%v", err, ferr)
+			}
+			if _, err := ParsePrivateKey(b[:len(b)-1]); err != nil {
+				t.Fatalf("key file accepted, its text refused: %v", err)
+			}
+		}
+		if ferr == nil {
+			out, err := fk.AppendSecretText(nil)
+			if err != nil || !bytes.Equal(out, bytes.TrimSuffix(b, []byte("\n"))) {
+				t.Fatal("key file round trip differs")
+			}
+		}
 		if err != nil {
-			if !errors.Is(err, ErrInvalidKey) {
-				t.Fatal(err)
-			}
-			if len(b) > len(PrivateKeyPrefix)+4 && bytes.Contains([]byte(err.Error()), b[len(PrivateKeyPrefix):]) {
-				t.Fatal("error quotes the input")
-			}
 			return
 		}
 		out, err := k.AppendSecretText(nil)
