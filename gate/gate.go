@@ -46,6 +46,9 @@ type Call struct {
 	Tool            string // normalized by the gate (NormalizeToolName)
 	Params          []byte // the tool parameters: a JSON object (nil = {})
 	MessageProvider string // optional, e.g. "telegram"
+	// Run names the audit chain the decision is recorded in (the
+	// attester's run id). A Recorder with one chain ignores it.
+	Run string
 }
 
 // Decision is the gate's answer. Reason is safe to show to the agent: it
@@ -60,11 +63,19 @@ type Decision struct {
 	AuditSeq   uint64 // seq of the audit record of this decision
 }
 
+// Recorder records decisions: it returns the record's seq once the record
+// is durable, or an error when it is not recorded (the call is then
+// denied). *audit.Log is the attester's durable, per-run recorder;
+// *audit.Writer (one chain, no durability) serves tests.
+type Recorder interface {
+	Record(run string, e audit.Entry) (seq uint64, err error)
+}
+
 // Options configure a Gate. Config and Audit are required.
 type Options struct {
 	Config *Config
 	// Audit receives every decision.
-	Audit *audit.Writer
+	Audit Recorder
 	// HTTPClient is used for webhook verifiers; required when a webhook is
 	// configured. Its redirect policy is replaced (redirects are refused).
 	HTTPClient *http.Client
@@ -123,7 +134,7 @@ type Gate struct {
 	defaults   *agentPolicy
 	agents     map[string]*agentPolicy
 	turns      *turns
-	audit      *audit.Writer
+	audit      Recorder
 	log        *slog.Logger
 	now        func() time.Time
 }
@@ -247,9 +258,6 @@ func New(opts Options) (*Gate, error) {
 
 // PolicyHash returns the configuration's policy hash (Config.PolicyHash).
 func (g *Gate) PolicyHash() string { return g.policyHash }
-
-// AuditRoot returns the audit log root and record count.
-func (g *Gate) AuditRoot() (root string, count uint64) { return g.audit.Root() }
 
 // NewTurn starts turnID for session: the session becomes unverified (seed
 // 000 resetVerification). Call it when a user message starts a turn.
@@ -399,7 +407,7 @@ func (g *Gate) record(in callInput, d Decision, cause error) (Decision, error) {
 	if d.Allow {
 		dec = audit.Allow
 	}
-	rec, err := g.audit.Append(audit.Entry{
+	seq, err := g.audit.Record(in.run, audit.Entry{
 		Session: in.session, Turn: in.turn, Agent: in.agent, Tool: in.tool,
 		ParamsHash: d.ParamsHash, Stage: string(d.Stage), Decision: dec, Reason: d.Reason,
 	})
@@ -409,16 +417,16 @@ func (g *Gate) record(in callInput, d Decision, cause error) (Decision, error) {
 		d.Reason = "the decision could not be recorded in the audit log"
 		return d, errors.Join(fmt.Errorf("%w: %w", ErrAudit, err), cause)
 	}
-	d.AuditSeq = rec.Seq
-	g.log.Info("gate: decision", "seq", rec.Seq, "agent", in.agent, "session", in.session, "turn", in.turn,
+	d.AuditSeq = seq
+	g.log.Info("gate: decision", "seq", seq, "agent", in.agent, "session", in.session, "turn", in.turn,
 		"tool", in.tool, "stage", string(d.Stage), "decision", dec, "params_hash_b64u", d.ParamsHash, "request_id", d.RequestID)
 	return d, cause
 }
 
 // callInput is a validated, normalized Call.
 type callInput struct {
-	session, turn, agent, tool, provider string
-	params                               params
+	session, turn, agent, tool, provider, run string
+	params                                    params
 }
 
 const maxProviderBytes = 64
@@ -426,7 +434,7 @@ const maxProviderBytes = 64
 // prepare validates and normalizes c. On error it still returns the fields
 // that are valid (others empty), and a parameter hash, for the audit record.
 func (g *Gate) prepare(c Call) (callInput, error) {
-	var in callInput
+	in := callInput{run: c.Run}
 	var errs []error
 	p, err := canonicalParams(c.Params)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/wire/auditrec"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writers of tests.
@@ -40,6 +41,7 @@ func fixedNow() time.Time { return testEpoch }
 type testGate struct {
 	*Gate
 	audit *syncBuffer
+	w     *audit.Writer
 	logs  *syncBuffer
 }
 
@@ -81,6 +83,7 @@ func newTestGate(t testing.TB, cfg *Config, opts ...gateOpt) *testGate {
 		t.Fatalf("New: %v", err)
 	}
 	tg.Gate = g
+	tg.w = w
 	return tg
 }
 
@@ -96,11 +99,11 @@ func (tg *testGate) decide(t testing.TB, c Call) Decision {
 // verifyAudit checks the audit log and that it has n records.
 func (tg *testGate) verifyAudit(t testing.TB, n uint64) {
 	t.Helper()
-	root, count, err := audit.VerifyAuditLog(bytes.NewReader(tg.audit.Bytes()))
+	root, count, err := auditrec.Verify(bytes.NewReader(tg.audit.Bytes()))
 	if err != nil {
 		t.Fatalf("audit log: %v", err)
 	}
-	wr, wc := tg.AuditRoot()
+	wr, wc := tg.w.Root()
 	if count != n || wc != n || root != wr {
 		t.Fatalf("audit log: %d records (writer %d), want %d", count, wc, n)
 	}

@@ -2,12 +2,10 @@ package verify
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"fmt"
 
-	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/wire/auditrec"
 )
 
 // checkAudit verifies the gate audit log (when supplied): its hash chain,
@@ -22,10 +20,14 @@ func (st *state) checkAudit() *Error {
 		st.warn("gate audit log not supplied: the gate decisions were not checked")
 		return nil
 	}
-	root, count, err := audit.VerifyAuditLog(bytes.NewReader(raw))
+	var recs []auditrec.Record
+	root, count, err := auditrec.Read(bytes.NewReader(raw), func(r auditrec.Record) error {
+		recs = append(recs, r)
+		return nil
+	})
 	if err != nil {
 		code := poh.MalformedEnvelope
-		var le *audit.LineError
+		var le *auditrec.LineError
 		if errors.As(err, &le) {
 			code = poh.Code(le.Code())
 		}
@@ -38,13 +40,9 @@ func (st *state) checkAudit() *Error {
 	if root != c.GateAuditRootB64u {
 		return rejected(CheckAuditLog, poh.EvidenceMismatch, "the log's root is not the attested gate_audit_root_b64u")
 	}
-	recs, err := auditRecords(raw)
-	if err != nil {
-		return wrapRejected(CheckAuditLog, poh.MalformedEnvelope, err)
-	}
 	ar := &AuditResult{RootB64u: root, Count: count}
 	for _, r := range recs {
-		if r.Decision == audit.Allow {
+		if r.Decision == auditrec.Allow {
 			ar.Allowed++
 		} else {
 			ar.Denied++
@@ -67,27 +65,11 @@ func (st *state) checkAudit() *Error {
 	return nil
 }
 
-// auditRecords decodes the lines of a log that VerifyAuditLog accepted.
-func auditRecords(raw []byte) ([]audit.Record, error) {
-	var out []audit.Record
-	for _, line := range bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n")) {
-		if len(line) == 0 {
-			continue
-		}
-		var r audit.Record
-		if err := json.Unmarshal(line, &r); err != nil {
-			return nil, fmt.Errorf("audit record: %v", err)
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 // matchToolCalls matches every tool_call event, in chain order, to a
 // distinct allow record, in log order, whose params_hash_b64u equals the
 // event's payload_hash_b64u. Greedy earliest matching finds a match for
 // every event whenever an order-preserving assignment exists.
-func matchToolCalls(events []poh.Event, recs []audit.Record) (int, *Error) {
+func matchToolCalls(events []poh.Event, recs []auditrec.Record) (int, *Error) {
 	next, n := 0, 0
 	for i, e := range events {
 		if e.EventType != eventToolCall {
@@ -97,7 +79,7 @@ func matchToolCalls(events []poh.Event, recs []audit.Record) (int, *Error) {
 		for next < len(recs) {
 			r := recs[next]
 			next++
-			if r.Decision == audit.Allow && r.ParamsHash == e.PayloadHashB64u {
+			if r.Decision == auditrec.Allow && r.ParamsHash == e.PayloadHashB64u {
 				found = true
 				break
 			}

@@ -14,12 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/hack/demo/example"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/schemas"
 	"github.com/clawea/attester/verify"
+	"github.com/clawea/attester/wire/auditrec"
 )
 
 func sharedDir(t *testing.T) string {
@@ -112,7 +112,7 @@ func checkDemo(t *testing.T, shared string) {
 		t.Fatalf("nonce binding %s, want %s", got, nb)
 	}
 	// The audit log verifies and matches the attested root and count.
-	root, count, err := audit.VerifyAuditLog(bytes.NewReader(read("audit.jsonl")))
+	root, count, err := auditrec.Verify(bytes.NewReader(read("audit.jsonl")))
 	if err != nil {
 		t.Fatalf("audit log: %v", err)
 	}

@@ -48,7 +48,7 @@ type gateState struct {
 func (gs *gateState) PolicyHash() string { return gs.g.PolicyHash() }
 
 func (gs *gateState) AuditHead() (string, int64) {
-	root, n := gs.g.AuditRoot()
+	root, n := gs.w.Root()
 	return root, int64(n)
 }
 
