@@ -1,0 +1,14 @@
+//go:build !unix
+
+package audit
+
+import (
+	"errors"
+	"os"
+)
+
+var errUnsupported = errors.New("durable audit log needs a unix system")
+
+func lockFile(*os.File) error { return errUnsupported }
+
+func syncDir(string) error { return errUnsupported }

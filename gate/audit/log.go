@@ -1,0 +1,695 @@
+package audit
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clawea/attester/wire/auditrec"
+)
+
+// Defaults for Options.
+const (
+	// DefaultMaxRunBytes bounds one run's log (about 25,000 records).
+	DefaultMaxRunBytes = 16 << 20
+	// DefaultMaxTotalBytes bounds the directory: the reservations of active
+	// runs plus the files of closed and recovered runs.
+	DefaultMaxTotalBytes = 4 << 30
+	// MaxRunIDBytes bounds a run id (it names a file).
+	MaxRunIDBytes = 128
+)
+
+// fileSuffix names run logs: <run id>.jsonl.
+const fileSuffix = ".jsonl"
+
+// lockName is the file a Log holds an exclusive lock on while open.
+const lockName = "LOCK"
+
+// Errors of Log. Callers branch with errors.Is.
+var (
+	// ErrInvalidRun: a run id that is not 1..MaxRunIDBytes of [A-Za-z0-9_-].
+	ErrInvalidRun = errors.New("audit: invalid run id")
+	// ErrUnknownRun: no log exists for the run.
+	ErrUnknownRun = errors.New("audit: unknown run")
+	// ErrRunFull: the run's log reached Options.MaxRunBytes. Only that run
+	// is refused.
+	ErrRunFull = errors.New("audit: the run's audit log is full")
+	// ErrFull: a new run cannot start: the directory budget
+	// (Options.MaxTotalBytes) is reserved by other runs and no closed run
+	// can be removed. Runs already started are not affected.
+	ErrFull = errors.New("audit: the audit directory is full")
+	// ErrRunClosed: the run was closed (CloseRun) or its log removed.
+	ErrRunClosed = errors.New("audit: run closed")
+	// ErrRunFailed: writing the run's log failed; its chain on disk is in
+	// an unknown state and it takes no further records.
+	ErrRunFailed = errors.New("audit: run log failed")
+	// ErrClosed: the Log was closed.
+	ErrClosed = errors.New("audit: log closed")
+	// ErrCorrupt: at Open, a complete record on disk does not verify (bad
+	// form, hash or chain). The log is not opened: a tampered or damaged
+	// log is never continued as a new chain.
+	ErrCorrupt = errors.New("audit: log on disk does not verify")
+	// ErrLocked: another process holds the directory.
+	ErrLocked = errors.New("audit: directory in use by another process")
+)
+
+// Options configure a Log. The zero value is usable.
+type Options struct {
+	// Now is the clock for record times; nil means time.Now.
+	Now func() time.Time
+	// MaxRunBytes bounds one run's log; 0 means DefaultMaxRunBytes.
+	MaxRunBytes int64
+	// MaxTotalBytes bounds the directory; 0 means DefaultMaxTotalBytes. It
+	// MUST be at least MaxRunBytes.
+	MaxTotalBytes int64
+	// Logger receives recovery and removal notices; nil discards.
+	Logger *slog.Logger
+}
+
+// Log is the durable audit log: one hash chain per run, one file per run
+// (<dir>/<run>.jsonl, the JSON Lines format of wire/auditrec, so a run's
+// file is exactly what a verifier reads). Record returns only after the
+// record's bytes and, for a new file, the directory entry are fsynced;
+// concurrent records share one write and fsync per file (group commit by a
+// single writer goroutine). It is safe for concurrent use.
+type Log struct {
+	dir      string
+	now      func() time.Time
+	maxRun   int64
+	maxTotal int64
+	log      *slog.Logger
+	lock     *os.File
+
+	mu       sync.Mutex
+	runs     map[string]*runLog
+	reserved int64  // bytes counted against maxTotal
+	cur      *batch // the batch new records join; nil when none is open
+	ioErr    error  // the latest write failure (for Healthy)
+	closed   bool
+	wake     chan struct{}
+	stopped  chan struct{}
+	order    uint64 // admission counter, for removal order
+}
+
+type runState uint8
+
+const (
+	stateIdle    runState = iota // recovered from disk, no file open
+	stateActive                  // written in this process
+	stateClosed                  // CloseRun: no further records
+	stateRemoved                 // file removed to free budget
+)
+
+// runLog is one run's chain. Fields are guarded by Log.mu, except f and
+// wbuf, which only the writer goroutine touches while the run has records
+// in flight.
+type runLog struct {
+	id      string
+	state   runState
+	head    auditrec.Chain // including records in flight
+	size    int64          // bytes including records in flight
+	durable auditrec.Chain // fsynced
+	dsize   int64          // fsynced bytes
+	failed  error
+	exists  bool   // the file exists on disk
+	order   uint64 // when it was admitted or recovered
+	closing bool   // the writer closes f after the current batch
+
+	f    *os.File
+	wbuf []byte
+}
+
+// batch is one group commit: records appended while the writer was busy.
+type batch struct {
+	done   chan struct{}
+	buf    []byte
+	items  []item
+	closes []*runLog
+	// set by the writer before done is closed
+	failed map[*runLog]error
+}
+
+type item struct {
+	rl       *runLog
+	off, end int
+	seq      uint64
+	root     string
+}
+
+// Open opens (creating it if needed, mode 0700) the audit directory dir,
+// takes an exclusive lock on it, and recovers every run log in it: each
+// file is verified record by record; a torn last record (a final line
+// without '\n', left by a crash during a write that was never
+// acknowledged) is cut off, and a complete record that does not verify is
+// an error (ErrCorrupt), never the start of a new chain. Runs found on disk
+// can be continued (their chain goes on) and count against MaxTotalBytes
+// until they are removed.
+func Open(dir string, opts Options) (*Log, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("%w: empty directory", ErrInvalidRun)
+	}
+	l := &Log{
+		dir:      dir,
+		now:      opts.Now,
+		maxRun:   opts.MaxRunBytes,
+		maxTotal: opts.MaxTotalBytes,
+		log:      opts.Logger,
+		runs:     map[string]*runLog{},
+		wake:     make(chan struct{}, 1),
+		stopped:  make(chan struct{}),
+	}
+	if l.now == nil {
+		l.now = time.Now
+	}
+	if l.maxRun == 0 {
+		l.maxRun = DefaultMaxRunBytes
+	}
+	if l.maxTotal == 0 {
+		l.maxTotal = DefaultMaxTotalBytes
+	}
+	if l.log == nil {
+		l.log = slog.New(slog.DiscardHandler)
+	}
+	if l.maxRun < 0 || l.maxTotal < l.maxRun {
+		return nil, fmt.Errorf("audit: MaxTotalBytes (%d) must be at least MaxRunBytes (%d) > 0", l.maxTotal, l.maxRun)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("audit: create directory: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("audit: lock file: %w", err)
+	}
+	if err := lockFile(lock); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("%w: %w", ErrLocked, err)
+	}
+	l.lock = lock
+	if err := l.recover(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	go l.writer()
+	return l, nil
+}
+
+// ValidRunID reports whether id can name a run log.
+func ValidRunID(id string) bool {
+	if id == "" || len(id) > MaxRunIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (l *Log) path(id string) string { return filepath.Join(l.dir, id+fileSuffix) }
+
+// recover verifies every run log in the directory.
+func (l *Log) recover() error {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("audit: read directory: %w", err)
+	}
+	type found struct {
+		id  string
+		mod time.Time
+	}
+	var runs []found
+	for _, e := range ents {
+		name := e.Name()
+		id, ok := strings.CutSuffix(name, fileSuffix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if !ValidRunID(id) {
+			return fmt.Errorf("%w: %s: not a run log name", ErrCorrupt, name)
+		}
+		info, err := e.Info()
+		if err != nil {
+			return fmt.Errorf("audit: %s: %w", name, err)
+		}
+		runs = append(runs, found{id, info.ModTime()})
+	}
+	// Oldest first, so that removal order follows age.
+	slices.SortFunc(runs, func(a, b found) int { return a.mod.Compare(b.mod) })
+	for _, fr := range runs {
+		chain, size, err := recoverFile(l.path(fr.id), l.log)
+		if err != nil {
+			return err
+		}
+		l.order++
+		l.runs[fr.id] = &runLog{id: fr.id, state: stateIdle, head: chain, durable: chain, size: size, dsize: size, exists: true, order: l.order}
+		l.reserved += size
+	}
+	return nil
+}
+
+// recoverFile verifies one run log and cuts a torn last record. It returns
+// the chain and the size of the verified prefix.
+func recoverFile(path string, log *slog.Logger) (auditrec.Chain, int64, error) {
+	name := filepath.Base(path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return auditrec.Chain{}, 0, fmt.Errorf("audit: %s: %w", name, err)
+	}
+	defer f.Close()
+	var c auditrec.Chain
+	var off int64
+	br := bufio.NewReaderSize(f, 64<<10)
+	var line []byte
+	long := false
+	n := 0
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !long {
+			line = append(line, chunk...)
+			if len(line) > auditrec.MaxLineBytes+1 {
+				long, line = true, line[:0]
+			}
+		}
+		switch {
+		case err == nil:
+			n++
+			if long {
+				return c, 0, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, &auditrec.LineError{Line: n, Err: auditrec.ErrMalformed, Msg: "line too long"})
+			}
+			if _, err := c.Next(line[:len(line)-1]); err != nil {
+				return c, 0, fmt.Errorf("%w: %s: line %d: %w", ErrCorrupt, name, n, err)
+			}
+			off += int64(len(line))
+			line = line[:0]
+			continue
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == io.EOF:
+		default:
+			return c, 0, fmt.Errorf("audit: %s: read: %w", name, err)
+		}
+		break
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return c, 0, fmt.Errorf("audit: %s: %w", name, err)
+	}
+	if st.Size() != off {
+		// A final line without '\n': a write that never completed, so no
+		// record in it was acknowledged. Cut it.
+		if err := f.Truncate(off); err != nil {
+			return c, 0, fmt.Errorf("audit: %s: cut torn record: %w", name, err)
+		}
+		if err := f.Sync(); err != nil {
+			return c, 0, fmt.Errorf("audit: %s: cut torn record: %w", name, err)
+		}
+		log.Warn("audit: cut a torn last record", "file", name, "records", c.Count, "cut_bytes", st.Size()-off)
+	}
+	return c, off, nil
+}
+
+// Record appends e to run's chain (creating the run's log on its first
+// record) and returns the record's seq once the record is durable. An error
+// means the record is not in the log, or (ErrRunFailed) that the run's log
+// is in an unknown state; either way the caller MUST treat the decision as
+// not recorded.
+func (l *Log) Record(run string, e Entry) (uint64, error) {
+	if !ValidRunID(run) {
+		return 0, ErrInvalidRun
+	}
+	if err := e.Check(); err != nil {
+		return 0, err
+	}
+	l.mu.Lock()
+	rl, err := l.admit(run)
+	if err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	r := newRecord(rl.head, l.now(), &e)
+	b := l.cur
+	if b == nil {
+		b = &batch{done: make(chan struct{})}
+		l.cur = b
+	}
+	off := len(b.buf)
+	buf, err := r.Seal(b.buf)
+	if err != nil {
+		l.mu.Unlock()
+		return 0, err
+	}
+	n := int64(len(buf) - off)
+	if rl.size+n > l.maxRun {
+		b.buf = buf[:off]
+		l.mu.Unlock()
+		return 0, fmt.Errorf("%w: %d bytes", ErrRunFull, l.maxRun)
+	}
+	b.buf = buf
+	b.items = append(b.items, item{rl: rl, off: off, end: len(buf), seq: r.Seq, root: r.RecordHash})
+	rl.head.Root, rl.head.Count = r.RecordHash, r.Seq
+	rl.size += n
+	l.kick()
+	l.mu.Unlock()
+	<-b.done
+	if err := b.failed[rl]; err != nil {
+		return 0, err
+	}
+	return r.Seq, nil
+}
+
+// admit returns run's log, starting it if needed. Called with l.mu held.
+func (l *Log) admit(run string) (*runLog, error) {
+	if l.closed {
+		return nil, ErrClosed
+	}
+	rl := l.runs[run]
+	if rl != nil {
+		switch rl.state {
+		case stateActive:
+			if rl.failed != nil {
+				return nil, fmt.Errorf("%w: %w", ErrRunFailed, rl.failed)
+			}
+			return rl, nil
+		case stateClosed, stateRemoved:
+			return nil, ErrRunClosed
+		}
+		// Idle (recovered): continue its chain. Its bytes are counted
+		// already; reserve the rest of its cap.
+		if err := l.reserve(l.maxRun - rl.size); err != nil {
+			return nil, err
+		}
+		l.order++
+		rl.state, rl.order = stateActive, l.order
+		return rl, nil
+	}
+	if err := l.reserve(l.maxRun); err != nil {
+		return nil, err
+	}
+	l.order++
+	rl = &runLog{id: run, state: stateActive, order: l.order}
+	l.runs[run] = rl
+	return rl, nil
+}
+
+// reserve counts n more bytes against the directory budget, removing the
+// logs of closed and recovered runs, oldest first, when needed. Called with
+// l.mu held.
+func (l *Log) reserve(n int64) error {
+	if n < 0 {
+		n = 0
+	}
+	for l.reserved+n > l.maxTotal {
+		var victim *runLog
+		for _, rl := range l.runs {
+			if (rl.state == stateClosed || rl.state == stateIdle) && !rl.closing && rl.exists {
+				if victim == nil || rl.order < victim.order {
+					victim = rl
+				}
+			}
+		}
+		if victim == nil {
+			return ErrFull
+		}
+		if err := os.Remove(l.path(victim.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			l.ioErr = err
+			return fmt.Errorf("%w: remove %s: %w", ErrFull, victim.id, err)
+		}
+		l.log.Info("audit: removed a closed run's log to free space", "run_id", victim.id, "bytes", victim.size)
+		l.reserved -= victim.size
+		victim.state, victim.exists = stateRemoved, false
+	}
+	l.reserved += n
+	return nil
+}
+
+// kick wakes the writer. Called with l.mu held (Close closes l.wake under
+// l.mu, so a kick never sends on a closed channel).
+func (l *Log) kick() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer is the single goroutine that writes and fsyncs batches.
+func (l *Log) writer() {
+	defer close(l.stopped)
+	for range l.wake {
+		for {
+			l.mu.Lock()
+			b := l.cur
+			l.cur = nil
+			l.mu.Unlock()
+			if b == nil {
+				break
+			}
+			l.commit(b)
+		}
+	}
+}
+
+// commit writes a batch: per run, one write of its records, one fsync,
+// and one directory fsync when a file was created.
+func (l *Log) commit(b *batch) {
+	var dirty []*runLog
+	for _, it := range b.items {
+		rl := it.rl
+		if len(rl.wbuf) == 0 {
+			dirty = append(dirty, rl)
+		}
+		rl.wbuf = append(rl.wbuf, b.buf[it.off:it.end]...)
+	}
+	fail := func(rl *runLog, err error) {
+		if b.failed == nil {
+			b.failed = map[*runLog]error{}
+		}
+		b.failed[rl] = fmt.Errorf("%w: %w", ErrRunFailed, err)
+	}
+	created := false
+	for _, rl := range dirty {
+		data := rl.wbuf
+		rl.wbuf = rl.wbuf[:0]
+		if rl.f == nil {
+			f, err := os.OpenFile(l.path(rl.id), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				fail(rl, err)
+				continue
+			}
+			rl.f = f
+			l.mu.Lock()
+			if !rl.exists {
+				rl.exists, created = true, true
+			}
+			l.mu.Unlock()
+		}
+		if _, err := rl.f.Write(data); err != nil {
+			fail(rl, err)
+			continue
+		}
+		if err := rl.f.Sync(); err != nil {
+			fail(rl, err)
+		}
+	}
+	if created {
+		if err := syncDir(l.dir); err != nil {
+			for _, rl := range dirty {
+				fail(rl, err)
+			}
+		}
+	}
+	l.mu.Lock()
+	for _, it := range b.items {
+		rl := it.rl
+		if err := b.failed[rl]; err != nil {
+			if rl.failed == nil {
+				rl.failed = err
+				l.ioErr = err
+			}
+			continue
+		}
+		rl.durable.Root, rl.durable.Count = it.root, it.seq
+		rl.dsize += int64(it.end - it.off)
+	}
+	closes := b.closes
+	l.mu.Unlock()
+	for _, rl := range closes {
+		if rl.f != nil {
+			rl.f.Close()
+		}
+		l.mu.Lock()
+		rl.f, rl.closing = nil, false
+		l.mu.Unlock()
+	}
+	close(b.done)
+}
+
+// CloseRun ends a run's log: later records for the run are refused
+// (ErrRunClosed), its file is closed, and it becomes eligible for removal
+// when the directory budget is needed by a new run. Its snapshot stays
+// readable until then. Closing an unknown or closed run is a no-op.
+func (l *Log) CloseRun(run string) error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	rl := l.runs[run]
+	if rl == nil || rl.state != stateActive {
+		if rl != nil && rl.state == stateIdle {
+			rl.state = stateClosed
+		}
+		l.mu.Unlock()
+		return nil
+	}
+	rl.state, rl.closing = stateClosed, true
+	// Give back the unused part of the reservation.
+	l.reserved -= l.maxRun - rl.size
+	b := l.cur
+	if b == nil {
+		b = &batch{done: make(chan struct{})}
+		l.cur = b
+	}
+	b.closes = append(b.closes, rl)
+	l.kick()
+	l.mu.Unlock()
+	<-b.done
+	return nil
+}
+
+// Root returns the run's durable root and record count ("" and 0 for a
+// run without records).
+func (l *Log) Root(run string) (root string, count uint64, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rl := l.runs[run]
+	if rl == nil {
+		if !ValidRunID(run) {
+			return "", 0, ErrInvalidRun
+		}
+		return "", 0, nil
+	}
+	if rl.state == stateRemoved {
+		return "", 0, ErrRunClosed
+	}
+	return rl.durable.Root, rl.durable.Count, nil
+}
+
+// Snapshot is a consistent view of one run's log: the durable records at
+// the time it was taken, their root and count. Its body is streamed from
+// the file, never copied into memory whole.
+type Snapshot struct {
+	Root  string
+	Count uint64
+	Size  int64
+	f     *os.File
+}
+
+// Snapshot returns the run's durable log. The caller MUST call WriteTo or
+// Close. A run that never recorded anything has an empty snapshot.
+func (l *Log) Snapshot(run string) (*Snapshot, error) {
+	if !ValidRunID(run) {
+		return nil, ErrInvalidRun
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil, ErrClosed
+	}
+	rl := l.runs[run]
+	if rl == nil {
+		return nil, ErrUnknownRun
+	}
+	if rl.state == stateRemoved {
+		return nil, ErrRunClosed
+	}
+	s := &Snapshot{Root: rl.durable.Root, Count: rl.durable.Count, Size: rl.dsize}
+	if s.Size > 0 {
+		f, err := os.Open(l.path(run))
+		if err != nil {
+			return nil, fmt.Errorf("audit: open run log: %w", err)
+		}
+		s.f = f
+	}
+	return s, nil
+}
+
+// WriteTo writes the snapshot's records (JSON Lines) to w and closes the
+// snapshot.
+func (s *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	if s.f == nil {
+		return 0, nil
+	}
+	defer s.Close()
+	n, err := io.Copy(w, io.NewSectionReader(s.f, 0, s.Size))
+	if err == nil && n != s.Size {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// Close releases the snapshot.
+func (s *Snapshot) Close() error {
+	if s.f == nil {
+		return nil
+	}
+	err := s.f.Close()
+	s.f = nil
+	return err
+}
+
+// Healthy reports whether the log can record: nil, or ErrClosed, the
+// latest write failure (ErrRunFailed), or ErrFull when no new run could
+// start. Readiness checks call it.
+func (l *Log) Healthy() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.ioErr != nil:
+		return fmt.Errorf("%w: %w", ErrRunFailed, l.ioErr)
+	}
+	free := l.maxTotal - l.reserved
+	for _, rl := range l.runs {
+		if (rl.state == stateClosed || rl.state == stateIdle) && rl.exists && !rl.closing {
+			free += rl.size
+		}
+	}
+	if free < l.maxRun {
+		return ErrFull
+	}
+	return nil
+}
+
+// Close waits for records in flight, closes every file and releases the
+// directory. Later calls return ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return ErrClosed
+	}
+	l.closed = true
+	close(l.wake)
+	l.mu.Unlock()
+	<-l.stopped
+	var errs []error
+	for _, rl := range l.runs {
+		if rl.f != nil {
+			errs = append(errs, rl.f.Close())
+			rl.f = nil
+		}
+	}
+	errs = append(errs, l.lock.Close())
+	return errors.Join(errs...)
+}
