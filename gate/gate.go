@@ -418,8 +418,13 @@ func (g *Gate) record(in callInput, d Decision, cause error) (Decision, error) {
 		return d, errors.Join(fmt.Errorf("%w: %w", ErrAudit, err), cause)
 	}
 	d.AuditSeq = seq
-	g.log.Info("gate: decision", "seq", seq, "agent", in.agent, "session", in.session, "turn", in.turn,
-		"tool", in.tool, "stage", string(d.Stage), "decision", dec, "params_hash_b64u", d.ParamsHash, "request_id", d.RequestID)
+	if ctx := context.Background(); g.log.Enabled(ctx, slog.LevelInfo) {
+		// LogAttrs: no boxing of the values into interfaces.
+		g.log.LogAttrs(ctx, slog.LevelInfo, "gate: decision", slog.Uint64("seq", seq),
+			slog.String("agent", in.agent), slog.String("session", in.session), slog.String("turn", in.turn),
+			slog.String("tool", in.tool), slog.String("stage", string(d.Stage)), slog.String("decision", dec),
+			slog.String("params_hash_b64u", d.ParamsHash), slog.String("request_id", d.RequestID))
+	}
 	return d, cause
 }
 

@@ -33,7 +33,7 @@ func canonicalParams(raw []byte) (params, error) {
 	if len(raw) > MaxParamsBytes {
 		return params{}, fmt.Errorf("%w: parameters larger than %d bytes", ErrInvalidCall, MaxParamsBytes)
 	}
-	c, err := jcs.Canonicalize(raw)
+	c, err := jcs.AppendCanonical(nil, raw)
 	if err != nil {
 		return params{}, fmt.Errorf("%w: parameters are not I-JSON", ErrInvalidCall)
 	}
