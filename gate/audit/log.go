@@ -477,27 +477,56 @@ func (l *Log) commit(b *batch) {
 	}
 	created := false
 	for _, rl := range dirty {
-		data := rl.wbuf
-		rl.wbuf = rl.wbuf[:0]
-		if rl.f == nil {
-			f, err := os.OpenFile(l.path(rl.id), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-			if err != nil {
-				fail(rl, err)
-				continue
-			}
-			rl.f = f
-			l.mu.Lock()
-			if !rl.exists {
-				rl.exists, created = true, true
-			}
-			l.mu.Unlock()
-		}
-		if _, err := rl.f.Write(data); err != nil {
-			fail(rl, err)
+		// Only the writer sets rl.failed, so it reads it without l.mu.
+		// Records admitted before a failure was known are not written
+		// after it: the file's state is unknown.
+		if rl.failed != nil {
+			fail(rl, rl.failed)
+			rl.wbuf = rl.wbuf[:0]
 			continue
 		}
-		if err := rl.f.Sync(); err != nil {
+		if rl.f != nil {
+			continue
+		}
+		f, err := os.OpenFile(l.path(rl.id), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
 			fail(rl, err)
+			rl.wbuf = rl.wbuf[:0]
+			continue
+		}
+		rl.f = f
+		l.mu.Lock()
+		if !rl.exists {
+			rl.exists, created = true, true
+		}
+		l.mu.Unlock()
+	}
+	// One write and one fsync per file; files are synced in parallel so
+	// that the file system can merge them into one journal commit.
+	errs := make([]error, len(dirty))
+	var wg sync.WaitGroup
+	for i, rl := range dirty {
+		if rl.f == nil || b.failed[rl] != nil {
+			continue
+		}
+		flush := func() {
+			if _, err := rl.f.Write(rl.wbuf); err != nil {
+				errs[i] = err
+			} else if err := rl.f.Sync(); err != nil {
+				errs[i] = err
+			}
+			rl.wbuf = rl.wbuf[:0]
+		}
+		if len(dirty) == 1 {
+			flush()
+			continue
+		}
+		wg.Go(flush)
+	}
+	wg.Wait()
+	for i, rl := range dirty {
+		if errs[i] != nil {
+			fail(rl, errs[i])
 		}
 	}
 	if created {

@@ -472,3 +472,28 @@ func crashRound(t *testing.T, dir string, n int) map[string]uint64 {
 	}
 	return acked
 }
+
+func TestLogWriteFailureIsStickyPerRun(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, Options{})
+	// A directory where run_x's file would be: creating the file fails
+	// (even as root).
+	if err := os.Mkdir(filepath.Join(dir, "run_x.jsonl"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Record("run_x", entry(1)); !errors.Is(err, ErrRunFailed) {
+		t.Fatalf("first record: %v", err)
+	}
+	if _, err := l.Record("run_x", entry(2)); !errors.Is(err, ErrRunFailed) {
+		t.Fatalf("sticky: %v", err)
+	}
+	if _, c, _ := l.Root("run_x"); c != 0 {
+		t.Fatalf("failed run has %d durable records", c)
+	}
+	// Readiness sees the failure; other runs still record.
+	if err := l.Healthy(); !errors.Is(err, ErrRunFailed) {
+		t.Fatalf("Healthy: %v", err)
+	}
+	record(t, l, "run_y", 1)
+	snapshot(t, l, "run_y")
+}
