@@ -1,11 +1,23 @@
 package gate
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/clawea/attester/gate/audit"
 )
 
 // reportPercentiles reports p50 and p99 of the recorded durations.
@@ -99,4 +111,101 @@ func BenchmarkWebhookRoundTrip(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(webhookBenchRequests, "requests/op")
 	reportPercentiles(b, durs)
+}
+
+// BenchmarkDecideLogged is BenchmarkDecidePolicy with the production log
+// line: a JSON slog handler at Info (writing to io.Discard).
+func BenchmarkDecideLogged(b *testing.B) {
+	cfg := mustParse(b, `{"tools":{"profile":"coding","allow":["group:fs","group:runtime","web_*"],"deny":["process"]}}`)
+	g := newTestGate(b, cfg, func(o *Options) {
+		o.Audit = discardAudit(b)
+		o.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	})
+	c := call("read")
+	c.Params = []byte(`{"path":"/workspace/README.md","offset":0,"limit":200}`)
+	benchDecide(b, g.Gate, c, true)
+}
+
+// BenchmarkDecideDurable: Decide with the durable audit log (one file per
+// run, fsync with group commit) from 64 concurrent callers on 4 runs
+// (RunParallel with parallelism 32 per GOMAXPROCS on 2 cores). ns/op is
+// wall time per decision across all callers (its inverse is the
+// throughput); p50/p99 are per call. Compare with BenchmarkBaselineFsync.
+func BenchmarkDecideDurable(b *testing.B) {
+	l, err := audit.Open(b.TempDir(), audit.Options{MaxRunBytes: 1 << 30, MaxTotalBytes: 8 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	cfg := mustParse(b, `{"tools":{"profile":"coding","allow":["group:fs","group:runtime","web_*"],"deny":["process"]}}`)
+	g := newTestGate(b, cfg, func(o *Options) { o.Audit = l; o.Logger = nil })
+	parallel := 64 / runtime.GOMAXPROCS(0)
+	b.SetParallelism(max(parallel, 1))
+	var (
+		mu   sync.Mutex
+		all  []time.Duration
+		next atomic.Int64
+	)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		c := call("read")
+		c.Params = []byte(`{"path":"/workspace/README.md","offset":0,"limit":200}`)
+		c.Run = fmt.Sprintf("run_%d", next.Add(1)%4)
+		ctx := context.Background()
+		var durs []time.Duration
+		for pb.Next() {
+			st := time.Now()
+			d, err := g.Decide(ctx, c)
+			durs = append(durs, time.Since(st))
+			if err != nil || !d.Allow {
+				b.Errorf("%+v %v", d, err)
+				return
+			}
+		}
+		mu.Lock()
+		all = append(all, durs...)
+		mu.Unlock()
+	})
+	b.StopTimer()
+	reportPercentiles(b, all)
+}
+
+// BenchmarkBaselineFsync: the in-run floor of a durable record: append
+// 200 bytes to a file and fsync it, one caller.
+func BenchmarkBaselineFsync(b *testing.B) {
+	f, err := os.OpenFile(filepath.Join(b.TempDir(), "f"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	rec := bytes.Repeat([]byte("x"), 199)
+	rec = append(rec, '\n')
+	durs := make([]time.Duration, 0, 1<<16)
+	b.ResetTimer()
+	for b.Loop() {
+		st := time.Now()
+		if _, err := f.Write(rec); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if len(durs) < cap(durs) {
+			durs = append(durs, time.Since(st))
+		}
+	}
+	b.StopTimer()
+	reportPercentiles(b, durs)
+}
+
+// BenchmarkBaselineSHA256Record: SHA-256 of a record-sized line (the
+// hashing floor of one audit record).
+func BenchmarkBaselineSHA256Record(b *testing.B) {
+	line := bytes.Repeat([]byte("r"), 560)
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = sha256.Sum256(line)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -283,6 +284,36 @@ func TestNewOptions(t *testing.T) {
 	} {
 		if _, err := New(o); !errors.Is(err, ErrOptions) {
 			t.Errorf("case %d: %v", i, err)
+		}
+	}
+}
+
+// TestDecideAllocs bounds the allocations of an in-process decision (no
+// external verifier), with and without the Info log line. Allocation
+// counts are deterministic; times are reported by the benchmarks only.
+func TestDecideAllocs(t *testing.T) {
+	const maxAllocs = 50
+	cfg := mustParse(t, `{"tools":{"profile":"coding","allow":["group:fs","group:runtime"],"deny":["process"]},`+
+		`"agents":{"defaults":{"sig":{"enforceVerification":true}}}}`)
+	for name, lg := range map[string]*slog.Logger{"quiet": nil, "logged": slog.New(slog.NewJSONHandler(io.Discard, nil))} {
+		g := newTestGate(t, cfg, func(o *Options) { o.Audit = discardAudit(t); o.Logger = lg })
+		if err := g.NewTurn("agent:main:main", "turn-1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.MarkVerified("agent:main:main", "turn-1", true, VerifiedTemplates); err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range []string{"read", "exec", "process"} {
+			c := call(tool)
+			c.Params = []byte(`{"path":"/workspace/README.md","offset":0,"limit":200,"opts":{"b":[1,2],"a":"x"}}`)
+			n := testing.AllocsPerRun(200, func() {
+				if _, err := g.Decide(context.Background(), c); err != nil {
+					t.Fatal(err)
+				}
+			})
+			if n > maxAllocs {
+				t.Errorf("%s/%s: %.0f allocations per decision, want at most %d", name, tool, n, maxAllocs)
+			}
 		}
 	}
 }
