@@ -347,7 +347,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if err := os.WriteFile(filepath.Join(o.OutDir, "evidence.jws"), []byte(att.EvidenceJWS), 0o644); err != nil {
 		return nil, err
 	}
-	req, _ := http.NewRequestWithContext(ctx, "GET", api.URL+"/v1/audit", nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", api.URL+"/v1/runs/"+out.RunID+"/audit", nil)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err

@@ -1,58 +1,47 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"sync"
+	"os"
+	"path/filepath"
 
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/schema/b64u"
 )
 
-// maxAuditBytes bounds the in-memory audit log. When it is full the gate
-// fails closed: further tool calls are denied.
-const maxAuditBytes = 64 << 20
-
-// auditLog keeps the hash-chained audit log (hash-only records: no raw
-// params) in memory for GET /v1/audit.
-type auditLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (a *auditLog) Write(p []byte) (int, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.buf.Len()+len(p) > maxAuditBytes {
-		return 0, fmt.Errorf("audit log is full (%d bytes)", maxAuditBytes)
-	}
-	return a.buf.Write(p)
-}
-
-func (a *auditLog) snapshot() []byte {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return bytes.Clone(a.buf.Bytes())
-}
-
-// gateState wraps the gate with its audit log.
+// gateState wraps the gate with its durable, per-run audit log.
 type gateState struct {
-	g   *gate.Gate
-	log *auditLog
-	w   *audit.Writer
+	g     *gate.Gate
+	audit *audit.Log
+	// tmpDir is the audit directory created when no state directory is
+	// configured (development); it is removed by close.
+	tmpDir string
 }
 
 func (gs *gateState) PolicyHash() string { return gs.g.PolicyHash() }
 
-func (gs *gateState) AuditHead() (string, int64) {
-	root, n := gs.w.Root()
-	return root, int64(n)
+// AuditHead returns the run's durable audit root and record count.
+func (gs *gateState) AuditHead(run string) (string, int64, error) {
+	root, n, err := gs.audit.Root(run)
+	return root, int64(n), err
 }
 
-func newGateState(raw map[string]json.RawMessage, opts gate.Options, development bool) (*gateState, error) {
+func (gs *gateState) close() error {
+	err := gs.audit.Close()
+	if gs.tmpDir != "" {
+		err = errors.Join(err, os.RemoveAll(gs.tmpDir))
+	}
+	return err
+}
+
+// newGateState parses the gate configuration and opens the audit log in
+// stateDir/audit (a fresh temporary directory when stateDir is empty: the
+// log then does not outlive the process, like the identity).
+func newGateState(raw map[string]json.RawMessage, opts gate.Options, development bool, stateDir string) (*gateState, error) {
 	doc, err := json.Marshal(raw)
 	if err != nil {
 		return nil, err
@@ -61,17 +50,27 @@ func newGateState(raw map[string]json.RawMessage, opts gate.Options, development
 	if err != nil {
 		return nil, err
 	}
-	al := &auditLog{}
-	w, err := audit.NewWriter(al, audit.WriterOptions{Now: opts.Now})
+	gs := &gateState{}
+	dir := filepath.Join(stateDir, "audit")
+	if stateDir == "" {
+		if gs.tmpDir, err = os.MkdirTemp("", "clawea-audit-"); err != nil {
+			return nil, fmt.Errorf("audit directory: %w", err)
+		}
+		dir = gs.tmpDir
+	}
+	gs.audit, err = audit.Open(dir, audit.Options{Now: opts.Now, Logger: opts.Logger})
 	if err != nil {
+		if gs.tmpDir != "" {
+			os.RemoveAll(gs.tmpDir)
+		}
 		return nil, err
 	}
-	opts.Config, opts.Audit = cfg, w
-	g, err := gate.New(opts)
-	if err != nil {
+	opts.Config, opts.Audit = cfg, gs.audit
+	if gs.g, err = gate.New(opts); err != nil {
+		gs.close()
 		return nil, err
 	}
-	return &gateState{g: g, log: al, w: w}, nil
+	return gs, nil
 }
 
 // turnRequest starts a turn: a new user message. An owner's message is
@@ -190,7 +189,7 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, derr := s.gate.g.Decide(r.Context(), gate.Call{
 		SessionKey: rn.sessionKey, TurnID: req.TurnID, AgentID: rn.agentID,
-		Tool: req.Tool, Params: req.Params, MessageProvider: req.MessageProvider,
+		Tool: req.Tool, Params: req.Params, MessageProvider: req.MessageProvider, Run: rn.id,
 	})
 	outcome := "deny"
 	if d.Allow {
@@ -207,11 +206,25 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// handleAudit streams the run's durable audit log; the headers give the
+// root and count of exactly the records in the body.
 func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) error {
-	root, n := s.gate.AuditHead()
+	rn, err := s.runs.get(r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	snap, err := s.gate.audit.Snapshot(rn.id)
+	if errors.Is(err, audit.ErrUnknownRun) {
+		snap, err = &audit.Snapshot{}, nil // no decision yet
+	}
+	if err != nil {
+		return httpErr(http.StatusInternalServerError, "cannot read the audit log", err)
+	}
+	defer snap.Close()
 	w.Header().Set("Content-Type", "application/jsonl")
-	w.Header().Set("X-Clawea-Audit-Root", root)
-	w.Header().Set("X-Clawea-Audit-Count", fmt.Sprint(n))
-	_, err := w.Write(s.gate.log.snapshot())
+	w.Header().Set("X-Clawea-Audit-Root", snap.Root)
+	w.Header().Set("X-Clawea-Audit-Count", fmt.Sprint(snap.Count))
+	w.Header().Set("Content-Length", fmt.Sprint(snap.Size))
+	_, err = snap.WriteTo(w)
 	return err
 }

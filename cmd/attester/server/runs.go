@@ -299,7 +299,10 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request) error {
 	if rn.closed {
 		return httpErr(http.StatusGone, "run closed", nil)
 	}
-	root, count := s.gate.AuditHead()
+	root, count, err := s.gate.AuditHead(rn.id)
+	if err != nil {
+		return httpErr(http.StatusInternalServerError, "cannot read the audit log", err)
+	}
 	var out *attestation.Output
 	err = s.withIssuer(func(is *attestation.Issuer) (err error) {
 		out, err = is.Attest(r.Context(), attestation.AttestInput{
@@ -362,6 +365,9 @@ func (s *Server) handleCloseRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	s.runs.remove(r.PathValue("id"))
+	if err := s.gate.audit.CloseRun(r.PathValue("id")); err != nil {
+		s.log.Error("closing the run's audit log", "run_id", r.PathValue("id"), "err", err)
+	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

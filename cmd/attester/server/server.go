@@ -98,7 +98,7 @@ func New(d Deps) (*Server, error) {
 	}
 	gs, err := newGateState(d.GateConfig, gate.Options{
 		HTTPClient: d.HTTPClient, TelegramAPIBase: d.TelegramAPIBase, Logger: d.Logger, Now: d.Now,
-	}, d.Config.Development)
+	}, d.Config.Development, d.Config.StateDir)
 	if err != nil {
 		return nil, err
 	}
@@ -108,8 +108,13 @@ func New(d Deps) (*Server, error) {
 	return s, nil
 }
 
-// Close destroys every run's sealed prompt.
-func (s *Server) Close() { s.runs.closeAll() }
+// Close destroys every run's sealed prompt and closes the audit log.
+func (s *Server) Close() {
+	s.runs.closeAll()
+	if err := s.gate.close(); err != nil {
+		s.log.Error("closing the audit log", "err", err)
+	}
+}
 
 func (s *Server) routes(mux *http.ServeMux) {
 	maxRun := s.cfg.MaxPackBytes*4/3 + maxSmallBody
@@ -119,7 +124,7 @@ func (s *Server) routes(mux *http.ServeMux) {
 	mux.Handle("POST /v1/runs/{id}/verify", s.wrap("verify", maxSmallBody, s.handleVerify))
 	mux.Handle("POST /v1/runs/{id}/tool-calls", s.wrap("tool_calls", 1<<20, s.handleToolCall))
 	mux.Handle("POST /v1/runs/{id}/attestation", s.wrap("attestation", maxBundle, s.handleAttest))
-	mux.Handle("GET /v1/audit", s.wrap("audit", 0, s.handleAudit))
+	mux.Handle("GET /v1/runs/{id}/audit", s.wrap("audit", 0, s.handleAudit))
 	mux.Handle("GET /v1/gate/policy", s.wrap("gate_policy", 0, func(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, map[string]string{"policy_hash_b64u": s.gate.PolicyHash()})
 		return nil
@@ -154,6 +159,9 @@ func (s *Server) SetReady(v bool) { s.ready.Store(v) }
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) error {
 	if !s.ready.Load() {
 		return httpErr(http.StatusServiceUnavailable, "draining", nil)
+	}
+	if err := s.gate.audit.Healthy(); err != nil {
+		return httpErr(http.StatusServiceUnavailable, "the gate cannot record decisions", err)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":    "ready",

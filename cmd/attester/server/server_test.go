@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
+	"github.com/clawea/attester/wire/auditrec"
 )
 
 var trustedOne = map[string]string{"identity.txt": "sha256:" + strings.Repeat("ab", 32)}
@@ -278,6 +280,31 @@ func TestRunRefusals(t *testing.T) {
 	}
 	if bytes.Contains(h.logs.Bytes(), rb.Prompt[:64]) || bytes.Contains(h.logs.Bytes(), []byte(`"command":"id"`)) {
 		t.Fatal("logs contain prompt text or raw params")
+	}
+	// Each run has its own audit chain: a second run's decisions are not in
+	// the first run's log, and each log verifies to the root and count in
+	// its headers.
+	code, m = h.call(t, "POST", "/v1/runs", body(enc, rb.ReportHashB64u()))
+	if code != 201 {
+		t.Fatalf("second run: %d %v", code, m)
+	}
+	run2 := m["run_id"].(string)
+	for range 2 {
+		if code, m = h.call(t, "POST", "/v1/runs/"+run2+"/tool-calls", []byte(`{"turn_id":"t","tool":"read"}`)); code != 200 {
+			t.Fatalf("run 2 tool call %d %v", code, m)
+		}
+	}
+	for id, want := range map[string]uint64{runID: 1, run2: 2} {
+		resp, err := h.api.Client().Get(h.api.URL + "/v1/runs/" + id + "/audit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		root, n, err := auditrec.Verify(bytes.NewReader(raw))
+		if err != nil || n != want || root != resp.Header.Get("X-Clawea-Audit-Root") || resp.Header.Get("X-Clawea-Audit-Count") != fmt.Sprint(want) {
+			t.Fatalf("run %s audit: %d records (want %d), %v, headers %v", id, n, want, err, resp.Header)
+		}
 	}
 }
 
