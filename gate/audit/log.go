@@ -154,7 +154,7 @@ type item struct {
 // until they are removed.
 func Open(dir string, opts Options) (*Log, error) {
 	if dir == "" {
-		return nil, fmt.Errorf("%w: empty directory", ErrInvalidRun)
+		return nil, errors.New("audit: no directory given")
 	}
 	l := &Log{
 		dir:      dir,
@@ -181,8 +181,14 @@ func Open(dir string, opts Options) (*Log, error) {
 	if l.maxRun < 0 || l.maxTotal < l.maxRun {
 		return nil, fmt.Errorf("audit: MaxTotalBytes (%d) must be at least MaxRunBytes (%d) > 0", l.maxTotal, l.maxRun)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("audit: create directory: %w", err)
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("audit: create directory: %w", err)
+		}
+		// The new directory's entry must be durable like the files in it.
+		if err := syncDir(filepath.Dir(dir)); err != nil {
+			return nil, fmt.Errorf("audit: create directory: %w", err)
+		}
 	}
 	lock, err := os.OpenFile(filepath.Join(dir, lockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {

@@ -497,3 +497,47 @@ func TestLogWriteFailureIsStickyPerRun(t *testing.T) {
 	record(t, l, "run_y", 1)
 	snapshot(t, l, "run_y")
 }
+
+// FuzzRecover: whatever bytes a run file holds, Open either refuses them
+// (ErrCorrupt, file unchanged) or keeps exactly a prefix that verifies, and
+// cuts only an unterminated last line.
+func FuzzRecover(f *testing.F) {
+	var buf bytes.Buffer
+	w, _ := NewWriter(&buf, WriterOptions{Now: newClock().now})
+	for i := range 3 {
+		w.Append(entry(i))
+	}
+	good := buf.Bytes()
+	f.Add(good)
+	f.Add(good[:len(good)-7])
+	f.Add(append(bytes.Clone(good), "{\"a"...))
+	f.Add([]byte("{}\n"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "run_f.jsonl")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		l, err := Open(dir, Options{})
+		got, _ := os.ReadFile(path)
+		if err != nil {
+			if !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("unexpected error %v", err)
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatal("refused file was modified")
+			}
+			return
+		}
+		defer l.Close()
+		if !bytes.HasPrefix(data, got) || bytes.IndexByte(data[len(got):], '\n') >= 0 {
+			t.Fatalf("kept %q of %q", got, data)
+		}
+		root, n, verr := auditrec.Verify(bytes.NewReader(got))
+		r, c, _ := l.Root("run_f")
+		if verr != nil || root != r || n != c {
+			t.Fatalf("kept prefix does not verify to the recovered head: %v", verr)
+		}
+	})
+}
