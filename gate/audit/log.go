@@ -97,6 +97,21 @@ type Log struct {
 	wake     chan struct{}
 	stopped  chan struct{}
 	order    uint64 // admission counter, for removal order
+	stats    Stats
+}
+
+// Stats count the work of a Log since Open.
+type Stats struct {
+	Records uint64 // records acknowledged
+	Commits uint64 // group commits (batches written)
+	Syncs   uint64 // file fsyncs (directory fsyncs not counted)
+}
+
+// Stats returns the counters (for metrics and benchmarks).
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
 }
 
 type runState uint8
@@ -543,6 +558,12 @@ func (l *Log) commit(b *batch) {
 		}
 	}
 	l.mu.Lock()
+	l.stats.Commits++
+	for i, rl := range dirty {
+		if rl.f != nil && errs[i] == nil && b.failed[rl] == nil {
+			l.stats.Syncs++
+		}
+	}
 	for _, it := range b.items {
 		rl := it.rl
 		if err := b.failed[rl]; err != nil {
@@ -554,6 +575,7 @@ func (l *Log) commit(b *batch) {
 		}
 		rl.durable.Root, rl.durable.Count = it.root, it.seq
 		rl.dsize += int64(it.end - it.off)
+		l.stats.Records++
 	}
 	closes := b.closes
 	l.mu.Unlock()
