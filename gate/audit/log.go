@@ -135,6 +135,7 @@ type runLog struct {
 	dsize   int64          // fsynced bytes
 	failed  error
 	exists  bool   // the file exists on disk
+	resv    int64  // bytes this run counts in Log.reserved
 	order   uint64 // when it was admitted or recovered
 	closing bool   // the writer closes f after the current batch
 
@@ -272,7 +273,7 @@ func (l *Log) recover() error {
 			return err
 		}
 		l.order++
-		l.runs[fr.id] = &runLog{id: fr.id, state: stateIdle, head: chain, durable: chain, size: size, dsize: size, exists: true, order: l.order}
+		l.runs[fr.id] = &runLog{id: fr.id, state: stateIdle, head: chain, durable: chain, size: size, dsize: size, exists: true, resv: size, order: l.order}
 		l.reserved += size
 	}
 	return nil
@@ -406,33 +407,32 @@ func (l *Log) admit(run string) (*runLog, error) {
 		}
 		// Idle (recovered): continue its chain. Its bytes are counted
 		// already; reserve the rest of its cap.
-		if err := l.reserve(l.maxRun - rl.size); err != nil {
+		need := max(l.maxRun, rl.size) - rl.resv
+		if err := l.reserve(need, rl); err != nil {
 			return nil, err
 		}
+		rl.resv += need
 		l.order++
 		rl.state, rl.order = stateActive, l.order
 		return rl, nil
 	}
-	if err := l.reserve(l.maxRun); err != nil {
+	if err := l.reserve(l.maxRun, nil); err != nil {
 		return nil, err
 	}
 	l.order++
-	rl = &runLog{id: run, state: stateActive, order: l.order}
+	rl = &runLog{id: run, state: stateActive, resv: l.maxRun, order: l.order}
 	l.runs[run] = rl
 	return rl, nil
 }
 
 // reserve counts n more bytes against the directory budget, removing the
-// logs of closed and recovered runs, oldest first, when needed. Called with
-// l.mu held.
-func (l *Log) reserve(n int64) error {
-	if n < 0 {
-		n = 0
-	}
+// logs of closed and recovered runs (other than keep), oldest first, when
+// needed. Called with l.mu held.
+func (l *Log) reserve(n int64, keep *runLog) error {
 	for l.reserved+n > l.maxTotal {
 		var victim *runLog
 		for _, rl := range l.runs {
-			if (rl.state == stateClosed || rl.state == stateIdle) && !rl.closing && rl.exists {
+			if removable(rl) && rl != keep {
 				if victim == nil || rl.order < victim.order {
 					victim = rl
 				}
@@ -446,8 +446,8 @@ func (l *Log) reserve(n int64) error {
 			return fmt.Errorf("%w: remove %s: %w", ErrFull, victim.id, err)
 		}
 		l.log.Info("audit: removed a closed run's log to free space", "run_id", victim.id, "bytes", victim.size)
-		l.reserved -= victim.size
-		victim.state, victim.exists = stateRemoved, false
+		l.reserved -= victim.resv
+		victim.state, victim.exists, victim.resv = stateRemoved, false, 0
 	}
 	l.reserved += n
 	return nil
@@ -460,6 +460,13 @@ func (l *Log) kick() {
 	case l.wake <- struct{}{}:
 	default:
 	}
+}
+
+// removable reports whether a run's file may be removed to free budget:
+// a closed run (once its file is closed) or a run recovered from disk and
+// not continued. Called with l.mu held.
+func removable(rl *runLog) bool {
+	return (rl.state == stateClosed || rl.state == stateIdle) && !rl.closing && rl.exists
 }
 
 // writer is the single goroutine that writes and fsyncs batches.
@@ -610,7 +617,8 @@ func (l *Log) CloseRun(run string) error {
 	}
 	rl.state, rl.closing = stateClosed, true
 	// Give back the unused part of the reservation.
-	l.reserved -= l.maxRun - rl.size
+	l.reserved -= rl.resv - rl.size
+	rl.resv = rl.size
 	b := l.cur
 	if b == nil {
 		b = &batch{done: make(chan struct{})}
@@ -718,8 +726,8 @@ func (l *Log) Healthy() error {
 	}
 	free := l.maxTotal - l.reserved
 	for _, rl := range l.runs {
-		if (rl.state == stateClosed || rl.state == stateIdle) && rl.exists && !rl.closing {
-			free += rl.size
+		if removable(rl) {
+			free += rl.resv
 		}
 	}
 	if free < l.maxRun {

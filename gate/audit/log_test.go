@@ -575,3 +575,48 @@ func BenchmarkLogRecord(b *testing.B) {
 		b.ReportMetric(float64(st.Records)/float64(st.Commits), "records/commit")
 	}
 }
+
+func TestLogBudgetCountsRecoveredRuns(t *testing.T) {
+	const maxRun = 4 << 10
+	opts := Options{MaxRunBytes: maxRun}
+	dir := t.TempDir()
+	l := openLog(t, dir, opts)
+	record(t, l, "run_a", 1)
+	record(t, l, "run_b", 1)
+	l.Close()
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(dir, "run_a.jsonl"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	// Room for two full runs and one of the recovered ones.
+	st, err := os.Stat(filepath.Join(dir, "run_b.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.MaxTotalBytes = 2*maxRun + st.Size() + 100
+	l = openLog(t, dir, opts)
+	record(t, l, "run_c", 1)
+	// run_d needs a full cap: the oldest recovered run is removed for it.
+	record(t, l, "run_d", 1)
+	if _, err := l.Snapshot("run_a"); !errors.Is(err, ErrRunClosed) {
+		t.Fatalf("oldest recovered run: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run_b.jsonl")); err != nil {
+		t.Fatalf("newer recovered run removed: %v", err)
+	}
+	// Continuing run_b needs the rest of its cap, which only removing
+	// run_b itself could free: refused, and run_b is intact.
+	if _, err := l.Record("run_b", entry(2)); !errors.Is(err, ErrFull) {
+		t.Fatalf("continuing run_b: %v", err)
+	}
+	if _, n := snapshot(t, l, "run_b"); n != 1 {
+		t.Fatalf("run_b has %d records", n)
+	}
+	// Closing run_c frees its reservation: run_b continues its chain.
+	if err := l.CloseRun("run_c"); err != nil {
+		t.Fatal(err)
+	}
+	if seq := record(t, l, "run_b", 2); seq != 2 {
+		t.Fatalf("run_b continued at %d", seq)
+	}
+}
