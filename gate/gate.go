@@ -9,8 +9,10 @@
 //  3. the external verifier (tools.verifier): an HMAC-signed webhook and/or a
 //     Telegram approval, with failMode when a verifier cannot be consulted.
 //
-// Every decision is appended to a hash-chained audit log (package
-// gate/audit) that holds parameter hashes, never parameters. Secrets from the
+// Every decision is recorded, before Decide returns it, in the hash chain of
+// its run (Call.Run) by the Recorder (audit.Log: durable, one chain per run;
+// package gate/audit), which holds parameter hashes, never parameters. A
+// decision that cannot be recorded is a deny. Secrets from the
 // configuration never appear in errors, logs, String() or the policy hash.
 package gate
 
