@@ -1,0 +1,137 @@
+package jsonobj
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+type doc struct {
+	Name      string
+	Templates []string
+	Hash      []byte
+	Count     int64
+	On        bool
+}
+
+var hash32 = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+
+func read(data string) (*doc, error) {
+	root, err := ParseObject([]byte(data), pohjson.ParseOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var r Reader
+	f := r.Object(root, Root, map[string]bool{"name": true, "templates": true, "hash": false, "count": false, "on": false, "opt": false})
+	d := &doc{
+		Name:      r.Ident(f["name"], Key(Root, "name"), 8),
+		Templates: r.Strings(f["templates"], Key(Root, "templates"), 1, 3, 4),
+		Hash:      r.B64u(f["hash"], Key(Root, "hash"), 32),
+		Count:     r.Int(f["count"], Key(Root, "count"), 0, 10),
+		On:        r.Bool(f["on"], Key(Root, "on")),
+	}
+	if o := f["opt"]; o != nil {
+		of := r.Object(o, Key(Root, "opt"), map[string]bool{"a-b": true})
+		r.Array(of["a-b"], Key(Key(Root, "opt"), "a-b"), 0, 1)
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+func TestRead(t *testing.T) {
+	d, err := read(`{"name":"n","templates":["a","b"],"hash":"` + hash32 + `","count":3,"on":true,"opt":{"a-b":[]}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "n" || len(d.Templates) != 2 || len(d.Hash) != 32 || d.Count != 3 || !d.On {
+		t.Fatalf("got %+v", d)
+	}
+}
+
+func TestReadRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, path string
+		want           error
+	}{
+		{"syntax", `{"name":`, "$", ErrSyntax},
+		{"duplicate", `{"name":"a","name":"b","templates":["a"]}`, "$", pohjson.ErrDuplicateKey},
+		{"case-sensitive", `{"Name":"a","templates":["a"]}`, "$.Name", ErrUnknownField},
+		{"lone surrogate", `{"name":"\ud800","templates":["a"]}`, "$", ErrSyntax},
+		{"not object", `[]`, "$", ErrWrongType},
+		{"missing", `{"templates":["a"]}`, "$.name", ErrMissingField},
+		{"unknown quoted", `{"name":"a","templates":["a"],"x y":1}`, `$["x y"]`, ErrUnknownField},
+		{"empty ident", `{"name":"","templates":["a"]}`, "$.name", ErrMissingField},
+		{"long ident", `{"name":"123456789","templates":["a"]}`, "$.name", ErrTooLarge},
+		{"wrong type", `{"name":1,"templates":["a"]}`, "$.name", ErrWrongType},
+		{"too few", `{"name":"a","templates":[]}`, "$.templates", ErrMissingField},
+		{"too many", `{"name":"a","templates":["a","b","c","d"]}`, "$.templates", ErrTooLarge},
+		{"element type", `{"name":"a","templates":["a",2]}`, "$.templates[1]", ErrWrongType},
+		{"element length", `{"name":"a","templates":["a","bbbbb"]}`, "$.templates[1]", ErrTooLarge},
+		{"b64u", `{"name":"a","templates":["a"],"hash":"+"}`, "$.hash", ErrWrongType},
+		{"b64u length", `{"name":"a","templates":["a"],"hash":"AAAA"}`, "$.hash", ErrWrongType},
+		{"int range", `{"name":"a","templates":["a"],"count":11}`, "$.count", ErrTooLarge},
+		{"int negative", `{"name":"a","templates":["a"],"count":-1}`, "$.count", ErrWrongType},
+		{"int float", `{"name":"a","templates":["a"],"count":1.5}`, "$", ErrSyntax},
+		{"bool", `{"name":"a","templates":["a"],"on":"true"}`, "$.on", ErrWrongType},
+		{"nested", `{"name":"a","templates":["a"],"opt":{"a-b":[1,2]}}`, `$.opt["a-b"]`, ErrTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := read(tc.in)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			var pe *PathError
+			if !errors.As(err, &pe) {
+				t.Fatalf("err %v is not a *PathError", err)
+			}
+			if pe.Path != tc.path {
+				t.Fatalf("path = %q, want %q", pe.Path, tc.path)
+			}
+			if !strings.HasPrefix(err.Error(), tc.path+": ") {
+				t.Fatalf("message %q does not start with the path", err)
+			}
+		})
+	}
+}
+
+func TestFirstErrorKept(t *testing.T) {
+	var r Reader
+	r.Fail("$.a", ErrWrongType)
+	r.Fail("$.b", ErrTooLarge)
+	var pe *PathError
+	if !errors.As(r.Err(), &pe) || pe.Path != "$.a" || !errors.Is(pe, ErrWrongType) {
+		t.Fatalf("err = %v", r.Err())
+	}
+}
+
+func TestKeyClipsAndQuotes(t *testing.T) {
+	long := strings.Repeat("k", 200)
+	p := Key(Root, long+"\"")
+	if len(p) > 100 || !strings.HasPrefix(p, `$["kkk`) || !strings.HasSuffix(p, `..."]`) {
+		t.Fatalf("Key = %q", p)
+	}
+	if got := Index(Key(Root, "templates"), 2) + ".sha256"; got != "$.templates[2].sha256" {
+		t.Fatalf("path = %q", got)
+	}
+}
+
+func FuzzRead(f *testing.F) {
+	f.Add(`{"name":"n","templates":["a"]}`)
+	f.Add(`{"name":"n","templates":["a"],"opt":{"a-b":[]}}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := read(s)
+		if (d == nil) == (err == nil) {
+			t.Fatalf("doc %v and err %v", d, err)
+		}
+		if err != nil {
+			var pe *PathError
+			if !errors.As(err, &pe) || !strings.HasPrefix(pe.Path, "$") {
+				t.Fatalf("err %v has no path", err)
+			}
+		}
+	})
+}
