@@ -24,13 +24,14 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/clawea/attester/attestation/evidencedoc"
-	"github.com/clawea/attester/attestation/teeclaims"
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/teeclaims"
 )
 
 // Limits on AttestInput.
@@ -65,7 +66,7 @@ type Issuer struct {
 // CollateralSource supplies verification collateral (CRLs, TCB info) for
 // evidence. It returns nil when it has none.
 type CollateralSource interface {
-	Collateral(ctx context.Context, ev *enclave.Evidence) (map[string][]byte, error)
+	Collateral(ctx context.Context, ev *evidence.Evidence) (map[string][]byte, error)
 }
 
 // ModelIdentity names the model the run used (docs/spec/attestation-v1.md,
@@ -210,7 +211,7 @@ func newAttestationID() (string, error) {
 
 // quote asks the platform for evidence over rd and checks that it commits
 // to rd before anything is signed.
-func (is *Issuer) quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, *teeclaims.Claims, map[string][]byte, error) {
+func (is *Issuer) quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, *teeclaims.Claims, map[string][]byte, error) {
 	ev, err := is.Quoter.Quote(ctx, rd)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: %w", ErrQuote, err)
@@ -267,7 +268,7 @@ func (is *Issuer) KeyAttestation(ctx context.Context, challenge []byte) ([]byte,
 	if err != nil {
 		return nil, fmt.Errorf("%w: key context: %w", ErrInput, err)
 	}
-	rd, err := enclave.NewReportData(nonce, pub, ctxBytes)
+	rd, err := evidence.NewReportData(nonce, pub, ctxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}
@@ -347,7 +348,7 @@ func (is *Issuer) Attest(ctx context.Context, input AttestInput) (*Output, error
 	if err != nil {
 		return nil, fmt.Errorf("%w: execution context: %w", ErrInput, err)
 	}
-	rd, err := enclave.NewReportData(nonce, pub, ctxBytes)
+	rd, err := evidence.NewReportData(nonce, pub, ctxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInput, err)
 	}

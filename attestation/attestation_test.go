@@ -18,17 +18,18 @@ import (
 	tdxverify "github.com/google/go-tdx-guest/verify"
 
 	"github.com/clawea/attester/attestation"
-	"github.com/clawea/attester/attestation/evidencedoc"
-	"github.com/clawea/attester/attestation/teeclaims"
 	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
-	"github.com/clawea/attester/enclave/sim/simroots"
-	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/schemas"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/clawea/attester/wire/tdxsimroots"
+	"github.com/clawea/attester/wire/teeclaims"
 )
 
 // verified is what an offline check of an Output established, for further
@@ -37,7 +38,7 @@ type verified struct {
 	env     *poh.Verified
 	payload poh.ExecutionAttestation
 	doc     *evidencedoc.Document
-	rd      enclave.ReportData
+	rd      evidence.ReportData
 }
 
 // checkOutput verifies an Output the way an offline verifier would, with
@@ -130,7 +131,7 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 	if !bytes.Equal(ctxBytes, doc.EvidenceContext()) {
 		t.Fatalf("evidence context is not the stringified execution member:\n%s\n%s", ctxBytes, doc.EvidenceContext())
 	}
-	rd, err := enclave.NewReportData(nb, pub, ctxBytes)
+	rd, err := evidence.NewReportData(nb, pub, ctxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func sevSimOptions(t *testing.T) *sevverify.Options {
 
 // verifySEV checks SEV-SNP evidence with go-sev-guest: signatures to the
 // simulated roots, then policy with the recomputed REPORT_DATA.
-func verifySEV(t *testing.T, ev *enclave.Evidence, rd enclave.ReportData) {
+func verifySEV(t *testing.T, ev *evidence.Evidence, rd evidence.ReportData) {
 	t.Helper()
 	p, err := snpevidence.Parse(ev)
 	if err != nil {
@@ -213,7 +214,7 @@ func TestAttestSEVSNP(t *testing.T) {
 	if tee.AttestationType != "sev_snp_report" || tee.RootID != "sev-snp:amd-ark-Milan:SIMULATED" || tee.TCBVersion != "7308000000000003" {
 		t.Fatalf("tee %+v", tee)
 	}
-	if out.Platform != enclave.PlatformSEVSNP {
+	if out.Platform != evidence.PlatformSEVSNP {
 		t.Fatalf("platform %s", out.Platform)
 	}
 	verifySEV(t, v.doc.Items[0].Evidence, v.rd)
@@ -276,7 +277,7 @@ func TestKeyAttestation(t *testing.T) {
 	nonce := sha256.Sum256(append(pre, challenge...))
 	ctxBytes := []byte(`{"context":"clawea.dev/evidence/v1/context/key","challenge_b64u":"` + b64u.Encode(challenge) +
 		`","recipient_x25519_b64u":"` + b64u.Encode(is.RecipientKey) + `"}`)
-	rd, err := enclave.NewReportData(nonce, pub, ctxBytes)
+	rd, err := evidence.NewReportData(nonce, pub, ctxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,8 +461,8 @@ func TestAttestInputAndConfigErrors(t *testing.T) {
 // trust.
 type staleQuoter struct{ q enclave.Quoter }
 
-func (s staleQuoter) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
-	other, err := enclave.NewReportData([32]byte{1}, ed25519.PublicKey(make([]byte, 32)), nil)
+func (s staleQuoter) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
+	other, err := evidence.NewReportData([32]byte{1}, ed25519.PublicKey(make([]byte, 32)), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +472,7 @@ func (s staleQuoter) Quote(ctx context.Context, rd enclave.ReportData) (*enclave
 // failingQuoter is a platform that cannot quote.
 type failingQuoter struct{}
 
-func (failingQuoter) Quote(context.Context, enclave.ReportData) (*enclave.Evidence, error) {
+func (failingQuoter) Quote(context.Context, evidence.ReportData) (*evidence.Evidence, error) {
 	return nil, enclave.ErrNotAvailable
 }
 
@@ -496,7 +497,7 @@ func TestAttestRefusesEvidenceOverOtherReportData(t *testing.T) {
 // crlSource supplies a fixed SEV-SNP CRL as collateral.
 type crlSource struct{ name string }
 
-func (c crlSource) Collateral(_ context.Context, ev *enclave.Evidence) (map[string][]byte, error) {
+func (c crlSource) Collateral(_ context.Context, ev *evidence.Evidence) (map[string][]byte, error) {
 	return map[string][]byte{c.name: []byte("crl der for " + ev.Platform)}, nil
 }
 

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/clawea/attester/attestation"
-	"github.com/clawea/attester/attestation/evidencedoc"
-	"github.com/clawea/attester/attestation/teeclaims"
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
@@ -21,6 +19,9 @@ import (
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/teeclaims"
 )
 
 // testNow is inside the validity of every simulated certificate.
@@ -306,7 +307,7 @@ type forgeSpec struct {
 	auditRoot      string
 	auditCount     int64
 	commitments    func(*evidencedoc.Commitments)
-	mutateEvidence func(*enclave.Evidence)
+	mutateEvidence func(*evidence.Evidence)
 	mutateJWS      func([]byte) []byte
 	mutatePayload  func(*poh.ExecutionAttestation)
 }
@@ -358,7 +359,7 @@ func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := enclave.NewReportData(nonce, s.rdKey, ctxBytes)
+	rd, err := evidence.NewReportData(nonce, s.rdKey, ctxBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,11 +9,11 @@ import (
 
 	"github.com/google/go-sev-guest/kds"
 
-	"github.com/clawea/attester/attestation/evidencedoc"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/verify/platform"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // CheckKeyAttestation names the key-attestation check.

@@ -25,13 +25,13 @@ import (
 
 	"github.com/google/go-sev-guest/kds"
 
-	"github.com/clawea/attester/attestation/evidencedoc"
-	"github.com/clawea/attester/attestation/teeclaims"
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/verify/platform"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/teeclaims"
 )
 
 // Input limits.
@@ -628,11 +628,11 @@ func itemCollateral(base *platform.Collateral, it evidencedoc.Item) *platform.Co
 	}
 	col := it.Collateral
 	switch it.Evidence.Platform {
-	case enclave.PlatformSEVSNP:
+	case evidence.PlatformSEVSNP:
 		if crl := col["crl"]; len(crl) > 0 {
 			c.SEVSNPCRLs = append(c.SEVSNPCRLs, crl)
 		}
-	case enclave.PlatformTDX:
+	case evidence.PlatformTDX:
 		fill := func(dst *[]byte, v []byte) {
 			if len(*dst) == 0 && len(v) > 0 {
 				*dst = v

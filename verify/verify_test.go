@@ -11,13 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/attestation/evidencedoc"
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/verify/platform"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 func hexSHA(s string) string {
@@ -257,7 +257,7 @@ func TestEvidenceFailures(t *testing.T) {
 	})
 	t.Run("sev simulated evidence claiming real: wrong root", func(t *testing.T) {
 		spec := forgeRun(t, sev, r)
-		spec.mutateEvidence = func(ev *enclave.Evidence) { ev.Simulated = false }
+		spec.mutateEvidence = func(ev *evidence.Evidence) { ev.Simulated = false }
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
 		wantErr(t, err, ErrRejected, "platform/", "")
@@ -276,7 +276,7 @@ func TestEvidenceFailures(t *testing.T) {
 	})
 	t.Run("missing chain", func(t *testing.T) {
 		spec := forgeRun(t, sev, r)
-		spec.mutateEvidence = func(ev *enclave.Evidence) { ev.CertChain = nil; ev.Aux = nil }
+		spec.mutateEvidence = func(ev *evidence.Evidence) { ev.CertChain = nil; ev.Aux = nil }
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
 		wantErr(t, err, ErrRejected, "platform/", "")

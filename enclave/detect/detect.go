@@ -17,14 +17,15 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tpm"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Names accepted by Open.
 const (
 	Auto      = "auto"
-	SEVSNP    = enclave.PlatformSEVSNP
-	TDX       = enclave.PlatformTDX
-	TPM       = enclave.PlatformTPM
+	SEVSNP    = evidence.PlatformSEVSNP
+	TDX       = evidence.PlatformTDX
+	TPM       = evidence.PlatformTPM
 	Simulated = "simulated"
 )
 

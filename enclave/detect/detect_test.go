@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 func noHardware(t *testing.T) {
@@ -46,7 +47,7 @@ func TestSimulatedExplicit(t *testing.T) {
 	if !rep.Simulated || rep.Chosen != Simulated || !strings.Contains(rep.String(), "SIMULATED") {
 		t.Fatalf("report %+v", rep)
 	}
-	rd, err := enclave.NewReportData([32]byte{1}, make([]byte, 32), nil)
+	rd, err := evidence.NewReportData([32]byte{1}, make([]byte, 32), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestSimulatedExplicit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ev.Simulated || ev.Platform != enclave.PlatformSEVSNP {
+	if !ev.Simulated || ev.Platform != evidence.PlatformSEVSNP {
 		t.Fatalf("evidence not marked simulated: %+v", ev.Platform)
 	}
 	if _, ok := Capability[enclave.SealingKeyer](p); !ok {

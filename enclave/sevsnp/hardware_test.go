@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
-	"github.com/clawea/attester/enclave/sim/simroots"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	"github.com/google/go-sev-guest/validate"

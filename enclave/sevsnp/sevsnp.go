@@ -1,7 +1,7 @@
 // Package sevsnp is the AMD SEV-SNP backend: it obtains extended attestation
 // reports from the guest device of a confidential VM (configfs-tsm or
 // /dev/sev-guest) through github.com/google/go-sev-guest and packages them as
-// enclave.Evidence in the format of package snpevidence
+// evidence.Evidence in the format of package snpevidence
 // (docs/spec/platform-sevsnp.md).
 //
 // go-sev-guest registers global command-line flags (sev_guest_device_path,
@@ -22,7 +22,8 @@ import (
 	"sync"
 
 	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/client"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
@@ -203,8 +204,8 @@ func newDevice(transport string, src quoteSource, keyDev client.Device, opts Opt
 	}
 }
 
-// Platform returns enclave.PlatformSEVSNP.
-func (d *Device) Platform() string { return enclave.PlatformSEVSNP }
+// Platform returns evidence.PlatformSEVSNP.
+func (d *Device) Platform() string { return evidence.PlatformSEVSNP }
 
 // Transport returns the transport in use (TransportConfigFS or
 // TransportIoctl).
@@ -238,12 +239,12 @@ func (closedSource) rawQuote([64]byte) ([]byte, []byte, error) {
 // the host's certificate table in canonical encoding. Before returning, it
 // checks that the report carries rd and that its signature verifies under the
 // leaf certificate.
-func (d *Device) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
+func (d *Device) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if rd.IsZero() {
-		return nil, enclave.ErrZeroReportData
+		return nil, evidence.ErrZeroReportData
 	}
 	want := rd.Bytes()
 	d.mu.Lock()

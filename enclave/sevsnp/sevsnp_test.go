@@ -19,7 +19,8 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
 	labi "github.com/google/go-sev-guest/client/linuxabi"
 	sgtest "github.com/google/go-sev-guest/testing"
@@ -34,9 +35,9 @@ var (
 	fakeMeas    = bytes.Repeat([]byte{0x5a}, abi.MeasurementSize)
 )
 
-func reportData(t testing.TB, nonce byte) enclave.ReportData {
+func reportData(t testing.TB, nonce byte) evidence.ReportData {
 	t.Helper()
-	rd, err := enclave.NewReportData([32]byte{nonce}, ed25519.PublicKey(make([]byte, 32)), nil)
+	rd, err := evidence.NewReportData([32]byte{nonce}, ed25519.PublicKey(make([]byte, 32)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,9 +100,9 @@ func (f *fake) configfsDevice(opts Options) *Device {
 	return newDevice(TransportConfigFS, &providerSource{qp: &sgtest.QuoteProvider{Device: f.dev}, vmpl: opts.VMPL}, nil, opts)
 }
 
-func checkEvidence(t *testing.T, f *fake, ev *enclave.Evidence, rd enclave.ReportData) {
+func checkEvidence(t *testing.T, f *fake, ev *evidence.Evidence, rd evidence.ReportData) {
 	t.Helper()
-	if ev.Platform != enclave.PlatformSEVSNP || ev.Format != snpevidence.Format || ev.Simulated {
+	if ev.Platform != evidence.PlatformSEVSNP || ev.Format != snpevidence.Format || ev.Simulated {
 		t.Fatalf("marking: %q %q simulated=%v", ev.Platform, ev.Format, ev.Simulated)
 	}
 	p, err := snpevidence.Parse(ev)
@@ -155,7 +156,7 @@ func TestQuoteConfigFSProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEvidence(t, f, ev, rd)
-	if d.Transport() != TransportConfigFS || d.Platform() != enclave.PlatformSEVSNP {
+	if d.Transport() != TransportConfigFS || d.Platform() != evidence.PlatformSEVSNP {
 		t.Fatal(d.Transport(), d.Platform())
 	}
 	// A leveled request on a provider that cannot level fails closed.
@@ -236,7 +237,7 @@ func TestQuoteDeviceErrors(t *testing.T) {
 	if _, err := f.ioctlDevice(Options{}).Quote(context.Background(), rd); !errors.Is(err, ErrDevice) {
 		t.Fatalf("got %v, want ErrDevice", err)
 	}
-	if _, err := f.ioctlDevice(Options{}).Quote(context.Background(), enclave.ReportData{}); !errors.Is(err, enclave.ErrZeroReportData) {
+	if _, err := f.ioctlDevice(Options{}).Quote(context.Background(), evidence.ReportData{}); !errors.Is(err, evidence.ErrZeroReportData) {
 		t.Fatalf("zero report data: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

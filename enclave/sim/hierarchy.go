@@ -12,7 +12,7 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/clawea/attester/enclave/sim/simroots"
+	"github.com/clawea/attester/wire/simroots"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	"github.com/google/go-sev-guest/testing/data"

@@ -2,7 +2,7 @@
 // AMD SEV-SNP implementation in software: every Quote is a freshly built
 // ATTESTATION_REPORT over the caller's report data, signed with ECDSA P-384
 // by a VCEK whose certificate chains to the simulated ARK/ASK pinned in
-// enclave/sim/simroots (go-sev-guest's published test key hierarchy). The
+// wire/simroots (go-sev-guest's published test key hierarchy). The
 // real go-sev-guest verifier accepts its evidence only when given those
 // roots; with AMD's roots it rejects it.
 //
@@ -23,8 +23,9 @@ import (
 	"fmt"
 
 	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
-	"github.com/clawea/attester/enclave/sim/simroots"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
@@ -170,20 +171,20 @@ func New(opts Options) (*Simulator, error) {
 	return s, nil
 }
 
-// Platform returns enclave.PlatformSEVSNP: the simulator speaks SEV-SNP; the
+// Platform returns evidence.PlatformSEVSNP: the simulator speaks SEV-SNP; the
 // evidence's Simulated flag says it is not hardware.
-func (s *Simulator) Platform() string { return enclave.PlatformSEVSNP }
+func (s *Simulator) Platform() string { return evidence.PlatformSEVSNP }
 
 // String describes the simulator without any key material.
 func (s *Simulator) String() string { return "sim.Simulator(sev-snp, SIMULATED)" }
 
 // Quote returns simulated SEV-SNP evidence whose REPORT_DATA is rd.
-func (s *Simulator) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
+func (s *Simulator) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if rd.IsZero() {
-		return nil, enclave.ErrZeroReportData
+		return nil, evidence.ErrZeroReportData
 	}
 	b := rd.Bytes()
 	report, err := s.report(b)

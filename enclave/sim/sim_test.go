@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
 	"github.com/clawea/attester/enclave/sim"
-	"github.com/clawea/attester/enclave/sim/simroots"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
 	sgtest "github.com/google/go-sev-guest/testing"
@@ -33,9 +33,9 @@ var verifyTime = time.Date(2026, time.June, 1, 0, 0, 0, 0, time.UTC)
 
 var identity = ed25519.PublicKey(bytes.Repeat([]byte{7}, ed25519.PublicKeySize))
 
-func reportData(t testing.TB, nonce byte) enclave.ReportData {
+func reportData(t testing.TB, nonce byte) evidence.ReportData {
 	t.Helper()
-	rd, err := enclave.NewReportData([32]byte{nonce, 1, 2, 3}, identity, []byte("ctx"))
+	rd, err := evidence.NewReportData([32]byte{nonce, 1, 2, 3}, identity, []byte("ctx"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func productionOptions() *verify.Options {
 	return o
 }
 
-func attestation(t testing.TB, ev *enclave.Evidence) *spb.Attestation {
+func attestation(t testing.TB, ev *evidence.Evidence) *spb.Attestation {
 	t.Helper()
 	p, err := snpevidence.Parse(ev)
 	if err != nil {
@@ -89,7 +89,7 @@ func attestation(t testing.TB, ev *enclave.Evidence) *spb.Attestation {
 	return a
 }
 
-func policyOptions(rd enclave.ReportData, measurement []byte) *validate.Options {
+func policyOptions(rd evidence.ReportData, measurement []byte) *validate.Options {
 	b := rd.Bytes()
 	vmpl := 0
 	return &validate.Options{
@@ -109,7 +109,7 @@ func TestSimEvidenceVerifiesWithSimRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ev.Simulated || ev.Platform != enclave.PlatformSEVSNP || ev.Format != snpevidence.Format {
+	if !ev.Simulated || ev.Platform != evidence.PlatformSEVSNP || ev.Format != snpevidence.Format {
 		t.Fatalf("evidence marking: simulated=%v platform=%q format=%q", ev.Simulated, ev.Platform, ev.Format)
 	}
 	if len(ev.Blob) != abi.ReportSize || len(ev.CertChain) != 3 {
@@ -235,7 +235,7 @@ func TestTamperedReportFailsSignature(t *testing.T) {
 
 // replaceVCEK rebuilds ev with another VCEK certificate (and optionally
 // re-signs the report with key).
-func replaceVCEK(t *testing.T, ev *enclave.Evidence, vcekDER []byte, key *ecdsa.PrivateKey) *enclave.Evidence {
+func replaceVCEK(t *testing.T, ev *evidence.Evidence, vcekDER []byte, key *ecdsa.PrivateKey) *evidence.Evidence {
 	t.Helper()
 	p, err := snpevidence.Parse(ev)
 	if err != nil {
@@ -353,7 +353,7 @@ func TestQuotesAreFresh(t *testing.T) {
 	if pb.ReportData() != want {
 		t.Fatal("REPORT_DATA is not the requested value")
 	}
-	for _, ev := range []*enclave.Evidence{a, b} {
+	for _, ev := range []*evidence.Evidence{a, b} {
 		if err := verify.SnpAttestation(attestation(t, ev), simVerifyOptions(t)); err != nil {
 			t.Fatal(err)
 		}
@@ -362,7 +362,7 @@ func TestQuotesAreFresh(t *testing.T) {
 
 func TestQuoteRejectsZeroReportDataAndCanceledContext(t *testing.T) {
 	s := newSim(t, sim.Options{})
-	if _, err := s.Quote(context.Background(), enclave.ReportData{}); !errors.Is(err, enclave.ErrZeroReportData) {
+	if _, err := s.Quote(context.Background(), evidence.ReportData{}); !errors.Is(err, evidence.ErrZeroReportData) {
 		t.Fatalf("zero report data: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -410,7 +410,7 @@ func TestCapabilities(t *testing.T) {
 	ctx := context.Background()
 	meas := bytes.Repeat([]byte{0x42}, abi.MeasurementSize)
 	s := newSim(t, sim.Options{Measurement: meas})
-	if s.Platform() != enclave.PlatformSEVSNP {
+	if s.Platform() != evidence.PlatformSEVSNP {
 		t.Fatal(s.Platform())
 	}
 	m, err := s.LaunchMeasurement(ctx)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 	"github.com/google/go-configfs-tsm/configfs/configfsi"
 	"github.com/google/go-configfs-tsm/configfs/linuxtsm"
 	"github.com/google/go-configfs-tsm/report"
@@ -115,12 +116,12 @@ func (l lockedSource) GetRawQuote(rd [64]byte) ([]byte, error) {
 }
 
 // Quote returns hardware evidence over rd.
-func (d *Device) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
-	return evidence(ctx, lockedSource{d}, rd, false)
+func (d *Device) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
+	return buildEvidence(ctx, lockedSource{d}, rd, false)
 }
 
-// Platform returns enclave.PlatformTDX.
-func (d *Device) Platform() string { return enclave.PlatformTDX }
+// Platform returns evidence.PlatformTDX.
+func (d *Device) Platform() string { return evidence.PlatformTDX }
 
 // LaunchMeasurement returns MRTD (48 bytes), read from a fresh internal
 // quote.

@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/enclave/tdx/internal/tdxtest"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
-	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/clawea/attester/wire/tdxsimroots"
 	"github.com/google/go-tdx-guest/abi"
 	"github.com/google/go-tdx-guest/pcs"
 	pb "github.com/google/go-tdx-guest/proto/tdx"

@@ -5,6 +5,7 @@ import (
 
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Simulated is a TDX platform backed by a fake quoting enclave. Its quotes
@@ -33,12 +34,12 @@ func NewSimulated(opts fakeqe.Options) (*Simulated, error) {
 }
 
 // Quote returns simulated evidence over rd.
-func (s *Simulated) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
-	return evidence(ctx, s.qe, rd, true)
+func (s *Simulated) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
+	return buildEvidence(ctx, s.qe, rd, true)
 }
 
-// Platform returns enclave.PlatformTDX.
-func (s *Simulated) Platform() string { return enclave.PlatformTDX }
+// Platform returns evidence.PlatformTDX.
+func (s *Simulated) Platform() string { return evidence.PlatformTDX }
 
 // LaunchMeasurement returns the simulated MRTD (48 bytes).
 func (s *Simulated) LaunchMeasurement(ctx context.Context) ([]byte, error) {

@@ -29,7 +29,8 @@ import (
 	"fmt"
 
 	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // Format is Evidence.Format for a TDX quote v4.
@@ -86,10 +87,10 @@ func quote(ctx context.Context, src rawQuoter, rd [64]byte) (*tdxquote.Quote, []
 	return q, blob, nil
 }
 
-// evidence builds Evidence for a fresh quote over rd.
-func evidence(ctx context.Context, src rawQuoter, rd enclave.ReportData, simulated bool) (*enclave.Evidence, error) {
+// buildEvidence builds Evidence for a fresh quote over rd.
+func buildEvidence(ctx context.Context, src rawQuoter, rd evidence.ReportData, simulated bool) (*evidence.Evidence, error) {
 	if rd.IsZero() {
-		return nil, enclave.ErrZeroReportData
+		return nil, evidence.ErrZeroReportData
 	}
 	q, blob, err := quote(ctx, src, rd.Bytes())
 	if err != nil {
@@ -99,8 +100,8 @@ func evidence(ctx context.Context, src rawQuoter, rd enclave.ReportData, simulat
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadQuote, err)
 	}
-	return &enclave.Evidence{
-		Platform:  enclave.PlatformTDX,
+	return &evidence.Evidence{
+		Platform:  evidence.PlatformTDX,
 		Simulated: simulated,
 		Format:    Format,
 		Blob:      blob,

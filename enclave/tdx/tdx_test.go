@@ -13,8 +13,9 @@ import (
 
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
-	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/clawea/attester/wire/tdxsimroots"
 	"github.com/google/go-tdx-guest/abi"
 	"github.com/google/go-tdx-guest/validate"
 	"github.com/google/go-tdx-guest/verify"
@@ -26,10 +27,10 @@ func timeSet(t time.Time) *verify.TimeSet {
 	return &verify.TimeSet{PckCertChain: t, TcbInfo: t, QeIdentity: t, PckCrl: t, RootCaCrl: t}
 }
 
-func reportData(t testing.TB, nonce byte) enclave.ReportData {
+func reportData(t testing.TB, nonce byte) evidence.ReportData {
 	t.Helper()
 	pub := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, 32)).Public().(ed25519.PublicKey)
-	rd, err := enclave.NewReportData([32]byte{0: nonce}, pub, []byte("ctx"))
+	rd, err := evidence.NewReportData([32]byte{0: nonce}, pub, []byte("ctx"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func newSimulated(t testing.TB, opts fakeqe.Options) *Simulated {
 
 // verifyEvidence runs go-tdx-guest's verifier (offline, pinned simulation
 // root) and a policy (REPORT_DATA, MRTD, debug off) over ev.Blob.
-func verifyEvidence(t testing.TB, ev *enclave.Evidence, rd enclave.ReportData, mrtd []byte) error {
+func verifyEvidence(t testing.TB, ev *evidence.Evidence, rd evidence.ReportData, mrtd []byte) error {
 	t.Helper()
 	pool, err := tdxsimroots.CertPool()
 	if err != nil {
@@ -76,10 +77,10 @@ func TestSimulatedEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Platform != enclave.PlatformTDX || ev.Format != Format || !ev.Simulated {
+	if ev.Platform != evidence.PlatformTDX || ev.Format != Format || !ev.Simulated {
 		t.Fatalf("evidence header %q %q simulated=%v", ev.Platform, ev.Format, ev.Simulated)
 	}
-	if s.Platform() != enclave.PlatformTDX {
+	if s.Platform() != evidence.PlatformTDX {
 		t.Error("Platform")
 	}
 	if len(ev.CertChain) != 3 || !tdxsimroots.IsRoot(ev.CertChain[2]) {
@@ -129,7 +130,7 @@ func TestSimulatedDebugTCB(t *testing.T) {
 
 func TestQuoteRefusesZeroReportData(t *testing.T) {
 	s := newSimulated(t, fakeqe.Options{})
-	if _, err := s.Quote(context.Background(), enclave.ReportData{}); !errors.Is(err, enclave.ErrZeroReportData) {
+	if _, err := s.Quote(context.Background(), evidence.ReportData{}); !errors.Is(err, evidence.ErrZeroReportData) {
 		t.Fatalf("got %v, want ErrZeroReportData", err)
 	}
 }

@@ -12,12 +12,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/clawea/attester/enclave/tpm/tpmquote"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
-var update = flag.Bool("update", false, "rewrite tpmquote/testdata fixtures and the fuzz seeds from swtpm")
+var update = flag.Bool("update", false, "rewrite wire/tpmquote/testdata fixtures and the fuzz seeds from swtpm")
 
-// quoteFixture is the layout of tpmquote/testdata/swtpm_quote.json: a real
+// quoteFixture is the layout of wire/tpmquote/testdata/swtpm_quote.json: a real
 // swtpm quote and the NewReportData inputs it commits to, so the pure
 // verifier is tested on TPM-made bytes without a TPM.
 type quoteFixture struct {
@@ -60,7 +60,7 @@ func TestWriteFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join("tpmquote", "testdata")
+	dir := filepath.Join("..", "..", "wire", "tpmquote", "testdata")
 	if err := os.WriteFile(filepath.Join(dir, "swtpm_quote.json"), append(out, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}

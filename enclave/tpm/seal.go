@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-tpm/tpm2"
 
-	"github.com/clawea/attester/enclave/tpm/tpmquote"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // Sealing limits and labels (docs/spec/platform-tpm.md, "Sealing").

@@ -3,7 +3,7 @@
 // PCR-digest launch measurement and PCR-policy sealing.
 //
 // Evidence format and verifier rules: docs/spec/platform-tpm.md. The pure
-// parser and verifier live in enclave/tpm/tpmquote.
+// parser and verifier live in wire/tpmquote.
 package tpm
 
 import (
@@ -21,7 +21,8 @@ import (
 	"github.com/google/go-tpm/tpm2/transport"
 
 	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/tpm/tpmquote"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // Defaults.
@@ -365,7 +366,7 @@ func (t *TPM) Close() error {
 }
 
 // Platform implements enclave.Namer.
-func (t *TPM) Platform() string { return enclave.PlatformTPM }
+func (t *TPM) Platform() string { return evidence.PlatformTPM }
 
 // PCRs returns the configured PCR selection.
 func (t *TPM) PCRs() []int { return slices.Clone(t.pcrs) }
@@ -430,9 +431,9 @@ func (t *TPM) readPCRs(pcrs []int) (tpmquote.PCRValues, error) {
 // Quote implements enclave.Quoter: TPM2_Quote by the AK over the configured
 // PCRs with qualifying data rd.QualifyingData(), then the PCR values read
 // right after it (retried when a PCR changed in between).
-func (t *TPM) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Evidence, error) {
+func (t *TPM) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
 	if rd.IsZero() {
-		return nil, enclave.ErrZeroReportData
+		return nil, evidence.ErrZeroReportData
 	}
 	unlock, err := t.lock(ctx)
 	if err != nil {
@@ -475,8 +476,8 @@ func (t *TPM) Quote(ctx context.Context, rd enclave.ReportData) (*enclave.Eviden
 	}
 	unlock()
 
-	ev := &enclave.Evidence{
-		Platform:  enclave.PlatformTPM,
+	ev := &evidence.Evidence{
+		Platform:  evidence.PlatformTPM,
 		Simulated: t.simulated,
 		Format:    tpmquote.Format,
 		Blob:      attest,

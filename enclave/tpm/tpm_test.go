@@ -25,21 +25,22 @@ import (
 	"github.com/google/go-tpm/tpm2"
 
 	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/tpm/tpmquote"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
-func testReportData(t testing.TB, seed string) enclave.ReportData {
+func testReportData(t testing.TB, seed string) evidence.ReportData {
 	t.Helper()
 	nonce := sha256.Sum256([]byte("nonce/" + seed))
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
-	rd, err := enclave.NewReportData(nonce, key, []byte(seed))
+	rd, err := evidence.NewReportData(nonce, key, []byte(seed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return rd
 }
 
-func quote(t testing.TB, tp *TPM, rd enclave.ReportData) *enclave.Evidence {
+func quote(t testing.TB, tp *TPM, rd evidence.ReportData) *evidence.Evidence {
 	t.Helper()
 	ev, err := tp.Quote(context.Background(), rd)
 	if err != nil {
@@ -57,7 +58,7 @@ func pinned(tp *TPM) tpmquote.VerifyOpts {
 	return tpmquote.VerifyOpts{TrustedAKNames: [][]byte{ak.Name()}, AllowSimulated: true}
 }
 
-func cloneEvidence(ev *enclave.Evidence) *enclave.Evidence {
+func cloneEvidence(ev *evidence.Evidence) *evidence.Evidence {
 	c := *ev
 	c.Blob = slices.Clone(ev.Blob)
 	c.Signature = slices.Clone(ev.Signature)
@@ -92,7 +93,7 @@ func TestQuoteVerifies(t *testing.T) {
 	rd := testReportData(t, "a")
 	ev := quote(t, tp, rd)
 
-	if ev.Platform != enclave.PlatformTPM || ev.Format != tpmquote.Format || !ev.Simulated {
+	if ev.Platform != evidence.PlatformTPM || ev.Format != tpmquote.Format || !ev.Simulated {
 		t.Fatalf("evidence header = %q %q simulated=%v", ev.Platform, ev.Format, ev.Simulated)
 	}
 	if !bytes.Equal(ev.Aux[tpmquote.AuxAKPublic], tp.AKPublic()) {
@@ -116,7 +117,7 @@ func TestQuoteVerifies(t *testing.T) {
 	if !bytes.Equal(lm, v.Attest.PCRDigest) {
 		t.Fatalf("LaunchMeasurement %x, quote pcrDigest %x", lm, v.Attest.PCRDigest)
 	}
-	if tp.Platform() != enclave.PlatformTPM {
+	if tp.Platform() != evidence.PlatformTPM {
 		t.Fatal(tp.Platform())
 	}
 
@@ -178,32 +179,32 @@ func TestQuoteRejected(t *testing.T) {
 	flip := func(b []byte, i int) { b[i] ^= 0x01 }
 	cases := []struct {
 		name   string
-		mutate func(e *enclave.Evidence)
-		rd     *enclave.ReportData
+		mutate func(e *evidence.Evidence)
+		rd     *evidence.ReportData
 		opts   *tpmquote.VerifyOpts
 		want   error
 	}{
 		{name: "wrong qualifying data", rd: ptr(testReportData(t, "other")), want: tpmquote.ErrQualifyingData},
-		{name: "zero report data", rd: &enclave.ReportData{}, want: enclave.ErrZeroReportData},
-		{name: "attest first byte", mutate: func(e *enclave.Evidence) { flip(e.Blob, 0) }, want: tpmquote.ErrBadSignature},
-		{name: "attest extraData byte", mutate: func(e *enclave.Evidence) { flip(e.Blob, 6+2+34+2) }, want: tpmquote.ErrBadSignature},
-		{name: "attest last byte", mutate: func(e *enclave.Evidence) { flip(e.Blob, len(e.Blob)-1) }, want: tpmquote.ErrBadSignature},
-		{name: "attest truncated", mutate: func(e *enclave.Evidence) { e.Blob = e.Blob[:len(e.Blob)-1] }, want: tpmquote.ErrBadSignature},
-		{name: "signature r byte", mutate: func(e *enclave.Evidence) { flip(e.Signature, 6) }, want: tpmquote.ErrBadSignature},
-		{name: "signature s byte", mutate: func(e *enclave.Evidence) { flip(e.Signature, len(e.Signature)-1) }, want: tpmquote.ErrBadSignature},
-		{name: "signature truncated", mutate: func(e *enclave.Evidence) { e.Signature = e.Signature[:len(e.Signature)-1] }, want: tpmquote.ErrMalformed},
-		{name: "wrong ak trusted", mutate: func(e *enclave.Evidence) { e.Aux[tpmquote.AuxAKPublic] = softwareAK(t) }, want: tpmquote.ErrUntrustedAK},
-		{name: "wrong ak untrusted mode", mutate: func(e *enclave.Evidence) { e.Aux[tpmquote.AuxAKPublic] = softwareAK(t) },
+		{name: "zero report data", rd: &evidence.ReportData{}, want: evidence.ErrZeroReportData},
+		{name: "attest first byte", mutate: func(e *evidence.Evidence) { flip(e.Blob, 0) }, want: tpmquote.ErrBadSignature},
+		{name: "attest extraData byte", mutate: func(e *evidence.Evidence) { flip(e.Blob, 6+2+34+2) }, want: tpmquote.ErrBadSignature},
+		{name: "attest last byte", mutate: func(e *evidence.Evidence) { flip(e.Blob, len(e.Blob)-1) }, want: tpmquote.ErrBadSignature},
+		{name: "attest truncated", mutate: func(e *evidence.Evidence) { e.Blob = e.Blob[:len(e.Blob)-1] }, want: tpmquote.ErrBadSignature},
+		{name: "signature r byte", mutate: func(e *evidence.Evidence) { flip(e.Signature, 6) }, want: tpmquote.ErrBadSignature},
+		{name: "signature s byte", mutate: func(e *evidence.Evidence) { flip(e.Signature, len(e.Signature)-1) }, want: tpmquote.ErrBadSignature},
+		{name: "signature truncated", mutate: func(e *evidence.Evidence) { e.Signature = e.Signature[:len(e.Signature)-1] }, want: tpmquote.ErrMalformed},
+		{name: "wrong ak trusted", mutate: func(e *evidence.Evidence) { e.Aux[tpmquote.AuxAKPublic] = softwareAK(t) }, want: tpmquote.ErrUntrustedAK},
+		{name: "wrong ak untrusted mode", mutate: func(e *evidence.Evidence) { e.Aux[tpmquote.AuxAKPublic] = softwareAK(t) },
 			opts: &tpmquote.VerifyOpts{AllowUntrustedAK: true, AllowSimulated: true}, want: tpmquote.ErrBadSignature},
-		{name: "pcr value byte", mutate: func(e *enclave.Evidence) { flip(e.Aux[tpmquote.AuxPCRValues], 4) }, want: tpmquote.ErrPCRMismatch},
-		{name: "pcr values other selection", mutate: func(e *enclave.Evidence) {
+		{name: "pcr value byte", mutate: func(e *evidence.Evidence) { flip(e.Aux[tpmquote.AuxPCRValues], 4) }, want: tpmquote.ErrPCRMismatch},
+		{name: "pcr values other selection", mutate: func(e *evidence.Evidence) {
 			v, _ := tpmquote.ParsePCRValues(e.Aux[tpmquote.AuxPCRValues])
 			e.Aux[tpmquote.AuxPCRValues] = v[1:].Marshal()
 		}, want: tpmquote.ErrPCRMismatch},
-		{name: "pcr values missing", mutate: func(e *enclave.Evidence) { delete(e.Aux, tpmquote.AuxPCRValues) }, want: tpmquote.ErrMissingAuxField},
-		{name: "ak missing", mutate: func(e *enclave.Evidence) { delete(e.Aux, tpmquote.AuxAKPublic) }, want: tpmquote.ErrMissingAuxField},
-		{name: "wrong format", mutate: func(e *enclave.Evidence) { e.Format = "tpm2/quote-v2" }, want: tpmquote.ErrUnsupported},
-		{name: "wrong platform", mutate: func(e *enclave.Evidence) { e.Platform = enclave.PlatformTDX }, want: tpmquote.ErrUnsupported},
+		{name: "pcr values missing", mutate: func(e *evidence.Evidence) { delete(e.Aux, tpmquote.AuxPCRValues) }, want: tpmquote.ErrMissingAuxField},
+		{name: "ak missing", mutate: func(e *evidence.Evidence) { delete(e.Aux, tpmquote.AuxAKPublic) }, want: tpmquote.ErrMissingAuxField},
+		{name: "wrong format", mutate: func(e *evidence.Evidence) { e.Format = "tpm2/quote-v2" }, want: tpmquote.ErrUnsupported},
+		{name: "wrong platform", mutate: func(e *evidence.Evidence) { e.Platform = evidence.PlatformTDX }, want: tpmquote.ErrUnsupported},
 		{name: "no trust option", opts: &tpmquote.VerifyOpts{AllowSimulated: true}, want: tpmquote.ErrOptions},
 	}
 	for _, c := range cases {
@@ -314,7 +315,7 @@ func TestOpenErrors(t *testing.T) {
 
 func TestQuoteErrors(t *testing.T) {
 	tp := openSwtpm(t, Options{})
-	if _, err := tp.Quote(context.Background(), enclave.ReportData{}); !errors.Is(err, enclave.ErrZeroReportData) {
+	if _, err := tp.Quote(context.Background(), evidence.ReportData{}); !errors.Is(err, evidence.ErrZeroReportData) {
 		t.Fatalf("zero report data: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

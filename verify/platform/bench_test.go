@@ -3,11 +3,11 @@ package platform
 import (
 	"testing"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
 	"github.com/clawea/attester/enclave/sim"
-	"github.com/clawea/attester/enclave/sim/simroots"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/verify"
 	"github.com/google/go-sev-guest/verify/trust"
 	tdxabi "github.com/google/go-tdx-guest/abi"
@@ -71,7 +71,7 @@ func benchRealSEV(b *testing.B, cache bool) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := verifyRaw(ev, rd, enclave.ReportData{}, opts); err != nil {
+		if _, err := verifyRaw(ev, rd, evidence.ReportData{}, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

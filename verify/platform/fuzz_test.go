@@ -9,16 +9,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/wire/evidence"
 )
 
-var fuzzPlatforms = []string{enclave.PlatformSEVSNP, enclave.PlatformTDX, enclave.PlatformTPM, "other"}
+var fuzzPlatforms = []string{evidence.PlatformSEVSNP, evidence.PlatformTDX, evidence.PlatformTPM, "other"}
 
 // fuzzEvidence builds evidence from fuzz arguments.
-func fuzzEvidence(sel uint8, simulated bool, format string, blob, sig, c0, c1, c2 []byte, auxKey string, auxVal []byte) *enclave.Evidence {
-	ev := &enclave.Evidence{
+func fuzzEvidence(sel uint8, simulated bool, format string, blob, sig, c0, c1, c2 []byte, auxKey string, auxVal []byte) *evidence.Evidence {
+	ev := &evidence.Evidence{
 		Platform:  fuzzPlatforms[int(sel)%len(fuzzPlatforms)],
 		Simulated: simulated,
 		Format:    format,
@@ -46,7 +46,7 @@ type fuzzSeed struct {
 	auxVal     []byte
 }
 
-func seedOf(ev *enclave.Evidence) fuzzSeed {
+func seedOf(ev *evidence.Evidence) fuzzSeed {
 	s := fuzzSeed{simulated: ev.Simulated, format: ev.Format, blob: ev.Blob, sig: ev.Signature}
 	for i, p := range fuzzPlatforms {
 		if p == ev.Platform {
@@ -87,7 +87,7 @@ func FuzzVerify(f *testing.F) {
 	fx := loadTPMFixture(f)
 	f.Fuzz(func(t *testing.T, sel uint8, simulated bool, format string, blob, sig, c0, c1, c2 []byte, auxKey string, auxVal []byte) {
 		ev := fuzzEvidence(sel, simulated, format, blob, sig, c0, c1, c2, auxKey, auxVal)
-		if ev.Platform == enclave.PlatformTPM && auxKey == "ak_public" {
+		if ev.Platform == evidence.PlatformTPM && auxKey == "ak_public" {
 			ev.Aux["pcr_values"] = fx.ev.Aux["pcr_values"]
 		}
 		for _, opts := range []Options{

@@ -14,10 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // testNow is inside the validity of the simulated hierarchies, the real
@@ -26,10 +26,10 @@ var testNow = time.Date(2026, time.June, 1, 0, 0, 0, 0, time.UTC)
 
 func fixedNow() time.Time { return testNow }
 
-func testRD(t testing.TB, label string) enclave.ReportData {
+func testRD(t testing.TB, label string) evidence.ReportData {
 	t.Helper()
 	pub := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
-	rd, err := enclave.NewReportData(sha256.Sum256([]byte(label)), pub, []byte("verify/platform test"))
+	rd, err := evidence.NewReportData(sha256.Sum256([]byte(label)), pub, []byte("verify/platform test"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func simOpts() Options {
 	return Options{Now: fixedNow, AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
 }
 
-func simSEV(t testing.TB, o sim.Options, rd enclave.ReportData) *enclave.Evidence {
+func simSEV(t testing.TB, o sim.Options, rd evidence.ReportData) *evidence.Evidence {
 	t.Helper()
 	s, err := sim.New(o)
 	if err != nil {
@@ -54,7 +54,7 @@ func simSEV(t testing.TB, o sim.Options, rd enclave.ReportData) *enclave.Evidenc
 	return ev
 }
 
-func simTDX(t testing.TB, o fakeqe.Options, rd enclave.ReportData) *enclave.Evidence {
+func simTDX(t testing.TB, o fakeqe.Options, rd evidence.ReportData) *evidence.Evidence {
 	t.Helper()
 	s, err := tdx.NewSimulated(o)
 	if err != nil {
@@ -68,24 +68,24 @@ func simTDX(t testing.TB, o fakeqe.Options, rd enclave.ReportData) *enclave.Evid
 }
 
 type tpmFixture struct {
-	ev     *enclave.Evidence
-	rd     enclave.ReportData
+	ev     *evidence.Evidence
+	rd     evidence.ReportData
 	akName []byte
 }
 
-// loadTPMFixture reads the swtpm quote committed by enclave/tpm/tpmquote.
+// loadTPMFixture reads the swtpm quote committed by wire/tpmquote.
 func loadTPMFixture(t testing.TB) tpmFixture {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "enclave", "tpm", "tpmquote", "testdata", "swtpm_quote.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "wire", "tpmquote", "testdata", "swtpm_quote.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var fx struct {
-		NonceBinding    string           `json:"nonce_binding_hex"`
-		Identity        string           `json:"identity_hex"`
-		EvidenceContext string           `json:"evidence_context"`
-		AKName          string           `json:"ak_name_hex"`
-		Evidence        enclave.Evidence `json:"evidence"`
+		NonceBinding    string            `json:"nonce_binding_hex"`
+		Identity        string            `json:"identity_hex"`
+		EvidenceContext string            `json:"evidence_context"`
+		AKName          string            `json:"ak_name_hex"`
+		Evidence        evidence.Evidence `json:"evidence"`
 	}
 	if err := json.Unmarshal(raw, &fx); err != nil {
 		t.Fatal(err)
@@ -100,7 +100,7 @@ func loadTPMFixture(t testing.TB) tpmFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := enclave.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
+	rd, err := evidence.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func wantErr(t testing.TB, err error, class, sentinel error, check string) {
 	}
 }
 
-func cloneEvidence(ev *enclave.Evidence) *enclave.Evidence {
+func cloneEvidence(ev *evidence.Evidence) *evidence.Evidence {
 	c := *ev
 	c.Blob = append([]byte(nil), ev.Blob...)
 	c.Signature = append([]byte(nil), ev.Signature...)

@@ -1,4 +1,4 @@
-// Package platform verifies hardware evidence (enclave.Evidence) offline:
+// Package platform verifies hardware evidence (evidence.Evidence) offline:
 // AMD SEV-SNP reports to AMD's roots, Intel TDX quotes to Intel's SGX root,
 // and TPM 2.0 quotes to pinned attestation keys. It is the hardware layer of
 // the offline verifier (docs/spec/verify-platform.md).
@@ -21,7 +21,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Status says whether an optional check ran.
@@ -80,7 +80,7 @@ type Options struct {
 // Result is what Verify established. Every field was verified; nothing is
 // copied from the evidence unchecked.
 type Result struct {
-	// Platform is the evidence platform (enclave.PlatformSEVSNP, ...).
+	// Platform is the evidence platform (evidence.PlatformSEVSNP, ...).
 	Platform string
 	// Format is the evidence format label.
 	Format string
@@ -129,18 +129,18 @@ type Result struct {
 // the verifier recomputed. It returns only verified data. Errors wrap
 // ErrRejected, ErrCannotCheck or ErrBadOptions, and an *Error names the
 // failing check. Verify never uses the network.
-func Verify(ev *enclave.Evidence, want enclave.ReportData, opts Options) (*Result, error) {
+func Verify(ev *evidence.Evidence, want evidence.ReportData, opts Options) (*Result, error) {
 	if want.IsZero() {
-		return nil, badOptions("expected report data is zero (not built by enclave.NewReportData)")
+		return nil, badOptions("expected report data is zero (not built by evidence.NewReportData)")
 	}
 	return verifyRaw(ev, want.Bytes(), want, opts)
 }
 
 // verifyRaw is Verify over raw expected report data (rd, when not zero, is
-// the same value as an enclave.ReportData; TPM verification needs it). The
-// public API takes only enclave.ReportData; tests use this to check the
+// the same value as an evidence.ReportData; TPM verification needs it). The
+// public API takes only evidence.ReportData; tests use this to check the
 // vendors' real samples, whose REPORT_DATA no NewReportData input produces.
-func verifyRaw(ev *enclave.Evidence, want [64]byte, rd enclave.ReportData, opts Options) (res *Result, err error) {
+func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opts Options) (res *Result, err error) {
 	if opts.Now == nil {
 		return nil, badOptions("options: Now is required")
 	}
@@ -154,11 +154,11 @@ func verifyRaw(ev *enclave.Evidence, want [64]byte, rd enclave.ReportData, opts 
 	err = guard(CheckParse, func() error {
 		var err error
 		switch ev.Platform {
-		case enclave.PlatformSEVSNP:
+		case evidence.PlatformSEVSNP:
 			res, err = verifySEVSNP(ev, want, now, &opts)
-		case enclave.PlatformTDX:
+		case evidence.PlatformTDX:
 			res, err = verifyTDX(ev, want, now, &opts)
-		case enclave.PlatformTPM:
+		case evidence.PlatformTPM:
 			res, err = verifyTPM(ev, rd, &opts)
 		default:
 			err = cannotCheck(CheckFormat, fmt.Errorf("%w: platform %q", ErrUnsupported, truncate(ev.Platform)))
@@ -172,7 +172,7 @@ func verifyRaw(ev *enclave.Evidence, want [64]byte, rd enclave.ReportData, opts 
 }
 
 // checkSimulated applies the AllowSimulated rule.
-func checkSimulated(ev *enclave.Evidence, opts *Options) error {
+func checkSimulated(ev *evidence.Evidence, opts *Options) error {
 	if ev.Simulated && !opts.AllowSimulated {
 		return rejected(CheckSimulated, ErrSimulated)
 	}

@@ -4,15 +4,15 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 func TestVerifyInputs(t *testing.T) {
 	rd := testRD(t, "x")
 	ev := simSEV(t, sim.Options{}, rd)
 
-	_, err := Verify(ev, enclave.ReportData{}, simOpts())
+	_, err := Verify(ev, evidence.ReportData{}, simOpts())
 	wantErr(t, err, ErrBadOptions, nil, CheckOptions)
 
 	o := simOpts()
@@ -26,8 +26,8 @@ func TestVerifyInputs(t *testing.T) {
 	for _, c := range []struct{ platform, format string }{
 		{"sgx", "sgx/quote"},
 		{"", ""},
-		{enclave.PlatformSEVSNP, "sev-snp/attestation-report-v9"},
-		{enclave.PlatformTDX, "tdx/quote-v5"},
+		{evidence.PlatformSEVSNP, "sev-snp/attestation-report-v9"},
+		{evidence.PlatformTDX, "tdx/quote-v5"},
 	} {
 		bad := cloneEvidence(ev)
 		bad.Platform, bad.Format = c.platform, c.format

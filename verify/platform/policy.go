@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	"github.com/google/go-sev-guest/validate"
@@ -62,11 +62,11 @@ func CheckPolicy(r *Result, p Policy) error {
 		return policyErr(CheckDebug, errors.New("debuggable guest refused"))
 	}
 	switch r.Platform {
-	case enclave.PlatformSEVSNP:
+	case evidence.PlatformSEVSNP:
 		return checkSEVSNPPolicy(r, p)
-	case enclave.PlatformTDX:
+	case evidence.PlatformTDX:
 		return checkTDXPolicy(r, p)
-	case enclave.PlatformTPM:
+	case evidence.PlatformTPM:
 		if r.TPM == nil {
 			return policyErr(CheckOptions, errors.New("result was not produced by Verify"))
 		}

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/clawea/attester/enclave/sim/simroots"
-	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/tdxsimroots"
 	"github.com/google/go-sev-guest/verify/trust"
 )
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
@@ -47,7 +47,7 @@ type snpVerified struct {
 	att *spb.Attestation
 }
 
-func verifySEVSNP(ev *enclave.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
+func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
 	if err := checkSimulated(ev, opts); err != nil {
 		return nil, err
 	}
@@ -122,7 +122,7 @@ func verifySEVSNP(ev *enclave.Evidence, want [64]byte, now time.Time, opts *Opti
 		return nil, rejected(CheckParse, err)
 	}
 	res := &Result{
-		Platform:    enclave.PlatformSEVSNP,
+		Platform:    evidence.PlatformSEVSNP,
 		Format:      ev.Format,
 		Simulated:   ev.Simulated,
 		Measurement: clone(report.GetMeasurement()),
@@ -275,7 +275,7 @@ func diagnoseSNP(libErr error, p *snpevidence.Parsed, root *amdRoot, now time.Ti
 	return rejected(CheckChain, libErr)
 }
 
-func snpCacheKey(ev *enclave.Evidence, p *snpevidence.Parsed, root *amdRoot, c *Collateral) [32]byte {
+func snpCacheKey(ev *evidence.Evidence, p *snpevidence.Parsed, root *amdRoot, c *Collateral) [32]byte {
 	k := newCacheKey("sev-snp")
 	k.add([]byte(root.rootID))
 	k.add([]byte{byte(p.Signer)})

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
 	"github.com/clawea/attester/enclave/sim"
-	"github.com/clawea/attester/enclave/sim/simroots"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/testing/data"
 )
@@ -28,7 +28,7 @@ func TestSEVSimulatedAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Simulated || res.Platform != enclave.PlatformSEVSNP || res.RootID != "sim-amd-ark-milan" {
+	if !res.Simulated || res.Platform != evidence.PlatformSEVSNP || res.RootID != "sim-amd-ark-milan" {
 		t.Fatalf("result %+v", res)
 	}
 	if !bytes.Equal(res.Measurement, meas) || !bytes.Equal(res.HostData, host) || res.ReportData != rd.Bytes() {
@@ -293,7 +293,7 @@ func TestSEVCertCache(t *testing.T) {
 
 // realSEV returns go-sev-guest's real Milan hardware report (a v2 report of
 // a debug guest) with the VCEK that signed it, and its REPORT_DATA.
-func realSEV(t testing.TB) (*enclave.Evidence, [64]byte) {
+func realSEV(t testing.TB) (*evidence.Evidence, [64]byte) {
 	t.Helper()
 	report := readModuleFile(t, sevModule, "verify/testdata/attestation.bin")
 	vcek := readModuleFile(t, sevModule, "verify/testdata/vcek.testcer")
@@ -309,7 +309,7 @@ func realSEV(t testing.TB) (*enclave.Evidence, [64]byte) {
 func TestSEVRealSampleToAMDRoots(t *testing.T) {
 	ev, rd := realSEV(t)
 	opts := Options{Now: fixedNow, AllowUncheckedRevocation: true}
-	res, err := verifyRaw(ev, rd, enclave.ReportData{}, opts)
+	res, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
 	if err != nil {
 		t.Fatalf("real report rejected: %v", err)
 	}
@@ -329,7 +329,7 @@ func TestSEVRealSampleToAMDRoots(t *testing.T) {
 	// Cached and direct verification agree.
 	opts.CertCache = NewCertCache(0)
 	for range 2 {
-		if _, err := verifyRaw(ev, rd, enclave.ReportData{}, opts); err != nil {
+		if _, err := verifyRaw(ev, rd, evidence.ReportData{}, opts); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -344,14 +344,14 @@ func TestSEVRealSampleNegative(t *testing.T) {
 	t.Run("wrong report data", func(t *testing.T) {
 		other := rd
 		other[0] ^= 1
-		_, err := verifyRaw(ev, other, enclave.ReportData{}, opts)
+		_, err := verifyRaw(ev, other, evidence.ReportData{}, opts)
 		wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
 	})
 	t.Run("tampered", func(t *testing.T) {
 		for _, off := range []int{0x08, 0x50, 0x90, 0x180, 0x2A0} {
 			bad := cloneEvidence(ev)
 			bad.Blob[off] ^= 0x80
-			_, err := verifyRaw(bad, rd, enclave.ReportData{}, opts)
+			_, err := verifyRaw(bad, rd, evidence.ReportData{}, opts)
 			wantErr(t, err, ErrRejected, nil, "")
 		}
 	})
@@ -360,13 +360,13 @@ func TestSEVRealSampleNegative(t *testing.T) {
 		sim.Simulated = true
 		o := opts
 		o.AllowSimulated = true
-		_, err := verifyRaw(sim, rd, enclave.ReportData{}, o)
+		_, err := verifyRaw(sim, rd, evidence.ReportData{}, o)
 		wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
 	})
 	t.Run("expired vcek", func(t *testing.T) {
 		o := opts
 		o.Now = func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
-		_, err := verifyRaw(ev, rd, enclave.ReportData{}, o)
+		_, err := verifyRaw(ev, rd, evidence.ReportData{}, o)
 		wantErr(t, err, ErrRejected, nil, CheckChain)
 	})
 	t.Run("vlek signer without vlek", func(t *testing.T) {
@@ -374,7 +374,7 @@ func TestSEVRealSampleNegative(t *testing.T) {
 		// leaf: the chain is checked against the ASVK and fails.
 		bad := cloneEvidence(ev)
 		bad.Blob[0x48] = byte(abi.VlekReportSigner) << 2
-		_, err := verifyRaw(bad, rd, enclave.ReportData{}, opts)
+		_, err := verifyRaw(bad, rd, evidence.ReportData{}, opts)
 		wantErr(t, err, ErrRejected, nil, "")
 	})
 }

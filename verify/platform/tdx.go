@@ -11,9 +11,9 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
-	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/clawea/attester/wire/tdxsimroots"
 	tdxabi "github.com/google/go-tdx-guest/abi"
 	tdxpb "github.com/google/go-tdx-guest/proto/tdx"
 	tdxverify "github.com/google/go-tdx-guest/verify"
@@ -37,7 +37,7 @@ type TDXClaims struct {
 	QESVN uint16
 }
 
-func verifyTDX(ev *enclave.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
+func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
 	if ev.Format != TDXFormat {
 		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, truncate(ev.Format)))
 	}
@@ -118,7 +118,7 @@ func verifyTDX(ev *enclave.Evidence, want [64]byte, now time.Time, opts *Options
 	}
 
 	res := &Result{
-		Platform:    enclave.PlatformTDX,
+		Platform:    evidence.PlatformTDX,
 		Format:      ev.Format,
 		Simulated:   ev.Simulated,
 		ReportData:  q.Body.ReportData,

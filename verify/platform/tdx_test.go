@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/google/go-tdx-guest/pcs"
 	testcases "github.com/google/go-tdx-guest/testing"
 )
@@ -45,7 +45,7 @@ func TestTDXSimulatedAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	td := fakeqe.DefaultTD()
-	if !res.Simulated || res.RootID != "sim-intel-sgx-root" || res.Platform != enclave.PlatformTDX {
+	if !res.Simulated || res.RootID != "sim-intel-sgx-root" || res.Platform != evidence.PlatformTDX {
 		t.Fatalf("result %+v", res)
 	}
 	if !bytes.Equal(res.Measurement, td.MRTD[:]) || res.ReportData != rd.Bytes() || res.Debug {
@@ -180,7 +180,7 @@ func TestTDXCollateralRequiredByDefault(t *testing.T) {
 
 // realTDX returns a real quote from go-tdx-guest's testdata (trailing device
 // bytes dropped) as evidence, and its REPORT_DATA.
-func realTDX(t testing.TB, name string) (*enclave.Evidence, [64]byte) {
+func realTDX(t testing.TB, name string) (*evidence.Evidence, [64]byte) {
 	t.Helper()
 	raw := readModuleFile(t, tdxModule, name)
 	n, err := tdxquote.Length(raw)
@@ -195,7 +195,7 @@ func realTDX(t testing.TB, name string) (*enclave.Evidence, [64]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &enclave.Evidence{Platform: enclave.PlatformTDX, Format: TDXFormat, Blob: raw[:n], CertChain: chain}, q.Body.ReportData
+	return &evidence.Evidence{Platform: evidence.PlatformTDX, Format: TDXFormat, Blob: raw[:n], CertChain: chain}, q.Body.ReportData
 }
 
 var realTDXSamples = []string{"testing/testdata/tdx_prod_quote_SPR_E4.dat", "testing/testdata/ccel/cos-113-tdx-quote.dat"}
@@ -205,7 +205,7 @@ func TestTDXRealSamplesToIntelRoot(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ev, rd := realTDX(t, name)
 			opts := Options{Now: fixedNow, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
-			res, err := verifyRaw(ev, rd, enclave.ReportData{}, opts)
+			res, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
 			if err != nil {
 				t.Fatalf("real quote rejected: %v", err)
 			}
@@ -215,19 +215,19 @@ func TestTDXRealSamplesToIntelRoot(t *testing.T) {
 			// Negative: report data, tampering, simulation roots.
 			other := rd
 			other[63] ^= 1
-			_, err = verifyRaw(ev, other, enclave.ReportData{}, opts)
+			_, err = verifyRaw(ev, other, evidence.ReportData{}, opts)
 			wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
 			for _, off := range []int{offHeader, offMRTD, offSig + 1, offQEReport + 0x30, offQESig + 1} {
 				bad := cloneEvidence(ev)
 				bad.Blob[off] ^= 1
-				_, err := verifyRaw(bad, rd, enclave.ReportData{}, opts)
+				_, err := verifyRaw(bad, rd, evidence.ReportData{}, opts)
 				wantErr(t, err, ErrRejected, nil, "")
 			}
 			sim := cloneEvidence(ev)
 			sim.Simulated = true
 			o := opts
 			o.AllowSimulated = true
-			_, err = verifyRaw(sim, rd, enclave.ReportData{}, o)
+			_, err = verifyRaw(sim, rd, evidence.ReportData{}, o)
 			wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
 		})
 	}
@@ -268,7 +268,7 @@ func TestTDXShippedCollateralExpired(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			opts := Options{Now: now, Collateral: shippedCollateral(t)}
-			_, err := verifyRaw(ev, rd, enclave.ReportData{}, opts)
+			_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
 			wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckCollateral)
 		})
 	}
@@ -280,7 +280,7 @@ func TestTDXShippedCollateralInsideValidity(t *testing.T) {
 	// so it is rejected for that, not for expiry.
 	ev, rd := realTDX(t, realTDXSamples[0])
 	opts := Options{Now: func() time.Time { return time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC) }, Collateral: shippedCollateral(t)}
-	_, err := verifyRaw(ev, rd, enclave.ReportData{}, opts)
+	_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
 	wantErr(t, err, ErrRejected, nil, CheckCollateral)
 	if errorsIs(err, ErrCollateralExpired) {
 		t.Fatalf("collateral reported expired inside its validity: %v", err)
@@ -291,7 +291,7 @@ func TestTDXPartialCollateral(t *testing.T) {
 	ev, rd := realTDX(t, realTDXSamples[0])
 	c := shippedCollateral(t)
 	c.TDXQEIdentity = nil
-	_, err := verifyRaw(ev, rd, enclave.ReportData{}, Options{Now: fixedNow, Collateral: c})
+	_, err := verifyRaw(ev, rd, evidence.ReportData{}, Options{Now: fixedNow, Collateral: c})
 	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckCollateral)
 }
 

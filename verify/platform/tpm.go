@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/tpm/tpmquote"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // TPMClaims are the verified TPM quote fields not in Result itself.
@@ -23,7 +23,7 @@ type TPMClaims struct {
 	FirmwareVersion uint64
 }
 
-func verifyTPM(ev *enclave.Evidence, rd enclave.ReportData, opts *Options) (*Result, error) {
+func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*Result, error) {
 	if ev.Format != tpmquote.Format {
 		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tpm format %q", ErrUnsupported, truncate(ev.Format)))
 	}
@@ -55,7 +55,7 @@ func verifyTPM(ev *enclave.Evidence, rd enclave.ReportData, opts *Options) (*Res
 		rootID = rootIDTPMAny
 	}
 	res := &Result{
-		Platform:    enclave.PlatformTPM,
+		Platform:    evidence.PlatformTPM,
 		Format:      ev.Format,
 		Simulated:   ev.Simulated,
 		ReportData:  rd.Bytes(),

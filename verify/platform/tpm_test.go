@@ -4,7 +4,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 func TestTPMFixture(t *testing.T) {
@@ -14,7 +14,7 @@ func TestTPMFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Platform != enclave.PlatformTPM || !res.Simulated || res.RootID != "sim-tpm-ak:"+hex.EncodeToString(fx.akName) {
+	if res.Platform != evidence.PlatformTPM || !res.Simulated || res.RootID != "sim-tpm-ak:"+hex.EncodeToString(fx.akName) {
 		t.Fatalf("result %+v", res)
 	}
 	d := res.TPM.PCRs.Digest()

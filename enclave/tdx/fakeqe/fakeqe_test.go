@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
-	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/clawea/attester/wire/tdxsimroots"
 	"github.com/google/go-tdx-guest/abi"
 	"github.com/google/go-tdx-guest/pcs"
 	"github.com/google/go-tdx-guest/validate"

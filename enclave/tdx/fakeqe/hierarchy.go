@@ -23,8 +23,8 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
-	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/clawea/attester/wire/tdxsimroots"
 )
 
 // Subject common names go-tdx-guest's verifier requires of a PCK chain.

@@ -6,7 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // UserDataMarker starts the header user data of every fake quote.

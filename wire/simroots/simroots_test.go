@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/clawea/attester/enclave/sim/simroots"
+	"github.com/clawea/attester/wire/simroots"
 	"github.com/google/go-sev-guest/testing/data"
 	"github.com/google/go-sev-guest/verify/trust"
 )

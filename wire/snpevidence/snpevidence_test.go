@@ -10,20 +10,20 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
 	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
 )
 
-func simEvidence(t testing.TB) *enclave.Evidence {
+func simEvidence(t testing.TB) *evidence.Evidence {
 	t.Helper()
 	s, err := sim.New(sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := enclave.NewReportData([32]byte{1}, ed25519.PublicKey(make([]byte, 32)), nil)
+	rd, err := evidence.NewReportData([32]byte{1}, ed25519.PublicKey(make([]byte, 32)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +34,9 @@ func simEvidence(t testing.TB) *enclave.Evidence {
 	return ev
 }
 
-func clone(ev *enclave.Evidence) *enclave.Evidence {
+func clone(ev *evidence.Evidence) *evidence.Evidence {
 	b, _ := json.Marshal(ev)
-	var out enclave.Evidence
+	var out evidence.Evidence
 	if err := json.Unmarshal(b, &out); err != nil {
 		panic(err)
 	}
@@ -91,39 +91,39 @@ func TestParseRejects(t *testing.T) {
 
 	cases := []struct {
 		name   string
-		mutate func(ev *enclave.Evidence)
+		mutate func(ev *evidence.Evidence)
 		want   error
 	}{
 		{"nil", nil, snpevidence.ErrMalformedEvidence},
-		{"platform", func(ev *enclave.Evidence) { ev.Platform = enclave.PlatformTDX }, snpevidence.ErrUnknownFormat},
-		{"format", func(ev *enclave.Evidence) { ev.Format = "sev-snp/attestation-report-v2" }, snpevidence.ErrUnknownFormat},
-		{"signature field", func(ev *enclave.Evidence) { ev.Signature = []byte{1} }, snpevidence.ErrMalformedEvidence},
-		{"short blob", func(ev *enclave.Evidence) { ev.Blob = ev.Blob[:100] }, snpevidence.ErrMalformedEvidence},
-		{"long blob", func(ev *enclave.Evidence) { ev.Blob = append(ev.Blob, 0) }, snpevidence.ErrMalformedEvidence},
-		{"version 1", func(ev *enclave.Evidence) { binary.LittleEndian.PutUint32(ev.Blob, 1) }, snpevidence.ErrMalformedEvidence},
-		{"version 6", func(ev *enclave.Evidence) { binary.LittleEndian.PutUint32(ev.Blob, 6) }, snpevidence.ErrMalformedEvidence},
-		{"policy reserved bit", func(ev *enclave.Evidence) { ev.Blob[0x0a] &^= 0x02 }, snpevidence.ErrMalformedEvidence},
-		{"signature algo", func(ev *enclave.Evidence) { ev.Blob[0x34] = 2 }, snpevidence.ErrMalformedEvidence},
-		{"unsigned report", func(ev *enclave.Evidence) { ev.Blob[0x48] = 7 << 2 }, snpevidence.ErrMalformedEvidence},
-		{"mbz", func(ev *enclave.Evidence) { ev.Blob[0x4c] = 1 }, snpevidence.ErrMalformedEvidence},
-		{"no chain", func(ev *enclave.Evidence) { ev.CertChain = nil; ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
-		{"long chain", func(ev *enclave.Evidence) { ev.CertChain = append(ev.CertChain, ev.CertChain[0]); ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
-		{"garbage cert", func(ev *enclave.Evidence) { ev.CertChain[0] = []byte{0x30, 0}; ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
-		{"empty cert", func(ev *enclave.Evidence) { ev.CertChain[1] = nil; ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
-		{"rsa leaf", func(ev *enclave.Evidence) { ev.CertChain = [][]byte{otherKey}; ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
-		{"chain not table", func(ev *enclave.Evidence) { ev.CertChain = ev.CertChain[:1] }, snpevidence.ErrMalformedEvidence},
-		{"chain reordered", func(ev *enclave.Evidence) {
+		{"platform", func(ev *evidence.Evidence) { ev.Platform = evidence.PlatformTDX }, snpevidence.ErrUnknownFormat},
+		{"format", func(ev *evidence.Evidence) { ev.Format = "sev-snp/attestation-report-v2" }, snpevidence.ErrUnknownFormat},
+		{"signature field", func(ev *evidence.Evidence) { ev.Signature = []byte{1} }, snpevidence.ErrMalformedEvidence},
+		{"short blob", func(ev *evidence.Evidence) { ev.Blob = ev.Blob[:100] }, snpevidence.ErrMalformedEvidence},
+		{"long blob", func(ev *evidence.Evidence) { ev.Blob = append(ev.Blob, 0) }, snpevidence.ErrMalformedEvidence},
+		{"version 1", func(ev *evidence.Evidence) { binary.LittleEndian.PutUint32(ev.Blob, 1) }, snpevidence.ErrMalformedEvidence},
+		{"version 6", func(ev *evidence.Evidence) { binary.LittleEndian.PutUint32(ev.Blob, 6) }, snpevidence.ErrMalformedEvidence},
+		{"policy reserved bit", func(ev *evidence.Evidence) { ev.Blob[0x0a] &^= 0x02 }, snpevidence.ErrMalformedEvidence},
+		{"signature algo", func(ev *evidence.Evidence) { ev.Blob[0x34] = 2 }, snpevidence.ErrMalformedEvidence},
+		{"unsigned report", func(ev *evidence.Evidence) { ev.Blob[0x48] = 7 << 2 }, snpevidence.ErrMalformedEvidence},
+		{"mbz", func(ev *evidence.Evidence) { ev.Blob[0x4c] = 1 }, snpevidence.ErrMalformedEvidence},
+		{"no chain", func(ev *evidence.Evidence) { ev.CertChain = nil; ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
+		{"long chain", func(ev *evidence.Evidence) { ev.CertChain = append(ev.CertChain, ev.CertChain[0]); ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
+		{"garbage cert", func(ev *evidence.Evidence) { ev.CertChain[0] = []byte{0x30, 0}; ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
+		{"empty cert", func(ev *evidence.Evidence) { ev.CertChain[1] = nil; ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
+		{"rsa leaf", func(ev *evidence.Evidence) { ev.CertChain = [][]byte{otherKey}; ev.Aux = nil }, snpevidence.ErrMalformedEvidence},
+		{"chain not table", func(ev *evidence.Evidence) { ev.CertChain = ev.CertChain[:1] }, snpevidence.ErrMalformedEvidence},
+		{"chain reordered", func(ev *evidence.Evidence) {
 			ev.CertChain[1], ev.CertChain[2] = ev.CertChain[2], ev.CertChain[1]
 		}, snpevidence.ErrMalformedEvidence},
-		{"unknown aux", func(ev *enclave.Evidence) { ev.Aux["event_log"] = []byte{1} }, snpevidence.ErrMalformedEvidence},
-		{"empty table", func(ev *enclave.Evidence) { ev.Aux[snpevidence.AuxCertTable] = nil }, snpevidence.ErrMalformedCertTable},
-		{"table trailing byte", func(ev *enclave.Evidence) {
+		{"unknown aux", func(ev *evidence.Evidence) { ev.Aux["event_log"] = []byte{1} }, snpevidence.ErrMalformedEvidence},
+		{"empty table", func(ev *evidence.Evidence) { ev.Aux[snpevidence.AuxCertTable] = nil }, snpevidence.ErrMalformedCertTable},
+		{"table trailing byte", func(ev *evidence.Evidence) {
 			ev.Aux[snpevidence.AuxCertTable] = append(ev.Aux[snpevidence.AuxCertTable], 0)
 		}, snpevidence.ErrMalformedCertTable},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var ev *enclave.Evidence
+			var ev *evidence.Evidence
 			if tc.mutate != nil {
 				ev = clone(good)
 				tc.mutate(ev)

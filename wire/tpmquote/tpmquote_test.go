@@ -17,23 +17,23 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // fixture loads testdata/swtpm_quote.json, a real swtpm quote (written by
 // enclave/tpm TestWriteFixtures -update).
-func fixture(t testing.TB) (*enclave.Evidence, enclave.ReportData, []byte) {
+func fixture(t testing.TB) (*evidence.Evidence, evidence.ReportData, []byte) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "swtpm_quote.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var fx struct {
-		NonceBinding    string           `json:"nonce_binding_hex"`
-		Identity        string           `json:"identity_hex"`
-		EvidenceContext string           `json:"evidence_context"`
-		AKName          string           `json:"ak_name_hex"`
-		Evidence        enclave.Evidence `json:"evidence"`
+		NonceBinding    string            `json:"nonce_binding_hex"`
+		Identity        string            `json:"identity_hex"`
+		EvidenceContext string            `json:"evidence_context"`
+		AKName          string            `json:"ak_name_hex"`
+		Evidence        evidence.Evidence `json:"evidence"`
 	}
 	if err := json.Unmarshal(raw, &fx); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func fixture(t testing.TB) (*enclave.Evidence, enclave.ReportData, []byte) {
 	n, _ := hex.DecodeString(fx.NonceBinding)
 	copy(nonce[:], n)
 	id, _ := hex.DecodeString(fx.Identity)
-	rd, err := enclave.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
+	rd, err := evidence.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,9 +50,9 @@ func fixture(t testing.TB) (*enclave.Evidence, enclave.ReportData, []byte) {
 	return &fx.Evidence, rd, name
 }
 
-func testRD(t testing.TB, s string) enclave.ReportData {
+func testRD(t testing.TB, s string) evidence.ReportData {
 	t.Helper()
-	rd, err := enclave.NewReportData(sha256.Sum256([]byte(s)), make(ed25519.PublicKey, ed25519.PublicKeySize), nil)
+	rd, err := evidence.NewReportData(sha256.Sum256([]byte(s)), make(ed25519.PublicKey, ed25519.PublicKeySize), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func testPCRs() PCRValues {
 
 // evidence builds evidence signed by k over rd with the given PCRs, after
 // letting edit change the attest.
-func (k *softKey) evidence(t testing.TB, rd enclave.ReportData, pcrs PCRValues, edit func(*Attest)) *enclave.Evidence {
+func (k *softKey) evidence(t testing.TB, rd evidence.ReportData, pcrs PCRValues, edit func(*Attest)) *evidence.Evidence {
 	t.Helper()
 	qd := rd.QualifyingData()
 	d := pcrs.Digest()
@@ -132,8 +132,8 @@ func (k *softKey) evidence(t testing.TB, rd enclave.ReportData, pcrs PCRValues, 
 		edit(a)
 	}
 	blob := a.Marshal()
-	return &enclave.Evidence{
-		Platform:  enclave.PlatformTPM,
+	return &evidence.Evidence{
+		Platform:  evidence.PlatformTPM,
 		Format:    Format,
 		Blob:      blob,
 		Signature: k.sign(t, blob),
@@ -202,65 +202,65 @@ func TestVerifyRejects(t *testing.T) {
 	good := ecc.evidence(t, rd, testPCRs(), nil)
 	cases := []struct {
 		name string
-		ev   func() *enclave.Evidence
-		rd   enclave.ReportData
+		ev   func() *evidence.Evidence
+		rd   evidence.ReportData
 		opts VerifyOpts
 		want error
 	}{
-		{name: "nil evidence", ev: func() *enclave.Evidence { return nil }, want: ErrMalformed},
-		{name: "contradictory options", ev: func() *enclave.Evidence { return good },
+		{name: "nil evidence", ev: func() *evidence.Evidence { return nil }, want: ErrMalformed},
+		{name: "contradictory options", ev: func() *evidence.Evidence { return good },
 			opts: VerifyOpts{AllowUntrustedAK: true, TrustedAKNames: [][]byte{{1}}}, want: ErrOptions},
-		{name: "no trust options", ev: func() *enclave.Evidence { return good }, opts: VerifyOpts{}, want: ErrOptions},
-		{name: "not restricted", ev: func() *enclave.Evidence {
+		{name: "no trust options", ev: func() *evidence.Evidence { return good }, opts: VerifyOpts{}, want: ErrOptions},
+		{name: "not restricted", ev: func() *evidence.Evidence {
 			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^AttrRestricted)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
-		{name: "decrypt key", ev: func() *enclave.Evidence {
+		{name: "decrypt key", ev: func() *evidence.Evidence {
 			k := newSoftKey(t, AlgECC, AKRequiredAttributes|AttrDecrypt)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
-		{name: "not fixedTPM", ev: func() *enclave.Evidence {
+		{name: "not fixedTPM", ev: func() *evidence.Evidence {
 			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^AttrFixedTPM)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
-		{name: "signer is a child key", ev: func() *enclave.Evidence {
+		{name: "signer is a child key", ev: func() *evidence.Evidence {
 			return ecc.evidence(t, rd, testPCRs(), func(a *Attest) {
 				a.QualifiedSigner = PrimaryQualifiedName(0x40000001, ecc.pub.Name())
 			})
 		}, want: ErrSignerMismatch},
-		{name: "rsa signature with ecc key", ev: func() *enclave.Evidence {
+		{name: "rsa signature with ecc key", ev: func() *evidence.Evidence {
 			e := rsaKey.evidence(t, rd, testPCRs(), nil)
 			e.Aux[AuxAKPublic] = ecc.pub.Marshal()
 			return e
 		}, want: ErrBadSignature},
-		{name: "extra data empty", ev: func() *enclave.Evidence {
+		{name: "extra data empty", ev: func() *evidence.Evidence {
 			return ecc.evidence(t, rd, testPCRs(), func(a *Attest) { a.ExtraData = nil })
 		}, want: ErrQualifyingData},
-		{name: "extra data is raw report data half", ev: func() *enclave.Evidence {
+		{name: "extra data is raw report data half", ev: func() *evidence.Evidence {
 			return ecc.evidence(t, rd, testPCRs(), func(a *Attest) { b := rd.Bytes(); a.ExtraData = b[:32] })
 		}, want: ErrQualifyingData},
-		{name: "pcr digest of other values", ev: func() *enclave.Evidence {
+		{name: "pcr digest of other values", ev: func() *evidence.Evidence {
 			return ecc.evidence(t, rd, testPCRs(), func(a *Attest) { a.PCRDigest = make([]byte, 32) })
 		}, want: ErrPCRMismatch},
-		{name: "pcr selection wider than values", ev: func() *enclave.Evidence {
+		{name: "pcr selection wider than values", ev: func() *evidence.Evidence {
 			return ecc.evidence(t, rd, testPCRs(), func(a *Attest) { a.PCRs = []int{0, 7, 22, 23} })
 		}, want: ErrPCRMismatch},
-		{name: "blob too large", ev: func() *enclave.Evidence {
+		{name: "blob too large", ev: func() *evidence.Evidence {
 			e := *good
 			e.Blob = make([]byte, MaxAttestSize+1)
 			return &e
 		}, want: ErrTooLarge},
-		{name: "too many certificates", ev: func() *enclave.Evidence {
+		{name: "too many certificates", ev: func() *evidence.Evidence {
 			e := *good
 			e.CertChain = make([][]byte, MaxCertChain+1)
 			return &e
 		}, want: ErrTooLarge},
-		{name: "certificate too large", ev: func() *enclave.Evidence {
+		{name: "certificate too large", ev: func() *evidence.Evidence {
 			e := *good
 			e.CertChain = [][]byte{make([]byte, MaxCertSize+1)}
 			return &e
 		}, want: ErrTooLarge},
-		{name: "event log too large", ev: func() *enclave.Evidence {
+		{name: "event log too large", ev: func() *evidence.Evidence {
 			e := *good
 			e.Aux = map[string][]byte{AuxAKPublic: good.Aux[AuxAKPublic], AuxPCRValues: good.Aux[AuxPCRValues], AuxEventLog: make([]byte, MaxEventLogSize+1)}
 			return &e

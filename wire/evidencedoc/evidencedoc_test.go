@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/attestation/evidencedoc"
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // fuzzKey signs the committed fuzz seeds.
@@ -63,8 +63,8 @@ func execDoc(t testing.TB) *evidencedoc.Document {
 			},
 		},
 		Items: []evidencedoc.Item{{
-			Evidence: &enclave.Evidence{
-				Platform: enclave.PlatformSEVSNP, Simulated: true, Format: "sev-snp/attestation-report",
+			Evidence: &evidence.Evidence{
+				Platform: evidence.PlatformSEVSNP, Simulated: true, Format: "sev-snp/attestation-report",
 				Blob: []byte("report bytes"), CertChain: [][]byte{[]byte("vcek"), []byte("ask"), []byte("ark")},
 				Aux: map[string][]byte{"cert_table": []byte("table")},
 			},
@@ -85,8 +85,8 @@ func keyDoc(t testing.TB, challenge []byte) *evidencedoc.Document {
 		Nonce:    nonce,
 		Key: &evidencedoc.KeyContext{Context: evidencedoc.KeyContextLabel, ChallengeB64u: b64u.Encode(challenge),
 			RecipientX25519B64u: b64u.Encode(bytes.Repeat([]byte{0x42}, 32))},
-		Items: []evidencedoc.Item{{Evidence: &enclave.Evidence{
-			Platform: enclave.PlatformTPM, Format: "tpm2/quote", Blob: []byte("attest"), Signature: []byte("sig"),
+		Items: []evidencedoc.Item{{Evidence: &evidence.Evidence{
+			Platform: evidence.PlatformTPM, Format: "tpm2/quote", Blob: []byte("attest"), Signature: []byte("sig"),
 			Aux: map[string][]byte{"ak_public": []byte("ak"), "pcr_values": []byte("pcrs")},
 		}}},
 	}
@@ -127,7 +127,7 @@ func TestSignParseRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, _ := enclave.NewReportData(d.Nonce, pub(), p.EvidenceContext())
+			want, _ := evidence.NewReportData(d.Nonce, pub(), p.EvidenceContext())
 			if rd != want {
 				t.Fatal("ReportData differs")
 			}
@@ -248,10 +248,10 @@ func TestSignRefusesInvalidDocuments(t *testing.T) {
 		"wrong nonce":   func(d *evidencedoc.Document) { d.Nonce[0] ^= 1 },
 		"both contexts": func(d *evidencedoc.Document) { d.Key = &evidencedoc.KeyContext{Context: evidencedoc.KeyContextLabel} },
 		"tdx with signature": func(d *evidencedoc.Document) {
-			d.Items[0].Evidence = &enclave.Evidence{Platform: "tdx", Format: "tdx/quote-v4", Blob: []byte{1}, Signature: []byte{1}}
+			d.Items[0].Evidence = &evidence.Evidence{Platform: "tdx", Format: "tdx/quote-v4", Blob: []byte{1}, Signature: []byte{1}}
 		},
 		"tpm without signature": func(d *evidencedoc.Document) {
-			d.Items[0].Evidence = &enclave.Evidence{Platform: "tpm", Format: "tpm2/quote", Blob: []byte{1}}
+			d.Items[0].Evidence = &evidence.Evidence{Platform: "tpm", Format: "tpm2/quote", Blob: []byte{1}}
 		},
 		"empty blob":     func(d *evidencedoc.Document) { d.Items[0].Evidence.Blob = nil },
 		"huge blob":      func(d *evidencedoc.Document) { d.Items[0].Evidence.Blob = make([]byte, evidencedoc.MaxBlobBytes+1) },

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/clawea/attester/enclave/tdx/internal/tdxtest"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
+	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // FuzzParse: Parse never panics; whatever it accepts re-encodes to the

@@ -1,5 +1,5 @@
 // Package snpevidence defines how AMD SEV-SNP evidence is carried in an
-// enclave.Evidence (docs/spec/platform-sevsnp.md) and holds the strict parser
+// evidence.Evidence (docs/spec/platform-sevsnp.md) and holds the strict parser
 // verifiers use. It contains no device code: producers (enclave/sevsnp,
 // enclave/sim) build evidence with Build, verifiers decode it with Parse and
 // hand Parsed.Attestation to go-sev-guest's verify and validate packages.
@@ -13,7 +13,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 	"github.com/google/go-sev-guest/abi"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
 )
@@ -73,7 +73,7 @@ type Parsed struct {
 // used only when the table has no entry for the report's signing key; it is
 // then added to the table (or, without a table, becomes the whole chain).
 // The result is checked with Parse before it is returned.
-func Build(report, certTable, endorsementCert []byte, simulated bool) (*enclave.Evidence, error) {
+func Build(report, certTable, endorsementCert []byte, simulated bool) (*evidence.Evidence, error) {
 	signer, err := checkReport(report)
 	if err != nil {
 		return nil, err
@@ -102,8 +102,8 @@ func Build(report, certTable, endorsementCert []byte, simulated bool) (*enclave.
 	} else {
 		chain = [][]byte{bytes.Clone(endorsementCert)}
 	}
-	ev := &enclave.Evidence{
-		Platform:  enclave.PlatformSEVSNP,
+	ev := &evidence.Evidence{
+		Platform:  evidence.PlatformSEVSNP,
 		Simulated: simulated,
 		Format:    Format,
 		Blob:      bytes.Clone(report),
@@ -121,11 +121,11 @@ func Build(report, certTable, endorsementCert []byte, simulated bool) (*enclave.
 // Parse decodes SEV-SNP evidence strictly (size limits, known fields only,
 // a certificate chain consistent with the certificate table). It returns
 // nothing on error. Parse checks structure only; see Parsed.
-func Parse(ev *enclave.Evidence) (*Parsed, error) {
+func Parse(ev *evidence.Evidence) (*Parsed, error) {
 	if ev == nil {
 		return nil, fmt.Errorf("%w: no evidence", ErrMalformedEvidence)
 	}
-	if ev.Platform != enclave.PlatformSEVSNP || ev.Format != Format {
+	if ev.Platform != evidence.PlatformSEVSNP || ev.Format != Format {
 		return nil, ErrUnknownFormat
 	}
 	if len(ev.Signature) != 0 {
@@ -210,9 +210,9 @@ func Parse(ev *enclave.Evidence) (*Parsed, error) {
 
 // Evidence re-encodes p. For any ev that Parse accepts, Parse(ev).Evidence()
 // marshals to the same JSON as ev.
-func (p *Parsed) Evidence() *enclave.Evidence {
-	ev := &enclave.Evidence{
-		Platform:  enclave.PlatformSEVSNP,
+func (p *Parsed) Evidence() *evidence.Evidence {
+	ev := &evidence.Evidence{
+		Platform:  evidence.PlatformSEVSNP,
 		Simulated: p.Simulated,
 		Format:    Format,
 		Blob:      bytes.Clone(p.Report),

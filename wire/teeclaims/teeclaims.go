@@ -17,9 +17,9 @@ import (
 	"github.com/google/go-sev-guest/kds"
 	"github.com/google/go-tpm/tpm2"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // PoH runtime_metadata.tee.attestation_type values.
@@ -34,9 +34,9 @@ const (
 var ErrEvidence = errors.New("teeclaims: unusable evidence")
 
 var formats = map[string]string{
-	enclave.PlatformSEVSNP: "sev-snp/attestation-report",
-	enclave.PlatformTDX:    "tdx/quote-v4",
-	enclave.PlatformTPM:    "tpm2/quote",
+	evidence.PlatformSEVSNP: "sev-snp/attestation-report",
+	evidence.PlatformTDX:    "tdx/quote-v4",
+	evidence.PlatformTPM:    "tpm2/quote",
 }
 
 // SimulatedSuffix ends the root_id of simulated evidence.
@@ -59,7 +59,7 @@ type Claims struct {
 
 // Derive parses ev (structure only: no signature is checked)
 // and derives the TEE claims. It has no device imports.
-func Derive(ev *enclave.Evidence) (*Claims, error) {
+func Derive(ev *evidence.Evidence) (*Claims, error) {
 	if ev == nil {
 		return nil, fmt.Errorf("%w: no evidence", ErrEvidence)
 	}
@@ -69,11 +69,11 @@ func Derive(ev *enclave.Evidence) (*Claims, error) {
 	var c *Claims
 	var err error
 	switch ev.Platform {
-	case enclave.PlatformSEVSNP:
+	case evidence.PlatformSEVSNP:
 		c, err = sevClaims(ev)
-	case enclave.PlatformTDX:
+	case evidence.PlatformTDX:
 		c, err = tdxClaims(ev)
-	case enclave.PlatformTPM:
+	case evidence.PlatformTPM:
 		c, err = tpmClaims(ev)
 	}
 	if err != nil {
@@ -85,7 +85,7 @@ func Derive(ev *enclave.Evidence) (*Claims, error) {
 	return c, nil
 }
 
-func sevClaims(ev *enclave.Evidence) (*Claims, error) {
+func sevClaims(ev *evidence.Evidence) (*Claims, error) {
 	p, err := snpevidence.Parse(ev)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
@@ -113,7 +113,7 @@ func sevClaims(ev *enclave.Evidence) (*Claims, error) {
 	}, nil
 }
 
-func tdxClaims(ev *enclave.Evidence) (*Claims, error) {
+func tdxClaims(ev *evidence.Evidence) (*Claims, error) {
 	if len(ev.Signature) != 0 || len(ev.Aux) != 0 {
 		return nil, fmt.Errorf("%w: tdx evidence has no signature or aux fields", ErrEvidence)
 	}
@@ -150,7 +150,7 @@ const (
 	maxTPMAKPublic = 1024
 )
 
-func tpmClaims(ev *enclave.Evidence) (*Claims, error) {
+func tpmClaims(ev *evidence.Evidence) (*Claims, error) {
 	if len(ev.Blob) > maxTPMBlob {
 		return nil, fmt.Errorf("%w: tpm quote is %d bytes, limit %d", ErrEvidence, len(ev.Blob), maxTPMBlob)
 	}
@@ -183,9 +183,9 @@ func tpmClaims(ev *enclave.Evidence) (*Claims, error) {
 // CheckReportData reports whether ev commits to rd: REPORT_DATA equal to
 // the 64 bytes for SEV-SNP and TDX, qualifying data equal to
 // rd.QualifyingData() for TPM.
-func CheckReportData(ev *enclave.Evidence, c *Claims, rd enclave.ReportData) error {
+func CheckReportData(ev *evidence.Evidence, c *Claims, rd evidence.ReportData) error {
 	want := rd.Bytes()
-	if ev.Platform == enclave.PlatformTPM {
+	if ev.Platform == evidence.PlatformTPM {
 		att, err := tpm2.Unmarshal[tpm2.TPMSAttest](ev.Blob)
 		if err != nil {
 			return fmt.Errorf("%w: tpm quote: %v", ErrEvidence, err)

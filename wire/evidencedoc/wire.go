@@ -10,11 +10,11 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // TimeFormat is the issued_at format: RFC 3339 UTC with milliseconds, as
@@ -55,16 +55,16 @@ type platformRule struct {
 }
 
 var platformRules = map[string]platformRule{
-	enclave.PlatformSEVSNP: {
+	evidence.PlatformSEVSNP: {
 		format:     "sev-snp/attestation-report",
 		aux:        []string{"cert_table"},
 		collateral: []string{"crl"},
 	},
-	enclave.PlatformTDX: {
+	evidence.PlatformTDX: {
 		format:     "tdx/quote-v4",
 		collateral: []string{"pck_crl", "qe_identity", "root_ca_crl", "tcb_info", "tcb_signing_chain"},
 	},
-	enclave.PlatformTPM: {
+	evidence.PlatformTPM: {
 		format:    "tpm2/quote",
 		signature: true,
 		aux:       []string{"ak_public", "event_log", "pcr_values"},
@@ -441,7 +441,7 @@ func itemFromWire(w *wireEvidence) (Item, error) {
 	if w.Format != rule.format {
 		return Item{}, fmt.Errorf("%w: format %q for platform %s", ErrUnsupported, truncate(w.Format), w.Platform)
 	}
-	ev := &enclave.Evidence{Platform: w.Platform, Simulated: w.Simulated, Format: w.Format}
+	ev := &evidence.Evidence{Platform: w.Platform, Simulated: w.Simulated, Format: w.Format}
 	var err error
 	if ev.Blob, err = decodeBounded("blob_b64u", w.BlobB64u, 1, MaxBlobBytes); err != nil {
 		return Item{}, err
@@ -528,7 +528,7 @@ func toWire(d *Document, did string) *wirePayload {
 	for _, it := range d.Items {
 		ev := it.Evidence
 		if ev == nil {
-			ev = &enclave.Evidence{}
+			ev = &evidence.Evidence{}
 		}
 		we := wireEvidence{
 			Platform:       ev.Platform,

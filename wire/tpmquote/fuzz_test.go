@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Every parser: no panic on any input, nothing returned with an error, and
@@ -87,9 +87,9 @@ func FuzzVerify(f *testing.F) {
 	f.Add(ev.Blob, ev.Signature, ev.Aux[AuxAKPublic], ev.Aux[AuxPCRValues])
 	fx, fxRD, _ := fixture(f)
 	f.Fuzz(func(t *testing.T, blob, sig, ak, pcrs []byte) {
-		for _, r := range []enclave.ReportData{rd, fxRD} {
-			e := &enclave.Evidence{
-				Platform:  enclave.PlatformTPM,
+		for _, r := range []evidence.ReportData{rd, fxRD} {
+			e := &evidence.Evidence{
+				Platform:  evidence.PlatformTPM,
 				Simulated: true,
 				Format:    Format,
 				Blob:      blob,

@@ -21,7 +21,7 @@ import (
 	"math/big"
 	"slices"
 
-	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Format is Evidence.Format for a TPM 2.0 quote.
@@ -95,7 +95,7 @@ type Verified struct {
 //
 // It does not check the EK certificate or the event log, and establishes AK
 // provenance only through TrustedAKNames.
-func Verify(ev *enclave.Evidence, rd enclave.ReportData, opts VerifyOpts) (*Verified, error) {
+func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Verified, error) {
 	if opts.AllowUntrustedAK == (len(opts.TrustedAKNames) > 0) {
 		return nil, fmt.Errorf("%w: set exactly one of TrustedAKNames and AllowUntrustedAK", ErrOptions)
 	}
@@ -103,9 +103,9 @@ func Verify(ev *enclave.Evidence, rd enclave.ReportData, opts VerifyOpts) (*Veri
 		return nil, fmt.Errorf("%w: nil evidence", ErrMalformed)
 	}
 	if rd.IsZero() {
-		return nil, enclave.ErrZeroReportData
+		return nil, evidence.ErrZeroReportData
 	}
-	if ev.Platform != enclave.PlatformTPM || ev.Format != Format {
+	if ev.Platform != evidence.PlatformTPM || ev.Format != Format {
 		return nil, fmt.Errorf("%w: platform %q format %q", ErrUnsupported, ev.Platform, ev.Format)
 	}
 	if ev.Simulated && !opts.AllowSimulated {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/clawea/attester/attestation/evidencedoc"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // FuzzParse: Parse never panics, returns nothing with an error, and

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/enclave/sevsnp/snpevidence"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
 )
 
 // FuzzParseCertTable: whatever ParseCertTable accepts re-encodes to the
@@ -63,7 +63,7 @@ func FuzzParseEvidence(f *testing.F) {
 		if len(data) > 256<<10 {
 			return
 		}
-		var ev enclave.Evidence
+		var ev evidence.Evidence
 		if json.Unmarshal(data, &ev) != nil {
 			return
 		}

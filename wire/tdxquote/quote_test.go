@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
-	"github.com/clawea/attester/enclave/tdx/internal/tdxtest"
-	"github.com/clawea/attester/enclave/tdx/tdxquote"
+	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/google/go-tdx-guest/abi"
 	pb "github.com/google/go-tdx-guest/proto/tdx"
 )

@@ -1,4 +1,4 @@
-package enclave
+package evidence
 
 import (
 	"crypto/ed25519"
@@ -31,10 +31,10 @@ type ReportData struct {
 // attestation it carries the X25519 pack-recipient key).
 func NewReportData(nonceBinding [32]byte, identity ed25519.PublicKey, evidenceContext []byte) (ReportData, error) {
 	if len(identity) != ed25519.PublicKeySize {
-		return ReportData{}, fmt.Errorf("enclave: identity key is %d bytes, want %d", len(identity), ed25519.PublicKeySize)
+		return ReportData{}, fmt.Errorf("evidence: identity key is %d bytes, want %d", len(identity), ed25519.PublicKeySize)
 	}
 	if len(evidenceContext) > MaxEvidenceContext {
-		return ReportData{}, fmt.Errorf("enclave: evidence context is %d bytes, limit %d", len(evidenceContext), MaxEvidenceContext)
+		return ReportData{}, fmt.Errorf("evidence: evidence context is %d bytes, limit %d", len(evidenceContext), MaxEvidenceContext)
 	}
 	var rd ReportData
 	copy(rd.b[:32], nonceBinding[:])
@@ -73,4 +73,4 @@ func (rd ReportData) QualifyingData() [32]byte { return sha256.Sum256(rd.b[:]) }
 func (rd ReportData) IsZero() bool { return rd == ReportData{} }
 
 // ErrZeroReportData is returned by backends given a zero ReportData.
-var ErrZeroReportData = errors.New("enclave: report data was not built with NewReportData")
+var ErrZeroReportData = errors.New("evidence: report data was not built with NewReportData")

@@ -19,7 +19,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Format constants.
@@ -126,7 +126,7 @@ type Document struct {
 
 // Item is one piece of hardware evidence and the collateral that goes with it.
 type Item struct {
-	Evidence *enclave.Evidence
+	Evidence *evidence.Evidence
 	// Collateral holds verification collateral under documented names
 	// (docs/spec/attestation-v1.md); nil when there is none.
 	Collateral map[string][]byte
@@ -186,7 +186,7 @@ type Metadata struct {
 func (d *Document) EvidenceContext() []byte { return append([]byte(nil), d.context...) }
 
 // ReportData recomputes the REPORT_DATA every evidence item must carry:
-// enclave.NewReportData(Nonce, AttesterKey, EvidenceContext()).
-func (d *Document) ReportData() (enclave.ReportData, error) {
-	return enclave.NewReportData(d.Nonce, d.AttesterKey, d.context)
+// evidence.NewReportData(Nonce, AttesterKey, EvidenceContext()).
+func (d *Document) ReportData() (evidence.ReportData, error) {
+	return evidence.NewReportData(d.Nonce, d.AttesterKey, d.context)
 }

@@ -11,17 +11,17 @@ import (
 
 	"github.com/google/go-tpm/tpm2"
 
-	"github.com/clawea/attester/attestation/teeclaims"
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
-	"github.com/clawea/attester/enclave/tdx/tdxsimroots"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tdxsimroots"
+	"github.com/clawea/attester/wire/teeclaims"
 )
 
-func reportData(t testing.TB, n byte) enclave.ReportData {
+func reportData(t testing.TB, n byte) evidence.ReportData {
 	t.Helper()
-	rd, err := enclave.NewReportData([32]byte{n}, ed25519.PublicKey(bytes.Repeat([]byte{7}, 32)), []byte("ctx"))
+	rd, err := evidence.NewReportData([32]byte{n}, ed25519.PublicKey(bytes.Repeat([]byte{7}, 32)), []byte("ctx"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestDeriveTPM(t *testing.T) {
 	q := rd.QualifyingData()
 	digest := sha256.Sum256([]byte("pcrs"))
 	ak := []byte("TPMT_PUBLIC bytes")
-	ev := &enclave.Evidence{Platform: "tpm", Format: "tpm2/quote", Blob: tpmQuote(q[:], 0x0102030405060708, digest[:]), Signature: []byte{1},
+	ev := &evidence.Evidence{Platform: "tpm", Format: "tpm2/quote", Blob: tpmQuote(q[:], 0x0102030405060708, digest[:]), Signature: []byte{1},
 		Aux: map[string][]byte{"ak_public": ak}}
 	c, err := teeclaims.Derive(ev)
 	if err != nil {
@@ -131,7 +131,7 @@ func TestDeriveTPM(t *testing.T) {
 }
 
 func TestDeriveRejects(t *testing.T) {
-	for name, ev := range map[string]*enclave.Evidence{
+	for name, ev := range map[string]*evidence.Evidence{
 		"nil":              nil,
 		"unknown platform": {Platform: "sgx", Format: "sgx/quote", Blob: []byte{1}},
 		"wrong format":     {Platform: "tdx", Format: "sev-snp/attestation-report", Blob: []byte{1}},
@@ -159,7 +159,7 @@ func FuzzDerive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, blob, aux []byte) {
 		platforms := []struct{ p, f string }{{"sev-snp", "sev-snp/attestation-report"}, {"tdx", "tdx/quote-v4"}, {"tpm", "tpm2/quote"}}
 		p := platforms[int(which)%len(platforms)]
-		ev := &enclave.Evidence{Platform: p.p, Format: p.f, Blob: blob, CertChain: [][]byte{aux}}
+		ev := &evidence.Evidence{Platform: p.p, Format: p.f, Blob: blob, CertChain: [][]byte{aux}}
 		if p.p == "tpm" {
 			ev.CertChain = nil
 			ev.Aux = map[string][]byte{"ak_public": aux}
