@@ -15,7 +15,7 @@
 // stays locked and mapped until the process exits.
 //
 // Sealer seals small secrets (private keys, data-encryption keys) to the
-// platform: KeySealer uses a platform-derived key (enclave.SealingKeyer) and
+// platform: KeySealer uses a platform-derived key (a Keyer, such as enclave.SealingKeyer) and
 // DevSealer a development key that is marked as such in every blob. The blob
 // format and the rules above are specified normatively in
 // docs/spec/sealed-memory.md.

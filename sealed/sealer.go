@@ -14,8 +14,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-
-	"github.com/clawea/attester/enclave"
 )
 
 // KeySize is the size of every sealing key: AES-256.
@@ -27,7 +25,7 @@ const KeySize = 32
 const DevKind = "development-insecure"
 
 // PlatformKeyLabelPrefix is prepended to the seal label to form the label a
-// KeySealer passes to its enclave.SealingKeyer, separating these keys from
+// KeySealer passes to its Keyer, separating these keys from
 // any other use of the platform key.
 const PlatformKeyLabelPrefix = "clawea.dev/attester/v1/sealed/"
 
@@ -62,7 +60,19 @@ var (
 	_ Sealer = (*DevSealer)(nil)
 )
 
-// KeyFunc adapts a function to enclave.SealingKeyer.
+// Keyer derives a platform-bound symmetric key for label: the same key
+// across restarts of the same workload on the same platform, another key
+// for any other label, workload measurement or platform. The returned slice
+// must be freshly allocated: KeySealer copies it into sealed memory and
+// zeroes it. Platform backends that can derive such keys (enclave/sevsnp,
+// enclave/sim; see enclave.SealingKeyer) satisfy it.
+//
+// sealed owns this interface so that it depends on no platform package.
+type Keyer interface {
+	SealingKey(ctx context.Context, label string) ([]byte, error)
+}
+
+// KeyFunc adapts a function to Keyer.
 type KeyFunc func(ctx context.Context, label string) ([]byte, error)
 
 // SealingKey calls f.
@@ -83,7 +93,7 @@ type KeySealer struct {
 // NewKeySealer returns a KeySealer of the given kind (1..MaxKindLen bytes of
 // [a-z0-9._:/-], e.g. "sev-snp"). DevKind and kinds starting with
 // "development" are refused. opts applies to the key and output Buffers.
-func NewKeySealer(kind string, keyer enclave.SealingKeyer, opts Options) (*KeySealer, error) {
+func NewKeySealer(kind string, keyer Keyer, opts Options) (*KeySealer, error) {
 	if !validKind(kind) || strings.HasPrefix(kind, "development") {
 		return nil, fmt.Errorf("%w: %q", ErrInvalidKind, kind)
 	}

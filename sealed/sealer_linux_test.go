@@ -17,8 +17,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/clawea/attester/enclave"
 )
 
 // simKeyer is a simulated platform: it derives a real per-label key from a
@@ -32,7 +30,7 @@ type simKeyer struct {
 	returned [][]byte
 }
 
-var _ enclave.SealingKeyer = (*simKeyer)(nil)
+var _ Keyer = (*simKeyer)(nil)
 
 func (k *simKeyer) SealingKey(_ context.Context, label string) ([]byte, error) {
 	m := hmac.New(sha256.New, k.root)
