@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/clawea/attester/promptpack/jsstr"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/jsstr"
 )
 
 // MaxParamsBytes bounds a call's parameters.

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/clawea/attester/promptpack/jsstr"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/schemas"

@@ -3,8 +3,8 @@ package poh
 import (
 	"errors"
 	"slices"
-	"unicode/utf16"
 
+	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -26,7 +26,7 @@ var ErrDuplicateEntry = errors.New("poh: duplicate prompt pack entry_id")
 func PromptRootHash(entries []PromptPackEntry) (string, error) {
 	sorted := slices.Clone(entries)
 	slices.SortStableFunc(sorted, func(a, b PromptPackEntry) int {
-		return slices.Compare(utf16.Encode([]rune(a.EntryID)), utf16.Encode([]rune(b.EntryID)))
+		return jsstr.Compare(a.EntryID, b.EntryID)
 	})
 	elems := make([]*pohjson.Value, 0, len(sorted))
 	for i, e := range sorted {

@@ -3,11 +3,11 @@ package pohjson
 import (
 	"crypto/sha256"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsstr"
 )
 
 // Stringify returns the JSON.stringify form of v: compact, members in
@@ -109,61 +109,29 @@ func appendValue(dst []byte, v *Value, depth int) ([]byte, error) {
 	return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: "unknown kind"}
 }
 
-// arrayIndex reports whether key is a canonical array index in the sense of
-// ECMAScript (a canonical decimal integer in 0 .. 2^32-2) and returns it.
-// Objects list such keys first, in ascending numeric order.
-func arrayIndex(key string) (uint32, bool) {
-	if key == "" || len(key) > 10 || (len(key) > 1 && key[0] == '0') {
-		return 0, false
-	}
-	var n uint64
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + uint64(c-'0')
-	}
-	if n > 1<<32-2 {
-		return 0, false
-	}
-	return uint32(n), true
-}
-
-// jsOrder returns members in JavaScript own-property order and refuses
-// duplicate keys.
+// jsOrder returns members in JavaScript own-property order (array-index keys
+// first in ascending numeric order, then the others in insertion order; see
+// jsstr.PropertyOrder) and refuses duplicate keys.
 func jsOrder(members []Member) ([]Member, error) {
 	seen := make(map[string]struct{}, len(members))
-	var indexed []Member
+	indexed := false
 	for _, m := range members {
 		if _, dup := seen[m.Key]; dup {
 			return nil, &Error{Offset: -1, Err: ErrDuplicateKey, Msg: strconv.Quote(m.Key)}
 		}
 		seen[m.Key] = struct{}{}
-		if _, ok := arrayIndex(m.Key); ok {
-			indexed = append(indexed, m)
-		}
+		indexed = indexed || jsstr.IsArrayIndex(m.Key)
 	}
-	if len(indexed) == 0 {
+	if !indexed {
 		return members, nil
 	}
-	slices.SortStableFunc(indexed, func(a, b Member) int {
-		x, _ := arrayIndex(a.Key)
-		y, _ := arrayIndex(b.Key)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	})
+	keys := make([]string, len(members))
+	for i, m := range members {
+		keys[i] = m.Key
+	}
 	out := make([]Member, 0, len(members))
-	out = append(out, indexed...)
-	for _, m := range members {
-		if _, ok := arrayIndex(m.Key); !ok {
-			out = append(out, m)
-		}
+	for _, i := range jsstr.PropertyOrder(keys) {
+		out = append(out, members[i])
 	}
 	return out, nil
 }

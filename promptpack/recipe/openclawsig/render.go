@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/clawea/attester/promptpack/jsstr"
+	"github.com/clawea/attester/schema/jsstr"
 )
 
 // Template file names used by the assembly rules.
