@@ -18,15 +18,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"unicode/utf8"
 
 	"github.com/clawea/attester/promptpack/recipe"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/safetext"
 )
 
 // Labels. Each is used for exactly one purpose.
@@ -65,14 +65,18 @@ var (
 	ErrMalformed = errors.New("promptpack: malformed pack")
 	// ErrUnknownVersion: pack_version is missing or not PackVersion.
 	ErrUnknownVersion = errors.New("promptpack: unknown pack version")
-	// ErrUnknownField: a member the format does not define.
-	ErrUnknownField = errors.New("unknown field")
-	// ErrMissingField: a required member is absent.
-	ErrMissingField = errors.New("missing field")
+	// ErrUnknownField: a member the format does not define. It is
+	// jsonobj.ErrUnknownField.
+	ErrUnknownField = jsonobj.ErrUnknownField
+	// ErrMissingField: a required member is absent. It is
+	// jsonobj.ErrMissingField.
+	ErrMissingField = jsonobj.ErrMissingField
 	// ErrWrongType: a member has another JSON type, or an invalid value.
-	ErrWrongType = errors.New("wrong type or value")
-	// ErrTooLarge: an input exceeds a size or count limit.
-	ErrTooLarge = errors.New("too large")
+	// It is jsonobj.ErrWrongType.
+	ErrWrongType = jsonobj.ErrWrongType
+	// ErrTooLarge: an input exceeds a size or count limit. It is
+	// jsonobj.ErrTooLarge.
+	ErrTooLarge = jsonobj.ErrTooLarge
 	// ErrNotCanonical: the bytes are not the JCS canonical form.
 	ErrNotCanonical = errors.New("promptpack: pack is not in canonical form")
 	// ErrUnknownRecipe: the pack names a recipe id or version this build
@@ -94,7 +98,8 @@ var (
 )
 
 // FieldError reports where a pack was refused. Field is a JSON path such as
-// `sources.templates["x.txt"].text`; it never holds a value.
+// `$.sources.templates["x.txt"].text` (jsonobj syntax); it never holds a
+// value.
 type FieldError struct {
 	Field string
 	Err   error
@@ -206,18 +211,17 @@ func DefaultProvenance(recipeID string) (Provenance, error) {
 }
 
 // clip bounds a name quoted in an error.
-func clip(s string) string {
-	if len(s) > 64 {
-		s = s[:64]
-		for !utf8.ValidString(s) {
-			s = s[:len(s)-1]
-		}
-		return s + "..."
-	}
-	return s
-}
+func clip(s string) string { return safetext.Clip(s, 64) }
 
 func ferr(field string, err error) error { return &FieldError{Field: field, Err: err} }
+
+// fieldErr turns the first error of a jsonobj.Reader into a *FieldError.
+func fieldErr(err error) error {
+	if pe, ok := errors.AsType[*jsonobj.PathError](err); ok {
+		return ferr(pe.Path, pe.Err)
+	}
+	return err
+}
 
 // ---- encoding ----
 
@@ -324,7 +328,7 @@ func (p *Pack) Encode() ([]byte, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
 	}
 	if len(out) > MaxPackSize {
-		return nil, ferr("", ErrTooLarge)
+		return nil, ferr("$", ErrTooLarge)
 	}
 	return out, nil
 }
@@ -340,80 +344,80 @@ func (p *Pack) validate() error {
 		name, v string
 		max     int
 	}{
-		{"provenance.builder_name", pv.BuilderName, 2 * MaxIdentityLen},
-		{"provenance.builder_version", pv.BuilderVersion, MaxIdentityLen},
-		{"provenance.harness_commit", pv.HarnessCommit, MaxIdentityLen},
-		{"provenance.harness_id", pv.HarnessID, MaxIdentityLen},
-		{"provenance.harness_version", pv.HarnessVersion, MaxIdentityLen},
-		{"prompt_mode", p.PromptMode, maxModeLen},
+		{"$.provenance.builder_name", pv.BuilderName, 2 * MaxIdentityLen},
+		{"$.provenance.builder_version", pv.BuilderVersion, MaxIdentityLen},
+		{"$.provenance.harness_commit", pv.HarnessCommit, MaxIdentityLen},
+		{"$.provenance.harness_id", pv.HarnessID, MaxIdentityLen},
+		{"$.provenance.harness_version", pv.HarnessVersion, MaxIdentityLen},
+		{"$.prompt_mode", p.PromptMode, maxModeLen},
 	} {
 		if err := checkIdent(f.v, f.max); err != nil {
 			return ferr(f.name, err)
 		}
 	}
 	if !utf8.Valid(p.Params) {
-		return ferr("params_json", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+		return ferr("$.params_json", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
 	}
 	h := p.Harness
 	if len(h.Templates) == 0 {
-		return ferr("sources.templates", ErrMissingField)
+		return ferr("$.sources.templates", ErrMissingField)
 	}
 	if len(h.Templates) > openclawsig.MaxTemplates {
-		return ferr("sources.templates", ErrTooLarge)
+		return ferr("$.sources.templates", ErrTooLarge)
 	}
 	for name, b := range h.Templates {
 		if !utf8.ValidString(name) || name == "" {
-			return ferr("sources.templates", fmt.Errorf("%w: template name", ErrWrongType))
+			return ferr("$.sources.templates", fmt.Errorf("%w: template name", ErrWrongType))
 		}
 		if !utf8.Valid(b) {
-			return ferr(fmt.Sprintf("sources.templates[%q].text", clip(name)), fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+			return ferr(jsonobj.Key("$.sources.templates", name)+".text", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
 		}
 	}
 	for name, b := range h.Sigs {
 		if _, ok := h.Templates[name]; !ok {
-			return ferr(fmt.Sprintf("sources.templates[%q]", clip(name)), fmt.Errorf("%w: sig without template", ErrMissingField))
+			return ferr(jsonobj.Key("$.sources.templates", name), fmt.Errorf("%w: sig without template", ErrMissingField))
 		}
 		if !utf8.Valid(b) {
-			return ferr(fmt.Sprintf("sources.templates[%q].sig_json", clip(name)), fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+			return ferr(jsonobj.Key("$.sources.templates", name)+".sig_json", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
 		}
 	}
 	for field, b := range map[string][]byte{
-		"sources.sig_config_json":          h.SigConfig,
-		"sources.hardcoded_literals_json":  h.Literals,
-		"sources.core_tool_summaries_json": h.CoreToolSummaries,
+		"$.sources.sig_config_json":          h.SigConfig,
+		"$.sources.hardcoded_literals_json":  h.Literals,
+		"$.sources.core_tool_summaries_json": h.CoreToolSummaries,
 	} {
 		if !utf8.Valid(b) {
 			return ferr(field, fmt.Errorf("%w: invalid utf-8", ErrWrongType))
 		}
 	}
 	if len(p.ToolSchemas) > MaxToolSchemas {
-		return ferr("tool_schemas", ErrTooLarge)
+		return ferr("$.tool_schemas", ErrTooLarge)
 	}
 	for name, s := range p.ToolSchemas {
 		if !utf8.ValidString(name) {
-			return ferr("tool_schemas", fmt.Errorf("%w: tool name", ErrWrongType))
+			return ferr("$.tool_schemas", fmt.Errorf("%w: tool name", ErrWrongType))
 		}
 		if len(s) == 0 || s[0] != '{' {
-			return ferr(fmt.Sprintf("tool_schemas[%q]", clip(name)), fmt.Errorf("%w: not an object", ErrWrongType))
+			return ferr(jsonobj.Key("$.tool_schemas", name), fmt.Errorf("%w: not an object", ErrWrongType))
 		}
 	}
 	if len(p.SkillsEnvOverrides) > MaxEnvOverrides {
-		return ferr("skills_env_overrides", ErrTooLarge)
+		return ferr("$.skills_env_overrides", ErrTooLarge)
 	}
 	for k, v := range p.SkillsEnvOverrides {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return ferr("skills_env_overrides", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+			return ferr("$.skills_env_overrides", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
 		}
 	}
 	if p.RawContextFiles != nil && (len(p.RawContextFiles) == 0 || len(p.RawContextFiles) > MaxRawContextFiles) {
-		return ferr("raw_context_files", ErrTooLarge)
+		return ferr("$.raw_context_files", ErrTooLarge)
 	}
 	for path, rc := range p.RawContextFiles {
 		if !utf8.ValidString(path) {
-			return ferr("raw_context_files", fmt.Errorf("%w: path", ErrWrongType))
+			return ferr("$.raw_context_files", fmt.Errorf("%w: path", ErrWrongType))
 		}
 		if rc.MaxChars != nil && (*rc.MaxChars < 0 || *rc.MaxChars > pohjson.MaxSafeInteger) {
-			return ferr("raw_context_files", fmt.Errorf("%w: max_chars", ErrWrongType))
+			return ferr("$.raw_context_files", fmt.Errorf("%w: max_chars", ErrWrongType))
 		}
 	}
 	return nil
@@ -461,14 +465,14 @@ func PackID(canonical []byte) string {
 // returns nothing on error. The returned pack does not alias data.
 func Parse(data []byte) (*Pack, error) {
 	if len(data) > MaxPackSize {
-		return nil, ferr("", ErrTooLarge)
+		return nil, ferr("$", ErrTooLarge)
 	}
 	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxPackSize, AllowFloats: true})
 	if err != nil {
-		return nil, ferr("", fmt.Errorf("%w: %w", ErrWrongType, err))
+		return nil, ferr("$", fmt.Errorf("%w: %w", ErrWrongType, err))
 	}
 	if root.Kind() != pohjson.Object {
-		return nil, ferr("", fmt.Errorf("%w: not an object", ErrWrongType))
+		return nil, ferr("$", fmt.Errorf("%w: not an object", ErrWrongType))
 	}
 	// The version decides everything else: check it first.
 	if v, ok := root.GetString("pack_version"); !ok || v != PackVersion {
@@ -477,9 +481,9 @@ func Parse(data []byte) (*Pack, error) {
 		}
 		return nil, fmt.Errorf("%w: %q", ErrUnknownVersion, clip(v))
 	}
-	r := &reader{}
+	r := &jsonobj.Reader{}
 	p := &Pack{}
-	top := r.object(root, "", map[string]bool{
+	top := r.Object(root, jsonobj.Root, map[string]bool{
 		"pack_version": true, "params_json": true, "prompt_mode": true, "provenance": true,
 		"recipe": true, "sources": true, "tool_schemas": true,
 		"raw_context_files": false, "skills_env_overrides": false,
@@ -487,62 +491,62 @@ func Parse(data []byte) (*Pack, error) {
 	// The recipe comes right after the version: an unknown recipe is
 	// reported as such rather than as a consequence.
 	if rec := top["recipe"]; rec != nil {
-		f := r.object(rec, "recipe", map[string]bool{"id": true, "version": true})
-		p.Recipe.ID = r.ident(f["id"], "recipe.id", maxRecipeIDLen)
-		p.Recipe.Version = r.ident(f["version"], "recipe.version", maxRecipeVer)
-		if r.err == nil {
+		f := r.Object(rec, "$.recipe", map[string]bool{"id": true, "version": true})
+		p.Recipe.ID = r.Ident(f["id"], "$.recipe.id", maxRecipeIDLen)
+		p.Recipe.Version = r.Ident(f["version"], "$.recipe.version", maxRecipeVer)
+		if r.Err() == nil {
 			if err := knownRecipe(p.Recipe); err != nil {
 				return nil, err
 			}
 		}
 	}
-	p.Params = r.bytes(top["params_json"], "params_json")
-	p.PromptMode = r.ident(top["prompt_mode"], "prompt_mode", maxModeLen)
+	p.Params = r.Bytes(top["params_json"], "$.params_json")
+	p.PromptMode = r.Ident(top["prompt_mode"], "$.prompt_mode", maxModeLen)
 	if pv := top["provenance"]; pv != nil {
-		f := r.object(pv, "provenance", map[string]bool{
+		f := r.Object(pv, "$.provenance", map[string]bool{
 			"builder_name": true, "builder_version": true, "harness_commit": true, "harness_id": true, "harness_version": true,
 		})
 		p.Provenance = Provenance{
-			BuilderName:    r.ident(f["builder_name"], "provenance.builder_name", 2*MaxIdentityLen),
-			BuilderVersion: r.ident(f["builder_version"], "provenance.builder_version", MaxIdentityLen),
-			HarnessCommit:  r.ident(f["harness_commit"], "provenance.harness_commit", MaxIdentityLen),
-			HarnessID:      r.ident(f["harness_id"], "provenance.harness_id", MaxIdentityLen),
-			HarnessVersion: r.ident(f["harness_version"], "provenance.harness_version", MaxIdentityLen),
+			BuilderName:    r.Ident(f["builder_name"], "$.provenance.builder_name", 2*MaxIdentityLen),
+			BuilderVersion: r.Ident(f["builder_version"], "$.provenance.builder_version", MaxIdentityLen),
+			HarnessCommit:  r.Ident(f["harness_commit"], "$.provenance.harness_commit", MaxIdentityLen),
+			HarnessID:      r.Ident(f["harness_id"], "$.provenance.harness_id", MaxIdentityLen),
+			HarnessVersion: r.Ident(f["harness_version"], "$.provenance.harness_version", MaxIdentityLen),
 		}
 	}
 	if src := top["sources"]; src != nil {
-		f := r.object(src, "sources", map[string]bool{
+		f := r.Object(src, "$.sources", map[string]bool{
 			"templates": true, "hardcoded_literals_json": true, "core_tool_summaries_json": true, "sig_config_json": false,
 		})
-		p.Harness.Literals = r.bytes(f["hardcoded_literals_json"], "sources.hardcoded_literals_json")
-		p.Harness.CoreToolSummaries = r.bytes(f["core_tool_summaries_json"], "sources.core_tool_summaries_json")
+		p.Harness.Literals = r.Bytes(f["hardcoded_literals_json"], "$.sources.hardcoded_literals_json")
+		p.Harness.CoreToolSummaries = r.Bytes(f["core_tool_summaries_json"], "$.sources.core_tool_summaries_json")
 		if sc := f["sig_config_json"]; sc != nil {
-			p.Harness.SigConfig = r.bytes(sc, "sources.sig_config_json")
-			if p.Harness.SigConfig == nil && r.err == nil {
+			p.Harness.SigConfig = r.Bytes(sc, "$.sources.sig_config_json")
+			if p.Harness.SigConfig == nil && r.Err() == nil {
 				p.Harness.SigConfig = []byte{}
 			}
 		}
 		if t := f["templates"]; t != nil {
-			ms := r.members(t, "sources.templates", 1, openclawsig.MaxTemplates)
+			ms := r.Members(t, "$.sources.templates", 1, openclawsig.MaxTemplates)
 			p.Harness.Templates = make(map[string][]byte, len(ms))
 			p.Harness.Sigs = make(map[string][]byte, len(ms))
 			for _, m := range ms {
-				path := fmt.Sprintf("sources.templates[%q]", clip(m.Key))
+				path := jsonobj.Key("$.sources.templates", m.Key)
 				if m.Key == "" {
-					r.fail(path, fmt.Errorf("%w: empty name", ErrWrongType))
+					r.Fail(path, fmt.Errorf("%w: empty name", ErrWrongType))
 				}
-				tf := r.object(m.Value, path, map[string]bool{"text": true, "sig_json": false})
-				p.Harness.Templates[m.Key] = r.bytes(tf["text"], path+".text")
+				tf := r.Object(m.Value, path, map[string]bool{"text": true, "sig_json": false})
+				p.Harness.Templates[m.Key] = r.Bytes(tf["text"], path+".text")
 				if s := tf["sig_json"]; s != nil {
-					p.Harness.Sigs[m.Key] = r.bytes(s, path+".sig_json")
+					p.Harness.Sigs[m.Key] = r.Bytes(s, path+".sig_json")
 				}
 			}
 		}
 	}
 	if ts := top["tool_schemas"]; ts != nil {
-		ms := r.members(ts, "tool_schemas", 0, MaxToolSchemas)
+		ms := r.Members(ts, "$.tool_schemas", 0, MaxToolSchemas)
 		p.ToolSchemas = make(map[string][]byte, len(ms))
-		if r.err == nil && len(ms) > 0 {
+		if r.Err() == nil && len(ms) > 0 {
 			// The raw canonical bytes of each schema: the input is
 			// checked canonical below, and a canonical document's
 			// sub-values are canonical.
@@ -550,17 +554,17 @@ func Parse(data []byte) (*Pack, error) {
 				ToolSchemas map[string]json.RawMessage `json:"tool_schemas"`
 			}
 			if err := json.Unmarshal(data, &raw); err != nil {
-				r.fail("tool_schemas", fmt.Errorf("%w: %v", ErrWrongType, err))
+				r.Fail("$.tool_schemas", fmt.Errorf("%w: %v", ErrWrongType, err))
 			}
 			for _, m := range ms {
-				path := fmt.Sprintf("tool_schemas[%q]", clip(m.Key))
+				path := jsonobj.Key("$.tool_schemas", m.Key)
 				if m.Value.Kind() != pohjson.Object {
-					r.fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
+					r.Fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
 					continue
 				}
 				b, ok := raw.ToolSchemas[m.Key]
 				if !ok {
-					r.fail(path, ErrMissingField)
+					r.Fail(path, ErrMissingField)
 					continue
 				}
 				p.ToolSchemas[m.Key] = bytes.Clone(b)
@@ -568,51 +572,51 @@ func Parse(data []byte) (*Pack, error) {
 		}
 	}
 	if se := top["skills_env_overrides"]; se != nil {
-		ms := r.members(se, "skills_env_overrides", 0, MaxEnvOverrides)
+		ms := r.Members(se, "$.skills_env_overrides", 0, MaxEnvOverrides)
 		p.SkillsEnvOverrides = make(map[string]string, len(ms))
 		for _, m := range ms {
 			s, ok := m.Value.Str()
 			if !ok {
-				r.fail(fmt.Sprintf("skills_env_overrides[%q]", clip(m.Key)), ErrWrongType)
+				r.Fail(jsonobj.Key("$.skills_env_overrides", m.Key), ErrWrongType)
 			}
 			p.SkillsEnvOverrides[m.Key] = s
 		}
 	}
 	if rc := top["raw_context_files"]; rc != nil {
-		ms := r.members(rc, "raw_context_files", 1, MaxRawContextFiles)
+		ms := r.Members(rc, "$.raw_context_files", 1, MaxRawContextFiles)
 		p.RawContextFiles = make(map[string]RawContextFile, len(ms))
 		for _, m := range ms {
-			path := fmt.Sprintf("raw_context_files[%q]", clip(m.Key))
-			f := r.object(m.Value, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
+			path := jsonobj.Key("$.raw_context_files", m.Key)
+			f := r.Object(m.Value, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
 			var e RawContextFile
 			if h := f["raw_content_hash_b64u"]; h != nil {
 				s, _ := h.Str()
 				d, err := b64u.DecodeHash(s)
 				if err != nil {
-					r.fail(path+".raw_content_hash_b64u", fmt.Errorf("%w: not b64u of 32 bytes", ErrWrongType))
+					r.Fail(path+".raw_content_hash_b64u", fmt.Errorf("%w: not b64u of 32 bytes", ErrWrongType))
 				}
 				e.RawContentHash = d
 			}
 			if t := f["truncated"]; t != nil {
 				b, ok := t.Bool()
 				if !ok {
-					r.fail(path+".truncated", ErrWrongType)
+					r.Fail(path+".truncated", ErrWrongType)
 				}
 				e.Truncated = b
 			}
 			if mc := f["max_chars"]; mc != nil {
 				n, ok := mc.Int()
 				if !ok || n < 0 {
-					r.fail(path+".max_chars", ErrWrongType)
+					r.Fail(path+".max_chars", ErrWrongType)
 				}
 				e.MaxChars = &n
 			}
 			p.RawContextFiles[m.Key] = e
 		}
 	}
-	if r.err != nil {
+	if err := r.Err(); err != nil {
 		p.Wipe()
-		return nil, r.err
+		return nil, fieldErr(err)
 	}
 	if err := p.validate(); err != nil {
 		p.Wipe()
@@ -621,7 +625,7 @@ func Parse(data []byte) (*Pack, error) {
 	canon, err := jcs.Canonicalize(data)
 	if err != nil {
 		p.Wipe()
-		return nil, ferr("", fmt.Errorf("%w: %v", ErrWrongType, err))
+		return nil, ferr("$", fmt.Errorf("%w: %v", ErrWrongType, err))
 	}
 	same := bytes.Equal(canon, data)
 	clear(canon)
@@ -630,91 +634,4 @@ func Parse(data []byte) (*Pack, error) {
 		return nil, ErrNotCanonical
 	}
 	return p, nil
-}
-
-// reader walks a pohjson tree and keeps the first error.
-type reader struct{ err error }
-
-func (r *reader) fail(field string, err error) {
-	if r.err == nil {
-		r.err = ferr(field, err)
-	}
-}
-
-// object checks that v is an object with only the allowed members (true:
-// required) and returns them by name.
-func (r *reader) object(v *pohjson.Value, path string, allowed map[string]bool) map[string]*pohjson.Value {
-	out := map[string]*pohjson.Value{}
-	if v.Kind() != pohjson.Object {
-		r.fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
-		return out
-	}
-	for _, m := range v.Members() {
-		if _, ok := allowed[m.Key]; !ok {
-			r.fail(join(path, clip(m.Key)), ErrUnknownField)
-			continue
-		}
-		out[m.Key] = m.Value
-	}
-	for _, name := range slices.Sorted(maps.Keys(allowed)) {
-		if allowed[name] && out[name] == nil {
-			r.fail(join(path, name), ErrMissingField)
-		}
-	}
-	return out
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-// members checks that v is an object with min..max members.
-func (r *reader) members(v *pohjson.Value, path string, min, max int) []pohjson.Member {
-	if v.Kind() != pohjson.Object {
-		r.fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
-		return nil
-	}
-	ms := v.Members()
-	if len(ms) > max {
-		r.fail(path, ErrTooLarge)
-		return nil
-	}
-	if len(ms) < min {
-		r.fail(path, ErrMissingField)
-		return nil
-	}
-	return ms
-}
-
-func (r *reader) str(v *pohjson.Value, path string) (string, bool) {
-	if v == nil {
-		return "", false
-	}
-	s, ok := v.Str()
-	if !ok {
-		r.fail(path, fmt.Errorf("%w: not a string", ErrWrongType))
-	}
-	return s, ok
-}
-
-func (r *reader) ident(v *pohjson.Value, path string, max int) string {
-	s, ok := r.str(v, path)
-	if !ok {
-		return ""
-	}
-	if err := checkIdent(s, max); err != nil {
-		r.fail(path, err)
-	}
-	return s
-}
-
-func (r *reader) bytes(v *pohjson.Value, path string) []byte {
-	s, ok := r.str(v, path)
-	if !ok {
-		return nil
-	}
-	return []byte(s)
 }
