@@ -1,14 +1,14 @@
 package envelope
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"strconv"
+	"math"
 	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 // Algorithm identifiers of format v1, as they appear in the manifest.
@@ -146,7 +146,8 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 // MaxManifestSize bytes of valid UTF-8 holding exactly one JSON object; every
 // field present exactly once with its exact (case-sensitive) name and type;
 // no unknown fields; integers without fraction or exponent; b64u without
-// padding in canonical form; the algorithms of format v1.
+// padding in canonical form; the algorithms of format v1. Field errors wrap
+// ErrMalformed and a *jsonobj.PathError naming the field.
 func ParseManifest(data []byte) (*Manifest, error) {
 	if len(data) > MaxManifestSize {
 		return nil, manifestErr(ErrTooLarge, "%d bytes, limit %d", len(data), MaxManifestSize)
@@ -154,180 +155,67 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if !utf8.Valid(data) {
 		return nil, manifestErr(ErrMalformed, "invalid UTF-8")
 	}
-	p := &jparser{dec: json.NewDecoder(bytes.NewReader(data))}
-	p.dec.UseNumber()
-	m := &Manifest{}
-	err := p.object("manifest", []string{
-		"format", "pack_id", "report_hash_b64u", "ciphertext_size",
-		"ciphertext_hash_b64u", "algorithms", "recipient_key_ids_b64u",
-	}, func(key string) error {
-		var err error
-		switch key {
-		case "format":
-			m.Format, err = p.str(key)
-		case "pack_id":
-			m.PackID, err = p.str(key)
-		case "report_hash_b64u":
-			m.ReportHash, err = p.hash(key)
-		case "ciphertext_size":
-			m.CiphertextSize, err = p.int(key)
-		case "ciphertext_hash_b64u":
-			m.CiphertextHash, err = p.hash(key)
-		case "algorithms":
-			err = p.object(key, []string{"hpke_kem", "hpke_kdf", "hpke_aead", "body_aead", "ciphertext_hash"}, func(k string) error {
-				var err error
-				switch k {
-				case "hpke_kem":
-					m.Algorithms.KEM, err = p.str(k)
-				case "hpke_kdf":
-					m.Algorithms.KDF, err = p.str(k)
-				case "hpke_aead":
-					m.Algorithms.AEAD, err = p.str(k)
-				case "body_aead":
-					m.Algorithms.Body, err = p.str(k)
-				case "ciphertext_hash":
-					m.Algorithms.CiphertextHash, err = p.str(k)
-				}
-				return err
-			})
-		case "recipient_key_ids_b64u":
-			m.RecipientKeyIDs, err = p.keyIDs(key)
-		}
-		return err
-	})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxManifestSize})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("envelope: manifest: %w: %w", ErrMalformed, err)
 	}
-	if _, err := p.dec.Token(); err != io.EOF {
-		return nil, manifestErr(ErrMalformed, "data after the manifest object")
+	var r jsonobj.Reader
+	str := func(v *pohjson.Value, path string) string {
+		s, ok := r.Str(v, path)
+		if !ok && v == nil {
+			r.Fail(path, jsonobj.ErrMissingField)
+		}
+		return s
+	}
+	hash := func(v *pohjson.Value, path string) (h [hashSize]byte) {
+		s := str(v, path)
+		if r.Err() != nil {
+			return h
+		}
+		b, ok := decodeB64u(s, hashSize)
+		if !ok {
+			r.Failf(path, jsonobj.ErrWrongType, "want %d bytes in b64u", hashSize)
+		}
+		copy(h[:], b)
+		return h
+	}
+	f := r.Object(root, jsonobj.Root, map[string]bool{
+		"format": true, "pack_id": true, "report_hash_b64u": true, "ciphertext_size": true,
+		"ciphertext_hash_b64u": true, "algorithms": true, "recipient_key_ids_b64u": true,
+	})
+	m := &Manifest{
+		Format:         str(f["format"], "$.format"),
+		PackID:         str(f["pack_id"], "$.pack_id"),
+		ReportHash:     hash(f["report_hash_b64u"], "$.report_hash_b64u"),
+		CiphertextSize: r.Int(f["ciphertext_size"], "$.ciphertext_size", math.MinInt64, math.MaxInt64),
+		CiphertextHash: hash(f["ciphertext_hash_b64u"], "$.ciphertext_hash_b64u"),
+	}
+	if a := f["algorithms"]; a != nil {
+		af := r.Object(a, "$.algorithms", map[string]bool{
+			"hpke_kem": true, "hpke_kdf": true, "hpke_aead": true, "body_aead": true, "ciphertext_hash": true,
+		})
+		m.Algorithms = Algorithms{
+			KEM:            str(af["hpke_kem"], "$.algorithms.hpke_kem"),
+			KDF:            str(af["hpke_kdf"], "$.algorithms.hpke_kdf"),
+			AEAD:           str(af["hpke_aead"], "$.algorithms.hpke_aead"),
+			Body:           str(af["body_aead"], "$.algorithms.body_aead"),
+			CiphertextHash: str(af["ciphertext_hash"], "$.algorithms.ciphertext_hash"),
+		}
+	}
+	if ids := f["recipient_key_ids_b64u"]; ids != nil {
+		// The count is bounded by MaxManifestSize here and checked against
+		// MaxRecipients by validate (ErrTooManyRecipients).
+		es := r.Array(ids, "$.recipient_key_ids_b64u", 0, math.MaxInt)
+		m.RecipientKeyIDs = make([]KeyID, 0, len(es))
+		for i, e := range es {
+			m.RecipientKeyIDs = append(m.RecipientKeyIDs, KeyID(hash(e, jsonobj.Index("$.recipient_key_ids_b64u", i))))
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("envelope: manifest: %w: %w", ErrMalformed, err)
 	}
 	if err := m.validate(); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// jparser reads JSON tokens strictly.
-type jparser struct{ dec *json.Decoder }
-
-func (p *jparser) token(field string) (json.Token, error) {
-	t, err := p.dec.Token()
-	if err != nil {
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			return nil, manifestErr(ErrMalformed, "%s: syntax error at offset %d", field, se.Offset)
-		}
-		return nil, manifestErr(ErrMalformed, "%s: truncated or invalid JSON", field)
-	}
-	return t, nil
-}
-
-// object reads an object whose keys must be exactly the names in fields,
-// each once, calling value to read each value.
-func (p *jparser) object(field string, fields []string, value func(key string) error) error {
-	t, err := p.token(field)
-	if err != nil {
-		return err
-	}
-	if d, ok := t.(json.Delim); !ok || d != '{' {
-		return manifestErr(ErrMalformed, "%s: want an object", field)
-	}
-	seen := make(map[string]bool, len(fields))
-	for p.dec.More() {
-		t, err := p.token(field)
-		if err != nil {
-			return err
-		}
-		key, _ := t.(string)
-		known := false
-		for _, f := range fields {
-			known = known || f == key
-		}
-		if !known {
-			return manifestErr(ErrMalformed, "%s: unknown field %q", field, key)
-		}
-		if seen[key] {
-			return manifestErr(ErrMalformed, "%s: duplicate field %q", field, key)
-		}
-		seen[key] = true
-		if err := value(key); err != nil {
-			return err
-		}
-	}
-	if _, err := p.token(field); err != nil { // the closing '}'
-		return err
-	}
-	for _, f := range fields {
-		if !seen[f] {
-			return manifestErr(ErrMalformed, "%s: missing field %q", field, f)
-		}
-	}
-	return nil
-}
-
-func (p *jparser) str(field string) (string, error) {
-	t, err := p.token(field)
-	if err != nil {
-		return "", err
-	}
-	s, ok := t.(string)
-	if !ok {
-		return "", manifestErr(ErrMalformed, "%s: want a string", field)
-	}
-	return s, nil
-}
-
-func (p *jparser) hash(field string) ([hashSize]byte, error) {
-	var h [hashSize]byte
-	s, err := p.str(field)
-	if err != nil {
-		return h, err
-	}
-	b, ok := decodeB64u(s, hashSize)
-	if !ok {
-		return h, manifestErr(ErrMalformed, "%s: want 32 bytes in b64u", field)
-	}
-	copy(h[:], b)
-	return h, nil
-}
-
-func (p *jparser) int(field string) (int64, error) {
-	t, err := p.token(field)
-	if err != nil {
-		return 0, err
-	}
-	n, ok := t.(json.Number)
-	if !ok {
-		return 0, manifestErr(ErrMalformed, "%s: want an integer", field)
-	}
-	v, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil || strconv.FormatInt(v, 10) != string(n) {
-		return 0, manifestErr(ErrMalformed, "%s: want a plain integer", field)
-	}
-	return v, nil
-}
-
-func (p *jparser) keyIDs(field string) ([]KeyID, error) {
-	t, err := p.token(field)
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := t.(json.Delim); !ok || d != '[' {
-		return nil, manifestErr(ErrMalformed, "%s: want an array", field)
-	}
-	var ids []KeyID
-	for p.dec.More() {
-		if len(ids) == MaxRecipients {
-			return nil, manifestErr(ErrTooManyRecipients, "%s: more than %d", field, MaxRecipients)
-		}
-		h, err := p.hash(field)
-		if err != nil {
-			return nil, err
-		}
-		ids = append(ids, KeyID(h))
-	}
-	if _, err := p.token(field); err != nil { // the closing ']'
-		return nil, err
-	}
-	return ids, nil
 }
