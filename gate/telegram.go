@@ -14,7 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/safetext"
 )
 
 // Telegram approval constants.
@@ -160,26 +161,14 @@ func approvalText(r verifierRequest) string {
 		_ = json.Unmarshal(m["command"], &cmd)
 	}
 	if cmd != "" {
-		b.WriteString("Command: " + truncateUTF8(cmd, 1500) + "\n")
+		b.WriteString("Command: " + safetext.Fit(cmd, 1500) + "\n")
 	} else {
-		b.WriteString("Params: " + truncateUTF8(string(r.Params), 1500) + "\n")
+		b.WriteString("Params: " + safetext.Fit(string(r.Params), 1500) + "\n")
 	}
 	b.WriteString("Agent: " + r.AgentID + "\n")
 	b.WriteString("Session: " + r.SessionKey + "\n")
 	b.WriteString("Request: " + r.RequestID)
-	return truncateUTF8(b.String(), maxTelegramText)
-}
-
-// truncateUTF8 cuts s to at most n bytes on a rune boundary, marking the cut.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n - len("…")
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return safetext.Fit(b.String(), maxTelegramText)
 }
 
 func (a *telegramApprover) verify(ctx context.Context, r verifierRequest) verdict {

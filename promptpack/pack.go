@@ -199,7 +199,7 @@ func knownRecipe(r RecipeRef) error {
 // DefaultProvenance returns the builder identity the recipe reproduces.
 func DefaultProvenance(recipeID string) (Provenance, error) {
 	if recipeID != openclawsig.ID {
-		return Provenance{}, fmt.Errorf("%w: %q", ErrUnknownRecipe, clip(recipeID))
+		return Provenance{}, fmt.Errorf("%w: %q", ErrUnknownRecipe, safetext.Clip(recipeID, 64))
 	}
 	return Provenance{
 		HarnessID:      "openclaw",
@@ -209,9 +209,6 @@ func DefaultProvenance(recipeID string) (Provenance, error) {
 		BuilderVersion: openclawsig.ID + "/" + openclawsig.Version,
 	}, nil
 }
-
-// clip bounds a name quoted in an error.
-func clip(s string) string { return safetext.Clip(s, 64) }
 
 func ferr(field string, err error) error { return &FieldError{Field: field, Err: err} }
 
@@ -479,7 +476,7 @@ func Parse(data []byte) (*Pack, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: no pack_version", ErrUnknownVersion)
 		}
-		return nil, fmt.Errorf("%w: %q", ErrUnknownVersion, clip(v))
+		return nil, fmt.Errorf("%w: %q", ErrUnknownVersion, safetext.Clip(v, 64))
 	}
 	r := &jsonobj.Reader{}
 	p := &Pack{}

@@ -9,6 +9,7 @@ import (
 	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/schema/schemas"
 )
 
@@ -71,7 +72,7 @@ func (rb *Rebuilt) PromptPack() (*PoHPromptPack, []byte, error) {
 	slices.SortFunc(es, func(a, b PoHEntry) int { return jsstr.Compare(a.EntryID, b.EntryID) })
 	for i := 1; i < len(es); i++ {
 		if es[i].EntryID == es[i-1].EntryID {
-			return nil, nil, fmt.Errorf("%w: duplicate entry id %q", ErrInvalidReport, clip(es[i].EntryID))
+			return nil, nil, fmt.Errorf("%w: duplicate entry id %q", ErrInvalidReport, safetext.Clip(es[i].EntryID, 64))
 		}
 	}
 	root, err := PromptRootHash(es)

@@ -10,6 +10,7 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/safetext"
 )
 
 // Rebuilt is the result of a rebuild: the prompt (secret) and its
@@ -121,7 +122,7 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode bool) (*Rebuilt, err
 	}
 	if checkMode && res.Mode != p.PromptMode {
 		clear(res.Prompt)
-		return nil, fmt.Errorf("%w: pack states %q, recipe resolved %q", ErrModeMismatch, clip(p.PromptMode), res.Mode)
+		return nil, fmt.Errorf("%w: pack states %q, recipe resolved %q", ErrModeMismatch, safetext.Clip(p.PromptMode, 64), res.Mode)
 	}
 	rep, err := p.computeReport(h, params, res)
 	if err != nil {
@@ -167,7 +168,7 @@ const MaxAuxJSONSize = 8 << 20
 // the resolved prompt mode.
 func Build(params []byte, harnessDir, recipeID string, opts BuildOptions) (*Pack, error) {
 	if recipeID != openclawsig.ID {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRecipe, clip(recipeID))
+		return nil, fmt.Errorf("%w: %q", ErrUnknownRecipe, safetext.Clip(recipeID, 64))
 	}
 	prov := opts.Provenance
 	if prov == nil {
@@ -237,11 +238,11 @@ func parseToolSchemas(data []byte) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(raw))
 	for _, m := range root.Members() {
 		if m.Value.Kind() != pohjson.Object {
-			return nil, fmt.Errorf("%w: tool schema %q: not an object", ErrInvalidInput, clip(m.Key))
+			return nil, fmt.Errorf("%w: tool schema %q: not an object", ErrInvalidInput, safetext.Clip(m.Key, 64))
 		}
 		c, err := jcs.Canonicalize(raw[m.Key])
 		if err != nil {
-			return nil, fmt.Errorf("%w: tool schema %q: %v", ErrInvalidInput, clip(m.Key), err)
+			return nil, fmt.Errorf("%w: tool schema %q: %v", ErrInvalidInput, safetext.Clip(m.Key, 64), err)
 		}
 		out[m.Key] = c
 	}
@@ -264,7 +265,7 @@ func parseStringMap(data []byte) (map[string]string, error) {
 	for _, m := range root.Members() {
 		s, ok := m.Value.Str()
 		if !ok {
-			return nil, fmt.Errorf("%w: skills env override %q: not a string", ErrInvalidInput, clip(m.Key))
+			return nil, fmt.Errorf("%w: skills env override %q: not a string", ErrInvalidInput, safetext.Clip(m.Key, 64))
 		}
 		out[m.Key] = s
 	}
@@ -289,7 +290,7 @@ func ParseTrusted(data []byte) (map[string]string, error) {
 	for _, m := range root.Members() {
 		s, ok := m.Value.Str()
 		if !ok || !validTaggedHash(s) {
-			return nil, fmt.Errorf("%w: trusted list: %q: not sha256:<hex>", ErrInvalidInput, clip(m.Key))
+			return nil, fmt.Errorf("%w: trusted list: %q: not sha256:<hex>", ErrInvalidInput, safetext.Clip(m.Key, 64))
 		}
 		out[m.Key] = s
 	}

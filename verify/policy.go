@@ -1,7 +1,6 @@
 package verify
 
 import (
-	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/safetext"
 )
 
 // PolicyVersion is the value of policy_version, the first member of every
@@ -124,7 +124,7 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	p := &Policy{}
 	for _, m := range ms[1:] {
 		if err := p.set(m.Key, m.Value); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrPolicyFile, clip(m.Key), err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrPolicyFile, strconv.Quote(safetext.Clip(m.Key, 48)), err)
 		}
 	}
 	return p, nil
@@ -209,7 +209,7 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 			}
 			s, ok := m.Value.Str()
 			if !ok || !sha256Hex.MatchString(s) || !text(m.Key) {
-				return fmt.Errorf("%s: want sha256:<64 lowercase hex>", clip(m.Key))
+				return fmt.Errorf("%s: want sha256:<64 lowercase hex>", strconv.Quote(safetext.Clip(m.Key, 48)))
 			}
 			p.TrustedTemplates[m.Key] = s
 		}
@@ -415,15 +415,4 @@ func text(s string) bool {
 		}
 	}
 	return true
-}
-
-func clip(s string) string {
-	if len(s) > 48 || !utf8.ValidString(s) {
-		b := []byte(s)
-		if len(b) > 48 {
-			b = b[:48]
-		}
-		return strconv.Quote(string(bytes.ToValidUTF8(b, []byte("?")))) + "..."
-	}
-	return strconv.Quote(s)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
@@ -667,7 +668,7 @@ func (st *state) checkTEEClaims() *Error {
 	m := b64u.Encode(c.Measurement)
 	switch {
 	case c.AttestationType != p.attestationType:
-		return rejected(CheckTEEClaims, poh.EvidenceMismatch, "attestation_type %q, the evidence gives %q", clipS(p.attestationType), c.AttestationType)
+		return rejected(CheckTEEClaims, poh.EvidenceMismatch, "attestation_type %q, the evidence gives %q", safetext.Clip(p.attestationType, 48), c.AttestationType)
 	case c.RootID != p.rootID:
 		return rejected(CheckTEEClaims, poh.EvidenceMismatch, "root_id differs from the verified evidence's")
 	case c.TCBVersion != p.tcbVersion:
@@ -736,11 +737,4 @@ func (st *state) checkPolicy() *Error {
 	}
 	st.pass(CheckPolicy, "%s", r.PolicyID)
 	return nil
-}
-
-func clipS(s string) string {
-	if len(s) > 48 {
-		return s[:48] + "..."
-	}
-	return s
 }

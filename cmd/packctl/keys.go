@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/sealed"
 )
 
@@ -118,18 +119,11 @@ func parseRecipients(flags, files []string) ([]*envelope.PublicKey, error) {
 		}
 		k, err := envelope.ParsePublicKey(t)
 		if err != nil {
-			return nil, fmt.Errorf("recipient %q: %w", clipArg(t), err)
+			return nil, fmt.Errorf("recipient %q: %w", safetext.Clip(t, 80), err)
 		}
 		out = append(out, k)
 	}
 	return out, nil
-}
-
-func clipArg(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "..."
-	}
-	return s
 }
 
 // readLimited reads a file of at most limit bytes.

@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 )
 
@@ -161,7 +162,7 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 		case evidence.PlatformTPM:
 			res, err = verifyTPM(ev, rd, &opts)
 		default:
-			err = cannotCheck(CheckFormat, fmt.Errorf("%w: platform %q", ErrUnsupported, truncate(ev.Platform)))
+			err = cannotCheck(CheckFormat, fmt.Errorf("%w: platform %q", ErrUnsupported, safetext.Clip(ev.Platform, 32)))
 		}
 		return err
 	})
@@ -185,13 +186,6 @@ func checkReportData(got []byte, want [64]byte) error {
 		return rejected(CheckReportData, ErrReportData)
 	}
 	return nil
-}
-
-func truncate(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "..."
-	}
-	return s
 }
 
 func clone(b []byte) []byte { return bytes.Clone(b) }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
@@ -72,7 +73,7 @@ func CheckPolicy(r *Result, p Policy) error {
 		}
 		return nil
 	}
-	return policyErr(CheckOptions, fmt.Errorf("unknown platform %q", truncate(r.Platform)))
+	return policyErr(CheckOptions, fmt.Errorf("unknown platform %q", safetext.Clip(r.Platform, 32)))
 }
 
 func checkSEVSNPPolicy(r *Result, p Policy) error {
@@ -120,7 +121,7 @@ func checkTDXPolicy(r *Result, p Policy) error {
 			ok = p.TCBStatuses
 		}
 		if !slices.Contains(ok, r.TCBStatus) {
-			return policyErr(CheckTCBStatus, fmt.Errorf("tcb status %q not accepted", truncate(r.TCBStatus)))
+			return policyErr(CheckTCBStatus, fmt.Errorf("tcb status %q not accepted", safetext.Clip(r.TCBStatus, 32)))
 		}
 	}
 	return nil

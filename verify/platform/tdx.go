@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"time"
 
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/tdxsimroots"
@@ -39,7 +40,7 @@ type TDXClaims struct {
 
 func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
 	if ev.Format != TDXFormat {
-		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, truncate(ev.Format)))
+		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
 	if err := checkSimulated(ev, opts); err != nil {
 		return nil, err

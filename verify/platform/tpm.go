@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -25,7 +26,7 @@ type TPMClaims struct {
 
 func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*Result, error) {
 	if ev.Format != tpmquote.Format {
-		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tpm format %q", ErrUnsupported, truncate(ev.Format)))
+		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tpm format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
 	if err := checkSimulated(ev, opts); err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/safetext"
 )
 
 // ModelIdentityVersion is the model_identity_version of a ModelIdentity.
@@ -37,7 +38,7 @@ func NewModelIdentity(provider, model, revision string) (ModelIdentity, error) {
 
 func (m ModelIdentity) check() error {
 	if m.Version != ModelIdentityVersion {
-		return fmt.Errorf("%w: model_identity_version %q", ErrUnsupported, truncate(m.Version))
+		return fmt.Errorf("%w: model_identity_version %q", ErrUnsupported, safetext.Clip(m.Version, 64))
 	}
 	if err := checkText("model_identity.provider", m.Provider, 1, MaxProviderBytes); err != nil {
 		return err
@@ -115,11 +116,4 @@ func checkHash(field, s string) error {
 		return fmt.Errorf("%w: %s: %v", ErrMalformed, field, err)
 	}
 	return nil
-}
-
-func truncate(s string) string {
-	if len(s) > 64 {
-		s = s[:64] + "..."
-	}
-	return s
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 )
 
@@ -101,7 +102,7 @@ func Parse(jws []byte, key ed25519.PublicKey) (*Document, error) {
 		return nil, err
 	}
 	if did != didkey.Format(key) {
-		return nil, fmt.Errorf("%w: signed by another key (kid %q)", ErrSignature, truncate(did))
+		return nil, fmt.Errorf("%w: signed by another key (kid %q)", ErrSignature, safetext.Clip(did, 64))
 	}
 	_, _ = header, sig
 	// The header, segments and signature length are checked; go-jose checks
@@ -180,16 +181,16 @@ func checkHeader(h []byte) (string, error) {
 		return "", fmt.Errorf("%w: protected header has no alg", ErrMalformed)
 	}
 	if alg != Algorithm {
-		return "", fmt.Errorf("%w: alg %q, only %s is accepted", ErrUnsupported, truncate(alg), Algorithm)
+		return "", fmt.Errorf("%w: alg %q, only %s is accepted", ErrUnsupported, safetext.Clip(alg, 64), Algorithm)
 	}
 	if typ, _ := v.GetString("typ"); typ != Type {
-		return "", fmt.Errorf("%w: typ %q, want %q", ErrUnsupported, truncate(typ), Type)
+		return "", fmt.Errorf("%w: typ %q, want %q", ErrUnsupported, safetext.Clip(typ, 64), Type)
 	}
 	for _, m := range v.Members() {
 		switch m.Key {
 		case "alg", "kid", "typ":
 		default:
-			return "", fmt.Errorf("%w: header parameter %q is not allowed", ErrUnsupported, truncate(m.Key))
+			return "", fmt.Errorf("%w: header parameter %q is not allowed", ErrUnsupported, safetext.Clip(m.Key, 64))
 		}
 	}
 	kid, ok := v.GetString("kid")
@@ -295,7 +296,7 @@ func fromWire(w *wirePayload) (*Document, error) {
 		}
 		d.Key = &c
 	default:
-		return nil, fmt.Errorf("%w: kind %q", ErrUnsupported, truncate(w.Kind))
+		return nil, fmt.Errorf("%w: kind %q", ErrUnsupported, safetext.Clip(w.Kind, 64))
 	}
 	if len(w.Evidence) == 0 || len(w.Evidence) > MaxEvidence {
 		return nil, fmt.Errorf("%w: %d evidence items, want 1..%d", ErrMalformed, len(w.Evidence), MaxEvidence)
@@ -312,7 +313,7 @@ func fromWire(w *wirePayload) (*Document, error) {
 
 func checkExecution(c *ExecutionContext, nonce [32]byte) error {
 	if c.Context != ExecutionContextLabel {
-		return fmt.Errorf("%w: execution context %q", ErrUnsupported, truncate(c.Context))
+		return fmt.Errorf("%w: execution context %q", ErrUnsupported, safetext.Clip(c.Context, 64))
 	}
 	if err := checkText("attestation_id", c.AttestationID, 1, MaxIDBytes); err != nil {
 		return err
@@ -340,7 +341,7 @@ func checkExecution(c *ExecutionContext, nonce [32]byte) error {
 // model identity and its digest.
 func CheckCommitments(c *Commitments) error {
 	if c.Version != CommitmentsVersion {
-		return fmt.Errorf("%w: clawea_version %q", ErrUnsupported, truncate(c.Version))
+		return fmt.Errorf("%w: clawea_version %q", ErrUnsupported, safetext.Clip(c.Version, 64))
 	}
 	for _, f := range []struct{ name, v string }{
 		{"system_prompt_hash_b64u", c.SystemPromptHashB64u},
@@ -369,7 +370,7 @@ func CheckCommitments(c *Commitments) error {
 
 func checkKey(c *KeyContext, nonce [32]byte) error {
 	if c.Context != KeyContextLabel {
-		return fmt.Errorf("%w: key context %q", ErrUnsupported, truncate(c.Context))
+		return fmt.Errorf("%w: key context %q", ErrUnsupported, safetext.Clip(c.Context, 64))
 	}
 	if len(c.ChallengeB64u) > (MaxChallengeBytes*4+2)/3 {
 		return fmt.Errorf("%w: challenge over %d bytes", ErrTooLarge, MaxChallengeBytes)
@@ -436,10 +437,10 @@ func decodeBounded(field, s string, min, max int) ([]byte, error) {
 func itemFromWire(w *wireEvidence) (Item, error) {
 	rule, ok := platformRules[w.Platform]
 	if !ok {
-		return Item{}, fmt.Errorf("%w: platform %q", ErrUnsupported, truncate(w.Platform))
+		return Item{}, fmt.Errorf("%w: platform %q", ErrUnsupported, safetext.Clip(w.Platform, 64))
 	}
 	if w.Format != rule.format {
-		return Item{}, fmt.Errorf("%w: format %q for platform %s", ErrUnsupported, truncate(w.Format), w.Platform)
+		return Item{}, fmt.Errorf("%w: format %q for platform %s", ErrUnsupported, safetext.Clip(w.Format, 64), w.Platform)
 	}
 	ev := &evidence.Evidence{Platform: w.Platform, Simulated: w.Simulated, Format: w.Format}
 	var err error
@@ -483,7 +484,7 @@ func decodeMap(field string, m map[string]string, allowed []string, max int) (ma
 	out := make(map[string][]byte, len(m))
 	for k, s := range m {
 		if !contains(allowed, k) {
-			return nil, fmt.Errorf("%w: %s name %q is not defined for this platform", ErrMalformed, field, truncate(k))
+			return nil, fmt.Errorf("%w: %s name %q is not defined for this platform", ErrMalformed, field, safetext.Clip(k, 64))
 		}
 		b, err := decodeBounded(field+"."+k, s, 1, max)
 		if err != nil {

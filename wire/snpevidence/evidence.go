@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/google/go-sev-guest/abi"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
@@ -166,7 +167,7 @@ func Parse(ev *evidence.Evidence) (*Parsed, error) {
 	}
 	for k := range ev.Aux {
 		if k != AuxCertTable {
-			return nil, fmt.Errorf("%w: unknown aux entry %q", ErrMalformedEvidence, truncate(k))
+			return nil, fmt.Errorf("%w: unknown aux entry %q", ErrMalformedEvidence, safetext.Clip(k, 32))
 		}
 	}
 	if raw, ok := ev.Aux[AuxCertTable]; ok {
@@ -315,11 +316,4 @@ func chainFromTable(entries []CertTableEntry, leaf [16]byte) [][]byte {
 
 func guidString(g [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", g[0:4], g[4:6], g[6:8], g[8:10], g[10:16])
-}
-
-func truncate(s string) string {
-	if len(s) > 32 {
-		return s[:32] + "..."
-	}
-	return s
 }
