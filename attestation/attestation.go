@@ -20,7 +20,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 	"unicode/utf8"
 
@@ -132,8 +131,6 @@ type Output struct {
 	Simulated bool
 }
 
-var didPattern = regexp.MustCompile(`^did:(key|web):[a-zA-Z0-9._%-]+$`)
-
 func (is *Issuer) check() (ed25519.PublicKey, error) {
 	if is == nil || len(is.Key) != ed25519.PrivateKeySize {
 		return nil, fmt.Errorf("%w: no Ed25519 identity key", ErrConfig)
@@ -167,7 +164,7 @@ func checkInput(in *AttestInput) error {
 	if len(in.BundleEnvelope) == 0 || len(in.BundleEnvelope) > poh.MaxEnvelopeBytes {
 		return fmt.Errorf("%w: bundle envelope is %d bytes, want 1..%d", ErrInput, len(in.BundleEnvelope), poh.MaxEnvelopeBytes)
 	}
-	if len(in.AgentDID) > MaxIDBytes || !didPattern.MatchString(in.AgentDID) {
+	if len(in.AgentDID) > MaxIDBytes || !didkey.ValidSyntax(in.AgentDID) {
 		return fmt.Errorf("%w: agent DID is not a did:key or did:web", ErrInput)
 	}
 	if len(in.RunID) == 0 || len(in.RunID) > MaxIDBytes || !utf8.ValidString(in.RunID) {

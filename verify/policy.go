@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
 )
@@ -93,7 +94,6 @@ type Policy struct {
 }
 
 var (
-	didPattern  = regexp.MustCompile(`^did:(key|web):[a-zA-Z0-9._%-]+$`)
 	sha256Hex   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 	tcbStatuses = []string{"UpToDate", "SWHardeningNeeded", "ConfigurationNeeded", "ConfigurationAndSWHardeningNeeded", "OutOfDate", "OutOfDateConfigurationNeeded"}
 )
@@ -184,7 +184,7 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 		})
 	case "trusted_attester_dids":
 		return listTo(v, func(s string) error {
-			if len(s) > maxPolicyText || !didPattern.MatchString(s) {
+			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
 				return errors.New("not a did:key or did:web")
 			}
 			p.TrustedAttesterDIDs = append(p.TrustedAttesterDIDs, s)
@@ -192,7 +192,7 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 		})
 	case "gateway_receipt_signer_dids":
 		return listTo(v, func(s string) error {
-			if len(s) > maxPolicyText || !didPattern.MatchString(s) {
+			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
 				return errors.New("not a did:key or did:web")
 			}
 			p.ReceiptSignerDIDs = append(p.ReceiptSignerDIDs, s)

@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-sev-guest/kds"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
@@ -381,7 +382,7 @@ func readPayload(env *poh.Verified) (*payload, *Error) {
 	if len(vals["run_id"]) > evidencedoc.MaxIDBytes || len(vals["agent_did"]) > evidencedoc.MaxIDBytes {
 		return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "run_id or agent_did too long")
 	}
-	if !didPattern.MatchString(vals["agent_did"]) {
+	if !didkey.ValidSyntax(vals["agent_did"]) {
 		return nil, rejected(CheckPayload, poh.InvalidDIDFormat, "agent_did is not a did:key or did:web")
 	}
 	if pl.Has("expires_at") {

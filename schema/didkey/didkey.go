@@ -11,6 +11,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mr-tron/base58"
 )
@@ -64,4 +65,35 @@ func Parse(did string) (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("%w: non-canonical base58btc", ErrInvalid)
 	}
 	return ed25519.PublicKey(b[2:]), nil
+}
+
+// ValidSyntax reports whether s has the DID syntax the protocol accepts for
+// every DID it carries (agent, signer, attester, issuer): "did:key:" or
+// "did:web:" followed by one or more of [A-Za-z0-9._%-]. It is the regular
+// expression ^did:(key|web):[a-zA-Z0-9._%-]+$ of clawverify, and the one
+// place this module states it. It does not decode the key; Parse does.
+// Callers bound the length first where a limit applies.
+func ValidSyntax(s string) bool {
+	const key, web = "did:key:", "did:web:"
+	var rest string
+	switch {
+	case strings.HasPrefix(s, key):
+		rest = s[len(key):]
+	case strings.HasPrefix(s, web):
+		rest = s[len(web):]
+	default:
+		return false
+	}
+	if rest == "" {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		switch c := rest[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '.', c == '_', c == '%', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }

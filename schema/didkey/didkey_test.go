@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,42 @@ func FuzzParse(f *testing.F) {
 		}
 		if Format(pub) != s {
 			t.Fatalf("Parse(%q) re-formats to %q", s, Format(pub))
+		}
+	})
+}
+
+// didSyntax is clawverify's DID expression, which ValidSyntax implements.
+var didSyntax = regexp.MustCompile(`^did:(key|web):[a-zA-Z0-9._%-]+$`)
+
+func TestValidSyntax(t *testing.T) {
+	for s, want := range map[string]bool{
+		"did:key:z6Mk":           true,
+		"did:web:example.com":    true,
+		"did:web:a%3A8443":       true,
+		"did:key:":               false,
+		"did:web:":               false,
+		"did:foo:x":              false,
+		"DID:key:x":              false,
+		"did:key:x\n":            false,
+		"did:key:x y":            false,
+		"did:key:x/y":            false,
+		"did:web:ex.com:path":    false,
+		" did:key:z":             false,
+		"did:key:zé":             false,
+		"did:pkh:eip155:1:0xabc": false,
+	} {
+		if got := ValidSyntax(s); got != want || got != didSyntax.MatchString(s) {
+			t.Errorf("ValidSyntax(%q) = %v, want %v (regexp %v)", s, got, want, didSyntax.MatchString(s))
+		}
+	}
+}
+
+func FuzzValidSyntax(f *testing.F) {
+	f.Add("did:key:z6Mk")
+	f.Add("did:web:a\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		if ValidSyntax(s) != didSyntax.MatchString(s) {
+			t.Fatalf("ValidSyntax(%q) = %v, regexp says %v", s, ValidSyntax(s), didSyntax.MatchString(s))
 		}
 	})
 }

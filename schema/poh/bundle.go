@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -126,7 +127,7 @@ func checkBundlePayload(p *pohjson.Value, signerDID string) error {
 		seen[id] = true
 	}
 	agent, _ := p.GetString("agent_did")
-	if !didFormat.MatchString(agent) {
+	if !didkey.ValidSyntax(agent) {
 		return fail(InvalidDIDFormat, "payload.agent_did", "agent_did does not match the DID format")
 	}
 	if signerDID != agent {

@@ -103,7 +103,6 @@ type Verified struct {
 }
 
 var (
-	didFormat = regexp.MustCompile(`^did:(key|web):[a-zA-Z0-9._%-]+$`)
 	b64uChars = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 )
 
@@ -183,7 +182,7 @@ func verifyValue(raw []byte, env *pohjson.Value, opts VerifyOptions) (*Verified,
 	}
 	// 6. signer DID syntax
 	signer := str("signer_did")
-	if !isStr("signer_did") || !didFormat.MatchString(signer) {
+	if !isStr("signer_did") || !didkey.ValidSyntax(signer) {
 		return nil, fail(InvalidDIDFormat, "signer_did", "signer DID does not match did:key:... or did:web:...")
 	}
 	// 7. issued_at

@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -79,8 +78,6 @@ func FormatFor(platform string) string { return platformRules[platform].format }
 func CollateralNames(platform string) []string {
 	return append([]string(nil), platformRules[platform].collateral...)
 }
-
-var didPattern = regexp.MustCompile(`^did:(key|web):[a-zA-Z0-9._%-]+$`)
 
 // Parse verifies a compact JWS evidence document signed by key and returns
 // its contents. It refuses, returning nothing: input over MaxJWSBytes; any
@@ -318,7 +315,7 @@ func checkExecution(c *ExecutionContext, nonce [32]byte) error {
 	if err := checkText("attestation_id", c.AttestationID, 1, MaxIDBytes); err != nil {
 		return err
 	}
-	if len(c.AgentDID) > MaxIDBytes || !didPattern.MatchString(c.AgentDID) {
+	if len(c.AgentDID) > MaxIDBytes || !didkey.ValidSyntax(c.AgentDID) {
 		return fmt.Errorf("%w: agent_did is not a did:key or did:web", ErrMalformed)
 	}
 	if err := checkText("run_id", c.RunID, 1, MaxIDBytes); err != nil {
