@@ -1,0 +1,180 @@
+package poh
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/schemas"
+)
+
+// PromptCommitments are the values a proof bundle's prompt commitments must
+// match (docs/spec/attestation-v1.md section 5.1). The attester fills them
+// from what it rebuilt before it signs; a verifier fills them from the
+// hardware-bound commitments of the attestation it checks.
+type PromptCommitments struct {
+	// RunID and AgentDID identify the run.
+	RunID    string
+	AgentDID string
+	// SystemPromptHashB64u is b64u(SHA-256) of the rebuilt system prompt.
+	SystemPromptHashB64u string
+	// SystemPromptReportHashB64u is the SystemPromptReport.v1 hash.
+	SystemPromptReportHashB64u string
+	// PromptPackCiphertextHashB64u is the prompt pack ciphertext hash; the
+	// bundle's optional member, when present, must equal it.
+	PromptPackCiphertextHashB64u string
+	// Provider and Model are the attested model identity's.
+	Provider string
+	Model    string
+	// PromptRootHashB64u, when set, is the prompt_pack root the bundle must
+	// carry; "" accepts any consistent root or none.
+	PromptRootHashB64u string
+}
+
+// EventTypeLLMCall is the PoH event type of an LLM call.
+const EventTypeLLMCall = "llm_call"
+
+// CheckPromptCommitments checks the prompt commitments of a verified bundle
+// against want (docs/spec/attestation-v1.md section 5.1). It is the one
+// implementation of that section: the attester calls it before signing an
+// execution attestation and verify/ calls it when checking one. Errors are
+// *Error with the section's codes and the JSON path of the refused member
+// in Field.
+func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
+	md := b.Metadata
+	if md.Kind() != pohjson.Object {
+		return fail(MissingRequiredField, "payload.metadata", "the bundle carries no prompt commitments")
+	}
+
+	// metadata.clawea: the SystemPromptReport.v1 hash (and optionally the
+	// pack ciphertext hash) the harness committed to.
+	const cf = "payload.metadata.clawea"
+	cv := md.Get("clawea")
+	if cv == nil {
+		return fail(MissingRequiredField, cf, "missing")
+	}
+	if cv.Kind() != pohjson.Object {
+		return fail(SchemaValidationFailed, cf, "must be an object")
+	}
+	for _, m := range cv.Members() {
+		switch m.Key {
+		case "system_prompt_report_hash_b64u", "prompt_pack_ciphertext_hash_b64u":
+			if m.Value.Kind() != pohjson.String {
+				return fail(SchemaValidationFailed, cf+"."+m.Key, "must be a string")
+			}
+		default:
+			return fail(SchemaValidationFailed, cf, "unknown member")
+		}
+	}
+	rh, ok := cv.GetString("system_prompt_report_hash_b64u")
+	if !ok {
+		return fail(MissingRequiredField, cf+".system_prompt_report_hash_b64u", "missing")
+	}
+	if rh != want.SystemPromptReportHashB64u {
+		return fail(PromptCommitmentMismatch, cf+".system_prompt_report_hash_b64u", "the bundle commits to another SystemPromptReport")
+	}
+	if ph, ok := cv.GetString("prompt_pack_ciphertext_hash_b64u"); ok && ph != want.PromptPackCiphertextHashB64u {
+		return fail(PromptCommitmentMismatch, cf+".prompt_pack_ciphertext_hash_b64u", "the bundle commits to another prompt pack")
+	}
+
+	// metadata.system_prompt_report: every call under the rebuilt prompt.
+	const sf = "payload.metadata.system_prompt_report"
+	sv := md.Get("system_prompt_report")
+	if sv == nil {
+		return fail(MissingRequiredField, sf, "missing")
+	}
+	if err := validateSub(sv, sf, schemas.PoHSystemPromptReportV1); err != nil {
+		return err
+	}
+	if s, _ := sv.GetString("run_id"); s != want.RunID {
+		return fail(PromptCommitmentMismatch, sf+".run_id", "the report is for another run")
+	}
+	if s, _ := sv.GetString("agent_did"); s != want.AgentDID {
+		return fail(PromptCommitmentMismatch, sf+".agent_did", "the report is for another agent")
+	}
+	calls := sv.Get("calls").Elems()
+	if len(calls) == 0 {
+		return fail(MissingRequiredField, sf+".calls", "the report commits to no llm call")
+	}
+	covered := make(map[string]bool, len(calls))
+	for i, call := range calls {
+		f := fmt.Sprintf("%s.calls[%d]", sf, i)
+		get := func(k string) string { s, _ := call.GetString(k); return s }
+		if get("rendered_system_prompt_hash_b64u") != want.SystemPromptHashB64u {
+			return fail(PromptCommitmentMismatch, f+".rendered_system_prompt_hash_b64u", "the call used another system prompt")
+		}
+		id := get("event_id")
+		idx := slices.IndexFunc(b.Events, func(e Event) bool { return e.EventID == id })
+		if idx < 0 || b.Events[idx].EventType != EventTypeLLMCall {
+			return fail(EvidenceMismatch, f+".event_id", "does not name an llm_call event of the bundle")
+		}
+		if h := get("event_hash_b64u"); h != "" && h != b.Events[idx].EventHashB64u {
+			return fail(EvidenceMismatch, f+".event_hash_b64u", "does not match the event's hash")
+		}
+		if p := get("provider"); p != "" && p != want.Provider {
+			return fail(EvidenceMismatch, f+".provider", "differs from the attested model identity")
+		}
+		if m := get("model"); m != "" && m != want.Model {
+			return fail(EvidenceMismatch, f+".model", "differs from the attested model identity")
+		}
+		covered[id] = true
+	}
+	for i, e := range b.Events {
+		if e.EventType == EventTypeLLMCall && !covered[e.EventID] {
+			return fail(PromptCommitmentMismatch, fmt.Sprintf("payload.event_chain[%d]", i), "llm_call event without a system prompt commitment")
+		}
+	}
+
+	// metadata.prompt_pack (optional): consistent root, tied to the report.
+	root, _ := sv.GetString("prompt_root_hash_b64u")
+	const pf = "payload.metadata.prompt_pack"
+	if pv := md.Get("prompt_pack"); pv != nil {
+		if err := validateSub(pv, pf, schemas.PromptPackV1); err != nil {
+			return err
+		}
+		elems := pv.Get("entries").Elems()
+		entries := make([]PromptPackEntry, 0, len(elems))
+		for _, ev := range elems {
+			id, _ := ev.GetString("entry_id")
+			h, _ := ev.GetString("content_hash_b64u")
+			entries = append(entries, PromptPackEntry{EntryID: id, ContentHashB64u: h})
+		}
+		got, err := PromptRootHash(entries)
+		if err != nil {
+			return fail(MalformedEnvelope, pf+".entries", "%s", err.Error())
+		}
+		pr, _ := pv.GetString("prompt_root_hash_b64u")
+		if got != pr {
+			return fail(PromptCommitmentMismatch, pf+".prompt_root_hash_b64u", "does not match the entries")
+		}
+		if root != "" && root != pr {
+			return fail(PromptCommitmentMismatch, sf+".prompt_root_hash_b64u", "differs from the prompt pack root")
+		}
+		root = pr
+	}
+	if want.PromptRootHashB64u != "" {
+		if root == "" {
+			return fail(MissingRequiredField, pf, "a prompt root was expected")
+		}
+		if root != want.PromptRootHashB64u {
+			return fail(PromptCommitmentMismatch, pf+".prompt_root_hash_b64u", "the bundle commits to another prompt pack root")
+		}
+	}
+	return nil
+}
+
+// validateSub validates a metadata member against a PoH schema.
+func validateSub(v *pohjson.Value, field, schemaID string) error {
+	raw, err := pohjson.Stringify(v)
+	if err != nil {
+		return fail(MalformedEnvelope, field, "cannot be serialized")
+	}
+	if err := schemas.Validate(schemaID, raw); err != nil {
+		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
+			return fail(SchemaValidationFailed, field+ve.Location, "%s", ve.Msg)
+		}
+		return fail(SchemaValidationFailed, field, "schema validation failed")
+	}
+	return nil
+}
