@@ -96,14 +96,11 @@ func (r *run) bundle(t testing.TB) []byte {
 			PayloadHashB64u: h(typ + string(rune('a'+i))),
 			PrevHashB64u:    prev,
 		}
-		eh, err := hd.Hash()
+		e, err := hd.Entry()
 		if err != nil {
 			t.Fatal(err)
 		}
-		chain = append(chain, poh.EventChainEntry{
-			EventID: hd.EventID, RunID: hd.RunID, EventType: hd.EventType, Timestamp: hd.Timestamp,
-			PayloadHashB64u: hd.PayloadHashB64u, PrevHashB64u: hd.PrevHashB64u, EventHashB64u: eh,
-		})
+		chain = append(chain, e)
 		prev = &chain[len(chain)-1].EventHashB64u
 	}
 	entries := []packEntry{{"AGENTS.md", h("agents")}, {"SOUL.md", h("soul")}, {"policy:tools", h("tools")}}

@@ -143,14 +143,11 @@ func (r *run) bundle(t testing.TB) []byte {
 			Timestamp:       poh.FormatTime(testNow.Add(time.Duration(i) * time.Second)),
 			PayloadHashB64u: ph, PrevHashB64u: prev,
 		}
-		eh, err := hd.Hash()
+		e, err := hd.Entry()
 		if err != nil {
 			t.Fatal(err)
 		}
-		chain = append(chain, poh.EventChainEntry{
-			EventID: hd.EventID, RunID: hd.RunID, EventType: hd.EventType, Timestamp: hd.Timestamp,
-			PayloadHashB64u: hd.PayloadHashB64u, PrevHashB64u: hd.PrevHashB64u, EventHashB64u: eh,
-		})
+		chain = append(chain, e)
 		prev = &chain[len(chain)-1].EventHashB64u
 	}
 	entries := []promptpack.PoHEntry{{EntryID: "AGENTS.md", ContentHashB64u: h("agents")}, {EntryID: "SOUL.md", ContentHashB64u: h("soul")}}

@@ -234,13 +234,10 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	}
 	chain := []poh.EventChainEntry{runResp.PromptCommitted}
 	addEvent := func(typ, payloadHash string) (poh.EventChainEntry, error) {
-		prev := chain[len(chain)-1].EventHashB64u
-		h := poh.EventHeader{EventID: fmt.Sprintf("evt_demo_%03d", len(chain)), RunID: out.RunID, EventType: typ, Timestamp: poh.FormatTime(time.Now()), PayloadHashB64u: payloadHash, PrevHashB64u: &prev}
-		eh, err := h.Hash()
+		e, err := chain[len(chain)-1].Next(fmt.Sprintf("evt_demo_%03d", len(chain)), typ, poh.FormatTime(time.Now()), payloadHash)
 		if err != nil {
 			return poh.EventChainEntry{}, err
 		}
-		e := poh.EventChainEntry{EventID: h.EventID, RunID: h.RunID, EventType: typ, Timestamp: h.Timestamp, PayloadHashB64u: payloadHash, PrevHashB64u: &prev, EventHashB64u: eh}
 		chain = append(chain, e)
 		return e, nil
 	}

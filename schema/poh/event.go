@@ -46,3 +46,33 @@ func (h *EventHeader) EntryValue() (*pohjson.Value, error) {
 	v := h.Value()
 	return pohjson.NewObject(append(v.Members(), pohjson.M("event_hash_b64u", pohjson.NewString(hash)))...), nil
 }
+
+// Entry returns the event_chain entry for h: its members and
+// event_hash_b64u. It is the one way this module builds chain entries;
+// Next links a following one.
+func (h *EventHeader) Entry() (EventChainEntry, error) {
+	hash, err := h.Hash()
+	if err != nil {
+		return EventChainEntry{}, err
+	}
+	var prev *string
+	if h.PrevHashB64u != nil {
+		p := *h.PrevHashB64u
+		prev = &p
+	}
+	return EventChainEntry{
+		EventID: h.EventID, RunID: h.RunID, EventType: h.EventType, Timestamp: h.Timestamp,
+		PayloadHashB64u: h.PayloadHashB64u, PrevHashB64u: prev, EventHashB64u: hash,
+	}, nil
+}
+
+// Next returns the entry that follows e in its chain: same run id,
+// prev_hash_b64u set to e's event hash.
+func (e *EventChainEntry) Next(eventID, eventType, timestamp, payloadHashB64u string) (EventChainEntry, error) {
+	prev := e.EventHashB64u
+	h := EventHeader{
+		EventID: eventID, RunID: e.RunID, EventType: eventType, Timestamp: timestamp,
+		PayloadHashB64u: payloadHashB64u, PrevHashB64u: &prev,
+	}
+	return h.Entry()
+}

@@ -237,11 +237,7 @@ func promptCommittedEvent(rn *run, now time.Time) (poh.EventChainEntry, error) {
 		return poh.EventChainEntry{}, err
 	}
 	h := poh.EventHeader{EventID: eid, RunID: rn.id, EventType: "prompt_committed", Timestamp: poh.FormatTime(now), PayloadHashB64u: ph}
-	eh, err := h.Hash()
-	if err != nil {
-		return poh.EventChainEntry{}, err
-	}
-	return poh.EventChainEntry{EventID: eid, RunID: rn.id, EventType: h.EventType, Timestamp: h.Timestamp, PayloadHashB64u: ph, EventHashB64u: eh}, nil
+	return h.Entry()
 }
 
 // packError maps pack/envelope/rebuild failures to a status, a safe message
