@@ -1,0 +1,4 @@
+// Package layers holds the test that keeps the module's package graph
+// layered (docs/architecture.md): no package imports a higher layer, and
+// the top-level folders form no import cycle. It has no code of its own.
+package layers

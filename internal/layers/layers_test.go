@@ -1,0 +1,260 @@
+package layers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/clawea/attester"
+
+// Layers, lowest first (docs/architecture.md). A package may import its own
+// layer and the layers below it, and nothing else of this module. verify/
+// is a layer of its own beside the producers: it imports only schema/,
+// wire/ and verify/, so a verifier never links producer or device code.
+var rank = map[string]int{
+	"schema":      0,
+	"wire":        1,
+	"enclave":     2,
+	"sealed":      2,
+	"promptpack":  2,
+	"attestation": 2,
+	"gate":        2,
+	"verify":      2,
+	"cmd":         3,
+	"hack":        3,
+	// internal/ holds test support (fixtures, the CI rule, this test):
+	// only _test.go files import it, and it may import any layer below
+	// cmd/.
+	"internal": 3,
+}
+
+// verifyMayImport lists the folders verify/ may import.
+var verifyMayImport = []string{"schema", "wire", "verify"}
+
+// exceptions are single edges allowed against the rules, each with the
+// reason it still exists. An exception that no longer occurs fails the test
+// so that it is deleted.
+var exceptions = map[[2]string]string{}
+
+type pkg struct {
+	ImportPath   string
+	Dir          string
+	Imports      []string
+	TestImports  []string
+	XTestImports []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(goTool, "list", "-e", "-json=ImportPath,Dir,Imports,TestImports,XTestImports", module+"/...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 20 {
+		t.Fatalf("go list found %d packages; the module has more", len(pkgs))
+	}
+	return pkgs
+}
+
+// folder returns the top-level folder of a module package path, or "" for
+// a path outside the module.
+func folder(path string) string {
+	rest, ok := strings.CutPrefix(path, module+"/")
+	if !ok {
+		return ""
+	}
+	f, _, _ := strings.Cut(rest, "/")
+	return f
+}
+
+// edgeError reports why from may not import to, or "".
+func edgeError(from, to string) string {
+	ff, tf := folder(from), folder(to)
+	rf, ok := rank[ff]
+	if !ok {
+		return "folder " + ff + "/ has no layer: add it to rank and docs/architecture.md"
+	}
+	rt, ok := rank[tf]
+	if !ok {
+		return "folder " + tf + "/ has no layer: add it to rank and docs/architecture.md"
+	}
+	switch {
+	case tf == "internal" && ff != "internal":
+		return "only tests may import internal/ test support"
+	case ff == "internal" && (tf == "cmd" || tf == "hack"):
+		return "internal/ test support does not import cmd/ or hack/"
+	case ff == "verify" && !slices.Contains(verifyMayImport, tf):
+		return "verify/ imports only schema/, wire/ and verify/"
+	case ff != "verify" && rf == rank["verify"] && tf == "verify":
+		return "producers do not import verify/"
+	case rt > rf:
+		return "imports a higher layer"
+	}
+	return ""
+}
+
+func TestNoUpwardImport(t *testing.T) {
+	used := map[[2]string]bool{}
+	for _, p := range listPackages(t) {
+		for _, imp := range p.Imports {
+			if folder(imp) == "" {
+				continue
+			}
+			why := edgeError(p.ImportPath, imp)
+			if why == "" {
+				continue
+			}
+			if _, ok := exceptions[[2]string{p.ImportPath, imp}]; ok {
+				used[[2]string{p.ImportPath, imp}] = true
+				continue
+			}
+			t.Errorf("%s imports %s: %s", p.ImportPath, imp, why)
+		}
+		// Tests may use producers to make real evidence (simulators are
+		// real implementations), but never cmd/ or hack/ from a lower
+		// layer.
+		for _, imp := range slices.Concat(p.TestImports, p.XTestImports) {
+			if f := folder(imp); (f == "cmd" || f == "hack") && rank[folder(p.ImportPath)] < rank["cmd"] {
+				t.Errorf("tests of %s import %s", p.ImportPath, imp)
+			}
+		}
+	}
+	for e, why := range exceptions {
+		if !used[e] {
+			t.Errorf("exception %s -> %s (%s) no longer occurs: delete it", e[0], e[1], why)
+		}
+	}
+}
+
+func TestNoFolderCycle(t *testing.T) {
+	// Edges between top-level folders from non-test imports.
+	edges := map[string]map[string]string{} // from -> to -> example
+	for _, p := range listPackages(t) {
+		ff := folder(p.ImportPath)
+		for _, imp := range p.Imports {
+			tf := folder(imp)
+			if tf == "" || tf == ff {
+				continue
+			}
+			if edges[ff] == nil {
+				edges[ff] = map[string]string{}
+			}
+			edges[ff][tf] = p.ImportPath + " -> " + imp
+		}
+	}
+	if cyc := findCycle(edges); cyc != nil {
+		var b strings.Builder
+		for i := 0; i+1 < len(cyc); i++ {
+			b.WriteString("\n  " + edges[cyc[i]][cyc[i+1]])
+		}
+		t.Errorf("folders form a cycle %s:%s", strings.Join(cyc, " -> "), b.String())
+	}
+}
+
+// findCycle returns a cycle (first node repeated at the end) or nil.
+func findCycle(edges map[string]map[string]string) []string {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	var stack []string
+	var visit func(n string) []string
+	visit = func(n string) []string {
+		color[n] = grey
+		stack = append(stack, n)
+		tos := make([]string, 0, len(edges[n]))
+		for to := range edges[n] {
+			tos = append(tos, to)
+		}
+		slices.Sort(tos)
+		for _, to := range tos {
+			switch color[to] {
+			case grey:
+				i := slices.Index(stack, to)
+				return append(slices.Clone(stack[i:]), to)
+			case white:
+				if c := visit(to); c != nil {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[n] = black
+		return nil
+	}
+	froms := make([]string, 0, len(edges))
+	for f := range edges {
+		froms = append(froms, f)
+	}
+	slices.Sort(froms)
+	for _, f := range froms {
+		if color[f] == white {
+			if c := visit(f); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// The checks themselves must be able to fail.
+func TestRulesRefuse(t *testing.T) {
+	for _, e := range [][2]string{
+		{module + "/schema/poh", module + "/wire/evidence"},
+		{module + "/wire/evidence", module + "/enclave"},
+		{module + "/verify", module + "/enclave"},
+		{module + "/verify/platform", module + "/attestation"},
+		{module + "/gate", module + "/verify"},
+		{module + "/enclave/tpm", module + "/cmd/attester"},
+		{module + "/attestation", module + "/internal/testfixture"},
+		{module + "/newfolder/x", module + "/schema/b64u"},
+		{module + "/internal/testfixture", module + "/cmd/attester/server"},
+	} {
+		if edgeError(e[0], e[1]) == "" {
+			t.Errorf("%s -> %s accepted", e[0], e[1])
+		}
+	}
+	for _, e := range [][2]string{
+		{module + "/wire/evidence", module + "/schema/b64u"},
+		{module + "/verify", module + "/wire/evidencedoc"},
+		{module + "/enclave/tpm", module + "/sealed"},
+		{module + "/cmd/packctl", module + "/verify"},
+		{module + "/internal/testfixture", module + "/attestation"},
+	} {
+		if why := edgeError(e[0], e[1]); why != "" {
+			t.Errorf("%s -> %s refused: %s", e[0], e[1], why)
+		}
+	}
+	cyc := findCycle(map[string]map[string]string{"a": {"b": ""}, "b": {"c": ""}, "c": {"a": ""}})
+	if len(cyc) != 4 || cyc[0] != cyc[3] {
+		t.Errorf("cycle a->b->c->a not found: %v", cyc)
+	}
+	if c := findCycle(map[string]map[string]string{"a": {"b": ""}, "b": {"c": ""}}); c != nil {
+		t.Errorf("acyclic graph reported a cycle %v", c)
+	}
+}
