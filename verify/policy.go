@@ -12,8 +12,8 @@ import (
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
-	"github.com/clawea/attester/schema/safetext"
 )
 
 // PolicyVersion is the value of policy_version, the first member of every
@@ -101,18 +101,15 @@ var (
 // ParsePolicy parses a policy file (docs/spec/verify-v1.md, section 5):
 // a JSON object at most MaxPolicyBytes long whose first member is
 // policy_version; unknown members, duplicate members, wrong types and
-// malformed values are refused. Every error wraps ErrPolicyFile and names
-// the member.
+// malformed values are refused. Every error wraps ErrPolicyFile and a
+// *jsonobj.PathError naming the member.
 func ParsePolicy(data []byte) (*Policy, error) {
 	if len(data) > MaxPolicyBytes {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPolicyFile, len(data), MaxPolicyBytes)
 	}
-	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxPolicyBytes, MaxDepth: 4})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxPolicyBytes, MaxDepth: 4})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPolicyFile, err)
-	}
-	if root.Kind() != pohjson.Object {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrPolicyFile)
 	}
 	ms := root.Members()
 	if len(ms) == 0 || ms[0].Key != "policy_version" {
@@ -122,26 +119,30 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		return nil, fmt.Errorf("%w: policy_version: unsupported, want %q", ErrPolicyFile, PolicyVersion)
 	}
 	p := &Policy{}
+	var r jsonobj.Reader
 	for _, m := range ms[1:] {
-		if err := p.set(m.Key, m.Value); err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrPolicyFile, strconv.Quote(safetext.Clip(m.Key, 48)), err)
+		p.set(&r, m.Key, m.Value)
+		if err := r.Err(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrPolicyFile, err)
 		}
 	}
 	return p, nil
 }
 
-func (p *Policy) set(key string, v *pohjson.Value) error {
+func (p *Policy) set(r *jsonobj.Reader, key string, v *pohjson.Value) {
+	path := jsonobj.Key(jsonobj.Root, key)
+	bad := func(format string, args ...any) { r.Failf(path, jsonobj.ErrWrongType, format, args...) }
 	switch key {
 	case "allow_simulated":
-		return boolTo(v, &p.AllowSimulated)
+		p.AllowSimulated = r.Bool(v, path)
 	case "allow_unchecked_revocation":
-		return boolTo(v, &p.AllowUncheckedRevocation)
+		p.AllowUncheckedRevocation = r.Bool(v, path)
 	case "allow_unchecked_collateral":
-		return boolTo(v, &p.AllowUncheckedCollateral)
+		p.AllowUncheckedCollateral = r.Bool(v, path)
 	case "allow_any_measurement":
-		return boolTo(v, &p.AllowAnyMeasurement)
+		p.AllowAnyMeasurement = r.Bool(v, path)
 	case "measurements_b64u":
-		return listTo(v, func(s string) error {
+		listTo(r, v, path, func(s string) error {
 			b, err := b64u.Decode(s)
 			if err != nil || (len(b) != 32 && len(b) != 48) {
 				return errors.New("a measurement is 32 or 48 bytes of b64u")
@@ -151,22 +152,21 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 		})
 	case "min_sev_snp_tcb":
 		s, ok := v.Str()
-		if !ok || len(s) != 16 || !isLowerHex(s) {
-			return errors.New("want 16 lowercase hex digits")
-		}
 		n, err := strconv.ParseUint(s, 16, 64)
-		if err != nil {
-			return errors.New("want 16 lowercase hex digits")
+		if !ok || len(s) != 16 || !isLowerHex(s) || err != nil {
+			bad("want 16 lowercase hex digits")
+			return
 		}
 		p.MinSEVSNPTCB = n
 	case "min_tdx_tee_tcb_svn":
 		s, ok := v.Str()
 		if !ok || len(s) != 32 || !isLowerHex(s) {
-			return errors.New("want 32 lowercase hex digits")
+			bad("want 32 lowercase hex digits")
+			return
 		}
 		_, _ = hex.Decode(p.MinTDXTeeTCBSVN[:], []byte(s))
 	case "tdx_tcb_statuses":
-		return listTo(v, func(s string) error {
+		listTo(r, v, path, func(s string) error {
 			if !slices.Contains(tcbStatuses, s) {
 				return errors.New("unknown tcb status")
 			}
@@ -174,7 +174,7 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 			return nil
 		})
 	case "trusted_tpm_ak_names_hex":
-		return listTo(v, func(s string) error {
+		listTo(r, v, path, func(s string) error {
 			b, err := hex.DecodeString(s)
 			if err != nil || len(b) != 34 || !isLowerHex(s) {
 				return errors.New("a TPM Name is 34 bytes of lowercase hex")
@@ -183,7 +183,7 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 			return nil
 		})
 	case "trusted_attester_dids":
-		return listTo(v, func(s string) error {
+		listTo(r, v, path, func(s string) error {
 			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
 				return errors.New("not a did:key or did:web")
 			}
@@ -191,7 +191,7 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 			return nil
 		})
 	case "gateway_receipt_signer_dids":
-		return listTo(v, func(s string) error {
+		listTo(r, v, path, func(s string) error {
 			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
 				return errors.New("not a did:key or did:web")
 			}
@@ -199,52 +199,53 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 			return nil
 		})
 	case "trusted_templates":
-		if v.Kind() != pohjson.Object || len(v.Members()) > maxPolicyList {
-			return fmt.Errorf("want an object of at most %d members", maxPolicyList)
-		}
 		p.TrustedTemplates = nil
-		for _, m := range v.Members() {
+		for _, m := range r.Members(v, path, 0, maxPolicyList) {
 			if p.TrustedTemplates == nil {
 				p.TrustedTemplates = map[string]string{}
 			}
 			s, ok := m.Value.Str()
 			if !ok || !sha256Hex.MatchString(s) || !text(m.Key) {
-				return fmt.Errorf("%s: want sha256:<64 lowercase hex>", strconv.Quote(safetext.Clip(m.Key, 48)))
+				r.Failf(jsonobj.Key(path, m.Key), jsonobj.ErrWrongType, "want sha256:<64 lowercase hex>")
+				return
 			}
 			p.TrustedTemplates[m.Key] = s
 		}
 	case "trusted_recipes":
-		if v.Kind() != pohjson.Array || len(v.Elems()) > maxPolicyList {
-			return fmt.Errorf("want an array of at most %d objects", maxPolicyList)
-		}
-		for _, e := range v.Elems() {
+		for i, e := range r.Array(v, path, 0, maxPolicyList) {
+			ep := jsonobj.Index(path, i)
 			ms := e.Members()
 			if e.Kind() != pohjson.Object || len(ms) != 2 || ms[0].Key != "id" || ms[1].Key != "version" {
-				return errors.New(`want {"id","version"} objects`)
+				r.Failf(ep, jsonobj.ErrWrongType, `want {"id","version"} objects`)
+				return
 			}
 			id, ok1 := ms[0].Value.Str()
 			ver, ok2 := ms[1].Value.Str()
 			if !ok1 || !ok2 || !text(id) || !text(ver) || id == "" || ver == "" {
-				return errors.New("id and version are non-empty strings")
+				r.Failf(ep, jsonobj.ErrWrongType, "id and version are non-empty strings")
+				return
 			}
 			p.TrustedRecipes = append(p.TrustedRecipes, Recipe{ID: id, Version: ver})
 		}
 	case "expected_system_prompt_hash_b64u":
-		return hashTo(v, &p.ExpectedPromptHashB64u)
+		p.ExpectedPromptHashB64u = hashTo(r, v, path)
 	case "expected_report_hash_b64u":
-		return hashTo(v, &p.ExpectedReportHashB64u)
+		p.ExpectedReportHashB64u = hashTo(r, v, path)
 	case "expected_gate_policy_hash_b64u":
-		return hashTo(v, &p.ExpectedGatePolicyHashB64u)
+		p.ExpectedGatePolicyHashB64u = hashTo(r, v, path)
 	case "expected_model":
+		// Member order is part of the format: provider, model[, revision].
 		ms := v.Members()
 		if v.Kind() != pohjson.Object || len(ms) < 2 || len(ms) > 3 {
-			return errors.New(`want {"provider","model"[,"revision"]}`)
+			bad(`want {"provider","model"[,"revision"]}`)
+			return
 		}
 		m := &ModelIdentity{}
 		for i, want := range []string{"provider", "model", "revision"}[:len(ms)] {
 			s, ok := ms[i].Value.Str()
 			if ms[i].Key != want || !ok || s == "" || !text(s) {
-				return errors.New(`want {"provider","model"[,"revision"]} with non-empty strings`)
+				bad(`want {"provider","model"[,"revision"]} with non-empty strings`)
+				return
 			}
 			switch i {
 			case 0:
@@ -257,9 +258,8 @@ func (p *Policy) set(key string, v *pohjson.Value) error {
 		}
 		p.ExpectedModel = m
 	default:
-		return errors.New("unknown member")
+		r.Fail(path, jsonobj.ErrUnknownField)
 	}
-	return nil
 }
 
 // Encode returns the policy file for p: compact JSON, policy_version first,
@@ -352,46 +352,32 @@ func (p *Policy) ID() string {
 	return PolicyVersion + "#" + b64u.SHA256(b)
 }
 
-func boolTo(v *pohjson.Value, dst *bool) error {
-	b, ok := v.Bool()
-	if !ok {
-		return errors.New("want a boolean")
-	}
-	*dst = b
-	return nil
-}
-
-func hashTo(v *pohjson.Value, dst *string) error {
+// hashTo returns the b64u SHA-256 string v.
+func hashTo(r *jsonobj.Reader, v *pohjson.Value, path string) string {
 	s, ok := v.Str()
-	if !ok {
-		return errors.New("want a b64u SHA-256 string")
+	if _, err := b64u.DecodeHash(s); !ok || err != nil {
+		r.Failf(path, jsonobj.ErrWrongType, "want a b64u SHA-256 string")
+		return ""
 	}
-	if _, err := b64u.DecodeHash(s); err != nil {
-		return errors.New("want a b64u SHA-256 string")
-	}
-	*dst = s
-	return nil
+	return s
 }
 
-func listTo(v *pohjson.Value, add func(string) error) error {
-	if v.Kind() != pohjson.Array || len(v.Elems()) > maxPolicyList {
-		return fmt.Errorf("want an array of at most %d strings", maxPolicyList)
-	}
+// listTo reads an array of at most maxPolicyList distinct strings, each
+// checked by add.
+func listTo(r *jsonobj.Reader, v *pohjson.Value, path string, add func(string) error) {
 	seen := map[string]bool{}
-	for _, e := range v.Elems() {
-		s, ok := e.Str()
-		if !ok {
-			return errors.New("want strings")
-		}
+	for i, s := range r.Strings(v, path, 0, maxPolicyList, 0) {
+		ep := jsonobj.Index(path, i)
 		if seen[s] {
-			return errors.New("duplicate entry")
+			r.Failf(ep, jsonobj.ErrWrongType, "duplicate entry")
+			return
 		}
 		seen[s] = true
 		if err := add(s); err != nil {
-			return err
+			r.Fail(ep, fmt.Errorf("%w: %w", jsonobj.ErrWrongType, err))
+			return
 		}
 	}
-	return nil
 }
 
 func isLowerHex(s string) bool {

@@ -1,0 +1,36 @@
+package verify
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+func TestParsePolicyErrorsNameTheMember(t *testing.T) {
+	const head = `{"policy_version":"clawea.dev/verify-policy/v1",`
+	for _, tc := range []struct {
+		in, path string
+		want     error
+	}{
+		{head + `"allow_simulation":true}`, "$.allow_simulation", jsonobj.ErrUnknownField},
+		{head + `"allow_simulated":"yes"}`, "$.allow_simulated", jsonobj.ErrWrongType},
+		{head + `"trusted_attester_dids":["did:key:z6Mk","did:nope:x"]}`, "$.trusted_attester_dids[1]", jsonobj.ErrWrongType},
+		{head + `"trusted_attester_dids":["did:key:z6Mk","did:key:z6Mk"]}`, "$.trusted_attester_dids[1]", jsonobj.ErrWrongType},
+		{head + `"trusted_templates":{"AGENTS.md":"sha256:00"}}`, `$.trusted_templates["AGENTS.md"]`, jsonobj.ErrWrongType},
+		{head + `"trusted_recipes":[{"version":"1","id":"x"}]}`, "$.trusted_recipes[0]", jsonobj.ErrWrongType},
+		{head + `"expected_report_hash_b64u":"abc"}`, "$.expected_report_hash_b64u", jsonobj.ErrWrongType},
+		{head + `"allow_simulated":true,"allow_simulated":false}`, "$", pohjson.ErrDuplicateKey},
+	} {
+		_, err := ParsePolicy([]byte(tc.in))
+		if !errors.Is(err, ErrPolicyFile) || !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.in, err, tc.want)
+			continue
+		}
+		pe, ok := errors.AsType[*jsonobj.PathError](err)
+		if !ok || pe.Path != tc.path {
+			t.Errorf("%s: err = %v, want path %s", tc.in, err, tc.path)
+		}
+	}
+}
