@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/pohjson"
@@ -22,10 +23,7 @@ func vectorsDir(t testing.TB) string {
 	t.Helper()
 	d := filepath.Join("..", "..", "..", "shared", "conformance", "poh", "vectors")
 	if _, err := os.Stat(d); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared conformance vectors missing at %s", d)
-		}
-		t.Skipf("shared conformance vectors not present: %v", err)
+		citest.SkipOrFail(t, "shared conformance vectors not present: %v", err)
 	}
 	return d
 }
@@ -299,10 +297,7 @@ func withMember(p *pohjson.Value, key string, v *pohjson.Value) *pohjson.Value {
 func TestNodeVerifiesOurEnvelope(t *testing.T) {
 	node, err := exec.LookPath("node")
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node not found; CI must have Node.js for the interop test")
-		}
-		t.Skip("node not installed")
+		citest.SkipOrFail(t, "node not installed")
 	}
 	raw := signedBundle(t, testKey(t), nil)
 	script := `
