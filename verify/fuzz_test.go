@@ -3,6 +3,7 @@ package verify
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,11 +72,18 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
-// TestWriteFuzzSeeds writes the seed corpora from fresh fixtures when
-// CLAWEA_WRITE_FUZZ_SEEDS=1.
+// update makes the generators of this package rewrite their outputs from
+// fresh fixtures: the fuzz seed corpora (TestWriteFuzzSeeds) and packctl's
+// verify script (TestVerifyScriptFixtures):
+//
+//	go test ./verify -run 'TestWriteFuzzSeeds|TestVerifyScriptFixtures' -update
+var update = flag.Bool("update", false, "rewrite testdata/fuzz seeds and packctl's verify script from fresh fixtures")
+
+// TestWriteFuzzSeeds writes the seed corpora from fresh fixtures with
+// -update; the fuzz targets replay them on every go test.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("CLAWEA_WRITE_FUZZ_SEEDS") != "1" {
-		t.Skip("set CLAWEA_WRITE_FUZZ_SEEDS=1 to rewrite testdata/fuzz seeds")
+	if !*update {
+		t.Skip("generator: run with -update to rewrite testdata/fuzz seeds")
 	}
 	f := attest(t, simSEV(t, sim.Options{}), newRun(t))
 	pol, err := f.simPolicy().Encode()

@@ -22,7 +22,7 @@ var scriptPath = filepath.Join("..", "cmd", "packctl", "testdata", "script", "ve
 
 const scriptHeader = `# packctl verify with attestations from the simulated SEV-SNP and TDX
 # platforms (fixtures written by verify's TestVerifyScriptFixtures with
-# CLAWEA_WRITE_VERIFY_SCRIPT=1). Exit codes: 0 verified, 1 usage,
+# -update). Exit codes: 0 verified, 1 usage,
 # 2 rejected, 3 could not check, 4 refused by policy.
 
 # Verified with the allowance, with a summary of what was and was not checked.
@@ -101,10 +101,10 @@ stdout '"exit_code": 2'
 `
 
 // TestVerifyScriptFixtures checks that the fixtures embedded in packctl's
-// verify script still verify; with CLAWEA_WRITE_VERIFY_SCRIPT=1 it
-// rewrites the script from fresh attestations.
+// verify script still verify; with -update it first rewrites the script
+// from fresh attestations.
 func TestVerifyScriptFixtures(t *testing.T) {
-	if os.Getenv("CLAWEA_WRITE_VERIFY_SCRIPT") == "1" {
+	if *update {
 		writeScript(t)
 	}
 	ar, err := txtar.ParseFile(scriptPath)

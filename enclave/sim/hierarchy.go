@@ -20,7 +20,7 @@ import (
 
 // The simulated AMD key hierarchy uses go-sev-guest's fixed test keys
 // (testing/data): ARK and ASK are RSA-4096, the VCEK is ECDSA P-384. The ARK
-// and ASK certificates are generated once (TestRegenerateSimRoots) and pinned
+// and ASK certificates are generated once (TestSimRootsMatchHierarchy -update) and pinned
 // in simroots; the VCEK certificate is issued per Simulator for its CHIP_ID
 // and TCB.
 

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,11 +123,14 @@ func FuzzVerify(f *testing.F) {
 	})
 }
 
-// TestWriteFuzzSeeds regenerates testdata/fuzz/FuzzVerify when
-// CLAWEA_WRITE_FUZZ_SEEDS=1.
+var update = flag.Bool("update", false, "regenerate testdata/fuzz/FuzzVerify from fresh simulated evidence")
+
+// TestWriteFuzzSeeds regenerates testdata/fuzz/FuzzVerify with -update
+// (go test ./verify/platform -run TestWriteFuzzSeeds -update); FuzzVerify
+// replays the seeds on every go test.
 func TestWriteFuzzSeeds(t *testing.T) {
-	if os.Getenv("CLAWEA_WRITE_FUZZ_SEEDS") != "1" {
-		t.Skip("set CLAWEA_WRITE_FUZZ_SEEDS=1 to regenerate the seed corpus")
+	if !*update {
+		t.Skip("generator: run with -update to regenerate the seed corpus")
 	}
 	dir := filepath.Join("testdata", "fuzz", "FuzzVerify")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
