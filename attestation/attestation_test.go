@@ -69,13 +69,13 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ExecutionType != "tee_execution" || p.AgentDID != r.agentDID() || p.RunID != r.runID ||
+	if p.ExecutionType != "tee_execution" || p.AgentDID != r.AgentDID() || p.RunID != r.RunID ||
 		p.AttesterDID != env.SignerDID || p.ProofBundleHashB64u != bundleEnv.PayloadHashB64u ||
 		p.AttestationID != out.AttestationID || p.IssuedAt != "2026-06-01T12:00:00.000Z" {
 		t.Fatalf("payload header fields: %+v", p)
 	}
 	tee := p.RuntimeMetadata.TEE
-	wantNonce, err := poh.NonceBindingB64u(r.agentDID(), r.runID, bundleEnv.PayloadHashB64u)
+	wantNonce, err := poh.NonceBindingB64u(r.AgentDID(), r.RunID, bundleEnv.PayloadHashB64u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 	if tee.EvidenceRef.ResourceHashB64u != b64u.Encode(sum[:]) || tee.EvidenceRef.ResourceType != "clawea.dev/evidence/v1" || tee.EvidenceRef.URI != "evidence/run_test_001.jws" {
 		t.Fatalf("evidence_ref %+v", tee.EvidenceRef)
 	}
-	wantModel, err := evidencedoc.ModelIdentityDigest(r.model.Provider, r.model.Model, r.model.Revision)
+	wantModel, err := evidencedoc.ModelIdentityDigest(r.model().Provider, r.model().Model, r.model().Revision)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,12 +115,12 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 		t.Fatalf("metadata.clawea %+v differs from the evidence context %+v", md.Clawea, doc.Execution.Clawea)
 	}
 	c := md.Clawea
-	if c.SystemPromptHashB64u != r.promptHash || c.SystemPromptReportHashB64u != r.reportHash ||
-		c.PromptPackCiphertextHashB64u != r.packHash || c.GateAuditCount != 17 || c.ModelIdentityDigestB64u != wantModel {
+	if c.SystemPromptHashB64u != r.PromptHash || c.SystemPromptReportHashB64u != r.ReportHash ||
+		c.PromptPackCiphertextHashB64u != r.PackHash || c.GateAuditCount != 17 || c.ModelIdentityDigestB64u != wantModel {
 		t.Fatalf("commitments %+v", c)
 	}
 	// REPORT_DATA recomputed from scratch: PoH nonce binding || identity binding.
-	nb, err := poh.NonceBinding(r.agentDID(), r.runID, bundleEnv.PayloadHashB64u)
+	nb, err := poh.NonceBinding(r.AgentDID(), r.RunID, bundleEnv.PayloadHashB64u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +320,7 @@ func TestKeyAttestationTDXWithoutRecipient(t *testing.T) {
 
 func TestAttestBundleRejections(t *testing.T) {
 	other := newRun()
-	other.agentKey = key(2)
+	other.AgentKey = key(2)
 	cases := []struct {
 		name  string
 		tweak func(r *run, in *attestation.AttestInput)
@@ -330,18 +330,18 @@ func TestAttestBundleRejections(t *testing.T) {
 			in.BundleEnvelope = other.bundle(t)
 		}, poh.EvidenceMismatch},
 		{"bundle from another run", func(r *run, in *attestation.AttestInput) {
-			r.bundleRunID = "run_other"
+			r.BundleRunID = "run_other"
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.EvidenceMismatch},
 		{"prompt hash mismatch in one call", func(r *run, in *attestation.AttestInput) {
-			r.callPromptHashes = []string{r.promptHash, h("an injected prompt")}
+			r.CallPromptHashes = []string{r.PromptHash, h("an injected prompt")}
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.PromptCommitmentMismatch},
 		{"attester rebuilt another prompt", func(r *run, in *attestation.AttestInput) {
 			in.PromptHashB64u = h("another prompt")
 		}, poh.PromptCommitmentMismatch},
 		{"report hash mismatch", func(r *run, in *attestation.AttestInput) {
-			r.bundleReport = h("another report")
+			r.BundleReport = h("another report")
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.PromptCommitmentMismatch},
 		{"attester recomputed another report", func(r *run, in *attestation.AttestInput) {
@@ -351,38 +351,38 @@ func TestAttestBundleRejections(t *testing.T) {
 			in.PackCiphertextHashB64u = h("another pack")
 		}, poh.PromptCommitmentMismatch},
 		{"uncovered llm_call", func(r *run, in *attestation.AttestInput) {
-			r.omitCall = true
+			r.OmitCall = true
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.PromptCommitmentMismatch},
 		{"call names no llm_call event", func(r *run, in *attestation.AttestInput) {
-			r.callEventID = "evt_c" // a tool_call
+			r.CallEventID = "evt_c" // a tool_call
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.EvidenceMismatch},
 		{"report for another run", func(r *run, in *attestation.AttestInput) {
-			r.reportRunID = "run_other"
+			r.ReportRunID = "run_other"
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.PromptCommitmentMismatch},
 		{"prompt pack root does not match entries", func(r *run, in *attestation.AttestInput) {
-			r.packRoot = h("forged root")
+			r.PackRoot = h("forged root")
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.PromptCommitmentMismatch},
 		{"expected prompt root differs", func(r *run, in *attestation.AttestInput) {
 			in.PromptRootHashB64u = h("expected root")
 		}, poh.PromptCommitmentMismatch},
 		{"call used another model", func(r *run, in *attestation.AttestInput) {
-			r.callModel = "another-model"
+			r.CallModel = "another-model"
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.EvidenceMismatch},
 		{"no system prompt report", func(r *run, in *attestation.AttestInput) {
-			r.omitReport = true
+			r.OmitReport = true
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.MissingRequiredField},
 		{"no clawea metadata", func(r *run, in *attestation.AttestInput) {
-			r.omitClawea = true
+			r.OmitClawea = true
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.MissingRequiredField},
 		{"unknown clawea metadata member", func(r *run, in *attestation.AttestInput) {
-			r.extraClawea = map[string]string{"trust_me": "yes"}
+			r.ExtraClawea = map[string]string{"trust_me": "yes"}
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.SchemaValidationFailed},
 		{"tampered bundle payload", func(r *run, in *attestation.AttestInput) {

@@ -14,9 +14,9 @@ import (
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/evidence"
@@ -25,17 +25,15 @@ import (
 )
 
 // testNow is inside the validity of every simulated certificate.
-var testNow = time.Date(2026, time.June, 1, 12, 0, 0, 0, time.UTC)
+var testNow = testfixture.Now
 
 func fixedNow() time.Time { return testNow }
 
-func key(seed byte) ed25519.PrivateKey {
-	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
-}
-
-func did(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
-
-func h(s string) string { return b64u.SHA256([]byte(s)) }
+var (
+	key = testfixture.Key
+	did = testfixture.DID
+	h   = testfixture.H
+)
 
 // testReport is a SystemPromptReport.v1; its JCS hash is the report hash
 // every fixture run commits to.
@@ -74,118 +72,26 @@ func reportJSON(t testing.TB) ([]byte, string) {
 	return raw, hash
 }
 
-// run is one agent run and the knobs to make its bundle or audit log
-// disagree.
+// run is one agent run (testfixture.Run) and the knob to make its audit
+// log disagree.
 type run struct {
-	agentKey   ed25519.PrivateKey
-	runID      string
-	promptHash string
-	reportHash string
-	packHash   string
-	model      attestation.ModelIdentity
-	// toolParams are the params hashes of the run's two tool calls.
-	toolParams []string
-
-	bundleRunID  string // "" means runID
-	bundleReport string // "" means reportHash
-	callPrompt   string // "" means promptHash
-	extraEvent   bool   // one more event: another bundle of the same run
-	denySecond   bool   // the audit log denies the second tool call
+	testfixture.Run
+	denySecond bool // the audit log denies the second tool call
 }
 
 func newRun(t testing.TB) *run {
 	_, rh := reportJSON(t)
-	return &run{
-		agentKey:   key(1),
-		runID:      "run_verify_001",
-		promptHash: testReport().Final.SystemPromptHashB64u,
-		reportHash: rh,
-		packHash:   h("prompt_pack.enc"),
-		model:      attestation.ModelIdentity{Provider: "anthropic", Model: "claude-opus-4-6"},
-		toolParams: []string{h(`{"cmd":"ls"}`), h(`{"path":"/tmp/x"}`)},
-	}
+	r := testfixture.NewRun("run_verify_001")
+	r.PromptHash = testReport().Final.SystemPromptHashB64u
+	r.ReportHash = rh
+	r.BundleID = "bundle_verify_001"
+	return &run{Run: *r}
 }
 
-func (r *run) agentDID() string { return did(r.agentKey) }
+func (r *run) bundle(t testing.TB) []byte { return r.Bundle(t) }
 
-type bundlePayload struct {
-	BundleVersion string                `json:"bundle_version"`
-	BundleID      string                `json:"bundle_id"`
-	AgentDID      string                `json:"agent_did"`
-	EventChain    []poh.EventChainEntry `json:"event_chain"`
-	Metadata      map[string]any        `json:"metadata"`
-}
-
-// bundle builds the run's proof bundle envelope: run_start, llm_call,
-// tool_call, llm_call, tool_call; tool_call payload hashes are the params
-// hashes the gate records.
-func (r *run) bundle(t testing.TB) []byte {
-	t.Helper()
-	runID := r.runID
-	if r.bundleRunID != "" {
-		runID = r.bundleRunID
-	}
-	types := []string{"run_start", "llm_call", "tool_call", "llm_call", "tool_call"}
-	if r.extraEvent {
-		types = append(types, "run_end")
-	}
-	var chain []poh.EventChainEntry
-	var prev *string
-	tool := 0
-	for i, typ := range types {
-		ph := h(typ + string(rune('a'+i)))
-		if typ == "tool_call" {
-			ph = r.toolParams[tool]
-			tool++
-		}
-		hd := poh.EventHeader{
-			EventID: "evt_" + string(rune('a'+i)), RunID: runID, EventType: typ,
-			Timestamp:       poh.FormatTime(testNow.Add(time.Duration(i) * time.Second)),
-			PayloadHashB64u: ph, PrevHashB64u: prev,
-		}
-		e, err := hd.Entry()
-		if err != nil {
-			t.Fatal(err)
-		}
-		chain = append(chain, e)
-		prev = &chain[len(chain)-1].EventHashB64u
-	}
-	entries := []promptpack.PoHEntry{{EntryID: "AGENTS.md", ContentHashB64u: h("agents")}, {EntryID: "SOUL.md", ContentHashB64u: h("soul")}}
-	root, err := promptpack.PromptRootHash(entries)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var calls []poh.PromptCall
-	for _, e := range chain {
-		if e.EventType == "llm_call" {
-			ph := r.promptHash
-			if r.callPrompt != "" {
-				ph = r.callPrompt
-			}
-			calls = append(calls, poh.PromptCall{EventID: e.EventID, EventHashB64u: e.EventHashB64u, Provider: r.model.Provider, Model: r.model.Model, RenderedSystemPromptHashB64u: ph})
-		}
-	}
-	rh := r.reportHash
-	if r.bundleReport != "" {
-		rh = r.bundleReport
-	}
-	md := map[string]any{
-		"system_prompt_report": poh.SystemPromptReportCommitment{
-			SystemPromptReportVersion: "1", ReportID: "spr_001", RunID: runID, AgentDID: r.agentDID(),
-			IssuedAt: poh.FormatTime(testNow), HashAlgorithm: "SHA-256", PromptRootHashB64u: root, Calls: calls,
-		},
-		"prompt_pack": promptpack.PoHPromptPack{PromptPackVersion: "1", HashAlgorithm: "SHA-256", PromptRootHashB64u: root, Entries: entries},
-		"clawea":      map[string]string{"system_prompt_report_hash_b64u": rh, "prompt_pack_ciphertext_hash_b64u": r.packHash},
-	}
-	v, err := pohjson.FromGo(bundlePayload{BundleVersion: "1", BundleID: "bundle_verify_001", AgentDID: r.agentDID(), EventChain: chain, Metadata: md})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := poh.Sign(poh.TypeProofBundle, v, r.agentKey, testNow)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
+func (r *run) model() attestation.ModelIdentity {
+	return attestation.ModelIdentity{Provider: r.Provider, Model: r.Model}
 }
 
 // auditLog writes the gate's log for the run: a denied call, then the
@@ -199,8 +105,8 @@ func (r *run) auditLog(t testing.TB) (log []byte, root string, count uint64) {
 	}
 	entries := []audit.Entry{
 		{Session: "s1", Turn: "t1", Agent: "main", Tool: "exec", ParamsHash: h(`{"cmd":"rm -rf /"}`), Stage: "tool_policy", Decision: audit.Deny, Reason: "denied"},
-		{Session: "s1", Turn: "t1", Agent: "main", Tool: "exec", ParamsHash: r.toolParams[0], Stage: "tool_policy", Decision: audit.Allow},
-		{Session: "s1", Turn: "t2", Agent: "main", Tool: "read", ParamsHash: r.toolParams[1], Stage: "tool_policy", Decision: audit.Allow},
+		{Session: "s1", Turn: "t1", Agent: "main", Tool: "exec", ParamsHash: r.ToolParams[0], Stage: "tool_policy", Decision: audit.Allow},
+		{Session: "s1", Turn: "t2", Agent: "main", Tool: "read", ParamsHash: r.ToolParams[1], Stage: "tool_policy", Decision: audit.Allow},
 	}
 	if r.denySecond {
 		entries[2].Decision, entries[2].Reason = audit.Deny, "denied"
@@ -257,15 +163,15 @@ func attest(t testing.TB, q measurer, r *run) *fixture {
 	is := &attestation.Issuer{Key: attesterKey(), Quoter: q, Now: fixedNow}
 	out, err := is.Attest(context.Background(), attestation.AttestInput{
 		BundleEnvelope:         bundle,
-		AgentDID:               r.agentDID(),
-		RunID:                  r.runID,
-		PromptHashB64u:         r.promptHash,
-		ReportHashB64u:         r.reportHash,
-		PackCiphertextHashB64u: r.packHash,
+		AgentDID:               r.AgentDID(),
+		RunID:                  r.RunID,
+		PromptHashB64u:         r.PromptHash,
+		ReportHashB64u:         r.ReportHash,
+		PackCiphertextHashB64u: r.PackHash,
 		GatePolicyHashB64u:     h("gate policy"),
 		AuditRootB64u:          root,
 		AuditCount:             int64(count),
-		Model:                  r.model,
+		Model:                  r.model(),
 		Harness:                &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
 	})
 	if err != nil {
@@ -417,5 +323,5 @@ func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
 
 // forgeRun is forgeSpec defaults for r: its agent, run and bundle.
 func forgeRun(t testing.TB, q enclave.Quoter, r *run) forgeSpec {
-	return forgeSpec{quoter: q, agentDID: r.agentDID(), runID: r.runID, bundle: r.bundle(t)}
+	return forgeSpec{quoter: q, agentDID: r.AgentDID(), runID: r.RunID, bundle: r.bundle(t)}
 }

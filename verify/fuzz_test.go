@@ -95,7 +95,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		MinTDXTeeTCBSVN: [16]byte{3, 1}, TDXTCBStatuses: []string{"UpToDate", "OutOfDate"},
 		TrustedTPMAKs: [][]byte{append([]byte{0, 0x0b}, bytes.Repeat([]byte{1}, 32)...)}, TrustedAttesterDIDs: []string{did(attesterKey())},
 		TrustedTemplates: map[string]string{"AGENTS.md": "sha256:" + hexSHA("a")}, TrustedRecipes: []Recipe{{ID: "openclaw-sig", Version: "1"}},
-		ExpectedPromptHashB64u: f.run.promptHash, ExpectedReportHashB64u: f.run.reportHash, ExpectedGatePolicyHashB64u: h("gate policy"),
+		ExpectedPromptHashB64u: f.run.PromptHash, ExpectedReportHashB64u: f.run.ReportHash, ExpectedGatePolicyHashB64u: h("gate policy"),
 		ExpectedModel: &ModelIdentity{Provider: "anthropic", Model: "claude-opus-4-6", Revision: "r1"}, ReceiptSignerDIDs: []string{did(key(4))},
 	}
 	fullJSON, err := full.Encode()

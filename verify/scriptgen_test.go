@@ -131,7 +131,7 @@ func TestVerifyScriptFixtures(t *testing.T) {
 func writeScript(t *testing.T) {
 	sev := attest(t, simSEV(t, sim.Options{}), newRun(t))
 	r2 := newRun(t)
-	r2.runID = "run_verify_002"
+	r2.RunID = "run_verify_002"
 	tdx := attest(t, simTDX(t, fakeqe.Options{}), r2)
 	pol := &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true,
 		Measurements: [][]byte{sev.measurement, tdx.measurement}}

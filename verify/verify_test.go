@@ -68,7 +68,7 @@ func TestSimulatedPlatformsVerify(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !res.Simulated || res.RunID != f.run.runID || res.AgentDID != f.run.agentDID() || res.AttesterDID != did(attesterKey()) {
+			if !res.Simulated || res.RunID != f.run.RunID || res.AgentDID != f.run.AgentDID() || res.AttesterDID != did(attesterKey()) {
 				t.Fatalf("result %+v", res)
 			}
 			if res.Evidence[0].Platform != name || res.Bundle == nil || res.Bundle.ToolCalls != 2 || res.Audit == nil || res.Audit.ToolCallsMatched != 2 || res.Report == nil {
@@ -351,38 +351,38 @@ func TestBundleLinkage(t *testing.T) {
 
 	t.Run("stale nonce: another bundle of the run", func(t *testing.T) {
 		r2 := *r
-		r2.extraEvent = true
+		r2.Events = append(r2.Events, "run_end")
 		_, err := Verify(f.att, f.ev, r2.bundle(t), pol, opts)
 		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
 	})
 	t.Run("bundle of another run", func(t *testing.T) {
 		r2 := *r
-		r2.bundleRunID = "run_other"
+		r2.BundleRunID = "run_other"
 		spec := forgeRun(t, sev, &r2)
-		spec.runID = r.runID
+		spec.runID = r.RunID
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, spec.bundle, pol, opts)
 		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
 	})
 	t.Run("bundle of another agent", func(t *testing.T) {
 		r2 := *r
-		r2.agentKey = key(2)
+		r2.AgentKey = key(2)
 		spec := forgeRun(t, sev, &r2)
-		spec.agentDID = r.agentDID()
+		spec.agentDID = r.AgentDID()
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, spec.bundle, pol, opts)
 		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
 	})
 	t.Run("report hash commitment mismatch", func(t *testing.T) {
 		r2 := *r
-		r2.bundleReport = h("another report")
+		r2.BundleReport = h("another report")
 		att, jws := forge(t, forgeRun(t, sev, &r2))
 		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
 		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
 	})
 	t.Run("call prompt mismatch", func(t *testing.T) {
 		r2 := *r
-		r2.callPrompt = h("another prompt")
+		r2.CallPromptHashes = []string{h("another prompt"), h("another prompt")}
 		att, jws := forge(t, forgeRun(t, sev, &r2))
 		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
 		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
@@ -429,7 +429,7 @@ func TestAuditLog(t *testing.T) {
 	})
 	t.Run("order is preserved", func(t *testing.T) {
 		r2 := *r
-		r2.toolParams = []string{r.toolParams[1], r.toolParams[0]} // events in the other order
+		r2.ToolParams = []string{r.ToolParams[1], r.ToolParams[0]} // events in the other order
 		log, root, count := r.auditLog(t)
 		spec := forgeRun(t, sev, &r2)
 		spec.auditRoot, spec.auditCount = root, int64(count)
@@ -476,7 +476,7 @@ func TestPolicy(t *testing.T) {
 	p := f.simPolicy()
 	c := f.run
 	p.TrustedAttesterDIDs = []string{did(attesterKey())}
-	p.ExpectedPromptHashB64u, p.ExpectedReportHashB64u, p.ExpectedGatePolicyHashB64u = c.promptHash, c.reportHash, h("gate policy")
+	p.ExpectedPromptHashB64u, p.ExpectedReportHashB64u, p.ExpectedGatePolicyHashB64u = c.PromptHash, c.ReportHash, h("gate policy")
 	p.ExpectedModel = &ModelIdentity{Provider: "anthropic", Model: "claude-opus-4-6"}
 	p.TrustedRecipes = []Recipe{{ID: "openclaw-sig", Version: "1"}}
 	p.TrustedTemplates = map[string]string{"AGENTS.md": "sha256:" + hexSHA("agents template")}

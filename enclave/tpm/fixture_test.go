@@ -12,22 +12,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/tpmquote"
 )
 
 var update = flag.Bool("update", false, "rewrite wire/tpmquote/testdata fixtures and the fuzz seeds from swtpm")
-
-// quoteFixture is the layout of wire/tpmquote/testdata/swtpm_quote.json: a real
-// swtpm quote and the NewReportData inputs it commits to, so the pure
-// verifier is tested on TPM-made bytes without a TPM.
-type quoteFixture struct {
-	Comment         string          `json:"comment"`
-	NonceBinding    string          `json:"nonce_binding_hex"`
-	Identity        string          `json:"identity_hex"`
-	EvidenceContext string          `json:"evidence_context"`
-	AKName          string          `json:"ak_name_hex"`
-	Evidence        json.RawMessage `json:"evidence"`
-}
 
 // TestWriteFixtures regenerates the fixtures: go test ./enclave/tpm -run TestWriteFixtures -update
 func TestWriteFixtures(t *testing.T) {
@@ -48,7 +37,7 @@ func TestWriteFixtures(t *testing.T) {
 	}
 	nonce := sha256.Sum256([]byte("nonce/" + seed))
 	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
-	fx := quoteFixture{
+	fx := testfixture.TPMQuoteFile{
 		Comment:         "swtpm quote made by enclave/tpm TestWriteFixtures; simulated, EK certificate from a throwaway swtpm_localca",
 		NonceBinding:    hex.EncodeToString(nonce[:]),
 		Identity:        hex.EncodeToString(key),
@@ -60,7 +49,7 @@ func TestWriteFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join("..", "..", "wire", "tpmquote", "testdata")
+	dir := filepath.Dir(testfixture.TPMQuotePath())
 	if err := os.WriteFile(filepath.Join(dir, "swtpm_quote.json"), append(out, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}

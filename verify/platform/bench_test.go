@@ -135,11 +135,11 @@ func BenchmarkTDXSimGoTdxGuestDirect(b *testing.B) {
 
 func BenchmarkTPMVerify(b *testing.B) {
 	fx := loadTPMFixture(b)
-	opts := Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.akName}}
+	opts := Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, err := Verify(fx.ev, fx.rd, opts); err != nil {
+		if _, err := Verify(fx.Evidence, fx.ReportData, opts); err != nil {
 			b.Fatal(err)
 		}
 	}

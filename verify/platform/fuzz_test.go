@@ -73,7 +73,7 @@ func fuzzSeeds(t testing.TB) []fuzzSeed {
 	return []fuzzSeed{
 		seedOf(simSEV(t, sim.Options{}, rd)),
 		seedOf(simTDX(t, fakeqe.Options{}, rd)),
-		seedOf(fx.ev),
+		seedOf(fx.Evidence),
 	}
 }
 
@@ -89,11 +89,11 @@ func FuzzVerify(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sel uint8, simulated bool, format string, blob, sig, c0, c1, c2 []byte, auxKey string, auxVal []byte) {
 		ev := fuzzEvidence(sel, simulated, format, blob, sig, c0, c1, c2, auxKey, auxVal)
 		if ev.Platform == evidence.PlatformTPM && auxKey == "ak_public" {
-			ev.Aux["pcr_values"] = fx.ev.Aux["pcr_values"]
+			ev.Aux["pcr_values"] = fx.Evidence.Aux["pcr_values"]
 		}
 		for _, opts := range []Options{
 			simOpts(),
-			{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.akName}},
+			{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}},
 			{Now: fixedNow, CertCache: NewCertCache(1), AllowUncheckedRevocation: true},
 		} {
 			res, err := Verify(ev, rd, opts)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/evidence"
 )
 
@@ -67,49 +66,8 @@ func simTDX(t testing.TB, o fakeqe.Options, rd evidence.ReportData) *evidence.Ev
 	return ev
 }
 
-type tpmFixture struct {
-	ev     *evidence.Evidence
-	rd     evidence.ReportData
-	akName []byte
-}
-
-// loadTPMFixture reads the swtpm quote committed by wire/tpmquote.
-func loadTPMFixture(t testing.TB) tpmFixture {
-	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "wire", "tpmquote", "testdata", "swtpm_quote.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx struct {
-		NonceBinding    string            `json:"nonce_binding_hex"`
-		Identity        string            `json:"identity_hex"`
-		EvidenceContext string            `json:"evidence_context"`
-		AKName          string            `json:"ak_name_hex"`
-		Evidence        evidence.Evidence `json:"evidence"`
-	}
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
-	var nonce [32]byte
-	n, err := hex.DecodeString(fx.NonceBinding)
-	if err != nil || len(n) != 32 {
-		t.Fatalf("fixture nonce: %v", err)
-	}
-	copy(nonce[:], n)
-	id, err := hex.DecodeString(fx.Identity)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd, err := evidence.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name, err := hex.DecodeString(fx.AKName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tpmFixture{ev: &fx.Evidence, rd: rd, akName: name}
-}
+// loadTPMFixture reads the swtpm quote committed in wire/tpmquote.
+func loadTPMFixture(t testing.TB) testfixture.TPMQuote { return testfixture.LoadTPMQuote(t) }
 
 // moduleDir returns a module's directory in the module cache.
 func moduleDir(t testing.TB, module string) string {

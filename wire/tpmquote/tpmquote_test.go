@@ -9,14 +9,11 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/evidence"
 )
 
@@ -24,30 +21,8 @@ import (
 // enclave/tpm TestWriteFixtures -update).
 func fixture(t testing.TB) (*evidence.Evidence, evidence.ReportData, []byte) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("testdata", "swtpm_quote.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fx struct {
-		NonceBinding    string            `json:"nonce_binding_hex"`
-		Identity        string            `json:"identity_hex"`
-		EvidenceContext string            `json:"evidence_context"`
-		AKName          string            `json:"ak_name_hex"`
-		Evidence        evidence.Evidence `json:"evidence"`
-	}
-	if err := json.Unmarshal(raw, &fx); err != nil {
-		t.Fatal(err)
-	}
-	var nonce [32]byte
-	n, _ := hex.DecodeString(fx.NonceBinding)
-	copy(nonce[:], n)
-	id, _ := hex.DecodeString(fx.Identity)
-	rd, err := evidence.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
-	if err != nil {
-		t.Fatal(err)
-	}
-	name, _ := hex.DecodeString(fx.AKName)
-	return &fx.Evidence, rd, name
+	fx := testfixture.LoadTPMQuote(t)
+	return fx.Evidence, fx.ReportData, fx.AKName
 }
 
 func testRD(t testing.TB, s string) evidence.ReportData {

@@ -1,0 +1,305 @@
+// Package testfixture holds the test fixtures several packages share: a
+// fixed clock and keys, an agent run with its signed PoH proof bundle (and
+// knobs to make the bundle disagree with the run), and the committed swtpm
+// quote. Only tests import it (internal/layers enforces that).
+package testfixture
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/evidence"
+)
+
+// Now is inside the validity of every simulated certificate.
+var Now = time.Date(2026, time.June, 1, 12, 0, 0, 0, time.UTC)
+
+// Key returns the Ed25519 key whose seed is 32 bytes of seed.
+func Key(seed byte) ed25519.PrivateKey {
+	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
+}
+
+// DID returns the did:key of k.
+func DID(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
+
+// H returns b64u(SHA-256(s)).
+func H(s string) string { return b64u.SHA256([]byte(s)) }
+
+// Run is one agent run as the attester saw it, and the knobs that make its
+// proof bundle disagree with it. Zero knobs give a bundle that commits to
+// exactly the run's values. Copy a Run by value to vary one knob in a
+// subtest (assign slices anew rather than writing into them).
+type Run struct {
+	AgentKey   ed25519.PrivateKey
+	RunID      string
+	PromptHash string // b64u SHA-256 of the rebuilt system prompt
+	ReportHash string // SystemPromptReport.v1 hash
+	PackHash   string // prompt pack ciphertext hash
+	Provider   string // model identity
+	Model      string
+	// Events are the event types of the chain, in order.
+	Events []string
+	// ToolParams are the payload hashes of the tool_call events, in order
+	// (the params hashes the gate records); events without one get
+	// H(type + letter).
+	ToolParams []string
+	// Entries are the prompt_pack entries, sorted by entry_id.
+	Entries  []poh.PromptPackEntry
+	BundleID string
+
+	// Bundle knobs.
+	BundleRunID      string            // "" means RunID
+	BundleReport     string            // metadata.clawea report hash; "" means ReportHash
+	CallPromptHashes []string          // per llm_call; nil means PromptHash for all
+	OmitCall         bool              // leave the last llm_call uncovered
+	CallEventID      string            // overrides the first call's event_id
+	CallModel        string            // overrides the first call's model
+	ReportRunID      string            // system_prompt_report.run_id; "" means the bundle's run
+	OmitReport       bool              // no metadata.system_prompt_report
+	OmitClawea       bool              // no metadata.clawea
+	PackRoot         string            // overrides prompt_pack.prompt_root_hash_b64u
+	ExtraClawea      map[string]string // extra metadata.clawea members
+}
+
+// NewRun returns a run of agent Key(1) with two llm_calls and two
+// tool_calls.
+func NewRun(runID string) *Run {
+	return &Run{
+		AgentKey:   Key(1),
+		RunID:      runID,
+		PromptHash: H("the rebuilt system prompt"),
+		ReportHash: H("the SystemPromptReport.v1"),
+		PackHash:   H("prompt_pack.enc"),
+		Provider:   "anthropic",
+		Model:      "claude-opus-4-6",
+		Events:     []string{"run_start", "llm_call", "tool_call", "llm_call", "tool_call"},
+		ToolParams: []string{H(`{"cmd":"ls"}`), H(`{"path":"/tmp/x"}`)},
+		Entries: []poh.PromptPackEntry{
+			{EntryID: "AGENTS.md", ContentHashB64u: H("agents")},
+			{EntryID: "SOUL.md", ContentHashB64u: H("soul")},
+			{EntryID: "policy:tools", ContentHashB64u: H("tools")},
+		},
+		BundleID: "bundle_001",
+	}
+}
+
+// AgentDID returns the agent's did:key.
+func (r *Run) AgentDID() string { return DID(r.AgentKey) }
+
+// Harness is the harness the fixtures' bundles and attestations name.
+func Harness() *poh.Harness {
+	return &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"}
+}
+
+type bundlePayload struct {
+	BundleVersion string                `json:"bundle_version"`
+	BundleID      string                `json:"bundle_id"`
+	AgentDID      string                `json:"agent_did"`
+	EventChain    []poh.EventChainEntry `json:"event_chain"`
+	Metadata      map[string]any        `json:"metadata"`
+}
+
+type packEntry struct {
+	EntryID         string `json:"entry_id"`
+	ContentHashB64u string `json:"content_hash_b64u"`
+}
+
+// Bundle builds and signs the run's proof bundle envelope at Now.
+func (r *Run) Bundle(t testing.TB) []byte {
+	t.Helper()
+	runID := r.RunID
+	if r.BundleRunID != "" {
+		runID = r.BundleRunID
+	}
+	var chain []poh.EventChainEntry
+	var prev *string
+	tool := 0
+	for i, typ := range r.Events {
+		ph := H(typ + string(rune('a'+i)))
+		if typ == "tool_call" && tool < len(r.ToolParams) {
+			ph = r.ToolParams[tool]
+			tool++
+		}
+		hd := poh.EventHeader{
+			EventID: "evt_" + string(rune('a'+i)), RunID: runID, EventType: typ,
+			Timestamp:       poh.FormatTime(Now.Add(time.Duration(i) * time.Second)),
+			PayloadHashB64u: ph, PrevHashB64u: prev,
+		}
+		e, err := hd.Entry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain = append(chain, e)
+		prev = &chain[len(chain)-1].EventHashB64u
+	}
+	entries := make([]packEntry, len(r.Entries))
+	for i, e := range r.Entries {
+		entries[i] = packEntry(e)
+	}
+	root := packRoot(t, entries)
+	var calls []poh.PromptCall
+	n := 0
+	for _, e := range chain {
+		if e.EventType != "llm_call" {
+			continue
+		}
+		ph := r.PromptHash
+		if r.CallPromptHashes != nil {
+			ph = r.CallPromptHashes[n]
+		}
+		calls = append(calls, poh.PromptCall{EventID: e.EventID, EventHashB64u: e.EventHashB64u, Provider: r.Provider, Model: r.Model, RenderedSystemPromptHashB64u: ph})
+		n++
+	}
+	if r.OmitCall {
+		calls = calls[:len(calls)-1]
+	}
+	if r.CallEventID != "" {
+		calls[0].EventID = r.CallEventID
+		calls[0].EventHashB64u = ""
+	}
+	if r.CallModel != "" {
+		calls[0].Model = r.CallModel
+	}
+	reportRun := runID
+	if r.ReportRunID != "" {
+		reportRun = r.ReportRunID
+	}
+	hs := Harness()
+	md := map[string]any{
+		"harness": map[string]string{"id": hs.ID, "version": hs.Version, "runtime": hs.Runtime},
+		"system_prompt_report": poh.SystemPromptReportCommitment{
+			SystemPromptReportVersion: "1", ReportID: "spr_001", RunID: reportRun, AgentDID: r.AgentDID(),
+			IssuedAt: poh.FormatTime(Now), HashAlgorithm: "SHA-256", PromptRootHashB64u: root, Calls: calls,
+		},
+	}
+	pr := root
+	if r.PackRoot != "" {
+		pr = r.PackRoot
+	}
+	md["prompt_pack"] = map[string]any{"prompt_pack_version": "1", "hash_algorithm": "SHA-256", "prompt_root_hash_b64u": pr, "entries": entries}
+	rh := r.ReportHash
+	if r.BundleReport != "" {
+		rh = r.BundleReport
+	}
+	cl := map[string]string{"system_prompt_report_hash_b64u": rh, "prompt_pack_ciphertext_hash_b64u": r.PackHash}
+	for k, v := range r.ExtraClawea {
+		cl[k] = v
+	}
+	md["clawea"] = cl
+	if r.OmitReport {
+		delete(md, "system_prompt_report")
+	}
+	if r.OmitClawea {
+		delete(md, "clawea")
+	}
+	v, err := pohjson.FromGo(bundlePayload{BundleVersion: "1", BundleID: r.BundleID, AgentDID: r.AgentDID(), EventChain: chain, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := poh.Sign(poh.TypeProofBundle, v, r.AgentKey, Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// packRoot computes the PoH prompt_pack.v1 root independently of the code
+// under test: entries are given in sorted order.
+func packRoot(t testing.TB, sortedEntries []packEntry) string {
+	t.Helper()
+	b, err := pohjson.Marshal(map[string]any{"entries": sortedEntries, "prompt_pack_version": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Marshal sorts map keys; the PoH order is prompt_pack_version first.
+	v, err := pohjson.Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := pohjson.NewObject(pohjson.M("prompt_pack_version", v.Get("prompt_pack_version")), pohjson.M("entries", v.Get("entries")))
+	s, err := pohjson.Stringify(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(s)
+	return b64u.Encode(sum[:])
+}
+
+// RepoDir returns the repository root (the module directory).
+func RepoDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// TPMQuotePath is the swtpm quote fixture that enclave/tpm's
+// TestWriteFixtures -update writes.
+func TPMQuotePath() string {
+	return filepath.Join(RepoDir(), "wire", "tpmquote", "testdata", "swtpm_quote.json")
+}
+
+// TPMQuote is a real swtpm quote and what it commits to.
+type TPMQuote struct {
+	Evidence   *evidence.Evidence
+	ReportData evidence.ReportData
+	AKName     []byte
+}
+
+// TPMQuoteFile is the layout of the swtpm quote fixture: the quote and the
+// NewReportData inputs it commits to, so the pure verifier is tested on
+// TPM-made bytes without a TPM.
+type TPMQuoteFile struct {
+	Comment         string          `json:"comment"`
+	NonceBinding    string          `json:"nonce_binding_hex"`
+	Identity        string          `json:"identity_hex"`
+	EvidenceContext string          `json:"evidence_context"`
+	AKName          string          `json:"ak_name_hex"`
+	Evidence        json.RawMessage `json:"evidence"`
+}
+
+// LoadTPMQuote reads the swtpm quote fixture.
+func LoadTPMQuote(t testing.TB) TPMQuote {
+	t.Helper()
+	raw, err := os.ReadFile(TPMQuotePath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fx TPMQuoteFile
+	if err := json.Unmarshal(raw, &fx); err != nil {
+		t.Fatal(err)
+	}
+	var ev evidence.Evidence
+	if err := json.Unmarshal(fx.Evidence, &ev); err != nil {
+		t.Fatal(err)
+	}
+	var nonce [32]byte
+	n, err := hex.DecodeString(fx.NonceBinding)
+	if err != nil || len(n) != len(nonce) {
+		t.Fatalf("fixture nonce binding: %v", err)
+	}
+	copy(nonce[:], n)
+	id, err := hex.DecodeString(fx.Identity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := evidence.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, err := hex.DecodeString(fx.AKName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return TPMQuote{Evidence: &ev, ReportData: rd, AKName: name}
+}
