@@ -21,7 +21,7 @@ func TestParsePolicyErrorsNameTheMember(t *testing.T) {
 		{head + `"trusted_templates":{"AGENTS.md":"sha256:00"}}`, `$.trusted_templates["AGENTS.md"]`, jsonobj.ErrWrongType},
 		{head + `"trusted_recipes":[{"version":"1","id":"x"}]}`, "$.trusted_recipes[0]", jsonobj.ErrWrongType},
 		{head + `"expected_report_hash_b64u":"abc"}`, "$.expected_report_hash_b64u", jsonobj.ErrWrongType},
-		{head + `"allow_simulated":true,"allow_simulated":false}`, "$", pohjson.ErrDuplicateKey},
+		{head + `"allow_simulated":true,"allow_simulated":false}`, "$.allow_simulated", pohjson.ErrDuplicateKey},
 	} {
 		_, err := ParsePolicy([]byte(tc.in))
 		if !errors.Is(err, ErrPolicyFile) || !errors.Is(err, tc.want) {

@@ -86,18 +86,37 @@ func isIdent(s string) bool {
 }
 
 // Parse parses data strictly with opts and returns the root value. Errors
-// are *PathError at Root wrapping ErrSyntax and the pohjson error (so
-// errors.Is(err, pohjson.ErrDuplicateKey) works), or ErrTooLarge when the
-// input exceeds opts.MaxBytes.
+// are *PathError wrapping ErrSyntax and the pohjson error (so
+// errors.Is(err, pohjson.ErrDuplicateKey) works), at the path where parsing
+// failed (a repeated key: the path of that key), or ErrTooLarge at Root
+// when the input exceeds opts.MaxBytes.
 func Parse(data []byte, opts pohjson.ParseOptions) (*pohjson.Value, error) {
 	v, err := pohjson.ParseWith(data, opts)
 	if err != nil {
 		if errors.Is(err, pohjson.ErrTooLarge) {
 			return nil, &PathError{Path: Root, Err: fmt.Errorf("%w: %w", ErrTooLarge, err)}
 		}
-		return nil, &PathError{Path: Root, Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
+		path := Root
+		if pe, ok := errors.AsType[*pohjson.Error](err); ok {
+			path = PathOf(pe.Path)
+		}
+		return nil, &PathError{Path: path, Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
 	}
 	return v, nil
+}
+
+// PathOf formats a pohjson.Error path (keys and indexes) as a JSON path.
+func PathOf(elems []any) string {
+	path := Root
+	for _, e := range elems {
+		switch e := e.(type) {
+		case string:
+			path = Key(path, e)
+		case int:
+			path = Index(path, e)
+		}
+	}
+	return path
 }
 
 // ParseObject is Parse that also requires the root to be an object.

@@ -57,10 +57,13 @@ func TestReadRejects(t *testing.T) {
 		name, in, path string
 		want           error
 	}{
-		{"syntax", `{"name":`, "$", ErrSyntax},
-		{"duplicate", `{"name":"a","name":"b","templates":["a"]}`, "$", pohjson.ErrDuplicateKey},
+		{"syntax", `{"name":`, "$.name", ErrSyntax},
+		{"trailing data", `{"name":"a","templates":["a"]} x`, "$", ErrSyntax},
+		{"duplicate", `{"name":"a","name":"b","templates":["a"]}`, "$.name", pohjson.ErrDuplicateKey},
+		{"nested duplicate", `{"name":"a","templates":["a"],"opt":{"a-b":[],"x":[{"k":1,"k":2}]}}`, `$.opt.x[0].k`, pohjson.ErrDuplicateKey},
+		{"nested syntax", `{"name":"a","templates":["a", tru]}`, `$.templates[1]`, ErrSyntax},
 		{"case-sensitive", `{"Name":"a","templates":["a"]}`, "$.Name", ErrUnknownField},
-		{"lone surrogate", `{"name":"\ud800","templates":["a"]}`, "$", ErrSyntax},
+		{"lone surrogate", `{"name":"\ud800","templates":["a"]}`, "$.name", ErrSyntax},
 		{"not object", `[]`, "$", ErrWrongType},
 		{"missing", `{"templates":["a"]}`, "$.name", ErrMissingField},
 		{"unknown quoted", `{"name":"a","templates":["a"],"x y":1}`, `$["x y"]`, ErrUnknownField},
@@ -75,7 +78,7 @@ func TestReadRejects(t *testing.T) {
 		{"b64u length", `{"name":"a","templates":["a"],"hash":"AAAA"}`, "$.hash", ErrWrongType},
 		{"int range", `{"name":"a","templates":["a"],"count":11}`, "$.count", ErrTooLarge},
 		{"int negative", `{"name":"a","templates":["a"],"count":-1}`, "$.count", ErrWrongType},
-		{"int float", `{"name":"a","templates":["a"],"count":1.5}`, "$", ErrSyntax},
+		{"int float", `{"name":"a","templates":["a"],"count":1.5}`, "$.count", ErrSyntax},
 		{"bool", `{"name":"a","templates":["a"],"on":"true"}`, "$.on", ErrWrongType},
 		{"nested", `{"name":"a","templates":["a"],"opt":{"a-b":[1,2]}}`, `$.opt["a-b"]`, ErrTooLarge},
 	} {

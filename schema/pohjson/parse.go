@@ -64,6 +64,15 @@ func (p *parser) errf(sentinel error, msg string) error {
 	return &Error{Offset: p.i, Err: sentinel, Msg: msg}
 }
 
+// prependPath adds the key (string) or index (int) of the enclosing member
+// or element to the path of a parse error.
+func prependPath(err error, elem any) error {
+	if e, ok := err.(*Error); ok {
+		e.Path = append([]any{elem}, e.Path...)
+	}
+	return err
+}
+
 func (p *parser) ws() {
 	for p.i < len(p.data) {
 		switch p.data[p.i] {
@@ -139,7 +148,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, err
 		}
 		if _, dup := seen[k]; dup {
-			return nil, &Error{Offset: keyAt, Err: ErrDuplicateKey, Msg: strconv.Quote(k)}
+			return nil, &Error{Offset: keyAt, Err: ErrDuplicateKey, Msg: strconv.Quote(k), Path: []any{k}}
 		}
 		seen[k] = struct{}{}
 		p.ws()
@@ -150,7 +159,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		p.ws()
 		mv, err := p.value(depth)
 		if err != nil {
-			return nil, err
+			return nil, prependPath(err, k)
 		}
 		v.members = append(v.members, Member{Key: k, Value: mv})
 		p.ws()
@@ -184,7 +193,7 @@ func (p *parser) array(depth int) (*Value, error) {
 		p.ws()
 		ev, err := p.value(depth)
 		if err != nil {
-			return nil, err
+			return nil, prependPath(err, len(v.arr))
 		}
 		v.arr = append(v.arr, ev)
 		p.ws()

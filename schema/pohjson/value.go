@@ -187,6 +187,10 @@ type Error struct {
 	Offset int
 	Err    error // one of the sentinels
 	Msg    string
+	// Path leads from the root to the value where parsing failed: object
+	// keys (string) and array indexes (int), outermost first. For
+	// ErrDuplicateKey it ends with the repeated key. Nil when encoding.
+	Path []any
 }
 
 func (e *Error) Error() string {
