@@ -1,7 +1,7 @@
 package openclawsig
 
 import (
-	"encoding/json"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 // literals are the strings the builder hardcodes, read from
@@ -244,55 +244,35 @@ func assignLiteral(id string, v *literalValue, strs map[string]*string, lists ma
 
 // literal reads a string, an array of strings or an object of strings.
 func (r *jsonReader) literal(path string) (*literalValue, error) {
-	t, err := r.token(path)
-	if err != nil {
-		return nil, err
-	}
 	v := &literalValue{}
-	switch t := t.(type) {
-	case string:
-		v.str = &t
-		return v, nil
-	case json.Delim:
-		switch t {
-		case '[':
-			v.list = []string{}
-			for i := 0; r.dec.More(); i++ {
-				s, err := r.reqStr(indexPath(path, i))
-				if err != nil {
-					return nil, err
-				}
-				v.list = append(v.list, s)
+	switch cur := r.cur; cur.Kind() {
+	case pohjson.String:
+		s, _ := cur.Str()
+		v.str = &s
+	case pohjson.Array:
+		v.list = []string{}
+		for i, e := range cur.Elems() {
+			r.cur = e
+			s, err := r.reqStr(indexPath(path, i))
+			if err != nil {
+				return nil, err
 			}
-		case '{':
-			v.obj = map[string]string{}
-			for r.dec.More() {
-				kt, err := r.token(path)
-				if err != nil {
-					return nil, err
-				}
-				k, ok := kt.(string)
-				if !ok {
-					return nil, &fieldError{path: path, err: ErrMalformedJSON}
-				}
-				if _, dup := v.obj[k]; dup {
-					return nil, &fieldError{path: childPath(path, k), err: ErrDuplicateField}
-				}
-				s, err := r.reqStr(childPath(path, k))
-				if err != nil {
-					return nil, err
-				}
-				v.obj[k] = s
+			v.list = append(v.list, s)
+		}
+	case pohjson.Object:
+		v.obj = map[string]string{}
+		for _, m := range cur.Members() {
+			r.cur = m.Value
+			s, err := r.reqStr(childPath(path, m.Key))
+			if err != nil {
+				return nil, err
 			}
-		default:
-			return nil, &fieldError{path: path, err: ErrMalformedJSON}
+			v.obj[m.Key] = s
 		}
-		if _, err := r.token(path); err != nil { // closing delimiter
-			return nil, err
-		}
-		return v, nil
+	default:
+		return nil, &fieldError{path: path, err: ErrWrongType}
 	}
-	return nil, &fieldError{path: path, err: ErrWrongType}
+	return v, nil
 }
 
 // runtimeKey returns a runtime part label; parseLiterals guarantees that

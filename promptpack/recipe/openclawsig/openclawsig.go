@@ -19,6 +19,7 @@ import (
 	"fmt"
 
 	"github.com/clawea/attester/promptpack/recipe"
+	"github.com/clawea/attester/schema/safetext"
 )
 
 const (
@@ -124,9 +125,4 @@ func (e *ParamsError) Unwrap() error { return e.Err }
 func (e *ParamsError) Is(target error) bool { return target == ErrInvalidParams }
 
 // quoteKey bounds an input key before it goes into an error.
-func quoteKey(k string) string {
-	if len(k) > maxErrorKeyLen {
-		k = k[:maxErrorKeyLen] + "..."
-	}
-	return k
-}
+func quoteKey(k string) string { return safetext.Clip(k, maxErrorKeyLen) }
