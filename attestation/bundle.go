@@ -18,19 +18,21 @@ func verifyBundle(in *AttestInput) (*poh.Bundle, error) {
 		}
 		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
 	}
-	if b.AgentDID != in.AgentDID {
-		return nil, bundleErr(poh.EvidenceMismatch, "payload.agent_did", "the bundle is from another agent")
-	}
-	if b.RunID == "" {
-		return nil, bundleErr(poh.MissingRequiredField, "payload.event_chain", "the bundle has no event chain, so no run id")
-	}
-	if b.RunID != in.RunID {
-		return nil, bundleErr(poh.EvidenceMismatch, "payload.event_chain[0].run_id", "the bundle is for another run")
+	if err := bundleError(poh.CheckBundleRun(b, in.AgentDID, in.RunID)); err != nil {
+		return nil, err
 	}
 	if err := checkPromptCommitments(b, in); err != nil {
 		return nil, err
 	}
 	return b, nil
+}
+
+// bundleError turns a *poh.Error into a *BundleError.
+func bundleError(err error) error {
+	if pe, ok := errors.AsType[*poh.Error](err); ok {
+		return &BundleError{Code: pe.Code, Field: pe.Field, Msg: pe.Msg}
+	}
+	return err
 }
 
 // checkPromptCommitments applies docs/spec/attestation-v1.md section 5.1
@@ -46,8 +48,5 @@ func checkPromptCommitments(b *poh.Bundle, in *AttestInput) error {
 		Model:                        in.Model.Model,
 		PromptRootHashB64u:           in.PromptRootHashB64u,
 	})
-	if pe, ok := errors.AsType[*poh.Error](err); ok {
-		return &BundleError{Code: pe.Code, Field: pe.Field, Msg: pe.Msg}
-	}
-	return err
+	return bundleError(err)
 }

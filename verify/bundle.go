@@ -43,15 +43,14 @@ func (st *state) checkBundle(raw []byte) *Error {
 	}
 	st.pass(CheckBundle, "%s signed by the agent, %d events, %d receipts", b.BundleID, len(b.Events), len(b.Receipts))
 
-	switch {
-	case b.Envelope.PayloadHashB64u != r.ProofBundleHashB64u:
+	if b.Envelope.PayloadHashB64u != r.ProofBundleHashB64u {
 		return rejected(CheckBundleLinkage, poh.EvidenceMismatch, "the bundle's payload hash is not the attested proof_bundle_hash_b64u (another or a stale bundle)")
-	case b.AgentDID != r.AgentDID:
-		return rejected(CheckBundleLinkage, poh.EvidenceMismatch, "the bundle is from another agent")
-	case b.RunID == "":
-		return rejected(CheckBundleLinkage, poh.MissingRequiredField, "the bundle has no event chain, so no run id")
-	case b.RunID != r.RunID:
-		return rejected(CheckBundleLinkage, poh.EvidenceMismatch, "the bundle is for another run")
+	}
+	if err := poh.CheckBundleRun(b, r.AgentDID, r.RunID); err != nil {
+		if pe, ok := errors.AsType[*poh.Error](err); ok {
+			return rejected(CheckBundleLinkage, pe.Code, "%s", pe.Msg)
+		}
+		return rejected(CheckBundleLinkage, poh.MalformedEnvelope, "%v", err)
 	}
 	st.pass(CheckBundleLinkage, "payload hash, agent and run agree")
 	if e := checkPromptCommitments(b, r); e != nil {

@@ -178,3 +178,20 @@ func validateSub(v *pohjson.Value, field, schemaID string) error {
 	}
 	return nil
 }
+
+// CheckBundleRun checks that a verified bundle is the run's
+// (docs/spec/attestation-v1.md section 5, step 2): its agent_did is
+// agentDID (EVIDENCE_MISMATCH), it has an event chain (MISSING_REQUIRED_FIELD)
+// and the chain's run id is runID (EVIDENCE_MISMATCH). The issuer and
+// verify/ both call it.
+func CheckBundleRun(b *Bundle, agentDID, runID string) error {
+	switch {
+	case b.AgentDID != agentDID:
+		return fail(EvidenceMismatch, "payload.agent_did", "the bundle is from another agent")
+	case b.RunID == "":
+		return fail(MissingRequiredField, "payload.event_chain", "the bundle has no event chain, so no run id")
+	case b.RunID != runID:
+		return fail(EvidenceMismatch, "payload.event_chain[0].run_id", "the bundle is for another run")
+	}
+	return nil
+}
