@@ -38,6 +38,11 @@ const (
 	PoHSystemPromptReportV1        = "https://schemas.clawbureau.org/claw.poh.system_prompt_report.v1.json"
 	URMV1                          = "https://schemas.clawbureau.org/claw.poh.urm.v1.json"
 	ToolReceiptEnvelopeV1          = "https://schemas.clawbureau.com/poh/tool_receipt_envelope.v1.json"
+	ToolReceiptV1                  = "https://schemas.clawbureau.com/poh/tool_receipt.v1.json"
+	ToolReceiptEnvelopeV2          = "https://schemas.clawbureau.org/claw.poh.tool_receipt_envelope.v2.json"
+	ToolReceiptV2                  = "https://schemas.clawbureau.org/claw.poh.tool_receipt.v2.json"
+	CoSignatureV1                  = "https://schemas.clawbureau.org/claw.poh.co_signature.v1.json"
+	SelectiveDisclosureV1          = "https://schemas.clawbureau.org/claw.poh.selective_disclosure.v1.json"
 	// SystemPromptReportV1 is clawea's hash-first SystemPromptReport.v1.
 	SystemPromptReportV1 = "https://schemas.clawea.dev/clawea.system_prompt_report.v1.json"
 )
