@@ -3,6 +3,7 @@ package poh
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/pohjson"
@@ -22,6 +23,9 @@ type BundleOptions struct {
 	// from other signers still have to verify, but are not counted as
 	// allowlisted.
 	ReceiptSignerDIDs []string
+	// VerificationTime is the time tool receipt envelope expiry (expires_at)
+	// is checked against; the zero value means the current time.
+	VerificationTime time.Time
 }
 
 // Event is a verified event-chain entry.
@@ -46,6 +50,10 @@ type Bundle struct {
 	RunID    string
 	Events   []Event
 	Receipts []Receipt
+	// RateLimitClaims are payload.rate_limit_claims, checked (§5.4).
+	RateLimitClaims []RateLimitClaim
+	// ToolReceipts are payload.tool_receipts, checked (§5.5).
+	ToolReceipts []ToolReceipt
 	// Metadata is payload.metadata, or nil.
 	Metadata *pohjson.Value
 }
@@ -72,12 +80,23 @@ func VerifyProofBundle(raw []byte, opts BundleOptions) (*Bundle, error) {
 		out.Events = events
 		out.RunID = events[0].RunID
 	}
+	out.RateLimitClaims = rateLimitClaims(p)
+	if err := CheckRateLimitClaims(out.RateLimitClaims, out.RunID); err != nil {
+		return nil, err
+	}
 	for i, r := range p.Get("receipts").Elems() {
 		rc, err := verifyBoundReceipt(i, r, out, opts)
 		if err != nil {
 			return nil, err
 		}
 		out.Receipts = append(out.Receipts, *rc)
+	}
+	now := opts.VerificationTime
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if out.ToolReceipts, err = verifyToolReceipts(p, out.AgentDID, out.Events, now); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
