@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPoHVerifyBundleVectors runs every proof-bundle vector of
+// schema/poh/testdata/bundles through `packctl poh verify-bundle` in-process
+// and checks the output contract: the first stdout line is `VALID ...` (exit
+// 0) or `INVALID <REASON_CODE>` (exit 2).
+func TestPoHVerifyBundleVectors(t *testing.T) {
+	dir := filepath.Join("..", "..", "schema", "poh", "testdata", "bundles")
+	f, err := os.Open(filepath.Join(dir, "INDEX.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		cols := strings.Split(sc.Text(), "\t")
+		if len(cols) < 3 || cols[0] == "file" {
+			continue
+		}
+		n++
+		name, valid, code := cols[0], cols[1] == "true", cols[2]
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			got := run([]string{"poh", "verify-bundle", filepath.Join(dir, name)}, strings.NewReader(""), &stdout, &stderr)
+			first, _, _ := strings.Cut(stdout.String(), "\n")
+			if valid {
+				if got != exitOK || !strings.HasPrefix(first, "VALID bundle=") {
+					t.Fatalf("exit %d, first line %q, stderr %q; want exit 0 and VALID", got, first, stderr.String())
+				}
+				return
+			}
+			if got != exitRejected || first != "INVALID "+code {
+				t.Fatalf("exit %d, first line %q, stderr %q; want exit 2 and INVALID %s", got, first, stderr.String(), code)
+			}
+		})
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 40 {
+		t.Fatalf("ran %d vectors", n)
+	}
+}
