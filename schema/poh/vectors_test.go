@@ -142,3 +142,30 @@ func TestCoSignedBundleResult(t *testing.T) {
 		t.Fatalf("tool receipt %+v", tr)
 	}
 }
+
+// FuzzBundleVectors mutates the bundle vectors: whatever the bytes, the
+// verifier never panics, never returns a result together with an error, and
+// reports every failure as a *poh.Error.
+func FuzzBundleVectors(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join(bundlesDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed vectors: %v", err)
+	}
+	for _, p := range files {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := poh.VerifyProofBundle(data, poh.BundleOptions{})
+		if (b == nil) == (err == nil) {
+			t.Fatalf("result %v with error %v", b, err)
+		}
+		var pe *poh.Error
+		if err != nil && !errors.As(err, &pe) {
+			t.Fatalf("error %T is not *poh.Error: %v", err, err)
+		}
+	})
+}
