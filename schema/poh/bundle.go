@@ -84,6 +84,9 @@ func VerifyProofBundle(raw []byte, opts BundleOptions) (*Bundle, error) {
 	if err := CheckRateLimitClaims(out.RateLimitClaims, out.RunID); err != nil {
 		return nil, err
 	}
+	if err := checkURMReference(p); err != nil {
+		return nil, err
+	}
 	for i, r := range p.Get("receipts").Elems() {
 		rc, err := verifyBoundReceipt(i, r, out, opts)
 		if err != nil {

@@ -1,6 +1,6 @@
 // An independent implementation, in Node.js, of the proof-bundle rules of
 // docs/spec/hashing-and-envelopes.md §5.4 (rate_limit_claims) and §5.5
-// (tool_receipts), written from the spec for TestNodeAgreesOnBundleVectors.
+// (tool_receipts) and the URM reference rule, written from the spec for TestNodeAgreesOnBundleVectors.
 // It uses JavaScript's own JSON.parse, JSON.stringify, Date.parse and sort,
 // so it checks that our Go reading of those semantics holds on the vectors.
 // JSON Schema validation is not repeated here.
@@ -127,6 +127,7 @@ function verify(env) {
   }
   const r = rateLimits(p.rate_limit_claims || [], chain ? chain.runId : null);
   if (r) return r;
+  if (p.urm !== undefined) return 'URM_MISSING';
   for (const e of p.tool_receipts || []) {
     const t = toolReceipt(e, p.agent_did, chain);
     if (t) return t;

@@ -372,6 +372,11 @@ func (c claim) value() *pohjson.Value {
 
 // bundle is a proof bundle under construction.
 type bundle struct {
+	// noChain leaves out the event chain; attestation adds one attestation
+	// reference (so that the bundle still has a component).
+	noChain      bool
+	attestation  bool
+	urm          bool
 	claims       []claim
 	toolReceipts []*pohjson.Value
 	// replace, when set, rewrites the signed envelope bytes (old, new).
@@ -387,10 +392,25 @@ func (b bundle) sign() ([]byte, error) {
 		m("bundle_version", s("1")),
 		m("bundle_id", s("bundle_vectors_001")),
 		m("agent_did", s(DID(agentKey))),
-		m("event_chain", arr(ev.entries...)),
+	}
+	if b.urm {
+		ms = append(ms, m("urm", obj(
+			m("urm_version", s("1")), m("urm_id", s("urm_001")), m("resource_type", s("urm")),
+			m("resource_hash_b64u", s(b64u.SHA256([]byte("urm document")))),
+		)))
+	}
+	if !b.noChain {
+		ms = append(ms, m("event_chain", arr(ev.entries...)))
 	}
 	if len(b.toolReceipts) > 0 {
 		ms = append(ms, m("tool_receipts", arr(b.toolReceipts...)))
+	}
+	if b.attestation {
+		ms = append(ms, m("attestations", arr(obj(
+			m("attestation_id", s("att_001")), m("attestation_type", s("owner")),
+			m("attester_did", s(DID(otherKey))), m("subject_did", s(DID(agentKey))),
+			m("signature_b64u", s(b64u.Encode(ed25519.Sign(otherKey, []byte("not checked here"))))),
+		))))
 	}
 	if len(b.claims) > 0 {
 		var cs []*pohjson.Value
@@ -488,6 +508,13 @@ func Build() ([]Vector, error) {
 			claims(claim{start: "2026-11-22T00:00:00.000Z", end: "2026-11-22T00:00:00.000Z", maxReq: 5, obsReq: 5, maxIn: i64(7), obsIn: i64(7), maxOut: i64(0), obsOut: i64(0)})},
 		{"valid_rate_limit_submillisecond.json", "OK", "", "window_start is after window_end only below one millisecond: equal as Date.parse values",
 			claims(mod(func(c *claim) { c.start, c.end = "2026-11-22T00:00:00.0009Z", "2026-11-22T00:00:00.0001Z" }))},
+		{"valid_no_chain_binding_not_compared.json", "OK", "", "no event chain (an attestation reference instead): a tool receipt bound to another run and a claim naming another run are not compared",
+			func() (bundle, error) {
+				b, err := envelopeBundle(toolPayload{bindingRunID: "run_other", bindingEvent: b64u.SHA256([]byte("elsewhere"))}, cosigned(nil))
+				b.noChain, b.attestation = true, true
+				b.claims = []claim{mod(func(c *claim) { c.runID = "run_other" })}
+				return b, err
+			}},
 		{"valid_rate_limit_offsets.json", "OK", "", "window in two time zones: 01:00+01:00 is before 00:30Z",
 			claims(mod(func(c *claim) { c.start, c.end = "2026-11-22T01:00:00.000+01:00", "2026-11-22T00:30:00.000Z" }))},
 
@@ -529,6 +556,13 @@ func Build() ([]Vector, error) {
 				c := goodClaim()
 				c.maxReqNull = true
 				return bundle{claims: []claim{c}, replace: [2]string{`"max_requests":null`, `"max_requests":1e400`}}, nil
+			}},
+
+		{"urm_without_document.json", "URM_MISSING", "", "payload.urm references a URM document that is not supplied (checked after the rate-limit claims)",
+			func() (bundle, error) { return bundle{urm: true, claims: []claim{goodClaim()}}, nil }},
+		{"order_rate_limit_before_urm.json", "RATE_LIMIT_EXCEEDED", "", "an exceeded claim and a URM reference: rate-limit claims are checked first",
+			func() (bundle, error) {
+				return bundle{urm: true, claims: []claim{mod(func(c *claim) { c.obsReq = 1000 })}}, nil
 			}},
 
 		{"tool_cosignature_wrong_key.json", "CO_SIGNATURE_INVALID", "", "the proxy co-signature is made by another key",
