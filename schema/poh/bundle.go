@@ -60,8 +60,10 @@ type Bundle struct {
 
 // VerifyProofBundle verifies a proof_bundle envelope: the envelope (Verify),
 // the bundle payload rules, the event chain (run id, linkage, recomputed
-// header hashes) and every gateway receipt (signature and binding to this
-// bundle's run and events).
+// header hashes), the rate-limit claims, the URM reference, every gateway
+// receipt (signature and binding to this bundle's run and events) and every
+// tool receipt (binding, signatures and co-signatures, selective
+// disclosures), in that order (docs/spec/hashing-and-envelopes.md §5.2).
 func VerifyProofBundle(raw []byte, opts BundleOptions) (*Bundle, error) {
 	env, err := Verify(raw, VerifyOptions{Type: TypeProofBundle, PayloadCheck: checkBundlePayload})
 	if err != nil {
