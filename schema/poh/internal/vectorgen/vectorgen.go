@@ -237,6 +237,7 @@ type coSig struct {
 
 // toolEnvelope is a tool_receipt_envelope.v2 around payload.
 type toolEnvelope struct {
+	version       string // "" means "2"
 	payload       *pohjson.Value
 	signer        ed25519.PrivateKey
 	signerDID     string // when set, replaces the signer's DID
@@ -269,8 +270,12 @@ func (te toolEnvelope) build() (*pohjson.Value, error) {
 	if te.tamper != nil {
 		payload = te.tamper(payload)
 	}
+	version := te.version
+	if version == "" {
+		version = "2"
+	}
 	ms := []pohjson.Member{
-		m("envelope_version", s("2")),
+		m("envelope_version", s(version)),
 		m("envelope_type", s("tool_receipt")),
 		m("payload", payload),
 		m("payload_hash_b64u", s(hash)),
@@ -313,6 +318,36 @@ func forge(c *coSig) {
 		c.signerDID = DID(c.key)
 	}
 	c.key = otherKey
+}
+
+// v1Payload is a tool_receipt.v1 payload bound to the standard chain.
+func v1Payload(id string) *pohjson.Value {
+	return obj(
+		m("receipt_version", s("1")),
+		m("receipt_id", s(id)),
+		m("tool_name", s("bash")),
+		m("args_hash_b64u", s(b64u.SHA256([]byte("args "+id)))),
+		m("result_hash_b64u", s(b64u.SHA256([]byte("result "+id)))),
+		m("result_status", s("success")),
+		m("hash_algorithm", s("SHA-256")),
+		m("agent_did", s(DID(agentKey))),
+		m("timestamp", s("2026-11-22T00:00:01.250Z")),
+		m("latency_ms", n(3)),
+		m("binding", obj(m("run_id", s(runID)), m("event_hash_b64u", s(eventHash(0))))),
+	)
+}
+
+// v1Bundle is a bundle with a v1 tool receipt envelope (built by te around
+// a v1 payload) and a bare v1 payload.
+func v1Bundle(te toolEnvelope) (bundle, error) {
+	te.version = "1"
+	te.payload = v1Payload("tr_v1_env")
+	te.signer = toolKey
+	e, err := te.build()
+	if err != nil {
+		return bundle{}, err
+	}
+	return bundle{toolReceipts: []*pohjson.Value{e, v1Payload("tr_v1_bare")}}, nil
 }
 
 func goodCoSigs() []coSig {
@@ -504,6 +539,8 @@ func Build() ([]Vector, error) {
 			}},
 		{"valid_v2_envelope_no_cosignatures.json", "OK", "", "v2 envelope without co_signatures and without disclosures",
 			env(toolPayload{noDisclosures: true}, toolEnvelope{})},
+		{"valid_v1_envelope_and_payload.json", "OK", "", "a v1 tool receipt envelope and a bare v1 payload, both bound to the chain",
+			func() (bundle, error) { return v1Bundle(toolEnvelope{}) }},
 		{"valid_rate_limit_boundaries.json", "OK", "", "window_start == window_end, observed == max for requests and both token limits, no run_id",
 			claims(claim{start: "2026-11-22T00:00:00.000Z", end: "2026-11-22T00:00:00.000Z", maxReq: 5, obsReq: 5, maxIn: i64(7), obsIn: i64(7), maxOut: i64(0), obsOut: i64(0)})},
 		{"valid_rate_limit_submillisecond.json", "OK", "", "window_start is after window_end only below one millisecond: equal as Date.parse values",
@@ -588,6 +625,10 @@ func Build() ([]Vector, error) {
 			}))},
 		{"tool_signer_did_web.json", "SIGNATURE_INVALID", "", "did:web primary signer (clawverify treats a key it cannot extract as a failed signature)",
 			env(boundPayload(), cosigned(func(te *toolEnvelope) { te.signerDID = "did:web:tools.example" }))},
+		{"tool_v1_signature_invalid.json", "SIGNATURE_INVALID", "", "v1 tool receipt envelope signed by another key",
+			func() (bundle, error) { return v1Bundle(toolEnvelope{badSignature: true}) }},
+		{"tool_v1_with_cosignatures.json", "SCHEMA_VALIDATION_FAILED", "", "a v1 envelope cannot carry co_signatures (no tool receipt form matches)",
+			func() (bundle, error) { return v1Bundle(toolEnvelope{coSigs: goodCoSigs()}) }},
 		{"tool_payload_hash_mismatch.json", "HASH_MISMATCH", "", "the receipt payload changed after signing",
 			env(boundPayload(), cosigned(func(te *toolEnvelope) {
 				te.tamper = func(p *pohjson.Value) *pohjson.Value { return withMember(p, "latency_ms", n(13)) }
