@@ -221,10 +221,8 @@ func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params,
 	if res.SkillsPrompt != "" {
 		in.SkillsPromptHashB64u = b64u.SHA256([]byte(res.SkillsPrompt))
 	}
-	if p.SkillsEnvOverrides != nil {
-		if in.SkillsEnvOverridesHashB64u, err = hashJCS(p.SkillsEnvOverrides); err != nil {
-			return nil, err
-		}
+	if in.SkillsEnvOverridesHashB64u, _, err = p.SkillsEnvOverridesHash(); err != nil {
+		return nil, err
 	}
 	if res.ExtraSystemPrompt != "" {
 		in.ExtraSystemPromptHashB64u = b64u.SHA256([]byte(res.ExtraSystemPrompt))
@@ -262,6 +260,21 @@ func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params,
 		}
 	}
 	return rep, nil
+}
+
+// ToolSchemasHash returns the report's tool_schemas_hash_b64u:
+// b64u(SHA-256(JCS(tool_schemas))). Admission policies pin it.
+func (p *Pack) ToolSchemasHash() (string, error) { return p.toolSchemasHash() }
+
+// SkillsEnvOverridesHash returns the report's
+// skills_env_overrides_hash_b64u, b64u(SHA-256(JCS(skills_env_overrides))),
+// and false when the pack has no skills_env_overrides.
+func (p *Pack) SkillsEnvOverridesHash() (string, bool, error) {
+	if p.SkillsEnvOverrides == nil {
+		return "", false, nil
+	}
+	h, err := hashJCS(p.SkillsEnvOverrides)
+	return h, err == nil, err
 }
 
 // toolSchemasHash is b64u(SHA-256(JCS(tool_schemas))).

@@ -45,6 +45,9 @@ const (
 	SelectiveDisclosureV1          = "https://schemas.clawbureau.org/claw.poh.selective_disclosure.v1.json"
 	// SystemPromptReportV1 is clawea's hash-first SystemPromptReport.v1.
 	SystemPromptReportV1 = "https://schemas.clawea.dev/clawea.system_prompt_report.v1.json"
+	// AdmissionPolicyV1 is clawea's admission policy
+	// (docs/spec/admission-policy-v1.md).
+	AdmissionPolicyV1 = "https://schemas.clawea.dev/clawea.admission_policy.v1.json"
 )
 
 // MaxDocumentBytes bounds a validated document.

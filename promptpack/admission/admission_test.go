@@ -1,0 +1,448 @@
+package admission
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/schemas"
+)
+
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func loadPolicy(t *testing.T, name string) *Policy {
+	t.Helper()
+	p, err := Parse(readTestdata(t, name))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return p
+}
+
+func decodeMap(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func mustJSON(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// testPack builds the pack of the admission vectors: base params with the
+// top-level members of set replaced, and the pack members of packSet
+// replaced (null removes an optional one).
+func testPack(t testing.TB, set, packSet map[string]any) *promptpack.Pack {
+	t.Helper()
+	params := decodeMap(t, readTestdata(t, "base.params.json"))
+	for k, v := range set {
+		params[k] = v
+	}
+	pack := &promptpack.Pack{
+		Recipe:      promptpack.RecipeRef{ID: openclawsig.ID, Version: openclawsig.Version},
+		PromptMode:  "full",
+		Params:      mustJSON(t, params),
+		ToolSchemas: map[string][]byte{},
+	}
+	schemasDoc := decodeMap(t, readTestdata(t, "base.tool_schemas.json"))
+	env := map[string]string{}
+	if err := json.Unmarshal(readTestdata(t, "base.skills_env.json"), &env); err != nil {
+		t.Fatal(err)
+	}
+	pack.SkillsEnvOverrides = env
+	for k, v := range packSet {
+		switch k {
+		case "recipe":
+			m := v.(map[string]any)
+			pack.Recipe = promptpack.RecipeRef{ID: m["id"].(string), Version: m["version"].(string)}
+		case "prompt_mode":
+			pack.PromptMode = v.(string)
+		case "tool_schemas":
+			schemasDoc = v.(map[string]any)
+		case "skills_env_overrides":
+			if v == nil {
+				pack.SkillsEnvOverrides = nil
+				continue
+			}
+			pack.SkillsEnvOverrides = map[string]string{}
+			for ek, ev := range v.(map[string]any) {
+				pack.SkillsEnvOverrides[ek] = ev.(string)
+			}
+		default:
+			t.Fatalf("unknown pack member %q", k)
+		}
+	}
+	for name, s := range schemasDoc {
+		c, err := jcs.Canonicalize(mustJSON(t, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pack.ToolSchemas[name] = c
+	}
+	return pack
+}
+
+type admitVector struct {
+	Name   string         `json:"name"`
+	Policy string         `json:"policy"`
+	Set    map[string]any `json:"set"`
+	Pack   map[string]any `json:"pack"`
+	Rule   string         `json:"rule"`
+	Input  string         `json:"input"`
+}
+
+func TestAdmitVectors(t *testing.T) {
+	var doc struct {
+		Vectors []admitVector `json:"vectors"`
+	}
+	if err := json.Unmarshal(readTestdata(t, "admit-vectors.json"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Vectors) < 30 {
+		t.Fatalf("only %d vectors", len(doc.Vectors))
+	}
+	rules := map[string]bool{}
+	for _, v := range doc.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			pol := loadPolicy(t, v.Policy)
+			pack := testPack(t, v.Set, v.Pack)
+			err := pol.Admit(pack)
+			if v.Rule == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			rules[v.Rule] = true
+			re, ok := errors.AsType[*RuleError](err)
+			if !ok {
+				t.Fatalf("got %v, want rule %s", err, v.Rule)
+			}
+			if re.Rule != v.Rule || re.Input != v.Input {
+				t.Fatalf("got %s %q, want %s %q", re.Rule, re.Input, v.Rule, v.Input)
+			}
+			if !errors.Is(err, ErrRefused) {
+				t.Fatal("RuleError does not match ErrRefused")
+			}
+			// The error names the input, never its content.
+			params := decodeMap(t, pack.Params)
+			for _, key := range []string{"extraSystemPrompt", "skillsPrompt"} {
+				if s, _ := params[key].(string); len(s) > 8 && strings.Contains(err.Error(), s) {
+					t.Fatalf("error quotes %s", key)
+				}
+			}
+			if files, ok := params["contextFiles"].([]any); ok {
+				for _, f := range files {
+					c := f.(map[string]any)["content"].(string)
+					if len(c) > 2 && strings.Contains(err.Error(), c) {
+						t.Fatalf("error quotes file content: %v", err)
+					}
+				}
+			}
+			if strings.Contains(err.Error(), "+1555") {
+				t.Fatalf("error quotes an owner: %v", err)
+			}
+		})
+	}
+	// Every pack rule has a failing vector.
+	for _, r := range []string{
+		RuleRecipeNotAllowed, RulePromptModeNotAllowed, RuleBootstrapPath, RuleBootstrapDuplicate,
+		RuleBootstrapFileTooLarge, RuleBootstrapTotalTooBig, RuleBootstrapBinary, RuleBootstrapNul,
+		RuleBootstrapNewlines, RuleBootstrapNotPinned, RuleSkillsRefused, RuleSkillsMalformed,
+		RuleSkillsPreamble, RuleSkillNotAllowed, RuleSkillNotPinned, RuleSkillWorkspace,
+		RuleSkillsEnvRefused, RuleSkillsEnvNotPinned, RuleExtraSystemPrompt, RuleToolSchemasNotPinned,
+		RuleToolSummaryRefused, RuleToolNameNotAllowed, RuleOwnersRefused, RuleOwnerNotHMAC,
+	} {
+		if !rules[r] {
+			t.Errorf("no vector for rule %s", r)
+		}
+	}
+}
+
+// TestRelaxedChoicesAdmit shows that each rule is a policy choice: the
+// open (non-sensitive) policy admits what the sensitive one refuses, apart
+// from the rules every policy keeps (paths, NUL, binary, limits).
+func TestRelaxedChoicesAdmit(t *testing.T) {
+	open := loadPolicy(t, "open.policy.json")
+	sens := loadPolicy(t, "sensitive.policy.json")
+	notes := "<skill>\n    <name>notes</name>\n    <location>/home/agent/workspace/skills/notes/SKILL.md</location>\n  </skill>"
+	for name, c := range map[string]struct {
+		set, pack map[string]any
+	}{
+		"crlf":            {set: map[string]any{"contextFiles": []any{map[string]any{"path": "AGENTS.md", "content": "a\r\nb"}}}},
+		"workspace-skill": {set: map[string]any{"skillsPrompt": "<available_skills>\n  " + notes + "\n</available_skills>"}},
+		"extra":           {set: map[string]any{"extraSystemPrompt": "group context"}},
+		"summary":         {set: map[string]any{"toolSummaries": map[string]any{"x": "y"}}},
+		"tool-name":       {set: map[string]any{"toolNames": []any{"gateway"}}},
+		"raw-owner":       {set: map[string]any{"ownerNumbers": []any{"+15551234567"}}},
+		"minimal":         {set: map[string]any{"promptMode": "minimal"}, pack: map[string]any{"prompt_mode": "minimal"}},
+		"env":             {pack: map[string]any{"skills_env_overrides": map[string]any{"A": "b"}}},
+		"schemas":         {pack: map[string]any{"tool_schemas": map[string]any{}}},
+	} {
+		pack := testPack(t, c.set, c.pack)
+		if err := open.Admit(pack); err != nil {
+			t.Errorf("%s: open policy refused: %v", name, err)
+		}
+		if err := sens.Admit(pack); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: sensitive policy: got %v, want a refusal", name, err)
+		}
+	}
+	for name, set := range map[string]map[string]any{
+		"nul":    {"contextFiles": []any{map[string]any{"path": "AGENTS.md", "content": "a\x00"}}},
+		"binary": {"contextFiles": []any{map[string]any{"path": "AGENTS.md", "content": "a\x07"}}},
+		"path":   {"contextFiles": []any{map[string]any{"path": "secrets.env", "content": "a"}}},
+	} {
+		if err := open.Admit(testPack(t, set, nil)); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: open policy: got %v, want a refusal", name, err)
+		}
+	}
+}
+
+func TestAdmitUnreadable(t *testing.T) {
+	pol := loadPolicy(t, "sensitive.policy.json")
+	pack := testPack(t, nil, nil)
+	pack.Params = []byte(`{"workspaceDir":"/w","unknownParam":1}`)
+	err := pol.Admit(pack)
+	if !errors.Is(err, ErrUnreadable) || errors.Is(err, ErrRefused) {
+		t.Fatalf("got %v, want ErrUnreadable", err)
+	}
+	// A recipe the policy allows but admission cannot read: refused.
+	doc := decodeMap(t, readTestdata(t, "open.policy.json"))
+	doc["recipes"] = []any{map[string]any{"id": "other", "version": "1"}}
+	other, err := Parse(mustJSON(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack = testPack(t, nil, map[string]any{"recipe": map[string]any{"id": "other", "version": "1"}})
+	if err := other.Admit(pack); !errors.Is(err, ErrUnreadable) {
+		t.Fatalf("got %v, want ErrUnreadable", err)
+	}
+	if err := pol.Admit(nil); !errors.Is(err, ErrUnreadable) {
+		t.Fatalf("nil pack: %v", err)
+	}
+}
+
+func TestWorkspaceSkill(t *testing.T) {
+	params := &openclawsig.Params{
+		WorkspaceDir: "/home/agent/workspace/",
+		RuntimeInfo:  &openclawsig.RuntimeInfo{RepoRoot: "/srv/repo"},
+		SandboxInfo:  &openclawsig.SandboxInfo{WorkspaceDir: "/sandbox/ws", AgentWorkspaceMount: "/agent"},
+	}
+	for loc, want := range map[string]bool{
+		"/opt/openclaw/skills/a/SKILL.md":         false,
+		"/home/agent/workspace2/skills/SKILL.md":  false,
+		"/home/agent/workspace/skills/a/SKILL.md": true,
+		"/home/agent/workspace":                   true,
+		"/srv/repo/skills/a/SKILL.md":             true,
+		"/sandbox/ws/a/SKILL.md":                  true,
+		"/agent/skills/a/SKILL.md":                true,
+		"/opt/x/.pi/skills/a/SKILL.md":            true,
+		"/opt/x/.agents/skills/a/SKILL.md":        true,
+		"/opt/../home/agent/workspace/SKILL.md":   true,
+		"/opt/./x/SKILL.md":                       true,
+		"~/skills/a/SKILL.md":                     true,
+		"skills/a/SKILL.md":                       true,
+		"/opt\\x/SKILL.md":                        true,
+	} {
+		if got := isWorkspaceSkill(skillEntry{location: loc, hasLocation: true}, params); got != want {
+			t.Errorf("%q: got %v, want %v", loc, got, want)
+		}
+	}
+	if !isWorkspaceSkill(skillEntry{}, params) {
+		t.Error("a skill without location is not refused")
+	}
+	for _, ws := range []string{"/", "~/.openclaw/workspace", "workspace"} {
+		p := &openclawsig.Params{WorkspaceDir: ws}
+		if !isWorkspaceSkill(skillEntry{location: "/opt/s/SKILL.md", hasLocation: true}, p) {
+			t.Errorf("workspace %q: an outside skill is admitted although the workspace is unknown", ws)
+		}
+	}
+}
+
+func TestCheckRuntime(t *testing.T) {
+	sens := loadPolicy(t, "sensitive.policy.json")
+	open := loadPolicy(t, "open.policy.json")
+	all := Runtime{MemoryLocked: true, NoDevelopmentOptions: true, FailModeDeny: true, VerificationEnforced: true}
+	if err := sens.CheckRuntime(all); err != nil {
+		t.Fatal(err)
+	}
+	if err := open.CheckRuntime(Runtime{}); err != nil {
+		t.Fatalf("non-sensitive: %v", err)
+	}
+	for rule, rt := range map[string]Runtime{
+		RuleRuntimeMemoryUnlocked: {NoDevelopmentOptions: true, FailModeDeny: true, VerificationEnforced: true},
+		RuleRuntimeDevelopment:    {MemoryLocked: true, FailModeDeny: true, VerificationEnforced: true},
+		RuleRuntimeFailMode:       {MemoryLocked: true, NoDevelopmentOptions: true, VerificationEnforced: true},
+		RuleRuntimeVerification:   {MemoryLocked: true, NoDevelopmentOptions: true, FailModeDeny: true},
+	} {
+		re, ok := errors.AsType[*RuleError](sens.CheckRuntime(rt))
+		if !ok || re.Rule != rule {
+			t.Errorf("%s: got %v", rule, re)
+		}
+	}
+	if _, ok := errors.AsType[*RuleError](sens.CheckRuntime(Runtime{})); !ok {
+		t.Error("zero Runtime passes a sensitive policy")
+	}
+}
+
+// setPointer sets or deletes (del) the member at a JSON pointer.
+func setPointer(t *testing.T, doc map[string]any, ptr string, v any, del bool) {
+	t.Helper()
+	parts := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	m := doc
+	for _, p := range parts[:len(parts)-1] {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			t.Fatalf("pointer %s: %s is not an object", ptr, p)
+		}
+		m = next
+	}
+	last := parts[len(parts)-1]
+	if del {
+		if _, ok := m[last]; !ok {
+			t.Fatalf("pointer %s: nothing to delete", ptr)
+		}
+		delete(m, last)
+		return
+	}
+	m[last] = v
+}
+
+// codeOnly are the policy vectors whose rule JSON Schema cannot state
+// (docs/spec/admission-policy-v1.md section 4): Parse refuses them, the
+// schema does not.
+var codeOnly = map[string]bool{
+	"pinned-hash-padding-bits": true, // b64u padding bits
+	"total-below-file":         true, // a relation between two members
+	"pinned-path-not-allowed":  true, // keys of one member in another
+	"skill-duplicate":          true, // uniqueness of one field
+	"tool-name-not-lowercase":  true, // JavaScript toLowerCase
+	"tool-name-untrimmed":      true, // JavaScript trim
+}
+
+func TestPolicyVectors(t *testing.T) {
+	var doc struct {
+		Vectors []struct {
+			Name string  `json:"name"`
+			Raw  *string `json:"raw"`
+			Base string  `json:"base"`
+			Set  []struct {
+				Ptr   string `json:"ptr"`
+				Value any    `json:"value"`
+			} `json:"set"`
+			Delete []string `json:"delete"`
+			Path   string   `json:"path"`
+			Error  string   `json:"error"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(readTestdata(t, "policy-vectors.json"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	sentinels := map[string]error{
+		"syntax": jsonobj.ErrSyntax, "unknown_version": ErrUnknownVersion, "unknown_field": jsonobj.ErrUnknownField,
+		"missing_field": jsonobj.ErrMissingField, "wrong_type": jsonobj.ErrWrongType, "too_large": jsonobj.ErrTooLarge,
+		"contradiction": ErrContradiction,
+	}
+	for _, v := range doc.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			var data []byte
+			if v.Raw != nil {
+				data = []byte(*v.Raw)
+			} else {
+				m := decodeMap(t, readTestdata(t, v.Base))
+				for _, s := range v.Set {
+					setPointer(t, m, s.Ptr, s.Value, false)
+				}
+				for _, d := range v.Delete {
+					setPointer(t, m, d, nil, true)
+				}
+				data = mustJSON(t, m)
+			}
+			p, err := Parse(data)
+			if p != nil || err == nil {
+				t.Fatalf("accepted")
+			}
+			want, ok := sentinels[v.Error]
+			if !ok {
+				t.Fatalf("unknown error class %q", v.Error)
+			}
+			if !errors.Is(err, want) {
+				t.Fatalf("got %v, want %s", err, v.Error)
+			}
+			if v.Error == "unknown_version" {
+				return
+			}
+			pe, ok := errors.AsType[*PolicyError](err)
+			if !ok || !errors.Is(err, ErrMalformed) {
+				t.Fatalf("got %T %v, want a *PolicyError", err, err)
+			}
+			if pe.Path != v.Path {
+				t.Fatalf("path %q, want %q (%v)", pe.Path, v.Path, err)
+			}
+			// The schema refuses what the strict reader refuses, except
+			// what JSON Schema cannot say (duplicate keys, padding bits).
+			if v.Raw == nil && !codeOnly[v.Name] {
+				if err := schemas.Validate(schemas.AdmissionPolicyV1, data); err == nil {
+					t.Fatalf("the JSON Schema accepts it")
+				}
+			}
+		})
+	}
+}
+
+func TestPolicyFilesValidateAndHash(t *testing.T) {
+	for _, name := range []string{"sensitive.policy.json", "strict.policy.json", "open.policy.json"} {
+		raw := readTestdata(t, name)
+		if err := schemas.Validate(schemas.AdmissionPolicyV1, raw); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		p := loadPolicy(t, name)
+		want, err := jcs.Hash(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Hash() != want || len(p.Hash()) != 43 {
+			t.Fatalf("%s: hash %q, want %q", name, p.Hash(), want)
+		}
+		if !strings.HasPrefix(string(p.Canonical()), `{"admission_policy_version":"clawea.dev/admission-policy/v1",`) {
+			t.Fatalf("%s: canonical form does not start with the version", name)
+		}
+		// Reformatting does not change the hash; a changed value does.
+		q, err := Parse(p.Canonical())
+		if err != nil || q.Hash() != p.Hash() {
+			t.Fatalf("%s: canonical bytes reparse to %v, %v", name, q, err)
+		}
+	}
+	if loadPolicy(t, "sensitive.policy.json").Hash() == loadPolicy(t, "strict.policy.json").Hash() {
+		t.Fatal("different policies share a hash")
+	}
+}
+
+func TestParseTooLarge(t *testing.T) {
+	big := make([]byte, MaxPolicySize+1)
+	if _, err := Parse(big); !errors.Is(err, jsonobj.ErrTooLarge) {
+		t.Fatalf("got %v", err)
+	}
+}

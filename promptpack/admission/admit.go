@@ -1,0 +1,260 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsstr"
+)
+
+// Admit checks a parsed pack's inputs against the policy (section 6) and
+// returns nil, a *RuleError for the first rule the pack breaks (rules are
+// checked in the order of section 6), or an error wrapping ErrUnreadable
+// when the inputs cannot be checked. It reads only the pack: no clock, no
+// file, no network. Errors never contain input content.
+func (p *Policy) Admit(pack *promptpack.Pack) error {
+	if p == nil || pack == nil {
+		return fmt.Errorf("%w: nil policy or pack", ErrUnreadable)
+	}
+	if !slices.Contains(p.Recipes, Recipe{ID: pack.Recipe.ID, Version: pack.Recipe.Version}) {
+		return refuse(RuleRecipeNotAllowed, "recipe", pack.Recipe.ID+"/"+pack.Recipe.Version)
+	}
+	if !slices.Contains(p.PromptModes, pack.PromptMode) {
+		return refuse(RulePromptModeNotAllowed, "prompt_mode", pack.PromptMode)
+	}
+	// The recipe decides where each input lives in the params; only
+	// recipes this package knows are checked, the others refused.
+	if pack.Recipe.ID != openclawsig.ID || pack.Recipe.Version != openclawsig.Version {
+		return fmt.Errorf("%w: recipe %q version %q has no admission mapping", ErrUnreadable, pack.Recipe.ID, pack.Recipe.Version)
+	}
+	params, err := openclawsig.ParseParams(pack.Params)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	for _, check := range []func(*promptpack.Pack, *openclawsig.Params) error{
+		p.admitBootstrap, p.admitSkills, p.admitSkillsEnv, p.admitExtra, p.admitTools, p.admitOwners,
+	} {
+		if err := check(pack, params); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) error {
+	b := &p.Bootstrap
+	seen := make(map[string]bool, len(params.ContextFiles))
+	var total int64
+	for _, f := range params.ContextFiles {
+		if !slices.Contains(b.AllowedPaths, f.Path) {
+			return refuse(RuleBootstrapPath, "bootstrap", f.Path)
+		}
+		if seen[f.Path] {
+			return refuse(RuleBootstrapDuplicate, "bootstrap", f.Path)
+		}
+		seen[f.Path] = true
+		if rule := contentRule(f.Content, b.Newlines); rule != "" {
+			return refuse(rule, "bootstrap", f.Path)
+		}
+		n := int64(jsstr.Len(f.Content))
+		if n > b.MaxFileChars {
+			return refuse(RuleBootstrapFileTooLarge, "bootstrap", f.Path)
+		}
+		if total += n; total > b.MaxTotalChars {
+			return refuse(RuleBootstrapTotalTooBig, "bootstrap", f.Path)
+		}
+	}
+	if b.Content != ContentPinned {
+		return nil
+	}
+	for _, f := range params.ContextFiles {
+		if !slices.Contains(b.PinnedContent[f.Path], b64u.SHA256([]byte(f.Content))) {
+			return refuse(RuleBootstrapNotPinned, "bootstrap", f.Path)
+		}
+	}
+	return nil
+}
+
+// contentRule returns the rule a context file's text breaks, or "". A NUL
+// is always refused: admission cannot rewrite committed bytes, so a
+// declared "strip" means the producer stripped them (section 6.3). Binary
+// content is recognised by what a text file does not hold: C0 controls
+// other than TAB, LF and CR, DEL, C1 controls, and U+FFFD (the mark of a
+// lossy decode). The params parser already refuses invalid UTF-8 and
+// unpaired surrogates.
+func contentRule(s, newlines string) string {
+	if strings.IndexByte(s, 0) >= 0 {
+		return RuleBootstrapNul
+	}
+	for _, r := range s {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+		case r < 0x20, r == 0x7f, 0x80 <= r && r <= 0x9f, r == 0xfffd:
+			return RuleBootstrapBinary
+		}
+	}
+	if newlines == NewlinesLF && strings.IndexByte(s, '\r') >= 0 {
+		return RuleBootstrapNewlines
+	}
+	return ""
+}
+
+func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) error {
+	s := &p.Skills
+	prompt := jsstr.Trim(params.SkillsPrompt)
+	switch s.Mode {
+	case SkillsAll:
+		return nil
+	case SkillsNone:
+		if prompt != "" {
+			return refuse(RuleSkillsRefused, "skills_prompt", "")
+		}
+		return nil
+	}
+	if prompt == "" {
+		return nil
+	}
+	sp, err := parseSkillsPrompt(prompt)
+	if err != nil {
+		return refuse(RuleSkillsMalformed, "skills_prompt", "")
+	}
+	if !slices.Contains(s.PreambleHashes, b64u.SHA256([]byte(sp.preamble))) {
+		return refuse(RuleSkillsPreamble, "skills_prompt", "")
+	}
+	for _, e := range sp.entries {
+		i := slices.IndexFunc(s.Allowed, func(a Skill) bool { return a.Name == e.name })
+		if i < 0 {
+			return refuse(RuleSkillNotAllowed, "skill", e.name)
+		}
+		if s.Allowed[i].EntryHash != b64u.SHA256([]byte(e.raw)) {
+			return refuse(RuleSkillNotPinned, "skill", e.name)
+		}
+		if p.Sensitive && isWorkspaceSkill(e, params) {
+			return refuse(RuleSkillWorkspace, "skill", e.name)
+		}
+	}
+	return nil
+}
+
+func (p *Policy) admitSkillsEnv(pack *promptpack.Pack, _ *openclawsig.Params) error {
+	switch p.Skills.EnvOverrides {
+	case EnvAny:
+		return nil
+	case EnvRefuse:
+		if len(pack.SkillsEnvOverrides) > 0 {
+			return refuse(RuleSkillsEnvRefused, "skills_env_overrides", "")
+		}
+		return nil
+	}
+	h, ok, err := pack.SkillsEnvOverridesHash()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	if ok && !slices.Contains(p.Skills.EnvOverrideHash, h) {
+		return refuse(RuleSkillsEnvNotPinned, "skills_env_overrides", "")
+	}
+	return nil
+}
+
+func (p *Policy) admitExtra(_ *promptpack.Pack, params *openclawsig.Params) error {
+	if p.ExtraSystemPrompt == Refuse && jsstr.Trim(params.ExtraSystemPrompt) != "" {
+		return refuse(RuleExtraSystemPrompt, "extra_system_prompt", "")
+	}
+	return nil
+}
+
+func (p *Policy) admitTools(pack *promptpack.Pack, params *openclawsig.Params) error {
+	t := &p.Tools
+	if t.Schemas == SchemasPinned {
+		h, err := pack.ToolSchemasHash()
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrUnreadable, err)
+		}
+		if !slices.Contains(t.SchemaPackHash, h) {
+			return refuse(RuleToolSchemasNotPinned, "tool_schemas", "")
+		}
+	}
+	if t.PluginSummaries == Refuse {
+		for _, s := range params.ToolSummaries {
+			if jsstr.Trim(s.Summary) != "" {
+				return refuse(RuleToolSummaryRefused, "tool", s.Name)
+			}
+		}
+	}
+	if t.Names == NamesAllowlist {
+		for _, n := range params.ToolNames {
+			if k := toolKey(n); k != "" && !slices.Contains(t.AllowedNames, k) {
+				return refuse(RuleToolNameNotAllowed, "tool", n)
+			}
+		}
+	}
+	return nil
+}
+
+// toolKey is the name the recipe resolves a tool by: trimmed, lowercased.
+func toolKey(n string) string { return jsstr.ToLower(jsstr.Trim(n)) }
+
+func (p *Policy) admitOwners(_ *promptpack.Pack, params *openclawsig.Params) error {
+	o := &p.Owners
+	if o.Display == OwnersAny {
+		return nil
+	}
+	for i, n := range params.OwnerNumbers {
+		n = jsstr.Trim(n)
+		if n == "" {
+			continue // the recipe drops it
+		}
+		// Owners are named by index: the value is an identity.
+		in := "owner[" + strconv.Itoa(i) + "]"
+		if o.Display == OwnersNone {
+			return &RuleError{Rule: RuleOwnersRefused, Input: in}
+		}
+		if !slices.Contains(o.HMACValues, n) {
+			return &RuleError{Rule: RuleOwnerNotHMAC, Input: in}
+		}
+	}
+	return nil
+}
+
+// Runtime states the attester's run-time configuration that a sensitive
+// policy obliges (section 7). The zero value fails every obligation.
+type Runtime struct {
+	// MemoryLocked: the pack is opened in locked, non-dumpable sealed
+	// memory (no --allow-unlocked or equivalent).
+	MemoryLocked bool
+	// NoDevelopmentOptions: no development option is on (for example the
+	// gate's development mode that accepts http webhooks).
+	NoDevelopmentOptions bool
+	// FailModeDeny: every external verifier's failMode resolves to deny.
+	FailModeDeny bool
+	// VerificationEnforced: the gate enforces the turn-scoped
+	// verification gate for the run.
+	VerificationEnforced bool
+}
+
+// CheckRuntime returns nil for a policy that is not sensitive, and
+// otherwise a *RuleError for the first obligation rt does not meet.
+func (p *Policy) CheckRuntime(rt Runtime) error {
+	if p == nil {
+		return fmt.Errorf("%w: nil policy", ErrUnreadable)
+	}
+	if !p.Sensitive {
+		return nil
+	}
+	switch {
+	case !rt.MemoryLocked:
+		return &RuleError{Rule: RuleRuntimeMemoryUnlocked, Input: "runtime"}
+	case !rt.NoDevelopmentOptions:
+		return &RuleError{Rule: RuleRuntimeDevelopment, Input: "runtime"}
+	case !rt.FailModeDeny:
+		return &RuleError{Rule: RuleRuntimeFailMode, Input: "runtime"}
+	case !rt.VerificationEnforced:
+		return &RuleError{Rule: RuleRuntimeVerification, Input: "runtime"}
+	}
+	return nil
+}
