@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
@@ -30,6 +31,32 @@ func packExit(err error) int {
 		errors.Is(err, sealed.ErrNotSupported),
 		errors.Is(err, sealed.ErrAllocFailed):
 		return exitCannot
+	}
+	return exitRejected
+}
+
+// loadAdmission reads and strictly parses an admission policy file: an
+// unreadable file is exit 3, a malformed policy a usage error (1), as a
+// malformed --trusted list.
+func loadAdmission(path string, stderr io.Writer, cmd string) (*admission.Policy, int) {
+	b, err := readLimited(path, admission.MaxPolicySize)
+	if err != nil {
+		errorf(stderr, "%s: %v", cmd, err)
+		return nil, exitCannot
+	}
+	p, err := admission.Parse(b)
+	if err != nil {
+		errorf(stderr, "%s: %s: %v", cmd, path, err)
+		return nil, exitUsage
+	}
+	return p, exitOK
+}
+
+// admissionExit maps an admission error to an exit code: a refusal is 4
+// (refused by policy), a pack whose inputs cannot be checked is 2.
+func admissionExit(err error) int {
+	if errors.Is(err, admission.ErrRefused) {
+		return exitPolicy
 	}
 	return exitRejected
 }
@@ -91,13 +118,14 @@ func trustedList(path string, p *promptpack.Pack, stderr io.Writer, cmd string) 
 }
 
 func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("build", "build --params FILE --harness DIR [flags] [-o pack.json]\n\nBuilds a plaintext prompt pack (canonical JSON, secret: written mode 0600)\nand checks that it rebuilds. DIR is laid out as the openclaw-sig conformance\nfolder: templates/, sigs/, hardcoded-literals.json, core-tool-summaries.json.", stderr)
+	fs := newFlagSet("build", "build --params FILE --harness DIR [--admission POLICY] [flags] [-o pack.json]\n\nBuilds a plaintext prompt pack (canonical JSON, secret: written mode 0600)\nand checks that it rebuilds. DIR is laid out as the openclaw-sig conformance\nfolder: templates/, sigs/, hardcoded-literals.json, core-tool-summaries.json.\nWith --admission the pack is written only if the admission policy admits it\n(exit 4 and nothing written otherwise).", stderr)
 	params := fs.String("params", "", "resolved builder params `file` (NAME.params.json shape; required)")
 	harness := fs.String("harness", "", "harness `dir` (required)")
 	recipeID := fs.String("recipe", openclawsig.ID, "recipe `id`")
 	toolSchemas := fs.String("tool-schemas", "", "JSON `file`: tool name -> JSON Schema object (default {})")
 	skillsEnv := fs.String("skills-env", "", "JSON `file`: skills env overrides, name -> string")
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex; default: the harness's own sigs")
+	admissionPath := fs.String("admission", "", "admission policy `file` (docs/spec/admission-policy-v1.md); a refused pack is not written (exit 4)")
 	out := fs.String("o", "", "output `file` (default stdout)")
 	def, _ := promptpack.DefaultProvenance(openclawsig.ID)
 	hID := fs.String("harness-id", def.HarnessID, "harness id")
@@ -143,6 +171,14 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	var policy *admission.Policy
+	if *admissionPath != "" {
+		var code int
+		if policy, code = loadAdmission(*admissionPath, stderr, "build"); policy == nil {
+			sealed.Wipe(pb)
+			return code
+		}
+	}
 	if _, err := os.Stat(*harness); err != nil {
 		errorf(stderr, "build: %v", err)
 		return exitCannot
@@ -154,6 +190,12 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return packExit(err)
 	}
 	defer p.Wipe()
+	if policy != nil {
+		if err := policy.Admit(p); err != nil {
+			errorf(stderr, "build: %v", err)
+			return admissionExit(err)
+		}
+	}
 	enc, err := p.Encode()
 	if err != nil {
 		errorf(stderr, "build: %v", err)
