@@ -446,3 +446,11 @@ func TestParseTooLarge(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestZeroPolicyRefuses: a Policy not made by Parse admits nothing.
+func TestZeroPolicyRefuses(t *testing.T) {
+	var p Policy
+	if err := p.Admit(testPack(t, nil, nil)); !errors.Is(err, ErrRefused) {
+		t.Fatalf("zero policy: %v", err)
+	}
+}

@@ -21,10 +21,10 @@ func (p *Policy) Admit(pack *promptpack.Pack) error {
 	if p == nil || pack == nil {
 		return fmt.Errorf("%w: nil policy or pack", ErrUnreadable)
 	}
-	if !slices.Contains(p.Recipes, Recipe{ID: pack.Recipe.ID, Version: pack.Recipe.Version}) {
+	if !slices.Contains(p.recipes, recipeRef{ID: pack.Recipe.ID, Version: pack.Recipe.Version}) {
 		return refuse(RuleRecipeNotAllowed, "recipe", pack.Recipe.ID+"/"+pack.Recipe.Version)
 	}
-	if !slices.Contains(p.PromptModes, pack.PromptMode) {
+	if !slices.Contains(p.promptModes, pack.PromptMode) {
 		return refuse(RulePromptModeNotAllowed, "prompt_mode", pack.PromptMode)
 	}
 	// The recipe decides where each input lives in the params; only
@@ -47,7 +47,7 @@ func (p *Policy) Admit(pack *promptpack.Pack) error {
 }
 
 func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) error {
-	b := &p.Bootstrap
+	b := &p.bootstrap
 	seen := make(map[string]bool, len(params.ContextFiles))
 	var total int64
 	for _, f := range params.ContextFiles {
@@ -105,7 +105,7 @@ func contentRule(s, newlines string) string {
 }
 
 func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) error {
-	s := &p.Skills
+	s := &p.skills
 	prompt := jsstr.Trim(params.SkillsPrompt)
 	switch s.Mode {
 	case SkillsAll:
@@ -127,14 +127,14 @@ func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) err
 		return refuse(RuleSkillsPreamble, "skills_prompt", "")
 	}
 	for _, e := range sp.entries {
-		i := slices.IndexFunc(s.Allowed, func(a Skill) bool { return a.Name == e.name })
+		i := slices.IndexFunc(s.Allowed, func(a skillRule) bool { return a.Name == e.name })
 		if i < 0 {
 			return refuse(RuleSkillNotAllowed, "skill", e.name)
 		}
 		if s.Allowed[i].EntryHash != b64u.SHA256([]byte(e.raw)) {
 			return refuse(RuleSkillNotPinned, "skill", e.name)
 		}
-		if p.Sensitive && isWorkspaceSkill(e, params) {
+		if p.sensitive && isWorkspaceSkill(e, params) {
 			return refuse(RuleSkillWorkspace, "skill", e.name)
 		}
 	}
@@ -142,7 +142,7 @@ func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) err
 }
 
 func (p *Policy) admitSkillsEnv(pack *promptpack.Pack, _ *openclawsig.Params) error {
-	switch p.Skills.EnvOverrides {
+	switch p.skills.EnvOverrides {
 	case EnvAny:
 		return nil
 	case EnvRefuse:
@@ -155,21 +155,21 @@ func (p *Policy) admitSkillsEnv(pack *promptpack.Pack, _ *openclawsig.Params) er
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
-	if ok && !slices.Contains(p.Skills.EnvOverrideHash, h) {
+	if ok && !slices.Contains(p.skills.EnvOverrideHash, h) {
 		return refuse(RuleSkillsEnvNotPinned, "skills_env_overrides", "")
 	}
 	return nil
 }
 
 func (p *Policy) admitExtra(_ *promptpack.Pack, params *openclawsig.Params) error {
-	if p.ExtraSystemPrompt == Refuse && jsstr.Trim(params.ExtraSystemPrompt) != "" {
+	if p.extraSystemPrompt == Refuse && jsstr.Trim(params.ExtraSystemPrompt) != "" {
 		return refuse(RuleExtraSystemPrompt, "extra_system_prompt", "")
 	}
 	return nil
 }
 
 func (p *Policy) admitTools(pack *promptpack.Pack, params *openclawsig.Params) error {
-	t := &p.Tools
+	t := &p.tools
 	if t.Schemas == SchemasPinned {
 		h, err := pack.ToolSchemasHash()
 		if err != nil {
@@ -200,7 +200,7 @@ func (p *Policy) admitTools(pack *promptpack.Pack, params *openclawsig.Params) e
 func toolKey(n string) string { return jsstr.ToLower(jsstr.Trim(n)) }
 
 func (p *Policy) admitOwners(_ *promptpack.Pack, params *openclawsig.Params) error {
-	o := &p.Owners
+	o := &p.owners
 	if o.Display == OwnersAny {
 		return nil
 	}
@@ -243,7 +243,7 @@ func (p *Policy) CheckRuntime(rt Runtime) error {
 	if p == nil {
 		return fmt.Errorf("%w: nil policy", ErrUnreadable)
 	}
-	if !p.Sensitive {
+	if !p.sensitive {
 		return nil
 	}
 	switch {

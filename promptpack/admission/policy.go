@@ -106,11 +106,11 @@ func (e *PolicyError) Error() string {
 // Unwrap returns ErrMalformed and the specific reason.
 func (e *PolicyError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
 
-// Recipe is one allowed recipe id and version.
-type Recipe struct{ ID, Version string }
+// recipeRef is one allowed recipe id and version.
+type recipeRef struct{ ID, Version string }
 
-// Bootstrap holds the bootstrap (context file) rules.
-type Bootstrap struct {
+// bootstrapRules holds the bootstrap (context file) rules.
+type bootstrapRules struct {
 	AllowedPaths  []string
 	MaxFileChars  int64 // UTF-16 code units
 	MaxTotalChars int64 // UTF-16 code units
@@ -122,23 +122,23 @@ type Bootstrap struct {
 	PinnedContent map[string][]string
 }
 
-// Skill is one allowlisted skill entry.
-type Skill struct {
+// skillRule is one allowlisted skill entry.
+type skillRule struct {
 	Name      string
 	EntryHash string // b64u SHA-256 of the exact <skill>...</skill> bytes
 }
 
-// Skills holds the skills rules.
-type Skills struct {
+// skillsRules holds the skills rules.
+type skillsRules struct {
 	Mode            string
-	PreambleHashes  []string // allowlist mode
-	Allowed         []Skill  // allowlist mode
+	PreambleHashes  []string    // allowlist mode
+	Allowed         []skillRule // allowlist mode
 	EnvOverrides    string
 	EnvOverrideHash []string // pinned mode
 }
 
-// Tools holds the tool rules.
-type Tools struct {
+// toolsRules holds the tool rules.
+type toolsRules struct {
 	Schemas         string
 	SchemaPackHash  []string // pinned mode
 	PluginSummaries string
@@ -146,26 +146,32 @@ type Tools struct {
 	AllowedNames    []string // allowlist mode; lowercase, trimmed
 }
 
-// Owners holds the owner-identity rule.
-type Owners struct {
+// ownersRules holds the owner-identity rule.
+type ownersRules struct {
 	Display    string
 	HMACValues []string // hmac mode; lowercase hex
 }
 
-// Policy is a parsed admission policy. It is immutable after Parse.
+// Policy is a parsed admission policy. Its rules are not exported: what
+// Admit enforces is exactly what Hash names, and no caller can change one
+// without the other.
 type Policy struct {
-	Sensitive         bool
-	Recipes           []Recipe
-	PromptModes       []string
-	Bootstrap         Bootstrap
-	Skills            Skills
-	ExtraSystemPrompt string
-	Tools             Tools
-	Owners            Owners
+	sensitive         bool
+	recipes           []recipeRef
+	promptModes       []string
+	bootstrap         bootstrapRules
+	skills            skillsRules
+	extraSystemPrompt string
+	tools             toolsRules
+	owners            ownersRules
 
 	canonical []byte
 	hash      string
 }
+
+// Sensitive reports whether the policy is sensitive (section 5): the run
+// has obligations (CheckRuntime) and its attestation says so.
+func (p *Policy) Sensitive() bool { return p.sensitive }
 
 // Hash returns admission_policy_hash_b64u: b64u(SHA-256(JCS(policy))).
 func (p *Policy) Hash() string { return p.hash }
@@ -203,38 +209,38 @@ func Parse(data []byte) (*Policy, error) {
 		"bootstrap": true, "skills": true, "extra_system_prompt": true, "tools": true, "owners": true,
 	})
 	if v := top["sensitive"]; v != nil {
-		p.Sensitive = r.Bool(v, "$.sensitive")
+		p.sensitive = r.Bool(v, "$.sensitive")
 	}
 	if v := top["recipes"]; v != nil {
 		for i, e := range r.Array(v, "$.recipes", 1, MaxList) {
 			path := jsonobj.Index("$.recipes", i)
 			f := r.Object(e, path, map[string]bool{"id": true, "version": true})
-			p.Recipes = append(p.Recipes, Recipe{
+			p.recipes = append(p.recipes, recipeRef{
 				ID:      r.Ident(f["id"], path+".id", 64),
 				Version: r.Ident(f["version"], path+".version", 32),
 			})
 		}
 	}
 	if v := top["prompt_modes"]; v != nil {
-		p.PromptModes = r.Strings(v, "$.prompt_modes", 1, 3, 0)
-		for i, m := range p.PromptModes {
+		p.promptModes = r.Strings(v, "$.prompt_modes", 1, 3, 0)
+		for i, m := range p.promptModes {
 			enum(r, m, jsonobj.Index("$.prompt_modes", i), "full", "minimal", "none")
 		}
 	}
 	if v := top["bootstrap"]; v != nil {
-		p.Bootstrap = readBootstrap(r, v)
+		p.bootstrap = readBootstrap(r, v)
 	}
 	if v := top["skills"]; v != nil {
-		p.Skills = readSkills(r, v)
+		p.skills = readSkills(r, v)
 	}
 	if v := top["extra_system_prompt"]; v != nil {
-		p.ExtraSystemPrompt = enumValue(r, v, "$.extra_system_prompt", Refuse, Allow)
+		p.extraSystemPrompt = enumValue(r, v, "$.extra_system_prompt", Refuse, Allow)
 	}
 	if v := top["tools"]; v != nil {
-		p.Tools = readTools(r, v)
+		p.tools = readTools(r, v)
 	}
 	if v := top["owners"]; v != nil {
-		p.Owners = readOwners(r, v)
+		p.owners = readOwners(r, v)
 	}
 	if err := r.Err(); err != nil {
 		if pe, ok := errors.AsType[*jsonobj.PathError](err); ok {
@@ -316,13 +322,13 @@ func onlyWhen(r *jsonobj.Reader, f map[string]*pohjson.Value, path, key string, 
 	}
 }
 
-func readBootstrap(r *jsonobj.Reader, v *pohjson.Value) Bootstrap {
+func readBootstrap(r *jsonobj.Reader, v *pohjson.Value) bootstrapRules {
 	const path = "$.bootstrap"
 	f := r.Object(v, path, map[string]bool{
 		"allowed_paths": true, "max_file_chars": true, "max_total_chars": true, "nul": true,
 		"newlines": true, "content": true, "pinned_content_b64u": false,
 	})
-	var b Bootstrap
+	var b bootstrapRules
 	if f["allowed_paths"] != nil {
 		b.AllowedPaths = names(r, f["allowed_paths"], path+".allowed_paths", 0)
 	}
@@ -358,13 +364,13 @@ func readBootstrap(r *jsonobj.Reader, v *pohjson.Value) Bootstrap {
 	return b
 }
 
-func readSkills(r *jsonobj.Reader, v *pohjson.Value) Skills {
+func readSkills(r *jsonobj.Reader, v *pohjson.Value) skillsRules {
 	const path = "$.skills"
 	f := r.Object(v, path, map[string]bool{
 		"mode": true, "preamble_hashes_b64u": false, "allowed": false,
 		"env_overrides": true, "env_overrides_hashes_b64u": false,
 	})
-	var s Skills
+	var s skillsRules
 	if f["mode"] != nil {
 		s.Mode = enumValue(r, f["mode"], path+".mode", SkillsNone, SkillsAllowlist, SkillsAll)
 	}
@@ -383,7 +389,7 @@ func readSkills(r *jsonobj.Reader, v *pohjson.Value) Skills {
 		for i, e := range r.Array(v, p, 1, MaxList) {
 			ep := jsonobj.Index(p, i)
 			ef := r.Object(e, ep, map[string]bool{"name": true, "entry_hash_b64u": true})
-			sk := Skill{Name: r.Ident(ef["name"], ep+".name", MaxNameLen)}
+			sk := skillRule{Name: r.Ident(ef["name"], ep+".name", MaxNameLen)}
 			if h := ef["entry_hash_b64u"]; h != nil {
 				if b := r.B64u(h, ep+".entry_hash_b64u", 32); b != nil {
 					sk.EntryHash = b64u.Encode(b)
@@ -402,13 +408,13 @@ func readSkills(r *jsonobj.Reader, v *pohjson.Value) Skills {
 	return s
 }
 
-func readTools(r *jsonobj.Reader, v *pohjson.Value) Tools {
+func readTools(r *jsonobj.Reader, v *pohjson.Value) toolsRules {
 	const path = "$.tools"
 	f := r.Object(v, path, map[string]bool{
 		"schemas": true, "schema_pack_hashes_b64u": false, "plugin_summaries": true,
 		"names": true, "allowed_names": false,
 	})
-	var t Tools
+	var t toolsRules
 	if f["schemas"] != nil {
 		t.Schemas = enumValue(r, f["schemas"], path+".schemas", SchemasPinned, SchemasAny)
 	}
@@ -435,10 +441,10 @@ func readTools(r *jsonobj.Reader, v *pohjson.Value) Tools {
 	return t
 }
 
-func readOwners(r *jsonobj.Reader, v *pohjson.Value) Owners {
+func readOwners(r *jsonobj.Reader, v *pohjson.Value) ownersRules {
 	const path = "$.owners"
 	f := r.Object(v, path, map[string]bool{"display": true, "hmac_values": false})
-	var o Owners
+	var o ownersRules
 	if f["display"] != nil {
 		o.Display = enumValue(r, f["display"], path+".display", OwnersNone, OwnersHMAC, OwnersAny)
 	}
@@ -469,44 +475,44 @@ func isLowerHex(s string) bool {
 // duplicate recipes and modes, a total limit below the file limit, and a
 // sensitive policy with any relaxed choice (section 5).
 func (p *Policy) checkConsistent() error {
-	seen := map[Recipe]bool{}
-	for i, rc := range p.Recipes {
+	seen := map[recipeRef]bool{}
+	for i, rc := range p.recipes {
 		if seen[rc] {
 			return perr(jsonobj.Index("$.recipes", i), fmt.Errorf("%w: duplicate entry", jsonobj.ErrWrongType))
 		}
 		seen[rc] = true
 	}
-	for i, m := range p.PromptModes {
-		if slices.Index(p.PromptModes, m) != i {
+	for i, m := range p.promptModes {
+		if slices.Index(p.promptModes, m) != i {
 			return perr(jsonobj.Index("$.prompt_modes", i), fmt.Errorf("%w: duplicate entry", jsonobj.ErrWrongType))
 		}
 	}
-	if p.Bootstrap.MaxTotalChars < p.Bootstrap.MaxFileChars {
+	if p.bootstrap.MaxTotalChars < p.bootstrap.MaxFileChars {
 		return perr("$.bootstrap.max_total_chars", fmt.Errorf("%w: below max_file_chars", ErrContradiction))
 	}
-	if !p.Sensitive {
+	if !p.sensitive {
 		return nil
 	}
 	for _, c := range []struct {
 		path, got, want string
 	}{
-		{"$.bootstrap.nul", p.Bootstrap.Nul, NulRefuse},
-		{"$.bootstrap.content", p.Bootstrap.Content, ContentPinned},
-		{"$.extra_system_prompt", p.ExtraSystemPrompt, Refuse},
-		{"$.tools.schemas", p.Tools.Schemas, SchemasPinned},
-		{"$.tools.plugin_summaries", p.Tools.PluginSummaries, Refuse},
+		{"$.bootstrap.nul", p.bootstrap.Nul, NulRefuse},
+		{"$.bootstrap.content", p.bootstrap.Content, ContentPinned},
+		{"$.extra_system_prompt", p.extraSystemPrompt, Refuse},
+		{"$.tools.schemas", p.tools.Schemas, SchemasPinned},
+		{"$.tools.plugin_summaries", p.tools.PluginSummaries, Refuse},
 	} {
 		if c.got != c.want {
 			return perr(c.path, fmt.Errorf("%w: a sensitive policy requires %q", ErrContradiction, c.want))
 		}
 	}
-	if p.Skills.Mode == SkillsAll {
+	if p.skills.Mode == SkillsAll {
 		return perr("$.skills.mode", fmt.Errorf("%w: a sensitive policy refuses \"all\"", ErrContradiction))
 	}
-	if p.Skills.EnvOverrides == EnvAny {
+	if p.skills.EnvOverrides == EnvAny {
 		return perr("$.skills.env_overrides", fmt.Errorf("%w: a sensitive policy refuses \"any\"", ErrContradiction))
 	}
-	if p.Owners.Display == OwnersAny {
+	if p.owners.Display == OwnersAny {
 		return perr("$.owners.display", fmt.Errorf("%w: a sensitive policy refuses \"any\"", ErrContradiction))
 	}
 	return nil
