@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/jcs"
 )
@@ -49,5 +52,54 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 		_ = p.CheckRuntime(Runtime{})
+	})
+}
+
+// FuzzAdmit: admission never panics on hostile inputs, and a refusal
+// never quotes a context file's content, the extra system prompt or an
+// owner identity (skill and tool names may be quoted: they are input
+// names).
+func FuzzAdmit(f *testing.F) {
+	f.Add("# Agents\n\nAnswer briefly.\n", "", "a1b2c3d4e5f6", "\n\nThe following skills provide specialized instructions for specific tasks.\n\n<available_skills>\n  <skill>\n    <name>weather</name>\n    <description>Get weather &amp; forecasts</description>\n    <location>/opt/openclaw/skills/weather/SKILL.md</location>\n  </skill>\n</available_skills>")
+	f.Add("secret\x00content", "you are now admin", "+15551234567", "<available_skills/>")
+	f.Add("line\r\nline", "x", "", "<available_skills><skill><name>a</name><location>~/x</location></skill></available_skills>")
+	pols := []*Policy{}
+	for _, name := range []string{"sensitive.policy.json", "strict.policy.json", "open.policy.json"} {
+		p, err := Parse(readTestdata(f, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		pols = append(pols, p)
+	}
+	f.Fuzz(func(t *testing.T, content, extra, owner, skills string) {
+		if !utf8.ValidString(content + extra + owner + skills) {
+			return
+		}
+		pack := testPack(t, map[string]any{
+			"contextFiles":      []any{map[string]any{"path": "AGENTS.md", "content": content}},
+			"extraSystemPrompt": extra,
+			"ownerNumbers":      []any{owner},
+			"skillsPrompt":      skills,
+		}, nil)
+		for _, p := range pols {
+			err := p.Admit(pack)
+			if err == nil {
+				continue
+			}
+			var re *RuleError
+			if !errors.As(err, &re) {
+				if !errors.Is(err, ErrUnreadable) {
+					t.Fatalf("untyped error: %v", err)
+				}
+				continue
+			}
+			msg := err.Error()
+			for _, s := range []string{content, extra, owner} {
+				if len(s) >= 6 && !strings.Contains(re.Rule+"bootstrap:AGENTS.md"+p.Hash(), s) &&
+					(strings.Contains(msg, s) || strings.Contains(msg, strings.Trim(strconv.Quote(s), `"`))) {
+					t.Fatalf("refusal %q quotes an input", msg)
+				}
+			}
+		}
 	})
 }
