@@ -209,6 +209,34 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+func runAdmission(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("admission", "admission [--sensitive] [-o policy.json] pack.json\n\nWrites the strictest admission policy that admits the pack: every input it\ncarries pinned or allowlisted, every other refused (docs/spec/admission-policy-v1.md).\nReview it before use. With --sensitive the policy is sensitive; a pack that no\nsensitive policy admits is refused (exit 4), naming the input in the way.", stderr)
+	sensitive := fs.Bool("sensitive", false, "suggest a sensitive policy")
+	out := fs.String("o", "", "output `file` (default stdout)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	p, code := loadPack(fs.Arg(0), stderr, "admission")
+	if p == nil {
+		return code
+	}
+	defer p.Wipe()
+	doc, err := admission.Suggest(p, *sensitive)
+	if err != nil {
+		errorf(stderr, "admission: %v", err)
+		return admissionExit(err)
+	}
+	if err := writeFile(*out, doc, 0o644, stdout); err != nil {
+		errorf(stderr, "admission: %v", err)
+		return exitCannot
+	}
+	return exitOK
+}
+
 func runRender(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("render", "render [--trusted FILE] pack.json\n\nWrites the rebuilt system prompt to stdout: exactly its bytes, nothing added.\nWithout --trusted the pack's own sig hashes are checked for consistency only.", stderr)
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy)")

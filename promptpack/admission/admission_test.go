@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -452,5 +453,74 @@ func TestZeroPolicyRefuses(t *testing.T) {
 	var p Policy
 	if err := p.Admit(testPack(t, nil, nil)); !errors.Is(err, ErrRefused) {
 		t.Fatalf("zero policy: %v", err)
+	}
+}
+
+// TestSuggest: for every vector pack, the suggested policy parses and
+// admits the pack, or Suggest names the input no policy (or no sensitive
+// policy) admits; a suggested policy pins what it saw.
+func TestSuggest(t *testing.T) {
+	var doc struct {
+		Vectors []admitVector `json:"vectors"`
+	}
+	if err := json.Unmarshal(readTestdata(t, "admit-vectors.json"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	never := []string{RuleBootstrapNul, RuleBootstrapBinary, RuleBootstrapDuplicate, RuleBootstrapPath}
+	suggested := map[bool]int{}
+	for _, v := range doc.Vectors {
+		if _, ok := v.Pack["recipe"]; ok {
+			continue
+		}
+		pack := testPack(t, v.Set, v.Pack)
+		for _, sensitive := range []bool{false, true} {
+			out, err := Suggest(pack, sensitive)
+			if err != nil {
+				re, ok := errors.AsType[*RuleError](err)
+				if !ok {
+					t.Fatalf("%s sensitive=%v: %v", v.Name, sensitive, err)
+				}
+				if !sensitive && !slices.Contains(never, re.Rule) {
+					t.Fatalf("%s: a non-sensitive suggestion refused with %s", v.Name, re.Rule)
+				}
+				continue
+			}
+			p, err := Parse(out)
+			if err != nil || p.Sensitive() != sensitive {
+				t.Fatalf("%s: %v", v.Name, err)
+			}
+			if err := p.Admit(pack); err != nil {
+				t.Fatalf("%s: the suggestion refuses its pack: %v", v.Name, err)
+			}
+			suggested[sensitive]++
+		}
+	}
+	if suggested[false] < 25 || suggested[true] < 15 {
+		t.Fatalf("suggestions: %v", suggested)
+	}
+	base := testPack(t, nil, nil)
+	out, err := Suggest(base, true)
+	if err != nil {
+		t.Fatalf("base pack, sensitive: %v", err)
+	}
+	p, err := Parse(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, set := range map[string]map[string]any{
+		RuleBootstrapNotPinned: {"contextFiles": []any{map[string]any{"path": "AGENTS.md", "content": "# Agents\n\nchanged\n"}, map[string]any{"path": "SOUL.md", "content": "Be kind."}}},
+		RuleSkillsPreamble:     {"skillsPrompt": "Obey.\n<available_skills/>"},
+		RuleToolNameNotAllowed: {"toolNames": []any{"read", "exec", "gateway"}},
+		RuleOwnerNotHMAC:       {"ownerNumbers": []any{"0123456789ab"}},
+	} {
+		re, ok := errors.AsType[*RuleError](p.Admit(testPack(t, set, nil)))
+		if !ok || re.Rule != name {
+			t.Errorf("suggested policy: got %v, want %s", re, name)
+		}
+	}
+	// A pack no sensitive policy admits names the input in the way.
+	_, err = Suggest(testPack(t, map[string]any{"extraSystemPrompt": "x"}, nil), true)
+	if re, ok := errors.AsType[*RuleError](err); !ok || re.Rule != RuleExtraSystemPrompt {
+		t.Fatalf("got %v", err)
 	}
 }

@@ -1,0 +1,257 @@
+package admission
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsstr"
+)
+
+// Suggest returns the strictest policy document (indented JSON) that
+// admits pack: every input it carries is pinned or allowlisted, every
+// input it lacks is refused. With sensitive, the document is a sensitive
+// policy, and a pack that no sensitive policy admits gives the *RuleError
+// of the first input in the way. Without it, inputs that cannot be pinned
+// get the relaxed choice. The result is checked: it parses, and it admits
+// pack. It is a starting point for an operator, who reviews what it pins.
+func Suggest(pack *promptpack.Pack, sensitive bool) ([]byte, error) {
+	if pack == nil {
+		return nil, fmt.Errorf("%w: nil pack", ErrUnreadable)
+	}
+	if pack.Recipe.ID != openclawsig.ID || pack.Recipe.Version != openclawsig.Version {
+		return nil, fmt.Errorf("%w: recipe %q version %q has no admission mapping", ErrUnreadable, pack.Recipe.ID, pack.Recipe.Version)
+	}
+	params, err := openclawsig.ParseParams(pack.Params)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	doc := suggestDoc{
+		Version:     Version,
+		Sensitive:   sensitive,
+		Recipes:     []suggestRecipe{{ID: pack.Recipe.ID, Version: pack.Recipe.Version}},
+		PromptModes: []string{pack.PromptMode},
+		Extra:       Refuse,
+	}
+	// relax returns the relaxed choice, or the refusal a sensitive policy
+	// cannot avoid.
+	relax := func(choice string, refusal error) (string, error) {
+		if sensitive {
+			return "", refusal
+		}
+		return choice, nil
+	}
+
+	b := &doc.Bootstrap
+	b.AllowedPaths, b.Nul, b.Newlines, b.Content = []string{}, NulRefuse, NewlinesLF, ContentPinned
+	b.Pinned = map[string][]string{}
+	for _, f := range params.ContextFiles {
+		switch {
+		case f.Path == "" || len(f.Path) > MaxNameLen:
+			return nil, refuse(RuleBootstrapPath, "bootstrap", f.Path)
+		case slices.Contains(b.AllowedPaths, f.Path):
+			return nil, refuse(RuleBootstrapDuplicate, "bootstrap", f.Path)
+		}
+		switch rule := contentRule(f.Content, NewlinesPreserve); rule {
+		case "":
+		default:
+			return nil, refuse(rule, "bootstrap", f.Path)
+		}
+		if contentRule(f.Content, NewlinesLF) != "" {
+			b.Newlines = NewlinesPreserve
+		}
+		n := int64(jsstr.Len(f.Content))
+		b.MaxFile = max(b.MaxFile, n)
+		b.MaxTotal += n
+		b.AllowedPaths = append(b.AllowedPaths, f.Path)
+		b.Pinned[f.Path] = []string{b64u.SHA256([]byte(f.Content))}
+	}
+	if b.MaxFile > MaxChars || b.MaxTotal > MaxChars {
+		return nil, refuse(RuleBootstrapTotalTooBig, "bootstrap", "")
+	}
+
+	s := &doc.Skills
+	s.Mode = SkillsNone
+	if prompt := jsstr.Trim(params.SkillsPrompt); prompt != "" {
+		if s.Mode, err = suggestSkills(s, prompt, params, sensitive); err != nil {
+			return nil, err
+		}
+	}
+	s.Env = EnvRefuse
+	if len(pack.SkillsEnvOverrides) > 0 {
+		h, _, err := pack.SkillsEnvOverridesHash()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
+		}
+		s.Env, s.EnvHashes = EnvPinned, []string{h}
+	}
+
+	if jsstr.Trim(params.ExtraSystemPrompt) != "" {
+		if doc.Extra, err = relax(Allow, refuse(RuleExtraSystemPrompt, "extra_system_prompt", "")); err != nil {
+			return nil, err
+		}
+	}
+
+	t := &doc.Tools
+	h, err := pack.ToolSchemasHash()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
+	}
+	t.Schemas, t.SchemaHashes, t.Summaries, t.Names = SchemasPinned, []string{h}, Refuse, NamesAny
+	for _, sum := range params.ToolSummaries {
+		if jsstr.Trim(sum.Summary) != "" {
+			if t.Summaries, err = relax(Allow, refuse(RuleToolSummaryRefused, "tool", sum.Name)); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	for _, n := range params.ToolNames {
+		if k := toolKey(n); k != "" && len(k) <= MaxNameLen && !slices.Contains(t.AllowedNames, k) {
+			t.AllowedNames = append(t.AllowedNames, k)
+		}
+	}
+	if len(t.AllowedNames) > 0 {
+		t.Names = NamesAllowlist
+	}
+
+	o := &doc.Owners
+	o.Display = OwnersNone
+	for i, n := range params.OwnerNumbers {
+		if n = jsstr.Trim(n); n == "" {
+			continue
+		}
+		if !isLowerHex(n) || len(n) < 12 || len(n) > 64 {
+			if _, err := relax(OwnersAny, &RuleError{Rule: RuleOwnerNotHMAC, Input: "owner[" + strconv.Itoa(i) + "]"}); err != nil {
+				return nil, err
+			}
+			o.Display, o.HMACValues = OwnersAny, nil
+			break
+		}
+		o.Display = OwnersHMAC
+		if !slices.Contains(o.HMACValues, n) {
+			o.HMACValues = append(o.HMACValues, n)
+		}
+	}
+
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
+	}
+	out := buf.Bytes()
+	// The suggestion is only useful if it is a valid policy admitting the
+	// pack; anything else is a bug, refused rather than printed.
+	p, err := Parse(out)
+	if err != nil {
+		return nil, fmt.Errorf("admission: suggested policy does not parse: %w", err)
+	}
+	if err := p.Admit(pack); err != nil {
+		return nil, fmt.Errorf("admission: suggested policy does not admit the pack: %w", err)
+	}
+	return out, nil
+}
+
+// suggestSkills fills s for a non-empty skills prompt and returns the mode.
+func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Params, sensitive bool) (string, error) {
+	sp, err := parseSkillsPrompt(prompt)
+	if err != nil {
+		if sensitive {
+			return "", refuse(RuleSkillsMalformed, "skills_prompt", "")
+		}
+		return SkillsAll, nil
+	}
+	allowed := []suggestSkill{}
+	for _, e := range sp.entries {
+		if len(e.name) > MaxNameLen {
+			return "", refuse(RuleSkillNotAllowed, "skill", e.name)
+		}
+		h := b64u.SHA256([]byte(e.raw))
+		if i := slices.IndexFunc(allowed, func(a suggestSkill) bool { return a.Name == e.name }); i >= 0 {
+			if allowed[i].Hash == h {
+				continue
+			}
+			// Two different entries under one name: one pin per name.
+			if sensitive {
+				return "", refuse(RuleSkillNotPinned, "skill", e.name)
+			}
+			return SkillsAll, nil
+		}
+		if sensitive && isWorkspaceSkill(e, params) {
+			return "", refuse(RuleSkillWorkspace, "skill", e.name)
+		}
+		allowed = append(allowed, suggestSkill{Name: e.name, Hash: h})
+	}
+	if len(allowed) == 0 {
+		// "<available_skills/>" alone: an allowlist needs one entry, and
+		// "none" would refuse the non-empty prompt.
+		if sensitive {
+			return "", refuse(RuleSkillsRefused, "skills_prompt", "")
+		}
+		return SkillsAll, nil
+	}
+	s.Preambles = []string{b64u.SHA256([]byte(sp.preamble))}
+	s.Allowed = allowed
+	return SkillsAllowlist, nil
+}
+
+// The document Suggest writes, in the member order of section 4.2.
+type suggestDoc struct {
+	Version     string           `json:"admission_policy_version"`
+	Sensitive   bool             `json:"sensitive"`
+	Recipes     []suggestRecipe  `json:"recipes"`
+	PromptModes []string         `json:"prompt_modes"`
+	Bootstrap   suggestBootstrap `json:"bootstrap"`
+	Skills      suggestSkillsDoc `json:"skills"`
+	Extra       string           `json:"extra_system_prompt"`
+	Tools       suggestTools     `json:"tools"`
+	Owners      suggestOwners    `json:"owners"`
+}
+
+type suggestRecipe struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+}
+
+type suggestBootstrap struct {
+	AllowedPaths []string            `json:"allowed_paths"`
+	MaxFile      int64               `json:"max_file_chars"`
+	MaxTotal     int64               `json:"max_total_chars"`
+	Nul          string              `json:"nul"`
+	Newlines     string              `json:"newlines"`
+	Content      string              `json:"content"`
+	Pinned       map[string][]string `json:"pinned_content_b64u"`
+}
+
+type suggestSkillsDoc struct {
+	Mode      string         `json:"mode"`
+	Preambles []string       `json:"preamble_hashes_b64u,omitempty"`
+	Allowed   []suggestSkill `json:"allowed,omitempty"`
+	Env       string         `json:"env_overrides"`
+	EnvHashes []string       `json:"env_overrides_hashes_b64u,omitempty"`
+}
+
+type suggestSkill struct {
+	Name string `json:"name"`
+	Hash string `json:"entry_hash_b64u"`
+}
+
+type suggestTools struct {
+	Schemas      string   `json:"schemas"`
+	SchemaHashes []string `json:"schema_pack_hashes_b64u,omitempty"`
+	Summaries    string   `json:"plugin_summaries"`
+	Names        string   `json:"names"`
+	AllowedNames []string `json:"allowed_names,omitempty"`
+}
+
+type suggestOwners struct {
+	Display    string   `json:"display"`
+	HMACValues []string `json:"hmac_values,omitempty"`
+}
