@@ -524,3 +524,18 @@ func TestSuggest(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestAdmitRun(t *testing.T) {
+	sens := loadPolicy(t, "sensitive.policy.json")
+	ok := Runtime{MemoryLocked: true, NoDevelopmentOptions: true, FailModeDeny: true, VerificationEnforced: true}
+	if err := sens.AdmitRun(testPack(t, nil, nil), ok); err != nil {
+		t.Fatal(err)
+	}
+	bad := testPack(t, map[string]any{"extraSystemPrompt": "x"}, nil)
+	if re, isRule := errors.AsType[*RuleError](sens.AdmitRun(bad, ok)); !isRule || re.Rule != RuleExtraSystemPrompt {
+		t.Fatalf("got %v", re)
+	}
+	if re, isRule := errors.AsType[*RuleError](sens.AdmitRun(testPack(t, nil, nil), Runtime{})); !isRule || re.Rule != RuleRuntimeMemoryUnlocked {
+		t.Fatalf("got %v", re)
+	}
+}

@@ -258,3 +258,14 @@ func (p *Policy) CheckRuntime(rt Runtime) error {
 	}
 	return nil
 }
+
+// AdmitRun is what an attester calls when a run is created (section 9):
+// Admit on the opened, rebuilt pack, then CheckRuntime with its own
+// configuration. It returns the first refusal (a *RuleError, HTTP 422) or
+// an error wrapping ErrUnreadable (also 422: the pack is not admitted).
+func (p *Policy) AdmitRun(pack *promptpack.Pack, rt Runtime) error {
+	if err := p.Admit(pack); err != nil {
+		return err
+	}
+	return p.CheckRuntime(rt)
+}
