@@ -51,7 +51,7 @@ func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) 
 	seen := make(map[string]bool, len(params.ContextFiles))
 	var total int64
 	for _, f := range params.ContextFiles {
-		if !slices.Contains(b.AllowedPaths, f.Path) {
+		if !p.paths[f.Path] {
 			return refuse(RuleBootstrapPath, "bootstrap", f.Path)
 		}
 		if seen[f.Path] {
@@ -73,7 +73,7 @@ func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) 
 		return nil
 	}
 	for _, f := range params.ContextFiles {
-		if !slices.Contains(b.PinnedContent[f.Path], b64u.SHA256([]byte(f.Content))) {
+		if !p.pinned[f.Path][b64u.SHA256([]byte(f.Content))] {
 			return refuse(RuleBootstrapNotPinned, "bootstrap", f.Path)
 		}
 	}
@@ -127,11 +127,11 @@ func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) err
 		return refuse(RuleSkillsPreamble, "skills_prompt", "")
 	}
 	for _, e := range sp.entries {
-		i := slices.IndexFunc(s.Allowed, func(a skillRule) bool { return a.Name == e.name })
-		if i < 0 {
+		pin, ok := p.skillPins[e.name]
+		if !ok {
 			return refuse(RuleSkillNotAllowed, "skill", e.name)
 		}
-		if s.Allowed[i].EntryHash != b64u.SHA256([]byte(e.raw)) {
+		if pin != b64u.SHA256([]byte(e.raw)) {
 			return refuse(RuleSkillNotPinned, "skill", e.name)
 		}
 		if p.sensitive && isWorkspaceSkill(e, params) {
@@ -188,7 +188,7 @@ func (p *Policy) admitTools(pack *promptpack.Pack, params *openclawsig.Params) e
 	}
 	if t.Names == NamesAllowlist {
 		for _, n := range params.ToolNames {
-			if k := toolKey(n); k != "" && !slices.Contains(t.AllowedNames, k) {
+			if k := toolKey(n); k != "" && !p.toolNames[k] {
 				return refuse(RuleToolNameNotAllowed, "tool", n)
 			}
 		}
@@ -214,7 +214,7 @@ func (p *Policy) admitOwners(_ *promptpack.Pack, params *openclawsig.Params) err
 		if o.Display == OwnersNone {
 			return &RuleError{Rule: RuleOwnersRefused, Input: in}
 		}
-		if !slices.Contains(o.HMACValues, n) {
+		if !p.hmacs[n] {
 			return &RuleError{Rule: RuleOwnerNotHMAC, Input: in}
 		}
 	}

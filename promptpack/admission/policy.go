@@ -165,8 +165,38 @@ type Policy struct {
 	tools             toolsRules
 	owners            ownersRules
 
+	// Lookup sets of the lists Admit checks per input, so that admission
+	// stays linear in the pack's size.
+	paths     map[string]bool
+	pinned    map[string]map[string]bool
+	skillPins map[string]string
+	toolNames map[string]bool
+	hmacs     map[string]bool
+
 	canonical []byte
 	hash      string
+}
+
+// index builds the lookup sets.
+func (p *Policy) index() {
+	set := func(ss []string) map[string]bool {
+		m := make(map[string]bool, len(ss))
+		for _, s := range ss {
+			m[s] = true
+		}
+		return m
+	}
+	p.paths = set(p.bootstrap.AllowedPaths)
+	p.pinned = make(map[string]map[string]bool, len(p.bootstrap.PinnedContent))
+	for path, hs := range p.bootstrap.PinnedContent {
+		p.pinned[path] = set(hs)
+	}
+	p.skillPins = make(map[string]string, len(p.skills.Allowed))
+	for _, sk := range p.skills.Allowed {
+		p.skillPins[sk.Name] = sk.EntryHash
+	}
+	p.toolNames = set(p.tools.AllowedNames)
+	p.hmacs = set(p.owners.HMACValues)
 }
 
 // Sensitive reports whether the policy is sensitive (section 5): the run
@@ -262,6 +292,7 @@ func Parse(data []byte) (*Policy, error) {
 	}
 	p.canonical = canon
 	p.hash = b64u.SHA256(canon)
+	p.index()
 	return p, nil
 }
 
