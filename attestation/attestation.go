@@ -83,6 +83,11 @@ type AttestInput struct {
 	// AgentDID and RunID identify the run the attester served.
 	AgentDID string
 	RunID    string
+	// PromptCommittedEventHashB64u is the event_hash_b64u of the run's
+	// prompt_committed event, which the attester issued when it opened the
+	// run: the bundle's event chain MUST start with exactly that event.
+	// Required.
+	PromptCommittedEventHashB64u string
 	// PromptHashB64u is b64u(SHA-256) of the system prompt the attester
 	// rebuilt; ReportHashB64u the hash of the SystemPromptReport.v1 it
 	// recomputed (b64u(SHA-256(JCS(report)))).
@@ -174,6 +179,7 @@ func checkInput(in *AttestInput) error {
 		{"prompt hash", in.PromptHashB64u},
 		{"report hash", in.ReportHashB64u},
 		{"pack ciphertext hash", in.PackCiphertextHashB64u},
+		{"prompt_committed event hash", in.PromptCommittedEventHashB64u},
 		{"gate policy hash", in.GatePolicyHashB64u},
 		{"audit root", in.AuditRootB64u},
 	}

@@ -329,6 +329,17 @@ func TestAttestBundleRejections(t *testing.T) {
 		{"bundle from another agent", func(r *run, in *attestation.AttestInput) {
 			in.BundleEnvelope = other.bundle(t)
 		}, poh.EvidenceMismatch},
+		{"chain does not start with prompt_committed", func(r *run, in *attestation.AttestInput) {
+			r.FirstEvent = "llm_call"
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.PromptCommitmentMismatch},
+		{"another prompt_committed event", func(r *run, in *attestation.AttestInput) {
+			r.FirstPayload = h("another commitment")
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.PromptCommitmentMismatch},
+		{"prompt_committed of another run's opening", func(r *run, in *attestation.AttestInput) {
+			in.PromptCommittedEventHashB64u = h("another event")
+		}, poh.PromptCommitmentMismatch},
 		{"bundle from another run", func(r *run, in *attestation.AttestInput) {
 			r.BundleRunID = "run_other"
 			in.BundleEnvelope = r.bundle(t)

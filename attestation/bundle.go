@@ -47,6 +47,7 @@ func checkPromptCommitments(b *poh.Bundle, in *AttestInput) error {
 		Provider:                     in.Model.Provider,
 		Model:                        in.Model.Model,
 		PromptRootHashB64u:           in.PromptRootHashB64u,
+		PromptCommittedEventHashB64u: in.PromptCommittedEventHashB64u,
 	})
 	return bundleError(err)
 }

@@ -34,18 +34,19 @@ func (r *run) model() attestation.ModelIdentity {
 
 func (r *run) input(t testing.TB) attestation.AttestInput {
 	return attestation.AttestInput{
-		BundleEnvelope:         r.bundle(t),
-		AgentDID:               r.AgentDID(),
-		RunID:                  r.RunID,
-		PromptHashB64u:         r.PromptHash,
-		ReportHashB64u:         r.ReportHash,
-		PackCiphertextHashB64u: r.PackHash,
-		GatePolicyHashB64u:     h("gate policy"),
-		AuditRootB64u:          h("audit head"),
-		AuditCount:             17,
-		Model:                  r.model(),
-		Harness:                testfixture.Harness(),
-		EvidenceURI:            "evidence/run_test_001.jws",
+		BundleEnvelope:               r.bundle(t),
+		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
+		AgentDID:                     r.AgentDID(),
+		RunID:                        r.RunID,
+		PromptHashB64u:               r.PromptHash,
+		ReportHashB64u:               r.ReportHash,
+		PackCiphertextHashB64u:       r.PackHash,
+		GatePolicyHashB64u:           h("gate policy"),
+		AuditRootB64u:                h("audit head"),
+		AuditCount:                   17,
+		Model:                        r.model(),
+		Harness:                      testfixture.Harness(),
+		EvidenceURI:                  "evidence/run_test_001.jws",
 	}
 }
 

@@ -162,17 +162,18 @@ func attest(t testing.TB, q measurer, r *run) *fixture {
 	bundle := r.bundle(t)
 	is := &attestation.Issuer{Key: attesterKey(), Quoter: q, Now: fixedNow}
 	out, err := is.Attest(context.Background(), attestation.AttestInput{
-		BundleEnvelope:         bundle,
-		AgentDID:               r.AgentDID(),
-		RunID:                  r.RunID,
-		PromptHashB64u:         r.PromptHash,
-		ReportHashB64u:         r.ReportHash,
-		PackCiphertextHashB64u: r.PackHash,
-		GatePolicyHashB64u:     h("gate policy"),
-		AuditRootB64u:          root,
-		AuditCount:             int64(count),
-		Model:                  r.model(),
-		Harness:                &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
+		BundleEnvelope:               bundle,
+		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
+		AgentDID:                     r.AgentDID(),
+		RunID:                        r.RunID,
+		PromptHashB64u:               r.PromptHash,
+		ReportHashB64u:               r.ReportHash,
+		PackCiphertextHashB64u:       r.PackHash,
+		GatePolicyHashB64u:           h("gate policy"),
+		AuditRootB64u:                root,
+		AuditCount:                   int64(count),
+		Model:                        r.model(),
+		Harness:                      &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
 	})
 	if err != nil {
 		t.Fatal(err)

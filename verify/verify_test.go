@@ -373,6 +373,27 @@ func TestBundleLinkage(t *testing.T) {
 		_, err := Verify(att, jws, spec.bundle, pol, opts)
 		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
 	})
+	// issue 13: a bundle whose chain does not start with the run's
+	// prompt_committed event (the attester refuses to sign it; a forged
+	// attestation must still fail).
+	t.Run("chain does not start with prompt_committed", func(t *testing.T) {
+		r2 := *r
+		r2.FirstEvent = "llm_call"
+		att, jws := forge(t, forgeRun(t, sev, &r2))
+		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.event_chain[0]:") {
+			t.Fatalf("error %v does not name payload.event_chain[0]", e)
+		}
+	})
+	t.Run("prompt_committed commits to another prompt", func(t *testing.T) {
+		r2 := *r
+		r2.FirstPayload = h("another commitment")
+		att, jws := forge(t, forgeRun(t, sev, &r2))
+		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.event_chain[0].payload_hash_b64u") {
+			t.Fatalf("error %v does not name payload.event_chain[0].payload_hash_b64u", e)
+		}
+	})
 	t.Run("report hash commitment mismatch", func(t *testing.T) {
 		r2 := *r
 		r2.BundleReport = h("another report")
@@ -498,7 +519,9 @@ func TestPolicy(t *testing.T) {
 // TestPoHVectorsThroughBundlePath runs the PoH conformance bundles through
 // Verify with an attestation over each: the failing vectors fail with
 // their reason code at the bundle check; the passing one passes the PoH
-// checks and is then refused for carrying no clawea prompt commitments.
+// checks and is then refused at the prompt commitments: its chain does not
+// start with a clawea run's prompt_committed event (and it carries no
+// clawea metadata).
 func TestPoHVectorsThroughBundlePath(t *testing.T) {
 	dir := filepath.Join("..", "..", "shared", "conformance", "poh", "vectors")
 	index, err := os.ReadFile(filepath.Join(dir, "INDEX.tsv"))
@@ -527,7 +550,7 @@ func TestPoHVectorsThroughBundlePath(t *testing.T) {
 			pol := &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowAnyMeasurement: true}
 			_, err = Verify(att, jws, raw, pol, Options{Now: fixedNow})
 			if cols[1] == "true" {
-				e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.MissingRequiredField)
+				e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
 				if !containsStr(e.Passed, CheckBundle) || !containsStr(e.Passed, CheckBundleLinkage) {
 					t.Fatalf("passed %v", e.Passed)
 				}

@@ -49,7 +49,9 @@ type Run struct {
 	PackHash   string // prompt pack ciphertext hash
 	Provider   string // model identity
 	Model      string
-	// Events are the event types of the chain, in order.
+	// Events are the event types of the chain, in order. The first, when it
+	// is prompt_committed, is the run's prompt_committed event as the
+	// attester issues it (PromptCommitted).
 	Events []string
 	// ToolParams are the payload hashes of the tool_call events, in order
 	// (the params hashes the gate records); events without one get
@@ -71,6 +73,8 @@ type Run struct {
 	OmitClawea       bool              // no metadata.clawea
 	PackRoot         string            // overrides prompt_pack.prompt_root_hash_b64u
 	ExtraClawea      map[string]string // extra metadata.clawea members
+	FirstEvent       string            // replaces the first event's type
+	FirstPayload     string            // replaces the first event's payload hash
 }
 
 // NewRun returns a run of agent Key(1) with two llm_calls and two
@@ -84,7 +88,7 @@ func NewRun(runID string) *Run {
 		PackHash:   H("prompt_pack.enc"),
 		Provider:   "anthropic",
 		Model:      "claude-opus-4-6",
-		Events:     []string{"run_start", "llm_call", "tool_call", "llm_call", "tool_call"},
+		Events:     []string{poh.PromptCommittedEventType, "llm_call", "tool_call", "llm_call", "tool_call"},
 		ToolParams: []string{H(`{"cmd":"ls"}`), H(`{"path":"/tmp/x"}`)},
 		Entries: []poh.PromptPackEntry{
 			{EntryID: "AGENTS.md", ContentHashB64u: H("agents")},
@@ -93,6 +97,31 @@ func NewRun(runID string) *Run {
 		},
 		BundleID: "bundle_001",
 	}
+}
+
+// PromptCommitted is the run's first event, prompt_committed, as the
+// attester issues it when it opens the run with ID runID: its payload hash
+// commits to the run's report, prompt and pack hashes.
+func (r *Run) PromptCommitted(t testing.TB, runID string) poh.EventHeader {
+	t.Helper()
+	ph, err := poh.PromptCommittedPayloadHash(r.ReportHash, r.PromptHash, r.PackHash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return poh.EventHeader{EventID: "evt_a", RunID: runID, EventType: poh.PromptCommittedEventType, Timestamp: poh.FormatTime(Now), PayloadHashB64u: ph}
+}
+
+// PromptCommittedEventHash is the event_hash_b64u of the run's
+// prompt_committed event, the value the attester passes as
+// AttestInput.PromptCommittedEventHashB64u.
+func (r *Run) PromptCommittedEventHash(t testing.TB) string {
+	t.Helper()
+	hd := r.PromptCommitted(t, r.RunID)
+	eh, err := hd.Hash()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eh
 }
 
 // AgentDID returns the agent's did:key.
@@ -136,6 +165,17 @@ func (r *Run) Bundle(t testing.TB) []byte {
 			EventID: "evt_" + string(rune('a'+i)), RunID: runID, EventType: typ,
 			Timestamp:       poh.FormatTime(Now.Add(time.Duration(i) * time.Second)),
 			PayloadHashB64u: ph, PrevHashB64u: prev,
+		}
+		if i == 0 {
+			if typ == poh.PromptCommittedEventType {
+				hd = r.PromptCommitted(t, runID)
+			}
+			if r.FirstEvent != "" {
+				hd.EventType = r.FirstEvent
+			}
+			if r.FirstPayload != "" {
+				hd.PayloadHashB64u = r.FirstPayload
+			}
 		}
 		e, err := hd.Entry()
 		if err != nil {

@@ -30,18 +30,50 @@ type PromptCommitments struct {
 	// PromptRootHashB64u, when set, is the prompt_pack root the bundle must
 	// carry; "" accepts any consistent root or none.
 	PromptRootHashB64u string
+	// PromptCommittedEventHashB64u, when set, is the event_hash_b64u of the
+	// run's prompt_committed event as the attester issued it when it opened
+	// the run: the chain's first event must be exactly that event (same id,
+	// run, time and payload). The attester sets it and refuses to attest
+	// without it; a verifier has no attested copy of that event and leaves
+	// it "", so only the event's type and recomputed payload hash are
+	// checked.
+	PromptCommittedEventHashB64u string
 }
 
 // EventTypeLLMCall is the PoH event type of an LLM call.
 const EventTypeLLMCall = "llm_call"
 
+// PromptCommittedEventType is the type of a run's first event: the
+// attester's commitment to the prompt it rebuilt and serves.
+const PromptCommittedEventType = "prompt_committed"
+
+// PromptCommittedPayloadHash is the payload_hash_b64u of a run's
+// prompt_committed event: b64u(SHA-256(JSON.stringify({report_hash_b64u,
+// system_prompt_hash_b64u, prompt_pack_ciphertext_hash_b64u}))), keys in
+// that order. The attester computes it when it opens a run;
+// CheckPromptCommitments recomputes it from the commitments on both sides.
+func PromptCommittedPayloadHash(reportHash, promptHash, packCiphertextHash string) (string, error) {
+	return pohjson.Hash(pohjson.NewObject(
+		pohjson.M("report_hash_b64u", pohjson.NewString(reportHash)),
+		pohjson.M("system_prompt_hash_b64u", pohjson.NewString(promptHash)),
+		pohjson.M("prompt_pack_ciphertext_hash_b64u", pohjson.NewString(packCiphertextHash)),
+	))
+}
+
 // CheckPromptCommitments checks the prompt commitments of a verified bundle
-// against want (docs/spec/attestation-v1.md section 5.1). It is the one
+// against want (docs/spec/attestation-v1.md section 5.1), starting with the
+// chain's first event, the run's prompt_committed event. It is the one
 // implementation of that section: the attester calls it before signing an
 // execution attestation and verify/ calls it when checking one. Errors are
 // *Error with the section's codes and the JSON path of the refused member
 // in Field.
 func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
+	// event_chain[0]: the run's prompt_committed event, before anything
+	// the harness wrote into the metadata.
+	if err := checkPromptCommitted(b, want); err != nil {
+		return err
+	}
+
 	md := b.Metadata
 	if md.Kind() != pohjson.Object {
 		return fail(MissingRequiredField, "payload.metadata", "the bundle carries no prompt commitments")
@@ -160,6 +192,26 @@ func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
 		if root != want.PromptRootHashB64u {
 			return fail(PromptCommitmentMismatch, pf+".prompt_root_hash_b64u", "the bundle commits to another prompt pack root")
 		}
+	}
+	return nil
+}
+
+// checkPromptCommitted: the chain starts with the run's prompt_committed
+// event, whose payload hash is the one recomputed from want's report,
+// prompt and pack hashes, and, when want names it, whose event hash is the
+// one the attester issued.
+func checkPromptCommitted(b *Bundle, want PromptCommitments) error {
+	const field = "payload.event_chain[0]"
+	if len(b.Events) == 0 || b.Events[0].EventType != PromptCommittedEventType {
+		return fail(PromptCommitmentMismatch, field, "the event chain does not start with a prompt_committed event")
+	}
+	first := b.Events[0]
+	ph, err := PromptCommittedPayloadHash(want.SystemPromptReportHashB64u, want.SystemPromptHashB64u, want.PromptPackCiphertextHashB64u)
+	if err != nil || first.PayloadHashB64u != ph {
+		return fail(PromptCommitmentMismatch, field+".payload_hash_b64u", "the prompt_committed event does not commit to the run's prompt, report and pack")
+	}
+	if want.PromptCommittedEventHashB64u != "" && first.EventHashB64u != want.PromptCommittedEventHashB64u {
+		return fail(PromptCommitmentMismatch, field+".event_hash_b64u", "the event chain does not start with the run's prompt_committed event")
 	}
 	return nil
 }

@@ -19,7 +19,7 @@ func commitFixture(t *testing.T, edit func(md map[string]any)) (*Bundle, PromptC
 		PromptPackCiphertextHashB64u: h("pack"), Provider: "anthropic", Model: "claude",
 	}
 	events := []Event{
-		{EventHeader: EventHeader{EventID: "e1", EventType: "run_start"}, EventHashB64u: h("e1")},
+		{EventHeader: EventHeader{EventID: "e1", EventType: PromptCommittedEventType}, EventHashB64u: h("e1")},
 		{EventHeader: EventHeader{EventID: "e2", EventType: EventTypeLLMCall}, EventHashB64u: h("e2")},
 	}
 	entries := []PromptPackEntry{{EntryID: "AGENTS.md", ContentHashB64u: h("a")}, {EntryID: "SOUL.md", ContentHashB64u: h("s")}}
@@ -49,7 +49,20 @@ func commitFixture(t *testing.T, edit func(md map[string]any)) (*Bundle, PromptC
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Bundle{RunID: want.RunID, AgentDID: want.AgentDID, Events: events, Metadata: v}, want
+	b := &Bundle{RunID: want.RunID, AgentDID: want.AgentDID, Events: events, Metadata: v}
+	commitFirst(t, b, want)
+	return b, want
+}
+
+// commitFirst makes the bundle's first event the prompt_committed event the
+// attester issues for want.
+func commitFirst(t *testing.T, b *Bundle, want PromptCommitments) {
+	t.Helper()
+	ph, err := PromptCommittedPayloadHash(want.SystemPromptReportHashB64u, want.SystemPromptHashB64u, want.PromptPackCiphertextHashB64u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Events[0].PayloadHashB64u = ph
 }
 
 func TestCheckPromptCommitments(t *testing.T) {
@@ -66,6 +79,9 @@ func TestCheckPromptCommitments(t *testing.T) {
 		code  Code
 		field string
 	}{
+		// The metadata cases below keep the first event the run's
+		// prompt_committed event (as the attester issued it for the edited
+		// want), so they reach the metadata rule they name.
 		{"no clawea", func(md map[string]any) { delete(md, "clawea") }, nil, MissingRequiredField, "payload.metadata.clawea"},
 		{"clawea extra member", func(md map[string]any) { md["clawea"].(map[string]any)["x"] = "y" }, nil, SchemaValidationFailed, "payload.metadata.clawea"},
 		{"clawea wrong type", func(md map[string]any) { md["clawea"].(map[string]any)["prompt_pack_ciphertext_hash_b64u"] = 1 }, nil, SchemaValidationFailed, "payload.metadata.clawea.prompt_pack_ciphertext_hash_b64u"},
@@ -88,6 +104,7 @@ func TestCheckPromptCommitments(t *testing.T) {
 			b, w := commitFixture(t, tc.edit)
 			if tc.want != nil {
 				tc.want(&w)
+				commitFirst(t, b, w)
 			}
 			err := CheckPromptCommitments(b, w)
 			pe, ok := errors.AsType[*Error](err)
@@ -101,6 +118,62 @@ func TestCheckPromptCommitments(t *testing.T) {
 	b.Events = append(b.Events, Event{EventHeader: EventHeader{EventID: "e3", EventType: EventTypeLLMCall}})
 	if err := CheckPromptCommitments(b, want); !errors.Is(err, PromptCommitmentMismatch) {
 		t.Fatalf("uncovered llm_call: %v", err)
+	}
+}
+
+// TestCheckPromptCommitted: the chain starts with the run's
+// prompt_committed event, whose payload hash commits to the run's report,
+// prompt and pack hashes and, when the attester names it, whose event hash
+// is the one it issued.
+func TestCheckPromptCommitted(t *testing.T) {
+	const field = "payload.event_chain[0]"
+	b, want := commitFixture(t, nil)
+	want.PromptCommittedEventHashB64u = b.Events[0].EventHashB64u
+	if err := CheckPromptCommitments(b, want); err != nil {
+		t.Fatalf("the run's prompt_committed event refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(b *Bundle, w *PromptCommitments)
+		field string
+	}{
+		{"first event is another type", func(b *Bundle, w *PromptCommitments) { b.Events[0].EventType = "run_start" }, field},
+		{"first event missing", func(b *Bundle, w *PromptCommitments) { b.Events = b.Events[1:] }, field},
+		{"no events", func(b *Bundle, w *PromptCommitments) { b.Events = nil }, field},
+		{"payload commits to another prompt", func(b *Bundle, w *PromptCommitments) {
+			b.Events[0].PayloadHashB64u = b64u.SHA256([]byte("another commitment"))
+		}, field + ".payload_hash_b64u"},
+		{"payload commits to another report", func(b *Bundle, w *PromptCommitments) {
+			w2 := *w
+			w2.SystemPromptReportHashB64u = b64u.SHA256([]byte("another report"))
+			commitFirst(t, b, w2)
+		}, field + ".payload_hash_b64u"},
+		{"payload commits to another pack", func(b *Bundle, w *PromptCommitments) {
+			w2 := *w
+			w2.PromptPackCiphertextHashB64u = b64u.SHA256([]byte("another pack"))
+			commitFirst(t, b, w2)
+		}, field + ".payload_hash_b64u"},
+		{"another event than the one issued", func(b *Bundle, w *PromptCommitments) {
+			w.PromptCommittedEventHashB64u = b64u.SHA256([]byte("another event"))
+		}, field + ".event_hash_b64u"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, w := commitFixture(t, nil)
+			w.PromptCommittedEventHashB64u = b.Events[0].EventHashB64u
+			tc.edit(b, &w)
+			err := CheckPromptCommitments(b, w)
+			pe, ok := errors.AsType[*Error](err)
+			if !ok || !errors.Is(err, PromptCommitmentMismatch) || pe.Field != tc.field {
+				t.Fatalf("err = %v, want %s at %s", err, PromptCommitmentMismatch, tc.field)
+			}
+		})
+	}
+	// A verifier has no attested copy of the event: without an expected
+	// event hash only the type and the payload hash are checked.
+	b, want = commitFixture(t, nil)
+	b.Events[0].EventHashB64u = b64u.SHA256([]byte("any event"))
+	if err := CheckPromptCommitments(b, want); err != nil {
+		t.Fatalf("verifier-side check refused the run's commitment: %v", err)
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/poh"
-	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/sealed"
 )
 
@@ -223,12 +222,7 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 // promptCommittedEvent is the run's first event (seed 001): its payload
 // commits the report and prompt hashes; the header follows PoH rules.
 func promptCommittedEvent(rn *run, now time.Time) (poh.EventChainEntry, error) {
-	payload := pohjson.NewObject(
-		pohjson.M("report_hash_b64u", pohjson.NewString(rn.reportH)),
-		pohjson.M("system_prompt_hash_b64u", pohjson.NewString(rn.promptH)),
-		pohjson.M("prompt_pack_ciphertext_hash_b64u", pohjson.NewString(rn.packCTH)),
-	)
-	ph, err := pohjson.Hash(payload)
+	ph, err := poh.PromptCommittedPayloadHash(rn.reportH, rn.promptH, rn.packCTH)
 	if err != nil {
 		return poh.EventChainEntry{}, err
 	}
@@ -236,7 +230,7 @@ func promptCommittedEvent(rn *run, now time.Time) (poh.EventChainEntry, error) {
 	if err != nil {
 		return poh.EventChainEntry{}, err
 	}
-	h := poh.EventHeader{EventID: eid, RunID: rn.id, EventType: "prompt_committed", Timestamp: poh.FormatTime(now), PayloadHashB64u: ph}
+	h := poh.EventHeader{EventID: eid, RunID: rn.id, EventType: poh.PromptCommittedEventType, Timestamp: poh.FormatTime(now), PayloadHashB64u: ph}
 	return h.Entry()
 }
 
@@ -303,7 +297,8 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request) error {
 	err = s.withIssuer(func(is *attestation.Issuer) (err error) {
 		out, err = is.Attest(r.Context(), attestation.AttestInput{
 			BundleEnvelope: req.Bundle, AgentDID: req.AgentDID, RunID: rn.id,
-			PromptHashB64u: rn.promptH, ReportHashB64u: rn.reportH, PackCiphertextHashB64u: rn.packCTH,
+			PromptCommittedEventHashB64u: rn.events[0].EventHashB64u,
+			PromptHashB64u:               rn.promptH, ReportHashB64u: rn.reportH, PackCiphertextHashB64u: rn.packCTH,
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
 			Model:   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
 			Harness: &poh.Harness{ID: "openclaw", Runtime: "clawea"},
