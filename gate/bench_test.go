@@ -66,10 +66,13 @@ func BenchmarkDecideVerificationGate(b *testing.B) {
 	g := newTestGate(b, cfg, func(o *Options) { o.Audit = discardAudit(b); o.Logger = nil })
 	c := call("exec")
 	c.Params = []byte(`{"command":"ls -la","workdir":"/workspace"}`)
-	if err := g.NewTurn(c.SessionKey, c.TurnID); err != nil {
+	if err := g.OpenRun(c.Run); err != nil {
 		b.Fatal(err)
 	}
-	if err := g.MarkVerified(c.SessionKey, c.TurnID, true, VerifiedTemplates); err != nil {
+	if err := g.NewTurn(c.Run, c.TurnID, true); err != nil {
+		b.Fatal(err)
+	}
+	if err := g.MarkVerified(c.Run, c.TurnID, VerifiedTemplates); err != nil {
 		b.Fatal(err)
 	}
 	benchDecide(b, g.Gate, c, true)

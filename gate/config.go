@@ -165,6 +165,13 @@ func ParseConfig(data []byte, opts ParseOptions) (*Config, error) {
 		}
 		return nil, cfgErr("", ErrWrongType, "not strict JSON")
 	}
+	return ParseConfigValue(root, opts)
+}
+
+// ParseConfigValue is ParseConfig on a document already parsed strictly
+// (pohjson), so that a caller holding the whole configuration file parses
+// it once and hands the gate its tree.
+func ParseConfigValue(root *pohjson.Value, opts ParseOptions) (*Config, error) {
 	p := &parser{opts: opts}
 	c, err := p.config(root)
 	if err != nil {
@@ -190,6 +197,11 @@ func (p *parser) object(path string, v *pohjson.Value, known []string, owned boo
 			continue
 		}
 		if !owned && p.opts.AllowForeignKeys {
+			// A key that differs from one the gate reads only in case is a
+			// typo that would silently drop a policy: refuse it.
+			if slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, m.Key) }) {
+				return nil, cfgErr(join(path, m.Key), ErrUnknownKey, "unknown key (keys are case-sensitive)")
+			}
 			continue
 		}
 		return nil, cfgErr(join(path, m.Key), ErrUnknownKey, "unknown key")

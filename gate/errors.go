@@ -26,15 +26,17 @@ var (
 	// ErrInvalidCall: Decide was given a malformed call (bad tool name,
 	// parameters that are not a JSON object, limits exceeded).
 	ErrInvalidCall = errors.New("gate: invalid call")
-	// ErrNotOwner: MarkVerified for a verification not done by the owner.
+	// ErrNotOwner: MarkVerified in a turn that is not an owner turn.
 	ErrNotOwner = errors.New("gate: only the owner can verify")
-	// ErrStaleTurn: MarkVerified for a turn that is not the session's
+	// ErrStaleTurn: MarkVerified for a turn that is not the run's
 	// current turn.
 	ErrStaleTurn = errors.New("gate: turn is not the current turn")
-	// ErrUnknownSession: MarkVerified for a session without a turn.
-	ErrUnknownSession = errors.New("gate: no turn started for session")
-	// ErrTooManySessions: NewTurn would exceed Options.MaxSessions.
-	ErrTooManySessions = errors.New("gate: too many sessions")
+	// ErrUnknownRun: NewTurn or MarkVerified for a run that is not open.
+	ErrUnknownRun = errors.New("gate: run is not open")
+	// ErrRunExists: OpenRun for a run that is already open.
+	ErrRunExists = errors.New("gate: run is already open")
+	// ErrTooManyRuns: OpenRun would exceed Options.MaxRuns.
+	ErrTooManyRuns = errors.New("gate: too many open runs")
 	// ErrAudit: the decision could not be appended to the audit log; the
 	// call is denied.
 	ErrAudit = errors.New("gate: audit log append failed")

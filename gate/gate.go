@@ -48,8 +48,10 @@ type Call struct {
 	Tool            string // normalized by the gate (NormalizeToolName)
 	Params          []byte // the tool parameters: a JSON object (nil = {})
 	MessageProvider string // optional, e.g. "telegram"
-	// Run names the audit chain the decision is recorded in (the
-	// attester's run id). A Recorder with one chain ignores it.
+	// Run names the attester's run: the audit chain the decision is
+	// recorded in (a Recorder with one chain ignores it) and the
+	// verification state (OpenRun, NewTurn, MarkVerified) that applies; a
+	// run that is not open has no verified turn.
 	Run string
 }
 
@@ -93,8 +95,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for webhook timestamps; nil means time.Now.
 	Now func() time.Time
-	// MaxSessions bounds the verification state; 0 means DefaultMaxSessions.
-	MaxSessions int
+	// MaxRuns bounds the runs open at once (OpenRun); 0 means
+	// DefaultMaxRuns.
+	MaxRuns int
 }
 
 type agentPolicy struct {
@@ -153,7 +156,7 @@ func New(opts Options) (*Gate, error) {
 		cfg:        opts.Config,
 		policyHash: opts.Config.PolicyHash(),
 		agents:     map[string]*agentPolicy{},
-		turns:      newTurns(opts.MaxSessions),
+		turns:      newTurns(opts.MaxRuns),
 		audit:      opts.Audit,
 		log:        logger(opts.Logger),
 		now:        opts.Now,
@@ -261,21 +264,6 @@ func New(opts Options) (*Gate, error) {
 // PolicyHash returns the configuration's policy hash (Config.PolicyHash).
 func (g *Gate) PolicyHash() string { return g.policyHash }
 
-// NewTurn starts turnID for session: the session becomes unverified (seed
-// 000 resetVerification). Call it when a user message starts a turn.
-func (g *Gate) NewTurn(session, turnID string) error { return g.turns.newTurn(session, turnID) }
-
-// MarkVerified records that verify succeeded for the session's current turn
-// (all templates verified, or a signed owner message verified). It fails
-// with ErrNotOwner unless byOwner, and with ErrStaleTurn if turnID is not the
-// current turn; the state is unchanged on error.
-func (g *Gate) MarkVerified(session, turnID string, byOwner bool, how VerifyMethod) error {
-	return g.turns.markVerified(session, turnID, byOwner, how)
-}
-
-// EndSession forgets a session's verification state.
-func (g *Gate) EndSession(session string) { g.turns.end(session) }
-
 // Decide runs the pipeline for c and appends the decision to the audit log.
 // A non-nil error always comes with a deny decision (ErrInvalidCall for a
 // malformed call, ErrAudit when the decision could not be logged, the
@@ -298,7 +286,7 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 
 	// b. verification gate
 	if p.enforce && in.tool != VerifyToolName && p.gated.match(in.tool) {
-		ok, why := g.turns.status(in.session, in.turn)
+		ok, why := g.turns.status(c.Run, in.turn)
 		if !ok {
 			d.Allow, d.Stage = false, StageVerification
 			d.Reason = fmt.Sprintf("tool %q is blocked by the verification gate: %s. Call the verify tool first "+

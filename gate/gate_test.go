@@ -3,6 +3,7 @@ package gate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -86,15 +87,37 @@ const enforced = `{"agents": {"defaults": {"sig": {"enforceVerification": true}}
 
 func TestVerificationGate(t *testing.T) {
 	g := newTestGate(t, mustParse(t, enforced))
-	const s = "agent:main:main"
-	exec := Call{SessionKey: s, TurnID: "t1", Tool: "exec", Params: []byte(`{"command":"ls"}`)}
+	const r = "run-1"
+	exec := Call{Run: r, SessionKey: "agent:main:main", TurnID: "t1", Tool: "exec", Params: []byte(`{"command":"ls"}`)}
 
-	// No turn started yet: blocked.
+	// The run is not open yet: blocked.
 	d := g.decide(t, exec)
 	if d.Allow || d.Stage != StageVerification || !strings.Contains(d.Reason, "Call the verify tool first") {
+		t.Fatalf("before the run: %+v", d)
+	}
+	if err := g.NewTurn(r, "t1", true); !errors.Is(err, ErrUnknownRun) {
+		t.Fatalf("turn in a run that is not open: %v", err)
+	}
+	if err := g.OpenRun(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.OpenRun(r); !errors.Is(err, ErrRunExists) {
+		t.Fatalf("run opened twice: %v", err)
+	}
+	if d := g.decide(t, exec); d.Allow || !strings.Contains(d.Reason, "no turn has started") {
 		t.Fatalf("before any turn: %+v", d)
 	}
-	if err := g.NewTurn(s, "t1"); err != nil {
+	// A non-owner turn cannot be verified; the state is unchanged.
+	if err := g.NewTurn(r, "t0", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.MarkVerified(r, "t0", VerifiedTemplates); !errors.Is(err, ErrNotOwner) {
+		t.Fatalf("verify in a non-owner turn: %v", err)
+	}
+	if d := g.decide(t, Call{Run: r, SessionKey: "s", TurnID: "t0", Tool: "exec"}); d.Allow {
+		t.Fatal("a non-owner turn was verified")
+	}
+	if err := g.NewTurn(r, "t1", true); err != nil {
 		t.Fatal(err)
 	}
 	d = g.decide(t, exec)
@@ -102,43 +125,44 @@ func TestVerificationGate(t *testing.T) {
 		t.Fatalf("unverified turn: %+v", d)
 	}
 	// Ungated tools and verify itself pass.
-	if d := g.decide(t, Call{SessionKey: s, TurnID: "t1", Tool: "read"}); !d.Allow || d.Stage != StagePolicy {
+	if d := g.decide(t, Call{Run: r, SessionKey: "s", TurnID: "t1", Tool: "read"}); !d.Allow || d.Stage != StagePolicy {
 		t.Fatalf("read: %+v", d)
 	}
-	if d := g.decide(t, Call{SessionKey: s, TurnID: "t1", Tool: "verify"}); !d.Allow {
+	if d := g.decide(t, Call{Run: r, SessionKey: "s", TurnID: "t1", Tool: "verify"}); !d.Allow {
 		t.Fatalf("verify: %+v", d)
 	}
-	// A non-owner cannot verify; the state is unchanged.
-	if err := g.MarkVerified(s, "t1", false, VerifiedTemplates); !errors.Is(err, ErrNotOwner) {
-		t.Fatalf("non-owner verify: %v", err)
-	}
-	if d := g.decide(t, exec); d.Allow {
-		t.Fatal("non-owner verify unblocked the gate")
-	}
-	// Verify for another turn or session is refused.
-	if err := g.MarkVerified(s, "t0", true, VerifiedTemplates); !errors.Is(err, ErrStaleTurn) {
+	// Verify for another turn or run is refused.
+	if err := g.MarkVerified(r, "t0", VerifiedTemplates); !errors.Is(err, ErrStaleTurn) {
 		t.Fatalf("stale turn: %v", err)
 	}
-	if err := g.MarkVerified("other", "t1", true, VerifiedTemplates); !errors.Is(err, ErrUnknownSession) {
-		t.Fatalf("unknown session: %v", err)
+	if err := g.MarkVerified("other", "t1", VerifiedTemplates); !errors.Is(err, ErrUnknownRun) {
+		t.Fatalf("unknown run: %v", err)
 	}
-	if err := g.MarkVerified(s, "t1", true, "vibes"); !errors.Is(err, ErrInvalidCall) {
+	if err := g.MarkVerified(r, "t1", "vibes"); !errors.Is(err, ErrInvalidCall) {
 		t.Fatalf("bad method: %v", err)
 	}
 	// The owner verifies: gated tools pass for this turn.
-	if err := g.MarkVerified(s, "t1", true, VerifiedTemplates); err != nil {
+	if err := g.MarkVerified(r, "t1", VerifiedTemplates); err != nil {
 		t.Fatal(err)
 	}
 	d = g.decide(t, exec)
 	if !d.Allow || d.Stage != StageVerification || !strings.Contains(d.Reason, "templates") {
 		t.Fatalf("verified: %+v", d)
 	}
-	// Other sessions are unaffected.
-	if d := g.decide(t, Call{SessionKey: "agent:main:other", TurnID: "t1", Tool: "exec"}); d.Allow {
-		t.Fatal("verification leaked across sessions")
+	// Other runs are unaffected, even with the same session key and turn id.
+	if err := g.OpenRun("run-2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.NewTurn("run-2", "t1", false); err != nil {
+		t.Fatal(err)
+	}
+	other := exec
+	other.Run = "run-2"
+	if d := g.decide(t, other); d.Allow {
+		t.Fatal("verification leaked across runs")
 	}
 	// A new turn resets verification; calls from the old turn are blocked too.
-	if err := g.NewTurn(s, "t2"); err != nil {
+	if err := g.NewTurn(r, "t2", true); err != nil {
 		t.Fatal(err)
 	}
 	if d := g.decide(t, exec); d.Allow || !strings.Contains(d.Reason, "not the current turn") {
@@ -148,26 +172,31 @@ func TestVerificationGate(t *testing.T) {
 	if d := g.decide(t, exec); d.Allow {
 		t.Fatal("new turn inherited verification")
 	}
-	if err := g.MarkVerified(s, "t2", true, VerifiedMessage); err != nil {
+	if err := g.MarkVerified(r, "t2", VerifiedMessage); err != nil {
 		t.Fatal(err)
 	}
 	if d := g.decide(t, exec); !d.Allow || !strings.Contains(d.Reason, "message") {
 		t.Fatalf("message verification: %+v", d)
 	}
-	// EndSession forgets the state.
-	g.EndSession(s)
-	if d := g.decide(t, exec); d.Allow {
-		t.Fatal("ended session still verified")
+	// EndRun forgets the state.
+	g.EndRun(r)
+	if d := g.decide(t, exec); d.Allow || !strings.Contains(d.Reason, "not open") {
+		t.Fatalf("ended run still verified: %+v", d)
 	}
-	g.verifyAudit(t, 11)
+	g.verifyAudit(t, 12)
 }
 
 func TestVerificationGatePerAgent(t *testing.T) {
 	g := newTestGate(t, mustParse(t, enforced))
-	if err := g.NewTurn("s", "t"); err != nil {
+	if err := g.OpenRun("s"); err != nil {
 		t.Fatal(err)
 	}
-	ops := func(tool string) Call { return Call{SessionKey: "s", TurnID: "t", AgentID: "ops", Tool: tool} }
+	if err := g.NewTurn("s", "t", true); err != nil {
+		t.Fatal(err)
+	}
+	ops := func(tool string) Call {
+		return Call{Run: "s", SessionKey: "s", TurnID: "t", AgentID: "ops", Tool: tool}
+	}
 	// ops overrides gatedTools with [read]: exec passes, read is gated.
 	if d := g.decide(t, ops("exec")); !d.Allow {
 		t.Fatalf("ops exec: %+v", d)
@@ -176,7 +205,7 @@ func TestVerificationGatePerAgent(t *testing.T) {
 		t.Fatalf("ops read: %+v", d)
 	}
 	// Default agent keeps the default list.
-	if d := g.decide(t, Call{SessionKey: "s", TurnID: "t", Tool: "sessions_spawn"}); d.Allow {
+	if d := g.decide(t, Call{Run: "s", SessionKey: "s", TurnID: "t", Tool: "sessions_spawn"}); d.Allow {
 		t.Fatal("default gated tool passed")
 	}
 
@@ -194,27 +223,61 @@ func TestVerificationGatePerAgent(t *testing.T) {
 	}
 }
 
-func TestMaxSessions(t *testing.T) {
-	g := newTestGate(t, mustParse(t, `{}`), func(o *Options) { o.MaxSessions = 2 })
-	for _, s := range []string{"a", "b"} {
-		if err := g.NewTurn(s, "t"); err != nil {
+func TestMaxRuns(t *testing.T) {
+	g := newTestGate(t, mustParse(t, `{}`), func(o *Options) { o.MaxRuns = 2 })
+	for _, r := range []string{"a", "b"} {
+		if err := g.OpenRun(r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := g.NewTurn("c", "t"); !errors.Is(err, ErrTooManySessions) {
-		t.Fatalf("third session: %v", err)
+	if err := g.OpenRun("c"); !errors.Is(err, ErrTooManyRuns) {
+		t.Fatalf("third run: %v", err)
 	}
-	if err := g.NewTurn("a", "t2"); err != nil {
-		t.Fatalf("new turn in existing session: %v", err)
+	// Turns in an open run cost nothing more.
+	for i := range 1000 {
+		if err := g.NewTurn("a", fmt.Sprint("t", i), i%2 == 0); err != nil {
+			t.Fatal(err)
+		}
 	}
-	g.EndSession("b")
-	if err := g.NewTurn("c", "t"); err != nil {
+	// Ending a run frees its slot: the bound is on open runs only.
+	g.EndRun("b")
+	if err := g.OpenRun("c"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range [][2]string{{"", "t"}, {"s", ""}, {"s\n", "t"}, {strings.Repeat("s", MaxSessionKeyBytes+1), "t"}, {"s", "\xff"}} {
-		if err := g.NewTurn(bad[0], bad[1]); !errors.Is(err, ErrInvalidCall) {
-			t.Errorf("NewTurn(%q, %q): %v", bad[0], bad[1], err)
+	for _, bad := range []string{"", "r\n", strings.Repeat("r", MaxRunIDBytes+1), "\xff"} {
+		if err := g.OpenRun(bad); !errors.Is(err, ErrInvalidCall) {
+			t.Errorf("OpenRun(%q): %v", bad, err)
 		}
+	}
+	for _, bad := range []string{"", "t\n", strings.Repeat("t", MaxTurnIDBytes+1), "\xff"} {
+		if err := g.NewTurn("a", bad, true); !errors.Is(err, ErrInvalidCall) {
+			t.Errorf("NewTurn(%q): %v", bad, err)
+		}
+	}
+}
+
+func TestCheckIdentifiers(t *testing.T) {
+	if a, err := CheckAgentID(" Ops "); err != nil || a != "ops" {
+		t.Fatalf("CheckAgentID: %q %v", a, err)
+	}
+	if a, err := CheckAgentID(""); err != nil || a != DefaultAgentID {
+		t.Fatalf("CheckAgentID empty: %q %v", a, err)
+	}
+	for _, bad := range []string{"a/b", "a b", strings.Repeat("a", 200)} {
+		if _, err := CheckAgentID(bad); !errors.Is(err, ErrInvalidCall) {
+			t.Errorf("CheckAgentID(%q): %v", bad, err)
+		}
+	}
+	for _, bad := range []string{"", "s\x00", strings.Repeat("s", MaxSessionKeyBytes+1)} {
+		if err := CheckSessionKey(bad); !errors.Is(err, ErrInvalidCall) {
+			t.Errorf("CheckSessionKey(%q): %v", bad, err)
+		}
+	}
+	// What the checks accept, Decide accepts.
+	g := newTestGate(t, mustParse(t, `{}`))
+	a, _ := CheckAgentID(" Ops ")
+	if d := g.decide(t, Call{SessionKey: "agent:x", TurnID: "t", AgentID: a, Tool: "read"}); d.Stage == StageInput {
+		t.Fatalf("checked identifiers refused by Decide: %+v", d)
 	}
 }
 
@@ -297,10 +360,13 @@ func TestDecideAllocs(t *testing.T) {
 		`"agents":{"defaults":{"sig":{"enforceVerification":true}}}}`)
 	for name, lg := range map[string]*slog.Logger{"quiet": nil, "logged": slog.New(slog.NewJSONHandler(io.Discard, nil))} {
 		g := newTestGate(t, cfg, func(o *Options) { o.Audit = discardAudit(t); o.Logger = lg })
-		if err := g.NewTurn("agent:main:main", "turn-1"); err != nil {
+		if err := g.OpenRun("run-1"); err != nil {
 			t.Fatal(err)
 		}
-		if err := g.MarkVerified("agent:main:main", "turn-1", true, VerifiedTemplates); err != nil {
+		if err := g.NewTurn("run-1", "turn-1", true); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.MarkVerified("run-1", "turn-1", VerifiedTemplates); err != nil {
 			t.Fatal(err)
 		}
 		for _, tool := range []string{"read", "exec", "process"} {

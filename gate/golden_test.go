@@ -34,14 +34,17 @@ func TestDecisionsGolden(t *testing.T) {
 		{"web_fetch", `{"url":"https://example.com/?q=<&>"}`, false},
 	}
 	var out bytes.Buffer
+	if err := g.OpenRun("run-1"); err != nil {
+		t.Fatal(err)
+	}
 	for i, c := range calls {
 		if i == 3 {
-			if err := g.NewTurn("agent:main:main", "turn-1"); err != nil {
+			if err := g.NewTurn("run-1", "turn-1", true); err != nil {
 				t.Fatal(err)
 			}
 		}
 		if i == 4 {
-			if err := g.MarkVerified("agent:main:main", "turn-1", true, VerifiedTemplates); err != nil {
+			if err := g.MarkVerified("run-1", "turn-1", VerifiedTemplates); err != nil {
 				t.Fatal(err)
 			}
 		}

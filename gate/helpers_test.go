@@ -120,5 +120,5 @@ func discardAudit(t testing.TB) *audit.Writer {
 }
 
 func call(tool string) Call {
-	return Call{SessionKey: "agent:main:main", TurnID: "turn-1", Tool: tool, Params: []byte(`{}`), MessageProvider: "telegram"}
+	return Call{Run: "run-1", SessionKey: "agent:main:main", TurnID: "turn-1", Tool: tool, Params: []byte(`{}`), MessageProvider: "telegram"}
 }

@@ -47,20 +47,23 @@ func TestNoParamsOrSecretsInAuditOrLogs(t *testing.T) {
 	}
 	s := "agent:main:main"
 	mk := func(tool string, p []byte) Call {
-		return Call{SessionKey: s, TurnID: "t1", Tool: tool, Params: p}
+		return Call{Run: "r1", SessionKey: s, TurnID: "t1", Tool: tool, Params: p}
 	}
 	calls := []Call{
-		mk("browser", params("url", "PARAMVAL-browser-url")),                                                    // policy deny
-		mk("exec", params("command", "PARAMVAL-exec-cmd")),                                                      // verification block
-		{SessionKey: s, TurnID: "t1", Tool: "exec", Params: []byte(`{"command":"PARAMVAL-bad","command":"x"}`)}, // invalid
+		mk("browser", params("url", "PARAMVAL-browser-url")),                                                               // policy deny
+		mk("exec", params("command", "PARAMVAL-exec-cmd")),                                                                 // verification block
+		{Run: "r1", SessionKey: s, TurnID: "t1", Tool: "exec", Params: []byte(`{"command":"PARAMVAL-bad","command":"x"}`)}, // invalid
 	}
 	for _, c := range calls {
 		_, _ = g.Decide(t.Context(), c)
 	}
-	if err := g.NewTurn(s, "t1"); err != nil {
+	if err := g.OpenRun("r1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.MarkVerified(s, "t1", true, VerifiedTemplates); err != nil {
+	if err := g.NewTurn("r1", "t1", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.MarkVerified("r1", "t1", VerifiedTemplates); err != nil {
 		t.Fatal(err)
 	}
 	after := []Call{

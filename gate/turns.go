@@ -18,34 +18,41 @@ const (
 	VerifiedMessage VerifyMethod = "message"
 )
 
-// Limits on session and turn identifiers.
+// Limits on identifiers and on the verification state.
 const (
-	MaxSessionKeyBytes  = 256
-	MaxTurnIDBytes      = 128
-	DefaultMaxSessions  = 10000
-	maxVerifyMethodSize = 16
+	MaxSessionKeyBytes = 256
+	MaxTurnIDBytes     = 128
+	MaxRunIDBytes      = 128
+	// DefaultMaxRuns bounds the runs whose verification state is kept at
+	// once when Options.MaxRuns is 0. The state of a run is a few words and
+	// lives from OpenRun to EndRun, so this is a bound on concurrently open
+	// runs, never on how many runs were opened over time.
+	DefaultMaxRuns = 4096
 )
 
-type turnState struct {
+// runTurn is the verification state of one run: its current turn and
+// whether the owner verified it. It is replaced as a whole by NewTurn.
+type runTurn struct {
 	turn     string
+	owner    bool // the turn's message came from a configured owner
 	verified bool
 	how      VerifyMethod
 }
 
-// turns is the turn-scoped, in-memory verification state of seed 000: a new
-// turn resets the session to unverified; only the owner's verify for the
-// current turn marks it verified.
+// turns is the turn-scoped, in-memory verification state of seed 000, one
+// entry per open run: a new turn resets the run to unverified; only verify
+// in an owner turn, for the current turn, marks it verified.
 type turns struct {
-	mu       sync.Mutex
-	max      int
-	sessions map[string]turnState
+	mu   sync.Mutex
+	max  int
+	runs map[string]*runTurn
 }
 
 func newTurns(max int) *turns {
 	if max <= 0 {
-		max = DefaultMaxSessions
+		max = DefaultMaxRuns
 	}
-	return &turns{max: max, sessions: map[string]turnState{}}
+	return &turns{max: max, runs: map[string]*runTurn{}}
 }
 
 func checkID(kind, s string, maxBytes int) error {
@@ -60,50 +67,93 @@ func checkID(kind, s string, maxBytes int) error {
 	return nil
 }
 
-func (t *turns) newTurn(session, turnID string) error {
-	if err := checkID("session key", session, MaxSessionKeyBytes); err != nil {
-		return err
+// CheckSessionKey reports whether s is a session key Decide accepts. Entry
+// points that take a session key once (a run's creation) call it so that
+// nothing is accepted at the door and refused on every later call.
+func CheckSessionKey(s string) error { return checkID("session key", s, MaxSessionKeyBytes) }
+
+// CheckTurnID reports whether s is a turn id the gate accepts.
+func CheckTurnID(s string) error { return checkID("turn id", s, MaxTurnIDBytes) }
+
+// CheckRunID reports whether s is a run id the gate accepts.
+func CheckRunID(s string) error { return checkID("run id", s, MaxRunIDBytes) }
+
+// CheckAgentID reports whether s (after the gate's normalization: trimmed,
+// lower-cased; "" means DefaultAgentID) is an agent id Decide accepts, and
+// returns the normalized id.
+func CheckAgentID(s string) (string, error) {
+	a := normalizeAgentID(s)
+	if a == "" {
+		a = DefaultAgentID
 	}
-	if err := checkID("turn id", turnID, MaxTurnIDBytes); err != nil {
+	if !validAgentID(a) {
+		return "", fmt.Errorf("%w: invalid agent id", ErrInvalidCall)
+	}
+	return a, nil
+}
+
+// CheckMessageProvider reports whether s is a message provider (channel
+// name) Decide accepts.
+func CheckMessageProvider(s string) error { return checkID("message provider", s, maxProviderBytes) }
+
+func (t *turns) openRun(run string) error {
+	if err := CheckRunID(run); err != nil {
 		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.sessions[session]; !ok && len(t.sessions) >= t.max {
-		return ErrTooManySessions
+	if _, ok := t.runs[run]; ok {
+		return ErrRunExists
 	}
-	t.sessions[session] = turnState{turn: turnID}
+	if len(t.runs) >= t.max {
+		return ErrTooManyRuns
+	}
+	t.runs[run] = &runTurn{}
 	return nil
 }
 
-func (t *turns) markVerified(session, turnID string, byOwner bool, how VerifyMethod) error {
-	if !byOwner {
-		return ErrNotOwner
+func (t *turns) newTurn(run, turnID string, owner bool) error {
+	if err := CheckTurnID(turnID); err != nil {
+		return err
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.runs[run]
+	if !ok {
+		return ErrUnknownRun
+	}
+	*st = runTurn{turn: turnID, owner: owner}
+	return nil
+}
+
+func (t *turns) markVerified(run, turnID string, how VerifyMethod) error {
 	if how != VerifiedTemplates && how != VerifiedMessage {
 		return fmt.Errorf("%w: unknown verify method", ErrInvalidCall)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, ok := t.sessions[session]
-	if !ok {
-		return ErrUnknownSession
-	}
-	if st.turn != turnID {
+	st, ok := t.runs[run]
+	switch {
+	case !ok:
+		return ErrUnknownRun
+	case st.turn == "" || st.turn != turnID:
 		return ErrStaleTurn
+	case !st.owner:
+		return ErrNotOwner
 	}
 	st.verified, st.how = true, how
-	t.sessions[session] = st
 	return nil
 }
 
-// status reports whether session is verified for turnID and, when not, why.
-func (t *turns) status(session, turnID string) (ok bool, why string) {
+// status reports whether run is verified for turnID and, when not, why.
+func (t *turns) status(run, turnID string) (ok bool, why string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, found := t.sessions[session]
+	st, found := t.runs[run]
 	switch {
 	case !found:
+		return false, "the run is not open"
+	case st.turn == "":
 		return false, "no turn has started for this session"
 	case st.turn != turnID:
 		return false, "the call belongs to a turn that is not the current turn"
@@ -113,8 +163,34 @@ func (t *turns) status(session, turnID string) (ok bool, why string) {
 	return true, string(st.how)
 }
 
-func (t *turns) end(session string) {
+func (t *turns) end(run string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.sessions, session)
+	delete(t.runs, run)
+}
+
+// OpenRun creates the verification state of a run (no turn yet: gated
+// tools are blocked). It fails with ErrRunExists for an open run and with
+// ErrTooManyRuns when Options.MaxRuns runs are open.
+func (g *Gate) OpenRun(run string) error { return g.turns.openRun(run) }
+
+// EndRun forgets a run's verification state. Call it when the run closes:
+// the state lives exactly as long as the run.
+func (g *Gate) EndRun(run string) { g.turns.end(run) }
+
+// NewTurn starts turnID in run: the run becomes unverified (seed 000
+// resetVerification). owner says whether the turn's message came from an
+// owner identity of the configuration; only an owner turn can be verified.
+// Call it when a user message starts a turn.
+func (g *Gate) NewTurn(run, turnID string, owner bool) error {
+	return g.turns.newTurn(run, turnID, owner)
+}
+
+// MarkVerified records that verify succeeded for the run's current turn
+// (all templates verified, or a signed owner message verified). It fails
+// with ErrUnknownRun for a run that is not open, ErrStaleTurn if turnID is
+// not the current turn, and ErrNotOwner if the current turn is not an owner
+// turn; the state is unchanged on error.
+func (g *Gate) MarkVerified(run, turnID string, how VerifyMethod) error {
+	return g.turns.markVerified(run, turnID, how)
 }

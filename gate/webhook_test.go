@@ -349,8 +349,9 @@ func TestPolicyDenyNeverReachesVerifier(t *testing.T) {
 	if ws.hits.Load() != 0 {
 		t.Fatal("verifier consulted for a call an earlier stage denied")
 	}
-	_ = g.NewTurn("agent:main:main", "turn-1")
-	_ = g.MarkVerified("agent:main:main", "turn-1", true, VerifiedTemplates)
+	_ = g.OpenRun("run-1")
+	_ = g.NewTurn("run-1", "turn-1", true)
+	_ = g.MarkVerified("run-1", "turn-1", VerifiedTemplates)
 	if d := g.decide(t, call("exec")); !d.Allow || d.Stage != StageVerifier || ws.hits.Load() != 1 {
 		t.Fatalf("all stages: %+v", d)
 	}

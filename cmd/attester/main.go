@@ -8,7 +8,9 @@
 //	attester --config FILE [--platform auto|sev-snp|tdx|tpm|simulated] [--listen ADDR]
 //
 // Exit codes: 0 clean shutdown, 1 usage or configuration error, 2 the
-// platform or identity could not be set up, 3 the server failed.
+// platform or identity could not be set up, 3 a listener could not be opened
+// (for example another attester holds the control socket) or the server
+// failed. Listeners are opened before the identity is unsealed.
 package main
 
 import (
@@ -62,17 +64,26 @@ func run(args []string, stderr io.Writer) int {
 		log.Error("cannot read config", "err", err)
 		return 1
 	}
-	cfg, rest, err := server.ParseConfig(raw)
+	cfg, rest, err := server.ParseConfigWith(raw, server.ConfigOptions{Logger: log})
 	if err != nil {
 		log.Error("invalid config", "err", err)
 		return 1
 	}
 	if *platform != "" {
-		cfg.Platform = *platform
+		if err := cfg.SetPlatform(*platform); err != nil {
+			log.Error("invalid --platform", "err", err)
+			return 1
+		}
 	}
 	if *listen != "" {
 		cfg.Listen = *listen
 	}
+	lns, err := openListeners(cfg)
+	if err != nil {
+		log.Error("cannot listen", "err", err)
+		return 3
+	}
+	defer lns.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, closeAll, err := server.Setup(ctx, cfg, rest, log)
@@ -85,29 +96,70 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer closeAll()
-	if err := serve(ctx, srv, cfg, log); err != nil {
+	if err := serve(ctx, srv, lns, log); err != nil {
 		log.Error("server failed", "err", err)
 		return 3
 	}
 	return 0
 }
 
-func serve(ctx context.Context, srv *server.Server, cfg *server.Config, log *slog.Logger) error {
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
+type listeners struct {
+	public, metrics net.Listener
+	control         *server.ControlListener
+}
+
+func (l *listeners) close() {
+	if l.public != nil {
+		l.public.Close()
 	}
-	agentLn, err := server.ListenAgentSocket(cfg.AgentSocket)
-	if err != nil {
-		ln.Close()
-		return err
+	if l.metrics != nil {
+		l.metrics.Close()
 	}
-	api := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
-	agent := &http.Server{Handler: srv.AgentHandler(), ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 2)
-	go func() { errc <- api.Serve(ln) }()
-	go func() { errc <- agent.Serve(agentLn) }()
-	log.Info("attester listening", "addr", ln.Addr().String(), "agent_socket", cfg.AgentSocket)
+	if l.control != nil {
+		l.control.Close()
+	}
+}
+
+// listen opens the control socket first (a second attester on the same
+// path stops here, touching nothing), then the TCP listeners.
+func openListeners(cfg *server.Config) (*listeners, error) {
+	l := &listeners{}
+	var err error
+	if l.control, err = server.ListenControlSocket(cfg.ControlSocket); err != nil {
+		return nil, err
+	}
+	if l.public, err = net.Listen("tcp", cfg.Listen); err != nil {
+		l.close()
+		return nil, err
+	}
+	if l.metrics, err = net.Listen("tcp", cfg.MetricsListen); err != nil {
+		l.close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// Timeouts shared by the three servers: headers must arrive within
+// ReadHeaderTimeout; bodies have per-route read deadlines (the control
+// API's handlers) and the public and metrics servers accept no bodies.
+const (
+	readHeaderTimeout = 5 * time.Second
+	idleTimeout       = 60 * time.Second
+	maxHeaderBytes    = 16 << 10
+)
+
+func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Logger) error {
+	public := &http.Server{Handler: srv.PublicHandler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
+	metrics := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
+	control := &http.Server{Handler: srv.ControlHandler(), ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ConnContext: server.ControlConnContext}
+	errc := make(chan error, 3)
+	go func() { errc <- public.Serve(lns.public) }()
+	go func() { errc <- metrics.Serve(lns.metrics) }()
+	go func() { errc <- control.Serve(lns.control) }()
+	log.Info("attester listening", "addr", lns.public.Addr().String(), "metrics", lns.metrics.Addr().String(), "control_socket", lns.control.Addr().String())
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
@@ -117,6 +169,7 @@ func serve(ctx context.Context, srv *server.Server, cfg *server.Config, log *slo
 	srv.SetReady(false)
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	_ = agent.Shutdown(sctx)
-	return api.Shutdown(sctx)
+	_ = control.Shutdown(sctx)
+	_ = metrics.Shutdown(sctx)
+	return public.Shutdown(sctx)
 }

@@ -35,7 +35,7 @@ func TestSealToAttestedKey(t *testing.T) {
 	}
 
 	// A simulated attester.
-	cfg, rest, err := server.ParseConfig([]byte(`{"attester":{"agentSocket":"/tmp/unused.sock","platform":"simulated","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
+	cfg, rest, err := server.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"simulated","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestSealToAttestedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	api := httptest.NewServer(srv.Handler())
+	api := httptest.NewServer(srv.PublicHandler())
 	defer api.Close()
 
 	// The measurement the operator publishes (from the platform itself).

@@ -46,7 +46,7 @@ type options struct {
 	Shared  string
 	Vector  string       // openclaw-sig vector whose params the pack uses (with Shared)
 	OutDir  string       // where the artifacts go
-	WorkDir string       // state dir and agent socket live here
+	WorkDir string       // state dir and control socket live here
 	Log     io.Writer    // attester's JSON logs
 	Say     func(string) // progress lines
 }
@@ -112,10 +112,11 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	defer hook.Close()
 
 	// 3. The operator starts the attester on the simulated platform.
-	sock := filepath.Join(o.WorkDir, "agent.sock")
+	sock := filepath.Join(o.WorkDir, "control", "attester.sock")
 	cfg := map[string]any{
 		"attester": map[string]any{
-			"agentSocket": sock, "platform": "simulated", "stateDir": filepath.Join(o.WorkDir, "state"),
+			"controlSocket": sock, "platform": "simulated", "stateDir": filepath.Join(o.WorkDir, "state"),
+			"owners":           []string{"telegram:+15550100"},
 			"trustedTemplates": trusted, "development": true, "allowUnlockedMemory": true,
 			"modelProvider": "anthropic", "model": "claude-demo",
 		},
@@ -143,16 +144,20 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		return nil, fmt.Errorf("attester setup: %w", err)
 	}
 	defer closeAll()
-	api := httptest.NewServer(srv.Handler())
+	api := httptest.NewServer(srv.PublicHandler())
 	defer api.Close()
-	agentLn, err := server.ListenAgentSocket(sock)
+	ctlLn, err := server.ListenControlSocket(sock)
 	if err != nil {
 		return nil, err
 	}
-	agentSrv := &http.Server{Handler: srv.AgentHandler(), ReadHeaderTimeout: 5 * time.Second}
-	go agentSrv.Serve(agentLn)
-	defer agentSrv.Close()
+	defer ctlLn.Close()
+	ctlSrv := &http.Server{Handler: srv.ControlHandler(), ConnContext: server.ControlConnContext, ReadHeaderTimeout: 5 * time.Second}
+	go ctlSrv.Serve(ctlLn)
+	defer ctlSrv.Close()
+	// The public API (identity) is on TCP; the harness drives the run on
+	// the control socket with the run's capability.
 	c := &client{base: api.URL, hc: api.Client()}
+	ctl := &client{base: "http://attester", hc: unixClient(sock)}
 
 	// 4. packctl seal: fetch and check the attester's key attestation, then
 	// seal the pack to its HPKE key.
@@ -190,13 +195,14 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	// 5. The harness starts a run with the sealed pack.
 	var runResp struct {
 		RunID           string              `json:"run_id"`
+		Capability      string              `json:"capability"`
 		PromptHash      string              `json:"system_prompt_hash_b64u"`
 		ReportHash      string              `json:"report_hash_b64u"`
 		CTHash          string              `json:"prompt_pack_ciphertext_hash_b64u"`
 		PromptCommitted poh.EventChainEntry `json:"prompt_committed"`
 		GatePolicyHash  string              `json:"gate_policy_hash_b64u"`
 	}
-	if err := c.do("POST", "/v1/runs", map[string]any{
+	if err := ctl.do("POST", "/v1/runs", map[string]any{
 		"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mjson), "report_hash_b64u": out.ReportHash,
 		"agent_id": "main", "session_key": "agent:main:main",
 	}, &runResp); err != nil {
@@ -206,17 +212,18 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		return nil, fmt.Errorf("attester rebuilt prompt hash %s, pack author expected %s", runResp.PromptHash, out.PromptHash)
 	}
 	out.RunID = runResp.RunID
+	ctl.capability = runResp.Capability
 	say("attester: pack opened in sealed memory, prompt rebuilt and matched, run " + out.RunID)
 
-	// 6. The co-located agent fetches the prompt over the unix socket.
-	prompt, err := fetchPrompt(ctx, sock, out.RunID)
+	// 6. The harness fetches the prompt over the control socket.
+	prompt, err := ctl.fetchPrompt(ctx, out.RunID)
 	if err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(prompt, rb.Prompt) {
-		return nil, errors.New("prompt served on the agent socket differs from the rebuilt prompt")
+		return nil, errors.New("prompt served on the control socket differs from the rebuilt prompt")
 	}
-	say(fmt.Sprintf("agent: fetched the %d-byte prompt over the unix socket (never over TCP)", len(prompt)))
+	say(fmt.Sprintf("harness: fetched the %d-byte prompt over the control socket with the run's capability (never over TCP)", len(prompt)))
 
 	// 7. A turn from the owner, then tool calls through the gate.
 	agentKey := ed25519.NewKeyFromSeed(sha256Sum("clawea demo agent key"))
@@ -224,13 +231,17 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	out.AgentDID = agentDID
 	var turn struct {
 		TurnID string `json:"turn_id"`
+		Owner  bool   `json:"owner"`
 	}
 	msgHash := sha256.Sum256([]byte("please list the workspace"))
-	if err := c.do("POST", "/v1/runs/"+out.RunID+"/turns", map[string]any{
-		"sender_id": "+15550100", "channel": "telegram", "message_id": "42", "sender_is_owner": true,
+	if err := ctl.do("POST", "/v1/runs/"+out.RunID+"/turns", map[string]any{
+		"sender_id": "+15550100", "channel": "telegram", "message_id": "42",
 		"content_sha256_b64u": b64u.Encode(msgHash[:]),
 	}, &turn); err != nil {
 		return nil, err
+	}
+	if !turn.Owner {
+		return nil, errors.New("the configured owner's message did not start an owner turn")
 	}
 	chain := []poh.EventChainEntry{runResp.PromptCommitted}
 	addEvent := func(typ, payloadHash string) (poh.EventChainEntry, error) {
@@ -256,14 +267,14 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	for _, st := range steps {
 		if st.Tool == "verify" {
 			var v map[string]any
-			if err := c.do("POST", "/v1/runs/"+out.RunID+"/verify", map[string]any{"turn_id": turn.TurnID, "sender_is_owner": true}, &v); err != nil {
+			if err := ctl.do("POST", "/v1/runs/"+out.RunID+"/verify", map[string]any{"turn_id": turn.TurnID}, &v); err != nil {
 				return nil, err
 			}
 			say("owner: verify succeeded for this turn (templates verified)")
 			continue
 		}
 		var d map[string]any
-		if err := c.do("POST", "/v1/runs/"+out.RunID+"/tool-calls", map[string]any{
+		if err := ctl.do("POST", "/v1/runs/"+out.RunID+"/tool-calls", map[string]any{
 			"turn_id": turn.TurnID, "tool": st.Tool, "params": json.RawMessage(st.Params), "message_provider": "telegram",
 		}, &d); err != nil {
 			return nil, err
@@ -335,7 +346,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		Platform    string          `json:"platform"`
 		Simulated   bool            `json:"simulated"`
 	}
-	if err := c.do("POST", "/v1/runs/"+out.RunID+"/attestation", map[string]any{"bundle": json.RawMessage(bundle), "agent_did": agentDID}, &att); err != nil {
+	if err := ctl.do("POST", "/v1/runs/"+out.RunID+"/attestation", map[string]any{"bundle": json.RawMessage(bundle), "agent_did": agentDID}, &att); err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(o.OutDir, "attestation.json"), att.Attestation, 0o644); err != nil {
@@ -344,8 +355,9 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if err := os.WriteFile(filepath.Join(o.OutDir, "evidence.jws"), []byte(att.EvidenceJWS), 0o644); err != nil {
 		return nil, err
 	}
-	req, _ := http.NewRequestWithContext(ctx, "GET", api.URL+"/v1/runs/"+out.RunID+"/audit", nil)
-	resp, err := c.hc.Do(req)
+	req, _ := http.NewRequestWithContext(ctx, "GET", ctl.base+"/v1/runs/"+out.RunID+"/audit", nil)
+	req.Header.Set("Authorization", "Bearer "+ctl.capability)
+	resp, err := ctl.hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -353,6 +365,9 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	resp.Body.Close()
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("audit: %s", resp.Status)
 	}
 	out.AuditRoot, out.AuditCount = resp.Header.Get("X-Clawea-Audit-Root"), resp.Header.Get("X-Clawea-Audit-Count")
 	if err := os.WriteFile(filepath.Join(o.OutDir, "audit.jsonl"), auditLog, 0o644); err != nil {
@@ -446,8 +461,16 @@ func checkKeyAttestation(did, packPub string, jws, challenge []byte) (*envelope.
 }
 
 type client struct {
-	base string
-	hc   *http.Client
+	base       string
+	hc         *http.Client
+	capability string // the run's capability, sent as a bearer token
+}
+
+func unixClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}}
 }
 
 func (c *client) do(method, path string, body, out any) error {
@@ -462,6 +485,12 @@ func (c *client) do(method, path string, body, out any) error {
 	req, err := http.NewRequest(method, c.base+path, rdr)
 	if err != nil {
 		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.capability != "" {
+		req.Header.Set("Authorization", "Bearer "+c.capability)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -481,16 +510,13 @@ func (c *client) do(method, path string, body, out any) error {
 	return nil
 }
 
-func fetchPrompt(ctx context.Context, sock, runID string) ([]byte, error) {
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "unix", sock)
-	}}}
-	req, err := http.NewRequestWithContext(ctx, "GET", "http://agent/v1/runs/"+runID+"/prompt", nil)
+func (c *client) fetchPrompt(ctx context.Context, runID string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+"/v1/runs/"+runID+"/prompt", nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := hc.Do(req)
+	req.Header.Set("Authorization", "Bearer "+c.capability)
+	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
 	}

@@ -14,8 +14,7 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 )
 
-// BenchmarkHTTPToolCall measures gate decisions over loopback HTTP
-// (127.0.0.1 only): b.N requests, sequential, with p50/p99 latency reported.
+// BenchmarkHTTPToolCall measures gate decisions over the control socket: b.N requests, sequential, with p50/p99 latency reported.
 // The in-process Decide benchmark lives in package gate.
 func BenchmarkHTTPToolCall(b *testing.B) {
 	dir := filepath.Join("..", "..", "..", "..", "shared", "conformance", "openclaw-sig")
@@ -33,24 +32,43 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 	enc, man, _ := promptpack.SealPack(pack, h.id.PackKey.Public())
 	mj, _ := man.MarshalJSON()
 	body, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": rb.ReportHashB64u(), "agent_id": "main", "session_key": "s"})
-	resp, err := h.api.Client().Post(h.api.URL+"/v1/runs", "application/json", bytes.NewReader(body))
-	if err != nil || resp.StatusCode != 201 {
-		b.Fatalf("create run: %v %v", err, resp.Status)
+	post := func(path, capability string, body []byte) *http.Response {
+		req, _ := http.NewRequest("POST", "http://attester"+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if capability != "" {
+			req.Header.Set("Authorization", "Bearer "+capability)
+		}
+		resp, err := h.control.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return resp
+	}
+	resp := post("/v1/runs", "", body)
+	if resp.StatusCode != 201 {
+		b.Fatalf("create run: %v", resp.Status)
 	}
 	var run struct {
-		RunID string `json:"run_id"`
+		RunID      string `json:"run_id"`
+		Capability string `json:"capability"`
 	}
 	json.NewDecoder(resp.Body).Decode(&run)
 	resp.Body.Close()
-	call := []byte(`{"turn_id":"t","tool":"read","params":{"path":"README.md"}}`)
-	url := h.api.URL + "/v1/runs/" + run.RunID + "/tool-calls"
+	resp = post("/v1/runs/"+run.RunID+"/turns", run.Capability, []byte(`{"channel":"cli","sender_id":"u","message_id":"1","content_sha256_b64u":"`+b64u.SHA256(nil)+`"}`))
+	var turn struct {
+		TurnID string `json:"turn_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&turn)
+	resp.Body.Close()
+	call := []byte(`{"turn_id":"` + turn.TurnID + `","tool":"read","params":{"path":"README.md"}}`)
+	path := "/v1/runs/" + run.RunID + "/tool-calls"
 	lat := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for b.Loop() {
 		start := time.Now()
-		resp, err := h.api.Client().Post(url, "application/json", bytes.NewReader(call))
-		if err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatalf("tool call: %v", err)
+		resp := post(path, run.Capability, call)
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("tool call: %v", resp.Status)
 		}
 		resp.Body.Close()
 		lat = append(lat, time.Since(start))

@@ -1,16 +1,19 @@
 package server
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"unicode/utf8"
 
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/poh"
 )
 
 // gateState wraps the gate with its durable, per-run audit log.
@@ -38,18 +41,15 @@ func (gs *gateState) close() error {
 	return err
 }
 
-// newGateState parses the gate configuration and opens the audit log in
-// stateDir/audit (a fresh temporary directory when stateDir is empty: the
-// log then does not outlive the process, like the identity).
-func newGateState(raw map[string]json.RawMessage, opts gate.Options, development bool, stateDir string) (*gateState, error) {
-	doc, err := json.Marshal(raw)
-	if err != nil {
-		return nil, err
+// newGateState opens the audit log in stateDir/audit (a fresh temporary
+// directory when stateDir is empty: the log then does not outlive the
+// process, like the identity) and builds the gate from its parsed
+// configuration (ParseConfig).
+func newGateState(cfg *gate.Config, opts gate.Options, stateDir string) (*gateState, error) {
+	if cfg == nil {
+		return nil, errors.New("server: no gate configuration")
 	}
-	cfg, err := gate.ParseConfig(doc, gate.ParseOptions{Development: development, AllowForeignKeys: true, Logger: opts.Logger})
-	if err != nil {
-		return nil, err
-	}
+	var err error
 	gs := &gateState{}
 	dir := filepath.Join(stateDir, "audit")
 	if stateDir == "" {
@@ -73,90 +73,154 @@ func newGateState(raw map[string]json.RawMessage, opts gate.Options, development
 	return gs, nil
 }
 
-// turnRequest starts a turn: a new user message. An owner's message is
-// signed in the sig ContentStore manner so that verify can check it.
+// Limits on turn fields.
+const (
+	maxChannelBytes   = 64
+	maxSenderIDBytes  = 256
+	maxMessageIDBytes = 256
+)
+
+// ValidChannel reports whether ch is a channel name: 1-64 bytes of
+// a-z, 0-9, _ and -.
+func ValidChannel(ch string) error {
+	if ch == "" || len(ch) > maxChannelBytes {
+		return errors.New("channel must be 1-64 bytes")
+	}
+	for i := 0; i < len(ch); i++ {
+		c := ch[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return errors.New("channel may contain only a-z, 0-9, _ and -")
+		}
+	}
+	return nil
+}
+
+// ValidSenderID reports whether s is a sender id: 1-256 bytes of UTF-8
+// without control characters.
+func ValidSenderID(s string) error { return validText(s, maxSenderIDBytes) }
+
+func validText(s string, max int) error {
+	if s == "" || len(s) > max || !utf8.ValidString(s) {
+		return fmt.Errorf("must be 1-%d bytes of UTF-8", max)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return errors.New("contains control characters")
+		}
+	}
+	return nil
+}
+
+// turnRequest starts a turn: a new inbound message. Whether its sender is
+// an owner comes from attester.owners, never from the request.
 type turnRequest struct {
-	SenderID      string `json:"sender_id"`
-	Channel       string `json:"channel"`
-	MessageID     string `json:"message_id"`
-	SenderIsOwner bool   `json:"sender_is_owner"`
+	Channel   string `json:"channel"`
+	SenderID  string `json:"sender_id"`
+	MessageID string `json:"message_id"`
 	// ContentSHA256B64u is b64u SHA-256 of the message text (the attester
 	// never needs the text itself).
 	ContentSHA256B64u string `json:"content_sha256_b64u"`
 }
 
-func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request) error {
+var (
+	errStaleTurn = &HTTPError{Code: http.StatusConflict, Msg: "turn_id is not the run's current turn"}
+)
+
+func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error {
 	var req turnRequest
-	rn, err := s.runRequest(r, &req)
-	if err != nil {
+	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	if req.Channel == "" || req.MessageID == "" || len(req.Channel) > 64 || len(req.MessageID) > 256 || len(req.SenderID) > 256 {
-		return httpErr(http.StatusBadRequest, "channel and message_id are required (at most 64 and 256 bytes)", nil)
+	if err := ValidChannel(req.Channel); err != nil {
+		return httpErr(http.StatusBadRequest, "channel: "+err.Error(), nil)
 	}
+	if err := ValidSenderID(req.SenderID); err != nil {
+		return httpErr(http.StatusBadRequest, "sender_id: "+err.Error(), nil)
+	}
+	if err := validText(req.MessageID, maxMessageIDBytes); err != nil {
+		return httpErr(http.StatusBadRequest, "message_id: "+err.Error(), nil)
+	}
+	content, err := b64u.DecodeHash(req.ContentSHA256B64u)
+	if err != nil {
+		return httpErr(http.StatusBadRequest, "content_sha256_b64u must be a b64u SHA-256 hash", err)
+	}
+	owner := s.cfg.owner(req.Channel, req.SenderID)
 	turn, err := randomID("turn_")
 	if err != nil {
 		return err
 	}
-	if err := s.gate.g.NewTurn(rn.sessionKey, turn); err != nil {
-		return httpErr(http.StatusBadRequest, "cannot start the turn", err)
-	}
-	resp := map[string]string{"turn_id": turn}
+	midKey := sha256.Sum256([]byte(req.MessageID))
+
+	// Every check happens before anything changes: a refused turn leaves the
+	// previous turn current.
 	rn.mu.Lock()
-	rn.turn = turn
-	if req.SenderIsOwner {
-		if req.SenderID == "" {
-			rn.mu.Unlock()
-			return httpErr(http.StatusBadRequest, "an owner message needs sender_id", nil)
+	defer rn.mu.Unlock()
+	switch {
+	case rn.closed:
+		return errRunClosed
+	case rn.turns >= s.cfg.MaxTurnsPerRun:
+		return &HTTPError{Code: http.StatusTooManyRequests, Msg: fmt.Sprintf("the run has reached its limit of %d turns", s.cfg.MaxTurnsPerRun)}
+	case owner && rn.signed >= s.cfg.MaxOwnerMessagesPerRun:
+		return &HTTPError{Code: http.StatusTooManyRequests, Msg: fmt.Sprintf("the run has reached its limit of %d signed owner messages", s.cfg.MaxOwnerMessagesPerRun)}
+	}
+	if _, used := rn.messageIDs[midKey]; used {
+		return httpErr(http.StatusConflict, "message_id was already used in this run", nil)
+	}
+	if err := s.gate.g.NewTurn(rn.id, turn, owner); err != nil {
+		if errors.Is(err, gate.ErrUnknownRun) {
+			return errRunClosed
 		}
-		h, err := b64u.DecodeHash(req.ContentSHA256B64u)
-		if err != nil {
-			rn.mu.Unlock()
-			return httpErr(http.StatusBadRequest, "content_sha256_b64u must be a b64u SHA-256 hash", err)
-		}
+		return httpErr(http.StatusInternalServerError, "cannot start the turn", err)
+	}
+	rn.turns++
+	rn.messageIDs[midKey] = struct{}{}
+	rn.turn, rn.turnOwner, rn.turnMsg = turn, owner, ownerMessage{}
+	resp := map[string]any{"turn_id": turn, "owner": owner}
+	if owner {
+		rn.signed++
 		sigID := rn.sessionKey + ":" + req.Channel + ":" + req.MessageID
-		rn.messages[sigID] = ownerMessage{Identity: "owner:" + req.SenderID + ":" + req.Channel, ContentHash: h, SignedAt: s.now(), Turn: turn}
+		rn.turnMsg = ownerMessage{SignatureID: sigID, MessageID: req.MessageID, Identity: "owner:" + req.SenderID + ":" + req.Channel, ContentHash: content, SignedAt: s.now()}
 		resp["signature_id"] = sigID
 	}
-	rn.mu.Unlock()
 	writeJSON(w, http.StatusCreated, resp)
 	return nil
 }
 
-// verifyRequest is the verify tool: templates (default) or a signed owner
-// message by signature id. Only the owner can verify.
+// verifyRequest is the verify tool: templates (default) or the signed owner
+// message of the current turn. Only an owner turn can be verified.
 type verifyRequest struct {
-	TurnID        string `json:"turn_id"`
-	SenderIsOwner bool   `json:"sender_is_owner"`
-	// Message, when set, is a signature id "<session>:<channel>:<message>";
-	// ContentSHA256B64u must then equal the signed content hash.
-	Message           string `json:"message"`
+	TurnID string `json:"turn_id"`
+	// MessageID and ContentSHA256B64u, when set, must both be set and equal
+	// the current turn's signed owner message.
+	MessageID         string `json:"message_id"`
 	ContentSHA256B64u string `json:"content_sha256_b64u"`
 }
 
-func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error {
 	var req verifyRequest
-	rn, err := s.runRequest(r, &req)
-	if err != nil {
+	if err := decodeStrict(body, &req); err != nil {
 		return err
-	}
-	if !req.SenderIsOwner {
-		return &HTTPError{Code: http.StatusForbidden, Msg: "verify is an owner-only tool", Err: nil}
 	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	if req.TurnID == "" || req.TurnID != rn.turn {
-		return httpErr(http.StatusConflict, "turn_id is not the run's current turn", nil)
+	switch {
+	case rn.closed:
+		return errRunClosed
+	case req.TurnID == "" || req.TurnID != rn.turn:
+		return errStaleTurn
+	case !rn.turnOwner:
+		return &HTTPError{Code: http.StatusForbidden, Msg: "verify is an owner-only tool: this turn's sender is not a configured owner"}
 	}
 	method := gate.VerifiedTemplates
 	result := map[string]any{"turn_id": req.TurnID}
-	if req.Message != "" {
-		m, ok := rn.messages[req.Message]
+	if req.MessageID != "" || req.ContentSHA256B64u != "" {
+		m := rn.turnMsg
 		want, herr := b64u.DecodeHash(req.ContentSHA256B64u)
-		if !ok || herr != nil || m.ContentHash != want {
-			return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: "the message signature does not verify", Reason: "SIGNATURE_INVALID"}
+		if herr != nil || req.MessageID != m.MessageID || want != m.ContentHash {
+			return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: "the message does not match the signed owner message of this turn", Reason: string(poh.SignatureInvalid)}
 		}
 		method = gate.VerifiedMessage
+		result["signature_id"] = m.SignatureID
 		result["identity"] = m.Identity
 		result["signed_at"] = m.SignedAt.UTC().Format("2006-01-02T15:04:05.000Z")
 	} else {
@@ -166,8 +230,8 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) error {
 		result["all_verified"] = true
 		result["system_prompt_hash_b64u"] = rn.promptH
 	}
-	if err := s.gate.g.MarkVerified(rn.sessionKey, req.TurnID, true, method); err != nil {
-		return httpErr(http.StatusConflict, "cannot mark the turn verified", err)
+	if err := s.gate.g.MarkVerified(rn.id, req.TurnID, method); err != nil {
+		return httpErr(http.StatusInternalServerError, "cannot mark the turn verified", err)
 	}
 	result["verified"] = true
 	writeJSON(w, http.StatusOK, result)
@@ -181,15 +245,28 @@ type toolCallRequest struct {
 	MessageProvider string          `json:"message_provider"`
 }
 
-func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) error {
+func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error {
 	var req toolCallRequest
-	rn, err := s.runRequest(r, &req)
-	if err != nil {
+	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
+	rn.mu.Lock()
+	switch {
+	case rn.closed:
+		rn.mu.Unlock()
+		return errRunClosed
+	case req.TurnID == "" || req.TurnID != rn.turn:
+		rn.mu.Unlock()
+		return errStaleTurn
+	case rn.toolCalls >= s.cfg.MaxToolCallsPerRun:
+		rn.mu.Unlock()
+		return &HTTPError{Code: http.StatusTooManyRequests, Msg: fmt.Sprintf("the run has reached its limit of %d tool calls", s.cfg.MaxToolCallsPerRun)}
+	}
+	rn.toolCalls++
+	rn.mu.Unlock()
 	d, derr := s.gate.g.Decide(r.Context(), gate.Call{
-		SessionKey: rn.sessionKey, TurnID: req.TurnID, AgentID: rn.agentID,
-		Tool: req.Tool, Params: req.Params, MessageProvider: req.MessageProvider, Run: rn.id,
+		Run: rn.id, SessionKey: rn.sessionKey, TurnID: req.TurnID, AgentID: rn.agentID,
+		Tool: req.Tool, Params: req.Params, MessageProvider: req.MessageProvider,
 	})
 	outcome := "deny"
 	if d.Allow {
@@ -208,10 +285,12 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request) error {
 
 // handleAudit streams the run's durable audit log; the headers give the
 // root and count of exactly the records in the body.
-func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) error {
-	rn, err := s.runs.get(r.PathValue("id"))
-	if err != nil {
-		return err
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, rn *run, _ []byte) error {
+	rn.mu.Lock()
+	closed := rn.closed
+	rn.mu.Unlock()
+	if closed {
+		return errRunClosed
 	}
 	snap, err := s.gate.audit.Snapshot(rn.id)
 	if errors.Is(err, audit.ErrUnknownRun) {
@@ -222,6 +301,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer snap.Close()
 	w.Header().Set("Content-Type", "application/jsonl")
+	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Clawea-Audit-Root", snap.Root)
 	w.Header().Set("X-Clawea-Audit-Count", fmt.Sprint(snap.Count))
 	w.Header().Set("Content-Length", fmt.Sprint(snap.Size))

@@ -1,17 +1,25 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
+	"net"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 // HTTPError is an error with a status code and a message that is safe to
@@ -22,6 +30,9 @@ type HTTPError struct {
 	// Reason is an optional machine-readable code (e.g. a PoH reason code).
 	Reason string
 	Err    error
+
+	allow     string // Allow header of a 405
+	closeConn bool   // close the connection (the body was not read)
 }
 
 func (e *HTTPError) Error() string {
@@ -94,15 +105,16 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// wrap adapts h: a request body limit, panic recovery (500), error rendering
-// with only the safe message, structured logs and metrics.
-func (s *Server) wrap(route string, maxBody int64, h handlerFunc) http.Handler {
+// wrap adapts h: panic recovery (500), error rendering with only the safe
+// message, structured logs and metrics.
+func (s *Server) wrap(route string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		if maxBody > 0 {
-			r.Body = http.MaxBytesReader(sw, r.Body, maxBody)
-		}
+		// Every request's body must arrive within smallBodyTimeout unless
+		// its handler extends the deadline (readBody).
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(start.Add(smallBodyTimeout))
 		var err error
 		func() {
 			defer func() {
@@ -124,6 +136,19 @@ func (s *Server) wrap(route string, maxBody int64, h handlerFunc) http.Handler {
 			}
 			s.log.Log(r.Context(), level, "request failed", "route", route, "method", r.Method, "code", he.Code, "reason", he.Reason, "err", he.Error())
 			if sw.code == 0 {
+				if he.Code == http.StatusUnauthorized {
+					sw.Header().Set("WWW-Authenticate", `Bearer realm="clawea-run"`)
+				}
+				if he.Code == http.StatusMethodNotAllowed && he.allow != "" {
+					sw.Header().Set("Allow", he.allow)
+				}
+				if he.closeConn {
+					// The body was not read: close the connection. The
+					// server drains at most 256 KiB of it (so a client
+					// still reads this answer), for at most a second.
+					sw.Header().Set("Connection", "close")
+					_ = rc.SetReadDeadline(time.Now().Add(time.Second))
+				}
 				writeJSON(sw, he.Code, errorBody{Error: he.Msg, Reason: he.Reason})
 			}
 		}
@@ -151,31 +176,184 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// readBody reads the (already size-limited) body, mapping an oversized body
-// to 413.
-func readBody(r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(r.Body)
+// Body read deadlines: a slow sender is cut off rather than holding a
+// connection and its buffers.
+const (
+	smallBodyTimeout  = 10 * time.Second
+	createBodyTimeout = 120 * time.Second
+)
+
+// readBody reads at most max bytes of the body within timeout, mapping an
+// oversized body to 413 and a slow one to 408.
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", max), nil)
+	}
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
+	body := http.MaxBytesReader(w, r.Body, max)
+	var b []byte
+	if r.ContentLength > 0 {
+		b = make([]byte, 0, r.ContentLength)
+	}
+	b, err := readAll(body, b)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return nil, httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), err)
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, httpErr(http.StatusRequestTimeout, "the request body was not received in time", err)
 		}
 		return nil, httpErr(http.StatusBadRequest, "cannot read request body", err)
 	}
 	return b, nil
 }
 
-// decodeStrict decodes JSON into v refusing unknown fields and trailing data.
-func decodeStrict(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return httpErr(http.StatusBadRequest, "malformed JSON request: "+safeJSONError(err), err)
+// readAll appends r to b until EOF.
+func readAll(r io.Reader, b []byte) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
 	}
-	if dec.More() {
-		return httpErr(http.StatusBadRequest, "malformed JSON request: trailing data", nil)
+}
+
+var errContentType = &HTTPError{Code: http.StatusUnsupportedMediaType, Msg: "Content-Type must be application/json"}
+
+// checkContentType requires application/json (charset, if any, utf-8).
+func checkContentType(r *http.Request) error {
+	mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return errContentType
+	}
+	for k, v := range params {
+		if k != "charset" || !strings.EqualFold(v, "utf-8") {
+			return errContentType
+		}
 	}
 	return nil
+}
+
+// decodeStrict decodes a JSON object into v (a pointer to a struct whose
+// fields carry json tags). The body is first read by schema/jsonobj (RFC
+// 8259, valid UTF-8, no duplicate keys, keys case-sensitive, bounded depth,
+// nothing after the value); keys that differ only in case are refused at
+// every level, and the object's members must be exactly among v's json tags.
+// Only then is the same text decoded into v, which cannot read it
+// differently: its keys are exact and unique.
+func decodeStrict(b []byte, v any) error {
+	doc, err := jsonobj.ParseObject(b, pohjson.ParseOptions{MaxBytes: len(b) + 1, MaxDepth: 32, AllowFloats: true})
+	if err != nil {
+		return httpErr(http.StatusBadRequest, "malformed JSON request: "+safePohError(err), err)
+	}
+	if err := noCaseVariants(doc, 0); err != nil {
+		return err
+	}
+	var r jsonobj.Reader
+	r.Object(doc, jsonobj.Root, jsonTags(reflect.TypeOf(v).Elem()))
+	if err := r.Err(); err != nil {
+		// The path names the member (clipped by jsonobj), never a value.
+		return httpErr(http.StatusBadRequest, "malformed JSON request: "+err.Error(), err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return httpErr(http.StatusBadRequest, "malformed JSON request: "+safeJSONError(err), err)
+	}
+	return nil
+}
+
+// noCaseVariants refuses objects with two keys equal under Unicode case
+// folding (encoding/json, and many proxies, match keys that way).
+func noCaseVariants(v *pohjson.Value, depth int) error {
+	switch v.Kind() {
+	case pohjson.Object:
+		ms := v.Members()
+		if len(ms) > 1 {
+			seen := make(map[string]struct{}, len(ms))
+			for _, m := range ms {
+				k := foldKey(m.Key)
+				if _, dup := seen[k]; dup {
+					return httpErr(http.StatusBadRequest, "malformed JSON request: keys that differ only in case", nil)
+				}
+				seen[k] = struct{}{}
+			}
+		}
+		for _, m := range ms {
+			if err := noCaseVariants(m.Value, depth+1); err != nil {
+				return err
+			}
+		}
+	case pohjson.Array:
+		for _, e := range v.Elems() {
+			if err := noCaseVariants(e, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func foldKey(k string) string {
+	var b strings.Builder
+	for _, r := range k {
+		// SimpleFold cycles through a rune's case variants; the smallest
+		// is a canonical representative.
+		min := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if f < min {
+				min = f
+			}
+		}
+		b.WriteRune(min)
+	}
+	return b.String()
+}
+
+var tagCache sync.Map // reflect.Type -> map[string]bool
+
+// jsonTags returns the members of a request struct, all optional for
+// jsonobj (handlers check what they require).
+func jsonTags(t reflect.Type) map[string]bool {
+	if m, ok := tagCache.Load(t); ok {
+		return m.(map[string]bool)
+	}
+	m := map[string]bool{}
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			m[name] = false
+		}
+	}
+	tagCache.Store(t, m)
+	return m
+}
+
+// safePohError describes a parse error by class and offset, never by value.
+func safePohError(err error) string {
+	var pe *pohjson.Error
+	off := ""
+	if errors.As(err, &pe) {
+		off = fmt.Sprintf(" at offset %d", pe.Offset)
+	}
+	switch {
+	case errors.Is(err, pohjson.ErrDuplicateKey):
+		return "duplicate key" + off
+	case errors.Is(err, pohjson.ErrTooDeep):
+		return "nested too deeply" + off
+	case errors.Is(err, pohjson.ErrTooLarge), errors.Is(err, jsonobj.ErrTooLarge):
+		return "too large"
+	case errors.Is(err, jsonobj.ErrWrongType):
+		return "want an object"
+	}
+	return "invalid JSON" + off
 }
 
 // safeJSONError keeps the structural part of a JSON error (which field,

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
@@ -20,35 +22,48 @@ import (
 )
 
 // run is one agent run: the rebuilt prompt (in sealed memory), its
-// commitments, the event chain head and the owner-message store.
+// commitments, its capability (only the hash), the current turn and the
+// run's bounded counters. Its gate verification state lives in the gate
+// under the run id, from creation to close.
 type run struct {
 	id         string
 	agentID    string
 	sessionKey string
+	capHash    [32]byte
 	created    time.Time
 
-	mu       sync.Mutex
-	prompt   *sealed.Buffer
-	promptH  string // b64u SHA-256 of the prompt
-	reportH  string // b64u SHA-256(JCS(report))
-	packCTH  string // b64u SHA-256 of prompt_pack.enc
-	packID   string
-	chars    int
-	turn     string
-	messages map[string]ownerMessage
-	attested bool
-	events   []poh.EventChainEntry
-	closed   bool
+	mu        sync.Mutex
+	prompt    *sealed.Buffer
+	promptH   string // b64u SHA-256 of the prompt
+	reportH   string // b64u SHA-256(JCS(report))
+	packCTH   string // b64u SHA-256 of prompt_pack.enc
+	packID    string
+	chars     int
+	committed poh.EventChainEntry
+	// The current turn: its id, whether its sender is a configured owner,
+	// and its message (signed when the turn is an owner turn).
+	turn      string
+	turnOwner bool
+	turnMsg   ownerMessage
+	// Bounded per run: turns started (each uses one message id), owner
+	// messages signed, tool calls decided.
+	turns      int
+	signed     int
+	messageIDs map[[32]byte]struct{}
+	toolCalls  int
+	attested   bool
+	closed     bool
 }
 
 // ownerMessage is a sig-ContentStore-style signature of an owner message:
 // the id is "<session>:<channel>:<message>", the identity
 // "owner:<sender>:<channel>", and only the content hash is kept.
 type ownerMessage struct {
+	SignatureID string
+	MessageID   string
 	Identity    string
 	ContentHash [32]byte
 	SignedAt    time.Time
-	Turn        string
 }
 
 func (r *run) destroy() {
@@ -59,12 +74,25 @@ func (r *run) destroy() {
 		r.prompt = nil
 	}
 	r.closed = true
+	r.messageIDs = nil
 }
+
+// maxClosedRuns bounds how many closed runs are remembered so that their
+// capabilities get 410 rather than 403.
+const maxClosedRuns = 4096
 
 type runStore struct {
 	mu   sync.Mutex
 	runs map[string]*run
 	max  int
+	// closed remembers the capability hashes of the last maxClosedRuns
+	// closed runs (FIFO), for 410.
+	closed      map[string][32]byte
+	closedOrder []string
+}
+
+func newRunStore(max int) *runStore {
+	return &runStore{runs: map[string]*run{}, max: max, closed: map[string][32]byte{}}
 }
 
 var errTooManyRuns = errors.New("too many open runs")
@@ -79,24 +107,50 @@ func (st *runStore) add(r *run) error {
 	return nil
 }
 
-func (st *runStore) get(id string) (*run, error) {
+var (
+	errNotThisRun = &HTTPError{Code: http.StatusForbidden, Msg: "the capability is not valid for this run"}
+	errRunClosed  = &HTTPError{Code: http.StatusGone, Msg: "run closed"}
+)
+
+// authorize returns the run named id when capHash is its capability's hash:
+// 403 for another run's or an unknown capability (an unknown run id gets the
+// same answer, so run ids cannot be probed), 410 for the capability of a
+// closed run.
+func (st *runStore) authorize(id string, capHash [32]byte) (*run, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	r, ok := st.runs[id]
-	if !ok {
-		return nil, httpErr(http.StatusNotFound, "unknown run", nil)
+	if r, ok := st.runs[id]; ok {
+		if capEqual(r.capHash, capHash) {
+			return r, nil
+		}
+		return nil, errNotThisRun
 	}
-	return r, nil
+	if h, ok := st.closed[id]; ok && capEqual(h, capHash) {
+		return nil, errRunClosed
+	}
+	return nil, errNotThisRun
 }
 
-func (st *runStore) remove(id string) {
+// remove forgets the run (remembering its capability hash for 410) and
+// destroys its prompt. It reports whether the run was open.
+func (st *runStore) remove(id string) (*run, bool) {
 	st.mu.Lock()
 	r := st.runs[id]
-	delete(st.runs, id)
-	st.mu.Unlock()
 	if r != nil {
-		r.destroy()
+		delete(st.runs, id)
+		if len(st.closedOrder) >= maxClosedRuns {
+			delete(st.closed, st.closedOrder[0])
+			st.closedOrder = st.closedOrder[1:]
+		}
+		st.closed[id] = r.capHash
+		st.closedOrder = append(st.closedOrder, id)
 	}
+	st.mu.Unlock()
+	if r == nil {
+		return nil, false
+	}
+	r.destroy()
+	return r, true
 }
 
 func (st *runStore) closeAll() {
@@ -131,6 +185,7 @@ type createRunRequest struct {
 
 type createRunResponse struct {
 	RunID                        string              `json:"run_id"`
+	Capability                   string              `json:"capability"`
 	SystemPromptHashB64u         string              `json:"system_prompt_hash_b64u"`
 	SystemPromptChars            int                 `json:"system_prompt_chars"`
 	ReportHashB64u               string              `json:"report_hash_b64u"`
@@ -142,9 +197,18 @@ type createRunResponse struct {
 
 // handleCreateRun opens the pack in sealed memory, rebuilds the prompt and
 // compares it with the committed report hash. On any mismatch nothing is
-// kept: the opened pack and the rebuilt prompt are destroyed.
+// kept: the opened pack and the rebuilt prompt are destroyed. The run's
+// capability is returned here only; the run keeps its SHA-256.
 func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
-	body, err := readBody(r)
+	if err := checkContentType(r); err != nil {
+		return err
+	}
+	release, err := s.uploads.reserve(r.ContentLength, s.maxCreateBody())
+	if err != nil {
+		return err
+	}
+	defer release()
+	body, err := readBody(w, r, s.maxCreateBody(), createBodyTimeout)
 	if err != nil {
 		return err
 	}
@@ -152,8 +216,13 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
-	if req.AgentID == "" || req.SessionKey == "" || len(req.AgentID) > 128 || len(req.SessionKey) > 512 {
-		return httpErr(http.StatusBadRequest, "agent_id and session_key are required (at most 128 and 512 bytes)", nil)
+	body = nil
+	agent, err := gate.CheckAgentID(req.AgentID)
+	if err != nil {
+		return httpErr(http.StatusBadRequest, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, case-insensitive)", err)
+	}
+	if err := gate.CheckSessionKey(req.SessionKey); err != nil {
+		return httpErr(http.StatusBadRequest, fmt.Sprintf("session_key must be 1-%d bytes of UTF-8 without control characters", gate.MaxSessionKeyBytes), err)
 	}
 	want, err := b64u.DecodeHash(req.ReportHashB64u)
 	if err != nil {
@@ -163,6 +232,7 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || len(enc) == 0 {
 		return httpErr(http.StatusBadRequest, "pack_b64u must be canonical b64u", err)
 	}
+	req.PackB64u = ""
 	if int64(len(enc)) > s.cfg.MaxPackBytes {
 		return httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("pack exceeds %d bytes", s.cfg.MaxPackBytes), nil)
 	}
@@ -193,26 +263,35 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 		prompt.Destroy()
 		return err
 	}
+	capability, capHash, err := newCapability()
+	if err != nil {
+		prompt.Destroy()
+		return err
+	}
 	rn := &run{
-		id: id, agentID: req.AgentID, sessionKey: req.SessionKey, created: s.now(),
+		id: id, agentID: agent, sessionKey: req.SessionKey, capHash: capHash, created: s.now(),
 		prompt: prompt, promptH: rb.PromptHashB64u(), reportH: rb.ReportHashB64u(),
 		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Report.Final.SystemPromptChars,
-		messages: map[string]ownerMessage{},
+		messageIDs: map[[32]byte]struct{}{},
 	}
 	committed, err := promptCommittedEvent(rn, s.now())
 	if err != nil {
 		prompt.Destroy()
 		return err
 	}
-	rn.events = append(rn.events, committed)
+	rn.committed = committed
 	if err := s.runs.add(rn); err != nil {
 		prompt.Destroy()
 		return httpErr(http.StatusServiceUnavailable, "too many open runs", err)
 	}
+	if err := s.gate.g.OpenRun(id); err != nil {
+		s.runs.remove(id)
+		return httpErr(http.StatusServiceUnavailable, "the gate cannot open the run", err)
+	}
 	s.metrics.packs.WithLabelValues("accepted").Inc()
-	s.log.Info("run created", "run_id", id, "agent_id", req.AgentID, "prompt_hash", rn.promptH, "report_hash", rn.reportH)
+	s.log.Info("run created", "run_id", id, "agent_id", agent, "prompt_hash", rn.promptH, "report_hash", rn.reportH)
 	writeJSON(w, http.StatusCreated, createRunResponse{
-		RunID: id, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
+		RunID: id, Capability: capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
 		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: committed,
 		GatePolicyHashB64u: s.gate.PolicyHash(),
 	})
@@ -255,39 +334,36 @@ func packError(msg string, err error) error {
 	return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: msg + ": the pack, its manifest or its bound context is invalid", Reason: string(poh.HashMismatch), Err: err}
 }
 
-// handlePrompt serves the rebuilt prompt on the agent socket only.
-func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request) error {
-	rn, err := s.runs.get(r.PathValue("id"))
-	if err != nil {
-		return err
-	}
+// handlePrompt serves the rebuilt prompt (control socket, capability).
+func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request, rn *run, _ []byte) error {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.prompt == nil {
-		return httpErr(http.StatusGone, "run closed", nil)
+		return errRunClosed
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Clawea-System-Prompt-Hash", rn.promptH)
-	_, err = w.Write(rn.prompt.Bytes())
+	_, err := w.Write(rn.prompt.Bytes())
 	return err
+}
+
+type attestRequest struct {
+	Bundle   json.RawMessage `json:"bundle"`
+	AgentDID string          `json:"agent_did"`
 }
 
 // handleAttest checks the agent's proof bundle against the run and issues
 // the execution attestation with fresh evidence.
-func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request) error {
-	var req struct {
-		Bundle   json.RawMessage `json:"bundle"`
-		AgentDID string          `json:"agent_did"`
-	}
-	rn, err := s.runRequest(r, &req)
-	if err != nil {
+func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error {
+	var req attestRequest
+	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.closed {
-		return httpErr(http.StatusGone, "run closed", nil)
+		return errRunClosed
 	}
 	root, count, err := s.gate.AuditHead(rn.id)
 	if err != nil {
@@ -297,7 +373,7 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request) error {
 	err = s.withIssuer(func(is *attestation.Issuer) (err error) {
 		out, err = is.Attest(r.Context(), attestation.AttestInput{
 			BundleEnvelope: req.Bundle, AgentDID: req.AgentDID, RunID: rn.id,
-			PromptCommittedEventHashB64u: rn.events[0].EventHashB64u,
+			PromptCommittedEventHashB64u: rn.committed.EventHashB64u,
 			PromptHashB64u:               rn.promptH, ReportHashB64u: rn.reportH, PackCiphertextHashB64u: rn.packCTH,
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
 			Model:   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
@@ -333,50 +409,42 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// runRequest looks up the run named in the path and decodes the request
-// body strictly into req.
-func (s *Server) runRequest(r *http.Request, req any) (*run, error) {
-	rn, err := s.runs.get(r.PathValue("id"))
-	if err != nil {
-		return nil, err
+// handleCloseRun destroys the run's prompt, ends its gate state and forgets
+// the run; its capability then gets 410.
+func (s *Server) handleCloseRun(w http.ResponseWriter, r *http.Request, rn *run, _ []byte) error {
+	if _, ok := s.runs.remove(rn.id); !ok {
+		return errRunClosed
 	}
-	body, err := readBody(r)
-	if err != nil {
-		return nil, err
+	s.gate.g.EndRun(rn.id)
+	if err := s.gate.audit.CloseRun(rn.id); err != nil {
+		s.log.Error("closing the run's audit log", "run_id", rn.id, "err", err)
 	}
-	if err := decodeStrict(body, req); err != nil {
-		return nil, err
-	}
-	return rn, nil
-}
-
-// handleCloseRun destroys the run's prompt and forgets the run.
-func (s *Server) handleCloseRun(w http.ResponseWriter, r *http.Request) error {
-	if _, err := s.runs.get(r.PathValue("id")); err != nil {
-		return err
-	}
-	s.runs.remove(r.PathValue("id"))
-	if err := s.gate.audit.CloseRun(r.PathValue("id")); err != nil {
-		s.log.Error("closing the run's audit log", "run_id", r.PathValue("id"), "err", err)
-	}
+	s.log.Info("run closed", "run_id", rn.id)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
 // handleIdentity returns the attester DID, the pack recipient key and a key
-// attestation over the optional challenge (?challenge=<b64u>, at most 64
-// bytes).
+// attestation over the optional challenge (?challenge=<b64u, 1-64 bytes>).
+// Any other query parameter, a repeated or empty challenge is refused.
 func (s *Server) handleIdentity(w http.ResponseWriter, r *http.Request) error {
 	var challenge []byte
-	if c := r.URL.Query().Get("challenge"); c != "" {
-		b, err := b64u.Decode(c)
-		if err != nil || len(b) > 64 {
-			return httpErr(http.StatusBadRequest, "challenge must be b64u, at most 64 bytes", err)
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return httpErr(http.StatusBadRequest, "malformed query", err)
+	}
+	for k, v := range q {
+		if k != "challenge" || len(v) != 1 {
+			return httpErr(http.StatusBadRequest, "the only query parameter is one challenge", nil)
+		}
+		b, err := b64u.Decode(v[0])
+		if err != nil || len(b) == 0 || len(b) > 64 {
+			return httpErr(http.StatusBadRequest, "challenge must be b64u, 1 to 64 bytes", err)
 		}
 		challenge = b
 	}
 	var jws []byte
-	err := s.withIssuer(func(is *attestation.Issuer) (err error) {
+	err = s.withIssuer(func(is *attestation.Issuer) (err error) {
 		jws, err = is.KeyAttestation(r.Context(), challenge)
 		return err
 	})
@@ -388,7 +456,7 @@ func (s *Server) handleIdentity(w http.ResponseWriter, r *http.Request) error {
 		"pack_public_key": s.id.PackKey.Public().String(),
 		"key_attestation": string(jws),
 		"platform":        s.platform.Platform(),
-		"simulated":       s.report != nil && s.report.Simulated,
+		"simulated":       s.simulated(),
 		"identity_sealed": s.id.Sealed,
 	})
 	return nil

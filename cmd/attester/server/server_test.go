@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/internal/citest"
@@ -29,7 +32,8 @@ func testConfig(t testing.TB, trusted map[string]string) []byte {
 	t.Helper()
 	cfg := map[string]any{
 		"attester": map[string]any{
-			"agentSocket": filepath.Join(t.TempDir(), "agent.sock"), "platform": "simulated",
+			"controlSocket": filepath.Join(t.TempDir(), "ctl", "control.sock"), "platform": "simulated",
+			"owners":           []string{"telegram:owner-1", "cli:local"},
 			"trustedTemplates": trusted, "allowUnlockedMemory": true,
 			"modelProvider": "anthropic", "model": "claude-test",
 		},
@@ -41,20 +45,26 @@ func testConfig(t testing.TB, trusted map[string]string) []byte {
 }
 
 type harness struct {
-	srv  *Server
-	api  *httptest.Server
-	logs *bytes.Buffer
-	id   *Identity
+	srv     *Server
+	api     *httptest.Server // public TCP surface
+	control *http.Client     // over the control socket
+	logs    *bytes.Buffer
+	id      *Identity
 }
 
 func newTestServer(t testing.TB, trusted map[string]string) *harness {
 	t.Helper()
-	cfg, rest, err := ParseConfig(testConfig(t, trusted))
+	return newTestServerConfig(t, testConfig(t, trusted))
+}
+
+func newTestServerConfig(t testing.TB, raw []byte) *harness {
+	t.Helper()
+	cfg, rest, err := ParseConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewJSONHandler(logs, nil))
+	log := slog.New(slog.NewJSONHandler(&lockedWriter{w: logs}, nil))
 	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -70,29 +80,78 @@ func newTestServer(t testing.TB, trusted map[string]string) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	api := httptest.NewServer(s.Handler())
+	api := httptest.NewServer(s.PublicHandler())
 	t.Cleanup(api.Close)
-	return &harness{srv: s, api: api, logs: logs, id: id}
+	ln, err := ListenControlSocket(cfg.ControlSocket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := &http.Server{Handler: s.ControlHandler(), ConnContext: ControlConnContext, ReadHeaderTimeout: 5 * time.Second}
+	go cs.Serve(ln)
+	t.Cleanup(func() { cs.Close(); ln.Close() })
+	return &harness{srv: s, api: api, control: unixClient(cfg.ControlSocket), logs: logs, id: id}
 }
 
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func unixClient(path string) *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", path)
+	}}}
+}
+
+// call sends a request on the public TCP surface.
 func (h *harness) call(t *testing.T, method, path string, body []byte) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest(method, h.api.URL+path, bytes.NewReader(body))
-	resp, err := h.api.Client().Do(req)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return do(t, h.api.Client(), req)
+}
+
+// ctl sends a request on the control socket with the capability (if any).
+func (h *harness) ctl(t *testing.T, method, path, capability string, body []byte) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, "http://attester"+path, bytes.NewReader(body))
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if capability != "" {
+		req.Header.Set("Authorization", "Bearer "+capability)
+	}
+	return do(t, h.control, req)
+}
+
+func do(t *testing.T, c *http.Client, req *http.Request) (int, map[string]any) {
+	t.Helper()
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	var m map[string]any
-	json.Unmarshal(raw, &m)
+	if err := json.Unmarshal(raw, &m); err != nil && resp.StatusCode != http.StatusNoContent && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Errorf("%s %s: %d: body is not JSON: %q", req.Method, req.URL.Path, resp.StatusCode, raw)
+	}
 	return resp.StatusCode, m
 }
 
 func TestConfigErrorsNameTheKey(t *testing.T) {
 	base := func() map[string]any {
 		return map[string]any{"attester": map[string]any{
-			"agentSocket": "/run/clawea/agent.sock", "trustedTemplates": trustedOne, "modelProvider": "p", "model": "m",
+			"controlSocket": "/run/clawea/control.sock", "trustedTemplates": trustedOne, "modelProvider": "p", "model": "m",
 		}}
 	}
 	tests := []struct {
@@ -102,14 +161,30 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{func(m map[string]any) { delete(m, "attester") }, "attester"},
 		{func(m map[string]any) { m["channels"] = map[string]any{} }, "channels"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["platform"] = "sgx" }, "attester.platform"},
-		{func(m map[string]any) { delete(m["attester"].(map[string]any), "agentSocket") }, "attester.agentSocket"},
-		{func(m map[string]any) { m["attester"].(map[string]any)["agentSocket"] = "rel.sock" }, "attester.agentSocket"},
+		{func(m map[string]any) { delete(m["attester"].(map[string]any), "controlSocket") }, "attester.controlSocket"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["controlSocket"] = "rel.sock" }, "attester.controlSocket"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["controlSocket"] = "/run/../x.sock" }, "attester.controlSocket"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["owners"] = []string{"telegram:1", "telegram"} }, "attester.owners[1]"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["owners"] = []string{"Tele gram:1"} }, "attester.owners[0]"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["owners"] = []string{"cli:a", "cli:a"} }, "attester.owners[1]"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["controlUids"] = []int{0, -1} }, "attester.controlUids[1]"},
+		{func(m map[string]any) {
+			m["attester"].(map[string]any)["tpm"] = map[string]any{"address": "127.0.0.1:2321"}
+		}, "attester.tpm.address"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["maxTurnsPerRun"] = -1 }, "attester.maxTurnsPerRun"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["uploadBudgetBytes"] = 1 }, "attester.uploadBudgetBytes"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["trustedTemplates"] = map[string]string{} }, "attester.trustedTemplates"},
 		{func(m map[string]any) {
 			m["attester"].(map[string]any)["trustedTemplates"] = map[string]string{"x.txt": "md5:00"}
-		}, "attester.trustedTemplates.x.txt"},
-		{func(m map[string]any) { m["attester"].(map[string]any)["maxRuns"] = 0.5 }, "attester"},
-		{func(m map[string]any) { m["attester"].(map[string]any)["bogus"] = 1 }, "attester"},
+		}, `attester.trustedTemplates["x.txt"]`},
+		{func(m map[string]any) { m["attester"].(map[string]any)["maxRuns"] = 0.5 }, "attester.maxRuns"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["bogus"] = 1 }, "attester.bogus"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["Platform"] = "tdx" }, "attester.Platform"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["agentSocket"] = "/run/a.sock" }, "attester.agentSocket"},
+		{func(m map[string]any) { m["tools"] = map[string]any{"Deny": []string{}} }, "tools.Deny"},
+		{func(m map[string]any) {
+			m["tools"] = map[string]any{"verifier": map[string]any{"enabled": true, "webhook": map[string]any{"url": "http://x", "secret": "s"}}}
+		}, "tools.verifier.webhook.url"},
 		{func(m map[string]any) { delete(m["attester"].(map[string]any), "model") }, "attester.model"},
 	}
 	for _, tt := range tests {
@@ -127,6 +202,69 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 	}
 }
 
+// TestConfigStrict: the file is read once, strictly: a duplicate key
+// anywhere is refused (it used to drop a deny list silently).
+func TestConfigStrict(t *testing.T) {
+	att := `"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"}`
+	// The error names the duplicated key (jsonobj reports its path).
+	for _, tc := range []struct{ doc, key, msg string }{
+		{`{` + att + `,"tools":{"deny":["exec"]},"tools":{"deny":[]}}`, "tools", "duplicate key"},
+		{`{` + att + `,"tools":{"deny":["exec"],"deny":[]}}`, "tools.deny", "duplicate key"},
+		{`{` + att + `,` + att + `}`, "attester", "duplicate key"},
+		{`{` + att + `} {}`, "(file)", "not one strict JSON object"},
+	} {
+		_, _, err := ParseConfig([]byte(tc.doc))
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(ce.Msg, tc.msg) {
+			t.Errorf("%s: %v, want key %q and %q", tc.doc, err, tc.key, tc.msg)
+		}
+	}
+	if _, g, err := ParseConfig([]byte(`{` + att + `,"tools":{"deny":["exec"]}}`)); err != nil || g == nil {
+		t.Fatalf("good config: %v", err)
+	}
+}
+
+// TestConfigSecretReferences: ${VAR} and ${file:/path} resolve; an
+// unresolved reference names its key and never echoes a secret.
+func TestConfigSecretReferences(t *testing.T) {
+	secretFile := filepath.Join(t.TempDir(), "hook-secret")
+	os.WriteFile(secretFile, []byte("file-secret-value-0123456789abcdef\n"), 0o600)
+	env := map[string]string{"HOOK_SECRET": "env-secret-value-0123456789abcdef", "SOCK_DIR": "/run/clawea"}
+	opts := ConfigOptions{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }}
+	doc := func(socket, secret string) []byte {
+		return []byte(`{"attester":{"controlSocket":"` + socket + `","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"},
+			"tools":{"verifier":{"enabled":true,"webhook":{"url":"https://hook.example/v","secret":"` + secret + `"}}}}`)
+	}
+	c, g, err := ParseConfigWith(doc("${SOCK_DIR}/control.sock", "${HOOK_SECRET}"), opts)
+	if err != nil || c.ControlSocket != "/run/clawea/control.sock" || g.Verifier.Webhook == nil {
+		t.Fatalf("env references: %v %+v", err, c)
+	}
+	if _, _, err := ParseConfigWith(doc("/run/c/c.sock", "${file:"+secretFile+"}"), opts); err != nil {
+		t.Fatalf("file reference: %v", err)
+	}
+	if c, _, err := ParseConfigWith(doc("/run/$${x}/c.sock", "s3cret-long-enough-0123456789"), opts); err != nil || c.ControlSocket != "/run/${x}/c.sock" {
+		t.Fatalf("escaped reference: %v", err)
+	}
+	for _, tt := range []struct{ socket, secret, key string }{
+		{"/run/c/c.sock", "${NOPE}", "tools.verifier.webhook.secret"},
+		{"/run/c/c.sock", "${file:relative}", "tools.verifier.webhook.secret"},
+		{"/run/c/c.sock", "${file:/does/not/exist}", "tools.verifier.webhook.secret"},
+		{"/run/c/c.sock", "${lower}", "tools.verifier.webhook.secret"},
+		{"/run/c/c.sock", "${HOOK_SECRET", "tools.verifier.webhook.secret"},
+		{"${NOPE}/c.sock", "${HOOK_SECRET}", "attester.controlSocket"},
+	} {
+		_, _, err := ParseConfigWith(doc(tt.socket, tt.secret), opts)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Key != tt.key {
+			t.Errorf("%s / %s: want an error naming %s, got %v", tt.socket, tt.secret, tt.key, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret-value") {
+			t.Errorf("error echoes a secret: %v", err)
+		}
+	}
+}
+
 func TestHealthReadyMetrics(t *testing.T) {
 	h := newTestServer(t, trustedOne)
 	if code, _ := h.call(t, "GET", "/healthz", nil); code != 200 {
@@ -140,7 +278,14 @@ func TestHealthReadyMetrics(t *testing.T) {
 	if code, _ := h.call(t, "GET", "/readyz", nil); code != http.StatusServiceUnavailable {
 		t.Fatalf("draining readyz %d", code)
 	}
-	resp, err := h.api.Client().Get(h.api.URL + "/metrics")
+	h.srv.SetReady(true)
+	// Metrics are not on the public listener.
+	if code, _ := h.call(t, "GET", "/metrics", nil); code != 404 {
+		t.Fatalf("metrics on the public listener: %d", code)
+	}
+	ms := httptest.NewServer(h.srv.MetricsHandler())
+	defer ms.Close()
+	resp, err := ms.Client().Get(ms.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +296,11 @@ func TestHealthReadyMetrics(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
+	// A gate that cannot record is not ready.
+	h.srv.gate.audit.Close()
+	if code, _ := h.call(t, "GET", "/readyz", nil); code != http.StatusServiceUnavailable {
+		t.Fatalf("readyz with a closed audit log %d", code)
+	}
 }
 
 func TestIdentityKeyAttestation(t *testing.T) {
@@ -159,35 +309,87 @@ func TestIdentityKeyAttestation(t *testing.T) {
 	if code != 200 || m["did"] != h.id.DID || m["simulated"] != true || m["key_attestation"] == "" {
 		t.Fatalf("identity %d %v", code, m)
 	}
-	if code, _ := h.call(t, "GET", "/v1/identity?challenge=AA==", nil); code != 400 {
-		t.Fatalf("bad challenge %d", code)
-	}
-	if code, _ := h.call(t, "GET", "/v1/identity?challenge="+b64u.Encode(make([]byte, 65)), nil); code != 400 {
-		t.Fatalf("long challenge %d", code)
+	for _, q := range []string{"challenge=AA==", "challenge=" + b64u.Encode(make([]byte, 65)), "challenge=%%%", "challenge=", "challenge=AA&challenge=AA", "nonce=AA"} {
+		if code, m := h.call(t, "GET", "/v1/identity?"+q, nil); code != 400 {
+			t.Errorf("identity?%s: %d %v", q, code, m)
+		}
 	}
 }
 
 func TestBadRequests(t *testing.T) {
 	h := newTestServer(t, trustedOne)
+	// The control API is not on TCP: 403 before the body is read.
+	for _, tt := range []struct{ method, path string }{
+		{"POST", "/v1/runs"}, {"POST", "/v1/runs/run_x/turns"}, {"GET", "/v1/runs/run_x/prompt"},
+		{"DELETE", "/v1/runs/run_x"}, {"GET", "/v1/audit"}, {"GET", "/v1/runs/run_x/audit"},
+	} {
+		if code, m := h.call(t, tt.method, tt.path, []byte(`{}`)); code != 403 {
+			t.Errorf("TCP %s %s: %d %v", tt.method, tt.path, code, m)
+		}
+	}
+	if code, _ := h.call(t, "GET", "/nope", nil); code != 404 {
+		t.Errorf("unknown route: %d", code)
+	}
+	if code, _ := h.call(t, "POST", "/v1/identity", []byte(`{}`)); code != 405 {
+		t.Errorf("wrong method: %d", code)
+	}
 	tests := []struct {
-		method, path string
-		body         []byte
-		want         int
+		method, path, cap string
+		body              []byte
+		want              int
 	}{
-		{"POST", "/v1/runs", []byte(`{`), 400},
-		{"POST", "/v1/runs", []byte(`{"bogus":1}`), 400},
-		{"POST", "/v1/runs", []byte(`{"agent_id":"a","session_key":"s","report_hash_b64u":"x"}`), 400},
-		{"POST", "/v1/runs", bytes.Repeat([]byte("x"), 100<<20), 413},
-		{"POST", "/v1/runs/run_nope/tool-calls", []byte(`{}`), 404},
-		{"POST", "/v1/runs/run_nope/attestation", []byte(`{}`), 404},
-		{"GET", "/v1/runs/run_nope/prompt", nil, 404}, // the prompt is never served on TCP
-		{"DELETE", "/v1/runs/run_nope", nil, 404},
+		{"POST", "/v1/runs", "", []byte(`{`), 400},
+		{"POST", "/v1/runs", "", []byte(`{"bogus":1}`), 400},
+		{"POST", "/v1/runs", "", []byte(`{"agent_id":"a","AGENT_ID":"b"}`), 400},
+		{"POST", "/v1/runs", "", []byte(`{"agent_id":"a","agent_id":"b"}`), 400},
+		{"POST", "/v1/runs", "", []byte(`{"Agent_id":"a"}`), 400},
+		{"POST", "/v1/runs", "", []byte(`{"agent_id":"a"} {}`), 400},
+		{"POST", "/v1/runs", "", []byte("{\"agent_id\":\"\xff\"}"), 400},
+		{"POST", "/v1/runs", "", []byte(strings.Repeat("[", 100) + strings.Repeat("]", 100)), 400},
+		{"POST", "/v1/runs", "", []byte(`{"agent_id":"a/b","session_key":"s","report_hash_b64u":"x"}`), 400},
+		{"POST", "/v1/runs", "", []byte(`{"agent_id":"a","session_key":"s\u0000","report_hash_b64u":"x"}`), 400},
+		{"POST", "/v1/runs", "", []byte(`{"agent_id":"a","session_key":"s","report_hash_b64u":"x"}`), 400},
+		{"POST", "/v1/runs", "", bytes.Repeat([]byte("x"), 100<<20), 413},
+		{"GET", "/v1/runs", "", nil, 405},
+		{"GET", "/v1/nope", "", nil, 404},
+		{"POST", "/v1/runs/run_nope/tool-calls", "", []byte(`{}`), 401},
+		{"POST", "/v1/runs/run_nope/tool-calls", "clawea-cap-v1.short", []byte(`{}`), 401},
+		{"POST", "/v1/runs/run_nope/tool-calls", "clawea-cap-v1." + b64u.Encode(make([]byte, 32)), []byte(`{}`), 403},
+		{"POST", "/v1/runs/run_nope/attestation", "clawea-cap-v1." + b64u.Encode(make([]byte, 32)), []byte(`{}`), 403},
+		{"GET", "/v1/runs/run_nope/prompt", "", nil, 401},
+		{"DELETE", "/v1/runs/run_nope", "clawea-cap-v1." + b64u.Encode(make([]byte, 32)), nil, 403},
 	}
 	for _, tt := range tests {
-		code, m := h.call(t, tt.method, tt.path, tt.body)
+		code, m := h.ctl(t, tt.method, tt.path, tt.cap, tt.body)
 		if code != tt.want {
 			t.Errorf("%s %s: %d %v, want %d", tt.method, tt.path, code, m, tt.want)
 		}
+	}
+	// Content-Type is checked (415) on bodies.
+	req, _ := http.NewRequest("POST", "http://attester/v1/runs", strings.NewReader(`{}`))
+	req.Header.Set("Content-Type", "text/plain")
+	if code, _ := do(t, h.control, req); code != 415 {
+		t.Errorf("text/plain body: %d", code)
+	}
+	// A browser (Origin) is refused on the control socket.
+	req, _ = http.NewRequest("GET", "http://attester/v1/gate/policy", nil)
+	req.Header.Set("Origin", "http://evil.example")
+	if code, _ := do(t, h.control, req); code != 403 {
+		t.Errorf("request with Origin: %d", code)
+	}
+}
+
+func TestControlUIDs(t *testing.T) {
+	var cfg map[string]any
+	json.Unmarshal(testConfig(t, trustedOne), &cfg)
+	cfg["attester"].(map[string]any)["controlUids"] = []int{os.Geteuid() + 1}
+	raw, _ := json.Marshal(cfg)
+	h := newTestServerConfig(t, raw)
+	if code, m := h.ctl(t, "GET", "/v1/gate/policy", "", nil); code != 403 {
+		t.Fatalf("uid not in controlUids: %d %v", code, m)
+	}
+	if code, m := h.ctl(t, "POST", "/v1/runs", "", []byte(`{}`)); code != 403 {
+		t.Fatalf("uid not in controlUids: %d %v", code, m)
 	}
 }
 
@@ -230,11 +432,11 @@ func TestRunRefusals(t *testing.T) {
 	}
 	tampered := bytes.Clone(enc)
 	tampered[len(tampered)-5] ^= 1
-	code, m := h.call(t, "POST", "/v1/runs", body(tampered, rb.ReportHashB64u()))
+	code, m := h.ctl(t, "POST", "/v1/runs", "", body(tampered, rb.ReportHashB64u()))
 	if code != 422 {
 		t.Fatalf("tampered pack: %d %v", code, m)
 	}
-	code, m = h.call(t, "POST", "/v1/runs", body(enc, b64u.SHA256([]byte("other report"))))
+	code, m = h.ctl(t, "POST", "/v1/runs", "", body(enc, b64u.SHA256([]byte("other report"))))
 	if code != 422 || m["reason"] == nil {
 		t.Fatalf("wrong report hash: %d %v", code, m)
 	}
@@ -249,7 +451,7 @@ func TestRunRefusals(t *testing.T) {
 	enc2, man2, _ := promptpack.SealPack(pack, h2.id.PackKey.Public())
 	mj2, _ := man2.MarshalJSON()
 	b2, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc2), "manifest": json.RawMessage(mj2), "report_hash_b64u": rb.ReportHashB64u(), "agent_id": "main", "session_key": "s"})
-	code, m = h2.call(t, "POST", "/v1/runs", b2)
+	code, m = h2.ctl(t, "POST", "/v1/runs", "", b2)
 	if code != 422 || !strings.Contains(m["error"].(string), "identity.txt") {
 		t.Fatalf("untrusted template: %d %v", code, m)
 	}
@@ -257,52 +459,127 @@ func TestRunRefusals(t *testing.T) {
 		t.Fatalf("%d runs kept after refusals", n)
 	}
 	// And the good pack opens.
-	code, m = h.call(t, "POST", "/v1/runs", body(enc, rb.ReportHashB64u()))
+	code, m = h.ctl(t, "POST", "/v1/runs", "", body(enc, rb.ReportHashB64u()))
 	if code != 201 || m["system_prompt_hash_b64u"] != rb.PromptHashB64u() {
 		t.Fatalf("good pack: %d %v", code, m)
 	}
-	// A turn and the verification gate over HTTP.
-	runID := m["run_id"].(string)
-	code, m = h.call(t, "POST", "/v1/runs/"+runID+"/turns", []byte(`{"channel":"telegram","message_id":"1","sender_id":"x"}`))
-	if code != 201 {
+	runID, capability := m["run_id"].(string), m["capability"].(string)
+	if !strings.HasPrefix(capability, "clawea-cap-v1.") || len(capability) != len("clawea-cap-v1.")+43 {
+		t.Fatalf("capability %q", capability)
+	}
+	// The prompt, with the capability only.
+	if code, _ := h.ctl(t, "GET", "/v1/runs/"+runID+"/prompt", "", nil); code != 401 {
+		t.Fatalf("prompt without capability: %d", code)
+	}
+	req, _ := http.NewRequest("GET", "http://attester/v1/runs/"+runID+"/prompt", nil)
+	req.Header.Set("Authorization", "Bearer "+capability)
+	resp, err := h.control.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(got, rb.Prompt) || resp.Header.Get("X-Clawea-System-Prompt-Hash") != rb.PromptHashB64u() {
+		t.Fatalf("prompt: %d", resp.StatusCode)
+	}
+	// A non-owner turn: verify is refused and gated tools stay blocked.
+	content := b64u.SHA256([]byte("hello"))
+	code, m = h.ctl(t, "POST", "/v1/runs/"+runID+"/turns", capability, []byte(`{"channel":"telegram","message_id":"1","sender_id":"x","content_sha256_b64u":"`+content+`"}`))
+	if code != 201 || m["owner"] != false || m["signature_id"] != nil {
 		t.Fatalf("turn %d %v", code, m)
 	}
 	turn := m["turn_id"].(string)
-	code, m = h.call(t, "POST", "/v1/runs/"+runID+"/verify", []byte(`{"turn_id":"`+turn+`","sender_is_owner":false}`))
+	code, m = h.ctl(t, "POST", "/v1/runs/"+runID+"/verify", capability, []byte(`{"turn_id":"`+turn+`"}`))
 	if code != 403 {
 		t.Fatalf("non-owner verify %d %v", code, m)
 	}
-	code, m = h.call(t, "POST", "/v1/runs/"+runID+"/tool-calls", []byte(`{"turn_id":"`+turn+`","tool":"exec","params":{"command":"id"}}`))
+	code, m = h.ctl(t, "POST", "/v1/runs/"+runID+"/tool-calls", capability, []byte(`{"turn_id":"`+turn+`","tool":"exec","params":{"command":"id"}}`))
 	if code != 200 || m["allow"] != false || m["stage"] != "verification_gate" {
 		t.Fatalf("exec before verify %d %v", code, m)
 	}
-	if bytes.Contains(h.logs.Bytes(), rb.Prompt[:64]) || bytes.Contains(h.logs.Bytes(), []byte(`"command":"id"`)) {
-		t.Fatal("logs contain prompt text or raw params")
+	// An owner turn: its signed message verifies; the earlier turn is stale.
+	code, m = h.ctl(t, "POST", "/v1/runs/"+runID+"/turns", capability, []byte(`{"channel":"telegram","message_id":"2","sender_id":"owner-1","content_sha256_b64u":"`+content+`"}`))
+	if code != 201 || m["owner"] != true || m["signature_id"] != "agent:main:main:telegram:2" {
+		t.Fatalf("owner turn %d %v", code, m)
+	}
+	owned := m["turn_id"].(string)
+	if code, _ := h.ctl(t, "POST", "/v1/runs/"+runID+"/verify", capability, []byte(`{"turn_id":"`+turn+`"}`)); code != 409 {
+		t.Fatalf("verify of a stale turn: %d", code)
+	}
+	if code, _ := h.ctl(t, "POST", "/v1/runs/"+runID+"/tool-calls", capability, []byte(`{"turn_id":"`+turn+`","tool":"read"}`)); code != 409 {
+		t.Fatalf("tool call in a stale turn: %d", code)
+	}
+	if code, _ := h.ctl(t, "POST", "/v1/runs/"+runID+"/verify", capability, []byte(`{"turn_id":"`+owned+`","message_id":"1","content_sha256_b64u":"`+content+`"}`)); code != 422 {
+		t.Fatalf("verify with another turn's message: %d", code)
+	}
+	code, m = h.ctl(t, "POST", "/v1/runs/"+runID+"/verify", capability, []byte(`{"turn_id":"`+owned+`","message_id":"2","content_sha256_b64u":"`+content+`"}`))
+	if code != 200 || m["verified"] != true || m["identity"] != "owner:owner-1:telegram" {
+		t.Fatalf("owner verify %d %v", code, m)
+	}
+	code, m = h.ctl(t, "POST", "/v1/runs/"+runID+"/tool-calls", capability, []byte(`{"turn_id":"`+owned+`","tool":"exec","params":{"command":"id"}}`))
+	if code != 200 || m["allow"] != true {
+		t.Fatalf("exec after verify %d %v", code, m)
+	}
+	// A refused turn (reused message id) leaves the verified turn current.
+	if code, _ := h.ctl(t, "POST", "/v1/runs/"+runID+"/turns", capability, []byte(`{"channel":"cli","message_id":"2","sender_id":"local","content_sha256_b64u":"`+content+`"}`)); code != 409 {
+		t.Fatalf("reused message id: %d", code)
+	}
+	code, m = h.ctl(t, "POST", "/v1/runs/"+runID+"/tool-calls", capability, []byte(`{"turn_id":"`+owned+`","tool":"exec","params":{"command":"id"}}`))
+	if code != 200 || m["allow"] != true {
+		t.Fatalf("a refused turn changed the current turn: %d %v", code, m)
 	}
 	// Each run has its own audit chain: a second run's decisions are not in
 	// the first run's log, and each log verifies to the root and count in
 	// its headers.
-	code, m = h.call(t, "POST", "/v1/runs", body(enc, rb.ReportHashB64u()))
+	code, m = h.ctl(t, "POST", "/v1/runs", "", body(enc, rb.ReportHashB64u()))
 	if code != 201 {
 		t.Fatalf("second run: %d %v", code, m)
 	}
-	run2 := m["run_id"].(string)
+	run2, cap2 := m["run_id"].(string), m["capability"].(string)
+	code, m = h.ctl(t, "POST", "/v1/runs/"+run2+"/turns", cap2, []byte(`{"channel":"cli","message_id":"1","sender_id":"u","content_sha256_b64u":"`+content+`"}`))
+	if code != 201 {
+		t.Fatalf("run 2 turn %d %v", code, m)
+	}
+	turn2 := m["turn_id"].(string)
 	for range 2 {
-		if code, m = h.call(t, "POST", "/v1/runs/"+run2+"/tool-calls", []byte(`{"turn_id":"t","tool":"read"}`)); code != 200 {
+		if code, m = h.ctl(t, "POST", "/v1/runs/"+run2+"/tool-calls", cap2, []byte(`{"turn_id":"`+turn2+`","tool":"read"}`)); code != 200 {
 			t.Fatalf("run 2 tool call %d %v", code, m)
 		}
 	}
-	for id, want := range map[string]uint64{runID: 1, run2: 2} {
-		resp, err := h.api.Client().Get(h.api.URL + "/v1/runs/" + id + "/audit")
+	for _, tc := range []struct {
+		id, cap string
+		want    uint64
+	}{{runID, capability, 3}, {run2, cap2, 2}} {
+		req, _ := http.NewRequest("GET", "http://attester/v1/runs/"+tc.id+"/audit", nil)
+		req.Header.Set("Authorization", "Bearer "+tc.cap)
+		resp, err := h.control.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		root, n, err := auditrec.Verify(bytes.NewReader(raw))
-		if err != nil || n != want || root != resp.Header.Get("X-Clawea-Audit-Root") || resp.Header.Get("X-Clawea-Audit-Count") != fmt.Sprint(want) {
-			t.Fatalf("run %s audit: %d records (want %d), %v, headers %v", id, n, want, err, resp.Header)
+		if resp.StatusCode != 200 || err != nil || n != tc.want || root != resp.Header.Get("X-Clawea-Audit-Root") || resp.Header.Get("X-Clawea-Audit-Count") != fmt.Sprint(tc.want) {
+			t.Fatalf("run %s audit: %d, %d records (want %d), %v, headers %v", tc.id, resp.StatusCode, n, tc.want, err, resp.Header)
 		}
+	}
+	// Closing ends everything; the capability then gets 410.
+	if code, _ := h.ctl(t, "DELETE", "/v1/runs/"+runID, capability, nil); code != 204 {
+		t.Fatalf("close: %d", code)
+	}
+	for _, p := range []string{"/prompt", "/audit"} {
+		if code, _ := h.ctl(t, "GET", "/v1/runs/"+runID+p, capability, nil); code != 410 {
+			t.Fatalf("GET %s of a closed run: %d", p, code)
+		}
+	}
+	if code, _ := h.ctl(t, "POST", "/v1/runs/"+runID+"/turns", capability, []byte(`{}`)); code != 410 {
+		t.Fatalf("turn in a closed run: %d", code)
+	}
+	if err := h.srv.gate.g.OpenRun(runID); err != nil {
+		t.Fatalf("the gate still holds the closed run: %v", err)
+	}
+	if bytes.Contains(h.logs.Bytes(), rb.Prompt[:64]) || bytes.Contains(h.logs.Bytes(), []byte(`"command":"id"`)) || bytes.Contains(h.logs.Bytes(), []byte(capability[14:])) {
+		t.Fatal("logs contain prompt text, raw params or the capability")
 	}
 }
 
@@ -346,10 +623,10 @@ func TestIdentityPersistsUnderSealer(t *testing.T) {
 	}
 }
 
-func TestAgentSocketPermissions(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "agent.sock")
-	ln, err := ListenAgentSocket(path)
+func TestControlSocket(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ctl")
+	path := filepath.Join(dir, "control.sock")
+	ln, err := ListenControlSocket(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,17 +635,79 @@ func TestAgentSocketPermissions(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v %v", st.Mode(), err)
 	}
+	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
+		t.Fatalf("directory mode %v", st.Mode())
+	}
+	// A second attester on the same path refuses to start and leaves the
+	// first one's socket in place, still accepting.
+	if _, err := ListenControlSocket(path); !errors.Is(err, ErrSocketInUse) {
+		t.Fatalf("second listener: %v", err)
+	}
+	c, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatalf("the first socket is gone after a refused second start: %v", err)
+	}
+	c.Close()
+	// A stale socket (its attester died without removing it) is replaced.
+	ln.Close()
+	stale, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	stale.Close()
+	ln2, err := ListenControlSocket(path)
+	if err != nil {
+		t.Fatalf("stale socket: %v", err)
+	}
+	ln2.Close()
 	// A regular file at the path is refused, not replaced.
 	other := filepath.Join(dir, "file")
 	os.WriteFile(other, []byte("x"), 0o600)
-	if _, err := ListenAgentSocket(other); err == nil {
+	if _, err := ListenControlSocket(other); err == nil {
 		t.Fatal("a regular file was replaced by the socket")
 	}
-	// A world-writable directory without the sticky bit is refused.
-	ww := filepath.Join(dir, "ww")
-	os.Mkdir(ww, 0o777)
-	os.Chmod(ww, 0o777)
-	if _, err := ListenAgentSocket(filepath.Join(ww, "a.sock")); err == nil {
-		t.Fatal("socket created in a world-writable directory")
+	// A directory that group or others can enter is refused.
+	open := filepath.Join(t.TempDir(), "open")
+	os.Mkdir(open, 0o750)
+	os.Chmod(open, 0o750)
+	if _, err := ListenControlSocket(filepath.Join(open, "a.sock")); err == nil {
+		t.Fatal("socket created in a directory with group access")
 	}
+}
+
+// FuzzDecodeStrict: whatever decodeStrict accepts has only the request's
+// members, each once and in exact case, and decodes to what the strict
+// parser read.
+func FuzzDecodeStrict(f *testing.F) {
+	for _, s := range []string{
+		`{"channel":"telegram","sender_id":"1","message_id":"m","content_sha256_b64u":"x"}`,
+		`{"channel":"a","CHANNEL":"b"}`, `{"channel":"a","channel":"b"}`, `{"Channel":"a"}`,
+		`{"channel":"\u0000"}`, `{} {}`, `[]`, `{"sender_id":"\ud800"}`, "{\"channel\":\"\xff\"}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var req turnRequest
+		if err := decodeStrict(b, &req); err != nil {
+			var he *HTTPError
+			if !errors.As(err, &he) || he.Code != http.StatusBadRequest {
+				t.Fatalf("error is not a 400: %v", err)
+			}
+			return
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("accepted %q that encoding/json refuses: %v", b, err)
+		}
+		allowed := map[string]bool{"channel": true, "sender_id": true, "message_id": true, "content_sha256_b64u": true}
+		for k := range m {
+			if !allowed[k] {
+				t.Fatalf("accepted member %q", k)
+			}
+		}
+		if s, ok := m["channel"].(string); ok && s != req.Channel {
+			t.Fatalf("channel read as %q, strict parser saw %q", req.Channel, s)
+		}
+	})
 }

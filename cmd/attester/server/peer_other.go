@@ -1,0 +1,19 @@
+//go:build !linux
+
+package server
+
+import (
+	"errors"
+	"net"
+	"os"
+)
+
+// peerUID is only implemented on Linux; elsewhere every control request is
+// refused (fail closed).
+func peerUID(*net.UnixConn) (int, bool) { return 0, false }
+
+// tryLock is only implemented on Linux; elsewhere the control socket is
+// refused.
+func tryLock(*os.File) error { return errors.New("file locking is not supported on this platform") }
+
+func fileOwner(os.FileInfo) (int, bool) { return 0, false }
