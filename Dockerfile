@@ -9,7 +9,10 @@
 #     -v /etc/clawea:/etc/clawea:ro -v /var/lib/clawea:/var/lib/clawea \
 #     -v /run/clawea:/run/clawea clawea/attester --config /etc/clawea/attester.json
 # The container needs IPC_LOCK for locked memory (--cap-add IPC_LOCK) unless
-# the kernel offers memfd_secret; see README.md, "Devices".
+# the kernel offers memfd_secret; see README.md, "Devices". /run/clawea holds
+# the control socket (attester.controlSocket): it must be mode 0700 and owned
+# by the attester's uid, and the harness that drives runs must connect as a
+# uid listed in attester.controlUids (docs/spec/attester-api.md).
 
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
