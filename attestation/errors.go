@@ -45,7 +45,3 @@ func (e *BundleError) Error() string {
 
 // Unwrap returns ErrBundle and the PoH code.
 func (e *BundleError) Unwrap() []error { return []error{ErrBundle, e.Code} }
-
-func bundleErr(code poh.Code, field, format string, args ...any) *BundleError {
-	return &BundleError{Code: code, Field: field, Msg: fmt.Sprintf(format, args...)}
-}

@@ -2,7 +2,6 @@ package openclawsig
 
 import (
 	"errors"
-	"math"
 	"strconv"
 
 	"github.com/clawea/attester/schema/jsonobj"
@@ -189,7 +188,7 @@ func (r *jsonReader) strings(path string) ([]string, error) {
 // uint reads a non-negative integer written without fraction or exponent.
 func (r *jsonReader) uint(path string) (int64, error) {
 	n, ok := r.cur.Int()
-	if !ok || n < 0 || n > math.MaxInt64 {
+	if !ok || n < 0 {
 		return 0, &fieldError{path: path, err: ErrWrongType}
 	}
 	return n, nil
