@@ -156,6 +156,11 @@ type Pack struct {
 	SkillsEnvOverrides map[string]string
 	// RawContextFiles is keyed by context-file path; nil when absent.
 	RawContextFiles map[string]RawContextFile
+	// ReportSalts maps each report input ("kind:id") to its 32-byte salt;
+	// nil: the pack produces SystemPromptReport.v1, otherwise v2
+	// (docs/spec/report-v2.md). The salts are secret: they never leave the
+	// sealed pack except in a disclosure of their own input.
+	ReportSalts map[string][SaltSize]byte
 }
 
 // String describes the pack without its contents.
@@ -188,6 +193,9 @@ func (p *Pack) Wipe() {
 	wipe(p.Harness.SigConfig)
 	wipe(p.Harness.Literals)
 	wipe(p.Harness.CoreToolSummaries)
+	for k := range p.ReportSalts {
+		p.ReportSalts[k] = [SaltSize]byte{}
+	}
 }
 
 // knownRecipe returns the implementation of a recipe pair.
@@ -229,6 +237,7 @@ type wirePack struct {
 	Provenance         wireProvenance             `json:"provenance"`
 	RawContextFiles    map[string]wireRawContext  `json:"raw_context_files,omitempty"`
 	Recipe             wireRecipe                 `json:"recipe"`
+	ReportSalts        map[string]string          `json:"report_salts,omitempty"`
 	SkillsEnvOverrides *map[string]string         `json:"skills_env_overrides,omitempty"`
 	Sources            wireSources                `json:"sources"`
 	ToolSchemas        map[string]json.RawMessage `json:"tool_schemas"`
@@ -313,6 +322,12 @@ func (p *Pack) Encode() ([]byte, error) {
 		w.RawContextFiles = make(map[string]wireRawContext, len(p.RawContextFiles))
 		for path, rc := range p.RawContextFiles {
 			w.RawContextFiles[path] = wireRawContext{MaxChars: rc.MaxChars, RawContentHashB64u: b64u.Encode(rc.RawContentHash[:]), Truncated: rc.Truncated}
+		}
+	}
+	if p.ReportSalts != nil {
+		w.ReportSalts = make(map[string]string, len(p.ReportSalts))
+		for sel, salt := range p.ReportSalts {
+			w.ReportSalts[sel] = b64u.Encode(salt[:])
 		}
 	}
 	raw, err := json.Marshal(w)
@@ -417,6 +432,14 @@ func (p *Pack) validate() error {
 			return ferr("$.raw_context_files", fmt.Errorf("%w: max_chars", ErrWrongType))
 		}
 	}
+	if p.ReportSalts != nil && (len(p.ReportSalts) == 0 || len(p.ReportSalts) > MaxReportInputs) {
+		return ferr("$.report_salts", ErrTooLarge)
+	}
+	for sel := range p.ReportSalts {
+		if _, _, err := ParseSelector(sel); err != nil {
+			return ferr("$.report_salts", fmt.Errorf("%w: not a kind:id selector", ErrWrongType))
+		}
+	}
 	return nil
 }
 
@@ -483,7 +506,7 @@ func Parse(data []byte) (*Pack, error) {
 	top := r.Object(root, jsonobj.Root, map[string]bool{
 		"pack_version": true, "params_json": true, "prompt_mode": true, "provenance": true,
 		"recipe": true, "sources": true, "tool_schemas": true,
-		"raw_context_files": false, "skills_env_overrides": false,
+		"raw_context_files": false, "skills_env_overrides": false, "report_salts": false,
 	})
 	// The recipe comes right after the version: an unknown recipe is
 	// reported as such rather than as a consequence.
@@ -609,6 +632,21 @@ func Parse(data []byte) (*Pack, error) {
 				e.MaxChars = &n
 			}
 			p.RawContextFiles[m.Key] = e
+		}
+	}
+	if rs := top["report_salts"]; rs != nil {
+		ms := r.Members(rs, "$.report_salts", 1, MaxReportInputs)
+		p.ReportSalts = make(map[string][SaltSize]byte, len(ms))
+		for _, m := range ms {
+			path := jsonobj.Key("$.report_salts", m.Key)
+			if _, _, err := ParseSelector(m.Key); err != nil {
+				r.Fail(path, fmt.Errorf("%w: not a kind:id selector", ErrWrongType))
+				continue
+			}
+			if b := r.B64u(m.Value, path, SaltSize); b != nil {
+				p.ReportSalts[m.Key] = [SaltSize]byte(b)
+				clear(b)
+			}
 		}
 	}
 	if err := r.Err(); err != nil {

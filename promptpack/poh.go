@@ -40,6 +40,9 @@ func sized(id string, b []byte) PoHEntry {
 // pohEntries lists the hash-only entries of docs/spec section 5.1, except
 // the report entry.
 func (p *Pack) pohEntries(rep *Report) []PoHEntry {
+	if rep.V2 != nil {
+		return p.pohEntriesV2(rep.V2)
+	}
 	es := []PoHEntry{
 		sized("params.json", p.Params),
 		sized("harness:hardcoded-literals.json", p.Harness.Literals),
@@ -57,6 +60,34 @@ func (p *Pack) pohEntries(rep *Report) []PoHEntry {
 	}
 	for i, b := range rep.Inputs.Bootstrap {
 		es = append(es, PoHEntry{EntryID: fmt.Sprintf("bootstrap:%03d", i), ContentHashB64u: b.ContentHashB64u})
+	}
+	return es
+}
+
+// pohEntriesV2 lists the entries of a v2 rebuild: the harness entries as
+// in v1, and for every pack input its salted commitment instead of its
+// plain hash (docs/spec/report-v2.md section 6), so that the PoH
+// commitment does not undo the salting.
+func (p *Pack) pohEntriesV2(in *ReportInputsV2) []PoHEntry {
+	es := []PoHEntry{
+		sized("harness:hardcoded-literals.json", p.Harness.Literals),
+		sized("harness:core-tool-summaries.json", p.Harness.CoreToolSummaries),
+	}
+	if p.Harness.SigConfig != nil {
+		es = append(es, sized("harness:sig-config.json", p.Harness.SigConfig))
+	}
+	for _, name := range templateNames(p.Harness) {
+		es = append(es, sized("template:"+name, p.Harness.Templates[name]))
+	}
+	n := 0
+	for _, c := range in.Commitments {
+		id := "input:" + c.Kind + ":" + c.ID
+		if c.Kind == KindBootstrap {
+			// Paths are not revealed in PoH entry ids.
+			id = fmt.Sprintf("input:bootstrap:%03d", n)
+			n++
+		}
+		es = append(es, PoHEntry{EntryID: id, ContentHashB64u: c.CommitmentB64u})
 	}
 	return es
 }

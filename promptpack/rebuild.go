@@ -2,6 +2,7 @@ package promptpack
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -21,8 +22,9 @@ type Rebuilt struct {
 	Prompt []byte
 	// Mode is the resolved prompt mode.
 	Mode string
-	// Report is the SystemPromptReport.v1; ReportJCS its canonical bytes
-	// and ReportHash their SHA-256.
+	// Report is the SystemPromptReport (v1, or v2 when the pack has
+	// report salts); ReportJCS its canonical bytes and ReportHash their
+	// SHA-256.
 	Report     *Report
 	ReportJCS  []byte
 	ReportHash [32]byte
@@ -30,6 +32,11 @@ type Rebuilt struct {
 	PackID string
 
 	entries []PoHEntry // prompt_pack.v1 entries without the report entry
+
+	// inputs are the report inputs with their contents (secret); set for
+	// v2 and for Build. salts is a copy of the pack's report salts.
+	inputs []reportInput
+	salts  map[string][SaltSize]byte
 }
 
 // ReportHashB64u returns b64u(ReportHash).
@@ -38,11 +45,17 @@ func (rb *Rebuilt) ReportHashB64u() string { return b64u.Encode(rb.ReportHash[:]
 // PromptHashB64u returns the report's final.system_prompt_hash_b64u.
 func (rb *Rebuilt) PromptHashB64u() string { return rb.Report.Final.SystemPromptHashB64u }
 
-// Wipe zeroes the prompt.
+// Wipe zeroes the prompt, the input contents and the salts.
 func (rb *Rebuilt) Wipe() {
 	if rb != nil {
 		clear(rb.Prompt)
 		rb.Prompt = nil
+		wipeInputs(rb.inputs)
+		rb.inputs = nil
+		for k := range rb.salts {
+			rb.salts[k] = [SaltSize]byte{}
+		}
+		rb.salts = nil
 	}
 }
 
@@ -89,10 +102,12 @@ func sigHashes(h *openclawsig.Harness) map[string]string {
 // pack names, checks the resolved mode, and computes the report, which is
 // validated against its schema. It reads no clock, environment or file.
 func (p *Pack) Rebuild(trusted map[string]string) (*Rebuilt, error) {
-	return p.rebuild(trusted, true)
+	return p.rebuild(trusted, true, false)
 }
 
-func (p *Pack) rebuild(trusted map[string]string, checkMode bool) (*Rebuilt, error) {
+// rebuild renders and reports; wantInputs keeps the input contents of a v1
+// rebuild too (Build needs their selectors to salt them).
+func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*Rebuilt, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: nil pack", ErrInvalidInput)
 	}
@@ -129,15 +144,38 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode bool) (*Rebuilt, err
 		clear(res.Prompt)
 		return nil, err
 	}
+	var ins []reportInput
+	if p.ReportSalts != nil || wantInputs {
+		if ins, err = p.computeInputs(params, res); err != nil {
+			clear(res.Prompt)
+			return nil, err
+		}
+	}
+	validate := ValidateReport
+	if p.ReportSalts != nil {
+		if rep, err = p.computeReportV2(rep, ins); err != nil {
+			clear(res.Prompt)
+			wipeInputs(ins)
+			return nil, err
+		}
+		validate = ValidateReportV2
+	}
 	c, err := rep.Canonical()
 	if err == nil {
-		err = ValidateReport(c)
+		err = validate(c)
 	}
 	if err != nil {
 		clear(res.Prompt)
+		wipeInputs(ins)
 		return nil, err
 	}
-	rb := &Rebuilt{Prompt: res.Prompt, Mode: res.Mode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID}
+	rb := &Rebuilt{Prompt: res.Prompt, Mode: res.Mode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID, inputs: ins}
+	if p.ReportSalts != nil {
+		rb.salts = make(map[string][SaltSize]byte, len(p.ReportSalts))
+		for k, v := range p.ReportSalts {
+			rb.salts[k] = v
+		}
+	}
 	rb.entries = p.pohEntries(rep)
 	return rb, nil
 }
@@ -156,6 +194,10 @@ type BuildOptions struct {
 	// Trusted template hashes; nil: the harness's own sig hashes, which
 	// only checks consistency.
 	Trusted map[string]string
+	// ReportVersion selects the SystemPromptReport version the pack
+	// produces: 0 or 1 for v1 (no salts), 2 for v2 (a fresh random salt
+	// per input, docs/spec/report-v2.md).
+	ReportVersion int
 }
 
 // MaxAuxJSONSize bounds BuildOptions.ToolSchemas and SkillsEnvOverrides.
@@ -201,17 +243,34 @@ func Build(params []byte, harnessDir, recipeID string, opts BuildOptions) (*Pack
 			return nil, err
 		}
 	}
+	if opts.ReportVersion < 0 || opts.ReportVersion > 2 {
+		return nil, fmt.Errorf("%w: report version %d", ErrInvalidInput, opts.ReportVersion)
+	}
 	trusted := opts.Trusted
 	if trusted == nil {
 		trusted = sigHashes(h)
 	}
-	rb, err := p.rebuild(trusted, false)
+	rb, err := p.rebuild(trusted, false, opts.ReportVersion == 2)
 	if err != nil {
 		p.Wipe()
 		return nil, err
 	}
 	p.PromptMode = rb.Mode
+	sels := rb.InputSelectors()
 	rb.Wipe()
+	if opts.ReportVersion == 2 {
+		if p.ReportSalts, err = newSalts(sels); err != nil {
+			p.Wipe()
+			return nil, err
+		}
+		// Check that the salted pack reports.
+		rb, err := p.rebuild(trusted, true, false)
+		if err != nil {
+			p.Wipe()
+			return nil, err
+		}
+		rb.Wipe()
+	}
 	return p, nil
 }
 
@@ -312,3 +371,17 @@ func validTaggedHash(s string) bool {
 
 // equalHash compares two hashes in constant time.
 func equalHash(a, b [32]byte) bool { return subtle.ConstantTimeCompare(a[:], b[:]) == 1 }
+
+// newSalts draws an independent 32-byte salt for each selector from
+// crypto/rand.
+func newSalts(selectors []string) (map[string][SaltSize]byte, error) {
+	out := make(map[string][SaltSize]byte, len(selectors))
+	for _, sel := range selectors {
+		var s [SaltSize]byte
+		if _, err := rand.Read(s[:]); err != nil {
+			return nil, fmt.Errorf("promptpack: salt: %w", err)
+		}
+		out[sel] = s
+	}
+	return out, nil
+}

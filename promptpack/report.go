@@ -17,8 +17,9 @@ import (
 // ReportVersion is the report_version of SystemPromptReport.v1.
 const ReportVersion = "1"
 
-// Report is clawea's SystemPromptReport.v1 (schemas.SystemPromptReportV1):
-// hash-only, never plaintext. Its canonical form is JCS and its hash
+// Report is clawea's SystemPromptReport.v1 (schemas.SystemPromptReportV1)
+// or, when ReportVersion is "2", v2 (schemas.SystemPromptReportV2, salted
+// commitments, docs/spec/report-v2.md): hash-only, never plaintext. Its canonical form is JCS and its hash
 // b64u(SHA-256(JCS(report))). Each hash input is specified in
 // docs/spec/promptpack-v1.md section 4.1.
 type Report struct {
@@ -29,7 +30,11 @@ type Report struct {
 	Builder       ReportBuilder `json:"builder"`
 	Recipe        ReportRecipe  `json:"recipe"`
 	Final         ReportFinal   `json:"final"`
-	Inputs        ReportInputs  `json:"inputs"`
+	// Inputs are the v1 inputs; unused in v2.
+	Inputs ReportInputs `json:"inputs"`
+	// V2 holds the inputs of a v2 report (ReportVersion "2"); nil in v1.
+	// MarshalJSON writes it as "inputs".
+	V2 *ReportInputsV2 `json:"-"`
 }
 
 // ReportHarness is report.harness.

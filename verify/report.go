@@ -6,7 +6,9 @@ import (
 	"slices"
 
 	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/schema/schemas"
 )
@@ -36,12 +38,20 @@ func (st *state) checkReport() *Error {
 		st.skip(CheckReport, "no SystemPromptReport supplied")
 		return nil
 	}
-	if err := schemas.Validate(schemas.SystemPromptReportV1, raw); err != nil {
+	// v1 or v2 (salted commitments, docs/spec/report-v2.md): both have
+	// recipe, final and inputs.templates where this check reads them.
+	schemaID := schemas.SystemPromptReportV1
+	if root, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: MaxReportBytes}); err == nil {
+		if v, _ := root.GetString("report_version"); v == "2" {
+			schemaID = schemas.SystemPromptReportV2
+		}
+	}
+	if err := schemas.Validate(schemaID, raw); err != nil {
 		var ve *schemas.ValidationError
 		if errors.As(err, &ve) {
 			return rejected(CheckReport, poh.SchemaValidationFailed, "%s: %s", ve.Location, ve.Msg)
 		}
-		return rejected(CheckReport, poh.SchemaValidationFailed, "not a SystemPromptReport.v1")
+		return rejected(CheckReport, poh.SchemaValidationFailed, "not a SystemPromptReport v1 or v2")
 	}
 	h, err := jcs.Hash(raw)
 	if err != nil {

@@ -127,6 +127,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex; default: the harness's own sigs")
 	admissionPath := fs.String("admission", "", "admission policy `file` (docs/spec/admission-policy-v1.md); a refused pack is not written (exit 4)")
 	out := fs.String("o", "", "output `file` (default stdout)")
+	reportVer := fs.Int("report-version", 1, "SystemPromptReport `version`: 1, or 2 for salted per-input commitments (docs/spec/report-v2.md)")
 	def, _ := promptpack.DefaultProvenance(openclawsig.ID)
 	hID := fs.String("harness-id", def.HarnessID, "harness id")
 	hVer := fs.String("harness-version", def.HarnessVersion, "harness version")
@@ -136,7 +137,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *params == "" || *harness == "" || fs.NArg() != 0 {
+	if *params == "" || *harness == "" || fs.NArg() != 0 || (*reportVer != 1 && *reportVer != 2) {
 		fs.Usage()
 		return exitUsage
 	}
@@ -147,7 +148,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	opts := promptpack.BuildOptions{Provenance: &promptpack.Provenance{
 		HarnessID: *hID, HarnessVersion: *hVer, HarnessCommit: *hCommit, BuilderName: *bName, BuilderVersion: *bVer,
-	}}
+	}, ReportVersion: *reportVer}
 	if *toolSchemas != "" {
 		if opts.ToolSchemas, err = readLimited(*toolSchemas, promptpack.MaxAuxJSONSize); err != nil {
 			errorf(stderr, "build: %v", err)
@@ -278,7 +279,7 @@ func rebuildFile(path, trustedPath string, stderr io.Writer, cmd string) (*promp
 }
 
 func runReport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("report", "report [--json] [--trusted FILE] pack.json\n\nRebuilds the pack and prints its SystemPromptReport.v1. With --json stdout\nis exactly the report's JCS bytes (their SHA-256 is the report hash).", stderr)
+	fs := newFlagSet("report", "report [--json] [--trusted FILE] pack.json\n\nRebuilds the pack and prints its SystemPromptReport (v1, or v2 for a pack built\nwith --report-version 2). With --json stdout\nis exactly the report's JCS bytes (their SHA-256 is the report hash).", stderr)
 	asJSON := fs.Bool("json", false, "print the report's canonical JSON only")
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy)")
 	if code, ok := parseFlags(fs, args); !ok {
@@ -304,8 +305,14 @@ func runReport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "prompt_mode: %s\n", r.PromptMode)
 	fmt.Fprintf(stdout, "system_prompt_hash_b64u: %s\n", r.Final.SystemPromptHashB64u)
 	fmt.Fprintf(stdout, "system_prompt_chars: %d\n", r.Final.SystemPromptChars)
-	fmt.Fprintf(stdout, "templates: %d\n", len(r.Inputs.Templates))
-	fmt.Fprintf(stdout, "bootstrap_files: %d\n", len(r.Inputs.Bootstrap))
+	if r.V2 != nil {
+		fmt.Fprintf(stdout, "report_version: %s (salted)\n", r.ReportVersion)
+		fmt.Fprintf(stdout, "templates: %d\n", len(r.V2.Templates))
+		fmt.Fprintf(stdout, "inputs: %d\n", len(r.V2.Commitments))
+	} else {
+		fmt.Fprintf(stdout, "templates: %d\n", len(r.Inputs.Templates))
+		fmt.Fprintf(stdout, "bootstrap_files: %d\n", len(r.Inputs.Bootstrap))
+	}
 	fmt.Fprintf(stdout, "report: %s\n", rb.ReportJCS)
 	return exitOK
 }

@@ -48,6 +48,9 @@ const (
 	// AdmissionPolicyV1 is clawea's admission policy
 	// (docs/spec/admission-policy-v1.md).
 	AdmissionPolicyV1 = "https://schemas.clawea.dev/clawea.admission_policy.v1.json"
+	// SystemPromptReportV2 is clawea's SystemPromptReport v2, whose
+	// per-input commitments are salted (docs/spec/report-v2.md).
+	SystemPromptReportV2 = "https://schemas.clawea.dev/clawea.system_prompt_report.v2.json"
 )
 
 // MaxDocumentBytes bounds a validated document.

@@ -1,0 +1,456 @@
+package promptpack
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/safetext"
+	"github.com/clawea/attester/schema/schemas"
+)
+
+// ReportVersion2 is the report_version of SystemPromptReport v2, whose
+// per-input commitments are salted (docs/spec/report-v2.md).
+const ReportVersion2 = "2"
+
+// inputCommitmentLabel separates the v2 input commitments from every other
+// use of HMAC-SHA-256 or SHA-256 in this project.
+const inputCommitmentLabel = "clawea.dev/promptpack/v2/input-commitment"
+
+// Limits of report v2.
+const (
+	// SaltSize is the size of a per-input salt.
+	SaltSize = 32
+	// MaxReportInputs bounds the committed inputs of a v2 report and the
+	// pack's report_salts: every bootstrap file plus the fixed inputs.
+	MaxReportInputs = MaxRawContextFiles + 16
+	// MaxInputIDLen bounds an input id in code points.
+	MaxInputIDLen = 1024
+	// MaxReportSize bounds a report document read by ParseReportV2.
+	MaxReportSize = 1 << 20
+)
+
+// Input kinds of report v2.
+const (
+	KindParams    = "params"
+	KindTools     = "tools"
+	KindBootstrap = "bootstrap"
+	KindSkills    = "skills"
+	KindPrompt    = "prompt"
+)
+
+var (
+	// ErrNotSalted: the pack or report is v1, whose commitments are not
+	// salted; nothing can be revealed from it.
+	ErrNotSalted = errors.New("promptpack: report is not salted (v1)")
+	// ErrUnknownInput: a selector names no input of the report.
+	ErrUnknownInput = errors.New("promptpack: no such report input")
+	// ErrSalts: the pack's report_salts do not match its inputs one to one.
+	ErrSalts = errors.New("promptpack: report salts do not match the inputs")
+)
+
+func knownKind(k string) bool {
+	switch k {
+	case KindParams, KindTools, KindBootstrap, KindSkills, KindPrompt:
+		return true
+	}
+	return false
+}
+
+// Selector returns "kind:id".
+func Selector(kind, id string) string { return kind + ":" + id }
+
+// ParseSelector splits "kind:id" at the first colon and checks that kind is
+// a v2 input kind and id is 1 to MaxInputIDLen code points of valid UTF-8.
+func ParseSelector(s string) (kind, id string, err error) {
+	kind, id, ok := strings.Cut(s, ":")
+	if !ok || !knownKind(kind) {
+		return "", "", fmt.Errorf("%w: selector %q: not kind:id with a known kind", ErrUnknownInput, safetext.Clip(s, 64))
+	}
+	if err := checkInputID(id); err != nil {
+		return "", "", fmt.Errorf("%w: selector %q: %w", ErrUnknownInput, safetext.Clip(s, 64), err)
+	}
+	return kind, id, nil
+}
+
+func checkInputID(id string) error {
+	if id == "" || !utf8.ValidString(id) || utf8.RuneCountInString(id) > MaxInputIDLen {
+		return fmt.Errorf("%w: input id", ErrWrongType)
+	}
+	return nil
+}
+
+// InputCommitment is the v2 commitment to one input:
+//
+//	HMAC-SHA-256(key = salt, label || 0x00 || len(kind) || kind ||
+//	             len(id) || id || len(content) || content)
+//
+// with each len an 8-byte big-endian byte count (docs/spec/report-v2.md
+// section 3).
+func InputCommitment(salt [SaltSize]byte, kind, id string, content []byte) [32]byte {
+	m := hmac.New(sha256.New, salt[:])
+	m.Write([]byte(inputCommitmentLabel))
+	m.Write([]byte{0})
+	var n [8]byte
+	for _, part := range [][]byte{[]byte(kind), []byte(id), content} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		m.Write(n[:])
+		m.Write(part)
+	}
+	var out [32]byte
+	m.Sum(out[:0])
+	return out
+}
+
+// ReportInputsV2 are the inputs of a v2 report: the harness identity
+// (public, unsalted) and one salted commitment per pack input.
+type ReportInputsV2 struct {
+	Templates                 []ReportTemplate `json:"templates"`
+	HardcodedLiteralsHashB64u string           `json:"hardcoded_literals_hash_b64u"`
+	CoreToolSummariesHashB64u string           `json:"core_tool_summaries_hash_b64u"`
+	Commitments               []InputCommit    `json:"commitments"`
+}
+
+// InputCommit is one committed input of a v2 report. Chars, Truncated and
+// MaxChars are set for bootstrap inputs only.
+type InputCommit struct {
+	Kind           string `json:"kind"`
+	ID             string `json:"id"`
+	CommitmentB64u string `json:"commitment_b64u"`
+	Chars          *int   `json:"chars,omitempty"`
+	Truncated      *bool  `json:"truncated,omitempty"`
+	MaxChars       *int64 `json:"max_chars,omitempty"`
+}
+
+// reportAlias marshals a v1 report exactly as before v2 existed.
+type reportAlias Report
+
+type reportV2Wire struct {
+	ReportVersion string          `json:"report_version"`
+	Harness       ReportHarness   `json:"harness"`
+	PromptMode    string          `json:"prompt_mode"`
+	Builder       ReportBuilder   `json:"builder"`
+	Recipe        ReportRecipe    `json:"recipe"`
+	Final         ReportFinal     `json:"final"`
+	Inputs        *ReportInputsV2 `json:"inputs"`
+}
+
+// MarshalJSON writes a v1 report (V2 nil) with its v1 members, and a v2
+// report (ReportVersion "2", V2 set) with Inputs replaced by V2.
+func (r Report) MarshalJSON() ([]byte, error) {
+	switch {
+	case r.ReportVersion == ReportVersion2 && r.V2 != nil:
+		if r.RunID != "" {
+			return nil, fmt.Errorf("%w: v2 has no run_id", ErrInvalidReport)
+		}
+		return json.Marshal(reportV2Wire{
+			ReportVersion: r.ReportVersion, Harness: r.Harness, PromptMode: r.PromptMode,
+			Builder: r.Builder, Recipe: r.Recipe, Final: r.Final, Inputs: r.V2,
+		})
+	case r.ReportVersion != ReportVersion2 && r.V2 == nil:
+		return json.Marshal(reportAlias(r))
+	}
+	return nil, fmt.Errorf("%w: report_version %q with v2 inputs %t", ErrInvalidReport, safetext.Clip(r.ReportVersion, 16), r.V2 != nil)
+}
+
+// reportInput is one input of a rebuild with the exact bytes its
+// commitment covers (secret).
+type reportInput struct {
+	kind, id  string
+	content   []byte
+	chars     *int
+	truncated *bool
+	maxChars  *int64
+}
+
+func (in *reportInput) selector() string { return Selector(in.kind, in.id) }
+
+// computeInputs lists the inputs a v2 report commits to, in report order,
+// with the same bytes as the v1 hashes (docs/spec/report-v2.md section 4).
+// The contents are copies: wipe them when done.
+func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result) ([]reportInput, error) {
+	var out []reportInput
+	add := func(kind, id string, content []byte) *reportInput {
+		out = append(out, reportInput{kind: kind, id: id, content: content})
+		return &out[len(out)-1]
+	}
+	jcsOf := func(v any) ([]byte, error) {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+		}
+		c, err := jcs.Canonicalize(raw)
+		clear(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+		}
+		return c, nil
+	}
+	add(KindParams, "params.json", bytes.Clone(p.Params))
+	toolNames := res.ToolNames
+	if toolNames == nil {
+		toolNames = []string{}
+	}
+	c, err := jcsOf(toolNames)
+	if err != nil {
+		return nil, err
+	}
+	add(KindTools, "resolved_names", c)
+	schemasMap := make(map[string]json.RawMessage, len(p.ToolSchemas))
+	for k, v := range p.ToolSchemas {
+		schemasMap[k] = json.RawMessage(v)
+	}
+	if c, err = jcsOf(schemasMap); err != nil {
+		return nil, err
+	}
+	add(KindTools, "schemas", c)
+	type summary struct {
+		Name    string `json:"name"`
+		Summary string `json:"summary"`
+	}
+	sums := make([]summary, 0, len(params.ToolSummaries))
+	for _, s := range params.ToolSummaries {
+		sums = append(sums, summary{Name: s.Name, Summary: s.Summary})
+	}
+	if c, err = jcsOf(sums); err != nil {
+		return nil, err
+	}
+	add(KindTools, "summaries", c)
+	if len(res.ContextFiles) > MaxRawContextFiles {
+		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
+	}
+	seen := map[string]bool{}
+	for _, f := range res.ContextFiles {
+		if err := checkInputID(f.Path); err != nil {
+			return nil, fmt.Errorf("%w: a context file path is empty or longer than %d code points", ErrInvalidReport, MaxInputIDLen)
+		}
+		if seen[f.Path] {
+			return nil, fmt.Errorf("%w: context file %q rendered twice", ErrInvalidReport, safetext.Clip(f.Path, 64))
+		}
+		seen[f.Path] = true
+		in := add(KindBootstrap, f.Path, bytes.Clone(f.Content))
+		chars, truncated := f.Chars, false
+		in.chars, in.truncated = &chars, &truncated
+		if rc, ok := p.RawContextFiles[f.Path]; ok {
+			truncated = rc.Truncated
+			in.maxChars = rc.MaxChars
+		}
+	}
+	if res.SkillsPrompt != "" {
+		add(KindSkills, "prompt", []byte(res.SkillsPrompt))
+	}
+	if p.SkillsEnvOverrides != nil {
+		if c, err = jcsOf(p.SkillsEnvOverrides); err != nil {
+			return nil, err
+		}
+		add(KindSkills, "env_overrides", c)
+	}
+	if res.ExtraSystemPrompt != "" {
+		add(KindPrompt, "extra_system_prompt", []byte(res.ExtraSystemPrompt))
+	}
+	if res.RuntimeLine != "" {
+		add(KindPrompt, "runtime_line", []byte(res.RuntimeLine))
+	}
+	root, err := pohjson.ParseWith(p.Params, pohjson.ParseOptions{MaxBytes: openclawsig.MaxParamsSize})
+	if err != nil {
+		return nil, fmt.Errorf("%w: params: %v", ErrInvalidReport, err)
+	}
+	for _, s := range []struct {
+		key  string
+		kind pohjson.Kind
+	}{
+		{"sandboxInfo", pohjson.Object},
+		{"userTimezone", pohjson.String},
+		{"ownerNumbers", pohjson.Array},
+		{"messageToolHints", pohjson.Array},
+		{"ttsHint", pohjson.String},
+		{"modelAliasLines", pohjson.Array},
+	} {
+		v := root.Get(s.key)
+		if v.Kind() != s.kind {
+			continue
+		}
+		raw, err := pohjson.Stringify(v)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+		}
+		c, err := jcs.Canonicalize(raw)
+		clear(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+		}
+		add(KindParams, s.key, c)
+	}
+	if len(out) > MaxReportInputs {
+		wipeInputs(out)
+		return nil, fmt.Errorf("%w: more than %d inputs", ErrInvalidReport, MaxReportInputs)
+	}
+	return out, nil
+}
+
+func wipeInputs(ins []reportInput) {
+	for i := range ins {
+		clear(ins[i].content)
+		ins[i].content = nil
+	}
+}
+
+// computeReportV2 builds the v2 report from the v1 header fields, the
+// harness identity and the salted commitments of ins. Every input MUST have
+// a salt in the pack and every salt MUST name an input.
+func (p *Pack) computeReportV2(v1 *Report, ins []reportInput) (*Report, error) {
+	if len(p.ReportSalts) != len(ins) {
+		return nil, fmt.Errorf("%w: %d salts for %d inputs", ErrSalts, len(p.ReportSalts), len(ins))
+	}
+	rep := &Report{
+		ReportVersion: ReportVersion2, Harness: v1.Harness, PromptMode: v1.PromptMode,
+		Builder: v1.Builder, Recipe: v1.Recipe, Final: v1.Final,
+		V2: &ReportInputsV2{
+			Templates:                 v1.Inputs.Templates,
+			HardcodedLiteralsHashB64u: v1.Inputs.HardcodedLiteralsHashB64u,
+			CoreToolSummariesHashB64u: v1.Inputs.CoreToolSummariesHashB64u,
+			Commitments:               make([]InputCommit, 0, len(ins)),
+		},
+	}
+	for i := range ins {
+		in := &ins[i]
+		salt, ok := p.ReportSalts[in.selector()]
+		if !ok {
+			return nil, fmt.Errorf("%w: input %q has no salt", ErrSalts, safetext.Clip(in.selector(), 80))
+		}
+		c := InputCommitment(salt, in.kind, in.id, in.content)
+		rep.V2.Commitments = append(rep.V2.Commitments, InputCommit{
+			Kind: in.kind, ID: in.id, CommitmentB64u: b64u.Encode(c[:]),
+			Chars: in.chars, Truncated: in.truncated, MaxChars: in.maxChars,
+		})
+	}
+	return rep, nil
+}
+
+// ValidateReportV2 checks report JSON against schemas.SystemPromptReportV2.
+func ValidateReportV2(doc []byte) error {
+	if err := schemas.Validate(schemas.SystemPromptReportV2, doc); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidReport, err)
+	}
+	return nil
+}
+
+// ParsedReportV2 is a v2 report read by ParseReportV2: the commitments a
+// disclosure is checked against, and the report hash.
+type ParsedReportV2 struct {
+	// Hash is SHA-256 of the report bytes (which are canonical).
+	Hash [32]byte
+	// Commitments maps "kind:id" to the commitment.
+	Commitments map[string][32]byte
+	// SystemPromptHashB64u is final.system_prompt_hash_b64u.
+	SystemPromptHashB64u string
+}
+
+// ParseReportV2 reads a SystemPromptReport v2: at most MaxReportSize bytes,
+// valid against its JSON Schema, in JCS canonical form (so its hash is the
+// hash of exactly the bytes received), with distinct (kind, id) pairs.
+// A v1 report is refused with ErrNotSalted.
+func ParseReportV2(data []byte) (*ParsedReportV2, error) {
+	if len(data) > MaxReportSize {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, ErrTooLarge)
+	}
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxReportSize})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, err)
+	}
+	if v, ok := root.GetString("report_version"); ok && v == ReportVersion {
+		return nil, ErrNotSalted
+	}
+	if err := ValidateReportV2(data); err != nil {
+		return nil, err
+	}
+	canon, err := jcs.Canonicalize(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	if !bytes.Equal(canon, data) {
+		return nil, fmt.Errorf("%w: not in JCS canonical form", ErrInvalidReport)
+	}
+	r := &jsonobj.Reader{}
+	out := &ParsedReportV2{Hash: sha256.Sum256(data), Commitments: map[string][32]byte{}}
+	final := root.Get("final")
+	out.SystemPromptHashB64u, _ = r.Str(final.Get("system_prompt_hash_b64u"), "$.final.system_prompt_hash_b64u")
+	cs := r.Array(root.Get("inputs").Get("commitments"), "$.inputs.commitments", 1, MaxReportInputs)
+	for i, c := range cs {
+		path := jsonobj.Index("$.inputs.commitments", i)
+		f := r.Object(c, path, map[string]bool{"kind": true, "id": true, "commitment_b64u": true, "chars": false, "truncated": false, "max_chars": false})
+		kind, _ := r.Str(f["kind"], path+".kind")
+		id, _ := r.Str(f["id"], path+".id")
+		cb := r.B64u(f["commitment_b64u"], path+".commitment_b64u", 32)
+		if r.Err() != nil {
+			break
+		}
+		if !knownKind(kind) || checkInputID(id) != nil {
+			r.Fail(path, fmt.Errorf("%w: kind or id", ErrWrongType))
+			break
+		}
+		sel := Selector(kind, id)
+		if _, dup := out.Commitments[sel]; dup {
+			r.Fail(path, fmt.Errorf("%w: duplicate input %q", ErrWrongType, safetext.Clip(sel, 80)))
+			break
+		}
+		out.Commitments[sel] = [32]byte(cb)
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, err)
+	}
+	return out, nil
+}
+
+// Revealed is one input of a v2 rebuild with its salt: what a disclosure
+// reveals. Content is secret until disclosed.
+type Revealed struct {
+	Kind, ID string
+	Content  []byte
+	Salt     [SaltSize]byte
+}
+
+// Reveal returns the input named by selector ("kind:id") with its content
+// and salt. It refuses a v1 rebuild (ErrNotSalted) and an unknown input
+// (ErrUnknownInput). The content is a copy.
+func (rb *Rebuilt) Reveal(selector string) (*Revealed, error) {
+	if rb == nil || rb.Report == nil || rb.Report.ReportVersion != ReportVersion2 {
+		return nil, ErrNotSalted
+	}
+	kind, id, err := ParseSelector(selector)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rb.inputs {
+		in := &rb.inputs[i]
+		if in.kind == kind && in.id == id {
+			salt, ok := rb.salts[in.selector()]
+			if !ok {
+				return nil, fmt.Errorf("%w: input %q", ErrSalts, safetext.Clip(selector, 80))
+			}
+			return &Revealed{Kind: kind, ID: id, Content: bytes.Clone(in.content), Salt: salt}, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownInput, safetext.Clip(selector, 80))
+}
+
+// InputSelectors lists the "kind:id" of every input of the rebuild, in
+// report order (v1 and v2).
+func (rb *Rebuilt) InputSelectors() []string {
+	out := make([]string, 0, len(rb.inputs))
+	for i := range rb.inputs {
+		out = append(out, rb.inputs[i].selector())
+	}
+	return out
+}
