@@ -47,6 +47,8 @@ func commands() []command {
 		{"open", "decrypt a sealed pack (debug only)", runOpen},
 		{"inspect", "show a manifest or envelope (hash-only)", runInspect},
 		{"verify", "verify an execution attestation offline", runVerify},
+		{"disclose", "reveal chosen inputs of a v2 pack to an auditor", runDisclose},
+		{"verify-disclosure", "check a disclosure against its report (and attestation)", runVerifyDisclosure},
 	}
 }
 
@@ -54,7 +56,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: packctl <command> [flags] [args]")
 	fmt.Fprintln(w, "\ncommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-18s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'packctl <command> -h' for a command's flags.")
 }
