@@ -367,3 +367,32 @@ func TestOwnerNumberGuess(t *testing.T) {
 		t.Fatalf("v2 with salt: found %v, want [%d]", found, secret)
 	}
 }
+
+func TestParseRejectsBadSalts(t *testing.T) {
+	p := exampleV2(t)
+	enc, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(enc)
+	salt := p.ReportSalts["bootstrap:AGENTS.md"]
+	sb := b64u.Encode(salt[:])
+	for _, tc := range []struct{ name, doc string }{
+		{"short salt", strings.Replace(s, sb, sb[:40], 1)},
+		{"not b64u", strings.Replace(s, sb, "="+sb[1:], 1)},
+		{"unknown kind", strings.Replace(s, `"bootstrap:AGENTS.md":`, `"file:AGENTS.md":`, 1)},
+		{"no colon", strings.Replace(s, `"bootstrap:AGENTS.md":`, `"bootstrapAGENTS.md":`, 1)},
+		{"empty id", strings.Replace(s, `"bootstrap:AGENTS.md":`, `"bootstrap:":`, 1)},
+		{"not a string", strings.Replace(s, `"`+sb+`"`, `1`, 1)},
+		{"empty", s[:strings.Index(s, `"report_salts":{`)] + `"report_salts":{}` + s[strings.Index(s, `},"sources"`)+1:]},
+	} {
+		if tc.doc == s {
+			t.Fatalf("%s: mutation did not apply", tc.name)
+		}
+		q, err := Parse([]byte(tc.doc))
+		var fe *FieldError
+		if !errors.Is(err, ErrMalformed) || q != nil || !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "$.report_salts") {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
