@@ -672,6 +672,12 @@ func FuzzParse(f *testing.F) {
 	if enc, err := synthPack().Encode(); err == nil {
 		f.Add(enc)
 	}
+	// A pack with report salts (report v2).
+	v2 := synthPack()
+	v2.ReportSalts = map[string][SaltSize]byte{"bootstrap:A.md": {1}, "params:params.json": {2}}
+	if enc, err := v2.Encode(); err == nil {
+		f.Add(enc)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := Parse(data)
 		if err != nil {
