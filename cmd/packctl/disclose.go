@@ -152,6 +152,9 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 			for _, r := range out.Revealed {
 				fmt.Fprintf(stdout, "  revealed %s (%d bytes)\n", promptpack.Selector(r.Kind, r.ID), r.ContentBytes)
 			}
+			if out.Attestation == nil {
+				fmt.Fprintln(stdout, "  note: the report was not checked against an attestation (--attestation)")
+			}
 		case exitRejected, exitPolicy:
 			fmt.Fprintf(stdout, "REJECTED %s\n", reason)
 		default:
