@@ -1,0 +1,66 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/schema/b64u"
+)
+
+// TestRunReportV2: the attester rebuilds a pack with report salts into the
+// same SystemPromptReport v2 the author committed to (docs/spec/report-v2.md),
+// and refuses the pack against the v1 report hash of the same inputs.
+func TestRunReportV2(t *testing.T) {
+	dir := sharedHarness(t)
+	params, err := os.ReadFile(filepath.Join(dir, "vectors", "full.params.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{ReportVersion: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, _ := pack.SigHashes()
+	rb, err := pack.Rebuild(trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.Report.ReportVersion != promptpack.ReportVersion2 {
+		t.Fatal("not a v2 pack")
+	}
+	v1, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb1, err := v1.Rebuild(trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newTestServer(t, trusted)
+	enc, man, err := promptpack.SealPack(pack, h.id.PackKey.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mj, _ := man.MarshalJSON()
+	body := func(report string) []byte {
+		b, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": report, "agent_id": "main", "session_key": "agent:main:main"})
+		return b
+	}
+	if code, m := h.call(t, "POST", "/v1/runs", body(rb1.ReportHashB64u())); code != 422 {
+		t.Fatalf("v1 report hash for a v2 pack: %d %v", code, m)
+	}
+	code, m := h.call(t, "POST", "/v1/runs", body(rb.ReportHashB64u()))
+	if code != 201 || m["report_hash_b64u"] != rb.ReportHashB64u() || m["system_prompt_hash_b64u"] != rb1.PromptHashB64u() {
+		t.Fatalf("v2 pack: %d %v", code, m)
+	}
+	// The salts never reach the logs.
+	for sel, s := range pack.ReportSalts {
+		if bytes.Contains(h.logs.Bytes(), []byte(b64u.Encode(s[:]))) {
+			t.Fatalf("the salt of %s is in the logs", sel)
+		}
+	}
+}
