@@ -34,17 +34,18 @@ func attestReport(t *testing.T, rb *promptpack.Rebuilt, runID string) (att, ev, 
 	}
 	is := &attestation.Issuer{Key: testfixture.Key(9), Quoter: q, Now: func() time.Time { return testfixture.Now }}
 	out, err := is.Attest(context.Background(), attestation.AttestInput{
-		BundleEnvelope:         r.Bundle(t),
-		AgentDID:               r.AgentDID(),
-		RunID:                  r.RunID,
-		PromptHashB64u:         r.PromptHash,
-		ReportHashB64u:         r.ReportHash,
-		PackCiphertextHashB64u: r.PackHash,
-		GatePolicyHashB64u:     testfixture.H("gate policy"),
-		AuditRootB64u:          testfixture.H("audit root"),
-		AuditCount:             0,
-		Model:                  attestation.ModelIdentity{Provider: r.Provider, Model: r.Model},
-		Harness:                &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
+		BundleEnvelope:               r.Bundle(t),
+		AgentDID:                     r.AgentDID(),
+		RunID:                        r.RunID,
+		PromptHashB64u:               r.PromptHash,
+		ReportHashB64u:               r.ReportHash,
+		PackCiphertextHashB64u:       r.PackHash,
+		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
+		GatePolicyHashB64u:           testfixture.H("gate policy"),
+		AuditRootB64u:                testfixture.H("audit root"),
+		AuditCount:                   0,
+		Model:                        attestation.ModelIdentity{Provider: r.Provider, Model: r.Model},
+		Harness:                      &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -50,10 +50,10 @@ func TestRunReportV2(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": report, "agent_id": "main", "session_key": "agent:main:main"})
 		return b
 	}
-	if code, m := h.call(t, "POST", "/v1/runs", body(rb1.ReportHashB64u())); code != 422 {
+	if code, m := h.ctl(t, "POST", "/v1/runs", "", body(rb1.ReportHashB64u())); code != 422 {
 		t.Fatalf("v1 report hash for a v2 pack: %d %v", code, m)
 	}
-	code, m := h.call(t, "POST", "/v1/runs", body(rb.ReportHashB64u()))
+	code, m := h.ctl(t, "POST", "/v1/runs", "", body(rb.ReportHashB64u()))
 	if code != 201 || m["report_hash_b64u"] != rb.ReportHashB64u() || m["system_prompt_hash_b64u"] != rb1.PromptHashB64u() {
 		t.Fatalf("v2 pack: %d %v", code, m)
 	}
