@@ -1,0 +1,282 @@
+package tpm
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-tpm/tpm2"
+
+	"github.com/clawea/attester/wire/tpmcred"
+	"github.com/clawea/attester/wire/tpmquote"
+)
+
+// swtpmCA returns the swtpm_localca root and intermediate (issuer) that
+// signed the shared swtpm's EK certificate.
+func swtpmCA(t *testing.T) (root *x509.Certificate, intermediate []byte) {
+	t.Helper()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(sw.dir, "ca", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk, _ := pem.Decode(b)
+		if blk == nil {
+			t.Fatalf("%s: no pem", name)
+		}
+		return blk.Bytes
+	}
+	root, err := x509.ParseCertificate(read("swtpm-localca-rootca-cert.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root, read("issuercert.pem")
+}
+
+func activationTPM(t *testing.T) (*TPM, []byte) {
+	t.Helper()
+	tp := openSwtpm(t, Options{})
+	ek := tp.EKCertificate()
+	if ek == nil {
+		t.Fatal("swtpm has no ek certificate")
+	}
+	return tp, ek
+}
+
+func TestActivateCredential(t *testing.T) {
+	ctx := context.Background()
+	tp, ekCert := activationTPM(t)
+	act, ch, err := tpmcred.NewActivation(rand.Reader, ekCert, tp.AKPublic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tp.ActivateCredential(ctx, ch.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := act.Check(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ak, err := tpmquote.ParsePublic(tp.AKPublic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.AKName, ak.Name()) || !bytes.Equal(got.EKCert, ekCert) {
+		t.Fatal("certified ak or ek differ")
+	}
+	if _, err := act.Check(resp); !errors.Is(err, tpmcred.ErrUsed) {
+		t.Fatalf("second check: %v", err)
+	}
+
+	// The record verifies offline to the swtpm_localca root, through its
+	// intermediate, and to no other root.
+	root, inter := swtpmCA(t)
+	now := time.Now()
+	rec, err := tpmcred.NewCertification(got, [][]byte{inter}, now, "enclave/tpm test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, err := tpmcred.ParseCertification(rec.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(root)
+	c, err := tpmcred.VerifyCertification(parsed, tpmcred.VerifyOpts{Roots: roots, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(c.AKName, ak.Name()) || !c.Root.Equal(root) || !bytes.Equal(c.EKName, ch.EKName) {
+		t.Fatalf("certified %x root %s", c.AKName, c.Root.Subject)
+	}
+	if c.TPM == nil || c.TPM.Manufacturer != "id:00001014" || c.TPM.Model != "swtpm" {
+		t.Fatalf("tpm identity %+v", c.TPM)
+	}
+	other := x509.NewCertPool()
+	other.AddCert(selfSignedRoot(t))
+	if _, err := tpmcred.VerifyCertification(parsed, tpmcred.VerifyOpts{Roots: other, Now: now}); !errors.Is(err, tpmcred.ErrEKChain) {
+		t.Fatalf("other root: %v", err)
+	}
+	noInter := *parsed
+	noInter.EKIntermediates = nil
+	if _, err := tpmcred.VerifyCertification(&noInter, tpmcred.VerifyOpts{Roots: roots, Now: now}); !errors.Is(err, tpmcred.ErrEKChain) {
+		t.Fatalf("no intermediate: %v", err)
+	}
+	if _, err := tpmcred.VerifyCertification(parsed, tpmcred.VerifyOpts{Roots: roots, Now: c.EKCert.NotAfter.Add(time.Hour)}); !errors.Is(err, tpmcred.ErrEKChain) {
+		t.Fatalf("expired: %v", err)
+	}
+}
+
+// TestActivateCredentialECC activates through the ECC P-256 default EK,
+// pinned by its public area (swtpm certifies only an ECC P-384 EK).
+func TestActivateCredentialECC(t *testing.T) {
+	ctx := context.Background()
+	tp, _ := activationTPM(t)
+	b, err := tp.EKPublic(ctx, tpm2.TPMAlgECC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ek, err := tpm2.Unmarshal[tpm2.TPMTPublic](b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	act, ch, err := tpmcred.NewActivationForEK(rand.Reader, ek, tp.AKPublic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tp.ActivateCredential(ctx, ch.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := act.Check(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.EKCert != nil {
+		t.Fatal("pinned ek activation has an ek certificate")
+	}
+	if _, err := tpmcred.NewCertification(got, nil, time.Now(), "x"); !errors.Is(err, tpmcred.ErrOptions) {
+		t.Fatalf("record without ek certificate: %v", err)
+	}
+}
+
+func TestActivateCredentialRefused(t *testing.T) {
+	ctx := context.Background()
+	tp, ekCert := activationTPM(t)
+	realAK := tp.AKPublic()
+	otherAK := softwareAK(t)
+	otherAKName := mustName(t, otherAK)
+
+	// A fresh challenge for the real AK each time, then altered.
+	fresh := func() (*tpmcred.Activation, *tpmcred.Challenge) {
+		a, c, err := tpmcred.NewActivation(rand.Reader, ekCert, realAK)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a, c
+	}
+
+	// A credential for a different AK Name: the attester refuses it before
+	// the TPM, and, relabelled with the real AK's Name, the TPM refuses it.
+	_, ch, err := tpmcred.NewActivation(rand.Reader, ekCert, otherAK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(ch.AKName, otherAKName) {
+		t.Fatal("challenge ak name")
+	}
+	if _, err := tp.ActivateCredential(ctx, ch.Marshal()); !errors.Is(err, ErrChallengeAK) {
+		t.Fatalf("other ak: %v", err)
+	}
+	_, real := fresh()
+	ch.AKName = real.AKName
+	if _, err := tp.ActivateCredential(ctx, ch.Marshal()); !errors.Is(err, ErrActivation) {
+		t.Fatalf("other ak relabelled: %v", err)
+	}
+
+	// Tampered credential blob and encrypted secret.
+	for _, field := range []string{"blob-first", "blob-last", "secret"} {
+		act, c := fresh()
+		switch field {
+		case "blob-first":
+			c.CredentialBlob[3] ^= 1
+		case "blob-last":
+			c.CredentialBlob[len(c.CredentialBlob)-1] ^= 1
+		case "secret":
+			c.EncryptedSecret[len(c.EncryptedSecret)/2] ^= 1
+		}
+		resp, err := tp.ActivateCredential(ctx, c.Marshal())
+		if !errors.Is(err, ErrActivation) {
+			t.Fatalf("%s: %v", field, err)
+		}
+		if _, err := act.Check(resp); !errors.Is(err, tpmcred.ErrActivation) {
+			t.Fatalf("%s: check: %v", field, err)
+		}
+	}
+
+	// A credential encrypted to a different EK (another RSA 2048 key): the
+	// attester finds no EK of that Name, and relabelled the TPM refuses it.
+	otherEK, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ekPub, err := tpmcred.EKPublic(&otherEK.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ch, err = tpmcred.NewActivationForEK(rand.Reader, ekPub, realAK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.ActivateCredential(ctx, ch.Marshal()); !errors.Is(err, ErrChallengeEK) {
+		t.Fatalf("other ek: %v", err)
+	}
+	ch.EKName = real.EKName
+	if _, err := tp.ActivateCredential(ctx, ch.Marshal()); !errors.Is(err, ErrActivation) {
+		t.Fatalf("other ek relabelled: %v", err)
+	}
+
+	// A wrong response fails the verifier's check.
+	act, c := fresh()
+	resp, err := tp.ActivateCredential(ctx, c.Marshal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp[0] ^= 1
+	if _, err := act.Check(resp); !errors.Is(err, tpmcred.ErrActivation) {
+		t.Fatalf("wrong response: %v", err)
+	}
+
+	// A malformed challenge never reaches the TPM.
+	if _, err := tp.ActivateCredential(ctx, append(c.Marshal(), 0)); !errors.Is(err, tpmcred.ErrMalformed) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+}
+
+func mustName(t *testing.T, pub []byte) []byte {
+	t.Helper()
+	p, err := tpmquote.ParsePublic(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Name()
+}
+
+func selfSignedRoot(t *testing.T) *x509.Certificate {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "swtpm-localca-rootca"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
