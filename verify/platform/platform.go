@@ -18,11 +18,13 @@ package platform
 import (
 	"bytes"
 	"crypto/subtle"
+	"crypto/x509"
 	"fmt"
 	"time"
 
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tpmcred"
 )
 
 // Status says whether an optional check ran.
@@ -71,6 +73,15 @@ type Options struct {
 	// the quote; Result.RootID says "tpm-ak-unpinned". It must not be
 	// combined with TrustedTPMAKs.
 	AllowUntrustedTPMAK bool
+	// TPMAKCertifications are credential-activation records
+	// (wire/tpmcred); each makes its AK trusted while its EK certificate
+	// chains to one of TPMEKRoots at Now (docs/spec/platform-tpm.md,
+	// section 2.2). See tpm.go.
+	TPMAKCertifications []*tpmcred.Certification
+	// TPMEKRoots are the TPM manufacturer roots for TPMAKCertifications.
+	TPMEKRoots *x509.CertPool
+	// RequireTPMEKCertifiedAK refuses an AK trusted only by TrustedTPMAKs.
+	RequireTPMEKCertifiedAK bool
 
 	// CertCache, when set, remembers verified SEV-SNP endorsement chains so
 	// that repeated verifications of the same chip skip chain verification.

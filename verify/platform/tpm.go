@@ -1,12 +1,17 @@
 package platform
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
 )
 
@@ -16,6 +21,19 @@ type TPMClaims struct {
 	AKName []byte
 	// PCRs are the quoted SHA-256 PCR values, ascending by index.
 	PCRs tpmquote.PCRValues
+	// AKProvenance says why the AK was trusted: AKPinned (its Name is in
+	// Options.TrustedTPMAKs), AKEKCertified (a credential-activation record
+	// in Options.TPMAKCertifications whose EK certificate chains to
+	// Options.TPMEKRoots) or AKUnpinned (Options.AllowUntrustedTPMAK).
+	AKProvenance string
+	// For AKEKCertified: EKRootSHA256 is the SHA-256 of the root
+	// certificate (DER) the EK certificate chained to, TPM the identity in
+	// the EK certificate (nil when it states none), and ActivatedAt and
+	// ActivatedBy are copied, unverified, from the record.
+	EKRootSHA256 []byte
+	TPM          *tpmcred.TPMIdentity
+	ActivatedAt  time.Time
+	ActivatedBy  string
 	// Clock, ResetCount, RestartCount and FirmwareVersion are from the
 	// signed TPMS_ATTEST. They are not freshness.
 	Clock           uint64
@@ -34,26 +52,62 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	if rd.IsZero() {
 		return nil, badOptions("expected report data is zero")
 	}
-	if !opts.AllowUntrustedTPMAK && len(opts.TrustedTPMAKs) == 0 {
-		return nil, rejected(CheckTPMAK, fmt.Errorf("%w: no trusted tpm attestation keys configured", ErrUntrustedRoot))
+	certified, certErrs, err := certifiedAKs(opts)
+	if err != nil {
+		return nil, err
+	}
+	trusted := make([][]byte, 0, len(opts.TrustedTPMAKs)+len(certified))
+	if !opts.RequireTPMEKCertifiedAK {
+		trusted = append(trusted, opts.TrustedTPMAKs...)
+	}
+	for _, c := range certified {
+		trusted = append(trusted, c.AKName)
+	}
+	if !opts.AllowUntrustedTPMAK && len(trusted) == 0 {
+		err := fmt.Errorf("%w: no trusted tpm attestation keys configured", ErrUntrustedRoot)
+		if len(certErrs) > 0 {
+			err = fmt.Errorf("%w (certifications: %w)", err, errors.Join(certErrs...))
+		}
+		return nil, rejected(CheckTPMAK, err)
 	}
 	v, err := tpmquote.Verify(ev, rd, tpmquote.VerifyOpts{
-		TrustedAKNames:   opts.TrustedTPMAKs,
+		TrustedAKNames:   trusted,
 		AllowUntrustedAK: opts.AllowUntrustedTPMAK,
 		AllowSimulated:   opts.AllowSimulated,
 	})
 	if err != nil {
+		if errors.Is(err, tpmquote.ErrUntrustedAK) && len(certErrs) > 0 {
+			err = fmt.Errorf("%w (certifications: %w)", err, errors.Join(certErrs...))
+		}
 		return nil, classifyTPM(err)
 	}
 	d := v.PCRs.Digest()
-	rootID := rootIDTPM
+	claims := &TPMClaims{
+		AKName:          clone(v.AKName),
+		AKProvenance:    AKPinned,
+		PCRs:            v.PCRs,
+		Clock:           v.Attest.Clock,
+		ResetCount:      v.Attest.ResetCount,
+		RestartCount:    v.Attest.RestartCount,
+		FirmwareVersion: v.Attest.FirmwareVersion,
+	}
+	name := hex.EncodeToString(v.AKName)
+	var rootID string
+	i := slices.IndexFunc(certified, func(c *tpmcred.CertifiedAK) bool { return bytes.Equal(c.AKName, v.AKName) })
 	switch {
-	case ev.Simulated && opts.AllowUntrustedTPMAK:
-		rootID = rootIDSimTPMAn
-	case ev.Simulated:
-		rootID = rootIDSimTPM
 	case opts.AllowUntrustedTPMAK:
-		rootID = rootIDTPMAny
+		claims.AKProvenance = AKUnpinned
+		rootID = pick(ev.Simulated, rootIDSimTPMAn, rootIDTPMAny) + name
+	case i >= 0:
+		c := certified[i]
+		sum := sha256.Sum256(c.Root.Raw)
+		claims.AKProvenance = AKEKCertified
+		claims.EKRootSHA256 = sum[:]
+		claims.TPM = c.TPM
+		claims.ActivatedAt, claims.ActivatedBy = c.ActivatedAt, c.ActivatedBy
+		rootID = pick(ev.Simulated, rootIDSimTPMEK, rootIDTPMEK) + hex.EncodeToString(sum[:]) + ":" + name
+	default:
+		rootID = pick(ev.Simulated, rootIDSimTPM, rootIDTPM) + name
 	}
 	res := &Result{
 		Platform:    evidence.PlatformTPM,
@@ -61,19 +115,62 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 		Simulated:   ev.Simulated,
 		ReportData:  rd.Bytes(),
 		Measurement: d[:],
-		RootID:      rootID + hex.EncodeToString(v.AKName),
+		RootID:      rootID,
 		Revocation:  StatusNotApplicable,
 		Collateral:  StatusNotApplicable,
-		TPM: &TPMClaims{
-			AKName:          clone(v.AKName),
-			PCRs:            v.PCRs,
-			Clock:           v.Attest.Clock,
-			ResetCount:      v.Attest.ResetCount,
-			RestartCount:    v.Attest.RestartCount,
-			FirmwareVersion: v.Attest.FirmwareVersion,
-		},
+		TPM:         claims,
 	}
 	return res, nil
+}
+
+// AK provenance values (TPMClaims.AKProvenance).
+const (
+	AKPinned      = "pinned"
+	AKEKCertified = "ek-certified"
+	AKUnpinned    = "unpinned"
+)
+
+// rootIDTPMEK prefixes the RootID of an EK-certified AK:
+// "tpm-ek:" || hex(SHA-256(root DER)) || ":" || hex(AK Name).
+const (
+	rootIDTPMEK    = "tpm-ek:"
+	rootIDSimTPMEK = "sim-tpm-ek:"
+)
+
+func pick(sim bool, simID, id string) string {
+	if sim {
+		return simID
+	}
+	return id
+}
+
+// certifiedAKs verifies opts.TPMAKCertifications against opts.TPMEKRoots at
+// Now. A record that does not verify certifies nothing; its error is
+// returned for the refusal message (one fleet's expired record must not
+// fail the verification of another machine's evidence).
+func certifiedAKs(opts *Options) ([]*tpmcred.CertifiedAK, []error, error) {
+	switch {
+	case opts.AllowUntrustedTPMAK && (len(opts.TPMAKCertifications) > 0 || opts.RequireTPMEKCertifiedAK):
+		return nil, nil, badOptions("options: AllowUntrustedTPMAK and TPM AK certifications are contradictory")
+	case len(opts.TPMAKCertifications) > 0 && opts.TPMEKRoots == nil:
+		return nil, nil, badOptions("options: TPMAKCertifications need TPMEKRoots")
+	case len(opts.TPMAKCertifications) == 0:
+		return nil, nil, nil
+	}
+	now := opts.Now()
+	var (
+		out  []*tpmcred.CertifiedAK
+		errs []error
+	)
+	for i, rec := range opts.TPMAKCertifications {
+		c, err := tpmcred.VerifyCertification(rec, tpmcred.VerifyOpts{Roots: opts.TPMEKRoots, Now: now})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("certification %d: %w", i, err))
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, errs, nil
 }
 
 func classifyTPM(err error) error {
