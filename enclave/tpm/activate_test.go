@@ -14,11 +14,13 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-tpm/tpm2"
 
+	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -105,8 +107,30 @@ func TestActivateCredential(t *testing.T) {
 	if c.TPM == nil || c.TPM.Manufacturer != "id:00001014" || c.TPM.Model != "swtpm" {
 		t.Fatalf("tpm identity %+v", c.TPM)
 	}
+	// End to end: a quote by this AK verifies without any pinned AK Name,
+	// trusted through the record and the swtpm_localca root.
+	rd := testReportData(t, "activated")
+	ev := quote(t, tp, rd)
+	res, err := platform.Verify(ev, rd, platform.Options{
+		Now: time.Now, AllowSimulated: true,
+		TPMAKCertifications: []*tpmcred.Certification{parsed}, TPMEKRoots: roots,
+		RequireTPMEKCertifiedAK: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TPM.AKProvenance != platform.AKEKCertified || !strings.HasPrefix(res.RootID, "sim-tpm-ek:") {
+		t.Fatalf("provenance %s root id %s", res.TPM.AKProvenance, res.RootID)
+	}
+
 	other := x509.NewCertPool()
 	other.AddCert(selfSignedRoot(t))
+	if _, err := platform.Verify(ev, rd, platform.Options{
+		Now: time.Now, AllowSimulated: true,
+		TPMAKCertifications: []*tpmcred.Certification{parsed}, TPMEKRoots: other,
+	}); !errors.Is(err, tpmcred.ErrEKChain) || !errors.Is(err, platform.ErrUntrustedRoot) {
+		t.Fatalf("other root through platform: %v", err)
+	}
 	if _, err := tpmcred.VerifyCertification(parsed, tpmcred.VerifyOpts{Roots: other, Now: now}); !errors.Is(err, tpmcred.ErrEKChain) {
 		t.Fatalf("other root: %v", err)
 	}
