@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/tpmcred"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // PolicyVersion is the value of policy_version, the first member of every
@@ -71,6 +74,13 @@ type Policy struct {
 	TDXTCBStatuses []string
 	// TrustedTPMAKs are the TPM Names of trusted attestation keys.
 	TrustedTPMAKs [][]byte
+	// TPMAKCertifications are credential-activation records
+	// (docs/spec/platform-tpm.md section 2.2) whose AKs are trusted while
+	// their EK certificates chain to TPMEKRoots; RequireTPMEKCertifiedAK
+	// refuses AKs that are only in TrustedTPMAKs.
+	TPMAKCertifications     []*tpmcred.Certification
+	TPMEKRoots              []*x509.Certificate
+	RequireTPMEKCertifiedAK bool
 
 	// TrustedAttesterDIDs, when not empty, are the only accepted attester
 	// DIDs.
@@ -126,7 +136,22 @@ func ParsePolicy(data []byte) (*Policy, error) {
 			return nil, fmt.Errorf("%w: %w", ErrPolicyFile, err)
 		}
 	}
+	if len(p.TPMAKCertifications) > 0 && len(p.TPMEKRoots) == 0 {
+		return nil, fmt.Errorf("%w: tpm_ak_certifications_b64u needs tpm_ek_roots_b64u", ErrPolicyFile)
+	}
 	return p, nil
+}
+
+// tpmEKRoots returns the policy's TPM EK roots as a pool, nil when none.
+func (p *Policy) tpmEKRoots() *x509.CertPool {
+	if len(p.TPMEKRoots) == 0 {
+		return nil
+	}
+	pool := x509.NewCertPool()
+	for _, c := range p.TPMEKRoots {
+		pool.AddCert(c)
+	}
+	return pool
 }
 
 func (p *Policy) set(r *jsonobj.Reader, key string, v *pohjson.Value) {
@@ -182,6 +207,34 @@ func (p *Policy) set(r *jsonobj.Reader, key string, v *pohjson.Value) {
 			p.TrustedTPMAKs = append(p.TrustedTPMAKs, b)
 			return nil
 		})
+	case "tpm_ak_certifications_b64u":
+		listTo(r, v, path, func(s string) error {
+			b, err := b64u.Decode(s)
+			if err != nil {
+				return errors.New("not b64u")
+			}
+			c, err := tpmcred.ParseCertification(b)
+			if err != nil {
+				return err
+			}
+			p.TPMAKCertifications = append(p.TPMAKCertifications, c)
+			return nil
+		})
+	case "tpm_ek_roots_b64u":
+		listTo(r, v, path, func(s string) error {
+			b, err := b64u.Decode(s)
+			if err != nil || len(b) > tpmquote.MaxCertSize {
+				return errors.New("not b64u of at most 16 KiB")
+			}
+			c, err := x509.ParseCertificate(b)
+			if err != nil {
+				return errors.New("not an X.509 certificate")
+			}
+			p.TPMEKRoots = append(p.TPMEKRoots, c)
+			return nil
+		})
+	case "require_tpm_ek_certified_ak":
+		p.RequireTPMEKCertifiedAK = r.Bool(v, path)
 	case "trusted_attester_dids":
 		listTo(r, v, path, func(s string) error {
 			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
@@ -308,6 +361,16 @@ func (p *Policy) Encode() ([]byte, error) {
 		aks = append(aks, hex.EncodeToString(a))
 	}
 	addList("trusted_tpm_ak_names_hex", aks)
+	var certs, roots []string
+	for _, c := range p.TPMAKCertifications {
+		certs = append(certs, b64u.Encode(c.Marshal()))
+	}
+	for _, c := range p.TPMEKRoots {
+		roots = append(roots, b64u.Encode(c.Raw))
+	}
+	addList("tpm_ak_certifications_b64u", certs)
+	addList("tpm_ek_roots_b64u", roots)
+	addBool("require_tpm_ek_certified_ak", p.RequireTPMEKCertifiedAK)
 	addList("trusted_attester_dids", p.TrustedAttesterDIDs)
 	if len(p.TrustedTemplates) > 0 {
 		names := make([]string, 0, len(p.TrustedTemplates))

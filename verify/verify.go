@@ -538,6 +538,9 @@ func (st *state) checkPlatform() *Error {
 		AllowUncheckedRevocation: st.opts.AllowUncheckedRevocation || st.policy.AllowUncheckedRevocation,
 		AllowUncheckedCollateral: st.opts.AllowUncheckedCollateral || st.policy.AllowUncheckedCollateral,
 		TrustedTPMAKs:            st.policy.TrustedTPMAKs,
+		TPMAKCertifications:      st.policy.TPMAKCertifications,
+		TPMEKRoots:               st.policy.tpmEKRoots(),
+		RequireTPMEKCertifiedAK:  st.policy.RequireTPMEKCertifiedAK,
 		CertCache:                st.opts.CertCache,
 	}
 	for i, it := range st.doc.Items {
