@@ -9,11 +9,8 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"math/big"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,22 +26,14 @@ import (
 // signed the shared swtpm's EK certificate.
 func swtpmCA(t *testing.T) (root *x509.Certificate, intermediate []byte) {
 	t.Helper()
-	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(sw.dir, "ca", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		blk, _ := pem.Decode(b)
-		if blk == nil {
-			t.Fatalf("%s: no pem", name)
-		}
-		return blk.Bytes
-	}
-	root, err := x509.ParseCertificate(read("swtpm-localca-rootca-cert.pem"))
+	rootDER, inter, err := swtpm(t).CA()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return root, read("issuercert.pem")
+	if root, err = x509.ParseCertificate(rootDER); err != nil {
+		t.Fatal(err)
+	}
+	return root, inter
 }
 
 func activationTPM(t *testing.T) (*TPM, []byte) {
