@@ -49,6 +49,7 @@ func commands() []command {
 		{"verify", "verify an execution attestation offline", runVerify},
 		{"disclose", "reveal chosen inputs of a v2 pack to an auditor", runDisclose},
 		{"verify-disclosure", "check a disclosure against its report (and attestation)", runVerifyDisclosure},
+		{"tpm", "certify a TPM attestation key through its EK, check a record", runTPM},
 	}
 }
 
