@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-tpm/tpm2"
 
+	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
@@ -292,4 +293,86 @@ func selfSignedRoot(t *testing.T) *x509.Certificate {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestActivateCredentialOtherTPM uses a second swtpm, manufactured with its
+// own local CA: a credential made to its certified EK is refused by the
+// first TPM, and each EK certificate chains only to its own CA's root.
+func TestActivateCredentialOtherTPM(t *testing.T) {
+	ctx := context.Background()
+	tp, ekCert := activationTPM(t)
+	other, err := swtpmtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Stop)
+	tpB, err := Open(ctx, Options{Address: other.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tpB.Close()
+	ekB := tpB.EKCertificate()
+	if ekB == nil || bytes.Equal(ekB, ekCert) {
+		t.Fatal("second swtpm has no distinct ek certificate")
+	}
+
+	// B's EK, A's AK: A has no such EK, and relabelled A's TPM refuses.
+	_, ch, err := tpmcred.NewActivation(rand.Reader, ekB, tp.AKPublic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.ActivateCredential(ctx, ch.Marshal()); !errors.Is(err, ErrChallengeEK) {
+		t.Fatalf("other tpm's ek: %v", err)
+	}
+	_, mine, err := tpmcred.NewActivation(rand.Reader, ekCert, tp.AKPublic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.EKName = mine.EKName
+	if _, err := tp.ActivateCredential(ctx, ch.Marshal()); !errors.Is(err, ErrActivation) {
+		t.Fatalf("other tpm's ek relabelled: %v", err)
+	}
+	// A's AK on B: B has another AK.
+	_, ch, err = tpmcred.NewActivation(rand.Reader, ekB, tp.AKPublic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tpB.ActivateCredential(ctx, ch.Marshal()); !errors.Is(err, ErrChallengeAK) {
+		t.Fatalf("other tpm, this ak: %v", err)
+	}
+
+	rootA, interA := swtpmCA(t)
+	rootBDER, interB, err := other.CA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootB, err := x509.ParseCertificate(rootBDER)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		ek    []byte
+		inter []byte
+		root  *x509.Certificate
+		ok    bool
+	}{
+		{"a to a", ekCert, interA, rootA, true},
+		{"b to b", ekB, interB, rootB, true},
+		{"a to b", ekCert, interA, rootB, false},
+		{"b to a", ekB, interB, rootA, false},
+		{"a via b's intermediate to b", ekCert, interB, rootB, false},
+	} {
+		ekc, err := x509.ParseCertificate(tc.ek)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AddCert(tc.root)
+		_, err = tpmcred.VerifyEKChain(ekc, [][]byte{tc.inter}, pool, now)
+		if tc.ok != (err == nil) || (!tc.ok && !errors.Is(err, tpmcred.ErrEKChain)) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
 }
