@@ -185,12 +185,17 @@ func NewActivation(rand io.Reader, ekCertDER, akPublic []byte) (*Activation, *Ch
 }
 
 // NewActivationForEK is NewActivation for an EK public area known without a
-// certificate (a pinned EK). Its Check result has no EK certificate, so it
-// cannot become a certification record.
+// certificate (a pinned EK). The EK must be a restricted decryption key with
+// fixedTPM, fixedParent and sensitiveDataOrigin (the TPM itself refuses
+// keys that are not restricted decryption keys). Its Check result has no EK
+// certificate, so it cannot become a certification record.
 func NewActivationForEK(rand io.Reader, ek *tpm2.TPMTPublic, akPublic []byte) (*Activation, *Challenge, error) {
 	_, akName, err := checkAK(akPublic)
 	if err != nil {
 		return nil, nil, err
+	}
+	if a := ek.ObjectAttributes; !a.FixedTPM || !a.FixedParent || !a.SensitiveDataOrigin || !a.Restricted || !a.Decrypt || a.SignEncrypt {
+		return nil, nil, fmt.Errorf("%w: not a restricted decryption key made in and fixed to a tpm", ErrUnsupportedEK)
 	}
 	ekName, err := Name(ek)
 	if err != nil {

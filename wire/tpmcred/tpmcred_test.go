@@ -134,6 +134,25 @@ func TestEKPublic(t *testing.T) {
 	}
 }
 
+func TestNewActivationForEKRejectsNonEK(t *testing.T) {
+	rk, _ := rsa.GenerateKey(rand.Reader, 2048)
+	ak := testAK(t, akAttrs)
+	for name, mut := range map[string]func(a *tpm2.TPMAObject){
+		"not fixedTPM":   func(a *tpm2.TPMAObject) { a.FixedTPM = false },
+		"not restricted": func(a *tpm2.TPMAObject) { a.Restricted = false },
+		"signing":        func(a *tpm2.TPMAObject) { a.SignEncrypt = true },
+	} {
+		ek, err := EKPublic(&rk.PublicKey)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mut(&ek.ObjectAttributes)
+		if _, _, err := NewActivationForEK(rand.Reader, ek, ak); !errors.Is(err, ErrUnsupportedEK) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
 func TestNewActivationRejectsAK(t *testing.T) {
 	pki := newPKI(t, tcgSAN(t, tpmAttrs()))
 	for name, ak := range map[string][]byte{
