@@ -1,0 +1,602 @@
+package collateral
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"errors"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/verify/platform"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/google/go-sev-guest/testing/data"
+	"github.com/google/go-tdx-guest/pcs"
+	testcases "github.com/google/go-tdx-guest/testing"
+)
+
+var testNow = time.Date(2026, time.June, 1, 0, 0, 0, 0, time.UTC)
+
+const day = 24 * time.Hour
+
+// fakeService is a loopback AMD KDS / Intel PCS: it serves documents by
+// request path and query, counts requests, and can answer with errors first.
+type fakeService struct {
+	mu       sync.Mutex
+	docs     map[string]fakeDoc
+	requests map[string]int
+	total    int
+}
+
+type fakeDoc struct {
+	body   []byte
+	header http.Header
+	// fail answers with failStatus for the first fail requests (-1: always).
+	fail       int
+	failStatus int
+}
+
+func newFake(t *testing.T) (*fakeService, string) {
+	f := &fakeService{docs: map[string]fakeDoc{}, requests: map[string]int{}}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+func (f *fakeService) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	key := r.URL.RequestURI()
+	f.requests[key]++
+	f.total++
+	d, ok := f.docs[key]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if d.fail < 0 || f.requests[key] <= d.fail {
+		http.Error(w, "unavailable", d.failStatus)
+		return
+	}
+	for k, v := range d.header {
+		w.Header()[k] = v
+	}
+	_, _ = w.Write(d.body)
+}
+
+// set publishes d under path and resets the path's request count.
+func (f *fakeService) set(path string, d fakeDoc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.docs[path] = d
+	f.requests[path] = 0
+}
+
+func (f *fakeService) reqs(path string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.requests[path]
+}
+
+func (f *fakeService) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.total
+}
+
+func testRD(t testing.TB) evidence.ReportData {
+	t.Helper()
+	pub := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize)).Public().(ed25519.PublicKey)
+	rd, err := evidence.NewReportData(sha256.Sum256([]byte("collateral")), pub, []byte("verify/collateral test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rd
+}
+
+func simSEV(t testing.TB) (*evidence.Evidence, evidence.ReportData) {
+	t.Helper()
+	s, err := sim.New(sim.Options{Seed: []byte("collateral test machine")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := testRD(t)
+	ev, err := s.Quote(context.Background(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev, rd
+}
+
+// simCRL is an AMD-format CRL signed by the simulated ARK's (public test)
+// key, so the real verifier accepts or refuses it on its merits.
+func simCRL(t testing.TB, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
+	t.Helper()
+	tmpl := &x509.RevocationList{Number: big.NewInt(thisUpdate.Unix()), ThisUpdate: thisUpdate, NextUpdate: nextUpdate}
+	for _, s := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: thisUpdate})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+// serveSEV publishes the simulated machine's documents under the KDS paths.
+func serveSEV(t *testing.T, f *fakeService, ev *evidence.Evidence, crl []byte) []Item {
+	t.Helper()
+	items, err := Needs([]*evidence.Evidence{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 3 {
+		t.Fatalf("sev-snp needs %d items, want vcek, chain, crl", len(items))
+	}
+	for _, it := range items {
+		switch it.Kind {
+		case KindSEVSNPVCEK:
+			f.set(it.URL, fakeDoc{body: ev.CertChain[0]})
+		case KindSEVSNPChain:
+			f.set(it.URL, fakeDoc{body: simroots.SEVSNPCertChainPEM()})
+		case KindSEVSNPCRL:
+			f.set(it.URL, fakeDoc{body: crl})
+		}
+	}
+	return items
+}
+
+func testFetcher(base string, slept *[]time.Duration) *Fetcher {
+	return &Fetcher{
+		KDSURL: base, PCSURL: base, IntelCertsURL: base,
+		Now: func() time.Time { return testNow },
+		sleep: func(_ context.Context, d time.Duration) error {
+			if slept != nil {
+				*slept = append(*slept, d)
+			}
+			return nil
+		},
+	}
+}
+
+func TestSEVSNPNeedsUseKDSPaths(t *testing.T) {
+	ev, _ := simSEV(t)
+	items, err := Needs([]*evidence.Evidence{ev, ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		KindSEVSNPChain: "/vcek/v1/Milan/cert_chain",
+		KindSEVSNPCRL:   "/vcek/v1/Milan/crl",
+	}
+	if len(items) != 3 {
+		t.Fatalf("got %d items (duplicates not removed?)", len(items))
+	}
+	for _, it := range items {
+		if w, ok := want[it.Kind]; ok && it.URL != w {
+			t.Errorf("%s: url %q, want %q", it.Kind, it.URL, w)
+		}
+		if it.Kind == KindSEVSNPVCEK && (!strings.HasPrefix(it.URL, "/vcek/v1/Milan/") || !strings.Contains(it.URL, "?blSPL=")) {
+			t.Errorf("vcek url %q", it.URL)
+		}
+	}
+	if _, err := Needs([]*evidence.Evidence{{Platform: "sgx"}}); !errors.Is(err, ErrEvidence) {
+		t.Fatalf("unknown platform: %v", err)
+	}
+	bad := *ev
+	bad.Blob = bad.Blob[:10]
+	if _, err := Needs([]*evidence.Evidence{&bad}); !errors.Is(err, ErrEvidence) {
+		t.Fatalf("truncated report: %v", err)
+	}
+}
+
+func TestFetchCleanThenCached(t *testing.T) {
+	ev, rd := simSEV(t)
+	f, base := newFake(t)
+	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-day), testNow.Add(7*day)))
+	dir := t.TempDir()
+
+	// Before: everything missing.
+	for _, st := range Check(dir, items, testNow, time.Hour) {
+		if st.State != StateMissing {
+			t.Fatalf("%s: %s before fetch", st.Item.Path, st.State)
+		}
+	}
+	var lines []string
+	fe := testFetcher(base, nil)
+	fe.Progress = func(l string) { lines = append(lines, l) }
+	sts, err := fe.Fetch(context.Background(), dir, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.count() != 3 {
+		t.Fatalf("%d requests, want 3", f.count())
+	}
+	for _, st := range sts {
+		if st.State != StateFresh || !st.Fetched {
+			t.Fatalf("%+v", st)
+		}
+	}
+	if len(lines) < 3 || !strings.Contains(lines[0], "[1/3]") {
+		t.Fatalf("progress %q", lines)
+	}
+	if err := Incomplete(Check(dir, items, testNow, time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Cached: no request while every document stays valid.
+	sts, err = fe.Fetch(context.Background(), dir, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.count() != 3 {
+		t.Fatalf("cached fetch made %d requests", f.count()-3)
+	}
+	for _, st := range sts {
+		if st.Fetched {
+			t.Fatalf("%s refetched", st.Item.Path)
+		}
+	}
+
+	// The directory is what the verifier reads: strict options pass.
+	c, err := platform.LoadCollateralDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := platform.Verify(ev, rd, platform.Options{Now: fe.Now, AllowSimulated: true, Collateral: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Revocation != platform.StatusChecked {
+		t.Fatalf("revocation %s", res.Revocation)
+	}
+}
+
+func TestFetchRefetchesExpiredCRL(t *testing.T) {
+	ev, _ := simSEV(t)
+	f, base := newFake(t)
+	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
+	dir := t.TempDir()
+	fe := testFetcher(base, nil)
+	// The service itself serves an expired CRL: refused, nothing written.
+	_, err := fe.Fetch(context.Background(), dir, items)
+	if !errors.Is(err, ErrDocument) {
+		t.Fatalf("expired crl from the service: %v", err)
+	}
+	crlItem := itemOf(t, items, KindSEVSNPCRL)
+	if _, err := os.Stat(filepath.Join(dir, crlItem.Path)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatal("an expired crl was written")
+	}
+	// An expired CRL in the cache is refetched; the others are not.
+	writeFile(t, dir, crlItem.Path, simCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
+	st := Check(dir, []Item{crlItem}, testNow, time.Hour)[0]
+	if st.State != StateStale {
+		t.Fatalf("expired crl: %+v", st)
+	}
+	fresh := simCRL(t, testNow.Add(-day), testNow.Add(day))
+	f.set(crlItem.URL, fakeDoc{body: fresh})
+	before := f.count()
+	sts, err := fe.Fetch(context.Background(), dir, items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.count()-before != 1 {
+		t.Fatalf("%d requests, want only the crl", f.count()-before)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, crlItem.Path))
+	if !bytes.Equal(got, fresh) || !itemStatus(sts, crlItem.Path).Fetched {
+		t.Fatal("crl not replaced")
+	}
+	// A CRL that expires within MinValidity is refetched too.
+	fe.MinValidity = 2 * day
+	before = f.count()
+	if _, err := fe.Fetch(context.Background(), dir, items); !errors.Is(err, ErrDocument) {
+		t.Fatalf("crl valid for less than MinValidity: %v", err)
+	}
+	if f.count()-before != 1 {
+		t.Fatalf("%d requests", f.count()-before)
+	}
+}
+
+func TestFetchRetries(t *testing.T) {
+	ev, _ := simSEV(t)
+	f, base := newFake(t)
+	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-day), testNow.Add(day)))
+	crlItem := itemOf(t, items, KindSEVSNPCRL)
+	crl := simCRL(t, testNow.Add(-day), testNow.Add(day))
+
+	t.Run("5xx then success", func(t *testing.T) {
+		f.set(crlItem.URL, fakeDoc{body: crl, fail: 2, failStatus: http.StatusServiceUnavailable})
+		var slept []time.Duration
+		fe := testFetcher(base, &slept)
+		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); err != nil {
+			t.Fatal(err)
+		}
+		if f.reqs(crlItem.URL) != 3 {
+			t.Fatalf("%d requests, want 3", f.reqs(crlItem.URL))
+		}
+		if len(slept) != 2 || slept[0] != DefaultBackoff || slept[1] != 2*DefaultBackoff {
+			t.Fatalf("backoff %v", slept)
+		}
+	})
+	t.Run("persistent 5xx", func(t *testing.T) {
+		f.set(crlItem.URL, fakeDoc{fail: -1, failStatus: http.StatusInternalServerError})
+		var slept []time.Duration
+		fe := testFetcher(base, &slept)
+		fe.Attempts = 3
+		fe.Backoff = 20 * time.Second
+		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem})
+		if !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), "status 500") {
+			t.Fatalf("persistent failure: %v", err)
+		}
+		if f.reqs(crlItem.URL) != 3 || len(slept) != 2 || slept[1] != MaxBackoff {
+			t.Fatalf("%d requests, backoff %v", f.reqs(crlItem.URL), slept)
+		}
+	})
+	t.Run("404 is not retried", func(t *testing.T) {
+		missing := crlItem
+		missing.URL = "/vcek/v1/Milan/nothing-here"
+		before := f.count()
+		_, err := testFetcher(base, nil).Fetch(context.Background(), t.TempDir(), []Item{missing})
+		if !errors.Is(err, ErrFetch) || f.count()-before != 1 {
+			t.Fatalf("404: %v after %d requests", err, f.count()-before)
+		}
+	})
+	t.Run("connection refused", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		dead := srv.URL
+		srv.Close()
+		fe := testFetcher(dead, nil)
+		fe.Attempts = 2
+		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); !errors.Is(err, ErrFetch) {
+			t.Fatalf("dead service: %v", err)
+		}
+	})
+	t.Run("bad base url", func(t *testing.T) {
+		fe := testFetcher("ftp://example.invalid", nil)
+		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); err == nil {
+			t.Fatal("ftp base accepted")
+		}
+	})
+}
+
+func TestFetchedRevokedVCEKRefused(t *testing.T) {
+	ev, rd := simSEV(t)
+	leaf, err := x509.ParseCertificate(ev.CertChain[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, base := newFake(t)
+	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-day), testNow.Add(day), leaf.SerialNumber))
+	dir := t.TempDir()
+	fe := testFetcher(base, nil)
+	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+		t.Fatal(err)
+	}
+	c, err := platform.LoadCollateralDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = platform.Verify(ev, rd, platform.Options{Now: fe.Now, AllowSimulated: true, Collateral: c})
+	if !errors.Is(err, platform.ErrRevoked) || !errors.Is(err, platform.ErrRejected) {
+		t.Fatalf("revoked vcek: %v", err)
+	}
+}
+
+func TestCheckReportsMissingStaleInvalid(t *testing.T) {
+	ev, _ := simSEV(t)
+	f, base := newFake(t)
+	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-day), testNow.Add(day)))
+	dir := t.TempDir()
+	if _, err := testFetcher(base, nil).Fetch(context.Background(), dir, items); err != nil {
+		t.Fatal(err)
+	}
+	vcek := itemOf(t, items, KindSEVSNPVCEK)
+	chain := itemOf(t, items, KindSEVSNPChain)
+	crl := itemOf(t, items, KindSEVSNPCRL)
+	if err := os.Remove(filepath.Join(dir, vcek.Path)); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, chain.Path, []byte("not pem"))
+	sts := Check(dir, items, testNow.Add(2*day), time.Hour)
+	want := map[string]State{vcek.Path: StateMissing, chain.Path: StateInvalid, crl.Path: StateStale}
+	for _, st := range sts {
+		if st.State != want[st.Item.Path] {
+			t.Errorf("%s: %s, want %s (%s)", st.Item.Path, st.State, want[st.Item.Path], st.Detail)
+		}
+	}
+	err := Incomplete(sts)
+	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), vcek.Path+" missing") {
+		t.Fatalf("incomplete: %v", err)
+	}
+	if f.count() != 3 {
+		t.Fatal("Check used the network")
+	}
+}
+
+// TDX: go-tdx-guest's real PCS documents (Intel-signed, valid in June and
+// July 2023) for its real quote, served under the PCS paths.
+const tdxModule = "github.com/google/go-tdx-guest"
+
+var tdxNow = time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC)
+
+func realTDX(t *testing.T) *evidence.Evidence {
+	t.Helper()
+	raw := readModuleFile(t, "testing/testdata/tdx_prod_quote_SPR_E4.dat")
+	n, err := tdxquote.Length(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := tdxquote.Parse(raw[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &evidence.Evidence{Platform: evidence.PlatformTDX, Format: platform.TDXFormat, Blob: raw[:n], CertChain: chain}
+}
+
+func serveTDX(t *testing.T, f *fakeService, items []Item) map[string][]byte {
+	t.Helper()
+	bodies := map[string][]byte{}
+	for _, it := range items {
+		var d fakeDoc
+		switch it.Kind {
+		case KindTDXTCBInfo:
+			d = fakeDoc{body: readModuleFile(t, "testing/testdata/sample_tcbInfo_response"), header: testcases.TcbInfoHeader}
+		case KindTDXQEIdentity:
+			d = fakeDoc{body: readModuleFile(t, "testing/testdata/sample_qeIdentity_response"), header: testcases.QeIdentityHeader}
+		case KindTDXPCKCRL:
+			d = fakeDoc{body: readModuleFile(t, "testing/testdata/pckcrl"), header: testcases.PckCrlHeader}
+		case KindTDXRootCRL:
+			d = fakeDoc{body: readModuleFile(t, "testing/testdata/rootcrl.der")}
+		default:
+			t.Fatalf("unexpected tdx item %s", it.Kind)
+		}
+		f.set(it.URL, d)
+		bodies[it.Path] = d.body
+	}
+	return bodies
+}
+
+func TestFetchTDX(t *testing.T) {
+	ev := realTDX(t)
+	items, err := Needs([]*evidence.Evidence{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantURL := map[string]string{
+		KindTDXTCBInfo:    "/tdx/certification/v4/tcb?fmspc=50806f000000",
+		KindTDXQEIdentity: "/tdx/certification/v4/qe/identity",
+		KindTDXPCKCRL:     "/sgx/certification/v4/pckcrl?ca=platform&encoding=der",
+		KindTDXRootCRL:    RootCRLPath,
+	}
+	for _, it := range items {
+		if it.URL != wantURL[it.Kind] {
+			t.Fatalf("%s: url %q, want %q", it.Kind, it.URL, wantURL[it.Kind])
+		}
+	}
+	f, base := newFake(t)
+	bodies := serveTDX(t, f, items)
+	dir := t.TempDir()
+	fe := testFetcher(base, nil)
+	fe.Now = func() time.Time { return tdxNow }
+	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+		t.Fatal(err)
+	}
+	c, err := platform.LoadCollateralDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := func(h map[string][]string, phrase string) []byte {
+		s, err := url.QueryUnescape(h[phrase][0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []byte(s)
+	}
+	for name, pair := range map[string][2][]byte{
+		"tcb info":       {c.TDXTCBInfo, bodies[platform.FileTDXTCBInfo]},
+		"tcb info chain": {c.TDXTCBInfoIssuerChain, chain(testcases.TcbInfoHeader, pcs.TcbInfoIssuerChainPhrase)},
+		"qe identity":    {c.TDXQEIdentity, bodies[platform.FileTDXQEIdentity]},
+		"qe chain":       {c.TDXQEIdentityIssuerChain, chain(testcases.QeIdentityHeader, pcs.SgxQeIdentityIssuerChainPhrase)},
+		"pck crl":        {c.TDXPCKCRL, bodies[platform.FileTDXPCKCRL]},
+		"pck crl chain":  {c.TDXPCKCRLIssuerChain, chain(testcases.PckCrlHeader, pcs.SgxPckCrlIssuerChainPhrase)},
+		"root crl":       {c.TDXRootCRL, bodies[platform.FileTDXRootCRL]},
+	} {
+		if len(pair[0]) == 0 || !bytes.Equal(pair[0], pair[1]) {
+			t.Errorf("%s: not stored as served", name)
+		}
+	}
+	// Cached until the QE identity's nextUpdate (2023-07-08): a week later
+	// it and the PCK CRL are stale, the TCB info (until 07-18) is not.
+	later := Check(dir, items, time.Date(2023, 7, 9, 0, 0, 0, 0, time.UTC), time.Hour)
+	for _, st := range later {
+		want := StateStale
+		if st.Item.Kind == KindTDXTCBInfo || st.Item.Kind == KindTDXRootCRL {
+			want = StateFresh
+		}
+		if st.State != want {
+			t.Errorf("%s on 2023-07-09: %s, want %s", st.Item.Path, st.State, want)
+		}
+	}
+
+	t.Run("tcb info for another fmspc", func(t *testing.T) {
+		ti := itemOf(t, items, KindTDXTCBInfo)
+		body := bytes.Replace(bodies[ti.Path], []byte(`"fmspc":"50806f000000"`), []byte(`"fmspc":"00906ed50000"`), 1)
+		f.set(ti.URL, fakeDoc{body: body, header: testcases.TcbInfoHeader})
+		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{ti})
+		if !errors.Is(err, ErrDocument) || !strings.Contains(err.Error(), "fmspc") {
+			t.Fatalf("other fmspc: %v", err)
+		}
+	})
+	t.Run("missing issuer chain header", func(t *testing.T) {
+		qi := itemOf(t, items, KindTDXQEIdentity)
+		f.set(qi.URL, fakeDoc{body: bodies[qi.Path]})
+		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{qi})
+		if !errors.Is(err, ErrDocument) {
+			t.Fatalf("no chain header: %v", err)
+		}
+	})
+}
+
+func itemOf(t testing.TB, items []Item, kind string) Item {
+	t.Helper()
+	for _, it := range items {
+		if it.Kind == kind {
+			return it
+		}
+	}
+	t.Fatalf("no %s item", kind)
+	return Item{}
+}
+
+func itemStatus(sts []Status, path string) Status {
+	for _, s := range sts {
+		if s.Item.Path == path {
+			return s
+		}
+	}
+	return Status{}
+}
+
+func writeFile(t testing.TB, dir, rel string, b []byte) {
+	t.Helper()
+	p := filepath.Join(dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readModuleFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", tdxModule).Output()
+	if err != nil {
+		t.Fatalf("locating %s: %v", tdxModule, err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
