@@ -50,6 +50,7 @@ func commands() []command {
 		{"disclose", "reveal chosen inputs of a v2 pack to an auditor", runDisclose},
 		{"verify-disclosure", "check a disclosure against its report (and attestation)", runVerifyDisclosure},
 		{"tpm", "certify a TPM attestation key through its EK, check a record", runTPM},
+		{"collateral", "fetch or check AMD/Intel collateral for evidence (fetch, check)", runCollateral},
 	}
 }
 

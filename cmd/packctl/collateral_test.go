@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-sev-guest/testing/data"
+
+	"github.com/clawea/attester/verify/collateral"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/simroots"
+)
+
+// kdsFake serves the simulated SEV-SNP machine's KDS documents on loopback
+// and counts requests; failing makes every answer a 503.
+type kdsFake struct {
+	mu       sync.Mutex
+	docs     map[string][]byte
+	requests int
+	failing  bool
+}
+
+func (k *kdsFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.requests++
+	if k.failing {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
+	b, ok := k.docs[r.URL.RequestURI()]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	_, _ = w.Write(b)
+}
+
+func (k *kdsFake) count() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.requests
+}
+
+func scriptEvidence(t *testing.T, path string) *evidence.Evidence {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = bytes.TrimSpace(b)
+	key, err := evidencedoc.SignerKey(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := evidencedoc.Parse(b, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc.Items[0].Evidence
+}
+
+func simARKCRL(t *testing.T, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
+	t.Helper()
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: thisUpdate, NextUpdate: nextUpdate}
+	for _, s := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: thisUpdate})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+// TestCollateralFetchThenVerify runs packctl collateral fetch against a
+// loopback KDS, then packctl verify with the strict default (revocation
+// required) on the fetched directory.
+func TestCollateralFetchThenVerify(t *testing.T) {
+	dir := scriptFiles(t)
+	in := func(n string) string { return filepath.Join(dir, n) }
+	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	ev := scriptEvidence(t, in("sev/evidence.jws"))
+	leaf, err := x509.ParseCertificate(ev.CertChain[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := collateral.Needs([]*evidence.Evidence{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kdsFake{docs: map[string][]byte{}}
+	var crlURL string
+	for _, it := range items {
+		switch it.Kind {
+		case collateral.KindSEVSNPVCEK:
+			k.docs[it.URL] = ev.CertChain[0]
+		case collateral.KindSEVSNPChain:
+			k.docs[it.URL] = simroots.SEVSNPCertChainPEM()
+		case collateral.KindSEVSNPCRL:
+			crlURL = it.URL
+			k.docs[it.URL] = simARKCRL(t, at.Add(-time.Hour), at.Add(48*time.Hour))
+		}
+	}
+	srv := httptest.NewServer(k)
+	defer srv.Close()
+	coll := filepath.Join(t.TempDir(), "collateral")
+	run1 := func(args ...string) (int, string, string) {
+		var stdout, stderr bytes.Buffer
+		code := run(args, nil, &stdout, &stderr)
+		return code, stdout.String(), stderr.String()
+	}
+	fetch := []string{"collateral", "fetch", "--evidence", in("sev/evidence.jws"), "--collateral", coll,
+		"--kds-url", srv.URL, "--at", "2026-06-01T12:00:00Z", "--backoff", "1ms"}
+	verifyArgs := []string{"verify", "--attestation", in("sev/attestation.json"), "--evidence", in("sev/evidence.jws"),
+		"--policy", in("strict.json"), "--allow-simulated", "--collateral", coll, "--at", "2026-06-01T12:00:00Z"}
+
+	// --offline on an empty directory names every missing document.
+	code, out, _ := run1("collateral", "fetch", "--offline", "--evidence", in("sev/evidence.jws"), "--collateral", coll, "--at", "2026-06-01T12:00:00Z")
+	if code != exitCannot || strings.Count(out, "missing") != 3 || !strings.Contains(out, "INCOMPLETE") || k.count() != 0 {
+		t.Fatalf("offline check of an empty dir: exit %d\n%s", code, out)
+	}
+	// Without collateral the strict verifier cannot check revocation.
+	if code, _, _ := run1(verifyArgs...); code != exitCannot {
+		t.Fatalf("verify without collateral: exit %d", code)
+	}
+
+	code, out, errOut := run1(fetch...)
+	if code != exitOK || !strings.Contains(out, "COMPLETE: 3 documents") || k.count() != 3 {
+		t.Fatalf("fetch: exit %d requests %d\n%s\n%s", code, k.count(), out, errOut)
+	}
+	if !strings.Contains(errOut, "packctl: collateral fetch: [1/3]") {
+		t.Fatalf("no progress line on stderr: %q", errOut)
+	}
+	if code, out, _ := run1("collateral", "check", "--evidence", in("sev/evidence.jws"), "--collateral", coll, "--at", "2026-06-01T12:00:00Z", "--json"); code != exitOK {
+		t.Fatalf("check after fetch: exit %d\n%s", code, out)
+	} else {
+		var j collateralJSON
+		if err := json.Unmarshal([]byte(out), &j); err != nil || !j.Complete || len(j.Documents) != 3 {
+			t.Fatalf("check json %q: %v", out, err)
+		}
+	}
+	if code, out, errOut := run1(verifyArgs...); code != exitOK {
+		t.Fatalf("verify with fetched collateral: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// Cached: a second fetch makes no request.
+	if code, _, _ := run1(fetch...); code != exitOK || k.count() != 3 {
+		t.Fatalf("cached fetch: exit %d, %d requests", code, k.count())
+	}
+
+	// Three days later the CRL is stale: check says so, and a persistently
+	// failing KDS makes fetch exit 3 after the bounded attempts.
+	later := "2026-06-04T12:00:00Z"
+	code, out, _ = run1("collateral", "check", "--evidence", in("sev/evidence.jws"), "--collateral", coll, "--at", later)
+	if code != exitCannot || !strings.Contains(out, "stale") {
+		t.Fatalf("check with a stale crl: exit %d\n%s", code, out)
+	}
+	k.mu.Lock()
+	k.failing = true
+	k.mu.Unlock()
+	before := k.count()
+	laterFetch := append(append([]string(nil), fetch...), "--attempts", "3")
+	laterFetch[len(fetch)-3] = later // --at value
+	code, _, errOut = run1(laterFetch...)
+	if code != exitCannot || k.count()-before != 3 || !strings.Contains(errOut, "status 503") {
+		t.Fatalf("persistent failure: exit %d, %d requests\n%s", code, k.count()-before, errOut)
+	}
+
+	// The KDS revokes the VCEK: fetch succeeds, verify refuses (exit 2).
+	k.mu.Lock()
+	k.failing = false
+	k.docs[crlURL] = simARKCRL(t, at.Add(time.Hour), at.Add(96*time.Hour), leaf.SerialNumber)
+	k.mu.Unlock()
+	if code, out, errOut := run1(laterFetch...); code != exitOK {
+		t.Fatalf("fetch of the revoking crl: exit %d\n%s\n%s", code, out, errOut)
+	}
+	verifyLater := append([]string(nil), verifyArgs...)
+	verifyLater[len(verifyLater)-1] = later
+	code, _, errOut = run1(verifyLater...)
+	if code != exitRejected || !strings.Contains(errOut, "revoked") {
+		t.Fatalf("revoked vcek: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestCollateralUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"collateral"},
+		{"collateral", "pull"},
+		{"collateral", "fetch", "--collateral", "x"},
+		{"collateral", "fetch", "--evidence", "x"},
+		{"collateral", "fetch", "--evidence", "x", "--collateral", "y", "--attempts", "0"},
+		{"collateral", "check", "--evidence", "x", "--collateral", "y", "--kds-url", "http://127.0.0.1:1"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, nil, &stdout, &stderr); code != exitUsage {
+			t.Errorf("%q: exit %d, want usage", args, code)
+		}
+	}
+	// Not an evidence document: rejected input.
+	bad := filepath.Join(t.TempDir(), "bad.jws")
+	if err := os.WriteFile(bad, []byte("not.a.jws"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"collateral", "check", "--evidence", bad, "--collateral", t.TempDir()}, nil, &stdout, &stderr); code != exitRejected {
+		t.Fatalf("bad evidence: exit %d", code)
+	}
+}
