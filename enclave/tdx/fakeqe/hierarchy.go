@@ -77,6 +77,11 @@ type Hierarchy struct {
 	chainDER [][]byte // leaf, intermediate, root
 	cpuSVN   [16]byte
 	pceSVN   uint16
+	// seed, rootKey and interKey sign TEST ONLY PCS collateral
+	// (collateral.go).
+	seed     string
+	rootKey  *ecdsa.PrivateKey
+	interKey *ecdsa.PrivateKey
 }
 
 // SeedKey derives the P-256 key named label under seed. It is exported so
@@ -198,7 +203,7 @@ func build(seed string, root *x509.Certificate, rootKey *ecdsa.PrivateKey) (*Hie
 		return nil, fmt.Errorf("fakeqe: parse intermediate: %w", err)
 	}
 
-	h := &Hierarchy{root: root, pckKey: pckKey, akKey: akKey, pceSVN: 13}
+	h := &Hierarchy{root: root, pckKey: pckKey, akKey: akKey, pceSVN: 13, seed: seed, rootKey: rootKey, interKey: interKey}
 	for i := range h.cpuSVN {
 		h.cpuSVN[i] = byte(i%4 + 1)
 	}
