@@ -75,6 +75,7 @@ const (
 	CheckDebug       = "debug"
 	CheckTCB         = "tcb"
 	CheckTCBStatus   = "tcb-status"
+	CheckTCBAdvisory = "tcb-advisory"
 	CheckGuestPolicy = "guest-policy"
 )
 

@@ -123,9 +123,16 @@ type Result struct {
 	// Revocation and Collateral say whether those checks ran.
 	Revocation Status
 	Collateral Status
-	// TCBStatus is the TDX TCB status from checked collateral (e.g.
-	// "UpToDate"); empty when collateral was not checked.
-	TCBStatus string
+	// TCBStatus is the TDX TCB status of the TCB level (or TDX module
+	// identity level) that matched in checked collateral (e.g. "UpToDate",
+	// "OutOfDate"); QETCBStatus that of the quoting enclave's level in the
+	// QE identity; TCBAdvisoryIDs the Intel advisory IDs of both levels,
+	// sorted, without duplicates. All empty when collateral was not
+	// checked. A Revoked level is rejected by Verify; which other statuses
+	// and advisories are acceptable is the Policy's decision.
+	TCBStatus      string
+	QETCBStatus    string
+	TCBAdvisoryIDs []string
 
 	// SEVSNP, TDX and TPM hold the platform's other verified fields.
 	SEVSNP *SEVSNPClaims

@@ -13,8 +13,28 @@ import (
 	"github.com/google/go-sev-guest/validate"
 )
 
-// TCBStatusUpToDate is the only TDX TCB status accepted by default.
-const TCBStatusUpToDate = "UpToDate"
+// Intel TCB statuses (TCB info and QE identity tcbLevels[].tcbStatus).
+// TCBStatusUpToDate is the only one accepted by default; TCBStatusRevoked
+// is never accepted (Verify rejects it).
+const (
+	TCBStatusUpToDate                          = "UpToDate"
+	TCBStatusSWHardeningNeeded                 = "SWHardeningNeeded"
+	TCBStatusConfigurationNeeded               = "ConfigurationNeeded"
+	TCBStatusConfigurationAndSWHardeningNeeded = "ConfigurationAndSWHardeningNeeded"
+	TCBStatusOutOfDate                         = "OutOfDate"
+	TCBStatusOutOfDateConfigurationNeeded      = "OutOfDateConfigurationNeeded"
+	TCBStatusRevoked                           = "Revoked"
+)
+
+// knownTCBStatuses are the statuses Verify reports; any other is rejected.
+var knownTCBStatuses = []string{TCBStatusUpToDate, TCBStatusSWHardeningNeeded, TCBStatusConfigurationNeeded,
+	TCBStatusConfigurationAndSWHardeningNeeded, TCBStatusOutOfDate, TCBStatusOutOfDateConfigurationNeeded, TCBStatusRevoked}
+
+// AcceptableTCBStatus reports whether s may appear in Policy.TCBStatuses:
+// a known status other than Revoked.
+func AcceptableTCBStatus(s string) bool {
+	return s != TCBStatusRevoked && slices.Contains(knownTCBStatuses, s)
+}
 
 // Policy is the relying party's judgement of verified evidence. The zero
 // value is the strictest: no measurement is accepted, debug guests are
@@ -42,10 +62,16 @@ type Policy struct {
 
 	// MinTDXTeeTCBSVN is the component-wise minimum TEE_TCB_SVN.
 	MinTDXTeeTCBSVN [16]byte
-	// TCBStatuses are the accepted TDX TCB statuses when collateral was
-	// checked (Result.TCBStatus); empty means only UpToDate. Note that
-	// go-tdx-guest already refuses other statuses during Verify.
+	// TCBStatuses are the TDX TCB statuses accepted, besides UpToDate, for
+	// both the TD's level (Result.TCBStatus) and the QE's level
+	// (Result.QETCBStatus) when collateral was checked; empty means
+	// UpToDate only. Revoked is never accepted.
 	TCBStatuses []string
+	// AllowedAdvisoryIDs are the Intel security advisories (e.g.
+	// "INTEL-SA-00837") the relying party accepts on a matching TCB level
+	// (Result.TCBAdvisoryIDs); any other listed advisory is refused. Empty
+	// accepts none.
+	AllowedAdvisoryIDs []string
 }
 
 // CheckPolicy judges r, which must come from Verify, against p. It returns
@@ -116,12 +142,18 @@ func checkTDXPolicy(r *Result, p Policy) error {
 		}
 	}
 	if r.Collateral == StatusChecked {
-		ok := []string{TCBStatusUpToDate}
-		if len(p.TCBStatuses) > 0 {
-			ok = p.TCBStatuses
+		for _, st := range []struct{ what, status string }{{"tdx tcb status", r.TCBStatus}, {"qe tcb status", r.QETCBStatus}} {
+			if st.status == TCBStatusUpToDate {
+				continue
+			}
+			if st.status == TCBStatusRevoked || !slices.Contains(p.TCBStatuses, st.status) {
+				return policyErr(CheckTCBStatus, fmt.Errorf("%s is %q, not accepted by TCBStatuses %q", st.what, safetext.Clip(st.status, 48), p.TCBStatuses))
+			}
 		}
-		if !slices.Contains(ok, r.TCBStatus) {
-			return policyErr(CheckTCBStatus, fmt.Errorf("tcb status %q not accepted", safetext.Clip(r.TCBStatus, 32)))
+		for _, a := range r.TCBAdvisoryIDs {
+			if !slices.Contains(p.AllowedAdvisoryIDs, a) {
+				return policyErr(CheckTCBAdvisory, fmt.Errorf("tcb level lists advisory %q, not in AllowedAdvisoryIDs %q", safetext.Clip(a, 64), p.AllowedAdvisoryIDs))
+			}
 		}
 	}
 	return nil

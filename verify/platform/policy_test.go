@@ -74,7 +74,7 @@ func TestPolicyTDX(t *testing.T) {
 	}
 	// A checked status other than the accepted ones is refused.
 	st := *res
-	st.Collateral, st.TCBStatus = StatusChecked, "OutOfDate"
+	st.Collateral, st.TCBStatus, st.QETCBStatus = StatusChecked, "OutOfDate", "UpToDate"
 	wantErr(t, CheckPolicy(&st, ok), ErrPolicy, nil, CheckTCBStatus)
 	accept := ok
 	accept.TCBStatuses = []string{"OutOfDate"}

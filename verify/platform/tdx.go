@@ -6,9 +6,13 @@ import (
 	"crypto/elliptic"
 	"crypto/sha256"
 	"crypto/x509"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/clawea/attester/schema/safetext"
@@ -16,6 +20,7 @@ import (
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/tdxsimroots"
 	tdxabi "github.com/google/go-tdx-guest/abi"
+	"github.com/google/go-tdx-guest/pcs"
 	tdxpb "github.com/google/go-tdx-guest/proto/tdx"
 	tdxverify "github.com/google/go-tdx-guest/verify"
 )
@@ -138,11 +143,11 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 		if err := c.tdxSizesOK(); err != nil {
 			return nil, cannotCheck(CheckCollateral, err)
 		}
-		status, err := verifyTDXCollateral(pq, c, pool, ts)
+		tcb, err := verifyTDXCollateral(pq, c, pool, ts)
 		if err != nil {
 			return nil, err
 		}
-		res.Collateral, res.TCBStatus = StatusChecked, status
+		res.Collateral, res.TCBStatus, res.QETCBStatus, res.TCBAdvisoryIDs = StatusChecked, tcb.status, tcb.qeStatus, tcb.advisories
 		if c.tdxHasCRLs() {
 			res.Revocation = StatusChecked
 		}
@@ -158,39 +163,125 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	return res, nil
 }
 
+// tdxTCB is the TCB assessment of checked TDX collateral.
+type tdxTCB struct {
+	status, qeStatus string
+	advisories       []string
+}
+
+// Prefixes of the errors go-tdx-guest returns when everything it checked
+// passed except a TCB status other than UpToDate (verifyTdQuoteBody and
+// verifyQeReport, the last steps of TdxQuote).
+const (
+	tdxStatusFailure = "TDX TCB info reported by Intel PCS failed TCB status check: "
+	qeStatusFailure  = "QE Identity reported by Intel PCS failed TCB status check: "
+)
+
 // verifyTDXCollateral runs go-tdx-guest with the supplied collateral served
-// offline and returns the TDX TCB status.
-func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, ts *tdxverify.TimeSet) (string, error) {
+// offline and returns the TCB levels' statuses and advisories. go-tdx-guest
+// refuses any status but UpToDate; a status is a policy decision
+// (CheckPolicy), so such a refusal is turned into a result when it is the
+// only failure, after checking the QE identity that go-tdx-guest skipped.
+// A Revoked level is always rejected.
+func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, ts *tdxverify.TimeSet) (*tdxTCB, error) {
 	g := &offlineGetter{c: c}
 	o := &tdxverify.Options{GetCollateral: true, CheckRevocations: c.tdxHasCRLs(), Getter: g, TrustedRoots: pool, Now: ts}
 	err := guard(CheckCollateral, func() error { return tdxverify.TdxQuote(pq, o) })
 	if errors.Is(err, ErrInternal) {
-		return "", err
+		return nil, err
 	}
 	if len(g.missing) > 0 {
-		return "", cannotCheck(CheckCollateral, fmt.Errorf("%w: %d items", ErrMissingCollateral, len(g.missing)))
+		return nil, cannotCheck(CheckCollateral, fmt.Errorf("%w: %d items", ErrMissingCollateral, len(g.missing)))
 	}
-	var level string
+	var td, qe pcs.TcbLevel
 	lerr := guard(CheckCollateral, func() error {
-		tcb, _, err := tdxverify.SupportedTcbLevelsFromCollateral(pq, o)
-		level = string(tcb.TcbStatus)
+		var err error
+		td, qe, err = tdxverify.SupportedTcbLevelsFromCollateral(pq, o)
 		return err
 	})
+	if err != nil && lerr == nil {
+		msg := err.Error()
+		switch {
+		case strings.HasPrefix(msg, tdxStatusFailure) && td.TcbStatus != pcs.TcbComponentStatusUpToDate:
+			// TdxQuote stopped before matching the QE report to the QE
+			// identity: do that here, without the status.
+			if qerr := checkQEIdentity(pq, c.TDXQEIdentity); qerr != nil {
+				return nil, rejected(CheckCollateral, qerr)
+			}
+			err = nil
+		case strings.HasPrefix(msg, qeStatusFailure) && td.TcbStatus == pcs.TcbComponentStatusUpToDate &&
+			qe.TcbStatus != pcs.TcbComponentStatusUpToDate:
+			err = nil
+		}
+	}
 	if err != nil {
 		for _, expired := range []error{tdxverify.ErrTcbInfoExpired, tdxverify.ErrQeIdentityExpired,
 			tdxverify.ErrPCKCrlExpired, tdxverify.ErrRootCaCrlExpired, tdxverify.ErrTcbInfoSigningCertExpired,
 			tdxverify.ErrTcbInfoRootCertExpired, tdxverify.ErrQeIdentitySigningCertExpired,
 			tdxverify.ErrQeIdentityRootCertExpired, tdxverify.ErrPCKCrlSigningCertExpired, tdxverify.ErrPCKCrlRootCertExpired} {
 			if errors.Is(lerr, expired) {
-				return "", rejected(CheckCollateral, fmt.Errorf("%w: %w", ErrCollateralExpired, expired))
+				return nil, rejected(CheckCollateral, fmt.Errorf("%w: %w", ErrCollateralExpired, expired))
 			}
 		}
-		return "", rejected(CheckCollateral, err)
+		return nil, rejected(CheckCollateral, err)
 	}
 	if lerr != nil {
-		return "", rejected(CheckCollateral, lerr)
+		return nil, rejected(CheckCollateral, lerr)
 	}
-	return level, nil
+	for _, l := range []pcs.TcbLevel{td, qe} {
+		if l.TcbStatus == TCBStatusRevoked {
+			return nil, rejected(CheckCollateral, fmt.Errorf("%w: the matching tcb level is Revoked", ErrRevoked))
+		}
+		if !slices.Contains(knownTCBStatuses, string(l.TcbStatus)) {
+			return nil, rejected(CheckCollateral, fmt.Errorf("unknown tcb status %q", safetext.Clip(string(l.TcbStatus), 48)))
+		}
+	}
+	var adv []string
+	for _, a := range append(slices.Clone(td.AdvisoryIDs), qe.AdvisoryIDs...) {
+		a = safetext.Clip(a, 64)
+		if !slices.Contains(adv, a) {
+			adv = append(adv, a)
+		}
+	}
+	slices.Sort(adv)
+	return &tdxTCB{status: string(td.TcbStatus), qeStatus: string(qe.TcbStatus), advisories: adv}, nil
+}
+
+// checkQEIdentity matches the QE report against the (already verified) QE
+// identity the way go-tdx-guest's verifyQeReport does, except for the TCB
+// status: MISCSELECT and ATTRIBUTES under their masks, MRSIGNER, ISVPRODID.
+func checkQEIdentity(pq *tdxpb.QuoteV4, raw []byte) error {
+	var qi pcs.QeIdentity
+	if err := json.Unmarshal(raw, &qi); err != nil {
+		return fmt.Errorf("qe identity: %v", err)
+	}
+	id := qi.EnclaveIdentity
+	rep := pq.GetSignedData().GetCertificationData().GetQeReportCertificationData().GetQeReport()
+	if rep == nil {
+		return errors.New("quote has no qe report")
+	}
+	if len(id.Miscselect.Bytes) != 4 || len(id.MiscselectMask.Bytes) != 4 {
+		return errors.New("qe identity miscselect is not 4 bytes")
+	}
+	if rep.GetMiscSelect()&binary.LittleEndian.Uint32(id.MiscselectMask.Bytes) != binary.LittleEndian.Uint32(id.Miscselect.Bytes) {
+		return errors.New("qe report miscselect does not match the qe identity")
+	}
+	attrs := rep.GetAttributes()
+	if len(id.AttributesMask.Bytes) != len(attrs) || len(id.Attributes.Bytes) != len(attrs) {
+		return errors.New("qe identity attributes have the wrong size")
+	}
+	for i := range attrs {
+		if attrs[i]&id.AttributesMask.Bytes[i] != id.Attributes.Bytes[i] {
+			return errors.New("qe report attributes do not match the qe identity")
+		}
+	}
+	if !bytes.Equal(id.Mrsigner.Bytes, rep.GetMrSigner()) {
+		return errors.New("qe report mrsigner does not match the qe identity")
+	}
+	if rep.GetIsvProdId() != uint32(id.IsvProdID) {
+		return errors.New("qe report isvprodid does not match the qe identity")
+	}
+	return nil
 }
 
 // diagnoseTDX names the check that made go-tdx-guest refuse a quote that
