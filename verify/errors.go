@@ -59,6 +59,7 @@ const (
 	PolicyDebug        = "debug"
 	PolicyTCB          = "tcb"
 	PolicyTCBStatus    = "tcb-status"
+	PolicyTCBAdvisory  = "tcb-advisory"
 	PolicyGuestPolicy  = "guest-policy"
 	PolicyAttester     = "attester"
 	PolicyPromptHash   = "prompt-hash"

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"unicode/utf8"
@@ -15,6 +14,7 @@ import (
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -69,9 +69,13 @@ type Policy struct {
 	MinSEVSNPTCB uint64
 	// MinTDXTeeTCBSVN is the component-wise minimum TEE_TCB_SVN.
 	MinTDXTeeTCBSVN [16]byte
-	// TDXTCBStatuses are the accepted TDX TCB statuses when collateral was
-	// checked; empty means UpToDate only.
+	// TDXTCBStatuses are the TDX TCB statuses accepted besides UpToDate
+	// (for the TD's and the QE's TCB level) when collateral was checked;
+	// empty means UpToDate only. Revoked is never accepted.
 	TDXTCBStatuses []string
+	// TDXAllowedAdvisoryIDs are the Intel advisory IDs accepted on a
+	// matching TCB level; empty accepts none.
+	TDXAllowedAdvisoryIDs []string
 	// TrustedTPMAKs are the TPM Names of trusted attestation keys.
 	TrustedTPMAKs [][]byte
 	// TPMAKCertifications are credential-activation records
@@ -104,8 +108,8 @@ type Policy struct {
 }
 
 var (
-	sha256Hex   = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-	tcbStatuses = []string{"UpToDate", "SWHardeningNeeded", "ConfigurationNeeded", "ConfigurationAndSWHardeningNeeded", "OutOfDate", "OutOfDateConfigurationNeeded"}
+	sha256Hex  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+	advisoryID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
 
 // ParsePolicy parses a policy file (docs/spec/verify-v1.md, section 5):
@@ -192,10 +196,18 @@ func (p *Policy) set(r *jsonobj.Reader, key string, v *pohjson.Value) {
 		_, _ = hex.Decode(p.MinTDXTeeTCBSVN[:], []byte(s))
 	case "tdx_tcb_statuses":
 		listTo(r, v, path, func(s string) error {
-			if !slices.Contains(tcbStatuses, s) {
-				return errors.New("unknown tcb status")
+			if !platform.AcceptableTCBStatus(s) {
+				return errors.New("unknown tcb status (Revoked is never acceptable)")
 			}
 			p.TDXTCBStatuses = append(p.TDXTCBStatuses, s)
+			return nil
+		})
+	case "tdx_allowed_advisory_ids":
+		listTo(r, v, path, func(s string) error {
+			if !advisoryID.MatchString(s) {
+				return errors.New("an advisory id is 1 to 64 letters, digits, '.', '_' or '-'")
+			}
+			p.TDXAllowedAdvisoryIDs = append(p.TDXAllowedAdvisoryIDs, s)
 			return nil
 		})
 	case "trusted_tpm_ak_names_hex":
@@ -356,6 +368,7 @@ func (p *Policy) Encode() ([]byte, error) {
 		addStr("min_tdx_tee_tcb_svn", hex.EncodeToString(p.MinTDXTeeTCBSVN[:]))
 	}
 	addList("tdx_tcb_statuses", p.TDXTCBStatuses)
+	addList("tdx_allowed_advisory_ids", p.TDXAllowedAdvisoryIDs)
 	var aks []string
 	for _, a := range p.TrustedTPMAKs {
 		aks = append(aks, hex.EncodeToString(a))

@@ -108,6 +108,8 @@ type EvidenceResult struct {
 	Revocation      platform.Status `json:"revocation"`
 	Collateral      platform.Status `json:"collateral"`
 	TCBStatus       string          `json:"tcb_status,omitempty"`
+	QETCBStatus     string          `json:"qe_tcb_status,omitempty"`
+	TCBAdvisoryIDs  []string        `json:"tcb_advisory_ids,omitempty"`
 }
 
 // BundleResult summarizes the verified proof bundle.
@@ -562,6 +564,7 @@ func (st *state) checkPlatform() *Error {
 			Platform: pr.Platform, Format: pr.Format, Simulated: pr.Simulated, RootID: pr.RootID,
 			MeasurementB64u: b64u.Encode(pr.Measurement), TCB: pr.TCB, Debug: pr.Debug,
 			Revocation: pr.Revocation, Collateral: pr.Collateral, TCBStatus: pr.TCBStatus,
+			QETCBStatus: pr.QETCBStatus, TCBAdvisoryIDs: slices.Clone(pr.TCBAdvisoryIDs),
 		})
 		sim := ""
 		if pr.Simulated {
@@ -687,6 +690,15 @@ func (st *state) checkTEEClaims() *Error {
 	return nil
 }
 
+// platformPolicyMember names the policy file member (section 5.2) that a
+// verify/platform policy check enforces, for refusal messages.
+var platformPolicyMember = map[string]string{
+	platform.CheckMeasurement: "measurements_b64u",
+	platform.CheckTCB:         "min_tdx_tee_tcb_svn",
+	platform.CheckTCBStatus:   "tdx_tcb_statuses",
+	platform.CheckTCBAdvisory: "tdx_allowed_advisory_ids",
+}
+
 // checkPolicy applies the policy to verified data.
 func (st *state) checkPolicy() *Error {
 	p := st.policy
@@ -697,6 +709,7 @@ func (st *state) checkPolicy() *Error {
 		MinSEVSNPTCB:        kds.DecomposeTCBVersion(kds.TCBVersion(p.MinSEVSNPTCB)),
 		MinTDXTeeTCBSVN:     p.MinTDXTeeTCBSVN,
 		TCBStatuses:         p.TDXTCBStatuses,
+		AllowedAdvisoryIDs:  p.TDXAllowedAdvisoryIDs,
 	}
 	for i, pr := range r.Platform {
 		if err := platform.CheckPolicy(pr, pp); err != nil {
@@ -705,7 +718,15 @@ func (st *state) checkPolicy() *Error {
 			if errors.As(err, &pe) {
 				check = pe.Check
 			}
-			return &Error{Class: ErrPolicy, Check: CheckPolicy + "/" + check, Err: fmt.Errorf("evidence[%d]: %w", i, err)}
+			err = fmt.Errorf("evidence[%d]: %w", i, err)
+			if m := platformPolicyMember[check]; m != "" {
+				err = fmt.Errorf("%w (policy member %s)", err, m)
+			}
+			return &Error{Class: ErrPolicy, Check: CheckPolicy + "/" + check, Err: err}
+		}
+		if pr.Collateral == platform.StatusChecked && (pr.TCBStatus != platform.TCBStatusUpToDate || pr.QETCBStatus != platform.TCBStatusUpToDate) {
+			st.warn("evidence[%d]: tdx tcb status %s, qe tcb status %s, advisories %v: accepted by policy, not up to date",
+				i, pr.TCBStatus, pr.QETCBStatus, pr.TCBAdvisoryIDs)
 		}
 	}
 	if p.AllowAnyMeasurement {

@@ -19,6 +19,7 @@ import (
 	"github.com/veraison/ear"
 
 	"github.com/clawea/attester/verify"
+	"github.com/clawea/attester/verify/platform"
 )
 
 // SubmodName is the one EAR submodule this verifier reports.
@@ -113,6 +114,12 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 			if e.Revocation == "skipped" || e.Collateral == "skipped" {
 				tv.Hardware = ear.UnsafeHardwareClaim
 			}
+			// A TCB the policy accepted although Intel does not rate it
+			// UpToDate: genuine hardware with known vulnerabilities or
+			// missing mitigations (AR4SI hardware 32).
+			if e.Collateral == "checked" && (e.TCBStatus != platform.TCBStatusUpToDate || e.QETCBStatus != platform.TCBStatusUpToDate) {
+				tv.Hardware = ear.UnsafeHardwareClaim
+			}
 		}
 	}
 	tv.Executables = ear.ApprovedBootClaim
@@ -144,6 +151,24 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 	annot["attestation_type"] = r.TEE.AttestationType
 	annot["root_id"] = r.TEE.RootID
 	annot["tcb_version"] = r.TEE.TCBVersion
+	var tcbs []interface{}
+	for _, e := range r.Evidence {
+		if e.Collateral != "checked" || e.TCBStatus == "" {
+			continue
+		}
+		t := map[string]interface{}{"tcb_status": e.TCBStatus, "qe_tcb_status": e.QETCBStatus}
+		if len(e.TCBAdvisoryIDs) > 0 {
+			var ids []interface{}
+			for _, id := range e.TCBAdvisoryIDs {
+				ids = append(ids, id)
+			}
+			t["advisory_ids"] = ids
+		}
+		tcbs = append(tcbs, t)
+	}
+	if len(tcbs) > 0 {
+		annot["tcb_statuses"] = tcbs
+	}
 	annot["measurement_hash_b64u"] = r.TEE.MeasurementB64u
 	annot["system_prompt_hash_b64u"] = r.Commitments.SystemPromptHashB64u
 	annot["system_prompt_report_hash_b64u"] = r.Commitments.SystemPromptReportHashB64u
@@ -194,7 +219,7 @@ func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
 			tv.Executables = ear.ContraindicatedRuntimeClaim
 		case "policy/" + verify.PolicyDebug:
 			tv.RuntimeOpaque = ear.VisibleMemoryRuntimeClaim
-		case "policy/" + verify.PolicyTCB, "policy/" + verify.PolicyTCBStatus, "policy/" + verify.PolicyGuestPolicy:
+		case "policy/" + verify.PolicyTCB, "policy/" + verify.PolicyTCBStatus, "policy/" + verify.PolicyTCBAdvisory, "policy/" + verify.PolicyGuestPolicy:
 			tv.Hardware = ear.ContraindicatedHardwareClaim
 		case "policy/" + verify.PolicyAttester:
 			tv.InstanceIdentity = ear.UnrecognizedInstanceClaim

@@ -127,3 +127,53 @@ func TestParseSigningKeyRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestTCBStatusReflected: the EAR says honestly what the TCB status was. An
+// out-of-date TCB the policy accepted is a warning with hardware 32 (genuine,
+// known vulnerabilities), never affirming; refused, it is contraindicated.
+func TestTCBStatusReflected(t *testing.T) {
+	tdx := func(status, qe string, warn bool) *verify.Result {
+		r := result()
+		r.TEE.AttestationType = "tdx_quote"
+		r.Evidence = []verify.EvidenceResult{{Platform: "tdx", Revocation: "checked", Collateral: "checked", TCBStatus: status, QETCBStatus: qe}}
+		if status != "UpToDate" {
+			r.Evidence[0].TCBAdvisoryIDs = []string{"INTEL-SA-00837"}
+		}
+		if warn {
+			r.Warnings = []string{"evidence[0]: tdx tcb status " + status + ", ...: accepted by policy, not up to date"}
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		res      *verify.Result
+		err      error
+		status   ear.TrustTier
+		hardware ear.TrustClaim
+	}{
+		{"up to date", tdx("UpToDate", "UpToDate", false), nil, ear.TrustTierAffirming, ear.GenuineHardwareClaim},
+		{"out of date accepted", tdx("OutOfDate", "UpToDate", true), nil, ear.TrustTierWarning, ear.UnsafeHardwareClaim},
+		// Even without the verifier's warning the hardware claim follows the status.
+		{"qe sw hardening, no warning", tdx("UpToDate", "SWHardeningNeeded", false), nil, ear.TrustTierWarning, ear.UnsafeHardwareClaim},
+		{"status refused", nil, &verify.Error{Class: verify.ErrPolicy, Check: "policy/" + verify.PolicyTCBStatus}, ear.TrustTierContraindicated, ear.ContraindicatedHardwareClaim},
+		{"advisory refused", nil, &verify.Error{Class: verify.ErrPolicy, Check: "policy/" + verify.PolicyTCBAdvisory}, ear.TrustTierContraindicated, ear.ContraindicatedHardwareClaim},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ar, err := New(tc.res, tc.err, Options{Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ap := ar.Submods[SubmodName]
+			if *ap.Status != tc.status || ap.TrustVector.Hardware != tc.hardware {
+				t.Fatalf("status %v hardware %v, want %v %v", *ap.Status, ap.TrustVector.Hardware, tc.status, tc.hardware)
+			}
+			if tc.res != nil {
+				annot := *ap.VeraisonAnnotatedEvidence
+				ts, ok := annot["tcb_statuses"].([]interface{})
+				if !ok || len(ts) != 1 || ts[0].(map[string]interface{})["tcb_status"] != tc.res.Evidence[0].TCBStatus {
+					t.Fatalf("annotations %v", annot["tcb_statuses"])
+				}
+			}
+		})
+	}
+}
