@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -16,8 +17,12 @@ import (
 	"time"
 
 	"github.com/google/go-sev-guest/testing/data"
+	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/veraison/ear"
 
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/verify/collateral"
+	"github.com/clawea/attester/verify/earresult"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
 	"github.com/clawea/attester/wire/simroots"
@@ -218,4 +223,146 @@ func TestCollateralUsage(t *testing.T) {
 	if code := run([]string{"collateral", "check", "--evidence", bad, "--collateral", t.TempDir()}, nil, &stdout, &stderr); code != exitRejected {
 		t.Fatalf("bad evidence: exit %d", code)
 	}
+}
+
+// TestCollateralTDXOutOfDate: packctl collateral fetch against a loopback
+// PCS serving TEST ONLY TCB info (signed under the simulation root) that
+// rates the simulated platform OutOfDate with an advisory; packctl verify
+// refuses it by default (exit 4, naming the value and the policy member) and
+// accepts it with a policy listing both, and the EAR records the status.
+func TestCollateralTDXOutOfDate(t *testing.T) {
+	const sa = "INTEL-SA-00837"
+	dir := scriptFiles(t)
+	in := func(n string) string { return filepath.Join(dir, n) }
+	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	ev := scriptEvidence(t, in("tdx/evidence.jws"))
+	items, err := collateral.Needs([]*evidence.Evidence{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qe, err := fakeqe.New(fakeqe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := qe.PCSCollateral(fakeqe.PCSOptions{Issued: at.Add(-24 * time.Hour), TCBLevels: []fakeqe.TCBLevel{
+		{Status: "UpToDate", AboveQuote: true}, {Status: "OutOfDate", AdvisoryIDs: []string{sa}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcs := &headerFake{docs: map[string]fakeAnswer{}}
+	for _, it := range items {
+		switch it.Kind {
+		case collateral.KindTDXTCBInfo:
+			pcs.docs[it.URL] = fakeAnswer{pc.TCBInfo, fakeqe.Header(it.ChainHeader, pc.TCBInfoIssuerChain)}
+		case collateral.KindTDXQEIdentity:
+			pcs.docs[it.URL] = fakeAnswer{pc.QEIdentity, fakeqe.Header(it.ChainHeader, pc.QEIdentityIssuerChain)}
+		case collateral.KindTDXPCKCRL:
+			pcs.docs[it.URL] = fakeAnswer{pc.PCKCRL, fakeqe.Header(it.ChainHeader, pc.PCKCRLIssuerChain)}
+		case collateral.KindTDXRootCRL:
+			pcs.docs[it.URL] = fakeAnswer{pc.RootCRL, nil}
+		}
+	}
+	srv := httptest.NewServer(pcs)
+	defer srv.Close()
+	coll := filepath.Join(t.TempDir(), "collateral")
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"collateral", "fetch", "--evidence", in("tdx/evidence.jws"), "--collateral", coll,
+		"--pcs-url", srv.URL, "--intel-certs-url", srv.URL, "--at", "2026-06-01T12:00:00Z"}, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("fetch: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	// go-tdx-guest finds the root CA CRL through the root certificate's CRL
+	// distribution point, which the pinned simulation root lacks: simulated
+	// TDX evidence is verified without the CRLs.
+	for _, f := range []string{"tdx/pck_crl.der", "tdx/root_ca_crl.der"} {
+		if err := os.Remove(filepath.Join(coll, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol, err := os.ReadFile(in("policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var base map[string]any
+	if err := json.Unmarshal(pol, &base); err != nil {
+		t.Fatal(err)
+	}
+	writePolicy := func(name, extra string) string {
+		p := fmt.Sprintf(`{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"allow_unchecked_revocation":true,"measurements_b64u":%s%s}`,
+			mustJSON(t, base["measurements_b64u"]), extra)
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, []byte(p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	verifyArgs := func(policy string, extra ...string) []string {
+		return append([]string{"verify", "--attestation", in("tdx/attestation.json"), "--evidence", in("tdx/evidence.jws"),
+			"--policy", policy, "--collateral", coll, "--at", "2026-06-01T12:00:00Z"}, extra...)
+	}
+	stdout.Reset()
+	stderr.Reset()
+	code := run(verifyArgs(writePolicy("strict.json", "")), nil, &stdout, &stderr)
+	if code != exitPolicy || !strings.Contains(stderr.String(), `"OutOfDate"`) || !strings.Contains(stderr.String(), "tdx_tcb_statuses") {
+		t.Fatalf("default policy: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	allowing := writePolicy("allowing.json", `,"tdx_tcb_statuses":["OutOfDate"],"tdx_allowed_advisory_ids":["`+sa+`"]`)
+	earOut := filepath.Join(t.TempDir(), "ear.jwt")
+	stdout.Reset()
+	stderr.Reset()
+	code = run(verifyArgs(allowing, "--json", "--ear-key", in("ear-key.pem"), "--ear-out", earOut), nil, &stdout, &stderr)
+	if code != exitOK || !strings.Contains(stdout.String(), `"tcb_status": "OutOfDate"`) {
+		t.Fatalf("allowing policy: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	keyPEM, err := os.ReadFile(in("ear-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := earresult.ParseSigningKey(keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := os.ReadFile(earOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ar ear.AttestationResult
+	if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, signer.Public()); err != nil {
+		t.Fatal(err)
+	}
+	ap := ar.Submods[earresult.SubmodName]
+	annot := *ap.VeraisonAnnotatedEvidence
+	ts, _ := annot["tcb_statuses"].([]interface{})
+	if *ap.Status != ear.TrustTierWarning || ap.TrustVector.Hardware != ear.UnsafeHardwareClaim || len(ts) != 1 ||
+		ts[0].(map[string]interface{})["tcb_status"] != "OutOfDate" {
+		t.Fatalf("ear status %v hardware %v tcb %v", *ap.Status, ap.TrustVector.Hardware, ts)
+	}
+}
+
+type fakeAnswer struct {
+	body   []byte
+	header map[string][]string
+}
+
+// headerFake serves fixed answers with headers, as the PCS does.
+type headerFake struct{ docs map[string]fakeAnswer }
+
+func (h *headerFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	a, ok := h.docs[r.URL.RequestURI()]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	for k, v := range a.header {
+		w.Header()[k] = v
+	}
+	_, _ = w.Write(a.body)
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
