@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/google/go-sev-guest/abi"
@@ -82,7 +83,7 @@ func CheckPolicy(r *Result, p Policy) error {
 	}
 	if !p.AllowAnyMeasurement {
 		if !slices.ContainsFunc(p.Measurements, func(m []byte) bool { return bytes.Equal(m, r.Measurement) }) {
-			return policyErr(CheckMeasurement, errors.New("measurement is not an accepted reference value"))
+			return policyErr(CheckMeasurement, fmt.Errorf("measurement %s is not in Measurements", b64u.Encode(r.Measurement)))
 		}
 	}
 	if r.Debug && !p.AllowDebug {
