@@ -464,7 +464,7 @@ func parsePEMCerts(b []byte) ([]*x509.Certificate, error) {
 // bytes under dir.
 func readFile(dir, rel string) ([]byte, error) {
 	p := filepath.Join(dir, filepath.FromSlash(rel))
-	fi, err := os.Lstat(p)
+	fi, err := os.Stat(p)
 	if err != nil {
 		return nil, err
 	}
