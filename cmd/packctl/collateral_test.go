@@ -270,14 +270,6 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 		"--pcs-url", srv.URL, "--intel-certs-url", srv.URL, "--at", "2026-06-01T12:00:00Z"}, nil, &stdout, &stderr); code != exitOK {
 		t.Fatalf("fetch: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	// go-tdx-guest finds the root CA CRL through the root certificate's CRL
-	// distribution point, which the pinned simulation root lacks: simulated
-	// TDX evidence is verified without the CRLs.
-	for _, f := range []string{"tdx/pck_crl.der", "tdx/root_ca_crl.der"} {
-		if err := os.Remove(filepath.Join(coll, f)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	pol, err := os.ReadFile(in("policy.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -287,7 +279,7 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 		t.Fatal(err)
 	}
 	writePolicy := func(name, extra string) string {
-		p := fmt.Sprintf(`{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"allow_unchecked_revocation":true,"measurements_b64u":%s%s}`,
+		p := fmt.Sprintf(`{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"measurements_b64u":%s%s}`,
 			mustJSON(t, base["measurements_b64u"]), extra)
 		path := filepath.Join(t.TempDir(), name)
 		if err := os.WriteFile(path, []byte(p), 0o600); err != nil {
@@ -310,7 +302,7 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 	stdout.Reset()
 	stderr.Reset()
 	code = run(verifyArgs(allowing, "--json", "--ear-key", in("ear-key.pem"), "--ear-out", earOut), nil, &stdout, &stderr)
-	if code != exitOK || !strings.Contains(stdout.String(), `"tcb_status": "OutOfDate"`) {
+	if code != exitOK || !strings.Contains(stdout.String(), `"tcb_status": "OutOfDate"`) || !strings.Contains(stdout.String(), `"revocation": "checked"`) {
 		t.Fatalf("allowing policy: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
 	keyPEM, err := os.ReadFile(in("ear-key.pem"))

@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/tdx"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
@@ -599,4 +601,98 @@ func readModuleFile(t testing.TB, rel string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestFetchSimTDX: the simulated TDX platform's collateral (TEST ONLY, signed
+// under the simulation root) through a loopback PCS: strict verification
+// passes with it, a PCK on the fetched CRL is refused as revoked, and an
+// OutOfDate level is reported for the policy to judge.
+func TestFetchSimTDX(t *testing.T) {
+	s, err := tdx.NewSimulated(fakeqe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := testRD(t)
+	ev, err := s.Quote(context.Background(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := Needs([]*evidence.Evidence{ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qe, err := fakeqe.New(fakeqe.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, base := newFake(t)
+	publish := func(o fakeqe.PCSOptions) {
+		o.Issued = testNow.Add(-day)
+		pc, err := qe.PCSCollateral(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			switch it.Kind {
+			case KindTDXTCBInfo:
+				f.set(it.URL, fakeDoc{body: pc.TCBInfo, header: fakeqe.Header(it.ChainHeader, pc.TCBInfoIssuerChain)})
+			case KindTDXQEIdentity:
+				f.set(it.URL, fakeDoc{body: pc.QEIdentity, header: fakeqe.Header(it.ChainHeader, pc.QEIdentityIssuerChain)})
+			case KindTDXPCKCRL:
+				f.set(it.URL, fakeDoc{body: pc.PCKCRL, header: fakeqe.Header(it.ChainHeader, pc.PCKCRLIssuerChain)})
+			case KindTDXRootCRL:
+				f.set(it.URL, fakeDoc{body: pc.RootCRL})
+			}
+		}
+	}
+	verifyDir := func(dir string) (*platform.Result, error) {
+		c, err := platform.LoadCollateralDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return platform.Verify(ev, rd, platform.Options{Now: func() time.Time { return testNow }, AllowSimulated: true, Collateral: c})
+	}
+	fe := testFetcher(base, nil)
+
+	publish(fakeqe.PCSOptions{})
+	dir := t.TempDir()
+	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+		t.Fatal(err)
+	}
+	res, err := verifyDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Collateral != platform.StatusChecked || res.Revocation != platform.StatusChecked || res.TCBStatus != "UpToDate" {
+		t.Fatalf("result %+v", res)
+	}
+
+	publish(fakeqe.PCSOptions{RevokePCK: true})
+	dir = t.TempDir()
+	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := verifyDir(dir); !errors.Is(err, platform.ErrRevoked) || !errors.Is(err, platform.ErrRejected) {
+		t.Fatalf("revoked pck: %v", err)
+	}
+
+	publish(fakeqe.PCSOptions{TCBLevels: []fakeqe.TCBLevel{{Status: "UpToDate", AboveQuote: true}, {Status: "OutOfDate", AdvisoryIDs: []string{"INTEL-SA-00837"}}}})
+	dir = t.TempDir()
+	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+		t.Fatal(err)
+	}
+	res, err = verifyDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.TCBStatus != "OutOfDate" {
+		t.Fatalf("tcb status %q", res.TCBStatus)
+	}
+	if err := platform.CheckPolicy(res, platform.Policy{AllowAnyMeasurement: true}); !errors.Is(err, platform.ErrPolicy) {
+		t.Fatalf("out-of-date tcb accepted by the zero policy: %v", err)
+	}
+	ok := platform.Policy{AllowAnyMeasurement: true, TCBStatuses: []string{"OutOfDate"}, AllowedAdvisoryIDs: []string{"INTEL-SA-00837"}}
+	if err := platform.CheckPolicy(res, ok); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -177,6 +178,10 @@ const (
 	qeStatusFailure  = "QE Identity reported by Intel PCS failed TCB status check: "
 )
 
+// tdxRevokedRE matches go-tdx-guest's revocation errors (PCK leaf,
+// intermediate, TCB signing certificate on a CRL).
+var tdxRevokedRE = regexp.MustCompile(`^(PCK Leaf certificate in PCK certificate chain|intermediate certificate in PCK certificate chain|tcbInfo response verification failed: signing certificate|QeIdentity response verification failed: signing certificate) was revoked at `)
+
 // verifyTDXCollateral runs go-tdx-guest with the supplied collateral served
 // offline and returns the TCB levels' statuses and advisories. go-tdx-guest
 // refuses any status but UpToDate; a status is a policy decision
@@ -213,6 +218,11 @@ func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, 
 			qe.TcbStatus != pcs.TcbComponentStatusUpToDate:
 			err = nil
 		}
+	}
+	if err != nil && lerr == nil && tdxRevokedRE.MatchString(err.Error()) {
+		// go-tdx-guest reports a certificate on a (verified) CRL only in
+		// text: "... certificate ... was revoked at <time>".
+		return nil, rejected(CheckRevocation, fmt.Errorf("%w: %s", ErrRevoked, safetext.Clip(err.Error(), 160)))
 	}
 	if err != nil {
 		for _, expired := range []error{tdxverify.ErrTcbInfoExpired, tdxverify.ErrQeIdentityExpired,

@@ -12,12 +12,9 @@ import (
 	tdxpb "github.com/google/go-tdx-guest/proto/tdx"
 )
 
-// simTDXCollateral is TEST ONLY PCS TCB info and QE identity for the
-// simulated TDX platform, signed under the pinned simulation root. The CRLs
-// are left out: go-tdx-guest locates the root CA CRL through the root
-// certificate's CRL distribution point, which the pinned simulation root
-// does not have, so simulated TDX evidence is verified with
-// AllowUncheckedRevocation.
+// simTDXCollateral is TEST ONLY PCS collateral (TCB info, QE identity, PCK
+// and root CA CRLs) for the simulated TDX platform, signed under the pinned
+// simulation root.
 func simTDXCollateral(t testing.TB, o fakeqe.PCSOptions) *Collateral {
 	t.Helper()
 	qe, err := fakeqe.New(fakeqe.Options{})
@@ -34,18 +31,19 @@ func simTDXCollateral(t testing.TB, o fakeqe.PCSOptions) *Collateral {
 	return &Collateral{
 		TDXTCBInfo: c.TCBInfo, TDXTCBInfoIssuerChain: c.TCBInfoIssuerChain,
 		TDXQEIdentity: c.QEIdentity, TDXQEIdentityIssuerChain: c.QEIdentityIssuerChain,
+		TDXPCKCRL: c.PCKCRL, TDXPCKCRLIssuerChain: c.PCKCRLIssuerChain, TDXRootCRL: c.RootCRL,
 	}
 }
 
 func TestTDXSimCollateralUpToDate(t *testing.T) {
 	rd := testRD(t, "tdx")
 	ev := simTDX(t, fakeqe.Options{}, rd)
-	opts := Options{Now: fixedNow, AllowSimulated: true, AllowUncheckedRevocation: true, Collateral: simTDXCollateral(t, fakeqe.PCSOptions{})}
+	opts := Options{Now: fixedNow, AllowSimulated: true, Collateral: simTDXCollateral(t, fakeqe.PCSOptions{})}
 	res, err := Verify(ev, rd, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Collateral != StatusChecked || res.Revocation != StatusSkipped || res.TCBStatus != "UpToDate" {
+	if res.Collateral != StatusChecked || res.Revocation != StatusChecked || res.TCBStatus != "UpToDate" {
 		t.Fatalf("result %+v", res)
 	}
 }
@@ -54,7 +52,7 @@ func simTDXWith(t *testing.T, o fakeqe.PCSOptions) (*Result, error) {
 	t.Helper()
 	rd := testRD(t, "tdx")
 	ev := simTDX(t, fakeqe.Options{}, rd)
-	return Verify(ev, rd, Options{Now: fixedNow, AllowSimulated: true, AllowUncheckedRevocation: true, Collateral: simTDXCollateral(t, o)})
+	return Verify(ev, rd, Options{Now: fixedNow, AllowSimulated: true, Collateral: simTDXCollateral(t, o)})
 }
 
 func TestTDXTCBStatusPolicy(t *testing.T) {
@@ -148,7 +146,7 @@ func TestTDXTCBStatusPolicy(t *testing.T) {
 		ev := simTDX(t, fakeqe.Options{}, rd)
 		c := simTDXCollateral(t, fakeqe.PCSOptions{TCBLevels: []fakeqe.TCBLevel{newer, {Status: "OutOfDate"}}})
 		c.TDXTCBInfo = bytes.Replace(c.TDXTCBInfo, []byte(`"OutOfDate"`), []byte(`"UpToDate"`), 1)
-		_, err := Verify(ev, rd, Options{Now: fixedNow, AllowSimulated: true, AllowUncheckedRevocation: true, Collateral: c})
+		_, err := Verify(ev, rd, Options{Now: fixedNow, AllowSimulated: true, Collateral: c})
 		wantErr(t, err, ErrRejected, nil, CheckCollateral)
 	})
 }
@@ -197,4 +195,12 @@ func TestCheckQEIdentity(t *testing.T) {
 	if err := checkQEIdentity(pq, []byte("{")); err == nil {
 		t.Error("malformed identity accepted")
 	}
+}
+
+func TestTDXSimRevokedPCK(t *testing.T) {
+	_, err := simTDXWith(t, fakeqe.PCSOptions{RevokePCK: true})
+	wantErr(t, err, ErrRejected, ErrRevoked, CheckRevocation)
+	// The same collateral with expired CRLs: expired, not revoked.
+	_, err = simTDXWith(t, fakeqe.PCSOptions{Validity: -time.Hour})
+	wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckCollateral)
 }

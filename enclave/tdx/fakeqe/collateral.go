@@ -20,6 +20,9 @@ import (
 // go-tdx-guest's real collateral checks run against them (and refuse them
 // under Intel's root).
 
+// IntelRootCRLURL is the CRL distribution point of Intel's SGX Root CA.
+const IntelRootCRLURL = "https://certificates.trustedservices.intel.com/IntelSGXRootCA.der"
+
 // tcbSigningCN is the subject common name go-tdx-guest requires of the TCB
 // info and QE identity signing certificate.
 const tcbSigningCN = "Intel SGX TCB Signing"
@@ -153,6 +156,27 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fakeqe: tcb signing certificate: %w", err)
 	}
+	// go-tdx-guest finds the root CA CRL through the CRL distribution point
+	// of the root certificate in the QE identity's issuer chain. The pinned
+	// simulation root has none, so the issuer chains carry the same root
+	// (same name, same key, same key identifier) re-issued with Intel's
+	// distribution point, where the offline verifier looks the CRL up.
+	dpRootTmpl := &x509.Certificate{
+		SerialNumber:          serial(h.seed, "root-ca-with-crl-dp"),
+		RawSubject:            h.root.RawSubject,
+		NotBefore:             h.root.NotBefore,
+		NotAfter:              h.root.NotAfter,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		MaxPathLen:            1,
+		SubjectKeyId:          h.root.SubjectKeyId,
+		CRLDistributionPoints: []string{IntelRootCRLURL},
+	}
+	dpRootDER, err := x509.CreateCertificate(rand.Reader, dpRootTmpl, dpRootTmpl, &h.rootKey.PublicKey, h.rootKey)
+	if err != nil {
+		return nil, fmt.Errorf("fakeqe: root with crl distribution point: %w", err)
+	}
 	pemOf := func(ders ...[]byte) []byte {
 		var out []byte
 		for _, d := range ders {
@@ -205,7 +229,7 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 		FMSPC: hex.EncodeToString(FMSPC[:]), PCEID: hex.EncodeToString(PCEID[:]),
 		TCBEvaluationDataNumber: 17, TDXModule: mod, TDXModuleIdentities: []tdxModule{modID}, TCBLevels: main,
 	}
-	c := &PCSCollateral{TCBInfoIssuerChain: pemOf(signDER, h.root.Raw), QEIdentityIssuerChain: pemOf(signDER, h.root.Raw)}
+	c := &PCSCollateral{TCBInfoIssuerChain: pemOf(signDER, dpRootDER), QEIdentityIssuerChain: pemOf(signDER, dpRootDER)}
 	if c.TCBInfo, err = signedBody("tcbInfo", ti); err != nil {
 		return nil, err
 	}
