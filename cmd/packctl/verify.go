@@ -69,7 +69,7 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	auditPath := fs.String("audit", "", "the gate audit log, JSON Lines (optional)")
 	reportPath := fs.String("report", "", "the SystemPromptReport.v1 (optional; needed for template and recipe policy)")
 	policyPath := fs.String("policy", "", "policy file (docs/spec/verify-v1.md); default: the strictest policy")
-	collDir := fs.String("collateral", "", "collateral directory (CRLs, TDX TCB info; docs/spec/verify-platform.md)")
+	collDir := fs.String("collateral", "", "collateral directory (CRLs, TDX TCB info; docs/spec/collateral-v1.md, filled by packctl collateral fetch)")
 	allowSim := fs.Bool("allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
 	allowRev := fs.Bool("allow-unchecked-revocation", false, "accept evidence without CRLs")
 	allowColl := fs.Bool("allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
