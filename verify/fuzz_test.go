@@ -15,6 +15,7 @@ import (
 
 func FuzzParsePolicy(f *testing.F) {
 	f.Add([]byte(`{"policy_version":"clawea.dev/verify-policy/v1"}`))
+	f.Add([]byte(`{"policy_version":"clawea.dev/verify-policy/v1","tdx_tcb_statuses":["OutOfDate","SWHardeningNeeded"],"tdx_allowed_advisory_ids":["INTEL-SA-00837"]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePolicy(data)
 		if err != nil {
