@@ -17,49 +17,9 @@ import (
 
 const verifySynopsis = "verify --attestation FILE --evidence FILE [--bundle FILE] [--audit FILE] [--report FILE] [--policy FILE] [--collateral DIR] [--allow-simulated] [--allow-unchecked-revocation] [--allow-unchecked-collateral] [--at TIME] [--json] [--ear-key FILE [--ear-out FILE]]"
 
-// verifyExit maps a verify error class to the exit code.
-func verifyExit(err error) int {
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.Is(err, verify.ErrUsage):
-		return exitUsage
-	case errors.Is(err, verify.ErrRejected):
-		return exitRejected
-	case errors.Is(err, verify.ErrPolicy):
-		return exitPolicy
-	}
-	return exitCannot
-}
-
-func verdictOf(err error) string {
-	switch verifyExit(err) {
-	case exitOK:
-		return "verified"
-	case exitUsage:
-		return "usage"
-	case exitRejected:
-		return "rejected"
-	case exitPolicy:
-		return "policy-refused"
-	}
-	return "cannot-check"
-}
-
-type verifyJSON struct {
-	Verdict  string         `json:"verdict"`
-	ExitCode int            `json:"exit_code"`
-	Result   *verify.Result `json:"result,omitempty"`
-	Error    *verifyErrJSON `json:"error,omitempty"`
-}
-
-type verifyErrJSON struct {
-	Class   string   `json:"class"`
-	Check   string   `json:"check"`
-	Code    string   `json:"poh_code,omitempty"`
-	Message string   `json:"message"`
-	Passed  []string `json:"passed"`
-}
+// verifyExit maps a verify error class to the exit code (the same
+// numbers as packctl's exit codes).
+func verifyExit(err error) int { return verify.ExitCode(err) }
 
 func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("verify", verifySynopsis, stderr)
@@ -158,7 +118,7 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if signer == nil || *earOut != "" {
 		if *asJSON {
-			writeVerifyJSON(stdout, res, verr, code)
+			writeVerifyJSON(stdout, res, verr)
 		} else {
 			writeSummary(stdout, res, verr)
 		}
@@ -185,18 +145,10 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return code
 }
 
-func writeVerifyJSON(w io.Writer, res *verify.Result, verr error, code int) {
-	out := verifyJSON{Verdict: verdictOf(verr), ExitCode: code, Result: res}
-	var ve *verify.Error
-	if errors.As(verr, &ve) {
-		out.Error = &verifyErrJSON{Class: verdictOf(verr), Check: ve.Check, Code: string(ve.Code), Message: verr.Error(), Passed: ve.Passed}
-		if out.Error.Passed == nil {
-			out.Error.Passed = []string{}
-		}
-	}
+func writeVerifyJSON(w io.Writer, res *verify.Result, verr error) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(out)
+	_ = enc.Encode(verify.NewOutcome(res, verr))
 }
 
 // writeSummary prints what was checked, what was skipped, and the verdict.
@@ -212,10 +164,10 @@ func writeSummary(w io.Writer, res *verify.Result, verr error) {
 				code = " " + string(ve.Code)
 			}
 			fmt.Fprintf(w, "  FAILED   %s%s\n", ve.Check, code)
-			fmt.Fprintf(w, "%s: %s%s\n", upper(verdictOf(verr)), ve.Check, code)
+			fmt.Fprintf(w, "%s: %s%s\n", upper(verify.Verdict(verr)), ve.Check, code)
 			return
 		}
-		fmt.Fprintf(w, "%s\n", upper(verdictOf(verr)))
+		fmt.Fprintf(w, "%s\n", upper(verify.Verdict(verr)))
 		return
 	}
 	fmt.Fprintf(w, "attestation %s run=%s agent=%s attester=%s\n", res.AttestationID, res.RunID, res.AgentDID, res.AttesterDID)
