@@ -31,7 +31,19 @@ type CertCache struct {
 	max   int
 	m     map[[32]byte]*chainEntry
 	order [][32]byte
-	hits  uint64
+	stats CacheStats
+}
+
+// CacheStats counts what a CertCache did, for metrics.
+type CacheStats struct {
+	// Hits and Misses count lookups: a miss is a lookup that found no
+	// entry usable at the verification time (then the chain is verified in
+	// full).
+	Hits, Misses uint64
+	// Evictions counts entries dropped to stay within capacity.
+	Evictions uint64
+	// Entries is the number of cached chains; Capacity the bound.
+	Entries, Capacity int
 }
 
 // NewCertCache returns a cache holding at most maxEntries chains
@@ -68,7 +80,16 @@ func (c *CertCache) Len() int {
 func (c *CertCache) Hits() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.hits
+	return c.stats.Hits
+}
+
+// Stats returns the counters and the current size.
+func (c *CertCache) Stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.stats
+	st.Entries, st.Capacity = len(c.m), c.max
+	return st
 }
 
 func (c *CertCache) get(k [32]byte, now time.Time) *chainEntry {
@@ -79,9 +100,10 @@ func (c *CertCache) get(k [32]byte, now time.Time) *chainEntry {
 	defer c.mu.Unlock()
 	e := c.m[k]
 	if e == nil || !e.validAt(now) {
+		c.stats.Misses++
 		return nil
 	}
-	c.hits++
+	c.stats.Hits++
 	return e
 }
 
@@ -98,6 +120,7 @@ func (c *CertCache) put(k [32]byte, e *chainEntry) {
 	for len(c.order) >= c.max {
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]
+		c.stats.Evictions++
 	}
 	c.m[k] = e
 	c.order = append(c.order, k)

@@ -1,0 +1,88 @@
+package platform
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
+)
+
+// snpWithLeaf is ev's report endorsed by leaf alone (no certificate
+// table), simulated.
+func snpWithLeaf(t *testing.T, ev *evidence.Evidence, leaf []byte) *evidence.Evidence {
+	t.Helper()
+	out, err := snpevidence.Build(ev.Blob, nil, leaf, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// A chain verified and cached once must not vouch for a different chain:
+// a tampered leaf, or another chip's genuine leaf, under the same report
+// is refused on a warm cache, and failures are never cached.
+func TestSEVCertCacheTamperedChain(t *testing.T) {
+	rd := testRD(t, "cache")
+	good := simSEV(t, sim.Options{}, rd)
+	goodLeaf := good.CertChain[0]
+	good = snpWithLeaf(t, good, goodLeaf)
+	cache := NewCertCache(8)
+	opts := simOpts()
+	opts.CertCache = cache
+	if _, err := Verify(good, rd, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Verify(good, rd, opts); err != nil {
+		t.Fatal(err)
+	}
+	if st := cache.Stats(); st.Entries != 1 || st.Hits != 1 || st.Misses != 1 {
+		t.Fatalf("stats %+v, want 1 entry, 1 hit, 1 miss", st)
+	}
+
+	// The leaf's signature by the ASK, one bit flipped: the certificate
+	// still parses, the chain does not verify.
+	tampered := bytes.Clone(goodLeaf)
+	tampered[len(tampered)-1] ^= 1
+	for range 2 {
+		_, err := Verify(snpWithLeaf(t, good, tampered), rd, opts)
+		wantErr(t, err, ErrRejected, nil, CheckChain)
+	}
+	if n := cache.Len(); n != 1 {
+		t.Fatalf("cache holds %d chains after a tampered one, want 1", n)
+	}
+	// Another simulated chip's genuine VCEK (the simulator signs every
+	// chip's reports with one key): the chain verifies and is cached, and
+	// the report's CHIP_ID still does not match it, cold or warm.
+	other := simSEV(t, sim.Options{Seed: []byte("another chip")}, rd).CertChain[0]
+	for range 2 {
+		_, err := Verify(snpWithLeaf(t, good, other), rd, opts)
+		wantErr(t, err, ErrRejected, nil, CheckBinding)
+	}
+	// The good chain still verifies from the cache.
+	hits := cache.Hits()
+	if _, err := Verify(good, rd, opts); err != nil {
+		t.Fatal(err)
+	}
+	if cache.Hits() != hits+1 {
+		t.Fatal("good chain not served from the cache")
+	}
+}
+
+// A full cache evicts the oldest entry and counts it.
+func TestCertCacheEvictionStats(t *testing.T) {
+	rd := testRD(t, "cache")
+	cache := NewCertCache(1)
+	opts := simOpts()
+	opts.CertCache = cache
+	for i := range 3 {
+		ev := simSEV(t, sim.Options{Seed: []byte{byte(i)}}, rd)
+		if _, err := Verify(ev, rd, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := cache.Stats(); st.Entries != 1 || st.Capacity != 1 || st.Evictions != 2 || st.Misses != 3 || st.Hits != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
