@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"crypto"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/clawea/attester/verify"
+	"github.com/clawea/attester/verify/earresult"
+	"github.com/clawea/attester/verify/platform"
+)
+
+// DefaultMaxBody is the default request body limit.
+const DefaultMaxBody = 16 << 20
+
+// Build is the EAR verifier-id build of this service.
+const Build = "clawea-verifier/v1"
+
+// Config configures a Service.
+type Config struct {
+	Sources sources
+	// Signer signs the EARs (earresult.ParseSigningKey).
+	Signer crypto.Signer
+	// Now is the clock; required.
+	Now func() time.Time
+	// MaxBody bounds a request body; 0 means DefaultMaxBody.
+	MaxBody int
+	// CacheSize bounds the SEV-SNP chain cache (platform.NewCertCache).
+	CacheSize int
+	Log       *slog.Logger
+}
+
+// Service is the stateless verifier: a configuration snapshot swapped
+// atomically on reload, a chain cache, and metrics.
+type Service struct {
+	cfg     Config
+	cache   *platform.CertCache
+	metrics *metrics
+	snap    atomic.Pointer[snapshot]
+
+	reloadMu  sync.Mutex // one reload at a time
+	lastError atomic.Pointer[string]
+}
+
+// NewService loads the configuration once; an error there is fatal.
+func NewService(cfg Config) (*Service, error) {
+	if cfg.Now == nil || cfg.Signer == nil || cfg.Log == nil {
+		return nil, errors.New("verifier: Now, Signer and Log are required")
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if _, err := earresult.Algorithm(cfg.Signer.Public()); err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, cache: platform.NewCertCache(cfg.CacheSize)}
+	s.metrics = newMetrics(s.cache)
+	snap, err := cfg.Sources.load(cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	s.install(snap)
+	return s, nil
+}
+
+func (s *Service) install(snap *snapshot) {
+	s.snap.Store(snap)
+	s.metrics.configLoaded.Set(float64(snap.loadedAt.Unix()))
+	s.metrics.policies.Set(float64(len(snap.policies)))
+}
+
+// Reload re-reads the sources when their fingerprint changed. A source
+// that fails to load keeps the configuration in use; the error is logged,
+// counted, shown by /readyz and returned. It reports whether a new
+// configuration was installed.
+func (s *Service) Reload() (bool, error) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	cur := s.snap.Load()
+	fp, err := s.cfg.Sources.fingerprint()
+	if err == nil && fp == cur.fingerprint {
+		return false, nil
+	}
+	var snap *snapshot
+	if err == nil {
+		snap, err = s.cfg.Sources.load(s.cfg.Now())
+	}
+	if err != nil {
+		msg := err.Error()
+		if prev := s.lastError.Swap(&msg); prev == nil || *prev != msg {
+			s.cfg.Log.Error("configuration reload failed; keeping the previous configuration", "err", err,
+				"loaded_at", cur.loadedAt.UTC().Format(time.RFC3339))
+		}
+		s.metrics.reloads.WithLabelValues("error").Inc()
+		s.metrics.configStale.Set(1)
+		return false, err
+	}
+	s.install(snap)
+	s.lastError.Store(nil)
+	s.metrics.reloads.WithLabelValues("ok").Inc()
+	s.metrics.configStale.Set(0)
+	s.cfg.Log.Info("configuration reloaded", "policies", len(snap.policies), "collateral", snap.collateral != nil)
+	return true, nil
+}
+
+// Watch polls the sources every interval until ctx is done.
+func (s *Service) Watch(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			_, _ = s.Reload()
+		}
+	}
+}
+
+// Handler serves the API (docs/spec/verifier-api.md).
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/verify", s.serveVerify)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", s.serveReady)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	return recoverer(s.cfg.Log, mux)
+}
+
+// serveReady is 200 while a configuration is loaded. A failed reload does
+// not make the service unready (it keeps verifying with the previous,
+// valid configuration), but the body says so.
+func (s *Service) serveReady(w http.ResponseWriter, _ *http.Request) {
+	snap := s.snap.Load()
+	out := map[string]any{"ready": snap != nil}
+	code := http.StatusOK
+	if snap == nil {
+		code = http.StatusServiceUnavailable
+	} else {
+		out["config_loaded_at"] = snap.loadedAt.UTC().Format(time.RFC3339)
+		out["policies"] = len(snap.policies)
+		out["config_stale"] = false
+		if e := s.lastError.Load(); e != nil {
+			out["config_stale"] = true
+			out["reload_error"] = *e
+		}
+	}
+	writeJSON(w, code, out)
+}
+
+// response is a verification outcome as packctl verify --json prints it,
+// plus the signed EAR.
+type response struct {
+	*verify.Outcome
+	EAR string `json:"ear,omitempty"`
+}
+
+// requestOutcome is the usage outcome of a request the service refused
+// before verifying (check "request").
+func requestOutcome(msg string) *verify.Outcome {
+	return &verify.Outcome{
+		Verdict: verify.VerdictUsage, ExitCode: verify.ExitUsage,
+		Error: &verify.OutcomeError{Class: verify.VerdictUsage, Check: "request", Message: msg, Passed: []string{}},
+	}
+}
+
+func (s *Service) serveVerify(w http.ResponseWriter, r *http.Request) {
+	s.metrics.inflight.Inc()
+	defer s.metrics.inflight.Dec()
+	code, resp := s.verify(r, w)
+	s.metrics.requests.WithLabelValues(strconv.Itoa(code)).Inc()
+	writeJSON(w, code, resp)
+}
+
+func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response) {
+	refuse := func(code int, format string, args ...any) (int, *response) {
+		s.metrics.verdicts.WithLabelValues(verify.VerdictUsage).Inc()
+		return code, &response{Outcome: requestOutcome(fmt.Sprintf(format, args...))}
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return refuse(http.StatusUnsupportedMediaType, "content type must be application/json")
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxBody)))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return refuse(http.StatusRequestEntityTooLarge, "body over %d bytes", s.cfg.MaxBody)
+		}
+		s.cfg.Log.Info("request body unreadable", "err", err)
+		return refuse(http.StatusBadRequest, "body unreadable")
+	}
+	req, err := parseRequest(body, s.cfg.MaxBody)
+	if err != nil {
+		return refuse(http.StatusBadRequest, "%v", err)
+	}
+	snap := s.snap.Load()
+	pol := snap.policies[req.policy]
+	if pol == nil {
+		return refuse(http.StatusBadRequest, "unknown policy %q", req.policy)
+	}
+
+	start := time.Now()
+	now := s.cfg.Now()
+	res, verr := verify.Verify(req.attestation, req.evidence, req.bundle, pol, verify.Options{
+		Now:        func() time.Time { return now },
+		Collateral: snap.collateral,
+		CertCache:  s.cache,
+		AuditLog:   req.audit,
+		Report:     req.report,
+	})
+	out := &response{Outcome: verify.NewOutcome(res, verr)}
+	defer func() {
+		s.metrics.verdicts.WithLabelValues(out.Verdict).Inc()
+		s.metrics.duration.WithLabelValues(out.Verdict).Observe(time.Since(start).Seconds())
+	}()
+	if out.ExitCode == verify.ExitUsage {
+		return http.StatusBadRequest, out
+	}
+	ar, err := earresult.New(res, verr, earresult.Options{Now: now, Build: Build, Policy: pol})
+	var tok []byte
+	if err == nil {
+		tok, err = earresult.Sign(ar, s.cfg.Signer)
+	}
+	if err != nil {
+		s.cfg.Log.Error("cannot issue the ear", "err", err)
+		out.Outcome = &verify.Outcome{Verdict: verify.VerdictCannotCheck, ExitCode: verify.ExitCannotCheck,
+			Error: &verify.OutcomeError{Class: verify.VerdictCannotCheck, Check: "ear", Message: "the attestation result could not be signed", Passed: []string{}}}
+		return http.StatusInternalServerError, out
+	}
+	out.EAR = string(tok)
+	if verr != nil {
+		s.cfg.Log.Info("verification failed", "verdict", out.Verdict, "policy", req.policy, "err", verr)
+	}
+	return http.StatusOK, out
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, `{"verdict":"cannot-check","exit_code":3}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// recoverer turns a panic into a 500 whose body says nothing; the detail
+// goes to the log.
+func recoverer(log *slog.Logger, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
+				writeJSON(w, http.StatusInternalServerError, &response{Outcome: &verify.Outcome{
+					Verdict: verify.VerdictCannotCheck, ExitCode: verify.ExitCannotCheck}})
+			}
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
