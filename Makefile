@@ -9,7 +9,7 @@ BENCHTIME     ?= 1s
 BENCHCOUNT    ?= 1
 BIN           := bin
 
-.PHONY: all build test test-race bench fuzz lint demo clean
+.PHONY: all build test test-race bench bench-verifier fuzz lint demo clean
 
 all: build
 
@@ -26,6 +26,13 @@ test-race:
 # raw AES-256-GCM and SHA-256 over the same bytes; compare the ratios.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./...
+
+# The verifier service's bounded load test: VERIFIER_LOAD_REQUESTS POST
+# /v1/verify requests from 64 concurrent clients over loopback HTTP, beside
+# the platform-only SEV-SNP verification measured in the same run.
+VERIFIER_LOAD_REQUESTS ?= 20000
+bench-verifier:
+	VERIFIER_LOAD_REQUESTS=$(VERIFIER_LOAD_REQUESTS) $(GO) test -count=1 -run='^TestLoad$$' -v ./cmd/verifier
 
 # A short smoke run of every fuzz target (FUZZTIME each).
 fuzz:

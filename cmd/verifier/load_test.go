@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/internal/testfixture"
+	"github.com/clawea/attester/verify"
+	"github.com/clawea/attester/verify/platform"
+	"github.com/clawea/attester/wire/evidence"
+)
+
+// loadConcurrency is the number of clients of the load test.
+const loadConcurrency = 64
+
+// loadRequests is the fixed request count per load case:
+// VERIFIER_LOAD_REQUESTS (make bench-verifier), else a small smoke count.
+func loadRequests(t *testing.T) int {
+	if s := os.Getenv("VERIFIER_LOAD_REQUESTS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < loadConcurrency {
+			t.Fatalf("VERIFIER_LOAD_REQUESTS=%q: want an integer >= %d", s, loadConcurrency)
+		}
+		return n
+	}
+	return 4 * loadConcurrency
+}
+
+type loadStats struct {
+	n        int
+	elapsed  time.Duration
+	p50, p99 time.Duration
+	cpu      time.Duration // process CPU time (user + system) over the run
+}
+
+func (s loadStats) perSecond() float64 { return float64(s.n) / s.elapsed.Seconds() }
+
+// cpuPerOp is the process CPU time per call: with the load generator in
+// process, the HTTP figures include the client's share.
+func (s loadStats) cpuPerOp() time.Duration { return s.cpu / time.Duration(s.n) }
+
+// capacity is the calls per second procs idle CPUs would sustain at
+// cpuPerOp: the figure to compare when the machine is shared.
+func (s loadStats) capacity(procs int) float64 {
+	return float64(procs) / s.cpuPerOp().Seconds()
+}
+
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// measure runs n calls of do on workers goroutines and records each call's
+// latency. do reports a failure by returning an error; the first one stops
+// the test.
+func measure(t *testing.T, n, workers int, do func() error) loadStats {
+	t.Helper()
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var failed atomic.Pointer[error]
+	var wg sync.WaitGroup
+	cpu0 := processCPU(t)
+	start := time.Now()
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || failed.Load() != nil {
+					return
+				}
+				t0 := time.Now()
+				if err := do(); err != nil {
+					failed.CompareAndSwap(nil, &err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	cpu := processCPU(t) - cpu0
+	if e := failed.Load(); e != nil {
+		t.Fatal(*e)
+	}
+	slices.Sort(lat)
+	return loadStats{n: n, elapsed: elapsed, p50: lat[n/2], p99: lat[(n*99)/100], cpu: cpu}
+}
+
+// TestLoad is the bounded load test of the verifier service: a fixed
+// number of POST /v1/verify requests from 64 concurrent clients over
+// loopback HTTP against the real handler, with a warm chain cache, beside
+// the platform-only SEV-SNP verification (verify/platform.Verify with a
+// warm cache, called directly on as many goroutines as there are CPUs)
+// measured in the same run. Every response must be "verified"; the same
+// request under a production policy must be refused. make bench-verifier
+// runs it with VERIFIER_LOAD_REQUESTS=20000.
+func TestLoad(t *testing.T) {
+	n := loadRequests(t)
+	e := newEnv(t, 0)
+	srv := httptest.NewServer(e.h)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConns: loadConcurrency, MaxIdleConnsPerHost: loadConcurrency}}
+	defer client.CloseIdleConnections()
+
+	post := func(body []byte, want string) error {
+		resp, err := client.Post(srv.URL+"/v1/verify", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		var out struct {
+			Verdict string `json:"verdict"`
+			EAR     string `json:"ear"`
+		}
+		if err := json.Unmarshal(b, &out); err != nil || resp.StatusCode != http.StatusOK || out.Verdict != want || out.EAR == "" {
+			return fmt.Errorf("status %d verdict %q (want %q): %.300s", resp.StatusCode, out.Verdict, want, b)
+		}
+		return nil
+	}
+
+	// The same attestation under a production policy is refused.
+	if err := post(e.f.body("prod", true), verify.VerdictPolicy); err != nil {
+		t.Fatal(err)
+	}
+
+	// Platform-only baseline: the attestation's SEV-SNP evidence kind,
+	// verified by verify/platform directly, warm cache.
+	q, err := sim.New(sim.Options{Seed: []byte("verifier-test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := evidence.NewReportData(sha256.Sum256([]byte("load")), testfixture.Key(9).Public().(ed25519.PublicKey), []byte("load"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := q.Quote(t.Context(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	popts := platform.Options{Now: func() time.Time { return testfixture.Now }, AllowSimulated: true, AllowUncheckedRevocation: true,
+		CertCache: platform.NewCertCache(0)}
+	platformOnce := func() error { _, err := platform.Verify(ev, rd, popts); return err }
+	if err := platformOnce(); err != nil {
+		t.Fatal(err)
+	}
+
+	minimal := object([2]any{"request_version", RequestVersion}, [2]any{"attestation", json.RawMessage(e.f.att)}, [2]any{"evidence", string(e.f.ev)})
+	cases := []struct {
+		name string
+		body []byte
+	}{
+		{"attestation+evidence", minimal},
+		{"full (bundle, audit, report)", e.f.body("", true)},
+	}
+	for _, c := range cases {
+		for range loadConcurrency { // warm connections and the cache
+			if err := post(c.body, verify.VerdictVerified); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	procs := runtime.GOMAXPROCS(0)
+	base := measure(t, n, procs, platformOnce)
+	t.Logf("GOMAXPROCS=%d, %d requests per case, %d concurrent clients, warm chain cache, load average %s", procs, n, loadConcurrency, loadavg())
+	t.Logf("%-36s %8s %8s %8s %9s %10s %7s", "", "verif/s", "p50 ms", "p99 ms", "CPU ms/op", "idle cap/s", "ratio")
+	row := func(name string, s loadStats) {
+		t.Logf("%-36s %8.0f %8.2f %8.2f %9.3f %10.0f %6.2fx", name, s.perSecond(), ms(s.p50), ms(s.p99),
+			ms(s.cpuPerOp()), s.capacity(procs), s.perSecond()/base.perSecond())
+	}
+	row(fmt.Sprintf("platform-only (%d goroutines)", procs), base)
+	for _, c := range cases {
+		row("HTTP "+c.name, measure(t, n, loadConcurrency, func() error { return post(c.body, verify.VerdictVerified) }))
+	}
+	t.Log("ratio: verifications/s over the platform-only verifications/s of this run; idle cap/s: GOMAXPROCS / CPU per op (HTTP rows include the in-process client)")
+	if st := e.svc.cache.Stats(); st.Misses != 1 {
+		t.Fatalf("cache %+v: want exactly one full chain verification", st)
+	}
+}
+
+// loadavg is /proc/loadavg's first three fields, or "?".
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
