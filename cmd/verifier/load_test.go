@@ -216,3 +216,21 @@ func loadavg() string {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkVerifyHandler is one POST /v1/verify through the handler, no
+// network (attestation and evidence only, warm cache), beside the
+// platform-only verification of the same kind of evidence.
+func BenchmarkVerifyHandler(b *testing.B) {
+	e := newEnv(b, 0)
+	minimal := object([2]any{"request_version", RequestVersion}, [2]any{"attestation", json.RawMessage(e.f.att)}, [2]any{"evidence", string(e.f.ev)})
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/v1/verify", bytes.NewReader(minimal))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatal(rec.Body.String())
+		}
+	}
+}

@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	earKey := fs.String("ear-key", "", "PEM PKCS#8 Ed25519 or ECDSA P-256 key that signs the EARs")
 	reload := fs.Duration("reload-interval", 5*time.Second, "how often policy and collateral files are checked for changes")
 	maxBody := fs.Int("max-body", DefaultMaxBody, "request body limit in bytes")
+	maxInflight := fs.Int("max-inflight", DefaultMaxInflight, "verifications served at once; more get 503")
 	cacheSize := fs.Int("cert-cache", 1024, "verified SEV-SNP chains kept in memory")
 	readHeader := fs.Duration("read-header-timeout", 5*time.Second, "time to read a request's headers")
 	readTimeout := fs.Duration("read-timeout", 30*time.Second, "time to read a whole request")
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	case *policyFile == "" && *policyDir == "":
 		fmt.Fprintln(stderr, "verifier: --policy or --policy-dir is required")
 		return exitUsage
-	case *reload <= 0 || *maxBody <= 0 || *cacheSize <= 0 || *readHeader <= 0 || *readTimeout <= 0 || *writeTimeout <= 0:
+	case *reload <= 0 || *maxBody <= 0 || *maxInflight <= 0 || *cacheSize <= 0 || *readHeader <= 0 || *readTimeout <= 0 || *writeTimeout <= 0:
 		fmt.Fprintln(stderr, "verifier: durations and sizes must be positive")
 		return exitUsage
 	}
@@ -97,7 +98,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	svc, err := NewService(Config{
 		Sources: sources{PolicyFile: *policyFile, PolicyDir: *policyDir, CollateralDir: *collDir},
-		Signer:  signer, Now: time.Now, MaxBody: *maxBody, CacheSize: *cacheSize, Log: log,
+		Signer:  signer, Now: time.Now, MaxBody: *maxBody, MaxInflight: *maxInflight, CacheSize: *cacheSize, Log: log,
 	})
 	if err != nil {
 		log.Error("cannot load the configuration", "err", err)

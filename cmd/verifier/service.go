@@ -22,8 +22,11 @@ import (
 	"github.com/clawea/attester/verify/platform"
 )
 
-// DefaultMaxBody is the default request body limit.
-const DefaultMaxBody = 16 << 20
+// Defaults of Config.
+const (
+	DefaultMaxBody     = 16 << 20
+	DefaultMaxInflight = 128
+)
 
 // Build is the EAR verifier-id build of this service.
 const Build = "clawea-verifier/v1"
@@ -37,6 +40,10 @@ type Config struct {
 	Now func() time.Time
 	// MaxBody bounds a request body; 0 means DefaultMaxBody.
 	MaxBody int
+	// MaxInflight bounds the verifications served at once (and so the
+	// memory bodies hold, MaxInflight x MaxBody); more get 503. 0 means
+	// DefaultMaxInflight.
+	MaxInflight int
 	// CacheSize bounds the SEV-SNP chain cache (platform.NewCertCache).
 	CacheSize int
 	Log       *slog.Logger
@@ -49,6 +56,7 @@ type Service struct {
 	cache   *platform.CertCache
 	metrics *metrics
 	snap    atomic.Pointer[snapshot]
+	slots   chan struct{} // one per verification in flight
 
 	reloadMu  sync.Mutex // one reload at a time
 	lastError atomic.Pointer[string]
@@ -62,10 +70,13 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.MaxBody <= 0 {
 		cfg.MaxBody = DefaultMaxBody
 	}
+	if cfg.MaxInflight <= 0 {
+		cfg.MaxInflight = DefaultMaxInflight
+	}
 	if _, err := earresult.Algorithm(cfg.Signer.Public()); err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, cache: platform.NewCertCache(cfg.CacheSize)}
+	s := &Service{cfg: cfg, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
 	s.metrics = newMetrics(s.cache)
 	snap, err := cfg.Sources.load(cfg.Now())
 	if err != nil {
@@ -180,9 +191,21 @@ func requestOutcome(msg string) *verify.Outcome {
 }
 
 func (s *Service) serveVerify(w http.ResponseWriter, r *http.Request) {
-	s.metrics.inflight.Inc()
-	defer s.metrics.inflight.Dec()
-	code, resp := s.verify(r, w)
+	var code int
+	var resp *response
+	select {
+	case s.slots <- struct{}{}:
+		s.metrics.inflight.Inc()
+		code, resp = s.verify(r, w)
+		s.metrics.inflight.Dec()
+		<-s.slots
+	default:
+		w.Header().Set("Retry-After", "1")
+		code, resp = http.StatusServiceUnavailable, &response{Outcome: &verify.Outcome{
+			Verdict: verify.VerdictCannotCheck, ExitCode: verify.ExitCannotCheck,
+			Error: &verify.OutcomeError{Class: verify.VerdictCannotCheck, Check: "request", Message: "too many verifications in flight", Passed: []string{}},
+		}}
+	}
 	s.metrics.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 	writeJSON(w, code, resp)
 }

@@ -27,7 +27,7 @@ import (
 
 // env is a Service over a policy directory, with the fixture it verifies.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	f       *fixture
 	dir     string
 	svc     *Service
@@ -48,7 +48,7 @@ func fixtureAt(t testing.TB) *fixture {
 
 // newEnv serves policies "default" (simulation allowed) and "prod" (the
 // same without the simulation relaxation).
-func newEnv(t *testing.T, maxBody int) *env {
+func newEnv(t testing.TB, maxBody int) *env {
 	t.Helper()
 	e := &env{t: t, f: fixtureAt(t), dir: t.TempDir(), logs: &bytes.Buffer{}, maxBody: maxBody}
 	pdir := filepath.Join(e.dir, "policies")
@@ -421,5 +421,20 @@ func TestStartRefusesBadConfig(t *testing.T) {
 				t.Fatalf("%v", err)
 			}
 		})
+	}
+}
+
+func TestTooManyInFlight(t *testing.T) {
+	e := newEnv(t, 0)
+	for range cap(e.svc.slots) {
+		e.svc.slots <- struct{}{}
+	}
+	r := e.post(e.f.body("", true))
+	if r.code != http.StatusServiceUnavailable || r.out.Verdict != verify.VerdictCannotCheck || r.out.EAR != "" {
+		t.Fatalf("%d %s", r.code, r.raw)
+	}
+	<-e.svc.slots
+	if r := e.post(e.f.body("", true)); r.code != http.StatusOK || r.out.Verdict != verify.VerdictVerified {
+		t.Fatalf("%d %s", r.code, r.raw)
 	}
 }

@@ -1,0 +1,42 @@
+package verify
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestOutcome(t *testing.T) {
+	for _, c := range []struct {
+		err     error
+		code    int
+		verdict string
+	}{
+		{nil, ExitVerified, VerdictVerified},
+		{&Error{Class: ErrUsage, Check: CheckInput}, ExitUsage, VerdictUsage},
+		{&Error{Class: ErrRejected, Check: CheckEnvelope, Code: "SIGNATURE_INVALID", Passed: []string{"input"}}, ExitRejected, VerdictRejected},
+		{&Error{Class: ErrPolicy, Check: "policy/measurement"}, ExitPolicy, VerdictPolicy},
+		{&Error{Class: ErrCannotCheck, Check: "platform/revocation"}, ExitCannotCheck, VerdictCannotCheck},
+		{errors.New("anything else"), ExitCannotCheck, VerdictCannotCheck},
+	} {
+		o := NewOutcome(&Result{}, c.err)
+		if o.ExitCode != c.code || o.Verdict != c.verdict || ExitCode(c.err) != c.code || Verdict(c.err) != c.verdict {
+			t.Fatalf("%v: %+v", c.err, o)
+		}
+		var ve *Error
+		switch {
+		case c.err == nil:
+			if o.Result == nil || o.Error != nil {
+				t.Fatalf("success: %+v", o)
+			}
+		case errors.As(c.err, &ve):
+			if o.Result != nil || o.Error == nil || o.Error.Check != ve.Check || o.Error.Class != c.verdict ||
+				o.Error.Code != string(ve.Code) || o.Error.Passed == nil || o.Error.Message != c.err.Error() {
+				t.Fatalf("%v: %+v", c.err, o.Error)
+			}
+		default:
+			if o.Result != nil || o.Error != nil {
+				t.Fatalf("%v: %+v", c.err, o)
+			}
+		}
+	}
+}
