@@ -89,7 +89,7 @@ func newFixture(t testing.TB, now time.Time) *fixture {
 	}
 	is := &attestation.Issuer{Key: testfixture.Key(9), Quoter: q, Now: clock}
 	out, err := is.Attest(context.Background(), attestation.AttestInput{
-		BundleEnvelope: bundle, AgentDID: r.AgentDID(), RunID: r.RunID,
+		BundleEnvelope: bundle, AgentDID: r.AgentDID(), RunID: r.RunID, PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
 		PromptHashB64u: r.PromptHash, ReportHashB64u: r.ReportHash, PackCiphertextHashB64u: r.PackHash,
 		GatePolicyHashB64u: h("gate policy"), AuditRootB64u: root, AuditCount: int64(count),
 		Model:   attestation.ModelIdentity{Provider: r.Provider, Model: r.Model},
