@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-sev-guest/testing/data"
+
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/internal/testfixture"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/verify"
+	"github.com/clawea/attester/verify/earresult"
+	"github.com/clawea/attester/verify/platform"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/simroots"
+)
+
+func simCRL(t *testing.T, revoked ...*big.Int) []byte {
+	t.Helper()
+	now := testfixture.Now
+	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: now.Add(-24 * time.Hour), NextUpdate: now.Add(24 * time.Hour)}
+	for _, s := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: tmpl.ThisUpdate})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+// The collateral directory is reloaded like the policies: a CRL that
+// appears makes revocation checkable, a CRL that revokes the VCEK makes the
+// same request fail even though its chain is cached, and a collateral
+// directory that does not load keeps the previous one.
+func TestCollateralReload(t *testing.T) {
+	f := fixtureAt(t)
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(policy, []byte(fmt.Sprintf(`{"policy_version":%q,"allow_simulated":true,"measurements_b64u":[%q]}`,
+		verify.PolicyVersion, b64u.Encode(f.measurement))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	coll := filepath.Join(dir, "collateral")
+	crlDir := filepath.Join(coll, platform.DirSEVSNPCRLs)
+	if err := os.MkdirAll(crlDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	keyPath, _ := earKey(t, dir)
+	raw, _ := os.ReadFile(keyPath)
+	signer, err := earresult.ParseSigningKey(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, f: f, logs: &bytes.Buffer{}}
+	e.svc, err = NewService(Config{Sources: sources{PolicyFile: policy, CollateralDir: coll}, Signer: signer,
+		Now: func() time.Time { return testfixture.Now }, Log: slog.New(slog.NewJSONHandler(e.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h = e.svc.Handler()
+	verdict := func() string { return e.post(f.body("", true)).out.Verdict }
+	tick := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	write := func(name string, b []byte) {
+		t.Helper()
+		p := filepath.Join(crlDir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tick = tick.Add(time.Second)
+		if err := os.Chtimes(p, tick, tick); err != nil {
+			t.Fatal(err)
+		}
+		if changed, err := e.svc.Reload(); !changed || err != nil {
+			t.Fatalf("reload: %v %v", changed, err)
+		}
+	}
+
+	// No CRL: revocation cannot be checked under this policy.
+	if v := verdict(); v != verify.VerdictCannotCheck {
+		t.Fatal(v)
+	}
+	write("ark.crl", simCRL(t, big.NewInt(424242)))
+	r := e.post(f.body("", true))
+	if r.out.Verdict != verify.VerdictVerified || !bytes.Contains(r.out.Result, []byte(`"revocation":"checked"`)) {
+		t.Fatalf("%s", r.raw)
+	}
+	if v := verdict(); v != verify.VerdictVerified { // now from the cache
+		t.Fatal(v)
+	}
+	// The CRL now revokes the VCEK: the cached chain is not used.
+	q, err := sim.New(sim.Options{Seed: []byte("verifier-test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := evidence.NewReportData([32]byte{}, testfixture.Key(1).Public().(ed25519.PublicKey), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := q.Quote(t.Context(), rd) // any REPORT_DATA: the same machine, the same VCEK
+	if err != nil {
+		t.Fatal(err)
+	}
+	vcek, err := x509.ParseCertificate(ev.CertChain[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("ark.crl", simCRL(t, vcek.SerialNumber))
+	if v := verdict(); v != verify.VerdictRejected {
+		t.Fatal(v)
+	}
+	// A collateral file over the limit: the reload fails, the revoking CRL
+	// stays in force.
+	write2 := filepath.Join(crlDir, "huge.crl")
+	if err := os.WriteFile(write2, make([]byte, platform.MaxCollateralFile+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := e.svc.Reload(); changed || err == nil {
+		t.Fatalf("bad collateral reload: %v %v", changed, err)
+	}
+	if v := verdict(); v != verify.VerdictRejected {
+		t.Fatal(v)
+	}
+	if m := readyz(t, e.h); m["config_stale"] != true {
+		t.Fatalf("readyz %v", m)
+	}
+}
