@@ -38,6 +38,12 @@ var (
 	ErrAllocFailed = errors.New("sealed: cannot map memory")
 	// ErrDestroyed is returned when a destroyed object is used.
 	ErrDestroyed = errors.New("sealed: use after destroy")
+	// ErrNotShareable is returned by Fd for a Buffer without a descriptor.
+	ErrNotShareable = errors.New("sealed: buffer has no file descriptor")
+	// ErrNotSealedFile is returned by MapShared and MapReadOnly for a
+	// descriptor that is not sealed memory (a memfd_secret, or a sealed
+	// memfd this package created) of the stated size.
+	ErrNotSealedFile = errors.New("sealed: descriptor is not sealed memory")
 )
 
 // Options relax New. The zero value is the strictest: the memory must be
@@ -55,17 +61,29 @@ type Options struct {
 type allocator interface {
 	alloc(size int, opts Options) (mem []byte, backing string, err error)
 	free(mem []byte, backing string)
+	// allocShared is alloc backed by a file descriptor that can be passed
+	// to another process (memfd_secret, or a sealed memfd).
+	allocShared(size int, opts Options) (mem []byte, fd int, backing string, err error)
+	// mapFd maps size bytes of a descriptor allocShared made (possibly in
+	// another process). It does not close fd.
+	mapFd(fd, size int, readOnly bool, opts Options) (mem []byte, backing string, err error)
+	// unmap releases a mapping without zeroing it (read-only mappings of
+	// memory another process owns) and closes fd when it is >= 0.
+	unmap(mem []byte, backing string)
+	closeFd(fd int)
 }
 
 // Buffer is a fixed-size region of sealed memory. The zero value and nil are
 // empty, destroyed buffers. A Buffer is safe for concurrent use, but the
 // slice returned by Bytes must not be used after Destroy.
 type Buffer struct {
-	mu      sync.Mutex
-	data    []byte // len == cap == size; nil once destroyed
-	mem     []byte // the whole mapping
-	backing string
-	a       allocator
+	mu       sync.Mutex
+	data     []byte // len == cap == size; nil once destroyed
+	mem      []byte // the whole mapping
+	backing  string
+	a        allocator
+	fd       int  // the backing descriptor (NewShareable), or -1
+	readOnly bool // MapReadOnly: never written, not zeroed by Destroy
 }
 
 // New returns a zeroed Buffer of size bytes. size must be in 1..MaxSize.
@@ -93,7 +111,74 @@ func newBuffer(size int, opts Options, a allocator) (*Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Buffer{data: mem[:size:size], mem: mem, backing: backing, a: a}, nil
+	return &Buffer{data: mem[:size:size], mem: mem, backing: backing, a: a, fd: -1}, nil
+}
+
+// NewShareable is New for memory that another process can map: the Buffer
+// keeps the descriptor of its backing (memfd_secret, or else a memfd that is
+// sealed against resizing, mlocked and marked MADV_DONTDUMP), which Fd
+// returns and which is closed by Destroy. The descriptor is close-on-exec;
+// pass a duplicate to a child process explicitly.
+func NewShareable(size int, opts Options) (*Buffer, error) {
+	return newShareable(size, opts, platformAllocator())
+}
+
+func newShareable(size int, opts Options, a allocator) (*Buffer, error) {
+	if size <= 0 || size > MaxSize {
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSize, size, MaxSize)
+	}
+	mem, fd, backing, err := a.allocShared(size, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Buffer{data: mem[:size:size], mem: mem, backing: backing, a: a, fd: fd}, nil
+}
+
+// MapShared maps the first size bytes of fd, a descriptor of a Buffer made
+// by NewShareable (typically in another process, received over a unix
+// socket), as a Buffer of this process that owns the memory: Destroy zeroes
+// it. MapShared always closes fd (the mapping keeps the memory alive). It
+// refuses a descriptor that is not sealed memory of at least size bytes
+// (ErrNotSealedFile), and a memfd that cannot be locked unless
+// opts.AllowUnlocked.
+func MapShared(fd, size int, opts Options) (*Buffer, error) {
+	return mapShared(fd, size, false, opts, platformAllocator())
+}
+
+// MapReadOnly is MapShared for memory another process owns: the mapping is
+// read-only (a write faults), and Destroy unmaps it without zeroing, since
+// the owner zeroes it. It always closes fd.
+func MapReadOnly(fd, size int, opts Options) (*Buffer, error) {
+	return mapShared(fd, size, true, opts, platformAllocator())
+}
+
+func mapShared(fd, size int, readOnly bool, opts Options, a allocator) (*Buffer, error) {
+	defer a.closeFd(fd)
+	if size <= 0 || size > MaxSize {
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSize, size, MaxSize)
+	}
+	mem, backing, err := a.mapFd(fd, size, readOnly, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Buffer{data: mem[:size:size], mem: mem, backing: backing, a: a, fd: -1, readOnly: readOnly}, nil
+}
+
+// Fd returns the descriptor of a Buffer made by NewShareable. It stays owned
+// by the Buffer: do not close it, and do not use it after Destroy.
+func (b *Buffer) Fd() (int, error) {
+	if b == nil {
+		return -1, ErrDestroyed
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.data == nil {
+		return -1, ErrDestroyed
+	}
+	if b.fd < 0 {
+		return -1, ErrNotShareable
+	}
+	return b.fd, nil
 }
 
 // Bytes returns the buffer's contents, len(Bytes()) == cap(Bytes()) == Len().
@@ -141,8 +226,9 @@ func (b *Buffer) Locked() bool {
 	return bk == BackingMemfdSecret || bk == BackingMlock
 }
 
-// Destroy zeroes the contents and releases the memory. It is idempotent and
-// safe to call on nil.
+// Destroy zeroes the contents and releases the memory (a MapReadOnly buffer
+// is only unmapped: its owner zeroes it), and closes the descriptor of a
+// shareable buffer. It is idempotent and safe to call on nil.
 func (b *Buffer) Destroy() {
 	if b == nil {
 		return
@@ -154,7 +240,15 @@ func (b *Buffer) Destroy() {
 	}
 	mem, backing := b.mem, b.backing
 	b.data, b.mem = nil, nil
-	b.a.free(mem, backing)
+	if b.readOnly {
+		b.a.unmap(mem, backing)
+	} else {
+		b.a.free(mem, backing)
+	}
+	if b.fd >= 0 {
+		b.a.closeFd(b.fd)
+		b.fd = -1
+	}
 }
 
 // Wipe zeroes b. Use it on heap copies of secrets.

@@ -5,6 +5,7 @@ package sealed
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -97,3 +98,146 @@ func (a linuxAllocator) free(mem []byte, backing string) {
 	// munmap only fails for invalid arguments; the memory is zeroed anyway.
 	_ = a.munmap(mem)
 }
+
+// memfdName names the fallback memfd; MapShared checks it.
+const memfdName = "clawea-sealed"
+
+// allocShared makes a mapping backed by a descriptor: memfd_secret, or else
+// a memfd sealed against resizing (so the receiver's mapping cannot be
+// truncated under it), mapped shared, marked MADV_DONTDUMP and mlocked.
+func (a linuxAllocator) allocShared(size int, opts Options) ([]byte, int, string, error) {
+	n := pageRound(size)
+	if fd, err := a.memfdSecret(); err == nil {
+		mem, err := a.mapSecret(fd, n, false)
+		if err == nil {
+			return mem, fd, BackingMemfdSecret, nil
+		}
+		unix.Close(fd)
+	}
+	fd, err := unix.MemfdCreate(memfdName, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	if err != nil {
+		return nil, -1, "", fmt.Errorf("%w: memfd_create: %w", ErrAllocFailed, err)
+	}
+	if err := unix.Ftruncate(fd, int64(n)); err != nil {
+		unix.Close(fd)
+		return nil, -1, "", fmt.Errorf("%w: ftruncate: %w", ErrAllocFailed, err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_SEAL); err != nil {
+		unix.Close(fd)
+		return nil, -1, "", fmt.Errorf("%w: sealing the memfd: %w", ErrAllocFailed, err)
+	}
+	mem, backing, err := a.mapMemfd(fd, n, false, opts)
+	if err != nil {
+		unix.Close(fd)
+		return nil, -1, "", err
+	}
+	return mem, fd, backing, nil
+}
+
+// mapSecret maps a memfd_secret descriptor of n bytes.
+func (a linuxAllocator) mapSecret(fd, n int, readOnly bool) ([]byte, error) {
+	st, err := fstat(fd)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size == 0 { // a new descriptor: size it
+		if readOnly {
+			return nil, ErrNotSealedFile
+		}
+		if err := unix.Ftruncate(fd, int64(n)); err != nil {
+			return nil, err
+		}
+	} else if st.Size < int64(n) {
+		return nil, ErrNotSealedFile
+	}
+	prot := unix.PROT_READ | unix.PROT_WRITE
+	if readOnly {
+		prot = unix.PROT_READ
+	}
+	mem, err := unix.Mmap(fd, 0, n, prot, unix.MAP_SHARED)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Madvise(mem, unix.MADV_DONTFORK); err != nil {
+		_ = a.munmap(mem)
+		return nil, err
+	}
+	_ = unix.Madvise(mem, unix.MADV_DONTDUMP)
+	return mem, nil
+}
+
+// mapMemfd maps a sealed memfd of n bytes: MADV_DONTDUMP (required),
+// MADV_DONTFORK and mlock (required unless opts.AllowUnlocked).
+func (a linuxAllocator) mapMemfd(fd, n int, readOnly bool, opts Options) ([]byte, string, error) {
+	prot := unix.PROT_READ | unix.PROT_WRITE
+	if readOnly {
+		prot = unix.PROT_READ
+	}
+	mem, err := unix.Mmap(fd, 0, n, prot, unix.MAP_SHARED)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %d bytes: %w", ErrAllocFailed, n, err)
+	}
+	if err := unix.Madvise(mem, unix.MADV_DONTDUMP); err != nil {
+		_ = a.munmap(mem)
+		return nil, "", fmt.Errorf("%w: madvise(MADV_DONTDUMP): %w", ErrAllocFailed, err)
+	}
+	_ = unix.Madvise(mem, unix.MADV_DONTFORK)
+	if err := a.mlock(mem); err != nil {
+		if !opts.AllowUnlocked {
+			_ = a.munmap(mem)
+			return nil, "", fmt.Errorf("%w: mlock %d bytes: %w", ErrLockFailed, n, err)
+		}
+		return mem, BackingUnlocked, nil
+	}
+	return mem, BackingMlock, nil
+}
+
+// mapFd maps a descriptor made by allocShared, after checking what it is:
+// a memfd_secret ("/secretmem"), or a memfd of ours sealed against
+// shrinking, at least n bytes long.
+func (a linuxAllocator) mapFd(fd, size int, readOnly bool, opts Options) ([]byte, string, error) {
+	n := pageRound(size)
+	target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: %w", ErrNotSealedFile, err)
+	}
+	switch {
+	case strings.HasPrefix(target, "/secretmem"):
+		st, err := fstat(fd)
+		if err != nil || st.Size < int64(n) {
+			return nil, "", fmt.Errorf("%w: memfd_secret shorter than %d bytes", ErrNotSealedFile, n)
+		}
+		mem, err := a.mapSecret(fd, n, readOnly)
+		if err != nil {
+			return nil, "", fmt.Errorf("%w: %w", ErrAllocFailed, err)
+		}
+		return mem, BackingMemfdSecret, nil
+	case strings.HasPrefix(target, "/memfd:"+memfdName+" "):
+		seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
+		if err != nil || seals&unix.F_SEAL_SHRINK == 0 {
+			return nil, "", fmt.Errorf("%w: memfd not sealed against shrinking", ErrNotSealedFile)
+		}
+		st, err := fstat(fd)
+		if err != nil || st.Size < int64(n) {
+			return nil, "", fmt.Errorf("%w: memfd shorter than %d bytes", ErrNotSealedFile, n)
+		}
+		return a.mapMemfd(fd, n, readOnly, opts)
+	}
+	return nil, "", fmt.Errorf("%w: not a memfd_secret or sealed memfd", ErrNotSealedFile)
+}
+
+func fstat(fd int) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstat(fd, &st)
+	return st, err
+}
+
+// unmap releases a mapping without zeroing it.
+func (a linuxAllocator) unmap(mem []byte, backing string) {
+	if backing == BackingMlock {
+		_ = unix.Munlock(mem)
+	}
+	_ = a.munmap(mem)
+}
+
+func (linuxAllocator) closeFd(fd int) { _ = unix.Close(fd) }
