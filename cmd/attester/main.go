@@ -34,6 +34,11 @@ import (
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 func run(args []string, stderr io.Writer) int {
+	// The hidden worker mode that opens one prompt pack for the service
+	// (internal: it refuses to run unless started by the service).
+	if code, ok := server.RunWorker(args); ok {
+		return code
+	}
 	// The flag names are prefixed so they cannot collide with the global
 	// flags go-sev-guest and go-tdx-guest register when imported.
 	fs := flag.NewFlagSet("attester", flag.ContinueOnError)

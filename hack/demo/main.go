@@ -8,9 +8,16 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/clawea/attester/cmd/attester/server"
 )
 
 func main() {
+	// The embedded attester opens packs in a worker started from this
+	// binary (docs/spec/sealed-memory.md section 2.7).
+	if code, ok := server.RunWorker(os.Args[1:]); ok {
+		os.Exit(code)
+	}
 	shared := flag.String("shared", "", "build the pack from the OpenClaw SIG conformance harness in this shared `folder` (e.g. ../shared) instead of the example harness")
 	outDir := flag.String("out", "demo-out", "output directory")
 	vector := flag.String("vector", "full", "openclaw-sig vector whose params the pack uses (with -shared)")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/cmd/attester/internal/rebuild"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
@@ -236,27 +237,18 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	if int64(len(enc)) > s.cfg.MaxPackBytes {
 		return httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("pack exceeds %d bytes", s.cfg.MaxPackBytes), nil)
 	}
-	m, err := envelope.ParseManifest(req.Manifest)
-	if err != nil {
+	if _, err := envelope.ParseManifest(req.Manifest); err != nil {
 		return &HTTPError{Code: http.StatusBadRequest, Msg: "malformed manifest", Reason: string(poh.MalformedEnvelope), Err: err}
 	}
-	opened, err := promptpack.OpenPack(enc, m, s.id.PackKey, want, promptpack.OpenOptions{AllowUnlocked: s.cfg.AllowUnlockedMemory})
-	if err != nil {
-		s.metrics.packs.WithLabelValues("refused").Inc()
-		return packError("cannot open the pack", err)
-	}
-	defer opened.Destroy()
-	rb, err := opened.Rebuild(s.cfg.TrustedTemplates)
+	// The pack is opened and the prompt rebuilt in a worker process, so
+	// that no plaintext is ever on this process's heap
+	// (docs/spec/sealed-memory.md section 2.7).
+	rb, err := s.rebuild.Rebuild(r.Context(), rebuild.Request{Pack: enc, Manifest: req.Manifest, ReportHash: want, Trusted: s.cfg.TrustedTemplates})
 	if err != nil {
 		s.metrics.packs.WithLabelValues("refused").Inc()
 		return packError("the rebuilt prompt does not match the committed report", err)
 	}
-	defer rb.Wipe()
-
-	prompt, err := sealed.NewFrom(rb.Prompt, s.memOpts)
-	if err != nil {
-		return httpErr(http.StatusServiceUnavailable, "cannot allocate sealed memory", err)
-	}
+	prompt := rb.Prompt
 	ctHash := sha256.Sum256(enc)
 	id, err := randomID("run_")
 	if err != nil {
@@ -270,8 +262,8 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	rn := &run{
 		id: id, agentID: agent, sessionKey: req.SessionKey, capHash: capHash, created: s.now(),
-		prompt: prompt, promptH: rb.PromptHashB64u(), reportH: rb.ReportHashB64u(),
-		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Report.Final.SystemPromptChars,
+		prompt: prompt, promptH: rb.PromptHashB64u, reportH: rb.ReportHashB64u,
+		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Chars,
 		messageIDs: map[[32]byte]struct{}{},
 	}
 	committed, err := promptCommittedEvent(rn, s.now())
@@ -318,6 +310,10 @@ func promptCommittedEvent(rn *run, now time.Time) (poh.EventChainEntry, error) {
 func packError(msg string, err error) error {
 	var te *openclawsig.TemplateError
 	switch {
+	case errors.Is(err, rebuild.ErrBusy):
+		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: "too many packs are being opened, retry later", Err: err}
+	case errors.Is(err, rebuild.ErrWorker):
+		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: "the pack could not be checked (rebuild worker failed)", Err: err}
 	case errors.As(err, &te):
 		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: msg + ": template " + te.Name + " is modified or not trusted", Reason: string(poh.HashMismatch), Err: err}
 	case errors.Is(err, envelope.ErrNoMatchingRecipient):
@@ -341,11 +337,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request, rn *run, _
 	if rn.prompt == nil {
 		return errRunClosed
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Clawea-System-Prompt-Hash", rn.promptH)
-	_, err := w.Write(rn.prompt.Bytes())
-	return err
+	return servePrompt(w, rn.prompt, rn.promptH)
 }
 
 type attestRequest struct {

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/cmd/attester/internal/rebuild"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/sealed"
@@ -68,6 +69,7 @@ type Server struct {
 	runs     *runStore
 	gate     *gateState
 	uploads  *budget
+	rebuild  *rebuild.Runner
 }
 
 // withIssuer runs f with an attestation issuer holding a short-lived copy of
@@ -111,6 +113,14 @@ func New(d Deps) (*Server, error) {
 		return nil, err
 	}
 	s.gate = gs
+	// Packs are opened in worker processes that get the identity key as a
+	// sealed descriptor (package rebuild).
+	rb, err := rebuild.NewRunner(rebuild.Config{Key: d.Identity.PackKey, Memory: s.memOpts})
+	if err != nil {
+		_ = gs.close()
+		return nil, err
+	}
+	s.rebuild = rb
 	s.runs = newRunStore(d.Config.MaxRuns)
 	s.ready.Store(true)
 	return s, nil
@@ -119,6 +129,7 @@ func New(d Deps) (*Server, error) {
 // Close destroys every run's sealed prompt and closes the audit log.
 func (s *Server) Close() {
 	s.runs.closeAll()
+	s.rebuild.Close()
 	if err := s.gate.close(); err != nil {
 		s.log.Error("closing the audit log", "err", err)
 	}

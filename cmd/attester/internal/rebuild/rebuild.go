@@ -1,0 +1,422 @@
+// Package rebuild opens prompt packs and rebuilds their prompts in a
+// short-lived worker process, so that the long-lived attester never holds
+// pack plaintext or prompt text outside sealed buffers.
+//
+// Opening a pack parses its plaintext into Go strings, the recipe
+// concatenates strings and the report is computed with encoding/json: all of
+// it on a garbage-collected heap that is not zeroed when freed. A Runner
+// does that work in a child process (the attester's own binary, started
+// with the hidden argument WorkerArg) that exits as soon as it is done, so
+// the heap copies die with it. The parent passes the child
+//
+//   - the HPKE identity key, as a descriptor of a sealed buffer (fd 3,
+//     mapped read-only by the child),
+//   - a unix SOCK_SEQPACKET socket for the answer (fd 4),
+//   - on stdin: a length-prefixed JSON header (manifest, expected report
+//     hash, trusted template hashes, sizes) and the ciphertext pack; none of
+//     it is secret.
+//
+// The child opens the pack, checks the templates, rebuilds the prompt,
+// compares the report hash, copies the prompt into a new shareable sealed
+// buffer and sends its descriptor back (SCM_RIGHTS) with the non-secret
+// metadata as JSON. The parent maps the descriptor (sealed.MapShared) and
+// never decodes plaintext. A refusal comes back as a code from a fixed
+// table (and the template name for template errors), never as free text, and
+// is turned into an error that wraps the same sentinel as an in-process
+// rebuild would, so callers map it to the same status.
+//
+// The worker protocol is internal to one binary: both ends are the same
+// build. It is specified in docs/spec/sealed-memory.md section 2.7.
+package rebuild
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/sealed"
+)
+
+// WorkerArg is the hidden first argument that starts the worker mode of the
+// attester binary. The worker refuses to run unless it also finds WorkerEnv
+// set to workerEnvValue and the descriptors 3 and 4 described above.
+const (
+	WorkerArg      = "__rebuild"
+	WorkerEnv      = "CLAWEA_ATTESTER_WORKER"
+	workerEnvValue = "rebuild-v1"
+	keyFD          = 3
+	replyFD        = 4
+)
+
+// Limits of the protocol.
+const (
+	maxHeader = 1 << 20
+	maxReply  = 64 << 10
+	// DefaultTimeout bounds one worker from start to answer.
+	DefaultTimeout = 30 * time.Second
+	// DefaultMaxWorkers bounds concurrent workers.
+	DefaultMaxWorkers = 2
+)
+
+var (
+	// ErrBusy: every worker slot stayed taken until the request's context
+	// or the timeout ended.
+	ErrBusy = errors.New("rebuild: all workers are busy")
+	// ErrWorker: the worker could not be started, timed out, crashed or
+	// broke the protocol. It says nothing about the pack.
+	ErrWorker = errors.New("rebuild: worker failed")
+	// ErrInvalidPack: the worker refused the pack for a reason that has no
+	// more specific sentinel.
+	ErrInvalidPack = errors.New("rebuild: the pack, its manifest or its bound context is invalid")
+)
+
+// refusals is the fixed table of refusal codes. The worker sends the code of
+// the first entry its error matches; the parent returns an error wrapping
+// that entry's sentinel. Template errors are sent apart, with the name.
+var refusals = []struct {
+	code string
+	err  error
+}{
+	{"no_recipient", envelope.ErrNoMatchingRecipient},
+	{"report_mismatch", promptpack.ErrReportMismatch},
+	{"unknown_recipe", promptpack.ErrUnknownRecipe},
+	{"unknown_pack_version", promptpack.ErrUnknownVersion},
+	{"envelope_too_large", envelope.ErrTooLarge},
+	{"pack_too_large", promptpack.ErrTooLarge},
+	{"lock_failed", sealed.ErrLockFailed},
+	{"mode_mismatch", promptpack.ErrModeMismatch},
+	{"pack_id_mismatch", promptpack.ErrPackIDMismatch},
+	{"manifest_mismatch", envelope.ErrManifestMismatch},
+	{"context_mismatch", envelope.ErrContextMismatch},
+	{"authentication", envelope.ErrAuthentication},
+	{"malformed_envelope", envelope.ErrMalformed},
+	{"malformed_pack", promptpack.ErrMalformed},
+	{"invalid_report", promptpack.ErrInvalidReport},
+	{"invalid_harness", openclawsig.ErrInvalidHarness},
+	{"invalid_params", openclawsig.ErrInvalidParams},
+}
+
+var templateKinds = []struct {
+	code string
+	err  error
+}{
+	{"missing", openclawsig.ErrTemplateMissing},
+	{"unsigned", openclawsig.ErrTemplateUnsigned},
+	{"modified", openclawsig.ErrTemplateModified},
+	{"untrusted", openclawsig.ErrTemplateUntrusted},
+}
+
+// maxTemplateName bounds the template name a refusal carries.
+const maxTemplateName = 255
+
+// header is the first part of the worker's stdin.
+type header struct {
+	Version        int               `json:"v"`
+	Manifest       json.RawMessage   `json:"manifest"`
+	ReportHashB64u string            `json:"report_hash_b64u"`
+	Trusted        map[string]string `json:"trusted"`
+	AllowUnlocked  bool              `json:"allow_unlocked"`
+	KeyLen         int               `json:"key_len"`
+	PackLen        int               `json:"pack_len"`
+}
+
+// reply is the worker's answer; on success a descriptor travels with it.
+type reply struct {
+	OK             bool   `json:"ok"`
+	PromptBytes    int    `json:"prompt_bytes,omitempty"`
+	PromptHashB64u string `json:"prompt_hash_b64u,omitempty"`
+	ReportHashB64u string `json:"report_hash_b64u,omitempty"`
+	PackID         string `json:"pack_id,omitempty"`
+	Chars          int    `json:"chars,omitempty"`
+	Code           string `json:"code,omitempty"`
+	Template       string `json:"template,omitempty"`
+	TemplateKind   string `json:"template_kind,omitempty"`
+}
+
+// Config configures a Runner.
+type Config struct {
+	// Key is the HPKE identity key packs are sealed to. NewRunner copies its
+	// secret into a shareable sealed buffer; Key itself is not kept.
+	Key *envelope.PrivateKey
+	// Exe is the binary to start; "" means /proc/self/exe, the running
+	// binary even if the file on disk was replaced.
+	Exe string
+	// MaxWorkers bounds concurrent workers; 0 means DefaultMaxWorkers.
+	MaxWorkers int
+	// Timeout bounds a worker from start to answer, including the wait for
+	// a slot; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Memory are the options of every sealed buffer (parent and worker).
+	Memory sealed.Options
+}
+
+// Runner starts workers. It is safe for concurrent use.
+type Runner struct {
+	exe     string
+	key     *sealed.Buffer
+	sem     chan struct{}
+	timeout time.Duration
+	mem     sealed.Options
+}
+
+// NewRunner copies the identity key into a shareable sealed buffer.
+func NewRunner(cfg Config) (*Runner, error) {
+	if cfg.Key == nil {
+		return nil, errors.New("rebuild: no identity key")
+	}
+	if cfg.MaxWorkers < 0 || cfg.Timeout < 0 {
+		return nil, errors.New("rebuild: negative limit")
+	}
+	r := &Runner{exe: cfg.Exe, timeout: cfg.Timeout, mem: cfg.Memory}
+	if r.exe == "" {
+		r.exe = "/proc/self/exe"
+	}
+	if r.timeout == 0 {
+		r.timeout = DefaultTimeout
+	}
+	n := cfg.MaxWorkers
+	if n == 0 {
+		n = DefaultMaxWorkers
+	}
+	r.sem = make(chan struct{}, n)
+	text, err := cfg.Key.AppendSecretText(nil)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	defer sealed.Wipe(text)
+	r.key, err = sealed.NewShareable(len(text), cfg.Memory)
+	if err != nil {
+		return nil, fmt.Errorf("rebuild: %w", err)
+	}
+	copy(r.key.Bytes(), text)
+	return r, nil
+}
+
+// Close destroys the sealed copy of the key.
+func (r *Runner) Close() { r.key.Destroy() }
+
+// Request is one pack to open. Nothing in it is secret.
+type Request struct {
+	Pack       []byte // prompt_pack.enc
+	Manifest   []byte // prompt_pack_manifest.json
+	ReportHash [32]byte
+	Trusted    map[string]string
+}
+
+// Result is an opened and verified pack: the prompt in sealed memory and
+// its commitments.
+type Result struct {
+	// Prompt is the rebuilt system prompt; the caller must Destroy it.
+	Prompt         *sealed.Buffer
+	PromptHashB64u string
+	ReportHashB64u string
+	PackID         string
+	// Chars is the prompt length in UTF-16 code units, from the report.
+	Chars int
+}
+
+// Rebuild opens the pack and rebuilds its prompt in a worker. A refusal of
+// the pack wraps the sentinel an in-process promptpack.OpenPack and
+// Opened.Rebuild would have returned (a template error is an
+// *openclawsig.TemplateError); ErrBusy and ErrWorker say the pack could not
+// be checked.
+func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	select {
+	case r.sem <- struct{}{}:
+		defer func() { <-r.sem }()
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", ErrBusy, ctx.Err())
+	}
+	keyFd, err := r.key.Fd()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWorker, err)
+	}
+	hdr, err := json.Marshal(header{
+		Version: 1, Manifest: req.Manifest, ReportHashB64u: b64u.Encode(req.ReportHash[:]),
+		Trusted: req.Trusted, AllowUnlocked: r.mem.AllowUnlocked, KeyLen: r.key.Len(), PackLen: len(req.Pack),
+	})
+	if err != nil || len(hdr) > maxHeader {
+		return nil, fmt.Errorf("%w: request header: %v", ErrWorker, err)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: socketpair: %w", ErrWorker, err)
+	}
+	parentEnd := os.NewFile(uintptr(fds[0]), "rebuild-reply")
+	defer parentEnd.Close()
+	childEnd := os.NewFile(uintptr(fds[1]), "rebuild-reply-child")
+	defer childEnd.Close()
+	kd, err := unix.FcntlInt(uintptr(keyFd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dup: %w", ErrWorker, err)
+	}
+	keyFile := os.NewFile(uintptr(kd), "rebuild-key")
+	defer keyFile.Close()
+
+	var prefix [4]byte
+	binary.BigEndian.PutUint32(prefix[:], uint32(len(hdr)))
+	cmd := exec.CommandContext(ctx, r.exe, WorkerArg)
+	cmd.Env = []string{WorkerEnv + "=" + workerEnvValue}
+	cmd.Stdin = io.MultiReader(bytes.NewReader(prefix[:]), bytes.NewReader(hdr), bytes.NewReader(req.Pack))
+	// stdout and stderr go to /dev/null: nothing the worker prints (a
+	// panic included) reaches a log.
+	cmd.ExtraFiles = []*os.File{keyFile, childEnd}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.WaitDelay = time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: start: %w", ErrWorker, err)
+	}
+	keyFile.Close()
+	childEnd.Close()
+	rep, fd, rerr := receive(ctx, parentEnd)
+	werr := cmd.Wait()
+	if rerr != nil {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		if werr != nil {
+			return nil, fmt.Errorf("%w: %w (%w)", ErrWorker, rerr, werr)
+		}
+		return nil, fmt.Errorf("%w: %w", ErrWorker, rerr)
+	}
+	if !rep.OK {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		return nil, refusalError(rep)
+	}
+	if fd < 0 {
+		return nil, fmt.Errorf("%w: no prompt descriptor", ErrWorker)
+	}
+	if rep.PromptBytes < 1 || rep.PromptBytes > sealed.MaxSize {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%w: prompt size %d", ErrWorker, rep.PromptBytes)
+	}
+	prompt, err := sealed.MapShared(fd, rep.PromptBytes, r.mem)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mapping the prompt: %w", ErrWorker, err)
+	}
+	if werr != nil {
+		prompt.Destroy()
+		return nil, fmt.Errorf("%w: %w", ErrWorker, werr)
+	}
+	return &Result{Prompt: prompt, PromptHashB64u: rep.PromptHashB64u, ReportHashB64u: rep.ReportHashB64u, PackID: rep.PackID, Chars: rep.Chars}, nil
+}
+
+// receive reads the worker's one message. fd is the descriptor that came
+// with it, or -1; every other descriptor is closed.
+func receive(ctx context.Context, f *os.File) (reply, int, error) {
+	c, err := net.FileConn(f)
+	if err != nil {
+		return reply{}, -1, err
+	}
+	defer c.Close()
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return reply{}, -1, errors.New("reply socket is not a unix socket")
+	}
+	if d, ok := ctx.Deadline(); ok {
+		uc.SetReadDeadline(d)
+	}
+	stop := context.AfterFunc(ctx, func() { uc.SetReadDeadline(time.Now()) })
+	defer stop()
+	buf := make([]byte, maxReply)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, flags, _, err := uc.ReadMsgUnix(buf, oob)
+	fd := -1
+	if oobn > 0 {
+		msgs, perr := unix.ParseSocketControlMessage(oob[:oobn])
+		if perr == nil {
+			for _, m := range msgs {
+				got, rerr := unix.ParseUnixRights(&m)
+				if rerr != nil {
+					continue
+				}
+				for _, g := range got {
+					if fd < 0 {
+						fd = g
+					} else {
+						unix.Close(g)
+						err = errors.Join(err, errors.New("more than one descriptor"))
+					}
+				}
+			}
+		}
+	}
+	if err != nil {
+		return reply{}, fd, fmt.Errorf("reading the reply: %w", err)
+	}
+	if n == 0 {
+		return reply{}, fd, errors.New("the worker closed the socket without a reply")
+	}
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
+		return reply{}, fd, errors.New("truncated reply")
+	}
+	var rep reply
+	dec := json.NewDecoder(bytes.NewReader(buf[:n]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rep); err != nil || dec.More() {
+		return reply{}, fd, errors.New("malformed reply")
+	}
+	return rep, fd, nil
+}
+
+// refusalError turns a refusal into an error wrapping its sentinel.
+func refusalError(rep reply) error {
+	if rep.Code == "template" {
+		for _, k := range templateKinds {
+			if k.code == rep.TemplateKind {
+				return fmt.Errorf("rebuild: %w", &openclawsig.TemplateError{Name: rep.Template, Err: k.err})
+			}
+		}
+		return fmt.Errorf("%w: unknown template refusal %q", ErrWorker, rep.TemplateKind)
+	}
+	for _, rf := range refusals {
+		if rf.code == rep.Code {
+			return fmt.Errorf("rebuild: %w", rf.err)
+		}
+	}
+	if rep.Code == "invalid" {
+		return ErrInvalidPack
+	}
+	return fmt.Errorf("%w: unknown refusal code %q", ErrWorker, rep.Code)
+}
+
+// refusalReply is the worker's side of refusalError.
+func refusalReply(err error) reply {
+	var te *openclawsig.TemplateError
+	if errors.As(err, &te) {
+		for _, k := range templateKinds {
+			if errors.Is(te.Err, k.err) {
+				name := te.Name
+				if len(name) > maxTemplateName {
+					name = name[:maxTemplateName]
+				}
+				return reply{Code: "template", Template: name, TemplateKind: k.code}
+			}
+		}
+	}
+	for _, rf := range refusals {
+		if errors.Is(err, rf.err) {
+			return reply{Code: rf.code}
+		}
+	}
+	return reply{Code: "invalid"}
+}

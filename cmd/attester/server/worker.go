@@ -1,0 +1,20 @@
+package server
+
+import (
+	"os"
+
+	"github.com/clawea/attester/cmd/attester/internal/rebuild"
+)
+
+// RunWorker runs the pack-opening worker (docs/spec/sealed-memory.md
+// section 2.7) when args, the program's arguments without its name, ask for
+// it, and reports its exit code. A Server opens packs by starting its own
+// binary (/proc/self/exe) in that mode, so every program that embeds a
+// Server, and every test binary that creates runs, must call RunWorker
+// first thing in main (or TestMain) and exit with the code when ok is true.
+func RunWorker(args []string) (code int, ok bool) {
+	if !rebuild.IsWorker(args) {
+		return 0, false
+	}
+	return rebuild.Main(os.Stdin, os.Stderr), true
+}
