@@ -1,0 +1,264 @@
+package rebuild
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/sealed"
+)
+
+// TestMain makes this test binary the worker too: a Runner starts
+// /proc/self/exe with WorkerArg, as the attester does.
+func TestMain(m *testing.M) {
+	if IsWorker(os.Args[1:]) {
+		os.Exit(Main(os.Stdin, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+var memOpts = sealed.Options{AllowUnlocked: true}
+
+type fixture struct {
+	pack    *promptpack.Pack
+	rb      *promptpack.Rebuilt
+	trusted map[string]string
+	key     *envelope.PrivateKey
+	enc     []byte
+	mj      []byte
+	man     *envelope.Manifest
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	dir := filepath.Join("..", "..", "..", "..", "..", "shared", "conformance", "openclaw-sig")
+	params, err := os.ReadFile(filepath.Join(dir, "vectors", "min.params.json"))
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("shared conformance data missing: %v", err)
+		}
+		t.Skip("shared conformance data not present")
+	}
+	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, err := pack.SigHashes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := pack.Rebuild(trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := envelope.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, man, err := promptpack.SealPack(pack, key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mj, err := man.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{pack: pack, rb: rb, trusted: trusted, key: key, enc: enc, mj: mj, man: man}
+}
+
+func (f *fixture) request() Request {
+	return Request{Pack: f.enc, Manifest: f.mj, ReportHash: f.rb.ReportHash, Trusted: f.trusted}
+}
+
+func newRunner(t *testing.T, cfg Config) *Runner {
+	t.Helper()
+	cfg.Memory = memOpts
+	r, err := NewRunner(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// TestRebuildInWorker: the worker returns the exact prompt in a sealed
+// buffer, with the commitments an in-process rebuild computes.
+func TestRebuildInWorker(t *testing.T) {
+	f := newFixture(t)
+	r := newRunner(t, Config{Key: f.key})
+	res, err := r.Rebuild(context.Background(), f.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Prompt.Destroy()
+	if !bytes.Equal(res.Prompt.Bytes(), f.rb.Prompt) {
+		t.Fatal("the worker's prompt differs from the in-process rebuild")
+	}
+	if res.Prompt.Backing() == "" {
+		t.Fatal("prompt buffer has no sealed backing")
+	}
+	if res.PromptHashB64u != f.rb.PromptHashB64u() || res.ReportHashB64u != f.rb.ReportHashB64u() ||
+		res.PackID != f.rb.PackID || res.Chars != f.rb.Report.Final.SystemPromptChars {
+		t.Fatalf("commitments differ: %+v", res)
+	}
+	// The key survives a worker: a second rebuild works (the worker maps
+	// the key read-only and must not zero it).
+	res2, err := r.Rebuild(context.Background(), f.request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2.Prompt.Destroy()
+}
+
+// TestWorkerRefusals: every refusal comes back as the sentinel an
+// in-process open would give, and nothing is returned.
+func TestWorkerRefusals(t *testing.T) {
+	f := newFixture(t)
+	r := newRunner(t, Config{Key: f.key})
+	other, _ := envelope.GenerateKey()
+	rOther := newRunner(t, Config{Key: other})
+	untrusted := map[string]string{}
+	for k, v := range f.trusted {
+		untrusted[k] = v
+	}
+	untrusted["identity.txt"] = "sha256:" + strings.Repeat("00", 32)
+	tampered := bytes.Clone(f.enc)
+	tampered[len(tampered)-5] ^= 1
+	wrongReport := f.rb.ReportHash
+	wrongReport[0] ^= 1
+
+	tests := []struct {
+		name string
+		r    *Runner
+		req  func(Request) Request
+		want error
+	}{
+		{"not a recipient", rOther, func(q Request) Request { return q }, envelope.ErrNoMatchingRecipient},
+		{"wrong report hash", r, func(q Request) Request { q.ReportHash = wrongReport; return q }, envelope.ErrContextMismatch},
+		{"tampered", r, func(q Request) Request { q.Pack = tampered; return q }, nil},
+		{"untrusted template", r, func(q Request) Request { q.Trusted = untrusted; return q }, openclawsig.ErrTemplateUntrusted},
+		{"malformed manifest", r, func(q Request) Request { q.Manifest = []byte(`{}`); return q }, nil},
+	}
+	for _, tt := range tests {
+		res, err := tt.r.Rebuild(context.Background(), tt.req(f.request()))
+		if err == nil || res != nil {
+			t.Errorf("%s: accepted", tt.name)
+			continue
+		}
+		if errors.Is(err, ErrWorker) || errors.Is(err, ErrBusy) {
+			t.Errorf("%s: %v, want a refusal of the pack", tt.name, err)
+		}
+		if tt.want != nil && !errors.Is(err, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	_, err := r.Rebuild(context.Background(), Request{Pack: f.enc, Manifest: f.mj, ReportHash: f.rb.ReportHash, Trusted: untrusted})
+	var te *openclawsig.TemplateError
+	if !errors.As(err, &te) || te.Name != "identity.txt" {
+		t.Errorf("untrusted template: %v, want a TemplateError naming identity.txt", err)
+	}
+}
+
+// TestRefusalTable: every code round-trips to its sentinel, every template
+// kind to a TemplateError with the name, and an unknown code is a worker
+// failure, not a refusal.
+func TestRefusalTable(t *testing.T) {
+	seen := map[string]bool{}
+	for _, rf := range refusals {
+		if seen[rf.code] {
+			t.Fatalf("duplicate code %s", rf.code)
+		}
+		seen[rf.code] = true
+		rep := refusalReply(fmt.Errorf("layer: %w", rf.err))
+		if rep.Code != rf.code {
+			// An earlier entry may match a sentinel that wraps another;
+			// the table must be ordered so that this does not happen.
+			t.Errorf("%v: code %s, want %s", rf.err, rep.Code, rf.code)
+		}
+		if err := refusalError(rep); !errors.Is(err, rf.err) {
+			t.Errorf("%s: %v", rf.code, err)
+		}
+	}
+	for _, k := range templateKinds {
+		rep := refusalReply(fmt.Errorf("x: %w", &openclawsig.TemplateError{Name: "soul.txt", Err: k.err}))
+		var te *openclawsig.TemplateError
+		if err := refusalError(rep); !errors.As(err, &te) || te.Name != "soul.txt" || !errors.Is(err, k.err) {
+			t.Errorf("%s: %v", k.code, err)
+		}
+	}
+	if err := refusalError(refusalReply(errors.New("something else"))); !errors.Is(err, ErrInvalidPack) {
+		t.Errorf("unknown error: %v", err)
+	}
+	for _, rep := range []reply{{Code: "nope"}, {Code: "template", TemplateKind: "nope"}} {
+		if err := refusalError(rep); !errors.Is(err, ErrWorker) {
+			t.Errorf("%+v: %v", rep, err)
+		}
+	}
+}
+
+// TestWorkerRefusesToRunAlone: the hidden mode does nothing unless started
+// by a Runner (environment and descriptors).
+func TestWorkerRefusesToRunAlone(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := Main(strings.NewReader(""), &stderr); code != 2 || !strings.Contains(stderr.String(), "internal") {
+		t.Fatalf("without environment: exit %d, %q", code, stderr.String())
+	}
+	t.Setenv(WorkerEnv, workerEnvValue)
+	stderr.Reset()
+	// This test process's fd 4 (if open at all) is not a SOCK_SEQPACKET
+	// socket.
+	if code := Main(strings.NewReader(""), &stderr); code != 2 {
+		t.Fatalf("without descriptors: exit %d, %q", code, stderr.String())
+	}
+}
+
+// TestWorkerLimits: a worker that does not answer in time is killed and
+// reported as a worker failure; a request that finds every slot taken is
+// ErrBusy; a binary that is not a worker is a worker failure.
+func TestWorkerLimits(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "slow")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nexec sleep 30\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, Config{Key: f.key, Exe: slow, Timeout: 300 * time.Millisecond, MaxWorkers: 1})
+	start := time.Now()
+	_, err := r.Rebuild(context.Background(), f.request())
+	if !errors.Is(err, ErrWorker) || time.Since(start) > 10*time.Second {
+		t.Fatalf("slow worker: %v after %v", err, time.Since(start))
+	}
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	held := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		r.sem <- struct{}{} // take the only slot
+		close(held)
+		time.Sleep(500 * time.Millisecond)
+		<-r.sem
+	}()
+	<-held
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := r.Rebuild(ctx, f.request()); !errors.Is(err, ErrBusy) {
+		t.Fatalf("no free slot: %v", err)
+	}
+	wg.Wait()
+
+	rFalse := newRunner(t, Config{Key: f.key, Exe: "/bin/true"})
+	if _, err := rFalse.Rebuild(context.Background(), f.request()); !errors.Is(err, ErrWorker) {
+		t.Fatalf("not a worker: %v", err)
+	}
+}
