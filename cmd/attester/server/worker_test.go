@@ -1,8 +1,16 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/schema/b64u"
 )
 
 // TestMain lets this test binary serve as the rebuild worker: the Server
@@ -12,4 +20,65 @@ func TestMain(m *testing.M) {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())
+}
+
+// TestPromptServedFromSealedMemory: the prompt written from the sealed
+// buffer onto the hijacked connection is a well-formed HTTP/1.1 response
+// with the exact bytes, served again on request, and gone after close.
+func TestPromptServedFromSealedMemory(t *testing.T) {
+	dir := sharedHarness(t)
+	params, err := os.ReadFile(filepath.Join(dir, "vectors", "full.params.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trusted, _ := pack.SigHashes()
+	rb, err := pack.Rebuild(trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newTestServer(t, trusted)
+	enc, man, err := promptpack.SealPack(pack, h.id.PackKey.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mj, _ := man.MarshalJSON()
+	body, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": rb.ReportHashB64u(), "agent_id": "main", "session_key": "s"})
+	code, m := h.ctl(t, "POST", "/v1/runs", "", body)
+	if code != 201 {
+		t.Fatalf("create run: %d %v", code, m)
+	}
+	runID, capability := m["run_id"].(string), m["capability"].(string)
+	get := func() *http.Response {
+		req, _ := http.NewRequest("GET", "http://attester/v1/runs/"+runID+"/prompt", nil)
+		req.Header.Set("Authorization", "Bearer "+capability)
+		resp, err := h.control.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for range 2 {
+		resp := get()
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || !bytes.Equal(got, rb.Prompt) {
+			t.Fatalf("prompt: %d, %d bytes (want %d), %v", resp.StatusCode, len(got), len(rb.Prompt), err)
+		}
+		if resp.ContentLength != int64(len(rb.Prompt)) || resp.Header.Get("X-Clawea-System-Prompt-Hash") != rb.PromptHashB64u() ||
+			resp.Header.Get("Cache-Control") != "no-store" || !resp.Close {
+			t.Fatalf("prompt headers: %d %v close=%t", resp.ContentLength, resp.Header, resp.Close)
+		}
+	}
+	if code, m := h.ctl(t, "DELETE", "/v1/runs/"+runID, capability, nil); code != 204 {
+		t.Fatalf("close: %d %v", code, m)
+	}
+	resp := get()
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGone {
+		t.Fatalf("prompt after close: %d, want 410", resp.StatusCode)
+	}
 }
