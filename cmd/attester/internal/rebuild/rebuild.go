@@ -9,12 +9,18 @@
 // with the hidden argument WorkerArg) that exits as soon as it is done, so
 // the heap copies die with it. The parent passes the child
 //
-//   - the HPKE identity key, as a descriptor of a sealed buffer (fd 3,
-//     mapped read-only by the child),
-//   - a unix SOCK_SEQPACKET socket for the answer (fd 4),
+//   - a unix SOCK_SEQPACKET socket (fd 3), on which the parent sends the
+//     HPKE identity key as the descriptor of a sealed buffer (mapped
+//     read-only by the child) and the child answers,
 //   - on stdin: a length-prefixed JSON header (manifest, expected report
 //     hash, trusted template hashes, sizes) and the ciphertext pack; none of
 //     it is secret.
+//
+// The key travels over the socket rather than as an inherited descriptor so
+// that it enters the child's descriptor table only when the child receives
+// it, after it has made itself non-dumpable: between exec and
+// PR_SET_DUMPABLE any process of the same uid could open an inherited
+// descriptor through /proc/<pid>/fd.
 //
 // The child opens the pack, checks the templates, rebuilds the prompt,
 // compares the report hash, copies the prompt into a new shareable sealed
@@ -54,13 +60,14 @@ import (
 
 // WorkerArg is the hidden first argument that starts the worker mode of the
 // attester binary. The worker refuses to run unless it also finds WorkerEnv
-// set to workerEnvValue and the descriptors 3 and 4 described above.
+// set to workerEnvValue and descriptor 3 a SOCK_SEQPACKET socket.
 const (
 	WorkerArg      = "__rebuild"
 	WorkerEnv      = "CLAWEA_ATTESTER_WORKER"
 	workerEnvValue = "rebuild-v1"
-	keyFD          = 3
-	replyFD        = 4
+	sockFD         = 3
+	// keyMsg is the payload of the message that carries the key.
+	keyMsg = "key"
 )
 
 // Limits of the protocol.
@@ -259,16 +266,19 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: socketpair: %w", ErrWorker, err)
 	}
-	parentEnd := os.NewFile(uintptr(fds[0]), "rebuild-reply")
-	defer parentEnd.Close()
-	childEnd := os.NewFile(uintptr(fds[1]), "rebuild-reply-child")
+	childEnd := os.NewFile(uintptr(fds[1]), "rebuild-child")
 	defer childEnd.Close()
-	kd, err := unix.FcntlInt(uintptr(keyFd), unix.F_DUPFD_CLOEXEC, 0)
+	parentEnd := os.NewFile(uintptr(fds[0]), "rebuild-parent")
+	pc, err := net.FileConn(parentEnd)
+	parentEnd.Close()
 	if err != nil {
-		return nil, fmt.Errorf("%w: dup: %w", ErrWorker, err)
+		return nil, fmt.Errorf("%w: %w", ErrWorker, err)
 	}
-	keyFile := os.NewFile(uintptr(kd), "rebuild-key")
-	defer keyFile.Close()
+	defer pc.Close()
+	uc, ok := pc.(*net.UnixConn)
+	if !ok {
+		return nil, fmt.Errorf("%w: not a unix socket", ErrWorker)
+	}
 
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], uint32(len(hdr)))
@@ -277,15 +287,31 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 	cmd.Stdin = io.MultiReader(bytes.NewReader(prefix[:]), bytes.NewReader(hdr), bytes.NewReader(req.Pack))
 	// stdout and stderr go to /dev/null: nothing the worker prints (a
 	// panic included) reaches a log.
-	cmd.ExtraFiles = []*os.File{keyFile, childEnd}
+	cmd.ExtraFiles = []*os.File{childEnd} // fd 3
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: start: %w", ErrWorker, err)
 	}
-	keyFile.Close()
 	childEnd.Close()
-	rep, fd, rerr := receive(ctx, parentEnd)
+	// A duplicate of the key's descriptor, in flight until the worker
+	// (hardened by then) receives it; closed here once sent.
+	kd, err := unix.FcntlInt(uintptr(keyFd), unix.F_DUPFD_CLOEXEC, 0)
+	if err == nil {
+		_, _, err = uc.WriteMsgUnix([]byte(keyMsg), unix.UnixRights(kd), nil)
+		unix.Close(kd)
+	}
+	var (
+		rep  reply
+		fd   = -1
+		rerr error
+	)
+	if err != nil {
+		rerr = fmt.Errorf("sending the key: %w", err)
+		_ = cmd.Process.Kill()
+	} else {
+		rep, fd, rerr = receive(ctx, uc)
+	}
 	werr := cmd.Wait()
 	if rerr != nil {
 		if fd >= 0 {
@@ -322,16 +348,7 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 
 // receive reads the worker's one message. fd is the descriptor that came
 // with it, or -1; every other descriptor is closed.
-func receive(ctx context.Context, f *os.File) (reply, int, error) {
-	c, err := net.FileConn(f)
-	if err != nil {
-		return reply{}, -1, err
-	}
-	defer c.Close()
-	uc, ok := c.(*net.UnixConn)
-	if !ok {
-		return reply{}, -1, errors.New("reply socket is not a unix socket")
-	}
+func receive(ctx context.Context, uc *net.UnixConn) (reply, int, error) {
 	if d, ok := ctx.Deadline(); ok {
 		uc.SetReadDeadline(d)
 	}

@@ -262,3 +262,32 @@ func TestWorkerLimits(t *testing.T) {
 		t.Fatalf("not a worker: %v", err)
 	}
 }
+
+// TestKeyNotInheritedAtExec: the worker starts with no descriptor of sealed
+// memory (the key arrives over the socket once the worker is hardened), and
+// descriptor 3 is the socket.
+func TestKeyNotInheritedAtExec(t *testing.T) {
+	f := newFixture(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "fds")
+	script := filepath.Join(dir, "worker")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nls -l /proc/$$/fd/ > "+out+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, Config{Key: f.key, Exe: script})
+	if _, err := r.Rebuild(context.Background(), f.request()); !errors.Is(err, ErrWorker) {
+		t.Fatalf("a script is not a worker: %v", err)
+	}
+	listing, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"secretmem", "memfd:"} {
+		if strings.Contains(string(listing), bad) {
+			t.Errorf("the worker inherited %q:\n%s", bad, listing)
+		}
+	}
+	if !strings.Contains(string(listing), " 3 -> socket:") {
+		t.Errorf("descriptor 3 is not the socket:\n%s", listing)
+	}
+}

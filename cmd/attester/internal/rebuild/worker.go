@@ -42,7 +42,12 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 	if err := sealed.HardenProcess(); err != nil {
 		return 3
 	}
-	rep, fd := work(stdin)
+	rep, fd, err := work(stdin)
+	if err != nil {
+		// A broken request is not a refusal of the pack: exit without an
+		// answer, which the parent reports as a worker failure.
+		return 3
+	}
 	if err := send(rep, fd); err != nil {
 		return 3
 	}
@@ -56,64 +61,90 @@ func checkWorkerEnv() error {
 	if os.Getenv(WorkerEnv) != workerEnvValue {
 		return errNotWorker
 	}
-	typ, err := unix.GetsockoptInt(replyFD, unix.SOL_SOCKET, unix.SO_TYPE)
+	typ, err := unix.GetsockoptInt(sockFD, unix.SOL_SOCKET, unix.SO_TYPE)
 	if err != nil || typ != unix.SOCK_SEQPACKET {
-		return errNotWorker
-	}
-	if _, err := unix.FcntlInt(keyFD, unix.F_GETFD, 0); err != nil {
 		return errNotWorker
 	}
 	return nil
 }
 
+// receiveKey reads the message that carries the key's descriptor.
+func receiveKey() (int, error) {
+	buf := make([]byte, len(keyMsg)+1)
+	oob := make([]byte, unix.CmsgSpace(4*4))
+	n, oobn, flags, _, err := unix.Recvmsg(sockFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	var got []int
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for _, m := range msgs {
+			if fds, err := unix.ParseUnixRights(&m); err == nil {
+				got = append(got, fds...)
+			}
+		}
+	}
+	if string(buf[:n]) != keyMsg || flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || len(got) != 1 {
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		return -1, errors.New("malformed key message")
+	}
+	return got[0], nil
+}
+
 // work opens and rebuilds; it returns the reply and the descriptor of the
-// prompt buffer (or -1).
-func work(stdin io.Reader) (reply, int) {
+// prompt buffer (or -1), or an error when the request itself is broken.
+func work(stdin io.Reader) (reply, int, error) {
 	h, pack, err := readRequest(stdin)
 	if err != nil {
-		return reply{Code: "invalid"}, -1
+		return reply{}, -1, err
 	}
 	opts := sealed.Options{AllowUnlocked: h.AllowUnlocked}
-	keyBuf, err := sealed.MapReadOnly(keyFD, h.KeyLen, opts)
+	keyFd, err := receiveKey()
 	if err != nil {
-		return refusalReply(err), -1
+		return reply{}, -1, err
+	}
+	keyBuf, err := sealed.MapReadOnly(keyFd, h.KeyLen, opts)
+	if err != nil {
+		return refusalReply(err), -1, nil
 	}
 	key, err := envelope.ParsePrivateKey(keyBuf.Bytes())
 	keyBuf.Destroy() // unmaps only: the parent owns the key
 	if err != nil {
-		return reply{Code: "invalid"}, -1
+		return reply{}, -1, errors.New("malformed key")
 	}
 	want, err := b64u.DecodeHash(h.ReportHashB64u)
 	if err != nil {
-		return reply{Code: "invalid"}, -1
+		return reply{}, -1, errors.New("malformed report hash")
 	}
 	m, err := envelope.ParseManifest(h.Manifest)
 	if err != nil {
-		return refusalReply(err), -1
+		return refusalReply(err), -1, nil
 	}
 	opened, err := promptpack.OpenPack(pack, m, key, want, promptpack.OpenOptions{AllowUnlocked: h.AllowUnlocked})
 	if err != nil {
-		return refusalReply(err), -1
+		return refusalReply(err), -1, nil
 	}
 	defer opened.Destroy()
 	rb, err := opened.Rebuild(h.Trusted)
 	if err != nil {
-		return refusalReply(err), -1
+		return refusalReply(err), -1, nil
 	}
 	defer rb.Wipe()
 	out, err := sealed.NewShareable(len(rb.Prompt), opts)
 	if err != nil {
-		return refusalReply(err), -1
+		return refusalReply(err), -1, nil
 	}
 	copy(out.Bytes(), rb.Prompt)
 	fd, err := out.Fd()
 	if err != nil {
-		return reply{Code: "invalid"}, -1
+		return reply{}, -1, err
 	}
 	return reply{
 		OK: true, PromptBytes: len(rb.Prompt), PromptHashB64u: rb.PromptHashB64u(), ReportHashB64u: rb.ReportHashB64u(),
 		PackID: rb.PackID, Chars: rb.Report.Final.SystemPromptChars,
-	}, fd
+	}, fd, nil
 }
 
 func readRequest(r io.Reader) (*header, []byte, error) {
@@ -154,5 +185,5 @@ func send(rep reply, fd int) error {
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
 	}
-	return unix.Sendmsg(replyFD, b, oob, nil, 0)
+	return unix.Sendmsg(sockFD, b, oob, nil, 0)
 }
