@@ -39,7 +39,7 @@ type fixture struct {
 	man     *envelope.Manifest
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	dir := filepath.Join("..", "..", "..", "..", "..", "shared", "conformance", "openclaw-sig")
 	params, err := os.ReadFile(filepath.Join(dir, "vectors", "min.params.json"))
@@ -289,5 +289,44 @@ func TestKeyNotInheritedAtExec(t *testing.T) {
 	}
 	if !strings.Contains(string(listing), " 3 -> socket:") {
 		t.Errorf("descriptor 3 is not the socket:\n%s", listing)
+	}
+}
+
+// BenchmarkRebuildInWorker measures one pack opened in a worker process
+// (process start included), against BenchmarkRebuildInProcess.
+func BenchmarkRebuildInWorker(b *testing.B) {
+	f := newFixture(b)
+	r, err := NewRunner(Config{Key: f.key, Memory: memOpts})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	for b.Loop() {
+		res, err := r.Rebuild(context.Background(), f.request())
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.Prompt.Destroy()
+	}
+}
+
+// BenchmarkRebuildInProcess is the same work without a worker.
+func BenchmarkRebuildInProcess(b *testing.B) {
+	f := newFixture(b)
+	m, err := envelope.ParseManifest(f.mj)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		o, err := promptpack.OpenPack(f.enc, m, f.key, f.rb.ReportHash, promptpack.OpenOptions{AllowUnlocked: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rb, err := o.Rebuild(f.trusted)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rb.Wipe()
+		o.Destroy()
 	}
 }
