@@ -10,6 +10,11 @@
 // it falls back to unlocked memory only when Options.AllowUnlocked is set.
 // Other operating systems compile but return ErrNotSupported.
 //
+// A shareable Buffer (NewShareable) keeps the descriptor of its backing so
+// that another process can map the same memory (MapShared, MapReadOnly):
+// the attester hands the identity key to its rebuild worker and gets the
+// rebuilt prompt back this way, never through ordinary memory.
+//
 // Buffers have no finalizer: every Buffer must be released with Destroy,
 // normally with defer right after New. A Buffer that is never destroyed
 // stays locked and mapped until the process exits.
