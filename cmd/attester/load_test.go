@@ -1,0 +1,397 @@
+package main
+
+// A load generator for the control socket, shared by the kill -9 test
+// (TestKillUnderLoadAgainstTheBinary, part of `make test`) and the load
+// test of issue 13's "Speed" target (TestControlLoad, run only by `make
+// bench-control`). Each caller keeps one HTTP/1.1 connection to the socket
+// and writes requests by hand: the figures measure the attester, not a
+// client library. Every acknowledged decision is kept (run, audit_seq,
+// tool, params hash, allow) so that the audit files can be checked against
+// exactly what callers were told.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/wire/auditrec"
+)
+
+// ctlConn is one caller's connection to the control socket.
+type ctlConn struct {
+	socket string
+	c      net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	body   []byte
+}
+
+func (cc *ctlConn) close() {
+	if cc.c != nil {
+		cc.c.Close()
+		cc.c = nil
+	}
+}
+
+// do sends one request and returns the status and the body (valid until the
+// next call).
+func (cc *ctlConn) do(method, path, capability string, body []byte) (int, []byte, error) {
+	if cc.c == nil {
+		c, err := net.Dial("unix", cc.socket)
+		if err != nil {
+			return 0, nil, err
+		}
+		cc.c, cc.br, cc.bw = c, bufio.NewReaderSize(c, 16<<10), bufio.NewWriterSize(c, 16<<10)
+	}
+	bw := cc.bw
+	bw.WriteString(method)
+	bw.WriteByte(' ')
+	bw.WriteString(path)
+	bw.WriteString(" HTTP/1.1\r\nHost: attester\r\n")
+	if capability != "" {
+		bw.WriteString("Authorization: Bearer ")
+		bw.WriteString(capability)
+		bw.WriteString("\r\n")
+	}
+	if body != nil {
+		bw.WriteString("Content-Type: application/json\r\nContent-Length: ")
+		bw.WriteString(strconv.Itoa(len(body)))
+		bw.WriteString("\r\n\r\n")
+		bw.Write(body)
+	} else {
+		bw.WriteString("\r\n")
+	}
+	if err := bw.Flush(); err != nil {
+		cc.close()
+		return 0, nil, err
+	}
+	resp, err := http.ReadResponse(cc.br, nil)
+	if err != nil {
+		cc.close()
+		return 0, nil, err
+	}
+	cc.body = cc.body[:0]
+	buf := bytes.NewBuffer(cc.body)
+	_, err = buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	cc.body = buf.Bytes()
+	if err != nil {
+		cc.close()
+		return 0, nil, err
+	}
+	if resp.Close {
+		cc.close()
+	}
+	return resp.StatusCode, cc.body, nil
+}
+
+// ack is one decision as its caller was told.
+type ack struct {
+	seq        uint64
+	tool       string
+	paramsHash string
+	allow      bool
+}
+
+// loadRun is a run the load generator drives.
+type loadRun struct {
+	id, capability, turn string
+	mu                   sync.Mutex
+	acks                 []ack
+	inflight             sync.WaitGroup
+}
+
+// loadOptions bound a load: in time (duration) and in count (decisions).
+type loadOptions struct {
+	callers     int
+	runs        int           // runs in use at once; callers share them round robin
+	callsPerRun int           // a run is replaced after this many calls (its audit log is bounded)
+	duration    time.Duration // stop after this long
+	decisions   int64         // stop after this many acknowledged decisions (0: no bound)
+	// onAck, when set, is called after each acknowledged decision.
+	onAck func(total int64)
+}
+
+// loadResult is what a load produced.
+type loadResult struct {
+	runs      []*loadRun
+	latencies []time.Duration // of acknowledged decisions
+	acked     int64
+	errs      int64 // failed requests (transport errors, non-200)
+	firstErr  error
+	elapsed   time.Duration
+}
+
+// loadGen drives tool calls on the control socket. createRun opens a run and
+// its first turn. A transport error ends that caller (the kill -9 test ends
+// every caller that way); ctx ends them all.
+type loadGen struct {
+	socket    string
+	createRun func(cc *ctlConn) (*loadRun, error)
+	closeRun  func(cc *ctlConn, r *loadRun) error
+}
+
+type runSlot struct {
+	mu   sync.Mutex
+	cur  *loadRun
+	used int
+}
+
+func (g *loadGen) run(ctx context.Context, o loadOptions) *loadResult {
+	res := &loadResult{}
+	var resMu sync.Mutex
+	setErr := func(err error) {
+		resMu.Lock()
+		if res.firstErr == nil {
+			res.firstErr = err
+		}
+		resMu.Unlock()
+	}
+	slots := make([]*runSlot, o.runs)
+	setup := &ctlConn{socket: g.socket}
+	defer setup.close()
+	for i := range slots {
+		r, err := g.createRun(setup)
+		if err != nil {
+			res.firstErr = fmt.Errorf("create run: %w", err)
+			return res
+		}
+		slots[i] = &runSlot{cur: r}
+		res.runs = append(res.runs, r)
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.duration)
+	defer cancel()
+	var acked atomic.Int64
+	var closers sync.WaitGroup
+	lats := make([][]time.Duration, o.callers)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range o.callers {
+		wg.Go(func() {
+			cc := &ctlConn{socket: g.socket}
+			defer cc.close()
+			slot := slots[i%len(slots)]
+			lat := make([]time.Duration, 0, 4096)
+			defer func() { lats[i] = lat }()
+			var body []byte
+			var decided struct {
+				Allow    bool   `json:"allow"`
+				Tool     string `json:"tool"`
+				Params   string `json:"params_hash_b64u"`
+				AuditSeq uint64 `json:"audit_seq"`
+			}
+			for n := 0; ctx.Err() == nil; n++ {
+				if o.decisions > 0 && acked.Load() >= o.decisions {
+					return
+				}
+				// Take the slot's run, replacing it when it has had its
+				// calls; the old run is closed once its calls in flight end.
+				slot.mu.Lock()
+				if slot.used >= o.callsPerRun {
+					r, err := g.createRun(cc)
+					if err != nil {
+						slot.mu.Unlock()
+						setErr(fmt.Errorf("replace run: %w", err))
+						atomic.AddInt64(&res.errs, 1)
+						return
+					}
+					old := slot.cur
+					slot.cur, slot.used = r, 0
+					resMu.Lock()
+					res.runs = append(res.runs, r)
+					resMu.Unlock()
+					closers.Go(func() {
+						old.inflight.Wait()
+						c := &ctlConn{socket: g.socket}
+						defer c.close()
+						if err := g.closeRun(c, old); err != nil && ctx.Err() == nil {
+							setErr(fmt.Errorf("close run: %w", err))
+						}
+					})
+				}
+				r := slot.cur
+				slot.used++
+				r.inflight.Add(1)
+				slot.mu.Unlock()
+
+				body = append(body[:0], `{"turn_id":"`...)
+				body = append(body, r.turn...)
+				body = append(body, `","tool":"read","params":{"path":"/workspace/c`...)
+				body = strconv.AppendInt(body, int64(i), 10)
+				body = append(body, "/f"...)
+				body = strconv.AppendInt(body, int64(n), 10)
+				body = append(body, `.txt"}}`...)
+				t0 := time.Now()
+				code, rb, err := cc.do("POST", "/v1/runs/"+r.id+"/tool-calls", r.capability, body)
+				el := time.Since(t0)
+				if err == nil && code != 200 {
+					err = fmt.Errorf("tool call: %d %s", code, rb)
+				}
+				if err == nil {
+					decided.Allow, decided.Tool, decided.Params, decided.AuditSeq = false, "", "", 0
+					if err = json.Unmarshal(rb, &decided); err == nil && decided.AuditSeq == 0 {
+						err = fmt.Errorf("tool call: no audit_seq in %s", rb)
+					}
+				}
+				if err != nil {
+					r.inflight.Done()
+					atomic.AddInt64(&res.errs, 1)
+					if ctx.Err() == nil {
+						setErr(err)
+					}
+					return
+				}
+				r.mu.Lock()
+				r.acks = append(r.acks, ack{seq: decided.AuditSeq, tool: decided.Tool, paramsHash: decided.Params, allow: decided.Allow})
+				r.mu.Unlock()
+				r.inflight.Done()
+				lat = append(lat, el)
+				total := acked.Add(1)
+				if o.onAck != nil {
+					o.onAck(total)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.elapsed = time.Since(start)
+	closers.Wait()
+	res.acked = acked.Load()
+	for _, l := range lats {
+		res.latencies = append(res.latencies, l...)
+	}
+	slices.Sort(res.latencies)
+	return res
+}
+
+// percentile of sorted durations.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted)) * p)
+	if i >= len(sorted) {
+		i = len(sorted) - 1
+	}
+	return sorted[i]
+}
+
+// loadGenFor returns a load generator for an attester started by
+// startAttester, with runs opened from pf (one sealed pack, reused).
+func loadGenFor(t *testing.T, a *attester, pf *packFixture) *loadGen {
+	createBody := a.createBody(t, pf, "agent:main:main")
+	return &loadGen{
+		socket: a.socket,
+		createRun: func(cc *ctlConn) (*loadRun, error) {
+			code, b, err := cc.do("POST", "/v1/runs", "", createBody)
+			if err != nil {
+				return nil, err
+			}
+			if code != 201 {
+				return nil, fmt.Errorf("create run: %d %s", code, b)
+			}
+			var created struct {
+				RunID      string `json:"run_id"`
+				Capability string `json:"capability"`
+			}
+			if err := json.Unmarshal(b, &created); err != nil {
+				return nil, err
+			}
+			tb, _ := json.Marshal(turnBody("cli", "load", "m1"))
+			code, b, err = cc.do("POST", "/v1/runs/"+created.RunID+"/turns", created.Capability, tb)
+			if err != nil {
+				return nil, err
+			}
+			if code != 201 {
+				return nil, fmt.Errorf("turn: %d %s", code, b)
+			}
+			var turn struct {
+				TurnID string `json:"turn_id"`
+			}
+			if err := json.Unmarshal(b, &turn); err != nil {
+				return nil, err
+			}
+			return &loadRun{id: created.RunID, capability: created.Capability, turn: turn.TurnID}, nil
+		},
+		closeRun: func(cc *ctlConn, r *loadRun) error {
+			code, b, err := cc.do("DELETE", "/v1/runs/"+r.id, r.capability, nil)
+			if err == nil && code != 204 {
+				err = fmt.Errorf("%d %s", code, b)
+			}
+			return err
+		},
+	}
+}
+
+// auditFileCheck is what checkAuditFiles found.
+type auditFileCheck struct {
+	files, records int64
+}
+
+// checkAuditFiles reads each run's audit file under stateDir/audit, verifies
+// it with wire/auditrec (the verifier's reader) and checks every
+// acknowledged decision against it: its record exists, at the seq the
+// caller was told, with the same tool, parameters hash and decision. With
+// exact set, the file MUST hold exactly the acknowledged decisions (one
+// record per decision, no more); without it (after kill -9) it may also
+// hold records whose responses never reached a caller.
+func checkAuditFiles(t testing.TB, stateDir string, runs []*loadRun, exact bool) auditFileCheck {
+	t.Helper()
+	var out auditFileCheck
+	for _, r := range runs {
+		path := filepath.Join(stateDir, "audit", r.id+".jsonl")
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) && len(r.acks) == 0 {
+			continue
+		}
+		if err != nil {
+			t.Fatalf("run %s: %v", r.id, err)
+		}
+		var recs []auditrec.Record
+		_, count, err := auditrec.Read(f, func(rec auditrec.Record) error {
+			recs = append(recs, rec)
+			return nil
+		})
+		f.Close()
+		if err != nil {
+			t.Fatalf("run %s: the audit file does not verify: %v", r.id, err)
+		}
+		out.files++
+		out.records += int64(count)
+		seen := make([]bool, count+1)
+		for _, a := range r.acks {
+			if a.seq == 0 || a.seq > count {
+				t.Fatalf("run %s: acknowledged decision seq %d is missing from the audit file (%d records)", r.id, a.seq, count)
+			}
+			if seen[a.seq] {
+				t.Fatalf("run %s: seq %d acknowledged twice", r.id, a.seq)
+			}
+			seen[a.seq] = true
+			rec := recs[a.seq-1]
+			want := auditrec.Deny
+			if a.allow {
+				want = auditrec.Allow
+			}
+			if rec.Seq != a.seq || rec.Tool != a.tool || rec.ParamsHash != a.paramsHash || rec.Decision != want {
+				t.Fatalf("run %s: record %d is not the acknowledged decision: %+v vs %+v", r.id, a.seq, rec, a)
+			}
+		}
+		if exact && int64(count) != int64(len(r.acks)) {
+			t.Fatalf("run %s: %d audit records for %d acknowledged decisions", r.id, count, len(r.acks))
+		}
+	}
+	return out
+}
