@@ -408,9 +408,12 @@ func (g *Gate) record(in callInput, d Decision, cause error) (Decision, error) {
 		return d, errors.Join(fmt.Errorf("%w: %w", ErrAudit, err), cause)
 	}
 	d.AuditSeq = seq
-	if ctx := context.Background(); g.log.Enabled(ctx, slog.LevelInfo) {
+	// Debug, not Info: the durable audit log is the record of every
+	// decision; a log line per decision would double the I/O of the hot
+	// path (issue 13's load test).
+	if ctx := context.Background(); g.log.Enabled(ctx, slog.LevelDebug) {
 		// LogAttrs: no boxing of the values into interfaces.
-		g.log.LogAttrs(ctx, slog.LevelInfo, "gate: decision", slog.Uint64("seq", seq),
+		g.log.LogAttrs(ctx, slog.LevelDebug, "gate: decision", slog.Uint64("seq", seq),
 			slog.String("agent", in.agent), slog.String("session", in.session), slog.String("turn", in.turn),
 			slog.String("tool", in.tool), slog.String("stage", string(d.Stage)), slog.String("decision", dec),
 			slog.String("params_hash_b64u", d.ParamsHash), slog.String("request_id", d.RequestID))

@@ -276,11 +276,22 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request, rn *run,
 	if derr != nil {
 		s.log.Warn("tool call denied with error", "run_id", rn.id, "tool", d.Tool, "stage", d.Stage, "err", derr)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"allow": d.Allow, "stage": d.Stage, "reason": d.Reason, "tool": d.Tool,
-		"params_hash_b64u": d.ParamsHash, "audit_seq": d.AuditSeq,
+	writeJSON(w, http.StatusOK, toolCallResponse{
+		Allow: d.Allow, Stage: string(d.Stage), Reason: d.Reason, Tool: d.Tool,
+		ParamsHash: d.ParamsHash, AuditSeq: d.AuditSeq,
 	})
 	return nil
+}
+
+// toolCallResponse is the decision (a struct: encoding/json encodes it
+// without sorting map keys or boxing values).
+type toolCallResponse struct {
+	Allow      bool   `json:"allow"`
+	Stage      string `json:"stage"`
+	Reason     string `json:"reason"`
+	Tool       string `json:"tool"`
+	ParamsHash string `json:"params_hash_b64u"`
+	AuditSeq   uint64 `json:"audit_seq"`
 }
 
 // handleAudit streams the run's durable audit log; the headers give the

@@ -111,6 +111,18 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // wrap adapts h: panic recovery (500), error rendering with only the safe
 // message, structured logs and metrics.
 func (s *Server) wrap(route string, h handlerFunc) http.Handler {
+	// The route's series are looked up once, not per request (a series is
+	// created on its first use, so /metrics lists only codes that occurred).
+	duration := s.metrics.duration.WithLabelValues(route)
+	var counters sync.Map // status code -> prometheus.Counter
+	count := func(code int) prometheus.Counter {
+		if c, ok := counters.Load(code); ok {
+			return c.(prometheus.Counter)
+		}
+		c := s.metrics.requests.WithLabelValues(route, strconv.Itoa(code))
+		counters.Store(code, c)
+		return c
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
@@ -159,8 +171,8 @@ func (s *Server) wrap(route string, h handlerFunc) http.Handler {
 		if code == 0 {
 			code = http.StatusOK
 		}
-		s.metrics.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-		s.metrics.duration.WithLabelValues(route).Observe(time.Since(start).Seconds())
+		count(code).Inc()
+		duration.Observe(time.Since(start).Seconds())
 	})
 }
 
@@ -279,7 +291,18 @@ func noCaseVariants(v *pohjson.Value, depth int) error {
 	switch v.Kind() {
 	case pohjson.Object:
 		ms := v.Members()
-		if len(ms) > 1 {
+		if len(ms) > 1 && len(ms) <= 16 {
+			// Few members (every request body): compare pairwise, without
+			// allocating. strings.EqualFold is equality under simple
+			// Unicode case folding, the relation foldKey canonicalizes.
+			for i := range ms {
+				for j := i + 1; j < len(ms); j++ {
+					if strings.EqualFold(ms[i].Key, ms[j].Key) {
+						return httpErr(http.StatusBadRequest, "malformed JSON request: keys that differ only in case", nil)
+					}
+				}
+			}
+		} else if len(ms) > 16 {
 			seen := make(map[string]struct{}, len(ms))
 			for _, m := range ms {
 				k := foldKey(m.Key)
