@@ -9,7 +9,7 @@ BENCHTIME     ?= 1s
 BENCHCOUNT    ?= 1
 BIN           := bin
 
-.PHONY: all build test test-race bench bench-verifier fuzz lint demo clean
+.PHONY: all build test test-race bench bench-verifier bench-control fuzz lint demo clean
 
 all: build
 
@@ -33,6 +33,20 @@ bench:
 VERIFIER_LOAD_REQUESTS ?= 20000
 bench-verifier:
 	VERIFIER_LOAD_REQUESTS=$(VERIFIER_LOAD_REQUESTS) $(GO) test -count=1 -run='^TestLoad$$' -v ./cmd/verifier
+
+# The control-socket load test (issue 13's transport target): the real
+# attester binary, LOADTEST_CALLERS concurrent callers for LOADTEST_DURATION
+# with the durable audit log; prints decisions/s, latency percentiles, CPU
+# per decision and in-run baselines, and checks one verified audit record
+# per decision. LOADTEST_ENFORCE=1 also fails below 20,000/s or p99 >= 5 ms.
+LOADTEST_DURATION ?= 60s
+LOADTEST_CALLERS  ?= 64
+LOADTEST_RUNS     ?= 4
+LOADTEST_ENFORCE  ?= 0
+bench-control:
+	CLAWEA_LOADTEST=1 CLAWEA_LOADTEST_DURATION=$(LOADTEST_DURATION) CLAWEA_LOADTEST_CALLERS=$(LOADTEST_CALLERS) \
+	CLAWEA_LOADTEST_RUNS=$(LOADTEST_RUNS) CLAWEA_LOADTEST_ENFORCE=$(LOADTEST_ENFORCE) \
+	$(GO) test -count=1 -run='^TestControlLoad$$' -v -timeout=15m ./cmd/attester
 
 # A short smoke run of every fuzz target (FUZZTIME each).
 fuzz:
