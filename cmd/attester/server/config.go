@@ -16,6 +16,9 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 )
 
+// DefaultMaxConnections is attester.maxConnections' default.
+const DefaultMaxConnections = 500
+
 // MaxConfigBytes bounds the configuration file.
 const MaxConfigBytes = 1 << 20
 
@@ -64,6 +67,9 @@ type Config struct {
 	MaxPackBytes int64
 	// MaxRuns bounds concurrently open runs (default 64).
 	MaxRuns int
+	// MaxConnections bounds the connections each listener holds (public,
+	// metrics, control socket; default 500). See ConnLimiter.
+	MaxConnections int
 	// Development relaxes checks meant for production (http webhooks).
 	Development bool
 	// ModelProvider and Model identify the model the agent uses; they are
@@ -215,7 +221,7 @@ func readAttester(v *pohjson.Value) (*Config, error) {
 		"listen": false, "metricsListen": false, "controlSocket": false, "controlUids": false, "owners": false,
 		"maxTurnsPerRun": false, "maxOwnerMessagesPerRun": false, "maxToolCallsPerRun": false, "uploadBudgetBytes": false,
 		"tpm": false, "platform": false, "stateDir": false, "allowUnlockedMemory": false, "trustedTemplates": false,
-		"maxPackBytes": false, "maxRuns": false, "development": false, "modelProvider": false, "model": false,
+		"maxPackBytes": false, "maxRuns": false, "maxConnections": false, "development": false, "modelProvider": false, "model": false,
 	})
 	str := func(k string) string {
 		s, _ := r.Str(m[k], jsonobj.Key(p, k))
@@ -230,7 +236,7 @@ func readAttester(v *pohjson.Value) (*Config, error) {
 	ints := []struct {
 		k   string
 		dst *int
-	}{{"maxTurnsPerRun", &c.MaxTurnsPerRun}, {"maxOwnerMessagesPerRun", &c.MaxOwnerMessagesPerRun}, {"maxToolCallsPerRun", &c.MaxToolCallsPerRun}, {"maxRuns", &c.MaxRuns}}
+	}{{"maxTurnsPerRun", &c.MaxTurnsPerRun}, {"maxOwnerMessagesPerRun", &c.MaxOwnerMessagesPerRun}, {"maxToolCallsPerRun", &c.MaxToolCallsPerRun}, {"maxRuns", &c.MaxRuns}, {"maxConnections", &c.MaxConnections}}
 	for _, f := range ints {
 		*f.dst = int(r.Int(m[f.k], jsonobj.Key(p, f.k), -1<<31, 1<<31-1))
 	}
@@ -437,6 +443,7 @@ func (c *Config) validate() error {
 		{"attester.maxTurnsPerRun", &c.MaxTurnsPerRun, 4096, 1 << 20},
 		{"attester.maxOwnerMessagesPerRun", &c.MaxOwnerMessagesPerRun, 256, 1 << 16},
 		{"attester.maxToolCallsPerRun", &c.MaxToolCallsPerRun, 65536, 1 << 24},
+		{"attester.maxConnections", &c.MaxConnections, DefaultMaxConnections, 65536},
 	} {
 		if *l.v == 0 {
 			*l.v = l.def
