@@ -11,7 +11,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -712,7 +711,6 @@ func TestSecretReferenceAgainstTheBinary(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "ctl")); err == nil {
 		t.Fatal("the control socket directory was created although the config is invalid")
 	}
-	_ = sha256.Size
 }
 
 // TestTPMOverTCPAgainstTheBinary: attester.tpm.address runs the TPM

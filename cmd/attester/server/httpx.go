@@ -31,8 +31,9 @@ type HTTPError struct {
 	Reason string
 	Err    error
 
-	allow     string // Allow header of a 405
-	closeConn bool   // close the connection (the body was not read)
+	allow      string // Allow header of a 405
+	retryAfter int    // Retry-After header (seconds) of a 429 or 503, when > 0
+	closeConn  bool   // close the connection (the body was not read)
 }
 
 func (e *HTTPError) Error() string {
@@ -156,6 +157,9 @@ func (s *Server) wrap(route string, h handlerFunc) http.Handler {
 				}
 				if he.Code == http.StatusMethodNotAllowed && he.allow != "" {
 					sw.Header().Set("Allow", he.allow)
+				}
+				if he.retryAfter > 0 {
+					sw.Header().Set("Retry-After", strconv.Itoa(he.retryAfter))
 				}
 				if he.closeConn {
 					// The body was not read: close the connection. The

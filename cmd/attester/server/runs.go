@@ -435,13 +435,9 @@ func (s *Server) handleIdentity(w http.ResponseWriter, r *http.Request) error {
 		}
 		challenge = b
 	}
-	var jws []byte
-	err = s.withIssuer(func(is *attestation.Issuer) (err error) {
-		jws, err = is.KeyAttestation(r.Context(), challenge)
-		return err
-	})
+	jws, err := s.keyAttestation(r.Context(), challenge)
 	if err != nil {
-		return httpErr(http.StatusInternalServerError, "cannot produce the key attestation", err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"did":             s.id.DID,

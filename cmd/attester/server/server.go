@@ -70,6 +70,7 @@ type Server struct {
 	gate     *gateState
 	uploads  *budget
 	rebuild  *rebuild.Runner
+	keyAtts  *keyAttestations
 }
 
 // withIssuer runs f with an attestation issuer holding a short-lived copy of
@@ -102,6 +103,7 @@ func New(d Deps) (*Server, error) {
 		uploads: &budget{max: d.Config.UploadBudgetBytes},
 	}
 	s.metrics = newMetrics(d.Registry)
+	s.keyAtts = newKeyAttestations(d.Now, s.produceKeyAttestation)
 	if d.HTTPClient == nil {
 		d.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/clawea/attester/schema/b64u"
 )
 
 // TestConnectionLimitAgainstTheBinary: 500 connections that send part of
@@ -101,4 +103,41 @@ func TestConnectionLimitAgainstTheBinary(t *testing.T) {
 		t.Fatal("the orchestrator's call went through while every slot was held: no limit")
 	}
 	t.Logf("orchestrator through after %v (%d refused attempts)", time.Since(start).Round(time.Millisecond), refused)
+}
+
+// TestIdentityQuotesAgainstTheBinary: GET /v1/identity without a challenge
+// serves one shared key attestation (no quote per request); with a
+// challenge, quotes beyond the rate limit get 429 with Retry-After.
+func TestIdentityQuotesAgainstTheBinary(t *testing.T) {
+	pf := newPack(t)
+	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
+	if a == nil {
+		t.Fatalf("attester exited with %d", code)
+	}
+	x, y := a.req(t, true, "GET", "/v1/identity", "", nil), a.req(t, true, "GET", "/v1/identity", "", nil)
+	if x.code != 200 || y.code != 200 || x.body["key_attestation"] != y.body["key_attestation"] {
+		t.Fatalf("challenge-less identity: %d %d, same attestation %v", x.code, y.code, x.body["key_attestation"] == y.body["key_attestation"])
+	}
+	var mu sync.Mutex
+	codes := map[int]int{}
+	retry := ""
+	var wg sync.WaitGroup
+	for i := range 24 {
+		wg.Go(func() {
+			r := a.req(t, true, "GET", "/v1/identity?challenge="+b64u.Encode([]byte{byte(i)}), "", nil)
+			mu.Lock()
+			defer mu.Unlock()
+			codes[r.code]++
+			if r.code == 429 {
+				retry = r.hdr.Get("Retry-After")
+			}
+			if r.code == 200 && r.body["key_attestation"] == x.body["key_attestation"] {
+				t.Error("a challenged request got the shared attestation")
+			}
+		})
+	}
+	wg.Wait()
+	if codes[200] < 8 || codes[429] == 0 || codes[200]+codes[429] != 24 || retry == "" {
+		t.Fatalf("24 challenged requests at once: %v, Retry-After %q", codes, retry)
+	}
 }
