@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/textproto"
 	"net/url"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -157,13 +159,16 @@ func ParseConfig(data []byte, opts ParseOptions) (*Config, error) {
 	if len(data) > MaxConfigBytes {
 		return nil, cfgErr("", ErrConfigTooLarge, "document is larger than %d bytes", MaxConfigBytes)
 	}
-	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16})
+	root, err := jsonobj.Parse(data, pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16})
 	if err != nil {
-		var pe *pohjson.Error
-		if errors.As(err, &pe) {
-			return nil, cfgErr("", ErrWrongType, "not strict JSON: %v at offset %d", pe.Err, pe.Offset)
+		key := ""
+		if pe, ok := errors.AsType[*jsonobj.PathError](err); ok {
+			key = keyOf(pe.Path)
 		}
-		return nil, cfgErr("", ErrWrongType, "not strict JSON")
+		if pe, ok := errors.AsType[*pohjson.Error](err); ok {
+			return nil, cfgErr(key, ErrWrongType, "not strict JSON: %v at offset %d", pe.Err, pe.Offset)
+		}
+		return nil, cfgErr(key, ErrWrongType, "not strict JSON")
 	}
 	return ParseConfigValue(root, opts)
 }
@@ -173,165 +178,157 @@ func ParseConfig(data []byte, opts ParseOptions) (*Config, error) {
 // it once and hands the gate its tree.
 func ParseConfigValue(root *pohjson.Value, opts ParseOptions) (*Config, error) {
 	p := &parser{opts: opts}
-	c, err := p.config(root)
-	if err != nil {
+	c := p.config(root)
+	if err := p.r.Err(); err != nil {
+		return nil, configError(err)
+	}
+	if err := p.validate(c); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
+// parser walks the document with a jsonobj.Reader, which keeps the first
+// error (its JSON path names the key); gate-specific refusals are recorded
+// in it as *ConfigError.
 type parser struct {
 	opts ParseOptions
+	r    jsonobj.Reader
 }
 
-// object returns the members of v after checking the keys. owned objects
-// are strict even with AllowForeignKeys.
-func (p *parser) object(path string, v *pohjson.Value, known []string, owned bool) (map[string]*pohjson.Value, error) {
-	if v.Kind() != pohjson.Object {
-		return nil, cfgErr(path, ErrWrongType, "must be an object")
+// keyOf is the ConfigError key of a JSON path: the path without "$.".
+func keyOf(path string) string {
+	return strings.TrimPrefix(strings.TrimPrefix(path, jsonobj.Root), ".")
+}
+
+// fail records a gate refusal at path.
+func (p *parser) fail(path string, sentinel error, format string, args ...any) {
+	p.r.Fail(path, cfgErr(keyOf(path), sentinel, format, args...))
+}
+
+// configError turns the Reader's first error into a *ConfigError: a
+// refusal of the gate's as recorded, a jsonobj one with the gate's
+// sentinel for its class.
+func configError(err error) error {
+	if ce, ok := errors.AsType[*ConfigError](err); ok {
+		return ce
 	}
-	out := make(map[string]*pohjson.Value, len(v.Members()))
-	for _, m := range v.Members() {
-		if slices.Contains(known, m.Key) {
-			out[m.Key] = m.Value
-			continue
-		}
-		if !owned && p.opts.AllowForeignKeys {
+	key := ""
+	if pe, ok := errors.AsType[*jsonobj.PathError](err); ok {
+		key = keyOf(pe.Path)
+		err = pe.Err
+	}
+	switch {
+	case errors.Is(err, jsonobj.ErrUnknownField):
+		return cfgErr(key, ErrUnknownKey, "unknown key")
+	case errors.Is(err, jsonobj.ErrMissingField):
+		return cfgErr(key, ErrBadValue, "is required")
+	case errors.Is(err, jsonobj.ErrTooLarge):
+		return cfgErr(key, ErrBadValue, "too many entries or too large")
+	}
+	return cfgErr(key, ErrWrongType, "%v", err)
+}
+
+// object returns the members of v after checking the keys (known keys are
+// optional). owned objects are strict even with AllowForeignKeys.
+func (p *parser) object(path string, v *pohjson.Value, known []string, owned bool) map[string]*pohjson.Value {
+	allowed := make(map[string]bool, len(known))
+	for _, k := range known {
+		allowed[k] = false
+	}
+	if !owned && p.opts.AllowForeignKeys && v.Kind() == pohjson.Object {
+		kept := make([]pohjson.Member, 0, len(v.Members()))
+		for _, m := range v.Members() {
+			if _, ok := allowed[m.Key]; ok {
+				kept = append(kept, m)
+				continue
+			}
 			// A key that differs from one the gate reads only in case is a
 			// typo that would silently drop a policy: refuse it.
 			if slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, m.Key) }) {
-				return nil, cfgErr(join(path, m.Key), ErrUnknownKey, "unknown key (keys are case-sensitive)")
+				p.fail(jsonobj.Key(path, m.Key), ErrUnknownKey, "unknown key (keys are case-sensitive)")
 			}
-			continue
 		}
-		return nil, cfgErr(join(path, m.Key), ErrUnknownKey, "unknown key")
+		v = pohjson.NewObject(kept...)
 	}
-	return out, nil
+	return p.r.Object(v, path, allowed)
 }
 
-func join(path, key string) string {
-	if len(key) > 64 {
-		key = key[:64] + "..."
+func (p *parser) getBool(path string, v *pohjson.Value) bool { return p.r.Bool(v, path) }
+
+func (p *parser) getString(path string, v *pohjson.Value, maxBytes int) string {
+	s, ok := p.r.Str(v, path)
+	if ok && len(s) > maxBytes {
+		p.fail(path, ErrBadValue, "longer than %d bytes", maxBytes)
 	}
-	if !isPlainKey(key) {
-		key = strconv.Quote(key)
-	}
-	if path == "" {
-		return key
-	}
-	return path + "." + key
+	return s
 }
 
-func isPlainKey(k string) bool {
-	if k == "" {
-		return false
+func (p *parser) getSecret(path string, v *pohjson.Value) Secret {
+	s, ok := p.r.Str(v, path)
+	switch {
+	case !ok:
+		return Secret{}
+	case len(s) > maxSecretBytes:
+		p.fail(path, ErrBadValue, "longer than %d bytes", maxSecretBytes)
+	case s == "":
+		p.fail(path, ErrBadValue, "must not be empty")
+	case strings.Contains(s, "${"):
+		p.fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
+	default:
+		return NewSecret(s)
 	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
+	return Secret{}
 }
 
-func getBool(path string, v *pohjson.Value) (bool, error) {
-	b, ok := v.Bool()
-	if !ok {
-		return false, cfgErr(path, ErrWrongType, "must be a boolean")
+func (p *parser) getSeconds(path string, v *pohjson.Value, maxSecs int64) time.Duration {
+	n := p.r.Int(v, path, math.MinInt64, math.MaxInt64)
+	if p.r.Err() == nil && (n < 1 || n > maxSecs) {
+		p.fail(path, ErrBadValue, "must be between 1 and %d seconds", maxSecs)
 	}
-	return b, nil
-}
-
-func getString(path string, v *pohjson.Value, maxBytes int) (string, error) {
-	s, ok := v.Str()
-	if !ok {
-		return "", cfgErr(path, ErrWrongType, "must be a string")
-	}
-	if len(s) > maxBytes {
-		return "", cfgErr(path, ErrBadValue, "longer than %d bytes", maxBytes)
-	}
-	return s, nil
-}
-
-func getSecret(path string, v *pohjson.Value) (Secret, error) {
-	s, err := getString(path, v, maxSecretBytes)
-	if err != nil {
-		return Secret{}, err
-	}
-	if s == "" {
-		return Secret{}, cfgErr(path, ErrBadValue, "must not be empty")
-	}
-	if strings.Contains(s, "${") {
-		return Secret{}, cfgErr(path, ErrBadValue, "contains an unresolved ${...} placeholder")
-	}
-	return NewSecret(s), nil
-}
-
-func getSeconds(path string, v *pohjson.Value, maxSecs int64) (time.Duration, error) {
-	n, ok := v.Int()
-	if !ok {
-		return 0, cfgErr(path, ErrWrongType, "must be an integer number of seconds")
-	}
-	if n < 1 || n > maxSecs {
-		return 0, cfgErr(path, ErrBadValue, "must be between 1 and %d seconds", maxSecs)
-	}
-	return time.Duration(n) * time.Second, nil
+	return time.Duration(n) * time.Second
 }
 
 // toolList parses a list of tool names, group:* entries and globs; entries are
 // normalized, validated and de-duplicated in order.
-func toolList(path string, v *pohjson.Value) ([]string, error) {
-	if v.Kind() != pohjson.Array {
-		return nil, cfgErr(path, ErrWrongType, "must be an array of strings")
-	}
-	elems := v.Elems()
-	if len(elems) > maxListItems {
-		return nil, cfgErr(path, ErrBadValue, "more than %d entries", maxListItems)
-	}
+func (p *parser) toolList(path string, v *pohjson.Value) []string {
+	elems := p.r.Array(v, path, 0, maxListItems)
 	out := make([]string, 0, len(elems))
 	for i, e := range elems {
-		ep := path + "[" + strconv.Itoa(i) + "]"
-		s, ok := e.Str()
+		ep := jsonobj.Index(path, i)
+		s, ok := p.r.Str(e, ep)
 		if !ok {
-			return nil, cfgErr(ep, ErrWrongType, "must be a string")
+			return nil
 		}
 		n := NormalizeToolName(s)
 		if strings.HasPrefix(n, "group:") {
 			if _, ok := toolGroups[n]; !ok {
-				return nil, cfgErr(ep, ErrBadValue, "unknown tool group")
+				p.fail(ep, ErrBadValue, "unknown tool group")
+				return nil
 			}
 		} else if !validToolName(n, true) {
-			return nil, cfgErr(ep, ErrBadValue, "not a valid tool name (1-%d bytes of [a-z0-9_.:-*])", MaxToolNameBytes)
+			p.fail(ep, ErrBadValue, "not a valid tool name (1-%d bytes of [a-z0-9_.:-*])", MaxToolNameBytes)
+			return nil
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
-	return out, nil
+	return out
 }
 
-func (p *parser) config(root *pohjson.Value) (*Config, error) {
-	top, err := p.object("", root, []string{"agents", "tools"}, false)
-	if err != nil {
-		return nil, err
-	}
+func (p *parser) config(root *pohjson.Value) *Config {
+	const path = jsonobj.Root
+	top := p.object(path, root, []string{"agents", "tools"}, false)
 	c := &Config{GatedTools: DefaultGatedTools(), Development: p.opts.Development}
 	if v := top["agents"]; v != nil {
-		ag, err := p.object("agents", v, []string{"defaults", "list"}, false)
-		if err != nil {
-			return nil, err
-		}
+		ap := jsonobj.Key(path, "agents")
+		ag := p.object(ap, v, []string{"defaults", "list"}, false)
 		if d := ag["defaults"]; d != nil {
-			dm, err := p.object("agents.defaults", d, []string{"sig"}, false)
-			if err != nil {
-				return nil, err
-			}
+			dp := jsonobj.Key(ap, "defaults")
+			dm := p.object(dp, d, []string{"sig"}, false)
 			if s := dm["sig"]; s != nil {
-				sig, err := p.sig("agents.defaults.sig", s)
-				if err != nil {
-					return nil, err
-				}
+				sig := p.sig(jsonobj.Key(dp, "sig"), s)
 				if sig.EnforceVerification != nil {
 					c.EnforceVerification = *sig.EnforceVerification
 				}
@@ -341,246 +338,189 @@ func (p *parser) config(root *pohjson.Value) (*Config, error) {
 			}
 		}
 		if l := ag["list"]; l != nil {
-			if c.Agents, err = p.agents("agents.list", l); err != nil {
-				return nil, err
-			}
+			c.Agents = p.agents(jsonobj.Key(ap, "list"), l)
 		}
 	}
 	if v := top["tools"]; v != nil {
-		tp, ver, err := p.tools("tools", v)
-		if err != nil {
-			return nil, err
-		}
+		tp, ver := p.tools(jsonobj.Key(path, "tools"), v)
 		c.Tools = tp
 		if ver != nil {
 			c.Verifier = *ver
 		}
 	}
-	if err := p.validate(c); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c
 }
 
-func (p *parser) sig(path string, v *pohjson.Value) (SigConfig, error) {
+func (p *parser) sig(path string, v *pohjson.Value) SigConfig {
 	var s SigConfig
-	m, err := p.object(path, v, []string{"enforceVerification", "gatedTools"}, true)
-	if err != nil {
-		return s, err
-	}
+	m := p.object(path, v, []string{"enforceVerification", "gatedTools"}, true)
 	if e := m["enforceVerification"]; e != nil {
-		b, err := getBool(path+".enforceVerification", e)
-		if err != nil {
-			return s, err
-		}
+		b := p.getBool(jsonobj.Key(path, "enforceVerification"), e)
 		s.EnforceVerification = &b
 	}
 	if g := m["gatedTools"]; g != nil {
-		list, err := toolList(path+".gatedTools", g)
-		if err != nil {
-			return s, err
-		}
+		gp := jsonobj.Key(path, "gatedTools")
+		list := p.toolList(gp, g)
 		if slices.Contains(list, VerifyToolName) {
-			return s, cfgErr(path+".gatedTools", ErrBadValue, "must not contain the verify tool (it could never be unblocked)")
+			p.fail(gp, ErrBadValue, "must not contain the verify tool (it could never be unblocked)")
 		}
 		s.GatedTools = list
 	}
-	return s, nil
+	return s
 }
 
 // unsupportedToolKeys are OpenClaw policy keys the gate does not implement;
 // they are refused rather than ignored.
 var unsupportedToolKeys = []string{"alsoAllow", "byProvider"}
 
-func (p *parser) tools(path string, v *pohjson.Value) (ToolPolicy, *VerifierConfig, error) {
+func (p *parser) tools(path string, v *pohjson.Value) (ToolPolicy, *VerifierConfig) {
 	var tp ToolPolicy
 	if v.Kind() == pohjson.Object {
 		for _, k := range unsupportedToolKeys {
 			if v.Has(k) {
-				return tp, nil, cfgErr(path+"."+k, ErrUnknownKey, "not supported by the gate")
+				p.fail(jsonobj.Key(path, k), ErrUnknownKey, "not supported by the gate")
 			}
 		}
 	}
-	m, err := p.object(path, v, []string{"profile", "allow", "deny", "verifier"}, false)
-	if err != nil {
-		return tp, nil, err
-	}
+	m := p.object(path, v, []string{"profile", "allow", "deny", "verifier"}, false)
 	if pr := m["profile"]; pr != nil {
-		s, err := getString(path+".profile", pr, 32)
-		if err != nil {
-			return tp, nil, err
-		}
+		pp := jsonobj.Key(path, "profile")
+		s := p.getString(pp, pr, 32)
 		if _, ok := toolProfiles[s]; !ok {
-			return tp, nil, cfgErr(path+".profile", ErrBadValue, "must be one of %s", strings.Join(ProfileNames(), ", "))
+			p.fail(pp, ErrBadValue, "must be one of %s", strings.Join(ProfileNames(), ", "))
 		}
 		tp.Profile = s
 	}
 	if a := m["allow"]; a != nil {
-		if tp.Allow, err = toolList(path+".allow", a); err != nil {
-			return tp, nil, err
-		}
+		tp.Allow = p.toolList(jsonobj.Key(path, "allow"), a)
 	}
 	if d := m["deny"]; d != nil {
-		if tp.Deny, err = toolList(path+".deny", d); err != nil {
-			return tp, nil, err
-		}
+		tp.Deny = p.toolList(jsonobj.Key(path, "deny"), d)
 	}
 	var ver *VerifierConfig
 	if vv := m["verifier"]; vv != nil {
-		if ver, err = p.verifier(path+".verifier", vv); err != nil {
-			return tp, nil, err
-		}
+		ver = p.verifier(jsonobj.Key(path, "verifier"), vv)
 	}
-	return tp, ver, nil
+	return tp, ver
 }
 
-func (p *parser) verifier(path string, v *pohjson.Value) (*VerifierConfig, error) {
-	m, err := p.object(path, v, []string{"enabled", "scope", "failMode", "webhook", "telegram"}, true)
-	if err != nil {
-		return nil, err
-	}
+func (p *parser) verifier(path string, v *pohjson.Value) *VerifierConfig {
+	m := p.object(path, v, []string{"enabled", "scope", "failMode", "webhook", "telegram"}, true)
 	vc := &VerifierConfig{}
 	if e := m["enabled"]; e != nil {
-		b, err := getBool(path+".enabled", e)
-		if err != nil {
-			return nil, err
-		}
+		b := p.getBool(jsonobj.Key(path, "enabled"), e)
 		vc.Enabled = &b
 	}
 	if s := m["scope"]; s != nil {
-		sm, err := p.object(path+".scope", s, []string{"include", "exclude"}, true)
-		if err != nil {
-			return nil, err
-		}
+		sp := jsonobj.Key(path, "scope")
+		sm := p.object(sp, s, []string{"include", "exclude"}, true)
 		if sm["include"] != nil && sm["exclude"] != nil {
-			return nil, cfgErr(path+".scope", ErrConflict, "include and exclude are mutually exclusive")
+			p.fail(sp, ErrConflict, "include and exclude are mutually exclusive")
 		}
 		sc := &Scope{}
 		if in := sm["include"]; in != nil {
-			if sc.Include, err = toolList(path+".scope.include", in); err != nil {
-				return nil, err
-			}
+			sc.Include = p.toolList(jsonobj.Key(sp, "include"), in)
 		}
 		if ex := sm["exclude"]; ex != nil {
-			if sc.Exclude, err = toolList(path+".scope.exclude", ex); err != nil {
-				return nil, err
-			}
+			sc.Exclude = p.toolList(jsonobj.Key(sp, "exclude"), ex)
 		}
 		vc.Scope = sc
 	}
 	if f := m["failMode"]; f != nil {
-		s, err := getString(path+".failMode", f, 16)
-		if err != nil {
-			return nil, err
-		}
-		switch FailMode(s) {
+		fp := jsonobj.Key(path, "failMode")
+		switch s := p.getString(fp, f, 16); FailMode(s) {
 		case FailAllow, FailDeny:
 			vc.FailMode = FailMode(s)
 		default:
-			return nil, cfgErr(path+".failMode", ErrBadValue, `must be "allow" or "deny"`)
+			p.fail(fp, ErrBadValue, `must be "allow" or "deny"`)
 		}
 	}
 	if w := m["webhook"]; w != nil {
-		if vc.Webhook, err = p.webhook(path+".webhook", w); err != nil {
-			return nil, err
-		}
+		vc.Webhook = p.webhook(jsonobj.Key(path, "webhook"), w)
 	}
 	if t := m["telegram"]; t != nil {
-		if vc.Telegram, err = p.telegram(path+".telegram", t); err != nil {
-			return nil, err
-		}
+		vc.Telegram = p.telegram(jsonobj.Key(path, "telegram"), t)
 	}
-	return vc, nil
+	return vc
 }
 
 // reservedHeaders may not be set through webhook.headers.
 var reservedHeaders = []string{"Content-Type", "Content-Length", "Host", "X-Openclaw-Signature", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade"}
 
-func (p *parser) webhook(path string, v *pohjson.Value) (*WebhookConfig, error) {
-	m, err := p.object(path, v, []string{"url", "timeout", "headers", "secret"}, true)
-	if err != nil {
-		return nil, err
-	}
+func (p *parser) webhook(path string, v *pohjson.Value) *WebhookConfig {
+	m := p.r.Object(v, path, map[string]bool{"url": true, "timeout": false, "headers": false, "secret": false})
 	w := &WebhookConfig{Timeout: defaultWebhookSecs * time.Second}
-	u := m["url"]
-	if u == nil {
-		return nil, cfgErr(path+".url", ErrBadValue, "is required")
-	}
-	if w.URL, err = getString(path+".url", u, maxURLBytes); err != nil {
-		return nil, err
-	}
-	if err := p.checkURL(path+".url", w.URL); err != nil {
-		return nil, err
+	if u := m["url"]; u != nil {
+		up := jsonobj.Key(path, "url")
+		w.URL = p.getString(up, u, maxURLBytes)
+		if p.r.Err() == nil {
+			p.checkURL(up, w.URL)
+		}
 	}
 	if t := m["timeout"]; t != nil {
-		if w.Timeout, err = getSeconds(path+".timeout", t, maxWebhookTimeout); err != nil {
-			return nil, err
-		}
+		w.Timeout = p.getSeconds(jsonobj.Key(path, "timeout"), t, maxWebhookTimeout)
 	}
 	if s := m["secret"]; s != nil {
-		if w.Secret, err = getSecret(path+".secret", s); err != nil {
-			return nil, err
-		}
+		w.Secret = p.getSecret(jsonobj.Key(path, "secret"), s)
 	}
 	if h := m["headers"]; h != nil {
-		hp := path + ".headers"
-		if h.Kind() != pohjson.Object {
-			return nil, cfgErr(hp, ErrWrongType, "must be an object")
-		}
-		if len(h.Members()) > maxHeaders {
-			return nil, cfgErr(hp, ErrBadValue, "more than %d headers", maxHeaders)
-		}
-		w.Headers = make(map[string]Secret, len(h.Members()))
-		for _, mem := range h.Members() {
-			kp := join(hp, mem.Key)
+		hp := jsonobj.Key(path, "headers")
+		ms := p.r.Members(h, hp, 0, maxHeaders)
+		w.Headers = make(map[string]Secret, len(ms))
+		for _, mem := range ms {
+			kp := jsonobj.Key(hp, mem.Key)
 			if !validHeaderName(mem.Key) {
-				return nil, cfgErr(kp, ErrBadValue, "not a valid HTTP header name")
+				p.fail(kp, ErrBadValue, "not a valid HTTP header name")
+				break
 			}
 			name := textproto.CanonicalMIMEHeaderKey(mem.Key)
 			if slices.Contains(reservedHeaders, name) {
-				return nil, cfgErr(kp, ErrBadValue, "header is set by the gate and cannot be configured")
+				p.fail(kp, ErrBadValue, "header is set by the gate and cannot be configured")
+				break
 			}
 			if _, dup := w.Headers[name]; dup {
-				return nil, cfgErr(kp, ErrConflict, "header given twice (names are case-insensitive)")
+				p.fail(kp, ErrConflict, "header given twice (names are case-insensitive)")
+				break
 			}
-			val, err := getSecret(kp, mem.Value)
-			if err != nil {
-				return nil, err
-			}
-			if !validHeaderValue(val.value()) {
-				return nil, cfgErr(kp, ErrBadValue, "header value contains control characters")
+			val := p.getSecret(kp, mem.Value)
+			if val.IsSet() && !validHeaderValue(val.value()) {
+				p.fail(kp, ErrBadValue, "header value contains control characters")
 			}
 			w.Headers[name] = val
 		}
 	}
-	return w, nil
+	return w
 }
 
-func (p *parser) checkURL(path, raw string) error {
+func (p *parser) checkURL(path, raw string) {
 	if strings.Contains(raw, "${") {
-		return cfgErr(path, ErrBadValue, "contains an unresolved ${...} placeholder")
+		p.fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
+		return
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return cfgErr(path, ErrBadValue, "must be an absolute http(s) URL")
+		p.fail(path, ErrBadValue, "must be an absolute http(s) URL")
+		return
 	}
 	if u.User != nil {
-		return cfgErr(path, ErrBadValue, "must not contain credentials (use headers)")
+		p.fail(path, ErrBadValue, "must not contain credentials (use headers)")
+		return
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
-		return cfgErr(path, ErrBadValue, "must not contain a fragment")
+		p.fail(path, ErrBadValue, "must not contain a fragment")
+		return
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !p.opts.Development {
-			return cfgErr(path, ErrInsecureURL, "must use https outside development mode")
+			p.fail(path, ErrInsecureURL, "must use https outside development mode")
+			return
 		}
-		logger(p.opts.Logger).Warn("gate: webhook url uses http; accepted in development mode only", "key", path)
+		logger(p.opts.Logger).Warn("gate: webhook url uses http; accepted in development mode only", "key", keyOf(path))
 	default:
-		return cfgErr(path, ErrBadValue, "must be an absolute http(s) URL")
+		p.fail(path, ErrBadValue, "must be an absolute http(s) URL")
 	}
-	return nil
 }
 
 func validHeaderName(s string) bool {
@@ -608,80 +548,70 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
-func (p *parser) telegram(path string, v *pohjson.Value) (*TelegramConfig, error) {
-	m, err := p.object(path, v, []string{"enabled", "botToken", "chatId", "timeout", "allowedUserIds"}, true)
-	if err != nil {
-		return nil, err
-	}
+func (p *parser) telegram(path string, v *pohjson.Value) *TelegramConfig {
+	m := p.object(path, v, []string{"enabled", "botToken", "chatId", "timeout", "allowedUserIds"}, true)
 	t := &TelegramConfig{Timeout: defaultTelegramSecs * time.Second}
 	if e := m["enabled"]; e != nil {
-		if t.Enabled, err = getBool(path+".enabled", e); err != nil {
-			return nil, err
-		}
+		t.Enabled = p.getBool(jsonobj.Key(path, "enabled"), e)
 	}
 	if b := m["botToken"]; b != nil {
-		if t.BotToken, err = getSecret(path+".botToken", b); err != nil {
-			return nil, err
-		}
-		if !validBotToken(t.BotToken.value()) {
-			return nil, cfgErr(path+".botToken", ErrBadValue, "not a Telegram bot token")
+		bp := jsonobj.Key(path, "botToken")
+		t.BotToken = p.getSecret(bp, b)
+		if t.BotToken.IsSet() && !validBotToken(t.BotToken.value()) {
+			p.fail(bp, ErrBadValue, "not a Telegram bot token")
 		}
 	}
 	if c := m["chatId"]; c != nil {
-		cp := path + ".chatId"
+		cp := jsonobj.Key(path, "chatId")
 		switch c.Kind() {
 		case pohjson.String:
 			s, _ := c.Str()
 			if s == "" || len(s) > maxChatIDBytes || strings.ContainsAny(s, "/?#%& \t\r\n") || !utf8.ValidString(s) {
-				return nil, cfgErr(cp, ErrBadValue, "not a valid chat id")
+				p.fail(cp, ErrBadValue, "not a valid chat id")
+			} else {
+				t.ChatID = s
 			}
-			t.ChatID = s
 		case pohjson.Number:
 			n, ok := c.Int()
 			if !ok || n == 0 {
-				return nil, cfgErr(cp, ErrBadValue, "not a valid chat id")
+				p.fail(cp, ErrBadValue, "not a valid chat id")
+			} else {
+				t.ChatID = strconv.FormatInt(n, 10)
 			}
-			t.ChatID = strconv.FormatInt(n, 10)
 		default:
-			return nil, cfgErr(cp, ErrWrongType, "must be a string or an integer")
+			p.fail(cp, ErrWrongType, "must be a string or an integer")
 		}
 	}
 	if to := m["timeout"]; to != nil {
-		if t.Timeout, err = getSeconds(path+".timeout", to, maxTelegramTimeout); err != nil {
-			return nil, err
-		}
+		t.Timeout = p.getSeconds(jsonobj.Key(path, "timeout"), to, maxTelegramTimeout)
 	}
 	if a := m["allowedUserIds"]; a != nil {
-		ap := path + ".allowedUserIds"
-		if a.Kind() != pohjson.Array {
-			return nil, cfgErr(ap, ErrWrongType, "must be an array of user ids")
-		}
-		if len(a.Elems()) > maxAllowedUsers {
-			return nil, cfgErr(ap, ErrBadValue, "more than %d entries", maxAllowedUsers)
-		}
+		ap := jsonobj.Key(path, "allowedUserIds")
+		elems := p.r.Array(a, ap, 0, maxAllowedUsers)
 		t.AllowedUserIDs = []int64{}
-		for i, e := range a.Elems() {
-			ep := ap + "[" + strconv.Itoa(i) + "]"
+		for i, e := range elems {
+			ep := jsonobj.Index(ap, i)
 			var id int64
 			switch e.Kind() {
 			case pohjson.Number:
 				n, ok := e.Int()
 				if !ok {
-					return nil, cfgErr(ep, ErrBadValue, "not a valid user id")
+					p.fail(ep, ErrBadValue, "not a valid user id")
 				}
 				id = n
 			case pohjson.String:
 				s, _ := e.Str()
 				n, err := strconv.ParseInt(s, 10, 64)
 				if err != nil || strconv.FormatInt(n, 10) != s {
-					return nil, cfgErr(ep, ErrBadValue, "not a valid user id")
+					p.fail(ep, ErrBadValue, "not a valid user id")
 				}
 				id = n
 			default:
-				return nil, cfgErr(ep, ErrWrongType, "must be an integer")
+				p.fail(ep, ErrWrongType, "must be an integer")
 			}
 			if id <= 0 {
-				return nil, cfgErr(ep, ErrBadValue, "not a valid user id")
+				p.fail(ep, ErrBadValue, "not a valid user id")
+				break
 			}
 			if !slices.Contains(t.AllowedUserIDs, id) {
 				t.AllowedUserIDs = append(t.AllowedUserIDs, id)
@@ -691,14 +621,14 @@ func (p *parser) telegram(path string, v *pohjson.Value) (*TelegramConfig, error
 	if t.Enabled {
 		switch {
 		case !t.BotToken.IsSet():
-			return nil, cfgErr(path+".botToken", ErrBadValue, "is required when telegram is enabled")
+			p.fail(jsonobj.Key(path, "botToken"), ErrBadValue, "is required when telegram is enabled")
 		case t.ChatID == "":
-			return nil, cfgErr(path+".chatId", ErrBadValue, "is required when telegram is enabled")
+			p.fail(jsonobj.Key(path, "chatId"), ErrBadValue, "is required when telegram is enabled")
 		case len(t.AllowedUserIDs) == 0:
-			return nil, cfgErr(path+".allowedUserIds", ErrBadValue, "must list at least one user when telegram is enabled")
+			p.fail(jsonobj.Key(path, "allowedUserIds"), ErrBadValue, "must list at least one user when telegram is enabled")
 		}
 	}
-	return t, nil
+	return t
 }
 
 // validBotToken accepts the Bot API token shape <digits>:<[A-Za-z0-9_-]+>,
@@ -722,53 +652,37 @@ func validBotToken(s string) bool {
 	return true
 }
 
-func (p *parser) agents(path string, v *pohjson.Value) ([]AgentConfig, error) {
-	if v.Kind() != pohjson.Array {
-		return nil, cfgErr(path, ErrWrongType, "must be an array")
-	}
-	if len(v.Elems()) > maxAgents {
-		return nil, cfgErr(path, ErrBadValue, "more than %d agents", maxAgents)
-	}
-	out := make([]AgentConfig, 0, len(v.Elems()))
-	for i, e := range v.Elems() {
-		ap := path + "[" + strconv.Itoa(i) + "]"
-		m, err := p.object(ap, e, []string{"id", "tools", "sig"}, false)
-		if err != nil {
-			return nil, err
-		}
+func (p *parser) agents(path string, v *pohjson.Value) []AgentConfig {
+	elems := p.r.Array(v, path, 0, maxAgents)
+	out := make([]AgentConfig, 0, len(elems))
+	for i, e := range elems {
+		ap := jsonobj.Index(path, i)
+		m := p.object(ap, e, []string{"id", "tools", "sig"}, false)
 		var a AgentConfig
+		idp := jsonobj.Key(ap, "id")
 		idv := m["id"]
 		if idv == nil {
-			return nil, cfgErr(ap+".id", ErrBadValue, "is required")
+			p.fail(idp, ErrBadValue, "is required")
+			return out
 		}
-		id, err := getString(ap+".id", idv, maxAgentIDBytes)
-		if err != nil {
-			return nil, err
-		}
-		a.ID = normalizeAgentID(id)
+		a.ID = normalizeAgentID(p.getString(idp, idv, maxAgentIDBytes))
 		if !validAgentID(a.ID) {
-			return nil, cfgErr(ap+".id", ErrBadValue, "not a valid agent id (1-%d bytes of [a-z0-9_-])", maxAgentIDBytes)
+			p.fail(idp, ErrBadValue, "not a valid agent id (1-%d bytes of [a-z0-9_-])", maxAgentIDBytes)
 		}
 		for _, prev := range out {
 			if prev.ID == a.ID {
-				return nil, cfgErr(ap+".id", ErrConflict, "duplicate agent id")
+				p.fail(idp, ErrConflict, "duplicate agent id")
 			}
 		}
 		if t := m["tools"]; t != nil {
-			tp, ver, err := p.tools(ap+".tools", t)
-			if err != nil {
-				return nil, err
-			}
-			a.Tools, a.Verifier = tp, ver
+			a.Tools, a.Verifier = p.tools(jsonobj.Key(ap, "tools"), t)
 		}
 		if s := m["sig"]; s != nil {
-			if a.Sig, err = p.sig(ap+".sig", s); err != nil {
-				return nil, err
-			}
+			a.Sig = p.sig(jsonobj.Key(ap, "sig"), s)
 		}
 		out = append(out, a)
 	}
-	return out, nil
+	return out
 }
 
 // DefaultAgentID is OpenClaw's default agent id, used for calls without one.
