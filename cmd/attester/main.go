@@ -101,7 +101,7 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer closeAll()
-	if err := serve(ctx, srv, lns, cfg.MaxConnections, log); err != nil {
+	if err := serve(ctx, srv, lns, log); err != nil {
 		log.Error("server failed", "err", err)
 		return 3
 	}
@@ -153,7 +153,7 @@ const (
 	maxHeaderBytes    = 16 << 10
 )
 
-func serve(ctx context.Context, srv *server.Server, lns *listeners, maxConns int, log *slog.Logger) error {
+func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Logger) error {
 	public := &http.Server{Handler: srv.PublicHandler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 	metrics := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 10 * time.Second,
@@ -162,12 +162,12 @@ func serve(ctx context.Context, srv *server.Server, lns *listeners, maxConns int
 		IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ConnContext: server.ControlConnContext}
 	// Each listener holds at most maxConnections connections; at the limit
 	// an idle keep-alive connection makes room, else the new one is closed.
-	limit := func(hs *http.Server, l net.Listener) net.Listener {
-		cl := server.NewConnLimiter(maxConns)
+	limit := func(name string, hs *http.Server, l net.Listener) net.Listener {
+		cl := srv.ConnLimiter(name)
 		hs.ConnState = cl.ConnState
 		return cl.Listener(l)
 	}
-	publicLn, metricsLn, controlLn := limit(public, lns.public), limit(metrics, lns.metrics), limit(control, lns.control)
+	publicLn, metricsLn, controlLn := limit("public", public, lns.public), limit("metrics", metrics, lns.metrics), limit("control", control, lns.control)
 	errc := make(chan error, 3)
 	go func() { errc <- public.Serve(publicLn) }()
 	go func() { errc <- metrics.Serve(metricsLn) }()

@@ -4,6 +4,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ConnLimiter bounds the connections one http.Server holds. Wrap the
@@ -19,9 +21,10 @@ type ConnLimiter struct {
 	mu    sync.Mutex
 	conns map[net.Conn]*connSlot
 	seq   uint64
-	// Refused counts connections closed at accept because every slot was
-	// busy (read under mu; for tests and metrics).
-	refused uint64
+	// refused counts connections closed at accept because every slot was
+	// busy (guarded by mu); refusedMetric, when set, counts them too.
+	refused       uint64
+	refusedMetric prometheus.Counter
 }
 
 type connSlot struct {
@@ -32,6 +35,14 @@ type connSlot struct {
 // NewConnLimiter returns a limiter of max connections (max >= 1).
 func NewConnLimiter(max int) *ConnLimiter {
 	return &ConnLimiter{max: max, conns: make(map[net.Conn]*connSlot, max)}
+}
+
+// ConnLimiter returns a limiter of attester.maxConnections for the named
+// listener, counting refusals in clawea_connections_refused_total.
+func (s *Server) ConnLimiter(listener string) *ConnLimiter {
+	cl := NewConnLimiter(s.cfg.MaxConnections)
+	cl.refusedMetric = s.metrics.connRefused.WithLabelValues(listener)
+	return cl
 }
 
 // Listener wraps l: Accept returns only connections that got a slot.
@@ -79,6 +90,9 @@ func (cl *ConnLimiter) admit(c net.Conn) bool {
 		}
 		if oldest == nil {
 			cl.refused++
+			if cl.refusedMetric != nil {
+				cl.refusedMetric.Inc()
+			}
 			return false
 		}
 		// The server sees the close on its next read and reports

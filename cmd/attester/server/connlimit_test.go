@@ -46,10 +46,36 @@ func TestConnLimiter(t *testing.T) {
 		t.Cleanup(func() { c.Close() })
 		return c
 	}
-	idle1, idle2 := dial(), dial()
-	if get(idle1) != nil || get(idle2) != nil {
-		t.Fatal("first two connections not served")
+	// The server marks a connection idle after the client has its answer:
+	// waitIdle waits until n are.
+	waitIdle := func(n int) {
+		t.Helper()
+		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			cl.mu.Lock()
+			idle := 0
+			for _, s := range cl.conns {
+				if s.state == http.StateIdle {
+					idle++
+				}
+			}
+			cl.mu.Unlock()
+			if idle == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d idle connections, want %d", idle, n)
+			}
+		}
 	}
+	idle1, idle2 := dial(), dial()
+	if get(idle1) != nil {
+		t.Fatal("first connection not served")
+	}
+	waitIdle(1)
+	if get(idle2) != nil {
+		t.Fatal("second connection not served")
+	}
+	waitIdle(2)
 	third := dial()
 	if err := get(third); err != nil {
 		t.Fatalf("a new connection at the limit with idle ones: %v", err)
@@ -60,6 +86,7 @@ func TestConnLimiter(t *testing.T) {
 		t.Fatalf("the oldest idle connection was not closed: %v", err)
 	}
 
+	waitIdle(2)
 	// Two connections busy sending headers (they evict idle2, then third):
 	// the next is closed unanswered.
 	for range 2 {

@@ -59,6 +59,7 @@ type metrics struct {
 	packs        *prometheus.CounterVec
 	decisions    *prometheus.CounterVec
 	attestations *prometheus.CounterVec
+	connRefused  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -83,7 +84,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.attestations = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "clawea_attestations_total", Help: "Execution attestations by outcome (issued, refused, error).",
 	}, []string{"outcome"})
-	reg.MustRegister(m.requests, m.duration, m.panics, m.packs, m.decisions, m.attestations)
+	m.connRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "clawea_connections_refused_total", Help: "Connections closed at accept because every slot of the listener was busy (attester.maxConnections).",
+	}, []string{"listener"})
+	reg.MustRegister(m.requests, m.duration, m.panics, m.packs, m.decisions, m.attestations, m.connRefused)
 	return m
 }
 
