@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -30,19 +31,32 @@ func TestKillUnderLoadAgainstTheBinary(t *testing.T) {
 		t.Fatalf("identity: %d %v", id0.code, id0.body)
 	}
 
-	// Load for about a second and a half (bounded: at most 200,000
-	// decisions, 20 s), runs replaced every 500 calls so closed runs' files
+	// Load until 5,000 decisions or for a second after the first one
+	// (bounded: 20 s), runs replaced every 500 calls so closed runs' files
 	// are checked too; then cancel and kill -9 at once, with calls in flight.
 	g := loadGenFor(t, a, pf)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		cancel()
-		a.cmd.Process.Kill()
-	}()
-	res := g.run(ctx, loadOptions{callers: 16, runs: 3, callsPerRun: 500, duration: 20 * time.Second, decisions: 200_000})
+	var once sync.Once
+	kill := func() {
+		once.Do(func() {
+			cancel()
+			a.cmd.Process.Kill()
+		})
+	}
+	res := g.run(ctx, loadOptions{callers: 16, runs: 3, callsPerRun: 500, duration: 20 * time.Second, onAck: func(n int64) {
+		switch n {
+		case 1:
+			time.AfterFunc(time.Second, kill)
+		case 5000:
+			kill()
+		}
+	}})
+	kill()
 	<-a.exited
+	if res.firstErr != nil {
+		t.Fatalf("the load failed before the kill: %v", res.firstErr)
+	}
 	if res.acked < 50 {
 		t.Fatalf("only %d decisions before the kill (first error: %v)", res.acked, res.firstErr)
 	}

@@ -212,7 +212,9 @@ func (g *loadGen) run(ctx context.Context, o loadOptions) *loadResult {
 					r, err := g.createRun(cc)
 					if err != nil {
 						slot.mu.Unlock()
-						setErr(fmt.Errorf("replace run: %w", err))
+						if ctx.Err() == nil {
+							setErr(fmt.Errorf("replace run: %w", err))
+						}
 						atomic.AddInt64(&res.errs, 1)
 						return
 					}
