@@ -567,7 +567,9 @@ func inProcessDecideRate(t *testing.T, dir string, callers, runs int, d time.Dur
 		wg.Wait()
 		return float64(n.Load()) / time.Since(start).Seconds()
 	}
-	log, err := audit.Open(dir, audit.Options{})
+	// Runs are not replaced here: room for 2 s of decisions in each.
+	const perRun = 256 << 20
+	log, err := audit.Open(dir, audit.Options{MaxRunBytes: perRun, MaxTotalBytes: int64(runs) * perRun})
 	if err != nil {
 		t.Fatal(err)
 	}
