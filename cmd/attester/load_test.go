@@ -120,6 +120,7 @@ type loadRun struct {
 	mu                   sync.Mutex
 	acks                 []ack
 	inflight             sync.WaitGroup
+	closed               atomic.Bool // closed by the load generator
 }
 
 // loadOptions bound a load: in time (duration) and in count (decisions).
@@ -227,8 +228,12 @@ func (g *loadGen) run(ctx context.Context, o loadOptions) *loadResult {
 						old.inflight.Wait()
 						c := &ctlConn{socket: g.socket}
 						defer c.close()
-						if err := g.closeRun(c, old); err != nil && ctx.Err() == nil {
-							setErr(fmt.Errorf("close run: %w", err))
+						if err := g.closeRun(c, old); err != nil {
+							if ctx.Err() == nil {
+								setErr(fmt.Errorf("close run: %w", err))
+							}
+						} else {
+							old.closed.Store(true)
 						}
 					})
 				}
@@ -449,16 +454,33 @@ func TestControlLoad(t *testing.T) {
 	p50, p99, p999 := percentile(res.latencies, 0.5), percentile(res.latencies, 0.99), percentile(res.latencies, 0.999)
 
 	// Exactly one verified record per decision, read from every run's file
-	// under stateDir (most runs are closed by now: the API no longer
-	// serves their audit).
+	// under stateDir; the runs still open are also read through the API,
+	// which MUST serve exactly the file's records with their count and root.
 	chk := checkAuditFiles(t, state, res.runs, true)
+	viaAPI := 0
+	for _, r := range res.runs {
+		if r.closed.Load() {
+			continue
+		}
+		viaAPI++
+		got := a.req(t, false, "GET", "/v1/runs/"+r.id+"/audit", r.capability, nil)
+		file, err := os.ReadFile(filepath.Join(state, "audit", r.id+".jsonl"))
+		if err != nil && len(r.acks) > 0 {
+			t.Fatal(err)
+		}
+		root, count, verr := auditrec.Verify(bytes.NewReader(got.raw))
+		if got.code != 200 || verr != nil || !bytes.Equal(got.raw, file) || got.hdr.Get("X-Clawea-Audit-Count") != strconv.FormatUint(count, 10) ||
+			got.hdr.Get("X-Clawea-Audit-Root") != root || count != uint64(len(r.acks)) {
+			t.Fatalf("run %s: the API's audit (%d, %d records, %v) is not the file's %d acknowledged decisions", r.id, got.code, count, verr, len(r.acks))
+		}
+	}
 	if chk.records != res.acked {
 		t.Fatalf("%d audit records for %d decisions", chk.records, res.acked)
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("control socket: %d callers, %d runs at once (%d used), %v: %d decisions, %.0f decisions/s; latency p50 %v, p99 %v, p99.9 %v",
 		callers, runs, len(res.runs), res.elapsed.Round(time.Millisecond), res.acked, rate, p50, p99, p999)
-	t.Logf("audit: %d files, %d records verified (wire/auditrec), one per decision", chk.files, chk.records)
+	t.Logf("audit: %d files, %d records verified (wire/auditrec), one per decision; the %d runs still open also read through the API", chk.files, chk.records, viaAPI)
 	t.Logf("baselines: in-process gate.Decide with the durable audit log %.0f/s (ratio %.2f), without it %.0f/s (ratio %.2f); raw write+fsync %.0f/s (%.1f decisions per fsync-time)",
 		inproc.durable, rate/inproc.durable, inproc.discard, rate/inproc.discard, fsyncs, rate/fsyncs)
 	t.Logf("CPU per decision: attester %v, callers %v (attester %.2f cores busy, callers %.2f)",
