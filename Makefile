@@ -8,13 +8,17 @@ FUZZTIME      ?= 5s
 BENCHTIME     ?= 1s
 BENCHCOUNT    ?= 1
 BIN           := bin
+# --version of every command: the Makefile stamps `git describe`; without git
+# (or outside a checkout) the binaries fall back to the Go build information.
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS       := -X github.com/clawea/attester/cmd/internal/buildinfo.version=$(VERSION)
 
 .PHONY: all build test test-race bench bench-verifier bench-control fuzz lint demo clean
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 test:
 	$(GO) test -count=1 ./...

@@ -6,6 +6,7 @@
 // Usage:
 //
 //	attester --config FILE [--platform auto|sev-snp|tdx|tpm|simulated] [--listen ADDR]
+//	attester --version
 //
 // Exit codes: 0 clean shutdown, 1 usage or configuration error, 2 the
 // platform or identity could not be set up, 3 a listener could not be opened
@@ -31,7 +32,9 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() {
+	os.Exit(versionOr(os.Args[1:], os.Stdout, func() int { return run(os.Args[1:], os.Stderr) }))
+}
 
 func run(args []string, stderr io.Writer) int {
 	// The hidden worker mode that opens one prompt pack for the service
@@ -47,6 +50,7 @@ func run(args []string, stderr io.Writer) int {
 	platform := fs.String("platform", "", "override attester.platform: auto, sev-snp, tdx, tpm or simulated")
 	listen := fs.String("listen", "", "override attester.listen")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Bool("version", false, "print the version and exit (the only argument)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -54,7 +58,7 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil || fs.NArg() != 0 || *configPath == "" {
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil || fs.NArg() != 0 || *configPath == "" || fs.Lookup("version").Value.String() != "false" {
 		fs.Usage()
 		return 1
 	}

@@ -60,7 +60,7 @@ func usage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %-18s %s\n", c.name, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun 'packctl <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'packctl <command> -h' for a command's flags, 'packctl --version' for the version.")
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -71,6 +71,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		return exitOK
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		return printVersion(args[1:], stdout, stderr)
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
