@@ -1,28 +1,40 @@
 # syntax=docker/dockerfile:1
-# Multi-stage build of the static attester and packctl binaries.
-# Release binaries are built without cgo; the TPM simulator is test-only.
+# Images of the static clawea binaries, one target each:
+#   docker build --target attester --build-arg VERSION=$(git describe --tags --always --dirty) -t clawea/attester .
+#   docker build --target packctl  --build-arg VERSION=$(git describe --tags --always --dirty) -t clawea/packctl .
+# The default target is attester. Release binaries are built without cgo; the
+# TPM simulator is test-only. .git is not in the build context (.dockerignore),
+# so the version comes only from the VERSION build argument ("devel" without it).
 #
-# Run inside a confidential VM with the platform devices passed through,
-# for example (SEV-SNP with configfs-tsm, or TDX, or a vTPM):
-#   docker run --device /dev/sev-guest --device /dev/tpmrm0 \
-#     -v /sys/kernel/config:/sys/kernel/config \
+# Run the attester inside a confidential VM with the platform device passed
+# through, for example (SEV-SNP, or /dev/tdx_guest for TDX, /dev/tpmrm0 for a vTPM):
+#   docker run --device /dev/sev-guest --cap-drop ALL --cap-add IPC_LOCK --read-only \
 #     -v /etc/clawea:/etc/clawea:ro -v /var/lib/clawea:/var/lib/clawea \
 #     -v /run/clawea:/run/clawea clawea/attester --config /etc/clawea/attester.json
-# The container needs IPC_LOCK for locked memory (--cap-add IPC_LOCK) unless
-# the kernel offers memfd_secret; see README.md, "Devices". /run/clawea holds
-# the control socket (attester.controlSocket): it must be mode 0700 and owned
-# by the attester's uid, and the harness that drives runs must connect as a
-# uid listed in attester.controlUids (docs/spec/attester-api.md).
+# IPC_LOCK is for locked memory unless the kernel offers memfd_secret (README.md,
+# "Devices"). The image runs as uid 65532 (distroless "nonroot"): the device,
+# the state directory and the control socket's directory must be usable by that
+# uid. /run/clawea holds the control socket (attester.controlSocket): it must be
+# mode 0700 and owned by the attester's uid, and the harness that drives runs
+# must connect as a uid listed in attester.controlUids (docs/spec/attester-api.md). Kubernetes: deploy/helm/clawea; a VM without containers: deploy/systemd.
 
-FROM golang:1.26-bookworm AS build
+FROM docker.io/library/golang:1.26-bookworm AS build
+ARG VERSION=
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/attester ./cmd/attester \
- && CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/packctl ./cmd/packctl
+RUN CGO_ENABLED=0 go build -trimpath \
+      -ldflags="-s -w -X github.com/clawea/attester/cmd/internal/buildinfo.version=${VERSION}" \
+      -o /out/ ./cmd/attester ./cmd/packctl
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM gcr.io/distroless/static-debian12:nonroot AS packctl
+COPY --from=build /out/packctl /usr/local/bin/packctl
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/packctl"]
+
+FROM gcr.io/distroless/static-debian12:nonroot AS attester
 COPY --from=build /out/attester /out/packctl /usr/local/bin/
-USER nonroot:nonroot
+USER 65532:65532
+EXPOSE 8443 9464
 ENTRYPOINT ["/usr/local/bin/attester"]
