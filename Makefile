@@ -14,6 +14,7 @@ VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS       := -X github.com/clawea/attester/cmd/internal/buildinfo.version=$(VERSION)
 
 .PHONY: all build test test-race bench bench-verifier bench-control fuzz lint demo clean
+.PHONY: unit-check chart-check
 
 all: build
 
@@ -63,6 +64,11 @@ lint:
 
 demo:
 	hack/demo.sh
+
+# systemd-analyze verify and security of deploy/systemd/clawea-attester.service
+# (apt package systemd).
+unit-check:
+	GO=$(GO) deploy/systemd/check.sh
 
 clean:
 	rm -rf $(BIN) demo-out
