@@ -21,8 +21,10 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
+# Also the deployment checks: the systemd unit and the Helm chart.
 test:
 	$(GO) test -count=1 ./...
+	$(MAKE) --no-print-directory unit-check chart-check
 
 test-race:
 	$(GO) test -race -count=1 ./...
@@ -69,6 +71,12 @@ demo:
 # (apt package systemd).
 unit-check:
 	GO=$(GO) deploy/systemd/check.sh
+
+# helm lint and template of deploy/helm/clawea for the main value sets, every
+# object decoded strictly into the Kubernetes API types. A separate module
+# (helm's dependencies stay out of ours); its modules come from the Go proxy.
+chart-check:
+	cd deploy/helm/chartcheck && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 clean:
 	rm -rf $(BIN) demo-out

@@ -1,0 +1,84 @@
+{{/* Chart name, at most 63 characters. */}}
+{{- define "clawea.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Release-qualified name; component suffixes are added by the callers, so keep room. */}}
+{{- define "clawea.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 50 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 50 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "clawea.attester.fullname" -}}{{ include "clawea.fullname" . }}-attester{{- end -}}
+{{- define "clawea.verifier.fullname" -}}{{ include "clawea.fullname" . }}-verifier{{- end -}}
+
+{{- define "clawea.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "clawea.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* Selector labels of a component: call with (dict "root" $ "component" "attester"). */}}
+{{- define "clawea.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "clawea.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{/* An image reference: call with (dict "image" .Values.x.image "root" $). */}}
+{{- define "clawea.image" -}}
+{{- $tag := default .root.Chart.AppVersion .image.tag -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .image.repository $tag -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The hardened container security context (all capabilities dropped, then the list added). */}}
+{{- define "clawea.containerSecurityContext" -}}
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+privileged: false
+capabilities:
+  drop: ["ALL"]
+  {{- with .add }}
+  add: {{ toJson . }}
+  {{- end }}
+{{- end -}}
+
+{{/* Socket path inside the control volume. */}}
+{{- define "clawea.attester.controlSocket" -}}
+{{- printf "%s/control/attester.sock" (trimSuffix "/" .Values.attester.controlSocket.mountPath) -}}
+{{- end -}}
+
+{{/* The attester configuration: the user's config with the keys the chart owns. */}}
+{{- define "clawea.attester.config" -}}
+{{- $cfg := deepCopy .Values.attester.config -}}
+{{- $a := deepCopy (default (dict) (get $cfg "attester")) -}}
+{{- range $k := list "listen" "metricsListen" "controlSocket" "controlUids" "stateDir" "platform" }}
+{{- if hasKey $a $k }}
+{{- fail (printf "attester.config.attester.%s is set by the chart; remove it from values" $k) }}
+{{- end }}
+{{- end }}
+{{- $_ := set $a "listen" (printf "0.0.0.0:%d" (int .Values.attester.port)) -}}
+{{- $_ := set $a "metricsListen" (printf "0.0.0.0:%d" (int .Values.attester.metricsPort)) -}}
+{{- $_ := set $a "controlSocket" (include "clawea.attester.controlSocket" .) -}}
+{{- $_ := set $a "stateDir" "/var/lib/clawea" -}}
+{{- $_ := set $a "platform" .Values.attester.platform -}}
+{{- $_ := set $cfg "attester" $a -}}
+{{- toPrettyJson $cfg -}}
+{{- end -}}
