@@ -16,7 +16,8 @@
 # the state directory and the control socket's directory must be usable by that
 # uid. /run/clawea holds the control socket (attester.controlSocket): it must be
 # mode 0700 and owned by the attester's uid, and the harness that drives runs
-# must connect as a uid listed in attester.controlUids (docs/spec/attester-api.md). Kubernetes: deploy/helm/clawea; a VM without containers: deploy/systemd.
+# must connect as a uid listed in attester.controlUids (docs/spec/attester-api.md).
+# Kubernetes: deploy/helm/clawea; a VM without containers: deploy/systemd.
 
 FROM docker.io/library/golang:1.26-bookworm AS build
 ARG VERSION=

@@ -2,6 +2,11 @@ package deploy
 
 import (
 	"encoding/json"
+	"io"
+	"io/fs"
+	"log/slog"
+
+	"github.com/clawea/attester/cmd/attester/server"
 	"os"
 	"path"
 	"path/filepath"
@@ -49,6 +54,8 @@ func (u unitFile) one(t *testing.T, key string) string {
 func TestSystemdUnitMatchesExampleConfig(t *testing.T) {
 	u := parseUnit(t, readFile(t, "deploy/systemd/clawea-attester.service"))
 	const name = "clawea-attester.service"
+
+	parseWithAttester(t, "deploy/systemd/attester.json", "/run/credentials/"+name+"/")
 
 	exec := strings.Fields(u.one(t, "Service.ExecStart"))
 	if len(exec) != 3 || exec[0] != "/usr/local/bin/attester" || exec[1] != "--config" {
@@ -131,5 +138,30 @@ func TestSystemdUnitMatchesExampleConfig(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "deploy/systemd/check.sh")); err != nil {
 		t.Errorf("check script: %v", err)
+	}
+}
+
+// parseWithAttester parses an example configuration with the attester's own
+// parser; ${file:...} references resolve only below secretDir (to a dummy
+// value), so the example names its secrets where the deployment puts them.
+func parseWithAttester(t *testing.T, name, secretDir string) {
+	t.Helper()
+	var read []string
+	_, _, err := server.ParseConfigWith([]byte(readFile(t, name)), server.ConfigOptions{
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LookupEnv: func(string) (string, bool) { return "", false },
+		ReadFile: func(p string) ([]byte, error) {
+			if !strings.HasPrefix(p, secretDir) {
+				return nil, fs.ErrNotExist
+			}
+			read = append(read, p)
+			return []byte("example-secret-0123456789abcdef\n"), nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("%s: the attester refuses it: %v", name, err)
+	}
+	if len(read) == 0 {
+		t.Errorf("%s: names no secret file", name)
 	}
 }

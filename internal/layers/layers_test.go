@@ -28,6 +28,9 @@ var rank = map[string]int{
 	"verify":      2,
 	"cmd":         3,
 	"hack":        3,
+	// deploy/ holds deployment files and their tests, which parse the
+	// example configurations with cmd/attester/server.
+	"deploy": 3,
 	// internal/ holds test support (fixtures, the CI rule, this test):
 	// only _test.go files import it, and it may import any layer below
 	// cmd/.
