@@ -3,6 +3,9 @@ package chartcheck
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
 	"net"
 	"path"
 	"path/filepath"
@@ -12,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/cmd/attester/server"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -50,7 +54,7 @@ type valueSet struct {
 }
 
 var valueSets = []valueSet{
-	{name: "default", kinds: []string{"DaemonSet/1", "ConfigMap/1", "Service/1", "ServiceAccount/1"},
+	{name: "default", files: []string{"ci/minimal-values.yaml"}, kinds: []string{"DaemonSet/1", "ConfigMap/1", "Service/1", "ServiceAccount/1"},
 		absent: []string{"Deployment", "ServiceMonitor", "NetworkPolicy"}},
 	{name: "sev-snp", files: []string{"ci/sev-snp-values.yaml"}, apis: []string{monitoring},
 		kinds: []string{"DaemonSet/1", "ServiceMonitor/1", "NetworkPolicy/1"}, absent: []string{"Deployment"}},
@@ -359,6 +363,23 @@ func checkAttester(t *testing.T, r *rendered, vals chartutil.Values) {
 	if err := dec.Decode(&cfg); err != nil || dec.More() {
 		t.Fatalf("attester.json: %v\n%s", err, raw)
 	}
+	// The attester's own parser accepts it; ${file:...} resolves only in
+	// the mounted Secret's directory.
+	var secrets []string
+	_, _, err := server.ParseConfigWith([]byte(raw), server.ConfigOptions{
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		LookupEnv: func(string) (string, bool) { return "", false },
+		ReadFile: func(p string) ([]byte, error) {
+			if !strings.HasPrefix(p, "/etc/clawea/secrets/") {
+				return nil, fs.ErrNotExist
+			}
+			secrets = append(secrets, p)
+			return []byte("example-secret-0123456789abcdef"), nil
+		},
+	})
+	if err != nil {
+		t.Errorf("the attester refuses the rendered attester.json: %v", err)
+	}
 	a := cfg.Attester
 	want := vals["attester"].(map[string]any)
 	if a["platform"] != want["platform"] {
@@ -584,18 +605,21 @@ func TestChartRefusesBadValues(t *testing.T) {
 		set  []string
 		want string
 	}{
+		{"no trusted templates", []string{"attester.config.attester.trustedTemplates=null"}, "attester.config.attester.trustedTemplates is required"},
+		{"no model", []string{"attester.config.attester.model="}, "attester.config.attester.model are required"},
 		{"simulated platform", []string{"attester.platform=simulated"}, "platform"},
 		{"unknown key", []string{"attester.nodeselector.a=b"}, "nodeselector"},
-		{"chart-owned config key", []string{"attester.config.attester.controlSocket=/tmp/x.sock"}, "attester"},
+		{"chart-owned config key", []string{"attester.config.attester.controlSocket=/tmp/x.sock"}, "config"},
 		{"unqualified image", []string{"attester.image.repository=attester"}, "repository"},
 		{"bad digest", []string{"attester.image.digest=sha256:abc"}, "digest"},
 		{"agent without image", []string{"attester.agent.enabled=true"}, "attester.agent.image.repository"},
 		{"both collateral sources", []string{"verifier.enabled=true", "verifier.collateral.existingConfigMap=a", "verifier.collateral.existingClaim=b"}, "verifier.collateral"},
-		{"simulated as log level", []string{"attester.logLevel=trace"}, "logLevel"},
+		{"unknown log level", []string{"attester.logLevel=trace"}, "logLevel"},
 	}
 	for _, tc := range tests {
-		vals := loadValues(t, nil, tc.set...)
+		vals := loadValues(t, []string{"ci/minimal-values.yaml"}, tc.set...)
 		_, err := render(t, ch, vals, nil)
+		t.Logf("%s: %v", tc.name, err)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: render error %v, want one naming %q", tc.name, err, tc.want)
 		}

@@ -74,6 +74,12 @@ capabilities:
 {{- fail (printf "attester.config.attester.%s is set by the chart; remove it from values" $k) }}
 {{- end }}
 {{- end }}
+{{- if not (get $a "trustedTemplates") }}
+{{- fail "attester.config.attester.trustedTemplates is required: the template hashes this attester accepts (file name -> sha256:<hex>)" }}
+{{- end }}
+{{- if or (not (get $a "modelProvider")) (not (get $a "model")) }}
+{{- fail "attester.config.attester.modelProvider and attester.config.attester.model are required: the model identity the attestations commit to" }}
+{{- end }}
 {{- $_ := set $a "listen" (printf "0.0.0.0:%d" (int .Values.attester.port)) -}}
 {{- $_ := set $a "metricsListen" (printf "0.0.0.0:%d" (int .Values.attester.metricsPort)) -}}
 {{- $_ := set $a "controlSocket" (include "clawea.attester.controlSocket" .) -}}
