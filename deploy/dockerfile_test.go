@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -226,8 +225,7 @@ func TestDockerignoreKeepsSecretsOut(t *testing.T) {
 // silently drops a source file.
 func TestDockerContextHasBuildInputs(t *testing.T) {
 	ignore := newIgnoreMatcher(t, readFile(t, ".dockerignore"))
-	goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goTool, "list", "-deps", "-json=ImportPath,Dir,Module,GoFiles,EmbedFiles,OtherFiles", "./cmd/attester", "./cmd/packctl")
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,Module,GoFiles,EmbedFiles,OtherFiles", "./cmd/attester", "./cmd/packctl")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.Output()
