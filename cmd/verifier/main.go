@@ -6,6 +6,7 @@
 // Usage:
 //
 //	verifier --ear-key FILE (--policy FILE | --policy-dir DIR) [--collateral DIR] [--listen ADDR] ...
+//	verifier --version
 //
 // Exit codes: 0 clean shutdown, 1 usage or configuration error, 3 the
 // server failed.
@@ -25,12 +26,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clawea/attester/cmd/internal/buildinfo"
 	"github.com/clawea/attester/verify/earresult"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	code := run(ctx, os.Args[1:], os.Stderr)
+	code := buildinfo.VersionOr("verifier", os.Args[1:], os.Stdout, func() int { return run(ctx, os.Args[1:], os.Stderr) })
 	stop()
 	os.Exit(code)
 }
@@ -60,6 +62,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	writeTimeout := fs.Duration("write-timeout", 30*time.Second, "time to verify and write a response")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "time in-flight requests get after SIGTERM")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	fs.Bool("version", false, "print the version and exit (the only argument)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -73,6 +76,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitUsage
 	case fs.NArg() != 0:
 		fmt.Fprintln(stderr, "verifier: unexpected arguments")
+		return exitUsage
+	case fs.Lookup("version").Value.String() != "false":
+		fmt.Fprintln(stderr, "verifier: --version takes no other arguments")
 		return exitUsage
 	case *earKey == "":
 		fmt.Fprintln(stderr, "verifier: --ear-key is required")

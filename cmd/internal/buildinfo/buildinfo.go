@@ -14,6 +14,7 @@ package buildinfo
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 )
@@ -68,4 +69,18 @@ func resolve(stamp string, bi *debug.BuildInfo) string {
 		rev += "-dirty"
 	}
 	return "devel-" + rev
+}
+
+// VersionOr prints Line(command) to stdout and returns 0 when args is
+// exactly one --version flag; otherwise it returns run(). The command's own
+// flag parsing refuses --version mixed with other arguments.
+func VersionOr(command string, args []string, stdout io.Writer, run func() int) int {
+	if len(args) == 1 {
+		switch args[0] {
+		case "-version", "--version", "-version=true", "--version=true":
+			fmt.Fprintln(stdout, Line(command))
+			return 0
+		}
+	}
+	return run()
 }

@@ -60,7 +60,7 @@ func TestMakeBuildStamps(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("make build: %v\n%s", err, out)
 	}
-	for _, name := range []string{"attester", "packctl"} {
+	for _, name := range []string{"attester", "packctl", "verifier"} {
 		out, err := exec.Command(filepath.Join(bin, name), "--version").Output()
 		if err != nil {
 			t.Fatalf("%s --version: %v", name, err)
