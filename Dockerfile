@@ -2,6 +2,7 @@
 # Images of the static clawea binaries, one target each:
 #   docker build --target attester --build-arg VERSION=$(git describe --tags --always --dirty) -t clawea/attester .
 #   docker build --target packctl  --build-arg VERSION=$(git describe --tags --always --dirty) -t clawea/packctl .
+#   docker build --target verifier --build-arg VERSION=$(git describe --tags --always --dirty) -t clawea/verifier .
 # The default target is attester. Release binaries are built without cgo; the
 # TPM simulator is test-only. .git is not in the build context (.dockerignore),
 # so the version comes only from the VERSION build argument ("devel" without it).
@@ -27,12 +28,20 @@ RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags="-s -w -X github.com/clawea/attester/cmd/internal/buildinfo.version=${VERSION}" \
-      -o /out/ ./cmd/attester ./cmd/packctl
+      -o /out/ ./cmd/attester ./cmd/packctl ./cmd/verifier
 
 FROM gcr.io/distroless/static-debian12:nonroot AS packctl
 COPY --from=build /out/packctl /usr/local/bin/packctl
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/packctl"]
+
+# The stateless verifier service (docs/spec/verifier-api.md); no devices, no
+# capabilities. Kubernetes: verifier.enabled in deploy/helm/clawea.
+FROM gcr.io/distroless/static-debian12:nonroot AS verifier
+COPY --from=build /out/verifier /usr/local/bin/verifier
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/verifier"]
 
 FROM gcr.io/distroless/static-debian12:nonroot AS attester
 COPY --from=build /out/attester /out/packctl /usr/local/bin/

@@ -131,6 +131,7 @@ func TestDockerfile(t *testing.T) {
 	stages := map[string]bool{}
 	var last string
 	var stamped bool
+	var runs string
 	users := map[string]string{}
 	for _, in := range ins {
 		switch in.cmd {
@@ -169,6 +170,11 @@ func TestDockerfile(t *testing.T) {
 				if !stages[from] {
 					t.Errorf("line %d: COPY --from=%s names no earlier stage", in.line, from)
 				}
+				for _, src := range args[:len(args)-1] {
+					if bin, ok := strings.CutPrefix(src, "/out/"); ok && !strings.Contains(runs, " ./cmd/"+bin+" ") {
+						t.Errorf("line %d: COPY %s: no RUN builds ./cmd/%s", in.line, src, bin)
+					}
+				}
 				continue
 			}
 			for _, src := range args[:len(args)-1] {
@@ -186,6 +192,7 @@ func TestDockerfile(t *testing.T) {
 		case "USER":
 			users[last] = in.args[0]
 		case "RUN":
+			runs += " " + strings.Join(in.args, " ") + " "
 			if strings.Contains(strings.Join(in.args, " "), "-X github.com/clawea/attester/cmd/internal/buildinfo.version=${VERSION}") {
 				stamped = true
 			}
@@ -194,7 +201,7 @@ func TestDockerfile(t *testing.T) {
 	if !stamped {
 		t.Errorf("no RUN stamps the version (-X github.com/clawea/attester/cmd/internal/buildinfo.version=${VERSION}) like the Makefile")
 	}
-	for _, s := range []string{"attester", "packctl"} {
+	for _, s := range []string{"attester", "packctl", "verifier"} {
 		if !stages[s] {
 			t.Errorf("no %q target stage", s)
 		}
@@ -225,7 +232,7 @@ func TestDockerignoreKeepsSecretsOut(t *testing.T) {
 // silently drops a source file.
 func TestDockerContextHasBuildInputs(t *testing.T) {
 	ignore := newIgnoreMatcher(t, readFile(t, ".dockerignore"))
-	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,Module,GoFiles,EmbedFiles,OtherFiles", "./cmd/attester", "./cmd/packctl")
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,Module,GoFiles,EmbedFiles,OtherFiles", "./cmd/attester", "./cmd/packctl", "./cmd/verifier")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.Output()
