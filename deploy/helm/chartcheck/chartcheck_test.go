@@ -222,6 +222,7 @@ func TestChartLintAndTemplate(t *testing.T) {
 			}
 			checkAttester(t, r, full)
 			checkReferences(t, r)
+			checkVerifier(t, r)
 		})
 	}
 }
@@ -613,7 +614,10 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"unqualified image", []string{"attester.image.repository=attester"}, "repository"},
 		{"bad digest", []string{"attester.image.digest=sha256:abc"}, "digest"},
 		{"agent without image", []string{"attester.agent.enabled=true"}, "attester.agent.image.repository"},
-		{"both collateral sources", []string{"verifier.enabled=true", "verifier.collateral.existingConfigMap=a", "verifier.collateral.existingClaim=b"}, "verifier.collateral"},
+		{"both collateral sources", []string{"verifier.enabled=true", "verifier.earKey.existingSecret=k", "verifier.policies.a\\.json=x", "verifier.collateral.existingConfigMap=a", "verifier.collateral.existingClaim=b"}, "verifier.collateral"},
+		{"verifier without ear key", []string{"verifier.enabled=true", "verifier.policies.a\\.json=x"}, "verifier.earKey.existingSecret is required"},
+		{"verifier without policy", []string{"verifier.enabled=true", "verifier.earKey.existingSecret=k"}, "verifier.policies needs"},
+		{"policy not .json", []string{"verifier.enabled=true", "verifier.earKey.existingSecret=k", "verifier.policies.a=x"}, "invalid propertyName 'a'"},
 		{"unknown log level", []string{"attester.logLevel=trace"}, "logLevel"},
 	}
 	for _, tc := range tests {
@@ -622,6 +626,69 @@ func TestChartRefusesBadValues(t *testing.T) {
 		t.Logf("%s: %v", tc.name, err)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: render error %v, want one naming %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// checkVerifier: every file the verifier's flags name is on a read-only
+// mount of the right kind (the EAR key from a Secret, policies from the
+// ConfigMap that holds NAME.json files), and the listener is the probed port.
+func checkVerifier(t *testing.T, r *rendered) {
+	for _, d := range r.deploys {
+		ps := d.Spec.Template.Spec
+		c := ps.Containers[0]
+		flags := map[string]string{}
+		for _, a := range c.Args {
+			k, v, ok := strings.Cut(a, "=")
+			if !ok || !strings.HasPrefix(k, "--") {
+				t.Errorf("verifier arg %q: want --flag=value", a)
+				continue
+			}
+			if _, dup := flags[k]; dup {
+				t.Errorf("verifier flag %s given twice", k)
+			}
+			flags[k] = v
+		}
+		if _, p, err := net.SplitHostPort(flags["--listen"]); err != nil || len(c.Ports) != 1 || p != fmt.Sprint(c.Ports[0].ContainerPort) || c.Ports[0].Name != "http" {
+			t.Errorf("verifier --listen=%s does not match its port %+v", flags["--listen"], c.Ports)
+		}
+		vol := func(file string) (*corev1.VolumeMount, *corev1.Volume) {
+			for i, m := range c.VolumeMounts {
+				if file == m.MountPath || strings.HasPrefix(file, m.MountPath+"/") {
+					for j := range ps.Volumes {
+						if ps.Volumes[j].Name == m.Name {
+							return &c.VolumeMounts[i], &ps.Volumes[j]
+						}
+					}
+				}
+			}
+			return nil, nil
+		}
+		if m, v := vol(flags["--ear-key"]); m == nil || !m.ReadOnly || v.Secret == nil ||
+			!slices.ContainsFunc(v.Secret.Items, func(k corev1.KeyToPath) bool { return path.Join(m.MountPath, k.Path) == flags["--ear-key"] }) {
+			t.Errorf("--ear-key=%s is not a file of a read-only Secret mount", flags["--ear-key"])
+		}
+		m, v := vol(flags["--policy-dir"])
+		if m == nil || !m.ReadOnly || m.MountPath != flags["--policy-dir"] || v.ConfigMap == nil {
+			t.Errorf("--policy-dir=%s is not a read-only ConfigMap mount", flags["--policy-dir"])
+		} else if cm := r.configMaps[v.ConfigMap.Name]; cm == nil || len(cm.Data) == 0 {
+			t.Errorf("the policy ConfigMap %s is missing or empty", v.ConfigMap.Name)
+		} else {
+			for name := range cm.Data {
+				if !strings.HasSuffix(name, ".json") || strings.HasPrefix(name, ".") {
+					t.Errorf("policy file %s: the verifier reads only NAME.json", name)
+				}
+			}
+		}
+		if dir, ok := flags["--collateral"]; ok {
+			if m, _ := vol(dir); m == nil || !m.ReadOnly || m.MountPath != dir {
+				t.Errorf("--collateral=%s is not a read-only mount", dir)
+			}
+		}
+		for _, pr := range []*corev1.Probe{c.LivenessProbe, c.ReadinessProbe} {
+			if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Port.String() != "http" {
+				t.Errorf("verifier probe %+v: want HTTP on port http", pr)
+			}
 		}
 	}
 }
