@@ -26,8 +26,7 @@ func runDisclose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *packPath == "" || len(reveal) == 0 || fs.NArg() != 0 {
-		fs.Usage()
+	if !requireFlags(fs, stderr, "pack", "reveal") || !wantArgs(fs, stderr, 0, "") {
 		return exitUsage
 	}
 	var bad []string
@@ -111,7 +110,14 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 	}
 	withAtt := *attPath != ""
 	attOnly := *evPath != "" || *bundlePath != "" || *policyPath != "" || *collDir != "" || *allowSim || *allowRev || *allowColl || *at != ""
-	if *reportPath == "" || *disPath == "" || fs.NArg() != 0 || (withAtt && *evPath == "") || (!withAtt && attOnly) {
+	if !requireFlags(fs, stderr, "report", "disclosure") || !wantArgs(fs, stderr, 0, "") {
+		return exitUsage
+	}
+	if withAtt && !requireFlags(fs, stderr, "evidence") {
+		return exitUsage
+	}
+	if !withAtt && attOnly {
+		errorf(stderr, "verify-disclosure: --evidence, --bundle, --policy, --collateral, --allow-* and --at need --attestation")
 		fs.Usage()
 		return exitUsage
 	}

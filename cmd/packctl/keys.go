@@ -17,13 +17,30 @@ import (
 const maxKeyFile = 64 << 10
 
 func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("keygen", "keygen -o KEY\n\nWrites a new prompt-pack recipient private key to KEY (mode 0600, never\noverwritten) and its public key to stdout.", stderr)
-	out := fs.String("o", "", "private key `file` to create (required)")
+	fs := newFlagSet("keygen", "keygen -o KEY | keygen -y KEY\n\nWrites a new prompt-pack recipient private key to KEY (mode 0600, never\noverwritten) and its public key to stdout. With -y, prints the public key of\nthe existing private key file KEY (never the private key).", stderr)
+	out := fs.String("o", "", "private key `file` to create (required without -y)")
+	pub := fs.Bool("y", false, "print the public key of the private key file given as the argument")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *out == "" || fs.NArg() != 0 {
-		fs.Usage()
+	if *pub {
+		if *out != "" {
+			errorf(stderr, "keygen: -y and -o exclude each other")
+			fs.Usage()
+			return exitUsage
+		}
+		if !wantArgs(fs, stderr, 1, "KEY") {
+			return exitUsage
+		}
+		k, err := readPrivateKey(fs.Arg(0))
+		if err != nil {
+			errorf(stderr, "keygen: %v", err)
+			return exitCannot
+		}
+		fmt.Fprintln(stdout, k.Public().String())
+		return exitOK
+	}
+	if !requireFlags(fs, stderr, "o") || !wantArgs(fs, stderr, 0, "") {
 		return exitUsage
 	}
 	k, err := envelope.GenerateKey()

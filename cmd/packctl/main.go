@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // Exit codes.
@@ -97,15 +98,104 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 }
 
 // parseFlags parses and maps -h to exit 0 and errors to exitUsage; ok is
-// false when the caller should return code.
+// false when the caller should return code. Flags and positional arguments
+// may be interspersed (interspersed); "--" ends the flags.
 func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(interspersed(fs, args)); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK, false
 		}
 		return exitUsage, false
 	}
 	return 0, true
+}
+
+// interspersed moves the flags of args (as fs defines them) before the
+// positional arguments, so that "packctl inspect FILE --json" parses like
+// "packctl inspect --json FILE". A flag that takes a value keeps the next
+// argument as its value; "--" ends the flags, and everything after it
+// stays positional. The positionals follow a "--" in the result, so that a
+// positional that looks like a flag is never parsed as one.
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		f := fs.Lookup(name)
+		if f == nil {
+			continue // fs.Parse reports it
+		}
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+			continue
+		}
+		if i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
+	}
+	if len(pos) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), pos...)
+}
+
+// requireFlags names on stderr every required flag that was not given (an
+// empty value counts as not given) and prints the usage; it reports
+// whether all were given.
+func requireFlags(fs *flag.FlagSet, stderr io.Writer, names ...string) bool {
+	var missing []string
+	for _, n := range names {
+		if f := fs.Lookup(n); f == nil || f.Value.String() == "" {
+			missing = append(missing, flagName(n))
+		}
+	}
+	if len(missing) == 0 {
+		return true
+	}
+	word := "flag"
+	if len(missing) > 1 {
+		word = "flags"
+	}
+	fmt.Fprintf(stderr, "%s: missing required %s %s\n", fs.Name(), word, strings.Join(missing, ", "))
+	fs.Usage()
+	return false
+}
+
+// wantArgs checks the number of positional arguments and names the
+// expected ones when it is wrong.
+func wantArgs(fs *flag.FlagSet, stderr io.Writer, n int, what string) bool {
+	if fs.NArg() == n {
+		return true
+	}
+	switch {
+	case n == 0:
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+	case fs.NArg() < n:
+		fmt.Fprintf(stderr, "%s: missing argument %s\n", fs.Name(), what)
+	default:
+		fmt.Fprintf(stderr, "%s: want only %s, got %d arguments\n", fs.Name(), what, fs.NArg())
+	}
+	fs.Usage()
+	return false
+}
+
+func flagName(n string) string {
+	if len(n) == 1 {
+		return "-" + n
+	}
+	return "--" + n
 }
 
 func errorf(stderr io.Writer, format string, args ...any) {

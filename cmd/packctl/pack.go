@@ -63,11 +63,27 @@ func admissionExit(err error) int {
 
 // writeFile writes data to path with mode perm (stdout for "" or "-").
 func writeFile(path string, data []byte, perm os.FileMode, stdout io.Writer) error {
+	return writeOutput(path, data, perm, stdout, true)
+}
+
+// errExists is returned by writeOutput for an existing file it may not
+// overwrite.
+var errExists = errors.New("exists (use --force to overwrite)")
+
+// writeOutput is writeFile that refuses an existing file unless overwrite.
+func writeOutput(path string, data []byte, perm os.FileMode, stdout io.Writer, overwrite bool) error {
 	if path == "" || path == "-" {
 		_, err := stdout.Write(data)
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, perm)
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if !overwrite {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, perm)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%s %w", path, errExists)
+	}
 	if err != nil {
 		return err
 	}
@@ -126,7 +142,8 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	skillsEnv := fs.String("skills-env", "", "JSON `file`: skills env overrides, name -> string")
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex; default: the harness's own sigs")
 	admissionPath := fs.String("admission", "", "admission policy `file` (docs/spec/admission-policy-v1.md); a refused pack is not written (exit 4)")
-	out := fs.String("o", "", "output `file` (default stdout)")
+	out := fs.String("o", "", "output `file` (default stdout; an existing file is refused without --force)")
+	force := fs.Bool("force", false, "overwrite an existing -o file")
 	reportVer := fs.Int("report-version", 1, "SystemPromptReport `version`: 1, or 2 for salted per-input commitments (docs/spec/report-v2.md)")
 	def, _ := promptpack.DefaultProvenance(openclawsig.ID)
 	hID := fs.String("harness-id", def.HarnessID, "harness id")
@@ -137,9 +154,19 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *params == "" || *harness == "" || fs.NArg() != 0 || (*reportVer != 1 && *reportVer != 2) {
-		fs.Usage()
+	if !requireFlags(fs, stderr, "params", "harness") || !wantArgs(fs, stderr, 0, "") {
 		return exitUsage
+	}
+	if *reportVer != 1 && *reportVer != 2 {
+		errorf(stderr, "build: --report-version: want 1 or 2, got %d", *reportVer)
+		return exitUsage
+	}
+	if *out != "" && *out != "-" && !*force {
+		// Checked again when writing (O_EXCL); refusing here saves the build.
+		if _, err := os.Lstat(*out); err == nil {
+			errorf(stderr, "build: %s %v", *out, errExists)
+			return exitUsage
+		}
 	}
 	pb, err := readLimited(*params, openclawsig.MaxParamsSize)
 	if err != nil {
@@ -203,8 +230,11 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitRejected
 	}
 	defer sealed.Wipe(enc)
-	if err := writeFile(*out, enc, 0o600, stdout); err != nil {
+	if err := writeOutput(*out, enc, 0o600, stdout, *force); err != nil {
 		errorf(stderr, "build: %v", err)
+		if errors.Is(err, errExists) {
+			return exitUsage
+		}
 		return exitCannot
 	}
 	return exitOK
@@ -217,8 +247,7 @@ func runAdmission(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if !wantArgs(fs, stderr, 1, "pack.json") {
 		return exitUsage
 	}
 	p, code := loadPack(fs.Arg(0), stderr, "admission")
@@ -244,8 +273,7 @@ func runRender(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if !wantArgs(fs, stderr, 1, "pack.json") {
 		return exitUsage
 	}
 	rb, code := rebuildFile(fs.Arg(0), *trusted, stderr, "render")
@@ -285,8 +313,7 @@ func runReport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if !wantArgs(fs, stderr, 1, "pack.json") {
 		return exitUsage
 	}
 	rb, code := rebuildFile(fs.Arg(0), *trusted, stderr, "report")
@@ -330,7 +357,14 @@ func runSeal(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *out == "" || *manifest == "" || fs.NArg() != 1 || (*attester != "") != (*policyPath != "") {
+	if !requireFlags(fs, stderr, "o", "manifest") || !wantArgs(fs, stderr, 1, "pack.json") {
+		return exitUsage
+	}
+	if *attester != "" && !requireFlags(fs, stderr, "policy") {
+		return exitUsage
+	}
+	if *attester == "" && *policyPath != "" {
+		errorf(stderr, "seal: --policy is for --attester")
 		fs.Usage()
 		return exitUsage
 	}
@@ -405,8 +439,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *keyPath == "" || *manifest == "" || fs.NArg() != 1 {
-		fs.Usage()
+	if !requireFlags(fs, stderr, "key", "manifest") || !wantArgs(fs, stderr, 1, "prompt_pack.enc") {
 		return exitUsage
 	}
 	key, err := readPrivateKey(*keyPath)
@@ -477,8 +510,7 @@ func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if !wantArgs(fs, stderr, 1, "pack.json") {
 		return exitUsage
 	}
 	raw, err := readLimited(fs.Arg(0), maxInputBytes+(64<<10))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/clawea/attester/schema/poh"
 )
@@ -53,8 +54,7 @@ func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if !wantArgs(fs, stderr, 1, "FILE") {
 		return exitUsage
 	}
 	raw, err := readInput(fs.Arg(0))
@@ -92,8 +92,7 @@ func pohNonceBinding(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *agent == "" || *runID == "" || *hash == "" || fs.NArg() != 0 {
-		fs.Usage()
+	if !requireFlags(fs, stderr, "agent", "run", "bundle-hash") || !wantArgs(fs, stderr, 0, "") {
 		return exitUsage
 	}
 	b, err := poh.NonceBindingB64u(*agent, *runID, *hash)
@@ -107,5 +106,5 @@ func pohNonceBinding(args []string, stdout, stderr io.Writer) int {
 
 type stringList []string
 
-func (s *stringList) String() string     { return fmt.Sprint(*s) }
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/clawea/attester/enclave"
@@ -47,7 +48,7 @@ func runTPM(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // multiFlag collects a repeated string flag.
 type multiFlag []string
 
-func (m *multiFlag) String() string     { return fmt.Sprint(*m) }
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 // tpmSummary is what activate and check print.
@@ -99,8 +100,11 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 0 || *by == "" || *out == "" || *roots == "" || (*device == "") == (*address == "") {
-		errorf(stderr, "tpm activate: need exactly one of --device and --address, and --ek-roots, --by and -o")
+	if !requireFlags(fs, stderr, "ek-roots", "by", "o") || !wantArgs(fs, stderr, 0, "") {
+		return exitUsage
+	}
+	if (*device == "") == (*address == "") {
+		errorf(stderr, "tpm activate: need exactly one of --device and --address")
 		fs.Usage()
 		return exitUsage
 	}
@@ -190,9 +194,7 @@ func runTPMCheck(args []string, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if fs.NArg() != 1 || *roots == "" {
-		errorf(stderr, "tpm check: need --ek-roots and one RECORD")
-		fs.Usage()
+	if !requireFlags(fs, stderr, "ek-roots") || !wantArgs(fs, stderr, 1, "RECORD") {
 		return exitUsage
 	}
 	pool, code := readRootPool(*roots, "tpm check", stderr)
