@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/verify/platform"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Error classes. Every error Verify returns is an *Error whose Class is
@@ -76,9 +78,15 @@ const (
 // checks that had passed before it. errors.Is sees the class, the PoH code
 // and the cause. Messages never contain key material.
 type Error struct {
-	Class  error
-	Check  string
-	Code   poh.Code
+	Class error
+	Check string
+	Code  poh.Code
+	// Field is the policy file member (docs/spec/verify-v1.md section 5)
+	// that refused the evidence: set for class ErrPolicy (empty when no
+	// member decides: debug guests are always refused) and for an untrusted
+	// TPM AK (class ErrRejected). The message names the value seen and the
+	// member too.
+	Field  string
 	Err    error
 	Passed []string
 }
@@ -118,8 +126,40 @@ func wrapRejected(check string, code poh.Code, err error) *Error {
 	return &Error{Class: ErrRejected, Check: check, Code: code, Err: err}
 }
 
-func policyErr(check string, format string, args ...any) *Error {
-	return newErr(ErrPolicy, CheckPolicy+"/"+check, "", format, args...)
+// policyErr is a refusal by the policy member field; the message names the
+// value seen and the member.
+func policyErr(check, field string, format string, args ...any) *Error {
+	e := newErr(ErrPolicy, CheckPolicy+"/"+check, "", format, args...)
+	e.Field = field
+	return e
+}
+
+// platformPolicyErr turns a platform.CheckPolicy refusal of evidence[i]
+// into a policy error that names the policy member that refused it.
+func platformPolicyErr(i int, pr *platform.Result, err error) *Error {
+	check := PolicyUnknownCheck
+	var pe *platform.Error
+	if errors.As(err, &pe) {
+		check = pe.Check
+	}
+	field, note := platformPolicyMember[check], ""
+	switch check {
+	case platform.CheckTCB:
+		if pr.Platform == evidence.PlatformSEVSNP {
+			field = "min_sev_snp_tcb"
+		}
+	case platform.CheckGuestPolicy:
+		note = "policy member min_sev_snp_tcb, or the fixed SEV-SNP guest policy: VMPL 0, no migration agent, no debug"
+	case platform.CheckDebug:
+		note = "debuggable guests are always refused; no policy member allows them"
+	}
+	if field != "" {
+		note = "policy member " + field
+	}
+	if note != "" {
+		err = fmt.Errorf("%w (%s)", err, note)
+	}
+	return &Error{Class: ErrPolicy, Check: CheckPolicy + "/" + check, Field: field, Err: fmt.Errorf("evidence[%d]: %w", i, err)}
 }
 
 func usage(format string, args ...any) *Error {

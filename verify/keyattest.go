@@ -4,7 +4,6 @@ import (
 	"crypto/ed25519"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 	"slices"
 
 	"github.com/google/go-sev-guest/kds"
@@ -101,16 +100,11 @@ func VerifyKeyAttestation(jws, challenge []byte, policy *Policy, opts Options) (
 	}
 	for i, pr := range st.res.Platform {
 		if err := platform.CheckPolicy(pr, pp); err != nil {
-			check := PolicyUnknownCheck
-			var pe *platform.Error
-			if errors.As(err, &pe) {
-				check = pe.Check
-			}
-			return nil, st.fail(&Error{Class: ErrPolicy, Check: CheckPolicy + "/" + check, Err: fmt.Errorf("evidence[%d]: %w", i, err)})
+			return nil, st.fail(platformPolicyErr(i, pr, err))
 		}
 	}
 	if len(policy.TrustedAttesterDIDs) > 0 && !slices.Contains(policy.TrustedAttesterDIDs, doc.AttesterDID) {
-		return nil, st.fail(policyErr(PolicyAttester, "attester %s is not trusted", doc.AttesterDID))
+		return nil, st.fail(policyErr(PolicyAttester, "trusted_attester_dids", "attester %s is not in trusted_attester_dids", doc.AttesterDID))
 	}
 	st.pass(CheckPolicy, "%s", st.res.PolicyID)
 	out := &KeyResult{

@@ -67,9 +67,11 @@ type Outcome struct {
 
 // OutcomeError is the failed check of an Outcome.
 type OutcomeError struct {
-	Class   string   `json:"class"`
-	Check   string   `json:"check"`
-	Code    string   `json:"poh_code,omitempty"`
+	Class string `json:"class"`
+	Check string `json:"check"`
+	Code  string `json:"poh_code,omitempty"`
+	// Field is Error.Field: the policy member that refused the evidence.
+	Field   string   `json:"policy_field,omitempty"`
 	Message string   `json:"message"`
 	Passed  []string `json:"passed"`
 }
@@ -83,7 +85,7 @@ func NewOutcome(res *Result, err error) *Outcome {
 	}
 	var ve *Error
 	if errors.As(err, &ve) {
-		out.Error = &OutcomeError{Class: out.Verdict, Check: ve.Check, Code: string(ve.Code), Message: err.Error(), Passed: ve.Passed}
+		out.Error = &OutcomeError{Class: out.Verdict, Check: ve.Check, Code: string(ve.Code), Field: ve.Field, Message: err.Error(), Passed: ve.Passed}
 		if out.Error.Passed == nil {
 			out.Error.Passed = []string{}
 		}

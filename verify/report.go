@@ -79,12 +79,12 @@ func (st *state) checkReport() *Error {
 // checkReportPolicy applies the trusted template and recipe lists.
 func checkReportPolicy(rep *promptReport, p *Policy) *Error {
 	if len(p.TrustedRecipes) > 0 && !slices.Contains(p.TrustedRecipes, Recipe{ID: rep.Recipe.ID, Version: rep.Recipe.Version}) {
-		return policyErr(PolicyRecipe, "recipe %q version %q is not trusted", safetext.Clip(rep.Recipe.ID, 48), safetext.Clip(rep.Recipe.Version, 48))
+		return policyErr(PolicyRecipe, "trusted_recipes", "recipe %q version %q is not in trusted_recipes", safetext.Clip(rep.Recipe.ID, 48), safetext.Clip(rep.Recipe.Version, 48))
 	}
 	if len(p.TrustedTemplates) > 0 {
 		for _, t := range rep.Inputs.Templates {
 			if want, ok := p.TrustedTemplates[t.Name]; !ok || want != t.Hash {
-				return policyErr(PolicyTemplates, "template %q is not trusted with hash %s", safetext.Clip(t.Name, 48), safetext.Clip(t.Hash, 48))
+				return policyErr(PolicyTemplates, "trusted_templates", "template %q with hash %s is not in trusted_templates", safetext.Clip(t.Name, 48), safetext.Clip(t.Hash, 80))
 			}
 		}
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
 	"github.com/clawea/attester/wire/teeclaims"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // Input limits.
@@ -552,7 +553,8 @@ func (st *state) checkPlatform() *Error {
 			e := platformErr(err)
 			switch e.Class {
 			case ErrPolicy:
-				e.Err = fmt.Errorf("evidence[%d]: %w", i, platform.ErrSimulated)
+				e.Field = "allow_simulated"
+				e.Err = fmt.Errorf("evidence[%d]: %w (policy member allow_simulated is not set, nor --allow-simulated)", i, platform.ErrSimulated)
 			case ErrUsage:
 			default:
 				e.Err = fmt.Errorf("evidence[%d]: %w", i, err)
@@ -622,7 +624,14 @@ func platformErr(err error) *Error {
 	case pe != nil && (pe.Check == platform.CheckSignature || pe.Check == platform.CheckChain || pe.Check == platform.CheckRoot || pe.Check == platform.CheckQEReport):
 		code = poh.SignatureInvalid
 	}
-	return &Error{Class: ErrRejected, Check: check, Code: code, Err: err}
+	e := &Error{Class: ErrRejected, Check: check, Code: code, Err: err}
+	if pe != nil && pe.Check == platform.CheckTPMAK && (errors.Is(err, tpmquote.ErrUntrustedAK) || errors.Is(err, platform.ErrUntrustedRoot)) {
+		// Not a policy-class refusal (the AK is the TPM's root of trust),
+		// but the policy members decide it.
+		e.Field = "trusted_tpm_ak_names_hex"
+		e.Err = fmt.Errorf("%w (policy members trusted_tpm_ak_names_hex, tpm_ak_certifications_b64u)", err)
+	}
+	return e
 }
 
 // itemCollateral merges the caller's collateral with the collateral an
@@ -713,16 +722,7 @@ func (st *state) checkPolicy() *Error {
 	}
 	for i, pr := range r.Platform {
 		if err := platform.CheckPolicy(pr, pp); err != nil {
-			check := PolicyUnknownCheck
-			var pe *platform.Error
-			if errors.As(err, &pe) {
-				check = pe.Check
-			}
-			err = fmt.Errorf("evidence[%d]: %w", i, err)
-			if m := platformPolicyMember[check]; m != "" {
-				err = fmt.Errorf("%w (policy member %s)", err, m)
-			}
-			return &Error{Class: ErrPolicy, Check: CheckPolicy + "/" + check, Err: err}
+			return platformPolicyErr(i, pr, err)
 		}
 		if pr.Collateral == platform.StatusChecked && (pr.TCBStatus != platform.TCBStatusUpToDate || pr.QETCBStatus != platform.TCBStatusUpToDate) {
 			st.warn("evidence[%d]: tdx tcb status %s, qe tcb status %s, advisories %v: accepted by policy, not up to date",
@@ -733,22 +733,26 @@ func (st *state) checkPolicy() *Error {
 		st.warn("policy accepts any measurement")
 	}
 	if len(p.TrustedAttesterDIDs) > 0 && !slices.Contains(p.TrustedAttesterDIDs, r.AttesterDID) {
-		return policyErr(PolicyAttester, "attester %s is not trusted", r.AttesterDID)
+		return policyErr(PolicyAttester, "trusted_attester_dids", "attester %s is not in trusted_attester_dids", r.AttesterDID)
 	}
 	c := &r.Commitments
 	if p.ExpectedPromptHashB64u != "" && p.ExpectedPromptHashB64u != c.SystemPromptHashB64u {
-		return policyErr(PolicyPromptHash, "the run's system prompt hash is not the expected one")
+		return policyErr(PolicyPromptHash, "expected_system_prompt_hash_b64u", "the run's system prompt hash %s is not expected_system_prompt_hash_b64u %s",
+			safetext.Clip(c.SystemPromptHashB64u, 64), p.ExpectedPromptHashB64u)
 	}
 	if p.ExpectedReportHashB64u != "" && p.ExpectedReportHashB64u != c.SystemPromptReportHashB64u {
-		return policyErr(PolicyReportHash, "the run's SystemPromptReport hash is not the expected one")
+		return policyErr(PolicyReportHash, "expected_report_hash_b64u", "the run's SystemPromptReport hash %s is not expected_report_hash_b64u %s",
+			safetext.Clip(c.SystemPromptReportHashB64u, 64), p.ExpectedReportHashB64u)
 	}
 	if p.ExpectedGatePolicyHashB64u != "" && p.ExpectedGatePolicyHashB64u != c.GatePolicyHashB64u {
-		return policyErr(PolicyGatePolicy, "the run's gate policy hash is not the expected one")
+		return policyErr(PolicyGatePolicy, "expected_gate_policy_hash_b64u", "the run's gate policy hash %s is not expected_gate_policy_hash_b64u %s",
+			safetext.Clip(c.GatePolicyHashB64u, 64), p.ExpectedGatePolicyHashB64u)
 	}
 	if m := p.ExpectedModel; m != nil {
 		got := c.ModelIdentity
 		if got.Provider != m.Provider || got.Model != m.Model || got.Revision != m.Revision {
-			return policyErr(PolicyModel, "the run's model identity is not the expected one")
+			return policyErr(PolicyModel, "expected_model", "the run's model identity %q/%q revision %q is not expected_model %q/%q revision %q",
+				safetext.Clip(got.Provider, 48), safetext.Clip(got.Model, 64), safetext.Clip(got.Revision, 48), m.Provider, m.Model, m.Revision)
 		}
 	}
 	if len(p.TrustedTemplates) > 0 || len(p.TrustedRecipes) > 0 {

@@ -573,3 +573,68 @@ func containsStr(l []string, s string) bool {
 	}
 	return false
 }
+
+// TestPolicyRefusalNamesValueAndField checks that a refusal by policy names
+// the value seen and the policy member that refused it (issue 12).
+func TestPolicyRefusalNamesValueAndField(t *testing.T) {
+	f := attest(t, simSEV(t, sim.Options{}), newRun(t))
+	ok, err := Verify(f.att, f.ev, f.bundle, f.simPolicy(), f.opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenMeasurement := ok.Evidence[0].MeasurementB64u
+	for _, tc := range []struct {
+		name  string
+		mod   func(p *Policy)
+		field string
+		seen  string
+	}{
+		{"measurement", func(p *Policy) { p.Measurements = [][]byte{bytes.Repeat([]byte{1}, 48)} }, "measurements_b64u", seenMeasurement + " (48 bytes"},
+		{"attester", func(p *Policy) { p.TrustedAttesterDIDs = []string{did(key(3))} }, "trusted_attester_dids", ok.AttesterDID},
+		{"prompt hash", func(p *Policy) { p.ExpectedPromptHashB64u = h("x") }, "expected_system_prompt_hash_b64u", f.run.PromptHash},
+		{"report hash", func(p *Policy) { p.ExpectedReportHashB64u = h("x") }, "expected_report_hash_b64u", f.run.ReportHash},
+		{"model", func(p *Policy) { p.ExpectedModel = &ModelIdentity{Provider: "anthropic", Model: "other"} }, "expected_model", `"claude-opus-4-6"`},
+		{"template", func(p *Policy) { p.TrustedTemplates = map[string]string{"AGENTS.md": "sha256:" + hexSHA("x")} }, "trusted_templates", "sha256:" + hexSHA("agents template")},
+		{"recipe", func(p *Policy) { p.TrustedRecipes = []Recipe{{ID: "other", Version: "1"}} }, "trusted_recipes", `"openclaw-sig" version "1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := f.simPolicy()
+			tc.mod(p)
+			_, err := Verify(f.att, f.ev, f.bundle, p, f.opts())
+			var ve *Error
+			if !errors.As(err, &ve) || !errors.Is(err, ErrPolicy) {
+				t.Fatalf("err = %v, want a policy refusal", err)
+			}
+			if ve.Field != tc.field {
+				t.Errorf("Field = %q, want %q", ve.Field, tc.field)
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.field) || !strings.Contains(msg, tc.seen) {
+				t.Errorf("message %q does not name the member %q and the value seen %q", msg, tc.field, tc.seen)
+			}
+		})
+	}
+	// Simulated evidence without allow_simulated names the member.
+	p := f.simPolicy()
+	p.AllowSimulated = false
+	o := f.opts()
+	o.AllowSimulated = false
+	_, err = Verify(f.att, f.ev, f.bundle, p, o)
+	var ve *Error
+	if !errors.As(err, &ve) || ve.Field != "allow_simulated" || !strings.Contains(err.Error(), "allow_simulated") {
+		t.Errorf("simulated refusal: %v (field %q)", err, fieldOf(ve))
+	}
+	// A debug guest: no member allows it, and the message says so.
+	fd := attest(t, simSEV(t, sim.Options{Debug: true}), newRun(t))
+	_, err = Verify(fd.att, fd.ev, fd.bundle, fd.simPolicy(), fd.opts())
+	if !errors.As(err, &ve) || ve.Field != "" || !strings.Contains(err.Error(), "always refused") {
+		t.Errorf("debug refusal: %v (field %q)", err, fieldOf(ve))
+	}
+}
+
+func fieldOf(e *Error) string {
+	if e == nil {
+		return "<nil>"
+	}
+	return e.Field
+}

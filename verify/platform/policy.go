@@ -83,11 +83,11 @@ func CheckPolicy(r *Result, p Policy) error {
 	}
 	if !p.AllowAnyMeasurement {
 		if !slices.ContainsFunc(p.Measurements, func(m []byte) bool { return bytes.Equal(m, r.Measurement) }) {
-			return policyErr(CheckMeasurement, fmt.Errorf("measurement %s is not in Measurements", b64u.Encode(r.Measurement)))
+			return policyErr(CheckMeasurement, fmt.Errorf("measurement %s (%d bytes, b64u) is not in Measurements", b64u.Encode(r.Measurement), len(r.Measurement)))
 		}
 	}
 	if r.Debug && !p.AllowDebug {
-		return policyErr(CheckDebug, errors.New("debuggable guest refused"))
+		return policyErr(CheckDebug, fmt.Errorf("debuggable %s guest refused", r.Platform))
 	}
 	switch r.Platform {
 	case evidence.PlatformSEVSNP:

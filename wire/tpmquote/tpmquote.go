@@ -143,7 +143,7 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 	}
 	name := ak.Name()
 	if !opts.AllowUntrustedAK && !slices.ContainsFunc(opts.TrustedAKNames, func(n []byte) bool { return bytes.Equal(n, name) }) {
-		return nil, ErrUntrustedAK
+		return nil, fmt.Errorf("%w: ak name %x", ErrUntrustedAK, name)
 	}
 	sig, err := ParseSignature(ev.Signature)
 	if err != nil {

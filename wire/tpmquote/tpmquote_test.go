@@ -9,8 +9,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/clawea/attester/internal/testfixture"
@@ -137,6 +139,8 @@ func TestVerifyFixture(t *testing.T) {
 	other[5] ^= 1
 	if _, err := Verify(ev, rd, VerifyOpts{TrustedAKNames: [][]byte{other}, AllowSimulated: true}); !errors.Is(err, ErrUntrustedAK) {
 		t.Fatalf("other pinned AK: %v", err)
+	} else if !strings.Contains(err.Error(), hex.EncodeToString(name)) {
+		t.Errorf("refusal %q does not name the AK seen", err)
 	}
 	if _, err := Verify(ev, testRD(t, "x"), VerifyOpts{TrustedAKNames: [][]byte{name}, AllowSimulated: true}); !errors.Is(err, ErrQualifyingData) {
 		t.Fatalf("other report data: %v", err)
