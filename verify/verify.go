@@ -60,6 +60,11 @@ type Options struct {
 	// AllowUncheckedCollateral accepts TDX evidence without TCB info and QE
 	// identity; the result reports collateral "skipped".
 	AllowUncheckedCollateral bool
+	// AllowUntrustedTPMAK accepts a TPM quote by any attestation key (the
+	// result says the AK was unpinned). It exists for trust on first use
+	// (packctl policy init), which then pins the AK it saw; it contradicts a
+	// policy that trusts AKs. Never set it for a production verdict.
+	AllowUntrustedTPMAK bool
 	// Collateral is revocation and TCB data obtained out of band. Collateral
 	// carried in the evidence document is used as well; all of it is
 	// verified by verify/platform, never trusted as a claim.
@@ -541,6 +546,7 @@ func (st *state) checkPlatform() *Error {
 		AllowUncheckedRevocation: st.opts.AllowUncheckedRevocation || st.policy.AllowUncheckedRevocation,
 		AllowUncheckedCollateral: st.opts.AllowUncheckedCollateral || st.policy.AllowUncheckedCollateral,
 		TrustedTPMAKs:            st.policy.TrustedTPMAKs,
+		AllowUntrustedTPMAK:      st.opts.AllowUntrustedTPMAK,
 		TPMAKCertifications:      st.policy.TPMAKCertifications,
 		TPMEKRoots:               st.policy.tpmEKRoots(),
 		RequireTPMEKCertifiedAK:  st.policy.RequireTPMEKCertifiedAK,

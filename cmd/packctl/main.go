@@ -46,10 +46,11 @@ func commands() []command {
 		{"report", "print a pack's SystemPromptReport.v1", runReport},
 		{"seal", "encrypt a pack for recipients", runSeal},
 		{"open", "decrypt a sealed pack (debug only)", runOpen},
-		{"inspect", "show a manifest or envelope (hash-only)", runInspect},
+		{"inspect", "show what a file says, unverified (evidence, identity, pack, ...)", runInspect},
 		{"verify", "verify an execution attestation offline", runVerify},
 		{"disclose", "reveal chosen inputs of a v2 pack to an auditor", runDisclose},
 		{"verify-disclosure", "check a disclosure against its report (and attestation)", runVerifyDisclosure},
+		{"policy", "write a verify policy from a first contact with an attester (TOFU)", runPolicy},
 		{"tpm", "certify a TPM attestation key through its EK, check a record", runTPM},
 		{"collateral", "fetch or check AMD/Intel collateral for evidence (fetch, check)", runCollateral},
 	}

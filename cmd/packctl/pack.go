@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -489,73 +487,6 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if _, err := stdout.Write(o.Bytes()); err != nil {
 		errorf(stderr, "open: %v", err)
 		return exitCannot
-	}
-	return exitOK
-}
-
-type inspectView struct {
-	Kind            string   `json:"kind"`
-	Format          string   `json:"format"`
-	PackID          string   `json:"pack_id"`
-	ReportHashB64u  string   `json:"report_hash_b64u"`
-	CiphertextSize  int64    `json:"ciphertext_size,omitempty"`
-	CiphertextHash  string   `json:"ciphertext_hash_b64u,omitempty"`
-	PlaintextSize   int      `json:"plaintext_size,omitempty"`
-	RecipientKeyIDs []string `json:"recipient_key_ids_b64u"`
-}
-
-func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("inspect", "inspect [--json] (prompt_pack_manifest.json | prompt_pack.enc)\n\nShows the hash-only view of a manifest or envelope file. Decrypts nothing.", stderr)
-	asJSON := fs.Bool("json", false, "print JSON")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if !wantArgs(fs, stderr, 1, "pack.json") {
-		return exitUsage
-	}
-	raw, err := readLimited(fs.Arg(0), maxInputBytes+(64<<10))
-	if err != nil {
-		errorf(stderr, "inspect: %v", err)
-		return exitCannot
-	}
-	var v inspectView
-	if bytes.HasPrefix(raw, []byte(envelope.FormatVersion+"\n")) || !bytes.HasPrefix(bytes.TrimLeft(raw, " \t\r\n"), []byte("{")) {
-		h, err := envelope.Parse(raw)
-		if err != nil {
-			errorf(stderr, "inspect: %s: %v", fs.Arg(0), err)
-			return exitRejected
-		}
-		v = inspectView{Kind: "envelope", Format: envelope.FormatVersion, PackID: h.PackID,
-			ReportHashB64u: b64u.Encode(h.ReportHash[:]), CiphertextSize: int64(len(raw)),
-			CiphertextHash: b64u.SHA256(raw), PlaintextSize: h.PlaintextLen()}
-		for _, id := range h.KeyIDs() {
-			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
-		}
-	} else {
-		m, err := envelope.ParseManifest(raw)
-		if err != nil {
-			errorf(stderr, "inspect: %s: %v", fs.Arg(0), err)
-			return exitRejected
-		}
-		v = inspectView{Kind: "manifest", Format: m.Format, PackID: m.PackID,
-			ReportHashB64u: b64u.Encode(m.ReportHash[:]), CiphertextSize: m.CiphertextSize,
-			CiphertextHash: b64u.Encode(m.CiphertextHash[:])}
-		for _, id := range m.RecipientKeyIDs {
-			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
-		}
-	}
-	if *asJSON {
-		b, _ := json.Marshal(v)
-		fmt.Fprintf(stdout, "%s\n", b)
-		return exitOK
-	}
-	fmt.Fprintf(stdout, "kind: %s\nformat: %s\npack_id: %s\nreport_hash_b64u: %s\nciphertext_size: %d\nciphertext_hash_b64u: %s\n",
-		v.Kind, v.Format, v.PackID, v.ReportHashB64u, v.CiphertextSize, v.CiphertextHash)
-	if v.PlaintextSize > 0 {
-		fmt.Fprintf(stdout, "plaintext_size: %d\n", v.PlaintextSize)
-	}
-	for _, id := range v.RecipientKeyIDs {
-		fmt.Fprintf(stdout, "recipient_key_id_b64u: %s\n", id)
 	}
 	return exitOK
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,6 +118,13 @@ func TestTPMActivateAndCheck(t *testing.T) {
 	var got tpmSummary
 	if err := json.Unmarshal([]byte(stdout), &got); err != nil || got != sum {
 		t.Fatalf("check summary %+v, activate %+v (%v)", got, sum, err)
+	}
+	// inspect recognises the record by its content and shows the AK Name,
+	// unverified.
+	code, stdout, stderr = packctl("inspect", rec)
+	if code != exitOK || !strings.Contains(stdout, "kind: tpm-certification\n") || !strings.Contains(stdout, "ak_name_hex: "+sum.AKNameHex+"\n") ||
+		!strings.Contains(stdout, "verified: false") || !strings.Contains(stdout, "activated_by: ops\n") {
+		t.Fatalf("inspect record: exit %d\n%s%s", code, stdout, stderr)
 	}
 	if code, _, _ := packctl("tpm", "check", "--ek-roots", otherPEM, rec); code != exitRejected {
 		t.Fatalf("check other root: exit %d", code)

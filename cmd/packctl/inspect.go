@@ -1,0 +1,586 @@
+package main
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/go-sev-guest/abi"
+	"github.com/google/go-sev-guest/kds"
+	"github.com/google/go-tdx-guest/pcs"
+
+	"github.com/clawea/attester/promptpack/disclosure"
+	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/clawea/attester/wire/teeclaims"
+	"github.com/clawea/attester/wire/tpmcred"
+	"github.com/clawea/attester/wire/tpmquote"
+)
+
+const inspectSynopsis = "inspect [--json] FILE\n\n" +
+	"Recognises FILE by its content and shows what it says: an attester identity\n" +
+	"(GET /v1/identity) or key attestation, an evidence document (compact JWS), an\n" +
+	"execution attestation or other PoH envelope, a sealed-pack manifest or envelope,\n" +
+	"a plaintext pack (hash-only: nothing secret is shown), a SystemPromptReport, a\n" +
+	"disclosure (selectors and sizes only) or a TPM AK certification record.\n" +
+	"For evidence it shows the platform, measurement, TCB versions, chip id or PCK\n" +
+	"identity, TPM AK Name and PCR digest, and the simulated marking.\n\n" +
+	"UNVERIFIED: inspect parses and shows; it decides nothing. Use packctl verify,\n" +
+	"packctl policy init or packctl tpm check to verify."
+
+// inspectNotice is printed with every inspection.
+const inspectNotice = "UNVERIFIED: parsed and shown only; nothing here is trusted until packctl verify (or policy init, tpm check) checks it"
+
+// inspectView is the hash-only view of a sealed-pack manifest or envelope.
+type inspectView struct {
+	Kind            string   `json:"kind"`
+	Verified        bool     `json:"verified"`
+	Notice          string   `json:"notice"`
+	Format          string   `json:"format"`
+	PackID          string   `json:"pack_id"`
+	ReportHashB64u  string   `json:"report_hash_b64u"`
+	CiphertextSize  int64    `json:"ciphertext_size,omitempty"`
+	CiphertextHash  string   `json:"ciphertext_hash_b64u,omitempty"`
+	PlaintextSize   int      `json:"plaintext_size,omitempty"`
+	RecipientKeyIDs []string `json:"recipient_key_ids_b64u"`
+}
+
+func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("inspect", inspectSynopsis, stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if !wantArgs(fs, stderr, 1, "FILE") {
+		return exitUsage
+	}
+	raw, err := readLimited(fs.Arg(0), maxInputBytes+(64<<10))
+	if err != nil {
+		errorf(stderr, "inspect: %v", err)
+		return exitCannot
+	}
+	kind := sniff(raw)
+	switch kind {
+	case kindEnvelope, kindManifest:
+		return inspectSealed(raw, kind, fs.Arg(0), *asJSON, stdout, stderr)
+	case kindUnknown:
+		errorf(stderr, "inspect: %s: not a document packctl knows (identity, key attestation, evidence document, attestation, manifest, envelope, pack, report, disclosure, TPM certification record)", fs.Arg(0))
+		return exitRejected
+	}
+	v, err := inspectDocument(raw, kind)
+	if err != nil {
+		errorf(stderr, "inspect: %s: %s: %v", fs.Arg(0), kind, err)
+		return exitRejected
+	}
+	if *asJSON {
+		b, err := pohjson.Stringify(v)
+		if err != nil {
+			errorf(stderr, "inspect: %v", err)
+			return exitRejected
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	flatten(stdout, "", v)
+	return exitOK
+}
+
+// Kinds of files inspect (and the swapped-input checks) recognise.
+const (
+	kindUnknown          = "unknown"
+	kindEnvelope         = "envelope"
+	kindManifest         = "manifest"
+	kindIdentity         = "identity"
+	kindEvidenceDocument = "evidence-document"
+	kindAttestation      = "execution-attestation"
+	kindPoHEnvelope      = "poh-envelope"
+	kindPack             = "pack"
+	kindReport           = "report"
+	kindDisclosure       = "disclosure"
+	kindTPMCert          = "tpm-certification"
+	kindPolicy           = "verify-policy"
+)
+
+// sniff recognises a file by its content (never by its name). It parses
+// only as far as needed to tell the kinds apart; the inspector of the kind
+// then parses strictly.
+func sniff(raw []byte) string {
+	if bytes.HasPrefix(raw, []byte(tpmcred.CertificationLabel+"\x00")) {
+		return kindTPMCert
+	}
+	if bytes.HasPrefix(raw, []byte(envelope.FormatVersion+"\n")) {
+		return kindEnvelope
+	}
+	trimmed := bytes.TrimSpace(raw)
+	if bytes.HasPrefix(trimmed, []byte("{")) {
+		root, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxInputBytes, MaxDepth: 64})
+		if err != nil {
+			return kindUnknown
+		}
+		switch {
+		case root.Has("key_attestation") && root.Has("did"):
+			return kindIdentity
+		case root.Has("envelope_type"):
+			if t, _ := root.GetString("envelope_type"); t == "execution_attestation" {
+				return kindAttestation
+			}
+			return kindPoHEnvelope
+		case root.Has("pack_version"):
+			return kindPack
+		case root.Has("report_version"):
+			return kindReport
+		case root.Has("disclosure_version"):
+			return kindDisclosure
+		case root.Has("policy_version"):
+			return kindPolicy
+		case root.Has("ciphertext_hash_b64u") && root.Has("recipient_key_ids_b64u"):
+			return kindManifest
+		}
+		return kindUnknown
+	}
+	if looksLikeJWS(trimmed) {
+		return kindEvidenceDocument
+	}
+	return kindUnknown
+}
+
+// looksLikeJWS reports whether b has the shape of a compact JWS: three
+// non-empty base64url segments.
+func looksLikeJWS(b []byte) bool {
+	parts := bytes.Split(b, []byte("."))
+	if len(parts) != 3 {
+		return false
+	}
+	for _, p := range parts {
+		if len(p) == 0 {
+			return false
+		}
+		for _, c := range p {
+			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func inspectSealed(raw []byte, kind, name string, asJSON bool, stdout, stderr io.Writer) int {
+	v := inspectView{Kind: kind, Notice: inspectNotice}
+	if kind == kindEnvelope {
+		h, err := envelope.Parse(raw)
+		if err != nil {
+			errorf(stderr, "inspect: %s: %v", name, err)
+			return exitRejected
+		}
+		v.Format, v.PackID = envelope.FormatVersion, h.PackID
+		v.ReportHashB64u, v.CiphertextSize = b64u.Encode(h.ReportHash[:]), int64(len(raw))
+		v.CiphertextHash, v.PlaintextSize = b64u.SHA256(raw), h.PlaintextLen()
+		for _, id := range h.KeyIDs() {
+			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
+		}
+	} else {
+		m, err := envelope.ParseManifest(raw)
+		if err != nil {
+			errorf(stderr, "inspect: %s: %v", name, err)
+			return exitRejected
+		}
+		v.Format, v.PackID = m.Format, m.PackID
+		v.ReportHashB64u, v.CiphertextSize = b64u.Encode(m.ReportHash[:]), m.CiphertextSize
+		v.CiphertextHash = b64u.Encode(m.CiphertextHash[:])
+		for _, id := range m.RecipientKeyIDs {
+			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
+		}
+	}
+	if asJSON {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "kind: %s\nverified: false\nnotice: %s\nformat: %s\npack_id: %s\nreport_hash_b64u: %s\nciphertext_size: %d\nciphertext_hash_b64u: %s\n",
+		v.Kind, v.Notice, v.Format, v.PackID, v.ReportHashB64u, v.CiphertextSize, v.CiphertextHash)
+	if v.PlaintextSize > 0 {
+		fmt.Fprintf(stdout, "plaintext_size: %d\n", v.PlaintextSize)
+	}
+	for _, id := range v.RecipientKeyIDs {
+		fmt.Fprintf(stdout, "recipient_key_id_b64u: %s\n", id)
+	}
+	return exitOK
+}
+
+// obj builds an ordered JSON object.
+type obj struct{ ms []pohjson.Member }
+
+func (o *obj) str(k, v string) {
+	if v != "" {
+		o.ms = append(o.ms, pohjson.M(k, pohjson.NewString(v)))
+	}
+}
+func (o *obj) boolean(k string, b bool) { o.ms = append(o.ms, pohjson.M(k, pohjson.NewBool(b))) }
+func (o *obj) num(k string, n int64)    { o.ms = append(o.ms, pohjson.M(k, pohjson.NewInt(n))) }
+func (o *obj) val(k string, v *pohjson.Value) {
+	if v != nil {
+		o.ms = append(o.ms, pohjson.M(k, v))
+	}
+}
+func (o *obj) value() *pohjson.Value { return pohjson.NewObject(o.ms...) }
+
+func header(kind string) *obj {
+	o := &obj{}
+	o.str("kind", kind)
+	o.boolean("verified", false)
+	o.str("notice", inspectNotice)
+	return o
+}
+
+// inspectDocument shows a document of a kind sniff recognised.
+func inspectDocument(raw []byte, kind string) (*pohjson.Value, error) {
+	o := header(kind)
+	switch kind {
+	case kindTPMCert:
+		c, err := tpmcred.ParseCertification(raw)
+		if err != nil {
+			return nil, err
+		}
+		o.str("check_with", "packctl tpm check --ek-roots FILE (the EK chain is not checked here)")
+		if ak, err := tpmquote.ParsePublic(c.AKPublic); err == nil {
+			o.str("ak_name_hex", hex.EncodeToString(ak.Name()))
+		}
+		if ek, err := x509.ParseCertificate(c.EKCert); err == nil {
+			o.val("ek_certificate", certValue(ek))
+		}
+		o.num("ek_intermediates", int64(len(c.EKIntermediates)))
+		o.str("activated_at", c.ActivatedAt.UTC().Format(time.RFC3339))
+		o.str("activated_by", c.ActivatedBy)
+	case kindEvidenceDocument:
+		v, err := evidenceDocValue(bytes.TrimSpace(raw))
+		if err != nil {
+			return nil, err
+		}
+		o.val("evidence_document", v)
+	case kindIdentity:
+		var id identityDoc
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&id); err != nil {
+			return nil, errors.New("malformed identity document")
+		}
+		o.str("did", id.DID)
+		o.str("platform", id.Platform)
+		o.boolean("simulated", id.Simulated)
+		o.boolean("identity_sealed", id.IdentitySealed)
+		o.str("pack_public_key", id.PackPublicKey)
+		v, err := evidenceDocValue([]byte(id.KeyAttestation))
+		if err != nil {
+			return nil, fmt.Errorf("key_attestation: %w", err)
+		}
+		o.val("key_attestation", v)
+	case kindAttestation, kindPoHEnvelope, kindReport, kindPolicy:
+		// Public documents: shown as they are, in their member order.
+		root, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxInputBytes, MaxDepth: 64})
+		if err != nil {
+			return nil, err
+		}
+		o.val("document", root)
+	case kindPack:
+		// A plaintext pack is secret: only its version and the names and
+		// sizes of its members are shown.
+		root, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxInputBytes, MaxDepth: 64})
+		if err != nil {
+			return nil, err
+		}
+		v, _ := root.GetString("pack_version")
+		o.str("pack_version", v)
+		o.str("contents", "not shown: a plaintext pack is secret (packctl report shows its hash-only report)")
+		sizes := &obj{}
+		for _, m := range root.Members() {
+			b, err := pohjson.Stringify(m.Value)
+			if err != nil {
+				return nil, err
+			}
+			sizes.num(m.Key, int64(len(b)))
+		}
+		o.val("member_bytes", sizes.value())
+	case kindDisclosure:
+		d, err := disclosure.Parse(raw)
+		if err != nil {
+			return nil, err
+		}
+		o.str("report_hash_b64u", b64u.Encode(d.ReportHash[:]))
+		o.str("contents", "not shown: a disclosure reveals inputs (packctl verify-disclosure checks it)")
+		var ins []*pohjson.Value
+		for _, in := range d.Inputs {
+			iv := &obj{}
+			iv.str("selector", in.Selector())
+			iv.num("content_bytes", int64(len(in.Content)))
+			ins = append(ins, iv.value())
+		}
+		o.val("revealed", pohjson.NewArray(ins...))
+	default:
+		return nil, fmt.Errorf("unsupported kind %q", kind)
+	}
+	return o.value(), nil
+}
+
+// evidenceDocValue parses an evidence document. Its JWS signature is
+// checked against the key its own kid names: that shows the document is
+// intact and who signed it, not that the signer is trusted.
+func evidenceDocValue(jws []byte) (*pohjson.Value, error) {
+	key, err := evidencedoc.SignerKey(jws)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := evidencedoc.Parse(jws, key)
+	if err != nil {
+		return nil, err
+	}
+	o := &obj{}
+	o.str("document_kind", doc.Kind)
+	o.str("attester_did", doc.AttesterDID)
+	o.str("signature", "valid for the key the kid names (self-signed: not a trust decision)")
+	o.str("issued_at", doc.IssuedAt.UTC().Format(time.RFC3339Nano))
+	o.boolean("simulated", doc.Simulated())
+	o.str("nonce_b64u", b64u.Encode(doc.Nonce[:]))
+	if k := doc.Key; k != nil {
+		o.str("challenge_b64u", k.ChallengeB64u)
+		o.str("recipient_x25519_b64u", k.RecipientX25519B64u)
+	}
+	if e := doc.Execution; e != nil {
+		o.str("attestation_id", e.AttestationID)
+		o.str("agent_did", e.AgentDID)
+		o.str("run_id", e.RunID)
+		o.str("proof_bundle_hash_b64u", e.ProofBundleHashB64u)
+		if c, err := pohjson.FromGo(e.Clawea); err == nil {
+			o.val("clawea", c)
+		}
+	}
+	var items []*pohjson.Value
+	for _, it := range doc.Items {
+		items = append(items, itemValue(it))
+	}
+	o.val("evidence", pohjson.NewArray(items...))
+	return o.value(), nil
+}
+
+func itemValue(it evidencedoc.Item) *pohjson.Value {
+	ev := it.Evidence
+	o := &obj{}
+	o.str("platform", ev.Platform)
+	o.str("format", ev.Format)
+	o.boolean("simulated", ev.Simulated)
+	if c, err := teeclaims.Derive(ev); err == nil {
+		o.str("attestation_type", c.AttestationType)
+		o.str("root_id", c.RootID)
+		o.str("tcb_version", c.TCBVersion)
+		o.str("measurement_b64u", b64u.Encode(c.Measurement))
+		o.str("measurement_hex", hex.EncodeToString(c.Measurement))
+	} else {
+		o.str("claims_error", err.Error())
+	}
+	switch ev.Platform {
+	case evidence.PlatformSEVSNP:
+		o.val("sev_snp", sevValue(ev))
+	case evidence.PlatformTDX:
+		o.val("tdx", tdxValue(ev))
+	case evidence.PlatformTPM:
+		o.val("tpm", tpmValue(ev))
+	}
+	var names []*pohjson.Value
+	for n := range it.Collateral {
+		names = append(names, pohjson.NewString(n))
+	}
+	if len(names) > 0 {
+		sortValues(names)
+		o.val("collateral", pohjson.NewArray(names...))
+	}
+	return o.value()
+}
+
+func sortValues(vs []*pohjson.Value) {
+	for i := 1; i < len(vs); i++ {
+		for j := i; j > 0; j-- {
+			a, _ := vs[j-1].Str()
+			b, _ := vs[j].Str()
+			if a <= b {
+				break
+			}
+			vs[j-1], vs[j] = vs[j], vs[j-1]
+		}
+	}
+}
+
+func errValue(err error) *pohjson.Value {
+	o := &obj{}
+	o.str("error", err.Error())
+	return o.value()
+}
+
+func tcbValue(v uint64) *pohjson.Value {
+	p := kds.DecomposeTCBVersion(kds.TCBVersion(v))
+	o := &obj{}
+	o.str("hex", fmt.Sprintf("%016x", v))
+	o.num("bl_spl", int64(p.BlSpl))
+	o.num("tee_spl", int64(p.TeeSpl))
+	o.num("snp_spl", int64(p.SnpSpl))
+	o.num("ucode_spl", int64(p.UcodeSpl))
+	return o.value()
+}
+
+func sevValue(ev *evidence.Evidence) *pohjson.Value {
+	p, err := snpevidence.Parse(ev)
+	if err != nil {
+		return errValue(err)
+	}
+	r, err := abi.ReportToProto(p.Report)
+	if err != nil {
+		return errValue(err)
+	}
+	o := &obj{}
+	o.num("report_version", int64(r.GetVersion()))
+	o.str("signer", p.Signer.String())
+	o.str("chip_id_hex", hex.EncodeToString(r.GetChipId()))
+	o.val("reported_tcb", tcbValue(r.GetReportedTcb()))
+	o.val("current_tcb", tcbValue(r.GetCurrentTcb()))
+	o.val("committed_tcb", tcbValue(r.GetCommittedTcb()))
+	o.val("launch_tcb", tcbValue(r.GetLaunchTcb()))
+	o.str("guest_policy_hex", fmt.Sprintf("%016x", r.GetPolicy()))
+	if pol, err := abi.ParseSnpPolicy(r.GetPolicy()); err == nil {
+		o.boolean("debug", pol.Debug)
+		o.boolean("migrate_ma", pol.MigrateMA)
+	}
+	o.num("vmpl", int64(r.GetVmpl()))
+	o.num("guest_svn", int64(r.GetGuestSvn()))
+	o.str("host_data_hex", hex.EncodeToString(r.GetHostData()))
+	o.str("report_data_hex", hex.EncodeToString(r.GetReportData()))
+	if p.Leaf != nil {
+		o.val("endorsement_certificate", certValue(p.Leaf))
+	}
+	return o.value()
+}
+
+func tdxValue(ev *evidence.Evidence) *pohjson.Value {
+	q, err := tdxquote.Parse(ev.Blob)
+	if err != nil {
+		return errValue(err)
+	}
+	b := &q.Body
+	o := &obj{}
+	o.str("tee_tcb_svn_hex", hex.EncodeToString(b.TeeTcbSvn[:]))
+	o.str("mrtd_hex", hex.EncodeToString(b.MRTD[:]))
+	for i := range b.RTMR {
+		o.str("rtmr"+strconv.Itoa(i)+"_hex", hex.EncodeToString(b.RTMR[i][:]))
+	}
+	o.str("mr_config_id_hex", hex.EncodeToString(b.MRConfigID[:]))
+	o.str("mr_owner_hex", hex.EncodeToString(b.MROwner[:]))
+	o.str("mr_owner_config_hex", hex.EncodeToString(b.MROwnerConfig[:]))
+	o.str("mr_seam_hex", hex.EncodeToString(b.MRSEAM[:]))
+	o.str("td_attributes_hex", hex.EncodeToString(b.TDAttributes[:]))
+	o.str("xfam_hex", hex.EncodeToString(b.XFAM[:]))
+	o.boolean("debug", b.Debug())
+	o.str("report_data_hex", hex.EncodeToString(b.ReportData[:]))
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err == nil && len(chain) > 0 {
+		if leaf, err := x509.ParseCertificate(chain[0]); err == nil {
+			pck := certValueObj(leaf)
+			if ext, err := pcs.PckCertificateExtensions(leaf); err == nil {
+				pck.str("fmspc", ext.FMSPC)
+				pck.str("pceid", ext.PCEID)
+				pck.str("ppid", ext.PPID)
+			}
+			o.val("pck_certificate", pck.value())
+		}
+	}
+	return o.value()
+}
+
+func tpmValue(ev *evidence.Evidence) *pohjson.Value {
+	o := &obj{}
+	if ak, err := tpmquote.ParsePublic(ev.Aux["ak_public"]); err == nil {
+		o.str("ak_name_hex", hex.EncodeToString(ak.Name()))
+	} else {
+		o.str("ak_error", err.Error())
+	}
+	a, err := tpmquote.ParseAttest(ev.Blob)
+	if err != nil {
+		o.str("quote_error", err.Error())
+		return o.value()
+	}
+	pcrs := make([]*pohjson.Value, 0, len(a.PCRs))
+	for _, p := range a.PCRs {
+		pcrs = append(pcrs, pohjson.NewInt(int64(p)))
+	}
+	o.val("pcrs_sha256", pohjson.NewArray(pcrs...))
+	o.str("pcr_digest_hex", hex.EncodeToString(a.PCRDigest))
+	o.str("pcr_digest_b64u", b64u.Encode(a.PCRDigest))
+	o.str("firmware_version_hex", fmt.Sprintf("%016x", a.FirmwareVersion))
+	o.num("reset_count", int64(a.ResetCount))
+	o.num("restart_count", int64(a.RestartCount))
+	if len(ev.CertChain) > 0 {
+		if ek, err := x509.ParseCertificate(ev.CertChain[0]); err == nil {
+			o.val("ek_certificate", certValue(ek))
+		}
+	}
+	return o.value()
+}
+
+func certValueObj(c *x509.Certificate) *obj {
+	o := &obj{}
+	o.str("subject", c.Subject.String())
+	o.str("issuer", c.Issuer.String())
+	o.str("serial", c.SerialNumber.String())
+	o.str("not_after", c.NotAfter.UTC().Format(time.RFC3339))
+	return o
+}
+
+func certValue(c *x509.Certificate) *pohjson.Value { return certValueObj(c).value() }
+
+// flatten prints v as "path: value" lines in member order.
+func flatten(w io.Writer, prefix string, v *pohjson.Value) {
+	switch v.Kind() {
+	case pohjson.Object:
+		if len(v.Members()) == 0 {
+			fmt.Fprintf(w, "%s: {}\n", prefix)
+		}
+		for _, m := range v.Members() {
+			p := m.Key
+			if prefix != "" {
+				p = prefix + "." + m.Key
+			}
+			flatten(w, p, m.Value)
+		}
+	case pohjson.Array:
+		if len(v.Elems()) == 0 {
+			fmt.Fprintf(w, "%s: []\n", prefix)
+		}
+		for i, e := range v.Elems() {
+			flatten(w, prefix+"["+strconv.Itoa(i)+"]", e)
+		}
+	case pohjson.String:
+		s, _ := v.Str()
+		fmt.Fprintf(w, "%s: %s\n", prefix, printable(s))
+	default:
+		b, _ := pohjson.Stringify(v)
+		fmt.Fprintf(w, "%s: %s\n", prefix, b)
+	}
+}
+
+// printable quotes s when it holds anything a terminal could interpret.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInspect: inspect recognises files by content, shows the evidence
+// values a policy pins, and says that nothing is verified.
+func TestInspect(t *testing.T) {
+	dir := scriptFiles(t)
+	f := func(name string) string { return filepath.Join(dir, name) }
+
+	code, so, se := runCmd("inspect", f("sev/evidence.jws"))
+	if code != exitOK {
+		t.Fatalf("sev evidence: exit %d %s", code, se)
+	}
+	for _, want := range []string{
+		"kind: evidence-document\n", "verified: false\n", "notice: UNVERIFIED",
+		"evidence_document.document_kind: execution_attestation\n",
+		"evidence_document.evidence[0].platform: sev-snp\n",
+		"evidence_document.evidence[0].simulated: true\n",
+		"evidence_document.evidence[0].measurement_b64u: ",
+		"evidence_document.evidence[0].sev_snp.chip_id_hex: ",
+		"evidence_document.evidence[0].sev_snp.reported_tcb.hex: ",
+	} {
+		if !strings.Contains(so, want) {
+			t.Errorf("sev evidence: no %q in\n%s", want, so)
+		}
+	}
+
+	// Interspersed --json; a file renamed to another extension is still
+	// recognised by its content.
+	renamed := f("evidence.txt")
+	b, _ := os.ReadFile(f("tdx/evidence.jws"))
+	os.WriteFile(renamed, b, 0o644)
+	code, so, se = runCmd("inspect", renamed, "--json")
+	var v struct {
+		Kind     string `json:"kind"`
+		Verified bool   `json:"verified"`
+		Doc      struct {
+			Evidence []struct {
+				Platform string `json:"platform"`
+				TDX      struct {
+					TeeTCBSVN string `json:"tee_tcb_svn_hex"`
+					PCK       struct {
+						FMSPC string `json:"fmspc"`
+					} `json:"pck_certificate"`
+				} `json:"tdx"`
+			} `json:"evidence"`
+		} `json:"evidence_document"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(so), &v) != nil || v.Kind != "evidence-document" || v.Verified ||
+		len(v.Doc.Evidence) != 1 || v.Doc.Evidence[0].Platform != "tdx" || len(v.Doc.Evidence[0].TDX.TeeTCBSVN) != 32 || v.Doc.Evidence[0].TDX.PCK.FMSPC == "" {
+		t.Fatalf("tdx evidence --json: exit %d %s\n%s", code, se, so)
+	}
+
+	for name, want := range map[string]string{
+		"sev/attestation.json": "document.envelope_type: execution_attestation\n",
+		"sev/bundle.json":      "kind: poh-envelope\n",
+		"report.json":          "kind: report\n",
+		"policy.json":          "kind: verify-policy\n",
+	} {
+		code, so, se := runCmd("inspect", f(name))
+		if code != exitOK || !strings.Contains(so, want) || !strings.Contains(so, "verified: false\n") {
+			t.Errorf("%s: exit %d %s\n%s", name, code, se, so)
+		}
+	}
+
+	// A tampered JWS and an unknown file are rejected (2).
+	b = []byte(strings.Replace(string(b), ".", ".A", 1))
+	os.WriteFile(f("tampered.jws"), b, 0o644)
+	if code, _, _ := runCmd("inspect", f("tampered.jws")); code != exitRejected {
+		t.Errorf("tampered JWS: exit %d", code)
+	}
+	os.WriteFile(f("other.txt"), []byte("hello\n"), 0o644)
+	if code, _, se := runCmd("inspect", f("other.txt")); code != exitRejected || !strings.Contains(se, "not a document packctl knows") {
+		t.Errorf("unknown file: exit %d %s", code, se)
+	}
+}

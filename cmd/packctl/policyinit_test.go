@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/enclave/detect"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/sealed"
+	"github.com/clawea/attester/verify"
+)
+
+// simAttester starts an in-process simulated attester and returns its
+// public API URL, DID and launch measurement.
+func simAttester(t *testing.T) (url, did string, meas []byte) {
+	t.Helper()
+	cfg, rest, err := server.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"simulated","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	id, err := server.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { id.Close() })
+	srv, err := server.New(server.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	api := httptest.NewServer(srv.PublicHandler())
+	t.Cleanup(api.Close)
+	m, ok := detect.Capability[interface {
+		LaunchMeasurement(context.Context) ([]byte, error)
+	}](p)
+	if !ok {
+		t.Fatal("no measurement")
+	}
+	meas, err = m.LaunchMeasurement(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api.URL, id.DID, meas
+}
+
+func runCmd(args ...string) (int, string, string) {
+	var so, se bytes.Buffer
+	code := run(args, nil, &so, &se)
+	return code, so.String(), se.String()
+}
+
+func TestPolicyInit(t *testing.T) {
+	url, did, meas := simAttester(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "policy.json")
+
+	// A simulated attester needs the explicit flag; nothing is written.
+	code, _, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-unchecked-revocation")
+	if code != exitPolicy || !strings.Contains(se, "--allow-simulated") {
+		t.Fatalf("simulated without the flag: exit %d\n%s", code, se)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Fatal("policy written although refused")
+	}
+
+	// From the URL, flags after nothing positional, pinning measurement and DID.
+	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--allow-unchecked-revocation", "--pin", "measurement,did")
+	if code != exitOK {
+		t.Fatalf("policy init: exit %d\n%s", code, se)
+	}
+	if !strings.Contains(se, "TRUST ON FIRST USE") || !strings.Contains(so, "fresh challenge: true") || !strings.Contains(so, "pinned trusted_attester_dids: "+did) {
+		t.Fatalf("summary:\n%s\n%s", so, se)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.Measurements) != 1 || !bytes.Equal(pol.Measurements[0], meas) || !slices.Equal(pol.TrustedAttesterDIDs, []string{did}) ||
+		!pol.AllowSimulated || pol.AllowAnyMeasurement || len(pol.TrustedTPMAKs) != 0 {
+		t.Fatalf("policy %s", raw)
+	}
+
+	// Never overwritten without --force.
+	code, _, se = runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--allow-unchecked-revocation")
+	if code != exitUsage || !strings.Contains(se, "exists (use --force to overwrite)") {
+		t.Fatalf("overwrite: exit %d %s", code, se)
+	}
+	after, _ := os.ReadFile(out)
+	if !bytes.Equal(after, raw) {
+		t.Fatal("policy changed without --force")
+	}
+	if code, _, se = runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--allow-unchecked-revocation", "--force"); code != exitOK {
+		t.Fatalf("--force: exit %d %s", code, se)
+	}
+
+	// A saved identity FILE, with and without the challenge it was fetched with.
+	challenge := b64u.Encode([]byte("saved-challenge"))
+	r, err := httpGet(url + "/v1/identity?challenge=" + challenge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(dir, "identity.json")
+	if err := os.WriteFile(idFile, r, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out2 := filepath.Join(dir, "p2.json")
+	code, so, se = runCmd("policy", "init", "--from-attester", idFile, "--challenge", challenge, "-o", out2, "--allow-simulated", "--allow-unchecked-revocation", "--json")
+	var sum policyInitJSON
+	if code != exitOK || json.Unmarshal([]byte(so), &sum) != nil || !sum.Fresh || sum.Trust != "trust-on-first-use" || sum.AttesterDID != did || !sum.Simulated {
+		t.Fatalf("from FILE: exit %d\n%s\n%s", code, so, se)
+	}
+	code, so, se = runCmd("policy", "init", "--from-attester", idFile, "-o", filepath.Join(dir, "p3.json"), "--allow-simulated", "--allow-unchecked-revocation", "--json")
+	if code != exitOK || json.Unmarshal([]byte(so), &sum) != nil || sum.Fresh || !strings.Contains(se, "no --challenge") {
+		t.Fatalf("from FILE without challenge: exit %d\n%s\n%s", code, so, se)
+	}
+	if code, _, se = runCmd("policy", "init", "--from-attester", idFile, "--challenge", b64u.Encode([]byte("other")), "-o", filepath.Join(dir, "p4.json"), "--allow-simulated", "--allow-unchecked-revocation"); code != exitRejected {
+		t.Fatalf("stale challenge: exit %d %s", code, se)
+	}
+
+	// The written policy is what seal --attester and verify use.
+	harness := filepath.Join("..", "..", "..", "shared", "conformance", "openclaw-sig")
+	if _, err := os.Stat(harness); err == nil {
+		pack := filepath.Join(dir, "pack.json")
+		if code, _, se := runCmd("build", "--params", filepath.Join(harness, "vectors", "min.params.json"), "--harness", harness, "-o", pack); code != 0 {
+			t.Fatalf("build: %s", se)
+		}
+		if code, _, se := runCmd("seal", "--attester", url, "--policy", out, "-o", filepath.Join(dir, "p.enc"), "--manifest", filepath.Join(dir, "m.json"), pack); code != exitOK {
+			t.Fatalf("seal with the TOFU policy: exit %d %s", code, se)
+		}
+	}
+
+	// A tampered identity: refused, nothing written.
+	var doc map[string]any
+	json.Unmarshal(r, &doc)
+	doc["pack_public_key"] = "clawea-promptpack-v1-pub:" + b64u.Encode(bytes.Repeat([]byte{9}, 32))
+	swapped, _ := json.Marshal(doc)
+	bad := filepath.Join(dir, "bad-identity.json")
+	os.WriteFile(bad, swapped, 0o644)
+	if code, _, se = runCmd("policy", "init", "--from-attester", bad, "--challenge", challenge, "-o", filepath.Join(dir, "p5.json"), "--allow-simulated", "--allow-unchecked-revocation"); code != exitRejected {
+		t.Fatalf("swapped pack key: exit %d %s", code, se)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "p5.json")); err == nil {
+		t.Fatal("policy written for a tampered identity")
+	}
+
+	// Usage errors name what is wrong.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from-attester", idFile}, "missing required flag -o"},
+		{[]string{"-o", filepath.Join(dir, "x.json")}, "missing required flag --from-attester"},
+		{[]string{"--from-attester", idFile, "-o", filepath.Join(dir, "x.json"), "--pin", "measurement,colour"}, `unknown value "colour"`},
+		{[]string{"--from-attester", idFile, "-o", filepath.Join(dir, "x.json"), "--pin", "templates"}, "missing required flag --trusted"},
+		{[]string{"--from-attester", idFile, "-o", filepath.Join(dir, "x.json"), "--pin", "ak", "--allow-simulated", "--allow-unchecked-revocation"}, "no TPM quote"},
+		{[]string{"--from-attester", out, "-o", filepath.Join(dir, "x.json")}, "is a verify policy, not an attester identity"},
+	} {
+		code, _, se := runCmd(append([]string{"policy", "init"}, tc.args...)...)
+		if code != exitUsage || !strings.Contains(se, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want %q", tc.args, code, se, tc.want)
+		}
+	}
+
+	// inspect shows the identity, unverified, with the measurement seen.
+	code, so, se = runCmd("inspect", idFile)
+	if code != exitOK || !strings.Contains(so, "kind: identity\n") || !strings.Contains(so, "verified: false\n") ||
+		!strings.Contains(so, "key_attestation.evidence[0].measurement_b64u: "+b64u.Encode(meas)+"\n") ||
+		!strings.Contains(so, "key_attestation.challenge_b64u: "+challenge+"\n") || !strings.Contains(so, "key_attestation.simulated: true\n") {
+		t.Fatalf("inspect identity: exit %d\n%s%s", code, so, se)
+	}
+}
+
+func httpGet(u string) ([]byte, error) {
+	resp, err := http.Get(u)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
