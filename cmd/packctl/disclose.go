@@ -133,6 +133,8 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 			out.Verdict = "rejected"
 		case exitPolicy:
 			out.Verdict = "policy-refused"
+		case exitUsage:
+			out.Verdict = "usage"
 		default:
 			out.Verdict = "cannot-check"
 		}
@@ -163,6 +165,8 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 			}
 		case exitRejected, exitPolicy:
 			fmt.Fprintf(stdout, "REJECTED %s\n", reason)
+		case exitUsage:
+			fmt.Fprintf(stdout, "USAGE %s\n", reason)
 		default:
 			fmt.Fprintf(stdout, "CANNOT-CHECK %s\n", reason)
 		}
@@ -179,6 +183,9 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 	defer sealed.Wipe(dis)
 	res, d, err := disclosure.Verify(report, dis)
 	if err != nil {
+		if hint := inputHint(input{"--report", *reportPath, report, kindReport}, input{"--disclosure", *disPath, dis, kindDisclosure}); hint != "" {
+			errorf(stderr, "verify-disclosure: %s", hint)
+		}
 		return finish(exitRejected, disclosure.Code(err), err.Error())
 	}
 	d.Wipe()
@@ -207,6 +214,13 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 		if files[i], err = readInput(p); err != nil {
 			return finish(exitCannot, "UNREADABLE", err.Error())
 		}
+	}
+	hint := inputHint(
+		input{"--attestation", *attPath, files[0], kindAttestation}, input{"--evidence", *evPath, files[1], kindEvidenceDocument},
+		input{"--bundle", *bundlePath, files[2], kindPoHEnvelope}, input{"--policy", *policyPath, files[3], kindPolicy})
+	if hint != "" {
+		// Named beside the error verification gives (exit codes unchanged).
+		defer errorf(stderr, "verify-disclosure: %s", hint)
 	}
 	policy := &verify.Policy{}
 	if files[3] != nil {

@@ -584,3 +584,40 @@ func printable(s string) string {
 	}
 	return s
 }
+
+// input is a file given for a flag, with the kind the flag expects.
+type input struct {
+	flag, path string
+	raw        []byte
+	want       string
+}
+
+// inputHint recognises files given for the wrong flag: two that look
+// swapped are named together, and a file that is recognisably another kind
+// of document is named with its kind. Content that is not recognised is
+// left to the parser of the expected kind. It returns "" when nothing looks
+// wrong. Callers print it beside the error the parser gave, so that exit
+// codes stay those of the parser.
+func inputHint(ins ...input) string {
+	kinds := make([]string, len(ins))
+	for i, in := range ins {
+		if in.raw != nil {
+			kinds[i] = sniff(in.raw)
+		}
+	}
+	for i := range ins {
+		for j := i + 1; j < len(ins); j++ {
+			if ins[i].raw != nil && ins[j].raw != nil && kinds[i] == ins[j].want && kinds[j] == ins[i].want && kinds[i] != kinds[j] {
+				return fmt.Sprintf("%s and %s look swapped: %s is %s and %s is %s", ins[i].flag, ins[j].flag,
+					ins[i].path, kindPhrase(kinds[i]), ins[j].path, kindPhrase(kinds[j]))
+			}
+		}
+	}
+	for i, in := range ins {
+		if in.raw == nil || kinds[i] == kindUnknown || kinds[i] == in.want {
+			continue
+		}
+		return fmt.Sprintf("%s %s is %s, not %s", in.flag, in.path, kindPhrase(kinds[i]), kindPhrase(in.want))
+	}
+	return ""
+}

@@ -81,3 +81,34 @@ func TestInspect(t *testing.T) {
 		t.Errorf("unknown file: exit %d %s", code, se)
 	}
 }
+
+// TestSwappedInputs: a file given for the wrong flag is named, and the exit
+// code stays the one the parser gives.
+func TestSwappedInputs(t *testing.T) {
+	dir := scriptFiles(t)
+	f := func(name string) string { return filepath.Join(dir, name) }
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"verify", "--attestation", f("sev/evidence.jws"), "--evidence", f("sev/attestation.json"), "--policy", f("policy.json")},
+			exitRejected, "--attestation and --evidence look swapped: " + f("sev/evidence.jws") + " is an evidence document and " + f("sev/attestation.json") + " is an execution attestation"},
+		{[]string{"verify", "--attestation", f("sev/attestation.json"), "--evidence", f("sev/evidence.jws"), "--policy", f("report.json"), "--report", f("policy.json")},
+			exitUsage, "--report and --policy look swapped"},
+		{[]string{"verify", "--attestation", f("sev/bundle.json"), "--evidence", f("sev/evidence.jws"), "--policy", f("policy.json")},
+			exitRejected, "--attestation " + f("sev/bundle.json") + " is a poh envelope, not an execution attestation"},
+		{[]string{"report", f("report.json")}, exitRejected, "the argument " + f("report.json") + " is a report, not a pack"},
+		{[]string{"verify-disclosure", "--report", f("policy.json"), "--disclosure", f("report.json")}, exitRejected, "--report " + f("policy.json") + " is a verify policy, not a report"},
+	} {
+		code, _, se := runCmd(tc.args...)
+		if code != tc.code || !strings.Contains(se, tc.want) {
+			t.Errorf("%v: exit %d (want %d), stderr:\n%s\nwant %q", tc.args[0], code, tc.code, se, tc.want)
+		}
+	}
+	// Right files: no hint.
+	code, _, se := runCmd("verify", "--attestation", f("sev/attestation.json"), "--evidence", f("sev/evidence.jws"), "--policy", f("policy.json"), "--at", "2026-06-01T12:00:00Z")
+	if code != exitOK || strings.Contains(se, "swapped") || strings.Contains(se, " is a") {
+		t.Errorf("right files: exit %d %s", code, se)
+	}
+}

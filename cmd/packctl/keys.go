@@ -35,6 +35,9 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		k, err := readPrivateKey(fs.Arg(0))
 		if err != nil {
 			errorf(stderr, "keygen: %v", err)
+			if b, rerr := readLimited(fs.Arg(0), maxKeyFile); rerr == nil && bytes.HasPrefix(b, []byte(envelope.PublicKeyPrefix)) {
+				errorf(stderr, "keygen: %s is a public key; -y takes the private key file", fs.Arg(0))
+			}
 			return exitCannot
 		}
 		fmt.Fprintln(stdout, k.Public().String())

@@ -103,6 +103,10 @@ func loadPack(path string, stderr io.Writer, cmd string) (*promptpack.Pack, int)
 	p, err := promptpack.Parse(raw)
 	if err != nil {
 		errorf(stderr, "%s: %s: %v", cmd, path, err)
+		// Only a file that is not a pack is sniffed (a pack is secret).
+		if hint := inputHint(input{"the argument", path, raw, kindPack}); hint != "" {
+			errorf(stderr, "%s: %s", cmd, hint)
+		}
 		return nil, packExit(err)
 	}
 	return p, exitOK

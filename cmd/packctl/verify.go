@@ -73,6 +73,16 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
 		return exitCannot
 	}
+	// Printed only beside an error, which keeps its exit code.
+	hint := inputHint(
+		input{"--attestation", *attPath, att, kindAttestation}, input{"--evidence", *evPath, ev, kindEvidenceDocument},
+		input{"--bundle", *bundlePath, bundle, kindPoHEnvelope}, input{"--report", *reportPath, report, kindReport},
+		input{"--policy", *policyPath, policyRaw, kindPolicy})
+	printHint := func() {
+		if hint != "" {
+			errorf(stderr, "verify: %s", hint)
+		}
+	}
 	// A compact JWS contains no newline: a file that ends with one was
 	// written by a tool that adds it; evidence_ref hashes the JWS alone.
 	ev = bytes.TrimSuffix(bytes.TrimSuffix(ev, []byte("\n")), []byte("\r"))
@@ -81,6 +91,7 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		p, err := verify.ParsePolicy(policyRaw)
 		if err != nil {
 			errorf(stderr, "verify: policy: %v", err)
+			printHint()
 			return exitUsage
 		}
 		policy = p
@@ -115,6 +126,7 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	code := verifyExit(verr)
 	if verr != nil {
 		errorf(stderr, "verify: %v", verr)
+		printHint()
 	}
 	if signer == nil || *earOut != "" {
 		if *asJSON {
