@@ -20,6 +20,14 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("keygen", "keygen -o KEY | keygen -y KEY\n\nWrites a new prompt-pack recipient private key to KEY (mode 0600, never\noverwritten) and its public key to stdout. With -y, prints the public key of\nthe existing private key file KEY (never the private key).", stderr)
 	out := fs.String("o", "", "private key `file` to create (required without -y)")
 	pub := fs.Bool("y", false, "print the public key of the private key file given as the argument")
+	asJSON := fs.Bool("json", false, "print the public key as JSON")
+	printPub := func(k *envelope.PublicKey, file string) {
+		if *asJSON {
+			printJSON(stdout, map[string]string{"public_key": k.String(), "key_id_b64u": k.KeyID().String(), "private_key_file": file})
+			return
+		}
+		fmt.Fprintln(stdout, k.String())
+	}
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -40,7 +48,7 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			}
 			return exitCannot
 		}
-		fmt.Fprintln(stdout, k.Public().String())
+		printPub(k.Public(), fs.Arg(0))
 		return exitOK
 	}
 	if !requireFlags(fs, stderr, "o") || !wantArgs(fs, stderr, 0, "") {
@@ -73,7 +81,7 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "keygen: cannot write %s", *out)
 		return exitCannot
 	}
-	fmt.Fprintln(stdout, k.Public().String())
+	printPub(k.Public(), *out)
 	return exitOK
 }
 

@@ -356,6 +356,7 @@ func runSeal(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	challenge := fs.String("challenge", "", "with --attester FILE: the b64u `challenge` the identity was fetched with")
 	out := fs.String("o", "", "envelope output `file` (required)")
 	manifest := fs.String("manifest", "", "manifest output `file` (required)")
+	asJSON := fs.Bool("json", false, "print the pack id and report hash as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -426,6 +427,14 @@ func runSeal(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	if big {
 		errorf(stderr, "seal: wrote %d bytes", len(enc))
+	}
+	if *asJSON {
+		ids := []string{}
+		for _, id := range m.RecipientKeyIDs {
+			ids = append(ids, id.String())
+		}
+		printJSON(stdout, map[string]any{"pack_id": m.PackID, "report_hash_b64u": b64u.Encode(m.ReportHash[:]), "envelope": *out, "manifest": *manifest, "recipient_key_ids_b64u": ids})
+		return exitOK
 	}
 	fmt.Fprintf(stdout, "pack_id: %s\nreport_hash_b64u: %s\n", m.PackID, b64u.Encode(m.ReportHash[:]))
 	return exitOK

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,6 +52,7 @@ func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("poh verify-bundle", "poh verify-bundle [--receipt-signer DID]... FILE", stderr)
 	var signers stringList
 	fs.Var(&signers, "receipt-signer", "allowlisted gateway receipt signer DID (repeatable)")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -66,7 +68,11 @@ func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var pe *poh.Error
 		if errors.As(err, &pe) {
-			fmt.Fprintf(stdout, "INVALID %s\n", pe.Code)
+			if *asJSON {
+				printJSON(stdout, map[string]any{"verdict": "invalid", "poh_code": string(pe.Code), "message": err.Error()})
+			} else {
+				fmt.Fprintf(stdout, "INVALID %s\n", pe.Code)
+			}
 			errorf(stderr, "%v", err)
 			return exitRejected
 		}
@@ -79,6 +85,19 @@ func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
 			allow++
 		}
 	}
+	if *asJSON {
+		printJSON(stdout, struct {
+			Verdict         string `json:"verdict"`
+			BundleID        string `json:"bundle_id"`
+			AgentDID        string `json:"agent_did"`
+			RunID           string `json:"run_id"`
+			Events          int    `json:"events"`
+			Receipts        int    `json:"receipts"`
+			Allowlisted     int    `json:"allowlisted_receipts"`
+			PayloadHashB64u string `json:"payload_hash_b64u"`
+		}{"valid", b.BundleID, b.AgentDID, b.RunID, len(b.Events), len(b.Receipts), allow, b.Envelope.PayloadHashB64u})
+		return exitOK
+	}
 	fmt.Fprintf(stdout, "VALID bundle=%s agent=%s run=%s events=%d receipts=%d (allowlisted %d) payload_hash=%s\n",
 		b.BundleID, b.AgentDID, b.RunID, len(b.Events), len(b.Receipts), allow, b.Envelope.PayloadHashB64u)
 	return exitOK
@@ -89,6 +108,7 @@ func pohNonceBinding(args []string, stdout, stderr io.Writer) int {
 	agent := fs.String("agent", "", "agent DID")
 	runID := fs.String("run", "", "run id")
 	hash := fs.String("bundle-hash", "", "proof bundle payload_hash_b64u")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -100,8 +120,18 @@ func pohNonceBinding(args []string, stdout, stderr io.Writer) int {
 		errorf(stderr, "%v", err)
 		return exitRejected
 	}
+	if *asJSON {
+		printJSON(stdout, map[string]string{"nonce_binding_b64u": b})
+		return exitOK
+	}
 	fmt.Fprintln(stdout, b)
 	return exitOK
+}
+
+// printJSON prints v as indented JSON.
+func printJSON(w io.Writer, v any) {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	fmt.Fprintf(w, "%s\n", b)
 }
 
 type stringList []string
