@@ -563,7 +563,7 @@ func (st *state) checkPlatform() *Error {
 				e.Err = fmt.Errorf("evidence[%d]: %w (policy member allow_simulated is not set, nor --allow-simulated)", i, platform.ErrSimulated)
 			case ErrUsage:
 			default:
-				e.Err = fmt.Errorf("evidence[%d]: %w", i, err)
+				e.Err = fmt.Errorf("evidence[%d]: %w", i, e.Err)
 			}
 			return e
 		}

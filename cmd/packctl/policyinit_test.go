@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +18,9 @@ import (
 
 	"github.com/clawea/attester/cmd/attester/server"
 	"github.com/clawea/attester/enclave/detect"
+	"github.com/clawea/attester/enclave/tpm"
+	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
@@ -24,13 +29,18 @@ import (
 // simAttester starts an in-process simulated attester and returns its
 // public API URL, DID and launch measurement.
 func simAttester(t *testing.T) (url, did string, meas []byte) {
+	return startAttester(t, detect.Simulated, detect.Options{})
+}
+
+// startAttester starts an in-process attester on the platform.
+func startAttester(t *testing.T, platform string, opts detect.Options) (url, did string, meas []byte) {
 	t.Helper()
-	cfg, rest, err := server.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"simulated","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
+	cfg, rest, err := server.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"` + platform + `","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
+	p, rep, err := detect.Open(context.Background(), platform, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,4 +208,63 @@ func httpGet(u string) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	return io.ReadAll(resp.Body)
+}
+
+// TestPolicyInitTPM learns and pins the AK Name of a TPM attester (swtpm):
+// a TPM key attestation verifies only with a trusted AK, so policy init
+// pins it even when not asked to.
+func TestPolicyInitTPM(t *testing.T) {
+	for _, tool := range []string{"swtpm", "swtpm_setup"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			citest.SkipOrFail(t, "%s not on PATH", tool)
+		}
+	}
+	in, err := swtpmtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Stop)
+	url, did, meas := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr}})
+	out := filepath.Join(t.TempDir(), "policy.json")
+	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--json")
+	if code != exitOK {
+		t.Fatalf("policy init: exit %d\n%s", code, se)
+	}
+	var sum policyInitJSON
+	if err := json.Unmarshal([]byte(so), &sum); err != nil || sum.AttesterDID != did || !sum.Fresh {
+		t.Fatalf("summary %s (%v)", so, err)
+	}
+	raw, _ := os.ReadFile(out)
+	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.TrustedTPMAKs) != 1 || len(pol.Measurements) != 1 || !bytes.Equal(pol.Measurements[0], meas) || !strings.Contains(se, "AK Name is pinned") {
+		t.Fatalf("policy %s\n%s", raw, se)
+	}
+	// inspect shows the same AK Name and the PCR digest, unverified.
+	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "identity.json")
+	os.WriteFile(idFile, idRaw, 0o644)
+	code, so, se = runCmd("inspect", idFile)
+	if code != exitOK || !strings.Contains(so, fmt.Sprintf("key_attestation.evidence[0].tpm.ak_name_hex: %x\n", pol.TrustedTPMAKs[0])) ||
+		!strings.Contains(so, "key_attestation.evidence[0].tpm.pcr_digest_b64u: "+b64u.Encode(meas)+"\n") {
+		t.Fatalf("inspect TPM identity: exit %d\n%s%s", code, so, se)
+	}
+	// A policy that pins another AK refuses the attester and names the AK
+	// seen and the policy member (the class stays rejected).
+	seen := bytes.Clone(pol.TrustedTPMAKs[0])
+	other := bytes.Clone(seen)
+	other[5] ^= 1
+	pol.TrustedTPMAKs = [][]byte{other}
+	enc, _ := pol.Encode()
+	otherPol := filepath.Join(t.TempDir(), "other.json")
+	os.WriteFile(otherPol, enc, 0o644)
+	code, _, se = runCmd("seal", "--attester", idFile, "--challenge", b64u.Encode([]byte("c")), "--policy", otherPol, "-o", filepath.Join(t.TempDir(), "x"), "--manifest", filepath.Join(t.TempDir(), "y"), "nopack.json")
+	if code != exitRejected || !strings.Contains(se, fmt.Sprintf("ak name %x", seen)) || !strings.Contains(se, "trusted_tpm_ak_names_hex") {
+		t.Fatalf("other AK: exit %d %s", code, se)
+	}
 }
