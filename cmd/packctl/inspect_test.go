@@ -112,3 +112,26 @@ func TestSwappedInputs(t *testing.T) {
 		t.Errorf("right files: exit %d %s", code, se)
 	}
 }
+
+// FuzzInspect: whatever the bytes, sniffing and inspecting never panic, and
+// a document that inspects is shown unverified.
+func FuzzInspect(f *testing.F) {
+	f.Add([]byte(`{"did":"x","key_attestation":"a.b.c"}`))
+	f.Add([]byte(`{"envelope_type":"execution_attestation","payload":{}}`))
+	f.Add([]byte("eyJhbGciOiJFZERTQSJ9.e30.AAAA"))
+	f.Add([]byte("clawea.dev/attester/v1/tpm-ak-certification\x00\x00\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k := sniff(b)
+		if k == kindUnknown || k == kindEnvelope || k == kindManifest {
+			return
+		}
+		v, err := inspectDocument(b, k)
+		if err != nil {
+			return
+		}
+		if ok, _ := v.Get("verified").Bool(); ok || v.Get("verified") == nil {
+			t.Fatal("an inspection claims to be verified")
+		}
+		_ = inputHint(input{"--x", "f", b, kindReport})
+	})
+}
