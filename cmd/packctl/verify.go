@@ -40,8 +40,10 @@ func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if *attPath == "" || *evPath == "" || fs.NArg() != 0 || (*earOut != "" && *earKey == "") {
-		fs.Usage()
+	if !requireFlags(fs, stderr, "attestation", "evidence") || !wantArgs(fs, stderr, 0, "") {
+		return exitUsage
+	}
+	if *earOut != "" && !requireFlags(fs, stderr, "ear-key") {
 		return exitUsage
 	}
 	now := time.Now
