@@ -81,6 +81,9 @@ func attestedRecipient(src, policyPath, challengeB64u string, stderr io.Writer) 
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&id); err != nil {
 		errorf(stderr, "seal: attester identity: malformed JSON")
+		if hint := inputHint(input{"--attester", src, raw, kindIdentity}); hint != "" {
+			errorf(stderr, "seal: %s", hint)
+		}
 		return nil, exitRejected
 	}
 	res, err := verify.VerifyKeyAttestation([]byte(id.KeyAttestation), challenge, pol, verify.Options{Now: time.Now})

@@ -135,3 +135,14 @@ func FuzzInspect(f *testing.F) {
 		_ = inputHint(input{"--x", "f", b, kindReport})
 	})
 }
+
+// TestSealAttesterWrongFile: seal --attester given another kind of file
+// names it.
+func TestSealAttesterWrongFile(t *testing.T) {
+	dir := scriptFiles(t)
+	f := filepath.Join(dir, "sev", "attestation.json")
+	code, _, se := runCmd("seal", "--attester", f, "--policy", filepath.Join(dir, "policy.json"), "--challenge", "AA", "-o", filepath.Join(dir, "x"), "--manifest", filepath.Join(dir, "y"), "pack.json")
+	if code != exitRejected || !strings.Contains(se, "--attester "+f+" is an execution attestation, not an identity") {
+		t.Fatalf("exit %d %s", code, se)
+	}
+}
