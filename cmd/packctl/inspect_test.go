@@ -97,9 +97,9 @@ func TestSwappedInputs(t *testing.T) {
 		{[]string{"verify", "--attestation", f("sev/attestation.json"), "--evidence", f("sev/evidence.jws"), "--policy", f("report.json"), "--report", f("policy.json")},
 			exitUsage, "--report and --policy look swapped"},
 		{[]string{"verify", "--attestation", f("sev/bundle.json"), "--evidence", f("sev/evidence.jws"), "--policy", f("policy.json")},
-			exitRejected, "--attestation " + f("sev/bundle.json") + " is a poh envelope, not an execution attestation"},
-		{[]string{"report", f("report.json")}, exitRejected, "the argument " + f("report.json") + " is a report, not a pack"},
-		{[]string{"verify-disclosure", "--report", f("policy.json"), "--disclosure", f("report.json")}, exitRejected, "--report " + f("policy.json") + " is a verify policy, not a report"},
+			exitRejected, "--attestation " + f("sev/bundle.json") + " is a proof bundle or other PoH envelope, not an execution attestation"},
+		{[]string{"report", f("report.json")}, exitRejected, "the argument " + f("report.json") + " is a SystemPromptReport, not a plaintext pack"},
+		{[]string{"verify-disclosure", "--report", f("policy.json"), "--disclosure", f("report.json")}, exitRejected, "--report " + f("policy.json") + " is a verify policy, not a SystemPromptReport"},
 	} {
 		code, _, se := runCmd(tc.args...)
 		if code != tc.code || !strings.Contains(se, tc.want) {
@@ -142,7 +142,7 @@ func TestSealAttesterWrongFile(t *testing.T) {
 	dir := scriptFiles(t)
 	f := filepath.Join(dir, "sev", "attestation.json")
 	code, _, se := runCmd("seal", "--attester", f, "--policy", filepath.Join(dir, "policy.json"), "--challenge", "AA", "-o", filepath.Join(dir, "x"), "--manifest", filepath.Join(dir, "y"), "pack.json")
-	if code != exitRejected || !strings.Contains(se, "--attester "+f+" is an execution attestation, not an identity") {
+	if code != exitRejected || !strings.Contains(se, "--attester "+f+" is an execution attestation, not an attester identity") {
 		t.Fatalf("exit %d %s", code, se)
 	}
 }

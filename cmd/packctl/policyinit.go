@@ -373,12 +373,31 @@ func runPolicyInit(args []string, stdout, stderr io.Writer) int {
 
 // kindPhrase names a sniffed kind for messages.
 func kindPhrase(k string) string {
-	if k == kindUnknown {
+	switch k {
+	case kindUnknown:
 		return "not a document packctl knows"
+	case kindIdentity:
+		return "an attester identity"
+	case kindEvidenceDocument:
+		return "an evidence document"
+	case kindAttestation:
+		return "an execution attestation"
+	case kindPoHEnvelope:
+		return "a proof bundle or other PoH envelope"
+	case kindManifest:
+		return "a sealed-pack manifest"
+	case kindEnvelope:
+		return "a sealed pack"
+	case kindPack:
+		return "a plaintext pack"
+	case kindReport:
+		return "a SystemPromptReport"
+	case kindDisclosure:
+		return "a disclosure"
+	case kindTPMCert:
+		return "a TPM AK certification record"
+	case kindPolicy:
+		return "a verify policy"
 	}
-	article := "a"
-	if strings.ContainsRune("aeiou", rune(k[0])) {
-		article = "an"
-	}
-	return article + " " + strings.ReplaceAll(k, "-", " ")
+	return "a " + k
 }
