@@ -148,6 +148,17 @@ func TestPolicyInit(t *testing.T) {
 		t.Fatalf("stale challenge: exit %d %s", code, se)
 	}
 
+	// --pin tcb pins the TCB seen as the minimum.
+	out6 := filepath.Join(dir, "p6.json")
+	if code, so, se = runCmd("policy", "init", "--from-attester", url, "--pin", "tcb,measurement", "-o", out6, "--allow-simulated", "--allow-unchecked-revocation"); code != exitOK {
+		t.Fatalf("--pin tcb: exit %d %s", code, se)
+	}
+	raw6, _ := os.ReadFile(out6)
+	p6, err := verify.ParsePolicy(bytes.TrimSuffix(raw6, []byte("\n")))
+	if err != nil || (p6.MinSEVSNPTCB == 0 && p6.MinTDXTeeTCBSVN == [16]byte{}) || !strings.Contains(so, "pinned min_") {
+		t.Fatalf("--pin tcb: %v\n%s\n%s", err, raw6, so)
+	}
+
 	// The written policy is what seal --attester and verify use.
 	harness := filepath.Join("..", "..", "..", "shared", "conformance", "openclaw-sig")
 	if _, err := os.Stat(harness); err == nil {
