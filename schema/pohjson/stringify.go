@@ -42,11 +42,18 @@ func FromGo(x any) (*Value, error) {
 
 // Marshal is FromGo followed by Stringify.
 func Marshal(x any) ([]byte, error) {
-	v, err := FromGo(x)
+	b, err := json.Marshal(x)
+	if err != nil {
+		return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: err.Error()}
+	}
+	v, err := Parse(b)
 	if err != nil {
 		return nil, err
 	}
-	return Stringify(v)
+	// The JSON.stringify form is no longer than encoding/json's, which
+	// escapes <, >, & and U+2028/9 where JSON.stringify does not: size the
+	// buffer once instead of growing it (a hint only; append still grows).
+	return appendValue(make([]byte, 0, len(b)), v, 0)
 }
 
 func appendValue(dst []byte, v *Value, depth int) ([]byte, error) {

@@ -196,6 +196,14 @@ func TestParseRejects(t *testing.T) {
 		{"payload with whitespace", signRaw(hdr, append([]byte(" "), payload...)), nil, evidencedoc.ErrMalformed},
 		{"unknown payload member", replace(`"kind":`, `"extra":1,"kind":`), nil, evidencedoc.ErrMalformed},
 		{"case variant member", replace(`"kind":`, `"KIND":`), nil, evidencedoc.ErrMalformed},
+		{"duplicate member", replace(`"kind":"execution_attestation"`, `"kind":"key_attestation","kind":"execution_attestation"`), nil, evidencedoc.ErrMalformed},
+		{"members out of order", replace(`"kind":"execution_attestation","attester_did":"`+kid+`"`, `"attester_did":"`+kid+`","kind":"execution_attestation"`), nil, evidencedoc.ErrMalformed},
+		{"required member missing", replace(`"simulated":true,`, ``), nil, evidencedoc.ErrMalformed},
+		{"empty optional member", replace(`"simulated":true,`, `"simulated":true,"signature_b64u":"",`), nil, evidencedoc.ErrMalformed},
+		{"null optional member", replace(`"kind":"execution_attestation"`, `"kind":"execution_attestation","key":null`), nil, evidencedoc.ErrMalformed},
+		{"unknown nested member", replace(`"run_id":`, `"extra":"x","run_id":`), nil, evidencedoc.ErrMalformed},
+		{"escaped member name", replace(`"kind":`, `"\u006bind":`), nil, evidencedoc.ErrMalformed},
+		{"non-canonical string escape", replace(`"run_id":"run_1"`, `"run_id":"run\u005f1"`), nil, evidencedoc.ErrMalformed},
 		{"unknown version", replace(`"clawea.dev/evidence/v1"`, `"clawea.dev/evidence/v2"`), nil, evidencedoc.ErrUnsupported},
 		{"version not first", signRaw(hdr, []byte(`{"kind":"key_attestation","evidence_version":"clawea.dev/evidence/v1"}`)), nil, evidencedoc.ErrMalformed},
 		{"unknown kind", replace(`"kind":"execution_attestation"`, `"kind":"mystery"`), nil, evidencedoc.ErrUnsupported},
@@ -234,6 +242,9 @@ func TestParseRejects(t *testing.T) {
 	}
 	// Control: the untouched document parses, and a re-signed identical
 	// payload too (so the cases above fail for their own reason).
+	if err := joseAgrees(good); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := evidencedoc.Parse(signRaw(hdr, payload), pub()); err != nil {
 		t.Fatalf("control: %v", err)
 	}
@@ -301,5 +312,28 @@ func TestModelIdentity(t *testing.T) {
 	c, _ := evidencedoc.ModelIdentityDigest("openai2", "gpt-5", "")
 	if a == b || a == c || len(a) != 43 {
 		t.Fatal("digest does not separate identities")
+	}
+}
+
+// TestParseRefusesEveryByteChange: Parse checks the Ed25519 signature over
+// the received signing input itself; changing any one byte of a valid
+// document (header, payload or signature segment) is refused, and a
+// document Parse accepts is one go-jose verifies too.
+func TestParseRefusesEveryByteChange(t *testing.T) {
+	good := sign(t, execDoc(t)).JWS
+	if _, err := evidencedoc.Parse(good, pub()); err != nil {
+		t.Fatal(err)
+	}
+	if err := joseAgrees(good); err != nil {
+		t.Fatal(err)
+	}
+	for i := range good {
+		for _, x := range []byte{0x01, 0x20} {
+			bad := bytes.Clone(good)
+			bad[i] ^= x
+			if d, err := evidencedoc.Parse(bad, pub()); err == nil || d != nil {
+				t.Fatalf("byte %d ^ %#x: accepted", i, x)
+			}
+		}
 	}
 }

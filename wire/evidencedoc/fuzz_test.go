@@ -2,14 +2,20 @@ package evidencedoc_test
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"testing"
+
+	"github.com/go-jose/go-jose/v4"
 
 	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // FuzzParse: Parse never panics, returns nothing with an error, and
 // whatever it accepts is canonical: the document re-signs (Ed25519 is
-// deterministic) to exactly the input bytes. The committed seeds in
+// deterministic) to exactly the input bytes. Whatever it accepts, go-jose
+// (the JWS library Sign uses) verifies too, to the same payload: Parse
+// checks the signature over the signing input directly. The committed seeds in
 // testdata/fuzz/FuzzParse are documents signed with fuzzKey plus malformed
 // variants.
 func FuzzParse(f *testing.F) {
@@ -27,6 +33,9 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(d.JWS, jws) {
 			t.Fatal("Document.JWS differs from the input")
 		}
+		if err := joseAgrees(jws); err != nil {
+			t.Fatalf("accepted document: %v", err)
+		}
 		again, err := evidencedoc.Sign(fuzzKey, d)
 		if err != nil {
 			t.Fatalf("accepted document does not re-sign: %v", err)
@@ -38,4 +47,22 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("ReportData: %v", err)
 		}
 	})
+}
+
+// joseAgrees reports an error unless go-jose parses jws as a compact EdDSA
+// JWS whose signature verifies under pub() and whose payload is the one
+// Parse read.
+func joseAgrees(jws []byte) error {
+	obj, err := jose.ParseSignedCompact(string(jws), []jose.SignatureAlgorithm{jose.EdDSA})
+	if err != nil {
+		return fmt.Errorf("go-jose refuses the serialization: %w", err)
+	}
+	payload, err := obj.Verify(pub())
+	if err != nil {
+		return fmt.Errorf("go-jose refuses the signature: %w", err)
+	}
+	if _, want := segments(jws); !bytes.Equal(payload, want) {
+		return errors.New("go-jose read another payload")
+	}
+	return nil
 }
