@@ -79,3 +79,27 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestAlphabetTable: the lookup table Decode scans with admits exactly the
+// RFC 4648 section 5 alphabet, and Decode refuses every other byte in
+// every position of a 4-character group.
+func TestAlphabetTable(t *testing.T) {
+	for c := range 256 {
+		b := byte(c)
+		want := b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_'
+		if inAlphabet(b) != want {
+			t.Fatalf("inAlphabet(0x%02x) = %v", b, !want)
+		}
+		for pos := range 4 {
+			s := []byte("AAAA")
+			s[pos] = b
+			got, err := Decode(string(s))
+			if want != (err == nil) {
+				t.Fatalf("Decode(%q): %v", s, err)
+			}
+			if err != nil && (got != nil || !errors.Is(err, ErrMalformed)) {
+				t.Fatalf("Decode(%q) = %x, %v", s, got, err)
+			}
+		}
+	}
+}
