@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-sev-guest/kds"
+
+	"github.com/clawea/attester/wire/snpevidence"
 )
 
 // DefaultCertCacheSize is the capacity of NewCertCache(0).
@@ -32,6 +34,14 @@ type CertCache struct {
 	m     map[[32]byte]*chainEntry
 	order [][32]byte
 	stats CacheStats
+
+	// parsed memoizes x509.ParseCertificate of endorsement certificates,
+	// keyed on their exact DER: parsing is deterministic, so a stored
+	// success is what parsing the same bytes again returns, and failures
+	// are never stored. Bounded at max*snpevidence.MaxChainLength entries
+	// (emptied when full).
+	parsedMu sync.RWMutex
+	parsed   map[string]*x509.Certificate
 }
 
 // CacheStats counts what a CertCache did, for metrics.
@@ -52,7 +62,35 @@ func NewCertCache(maxEntries int) *CertCache {
 	if maxEntries <= 0 {
 		maxEntries = DefaultCertCacheSize
 	}
-	return &CertCache{max: maxEntries, m: map[[32]byte]*chainEntry{}}
+	return &CertCache{max: maxEntries, m: map[[32]byte]*chainEntry{}, parsed: map[string]*x509.Certificate{}}
+}
+
+// parseCertificate is x509.ParseCertificate through the memo. Without a
+// cache it parses.
+func (c *CertCache) parseCertificate(der []byte) (*x509.Certificate, error) {
+	if c == nil {
+		return x509.ParseCertificate(der)
+	}
+	c.parsedMu.RLock()
+	cert := c.parsed[string(der)]
+	c.parsedMu.RUnlock()
+	if cert != nil {
+		return cert, nil
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	c.parsedMu.Lock()
+	defer c.parsedMu.Unlock()
+	if c.parsed == nil {
+		return cert, nil
+	}
+	if len(c.parsed) >= c.max*snpevidence.MaxChainLength {
+		clear(c.parsed)
+	}
+	c.parsed[string(der)] = cert
+	return cert, nil
 }
 
 // chainEntry is a verified chain. It is immutable once stored.

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"crypto/x509"
 	"testing"
 
 	"github.com/clawea/attester/enclave/sim"
@@ -84,5 +85,68 @@ func TestCertCacheEvictionStats(t *testing.T) {
 	}
 	if st := cache.Stats(); st.Entries != 1 || st.Capacity != 1 || st.Evictions != 2 || st.Misses != 3 || st.Hits != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// The parsed-certificate memo returns what x509.ParseCertificate returns
+// for the same bytes, never stores a failure, stays bounded, and does not
+// change what Verify refuses on a warm cache.
+func TestCertCacheParseMemo(t *testing.T) {
+	rd := testRD(t, "memo")
+	good := simSEV(t, sim.Options{}, rd)
+	der := good.CertChain[0]
+	cache := NewCertCache(1)
+	want, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := cache.parseCertificate(der)
+	if err != nil || !first.Equal(want) {
+		t.Fatalf("memo parse: %v", err)
+	}
+	if again, err := cache.parseCertificate(bytes.Clone(der)); err != nil || again != first {
+		t.Fatalf("same bytes not served from the memo: %v", err)
+	}
+	for name, bad := range map[string][]byte{
+		"truncated":      der[:len(der)-1],
+		"trailing bytes": append(bytes.Clone(der), 0),
+		"empty":          {},
+	} {
+		for range 2 {
+			if _, werr := x509.ParseCertificate(bad); werr == nil {
+				t.Fatalf("%s: x509 parses it", name)
+			}
+			if c, err := cache.parseCertificate(bad); err == nil || c != nil {
+				t.Fatalf("%s: memo parses it", name)
+			}
+		}
+	}
+	if n := len(cache.parsed); n != 1 {
+		t.Fatalf("memo holds %d certificates, want 1 (failures are not stored)", n)
+	}
+	for i := range 2 * snpevidence.MaxChainLength {
+		ev := simSEV(t, sim.Options{Seed: []byte{byte(i)}}, rd)
+		if _, err := cache.parseCertificate(ev.CertChain[0]); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(cache.parsed); n > snpevidence.MaxChainLength {
+			t.Fatalf("memo holds %d certificates, bound %d", n, snpevidence.MaxChainLength)
+		}
+	}
+
+	// Warm chain cache and memo: evidence whose leaf no longer parses is
+	// refused at parsing, as it is cold.
+	opts := simOpts()
+	opts.CertCache = NewCertCache(0)
+	for range 2 {
+		if _, err := Verify(good, rd, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bad := cloneEvidence(good)
+	bad.CertChain[0] = der[:len(der)-1]
+	for _, o := range []Options{opts, simOpts()} {
+		_, err := Verify(bad, rd, o)
+		wantErr(t, err, ErrRejected, nil, CheckParse)
 	}
 }

@@ -122,7 +122,24 @@ func Build(report, certTable, endorsementCert []byte, simulated bool) (*evidence
 // Parse decodes SEV-SNP evidence strictly (size limits, known fields only,
 // a certificate chain consistent with the certificate table). It returns
 // nothing on error. Parse checks structure only; see Parsed.
-func Parse(ev *evidence.Evidence) (*Parsed, error) {
+func Parse(ev *evidence.Evidence) (*Parsed, error) { return ParseWith(ev, ParseOptions{}) }
+
+// ParseOptions tune Parse; the zero value is Parse.
+type ParseOptions struct {
+	// ParseCertificate, when set, replaces x509.ParseCertificate for the
+	// certificate chain. It must return exactly what x509.ParseCertificate
+	// returns for the same bytes (a memo keyed on the exact DER, as
+	// verify/platform's CertCache keeps); the certificates it returns are
+	// only read.
+	ParseCertificate func(der []byte) (*x509.Certificate, error)
+}
+
+// ParseWith is Parse with options.
+func ParseWith(ev *evidence.Evidence, opts ParseOptions) (*Parsed, error) {
+	parseCert := opts.ParseCertificate
+	if parseCert == nil {
+		parseCert = x509.ParseCertificate
+	}
 	if ev == nil {
 		return nil, fmt.Errorf("%w: no evidence", ErrMalformedEvidence)
 	}
@@ -147,7 +164,7 @@ func Parse(ev *evidence.Evidence) (*Parsed, error) {
 		if len(der) == 0 || len(der) > MaxCertSize {
 			return nil, fmt.Errorf("%w: certificate %d has length %d", ErrMalformedEvidence, i, len(der))
 		}
-		c, err := x509.ParseCertificate(der)
+		c, err := parseCert(der)
 		if err != nil {
 			return nil, fmt.Errorf("%w: certificate %d: %v", ErrMalformedEvidence, i, err)
 		}
