@@ -310,6 +310,25 @@ func TestOversizeBody(t *testing.T) {
 	}
 }
 
+// readBody returns exactly the body whatever Content-Length claims, and
+// the limit holds when Content-Length is absent or understates the body.
+func TestReadBody(t *testing.T) {
+	body := bytes.Repeat([]byte("x"), 3000)
+	for _, cl := range []int64{-1, 0, 1, 2999, 3000, 3001, 1 << 40} {
+		got, err := readBody(bytes.NewReader(body), cl, 4096)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("content-length %d: %v", cl, err)
+		}
+	}
+	for _, cl := range []int64{-1, 100, 4096} {
+		rec := httptest.NewRecorder()
+		_, err := readBody(http.MaxBytesReader(rec, io.NopCloser(bytes.NewReader(append(body, body...))), 4096), cl, 4096)
+		if _, ok := errors.AsType[*http.MaxBytesError](err); !ok {
+			t.Fatalf("content-length %d: %v, want the body limit", cl, err)
+		}
+	}
+}
+
 func metricsText(t *testing.T, h http.Handler) string {
 	t.Helper()
 	rec := httptest.NewRecorder()
