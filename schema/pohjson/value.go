@@ -13,6 +13,7 @@
 package pohjson
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -201,3 +202,36 @@ func (e *Error) Error() string {
 }
 
 func (e *Error) Unwrap() error { return e.Err }
+
+// Interface returns v as encoding/json decodes it with UseNumber: objects
+// as map[string]any, arrays as []any, numbers as json.Number holding the
+// literal as written (an integer literal re-formats to itself: the parser
+// refuses leading zeros, "+" and "-0"), strings, bools and nil. It lets a
+// document parsed once be handed to code that takes decoded JSON (a JSON
+// Schema validator) without decoding the bytes a second time.
+func (v *Value) Interface() any {
+	switch v.Kind() {
+	case Bool:
+		return v.b
+	case Number:
+		if v.s != "" {
+			return json.Number(v.s)
+		}
+		return json.Number(strconv.FormatInt(v.n, 10))
+	case String:
+		return v.s
+	case Array:
+		out := make([]any, len(v.arr))
+		for i, e := range v.arr {
+			out[i] = e.Interface()
+		}
+		return out
+	case Object:
+		out := make(map[string]any, len(v.members))
+		for _, m := range v.members {
+			out[m.Key] = m.Value.Interface()
+		}
+		return out
+	}
+	return nil
+}
