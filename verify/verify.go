@@ -682,7 +682,7 @@ func itemCollateral(base *platform.Collateral, it evidencedoc.Item) *platform.Co
 // evidence item and compares.
 func (st *state) checkTEEClaims() *Error {
 	ev := st.doc.Items[0].Evidence
-	c, err := teeclaims.Derive(ev)
+	c, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: st.opts.CertCache.ParseCertificate})
 	if err != nil {
 		return wrapRejected(CheckTEEClaims, poh.EvidenceMismatch, err)
 	}

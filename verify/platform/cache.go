@@ -65,9 +65,10 @@ func NewCertCache(maxEntries int) *CertCache {
 	return &CertCache{max: maxEntries, m: map[[32]byte]*chainEntry{}, parsed: map[string]*x509.Certificate{}}
 }
 
-// parseCertificate is x509.ParseCertificate through the memo. Without a
-// cache it parses.
-func (c *CertCache) parseCertificate(der []byte) (*x509.Certificate, error) {
+// ParseCertificate is x509.ParseCertificate through the cache's memo of
+// endorsement certificates, keyed on the exact DER (successes only). The
+// certificate returned is shared: only read it. On a nil cache it parses.
+func (c *CertCache) ParseCertificate(der []byte) (*x509.Certificate, error) {
 	if c == nil {
 		return x509.ParseCertificate(der)
 	}

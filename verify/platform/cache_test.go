@@ -100,11 +100,11 @@ func TestCertCacheParseMemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	first, err := cache.parseCertificate(der)
+	first, err := cache.ParseCertificate(der)
 	if err != nil || !first.Equal(want) {
 		t.Fatalf("memo parse: %v", err)
 	}
-	if again, err := cache.parseCertificate(bytes.Clone(der)); err != nil || again != first {
+	if again, err := cache.ParseCertificate(bytes.Clone(der)); err != nil || again != first {
 		t.Fatalf("same bytes not served from the memo: %v", err)
 	}
 	for name, bad := range map[string][]byte{
@@ -116,7 +116,7 @@ func TestCertCacheParseMemo(t *testing.T) {
 			if _, werr := x509.ParseCertificate(bad); werr == nil {
 				t.Fatalf("%s: x509 parses it", name)
 			}
-			if c, err := cache.parseCertificate(bad); err == nil || c != nil {
+			if c, err := cache.ParseCertificate(bad); err == nil || c != nil {
 				t.Fatalf("%s: memo parses it", name)
 			}
 		}
@@ -126,7 +126,7 @@ func TestCertCacheParseMemo(t *testing.T) {
 	}
 	for i := range 2 * snpevidence.MaxChainLength {
 		ev := simSEV(t, sim.Options{Seed: []byte{byte(i)}}, rd)
-		if _, err := cache.parseCertificate(ev.CertChain[0]); err != nil {
+		if _, err := cache.ParseCertificate(ev.CertChain[0]); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(cache.parsed); n > snpevidence.MaxChainLength {

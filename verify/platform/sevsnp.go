@@ -51,7 +51,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 	if err := checkSimulated(ev, opts); err != nil {
 		return nil, err
 	}
-	p, err := snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.CertCache.parseCertificate})
+	p, err := snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.CertCache.ParseCertificate})
 	if errors.Is(err, snpevidence.ErrUnknownFormat) {
 		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
 	}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -59,7 +60,17 @@ type Claims struct {
 
 // Derive parses ev (structure only: no signature is checked)
 // and derives the TEE claims. It has no device imports.
-func Derive(ev *evidence.Evidence) (*Claims, error) {
+func Derive(ev *evidence.Evidence) (*Claims, error) { return DeriveWith(ev, Options{}) }
+
+// Options tune Derive; the zero value is Derive.
+type Options struct {
+	// ParseCertificate, when set, replaces x509.ParseCertificate for
+	// SEV-SNP endorsement certificates (see snpevidence.ParseOptions).
+	ParseCertificate func(der []byte) (*x509.Certificate, error)
+}
+
+// DeriveWith is Derive with options.
+func DeriveWith(ev *evidence.Evidence, opts Options) (*Claims, error) {
 	if ev == nil {
 		return nil, fmt.Errorf("%w: no evidence", ErrEvidence)
 	}
@@ -70,7 +81,7 @@ func Derive(ev *evidence.Evidence) (*Claims, error) {
 	var err error
 	switch ev.Platform {
 	case evidence.PlatformSEVSNP:
-		c, err = sevClaims(ev)
+		c, err = sevClaims(ev, opts)
 	case evidence.PlatformTDX:
 		c, err = tdxClaims(ev)
 	case evidence.PlatformTPM:
@@ -85,8 +96,8 @@ func Derive(ev *evidence.Evidence) (*Claims, error) {
 	return c, nil
 }
 
-func sevClaims(ev *evidence.Evidence) (*Claims, error) {
-	p, err := snpevidence.Parse(ev)
+func sevClaims(ev *evidence.Evidence, opts Options) (*Claims, error) {
+	p, err := snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.ParseCertificate})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
 	}

@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-tpm/tpm2"
@@ -173,4 +175,31 @@ func FuzzDerive(f *testing.F) {
 		}
 		_ = teeclaims.CheckReportData(ev, c, rd)
 	})
+}
+
+// DeriveWith uses the supplied certificate parser and derives what Derive
+// derives; a parser failure refuses the evidence.
+func TestDeriveWithParser(t *testing.T) {
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.Quote(context.Background(), reportData(t, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := teeclaims.Derive(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	parse := func(der []byte) (*x509.Certificate, error) { calls++; return x509.ParseCertificate(der) }
+	got, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: parse})
+	if err != nil || !reflect.DeepEqual(got, want) || calls != len(ev.CertChain) {
+		t.Fatalf("got %+v, %v after %d parses; want %+v", got, err, calls, want)
+	}
+	refuse := func([]byte) (*x509.Certificate, error) { return nil, errors.New("no") }
+	if c, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: refuse}); c != nil || !errors.Is(err, teeclaims.ErrEvidence) {
+		t.Fatalf("refusing parser: %+v, %v", c, err)
+	}
 }
