@@ -71,6 +71,8 @@ type Server struct {
 	uploads  *budget
 	rebuild  *rebuild.Runner
 	keyAtts  *keyAttestations
+	// activations meters POST /v1/tpm/activate (tpmactivate.go).
+	activations *tokenBucket
 }
 
 // withIssuer runs f with an attestation issuer holding a short-lived copy of
@@ -104,6 +106,7 @@ func New(d Deps) (*Server, error) {
 	}
 	s.metrics = newMetrics(d.Registry)
 	s.keyAtts = newKeyAttestations(d.Now, s.produceKeyAttestation)
+	s.activations = newTokenBucket(activationsPerSecond, activationBurst, d.Now)
 	if d.HTTPClient == nil {
 		d.HTTPClient = &http.Client{Timeout: 60 * time.Second}
 	}
@@ -227,7 +230,8 @@ func (s *Server) wrapUID(next http.Handler) http.Handler {
 	})
 }
 
-// PublicHandler is the public TCP API: identity, healthz, readyz. The
+// PublicHandler is the public TCP API: identity, healthz, readyz, TPM
+// credential activation (tpmactivate.go). The
 // control routes answer 403 there, before any body is read.
 func (s *Server) PublicHandler() http.Handler {
 	mux := http.NewServeMux()
@@ -237,6 +241,7 @@ func (s *Server) PublicHandler() http.Handler {
 	}))
 	mux.Handle("GET /readyz", s.wrap("readyz", s.handleReady))
 	mux.Handle("GET /v1/identity", s.wrap("identity", s.handleIdentity))
+	s.tpmRoutes(mux)
 	control := s.wrap("control_on_tcp", func(w http.ResponseWriter, r *http.Request) error {
 		return refuse(httpErr(http.StatusForbidden, "the control API is served only on the control socket", nil))
 	})
