@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,22 +12,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/tpmcred"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // runTPM dispatches "packctl tpm activate|check" (docs/spec/platform-tpm.md
 // section 2.4).
 func runTPM(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	const synopsis = "tpm activate|check [flags]\n\n" +
-		"  activate  certify this machine's TPM attestation key through its EK (credential\n" +
-		"            activation run on the machine) and write a certification record\n" +
+		"  activate  certify a TPM attestation key through its EK (credential activation,\n" +
+		"            against a remote attester or on this machine) and write a certification record\n" +
 		"  check     verify a certification record offline against TPM manufacturer roots"
 	if len(args) == 0 {
 		fmt.Fprintf(stderr, "usage: packctl %s\n", synopsis)
@@ -83,12 +89,17 @@ func printSummary(stdout io.Writer, s tpmSummary, asJSON bool) {
 }
 
 func runTPMActivate(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("tpm activate", "tpm activate (--device PATH | --address HOST:PORT) --ek-roots FILE --by NAME -o FILE [--intermediate FILE]... [--json]\n\n"+
-		"Runs credential activation on this machine, both halves: a credential made in\n"+
-		"software for the AK Name, encrypted to the EK of the TPM's EK certificate, then\n"+
-		"TPM2_ActivateCredential. Writes the certification record to FILE (never\n"+
-		"overwritten). Run it on the machine being enrolled: the record says that\n"+
-		"NAME saw this AK in the TPM holding this EK.", stderr)
+	fs := newFlagSet("tpm activate", "tpm activate (--attester URL | --device PATH | --address HOST:PORT) --ek-roots FILE --by NAME -o FILE [--intermediate FILE]... [--json]\n\n"+
+		"Certifies a TPM attestation key (AK) through its endorsement key (EK) by credential\n"+
+		"activation, and writes the certification record to FILE (never overwritten).\n\n"+
+		"With --attester, this machine is the verifier: it fetches the EK certificate and the\n"+
+		"AK from the attester (GET /v1/tpm/ek), refuses unless the EK certificate chains to\n"+
+		"one of the roots, makes the credential for the AK Name here, sends it (POST\n"+
+		"/v1/tpm/activate) and checks the answer: the record then says that NAME saw this AK\n"+
+		"in the TPM holding this EK. Check the EK serial printed against the machine you mean\n"+
+		"to enroll.\n\n"+
+		"With --device or --address, both halves run on this machine (the one being enrolled).", stderr)
+	attesterURL := fs.String("attester", "", "attester public `URL` (http:// or https://) to certify remotely")
 	device := fs.String("device", "", "TPM character `device` (e.g. /dev/tpmrm0)")
 	address := fs.String("address", "", "swtpm `host:port` (tests and development; evidence is simulated)")
 	by := fs.String("by", "", "who runs the activation, recorded as activated_by (required)")
@@ -103,9 +114,19 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 	if !requireFlags(fs, stderr, "ek-roots", "by", "o") || !wantArgs(fs, stderr, 0, "") {
 		return exitUsage
 	}
-	if (*device == "") == (*address == "") {
-		errorf(stderr, "tpm activate: need exactly one of --device and --address")
+	modes := 0
+	for _, m := range []string{*attesterURL, *device, *address} {
+		if m != "" {
+			modes++
+		}
+	}
+	if modes != 1 {
+		errorf(stderr, "tpm activate: need exactly one of --attester, --device and --address")
 		fs.Usage()
+		return exitUsage
+	}
+	if *attesterURL != "" && !strings.HasPrefix(*attesterURL, "https://") && !strings.HasPrefix(*attesterURL, "http://") {
+		errorf(stderr, "tpm activate: --attester must be an http:// or https:// URL")
 		return exitUsage
 	}
 	var interDER [][]byte
@@ -123,37 +144,23 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 	if code != exitOK {
 		return code
 	}
+	// Refuse an existing output before any TPM or network work; the
+	// O_EXCL create below still decides.
+	if _, err := os.Lstat(*out); err == nil {
+		errorf(stderr, "tpm activate: %s exists; a certification record is never overwritten", *out)
+		return exitCannot
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	tp, err := tpm.Open(ctx, tpm.Options{Device: *device, Address: *address})
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return exitCannot
+	var certified *tpmcred.Certified
+	if *attesterURL != "" {
+		certified, code = activateRemote(ctx, *attesterURL, pool, interDER, stderr)
+	} else {
+		certified, code = activateLocal(ctx, tpm.Options{Device: *device, Address: *address}, stderr)
 	}
-	defer tp.Close()
-	ekCert := tp.EKCertificate()
-	if ekCert == nil {
-		errorf(stderr, "tpm activate: the TPM has no EK certificate in NV; pin the AK instead")
-		return exitCannot
-	}
-	act, ch, err := tpmcred.NewActivation(rand.Reader, ekCert, tp.AKPublic())
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return exitRejected
-	}
-	resp, err := tp.ActivateCredential(ctx, ch.Marshal())
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		if errors.Is(err, enclave.ErrNotAvailable) || errors.Is(err, context.DeadlineExceeded) {
-			return exitCannot
-		}
-		return exitRejected
-	}
-	certified, err := act.Check(resp)
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return exitRejected
+	if code != exitOK {
+		return code
 	}
 	rec, err := tpmcred.NewCertification(certified, interDER, time.Now(), *by)
 	if err != nil {
@@ -182,6 +189,210 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 	}
 	printSummary(stdout, sum, *asJSON)
 	return exitOK
+}
+
+// activateLocal runs both halves of the activation on this machine's TPM.
+func activateLocal(ctx context.Context, opts tpm.Options, stderr io.Writer) (*tpmcred.Certified, int) {
+	tp, err := tpm.Open(ctx, opts)
+	if err != nil {
+		errorf(stderr, "tpm activate: %v", err)
+		return nil, exitCannot
+	}
+	defer tp.Close()
+	ekCert := tp.EKCertificate()
+	if ekCert == nil {
+		errorf(stderr, "tpm activate: the TPM has no EK certificate in NV; pin the AK instead")
+		return nil, exitCannot
+	}
+	act, ch, err := tpmcred.NewActivation(rand.Reader, ekCert, tp.AKPublic())
+	if err != nil {
+		errorf(stderr, "tpm activate: %v", err)
+		return nil, exitRejected
+	}
+	resp, err := tp.ActivateCredential(ctx, ch.Marshal())
+	if err != nil {
+		errorf(stderr, "tpm activate: %v", err)
+		if errors.Is(err, enclave.ErrNotAvailable) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, exitCannot
+		}
+		return nil, exitRejected
+	}
+	certified, err := act.Check(resp)
+	if err != nil {
+		errorf(stderr, "tpm activate: %v", err)
+		return nil, exitRejected
+	}
+	return certified, exitOK
+}
+
+// Remote activation limits.
+const (
+	// maxTPMEKResponse bounds GET /v1/tpm/ek: a 16 KiB EK certificate and a
+	// 1 KiB AK public area in b64u, and the JSON around them.
+	maxTPMEKResponse = 32 << 10
+	// maxActivateResponse bounds POST /v1/tpm/activate's answer.
+	maxActivateResponse = 4 << 10
+	// activateTries is how many times a rate-limited challenge is sent.
+	activateTries = 3
+	// maxRetryAfter is the longest Retry-After honoured.
+	maxRetryAfter = 30 * time.Second
+)
+
+// activateRemote is the verifier half against an attester's public API
+// (docs/spec/platform-tpm.md section 2.4): the EK chain is checked before
+// the challenge is made, the secret is drawn and checked here.
+func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inters [][]byte, stderr io.Writer) (*tpmcred.Certified, int) {
+	base = strings.TrimSuffix(base, "/")
+	client := &http.Client{Timeout: 60 * time.Second}
+	status, body, _, err := tpmHTTP(ctx, client, http.MethodGet, base+"/v1/tpm/ek", nil, maxTPMEKResponse)
+	if err != nil {
+		errorf(stderr, "tpm activate: %v", err)
+		return nil, exitCannot
+	}
+	if status != http.StatusOK {
+		errorf(stderr, "tpm activate: GET /v1/tpm/ek: %s", httpStatusText(status, body))
+		return nil, exitCannot
+	}
+	var r jsonobj.Reader
+	doc, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxTPMEKResponse, MaxDepth: 4})
+	if err != nil {
+		errorf(stderr, "tpm activate: GET /v1/tpm/ek: %v", err)
+		return nil, exitRejected
+	}
+	m := r.Object(doc, jsonobj.Root, map[string]bool{"ek_cert_b64u": true, "ak_public_b64u": true, "simulated": true})
+	ekDER := r.B64u(m["ek_cert_b64u"], jsonobj.Key(jsonobj.Root, "ek_cert_b64u"), 0)
+	akPub := r.B64u(m["ak_public_b64u"], jsonobj.Key(jsonobj.Root, "ak_public_b64u"), 0)
+	simulated := r.Bool(m["simulated"], jsonobj.Key(jsonobj.Root, "simulated"))
+	if err := r.Err(); err != nil {
+		errorf(stderr, "tpm activate: GET /v1/tpm/ek: %v", err)
+		return nil, exitRejected
+	}
+	if len(ekDER) > tpmquote.MaxCertSize {
+		errorf(stderr, "tpm activate: the EK certificate is %d bytes", len(ekDER))
+		return nil, exitRejected
+	}
+	ek, err := x509.ParseCertificate(ekDER)
+	if err != nil {
+		errorf(stderr, "tpm activate: EK certificate: %v", err)
+		return nil, exitRejected
+	}
+	// The chain is checked before any challenge is made or sent.
+	root, err := tpmcred.VerifyEKChain(ek, inters, pool, time.Now())
+	if err != nil {
+		errorf(stderr, "tpm activate: %v", err)
+		return nil, exitRejected
+	}
+	act, ch, err := tpmcred.NewActivation(rand.Reader, ekDER, akPub)
+	if err != nil {
+		errorf(stderr, "tpm activate: %v", err)
+		return nil, exitRejected
+	}
+	sim := ""
+	if simulated {
+		sim = " (the attester says its TPM is SIMULATED)"
+	}
+	errorf(stderr, "tpm activate: EK %s (serial %s) chains to %s%s; sending a credential for AK %s",
+		ek.Subject, ek.SerialNumber.Text(16), root.Subject, sim, hex.EncodeToString(ch.AKName))
+
+	req, _ := json.Marshal(map[string]string{"challenge_b64u": b64u.Encode(ch.Marshal())})
+	for try := 1; ; try++ {
+		status, body, retry, err := tpmHTTP(ctx, client, http.MethodPost, base+"/v1/tpm/activate", req, maxActivateResponse)
+		if err != nil {
+			errorf(stderr, "tpm activate: %v", err)
+			return nil, exitCannot
+		}
+		if status == http.StatusTooManyRequests && try < activateTries && retry > 0 && retry <= maxRetryAfter {
+			errorf(stderr, "tpm activate: the attester is busy; retrying in %s", retry)
+			select {
+			case <-time.After(retry):
+				continue
+			case <-ctx.Done():
+				errorf(stderr, "tpm activate: %v", ctx.Err())
+				return nil, exitCannot
+			}
+		}
+		switch {
+		case status == http.StatusUnprocessableEntity:
+			errorf(stderr, "tpm activate: the attester refused the credential: %s", httpStatusText(status, body))
+			return nil, exitRejected
+		case status != http.StatusOK:
+			errorf(stderr, "tpm activate: POST /v1/tpm/activate: %s", httpStatusText(status, body))
+			return nil, exitCannot
+		}
+		var r jsonobj.Reader
+		doc, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxActivateResponse, MaxDepth: 4})
+		if err != nil {
+			errorf(stderr, "tpm activate: activation answer: %v", err)
+			return nil, exitRejected
+		}
+		m := r.Object(doc, jsonobj.Root, map[string]bool{"secret_b64u": true})
+		secret := r.B64u(m["secret_b64u"], jsonobj.Key(jsonobj.Root, "secret_b64u"), 0)
+		if err := r.Err(); err != nil {
+			errorf(stderr, "tpm activate: activation answer: %v", err)
+			return nil, exitRejected
+		}
+		certified, err := act.Check(secret)
+		if err != nil {
+			errorf(stderr, "tpm activate: %v", err)
+			return nil, exitRejected
+		}
+		return certified, exitOK
+	}
+}
+
+// tpmHTTP makes one request and reads at most max bytes of the answer. It
+// returns the status, the body and, for a 429, the Retry-After delay.
+func tpmHTTP(ctx context.Context, c *http.Client, method, url string, body []byte, max int64) (int, []byte, time.Duration, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return 0, nil, 0, err
+	}
+	if int64(len(b)) > max {
+		return 0, nil, 0, fmt.Errorf("%s %s: answer over %d bytes", method, req.URL.Path, max)
+	}
+	var retry time.Duration
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		retry = time.Duration(secs) * time.Second
+	}
+	return resp.StatusCode, b, retry, nil
+}
+
+// httpStatusText describes a non-success answer: the status and the
+// attester's error message, clipped and stripped of control characters.
+func httpStatusText(status int, body []byte) string {
+	s := fmt.Sprintf("%d %s", status, http.StatusText(status))
+	var e struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		msg := strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f {
+				return -1
+			}
+			return r
+		}, e.Error)
+		if len(msg) > 200 {
+			msg = msg[:200]
+		}
+		s += ": " + msg
+	}
+	return s
 }
 
 func runTPMCheck(args []string, stdout, stderr io.Writer) int {
