@@ -32,13 +32,11 @@ type keyAttestations struct {
 	cached   []byte
 	cachedAt time.Time
 
-	bucketMu sync.Mutex
-	tokens   float64
-	filledAt time.Time
+	bucket *tokenBucket
 }
 
 func newKeyAttestations(now func() time.Time, produce func(context.Context, []byte) ([]byte, error)) *keyAttestations {
-	return &keyAttestations{now: now, produce: produce, tokens: challengeQuoteBurst, filledAt: now()}
+	return &keyAttestations{now: now, produce: produce, bucket: newTokenBucket(challengeQuotesPerSecond, challengeQuoteBurst, now)}
 }
 
 // get returns a key attestation for challenge (nil: no challenge).
@@ -56,7 +54,7 @@ func (k *keyAttestations) get(ctx context.Context, challenge []byte) ([]byte, er
 		k.cached, k.cachedAt = jws, k.now()
 		return jws, nil
 	}
-	if wait := k.take(); wait > 0 {
+	if wait := k.bucket.take(); wait > 0 {
 		return nil, &HTTPError{Code: http.StatusTooManyRequests, Msg: "too many key attestations with a challenge; retry later",
 			retryAfter: int(math.Ceil(wait.Seconds()))}
 	}
@@ -65,22 +63,6 @@ func (k *keyAttestations) get(ctx context.Context, challenge []byte) ([]byte, er
 		return nil, httpErr(http.StatusInternalServerError, "cannot produce the key attestation", err)
 	}
 	return jws, nil
-}
-
-// take takes a token, or returns how long until one is available.
-func (k *keyAttestations) take() time.Duration {
-	k.bucketMu.Lock()
-	defer k.bucketMu.Unlock()
-	now := k.now()
-	if el := now.Sub(k.filledAt); el > 0 {
-		k.tokens = min(challengeQuoteBurst, k.tokens+el.Seconds()*challengeQuotesPerSecond)
-	}
-	k.filledAt = now
-	if k.tokens >= 1 {
-		k.tokens--
-		return 0
-	}
-	return time.Duration((1 - k.tokens) / challengeQuotesPerSecond * float64(time.Second))
 }
 
 // keyAttestation is what GET /v1/identity serves.
