@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,8 @@ import (
 
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/verify"
 )
 
@@ -29,6 +30,36 @@ type identityDoc struct {
 	Platform       string `json:"platform"`
 	Simulated      bool   `json:"simulated"`
 	IdentitySealed bool   `json:"identity_sealed"`
+}
+
+// identityMembers are the members of an identity document; all required.
+var identityMembers = map[string]bool{
+	"did": true, "pack_public_key": true, "key_attestation": true,
+	"platform": true, "simulated": true, "identity_sealed": true,
+}
+
+// parseIdentity reads a GET /v1/identity response strictly (schema/jsonobj:
+// no duplicate or case-variant keys, no unknown members, every member of its
+// type), so what packctl checks is what any other strict reader would see.
+func parseIdentity(raw []byte) (*identityDoc, error) {
+	v, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var r jsonobj.Reader
+	m := r.Object(v, "$", identityMembers)
+	id := &identityDoc{
+		Simulated:      r.Bool(m["simulated"], "$.simulated"),
+		IdentitySealed: r.Bool(m["identity_sealed"], "$.identity_sealed"),
+	}
+	id.DID, _ = r.Str(m["did"], "$.did")
+	id.PackPublicKey, _ = r.Str(m["pack_public_key"], "$.pack_public_key")
+	id.KeyAttestation, _ = r.Str(m["key_attestation"], "$.key_attestation")
+	id.Platform, _ = r.Str(m["platform"], "$.platform")
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	return id, nil
 }
 
 // attestedRecipient returns the attester's pack key after verifying its key
@@ -76,11 +107,9 @@ func attestedRecipient(src, policyPath, challengeB64u string, stderr io.Writer) 
 			}
 		}
 	}
-	var id identityDoc
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&id); err != nil {
-		errorf(stderr, "seal: attester identity: malformed JSON")
+	id, err := parseIdentity(raw)
+	if err != nil {
+		errorf(stderr, "seal: attester identity: %v", err)
 		if hint := inputHint(input{"--attester", src, raw, kindIdentity}); hint != "" {
 			errorf(stderr, "seal: %s", hint)
 		}

@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -272,11 +271,9 @@ func inspectDocument(raw []byte, kind string) (*pohjson.Value, error) {
 		}
 		o.val("evidence_document", v)
 	case kindIdentity:
-		var id identityDoc
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&id); err != nil {
-			return nil, errors.New("malformed identity document")
+		id, err := parseIdentity(raw)
+		if err != nil {
+			return nil, fmt.Errorf("malformed identity document: %w", err)
 		}
 		o.str("did", id.DID)
 		o.str("platform", id.Platform)

@@ -177,11 +177,8 @@ func runPolicyInit(args []string, stdout, stderr io.Writer) int {
 	var jws []byte
 	switch k := sniff(raw); k {
 	case kindIdentity:
-		id = &identityDoc{}
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(id); err != nil {
-			errorf(stderr, "policy init: attester identity: malformed JSON")
+		if id, err = parseIdentity(raw); err != nil {
+			errorf(stderr, "policy init: attester identity: %v", err)
 			return exitRejected
 		}
 		jws = []byte(id.KeyAttestation)
