@@ -105,6 +105,12 @@ type AttestInput struct {
 	AuditCount         int64
 	// Model is the model identity the run was configured with.
 	Model ModelIdentity
+	// AdmissionPolicyHashB64u is the admission_policy_hash_b64u of the
+	// admission policy enforced when the run was created, empty when none
+	// was; Sensitive says whether that policy is sensitive (its run-time
+	// obligations were met). Sensitive requires AdmissionPolicyHashB64u.
+	AdmissionPolicyHashB64u string
+	Sensitive               bool
 	// Harness, optional, is copied into the attestation payload.
 	Harness *poh.Harness
 	// EvidenceURI, optional, is evidence_ref.uri: where the evidence
@@ -185,6 +191,11 @@ func checkInput(in *AttestInput) error {
 	}
 	if in.PromptRootHashB64u != "" {
 		hashes = append(hashes, struct{ name, v string }{"prompt root hash", in.PromptRootHashB64u})
+	}
+	if in.AdmissionPolicyHashB64u != "" {
+		hashes = append(hashes, struct{ name, v string }{"admission policy hash", in.AdmissionPolicyHashB64u})
+	} else if in.Sensitive {
+		return fmt.Errorf("%w: a sensitive run needs its admission policy hash", ErrInput)
 	}
 	for _, h := range hashes {
 		if _, err := b64u.DecodeHash(h.v); err != nil {
@@ -338,6 +349,11 @@ func (is *Issuer) Attest(ctx context.Context, input AttestInput) (*Output, error
 		GateAuditCount:               in.AuditCount,
 		ModelIdentity:                model,
 		ModelIdentityDigestB64u:      modelDigest,
+		AdmissionPolicyHashB64u:      in.AdmissionPolicyHashB64u,
+		Sensitive:                    evidencedoc.SensitivityOf(in.Sensitive),
+	}
+	if err := evidencedoc.CheckCommitments(&commitments); err != nil {
+		return nil, fmt.Errorf("%w: commitments: %w", ErrInput, err)
 	}
 	ec := &evidencedoc.ExecutionContext{
 		Context:             evidencedoc.ExecutionContextLabel,

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 
 	sevabi "github.com/google/go-sev-guest/abi"
@@ -218,6 +219,41 @@ func TestAttestSEVSNP(t *testing.T) {
 		t.Fatalf("platform %s", out.Platform)
 	}
 	verifySEV(t, v.doc.Items[0].Evidence, v.rd)
+}
+
+// TestAttestCommitsAdmission: the commitments are v2 and carry the run's
+// admission policy hash and sensitive flag, in the evidence context (bound
+// into REPORT_DATA) and in metadata.clawea alike.
+func TestAttestCommitsAdmission(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		policy    string
+		sensitive bool
+	}{{"no policy", "", false}, {"policy", h("admission policy"), false}, {"sensitive", h("admission policy"), true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRun()
+			is := issuer(simSEV(t))
+			in := r.input(t)
+			in.AdmissionPolicyHashB64u, in.Sensitive = tc.policy, tc.sensitive
+			out, err := is.Attest(context.Background(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := checkOutput(t, r, is, out)
+			c := v.doc.Execution.Clawea
+			if c.Version != evidencedoc.CommitmentsVersionV2 || c.AdmissionPolicyHashB64u != tc.policy || c.Sensitive != evidencedoc.SensitivityOf(tc.sensitive) {
+				t.Fatalf("commitments %+v", c)
+			}
+			want := fmt.Sprintf(`"model_identity_digest_b64u":%q,`, c.ModelIdentityDigestB64u)
+			if tc.policy != "" {
+				want += fmt.Sprintf(`"admission_policy_hash_b64u":%q,`, tc.policy)
+			}
+			want += fmt.Sprintf(`"sensitive":%t`, tc.sensitive)
+			if !bytes.Contains(v.doc.EvidenceContext(), []byte(want+"}")) || !bytes.Contains(out.AttestationJSON, []byte(want+`,"simulated":true}`)) {
+				t.Fatalf("context or metadata lacks %s", want)
+			}
+		})
+	}
 }
 
 func TestAttestTDX(t *testing.T) {
@@ -449,6 +485,8 @@ func TestAttestInputAndConfigErrors(t *testing.T) {
 		{"no model", nil, func(in *attestation.AttestInput) { in.Model = attestation.ModelIdentity{} }, attestation.ErrInput},
 		{"control char in model", nil, func(in *attestation.AttestInput) { in.Model.Model = "a\nb" }, attestation.ErrInput},
 		{"empty bundle", nil, func(in *attestation.AttestInput) { in.BundleEnvelope = nil }, attestation.ErrInput},
+		{"sensitive without admission policy", nil, func(in *attestation.AttestInput) { in.Sensitive = true }, attestation.ErrInput},
+		{"bad admission policy hash", nil, func(in *attestation.AttestInput) { in.AdmissionPolicyHashB64u = "AAAA" }, attestation.ErrInput},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

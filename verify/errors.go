@@ -68,6 +68,8 @@ const (
 	PolicyReportHash   = "report-hash"
 	PolicyGatePolicy   = "gate-policy"
 	PolicyModel        = "model"
+	PolicyAdmission    = "admission-policy"
+	PolicySensitive    = "sensitive"
 	PolicyTemplates    = "templates"
 	PolicyRecipe       = "recipe"
 	PolicyUnknownCheck = "platform"

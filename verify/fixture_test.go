@@ -158,10 +158,16 @@ func attesterKey() ed25519.PrivateKey { return key(9) }
 // attest makes an attestation of r with the producer (attestation.Issuer).
 func attest(t testing.TB, q measurer, r *run) *fixture {
 	t.Helper()
+	return attestWith(t, q, r, nil)
+}
+
+// attestWith is attest with the producer's input changed by tweak.
+func attestWith(t testing.TB, q measurer, r *run, tweak func(*attestation.AttestInput)) *fixture {
+	t.Helper()
 	log, root, count := r.auditLog(t)
 	bundle := r.bundle(t)
 	is := &attestation.Issuer{Key: attesterKey(), Quoter: q, Now: fixedNow}
-	out, err := is.Attest(context.Background(), attestation.AttestInput{
+	in := attestation.AttestInput{
 		BundleEnvelope:               bundle,
 		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
 		AgentDID:                     r.AgentDID(),
@@ -174,7 +180,11 @@ func attest(t testing.TB, q measurer, r *run) *fixture {
 		AuditCount:                   int64(count),
 		Model:                        r.model(),
 		Harness:                      &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
-	})
+	}
+	if tweak != nil {
+		tweak(&in)
+	}
+	out, err := is.Attest(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +256,7 @@ func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
 		Version: evidencedoc.CommitmentsVersion, SystemPromptHashB64u: testReport().Final.SystemPromptHashB64u,
 		SystemPromptReportHashB64u: rh, PromptPackCiphertextHashB64u: h("prompt_pack.enc"),
 		GatePolicyHashB64u: h("gate policy"), GateAuditRootB64u: s.auditRoot, GateAuditCount: s.auditCount,
-		ModelIdentity: model, ModelIdentityDigestB64u: digest,
+		ModelIdentity: model, ModelIdentityDigestB64u: digest, Sensitive: evidencedoc.SensitiveFalse,
 	}
 	if s.commitments != nil {
 		s.commitments(&c)

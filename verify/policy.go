@@ -105,6 +105,14 @@ type Policy struct {
 	// ReceiptSignerDIDs is the allowlist of gateway receipt signers; it is
 	// reported (Result.Bundle.AllowlistedReceipts), not enforced.
 	ReceiptSignerDIDs []string
+	// AdmissionPolicyHashes, when not empty, is the allowlist of admission
+	// policies (admission_policy_hash_b64u) a run must have been admitted
+	// under: an attestation that commits to none of them is refused.
+	AdmissionPolicyHashes []string
+	// RequireSensitive refuses an attestation that does not mark its run as
+	// sensitive. It requires AdmissionPolicyHashes: a sensitive run is only
+	// as strict as the policy that admitted it.
+	RequireSensitive bool
 }
 
 var (
@@ -143,6 +151,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	if len(p.TPMAKCertifications) > 0 && len(p.TPMEKRoots) == 0 {
 		return nil, fmt.Errorf("%w: tpm_ak_certifications_b64u needs tpm_ek_roots_b64u", ErrPolicyFile)
 	}
+	if err := p.checkConsistent(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPolicyFile, err)
+	}
 	return p, nil
 }
 
@@ -156,6 +167,19 @@ func (p *Policy) tpmEKRoots() *x509.CertPool {
 		pool.AddCert(c)
 	}
 	return pool
+}
+
+// ErrContradiction is wrapped (with ErrPolicyFile from ParsePolicy, with
+// ErrUsage from Verify) when policy members contradict each other.
+var ErrContradiction = errors.New("verify: contradictory policy")
+
+// checkConsistent refuses contradictory members.
+func (p *Policy) checkConsistent() error {
+	if p.RequireSensitive && len(p.AdmissionPolicyHashes) == 0 {
+		return &jsonobj.PathError{Path: jsonobj.Key(jsonobj.Root, "require_sensitive"),
+			Err: fmt.Errorf("%w: require_sensitive needs admission_policy_hashes_b64u (the admission policies a sensitive run may have been admitted under)", ErrContradiction)}
+	}
+	return nil
 }
 
 func (p *Policy) set(r *jsonobj.Reader, key string, v *pohjson.Value) {
@@ -292,6 +316,16 @@ func (p *Policy) set(r *jsonobj.Reader, key string, v *pohjson.Value) {
 			}
 			p.TrustedRecipes = append(p.TrustedRecipes, Recipe{ID: id, Version: ver})
 		}
+	case "require_sensitive":
+		p.RequireSensitive = r.Bool(v, path)
+	case "admission_policy_hashes_b64u":
+		listTo(r, v, path, func(s string) error {
+			if _, err := b64u.DecodeHash(s); err != nil {
+				return errors.New("want a b64u SHA-256 string")
+			}
+			p.AdmissionPolicyHashes = append(p.AdmissionPolicyHashes, s)
+			return nil
+		})
 	case "expected_system_prompt_hash_b64u":
 		p.ExpectedPromptHashB64u = hashTo(r, v, path)
 	case "expected_report_hash_b64u":
@@ -415,6 +449,8 @@ func (p *Policy) Encode() ([]byte, error) {
 		ms = append(ms, pohjson.M("expected_model", pohjson.NewObject(mm...)))
 	}
 	addList("gateway_receipt_signer_dids", p.ReceiptSignerDIDs)
+	addList("admission_policy_hashes_b64u", p.AdmissionPolicyHashes)
+	addBool("require_sensitive", p.RequireSensitive)
 	return pohjson.Stringify(pohjson.NewObject(ms...))
 }
 

@@ -22,6 +22,10 @@ func TestParsePolicyErrorsNameTheMember(t *testing.T) {
 		{head + `"trusted_recipes":[{"version":"1","id":"x"}]}`, "$.trusted_recipes[0]", jsonobj.ErrWrongType},
 		{head + `"expected_report_hash_b64u":"abc"}`, "$.expected_report_hash_b64u", jsonobj.ErrWrongType},
 		{head + `"allow_simulated":true,"allow_simulated":false}`, "$.allow_simulated", pohjson.ErrDuplicateKey},
+		{head + `"require_sensitive":true}`, "$.require_sensitive", ErrContradiction},
+		{head + `"require_sensitive":1,"admission_policy_hashes_b64u":["` + h("a") + `"]}`, "$.require_sensitive", jsonobj.ErrWrongType},
+		{head + `"admission_policy_hashes_b64u":["abc"]}`, "$.admission_policy_hashes_b64u[0]", jsonobj.ErrWrongType},
+		{head + `"admission_policy_hashes_b64u":["` + h("a") + `","` + h("a") + `"]}`, "$.admission_policy_hashes_b64u[1]", jsonobj.ErrWrongType},
 	} {
 		_, err := ParsePolicy([]byte(tc.in))
 		if !errors.Is(err, ErrPolicyFile) || !errors.Is(err, tc.want) {
@@ -32,5 +36,20 @@ func TestParsePolicyErrorsNameTheMember(t *testing.T) {
 		if !ok || pe.Path != tc.path {
 			t.Errorf("%s: err = %v, want path %s", tc.in, err, tc.path)
 		}
+	}
+}
+
+func TestPolicyAdmissionRoundTrip(t *testing.T) {
+	in := `{"policy_version":"clawea.dev/verify-policy/v1","admission_policy_hashes_b64u":["` + h("a") + `","` + h("b") + `"],"require_sensitive":true}`
+	p, err := ParsePolicy([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.RequireSensitive || len(p.AdmissionPolicyHashes) != 2 || p.AdmissionPolicyHashes[1] != h("b") {
+		t.Fatalf("policy %+v", p)
+	}
+	out, err := p.Encode()
+	if err != nil || string(out) != in {
+		t.Fatalf("Encode = %s, %v", out, err)
 	}
 }

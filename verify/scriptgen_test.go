@@ -32,6 +32,7 @@ stdout 'ok +envelope'
 stdout 'ok +report-data'
 stdout 'ok +tool-calls +2 tool_call'
 stdout 'SKIPPED +revocation'
+stdout '^admission policy: none \(clawea.dev/attestation/v1 predates admission policies\)'
 stdout '^VERIFIED \(SIMULATED'
 ! stderr .
 
@@ -68,6 +69,13 @@ stdout '^REJECTED: evidence-ref HASH_MISMATCH'
 stdout '^REJECTED: bundle-linkage EVIDENCE_MISMATCH'
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --bundle sev/bundle.json --audit sev/audit-tampered.jsonl --policy policy.json --at 2026-06-01T12:00:00Z
 stdout '^REJECTED: audit-log HASH_MISMATCH'
+
+# Policy: a run admitted under no listed admission policy (here a v1
+# attestation, which predates them) is refused by a policy that requires
+# sensitive mode (exit 4); the message names the member and the value seen.
+! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy sensitive.json --at 2026-06-01T12:00:00Z
+stdout '^POLICY-REFUSED: policy/admission-policy'
+stderr 'the run.s admission policy none \(clawea.dev/attestation/v1 predates admission policies\) is not in admission_policy_hashes_b64u'
 
 # Policy: another measurement is refused (exit 4).
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy other-measurement.json --at 2026-06-01T12:00:00Z
@@ -145,6 +153,12 @@ func writeScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sensitive := *pol
+	sensitive.AdmissionPolicyHashes, sensitive.RequireSensitive = []string{h("admission policy")}, true
+	sensitiveJSON, err := sensitive.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
 	der, err := x509.MarshalPKCS8PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0x5e}, 32)))
 	if err != nil {
 		t.Fatal(err)
@@ -154,6 +168,7 @@ func writeScript(t *testing.T) {
 	add := func(name string, data []byte) { ar.Files = append(ar.Files, txtar.File{Name: name, Data: data}) }
 	add("policy.json", nl(polJSON))
 	add("other-measurement.json", nl(otherJSON))
+	add("sensitive.json", nl(sensitiveJSON))
 	add("strict.json", []byte(`{"policy_version":"clawea.dev/verify-policy/v1","allow_any_measurement":true}`+"\n"))
 	add("bad-policy.json", []byte(`{"policy_version":"clawea.dev/verify-policy/v1","allow_simulation":true}`+"\n"))
 	add("report.json", nl(sev.report))

@@ -225,6 +225,9 @@ func Verify(attestation, evidence, bundle []byte, policy *Policy, opts Options) 
 		policy = &Policy{}
 	}
 	st := &state{opts: opts, policy: policy, res: &Result{PolicyID: policy.ID()}}
+	if err := policy.checkConsistent(); err != nil {
+		return nil, st.fail(&Error{Class: ErrUsage, Check: CheckInput, Err: err})
+	}
 	defer func() {
 		// Last line of defence: a panic anywhere below is a rejection.
 		if r := recover(); r != nil {
@@ -754,6 +757,9 @@ func (st *state) checkPolicy() *Error {
 		return policyErr(PolicyGatePolicy, "expected_gate_policy_hash_b64u", "the run's gate policy hash %s is not expected_gate_policy_hash_b64u %s",
 			safetext.Clip(c.GatePolicyHashB64u, 64), p.ExpectedGatePolicyHashB64u)
 	}
+	if e := checkAdmission(p, c); e != nil {
+		return e
+	}
 	if m := p.ExpectedModel; m != nil {
 		got := c.ModelIdentity
 		if got.Provider != m.Provider || got.Model != m.Model || got.Revision != m.Revision {
@@ -772,4 +778,36 @@ func (st *state) checkPolicy() *Error {
 	}
 	st.pass(CheckPolicy, "%s", r.PolicyID)
 	return nil
+}
+
+// checkAdmission applies admission_policy_hashes_b64u and require_sensitive
+// (docs/spec/verify-v1.md) to the verified commitments. The message names
+// the policy member and the value the attestation carries.
+func checkAdmission(p *Policy, c *evidencedoc.Commitments) *Error {
+	if len(p.AdmissionPolicyHashes) > 0 && (c.AdmissionPolicyHashB64u == "" || !slices.Contains(p.AdmissionPolicyHashes, c.AdmissionPolicyHashB64u)) {
+		return policyErr(PolicyAdmission, "admission_policy_hashes_b64u", "the run's admission policy %s is not in admission_policy_hashes_b64u", AdmissionPolicyOf(c))
+	}
+	if p.RequireSensitive && !c.IsSensitive() {
+		seen := "sensitive: false"
+		if c.Sensitive == evidencedoc.SensitiveAbsent {
+			seen = "no sensitive member (" + c.Version + ")"
+		}
+		return policyErr(PolicySensitive, "require_sensitive", "the run is not marked sensitive (%s) and require_sensitive is set", seen)
+	}
+	return nil
+}
+
+// AdmissionPolicyOf describes the admission policy commitments name: its
+// hash and whether it is sensitive, "none" when the attester enforced none,
+// or that the commitment version predates admission.
+func AdmissionPolicyOf(c *evidencedoc.Commitments) string {
+	switch {
+	case c.Version == evidencedoc.CommitmentsVersionV1:
+		return "none (" + c.Version + " predates admission policies)"
+	case c.AdmissionPolicyHashB64u == "":
+		return "none"
+	case c.IsSensitive():
+		return c.AdmissionPolicyHashB64u + " (sensitive)"
+	}
+	return c.AdmissionPolicyHashB64u + " (not sensitive)"
 }

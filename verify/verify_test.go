@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/citest"
@@ -637,4 +638,87 @@ func fieldOf(e *Error) string {
 		return "<nil>"
 	}
 	return e.Field
+}
+
+// TestAdmissionPolicy: require_sensitive and admission_policy_hashes_b64u
+// applied to attestations the producer made (v2) and to a v1 commitment.
+func TestAdmissionPolicy(t *testing.T) {
+	listed, unlisted := h("admission policy"), h("another admission policy")
+	mk := func(hash string, sensitive bool) *fixture {
+		return attestWith(t, simSEV(t, sim.Options{}), newRun(t), func(in *attestation.AttestInput) {
+			in.AdmissionPolicyHashB64u, in.Sensitive = hash, sensitive
+		})
+	}
+	sensitive, plain, none, other := mk(listed, true), mk(listed, false), mk("", false), mk(unlisted, true)
+	strict := func(f *fixture) *Policy {
+		p := f.simPolicy()
+		p.AdmissionPolicyHashes, p.RequireSensitive = []string{listed}, true
+		return p
+	}
+	res, err := Verify(sensitive.att, sensitive.ev, nil, strict(sensitive), Options{Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Commitments; c.AdmissionPolicyHashB64u != listed || !c.IsSensitive() || AdmissionPolicyOf(&c) != listed+" (sensitive)" {
+		t.Fatalf("commitments %+v", c)
+	}
+	for _, tc := range []struct {
+		name  string
+		f     *fixture
+		check string
+		msg   []string
+	}{
+		{"not sensitive", plain, CheckPolicy + "/" + PolicySensitive, []string{"require_sensitive", "sensitive: false"}},
+		{"no admission policy", none, CheckPolicy + "/" + PolicyAdmission, []string{"admission_policy_hashes_b64u", "policy none"}},
+		{"unlisted admission policy", other, CheckPolicy + "/" + PolicyAdmission, []string{"admission_policy_hashes_b64u", unlisted}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Verify(tc.f.att, tc.f.ev, nil, strict(tc.f), Options{Now: fixedNow})
+			wantErr(t, err, ErrPolicy, tc.check, "")
+			for _, m := range tc.msg {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("error %q does not say %q", err, m)
+				}
+			}
+		})
+	}
+	// An allowlist alone admits a listed, non-sensitive run.
+	p := plain.simPolicy()
+	p.AdmissionPolicyHashes = []string{listed}
+	if _, err := Verify(plain.att, plain.ev, nil, p, Options{Now: fixedNow}); err != nil {
+		t.Fatal(err)
+	}
+	// A v1 attestation still verifies without admission requirements, and
+	// is refused by them, naming its version.
+	r := newRun(t)
+	q := simSEV(t, sim.Options{})
+	spec := forgeRun(t, q, r)
+	spec.commitments = func(c *evidencedoc.Commitments) {
+		c.Version, c.Sensitive = evidencedoc.CommitmentsVersionV1, evidencedoc.SensitiveAbsent
+	}
+	att, jws := forge(t, spec)
+	m, _ := q.LaunchMeasurement(t.Context())
+	p = &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true, Measurements: [][]byte{m}}
+	res, err = Verify(att, jws, nil, p, Options{Now: fixedNow})
+	if err != nil {
+		t.Fatalf("v1: %v", err)
+	}
+	if got := AdmissionPolicyOf(&res.Commitments); !strings.Contains(got, "predates") {
+		t.Fatalf("v1 admission %q", got)
+	}
+	p.AdmissionPolicyHashes, p.RequireSensitive = []string{listed}, true
+	_, err = Verify(att, jws, nil, p, Options{Now: fixedNow})
+	if e := wantErr(t, err, ErrPolicy, CheckPolicy+"/"+PolicyAdmission, ""); !strings.Contains(e.Error(), "predates") {
+		t.Fatalf("v1 refusal %q does not name the version", e)
+	}
+	// An empty entry in a programmatic allowlist never matches a run
+	// without an admission policy.
+	p.AdmissionPolicyHashes, p.RequireSensitive = []string{""}, false
+	_, err = Verify(att, jws, nil, p, Options{Now: fixedNow})
+	wantErr(t, err, ErrPolicy, CheckPolicy+"/"+PolicyAdmission, "")
+	// A programmatic policy that requires sensitive without an allowlist is
+	// a usage error, not a verdict.
+	p.AdmissionPolicyHashes, p.RequireSensitive = nil, true
+	_, err = Verify(sensitive.att, sensitive.ev, nil, p, Options{Now: fixedNow})
+	wantErr(t, err, ErrUsage, CheckInput, "")
 }

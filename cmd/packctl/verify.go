@@ -185,6 +185,7 @@ func writeSummary(w io.Writer, res *verify.Result, verr error) {
 		return
 	}
 	fmt.Fprintf(w, "attestation %s run=%s agent=%s attester=%s\n", res.AttestationID, res.RunID, res.AgentDID, res.AttesterDID)
+	fmt.Fprintf(w, "admission policy: %s\n", verify.AdmissionPolicyOf(&res.Commitments))
 	for _, c := range res.Checks {
 		tag := "ok      "
 		switch c.Status {

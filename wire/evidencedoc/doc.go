@@ -17,6 +17,7 @@ package evidencedoc
 import (
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/clawea/attester/wire/evidence"
@@ -48,8 +49,17 @@ const (
 	// KeyNonceLabel is the label of the key-attestation nonce (REPORT_DATA
 	// bytes 0..31 of a key attestation).
 	KeyNonceLabel = "clawea.dev/attester/v1/key-attestation/nonce"
-	// CommitmentsVersion is metadata.clawea.clawea_version.
-	CommitmentsVersion = "clawea.dev/attestation/v1"
+	// CommitmentsVersion is the metadata.clawea.clawea_version a producer
+	// writes: v2, which adds the admission policy and sensitive members.
+	CommitmentsVersion = CommitmentsVersionV2
+	// CommitmentsVersionV1 is the first commitments version: it carries
+	// neither admission_policy_hash_b64u nor sensitive. Parse still
+	// accepts it, so that older attestations stay verifiable.
+	CommitmentsVersionV1 = "clawea.dev/attestation/v1"
+	// CommitmentsVersionV2 adds admission_policy_hash_b64u (present when
+	// the attester enforced an admission policy at run creation) and
+	// sensitive (always present).
+	CommitmentsVersionV2 = "clawea.dev/attestation/v2"
 )
 
 // Limits.
@@ -168,6 +178,66 @@ type Commitments struct {
 	GateAuditCount               int64         `json:"gate_audit_count"`
 	ModelIdentity                ModelIdentity `json:"model_identity"`
 	ModelIdentityDigestB64u      string        `json:"model_identity_digest_b64u"`
+	// AdmissionPolicyHashB64u (v2, OPTIONAL) is the admission_policy_hash_b64u
+	// of the admission policy the attester enforced when it created the run
+	// (docs/spec/admission-policy-v1.md); empty when it enforced none.
+	AdmissionPolicyHashB64u string `json:"admission_policy_hash_b64u,omitempty"`
+	// Sensitive (v2, REQUIRED; absent in v1) says whether that policy is
+	// sensitive, so that the run was held to its run-time obligations.
+	// SensitiveTrue requires AdmissionPolicyHashB64u.
+	Sensitive Sensitivity `json:"sensitive,omitzero"`
+}
+
+// IsSensitive reports whether the commitments mark the run as sensitive.
+// A v1 commitment never does.
+func (c *Commitments) IsSensitive() bool { return c.Sensitive == SensitiveTrue }
+
+// Sensitivity is the "sensitive" member of v2 commitments: absent (its zero
+// value, v1), false or true. It is a comparable value so that Commitments
+// stay comparable with ==.
+type Sensitivity uint8
+
+// The values of Sensitivity.
+const (
+	SensitiveAbsent Sensitivity = iota
+	SensitiveFalse
+	SensitiveTrue
+)
+
+// SensitivityOf returns SensitiveTrue or SensitiveFalse.
+func SensitivityOf(b bool) Sensitivity {
+	if b {
+		return SensitiveTrue
+	}
+	return SensitiveFalse
+}
+
+// IsZero reports whether the member is absent (for omitzero).
+func (s Sensitivity) IsZero() bool { return s == SensitiveAbsent }
+
+// MarshalJSON writes true or false; an absent or unknown value is an error
+// (absent members are omitted by omitzero before this is called).
+func (s Sensitivity) MarshalJSON() ([]byte, error) {
+	switch s {
+	case SensitiveTrue:
+		return []byte("true"), nil
+	case SensitiveFalse:
+		return []byte("false"), nil
+	}
+	return nil, fmt.Errorf("%w: sensitive has no value", ErrMalformed)
+}
+
+// UnmarshalJSON accepts exactly true or false (not null).
+func (s *Sensitivity) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*s = SensitiveTrue
+	case "false":
+		*s = SensitiveFalse
+	default:
+		return fmt.Errorf("%w: sensitive must be true or false", ErrMalformed)
+	}
+	return nil
 }
 
 // Metadata is the object at metadata.clawea of an execution attestation

@@ -60,6 +60,7 @@ func execDoc(t testing.TB) *evidencedoc.Document {
 				GateAuditCount:               3,
 				ModelIdentity:                model,
 				ModelIdentityDigestB64u:      md,
+				Sensitive:                    evidencedoc.SensitiveFalse,
 			},
 		},
 		Items: []evidencedoc.Item{{
@@ -335,5 +336,82 @@ func TestParseRefusesEveryByteChange(t *testing.T) {
 				t.Fatalf("byte %d ^ %#x: accepted", i, x)
 			}
 		}
+	}
+}
+
+// TestCommitmentVersions: a v1 commitment (no admission members) still
+// parses; v2 requires sensitive and ties sensitive to an admission policy
+// hash; any other version is refused.
+func TestCommitmentVersions(t *testing.T) {
+	admission := hash("admission policy")
+	good := map[string]func(c *evidencedoc.Commitments){
+		"v2 not sensitive, no policy": func(c *evidencedoc.Commitments) {},
+		"v2 not sensitive, policy":    func(c *evidencedoc.Commitments) { c.AdmissionPolicyHashB64u = admission },
+		"v2 sensitive": func(c *evidencedoc.Commitments) {
+			c.AdmissionPolicyHashB64u, c.Sensitive = admission, evidencedoc.SensitiveTrue
+		},
+		"v1": func(c *evidencedoc.Commitments) {
+			c.Version, c.Sensitive = evidencedoc.CommitmentsVersionV1, evidencedoc.SensitiveAbsent
+		},
+	}
+	for name, tweak := range good {
+		t.Run(name, func(t *testing.T) {
+			d := execDoc(t)
+			tweak(&d.Execution.Clawea)
+			p, err := evidencedoc.Parse(sign(t, d).JWS, pub())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.Execution.Clawea
+			if got.Version != d.Execution.Clawea.Version || got.AdmissionPolicyHashB64u != d.Execution.Clawea.AdmissionPolicyHashB64u || got != d.Execution.Clawea {
+				t.Fatalf("commitments did not round-trip: %+v", got)
+			}
+		})
+	}
+	// Signed payloads edited by hand: what Sign refuses to write, Parse
+	// refuses to read.
+	base := execDoc(t)
+	base.Execution.Clawea.AdmissionPolicyHashB64u = admission
+	hdr, payload := segments(sign(t, base).JWS)
+	tail := `"admission_policy_hash_b64u":"` + admission + `","sensitive":false}`
+	bad := map[string]struct {
+		old, new string
+		want     error
+	}{
+		"v1 with admission members": {`"clawea_version":"clawea.dev/attestation/v2"`, `"clawea_version":"clawea.dev/attestation/v1"`, evidencedoc.ErrMalformed},
+		"v2 without sensitive":      {tail, `"admission_policy_hash_b64u":"` + admission + `"}`, evidencedoc.ErrMalformed},
+		"sensitive null":            {tail, `"admission_policy_hash_b64u":"` + admission + `","sensitive":null}`, evidencedoc.ErrMalformed},
+		"sensitive without policy":  {tail, `"sensitive":true}`, evidencedoc.ErrInconsistent},
+		"empty policy hash":         {tail, `"admission_policy_hash_b64u":"","sensitive":false}`, evidencedoc.ErrMalformed},
+		"short policy hash":         {tail, `"admission_policy_hash_b64u":"abc","sensitive":false}`, evidencedoc.ErrMalformed},
+		"unknown version":           {`"clawea_version":"clawea.dev/attestation/v2"`, `"clawea_version":"clawea.dev/attestation/v3"`, evidencedoc.ErrUnsupported},
+		"sensitive before policy":   {tail, `"sensitive":false,"admission_policy_hash_b64u":"` + admission + `"}`, evidencedoc.ErrMalformed},
+	}
+	for name, c := range bad {
+		t.Run(name, func(t *testing.T) {
+			if !bytes.Contains(payload, []byte(c.old)) {
+				t.Fatalf("payload has no %q", c.old)
+			}
+			p := bytes.Replace(payload, []byte(c.old), []byte(c.new), 1)
+			d, err := evidencedoc.Parse(signRaw(hdr, p), pub())
+			if !errors.Is(err, c.want) || d != nil {
+				t.Fatalf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+	for name, tweak := range map[string]func(c *evidencedoc.Commitments){
+		"sign v2 without sensitive":     func(c *evidencedoc.Commitments) { c.Sensitive = evidencedoc.SensitiveAbsent },
+		"sign sensitive without policy": func(c *evidencedoc.Commitments) { c.Sensitive = evidencedoc.SensitiveTrue },
+		"sign v1 sensitive": func(c *evidencedoc.Commitments) {
+			c.Version, c.AdmissionPolicyHashB64u, c.Sensitive = evidencedoc.CommitmentsVersionV1, admission, evidencedoc.SensitiveTrue
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := execDoc(t)
+			tweak(&d.Execution.Clawea)
+			if s, err := evidencedoc.Sign(fuzzKey, d); err == nil || s != nil {
+				t.Fatal("signed an invalid commitment")
+			}
+		})
 	}
 }

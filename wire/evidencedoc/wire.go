@@ -330,9 +330,27 @@ func checkExecution(c *ExecutionContext, nonce [32]byte) error {
 }
 
 // CheckCommitments validates a Commitments object: version, digests, count,
-// model identity and its digest.
+// model identity and its digest, and the members of its version (v1: no
+// admission member; v2: sensitive present, and true only with an admission
+// policy hash). Another version is refused (ErrUnsupported).
 func CheckCommitments(c *Commitments) error {
-	if c.Version != CommitmentsVersion {
+	switch c.Version {
+	case CommitmentsVersionV1:
+		if c.AdmissionPolicyHashB64u != "" || c.Sensitive != SensitiveAbsent {
+			return fmt.Errorf("%w: a %s commitment has no admission_policy_hash_b64u or sensitive member", ErrMalformed, CommitmentsVersionV1)
+		}
+	case CommitmentsVersionV2:
+		if c.Sensitive != SensitiveFalse && c.Sensitive != SensitiveTrue {
+			return fmt.Errorf("%w: sensitive is required in %s", ErrMalformed, CommitmentsVersionV2)
+		}
+		if c.AdmissionPolicyHashB64u != "" {
+			if err := checkHash("admission_policy_hash_b64u", c.AdmissionPolicyHashB64u); err != nil {
+				return err
+			}
+		} else if c.Sensitive == SensitiveTrue {
+			return fmt.Errorf("%w: sensitive is true without admission_policy_hash_b64u", ErrInconsistent)
+		}
+	default:
 		return fmt.Errorf("%w: clawea_version %q", ErrUnsupported, safetext.Clip(c.Version, 64))
 	}
 	for _, f := range []struct{ name, v string }{
