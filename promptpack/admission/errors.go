@@ -41,6 +41,22 @@ const (
 	RuleRuntimeVerification   = "RUNTIME_VERIFICATION_NOT_ENFORCED"
 )
 
+// KnownRule reports whether code is one of the rule codes above (for a
+// refusal that crossed a process boundary).
+func KnownRule(code string) bool {
+	switch code {
+	case RuleRecipeNotAllowed, RulePromptModeNotAllowed, RuleBootstrapPath, RuleBootstrapDuplicate,
+		RuleBootstrapFileTooLarge, RuleBootstrapTotalTooBig, RuleBootstrapBinary, RuleBootstrapNul,
+		RuleBootstrapNewlines, RuleBootstrapNotPinned, RuleSkillsRefused, RuleSkillsMalformed,
+		RuleSkillsPreamble, RuleSkillNotAllowed, RuleSkillNotPinned, RuleSkillWorkspace,
+		RuleSkillsEnvRefused, RuleSkillsEnvNotPinned, RuleExtraSystemPrompt, RuleToolSchemasNotPinned,
+		RuleToolSummaryRefused, RuleToolNameNotAllowed, RuleOwnersRefused, RuleOwnerNotHMAC,
+		RuleRuntimeMemoryUnlocked, RuleRuntimeDevelopment, RuleRuntimeFailMode, RuleRuntimeVerification:
+		return true
+	}
+	return false
+}
+
 var (
 	// ErrRefused is matched (errors.Is) by every *RuleError: the pack or
 	// the run is refused by policy.

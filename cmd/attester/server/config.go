@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/clawea/attester/gate"
+	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -76,6 +77,13 @@ type Config struct {
 	// committed in measurements.model_weights_digest_b64u.
 	ModelProvider string
 	Model         string
+	// AdmissionPolicy, when set (attester.admissionPolicy: an absolute path
+	// to the policy file, or the policy inline as an object), is applied
+	// to every run at creation (docs/spec/admission-policy-v1.md section 9),
+	// and its hash and sensitive flag are committed in the run's
+	// attestation. Nil: no admission policy, and runs are attested as not
+	// sensitive.
+	AdmissionPolicy *admission.Policy
 
 	owners   map[string]struct{}
 	uidAllow map[int]struct{}
@@ -163,6 +171,11 @@ func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error
 	if err != nil {
 		return nil, nil, err
 	}
+	if v := top["attester"].Get("admissionPolicy"); v != nil {
+		if c.AdmissionPolicy, err = readAdmissionPolicy(v, o); err != nil {
+			return nil, nil, err
+		}
+	}
 	if err := c.validate(); err != nil {
 		return nil, nil, err
 	}
@@ -222,6 +235,7 @@ func readAttester(v *pohjson.Value) (*Config, error) {
 		"maxTurnsPerRun": false, "maxOwnerMessagesPerRun": false, "maxToolCallsPerRun": false, "uploadBudgetBytes": false,
 		"tpm": false, "platform": false, "stateDir": false, "allowUnlockedMemory": false, "trustedTemplates": false,
 		"maxPackBytes": false, "maxRuns": false, "maxConnections": false, "development": false, "modelProvider": false, "model": false,
+		"admissionPolicy": false, // read by readAdmissionPolicy
 	})
 	str := func(k string) string {
 		s, _ := r.Str(m[k], jsonobj.Key(p, k))
@@ -265,6 +279,40 @@ func readAttester(v *pohjson.Value) (*Config, error) {
 		return nil, pathErr(err, "attester", "invalid")
 	}
 	return c, nil
+}
+
+// readAdmissionPolicy reads attester.admissionPolicy: an absolute path to
+// an admission policy file, or the policy inline as an object. A policy
+// that does not parse is a configuration error naming its JSON path.
+func readAdmissionPolicy(v *pohjson.Value, o ConfigOptions) (*admission.Policy, error) {
+	const key = "attester.admissionPolicy"
+	var data []byte
+	switch v.Kind() {
+	case pohjson.String:
+		path, _ := v.Str()
+		if !filepath.IsAbs(path) {
+			return nil, &ConfigError{Key: key, Msg: "want an absolute path to an admission policy file, or the policy as an object"}
+		}
+		var err error
+		if data, err = o.ReadFile(path); err != nil {
+			return nil, &ConfigError{Key: key, Msg: fmt.Sprintf("cannot read the admission policy file: %v", errors.Unwrap(err))}
+		}
+	case pohjson.Object:
+		var err error
+		if data, err = pohjson.Stringify(v); err != nil {
+			return nil, &ConfigError{Key: key, Msg: "cannot encode the inline admission policy"}
+		}
+	default:
+		return nil, &ConfigError{Key: key, Msg: "want an absolute path to an admission policy file, or the policy as an object"}
+	}
+	if len(data) > admission.MaxPolicySize {
+		return nil, &ConfigError{Key: key, Msg: fmt.Sprintf("the admission policy is larger than %d bytes", admission.MaxPolicySize)}
+	}
+	p, err := admission.Parse(data)
+	if err != nil {
+		return nil, &ConfigError{Key: key, Msg: "not a valid admission policy: " + err.Error()}
+	}
+	return p, nil
 }
 
 // A string value may reference a secret instead of holding it:

@@ -15,6 +15,7 @@ import (
 	"github.com/clawea/attester/cmd/attester/internal/rebuild"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
@@ -41,6 +42,11 @@ type run struct {
 	packID    string
 	chars     int
 	committed poh.EventChainEntry
+	// admissionH is the hash of the admission policy the run was admitted
+	// under ("" when none is configured); sensitive is that policy's
+	// sensitive flag. Both are committed in the run's attestation.
+	admissionH string
+	sensitive  bool
 	// The current turn: its id, whether its sender is a configured owner,
 	// and its message (signed when the turn is an owner turn).
 	turn      string
@@ -194,6 +200,8 @@ type createRunResponse struct {
 	PromptPackCiphertextHashB64u string              `json:"prompt_pack_ciphertext_hash_b64u"`
 	PromptCommitted              poh.EventChainEntry `json:"prompt_committed"`
 	GatePolicyHashB64u           string              `json:"gate_policy_hash_b64u"`
+	AdmissionPolicyHashB64u      string              `json:"admission_policy_hash_b64u,omitempty"`
+	Sensitive                    bool                `json:"sensitive"`
 }
 
 // handleCreateRun opens the pack in sealed memory, rebuilds the prompt and
@@ -243,9 +251,18 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	// The pack is opened and the prompt rebuilt in a worker process, so
 	// that no plaintext is ever on this process's heap
 	// (docs/spec/sealed-memory.md section 2.7).
-	rb, err := s.rebuild.Rebuild(r.Context(), rebuild.Request{Pack: enc, Manifest: req.Manifest, ReportHash: want, Trusted: s.cfg.TrustedTemplates})
+	// The admission policy, when configured, is applied in the worker too,
+	// where the plaintext pack is (admission below).
+	rq := rebuild.Request{Pack: enc, Manifest: req.Manifest, ReportHash: want, Trusted: s.cfg.TrustedTemplates}
+	if p := s.cfg.AdmissionPolicy; p != nil {
+		rq.Admission, rq.Runtime = p.Canonical(), s.runtimeFacts(agent)
+	}
+	rb, err := s.rebuild.Rebuild(r.Context(), rq)
 	if err != nil {
 		s.metrics.packs.WithLabelValues("refused").Inc()
+		if aerr := admissionError(err); aerr != nil {
+			return aerr
+		}
 		return packError("the rebuilt prompt does not match the committed report", err)
 	}
 	prompt := rb.Prompt
@@ -266,6 +283,9 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Chars,
 		messageIDs: map[[32]byte]struct{}{},
 	}
+	if p := s.cfg.AdmissionPolicy; p != nil {
+		rn.admissionH, rn.sensitive = p.Hash(), p.Sensitive()
+	}
 	committed, err := promptCommittedEvent(rn, s.now())
 	if err != nil {
 		prompt.Destroy()
@@ -285,8 +305,39 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusCreated, createRunResponse{
 		RunID: id, Capability: capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
 		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: committed,
-		GatePolicyHashB64u: s.gate.PolicyHash(),
+		GatePolicyHashB64u: s.gate.PolicyHash(), AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
 	})
+	return nil
+}
+
+// ReasonAdmissionUncheckable is the reason of a 422 for a pack whose inputs
+// admission cannot check (an unsupported recipe, params that do not parse):
+// it is not admitted.
+const ReasonAdmissionUncheckable = "ADMISSION_UNCHECKABLE"
+
+// runtimeFacts are the attester's run-time facts for a run of agent that a
+// sensitive admission policy obliges (docs/spec/admission-policy-v1.md
+// section 7, docs/spec/attester-api.md "Admission").
+func (s *Server) runtimeFacts(agent string) admission.Runtime {
+	e := s.gate.g.EnforcementFor(agent)
+	return admission.Runtime{
+		MemoryLocked:         !s.cfg.AllowUnlockedMemory,
+		NoDevelopmentOptions: !s.cfg.Development && !e.Development && s.cfg.TPM.Address == "",
+		FailModeDeny:         e.FailModeDeny,
+		VerificationEnforced: e.VerificationEnforced,
+	}
+}
+
+// admissionError maps an admission refusal from the rebuild worker to a
+// 422 whose reason is the rule code and whose message names the rule and
+// the input, never its content; nil when err is not an admission refusal.
+func admissionError(err error) error {
+	if re, ok := errors.AsType[*admission.RuleError](err); ok {
+		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: fmt.Sprintf("the run is not admitted by the admission policy: %s: %q", re.Rule, re.Input), Reason: re.Rule, Err: err}
+	}
+	if errors.Is(err, admission.ErrUnreadable) {
+		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: "the pack's inputs cannot be checked against the admission policy, so it is not admitted", Reason: ReasonAdmissionUncheckable, Err: err}
+	}
 	return nil
 }
 
@@ -368,7 +419,8 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, rn *run, b
 			PromptCommittedEventHashB64u: rn.committed.EventHashB64u,
 			PromptHashB64u:               rn.promptH, ReportHashB64u: rn.reportH, PackCiphertextHashB64u: rn.packCTH,
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
-			Model:   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
+			Model:                   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
+			AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
 			Harness: &poh.Harness{ID: "openclaw", Runtime: "clawea"},
 		})
 		return err

@@ -39,11 +39,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/sealed"
 )
 
@@ -61,7 +65,9 @@ const (
 
 // Limits of the protocol.
 const (
-	maxHeader = 1 << 20
+	// maxHeader leaves room for an admission policy (at most
+	// admission.MaxPolicySize) beside the manifest and trusted templates.
+	maxHeader = 3 << 20
 	maxReply  = 64 << 10
 	// DefaultTimeout bounds one worker from start to answer.
 	DefaultTimeout = 30 * time.Second
@@ -117,8 +123,12 @@ var templateKinds = []struct {
 	{"untrusted", openclawsig.ErrTemplateUntrusted},
 }
 
-// maxTemplateName bounds the template name a refusal carries.
-const maxTemplateName = 255
+// maxTemplateName bounds the template name a refusal carries;
+// maxAdmissionInput the input an admission refusal names.
+const (
+	maxTemplateName   = 255
+	maxAdmissionInput = 255
+)
 
 // header is the first part of the worker's stdin.
 type header struct {
@@ -129,6 +139,10 @@ type header struct {
 	AllowUnlocked  bool              `json:"allow_unlocked"`
 	KeyLen         int               `json:"key_len"`
 	PackLen        int               `json:"pack_len"`
+	// Admission and Runtime are Request.Admission and Request.Runtime;
+	// both or neither.
+	Admission json.RawMessage    `json:"admission,omitempty"`
+	Runtime   *admission.Runtime `json:"runtime,omitempty"`
 }
 
 // reply is the worker's answer; on success a descriptor travels with it.
@@ -142,6 +156,9 @@ type reply struct {
 	Code           string `json:"code,omitempty"`
 	Template       string `json:"template,omitempty"`
 	TemplateKind   string `json:"template_kind,omitempty"`
+	// Rule and Input name an admission refusal (code "admission").
+	Rule  string `json:"rule,omitempty"`
+	Input string `json:"input,omitempty"`
 }
 
 // Config configures a Runner.
@@ -212,6 +229,12 @@ type Request struct {
 	Manifest   []byte // prompt_pack_manifest.json
 	ReportHash [32]byte
 	Trusted    map[string]string
+	// Admission, when set, is an admission policy in canonical form
+	// (admission.Policy.Canonical): the worker applies it with Runtime to
+	// the opened pack right after the rebuild (AdmitRun), and a refusal
+	// comes back as a *admission.RuleError or admission.ErrUnreadable.
+	Admission []byte
+	Runtime   admission.Runtime
 }
 
 // Result is an opened and verified pack: the prompt in sealed memory and
@@ -228,6 +251,16 @@ type Result struct {
 
 // refusalError turns a refusal into an error wrapping its sentinel.
 func refusalError(rep reply) error {
+	switch rep.Code {
+	case "admission":
+		// Only a known rule code and a short, printable input name pass.
+		if !admission.KnownRule(rep.Rule) || len(rep.Input) > maxAdmissionInput || !printable(rep.Input) {
+			return fmt.Errorf("%w: malformed admission refusal", ErrWorker)
+		}
+		return fmt.Errorf("rebuild: %w", &admission.RuleError{Rule: rep.Rule, Input: rep.Input})
+	case "admission_uncheckable":
+		return fmt.Errorf("rebuild: %w", admission.ErrUnreadable)
+	}
 	if rep.Code == "template" {
 		for _, k := range templateKinds {
 			if k.code == rep.TemplateKind {
@@ -249,6 +282,21 @@ func refusalError(rep reply) error {
 
 // refusalReply is the worker's side of refusalError.
 func refusalReply(err error) reply {
+	// Admission first: ErrUnreadable can wrap a params error.
+	if re, ok := errors.AsType[*admission.RuleError](err); ok {
+		// The input name comes from the pack (a path hint, a tool name):
+		// control characters become "?" so that the parent accepts it.
+		in := strings.Map(func(r rune) rune {
+			if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+				return '?'
+			}
+			return r
+		}, safetext.Clip(re.Input, maxAdmissionInput-len(safetext.Ellipsis)))
+		return reply{Code: "admission", Rule: re.Rule, Input: in}
+	}
+	if errors.Is(err, admission.ErrUnreadable) {
+		return reply{Code: "admission_uncheckable"}
+	}
 	var te *openclawsig.TemplateError
 	if errors.As(err, &te) {
 		for _, k := range templateKinds {
@@ -267,4 +315,17 @@ func refusalReply(err error) reply {
 		}
 	}
 	return reply{Code: "invalid"}
+}
+
+// printable reports whether s is UTF-8 without control characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			return false
+		}
+	}
+	return true
 }

@@ -3,8 +3,10 @@ package rebuild
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 )
 
@@ -39,6 +41,41 @@ func TestRefusalTable(t *testing.T) {
 		t.Errorf("unknown error: %v", err)
 	}
 	for _, rep := range []reply{{Code: "nope"}, {Code: "template", TemplateKind: "nope"}} {
+		if err := refusalError(rep); !errors.Is(err, ErrWorker) {
+			t.Errorf("%+v: %v", rep, err)
+		}
+	}
+}
+
+// TestAdmissionRefusals: an admission refusal round-trips as a
+// *admission.RuleError with its rule and input (before any params sentinel
+// it may wrap), an uncheckable pack as admission.ErrUnreadable, and a reply
+// with an unknown rule or an oversized or unprintable input is a worker
+// failure.
+func TestAdmissionRefusals(t *testing.T) {
+	in := &admission.RuleError{Rule: admission.RuleBootstrapNotPinned, Input: "bootstrap:AGENTS.md"}
+	var re *admission.RuleError
+	if err := refusalError(refusalReply(fmt.Errorf("x: %w", in))); !errors.As(err, &re) || *re != *in || !errors.Is(err, admission.ErrRefused) {
+		t.Fatalf("rule error: %v", err)
+	}
+	// An input name with control characters (from the pack) still comes
+	// back as the rule, with the characters replaced.
+	ctl := &admission.RuleError{Rule: admission.RuleBootstrapPath, Input: "bootstrap:A\nB.md"}
+	if err := refusalError(refusalReply(ctl)); !errors.As(err, &re) || re.Input != "bootstrap:A?B.md" {
+		t.Fatalf("control characters: %v", err)
+	}
+	unreadable := fmt.Errorf("%w: %w", admission.ErrUnreadable, openclawsig.ErrInvalidParams)
+	if rep := refusalReply(unreadable); rep.Code != "admission_uncheckable" {
+		t.Fatalf("uncheckable: %+v", rep)
+	}
+	if err := refusalError(reply{Code: "admission_uncheckable"}); !errors.Is(err, admission.ErrUnreadable) {
+		t.Fatalf("uncheckable: %v", err)
+	}
+	for _, rep := range []reply{
+		{Code: "admission", Rule: "NOT_A_RULE", Input: "runtime"},
+		{Code: "admission", Rule: admission.RuleRuntimeFailMode, Input: strings.Repeat("a", maxAdmissionInput+1)},
+		{Code: "admission", Rule: admission.RuleRuntimeFailMode, Input: "a\nb"},
+	} {
 		if err := refusalError(rep); !errors.Is(err, ErrWorker) {
 			t.Errorf("%+v: %v", rep, err)
 		}

@@ -40,10 +40,15 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrWorker, err)
 	}
-	hdr, err := json.Marshal(header{
+	h := header{
 		Version: 1, Manifest: req.Manifest, ReportHashB64u: b64u.Encode(req.ReportHash[:]),
 		Trusted: req.Trusted, AllowUnlocked: r.mem.AllowUnlocked, KeyLen: r.key.Len(), PackLen: len(req.Pack),
-	})
+	}
+	if len(req.Admission) > 0 {
+		rt := req.Runtime
+		h.Admission, h.Runtime = req.Admission, &rt
+	}
+	hdr, err := json.Marshal(h)
 	if err != nil || len(hdr) > maxHeader {
 		return nil, fmt.Errorf("%w: request header: %v", ErrWorker, err)
 	}

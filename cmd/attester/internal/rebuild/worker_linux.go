@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
@@ -123,6 +124,17 @@ func work(stdin io.Reader) (reply, int, error) {
 		return refusalReply(err), -1, nil
 	}
 	defer rb.Wipe()
+	if len(h.Admission) > 0 {
+		// The policy was parsed by the parent at start-up; its canonical
+		// form parses here too, or the request is broken.
+		pol, err := admission.Parse(h.Admission)
+		if err != nil {
+			return reply{}, -1, errors.New("malformed admission policy")
+		}
+		if err := pol.AdmitRun(opened.Pack(), *h.Runtime); err != nil {
+			return refusalReply(err), -1, nil
+		}
+	}
 	out, err := sealed.NewShareable(len(rb.Prompt), opts)
 	if err != nil {
 		return refusalReply(err), -1, nil
@@ -157,7 +169,7 @@ func readRequest(r io.Reader) (*header, []byte, error) {
 	if err := dec.Decode(&h); err != nil || dec.More() {
 		return nil, nil, errors.New("malformed header")
 	}
-	if h.Version != 1 || h.PackLen < 1 || h.PackLen > maxPack || h.KeyLen < 1 || h.KeyLen > 4096 {
+	if h.Version != 1 || h.PackLen < 1 || h.PackLen > maxPack || h.KeyLen < 1 || h.KeyLen > 4096 || (len(h.Admission) > 0) != (h.Runtime != nil) {
 		return nil, nil, errors.New("bad header values")
 	}
 	pack := make([]byte, h.PackLen)
