@@ -71,6 +71,7 @@ type outcome struct {
 	AuditCount   string
 	Simulated    bool
 	SecretProbes [][]byte // plaintext that must never reach disk or logs
+	Sensitive    *sensitiveOutcome
 }
 
 const webhookSecret = "demo-webhook-hmac-secret-0123456789"
@@ -404,6 +405,12 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		return nil, err
 	}
 	say(fmt.Sprintf("attester: execution attestation issued on %s (simulated=%v), audit log %s records", att.Platform, att.Simulated, out.AuditCount))
+
+	// 11. The sensitive job, on a second attester that enforces a
+	// sensitive admission policy, and one disclosure to an auditor.
+	if out.Sensitive, err = runSensitive(ctx, o, say, src, toolSchemas, out); err != nil {
+		return nil, fmt.Errorf("sensitive run: %w", err)
+	}
 	return out, nil
 }
 

@@ -56,5 +56,10 @@ func main() {
 	fmt.Printf("system_prompt_hash_b64u: %s\n", out.PromptHash)
 	fmt.Printf("report_hash_b64u:        %s\n", out.ReportHash)
 	fmt.Printf("audit log:               %s records, root %s\n", out.AuditCount, out.AuditRoot)
+	if sv := out.Sensitive; sv != nil {
+		fmt.Printf("sensitive run_id:        %s (attester %s)\n", sv.RunID, sv.AttesterDID)
+		fmt.Printf("admission policy:        %s (sensitive; %s)\n", sv.AdmissionPolicyHash, admissionFile)
+		fmt.Printf("disclosed to an auditor: %s (%s)\n", sv.Disclosed, disclosureFile)
+	}
 	fmt.Printf("artifacts:               %s\n", abs)
 }
