@@ -4,6 +4,9 @@
 #   -> attester (simulated SEV-SNP) opens the pack in sealed memory and
 #      rebuilds the prompt -> turns and tool calls through the gate
 #   -> the agent's PoH proof bundle -> execution attestation + evidence
+#   -> a sensitive run on a second attester that enforces a sensitive
+#      admission policy (admission.json), verified with a policy requiring
+#      sensitive mode, which refuses the first run; one disclosure
 # Artifacts go to demo-out/ (git-ignored); then packctl inspects them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,4 +31,20 @@ echo "== packctl verify: offline verification of the attestation (simulated allo
 bin/packctl verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" \
 		--bundle "$out/bundle.json" --audit "$out/audit.jsonl" --report "$out/report.json" \
 		--policy "$out/policy.json" --ear-key "$out/ear-signing.pem" --ear-out "$out/ear.jwt"
+echo "== sensitive run: packctl verify with a policy that requires sensitive mode and the admission policy of $out/admission.json ($out/policy-sensitive.json)" >&2
+s="$out/sensitive"
+bin/packctl verify --attestation "$s/attestation.json" --evidence "$s/evidence.jws" \
+		--bundle "$s/bundle.json" --report "$s/report.json" --policy "$out/policy-sensitive.json"
+echo "== the first (non-sensitive) run's attestation is refused by that policy (exit 4)" >&2
+rc=0
+bin/packctl verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" \
+		--policy "$out/policy-sensitive.json" || rc=$?
+if [ "$rc" -ne 4 ]; then
+	echo "demo: the non-sensitive attestation was not refused by policy (exit $rc, want 4)" >&2
+	exit 1
+fi
+echo "== packctl verify-disclosure: $out/disclosure.json against the sensitive run's report and attestation" >&2
+bin/packctl verify-disclosure --report "$s/report.json" --disclosure "$out/disclosure.json" \
+		--attestation "$s/attestation.json" --evidence "$s/evidence.jws" --bundle "$s/bundle.json" \
+		--policy "$out/policy-sensitive.json"
 echo "== artifacts in $out/: $(ls "$out" | tr '\n' ' ')" >&2

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,11 +17,14 @@ import (
 
 	"github.com/clawea/attester/hack/demo/example"
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/promptpack/admission"
+	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/schemas"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/wire/auditrec"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 func sharedDir(t *testing.T) string {
@@ -144,9 +148,15 @@ func checkDemo(t *testing.T, shared string) {
 		}
 	}
 	opts := verify.Options{Now: time.Now, AuditLog: read("audit.jsonl"), Report: read("report.json")}
-	if _, err := verify.Verify(att, read("evidence.jws"), read("bundle.json"), pol, opts); err != nil {
+	res, err := verify.Verify(att, read("evidence.jws"), read("bundle.json"), pol, opts)
+	if err != nil {
 		t.Fatalf("offline verification: %v", err)
 	}
+	// The first run was on an attester without an admission policy.
+	if c := res.Commitments; c.Version != evidencedoc.CommitmentsVersionV2 || c.AdmissionPolicyHashB64u != "" || c.Sensitive != evidencedoc.SensitiveFalse {
+		t.Fatalf("first run commitments: %+v", c)
+	}
+	checkSensitive(t, out, read, att, read("evidence.jws"))
 	strict := *pol
 	strict.AllowSimulated = false
 	if _, err := verify.Verify(att, read("evidence.jws"), read("bundle.json"), &strict, opts); !errors.Is(err, verify.ErrPolicy) {
@@ -180,7 +190,58 @@ func checkDemo(t *testing.T, shared string) {
 			t.Errorf("attester logs contain a secret or raw parameter (%q...)", pr[:min(8, len(pr))])
 		}
 	}
-	if !strings.Contains(logs.String(), `"msg":"attestation issued"`) {
+	if strings.Count(logs.String(), `"msg":"attestation issued"`) != 2 {
 		t.Fatalf("logs lack the attestation record:\n%s", logs.String())
+	}
+}
+
+// checkSensitive checks the sensitive job's artifacts: the admission policy
+// is sensitive and is the one the run committed to; the sensitive run's
+// attestation verifies with the policy that requires sensitive mode, which
+// refuses the first run's attestation (plainAtt); the disclosure verifies
+// against the sensitive run's report and not against another report.
+func checkSensitive(t *testing.T, out *outcome, read func(string) []byte, plainAtt, plainEv []byte) {
+	t.Helper()
+	sv := out.Sensitive
+	if sv == nil {
+		t.Fatal("no sensitive run")
+	}
+	apol, err := admission.Parse(read(admissionFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !apol.Sensitive() || apol.Hash() != sv.AdmissionPolicyHash {
+		t.Fatalf("admission policy: sensitive=%v hash %s, run under %s", apol.Sensitive(), apol.Hash(), sv.AdmissionPolicyHash)
+	}
+	spol, err := verify.ParsePolicy(read(sensitivePolicyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !spol.RequireSensitive || !slices.Equal(spol.AdmissionPolicyHashes, []string{apol.Hash()}) {
+		t.Fatalf("sensitive verify policy: %+v", spol)
+	}
+	dir := sensitiveDir + "/"
+	satt, sev, sbundle, sreport := read(dir+"attestation.json"), read(dir+"evidence.jws"), read(dir+"bundle.json"), read(dir+"report.json")
+	res, err := verify.Verify(satt, sev, sbundle, spol, verify.Options{Now: time.Now, Report: sreport})
+	if err != nil {
+		t.Fatalf("sensitive run: %v", err)
+	}
+	if c := res.Commitments; !c.IsSensitive() || c.AdmissionPolicyHashB64u != apol.Hash() || res.RunID != sv.RunID {
+		t.Fatalf("sensitive run commitments: %+v", c)
+	}
+	_, err = verify.Verify(plainAtt, plainEv, nil, spol, verify.Options{Now: time.Now})
+	var ve *verify.Error
+	if !errors.As(err, &ve) || !errors.Is(err, verify.ErrPolicy) || ve.Check != "policy/admission-policy" {
+		t.Fatalf("the non-sensitive run with the sensitive policy: %v", err)
+	}
+	dres, _, err := disclosure.Verify(sreport, read(disclosureFile))
+	if err != nil {
+		t.Fatalf("disclosure: %v", err)
+	}
+	if dres.ReportHashB64u != res.Commitments.SystemPromptReportHashB64u || len(dres.Revealed) != 1 || dres.Revealed[0].Kind+":"+dres.Revealed[0].ID != discloseSelector {
+		t.Fatalf("disclosure result %+v", dres)
+	}
+	if _, _, err := disclosure.Verify(read("report.json"), read(disclosureFile)); err == nil {
+		t.Fatal("the disclosure verified against the first run's report")
 	}
 }
