@@ -176,6 +176,10 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 	annot["gate_audit_root_b64u"] = r.Commitments.GateAuditRootB64u
 	annot["gate_audit_count"] = r.Commitments.GateAuditCount
 	annot["model_identity_digest_b64u"] = r.Commitments.ModelIdentityDigestB64u
+	if h := r.Commitments.AdmissionPolicyHashB64u; h != "" {
+		annot["admission_policy_hash_b64u"] = h
+	}
+	annot["sensitive"] = r.Commitments.IsSensitive()
 	var skippedChecks []interface{}
 	for _, c := range r.Checks {
 		if c.Status == verify.StatusSkipped {
