@@ -16,6 +16,7 @@ import (
 func FuzzParsePolicy(f *testing.F) {
 	f.Add([]byte(`{"policy_version":"clawea.dev/verify-policy/v1"}`))
 	f.Add([]byte(`{"policy_version":"clawea.dev/verify-policy/v1","tdx_tcb_statuses":["OutOfDate","SWHardeningNeeded"],"tdx_allowed_advisory_ids":["INTEL-SA-00837"]}`))
+	f.Add([]byte(`{"policy_version":"clawea.dev/verify-policy/v1","admission_policy_hashes_b64u":["47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"],"require_sensitive":true}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParsePolicy(data)
 		if err != nil {

@@ -20,6 +20,9 @@ import (
 // variants.
 func FuzzParse(f *testing.F) {
 	f.Add(sign(f, execDoc(f)).JWS)
+	sensitive := execDoc(f)
+	sensitive.Execution.Clawea.AdmissionPolicyHashB64u, sensitive.Execution.Clawea.Sensitive = hash("admission policy"), evidencedoc.SensitiveTrue
+	f.Add(sign(f, sensitive).JWS)
 	f.Add(sign(f, keyDoc(f, []byte("challenge"))).JWS)
 	f.Add([]byte("e30.e30."))
 	f.Fuzz(func(t *testing.T, jws []byte) {
