@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
@@ -107,6 +108,9 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 		return nil, fmt.Errorf("sensitive rebuild: %w", err)
 	}
 	defer rb.Wipe()
+	// Fragments of this prompt must never reach disk or logs either (the
+	// disclosed SOUL.md is shorter than a fragment).
+	plain.SecretProbes = append(plain.SecretProbes, bytes.Clone(rb.Prompt[len(rb.Prompt)/2:len(rb.Prompt)/2+48]))
 	// packctl admission --sensitive: the strictest policy admitting the pack.
 	polJSON, err := admission.Suggest(pack, true)
 	if err != nil {
