@@ -1,0 +1,31 @@
+// OpenClaw entry point of the clawea attester plugin. The logic is in
+// src/plugin.js; this file only adapts it to OpenClaw's plugin API.
+import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
+import { Controller, PLUGIN_ID, parseConfig, registerWith } from "./src/plugin.js";
+
+// OpenClaw may call register more than once in a process (one registry per
+// loader); the hooks of every registration must share the runs, so there is
+// one controller per distinct config.
+/** @type {Map<string, Controller>} */
+const controllers = new Map();
+
+export default definePluginEntry({
+  id: PLUGIN_ID,
+  name: "clawea attester",
+  description: "Runs every agent turn under the clawea attester: attested system prompt, gated tools, owner verify, PoH bundle and execution attestation.",
+  register(api) {
+    const cfg = parseConfig(api.pluginConfig);
+    const key = JSON.stringify(cfg);
+    let c = controllers.get(key);
+    if (!c) {
+      const log = {
+        info: (/** @type {string} */ m) => api.logger.info(m),
+        warn: (/** @type {string} */ m) => api.logger.warn(m),
+        error: (/** @type {string} */ m) => api.logger.error(m),
+      };
+      c = new Controller(cfg, { log, harnessVersion: typeof api.version === "string" ? api.version : undefined });
+      controllers.set(key, c);
+    }
+    registerWith(api, c);
+  },
+});

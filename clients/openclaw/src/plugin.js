@@ -1,0 +1,453 @@
+// The clawea attester plugin for OpenClaw: every agent run under the
+// attester, fail closed (docs/spec/openclaw-plugin.md).
+import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
+import { isAbsolute, join } from "node:path";
+import { ControlClient, AttesterError } from "./control.js";
+import { EventChain, bundlePayload, llmCallPayload, signEnvelope } from "./poh.js";
+import { HASH_B64U, jcs, sha256B64u } from "./hash.js";
+import { agentSigner } from "./didkey.js";
+
+/** The plugin id (openclaw.plugin.json, plugins.entries.<id>). */
+export const PLUGIN_ID = "clawea";
+
+/** Why a run was refused or stopped; safe to show to the model and the user. */
+export class RunBlocked extends Error {
+  /** @param {string} msg */
+  constructor(msg) {
+    super(msg);
+    this.name = "RunBlocked";
+  }
+}
+
+/**
+ * @typedef {object} Config
+ * @property {string} controlSocket absolute path of the attester's control socket
+ * @property {string} pack the sealed pack (prompt_pack.enc)
+ * @property {string} manifest the pack's manifest (prompt_pack_manifest.json)
+ * @property {string} reportHashB64u the SystemPromptReport hash the pack author published
+ * @property {string} [outDir] where each run's artifacts are written (<outDir>/<run_id>/)
+ * @property {string} [agentKey] PKCS#8 PEM file of the agent's Ed25519 key (default: a fresh key per run, in memory)
+ * @property {string} [localSender] "channel:sender_id" for turns without a channel sender (default "cli:local")
+ * @property {number} [timeoutMs] per attester request (default 15000)
+ */
+
+const CONFIG_KEYS = ["controlSocket", "pack", "manifest", "reportHashB64u", "outDir", "agentKey", "localSender", "timeoutMs"];
+
+/**
+ * Parses the plugin's config strictly: unknown keys, relative paths and
+ * malformed values are errors.
+ * @param {unknown} raw
+ * @returns {Config}
+ */
+export function parseConfig(raw) {
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new Error(`plugins.entries.${PLUGIN_ID}.config is required`);
+  const c = /** @type {Record<string, unknown>} */ (raw);
+  for (const k of Object.keys(c)) if (!CONFIG_KEYS.includes(k)) throw new Error(`${PLUGIN_ID} config: unknown key ${JSON.stringify(k)}`);
+  /** @param {string} k @param {boolean} required */
+  const path = (k, required) => {
+    const v = c[k];
+    if (v === undefined && !required) return undefined;
+    if (typeof v !== "string" || !isAbsolute(v)) throw new Error(`${PLUGIN_ID} config: ${k} must be an absolute path`);
+    return v;
+  };
+  const reportHashB64u = c.reportHashB64u;
+  if (typeof reportHashB64u !== "string" || !HASH_B64U.test(reportHashB64u)) throw new Error(`${PLUGIN_ID} config: reportHashB64u must be a b64u SHA-256 digest`);
+  const localSender = c.localSender ?? "cli:local";
+  if (typeof localSender !== "string" || !/^[a-z0-9_-]{1,64}:[^\s:][^\s]{0,255}$/.test(localSender)) throw new Error(`${PLUGIN_ID} config: localSender must be "channel:sender_id"`);
+  const timeoutMs = c.timeoutMs ?? 15000;
+  if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 600000) throw new Error(`${PLUGIN_ID} config: timeoutMs must be an integer in 100..600000`);
+  return {
+    controlSocket: /** @type {string} */ (path("controlSocket", true)),
+    pack: /** @type {string} */ (path("pack", true)),
+    manifest: /** @type {string} */ (path("manifest", true)),
+    reportHashB64u,
+    outDir: path("outDir", false),
+    agentKey: path("agentKey", false),
+    localSender,
+    timeoutMs,
+  };
+}
+
+/**
+ * The sender of a turn: the channel's identity when OpenClaw has one, else
+ * the configured local sender (the CLI). Never taken from message text.
+ * @param {Config} cfg
+ * @param {{channelId?: string, senderId?: string}} ev
+ * @param {{channel?: string, channelId?: string, senderId?: string}} ctx
+ */
+export function senderOf(cfg, ev, ctx) {
+  const channel = ev.channelId || ctx.channel || ctx.channelId;
+  const sender = ev.senderId || ctx.senderId;
+  if (channel && sender) return { channel, sender_id: sender };
+  const i = cfg.localSender.indexOf(":");
+  return { channel: cfg.localSender.slice(0, i), sender_id: cfg.localSender.slice(i + 1) };
+}
+
+/** One attester run, bound to one OpenClaw run. */
+class RunState {
+  constructor() {
+    /** @type {"pending" | "ready" | "failed" | "closed"} */
+    this.status = "pending";
+    this.error = "";
+    /** @type {any} */
+    this.run = null;
+    this.capability = "";
+    this.prompt = "";
+    /** @type {EventChain | null} */
+    this.chain = null;
+    /** @type {Array<{event: any, payload: any}>} */
+    this.llmCalls = [];
+    /** @type {{turn_id: string, owner: boolean, message_id: string} | null} */
+    this.turn = null;
+    /** Set when the run can no longer be attested honestly. */
+    this.poisoned = "";
+    /** @type {Promise<void> | null} */
+    this.opening = null;
+  }
+
+  get usable() {
+    return this.status === "ready" && !this.poisoned;
+  }
+}
+
+/**
+ * The plugin's logic, independent of OpenClaw's registration API so it can
+ * be tested with plain Node.
+ */
+export class Controller {
+  /**
+   * @param {Config} cfg
+   * @param {{client?: ControlClient, log?: {info: Function, warn: Function, error: Function},
+   *   now?: () => Date, harnessVersion?: string}} [deps]
+   */
+  constructor(cfg, deps = {}) {
+    this.cfg = cfg;
+    this.client = deps.client ?? new ControlClient(cfg.controlSocket, { timeoutMs: cfg.timeoutMs });
+    this.log = deps.log ?? console;
+    this.now = deps.now ?? (() => new Date());
+    this.harnessVersion = deps.harnessVersion ?? "unknown";
+    /** @type {Map<string, RunState>} OpenClaw runId -> run */
+    this.runs = new Map();
+    /** @type {Map<string, RunState>} OpenClaw sessionKey -> its current run */
+    this.bySession = new Map();
+  }
+
+  /** @param {{runId?: string}} ctx */
+  runOf(ctx) {
+    return ctx.runId ? this.runs.get(ctx.runId) : undefined;
+  }
+
+  /**
+   * Creates the attester run for an OpenClaw run (once) and fetches and
+   * checks the attested prompt.
+   * @param {{runId?: string, agentId?: string, sessionKey?: string}} ctx
+   */
+  async open(ctx) {
+    if (!ctx.runId) throw new RunBlocked("clawea: the OpenClaw run has no id");
+    let st = this.runs.get(ctx.runId);
+    if (!st) {
+      st = new RunState();
+      this.runs.set(ctx.runId, st);
+      if (ctx.sessionKey) this.bySession.set(ctx.sessionKey, st);
+      const s = st;
+      st.opening = this.#open(s, ctx).catch((e) => {
+        s.status = "failed";
+        s.error = e instanceof RunBlocked ? e.message : `clawea: attester run not started: ${errText(e)}`;
+      });
+    }
+    await st.opening;
+    if (st.status !== "ready") throw new RunBlocked(st.error || "clawea: the attester run is not ready");
+    return st;
+  }
+
+  /** @param {RunState} st @param {{agentId?: string, sessionKey?: string}} ctx */
+  async #open(st, ctx) {
+    const pack = readFileSync(this.cfg.pack);
+    const manifest = JSON.parse(readFileSync(this.cfg.manifest, "utf8"));
+    const run = await this.client.createRun({
+      pack_b64u: pack.toString("base64url"),
+      manifest,
+      report_hash_b64u: this.cfg.reportHashB64u,
+      agent_id: ctx.agentId || "main",
+      session_key: ctx.sessionKey || "agent:main:main",
+    });
+    st.run = run;
+    st.capability = run.capability;
+    // From here on the attester holds a run: close it on any failure.
+    try {
+      if (run.report_hash_b64u !== this.cfg.reportHashB64u) throw new RunBlocked("clawea: the attester committed to another report than the configured one");
+      if (typeof run.system_prompt_hash_b64u !== "string" || !HASH_B64U.test(run.system_prompt_hash_b64u)) throw new Error("malformed system_prompt_hash_b64u");
+      if (typeof run.prompt_pack_ciphertext_hash_b64u !== "string" || !HASH_B64U.test(run.prompt_pack_ciphertext_hash_b64u)) throw new Error("malformed prompt_pack_ciphertext_hash_b64u");
+      st.chain = new EventChain(run.prompt_committed, { now: this.now });
+      if (st.chain.events[0].run_id !== run.run_id) throw new Error("prompt_committed is for another run");
+      const p = await this.client.prompt(run.run_id, st.capability);
+      const h = sha256B64u(p.bytes);
+      if (h !== p.hashHeader || h !== run.system_prompt_hash_b64u) {
+        throw new RunBlocked("clawea: the attested prompt does not match its hash (PROMPT_COMMITMENT_MISMATCH)");
+      }
+      st.prompt = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(p.bytes);
+      st.status = "ready";
+      this.log.info(`clawea: attester run ${run.run_id} ready, prompt ${h}`);
+    } catch (e) {
+      await this.#close(st);
+      throw e;
+    }
+  }
+
+  /**
+   * before_prompt_build: replaces the system prompt with the attested one.
+   * OpenClaw skips a failed handler here, so failures are remembered and
+   * before_agent_run blocks the run.
+   * @param {unknown} _ev
+   * @param {any} ctx
+   */
+  async beforePromptBuild(_ev, ctx) {
+    try {
+      const st = await this.open(ctx);
+      return { systemPrompt: st.prompt };
+    } catch (e) {
+      this.log.warn(errText(e));
+      return undefined;
+    }
+  }
+
+  /**
+   * before_agent_run: the gate in front of the model. The run goes ahead only
+   * when the attester run is ready, the system prompt starts with the
+   * attested prompt and the turn is open.
+   * @param {{prompt?: string, systemPrompt?: string, channelId?: string, senderId?: string}} ev
+   * @param {any} ctx
+   */
+  async beforeAgentRun(ev, ctx) {
+    try {
+      const st = await this.open(ctx);
+      if (typeof ev.systemPrompt !== "string" || !ev.systemPrompt.startsWith(st.prompt)) {
+        st.poisoned = "the system prompt does not start with the attested prompt";
+        throw new RunBlocked("clawea: the system prompt is not the attested prompt");
+      }
+      const from = senderOf(this.cfg, ev, ctx);
+      const messageId = ctx.runId;
+      const t = await this.client.turn(st.run.run_id, st.capability, {
+        channel: from.channel,
+        sender_id: from.sender_id,
+        message_id: messageId,
+        content_sha256_b64u: sha256B64u(typeof ev.prompt === "string" ? ev.prompt : ""),
+      });
+      if (typeof t.turn_id !== "string" || t.turn_id === "" || typeof t.owner !== "boolean") throw new Error("malformed turn response");
+      st.turn = { turn_id: t.turn_id, owner: t.owner, message_id: messageId };
+      this.log.info(`clawea: turn ${t.turn_id} from ${from.channel}:${from.sender_id} (owner: ${t.owner})`);
+      return { outcome: "pass" };
+    } catch (e) {
+      const msg = e instanceof RunBlocked ? e.message : `clawea: ${errText(e)}`;
+      this.log.warn(msg);
+      return { outcome: "block", reason: msg, message: msg };
+    }
+  }
+
+  /**
+   * llm_input: records an llm_call event stating what the model received.
+   * A system text that does not start with the attested prompt poisons the
+   * run: no further tool runs and no attestation is requested.
+   * @param {{runId?: string, provider: string, model: string, systemPrompt?: string}} ev
+   * @param {any} ctx
+   */
+  llmInput(ev, ctx) {
+    const st = this.runOf(ctx) ?? (ev.runId ? this.runs.get(ev.runId) : undefined);
+    if (!st) return;
+    if (!st.usable || !st.chain) {
+      st.poisoned ||= "a model call happened while the attester run was not ready";
+      return;
+    }
+    const payload = llmCallPayload({
+      provider: ev.provider,
+      model: ev.model,
+      prompt: st.prompt,
+      promptHash: st.run.system_prompt_hash_b64u,
+      reportHash: st.run.report_hash_b64u,
+      systemText: typeof ev.systemPrompt === "string" ? ev.systemPrompt : "",
+    });
+    if (!payload.attested_prefix) {
+      st.poisoned = "the model received a system text that does not start with the attested prompt";
+      this.log.error(`clawea: ${st.poisoned}`);
+      return;
+    }
+    const event = st.chain.add("llm_call", sha256B64u(JSON.stringify(payload)));
+    st.llmCalls.push({ event, payload });
+  }
+
+  /**
+   * before_tool_call: asks the attester's gate. Anything but an allow whose
+   * params hash is ours blocks the call.
+   * @param {{toolName: string, params: Record<string, unknown>, runId?: string}} ev
+   * @param {any} ctx
+   */
+  async beforeToolCall(ev, ctx) {
+    const block = (/** @type {string} */ msg) => ({ block: true, blockReason: msg });
+    const st = this.runOf(ctx) ?? (ev.runId ? this.runs.get(ev.runId) : undefined);
+    if (!st || !st.usable || !st.chain) return block(`clawea: tool call refused: ${st?.poisoned || st?.error || "no attested run"}`);
+    if (!st.turn) return block("clawea: tool call refused: no open turn");
+    try {
+      const params = ev.params ?? {};
+      const want = sha256B64u(jcs(params));
+      /** @type {Record<string, unknown>} */
+      const req = { turn_id: st.turn.turn_id, tool: ev.toolName, params };
+      const provider = ctx.messageProvider || ctx.channel;
+      if (typeof provider === "string" && provider !== "") req.message_provider = provider;
+      const d = await this.client.toolCall(st.run.run_id, st.capability, req);
+      if (typeof d.allow !== "boolean") throw new Error("malformed gate decision");
+      if (d.tool !== ev.toolName || d.params_hash_b64u !== want) {
+        return block("clawea: tool call refused: the gate decided on other parameters than these");
+      }
+      if (!d.allow) {
+        const reason = typeof d.reason === "string" && d.reason ? d.reason : "denied";
+        return block(`clawea gate (${typeof d.stage === "string" ? d.stage : "gate"}): ${reason}`);
+      }
+      st.chain.add("tool_call", d.params_hash_b64u);
+      return undefined;
+    } catch (e) {
+      this.log.warn(`clawea: gate error: ${errText(e)}`);
+      return block(`clawea: tool call refused: the gate could not be asked (${e instanceof AttesterError ? e.message : "error"})`);
+    }
+  }
+
+  /**
+   * The owner-only verify tool: marks the current turn verified at the
+   * attester. The attester decides who the owner is.
+   * @param {{sessionKey?: string}} toolCtx
+   * @param {{message_id?: string, content_sha256_b64u?: string}} params
+   */
+  async verifyTool(toolCtx, params) {
+    const st = toolCtx.sessionKey ? this.bySession.get(toolCtx.sessionKey) : undefined;
+    if (!st || !st.usable || !st.turn) return textResult("verify failed: no attested run with an open turn", { verified: false });
+    /** @type {Record<string, string>} */
+    const req = { turn_id: st.turn.turn_id };
+    if (params && typeof params.message_id === "string") req.message_id = params.message_id;
+    if (params && typeof params.content_sha256_b64u === "string") req.content_sha256_b64u = params.content_sha256_b64u;
+    try {
+      const r = await this.client.verify(st.run.run_id, st.capability, req);
+      if (r.verified !== true) return textResult("verify failed: the attester did not verify this turn", { verified: false });
+      return textResult("verified: this turn is verified by the attester; gated tools may now run", { verified: true, turn_id: st.turn.turn_id });
+    } catch (e) {
+      if (e instanceof AttesterError && e.status === 403) {
+        return textResult("verify refused: only the owner can verify, and this turn's sender is not the owner", { verified: false, status: 403 });
+      }
+      return textResult(`verify failed: ${e instanceof AttesterError ? e.message : "the attester could not be asked"}`, { verified: false });
+    }
+  }
+
+  /**
+   * agent_end: signs the proof bundle, obtains the execution attestation,
+   * writes the artifacts, and closes the attester run.
+   * @param {unknown} _ev
+   * @param {any} ctx
+   */
+  async agentEnd(_ev, ctx) {
+    const st = this.runOf(ctx);
+    if (!st) return;
+    if (st.opening) await st.opening;
+    try {
+      if (!st.usable || !st.chain) {
+        this.log.warn(`clawea: no attestation for this run: ${st.poisoned || st.error || "not ready"}`);
+        return;
+      }
+      if (st.llmCalls.length === 0) {
+        this.log.warn("clawea: no attestation for this run: no model call happened");
+        return;
+      }
+      const signer = agentSigner(this.cfg.agentKey ? readFileSync(this.cfg.agentKey, "utf8") : undefined);
+      const now = this.now();
+      const payload = bundlePayload({
+        runId: st.run.run_id,
+        agentDid: signer.did,
+        events: st.chain.events,
+        promptHash: st.run.system_prompt_hash_b64u,
+        reportHash: st.run.report_hash_b64u,
+        ciphertextHash: st.run.prompt_pack_ciphertext_hash_b64u,
+        llmCalls: st.llmCalls,
+        harness: { id: "openclaw", version: this.harnessVersion },
+        issuedAt: now,
+      });
+      const bundle = signEnvelope("proof_bundle", payload, signer, now);
+      const att = await this.client.attestation(st.run.run_id, st.capability, { bundle, agent_did: signer.did });
+      if (!att.attestation || typeof att.evidence_jws !== "string") throw new Error("malformed attestation response");
+      const audit = await this.client.audit(st.run.run_id, st.capability);
+      if (this.cfg.outDir) {
+        const dir = join(this.cfg.outDir, st.run.run_id);
+        mkdirSync(dir, { recursive: true, mode: 0o755 });
+        writeFileSync(join(dir, "bundle.json"), JSON.stringify(bundle));
+        writeFileSync(join(dir, "attestation.json"), JSON.stringify(att.attestation));
+        writeFileSync(join(dir, "evidence.jws"), att.evidence_jws);
+        writeFileSync(join(dir, "audit.jsonl"), audit.body);
+        this.log.info(`clawea: attestation of run ${st.run.run_id} written to ${dir}`);
+      }
+    } catch (e) {
+      this.log.error(`clawea: attestation failed: ${errText(e)}`);
+    } finally {
+      await this.#close(st);
+    }
+  }
+
+  /** @param {RunState} st */
+  async #close(st) {
+    if (!st.run || st.status === "closed") return;
+    const prev = st.status;
+    st.status = "closed";
+    try {
+      await this.client.close(st.run.run_id, st.capability);
+    } catch (e) {
+      this.log.warn(`clawea: closing run ${st.run.run_id} (${prev}): ${errText(e)}`);
+    }
+    st.capability = "";
+    st.prompt = "";
+  }
+}
+
+/** @param {unknown} e */
+function errText(e) {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * @param {string} text
+ * @param {Record<string, unknown>} details
+ */
+function textResult(text, details) {
+  return { content: [{ type: "text", text }], details };
+}
+
+/** JSON schema of the verify tool's parameters. */
+export const VERIFY_PARAMETERS = {
+  type: "object",
+  properties: {
+    message_id: { type: "string", description: "Optional: the id of the owner's signed message to check." },
+    content_sha256_b64u: { type: "string", description: "Optional: the SHA-256 (base64url) of that message's content." },
+  },
+  additionalProperties: false,
+};
+
+/**
+ * Wires a Controller into OpenClaw's plugin API.
+ * @param {any} api OpenClaw's plugin API
+ * @param {Controller} c
+ */
+export function registerWith(api, c) {
+  // Highest priority: the first systemPrompt returned wins, and the gate
+  // runs before any other plugin's.
+  const first = { priority: 1000 };
+  api.on("before_prompt_build", (ev, ctx) => c.beforePromptBuild(ev, ctx), first);
+  api.on("before_agent_run", (ev, ctx) => c.beforeAgentRun(ev, ctx), first);
+  api.on("llm_input", (ev, ctx) => c.llmInput(ev, ctx));
+  api.on("before_tool_call", (ev, ctx) => c.beforeToolCall(ev, ctx), first);
+  api.on("agent_end", (ev, ctx) => c.agentEnd(ev, ctx));
+  api.registerTool(
+    (/** @type {any} */ toolCtx) => ({
+      name: "verify",
+      label: "verify",
+      description:
+        "Owner-only: verify the current turn with the clawea attester (checks the owner's signed message); gated tools stay blocked until the owner's turn is verified.",
+      parameters: VERIFY_PARAMETERS,
+      execute: (/** @type {string} */ _id, /** @type {any} */ params) => c.verifyTool(toolCtx ?? {}, params ?? {}),
+    }),
+    { name: "verify" },
+  );
+}

@@ -1,0 +1,196 @@
+// The controller against a fake attester: the fail-closed paths and the
+// artifacts of a good run.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { writeFileSync, readFileSync, existsSync, mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { verify as edVerify, createPublicKey } from "node:crypto";
+import { Controller, parseConfig, senderOf } from "../src/plugin.js";
+import { sha256B64u } from "../src/hash.js";
+import { isValidEvent } from "../src/poh.js";
+import { startFake } from "./fake-attester.js";
+
+const quiet = { info() {}, warn() {}, error() {} };
+
+/** @param {Awaited<ReturnType<typeof startFake>>} f @param {object} [extra] */
+function controller(f, extra = {}) {
+  writeFileSync(join(f.dir, "pack.enc"), "sealed-bytes");
+  writeFileSync(join(f.dir, "manifest.json"), '{"m":1}');
+  const cfg = parseConfig({
+    controlSocket: f.socket, pack: join(f.dir, "pack.enc"), manifest: join(f.dir, "manifest.json"),
+    reportHashB64u: f.reportHash, outDir: join(f.dir, "out"), timeoutMs: 2000, ...extra,
+  });
+  return new Controller(cfg, { log: quiet, harnessVersion: "2026.9.6" });
+}
+
+const ctx = { runId: "oc-run-1", agentId: "main", sessionKey: "agent:main:main" };
+const suffix = "\n<!-- OPENCLAW_CACHE_BOUNDARY -->\n\nCurrent model identity: scripted/scripted.";
+
+test("config is parsed strictly", () => {
+  const ok = { controlSocket: "/run/c.sock", pack: "/p", manifest: "/m", reportHashB64u: sha256B64u("r") };
+  assert.equal(parseConfig(ok).localSender, "cli:local");
+  assert.throws(() => parseConfig(undefined));
+  assert.throws(() => parseConfig({ ...ok, extra: 1 }), /unknown key/);
+  assert.throws(() => parseConfig({ ...ok, controlSocket: "rel.sock" }), /absolute/);
+  assert.throws(() => parseConfig({ ...ok, reportHashB64u: "abc" }), /reportHashB64u/);
+  assert.throws(() => parseConfig({ ...ok, localSender: "nocolon" }), /localSender/);
+  assert.throws(() => parseConfig({ ...ok, timeoutMs: 0 }), /timeoutMs/);
+});
+
+test("sender comes from the channel, else the configured local sender", () => {
+  const cfg = parseConfig({ controlSocket: "/s", pack: "/p", manifest: "/m", reportHashB64u: sha256B64u("r"), localSender: "cli:guest" });
+  assert.deepEqual(senderOf(cfg, {}, {}), { channel: "cli", sender_id: "guest" });
+  assert.deepEqual(senderOf(cfg, { channelId: "telegram", senderId: "42" }, {}), { channel: "telegram", sender_id: "42" });
+  assert.deepEqual(senderOf(cfg, {}, { channel: "signal", senderId: "+1" }), { channel: "signal", sender_id: "+1" });
+});
+
+test("a good run: attested prompt, turn, gate, verify, bundle and attestation", async (t) => {
+  const f = await startFake();
+  t.after(() => f.close());
+  const c = controller(f, { agentKey: undefined });
+  const built = await c.beforePromptBuild({}, ctx);
+  assert.deepEqual(built, { systemPrompt: f.prompt });
+  assert.deepEqual(await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt + suffix }, ctx), { outcome: "pass" });
+  const turnReq = f.requests.find((r) => r.url.endsWith("/turns"));
+  assert.deepEqual(turnReq.body, { channel: "cli", sender_id: "local", message_id: "oc-run-1", content_sha256_b64u: sha256B64u("hi") });
+  c.llmInput({ provider: "scripted", model: "scripted", systemPrompt: f.prompt + suffix }, ctx);
+
+  assert.equal(await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx), undefined);
+  const blocked = await c.beforeToolCall({ toolName: "exec", params: { command: "ls" } }, ctx);
+  assert.deepEqual(blocked, { block: true, blockReason: "clawea gate (verification_gate): call verify first" });
+  const v = await c.verifyTool({ sessionKey: ctx.sessionKey }, {});
+  assert.equal(v.details.verified, true);
+  assert.equal(await c.beforeToolCall({ toolName: "exec", params: { command: "ls" } }, ctx), undefined);
+  c.llmInput({ provider: "scripted", model: "scripted", systemPrompt: f.prompt + suffix }, ctx);
+
+  await c.agentEnd({}, ctx);
+  // Every request after POST /v1/runs carried the run's capability.
+  for (const r of f.requests.slice(1)) assert.equal(r.auth, "Bearer " + f.cap, r.url);
+  assert.ok(f.isClosed(), "the run is closed at the end");
+  const dir = join(f.dir, "out", "run_fake_1");
+  for (const n of ["bundle.json", "attestation.json", "evidence.jws", "audit.jsonl"]) assert.ok(existsSync(join(dir, n)), n);
+  const bundle = JSON.parse(readFileSync(join(dir, "bundle.json"), "utf8"));
+  const p = bundle.payload;
+  assert.deepEqual(p.event_chain[0], f.promptCommitted);
+  assert.deepEqual(p.event_chain.map((/** @type {any} */ e) => e.event_type), ["prompt_committed", "llm_call", "tool_call", "tool_call", "llm_call"]);
+  for (const e of p.event_chain) assert.ok(isValidEvent(e));
+  for (let i = 1; i < p.event_chain.length; i++) assert.equal(p.event_chain[i].prev_hash_b64u, p.event_chain[i - 1].event_hash_b64u);
+  // tool_call events commit to the gate's params hashes of the allowed calls.
+  const allowed = f.requests.filter((r) => r.url.endsWith("/tool-calls") && !(r.body.tool === "exec" && f.requests.indexOf(r) < f.requests.findIndex((x) => x.url.endsWith("/verify"))));
+  assert.deepEqual(p.event_chain.filter((/** @type {any} */ e) => e.event_type === "tool_call").map((/** @type {any} */ e) => e.payload_hash_b64u), allowed.map((r) => sha256B64u(JSON.stringify(r.body.params))));
+  // llm_call events commit to their payloads, which state the suffix.
+  const llm = p.event_chain.filter((/** @type {any} */ e) => e.event_type === "llm_call");
+  assert.equal(p.metadata.clawea_llm_calls.length, 2);
+  p.metadata.clawea_llm_calls.forEach((/** @type {any} */ pl, /** @type {number} */ i) => {
+    assert.equal(sha256B64u(JSON.stringify(pl)), llm[i].payload_hash_b64u);
+    assert.equal(pl.attested_prefix, true);
+    assert.equal(pl.suffix_utf16_len, suffix.length);
+    assert.equal(pl.system_text_hash_b64u, sha256B64u(f.prompt + suffix));
+  });
+  assert.equal(p.metadata.system_prompt_report.calls.length, 2);
+  assert.equal(p.metadata.clawea.system_prompt_report_hash_b64u, f.reportHash);
+  // The envelope's signature verifies with the signer's did:key.
+  assert.equal(bundle.payload_hash_b64u, sha256B64u(JSON.stringify(p)));
+  assert.equal(bundle.signer_did, p.agent_did);
+  const attReq = f.requests.find((r) => r.url.endsWith("/attestation"));
+  assert.equal(attReq.body.agent_did, p.agent_did);
+  const raw = decodeDidKey(bundle.signer_did);
+  const pub = createPublicKey({ key: Buffer.concat([Buffer.from("302a300506032b6570032100", "hex"), raw]), format: "der", type: "spki" });
+  assert.ok(edVerify(null, Buffer.from(bundle.payload_hash_b64u), pub, Buffer.from(bundle.signature_b64u, "base64url")));
+});
+
+test("unreachable attester: the run is blocked, not run with OpenClaw's prompt", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "clawea-none-"));
+  writeFileSync(join(dir, "p"), "x");
+  writeFileSync(join(dir, "m"), "{}");
+  const c = new Controller(parseConfig({ controlSocket: join(dir, "missing.sock"), pack: join(dir, "p"), manifest: join(dir, "m"), reportHashB64u: sha256B64u("r"), timeoutMs: 500 }), { log: quiet });
+  assert.equal(await c.beforePromptBuild({}, ctx), undefined);
+  const d = await c.beforeAgentRun({ prompt: "hi", systemPrompt: "OpenClaw's own prompt" }, ctx);
+  assert.equal(d.outcome, "block");
+  assert.match(d.reason, /attester run not started/);
+  assert.equal((await c.beforeToolCall({ toolName: "read", params: {} }, ctx))?.block, true);
+});
+
+test("a prompt that does not match its hash blocks the run and closes it", async (t) => {
+  for (const o of [{ servedPrompt: "tampered prompt" }, { headerHash: sha256B64u("other") }]) {
+    const f = await startFake(o);
+    t.after(() => f.close());
+    const c = controller(f);
+    assert.equal(await c.beforePromptBuild({}, ctx), undefined);
+    const d = await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt }, ctx);
+    assert.equal(d.outcome, "block");
+    assert.match(d.reason, /PROMPT_COMMITMENT_MISMATCH/);
+    assert.ok(f.isClosed());
+    assert.ok(!f.requests.some((r) => r.url.endsWith("/turns")), "no turn opened");
+  }
+});
+
+test("a system prompt without the attested prefix blocks the run", async (t) => {
+  const f = await startFake();
+  t.after(() => f.close());
+  const c = controller(f);
+  await c.beforePromptBuild({}, ctx);
+  const d = await c.beforeAgentRun({ prompt: "hi", systemPrompt: "another plugin's prompt\n" + f.prompt }, ctx);
+  assert.equal(d.outcome, "block");
+  assert.equal((await c.beforeToolCall({ toolName: "read", params: {} }, ctx))?.block, true);
+});
+
+test("a model call without the attested prefix poisons the run: no tools, no attestation", async (t) => {
+  const f = await startFake({ decide: () => ({ allow: true }) });
+  t.after(() => f.close());
+  const c = controller(f);
+  await c.beforePromptBuild({}, ctx);
+  await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt }, ctx);
+  c.llmInput({ provider: "p", model: "m", systemPrompt: "something else" }, ctx);
+  assert.equal((await c.beforeToolCall({ toolName: "read", params: {} }, ctx))?.block, true);
+  await c.agentEnd({}, ctx);
+  assert.ok(!f.requests.some((r) => r.url.endsWith("/attestation")));
+  assert.ok(f.isClosed());
+});
+
+test("gate errors and foreign params hashes block the tool call", async (t) => {
+  const f = await startFake({ failToolCalls: true });
+  t.after(() => f.close());
+  const c = controller(f);
+  await c.beforePromptBuild({}, ctx);
+  await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt }, ctx);
+  const d = await c.beforeToolCall({ toolName: "read", params: { path: "a" } }, ctx);
+  assert.equal(d?.block, true);
+  assert.match(d?.blockReason ?? "", /gate could not be asked/);
+
+  const g = await startFake({ decide: () => ({ allow: true, params_hash_b64u: sha256B64u("{}") }) });
+  t.after(() => g.close());
+  const c2 = controller(g);
+  await c2.beforePromptBuild({}, ctx);
+  await c2.beforeAgentRun({ prompt: "hi", systemPrompt: g.prompt }, ctx);
+  const d2 = await c2.beforeToolCall({ toolName: "read", params: { path: "a" } }, ctx);
+  assert.match(d2?.blockReason ?? "", /other parameters/);
+  // Parameters JSON cannot carry are refused before asking.
+  const d3 = await c2.beforeToolCall({ toolName: "read", params: { n: NaN } }, ctx);
+  assert.equal(d3?.block, true);
+});
+
+test("a non-owner's verify is refused by the attester", async (t) => {
+  const f = await startFake();
+  t.after(() => f.close());
+  const c = controller(f, { localSender: "cli:guest" });
+  await c.beforePromptBuild({}, ctx);
+  await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt }, ctx);
+  const v = await c.verifyTool({ sessionKey: ctx.sessionKey }, {});
+  assert.equal(v.details.verified, false);
+  assert.match(v.content[0].text, /only the owner/);
+  assert.equal((await c.beforeToolCall({ toolName: "exec", params: { command: "ls" } }, ctx))?.block, true);
+});
+
+/** @param {string} did */
+function decodeDidKey(did) {
+  const A = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+  let n = 0n;
+  for (const ch of did.slice("did:key:z".length)) n = n * 58n + BigInt(A.indexOf(ch));
+  const hex = n.toString(16).padStart(68, "0");
+  const b = Buffer.from(hex, "hex");
+  assert.equal(b[0], 0xed);
+  assert.equal(b[1], 0x01);
+  return b.subarray(2);
+}
