@@ -26,6 +26,12 @@ test:
 	$(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory unit-check chart-check
 
+.PHONY: test-clients e2e-openclaw
+
+# The OpenClaw plugin's own tests (plain Node >= 20, no dependencies).
+test-clients:
+	cd clients/openclaw && node --test test/
+
 test-race:
 	$(GO) test -race -count=1 ./...
 
@@ -78,5 +84,10 @@ unit-check:
 chart-check:
 	cd deploy/helm/chartcheck && $(GO) vet ./... && $(GO) test -count=1 ./...
 
+# The released OpenClaw (npm, cached outside the checkout) running real agent
+# turns through clients/openclaw against the attester; artifacts in e2e-out/.
+e2e-openclaw:
+	hack/e2e-openclaw/run.sh
+
 clean:
-	rm -rf $(BIN) demo-out
+	rm -rf $(BIN) demo-out e2e-out

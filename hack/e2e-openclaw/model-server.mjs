@@ -11,8 +11,9 @@
 //   {"tool": "exec", "args": {"command": "..."}}      one tool call, or
 //   {"text": "..."}                                  a final answer.
 // Every request is appended to --log as one JSON line (the system prompt's
-// hash, the tools offered and the step served) so the test can assert on
-// what the model really received.
+// hash, with --log-system its text, the tools offered, the tool results sent
+// back and the step served) so the test can assert on what the model really
+// received.
 import { createServer } from "node:http";
 import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync, appendFileSync } from "node:fs";
@@ -23,6 +24,7 @@ const { values: opts } = parseArgs({
     script: { type: "string" },
     "port-file": { type: "string" },
     log: { type: "string" },
+    "log-system": { type: "boolean" },
   },
   strict: true,
 });
@@ -122,6 +124,7 @@ const server = createServer((req, res) => {
           served: picked.step,
           system_hashes_b64u: system.map(sha),
           system_chars: system.map((s) => s.length),
+          ...(opts["log-system"] ? { system_texts: system } : {}),
           tools,
           // The tool results the agent sent back (what the model "saw").
           tool_results: messages

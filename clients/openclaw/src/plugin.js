@@ -99,6 +99,8 @@ class RunState {
     this.llmCalls = [];
     /** @type {{turn_id: string, owner: boolean, message_id: string} | null} */
     this.turn = null;
+    /** @type {string | null} the system text of the run's model input (llm_input) */
+    this.systemText = null;
     /** Set when the run can no longer be attested honestly. */
     this.poisoned = "";
     /** @type {Promise<void> | null} */
@@ -245,32 +247,56 @@ export class Controller {
   }
 
   /**
-   * llm_input: records an llm_call event stating what the model received.
-   * A system text that does not start with the attested prompt poisons the
+   * llm_input: the system text OpenClaw hands its provider transport for
+   * this run. One that does not start with the attested prompt poisons the
    * run: no further tool runs and no attestation is requested.
-   * @param {{runId?: string, provider: string, model: string, systemPrompt?: string}} ev
+   * @param {{runId?: string, systemPrompt?: string}} ev
    * @param {any} ctx
    */
   llmInput(ev, ctx) {
     const st = this.runOf(ctx) ?? (ev.runId ? this.runs.get(ev.runId) : undefined);
     if (!st) return;
+    if (!st.usable) {
+      st.poisoned ||= "model input was prepared while the attester run was not ready";
+      return;
+    }
+    const text = typeof ev.systemPrompt === "string" ? ev.systemPrompt : "";
+    if (!text.startsWith(st.prompt)) {
+      st.poisoned = "the model input's system text does not start with the attested prompt";
+      this.log.error(`clawea: ${st.poisoned}`);
+      return;
+    }
+    st.systemText = text;
+  }
+
+  /**
+   * model_call_started: one llm_call event per request to the model, stating
+   * the system text it carries (the run's llm_input) against the attested
+   * prompt.
+   * @param {{runId?: string, callId?: string, provider: string, model: string}} ev
+   * @param {any} ctx
+   */
+  modelCallStarted(ev, ctx) {
+    const st = (ev.runId ? this.runs.get(ev.runId) : undefined) ?? this.runOf(ctx);
+    if (!st) return;
     if (!st.usable || !st.chain) {
       st.poisoned ||= "a model call happened while the attester run was not ready";
       return;
     }
+    if (st.systemText === null) {
+      st.poisoned = "a model call happened before OpenClaw reported its input (llm_input)";
+      this.log.error(`clawea: ${st.poisoned}`);
+      return;
+    }
     const payload = llmCallPayload({
+      callId: typeof ev.callId === "string" ? ev.callId : "",
       provider: ev.provider,
       model: ev.model,
       prompt: st.prompt,
       promptHash: st.run.system_prompt_hash_b64u,
       reportHash: st.run.report_hash_b64u,
-      systemText: typeof ev.systemPrompt === "string" ? ev.systemPrompt : "",
+      systemText: st.systemText,
     });
-    if (!payload.attested_prefix) {
-      st.poisoned = "the model received a system text that does not start with the attested prompt";
-      this.log.error(`clawea: ${st.poisoned}`);
-      return;
-    }
     const event = st.chain.add("llm_call", sha256B64u(JSON.stringify(payload)));
     st.llmCalls.push({ event, payload });
   }
@@ -399,6 +425,7 @@ export class Controller {
     }
     st.capability = "";
     st.prompt = "";
+    st.systemText = null;
   }
 }
 
@@ -437,6 +464,7 @@ export function registerWith(api, c) {
   api.on("before_prompt_build", (ev, ctx) => c.beforePromptBuild(ev, ctx), first);
   api.on("before_agent_run", (ev, ctx) => c.beforeAgentRun(ev, ctx), first);
   api.on("llm_input", (ev, ctx) => c.llmInput(ev, ctx));
+  api.on("model_call_started", (ev, ctx) => c.modelCallStarted(ev, ctx));
   api.on("before_tool_call", (ev, ctx) => c.beforeToolCall(ev, ctx), first);
   api.on("agent_end", (ev, ctx) => c.agentEnd(ev, ctx));
   api.registerTool(

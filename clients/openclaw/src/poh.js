@@ -158,6 +158,7 @@ export function bundlePayload(p) {
  * received, stated against the attested prompt. attested_prefix is true only
  * when the system text starts with the attested prompt.
  * @param {object} p
+ * @param {string} p.callId OpenClaw's id of the model call
  * @param {string} p.provider
  * @param {string} p.model
  * @param {string} p.prompt attested prompt text
@@ -170,6 +171,7 @@ export function llmCallPayload(p) {
   const suffix = prefix ? p.systemText.slice(p.prompt.length) : "";
   return {
     llm_call_version: "1",
+    call_id: p.callId,
     provider: p.provider,
     model: p.model,
     system_prompt_hash_b64u: p.promptHash,

@@ -55,6 +55,7 @@ test("a good run: attested prompt, turn, gate, verify, bundle and attestation", 
   const turnReq = f.requests.find((r) => r.url.endsWith("/turns"));
   assert.deepEqual(turnReq.body, { channel: "cli", sender_id: "local", message_id: "oc-run-1", content_sha256_b64u: sha256B64u("hi") });
   c.llmInput({ provider: "scripted", model: "scripted", systemPrompt: f.prompt + suffix }, ctx);
+  c.modelCallStarted({ runId: ctx.runId, callId: "c1", provider: "scripted", model: "scripted" }, ctx);
 
   assert.equal(await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx), undefined);
   const blocked = await c.beforeToolCall({ toolName: "exec", params: { command: "ls" } }, ctx);
@@ -62,7 +63,7 @@ test("a good run: attested prompt, turn, gate, verify, bundle and attestation", 
   const v = await c.verifyTool({ sessionKey: ctx.sessionKey }, {});
   assert.equal(v.details.verified, true);
   assert.equal(await c.beforeToolCall({ toolName: "exec", params: { command: "ls" } }, ctx), undefined);
-  c.llmInput({ provider: "scripted", model: "scripted", systemPrompt: f.prompt + suffix }, ctx);
+  c.modelCallStarted({ runId: ctx.runId, callId: "c2", provider: "scripted", model: "scripted" }, ctx);
 
   await c.agentEnd({}, ctx);
   // Every request after POST /v1/runs carried the run's capability.
@@ -87,6 +88,7 @@ test("a good run: attested prompt, turn, gate, verify, bundle and attestation", 
     assert.equal(pl.attested_prefix, true);
     assert.equal(pl.suffix_utf16_len, suffix.length);
     assert.equal(pl.system_text_hash_b64u, sha256B64u(f.prompt + suffix));
+    assert.equal(pl.call_id, `c${i + 1}`);
   });
   assert.equal(p.metadata.system_prompt_report.calls.length, 2);
   assert.equal(p.metadata.clawea.system_prompt_report_hash_b64u, f.reportHash);
@@ -136,7 +138,19 @@ test("a system prompt without the attested prefix blocks the run", async (t) => 
   assert.equal((await c.beforeToolCall({ toolName: "read", params: {} }, ctx))?.block, true);
 });
 
-test("a model call without the attested prefix poisons the run: no tools, no attestation", async (t) => {
+test("a model call before llm_input poisons the run", async (t) => {
+  const f = await startFake({ decide: () => ({ allow: true }) });
+  t.after(() => f.close());
+  const c = controller(f);
+  await c.beforePromptBuild({}, ctx);
+  await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt }, ctx);
+  c.modelCallStarted({ runId: ctx.runId, callId: "c1", provider: "p", model: "m" }, ctx);
+  assert.equal((await c.beforeToolCall({ toolName: "read", params: {} }, ctx))?.block, true);
+  await c.agentEnd({}, ctx);
+  assert.ok(!f.requests.some((r) => r.url.endsWith("/attestation")));
+});
+
+test("a model input without the attested prefix poisons the run: no tools, no attestation", async (t) => {
   const f = await startFake({ decide: () => ({ allow: true }) });
   t.after(() => f.close());
   const c = controller(f);

@@ -85,14 +85,14 @@ test("JCS sorts keys by UTF-16 code units and refuses lossy values", () => {
 });
 
 test("llm_call payload states the attested prefix and the suffix honestly", () => {
-  const base = { provider: "p", model: "m", prompt: "ATTESTED", promptHash: sha256B64u("ATTESTED"), reportHash: sha256B64u("r") };
+  const base = { callId: "c1", provider: "p", model: "m", prompt: "ATTESTED", promptHash: sha256B64u("ATTESTED"), reportHash: sha256B64u("r") };
   const ok = llmCallPayload({ ...base, systemText: "ATTESTED\n\nCurrent model identity: p/m." });
   assert.equal(ok.attested_prefix, true);
   assert.equal(ok.system_text_hash_b64u, sha256B64u("ATTESTED\n\nCurrent model identity: p/m."));
   assert.equal(ok.suffix_utf16_len, "\n\nCurrent model identity: p/m.".length);
   assert.equal(ok.suffix_hash_b64u, sha256B64u("\n\nCurrent model identity: p/m."));
   assert.deepEqual(Object.keys(ok), [
-    "llm_call_version", "provider", "model", "system_prompt_hash_b64u", "system_prompt_report_hash_b64u",
+    "llm_call_version", "call_id", "provider", "model", "system_prompt_hash_b64u", "system_prompt_report_hash_b64u",
     "system_text_hash_b64u", "attested_prefix", "suffix_utf16_len", "suffix_hash_b64u",
   ]);
   const exact = llmCallPayload({ ...base, systemText: "ATTESTED" });

