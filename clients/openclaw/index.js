@@ -1,7 +1,7 @@
 // OpenClaw entry point of the clawea attester plugin. The logic is in
 // src/plugin.js; this file only adapts it to OpenClaw's plugin API.
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
-import { Controller, PLUGIN_ID, parseConfig, registerWith } from "./src/plugin.js";
+import { Controller, PLUGIN_ID, parseConfig, registerWith, registerRefusing } from "./src/plugin.js";
 
 // OpenClaw may call register more than once in a process (one registry per
 // loader); the hooks of every registration must share the runs, so there is
@@ -14,7 +14,17 @@ export default definePluginEntry({
   name: "clawea attester",
   description: "Runs every agent turn under the clawea attester: attested system prompt, gated tools, owner verify, PoH bundle and execution attestation.",
   register(api) {
-    const cfg = parseConfig(api.pluginConfig);
+    let cfg;
+    try {
+      cfg = parseConfig(api.pluginConfig);
+    } catch (e) {
+      // Fail closed: a loaded plugin with a bad config blocks every run
+      // instead of letting it run unattested.
+      const msg = e instanceof Error ? e.message : String(e);
+      api.logger.error(msg);
+      registerRefusing(api, msg);
+      return;
+    }
     const key = JSON.stringify(cfg);
     let c = controllers.get(key);
     if (!c) {

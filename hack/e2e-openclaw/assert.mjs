@@ -85,12 +85,21 @@ for (const scene of ["owner", "guest"]) {
   check(/clawea gate \(verification_gate\)/.test(r[2] ?? "") && !/guest-ran/.test(r[2] ?? ""), `guest: the gated tool stayed blocked: ${clip(r[2])}`);
 }
 
-// The attester is down: the run is blocked before the model is asked.
+// The attester is down: the run is blocked before the model is asked (the
+// "down" scene is also used by badcfg: the model must never serve it).
 {
   const oc = openclawResult("down");
   check(requests("down").length === 0, "down: the model was never called without the attested prompt");
   check(!oc.text.includes("this must never be served"), "down: openclaw did not answer from the model");
   check(readdirSync(join(work, "runs", "down")).length === 0, "down: nothing was attested");
+  check(/attester run not started/.test(oc.text), "down: openclaw reported the run blocked by clawea");
+}
+
+// A plugin config the plugin refuses: every run is blocked, not run unattested.
+{
+  const oc = openclawResult("badcfg");
+  check(/clawea: refusing to run: clawea config: localSender/.test(oc.text), "badcfg: the run was blocked by the plugin's refusal");
+  check(readdirSync(join(work, "runs", "badcfg")).length === 0, "badcfg: nothing was attested");
 }
 
 // Attested runs: one for the owner turn, one for the guest turn.

@@ -8,7 +8,8 @@
 #   -> real `openclaw agent --local` turns through clients/openclaw:
 #      owner turn (ungated tool, gated tool blocked until verify, webhook
 #      deny, the model probing the control API over TCP and the socket),
-#      non-owner turn (cannot verify), attester down (run blocked)
+#      non-owner turn (cannot verify), attester down and a plugin config
+#      the plugin refuses (runs blocked before the model is asked)
 #   -> packctl verify of the owner run's attestation with bundle, audit, report
 # Artifacts go to e2e-out/. Every step asserts; any failure exits non-zero.
 #   SHARED            the shared folder (default ../shared)
@@ -203,19 +204,21 @@ turn() { # name config message -> $work/NAME.json, rc in $work/NAME.rc
 	echo $? >"$work/$name.rc"
 	set -e
 }
-mkdir -p "$work/runs/owner" "$work/runs/guest" "$work/runs/down"
+mkdir -p "$work/runs/owner" "$work/runs/guest" "$work/runs/down" "$work/runs/badcfg"
 oc_config "$work/oc-owner.json" "cli:local" "$sock" "$work/runs/owner"
 oc_config "$work/oc-guest.json" "cli:guest" "$sock" "$work/runs/guest"
 oc_config "$work/oc-down.json" "cli:local" "$work/ctl/nobody.sock" "$work/runs/down"
+oc_config "$work/oc-badcfg.json" "not-a-sender" "$sock" "$work/runs/badcfg"
 cp "$work/oc-owner.json" "$out/openclaw.json"
 
 turn owner "$work/oc-owner.json" "Please check the workspace. [scene:owner]"
 turn guest "$work/oc-guest.json" "I am not the owner. [scene:guest]"
 turn down "$work/oc-down.json" "Anyone there? [scene:down]"
+turn badcfg "$work/oc-badcfg.json" "Anyone there? [scene:down]"
 
 say "assertions"
 node "$here/assert.mjs" --work "$work" --prompt "$work/prompt.txt" --canary "$canary" || {
-	for n in owner guest down; do echo "--- $n (rc $(cat "$work/$n.rc"))" >&2; tail -c 3000 "$work/$n.json" >&2; grep -i "clawea\|error" "$work/$n.err" | tail -20 >&2; done
+	for n in owner guest down badcfg; do echo "--- $n (rc $(cat "$work/$n.rc"))" >&2; tail -c 3000 "$work/$n.json" >&2; grep -i "clawea\|error" "$work/$n.err" | tail -20 >&2; done
 	tail -20 "$work/attester.log" >&2
 	fail "assertions"
 }

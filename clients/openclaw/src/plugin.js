@@ -479,3 +479,15 @@ export function registerWith(api, c) {
     { name: "verify" },
   );
 }
+
+/**
+ * Registers hooks that block every run and tool call with msg: what a
+ * loaded plugin does when its config is invalid (fail closed).
+ * @param {any} api
+ * @param {string} msg
+ */
+export function registerRefusing(api, msg) {
+  const reason = `clawea: refusing to run: ${msg}`;
+  api.on("before_agent_run", () => ({ outcome: "block", reason, message: reason }), { priority: 1000 });
+  api.on("before_tool_call", () => ({ block: true, blockReason: reason }), { priority: 1000 });
+}

@@ -6,7 +6,7 @@ import { writeFileSync, readFileSync, existsSync, mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { verify as edVerify, createPublicKey } from "node:crypto";
-import { Controller, parseConfig, senderOf } from "../src/plugin.js";
+import { Controller, parseConfig, registerRefusing, senderOf } from "../src/plugin.js";
 import { sha256B64u } from "../src/hash.js";
 import { isValidEvent } from "../src/poh.js";
 import { startFake } from "./fake-attester.js";
@@ -208,3 +208,11 @@ function decodeDidKey(did) {
   assert.equal(b[1], 0x01);
   return b.subarray(2);
 }
+
+test("a plugin with a bad config blocks every run and tool call", async () => {
+  /** @type {Record<string, Function>} */
+  const hooks = {};
+  registerRefusing({ on: (/** @type {string} */ n, /** @type {Function} */ f) => (hooks[n] = f) }, "bad config");
+  assert.equal(hooks.before_agent_run().outcome, "block");
+  assert.equal(hooks.before_tool_call().block, true);
+});
