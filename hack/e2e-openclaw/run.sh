@@ -12,7 +12,8 @@
 #      the plugin refuses (runs blocked before the model is asked)
 #   -> packctl verify of the owner run's attestation with bundle, audit, report
 # Artifacts go to e2e-out/. Every step asserts; any failure exits non-zero.
-#   SHARED            the shared folder (default ../shared)
+#   SHARED            build the pack from $SHARED/conformance/openclaw-sig
+#                     (default: the example harness in hack/demo/example)
 #   E2E_BIN           prebuilt attester/packctl directory (default: build into bin/)
 #   CLAWEA_E2E_CACHE  where Node 24 and openclaw are cached
 #   E2E_KEEP=1        keep the work directory
@@ -21,21 +22,22 @@ cd "$(dirname "$0")/../.."
 root=$PWD
 here=$root/hack/e2e-openclaw
 out=$root/e2e-out
-shared=${SHARED:-../shared}
 
 say() { echo "== $*" >&2; }
 fail() { echo "e2e-openclaw: FAIL: $*" >&2; exit 1; }
 
-harness=
-for h in "$root/testdata/example-harness" "$root/hack/example/harness" "$shared/conformance/openclaw-sig"; do
-	if [ -d "$h/templates" ]; then harness=$h; break; fi
-done
-[ -n "$harness" ] || fail "no harness: neither the repository's example harness nor $shared/conformance/openclaw-sig"
-params=
-for p in "$harness/vectors/full.params.json" "$harness/params.json"; do
-	if [ -f "$p" ]; then params=$p; break; fi
-done
-[ -n "$params" ] || fail "no builder params in $harness"
+# The pack's harness: this project's example harness (hack/demo/example),
+# or with SHARED set the OpenClaw SIG conformance harness beside the checkout.
+if [ -n "${SHARED:-}" ]; then
+	harness=$SHARED/conformance/openclaw-sig
+	params=$harness/vectors/full.params.json
+	ref_values=
+else
+	harness=$root/hack/demo/example/harness
+	params=$root/hack/demo/example/params.json
+	ref_values=$root/hack/demo/example/reference-values.json
+fi
+[ -d "$harness/templates" ] && [ -f "$params" ] || fail "no harness at $harness (params $params)"
 
 say "installing Node 24 and openclaw (cached)"
 cache=$("$here/install.sh")
@@ -125,11 +127,18 @@ EOF
 report_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$out/report.json')).digest('base64url')")
 "$packctl" render "$work/pack.json" >"$work/prompt.txt"
 prompt_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$work/prompt.txt')).digest('base64url')")
-# The operator's template allowlist: the report's template hashes.
+# The operator's template allowlist: the example's published reference
+# values (their signature is checked by hack/demo/example's tests), or, for
+# the conformance harness, its own sigs as reported. Every template of the
+# report must be in it with the same hash.
 node -e '
-const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const fs = require("fs");
+const [reportFile, refFile, out] = process.argv.slice(1);
+const r = JSON.parse(fs.readFileSync(reportFile, "utf8"));
 const t = {}; for (const x of r.inputs.templates) t[x.name] = x.hash;
-require("fs").writeFileSync(process.argv[2], JSON.stringify(t));' "$out/report.json" "$work/trusted.json"
+const trusted = refFile ? JSON.parse(fs.readFileSync(refFile, "utf8")).trusted_templates : t;
+for (const [n, h] of Object.entries(t)) if (trusted[n] !== h) { console.error("e2e-openclaw: FAIL: template " + n + " is not a trusted reference value"); process.exit(1); }
+fs.writeFileSync(out, JSON.stringify(trusted));' "$out/report.json" "$ref_values" "$work/trusted.json"
 # The simulated platform's launch measurement (enclave/sim: SHA-384 of its
 # label): the reference value an operator publishes.
 measurement=$(node -p "require('crypto').createHash('sha384').update('clawea.dev/attester/v1/sim/sev-snp/default-measurement').digest('base64url')")
