@@ -410,6 +410,10 @@ export class Controller {
       this.log.error(`clawea: attestation failed: ${errText(e)}`);
     } finally {
       await this.#close(st);
+      // A long-lived gateway handles many runs: forget this one. A late hook
+      // of this run then finds no run and blocks or does nothing.
+      if (ctx.runId) this.runs.delete(ctx.runId);
+      if (ctx.sessionKey && this.bySession.get(ctx.sessionKey) === st) this.bySession.delete(ctx.sessionKey);
     }
   }
 

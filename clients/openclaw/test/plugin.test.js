@@ -69,6 +69,9 @@ test("a good run: attested prompt, turn, gate, verify, bundle and attestation", 
   // Every request after POST /v1/runs carried the run's capability.
   for (const r of f.requests.slice(1)) assert.equal(r.auth, "Bearer " + f.cap, r.url);
   assert.ok(f.isClosed(), "the run is closed at the end");
+  assert.equal(c.runs.size, 0, "the run is forgotten");
+  assert.equal((await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx))?.block, true, "a late tool call is blocked");
+  assert.equal((await c.verifyTool({ sessionKey: ctx.sessionKey }, {})).details.verified, false);
   const dir = join(f.dir, "out", "run_fake_1");
   for (const n of ["bundle.json", "attestation.json", "evidence.jws", "audit.jsonl"]) assert.ok(existsSync(join(dir, n)), n);
   const bundle = JSON.parse(readFileSync(join(dir, "bundle.json"), "utf8"));
