@@ -257,8 +257,11 @@ export class Controller {
         st.poisoned = "the system prompt does not start with the attested prompt";
         throw new RunBlocked("clawea: the system prompt is not the attested prompt");
       }
-      const from = senderOf(this.cfg, ev, ctx);
       const messageId = ctx.runId;
+      // The gate may be asked again for the same inbound message (a retry of
+      // the run): its turn is already open.
+      if (st.turn && st.turn.message_id === messageId) return { outcome: "pass" };
+      const from = senderOf(this.cfg, ev, ctx);
       const t = await this.client.turn(st.run.run_id, st.capability, {
         channel: from.channel,
         sender_id: from.sender_id,

@@ -63,6 +63,9 @@ test("a good run: attested prompt, turn, gate, verify, bundle and attestation", 
   const built = await c.beforePromptBuild({}, ctx);
   assert.deepEqual(built, { systemPrompt: f.prompt });
   assert.deepEqual(await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt + suffix }, ctx), { outcome: "pass" });
+  // Asked again for the same message (a retry): the turn stays, none is added.
+  assert.deepEqual(await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt + suffix }, ctx), { outcome: "pass" });
+  assert.equal(f.requests.filter((r) => r.url.endsWith("/turns")).length, 1);
   const turnReq = f.requests.find((r) => r.url.endsWith("/turns"));
   assert.deepEqual(turnReq.body, { channel: "cli", sender_id: "local", message_id: "oc-run-1", content_sha256_b64u: sha256B64u("hi") });
   c.llmInput({ provider: "scripted", model: "scripted", systemPrompt: f.prompt + suffix }, ctx);
