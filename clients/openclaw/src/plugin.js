@@ -380,8 +380,14 @@ export class Controller {
     if (!st || !st.usable || !st.turn) return textResult("verify failed: no attested run with an open turn", { verified: false });
     /** @type {Record<string, string>} */
     const req = { turn_id: st.turn.turn_id };
-    if (params && typeof params.message_id === "string") req.message_id = params.message_id;
-    if (params && typeof params.content_sha256_b64u === "string") req.content_sha256_b64u = params.content_sha256_b64u;
+    const mid = params?.message_id;
+    const ch = params?.content_sha256_b64u;
+    if ((mid === undefined) !== (ch === undefined)) return textResult("verify failed: give message_id and content_sha256_b64u together, or neither", { verified: false });
+    if (mid !== undefined) {
+      if (typeof mid !== "string" || typeof ch !== "string" || !HASH_B64U.test(ch)) return textResult("verify failed: message_id must be a string and content_sha256_b64u a b64u SHA-256 digest", { verified: false });
+      req.message_id = mid;
+      req.content_sha256_b64u = ch;
+    }
     try {
       const r = await this.client.verify(st.run.run_id, st.capability, req);
       if (r.verified !== true) return textResult("verify failed: the attester did not verify this turn", { verified: false });
@@ -483,8 +489,8 @@ function textResult(text, details) {
 export const VERIFY_PARAMETERS = {
   type: "object",
   properties: {
-    message_id: { type: "string", description: "Optional: the id of the owner's signed message to check." },
-    content_sha256_b64u: { type: "string", description: "Optional: the SHA-256 (base64url) of that message's content." },
+    message_id: { type: "string", description: "Optional, with content_sha256_b64u: the id of the owner's signed message of this turn to check." },
+    content_sha256_b64u: { type: "string", description: "Optional, with message_id: the SHA-256 (base64url) of that message's content." },
   },
   additionalProperties: false,
 };

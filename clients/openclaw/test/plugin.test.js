@@ -74,6 +74,9 @@ test("a good run: attested prompt, turn, gate, verify, bundle and attestation", 
   assert.equal(await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx), undefined);
   const blocked = await c.beforeToolCall({ toolName: "exec", params: { command: "ls" } }, ctx);
   assert.deepEqual(blocked, { block: true, blockReason: "clawea gate (verification_gate): call verify first" });
+  assert.equal((await c.verifyTool({ sessionKey: ctx.sessionKey }, { message_id: "m" })).details.verified, false, "message_id alone");
+  assert.equal((await c.verifyTool({ sessionKey: ctx.sessionKey }, { message_id: "m", content_sha256_b64u: "x" })).details.verified, false, "bad hash");
+  assert.ok(!f.requests.some((r) => r.url.endsWith("/verify")), "refused before asking");
   const v = await c.verifyTool({ sessionKey: ctx.sessionKey }, {});
   assert.equal(v.details.verified, true);
   assert.equal(await c.beforeToolCall({ toolName: "exec", params: { command: "ls" } }, ctx), undefined);
