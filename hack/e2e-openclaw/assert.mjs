@@ -5,6 +5,7 @@
 //   node assert.mjs --work DIR --prompt FILE --canary FILE
 import { readFileSync, readdirSync, existsSync } from "node:fs";
 import { join } from "node:path";
+import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
 
 const { values: opts } = parseArgs({ options: { work: { type: "string" }, prompt: { type: "string" }, canary: { type: "string" }, api: { type: "string" } }, strict: true });
@@ -114,6 +115,32 @@ for (const scene of ["owner", "guest"]) {
   const dirs = readdirSync(join(work, "runs", scene));
   check(dirs.length === 1 && ["bundle.json", "attestation.json", "evidence.jws", "audit.jsonl"].every((f) => existsSync(join(work, "runs", scene, dirs[0], f))),
     `${scene}: the plugin wrote bundle, attestation, evidence and audit for its run`);
+}
+
+// The bundles say honestly what the model received: one llm_call per model
+// request, each committing to a payload whose system text is the attested
+// prompt plus OpenClaw's suffix. OpenClaw's llm_input text carries the
+// cache-boundary marker its openai-completions transport removes, so the
+// recorded text is the wire text with the marker put back.
+const MARKER = "\n<!-- OPENCLAW_CACHE_BOUNDARY -->";
+const sha = (/** @type {string} */ x) => createHash("sha256").update(x, "utf8").digest("base64url");
+for (const scene of ["owner", "guest"]) {
+  const dirs = readdirSync(join(work, "runs", scene));
+  if (dirs.length !== 1) continue;
+  const b = JSON.parse(readFileSync(join(work, "runs", scene, dirs[0], "bundle.json"), "utf8"));
+  const llm = b.payload.event_chain.filter((/** @type {any} */ e) => e.event_type === "llm_call");
+  const calls = b.payload.metadata.clawea_llm_calls ?? [];
+  const wire = requests(scene).map((r) => r.system_texts?.[0] ?? "");
+  check(llm.length === wire.length && calls.length === llm.length, `${scene}: one llm_call event per model request (${llm.length} events, ${wire.length} requests)`);
+  check(b.payload.event_chain[0].event_type === "prompt_committed", `${scene}: the chain starts with the attester's prompt_committed`);
+  let ok = true;
+  calls.forEach((/** @type {any} */ c, /** @type {number} */ i) => {
+    const recorded = prompt + MARKER + (wire[i] ?? "").slice(prompt.length);
+    ok &&= sha(JSON.stringify(c)) === llm[i].payload_hash_b64u && c.attested_prefix === true &&
+      c.system_prompt_hash_b64u === sha(prompt) && c.system_text_hash_b64u === sha(recorded) &&
+      c.suffix_utf16_len === recorded.length - prompt.length && c.suffix_hash_b64u === sha(recorded.slice(prompt.length));
+  });
+  check(ok && calls.length > 0, `${scene}: every llm_call payload is committed by its event and states the attested prefix and the exact suffix the model got`);
 }
 
 /** @param {string | undefined} s */
