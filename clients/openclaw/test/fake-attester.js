@@ -3,7 +3,7 @@
 // (capability, content type) and records every request.
 import { createServer } from "node:http";
 import { randomBytes, createHash } from "node:crypto";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eventHash } from "../src/poh.js";
@@ -96,6 +96,12 @@ export async function startFake(o = {}) {
   return {
     socket, dir, cap, prompt, reportHash, promptCommitted, requests,
     isClosed: () => closed,
-    close: () => new Promise((r) => server.close(() => r(undefined))),
+    close: () =>
+      new Promise((r) =>
+        server.close(() => {
+          rmSync(dir, { recursive: true, force: true });
+          r(undefined);
+        }),
+      ),
   };
 }

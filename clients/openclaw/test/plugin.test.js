@@ -2,7 +2,7 @@
 // artifacts of a good run.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { writeFileSync, readFileSync, existsSync, mkdtempSync } from "node:fs";
+import { writeFileSync, readFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { verify as edVerify, createPublicKey } from "node:crypto";
@@ -122,8 +122,9 @@ test("a good run: attested prompt, turn, gate, verify, bundle and attestation", 
   assert.ok(edVerify(null, Buffer.from(bundle.payload_hash_b64u), pub, Buffer.from(bundle.signature_b64u, "base64url")));
 });
 
-test("unreachable attester: the run is blocked, not run with OpenClaw's prompt", async () => {
+test("unreachable attester: the run is blocked, not run with OpenClaw's prompt", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "clawea-none-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, "p"), "x");
   writeFileSync(join(dir, "m"), "{}");
   const c = new Controller(parseConfig({ controlSocket: join(dir, "missing.sock"), pack: join(dir, "p"), manifest: join(dir, "m"), reportHashB64u: sha256B64u("r"), timeoutMs: 500 }), { log: quiet });
