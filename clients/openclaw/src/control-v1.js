@@ -101,14 +101,6 @@ export class ControlClientV1 extends ControlClient {
     return super.verify(runId, cap, body);
   }
 
-  /** @override: v1 has one global audit log. */
-  async audit(/** @type {string} */ _runId, /** @type {string} */ _cap) {
-    const res = await this.call("audit", "GET", "/v1/audit");
-    const root = res.headers["x-clawea-audit-root"];
-    const count = res.headers["x-clawea-audit-count"];
-    return { body: res.body, root: typeof root === "string" ? root : "", count: typeof count === "string" ? count : "" };
-  }
-
   /** @override */
   async close(/** @type {string} */ runId, /** @type {string} */ cap) {
     this.ownerTurn.delete(runId);

@@ -114,6 +114,8 @@ class RunState {
   constructor() {
     /** @type {"pending" | "ready" | "failed" | "closed"} */
     this.status = "pending";
+    /** Whether the attester run was closed (DELETE sent). */
+    this.closed = false;
     this.error = "";
     /** @type {any} */
     this.run = null;
@@ -458,8 +460,9 @@ export class Controller {
 
   /** @param {RunState} st */
   async #close(st) {
-    if (!st.run || st.status === "closed") return;
+    if (!st.run || st.closed) return;
     const prev = st.status;
+    st.closed = true;
     st.status = "closed";
     try {
       await this.client.close(st.run.run_id, st.capability);

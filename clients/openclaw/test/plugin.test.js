@@ -146,6 +146,8 @@ test("a prompt that does not match its hash blocks the run and closes it", async
     assert.match(d.reason, /PROMPT_COMMITMENT_MISMATCH/);
     assert.ok(f.isClosed());
     assert.ok(!f.requests.some((r) => r.url.endsWith("/turns")), "no turn opened");
+    await c.agentEnd({}, ctx);
+    assert.equal(f.requests.filter((r) => r.method === "DELETE").length, 1, "closed exactly once");
   }
 });
 
