@@ -55,7 +55,8 @@ for (const scene of ["owner", "guest"]) {
     `${scene}: every model call's system text starts with the attested prompt (${prompt.length} chars)`);
   check(rs.every((r) => r.system_texts?.[0] !== prompt && /Current model identity: scripted\/scripted/.test(r.system_texts?.[0].slice(prompt.length) ?? "")),
     `${scene}: OpenClaw appended its model identity line after the attested prompt (recorded as the suffix)`);
-  check(rs.every((r) => r.tools.includes("verify") && r.tools.includes("exec")), `${scene}: the model was offered verify and exec`);
+  const verifyVia = scene === "guest" ? "tool_call" : "verify";
+  check(rs.every((r) => r.tools.includes(verifyVia) && r.tools.includes("exec")), `${scene}: the model was offered ${verifyVia} and exec`);
 }
 
 // The owner turn.
@@ -89,7 +90,13 @@ for (const scene of ["owner", "guest"]) {
   check(oc.rc === 0, `guest: openclaw exited 0 (got ${oc.rc})`);
   const r = results("guest", 3);
   check(/clawea gate \(verification_gate\)/.test(r[0] ?? ""), `guest: the gated tool was blocked: ${clip(r[0])}`);
-  check(/verify refused: only the owner can verify/.test(r[1] ?? ""), `guest: a non-owner cannot verify: ${clip(r[1])}`);
+  check(/verify refused: only the owner can verify/.test(r[1] ?? ""), `guest: a non-owner cannot verify (through Tool Search's tool_call): ${clip(r[1])}`);
+  // Through the bridge the gate saw the target tool, not only tool_call.
+  const gate = readFileSync(join(work, "attester.log"), "utf8").split("\n").filter((l) => l.includes('"gate: decision"')).map((l) => JSON.parse(l));
+  const turns = [...new Set(gate.map((d) => d.turn))];
+  const guestTools = gate.filter((d) => d.turn === turns[1]).map((d) => d.tool);
+  check(JSON.stringify(guestTools) === JSON.stringify(["exec", "tool_call", "verify", "exec"]),
+    `guest: the gate decided the bridge and its target tool: ${guestTools.join(", ")}`);
   check(/clawea gate \(verification_gate\)/.test(r[2] ?? "") && !/guest-ran/.test(r[2] ?? ""), `guest: the gated tool stayed blocked: ${clip(r[2])}`);
 }
 

@@ -110,9 +110,11 @@ const scenes = {
     { tool: "exec", args: { command: sockForged } },
     { text: "owner turn done" },
   ],
+  // The guest turn runs with OpenClaw's default Tool Search: verify is a
+  // deferred tool, reached through the tool_call bridge.
   guest: [
     { tool: "exec", args: { command: "echo guest-ran" } },
-    { tool: "verify", args: {} },
+    { tool: "tool_call", args: { id: "verify", args: {} } },
     { tool: "exec", args: { command: "echo guest-ran" } },
     { text: "guest turn done" },
   ],
@@ -205,9 +207,9 @@ require("fs").writeFileSync(file, JSON.stringify({
   update: { checkOnStart: false },
   models: { providers: { scripted: { baseUrl: "http://127.0.0.1:$model_port/v1", apiKey: "scripted-no-secret", api: "openai-completions", models: [{ id: "scripted", name: "scripted" }] } } },
   agents: { defaults: { model: { primary: "scripted/scripted" }, workspace: "$work/ws" } },
-  // Direct tool schemas, so the script can call verify by name (with Tool
-  // Search the model would reach it through tool_call; the hooks are the same).
-  tools: { toolSearch: false },
+  // The owner turn gets direct tool schemas (verify called by name); the
+  // guest turn keeps OpenClaw's default Tool Search (verify through tool_call).
+  tools: sender === "cli:guest" ? {} : { toolSearch: false },
   plugins: {
     load: { paths: ["$root/clients/openclaw"] },
     entries: { clawea: { enabled: true, hooks: { allowConversationAccess: true }, config: {
