@@ -8,8 +8,7 @@ import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
 
-const { values: opts } = parseArgs({ options: { work: { type: "string" }, prompt: { type: "string" }, canary: { type: "string" }, api: { type: "string" } }, strict: true });
-const api = opts.api ?? "2";
+const { values: opts } = parseArgs({ options: { work: { type: "string" }, prompt: { type: "string" }, canary: { type: "string" } }, strict: true });
 const work = /** @type {string} */ (opts.work);
 const prompt = readFileSync(/** @type {string} */ (opts.prompt), "utf8");
 let failed = 0;
@@ -73,15 +72,9 @@ for (const scene of ["owner", "guest"]) {
   check(/clawea gate \(external_verifier\)/.test(r[4] ?? "") && /destructive command refused/.test(r[4] ?? ""),
     `owner: the webhook denied a destructive command: ${clip(r[4])}`);
   check(existsSync(/** @type {string} */ (opts.canary)), "owner: the denied command did not run (canary intact)");
-  if (api === "2") {
-    check(/tcp-probe http=403/.test(r[5] ?? ""), `owner: the control API is refused on the public TCP port: ${clip(r[5])}`);
-    check(/socket-probe http=401/.test(r[6] ?? ""), `owner: the control socket refuses a call without the run's capability: ${clip(r[6])}`);
-    check(/forged-probe http=403/.test(r[7] ?? ""), `owner: the control socket refuses a forged capability: ${clip(r[7])}`);
-  } else {
-    // Legacy API v1 has no capability: the probes reach the API. Not
-    // asserted; run.sh reports the gap.
-    console.error(`GAP  owner: API v1: tcp probe ${clip(r[5])}; socket probe ${clip(r[6])}; forged probe ${clip(r[7])}`);
-  }
+  check(/tcp-probe http=403/.test(r[5] ?? ""), `owner: the control API is refused on the public TCP port: ${clip(r[5])}`);
+  check(/socket-probe http=401/.test(r[6] ?? ""), `owner: the control socket refuses a call without the run's capability: ${clip(r[6])}`);
+  check(/forged-probe http=403/.test(r[7] ?? ""), `owner: the control socket refuses a forged capability: ${clip(r[7])}`);
 }
 
 // The non-owner turn.

@@ -53,13 +53,6 @@ if [ -z "${E2E_BIN:-}" ]; then
 	CGO_ENABLED=0 go build -trimpath -o "$bin/" ./cmd/attester ./cmd/packctl
 fi
 packctl=$bin/packctl
-# The attester API of the tree under test: v2 (control socket, run
-# capabilities, owners in the attester's config) or the legacy v1.
-api=${E2E_API:-auto}
-if [ "$api" = auto ]; then
-	if grep -q 'json:"controlSocket"' cmd/attester/server/config.go; then api=2; else api=1; fi
-fi
-[ "$api" = 1 ] || [ "$api" = 2 ] || fail "E2E_API must be 1, 2 or auto"
 
 # Short paths: a unix socket path is limited to ~100 bytes.
 work=$(mktemp -d /tmp/clawea-e2e.XXXXXX)
@@ -152,21 +145,16 @@ fs.writeFileSync(out, JSON.stringify(trusted));' "$out/report.json" "$ref_values
 # label): the reference value an operator publishes.
 measurement=$(node -p "require('crypto').createHash('sha384').update('clawea.dev/attester/v1/sim/sev-snp/default-measurement').digest('base64url')")
 
-say "attester (API v$api) on the simulated SEV-SNP platform (owners: cli:local)"
-node - "$work/attester.json" "$api" <<EOF
+say "attester on the simulated SEV-SNP platform (owners: cli:local)"
+node - "$work/attester.json" <<EOF
 const fs = require("fs");
-const api = Number(process.argv[3]);
-const a = {
-  listen: "127.0.0.1:$pub_port", platform: "simulated", stateDir: "$work/state",
-  trustedTemplates: JSON.parse(fs.readFileSync("$work/trusted.json", "utf8")),
-  modelProvider: "scripted", model: "scripted", development: true, allowUnlockedMemory: true,
-};
-// v2: the control socket, the metrics listener and the owners; v1 (legacy):
-// the agent socket, and owners are asserted by the plugin.
-if (api === 2) Object.assign(a, { metricsListen: "127.0.0.1:$met_port", controlSocket: "$sock", owners: ["cli:local"] });
-else a.agentSocket = "$sock";
 fs.writeFileSync(process.argv[2], JSON.stringify({
-  attester: a,
+  attester: {
+    listen: "127.0.0.1:$pub_port", metricsListen: "127.0.0.1:$met_port", controlSocket: "$sock",
+    platform: "simulated", stateDir: "$work/state", trustedTemplates: JSON.parse(fs.readFileSync("$work/trusted.json", "utf8")),
+    modelProvider: "scripted", model: "scripted", owners: ["cli:local"],
+    development: true, allowUnlockedMemory: true,
+  },
   agents: { defaults: { sig: { enforceVerification: true } } },
   tools: {
     verifier: {
@@ -199,10 +187,8 @@ rm -f "$work/pack.json" # the plaintext pack is the author's secret; only the se
 # One OpenClaw config per kind of turn: the plugin's config differs only in
 # the local sender identity (and, for "down", a socket nobody listens on).
 oc_config() { # file local_sender socket outdir
-	node - "$@" "$api" <<EOF
-const [file, sender, socket, outDir, api] = process.argv.slice(2);
-// API v1 (legacy) needs the TCP URL and the owners in the plugin's config.
-const legacy = api === "1" ? { api: 1, attesterUrl: "http://127.0.0.1:$pub_port", owners: ["cli:local"] } : {};
+	node - "$@" <<EOF
+const [file, sender, socket, outDir] = process.argv.slice(2);
 require("fs").writeFileSync(file, JSON.stringify({
   update: { checkOnStart: false },
   models: { providers: { scripted: { baseUrl: "http://127.0.0.1:$model_port/v1", apiKey: "scripted-no-secret", api: "openai-completions", models: [{ id: "scripted", name: "scripted" }] } } },
@@ -214,7 +200,7 @@ require("fs").writeFileSync(file, JSON.stringify({
     load: { paths: ["$root/clients/openclaw"] },
     entries: { clawea: { enabled: true, hooks: { allowConversationAccess: true }, config: {
       controlSocket: socket, pack: "$work/prompt_pack.enc", manifest: "$work/prompt_pack_manifest.json",
-      reportHashB64u: "$report_hash", outDir, localSender: sender, timeoutMs: 20000, ...legacy,
+      reportHashB64u: "$report_hash", outDir, localSender: sender, timeoutMs: 20000,
     } } },
   },
 }, null, 2));
@@ -242,7 +228,7 @@ turn down "$work/oc-down.json" "Anyone there? [scene:down]"
 turn badcfg "$work/oc-badcfg.json" "Anyone there? [scene:down]"
 
 say "assertions"
-node "$here/assert.mjs" --work "$work" --prompt "$work/prompt.txt" --canary "$canary" --api "$api" || {
+node "$here/assert.mjs" --work "$work" --prompt "$work/prompt.txt" --canary "$canary" || {
 	for n in owner guest down badcfg; do echo "--- $n (rc $(cat "$work/$n.rc"))" >&2; tail -c 3000 "$work/$n.json" >&2; grep -i "clawea\|error" "$work/$n.err" | tail -20 >&2; done
 	tail -20 "$work/attester.log" >&2
 	fail "assertions"
@@ -282,5 +268,4 @@ if "$packctl" verify --attestation "$out/attestation.json" --evidence "$out/evid
 	--audit "$out/audit.jsonl" --report "$out/report.json" --policy "$out/policy.json" >/dev/null 2>&1; then
 	fail "a tampered bundle verified"
 fi
-[ "$api" = 2 ] || echo "e2e-openclaw: KNOWN GAP: attester API v1: the control API is open on TCP and owners are asserted by the plugin; the control-API probes were not asserted (needs API v2)" >&2
-echo "e2e-openclaw: PASS (attester API v$api, openclaw $oc_version; artifacts in $out: $(ls "$out" | tr '\n' ' '))" >&2
+echo "e2e-openclaw: PASS (openclaw $oc_version; artifacts in $out: $(ls "$out" | tr '\n' ' '))" >&2

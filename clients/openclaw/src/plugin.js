@@ -3,7 +3,6 @@
 import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { ControlClient, AttesterError } from "./control.js";
-import { ControlClientV1 } from "./control-v1.js";
 import { EventChain, bundlePayload, llmCallPayload, signEnvelope } from "./poh.js";
 import { HASH_B64U, jcs, sha256B64u } from "./hash.js";
 import { agentSigner } from "./didkey.js";
@@ -30,12 +29,9 @@ export class RunBlocked extends Error {
  * @property {string} [agentKey] PKCS#8 PEM file of the agent's Ed25519 key (default: a fresh key per run, in memory)
  * @property {string} [localSender] "channel:sender_id" for turns without a channel sender (default "cli:local")
  * @property {number} [timeoutMs] per attester request (default 15000)
- * @property {1 | 2} api attester API version (default 2; 1 is legacy, see src/control-v1.js)
- * @property {string} [attesterUrl] API v1 only: the attester's TCP base URL (loopback)
- * @property {string[]} [owners] API v1 only: "channel:sender_id" of the owners
  */
 
-const CONFIG_KEYS = ["controlSocket", "pack", "manifest", "reportHashB64u", "outDir", "agentKey", "localSender", "timeoutMs", "api", "attesterUrl", "owners"];
+const CONFIG_KEYS = ["controlSocket", "pack", "manifest", "reportHashB64u", "outDir", "agentKey", "localSender", "timeoutMs"];
 const SENDER = /^[a-z0-9_-]{1,64}:[^\s:][^\s]{0,255}$/;
 
 /**
@@ -61,28 +57,7 @@ export function parseConfig(raw) {
   if (typeof localSender !== "string" || !SENDER.test(localSender)) throw new Error(`${PLUGIN_ID} config: localSender must be "channel:sender_id"`);
   const timeoutMs = c.timeoutMs ?? 15000;
   if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 600000) throw new Error(`${PLUGIN_ID} config: timeoutMs must be an integer in 100..600000`);
-  const api = c.api ?? 2;
-  if (api !== 1 && api !== 2) throw new Error(`${PLUGIN_ID} config: api must be 1 or 2`);
-  /** @type {string | undefined} */
-  let attesterUrl;
-  /** @type {string[] | undefined} */
-  let owners;
-  if (api === 1) {
-    // Legacy API v1: control endpoints on a loopback TCP URL; the caller
-    // asserts owner status from this list.
-    const u = c.attesterUrl;
-    if (typeof u !== "string" || !/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):[0-9]{1,5}\/?$/.test(u)) throw new Error(`${PLUGIN_ID} config: api 1 needs attesterUrl http://127.0.0.1:PORT`);
-    attesterUrl = u;
-    const o = c.owners ?? [];
-    if (!Array.isArray(o) || !o.every((x) => typeof x === "string" && SENDER.test(x))) throw new Error(`${PLUGIN_ID} config: owners must be "channel:sender_id" strings`);
-    owners = o;
-  } else if (c.attesterUrl !== undefined || c.owners !== undefined) {
-    throw new Error(`${PLUGIN_ID} config: attesterUrl and owners are for api 1 only (API v2 owners are the attester's attester.owners)`);
-  }
   return {
-    api,
-    attesterUrl,
-    owners,
     controlSocket: /** @type {string} */ (path("controlSocket", true)),
     pack: /** @type {string} */ (path("pack", true)),
     manifest: /** @type {string} */ (path("manifest", true)),
@@ -152,11 +127,7 @@ export class Controller {
    */
   constructor(cfg, deps = {}) {
     this.cfg = cfg;
-    this.client =
-      deps.client ??
-      (cfg.api === 1
-        ? new ControlClientV1({ url: /** @type {string} */ (cfg.attesterUrl), agentSocket: cfg.controlSocket, owners: cfg.owners ?? [], timeoutMs: cfg.timeoutMs })
-        : new ControlClient(cfg.controlSocket, { timeoutMs: cfg.timeoutMs }));
+    this.client = deps.client ?? new ControlClient(cfg.controlSocket, { timeoutMs: cfg.timeoutMs });
     this.log = deps.log ?? console;
     this.now = deps.now ?? (() => new Date());
     this.harnessVersion = deps.harnessVersion ?? "unknown";

@@ -36,17 +36,8 @@ test("config is parsed strictly", () => {
   assert.throws(() => parseConfig({ ...ok, reportHashB64u: "abc" }), /reportHashB64u/);
   assert.throws(() => parseConfig({ ...ok, localSender: "nocolon" }), /localSender/);
   assert.throws(() => parseConfig({ ...ok, timeoutMs: 0 }), /timeoutMs/);
-  assert.equal(parseConfig(ok).api, 2);
-  // API v2: owners are the attester's; the plugin refuses to hold a list.
-  assert.throws(() => parseConfig({ ...ok, owners: ["cli:local"] }), /api 1 only/);
-  assert.throws(() => parseConfig({ ...ok, attesterUrl: "http://127.0.0.1:1" }), /api 1 only/);
-  // Legacy API v1: a loopback URL is required.
-  const v1 = parseConfig({ ...ok, api: 1, attesterUrl: "http://127.0.0.1:8443", owners: ["cli:local"] });
-  assert.deepEqual([v1.api, v1.owners], [1, ["cli:local"]]);
-  assert.throws(() => parseConfig({ ...ok, api: 1 }), /attesterUrl/);
-  assert.throws(() => parseConfig({ ...ok, api: 1, attesterUrl: "http://example.com:80" }), /attesterUrl/);
-  assert.throws(() => parseConfig({ ...ok, api: 1, attesterUrl: "http://127.0.0.1:1", owners: ["nope"] }), /owners/);
-  assert.throws(() => parseConfig({ ...ok, api: 3 }), /api/);
+  // Owners are the attester's configuration; the plugin holds no list.
+  assert.throws(() => parseConfig({ ...ok, owners: ["cli:local"] }), /unknown key/);
 });
 
 test("sender comes from the channel, else the configured local sender", () => {
