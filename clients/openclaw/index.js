@@ -1,7 +1,7 @@
 // OpenClaw entry point of the clawea attester plugin. The logic is in
 // src/plugin.js; this file only adapts it to OpenClaw's plugin API.
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
-import { Controller, PLUGIN_ID, parseConfig, registerWith, registerRefusing } from "./src/plugin.js";
+import { Controller, PLUGIN_ID, checkHookAccess, parseConfig, registerWith, registerRefusing } from "./src/plugin.js";
 
 // OpenClaw may call register more than once in a process (one registry per
 // loader); the hooks of every registration must share the runs, so there is
@@ -17,6 +17,7 @@ export default definePluginEntry({
     let cfg;
     try {
       cfg = parseConfig(api.pluginConfig);
+      checkHookAccess(api.config);
     } catch (e) {
       // Fail closed: a loaded plugin with a bad config blocks every run
       // instead of letting it run unattested.
@@ -33,7 +34,9 @@ export default definePluginEntry({
         warn: (/** @type {string} */ m) => api.logger.warn(m),
         error: (/** @type {string} */ m) => api.logger.error(m),
       };
-      c = new Controller(cfg, { log, harnessVersion: typeof api.version === "string" ? api.version : undefined });
+      // api.version is this plugin's version; OpenClaw's is the runtime's.
+      const v = api.runtime?.version;
+      c = new Controller(cfg, { log, harnessVersion: typeof v === "string" && v !== "" ? v : undefined });
       controllers.set(key, c);
     }
     registerWith(api, c);

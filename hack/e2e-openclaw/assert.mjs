@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
 
-const { values: opts } = parseArgs({ options: { work: { type: "string" }, prompt: { type: "string" }, canary: { type: "string" } }, strict: true });
+const { values: opts } = parseArgs({ options: { work: { type: "string" }, prompt: { type: "string" }, canary: { type: "string" }, "openclaw-version": { type: "string" } }, strict: true });
 const work = /** @type {string} */ (opts.work);
 const prompt = readFileSync(/** @type {string} */ (opts.prompt), "utf8");
 let failed = 0;
@@ -110,6 +110,18 @@ for (const scene of ["owner", "guest"]) {
   check(readdirSync(join(work, "runs", "badcfg")).length === 0, "badcfg: nothing was attested");
 }
 
+// OpenClaw not granting the plugin conversation access: OpenClaw skips the
+// prompt and run hooks, so the model runs with OpenClaw's own prompt; the
+// plugin then refuses every tool call and nothing is attested.
+{
+  const oc = openclawResult("noaccess");
+  const r = results("noaccess", 1);
+  check(requests("noaccess").every((q) => !(q.system_texts?.[0] ?? "").startsWith(prompt)), "noaccess: (OpenClaw's doing) the model got OpenClaw's own prompt, not the attested one");
+  check(/clawea: refusing to run: OpenClaw must set plugins\.entries\.clawea\.hooks\.allowConversationAccess/.test(r[0] ?? "") && !/noaccess-ran/.test(r[0] ?? ""),
+    `noaccess: the plugin refused the tool call: ${clip(r[0])}`);
+  check(oc.rc === 0 && readdirSync(join(work, "runs", "noaccess")).length === 0, "noaccess: nothing was attested");
+}
+
 // Attested runs: one for the owner turn, one for the guest turn.
 for (const scene of ["owner", "guest"]) {
   const dirs = readdirSync(join(work, "runs", scene));
@@ -133,6 +145,8 @@ for (const scene of ["owner", "guest"]) {
   const wire = requests(scene).map((r) => r.system_texts?.[0] ?? "");
   check(llm.length === wire.length && calls.length === llm.length, `${scene}: one llm_call event per model request (${llm.length} events, ${wire.length} requests)`);
   check(b.payload.event_chain[0].event_type === "prompt_committed", `${scene}: the chain starts with the attester's prompt_committed`);
+  check(b.payload.metadata.harness?.id === "openclaw" && b.payload.metadata.harness?.version === opts["openclaw-version"],
+    `${scene}: the bundle names the harness openclaw ${opts["openclaw-version"]} (got ${JSON.stringify(b.payload.metadata.harness)})`);
   let ok = true;
   calls.forEach((/** @type {any} */ c, /** @type {number} */ i) => {
     const recorded = prompt + MARKER + (wire[i] ?? "").slice(prompt.length);

@@ -112,6 +112,10 @@ const scenes = {
     { text: "guest turn done" },
   ],
   down: [{ text: "this must never be served" }],
+  // OpenClaw without allowConversationAccess for the plugin skips its prompt
+  // and run hooks: the model runs with OpenClaw's own prompt (OpenClaw's
+  // doing), but no tool runs and nothing is attested.
+  noaccess: [{ tool: "exec", args: { command: "echo noaccess-ran" } }, { text: "unattested answer" }],
 };
 fs.writeFileSync(process.argv[2], JSON.stringify({ scenes }));
 EOF
@@ -215,21 +219,24 @@ turn() { # name config message -> $work/NAME.json, rc in $work/NAME.rc
 	echo $? >"$work/$name.rc"
 	set -e
 }
-mkdir -p "$work/runs/owner" "$work/runs/guest" "$work/runs/down" "$work/runs/badcfg"
+mkdir -p "$work/runs/owner" "$work/runs/guest" "$work/runs/down" "$work/runs/badcfg" "$work/runs/noaccess"
 oc_config "$work/oc-owner.json" "cli:local" "$sock" "$work/runs/owner"
 oc_config "$work/oc-guest.json" "cli:guest" "$sock" "$work/runs/guest"
 oc_config "$work/oc-down.json" "cli:local" "$work/ctl/nobody.sock" "$work/runs/down"
 oc_config "$work/oc-badcfg.json" "not-a-sender" "$sock" "$work/runs/badcfg"
+oc_config "$work/oc-noaccess.json" "cli:local" "$sock" "$work/runs/noaccess"
+node -e 'const f = require("fs"); const c = JSON.parse(f.readFileSync(process.argv[1])); delete c.plugins.entries.clawea.hooks; f.writeFileSync(process.argv[1], JSON.stringify(c))' "$work/oc-noaccess.json"
 cp "$work/oc-owner.json" "$out/openclaw.json"
 
 turn owner "$work/oc-owner.json" "Please check the workspace. [scene:owner]"
 turn guest "$work/oc-guest.json" "I am not the owner. [scene:guest]"
 turn down "$work/oc-down.json" "Anyone there? [scene:down]"
 turn badcfg "$work/oc-badcfg.json" "Anyone there? [scene:down]"
+turn noaccess "$work/oc-noaccess.json" "Run something. [scene:noaccess]"
 
 say "assertions"
-node "$here/assert.mjs" --work "$work" --prompt "$work/prompt.txt" --canary "$canary" || {
-	for n in owner guest down badcfg; do echo "--- $n (rc $(cat "$work/$n.rc"))" >&2; tail -c 3000 "$work/$n.json" >&2; grep -i "clawea\|error" "$work/$n.err" | tail -20 >&2; done
+node "$here/assert.mjs" --work "$work" --prompt "$work/prompt.txt" --canary "$canary" --openclaw-version "$oc_version" || {
+	for n in owner guest down badcfg noaccess; do echo "--- $n (rc $(cat "$work/$n.rc"))" >&2; tail -c 3000 "$work/$n.json" >&2; grep -i "clawea\|error" "$work/$n.err" | tail -20 >&2; done
 	tail -20 "$work/attester.log" >&2
 	fail "assertions"
 }

@@ -70,6 +70,23 @@ export function parseConfig(raw) {
 }
 
 /**
+ * Checks that OpenClaw's config lets the plugin's prompt and run hooks fire.
+ * Without plugins.entries.clawea.hooks.allowConversationAccess OpenClaw
+ * silently skips before_prompt_build, before_agent_run and agent_end, and the
+ * model would run with OpenClaw's own prompt; the caller then registers only
+ * refusing hooks, so at least no tool runs and nothing is attested.
+ * @param {any} ocConfig OpenClaw's config (api.config)
+ */
+export function checkHookAccess(ocConfig) {
+  const h = ocConfig?.plugins?.entries?.[PLUGIN_ID]?.hooks;
+  if (h?.allowConversationAccess !== true || h?.allowPromptInjection === false) {
+    throw new Error(
+      `OpenClaw must set plugins.entries.${PLUGIN_ID}.hooks.allowConversationAccess: true (and not allowPromptInjection: false); without it the attested prompt cannot be enforced`,
+    );
+  }
+}
+
+/**
  * The sender of a turn: the channel's identity when OpenClaw has one, else
  * the configured local sender (the CLI). Never taken from message text.
  * @param {Config} cfg

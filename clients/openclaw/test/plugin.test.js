@@ -6,7 +6,7 @@ import { writeFileSync, readFileSync, existsSync, mkdtempSync, rmSync } from "no
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { verify as edVerify, createPublicKey } from "node:crypto";
-import { Controller, parseConfig, registerRefusing, senderOf } from "../src/plugin.js";
+import { Controller, checkHookAccess, parseConfig, registerRefusing, senderOf } from "../src/plugin.js";
 import { sha256B64u } from "../src/hash.js";
 import { isValidEvent } from "../src/poh.js";
 import { startFake } from "./fake-attester.js";
@@ -229,4 +229,13 @@ test("a plugin with a bad config blocks every run and tool call", async () => {
   registerRefusing({ on: (/** @type {string} */ n, /** @type {Function} */ f) => (hooks[n] = f) }, "bad config");
   assert.equal(hooks.before_agent_run().outcome, "block");
   assert.equal(hooks.before_tool_call().block, true);
+});
+
+test("the plugin requires OpenClaw to let its conversation hooks fire", () => {
+  const entries = (/** @type {any} */ hooks) => ({ plugins: { entries: { clawea: { enabled: true, hooks } } } });
+  checkHookAccess(entries({ allowConversationAccess: true }));
+  assert.throws(() => checkHookAccess(entries(undefined)), /allowConversationAccess/);
+  assert.throws(() => checkHookAccess(entries({ allowConversationAccess: "true" })), /allowConversationAccess/);
+  assert.throws(() => checkHookAccess(entries({ allowConversationAccess: true, allowPromptInjection: false })), /allowPromptInjection/);
+  assert.throws(() => checkHookAccess(undefined), /allowConversationAccess/);
 });
