@@ -178,6 +178,9 @@ for _ in $(seq 100); do
 done
 curl -fsS -m 2 "http://127.0.0.1:$pub_port/readyz" >/dev/null || fail "the attester is not ready"
 attester_did=$(curl -fsS -m 5 "http://127.0.0.1:$pub_port/v1/identity" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).did))')
+# The operator's published gate policy hash (control socket, uid check only).
+gate_policy=$(curl -fsS -m 5 --unix-socket "$sock" http://attester/v1/gate/policy | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).policy_hash_b64u))')
+[ ${#gate_policy} = 43 ] || fail "no gate policy hash from the attester"
 
 say "packctl seal: check the attester's key attestation, seal the pack to its key"
 cat >"$work/seal-policy.json" <<EOF
@@ -245,7 +248,7 @@ run_dir=$(find "$work/runs/owner" -mindepth 1 -maxdepth 1 -type d)
 [ "$(echo "$run_dir" | wc -l)" = 1 ] && [ -n "$run_dir" ] || fail "want exactly one attested owner run, got: $run_dir"
 for f in attestation.json evidence.jws bundle.json audit.jsonl; do cp "$run_dir/$f" "$out/$f"; done
 cat >"$out/policy.json" <<EOF
-{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"allow_unchecked_revocation":true,"allow_unchecked_collateral":true,"measurements_b64u":["$measurement"],"trusted_attester_dids":["$attester_did"],"trusted_templates":$(cat "$work/trusted.json"),"trusted_recipes":[{"id":"openclaw-sig","version":"1"}],"expected_system_prompt_hash_b64u":"$prompt_hash","expected_report_hash_b64u":"$report_hash","expected_model":{"provider":"scripted","model":"scripted"}}
+{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"allow_unchecked_revocation":true,"allow_unchecked_collateral":true,"measurements_b64u":["$measurement"],"trusted_attester_dids":["$attester_did"],"trusted_templates":$(cat "$work/trusted.json"),"trusted_recipes":[{"id":"openclaw-sig","version":"1"}],"expected_system_prompt_hash_b64u":"$prompt_hash","expected_report_hash_b64u":"$report_hash","expected_gate_policy_hash_b64u":"$gate_policy","expected_model":{"provider":"scripted","model":"scripted"}}
 EOF
 
 say "packctl verify: the owner run's attestation with bundle, audit and report"
