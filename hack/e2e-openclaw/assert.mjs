@@ -84,12 +84,13 @@ for (const scene of ["owner", "guest"]) {
   const r = results("guest", 3);
   check(/clawea gate \(verification_gate\)/.test(r[0] ?? ""), `guest: the gated tool was blocked: ${clip(r[0])}`);
   check(/verify refused: only the owner can verify/.test(r[1] ?? ""), `guest: a non-owner cannot verify (through Tool Search's tool_call): ${clip(r[1])}`);
-  // Through the bridge the gate saw the target tool, not only tool_call.
-  const gate = readFileSync(join(work, "attester.log"), "utf8").split("\n").filter((l) => l.includes('"gate: decision"')).map((l) => JSON.parse(l));
-  const turns = [...new Set(gate.map((d) => d.turn))];
-  const guestTools = gate.filter((d) => d.turn === turns[1]).map((d) => d.tool);
-  check(JSON.stringify(guestTools) === JSON.stringify(["exec", "tool_call", "verify", "exec"]),
-    `guest: the gate decided the bridge and its target tool: ${guestTools.join(", ")}`);
+  // Through the bridge the gate saw the target tool, not only tool_call:
+  // the run's own audit log names every tool the gate decided.
+  const runDirs = readdirSync(join(work, "runs", "guest"));
+  const audit = runDirs.length === 1 ? readFileSync(join(work, "runs", "guest", runDirs[0], "audit.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : [];
+  const guestTools = audit.map((d) => `${d.tool}:${d.decision}`);
+  check(JSON.stringify(guestTools) === JSON.stringify(["exec:deny", "tool_call:allow", "verify:allow", "exec:deny"]),
+    `guest: the gate decided the bridge and its target tool (audit log): ${guestTools.join(", ")}`);
   check(/clawea gate \(verification_gate\)/.test(r[2] ?? "") && !/guest-ran/.test(r[2] ?? ""), `guest: the gated tool stayed blocked: ${clip(r[2])}`);
 }
 
