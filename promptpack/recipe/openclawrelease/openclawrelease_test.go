@@ -191,7 +191,9 @@ func TestBuildRefusesUnknownVersion(t *testing.T) {
 
 func TestBuildRefusesUnreproducedPrompt(t *testing.T) {
 	mut := map[string]func(w wire){
-		"prompt byte":      func(w wire) { w["system_prompt"] = strings.Replace(w["system_prompt"].(string), "careful", "Careful", 1) },
+		"prompt byte": func(w wire) {
+			w["system_prompt"] = strings.Replace(w["system_prompt"].(string), "careful", "Careful", 1)
+		},
 		"prompt suffix":    func(w wire) { w["system_prompt"] = w["system_prompt"].(string) + "\n" },
 		"bootstrap byte":   func(w wire) { w["bootstrap_files"].([]any)[0].(wire)["content"] = "Be carefull.\n" },
 		"tool order":       func(w wire) { ts := w["tools"].([]any); ts[0], ts[1] = ts[1], ts[0] },
