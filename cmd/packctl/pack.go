@@ -9,6 +9,7 @@ import (
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
@@ -139,7 +140,8 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("build", "build --params FILE --harness DIR [--admission POLICY] [flags] [-o pack.json]\n\nBuilds a plaintext prompt pack (canonical JSON, secret: written mode 0600)\nand checks that it rebuilds. DIR is laid out as the openclaw-sig conformance\nfolder: templates/, sigs/, hardcoded-literals.json, core-tool-summaries.json.\nWith --admission the pack is written only if the admission policy admits it\n(exit 4 and nothing written otherwise).", stderr)
 	params := fs.String("params", "", "resolved builder params `file` (NAME.params.json shape; required)")
 	harness := fs.String("harness", "", "harness `dir` (required)")
-	recipeID := fs.String("recipe", openclawsig.ID, "recipe `id`")
+	recipeID := fs.String("recipe", openclawsig.ID, "recipe `id`: openclaw-sig, or openclaw-release with --capture")
+	capture := fs.String("capture", "", "with --recipe openclaw-release: capture `file` of hack/e2e-openclaw/capture.sh (docs/spec/recipe-openclaw-release.md)")
 	toolSchemas := fs.String("tool-schemas", "", "JSON `file`: tool name -> JSON Schema object (default {})")
 	skillsEnv := fs.String("skills-env", "", "JSON `file`: skills env overrides, name -> string")
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex; default: the harness's own sigs")
@@ -155,6 +157,20 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	bVer := fs.String("builder-version", def.BuilderVersion, "prompt builder version")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if *recipeID == openclawrelease.ID {
+		if *params != "" || *harness != "" {
+			errorf(stderr, "build: --recipe %s takes --capture, not --params or --harness", openclawrelease.ID)
+			return exitUsage
+		}
+		if !requireFlags(fs, stderr, "capture") || !wantArgs(fs, stderr, 0, "") {
+			return exitUsage
+		}
+		return buildRelease(*capture, stderr)
+	}
+	if *capture != "" {
+		errorf(stderr, "build: --capture goes with --recipe %s", openclawrelease.ID)
+		return exitUsage
 	}
 	if !requireFlags(fs, stderr, "params", "harness") || !wantArgs(fs, stderr, 0, "") {
 		return exitUsage
