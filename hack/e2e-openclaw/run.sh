@@ -11,6 +11,8 @@
 #      non-owner turn (cannot verify), attester down and a plugin config
 #      the plugin refuses (runs blocked before the model is asked)
 #   -> packctl verify of the owner run's attestation with bundle, audit, report
+#   -> (first) a real turn captured for the openclaw-release recipe, which
+#      must commit it and refuse to build what it cannot reproduce
 # Artifacts go to e2e-out/. Every step asserts; any failure exits non-zero.
 #   SHARED            build the pack from $SHARED/conformance/openclaw-sig
 #                     (default: the example harness in hack/demo/example)
@@ -46,6 +48,20 @@ oc_dir=$(echo "$cache"/openclaw-*)
 export PATH="$node_bin:$PATH" OPENCLAW_NO_AUTO_UPDATE=1
 openclaw=$oc_dir/node_modules/.bin/openclaw
 oc_version=$(node -p "require('$oc_dir/node_modules/openclaw/package.json').version")
+
+# Packs from a real install (docs/spec/recipe-openclaw-release.md): capture a
+# real turn of this OpenClaw in the example workspace; the openclaw-release
+# recipe must commit it and refuse to build what it cannot reproduce.
+if command -v go >/dev/null 2>&1; then
+	say "openclaw-release: capture a real OpenClaw $oc_version turn (go test TestInstalledOpenClaw)"
+	# CI=true: the test fails instead of skipping when the install is unusable.
+	rel_log=$(CI=true CLAWEA_OPENCLAW_DIR=$oc_dir CLAWEA_NODE_BIN=$node_bin go test -count=1 -v -run '^TestInstalledOpenClaw$' \
+		./promptpack/recipe/openclawrelease 2>&1) || { echo "$rel_log" >&2; fail "openclaw-release capture test"; }
+	echo "$rel_log" | grep -q -- '^--- PASS: TestInstalledOpenClaw' || { echo "$rel_log" >&2; fail "openclaw-release capture test did not pass"; }
+	echo "$rel_log" | grep -- 'captured OpenClaw' >&2 || true
+elif [ -n "${CI:-}" ]; then
+	fail "go is needed for the openclaw-release capture test"
+fi
 
 bin=${E2E_BIN:-$root/bin}
 if [ -z "${E2E_BIN:-}" ]; then
