@@ -43,7 +43,14 @@ const server = createServer((req, res) => {
       res.writeHead(400).end();
       return;
     }
-    if (!existsSync(opts.out)) writeFileSync(opts.out, body, { flag: "wx", mode: 0o600 });
+    // Only the first request is the capture; "wx" never overwrites it.
+    if (!existsSync(opts.out)) {
+      try {
+        writeFileSync(opts.out, body, { flag: "wx", mode: 0o600 });
+      } catch (e) {
+        if (/** @type {any} */ (e).code !== "EEXIST") throw e;
+      }
+    }
     const text = "capture recorded; no model ran";
     const id = "chatcmpl-capture";
     if (stream) {
