@@ -3,6 +3,8 @@ package jcs
 import (
 	"slices"
 	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/jsstr"
 )
 
 // AppendCanonical appends the RFC 8785 canonical form of data to dst, with
@@ -290,7 +292,7 @@ func (f *fast) str() bool {
 				if r >= 0xd800 && r <= 0xdfff {
 					return false
 				}
-				f.out = appendRune(f.out, r)
+				f.out = jsstr.AppendEscape(f.out, string(r))
 			default:
 				return false
 			}
@@ -307,27 +309,4 @@ func (f *fast) str() bool {
 		}
 	}
 	return false
-}
-
-// appendRune writes one character of a string in JCS form.
-func appendRune(out []byte, r rune) []byte {
-	const hex = "0123456789abcdef"
-	switch r {
-	case '"', '\\':
-		return append(out, '\\', byte(r))
-	case '\b':
-		return append(out, '\\', 'b')
-	case '\f':
-		return append(out, '\\', 'f')
-	case '\n':
-		return append(out, '\\', 'n')
-	case '\r':
-		return append(out, '\\', 'r')
-	case '\t':
-		return append(out, '\\', 't')
-	}
-	if r < 0x20 {
-		return append(out, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
-	}
-	return utf8.AppendRune(out, r)
 }

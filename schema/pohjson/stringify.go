@@ -143,41 +143,12 @@ func jsOrder(members []Member) ([]Member, error) {
 	return out, nil
 }
 
-const hexDigits = "0123456789abcdef"
-
 // appendString writes s as JSON.stringify does (ECMAScript QuoteJSONString).
+// It refuses invalid UTF-8 (a lone surrogate cannot reach here: the parser
+// refuses it).
 func appendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
 		return nil, &Error{Offset: -1, Err: ErrString, Msg: "invalid UTF-8"}
 	}
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"':
-			dst = append(dst, '\\', '"')
-		case '\\':
-			dst = append(dst, '\\', '\\')
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"'), nil
+	return jsstr.AppendQuote(dst, s), nil
 }

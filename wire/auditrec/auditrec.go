@@ -28,6 +28,7 @@ import (
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/jsstr"
 )
 
 // Version is the value of audit_version in every record.
@@ -238,80 +239,46 @@ func (r *Record) checkUTF8() error {
 }
 
 // appendJCS appends the RFC 8785 form of r: members in UTF-16 code unit
-// order of their (ASCII) names, strings escaped as JCS does. It also returns
-// the offset in dst where the record_hash_b64u member is (or would be). The
-// strings MUST be valid UTF-8 (checkUTF8).
+// order of their (ASCII) names, strings escaped as JCS does
+// (jsstr.AppendQuote). It also returns the offset in dst where the
+// record_hash_b64u member is (or would be). The strings MUST be valid UTF-8
+// (checkUTF8).
 func (r *Record) appendJCS(dst []byte, withHash bool) ([]byte, int) {
 	dst = append(dst, `{"agent":`...)
-	dst = appendString(dst, r.Agent)
+	dst = jsstr.AppendQuote(dst, r.Agent)
 	dst = append(dst, `,"audit_version":`...)
-	dst = appendString(dst, r.AuditVersion)
+	dst = jsstr.AppendQuote(dst, r.AuditVersion)
 	dst = append(dst, `,"decision":`...)
-	dst = appendString(dst, r.Decision)
+	dst = jsstr.AppendQuote(dst, r.Decision)
 	dst = append(dst, `,"params_hash_b64u":`...)
-	dst = appendString(dst, r.ParamsHash)
+	dst = jsstr.AppendQuote(dst, r.ParamsHash)
 	dst = append(dst, `,"prev_hash_b64u":`...)
 	if r.PrevHash == nil {
 		dst = append(dst, "null"...)
 	} else {
-		dst = appendString(dst, *r.PrevHash)
+		dst = jsstr.AppendQuote(dst, *r.PrevHash)
 	}
 	dst = append(dst, `,"reason":`...)
-	dst = appendString(dst, r.Reason)
+	dst = jsstr.AppendQuote(dst, r.Reason)
 	mid := len(dst)
 	if withHash {
 		dst = append(dst, `,"record_hash_b64u":`...)
-		dst = appendString(dst, r.RecordHash)
+		dst = jsstr.AppendQuote(dst, r.RecordHash)
 	}
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, r.Seq, 10)
 	dst = append(dst, `,"session":`...)
-	dst = appendString(dst, r.Session)
+	dst = jsstr.AppendQuote(dst, r.Session)
 	dst = append(dst, `,"stage":`...)
-	dst = appendString(dst, r.Stage)
+	dst = jsstr.AppendQuote(dst, r.Stage)
 	dst = append(dst, `,"time":`...)
-	dst = appendString(dst, r.Time)
+	dst = jsstr.AppendQuote(dst, r.Time)
 	dst = append(dst, `,"tool":`...)
-	dst = appendString(dst, r.Tool)
+	dst = jsstr.AppendQuote(dst, r.Tool)
 	dst = append(dst, `,"turn":`...)
-	dst = appendString(dst, r.Turn)
+	dst = jsstr.AppendQuote(dst, r.Turn)
 	dst = append(dst, '}')
 	return dst, mid
-}
-
-// appendString appends s as a JCS string (RFC 8785 section 3.2.2.2: the
-// ECMAScript JSON.stringify escapes; everything else, including U+2028,
-// U+2029, DEL and HTML characters, is written as is).
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 // Chain is the state of a chain being read or written: the hash of the last

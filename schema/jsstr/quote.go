@@ -1,0 +1,49 @@
+package jsstr
+
+// AppendQuote appends s as a JSON string literal the way JSON.stringify
+// writes it (ECMAScript QuoteJSONString), which is also the RFC 8785 (JCS)
+// string form (section 3.2.2.2): '"' and '\\' escaped, the control
+// characters U+0000..U+001F written as \b \f \n \r \t or \u00xx, and
+// everything else, including U+2028, U+2029, DEL and HTML characters,
+// written as is.
+//
+// s MUST be valid UTF-8: a lone surrogate has no UTF-8 form and invalid
+// bytes have no JSON form, so callers refuse such strings before calling
+// (invalid bytes would be copied through unchanged).
+func AppendQuote(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	dst = AppendEscape(dst, s)
+	return append(dst, '"')
+}
+
+// AppendEscape is AppendQuote without the surrounding quotes: it appends
+// the escaped characters of s only. s MUST be valid UTF-8.
+func AppendEscape(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	return append(dst, s[start:]...)
+}
