@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
@@ -64,24 +65,8 @@ type packFixture struct {
 
 func newPack(t *testing.T) *packFixture {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "shared", "conformance", "openclaw-sig")
-	params, err := os.ReadFile(filepath.Join(dir, "vectors", "min.params.json"))
-	if err != nil {
-		citest.SkipOrFail(t, "shared conformance data not present: %v", err)
-	}
-	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trusted, err := pack.SigHashes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := pack.Rebuild(trusted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &packFixture{pack: pack, rb: rb, trusted: trusted}
+	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
+	return &packFixture{pack: p.Pack, rb: p.Rebuilt, trusted: p.Trusted}
 }
 
 // attester is a running attester process.

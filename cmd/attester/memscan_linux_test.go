@@ -29,12 +29,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 )
 
@@ -42,11 +41,7 @@ func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
 	}
-	dir := filepath.Join("..", "..", "..", "shared", "conformance", "openclaw-sig")
-	params, err := os.ReadFile(filepath.Join(dir, "vectors", "min.params.json"))
-	if err != nil {
-		citest.SkipOrFail(t, "shared conformance data not present: %v", err)
-	}
+	params := packtest.Params(t, "min.params.json")
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	canary := "memscan-canary-" + hex.EncodeToString(rnd[:])
@@ -62,19 +57,8 @@ func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
 	pm["contextFiles"] = []any{map[string]any{"path": "CANARY.md", "content": "The canary is " + canary + ".\n"}}
 	params, _ = json.Marshal(pm)
 	env, _ := json.Marshal(map[string]string{"MEMSCAN_CANARY": packCanary})
-	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{SkillsEnvOverrides: env})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trusted, err := pack.SigHashes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := pack.Rebuild(trusted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf := &packFixture{pack: pack, rb: rb, trusted: trusted}
+	p := packtest.Build(t, params, promptpack.BuildOptions{SkillsEnvOverrides: env})
+	pf := &packFixture{pack: p.Pack, rb: p.Rebuilt, trusted: p.Trusted}
 
 	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
 	if a == nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/schema/b64u"
@@ -125,7 +126,7 @@ func (h *harness) openRuns() int {
 // sensitive policy admits is then refused by the first run-time obligation;
 // the open policy admits the base pack (201).
 func TestAdmissionVectorsAtCreateRun(t *testing.T) {
-	dir := sharedHarness(t)
+	dir := packtest.Dir(t)
 	var doc struct {
 		Vectors []struct {
 			Name   string         `json:"name"`
@@ -221,7 +222,7 @@ func lockedServer(t *testing.T, trusted map[string]string, policy string, tweak 
 // pack only on an attester that meets its run-time obligations (section 7),
 // checked for the run's agent, in order.
 func TestAdmissionRuntimeObligations(t *testing.T) {
-	dir := sharedHarness(t)
+	dir := packtest.Dir(t)
 	pack, _ := vectorPack(t, dir, nil, nil)
 	trusted, _ := pack.SigHashes()
 	pol, err := admission.Parse(readAdmissionTestdata(t, "sensitive.policy.json"))

@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 )
@@ -17,17 +16,8 @@ import (
 // BenchmarkHTTPToolCall measures gate decisions over the control socket: b.N requests, sequential, with p50/p99 latency reported.
 // The in-process Decide benchmark lives in package gate.
 func BenchmarkHTTPToolCall(b *testing.B) {
-	dir := filepath.Join("..", "..", "..", "..", "shared", "conformance", "openclaw-sig")
-	params, err := os.ReadFile(filepath.Join(dir, "vectors", "min.params.json"))
-	if err != nil {
-		b.Skip("shared conformance data not present")
-	}
-	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	trusted, _ := pack.SigHashes()
-	rb, _ := pack.Rebuild(trusted)
+	p := packtest.Build(b, packtest.Params(b, "min.params.json"), promptpack.BuildOptions{})
+	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
 	h := newTestServer(b, trusted)
 	enc, man, _ := promptpack.SealPack(pack, h.id.PackKey.Public())
 	mj, _ := man.MarshalJSON()

@@ -3,10 +3,9 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 )
@@ -15,24 +14,13 @@ import (
 // same SystemPromptReport v2 the author committed to (docs/spec/report-v2.md),
 // and refuses the pack against the v1 report hash of the same inputs.
 func TestRunReportV2(t *testing.T) {
-	dir := sharedHarness(t)
-	params, err := os.ReadFile(filepath.Join(dir, "vectors", "full.params.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{ReportVersion: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trusted, _ := pack.SigHashes()
-	rb, err := pack.Rebuild(trusted)
-	if err != nil {
-		t.Fatal(err)
-	}
+	params := packtest.Params(t, "full.params.json")
+	p := packtest.Build(t, params, promptpack.BuildOptions{ReportVersion: 2})
+	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
 	if rb.Report.ReportVersion != promptpack.ReportVersion2 {
 		t.Fatal("not a v2 pack")
 	}
-	v1, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
+	v1, err := promptpack.Build(params, packtest.Dir(t), packtest.Recipe, promptpack.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

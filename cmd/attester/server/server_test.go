@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/detect"
-	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
@@ -393,33 +393,11 @@ func TestControlUIDs(t *testing.T) {
 	}
 }
 
-// sharedHarness returns the openclaw-sig conformance folder.
-func sharedHarness(t *testing.T) string {
-	t.Helper()
-	d := filepath.Join("..", "..", "..", "..", "shared", "conformance", "openclaw-sig")
-	if _, err := os.Stat(d); err != nil {
-		citest.SkipOrFail(t, "shared conformance data not present")
-	}
-	return d
-}
-
 // TestRunRefusals: a tampered pack, a wrong committed report hash and an
 // untrusted template are all refused, and nothing is kept.
 func TestRunRefusals(t *testing.T) {
-	dir := sharedHarness(t)
-	params, err := os.ReadFile(filepath.Join(dir, "vectors", "min.params.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trusted, _ := pack.SigHashes()
-	rb, err := pack.Rebuild(trusted)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
+	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
 	h := newTestServer(t, trusted)
 	enc, man, err := promptpack.SealPack(pack, h.id.PackKey.Public())
 	if err != nil {

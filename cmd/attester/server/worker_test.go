@@ -6,9 +6,9 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 )
@@ -26,20 +26,8 @@ func TestMain(m *testing.M) {
 // buffer onto the hijacked connection is a well-formed HTTP/1.1 response
 // with the exact bytes, served again on request, and gone after close.
 func TestPromptServedFromSealedMemory(t *testing.T) {
-	dir := sharedHarness(t)
-	params, err := os.ReadFile(filepath.Join(dir, "vectors", "full.params.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trusted, _ := pack.SigHashes()
-	rb, err := pack.Rebuild(trusted)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := packtest.Build(t, packtest.Params(t, "full.params.json"), promptpack.BuildOptions{})
+	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
 	h := newTestServer(t, trusted)
 	enc, man, err := promptpack.SealPack(pack, h.id.PackKey.Public())
 	if err != nil {

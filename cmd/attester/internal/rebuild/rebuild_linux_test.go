@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
@@ -40,26 +41,8 @@ type fixture struct {
 
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
-	dir := filepath.Join("..", "..", "..", "..", "..", "shared", "conformance", "openclaw-sig")
-	params, err := os.ReadFile(filepath.Join(dir, "vectors", "min.params.json"))
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("shared conformance data missing: %v", err)
-		}
-		t.Skip("shared conformance data not present")
-	}
-	pack, err := promptpack.Build(params, dir, "openclaw-sig", promptpack.BuildOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	trusted, err := pack.SigHashes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := pack.Rebuild(trusted)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
+	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
 	key, err := envelope.GenerateKey()
 	if err != nil {
 		t.Fatal(err)

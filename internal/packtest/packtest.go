@@ -1,0 +1,70 @@
+// Package packtest builds prompt packs from the shared openclaw-sig
+// conformance vectors (../shared/conformance/openclaw-sig), the fixture that
+// the attester's server, binary and rebuild-worker tests all start from.
+// Only tests import it (internal/layers enforces that).
+package packtest
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/promptpack"
+)
+
+// Recipe is the recipe name of the conformance harness.
+const Recipe = "openclaw-sig"
+
+// Dir returns the openclaw-sig conformance folder. When it is missing the
+// test is skipped, or fails under CI (citest.SkipOrFail).
+func Dir(tb testing.TB) string {
+	tb.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	d := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "conformance", Recipe)
+	if _, err := os.Stat(d); err != nil {
+		citest.SkipOrFail(tb, "shared conformance data not present: %v", err)
+	}
+	return d
+}
+
+// Params returns the conformance parameters file vectors/<name> (for
+// example "min.params.json"), skipping or failing as Dir does when the
+// conformance data is missing.
+func Params(tb testing.TB, name string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(Dir(tb), "vectors", name))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// Pack is a built pack with the template hashes an attester must trust for
+// it and its rebuilt report.
+type Pack struct {
+	Pack    *promptpack.Pack
+	Rebuilt *promptpack.Rebuilt
+	Trusted map[string]string
+}
+
+// Build builds a pack from params with the conformance harness, takes the
+// pack's own template hashes as trusted and rebuilds it. Any error fails
+// the test.
+func Build(tb testing.TB, params []byte, opts promptpack.BuildOptions) *Pack {
+	tb.Helper()
+	pack, err := promptpack.Build(params, Dir(tb), Recipe, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	trusted, err := pack.SigHashes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rb, err := pack.Rebuild(trusted)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Pack{Pack: pack, Rebuilt: rb, Trusted: trusted}
+}
