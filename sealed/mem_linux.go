@@ -48,16 +48,23 @@ func (a linuxAllocator) alloc(size int, opts Options) ([]byte, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %d bytes: %w", ErrAllocFailed, n, err)
 	}
+	// MADV_WIPEONFORK (Linux 4.14+): a forked child sees zeros. Best effort.
+	return a.protect(mem, unix.MADV_WIPEONFORK, opts)
+}
+
+// protect finishes a fresh mapping: MADV_DONTDUMP (required), the advice
+// bestEffort (its failure ignored), then mlock (required unless
+// opts.AllowUnlocked). mem is unmapped when a required step fails.
+func (a linuxAllocator) protect(mem []byte, bestEffort int, opts Options) ([]byte, string, error) {
 	if err := unix.Madvise(mem, unix.MADV_DONTDUMP); err != nil {
 		_ = a.munmap(mem)
 		return nil, "", fmt.Errorf("%w: madvise(MADV_DONTDUMP): %w", ErrAllocFailed, err)
 	}
-	// MADV_WIPEONFORK (Linux 4.14+): a forked child sees zeros. Best effort.
-	_ = unix.Madvise(mem, unix.MADV_WIPEONFORK)
+	_ = unix.Madvise(mem, bestEffort)
 	if err := a.mlock(mem); err != nil {
 		if !opts.AllowUnlocked {
 			_ = a.munmap(mem)
-			return nil, "", fmt.Errorf("%w: mlock %d bytes: %w", ErrLockFailed, n, err)
+			return nil, "", fmt.Errorf("%w: mlock %d bytes: %w", ErrLockFailed, len(mem), err)
 		}
 		return mem, BackingUnlocked, nil
 	}
@@ -177,19 +184,7 @@ func (a linuxAllocator) mapMemfd(fd, n int, readOnly bool, opts Options) ([]byte
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %d bytes: %w", ErrAllocFailed, n, err)
 	}
-	if err := unix.Madvise(mem, unix.MADV_DONTDUMP); err != nil {
-		_ = a.munmap(mem)
-		return nil, "", fmt.Errorf("%w: madvise(MADV_DONTDUMP): %w", ErrAllocFailed, err)
-	}
-	_ = unix.Madvise(mem, unix.MADV_DONTFORK)
-	if err := a.mlock(mem); err != nil {
-		if !opts.AllowUnlocked {
-			_ = a.munmap(mem)
-			return nil, "", fmt.Errorf("%w: mlock %d bytes: %w", ErrLockFailed, n, err)
-		}
-		return mem, BackingUnlocked, nil
-	}
-	return mem, BackingMlock, nil
+	return a.protect(mem, unix.MADV_DONTFORK, opts)
 }
 
 // mapFd maps a descriptor made by allocShared, after checking what it is:
