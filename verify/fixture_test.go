@@ -35,37 +35,16 @@ var (
 	h   = testfixture.H
 )
 
-// testReport is a SystemPromptReport.v1; its JCS hash is the report hash
-// every fixture run commits to.
-func testReport() *promptpack.Report {
-	return &promptpack.Report{
-		ReportVersion: "1",
-		Harness:       promptpack.ReportHarness{ID: "openclaw", Version: "2026.2.1", Commit: "abc123"},
-		PromptMode:    "full",
-		Builder:       promptpack.ReportBuilder{Name: "clawea", BuilderVersion: "1"},
-		Recipe:        promptpack.ReportRecipe{ID: "openclaw-sig", Version: "1"},
-		Final:         promptpack.ReportFinal{SystemPromptHashB64u: h("the rebuilt system prompt"), SystemPromptChars: 25},
-		Inputs: promptpack.ReportInputs{
-			ParamsHashB64u:            h("params"),
-			Templates:                 []promptpack.ReportTemplate{{Name: "AGENTS.md", Hash: "sha256:" + hexSHA("agents template")}},
-			ResolvedToolNamesHashB64u: h("tool names"),
-			ToolSchemasHashB64u:       h("tool schemas"),
-			ToolSummariesHashB64u:     h("tool summaries"),
-			Bootstrap:                 []promptpack.BootstrapEntry{},
-		},
-	}
-}
-
 func reportJSON(t testing.TB) ([]byte, string) {
 	t.Helper()
-	raw, err := json.Marshal(testReport())
+	raw, err := json.Marshal(testfixture.Report())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := promptpack.ValidateReport(raw); err != nil {
 		t.Fatal(err)
 	}
-	hash, err := testReport().Hash()
+	hash, err := testfixture.Report().Hash()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +61,7 @@ type run struct {
 func newRun(t testing.TB) *run {
 	_, rh := reportJSON(t)
 	r := testfixture.NewRun("run_verify_001")
-	r.PromptHash = testReport().Final.SystemPromptHashB64u
+	r.PromptHash = testfixture.Report().Final.SystemPromptHashB64u
 	r.ReportHash = rh
 	r.BundleID = "bundle_verify_001"
 	return &run{Run: *r}
@@ -253,7 +232,7 @@ func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
 	}
 	_, rh := reportJSON(t)
 	c := evidencedoc.Commitments{
-		Version: evidencedoc.CommitmentsVersion, SystemPromptHashB64u: testReport().Final.SystemPromptHashB64u,
+		Version: evidencedoc.CommitmentsVersion, SystemPromptHashB64u: testfixture.Report().Final.SystemPromptHashB64u,
 		SystemPromptReportHashB64u: rh, PromptPackCiphertextHashB64u: h("prompt_pack.enc"),
 		GatePolicyHashB64u: h("gate policy"), GateAuditRootB64u: s.auditRoot, GateAuditCount: s.auditCount,
 		ModelIdentity: model, ModelIdentityDigestB64u: digest, Sensitive: evidencedoc.SensitiveFalse,

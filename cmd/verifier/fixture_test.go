@@ -18,7 +18,6 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/internal/testfixture"
-	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/verify"
@@ -34,39 +33,20 @@ type fixture struct {
 	measurement                    []byte
 }
 
-func testReport() *promptpack.Report {
-	return &promptpack.Report{
-		ReportVersion: "1",
-		Harness:       promptpack.ReportHarness{ID: "openclaw", Version: "2026.2.1", Commit: "abc123"},
-		PromptMode:    "full",
-		Builder:       promptpack.ReportBuilder{Name: "clawea", BuilderVersion: "1"},
-		Recipe:        promptpack.ReportRecipe{ID: "openclaw-sig", Version: "1"},
-		Final:         promptpack.ReportFinal{SystemPromptHashB64u: h("the rebuilt system prompt"), SystemPromptChars: 25},
-		Inputs: promptpack.ReportInputs{
-			ParamsHashB64u:            h("params"),
-			Templates:                 []promptpack.ReportTemplate{{Name: "AGENTS.md", Hash: "sha256:" + fmt.Sprintf("%064x", 1)}},
-			ResolvedToolNamesHashB64u: h("tool names"),
-			ToolSchemasHashB64u:       h("tool schemas"),
-			ToolSummariesHashB64u:     h("tool summaries"),
-			Bootstrap:                 []promptpack.BootstrapEntry{},
-		},
-	}
-}
-
 // newFixture attests one run on a simulated SEV-SNP machine at now.
 func newFixture(t testing.TB, now time.Time) *fixture {
 	t.Helper()
 	clock := func() time.Time { return now }
-	report, err := json.Marshal(testReport())
+	report, err := json.Marshal(testfixture.Report())
 	if err != nil {
 		t.Fatal(err)
 	}
-	reportHash, err := testReport().Hash()
+	reportHash, err := testfixture.Report().Hash()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := testfixture.NewRun("run_verifier_001")
-	r.PromptHash = testReport().Final.SystemPromptHashB64u
+	r.PromptHash = testfixture.Report().Final.SystemPromptHashB64u
 	r.ReportHash = reportHash
 	r.BundleID = "bundle_verifier_001"
 	bundle := r.Bundle(t)

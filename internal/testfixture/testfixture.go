@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
@@ -36,6 +37,29 @@ func DID(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519
 
 // H returns b64u(SHA-256(s)).
 func H(s string) string { return b64u.SHA256([]byte(s)) }
+
+// Report returns the SystemPromptReport.v1 that fixture runs commit to
+// (its JCS hash is their report hash): one template, AGENTS.md, whose hash
+// is "sha256:" + hex(SHA-256("agents template")).
+func Report() *promptpack.Report {
+	tmpl := sha256.Sum256([]byte("agents template"))
+	return &promptpack.Report{
+		ReportVersion: "1",
+		Harness:       promptpack.ReportHarness{ID: "openclaw", Version: "2026.2.1", Commit: "abc123"},
+		PromptMode:    "full",
+		Builder:       promptpack.ReportBuilder{Name: "clawea", BuilderVersion: "1"},
+		Recipe:        promptpack.ReportRecipe{ID: "openclaw-sig", Version: "1"},
+		Final:         promptpack.ReportFinal{SystemPromptHashB64u: H("the rebuilt system prompt"), SystemPromptChars: 25},
+		Inputs: promptpack.ReportInputs{
+			ParamsHashB64u:            H("params"),
+			Templates:                 []promptpack.ReportTemplate{{Name: "AGENTS.md", Hash: "sha256:" + hex.EncodeToString(tmpl[:])}},
+			ResolvedToolNamesHashB64u: H("tool names"),
+			ToolSchemasHashB64u:       H("tool schemas"),
+			ToolSummariesHashB64u:     H("tool summaries"),
+			Bootstrap:                 []promptpack.BootstrapEntry{},
+		},
+	}
+}
 
 // Run is one agent run as the attester saw it, and the knobs that make its
 // proof bundle disagree with it. Zero knobs give a bundle that commits to
