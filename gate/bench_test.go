@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/internal/loadstat"
 )
 
 // reportPercentiles reports p50 and p99 of the recorded durations.
@@ -26,8 +27,8 @@ func reportPercentiles(b *testing.B, d []time.Duration) {
 		return
 	}
 	slices.Sort(d)
-	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "p50-ns")
-	b.ReportMetric(float64(d[(len(d)*99)/100].Nanoseconds()), "p99-ns")
+	b.ReportMetric(float64(loadstat.Percentile(d, 500).Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(loadstat.Percentile(d, 990).Nanoseconds()), "p99-ns")
 }
 
 func benchDecide(b *testing.B, g *Gate, c Call, wantAllow bool) {

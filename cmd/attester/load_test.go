@@ -29,12 +29,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/internal/loadstat"
 	"github.com/clawea/attester/wire/auditrec"
 )
 
@@ -292,18 +292,6 @@ func (g *loadGen) run(ctx context.Context, o loadOptions) *loadResult {
 	return res
 }
 
-// percentile of sorted durations.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted)) * p)
-	if i >= len(sorted) {
-		i = len(sorted) - 1
-	}
-	return sorted[i]
-}
-
 // loadGenFor returns a load generator for an attester started by
 // startAttester, with runs opened from pf (one sealed pack, reused).
 func loadGenFor(t *testing.T, a *attester, pf *packFixture) *loadGen {
@@ -444,14 +432,14 @@ func TestControlLoad(t *testing.T) {
 	// Bounded in time (dur) and in count (dur × 100,000/s). CPU time is
 	// counted for the attester and for this process (the callers): unlike
 	// rates, it does not depend much on what else the machine runs.
-	srv0, cli0 := procCPU(t, a.cmd.Process.Pid), selfCPU(t)
+	srv0, cli0 := procCPU(t, a.cmd.Process.Pid), loadstat.SelfCPU(t)
 	res := g.run(context.Background(), loadOptions{callers: callers, runs: runs, callsPerRun: 20_000, duration: dur, decisions: int64(dur.Seconds() * 100_000)})
 	if res.firstErr != nil {
 		t.Fatalf("load: %v (%d errors)", res.firstErr, res.errs)
 	}
-	srvCPU, cliCPU := procCPU(t, a.cmd.Process.Pid)-srv0, selfCPU(t)-cli0
+	srvCPU, cliCPU := procCPU(t, a.cmd.Process.Pid)-srv0, loadstat.SelfCPU(t)-cli0
 	rate := float64(res.acked) / res.elapsed.Seconds()
-	p50, p99, p999 := percentile(res.latencies, 0.5), percentile(res.latencies, 0.99), percentile(res.latencies, 0.999)
+	p50, p99, p999 := loadstat.Percentile(res.latencies, 500), loadstat.Percentile(res.latencies, 990), loadstat.Percentile(res.latencies, 999)
 
 	// Exactly one verified record per decision, read from every run's file
 	// under stateDir; the runs still open are also read through the API,
@@ -617,13 +605,4 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
-// selfCPU is this process's user+system CPU time.
-func selfCPU(t *testing.T) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -16,11 +16,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/internal/loadstat"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/platform"
@@ -62,14 +62,6 @@ func (s loadStats) capacity(procs int) float64 {
 	return float64(procs) / s.cpuPerOp().Seconds()
 }
 
-func processCPU(t testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		t.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // measure runs n calls of do on workers goroutines and records each call's
 // latency. do reports a failure by returning an error; the first one stops
 // the test.
@@ -79,7 +71,7 @@ func measure(t *testing.T, n, workers int, do func() error) loadStats {
 	var next atomic.Int64
 	var failed atomic.Pointer[error]
 	var wg sync.WaitGroup
-	cpu0 := processCPU(t)
+	cpu0 := loadstat.SelfCPU(t)
 	start := time.Now()
 	for range workers {
 		wg.Go(func() {
@@ -99,12 +91,12 @@ func measure(t *testing.T, n, workers int, do func() error) loadStats {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpu := processCPU(t) - cpu0
+	cpu := loadstat.SelfCPU(t) - cpu0
 	if e := failed.Load(); e != nil {
 		t.Fatal(*e)
 	}
 	slices.Sort(lat)
-	return loadStats{n: n, elapsed: elapsed, p50: lat[n/2], p99: lat[(n*99)/100], cpu: cpu}
+	return loadStats{n: n, elapsed: elapsed, p50: loadstat.Percentile(lat, 500), p99: loadstat.Percentile(lat, 990), cpu: cpu}
 }
 
 // TestLoad is the bounded load test of the verifier service: a fixed
@@ -230,13 +222,13 @@ func platformBaseline(tb testing.TB) func() error {
 // over it (x-platform-cpu), measured in the same run.
 func reportPlatformRatio(b *testing.B, cpuPerOp float64) {
 	once := platformBaseline(b)
-	cpu0 := processCPU(b)
+	cpu0 := loadstat.SelfCPU(b)
 	for range b.N {
 		if err := once(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	base := ms(processCPU(b)-cpu0) / float64(b.N)
+	base := ms(loadstat.SelfCPU(b)-cpu0) / float64(b.N)
 	b.ReportMetric(cpuPerOp, "cpu-ms/op")
 	b.ReportMetric(base, "platform-cpu-ms/op")
 	b.ReportMetric(cpuPerOp/base, "x-platform-cpu")
@@ -260,7 +252,7 @@ func BenchmarkVerifyHandler(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
-			cpu0 := processCPU(b)
+			cpu0 := loadstat.SelfCPU(b)
 			for b.Loop() {
 				req := httptest.NewRequest(http.MethodPost, "/v1/verify", bytes.NewReader(c.body))
 				req.Header.Set("Content-Type", "application/json")
@@ -270,7 +262,7 @@ func BenchmarkVerifyHandler(b *testing.B) {
 					b.Fatal(rec.Body.String())
 				}
 			}
-			reportPlatformRatio(b, ms(processCPU(b)-cpu0)/float64(b.N))
+			reportPlatformRatio(b, ms(loadstat.SelfCPU(b)-cpu0)/float64(b.N))
 		})
 	}
 }
@@ -281,11 +273,11 @@ func BenchmarkVerifyHandler(b *testing.B) {
 func BenchmarkPlatformSEVCached(b *testing.B) {
 	once := platformBaseline(b)
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := loadstat.SelfCPU(b)
 	for b.Loop() {
 		if err := once(); err != nil {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(ms(processCPU(b)-cpu0)/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(ms(loadstat.SelfCPU(b)-cpu0)/float64(b.N), "cpu-ms/op")
 }

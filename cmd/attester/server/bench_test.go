@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/loadstat"
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
@@ -66,7 +67,7 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 	b.StopTimer()
 	slices.Sort(lat)
 	if len(lat) > 0 {
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+		b.ReportMetric(float64(loadstat.Percentile(lat, 500).Microseconds()), "p50-µs")
+		b.ReportMetric(float64(loadstat.Percentile(lat, 990).Microseconds()), "p99-µs")
 	}
 }
