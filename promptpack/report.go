@@ -133,30 +133,81 @@ func ValidateReport(doc []byte) error {
 	return nil
 }
 
-// hashJCS returns b64u(SHA-256(JCS(json.Marshal(v)))).
-func hashJCS(v any) (string, error) {
+// canonicalJCS returns JCS(json.Marshal(v)): the bytes of a JSON report
+// input, which a v1 report hashes and a v2 report carries.
+func canonicalJCS(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
 	}
-	h, err := jcs.Hash(raw)
+	return canonicalRaw(raw)
+}
+
+// canonicalValueJCS is canonicalJCS for a parsed params value, written as
+// JSON.stringify writes it.
+func canonicalValueJCS(v *pohjson.Value) ([]byte, error) {
+	raw, err := pohjson.Stringify(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
 	}
-	return h, nil
+	return canonicalRaw(raw)
+}
+
+// canonicalRaw returns JCS(raw) and clears raw.
+func canonicalRaw(raw []byte) ([]byte, error) {
+	c, err := jcs.Canonicalize(raw)
+	clear(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	}
+	return c, nil
+}
+
+// hashJCS returns b64u(SHA-256(JCS(json.Marshal(v)))).
+func hashJCS(v any) (string, error) {
+	c, err := canonicalJCS(v)
+	if err != nil {
+		return "", err
+	}
+	return b64u.SHA256(c), nil
 }
 
 // hashValueJCS returns b64u(SHA-256(JCS(v))) for a parsed params value.
 func hashValueJCS(v *pohjson.Value) (string, error) {
-	raw, err := pohjson.Stringify(v)
+	c, err := canonicalValueJCS(v)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+		return "", err
 	}
-	h, err := jcs.Hash(raw)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrInvalidReport, err)
+	return b64u.SHA256(c), nil
+}
+
+// reportTools returns the JCS forms of a report's three tool inputs: the
+// resolved tool names ([] when none), the pack's tool schemas and the tool
+// summaries (name and summary of each). A v1 report hashes them, a v2
+// report carries them (docs/spec/report-v2.md section 4).
+func (p *Pack) reportTools(params *openclawsig.Params, res *openclawsig.Result) (names, schemas, summaries []byte, err error) {
+	toolNames := res.ToolNames
+	if toolNames == nil {
+		toolNames = []string{}
 	}
-	return h, nil
+	if names, err = canonicalJCS(toolNames); err != nil {
+		return nil, nil, nil, err
+	}
+	if schemas, err = p.toolSchemasJCS(); err != nil {
+		return nil, nil, nil, err
+	}
+	type summary struct {
+		Name    string `json:"name"`
+		Summary string `json:"summary"`
+	}
+	sums := make([]summary, 0, len(params.ToolSummaries))
+	for _, s := range params.ToolSummaries {
+		sums = append(sums, summary{Name: s.Name, Summary: s.Summary})
+	}
+	if summaries, err = canonicalJCS(sums); err != nil {
+		return nil, nil, nil, err
+	}
+	return names, schemas, summaries, nil
 }
 
 // computeReport builds the report of one rebuild.
@@ -183,28 +234,13 @@ func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params,
 		}
 		in.Templates = append(in.Templates, ReportTemplate{Name: name, Hash: sig.Hash})
 	}
-	var err error
-	toolNames := res.ToolNames
-	if toolNames == nil {
-		toolNames = []string{}
-	}
-	if in.ResolvedToolNamesHashB64u, err = hashJCS(toolNames); err != nil {
+	toolNames, schemas, summaries, err := p.reportTools(params, res)
+	if err != nil {
 		return nil, err
 	}
-	if in.ToolSchemasHashB64u, err = p.toolSchemasHash(); err != nil {
-		return nil, err
-	}
-	type summary struct {
-		Name    string `json:"name"`
-		Summary string `json:"summary"`
-	}
-	sums := make([]summary, 0, len(params.ToolSummaries))
-	for _, s := range params.ToolSummaries {
-		sums = append(sums, summary{Name: s.Name, Summary: s.Summary})
-	}
-	if in.ToolSummariesHashB64u, err = hashJCS(sums); err != nil {
-		return nil, err
-	}
+	in.ResolvedToolNamesHashB64u = b64u.SHA256(toolNames)
+	in.ToolSchemasHashB64u = b64u.SHA256(schemas)
+	in.ToolSummariesHashB64u = b64u.SHA256(summaries)
 	if len(res.ContextFiles) > MaxRawContextFiles {
 		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
 	}
@@ -284,11 +320,20 @@ func (p *Pack) SkillsEnvOverridesHash() (string, bool, error) {
 
 // toolSchemasHash is b64u(SHA-256(JCS(tool_schemas))).
 func (p *Pack) toolSchemasHash() (string, error) {
+	c, err := p.toolSchemasJCS()
+	if err != nil {
+		return "", err
+	}
+	return b64u.SHA256(c), nil
+}
+
+// toolSchemasJCS is JCS(tool_schemas).
+func (p *Pack) toolSchemasJCS() ([]byte, error) {
 	m := make(map[string]json.RawMessage, len(p.ToolSchemas))
 	for k, v := range p.ToolSchemas {
 		m[k] = json.RawMessage(v)
 	}
-	return hashJCS(m)
+	return canonicalJCS(m)
 }
 
 // templateEntries returns the sorted template names.

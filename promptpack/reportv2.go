@@ -185,48 +185,14 @@ func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result
 		out = append(out, reportInput{kind: kind, id: id, content: content})
 		return &out[len(out)-1]
 	}
-	jcsOf := func(v any) ([]byte, error) {
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
-		}
-		c, err := jcs.Canonicalize(raw)
-		clear(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
-		}
-		return c, nil
-	}
 	add(KindParams, "params.json", bytes.Clone(p.Params))
-	toolNames := res.ToolNames
-	if toolNames == nil {
-		toolNames = []string{}
-	}
-	c, err := jcsOf(toolNames)
+	names, schemas, summaries, err := p.reportTools(params, res)
 	if err != nil {
 		return nil, err
 	}
-	add(KindTools, "resolved_names", c)
-	schemasMap := make(map[string]json.RawMessage, len(p.ToolSchemas))
-	for k, v := range p.ToolSchemas {
-		schemasMap[k] = json.RawMessage(v)
-	}
-	if c, err = jcsOf(schemasMap); err != nil {
-		return nil, err
-	}
-	add(KindTools, "schemas", c)
-	type summary struct {
-		Name    string `json:"name"`
-		Summary string `json:"summary"`
-	}
-	sums := make([]summary, 0, len(params.ToolSummaries))
-	for _, s := range params.ToolSummaries {
-		sums = append(sums, summary{Name: s.Name, Summary: s.Summary})
-	}
-	if c, err = jcsOf(sums); err != nil {
-		return nil, err
-	}
-	add(KindTools, "summaries", c)
+	add(KindTools, "resolved_names", names)
+	add(KindTools, "schemas", schemas)
+	add(KindTools, "summaries", summaries)
 	if len(res.ContextFiles) > MaxRawContextFiles {
 		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
 	}
@@ -251,7 +217,8 @@ func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result
 		add(KindSkills, "prompt", []byte(res.SkillsPrompt))
 	}
 	if p.SkillsEnvOverrides != nil {
-		if c, err = jcsOf(p.SkillsEnvOverrides); err != nil {
+		c, err := canonicalJCS(p.SkillsEnvOverrides)
+		if err != nil {
 			return nil, err
 		}
 		add(KindSkills, "env_overrides", c)
@@ -281,14 +248,9 @@ func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result
 		if v.Kind() != s.kind {
 			continue
 		}
-		raw, err := pohjson.Stringify(v)
+		c, err := canonicalValueJCS(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
-		}
-		c, err := jcs.Canonicalize(raw)
-		clear(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
+			return nil, err
 		}
 		add(KindParams, s.key, c)
 	}
