@@ -20,9 +20,8 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 	p := packtest.Build(b, packtest.Params(b, "min.params.json"), promptpack.BuildOptions{})
 	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
 	h := newTestServer(b, trusted)
-	enc, man, _ := promptpack.SealPack(pack, h.id.PackKey.Public())
-	mj, _ := man.MarshalJSON()
-	body, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": rb.ReportHashB64u(), "agent_id": "main", "session_key": "s"})
+	enc, mj := h.sealPack(b, pack)
+	body := runBody(enc, mj, rb.ReportHashB64u(), "s")
 	post := func(path, capability string, body []byte) *http.Response {
 		req, _ := http.NewRequest("POST", "http://attester"+path, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")

@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 
 	"github.com/clawea/attester/internal/packtest"
@@ -29,15 +28,8 @@ func TestRunReportV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newTestServer(t, trusted)
-	enc, man, err := promptpack.SealPack(pack, h.id.PackKey.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mj, _ := man.MarshalJSON()
-	body := func(report string) []byte {
-		b, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": report, "agent_id": "main", "session_key": "agent:main:main"})
-		return b
-	}
+	enc, mj := h.sealPack(t, pack)
+	body := func(report string) []byte { return runBody(enc, mj, report, "agent:main:main") }
 	if code, m := h.ctl(t, "POST", "/v1/runs", "", body(rb1.ReportHashB64u())); code != 422 {
 		t.Fatalf("v1 report hash for a v2 pack: %d %v", code, m)
 	}

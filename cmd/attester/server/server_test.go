@@ -393,21 +393,35 @@ func TestControlUIDs(t *testing.T) {
 	}
 }
 
+// sealPack seals pack to h's pack key; it returns the ciphertext and the
+// manifest JSON.
+func (h *harness) sealPack(t testing.TB, pack *promptpack.Pack) (enc, manifest []byte) {
+	t.Helper()
+	enc, man, err := promptpack.SealPack(pack, h.id.PackKey.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest, err = man.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc, manifest
+}
+
+// runBody is a POST /v1/runs body for agent "main".
+func runBody(enc, manifest []byte, report, session string) []byte {
+	b, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(manifest), "report_hash_b64u": report, "agent_id": "main", "session_key": session})
+	return b
+}
+
 // TestRunRefusals: a tampered pack, a wrong committed report hash and an
 // untrusted template are all refused, and nothing is kept.
 func TestRunRefusals(t *testing.T) {
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
 	h := newTestServer(t, trusted)
-	enc, man, err := promptpack.SealPack(pack, h.id.PackKey.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mj, _ := man.MarshalJSON()
-	body := func(enc []byte, report string) []byte {
-		b, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": report, "agent_id": "main", "session_key": "agent:main:main"})
-		return b
-	}
+	enc, mj := h.sealPack(t, pack)
+	body := func(enc []byte, report string) []byte { return runBody(enc, mj, report, "agent:main:main") }
 	tampered := bytes.Clone(enc)
 	tampered[len(tampered)-5] ^= 1
 	code, m := h.ctl(t, "POST", "/v1/runs", "", body(tampered, rb.ReportHashB64u()))
@@ -426,10 +440,8 @@ func TestRunRefusals(t *testing.T) {
 	}
 	other["identity.txt"] = "sha256:" + strings.Repeat("00", 32)
 	h2 := newTestServer(t, other)
-	enc2, man2, _ := promptpack.SealPack(pack, h2.id.PackKey.Public())
-	mj2, _ := man2.MarshalJSON()
-	b2, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc2), "manifest": json.RawMessage(mj2), "report_hash_b64u": rb.ReportHashB64u(), "agent_id": "main", "session_key": "s"})
-	code, m = h2.ctl(t, "POST", "/v1/runs", "", b2)
+	enc2, mj2 := h2.sealPack(t, pack)
+	code, m = h2.ctl(t, "POST", "/v1/runs", "", runBody(enc2, mj2, rb.ReportHashB64u(), "s"))
 	if code != 422 || !strings.Contains(m["error"].(string), "identity.txt") {
 		t.Fatalf("untrusted template: %d %v", code, m)
 	}

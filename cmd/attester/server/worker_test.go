@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
-	"github.com/clawea/attester/schema/b64u"
 )
 
 // TestMain lets this test binary serve as the rebuild worker: the Server
@@ -29,12 +27,8 @@ func TestPromptServedFromSealedMemory(t *testing.T) {
 	p := packtest.Build(t, packtest.Params(t, "full.params.json"), promptpack.BuildOptions{})
 	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
 	h := newTestServer(t, trusted)
-	enc, man, err := promptpack.SealPack(pack, h.id.PackKey.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mj, _ := man.MarshalJSON()
-	body, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(mj), "report_hash_b64u": rb.ReportHashB64u(), "agent_id": "main", "session_key": "s"})
+	enc, mj := h.sealPack(t, pack)
+	body := runBody(enc, mj, rb.ReportHashB64u(), "s")
 	code, m := h.ctl(t, "POST", "/v1/runs", "", body)
 	if code != 201 {
 		t.Fatalf("create run: %d %v", code, m)
