@@ -6,33 +6,13 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/internal/bintest"
 	"github.com/clawea/attester/wire/auditrec"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writers of tests.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return bytes.Clone(s.b.Bytes())
-}
-
-func (s *syncBuffer) String() string { return string(s.Bytes()) }
 
 var testEpoch = time.Date(2026, 2, 12, 15, 30, 0, 0, time.UTC)
 
@@ -40,9 +20,9 @@ func fixedNow() time.Time { return testEpoch }
 
 type testGate struct {
 	*Gate
-	audit *syncBuffer
+	audit *bintest.Buffer
 	w     *audit.Writer
-	logs  *syncBuffer
+	logs  *bintest.Buffer
 }
 
 type gateOpt func(*Options)
@@ -62,7 +42,7 @@ func mustParse(t testing.TB, doc string, opts ...ParseOptions) *Config {
 
 func newTestGate(t testing.TB, cfg *Config, opts ...gateOpt) *testGate {
 	t.Helper()
-	tg := &testGate{audit: &syncBuffer{}, logs: &syncBuffer{}}
+	tg := &testGate{audit: &bintest.Buffer{}, logs: &bintest.Buffer{}}
 	w, err := audit.NewWriter(tg.audit, audit.WriterOptions{Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/bintest"
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
@@ -43,10 +44,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	attesterBin = filepath.Join(dir, "attester")
-	out, err := exec.Command("go", "build", "-o", attesterBin, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+	if attesterBin, err = bintest.Build(dir, "attester"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
@@ -76,26 +75,9 @@ type attester struct {
 	socket   string
 	control  *http.Client
 	tcp      *http.Client
-	logs     *syncBuffer
+	logs     *bintest.Buffer
 	exited   chan struct{}
 	exitCode int
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // writeConfig writes an attester config; extra members override the
@@ -134,7 +116,7 @@ func startAttester(t *testing.T, config string) (*attester, int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &attester{cmd: cmd, logs: &syncBuffer{}, exited: make(chan struct{})}
+	a := &attester{cmd: cmd, logs: &bintest.Buffer{}, exited: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/veraison/ear"
 
+	"github.com/clawea/attester/internal/bintest"
 	"github.com/clawea/attester/verify"
 )
 
@@ -30,11 +31,9 @@ func TestBinary(t *testing.T) {
 		t.Skip("builds a binary")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "verifier")
-	// go test puts the running toolchain's bin directory first on PATH.
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := bintest.Build(dir, "verifier")
+	if err != nil {
+		t.Fatal(err)
 	}
 	f := newFixture(t, time.Now().UTC().Truncate(time.Second))
 	pdir := filepath.Join(dir, "policies")
