@@ -14,11 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/clawea/attester/enclave/detect"
+	"github.com/clawea/attester/internal/bintest"
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
@@ -48,7 +48,7 @@ type harness struct {
 	srv     *Server
 	api     *httptest.Server // public TCP surface
 	control *http.Client     // over the control socket
-	logs    *bytes.Buffer
+	logs    *bintest.Buffer
 	id      *Identity
 }
 
@@ -63,8 +63,8 @@ func newTestServerConfig(t testing.TB, raw []byte) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &bytes.Buffer{}
-	log := slog.New(slog.NewJSONHandler(&lockedWriter{w: logs}, nil))
+	logs := &bintest.Buffer{}
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -90,17 +90,6 @@ func newTestServerConfig(t testing.TB, raw []byte) *harness {
 	go cs.Serve(ln)
 	t.Cleanup(func() { cs.Close(); ln.Close() })
 	return &harness{srv: s, api: api, control: unixClient(cfg.ControlSocket), logs: logs, id: id}
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func unixClient(path string) *http.Client {
