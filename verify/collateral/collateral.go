@@ -173,21 +173,12 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 		return nil, err
 	}
 	report := att.GetReport()
-	var line string
-	if fms := report.GetCpuid1EaxFms(); fms != 0 {
-		line = kds.ProductLineFromFms(fms)
-	} else {
-		exts, err := kds.CertificateExtensions(p.Leaf, p.Signer)
-		if err != nil {
-			return nil, fmt.Errorf("endorsement certificate extensions: %v", err)
-		}
-		product, err := kds.ParseProductName(exts.ProductName, p.Signer)
-		if err != nil {
-			return nil, err
-		}
-		line = kds.ProductLine(product)
+	line, err := platform.SNPProductLine(report, p)
+	if err != nil {
+		return nil, err
 	}
-	if line == "" || line == "Unknown" || strings.ContainsAny(line, "/\\.") {
+	// The line names a KDS path and a file: refuse separators.
+	if strings.ContainsAny(line, "/\\.") {
 		return nil, errors.New("unknown amd product line")
 	}
 	signer := "vcek"

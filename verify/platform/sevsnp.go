@@ -66,7 +66,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 
 	// Trust anchors: chosen by the Simulated flag and the product line, never
 	// by the certificates the evidence carries.
-	line, err := snpProductLine(report, p)
+	line, err := SNPProductLine(report, p)
 	if err != nil {
 		return nil, err
 	}
@@ -160,9 +160,13 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 	return res, nil
 }
 
-// snpProductLine returns the product line from CPUID_1_EAX_FMS (report
-// version 3 and later) or, for version 2, from the leaf's product name.
-func snpProductLine(report *spb.Report, p *snpevidence.Parsed) (string, error) {
+// SNPProductLine returns the AMD product line of an SEV-SNP report: from
+// CPUID_1_EAX_FMS (report version 3 and later) or, for version 2, from the
+// endorsement leaf's product name. Errors are *Error values (CheckChain when
+// the leaf's extensions cannot be read, CheckProduct otherwise). The
+// collateral fetcher uses it too, so it fetches the chain this package
+// verifies against.
+func SNPProductLine(report *spb.Report, p *snpevidence.Parsed) (string, error) {
 	var line string
 	if fms := report.GetCpuid1EaxFms(); fms != 0 {
 		line = kds.ProductLineFromFms(fms)
