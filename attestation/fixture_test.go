@@ -10,6 +10,7 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/internal/testfixture"
 )
 
@@ -33,21 +34,9 @@ func (r *run) model() attestation.ModelIdentity {
 }
 
 func (r *run) input(t testing.TB) attestation.AttestInput {
-	return attestation.AttestInput{
-		BundleEnvelope:               r.bundle(t),
-		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
-		AgentDID:                     r.AgentDID(),
-		RunID:                        r.RunID,
-		PromptHashB64u:               r.PromptHash,
-		ReportHashB64u:               r.ReportHash,
-		PackCiphertextHashB64u:       r.PackHash,
-		GatePolicyHashB64u:           h("gate policy"),
-		AuditRootB64u:                h("audit head"),
-		AuditCount:                   17,
-		Model:                        r.model(),
-		Harness:                      testfixture.Harness(),
-		EvidenceURI:                  "evidence/run_test_001.jws",
-	}
+	in := attestfixture.Input(t, &r.Run, h("audit head"), 17)
+	in.EvidenceURI = "evidence/run_test_001.jws"
+	return in
 }
 
 func simSEV(t testing.TB) *sim.Simulator {

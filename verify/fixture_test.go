@@ -14,6 +14,7 @@ import (
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
@@ -68,10 +69,6 @@ func newRun(t testing.TB) *run {
 }
 
 func (r *run) bundle(t testing.TB) []byte { return r.Bundle(t) }
-
-func (r *run) model() attestation.ModelIdentity {
-	return attestation.ModelIdentity{Provider: r.Provider, Model: r.Model}
-}
 
 // auditLog writes the gate's log for the run: a denied call, then the
 // two tool calls (the second denied when denySecond).
@@ -146,20 +143,8 @@ func attestWith(t testing.TB, q measurer, r *run, tweak func(*attestation.Attest
 	log, root, count := r.auditLog(t)
 	bundle := r.bundle(t)
 	is := &attestation.Issuer{Key: attesterKey(), Quoter: q, Now: fixedNow}
-	in := attestation.AttestInput{
-		BundleEnvelope:               bundle,
-		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
-		AgentDID:                     r.AgentDID(),
-		RunID:                        r.RunID,
-		PromptHashB64u:               r.PromptHash,
-		ReportHashB64u:               r.ReportHash,
-		PackCiphertextHashB64u:       r.PackHash,
-		GatePolicyHashB64u:           h("gate policy"),
-		AuditRootB64u:                root,
-		AuditCount:                   int64(count),
-		Model:                        r.model(),
-		Harness:                      &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
-	}
+	in := attestfixture.Input(t, &r.Run, root, int64(count))
+	in.BundleEnvelope = bundle
 	if tweak != nil {
 		tweak(&in)
 	}

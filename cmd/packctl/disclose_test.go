@@ -11,13 +11,13 @@ import (
 
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/verify"
 )
 
@@ -33,20 +33,7 @@ func attestReport(t *testing.T, rb *promptpack.Rebuilt, runID string) (att, ev, 
 		t.Fatal(err)
 	}
 	is := &attestation.Issuer{Key: testfixture.Key(9), Quoter: q, Now: func() time.Time { return testfixture.Now }}
-	out, err := is.Attest(context.Background(), attestation.AttestInput{
-		BundleEnvelope:               r.Bundle(t),
-		AgentDID:                     r.AgentDID(),
-		RunID:                        r.RunID,
-		PromptHashB64u:               r.PromptHash,
-		ReportHashB64u:               r.ReportHash,
-		PackCiphertextHashB64u:       r.PackHash,
-		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
-		GatePolicyHashB64u:           testfixture.H("gate policy"),
-		AuditRootB64u:                testfixture.H("audit root"),
-		AuditCount:                   0,
-		Model:                        attestation.ModelIdentity{Provider: r.Provider, Model: r.Model},
-		Harness:                      &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
-	})
+	out, err := is.Attest(context.Background(), attestfixture.Input(t, r, testfixture.H("audit root"), 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/gate/audit"
+	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/verify"
 )
 
@@ -68,13 +68,9 @@ func newFixture(t testing.TB, now time.Time) *fixture {
 		t.Fatal(err)
 	}
 	is := &attestation.Issuer{Key: testfixture.Key(9), Quoter: q, Now: clock}
-	out, err := is.Attest(context.Background(), attestation.AttestInput{
-		BundleEnvelope: bundle, AgentDID: r.AgentDID(), RunID: r.RunID, PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
-		PromptHashB64u: r.PromptHash, ReportHashB64u: r.ReportHash, PackCiphertextHashB64u: r.PackHash,
-		GatePolicyHashB64u: h("gate policy"), AuditRootB64u: root, AuditCount: int64(count),
-		Model:   attestation.ModelIdentity{Provider: r.Provider, Model: r.Model},
-		Harness: &poh.Harness{ID: "openclaw", Version: "2026.2.1", Runtime: "clawea"},
-	})
+	in := attestfixture.Input(t, r, root, int64(count))
+	in.BundleEnvelope = bundle
+	out, err := is.Attest(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
 	}

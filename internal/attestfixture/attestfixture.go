@@ -1,0 +1,34 @@
+// Package attestfixture fills the attester's issuer input for a
+// testfixture.Run. It is apart from testfixture so that testfixture stays
+// importable by the internal tests of the packages attestation depends on.
+// Only tests import it (internal/layers enforces that).
+package attestfixture
+
+import (
+	"testing"
+
+	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/internal/testfixture"
+)
+
+// Input is what the issuer is given for r: its signed bundle (r.Bundle),
+// its commitments, the model, testfixture.Harness, the hash of the gate
+// policy "gate policy" and the audit log head auditRoot of auditCount
+// records.
+func Input(t testing.TB, r *testfixture.Run, auditRoot string, auditCount int64) attestation.AttestInput {
+	t.Helper()
+	return attestation.AttestInput{
+		BundleEnvelope:               r.Bundle(t),
+		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
+		AgentDID:                     r.AgentDID(),
+		RunID:                        r.RunID,
+		PromptHashB64u:               r.PromptHash,
+		ReportHashB64u:               r.ReportHash,
+		PackCiphertextHashB64u:       r.PackHash,
+		GatePolicyHashB64u:           testfixture.H("gate policy"),
+		AuditRootB64u:                auditRoot,
+		AuditCount:                   auditCount,
+		Model:                        attestation.ModelIdentity{Provider: r.Provider, Model: r.Model},
+		Harness:                      testfixture.Harness(),
+	}
+}
