@@ -34,7 +34,7 @@ import (
 )
 
 // Format is Evidence.Format for a TDX quote v4.
-const Format = "tdx/quote-v4"
+const Format = tdxquote.Format
 
 // Errors.
 var (

@@ -27,7 +27,7 @@ import (
 )
 
 // TDXFormat is Evidence.Format for TDX evidence (docs/spec/platform-tdx.md).
-const TDXFormat = "tdx/quote-v4"
+const TDXFormat = tdxquote.Format
 
 // fakeQEMarker starts the header user data of every simulated quote
 // (docs/spec/platform-tdx.md, section 4).

@@ -22,6 +22,10 @@ import (
 	"fmt"
 )
 
+// Format is Evidence.Format for TDX evidence whose Blob is a v4 quote
+// (docs/spec/platform-tdx.md). Producers and verifiers both use it.
+const Format = "tdx/quote-v4"
+
 // Wire constants of a TDX quote v4.
 const (
 	// Version is the only quote version this package accepts.

@@ -21,6 +21,7 @@ import (
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // PoH runtime_metadata.tee.attestation_type values.
@@ -35,9 +36,9 @@ const (
 var ErrEvidence = errors.New("teeclaims: unusable evidence")
 
 var formats = map[string]string{
-	evidence.PlatformSEVSNP: "sev-snp/attestation-report",
-	evidence.PlatformTDX:    "tdx/quote-v4",
-	evidence.PlatformTPM:    "tpm2/quote",
+	evidence.PlatformSEVSNP: snpevidence.Format,
+	evidence.PlatformTDX:    tdxquote.Format,
+	evidence.PlatformTPM:    tpmquote.Format,
 }
 
 // SimulatedSuffix ends the root_id of simulated evidence.
