@@ -10,6 +10,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // Module is the module whose testdata the tests read.
@@ -37,26 +40,40 @@ func goTool() string {
 // selects, as `go list -m` reports it.
 func ModuleDir(t testing.TB) string {
 	t.Helper()
-	cmd := exec.Command(goTool(), "list", "-m", "-json", Module)
+	return moduleDir(t, Module)
+}
+
+// moduleDir returns the directory of the version of module (one this
+// module requires) that this module selects.
+func moduleDir(t testing.TB, module string) string {
+	t.Helper()
+	cmd := exec.Command(goTool(), "list", "-m", "-json", module)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("go list -m %s: %v: %s", Module, err, errb.String())
+		t.Fatalf("go list -m %s: %v: %s", module, err, errb.String())
 	}
 	var m struct{ Dir, Version string }
 	if err := json.Unmarshal(out.Bytes(), &m); err != nil {
 		t.Fatalf("go list -m: %v", err)
 	}
 	if m.Dir == "" {
-		t.Fatalf("go list -m %s: module not in the module cache (run go mod download)", Module)
+		t.Fatalf("go list -m %s: module not in the module cache (run go mod download)", module)
 	}
 	return m.Dir
 }
 
-// Read returns the file rel under the module directory.
+// Read returns the file rel under the go-tdx-guest module directory.
 func Read(t testing.TB, rel string) []byte {
 	t.Helper()
-	p := filepath.Join(ModuleDir(t), filepath.FromSlash(rel))
+	return ReadModule(t, Module, rel)
+}
+
+// ReadModule returns the file rel (at most 1 MiB) under the directory of
+// module, any module this one requires (go-sev-guest's testdata too).
+func ReadModule(t testing.TB, module, rel string) []byte {
+	t.Helper()
+	p := filepath.Join(moduleDir(t, module), filepath.FromSlash(rel))
 	fi, err := os.Stat(p)
 	if err != nil {
 		t.Fatalf("stat %s: %v", p, err)
@@ -69,4 +86,25 @@ func Read(t testing.TB, rel string) []byte {
 		t.Fatalf("read %s: %v", p, err)
 	}
 	return b
+}
+
+// Evidence returns the quote sample name (SampleSPR or SampleCOS, trailing
+// device bytes dropped) as TDX evidence with its PCK chain, and the
+// quote's REPORT_DATA.
+func Evidence(t testing.TB, name string) (*evidence.Evidence, [64]byte) {
+	t.Helper()
+	raw := Read(t, name)
+	n, err := tdxquote.Length(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := tdxquote.Parse(raw[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &evidence.Evidence{Platform: evidence.PlatformTDX, Format: tdxquote.Format, Blob: raw[:n], CertChain: chain}, q.Body.ReportData
 }

@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,10 +22,10 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
-	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/google/go-sev-guest/testing/data"
 	"github.com/google/go-tdx-guest/pcs"
 	testcases "github.com/google/go-tdx-guest/testing"
@@ -433,27 +432,7 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 
 // TDX: go-tdx-guest's real PCS documents (Intel-signed, valid in June and
 // July 2023) for its real quote, served under the PCS paths.
-const tdxModule = "github.com/google/go-tdx-guest"
-
 var tdxNow = time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC)
-
-func realTDX(t *testing.T) *evidence.Evidence {
-	t.Helper()
-	raw := readModuleFile(t, "testing/testdata/tdx_prod_quote_SPR_E4.dat")
-	n, err := tdxquote.Length(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := tdxquote.Parse(raw[:n])
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &evidence.Evidence{Platform: evidence.PlatformTDX, Format: platform.TDXFormat, Blob: raw[:n], CertChain: chain}
-}
 
 func serveTDX(t *testing.T, f *fakeService, items []Item) map[string][]byte {
 	t.Helper()
@@ -462,13 +441,13 @@ func serveTDX(t *testing.T, f *fakeService, items []Item) map[string][]byte {
 		var d fakeDoc
 		switch it.Kind {
 		case KindTDXTCBInfo:
-			d = fakeDoc{body: readModuleFile(t, "testing/testdata/sample_tcbInfo_response"), header: testcases.TcbInfoHeader}
+			d = fakeDoc{body: tdxtest.Read(t, tdxtest.TcbInfo), header: testcases.TcbInfoHeader}
 		case KindTDXQEIdentity:
-			d = fakeDoc{body: readModuleFile(t, "testing/testdata/sample_qeIdentity_response"), header: testcases.QeIdentityHeader}
+			d = fakeDoc{body: tdxtest.Read(t, tdxtest.QeIdentity), header: testcases.QeIdentityHeader}
 		case KindTDXPCKCRL:
-			d = fakeDoc{body: readModuleFile(t, "testing/testdata/pckcrl"), header: testcases.PckCrlHeader}
+			d = fakeDoc{body: tdxtest.Read(t, tdxtest.PckCrl), header: testcases.PckCrlHeader}
 		case KindTDXRootCRL:
-			d = fakeDoc{body: readModuleFile(t, "testing/testdata/rootcrl.der")}
+			d = fakeDoc{body: tdxtest.Read(t, tdxtest.RootCrl)}
 		default:
 			t.Fatalf("unexpected tdx item %s", it.Kind)
 		}
@@ -479,7 +458,7 @@ func serveTDX(t *testing.T, f *fakeService, items []Item) map[string][]byte {
 }
 
 func TestFetchTDX(t *testing.T) {
-	ev := realTDX(t)
+	ev, _ := tdxtest.Evidence(t, tdxtest.SampleSPR)
 	items, err := Needs([]*evidence.Evidence{ev})
 	if err != nil {
 		t.Fatal(err)
@@ -588,19 +567,6 @@ func writeFile(t testing.TB, dir, rel string, b []byte) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func readModuleFile(t testing.TB, rel string) []byte {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", tdxModule).Output()
-	if err != nil {
-		t.Fatalf("locating %s: %v", tdxModule, err)
-	}
-	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), filepath.FromSlash(rel)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestFetchSimTDX: the simulated TDX platform's collateral (TEST ONLY, signed

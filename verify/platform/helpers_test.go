@@ -6,9 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -68,37 +66,6 @@ func simTDX(t testing.TB, o fakeqe.Options, rd evidence.ReportData) *evidence.Ev
 
 // loadTPMFixture reads the swtpm quote committed in wire/tpmquote.
 func loadTPMFixture(t testing.TB) testfixture.TPMQuote { return testfixture.LoadTPMQuote(t) }
-
-// moduleDir returns a module's directory in the module cache.
-func moduleDir(t testing.TB, module string) string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", module).Output()
-	if err != nil {
-		t.Fatalf("locating %s in the module cache: %v", module, err)
-	}
-	dir := strings.TrimSpace(string(out))
-	if dir == "" {
-		t.Fatalf("%s is not in the module cache (go mod download)", module)
-	}
-	return dir
-}
-
-func readModuleFile(t testing.TB, module, rel string) []byte {
-	t.Helper()
-	p := filepath.Join(moduleDir(t, module), filepath.FromSlash(rel))
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size() > 1<<20 {
-		t.Fatalf("%s too large", p)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // wantErr asserts err has class and, when non-nil, the sentinel and check.
 func wantErr(t testing.TB, err error, class, sentinel error, check string) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
 	"github.com/clawea/attester/wire/snpevidence"
@@ -124,7 +125,7 @@ func TestSEVTampered(t *testing.T) {
 		// The real AMD-issued VCEK of go-sev-guest's sample is a valid P-384
 		// leaf, but it did not sign this report and does not chain to the
 		// simulation roots.
-		vcek := readModuleFile(t, sevModule, "verify/testdata/vcek.testcer")
+		vcek := tdxtest.ReadModule(t, sevModule, "verify/testdata/vcek.testcer")
 		ev, err := snpevidence.Build(good.Blob, nil, vcek, true)
 		if err != nil {
 			t.Fatal(err)
@@ -295,8 +296,8 @@ func TestSEVCertCache(t *testing.T) {
 // a debug guest) with the VCEK that signed it, and its REPORT_DATA.
 func realSEV(t testing.TB) (*evidence.Evidence, [64]byte) {
 	t.Helper()
-	report := readModuleFile(t, sevModule, "verify/testdata/attestation.bin")
-	vcek := readModuleFile(t, sevModule, "verify/testdata/vcek.testcer")
+	report := tdxtest.ReadModule(t, sevModule, "verify/testdata/attestation.bin")
+	vcek := tdxtest.ReadModule(t, sevModule, "verify/testdata/vcek.testcer")
 	ev, err := snpevidence.Build(report, nil, vcek, false)
 	if err != nil {
 		t.Fatal(err)

@@ -10,16 +10,15 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/google/go-tdx-guest/pcs"
 	testcases "github.com/google/go-tdx-guest/testing"
 )
 
-const tdxModule = "github.com/google/go-tdx-guest"
-
 func TestIntelRootIsGoTdxGuests(t *testing.T) {
-	b := readModuleFile(t, tdxModule, "verify/trusted_root.pem")
+	b := tdxtest.Read(t, "verify/trusted_root.pem")
 	blk, _ := pem.Decode(b)
 	if blk == nil {
 		t.Fatal("module root is not pem")
@@ -178,32 +177,12 @@ func TestTDXCollateralRequiredByDefault(t *testing.T) {
 	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
 }
 
-// realTDX returns a real quote from go-tdx-guest's testdata (trailing device
-// bytes dropped) as evidence, and its REPORT_DATA.
-func realTDX(t testing.TB, name string) (*evidence.Evidence, [64]byte) {
-	t.Helper()
-	raw := readModuleFile(t, tdxModule, name)
-	n, err := tdxquote.Length(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := tdxquote.Parse(raw[:n])
-	if err != nil {
-		t.Fatal(err)
-	}
-	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &evidence.Evidence{Platform: evidence.PlatformTDX, Format: TDXFormat, Blob: raw[:n], CertChain: chain}, q.Body.ReportData
-}
-
-var realTDXSamples = []string{"testing/testdata/tdx_prod_quote_SPR_E4.dat", "testing/testdata/ccel/cos-113-tdx-quote.dat"}
+var realTDXSamples = []string{tdxtest.SampleSPR, tdxtest.SampleCOS}
 
 func TestTDXRealSamplesToIntelRoot(t *testing.T) {
 	for _, name := range realTDXSamples {
 		t.Run(name, func(t *testing.T) {
-			ev, rd := realTDX(t, name)
+			ev, rd := tdxtest.Evidence(t, name)
 			opts := Options{Now: fixedNow, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
 			res, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
 			if err != nil {
@@ -246,13 +225,13 @@ func shippedCollateral(t testing.TB) *Collateral {
 		return []byte(s)
 	}
 	return &Collateral{
-		TDXTCBInfo:               readModuleFile(t, tdxModule, "testing/testdata/sample_tcbInfo_response"),
+		TDXTCBInfo:               tdxtest.Read(t, tdxtest.TcbInfo),
 		TDXTCBInfoIssuerChain:    chain(testcases.TcbInfoHeader, pcs.TcbInfoIssuerChainPhrase),
-		TDXQEIdentity:            readModuleFile(t, tdxModule, "testing/testdata/sample_qeIdentity_response"),
+		TDXQEIdentity:            tdxtest.Read(t, tdxtest.QeIdentity),
 		TDXQEIdentityIssuerChain: chain(testcases.QeIdentityHeader, pcs.SgxQeIdentityIssuerChainPhrase),
-		TDXPCKCRL:                readModuleFile(t, tdxModule, "testing/testdata/pckcrl"),
+		TDXPCKCRL:                tdxtest.Read(t, tdxtest.PckCrl),
 		TDXPCKCRLIssuerChain:     chain(testcases.PckCrlHeader, pcs.SgxPckCrlIssuerChainPhrase),
-		TDXRootCRL:               readModuleFile(t, tdxModule, "testing/testdata/rootcrl.der"),
+		TDXRootCRL:               tdxtest.Read(t, tdxtest.RootCrl),
 	}
 }
 
@@ -260,7 +239,7 @@ func shippedCollateral(t testing.TB) *Collateral {
 // nextUpdate 2023-07-18, QE identity 2023-07-08): verification with it is
 // rejected as expired, at a fixed clock and at the wall clock.
 func TestTDXShippedCollateralExpired(t *testing.T) {
-	ev, rd := realTDX(t, realTDXSamples[0])
+	ev, rd := tdxtest.Evidence(t, realTDXSamples[0])
 	for name, now := range map[string]func() time.Time{
 		"fixed 2024": func() time.Time { return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC) },
 		"wall clock": time.Now,
@@ -278,7 +257,7 @@ func TestTDXShippedCollateralInsideValidity(t *testing.T) {
 	// Inside its validity the collateral is used, but the sample's
 	// TEE_TCB_SVN matches no TCB level in it (go-tdx-guest documents this),
 	// so it is rejected for that, not for expiry.
-	ev, rd := realTDX(t, realTDXSamples[0])
+	ev, rd := tdxtest.Evidence(t, realTDXSamples[0])
 	opts := Options{Now: func() time.Time { return time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC) }, Collateral: shippedCollateral(t)}
 	_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
 	wantErr(t, err, ErrRejected, nil, CheckCollateral)
@@ -288,7 +267,7 @@ func TestTDXShippedCollateralInsideValidity(t *testing.T) {
 }
 
 func TestTDXPartialCollateral(t *testing.T) {
-	ev, rd := realTDX(t, realTDXSamples[0])
+	ev, rd := tdxtest.Evidence(t, realTDXSamples[0])
 	c := shippedCollateral(t)
 	c.TDXQEIdentity = nil
 	_, err := verifyRaw(ev, rd, evidence.ReportData{}, Options{Now: fixedNow, Collateral: c})
