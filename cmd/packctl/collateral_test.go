@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,11 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-sev-guest/testing/data"
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/veraison/ear"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/verify/collateral"
 	"github.com/clawea/attester/verify/earresult"
 	"github.com/clawea/attester/wire/evidence"
@@ -77,19 +75,6 @@ func scriptEvidence(t *testing.T, path string) *evidence.Evidence {
 	return doc.Items[0].Evidence
 }
 
-func simARKCRL(t *testing.T, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
-	t.Helper()
-	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: thisUpdate, NextUpdate: nextUpdate}
-	for _, s := range revoked {
-		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: thisUpdate})
-	}
-	der, err := x509.CreateRevocationList(rand.Reader, tmpl, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
 // TestCollateralFetchThenVerify runs packctl collateral fetch against a
 // loopback KDS, then packctl verify with the strict default (revocation
 // required) on the fetched directory.
@@ -116,7 +101,7 @@ func TestCollateralFetchThenVerify(t *testing.T) {
 			k.docs[it.URL] = simroots.SEVSNPCertChainPEM()
 		case collateral.KindSEVSNPCRL:
 			crlURL = it.URL
-			k.docs[it.URL] = simARKCRL(t, at.Add(-time.Hour), at.Add(48*time.Hour))
+			k.docs[it.URL] = testfixture.SimSEVCRL(t, at.Add(-time.Hour), at.Add(48*time.Hour))
 		}
 	}
 	srv := httptest.NewServer(k)
@@ -187,7 +172,7 @@ func TestCollateralFetchThenVerify(t *testing.T) {
 	// The KDS revokes the VCEK: fetch succeeds, verify refuses (exit 2).
 	k.mu.Lock()
 	k.failing = false
-	k.docs[crlURL] = simARKCRL(t, at.Add(time.Hour), at.Add(96*time.Hour), leaf.SerialNumber)
+	k.docs[crlURL] = testfixture.SimSEVCRL(t, at.Add(time.Hour), at.Add(96*time.Hour), leaf.SerialNumber)
 	k.mu.Unlock()
 	if code, out, errOut := run1(laterFetch...); code != exitOK {
 		t.Fatalf("fetch of the revoking crl: exit %d\n%s\n%s", code, out, errOut)

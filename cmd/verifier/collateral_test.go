@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/x509"
 	"fmt"
 	"log/slog"
@@ -13,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-sev-guest/testing/data"
-
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/schema/b64u"
@@ -22,21 +19,11 @@ import (
 	"github.com/clawea/attester/verify/earresult"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
-	"github.com/clawea/attester/wire/simroots"
 )
 
 func simCRL(t *testing.T, revoked ...*big.Int) []byte {
 	t.Helper()
-	now := testfixture.Now
-	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: now.Add(-24 * time.Hour), NextUpdate: now.Add(24 * time.Hour)}
-	for _, s := range revoked {
-		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: tmpl.ThisUpdate})
-	}
-	der, err := x509.CreateRevocationList(rand.Reader, tmpl, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
+	return testfixture.SimSEVCRL(t, testfixture.Now.Add(-24*time.Hour), testfixture.Now.Add(24*time.Hour), revoked...)
 }
 
 // The collateral directory is reloaded like the policies: a CRL that

@@ -6,15 +6,21 @@ package testfixture
 
 import (
 	"bytes"
+	"crypto"
 	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
+	"math/big"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/google/go-sev-guest/testing/data"
 
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
@@ -22,6 +28,7 @@ import (
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/simroots"
 )
 
 // Now is inside the validity of every simulated certificate.
@@ -59,6 +66,30 @@ func Report() *promptpack.Report {
 			Bootstrap:                 []promptpack.BootstrapEntry{},
 		},
 	}
+}
+
+// SimSEVCRL returns an AMD-format CRL, numbered thisUpdate.Unix(), signed
+// with the simulated ARK's (public test) key, so the real verifier accepts
+// or refuses it on its merits. revoked are the serial numbers it revokes
+// (at thisUpdate).
+func SimSEVCRL(t testing.TB, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
+	t.Helper()
+	return SignCRL(t, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey, thisUpdate, nextUpdate, revoked...)
+}
+
+// SignCRL returns a CRL, numbered thisUpdate.Unix(), signed by issuer with
+// key.
+func SignCRL(t testing.TB, issuer *x509.Certificate, key crypto.Signer, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
+	t.Helper()
+	tmpl := &x509.RevocationList{Number: big.NewInt(thisUpdate.Unix()), ThisUpdate: thisUpdate, NextUpdate: nextUpdate}
+	for _, s := range revoked {
+		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: thisUpdate})
+	}
+	der, err := x509.CreateRevocationList(rand.Reader, tmpl, issuer, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
 }
 
 // Run is one agent run as the attester saw it, and the knobs that make its

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
 	"errors"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -23,10 +21,10 @@ import (
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
-	"github.com/google/go-sev-guest/testing/data"
 	"github.com/google/go-tdx-guest/pcs"
 	testcases "github.com/google/go-tdx-guest/testing"
 )
@@ -124,21 +122,6 @@ func simSEV(t testing.TB) (*evidence.Evidence, evidence.ReportData) {
 	return ev, rd
 }
 
-// simCRL is an AMD-format CRL signed by the simulated ARK's (public test)
-// key, so the real verifier accepts or refuses it on its merits.
-func simCRL(t testing.TB, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
-	t.Helper()
-	tmpl := &x509.RevocationList{Number: big.NewInt(thisUpdate.Unix()), ThisUpdate: thisUpdate, NextUpdate: nextUpdate}
-	for _, s := range revoked {
-		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: thisUpdate})
-	}
-	der, err := x509.CreateRevocationList(rand.Reader, tmpl, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
 // serveSEV publishes the simulated machine's documents under the KDS paths.
 func serveSEV(t *testing.T, f *fakeService, ev *evidence.Evidence, crl []byte) []Item {
 	t.Helper()
@@ -209,7 +192,7 @@ func TestSEVSNPNeedsUseKDSPaths(t *testing.T) {
 func TestFetchCleanThenCached(t *testing.T) {
 	ev, rd := simSEV(t)
 	f, base := newFake(t)
-	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-day), testNow.Add(7*day)))
+	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(7*day)))
 	dir := t.TempDir()
 
 	// Before: everything missing.
@@ -271,7 +254,7 @@ func TestFetchCleanThenCached(t *testing.T) {
 func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	ev, _ := simSEV(t)
 	f, base := newFake(t)
-	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
+	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
 	dir := t.TempDir()
 	fe := testFetcher(base, nil)
 	// The service itself serves an expired CRL: refused, nothing written.
@@ -284,12 +267,12 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 		t.Fatal("an expired crl was written")
 	}
 	// An expired CRL in the cache is refetched; the others are not.
-	writeFile(t, dir, crlItem.Path, simCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
+	writeFile(t, dir, crlItem.Path, testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
 	st := Check(dir, []Item{crlItem}, testNow, time.Hour)[0]
 	if st.State != StateStale {
 		t.Fatalf("expired crl: %+v", st)
 	}
-	fresh := simCRL(t, testNow.Add(-day), testNow.Add(day))
+	fresh := testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day))
 	f.set(crlItem.URL, fakeDoc{body: fresh})
 	before := f.count()
 	sts, err := fe.Fetch(context.Background(), dir, items)
@@ -317,9 +300,9 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 func TestFetchRetries(t *testing.T) {
 	ev, _ := simSEV(t)
 	f, base := newFake(t)
-	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-day), testNow.Add(day)))
+	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day)))
 	crlItem := itemOf(t, items, KindSEVSNPCRL)
-	crl := simCRL(t, testNow.Add(-day), testNow.Add(day))
+	crl := testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day))
 
 	t.Run("5xx then success", func(t *testing.T) {
 		f.set(crlItem.URL, fakeDoc{body: crl, fail: 2, failStatus: http.StatusServiceUnavailable})
@@ -383,7 +366,7 @@ func TestFetchedRevokedVCEKRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, base := newFake(t)
-	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-day), testNow.Add(day), leaf.SerialNumber))
+	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day), leaf.SerialNumber))
 	dir := t.TempDir()
 	fe := testFetcher(base, nil)
 	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
@@ -402,7 +385,7 @@ func TestFetchedRevokedVCEKRefused(t *testing.T) {
 func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 	ev, _ := simSEV(t)
 	f, base := newFake(t)
-	items := serveSEV(t, f, ev, simCRL(t, testNow.Add(-day), testNow.Add(day)))
+	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day)))
 	dir := t.TempDir()
 	if _, err := testFetcher(base, nil).Fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)

@@ -4,18 +4,17 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/x509"
 	"math/big"
 	"testing"
 	"time"
 
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
 	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
-	"github.com/google/go-sev-guest/testing/data"
 )
 
 const sevModule = "github.com/google/go-sev-guest"
@@ -144,25 +143,6 @@ func TestSEVRevocationRequiredByDefault(t *testing.T) {
 	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
 }
 
-// simCRL returns a CRL signed with the simulated ARK's (public test) key.
-func simCRL(t testing.TB, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
-	t.Helper()
-	return signCRL(t, simroots.SEVSNPRoots()[0].ARK, data.ARKPrivateKey, thisUpdate, nextUpdate, revoked...)
-}
-
-func signCRL(t testing.TB, issuer *x509.Certificate, key *rsa.PrivateKey, thisUpdate, nextUpdate time.Time, revoked ...*big.Int) []byte {
-	t.Helper()
-	tmpl := &x509.RevocationList{Number: big.NewInt(1), ThisUpdate: thisUpdate, NextUpdate: nextUpdate}
-	for _, s := range revoked {
-		tmpl.RevokedCertificateEntries = append(tmpl.RevokedCertificateEntries, x509.RevocationListEntry{SerialNumber: s, RevocationTime: thisUpdate})
-	}
-	der, err := x509.CreateRevocationList(rand.Reader, tmpl, issuer, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
 func TestSEVRevocation(t *testing.T) {
 	rd := testRD(t, "sev")
 	ev := simSEV(t, sim.Options{}, rd)
@@ -177,7 +157,7 @@ func TestSEVRevocation(t *testing.T) {
 
 	t.Run("checked", func(t *testing.T) {
 		opts := base
-		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{simCRL(t, testNow.Add(-day), testNow.Add(day), big.NewInt(424242))}}
+		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day), big.NewInt(424242))}}
 		res, err := Verify(ev, rd, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -189,14 +169,14 @@ func TestSEVRevocation(t *testing.T) {
 	for name, serial := range map[string]*big.Int{"ask revoked": ask.SerialNumber, "vcek revoked": p.Leaf.SerialNumber} {
 		t.Run(name, func(t *testing.T) {
 			opts := base
-			opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{simCRL(t, testNow.Add(-day), testNow.Add(day), serial)}}
+			opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day), serial)}}
 			_, err := Verify(ev, rd, opts)
 			wantErr(t, err, ErrRejected, ErrRevoked, CheckRevocation)
 		})
 	}
 	t.Run("expired crl", func(t *testing.T) {
 		opts := base
-		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{simCRL(t, testNow.Add(-3*day), testNow.Add(-day))}}
+		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day))}}
 		_, err := Verify(ev, rd, opts)
 		wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckRevocation)
 	})
@@ -206,7 +186,7 @@ func TestSEVRevocation(t *testing.T) {
 			t.Fatal(err)
 		}
 		opts := base
-		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{signCRL(t, simroots.SEVSNPRoots()[0].ARK, other, testNow.Add(-day), testNow.Add(day))}}
+		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SignCRL(t, simroots.SEVSNPRoots()[0].ARK, other, testNow.Add(-day), testNow.Add(day))}}
 		_, err = Verify(ev, rd, opts)
 		wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
 	})

@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/google/go-tdx-guest/pcs"
@@ -287,7 +288,7 @@ func TestTDXCollateralAgainstSimulatedQuote(t *testing.T) {
 func TestLoadCollateralDir(t *testing.T) {
 	dir := t.TempDir()
 	c := shippedCollateral(t)
-	crl := simCRL(t, testNow.Add(-time.Hour), testNow.Add(time.Hour))
+	crl := testfixture.SimSEVCRL(t, testNow.Add(-time.Hour), testNow.Add(time.Hour))
 	for name, b := range map[string][]byte{
 		FileTDXTCBInfo: c.TDXTCBInfo, FileTDXTCBInfoChain: c.TDXTCBInfoIssuerChain,
 		FileTDXQEIdentity: c.TDXQEIdentity, FileTDXQEIdentityChain: c.TDXQEIdentityIssuerChain,
