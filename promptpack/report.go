@@ -272,35 +272,64 @@ func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params,
 		in.RuntimeLineHashB64u = b64u.SHA256([]byte(res.RuntimeLine))
 	}
 	// Per-section hashes of raw params values (JCS of the value).
+	err = p.paramSections(func(key string, v *pohjson.Value) (err error) {
+		switch key {
+		case "sandboxInfo":
+			in.SandboxContextHashB64u, err = hashValueJCS(v)
+		case "userTimezone":
+			in.TimeContextHashB64u, err = hashValueJCS(pohjson.NewObject(pohjson.M("userTimezone", v)))
+		case "ownerNumbers":
+			in.OwnerNumbersHashB64u, err = hashValueJCS(v)
+		case "messageToolHints":
+			in.MessagingHintsHashB64u, err = hashValueJCS(v)
+		case "ttsHint":
+			in.TTSHintsHashB64u, err = hashValueJCS(v)
+		case "modelAliasLines":
+			in.ModelAliasesHashB64u, err = hashValueJCS(v)
+		default:
+			err = fmt.Errorf("%w: no v1 report field for params.%s", ErrInvalidReport, key)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// reportParams are the params members a report commits to one by one, each
+// only when present with its kind. A v1 report hashes JCS(value), except
+// userTimezone, whose time context hash is of {"userTimezone": value}; a
+// v2 report carries JCS(value) under the member name.
+var reportParams = [...]struct {
+	key  string
+	kind pohjson.Kind
+}{
+	{"sandboxInfo", pohjson.Object},
+	{"userTimezone", pohjson.String},
+	{"ownerNumbers", pohjson.Array},
+	{"messageToolHints", pohjson.Array},
+	{"ttsHint", pohjson.String},
+	{"modelAliasLines", pohjson.Array},
+}
+
+// paramSections parses the pack's params and calls fn, in reportParams
+// order, for each reportParams member present with its kind.
+func (p *Pack) paramSections(fn func(key string, v *pohjson.Value) error) error {
 	root, err := pohjson.ParseWith(p.Params, pohjson.ParseOptions{MaxBytes: openclawsig.MaxParamsSize})
 	if err != nil {
-		return nil, fmt.Errorf("%w: params: %v", ErrInvalidReport, err)
+		return fmt.Errorf("%w: params: %v", ErrInvalidReport, err)
 	}
-	for _, s := range []struct {
-		key  string
-		kind pohjson.Kind
-		dst  *string
-	}{
-		{"sandboxInfo", pohjson.Object, &in.SandboxContextHashB64u},
-		{"ownerNumbers", pohjson.Array, &in.OwnerNumbersHashB64u},
-		{"messageToolHints", pohjson.Array, &in.MessagingHintsHashB64u},
-		{"ttsHint", pohjson.String, &in.TTSHintsHashB64u},
-		{"modelAliasLines", pohjson.Array, &in.ModelAliasesHashB64u},
-	} {
+	for _, s := range reportParams {
 		v := root.Get(s.key)
 		if v.Kind() != s.kind {
 			continue
 		}
-		if *s.dst, err = hashValueJCS(v); err != nil {
-			return nil, err
+		if err := fn(s.key, v); err != nil {
+			return err
 		}
 	}
-	if tz := root.Get("userTimezone"); tz.Kind() == pohjson.String {
-		if in.TimeContextHashB64u, err = hashValueJCS(pohjson.NewObject(pohjson.M("userTimezone", tz))); err != nil {
-			return nil, err
-		}
-	}
-	return rep, nil
+	return nil
 }
 
 // ToolSchemasHash returns the report's tool_schemas_hash_b64u:

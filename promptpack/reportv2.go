@@ -229,30 +229,16 @@ func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result
 	if res.RuntimeLine != "" {
 		add(KindPrompt, "runtime_line", []byte(res.RuntimeLine))
 	}
-	root, err := pohjson.ParseWith(p.Params, pohjson.ParseOptions{MaxBytes: openclawsig.MaxParamsSize})
-	if err != nil {
-		return nil, fmt.Errorf("%w: params: %v", ErrInvalidReport, err)
-	}
-	for _, s := range []struct {
-		key  string
-		kind pohjson.Kind
-	}{
-		{"sandboxInfo", pohjson.Object},
-		{"userTimezone", pohjson.String},
-		{"ownerNumbers", pohjson.Array},
-		{"messageToolHints", pohjson.Array},
-		{"ttsHint", pohjson.String},
-		{"modelAliasLines", pohjson.Array},
-	} {
-		v := root.Get(s.key)
-		if v.Kind() != s.kind {
-			continue
-		}
+	err = p.paramSections(func(key string, v *pohjson.Value) error {
 		c, err := canonicalValueJCS(v)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		add(KindParams, s.key, c)
+		add(KindParams, key, c)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) > MaxReportInputs {
 		wipeInputs(out)
