@@ -71,30 +71,14 @@ func (a linuxAllocator) protect(mem []byte, bestEffort int, opts Options) ([]byt
 	return mem, BackingMlock, nil
 }
 
-func (a linuxAllocator) allocSecret(n int) (mem []byte, err error) {
+func (a linuxAllocator) allocSecret(n int) ([]byte, error) {
 	fd, err := a.memfdSecret()
 	if err != nil {
 		return nil, err
 	}
 	// The mapping keeps the memory alive; the descriptor is not needed.
 	defer unix.Close(fd)
-	if err := unix.Ftruncate(fd, int64(n)); err != nil {
-		return nil, err
-	}
-	// secretmem mappings are locked by the kernel (counted against
-	// RLIMIT_MEMLOCK): mmap fails with EAGAIN when the limit is reached.
-	mem, err = unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, err
-	}
-	// A shared mapping would be inherited by a forked child: refuse that.
-	if err := unix.Madvise(mem, unix.MADV_DONTFORK); err != nil {
-		_ = a.munmap(mem)
-		return nil, err
-	}
-	// Not reachable by core dumps anyway; mark it for clarity. Best effort.
-	_ = unix.Madvise(mem, unix.MADV_DONTDUMP)
-	return mem, nil
+	return a.mapSecret(fd, n, false)
 }
 
 func (a linuxAllocator) free(mem []byte, backing string) {
@@ -141,7 +125,7 @@ func (a linuxAllocator) allocShared(size int, opts Options) ([]byte, int, string
 	return mem, fd, backing, nil
 }
 
-// mapSecret maps a memfd_secret descriptor of n bytes.
+// mapSecret maps a memfd_secret descriptor of n bytes (sizing a new one).
 func (a linuxAllocator) mapSecret(fd, n int, readOnly bool) ([]byte, error) {
 	st, err := fstat(fd)
 	if err != nil {
@@ -161,14 +145,18 @@ func (a linuxAllocator) mapSecret(fd, n int, readOnly bool) ([]byte, error) {
 	if readOnly {
 		prot = unix.PROT_READ
 	}
+	// secretmem mappings are locked by the kernel (counted against
+	// RLIMIT_MEMLOCK): mmap fails with EAGAIN when the limit is reached.
 	mem, err := unix.Mmap(fd, 0, n, prot, unix.MAP_SHARED)
 	if err != nil {
 		return nil, err
 	}
+	// A shared mapping would be inherited by a forked child: refuse that.
 	if err := unix.Madvise(mem, unix.MADV_DONTFORK); err != nil {
 		_ = a.munmap(mem)
 		return nil, err
 	}
+	// Not reachable by core dumps anyway; mark it for clarity. Best effort.
 	_ = unix.Madvise(mem, unix.MADV_DONTDUMP)
 	return mem, nil
 }
