@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack/admission"
 )
 
@@ -29,7 +30,7 @@ func TestBuildAdmissionVectors(t *testing.T) {
 		}
 		t.Skip("shared harness not present")
 	}
-	vdir := filepath.Join("..", "..", "promptpack", "admission", "testdata")
+	vdir := packtest.AdmissionDir()
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(vdir, name))
 		if err != nil {
@@ -37,21 +38,9 @@ func TestBuildAdmissionVectors(t *testing.T) {
 		}
 		return b
 	}
-	var doc struct {
-		Vectors []struct {
-			Name   string         `json:"name"`
-			Policy string         `json:"policy"`
-			Set    map[string]any `json:"set"`
-			Pack   map[string]any `json:"pack"`
-			Rule   string         `json:"rule"`
-			Input  string         `json:"input"`
-		} `json:"vectors"`
-	}
-	if err := json.Unmarshal(read("admit-vectors.json"), &doc); err != nil {
-		t.Fatal(err)
-	}
+	vectors := packtest.AdmitVectors(t)
 	ran := 0
-	for _, v := range doc.Vectors {
+	for _, v := range vectors {
 		if _, ok := v.Pack["recipe"]; ok {
 			continue
 		}

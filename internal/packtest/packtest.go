@@ -5,6 +5,7 @@
 package packtest
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -67,4 +68,40 @@ func Build(tb testing.TB, params []byte, opts promptpack.BuildOptions) *Pack {
 		tb.Fatal(err)
 	}
 	return &Pack{Pack: pack, Rebuilt: rb, Trusted: trusted}
+}
+
+// AdmissionDir is promptpack/admission/testdata: the admission vectors,
+// their base pack inputs and the example policies.
+func AdmissionDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "promptpack", "admission", "testdata")
+}
+
+// AdmitVector is one vector of AdmissionDir()/admit-vectors.json: the base
+// pack changed by Set (params members) and Pack (pack members), checked
+// against Policy; Rule is the rule that refuses it ("" when admitted) and
+// Input the input it names.
+type AdmitVector struct {
+	Name   string         `json:"name"`
+	Policy string         `json:"policy"`
+	Set    map[string]any `json:"set"`
+	Pack   map[string]any `json:"pack"`
+	Rule   string         `json:"rule"`
+	Input  string         `json:"input"`
+}
+
+// AdmitVectors returns the vectors of admit-vectors.json.
+func AdmitVectors(tb testing.TB) []AdmitVector {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(AdmissionDir(), "admit-vectors.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var doc struct {
+		Vectors []AdmitVector `json:"vectors"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		tb.Fatal(err)
+	}
+	return doc.Vectors
 }

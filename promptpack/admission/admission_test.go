@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/jcs"
@@ -105,27 +106,13 @@ func testPack(t testing.TB, set, packSet map[string]any) *promptpack.Pack {
 	return pack
 }
 
-type admitVector struct {
-	Name   string         `json:"name"`
-	Policy string         `json:"policy"`
-	Set    map[string]any `json:"set"`
-	Pack   map[string]any `json:"pack"`
-	Rule   string         `json:"rule"`
-	Input  string         `json:"input"`
-}
-
 func TestAdmitVectors(t *testing.T) {
-	var doc struct {
-		Vectors []admitVector `json:"vectors"`
-	}
-	if err := json.Unmarshal(readTestdata(t, "admit-vectors.json"), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if len(doc.Vectors) < 30 {
-		t.Fatalf("only %d vectors", len(doc.Vectors))
+	vectors := packtest.AdmitVectors(t)
+	if len(vectors) < 30 {
+		t.Fatalf("only %d vectors", len(vectors))
 	}
 	rules := map[string]bool{}
-	for _, v := range doc.Vectors {
+	for _, v := range vectors {
 		t.Run(v.Name, func(t *testing.T) {
 			pol := loadPolicy(t, v.Policy)
 			pack := testPack(t, v.Set, v.Pack)
@@ -460,15 +447,10 @@ func TestZeroPolicyRefuses(t *testing.T) {
 // admits the pack, or Suggest names the input no policy (or no sensitive
 // policy) admits; a suggested policy pins what it saw.
 func TestSuggest(t *testing.T) {
-	var doc struct {
-		Vectors []admitVector `json:"vectors"`
-	}
-	if err := json.Unmarshal(readTestdata(t, "admit-vectors.json"), &doc); err != nil {
-		t.Fatal(err)
-	}
+	vectors := packtest.AdmitVectors(t)
 	never := []string{RuleBootstrapNul, RuleBootstrapBinary, RuleBootstrapDuplicate, RuleBootstrapPath}
 	suggested := map[bool]int{}
-	for _, v := range doc.Vectors {
+	for _, v := range vectors {
 		if _, ok := v.Pack["recipe"]; ok {
 			continue
 		}

@@ -16,7 +16,7 @@ import (
 )
 
 // admissionTestdata is the admission package's vectors and policies.
-var admissionTestdata = filepath.Join("..", "..", "..", "promptpack", "admission", "testdata")
+var admissionTestdata = packtest.AdmissionDir()
 
 func readAdmissionTestdata(t *testing.T, name string) []byte {
 	t.Helper()
@@ -127,19 +127,7 @@ func (h *harness) openRuns() int {
 // the open policy admits the base pack (201).
 func TestAdmissionVectorsAtCreateRun(t *testing.T) {
 	dir := packtest.Dir(t)
-	var doc struct {
-		Vectors []struct {
-			Name   string         `json:"name"`
-			Policy string         `json:"policy"`
-			Set    map[string]any `json:"set"`
-			Pack   map[string]any `json:"pack"`
-			Rule   string         `json:"rule"`
-			Input  string         `json:"input"`
-		} `json:"vectors"`
-	}
-	if err := json.Unmarshal(readAdmissionTestdata(t, "admit-vectors.json"), &doc); err != nil {
-		t.Fatal(err)
-	}
+	vectors := packtest.AdmitVectors(t)
 	base, _ := vectorPack(t, dir, nil, nil)
 	trusted, _ := base.SigHashes()
 	servers := map[string]*harness{}
@@ -150,7 +138,7 @@ func TestAdmissionVectorsAtCreateRun(t *testing.T) {
 		return servers[policy]
 	}
 	rules := map[string]bool{}
-	for _, v := range doc.Vectors {
+	for _, v := range vectors {
 		t.Run(v.Name, func(t *testing.T) {
 			pack, ok := vectorPack(t, dir, v.Set, v.Pack)
 			if !ok {
