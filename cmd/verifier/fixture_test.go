@@ -23,8 +23,6 @@ import (
 	"github.com/clawea/attester/verify"
 )
 
-var h = testfixture.H
-
 // fixture is a simulated SEV-SNP attestation made by the real producer
 // (attestation.Issuer on enclave/sim), with the run's bundle, audit log
 // and SystemPromptReport.
