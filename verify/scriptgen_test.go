@@ -32,7 +32,7 @@ stdout 'ok +envelope'
 stdout 'ok +report-data'
 stdout 'ok +tool-calls +2 tool_call'
 stdout 'SKIPPED +revocation'
-stdout '^admission policy: none \(clawea.dev/attestation/v1 predates admission policies\)'
+stdout '^admission policy: none$'
 stdout '^VERIFIED \(SIMULATED'
 ! stderr .
 
@@ -70,12 +70,12 @@ stdout '^REJECTED: bundle-linkage EVIDENCE_MISMATCH'
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --bundle sev/bundle.json --audit sev/audit-tampered.jsonl --policy policy.json --at 2026-06-01T12:00:00Z
 stdout '^REJECTED: audit-log HASH_MISMATCH'
 
-# Policy: a run admitted under no listed admission policy (here a v1
-# attestation, which predates them) is refused by a policy that requires
+# Policy: a run admitted under no listed admission policy (here an
+# attestation of a run under none) is refused by a policy that requires
 # sensitive mode (exit 4); the message names the member and the value seen.
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy sensitive.json --at 2026-06-01T12:00:00Z
 stdout '^POLICY-REFUSED: policy/admission-policy'
-stderr 'the run.s admission policy none \(clawea.dev/attestation/v1 predates admission policies\) is not in admission_policy_hashes_b64u'
+stderr 'the run.s admission policy none is not in admission_policy_hashes_b64u'
 
 # Policy: another measurement is refused (exit 4).
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy other-measurement.json --at 2026-06-01T12:00:00Z

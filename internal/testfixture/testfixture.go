@@ -209,12 +209,21 @@ func (r *Run) Bundle(t testing.TB) []byte {
 	}
 	var chain []poh.EventChainEntry
 	var prev *string
+	var llmCalls []*pohjson.Value
 	tool := 0
 	for i, typ := range r.Events {
 		ph := H(typ + string(rune('a'+i)))
 		if typ == "tool_call" && tool < len(r.ToolParams) {
 			ph = r.ToolParams[tool]
 			tool++
+		}
+		if typ == "llm_call" {
+			p := r.llmCallPayload("call_" + string(rune('a'+i)))
+			llmCalls = append(llmCalls, p)
+			var err error
+			if ph, err = pohjson.Hash(p); err != nil {
+				t.Fatal(err)
+			}
 		}
 		hd := poh.EventHeader{
 			EventID: "evt_" + string(rune('a'+i)), RunID: runID, EventType: typ,
@@ -293,6 +302,11 @@ func (r *Run) Bundle(t testing.TB) []byte {
 		cl[k] = v
 	}
 	md["clawea"] = cl
+	lc, err := pohjson.Stringify(pohjson.NewArray(llmCalls...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md["clawea_llm_calls"] = json.RawMessage(lc)
 	if r.OmitReport {
 		delete(md, "system_prompt_report")
 	}
@@ -308,6 +322,29 @@ func (r *Run) Bundle(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return env
+}
+
+// Suffix is the text the fixtures' harness appends after the attested
+// prompt, as OpenClaw does (docs/spec/openclaw-plugin.md section 3).
+const Suffix = "\nCurrent model identity: fixture."
+
+// llmCallPayload is the clawea_llm_calls payload of an llm_call event
+// (docs/spec/openclaw-plugin.md section 3.1): the system text sent is the
+// rebuilt prompt followed by Suffix.
+func (r *Run) llmCallPayload(callID string) *pohjson.Value {
+	s := pohjson.NewString
+	return pohjson.NewObject(
+		pohjson.M("llm_call_version", s("1")),
+		pohjson.M("call_id", s(callID)),
+		pohjson.M("provider", s(r.Provider)),
+		pohjson.M("model", s(r.Model)),
+		pohjson.M("system_prompt_hash_b64u", s(r.PromptHash)),
+		pohjson.M("system_prompt_report_hash_b64u", s(r.ReportHash)),
+		pohjson.M("system_text_hash_b64u", s(H("the rebuilt system prompt"+Suffix))),
+		pohjson.M("attested_prefix", pohjson.NewBool(true)),
+		pohjson.M("suffix_utf16_len", pohjson.NewInt(int64(len(Suffix)))),
+		pohjson.M("suffix_hash_b64u", s(H(Suffix))),
+	)
 }
 
 // packRoot computes the PoH prompt_pack.v1 root independently of the code

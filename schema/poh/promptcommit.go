@@ -158,6 +158,11 @@ func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
 		}
 	}
 
+	// metadata.clawea_llm_calls: what each call sent, against the prompt.
+	if err := checkLLMCalls(b, md, want); err != nil {
+		return err
+	}
+
 	// metadata.prompt_pack (optional): consistent root, tied to the report.
 	root, _ := sv.GetString("prompt_root_hash_b64u")
 	const pf = "payload.metadata.prompt_pack"
