@@ -409,6 +409,26 @@ func TestBundleLinkage(t *testing.T) {
 		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
 		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
 	})
+	// issue 10: an OpenClaw bundle must state, per llm_call, the system
+	// text sent against the attested prompt.
+	t.Run("OpenClaw bundle without clawea_llm_calls", func(t *testing.T) {
+		r2 := *r
+		r2.OmitLLMCalls = true
+		att, jws := forge(t, forgeRun(t, sev, &r2))
+		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.MissingRequiredField); !strings.Contains(e.Error(), "payload.metadata.clawea_llm_calls") {
+			t.Fatalf("error %v does not name payload.metadata.clawea_llm_calls", e)
+		}
+	})
+	t.Run("llm_call whose system text does not start with the prompt", func(t *testing.T) {
+		r2 := *r
+		r2.NotPrefix = true
+		att, jws := forge(t, forgeRun(t, sev, &r2))
+		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.metadata.clawea_llm_calls[0].attested_prefix") {
+			t.Fatalf("error %v does not name the attested_prefix", e)
+		}
+	})
 	t.Run("tampered bundle", func(t *testing.T) {
 		b := replaceOnce(t, f.bundle, `"bundle_verify_001"`, `"bundle_verify_002"`)
 		_, err := Verify(f.att, f.ev, b, pol, opts)

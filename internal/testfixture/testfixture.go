@@ -130,6 +130,8 @@ type Run struct {
 	ExtraClawea      map[string]string // extra metadata.clawea members
 	FirstEvent       string            // replaces the first event's type
 	FirstPayload     string            // replaces the first event's payload hash
+	OmitLLMCalls     bool              // no metadata.clawea_llm_calls
+	NotPrefix        bool              // llm_call payloads say attested_prefix false
 }
 
 // NewRun returns a run of agent Key(1) with two llm_calls and two
@@ -306,7 +308,9 @@ func (r *Run) Bundle(t testing.TB) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md["clawea_llm_calls"] = json.RawMessage(lc)
+	if !r.OmitLLMCalls {
+		md["clawea_llm_calls"] = json.RawMessage(lc)
+	}
 	if r.OmitReport {
 		delete(md, "system_prompt_report")
 	}
@@ -341,7 +345,7 @@ func (r *Run) llmCallPayload(callID string) *pohjson.Value {
 		pohjson.M("system_prompt_hash_b64u", s(r.PromptHash)),
 		pohjson.M("system_prompt_report_hash_b64u", s(r.ReportHash)),
 		pohjson.M("system_text_hash_b64u", s(H("the rebuilt system prompt"+Suffix))),
-		pohjson.M("attested_prefix", pohjson.NewBool(true)),
+		pohjson.M("attested_prefix", pohjson.NewBool(!r.NotPrefix)),
 		pohjson.M("suffix_utf16_len", pohjson.NewInt(int64(len(Suffix)))),
 		pohjson.M("suffix_hash_b64u", s(H(Suffix))),
 	)
