@@ -432,6 +432,14 @@ func TestAttestBundleRejections(t *testing.T) {
 			r.ExtraClawea = map[string]string{"trust_me": "yes"}
 			in.BundleEnvelope = r.bundle(t)
 		}, poh.SchemaValidationFailed},
+		{"OpenClaw bundle without clawea_llm_calls", func(r *run, in *attestation.AttestInput) {
+			r.OmitLLMCalls = true
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.MissingRequiredField},
+		{"llm_call payload without the attested prefix", func(r *run, in *attestation.AttestInput) {
+			r.NotPrefix = true
+			in.BundleEnvelope = r.bundle(t)
+		}, poh.PromptCommitmentMismatch},
 		{"tampered bundle payload", func(r *run, in *attestation.AttestInput) {
 			in.BundleEnvelope = bytes.Replace(in.BundleEnvelope, []byte(`"bundle_001"`), []byte(`"bundle_002"`), 1)
 		}, poh.HashMismatch},
