@@ -111,7 +111,11 @@ type AttestInput struct {
 	// obligations were met). Sensitive requires AdmissionPolicyHashB64u.
 	AdmissionPolicyHashB64u string
 	Sensitive               bool
-	// Harness, optional, is copied into the attestation payload.
+	// Harness, optional, is copied into the attestation payload. When nil,
+	// the attestation names the harness the bundle names in its
+	// metadata.harness (none when it names none), so an attestation never
+	// names a harness whose bundle rules (the OpenClaw clawea_llm_calls
+	// rule) were not applied.
 	Harness *poh.Harness
 	// EvidenceURI, optional, is evidence_ref.uri: where the evidence
 	// document will be published.
@@ -331,6 +335,10 @@ func (is *Issuer) Attest(ctx context.Context, input AttestInput) (*Output, error
 		return nil, err
 	}
 	bundleHash := bundle.Envelope.PayloadHashB64u
+	harness := in.Harness
+	if harness == nil && bundle.Metadata != nil {
+		harness = poh.ReadHarness(bundle.Metadata.Get("harness"))
+	}
 	nonce, err := poh.NonceBinding(in.AgentDID, in.RunID, bundleHash)
 	if err != nil {
 		return nil, fmt.Errorf("%w: nonce binding: %w", ErrInput, err)
@@ -397,7 +405,7 @@ func (is *Issuer) Attest(ctx context.Context, input AttestInput) (*Output, error
 		AttesterDID:         doc.AttesterDID,
 		RunID:               in.RunID,
 		ProofBundleHashB64u: bundleHash,
-		Harness:             in.Harness,
+		Harness:             harness,
 		RuntimeMetadata: &poh.RuntimeMetadata{TEE: &poh.TEE{
 			AttestationType: claims.AttestationType,
 			RootID:          claims.RootID,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
@@ -634,5 +635,40 @@ func BenchmarkAttestSimTDX(b *testing.B) {
 		if _, err := is.Attest(ctx, in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestAttestHarnessFromBundle: without an operator-given harness the
+// attestation names the harness the bundle names, so it never names OpenClaw
+// for a bundle that was not held to the OpenClaw llm_call rule; and an
+// attestation that names OpenClaw holds a bundle without payloads to it.
+func TestAttestHarnessFromBundle(t *testing.T) {
+	r := newRun()
+	is := issuer(simSEV(t))
+	in := r.input(t)
+	in.Harness = nil
+	out, err := is.Attest(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := checkOutput(t, r, is, out)
+	if want := testfixture.Harness(); v.payload.Harness == nil || *v.payload.Harness != *want {
+		t.Fatalf("harness %+v, want the bundle's %+v", v.payload.Harness, want)
+	}
+
+	r = newRun()
+	r.OmitLLMCalls = true
+	r.OmitHarness = true
+	in = r.input(t)
+	if _, err := is.Attest(context.Background(), in); !errors.Is(err, poh.MissingRequiredField) {
+		t.Fatalf("attestation naming OpenClaw over a bundle without payloads or harness: err = %v, want %s", err, poh.MissingRequiredField)
+	}
+	in.Harness = nil
+	out, err = is.Attest(context.Background(), in)
+	if err != nil {
+		t.Fatalf("bundle naming no harness, attestation naming none: %v", err)
+	}
+	if v := checkOutput(t, r, is, out); v.payload.Harness != nil {
+		t.Fatalf("harness %+v for a bundle that names none", v.payload.Harness)
 	}
 }

@@ -35,6 +35,14 @@ func bundleError(err error) error {
 	return err
 }
 
+// harnessID is the id of the harness the attestation will name.
+func harnessID(h *poh.Harness) string {
+	if h == nil {
+		return ""
+	}
+	return h.ID
+}
+
 // checkPromptCommitments applies docs/spec/attestation-v1.md section 5.1
 // (poh.CheckPromptCommitments) with the values the attester rebuilt.
 func checkPromptCommitments(b *poh.Bundle, in *AttestInput) error {
@@ -48,6 +56,7 @@ func checkPromptCommitments(b *poh.Bundle, in *AttestInput) error {
 		Model:                        in.Model.Model,
 		PromptRootHashB64u:           in.PromptRootHashB64u,
 		PromptCommittedEventHashB64u: in.PromptCommittedEventHashB64u,
+		HarnessID:                    harnessID(in.Harness),
 	})
 	return bundleError(err)
 }

@@ -62,6 +62,14 @@ func (st *state) checkBundle(raw []byte) *Error {
 	return nil
 }
 
+// harnessID is the id of the harness an attestation names, "" for none.
+func harnessID(h *poh.Harness) string {
+	if h == nil {
+		return ""
+	}
+	return h.ID
+}
+
 func commitErr(code poh.Code, field, format string, args ...any) *Error {
 	return &Error{Class: ErrRejected, Check: CheckPromptCommitments, Code: code, Err: fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))}
 }
@@ -80,6 +88,7 @@ func checkPromptCommitments(b *poh.Bundle, r *Result) *Error {
 		PromptPackCiphertextHashB64u: c.PromptPackCiphertextHashB64u,
 		Provider:                     c.ModelIdentity.Provider,
 		Model:                        c.ModelIdentity.Model,
+		HarnessID:                    harnessID(r.Harness),
 	})
 	if err == nil {
 		return nil

@@ -324,7 +324,7 @@ func (st *state) checkEnvelope(raw []byte) *Error {
 	r.IssuedAt = env.IssuedAt
 	r.NonceBindingB64u = p.nonceBinding
 	r.EvidenceHashB64u = p.evidenceHash
-	r.Harness = readHarness(env.Payload.Get("harness"))
+	r.Harness = poh.ReadHarness(env.Payload.Get("harness"))
 	st.pass(CheckPayload, "run %s of agent %s", r.RunID, r.AgentDID)
 
 	want, err := poh.NonceBindingB64u(r.AgentDID, r.RunID, r.ProofBundleHashB64u)
@@ -336,18 +336,6 @@ func (st *state) checkEnvelope(raw []byte) *Error {
 	}
 	st.pass(CheckNonceBinding, "%s", want)
 	return nil
-}
-
-func readHarness(v *pohjson.Value) *poh.Harness {
-	if v == nil {
-		return nil
-	}
-	h := &poh.Harness{}
-	h.ID, _ = v.GetString("id")
-	h.Version, _ = v.GetString("version")
-	h.Runtime, _ = v.GetString("runtime")
-	h.ConfigHashB64u, _ = v.GetString("config_hash_b64u")
-	return h
 }
 
 // readPayload checks the members verifiers require and the members a v1

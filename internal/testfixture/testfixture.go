@@ -132,6 +132,7 @@ type Run struct {
 	FirstPayload     string            // replaces the first event's payload hash
 	OmitLLMCalls     bool              // no metadata.clawea_llm_calls
 	NotPrefix        bool              // llm_call payloads say attested_prefix false
+	OmitHarness      bool              // no metadata.harness
 }
 
 // NewRun returns a run of agent Key(1) with two llm_calls and two
@@ -284,11 +285,13 @@ func (r *Run) Bundle(t testing.TB) []byte {
 	}
 	hs := Harness()
 	md := map[string]any{
-		"harness": map[string]string{"id": hs.ID, "version": hs.Version, "runtime": hs.Runtime},
 		"system_prompt_report": poh.SystemPromptReportCommitment{
 			SystemPromptReportVersion: "1", ReportID: "spr_001", RunID: reportRun, AgentDID: r.AgentDID(),
 			IssuedAt: poh.FormatTime(Now), HashAlgorithm: "SHA-256", PromptRootHashB64u: root, Calls: calls,
 		},
+	}
+	if !r.OmitHarness {
+		md["harness"] = map[string]string{"id": hs.ID, "version": hs.Version, "runtime": hs.Runtime}
 	}
 	pr := root
 	if r.PackRoot != "" {

@@ -25,7 +25,8 @@ var emptyHashB64u = b64u.SHA256(nil)
 
 // checkLLMCalls checks metadata.clawea_llm_calls (docs/spec/attestation-v1.md
 // section 5.1, docs/spec/openclaw-plugin.md section 3.1). It applies when
-// the bundle names the OpenClaw harness or carries the member: then the i-th
+// the bundle names the OpenClaw harness, the attestation does
+// (PromptCommitments.HarnessID), or the bundle carries the member: then the i-th
 // payload is the one of the chain's i-th llm_call event (its JSON.stringify
 // hash is the event's payload_hash_b64u), states the attested prompt and
 // report, and is consistent in itself.
@@ -33,7 +34,7 @@ func checkLLMCalls(b *Bundle, md *pohjson.Value, want PromptCommitments) error {
 	const lf = "payload.metadata.clawea_llm_calls"
 	lv := md.Get("clawea_llm_calls")
 	if lv == nil {
-		if id, _ := md.Get("harness").GetString("id"); id == HarnessOpenClaw {
+		if id, _ := md.Get("harness").GetString("id"); id == HarnessOpenClaw || want.HarnessID == HarnessOpenClaw {
 			return fail(MissingRequiredField, lf, "an OpenClaw bundle must state what each llm_call sent")
 		}
 		return nil

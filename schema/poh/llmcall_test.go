@@ -156,4 +156,18 @@ func TestCheckLLMCalls(t *testing.T) {
 	if err := CheckPromptCommitments(b, want); err != nil {
 		t.Fatalf("a bundle of another harness without payloads: %v", err)
 	}
+	// An attestation that names OpenClaw holds the bundle to the rule even
+	// when the bundle itself names no harness (or another one): the claim
+	// cannot escape the check by leaving metadata.harness out.
+	for name, edit := range map[string]func(md map[string]any){
+		"no harness":      nil,
+		"another harness": func(md map[string]any) { md["harness"] = map[string]any{"id": "other"} },
+	} {
+		b, want := commitFixture(t, edit)
+		want.HarnessID = HarnessOpenClaw
+		err := CheckPromptCommitments(b, want)
+		if !errors.Is(err, MissingRequiredField) {
+			t.Errorf("attestation naming OpenClaw, bundle with %s and no payloads: err = %v, want %s", name, err, MissingRequiredField)
+		}
+	}
 }

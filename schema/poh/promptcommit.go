@@ -38,6 +38,11 @@ type PromptCommitments struct {
 	// it "", so only the event's type and recomputed payload hash are
 	// checked.
 	PromptCommittedEventHashB64u string
+	// HarnessID is the harness the attestation names (its payload's
+	// harness.id), "" when it names none. When it is HarnessOpenClaw the
+	// clawea_llm_calls rule applies whatever the bundle's metadata says, so
+	// an attestation never names OpenClaw for a bundle that escaped it.
+	HarnessID string
 }
 
 // EventTypeLLMCall is the PoH event type of an LLM call.

@@ -4,6 +4,8 @@ package poh
 // emitted order (the order of the schema's properties), which pohjson.FromGo
 // preserves; optional members use omitempty.
 
+import "github.com/clawea/attester/schema/pohjson"
+
 // ExecutionAttestation is the payload of an execution_attestation envelope
 // (schema execution_attestation.v1, additionalProperties false).
 type ExecutionAttestation struct {
@@ -27,6 +29,20 @@ type Harness struct {
 	Version        string `json:"version,omitempty"`
 	Runtime        string `json:"runtime,omitempty"`
 	ConfigHashB64u string `json:"config_hash_b64u,omitempty"`
+}
+
+// ReadHarness reads a harness object (an attestation's harness, a bundle's
+// metadata.harness) whose shape a schema has already checked; nil for nil.
+func ReadHarness(v *pohjson.Value) *Harness {
+	if v == nil {
+		return nil
+	}
+	h := &Harness{}
+	h.ID, _ = v.GetString("id")
+	h.Version, _ = v.GetString("version")
+	h.Runtime, _ = v.GetString("runtime")
+	h.ConfigHashB64u, _ = v.GetString("config_hash_b64u")
+	return h
 }
 
 // RuntimeMetadata is execution_attestation.runtime_metadata.

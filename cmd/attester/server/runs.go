@@ -421,7 +421,6 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, rn *run, b
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
 			Model:                   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
 			AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-			Harness: &poh.Harness{ID: "openclaw", Runtime: "clawea"},
 		})
 		return err
 	})
