@@ -145,53 +145,24 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		return nil, fmt.Errorf("attester setup: %w", err)
 	}
 	defer closeAll()
-	api := httptest.NewServer(srv.PublicHandler())
-	defer api.Close()
-	ctlLn, err := server.ListenControlSocket(sock)
+	// The public API (identity) is on TCP; the harness drives the run on
+	// the control socket with the run's capability.
+	served, err := serveAttester(srv, sock)
 	if err != nil {
 		return nil, err
 	}
-	defer ctlLn.Close()
-	ctlSrv := &http.Server{Handler: srv.ControlHandler(), ConnContext: server.ControlConnContext, ReadHeaderTimeout: 5 * time.Second}
-	go ctlSrv.Serve(ctlLn)
-	defer ctlSrv.Close()
-	// The public API (identity) is on TCP; the harness drives the run on
-	// the control socket with the run's capability.
-	c := &client{base: api.URL, hc: api.Client()}
-	ctl := &client{base: "http://attester", hc: unixClient(sock)}
+	defer served.stop()
+	c, ctl := served.pub, served.ctl
 
 	// 4. packctl seal: fetch and check the attester's key attestation, then
 	// seal the pack to its HPKE key.
-	challenge := make([]byte, 32)
-	rand.Read(challenge)
-	var ident struct {
-		DID            string `json:"did"`
-		PackPublicKey  string `json:"pack_public_key"`
-		KeyAttestation string `json:"key_attestation"`
-		Simulated      bool   `json:"simulated"`
-	}
-	if err := c.do("GET", "/v1/identity?challenge="+b64u.Encode(challenge), nil, &ident); err != nil {
+	sp, err := sealToAttester(c, pack, rb.ReportJCS, o.OutDir)
+	if err != nil {
 		return nil, err
 	}
-	recipient, measurement, err := checkKeyAttestation(ident.DID, ident.PackPublicKey, []byte(ident.KeyAttestation), challenge)
-	if err != nil {
-		return nil, fmt.Errorf("key attestation: %w", err)
-	}
+	ident, measurement, enc, mjson := sp.ident, sp.measurement, sp.enc, sp.manifest
 	out.AttesterDID, out.Simulated = ident.DID, ident.Simulated
 	say("packctl seal: key attestation of " + ident.DID + " verified (simulated platform), sealing to its HPKE key")
-	enc, manifest, err := promptpack.SealPack(pack, recipient)
-	if err != nil {
-		return nil, err
-	}
-	mjson, err := manifest.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	for name, b := range map[string][]byte{"pack.enc": enc, "manifest.json": mjson, "report.json": rb.ReportJCS, "key_attestation.jws": []byte(ident.KeyAttestation)} {
-		if err := os.WriteFile(filepath.Join(o.OutDir, name), b, 0o644); err != nil {
-			return nil, err
-		}
-	}
 
 	// 5. The harness starts a run with the sealed pack.
 	var runResp struct {
@@ -445,6 +416,80 @@ func webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(decision)
+}
+
+// servedAttester is an attester served for the demo: its public API on
+// loopback TCP, its control API on a unix socket.
+type servedAttester struct {
+	pub, ctl *client
+	stop     func()
+}
+
+// serveAttester serves srv's public handler on loopback TCP and its control
+// handler on the unix socket sock.
+func serveAttester(srv *server.Server, sock string) (*servedAttester, error) {
+	api := httptest.NewServer(srv.PublicHandler())
+	ctlLn, err := server.ListenControlSocket(sock)
+	if err != nil {
+		api.Close()
+		return nil, err
+	}
+	ctlSrv := &http.Server{Handler: srv.ControlHandler(), ConnContext: server.ControlConnContext, ReadHeaderTimeout: 5 * time.Second}
+	go ctlSrv.Serve(ctlLn)
+	return &servedAttester{
+		pub:  &client{base: api.URL, hc: api.Client()},
+		ctl:  &client{base: "http://attester", hc: unixClient(sock)},
+		stop: func() { ctlSrv.Close(); ctlLn.Close(); api.Close() },
+	}, nil
+}
+
+// identityDoc is the GET /v1/identity answer the demo reads.
+type identityDoc struct {
+	DID            string `json:"did"`
+	PackPublicKey  string `json:"pack_public_key"`
+	KeyAttestation string `json:"key_attestation"`
+	Simulated      bool   `json:"simulated"`
+}
+
+// sealedToAttester is a pack sealed to an attester whose key attestation
+// was checked, with the launch measurement that attestation showed.
+type sealedToAttester struct {
+	ident         identityDoc
+	measurement   []byte
+	enc, manifest []byte
+}
+
+// sealToAttester does what packctl seal --attester does: it fetches the
+// attester's identity with a fresh challenge, checks its key attestation,
+// seals the pack to the attested HPKE key, and writes pack.enc,
+// manifest.json, report.json and key_attestation.jws to dir.
+func sealToAttester(c *client, pack *promptpack.Pack, report []byte, dir string) (*sealedToAttester, error) {
+	challenge := make([]byte, 32)
+	rand.Read(challenge)
+	var sp sealedToAttester
+	if err := c.do("GET", "/v1/identity?challenge="+b64u.Encode(challenge), nil, &sp.ident); err != nil {
+		return nil, err
+	}
+	recipient, measurement, err := checkKeyAttestation(sp.ident.DID, sp.ident.PackPublicKey, []byte(sp.ident.KeyAttestation), challenge)
+	if err != nil {
+		return nil, fmt.Errorf("key attestation: %w", err)
+	}
+	sp.measurement = measurement
+	enc, manifest, err := promptpack.SealPack(pack, recipient)
+	if err != nil {
+		return nil, err
+	}
+	mjson, err := manifest.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	sp.enc, sp.manifest = enc, mjson
+	for name, b := range map[string][]byte{"pack.enc": enc, "manifest.json": mjson, "report.json": report, "key_attestation.jws": []byte(sp.ident.KeyAttestation)} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return &sp, nil
 }
 
 // checkKeyAttestation is what packctl seal --attester does before wrapping

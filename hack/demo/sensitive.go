@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -176,49 +175,20 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 		return nil, fmt.Errorf("sensitive attester: %w", err)
 	}
 	defer srv.Close()
-	api := httptest.NewServer(srv.PublicHandler())
-	defer api.Close()
 	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
 		return nil, err
 	}
-	ctlLn, err := server.ListenControlSocket(sock)
+	served, err := serveAttester(srv, sock)
 	if err != nil {
 		return nil, err
 	}
-	defer ctlLn.Close()
-	ctlSrv := &http.Server{Handler: srv.ControlHandler(), ConnContext: server.ControlConnContext, ReadHeaderTimeout: 5 * time.Second}
-	go ctlSrv.Serve(ctlLn)
-	defer ctlSrv.Close()
-	c := &client{base: api.URL, hc: api.Client()}
-	ctl := &client{base: "http://attester", hc: unixClient(sock)}
-
-	challenge := make([]byte, 32)
-	rand.Read(challenge)
-	var ident struct {
-		DID            string `json:"did"`
-		PackPublicKey  string `json:"pack_public_key"`
-		KeyAttestation string `json:"key_attestation"`
-	}
-	if err := c.do("GET", "/v1/identity?challenge="+b64u.Encode(challenge), nil, &ident); err != nil {
-		return nil, err
-	}
-	recipient, measurement, err := checkKeyAttestation(ident.DID, ident.PackPublicKey, []byte(ident.KeyAttestation), challenge)
+	defer served.stop()
+	ctl := served.ctl
+	sp, err := sealToAttester(served.pub, pack, rb.ReportJCS, outDir)
 	if err != nil {
-		return nil, fmt.Errorf("sensitive key attestation: %w", err)
+		return nil, fmt.Errorf("sensitive attester: %w", err)
 	}
-	enc, manifest, err := promptpack.SealPack(pack, recipient)
-	if err != nil {
-		return nil, err
-	}
-	mjson, err := manifest.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	for name, b := range map[string][]byte{"pack.enc": enc, "manifest.json": mjson, "report.json": rb.ReportJCS, "key_attestation.jws": []byte(ident.KeyAttestation)} {
-		if err := os.WriteFile(filepath.Join(outDir, name), b, 0o644); err != nil {
-			return nil, err
-		}
-	}
+	ident, measurement, enc, mjson := sp.ident, sp.measurement, sp.enc, sp.manifest
 	var runResp struct {
 		RunID           string              `json:"run_id"`
 		Capability      string              `json:"capability"`
