@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
@@ -114,28 +115,12 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 
 	// 3. The operator starts the attester on the simulated platform.
 	sock := filepath.Join(o.WorkDir, "control", "attester.sock")
-	cfg := map[string]any{
-		"attester": map[string]any{
-			"controlSocket": sock, "platform": "simulated", "stateDir": filepath.Join(o.WorkDir, "state"),
-			"owners":           []string{"telegram:+15550100"},
-			"trustedTemplates": trusted, "development": true, "allowUnlockedMemory": true,
-			"modelProvider": "anthropic", "model": "claude-demo",
-		},
-		"agents": map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true}}},
-		"tools": map[string]any{
-			"deny": []string{"browser"},
-			"verifier": map[string]any{
-				"enabled": true, "failMode": "deny",
-				"scope":   map[string]any{"include": []string{"exec", "write"}},
-				"webhook": map[string]any{"url": hook.URL + "/verify", "timeout": 5, "secret": webhookSecret},
-			},
-		},
-	}
-	rawCfg, _ := json.Marshal(cfg)
-	if err := os.WriteFile(filepath.Join(o.OutDir, "attester.json"), redactConfig(rawCfg), 0o644); err != nil {
-		return nil, err
-	}
-	scfg, gateCfg, err := server.ParseConfig(rawCfg)
+	scfg, gateCfg, err := demoConfig(map[string]any{
+		"controlSocket": sock, "platform": "simulated", "stateDir": filepath.Join(o.WorkDir, "state"),
+		"owners":           []string{"telegram:+15550100"},
+		"trustedTemplates": trusted, "development": true, "allowUnlockedMemory": true,
+		"modelProvider": "anthropic", "model": "claude-demo",
+	}, hook.URL, filepath.Join(o.OutDir, "attester.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -416,6 +401,32 @@ func webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(decision)
+}
+
+// demoConfig is an attester configuration with the given attester section
+// and the demo operator's gate (the verification gate on, browser denied,
+// exec and write sent to the HMAC webhook at hookURL, failing closed). It
+// writes the configuration, secrets redacted, to path and parses it.
+func demoConfig(attester map[string]any, hookURL, path string) (*server.Config, *gate.Config, error) {
+	rawCfg, err := json.Marshal(map[string]any{
+		"attester": attester,
+		"agents":   map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true}}},
+		"tools": map[string]any{
+			"deny": []string{"browser"},
+			"verifier": map[string]any{
+				"enabled": true, "failMode": "deny",
+				"scope":   map[string]any{"include": []string{"exec", "write"}},
+				"webhook": map[string]any{"url": hookURL + "/verify", "timeout": 5, "secret": webhookSecret},
+			},
+		},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(path, redactConfig(rawCfg), 0o644); err != nil {
+		return nil, nil, err
+	}
+	return server.ParseConfig(rawCfg)
 }
 
 // servedAttester is an attester served for the demo: its public API on

@@ -134,28 +134,12 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	hook := httptest.NewTLSServer(http.HandlerFunc(webhook))
 	defer hook.Close()
 	sock := filepath.Join(o.WorkDir, "sensitive", "control", "attester.sock")
-	cfg := map[string]any{
-		"attester": map[string]any{
-			"controlSocket": sock, "platform": "simulated",
-			"owners":           []string{"telegram:+15550100"},
-			"trustedTemplates": src.Trusted, "admissionPolicy": admissionPath,
-			"modelProvider": "anthropic", "model": "claude-demo",
-		},
-		"agents": map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true}}},
-		"tools": map[string]any{
-			"deny": []string{"browser"},
-			"verifier": map[string]any{
-				"enabled": true, "failMode": "deny",
-				"scope":   map[string]any{"include": []string{"exec", "write"}},
-				"webhook": map[string]any{"url": hook.URL + "/verify", "timeout": 5, "secret": webhookSecret},
-			},
-		},
-	}
-	rawCfg, _ := json.Marshal(cfg)
-	if err := os.WriteFile(filepath.Join(o.OutDir, "attester-sensitive.json"), redactConfig(rawCfg), 0o644); err != nil {
-		return nil, err
-	}
-	scfg, gateCfg, err := server.ParseConfig(rawCfg)
+	scfg, gateCfg, err := demoConfig(map[string]any{
+		"controlSocket": sock, "platform": "simulated",
+		"owners":           []string{"telegram:+15550100"},
+		"trustedTemplates": src.Trusted, "admissionPolicy": admissionPath,
+		"modelProvider": "anthropic", "model": "claude-demo",
+	}, hook.URL, filepath.Join(o.OutDir, "attester-sensitive.json"))
 	if err != nil {
 		return nil, err
 	}
