@@ -35,7 +35,6 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
-	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/verify"
 )
 
@@ -255,39 +254,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	}
 
 	// 8. The agent signs its PoH proof bundle.
-	reportDoc, _, err := rb.SystemPromptReportCommitment(promptpack.ReportCommitmentInput{
-		ReportID: "spr_" + out.RunID, RunID: out.RunID, AgentDID: agentDID, IssuedAt: time.Now(),
-		Calls: []promptpack.CallRef{{EventID: llm.EventID, EventHashB64u: llm.EventHashB64u, Provider: "anthropic", Model: "claude-demo"}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	events := make([]*pohjson.Value, 0, len(chain))
-	for _, e := range chain {
-		v, err := pohjson.FromGo(e)
-		if err != nil {
-			return nil, err
-		}
-		events = append(events, v)
-	}
-	reportV, err := pohjson.FromGo(reportDoc)
-	if err != nil {
-		return nil, err
-	}
-	payload := pohjson.NewObject(
-		pohjson.M("bundle_version", pohjson.NewString("1")),
-		pohjson.M("bundle_id", pohjson.NewString("bundle_"+out.RunID)),
-		pohjson.M("agent_did", pohjson.NewString(agentDID)),
-		pohjson.M("event_chain", pohjson.NewArray(events...)),
-		pohjson.M("metadata", pohjson.NewObject(
-			pohjson.M("system_prompt_report", reportV),
-			pohjson.M("clawea", pohjson.NewObject(
-				pohjson.M("system_prompt_report_hash_b64u", pohjson.NewString(out.ReportHash)),
-				pohjson.M("prompt_pack_ciphertext_hash_b64u", pohjson.NewString(runResp.CTHash)),
-			)),
-		)),
-	)
-	bundle, err := poh.Sign(poh.TypeProofBundle, payload, agentKey, time.Now())
+	bundle, err := signBundle(rb, chain, llm, agentKey, out.RunID, runResp.CTHash)
 	if err != nil {
 		return nil, err
 	}

@@ -317,7 +317,7 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	return out, nil
 }
 
-// signBundle is the agent's PoH proof bundle for a run: its event chain and
+// signBundle is the agent's PoH proof bundle for a run (both demo runs): its event chain and
 // the system prompt report naming the run's llm_call.
 func signBundle(rb *promptpack.Rebuilt, chain []poh.EventChainEntry, llm poh.EventChainEntry, agentKey ed25519.PrivateKey, runID, ctHash string) ([]byte, error) {
 	agentDID := didkey.Format(agentKey.Public().(ed25519.PublicKey))
