@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -152,7 +153,7 @@ func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error
 		o.LookupEnv = os.LookupEnv
 	}
 	if o.ReadFile == nil {
-		o.ReadFile = os.ReadFile
+		o.ReadFile = readFileBounded
 	}
 	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16, AllowFloats: true})
 	if err != nil {
@@ -325,6 +326,19 @@ var envName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 
 // maxRefBytes bounds a value read through ${file:...}.
 const maxRefBytes = 64 << 10
+
+// readFileBounded reads at most one byte more than the largest file the
+// configuration may name (an admission policy), so that the size checks
+// after it refuse an oversize or endless file (a FIFO, /dev/zero) without
+// reading it whole.
+func readFileBounded(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, max(admission.MaxPolicySize, maxRefBytes)+1))
+}
 
 func resolveRefs(v *pohjson.Value, path string, o ConfigOptions) (*pohjson.Value, error) {
 	switch v.Kind() {

@@ -238,6 +238,8 @@ func TestConfigSecretReferences(t *testing.T) {
 		{"/run/c/c.sock", "${NOPE}", "tools.verifier.webhook.secret"},
 		{"/run/c/c.sock", "${file:relative}", "tools.verifier.webhook.secret"},
 		{"/run/c/c.sock", "${file:/does/not/exist}", "tools.verifier.webhook.secret"},
+		// An endless file is refused after a bounded read, not read whole.
+		{"/run/c/c.sock", "${file:/dev/zero}", "tools.verifier.webhook.secret"},
 		{"/run/c/c.sock", "${lower}", "tools.verifier.webhook.secret"},
 		{"/run/c/c.sock", "${HOOK_SECRET", "tools.verifier.webhook.secret"},
 		{"${NOPE}/c.sock", "${HOOK_SECRET}", "attester.controlSocket"},
@@ -251,6 +253,12 @@ func TestConfigSecretReferences(t *testing.T) {
 		if strings.Contains(err.Error(), "secret-value") {
 			t.Errorf("error echoes a secret: %v", err)
 		}
+	}
+	// The admission policy file is read with the same bound.
+	zero := []byte(`{"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m","admissionPolicy":"/dev/zero"}}`)
+	var ce *ConfigError
+	if _, _, err := ParseConfigWith(zero, opts); !errors.As(err, &ce) || ce.Key != "attester.admissionPolicy" || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("admission policy /dev/zero: want a size refusal naming attester.admissionPolicy, got %v", err)
 	}
 }
 
