@@ -68,7 +68,7 @@ func run(args []string, stderr io.Writer) int {
 		log.Error("cannot harden the process (core dumps may expose secrets)", "err", err)
 		return 2
 	}
-	raw, err := os.ReadFile(*configPath)
+	raw, err := readConfig(*configPath)
 	if err != nil {
 		log.Error("cannot read config", "err", err)
 		return 1
@@ -189,4 +189,16 @@ func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Lo
 	_ = control.Shutdown(sctx)
 	_ = metrics.Shutdown(sctx)
 	return public.Shutdown(sctx)
+}
+
+// readConfig reads at most one byte past server.MaxConfigBytes, so that an
+// oversize or endless config path is refused by the parser's size limit
+// instead of being read whole.
+func readConfig(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, server.MaxConfigBytes+1))
 }

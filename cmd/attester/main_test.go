@@ -20,6 +20,8 @@ func TestRunExitCodes(t *testing.T) {
 		{nil, 1, "Usage"},
 		{[]string{"--config", filepath.Join(dir, "missing.json")}, 1, "cannot read config"},
 		{[]string{"--config", bad}, 1, "attester.platform"},
+		// An endless config is refused by its size limit, not read whole.
+		{[]string{"--config", "/dev/zero"}, 1, "larger than"},
 		{[]string{"--config", bad, "--log-level", "loud"}, 1, "Usage"},
 		{[]string{"-h"}, 0, "-config"},
 	}

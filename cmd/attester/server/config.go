@@ -131,7 +131,7 @@ type ConfigOptions struct {
 	Logger *slog.Logger
 	// LookupEnv resolves ${VAR}; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
-	// ReadFile resolves ${file:/path}; nil means os.ReadFile.
+	// ReadFile resolves ${file:/path}; nil means a bounded read of the file.
 	ReadFile func(string) ([]byte, error)
 }
 
