@@ -14,6 +14,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	github.com/tdewolff/parse/v2 v2.8.20
 	github.com/tink-crypto/tink-go/v2 v2.9.0
 	github.com/veraison/ear v1.1.2
 	golang.org/x/sys v0.49.0

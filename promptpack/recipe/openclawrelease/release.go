@@ -3,11 +3,17 @@ package openclawrelease
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
+	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -15,32 +21,187 @@ import (
 	"github.com/clawea/attester/schema/safetext"
 )
 
-// FixedText is a release's own text, loaded from that release's files
-// (never from this module): fixed-text name -> exact bytes.
-type FixedText map[string][]byte
-
-// Release knows how one released OpenClaw version assembles its system
-// prompt.
-type Release interface {
-	// OpenClawVersion is the exact npm version this Release re-renders.
-	OpenClawVersion() string
-	// Pinned returns the SHA-256 of every fixed text the release's rules
-	// read: name -> "sha256:<64 lower-case hex>".
-	Pinned() map[string]string
-	// Render re-renders the system prompt from the fixed text (already
-	// checked against Pinned) and the capture's inputs. It reads no clock,
-	// environment or file.
-	Render(fixed FixedText, c *Capture) ([]byte, error)
+// PinnedFile is one file of a release's npm package that holds fixed text,
+// pinned by the b64u SHA-256 of its bytes.
+type PinnedFile struct {
+	Path   string // relative to the package root, "/"-separated
+	SHA256 string // b64u SHA-256 of the file
 }
 
-// Supported returns the releases this recipe version re-renders, keyed by
-// OpenClaw version. It is empty: the assembly rules of no released OpenClaw
-// are implemented yet (docs/spec/recipe-openclaw-release.md section 6), so
-// every capture is refused with ErrUnsupportedVersion.
-func Supported() map[string]Release { return map[string]Release{} }
+// MaxPinnedFile bounds one pinned file.
+const MaxPinnedFile = 8 << 20
 
-// Result is a capture that a Release reproduced, with its report.
+// Release is how one released OpenClaw version assembles its system
+// prompt, as far as this recipe checks it: the package files that hold its
+// fixed text (pinned), the table of the SHA-256 of every fragment of that
+// text (embedded in this module, so that a rebuild needs no install), and
+// the slots where inputs go.
+type Release struct {
+	OpenClawVersion string
+	Files           []PinnedFile
+	// TableFile names the fragment table in releases/; TableSHA256 is its
+	// b64u SHA-256.
+	TableFile   string
+	TableSHA256 string
+	Slots       []SlotRule
+
+	once      sync.Once
+	tableData []byte // tests: the table itself instead of TableFile
+	tbl       map[string]struct{}
+	tblErr    error
+}
+
+//go:embed releases
+var releaseFS embed.FS
+
+// table returns the release's fragment table after checking it against
+// its pinned hash: one b64u SHA-256 per line, strictly ascending.
+func (r *Release) table() (map[string]struct{}, error) {
+	r.once.Do(func() {
+		data, err := r.tableData, error(nil)
+		if data == nil {
+			data, err = releaseFS.ReadFile("releases/" + r.TableFile)
+		}
+		if err != nil {
+			r.tblErr = fmt.Errorf("%w: fragment table of OpenClaw %s: %w", ErrFixedText, r.OpenClawVersion, err)
+			return
+		}
+		if b64u.SHA256(data) != r.TableSHA256 {
+			r.tblErr = fmt.Errorf("%w: the fragment table of OpenClaw %s is not the pinned one", ErrFixedText, r.OpenClawVersion)
+			return
+		}
+		t := map[string]struct{}{}
+		prev := ""
+		for line := range strings.Lines(string(data)) {
+			h, ok := strings.CutSuffix(line, "\n")
+			if !ok || len(h) != 43 || h <= prev {
+				r.tblErr = fmt.Errorf("%w: the fragment table of OpenClaw %s is malformed", ErrFixedText, r.OpenClawVersion)
+				return
+			}
+			if _, err := b64u.Decode(h); err != nil {
+				r.tblErr = fmt.Errorf("%w: the fragment table of OpenClaw %s is malformed", ErrFixedText, r.OpenClawVersion)
+				return
+			}
+			t[h] = struct{}{}
+			prev = h
+		}
+		r.tbl = t
+	})
+	return r.tbl, r.tblErr
+}
+
+func (r *Release) slot(name string) (SlotRule, bool) {
+	for _, s := range r.Slots {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return SlotRule{}, false
+}
+
+// Supported returns the releases this recipe version checks, keyed by
+// OpenClaw version.
+func Supported() map[string]*Release {
+	return map[string]*Release{release2026_9_6.OpenClawVersion: release2026_9_6}
+}
+
+// Lookup returns the Release for an exact OpenClaw version and refuses any
+// other with ErrUnsupportedVersion: a neighbouring release is never used.
+func Lookup(version string) (*Release, error) {
+	rel := Supported()[version]
+	if rel == nil {
+		return nil, fmt.Errorf("%w: %q (recipe %s version %s supports %s)", ErrUnsupportedVersion, safetext.Clip(version, MaxVersionLen), ID, Version, strings.Join(slices.Sorted(maps.Keys(Supported())), ", "))
+	}
+	return rel, nil
+}
+
+// Fixed is a release's fixed text loaded from an install: every fragment
+// of its pinned files, by hash.
+type Fixed struct {
+	Release   *Release
+	Fragments map[string]string // b64u SHA-256 -> text
+}
+
+// PackageDir returns the openclaw package root under dir: dir itself when
+// it holds the package (package.json with name "openclaw"), else
+// dir/node_modules/openclaw.
+func PackageDir(dir string) string {
+	if b, err := readBounded(filepath.Join(dir, "package.json"), 1<<20); err == nil {
+		var meta struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(b, &meta) == nil && meta.Name == "openclaw" {
+			return dir
+		}
+	}
+	return filepath.Join(dir, "node_modules", "openclaw")
+}
+
+// LoadFixed reads the release's pinned files from an installed openclaw
+// package (PackageDir), checks each against its pinned hash, extracts
+// their fragments and checks that every one is in the release's fragment
+// table. A changed, missing or oversized file is ErrFixedText.
+func LoadFixed(rel *Release, pkgDir string) (*Fixed, error) {
+	table, err := rel.table()
+	if err != nil {
+		return nil, err
+	}
+	f := &Fixed{Release: rel, Fragments: map[string]string{}}
+	for _, pf := range rel.Files {
+		b, err := readBounded(filepath.Join(pkgDir, filepath.FromSlash(pf.Path)), MaxPinnedFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s of OpenClaw %s: %w", ErrFixedText, pf.Path, rel.OpenClawVersion, err)
+		}
+		if b64u.SHA256(b) != pf.SHA256 {
+			return nil, fmt.Errorf("%w: %s is not the file OpenClaw %s ships", ErrFixedText, pf.Path, rel.OpenClawVersion)
+		}
+		frags, err := ExtractFragments(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrFixedText, pf.Path, err)
+		}
+		for _, s := range frags {
+			h := fragHash(s)
+			if _, ok := table[h]; !ok {
+				return nil, fmt.Errorf("%w: a fragment of %s is not in the table of OpenClaw %s", ErrFixedText, pf.Path, rel.OpenClawVersion)
+			}
+			f.Fragments[h] = s
+		}
+	}
+	return f, nil
+}
+
+// TableOf returns the fragment table (the file content) of a set of
+// fragments: the sorted b64u SHA-256 of each, one per line.
+func TableOf(frags map[string]string) []byte {
+	var b []byte
+	for _, h := range slices.Sorted(maps.Keys(frags)) {
+		b = append(b, h...)
+		b = append(b, '\n')
+	}
+	return b
+}
+
+func readBounded(path string, limit int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return b, nil
+}
+
+// Result is a capture that its Release reproduced: the layout, the
+// fragments it uses, and the report.
 type Result struct {
+	Layout     []Token
+	Fragments  map[string]string // the fragments the layout uses, by hash
 	Report     *Report
 	ReportJCS  []byte
 	ReportHash [32]byte
@@ -49,35 +210,68 @@ type Result struct {
 // ReportHashB64u returns b64u(ReportHash).
 func (r *Result) ReportHashB64u() string { return b64u.Encode(r.ReportHash[:]) }
 
-// Build checks a capture: the Release for its exact OpenClaw version (from
-// releases; an absent version is ErrUnsupportedVersion), its fixed text
-// against the pinned hashes (ErrFixedText), and that re-rendering reproduces
-// the captured system prompt byte for byte (ErrNotReproduced). Only then
-// does it return the capture's report.
-func Build(c *Capture, releases map[string]Release, fixed FixedText) (*Result, error) {
+// Build checks a capture against the fixed text of its exact OpenClaw
+// version (fixed.Release, from Lookup and LoadFixed; a capture of another
+// version is ErrUnsupportedVersion): it
+// finds a layout that renders the captured system prompt byte for byte
+// from the release's fragments, the capture's tools and bootstrap files and
+// the release's slots (ErrNotReproduced, naming only the offset where no
+// fixed text or input fits), re-renders it through the same check the
+// rebuild uses, and only then returns the report.
+func Build(c *Capture, fixed *Fixed) (*Result, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil capture", ErrInvalidCapture)
 	}
-	rel := releases[c.OpenClawVersion]
-	if rel == nil || rel.OpenClawVersion() != c.OpenClawVersion {
-		return nil, fmt.Errorf("%w: %q (recipe %s version %s)", ErrUnsupportedVersion, safetext.Clip(c.OpenClawVersion, MaxVersionLen), ID, Version)
+	if fixed == nil || fixed.Release == nil {
+		return nil, fmt.Errorf("%w: no fixed text", ErrFixedText)
 	}
-	pinned := rel.Pinned()
-	if err := CheckFixed(fixed, pinned); err != nil {
+	rel := fixed.Release
+	if rel.OpenClawVersion != c.OpenClawVersion {
+		return nil, fmt.Errorf("%w: the fixed text is OpenClaw %s's, the capture is %s's", ErrUnsupportedVersion, rel.OpenClawVersion, safetext.Clip(c.OpenClawVersion, MaxVersionLen))
+	}
+	in := Inputs{Tools: c.Tools, Files: c.BootstrapFiles}
+	p := newPool(slices.Collect(maps.Values(fixed.Fragments)))
+	toks, at, err := p.segment(string(c.SystemPrompt), rel, in)
+	if err != nil {
 		return nil, err
 	}
-	out, err := rel.Render(fixed, c)
-	if err != nil {
+	if toks == nil {
+		return nil, fmt.Errorf("%w: byte %d of %d is neither fixed text of OpenClaw %s nor a committed input", ErrNotReproduced, at, len(c.SystemPrompt), rel.OpenClawVersion)
+	}
+	used := map[string]string{}
+	for _, t := range toks {
+		if t.Kind == KindFragment {
+			used[t.Frag] = fixed.Fragments[t.Frag]
+		}
+	}
+	res, err := Finish(c, rel, toks, used)
+	if err != nil && !errors.Is(err, ErrNotReproduced) {
+		// The cheapest layout breaks a placement rule (a file outside its
+		// header, a header without its file): the capture is not reproduced.
 		return nil, fmt.Errorf("%w: %w", ErrNotReproduced, err)
+	}
+	return res, err
+}
+
+// Finish re-renders a layout with Render (every rule of CheckLayout), checks
+// that it gives the captured system prompt byte for byte and returns the
+// report. It is the rebuild: it needs the layout, the fragments it uses and
+// the inputs, and no install.
+func Finish(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Result, error) {
+	in := Inputs{Tools: c.Tools, Files: c.BootstrapFiles}
+	out, err := Render(rel, toks, frags, in)
+	if err != nil {
+		return nil, err
 	}
 	same := len(out) == len(c.SystemPrompt) && subtle.ConstantTimeCompare(out, c.SystemPrompt) == 1
 	if !same {
 		at := firstDiff(out, c.SystemPrompt)
+		n := len(out)
 		clear(out)
-		return nil, fmt.Errorf("%w: first difference at byte %d (rendered %d bytes, captured %d)", ErrNotReproduced, at, len(out), len(c.SystemPrompt))
+		return nil, fmt.Errorf("%w: first difference at byte %d (rendered %d bytes, captured %d)", ErrNotReproduced, at, n, len(c.SystemPrompt))
 	}
 	clear(out)
-	rep, err := NewReport(c, pinned)
+	rep, err := NewReport(c, rel, toks, frags)
 	if err != nil {
 		return nil, err
 	}
@@ -85,35 +279,7 @@ func Build(c *Capture, releases map[string]Release, fixed FixedText) (*Result, e
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Report: rep, ReportJCS: j, ReportHash: sha256.Sum256(j)}, nil
-}
-
-// CheckFixed checks that fixed holds exactly the pinned names, each with
-// its pinned hash.
-func CheckFixed(fixed FixedText, pinned map[string]string) error {
-	if len(pinned) == 0 {
-		return fmt.Errorf("%w: the release pins no fixed text", ErrFixedText)
-	}
-	for _, name := range slices.Sorted(maps.Keys(fixed)) {
-		if _, ok := pinned[name]; !ok {
-			return fmt.Errorf("%w: %q is not pinned", ErrFixedText, safetext.Clip(name, 64))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(pinned)) {
-		b, ok := fixed[name]
-		if !ok {
-			return fmt.Errorf("%w: %q is missing", ErrFixedText, safetext.Clip(name, 64))
-		}
-		if taggedSHA256(b) != pinned[name] {
-			return fmt.Errorf("%w: %q", ErrFixedText, safetext.Clip(name, 64))
-		}
-	}
-	return nil
-}
-
-func taggedSHA256(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
+	return &Result{Layout: toks, Fragments: frags, Report: rep, ReportJCS: j, ReportHash: sha256.Sum256(j)}, nil
 }
 
 func firstDiff(a, b []byte) int {
@@ -132,11 +298,45 @@ type Report struct {
 	ReportVersion        string            `json:"report_version"`
 	Recipe               ReportRecipe      `json:"recipe"`
 	Harness              ReportHarness     `json:"harness"`
-	FixedText            []ReportFixed     `json:"fixed_text"`
+	Release              ReportRelease     `json:"release"`
 	RequestHashB64u      string            `json:"request_sha256_b64u"`
 	SystemPromptHashB64u string            `json:"system_prompt_hash_b64u"`
+	Layout               ReportLayout      `json:"layout"`
+	Slots                []ReportSlot      `json:"slots"`
 	Tools                ReportTools       `json:"tools"`
 	Bootstrap            []ReportBootstrap `json:"bootstrap_files"`
+}
+
+// ReportRelease pins the release's fixed text: its files and its fragment
+// table.
+type ReportRelease struct {
+	Files          []ReportFile `json:"files"`
+	FragmentsTable string       `json:"fragment_table_sha256_b64u"`
+}
+
+// ReportFile is one pinned package file.
+type ReportFile struct {
+	Path       string `json:"path"`
+	SHA256B64u string `json:"sha256_b64u"`
+}
+
+// ReportLayout commits the prompt's layout: the b64u SHA-256 of the JCS
+// array of its tokens (fragments by hash, tools by index, files by name,
+// slots by name and the hash of the value), and how many bytes of the
+// prompt each kind of token gave.
+type ReportLayout struct {
+	HashB64u    string         `json:"sha256_b64u"`
+	Tokens      int            `json:"tokens"`
+	Fragments   int            `json:"distinct_fragments"`
+	BytesByKind map[string]int `json:"bytes"`
+}
+
+// ReportSlot is one slot value, in prompt order (seed 001 runtime, time,
+// workspace and skills inputs).
+type ReportSlot struct {
+	Name       string `json:"name"`
+	SHA256B64u string `json:"sha256_b64u"`
+	Bytes      int    `json:"bytes"`
 }
 
 // ReportRecipe names the recipe.
@@ -149,12 +349,6 @@ type ReportRecipe struct {
 type ReportHarness struct {
 	ID      string `json:"id"`
 	Version string `json:"version"`
-}
-
-// ReportFixed is one pinned fixed text.
-type ReportFixed struct {
-	Name string `json:"name"`
-	Hash string `json:"hash"`
 }
 
 // ReportTools commits the tools three ways (seed 001 item 7): the ordered
@@ -182,25 +376,70 @@ type ReportBootstrap struct {
 	Bytes      int    `json:"bytes"`
 	Chars      int    `json:"chars"`
 	ValidUTF8  bool   `json:"valid_utf8"`
+	InPrompt   bool   `json:"in_prompt"`
 }
 
-// NewReport commits every input of c, and the pinned fixed text.
-func NewReport(c *Capture, pinned map[string]string) (*Report, error) {
-	if c == nil {
-		return nil, fmt.Errorf("%w: nil capture", ErrInvalidCapture)
+// NewReport commits every input of c, the release's pinned fixed text and
+// the layout (a layout CheckLayout accepted).
+func NewReport(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Report, error) {
+	if c == nil || rel == nil {
+		return nil, fmt.Errorf("%w: nil capture or release", ErrInvalidCapture)
 	}
 	r := &Report{
 		ReportVersion:        ReportVersion,
 		Recipe:               ReportRecipe{ID: ID, Version: Version},
 		Harness:              ReportHarness{ID: "openclaw", Version: c.OpenClawVersion},
-		FixedText:            []ReportFixed{},
+		Release:              ReportRelease{Files: []ReportFile{}, FragmentsTable: rel.TableSHA256},
 		RequestHashB64u:      c.RequestSHA256B64u,
 		SystemPromptHashB64u: b64u.SHA256(c.SystemPrompt),
+		Slots:                []ReportSlot{},
 		Bootstrap:            []ReportBootstrap{},
 	}
-	for _, name := range slices.Sorted(maps.Keys(pinned)) {
-		r.FixedText = append(r.FixedText, ReportFixed{Name: name, Hash: pinned[name]})
+	for _, f := range rel.Files {
+		r.Release.Files = append(r.Release.Files, ReportFile{Path: f.Path, SHA256B64u: f.SHA256})
 	}
+	type wireTok struct {
+		Kind  string `json:"kind"`
+		Frag  string `json:"fragment,omitempty"`
+		Index *int   `json:"index,omitempty"`
+		Name  string `json:"name,omitempty"`
+		Value string `json:"value_sha256_b64u,omitempty"`
+	}
+	wt := make([]wireTok, 0, len(toks))
+	bytesBy := map[string]int{KindFragment: 0, KindNewline: 0, KindTool: 0, KindFile: 0, KindSlot: 0}
+	inPrompt := map[string]bool{}
+	for _, t := range toks {
+		w := wireTok{Kind: t.Kind}
+		switch t.Kind {
+		case KindFragment:
+			w.Frag = t.Frag
+			bytesBy[t.Kind] += len(frags[t.Frag])
+		case KindNewline:
+			bytesBy[t.Kind]++
+		case KindTool:
+			i := t.Index
+			w.Index = &i
+			bytesBy[t.Kind] += len(c.Tools[i].Name)
+		case KindFile:
+			w.Name = t.Name
+			f, _ := fileByName(c.BootstrapFiles, t.Name)
+			bytesBy[t.Kind] += len(PromptForm(f.Content))
+			inPrompt[t.Name] = true
+		case KindSlot:
+			w.Name = t.Name
+			w.Value = b64u.SHA256([]byte(t.Value))
+			bytesBy[t.Kind] += len(t.Value)
+			r.Slots = append(r.Slots, ReportSlot{Name: t.Name, SHA256B64u: w.Value, Bytes: len(t.Value)})
+		}
+		wt = append(wt, w)
+	}
+	var err error
+	if r.Layout.HashB64u, err = jcsHash(wt); err != nil {
+		return nil, err
+	}
+	r.Layout.Tokens = len(toks)
+	r.Layout.Fragments = len(frags)
+	r.Layout.BytesByKind = bytesBy
 	names := make([]string, 0, len(c.Tools))
 	type summary struct {
 		Name        string `json:"name"`
@@ -224,7 +463,6 @@ func NewReport(c *Capture, pinned map[string]string) (*Report, error) {
 		})
 	}
 	r.Tools.Count = len(c.Tools)
-	var err error
 	if r.Tools.NamesHashB64u, err = jcsHash(names); err != nil {
 		return nil, err
 	}
@@ -241,6 +479,7 @@ func NewReport(c *Capture, pinned map[string]string) (*Report, error) {
 			Bytes:      len(f.Content),
 			Chars:      utf8.RuneCount(f.Content),
 			ValidUTF8:  utf8.Valid(f.Content),
+			InPrompt:   inPrompt[f.Name],
 		})
 	}
 	return r, nil

@@ -1,0 +1,350 @@
+package openclawrelease
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/b64u"
+)
+
+// ErrInvalidLayout: a layout is malformed or breaks a rule of its release
+// (a fragment that is not the release's fixed text, a slot in the wrong
+// place, an unknown input).
+var ErrInvalidLayout = errors.New("openclawrelease: invalid layout")
+
+// Token kinds of a layout (docs/spec/recipe-openclaw-release.md section 4.2).
+const (
+	KindFragment = "f"    // one fragment of the release's fixed text
+	KindNewline  = "nl"   // one LF
+	KindTool     = "tool" // the name of the capture's tool Index
+	KindFile     = "file" // the prompt form of bootstrap file Name
+	KindSlot     = "slot" // the value of a named slot
+)
+
+// MaxLayoutTokens bounds a layout.
+const MaxLayoutTokens = 1 << 20
+
+// Token is one piece of a layout. Rendering a layout concatenates its
+// tokens' texts.
+type Token struct {
+	Kind string
+	// Frag is the b64u SHA-256 of the fragment's text (KindFragment).
+	Frag string
+	// Index is the tool's position in the capture's tools (KindTool).
+	Index int
+	// Name is the bootstrap file name (KindFile) or the slot name (KindSlot).
+	Name string
+	// Value is the slot's value (KindSlot).
+	Value string
+}
+
+// SlotRule says where a release puts a value that is an input rather than
+// fixed text: right after the fragments After (b64u SHA-256 of each, in
+// order), a value of 1..Max bytes of characters Class accepts.
+type SlotRule struct {
+	Name  string
+	After []string
+	Class func(r rune) bool
+	Max   int
+}
+
+// lineText accepts any character but a line break.
+func lineText(r rune) bool { return r != '\n' && r != '\r' }
+
+// xmlText accepts the characters of an escaped XML text node on one line.
+func xmlText(r rune) bool { return lineText(r) && r != '<' && r != '>' }
+
+// slotContextPath is the slot that names a bootstrap file in the project
+// context; it must be followed by a line feed and that file.
+const slotContextPath = "context.path"
+
+// fragHash returns the b64u SHA-256 of a fragment's text.
+func fragHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return b64u.Encode(h[:])
+}
+
+// Inputs are the committed inputs a layout may refer to.
+type Inputs struct {
+	Tools []Tool
+	Files []BootstrapFile
+}
+
+// PromptForm is how a bootstrap file appears in the prompt: runs of three
+// or more line feeds collapsed to two and trailing line feeds removed.
+func PromptForm(content []byte) string {
+	s := string(content)
+	for strings.Contains(s, "\n\n\n") {
+		s = strings.ReplaceAll(s, "\n\n\n", "\n\n")
+	}
+	return strings.TrimRight(s, "\n")
+}
+
+// pool is the fixed text of a release, indexed for segmentation.
+type pool struct {
+	text  map[string]string // hash -> fragment
+	short map[string]string // fragments shorter than 4 bytes, text -> hash
+	long  map[string][]string
+}
+
+func newPool(frags []string) *pool {
+	p := &pool{text: map[string]string{}, short: map[string]string{}, long: map[string][]string{}}
+	for _, f := range frags {
+		if f == "" {
+			continue
+		}
+		h := fragHash(f)
+		if _, dup := p.text[h]; dup {
+			continue
+		}
+		p.text[h] = f
+		if len(f) < 4 {
+			p.short[f] = h
+		} else {
+			p.long[f[:4]] = append(p.long[f[:4]], f)
+		}
+	}
+	return p
+}
+
+// step is one transition of the segmentation: the tokens it adds and the
+// bytes it consumes.
+type step struct {
+	n    int
+	toks []Token
+}
+
+// steps calls fn for every way a token (or a slot with its preceding
+// fragments) can start at offset at of s.
+func (p *pool) steps(s string, at int, rel *Release, in Inputs, fn func(step)) {
+	rest := s[at:]
+	if rest[0] == '\n' {
+		fn(step{1, []Token{{Kind: KindNewline}}})
+	}
+	for k := 1; k < 4 && k <= len(rest); k++ {
+		if h, ok := p.short[rest[:k]]; ok {
+			fn(step{k, []Token{{Kind: KindFragment, Frag: h}}})
+		}
+	}
+	if len(rest) >= 4 {
+		for _, f := range p.long[rest[:4]] {
+			if strings.HasPrefix(rest, f) {
+				fn(step{len(f), []Token{{Kind: KindFragment, Frag: fragHash(f)}}})
+			}
+		}
+	}
+	for i, t := range in.Tools {
+		if t.Name != "" && strings.HasPrefix(rest, t.Name) {
+			fn(step{len(t.Name), []Token{{Kind: KindTool, Index: i}}})
+		}
+	}
+	for _, f := range in.Files {
+		if c := PromptForm(f.Content); c != "" && strings.HasPrefix(rest, c) {
+			fn(step{len(c), []Token{{Kind: KindFile, Name: f.Name}}})
+		}
+	}
+	for _, r := range rel.Slots {
+		pre, toks, ok := p.prefix(r)
+		if !ok || !strings.HasPrefix(rest, pre) {
+			continue
+		}
+		v := rest[len(pre):]
+		for i, c := range v {
+			if !r.Class(c) || i+utf8.RuneLen(c) > r.Max {
+				break
+			}
+			end := i + utf8.RuneLen(c)
+			fn(step{len(pre) + end, append(toks[:len(toks):len(toks)], Token{Kind: KindSlot, Name: r.Name, Value: v[:end]})})
+		}
+	}
+}
+
+// prefix returns the text and tokens of a slot rule's preceding fragments.
+func (p *pool) prefix(r SlotRule) (string, []Token, bool) {
+	var b strings.Builder
+	toks := make([]Token, 0, len(r.After))
+	for _, h := range r.After {
+		f, ok := p.text[h]
+		if !ok {
+			return "", nil, false
+		}
+		b.WriteString(f)
+		toks = append(toks, Token{Kind: KindFragment, Frag: h})
+	}
+	return b.String(), toks, true
+}
+
+// segment finds the layout with the fewest tokens that renders s from the
+// pool's fragments, the inputs and the release's slots; among equals it
+// takes the longest token first. It returns the offset of the first byte it
+// cannot cover when there is none.
+func (p *pool) segment(s string, rel *Release, in Inputs) ([]Token, int, error) {
+	n := len(s)
+	if n == 0 {
+		return nil, 0, fmt.Errorf("%w: empty prompt", ErrNotReproduced)
+	}
+	const inf = int(^uint(0) >> 1)
+	cost := make([]int, n+1)
+	choice := make([]step, n+1)
+	for i := range n {
+		cost[i] = inf
+	}
+	for at := n - 1; at >= 0; at-- {
+		p.steps(s, at, rel, in, func(st step) {
+			next := cost[at+st.n]
+			if next == inf {
+				return
+			}
+			c := next + len(st.toks)
+			if c < cost[at] || c == cost[at] && st.n > choice[at].n {
+				cost[at] = c
+				choice[at] = st
+			}
+		})
+	}
+	if cost[0] == inf {
+		// The furthest offset reachable from the start is where the text
+		// stops being fixed text or an input.
+		reach := make([]bool, n+1)
+		reach[0] = true
+		far := 0
+		for at := 0; at < n; at++ {
+			if !reach[at] {
+				continue
+			}
+			far = max(far, at)
+			p.steps(s, at, rel, in, func(st step) { reach[at+st.n] = true })
+		}
+		return nil, far, nil
+	}
+	var toks []Token
+	for at := 0; at < n; at += choice[at].n {
+		toks = append(toks, choice[at].toks...)
+	}
+	return toks, -1, nil
+}
+
+// Render checks a layout against its release's rules and the inputs
+// (CheckLayout) and returns the text it renders, looking fragments up in
+// frags (hash -> text).
+func Render(rel *Release, toks []Token, frags map[string]string, in Inputs) ([]byte, error) {
+	if err := CheckLayout(rel, toks, frags, in); err != nil {
+		return nil, err
+	}
+	var b []byte
+	for _, t := range toks {
+		switch t.Kind {
+		case KindFragment:
+			b = append(b, frags[t.Frag]...)
+		case KindNewline:
+			b = append(b, '\n')
+		case KindTool:
+			b = append(b, in.Tools[t.Index].Name...)
+		case KindFile:
+			f, _ := fileByName(in.Files, t.Name)
+			b = append(b, PromptForm(f.Content)...)
+		case KindSlot:
+			b = append(b, t.Value...)
+		}
+	}
+	return b, nil
+}
+
+func fileByName(files []BootstrapFile, name string) (BootstrapFile, bool) {
+	for _, f := range files {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return BootstrapFile{}, false
+}
+
+// CheckLayout enforces the layout rules (docs/spec/recipe-openclaw-release.md
+// section 4.2): every fragment is the release's fixed text (its hash is in
+// the release's fragment table and frags holds the text with that hash),
+// tools and files exist, every slot is a slot of the release, right after
+// its fragments, with a value its class accepts, and a bootstrap file
+// appears only as "context.path slot naming it, LF, file".
+func CheckLayout(rel *Release, toks []Token, frags map[string]string, in Inputs) error {
+	if rel == nil {
+		return fmt.Errorf("%w: no release", ErrInvalidLayout)
+	}
+	if len(toks) == 0 || len(toks) > MaxLayoutTokens {
+		return fmt.Errorf("%w: %d tokens", ErrInvalidLayout, len(toks))
+	}
+	table, err := rel.table()
+	if err != nil {
+		return err
+	}
+	for h, f := range frags {
+		if fragHash(f) != h {
+			return fmt.Errorf("%w: a fragment's text does not have its hash %s", ErrInvalidLayout, clipHash(h))
+		}
+	}
+	for i, t := range toks {
+		switch t.Kind {
+		case KindFragment:
+			if _, ok := table[t.Frag]; !ok {
+				return fmt.Errorf("%w: token %d: fragment %s is not fixed text of OpenClaw %s", ErrInvalidLayout, i, clipHash(t.Frag), rel.OpenClawVersion)
+			}
+			if _, ok := frags[t.Frag]; !ok {
+				return fmt.Errorf("%w: token %d: fragment %s is missing", ErrInvalidLayout, i, clipHash(t.Frag))
+			}
+		case KindNewline:
+		case KindTool:
+			if t.Index < 0 || t.Index >= len(in.Tools) {
+				return fmt.Errorf("%w: token %d: no tool %d", ErrInvalidLayout, i, t.Index)
+			}
+		case KindFile:
+			if _, ok := fileByName(in.Files, t.Name); !ok {
+				return fmt.Errorf("%w: token %d: no bootstrap file %q", ErrInvalidLayout, i, clipName(t.Name))
+			}
+			if i < 2 || toks[i-1].Kind != KindNewline || toks[i-2].Kind != KindSlot || toks[i-2].Name != slotContextPath ||
+				!strings.HasSuffix(toks[i-2].Value, "/"+t.Name) {
+				return fmt.Errorf("%w: token %d: bootstrap file %q is not under its own context header", ErrInvalidLayout, i, clipName(t.Name))
+			}
+		case KindSlot:
+			r, ok := rel.slot(t.Name)
+			if !ok {
+				return fmt.Errorf("%w: token %d: OpenClaw %s has no slot %q", ErrInvalidLayout, i, rel.OpenClawVersion, clipName(t.Name))
+			}
+			if t.Value == "" || len(t.Value) > r.Max || !utf8.ValidString(t.Value) || strings.IndexFunc(t.Value, func(c rune) bool { return !r.Class(c) }) >= 0 {
+				return fmt.Errorf("%w: token %d: slot %q has a value its rule refuses", ErrInvalidLayout, i, r.Name)
+			}
+			if i < len(r.After) {
+				return fmt.Errorf("%w: token %d: slot %q without its preceding text", ErrInvalidLayout, i, r.Name)
+			}
+			for k, h := range r.After {
+				pt := toks[i-len(r.After)+k]
+				if pt.Kind != KindFragment || pt.Frag != h {
+					return fmt.Errorf("%w: token %d: slot %q without its preceding text", ErrInvalidLayout, i, r.Name)
+				}
+			}
+			if r.Name == slotContextPath {
+				if i+2 >= len(toks) || toks[i+1].Kind != KindNewline || toks[i+2].Kind != KindFile {
+					return fmt.Errorf("%w: token %d: a context header without its file", ErrInvalidLayout, i)
+				}
+			}
+		default:
+			return fmt.Errorf("%w: token %d: unknown kind %q", ErrInvalidLayout, i, clipName(t.Kind))
+		}
+	}
+	return nil
+}
+
+func clipHash(h string) string {
+	if len(h) > 43 {
+		h = h[:43]
+	}
+	return strings.ToValidUTF8(h, "?")
+}
+
+func clipName(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	return strings.ToValidUTF8(s, "?")
+}
