@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clawea/attester/promptpack/recipe"
+	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
@@ -200,6 +201,10 @@ func (p *Pack) Wipe() {
 
 // knownRecipe returns the implementation of a recipe pair.
 func knownRecipe(r RecipeRef) error {
+	if r.ID == openclawrelease.ID {
+		_, err := recipe.Match(openclawrelease.Recipe{}, r.ID, r.Version)
+		return err
+	}
 	_, err := recipe.Match(openclawsig.Recipe{}, r.ID, r.Version)
 	return err
 }
@@ -369,6 +374,9 @@ func (p *Pack) validate() error {
 	}
 	if !utf8.Valid(p.Params) {
 		return ferr("$.params_json", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+	}
+	if p.Recipe.ID == openclawrelease.ID {
+		return p.validateRelease()
 	}
 	h := p.Harness
 	if len(h.Templates) == 0 {
@@ -547,7 +555,8 @@ func Parse(data []byte) (*Pack, error) {
 			}
 		}
 		if t := f["templates"]; t != nil {
-			ms := r.Members(t, "$.sources.templates", 1, openclawsig.MaxTemplates)
+			// openclaw-sig packs need at least one (validate).
+			ms := r.Members(t, "$.sources.templates", 0, openclawsig.MaxTemplates)
 			p.Harness.Templates = make(map[string][]byte, len(ms))
 			p.Harness.Sigs = make(map[string][]byte, len(ms))
 			for _, m := range ms {

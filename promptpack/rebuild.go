@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
@@ -76,9 +77,23 @@ func (rb *Rebuilt) Format(f fmt.State, _ rune) { fmt.Fprint(f, rb.String()) }
 // SigHashes returns the sig hash of every signed template of the pack
 // (name -> "sha256:<hex>"). Used as the trusted list it only checks that
 // the pack is self-consistent; trust is the opener's policy.
+//
+// For an openclaw-release pack it returns the one entry that trusts the
+// pack's own OpenClaw release (ReleaseTrustName -> ReleaseTrustHash).
 func (p *Pack) SigHashes() (map[string]string, error) {
 	if err := knownRecipe(p.Recipe); err != nil {
 		return nil, err
+	}
+	if p.Recipe.ID == openclawrelease.ID {
+		rel, err := openclawrelease.Lookup(p.Provenance.HarnessVersion)
+		if err != nil {
+			return nil, fmt.Errorf("promptpack: %w", err)
+		}
+		h, err := ReleaseTrustHash(rel)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]string{ReleaseTrustName(rel.OpenClawVersion): h}, nil
 	}
 	h, err := openclawsig.NewHarness(p.Harness)
 	if err != nil {
@@ -120,6 +135,9 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 	}
 	packID := PackID(canon)
 	clear(canon)
+	if p.Recipe.ID == openclawrelease.ID {
+		return p.rebuildRelease(trusted, packID)
+	}
 	h, err := openclawsig.NewHarness(p.Harness)
 	if err != nil {
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)

@@ -1,0 +1,271 @@
+package promptpack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsstr"
+)
+
+// ReleasePromptMode is the prompt_mode of an openclaw-release pack: the
+// recipe reproduces what OpenClaw sent, it does not resolve OpenClaw's
+// prompt mode (docs/spec/recipe-openclaw-release.md section 5.1).
+const ReleasePromptMode = "captured"
+
+// ReleaseTrustName is the name under which a trusted list (the attester's
+// attester.trustedTemplates, packctl --trusted) admits openclaw-release
+// packs of one OpenClaw version; its value is ReleaseTrustHash.
+func ReleaseTrustName(version string) string { return openclawrelease.ID + ":" + version }
+
+// ReleaseTrustHash is the trusted-list value for a release: its fragment
+// table's SHA-256 as "sha256:<hex>".
+func ReleaseTrustHash(rel *openclawrelease.Release) (string, error) {
+	d, err := b64u.DecodeHash(rel.TableSHA256)
+	if err != nil {
+		return "", fmt.Errorf("%w: fragment table hash: %v", ErrInvalidReport, err)
+	}
+	return fmt.Sprintf("sha256:%x", d), nil
+}
+
+// releaseProvenance is the only provenance an openclaw-release pack may
+// state: the release's version, and its fragment table's hash standing for
+// the build (npm ships no commit).
+func releaseProvenance(rel *openclawrelease.Release) Provenance {
+	return Provenance{
+		HarnessID:      "openclaw",
+		HarnessVersion: rel.OpenClawVersion,
+		HarnessCommit:  "fragtable:" + rel.TableSHA256,
+		BuilderName:    openclawrelease.ID,
+		BuilderVersion: openclawrelease.ID + "/" + openclawrelease.Version,
+	}
+}
+
+// BuildRelease makes an openclaw-release pack from a capture that the
+// fixed text of its OpenClaw release (openclawrelease.LoadFixed) reproduces,
+// and checks that the pack rebuilds.
+func BuildRelease(c *openclawrelease.Capture, fixed *openclawrelease.Fixed) (*Pack, error) {
+	res, err := openclawrelease.Build(c, fixed)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: build: %w", err)
+	}
+	doc, err := openclawrelease.EncodeDocument(c, res)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: build: %w", err)
+	}
+	p := &Pack{
+		Recipe:      RecipeRef{ID: openclawrelease.ID, Version: openclawrelease.Version},
+		Provenance:  releaseProvenance(fixed.Release),
+		PromptMode:  ReleasePromptMode,
+		Params:      doc,
+		ToolSchemas: map[string][]byte{},
+	}
+	self, err := p.SigHashes()
+	if err != nil {
+		p.Wipe()
+		return nil, err
+	}
+	rb, err := p.Rebuild(self)
+	if err != nil {
+		p.Wipe()
+		return nil, err
+	}
+	rb.Wipe()
+	return p, nil
+}
+
+// validateRelease checks the parts of an openclaw-release pack that do not
+// need the recipe: it carries its document in params_json and nothing of
+// the openclaw-sig form.
+func (p *Pack) validateRelease() error {
+	h := p.Harness
+	switch {
+	case len(h.Templates) != 0 || len(h.Sigs) != 0 || h.SigConfig != nil:
+		return ferr("$.sources.templates", fmt.Errorf("%w: an %s pack carries no templates", ErrWrongType, openclawrelease.ID))
+	case len(h.Literals) != 0 || len(h.CoreToolSummaries) != 0:
+		return ferr("$.sources", fmt.Errorf("%w: an %s pack carries no literals or summaries", ErrWrongType, openclawrelease.ID))
+	case len(p.ToolSchemas) != 0:
+		return ferr("$.tool_schemas", fmt.Errorf("%w: an %s pack carries its tools in its document", ErrWrongType, openclawrelease.ID))
+	case p.SkillsEnvOverrides != nil:
+		return ferr("$.skills_env_overrides", fmt.Errorf("%w: not in an %s pack", ErrUnknownField, openclawrelease.ID))
+	case p.RawContextFiles != nil:
+		return ferr("$.raw_context_files", fmt.Errorf("%w: not in an %s pack", ErrUnknownField, openclawrelease.ID))
+	case p.ReportSalts != nil:
+		return ferr("$.report_salts", fmt.Errorf("%w: an %s pack produces SystemPromptReport.v1 only", ErrUnknownField, openclawrelease.ID))
+	}
+	return nil
+}
+
+// rebuildRelease is Rebuild for an openclaw-release pack: the document's
+// release must be trusted (trusted[ReleaseTrustName] ==
+// ReleaseTrustHash), the layout is checked against the release's fragment
+// table compiled into this module and re-rendered, the
+// pack's provenance and prompt mode must be the ones the recipe states, and
+// the SystemPromptReport.v1 commits the pinned files, the fragment table,
+// the document, the tools, the bootstrap files and the slot values.
+func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuilt, error) {
+	doc, err := openclawrelease.ParseDocument(p.Params)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
+	}
+	defer doc.Wipe()
+	// The opener must trust this release by name and table hash, as it
+	// trusts openclaw-sig templates by name and sig hash.
+	relT, err := openclawrelease.Lookup(doc.Capture.OpenClawVersion)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
+	}
+	name := ReleaseTrustName(relT.OpenClawVersion)
+	want, err := ReleaseTrustHash(relT)
+	if err != nil {
+		return nil, err
+	}
+	if got, ok := trusted[name]; !ok || got != want {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", &openclawsig.TemplateError{Name: name, Err: openclawsig.ErrTemplateUntrusted})
+	}
+	res, err := doc.Rebuild()
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
+	}
+	rel, err := openclawrelease.Lookup(doc.Capture.OpenClawVersion)
+	if err != nil {
+		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
+	}
+	if p.Provenance != releaseProvenance(rel) {
+		return nil, ferr("$.provenance", fmt.Errorf("%w: not the provenance of an %s pack of OpenClaw %s", ErrWrongType, openclawrelease.ID, rel.OpenClawVersion))
+	}
+	if p.PromptMode != ReleasePromptMode {
+		return nil, fmt.Errorf("%w: an %s pack states %q", ErrModeMismatch, openclawrelease.ID, ReleasePromptMode)
+	}
+	rep, err := p.releaseReport(rel, doc, res)
+	if err != nil {
+		return nil, err
+	}
+	c, err := rep.Canonical()
+	if err == nil {
+		err = ValidateReport(c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rb := &Rebuilt{Prompt: bytes.Clone(doc.Capture.SystemPrompt), Mode: ReleasePromptMode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID}
+	rb.entries = p.releasePoHEntries(rel, rep)
+	return rb, nil
+}
+
+// releaseReport maps a reproduced release document onto
+// SystemPromptReport.v1 (docs/spec/recipe-openclaw-release.md section 6.2).
+func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.Document, res *openclawrelease.Result) (*Report, error) {
+	c := doc.Capture
+	rep := &Report{
+		ReportVersion: ReportVersion,
+		Harness:       ReportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
+		PromptMode:    ReleasePromptMode,
+		Builder:       ReportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
+		Recipe:        ReportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
+		Final:         ReportFinal{SystemPromptHashB64u: b64u.SHA256(c.SystemPrompt), SystemPromptChars: jsstr.Len(string(c.SystemPrompt))},
+	}
+	in := &rep.Inputs
+	in.ParamsHashB64u = b64u.SHA256(p.Params)
+	in.HardcodedLiteralsHashB64u = rel.TableSHA256
+	in.Templates = make([]ReportTemplate, 0, len(rel.Files))
+	for _, f := range rel.Files {
+		d, err := b64u.DecodeHash(f.SHA256)
+		if err != nil {
+			return nil, fmt.Errorf("%w: pinned file hash: %v", ErrInvalidReport, err)
+		}
+		in.Templates = append(in.Templates, ReportTemplate{Name: f.Path, Hash: fmt.Sprintf("sha256:%x", d)})
+	}
+	names := make([]string, 0, len(c.Tools))
+	schemas := make(map[string]json.RawMessage, len(c.Tools))
+	type summary struct {
+		Name    string `json:"name"`
+		Summary string `json:"summary"`
+	}
+	sums := make([]summary, 0, len(c.Tools))
+	for _, t := range c.Tools {
+		names = append(names, t.Name)
+		schemas[t.Name] = json.RawMessage(t.SchemaJCS)
+		sums = append(sums, summary{Name: t.Name, Summary: t.Description})
+	}
+	var err error
+	if in.ResolvedToolNamesHashB64u, err = hashJCS(names); err != nil {
+		return nil, err
+	}
+	if in.ToolSchemasHashB64u, err = hashJCS(schemas); err != nil {
+		return nil, err
+	}
+	if in.ToolSummariesHashB64u, err = hashJCS(sums); err != nil {
+		return nil, err
+	}
+	in.Bootstrap = []BootstrapEntry{}
+	type kv struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	}
+	var skills, runtime, timeCtx []kv
+	path := ""
+	for _, t := range res.Layout {
+		switch {
+		case t.Kind == openclawrelease.KindSlot && t.Name == "context.path":
+			path = t.Value
+		case t.Kind == openclawrelease.KindSlot && strings.HasPrefix(t.Name, "skill."):
+			skills = append(skills, kv{t.Name, t.Value})
+		case t.Kind == openclawrelease.KindSlot && strings.HasPrefix(t.Name, "runtime."):
+			runtime = append(runtime, kv{t.Name, t.Value})
+		case t.Kind == openclawrelease.KindSlot && strings.HasPrefix(t.Name, "time."):
+			timeCtx = append(timeCtx, kv{t.Name, t.Value})
+		case t.Kind == openclawrelease.KindFile:
+			for _, f := range c.BootstrapFiles {
+				if f.Name != t.Name {
+					continue
+				}
+				form := openclawrelease.PromptForm(f.Content)
+				e := BootstrapEntry{ContentHashB64u: b64u.SHA256([]byte(form)), RawContentHashB64u: b64u.SHA256(f.Content), Chars: jsstr.Len(form)}
+				if n := len([]rune(path)); n >= 1 && n <= 1024 {
+					e.PathHint = path
+				} else {
+					e.PathHashB64u = b64u.SHA256([]byte(path))
+				}
+				in.Bootstrap = append(in.Bootstrap, e)
+			}
+		}
+	}
+	if len(in.Bootstrap) > MaxRawContextFiles {
+		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
+	}
+	for _, s := range []struct {
+		dst *string
+		v   []kv
+	}{{&in.SkillsPromptHashB64u, skills}, {&in.RuntimeLineHashB64u, runtime}, {&in.TimeContextHashB64u, timeCtx}} {
+		if s.v == nil {
+			continue
+		}
+		if *s.dst, err = hashJCS(s.v); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// releasePoHEntries lists the prompt_pack.v1 entries of an openclaw-release
+// rebuild: the document, the fragment table, each pinned file, the tool
+// schemas and each bootstrap file in the prompt.
+func (p *Pack) releasePoHEntries(rel *openclawrelease.Release, rep *Report) []PoHEntry {
+	es := []PoHEntry{
+		sized("params.json", p.Params),
+		{EntryID: "release:fragment-table", ContentHashB64u: rel.TableSHA256},
+		{EntryID: "tools:schemas", ContentHashB64u: rep.Inputs.ToolSchemasHashB64u},
+	}
+	for _, f := range rel.Files {
+		es = append(es, PoHEntry{EntryID: "release:" + f.Path, ContentHashB64u: f.SHA256})
+	}
+	for i, b := range rep.Inputs.Bootstrap {
+		es = append(es, PoHEntry{EntryID: fmt.Sprintf("bootstrap:%03d", i), ContentHashB64u: b.ContentHashB64u})
+	}
+	return es
+}
