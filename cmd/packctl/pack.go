@@ -137,11 +137,12 @@ func trustedList(path string, p *promptpack.Pack, stderr io.Writer, cmd string) 
 }
 
 func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("build", "build --params FILE --harness DIR [--admission POLICY] [flags] [-o pack.json]\n\nBuilds a plaintext prompt pack (canonical JSON, secret: written mode 0600)\nand checks that it rebuilds. DIR is laid out as the openclaw-sig conformance\nfolder: templates/, sigs/, hardcoded-literals.json, core-tool-summaries.json.\nWith --admission the pack is written only if the admission policy admits it\n(exit 4 and nothing written otherwise).", stderr)
+	fs := newFlagSet("build", "build --params FILE --harness DIR [--admission POLICY] [flags] [-o pack.json]\n       build --recipe openclaw-release --capture FILE --openclaw DIR [--admission POLICY] [-o pack.json]\n\nBuilds a plaintext prompt pack (canonical JSON, secret: written mode 0600)\nand checks that it rebuilds. DIR is laid out as the openclaw-sig conformance\nfolder: templates/, sigs/, hardcoded-literals.json, core-tool-summaries.json.\nWith --recipe openclaw-release the pack is built from a capture of a released\nOpenClaw (hack/e2e-openclaw/capture.sh) and that release's install.\nWith --admission the pack is written only if the admission policy admits it\n(exit 4 and nothing written otherwise).", stderr)
 	params := fs.String("params", "", "resolved builder params `file` (NAME.params.json shape; required)")
 	harness := fs.String("harness", "", "harness `dir` (required)")
 	recipeID := fs.String("recipe", openclawsig.ID, "recipe `id`: openclaw-sig, or openclaw-release with --capture")
 	capture := fs.String("capture", "", "with --recipe openclaw-release: capture `file` of hack/e2e-openclaw/capture.sh (docs/spec/recipe-openclaw-release.md)")
+	openclawDir := fs.String("openclaw", "", "with --recipe openclaw-release: the OpenClaw install `dir` the capture was taken with (the openclaw package, or a prefix holding node_modules/openclaw)")
 	toolSchemas := fs.String("tool-schemas", "", "JSON `file`: tool name -> JSON Schema object (default {})")
 	skillsEnv := fs.String("skills-env", "", "JSON `file`: skills env overrides, name -> string")
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex; default: the harness's own sigs")
@@ -159,17 +160,30 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *recipeID == openclawrelease.ID {
-		if *params != "" || *harness != "" {
-			errorf(stderr, "build: --recipe %s takes --capture, not --params or --harness", openclawrelease.ID)
+		if *params != "" || *harness != "" || *toolSchemas != "" || *skillsEnv != "" || *trusted != "" || *reportVer != 1 {
+			errorf(stderr, "build: --recipe %s takes --capture and --openclaw, not --params, --harness, --tool-schemas, --skills-env, --trusted or --report-version", openclawrelease.ID)
 			return exitUsage
 		}
-		if !requireFlags(fs, stderr, "capture") || !wantArgs(fs, stderr, 0, "") {
+		if !requireFlags(fs, stderr, "capture", "openclaw") || !wantArgs(fs, stderr, 0, "") {
 			return exitUsage
 		}
-		return buildRelease(*capture, stderr)
+		if *out != "" && *out != "-" && !*force {
+			if _, err := os.Lstat(*out); err == nil {
+				errorf(stderr, "build: %s %v", *out, errExists)
+				return exitUsage
+			}
+		}
+		var policy *admission.Policy
+		if *admissionPath != "" {
+			var code int
+			if policy, code = loadAdmission(*admissionPath, stderr, "build"); policy == nil {
+				return code
+			}
+		}
+		return buildRelease(*capture, *openclawDir, *out, *force, policy, stdout, stderr)
 	}
-	if *capture != "" {
-		errorf(stderr, "build: --capture goes with --recipe %s", openclawrelease.ID)
+	if *capture != "" || *openclawDir != "" {
+		errorf(stderr, "build: --capture and --openclaw go with --recipe %s", openclawrelease.ID)
 		return exitUsage
 	}
 	if !requireFlags(fs, stderr, "params", "harness") || !wantArgs(fs, stderr, 0, "") {

@@ -2,18 +2,22 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
+	"os"
 
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 )
 
-// buildRelease is `packctl build --recipe openclaw-release --capture FILE`
-// (docs/spec/recipe-openclaw-release.md section 4): it parses the capture
-// and asks the recipe to reproduce it. Only a capture whose system prompt
-// the recipe re-renders byte for byte could become a pack; this recipe
-// version reproduces no OpenClaw release yet, so it always refuses and
-// writes nothing.
-func buildRelease(capturePath string, stderr io.Writer) int {
+// buildRelease is `packctl build --recipe openclaw-release --capture FILE
+// --openclaw DIR` (docs/spec/recipe-openclaw-release.md section 4): it
+// parses the capture, loads the fixed text of the capture's exact OpenClaw
+// release from the install at DIR (each pinned file checked against its
+// hash), finds the layout that reproduces the captured system prompt byte
+// for byte and writes the pack. Nothing is written on any refusal.
+func buildRelease(capturePath, openclawDir, out string, force bool, policy *admission.Policy, stdout, stderr io.Writer) int {
 	b, err := readLimited(capturePath, openclawrelease.MaxCaptureSize)
 	if err != nil {
 		errorf(stderr, "build: %v", err)
@@ -26,17 +30,55 @@ func buildRelease(capturePath string, stderr io.Writer) int {
 		return exitRejected
 	}
 	defer c.Wipe()
-	res, err := openclawrelease.Build(c, openclawrelease.Supported(), nil)
-	switch {
-	case errors.Is(err, openclawrelease.ErrUnsupportedVersion):
+	rel, err := openclawrelease.Lookup(c.OpenClawVersion)
+	if err != nil {
 		errorf(stderr, "build: %v", err)
 		return exitCannot
-	case err != nil:
+	}
+	if _, err := os.Stat(openclawDir); err != nil {
+		errorf(stderr, "build: --openclaw: %v", err)
+		return exitCannot
+	}
+	pkg := openclawrelease.PackageDir(openclawDir)
+	progress(stderr, "build: reading the fixed text of OpenClaw %s from %s", rel.OpenClawVersion, pkg)
+	fixed, err := openclawrelease.LoadFixed(rel, pkg)
+	if err != nil {
+		errorf(stderr, "build: %v", err)
+		return exitCannot
+	}
+	progress(stderr, "build: %d fragments; reproducing the captured prompt (%d bytes)", len(fixed.Fragments), len(c.SystemPrompt))
+	p, err := promptpack.BuildRelease(c, fixed)
+	if err != nil {
+		errorf(stderr, "build: %v", err)
+		if errors.Is(err, openclawrelease.ErrUnsupportedVersion) || errors.Is(err, openclawrelease.ErrFixedText) {
+			return exitCannot
+		}
+		return exitRejected
+	}
+	defer p.Wipe()
+	if policy != nil {
+		if err := policy.Admit(p); err != nil {
+			errorf(stderr, "build: %v", err)
+			return admissionExit(err)
+		}
+	}
+	enc, err := p.Encode()
+	if err != nil {
 		errorf(stderr, "build: %v", err)
 		return exitRejected
 	}
-	// Unreachable while Supported is empty; a reproduced capture still has
-	// no pack format to go into, so nothing is written.
-	errorf(stderr, "build: capture reproduced (report %s) but openclaw-release packs are not defined yet", res.ReportHashB64u())
-	return exitCannot
+	defer clear(enc)
+	if err := writeOutput(out, enc, 0o600, stdout, force); err != nil {
+		errorf(stderr, "build: %v", err)
+		if errors.Is(err, errExists) {
+			return exitUsage
+		}
+		return exitCannot
+	}
+	return exitOK
+}
+
+// progress writes one progress line to stderr.
+func progress(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "packctl: "+format+"\n", args...)
 }
