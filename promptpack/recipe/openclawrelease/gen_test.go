@@ -40,7 +40,7 @@ var pinnedPaths2026_9_6 = []string{
 // Slot anchors are found from values the capture is known to hold (want:
 // slot name -> value): the anchor is the fewest fragments that cover the
 // value's line up to the value.
-func generatePins(t *testing.T, pkgDir string, c *Capture, want map[string]string) {
+func generatePins(t *testing.T, pkgDir string, caps []*Capture, want map[string]string) {
 	t.Helper()
 	frags := map[string]string{}
 	var files strings.Builder
@@ -63,25 +63,18 @@ func generatePins(t *testing.T, pkgDir string, c *Capture, want map[string]strin
 		t.Fatal(err)
 	}
 	pool := newPool(mapsValues(frags))
-	prompt := string(c.SystemPrompt)
 	var anchors strings.Builder
-	for _, name := range []string{"time.date", "time.zone", "runtime.workspace_dir", "runtime.docs_dir", slotContextPath, "runtime.model", "skill.name", "skill.description", "skill.location"} {
+	for _, name := range slotNames2026_9_6 {
 		v := want[name]
-		at := -1
-		for i := 0; ; {
-			j := strings.Index(prompt[i:], v)
-			if j < 0 {
+		at, prompt := -1, ""
+		for _, c := range caps {
+			prompt = string(c.SystemPrompt)
+			if at = valueAt(prompt, v); at >= 0 {
 				break
 			}
-			j += i
-			if j > 0 && prompt[j-1] != '\n' {
-				at = j
-				break
-			}
-			i = j + 1
 		}
 		if v == "" || at < 0 {
-			t.Fatalf("slot %s: value %q not found in the capture", name, v)
+			t.Fatalf("slot %s: value %q not found in the captures", name, v)
 		}
 		t.Logf("slot %s at %d: %q", name, at, prompt[max(0, at-40):at])
 		hs := anchorBefore(t, pool, prompt, at)
@@ -106,6 +99,26 @@ var (
 	if err := os.WriteFile("release_2026_9_6_pins.go", out, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// slotNames2026_9_6 are the slots of OpenClaw 2026.9.6, in generation order.
+var slotNames2026_9_6 = []string{"time.date", "time.zone", "runtime.workspace_dir", "runtime.docs_dir", slotContextPath, "runtime.model", "skill.name", "skill.description", "skill.location", "memory.project_key"}
+
+// valueAt returns the offset of the first occurrence of v in s that does
+// not start a line, or -1.
+func valueAt(s, v string) int {
+	for i := 0; v != ""; {
+		j := strings.Index(s[i:], v)
+		if j < 0 {
+			return -1
+		}
+		j += i
+		if j > 0 && s[j-1] != '\n' {
+			return j
+		}
+		i = j + 1
+	}
+	return -1
 }
 
 // anchorBefore returns the fragments that cover the start of the line up

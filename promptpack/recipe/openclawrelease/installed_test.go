@@ -52,23 +52,7 @@ func TestInstalledOpenClaw(t *testing.T) {
 	if err := os.CopyFS(ws, os.DirFS("testdata/workspace")); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "capture.json")
-	cmd := exec.Command("bash", "../../../hack/e2e-openclaw/capture.sh", "--openclaw-dir", dir, "--workspace", ws, "--out", out)
-	cmd.Env = append(os.Environ(), "TZ=UTC")
-	if nb := os.Getenv("CLAWEA_NODE_BIN"); nb != "" {
-		cmd.Env = append(cmd.Env, "PATH="+nb+string(os.PathListSeparator)+os.Getenv("PATH"))
-	}
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("capture.sh: %v\n%s", err, msg)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := ParseCapture(data)
-	if err != nil {
-		t.Fatalf("ParseCapture of a real capture: %v", err)
-	}
+	c := captureIn(t, dir, ws)
 	defer c.Wipe()
 	if c.OpenClawVersion != meta.Version {
 		t.Fatalf("capture says OpenClaw %q, the install is %q", c.OpenClawVersion, meta.Version)
@@ -100,6 +84,16 @@ func TestInstalledOpenClaw(t *testing.T) {
 	}
 	t.Logf("captured OpenClaw %s: system prompt %d bytes, %d tools, %d bootstrap files", c.OpenClawVersion, len(c.SystemPrompt), len(c.Tools), len(c.BootstrapFiles))
 
+	// A fresh, empty workspace: OpenClaw seeds its own bootstrap files and
+	// first-run sections into it.
+	fresh := filepath.Join(t.TempDir(), "fresh")
+	if err := os.Mkdir(fresh, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c2 := captureIn(t, dir, fresh)
+	defer c2.Wipe()
+	t.Logf("captured OpenClaw %s in a fresh workspace: system prompt %d bytes, %d bootstrap files", c2.OpenClawVersion, len(c2.SystemPrompt), len(c2.BootstrapFiles))
+
 	pkgDir := PackageDir(dir)
 	if *update {
 		want := map[string]string{
@@ -109,6 +103,7 @@ func TestInstalledOpenClaw(t *testing.T) {
 			"runtime.docs_dir":      filepath.Join(pkgDir, "docs"),
 			slotContextPath:         ws + "/AGENTS.md",
 			"runtime.model":         "capture/capture",
+			"memory.project_key":    "path:" + fresh,
 		}
 		p := string(c.SystemPrompt)
 		i := strings.Index(p, ">clawhub</")
@@ -121,11 +116,35 @@ func TestInstalledOpenClaw(t *testing.T) {
 			l := lines[k+1]
 			want[name] = l[strings.IndexByte(l, '>')+1 : strings.LastIndexByte(l, '<')]
 		}
-		generatePins(t, pkgDir, c, want)
+		generatePins(t, pkgDir, []*Capture{c, c2}, want)
 		t.Log("regenerated the pins of OpenClaw 2026.9.6; run the test again without -update")
 		return
 	}
 	checkRelease(t, pkgDir, c)
+	checkRelease(t, pkgDir, c2)
+}
+
+// captureIn runs hack/e2e-openclaw/capture.sh for one turn in ws.
+func captureIn(t *testing.T, dir, ws string) *Capture {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "capture.json")
+	cmd := exec.Command("bash", "../../../hack/e2e-openclaw/capture.sh", "--openclaw-dir", dir, "--workspace", ws, "--out", out)
+	cmd.Env = append(os.Environ(), "TZ=UTC")
+	if nb := os.Getenv("CLAWEA_NODE_BIN"); nb != "" {
+		cmd.Env = append(cmd.Env, "PATH="+nb+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("capture.sh: %v\n%s", err, msg)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseCapture(data)
+	if err != nil {
+		t.Fatalf("ParseCapture of a real capture: %v", err)
+	}
+	return c
 }
 
 // checkRelease checks the supported release against the install and a

@@ -14,7 +14,8 @@ var release2026_9_6 = &Release{
 	TableSHA256:     table2026_9_6,
 	// Slots: the date and time zone of the temporal context, the workspace
 	// and docs directories, the path heading each bootstrap file, the
-	// model identity line, and the three fields of each skill entry.
+	// model identity line, the three fields of each skill entry, and the
+	// project key of the memory-writing instruction.
 	Slots: []SlotRule{
 		{Name: "time.date", After: anchorTimeDate, Class: lineText, Max: 64},
 		{Name: "time.zone", After: anchorTimeZone, Class: lineText, Max: 128},
@@ -25,5 +26,6 @@ var release2026_9_6 = &Release{
 		{Name: "skill.name", After: anchorSkillName, Class: xmlText, Max: 256},
 		{Name: "skill.description", After: anchorSkillDescription, Class: xmlText, Max: 4096},
 		{Name: "skill.location", After: anchorSkillLocation, Class: xmlText, Max: 4096},
+		{Name: "memory.project_key", After: anchorMemoryProjectKey, Class: xmlText, Max: 1024},
 	},
 }

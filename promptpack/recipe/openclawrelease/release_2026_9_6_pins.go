@@ -33,4 +33,5 @@ var (
 	anchorSkillName           = []string{"A9ARyU9P8A1gQW9oopC_FdDwyfP0kCSemT9hZNkugQw"}
 	anchorSkillDescription    = []string{"eVZpkalhNIaxROPFzzIkjq27K-ZodnpmkVWSMcFGX7E"}
 	anchorSkillLocation       = []string{"9yVBr4DDTP5wHgM1TxIBFRPhn8ncHzzUMuiWwkJCNbM"}
+	anchorMemoryProjectKey    = []string{"JStg9XckiuGrLrQn7MBVQZPMboPFLiYnyCcK3iXjn5I"}
 )
