@@ -41,6 +41,7 @@ func commands() []command {
 		{"poh", "verify PoH envelopes and compute PoH hashes", runPoH},
 		{"keygen", "generate a prompt-pack recipient key pair", runKeygen},
 		{"build", "build a plaintext prompt pack", runBuild},
+		{"releases", "list the OpenClaw releases openclaw-release packs can be built for", runReleases},
 		{"admission", "suggest the strictest admission policy that admits a pack", runAdmission},
 		{"render", "rebuild a pack's system prompt to stdout", runRender},
 		{"report", "print a pack's SystemPromptReport.v1", runReport},

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
+	"github.com/clawea/attester/schema/b64u"
 )
 
 // buildRelease is `packctl build --recipe openclaw-release --capture FILE
@@ -81,4 +84,60 @@ func buildRelease(capturePath, openclawDir, out string, force bool, policy *admi
 // progress writes one progress line to stderr.
 func progress(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "packctl: "+format+"\n", args...)
+}
+
+// runReleases is `packctl releases [--json]`: the OpenClaw releases this
+// build's openclaw-release recipe supports, each with the entry that
+// trusts it in a trusted-template list (attester.trustedTemplates,
+// --trusted) and its pinned package files (a verify policy's
+// trusted_templates for the reports of its packs).
+func runReleases(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("releases", "releases [--json]\n\nLists the OpenClaw releases openclaw-release packs can be built for, with\nthe trusted-template entry that admits their packs and their pinned files.", stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	if !wantArgs(fs, stderr, 0, "") {
+		return exitUsage
+	}
+	type entry struct {
+		Version string            `json:"openclaw_version"`
+		Trust   map[string]string `json:"trusted_templates_entry"`
+		Files   map[string]string `json:"files"`
+		Table   string            `json:"fragment_table_sha256_b64u"`
+	}
+	var out []entry
+	for _, v := range slices.Sorted(maps.Keys(openclawrelease.Supported())) {
+		rel := openclawrelease.Supported()[v]
+		h, err := promptpack.ReleaseTrustHash(rel)
+		if err != nil {
+			errorf(stderr, "releases: %v", err)
+			return exitCannot
+		}
+		e := entry{Version: v, Trust: map[string]string{promptpack.ReleaseTrustName(v): h}, Files: map[string]string{}, Table: rel.TableSHA256}
+		for _, f := range rel.Files {
+			d, err := b64u.DecodeHash(f.SHA256)
+			if err != nil {
+				errorf(stderr, "releases: %v", err)
+				return exitCannot
+			}
+			e.Files[f.Path] = fmt.Sprintf("sha256:%x", d)
+		}
+		out = append(out, e)
+	}
+	if *asJSON {
+		printJSON(stdout, map[string]any{"releases": out})
+		return exitOK
+	}
+	for _, e := range out {
+		fmt.Fprintf(stdout, "openclaw %s\n", e.Version)
+		for n, h := range e.Trust {
+			fmt.Fprintf(stdout, "  trust: %s %s\n", n, h)
+		}
+		fmt.Fprintf(stdout, "  fragment table: %s\n", e.Table)
+		for _, p := range slices.Sorted(maps.Keys(e.Files)) {
+			fmt.Fprintf(stdout, "  file: %s %s\n", p, e.Files[p])
+		}
+	}
+	return exitOK
 }
