@@ -5,24 +5,33 @@
 # loopback, which records the first request verbatim and answers with a
 # plain text (no tool call, so no tool runs either).
 #
-#   capture.sh --openclaw-dir DIR --workspace WS --out CAPTURE.json
+#   capture.sh --openclaw-dir DIR --workspace WS --out CAPTURE.json [--model PROVIDER/MODEL]
 #
+# --model names the model provider and model the capture server stands in
+# for (default capture/capture): OpenClaw writes it into the prompt's model
+# identity line, so capture with the provider/model the agent will run with.
 # DIR holds node_modules/openclaw (hack/e2e-openclaw/install.sh's
 # openclaw-VERSION directory); node >= 24 must be first on PATH. The
 # workspace is used in place (OpenClaw may seed missing bootstrap files into
 # it); the capture records the bootstrap files as they are after the turn.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-oc_dir= ws= out=
+oc_dir= ws= out= model=capture/capture
 while [ $# -gt 0 ]; do
 	case $1 in
 	--openclaw-dir) oc_dir=$2; shift 2 ;;
 	--workspace) ws=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
+	--model) model=$2; shift 2 ;;
 	*) echo "capture.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
 [ -n "$oc_dir" ] && [ -n "$ws" ] && [ -n "$out" ] || { echo "capture.sh: --openclaw-dir, --workspace and --out are required" >&2; exit 2; }
+case $model in
+*/*) provider=${model%%/*} model_id=${model#*/} ;;
+*) echo "capture.sh: --model wants PROVIDER/MODEL" >&2; exit 2 ;;
+esac
+[[ $provider =~ ^[A-Za-z0-9_-]+$ && $model_id =~ ^[A-Za-z0-9._:/-]+$ ]] || { echo "capture.sh: --model: unexpected characters" >&2; exit 2; }
 oc_dir=$(cd "$oc_dir" && pwd)
 ws=$(cd "$ws" && pwd)
 openclaw=$oc_dir/node_modules/.bin/openclaw
@@ -39,12 +48,12 @@ for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { echo "capture.sh: the capture server did not start" >&2; exit 1; }
 port=$(cat "$work/port")
 
-node - "$work/openclaw.json" "$port" "$ws" <<'JS'
-const [file, port, ws] = process.argv.slice(2);
+node - "$work/openclaw.json" "$port" "$ws" "$provider" "$model_id" <<'JS'
+const [file, port, ws, provider, model] = process.argv.slice(2);
 require("fs").writeFileSync(file, JSON.stringify({
   update: { checkOnStart: false },
-  models: { providers: { capture: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "capture-no-secret", api: "openai-completions", models: [{ id: "capture", name: "capture" }] } } },
-  agents: { defaults: { model: { primary: "capture/capture" }, workspace: ws } },
+  models: { providers: { [provider]: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "capture-no-secret", api: "openai-completions", models: [{ id: model, name: model }] } } },
+  agents: { defaults: { model: { primary: `${provider}/${model}` }, workspace: ws } },
   tools: { toolSearch: false },
 }));
 JS

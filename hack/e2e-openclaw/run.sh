@@ -128,6 +128,8 @@ const scenes = {
     { text: "guest turn done" },
   ],
   down: [{ text: "this must never be served" }],
+  // A turn under the openclaw-release pack built from this install.
+  release: [{ tool: "read", args: { path: "$root/README.md" } }, { text: "release turn done" }],
   // OpenClaw without allowConversationAccess for the plugin skips its prompt
   // and run hooks: the model runs with OpenClaw's own prompt (OpenClaw's
   // doing), but no tool runs and nothing is attested.
@@ -163,6 +165,25 @@ for (const [n, h] of Object.entries(t)) if (trusted[n] !== h) { console.error("e
 fs.writeFileSync(out, JSON.stringify(trusted));' "$out/report.json" "$ref_values" "$work/trusted.json"
 # The simulated platform's launch measurement (enclave/sim: SHA-384 of its
 # label): the reference value an operator publishes.
+say "openclaw-release: capture this workspace's prompt from OpenClaw $oc_version, build a pack from it"
+bash "$here/capture.sh" --openclaw-dir "$oc_dir" --workspace "$work/ws" --out "$work/capture.json" --model scripted/scripted
+"$packctl" build --recipe openclaw-release --capture "$work/capture.json" --openclaw "$oc_dir" -o "$work/release-pack.json" 2>"$work/release-build.err" ||
+	{ cat "$work/release-build.err" >&2; fail "packctl build --recipe openclaw-release"; }
+rm -f "$work/capture.json" # as secret as a plaintext pack
+"$packctl" report --json "$work/release-pack.json" >"$work/release-report.json"
+rel_report_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$work/release-report.json')).digest('base64url')")
+"$packctl" render "$work/release-pack.json" >"$work/release-prompt.txt"
+rel_prompt_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$work/release-prompt.txt')).digest('base64url')")
+"$packctl" releases --json >"$work/releases.json"
+# The attester trusts the example templates and this OpenClaw release (its
+# entry from packctl releases, a reference value of this build).
+node -e '
+const fs = require("fs");
+const [trustedFile, relFile, version, out, filesOut] = process.argv.slice(1);
+const r = JSON.parse(fs.readFileSync(relFile, "utf8")).releases.find((x) => x.openclaw_version === version);
+if (!r) { console.error("e2e-openclaw: FAIL: packctl releases does not list OpenClaw " + version); process.exit(1); }
+fs.writeFileSync(out, JSON.stringify({ ...JSON.parse(fs.readFileSync(trustedFile, "utf8")), ...r.trusted_templates_entry }));
+fs.writeFileSync(filesOut, JSON.stringify(r.files));' "$work/trusted.json" "$work/releases.json" "$oc_version" "$work/trusted-attester.json" "$work/release-files.json"
 measurement=$(node -p "require('crypto').createHash('sha384').update('clawea.dev/attester/v1/sim/sev-snp/default-measurement').digest('base64url')")
 
 say "attester on the simulated SEV-SNP platform (owners: cli:local)"
@@ -171,7 +192,7 @@ const fs = require("fs");
 fs.writeFileSync(process.argv[2], JSON.stringify({
   attester: {
     listen: "127.0.0.1:$pub_port", metricsListen: "127.0.0.1:$met_port", controlSocket: "$sock",
-    platform: "simulated", stateDir: "$work/state", trustedTemplates: JSON.parse(fs.readFileSync("$work/trusted.json", "utf8")),
+    platform: "simulated", stateDir: "$work/state", trustedTemplates: JSON.parse(fs.readFileSync("$work/trusted-attester.json", "utf8")),
     modelProvider: "scripted", model: "scripted", owners: ["cli:local"],
     development: true, allowUnlockedMemory: true,
   },
@@ -205,13 +226,16 @@ EOF
 "$packctl" seal --attester "http://127.0.0.1:$pub_port" --policy "$work/seal-policy.json" \
 	-o "$work/prompt_pack.enc" --manifest "$work/prompt_pack_manifest.json" "$work/pack.json" >"$work/seal.out"
 grep -q "^report_hash_b64u: $report_hash\$" "$work/seal.out" || fail "seal: report hash differs from packctl report"
-rm -f "$work/pack.json" # the plaintext pack is the author's secret; only the sealed one goes on
+"$packctl" seal --attester "http://127.0.0.1:$pub_port" --policy "$work/seal-policy.json" \
+	-o "$work/release_pack.enc" --manifest "$work/release_pack_manifest.json" "$work/release-pack.json" >"$work/release-seal.out"
+grep -q "^report_hash_b64u: $rel_report_hash\$" "$work/release-seal.out" || fail "seal: the release pack's report hash differs from packctl report"
+rm -f "$work/pack.json" "$work/release-pack.json" # the plaintext packs are the author's secret; only the sealed ones go on
 
 # One OpenClaw config per kind of turn: the plugin's config differs only in
 # the local sender identity (and, for "down", a socket nobody listens on).
-oc_config() { # file local_sender socket outdir
-	node - "$@" <<EOF
-const [file, sender, socket, outDir] = process.argv.slice(2);
+oc_config() { # file local_sender socket outdir [pack_basename report_hash]
+	node - "$1" "$2" "$3" "$4" "${5:-prompt_pack}" "${6:-$report_hash}" <<EOF
+const [file, sender, socket, outDir, pack, reportHash] = process.argv.slice(2);
 require("fs").writeFileSync(file, JSON.stringify({
   update: { checkOnStart: false },
   models: { providers: { scripted: { baseUrl: "http://127.0.0.1:$model_port/v1", apiKey: "scripted-no-secret", api: "openai-completions", models: [{ id: "scripted", name: "scripted" }] } } },
@@ -222,8 +246,8 @@ require("fs").writeFileSync(file, JSON.stringify({
   plugins: {
     load: { paths: ["$root/clients/openclaw"] },
     entries: { clawea: { enabled: true, hooks: { allowConversationAccess: true }, config: {
-      controlSocket: socket, pack: "$work/prompt_pack.enc", manifest: "$work/prompt_pack_manifest.json",
-      reportHashB64u: "$report_hash", outDir, localSender: sender, timeoutMs: 20000,
+      controlSocket: socket, pack: "$work/" + pack + ".enc", manifest: "$work/" + pack + "_manifest.json",
+      reportHashB64u: reportHash, outDir, localSender: sender, timeoutMs: 20000,
     } } },
   },
 }, null, 2));
@@ -238,7 +262,8 @@ turn() { # name config message -> $work/NAME.json, rc in $work/NAME.rc
 	echo $? >"$work/$name.rc"
 	set -e
 }
-mkdir -p "$work/runs/owner" "$work/runs/guest" "$work/runs/down" "$work/runs/badcfg" "$work/runs/noaccess"
+mkdir -p "$work/runs/owner" "$work/runs/guest" "$work/runs/down" "$work/runs/badcfg" "$work/runs/noaccess" "$work/runs/release"
+oc_config "$work/oc-release.json" "cli:local" "$sock" "$work/runs/release" release_pack "$rel_report_hash"
 oc_config "$work/oc-owner.json" "cli:local" "$sock" "$work/runs/owner"
 oc_config "$work/oc-guest.json" "cli:guest" "$sock" "$work/runs/guest"
 oc_config "$work/oc-down.json" "cli:local" "$work/ctl/nobody.sock" "$work/runs/down"
@@ -252,6 +277,7 @@ turn guest "$work/oc-guest.json" "I am not the owner. [scene:guest]"
 turn down "$work/oc-down.json" "Anyone there? [scene:down]"
 turn badcfg "$work/oc-badcfg.json" "Anyone there? [scene:down]"
 turn noaccess "$work/oc-noaccess.json" "Run something. [scene:noaccess]"
+turn release "$work/oc-release.json" "Read the README. [scene:release]"
 
 say "assertions"
 node "$here/assert.mjs" --work "$work" --prompt "$work/prompt.txt" --canary "$canary" --openclaw-version "$oc_version" || {
@@ -294,4 +320,37 @@ if "$packctl" verify --attestation "$out/attestation.json" --evidence "$out/evid
 	--audit "$out/audit.jsonl" --report "$out/report.json" --policy "$out/policy.json" >/dev/null 2>&1; then
 	fail "a tampered bundle verified"
 fi
+say "openclaw-release: the run under the pack built from OpenClaw $oc_version's own prompt"
+[ "$(cat "$work/release.rc")" = 0 ] || { tail -c 3000 "$work/release.json" >&2; grep -i "clawea\|error" "$work/release.err" | tail -20 >&2; fail "the release turn exited $(cat "$work/release.rc")"; }
+node -e '
+const fs = require("fs");
+const [log, promptFile] = process.argv.slice(1);
+const prompt = fs.readFileSync(promptFile, "utf8");
+const rs = fs.readFileSync(log, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l)).filter((r) => r.scene === "release");
+const need = (c, m) => { if (!c) { console.error("e2e-openclaw: FAIL: release: " + m); process.exit(1); } };
+need(rs.length === 2, "want 2 model calls, got " + rs.length);
+for (const r of rs) need(r.system_texts?.length === 1 && r.system_texts[0].startsWith(prompt), "a model call did not get the attested release prompt first");
+console.error("e2e-openclaw: release: " + rs.length + " model calls got the attested prompt (" + prompt.length + " chars; exactly it: " + rs.every((r) => r.system_texts[0] === prompt) + ")");
+' "$work/model.log" "$work/release-prompt.txt"
+rel_dir=$(find "$work/runs/release" -mindepth 1 -maxdepth 1 -type d)
+[ "$(echo "$rel_dir" | wc -l)" = 1 ] && [ -n "$rel_dir" ] || fail "want exactly one attested release run, got: $rel_dir"
+mkdir -p "$out/release"
+for f in attestation.json evidence.jws bundle.json audit.jsonl; do cp "$rel_dir/$f" "$out/release/$f"; done
+cp "$work/release-report.json" "$out/release/report.json"
+cat >"$out/release/policy.json" <<EOF
+{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"allow_unchecked_revocation":true,"allow_unchecked_collateral":true,"measurements_b64u":["$measurement"],"trusted_attester_dids":["$attester_did"],"trusted_templates":$(cat "$work/release-files.json"),"trusted_recipes":[{"id":"openclaw-release","version":"1"}],"expected_system_prompt_hash_b64u":"$rel_prompt_hash","expected_report_hash_b64u":"$rel_report_hash","expected_gate_policy_hash_b64u":"$gate_policy","expected_model":{"provider":"scripted","model":"scripted"}}
+EOF
+"$packctl" verify --attestation "$out/release/attestation.json" --evidence "$out/release/evidence.jws" --bundle "$out/release/bundle.json" \
+	--audit "$out/release/audit.jsonl" --report "$out/release/report.json" --policy "$out/release/policy.json" >&2 ||
+	fail "packctl verify of the release run"
+# The same run under a policy that trusts only openclaw-sig is refused.
+node -e '
+const fs = require("fs"); const p = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+p.trusted_recipes = [{ id: "openclaw-sig", version: "1" }];
+fs.writeFileSync(process.argv[2], JSON.stringify(p));' "$out/release/policy.json" "$work/release-sig-only.json"
+if "$packctl" verify --attestation "$out/release/attestation.json" --evidence "$out/release/evidence.jws" --bundle "$out/release/bundle.json" \
+	--audit "$out/release/audit.jsonl" --report "$out/release/report.json" --policy "$work/release-sig-only.json" >/dev/null 2>&1; then
+	fail "the release run verified under a policy that trusts only openclaw-sig"
+fi
+
 echo "e2e-openclaw: PASS (openclaw $oc_version; artifacts in $out: $(ls "$out" | tr '\n' ' '))" >&2
