@@ -49,15 +49,18 @@ export PATH="$node_bin:$PATH" OPENCLAW_NO_AUTO_UPDATE=1
 openclaw=$oc_dir/node_modules/.bin/openclaw
 oc_version=$(node -p "require('$oc_dir/node_modules/openclaw/package.json').version")
 
-# Packs from a real install (docs/spec/recipe-openclaw-release.md): capture a
-# real turn of this OpenClaw in the example workspace; the openclaw-release
-# recipe must commit it and refuse to build what it cannot reproduce.
+# Packs from a real install (docs/spec/recipe-openclaw-release.md): capture
+# real turns of this OpenClaw (the example workspace and a fresh one); the
+# openclaw-release recipe must reproduce them from the install's pinned
+# files, refuse injected text, and its packs must rebuild only when trusted.
 if command -v go >/dev/null 2>&1; then
-	say "openclaw-release: capture a real OpenClaw $oc_version turn (go test TestInstalledOpenClaw)"
+	say "openclaw-release: reproduce real OpenClaw $oc_version captures (go test TestInstalledOpenClaw TestInstalledReleasePack)"
 	# CI=true: the test fails instead of skipping when the install is unusable.
-	rel_log=$(CI=true CLAWEA_OPENCLAW_DIR=$oc_dir CLAWEA_NODE_BIN=$node_bin go test -count=1 -v -run '^TestInstalledOpenClaw$' \
-		./promptpack/recipe/openclawrelease 2>&1) || { echo "$rel_log" >&2; fail "openclaw-release capture test"; }
-	echo "$rel_log" | grep -q -- '^--- PASS: TestInstalledOpenClaw' || { echo "$rel_log" >&2; fail "openclaw-release capture test did not pass"; }
+	rel_log=$(CI=true CLAWEA_OPENCLAW_DIR=$oc_dir CLAWEA_NODE_BIN=$node_bin go test -count=1 -v -run '^(TestInstalledOpenClaw|TestInstalledReleasePack)$' \
+		./promptpack/recipe/openclawrelease ./promptpack 2>&1) || { echo "$rel_log" >&2; fail "openclaw-release capture tests"; }
+	for t in TestInstalledOpenClaw TestInstalledReleasePack; do
+		echo "$rel_log" | grep -q -- "^--- PASS: $t" || { echo "$rel_log" >&2; fail "$t did not pass"; }
+	done
 	echo "$rel_log" | grep -- 'captured OpenClaw' >&2 || true
 elif [ -n "${CI:-}" ]; then
 	fail "go is needed for the openclaw-release capture test"

@@ -425,3 +425,81 @@ func FuzzExtractFragments(f *testing.F) {
 		}
 	})
 }
+
+func TestDocumentRoundTrip(t *testing.T) {
+	fx := toyRelease(t)
+	c := parse(t, toyCapture())
+	res, err := Build(c, fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := EncodeDocument(c, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := ParseDocument(doc)
+	if err != nil {
+		t.Fatalf("ParseDocument: %v", err)
+	}
+	defer d.Wipe()
+	if !slices.Equal(d.Layout, res.Layout) || !maps.Equal(d.Fragments, res.Fragments) || !bytes.Equal(d.Capture.SystemPrompt, c.SystemPrompt) {
+		t.Fatal("the document does not round-trip")
+	}
+	if s := fmt.Sprintf("%v %+v %#v", d, d, d); strings.Contains(s, "careful") {
+		t.Fatalf("formatting leaks the document: %s", s)
+	}
+	again, err := Finish(d.Capture, fx.Release, d.Layout, d.Fragments)
+	if err != nil || again.ReportHash != res.ReportHash {
+		t.Fatalf("Finish of the parsed document: %v", err)
+	}
+	// The toy release is not a supported one: Rebuild looks the version up
+	// and finds 2026.9.6's real table, which has none of the toy fragments.
+	if _, err := d.Rebuild(); !errors.Is(err, ErrInvalidLayout) {
+		t.Fatalf("Rebuild against the real 2026.9.6 table: %v, want ErrInvalidLayout", err)
+	}
+	for name, mut := range map[string]func(s string) string{
+		"unknown member": func(s string) string { return strings.Replace(s, `{"capture_json"`, `{"x":1,"capture_json"`, 1) },
+		"document version": func(s string) string {
+			return strings.Replace(s, `"document_version":"1"`, `"document_version":"2"`, 1)
+		},
+		"unknown kind":    func(s string) string { return strings.Replace(s, `["nl"]`, `["raw"]`, 1) },
+		"token arity":     func(s string) string { return strings.Replace(s, `["nl"]`, `["nl",1]`, 1) },
+		"unused fragment": func(s string) string { return strings.Replace(s, `"fragments":{`, `"fragments":{"AAAA":"x",`, 1) },
+		"empty layout":    func(s string) string { i := strings.Index(s, `"layout":[`); return s[:i] + `"layout":[]}` },
+		"not json":        func(s string) string { return s[:len(s)-1] },
+	} {
+		if _, err := ParseDocument([]byte(mut(string(doc)))); err == nil {
+			t.Errorf("%s: parsed", name)
+		}
+	}
+}
+
+// FuzzParseDocument: a document either parses or is refused with a
+// sentinel of this package, never a panic.
+func FuzzParseDocument(f *testing.F) {
+	fx := toyRelease(f)
+	c := parse(&testing.T{}, toyCapture())
+	res, err := Build(c, fx)
+	if err != nil {
+		f.Fatal(err)
+	}
+	doc, err := EncodeDocument(c, res)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(doc)
+	f.Add([]byte(`{"document_version":"1","capture_json":"{}","layout":[["nl"]],"fragments":{}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := ParseDocument(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrInvalidCapture) {
+				t.Fatalf("error %v wraps no sentinel", err)
+			}
+			return
+		}
+		defer d.Wipe()
+		if _, err := Finish(d.Capture, fx.Release, d.Layout, d.Fragments); err != nil && !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrNotReproduced) {
+			t.Fatalf("Finish: %v", err)
+		}
+	})
+}
