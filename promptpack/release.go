@@ -47,15 +47,17 @@ func releaseProvenance(rel *openclawrelease.Release) Provenance {
 
 // BuildRelease makes an openclaw-release pack from a capture that the
 // fixed text of its OpenClaw release (openclawrelease.LoadFixed) reproduces,
-// and checks that the pack rebuilds.
-func BuildRelease(c *openclawrelease.Capture, fixed *openclawrelease.Fixed) (*Pack, error) {
+// and checks that the pack rebuilds. It also returns the recipe's result
+// (the layout and its report, which says how much of the prompt is the
+// release's own text).
+func BuildRelease(c *openclawrelease.Capture, fixed *openclawrelease.Fixed) (*Pack, *openclawrelease.Result, error) {
 	res, err := openclawrelease.Build(c, fixed)
 	if err != nil {
-		return nil, fmt.Errorf("promptpack: build: %w", err)
+		return nil, nil, fmt.Errorf("promptpack: build: %w", err)
 	}
 	doc, err := openclawrelease.EncodeDocument(c, res)
 	if err != nil {
-		return nil, fmt.Errorf("promptpack: build: %w", err)
+		return nil, nil, fmt.Errorf("promptpack: build: %w", err)
 	}
 	p := &Pack{
 		Recipe:      RecipeRef{ID: openclawrelease.ID, Version: openclawrelease.Version},
@@ -67,15 +69,15 @@ func BuildRelease(c *openclawrelease.Capture, fixed *openclawrelease.Fixed) (*Pa
 	self, err := p.SigHashes()
 	if err != nil {
 		p.Wipe()
-		return nil, err
+		return nil, nil, err
 	}
 	rb, err := p.Rebuild(self)
 	if err != nil {
 		p.Wipe()
-		return nil, err
+		return nil, nil, err
 	}
 	rb.Wipe()
-	return p, nil
+	return p, res, nil
 }
 
 // validateRelease checks the parts of an openclaw-release pack that do not

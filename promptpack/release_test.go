@@ -59,7 +59,7 @@ func TestInstalledReleasePack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := BuildRelease(c, fixed)
+	p, _, err := BuildRelease(c, fixed)
 	if err != nil {
 		t.Fatalf("BuildRelease: %v", err)
 	}

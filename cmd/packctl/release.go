@@ -50,7 +50,7 @@ func buildRelease(capturePath, openclawDir, out string, force bool, policy *admi
 		return exitCannot
 	}
 	progress(stderr, "build: %d fragments; reproducing the captured prompt (%d bytes)", len(fixed.Fragments), len(c.SystemPrompt))
-	p, err := promptpack.BuildRelease(c, fixed)
+	p, res, err := promptpack.BuildRelease(c, fixed)
 	if err != nil {
 		errorf(stderr, "build: %v", err)
 		if errors.Is(err, openclawrelease.ErrUnsupportedVersion) || errors.Is(err, openclawrelease.ErrFixedText) {
@@ -59,6 +59,9 @@ func buildRelease(capturePath, openclawDir, out string, force bool, policy *admi
 		return exitRejected
 	}
 	defer p.Wipe()
+	by := res.Report.Layout.BytesByKind
+	progress(stderr, "build: reproduced: %d of %d bytes are OpenClaw %s's own text; %d come from bootstrap files, %d from tool names, %d from %d slot values, %d are line feeds",
+		by[openclawrelease.KindFragment], len(c.SystemPrompt), rel.OpenClawVersion, by[openclawrelease.KindFile], by[openclawrelease.KindTool], by[openclawrelease.KindSlot], len(res.Report.Slots), by[openclawrelease.KindNewline])
 	if policy != nil {
 		if err := policy.Admit(p); err != nil {
 			errorf(stderr, "build: %v", err)
