@@ -1,7 +1,7 @@
 // Command packctl builds and seals prompt packs and verifies PoH documents
 // and execution attestations offline.
 //
-// Exit codes (documented in docs/spec/packctl.md):
+// Exit codes (documented in the README, "packctl exit codes"):
 //
 //	0  success / verified
 //	1  usage error
