@@ -25,6 +25,7 @@ require (
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
+	github.com/tdewolff/parse/v2 v2.8.20 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 )
 
