@@ -5,24 +5,33 @@
 # loopback, which records the first request verbatim and answers with a
 # plain text (no tool call, so no tool runs either).
 #
-#   capture.sh --openclaw-dir DIR --workspace WS --out CAPTURE.json [--model PROVIDER/MODEL]
+#   capture.sh --openclaw-dir DIR --workspace WS --out CAPTURE.json [--model PROVIDER/MODEL] [--config FILE]
 #
 # --model names the model provider and model the capture server stands in
 # for (default capture/capture): OpenClaw writes it into the prompt's model
 # identity line, so capture with the provider/model the agent will run with.
+#
+# --config is the author's own openclaw.json (plain JSON): the capture runs
+# with it, so its tool policy, channels, skills and plugins shape the prompt
+# as in production. It is changed only where it must be: the --model
+# provider points at the capture server and is the primary model, the
+# workspace is WS, update checks are off, and the clawea plugin is disabled
+# (it would replace the very prompt being captured). Without --config a
+# minimal config is used (no plugins, tools.toolSearch off).
 # DIR holds node_modules/openclaw (hack/e2e-openclaw/install.sh's
 # openclaw-VERSION directory); node >= 24 must be first on PATH. The
 # workspace is used in place (OpenClaw may seed missing bootstrap files into
 # it); the capture records the bootstrap files as they are after the turn.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-oc_dir= ws= out= model=capture/capture
+oc_dir= ws= out= model=capture/capture config=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--openclaw-dir) oc_dir=$2; shift 2 ;;
 	--workspace) ws=$2; shift 2 ;;
 	--out) out=$2; shift 2 ;;
 	--model) model=$2; shift 2 ;;
+	--config) config=$2; shift 2 ;;
 	*) echo "capture.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -48,14 +57,31 @@ for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 [ -s "$work/port" ] || { echo "capture.sh: the capture server did not start" >&2; exit 1; }
 port=$(cat "$work/port")
 
-node - "$work/openclaw.json" "$port" "$ws" "$provider" "$model_id" <<'JS'
-const [file, port, ws, provider, model] = process.argv.slice(2);
-require("fs").writeFileSync(file, JSON.stringify({
-  update: { checkOnStart: false },
-  models: { providers: { [provider]: { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "capture-no-secret", api: "openai-completions", models: [{ id: model, name: model }] } } },
-  agents: { defaults: { model: { primary: `${provider}/${model}` }, workspace: ws } },
-  tools: { toolSearch: false },
-}));
+[ -z "$config" ] || [ -f "$config" ] || { echo "capture.sh: --config $config: no such file" >&2; exit 2; }
+node - "$work/openclaw.json" "$port" "$ws" "$provider" "$model_id" "$config" <<'JS'
+const fs = require("fs");
+const [file, port, ws, provider, model, configFile] = process.argv.slice(2);
+const endpoint = { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "capture-no-secret", api: "openai-completions", models: [{ id: model, name: model }] };
+let c;
+if (configFile) {
+  c = JSON.parse(fs.readFileSync(configFile, "utf8"));
+  if (c === null || typeof c !== "object" || Array.isArray(c)) throw new Error("capture: --config is not a JSON object");
+  c.update = { ...(c.update ?? {}), checkOnStart: false };
+  c.models = { ...(c.models ?? {}) };
+  c.models.providers = { ...(c.models.providers ?? {}), [provider]: { ...(c.models.providers?.[provider] ?? {}), ...endpoint } };
+  c.agents = { ...(c.agents ?? {}) };
+  c.agents.defaults = { ...(c.agents.defaults ?? {}), workspace: ws };
+  c.agents.defaults.model = { ...(c.agents.defaults.model ?? {}), primary: `${provider}/${model}` };
+  if (c.plugins?.entries?.clawea) c.plugins.entries.clawea = { ...c.plugins.entries.clawea, enabled: false };
+} else {
+  c = {
+    update: { checkOnStart: false },
+    models: { providers: { [provider]: endpoint } },
+    agents: { defaults: { model: { primary: `${provider}/${model}` }, workspace: ws } },
+    tools: { toolSearch: false },
+  };
+}
+fs.writeFileSync(file, JSON.stringify(c), { mode: 0o600 });
 JS
 OPENCLAW_NO_AUTO_UPDATE=1 OPENCLAW_CONFIG_PATH=$work/openclaw.json OPENCLAW_STATE_DIR=$work/state timeout 180 \
 	"$openclaw" agent --local --agent main --message "capture" --json >"$work/turn.json" 2>"$work/turn.err" || {

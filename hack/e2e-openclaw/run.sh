@@ -11,8 +11,10 @@
 #      non-owner turn (cannot verify), attester down and a plugin config
 #      the plugin refuses (runs blocked before the model is asked)
 #   -> packctl verify of the owner run's attestation with bundle, audit, report
-#   -> (first) a real turn captured for the openclaw-release recipe, which
-#      must commit it and refuse to build what it cannot reproduce
+#   -> (first) real turns captured for the openclaw-release recipe, which
+#      must reproduce them from the install's pinned files (go tests)
+#   -> a pack captured from this workspace with the owner's OpenClaw config,
+#      built, sealed and run under the plugin; packctl verify of that run
 # Artifacts go to e2e-out/. Every step asserts; any failure exits non-zero.
 #   SHARED            build the pack from $SHARED/conformance/openclaw-sig
 #                     (default: the example harness in hack/demo/example)
@@ -168,15 +170,6 @@ for (const [n, h] of Object.entries(t)) if (trusted[n] !== h) { console.error("e
 fs.writeFileSync(out, JSON.stringify(trusted));' "$out/report.json" "$ref_values" "$work/trusted.json"
 # The simulated platform's launch measurement (enclave/sim: SHA-384 of its
 # label): the reference value an operator publishes.
-say "openclaw-release: capture this workspace's prompt from OpenClaw $oc_version, build a pack from it"
-bash "$here/capture.sh" --openclaw-dir "$oc_dir" --workspace "$work/ws" --out "$work/capture.json" --model scripted/scripted
-"$packctl" build --recipe openclaw-release --capture "$work/capture.json" --openclaw "$oc_dir" -o "$work/release-pack.json" 2>"$work/release-build.err" ||
-	{ cat "$work/release-build.err" >&2; fail "packctl build --recipe openclaw-release"; }
-rm -f "$work/capture.json" # as secret as a plaintext pack
-"$packctl" report --json "$work/release-pack.json" >"$work/release-report.json"
-rel_report_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$work/release-report.json')).digest('base64url')")
-"$packctl" render "$work/release-pack.json" >"$work/release-prompt.txt"
-rel_prompt_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$work/release-prompt.txt')).digest('base64url')")
 "$packctl" releases --json >"$work/releases.json"
 # The attester trusts the example templates and this OpenClaw release (its
 # entry from packctl releases, a reference value of this build).
@@ -229,10 +222,7 @@ EOF
 "$packctl" seal --attester "http://127.0.0.1:$pub_port" --policy "$work/seal-policy.json" \
 	-o "$work/prompt_pack.enc" --manifest "$work/prompt_pack_manifest.json" "$work/pack.json" >"$work/seal.out"
 grep -q "^report_hash_b64u: $report_hash\$" "$work/seal.out" || fail "seal: report hash differs from packctl report"
-"$packctl" seal --attester "http://127.0.0.1:$pub_port" --policy "$work/seal-policy.json" \
-	-o "$work/release_pack.enc" --manifest "$work/release_pack_manifest.json" "$work/release-pack.json" >"$work/release-seal.out"
-grep -q "^report_hash_b64u: $rel_report_hash\$" "$work/release-seal.out" || fail "seal: the release pack's report hash differs from packctl report"
-rm -f "$work/pack.json" "$work/release-pack.json" # the plaintext packs are the author's secret; only the sealed ones go on
+rm -f "$work/pack.json" # the plaintext pack is the author's secret; only the sealed one goes on
 
 # One OpenClaw config per kind of turn: the plugin's config differs only in
 # the local sender identity (and, for "down", a socket nobody listens on).
@@ -266,7 +256,6 @@ turn() { # name config message -> $work/NAME.json, rc in $work/NAME.rc
 	set -e
 }
 mkdir -p "$work/runs/owner" "$work/runs/guest" "$work/runs/down" "$work/runs/badcfg" "$work/runs/noaccess" "$work/runs/release"
-oc_config "$work/oc-release.json" "cli:local" "$sock" "$work/runs/release" release_pack "$rel_report_hash"
 oc_config "$work/oc-owner.json" "cli:local" "$sock" "$work/runs/owner"
 oc_config "$work/oc-guest.json" "cli:guest" "$sock" "$work/runs/guest"
 oc_config "$work/oc-down.json" "cli:local" "$work/ctl/nobody.sock" "$work/runs/down"
@@ -274,6 +263,20 @@ oc_config "$work/oc-badcfg.json" "not-a-sender" "$sock" "$work/runs/badcfg"
 oc_config "$work/oc-noaccess.json" "cli:local" "$sock" "$work/runs/noaccess"
 node -e 'const f = require("fs"); const c = JSON.parse(f.readFileSync(process.argv[1])); delete c.plugins.entries.clawea.hooks; f.writeFileSync(process.argv[1], JSON.stringify(c))' "$work/oc-noaccess.json"
 cp "$work/oc-owner.json" "$out/openclaw.json"
+say "openclaw-release: capture this workspace's prompt from OpenClaw $oc_version with the owner's config, build a pack from it"
+bash "$here/capture.sh" --openclaw-dir "$oc_dir" --workspace "$work/ws" --out "$work/capture.json" --model scripted/scripted --config "$work/oc-owner.json"
+"$packctl" build --recipe openclaw-release --capture "$work/capture.json" --openclaw "$oc_dir" -o "$work/release-pack.json" 2>"$work/release-build.err" ||
+	{ cat "$work/release-build.err" >&2; fail "packctl build --recipe openclaw-release"; }
+rm -f "$work/capture.json" # as secret as a plaintext pack
+"$packctl" report --json "$work/release-pack.json" >"$work/release-report.json"
+rel_report_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$work/release-report.json')).digest('base64url')")
+"$packctl" render "$work/release-pack.json" >"$work/release-prompt.txt"
+rel_prompt_hash=$(node -p "require('crypto').createHash('sha256').update(require('fs').readFileSync('$work/release-prompt.txt')).digest('base64url')")
+"$packctl" seal --attester "http://127.0.0.1:$pub_port" --policy "$work/seal-policy.json" \
+	-o "$work/release_pack.enc" --manifest "$work/release_pack_manifest.json" "$work/release-pack.json" >"$work/release-seal.out"
+grep -q "^report_hash_b64u: $rel_report_hash\$" "$work/release-seal.out" || fail "seal: the release pack's report hash differs from packctl report"
+rm -f "$work/release-pack.json" # the author's secret; only the sealed one goes on
+oc_config "$work/oc-release.json" "cli:local" "$sock" "$work/runs/release" release_pack "$rel_report_hash"
 
 turn owner "$work/oc-owner.json" "Please check the workspace. [scene:owner]"
 turn guest "$work/oc-guest.json" "I am not the owner. [scene:guest]"
