@@ -117,12 +117,12 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 	defer doc.Wipe()
 	// The opener must trust this release by name and table hash, as it
 	// trusts openclaw-sig templates by name and sig hash.
-	relT, err := openclawrelease.Lookup(doc.Capture.OpenClawVersion)
+	rel, err := openclawrelease.Lookup(doc.Capture.OpenClawVersion)
 	if err != nil {
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
 	}
-	name := ReleaseTrustName(relT.OpenClawVersion)
-	want, err := ReleaseTrustHash(relT)
+	name := ReleaseTrustName(rel.OpenClawVersion)
+	want, err := ReleaseTrustHash(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -130,10 +130,6 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 		return nil, fmt.Errorf("promptpack: rebuild: %w", &openclawsig.TemplateError{Name: name, Err: openclawsig.ErrTemplateUntrusted})
 	}
 	res, err := doc.Rebuild()
-	if err != nil {
-		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
-	}
-	rel, err := openclawrelease.Lookup(doc.Capture.OpenClawVersion)
 	if err != nil {
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
 	}

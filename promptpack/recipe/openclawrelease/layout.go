@@ -76,11 +76,31 @@ type Inputs struct {
 // PromptForm is how a bootstrap file appears in the prompt: runs of three
 // or more line feeds collapsed to two and trailing line feeds removed.
 func PromptForm(content []byte) string {
-	s := string(content)
-	for strings.Contains(s, "\n\n\n") {
-		s = strings.ReplaceAll(s, "\n\n\n", "\n\n")
+	b := make([]byte, 0, len(content))
+	run := 0
+	for _, c := range content {
+		if c == '\n' {
+			if run++; run > 2 {
+				continue
+			}
+		} else {
+			run = 0
+		}
+		b = append(b, c)
 	}
-	return strings.TrimRight(s, "\n")
+	for len(b) > 0 && b[len(b)-1] == '\n' {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
+
+// forms returns the prompt form of each bootstrap file, by name.
+func (in Inputs) forms() map[string]string {
+	m := make(map[string]string, len(in.Files))
+	for _, f := range in.Files {
+		m[f.Name] = PromptForm(f.Content)
+	}
+	return m
 }
 
 // pool is the fixed text of a release, indexed for segmentation.
@@ -119,7 +139,7 @@ type step struct {
 
 // steps calls fn for every way a token (or a slot with its preceding
 // fragments) can start at offset at of s.
-func (p *pool) steps(s string, at int, rel *Release, in Inputs, fn func(step)) {
+func (p *pool) steps(s string, at int, rel *Release, in Inputs, forms map[string]string, fn func(step)) {
 	rest := s[at:]
 	if rest[0] == '\n' {
 		fn(step{1, []Token{{Kind: KindNewline}}})
@@ -142,7 +162,7 @@ func (p *pool) steps(s string, at int, rel *Release, in Inputs, fn func(step)) {
 		}
 	}
 	for _, f := range in.Files {
-		if c := PromptForm(f.Content); c != "" && strings.HasPrefix(rest, c) {
+		if c := forms[f.Name]; c != "" && strings.HasPrefix(rest, c) {
 			fn(step{len(c), []Token{{Kind: KindFile, Name: f.Name}}})
 		}
 	}
@@ -192,8 +212,9 @@ func (p *pool) segment(s string, rel *Release, in Inputs) ([]Token, int, error) 
 	for i := range n {
 		cost[i] = inf
 	}
+	forms := in.forms()
 	for at := n - 1; at >= 0; at-- {
-		p.steps(s, at, rel, in, func(st step) {
+		p.steps(s, at, rel, in, forms, func(st step) {
 			next := cost[at+st.n]
 			if next == inf {
 				return
@@ -216,7 +237,7 @@ func (p *pool) segment(s string, rel *Release, in Inputs) ([]Token, int, error) 
 				continue
 			}
 			far = max(far, at)
-			p.steps(s, at, rel, in, func(st step) { reach[at+st.n] = true })
+			p.steps(s, at, rel, in, forms, func(st step) { reach[at+st.n] = true })
 		}
 		return nil, far, nil
 	}
@@ -229,11 +250,14 @@ func (p *pool) segment(s string, rel *Release, in Inputs) ([]Token, int, error) 
 
 // Render checks a layout against its release's rules and the inputs
 // (CheckLayout) and returns the text it renders, looking fragments up in
-// frags (hash -> text).
-func Render(rel *Release, toks []Token, frags map[string]string, in Inputs) ([]byte, error) {
+// frags (hash -> text). A layout whose text would exceed limit bytes is
+// refused as soon as it does (ErrNotReproduced), so a layout that repeats a
+// long fragment cannot make the renderer allocate more than limit.
+func Render(rel *Release, toks []Token, frags map[string]string, in Inputs, limit int) ([]byte, error) {
 	if err := CheckLayout(rel, toks, frags, in); err != nil {
 		return nil, err
 	}
+	forms := in.forms()
 	var b []byte
 	for _, t := range toks {
 		switch t.Kind {
@@ -244,10 +268,13 @@ func Render(rel *Release, toks []Token, frags map[string]string, in Inputs) ([]b
 		case KindTool:
 			b = append(b, in.Tools[t.Index].Name...)
 		case KindFile:
-			f, _ := fileByName(in.Files, t.Name)
-			b = append(b, PromptForm(f.Content)...)
+			b = append(b, forms[t.Name]...)
 		case KindSlot:
 			b = append(b, t.Value...)
+		}
+		if len(b) > limit {
+			clear(b)
+			return nil, fmt.Errorf("%w: the layout renders more than %d bytes", ErrNotReproduced, limit)
 		}
 	}
 	return b, nil
@@ -267,7 +294,8 @@ func fileByName(files []BootstrapFile, name string) (BootstrapFile, bool) {
 // the release's fragment table and frags holds the text with that hash),
 // tools and files exist, every slot is a slot of the release, right after
 // its fragments, with a value its class accepts, and a bootstrap file
-// appears only as "context.path slot naming it, LF, file".
+// appears only as "context.path slot naming it, LF, file", and is not empty
+// there (every token renders at least one byte).
 func CheckLayout(rel *Release, toks []Token, frags map[string]string, in Inputs) error {
 	if rel == nil {
 		return fmt.Errorf("%w: no release", ErrInvalidLayout)
@@ -284,6 +312,7 @@ func CheckLayout(rel *Release, toks []Token, frags map[string]string, in Inputs)
 			return fmt.Errorf("%w: a fragment's text does not have its hash %s", ErrInvalidLayout, clipHash(h))
 		}
 	}
+	forms := in.forms()
 	for i, t := range toks {
 		switch t.Kind {
 		case KindFragment:
@@ -299,8 +328,11 @@ func CheckLayout(rel *Release, toks []Token, frags map[string]string, in Inputs)
 				return fmt.Errorf("%w: token %d: no tool %d", ErrInvalidLayout, i, t.Index)
 			}
 		case KindFile:
-			if _, ok := fileByName(in.Files, t.Name); !ok {
+			if _, ok := forms[t.Name]; !ok {
 				return fmt.Errorf("%w: token %d: no bootstrap file %q", ErrInvalidLayout, i, clipName(t.Name))
+			}
+			if forms[t.Name] == "" {
+				return fmt.Errorf("%w: token %d: bootstrap file %q is empty in the prompt", ErrInvalidLayout, i, clipName(t.Name))
 			}
 			if i < 2 || toks[i-1].Kind != KindNewline || toks[i-2].Kind != KindSlot || toks[i-2].Name != slotContextPath ||
 				!strings.HasSuffix(toks[i-2].Value, "/"+t.Name) {

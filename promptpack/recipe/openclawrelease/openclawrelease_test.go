@@ -291,6 +291,14 @@ func TestFinishRefusesLayouts(t *testing.T) {
 		"file without header": func(toks []Token, frags map[string]string) []Token {
 			return append(toks, Token{Kind: KindNewline}, Token{Kind: KindFile, Name: "AGENTS.md"})
 		},
+		// A layout that repeats a fragment far past the prompt's length
+		// is refused before it allocates more than the prompt.
+		"repeated fragment": func(toks []Token, frags map[string]string) []Token {
+			for range 1 << 16 {
+				toks = append(toks, toks[0])
+			}
+			return toks
+		},
 		"no such tool": func(toks []Token, frags map[string]string) []Token {
 			return append(toks, Token{Kind: KindTool, Index: 9})
 		},
@@ -371,6 +379,20 @@ func FuzzParseCapture(f *testing.F) {
 			t.Fatalf("Build: %v", err)
 		}
 	})
+}
+
+func TestPromptForm(t *testing.T) {
+	for in, want := range map[string]string{
+		"":                    "",
+		"\n\n\n":              "",
+		"a\n":                 "a",
+		"a\n\nb\n\n\n\nc\n\n": "a\n\nb\n\nc",
+		"a\r\n\r\n\r\nb":      "a\r\n\r\n\r\nb",
+	} {
+		if got := PromptForm([]byte(in)); got != want {
+			t.Errorf("PromptForm(%q) = %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestCookJS(t *testing.T) {
@@ -502,4 +524,25 @@ func FuzzParseDocument(f *testing.F) {
 			t.Fatalf("Finish: %v", err)
 		}
 	})
+}
+
+// TestRenderLimit: the renderer stops at its limit, whatever the layout.
+func TestRenderLimit(t *testing.T) {
+	fx := toyRelease(t)
+	c := parse(t, toyCapture())
+	res, err := Build(c, fx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Inputs{Tools: c.Tools, Files: c.BootstrapFiles}
+	toks := slices.Clone(res.Layout)
+	for range 1 << 12 {
+		toks = append(toks, res.Layout[0])
+	}
+	if _, err := Render(fx.Release, toks, res.Fragments, in, len(c.SystemPrompt)); !errors.Is(err, ErrNotReproduced) || !strings.Contains(err.Error(), "more than") {
+		t.Fatalf("got %v, want the limit refusal", err)
+	}
+	if out, err := Render(fx.Release, res.Layout, res.Fragments, in, len(c.SystemPrompt)); err != nil || !bytes.Equal(out, c.SystemPrompt) {
+		t.Fatalf("the layout at its own length: %v", err)
+	}
 }

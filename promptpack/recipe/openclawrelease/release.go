@@ -259,7 +259,7 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 // the inputs, and no install.
 func Finish(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Result, error) {
 	in := Inputs{Tools: c.Tools, Files: c.BootstrapFiles}
-	out, err := Render(rel, toks, frags, in)
+	out, err := Render(rel, toks, frags, in, len(c.SystemPrompt))
 	if err != nil {
 		return nil, err
 	}
