@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/octest"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
@@ -21,31 +20,12 @@ import (
 // both) and checks what an opener checks: the trust entry, the pack's
 // stated provenance and mode, the document, and seal/open.
 func TestInstalledReleasePack(t *testing.T) {
-	dir := os.Getenv("CLAWEA_OPENCLAW_DIR")
-	if dir == "" {
-		t.Skip("CLAWEA_OPENCLAW_DIR is not set: no OpenClaw install is expected (hack/e2e-openclaw/run.sh sets it)")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openclaw", "package.json")); err != nil {
-		citest.SkipOrFail(t, "no OpenClaw install at CLAWEA_OPENCLAW_DIR: %v", err)
-		return
-	}
+	dir := octest.Install(t)
 	ws := filepath.Join(t.TempDir(), "ws")
 	if err := os.CopyFS(ws, os.DirFS("recipe/openclawrelease/testdata/workspace")); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(t.TempDir(), "capture.json")
-	cmd := exec.Command("bash", "../hack/e2e-openclaw/capture.sh", "--openclaw-dir", dir, "--workspace", ws, "--out", out)
-	cmd.Env = os.Environ()
-	if nb := os.Getenv("CLAWEA_NODE_BIN"); nb != "" {
-		cmd.Env = append(cmd.Env, "PATH="+nb+string(os.PathListSeparator)+os.Getenv("PATH"))
-	}
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("capture.sh: %v\n%s", err, msg)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := octest.Capture(t, dir, ws)
 	c, err := openclawrelease.ParseCapture(data)
 	if err != nil {
 		t.Fatal(err)

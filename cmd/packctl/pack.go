@@ -250,6 +250,13 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return packExit(err)
 	}
 	defer p.Wipe()
+	return admitAndWrite(p, policy, *out, *force, stdout, stderr)
+}
+
+// admitAndWrite is the end of every build: the admission policy, if any,
+// must admit the pack (exit 4 otherwise), then its canonical bytes are
+// written mode 0600 (an existing file only with force).
+func admitAndWrite(p *promptpack.Pack, policy *admission.Policy, out string, force bool, stdout, stderr io.Writer) int {
 	if policy != nil {
 		if err := policy.Admit(p); err != nil {
 			errorf(stderr, "build: %v", err)
@@ -262,7 +269,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitRejected
 	}
 	defer sealed.Wipe(enc)
-	if err := writeOutput(*out, enc, 0o600, stdout, *force); err != nil {
+	if err := writeOutput(out, enc, 0o600, stdout, force); err != nil {
 		errorf(stderr, "build: %v", err)
 		if errors.Is(err, errExists) {
 			return exitUsage

@@ -62,26 +62,7 @@ func buildRelease(capturePath, openclawDir, out string, force bool, policy *admi
 	by := res.Report.Layout.BytesByKind
 	progress(stderr, "build: reproduced: %d of %d bytes are OpenClaw %s's own text; %d come from bootstrap files, %d from tool names, %d from %d slot values, %d are line feeds",
 		by[openclawrelease.KindFragment], len(c.SystemPrompt), rel.OpenClawVersion, by[openclawrelease.KindFile], by[openclawrelease.KindTool], by[openclawrelease.KindSlot], len(res.Report.Slots), by[openclawrelease.KindNewline])
-	if policy != nil {
-		if err := policy.Admit(p); err != nil {
-			errorf(stderr, "build: %v", err)
-			return admissionExit(err)
-		}
-	}
-	enc, err := p.Encode()
-	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitRejected
-	}
-	defer clear(enc)
-	if err := writeOutput(out, enc, 0o600, stdout, force); err != nil {
-		errorf(stderr, "build: %v", err)
-		if errors.Is(err, errExists) {
-			return exitUsage
-		}
-		return exitCannot
-	}
-	return exitOK
+	return admitAndWrite(p, policy, out, force, stdout, stderr)
 }
 
 // progress writes one progress line to stderr.

@@ -6,40 +6,27 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/octest"
 )
 
-// TestInstalledOpenClaw captures a real turn of the released OpenClaw that
-// hack/e2e-openclaw/install.sh installed, in this package's example
-// workspace (testdata/workspace, our own text), and checks what the recipe
-// does with it. OpenClaw's own prompt text is never stored in this
-// repository: it is produced here, from the install, at test time.
-//
-// CLAWEA_OPENCLAW_DIR names the install (the openclaw-VERSION directory
-// holding node_modules/openclaw); hack/e2e-openclaw/run.sh sets it and runs
-// this test. Without it the test skips (no install is expected); with it, a
-// missing install skips on a developer's machine and fails under CI.
-// CLAWEA_NODE_BIN, when set, is put first on PATH (node >= 24).
+// TestInstalledOpenClaw captures real turns of the released OpenClaw that
+// hack/e2e-openclaw/install.sh installed (internal/octest finds it), in this
+// package's example workspace (testdata/workspace, our own text) and in a
+// fresh one, and checks that the supported release reproduces both.
+// OpenClaw's own prompt text is never stored in this repository: it is
+// produced here, from the install, at test time. With -update it
+// regenerates the release's pins instead (gen_test.go).
 func TestInstalledOpenClaw(t *testing.T) {
-	dir := os.Getenv("CLAWEA_OPENCLAW_DIR")
-	if dir == "" {
-		t.Skip("CLAWEA_OPENCLAW_DIR is not set: no OpenClaw install is expected (hack/e2e-openclaw/run.sh sets it)")
-	}
+	dir := octest.Install(t)
 	pkg, err := os.ReadFile(filepath.Join(dir, "node_modules", "openclaw", "package.json"))
 	if err != nil {
-		citest.SkipOrFail(t, "no OpenClaw install at CLAWEA_OPENCLAW_DIR: %v", err)
-		return
-	}
-	if _, err := exec.LookPath("bash"); err != nil {
-		citest.SkipOrFail(t, "bash: %v", err)
-		return
+		t.Fatal(err)
 	}
 	var meta struct {
 		Version string `json:"version"`
@@ -124,22 +111,10 @@ func TestInstalledOpenClaw(t *testing.T) {
 	checkRelease(t, pkgDir, c2)
 }
 
-// captureIn runs hack/e2e-openclaw/capture.sh for one turn in ws.
+// captureIn captures one turn in ws and parses it.
 func captureIn(t *testing.T, dir, ws string) *Capture {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "capture.json")
-	cmd := exec.Command("bash", "../../../hack/e2e-openclaw/capture.sh", "--openclaw-dir", dir, "--workspace", ws, "--out", out)
-	cmd.Env = append(os.Environ(), "TZ=UTC")
-	if nb := os.Getenv("CLAWEA_NODE_BIN"); nb != "" {
-		cmd.Env = append(cmd.Env, "PATH="+nb+string(os.PathListSeparator)+os.Getenv("PATH"))
-	}
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("capture.sh: %v\n%s", err, msg)
-	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := octest.Capture(t, dir, ws)
 	c, err := ParseCapture(data)
 	if err != nil {
 		t.Fatalf("ParseCapture of a real capture: %v", err)
