@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/wire/evidencedoc"
 )
 
@@ -68,4 +70,47 @@ func joseAgrees(jws []byte) error {
 		return errors.New("go-jose read another payload")
 	}
 	return nil
+}
+
+// FuzzDecodePayloadAgrees: the payload decoder accepts exactly the payloads
+// its predecessor (decode with encoding/json, re-encode, compare bytes)
+// accepted, with the same document; the seeds are the payloads of signed
+// documents and TestParseRejects-style edits of them.
+func FuzzDecodePayloadAgrees(f *testing.F) {
+	sensitive := execDoc(f)
+	sensitive.Execution.Clawea.AdmissionPolicyHashB64u, sensitive.Execution.Clawea.Sensitive = hash("admission policy"), evidencedoc.SensitiveTrue
+	for _, d := range []*evidencedoc.Document{execDoc(f), sensitive, keyDoc(f, []byte("challenge"))} {
+		_, payload := segments(sign(f, d).JWS)
+		if _, _, err, refErr := evidencedoc.DecodePayloadBoth(payload, pub(), didkey.Format(pub())); err != nil || refErr != nil {
+			f.Fatalf("a signed document's payload: %v, reference %v", err, refErr)
+		}
+		f.Add(payload)
+		for _, r := range [][2]string{
+			{`"kind":`, `"extra":1,"kind":`}, {`"kind":`, `"KIND":`}, {`"simulated":true,`, ``},
+			{`"simulated":true,`, `"simulated":true,"signature_b64u":"",`}, {`"evidence":[`, `"key":null,"evidence":[`},
+			{`"run_id":`, `"extra":"x","run_id":`}, {`"run_id":"run_1"`, `"run_id":"run\u005f1"`},
+			{`"aux_b64u":{`, `"aux_b64u":{"a":"AA",`}, {`"aux_b64u":{`, `"aux_b64u":{"9":"AA","10":"AA",`},
+			{`"aux_b64u":{`, `"aux_b64u":{"10":"AA","9":"AA",`}, {`"cert_chain_b64u":[`, `"cert_chain_b64u":[null,`},
+			{`"evidence":[`, `"evidence":null,"x":[`}, {`"simulated":true`, `"simulated":"true"`}, {`{"platform"`, `{ "platform"`},
+		} {
+			f.Add(bytes.Replace(payload, []byte(r[0]), []byte(r[1]), 1))
+		}
+	}
+	f.Add([]byte(`{"evidence_version":"clawea.dev/evidence/v1","kind":"key_attestation","attester_did":"","issued_at":"","nonce_b64u":"","evidence":null}`))
+	did := didkey.Format(pub())
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		got, ref, gotErr, refErr := evidencedoc.DecodePayloadBoth(payload, pub(), did)
+		if (gotErr == nil) != (refErr == nil) {
+			t.Fatalf("decoder: %v; reference decoder: %v", gotErr, refErr)
+		}
+		if gotErr != nil {
+			if got != nil {
+				t.Fatal("document returned with an error")
+			}
+			return
+		}
+		if !reflect.DeepEqual(got, ref) {
+			t.Fatalf("documents differ:\n%+v\n%+v", got, ref)
+		}
+	})
 }

@@ -5,10 +5,13 @@ import (
 	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
@@ -30,6 +33,10 @@ type wirePayload struct {
 	Execution       *ExecutionContext `json:"execution,omitempty"`
 	Key             *KeyContext       `json:"key,omitempty"`
 	Evidence        []wireEvidence    `json:"evidence"`
+
+	// executionJSON and keyJSON are the exact bytes of Execution and Key
+	// in a parsed payload.
+	executionJSON, keyJSON []byte
 }
 
 type wireEvidence struct {
@@ -202,6 +209,8 @@ func canonicalHeader(kid string) []byte {
 	return []byte(`{"alg":"` + Algorithm + `","kid":"` + kid + `","typ":"` + Type + `"}`)
 }
 
+var errNotCanonical = fmt.Errorf("%w: payload is not the canonical form of a known document: members unknown, missing, empty or in the wrong order, case or form", ErrMalformed)
+
 func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte) (*Document, error) {
 	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8})
 	if err != nil {
@@ -217,37 +226,33 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	if s, ok := ms[0].Value.Str(); !ok || s != Version {
 		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, Version)
 	}
-	// One re-encoding decides the form: the payload must be exactly the
-	// canonical (JSON.stringify) encoding of the struct decoded from it.
-	// That refuses a payload that is not canonical JSON, unknown members
-	// (absent from the re-encoding), members in another order or case,
-	// duplicates (decoded last-wins, re-encoded once), null or empty
-	// optional members and missing required ones, so the lenient decoder
-	// below never decides what is accepted. (Comparing Stringify(v) with the
-	// payload as well would prove nothing more and cost a full encoding.)
-	var w wirePayload
-	if err := json.Unmarshal(payload, &w); err != nil {
-		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
+	// The payload must be exactly the canonical (JSON.stringify) encoding
+	// of the document it carries, as Sign writes it: the parsed tree
+	// stringifies to the payload bytes (no whitespace, JSON.stringify's
+	// escapes), and the tree has exactly wirePayload's members, in wire
+	// order and with their JSON types, optional members absent rather
+	// than null or empty, map members in encoding/json's order. The
+	// evidence contexts, small, are decoded and re-encoded as a whole
+	// (contextFrom). So no lenient decoder decides what is accepted, and
+	// the large evidence strings are read once.
+	if canon, err := pohjson.Stringify(v); err != nil || !bytes.Equal(canon, payload) {
+		return nil, errNotCanonical
 	}
-	re, err := pohjson.Marshal(&w)
-	if err != nil || !bytes.Equal(re, payload) {
-		return nil, fmt.Errorf("%w: payload is not the canonical form of a known document: members unknown, missing, empty or in the wrong order, case or form", ErrMalformed)
+	w, ok := wireFrom(v)
+	if !ok {
+		return nil, errNotCanonical
 	}
 	if w.AttesterDID != did {
 		return nil, fmt.Errorf("%w: attester_did differs from the jws kid", ErrSignature)
 	}
-	d, err := fromWire(&w)
+	d, err := fromWire(w)
 	if err != nil {
 		return nil, err
 	}
-	var ctxMember *pohjson.Value
 	if d.Kind == KindExecution {
-		ctxMember = v.Get("execution")
+		d.context = w.executionJSON
 	} else {
-		ctxMember = v.Get("key")
-	}
-	if d.context, err = pohjson.Stringify(ctxMember); err != nil {
-		return nil, fmt.Errorf("%w: evidence context: %v", ErrMalformed, err)
+		d.context = w.keyJSON
 	}
 	d.AttesterKey = append(ed25519.PublicKey(nil), key...)
 	d.JWS = append([]byte(nil), jws...)
@@ -558,4 +563,160 @@ func toWire(d *Document, did string) *wirePayload {
 		w.Evidence = append(w.Evidence, we)
 	}
 	return w
+}
+
+// wireFrom reads a payload tree into its wire form strictly: exactly the
+// members of wirePayload, in wire order, each of its JSON type; ok is
+// false otherwise. Together with the payload being the tree's
+// JSON.stringify form, that accepts exactly the payloads that are the
+// canonical encoding (pohjson.Marshal) of the wirePayload they decode to.
+func wireFrom(v *pohjson.Value) (w *wirePayload, ok bool) {
+	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	w = &wirePayload{}
+	w.EvidenceVersion = m.str("evidence_version")
+	w.Kind = m.str("kind")
+	w.AttesterDID = m.str("attester_did")
+	w.IssuedAt = m.str("issued_at")
+	w.NonceB64u = m.str("nonce_b64u")
+	if c := m.take("execution"); c != nil {
+		w.Execution, w.executionJSON, m.ok = contextFrom[ExecutionContext](c, m.ok)
+	}
+	if c := m.take("key"); c != nil {
+		w.Key, w.keyJSON, m.ok = contextFrom[KeyContext](c, m.ok)
+	}
+	switch ev := m.take("evidence"); ev.Kind() {
+	case pohjson.Null: // decodes to no items, which fromWire refuses
+	case pohjson.Array:
+		w.Evidence = make([]wireEvidence, len(ev.Elems()))
+		for i, e := range ev.Elems() {
+			m.ok = m.ok && evidenceFrom(e, &w.Evidence[i])
+		}
+	default:
+		m.ok = false
+	}
+	return w, m.done()
+}
+
+// evidenceFrom reads one evidence item as wireFrom reads the payload.
+func evidenceFrom(v *pohjson.Value, e *wireEvidence) bool {
+	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	e.Platform = m.str("platform")
+	e.Simulated = m.boolean("simulated")
+	e.Format = m.str("format")
+	e.BlobB64u = m.str("blob_b64u")
+	e.SignatureB64u = m.optStr("signature_b64u")
+	e.CertChainB64u = m.optStrings("cert_chain_b64u")
+	e.AuxB64u = m.optMap("aux_b64u")
+	e.CollateralB64u = m.optMap("collateral_b64u")
+	return m.done()
+}
+
+// contextFrom decodes an evidence context object and insists that it is
+// the canonical encoding of what it decodes to. The context is small, so
+// it keeps the decode-and-re-encode check, which also covers its nested
+// members and the Sensitivity encoding. ok passes a failure through.
+func contextFrom[T ExecutionContext | KeyContext](v *pohjson.Value, ok bool) (*T, []byte, bool) {
+	if !ok || v.Kind() != pohjson.Object {
+		return nil, nil, false
+	}
+	b, err := pohjson.Stringify(v)
+	if err != nil {
+		return nil, nil, false
+	}
+	c := new(T)
+	if err := json.Unmarshal(b, c); err != nil {
+		return nil, nil, false
+	}
+	if re, err := pohjson.Marshal(c); err != nil || !bytes.Equal(re, b) {
+		return nil, nil, false
+	}
+	return c, b, true
+}
+
+// members reads an object's members in order, as encoding/json writes a
+// struct: each read takes the next member when it has the expected name.
+// Any mismatch clears ok; done also demands that nothing is left.
+type members struct {
+	ms []pohjson.Member
+	ok bool
+}
+
+func (m *members) done() bool { return m.ok && len(m.ms) == 0 }
+
+// take returns the next member's value when it is named key, else nil.
+func (m *members) take(key string) *pohjson.Value {
+	if len(m.ms) == 0 || m.ms[0].Key != key {
+		return nil
+	}
+	v := m.ms[0].Value
+	m.ms = m.ms[1:]
+	return v
+}
+
+// str reads a string member that encoding/json always writes.
+func (m *members) str(key string) string {
+	s, ok := m.take(key).Str()
+	m.ok = m.ok && ok
+	return s
+}
+
+func (m *members) boolean(key string) bool {
+	b, ok := m.take(key).Bool()
+	m.ok = m.ok && ok
+	return b
+}
+
+// optStr reads an omitempty string member: absent, or a non-empty string.
+func (m *members) optStr(key string) string {
+	v := m.take(key)
+	if v == nil {
+		return ""
+	}
+	s, ok := v.Str()
+	m.ok = m.ok && ok && s != ""
+	return s
+}
+
+// optStrings reads an omitempty []string member: absent, or a non-empty
+// array of strings.
+func (m *members) optStrings(key string) []string {
+	v := m.take(key)
+	if v == nil {
+		return nil
+	}
+	es := v.Elems()
+	m.ok = m.ok && v.Kind() == pohjson.Array && len(es) > 0
+	out := make([]string, len(es))
+	for i, e := range es {
+		var ok bool
+		out[i], ok = e.Str()
+		m.ok = m.ok && ok
+	}
+	return out
+}
+
+// optMap reads an omitempty map[string]string member: absent, or a
+// non-empty object of strings whose keys are in the order
+// pohjson.Marshal writes a Go map (sorted, then JavaScript property
+// order).
+func (m *members) optMap(key string) map[string]string {
+	v := m.take(key)
+	if v == nil {
+		return nil
+	}
+	ms := v.Members()
+	m.ok = m.ok && v.Kind() == pohjson.Object && len(ms) > 0
+	out := make(map[string]string, len(ms))
+	keys := make([]string, len(ms))
+	for i, mm := range ms {
+		s, ok := mm.Value.Str()
+		m.ok = m.ok && ok
+		out[mm.Key], keys[i] = s, mm.Key
+	}
+	m.ok = m.ok && len(out) == len(ms) // no duplicate keys
+	sorted := slices.Sorted(maps.Keys(out))
+	for i, j := range jsstr.PropertyOrder(sorted) {
+		m.ok = m.ok && sorted[j] == keys[i]
+	}
+	return out
 }
