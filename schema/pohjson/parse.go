@@ -125,13 +125,19 @@ func (p *parser) value(depth int) (*Value, error) {
 	return nil, p.errf(ErrSyntax, "unexpected character "+strconv.QuoteRune(rune(p.data[p.i])))
 }
 
+// dupScanMax is the member count up to which object looks for a duplicate
+// key by scanning.
+const dupScanMax = 16
+
 func (p *parser) object(depth int) (*Value, error) {
 	if depth > p.maxDepth {
 		return nil, p.errf(ErrTooDeep, "more than "+strconv.Itoa(p.maxDepth)+" levels")
 	}
 	p.i++ // '{'
 	v := &Value{kind: Object, members: []Member{}}
-	seen := map[string]struct{}{}
+	// Duplicate keys: a scan of the members so far for small objects, a
+	// set from the dupScanMax-th member on (no map for the many small ones).
+	var seen map[string]struct{}
 	p.ws()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
 		p.i++
@@ -147,10 +153,25 @@ func (p *parser) object(depth int) (*Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := seen[k]; dup {
+		dup := false
+		switch {
+		case len(v.members) < dupScanMax:
+			for _, m := range v.members {
+				dup = dup || m.Key == k
+			}
+		case seen == nil:
+			seen = make(map[string]struct{}, 2*dupScanMax)
+			for _, m := range v.members {
+				seen[m.Key] = struct{}{}
+			}
+			fallthrough
+		default:
+			_, dup = seen[k]
+			seen[k] = struct{}{}
+		}
+		if dup {
 			return nil, &Error{Offset: keyAt, Err: ErrDuplicateKey, Msg: strconv.Quote(k), Path: []any{k}}
 		}
-		seen[k] = struct{}{}
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
 			return nil, p.errf(ErrSyntax, "expected ':'")
@@ -285,6 +306,14 @@ func (p *parser) str() (string, error) {
 	var buf []byte
 	start := p.i
 	for {
+		// Fast path: the run of plain ASCII up to the next byte that needs
+		// a decision (a quote, a backslash, a control or a non-ASCII byte).
+		for p.i < len(p.data) {
+			if c := p.data[p.i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+				break
+			}
+			p.i++
+		}
 		if p.i >= len(p.data) {
 			return "", p.errf(ErrSyntax, "unterminated string")
 		}
@@ -309,9 +338,7 @@ func (p *parser) str() (string, error) {
 			start = p.i
 		case c < 0x20:
 			return "", p.errf(ErrSyntax, "unescaped control character in string")
-		case c < utf8.RuneSelf:
-			p.i++
-		default:
+		default: // the plain ASCII bytes were consumed above
 			r, size := utf8.DecodeRune(p.data[p.i:])
 			if r == utf8.RuneError && size <= 1 {
 				return "", p.errf(ErrString, "invalid UTF-8")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,6 +21,9 @@ func mustStringify(t *testing.T, in string) string {
 	out, err := Stringify(v)
 	if err != nil {
 		t.Fatalf("Stringify(%q): %v", in, err)
+	}
+	if app, err := AppendStringify([]byte("prefix"), v); err != nil || string(app) != "prefix"+string(out) {
+		t.Fatalf("AppendStringify(%q) = %q, %v; want the prefix and %q", in, app, err, out)
 	}
 	return string(out)
 }
@@ -77,6 +81,33 @@ func TestParseRejects(t *testing.T) {
 			t.Errorf("Parse(%q) error %T is not *Error", tt.in, err)
 		}
 	}
+	// Duplicates in large objects (found by a set, not a scan), on each
+	// side of the switch and across it; distinct keys are accepted.
+	object := func(keys ...int) []byte {
+		b := []byte("{")
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = fmt.Appendf(b, `"k%d":%d`, k, i)
+		}
+		return append(b, '}')
+	}
+	seq := func(n int) []int {
+		s := make([]int, n)
+		for i := range s {
+			s[i] = i
+		}
+		return s
+	}
+	for _, keys := range [][]int{append(seq(15), 3), append(seq(16), 3), append(seq(16), 15), append(seq(40), 39), append(seq(40), 0), append(seq(40), 20)} {
+		if v, err := Parse(object(keys...)); !errors.Is(err, ErrDuplicateKey) || v != nil {
+			t.Errorf("Parse(%s) = %v, %v; want a duplicate key", object(keys...), v, err)
+		}
+	}
+	if v, err := Parse(object(seq(40)...)); err != nil || len(v.Members()) != 40 {
+		t.Errorf("40 distinct keys: %v, %v", v, err)
+	}
 	if _, err := ParseWith([]byte(`[1,2]`), ParseOptions{MaxBytes: 4}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("MaxBytes: err = %v, want ErrTooLarge", err)
 	}
@@ -111,6 +142,9 @@ func TestStringifyRejects(t *testing.T) {
 	} {
 		if b, err := Stringify(v); err == nil {
 			t.Errorf("%s: Stringify = %q, want error", name, b)
+		}
+		if b, err := AppendStringify([]byte("prefix"), v); err == nil || b != nil {
+			t.Errorf("%s: AppendStringify = %q, %v; want nothing and an error", name, b, err)
 		}
 	}
 }
@@ -185,6 +219,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"a":1,"a":2}`))
 	f.Add([]byte(`"\ud800"`))
 	f.Add([]byte(`[1.5]`))
+	f.Add([]byte(`{"a":1,"b":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"a":18}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := Parse(data)
 		if err != nil {

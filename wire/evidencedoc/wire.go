@@ -235,7 +235,7 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	// evidence contexts, small, are decoded and re-encoded as a whole
 	// (contextFrom). So no lenient decoder decides what is accepted, and
 	// the large evidence strings are read once.
-	if canon, err := pohjson.Stringify(v); err != nil || !bytes.Equal(canon, payload) {
+	if canon, err := pohjson.AppendStringify(make([]byte, 0, len(payload)), v); err != nil || !bytes.Equal(canon, payload) {
 		return nil, errNotCanonical
 	}
 	w, ok := wireFrom(v)
