@@ -52,7 +52,7 @@ func TestBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--listen", "127.0.0.1:0", "--ear-key", keyPath,
-		"--policy", simPath, "--policy-dir", pdir, "--reload-interval", "100ms")
+		"--policy", simPath, "--policy-dir", pdir, "--reload-interval", "100ms", "--gc-percent", "200")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

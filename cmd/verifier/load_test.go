@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -150,6 +151,8 @@ func measure(t *testing.T, n, workers int, do func() error) loadStats {
 // bench-verifier runs it at 1,000/s for 20 s.
 func TestLoad(t *testing.T) {
 	ls := loadSettingsFromEnv(t)
+	// The service runs with the binary's garbage collector target.
+	defer debug.SetGCPercent(debug.SetGCPercent(DefaultGCPercent))
 	e := newEnv(t, 0)
 	srv := httptest.NewServer(e.h)
 	defer srv.Close()
@@ -217,7 +220,8 @@ func TestLoad(t *testing.T) {
 	achieved := float64(open.OK) / open.Elapsed.Seconds()
 	perOp := func(cpu time.Duration, n int) time.Duration { return cpu / time.Duration(n) }
 	baseCPU := base.cpuPerOp()
-	t.Logf("GOMAXPROCS=%d (%d CPUs), warm chain cache, load generator in its own process, load average %s", procs, runtime.NumCPU(), loadavg())
+	t.Logf("GOMAXPROCS=%d (%d CPUs), GC target %d%% (the binary's default), warm chain cache, load generator in its own process, load average %s",
+		procs, runtime.NumCPU(), DefaultGCPercent, loadavg())
 	t.Logf("platform-only (verify/platform.Verify, %d goroutines, %d calls): %.0f verif/s, p50 %.2f ms, p99 %.2f ms, CPU %.3f ms/op",
 		procs, base.n, base.perSecond(), ms(base.p50), ms(base.p99), ms(baseCPU))
 	t.Logf("open loop, attestation+evidence: offered %.0f/s for %v (%d requests, at most %d in flight): achieved %.0f/s, %d late (max send lag %.2f ms)",

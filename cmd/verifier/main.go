@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -62,6 +63,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	writeTimeout := fs.Duration("write-timeout", 30*time.Second, "time to verify and write a response")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "time in-flight requests get after SIGTERM")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	gcPercent := fs.Int("gc-percent", DefaultGCPercent, "garbage collector target percentage; without this flag, GOGC from the environment wins when set")
 	fs.Bool("version", false, "print the version and exit (the only argument)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -86,11 +88,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	case *policyFile == "" && *policyDir == "":
 		fmt.Fprintln(stderr, "verifier: --policy or --policy-dir is required")
 		return exitUsage
-	case *reload <= 0 || *maxBody <= 0 || *maxInflight <= 0 || *cacheSize <= 0 || *readHeader <= 0 || *readTimeout <= 0 || *writeTimeout <= 0:
+	case *reload <= 0 || *maxBody <= 0 || *maxInflight <= 0 || *cacheSize <= 0 || *readHeader <= 0 || *readTimeout <= 0 || *writeTimeout <= 0 || *gcPercent <= 0:
 		fmt.Fprintln(stderr, "verifier: durations and sizes must be positive")
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	gcFlag := false
+	fs.Visit(func(f *flag.Flag) { gcFlag = gcFlag || f.Name == "gc-percent" })
+	if gcFlag || os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(*gcPercent)
+	}
 
 	raw, err := os.ReadFile(*earKey)
 	if err != nil {

@@ -25,3 +25,14 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// A garbage collector target must be positive (GOGC=off is for the
+// environment, with GOMEMLIMIT).
+func TestGCPercentFlag(t *testing.T) {
+	for _, v := range []string{"0", "-1", "off"} {
+		var stderr bytes.Buffer
+		if code := run(context.Background(), []string{"--ear-key", "k.pem", "--policy", "p.json", "--gc-percent", v}, &stderr); code != exitUsage || stderr.Len() == 0 {
+			t.Errorf("--gc-percent %s: code %d, stderr %q; want a usage error", v, code, stderr.String())
+		}
+	}
+}
