@@ -40,12 +40,28 @@ test-race:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) -count=$(BENCHCOUNT) ./...
 
-# The verifier service's bounded load test: VERIFIER_LOAD_REQUESTS POST
-# /v1/verify requests from 64 concurrent clients over loopback HTTP, beside
-# the platform-only SEV-SNP verification measured in the same run.
-VERIFIER_LOAD_REQUESTS ?= 20000
+# The verifier service's bounded load test (issue 12's target: >= 1,000
+# SEV-SNP verifications/s through HTTP on 2 cores with p99 < 20 ms). A load
+# generator in its own process offers VERIFIER_LOAD_RATE POST /v1/verify
+# requests per second for VERIFIER_LOAD_DURATION over loopback (open loop:
+# latency from each request's scheduled send, at most VERIFIER_LOAD_CONNS
+# in flight, a request that cannot be sent on time is sent late and
+# counted), then VERIFIER_LOAD_CAPACITY_REQUESTS back to back per case for
+# the capacity; beside the platform-only SEV-SNP verification measured in
+# the same run. Prints rates, p50/p90/p99/p99.9/max, CPU per verification
+# (service and generator) and ratios; every response must be verified.
+# VERIFIER_LOAD_ENFORCE=1 also fails when p99 >= 20 ms or the offered rate
+# is not achieved.
+VERIFIER_LOAD_RATE              ?= 1000
+VERIFIER_LOAD_DURATION          ?= 20s
+VERIFIER_LOAD_CONNS             ?= 64
+VERIFIER_LOAD_CAPACITY_REQUESTS ?= 5000
+VERIFIER_LOAD_ENFORCE           ?=
 bench-verifier:
-	VERIFIER_LOAD_REQUESTS=$(VERIFIER_LOAD_REQUESTS) $(GO) test -count=1 -run='^TestLoad$$' -v ./cmd/verifier
+	VERIFIER_LOAD_RATE=$(VERIFIER_LOAD_RATE) VERIFIER_LOAD_DURATION=$(VERIFIER_LOAD_DURATION) \
+	VERIFIER_LOAD_CONNS=$(VERIFIER_LOAD_CONNS) VERIFIER_LOAD_CAPACITY_REQUESTS=$(VERIFIER_LOAD_CAPACITY_REQUESTS) \
+	VERIFIER_LOAD_ENFORCE=$(VERIFIER_LOAD_ENFORCE) \
+	$(GO) test -count=1 -run='^TestLoad$$' -v -timeout=15m ./cmd/verifier
 
 # The control-socket load test (issue 13's transport target): the real
 # attester binary, LOADTEST_CALLERS concurrent callers for LOADTEST_DURATION
