@@ -90,12 +90,6 @@ func (s loadStats) perSecond() float64 { return float64(s.n) / s.elapsed.Seconds
 // process, the HTTP figures include the client's share.
 func (s loadStats) cpuPerOp() time.Duration { return s.cpu / time.Duration(s.n) }
 
-// capacity is the calls per second procs idle CPUs would sustain at
-// cpuPerOp: the figure to compare when the machine is shared.
-func (s loadStats) capacity(procs int) float64 {
-	return float64(procs) / s.cpuPerOp().Seconds()
-}
-
 // measure runs n calls of do on workers goroutines and records each call's
 // latency. do reports a failure by returning an error; the first one stops
 // the test.
