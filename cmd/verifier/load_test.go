@@ -86,8 +86,8 @@ type loadStats struct {
 
 func (s loadStats) perSecond() float64 { return float64(s.n) / s.elapsed.Seconds() }
 
-// cpuPerOp is the process CPU time per call: with the load generator in
-// process, the HTTP figures include the client's share.
+// cpuPerOp is the process CPU time per call (measure runs alone in the
+// process).
 func (s loadStats) cpuPerOp() time.Duration { return s.cpu / time.Duration(s.n) }
 
 // measure runs n calls of do on workers goroutines and records each call's
