@@ -303,10 +303,13 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		http.Error(w, `{"verdict":"cannot-check","exit_code":3}`, http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	b = append(b, '\n')
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Length", strconv.Itoa(len(b))) // not chunked: responses pass 2 KiB
 	w.WriteHeader(code)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
 }
 
 // recoverer turns a panic into a 500 whose body says nothing; the detail

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,6 +118,9 @@ func (e *env) do(req *http.Request) *reply {
 	rec := httptest.NewRecorder()
 	e.h.ServeHTTP(rec, req)
 	r := &reply{code: rec.Code, raw: rec.Body.Bytes()}
+	if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(len(r.raw)) {
+		e.t.Fatalf("Content-Length %q for a %d-byte body", cl, len(r.raw))
+	}
 	if err := json.Unmarshal(r.raw, &r.out); err != nil {
 		e.t.Fatalf("status %d, body not JSON: %q", rec.Code, r.raw)
 	}
