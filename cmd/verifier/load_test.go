@@ -221,8 +221,8 @@ func TestLoad(t *testing.T) {
 		procs, runtime.NumCPU(), DefaultGCPercent, loadavg())
 	t.Logf("platform-only (verify/platform.Verify, %d goroutines, %d calls): %.0f verif/s, p50 %.2f ms, p99 %.2f ms, CPU %.3f ms/op",
 		procs, base.n, base.perSecond(), ms(base.p50), ms(base.p99), ms(baseCPU))
-	t.Logf("open loop, attestation+evidence: offered %.0f/s for %v (%d requests, at most %d in flight): achieved %.0f/s, %d late (max send lag %.2f ms)",
-		ls.rate, ls.duration, n, ls.conns, achieved, open.Late, ms(open.MaxLag))
+	t.Logf("open loop, attestation+evidence: offered %.0f/s for %v (%d requests, at most %d in flight): achieved %.0f/s, all %d verified (%d errors), %d late (max send lag %.2f ms)",
+		ls.rate, ls.duration, n, ls.conns, achieved, open.OK, open.Errors, open.Late, ms(open.MaxLag))
 	t.Logf("  latency from the scheduled send: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms",
 		ms(open.P50), ms(open.P90), ms(open.P99), ms(open.P999), ms(open.Max))
 	t.Logf("  CPU per verification: service %.3f ms (%.2fx platform-only), load generator %.3f ms; service %.2f cores busy",
