@@ -204,6 +204,7 @@ func TestLoad(t *testing.T) {
 	}
 
 	procs := runtime.GOMAXPROCS(0)
+	loadBefore := loadavg()
 	base := measure(t, max(ls.capacity, 200), procs, platformBaseline(t))
 	n := ls.requests()
 	open, openCPU := run("open", minimal, n, ls.rate, ls.conns)
@@ -217,16 +218,18 @@ func TestLoad(t *testing.T) {
 	achieved := float64(open.OK) / open.Elapsed.Seconds()
 	perOp := func(cpu time.Duration, n int) time.Duration { return cpu / time.Duration(n) }
 	baseCPU := base.cpuPerOp()
-	t.Logf("GOMAXPROCS=%d (%d CPUs), GC target %d%% (the binary's default), warm chain cache, load generator in its own process, load average %s",
-		procs, runtime.NumCPU(), DefaultGCPercent, loadavg())
+	t.Logf("GOMAXPROCS=%d (%d CPUs), GC target %d%% (the binary's default), warm chain cache, load generator in its own process, load average %s before, %s after",
+		procs, runtime.NumCPU(), DefaultGCPercent, loadBefore, loadavg())
 	t.Logf("platform-only (verify/platform.Verify, %d goroutines, %d calls): %.0f verif/s, p50 %.2f ms, p99 %.2f ms, CPU %.3f ms/op",
 		procs, base.n, base.perSecond(), ms(base.p50), ms(base.p99), ms(baseCPU))
 	t.Logf("open loop, attestation+evidence: offered %.0f/s for %v (%d requests, at most %d in flight): achieved %.0f/s, all %d verified (%d errors), %d late (max send lag %.2f ms)",
 		ls.rate, ls.duration, n, ls.conns, achieved, open.OK, open.Errors, open.Late, ms(open.MaxLag))
 	t.Logf("  latency from the scheduled send: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms",
 		ms(open.P50), ms(open.P90), ms(open.P99), ms(open.P999), ms(open.Max))
-	t.Logf("  CPU per verification: service %.3f ms (%.2fx platform-only), load generator %.3f ms; service %.2f cores busy",
-		ms(perOp(openCPU, n)), ms(perOp(openCPU, n))/ms(baseCPU), ms(perOp(open.CPU, n)), openCPU.Seconds()/open.Elapsed.Seconds())
+	both := perOp(openCPU+open.CPU, n)
+	t.Logf("  CPU per verification: service %.3f ms (%.2fx platform-only), load generator %.3f ms; service %.2f cores busy; at this CPU, %d idle cores would serve %.0f/s with the generator",
+		ms(perOp(openCPU, n)), ms(perOp(openCPU, n))/ms(baseCPU), ms(perOp(open.CPU, n)), openCPU.Seconds()/open.Elapsed.Seconds(),
+		runtime.NumCPU(), float64(runtime.NumCPU())/both.Seconds())
 	for _, c := range []struct {
 		name string
 		r    *loadgenResult
