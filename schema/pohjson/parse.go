@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/jsstr"
 )
 
 // Default limits for Parse.
@@ -21,6 +23,13 @@ type ParseOptions struct {
 	// AllowFloats accepts any RFC 8259 number (kept as its literal) for
 	// validation-only uses such as JCS input. Stringify still refuses them.
 	AllowFloats bool
+	// Canonical accepts only input that is exactly the JSON.stringify form
+	// of the value it parses to, what Stringify returns for it: no
+	// whitespace, only the escapes JSON.stringify writes, members in
+	// JavaScript property order, integers only, and at most
+	// DefaultMaxDepth levels. So a canonical document is checked without
+	// encoding it again.
+	Canonical bool
 }
 
 // Parse parses one JSON text strictly (RFC 8259 plus the restrictions in the
@@ -38,8 +47,8 @@ func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
 		return nil, &Error{Offset: maxBytes, Err: ErrTooLarge, Msg: "input is " + strconv.Itoa(len(data)) + " bytes, limit " + strconv.Itoa(maxBytes)}
 	}
 	p := &parser{data: data, opts: opts, maxDepth: opts.MaxDepth}
-	if p.maxDepth <= 0 {
-		p.maxDepth = DefaultMaxDepth
+	if p.maxDepth <= 0 || opts.Canonical && p.maxDepth > DefaultMaxDepth {
+		p.maxDepth = DefaultMaxDepth // Stringify's limit
 	}
 	p.ws()
 	v, err := p.value(0)
@@ -50,6 +59,9 @@ func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
 	if p.i != len(p.data) {
 		return nil, p.errf(ErrSyntax, "data after the JSON value")
 	}
+	if p.notCanonical != nil {
+		return nil, p.notCanonical
+	}
 	return v, nil
 }
 
@@ -58,6 +70,16 @@ type parser struct {
 	i        int
 	opts     ParseOptions
 	maxDepth int
+	// notCanonical is the first departure from the JSON.stringify form
+	// (with opts.Canonical), returned once the input parsed.
+	notCanonical error
+}
+
+// departs records a departure from the JSON.stringify form at offset at.
+func (p *parser) departs(at int, msg string) {
+	if p.opts.Canonical && p.notCanonical == nil {
+		p.notCanonical = &Error{Offset: at, Err: ErrNotCanonical, Msg: msg}
+	}
 }
 
 func (p *parser) errf(sentinel error, msg string) error {
@@ -74,13 +96,20 @@ func prependPath(err error, elem any) error {
 }
 
 func (p *parser) ws() {
+	at := p.i
 	for p.i < len(p.data) {
 		switch p.data[p.i] {
 		case ' ', '\t', '\n', '\r':
 			p.i++
 		default:
+			if p.i > at {
+				p.departs(at, "whitespace")
+			}
 			return
 		}
+	}
+	if p.i > at {
+		p.departs(at, "whitespace")
 	}
 }
 
@@ -125,6 +154,21 @@ func (p *parser) value(depth int) (*Value, error) {
 	return nil, p.errf(ErrSyntax, "unexpected character "+strconv.QuoteRune(rune(p.data[p.i])))
 }
 
+// inPropertyOrder reports whether members are in JavaScript own-property
+// order, the order Stringify writes them in.
+func inPropertyOrder(members []Member) bool {
+	keys := make([]string, len(members))
+	for i, m := range members {
+		keys[i] = m.Key
+	}
+	for i, j := range jsstr.PropertyOrder(keys) {
+		if i != j {
+			return false
+		}
+	}
+	return true
+}
+
 // dupScanMax is the member count up to which object looks for a duplicate
 // key by scanning.
 const dupScanMax = 16
@@ -133,8 +177,10 @@ func (p *parser) object(depth int) (*Value, error) {
 	if depth > p.maxDepth {
 		return nil, p.errf(ErrTooDeep, "more than "+strconv.Itoa(p.maxDepth)+" levels")
 	}
+	objAt := p.i
 	p.i++ // '{'
 	v := &Value{kind: Object, members: []Member{}}
+	indexed := false // an array-index key was seen (Canonical: order to check)
 	// Duplicate keys: a scan of the members so far for small objects, a
 	// set from the dupScanMax-th member on (no map for the many small ones).
 	var seen map[string]struct{}
@@ -172,6 +218,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		if dup {
 			return nil, &Error{Offset: keyAt, Err: ErrDuplicateKey, Msg: strconv.Quote(k), Path: []any{k}}
 		}
+		indexed = indexed || p.opts.Canonical && jsstr.IsArrayIndex(k)
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
 			return nil, p.errf(ErrSyntax, "expected ':'")
@@ -192,6 +239,9 @@ func (p *parser) object(depth int) (*Value, error) {
 			p.i++
 		case '}':
 			p.i++
+			if indexed && !inPropertyOrder(v.members) {
+				p.departs(objAt, "members out of JavaScript property order")
+			}
 			return v, nil
 		default:
 			return nil, p.errf(ErrSyntax, "expected ',' or '}'")
@@ -281,6 +331,7 @@ func (p *parser) number() (*Value, error) {
 			if err != nil || f != f {
 				return nil, &Error{Offset: start, Err: ErrNumber, Msg: "number " + lit + " is out of IEEE 754 double range"}
 			}
+			p.departs(start, "a number Stringify refuses")
 			return &Value{kind: Number, s: lit}, nil
 		}
 		return nil, &Error{Offset: start, Err: ErrNumber, Msg: "non-integer number " + lit + " (only integers are supported)"}
@@ -292,6 +343,7 @@ func (p *parser) number() (*Value, error) {
 	if err != nil || n > MaxSafeInteger || n < -MaxSafeInteger {
 		if p.opts.AllowFloats {
 			if _, err := strconv.ParseFloat(lit, 64); err == nil {
+				p.departs(start, "a number Stringify refuses")
 				return &Value{kind: Number, s: lit}, nil
 			}
 		}
@@ -330,9 +382,13 @@ func (p *parser) str() (string, error) {
 			return s, nil
 		case c == '\\':
 			buf = append(buf, p.data[start:p.i]...)
+			at := p.i
 			r, err := p.escape()
 			if err != nil {
 				return "", err
+			}
+			if p.opts.Canonical && string(p.data[at:p.i]) != string(jsstr.AppendEscape(nil, string(r))) {
+				p.departs(at, "an escape JSON.stringify does not write")
 			}
 			buf = utf8.AppendRune(buf, r)
 			start = p.i

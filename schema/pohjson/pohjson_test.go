@@ -22,9 +22,6 @@ func mustStringify(t *testing.T, in string) string {
 	if err != nil {
 		t.Fatalf("Stringify(%q): %v", in, err)
 	}
-	if app, err := AppendStringify([]byte("prefix"), v); err != nil || string(app) != "prefix"+string(out) {
-		t.Fatalf("AppendStringify(%q) = %q, %v; want the prefix and %q", in, app, err, out)
-	}
 	return string(out)
 }
 
@@ -143,9 +140,6 @@ func TestStringifyRejects(t *testing.T) {
 		if b, err := Stringify(v); err == nil {
 			t.Errorf("%s: Stringify = %q, want error", name, b)
 		}
-		if b, err := AppendStringify([]byte("prefix"), v); err == nil || b != nil {
-			t.Errorf("%s: AppendStringify = %q, %v; want nothing and an error", name, b, err)
-		}
 	}
 }
 
@@ -243,6 +237,81 @@ func FuzzParse(f *testing.F) {
 		// encoding/json must agree that the output is valid JSON.
 		if !json.Valid(out) {
 			t.Fatalf("output is not valid JSON: %q", out)
+		}
+	})
+}
+
+// TestParseCanonical: Canonical accepts the JSON.stringify form and
+// refuses, with ErrNotCanonical, valid JSON in any other form.
+func TestParseCanonical(t *testing.T) {
+	canon := ParseOptions{Canonical: true}
+	for _, in := range []string{
+		`{}`, `[]`, `{"a":1,"b":[true,false,null],"c":{"d":"e"}}`, `{"1":0,"10":1,"b":2,"a":3}`,
+		`"\""`, `"\\"`, `"\b\f\n\r\t"`, `"\u0000\u001f\u000b"`, "\"é\u2028/\"", `-12`, `9007199254740991`,
+		strings.Repeat("[", 64) + strings.Repeat("]", 64),
+	} {
+		v, err := ParseWith([]byte(in), canon)
+		if err != nil {
+			t.Errorf("canonical %q: %v", in, err)
+			continue
+		}
+		if out, err := Stringify(v); err != nil || string(out) != in {
+			t.Errorf("canonical %q stringifies to %q, %v", in, out, err)
+		}
+	}
+	for _, tt := range []struct {
+		in   string
+		opts ParseOptions
+	}{
+		{` {}`, canon}, {`{} `, canon}, {`{"a": 1}`, canon}, {`{ "a":1}`, canon}, {"[1,\n2]", canon},
+		{`"\/"`, canon}, {`"\u0041"`, canon}, {`"\u001F"`, canon}, {`"\u000a"`, canon}, {`"\u0022"`, canon},
+		{`"\u00e9"`, canon}, {`"\u2028"`, canon}, {`"\ud83d\ude00"`, canon},
+		{`{"b":1,"1":0}`, canon}, {`{"10":1,"1":0}`, canon}, {`{"a":{"b":1,"2":0}}`, canon},
+		{`1.5`, ParseOptions{Canonical: true, AllowFloats: true}},
+		{`9007199254740992`, ParseOptions{Canonical: true, AllowFloats: true}},
+	} {
+		if v, err := ParseWith([]byte(tt.in), tt.opts); !errors.Is(err, ErrNotCanonical) || v != nil {
+			t.Errorf("ParseWith(%q, %+v) = %v, %v; want ErrNotCanonical", tt.in, tt.opts, v, err)
+		}
+		if _, err := ParseWith([]byte(tt.in), ParseOptions{AllowFloats: tt.opts.AllowFloats}); err != nil {
+			t.Errorf("%q is not even valid: %v", tt.in, err)
+		}
+	}
+	// Stringify's depth limit holds whatever MaxDepth says.
+	deep := strings.Repeat("[", 65) + strings.Repeat("]", 65)
+	if _, err := ParseWith([]byte(deep), ParseOptions{Canonical: true, MaxDepth: 100}); !errors.Is(err, ErrTooDeep) {
+		t.Errorf("65 levels under Canonical with MaxDepth 100: %v", err)
+	}
+}
+
+// FuzzParseCanonical: Canonical accepts exactly the inputs that parse and
+// are their own Stringify output, and then returns the same value.
+func FuzzParseCanonical(f *testing.F) {
+	for _, tt := range stringifyCases {
+		f.Add([]byte(tt.in))
+		f.Add([]byte(tt.want))
+	}
+	f.Add([]byte(`{"1":0,"b":{"2":[1,"\u001f"]}}`))
+	f.Add([]byte(`{"b":1,"1":0}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		vc, errc := ParseWith(data, ParseOptions{Canonical: true})
+		v, err := Parse(data)
+		var out []byte
+		if err == nil {
+			out, err = Stringify(v)
+		}
+		want := err == nil && bytes.Equal(out, data)
+		if (errc == nil) != want {
+			t.Fatalf("Canonical: %v; Parse and Stringify: %q, %v", errc, out, err)
+		}
+		if errc != nil {
+			if vc != nil {
+				t.Fatal("value returned with error")
+			}
+			return
+		}
+		if again, err := Stringify(vc); err != nil || !bytes.Equal(again, data) {
+			t.Fatalf("canonical value stringifies to %q, %v", again, err)
 		}
 	})
 }

@@ -18,12 +18,6 @@ func Stringify(v *Value) ([]byte, error) {
 	return appendValue(nil, v, 0)
 }
 
-// AppendStringify appends the JSON.stringify form of v to dst (a buffer
-// sized for it saves the regrowths of Stringify); on error it returns nil.
-func AppendStringify(dst []byte, v *Value) ([]byte, error) {
-	return appendValue(dst, v, 0)
-}
-
 // Hash returns b64u(SHA-256(Stringify(v))), the PoH payload hash.
 func Hash(v *Value) (string, error) {
 	b, err := Stringify(v)

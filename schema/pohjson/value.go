@@ -180,6 +180,9 @@ var (
 	ErrString       = errors.New("unrepresentable string")
 	ErrTooLarge     = errors.New("input too large")
 	ErrTooDeep      = errors.New("nesting too deep")
+	// ErrNotCanonical: valid JSON, but not the JSON.stringify form of its
+	// value (ParseOptions.Canonical).
+	ErrNotCanonical = errors.New("not in JSON.stringify form")
 )
 
 // Error is a parse or encoding error with the byte offset where it occurred

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -212,7 +213,19 @@ func canonicalHeader(kid string) []byte {
 var errNotCanonical = fmt.Errorf("%w: payload is not the canonical form of a known document: members unknown, missing, empty or in the wrong order, case or form", ErrMalformed)
 
 func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte) (*Document, error) {
-	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8})
+	// The payload must be exactly the canonical (JSON.stringify) encoding
+	// of the document it carries, as Sign writes it: the parser refuses
+	// any other form (whitespace, escapes JSON.stringify does not write,
+	// member order), and wireFrom insists on exactly wirePayload's
+	// members, in wire order and with their JSON types, optional members
+	// absent rather than null or empty, map members in encoding/json's
+	// order. The evidence contexts, small, are decoded and re-encoded as a
+	// whole (contextFrom). So no lenient decoder decides what is accepted,
+	// and the large evidence strings are read once.
+	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: true})
+	if errors.Is(err, pohjson.ErrNotCanonical) {
+		return nil, errNotCanonical
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
 	}
@@ -225,18 +238,6 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	}
 	if s, ok := ms[0].Value.Str(); !ok || s != Version {
 		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, Version)
-	}
-	// The payload must be exactly the canonical (JSON.stringify) encoding
-	// of the document it carries, as Sign writes it: the parsed tree
-	// stringifies to the payload bytes (no whitespace, JSON.stringify's
-	// escapes), and the tree has exactly wirePayload's members, in wire
-	// order and with their JSON types, optional members absent rather
-	// than null or empty, map members in encoding/json's order. The
-	// evidence contexts, small, are decoded and re-encoded as a whole
-	// (contextFrom). So no lenient decoder decides what is accepted, and
-	// the large evidence strings are read once.
-	if canon, err := pohjson.AppendStringify(make([]byte, 0, len(payload)), v); err != nil || !bytes.Equal(canon, payload) {
-		return nil, errNotCanonical
 	}
 	w, ok := wireFrom(v)
 	if !ok {
