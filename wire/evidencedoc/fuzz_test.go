@@ -92,6 +92,14 @@ func FuzzDecodePayloadAgrees(f *testing.F) {
 			{`"aux_b64u":{`, `"aux_b64u":{"a":"AA",`}, {`"aux_b64u":{`, `"aux_b64u":{"9":"AA","10":"AA",`},
 			{`"aux_b64u":{`, `"aux_b64u":{"10":"AA","9":"AA",`}, {`"cert_chain_b64u":[`, `"cert_chain_b64u":[null,`},
 			{`"evidence":[`, `"evidence":null,"x":[`}, {`"simulated":true`, `"simulated":"true"`}, {`{"platform"`, `{ "platform"`},
+			// the evidence contexts
+			{`"sensitive":true`, `"sensitive":"true"`}, {`"sensitive":true`, `"sensitive":null`}, {`,"sensitive":true`, ``},
+			{`"gate_audit_count":3`, `"gate_audit_count":-3`}, {`"gate_audit_count":3`, `"gate_audit_count":"3"`},
+			{`"gate_audit_count":3`, `"gate_audit_count":null`}, {`"model":"claude-opus-4-6"}`, `"model":"claude-opus-4-6","revision":""}`},
+			{`"model":"claude-opus-4-6"}`, `"model":"claude-opus-4-6","revision":"r1"}`}, {`"model_identity":{`, `"model_identity":{"x":1,`},
+			{`"admission_policy_hash_b64u":`, `"admission_policy_hash_b64u":"","x":`}, {`"recipient_x25519_b64u":"`, `"recipient_x25519_b64u":"","y":"`},
+			{`,"recipient_x25519_b64u":"QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI"`, ``}, {`"challenge_b64u":"Yw"`, `"challenge_b64u":null`},
+			{`"clawea":{`, `"clawea":null,"z":{`}, {`"run_id":"run_1"`, `"run_id":"run_1","clawea":{}`},
 		} {
 			f.Add(bytes.Replace(payload, []byte(r[0]), []byte(r[1]), 1))
 		}

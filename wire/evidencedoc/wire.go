@@ -3,7 +3,6 @@ package evidencedoc
 import (
 	"bytes"
 	"crypto/ed25519"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -219,9 +218,8 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	// member order), and wireFrom insists on exactly wirePayload's
 	// members, in wire order and with their JSON types, optional members
 	// absent rather than null or empty, map members in encoding/json's
-	// order. The evidence contexts, small, are decoded and re-encoded as a
-	// whole (contextFrom). So no lenient decoder decides what is accepted,
-	// and the large evidence strings are read once.
+	// order, down to the evidence contexts. So no lenient decoder decides
+	// what is accepted, and the large evidence strings are read once.
 	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: true})
 	if errors.Is(err, pohjson.ErrNotCanonical) {
 		return nil, errNotCanonical
@@ -580,10 +578,10 @@ func wireFrom(v *pohjson.Value) (w *wirePayload, ok bool) {
 	w.IssuedAt = m.str("issued_at")
 	w.NonceB64u = m.str("nonce_b64u")
 	if c := m.take("execution"); c != nil {
-		w.Execution, w.executionJSON, m.ok = contextFrom[ExecutionContext](c, m.ok)
+		w.Execution, w.executionJSON, m.ok = contextFrom(c, m.ok, executionFrom)
 	}
 	if c := m.take("key"); c != nil {
-		w.Key, w.keyJSON, m.ok = contextFrom[KeyContext](c, m.ok)
+		w.Key, w.keyJSON, m.ok = contextFrom(c, m.ok, keyFrom)
 	}
 	switch ev := m.take("evidence"); ev.Kind() {
 	case pohjson.Null: // decodes to no items, which fromWire refuses
@@ -612,26 +610,67 @@ func evidenceFrom(v *pohjson.Value, e *wireEvidence) bool {
 	return m.done()
 }
 
-// contextFrom decodes an evidence context object and insists that it is
-// the canonical encoding of what it decodes to. The context is small, so
-// it keeps the decode-and-re-encode check, which also covers its nested
-// members and the Sensitivity encoding. ok passes a failure through.
-func contextFrom[T ExecutionContext | KeyContext](v *pohjson.Value, ok bool) (*T, []byte, bool) {
-	if !ok || v.Kind() != pohjson.Object {
+// contextFrom reads an evidence context object with read, as wireFrom
+// reads the payload, and returns it with its exact bytes (the payload
+// being canonical, its JSON.stringify form). ok passes a failure through.
+func contextFrom[T any](v *pohjson.Value, ok bool, read func(*pohjson.Value, *T) bool) (*T, []byte, bool) {
+	c := new(T)
+	if !ok || !read(v, c) {
 		return nil, nil, false
 	}
 	b, err := pohjson.Stringify(v)
 	if err != nil {
 		return nil, nil, false
 	}
-	c := new(T)
-	if err := json.Unmarshal(b, c); err != nil {
-		return nil, nil, false
-	}
-	if re, err := pohjson.Marshal(c); err != nil || !bytes.Equal(re, b) {
-		return nil, nil, false
-	}
 	return c, b, true
+}
+
+func executionFrom(v *pohjson.Value, c *ExecutionContext) bool {
+	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	c.Context = m.str("context")
+	c.AttestationID = m.str("attestation_id")
+	c.AgentDID = m.str("agent_did")
+	c.RunID = m.str("run_id")
+	c.ProofBundleHashB64u = m.str("proof_bundle_hash_b64u")
+	m.ok = m.ok && commitmentsFrom(m.take("clawea"), &c.Clawea)
+	return m.done()
+}
+
+func commitmentsFrom(v *pohjson.Value, c *Commitments) bool {
+	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	c.Version = m.str("clawea_version")
+	c.SystemPromptHashB64u = m.str("system_prompt_hash_b64u")
+	c.SystemPromptReportHashB64u = m.str("system_prompt_report_hash_b64u")
+	c.PromptPackCiphertextHashB64u = m.str("prompt_pack_ciphertext_hash_b64u")
+	c.GatePolicyHashB64u = m.str("gate_policy_hash_b64u")
+	c.GateAuditRootB64u = m.str("gate_audit_root_b64u")
+	c.GateAuditCount = m.integer("gate_audit_count")
+	m.ok = m.ok && modelFrom(m.take("model_identity"), &c.ModelIdentity)
+	c.ModelIdentityDigestB64u = m.str("model_identity_digest_b64u")
+	c.AdmissionPolicyHashB64u = m.optStr("admission_policy_hash_b64u")
+	if s := m.take("sensitive"); s != nil { // omitzero: absent, or a boolean
+		b, ok := s.Bool()
+		m.ok = m.ok && ok
+		c.Sensitive = SensitivityOf(b)
+	}
+	return m.done()
+}
+
+func modelFrom(v *pohjson.Value, c *ModelIdentity) bool {
+	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	c.Version = m.str("model_identity_version")
+	c.Provider = m.str("provider")
+	c.Model = m.str("model")
+	c.Revision = m.optStr("revision")
+	return m.done()
+}
+
+func keyFrom(v *pohjson.Value, c *KeyContext) bool {
+	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	c.Context = m.str("context")
+	c.ChallengeB64u = m.str("challenge_b64u")
+	c.RecipientX25519B64u = m.optStr("recipient_x25519_b64u")
+	return m.done()
 }
 
 // members reads an object's members in order, as encoding/json writes a
@@ -659,6 +698,13 @@ func (m *members) str(key string) string {
 	s, ok := m.take(key).Str()
 	m.ok = m.ok && ok
 	return s
+}
+
+// integer reads an int64 member (the parser admits only safe integers).
+func (m *members) integer(key string) int64 {
+	n, ok := m.take(key).Int()
+	m.ok = m.ok && ok
+	return n
 }
 
 func (m *members) boolean(key string) bool {
