@@ -2,9 +2,11 @@ package pohjson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os/exec"
 	"strings"
 	"testing"
@@ -314,4 +316,48 @@ func FuzzParseCanonical(f *testing.F) {
 			t.Fatalf("canonical value stringifies to %q, %v", again, err)
 		}
 	})
+}
+
+// TestPlain8 checks the word test of the string scan against the byte
+// test: every byte value at every position among plain fillers, and
+// random words of mostly plain bytes.
+func TestPlain8(t *testing.T) {
+	plainByte := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	ref := func(w uint64) bool {
+		for i := range 8 {
+			if !plainByte(byte(w >> (8 * i))) {
+				return false
+			}
+		}
+		return true
+	}
+	word := func(b [8]byte) uint64 { return binary.LittleEndian.Uint64(b[:]) }
+	for _, filler := range []byte{'A', ' ', '~', 0x7f, '!', '#', '[', ']', '0'} {
+		for pos := range 8 {
+			for c := range 256 {
+				var b [8]byte
+				for i := range b {
+					b[i] = filler
+				}
+				b[pos] = byte(c)
+				if w := word(b); plain8(w) != ref(w) {
+					t.Fatalf("plain8(%q) = %v", b[:], plain8(w))
+				}
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		var b [8]byte
+		for i := range b {
+			if r.IntN(8) == 0 {
+				b[i] = byte(r.IntN(256))
+			} else {
+				b[i] = byte(0x20 + r.IntN(0x60))
+			}
+		}
+		if w := word(b); plain8(w) != ref(w) {
+			t.Fatalf("plain8(%q) = %v", b[:], plain8(w))
+		}
+	}
 }
