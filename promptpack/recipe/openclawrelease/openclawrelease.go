@@ -5,16 +5,19 @@
 //
 // A capture (ParseCapture) holds the system prompt and the tool definitions
 // exactly as they went on the wire, the workspace's bootstrap files and the
-// OpenClaw version. Report commits every one of those inputs. Build accepts
-// a capture only when a Release for its exact OpenClaw version re-renders
-// the captured system prompt byte for byte from the release's fixed text
-// (data loaded from that release's own dist/ files, pinned by hash) and the
-// capture's inputs.
+// OpenClaw version. Build accepts a capture only when it finds a layout
+// that renders the captured system prompt byte for byte from the fixed text
+// of the capture's exact release (fragments of that release's pinned
+// package files, LoadFixed), the capture's tools and bootstrap files, and
+// values in the release's slots. The layout, the fragments it uses and the
+// capture travel in the pack as a Document; the rebuild (Finish) checks the
+// layout against the release's fragment table, embedded in this package as
+// hashes only, and needs no install.
 //
-// Supported lists the releases this recipe version can re-render. It is
-// empty: no released OpenClaw's assembly rules are implemented yet, so Build
-// refuses every capture with ErrUnsupportedVersion (fail closed). A pack is
-// never built from a capture that was not reproduced.
+// Supported lists the releases this recipe version knows (OpenClaw
+// 2026.9.6). Any other version is refused with ErrUnsupportedVersion, and
+// a capture the release does not reproduce with ErrNotReproduced: nothing
+// is approximated.
 package openclawrelease
 
 import (
@@ -68,10 +71,10 @@ var (
 	// the capture's OpenClaw version. Unknown versions are refused, never
 	// approximated by a neighbouring release.
 	ErrUnsupportedVersion = errors.New("openclawrelease: unsupported OpenClaw version")
-	// ErrFixedText: the release's fixed text is missing or its hash is not
-	// the pinned one.
+	// ErrFixedText: a pinned file of the release is missing, oversized or
+	// not the pinned one, or the fragment table is not the pinned one.
 	ErrFixedText = errors.New("openclawrelease: fixed text does not match the pinned hash")
-	// ErrNotReproduced: the re-rendered system prompt differs from the
-	// captured one.
+	// ErrNotReproduced: no layout renders the captured system prompt, or
+	// the re-rendered prompt differs from the captured one.
 	ErrNotReproduced = errors.New("openclawrelease: the captured system prompt is not reproduced")
 )
