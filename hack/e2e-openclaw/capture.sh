@@ -11,7 +11,8 @@
 # for (default capture/capture): OpenClaw writes it into the prompt's model
 # identity line, so capture with the provider/model the agent will run with.
 #
-# --config is the author's own openclaw.json (plain JSON): the capture runs
+# --config is the author's own openclaw.json (JSON5, read with the json5
+# package the OpenClaw install itself depends on): the capture runs
 # with it, so its tool policy, channels, skills and plugins shape the prompt
 # as in production. It is changed only where it must be: the --model
 # provider points at the capture server and is the primary model, the
@@ -58,13 +59,15 @@ for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.1; done
 port=$(cat "$work/port")
 
 [ -z "$config" ] || [ -f "$config" ] || { echo "capture.sh: --config $config: no such file" >&2; exit 2; }
-node - "$work/openclaw.json" "$port" "$ws" "$provider" "$model_id" "$config" <<'JS'
+node - "$work/openclaw.json" "$port" "$ws" "$provider" "$model_id" "$config" "$oc_dir/node_modules/openclaw/package.json" <<'JS'
 const fs = require("fs");
-const [file, port, ws, provider, model, configFile] = process.argv.slice(2);
+const [file, port, ws, provider, model, configFile, ocPackage] = process.argv.slice(2);
 const endpoint = { baseUrl: `http://127.0.0.1:${port}/v1`, apiKey: "capture-no-secret", api: "openai-completions", models: [{ id: model, name: model }] };
 let c;
 if (configFile) {
-  c = JSON.parse(fs.readFileSync(configFile, "utf8"));
+  // OpenClaw's config is JSON5: parse it with OpenClaw's own json5.
+  const JSON5 = require("module").createRequire(ocPackage)("json5");
+  c = JSON5.parse(fs.readFileSync(configFile, "utf8"));
   if (c === null || typeof c !== "object" || Array.isArray(c)) throw new Error("capture: --config is not a JSON object");
   c.update = { ...(c.update ?? {}), checkOnStart: false };
   c.models = { ...(c.models ?? {}) };

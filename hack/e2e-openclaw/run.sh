@@ -264,7 +264,14 @@ oc_config "$work/oc-noaccess.json" "cli:local" "$sock" "$work/runs/noaccess"
 node -e 'const f = require("fs"); const c = JSON.parse(f.readFileSync(process.argv[1])); delete c.plugins.entries.clawea.hooks; f.writeFileSync(process.argv[1], JSON.stringify(c))' "$work/oc-noaccess.json"
 cp "$work/oc-owner.json" "$out/openclaw.json"
 say "openclaw-release: capture this workspace's prompt from OpenClaw $oc_version with the owner's config, build a pack from it"
-bash "$here/capture.sh" --openclaw-dir "$oc_dir" --workspace "$work/ws" --out "$work/capture.json" --model scripted/scripted --config "$work/oc-owner.json"
+# The owner's config as JSON5 (a comment, a trailing comma), as OpenClaw reads it.
+node -e '
+const fs = require("fs");
+const text = JSON.stringify(JSON.parse(fs.readFileSync(process.argv[1], "utf8")), null, 2);
+fs.writeFileSync(process.argv[2], "// the owner turn'"'"'s config\n" + text.replace(/\n}$/, ",\n}\n"));' "$work/oc-owner.json" "$work/oc-owner.json5"
+node -e 'try { JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")) } catch { process.exit(0) } process.exit(1)' "$work/oc-owner.json5" ||
+	fail "the JSON5 config is plain JSON: it would not test the JSON5 reading"
+bash "$here/capture.sh" --openclaw-dir "$oc_dir" --workspace "$work/ws" --out "$work/capture.json" --model scripted/scripted --config "$work/oc-owner.json5"
 "$packctl" build --recipe openclaw-release --capture "$work/capture.json" --openclaw "$oc_dir" -o "$work/release-pack.json" 2>"$work/release-build.err" ||
 	{ cat "$work/release-build.err" >&2; fail "packctl build --recipe openclaw-release"; }
 rm -f "$work/capture.json" # as secret as a plaintext pack
