@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -697,4 +698,35 @@ func FuzzParse(f *testing.F) {
 			t.Fatal("pack id differs")
 		}
 	})
+}
+
+// TestSigPackNeedsTemplates: Parse reads an empty templates object (an
+// openclaw-release pack has one), so an openclaw-sig pack without templates
+// must be refused by its own rule.
+func TestSigPackNeedsTemplates(t *testing.T) {
+	enc, err := synthPack().Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(enc, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["sources"].(map[string]any)["templates"] = map[string]any{}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	canon, err := jcs.Canonicalize(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := Parse(canon); !errors.Is(err, ErrMissingField) || p != nil {
+		t.Fatalf("an openclaw-sig pack without templates: got %v, want ErrMissingField", err)
+	}
+	p := synthPack()
+	p.Harness.Templates, p.Harness.Sigs = map[string][]byte{}, nil
+	if _, err := p.Encode(); !errors.Is(err, ErrMissingField) {
+		t.Fatalf("Encode without templates: got %v", err)
+	}
 }
