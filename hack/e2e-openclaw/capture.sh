@@ -47,7 +47,13 @@ ws=$(cd "$ws" && pwd)
 openclaw=$oc_dir/node_modules/.bin/openclaw
 [ -x "$openclaw" ] || { echo "capture.sh: no openclaw in $oc_dir" >&2; exit 1; }
 
-work=$(mktemp -d /tmp/clawea-capture.XXXXXX)
+# The work directory holds the captured request (the whole prompt, as
+# secret as a plaintext pack) and, with --config, a copy of the author's
+# config (API keys included): keep it in memory (/dev/shm) when the system
+# has one, so a killed capture leaves nothing on disk.
+tmpbase=/tmp
+[ -d /dev/shm ] && [ -w /dev/shm ] && tmpbase=/dev/shm
+work=$(mktemp -d "$tmpbase/clawea-capture.XXXXXX")
 srv=
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
