@@ -69,6 +69,7 @@ func readIndex(tb testing.TB) []vector {
 
 func readParams(tb testing.TB, name string) []byte {
 	tb.Helper()
+	requireConformance(tb)
 	b, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", name+".params.json"))
 	if err != nil {
 		tb.Fatal(err)
