@@ -8,11 +8,16 @@ failed=0
 for pkg in $(go list ./...); do
 	targets=$(go test -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
 	for t in $targets; do
-		echo "fuzz: $pkg $t ($fuzztime)" >&2
+		start=$SECONDS
 		if ! go test -run='^$' -fuzz="^${t}\$" -fuzztime="$fuzztime" -fuzzminimizetime=1s "$pkg" >/tmp/fuzz.$$.log 2>&1; then
 			cat /tmp/fuzz.$$.log
 			failed=1
 		fi
+		# The engine's last status line: a low exec count under load means
+		# starved workers (see wire/tdxquote BenchmarkParsePCKChain), a slow
+		# input shows in the target's own benchmark.
+		last=$(grep -o 'execs: [0-9]* ([0-9]*/sec)' /tmp/fuzz.$$.log | tail -n 1)
+		echo "fuzz: $pkg $t ($fuzztime): ${last:-no status line}, $((SECONDS - start))s with build" >&2
 	done
 done
 rm -f /tmp/fuzz.$$.log
