@@ -54,6 +54,7 @@ func commands() []command {
 		{"policy", "write a verify policy from a first contact with an attester (TOFU)", runPolicy},
 		{"tpm", "certify a TPM attestation key through its EK, check a record", runTPM},
 		{"collateral", "fetch or check AMD/Intel collateral for evidence (fetch, check)", runCollateral},
+		{"openclaw", "check an OpenClaw config for settings that bypass the gate (check)", runOpenClaw},
 	}
 }
 
