@@ -16,8 +16,8 @@ import (
 // FuzzParse: Parse never panics, returns nothing with an error, and
 // whatever it accepts is canonical: the document re-signs (Ed25519 is
 // deterministic) to exactly the input bytes. Whatever it accepts, go-jose
-// (the JWS library Sign uses) verifies too, to the same payload: Parse
-// checks the signature over the signing input directly. The committed seeds in
+// (an independent JWS implementation) verifies too, to the same payload:
+// Parse checks the signature over the signing input directly. The committed seeds in
 // testdata/fuzz/FuzzParse are documents signed with fuzzKey plus malformed
 // variants.
 func FuzzParse(f *testing.F) {

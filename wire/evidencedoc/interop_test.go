@@ -12,8 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // joseDir is hack/jose-interop, relative to this package.
@@ -84,4 +88,36 @@ func TestJoseInterop(t *testing.T) {
 			t.Fatal("jose accepted another key")
 		}
 	})
+}
+
+// TestGoJoseSignsTheSameBytes: Sign writes the compact JWS itself; go-jose,
+// given the same key, payload and header parameters, produces exactly the
+// same bytes, and Parse accepts them. A go-jose release that wrote the
+// header another way would fail here, not in a verifier.
+func TestGoJoseSignsTheSameBytes(t *testing.T) {
+	for name, d := range map[string]*evidencedoc.Document{"execution": execDoc(t), "key": keyDoc(t, []byte("c"))} {
+		t.Run(name, func(t *testing.T) {
+			ours := sign(t, d).JWS
+			_, payload := segments(ours)
+			opts := (&jose.SignerOptions{}).WithType(evidencedoc.Type).WithHeader("kid", didkey.Format(pub()))
+			signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: fuzzKey}, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj, err := signer.Sign(payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			theirs, err := obj.CompactSerialize()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if theirs != string(ours) {
+				t.Fatalf("go-jose signs other bytes:\n%s\n%s", theirs, ours)
+			}
+			if _, err := evidencedoc.Parse([]byte(theirs), pub()); err != nil {
+				t.Fatalf("Parse refuses go-jose's JWS: %v", err)
+			}
+		})
+	}
 }

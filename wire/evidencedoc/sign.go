@@ -1,11 +1,8 @@
 package evidencedoc
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"fmt"
-
-	"github.com/go-jose/go-jose/v4"
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
@@ -37,25 +34,12 @@ func Sign(key ed25519.PrivateKey, d *Document) (*Document, error) {
 	if len(payload) > MaxJWSBytes*3/4-maxHeaderBytes {
 		return nil, fmt.Errorf("%w: payload is %d bytes", ErrTooLarge, len(payload))
 	}
-	opts := (&jose.SignerOptions{}).WithType(Type).WithHeader("kid", did)
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: key}, opts)
-	if err != nil {
-		return nil, fmt.Errorf("evidencedoc: signer: %w", err)
-	}
-	obj, err := signer.Sign(payload)
-	if err != nil {
-		return nil, fmt.Errorf("evidencedoc: sign: %w", err)
-	}
-	compact, err := obj.CompactSerialize()
-	if err != nil {
-		return nil, fmt.Errorf("evidencedoc: serialize: %w", err)
-	}
-	jws := []byte(compact)
-	// go-jose writes the header with sorted keys; insist on the canonical
-	// form so a library change cannot silently produce documents verifiers
-	// refuse.
-	if want := b64u.Encode(canonicalHeader(did)) + "."; !bytes.HasPrefix(jws, []byte(want)) {
-		return nil, fmt.Errorf("%w: signer produced a non-canonical protected header", ErrMalformed)
-	}
+	// The compact serialization (RFC 7515 section 7.1) with the one
+	// protected header Parse accepts: header and payload segments, a dot,
+	// and the Ed25519 signature over exactly those bytes (RFC 8037).
+	// go-jose and the npm jose package verify it (TestJoseInterop,
+	// TestGoJoseSignsTheSameBytes).
+	input := b64u.Encode(canonicalHeader(did)) + "." + b64u.Encode(payload)
+	jws := []byte(input + "." + b64u.Encode(ed25519.Sign(key, []byte(input))))
 	return Parse(jws, pub)
 }

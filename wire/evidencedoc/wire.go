@@ -50,8 +50,8 @@ type wireEvidence struct {
 	CollateralB64u map[string]string `json:"collateral_b64u,omitempty"`
 }
 
-// platformRules says, per platform, which format, aux and collateral names
-// are defined and whether a detached signature is carried.
+// platformRule says, for one platform, which format, aux and collateral
+// names are defined and whether a detached signature is carried.
 type platformRule struct {
 	format     string
 	signature  bool
@@ -59,6 +59,8 @@ type platformRule struct {
 	collateral []string
 }
 
+// platformRules holds the platformRule of each platform an evidence
+// document may carry.
 var platformRules = map[string]platformRule{
 	evidence.PlatformSEVSNP: {
 		format:     "sev-snp/attestation-report",
