@@ -467,8 +467,8 @@ func TestAttestBundleRejections(t *testing.T) {
 			if !errors.Is(err, attestation.ErrBundle) || !errors.Is(err, tc.code) {
 				t.Fatalf("got %v, want %s", err, tc.code)
 			}
-			var be *attestation.BundleError
-			if !errors.As(err, &be) || be.Code != tc.code {
+			be, ok := errors.AsType[*attestation.BundleError](err)
+			if !ok || be.Code != tc.code {
 				t.Fatalf("not a *BundleError with %s: %v", tc.code, err)
 			}
 		})

@@ -12,8 +12,7 @@ import (
 func verifyBundle(in *AttestInput) (*poh.Bundle, error) {
 	b, err := poh.VerifyProofBundle(in.BundleEnvelope, poh.BundleOptions{ReceiptSignerDIDs: in.ReceiptSignerDIDs})
 	if err != nil {
-		var pe *poh.Error
-		if errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*poh.Error](err); ok {
 			return nil, &BundleError{Code: pe.Code, Field: pe.Field, Msg: pe.Msg}
 		}
 		return nil, fmt.Errorf("%w: %w", ErrBundle, err)

@@ -65,8 +65,8 @@ func TestAttestAppliesBundleParityRules(t *testing.T) {
 			if out != nil {
 				t.Fatal("output returned with an error")
 			}
-			var be *attestation.BundleError
-			if !errors.Is(err, attestation.ErrBundle) || !errors.As(err, &be) || be.Code != tc.code {
+			be, ok := errors.AsType[*attestation.BundleError](err)
+			if !errors.Is(err, attestation.ErrBundle) || !ok || be.Code != tc.code {
 				t.Fatalf("got %v, want %s", err, tc.code)
 			}
 		})

@@ -123,8 +123,8 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 			if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Key != tc.key {
+			ce, ok := errors.AsType[*ConfigError](err)
+			if !ok || ce.Key != tc.key {
 				t.Fatalf("key = %q, want %q (%v)", ce.Key, tc.key, err)
 			}
 			if tc.key != "" && !strings.HasPrefix(err.Error(), "gate config: "+tc.key+": ") {

@@ -113,8 +113,7 @@ func FuzzParseConfig(f *testing.F) {
 		for _, opts := range []ParseOptions{{}, {Development: true, AllowForeignKeys: true}} {
 			c, err := ParseConfig(data, opts)
 			if err != nil {
-				var ce *ConfigError
-				if c != nil || !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
+				if _, ok := errors.AsType[*ConfigError](err); c != nil || !ok || !errors.Is(err, ErrInvalidConfig) {
 					t.Fatalf("bad error shape: %v", err)
 				}
 				continue

@@ -167,8 +167,7 @@ func transportError(ctx context.Context, err error) error {
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("%w: %w", errVerifierTransport, context.Canceled)
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		if ue.Timeout() {
 			return errVerifierTimeout
 		}

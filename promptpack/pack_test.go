@@ -245,8 +245,8 @@ func TestModifiedTemplateRefused(t *testing.T) {
 	trusted := selfTrusted(t, p)
 	p.Harness.Templates["identity.txt"] = append(bytes.Clone(p.Harness.Templates["identity.txt"]), '!')
 	_, err := p.Rebuild(trusted)
-	var te *openclawsig.TemplateError
-	if !errors.Is(err, openclawsig.ErrTemplateModified) || !errors.As(err, &te) || te.Name != "identity.txt" {
+	te, ok := errors.AsType[*openclawsig.TemplateError](err)
+	if !errors.Is(err, openclawsig.ErrTemplateModified) || !ok || te.Name != "identity.txt" {
 		t.Fatalf("got %v, want modified identity.txt", err)
 	}
 	// Through the wire format too.
@@ -272,8 +272,8 @@ func TestUntrustedTemplateRefused(t *testing.T) {
 	trusted := selfTrusted(t, p)
 	trusted["safety.txt"] = "sha256:" + strings.Repeat("ab", 32)
 	_, err := p.Rebuild(trusted)
-	var te *openclawsig.TemplateError
-	if !errors.Is(err, openclawsig.ErrTemplateUntrusted) || !errors.As(err, &te) || te.Name != "safety.txt" {
+	te, ok := errors.AsType[*openclawsig.TemplateError](err)
+	if !errors.Is(err, openclawsig.ErrTemplateUntrusted) || !ok || te.Name != "safety.txt" {
 		t.Fatalf("got %v, want untrusted safety.txt", err)
 	}
 	if _, err := p.Rebuild(nil); !errors.Is(err, openclawsig.ErrTemplateUntrusted) {
@@ -284,7 +284,9 @@ func TestUntrustedTemplateRefused(t *testing.T) {
 	sum := sha256.Sum256(text)
 	p.Harness.Templates["identity.txt"] = text
 	p.Harness.Sigs["identity.txt"] = []byte(fmt.Sprintf(`{"file":"llm/prompts/identity.txt","hash":"sha256:%x","algorithm":"sha256","contentLength":%d}`, sum, len(text)))
-	if _, err := p.Rebuild(selfTrusted(t, buildVector(t, "full", BuildOptions{}))); !errors.Is(err, openclawsig.ErrTemplateUntrusted) || !errors.As(err, &te) || te.Name != "identity.txt" {
+	_, err = p.Rebuild(selfTrusted(t, buildVector(t, "full", BuildOptions{})))
+	te, ok = errors.AsType[*openclawsig.TemplateError](err)
+	if !errors.Is(err, openclawsig.ErrTemplateUntrusted) || !ok || te.Name != "identity.txt" {
 		t.Fatalf("re-signed: got %v", err)
 	}
 }
@@ -400,8 +402,8 @@ func TestReportSchemaRejectsBadReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ve *schemas.ValidationError
-	if err := ValidateReport(c); !errors.Is(err, ErrInvalidReport) || !errors.As(err, &ve) {
+	err = ValidateReport(c)
+	if _, ok := errors.AsType[*schemas.ValidationError](err); !errors.Is(err, ErrInvalidReport) || !ok {
 		t.Fatalf("got %v", err)
 	}
 }

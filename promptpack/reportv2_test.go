@@ -390,8 +390,8 @@ func TestParseRejectsBadSalts(t *testing.T) {
 			t.Fatalf("%s: mutation did not apply", tc.name)
 		}
 		q, err := Parse([]byte(tc.doc))
-		var fe *FieldError
-		if !errors.Is(err, ErrMalformed) || q != nil || !errors.As(err, &fe) || !strings.HasPrefix(fe.Field, "$.report_salts") {
+		fe, ok := errors.AsType[*FieldError](err)
+		if !errors.Is(err, ErrMalformed) || q != nil || !ok || !strings.HasPrefix(fe.Field, "$.report_salts") {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}

@@ -27,8 +27,7 @@ func (st *state) checkAudit() *Error {
 	})
 	if err != nil {
 		code := poh.MalformedEnvelope
-		var le *auditrec.LineError
-		if errors.As(err, &le) {
+		if le, ok := errors.AsType[*auditrec.LineError](err); ok {
 			code = poh.Code(le.Code())
 		}
 		return wrapRejected(CheckAuditLog, code, err)

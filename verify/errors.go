@@ -140,8 +140,7 @@ func policyErr(check, field string, format string, args ...any) *Error {
 // into a policy error that names the policy member that refused it.
 func platformPolicyErr(i int, pr *platform.Result, err error) *Error {
 	check := PolicyUnknownCheck
-	var pe *platform.Error
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*platform.Error](err); ok {
 		check = pe.Check
 	}
 	field, note := platformPolicyMember[check], ""
@@ -171,8 +170,7 @@ func usage(format string, args ...any) *Error {
 // pohErr turns an error of package poh into a rejection that carries its
 // reason code.
 func pohErr(check string, err error) *Error {
-	var pe *poh.Error
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*poh.Error](err); ok {
 		return &Error{Class: ErrRejected, Check: check, Code: pe.Code, Err: err}
 	}
 	return &Error{Class: ErrRejected, Check: check, Code: poh.MalformedEnvelope, Err: err}

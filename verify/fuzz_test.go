@@ -53,8 +53,7 @@ func FuzzVerify(f *testing.F) {
 		}
 		res, err := Verify(att, ev, bundle, fuzzPolicy, Options{Now: fixedNow})
 		if err != nil {
-			var e *Error
-			if res != nil || !errors.As(err, &e) {
+			if _, ok := errors.AsType[*Error](err); res != nil || !ok {
 				t.Fatalf("error %v with result %v", err, res)
 			}
 			n := 0

@@ -83,8 +83,7 @@ func NewOutcome(res *Result, err error) *Outcome {
 		out.Result = res
 		return out
 	}
-	var ve *Error
-	if errors.As(err, &ve) {
+	if ve, ok := errors.AsType[*Error](err); ok {
 		out.Error = &OutcomeError{Class: out.Verdict, Check: ve.Check, Code: string(ve.Code), Field: ve.Field, Message: err.Error(), Passed: ve.Passed}
 		if out.Error.Passed == nil {
 			out.Error.Passed = []string{}

@@ -22,13 +22,13 @@ func TestOutcome(t *testing.T) {
 		if o.ExitCode != c.code || o.Verdict != c.verdict || ExitCode(c.err) != c.code || Verdict(c.err) != c.verdict {
 			t.Fatalf("%v: %+v", c.err, o)
 		}
-		var ve *Error
+		ve, isVE := errors.AsType[*Error](c.err)
 		switch {
 		case c.err == nil:
 			if o.Result == nil || o.Error != nil {
 				t.Fatalf("success: %+v", o)
 			}
-		case errors.As(c.err, &ve):
+		case isVE:
 			if o.Result != nil || o.Error == nil || o.Error.Check != ve.Check || o.Error.Class != c.verdict ||
 				o.Error.Code != string(ve.Code) || o.Error.Passed == nil || o.Error.Message != c.err.Error() {
 				t.Fatalf("%v: %+v", c.err, o.Error)

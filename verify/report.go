@@ -47,8 +47,7 @@ func (st *state) checkReport() *Error {
 		}
 	}
 	if err := schemas.Validate(schemaID, raw); err != nil {
-		var ve *schemas.ValidationError
-		if errors.As(err, &ve) {
+		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
 			return rejected(CheckReport, poh.SchemaValidationFailed, "%s: %s", ve.Location, ve.Msg)
 		}
 		return rejected(CheckReport, poh.SchemaValidationFailed, "not a SystemPromptReport v1 or v2")

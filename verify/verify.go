@@ -595,8 +595,8 @@ func (st *state) status(name string, i int, s platform.Status) {
 // platformErr maps a verify/platform error to this package's classes.
 func platformErr(err error) *Error {
 	check := CheckPlatform
-	var pe *platform.Error
-	if errors.As(err, &pe) {
+	pe, _ := errors.AsType[*platform.Error](err)
+	if pe != nil {
 		check = CheckPlatform + "/" + pe.Check
 		if pe.Check == platform.CheckReportData {
 			check = CheckReportData

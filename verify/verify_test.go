@@ -34,8 +34,8 @@ func wantErr(t *testing.T, err error, class error, check string, code poh.Code) 
 	if err == nil {
 		t.Fatalf("verified, want %v at %s", class, check)
 	}
-	var e *Error
-	if !errors.As(err, &e) {
+	e, ok := errors.AsType[*Error](err)
+	if !ok {
 		t.Fatalf("error %v is not a *verify.Error", err)
 	}
 	if !errors.Is(err, class) {
@@ -622,8 +622,8 @@ func TestPolicyRefusalNamesValueAndField(t *testing.T) {
 			p := f.simPolicy()
 			tc.mod(p)
 			_, err := Verify(f.att, f.ev, f.bundle, p, f.opts())
-			var ve *Error
-			if !errors.As(err, &ve) || !errors.Is(err, ErrPolicy) {
+			ve, ok := errors.AsType[*Error](err)
+			if !ok || !errors.Is(err, ErrPolicy) {
 				t.Fatalf("err = %v, want a policy refusal", err)
 			}
 			if ve.Field != tc.field {
@@ -641,14 +641,14 @@ func TestPolicyRefusalNamesValueAndField(t *testing.T) {
 	o := f.opts()
 	o.AllowSimulated = false
 	_, err = Verify(f.att, f.ev, f.bundle, p, o)
-	var ve *Error
-	if !errors.As(err, &ve) || ve.Field != "allow_simulated" || !strings.Contains(err.Error(), "allow_simulated") {
+	ve, isVE := errors.AsType[*Error](err)
+	if !isVE || ve.Field != "allow_simulated" || !strings.Contains(err.Error(), "allow_simulated") {
 		t.Errorf("simulated refusal: %v (field %q)", err, fieldOf(ve))
 	}
 	// A debug guest: no member allows it, and the message says so.
 	fd := attest(t, simSEV(t, sim.Options{Debug: true}), newRun(t))
 	_, err = Verify(fd.att, fd.ev, fd.bundle, fd.simPolicy(), fd.opts())
-	if !errors.As(err, &ve) || ve.Field != "" || !strings.Contains(err.Error(), "always refused") {
+	if ve, isVE = errors.AsType[*Error](err); !isVE || ve.Field != "" || !strings.Contains(err.Error(), "always refused") {
 		t.Errorf("debug refusal: %v (field %q)", err, fieldOf(ve))
 	}
 }

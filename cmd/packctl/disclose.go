@@ -241,8 +241,7 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 	vres, verr := verify.Verify(files[0], ev, files[2], policy, opts)
 	if verr != nil {
 		reason := "ATTESTATION"
-		var ve *verify.Error
-		if errors.As(verr, &ve) {
+		if ve, ok := errors.AsType[*verify.Error](verr); ok {
 			reason += " " + ve.Check
 			if ve.Code != "" {
 				reason += " " + string(ve.Code)

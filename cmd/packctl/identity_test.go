@@ -28,10 +28,9 @@ func TestParseIdentityStrict(t *testing.T) {
 		"trailing data":  good + `{}`,
 	} {
 		_, err := parseIdentity([]byte(doc))
-		var pe *jsonobj.PathError
 		if err == nil {
 			t.Errorf("%s: accepted", name)
-		} else if !errors.As(err, &pe) {
+		} else if _, ok := errors.AsType[*jsonobj.PathError](err); !ok {
 			t.Errorf("%s: error %v is not a *jsonobj.PathError", name, err)
 		}
 	}

@@ -66,8 +66,7 @@ func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
 	}
 	b, err := poh.VerifyProofBundle(raw, poh.BundleOptions{ReceiptSignerDIDs: signers})
 	if err != nil {
-		var pe *poh.Error
-		if errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*poh.Error](err); ok {
 			if *asJSON {
 				printJSON(stdout, map[string]any{"verdict": "invalid", "poh_code": string(pe.Code), "message": err.Error()})
 			} else {

@@ -168,8 +168,7 @@ func writeVerifyJSON(w io.Writer, res *verify.Result, verr error) {
 // writeSummary prints what was checked, what was skipped, and the verdict.
 func writeSummary(w io.Writer, res *verify.Result, verr error) {
 	if verr != nil {
-		var ve *verify.Error
-		if errors.As(verr, &ve) {
+		if ve, ok := errors.AsType[*verify.Error](verr); ok {
 			for _, c := range ve.Passed {
 				fmt.Fprintf(w, "  ok       %s\n", c)
 			}

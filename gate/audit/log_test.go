@@ -469,8 +469,8 @@ func crashRound(t *testing.T, dir string, n int) map[string]uint64 {
 	if !killed {
 		t.Fatalf("child ended before it was killed: %v", err)
 	}
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+	ee, ok := errors.AsType[*exec.ExitError](err)
+	if !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 		t.Fatalf("child did not die of SIGKILL: %v", err)
 	}
 	if len(acked) == 0 {

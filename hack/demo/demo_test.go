@@ -230,8 +230,8 @@ func checkSensitive(t *testing.T, out *outcome, read func(string) []byte, plainA
 		t.Fatalf("sensitive run commitments: %+v", c)
 	}
 	_, err = verify.Verify(plainAtt, plainEv, nil, spol, verify.Options{Now: time.Now})
-	var ve *verify.Error
-	if !errors.As(err, &ve) || !errors.Is(err, verify.ErrPolicy) || ve.Check != "policy/admission-policy" {
+	ve, ok := errors.AsType[*verify.Error](err)
+	if !ok || !errors.Is(err, verify.ErrPolicy) || ve.Check != "policy/admission-policy" {
 		t.Fatalf("the non-sensitive run with the sensitive policy: %v", err)
 	}
 	dres, _, err := disclosure.Verify(sreport, read(disclosureFile))

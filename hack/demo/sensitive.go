@@ -284,8 +284,8 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 		return nil, err
 	}
 	_, err = verify.Verify(plainAtt, plainEv, nil, vpol, verify.Options{Now: time.Now})
-	var ve *verify.Error
-	if !errors.As(err, &ve) || !errors.Is(err, verify.ErrPolicy) || ve.Check != verify.CheckPolicy+"/"+verify.PolicyAdmission {
+	ve, ok := errors.AsType[*verify.Error](err)
+	if !ok || !errors.Is(err, verify.ErrPolicy) || ve.Check != verify.CheckPolicy+"/"+verify.PolicyAdmission {
 		return nil, fmt.Errorf("the first run's attestation is not refused by the sensitive policy's admission check: %v", err)
 	}
 	out.PlainRefusal = err.Error()

@@ -31,8 +31,7 @@ func FuzzParse(f *testing.F) {
 			if p != nil {
 				t.Fatal("policy returned with an error")
 			}
-			var pe *PolicyError
-			if !errors.As(err, &pe) && !errors.Is(err, ErrUnknownVersion) {
+			if _, ok := errors.AsType[*PolicyError](err); !ok && !errors.Is(err, ErrUnknownVersion) {
 				t.Fatalf("untyped error: %v", err)
 			}
 			return
@@ -46,8 +45,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("canonical bytes do not reparse: %v", err)
 		}
 		if err := p.Admit(pack); err != nil {
-			var re *RuleError
-			if !errors.As(err, &re) && !errors.Is(err, ErrUnreadable) {
+			if _, ok := errors.AsType[*RuleError](err); !ok && !errors.Is(err, ErrUnreadable) {
 				t.Fatalf("untyped admission error: %v", err)
 			}
 		}
@@ -86,8 +84,8 @@ func FuzzAdmit(f *testing.F) {
 			if err == nil {
 				continue
 			}
-			var re *RuleError
-			if !errors.As(err, &re) {
+			re, ok := errors.AsType[*RuleError](err)
+			if !ok {
 				if !errors.Is(err, ErrUnreadable) {
 					t.Fatalf("untyped error: %v", err)
 				}

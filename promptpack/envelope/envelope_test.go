@@ -418,8 +418,9 @@ func TestParseErrors(t *testing.T) {
 	dup := bytes.Clone(file)
 	off := len(magic) + 4 + 1 + 1 + hashSize + 1
 	copy(dup[off+stanzaSize:], h.Recipients[0].KeyID[:])
-	var pe *ParseError
-	if _, err := Parse(dup); !errors.Is(err, ErrDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !errors.As(err, &pe) || pe.Offset != off+stanzaSize {
+	_, err = Parse(dup)
+	pe, ok := errors.AsType[*ParseError](err)
+	if !errors.Is(err, ErrDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !ok || pe.Offset != off+stanzaSize {
 		t.Errorf("duplicate: %v", err)
 	}
 	// Recipient count above the limit.

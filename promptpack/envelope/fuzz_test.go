@@ -17,8 +17,7 @@ func FuzzParse(f *testing.F) {
 			if h != nil {
 				t.Fatal("header returned with an error")
 			}
-			var pe *ParseError
-			if !errors.As(err, &pe) && !errors.Is(err, ErrTooLarge) {
+			if _, ok := errors.AsType[*ParseError](err); !ok && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return

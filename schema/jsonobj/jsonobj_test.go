@@ -87,8 +87,8 @@ func TestReadRejects(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			var pe *PathError
-			if !errors.As(err, &pe) {
+			pe, ok := errors.AsType[*PathError](err)
+			if !ok {
 				t.Fatalf("err %v is not a *PathError", err)
 			}
 			if pe.Path != tc.path {
@@ -105,8 +105,8 @@ func TestFirstErrorKept(t *testing.T) {
 	var r Reader
 	r.Fail("$.a", ErrWrongType)
 	r.Fail("$.b", ErrTooLarge)
-	var pe *PathError
-	if !errors.As(r.Err(), &pe) || pe.Path != "$.a" || !errors.Is(pe, ErrWrongType) {
+	pe, ok := errors.AsType[*PathError](r.Err())
+	if !ok || pe.Path != "$.a" || !errors.Is(pe, ErrWrongType) {
 		t.Fatalf("err = %v", r.Err())
 	}
 }
@@ -131,8 +131,8 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("doc %v and err %v", d, err)
 		}
 		if err != nil {
-			var pe *PathError
-			if !errors.As(err, &pe) || !strings.HasPrefix(pe.Path, "$") {
+			pe, ok := errors.AsType[*PathError](err)
+			if !ok || !strings.HasPrefix(pe.Path, "$") {
 				t.Fatalf("err %v has no path", err)
 			}
 		}

@@ -203,8 +203,7 @@ func verifyValue(raw []byte, env *pohjson.Value, opts VerifyOptions) (*Verified,
 		}
 	}
 	if err := schemas.Validate(schemaID, raw); err != nil {
-		var ve *schemas.ValidationError
-		if errors.As(err, &ve) {
+		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
 			return nil, fail(SchemaValidationFailed, ve.Location, "%s", ve.Msg)
 		}
 		return nil, fail(SchemaValidationFailed, "", "%v", err)

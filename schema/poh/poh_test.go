@@ -253,8 +253,7 @@ func TestReasonCodes(t *testing.T) {
 		if !errors.Is(err, tt.want) {
 			t.Errorf("%s: got %v, want %s", tt.name, err, tt.want)
 		}
-		var pe *Error
-		if !errors.As(err, &pe) {
+		if _, ok := errors.AsType[*Error](err); !ok {
 			t.Errorf("%s: error %T is not *Error", tt.name, err)
 		}
 	}
@@ -345,8 +344,7 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("result %v with error %v", b, err)
 		}
 		if err != nil {
-			var pe *Error
-			if !errors.As(err, &pe) {
+			if _, ok := errors.AsType[*Error](err); !ok {
 				t.Fatalf("error %T is not *Error: %v", err, err)
 			}
 		}

@@ -102,8 +102,7 @@ func verifyToolReceipts(p *pohjson.Value, agentDID string, events []Event, now t
 		field := fmt.Sprintf("payload.tool_receipts[%d]", i)
 		tr, err := verifyToolReceipt(e, agentDID, bc, now)
 		if err != nil {
-			var pe *Error
-			if errors.As(err, &pe) {
+			if pe, ok := errors.AsType[*Error](err); ok {
 				return nil, &Error{Code: pe.Code, Field: joinField(field, pe.Field), Msg: pe.Msg}
 			}
 			return nil, err
@@ -133,8 +132,7 @@ func verifyToolReceipt(entry *pohjson.Value, agentDID string, bc *bindingContext
 	}
 	// 3. binding
 	if err := checkToolReceiptBinding(payload.Get("binding"), bc); err != nil {
-		var pe *Error
-		if errors.As(err, &pe) {
+		if pe, ok := errors.AsType[*Error](err); ok {
 			pe.Field = prefix + pe.Field
 		}
 		return nil, err
@@ -160,8 +158,7 @@ func verifyToolReceipt(entry *pohjson.Value, agentDID string, bc *bindingContext
 			}
 			committed, _ := payload.GetString(d.commitment)
 			if err := VerifySelectiveDisclosure(sd, committed); err != nil {
-				var pe *Error
-				if errors.As(err, &pe) {
+				if pe, ok := errors.AsType[*Error](err); ok {
 					pe.Field = joinField(prefix+d.disclosure, pe.Field)
 				}
 				return nil, err
@@ -183,8 +180,8 @@ func toolReceiptForm(entry *pohjson.Value) (ToolReceiptForm, error) {
 		if err == nil {
 			return f.form, nil
 		}
-		var ve *schemas.ValidationError
-		if !errors.As(err, &ve) {
+		ve, ok := errors.AsType[*schemas.ValidationError](err)
+		if !ok {
 			return "", fail(SchemaValidationFailed, "", "%v", err)
 		}
 		if first == nil {

@@ -70,8 +70,8 @@ func TestBundleVectors(t *testing.T) {
 			if !errors.Is(err, poh.Code(r.code)) {
 				t.Fatalf("want %s, got %v", r.code, err)
 			}
-			var pe *poh.Error
-			if !errors.As(err, &pe) || pe.Code != poh.Code(r.code) {
+			pe, ok := errors.AsType[*poh.Error](err)
+			if !ok || pe.Code != poh.Code(r.code) {
 				t.Fatalf("error %v is not a *poh.Error with code %s", err, r.code)
 			}
 			if b != nil {
@@ -163,8 +163,7 @@ func FuzzBundleVectors(f *testing.F) {
 		if (b == nil) == (err == nil) {
 			t.Fatalf("result %v with error %v", b, err)
 		}
-		var pe *poh.Error
-		if err != nil && !errors.As(err, &pe) {
+		if _, ok := errors.AsType[*poh.Error](err); err != nil && !ok {
 			t.Fatalf("error %T is not *poh.Error: %v", err, err)
 		}
 	})

@@ -75,8 +75,7 @@ func TestParseRejects(t *testing.T) {
 		if !errors.Is(err, tt.want) || v != nil {
 			t.Errorf("Parse(%q) = %v, %v; want %v", tt.in, v, err, tt.want)
 		}
-		var pe *Error
-		if err != nil && !errors.As(err, &pe) {
+		if _, ok := errors.AsType[*Error](err); err != nil && !ok {
 			t.Errorf("Parse(%q) error %T is not *Error", tt.in, err)
 		}
 	}

@@ -169,8 +169,7 @@ func Validate(schemaID string, doc []byte) error {
 	// UseNumber would decode it (FuzzInstance checks they agree), is the
 	// instance validated.
 	if err := s.Validate(v.Interface()); err != nil {
-		var ve *jsonschema.ValidationError
-		if errors.As(err, &ve) {
+		if ve, ok := errors.AsType[*jsonschema.ValidationError](err); ok {
 			leaf := ve
 			for len(leaf.Causes) > 0 {
 				leaf = leaf.Causes[0]

@@ -73,8 +73,7 @@ func TestRejects(t *testing.T) {
 		"wrong type":  []byte(`[]`),
 	} {
 		err := Validate(ProofBundleEnvelopeV1, doc)
-		var ve *ValidationError
-		if !errors.Is(err, ErrInvalid) || !errors.As(err, &ve) {
+		if _, ok := errors.AsType[*ValidationError](err); !errors.Is(err, ErrInvalid) || !ok {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
 	}

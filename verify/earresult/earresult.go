@@ -200,9 +200,8 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 
 func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
 	tv := ap.TrustVector
-	var ve *verify.Error
 	check := "unknown"
-	if errors.As(verr, &ve) {
+	if ve, ok := errors.AsType[*verify.Error](verr); ok {
 		check = ve.Check
 		if ve.Code != "" {
 			annot["poh_code"] = string(ve.Code)

@@ -103,8 +103,7 @@ func FuzzVerify(f *testing.F) {
 			if err == nil {
 				continue
 			}
-			var e *Error
-			if !errors.As(err, &e) {
+			if _, ok := errors.AsType[*Error](err); !ok {
 				t.Fatalf("untyped error %v", err)
 			}
 			n := 0

@@ -79,8 +79,8 @@ func wantErr(t testing.TB, err error, class, sentinel error, check string) {
 	if sentinel != nil && !errors.Is(err, sentinel) {
 		t.Fatalf("error %v: want %v", err, sentinel)
 	}
-	var e *Error
-	if !errors.As(err, &e) {
+	e, ok := errors.AsType[*Error](err)
+	if !ok {
 		t.Fatalf("error %v is not an *Error", err)
 	}
 	if check != "" && e.Check != check {

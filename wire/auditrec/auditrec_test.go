@@ -198,8 +198,8 @@ func TestTamper(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			var le *LineError
-			if !errors.As(err, &le) || le.Line != tc.line {
+			le, ok := errors.AsType[*LineError](err)
+			if !ok || le.Line != tc.line {
 				t.Fatalf("err = %#v, want line %d", err, tc.line)
 			}
 		})
@@ -248,8 +248,7 @@ func FuzzVerifyAuditLog(f *testing.F) {
 			if root != "" || count != 0 {
 				t.Fatal("error with a root")
 			}
-			var le *LineError
-			if !errors.As(err, &le) {
+			if _, ok := errors.AsType[*LineError](err); !ok {
 				t.Fatalf("untyped error %v", err)
 			}
 			return

@@ -41,8 +41,8 @@ func wantTemplateErr(t *testing.T, err, sentinel error, name string) {
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("err = %v, want %v", err, sentinel)
 	}
-	var te *TemplateError
-	if !errors.As(err, &te) {
+	te, ok := errors.AsType[*TemplateError](err)
+	if !ok {
 		t.Fatalf("err %T is not *TemplateError", err)
 	}
 	if te.Name != name {

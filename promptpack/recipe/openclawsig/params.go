@@ -87,8 +87,7 @@ func ParseParams(data []byte) (*Params, error) {
 	}
 	p, err := parseParams(data)
 	if err != nil {
-		var fe *fieldError
-		if errors.As(err, &fe) {
+		if fe, ok := errors.AsType[*fieldError](err); ok {
 			return nil, &ParamsError{Path: fe.path, Err: fe.err}
 		}
 		return nil, &ParamsError{Err: err}

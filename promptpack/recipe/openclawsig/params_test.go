@@ -106,8 +106,8 @@ func TestParseParamsRefuses(t *testing.T) {
 			if !errors.Is(err, ErrInvalidParams) || !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
-			var pe *ParamsError
-			if !errors.As(err, &pe) {
+			pe, ok := errors.AsType[*ParamsError](err)
+			if !ok {
 				t.Fatalf("err %T is not *ParamsError", err)
 			}
 			if tc.path != "" && pe.Path != tc.path && !strings.HasPrefix(pe.Path, tc.path) {
@@ -147,8 +147,7 @@ func FuzzParseParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseParams(data)
 		if err != nil {
-			var pe *ParamsError
-			if p != nil || !errors.As(err, &pe) || !errors.Is(err, ErrInvalidParams) {
+			if _, ok := errors.AsType[*ParamsError](err); p != nil || !ok || !errors.Is(err, ErrInvalidParams) {
 				t.Fatalf("bad refusal: %v, %v", p, err)
 			}
 			return
