@@ -26,12 +26,16 @@ export class RunBlocked extends Error {
  * @property {string} manifest the pack's manifest (prompt_pack_manifest.json)
  * @property {string} reportHashB64u the SystemPromptReport hash the pack author published
  * @property {string} [outDir] where each run's artifacts are written (<outDir>/<run_id>/)
- * @property {string} [agentKey] PKCS#8 PEM file of the agent's Ed25519 key (default: a fresh key per run, in memory)
- * @property {string} [localSender] "channel:sender_id" for turns without a channel sender (default "cli:local")
+ * @property {string} [agentKey] PKCS#8 PEM file of the agent's Ed25519 key (default: a fresh key
+ *   per run, in memory)
+ * @property {string} [localSender] "channel:sender_id" for turns without a channel sender
+ *   (default "cli:local")
  * @property {number} [timeoutMs] per attester request (default 15000)
  */
 
-const CONFIG_KEYS = ["controlSocket", "pack", "manifest", "reportHashB64u", "outDir", "agentKey", "localSender", "timeoutMs"];
+const CONFIG_KEYS = [
+  "controlSocket", "pack", "manifest", "reportHashB64u", "outDir", "agentKey", "localSender", "timeoutMs",
+];
 const SENDER = /^[a-z0-9_-]{1,64}:[^\s:][^\s]{0,255}$/;
 
 /**
@@ -41,22 +45,34 @@ const SENDER = /^[a-z0-9_-]{1,64}:[^\s:][^\s]{0,255}$/;
  * @returns {Config}
  */
 export function parseConfig(raw) {
-  if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw new Error(`plugins.entries.${PLUGIN_ID}.config is required`);
+  if (!raw || typeof raw !== "object" || Array.isArray(raw)) {
+    throw new Error(`plugins.entries.${PLUGIN_ID}.config is required`);
+  }
   const c = /** @type {Record<string, unknown>} */ (raw);
-  for (const k of Object.keys(c)) if (!CONFIG_KEYS.includes(k)) throw new Error(`${PLUGIN_ID} config: unknown key ${JSON.stringify(k)}`);
+  for (const k of Object.keys(c)) {
+    if (!CONFIG_KEYS.includes(k)) throw new Error(`${PLUGIN_ID} config: unknown key ${JSON.stringify(k)}`);
+  }
   /** @param {string} k @param {boolean} required */
   const path = (k, required) => {
     const v = c[k];
     if (v === undefined && !required) return undefined;
-    if (typeof v !== "string" || !isAbsolute(v)) throw new Error(`${PLUGIN_ID} config: ${k} must be an absolute path`);
+    if (typeof v !== "string" || !isAbsolute(v)) {
+      throw new Error(`${PLUGIN_ID} config: ${k} must be an absolute path`);
+    }
     return v;
   };
   const reportHashB64u = c.reportHashB64u;
-  if (typeof reportHashB64u !== "string" || !HASH_B64U.test(reportHashB64u)) throw new Error(`${PLUGIN_ID} config: reportHashB64u must be a b64u SHA-256 digest`);
+  if (typeof reportHashB64u !== "string" || !HASH_B64U.test(reportHashB64u)) {
+    throw new Error(`${PLUGIN_ID} config: reportHashB64u must be a b64u SHA-256 digest`);
+  }
   const localSender = c.localSender ?? "cli:local";
-  if (typeof localSender !== "string" || !SENDER.test(localSender)) throw new Error(`${PLUGIN_ID} config: localSender must be "channel:sender_id"`);
+  if (typeof localSender !== "string" || !SENDER.test(localSender)) {
+    throw new Error(`${PLUGIN_ID} config: localSender must be "channel:sender_id"`);
+  }
   const timeoutMs = c.timeoutMs ?? 15000;
-  if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 600000) throw new Error(`${PLUGIN_ID} config: timeoutMs must be an integer in 100..600000`);
+  if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 600000) {
+    throw new Error(`${PLUGIN_ID} config: timeoutMs must be an integer in 100..600000`);
+  }
   return {
     controlSocket: /** @type {string} */ (path("controlSocket", true)),
     pack: /** @type {string} */ (path("pack", true)),
@@ -81,7 +97,8 @@ export function checkHookAccess(ocConfig) {
   const h = ocConfig?.plugins?.entries?.[PLUGIN_ID]?.hooks;
   if (h?.allowConversationAccess !== true || h?.allowPromptInjection === false) {
     throw new Error(
-      `OpenClaw must set plugins.entries.${PLUGIN_ID}.hooks.allowConversationAccess: true (and not allowPromptInjection: false); without it the attested prompt cannot be enforced`,
+      `OpenClaw must set plugins.entries.${PLUGIN_ID}.hooks.allowConversationAccess: true ` +
+        "(and not allowPromptInjection: false); without it the attested prompt cannot be enforced",
     );
   }
 }
@@ -104,10 +121,12 @@ export function senderOf(cfg, ev, ctx) {
 /** One attester run, bound to one OpenClaw run. */
 class RunState {
   constructor() {
-    /** @type {"pending" | "ready" | "failed" | "closed"} */
+    /**
+     * "closed" once the attester run was closed (DELETE sent); it stays
+     * closed even when the opening fails afterwards.
+     * @type {"pending" | "ready" | "failed" | "closed"}
+     */
     this.status = "pending";
-    /** Whether the attester run was closed (DELETE sent). */
-    this.closed = false;
     this.error = "";
     /** @type {any} */
     this.run = null;
@@ -154,9 +173,15 @@ export class Controller {
     this.bySession = new Map();
   }
 
-  /** @param {{runId?: string}} ctx */
-  runOf(ctx) {
-    return ctx.runId ? this.runs.get(ctx.runId) : undefined;
+  /**
+   * The run of a hook: the one of the hook context's run id, else the one
+   * of the event's run id.
+   * @param {{runId?: string}} ev
+   * @param {{runId?: string}} ctx
+   */
+  runOf(ev, ctx) {
+    const st = ctx.runId ? this.runs.get(ctx.runId) : undefined;
+    return st ?? (ev.runId ? this.runs.get(ev.runId) : undefined);
   }
 
   /**
@@ -173,7 +198,7 @@ export class Controller {
       if (ctx.sessionKey) this.bySession.set(ctx.sessionKey, st);
       const s = st;
       st.opening = this.#open(s, ctx).catch((e) => {
-        s.status = "failed";
+        if (s.status !== "closed") s.status = "failed";
         s.error = e instanceof RunBlocked ? e.message : `clawea: attester run not started: ${errText(e)}`;
       });
     }
@@ -197,9 +222,12 @@ export class Controller {
     st.capability = run.capability;
     // From here on the attester holds a run: close it on any failure.
     try {
-      if (run.report_hash_b64u !== this.cfg.reportHashB64u) throw new RunBlocked("clawea: the attester committed to another report than the configured one");
-      if (typeof run.system_prompt_hash_b64u !== "string" || !HASH_B64U.test(run.system_prompt_hash_b64u)) throw new Error("malformed system_prompt_hash_b64u");
-      if (typeof run.prompt_pack_ciphertext_hash_b64u !== "string" || !HASH_B64U.test(run.prompt_pack_ciphertext_hash_b64u)) throw new Error("malformed prompt_pack_ciphertext_hash_b64u");
+      if (run.report_hash_b64u !== this.cfg.reportHashB64u) {
+        throw new RunBlocked("clawea: the attester committed to another report than the configured one");
+      }
+      for (const k of ["system_prompt_hash_b64u", "prompt_pack_ciphertext_hash_b64u"]) {
+        if (typeof run[k] !== "string" || !HASH_B64U.test(run[k])) throw new Error(`malformed ${k}`);
+      }
       st.chain = new EventChain(run.prompt_committed, { now: this.now });
       if (st.chain.events[0].run_id !== run.run_id) throw new Error("prompt_committed is for another run");
       const p = await this.client.prompt(run.run_id, st.capability);
@@ -258,7 +286,9 @@ export class Controller {
         message_id: messageId,
         content_sha256_b64u: sha256B64u(typeof ev.prompt === "string" ? ev.prompt : ""),
       });
-      if (typeof t.turn_id !== "string" || t.turn_id === "" || typeof t.owner !== "boolean") throw new Error("malformed turn response");
+      if (typeof t.turn_id !== "string" || t.turn_id === "" || typeof t.owner !== "boolean") {
+        throw new Error("malformed turn response");
+      }
       st.turn = { turn_id: t.turn_id, owner: t.owner, message_id: messageId };
       this.log.info(`clawea: turn ${t.turn_id} from ${from.channel}:${from.sender_id} (owner: ${t.owner})`);
       return { outcome: "pass" };
@@ -277,7 +307,7 @@ export class Controller {
    * @param {any} ctx
    */
   llmInput(ev, ctx) {
-    const st = this.runOf(ctx) ?? (ev.runId ? this.runs.get(ev.runId) : undefined);
+    const st = this.runOf(ev, ctx);
     if (!st) return;
     if (!st.usable) {
       st.poisoned ||= "model input was prepared while the attester run was not ready";
@@ -300,7 +330,7 @@ export class Controller {
    * @param {any} ctx
    */
   modelCallStarted(ev, ctx) {
-    const st = (ev.runId ? this.runs.get(ev.runId) : undefined) ?? this.runOf(ctx);
+    const st = this.runOf(ev, ctx);
     if (!st) return;
     if (!st.usable || !st.chain) {
       st.poisoned ||= "a model call happened while the attester run was not ready";
@@ -332,8 +362,10 @@ export class Controller {
    */
   async beforeToolCall(ev, ctx) {
     const block = (/** @type {string} */ msg) => ({ block: true, blockReason: msg });
-    const st = this.runOf(ctx) ?? (ev.runId ? this.runs.get(ev.runId) : undefined);
-    if (!st || !st.usable || !st.chain) return block(`clawea: tool call refused: ${st?.poisoned || st?.error || "no attested run"}`);
+    const st = this.runOf(ev, ctx);
+    if (!st || !st.usable || !st.chain) {
+      return block(`clawea: tool call refused: ${st?.poisoned || st?.error || "no attested run"}`);
+    }
     if (!st.turn) return block("clawea: tool call refused: no open turn");
     try {
       const params = ev.params ?? {};
@@ -355,7 +387,8 @@ export class Controller {
       return undefined;
     } catch (e) {
       this.log.warn(`clawea: gate error: ${errText(e)}`);
-      return block(`clawea: tool call refused: the gate could not be asked (${e instanceof AttesterError ? e.message : "error"})`);
+      const why = e instanceof AttesterError ? e.message : "error";
+      return block(`clawea: tool call refused: the gate could not be asked (${why})`);
     }
   }
 
@@ -367,26 +400,37 @@ export class Controller {
    */
   async verifyTool(toolCtx, params) {
     const st = toolCtx.sessionKey ? this.bySession.get(toolCtx.sessionKey) : undefined;
-    if (!st || !st.usable || !st.turn) return textResult("verify failed: no attested run with an open turn", { verified: false });
+    const failed = (/** @type {string} */ why) => textResult(`verify failed: ${why}`, { verified: false });
+    if (!st || !st.usable || !st.turn) return failed("no attested run with an open turn");
     /** @type {Record<string, string>} */
     const req = { turn_id: st.turn.turn_id };
     const mid = params?.message_id;
     const ch = params?.content_sha256_b64u;
-    if ((mid === undefined) !== (ch === undefined)) return textResult("verify failed: give message_id and content_sha256_b64u together, or neither", { verified: false });
+    if ((mid === undefined) !== (ch === undefined)) {
+      return failed("give message_id and content_sha256_b64u together, or neither");
+    }
     if (mid !== undefined) {
-      if (typeof mid !== "string" || typeof ch !== "string" || !HASH_B64U.test(ch)) return textResult("verify failed: message_id must be a string and content_sha256_b64u a b64u SHA-256 digest", { verified: false });
+      if (typeof mid !== "string" || typeof ch !== "string" || !HASH_B64U.test(ch)) {
+        return failed("message_id must be a string and content_sha256_b64u a b64u SHA-256 digest");
+      }
       req.message_id = mid;
       req.content_sha256_b64u = ch;
     }
     try {
       const r = await this.client.verify(st.run.run_id, st.capability, req);
-      if (r.verified !== true) return textResult("verify failed: the attester did not verify this turn", { verified: false });
-      return textResult("verified: this turn is verified by the attester; gated tools may now run", { verified: true, turn_id: st.turn.turn_id });
+      if (r.verified !== true) return failed("the attester did not verify this turn");
+      return textResult("verified: this turn is verified by the attester; gated tools may now run", {
+        verified: true,
+        turn_id: st.turn.turn_id,
+      });
     } catch (e) {
       if (e instanceof AttesterError && e.status === 403) {
-        return textResult("verify refused: only the owner can verify, and this turn's sender is not the owner", { verified: false, status: 403 });
+        return textResult("verify refused: only the owner can verify, and this turn's sender is not the owner", {
+          verified: false,
+          status: 403,
+        });
       }
-      return textResult(`verify failed: ${e instanceof AttesterError ? e.message : "the attester could not be asked"}`, { verified: false });
+      return failed(e instanceof AttesterError ? e.message : "the attester could not be asked");
     }
   }
 
@@ -397,7 +441,7 @@ export class Controller {
    * @param {any} ctx
    */
   async agentEnd(_ev, ctx) {
-    const st = this.runOf(ctx);
+    const st = ctx.runId ? this.runs.get(ctx.runId) : undefined;
     if (!st) return;
     if (st.opening) await st.opening;
     try {
@@ -442,15 +486,16 @@ export class Controller {
       // A long-lived gateway handles many runs: forget this one. A late hook
       // of this run then finds no run and blocks or does nothing.
       if (ctx.runId) this.runs.delete(ctx.runId);
-      if (ctx.sessionKey && this.bySession.get(ctx.sessionKey) === st) this.bySession.delete(ctx.sessionKey);
+      if (ctx.sessionKey && this.bySession.get(ctx.sessionKey) === st) {
+        this.bySession.delete(ctx.sessionKey);
+      }
     }
   }
 
   /** @param {RunState} st */
   async #close(st) {
-    if (!st.run || st.closed) return;
+    if (!st.run || st.status === "closed") return;
     const prev = st.status;
-    st.closed = true;
     st.status = "closed";
     try {
       await this.client.close(st.run.run_id, st.capability);
@@ -480,8 +525,14 @@ function textResult(text, details) {
 export const VERIFY_PARAMETERS = {
   type: "object",
   properties: {
-    message_id: { type: "string", description: "Optional, with content_sha256_b64u: the id of the owner's signed message of this turn to check." },
-    content_sha256_b64u: { type: "string", description: "Optional, with message_id: the SHA-256 (base64url) of that message's content." },
+    message_id: {
+      type: "string",
+      description: "Optional, with content_sha256_b64u: the id of the owner's signed message of this turn to check.",
+    },
+    content_sha256_b64u: {
+      type: "string",
+      description: "Optional, with message_id: the SHA-256 (base64url) of that message's content.",
+    },
   },
   additionalProperties: false,
 };
@@ -506,7 +557,8 @@ export function registerWith(api, c) {
       name: "verify",
       label: "verify",
       description:
-        "Owner-only: verify the current turn with the clawea attester (checks the owner's signed message); gated tools stay blocked until the owner's turn is verified.",
+        "Owner-only: verify the current turn with the clawea attester (checks the owner's signed message); " +
+        "gated tools stay blocked until the owner's turn is verified.",
       parameters: VERIFY_PARAMETERS,
       execute: (/** @type {string} */ _id, /** @type {any} */ params) => c.verifyTool(toolCtx ?? {}, params ?? {}),
     }),

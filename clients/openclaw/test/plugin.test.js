@@ -239,3 +239,18 @@ test("the plugin requires OpenClaw to let its conversation hooks fire", () => {
   assert.throws(() => checkHookAccess(entries({ allowConversationAccess: true, allowPromptInjection: false })), /allowPromptInjection/);
   assert.throws(() => checkHookAccess(undefined), /allowConversationAccess/);
 });
+
+test("hooks whose context has no run id find the run by the event's run id", async (t) => {
+  const f = await startFake({ decide: () => ({ allow: true }) });
+  t.after(() => f.close());
+  const c = controller(f);
+  await c.beforePromptBuild({}, ctx);
+  await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt + suffix }, ctx);
+  const bare = { sessionKey: ctx.sessionKey };
+  c.llmInput({ runId: ctx.runId, systemPrompt: f.prompt + suffix }, bare);
+  c.modelCallStarted({ runId: ctx.runId, callId: "c1", provider: "p", model: "m" }, bare);
+  assert.equal(await c.beforeToolCall({ toolName: "read", params: {}, runId: ctx.runId }, bare), undefined);
+  assert.equal((await c.beforeToolCall({ toolName: "read", params: {} }, bare))?.block, true, "no run id at all");
+  await c.agentEnd({}, ctx);
+  assert.ok(f.requests.some((r) => r.url.endsWith("/attestation")), "the run was attested");
+});
