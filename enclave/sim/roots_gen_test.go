@@ -5,51 +5,26 @@ import (
 	"crypto"
 	"crypto/x509"
 	"encoding/asn1"
-	"encoding/pem"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-sev-guest/testing/data"
 
+	"github.com/clawea/attester/enclave/sim/internal/amdtemplate"
 	"github.com/clawea/attester/wire/simroots"
 )
 
-var update = flag.Bool("update", false, "regenerate wire/simroots/sevsnp_cert_chain.pem (changes the pinned simulated roots)")
-
 // TestSimRootsMatchHierarchy checks that the pinned simulated roots in
 // wire/simroots are this simulator's: the ARK and ASK certify the keys the
-// simulator signs with, under the templates it uses, the ARK self-signed
-// and the ASK signed by it.
-//
-// With -update it first rewrites wire/simroots/sevsnp_cert_chain.pem from
-// fresh signatures (RSA-PSS is randomized); then update the digests in
-// simroots.go and docs/spec/platform-sevsnp.md. Regenerating changes the
-// pinned roots: do it only on purpose:
-//
-//	go test ./enclave/sim -run TestSimRootsMatchHierarchy -update
+// simulator signs with, under the templates it uses (internal/amdtemplate),
+// the ARK self-signed and the ASK signed by it. internal/rootsgen signs new
+// ones (it changes the pinned roots: run it only on purpose).
 func TestSimRootsMatchHierarchy(t *testing.T) {
-	if *update {
-		arkDER, askDER, err := generateRoots()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: askDER})
-		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: arkDER})...)
-		path := filepath.Join("..", "..", "wire", "simroots", "sevsnp_cert_chain.pem")
-		if err := os.WriteFile(path, out, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s: update the digests in wire/simroots/simroots.go", path)
-		return
-	}
 	roots := simroots.SEVSNPRoots()
 	if len(roots) != 1 {
 		t.Fatalf("%d simulated root sets, want 1", len(roots))
 	}
 	ark, ask := roots[0].ARK, roots[0].ASK
-	arkT, askT := rootTemplates()
+	arkT, askT := amdtemplate.Roots()
 	for _, c := range []struct {
 		name      string
 		cert, tpl *x509.Certificate
