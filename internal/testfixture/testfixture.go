@@ -383,7 +383,7 @@ func RepoDir() string {
 }
 
 // TPMQuotePath is the swtpm quote fixture that enclave/tpm's
-// TestWriteFixtures -update writes.
+// internal/fixturegen writes (go generate ./enclave/tpm).
 func TPMQuotePath() string {
 	return filepath.Join(RepoDir(), "wire", "tpmquote", "testdata", "swtpm_quote.json")
 }

@@ -9,7 +9,7 @@ import (
 
 // Every parser: no panic on any input, nothing returned with an error, and
 // whatever is accepted re-encodes to the identical bytes. Seeds: a real swtpm
-// quote in testdata/fuzz (written by enclave/tpm TestWriteFixtures -update)
+// quote in testdata/fuzz (written by enclave/tpm/internal/fixturegen)
 // and software-signed evidence added here.
 
 func FuzzParseAttest(f *testing.F) {

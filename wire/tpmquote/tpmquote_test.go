@@ -20,7 +20,7 @@ import (
 )
 
 // fixture loads testdata/swtpm_quote.json, a real swtpm quote (written by
-// enclave/tpm TestWriteFixtures -update).
+// enclave/tpm/internal/fixturegen).
 func fixture(t testing.TB) (*evidence.Evidence, evidence.ReportData, []byte) {
 	t.Helper()
 	fx := testfixture.LoadTPMQuote(t)
