@@ -1,10 +1,9 @@
 package gate
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
-	"math"
+	"maps"
 	"net/textproto"
 	"net/url"
 	"slices"
@@ -13,26 +12,22 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
-// Limits on the configuration document.
+// Limits on the configuration document. The limits of single keys are in
+// the conf tags of the declaration below (configDoc and what it holds).
 const (
-	MaxConfigBytes      = 1 << 20
-	maxListItems        = 1024
-	maxAgents           = 256
-	maxHeaders          = 32
-	maxAllowedUsers     = 256
-	maxURLBytes         = 2048
-	maxSecretBytes      = 4096
-	maxHeaderNameBytes  = 128
-	maxAgentIDBytes     = 64
-	maxChatIDBytes      = 64
-	maxWebhookTimeout   = 300 // seconds
-	maxTelegramTimeout  = 3600
-	defaultWebhookSecs  = 30
-	defaultTelegramSecs = 120
+	MaxConfigBytes     = 1 << 20
+	maxListItems       = 1024
+	maxAllowedUsers    = 256
+	maxHeaders         = 32
+	maxSecretBytes     = 4096
+	maxHeaderNameBytes = 128
+	maxAgentIDBytes    = 64
+	maxChatIDBytes     = 64
 )
 
 // DefaultGatedTools is the seed-000 default of agents.defaults.sig.gatedTools.
@@ -159,191 +154,343 @@ func ParseConfig(data []byte, opts ParseOptions) (*Config, error) {
 	if len(data) > MaxConfigBytes {
 		return nil, cfgErr("", ErrConfigTooLarge, "document is larger than %d bytes", MaxConfigBytes)
 	}
-	root, err := jsonobj.Parse(data, pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16})
-	if err != nil {
-		key := ""
-		if pe, ok := errors.AsType[*jsonobj.PathError](err); ok {
-			key = keyOf(pe.Path)
-		}
-		if pe, ok := errors.AsType[*pohjson.Error](err); ok {
-			return nil, cfgErr(key, ErrWrongType, "not strict JSON: %v at offset %d", pe.Err, pe.Offset)
-		}
-		return nil, cfgErr(key, ErrWrongType, "not strict JSON")
+	var doc configDoc
+	if err := confdoc.Parse(data, pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16}, &doc, docOptions(opts)); err != nil {
+		return nil, err
 	}
-	return ParseConfigValue(root, opts)
+	return build(&doc, opts)
 }
 
 // ParseConfigValue is ParseConfig on a document already parsed strictly
 // (pohjson), so that a caller holding the whole configuration file parses
 // it once and hands the gate its tree.
 func ParseConfigValue(root *pohjson.Value, opts ParseOptions) (*Config, error) {
-	p := &parser{opts: opts}
-	c := p.config(root)
-	if err := p.r.Err(); err != nil {
-		return nil, configError(err)
-	}
-	if err := p.validate(c); err != nil {
+	var doc configDoc
+	if err := confdoc.Decode(root, &doc, docOptions(opts)); err != nil {
 		return nil, err
 	}
-	return c, nil
+	return build(&doc, opts)
 }
 
-// parser walks the document with a jsonobj.Reader, which keeps the first
-// error (its JSON path names the key); gate-specific refusals are recorded
-// in it as *ConfigError.
-type parser struct {
-	opts ParseOptions
-	r    jsonobj.Reader
-}
-
-// keyOf is the ConfigError key of a JSON path: the path without "$.".
-func keyOf(path string) string {
-	return strings.TrimPrefix(strings.TrimPrefix(path, jsonobj.Root), ".")
-}
-
-// fail records a gate refusal at path.
-func (p *parser) fail(path string, sentinel error, format string, args ...any) {
-	p.r.Fail(path, cfgErr(keyOf(path), sentinel, format, args...))
-}
-
-// configError turns the Reader's first error into a *ConfigError: a
-// refusal of the gate's as recorded, a jsonobj one with the gate's
-// sentinel for its class.
-func configError(err error) error {
-	if ce, ok := errors.AsType[*ConfigError](err); ok {
-		return ce
+// docOptions are the decoder options of a gate config: with
+// AllowForeignKeys, any top-level key (the embedding document owns the
+// top level) and, inside the sections the gate reads, exactly the keys the
+// supported OpenClaw release declares there (openClawKeys, generated from
+// its config schema) are passed over; every other undeclared key is
+// refused, so a typo such as tools.denny cannot silently drop a policy.
+func docOptions(opts ParseOptions) confdoc.Options {
+	o := confdoc.Options{Doc: ErrInvalidConfig}
+	if opts.AllowForeignKeys {
+		o.Foreign = map[string][]string{"": {"*"}}
+		maps.Copy(o.Foreign, openClawKeys)
 	}
-	key := ""
-	if pe, ok := errors.AsType[*jsonobj.PathError](err); ok {
-		key = keyOf(pe.Path)
-		err = pe.Err
+	return o
+}
+
+// The declaration of the gate's keys. Keys the gate does not read, in
+// these objects, are refused (or passed over as docOptions says).
+type (
+	configDoc struct {
+		Agents *agentsDoc `conf:"agents"`
+		Tools  *toolsDoc  `conf:"tools"`
+	}
+	agentsDoc struct {
+		Defaults *defaultsDoc `conf:"defaults"`
+		List     []agentDoc   `conf:"list,max=256"`
+	}
+	defaultsDoc struct {
+		Sig *sigDoc `conf:"sig"`
+	}
+	agentDoc struct {
+		ID    string    `conf:"id,required,max=64"`
+		Tools *toolsDoc `conf:"tools"`
+		Sig   *sigDoc   `conf:"sig"`
+	}
+	sigDoc struct {
+		EnforceVerification *bool     `conf:"enforceVerification"`
+		GatedTools          *toolList `conf:"gatedTools"`
+	}
+	toolsDoc struct {
+		Profile  *profileName  `conf:"profile"`
+		Allow    *toolList     `conf:"allow"`
+		Deny     *toolList     `conf:"deny"`
+		Verifier *verifierKeys `conf:"verifier"`
+		// OpenClaw policy keys the gate does not implement: refused
+		// rather than passed over.
+		AlsoAllow  unsupported `conf:"alsoAllow"`
+		ByProvider unsupported `conf:"byProvider"`
+	}
+	verifierKeys struct {
+		Enabled  *bool        `conf:"enabled"`
+		Scope    *scopeDoc    `conf:"scope"`
+		FailMode FailMode     `conf:"failMode,enum=allow|deny"`
+		Webhook  *webhookDoc  `conf:"webhook"`
+		Telegram *telegramDoc `conf:"telegram"`
+	}
+	scopeDoc struct {
+		Include *toolList `conf:"include"`
+		Exclude *toolList `conf:"exclude"`
+	}
+	webhookDoc struct {
+		URL     string      `conf:"url,required,max=2048"`
+		Timeout int64       `conf:"timeout,min=1,max=300,default=30"`
+		Headers headerMap   `conf:"headers"`
+		Secret  secretValue `conf:"secret"`
+	}
+	telegramDoc struct {
+		Enabled        bool        `conf:"enabled"`
+		BotToken       secretValue `conf:"botToken"`
+		ChatID         chatID      `conf:"chatId"`
+		Timeout        int64       `conf:"timeout,min=1,max=3600,default=120"`
+		AllowedUserIDs *userIDs    `conf:"allowedUserIds"`
+	}
+)
+
+// CheckConf refuses include and exclude together.
+func (s *scopeDoc) CheckConf(d *confdoc.Decoder, path string) {
+	if s.Include != nil && s.Exclude != nil {
+		d.Fail(path, ErrConflict, "include and exclude are mutually exclusive")
+	}
+}
+
+// CheckConf: an enabled telegram verifier needs a bot, a chat and users.
+func (t *telegramDoc) CheckConf(d *confdoc.Decoder, path string) {
+	if !t.Enabled {
+		return
 	}
 	switch {
-	case errors.Is(err, jsonobj.ErrUnknownField):
-		return cfgErr(key, ErrUnknownKey, "unknown key")
-	case errors.Is(err, jsonobj.ErrMissingField):
-		return cfgErr(key, ErrBadValue, "is required")
-	case errors.Is(err, jsonobj.ErrTooLarge):
-		return cfgErr(key, ErrBadValue, "too many entries or too large")
+	case !t.BotToken.IsSet():
+		d.Fail(jsonobj.Key(path, "botToken"), ErrBadValue, "is required when telegram is enabled")
+	case t.ChatID == "":
+		d.Fail(jsonobj.Key(path, "chatId"), ErrBadValue, "is required when telegram is enabled")
+	case t.AllowedUserIDs == nil || len(*t.AllowedUserIDs) == 0:
+		d.Fail(jsonobj.Key(path, "allowedUserIds"), ErrBadValue, "must list at least one user when telegram is enabled")
 	}
-	return cfgErr(key, ErrWrongType, "%v", err)
 }
 
-// object returns the members of v after checking the keys (known keys are
-// optional). owned objects are strict even with AllowForeignKeys.
-func (p *parser) object(path string, v *pohjson.Value, known []string, owned bool) map[string]*pohjson.Value {
-	allowed := make(map[string]bool, len(known))
-	for _, k := range known {
-		allowed[k] = false
-	}
-	if !owned && p.opts.AllowForeignKeys && v.Kind() == pohjson.Object {
-		kept := make([]pohjson.Member, 0, len(v.Members()))
-		for _, m := range v.Members() {
-			if _, ok := allowed[m.Key]; ok {
-				kept = append(kept, m)
-				continue
-			}
-			// A key that differs from one the gate reads only in case is a
-			// typo that would silently drop a policy: refuse it.
-			if slices.ContainsFunc(known, func(k string) bool { return strings.EqualFold(k, m.Key) }) {
-				p.fail(jsonobj.Key(path, m.Key), ErrUnknownKey, "unknown key (keys are case-sensitive)")
-			}
-		}
-		v = pohjson.NewObject(kept...)
-	}
-	return p.r.Object(v, path, allowed)
+// unsupported refuses its key.
+type unsupported struct{}
+
+func (unsupported) UnmarshalConf(d *confdoc.Decoder, _ *pohjson.Value, path string) {
+	d.Fail(path, ErrUnknownKey, "not supported by the gate")
 }
 
-func (p *parser) getBool(path string, v *pohjson.Value) bool { return p.r.Bool(v, path) }
+// profileName is tools.profile: one of ProfileNames.
+type profileName string
 
-func (p *parser) getString(path string, v *pohjson.Value, maxBytes int) string {
-	s, ok := p.r.Str(v, path)
-	if ok && len(s) > maxBytes {
-		p.fail(path, ErrBadValue, "longer than %d bytes", maxBytes)
+func (p *profileName) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	s, ok := v.Str()
+	if _, known := toolProfiles[s]; !ok || !known {
+		d.Fail(path, ErrBadValue, "must be one of %s", strings.Join(ProfileNames(), ", "))
+		return
 	}
-	return s
+	*p = profileName(s)
 }
 
-func (p *parser) getSecret(path string, v *pohjson.Value) Secret {
-	s, ok := p.r.Str(v, path)
-	switch {
-	case !ok:
-		return Secret{}
-	case len(s) > maxSecretBytes:
-		p.fail(path, ErrBadValue, "longer than %d bytes", maxSecretBytes)
-	case s == "":
-		p.fail(path, ErrBadValue, "must not be empty")
-	case strings.Contains(s, "${"):
-		p.fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
-	default:
-		return NewSecret(s)
-	}
-	return Secret{}
-}
-
-func (p *parser) getSeconds(path string, v *pohjson.Value, maxSecs int64) time.Duration {
-	n := p.r.Int(v, path, math.MinInt64, math.MaxInt64)
-	if p.r.Err() == nil && (n < 1 || n > maxSecs) {
-		p.fail(path, ErrBadValue, "must be between 1 and %d seconds", maxSecs)
-	}
-	return time.Duration(n) * time.Second
-}
-
-// toolList parses a list of tool names, group:* entries and globs; entries are
+// toolList is a list of tool names, group:* entries and globs; entries are
 // normalized, validated and de-duplicated in order.
-func (p *parser) toolList(path string, v *pohjson.Value) []string {
-	elems := p.r.Array(v, path, 0, maxListItems)
-	out := make([]string, 0, len(elems))
-	for i, e := range elems {
+type toolList []string
+
+func (l *toolList) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	var raw []string
+	d.Decode(v, path, &raw)
+	if len(raw) > maxListItems {
+		d.Fail(path, ErrBadValue, "more than %d entries", maxListItems)
+	}
+	out := make([]string, 0, len(raw))
+	for i, s := range raw {
 		ep := jsonobj.Index(path, i)
-		s, ok := p.r.Str(e, ep)
-		if !ok {
-			return nil
-		}
 		n := NormalizeToolName(s)
 		if strings.HasPrefix(n, "group:") {
 			if _, ok := toolGroups[n]; !ok {
-				p.fail(ep, ErrBadValue, "unknown tool group")
-				return nil
+				d.Fail(ep, ErrBadValue, "unknown tool group")
+				return
 			}
 		} else if !validToolName(n, true) {
-			p.fail(ep, ErrBadValue, "not a valid tool name (1-%d bytes of [a-z0-9_.:-*])", MaxToolNameBytes)
-			return nil
+			d.Fail(ep, ErrBadValue, "not a valid tool name (1-%d bytes of [a-z0-9_.:-*])", MaxToolNameBytes)
+			return
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
-	return out
+	*l = out
 }
 
-func (p *parser) config(root *pohjson.Value) *Config {
-	const path = jsonobj.Root
-	top := p.object(path, root, []string{"agents", "tools"}, false)
-	c := &Config{GatedTools: DefaultGatedTools(), Development: p.opts.Development}
-	if v := top["agents"]; v != nil {
-		ap := jsonobj.Key(path, "agents")
-		ag := p.object(ap, v, []string{"defaults", "list"}, false)
-		if d := ag["defaults"]; d != nil {
-			dp := jsonobj.Key(ap, "defaults")
-			dm := p.object(dp, d, []string{"sig"}, false)
-			if s := dm["sig"]; s != nil {
-				sig := p.sig(jsonobj.Key(dp, "sig"), s)
-				if sig.EnforceVerification != nil {
-					c.EnforceVerification = *sig.EnforceVerification
-				}
-				if sig.GatedTools != nil {
-					c.GatedTools = sig.GatedTools
-				}
-			}
+// secretValue is a secret string: not empty, at most maxSecretBytes, and
+// no unresolved ${...} placeholder.
+type secretValue struct{ Secret }
+
+func (s *secretValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	str, ok := v.Str()
+	switch {
+	case !ok:
+		d.Fail(path, ErrWrongType, "not a string")
+	case len(str) > maxSecretBytes:
+		d.Fail(path, ErrBadValue, "longer than %d bytes", maxSecretBytes)
+	case str == "":
+		d.Fail(path, ErrBadValue, "must not be empty")
+	case strings.Contains(str, "${"):
+		d.Fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
+	default:
+		s.Secret = NewSecret(str)
+	}
+}
+
+// reservedHeaders may not be set through webhook.headers.
+var reservedHeaders = []string{"Content-Type", "Content-Length", "Host", "X-Openclaw-Signature", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade"}
+
+// headerMap is webhook.headers: at most maxHeaders valid header names (in
+// canonical form, each once) to secret values without control characters.
+type headerMap map[string]Secret
+
+func (h *headerMap) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	if v.Kind() != pohjson.Object {
+		d.Fail(path, ErrWrongType, "not an object")
+		return
+	}
+	ms := v.Members()
+	if len(ms) > maxHeaders {
+		d.Fail(path, ErrBadValue, "more than %d headers", maxHeaders)
+		return
+	}
+	out := make(headerMap, len(ms))
+	for _, m := range ms {
+		kp := jsonobj.Key(path, m.Key)
+		if !validHeaderName(m.Key) {
+			d.Fail(kp, ErrBadValue, "not a valid HTTP header name")
+			return
 		}
-		if l := ag["list"]; l != nil {
-			c.Agents = p.agents(jsonobj.Key(ap, "list"), l)
+		name := textproto.CanonicalMIMEHeaderKey(m.Key)
+		if slices.Contains(reservedHeaders, name) {
+			d.Fail(kp, ErrBadValue, "header is set by the gate and cannot be configured")
+			return
+		}
+		if _, dup := out[name]; dup {
+			d.Fail(kp, ErrConflict, "header given twice (names are case-insensitive)")
+			return
+		}
+		var val secretValue
+		val.UnmarshalConf(d, m.Value, kp)
+		if val.IsSet() && !validHeaderValue(val.value()) {
+			d.Fail(kp, ErrBadValue, "header value contains control characters")
+		}
+		out[name] = val.Secret
+	}
+	*h = out
+}
+
+// chatID is telegram.chatId: a string without URL metacharacters, or a
+// non-zero integer.
+type chatID string
+
+func (c *chatID) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	switch v.Kind() {
+	case pohjson.String:
+		s, _ := v.Str()
+		if s == "" || len(s) > maxChatIDBytes || strings.ContainsAny(s, "/?#%& \t\r\n") || !utf8.ValidString(s) {
+			d.Fail(path, ErrBadValue, "not a valid chat id")
+			return
+		}
+		*c = chatID(s)
+	case pohjson.Number:
+		n, ok := v.Int()
+		if !ok || n == 0 {
+			d.Fail(path, ErrBadValue, "not a valid chat id")
+			return
+		}
+		*c = chatID(strconv.FormatInt(n, 10))
+	default:
+		d.Fail(path, ErrWrongType, "must be a string or an integer")
+	}
+}
+
+// userIDs is telegram.allowedUserIds: positive user ids as integers or
+// decimal strings, de-duplicated in order.
+type userIDs []int64
+
+func (u *userIDs) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	if v.Kind() != pohjson.Array {
+		d.Fail(path, ErrWrongType, "not an array")
+		return
+	}
+	es := v.Elems()
+	if len(es) > maxAllowedUsers {
+		d.Fail(path, ErrBadValue, "more than %d users", maxAllowedUsers)
+		return
+	}
+	out := userIDs{}
+	for i, e := range es {
+		ep := jsonobj.Index(path, i)
+		var id int64
+		switch e.Kind() {
+		case pohjson.Number:
+			id, _ = e.Int()
+		case pohjson.String:
+			s, _ := e.Str()
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err == nil && strconv.FormatInt(n, 10) == s {
+				id = n
+			}
+		default:
+			d.Fail(ep, ErrWrongType, "must be an integer")
+			return
+		}
+		if id <= 0 {
+			d.Fail(ep, ErrBadValue, "not a valid user id")
+			return
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
 		}
 	}
-	if v := top["tools"]; v != nil {
-		tp, ver := p.tools(jsonobj.Key(path, "tools"), v)
-		c.Tools = tp
+	*u = out
+}
+
+// build turns the decoded document into a Config, checking what spans
+// keys or needs the options (webhook URLs, agent ids, gated tools).
+func build(doc *configDoc, opts ParseOptions) (*Config, error) {
+	b := &builder{opts: opts}
+	c := b.config(doc)
+	if b.err != nil {
+		return nil, b.err
+	}
+	if err := validate(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// builder keeps the first refusal of build.
+type builder struct {
+	opts ParseOptions
+	err  error
+}
+
+// fail records a refusal at jsonobj path.
+func (b *builder) fail(path string, sentinel error, format string, args ...any) {
+	if b.err == nil {
+		b.err = cfgErr(confdoc.KeyOf(path), sentinel, format, args...)
+	}
+}
+
+func (b *builder) config(doc *configDoc) *Config {
+	c := &Config{GatedTools: DefaultGatedTools(), Development: b.opts.Development}
+	if a := doc.Agents; a != nil {
+		if a.Defaults != nil && a.Defaults.Sig != nil {
+			sig := b.sig("$.agents.defaults.sig", a.Defaults.Sig)
+			if sig.EnforceVerification != nil {
+				c.EnforceVerification = *sig.EnforceVerification
+			}
+			if sig.GatedTools != nil {
+				c.GatedTools = sig.GatedTools
+			}
+		}
+		c.Agents = b.agents("$.agents.list", a.List)
+	}
+	if t := doc.Tools; t != nil {
+		var ver *VerifierConfig
+		c.Tools, ver = b.tools("$.tools", t)
 		if ver != nil {
 			c.Verifier = *ver
 		}
@@ -351,175 +498,88 @@ func (p *parser) config(root *pohjson.Value) *Config {
 	return c
 }
 
-func (p *parser) sig(path string, v *pohjson.Value) SigConfig {
-	var s SigConfig
-	m := p.object(path, v, []string{"enforceVerification", "gatedTools"}, true)
-	if e := m["enforceVerification"]; e != nil {
-		b := p.getBool(jsonobj.Key(path, "enforceVerification"), e)
-		s.EnforceVerification = &b
-	}
-	if g := m["gatedTools"]; g != nil {
-		gp := jsonobj.Key(path, "gatedTools")
-		list := p.toolList(gp, g)
-		if slices.Contains(list, VerifyToolName) {
-			p.fail(gp, ErrBadValue, "must not contain the verify tool (it could never be unblocked)")
+func (b *builder) sig(path string, s *sigDoc) SigConfig {
+	out := SigConfig{EnforceVerification: s.EnforceVerification}
+	if s.GatedTools != nil {
+		if slices.Contains(*s.GatedTools, VerifyToolName) {
+			b.fail(jsonobj.Key(path, "gatedTools"), ErrBadValue, "must not contain the verify tool (it could never be unblocked)")
 		}
-		s.GatedTools = list
+		out.GatedTools = []string(*s.GatedTools)
 	}
-	return s
+	return out
 }
 
-// unsupportedToolKeys are OpenClaw policy keys the gate does not implement;
-// they are refused rather than ignored.
-var unsupportedToolKeys = []string{"alsoAllow", "byProvider"}
-
-func (p *parser) tools(path string, v *pohjson.Value) (ToolPolicy, *VerifierConfig) {
+func (b *builder) tools(path string, t *toolsDoc) (ToolPolicy, *VerifierConfig) {
 	var tp ToolPolicy
-	if v.Kind() == pohjson.Object {
-		for _, k := range unsupportedToolKeys {
-			if v.Has(k) {
-				p.fail(jsonobj.Key(path, k), ErrUnknownKey, "not supported by the gate")
-			}
+	if t.Profile != nil {
+		tp.Profile = string(*t.Profile)
+	}
+	if t.Allow != nil {
+		tp.Allow = []string(*t.Allow)
+	}
+	if t.Deny != nil {
+		tp.Deny = []string(*t.Deny)
+	}
+	if t.Verifier == nil {
+		return tp, nil
+	}
+	v := t.Verifier
+	vc := &VerifierConfig{Enabled: v.Enabled, FailMode: v.FailMode}
+	if v.Scope != nil {
+		vc.Scope = &Scope{}
+		if v.Scope.Include != nil {
+			vc.Scope.Include = []string(*v.Scope.Include)
+		}
+		if v.Scope.Exclude != nil {
+			vc.Scope.Exclude = []string(*v.Scope.Exclude)
 		}
 	}
-	m := p.object(path, v, []string{"profile", "allow", "deny", "verifier"}, false)
-	if pr := m["profile"]; pr != nil {
-		pp := jsonobj.Key(path, "profile")
-		s := p.getString(pp, pr, 32)
-		if _, ok := toolProfiles[s]; !ok {
-			p.fail(pp, ErrBadValue, "must be one of %s", strings.Join(ProfileNames(), ", "))
+	if w := v.Webhook; w != nil {
+		up := jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "webhook"), "url")
+		b.checkURL(up, w.URL)
+		vc.Webhook = &WebhookConfig{URL: w.URL, Timeout: time.Duration(w.Timeout) * time.Second, Headers: w.Headers, Secret: w.Secret.Secret}
+	}
+	if tg := v.Telegram; tg != nil {
+		if tg.BotToken.IsSet() && !validBotToken(tg.BotToken.value()) {
+			b.fail(jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "telegram"), "botToken"), ErrBadValue, "not a Telegram bot token")
 		}
-		tp.Profile = s
+		tc := &TelegramConfig{Enabled: tg.Enabled, BotToken: tg.BotToken.Secret, ChatID: string(tg.ChatID), Timeout: time.Duration(tg.Timeout) * time.Second}
+		if tg.AllowedUserIDs != nil {
+			tc.AllowedUserIDs = []int64(*tg.AllowedUserIDs)
+		}
+		vc.Telegram = tc
 	}
-	if a := m["allow"]; a != nil {
-		tp.Allow = p.toolList(jsonobj.Key(path, "allow"), a)
-	}
-	if d := m["deny"]; d != nil {
-		tp.Deny = p.toolList(jsonobj.Key(path, "deny"), d)
-	}
-	var ver *VerifierConfig
-	if vv := m["verifier"]; vv != nil {
-		ver = p.verifier(jsonobj.Key(path, "verifier"), vv)
-	}
-	return tp, ver
+	return tp, vc
 }
 
-func (p *parser) verifier(path string, v *pohjson.Value) *VerifierConfig {
-	m := p.object(path, v, []string{"enabled", "scope", "failMode", "webhook", "telegram"}, true)
-	vc := &VerifierConfig{}
-	if e := m["enabled"]; e != nil {
-		b := p.getBool(jsonobj.Key(path, "enabled"), e)
-		vc.Enabled = &b
-	}
-	if s := m["scope"]; s != nil {
-		sp := jsonobj.Key(path, "scope")
-		sm := p.object(sp, s, []string{"include", "exclude"}, true)
-		if sm["include"] != nil && sm["exclude"] != nil {
-			p.fail(sp, ErrConflict, "include and exclude are mutually exclusive")
-		}
-		sc := &Scope{}
-		if in := sm["include"]; in != nil {
-			sc.Include = p.toolList(jsonobj.Key(sp, "include"), in)
-		}
-		if ex := sm["exclude"]; ex != nil {
-			sc.Exclude = p.toolList(jsonobj.Key(sp, "exclude"), ex)
-		}
-		vc.Scope = sc
-	}
-	if f := m["failMode"]; f != nil {
-		fp := jsonobj.Key(path, "failMode")
-		switch s := p.getString(fp, f, 16); FailMode(s) {
-		case FailAllow, FailDeny:
-			vc.FailMode = FailMode(s)
-		default:
-			p.fail(fp, ErrBadValue, `must be "allow" or "deny"`)
-		}
-	}
-	if w := m["webhook"]; w != nil {
-		vc.Webhook = p.webhook(jsonobj.Key(path, "webhook"), w)
-	}
-	if t := m["telegram"]; t != nil {
-		vc.Telegram = p.telegram(jsonobj.Key(path, "telegram"), t)
-	}
-	return vc
-}
-
-// reservedHeaders may not be set through webhook.headers.
-var reservedHeaders = []string{"Content-Type", "Content-Length", "Host", "X-Openclaw-Signature", "Transfer-Encoding", "Connection", "Te", "Trailer", "Upgrade"}
-
-func (p *parser) webhook(path string, v *pohjson.Value) *WebhookConfig {
-	m := p.r.Object(v, path, map[string]bool{"url": true, "timeout": false, "headers": false, "secret": false})
-	w := &WebhookConfig{Timeout: defaultWebhookSecs * time.Second}
-	if u := m["url"]; u != nil {
-		up := jsonobj.Key(path, "url")
-		w.URL = p.getString(up, u, maxURLBytes)
-		if p.r.Err() == nil {
-			p.checkURL(up, w.URL)
-		}
-	}
-	if t := m["timeout"]; t != nil {
-		w.Timeout = p.getSeconds(jsonobj.Key(path, "timeout"), t, maxWebhookTimeout)
-	}
-	if s := m["secret"]; s != nil {
-		w.Secret = p.getSecret(jsonobj.Key(path, "secret"), s)
-	}
-	if h := m["headers"]; h != nil {
-		hp := jsonobj.Key(path, "headers")
-		ms := p.r.Members(h, hp, 0, maxHeaders)
-		w.Headers = make(map[string]Secret, len(ms))
-		for _, mem := range ms {
-			kp := jsonobj.Key(hp, mem.Key)
-			if !validHeaderName(mem.Key) {
-				p.fail(kp, ErrBadValue, "not a valid HTTP header name")
-				break
-			}
-			name := textproto.CanonicalMIMEHeaderKey(mem.Key)
-			if slices.Contains(reservedHeaders, name) {
-				p.fail(kp, ErrBadValue, "header is set by the gate and cannot be configured")
-				break
-			}
-			if _, dup := w.Headers[name]; dup {
-				p.fail(kp, ErrConflict, "header given twice (names are case-insensitive)")
-				break
-			}
-			val := p.getSecret(kp, mem.Value)
-			if val.IsSet() && !validHeaderValue(val.value()) {
-				p.fail(kp, ErrBadValue, "header value contains control characters")
-			}
-			w.Headers[name] = val
-		}
-	}
-	return w
-}
-
-func (p *parser) checkURL(path, raw string) {
+func (b *builder) checkURL(path, raw string) {
 	if strings.Contains(raw, "${") {
-		p.fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
+		b.fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
 		return
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		p.fail(path, ErrBadValue, "must be an absolute http(s) URL")
+		b.fail(path, ErrBadValue, "must be an absolute http(s) URL")
 		return
 	}
 	if u.User != nil {
-		p.fail(path, ErrBadValue, "must not contain credentials (use headers)")
+		b.fail(path, ErrBadValue, "must not contain credentials (use headers)")
 		return
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
-		p.fail(path, ErrBadValue, "must not contain a fragment")
+		b.fail(path, ErrBadValue, "must not contain a fragment")
 		return
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !p.opts.Development {
-			p.fail(path, ErrInsecureURL, "must use https outside development mode")
+		if !b.opts.Development {
+			b.fail(path, ErrInsecureURL, "must use https outside development mode")
 			return
 		}
-		logger(p.opts.Logger).Warn("gate: webhook url uses http; accepted in development mode only", "key", keyOf(path))
+		logger(b.opts.Logger).Warn("gate: webhook url uses http; accepted in development mode only", "key", confdoc.KeyOf(path))
 	default:
-		p.fail(path, ErrBadValue, "must be an absolute http(s) URL")
+		b.fail(path, ErrBadValue, "must be an absolute http(s) URL")
 	}
 }
 
@@ -548,89 +608,6 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
-func (p *parser) telegram(path string, v *pohjson.Value) *TelegramConfig {
-	m := p.object(path, v, []string{"enabled", "botToken", "chatId", "timeout", "allowedUserIds"}, true)
-	t := &TelegramConfig{Timeout: defaultTelegramSecs * time.Second}
-	if e := m["enabled"]; e != nil {
-		t.Enabled = p.getBool(jsonobj.Key(path, "enabled"), e)
-	}
-	if b := m["botToken"]; b != nil {
-		bp := jsonobj.Key(path, "botToken")
-		t.BotToken = p.getSecret(bp, b)
-		if t.BotToken.IsSet() && !validBotToken(t.BotToken.value()) {
-			p.fail(bp, ErrBadValue, "not a Telegram bot token")
-		}
-	}
-	if c := m["chatId"]; c != nil {
-		cp := jsonobj.Key(path, "chatId")
-		switch c.Kind() {
-		case pohjson.String:
-			s, _ := c.Str()
-			if s == "" || len(s) > maxChatIDBytes || strings.ContainsAny(s, "/?#%& \t\r\n") || !utf8.ValidString(s) {
-				p.fail(cp, ErrBadValue, "not a valid chat id")
-			} else {
-				t.ChatID = s
-			}
-		case pohjson.Number:
-			n, ok := c.Int()
-			if !ok || n == 0 {
-				p.fail(cp, ErrBadValue, "not a valid chat id")
-			} else {
-				t.ChatID = strconv.FormatInt(n, 10)
-			}
-		default:
-			p.fail(cp, ErrWrongType, "must be a string or an integer")
-		}
-	}
-	if to := m["timeout"]; to != nil {
-		t.Timeout = p.getSeconds(jsonobj.Key(path, "timeout"), to, maxTelegramTimeout)
-	}
-	if a := m["allowedUserIds"]; a != nil {
-		ap := jsonobj.Key(path, "allowedUserIds")
-		elems := p.r.Array(a, ap, 0, maxAllowedUsers)
-		t.AllowedUserIDs = []int64{}
-		for i, e := range elems {
-			ep := jsonobj.Index(ap, i)
-			var id int64
-			switch e.Kind() {
-			case pohjson.Number:
-				n, ok := e.Int()
-				if !ok {
-					p.fail(ep, ErrBadValue, "not a valid user id")
-				}
-				id = n
-			case pohjson.String:
-				s, _ := e.Str()
-				n, err := strconv.ParseInt(s, 10, 64)
-				if err != nil || strconv.FormatInt(n, 10) != s {
-					p.fail(ep, ErrBadValue, "not a valid user id")
-				}
-				id = n
-			default:
-				p.fail(ep, ErrWrongType, "must be an integer")
-			}
-			if id <= 0 {
-				p.fail(ep, ErrBadValue, "not a valid user id")
-				break
-			}
-			if !slices.Contains(t.AllowedUserIDs, id) {
-				t.AllowedUserIDs = append(t.AllowedUserIDs, id)
-			}
-		}
-	}
-	if t.Enabled {
-		switch {
-		case !t.BotToken.IsSet():
-			p.fail(jsonobj.Key(path, "botToken"), ErrBadValue, "is required when telegram is enabled")
-		case t.ChatID == "":
-			p.fail(jsonobj.Key(path, "chatId"), ErrBadValue, "is required when telegram is enabled")
-		case len(t.AllowedUserIDs) == 0:
-			p.fail(jsonobj.Key(path, "allowedUserIds"), ErrBadValue, "must list at least one user when telegram is enabled")
-		}
-	}
-	return t
-}
-
 // validBotToken accepts the Bot API token shape <digits>:<[A-Za-z0-9_-]+>,
 // which also keeps the token safe inside a URL path.
 func validBotToken(s string) bool {
@@ -652,33 +629,25 @@ func validBotToken(s string) bool {
 	return true
 }
 
-func (p *parser) agents(path string, v *pohjson.Value) []AgentConfig {
-	elems := p.r.Array(v, path, 0, maxAgents)
-	out := make([]AgentConfig, 0, len(elems))
-	for i, e := range elems {
+func (b *builder) agents(path string, list []agentDoc) []AgentConfig {
+	out := make([]AgentConfig, 0, len(list))
+	for i, e := range list {
 		ap := jsonobj.Index(path, i)
-		m := p.object(ap, e, []string{"id", "tools", "sig"}, false)
-		var a AgentConfig
 		idp := jsonobj.Key(ap, "id")
-		idv := m["id"]
-		if idv == nil {
-			p.fail(idp, ErrBadValue, "is required")
-			return out
-		}
-		a.ID = normalizeAgentID(p.getString(idp, idv, maxAgentIDBytes))
+		a := AgentConfig{ID: normalizeAgentID(e.ID)}
 		if !validAgentID(a.ID) {
-			p.fail(idp, ErrBadValue, "not a valid agent id (1-%d bytes of [a-z0-9_-])", maxAgentIDBytes)
+			b.fail(idp, ErrBadValue, "not a valid agent id (1-%d bytes of [a-z0-9_-])", maxAgentIDBytes)
 		}
 		for _, prev := range out {
 			if prev.ID == a.ID {
-				p.fail(idp, ErrConflict, "duplicate agent id")
+				b.fail(idp, ErrConflict, "duplicate agent id")
 			}
 		}
-		if t := m["tools"]; t != nil {
-			a.Tools, a.Verifier = p.tools(jsonobj.Key(ap, "tools"), t)
+		if e.Tools != nil {
+			a.Tools, a.Verifier = b.tools(jsonobj.Key(ap, "tools"), e.Tools)
 		}
-		if s := m["sig"]; s != nil {
-			a.Sig = p.sig(jsonobj.Key(ap, "sig"), s)
+		if e.Sig != nil {
+			a.Sig = b.sig(jsonobj.Key(ap, "sig"), e.Sig)
 		}
 		out = append(out, a)
 	}
@@ -705,7 +674,7 @@ func validAgentID(s string) bool {
 
 // validate checks rules that span keys: an enabled verifier needs a backend,
 // globally and for every agent's effective verifier.
-func (p *parser) validate(c *Config) error {
+func validate(c *Config) error {
 	if err := checkEffectiveVerifier("tools.verifier", mergeVerifier(c.Verifier, nil)); err != nil {
 		return err
 	}

@@ -3,19 +3,25 @@ package gate
 import (
 	"errors"
 	"fmt"
+
+	"github.com/clawea/attester/schema/confdoc"
+	"github.com/clawea/attester/schema/jsonobj"
 )
 
 // Sentinel errors. Callers branch with errors.Is; ConfigError carries the key.
 var (
-	// ErrInvalidConfig is matched by every configuration error.
-	ErrInvalidConfig = errors.New("gate: invalid config")
+	// ErrInvalidConfig is matched by every configuration error (its text
+	// starts their messages).
+	ErrInvalidConfig = errors.New("gate config")
 	// ErrUnknownKey: a key the gate does not know (a typo must not silently
 	// disable a control).
-	ErrUnknownKey = errors.New("unknown key")
-	// ErrWrongType: a value of the wrong JSON type.
-	ErrWrongType = errors.New("wrong type")
-	// ErrBadValue: a value outside its allowed set or limits.
-	ErrBadValue = errors.New("invalid value")
+	ErrUnknownKey = jsonobj.ErrUnknownField
+	// ErrWrongType: a value of the wrong JSON type, or a document that is
+	// not strict JSON.
+	ErrWrongType = jsonobj.ErrWrongType
+	// ErrBadValue: a value outside its allowed set or limits, or a
+	// required key that is absent.
+	ErrBadValue = confdoc.ErrBadValue
 	// ErrConflict: keys that may not be combined.
 	ErrConflict = errors.New("conflicting keys")
 	// ErrInsecureURL: a webhook URL that is not https outside development mode.
@@ -44,26 +50,14 @@ var (
 	ErrOptions = errors.New("gate: invalid options")
 )
 
-// ConfigError names the configuration key at fault. It never contains a
-// configured value (values may be secrets).
-type ConfigError struct {
-	Key string // dotted key path, e.g. "tools.verifier.scope"
-	Err error  // one of ErrUnknownKey, ErrWrongType, ErrBadValue, ErrConflict, ErrInsecureURL, ErrConfigTooLarge
-	Msg string
-}
-
-func (e *ConfigError) Error() string {
-	if e.Key == "" {
-		return fmt.Sprintf("gate config: %v: %s", e.Err, e.Msg)
-	}
-	return fmt.Sprintf("gate config: %s: %s", e.Key, e.Msg)
-}
-
-func (e *ConfigError) Unwrap() error { return e.Err }
-
-// Is makes every ConfigError match ErrInvalidConfig.
-func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig }
+// ConfigError names the configuration key at fault (Key, e.g.
+// "tools.verifier.scope"), the class of the problem (Err: ErrUnknownKey,
+// ErrWrongType, ErrBadValue, ErrConflict, ErrInsecureURL or
+// ErrConfigTooLarge) and what is wrong (Msg). It never contains a
+// configured value (values may be secrets). It is the decoder's one error
+// type, and matches ErrInvalidConfig.
+type ConfigError = confdoc.ConfigError
 
 func cfgErr(key string, sentinel error, format string, args ...any) error {
-	return &ConfigError{Key: key, Err: sentinel, Msg: fmt.Sprintf(format, args...)}
+	return &ConfigError{Doc: ErrInvalidConfig, Key: key, Err: sentinel, Msg: fmt.Sprintf(format, args...)}
 }

@@ -56,11 +56,11 @@ oc_version=$(node -p "require('$oc_dir/node_modules/openclaw/package.json').vers
 # openclaw-release recipe must reproduce them from the install's pinned
 # files, refuse injected text, and its packs must rebuild only when trusted.
 if command -v go >/dev/null 2>&1; then
-	say "openclaw-release: reproduce real OpenClaw $oc_version captures (go test TestInstalledOpenClaw TestInstalledReleasePack)"
+	say "openclaw-release: reproduce real OpenClaw $oc_version captures (go test TestInstalledOpenClaw TestInstalledReleasePack), and the gate's list of this release's config keys (TestInstalledOpenClawConfigKeys)"
 	# CI=true: the test fails instead of skipping when the install is unusable.
-	rel_log=$(CI=true CLAWEA_OPENCLAW_DIR=$oc_dir CLAWEA_NODE_BIN=$node_bin go test -count=1 -v -run '^(TestInstalledOpenClaw|TestInstalledReleasePack)$' \
-		./promptpack/recipe/openclawrelease ./promptpack 2>&1) || { echo "$rel_log" >&2; fail "openclaw-release capture tests"; }
-	for t in TestInstalledOpenClaw TestInstalledReleasePack; do
+	rel_log=$(CI=true CLAWEA_OPENCLAW_DIR=$oc_dir CLAWEA_NODE_BIN=$node_bin go test -count=1 -v -run '^(TestInstalledOpenClaw|TestInstalledReleasePack|TestInstalledOpenClawConfigKeys)$' \
+		./promptpack/recipe/openclawrelease ./promptpack ./gate 2>&1) || { echo "$rel_log" >&2; fail "openclaw-release capture tests"; }
+	for t in TestInstalledOpenClaw TestInstalledReleasePack TestInstalledOpenClawConfigKeys; do
 		echo "$rel_log" | grep -q -- "^--- PASS: $t" || { echo "$rel_log" >&2; fail "$t did not pass"; }
 	done
 	echo "$rel_log" | grep -- 'captured OpenClaw' >&2 || true
