@@ -78,7 +78,7 @@ func (e *ConfigError) Unwrap() []error {
 func (e *ConfigError) Path() string { return PathOfKey(e.Key) }
 
 // KeyOf returns the key of a jsonobj path: the path without its leading
-// "$." (`$.a.b` -> `a.b`, `$["x y"]` -> `["x y"]`, `$` -> ``).
+// "$." (`$.a.b` -> `a.b`, `$["x y"]` -> `["x y"]`, `$` -> “).
 func KeyOf(path string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(path, jsonobj.Root), ".")
 }

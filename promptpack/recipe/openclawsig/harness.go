@@ -247,9 +247,6 @@ func parseSig(b []byte) (Sig, error) {
 		}
 		return err
 	})
-	if err == nil {
-		err = r.end()
-	}
 	if err != nil {
 		return s, err
 	}
@@ -294,9 +291,6 @@ func parseCoreSummaries(b []byte) ([]ToolSummary, error) {
 		out = append(out, ToolSummary{Name: key, Summary: v})
 		return nil
 	})
-	if err == nil {
-		err = r.end()
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -73,11 +73,6 @@ func indexPath(path string, i int) string {
 	return path + "[" + strconv.Itoa(i) + "]"
 }
 
-// end checks that nothing follows the value that was read. The parser
-// already refused trailing data; end stays so that every reader states
-// where a document ends.
-func (r *jsonReader) end() error { return nil }
-
 // object reads an object or null. fn is called once per key, in document
 // order, with the cursor on the member's value.
 func (r *jsonReader) object(path string, fn func(key, keyPath string) error) (present bool, err error) {

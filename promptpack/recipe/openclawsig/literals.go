@@ -181,9 +181,6 @@ func parseLiterals(b []byte) (literals, error) {
 		}
 		return &fieldError{path: p, err: ErrUnknownField}
 	})
-	if err == nil {
-		err = r.end()
-	}
 	if err != nil {
 		return l, err
 	}

@@ -167,9 +167,6 @@ func parseParams(data []byte) (*Params, error) {
 		}
 		return err
 	})
-	if err == nil {
-		err = r.end()
-	}
 	if err != nil {
 		return nil, err
 	}
