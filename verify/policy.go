@@ -5,12 +5,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
@@ -123,38 +126,246 @@ var (
 // ParsePolicy parses a policy file (docs/spec/verify-v1.md, section 5):
 // a JSON object at most MaxPolicyBytes long whose first member is
 // policy_version; unknown members, duplicate members, wrong types and
-// malformed values are refused. Every error wraps ErrPolicyFile and a
-// *jsonobj.PathError naming the member.
+// malformed values are refused. Every error is a *confdoc.ConfigError
+// naming the member and wrapping ErrPolicyFile.
 func ParsePolicy(data []byte) (*Policy, error) {
 	if len(data) > MaxPolicyBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrPolicyFile, len(data), MaxPolicyBytes)
+		return nil, &confdoc.ConfigError{Doc: ErrPolicyFile, Err: jsonobj.ErrTooLarge, Msg: fmt.Sprintf("%d bytes, limit %d", len(data), MaxPolicyBytes)}
 	}
 	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxPolicyBytes, MaxDepth: 4})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPolicyFile, err)
+		return nil, confdoc.FromPathError(ErrPolicyFile, err)
 	}
 	ms := root.Members()
 	if len(ms) == 0 || ms[0].Key != "policy_version" {
-		return nil, fmt.Errorf("%w: the first member must be policy_version", ErrPolicyFile)
+		return nil, &confdoc.ConfigError{Doc: ErrPolicyFile, Err: jsonobj.ErrWrongType, Msg: "the first member must be policy_version"}
 	}
 	if v, ok := ms[0].Value.Str(); !ok || v != PolicyVersion {
-		return nil, fmt.Errorf("%w: policy_version: unsupported, want %q", ErrPolicyFile, PolicyVersion)
+		return nil, &confdoc.ConfigError{Doc: ErrPolicyFile, Key: "policy_version", Err: jsonobj.ErrWrongType, Msg: fmt.Sprintf("unsupported, want %q", PolicyVersion)}
 	}
-	p := &Policy{}
-	var r jsonobj.Reader
-	for _, m := range ms[1:] {
-		p.set(&r, m.Key, m.Value)
-		if err := r.Err(); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrPolicyFile, err)
+	var doc policyDoc
+	if err := confdoc.Decode(root, &doc, confdoc.Options{Doc: ErrPolicyFile}); err != nil {
+		return nil, err
+	}
+	return doc.policy, nil
+}
+
+// policyDoc declares the policy file's members (docs/spec/verify-v1.md,
+// section 5). Lists hold at most maxPolicyList distinct entries; the
+// values are checked and converted by CheckConf.
+type policyDoc struct {
+	Version                  string            `conf:"policy_version,required"`
+	AllowSimulated           bool              `conf:"allow_simulated"`
+	AllowUncheckedRevocation bool              `conf:"allow_unchecked_revocation"`
+	AllowUncheckedCollateral bool              `conf:"allow_unchecked_collateral"`
+	AllowAnyMeasurement      bool              `conf:"allow_any_measurement"`
+	Measurements             []string          `conf:"measurements_b64u,max=1024,unique"`
+	MinSEVSNPTCB             *string           `conf:"min_sev_snp_tcb"`
+	MinTDXTeeTCBSVN          *string           `conf:"min_tdx_tee_tcb_svn"`
+	TDXTCBStatuses           []string          `conf:"tdx_tcb_statuses,max=1024,unique"`
+	TDXAllowedAdvisoryIDs    []string          `conf:"tdx_allowed_advisory_ids,max=1024,unique"`
+	TrustedTPMAKs            []string          `conf:"trusted_tpm_ak_names_hex,max=1024,unique"`
+	TPMAKCertifications      []string          `conf:"tpm_ak_certifications_b64u,max=1024,unique"`
+	TPMEKRoots               []string          `conf:"tpm_ek_roots_b64u,max=1024,unique"`
+	RequireTPMEKCertifiedAK  bool              `conf:"require_tpm_ek_certified_ak"`
+	TrustedAttesterDIDs      []string          `conf:"trusted_attester_dids,max=1024,unique"`
+	ReceiptSignerDIDs        []string          `conf:"gateway_receipt_signer_dids,max=1024,unique"`
+	TrustedTemplates         map[string]string `conf:"trusted_templates,max=1024"`
+	TrustedRecipes           []*pohjson.Value  `conf:"trusted_recipes,max=1024"`
+	RequireSensitive         bool              `conf:"require_sensitive"`
+	AdmissionPolicyHashes    []string          `conf:"admission_policy_hashes_b64u,max=1024,unique"`
+	ExpectedPromptHash       *string           `conf:"expected_system_prompt_hash_b64u"`
+	ExpectedReportHash       *string           `conf:"expected_report_hash_b64u"`
+	ExpectedGatePolicyHash   *string           `conf:"expected_gate_policy_hash_b64u"`
+	ExpectedModel            *pohjson.Value    `conf:"expected_model"`
+
+	policy *Policy
+}
+
+// CheckConf checks and converts every member's values, then the rules
+// across members.
+func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
+	p := &Policy{
+		AllowSimulated: doc.AllowSimulated, AllowUncheckedRevocation: doc.AllowUncheckedRevocation,
+		AllowUncheckedCollateral: doc.AllowUncheckedCollateral, AllowAnyMeasurement: doc.AllowAnyMeasurement,
+		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
+	}
+	each(d, "measurements_b64u", doc.Measurements, func(s string) error {
+		b, err := b64u.Decode(s)
+		if err != nil || (len(b) != 32 && len(b) != 48) {
+			return errors.New("a measurement is 32 or 48 bytes of b64u")
+		}
+		p.Measurements = append(p.Measurements, b)
+		return nil
+	})
+	if s := doc.MinSEVSNPTCB; s != nil {
+		n, err := strconv.ParseUint(*s, 16, 64)
+		if len(*s) != 16 || !isLowerHex(*s) || err != nil {
+			d.Fail("$.min_sev_snp_tcb", jsonobj.ErrWrongType, "want 16 lowercase hex digits")
+		}
+		p.MinSEVSNPTCB = n
+	}
+	if s := doc.MinTDXTeeTCBSVN; s != nil {
+		if len(*s) != 32 || !isLowerHex(*s) {
+			d.Fail("$.min_tdx_tee_tcb_svn", jsonobj.ErrWrongType, "want 32 lowercase hex digits")
+		} else {
+			_, _ = hex.Decode(p.MinTDXTeeTCBSVN[:], []byte(*s))
 		}
 	}
+	each(d, "tdx_tcb_statuses", doc.TDXTCBStatuses, func(s string) error {
+		if !platform.AcceptableTCBStatus(s) {
+			return errors.New("unknown tcb status (Revoked is never acceptable)")
+		}
+		p.TDXTCBStatuses = append(p.TDXTCBStatuses, s)
+		return nil
+	})
+	each(d, "tdx_allowed_advisory_ids", doc.TDXAllowedAdvisoryIDs, func(s string) error {
+		if !advisoryID.MatchString(s) {
+			return errors.New("an advisory id is 1 to 64 letters, digits, '.', '_' or '-'")
+		}
+		p.TDXAllowedAdvisoryIDs = append(p.TDXAllowedAdvisoryIDs, s)
+		return nil
+	})
+	each(d, "trusted_tpm_ak_names_hex", doc.TrustedTPMAKs, func(s string) error {
+		b, err := hex.DecodeString(s)
+		if err != nil || len(b) != 34 || !isLowerHex(s) {
+			return errors.New("a TPM Name is 34 bytes of lowercase hex")
+		}
+		p.TrustedTPMAKs = append(p.TrustedTPMAKs, b)
+		return nil
+	})
+	each(d, "tpm_ak_certifications_b64u", doc.TPMAKCertifications, func(s string) error {
+		b, err := b64u.Decode(s)
+		if err != nil {
+			return errors.New("not b64u")
+		}
+		c, err := tpmcred.ParseCertification(b)
+		if err != nil {
+			return err
+		}
+		p.TPMAKCertifications = append(p.TPMAKCertifications, c)
+		return nil
+	})
+	each(d, "tpm_ek_roots_b64u", doc.TPMEKRoots, func(s string) error {
+		b, err := b64u.Decode(s)
+		if err != nil || len(b) > tpmquote.MaxCertSize {
+			return errors.New("not b64u of at most 16 KiB")
+		}
+		c, err := x509.ParseCertificate(b)
+		if err != nil {
+			return errors.New("not an X.509 certificate")
+		}
+		p.TPMEKRoots = append(p.TPMEKRoots, c)
+		return nil
+	})
+	did := func(dst *[]string) func(string) error {
+		return func(s string) error {
+			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
+				return errors.New("not a did:key or did:web")
+			}
+			*dst = append(*dst, s)
+			return nil
+		}
+	}
+	each(d, "trusted_attester_dids", doc.TrustedAttesterDIDs, did(&p.TrustedAttesterDIDs))
+	each(d, "gateway_receipt_signer_dids", doc.ReceiptSignerDIDs, did(&p.ReceiptSignerDIDs))
+	if len(doc.TrustedTemplates) > 0 {
+		p.TrustedTemplates = map[string]string{}
+		for _, name := range slices.Sorted(maps.Keys(doc.TrustedTemplates)) {
+			s := doc.TrustedTemplates[name]
+			if !sha256Hex.MatchString(s) || !text(name) {
+				d.Fail(jsonobj.Key("$.trusted_templates", name), jsonobj.ErrWrongType, "want sha256:<64 lowercase hex>")
+			}
+			p.TrustedTemplates[name] = s
+		}
+	}
+	for i, e := range doc.TrustedRecipes {
+		// Member order is part of the format: id, version.
+		ep := jsonobj.Index("$.trusted_recipes", i)
+		ms := e.Members()
+		if e.Kind() != pohjson.Object || len(ms) != 2 || ms[0].Key != "id" || ms[1].Key != "version" {
+			d.Fail(ep, jsonobj.ErrWrongType, `want {"id","version"} objects`)
+			break
+		}
+		id, ok1 := ms[0].Value.Str()
+		ver, ok2 := ms[1].Value.Str()
+		if !ok1 || !ok2 || !text(id) || !text(ver) || id == "" || ver == "" {
+			d.Fail(ep, jsonobj.ErrWrongType, "id and version are non-empty strings")
+			break
+		}
+		p.TrustedRecipes = append(p.TrustedRecipes, Recipe{ID: id, Version: ver})
+	}
+	each(d, "admission_policy_hashes_b64u", doc.AdmissionPolicyHashes, func(s string) error {
+		if _, err := b64u.DecodeHash(s); err != nil {
+			return errors.New("want a b64u SHA-256 string")
+		}
+		p.AdmissionPolicyHashes = append(p.AdmissionPolicyHashes, s)
+		return nil
+	})
+	for _, h := range []struct {
+		key string
+		v   *string
+		dst *string
+	}{
+		{"expected_system_prompt_hash_b64u", doc.ExpectedPromptHash, &p.ExpectedPromptHashB64u},
+		{"expected_report_hash_b64u", doc.ExpectedReportHash, &p.ExpectedReportHashB64u},
+		{"expected_gate_policy_hash_b64u", doc.ExpectedGatePolicyHash, &p.ExpectedGatePolicyHashB64u},
+	} {
+		if h.v == nil {
+			continue
+		}
+		if _, err := b64u.DecodeHash(*h.v); err != nil {
+			d.Fail(jsonobj.Key(jsonobj.Root, h.key), jsonobj.ErrWrongType, "want a b64u SHA-256 string")
+		}
+		*h.dst = *h.v
+	}
+	if v := doc.ExpectedModel; v != nil {
+		p.ExpectedModel = expectedModel(d, v)
+	}
+	if d.Failed() {
+		return
+	}
 	if len(p.TPMAKCertifications) > 0 && len(p.TPMEKRoots) == 0 {
-		return nil, fmt.Errorf("%w: tpm_ak_certifications_b64u needs tpm_ek_roots_b64u", ErrPolicyFile)
+		d.Fail("$.tpm_ak_certifications_b64u", ErrContradiction, "tpm_ak_certifications_b64u needs tpm_ek_roots_b64u")
+		return
 	}
 	if err := p.checkConsistent(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrPolicyFile, err)
+		pe, _ := errors.AsType[*jsonobj.PathError](err)
+		d.Fail(pe.Path, pe.Err, "%v", pe.Err)
+		return
 	}
-	return p, nil
+	doc.policy = p
+}
+
+// expectedModel reads expected_model, whose member order is part of the
+// format: provider, model[, revision].
+func expectedModel(d *confdoc.Decoder, v *pohjson.Value) *ModelIdentity {
+	const path = "$.expected_model"
+	ms := v.Members()
+	if v.Kind() != pohjson.Object || len(ms) < 2 || len(ms) > 3 {
+		d.Fail(path, jsonobj.ErrWrongType, `want {"provider","model"[,"revision"]}`)
+		return nil
+	}
+	m := &ModelIdentity{}
+	for i, want := range []string{"provider", "model", "revision"}[:len(ms)] {
+		s, ok := ms[i].Value.Str()
+		if ms[i].Key != want || !ok || s == "" || !text(s) {
+			d.Fail(path, jsonobj.ErrWrongType, `want {"provider","model"[,"revision"]} with non-empty strings`)
+			return nil
+		}
+		*[]*string{&m.Provider, &m.Model, &m.Revision}[i] = s
+	}
+	return m
+}
+
+// each checks every entry of the list member key with add.
+func each(d *confdoc.Decoder, key string, list []string, add func(string) error) {
+	for i, s := range list {
+		if err := add(s); err != nil {
+			d.Fail(jsonobj.Index(jsonobj.Key(jsonobj.Root, key), i), jsonobj.ErrWrongType, "%v", err)
+			return
+		}
+	}
 }
 
 // tpmEKRoots returns the policy's TPM EK roots as a pool, nil when none.
@@ -180,185 +391,6 @@ func (p *Policy) checkConsistent() error {
 			Err: fmt.Errorf("%w: require_sensitive needs admission_policy_hashes_b64u (the admission policies a sensitive run may have been admitted under)", ErrContradiction)}
 	}
 	return nil
-}
-
-func (p *Policy) set(r *jsonobj.Reader, key string, v *pohjson.Value) {
-	path := jsonobj.Key(jsonobj.Root, key)
-	bad := func(format string, args ...any) { r.Failf(path, jsonobj.ErrWrongType, format, args...) }
-	switch key {
-	case "allow_simulated":
-		p.AllowSimulated = r.Bool(v, path)
-	case "allow_unchecked_revocation":
-		p.AllowUncheckedRevocation = r.Bool(v, path)
-	case "allow_unchecked_collateral":
-		p.AllowUncheckedCollateral = r.Bool(v, path)
-	case "allow_any_measurement":
-		p.AllowAnyMeasurement = r.Bool(v, path)
-	case "measurements_b64u":
-		listTo(r, v, path, func(s string) error {
-			b, err := b64u.Decode(s)
-			if err != nil || (len(b) != 32 && len(b) != 48) {
-				return errors.New("a measurement is 32 or 48 bytes of b64u")
-			}
-			p.Measurements = append(p.Measurements, b)
-			return nil
-		})
-	case "min_sev_snp_tcb":
-		s, ok := v.Str()
-		n, err := strconv.ParseUint(s, 16, 64)
-		if !ok || len(s) != 16 || !isLowerHex(s) || err != nil {
-			bad("want 16 lowercase hex digits")
-			return
-		}
-		p.MinSEVSNPTCB = n
-	case "min_tdx_tee_tcb_svn":
-		s, ok := v.Str()
-		if !ok || len(s) != 32 || !isLowerHex(s) {
-			bad("want 32 lowercase hex digits")
-			return
-		}
-		_, _ = hex.Decode(p.MinTDXTeeTCBSVN[:], []byte(s))
-	case "tdx_tcb_statuses":
-		listTo(r, v, path, func(s string) error {
-			if !platform.AcceptableTCBStatus(s) {
-				return errors.New("unknown tcb status (Revoked is never acceptable)")
-			}
-			p.TDXTCBStatuses = append(p.TDXTCBStatuses, s)
-			return nil
-		})
-	case "tdx_allowed_advisory_ids":
-		listTo(r, v, path, func(s string) error {
-			if !advisoryID.MatchString(s) {
-				return errors.New("an advisory id is 1 to 64 letters, digits, '.', '_' or '-'")
-			}
-			p.TDXAllowedAdvisoryIDs = append(p.TDXAllowedAdvisoryIDs, s)
-			return nil
-		})
-	case "trusted_tpm_ak_names_hex":
-		listTo(r, v, path, func(s string) error {
-			b, err := hex.DecodeString(s)
-			if err != nil || len(b) != 34 || !isLowerHex(s) {
-				return errors.New("a TPM Name is 34 bytes of lowercase hex")
-			}
-			p.TrustedTPMAKs = append(p.TrustedTPMAKs, b)
-			return nil
-		})
-	case "tpm_ak_certifications_b64u":
-		listTo(r, v, path, func(s string) error {
-			b, err := b64u.Decode(s)
-			if err != nil {
-				return errors.New("not b64u")
-			}
-			c, err := tpmcred.ParseCertification(b)
-			if err != nil {
-				return err
-			}
-			p.TPMAKCertifications = append(p.TPMAKCertifications, c)
-			return nil
-		})
-	case "tpm_ek_roots_b64u":
-		listTo(r, v, path, func(s string) error {
-			b, err := b64u.Decode(s)
-			if err != nil || len(b) > tpmquote.MaxCertSize {
-				return errors.New("not b64u of at most 16 KiB")
-			}
-			c, err := x509.ParseCertificate(b)
-			if err != nil {
-				return errors.New("not an X.509 certificate")
-			}
-			p.TPMEKRoots = append(p.TPMEKRoots, c)
-			return nil
-		})
-	case "require_tpm_ek_certified_ak":
-		p.RequireTPMEKCertifiedAK = r.Bool(v, path)
-	case "trusted_attester_dids":
-		listTo(r, v, path, func(s string) error {
-			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
-				return errors.New("not a did:key or did:web")
-			}
-			p.TrustedAttesterDIDs = append(p.TrustedAttesterDIDs, s)
-			return nil
-		})
-	case "gateway_receipt_signer_dids":
-		listTo(r, v, path, func(s string) error {
-			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
-				return errors.New("not a did:key or did:web")
-			}
-			p.ReceiptSignerDIDs = append(p.ReceiptSignerDIDs, s)
-			return nil
-		})
-	case "trusted_templates":
-		p.TrustedTemplates = nil
-		for _, m := range r.Members(v, path, 0, maxPolicyList) {
-			if p.TrustedTemplates == nil {
-				p.TrustedTemplates = map[string]string{}
-			}
-			s, ok := m.Value.Str()
-			if !ok || !sha256Hex.MatchString(s) || !text(m.Key) {
-				r.Failf(jsonobj.Key(path, m.Key), jsonobj.ErrWrongType, "want sha256:<64 lowercase hex>")
-				return
-			}
-			p.TrustedTemplates[m.Key] = s
-		}
-	case "trusted_recipes":
-		for i, e := range r.Array(v, path, 0, maxPolicyList) {
-			ep := jsonobj.Index(path, i)
-			ms := e.Members()
-			if e.Kind() != pohjson.Object || len(ms) != 2 || ms[0].Key != "id" || ms[1].Key != "version" {
-				r.Failf(ep, jsonobj.ErrWrongType, `want {"id","version"} objects`)
-				return
-			}
-			id, ok1 := ms[0].Value.Str()
-			ver, ok2 := ms[1].Value.Str()
-			if !ok1 || !ok2 || !text(id) || !text(ver) || id == "" || ver == "" {
-				r.Failf(ep, jsonobj.ErrWrongType, "id and version are non-empty strings")
-				return
-			}
-			p.TrustedRecipes = append(p.TrustedRecipes, Recipe{ID: id, Version: ver})
-		}
-	case "require_sensitive":
-		p.RequireSensitive = r.Bool(v, path)
-	case "admission_policy_hashes_b64u":
-		listTo(r, v, path, func(s string) error {
-			if _, err := b64u.DecodeHash(s); err != nil {
-				return errors.New("want a b64u SHA-256 string")
-			}
-			p.AdmissionPolicyHashes = append(p.AdmissionPolicyHashes, s)
-			return nil
-		})
-	case "expected_system_prompt_hash_b64u":
-		p.ExpectedPromptHashB64u = hashTo(r, v, path)
-	case "expected_report_hash_b64u":
-		p.ExpectedReportHashB64u = hashTo(r, v, path)
-	case "expected_gate_policy_hash_b64u":
-		p.ExpectedGatePolicyHashB64u = hashTo(r, v, path)
-	case "expected_model":
-		// Member order is part of the format: provider, model[, revision].
-		ms := v.Members()
-		if v.Kind() != pohjson.Object || len(ms) < 2 || len(ms) > 3 {
-			bad(`want {"provider","model"[,"revision"]}`)
-			return
-		}
-		m := &ModelIdentity{}
-		for i, want := range []string{"provider", "model", "revision"}[:len(ms)] {
-			s, ok := ms[i].Value.Str()
-			if ms[i].Key != want || !ok || s == "" || !text(s) {
-				bad(`want {"provider","model"[,"revision"]} with non-empty strings`)
-				return
-			}
-			switch i {
-			case 0:
-				m.Provider = s
-			case 1:
-				m.Model = s
-			case 2:
-				m.Revision = s
-			}
-		}
-		p.ExpectedModel = m
-	default:
-		r.Fail(path, jsonobj.ErrUnknownField)
-	}
 }
 
 // Encode returns the policy file for p: compact JSON, policy_version first,
@@ -462,34 +494,6 @@ func (p *Policy) ID() string {
 		return PolicyVersion
 	}
 	return PolicyVersion + "#" + b64u.SHA256(b)
-}
-
-// hashTo returns the b64u SHA-256 string v.
-func hashTo(r *jsonobj.Reader, v *pohjson.Value, path string) string {
-	s, ok := v.Str()
-	if _, err := b64u.DecodeHash(s); !ok || err != nil {
-		r.Failf(path, jsonobj.ErrWrongType, "want a b64u SHA-256 string")
-		return ""
-	}
-	return s
-}
-
-// listTo reads an array of at most maxPolicyList distinct strings, each
-// checked by add.
-func listTo(r *jsonobj.Reader, v *pohjson.Value, path string, add func(string) error) {
-	seen := map[string]bool{}
-	for i, s := range r.Strings(v, path, 0, maxPolicyList, 0) {
-		ep := jsonobj.Index(path, i)
-		if seen[s] {
-			r.Failf(ep, jsonobj.ErrWrongType, "duplicate entry")
-			return
-		}
-		seen[s] = true
-		if err := add(s); err != nil {
-			r.Fail(ep, fmt.Errorf("%w: %w", jsonobj.ErrWrongType, err))
-			return
-		}
-	}
 }
 
 func isLowerHex(s string) bool {

@@ -2,8 +2,10 @@ package verify
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
+	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -25,6 +27,8 @@ func TestParsePolicyErrorsNameTheMember(t *testing.T) {
 		{head + `"require_sensitive":true}`, "$.require_sensitive", ErrContradiction},
 		{head + `"require_sensitive":1,"admission_policy_hashes_b64u":["` + h("a") + `"]}`, "$.require_sensitive", jsonobj.ErrWrongType},
 		{head + `"admission_policy_hashes_b64u":["abc"]}`, "$.admission_policy_hashes_b64u[0]", jsonobj.ErrWrongType},
+		// A range violation: more than 1024 entries.
+		{head + `"tdx_tcb_statuses":["OutOfDate"` + strings.Repeat(`,"OutOfDate"`, 1024) + `]}`, "$.tdx_tcb_statuses", jsonobj.ErrTooLarge},
 		{head + `"admission_policy_hashes_b64u":["` + h("a") + `","` + h("a") + `"]}`, "$.admission_policy_hashes_b64u[1]", jsonobj.ErrWrongType},
 	} {
 		_, err := ParsePolicy([]byte(tc.in))
@@ -32,8 +36,8 @@ func TestParsePolicyErrorsNameTheMember(t *testing.T) {
 			t.Errorf("%s: err = %v, want %v", tc.in, err, tc.want)
 			continue
 		}
-		pe, ok := errors.AsType[*jsonobj.PathError](err)
-		if !ok || pe.Path != tc.path {
+		pe, ok := errors.AsType[*confdoc.ConfigError](err)
+		if !ok || pe.Path() != tc.path {
 			t.Errorf("%s: err = %v, want path %s", tc.in, err, tc.path)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/wire/tpmcred"
 )
 
@@ -75,7 +75,7 @@ func TestPolicyTPMCertifications(t *testing.T) {
 		if tc.path == "" {
 			continue
 		}
-		if pe, ok := errors.AsType[*jsonobj.PathError](err); !ok || pe.Path != tc.path {
+		if pe, ok := errors.AsType[*confdoc.ConfigError](err); !ok || pe.Path() != tc.path {
 			t.Errorf("%s: err = %v, want path %s", tc.in, err, tc.path)
 		}
 	}

@@ -93,7 +93,7 @@ stdout '^eyJ'
 ! exec packctl verify --attestation sev/attestation.json
 stderr 'usage: packctl verify'
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy bad-policy.json
-stderr 'packctl: verify: policy: verify: invalid policy file: \$.allow_simulation: unknown field'
+stderr 'packctl: verify: policy: verify: invalid policy file: allow_simulation: unknown key'
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --ear-key bad-policy.json
 stderr 'ear-key'
 ! exec packctl verify --attestation missing.json --evidence sev/evidence.jws

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
-	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/verify/platform"
 )
 
@@ -104,8 +104,8 @@ func TestPolicyTCBMembers(t *testing.T) {
 		head + `"tdx_allowed_advisory_ids":["` + strings.Repeat("a", 65) + `"]}`: "$.tdx_allowed_advisory_ids[0]",
 	} {
 		_, err := ParsePolicy([]byte(in))
-		pe, ok := errors.AsType[*jsonobj.PathError](err)
-		if !errors.Is(err, ErrPolicyFile) || !ok || pe.Path != path {
+		pe, ok := errors.AsType[*confdoc.ConfigError](err)
+		if !errors.Is(err, ErrPolicyFile) || !ok || pe.Path() != path {
 			t.Errorf("%s: %v, want path %s", in, err, path)
 		}
 	}
