@@ -4,7 +4,7 @@ package gate
 // internal/goldengen.
 //go:generate go run ./internal/goldengen/gen -out testdata/decisions.golden.jsonl
 
-// openclaw_keys.go lists the keys the supported OpenClaw release declares
+// openclawrelease.go lists the keys the supported OpenClaw release declares
 // in the config sections the gate reads, from that release's own config
 // schema; see internal/ockeys.
-//go:generate go run ./internal/ockeys/gen -out openclaw_keys.go
+//go:generate go run ./internal/ockeys/gen -out openclawrelease.go

@@ -2,7 +2,7 @@
 // (`openclaw config schema`), the keys of the config sections the gate
 // reads. The gate passes over exactly these keys (and refuses every other
 // undeclared key) when it reads its keys out of a full OpenClaw config;
-// gen writes them into gate/openclaw_keys.go, and a gate test checks that
+// gen writes them into gate/openclawrelease.go, and a gate test checks that
 // file against an install.
 package ockeys
 

@@ -1,4 +1,4 @@
-// Command gen writes gate/openclaw_keys.go: the keys that the supported
+// Command gen writes gate/openclawrelease.go: the keys that the supported
 // OpenClaw release's own config schema declares in the sections the gate
 // reads. It installs that release with hack/e2e-openclaw/install.sh
 // (Node 24 and openclaw from the npm registry, cached) unless
@@ -21,7 +21,7 @@ import (
 )
 
 func main() {
-	out := flag.String("out", "openclaw_keys.go", "output file")
+	out := flag.String("out", "openclawrelease.go", "output file")
 	dir := flag.String("openclaw-dir", "", "an install (openclaw-VERSION directory); default: run hack/e2e-openclaw/install.sh")
 	nodeBin := flag.String("node-bin", "", "directory of node >= 24 (default: the install script's)")
 	flag.Parse()

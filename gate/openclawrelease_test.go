@@ -58,7 +58,7 @@ func TestOneRangeViolation(t *testing.T) {
 // internal/octest).
 func TestInstalledOpenClawConfigKeys(t *testing.T) {
 	if openClawRelease != ockeys.Release {
-		t.Fatalf("openclaw_keys.go is for %s, the supported release is %s: run go generate ./gate", openClawRelease, ockeys.Release)
+		t.Fatalf("openclawrelease.go is for %s, the supported release is %s: run go generate ./gate", openClawRelease, ockeys.Release)
 	}
 	dir := octest.Install(t)
 	schema, err := ockeys.Schema(dir, os.Getenv("CLAWEA_NODE_BIN"))
