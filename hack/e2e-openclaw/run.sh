@@ -263,6 +263,21 @@ oc_config "$work/oc-badcfg.json" "not-a-sender" "$sock" "$work/runs/badcfg"
 oc_config "$work/oc-noaccess.json" "cli:local" "$sock" "$work/runs/noaccess"
 node -e 'const f = require("fs"); const c = JSON.parse(f.readFileSync(process.argv[1])); delete c.plugins.entries.clawea.hooks; f.writeFileSync(process.argv[1], JSON.stringify(c))' "$work/oc-noaccess.json"
 cp "$work/oc-owner.json" "$out/openclaw.json"
+say "packctl openclaw check: the development layout and the config without the hook grant"
+# These turns run in the development layout (tools as OpenClaw's own
+# account, no sandbox): the preflight names exactly that, and for the config
+# without the hook grant (a turn below that OpenClaw runs with its own
+# prompt) it names the grant too.
+oc_check() { # config -> the finding keys, one a line; fails unless exit 4
+	local rc=0
+	"$packctl" openclaw check --json "$1" >"$work/check.json" || rc=$?
+	[ "$rc" = 4 ] || { cat "$work/check.json" >&2; fail "packctl openclaw check $1 exited $rc, want 4"; }
+	node -e 'for (const f of JSON.parse(require("fs").readFileSync(process.argv[1])).findings) console.log(f.key)' "$work/check.json"
+}
+[ "$(oc_check "$work/oc-owner.json")" = "agents.defaults.sandbox.mode" ] ||
+	fail "openclaw check of the owner's config: $(oc_check "$work/oc-owner.json" | tr '\n' ' ')"
+[ "$(oc_check "$work/oc-noaccess.json" | tr '\n' ' ')" = "agents.defaults.sandbox.mode plugins.entries.clawea.hooks.allowConversationAccess " ] ||
+	fail "openclaw check of the config without the hook grant: $(oc_check "$work/oc-noaccess.json" | tr '\n' ' ')"
 say "openclaw-release: capture this workspace's prompt from OpenClaw $oc_version with the owner's config, build a pack from it"
 # The owner's config as JSON5 (a comment, a trailing comma), as OpenClaw reads it.
 node -e '
