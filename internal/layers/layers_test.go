@@ -25,11 +25,15 @@ var rank = map[string]int{
 	"promptpack":  2,
 	"attestation": 2,
 	"gate":        2,
-	"verify":      2,
-	"cmd":         3,
-	"hack":        3,
+	// control/ is the attester's control plane (runs, capabilities, the
+	// gate-plus-audit wrapper, identity): a producer, so the demo, the
+	// deployment tests and other binaries use it without importing cmd/.
+	"control": 2,
+	"verify":  2,
+	"cmd":     3,
+	"hack":    3,
 	// deploy/ holds deployment files and their tests, which parse the
-	// example configurations with cmd/attester/server.
+	// example configurations with control.
 	"deploy": 3,
 	// internal/ holds test support (fixtures, the CI rule, this test):
 	// only _test.go files import it, and it may import any layer below
@@ -258,6 +262,9 @@ func TestRulesRefuse(t *testing.T) {
 		{module + "/attestation", module + "/internal/testfixture"},
 		{module + "/newfolder/x", module + "/schema/b64u"},
 		{module + "/internal/testfixture", module + "/cmd/attester/server"},
+		{module + "/control", module + "/verify"},
+		{module + "/control/rebuild", module + "/cmd/attester/server"},
+		{module + "/control", module + "/internal/packtest"},
 	} {
 		if edgeError(e[0], e[1]) == "" {
 			t.Errorf("%s -> %s accepted", e[0], e[1])

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/attestation"
-	"github.com/clawea/attester/cmd/attester/internal/rebuild"
+	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/clawea/attester/attestation"
-	"github.com/clawea/attester/cmd/attester/internal/rebuild"
+	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/sealed"

@@ -3,7 +3,7 @@ package server
 import (
 	"os"
 
-	"github.com/clawea/attester/cmd/attester/internal/rebuild"
+	"github.com/clawea/attester/control/rebuild"
 )
 
 // RunWorker runs the pack-opening worker (docs/spec/sealed-memory.md
