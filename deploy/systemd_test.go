@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 
-	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 	"os"
 	"path"
 	"path/filepath"
@@ -147,7 +147,7 @@ func TestSystemdUnitMatchesExampleConfig(t *testing.T) {
 func parseWithAttester(t *testing.T, name, secretDir string) {
 	t.Helper()
 	var read []string
-	_, _, err := server.ParseConfigWith([]byte(readFile(t, name)), server.ConfigOptions{
+	_, _, err := control.ParseConfigWith([]byte(readFile(t, name)), control.ConfigOptions{
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		LookupEnv: func(string) (string, bool) { return "", false },
 		ReadFile: func(p string) ([]byte, error) {

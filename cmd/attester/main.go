@@ -28,7 +28,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/sealed"
 )
 
@@ -39,7 +43,7 @@ func main() {
 func run(args []string, stderr io.Writer) int {
 	// The hidden worker mode that opens one prompt pack for the service
 	// (internal: it refuses to run unless started by the service).
-	if code, ok := server.RunWorker(args); ok {
+	if code, ok := control.RunWorker(args); ok {
 		return code
 	}
 	// The flag names are prefixed so they cannot collide with the global
@@ -73,7 +77,7 @@ func run(args []string, stderr io.Writer) int {
 		log.Error("cannot read config", "err", err)
 		return 1
 	}
-	cfg, rest, err := server.ParseConfigWith(raw, server.ConfigOptions{Logger: log})
+	cfg, rest, err := control.ParseConfigWith(raw, control.ConfigOptions{Logger: log})
 	if err != nil {
 		log.Error("invalid config", "err", err)
 		return 1
@@ -95,17 +99,19 @@ func run(args []string, stderr io.Writer) int {
 	defer lns.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srv, closeAll, err := server.Setup(ctx, cfg, rest, log)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc, closeAll, err := control.Setup(ctx, control.Deps{Config: cfg, GateConfig: rest, Logger: log, Registerer: reg})
 	if err != nil {
 		log.Error("setup failed", "err", err)
-		var ce *server.ConfigError
+		var ce *control.ConfigError
 		if errors.As(err, &ce) {
 			return 1
 		}
 		return 2
 	}
 	defer closeAll()
-	if err := serve(ctx, srv, lns, log); err != nil {
+	if err := serve(ctx, server.Wrap(svc, reg, log), lns, log); err != nil {
 		log.Error("server failed", "err", err)
 		return 3
 	}
@@ -131,7 +137,7 @@ func (l *listeners) close() {
 
 // listen opens the control socket first (a second attester on the same
 // path stops here, touching nothing), then the TCP listeners.
-func openListeners(cfg *server.Config) (*listeners, error) {
+func openListeners(cfg *control.Config) (*listeners, error) {
 	l := &listeners{}
 	var err error
 	if l.control, err = server.ListenControlSocket(cfg.ControlSocket); err != nil {
@@ -191,7 +197,7 @@ func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Lo
 	return public.Shutdown(sctx)
 }
 
-// readConfig reads at most one byte past server.MaxConfigBytes, so that an
+// readConfig reads at most one byte past control.MaxConfigBytes, so that an
 // oversize or endless config path is refused by the parser's size limit
 // instead of being read whole.
 func readConfig(path string) ([]byte, error) {
@@ -200,5 +206,5 @@ func readConfig(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, server.MaxConfigBytes+1))
+	return io.ReadAll(io.LimitReader(f, control.MaxConfigBytes+1))
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/schema/b64u"
@@ -35,7 +35,7 @@ func TestSealToAttestedKey(t *testing.T) {
 	}
 
 	// A simulated attester.
-	cfg, rest, err := server.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"simulated","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
+	cfg, rest, err := control.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"simulated","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +45,17 @@ func TestSealToAttestedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	id, err := server.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
+	id, err := control.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer id.Close()
-	srv, err := server.New(server.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
+	srv, err := control.New(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	api := httptest.NewServer(srv.PublicHandler())
+	api := httptest.NewServer(identityHandler(srv))
 	defer api.Close()
 
 	// The measurement the operator publishes (from the platform itself).

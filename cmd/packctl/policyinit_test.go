@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/citest"
@@ -35,7 +35,7 @@ func simAttester(t *testing.T) (url, did string, meas []byte) {
 // startAttester starts an in-process attester on the platform.
 func startAttester(t *testing.T, platform string, opts detect.Options) (url, did string, meas []byte) {
 	t.Helper()
-	cfg, rest, err := server.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"` + platform + `","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
+	cfg, rest, err := control.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"` + platform + `","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,17 +45,17 @@ func startAttester(t *testing.T, platform string, opts detect.Options) (url, did
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	id, err := server.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
+	id, err := control.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { id.Close() })
-	srv, err := server.New(server.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
+	srv, err := control.New(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	api := httptest.NewServer(srv.PublicHandler())
+	api := httptest.NewServer(identityHandler(srv))
 	t.Cleanup(api.Close)
 	m, ok := detect.Capability[interface {
 		LaunchMeasurement(context.Context) ([]byte, error)

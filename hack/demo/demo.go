@@ -18,6 +18,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"log/slog"
 	"net"
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
@@ -124,11 +126,13 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		return nil, err
 	}
 	log := slog.New(slog.NewJSONHandler(o.Log, nil))
-	srv, closeAll, err := server.Setup(ctx, scfg, gateCfg, log)
+	reg := prometheus.NewRegistry()
+	svc, closeAll, err := control.Setup(ctx, control.Deps{Config: scfg, GateConfig: gateCfg, Logger: log, Registerer: reg})
 	if err != nil {
 		return nil, fmt.Errorf("attester setup: %w", err)
 	}
 	defer closeAll()
+	srv := server.Wrap(svc, reg, log)
 	// The public API (identity) is on TCP; the harness drives the run on
 	// the control socket with the run's capability.
 	served, err := serveAttester(srv, sock)
@@ -374,7 +378,7 @@ func webhook(w http.ResponseWriter, r *http.Request) {
 // and the demo operator's gate (the verification gate on, browser denied,
 // exec and write sent to the HMAC webhook at hookURL, failing closed). It
 // writes the configuration, secrets redacted, to path and parses it.
-func demoConfig(attester map[string]any, hookURL, path string) (*server.Config, *gate.Config, error) {
+func demoConfig(attester map[string]any, hookURL, path string) (*control.Config, *gate.Config, error) {
 	rawCfg, err := json.Marshal(map[string]any{
 		"attester": attester,
 		"agents":   map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true}}},
@@ -393,7 +397,7 @@ func demoConfig(attester map[string]any, hookURL, path string) (*server.Config, 
 	if err := os.WriteFile(path, redactConfig(rawCfg), 0o644); err != nil {
 		return nil, nil, err
 	}
-	return server.ParseConfig(rawCfg)
+	return control.ParseConfig(rawCfg)
 }
 
 // servedAttester is an attester served for the demo: its public API on

@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 )
 
 func main() {
 	// The embedded attester opens packs in a worker started from this
 	// binary (docs/spec/sealed-memory.md section 2.7).
-	if code, ok := server.RunWorker(os.Args[1:]); ok {
+	if code, ok := control.RunWorker(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	shared := flag.String("shared", "", "build the pack from the OpenClaw SIG conformance harness in this shared `folder` (e.g. ../shared) instead of the example harness")

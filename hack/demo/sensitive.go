@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
@@ -149,12 +150,12 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 		return nil, err
 	}
 	defer p.Close()
-	id, err := server.LoadIdentity(ctx, "", nil, sealed.Options{}, log)
+	id, err := control.LoadIdentity(ctx, "", nil, sealed.Options{}, log)
 	if err != nil {
 		return nil, fmt.Errorf("sensitive attester identity (locked memory): %w", err)
 	}
 	defer id.Close()
-	srv, err := server.New(server.Deps{Config: scfg, GateConfig: gateCfg, Identity: id, Platform: p, PlatformReport: rep, Logger: log, HTTPClient: hook.Client()})
+	srv, err := server.New(control.Deps{Config: scfg, GateConfig: gateCfg, Identity: id, Platform: p, PlatformReport: rep, Logger: log, HTTPClient: hook.Client()})
 	if err != nil {
 		return nil, fmt.Errorf("sensitive attester: %w", err)
 	}

@@ -4,13 +4,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 )
 
 // TestMain lets this test binary serve as the embedded attester's rebuild
 // worker, as main does.
 func TestMain(m *testing.M) {
-	if code, ok := server.RunWorker(os.Args[1:]); ok {
+	if code, ok := control.RunWorker(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

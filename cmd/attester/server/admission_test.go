@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/internal/citest"
 	"maps"
 	"os"
@@ -115,9 +116,7 @@ func (h *harness) createRun(t *testing.T, pack *promptpack.Pack, trusted map[str
 }
 
 func (h *harness) openRuns() int {
-	h.srv.runs.mu.Lock()
-	defer h.srv.runs.mu.Unlock()
-	return len(h.srv.runs.runs)
+	return h.srv.Service().OpenRuns()
 }
 
 // TestAdmissionVectorsAtCreateRun drives the admission package's vectors
@@ -281,15 +280,15 @@ func TestAdmissionPolicyConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := ParseConfig(admissionConfig(t, trustedOne, "open.policy.json", nil))
+	cfg, _, err := control.ParseConfig(admissionConfig(t, trustedOne, "open.policy.json", nil))
 	if err != nil || cfg.AdmissionPolicy == nil || cfg.AdmissionPolicy.Hash() != want.Hash() {
 		t.Fatalf("path: %v", err)
 	}
-	cfg, _, err = ParseConfig(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = json.RawMessage(raw) }))
+	cfg, _, err = control.ParseConfig(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = json.RawMessage(raw) }))
 	if err != nil || cfg.AdmissionPolicy == nil || cfg.AdmissionPolicy.Hash() != want.Hash() {
 		t.Fatalf("inline: %v", err)
 	}
-	cfg, _, err = ParseConfig(admissionConfig(t, trustedOne, "", nil))
+	cfg, _, err = control.ParseConfig(admissionConfig(t, trustedOne, "", nil))
 	if err != nil || cfg.AdmissionPolicy != nil {
 		t.Fatalf("none: %v", err)
 	}
@@ -306,8 +305,8 @@ func TestAdmissionPolicyConfig(t *testing.T) {
 		"inline invalid": json.RawMessage(strings.Replace(string(raw), `"sensitive": false`, `"sensitive": "no"`, 1)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := ParseConfig(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = v }))
-			var ce *ConfigError
+			_, _, err := control.ParseConfig(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = v }))
+			var ce *control.ConfigError
 			if !errors.As(err, &ce) || ce.Key != "attester.admissionPolicy" {
 				t.Fatalf("got %v, want a config error naming attester.admissionPolicy", err)
 			}

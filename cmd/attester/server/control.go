@@ -2,19 +2,14 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/control"
 )
 
 // ErrSocketInUse is returned by ListenControlSocket when another attester
@@ -105,60 +100,25 @@ func ListenControlSocket(path string) (*ControlListener, error) {
 	return &ControlListener{Listener: ln, lock: lock}, nil
 }
 
-// peerKey is the context key of the control connection's peer uid.
+// peerKey is the context key of the control connection's peer.
 type peerKey struct{}
 
-// peer is what ConnContext learned about a control connection.
-type peer struct {
-	uid int
-	ok  bool // false: the credentials could not be read
-}
-
 // ControlConnContext is the http.Server ConnContext of the control socket:
-// it records the peer's uid (SO_PEERCRED) for the authorization check.
+// it records the peer's credentials (SO_PEERCRED and its start time) for
+// the connection's requests.
 func ControlConnContext(ctx context.Context, c net.Conn) context.Context {
-	p := peer{}
 	if uc, ok := c.(*net.UnixConn); ok {
-		p.uid, p.ok = peerUID(uc)
+		if p, ok := control.ReadPeer(uc); ok {
+			return context.WithValue(ctx, peerKey{}, p)
+		}
 	}
-	return context.WithValue(ctx, peerKey{}, p)
+	return ctx
 }
 
-// Capability text form: "clawea-cap-v1." and 43 characters of b64u (32
-// random bytes).
-const (
-	capPrefix = "clawea-cap-v1."
-	capBytes  = 32
-)
-
-// newCapability returns a fresh capability and the SHA-256 the run keeps.
-func newCapability() (string, [32]byte, error) {
-	var b [capBytes]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", [32]byte{}, err
-	}
-	return capPrefix + b64u.Encode(b[:]), sha256.Sum256(b[:]), nil
+// PeerFrom returns the peer ControlConnContext recorded for a request's
+// connection; false when none was (not a unix socket, or the credentials
+// could not be read).
+func PeerFrom(ctx context.Context) (control.Peer, bool) {
+	p, ok := ctx.Value(peerKey{}).(control.Peer)
+	return p, ok
 }
-
-// parseBearer extracts the capability's hash from an Authorization header.
-// Only the syntax is checked; the error is 401.
-func parseBearer(h string) ([32]byte, error) {
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return [32]byte{}, errNoCredential
-	}
-	rest, ok := strings.CutPrefix(tok, capPrefix)
-	if !ok || len(rest) != 43 {
-		return [32]byte{}, errNoCredential
-	}
-	raw, err := b64u.Decode(rest)
-	if err != nil || len(raw) != capBytes {
-		return [32]byte{}, errNoCredential
-	}
-	return sha256.Sum256(raw), nil
-}
-
-var errNoCredential = &HTTPError{Code: http.StatusUnauthorized, Msg: "a run capability is required: Authorization: Bearer clawea-cap-v1.<43 b64u characters>"}
-
-// capEqual compares capability hashes in constant time.
-func capEqual(a, b [32]byte) bool { return subtle.ConstantTimeCompare(a[:], b[:]) == 1 }

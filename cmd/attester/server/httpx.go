@@ -52,14 +52,13 @@ func httpErr(code int, msg string, err error) *HTTPError {
 // handlerFunc is an HTTP handler that returns an error instead of writing one.
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
 
+// metrics are the HTTP surface's; the control plane counts packs,
+// decisions and attestations itself.
 type metrics struct {
-	requests     *prometheus.CounterVec
-	duration     *prometheus.HistogramVec
-	panics       prometheus.Counter
-	packs        *prometheus.CounterVec
-	decisions    *prometheus.CounterVec
-	attestations *prometheus.CounterVec
-	connRefused  *prometheus.CounterVec
+	requests    *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	panics      prometheus.Counter
+	connRefused *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -75,19 +74,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "clawea_http_panics_total", Help: "Handler panics turned into 500 responses.",
 		}),
 	}
-	m.packs = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "clawea_packs_total", Help: "Prompt packs opened, by outcome (accepted, refused).",
-	}, []string{"outcome"})
-	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "clawea_gate_decisions_total", Help: "Tool-call gate decisions by deciding stage and outcome.",
-	}, []string{"stage", "outcome"})
-	m.attestations = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "clawea_attestations_total", Help: "Execution attestations by outcome (issued, refused, error).",
-	}, []string{"outcome"})
 	m.connRefused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "clawea_connections_refused_total", Help: "Connections closed at accept because every slot of the listener was busy (attester.maxConnections).",
 	}, []string{"listener"})
-	reg.MustRegister(m.requests, m.duration, m.panics, m.packs, m.decisions, m.attestations, m.connRefused)
+	reg.MustRegister(m.requests, m.duration, m.panics, m.connRefused)
 	return m
 }
 
@@ -146,8 +136,8 @@ func (s *Server) wrap(route string, h handlerFunc) http.Handler {
 			err = h(sw, r)
 		}()
 		if err != nil {
-			var he *HTTPError
-			if !errors.As(err, &he) {
+			he := asHTTPError(err)
+			if he == nil {
 				he = httpErr(http.StatusInternalServerError, "internal error", err)
 			}
 			level := slog.LevelWarn

@@ -1,195 +1,82 @@
-// Package server is the attester service behind cmd/attester: identity,
-// runs, the tool-call gate and execution attestations over stdlib net/http.
-// It serves three surfaces: the public API on TCP (identity, health), the
-// metrics listener, and the control API on a unix socket, where the peer's
-// uid and a per-run capability authorize every request
+// Package server is the attester's HTTP surface over its control plane
+// (package control), on stdlib net/http: handlers translate HTTP requests
+// to control calls and control refusals to statuses. It serves three
+// surfaces: the public API on TCP (identity, health, TPM credential
+// activation), the metrics listener, and the control API on a unix socket,
+// where the peer's uid and a per-run capability authorize every request
 // (docs/spec/attester-api.md).
 package server
 
 import (
 	"context"
-	"crypto/ed25519"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/clawea/attester/attestation"
-	"github.com/clawea/attester/control/rebuild"
-	"github.com/clawea/attester/enclave/detect"
-	"github.com/clawea/attester/gate"
-	"github.com/clawea/attester/sealed"
+	"github.com/clawea/attester/control"
 )
 
 // Request size limits.
 const (
-	maxSmallBody    = 64 << 10
 	maxToolCallBody = 1 << 20
 	maxBundle       = 8 << 20
+	// maxActivateBody bounds POST /v1/tpm/activate: the largest challenge
+	// (tpmcred limits) in b64u is about 1.2 KiB.
+	maxActivateBody = 4 << 10
 )
 
-// Deps are what a Server is built from.
-type Deps struct {
-	Config *Config
-	// GateConfig is the gate's configuration (ParseConfig).
-	GateConfig *gate.Config
-	Identity   *Identity
-	Platform   detect.Platform
-	// PlatformReport is what detection found; shown at /readyz.
-	PlatformReport *detect.Report
-	Logger         *slog.Logger
-	Registry       *prometheus.Registry
-	Now            func() time.Time
-	// HTTPClient is used by the gate's external verifiers; nil means a
-	// client with a 60 s timeout.
-	HTTPClient *http.Client
-	// TelegramAPIBase overrides the Bot API base URL (tests).
-	TelegramAPIBase string
-}
-
-// Server is the attester service.
+// Server serves a control.Service over HTTP.
 type Server struct {
-	cfg      *Config
-	id       *Identity
-	platform detect.Platform
-	report   *detect.Report
-	log      *slog.Logger
-	reg      *prometheus.Registry
-	metrics  *metrics
-	now      func() time.Time
-	memOpts  sealed.Options
-	ready    atomic.Bool
-	runs     *runStore
-	gate     *gateState
-	uploads  *budget
-	rebuild  *rebuild.Runner
-	keyAtts  *keyAttestations
-	// activations meters POST /v1/tpm/activate (tpmactivate.go).
-	activations *tokenBucket
+	svc     *control.Service
+	cfg     *control.Config
+	log     *slog.Logger
+	reg     *prometheus.Registry
+	metrics *metrics
+	ready   atomic.Bool
+	uploads *budget
 }
 
-// withIssuer runs f with an attestation issuer holding a short-lived copy of
-// the identity key.
-func (s *Server) withIssuer(f func(*attestation.Issuer) error) error {
-	return s.id.WithSigningKey(func(k ed25519.PrivateKey) error {
-		return f(&attestation.Issuer{
-			Key: k, Quoter: s.platform, Now: s.now,
-			RecipientKey: s.id.PackKey.Public().Bytes(),
-		})
-	})
+// New builds a control.Service from d and serves it, with a registry of
+// its own (the Go and process collectors, the control plane's counters and
+// the HTTP metrics); d.Registerer is ignored.
+func New(d control.Deps) (*Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.Registerer = reg
+	svc, err := control.New(d)
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(svc, reg, d.Logger), nil
 }
 
-// New builds a Server.
-func New(d Deps) (*Server, error) {
-	if d.Logger == nil {
-		d.Logger = slog.New(slog.DiscardHandler)
-	}
-	if d.Registry == nil {
-		d.Registry = prometheus.NewRegistry()
-		d.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	}
-	if d.Now == nil {
-		d.Now = time.Now
+// Wrap serves svc; reg is the registry /metrics serves, which svc's
+// counters were registered with. Close closes svc.
+func Wrap(svc *control.Service, reg *prometheus.Registry, log *slog.Logger) *Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg: d.Config, id: d.Identity, platform: d.Platform, report: d.PlatformReport,
-		log: d.Logger, reg: d.Registry, now: d.Now,
-		memOpts: sealed.Options{AllowUnlocked: d.Config.AllowUnlockedMemory},
-		uploads: &budget{max: d.Config.UploadBudgetBytes},
+		svc: svc, cfg: svc.Config(), log: log, reg: reg,
+		uploads: &budget{max: svc.Config().UploadBudgetBytes},
 	}
-	s.metrics = newMetrics(d.Registry)
-	s.keyAtts = newKeyAttestations(d.Now, s.produceKeyAttestation)
-	s.activations = newTokenBucket(activationsPerSecond, activationBurst, d.Now)
-	if d.HTTPClient == nil {
-		d.HTTPClient = &http.Client{Timeout: 60 * time.Second}
-	}
-	gs, err := newGateState(d.GateConfig, gate.Options{
-		HTTPClient: d.HTTPClient, TelegramAPIBase: d.TelegramAPIBase, Logger: d.Logger, Now: d.Now,
-		MaxRuns: d.Config.MaxRuns,
-	}, d.Config.StateDir)
-	if err != nil {
-		return nil, err
-	}
-	s.gate = gs
-	// Packs are opened in worker processes that get the identity key as a
-	// sealed descriptor (package rebuild).
-	rb, err := rebuild.NewRunner(rebuild.Config{Key: d.Identity.PackKey, Memory: s.memOpts})
-	if err != nil {
-		_ = gs.close()
-		return nil, err
-	}
-	s.rebuild = rb
-	s.runs = newRunStore(d.Config.MaxRuns)
+	s.metrics = newMetrics(reg)
 	s.ready.Store(true)
-	return s, nil
+	return s
 }
 
-// Close destroys every run's sealed prompt and closes the audit log.
-func (s *Server) Close() {
-	s.runs.closeAll()
-	s.rebuild.Close()
-	if err := s.gate.close(); err != nil {
-		s.log.Error("closing the audit log", "err", err)
-	}
-}
+// Service is the control plane s serves.
+func (s *Server) Service() *control.Service { return s.svc }
 
-// simulated reports whether the platform's evidence is simulated (the
-// simulated platform, or a TPM reached over TCP).
-func (s *Server) simulated() bool {
-	return (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
-}
-
-// maxCreateBody bounds POST /v1/runs: the pack in b64u plus the rest.
-func (s *Server) maxCreateBody() int64 { return s.cfg.MaxPackBytes*4/3 + 4 + maxSmallBody }
-
-// runHandler handles a request on an authorized run; body is the request
-// body (nil for routes without one).
-type runHandler func(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error
-
-// runRoute authorizes a /v1/runs/{id}/... request by its capability before
-// anything else, then checks the Content-Type and reads the body (maxBody >
-// 0) within its limits.
-func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handler {
-	return s.wrap(route, func(w http.ResponseWriter, r *http.Request) error {
-		capHash, err := parseBearer(r.Header.Get("Authorization"))
-		if err != nil {
-			return refuse(err)
-		}
-		rn, err := s.runs.authorize(r.PathValue("id"), capHash)
-		if err != nil {
-			return refuse(err)
-		}
-		var body []byte
-		if maxBody > 0 {
-			if err := checkContentType(r); err != nil {
-				return refuse(err)
-			}
-			if body, err = readBody(w, r, maxBody, smallBodyTimeout); err != nil {
-				return err
-			}
-		}
-		return h(w, r, rn, body)
-	})
-}
-
-// refuse marks an error returned before the body was read: the connection
-// is closed instead of draining a body nobody may send.
-func refuse(err error) error {
-	var he *HTTPError
-	if !errors.As(err, &he) {
-		return err
-	}
-	c := *he
-	c.closeConn = true
-	return &c
-}
+// Close closes the control plane: every run's sealed prompt is destroyed
+// and the audit log closed.
+func (s *Server) Close() { s.svc.Close() }
 
 // ControlHandler is the control API, served only on the control socket.
 // Every request is refused (403) unless the peer's uid is in
@@ -199,13 +86,13 @@ func (s *Server) ControlHandler() http.Handler {
 	mux.Handle("POST /v1/runs", s.wrap("runs_create", s.handleCreateRun))
 	mux.Handle("GET /v1/runs/{id}/prompt", s.runRoute("prompt", 0, s.handlePrompt))
 	mux.Handle("DELETE /v1/runs/{id}", s.runRoute("runs_close", 0, s.handleCloseRun))
-	mux.Handle("POST /v1/runs/{id}/turns", s.runRoute("turns", maxSmallBody, s.handleTurn))
-	mux.Handle("POST /v1/runs/{id}/verify", s.runRoute("verify", maxSmallBody, s.handleVerify))
+	mux.Handle("POST /v1/runs/{id}/turns", s.runRoute("turns", control.MaxSmallBody, s.handleTurn))
+	mux.Handle("POST /v1/runs/{id}/verify", s.runRoute("verify", control.MaxSmallBody, s.handleVerify))
 	mux.Handle("POST /v1/runs/{id}/tool-calls", s.runRoute("tool_calls", maxToolCallBody, s.handleToolCall))
 	mux.Handle("GET /v1/runs/{id}/audit", s.runRoute("audit", 0, s.handleAudit))
 	mux.Handle("POST /v1/runs/{id}/attestation", s.runRoute("attestation", maxBundle, s.handleAttest))
 	mux.Handle("GET /v1/gate/policy", s.wrap("gate_policy", func(w http.ResponseWriter, r *http.Request) error {
-		writeJSON(w, http.StatusOK, map[string]string{"policy_hash_b64u": s.gate.PolicyHash()})
+		writeJSON(w, http.StatusOK, map[string]string{"policy_hash_b64u": s.svc.PolicyHash()})
 		return nil
 	}))
 	s.fallback(mux)
@@ -219,10 +106,13 @@ func (s *Server) wrapUID(next http.Handler) http.Handler {
 		return refuse(httpErr(http.StatusForbidden, "this caller may not use the control API", nil))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, _ := r.Context().Value(peerKey{}).(peer)
-		_, allowed := s.cfg.uidAllow[p.uid]
-		if !p.ok || !allowed || r.Header.Get("Origin") != "" {
-			s.log.Warn("control request refused", "peer_uid_known", p.ok, "peer_uid", p.uid, "origin", r.Header.Get("Origin") != "")
+		p, ok := PeerFrom(r.Context())
+		uid := 0
+		if ok {
+			uid = p.UID()
+		}
+		if !ok || !s.cfg.ControlUIDAllowed(uid) || r.Header.Get("Origin") != "" {
+			s.log.Warn("control request refused", "peer_uid_known", ok, "peer_uid", uid, "origin", r.Header.Get("Origin") != "")
 			deny.ServeHTTP(w, r)
 			return
 		}
@@ -231,8 +121,8 @@ func (s *Server) wrapUID(next http.Handler) http.Handler {
 }
 
 // PublicHandler is the public TCP API: identity, healthz, readyz, TPM
-// credential activation (tpmactivate.go). The
-// control routes answer 403 there, before any body is read.
+// credential activation (tpm.go). The control routes answer 403 there,
+// before any body is read.
 func (s *Server) PublicHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /healthz", s.wrap("healthz", func(w http.ResponseWriter, r *http.Request) error {
@@ -241,12 +131,13 @@ func (s *Server) PublicHandler() http.Handler {
 	}))
 	mux.Handle("GET /readyz", s.wrap("readyz", s.handleReady))
 	mux.Handle("GET /v1/identity", s.wrap("identity", s.handleIdentity))
-	s.tpmRoutes(mux)
-	control := s.wrap("control_on_tcp", func(w http.ResponseWriter, r *http.Request) error {
+	mux.Handle("GET /v1/tpm/ek", s.wrap("tpm_ek", s.handleTPMEK))
+	mux.Handle("POST /v1/tpm/activate", s.wrap("tpm_activate", s.handleTPMActivate))
+	ctl := s.wrap("control_on_tcp", func(w http.ResponseWriter, r *http.Request) error {
 		return refuse(httpErr(http.StatusForbidden, "the control API is served only on the control socket", nil))
 	})
 	for _, p := range []string{"/v1/runs", "/v1/runs/", "/v1/audit", "/v1/audit/", "/v1/gate/"} {
-		mux.Handle(p, control)
+		mux.Handle(p, ctl)
 	}
 	s.fallback(mux)
 	return mux
@@ -289,13 +180,13 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) error {
 	if !s.ready.Load() {
 		return httpErr(http.StatusServiceUnavailable, "draining", nil)
 	}
-	if err := s.gate.audit.Healthy(); err != nil {
+	if err := s.svc.AuditHealthy(); err != nil {
 		return httpErr(http.StatusServiceUnavailable, "the gate cannot record decisions: every tool call would be denied", err)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":    "ready",
-		"platform":  s.platform.Platform(),
-		"simulated": s.simulated(),
+		"platform":  s.svc.Platform(),
+		"simulated": s.svc.Simulated(),
 	})
 	return nil
 }
@@ -310,12 +201,9 @@ type budget struct {
 	used int64
 }
 
-// uploadCost is what one run creation of n body bytes may hold at once:
-// the body, its parsed copy, the decoded pack and its plaintext.
-func uploadCost(maxPack int64) int64 { return 4 * (maxPack*4/3 + 4 + maxSmallBody) }
-
 // reserve takes the memory a body of contentLength bytes (or, unknown, of
-// max bytes) will cost, or fails with 503 when the budget is spent.
+// max bytes) will cost (the body, its parsed copy, the decoded pack and its
+// plaintext), or fails with 503 when the budget is spent.
 func (b *budget) reserve(contentLength, max int64) (func(), error) {
 	n := max
 	if contentLength >= 0 && contentLength < max {

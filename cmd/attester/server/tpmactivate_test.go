@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
+	"github.com/clawea/attester/control"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -83,18 +84,18 @@ func tpmServer(t *testing.T) (*httptest.Server, *tpm.TPM, *frozenClock) {
 	att["platform"], att["tpm"] = "tpm", map[string]any{"address": in.Addr}
 	att["controlSocket"] = filepath.Join(t.TempDir(), "ctl", "control.sock")
 	raw, _ = json.Marshal(m)
-	cfg, rest, err := ParseConfig(raw)
+	cfg, rest, err := control.ParseConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
-	id, err := LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
+	id, err := control.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(id.Close)
 	clk := &frozenClock{t: time.Now()}
-	s, err := New(Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: tp, Logger: log, Now: clk.now})
+	s, err := New(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: tp, Logger: log, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}

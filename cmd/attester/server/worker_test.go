@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"github.com/clawea/attester/control"
 	"io"
 	"net/http"
 	"os"
@@ -14,7 +15,7 @@ import (
 // TestMain lets this test binary serve as the rebuild worker: the Server
 // starts /proc/self/exe with rebuild.WorkerArg, as the attester does.
 func TestMain(m *testing.M) {
-	if code, ok := RunWorker(os.Args[1:]); ok {
+	if code, ok := control.RunWorker(os.Args[1:]); ok {
 		os.Exit(code)
 	}
 	os.Exit(m.Run())

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/control"
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -367,7 +367,7 @@ func checkAttester(t *testing.T, r *rendered, vals chartutil.Values) {
 	// The attester's own parser accepts it; ${file:...} resolves only in
 	// the mounted Secret's directory.
 	var secrets []string
-	_, _, err := server.ParseConfigWith([]byte(raw), server.ConfigOptions{
+	_, _, err := control.ParseConfigWith([]byte(raw), control.ConfigOptions{
 		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		LookupEnv: func(string) (string, bool) { return "", false },
 		ReadFile: func(p string) ([]byte, error) {

@@ -1,11 +1,11 @@
-package server
+package control
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"unicode/utf8"
@@ -16,16 +16,15 @@ import (
 	"github.com/clawea/attester/schema/poh"
 )
 
-// gateState wraps the gate with its durable, per-run audit log.
+// gateState is the gate with its durable, per-run audit log: the gate
+// decides and records each decision in the log.
 type gateState struct {
-	g     *gate.Gate
+	*gate.Gate
 	audit *audit.Log
 	// tmpDir is the audit directory created when no state directory is
 	// configured (development); it is removed by close.
 	tmpDir string
 }
-
-func (gs *gateState) PolicyHash() string { return gs.g.PolicyHash() }
 
 // AuditHead returns the run's durable audit root and record count.
 func (gs *gateState) AuditHead(run string) (string, int64, error) {
@@ -47,7 +46,7 @@ func (gs *gateState) close() error {
 // configuration (ParseConfig).
 func newGateState(cfg *gate.Config, opts gate.Options, stateDir string) (*gateState, error) {
 	if cfg == nil {
-		return nil, errors.New("server: no gate configuration")
+		return nil, errors.New("control: no gate configuration")
 	}
 	var err error
 	gs := &gateState{}
@@ -66,7 +65,7 @@ func newGateState(cfg *gate.Config, opts gate.Options, stateDir string) (*gateSt
 		return nil, err
 	}
 	opts.Config, opts.Audit = cfg, gs.audit
-	if gs.g, err = gate.New(opts); err != nil {
+	if gs.Gate, err = gate.New(opts); err != nil {
 		gs.close()
 		return nil, err
 	}
@@ -111,9 +110,9 @@ func validText(s string, max int) error {
 	return nil
 }
 
-// turnRequest starts a turn: a new inbound message. Whether its sender is
+// TurnRequest starts a turn: a new inbound message. Whether its sender is
 // an owner comes from attester.owners, never from the request.
-type turnRequest struct {
+type TurnRequest struct {
 	Channel   string `json:"channel"`
 	SenderID  string `json:"sender_id"`
 	MessageID string `json:"message_id"`
@@ -122,73 +121,76 @@ type turnRequest struct {
 	ContentSHA256B64u string `json:"content_sha256_b64u"`
 }
 
-var (
-	errStaleTurn = &HTTPError{Code: http.StatusConflict, Msg: "turn_id is not the run's current turn"}
-)
+var errStaleTurn = &Error{Kind: KindConflict, Msg: "turn_id is not the run's current turn"}
 
-func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error {
-	var req turnRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
+// TurnResponse is the answer to a turn: its id, whether its sender is an
+// owner, and for an owner turn the signature id of its message.
+// (Fields in key order, as the answer was once a sorted map.)
+type TurnResponse struct {
+	Owner       bool   `json:"owner"`
+	SignatureID string `json:"signature_id,omitempty"`
+	TurnID      string `json:"turn_id"`
+}
+
+// StartTurn starts a turn of rn: a new inbound message, which becomes the
+// run's current turn. Every check happens before anything changes: a
+// refused turn leaves the previous turn current.
+func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*TurnResponse, error) {
 	if err := ValidChannel(req.Channel); err != nil {
-		return httpErr(http.StatusBadRequest, "channel: "+err.Error(), nil)
+		return nil, refusal(KindInvalid, "channel: "+err.Error(), nil)
 	}
 	if err := ValidSenderID(req.SenderID); err != nil {
-		return httpErr(http.StatusBadRequest, "sender_id: "+err.Error(), nil)
+		return nil, refusal(KindInvalid, "sender_id: "+err.Error(), nil)
 	}
 	if err := validText(req.MessageID, maxMessageIDBytes); err != nil {
-		return httpErr(http.StatusBadRequest, "message_id: "+err.Error(), nil)
+		return nil, refusal(KindInvalid, "message_id: "+err.Error(), nil)
 	}
 	content, err := b64u.DecodeHash(req.ContentSHA256B64u)
 	if err != nil {
-		return httpErr(http.StatusBadRequest, "content_sha256_b64u must be a b64u SHA-256 hash", err)
+		return nil, refusal(KindInvalid, "content_sha256_b64u must be a b64u SHA-256 hash", err)
 	}
 	owner := s.cfg.owner(req.Channel, req.SenderID)
 	turn, err := randomID("turn_")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	midKey := sha256.Sum256([]byte(req.MessageID))
 
-	// Every check happens before anything changes: a refused turn leaves the
-	// previous turn current.
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	switch {
 	case rn.closed:
-		return errRunClosed
+		return nil, errRunClosed
 	case rn.turns >= s.cfg.MaxTurnsPerRun:
-		return &HTTPError{Code: http.StatusTooManyRequests, Msg: fmt.Sprintf("the run has reached its limit of %d turns", s.cfg.MaxTurnsPerRun)}
+		return nil, refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d turns", s.cfg.MaxTurnsPerRun), nil)
 	case owner && rn.signed >= s.cfg.MaxOwnerMessagesPerRun:
-		return &HTTPError{Code: http.StatusTooManyRequests, Msg: fmt.Sprintf("the run has reached its limit of %d signed owner messages", s.cfg.MaxOwnerMessagesPerRun)}
+		return nil, refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d signed owner messages", s.cfg.MaxOwnerMessagesPerRun), nil)
 	}
 	if _, used := rn.messageIDs[midKey]; used {
-		return httpErr(http.StatusConflict, "message_id was already used in this run", nil)
+		return nil, refusal(KindConflict, "message_id was already used in this run", nil)
 	}
-	if err := s.gate.g.NewTurn(rn.id, turn, owner); err != nil {
+	if err := s.gate.NewTurn(rn.id, turn, owner); err != nil {
 		if errors.Is(err, gate.ErrUnknownRun) {
-			return errRunClosed
+			return nil, errRunClosed
 		}
-		return httpErr(http.StatusInternalServerError, "cannot start the turn", err)
+		return nil, refusal(KindInternal, "cannot start the turn", err)
 	}
 	rn.turns++
 	rn.messageIDs[midKey] = struct{}{}
 	rn.turn, rn.turnOwner, rn.turnMsg = turn, owner, ownerMessage{}
-	resp := map[string]any{"turn_id": turn, "owner": owner}
+	resp := &TurnResponse{TurnID: turn, Owner: owner}
 	if owner {
 		rn.signed++
 		sigID := rn.sessionKey + ":" + req.Channel + ":" + req.MessageID
 		rn.turnMsg = ownerMessage{SignatureID: sigID, MessageID: req.MessageID, Identity: "owner:" + req.SenderID + ":" + req.Channel, ContentHash: content, SignedAt: s.now()}
-		resp["signature_id"] = sigID
+		resp.SignatureID = sigID
 	}
-	writeJSON(w, http.StatusCreated, resp)
-	return nil
+	return resp, nil
 }
 
-// verifyRequest is the verify tool: templates (default) or the signed owner
+// VerifyRequest is the verify tool: templates (default) or the signed owner
 // message of the current turn. Only an owner turn can be verified.
-type verifyRequest struct {
+type VerifyRequest struct {
 	TurnID string `json:"turn_id"`
 	// MessageID and ContentSHA256B64u, when set, must both be set and equal
 	// the current turn's signed owner message.
@@ -196,75 +198,95 @@ type verifyRequest struct {
 	ContentSHA256B64u string `json:"content_sha256_b64u"`
 }
 
-func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error {
-	var req verifyRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
+// VerifyResponse is the verify tool's answer (fields in key order, as the
+// answer was once a sorted map): for the templates, the prompt's hash; for
+// an owner message, its signature.
+type VerifyResponse struct {
+	AllVerified          bool   `json:"all_verified,omitempty"`
+	Identity             string `json:"identity,omitempty"`
+	SignatureID          string `json:"signature_id,omitempty"`
+	SignedAt             string `json:"signed_at,omitempty"`
+	SystemPromptHashB64u string `json:"system_prompt_hash_b64u,omitempty"`
+	TurnID               string `json:"turn_id"`
+	Verified             bool   `json:"verified"`
+}
+
+// Verify runs the verify tool for the run's current turn and marks the
+// turn verified in the gate.
+func (s *Service) Verify(rn *Run, req *VerifyRequest) (*VerifyResponse, error) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	switch {
 	case rn.closed:
-		return errRunClosed
+		return nil, errRunClosed
 	case req.TurnID == "" || req.TurnID != rn.turn:
-		return errStaleTurn
+		return nil, errStaleTurn
 	case !rn.turnOwner:
-		return &HTTPError{Code: http.StatusForbidden, Msg: "verify is an owner-only tool: this turn's sender is not a configured owner"}
+		return nil, refusal(KindForbidden, "verify is an owner-only tool: this turn's sender is not a configured owner", nil)
 	}
 	method := gate.VerifiedTemplates
-	result := map[string]any{"turn_id": req.TurnID}
+	result := &VerifyResponse{TurnID: req.TurnID}
 	if req.MessageID != "" || req.ContentSHA256B64u != "" {
 		m := rn.turnMsg
 		want, herr := b64u.DecodeHash(req.ContentSHA256B64u)
 		if herr != nil || req.MessageID != m.MessageID || want != m.ContentHash {
-			return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: "the message does not match the signed owner message of this turn", Reason: string(poh.SignatureInvalid)}
+			return nil, &Error{Kind: KindUnprocessable, Msg: "the message does not match the signed owner message of this turn", Reason: string(poh.SignatureInvalid)}
 		}
 		method = gate.VerifiedMessage
-		result["signature_id"] = m.SignatureID
-		result["identity"] = m.Identity
-		result["signed_at"] = m.SignedAt.UTC().Format("2006-01-02T15:04:05.000Z")
+		result.SignatureID = m.SignatureID
+		result.Identity = m.Identity
+		result.SignedAt = m.SignedAt.UTC().Format("2006-01-02T15:04:05.000Z")
 	} else {
 		// The pack's templates were checked against their signatures and the
 		// trusted list when the run was created; the rebuilt prompt's hash
 		// is what the run serves.
-		result["all_verified"] = true
-		result["system_prompt_hash_b64u"] = rn.promptH
+		result.AllVerified = true
+		result.SystemPromptHashB64u = rn.promptH
 	}
-	if err := s.gate.g.MarkVerified(rn.id, req.TurnID, method); err != nil {
-		return httpErr(http.StatusInternalServerError, "cannot mark the turn verified", err)
+	if err := s.gate.MarkVerified(rn.id, req.TurnID, method); err != nil {
+		return nil, refusal(KindInternal, "cannot mark the turn verified", err)
 	}
-	result["verified"] = true
-	writeJSON(w, http.StatusOK, result)
-	return nil
+	result.Verified = true
+	return result, nil
 }
 
-type toolCallRequest struct {
+// ToolCallRequest is the body of POST /v1/runs/{id}/tool-calls.
+type ToolCallRequest struct {
 	TurnID          string          `json:"turn_id"`
 	Tool            string          `json:"tool"`
 	Params          json.RawMessage `json:"params"`
 	MessageProvider string          `json:"message_provider"`
 }
 
-func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error {
-	var req toolCallRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
+// ToolCallResponse is the decision.
+type ToolCallResponse struct {
+	Allow      bool   `json:"allow"`
+	Stage      string `json:"stage"`
+	Reason     string `json:"reason"`
+	Tool       string `json:"tool"`
+	ParamsHash string `json:"params_hash_b64u"`
+	AuditSeq   uint64 `json:"audit_seq"`
+}
+
+// ToolCall has the gate decide a tool call of the run's current turn; the
+// decision is recorded in the run's audit log. A call the gate could not
+// decide is a denial, not an error.
+func (s *Service) ToolCall(ctx context.Context, rn *Run, req *ToolCallRequest) (*ToolCallResponse, error) {
 	rn.mu.Lock()
 	switch {
 	case rn.closed:
 		rn.mu.Unlock()
-		return errRunClosed
+		return nil, errRunClosed
 	case req.TurnID == "" || req.TurnID != rn.turn:
 		rn.mu.Unlock()
-		return errStaleTurn
+		return nil, errStaleTurn
 	case rn.toolCalls >= s.cfg.MaxToolCallsPerRun:
 		rn.mu.Unlock()
-		return &HTTPError{Code: http.StatusTooManyRequests, Msg: fmt.Sprintf("the run has reached its limit of %d tool calls", s.cfg.MaxToolCallsPerRun)}
+		return nil, refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d tool calls", s.cfg.MaxToolCallsPerRun), nil)
 	}
 	rn.toolCalls++
 	rn.mu.Unlock()
-	d, derr := s.gate.g.Decide(r.Context(), gate.Call{
+	d, derr := s.gate.Decide(ctx, gate.Call{
 		Run: rn.id, SessionKey: rn.sessionKey, TurnID: req.TurnID, AgentID: rn.agentID,
 		Tool: req.Tool, Params: req.Params, MessageProvider: req.MessageProvider,
 	})
@@ -276,46 +298,27 @@ func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request, rn *run,
 	if derr != nil {
 		s.log.Warn("tool call denied with error", "run_id", rn.id, "tool", d.Tool, "stage", d.Stage, "err", derr)
 	}
-	writeJSON(w, http.StatusOK, toolCallResponse{
+	return &ToolCallResponse{
 		Allow: d.Allow, Stage: string(d.Stage), Reason: d.Reason, Tool: d.Tool,
 		ParamsHash: d.ParamsHash, AuditSeq: d.AuditSeq,
-	})
-	return nil
+	}, nil
 }
 
-// toolCallResponse is the decision (a struct: encoding/json encodes it
-// without sorting map keys or boxing values).
-type toolCallResponse struct {
-	Allow      bool   `json:"allow"`
-	Stage      string `json:"stage"`
-	Reason     string `json:"reason"`
-	Tool       string `json:"tool"`
-	ParamsHash string `json:"params_hash_b64u"`
-	AuditSeq   uint64 `json:"audit_seq"`
-}
-
-// handleAudit streams the run's durable audit log; the headers give the
-// root and count of exactly the records in the body.
-func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, rn *run, _ []byte) error {
+// AuditSnapshot is the run's durable audit log as it stands: the snapshot's
+// root and count describe exactly its records. The caller closes it.
+func (s *Service) AuditSnapshot(rn *Run) (*audit.Snapshot, error) {
 	rn.mu.Lock()
 	closed := rn.closed
 	rn.mu.Unlock()
 	if closed {
-		return errRunClosed
+		return nil, errRunClosed
 	}
 	snap, err := s.gate.audit.Snapshot(rn.id)
 	if errors.Is(err, audit.ErrUnknownRun) {
 		snap, err = &audit.Snapshot{}, nil // no decision yet
 	}
 	if err != nil {
-		return httpErr(http.StatusInternalServerError, "cannot read the audit log", err)
+		return nil, refusal(KindInternal, "cannot read the audit log", err)
 	}
-	defer snap.Close()
-	w.Header().Set("Content-Type", "application/jsonl")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Clawea-Audit-Root", snap.Root)
-	w.Header().Set("X-Clawea-Audit-Count", fmt.Sprint(snap.Count))
-	w.Header().Set("Content-Length", fmt.Sprint(snap.Size))
-	_, err = snap.WriteTo(w)
-	return err
+	return snap, nil
 }

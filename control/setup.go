@@ -1,4 +1,4 @@
-package server
+package control
 
 import (
 	"context"
@@ -9,13 +9,17 @@ import (
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/enclave/tpm"
-	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/sealed"
 )
 
-// Setup opens the platform, loads or creates the identity and builds the
-// Server. The returned function releases everything.
-func Setup(ctx context.Context, cfg *Config, gateConfig *gate.Config, log *slog.Logger) (*Server, func(), error) {
+// Setup opens the platform named by d.Config, loads or creates the identity
+// and builds the Service from d and them (d's Identity, Platform and
+// PlatformReport are set here). The returned function releases everything.
+func Setup(ctx context.Context, d Deps) (*Service, func(), error) {
+	cfg, log := d.Config, d.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	opts := detect.Options{}
 	if cfg.TPM.Address != "" {
 		// Development only: config validation allows it with platform tpm
@@ -46,7 +50,8 @@ func Setup(ctx context.Context, cfg *Config, gateConfig *gate.Config, log *slog.
 		p.Close()
 		return nil, nil, err
 	}
-	s, err := New(Deps{Config: cfg, GateConfig: gateConfig, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
+	d.Identity, d.Platform, d.PlatformReport = id, p, rep
+	s, err := New(d)
 	if err != nil {
 		id.Close()
 		p.Close()

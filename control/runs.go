@@ -1,13 +1,12 @@
-package server
+package control
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -23,11 +22,11 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// run is one agent run: the rebuilt prompt (in sealed memory), its
+// Run is one agent run: the rebuilt prompt (in sealed memory), its
 // commitments, its capability (only the hash), the current turn and the
 // run's bounded counters. Its gate verification state lives in the gate
 // under the run id, from creation to close.
-type run struct {
+type Run struct {
 	id         string
 	agentID    string
 	sessionKey string
@@ -73,7 +72,10 @@ type ownerMessage struct {
 	SignedAt    time.Time
 }
 
-func (r *run) destroy() {
+// ID is the run's id.
+func (r *Run) ID() string { return r.id }
+
+func (r *Run) destroy() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.prompt != nil {
@@ -90,7 +92,7 @@ const maxClosedRuns = 4096
 
 type runStore struct {
 	mu   sync.Mutex
-	runs map[string]*run
+	runs map[string]*Run
 	max  int
 	// closed remembers the capability hashes of the last maxClosedRuns
 	// closed runs (FIFO), for 410.
@@ -99,12 +101,12 @@ type runStore struct {
 }
 
 func newRunStore(max int) *runStore {
-	return &runStore{runs: map[string]*run{}, max: max, closed: map[string][32]byte{}}
+	return &runStore{runs: map[string]*Run{}, max: max, closed: map[string][32]byte{}}
 }
 
 var errTooManyRuns = errors.New("too many open runs")
 
-func (st *runStore) add(r *run) error {
+func (st *runStore) add(r *Run) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if len(st.runs) >= st.max {
@@ -115,15 +117,15 @@ func (st *runStore) add(r *run) error {
 }
 
 var (
-	errNotThisRun = &HTTPError{Code: http.StatusForbidden, Msg: "the capability is not valid for this run"}
-	errRunClosed  = &HTTPError{Code: http.StatusGone, Msg: "run closed"}
+	errNotThisRun = &Error{Kind: KindForbidden, Msg: "the capability is not valid for this run"}
+	errRunClosed  = &Error{Kind: KindGone, Msg: "run closed"}
 )
 
 // authorize returns the run named id when capHash is its capability's hash:
 // 403 for another run's or an unknown capability (an unknown run id gets the
 // same answer, so run ids cannot be probed), 410 for the capability of a
 // closed run.
-func (st *runStore) authorize(id string, capHash [32]byte) (*run, error) {
+func (st *runStore) authorize(id string, capHash [32]byte) (*Run, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if r, ok := st.runs[id]; ok {
@@ -140,7 +142,7 @@ func (st *runStore) authorize(id string, capHash [32]byte) (*run, error) {
 
 // remove forgets the run (remembering its capability hash for 410) and
 // destroys its prompt. It reports whether the run was open.
-func (st *runStore) remove(id string) (*run, bool) {
+func (st *runStore) remove(id string) (*Run, bool) {
 	st.mu.Lock()
 	r := st.runs[id]
 	if r != nil {
@@ -160,10 +162,17 @@ func (st *runStore) remove(id string) (*run, bool) {
 	return r, true
 }
 
+// open is the number of open runs.
+func (st *runStore) open() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return len(st.runs)
+}
+
 func (st *runStore) closeAll() {
 	st.mu.Lock()
 	rs := st.runs
-	st.runs = map[string]*run{}
+	st.runs = map[string]*Run{}
 	st.mu.Unlock()
 	for _, r := range rs {
 		r.destroy()
@@ -178,8 +187,8 @@ func randomID(prefix string) (string, error) {
 	return prefix + b64u.Encode(b[:]), nil
 }
 
-// createRunRequest is the body of POST /v1/runs.
-type createRunRequest struct {
+// CreateRunRequest is the body of POST /v1/runs.
+type CreateRunRequest struct {
 	// PackB64u is prompt_pack.enc, b64u.
 	PackB64u string `json:"pack_b64u"`
 	// Manifest is prompt_pack_manifest.json as a JSON object.
@@ -190,7 +199,9 @@ type createRunRequest struct {
 	SessionKey     string `json:"session_key"`
 }
 
-type createRunResponse struct {
+// CreateRunResponse is the answer to POST /v1/runs. Capability is returned
+// here only; the run keeps its SHA-256.
+type CreateRunResponse struct {
 	RunID                        string              `json:"run_id"`
 	Capability                   string              `json:"capability"`
 	SystemPromptHashB64u         string              `json:"system_prompt_hash_b64u"`
@@ -204,60 +215,110 @@ type createRunResponse struct {
 	Sensitive                    bool                `json:"sensitive"`
 }
 
-// handleCreateRun opens the pack in sealed memory, rebuilds the prompt and
-// compares it with the committed report hash. On any mismatch nothing is
-// kept: the opened pack and the rebuilt prompt are destroyed. The run's
-// capability is returned here only; the run keeps its SHA-256.
-func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
-	if err := checkContentType(r); err != nil {
-		return err
+// creation is the state of one CreateRun as its steps fill it in.
+type creation struct {
+	s     *Service
+	req   *CreateRunRequest
+	agent string
+	want  [32]byte
+	enc   []byte
+	rb    *rebuild.Result
+	// prompt is the rebuilt prompt until the run owns it; registered says
+	// the run is in the store (and its prompt released with it).
+	prompt     *sealed.Buffer
+	rn         *Run
+	capability string
+	registered bool
+}
+
+// CreateRun opens the pack in sealed memory (in a worker process), rebuilds
+// the prompt and compares it with the committed report hash, then opens
+// the run. Each step either succeeds or refuses; on any refusal nothing is
+// kept: one deferred release destroys the rebuilt prompt and forgets the
+// run. req's pack text is cleared once decoded.
+func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest) (resp *CreateRunResponse, err error) {
+	c := &creation{s: s, req: req}
+	defer func() {
+		if err != nil {
+			c.release()
+		}
+	}()
+	steps := []func(context.Context) error{
+		c.checkRequest,
+		c.rebuildPrompt,
+		c.newRun,
+		c.commitPrompt,
+		c.register,
+		c.openGateRun,
 	}
-	release, err := s.uploads.reserve(r.ContentLength, s.maxCreateBody())
-	if err != nil {
-		return err
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, err
+		}
 	}
-	defer release()
-	body, err := readBody(w, r, s.maxCreateBody(), createBodyTimeout)
-	if err != nil {
-		return err
+	rn := c.rn
+	s.metrics.packs.WithLabelValues("accepted").Inc()
+	s.log.Info("run created", "run_id", rn.id, "agent_id", rn.agentID, "prompt_hash", rn.promptH, "report_hash", rn.reportH)
+	return &CreateRunResponse{
+		RunID: rn.id, Capability: c.capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
+		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: rn.committed,
+		GatePolicyHashB64u: s.gate.PolicyHash(), AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
+	}, nil
+}
+
+// release undoes a creation that failed: a registered run is removed (its
+// prompt destroyed, its capability then gets 410); otherwise the rebuilt
+// prompt, if any, is destroyed.
+func (c *creation) release() {
+	switch {
+	case c.registered:
+		c.s.runs.remove(c.rn.id)
+	case c.prompt != nil:
+		c.prompt.Destroy()
 	}
-	var req createRunRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
-	body = nil
+	c.prompt = nil
+}
+
+// checkRequest checks the request's fields and decodes the pack.
+func (c *creation) checkRequest(context.Context) error {
+	req := c.req
 	agent, err := gate.CheckAgentID(req.AgentID)
 	if err != nil {
-		return httpErr(http.StatusBadRequest, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, case-insensitive)", err)
+		return refusal(KindInvalid, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, case-insensitive)", err)
 	}
+	c.agent = agent
 	if err := gate.CheckSessionKey(req.SessionKey); err != nil {
-		return httpErr(http.StatusBadRequest, fmt.Sprintf("session_key must be 1-%d bytes of UTF-8 without control characters", gate.MaxSessionKeyBytes), err)
+		return refusal(KindInvalid, fmt.Sprintf("session_key must be 1-%d bytes of UTF-8 without control characters", gate.MaxSessionKeyBytes), err)
 	}
-	want, err := b64u.DecodeHash(req.ReportHashB64u)
-	if err != nil {
-		return httpErr(http.StatusBadRequest, "report_hash_b64u must be a b64u SHA-256 hash", err)
+	if c.want, err = b64u.DecodeHash(req.ReportHashB64u); err != nil {
+		return refusal(KindInvalid, "report_hash_b64u must be a b64u SHA-256 hash", err)
 	}
 	enc, err := b64u.Decode(req.PackB64u)
 	if err != nil || len(enc) == 0 {
-		return httpErr(http.StatusBadRequest, "pack_b64u must be canonical b64u", err)
+		return refusal(KindInvalid, "pack_b64u must be canonical b64u", err)
 	}
 	req.PackB64u = ""
-	if int64(len(enc)) > s.cfg.MaxPackBytes {
-		return httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("pack exceeds %d bytes", s.cfg.MaxPackBytes), nil)
+	if int64(len(enc)) > c.s.cfg.MaxPackBytes {
+		return refusal(KindTooLarge, fmt.Sprintf("pack exceeds %d bytes", c.s.cfg.MaxPackBytes), nil)
 	}
 	if _, err := envelope.ParseManifest(req.Manifest); err != nil {
-		return &HTTPError{Code: http.StatusBadRequest, Msg: "malformed manifest", Reason: string(poh.MalformedEnvelope), Err: err}
+		return &Error{Kind: KindInvalid, Msg: "malformed manifest", Reason: string(poh.MalformedEnvelope), Err: err}
 	}
-	// The pack is opened and the prompt rebuilt in a worker process, so
-	// that no plaintext is ever on this process's heap
-	// (docs/spec/sealed-memory.md section 2.7).
-	// The admission policy, when configured, is applied in the worker too,
-	// where the plaintext pack is (admission below).
-	rq := rebuild.Request{Pack: enc, Manifest: req.Manifest, ReportHash: want, Trusted: s.cfg.TrustedTemplates}
+	c.enc = enc
+	return nil
+}
+
+// rebuildPrompt opens the pack and rebuilds the prompt in a worker process,
+// so that no plaintext is ever on this process's heap
+// (docs/spec/sealed-memory.md section 2.7). The admission policy, when
+// configured, is applied in the worker too, where the plaintext pack is.
+func (c *creation) rebuildPrompt(ctx context.Context) error {
+	s := c.s
+	rq := rebuild.Request{Pack: c.enc, Manifest: c.req.Manifest, ReportHash: c.want, Trusted: s.cfg.TrustedTemplates}
 	if p := s.cfg.AdmissionPolicy; p != nil {
-		rq.Admission, rq.Runtime = p.Canonical(), s.runtimeFacts(agent)
+		rq.Admission, rq.Runtime = p.Canonical(), s.runtimeFacts(c.agent)
 	}
-	rb, err := s.rebuild.Rebuild(r.Context(), rq)
+	rb, err := s.rebuild.Rebuild(ctx, rq)
 	if err != nil {
 		s.metrics.packs.WithLabelValues("refused").Inc()
 		if aerr := admissionError(err); aerr != nil {
@@ -265,48 +326,59 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 		}
 		return packError("the rebuilt prompt does not match the committed report", err)
 	}
-	prompt := rb.Prompt
-	ctHash := sha256.Sum256(enc)
+	c.rb, c.prompt = rb, rb.Prompt
+	return nil
+}
+
+// newRun draws the run's id and capability and fills in the run.
+func (c *creation) newRun(context.Context) error {
+	s, rb := c.s, c.rb
+	ctHash := sha256.Sum256(c.enc)
 	id, err := randomID("run_")
 	if err != nil {
-		prompt.Destroy()
 		return err
 	}
 	capability, capHash, err := newCapability()
 	if err != nil {
-		prompt.Destroy()
 		return err
 	}
-	rn := &run{
-		id: id, agentID: agent, sessionKey: req.SessionKey, capHash: capHash, created: s.now(),
-		prompt: prompt, promptH: rb.PromptHashB64u, reportH: rb.ReportHashB64u,
+	c.capability = capability
+	c.rn = &Run{
+		id: id, agentID: c.agent, sessionKey: c.req.SessionKey, capHash: capHash, created: s.now(),
+		prompt: c.prompt, promptH: rb.PromptHashB64u, reportH: rb.ReportHashB64u,
 		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Chars,
 		messageIDs: map[[32]byte]struct{}{},
 	}
 	if p := s.cfg.AdmissionPolicy; p != nil {
-		rn.admissionH, rn.sensitive = p.Hash(), p.Sensitive()
+		c.rn.admissionH, c.rn.sensitive = p.Hash(), p.Sensitive()
 	}
-	committed, err := promptCommittedEvent(rn, s.now())
+	return nil
+}
+
+// commitPrompt makes the run's first event, which commits the prompt.
+func (c *creation) commitPrompt(context.Context) error {
+	committed, err := promptCommittedEvent(c.rn, c.s.now())
 	if err != nil {
-		prompt.Destroy()
 		return err
 	}
-	rn.committed = committed
-	if err := s.runs.add(rn); err != nil {
-		prompt.Destroy()
-		return httpErr(http.StatusServiceUnavailable, "too many open runs", err)
+	c.rn.committed = committed
+	return nil
+}
+
+// register adds the run to the store, which then owns its prompt.
+func (c *creation) register(context.Context) error {
+	if err := c.s.runs.add(c.rn); err != nil {
+		return refusal(KindUnavailable, "too many open runs", err)
 	}
-	if err := s.gate.g.OpenRun(id); err != nil {
-		s.runs.remove(id)
-		return httpErr(http.StatusServiceUnavailable, "the gate cannot open the run", err)
+	c.registered = true
+	return nil
+}
+
+// openGateRun opens the run's verification state in the gate.
+func (c *creation) openGateRun(context.Context) error {
+	if err := c.s.gate.OpenRun(c.rn.id); err != nil {
+		return refusal(KindUnavailable, "the gate cannot open the run", err)
 	}
-	s.metrics.packs.WithLabelValues("accepted").Inc()
-	s.log.Info("run created", "run_id", id, "agent_id", agent, "prompt_hash", rn.promptH, "report_hash", rn.reportH)
-	writeJSON(w, http.StatusCreated, createRunResponse{
-		RunID: id, Capability: capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
-		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: committed,
-		GatePolicyHashB64u: s.gate.PolicyHash(), AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-	})
 	return nil
 }
 
@@ -318,8 +390,8 @@ const ReasonAdmissionUncheckable = "ADMISSION_UNCHECKABLE"
 // runtimeFacts are the attester's run-time facts for a run of agent that a
 // sensitive admission policy obliges (docs/spec/admission-policy-v1.md
 // section 7, docs/spec/attester-api.md "Admission").
-func (s *Server) runtimeFacts(agent string) admission.Runtime {
-	e := s.gate.g.EnforcementFor(agent)
+func (s *Service) runtimeFacts(agent string) admission.Runtime {
+	e := s.gate.EnforcementFor(agent)
 	return admission.Runtime{
 		MemoryLocked:         !s.cfg.AllowUnlockedMemory,
 		NoDevelopmentOptions: !s.cfg.Development && !e.Development && s.cfg.TPM.Address == "",
@@ -329,21 +401,22 @@ func (s *Server) runtimeFacts(agent string) admission.Runtime {
 }
 
 // admissionError maps an admission refusal from the rebuild worker to a
-// 422 whose reason is the rule code and whose message names the rule and
-// the input, never its content; nil when err is not an admission refusal.
+// refusal whose reason is the rule code and whose message names the rule
+// and the input, never its content; nil when err is not an admission
+// refusal.
 func admissionError(err error) error {
 	if re, ok := errors.AsType[*admission.RuleError](err); ok {
-		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: fmt.Sprintf("the run is not admitted by the admission policy: %s: %q", re.Rule, re.Input), Reason: re.Rule, Err: err}
+		return &Error{Kind: KindUnprocessable, Msg: fmt.Sprintf("the run is not admitted by the admission policy: %s: %q", re.Rule, re.Input), Reason: re.Rule, Err: err}
 	}
 	if errors.Is(err, admission.ErrUnreadable) {
-		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: "the pack's inputs cannot be checked against the admission policy, so it is not admitted", Reason: ReasonAdmissionUncheckable, Err: err}
+		return &Error{Kind: KindUnprocessable, Msg: "the pack's inputs cannot be checked against the admission policy, so it is not admitted", Reason: ReasonAdmissionUncheckable, Err: err}
 	}
 	return nil
 }
 
 // promptCommittedEvent is the run's first event (seed 001): its payload
 // commits the report and prompt hashes; the header follows PoH rules.
-func promptCommittedEvent(rn *run, now time.Time) (poh.EventChainEntry, error) {
+func promptCommittedEvent(rn *Run, now time.Time) (poh.EventChainEntry, error) {
 	ph, err := poh.PromptCommittedPayloadHash(rn.reportH, rn.promptH, rn.packCTH)
 	if err != nil {
 		return poh.EventChainEntry{}, err
@@ -356,65 +429,64 @@ func promptCommittedEvent(rn *run, now time.Time) (poh.EventChainEntry, error) {
 	return h.Entry()
 }
 
-// packError maps pack/envelope/rebuild failures to a status, a safe message
+// packError maps pack/envelope/rebuild failures to a kind, a safe message
 // and a reason code. Template names are safe to show; contents never are.
 func packError(msg string, err error) error {
 	var te *openclawsig.TemplateError
 	switch {
 	case errors.Is(err, rebuild.ErrBusy):
-		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: "too many packs are being opened, retry later", Err: err}
+		return &Error{Kind: KindUnavailable, Msg: "too many packs are being opened, retry later", Err: err}
 	case errors.Is(err, rebuild.ErrWorker):
-		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: "the pack could not be checked (rebuild worker failed)", Err: err}
+		return &Error{Kind: KindUnavailable, Msg: "the pack could not be checked (rebuild worker failed)", Err: err}
 	case errors.As(err, &te):
-		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: msg + ": template " + te.Name + " is modified or not trusted", Reason: string(poh.HashMismatch), Err: err}
+		return &Error{Kind: KindUnprocessable, Msg: msg + ": template " + te.Name + " is modified or not trusted", Reason: string(poh.HashMismatch), Err: err}
 	case errors.Is(err, envelope.ErrNoMatchingRecipient):
-		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: "the pack is not sealed to this attester", Reason: string(poh.ClaimNotFound), Err: err}
+		return &Error{Kind: KindUnprocessable, Msg: "the pack is not sealed to this attester", Reason: string(poh.ClaimNotFound), Err: err}
 	case errors.Is(err, promptpack.ErrReportMismatch):
-		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: msg, Reason: string(poh.PromptCommitmentMismatch), Err: err}
+		return &Error{Kind: KindUnprocessable, Msg: msg, Reason: string(poh.PromptCommitmentMismatch), Err: err}
 	case errors.Is(err, promptpack.ErrUnknownRecipe), errors.Is(err, promptpack.ErrUnknownVersion):
-		return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: "the pack names an unknown recipe or version", Reason: string(poh.UnknownEnvelopeVersion), Err: err}
+		return &Error{Kind: KindUnprocessable, Msg: "the pack names an unknown recipe or version", Reason: string(poh.UnknownEnvelopeVersion), Err: err}
 	case errors.Is(err, envelope.ErrTooLarge), errors.Is(err, promptpack.ErrTooLarge):
-		return &HTTPError{Code: http.StatusRequestEntityTooLarge, Msg: "the pack is too large", Err: err}
+		return &Error{Kind: KindTooLarge, Msg: "the pack is too large", Err: err}
 	case errors.Is(err, sealed.ErrLockFailed):
-		return &HTTPError{Code: http.StatusServiceUnavailable, Msg: "cannot lock memory for the pack", Err: err}
+		return &Error{Kind: KindUnavailable, Msg: "cannot lock memory for the pack", Err: err}
 	}
-	return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: msg + ": the pack, its manifest or its bound context is invalid", Reason: string(poh.HashMismatch), Err: err}
+	return &Error{Kind: KindUnprocessable, Msg: msg + ": the pack, its manifest or its bound context is invalid", Reason: string(poh.HashMismatch), Err: err}
 }
 
-// handlePrompt serves the rebuilt prompt (control socket, capability).
-func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request, rn *run, _ []byte) error {
+// WithPrompt calls f with the run's rebuilt prompt (in sealed memory) and
+// its hash, holding the run's lock: the prompt cannot be destroyed while f
+// runs, so f must not keep it. A closed run is refused.
+func (rn *Run) WithPrompt(f func(prompt *sealed.Buffer, hashB64u string) error) error {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.prompt == nil {
 		return errRunClosed
 	}
-	return servePrompt(w, rn.prompt, rn.promptH)
+	return f(rn.prompt, rn.promptH)
 }
 
-type attestRequest struct {
+// AttestRequest is the body of POST /v1/runs/{id}/attestation.
+type AttestRequest struct {
 	Bundle   json.RawMessage `json:"bundle"`
 	AgentDID string          `json:"agent_did"`
 }
 
-// handleAttest checks the agent's proof bundle against the run and issues
-// the execution attestation with fresh evidence.
-func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, rn *run, body []byte) error {
-	var req attestRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
+// Attest checks the agent's proof bundle against the run and issues the
+// execution attestation with fresh evidence.
+func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*attestation.Output, error) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.closed {
-		return errRunClosed
+		return nil, errRunClosed
 	}
 	root, count, err := s.gate.AuditHead(rn.id)
 	if err != nil {
-		return httpErr(http.StatusInternalServerError, "cannot read the audit log", err)
+		return nil, refusal(KindInternal, "cannot read the audit log", err)
 	}
 	var out *attestation.Output
 	err = s.withIssuer(func(is *attestation.Issuer) (err error) {
-		out, err = is.Attest(r.Context(), attestation.AttestInput{
+		out, err = is.Attest(ctx, attestation.AttestInput{
 			BundleEnvelope: req.Bundle, AgentDID: req.AgentDID, RunID: rn.id,
 			PromptCommittedEventHashB64u: rn.committed.EventHashB64u,
 			PromptHashB64u:               rn.promptH, ReportHashB64u: rn.reportH, PackCiphertextHashB64u: rn.packCTH,
@@ -428,75 +500,38 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, rn *run, b
 		var be *attestation.BundleError
 		if errors.As(err, &be) {
 			s.metrics.attestations.WithLabelValues("refused").Inc()
-			return &HTTPError{Code: http.StatusUnprocessableEntity, Msg: "the proof bundle does not match this run: " + be.Msg, Reason: string(be.Code), Err: err}
+			return nil, &Error{Kind: KindUnprocessable, Msg: "the proof bundle does not match this run: " + be.Msg, Reason: string(be.Code), Err: err}
 		}
 		if errors.Is(err, attestation.ErrInput) {
-			return &HTTPError{Code: http.StatusBadRequest, Msg: "invalid attestation request", Err: err}
+			return nil, &Error{Kind: KindInvalid, Msg: "invalid attestation request", Err: err}
 		}
 		s.metrics.attestations.WithLabelValues("error").Inc()
-		return httpErr(http.StatusInternalServerError, "cannot issue the attestation", err)
+		return nil, refusal(KindInternal, "cannot issue the attestation", err)
 	}
 	rn.attested = true
 	s.metrics.attestations.WithLabelValues("issued").Inc()
 	s.log.Info("attestation issued", "run_id", rn.id, "attestation_id", out.AttestationID, "platform", out.Platform, "simulated", out.Simulated)
-	writeJSON(w, http.StatusOK, map[string]any{
-		"attestation":            json.RawMessage(out.AttestationJSON),
-		"evidence_jws":           string(out.EvidenceJWS),
-		"attestation_id":         out.AttestationID,
-		"nonce_binding_b64u":     out.NonceBindingB64u,
-		"evidence_hash_b64u":     out.EvidenceHashB64u,
-		"proof_bundle_hash_b64u": out.ProofBundleHashB64u,
-		"platform":               out.Platform,
-		"simulated":              out.Simulated,
-	})
-	return nil
+	return out, nil
 }
 
-// handleCloseRun destroys the run's prompt, ends its gate state and forgets
-// the run; its capability then gets 410.
-func (s *Server) handleCloseRun(w http.ResponseWriter, r *http.Request, rn *run, _ []byte) error {
+// CloseRun destroys the run's prompt, ends its gate state and forgets the
+// run; its capability then gets KindGone.
+func (s *Service) CloseRun(rn *Run) error {
 	if _, ok := s.runs.remove(rn.id); !ok {
 		return errRunClosed
 	}
-	s.gate.g.EndRun(rn.id)
+	s.gate.EndRun(rn.id)
 	if err := s.gate.audit.CloseRun(rn.id); err != nil {
 		s.log.Error("closing the run's audit log", "run_id", rn.id, "err", err)
 	}
 	s.log.Info("run closed", "run_id", rn.id)
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-// handleIdentity returns the attester DID, the pack recipient key and a key
-// attestation over the optional challenge (?challenge=<b64u, 1-64 bytes>).
-// Any other query parameter, a repeated or empty challenge is refused.
-func (s *Server) handleIdentity(w http.ResponseWriter, r *http.Request) error {
-	var challenge []byte
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return httpErr(http.StatusBadRequest, "malformed query", err)
-	}
-	for k, v := range q {
-		if k != "challenge" || len(v) != 1 {
-			return httpErr(http.StatusBadRequest, "the only query parameter is one challenge", nil)
-		}
-		b, err := b64u.Decode(v[0])
-		if err != nil || len(b) == 0 || len(b) > 64 {
-			return httpErr(http.StatusBadRequest, "challenge must be b64u, 1 to 64 bytes", err)
-		}
-		challenge = b
-	}
-	jws, err := s.keyAttestation(r.Context(), challenge)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"did":             s.id.DID,
-		"pack_public_key": s.id.PackKey.Public().String(),
-		"key_attestation": string(jws),
-		"platform":        s.platform.Platform(),
-		"simulated":       s.simulated(),
-		"identity_sealed": s.id.Sealed,
-	})
-	return nil
+// Authorize returns the run named id when capHash is its capability's hash
+// (CapabilityHash): KindForbidden for another run's or an unknown
+// capability (an unknown run id gets the same answer, so run ids cannot be
+// probed), KindGone for the capability of a closed run.
+func (s *Service) Authorize(id string, capHash [32]byte) (*Run, error) {
+	return s.runs.authorize(id, capHash)
 }

@@ -4,13 +4,8 @@ package server
 
 import (
 	"errors"
-	"net"
 	"os"
 )
-
-// peerUID is only implemented on Linux; elsewhere every control request is
-// refused (fail closed).
-func peerUID(*net.UnixConn) (int, bool) { return 0, false }
 
 // tryLock is only implemented on Linux; elsewhere the control socket is
 // refused.

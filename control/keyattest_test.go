@@ -1,10 +1,9 @@
-package server
+package control
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"testing"
 	"time"
 )
@@ -42,8 +41,8 @@ func TestKeyAttestations(t *testing.T) {
 		}
 	}
 	_, err := get([]byte{0xff})
-	var he *HTTPError
-	if !errors.As(err, &he) || he.Code != http.StatusTooManyRequests || he.retryAfter != 1 {
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Kind != KindTooMany || ce.RetryAfter != 1 {
 		t.Fatalf("beyond the burst: %v", err)
 	}
 	// Challenge-less requests are not metered.

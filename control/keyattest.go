@@ -1,16 +1,15 @@
-package server
+package control
 
 import (
 	"context"
 	"math"
-	"net/http"
 	"sync"
 	"time"
 
 	"github.com/clawea/attester/attestation"
 )
 
-// GET /v1/identity is public and unauthenticated, and a key attestation
+// The identity (GET /v1/identity) is public and unauthenticated, and a key attestation
 // costs a hardware quote. Without a challenge, one attestation is shared
 // by every caller for keyAttestationTTL; with one, the quote is fresh but
 // the rate of such quotes is bounded by a token bucket
@@ -49,29 +48,51 @@ func (k *keyAttestations) get(ctx context.Context, challenge []byte) ([]byte, er
 		}
 		jws, err := k.produce(ctx, nil)
 		if err != nil {
-			return nil, httpErr(http.StatusInternalServerError, "cannot produce the key attestation", err)
+			return nil, refusal(KindInternal, "cannot produce the key attestation", err)
 		}
 		k.cached, k.cachedAt = jws, k.now()
 		return jws, nil
 	}
 	if wait := k.bucket.take(); wait > 0 {
-		return nil, &HTTPError{Code: http.StatusTooManyRequests, Msg: "too many key attestations with a challenge; retry later",
-			retryAfter: int(math.Ceil(wait.Seconds()))}
+		return nil, &Error{Kind: KindTooMany, Msg: "too many key attestations with a challenge; retry later",
+			RetryAfter: int(math.Ceil(wait.Seconds()))}
 	}
 	jws, err := k.produce(ctx, challenge)
 	if err != nil {
-		return nil, httpErr(http.StatusInternalServerError, "cannot produce the key attestation", err)
+		return nil, refusal(KindInternal, "cannot produce the key attestation", err)
 	}
 	return jws, nil
 }
 
-// keyAttestation is what GET /v1/identity serves.
-func (s *Server) keyAttestation(ctx context.Context, challenge []byte) ([]byte, error) {
-	return s.keyAtts.get(ctx, challenge)
+// IdentityDocument is the attester's public identity (GET /v1/identity):
+// the DID, the pack recipient key and a key attestation over a challenge.
+// (Fields in key order, as the answer was once a sorted map.)
+type IdentityDocument struct {
+	DID            string `json:"did"`
+	IdentitySealed bool   `json:"identity_sealed"`
+	KeyAttestation string `json:"key_attestation"`
+	PackPublicKey  string `json:"pack_public_key"`
+	Platform       string `json:"platform"`
+	Simulated      bool   `json:"simulated"`
+}
+
+// IdentityDocument returns the identity with a key attestation over
+// challenge (nil: none). Without a challenge one attestation is shared by
+// every caller for a while; with one the quote is fresh, and such quotes
+// are metered for all callers together (KindTooMany with RetryAfter).
+func (s *Service) IdentityDocument(ctx context.Context, challenge []byte) (*IdentityDocument, error) {
+	jws, err := s.keyAtts.get(ctx, challenge)
+	if err != nil {
+		return nil, err
+	}
+	return &IdentityDocument{
+		DID: s.id.DID, PackPublicKey: s.id.PackKey.Public().String(), KeyAttestation: string(jws),
+		Platform: s.platform.Platform(), Simulated: s.Simulated(), IdentitySealed: s.id.Sealed,
+	}, nil
 }
 
 // produceKeyAttestation makes a fresh key attestation (a hardware quote).
-func (s *Server) produceKeyAttestation(ctx context.Context, challenge []byte) (jws []byte, err error) {
+func (s *Service) produceKeyAttestation(ctx context.Context, challenge []byte) (jws []byte, err error) {
 	err = s.withIssuer(func(is *attestation.Issuer) (err error) {
 		jws, err = is.KeyAttestation(ctx, challenge)
 		return err

@@ -1,4 +1,4 @@
-package server
+package control
 
 import (
 	"bytes"
@@ -23,6 +23,19 @@ const DefaultMaxConnections = 500
 
 // MaxConfigBytes bounds the configuration file.
 const MaxConfigBytes = 1 << 20
+
+// MaxSmallBody bounds every request body but a run creation's, a tool
+// call's and an attestation's.
+const MaxSmallBody = 64 << 10
+
+// MaxCreateBody bounds a run creation's body (POST /v1/runs): the pack in
+// b64u plus the rest.
+func (c *Config) MaxCreateBody() int64 { return c.MaxPackBytes*4/3 + 4 + MaxSmallBody }
+
+// uploadCost is what one run creation of a pack of at most maxPack bytes
+// may hold at once: the body, its parsed copy, the decoded pack and its
+// plaintext.
+func uploadCost(maxPack int64) int64 { return 4 * (maxPack*4/3 + 4 + MaxSmallBody) }
 
 // Config is the "attester" section of the configuration file
 // (docs/spec/attester-api.md). The rest of the file holds the OpenClaw keys
@@ -102,6 +115,13 @@ type TPMConfig struct {
 func (c *Config) SetPlatform(name string) error {
 	c.Platform = name
 	return c.validate()
+}
+
+// ControlUIDAllowed reports whether a peer of uid may use the control API
+// (attester.controlUids).
+func (c *Config) ControlUIDAllowed(uid int) bool {
+	_, ok := c.uidAllow[uid]
+	return ok
 }
 
 // owner returns whether channel:sender is a configured owner.

@@ -1,0 +1,53 @@
+//go:build linux
+
+package control
+
+import (
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// ReadPeer reads the credentials of the process at the other end of c
+// (SO_PEERCRED: set by the kernel at connect time) and that process's start
+// time. ok is false when the credentials could not be read; a start time
+// that cannot be read (the peer has exited, or is in another pid
+// namespace) leaves only StartTime unknown.
+func ReadPeer(c *net.UnixConn) (Peer, bool) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	var cred *syscall.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+	}); err != nil || cerr != nil || cred == nil {
+		return nil, false
+	}
+	p := peerCred{pid: int(cred.Pid), uid: int(cred.Uid)}
+	if p.pid > 0 {
+		p.start, p.startOK = readStartTime(p.pid)
+	}
+	return p, true
+}
+
+// maxStatBytes bounds the read of /proc/PID/stat (52 numeric fields and a
+// command name of at most 64 bytes).
+const maxStatBytes = 4 << 10
+
+func readStartTime(pid int) (uint64, bool) {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxStatBytes))
+	if err != nil {
+		return 0, false
+	}
+	v, err := statStartTime(b)
+	return v, err == nil
+}
