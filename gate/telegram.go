@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/safetext"
 )
 
@@ -83,12 +83,12 @@ func (b *telegramBot) call(ctx context.Context, method string, req, out any) err
 		return fmt.Errorf("%w: %s: %w", errTelegramAPI, method, transportError(ctx, err))
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxTelegramResponse+1))
+	data, err := bounded.Read(resp.Body, maxTelegramResponse, "response")
+	if errors.Is(err, bounded.ErrTooLarge) {
+		return fmt.Errorf("%w: %s: response too large", errTelegramAPI, method)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", errTelegramAPI, method, transportError(ctx, err))
-	}
-	if len(data) > maxTelegramResponse {
-		return fmt.Errorf("%w: %s: response too large", errTelegramAPI, method)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return fmt.Errorf("%w: %s: status %d", errTelegramAPI, method, resp.StatusCode)

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -141,14 +141,16 @@ func (w *webhookVerifier) verify(ctx context.Context, r verifierRequest) verdict
 		return verdict{unavailable: true, err: transportError(ctx, err)}
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxWebhookResponse+1))
-	if err != nil {
+	data, err := bounded.Read(resp.Body, MaxWebhookResponse, "verifier response")
+	tooLarge := errors.Is(err, bounded.ErrTooLarge)
+	if err != nil && !tooLarge {
 		return verdict{unavailable: true, err: transportError(ctx, err)}
 	}
+	// A bad status is reported before an oversized body.
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		return verdict{unavailable: true, err: fmt.Errorf("%w: %d", errVerifierStatus, resp.StatusCode)}
 	}
-	if len(data) > MaxWebhookResponse {
+	if tooLarge {
 		return verdict{unavailable: true, err: errVerifierTooLarge}
 	}
 	allow, reason, err := parseWebhookResponse(data)

@@ -12,8 +12,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"slices"
 	"sync"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/google/go-tpm/tpm2/transport"
 
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -506,19 +505,14 @@ func readEventLog(path string) ([]byte, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := os.Open(path)
+	b, err := bounded.ReadFile(path, tpmquote.MaxEventLogSize)
+	if errors.Is(err, bounded.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrEventLogTooBig, tpmquote.MaxEventLogSize)
+	}
 	if err != nil {
 		// Absent (no TPM driver, swtpm) or not readable (not root): the
 		// event log is optional evidence.
 		return nil, nil
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, tpmquote.MaxEventLogSize+1))
-	if err != nil {
-		return nil, nil
-	}
-	if len(b) > tpmquote.MaxEventLogSize {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrEventLogTooBig, tpmquote.MaxEventLogSize)
 	}
 	if len(b) == 0 {
 		return nil, nil

@@ -220,6 +220,14 @@ func TestReadBody(t *testing.T) {
 			t.Fatalf("Content-Length %d, exactly at the limit: %d bytes, %v, Connection %q", cl, len(res.b), res.err, res.conn)
 		}
 	}
+	// Exactly the body whatever a Content-Length within the limit claims
+	// (it only sizes the buffer).
+	for _, cl := range []int64{-1, 0, 1, 59, 60, 61, limit} {
+		res := do(bytes.NewReader(content(60)), cl)
+		if res.err != nil || !bytes.Equal(res.b, content(60)) {
+			t.Fatalf("Content-Length %d: %d bytes, %v", cl, len(res.b), res.err)
+		}
+	}
 	// Over the limit with a true, an absent and a lying Content-Length.
 	for _, cl := range []int64{limit + 1, -1, 10} {
 		res := do(bytes.NewReader(content(limit+1)), cl)
@@ -232,15 +240,17 @@ func TestReadBody(t *testing.T) {
 		}
 	}
 	// An announced oversized body is refused without reading it.
-	cr := &countingReader{r: endless{}}
-	res := do(cr, limit+1)
-	checkTooLarge(t, res.b, res.err, "request body", limit)
-	if cr.n != 0 {
-		t.Errorf("read %d bytes of an announced oversized body", cr.n)
+	for _, cl := range []int64{limit + 1, 1 << 40} {
+		cr := &countingReader{r: endless{}}
+		res := do(cr, cl)
+		checkTooLarge(t, res.b, res.err, "request body", limit)
+		if cr.n != 0 {
+			t.Errorf("Content-Length %d: read %d bytes of an announced oversized body", cl, cr.n)
+		}
 	}
 	// An unannounced endless body is read only to limit+1.
-	cr = &countingReader{r: endless{}}
-	res = do(cr, -1)
+	cr := &countingReader{r: endless{}}
+	res := do(cr, -1)
 	checkTooLarge(t, res.b, res.err, "request body", limit)
 	if cr.n > limit+1 {
 		t.Errorf("read %d bytes of an endless body", cr.n)

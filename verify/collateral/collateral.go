@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
@@ -462,10 +463,7 @@ func readFile(dir, rel string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s is not a regular file", rel)
 	}
-	if fi.Size() > platform.MaxCollateralFile {
-		return nil, fmt.Errorf("%s is %d bytes, limit %d", rel, fi.Size(), platform.MaxCollateralFile)
-	}
-	return os.ReadFile(p)
+	return bounded.ReadFile(p, platform.MaxCollateralFile)
 }
 
 func allZero(b []byte) bool {

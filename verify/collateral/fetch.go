@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/verify/platform"
 )
 
@@ -216,16 +216,16 @@ func getOnce(ctx context.Context, client *http.Client, u string) (http.Header, [
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		bounded.Discard(resp.Body, 4096)
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
 		return nil, nil, retry, fmt.Errorf("get %s: http status %d", u, resp.StatusCode)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, platform.MaxCollateralFile+1))
+	body, err := bounded.Read(resp.Body, platform.MaxCollateralFile, "body")
+	if errors.Is(err, bounded.ErrTooLarge) {
+		return nil, nil, false, fmt.Errorf("get %s: %w", u, err)
+	}
 	if err != nil {
 		return nil, nil, true, fmt.Errorf("get %s: %w", u, err)
-	}
-	if len(body) > platform.MaxCollateralFile {
-		return nil, nil, false, fmt.Errorf("get %s: body over %d bytes", u, platform.MaxCollateralFile)
 	}
 	return resp.Header, body, false, nil
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/google/go-tdx-guest/pcs"
 )
 
@@ -103,6 +104,7 @@ func LoadCollateralDir(dir string) (*Collateral, error) {
 	return c, nil
 }
 
+// readLimited reads a regular file of at most MaxCollateralFile bytes.
 func readLimited(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -111,17 +113,11 @@ func readLimited(path string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("platform: collateral: %s is not a regular file", filepath.Base(path))
 	}
-	if fi.Size() > MaxCollateralFile {
-		return nil, fmt.Errorf("platform: collateral: %s is %d bytes, limit %d", filepath.Base(path), fi.Size(), MaxCollateralFile)
+	b, err := bounded.ReadFile(path, MaxCollateralFile)
+	if errors.Is(err, bounded.ErrTooLarge) {
+		return nil, fmt.Errorf("platform: collateral: %w", err)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxCollateralFile {
-		return nil, fmt.Errorf("platform: collateral: %s grew past the limit", filepath.Base(path))
-	}
-	return b, nil
+	return b, err
 }
 
 // tdxHasCollateral reports whether TCB info and QE identity are present,

@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -17,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/jcs"
 	"github.com/clawea/attester/schema/safetext"
 )
@@ -126,7 +125,7 @@ type Fixed struct {
 // it holds the package (package.json with name "openclaw"), else
 // dir/node_modules/openclaw.
 func PackageDir(dir string) string {
-	if b, err := readBounded(filepath.Join(dir, "package.json"), 1<<20); err == nil {
+	if b, err := bounded.ReadFile(filepath.Join(dir, "package.json"), 1<<20); err == nil {
 		var meta struct {
 			Name string `json:"name"`
 		}
@@ -148,7 +147,7 @@ func LoadFixed(rel *Release, pkgDir string) (*Fixed, error) {
 	}
 	f := &Fixed{Release: rel, Fragments: map[string]string{}}
 	for _, pf := range rel.Files {
-		b, err := readBounded(filepath.Join(pkgDir, filepath.FromSlash(pf.Path)), MaxPinnedFile)
+		b, err := bounded.ReadFile(filepath.Join(pkgDir, filepath.FromSlash(pf.Path)), MaxPinnedFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s of OpenClaw %s: %w", ErrFixedText, pf.Path, rel.OpenClawVersion, err)
 		}
@@ -179,22 +178,6 @@ func TableOf(frags map[string]string) []byte {
 		b = append(b, '\n')
 	}
 	return b
-}
-
-func readBounded(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return b, nil
 }
 
 // Result is a capture that its Release reproduced: the layout, the

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/bounded"
 )
 
 // HarnessFiles is the harness text as raw bytes, as carried in a prompt
@@ -395,21 +396,16 @@ func LoadHarnessDir(dir string) (*Harness, error) {
 	return NewHarness(f)
 }
 
+// readLimited reads one harness file of at most limit bytes.
 func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
-	fl, err := fsys.Open(name)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrInvalidHarness, name, fs.ErrNotExist)
-		}
-		return nil, harnessErr("%s: %v", name, err)
-	}
-	defer fl.Close()
-	b, err := io.ReadAll(io.LimitReader(fl, limit+1))
-	if err != nil {
-		return nil, harnessErr("%s: %v", name, err)
-	}
-	if int64(len(b)) > limit {
+	b, err := bounded.ReadFS(fsys, name, limit)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidHarness, name, fs.ErrNotExist)
+	case errors.Is(err, bounded.ErrTooLarge):
 		return nil, harnessErr("%s: %w", name, ErrTooLarge)
+	case err != nil:
+		return nil, harnessErr("%s: %v", name, err)
 	}
 	return b, nil
 }
