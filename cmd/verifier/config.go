@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/platform"
 )
@@ -188,7 +188,11 @@ func readPolicy(path string) (*verify.Policy, error) {
 		return nil, fmt.Errorf("%w: policy: %w", ErrConfig, err)
 	}
 	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, verify.MaxPolicyBytes+1))
+	raw, err := bounded.Read(f, verify.MaxPolicyBytes, filepath.Base(path))
+	if errors.Is(err, bounded.ErrTooLarge) {
+		// As ParsePolicy refuses an oversized policy given in memory.
+		return nil, fmt.Errorf("%w: policy %s: %w: %w", ErrConfig, filepath.Base(path), verify.ErrPolicyFile, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: policy %s: %w", ErrConfig, filepath.Base(path), err)
 	}

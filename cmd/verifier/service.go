@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/earresult"
 	"github.com/clawea/attester/verify/platform"
@@ -227,9 +227,9 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return refuse(http.StatusUnsupportedMediaType, "content type must be application/json")
 	}
-	body, err := readBody(http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxBody)), r.ContentLength, s.cfg.MaxBody)
+	body, err := bounded.ReadBody(w, r, int64(s.cfg.MaxBody))
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		if errors.Is(err, bounded.ErrTooLarge) {
 			return refuse(http.StatusRequestEntityTooLarge, "body over %d bytes", s.cfg.MaxBody)
 		}
 		s.cfg.Log.Info("request body unreadable", "err", err)
@@ -278,23 +278,6 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response
 		s.cfg.Log.Info("verification failed", "verdict", out.Verdict, "policy", req.policy, "err", verr)
 	}
 	return http.StatusOK, out
-}
-
-// readBody reads a request body (already bounded by http.MaxBytesReader)
-// into one buffer sized from Content-Length when the client sent one
-// within the limit, instead of io.ReadAll's doubling; a wrong
-// Content-Length only costs a regrowth.
-func readBody(r io.Reader, contentLength int64, limit int) ([]byte, error) {
-	size := 0
-	if contentLength > 0 && contentLength <= int64(limit) {
-		size = int(contentLength)
-	}
-	var buf bytes.Buffer
-	buf.Grow(size + bytes.MinRead)
-	if _, err := buf.ReadFrom(r); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

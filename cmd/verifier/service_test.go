@@ -314,21 +314,28 @@ func TestOversizeBody(t *testing.T) {
 	}
 }
 
-// readBody returns exactly the body whatever Content-Length claims, and
-// the limit holds when Content-Length is absent or understates the body.
+// The body is read (bounded.ReadBody, whose tests check that it returns
+// exactly the body whatever Content-Length claims) within the limit, and
+// the limit holds when Content-Length is absent, understates the body or
+// announces more than the limit.
 func TestReadBody(t *testing.T) {
+	e := newEnv(t, 4096)
 	body := bytes.Repeat([]byte("x"), 3000)
-	for _, cl := range []int64{-1, 0, 1, 2999, 3000, 3001, 1 << 40} {
-		got, err := readBody(bytes.NewReader(body), cl, 4096)
-		if err != nil || !bytes.Equal(got, body) {
-			t.Fatalf("content-length %d: %v", cl, err)
+	post := func(body []byte, cl int64) *reply {
+		req := httptest.NewRequest(http.MethodPost, "/v1/verify", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.ContentLength = cl
+		return e.do(req)
+	}
+	for _, cl := range []int64{-1, 0, 1, 2999, 3000, 3001} {
+		// Read whole, then refused as a request that is not JSON.
+		if r := post(body, cl); r.code != http.StatusBadRequest || r.out.Verdict != verify.VerdictUsage {
+			t.Fatalf("content-length %d: %d %s", cl, r.code, r.raw)
 		}
 	}
-	for _, cl := range []int64{-1, 100, 4096} {
-		rec := httptest.NewRecorder()
-		_, err := readBody(http.MaxBytesReader(rec, io.NopCloser(bytes.NewReader(append(body, body...))), 4096), cl, 4096)
-		if _, ok := errors.AsType[*http.MaxBytesError](err); !ok {
-			t.Fatalf("content-length %d: %v, want the body limit", cl, err)
+	for _, cl := range []int64{-1, 100, 4096, 1 << 40} {
+		if r := post(append(body, body...), cl); r.code != http.StatusRequestEntityTooLarge || r.out.Verdict != verify.VerdictUsage {
+			t.Fatalf("content-length %d: %d %s, want the body limit", cl, r.code, r.raw)
 		}
 	}
 }
