@@ -14,6 +14,7 @@ import (
 
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/verify"
@@ -166,12 +167,12 @@ func fetchIdentity(base string, challenge []byte) ([]byte, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("attester identity: %s", resp.Status)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, maxIdentityBytes+1))
+	b, err := bounded.Read(resp.Body, maxIdentityBytes, "response")
+	if errors.Is(err, bounded.ErrTooLarge) {
+		return nil, errors.New("attester identity: response too large")
+	}
 	if err != nil {
 		return nil, err
-	}
-	if len(b) > maxIdentityBytes {
-		return nil, errors.New("attester identity: response too large")
 	}
 	return b, nil
 }

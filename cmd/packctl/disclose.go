@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/disclosure"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/platform"
@@ -172,11 +173,11 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 		}
 		return code
 	}
-	report, err := readLimited(*reportPath, promptpack.MaxReportSize+1)
+	report, err := bounded.ReadFile(*reportPath, promptpack.MaxReportSize+1)
 	if err != nil {
 		return finish(exitCannot, "UNREADABLE", err.Error())
 	}
-	dis, err := readLimited(*disPath, disclosure.MaxSize+1)
+	dis, err := bounded.ReadFile(*disPath, disclosure.MaxSize+1)
 	if err != nil {
 		return finish(exitCannot, "UNREADABLE", err.Error())
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/evidence"
@@ -67,7 +68,7 @@ func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !wantArgs(fs, stderr, 1, "FILE") {
 		return exitUsage
 	}
-	raw, err := readLimited(fs.Arg(0), maxInputBytes+(64<<10))
+	raw, err := bounded.ReadFile(fs.Arg(0), maxInputBytes+(64<<10))
 	if err != nil {
 		errorf(stderr, "inspect: %v", err)
 		return exitCannot

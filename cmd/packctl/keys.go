@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/sealed"
 )
@@ -43,7 +45,7 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		k, err := readPrivateKey(fs.Arg(0))
 		if err != nil {
 			errorf(stderr, "keygen: %v", err)
-			if b, rerr := readLimited(fs.Arg(0), maxKeyFile); rerr == nil && bytes.HasPrefix(b, []byte(envelope.PublicKeyPrefix)) {
+			if b, rerr := bounded.ReadFile(fs.Arg(0), maxKeyFile); rerr == nil && bytes.HasPrefix(b, []byte(envelope.PublicKeyPrefix)) {
 				errorf(stderr, "keygen: %s is a public key; -y takes the private key file", fs.Arg(0))
 			}
 			return exitCannot
@@ -92,13 +94,14 @@ func readPrivateKey(path string) (*envelope.PrivateKey, error) {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	// bounded.Read zeroes what it read when it fails.
+	b, err := bounded.Read(f, maxKeyFile, path)
 	defer sealed.Wipe(b)
+	if errors.Is(err, bounded.ErrTooLarge) {
+		return nil, fmt.Errorf("key file %s is too large", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("cannot read key file %s", path)
-	}
-	if len(b) > maxKeyFile {
-		return nil, fmt.Errorf("key file %s is too large", path)
 	}
 	// The key file framing of the envelope spec (section 5.3): the text
 	// and at most one LF; CR and other whitespace are refused.
@@ -121,7 +124,7 @@ func parseRecipients(flags, files []string) ([]*envelope.PublicKey, error) {
 		}
 	}
 	for _, path := range files {
-		b, err := readLimited(path, maxKeyFile)
+		b, err := bounded.ReadFile(path, maxKeyFile)
 		if err != nil {
 			return nil, err
 		}
@@ -152,21 +155,4 @@ func parseRecipients(flags, files []string) ([]*envelope.PublicKey, error) {
 		out = append(out, k)
 	}
 	return out, nil
-}
-
-// readLimited reads a file of at most limit bytes.
-func readLimited(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return b, nil
 }

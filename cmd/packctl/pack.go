@@ -12,6 +12,7 @@ import (
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/sealed"
 )
 
@@ -38,7 +39,7 @@ func packExit(err error) int {
 // unreadable file is exit 3, a malformed policy a usage error (1), as a
 // malformed --trusted list.
 func loadAdmission(path string, stderr io.Writer, cmd string) (*admission.Policy, int) {
-	b, err := readLimited(path, admission.MaxPolicySize)
+	b, err := bounded.ReadFile(path, admission.MaxPolicySize)
 	if err != nil {
 		errorf(stderr, "%s: %v", cmd, err)
 		return nil, exitCannot
@@ -95,7 +96,7 @@ func writeOutput(path string, data []byte, perm os.FileMode, stdout io.Writer, o
 
 // loadPack reads and strictly parses a plaintext pack file.
 func loadPack(path string, stderr io.Writer, cmd string) (*promptpack.Pack, int) {
-	raw, err := readLimited(path, promptpack.MaxPackSize)
+	raw, err := bounded.ReadFile(path, promptpack.MaxPackSize)
 	if err != nil {
 		errorf(stderr, "%s: %v", cmd, err)
 		return nil, exitCannot
@@ -123,7 +124,7 @@ func trustedList(path string, p *promptpack.Pack, stderr io.Writer, cmd string) 
 		}
 		return t, exitOK
 	}
-	b, err := readLimited(path, 64<<10)
+	b, err := bounded.ReadFile(path, 64<<10)
 	if err != nil {
 		errorf(stderr, "%s: %v", cmd, err)
 		return nil, exitCannot
@@ -200,7 +201,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	pb, err := readLimited(*params, openclawsig.MaxParamsSize)
+	pb, err := bounded.ReadFile(*params, openclawsig.MaxParamsSize)
 	if err != nil {
 		errorf(stderr, "build: %v", err)
 		return exitCannot
@@ -209,19 +210,19 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		HarnessID: *hID, HarnessVersion: *hVer, HarnessCommit: *hCommit, BuilderName: *bName, BuilderVersion: *bVer,
 	}, ReportVersion: *reportVer}
 	if *toolSchemas != "" {
-		if opts.ToolSchemas, err = readLimited(*toolSchemas, promptpack.MaxAuxJSONSize); err != nil {
+		if opts.ToolSchemas, err = bounded.ReadFile(*toolSchemas, promptpack.MaxAuxJSONSize); err != nil {
 			errorf(stderr, "build: %v", err)
 			return exitCannot
 		}
 	}
 	if *skillsEnv != "" {
-		if opts.SkillsEnvOverrides, err = readLimited(*skillsEnv, promptpack.MaxAuxJSONSize); err != nil {
+		if opts.SkillsEnvOverrides, err = bounded.ReadFile(*skillsEnv, promptpack.MaxAuxJSONSize); err != nil {
 			errorf(stderr, "build: %v", err)
 			return exitCannot
 		}
 	}
 	if *trusted != "" {
-		b, err := readLimited(*trusted, 64<<10)
+		b, err := bounded.ReadFile(*trusted, 64<<10)
 		if err != nil {
 			errorf(stderr, "build: %v", err)
 			return exitCannot
@@ -495,7 +496,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "open: %v", err)
 		return exitCannot
 	}
-	mb, err := readLimited(*manifest, envelope.MaxManifestSize)
+	mb, err := bounded.ReadFile(*manifest, envelope.MaxManifestSize)
 	if err != nil {
 		errorf(stderr, "open: %v", err)
 		return exitCannot
@@ -512,7 +513,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	enc, err := readLimited(fs.Arg(0), maxInputBytes+(64<<10))
+	enc, err := bounded.ReadFile(fs.Arg(0), maxInputBytes+(64<<10))
 	if err != nil {
 		errorf(stderr, "open: %v", err)
 		return exitCannot

@@ -5,30 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/poh"
 )
 
 // maxInputBytes bounds every file packctl reads.
 const maxInputBytes = 64 << 20
 
-func readInput(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxInputBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxInputBytes {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxInputBytes)
-	}
-	return b, nil
-}
+func readInput(path string) ([]byte, error) { return bounded.ReadFile(path, maxInputBytes) }
 
 func runPoH(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {

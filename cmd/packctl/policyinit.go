@@ -17,6 +17,7 @@ import (
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
@@ -128,7 +129,7 @@ func runPolicyInit(args []string, stdout, stderr io.Writer) int {
 	}
 	var templates map[string]string
 	if *trusted != "" {
-		b, err := readLimited(*trusted, 64<<10)
+		b, err := bounded.ReadFile(*trusted, 64<<10)
 		if err != nil {
 			errorf(stderr, "policy init: %v", err)
 			return exitCannot

@@ -12,6 +12,7 @@ import (
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
 )
 
 // buildRelease is `packctl build --recipe openclaw-release --capture FILE
@@ -21,7 +22,7 @@ import (
 // hash), finds the layout that reproduces the captured system prompt byte
 // for byte and writes the pack. Nothing is written on any refusal.
 func buildRelease(capturePath, openclawDir, out string, force bool, policy *admission.Policy, stdout, stderr io.Writer) int {
-	b, err := readLimited(capturePath, openclawrelease.MaxCaptureSize)
+	b, err := bounded.ReadFile(capturePath, openclawrelease.MaxCaptureSize)
 	if err != nil {
 		errorf(stderr, "build: %v", err)
 		return exitCannot

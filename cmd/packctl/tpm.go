@@ -21,6 +21,7 @@ import (
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/tpmcred"
@@ -359,12 +360,12 @@ func tpmHTTP(ctx context.Context, c *http.Client, method, url string, body []byt
 		return 0, nil, 0, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	b, err := bounded.Read(resp.Body, max, "answer")
+	if errors.Is(err, bounded.ErrTooLarge) {
+		return 0, nil, 0, fmt.Errorf("%s %s: %w", method, req.URL.Path, err)
+	}
 	if err != nil {
 		return 0, nil, 0, err
-	}
-	if int64(len(b)) > max {
-		return 0, nil, 0, fmt.Errorf("%s %s: answer over %d bytes", method, req.URL.Path, max)
 	}
 	var retry time.Duration
 	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
