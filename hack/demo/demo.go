@@ -36,6 +36,7 @@ import (
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/verify"
@@ -345,7 +346,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 // webhook is the operator's external verifier: it checks the HMAC over the
 // raw body and denies destructive commands.
 func webhook(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := bounded.ReadBody(w, r, 1<<20)
 	if err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)
 		return
@@ -532,7 +533,7 @@ func (c *client) do(method, path string, body, out any) error {
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	b, err := bounded.Read(resp.Body, 32<<20, "response")
 	if err != nil {
 		return err
 	}
@@ -559,7 +560,7 @@ func (c *client) fetchPrompt(ctx context.Context, runID string) ([]byte, error) 
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("prompt: %s", resp.Status)
 	}
-	return io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	return bounded.Read(resp.Body, 16<<20, "prompt")
 }
 
 func sha256Sum(s string) []byte {

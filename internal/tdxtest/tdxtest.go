@@ -6,11 +6,11 @@ package tdxtest
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
 )
@@ -74,14 +74,7 @@ func Read(t testing.TB, rel string) []byte {
 func ReadModule(t testing.TB, module, rel string) []byte {
 	t.Helper()
 	p := filepath.Join(moduleDir(t, module), filepath.FromSlash(rel))
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatalf("stat %s: %v", p, err)
-	}
-	if fi.Size() > maxFileSize {
-		t.Fatalf("%s is %d bytes, limit %d", p, fi.Size(), maxFileSize)
-	}
-	b, err := os.ReadFile(p)
+	b, err := bounded.ReadFile(p, maxFileSize)
 	if err != nil {
 		t.Fatalf("read %s: %v", p, err)
 	}
