@@ -8,6 +8,7 @@
 package b64u
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -22,6 +23,13 @@ var ErrMalformed = errors.New("b64u: malformed")
 
 // Encode returns the b64u encoding of b.
 func Encode(b []byte) string { return enc.EncodeToString(b) }
+
+// AppendEncode appends the b64u encoding of b to dst and returns the
+// extended slice; it does not allocate when dst has room.
+func AppendEncode(dst, b []byte) []byte { return enc.AppendEncode(dst, b) }
+
+// EncodedLen returns the length of the b64u encoding of n bytes.
+func EncodedLen(n int) int { return enc.EncodedLen(n) }
 
 // SHA256 returns b64u(SHA-256(b)), the 43-character hash form used everywhere.
 func SHA256(b []byte) string {
@@ -72,6 +80,43 @@ func Decode(s string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: non-canonical trailing bits", ErrMalformed)
 	}
 	return b, nil
+}
+
+// DecodeTo decodes the canonical b64u src of exactly len(dst) bytes into
+// dst without allocating, for secrets that must stay in the caller's
+// buffer. Its errors never quote src. On error dst is zeroed.
+func DecodeTo(dst, src []byte) error {
+	// encoding/base64 skips CR and LF; the length check refuses padding
+	// and any other length, and the strict decoder the rest.
+	bad := len(src) != enc.EncodedLen(len(dst)) || bytes.IndexByte(src, '\n') >= 0 || bytes.IndexByte(src, '\r') >= 0
+	if !bad {
+		n, err := enc.Decode(dst, src)
+		bad = err != nil || n != len(dst)
+	}
+	if bad {
+		clear(dst)
+		return fmt.Errorf("%w: not %d bytes in canonical form", ErrMalformed, len(dst))
+	}
+	return nil
+}
+
+// hashLast holds the characters that may end a b64u SHA-256 digest: 256
+// bits are 42 characters and 4 bits, so the last character's two low bits
+// are zero.
+const hashLast = "AEIMQUYcgkosw048"
+
+// ValidHash reports whether DecodeHash accepts s, without allocating: 43
+// characters of the alphabet, the last one from hashLast.
+func ValidHash(s string) bool {
+	if len(s) != 43 || strings.IndexByte(hashLast, s[42]) < 0 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !inAlphabet(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeHash decodes a b64u SHA-256 digest: exactly 43 characters, 32 bytes.

@@ -3,6 +3,7 @@ package b64u
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -102,4 +103,101 @@ func TestAlphabetTable(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestAppendEncode(t *testing.T) {
+	var buf [43]byte
+	sum := make([]byte, 32)
+	sum[0] = 0xfb
+	got := AppendEncode(buf[:0], sum)
+	if string(got) != Encode(sum) || &got[0] != &buf[0] || EncodedLen(32) != 43 {
+		t.Fatalf("AppendEncode = %q, want %q in place", got, Encode(sum))
+	}
+	if n := testing.AllocsPerRun(100, func() { AppendEncode(buf[:0], sum) }); n != 0 {
+		t.Fatalf("AppendEncode allocates %v times", n)
+	}
+}
+
+// TestValidHash: ValidHash accepts exactly what DecodeHash accepts, for
+// every byte in every position of a digest and for every length.
+func TestValidHash(t *testing.T) {
+	agree := func(s string) {
+		t.Helper()
+		_, err := DecodeHash(s)
+		if ValidHash(s) != (err == nil) {
+			t.Fatalf("ValidHash(%q) = %v, DecodeHash error %v", s, ValidHash(s), err)
+		}
+	}
+	h := SHA256([]byte("x"))
+	for _, pos := range []int{0, 1, 21, 41, 42} {
+		for c := range 256 {
+			s := []byte(h)
+			s[pos] = byte(c)
+			agree(string(s))
+		}
+	}
+	for n := range 46 {
+		agree(strings.Repeat("A", n))
+	}
+	for i := range 100 {
+		agree(SHA256([]byte{byte(i)}))
+	}
+	var ok bool
+	if n := testing.AllocsPerRun(100, func() { ok = ValidHash(h) }); n != 0 || !ok {
+		t.Fatalf("ValidHash allocates %v times", n)
+	}
+}
+
+func TestDecodeTo(t *testing.T) {
+	for n := range 40 {
+		want := bytes.Repeat([]byte{0xa5}, n)
+		dst := make([]byte, n)
+		if err := DecodeTo(dst, []byte(Encode(want))); err != nil || !bytes.Equal(dst, want) {
+			t.Fatalf("DecodeTo %d bytes: %x, %v", n, dst, err)
+		}
+	}
+	good := Encode(bytes.Repeat([]byte{0xa5}, 32))
+	for _, s := range []string{
+		"", good[:42], good + "A", good[:42] + "=", good[:41] + "==", // length, padding
+		good[:20] + "\n" + good[21:], good[:20] + "\r" + good[21:], good[:42] + "\n", // CR, LF
+		good[:20] + "+" + good[21:], good[:20] + "/" + good[21:], good[:20] + " " + good[21:], // alphabet
+		good[:42] + "B", // non-zero trailing bits
+	} {
+		dst := bytes.Repeat([]byte{0xff}, 32)
+		err := DecodeTo(dst, []byte(s))
+		if !errors.Is(err, ErrMalformed) {
+			t.Errorf("DecodeTo(%q) err = %v, want ErrMalformed", s, err)
+		}
+		if !bytes.Equal(dst, make([]byte, 32)) {
+			t.Errorf("DecodeTo(%q) left %x in dst", s, dst)
+		}
+		if err != nil && strings.Contains(err.Error(), s[:min(len(s), 8)]) && s != "" {
+			t.Errorf("DecodeTo(%q) quotes its input: %v", s, err)
+		}
+	}
+	var dst [32]byte
+	src := []byte(good)
+	if n := testing.AllocsPerRun(100, func() { _ = DecodeTo(dst[:], src) }); n != 0 {
+		t.Fatalf("DecodeTo allocates %v times", n)
+	}
+}
+
+// FuzzDecodeTo checks that DecodeTo and ValidHash accept exactly what
+// Decode and DecodeHash accept.
+func FuzzDecodeTo(f *testing.F) {
+	for _, s := range []string{"", "AA", "_w", "Zm9vYmFy", "AA==", "Zm9v\nYmFy", "AB", SHA256(nil), SHA256(nil)[:42] + "B"} {
+		f.Add(s, uint8(len(s)*3/4))
+	}
+	f.Fuzz(func(t *testing.T, s string, n uint8) {
+		want, err := Decode(s)
+		ok := err == nil && len(want) == int(n)
+		dst := make([]byte, n)
+		if err := DecodeTo(dst, []byte(s)); (err == nil) != ok || ok && !bytes.Equal(dst, want) {
+			t.Fatalf("DecodeTo(%d bytes, %q) = %x, %v; Decode = %x, %v", n, s, dst, err, want, err)
+		}
+		_, herr := DecodeHash(s)
+		if ValidHash(s) != (herr == nil) {
+			t.Fatalf("ValidHash(%q) = %v, DecodeHash error %v", s, ValidHash(s), herr)
+		}
+	})
 }
