@@ -5,9 +5,10 @@ import (
 	"crypto/hpke"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"github.com/clawea/attester/schema/b64u"
 )
 
 // Text encodings of keys: a version prefix followed by the base64url (no
@@ -24,28 +25,12 @@ var (
 	suiteAEAD = hpke.AES256GCM()
 )
 
-// b64 is base64url without padding ("b64u").
-var b64 = base64.RawURLEncoding.Strict()
-
-// decodeB64u decodes s strictly: exactly n bytes, alphabet only (the decoder
-// would silently skip CR and LF), canonical trailing bits.
-func decodeB64u(s string, n int) ([]byte, bool) {
-	if len(s) != b64.EncodedLen(n) {
-		return nil, false
-	}
-	b, err := b64.DecodeString(s)
-	if err != nil || len(b) != n || b64.EncodeToString(b) != s {
-		return nil, false
-	}
-	return b, true
-}
-
 // KeyID identifies a recipient public key: SHA-256 over the key-id label, a
 // zero byte and the 32-byte public key.
 type KeyID [keyIDSize]byte
 
 // String returns the base64url (no padding) encoding of the key id.
-func (id KeyID) String() string { return b64.EncodeToString(id[:]) }
+func (id KeyID) String() string { return b64u.Encode(id[:]) }
 
 func computeKeyID(pub []byte) KeyID {
 	h := sha256.New()
@@ -126,11 +111,11 @@ func ParsePublicKey(s string) (*PublicKey, error) {
 	if !ok {
 		return nil, fmt.Errorf("envelope: %w: public key must start with %q", ErrInvalidKey, PublicKeyPrefix)
 	}
-	raw, ok := decodeB64u(rest, encSize)
-	if !ok {
+	var raw [encSize]byte
+	if b64u.DecodeTo(raw[:], []byte(rest)) != nil {
 		return nil, fmt.Errorf("envelope: %w: malformed public key %q", ErrInvalidKey, s)
 	}
-	return NewPublicKey(raw)
+	return NewPublicKey(raw[:])
 }
 
 // Bytes returns the 32-byte RFC 9180 serialization.
@@ -140,7 +125,7 @@ func (k *PublicKey) Bytes() []byte { return k.pk.Bytes() }
 func (k *PublicKey) KeyID() KeyID { return k.id }
 
 // String returns the text form.
-func (k *PublicKey) String() string { return PublicKeyPrefix + b64.EncodeToString(k.pk.Bytes()) }
+func (k *PublicKey) String() string { return PublicKeyPrefix + b64u.Encode(k.pk.Bytes()) }
 
 // MarshalText returns the text form.
 func (k *PublicKey) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
@@ -181,20 +166,13 @@ func newPrivateKey(sk hpke.PrivateKey) (*PrivateKey, error) {
 // never quote the input.
 func ParsePrivateKey(text []byte) (*PrivateKey, error) {
 	bad := fmt.Errorf("envelope: %w: malformed private key", ErrInvalidKey)
-	if len(text) != len(PrivateKeyPrefix)+b64.EncodedLen(dekSize) || string(text[:len(PrivateKeyPrefix)]) != PrivateKeyPrefix {
+	if len(text) != len(PrivateKeyPrefix)+b64u.EncodedLen(dekSize) || string(text[:len(PrivateKeyPrefix)]) != PrivateKeyPrefix {
 		return nil, bad
 	}
 	var raw [32]byte
 	defer clear(raw[:])
-	enc := text[len(PrivateKeyPrefix):]
-	if n, err := b64.Decode(raw[:], enc); err != nil || n != len(raw) {
-		return nil, bad
-	}
-	// Canonical encoding: re-encoding gives the same characters.
-	var check [43]byte
-	defer clear(check[:])
-	b64.Encode(check[:], raw[:])
-	if subtle.ConstantTimeCompare(check[:], enc) != 1 {
+	// Canonical b64u only: one text per key.
+	if b64u.DecodeTo(raw[:], text[len(PrivateKeyPrefix):]) != nil {
 		return nil, bad
 	}
 	sk, err := suiteKEM.NewPrivateKey(raw[:])
@@ -222,7 +200,7 @@ func ParsePrivateKey(text []byte) (*PrivateKey, error) {
 // the key parsers reject it. A file longer than the text form plus one byte
 // is refused without looking at its bytes.
 func keyFileText(b []byte, prefix string) ([]byte, bool) {
-	textLen := len(prefix) + b64.EncodedLen(encSize)
+	textLen := len(prefix) + b64u.EncodedLen(encSize)
 	if len(b) > textLen+1 {
 		return nil, false
 	}
@@ -276,7 +254,7 @@ func (k *PrivateKey) AppendSecretText(dst []byte) ([]byte, error) {
 	}
 	defer clear(raw)
 	dst = append(dst, PrivateKeyPrefix...)
-	return b64.AppendEncode(dst, raw), nil
+	return b64u.AppendEncode(dst, raw), nil
 }
 
 // Public returns the public key.

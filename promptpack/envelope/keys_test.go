@@ -11,6 +11,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/schema/b64u"
 )
 
 func TestKeyTextRoundTrip(t *testing.T) {
@@ -76,15 +78,15 @@ func TestParseKeyErrors(t *testing.T) {
 		"", pub[:len(pub)-1], pub + "A", strings.ToUpper(pub[:5]) + pub[5:],
 		strings.Replace(pub, "pub:", "pub: ", 1), pub[:30] + "\n" + pub[30:],
 		"clawea-promptpack-v2-pub:" + pub[len(PublicKeyPrefix):],
-		PublicKeyPrefix + b64.EncodeToString(make([]byte, 32)), // zero point: low order
-		PublicKeyPrefix + b64.EncodeToString(append([]byte{1}, make([]byte, 31)...)),
+		PublicKeyPrefix + b64u.Encode(make([]byte, 32)), // zero point: low order
+		PublicKeyPrefix + b64u.Encode(append([]byte{1}, make([]byte, 31)...)),
 	}
 	// Non-canonical: the top bit set, and p itself (2^255-19).
 	top := k.Public().Bytes()
 	top[31] |= 0x80
 	p := bytes.Repeat([]byte{0xff}, 32)
 	p[0], p[31] = 0xed, 0x7f
-	badPub = append(badPub, PublicKeyPrefix+b64.EncodeToString(top), PublicKeyPrefix+b64.EncodeToString(p))
+	badPub = append(badPub, PublicKeyPrefix+b64u.Encode(top), PublicKeyPrefix+b64u.Encode(p))
 	// Non-canonical trailing bits in the last base64 character.
 	last := pub[len(pub)-1]
 	alt := strings.IndexByte("AEIMQUYcgkosw048", last)
@@ -99,7 +101,7 @@ func TestParseKeyErrors(t *testing.T) {
 	// Unclamped private key: same public key, but not the canonical encoding.
 	raw, _ := k.sk.Bytes()
 	raw[0] |= 7
-	unclamped := []byte(PrivateKeyPrefix + b64.EncodeToString(raw))
+	unclamped := []byte(PrivateKeyPrefix + b64u.Encode(raw))
 	badPriv := [][]byte{nil, priv[:len(priv)-1], append(bytes.Clone(priv), 'A'), unclamped, []byte(strings.Replace(string(priv), "priv", "pub", 1))}
 	for _, b := range badPriv {
 		if _, err := ParsePrivateKey(b); !errors.Is(err, ErrInvalidKey) {

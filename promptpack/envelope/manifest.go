@@ -7,6 +7,7 @@ import (
 	"math"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -120,9 +121,9 @@ func (m *Manifest) MarshalJSON() ([]byte, error) {
 	j := manifestJSON{
 		Format:         m.Format,
 		PackID:         m.PackID,
-		ReportHash:     b64.EncodeToString(m.ReportHash[:]),
+		ReportHash:     b64u.Encode(m.ReportHash[:]),
 		CiphertextSize: m.CiphertextSize,
-		CiphertextHash: b64.EncodeToString(m.CiphertextHash[:]),
+		CiphertextHash: b64u.Encode(m.CiphertextHash[:]),
 		Algorithms:     algsJSON(m.Algorithms),
 		KeyIDs:         make([]string, len(m.RecipientKeyIDs)),
 	}
@@ -172,11 +173,9 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		if r.Err() != nil {
 			return h
 		}
-		b, ok := decodeB64u(s, hashSize)
-		if !ok {
+		if b64u.DecodeTo(h[:], []byte(s)) != nil {
 			r.Failf(path, jsonobj.ErrWrongType, "want %d bytes in b64u", hashSize)
 		}
-		copy(h[:], b)
 		return h
 	}
 	f := r.Object(root, jsonobj.Root, map[string]bool{

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/schema/b64u"
 )
 
 func TestManifestJSONRoundTrip(t *testing.T) {
@@ -51,7 +53,7 @@ func TestParseManifestStrict(t *testing.T) {
 	good, _ := m.MarshalJSON()
 	g := string(good)
 	hash := m.CiphertextHash
-	h := b64.EncodeToString(hash[:])
+	h := b64u.Encode(hash[:])
 	cases := map[string]struct {
 		in   string
 		want error

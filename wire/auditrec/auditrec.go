@@ -17,7 +17,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -120,38 +119,10 @@ func (e *Entry) Check() error {
 	if len(e.Reason) > MaxReasonBytes || !utf8.ValidString(e.Reason) {
 		return fmt.Errorf("%w: reason is not valid UTF-8 of at most %d bytes", ErrInvalidEntry, MaxReasonBytes)
 	}
-	if !isHash(e.ParamsHash) {
+	if !b64u.ValidHash(e.ParamsHash) {
 		return fmt.Errorf("%w: params hash is not a b64u SHA-256 hash", ErrInvalidEntry)
 	}
 	return nil
-}
-
-// isHash reports whether s is b64u(32 bytes), as b64u.DecodeHash accepts
-// it: 43 characters of the URL-safe alphabet, the last of which leaves its
-// two unused low bits zero (256 = 42*6 + 4 bits).
-func isHash(s string) bool {
-	if len(s) != 43 {
-		return false
-	}
-	var v byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z':
-			v = c - 'A'
-		case c >= 'a' && c <= 'z':
-			v = c - 'a' + 26
-		case c >= '0' && c <= '9':
-			v = c - '0' + 52
-		case c == '-':
-			v = 62
-		case c == '_':
-			v = 63
-		default:
-			return false
-		}
-	}
-	return v&3 == 0
 }
 
 // Record is one line of the log.
@@ -184,7 +155,7 @@ func (r *Record) Hash() (string, error) {
 	var buf [1024]byte
 	b, _ := r.appendJCS(buf[:0], false)
 	sum := sha256.Sum256(b)
-	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
+	return b64u.Encode(sum[:]), nil
 }
 
 // Seal computes r's record hash, sets RecordHash and appends the record's
@@ -198,7 +169,7 @@ func (r *Record) Seal(dst []byte) ([]byte, error) {
 	dst, mid := r.appendJCS(dst, false)
 	sum := sha256.Sum256(dst[start:])
 	var h [43]byte
-	base64.RawURLEncoding.Encode(h[:], sum[:])
+	b64u.AppendEncode(h[:0], sum[:])
 	r.RecordHash = string(h[:])
 	// The line is the hashed form with the record_hash_b64u member
 	// inserted where JCS orders it (after reason, before seq).

@@ -340,18 +340,6 @@ func FuzzSealMatchesReference(f *testing.F) {
 	})
 }
 
-func FuzzIsHash(f *testing.F) {
-	f.Add(b64u.SHA256(nil))
-	f.Add(strings.Repeat("A", 42) + "B")
-	f.Add(strings.Repeat("A", 41) + "\nA")
-	f.Fuzz(func(t *testing.T, s string) {
-		_, err := b64u.DecodeHash(s)
-		if isHash(s) != (err == nil) {
-			t.Fatalf("isHash(%q) = %v, DecodeHash err %v", s, isHash(s), err)
-		}
-	})
-}
-
 func TestReadHandsOutRecords(t *testing.T) {
 	buf, c := writeLog(t, 5)
 	var got []Record
