@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
@@ -583,17 +584,11 @@ func (b *builder) checkURL(path, raw string) {
 	}
 }
 
+// headerNameChars are the token characters of RFC 9110 section 5.6.2.
+var headerNameChars = charclass.Alnum().Or(charclass.Of("!#$%&'*+-.^_`|~"))
+
 func validHeaderName(s string) bool {
-	if s == "" || len(s) > maxHeaderNameBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= maxHeaderNameBytes && headerNameChars.All(s)
 }
 
 func validHeaderValue(s string) bool {
@@ -608,6 +603,9 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
+// botSecretChars are the bytes after the colon of a Bot API token.
+var botSecretChars = charclass.Alnum().Or(charclass.Of("_-"))
+
 // validBotToken accepts the Bot API token shape <digits>:<[A-Za-z0-9_-]+>,
 // which also keeps the token safe inside a URL path.
 func validBotToken(s string) bool {
@@ -615,18 +613,7 @@ func validBotToken(s string) bool {
 	if !ok || id == "" || rest == "" || len(id) > 20 {
 		return false
 	}
-	for i := 0; i < len(id); i++ {
-		if id[i] < '0' || id[i] > '9' {
-			return false
-		}
-	}
-	for i := 0; i < len(rest); i++ {
-		c := rest[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return charclass.Digit().All(id) && botSecretChars.All(rest)
 }
 
 func (b *builder) agents(path string, list []agentDoc) []AgentConfig {
@@ -659,17 +646,11 @@ const DefaultAgentID = "main"
 
 func normalizeAgentID(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
+// agentIDChars are the bytes of a normalized agent id.
+var agentIDChars = charclass.Lower().Or(charclass.Digit(), charclass.Of("_-"))
+
 func validAgentID(s string) bool {
-	if s == "" || len(s) > maxAgentIDBytes {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= maxAgentIDBytes && agentIDChars.All(s)
 }
 
 // validate checks rules that span keys: an enabled verifier needs a backend,

@@ -3,6 +3,8 @@ package gate
 import (
 	"slices"
 	"strings"
+
+	"github.com/clawea/attester/schema/charclass"
 )
 
 // MaxToolNameBytes bounds a tool name or tool-list entry.
@@ -35,17 +37,16 @@ func validToolName(n string, glob bool) bool {
 	if n == "" || len(n) > MaxToolNameBytes {
 		return false
 	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '.', c == ':', c == '-':
-		case c == '*' && glob:
-		default:
-			return false
-		}
+	if glob {
+		return toolGlobChars.All(n)
 	}
-	return true
+	return toolNameChars.All(n)
 }
+
+var (
+	toolNameChars = charclass.Lower().Or(charclass.Digit(), charclass.Of("_.:-"))
+	toolGlobChars = toolNameChars.Or(charclass.Of("*"))
+)
 
 // toolGroups are OpenClaw's group:* shorthands (core tools only).
 var toolGroups = map[string][]string{

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/wire/auditrec"
 )
 
@@ -225,17 +226,11 @@ func Open(dir string, opts Options) (*Log, error) {
 
 // ValidRunID reports whether id can name a run log.
 func ValidRunID(id string) bool {
-	if id == "" || len(id) > MaxRunIDBytes {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return id != "" && len(id) <= MaxRunIDBytes && runIDChars.All(id)
 }
+
+// runIDChars are the bytes of a run id, safe in a file name.
+var runIDChars = charclass.Alnum().Or(charclass.Of("_-"))
 
 func (l *Log) path(id string) string { return filepath.Join(l.dir, id+fileSuffix) }
 
