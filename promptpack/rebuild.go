@@ -10,6 +10,7 @@ import (
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/jcs"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
@@ -376,15 +377,7 @@ func ParseTrusted(data []byte) (map[string]string, error) {
 
 func validTaggedHash(s string) bool {
 	const p = "sha256:"
-	if len(s) != len(p)+64 || s[:len(p)] != p {
-		return false
-	}
-	for _, c := range s[len(p):] {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return len(s) == len(p)+64 && s[:len(p)] == p && charclass.LowerHex().All(s[len(p):])
 }
 
 // equalHash compares two hashes in constant time.

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/clawea/attester/schema/charclass"
 )
 
 // Blob format v1 (docs/spec/sealed-memory.md, "Sealed blob"):
@@ -65,33 +67,19 @@ type blob struct {
 
 // validKind reports whether k is 1..MaxKindLen bytes of [a-z0-9._:/-].
 func validKind(k string) bool {
-	if len(k) == 0 || len(k) > MaxKindLen {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '/', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	return len(k) != 0 && len(k) <= MaxKindLen && kindChars.All(k)
 }
 
 // validLabel reports whether l is 1..MaxLabelLen bytes of printable ASCII
 // without spaces (0x21..0x7e).
 func validLabel(l string) bool {
-	if len(l) == 0 || len(l) > MaxLabelLen {
-		return false
-	}
-	for i := 0; i < len(l); i++ {
-		if l[i] < 0x21 || l[i] > 0x7e {
-			return false
-		}
-	}
-	return true
+	return len(l) != 0 && len(l) <= MaxLabelLen && labelChars.All(l)
 }
+
+var (
+	kindChars  = charclass.Lower().Or(charclass.Digit(), charclass.Of("._:/-"))
+	labelChars = charclass.Range(0x21, 0x7e)
+)
 
 // appendHeader appends the blob header for kind.
 func appendHeader(dst []byte, kind string) []byte {

@@ -20,6 +20,7 @@ import (
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/evidence"
@@ -160,6 +161,8 @@ func sniff(raw []byte) string {
 
 // looksLikeJWS reports whether b has the shape of a compact JWS: three
 // non-empty base64url segments.
+var b64uChars = charclass.Alnum().Or(charclass.Of("-_"))
+
 func looksLikeJWS(b []byte) bool {
 	parts := bytes.Split(b, []byte("."))
 	if len(parts) != 3 {
@@ -169,10 +172,8 @@ func looksLikeJWS(b []byte) bool {
 		if len(p) == 0 {
 			return false
 		}
-		for _, c := range p {
-			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-				return false
-			}
+		if !b64uChars.All(string(p)) {
+			return false
 		}
 	}
 	return true

@@ -22,6 +22,8 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+
+	"github.com/clawea/attester/schema/charclass"
 )
 
 // Format identifiers and domain-separation labels. Each label is used for
@@ -148,20 +150,10 @@ func (c Context) equal(o Context) bool {
 }
 
 func validPackID(s string) bool {
-	if len(s) < 1 || len(s) > MaxPackIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '-', c == '.', c == '_', c == ':':
-		default:
-			return false
-		}
-	}
-	return true
+	return len(s) >= 1 && len(s) <= MaxPackIDLen && packIDChars.All(s)
 }
+
+var packIDChars = charclass.Alnum().Or(charclass.Of("-._:"))
 
 // Limits bounds the inputs Seal, Parse, Verify and Open accept. The zero value
 // applies the defaults; limits may only be lowered.

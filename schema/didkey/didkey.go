@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/mr-tron/base58"
 )
 
@@ -84,16 +85,7 @@ func ValidSyntax(s string) bool {
 	default:
 		return false
 	}
-	if rest == "" {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		switch c := rest[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '.', c == '_', c == '%', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	return rest != "" && methodSpecificChars.All(rest)
 }
+
+var methodSpecificChars = charclass.Alnum().Or(charclass.Of("._%-"))

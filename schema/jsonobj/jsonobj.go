@@ -20,6 +20,7 @@ import (
 	"strconv"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
 )
@@ -71,19 +72,13 @@ func Key(path, key string) string {
 func Index(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 func isIdent(s string) bool {
-	if s == "" || len(s) > maxKeyInPath {
-		return false
-	}
-	for i, c := range []byte(s) {
-		switch {
-		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case i > 0 && '0' <= c && c <= '9':
-		default:
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= maxKeyInPath && identStart.Contains(s[0]) && identChars.All(s[1:])
 }
+
+var (
+	identStart = charclass.Lower().Or(charclass.Upper(), charclass.Of("_"))
+	identChars = identStart.Or(charclass.Digit())
+)
 
 // Parse parses data strictly with opts and returns the root value. Errors
 // are *PathError wrapping ErrSyntax and the pohjson error (so

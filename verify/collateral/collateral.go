@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
@@ -475,12 +476,4 @@ func allZero(b []byte) bool {
 	return true
 }
 
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isHex(s string) bool { return charclass.LowerHex().All(s) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/jcs"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
@@ -191,23 +192,16 @@ func version(s string) bool {
 	if core == "" || core[0] == '.' || core[len(core)-1] == '.' || strings.Contains(core, "..") {
 		return false
 	}
-	for _, c := range core {
-		if !(c >= '0' && c <= '9' || c == '.') {
-			return false
-		}
+	if !versionCoreChars.All(core) {
+		return false
 	}
-	if hasPre {
-		if pre == "" {
-			return false
-		}
-		for _, c := range pre {
-			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '-') {
-				return false
-			}
-		}
-	}
-	return true
+	return !hasPre || pre != "" && prereleaseChars.All(pre)
 }
+
+var (
+	versionCoreChars = charclass.Digit().Or(charclass.Of("."))
+	prereleaseChars  = charclass.Alnum().Or(charclass.Of(".-"))
+)
 
 // plainName reports whether s is a file name without a directory.
 func plainName(s string) bool {

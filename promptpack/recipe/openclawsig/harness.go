@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/charclass"
 )
 
 // HarnessFiles is the harness text as raw bytes, as carried in a prompt
@@ -120,14 +121,10 @@ func validTemplateName(name string) bool {
 	if len(name) <= len(".txt") || len(name) > maxNameLen || !strings.HasSuffix(name, ".txt") {
 		return false
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return !strings.HasPrefix(name, ".")
+	return templateNameChars.All(name) && !strings.HasPrefix(name, ".")
 }
+
+var templateNameChars = charclass.Alnum().Or(charclass.Of("-_."))
 
 func harnessErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrInvalidHarness}, args...)...)
@@ -266,16 +263,7 @@ func parseSig(b []byte) (Sig, error) {
 // validHash accepts "sha256:" followed by 64 lower-case hex digits.
 func validHash(h string) bool {
 	hexPart, ok := strings.CutPrefix(h, "sha256:")
-	if !ok || len(hexPart) != 2*sha256.Size {
-		return false
-	}
-	for i := 0; i < len(hexPart); i++ {
-		c := hexPart[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return ok && len(hexPart) == 2*sha256.Size && charclass.LowerHex().All(hexPart)
 }
 
 func parseCoreSummaries(b []byte) ([]ToolSummary, error) {
