@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack/admission"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -316,6 +316,9 @@ func readAdmissionPolicy(v *pohjson.Value, o ConfigOptions) (*admission.Policy, 
 		}
 		var err error
 		if data, err = o.ReadFile(path); err != nil {
+			if tl, ok := errors.AsType[*bounded.TooLargeError](err); ok {
+				return nil, &ConfigError{Key: key, Msg: fmt.Sprintf("the admission policy file is larger than %d bytes", tl.Limit)}
+			}
 			return nil, &ConfigError{Key: key, Msg: fmt.Sprintf("cannot read the admission policy file: %v", errors.Unwrap(err))}
 		}
 	case pohjson.Object:
@@ -347,17 +350,12 @@ var envName = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*$`)
 // maxRefBytes bounds a value read through ${file:...}.
 const maxRefBytes = 64 << 10
 
-// readFileBounded reads at most one byte more than the largest file the
-// configuration may name (an admission policy), so that the size checks
-// after it refuse an oversize or endless file (a FIFO, /dev/zero) without
-// reading it whole.
+// readFileBounded reads a file the configuration names, at most the size
+// of the largest one it may name (an admission policy), so that an
+// oversize or endless file (a FIFO, /dev/zero) is refused without being
+// read whole.
 func readFileBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, max(admission.MaxPolicySize, maxRefBytes)+1))
+	return bounded.ReadFile(path, int64(max(admission.MaxPolicySize, maxRefBytes)))
 }
 
 func resolveRefs(v *pohjson.Value, path string, o ConfigOptions) (*pohjson.Value, error) {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/clawea/attester/promptpack/envelope"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/sealed"
 )
@@ -65,7 +66,7 @@ func (id *Identity) Close() {
 func LoadIdentity(ctx context.Context, stateDir string, sealer sealed.Sealer, opts sealed.Options, log *slog.Logger) (*Identity, error) {
 	if sealer != nil && stateDir != "" {
 		path := filepath.Join(stateDir, identityFile)
-		blob, err := os.ReadFile(path)
+		blob, err := bounded.ReadFile(path, int64(sealed.MaxBlobSize))
 		switch {
 		case err == nil:
 			id, err := unsealIdentity(ctx, sealer, blob, opts)

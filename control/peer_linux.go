@@ -3,11 +3,11 @@
 package control
 
 import (
-	"io"
 	"net"
-	"os"
 	"strconv"
 	"syscall"
+
+	"github.com/clawea/attester/schema/bounded"
 )
 
 // ReadPeer reads the credentials of the process at the other end of c
@@ -39,12 +39,7 @@ func ReadPeer(c *net.UnixConn) (Peer, bool) {
 const maxStatBytes = 4 << 10
 
 func readStartTime(pid int) (uint64, bool) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStatBytes))
+	b, err := bounded.ReadFile("/proc/"+strconv.Itoa(pid)+"/stat", maxStatBytes)
 	if err != nil {
 		return 0, false
 	}

@@ -33,6 +33,7 @@ import (
 
 	"github.com/clawea/attester/cmd/attester/server"
 	"github.com/clawea/attester/control"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/sealed"
 )
 
@@ -73,6 +74,10 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	raw, err := readConfig(*configPath)
+	if tl, ok := errors.AsType[*bounded.TooLargeError](err); ok {
+		log.Error("cannot read config", "err", fmt.Sprintf("the config file is larger than %d bytes", tl.Limit))
+		return 1
+	}
 	if err != nil {
 		log.Error("cannot read config", "err", err)
 		return 1
@@ -197,14 +202,8 @@ func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Lo
 	return public.Shutdown(sctx)
 }
 
-// readConfig reads at most one byte past control.MaxConfigBytes, so that an
-// oversize or endless config path is refused by the parser's size limit
-// instead of being read whole.
+// readConfig reads the config file, at most control.MaxConfigBytes, so that
+// an oversize or endless config path is refused without being read whole.
 func readConfig(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, control.MaxConfigBytes+1))
+	return bounded.ReadFile(path, control.MaxConfigBytes)
 }

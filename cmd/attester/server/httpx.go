@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -199,45 +200,20 @@ const (
 // readBody reads at most max bytes of the body within timeout, mapping an
 // oversized body to 413 and a slow one to 408.
 func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, error) {
-	if r.ContentLength > max {
-		return nil, httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", max), nil)
+	if r.ContentLength <= max {
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
-	body := http.MaxBytesReader(w, r.Body, max)
-	var b []byte
-	if r.ContentLength > 0 {
-		b = make([]byte, 0, r.ContentLength)
-	}
-	b, err := readAll(body, b)
+	b, err := bounded.ReadBody(w, r, max)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), err)
+		if tl, ok := errors.AsType[*bounded.TooLargeError](err); ok {
+			return nil, httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", tl.Limit), err)
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 			return nil, httpErr(http.StatusRequestTimeout, "the request body was not received in time", err)
 		}
 		return nil, httpErr(http.StatusBadRequest, "cannot read request body", err)
 	}
 	return b, nil
-}
-
-// readAll appends r to b until EOF.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
 }
 
 var errContentType = &HTTPError{Code: http.StatusUnsupportedMediaType, Msg: "Content-Type must be application/json"}
