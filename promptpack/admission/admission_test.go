@@ -386,8 +386,8 @@ func TestPolicyVectors(t *testing.T) {
 			if !ok || !errors.Is(err, ErrMalformed) {
 				t.Fatalf("got %T %v, want a *PolicyError", err, err)
 			}
-			if pe.Path != v.Path {
-				t.Fatalf("path %q, want %q (%v)", pe.Path, v.Path, err)
+			if pe.Path() != v.Path {
+				t.Fatalf("path %q, want %q (%v)", pe.Path(), v.Path, err)
 			}
 			// The schema refuses what the strict reader refuses, except
 			// what JSON Schema cannot say (duplicate keys, padding bits).

@@ -31,7 +31,7 @@ func FuzzParse(f *testing.F) {
 			if p != nil {
 				t.Fatal("policy returned with an error")
 			}
-			if _, ok := errors.AsType[*PolicyError](err); !ok && !errors.Is(err, ErrUnknownVersion) {
+			if _, ok := errors.AsType[*PolicyError](err); !ok || !errors.Is(err, ErrMalformed) {
 				t.Fatalf("untyped error: %v", err)
 			}
 			return

@@ -1,0 +1,90 @@
+package admission
+
+import (
+	"errors"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/schema/confdoc"
+	"github.com/clawea/attester/schema/jsonobj"
+)
+
+// TestDeclaredLimits: the numbers in policyDoc's conf tags are the
+// exported limits (a tag cannot name a constant).
+func TestDeclaredLimits(t *testing.T) {
+	if MaxList != 1024 || MaxNameLen != 1024 || MaxChars != 1073741824 {
+		t.Fatal("a limit changed: update the conf tags of policyDoc and this test")
+	}
+	allowed := map[int64]bool{3: true, 32: true, 64: true, MaxList: true, MaxChars: true}
+	var walk func(typ reflect.Type)
+	walk = func(typ reflect.Type) {
+		for typ.Kind() == reflect.Slice || typ.Kind() == reflect.Pointer {
+			typ = typ.Elem()
+		}
+		if typ.Kind() != reflect.Struct {
+			return
+		}
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			for opt := range strings.SplitSeq(f.Tag.Get("conf"), ",") {
+				if v, ok := strings.CutPrefix(opt, "max="); ok {
+					if n, err := strconv.ParseInt(v, 10, 64); err != nil || !allowed[n] {
+						t.Errorf("%s.%s: max=%s is not a declared limit", typ.Name(), f.Name, v)
+					}
+				}
+			}
+			walk(f.Type)
+		}
+	}
+	walk(reflect.TypeFor[policyDoc]())
+}
+
+// TestPolicyErrors: a refusal is one *PolicyError (= *confdoc.ConfigError)
+// whose text names the member as a user writes it and never its value.
+func TestPolicyErrors(t *testing.T) {
+	base := string(readTestdata(t, "open.policy.json"))
+	for _, tc := range []struct {
+		name, old, new string
+		key            string
+		want           []error
+	}{
+		{"unknown key", `"display": "any"`, `"display": "any", "salt": "s3cr3t-value"`,
+			"owners.salt", []error{jsonobj.ErrUnknownField}},
+		{"unknown key in a list entry", `"version": "1"`, `"version": "1", "pin": "s3cr3t-value"`,
+			"recipes[0].pin", []error{jsonobj.ErrUnknownField}},
+		{"range", `"max_total_chars": 80000`, `"max_total_chars": 1073741825`,
+			"bootstrap.max_total_chars", []error{jsonobj.ErrTooLarge, confdoc.ErrBadValue}},
+		{"negative", `"max_file_chars": 20000`, `"max_file_chars": -1`,
+			"bootstrap.max_file_chars", []error{jsonobj.ErrWrongType, confdoc.ErrBadValue}},
+		{"too many prompt modes", `"none"`, `"none", "s3cr3t-value"`,
+			"prompt_modes", []error{jsonobj.ErrTooLarge}},
+		{"list in the wrong mode", `"names": "any"`, `"names": "any", "allowed_names": ["exec"]`,
+			"tools.allowed_names", []error{ErrContradiction}},
+		{"list missing for its mode", `"display": "any"`, `"display": "hmac"`,
+			"owners.hmac_values", []error{jsonobj.ErrMissingField}},
+		{"unknown version", `admission-policy/v1`, `admission-policy/v9`,
+			"admission_policy_version", []error{ErrUnknownVersion}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := strings.Replace(base, tc.old, tc.new, 1)
+			if doc == base {
+				t.Fatalf("%q not in open.policy.json", tc.old)
+			}
+			p, err := Parse([]byte(doc))
+			pe, ok := errors.AsType[*PolicyError](err)
+			if p != nil || !ok || pe.Key != tc.key || pe.Path() != confdoc.PathOfKey(tc.key) {
+				t.Fatalf("got %v, want an error at %s", err, tc.key)
+			}
+			for _, w := range append(tc.want, ErrMalformed) {
+				if !errors.Is(err, w) {
+					t.Errorf("%v does not match %v", err, w)
+				}
+			}
+			if msg := err.Error(); !strings.HasPrefix(msg, "admission: malformed policy: "+tc.key+": ") || strings.Contains(msg, "s3cr3t") {
+				t.Errorf("message %q", msg)
+			}
+		})
+	}
+}
