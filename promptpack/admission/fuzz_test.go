@@ -10,11 +10,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/schemas"
 )
 
-// FuzzParse: whatever Parse accepts hashes as JCS of the input, reparses
-// from its canonical bytes to the same policy hash, and can be applied to
-// a pack without panicking; on error nothing is returned. Seeds: the
+// FuzzParse: whatever Parse accepts the JSON Schema accepts too, hashes as
+// JCS of the input, reparses from its canonical bytes to the same policy
+// hash, and can be applied to a pack without panicking; on error nothing
+// is returned. Seeds: the
 // policy files in testdata and testdata/fuzz/FuzzParse.
 func FuzzParse(f *testing.F) {
 	files, err := filepath.Glob(filepath.Join("testdata", "*.policy.json"))
@@ -35,6 +37,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("untyped error: %v", err)
 			}
 			return
+		}
+		if err := schemas.Validate(schemas.AdmissionPolicyV1, data); err != nil {
+			t.Fatalf("Parse accepts what the JSON Schema refuses: %v", err)
 		}
 		want, err := jcs.Hash(data)
 		if err != nil || p.Hash() != want {
