@@ -677,7 +677,11 @@ func keyFrom(v *pohjson.Value, c *KeyContext) bool {
 
 // members reads an object's members in order, as encoding/json writes a
 // struct: each read takes the next member when it has the expected name.
-// Any mismatch clears ok; done also demands that nothing is left.
+// Any mismatch clears ok; done also demands that nothing is left. It is
+// not a schema/confdoc declaration because confdoc reads members by name
+// in any order, while a signed payload must be exactly its canonical
+// encoding: member order, empty optional members left out and map key
+// order are what this reader checks, in the same pass.
 type members struct {
 	ms []pohjson.Member
 	ok bool
