@@ -78,8 +78,10 @@ func TestSystemdUnitMatchesExampleConfig(t *testing.T) {
 	}
 	a := cfg.Attester
 	runDir := "/run/" + u.one(t, "Service.RuntimeDirectory")
-	if path.Dir(a.ControlSocket) != runDir || u.one(t, "Service.RuntimeDirectoryMode") != "0700" {
-		t.Errorf("controlSocket %s: want it directly in RuntimeDirectory %s with mode 0700", a.ControlSocket, runDir)
+	// The orchestrator reaches the socket through the group (0750 directory,
+	// 0660 socket); only the attester writes the directory.
+	if path.Dir(a.ControlSocket) != runDir || u.one(t, "Service.RuntimeDirectoryMode") != "0750" || u.one(t, "Service.Group") != "clawea-control" {
+		t.Errorf("controlSocket %s: want it directly in RuntimeDirectory %s with mode 0750, group clawea-control", a.ControlSocket, runDir)
 	}
 	if stateDir := "/var/lib/" + u.one(t, "Service.StateDirectory"); a.StateDir != stateDir || u.one(t, "Service.StateDirectoryMode") != "0700" {
 		t.Errorf("stateDir %s: want StateDirectory %s with mode 0700", a.StateDir, stateDir)
