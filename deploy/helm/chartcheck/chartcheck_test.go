@@ -63,6 +63,7 @@ var valueSets = []valueSet{
 	{name: "tdx", files: []string{"ci/tdx-values.yaml"}, kinds: []string{"DaemonSet/1"}},
 	{name: "verifier", files: []string{"ci/verifier-values.yaml"}, apis: []string{monitoring},
 		kinds: []string{"DaemonSet/1", "Deployment/1", "HorizontalPodAutoscaler/1", "PodDisruptionBudget/1", "NetworkPolicy/1", "ServiceMonitor/1", "Service/2"}},
+	{name: "openclaw", files: []string{"ci/openclaw-values.yaml"}, kinds: []string{"DaemonSet/1", "ConfigMap/2"}},
 	{name: "sev-snp-with-verifier", files: []string{"ci/sev-snp-values.yaml", "ci/verifier-values.yaml"}, apis: []string{monitoring},
 		kinds: []string{"DaemonSet/1", "Deployment/1", "ServiceMonitor/2", "NetworkPolicy/2"}},
 }
@@ -436,7 +437,7 @@ func checkAttester(t *testing.T, r *rendered, vals chartutil.Values) {
 	sockDir := path.Dir(sock)
 	m := mount(att, sockDir)
 	if !path.IsAbs(sock) || len(sock) > 100 || m == nil || m.ReadOnly || m.MountPath == sockDir {
-		// The directory itself must be created by the attester (mode 0700):
+		// The directory itself must be created by the attester (mode 0750):
 		// a volume's root is 0777 for emptyDir.
 		t.Fatalf("controlSocket %q: want it in a subdirectory of a writable volume mount of the attester (mount %+v)", sock, m)
 	}
@@ -448,9 +449,7 @@ func checkAttester(t *testing.T, r *rendered, vals chartutil.Values) {
 		if am == nil || am.Name != m.Name || am.MountPath != m.MountPath {
 			t.Errorf("the agent does not mount the control socket's volume %s at %s", m.Name, m.MountPath)
 		}
-		if sc := agent.SecurityContext; sc != nil && (sc.RunAsUser != nil || sc.RunAsGroup != nil) {
-			t.Errorf("the agent overrides its uid/gid: it must run as the attester's uid to reach the 0700 socket directory")
-		}
+		checkOrchestrator(t, ds, agent, a)
 		var env []string
 		for _, e := range agent.Env {
 			if e.Name == "CLAWEA_CONTROL_SOCKET" {
@@ -464,6 +463,7 @@ func checkAttester(t *testing.T, r *rendered, vals chartutil.Values) {
 	if sc := att.SecurityContext; sc != nil && (sc.RunAsUser != nil || sc.RunAsGroup != nil) {
 		t.Errorf("the attester overrides the pod's uid/gid")
 	}
+	checkConfidentialNodes(t, ds, vals)
 
 	state, _ := a["stateDir"].(string)
 	if sm := mount(att, state); sm == nil || sm.MountPath != state || sm.ReadOnly {
@@ -619,6 +619,11 @@ func TestChartRefusesBadValues(t *testing.T) {
 		{"verifier without policy", []string{"verifier.enabled=true", "verifier.earKey.existingSecret=k"}, "verifier.policies needs"},
 		{"policy not .json", []string{"verifier.enabled=true", "verifier.earKey.existingSecret=k", "verifier.policies.a=x"}, "invalid propertyName 'a'"},
 		{"unknown log level", []string{"attester.logLevel=trace"}, "logLevel"},
+		{"tpm without node labels", []string{"attester.platform=tpm"}, "no labels for platform tpm"},
+		{"no platform labels at all", []string{"attester.platformNodeLabels.sev-snp=null", "attester.platformNodeLabels.tdx=null"}, "platformNodeLabels"},
+		{"agent as the attester's uid", []string{"attester.agent.enabled=true", "attester.agent.image.repository=ghcr.io/x/y", "attester.agent.runAsUser=65532"}, "attester.agent.runAsUser must differ"},
+		{"agent as root", []string{"attester.agent.enabled=true", "attester.agent.image.repository=ghcr.io/x/y", "attester.agent.runAsUser=0"}, "runAsUser"},
+		{"no control group", []string{"attester.podSecurityContext.fsGroup=0"}, "fsGroup is required"},
 	}
 	for _, tc := range tests {
 		vals := loadValues(t, []string{"ci/minimal-values.yaml"}, tc.set...)
@@ -689,6 +694,131 @@ func checkVerifier(t *testing.T, r *rendered) {
 			if pr == nil || pr.HTTPGet == nil || pr.HTTPGet.Port.String() != "http" {
 				t.Errorf("verifier probe %+v: want HTTP on port http", pr)
 			}
+		}
+	}
+}
+
+// checkOrchestrator: the orchestrator shares the attester's pod and process
+// namespace (so the attester sees its pid through SO_PEERCRED), runs under
+// its own non-root uid, which is the one uid in attester.controlUids, and
+// reaches the socket through the pod's fsGroup (the control group). Its
+// OpenClaw configuration and this node's sealed pack are read-only mounts.
+func checkOrchestrator(t *testing.T, ds *appsv1.DaemonSet, agent *corev1.Container, a map[string]any) {
+	t.Helper()
+	ps := ds.Spec.Template.Spec
+	if ps.ShareProcessNamespace == nil || !*ps.ShareProcessNamespace {
+		t.Errorf("the pod with the orchestrator does not share one process namespace")
+	}
+	psc := ps.SecurityContext
+	if psc == nil || psc.RunAsUser == nil || psc.FSGroup == nil || *psc.FSGroup == 0 {
+		t.Fatalf("pod securityContext %+v: want runAsUser and a non-zero fsGroup (the control group)", psc)
+	}
+	sc := agent.SecurityContext
+	if sc == nil || sc.RunAsUser == nil || sc.RunAsGroup == nil || *sc.RunAsUser == 0 || *sc.RunAsUser == *psc.RunAsUser {
+		t.Fatalf("the orchestrator's securityContext %+v: want its own non-root uid, not the attester's %d", sc, *psc.RunAsUser)
+	}
+	if *sc.RunAsGroup == *psc.FSGroup || psc.RunAsGroup != nil && *psc.RunAsGroup == *psc.FSGroup {
+		t.Errorf("a primary gid is the control group %d: files of that container would be group-readable by the other", *psc.FSGroup)
+	}
+	uids, _ := a["controlUids"].([]any)
+	if len(uids) != 1 || fmt.Sprint(uids[0]) != fmt.Sprint(*sc.RunAsUser) {
+		t.Errorf("attester.controlUids = %v, want [%d] (the orchestrator's uid)", a["controlUids"], *sc.RunAsUser)
+	}
+	names := map[string]bool{}
+	for _, c := range ps.Containers {
+		names[c.Name] = true
+	}
+	if len(names) != 2 {
+		t.Errorf("the attester pod runs containers %v: every container gets the control group (fsGroup), so only the attester and the orchestrator may be there", names)
+	}
+
+	env := map[string]*corev1.EnvVar{}
+	for i, e := range agent.Env {
+		env[e.Name] = &agent.Env[i]
+	}
+	if e := env["NODE_NAME"]; e == nil || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("the orchestrator's NODE_NAME is not the downward API's spec.nodeName")
+	}
+	vol := func(name string) *corev1.Volume {
+		for i := range ps.Volumes {
+			if ps.Volumes[i].Name == name {
+				return &ps.Volumes[i]
+			}
+		}
+		return nil
+	}
+	if e := env["OPENCLAW_CONFIG_PATH"]; e != nil {
+		i := slices.IndexFunc(agent.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == e.Value })
+		if i < 0 || !agent.VolumeMounts[i].ReadOnly {
+			t.Errorf("OPENCLAW_CONFIG_PATH=%s is not a read-only mount", e.Value)
+		} else if v := vol(agent.VolumeMounts[i].Name); v == nil || v.ConfigMap == nil {
+			t.Errorf("OPENCLAW_CONFIG_PATH=%s is not from a ConfigMap", e.Value)
+		}
+	}
+	var pack []corev1.VolumeMount
+	for _, m := range agent.VolumeMounts {
+		if path.Dir(m.MountPath) == "/etc/openclaw/pack" {
+			pack = append(pack, m)
+		}
+	}
+	if len(pack) == 0 {
+		return
+	}
+	want := []string{"/etc/openclaw/pack/prompt_pack.enc", "/etc/openclaw/pack/prompt_pack_manifest.json"}
+	if len(pack) != len(want) {
+		t.Errorf("pack mounts %v, want %v", pack, want)
+	}
+	for i, m := range pack {
+		if i >= len(want) || m.MountPath != want[i] || !m.ReadOnly {
+			t.Errorf("pack mount %+v: want %s read-only", m, want[min(i, len(want)-1)])
+			continue
+		}
+		if v := vol(m.Name); v == nil || v.Secret == nil {
+			t.Errorf("pack mount %s is not from a Secret", m.MountPath)
+		}
+		// Each node's attester has its own key: each pod takes its node's pack.
+		if m.SubPathExpr != "$(NODE_NAME)."+path.Base(m.MountPath) && m.SubPath != path.Base(m.MountPath) {
+			t.Errorf("pack mount %s: subPathExpr %q subPath %q, want $(NODE_NAME).%s (per node) or %[4]s", m.MountPath, m.SubPathExpr, m.SubPath, path.Base(m.MountPath))
+		}
+	}
+}
+
+// checkConfidentialNodes: the DaemonSet never lands on a node without a TEE:
+// a required node affinity whose every term selects confidential nodes of
+// an allowed platform.
+func checkConfidentialNodes(t *testing.T, ds *appsv1.DaemonSet, vals map[string]any) {
+	t.Helper()
+	aff := ds.Spec.Template.Spec.Affinity
+	if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil ||
+		len(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) == 0 {
+		t.Fatalf("the attester DaemonSet has no required node affinity: it would land on every node")
+	}
+	a := vals["attester"].(map[string]any)
+	platform := a["platform"].(string)
+	labels, _ := a["platformNodeLabels"].(map[string]any)
+	user, _ := a["affinity"].(map[string]any)
+	if _, own := user["nodeAffinity"]; own {
+		return // the operator's node affinity replaces the chart's
+	}
+	for i, term := range aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		matched := ""
+		for p, l := range labels {
+			lm, _ := l.(map[string]any)
+			if len(lm) == 0 || len(term.MatchExpressions) != len(lm) || (platform != "auto" && p != platform) {
+				continue
+			}
+			ok := true
+			for _, e := range term.MatchExpressions {
+				if v, has := lm[e.Key]; !has || e.Operator != corev1.NodeSelectorOpIn || !slices.Equal(e.Values, []string{fmt.Sprint(v)}) {
+					ok = false
+				}
+			}
+			if ok {
+				matched = p
+			}
+		}
+		if matched == "" {
+			t.Errorf("node affinity term %d %+v selects no confidential platform of %q", i, term, platform)
 		}
 	}
 }

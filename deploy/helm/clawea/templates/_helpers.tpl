@@ -83,8 +83,37 @@ capabilities:
 {{- $_ := set $a "listen" (printf "0.0.0.0:%d" (int .Values.attester.port)) -}}
 {{- $_ := set $a "metricsListen" (printf "0.0.0.0:%d" (int .Values.attester.metricsPort)) -}}
 {{- $_ := set $a "controlSocket" (include "clawea.attester.controlSocket" .) -}}
+{{- if .Values.attester.agent.enabled }}
+{{- $_ := set $a "controlUids" (list (int .Values.attester.agent.runAsUser)) -}}
+{{- end }}
 {{- $_ := set $a "stateDir" "/var/lib/clawea" -}}
 {{- $_ := set $a "platform" .Values.attester.platform -}}
 {{- $_ := set $cfg "attester" $a -}}
 {{- toPrettyJson $cfg -}}
+{{- end -}}
+
+{{/* The DaemonSet's affinity: the user's, with a required node affinity to the
+confidential nodes of the platform unless the user set nodeAffinity. */}}
+{{- define "clawea.attester.affinity" -}}
+{{- $a := .Values.attester -}}
+{{- $aff := deepCopy (default (dict) $a.affinity) -}}
+{{- if not (hasKey $aff "nodeAffinity") -}}
+{{- $platforms := ternary (list "sev-snp" "tdx" "tpm") (list $a.platform) (eq $a.platform "auto") -}}
+{{- $terms := list -}}
+{{- range $p := $platforms -}}
+{{- $labels := get $a.platformNodeLabels $p -}}
+{{- if $labels -}}
+{{- $exprs := list -}}
+{{- range $k := keys $labels | sortAlpha -}}
+{{- $exprs = append $exprs (dict "key" $k "operator" "In" "values" (list (get $labels $k))) -}}
+{{- end -}}
+{{- $terms = append $terms (dict "matchExpressions" $exprs) -}}
+{{- end -}}
+{{- end -}}
+{{- if not $terms -}}
+{{- fail (printf "attester.platformNodeLabels has no labels for platform %s: the DaemonSet would land on every node" $a.platform) -}}
+{{- end -}}
+{{- $_ := set $aff "nodeAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (dict "nodeSelectorTerms" $terms)) -}}
+{{- end -}}
+{{- toYaml $aff -}}
 {{- end -}}
