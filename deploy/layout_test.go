@@ -13,35 +13,29 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
 )
 
-var packctl = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "clawea-deploy-packctl-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "packctl")
+// buildPackctl builds cmd/packctl into a test's temporary directory (the Go
+// build cache makes the second build cheap).
+func buildPackctl(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "packctl")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/packctl")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", errors.New("go build ./cmd/packctl: " + err.Error() + "\n" + string(out))
+		t.Fatalf("go build ./cmd/packctl: %v\n%s", err, out)
 	}
-	return bin, nil
-})
+	return bin
+}
 
 // openclawCheck runs `packctl openclaw check --harness-user harness` on the
 // configuration text and returns its exit code and output.
-func openclawCheck(t *testing.T, config, harness string) (int, string) {
+func openclawCheck(t *testing.T, bin, config, harness string) (int, string) {
 	t.Helper()
-	bin, err := packctl()
-	if err != nil {
-		t.Fatal(err)
-	}
 	f := filepath.Join(t.TempDir(), "openclaw.json5")
 	if err := os.WriteFile(f, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -49,7 +43,7 @@ func openclawCheck(t *testing.T, config, harness string) (int, string) {
 	var out bytes.Buffer
 	cmd := exec.Command(bin, "openclaw", "check", "--harness-user", harness, f)
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		return ee.ExitCode(), out.String()
@@ -86,13 +80,14 @@ func TestOpenClawExampleConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, out := openclawCheck(t, strings.Replace(cfg, pluginInstallPath, plugin, 1), harness)
+	bin := buildPackctl(t)
+	rc, out := openclawCheck(t, bin, strings.Replace(cfg, pluginInstallPath, plugin, 1), harness)
 	t.Logf("packctl openclaw check (load path %s): exit %d\n%s", plugin, rc, out)
 	if rc != 0 {
 		t.Errorf("packctl openclaw check: exit %d, want 0", rc)
 	}
 
-	rc, out = openclawCheck(t, cfg, harness)
+	rc, out = openclawCheck(t, bin, cfg, harness)
 	if _, err := os.Stat(pluginInstallPath); err == nil {
 		if rc != 0 {
 			t.Errorf("as shipped, with the plugin installed: exit %d, want 0\n%s", rc, out)
@@ -292,7 +287,7 @@ func TestInstallAsServiceUsers(t *testing.T) {
 	// The installed OpenClaw configuration passes the preflight for the
 	// orchestrator's account, with the installed plugin copy.
 	oconf := strings.Replace(string(snapshot["etc/openclaw/openclaw.json5"]), pluginInstallPath, p(pluginInstallPath), 1)
-	if rc, out := openclawCheck(t, oconf, oc); rc != 0 {
+	if rc, out := openclawCheck(t, buildPackctl(t), oconf, oc); rc != 0 {
 		t.Errorf("packctl openclaw check --harness-user %s of the installed configuration: exit %d\n%s", oc, rc, out)
 	}
 
