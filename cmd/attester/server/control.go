@@ -34,9 +34,13 @@ func (l *ControlListener) Close() error {
 	return err
 }
 
-// ListenControlSocket creates the control socket at path (mode 0600) in a
-// directory that is owned by the attester's uid with mode 0700 (created if
-// missing; refused if group or others have any permission). An exclusive
+// ListenControlSocket creates the control socket at path (mode 0660, in the
+// directory's group) in a directory that is owned by the attester's uid,
+// that its group may at most enter and list, and that others cannot reach
+// (0750 or stricter; created 0700 if missing; refused with group write or
+// any permission for others). Orchestrators reach the socket through the
+// directory's group; nobody but the attester can replace it (attester-api
+// section 2). An exclusive
 // lock on path+".lock" is held while the socket exists: a second attester
 // on the same path fails with ErrSocketInUse and touches nothing. A socket
 // file left by a dead attester (no lock holder, nothing accepting) is
@@ -53,8 +57,8 @@ func ListenControlSocket(path string) (*ControlListener, error) {
 	if !st.IsDir() {
 		return nil, fmt.Errorf("control socket: %s is not a directory", dir)
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return nil, fmt.Errorf("control socket: directory %s has mode %04o; want 0700 (no group or other access)", dir, st.Mode().Perm())
+	if st.Mode().Perm()&0o027 != 0 {
+		return nil, fmt.Errorf("control socket: directory %s has mode %04o; want 0750 or stricter (no group write, no access for others)", dir, st.Mode().Perm())
 	}
 	if uid, ok := fileOwner(st); ok && uid != os.Geteuid() {
 		return nil, fmt.Errorf("control socket: directory %s is owned by uid %d, not by the attester (uid %d)", dir, uid, os.Geteuid())
@@ -93,11 +97,25 @@ func ListenControlSocket(path string) (*ControlListener, error) {
 	if err != nil {
 		return fail(fmt.Errorf("control socket: %w", err))
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	// Created 0600 (the umask above), then given to the directory's group
+	// and only then opened to that group: no other group can reach it in
+	// between.
+	if err := shareWithDirGroup(path, st); err != nil {
 		ln.Close()
 		return fail(fmt.Errorf("control socket: %w", err))
 	}
 	return &ControlListener{Listener: ln, lock: lock}, nil
+}
+
+// shareWithDirGroup gives the socket at path the group of its directory
+// (dir) and mode 0660.
+func shareWithDirGroup(path string, dir os.FileInfo) error {
+	if gid, ok := fileGroup(dir); ok {
+		if err := os.Lchown(path, -1, gid); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(path, 0o660)
 }
 
 // peerKey is the context key of the control connection's peer.

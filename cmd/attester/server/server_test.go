@@ -455,11 +455,17 @@ func TestControlSocket(t *testing.T) {
 	}
 	defer ln.Close()
 	st, err := os.Stat(path)
-	if err != nil || st.Mode().Perm() != 0o600 {
+	if err != nil || st.Mode().Perm() != 0o660 {
 		t.Fatalf("socket mode %v %v", st.Mode(), err)
 	}
-	if st, _ := os.Stat(dir); st.Mode().Perm() != 0o700 {
-		t.Fatalf("directory mode %v", st.Mode())
+	dst, _ := os.Stat(dir)
+	if dst.Mode().Perm() != 0o700 {
+		t.Fatalf("directory mode %v", dst.Mode())
+	}
+	sg, _ := fileGroup(st)
+	dg, _ := fileGroup(dst)
+	if sg != dg {
+		t.Fatalf("the socket's group %d is not its directory's %d", sg, dg)
 	}
 	// A second attester on the same path refuses to start and leaves the
 	// first one's socket in place, still accepting.
@@ -490,12 +496,23 @@ func TestControlSocket(t *testing.T) {
 	if _, err := ListenControlSocket(other); err == nil {
 		t.Fatal("a regular file was replaced by the socket")
 	}
-	// A directory that group or others can enter is refused.
-	open := filepath.Join(t.TempDir(), "open")
-	os.Mkdir(open, 0o750)
-	os.Chmod(open, 0o750)
-	if _, err := ListenControlSocket(filepath.Join(open, "a.sock")); err == nil {
-		t.Fatal("socket created in a directory with group access")
+	// A directory that others can reach, or that its group can write (and
+	// so rename the socket in), is refused; one its group may only enter
+	// (0750: orchestrators reach the socket through the group) is taken.
+	for _, tc := range []struct {
+		mode os.FileMode
+		ok   bool
+	}{{0o750, true}, {0o710, true}, {os.ModeSetgid | 0o750, true}, {0o770, false}, {0o751, false}, {0o755, false}, {0o777, false}} {
+		d := filepath.Join(t.TempDir(), "d")
+		os.Mkdir(d, 0o700)
+		os.Chmod(d, tc.mode)
+		ln, err := ListenControlSocket(filepath.Join(d, "a.sock"))
+		if (err == nil) != tc.ok {
+			t.Fatalf("directory mode %v: ListenControlSocket error %v, want ok=%v", tc.mode, err, tc.ok)
+		}
+		if err == nil {
+			ln.Close()
+		}
 	}
 }
 

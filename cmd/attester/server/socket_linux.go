@@ -20,3 +20,12 @@ func fileOwner(fi os.FileInfo) (int, bool) {
 	}
 	return int(st.Uid), true
 }
+
+// fileGroup returns the gid that owns fi.
+func fileGroup(fi os.FileInfo) (int, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, false
+	}
+	return int(st.Gid), true
+}

@@ -12,3 +12,5 @@ import (
 func tryLock(*os.File) error { return errors.New("file locking is not supported on this platform") }
 
 func fileOwner(os.FileInfo) (int, bool) { return 0, false }
+
+func fileGroup(os.FileInfo) (int, bool) { return 0, false }
