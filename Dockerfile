@@ -16,8 +16,9 @@
 # "Devices"). The image runs as uid 65532 (distroless "nonroot"): the device,
 # the state directory and the control socket's directory must be usable by that
 # uid. /run/clawea holds the control socket (attester.controlSocket): it must be
-# mode 0700 and owned by the attester's uid, and the harness that drives runs
-# must connect as a uid listed in attester.controlUids (docs/spec/attester-api.md).
+# owned by the attester's uid, mode 0750 or stricter; the harness that drives
+# runs reaches the socket through the directory's group and must connect as a
+# uid listed in attester.controlUids (docs/spec/attester-api.md section 2).
 # Kubernetes: deploy/helm/clawea; a VM without containers: deploy/systemd.
 
 FROM docker.io/library/golang:1.26-bookworm AS build

@@ -8,10 +8,11 @@ FUZZTIME      ?= 5s
 BENCHTIME     ?= 1s
 BENCHCOUNT    ?= 1
 BIN           := bin
-# --version of every command: the Makefile stamps `git describe`; without git
+# --version of every command: the Makefile stamps `git describe`, with the same
+# build flags as the Dockerfile (deploy/dockerfile_test.go); without git
 # (or outside a checkout) the binaries fall back to the Go build information.
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-LDFLAGS       := -X github.com/clawea/attester/cmd/internal/buildinfo.version=$(VERSION)
+LDFLAGS       := -s -w -X github.com/clawea/attester/cmd/internal/buildinfo.version=$(VERSION)
 
 .PHONY: all build test test-race bench bench-verifier bench-control fuzz lint demo clean
 .PHONY: unit-check chart-check

@@ -308,3 +308,39 @@ func TestDockerContextHoldsNoPrivateKey(t *testing.T) {
 		t.Fatalf("only %d files in the build context", n)
 	}
 }
+
+// TestBuildFlagsMatchMakefile: `make build` and the image build the
+// commands with the same environment, flags and version stamp (issue 17
+// item 5), so a binary from either says the same about itself.
+func TestBuildFlagsMatchMakefile(t *testing.T) {
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ldflags := regexp.MustCompile(`(?m)^LDFLAGS\s*:=\s*(.+)$`).FindSubmatch(mk)
+	recipe := regexp.MustCompile(`(?m)^\t(CGO_ENABLED=0) \$\(GO\) build (-trimpath) -ldflags '\$\(LDFLAGS\)' -o \$\(BIN\)/ \./cmd/\.\.\.$`).FindSubmatch(mk)
+	if ldflags == nil || recipe == nil {
+		t.Fatal("Makefile: no LDFLAGS line or no build recipe of the expected form")
+	}
+	fromMake := strings.Join([]string{string(recipe[1]), string(recipe[2]),
+		strings.ReplaceAll(strings.TrimSpace(string(ldflags[1])), "$(VERSION)", "V")}, " | ")
+	var fromImage string
+	for _, in := range parseDockerfile(t, string(df)) {
+		line := strings.Join(in.args, " ")
+		if in.cmd != "RUN" || !strings.Contains(line, "go build") {
+			continue
+		}
+		m := regexp.MustCompile(`^(CGO_ENABLED=0) go build (-trimpath) -ldflags="([^"]*)" -o /out/ `).FindStringSubmatch(line)
+		if m == nil {
+			t.Fatalf("Dockerfile line %d: go build not of the expected form: %s", in.line, line)
+		}
+		fromImage = strings.Join([]string{m[1], m[2], strings.ReplaceAll(m[3], "${VERSION}", "V")}, " | ")
+	}
+	if fromImage != fromMake {
+		t.Fatalf("build flags differ:\n  Makefile:   %s\n  Dockerfile: %s", fromMake, fromImage)
+	}
+}

@@ -19,8 +19,11 @@ if [ -n "${SHARED:-}" ]; then
 	harness=(-shared "$SHARED")
 fi
 rm -rf "$out"
-echo "== building attester and packctl (static, no cgo)" >&2
-CGO_ENABLED=0 go build -trimpath -o bin/ ./cmd/attester ./cmd/packctl
+echo "== building the commands (make build: static, no cgo, stamped with git describe)" >&2
+# The same build and version stamp as `make build` and the image, so the
+# demo's binaries say which commit they are.
+"${MAKE:-make}" --no-print-directory build >&2
+bin/attester --version >&2
 mkdir -p "$out"
 go run ./hack/demo "${harness[@]}" -out "$out" -log "$out/attester.log"
 echo "== packctl inspect $out/manifest.json (hash-only view of the sealed pack)" >&2
