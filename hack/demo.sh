@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # make demo: the main job end to end on the simulated platform.
 #   packctl build + seal (after checking the attester's key attestation)
-#   -> attester (simulated SEV-SNP) opens the pack in sealed memory and
-#      rebuilds the prompt -> turns and tool calls through the gate
+#   -> bin/attester, started as a process from a config file (simulated
+#      SEV-SNP), opens the pack in sealed memory and rebuilds the prompt
+#      -> turns and tool calls through the gate
 #   -> the agent's PoH proof bundle -> execution attestation + evidence
 #   -> a sensitive run on a second attester that enforces a sensitive
 #      admission policy (admission.json), verified with a policy requiring
 #      sensitive mode, which refuses the first run; one disclosure
+# Both attesters are the binary built here, stopped with SIGTERM at the end;
+# their logs (stderr) go to $out/attester.log.
 # Artifacts go to demo-out/ (git-ignored); then packctl inspects them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +28,7 @@ echo "== building the commands (make build: static, no cgo, stamped with git des
 "${MAKE:-make}" --no-print-directory build >&2
 bin/attester --version >&2
 mkdir -p "$out"
-go run ./hack/demo "${harness[@]}" -out "$out" -log "$out/attester.log"
+go run ./hack/demo "${harness[@]}" -attester bin/attester -out "$out" -log "$out/attester.log"
 echo "== packctl inspect $out/manifest.json (hash-only view of the sealed pack)" >&2
 bin/packctl inspect "$out/manifest.json"
 echo "== PoH check of the agent's bundle" >&2

@@ -1,8 +1,9 @@
 // Command demo runs the main job end to end on the simulated platform:
 // packctl's build and seal (through the same library), the attester
-// service, an agent run with turns and gated tool calls, the agent's PoH
-// proof bundle, and the execution attestation with its evidence document.
-// It writes everything to an output directory for offline verification.
+// binary started as a process with its configuration file, an agent run
+// with turns and gated tool calls, the agent's PoH proof bundle, and the
+// execution attestation with its evidence document. It writes everything
+// to an output directory for offline verification.
 package main
 
 import (
@@ -19,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -28,11 +28,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/clawea/attester/cmd/attester/server"
-	"github.com/clawea/attester/control"
-	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
@@ -47,12 +42,13 @@ type options struct {
 	// Shared, when set, is the shared folder (../shared): the pack is built
 	// from the OpenClaw SIG conformance harness and vector Vector. When
 	// empty, the demo uses this project's example harness (hack/demo/example).
-	Shared  string
-	Vector  string       // openclaw-sig vector whose params the pack uses (with Shared)
-	OutDir  string       // where the artifacts go
-	WorkDir string       // state dir and control socket live here
-	Log     io.Writer    // attester's JSON logs
-	Say     func(string) // progress lines
+	Shared   string
+	Vector   string       // openclaw-sig vector whose params the pack uses (with Shared)
+	Attester string       // the attester binary the demo starts
+	OutDir   string       // where the artifacts go
+	WorkDir  string       // the attesters' state dirs and control sockets live here
+	Log      io.Writer    // attesters' JSON logs (their stderr)
+	Say      func(string) // progress lines
 }
 
 // step is one tool call the demo makes, with what it expects.
@@ -93,6 +89,11 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
+	// Both attesters log to o.Log, a line at a time.
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	o.Log = &lockedWriter{w: o.Log}
 
 	// 1. The pack author builds the pack (packctl build).
 	say("packctl build: pack from " + src.Name + " and its signed templates")
@@ -116,10 +117,13 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	hook := httptest.NewServer(http.HandlerFunc(webhook))
 	defer hook.Close()
 
-	// 3. The operator starts the attester on the simulated platform.
-	sock := filepath.Join(o.WorkDir, "control", "attester.sock")
-	scfg, gateCfg, err := demoConfig(map[string]any{
-		"controlSocket": sock, "platform": "simulated", "stateDir": filepath.Join(o.WorkDir, "state"),
+	// 3. The operator starts the attester binary on the simulated platform.
+	// The public API (identity) is on TCP; the harness drives the run on
+	// the control socket with the run's capability.
+	cfg, err := demoConfig(map[string]any{
+		"listen": "127.0.0.1:0", "metricsListen": "127.0.0.1:0",
+		"controlSocket": filepath.Join(o.WorkDir, "control", "attester.sock"),
+		"platform":      "simulated", "stateDir": filepath.Join(o.WorkDir, "state"),
 		"owners":           []string{"telegram:+15550100"},
 		"trustedTemplates": trusted, "development": true, "allowUnlockedMemory": true,
 		"modelProvider": "anthropic", "model": "claude-demo",
@@ -127,22 +131,13 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewJSONHandler(o.Log, nil))
-	reg := prometheus.NewRegistry()
-	svc, closeAll, err := control.Setup(ctx, control.Deps{Config: scfg, GateConfig: gateCfg, Logger: log, Registerer: reg})
-	if err != nil {
-		return nil, fmt.Errorf("attester setup: %w", err)
-	}
-	defer closeAll()
-	srv := server.Wrap(svc, reg, log)
-	// The public API (identity) is on TCP; the harness drives the run on
-	// the control socket with the run's capability.
-	served, err := serveAttester(srv, sock)
+	proc, err := startAttester(ctx, o.Attester, "attester", filepath.Join(o.WorkDir, "attester"), cfg, nil, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	defer served.stop()
-	c, ctl := served.pub, served.ctl
+	defer proc.stop()
+	c, ctl := proc.pub, proc.ctl
+	say("operator: started " + proc.String())
 
 	// 4. packctl seal: fetch and check the attester's key attestation, then
 	// seal the pack to its HPKE key.
@@ -289,7 +284,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	req.Header.Set("Authorization", "Bearer "+ctl.capability)
 	resp, err := ctl.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, proc.explain(err)
 	}
 	auditLog, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -340,6 +335,9 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if out.Sensitive, err = runSensitive(ctx, o, say, src, toolSchemas, out); err != nil {
 		return nil, fmt.Errorf("sensitive run: %w", err)
 	}
+	if err := proc.stop(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
@@ -376,11 +374,12 @@ func webhook(w http.ResponseWriter, r *http.Request) {
 	json.NewEncoder(w).Encode(decision)
 }
 
-// demoConfig is an attester configuration with the given attester section
-// and the demo operator's gate (the verification gate on, browser denied,
-// exec and write sent to the HMAC webhook at hookURL, failing closed). It
-// writes the configuration, secrets redacted, to path and parses it.
-func demoConfig(attester map[string]any, hookURL, path string) (*control.Config, *gate.Config, error) {
+// demoConfig is an attester configuration file with the given attester
+// section and the demo operator's gate (the verification gate on, browser
+// denied, exec and write sent to the HMAC webhook at hookURL, failing
+// closed). It writes the configuration, secrets redacted, to path and
+// returns it whole, for the attester.
+func demoConfig(attester map[string]any, hookURL, path string) ([]byte, error) {
 	rawCfg, err := json.Marshal(map[string]any{
 		"attester": attester,
 		"agents":   map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true}}},
@@ -394,37 +393,12 @@ func demoConfig(attester map[string]any, hookURL, path string) (*control.Config,
 		},
 	})
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := os.WriteFile(path, redactConfig(rawCfg), 0o644); err != nil {
-		return nil, nil, err
-	}
-	return control.ParseConfig(rawCfg)
-}
-
-// servedAttester is an attester served for the demo: its public API on
-// loopback TCP, its control API on a unix socket.
-type servedAttester struct {
-	pub, ctl *client
-	stop     func()
-}
-
-// serveAttester serves srv's public handler on loopback TCP and its control
-// handler on the unix socket sock.
-func serveAttester(srv *server.Server, sock string) (*servedAttester, error) {
-	api := httptest.NewServer(srv.PublicHandler())
-	ctlLn, err := server.ListenControlSocket(sock)
-	if err != nil {
-		api.Close()
 		return nil, err
 	}
-	ctlSrv := &http.Server{Handler: srv.ControlHandler(), ConnContext: server.ControlConnContext, ReadHeaderTimeout: 5 * time.Second}
-	go ctlSrv.Serve(ctlLn)
-	return &servedAttester{
-		pub:  &client{base: api.URL, hc: api.Client()},
-		ctl:  &client{base: "http://attester", hc: unixClient(sock)},
-		stop: func() { ctlSrv.Close(); ctlLn.Close(); api.Close() },
-	}, nil
+	if err := os.WriteFile(path, redactConfig(rawCfg), 0o644); err != nil {
+		return nil, err
+	}
+	return rawCfg, nil
 }
 
 // identityDoc is the GET /v1/identity answer the demo reads.
@@ -499,7 +473,8 @@ func checkKeyAttestation(did, packPub string, jws, challenge []byte) (*envelope.
 type client struct {
 	base       string
 	hc         *http.Client
-	capability string // the run's capability, sent as a bearer token
+	capability string        // the run's capability, sent as a bearer token
+	proc       *attesterProc // the attester answering, whose exit explains a failed request
 }
 
 func unixClient(sock string) *http.Client {
@@ -530,7 +505,7 @@ func (c *client) do(method, path string, body, out any) error {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return err
+		return c.proc.explain(err)
 	}
 	defer resp.Body.Close()
 	b, err := bounded.Read(resp.Body, 32<<20, "response")
@@ -554,7 +529,7 @@ func (c *client) fetchPrompt(ctx context.Context, runID string) ([]byte, error) 
 	req.Header.Set("Authorization", "Bearer "+c.capability)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, c.proc.explain(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

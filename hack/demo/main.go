@@ -8,20 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/clawea/attester/control"
 )
 
 func main() {
-	// The embedded attester opens packs in a worker started from this
-	// binary (docs/spec/sealed-memory.md section 2.7).
-	if code, ok := control.RunWorker(os.Args[1:]); ok {
-		os.Exit(code)
-	}
 	shared := flag.String("shared", "", "build the pack from the OpenClaw SIG conformance harness in this shared `folder` (e.g. ../shared) instead of the example harness")
 	outDir := flag.String("out", "demo-out", "output directory")
 	vector := flag.String("vector", "full", "openclaw-sig vector whose params the pack uses (with -shared)")
-	logPath := flag.String("log", "", "write the attester's JSON logs here (default: discard)")
+	attester := flag.String("attester", "bin/attester", "the attester `binary` to start (make demo builds it)")
+	logPath := flag.String("log", "", "write the attesters' JSON logs (their stderr) here (default: discard)")
 	flag.Parse()
 	work, err := os.MkdirTemp("", "clawea-demo-")
 	if err != nil {
@@ -42,7 +36,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := runDemo(ctx, options{
-		Shared: *shared, Vector: *vector, OutDir: *outDir, WorkDir: work, Log: logw,
+		Shared: *shared, Vector: *vector, Attester: *attester, OutDir: *outDir, WorkDir: work, Log: logw,
 		Say: func(s string) { fmt.Fprintln(os.Stderr, "== "+s) },
 	})
 	if err != nil {

@@ -8,18 +8,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"time"
 
-	"github.com/clawea/attester/cmd/attester/server"
-	"github.com/clawea/attester/control"
-	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/disclosure"
@@ -27,7 +24,6 @@ import (
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
-	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
 )
 
@@ -130,13 +126,24 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	say("packctl build --report-version 2 + packctl admission --sensitive: sensitive variant of the pack, admission policy " + pol.Hash())
 
 	// The operator's sensitive attester: no development option, packs in
-	// locked memory only, the verification gate on, and an https webhook
-	// verifier that fails closed.
+	// locked memory only (no allowUnlockedMemory), an ephemeral identity (no
+	// stateDir), the verification gate on, and an https webhook verifier
+	// that fails closed. The attester trusts the webhook's certificate as
+	// an operator's would: through the system roots, here the file that
+	// SSL_CERT_FILE names.
 	hook := httptest.NewTLSServer(http.HandlerFunc(webhook))
 	defer hook.Close()
-	sock := filepath.Join(o.WorkDir, "sensitive", "control", "attester.sock")
-	scfg, gateCfg, err := demoConfig(map[string]any{
-		"controlSocket": sock, "platform": "simulated",
+	workDir := filepath.Join(o.WorkDir, "sensitive")
+	if err := os.MkdirAll(workDir, 0o700); err != nil {
+		return nil, err
+	}
+	hookCA := filepath.Join(workDir, "webhook-ca.pem")
+	if err := os.WriteFile(hookCA, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: hook.Certificate().Raw}), 0o644); err != nil {
+		return nil, err
+	}
+	cfg, err := demoConfig(map[string]any{
+		"listen": "127.0.0.1:0", "metricsListen": "127.0.0.1:0",
+		"controlSocket": filepath.Join(workDir, "control", "attester.sock"), "platform": "simulated",
 		"owners":           []string{"telegram:+15550100"},
 		"trustedTemplates": src.Trusted, "admissionPolicy": admissionPath,
 		"modelProvider": "anthropic", "model": "claude-demo",
@@ -144,32 +151,14 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	if err != nil {
 		return nil, err
 	}
-	log := slog.New(slog.NewJSONHandler(o.Log, nil))
-	p, rep, err := detect.Open(ctx, detect.Simulated, detect.Options{})
+	proc, err := startAttester(ctx, o.Attester, "sensitive attester", workDir, cfg, []string{"SSL_CERT_FILE=" + hookCA}, o.Log)
 	if err != nil {
 		return nil, err
 	}
-	defer p.Close()
-	id, err := control.LoadIdentity(ctx, "", nil, sealed.Options{}, log)
-	if err != nil {
-		return nil, fmt.Errorf("sensitive attester identity (locked memory): %w", err)
-	}
-	defer id.Close()
-	srv, err := server.New(control.Deps{Config: scfg, GateConfig: gateCfg, Identity: id, Platform: p, PlatformReport: rep, Logger: log, HTTPClient: hook.Client()})
-	if err != nil {
-		return nil, fmt.Errorf("sensitive attester: %w", err)
-	}
-	defer srv.Close()
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		return nil, err
-	}
-	served, err := serveAttester(srv, sock)
-	if err != nil {
-		return nil, err
-	}
-	defer served.stop()
-	ctl := served.ctl
-	sp, err := sealToAttester(served.pub, pack, rb.ReportJCS, outDir)
+	defer proc.stop()
+	ctl := proc.ctl
+	say("operator: started the sensitive attester " + proc.String() + ", trusting the https webhook's certificate through SSL_CERT_FILE")
+	sp, err := sealToAttester(proc.pub, pack, rb.ReportJCS, outDir)
 	if err != nil {
 		return nil, fmt.Errorf("sensitive attester: %w", err)
 	}
@@ -315,6 +304,9 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	}
 	out.Disclosed = discloseSelector
 	say("auditor: disclosure of " + discloseSelector + " verified against the sensitive run's report and attestation")
+	if err := proc.stop(); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 
