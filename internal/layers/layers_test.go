@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -123,6 +129,8 @@ func edgeError(from, to string) string {
 		return "only tests may import internal/ test support"
 	case ff == "internal" && (tf == "cmd" || tf == "hack"):
 		return "internal/ test support does not import cmd/ or hack/"
+	case tf == "cmd" && ff != "cmd":
+		return "nothing outside cmd/ imports cmd/"
 	case ff == "verify" && !slices.Contains(verifyMayImport, tf):
 		return "verify/ imports only schema/, wire/ and verify/"
 	case ff != "verify" && rf == rank["verify"] && tf == "verify":
@@ -133,13 +141,30 @@ func edgeError(from, to string) string {
 	return ""
 }
 
+// testEdgeError reports why a test of package from (or a test-data
+// generator in it) may not import to, or "". Tests may use producers to
+// make real evidence (simulators are real implementations), but nothing
+// outside cmd/ imports cmd/, tests included (the demo and the deployment
+// tests start the binaries as processes), and no lower layer imports
+// hack/.
+func testEdgeError(from, to string) string {
+	ff, tf := folder(from), folder(to)
+	switch {
+	case tf == "cmd" && ff != "cmd":
+		return "nothing outside cmd/ imports cmd/, tests included"
+	case tf == "hack" && rank[ff] < rank["hack"]:
+		return "tests of a lower layer do not import hack/"
+	}
+	return ""
+}
+
 func TestNoUpwardImport(t *testing.T) {
 	used := map[[2]string]bool{}
 	for _, p := range listPackages(t) {
 		if generator(p) {
 			for _, imp := range p.Imports {
-				if f := folder(imp); f == "cmd" || f == "hack" {
-					t.Errorf("generator %s imports %s", p.ImportPath, imp)
+				if why := testEdgeError(p.ImportPath, imp); why != "" {
+					t.Errorf("generator %s imports %s: %s", p.ImportPath, imp, why)
 				}
 			}
 			continue
@@ -158,18 +183,133 @@ func TestNoUpwardImport(t *testing.T) {
 			}
 			t.Errorf("%s imports %s: %s", p.ImportPath, imp, why)
 		}
-		// Tests may use producers to make real evidence (simulators are
-		// real implementations), but never cmd/ or hack/ from a lower
-		// layer.
 		for _, imp := range slices.Concat(p.TestImports, p.XTestImports) {
-			if f := folder(imp); (f == "cmd" || f == "hack") && rank[folder(p.ImportPath)] < rank["cmd"] {
-				t.Errorf("tests of %s import %s", p.ImportPath, imp)
+			if why := testEdgeError(p.ImportPath, imp); why != "" {
+				t.Errorf("tests of %s import %s: %s", p.ImportPath, imp, why)
 			}
 		}
 	}
 	for e, why := range exceptions {
 		if !used[e] {
 			t.Errorf("exception %s -> %s (%s) no longer occurs: delete it", e[0], e[1], why)
+		}
+	}
+}
+
+// nestedModuleEdges returns the imports of this module's packages made by
+// the Go files of nested modules under root (deploy/helm/chartcheck keeps
+// helm's dependencies out of ours), which go list of this module does not
+// see. Each file is named by the package path its folder would have here,
+// and by whether it is a test.
+func nestedModuleEdges(root string) (edges []nestedEdge, err error) {
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil || rel == "." || !inNestedModule(root, rel) {
+			return err
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		from := module + "/" + filepath.ToSlash(rel)
+		for _, spec := range f.Imports {
+			imp, err := strconv.Unquote(spec.Path.Value)
+			if err != nil {
+				return err
+			}
+			if folder(imp) != "" {
+				edges = append(edges, nestedEdge{from: from, to: imp, file: path, test: strings.HasSuffix(path, "_test.go")})
+			}
+		}
+		return nil
+	})
+	return edges, err
+}
+
+// nestedEdge is one import of this module from a nested module's file.
+type nestedEdge struct {
+	from, to, file string
+	test           bool
+}
+
+// why reports why the import breaks the rules, or "".
+func (e nestedEdge) why() string {
+	if e.test {
+		return testEdgeError(e.from, e.to)
+	}
+	return edgeError(e.from, e.to)
+}
+
+// inNestedModule reports whether the folder rel (below root) belongs to a
+// module of its own: it or a folder above it, below root, has a go.mod.
+func inNestedModule(root, rel string) bool {
+	for d := rel; d != "." && d != string(filepath.Separator); d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(root, d, "go.mod")); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// The nested modules follow the same rules: deploy/helm/chartcheck parses
+// the chart's configurations with control/ and imports nothing under cmd/.
+func TestNestedModules(t *testing.T) {
+	edges, err := nestedModuleEdges(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(edges, func(e nestedEdge) bool { return e.from == module+"/deploy/helm/chartcheck" }) {
+		t.Fatal("no import of this module found in deploy/helm/chartcheck: the walk missed the nested module")
+	}
+	for _, e := range edges {
+		if why := e.why(); why != "" {
+			t.Errorf("%s imports %s: %s", e.file, e.to, why)
+		}
+	}
+}
+
+// The nested-module check sees a nested module's tests, and refuses one
+// that imports cmd/.
+func TestNestedModulesRefuse(t *testing.T) {
+	root := t.TempDir()
+	for name, src := range map[string]string{
+		"go.mod":                     "module " + module + "\n",
+		"control/c.go":               "package control\n\nimport _ \"" + module + "/cmd/attester\"\n",
+		"deploy/x/go.mod":            "module " + module + "/deploy/x\n",
+		"deploy/x/x_test.go":         "package x\n\nimport (\n\t_ \"" + module + "/control\"\n\t_ \"" + module + "/cmd/attester/server\"\n)\n",
+		"deploy/x/sub/testdata/t.go": "package t\n\nimport _ \"" + module + "/cmd/attester\"\n",
+	} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	edges, err := nestedModuleEdges(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(edges) != 2 {
+		t.Fatalf("edges %+v, want the two imports of deploy/x/x_test.go", edges)
+	}
+	for _, e := range edges {
+		refused := e.why() != ""
+		if e.from != module+"/deploy/x" || !e.test || refused != (e.to == module+"/cmd/attester/server") {
+			t.Errorf("edge %+v refused=%v", e, refused)
 		}
 	}
 }
@@ -265,9 +405,36 @@ func TestRulesRefuse(t *testing.T) {
 		{module + "/control", module + "/verify"},
 		{module + "/control/rebuild", module + "/cmd/attester/server"},
 		{module + "/control", module + "/internal/packtest"},
+		{module + "/hack/demo", module + "/cmd/attester/server"},
+		{module + "/deploy", module + "/cmd/internal/buildinfo"},
+		{module + "/deploy/helm/chartcheck", module + "/cmd/attester"},
 	} {
 		if edgeError(e[0], e[1]) == "" {
 			t.Errorf("%s -> %s accepted", e[0], e[1])
+		}
+	}
+	for _, e := range [][2]string{
+		{module + "/hack/demo", module + "/cmd/attester/server"},
+		{module + "/deploy", module + "/cmd/attester"},
+		{module + "/internal/bintest", module + "/cmd/internal/buildinfo"},
+		{module + "/control", module + "/cmd/attester/server"},
+		{module + "/gate", module + "/hack/demo/example"},
+		{module + "/schema/poh/internal/vectorgen/gen", module + "/cmd/packctl"},
+	} {
+		if testEdgeError(e[0], e[1]) == "" {
+			t.Errorf("test edge %s -> %s accepted", e[0], e[1])
+		}
+	}
+	for _, e := range [][2]string{
+		{module + "/cmd/attester", module + "/cmd/attester/server"},
+		{module + "/cmd/packctl", module + "/cmd/internal/buildinfo"},
+		{module + "/hack/demo", module + "/internal/bintest"},
+		{module + "/hack/demo", module + "/hack/demo/example"},
+		{module + "/deploy", module + "/control"},
+		{module + "/gate", module + "/control"},
+	} {
+		if why := testEdgeError(e[0], e[1]); why != "" {
+			t.Errorf("test edge %s -> %s refused: %s", e[0], e[1], why)
 		}
 	}
 	for _, e := range [][2]string{
@@ -276,6 +443,9 @@ func TestRulesRefuse(t *testing.T) {
 		{module + "/enclave/tpm", module + "/sealed"},
 		{module + "/cmd/packctl", module + "/verify"},
 		{module + "/internal/testfixture", module + "/attestation"},
+		{module + "/cmd/attester", module + "/cmd/attester/server"},
+		{module + "/hack/demo", module + "/control"},
+		{module + "/deploy/helm/chartcheck", module + "/control"},
 	} {
 		if why := edgeError(e[0], e[1]); why != "" {
 			t.Errorf("%s -> %s refused: %s", e[0], e[1], why)
