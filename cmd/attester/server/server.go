@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/clawea/attester/control"
@@ -40,20 +39,6 @@ type Server struct {
 	metrics *metrics
 	ready   atomic.Bool
 	uploads *budget
-}
-
-// New builds a control.Service from d and serves it, with a registry of
-// its own (the Go and process collectors, the control plane's counters and
-// the HTTP metrics); d.Registerer is ignored.
-func New(d control.Deps) (*Server, error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	d.Registerer = reg
-	svc, err := control.New(d)
-	if err != nil {
-		return nil, err
-	}
-	return Wrap(svc, reg, d.Logger), nil
 }
 
 // Wrap serves svc; reg is the registry /metrics serves, which svc's

@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/internal/bintest"
@@ -58,6 +61,21 @@ func newTestServer(t testing.TB, trusted map[string]string) *harness {
 	return newTestServerConfig(t, testConfig(t, trusted))
 }
 
+// newServer builds a control.Service from d and serves it, with a registry
+// of its own (the Go and process collectors, the control plane's counters
+// and the HTTP metrics), as the attester's main does; d.Registerer is
+// ignored.
+func newServer(d control.Deps) (*Server, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	d.Registerer = reg
+	svc, err := control.New(d)
+	if err != nil {
+		return nil, err
+	}
+	return Wrap(svc, reg, d.Logger), nil
+}
+
 func newTestServerConfig(t testing.TB, raw []byte) *harness {
 	t.Helper()
 	cfg, rest, err := control.ParseConfig(raw)
@@ -76,7 +94,7 @@ func newTestServerConfig(t testing.TB, raw []byte) *harness {
 		t.Fatal(err)
 	}
 	t.Cleanup(id.Close)
-	s, err := New(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
+	s, err := newServer(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -95,7 +95,7 @@ func tpmServer(t *testing.T) (*httptest.Server, *tpm.TPM, *frozenClock) {
 	}
 	t.Cleanup(id.Close)
 	clk := &frozenClock{t: time.Now()}
-	s, err := New(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: tp, Logger: log, Now: clk.now})
+	s, err := newServer(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: tp, Logger: log, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
