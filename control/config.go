@@ -5,21 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
-
-// DefaultMaxConnections is attester.maxConnections' default.
-const DefaultMaxConnections = 500
 
 // MaxConfigBytes bounds the configuration file.
 const MaxConfigBytes = 1 << 20
@@ -38,37 +39,39 @@ func (c *Config) MaxCreateBody() int64 { return c.MaxPackBytes*4/3 + 4 + MaxSmal
 func uploadCost(maxPack int64) int64 { return 4 * (maxPack*4/3 + 4 + MaxSmallBody) }
 
 // Config is the "attester" section of the configuration file
-// (docs/spec/attester-api.md). The rest of the file holds the OpenClaw keys
-// the tool-call gate reads (agents.*, tools.*), validated by package gate.
+// (docs/spec/attester-api.md section 7), checked and with its defaults
+// applied. The keys, their ranges and defaults are declared once, in
+// attesterDoc. The rest of the file holds the OpenClaw keys the tool-call
+// gate reads (agents.*, tools.*), validated by package gate.
 type Config struct {
 	// Listen is the TCP address of the public API: identity, healthz and
-	// readyz only (default 127.0.0.1:8443).
+	// readyz only.
 	Listen string
-	// MetricsListen is the TCP address of GET /metrics (default
-	// 127.0.0.1:9464).
+	// MetricsListen is the TCP address of GET /metrics.
 	MetricsListen string
 	// ControlSocket is the unix socket of the control API (runs, turns,
 	// verify, tool calls, audit, attestation, and the rebuilt prompt). Its
-	// directory is mode 0700 and owned by the attester. Required.
+	// directory is mode 0700 and owned by the attester.
 	ControlSocket string
 	// ControlUIDs lists the peer uids (SO_PEERCRED) allowed on the control
-	// socket; default: only the attester's own uid.
+	// socket; by default only the attester's own uid.
 	ControlUIDs []int
 	// Owners lists the owner identities as "channel:sender_id" (for example
 	// "telegram:123456"). A turn is an owner turn only when its channel and
 	// sender are listed.
 	Owners []string
 	// MaxTurnsPerRun, MaxOwnerMessagesPerRun and MaxToolCallsPerRun bound a
-	// run's state (defaults 4096, 256, 65536).
+	// run's state.
 	MaxTurnsPerRun         int
 	MaxOwnerMessagesPerRun int
 	MaxToolCallsPerRun     int
 	// UploadBudgetBytes bounds the memory held by run creations in flight
-	// (default: two uploads of maxPackBytes); a creation that does not fit gets 503.
+	// (by default two uploads of MaxPackBytes); a creation that does not
+	// fit gets 503.
 	UploadBudgetBytes int64
 	// TPM configures the tpm platform.
 	TPM TPMConfig
-	// Platform is auto, sev-snp, tdx, tpm or simulated (default auto).
+	// Platform is auto, sev-snp, tdx, tpm or simulated.
 	Platform string
 	// StateDir holds the sealed identity blob (optional: without it the
 	// identity is ephemeral).
@@ -76,14 +79,14 @@ type Config struct {
 	// AllowUnlockedMemory permits sealed buffers without mlock/memfd_secret.
 	AllowUnlockedMemory bool
 	// TrustedTemplates pins the harness template hashes (file name ->
-	// "sha256:<hex>"). Required: a pack's templates are refused unless listed.
+	// "sha256:<hex>"): a pack's templates are refused unless listed.
 	TrustedTemplates map[string]string
-	// MaxPackBytes bounds an uploaded prompt_pack.enc (default 64 MiB).
+	// MaxPackBytes bounds an uploaded prompt_pack.enc.
 	MaxPackBytes int64
-	// MaxRuns bounds concurrently open runs (default 64).
+	// MaxRuns bounds concurrently open runs.
 	MaxRuns int
 	// MaxConnections bounds the connections each listener holds (public,
-	// metrics, control socket; default 500). See ConnLimiter.
+	// metrics, control socket). See ConnLimiter.
 	MaxConnections int
 	// Development relaxes checks meant for production (http webhooks).
 	Development bool
@@ -107,14 +110,166 @@ type Config struct {
 type TPMConfig struct {
 	// Address is the host:port of a swtpm TCP data socket, for development
 	// only: the evidence is marked simulated. It requires platform "tpm".
-	Address string
+	Address string `conf:"address"`
+}
+
+// fileDoc declares the configuration file: the attester section, and the
+// sections package gate reads from the same tree (agents, tools). Any
+// other top-level key is refused.
+type fileDoc struct {
+	Attester attesterDoc    `conf:"attester,required"`
+	Agents   *pohjson.Value `conf:"agents"`
+	Tools    *pohjson.Value `conf:"tools"`
+}
+
+// attesterDoc declares the attester section (docs/spec/attester-api.md
+// section 7): every key, its range and its default. A default applies
+// only when its key is absent. CheckConf checks the values the tags
+// cannot express.
+type attesterDoc struct {
+	Listen                 string            `conf:"listen,default=127.0.0.1:8443"`
+	MetricsListen          string            `conf:"metricsListen,default=127.0.0.1:9464"`
+	ControlSocket          string            `conf:"controlSocket,required,max=100"`
+	ControlUIDs            []int             `conf:"controlUids,min=1,max=64"`
+	Owners                 []string          `conf:"owners,max=1024,unique"`
+	MaxTurnsPerRun         int               `conf:"maxTurnsPerRun,min=1,max=1048576,default=4096"`
+	MaxOwnerMessagesPerRun int               `conf:"maxOwnerMessagesPerRun,min=1,max=65536,default=256"`
+	MaxToolCallsPerRun     int               `conf:"maxToolCallsPerRun,min=1,max=16777216,default=65536"`
+	UploadBudgetBytes      *int64            `conf:"uploadBudgetBytes,min=0,max=17179869184"`
+	TPM                    TPMConfig         `conf:"tpm"`
+	Platform               string            `conf:"platform,enum=auto|sev-snp|tdx|tpm|simulated,default=auto"`
+	StateDir               string            `conf:"stateDir"`
+	AllowUnlockedMemory    bool              `conf:"allowUnlockedMemory"`
+	TrustedTemplates       map[string]string `conf:"trustedTemplates,required,min=1,max=4096"`
+	MaxPackBytes           int64             `conf:"maxPackBytes,min=1024,max=268435456,default=67108864"`
+	MaxRuns                int               `conf:"maxRuns,min=1,max=4096,default=64"`
+	MaxConnections         int               `conf:"maxConnections,min=1,max=65536,default=500"`
+	Development            bool              `conf:"development"`
+	ModelProvider          string            `conf:"modelProvider,required,min=1"`
+	Model                  string            `conf:"model,required,min=1"`
+	// AdmissionPolicy is read by readAdmissionPolicy.
+	AdmissionPolicy *pohjson.Value `conf:"admissionPolicy"`
+}
+
+// platforms are the values of attester.platform (the enum of
+// attesterDoc.Platform) and of --platform.
+var platforms = []string{"auto", "sev-snp", "tdx", "tpm", "simulated"}
+
+// CheckConf checks what the tags of attesterDoc cannot express.
+func (a *attesterDoc) CheckConf(d *confdoc.Decoder, path string) {
+	key := func(k string) string { return jsonobj.Key(path, k) }
+	for _, l := range []struct{ k, addr string }{{"listen", a.Listen}, {"metricsListen", a.MetricsListen}} {
+		if msg := listenAddrProblem(l.addr); msg != "" {
+			d.Fail(key(l.k), confdoc.ErrBadValue, "%s", msg)
+		}
+	}
+	if !filepath.IsAbs(a.ControlSocket) || filepath.Clean(a.ControlSocket) != a.ControlSocket {
+		d.Fail(key("controlSocket"), confdoc.ErrBadValue, "must be a clean absolute path")
+	}
+	for i, u := range a.ControlUIDs {
+		if u < 0 || u > 1<<31-2 {
+			d.Fail(jsonobj.Index(key("controlUids"), i), confdoc.ErrBadValue, "not a uid")
+		}
+	}
+	for i, o := range a.Owners {
+		ch, sender, ok := strings.Cut(o, ":")
+		if !ok || ValidChannel(ch) != nil || ValidSenderID(sender) != nil {
+			d.Fail(jsonobj.Index(key("owners"), i), confdoc.ErrBadValue, `want "channel:sender_id" (channel: 1-64 of a-z 0-9 _ -; sender_id: 1-256 bytes of UTF-8 without control characters)`)
+		}
+	}
+	if msg := tpmAddressProblem(a.Platform, a.TPM.Address); msg != "" {
+		d.Fail(jsonobj.Key(key("tpm"), "address"), confdoc.ErrBadValue, "%s", msg)
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.TrustedTemplates)) {
+		if !sha256Tagged.MatchString(a.TrustedTemplates[name]) {
+			d.Fail(jsonobj.Key(key("trustedTemplates"), name), confdoc.ErrBadValue, `want "sha256:" and 64 lower-case hex digits`)
+		}
+	}
+	if b := a.UploadBudgetBytes; b != nil && *b < uploadCost(a.MaxPackBytes) {
+		d.Fail(key("uploadBudgetBytes"), confdoc.ErrBadValue, "must be at least %d (one upload of maxPackBytes)", uploadCost(a.MaxPackBytes))
+	}
+}
+
+// listenAddrProblem returns why addr is not a TCP listen address
+// (host:port, the port a number 0-65535), or "". It never quotes addr.
+func listenAddrProblem(addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return `want "host:port" with a port number 0-65535`
+	}
+	return ""
+}
+
+// tpmAddressProblem returns why tpm.address addr is refused with
+// platform, or "": set, it needs platform tpm and a host:port.
+func tpmAddressProblem(platform, addr string) string {
+	switch {
+	case addr == "":
+		return ""
+	case platform != "tpm":
+		return `requires platform "tpm" (development only: evidence from a TCP TPM is marked simulated)`
+	}
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return "want host:port"
+	}
+	return ""
+}
+
+// configWithDefaults returns the Config of a checked attester section: its
+// values, the defaults no tag can give (controlUids: the attester's own
+// uid; uploadBudgetBytes: two uploads of maxPackBytes) and the lookup sets
+// of owners and controlUids.
+func configWithDefaults(a *attesterDoc) *Config {
+	c := &Config{
+		Listen: a.Listen, MetricsListen: a.MetricsListen, ControlSocket: a.ControlSocket,
+		ControlUIDs: a.ControlUIDs, Owners: a.Owners,
+		MaxTurnsPerRun: a.MaxTurnsPerRun, MaxOwnerMessagesPerRun: a.MaxOwnerMessagesPerRun, MaxToolCallsPerRun: a.MaxToolCallsPerRun,
+		UploadBudgetBytes: 2 * uploadCost(a.MaxPackBytes), TPM: a.TPM, Platform: a.Platform, StateDir: a.StateDir,
+		AllowUnlockedMemory: a.AllowUnlockedMemory, TrustedTemplates: a.TrustedTemplates, MaxPackBytes: a.MaxPackBytes,
+		MaxRuns: a.MaxRuns, MaxConnections: a.MaxConnections, Development: a.Development,
+		ModelProvider: a.ModelProvider, Model: a.Model,
+	}
+	if a.ControlUIDs == nil {
+		c.ControlUIDs = []int{os.Geteuid()}
+	}
+	if a.UploadBudgetBytes != nil {
+		c.UploadBudgetBytes = *a.UploadBudgetBytes
+	}
+	c.uidAllow = make(map[int]struct{}, len(c.ControlUIDs))
+	for _, u := range c.ControlUIDs {
+		c.uidAllow[u] = struct{}{}
+	}
+	c.owners = make(map[string]struct{}, len(c.Owners))
+	for _, o := range c.Owners {
+		c.owners[o] = struct{}{}
+	}
+	return c
 }
 
 // SetPlatform overrides attester.platform (the --platform flag) and checks
 // the result as ParseConfig would.
 func (c *Config) SetPlatform(name string) error {
+	if !slices.Contains(platforms, name) {
+		return configErr("attester.platform", confdoc.ErrBadValue, "must be one of %s", strings.Join(platforms, ", "))
+	}
+	if msg := tpmAddressProblem(name, c.TPM.Address); msg != "" {
+		return configErr("attester.tpm.address", confdoc.ErrBadValue, "%s", msg)
+	}
 	c.Platform = name
-	return c.validate()
+	return nil
+}
+
+// SetListen overrides attester.listen (the --listen flag) and checks the
+// result as ParseConfig would.
+func (c *Config) SetListen(addr string) error {
+	if msg := listenAddrProblem(addr); msg != "" {
+		return configErr("attester.listen", confdoc.ErrBadValue, "%s", msg)
+	}
+	c.Listen = addr
+	return nil
 }
 
 // ControlUIDAllowed reports whether a peer of uid may use the control API
@@ -130,18 +285,20 @@ func (c *Config) owner(channel, sender string) bool {
 	return ok
 }
 
-// ConfigError names the key that is wrong.
-type ConfigError struct {
-	Key string
-	Msg string
+// ConfigError names the key that is wrong (Key, a field: `attester.maxRuns`,
+// `tools.deny`), the class of the problem (Err) and what is wrong (Msg),
+// never a value. Its Doc is ErrConfig.
+type ConfigError = confdoc.ConfigError
+
+// ErrConfig is the document sentinel of the configuration file: every
+// *ConfigError from ParseConfig matches it, the gate's included, and its
+// text starts their messages.
+var ErrConfig = errors.New("config")
+
+// configErr returns a *ConfigError of the configuration file at key.
+func configErr(key string, class error, format string, args ...any) *ConfigError {
+	return &ConfigError{Doc: ErrConfig, Key: key, Err: class, Msg: fmt.Sprintf(format, args...)}
 }
-
-func (e *ConfigError) Error() string { return "config: " + e.Key + ": " + e.Msg }
-
-// ErrConfig is matched by every *ConfigError.
-var ErrConfig = errors.New("config error")
-
-func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
 
 var sha256Tagged = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
@@ -155,14 +312,15 @@ type ConfigOptions struct {
 	ReadFile func(string) ([]byte, error)
 }
 
-// ParseConfig parses the configuration file once, strictly (schema/jsonobj:
-// duplicate keys refused, keys case-sensitive, nothing after the document),
-// resolves ${VAR} and ${file:/path} references in string values, and
-// returns the attester section and the gate's configuration (agents and
-// tools, read by package gate from the same tree). Every error is a
-// *ConfigError naming its key; no value (and no resolved secret) is ever
-// quoted. Nothing else reads the file: all configuration errors surface
-// here, before the platform is opened or the identity unsealed.
+// ParseConfig parses the configuration file once, strictly (schema/confdoc:
+// duplicate keys refused, keys case-sensitive, unknown keys refused,
+// nothing after the document), resolves ${VAR} and ${file:/path}
+// references in string values, and returns the attester section and the
+// gate's configuration (agents and tools, read by package gate from the
+// same tree). Every error is a *ConfigError naming its key and matching
+// ErrConfig; no value (and no resolved secret) is ever quoted. Nothing else
+// reads the file: all configuration errors surface here, before the
+// platform is opened or the identity unsealed.
 func ParseConfig(data []byte) (*Config, *gate.Config, error) {
 	return ParseConfigWith(data, ConfigOptions{})
 }
@@ -175,131 +333,45 @@ func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error
 	if o.ReadFile == nil {
 		o.ReadFile = readFileBounded
 	}
-	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16, AllowFloats: true})
-	if err != nil {
-		return nil, nil, pathErr(err, "(file)", "not one strict JSON object: "+syntaxReason(err))
-	}
-	root, err = resolveRefs(root, jsonobj.Root, o)
-	if err != nil {
+	f := &configFile{opts: o}
+	popts := pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16, AllowFloats: true}
+	if err := confdoc.Parse(data, popts, f, confdoc.Options{Doc: ErrConfig}); err != nil {
 		return nil, nil, err
 	}
-	var r jsonobj.Reader
-	top := r.Object(root, jsonobj.Root, map[string]bool{"attester": true, "agents": false, "tools": false})
-	if err := r.Err(); err != nil {
-		return nil, nil, pathErr(err, "", "unknown top-level key (want attester, agents, tools) or missing attester section")
-	}
-	c, err := readAttester(top["attester"])
-	if err != nil {
-		return nil, nil, err
-	}
-	if v := top["attester"].Get("admissionPolicy"); v != nil {
+	c := configWithDefaults(&f.doc.Attester)
+	if v := f.doc.Attester.AdmissionPolicy; v != nil {
+		var err error
 		if c.AdmissionPolicy, err = readAdmissionPolicy(v, o); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := c.validate(); err != nil {
-		return nil, nil, err
-	}
-	gc, err := gate.ParseConfigValue(root, gate.ParseOptions{Development: c.Development, AllowForeignKeys: true, Logger: o.Logger})
+	gc, err := gate.ParseConfigValue(f.root, gate.ParseOptions{Development: c.Development, AllowForeignKeys: true, Logger: o.Logger})
 	if err != nil {
-		var ge *gate.ConfigError
-		if errors.As(err, &ge) {
-			return nil, nil, &ConfigError{Key: ge.Key, Msg: ge.Err.Error() + ": " + ge.Msg}
+		ce, ok := errors.AsType[*ConfigError](err)
+		if !ok {
+			ce = &ConfigError{Err: err}
 		}
-		return nil, nil, &ConfigError{Key: "(gate)", Msg: err.Error()}
+		ce.Doc = ErrConfig
+		return nil, nil, ce
 	}
 	return c, gc, nil
 }
 
-// pathErr turns a jsonobj error into a ConfigError naming its key.
-func pathErr(err error, fallbackKey, msg string) error {
-	var pe *jsonobj.PathError
-	key := fallbackKey
-	if errors.As(err, &pe) && pe.Path != jsonobj.Root {
-		key = strings.TrimPrefix(strings.TrimPrefix(pe.Path, jsonobj.Root), ".")
-		switch {
-		case errors.Is(err, jsonobj.ErrUnknownField):
-			msg = "unknown key"
-		case errors.Is(err, jsonobj.ErrMissingField):
-			msg = "required"
-		case errors.Is(err, jsonobj.ErrWrongType):
-			msg = "wrong type or value"
-		case errors.Is(err, jsonobj.ErrTooLarge):
-			msg = "too large"
-		}
-	}
-	return &ConfigError{Key: key, Msg: msg}
+// configFile is the configuration file as confdoc.Parse reads it: the
+// ${...} references of the parsed tree are resolved (resolveRefs) first,
+// then the declared document (fileDoc) is decoded from the result, which
+// the gate reads too (root).
+type configFile struct {
+	opts ConfigOptions
+	root *pohjson.Value
+	doc  fileDoc
 }
 
-func syntaxReason(err error) string {
-	var pe *pohjson.Error
-	switch {
-	case errors.Is(err, pohjson.ErrDuplicateKey):
-		if errors.As(err, &pe) {
-			return fmt.Sprintf("duplicate key at offset %d", pe.Offset)
-		}
-		return "duplicate key"
-	case errors.Is(err, jsonobj.ErrTooLarge):
-		return fmt.Sprintf("larger than %d bytes", MaxConfigBytes)
-	case errors.As(err, &pe):
-		return fmt.Sprintf("%v at offset %d", pe.Err, pe.Offset)
+// UnmarshalConf resolves the references of the file v, then decodes it.
+func (f *configFile) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	if f.root = resolveRefs(d, v, path, f.opts); !d.Failed() {
+		d.Decode(f.root, path, &f.doc)
 	}
-	return "invalid JSON"
-}
-
-// readAttester reads the attester section member by member.
-func readAttester(v *pohjson.Value) (*Config, error) {
-	const p = "$.attester"
-	var r jsonobj.Reader
-	m := r.Object(v, p, map[string]bool{
-		"listen": false, "metricsListen": false, "controlSocket": false, "controlUids": false, "owners": false,
-		"maxTurnsPerRun": false, "maxOwnerMessagesPerRun": false, "maxToolCallsPerRun": false, "uploadBudgetBytes": false,
-		"tpm": false, "platform": false, "stateDir": false, "allowUnlockedMemory": false, "trustedTemplates": false,
-		"maxPackBytes": false, "maxRuns": false, "maxConnections": false, "development": false, "modelProvider": false, "model": false,
-		"admissionPolicy": false, // read by readAdmissionPolicy
-	})
-	str := func(k string) string {
-		s, _ := r.Str(m[k], jsonobj.Key(p, k))
-		return s
-	}
-	c := &Config{
-		Listen: str("listen"), MetricsListen: str("metricsListen"), ControlSocket: str("controlSocket"),
-		Platform: str("platform"), StateDir: str("stateDir"), ModelProvider: str("modelProvider"), Model: str("model"),
-		AllowUnlockedMemory: r.Bool(m["allowUnlockedMemory"], jsonobj.Key(p, "allowUnlockedMemory")),
-		Development:         r.Bool(m["development"], jsonobj.Key(p, "development")),
-	}
-	ints := []struct {
-		k   string
-		dst *int
-	}{{"maxTurnsPerRun", &c.MaxTurnsPerRun}, {"maxOwnerMessagesPerRun", &c.MaxOwnerMessagesPerRun}, {"maxToolCallsPerRun", &c.MaxToolCallsPerRun}, {"maxRuns", &c.MaxRuns}, {"maxConnections", &c.MaxConnections}}
-	for _, f := range ints {
-		*f.dst = int(r.Int(m[f.k], jsonobj.Key(p, f.k), -1<<31, 1<<31-1))
-	}
-	c.MaxPackBytes = r.Int(m["maxPackBytes"], jsonobj.Key(p, "maxPackBytes"), -1<<62, 1<<62)
-	c.UploadBudgetBytes = r.Int(m["uploadBudgetBytes"], jsonobj.Key(p, "uploadBudgetBytes"), -1<<62, 1<<62)
-	if v := m["controlUids"]; v != nil {
-		c.ControlUIDs = []int{}
-		for i, e := range r.Array(v, jsonobj.Key(p, "controlUids"), 1, 64) {
-			c.ControlUIDs = append(c.ControlUIDs, int(r.Int(e, jsonobj.Index(jsonobj.Key(p, "controlUids"), i), -1, 1<<31-1)))
-		}
-	}
-	if v := m["owners"]; v != nil {
-		c.Owners = r.Strings(v, jsonobj.Key(p, "owners"), 0, 1024, maxChannelBytes+1+maxSenderIDBytes)
-	}
-	if v := m["tpm"]; v != nil {
-		tm := r.Object(v, jsonobj.Key(p, "tpm"), map[string]bool{"address": false})
-		c.TPM.Address, _ = r.Str(tm["address"], jsonobj.Key(jsonobj.Key(p, "tpm"), "address"))
-	}
-	if v := m["trustedTemplates"]; v != nil {
-		c.TrustedTemplates = map[string]string{}
-		for _, mm := range r.Members(v, jsonobj.Key(p, "trustedTemplates"), 0, 4096) {
-			c.TrustedTemplates[mm.Key], _ = r.Str(mm.Value, jsonobj.Key(jsonobj.Key(p, "trustedTemplates"), mm.Key))
-		}
-	}
-	if err := r.Err(); err != nil {
-		return nil, pathErr(err, "attester", "invalid")
-	}
-	return c, nil
 }
 
 // readAdmissionPolicy reads attester.admissionPolicy: an absolute path to
@@ -312,29 +384,29 @@ func readAdmissionPolicy(v *pohjson.Value, o ConfigOptions) (*admission.Policy, 
 	case pohjson.String:
 		path, _ := v.Str()
 		if !filepath.IsAbs(path) {
-			return nil, &ConfigError{Key: key, Msg: "want an absolute path to an admission policy file, or the policy as an object"}
+			return nil, configErr(key, confdoc.ErrBadValue, "want an absolute path to an admission policy file, or the policy as an object")
 		}
 		var err error
 		if data, err = o.ReadFile(path); err != nil {
 			if tl, ok := errors.AsType[*bounded.TooLargeError](err); ok {
-				return nil, &ConfigError{Key: key, Msg: fmt.Sprintf("the admission policy file is larger than %d bytes", tl.Limit)}
+				return nil, configErr(key, jsonobj.ErrTooLarge, "the admission policy file is larger than %d bytes", tl.Limit)
 			}
-			return nil, &ConfigError{Key: key, Msg: fmt.Sprintf("cannot read the admission policy file: %v", errors.Unwrap(err))}
+			return nil, configErr(key, confdoc.ErrBadValue, "cannot read the admission policy file: %v", errors.Unwrap(err))
 		}
 	case pohjson.Object:
 		var err error
 		if data, err = pohjson.Stringify(v); err != nil {
-			return nil, &ConfigError{Key: key, Msg: "cannot encode the inline admission policy"}
+			return nil, configErr(key, confdoc.ErrBadValue, "cannot encode the inline admission policy")
 		}
 	default:
-		return nil, &ConfigError{Key: key, Msg: "want an absolute path to an admission policy file, or the policy as an object"}
+		return nil, configErr(key, jsonobj.ErrWrongType, "want an absolute path to an admission policy file, or the policy as an object")
 	}
 	if len(data) > admission.MaxPolicySize {
-		return nil, &ConfigError{Key: key, Msg: fmt.Sprintf("the admission policy is larger than %d bytes", admission.MaxPolicySize)}
+		return nil, configErr(key, jsonobj.ErrTooLarge, "the admission policy is larger than %d bytes", admission.MaxPolicySize)
 	}
 	p, err := admission.Parse(data)
 	if err != nil {
-		return nil, &ConfigError{Key: key, Msg: "not a valid admission policy: " + err.Error()}
+		return nil, configErr(key, confdoc.ErrBadValue, "not a valid admission policy: %v", err)
 	}
 	return p, nil
 }
@@ -358,42 +430,42 @@ func readFileBounded(path string) ([]byte, error) {
 	return bounded.ReadFile(path, int64(max(admission.MaxPolicySize, maxRefBytes)))
 }
 
-func resolveRefs(v *pohjson.Value, path string, o ConfigOptions) (*pohjson.Value, error) {
+// resolveRefs returns v with the references in its strings resolved. An
+// unresolvable one is refused (d.Fail) at its path, and resolveRefs
+// returns nil.
+func resolveRefs(d *confdoc.Decoder, v *pohjson.Value, path string, o ConfigOptions) *pohjson.Value {
 	switch v.Kind() {
 	case pohjson.Object:
 		ms := v.Members()
 		out := make([]pohjson.Member, len(ms))
 		for i, m := range ms {
-			rv, err := resolveRefs(m.Value, jsonobj.Key(path, m.Key), o)
-			if err != nil {
-				return nil, err
+			if out[i] = pohjson.M(m.Key, resolveRefs(d, m.Value, jsonobj.Key(path, m.Key), o)); d.Failed() {
+				return nil
 			}
-			out[i] = pohjson.M(m.Key, rv)
 		}
-		return pohjson.NewObject(out...), nil
+		return pohjson.NewObject(out...)
 	case pohjson.Array:
 		es := v.Elems()
 		out := make([]*pohjson.Value, len(es))
 		for i, e := range es {
-			rv, err := resolveRefs(e, jsonobj.Index(path, i), o)
-			if err != nil {
-				return nil, err
+			if out[i] = resolveRefs(d, e, jsonobj.Index(path, i), o); d.Failed() {
+				return nil
 			}
-			out[i] = rv
 		}
-		return pohjson.NewArray(out...), nil
+		return pohjson.NewArray(out...)
 	case pohjson.String:
 		s, _ := v.Str()
 		if !strings.Contains(s, "${") {
-			return v, nil
+			return v
 		}
 		r, err := resolveString(s, o)
 		if err != nil {
-			return nil, &ConfigError{Key: strings.TrimPrefix(strings.TrimPrefix(path, jsonobj.Root), "."), Msg: err.Error()}
+			d.Fail(path, confdoc.ErrBadValue, "%v", err)
+			return nil
 		}
-		return pohjson.NewString(r), nil
+		return pohjson.NewString(r)
 	}
-	return v, nil
+	return v
 }
 
 func resolveString(s string, o ConfigOptions) (string, error) {
@@ -441,105 +513,4 @@ func resolveString(s string, o ConfigOptions) (string, error) {
 		}
 		b.WriteString(val)
 	}
-}
-
-func (c *Config) validate() error {
-	if c.Listen == "" {
-		c.Listen = "127.0.0.1:8443"
-	}
-	if c.Platform == "" {
-		c.Platform = "auto"
-	}
-	switch c.Platform {
-	case "auto", "sev-snp", "tdx", "tpm", "simulated":
-	default:
-		return &ConfigError{Key: "attester.platform", Msg: fmt.Sprintf("unknown platform %q (want auto, sev-snp, tdx, tpm or simulated)", c.Platform)}
-	}
-	if c.MetricsListen == "" {
-		c.MetricsListen = "127.0.0.1:9464"
-	}
-	if c.ControlSocket == "" {
-		return &ConfigError{Key: "attester.controlSocket", Msg: "required"}
-	}
-	if !filepath.IsAbs(c.ControlSocket) || filepath.Clean(c.ControlSocket) != c.ControlSocket || len(c.ControlSocket) > 100 {
-		return &ConfigError{Key: "attester.controlSocket", Msg: "must be a clean absolute path of at most 100 bytes"}
-	}
-	if c.ControlUIDs == nil {
-		c.ControlUIDs = []int{os.Geteuid()}
-	}
-	c.uidAllow = map[int]struct{}{}
-	for i, u := range c.ControlUIDs {
-		if u < 0 || u > 1<<31-2 {
-			return &ConfigError{Key: fmt.Sprintf("attester.controlUids[%d]", i), Msg: "not a uid"}
-		}
-		c.uidAllow[u] = struct{}{}
-	}
-	c.owners = map[string]struct{}{}
-	for i, o := range c.Owners {
-		key := fmt.Sprintf("attester.owners[%d]", i)
-		ch, sender, ok := strings.Cut(o, ":")
-		if !ok || ValidChannel(ch) != nil || ValidSenderID(sender) != nil {
-			return &ConfigError{Key: key, Msg: `want "channel:sender_id" (channel: 1-64 of a-z 0-9 _ -; sender_id: 1-256 bytes of UTF-8 without control characters)`}
-		}
-		if _, dup := c.owners[o]; dup {
-			return &ConfigError{Key: key, Msg: "listed twice"}
-		}
-		c.owners[o] = struct{}{}
-	}
-	if c.TPM.Address != "" {
-		if c.Platform != "tpm" {
-			return &ConfigError{Key: "attester.tpm.address", Msg: `requires platform "tpm" (development only: evidence from a TCP TPM is marked simulated)`}
-		}
-		if _, _, err := net.SplitHostPort(c.TPM.Address); err != nil {
-			return &ConfigError{Key: "attester.tpm.address", Msg: "want host:port"}
-		}
-	}
-	if len(c.TrustedTemplates) == 0 {
-		return &ConfigError{Key: "attester.trustedTemplates", Msg: "required: list the template hashes this attester accepts"}
-	}
-	for name, h := range c.TrustedTemplates {
-		if !sha256Tagged.MatchString(h) {
-			return &ConfigError{Key: jsonobj.Key("attester.trustedTemplates", name), Msg: `want "sha256:" and 64 lower-case hex digits`}
-		}
-	}
-	if c.MaxPackBytes == 0 {
-		c.MaxPackBytes = 64 << 20
-	}
-	if c.MaxPackBytes < 1<<10 || c.MaxPackBytes > 256<<20 {
-		return &ConfigError{Key: "attester.maxPackBytes", Msg: "must be between 1 KiB and 256 MiB"}
-	}
-	if c.MaxRuns == 0 {
-		c.MaxRuns = 64
-	}
-	if c.MaxRuns < 1 || c.MaxRuns > 4096 {
-		return &ConfigError{Key: "attester.maxRuns", Msg: "must be between 1 and 4096"}
-	}
-	for _, l := range []struct {
-		key string
-		v   *int
-		def int
-		max int
-	}{
-		{"attester.maxTurnsPerRun", &c.MaxTurnsPerRun, 4096, 1 << 20},
-		{"attester.maxOwnerMessagesPerRun", &c.MaxOwnerMessagesPerRun, 256, 1 << 16},
-		{"attester.maxToolCallsPerRun", &c.MaxToolCallsPerRun, 65536, 1 << 24},
-		{"attester.maxConnections", &c.MaxConnections, DefaultMaxConnections, 65536},
-	} {
-		if *l.v == 0 {
-			*l.v = l.def
-		}
-		if *l.v < 1 || *l.v > l.max {
-			return &ConfigError{Key: l.key, Msg: fmt.Sprintf("must be between 1 and %d", l.max)}
-		}
-	}
-	if c.UploadBudgetBytes == 0 {
-		c.UploadBudgetBytes = 2 * uploadCost(c.MaxPackBytes)
-	}
-	if c.UploadBudgetBytes < uploadCost(c.MaxPackBytes) || c.UploadBudgetBytes > 16<<30 {
-		return &ConfigError{Key: "attester.uploadBudgetBytes", Msg: fmt.Sprintf("must be between %d (one upload of maxPackBytes) and 16 GiB", uploadCost(c.MaxPackBytes))}
-	}
-	if c.Model == "" || c.ModelProvider == "" {
-		return &ConfigError{Key: "attester.model", Msg: "model and modelProvider are required: the attestation commits to the model identity"}
-	}
-	return nil
 }

@@ -3,10 +3,16 @@ package control
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 var trustedOne = map[string]string{"identity.txt": "sha256:" + strings.Repeat("ab", 32)}
@@ -49,6 +55,21 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 			m["tools"] = map[string]any{"verifier": map[string]any{"enabled": true, "webhook": map[string]any{"url": "http://x", "secret": "s"}}}
 		}, "tools.verifier.webhook.url"},
 		{func(m map[string]any) { delete(m["attester"].(map[string]any), "model") }, "attester.model"},
+		// A default applies only when its key is absent: 0 or "" is out of
+		// range, not a request for the default.
+		{func(m map[string]any) { m["attester"].(map[string]any)["maxRuns"] = 0 }, "attester.maxRuns"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["maxConnections"] = 0 }, "attester.maxConnections"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["maxTurnsPerRun"] = 0 }, "attester.maxTurnsPerRun"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["maxPackBytes"] = 0 }, "attester.maxPackBytes"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["uploadBudgetBytes"] = 0 }, "attester.uploadBudgetBytes"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["platform"] = "" }, "attester.platform"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["listen"] = "" }, "attester.listen"},
+		// Listen addresses are checked before anything is opened.
+		{func(m map[string]any) { m["attester"].(map[string]any)["listen"] = "not-an-addr" }, "attester.listen"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["listen"] = "127.0.0.1:65536" }, "attester.listen"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["listen"] = "127.0.0.1:https" }, "attester.listen"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["metricsListen"] = "not-an-addr" }, "attester.metricsListen"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["metricsListen"] = "[::1]:-1" }, "attester.metricsListen"},
 	}
 	for _, tt := range tests {
 		m := base()
@@ -69,17 +90,21 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 // anywhere is refused (it used to drop a deny list silently).
 func TestConfigStrict(t *testing.T) {
 	att := `"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"}`
-	// The error names the duplicated key (jsonobj reports its path).
-	for _, tc := range []struct{ doc, key, msg string }{
-		{`{` + att + `,"tools":{"deny":["exec"]},"tools":{"deny":[]}}`, "tools", "duplicate key"},
-		{`{` + att + `,"tools":{"deny":["exec"],"deny":[]}}`, "tools.deny", "duplicate key"},
-		{`{` + att + `,` + att + `}`, "attester", "duplicate key"},
-		{`{` + att + `} {}`, "(file)", "not one strict JSON object"},
+	// The error names the duplicated key (jsonobj reports its path); data
+	// after the object is refused at the document ("").
+	for _, tc := range []struct {
+		doc, key string
+		class    error
+	}{
+		{`{` + att + `,"tools":{"deny":["exec"]},"tools":{"deny":[]}}`, "tools", pohjson.ErrDuplicateKey},
+		{`{` + att + `,"tools":{"deny":["exec"],"deny":[]}}`, "tools.deny", pohjson.ErrDuplicateKey},
+		{`{` + att + `,` + att + `}`, "attester", pohjson.ErrDuplicateKey},
+		{`{` + att + `} {}`, "", jsonobj.ErrSyntax},
 	} {
 		_, _, err := ParseConfig([]byte(tc.doc))
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Key != tc.key || !strings.Contains(ce.Msg, tc.msg) {
-			t.Errorf("%s: %v, want key %q and %q", tc.doc, err, tc.key, tc.msg)
+		if !errors.As(err, &ce) || ce.Key != tc.key || !errors.Is(err, tc.class) || !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want key %q and %v", tc.doc, err, tc.key, tc.class)
 		}
 	}
 	if _, g, err := ParseConfig([]byte(`{` + att + `,"tools":{"deny":["exec"]}}`)); err != nil || g == nil {
@@ -133,5 +158,92 @@ func TestConfigSecretReferences(t *testing.T) {
 	var ce *ConfigError
 	if _, _, err := ParseConfigWith(zero, opts); !errors.As(err, &ce) || ce.Key != "attester.admissionPolicy" || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("admission policy /dev/zero: want a size refusal naming attester.admissionPolicy, got %v", err)
+	}
+}
+
+// TestConfigDefaults: an absent key gets its default; a file that sets
+// every key the attester section declares is accepted as written.
+func TestConfigDefaults(t *testing.T) {
+	min := `{"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"}}`
+	c, _, err := ParseConfig([]byte(min))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		Listen: "127.0.0.1:8443", MetricsListen: "127.0.0.1:9464", ControlSocket: "/run/c/c.sock", ControlUIDs: []int{os.Geteuid()},
+		MaxTurnsPerRun: 4096, MaxOwnerMessagesPerRun: 256, MaxToolCallsPerRun: 65536, UploadBudgetBytes: 2 * uploadCost(64<<20),
+		Platform: "auto", MaxPackBytes: 64 << 20, MaxRuns: 64, MaxConnections: 500, ModelProvider: "p", Model: "m",
+	}
+	if c.Listen != want.Listen || c.MetricsListen != want.MetricsListen || !slices.Equal(c.ControlUIDs, want.ControlUIDs) ||
+		c.MaxTurnsPerRun != want.MaxTurnsPerRun || c.MaxOwnerMessagesPerRun != want.MaxOwnerMessagesPerRun ||
+		c.MaxToolCallsPerRun != want.MaxToolCallsPerRun || c.UploadBudgetBytes != want.UploadBudgetBytes || c.Platform != want.Platform ||
+		c.MaxPackBytes != want.MaxPackBytes || c.MaxRuns != want.MaxRuns || c.MaxConnections != want.MaxConnections ||
+		c.Owners != nil || c.AdmissionPolicy != nil || c.Development || c.AllowUnlockedMemory || c.StateDir != "" || c.TPM.Address != "" {
+		t.Fatalf("defaults: got %+v, want %+v", c, want)
+	}
+	if !c.ControlUIDAllowed(os.Geteuid()) || c.ControlUIDAllowed(os.Geteuid()+1) || c.owner("telegram", "1") {
+		t.Fatal("default lookup sets")
+	}
+
+	policy, err := os.ReadFile("../promptpack/admission/testdata/open.policy.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := `{"attester":{"listen":"[::1]:0","metricsListen":":9000","controlSocket":"/run/c/c.sock","controlUids":[0,1000],
+		"owners":["telegram:1","cli:local"],"maxTurnsPerRun":1,"maxOwnerMessagesPerRun":65536,"maxToolCallsPerRun":16777216,
+		"uploadBudgetBytes":17179869184,"tpm":{"address":"127.0.0.1:2321"},"platform":"tpm","stateDir":"/var/lib/clawea",
+		"allowUnlockedMemory":true,"trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"maxPackBytes":268435456,
+		"maxRuns":4096,"maxConnections":65536,"development":true,"modelProvider":"p","model":"m",
+		"admissionPolicy":` + string(policy) + `},
+		"agents":{"defaults":{"sig":{"enforceVerification":true}}},"tools":{"deny":["exec"]}}`
+	c, g, err := ParseConfig([]byte(full))
+	if err != nil {
+		t.Fatalf("every key: %v", err)
+	}
+	if c.Listen != "[::1]:0" || c.MetricsListen != ":9000" || !slices.Equal(c.ControlUIDs, []int{0, 1000}) || c.MaxTurnsPerRun != 1 ||
+		c.MaxOwnerMessagesPerRun != 65536 || c.MaxToolCallsPerRun != 1<<24 || c.UploadBudgetBytes != 16<<30 ||
+		c.TPM.Address != "127.0.0.1:2321" || c.Platform != "tpm" || c.StateDir != "/var/lib/clawea" || !c.AllowUnlockedMemory ||
+		c.MaxPackBytes != 256<<20 || c.MaxRuns != 4096 || c.MaxConnections != 65536 || !c.Development || c.AdmissionPolicy == nil ||
+		!c.owner("cli", "local") || !c.ControlUIDAllowed(1000) || c.ControlUIDAllowed(os.Geteuid()+1) || !g.EnforceVerification {
+		t.Fatalf("every key: got %+v", c)
+	}
+}
+
+// TestConfigFlagOverrides: --platform and --listen are checked as the keys
+// they override, and a refused value leaves the Config as it was.
+func TestConfigFlagOverrides(t *testing.T) {
+	doc := `{"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"%s}}`
+	c, _, err := ParseConfig(fmt.Appendf(nil, doc, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range platforms {
+		if err := c.SetPlatform(p); err != nil || c.Platform != p {
+			t.Errorf("SetPlatform(%q): %v", p, err)
+		}
+	}
+	var ce *ConfigError
+	if err := c.SetPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, ErrConfig) || c.Platform != "simulated" {
+		t.Errorf("SetPlatform(sgx): %v, platform %q", err, c.Platform)
+	}
+	if err := c.SetListen("127.0.0.1:0"); err != nil || c.Listen != "127.0.0.1:0" {
+		t.Errorf("SetListen: %v", err)
+	}
+	for _, addr := range []string{"not-an-addr", "127.0.0.1:65536", "127.0.0.1:http", ""} {
+		if err := c.SetListen(addr); !errors.As(err, &ce) || ce.Key != "attester.listen" || c.Listen != "127.0.0.1:0" {
+			t.Errorf("SetListen(%q): %v, listen %q", addr, err, c.Listen)
+		}
+	}
+	tc, _, err := ParseConfig(fmt.Appendf(nil, doc, `,"platform":"tpm","tpm":{"address":"127.0.0.1:2321"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.SetPlatform("simulated"); !errors.As(err, &ce) || ce.Key != "attester.tpm.address" || tc.Platform != "tpm" {
+		t.Errorf("SetPlatform(simulated) with tpm.address: %v", err)
+	}
+	// platforms is the enum of attester.platform.
+	f, _ := reflect.TypeFor[attesterDoc]().FieldByName("Platform")
+	if !strings.Contains(f.Tag.Get("conf"), ",enum="+strings.Join(platforms, "|")+",") {
+		t.Errorf("attester.platform's enum %q is not platforms %v", f.Tag.Get("conf"), platforms)
 	}
 }

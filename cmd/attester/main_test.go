@@ -10,8 +10,9 @@ import (
 
 func TestRunExitCodes(t *testing.T) {
 	dir := t.TempDir()
+	att := `"controlSocket":"` + filepath.Join(dir, "ctl", "c.sock") + `","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"`
 	bad := filepath.Join(dir, "bad.json")
-	os.WriteFile(bad, []byte(`{"attester":{"platform":"sgx"}}`), 0o600)
+	os.WriteFile(bad, []byte(`{"attester":{`+att+`,"platform":"sgx"}}`), 0o600)
 	tests := []struct {
 		args []string
 		code int
