@@ -94,7 +94,10 @@ func run(args []string, stderr io.Writer) int {
 		}
 	}
 	if *listen != "" {
-		cfg.Listen = *listen
+		if err := cfg.SetListen(*listen); err != nil {
+			log.Error("invalid --listen", "err", err)
+			return 1
+		}
 	}
 	lns, err := openListeners(cfg)
 	if err != nil {

@@ -11,8 +11,9 @@ import (
 func TestRunExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	att := `"controlSocket":"` + filepath.Join(dir, "ctl", "c.sock") + `","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"`
-	bad := filepath.Join(dir, "bad.json")
+	bad, good := filepath.Join(dir, "bad.json"), filepath.Join(dir, "good.json")
 	os.WriteFile(bad, []byte(`{"attester":{`+att+`,"platform":"sgx"}}`), 0o600)
+	os.WriteFile(good, []byte(`{"attester":{`+att+`}}`), 0o600)
 	tests := []struct {
 		args []string
 		code int
@@ -24,6 +25,10 @@ func TestRunExitCodes(t *testing.T) {
 		// An endless config is refused by its size limit, not read whole.
 		{[]string{"--config", "/dev/zero"}, 1, "larger than"},
 		{[]string{"--config", bad, "--log-level", "loud"}, 1, "Usage"},
+		// The flags are checked as the keys they override, before
+		// anything is opened.
+		{[]string{"--config", good, "--platform", "sgx"}, 1, "attester.platform"},
+		{[]string{"--config", good, "--listen", "not-an-addr"}, 1, "attester.listen"},
 		{[]string{"-h"}, 0, "-config"},
 	}
 	for _, tt := range tests {
@@ -31,5 +36,8 @@ func TestRunExitCodes(t *testing.T) {
 		if code := run(tt.args, &stderr); code != tt.code || !strings.Contains(stderr.String(), tt.want) {
 			t.Errorf("run(%v) = %d, stderr %q; want %d and %q", tt.args, code, stderr.String(), tt.code, tt.want)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ctl")); err == nil {
+		t.Error("the control socket directory was created although a flag is invalid")
 	}
 }
