@@ -8,10 +8,12 @@
 //	attester --config FILE [--platform auto|sev-snp|tdx|tpm|simulated] [--listen ADDR]
 //	attester --version
 //
-// Exit codes: 0 clean shutdown, 1 usage or configuration error, 2 the
-// platform or identity could not be set up, 3 a listener could not be opened
-// (for example another attester holds the control socket) or the server
-// failed. Listeners are opened before the identity is unsealed.
+// Exit codes: 0 clean shutdown, 1 usage or configuration error (an unknown
+// key, a value out of range, a malformed listen address or flag: nothing
+// has been opened), 2 the platform or identity could not be set up, 3 a
+// listener could not be opened (for example another attester holds the
+// control socket) or the server failed. Listeners are opened before the
+// identity is unsealed.
 package main
 
 import (
