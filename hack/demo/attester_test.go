@@ -17,7 +17,12 @@ import (
 func TestAttesterExitsBeforeListening(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := startAttester(ctx, attesterBin, "attester", t.TempDir(), []byte(`{"attester":{"platform":"sgx"}}`), nil, io.Discard)
+	dir := t.TempDir()
+	// A complete config but for its platform, so that the one error is the
+	// platform's (missing required keys are reported first).
+	cfg := `{"attester":{"platform":"sgx","controlSocket":"` + filepath.Join(dir, "ctl", "a.sock") + `",` +
+		`"trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"}}`
+	_, err := startAttester(ctx, attesterBin, "attester", dir, []byte(cfg), nil, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "exited before listening") || !strings.Contains(err.Error(), "attester.platform") {
 		t.Fatalf("got %v, want an early exit quoting the config error", err)
 	}
