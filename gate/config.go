@@ -31,7 +31,7 @@ const (
 	maxChatIDBytes     = 64
 )
 
-// DefaultGatedTools is the seed-000 default of agents.defaults.sig.gatedTools.
+// defaultGatedTools is the seed-000 default of agents.defaults.sig.gatedTools.
 var defaultGatedTools = []string{"exec", "write", "edit", "apply_patch", "message", "gateway", "sessions_spawn", "sessions_send"}
 
 // DefaultGatedTools returns a copy of the default gated tool list.
