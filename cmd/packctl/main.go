@@ -204,3 +204,15 @@ func flagName(n string) string {
 func errorf(stderr io.Writer, format string, args ...any) {
 	fmt.Fprintf(stderr, "packctl: "+format+"\n", args...)
 }
+
+// runSteps runs the named steps of a command in order and returns the exit
+// code of the first one that fails, or exitOK. A step reports its own
+// error on stderr.
+func runSteps(steps ...func() int) int {
+	for _, step := range steps {
+		if code := step(); code != exitOK {
+			return code
+		}
+	}
+	return exitOK
+}

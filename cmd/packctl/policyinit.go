@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -79,279 +80,398 @@ type policyInitJSON struct {
 	Warnings    []string `json:"warnings"`
 }
 
+// policyInit is the state of policy init: its flags, then what each step
+// learns for the next.
+type policyInit struct {
+	stdout, stderr io.Writer
+	fs             *flag.FlagSet
+
+	from, out, pinList, challengeB64u, trusted, collDir string
+	allowSim, allowRev, allowColl, force, asJSON        bool
+
+	pins      map[string]bool
+	templates map[string]string
+	opts      verify.Options
+	isURL     bool
+	raw       []byte // what the first contact returned
+	challenge []byte
+	id        *identityDoc // nil for a bare key attestation
+	jws       []byte       // the key attestation
+	res       *verify.KeyResult
+	pol       *verify.Policy
+	back      *verify.Policy // pol as written and parsed back
+	pinned    []string
+	warnings  []string
+}
+
 func runPolicyInit(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("policy init", policyInitSynopsis, stderr)
-	from := fs.String("from-attester", "", "the attester's API `URL` (http/https), or a FILE with its GET /v1/identity response or key attestation (required)")
-	out := fs.String("o", "", "policy `file` to write (required)")
-	pinList := fs.String("pin", pinMeasurement, "comma-separated `values` to pin: "+strings.Join(allPins, ", "))
-	challengeB64u := fs.String("challenge", "", "with a FILE: the b64u `challenge` the identity was fetched with")
-	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex, pinned with --pin templates")
-	allowSim := fs.Bool("allow-simulated", false, "accept a simulated attester (proves nothing about hardware); the policy allows simulated evidence")
-	allowRev := fs.Bool("allow-unchecked-revocation", false, "accept evidence without CRLs; the policy allows it too")
-	allowColl := fs.Bool("allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral; the policy allows it too")
-	collDir := fs.String("collateral", "", "collateral `dir` (docs/spec/verify-platform.md)")
-	force := fs.Bool("force", false, "overwrite an existing -o file")
-	asJSON := fs.Bool("json", false, "print the summary as JSON")
-	if code, ok := parseFlags(fs, args); !ok {
+	pi := &policyInit{stdout: stdout, stderr: stderr, fs: newFlagSet("policy init", policyInitSynopsis, stderr)}
+	pi.defineFlags()
+	if code, ok := parseFlags(pi.fs, args); !ok {
 		return code
 	}
-	if !requireFlags(fs, stderr, "from-attester", "o") || !wantArgs(fs, stderr, 0, "") {
+	if !requireFlags(pi.fs, stderr, "from-attester", "o") || !wantArgs(pi.fs, stderr, 0, "") {
 		return exitUsage
 	}
-	pins := map[string]bool{}
-	for _, p := range strings.Split(*pinList, ",") {
+	return runSteps(
+		pi.parsePins,
+		pi.checkOutput,
+		pi.loadTrusted,
+		pi.loadCollateral,
+		pi.firstContact,
+		pi.readKeyAttestation,
+		pi.savedChallenge,
+		pi.verifyAttester,
+		pi.checkPins,
+		pi.pinPlatforms,
+		pi.pinRest,
+		pi.writePolicy,
+		pi.printSummary,
+	)
+}
+
+func (pi *policyInit) defineFlags() {
+	fs := pi.fs
+	fs.StringVar(&pi.from, "from-attester", "", "the attester's API `URL` (http/https), or a FILE with its GET /v1/identity response or key attestation (required)")
+	fs.StringVar(&pi.out, "o", "", "policy `file` to write (required)")
+	fs.StringVar(&pi.pinList, "pin", pinMeasurement, "comma-separated `values` to pin: "+strings.Join(allPins, ", "))
+	fs.StringVar(&pi.challengeB64u, "challenge", "", "with a FILE: the b64u `challenge` the identity was fetched with")
+	fs.StringVar(&pi.trusted, "trusted", "", "JSON `file`: template name -> sha256:hex, pinned with --pin templates")
+	fs.BoolVar(&pi.allowSim, "allow-simulated", false, "accept a simulated attester (proves nothing about hardware); the policy allows simulated evidence")
+	fs.BoolVar(&pi.allowRev, "allow-unchecked-revocation", false, "accept evidence without CRLs; the policy allows it too")
+	fs.BoolVar(&pi.allowColl, "allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral; the policy allows it too")
+	fs.StringVar(&pi.collDir, "collateral", "", "collateral `dir` (docs/spec/verify-platform.md)")
+	fs.BoolVar(&pi.force, "force", false, "overwrite an existing -o file")
+	fs.BoolVar(&pi.asJSON, "json", false, "print the summary as JSON")
+}
+
+// parsePins reads --pin and checks it against --trusted.
+func (pi *policyInit) parsePins() int {
+	pi.pins = map[string]bool{}
+	for _, p := range strings.Split(pi.pinList, ",") {
 		p = strings.TrimSpace(p)
 		if p == "" {
 			continue
 		}
 		if !slices.Contains(allPins, p) {
-			errorf(stderr, "policy init: --pin: unknown value %q (want %s)", p, strings.Join(allPins, ", "))
+			errorf(pi.stderr, "policy init: --pin: unknown value %q (want %s)", p, strings.Join(allPins, ", "))
 			return exitUsage
 		}
-		pins[p] = true
+		pi.pins[p] = true
 	}
-	if pins[pinTemplates] && !requireFlags(fs, stderr, "trusted") {
+	if pi.pins[pinTemplates] && !requireFlags(pi.fs, pi.stderr, "trusted") {
 		return exitUsage
 	}
-	if *trusted != "" && !pins[pinTemplates] {
-		errorf(stderr, "policy init: --trusted is for --pin templates")
+	if pi.trusted != "" && !pi.pins[pinTemplates] {
+		errorf(pi.stderr, "policy init: --trusted is for --pin templates")
 		return exitUsage
 	}
-	if *out == "-" {
-		errorf(stderr, "policy init: -o must name a file")
-		return exitUsage
-	}
-	if !*force {
-		if _, err := os.Lstat(*out); err == nil {
-			errorf(stderr, "policy init: %s %v", *out, errExists)
-			return exitUsage
-		}
-	}
-	var templates map[string]string
-	if *trusted != "" {
-		b, err := bounded.ReadFile(*trusted, 64<<10)
-		if err != nil {
-			errorf(stderr, "policy init: %v", err)
-			return exitCannot
-		}
-		if templates, err = promptpack.ParseTrusted(b); err != nil {
-			errorf(stderr, "policy init: --trusted %s: %v", *trusted, err)
-			return exitUsage
-		}
-	}
-	opts := verify.Options{Now: time.Now, AllowSimulated: *allowSim, AllowUncheckedRevocation: *allowRev, AllowUncheckedCollateral: *allowColl}
-	if *collDir != "" {
-		c, err := platform.LoadCollateralDir(*collDir)
-		if err != nil {
-			errorf(stderr, "policy init: collateral: %v", err)
-			return exitCannot
-		}
-		opts.Collateral = c
-	}
+	return exitOK
+}
 
-	// The first contact.
-	var raw, challenge []byte
-	var err error
-	isURL := strings.HasPrefix(*from, "https://") || strings.HasPrefix(*from, "http://")
-	if isURL {
-		if *challengeB64u != "" {
-			errorf(stderr, "policy init: --challenge is for a saved FILE; a URL gets a fresh one")
+// checkOutput refuses -o - and, without --force, an existing -o file.
+func (pi *policyInit) checkOutput() int {
+	if pi.out == "-" {
+		errorf(pi.stderr, "policy init: -o must name a file")
+		return exitUsage
+	}
+	if !pi.force {
+		if _, err := os.Lstat(pi.out); err == nil {
+			errorf(pi.stderr, "policy init: %s %v", pi.out, errExists)
 			return exitUsage
 		}
-		challenge = make([]byte, 32)
-		if _, err := rand.Read(challenge); err != nil {
-			errorf(stderr, "policy init: %v", err)
-			return exitCannot
-		}
-		errorf(stderr, "policy init: fetching the attester identity from %s", *from)
-		if raw, err = fetchIdentity(*from, challenge); err != nil {
-			errorf(stderr, "policy init: %v", err)
-			return exitCannot
-		}
-	} else {
-		if raw, err = readInput(*from); err != nil {
-			errorf(stderr, "policy init: %v", err)
-			return exitCannot
-		}
 	}
-	var id *identityDoc
-	var jws []byte
-	switch k := sniff(raw); k {
+	return exitOK
+}
+
+// loadTrusted reads the --trusted templates.
+func (pi *policyInit) loadTrusted() int {
+	if pi.trusted == "" {
+		return exitOK
+	}
+	b, err := bounded.ReadFile(pi.trusted, 64<<10)
+	if err != nil {
+		errorf(pi.stderr, "policy init: %v", err)
+		return exitCannot
+	}
+	if pi.templates, err = promptpack.ParseTrusted(b); err != nil {
+		errorf(pi.stderr, "policy init: --trusted %s: %v", pi.trusted, err)
+		return exitUsage
+	}
+	return exitOK
+}
+
+// loadCollateral sets the verify options, with the --collateral folder.
+func (pi *policyInit) loadCollateral() int {
+	pi.opts = verify.Options{Now: time.Now, AllowSimulated: pi.allowSim, AllowUncheckedRevocation: pi.allowRev, AllowUncheckedCollateral: pi.allowColl}
+	if pi.collDir != "" {
+		c, err := platform.LoadCollateralDir(pi.collDir)
+		if err != nil {
+			errorf(pi.stderr, "policy init: collateral: %v", err)
+			return exitCannot
+		}
+		pi.opts.Collateral = c
+	}
+	return exitOK
+}
+
+// firstContact fetches the identity with a fresh challenge from a URL, or
+// reads the saved FILE.
+func (pi *policyInit) firstContact() int {
+	var err error
+	pi.isURL = strings.HasPrefix(pi.from, "https://") || strings.HasPrefix(pi.from, "http://")
+	if !pi.isURL {
+		if pi.raw, err = readInput(pi.from); err != nil {
+			errorf(pi.stderr, "policy init: %v", err)
+			return exitCannot
+		}
+		return exitOK
+	}
+	if pi.challengeB64u != "" {
+		errorf(pi.stderr, "policy init: --challenge is for a saved FILE; a URL gets a fresh one")
+		return exitUsage
+	}
+	pi.challenge = make([]byte, 32)
+	if _, err := rand.Read(pi.challenge); err != nil {
+		errorf(pi.stderr, "policy init: %v", err)
+		return exitCannot
+	}
+	errorf(pi.stderr, "policy init: fetching the attester identity from %s", pi.from)
+	if pi.raw, err = fetchIdentity(pi.from, pi.challenge); err != nil {
+		errorf(pi.stderr, "policy init: %v", err)
+		return exitCannot
+	}
+	return exitOK
+}
+
+// readKeyAttestation takes the key attestation out of an identity document,
+// or takes a bare one.
+func (pi *policyInit) readKeyAttestation() int {
+	var err error
+	switch k := sniff(pi.raw); k {
 	case kindIdentity:
-		if id, err = parseIdentity(raw); err != nil {
-			errorf(stderr, "policy init: attester identity: %v", err)
+		if pi.id, err = parseIdentity(pi.raw); err != nil {
+			errorf(pi.stderr, "policy init: attester identity: %v", err)
 			return exitRejected
 		}
-		jws = []byte(id.KeyAttestation)
+		pi.jws = []byte(pi.id.KeyAttestation)
 	case kindEvidenceDocument:
-		jws = bytes.TrimSpace(raw)
+		pi.jws = bytes.TrimSpace(pi.raw)
 	default:
-		errorf(stderr, "policy init: %s is %s, not an attester identity or key attestation", *from, kindPhrase(k))
+		errorf(pi.stderr, "policy init: %s is %s, not an attester identity or key attestation", pi.from, kindPhrase(k))
 		return exitUsage
 	}
-	var warnings []string
-	if !isURL {
-		if *challengeB64u != "" {
-			if challenge, err = b64u.Decode(*challengeB64u); err != nil {
-				errorf(stderr, "policy init: --challenge: %v", err)
-				return exitUsage
-			}
-		} else {
-			// A saved document proves nothing about when it was made; its own
-			// challenge lets the rest of the key attestation be checked.
-			key, err := evidencedoc.SignerKey(jws)
-			if err == nil {
-				var doc *evidencedoc.Document
-				if doc, err = evidencedoc.Parse(jws, key); err == nil && doc.Key != nil {
-					challenge, err = b64u.Decode(doc.Key.ChallengeB64u)
-				}
-			}
-			if err != nil {
-				errorf(stderr, "policy init: key attestation: %v", err)
-				return exitRejected
-			}
-			warnings = append(warnings, "no --challenge: the saved key attestation's own challenge was used, so nothing shows when it was made")
+	return exitOK
+}
+
+// savedChallenge sets the challenge of a saved FILE: --challenge, or the
+// key attestation's own.
+func (pi *policyInit) savedChallenge() int {
+	if pi.isURL {
+		return exitOK
+	}
+	var err error
+	if pi.challengeB64u != "" {
+		if pi.challenge, err = b64u.Decode(pi.challengeB64u); err != nil {
+			errorf(pi.stderr, "policy init: --challenge: %v", err)
+			return exitUsage
+		}
+		return exitOK
+	}
+	// A saved document proves nothing about when it was made; its own
+	// challenge lets the rest of the key attestation be checked.
+	key, err := evidencedoc.SignerKey(pi.jws)
+	if err == nil {
+		var doc *evidencedoc.Document
+		if doc, err = evidencedoc.Parse(pi.jws, key); err == nil && doc.Key != nil {
+			pi.challenge, err = b64u.Decode(doc.Key.ChallengeB64u)
 		}
 	}
-
-	// Verify with a policy that accepts any measurement and, for TPM, any
-	// AK: those are the values being learned.
-	opts.AllowUntrustedTPMAK = true
-	res, err := verify.VerifyKeyAttestation(jws, challenge, &verify.Policy{AllowAnyMeasurement: true}, opts)
 	if err != nil {
-		errorf(stderr, "policy init: attester key attestation: %v", err)
-		if errors.Is(err, verify.ErrPolicy) && !*allowSim {
-			errorf(stderr, "policy init: (a simulated attester needs --allow-simulated)")
+		errorf(pi.stderr, "policy init: key attestation: %v", err)
+		return exitRejected
+	}
+	pi.warnings = append(pi.warnings, "no --challenge: the saved key attestation's own challenge was used, so nothing shows when it was made")
+	return exitOK
+}
+
+// verifyAttester verifies the key attestation with a policy that accepts
+// any measurement and, for TPM, any AK: those are the values being
+// learned. It must bind the identity's DID and pack key.
+func (pi *policyInit) verifyAttester() int {
+	pi.opts.AllowUntrustedTPMAK = true
+	res, err := verify.VerifyKeyAttestation(pi.jws, pi.challenge, &verify.Policy{AllowAnyMeasurement: true}, pi.opts)
+	if err != nil {
+		errorf(pi.stderr, "policy init: attester key attestation: %v", err)
+		if errors.Is(err, verify.ErrPolicy) && !pi.allowSim {
+			errorf(pi.stderr, "policy init: (a simulated attester needs --allow-simulated)")
 		}
 		return verifyExit(err)
 	}
-	if id != nil {
+	pi.res = res
+	if id := pi.id; id != nil {
 		if res.AttesterDID != id.DID {
-			errorf(stderr, "policy init: the key attestation is signed by %s, not by the identity's DID %s", res.AttesterDID, id.DID)
+			errorf(pi.stderr, "policy init: the key attestation is signed by %s, not by the identity's DID %s", res.AttesterDID, id.DID)
 			return exitRejected
 		}
 		k, err := envelope.ParsePublicKey(id.PackPublicKey)
 		if err != nil || res.RecipientX25519 == nil || !bytes.Equal(res.RecipientX25519, k.Bytes()) {
-			errorf(stderr, "policy init: the key attestation does not bind the identity's pack key")
+			errorf(pi.stderr, "policy init: the key attestation does not bind the identity's pack key")
 			return exitRejected
 		}
 	}
 	for _, w := range res.Warnings {
 		if !strings.Contains(w, "any measurement") {
-			warnings = append(warnings, w)
+			pi.warnings = append(pi.warnings, w)
 		}
 	}
+	return exitOK
+}
 
-	// The policy.
-	pol := &verify.Policy{
-		AllowSimulated:           res.Simulated,
-		AllowUncheckedRevocation: *allowRev,
-		AllowUncheckedCollateral: *allowColl,
+// checkPins starts the policy and checks the pins against the evidence
+// seen: TPM evidence always pins its AK.
+func (pi *policyInit) checkPins() int {
+	pi.pol = &verify.Policy{
+		AllowSimulated:           pi.res.Simulated,
+		AllowUncheckedRevocation: pi.allowRev,
+		AllowUncheckedCollateral: pi.allowColl,
 	}
-	var pinned []string
 	hasTPM, hasTCB := false, false
-	for _, pr := range res.Platform {
+	for _, pr := range pi.res.Platform {
 		if pr.Platform == evidence.PlatformTPM {
 			hasTPM = true
 		} else {
 			hasTCB = true
 		}
 	}
-	if hasTPM && !pins[pinAK] {
-		pins[pinAK] = true
-		warnings = append(warnings, "TPM evidence: the AK Name is pinned too (a TPM policy without a trusted AK admits nothing)")
+	if hasTPM && !pi.pins[pinAK] {
+		pi.pins[pinAK] = true
+		pi.warnings = append(pi.warnings, "TPM evidence: the AK Name is pinned too (a TPM policy without a trusted AK admits nothing)")
 	}
-	if pins[pinAK] && !hasTPM {
-		errorf(stderr, "policy init: --pin ak: the key attestation carries no TPM quote")
+	if pi.pins[pinAK] && !hasTPM {
+		errorf(pi.stderr, "policy init: --pin ak: the key attestation carries no TPM quote")
 		return exitUsage
 	}
-	if pins[pinTCB] && !hasTCB {
-		errorf(stderr, "policy init: --pin tcb: the key attestation carries no SEV-SNP or TDX evidence")
+	if pi.pins[pinTCB] && !hasTCB {
+		errorf(pi.stderr, "policy init: --pin tcb: the key attestation carries no SEV-SNP or TDX evidence")
 		return exitUsage
 	}
-	for i, pr := range res.Platform {
-		if pins[pinMeasurement] && !slices.ContainsFunc(pol.Measurements, func(m []byte) bool { return bytes.Equal(m, pr.Measurement) }) {
+	return exitOK
+}
+
+// pinPlatforms pins the measurement, AK and TCB of each evidence item.
+func (pi *policyInit) pinPlatforms() int {
+	pol := pi.pol
+	for i, pr := range pi.res.Platform {
+		if pi.pins[pinMeasurement] && !slices.ContainsFunc(pol.Measurements, func(m []byte) bool { return bytes.Equal(m, pr.Measurement) }) {
 			pol.Measurements = append(pol.Measurements, bytes.Clone(pr.Measurement))
-			pinned = append(pinned, fmt.Sprintf("measurements_b64u: %s (evidence[%d] %s)", b64u.Encode(pr.Measurement), i, pr.Platform))
+			pi.pinned = append(pi.pinned, fmt.Sprintf("measurements_b64u: %s (evidence[%d] %s)", b64u.Encode(pr.Measurement), i, pr.Platform))
 		}
-		if pins[pinAK] && pr.TPM != nil && !slices.ContainsFunc(pol.TrustedTPMAKs, func(m []byte) bool { return bytes.Equal(m, pr.TPM.AKName) }) {
+		if pi.pins[pinAK] && pr.TPM != nil && !slices.ContainsFunc(pol.TrustedTPMAKs, func(m []byte) bool { return bytes.Equal(m, pr.TPM.AKName) }) {
 			pol.TrustedTPMAKs = append(pol.TrustedTPMAKs, bytes.Clone(pr.TPM.AKName))
-			pinned = append(pinned, fmt.Sprintf("trusted_tpm_ak_names_hex: %x (evidence[%d])", pr.TPM.AKName, i))
+			pi.pinned = append(pi.pinned, fmt.Sprintf("trusted_tpm_ak_names_hex: %x (evidence[%d])", pr.TPM.AKName, i))
 		}
-		if pins[pinTCB] {
-			switch pr.Platform {
-			case evidence.PlatformSEVSNP:
-				v, err := strconv.ParseUint(pr.TCB, 16, 64)
-				if err != nil {
-					errorf(stderr, "policy init: evidence[%d]: tcb %q", i, pr.TCB)
-					return exitRejected
-				}
-				if pol.MinSEVSNPTCB == 0 {
-					pol.MinSEVSNPTCB = v
-					pinned = append(pinned, fmt.Sprintf("min_sev_snp_tcb: %016x (evidence[%d])", v, i))
-				}
-			case evidence.PlatformTDX:
-				b, err := hex.DecodeString(pr.TCB)
-				if err != nil || len(b) != 16 {
-					errorf(stderr, "policy init: evidence[%d]: tcb %q", i, pr.TCB)
-					return exitRejected
-				}
-				if pol.MinTDXTeeTCBSVN == ([16]byte{}) {
-					copy(pol.MinTDXTeeTCBSVN[:], b)
-					pinned = append(pinned, fmt.Sprintf("min_tdx_tee_tcb_svn: %s (evidence[%d])", pr.TCB, i))
-				}
+		if pi.pins[pinTCB] {
+			if code := pi.pinTCB(i, pr); code != exitOK {
+				return code
 			}
 		}
 	}
-	if pins[pinDID] {
-		pol.TrustedAttesterDIDs = []string{res.AttesterDID}
-		pinned = append(pinned, "trusted_attester_dids: "+res.AttesterDID)
-		if id != nil && !id.IdentitySealed {
-			warnings = append(warnings, "the attester's identity is not sealed: its DID changes when it restarts, and the pinned DID then refuses it")
+	return exitOK
+}
+
+// pinTCB pins the first SEV-SNP and the first TDX TCB seen as minimums.
+func (pi *policyInit) pinTCB(i int, pr *platform.Result) int {
+	pol := pi.pol
+	switch pr.Platform {
+	case evidence.PlatformSEVSNP:
+		v, err := strconv.ParseUint(pr.TCB, 16, 64)
+		if err != nil {
+			errorf(pi.stderr, "policy init: evidence[%d]: tcb %q", i, pr.TCB)
+			return exitRejected
+		}
+		if pol.MinSEVSNPTCB == 0 {
+			pol.MinSEVSNPTCB = v
+			pi.pinned = append(pi.pinned, fmt.Sprintf("min_sev_snp_tcb: %016x (evidence[%d])", v, i))
+		}
+	case evidence.PlatformTDX:
+		b, err := hex.DecodeString(pr.TCB)
+		if err != nil || len(b) != 16 {
+			errorf(pi.stderr, "policy init: evidence[%d]: tcb %q", i, pr.TCB)
+			return exitRejected
+		}
+		if pol.MinTDXTeeTCBSVN == ([16]byte{}) {
+			copy(pol.MinTDXTeeTCBSVN[:], b)
+			pi.pinned = append(pi.pinned, fmt.Sprintf("min_tdx_tee_tcb_svn: %s (evidence[%d])", pr.TCB, i))
 		}
 	}
-	if pins[pinTemplates] {
-		pol.TrustedTemplates = templates
-		pinned = append(pinned, fmt.Sprintf("trusted_templates: %d from %s (not from the attester: the identity does not carry them)", len(templates), *trusted))
+	return exitOK
+}
+
+// pinRest pins the attester DID and the trusted templates.
+func (pi *policyInit) pinRest() int {
+	if pi.pins[pinDID] {
+		pi.pol.TrustedAttesterDIDs = []string{pi.res.AttesterDID}
+		pi.pinned = append(pi.pinned, "trusted_attester_dids: "+pi.res.AttesterDID)
+		if pi.id != nil && !pi.id.IdentitySealed {
+			pi.warnings = append(pi.warnings, "the attester's identity is not sealed: its DID changes when it restarts, and the pinned DID then refuses it")
+		}
 	}
-	if res.Simulated {
-		warnings = append(warnings, "the attester is SIMULATED: the policy allows simulated evidence, which proves nothing about hardware")
+	if pi.pins[pinTemplates] {
+		pi.pol.TrustedTemplates = pi.templates
+		pi.pinned = append(pi.pinned, fmt.Sprintf("trusted_templates: %d from %s (not from the attester: the identity does not carry them)", len(pi.templates), pi.trusted))
 	}
-	enc, err := pol.Encode()
+	if pi.res.Simulated {
+		pi.warnings = append(pi.warnings, "the attester is SIMULATED: the policy allows simulated evidence, which proves nothing about hardware")
+	}
+	return exitOK
+}
+
+// writePolicy encodes the policy, checks that it admits the key
+// attestation it was made from, and writes it.
+func (pi *policyInit) writePolicy() int {
+	enc, err := pi.pol.Encode()
 	if err != nil {
-		errorf(stderr, "policy init: %v", err)
+		errorf(pi.stderr, "policy init: %v", err)
 		return exitCannot
 	}
-	// The policy must admit the key attestation it was made from.
 	back, err := verify.ParsePolicy(enc)
 	if err == nil {
-		check := opts
+		check := pi.opts
 		check.AllowUntrustedTPMAK = false
-		_, err = verify.VerifyKeyAttestation(jws, challenge, back, check)
+		_, err = verify.VerifyKeyAttestation(pi.jws, pi.challenge, back, check)
 	}
 	if err != nil {
-		errorf(stderr, "policy init: the new policy does not admit the attester it was made from: %v", err)
+		errorf(pi.stderr, "policy init: the new policy does not admit the attester it was made from: %v", err)
 		return exitCannot
 	}
-	if err := writeOutput(*out, append(enc, '\n'), 0o644, stdout, *force); err != nil {
-		errorf(stderr, "policy init: %v", err)
+	pi.back = back
+	if err := writeOutput(pi.out, append(enc, '\n'), 0o644, pi.stdout, pi.force); err != nil {
+		errorf(pi.stderr, "policy init: %v", err)
 		if errors.Is(err, errExists) {
 			return exitUsage
 		}
 		return exitCannot
 	}
-	errorf(stderr, "policy init: TRUST ON FIRST USE: %s pins what %s presented now; review it before you commit it", *out, *from)
-	for _, w := range warnings {
+	return exitOK
+}
+
+// printSummary prints the trust-on-first-use notice and warnings, then
+// the summary.
+func (pi *policyInit) printSummary() int {
+	stdout, stderr, res := pi.stdout, pi.stderr, pi.res
+	errorf(stderr, "policy init: TRUST ON FIRST USE: %s pins what %s presented now; review it before you commit it", pi.out, pi.from)
+	for _, w := range pi.warnings {
 		errorf(stderr, "policy init: warning: %s", w)
 	}
 	sum := policyInitJSON{
-		PolicyFile: *out, PolicyID: back.ID(), Trust: "trust-on-first-use", Source: *from, Fresh: isURL || *challengeB64u != "",
-		AttesterDID: res.AttesterDID, Simulated: res.Simulated, Pinned: pinned, Warnings: warnings,
+		PolicyFile: pi.out, PolicyID: pi.back.ID(), Trust: "trust-on-first-use", Source: pi.from, Fresh: pi.isURL || pi.challengeB64u != "",
+		AttesterDID: res.AttesterDID, Simulated: res.Simulated, Pinned: pi.pinned, Warnings: pi.warnings,
 	}
 	if sum.Warnings == nil {
 		sum.Warnings = []string{}
 	}
-	if *asJSON {
+	if pi.asJSON {
 		b, _ := json.MarshalIndent(sum, "", "  ")
 		fmt.Fprintf(stdout, "%s\n", b)
 		return exitOK
@@ -363,7 +483,7 @@ func runPolicyInit(args []string, stdout, stderr io.Writer) int {
 		sim = " (SIMULATED)"
 	}
 	fmt.Fprintf(stdout, "attester: %s%s\n", sum.AttesterDID, sim)
-	for _, p := range pinned {
+	for _, p := range pi.pinned {
 		fmt.Fprintf(stdout, "pinned %s\n", p)
 	}
 	return exitOK
