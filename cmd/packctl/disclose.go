@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -92,154 +93,230 @@ type disclosureAttJSON struct {
 	Simulated     bool   `json:"simulated"`
 }
 
+// verifyDisclosure is the state of verify-disclosure: its flags, then what
+// each step learns for the next.
+type verifyDisclosure struct {
+	stdout, stderr io.Writer
+
+	reportPath, disPath, attPath, evPath, bundlePath, policyPath, collDir, at string
+	asJSON, allowSim, allowRev, allowColl                                     bool
+
+	out     disclosureJSON
+	report  []byte
+	dis     []byte // wiped by cleanup
+	res     *disclosure.Result
+	now     func() time.Time
+	files   [4][]byte // attestation, evidence, bundle, policy
+	hint    string    // printed by cleanup, after the result
+	policy  *verify.Policy
+	opts    verify.Options
+	hasAtt  bool
+	attOnly bool
+}
+
 func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("verify-disclosure", verifyDisclosureSynopsis, stderr)
-	reportPath := fs.String("report", "", "the SystemPromptReport v2 `file` (JCS bytes; required)")
-	disPath := fs.String("disclosure", "", "the disclosure `file` (required)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	attPath := fs.String("attestation", "", "execution_attestation envelope `file`: also check that it commits to the report")
-	evPath := fs.String("evidence", "", "evidence document `file` (compact JWS; required with --attestation)")
-	bundlePath := fs.String("bundle", "", "the run's proof_bundle envelope (optional, with --attestation)")
-	policyPath := fs.String("policy", "", "verification policy `file` for the attestation; default: the strictest")
-	collDir := fs.String("collateral", "", "collateral `dir` for the attestation")
-	allowSim := fs.Bool("allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
-	allowRev := fs.Bool("allow-unchecked-revocation", false, "accept evidence without CRLs")
-	allowColl := fs.Bool("allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
-	at := fs.String("at", "", "verification `time` for the attestation, RFC 3339 (default: now)")
+	vd := &verifyDisclosure{stdout: stdout, stderr: stderr}
+	fs := vd.flagSet()
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	withAtt := *attPath != ""
-	attOnly := *evPath != "" || *bundlePath != "" || *policyPath != "" || *collDir != "" || *allowSim || *allowRev || *allowColl || *at != ""
+	vd.hasAtt = vd.attPath != ""
+	vd.attOnly = vd.evPath != "" || vd.bundlePath != "" || vd.policyPath != "" || vd.collDir != "" || vd.allowSim || vd.allowRev || vd.allowColl || vd.at != ""
 	if !requireFlags(fs, stderr, "report", "disclosure") || !wantArgs(fs, stderr, 0, "") {
 		return exitUsage
 	}
-	if withAtt && !requireFlags(fs, stderr, "evidence") {
+	if vd.hasAtt && !requireFlags(fs, stderr, "evidence") {
 		return exitUsage
 	}
-	if !withAtt && attOnly {
+	if !vd.hasAtt && vd.attOnly {
 		errorf(stderr, "verify-disclosure: --evidence, --bundle, --policy, --collateral, --allow-* and --at need --attestation")
 		fs.Usage()
 		return exitUsage
 	}
-	out := disclosureJSON{}
-	finish := func(code int, reason, msg string) int {
-		out.ExitCode = code
-		out.Reason = reason
-		out.Message = msg
-		switch code {
-		case exitOK:
-			out.Verdict = "verified"
-		case exitRejected:
-			out.Verdict = "rejected"
-		case exitPolicy:
-			out.Verdict = "policy-refused"
-		case exitUsage:
-			out.Verdict = "usage"
-		default:
-			out.Verdict = "cannot-check"
-		}
-		if msg != "" {
-			errorf(stderr, "verify-disclosure: %s", msg)
-		}
-		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(out)
-			return code
-		}
-		switch code {
-		case exitOK:
-			line := fmt.Sprintf("VERIFIED disclosure of %d input(s) bound to report %s", len(out.Revealed), out.ReportHashB64u)
-			if a := out.Attestation; a != nil {
-				line += fmt.Sprintf(", attested by %s run=%s attester=%s", a.AttestationID, a.RunID, a.AttesterDID)
-				if a.Simulated {
-					line += " (SIMULATED: proves nothing about hardware)"
-				}
-			}
-			fmt.Fprintln(stdout, line)
-			for _, r := range out.Revealed {
-				fmt.Fprintf(stdout, "  revealed %s (%d bytes)\n", promptpack.Selector(r.Kind, r.ID), r.ContentBytes)
-			}
-			if out.Attestation == nil {
-				fmt.Fprintln(stdout, "  note: the report was not checked against an attestation (--attestation)")
-			}
-		case exitRejected, exitPolicy:
-			fmt.Fprintf(stdout, "REJECTED %s\n", reason)
-		case exitUsage:
-			fmt.Fprintf(stdout, "USAGE %s\n", reason)
-		default:
-			fmt.Fprintf(stdout, "CANNOT-CHECK %s\n", reason)
-		}
+	defer vd.cleanup()
+	steps := []func() int{vd.readInputs, vd.checkDisclosure}
+	if vd.hasAtt {
+		// The chain: the disclosure is bound to this report; verify the
+		// attestation with this report, which checks that the attested
+		// system_prompt_report_hash_b64u is the report's hash.
+		steps = append(steps, vd.parseAt, vd.readAttestationInputs, vd.loadPolicy, vd.verifyAttestation)
+	}
+	steps = append(steps, func() int { return vd.finish(exitOK, "", "") })
+	return runSteps(steps...)
+}
+
+func (vd *verifyDisclosure) flagSet() *flag.FlagSet {
+	fs := newFlagSet("verify-disclosure", verifyDisclosureSynopsis, vd.stderr)
+	fs.StringVar(&vd.reportPath, "report", "", "the SystemPromptReport v2 `file` (JCS bytes; required)")
+	fs.StringVar(&vd.disPath, "disclosure", "", "the disclosure `file` (required)")
+	fs.BoolVar(&vd.asJSON, "json", false, "print the result as JSON")
+	fs.StringVar(&vd.attPath, "attestation", "", "execution_attestation envelope `file`: also check that it commits to the report")
+	fs.StringVar(&vd.evPath, "evidence", "", "evidence document `file` (compact JWS; required with --attestation)")
+	fs.StringVar(&vd.bundlePath, "bundle", "", "the run's proof_bundle envelope (optional, with --attestation)")
+	fs.StringVar(&vd.policyPath, "policy", "", "verification policy `file` for the attestation; default: the strictest")
+	fs.StringVar(&vd.collDir, "collateral", "", "collateral `dir` for the attestation")
+	fs.BoolVar(&vd.allowSim, "allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
+	fs.BoolVar(&vd.allowRev, "allow-unchecked-revocation", false, "accept evidence without CRLs")
+	fs.BoolVar(&vd.allowColl, "allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
+	fs.StringVar(&vd.at, "at", "", "verification `time` for the attestation, RFC 3339 (default: now)")
+	return fs
+}
+
+// cleanup names the attestation inputs that look misplaced, beside the
+// error verification gave, and wipes the disclosure.
+func (vd *verifyDisclosure) cleanup() {
+	if vd.hint != "" {
+		errorf(vd.stderr, "verify-disclosure: %s", vd.hint)
+	}
+	sealed.Wipe(vd.dis)
+}
+
+// finish prints the result with its verdict and returns code.
+func (vd *verifyDisclosure) finish(code int, reason, msg string) int {
+	out := &vd.out
+	out.ExitCode = code
+	out.Reason = reason
+	out.Message = msg
+	switch code {
+	case exitOK:
+		out.Verdict = "verified"
+	case exitRejected:
+		out.Verdict = "rejected"
+	case exitPolicy:
+		out.Verdict = "policy-refused"
+	case exitUsage:
+		out.Verdict = "usage"
+	default:
+		out.Verdict = "cannot-check"
+	}
+	if msg != "" {
+		errorf(vd.stderr, "verify-disclosure: %s", msg)
+	}
+	if vd.asJSON {
+		enc := json.NewEncoder(vd.stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
 		return code
 	}
-	report, err := bounded.ReadFile(*reportPath, promptpack.MaxReportSize+1)
-	if err != nil {
-		return finish(exitCannot, "UNREADABLE", err.Error())
+	switch code {
+	case exitOK:
+		vd.printVerified()
+	case exitRejected, exitPolicy:
+		fmt.Fprintf(vd.stdout, "REJECTED %s\n", reason)
+	case exitUsage:
+		fmt.Fprintf(vd.stdout, "USAGE %s\n", reason)
+	default:
+		fmt.Fprintf(vd.stdout, "CANNOT-CHECK %s\n", reason)
 	}
-	dis, err := bounded.ReadFile(*disPath, disclosure.MaxSize+1)
-	if err != nil {
-		return finish(exitCannot, "UNREADABLE", err.Error())
-	}
-	defer sealed.Wipe(dis)
-	res, d, err := disclosure.Verify(report, dis)
-	if err != nil {
-		if hint := inputHint(input{"--report", *reportPath, report, kindReport}, input{"--disclosure", *disPath, dis, kindDisclosure}); hint != "" {
-			errorf(stderr, "verify-disclosure: %s", hint)
+	return code
+}
+
+// printVerified prints the VERIFIED line and the revealed inputs.
+func (vd *verifyDisclosure) printVerified() {
+	out, stdout := &vd.out, vd.stdout
+	line := fmt.Sprintf("VERIFIED disclosure of %d input(s) bound to report %s", len(out.Revealed), out.ReportHashB64u)
+	if a := out.Attestation; a != nil {
+		line += fmt.Sprintf(", attested by %s run=%s attester=%s", a.AttestationID, a.RunID, a.AttesterDID)
+		if a.Simulated {
+			line += " (SIMULATED: proves nothing about hardware)"
 		}
-		return finish(exitRejected, disclosure.Code(err), err.Error())
+	}
+	fmt.Fprintln(stdout, line)
+	for _, r := range out.Revealed {
+		fmt.Fprintf(stdout, "  revealed %s (%d bytes)\n", promptpack.Selector(r.Kind, r.ID), r.ContentBytes)
+	}
+	if out.Attestation == nil {
+		fmt.Fprintln(stdout, "  note: the report was not checked against an attestation (--attestation)")
+	}
+}
+
+// readInputs reads the report and the disclosure.
+func (vd *verifyDisclosure) readInputs() int {
+	var err error
+	if vd.report, err = bounded.ReadFile(vd.reportPath, promptpack.MaxReportSize+1); err != nil {
+		return vd.finish(exitCannot, "UNREADABLE", err.Error())
+	}
+	if vd.dis, err = bounded.ReadFile(vd.disPath, disclosure.MaxSize+1); err != nil {
+		return vd.finish(exitCannot, "UNREADABLE", err.Error())
+	}
+	return exitOK
+}
+
+// checkDisclosure checks the disclosure against the report.
+func (vd *verifyDisclosure) checkDisclosure() int {
+	res, d, err := disclosure.Verify(vd.report, vd.dis)
+	if err != nil {
+		if hint := inputHint(input{"--report", vd.reportPath, vd.report, kindReport}, input{"--disclosure", vd.disPath, vd.dis, kindDisclosure}); hint != "" {
+			errorf(vd.stderr, "verify-disclosure: %s", hint)
+		}
+		return vd.finish(exitRejected, disclosure.Code(err), err.Error())
 	}
 	d.Wipe()
-	out.ReportHashB64u = res.ReportHashB64u
-	out.Revealed = res.Revealed
-	if !withAtt {
-		return finish(exitOK, "", "")
-	}
-	// The chain: the disclosure is bound to this report (above); verify the
-	// attestation with this report, which checks that the attested
-	// system_prompt_report_hash_b64u is the report's hash.
-	now := time.Now
-	if *at != "" {
-		t, err := time.Parse(time.RFC3339, *at)
+	vd.res = res
+	vd.out.ReportHashB64u = res.ReportHashB64u
+	vd.out.Revealed = res.Revealed
+	return exitOK
+}
+
+// parseAt sets the verification clock from --at.
+func (vd *verifyDisclosure) parseAt() int {
+	vd.now = time.Now
+	if vd.at != "" {
+		t, err := time.Parse(time.RFC3339, vd.at)
 		if err != nil {
-			errorf(stderr, "verify-disclosure: --at: not an RFC 3339 time")
+			errorf(vd.stderr, "verify-disclosure: --at: not an RFC 3339 time")
 			return exitUsage
 		}
-		now = func() time.Time { return t }
+		vd.now = func() time.Time { return t }
 	}
-	var files [4][]byte
-	for i, p := range []string{*attPath, *evPath, *bundlePath, *policyPath} {
+	return exitOK
+}
+
+// readAttestationInputs reads the attestation, evidence, bundle and policy
+// files, and keeps the hint naming any that looks misplaced.
+func (vd *verifyDisclosure) readAttestationInputs() int {
+	var err error
+	for i, p := range []string{vd.attPath, vd.evPath, vd.bundlePath, vd.policyPath} {
 		if p == "" {
 			continue
 		}
-		if files[i], err = readInput(p); err != nil {
-			return finish(exitCannot, "UNREADABLE", err.Error())
+		if vd.files[i], err = readInput(p); err != nil {
+			return vd.finish(exitCannot, "UNREADABLE", err.Error())
 		}
 	}
-	hint := inputHint(
-		input{"--attestation", *attPath, files[0], kindAttestation}, input{"--evidence", *evPath, files[1], kindEvidenceDocument},
-		input{"--bundle", *bundlePath, files[2], kindPoHEnvelope}, input{"--policy", *policyPath, files[3], kindPolicy})
-	if hint != "" {
-		// Named beside the error verification gives (exit codes unchanged).
-		defer errorf(stderr, "verify-disclosure: %s", hint)
-	}
-	policy := &verify.Policy{}
-	if files[3] != nil {
-		if policy, err = verify.ParsePolicy(files[3]); err != nil {
-			errorf(stderr, "verify-disclosure: policy: %v", err)
+	// Named beside the error verification gives (exit codes unchanged).
+	vd.hint = inputHint(
+		input{"--attestation", vd.attPath, vd.files[0], kindAttestation}, input{"--evidence", vd.evPath, vd.files[1], kindEvidenceDocument},
+		input{"--bundle", vd.bundlePath, vd.files[2], kindPoHEnvelope}, input{"--policy", vd.policyPath, vd.files[3], kindPolicy})
+	return exitOK
+}
+
+// loadPolicy parses the policy and sets the verify options, with the
+// collateral.
+func (vd *verifyDisclosure) loadPolicy() int {
+	var err error
+	vd.policy = &verify.Policy{}
+	if vd.files[3] != nil {
+		if vd.policy, err = verify.ParsePolicy(vd.files[3]); err != nil {
+			errorf(vd.stderr, "verify-disclosure: policy: %v", err)
 			return exitUsage
 		}
 	}
-	opts := verify.Options{Now: now, AllowSimulated: *allowSim, AllowUncheckedRevocation: *allowRev, AllowUncheckedCollateral: *allowColl, Report: report}
-	if *collDir != "" {
-		c, err := platform.LoadCollateralDir(*collDir)
+	vd.opts = verify.Options{Now: vd.now, AllowSimulated: vd.allowSim, AllowUncheckedRevocation: vd.allowRev, AllowUncheckedCollateral: vd.allowColl, Report: vd.report}
+	if vd.collDir != "" {
+		c, err := platform.LoadCollateralDir(vd.collDir)
 		if err != nil {
-			return finish(exitCannot, "COLLATERAL", err.Error())
+			return vd.finish(exitCannot, "COLLATERAL", err.Error())
 		}
-		opts.Collateral = c
+		vd.opts.Collateral = c
 	}
-	ev := trimNewline(files[1])
-	vres, verr := verify.Verify(files[0], ev, files[2], policy, opts)
+	return exitOK
+}
+
+// verifyAttestation verifies the attestation with the report.
+func (vd *verifyDisclosure) verifyAttestation() int {
+	ev := trimNewline(vd.files[1])
+	vres, verr := verify.Verify(vd.files[0], ev, vd.files[2], vd.policy, vd.opts)
 	if verr != nil {
 		reason := "ATTESTATION"
 		if ve, ok := errors.AsType[*verify.Error](verr); ok {
@@ -252,14 +329,14 @@ func runVerifyDisclosure(args []string, _ io.Reader, stdout, stderr io.Writer) i
 		if code == exitOK {
 			code = exitCannot
 		}
-		return finish(code, reason, "attestation: "+verr.Error())
+		return vd.finish(code, reason, "attestation: "+verr.Error())
 	}
-	if vres.Commitments.SystemPromptReportHashB64u != res.ReportHashB64u {
+	if vres.Commitments.SystemPromptReportHashB64u != vd.res.ReportHashB64u {
 		// verify.Verify with a report checks this; never reached.
-		return finish(exitRejected, "ATTESTATION report PROMPT_COMMITMENT_MISMATCH", "the attestation commits to another report")
+		return vd.finish(exitRejected, "ATTESTATION report PROMPT_COMMITMENT_MISMATCH", "the attestation commits to another report")
 	}
-	out.Attestation = &disclosureAttJSON{AttestationID: vres.AttestationID, RunID: vres.RunID, AttesterDID: vres.AttesterDID, Simulated: vres.Simulated}
-	return finish(exitOK, "", "")
+	vd.out.Attestation = &disclosureAttJSON{AttestationID: vres.AttestationID, RunID: vres.RunID, AttesterDID: vres.AttesterDID, Simulated: vres.Simulated}
+	return exitOK
 }
 
 // trimNewline drops one trailing newline (a compact JWS has none).
