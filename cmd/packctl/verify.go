@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,142 +22,208 @@ const verifySynopsis = "verify --attestation FILE --evidence FILE [--bundle FILE
 // numbers as packctl's exit codes).
 func verifyExit(err error) int { return verify.ExitCode(err) }
 
+// verifyCmd is the state of packctl verify: its flags, then what each step
+// learns for the next.
+type verifyCmd struct {
+	stdout, stderr io.Writer
+
+	attPath, evPath, bundlePath, auditPath, reportPath, policyPath, collDir, at, earKey, earOut string
+	allowSim, allowRev, allowColl, asJSON                                                       bool
+
+	now                                          func() time.Time
+	att, ev, bundle, auditLog, report, policyRaw []byte
+	hint                                         string // printed only beside an error
+	policy                                       *verify.Policy
+	opts                                         verify.Options
+	signer                                       crypto.Signer // nil without --ear-key
+}
+
 func runVerify(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("verify", verifySynopsis, stderr)
-	attPath := fs.String("attestation", "", "execution_attestation envelope (JSON)")
-	evPath := fs.String("evidence", "", "evidence document (compact JWS)")
-	bundlePath := fs.String("bundle", "", "the run's proof_bundle envelope (optional)")
-	auditPath := fs.String("audit", "", "the gate audit log, JSON Lines (optional)")
-	reportPath := fs.String("report", "", "the SystemPromptReport.v1 (optional; needed for template and recipe policy)")
-	policyPath := fs.String("policy", "", "policy file (docs/spec/verify-v1.md); default: the strictest policy")
-	collDir := fs.String("collateral", "", "collateral directory (CRLs, TDX TCB info; docs/spec/collateral-v1.md, filled by packctl collateral fetch)")
-	allowSim := fs.Bool("allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
-	allowRev := fs.Bool("allow-unchecked-revocation", false, "accept evidence without CRLs")
-	allowColl := fs.Bool("allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
-	at := fs.String("at", "", "verification time, RFC 3339 (default: now)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	earKey := fs.String("ear-key", "", "sign an EAR attestation result with this PEM PKCS#8 Ed25519 or ECDSA P-256 key")
-	earOut := fs.String("ear-out", "", "write the EAR JWT to this file instead of stdout")
+	v := &verifyCmd{stdout: stdout, stderr: stderr}
+	fs := v.flagSet()
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
 	if !requireFlags(fs, stderr, "attestation", "evidence") || !wantArgs(fs, stderr, 0, "") {
 		return exitUsage
 	}
-	if *earOut != "" && !requireFlags(fs, stderr, "ear-key") {
+	if v.earOut != "" && !requireFlags(fs, stderr, "ear-key") {
 		return exitUsage
 	}
-	now := time.Now
-	if *at != "" {
-		t, err := time.Parse(time.RFC3339, *at)
+	if code := runSteps(v.parseAt, v.readInputs, v.loadPolicy, v.loadCollateral, v.loadEARKey); code != exitOK {
+		return code
+	}
+	return v.verify()
+}
+
+func (v *verifyCmd) flagSet() *flag.FlagSet {
+	fs := newFlagSet("verify", verifySynopsis, v.stderr)
+	fs.StringVar(&v.attPath, "attestation", "", "execution_attestation envelope (JSON)")
+	fs.StringVar(&v.evPath, "evidence", "", "evidence document (compact JWS)")
+	fs.StringVar(&v.bundlePath, "bundle", "", "the run's proof_bundle envelope (optional)")
+	fs.StringVar(&v.auditPath, "audit", "", "the gate audit log, JSON Lines (optional)")
+	fs.StringVar(&v.reportPath, "report", "", "the SystemPromptReport.v1 (optional; needed for template and recipe policy)")
+	fs.StringVar(&v.policyPath, "policy", "", "policy file (docs/spec/verify-v1.md); default: the strictest policy")
+	fs.StringVar(&v.collDir, "collateral", "", "collateral directory (CRLs, TDX TCB info; docs/spec/collateral-v1.md, filled by packctl collateral fetch)")
+	fs.BoolVar(&v.allowSim, "allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
+	fs.BoolVar(&v.allowRev, "allow-unchecked-revocation", false, "accept evidence without CRLs")
+	fs.BoolVar(&v.allowColl, "allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
+	fs.StringVar(&v.at, "at", "", "verification time, RFC 3339 (default: now)")
+	fs.BoolVar(&v.asJSON, "json", false, "print the result as JSON")
+	fs.StringVar(&v.earKey, "ear-key", "", "sign an EAR attestation result with this PEM PKCS#8 Ed25519 or ECDSA P-256 key")
+	fs.StringVar(&v.earOut, "ear-out", "", "write the EAR JWT to this file instead of stdout")
+	return fs
+}
+
+// parseAt sets the verification clock from --at.
+func (v *verifyCmd) parseAt() int {
+	v.now = time.Now
+	if v.at != "" {
+		t, err := time.Parse(time.RFC3339, v.at)
 		if err != nil {
-			errorf(stderr, "verify: --at: not an RFC 3339 time")
+			errorf(v.stderr, "verify: --at: not an RFC 3339 time")
 			return exitUsage
 		}
-		now = func() time.Time { return t }
+		v.now = func() time.Time { return t }
 	}
-	read := func(path string) ([]byte, bool) {
-		if path == "" {
-			return nil, true
-		}
-		b, err := readInput(path)
-		if err != nil {
-			errorf(stderr, "verify: %v", err)
-			return nil, false
-		}
-		return b, true
+	return exitOK
+}
+
+// read reads an optional input file; it reports a failure on stderr.
+func (v *verifyCmd) read(path string) ([]byte, bool) {
+	if path == "" {
+		return nil, true
 	}
-	att, ok1 := read(*attPath)
-	ev, ok2 := read(*evPath)
-	bundle, ok3 := read(*bundlePath)
-	auditLog, ok4 := read(*auditPath)
-	report, ok5 := read(*reportPath)
-	policyRaw, ok6 := read(*policyPath)
+	b, err := readInput(path)
+	if err != nil {
+		errorf(v.stderr, "verify: %v", err)
+		return nil, false
+	}
+	return b, true
+}
+
+// readInputs reads every input file, reporting each one that cannot be
+// read, and keeps the hint naming any that looks misplaced.
+func (v *verifyCmd) readInputs() int {
+	var ok1, ok2, ok3, ok4, ok5, ok6 bool
+	v.att, ok1 = v.read(v.attPath)
+	v.ev, ok2 = v.read(v.evPath)
+	v.bundle, ok3 = v.read(v.bundlePath)
+	v.auditLog, ok4 = v.read(v.auditPath)
+	v.report, ok5 = v.read(v.reportPath)
+	v.policyRaw, ok6 = v.read(v.policyPath)
 	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) {
 		return exitCannot
 	}
-	// Printed only beside an error, which keeps its exit code.
-	hint := inputHint(
-		input{"--attestation", *attPath, att, kindAttestation}, input{"--evidence", *evPath, ev, kindEvidenceDocument},
-		input{"--bundle", *bundlePath, bundle, kindPoHEnvelope}, input{"--report", *reportPath, report, kindReport},
-		input{"--policy", *policyPath, policyRaw, kindPolicy})
-	printHint := func() {
-		if hint != "" {
-			errorf(stderr, "verify: %s", hint)
-		}
-	}
+	v.hint = inputHint(
+		input{"--attestation", v.attPath, v.att, kindAttestation}, input{"--evidence", v.evPath, v.ev, kindEvidenceDocument},
+		input{"--bundle", v.bundlePath, v.bundle, kindPoHEnvelope}, input{"--report", v.reportPath, v.report, kindReport},
+		input{"--policy", v.policyPath, v.policyRaw, kindPolicy})
 	// A compact JWS contains no newline: a file that ends with one was
 	// written by a tool that adds it; evidence_ref hashes the JWS alone.
-	ev = bytes.TrimSuffix(bytes.TrimSuffix(ev, []byte("\n")), []byte("\r"))
-	policy := &verify.Policy{}
-	if policyRaw != nil {
-		p, err := verify.ParsePolicy(policyRaw)
-		if err != nil {
-			errorf(stderr, "verify: policy: %v", err)
-			printHint()
-			return exitUsage
-		}
-		policy = p
-	}
-	opts := verify.Options{
-		Now: now, AllowSimulated: *allowSim, AllowUncheckedRevocation: *allowRev, AllowUncheckedCollateral: *allowColl,
-		AuditLog: auditLog, Report: report,
-	}
-	if *collDir != "" {
-		c, err := platform.LoadCollateralDir(*collDir)
-		if err != nil {
-			errorf(stderr, "verify: collateral: %v", err)
-			return exitCannot
-		}
-		opts.Collateral = c
-	}
-	var signer crypto.Signer
-	if *earKey != "" {
-		raw, ok := read(*earKey)
-		if !ok {
-			return exitCannot
-		}
-		s, err := earresult.ParseSigningKey(raw)
-		if err != nil {
-			errorf(stderr, "verify: --ear-key: %v", err)
-			return exitUsage
-		}
-		signer = s
-	}
+	v.ev = bytes.TrimSuffix(bytes.TrimSuffix(v.ev, []byte("\n")), []byte("\r"))
+	return exitOK
+}
 
-	res, verr := verify.Verify(att, ev, bundle, policy, opts)
+func (v *verifyCmd) printHint() {
+	if v.hint != "" {
+		errorf(v.stderr, "verify: %s", v.hint)
+	}
+}
+
+// loadPolicy parses --policy; the default is the strictest policy.
+func (v *verifyCmd) loadPolicy() int {
+	v.policy = &verify.Policy{}
+	if v.policyRaw != nil {
+		p, err := verify.ParsePolicy(v.policyRaw)
+		if err != nil {
+			errorf(v.stderr, "verify: policy: %v", err)
+			v.printHint()
+			return exitUsage
+		}
+		v.policy = p
+	}
+	return exitOK
+}
+
+// loadCollateral sets the verify options, with the --collateral folder.
+func (v *verifyCmd) loadCollateral() int {
+	v.opts = verify.Options{
+		Now: v.now, AllowSimulated: v.allowSim, AllowUncheckedRevocation: v.allowRev, AllowUncheckedCollateral: v.allowColl,
+		AuditLog: v.auditLog, Report: v.report,
+	}
+	if v.collDir != "" {
+		c, err := platform.LoadCollateralDir(v.collDir)
+		if err != nil {
+			errorf(v.stderr, "verify: collateral: %v", err)
+			return exitCannot
+		}
+		v.opts.Collateral = c
+	}
+	return exitOK
+}
+
+// loadEARKey reads the --ear-key signing key.
+func (v *verifyCmd) loadEARKey() int {
+	if v.earKey == "" {
+		return exitOK
+	}
+	raw, ok := v.read(v.earKey)
+	if !ok {
+		return exitCannot
+	}
+	s, err := earresult.ParseSigningKey(raw)
+	if err != nil {
+		errorf(v.stderr, "verify: --ear-key: %v", err)
+		return exitUsage
+	}
+	v.signer = s
+	return exitOK
+}
+
+// verify verifies, prints the result (unless the EAR goes to stdout) and
+// writes the EAR; its exit code is the verification's.
+func (v *verifyCmd) verify() int {
+	res, verr := verify.Verify(v.att, v.ev, v.bundle, v.policy, v.opts)
 	code := verifyExit(verr)
 	if verr != nil {
-		errorf(stderr, "verify: %v", verr)
-		printHint()
+		errorf(v.stderr, "verify: %v", verr)
+		v.printHint()
 	}
-	if signer == nil || *earOut != "" {
-		if *asJSON {
-			writeVerifyJSON(stdout, res, verr)
+	if v.signer == nil || v.earOut != "" {
+		if v.asJSON {
+			writeVerifyJSON(v.stdout, res, verr)
 		} else {
-			writeSummary(stdout, res, verr)
+			writeSummary(v.stdout, res, verr)
 		}
 	}
-	if signer == nil || code == exitUsage {
+	if v.signer == nil || code == exitUsage {
 		return code
 	}
-	ar, err := earresult.New(res, verr, earresult.Options{Now: now(), Policy: policy})
-	if err == nil {
-		var tok []byte
-		if tok, err = earresult.Sign(ar, signer); err == nil {
-			tok = append(tok, '\n')
-			if *earOut != "" {
-				err = os.WriteFile(*earOut, tok, 0o644)
-			} else {
-				_, err = stdout.Write(tok)
-			}
-		}
-	}
-	if err != nil {
-		errorf(stderr, "verify: ear: %v", err)
+	if err := v.writeEAR(res, verr); err != nil {
+		errorf(v.stderr, "verify: ear: %v", err)
 		return exitCannot
 	}
 	return code
+}
+
+// writeEAR signs the EAR attestation result and writes it to --ear-out or
+// stdout.
+func (v *verifyCmd) writeEAR(res *verify.Result, verr error) error {
+	ar, err := earresult.New(res, verr, earresult.Options{Now: v.now(), Policy: v.policy})
+	if err != nil {
+		return err
+	}
+	tok, err := earresult.Sign(ar, v.signer)
+	if err != nil {
+		return err
+	}
+	tok = append(tok, '\n')
+	if v.earOut != "" {
+		return os.WriteFile(v.earOut, tok, 0o644)
+	}
+	_, err = v.stdout.Write(tok)
+	return err
 }
 
 func writeVerifyJSON(w io.Writer, res *verify.Result, verr error) {
