@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -53,71 +54,118 @@ type collateralStatusJSON struct {
 	Detail     string `json:"detail,omitempty"`
 }
 
+// collateralCmd is the state of collateral fetch and check: the flags,
+// then what each step learns for the next.
+type collateralCmd struct {
+	name           string
+	offline        bool
+	stdout, stderr io.Writer
+
+	evPaths                      []string
+	dir, at                      string
+	minValidity, backoff         time.Duration
+	asJSON, offlineFlag          bool
+	kdsURL, pcsURL, intelCertURL string
+	attempts                     int
+
+	now   func() time.Time
+	items []collateral.Item
+	sts   []collateral.Status
+	ferr  error
+	stop  func() // releases the interrupt handler of a fetch
+}
+
 // runCollateralFetch implements collateral fetch and, with offline (or
 // --offline), collateral check: exit 0 when every document the evidence
 // needs is fresh, 3 when one is missing, stale or could not be fetched, 2
 // for evidence that does not parse, 1 for usage errors.
 func runCollateralFetch(args []string, offline bool, stdout, stderr io.Writer) int {
-	name, synopsis := "collateral fetch", collateralFetchSynopsis
-	if offline {
-		name, synopsis = "collateral check", collateralCheckSynopsis
-	}
-	fs := newFlagSet(name, synopsis, stderr)
-	var evPaths []string
-	fs.Func("evidence", "evidence document (compact JWS), as given to packctl verify; repeatable", func(s string) error {
-		evPaths = append(evPaths, s)
-		return nil
-	})
-	dir := fs.String("collateral", "", "collateral directory (docs/spec/collateral-v1.md); created if missing")
-	minValidity := fs.Duration("min-validity", collateral.DefaultMinValidity, "refetch a document that expires within this duration")
-	at := fs.String("at", "", "time to judge validity at, RFC 3339 (default: now)")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	var (
-		offlineFlag                  *bool
-		kdsURL, pcsURL, intelCertURL *string
-		attempts                     *int
-		backoff                      *time.Duration
-	)
-	if !offline {
-		offlineFlag = fs.Bool("offline", false, "no network: report what is missing or stale (same as collateral check)")
-		kdsURL = fs.String("kds-url", collateral.DefaultKDSURL, "AMD KDS base URL (mirror, test service)")
-		pcsURL = fs.String("pcs-url", collateral.DefaultPCSURL, "Intel PCS base URL")
-		intelCertURL = fs.String("intel-certs-url", collateral.DefaultIntelCertsURL, "Intel certificate service base URL (SGX Root CA CRL)")
-		attempts = fs.Int("attempts", collateral.DefaultAttempts, "requests per document before giving up (network errors, 5xx, 429)")
-		backoff = fs.Duration("backoff", collateral.DefaultBackoff, "delay before the first retry, doubled per retry up to 30s")
-	}
+	c := &collateralCmd{name: "collateral fetch", offline: offline, stdout: stdout, stderr: stderr}
+	fs := c.flagSet()
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if offlineFlag != nil && *offlineFlag {
-		offline = true
+	if c.offlineFlag {
+		c.offline = true
 	}
+	defer c.cleanup()
+	return runSteps(
+		func() int { return c.checkFlags(fs) },
+		c.parseAt,
+		c.readNeeds,
+		c.fetch,
+		c.print,
+	)
+}
+
+func (c *collateralCmd) flagSet() *flag.FlagSet {
+	synopsis := collateralFetchSynopsis
+	if c.offline {
+		c.name, synopsis = "collateral check", collateralCheckSynopsis
+	}
+	fs := newFlagSet(c.name, synopsis, c.stderr)
+	fs.Func("evidence", "evidence document (compact JWS), as given to packctl verify; repeatable", func(s string) error {
+		c.evPaths = append(c.evPaths, s)
+		return nil
+	})
+	fs.StringVar(&c.dir, "collateral", "", "collateral directory (docs/spec/collateral-v1.md); created if missing")
+	fs.DurationVar(&c.minValidity, "min-validity", collateral.DefaultMinValidity, "refetch a document that expires within this duration")
+	fs.StringVar(&c.at, "at", "", "time to judge validity at, RFC 3339 (default: now)")
+	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
+	if !c.offline {
+		fs.BoolVar(&c.offlineFlag, "offline", false, "no network: report what is missing or stale (same as collateral check)")
+		fs.StringVar(&c.kdsURL, "kds-url", collateral.DefaultKDSURL, "AMD KDS base URL (mirror, test service)")
+		fs.StringVar(&c.pcsURL, "pcs-url", collateral.DefaultPCSURL, "Intel PCS base URL")
+		fs.StringVar(&c.intelCertURL, "intel-certs-url", collateral.DefaultIntelCertsURL, "Intel certificate service base URL (SGX Root CA CRL)")
+		fs.IntVar(&c.attempts, "attempts", collateral.DefaultAttempts, "requests per document before giving up (network errors, 5xx, 429)")
+		fs.DurationVar(&c.backoff, "backoff", collateral.DefaultBackoff, "delay before the first retry, doubled per retry up to 30s")
+	}
+	return fs
+}
+
+func (c *collateralCmd) cleanup() {
+	if c.stop != nil {
+		c.stop()
+	}
+}
+
+func (c *collateralCmd) checkFlags(fs *flag.FlagSet) int {
 	switch {
-	case len(evPaths) == 0:
-		errorf(stderr, "%s: --evidence is required", name)
+	case len(c.evPaths) == 0:
+		errorf(c.stderr, "%s: --evidence is required", c.name)
 		return exitUsage
-	case *dir == "":
-		errorf(stderr, "%s: --collateral is required", name)
+	case c.dir == "":
+		errorf(c.stderr, "%s: --collateral is required", c.name)
 		return exitUsage
 	case fs.NArg() != 0:
-		errorf(stderr, "%s: unexpected argument %q", name, fs.Arg(0))
+		errorf(c.stderr, "%s: unexpected argument %q", c.name, fs.Arg(0))
 		return exitUsage
-	case !offline && (*attempts < 1 || *attempts > 10 || *backoff <= 0 || *backoff > time.Minute):
-		errorf(stderr, "%s: --attempts is 1 to 10 and --backoff above 0 and at most 1m", name)
+	case !c.offline && (c.attempts < 1 || c.attempts > 10 || c.backoff <= 0 || c.backoff > time.Minute):
+		errorf(c.stderr, "%s: --attempts is 1 to 10 and --backoff above 0 and at most 1m", c.name)
 		return exitUsage
 	}
-	now := time.Now
-	if *at != "" {
-		t, err := time.Parse(time.RFC3339, *at)
+	return exitOK
+}
+
+// parseAt sets the clock from --at.
+func (c *collateralCmd) parseAt() int {
+	c.now = time.Now
+	if c.at != "" {
+		t, err := time.Parse(time.RFC3339, c.at)
 		if err != nil {
-			errorf(stderr, "%s: --at: not an RFC 3339 time", name)
+			errorf(c.stderr, "%s: --at: not an RFC 3339 time", c.name)
 			return exitUsage
 		}
-		now = func() time.Time { return t }
+		c.now = func() time.Time { return t }
 	}
+	return exitOK
+}
+
+// readNeeds reads the evidence and lists the documents it needs.
+func (c *collateralCmd) readNeeds() int {
 	var evs []*evidence.Evidence
-	for _, p := range evPaths {
-		items, code := readEvidenceItems(p, name, stderr)
+	for _, p := range c.evPaths {
+		items, code := readEvidenceItems(p, c.name, c.stderr)
 		if code != exitOK {
 			return code
 		}
@@ -125,52 +173,63 @@ func runCollateralFetch(args []string, offline bool, stdout, stderr io.Writer) i
 	}
 	items, err := collateral.Needs(evs)
 	if err != nil {
-		errorf(stderr, "%s: %v", name, err)
+		errorf(c.stderr, "%s: %v", c.name, err)
 		return exitRejected
 	}
-	mv := *minValidity
+	c.items = items
+	return exitOK
+}
+
+// fetch fetches the documents, or checks them offline; an incomplete
+// result is reported by print.
+func (c *collateralCmd) fetch() int {
+	mv := c.minValidity
 	if mv == 0 {
 		mv = -1 // the flag's 0 means "any remaining validity"
 	}
-	f := &collateral.Fetcher{Now: now, MinValidity: mv}
-	var sts []collateral.Status
-	var ferr error
-	if offline {
-		sts, ferr = f.Check(*dir, items)
-		if ferr == nil {
-			ferr = collateral.Incomplete(sts)
+	f := &collateral.Fetcher{Now: c.now, MinValidity: mv}
+	if c.offline {
+		c.sts, c.ferr = f.Check(c.dir, c.items)
+		if c.ferr == nil {
+			c.ferr = collateral.Incomplete(c.sts)
 		}
-	} else {
-		f.KDSURL, f.PCSURL, f.IntelCertsURL = strings.TrimSuffix(*kdsURL, "/"), strings.TrimSuffix(*pcsURL, "/"), strings.TrimSuffix(*intelCertURL, "/")
-		f.Attempts, f.Backoff = *attempts, *backoff
-		f.Progress = func(line string) { errorf(stderr, "%s: %s", name, line) }
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-		defer stop()
-		sts, ferr = f.Fetch(ctx, *dir, items)
+		return exitOK
 	}
+	f.KDSURL, f.PCSURL, f.IntelCertsURL = strings.TrimSuffix(c.kdsURL, "/"), strings.TrimSuffix(c.pcsURL, "/"), strings.TrimSuffix(c.intelCertURL, "/")
+	f.Attempts, f.Backoff = c.attempts, c.backoff
+	f.Progress = func(line string) { errorf(c.stderr, "%s: %s", c.name, line) }
+	var ctx context.Context
+	ctx, c.stop = signal.NotifyContext(context.Background(), os.Interrupt)
+	c.sts, c.ferr = f.Fetch(ctx, c.dir, c.items)
+	return exitOK
+}
+
+// print prints the state of each document and returns exitCannot when one
+// is not fresh.
+func (c *collateralCmd) print() int {
 	code := exitOK
-	if ferr != nil {
+	if c.ferr != nil {
 		code = exitCannot
-		errorf(stderr, "%s: %v", name, ferr)
+		errorf(c.stderr, "%s: %v", c.name, c.ferr)
 	}
-	if *asJSON {
-		out := collateralJSON{Complete: ferr == nil, ExitCode: code, Documents: []collateralStatusJSON{}}
-		if ferr != nil {
-			out.Error = ferr.Error()
+	if c.asJSON {
+		out := collateralJSON{Complete: c.ferr == nil, ExitCode: code, Documents: []collateralStatusJSON{}}
+		if c.ferr != nil {
+			out.Error = c.ferr.Error()
 		}
-		for _, s := range sts {
+		for _, s := range c.sts {
 			j := collateralStatusJSON{Kind: s.Item.Kind, Path: s.Item.Path, State: string(s.State), Fetched: s.Fetched, Detail: s.Detail}
 			if !s.ValidUntil.IsZero() {
 				j.ValidUntil = s.ValidUntil.UTC().Format(time.RFC3339)
 			}
 			out.Documents = append(out.Documents, j)
 		}
-		enc := json.NewEncoder(stdout)
+		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		_ = enc.Encode(out)
 		return code
 	}
-	for _, s := range sts {
+	for _, s := range c.sts {
 		until := ""
 		if !s.ValidUntil.IsZero() {
 			until = " valid until " + s.ValidUntil.UTC().Format(time.RFC3339)
@@ -179,12 +238,12 @@ func runCollateralFetch(args []string, offline bool, stdout, stderr io.Writer) i
 		if s.State != collateral.StateFresh && s.Detail != "" {
 			detail = " (" + s.Detail + ")"
 		}
-		fmt.Fprintf(stdout, "  %-8s %s%s%s\n", s.State, s.Item.Path, until, detail)
+		fmt.Fprintf(c.stdout, "  %-8s %s%s%s\n", s.State, s.Item.Path, until, detail)
 	}
-	if ferr == nil {
-		fmt.Fprintf(stdout, "COMPLETE: %d documents\n", len(sts))
+	if c.ferr == nil {
+		fmt.Fprintf(c.stdout, "COMPLETE: %d documents\n", len(c.sts))
 	} else {
-		fmt.Fprintln(stdout, "INCOMPLETE")
+		fmt.Fprintln(c.stdout, "INCOMPLETE")
 	}
 	return code
 }
