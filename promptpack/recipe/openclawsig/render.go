@@ -267,76 +267,119 @@ func Render(h *Harness, p *Params) (*Result, error) {
 	if p == nil {
 		return nil, &ParamsError{Err: ErrMissingField}
 	}
-	l := &h.lit
 	if p.PromptMode == ModeNone {
-		out := l.noneModeOutput
+		out := h.lit.noneModeOutput
 		return &Result{Prompt: []byte(out), PromptChars: jsstr.Len(out), Mode: ModeNone}, nil
 	}
-	minimal := p.PromptMode == ModeMinimal
-	res := &Result{Mode: ModeFull}
-	if minimal {
-		res.Mode = ModeMinimal
+	r := &render{h: h, p: p, l: &h.lit, b: &builder{h: h}, res: &Result{Mode: ModeFull}}
+	r.minimal = p.PromptMode == ModeMinimal
+	if r.minimal {
+		r.res.Mode = ModeMinimal
 	}
-	b := &builder{h: h}
+	r.resolveTools()
+	r.readParams()
+	// The sections, in prompt order.
+	for _, section := range []func(){
+		r.baseSections,      // 1-7
+		r.skillsAndMemory,   // 8-11
+		r.workspaceSections, // 12-16
+		r.userAndTime,       // 17-19
+		r.messagingSections, // 20-22
+		r.contextSections,   // 23-26
+		r.closingSections,   // 27-29
+	} {
+		section()
+	}
+	r.res.Prompt = r.b.output()
+	r.res.PromptChars = jsstr.Len(string(r.res.Prompt))
+	return r.res, nil
+}
 
-	t := h.resolveTools(p)
-	for _, k := range t.order {
-		res.ToolNames = append(res.ToolNames, t.display[k])
+// render is the state of one Render: the inputs, the values read from the
+// params, and the prompt being built.
+type render struct {
+	h       *Harness
+	p       *Params
+	l       *literals
+	b       *builder
+	res     *Result
+	minimal bool
+
+	t                  tools
+	toolList, readTool string
+
+	owners, caps                       []string
+	skills, timezone, docs, tts, extra string
+	heartbeat, channel                 string
+	inlineButtons                      bool
+}
+
+// resolveTools resolves the tools, the tool list and the read tool's name.
+func (r *render) resolveTools() {
+	h, l := r.h, r.l
+	r.t = h.resolveTools(r.p)
+	for _, k := range r.t.order {
+		r.res.ToolNames = append(r.res.ToolNames, r.t.display[k])
 	}
-	var toolList string
-	if len(t.lines) > 0 {
-		toolList = strings.Join(t.lines, l.toolLinesJoiner)
+	if len(r.t.lines) > 0 {
+		r.toolList = strings.Join(r.t.lines, l.toolLinesJoiner)
 	} else {
-		toolList = interpolate(string(h.files.Templates[tplToolingFallback]), map[string]string{
+		r.toolList = interpolate(string(h.files.Templates[tplToolingFallback]), map[string]string{
 			"exec_tool":    l.defaultExecTool,
 			"process_tool": l.defaultProcessTool,
 		})
 	}
-	readTool := l.defaultReadTool
-	if t.available[keyRead] {
-		readTool = t.display[keyRead]
+	r.readTool = l.defaultReadTool
+	if r.t.available[keyRead] {
+		r.readTool = r.t.display[keyRead]
 	}
+}
 
-	var owners []string
+// readParams trims the params the sections use and builds the runtime
+// line.
+func (r *render) readParams() {
+	p, l := r.p, r.l
 	for _, o := range p.OwnerNumbers {
 		if o = jsstr.Trim(o); o != "" {
-			owners = append(owners, o)
+			r.owners = append(r.owners, o)
 		}
 	}
-	skills := jsstr.Trim(p.SkillsPrompt)
-	timezone := jsstr.Trim(p.UserTimezone)
-	docs := jsstr.Trim(p.DocsPath)
-	tts := jsstr.Trim(p.TTSHint)
-	extra := jsstr.Trim(p.ExtraSystemPrompt)
-	heartbeat := l.heartbeatLineDefault
+	r.skills = jsstr.Trim(p.SkillsPrompt)
+	r.timezone = jsstr.Trim(p.UserTimezone)
+	r.docs = jsstr.Trim(p.DocsPath)
+	r.tts = jsstr.Trim(p.TTSHint)
+	r.extra = jsstr.Trim(p.ExtraSystemPrompt)
+	r.heartbeat = l.heartbeatLineDefault
 	if hb := jsstr.Trim(p.HeartbeatPrompt); hb != "" {
-		heartbeat = l.heartbeatLinePrefix + hb
+		r.heartbeat = l.heartbeatLinePrefix + hb
 	}
-	var channel string
-	var caps []string
 	if ri := p.RuntimeInfo; ri != nil {
-		channel = jsstr.ToLower(jsstr.Trim(ri.Channel))
+		r.channel = jsstr.ToLower(jsstr.Trim(ri.Channel))
 		for _, c := range ri.Capabilities {
 			if c = jsstr.Trim(c); c != "" {
-				caps = append(caps, c)
+				r.caps = append(r.caps, c)
 			}
 		}
 	}
-	inlineButtons := false
-	for _, c := range caps {
+	for _, c := range r.caps {
 		if jsstr.ToLower(c) == l.inlineButtonsCap {
-			inlineButtons = true
+			r.inlineButtons = true
 		}
 	}
-	res.RuntimeLine = h.runtimeLine(p, channel, caps)
+	r.res.RuntimeLine = r.h.runtimeLine(p, r.channel, r.caps)
+}
 
+// baseSections are sections 1-7: identity, tooling, safety, verification
+// and the CLI reference.
+func (r *render) baseSections() {
+	b, t := r.b, &r.t
 	// 1-4
 	b.tpl(tplIdentity, nil)
-	b.tpl(tplTooling, map[string]string{"tool_list": toolList})
+	b.tpl(tplTooling, map[string]string{"tool_list": r.toolList})
 	b.tpl(tplToolCallStyle, nil)
 	b.tpl(tplSafety, nil)
 	// 5-6
-	if !minimal && t.available[keyVerify] {
+	if !r.minimal && t.available[keyVerify] {
 		b.tpl(tplVerificationPreamble, nil)
 		if t.available[keyUpdateAndSign] {
 			b.tpl(tplProtectedFiles, nil)
@@ -344,13 +387,22 @@ func Render(h *Harness, p *Params) (*Result, error) {
 	}
 	// 7
 	b.tpl(tplCLIReference, nil)
+}
+
+// skillsAndMemory are sections 8-11: skills, memory, self-update and
+// model aliases, none of them in minimal mode.
+func (r *render) skillsAndMemory() {
+	b, t, p := r.b, &r.t, r.p
+	if r.minimal {
+		return
+	}
 	// 8
-	if !minimal && skills != "" {
-		b.tpl(tplSkills, map[string]string{"read_tool": readTool, "skills_prompt": skills})
-		res.SkillsPrompt = skills
+	if r.skills != "" {
+		b.tpl(tplSkills, map[string]string{"read_tool": r.readTool, "skills_prompt": r.skills})
+		r.res.SkillsPrompt = r.skills
 	}
 	// 9
-	if !minimal && (t.available[keyMemorySearch] || t.available[keyMemoryGet]) {
+	if t.available[keyMemorySearch] || t.available[keyMemoryGet] {
 		b.tpl(tplMemory, nil)
 		if p.MemoryCitationsMode == "off" {
 			b.tpl(tplMemoryCitationsOff, nil)
@@ -359,18 +411,24 @@ func Render(h *Harness, p *Params) (*Result, error) {
 		}
 	}
 	// 10
-	if !minimal && t.available[keyGateway] {
+	if t.available[keyGateway] {
 		b.tpl(tplSelfUpdate, nil)
 	}
 	// 11
-	if !minimal && len(p.ModelAliasLines) > 0 {
+	if len(p.ModelAliasLines) > 0 {
 		b.tpl(tplModelAliases, map[string]string{
-			"model_alias_lines": strings.Join(p.ModelAliasLines, l.modelAliasLinesJoiner),
+			"model_alias_lines": strings.Join(p.ModelAliasLines, r.l.modelAliasLinesJoiner),
 		})
 	}
+}
+
+// workspaceSections are sections 12-16: the date hint, the workspace and
+// its notes, the documentation and the sandbox.
+func (r *render) workspaceSections() {
+	b, p := r.b, r.p
 	// 12
-	if timezone != "" {
-		b.direct(l.dateTimeHintLine)
+	if r.timezone != "" {
+		b.direct(r.l.dateTimeHintLine)
 	}
 	// 13-14
 	b.tpl(tplWorkspace, map[string]string{"workspace_dir": p.WorkspaceDir})
@@ -380,56 +438,74 @@ func Render(h *Harness, p *Params) (*Result, error) {
 		}
 	}
 	// 15
-	if !minimal && docs != "" {
-		b.tpl(tplDocumentation, map[string]string{"docs_path": docs})
+	if !r.minimal && r.docs != "" {
+		b.tpl(tplDocumentation, map[string]string{"docs_path": r.docs})
 	}
 	// 16
 	if si := p.SandboxInfo; si != nil && si.Enabled {
 		b.tpl(tplSandbox, nil)
-		h.sandboxLines(b, si)
+		r.h.sandboxLines(b, si)
 	}
+}
+
+// userAndTime are sections 17-19: the owners, the time zone and the
+// workspace files.
+func (r *render) userAndTime() {
+	b, l := r.b, r.l
 	// 17
-	if !minimal && len(owners) > 0 {
+	if !r.minimal && len(r.owners) > 0 {
 		b.tpl(tplUserIdentity, map[string]string{
-			"owner_line": l.ownerLinePrefix + strings.Join(owners, l.ownerNumbersJoiner) + l.ownerLineSuffix,
+			"owner_line": l.ownerLinePrefix + strings.Join(r.owners, l.ownerNumbersJoiner) + l.ownerLineSuffix,
 		})
 	}
 	// 18-19
-	if timezone != "" {
-		b.tpl(tplTime, map[string]string{"user_timezone": timezone})
+	if r.timezone != "" {
+		b.tpl(tplTime, map[string]string{"user_timezone": r.timezone})
 	}
 	b.tpl(tplWorkspaceFiles, nil)
-	// 20-22
-	if !minimal {
-		b.tpl(tplReplyTags, nil)
-		b.tpl(tplMessaging, nil)
-		if t.available[keyMessage] {
-			b.tpl(tplMessageTool, map[string]string{
-				"channel_options":    l.messageChannelOptions,
-				"silent_reply_token": l.silentReplyToken,
-			})
-			if inlineButtons {
-				b.tpl(tplMessageToolButtonsOn, nil)
-			} else if channel != "" {
-				b.tpl(tplMessageToolButtonsOff, map[string]string{"runtime_channel": channel})
-			}
-			for _, hint := range p.MessageToolHints {
-				b.direct(hint)
-			}
+}
+
+// messagingSections are sections 20-22: reply tags, messaging and voice,
+// none of them in minimal mode.
+func (r *render) messagingSections() {
+	b, l := r.b, r.l
+	if r.minimal {
+		return
+	}
+	b.tpl(tplReplyTags, nil)
+	b.tpl(tplMessaging, nil)
+	if r.t.available[keyMessage] {
+		b.tpl(tplMessageTool, map[string]string{
+			"channel_options":    l.messageChannelOptions,
+			"silent_reply_token": l.silentReplyToken,
+		})
+		if r.inlineButtons {
+			b.tpl(tplMessageToolButtonsOn, nil)
+		} else if r.channel != "" {
+			b.tpl(tplMessageToolButtonsOff, map[string]string{"runtime_channel": r.channel})
 		}
-		if tts != "" {
-			b.tpl(tplVoice, map[string]string{"tts_hint": tts})
+		for _, hint := range r.p.MessageToolHints {
+			b.direct(hint)
 		}
 	}
+	if r.tts != "" {
+		b.tpl(tplVoice, map[string]string{"tts_hint": r.tts})
+	}
+}
+
+// contextSections are sections 23-26: the extra system prompt, reactions,
+// the reasoning format and the project context files.
+func (r *render) contextSections() {
+	b, p, l := r.b, r.p, r.l
 	// 23
-	if extra != "" {
-		if minimal {
+	if r.extra != "" {
+		if r.minimal {
 			b.tpl(tplSubagentContext, nil)
 		} else {
 			b.tpl(tplGroupContext, nil)
 		}
-		b.direct(extra)
-		res.ExtraSystemPrompt = extra
+		b.direct(r.extra)
+		r.res.ExtraSystemPrompt = r.extra
 	}
 	// 24
 	if rg := p.ReactionGuidance; rg != nil {
@@ -449,7 +525,7 @@ func Render(h *Harness, p *Params) (*Result, error) {
 	if len(p.ContextFiles) > 0 {
 		b.tpl(tplProjectContext, nil)
 		for _, f := range p.ContextFiles {
-			if h.isSoul(f.Path) {
+			if r.h.isSoul(f.Path) {
 				b.tpl(tplSoulGuidance, nil)
 				break
 			}
@@ -457,26 +533,28 @@ func Render(h *Harness, p *Params) (*Result, error) {
 		for _, f := range p.ContextFiles {
 			b.direct(l.contextHeaderPrefix + f.Path)
 			b.direct(f.Content)
-			res.ContextFiles = append(res.ContextFiles, RenderedFile{
+			r.res.ContextFiles = append(r.res.ContextFiles, RenderedFile{
 				Path: f.Path, Content: []byte(f.Content), Chars: jsstr.Len(f.Content),
 			})
 		}
 	}
+}
+
+// closingSections are sections 27-29: silent replies and heartbeats (not
+// in minimal mode), then the runtime line.
+func (r *render) closingSections() {
+	b, l := r.b, r.l
 	// 27-28
-	if !minimal {
+	if !r.minimal {
 		b.tpl(tplSilentReplies, map[string]string{"silent_reply_token": l.silentReplyToken})
-		b.tpl(tplHeartbeats, map[string]string{"heartbeat_prompt_line": heartbeat})
+		b.tpl(tplHeartbeats, map[string]string{"heartbeat_prompt_line": r.heartbeat})
 	}
 	// 29
 	reasoning := l.defaultReasoningLevel
-	if p.ReasoningLevel != nil {
-		reasoning = *p.ReasoningLevel
+	if r.p.ReasoningLevel != nil {
+		reasoning = *r.p.ReasoningLevel
 	}
-	b.tpl(tplRuntime, map[string]string{"runtime_line": res.RuntimeLine, "reasoning_level": reasoning})
-
-	res.Prompt = b.output()
-	res.PromptChars = jsstr.Len(string(res.Prompt))
-	return res, nil
+	b.tpl(tplRuntime, map[string]string{"runtime_line": r.res.RuntimeLine, "reasoning_level": reasoning})
 }
 
 // sandboxLines adds the 9 direct sandbox elements (RECIPE.md section 4.5).
