@@ -491,7 +491,52 @@ func PackID(canonical []byte) string {
 // size limit, one JSON object, pack_version first checked, no unknown or
 // missing member, exact types, a known recipe, and canonical bytes. It
 // returns nothing on error. The returned pack does not alias data.
-func Parse(data []byte) (*Pack, error) {
+func Parse(data []byte) (_ *Pack, err error) {
+	root, err := parseRoot(data)
+	if err != nil {
+		return nil, err
+	}
+	pp := &packParser{r: &jsonobj.Reader{}, p: &Pack{}, data: data}
+	defer func() {
+		if err != nil {
+			pp.p.Wipe()
+		}
+	}()
+	pp.top = pp.r.Object(root, jsonobj.Root, map[string]bool{
+		"pack_version": true, "params_json": true, "prompt_mode": true, "provenance": true,
+		"recipe": true, "sources": true, "tool_schemas": true,
+		"raw_context_files": false, "skills_env_overrides": false, "report_salts": false,
+	})
+	// The recipe comes right after the version: an unknown recipe is
+	// reported as such rather than as a consequence.
+	if err := pp.readRecipe(); err != nil {
+		return nil, err
+	}
+	for _, read := range []func(){
+		pp.readHead,
+		pp.readSources,
+		pp.readToolSchemas,
+		pp.readEnvOverrides,
+		pp.readRawContextFiles,
+		pp.readReportSalts,
+	} {
+		read()
+	}
+	if err := pp.r.Err(); err != nil {
+		return nil, fieldErr(err)
+	}
+	if err := pp.p.validate(); err != nil {
+		return nil, err
+	}
+	if err := checkCanonical(data); err != nil {
+		return nil, err
+	}
+	return pp.p, nil
+}
+
+// parseRoot checks the size, parses the JSON object and checks the
+// version, which decides everything else.
+func parseRoot(data []byte) (*pohjson.Value, error) {
 	if len(data) > MaxPackSize {
 		return nil, ferr("$", ErrTooLarge)
 	}
@@ -502,35 +547,60 @@ func Parse(data []byte) (*Pack, error) {
 	if root.Kind() != pohjson.Object {
 		return nil, ferr("$", fmt.Errorf("%w: not an object", ErrWrongType))
 	}
-	// The version decides everything else: check it first.
 	if v, ok := root.GetString("pack_version"); !ok || v != PackVersion {
 		if !ok {
 			return nil, fmt.Errorf("%w: no pack_version", ErrUnknownVersion)
 		}
 		return nil, fmt.Errorf("%w: %q", ErrUnknownVersion, safetext.Clip(v, 64))
 	}
-	r := &jsonobj.Reader{}
-	p := &Pack{}
-	top := r.Object(root, jsonobj.Root, map[string]bool{
-		"pack_version": true, "params_json": true, "prompt_mode": true, "provenance": true,
-		"recipe": true, "sources": true, "tool_schemas": true,
-		"raw_context_files": false, "skills_env_overrides": false, "report_salts": false,
-	})
-	// The recipe comes right after the version: an unknown recipe is
-	// reported as such rather than as a consequence.
-	if rec := top["recipe"]; rec != nil {
-		f := r.Object(rec, "$.recipe", map[string]bool{"id": true, "version": true})
-		p.Recipe.ID = r.Ident(f["id"], "$.recipe.id", maxRecipeIDLen)
-		p.Recipe.Version = r.Ident(f["version"], "$.recipe.version", maxRecipeVer)
-		if r.Err() == nil {
-			if err := knownRecipe(p.Recipe); err != nil {
-				return nil, err
-			}
-		}
+	return root, nil
+}
+
+// checkCanonical refuses pack bytes that are not their JCS form.
+func checkCanonical(data []byte) error {
+	canon, err := jcs.Canonicalize(data)
+	if err != nil {
+		return ferr("$", fmt.Errorf("%w: %v", ErrWrongType, err))
 	}
-	p.Params = r.Bytes(top["params_json"], "$.params_json")
-	p.PromptMode = r.Ident(top["prompt_mode"], "$.prompt_mode", maxModeLen)
-	if pv := top["provenance"]; pv != nil {
+	same := bytes.Equal(canon, data)
+	clear(canon)
+	if !same {
+		return ErrNotCanonical
+	}
+	return nil
+}
+
+// packParser is the state of Parse: the reader that collects the first
+// field error, the pack being filled, and the top-level members.
+type packParser struct {
+	r    *jsonobj.Reader
+	p    *Pack
+	top  map[string]*pohjson.Value
+	data []byte
+}
+
+// readRecipe reads the recipe and refuses an unknown one.
+func (pp *packParser) readRecipe() error {
+	r, p := pp.r, pp.p
+	rec := pp.top["recipe"]
+	if rec == nil {
+		return nil
+	}
+	f := r.Object(rec, "$.recipe", map[string]bool{"id": true, "version": true})
+	p.Recipe.ID = r.Ident(f["id"], "$.recipe.id", maxRecipeIDLen)
+	p.Recipe.Version = r.Ident(f["version"], "$.recipe.version", maxRecipeVer)
+	if r.Err() == nil {
+		return knownRecipe(p.Recipe)
+	}
+	return nil
+}
+
+// readHead reads the params, the prompt mode and the provenance.
+func (pp *packParser) readHead() {
+	r, p := pp.r, pp.p
+	p.Params = r.Bytes(pp.top["params_json"], "$.params_json")
+	p.PromptMode = r.Ident(pp.top["prompt_mode"], "$.prompt_mode", maxModeLen)
+	if pv := pp.top["provenance"]; pv != nil {
 		f := r.Object(pv, "$.provenance", map[string]bool{
 			"builder_name": true, "builder_version": true, "harness_commit": true, "harness_id": true, "harness_version": true,
 		})
@@ -542,140 +612,159 @@ func Parse(data []byte) (*Pack, error) {
 			HarnessVersion: r.Ident(f["harness_version"], "$.provenance.harness_version", MaxIdentityLen),
 		}
 	}
-	if src := top["sources"]; src != nil {
-		f := r.Object(src, "$.sources", map[string]bool{
-			"templates": true, "hardcoded_literals_json": true, "core_tool_summaries_json": true, "sig_config_json": false,
-		})
-		p.Harness.Literals = r.Bytes(f["hardcoded_literals_json"], "$.sources.hardcoded_literals_json")
-		p.Harness.CoreToolSummaries = r.Bytes(f["core_tool_summaries_json"], "$.sources.core_tool_summaries_json")
-		if sc := f["sig_config_json"]; sc != nil {
-			p.Harness.SigConfig = r.Bytes(sc, "$.sources.sig_config_json")
-			if p.Harness.SigConfig == nil && r.Err() == nil {
-				p.Harness.SigConfig = []byte{}
-			}
-		}
-		if t := f["templates"]; t != nil {
-			// openclaw-sig packs need at least one (validate).
-			ms := r.Members(t, "$.sources.templates", 0, openclawsig.MaxTemplates)
-			p.Harness.Templates = make(map[string][]byte, len(ms))
-			p.Harness.Sigs = make(map[string][]byte, len(ms))
-			for _, m := range ms {
-				path := jsonobj.Key("$.sources.templates", m.Key)
-				if m.Key == "" {
-					r.Fail(path, fmt.Errorf("%w: empty name", ErrWrongType))
-				}
-				tf := r.Object(m.Value, path, map[string]bool{"text": true, "sig_json": false})
-				p.Harness.Templates[m.Key] = r.Bytes(tf["text"], path+".text")
-				if s := tf["sig_json"]; s != nil {
-					p.Harness.Sigs[m.Key] = r.Bytes(s, path+".sig_json")
-				}
-			}
+}
+
+// readSources reads the harness sources: literals, core tool summaries,
+// sig config and templates.
+func (pp *packParser) readSources() {
+	r, p := pp.r, pp.p
+	src := pp.top["sources"]
+	if src == nil {
+		return
+	}
+	f := r.Object(src, "$.sources", map[string]bool{
+		"templates": true, "hardcoded_literals_json": true, "core_tool_summaries_json": true, "sig_config_json": false,
+	})
+	p.Harness.Literals = r.Bytes(f["hardcoded_literals_json"], "$.sources.hardcoded_literals_json")
+	p.Harness.CoreToolSummaries = r.Bytes(f["core_tool_summaries_json"], "$.sources.core_tool_summaries_json")
+	if sc := f["sig_config_json"]; sc != nil {
+		p.Harness.SigConfig = r.Bytes(sc, "$.sources.sig_config_json")
+		if p.Harness.SigConfig == nil && r.Err() == nil {
+			p.Harness.SigConfig = []byte{}
 		}
 	}
-	if ts := top["tool_schemas"]; ts != nil {
-		ms := r.Members(ts, "$.tool_schemas", 0, MaxToolSchemas)
-		p.ToolSchemas = make(map[string][]byte, len(ms))
-		if r.Err() == nil && len(ms) > 0 {
-			// The raw canonical bytes of each schema: the input is
-			// checked canonical below, and a canonical document's
-			// sub-values are canonical.
-			var raw struct {
-				ToolSchemas map[string]json.RawMessage `json:"tool_schemas"`
-			}
-			if err := json.Unmarshal(data, &raw); err != nil {
-				r.Fail("$.tool_schemas", fmt.Errorf("%w: %v", ErrWrongType, err))
-			}
-			for _, m := range ms {
-				path := jsonobj.Key("$.tool_schemas", m.Key)
-				if m.Value.Kind() != pohjson.Object {
-					r.Fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
-					continue
-				}
-				b, ok := raw.ToolSchemas[m.Key]
-				if !ok {
-					r.Fail(path, ErrMissingField)
-					continue
-				}
-				p.ToolSchemas[m.Key] = bytes.Clone(b)
-			}
+	t := f["templates"]
+	if t == nil {
+		return
+	}
+	// openclaw-sig packs need at least one (validate).
+	ms := r.Members(t, "$.sources.templates", 0, openclawsig.MaxTemplates)
+	p.Harness.Templates = make(map[string][]byte, len(ms))
+	p.Harness.Sigs = make(map[string][]byte, len(ms))
+	for _, m := range ms {
+		path := jsonobj.Key("$.sources.templates", m.Key)
+		if m.Key == "" {
+			r.Fail(path, fmt.Errorf("%w: empty name", ErrWrongType))
+		}
+		tf := r.Object(m.Value, path, map[string]bool{"text": true, "sig_json": false})
+		p.Harness.Templates[m.Key] = r.Bytes(tf["text"], path+".text")
+		if s := tf["sig_json"]; s != nil {
+			p.Harness.Sigs[m.Key] = r.Bytes(s, path+".sig_json")
 		}
 	}
-	if se := top["skills_env_overrides"]; se != nil {
-		ms := r.Members(se, "$.skills_env_overrides", 0, MaxEnvOverrides)
-		p.SkillsEnvOverrides = make(map[string]string, len(ms))
-		for _, m := range ms {
-			s, ok := m.Value.Str()
+}
+
+// readToolSchemas reads the tool schemas as their raw canonical bytes.
+func (pp *packParser) readToolSchemas() {
+	r, p := pp.r, pp.p
+	ts := pp.top["tool_schemas"]
+	if ts == nil {
+		return
+	}
+	ms := r.Members(ts, "$.tool_schemas", 0, MaxToolSchemas)
+	p.ToolSchemas = make(map[string][]byte, len(ms))
+	if r.Err() != nil || len(ms) == 0 {
+		return
+	}
+	// The raw canonical bytes of each schema: the input is checked
+	// canonical by Parse, and a canonical document's sub-values are
+	// canonical.
+	var raw struct {
+		ToolSchemas map[string]json.RawMessage `json:"tool_schemas"`
+	}
+	if err := json.Unmarshal(pp.data, &raw); err != nil {
+		r.Fail("$.tool_schemas", fmt.Errorf("%w: %v", ErrWrongType, err))
+	}
+	for _, m := range ms {
+		path := jsonobj.Key("$.tool_schemas", m.Key)
+		if m.Value.Kind() != pohjson.Object {
+			r.Fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
+			continue
+		}
+		b, ok := raw.ToolSchemas[m.Key]
+		if !ok {
+			r.Fail(path, ErrMissingField)
+			continue
+		}
+		p.ToolSchemas[m.Key] = bytes.Clone(b)
+	}
+}
+
+// readEnvOverrides reads the skills environment overrides.
+func (pp *packParser) readEnvOverrides() {
+	r, p := pp.r, pp.p
+	se := pp.top["skills_env_overrides"]
+	if se == nil {
+		return
+	}
+	ms := r.Members(se, "$.skills_env_overrides", 0, MaxEnvOverrides)
+	p.SkillsEnvOverrides = make(map[string]string, len(ms))
+	for _, m := range ms {
+		s, ok := m.Value.Str()
+		if !ok {
+			r.Fail(jsonobj.Key("$.skills_env_overrides", m.Key), ErrWrongType)
+		}
+		p.SkillsEnvOverrides[m.Key] = s
+	}
+}
+
+// readRawContextFiles reads the raw context file entries.
+func (pp *packParser) readRawContextFiles() {
+	r, p := pp.r, pp.p
+	rc := pp.top["raw_context_files"]
+	if rc == nil {
+		return
+	}
+	ms := r.Members(rc, "$.raw_context_files", 1, MaxRawContextFiles)
+	p.RawContextFiles = make(map[string]RawContextFile, len(ms))
+	for _, m := range ms {
+		path := jsonobj.Key("$.raw_context_files", m.Key)
+		f := r.Object(m.Value, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
+		var e RawContextFile
+		if h := f["raw_content_hash_b64u"]; h != nil {
+			s, _ := h.Str()
+			d, err := b64u.DecodeHash(s)
+			if err != nil {
+				r.Fail(path+".raw_content_hash_b64u", fmt.Errorf("%w: not b64u of 32 bytes", ErrWrongType))
+			}
+			e.RawContentHash = d
+		}
+		if t := f["truncated"]; t != nil {
+			b, ok := t.Bool()
 			if !ok {
-				r.Fail(jsonobj.Key("$.skills_env_overrides", m.Key), ErrWrongType)
+				r.Fail(path+".truncated", ErrWrongType)
 			}
-			p.SkillsEnvOverrides[m.Key] = s
+			e.Truncated = b
+		}
+		if mc := f["max_chars"]; mc != nil {
+			n, ok := mc.Int()
+			if !ok || n < 0 {
+				r.Fail(path+".max_chars", ErrWrongType)
+			}
+			e.MaxChars = &n
+		}
+		p.RawContextFiles[m.Key] = e
+	}
+}
+
+// readReportSalts reads the report salts, keyed by kind:id selector.
+func (pp *packParser) readReportSalts() {
+	r, p := pp.r, pp.p
+	rs := pp.top["report_salts"]
+	if rs == nil {
+		return
+	}
+	ms := r.Members(rs, "$.report_salts", 1, MaxReportInputs)
+	p.ReportSalts = make(map[string][SaltSize]byte, len(ms))
+	for _, m := range ms {
+		path := jsonobj.Key("$.report_salts", m.Key)
+		if _, _, err := ParseSelector(m.Key); err != nil {
+			r.Fail(path, fmt.Errorf("%w: not a kind:id selector", ErrWrongType))
+			continue
+		}
+		if b := r.B64u(m.Value, path, SaltSize); b != nil {
+			p.ReportSalts[m.Key] = [SaltSize]byte(b)
+			clear(b)
 		}
 	}
-	if rc := top["raw_context_files"]; rc != nil {
-		ms := r.Members(rc, "$.raw_context_files", 1, MaxRawContextFiles)
-		p.RawContextFiles = make(map[string]RawContextFile, len(ms))
-		for _, m := range ms {
-			path := jsonobj.Key("$.raw_context_files", m.Key)
-			f := r.Object(m.Value, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
-			var e RawContextFile
-			if h := f["raw_content_hash_b64u"]; h != nil {
-				s, _ := h.Str()
-				d, err := b64u.DecodeHash(s)
-				if err != nil {
-					r.Fail(path+".raw_content_hash_b64u", fmt.Errorf("%w: not b64u of 32 bytes", ErrWrongType))
-				}
-				e.RawContentHash = d
-			}
-			if t := f["truncated"]; t != nil {
-				b, ok := t.Bool()
-				if !ok {
-					r.Fail(path+".truncated", ErrWrongType)
-				}
-				e.Truncated = b
-			}
-			if mc := f["max_chars"]; mc != nil {
-				n, ok := mc.Int()
-				if !ok || n < 0 {
-					r.Fail(path+".max_chars", ErrWrongType)
-				}
-				e.MaxChars = &n
-			}
-			p.RawContextFiles[m.Key] = e
-		}
-	}
-	if rs := top["report_salts"]; rs != nil {
-		ms := r.Members(rs, "$.report_salts", 1, MaxReportInputs)
-		p.ReportSalts = make(map[string][SaltSize]byte, len(ms))
-		for _, m := range ms {
-			path := jsonobj.Key("$.report_salts", m.Key)
-			if _, _, err := ParseSelector(m.Key); err != nil {
-				r.Fail(path, fmt.Errorf("%w: not a kind:id selector", ErrWrongType))
-				continue
-			}
-			if b := r.B64u(m.Value, path, SaltSize); b != nil {
-				p.ReportSalts[m.Key] = [SaltSize]byte(b)
-				clear(b)
-			}
-		}
-	}
-	if err := r.Err(); err != nil {
-		p.Wipe()
-		return nil, fieldErr(err)
-	}
-	if err := p.validate(); err != nil {
-		p.Wipe()
-		return nil, err
-	}
-	canon, err := jcs.Canonicalize(data)
-	if err != nil {
-		p.Wipe()
-		return nil, ferr("$", fmt.Errorf("%w: %v", ErrWrongType, err))
-	}
-	same := bytes.Equal(canon, data)
-	clear(canon)
-	if !same {
-		p.Wipe()
-		return nil, ErrNotCanonical
-	}
-	return p, nil
 }
