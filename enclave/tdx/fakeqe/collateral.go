@@ -130,20 +130,48 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 	if o.Issued.IsZero() {
 		return nil, fmt.Errorf("fakeqe: PCSOptions.Issued is required")
 	}
-	h := q.h
-	issued := o.Issued.UTC().Truncate(time.Second)
+	issued, next := pcsWindow(o)
+	signKey, chain, err := q.h.tcbSigningChain()
+	if err != nil {
+		return nil, err
+	}
+	c := &PCSCollateral{TCBInfoIssuerChain: chain, QEIdentityIssuerChain: chain}
+	if c.TCBInfo, err = signedBody(signKey, "tcbInfo", q.tdxTCBInfo(o, issued, next)); err != nil {
+		return nil, err
+	}
+	if c.QEIdentity, err = signedBody(signKey, "enclaveIdentity", q.qeIdentity(o, issued, next)); err != nil {
+		return nil, err
+	}
+	if err := q.h.crls(c, o.RevokePCK, issued, next); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// pcsDate is the TCB date of every TCB level.
+var pcsDate = time.Date(2025, time.June, 1, 0, 0, 0, 0, time.UTC)
+
+// pcsWindow returns the issue and next-update times of the collateral: a
+// negative Validity gives collateral that expired one validity ago.
+func pcsWindow(o PCSOptions) (issued, next time.Time) {
+	issued = o.Issued.UTC().Truncate(time.Second)
 	validity := o.Validity
 	if validity == 0 {
 		validity = 30 * 24 * time.Hour
 	}
-	next := issued.Add(validity)
+	next = issued.Add(validity)
 	if validity < 0 {
 		issued, next = issued.Add(2*validity), issued.Add(validity)
 	}
+	return issued, next
+}
 
+// tcbSigningChain issues the TCB signing certificate and returns its key
+// and the PEM issuer chain of the TCB info and QE identity.
+func (h *Hierarchy) tcbSigningChain() (*ecdsa.PrivateKey, []byte, error) {
 	signKey, err := SeedKey(h.seed, "tcb-signing")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	signTmpl := &x509.Certificate{
 		SerialNumber: serial(h.seed, "tcb-signing"),
@@ -154,7 +182,7 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 	}
 	signDER, err := x509.CreateCertificate(rand.Reader, signTmpl, h.root, &signKey.PublicKey, h.rootKey)
 	if err != nil {
-		return nil, fmt.Errorf("fakeqe: tcb signing certificate: %w", err)
+		return nil, nil, fmt.Errorf("fakeqe: tcb signing certificate: %w", err)
 	}
 	// go-tdx-guest finds the root CA CRL through the CRL distribution point
 	// of the root certificate in the QE identity's issuer chain. The pinned
@@ -175,33 +203,42 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 	}
 	dpRootDER, err := x509.CreateCertificate(rand.Reader, dpRootTmpl, dpRootTmpl, &h.rootKey.PublicKey, h.rootKey)
 	if err != nil {
-		return nil, fmt.Errorf("fakeqe: root with crl distribution point: %w", err)
+		return nil, nil, fmt.Errorf("fakeqe: root with crl distribution point: %w", err)
 	}
-	pemOf := func(ders ...[]byte) []byte {
-		var out []byte
-		for _, d := range ders {
-			out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d})...)
-		}
-		return out
-	}
-	signedBody := func(name string, v any) ([]byte, error) {
-		raw, err := json.Marshal(v)
-		if err != nil {
-			return nil, fmt.Errorf("fakeqe: %s: %w", name, err)
-		}
-		sig, err := sign(signKey, raw)
-		if err != nil {
-			return nil, err
-		}
-		return []byte(fmt.Sprintf(`{%q:%s,"signature":%q}`, name, raw, hex.EncodeToString(sig[:]))), nil
-	}
+	return signKey, pemCerts(signDER, dpRootDER), nil
+}
 
+// pemCerts returns DER certificates as concatenated PEM blocks.
+func pemCerts(ders ...[]byte) []byte {
+	var out []byte
+	for _, d := range ders {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d})...)
+	}
+	return out
+}
+
+// signedBody returns the PCS form {name: v, "signature": hex} signed by
+// signKey.
+func signedBody(signKey *ecdsa.PrivateKey, name string, v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("fakeqe: %s: %w", name, err)
+	}
+	sig, err := sign(signKey, raw)
+	if err != nil {
+		return nil, err
+	}
+	return []byte(fmt.Sprintf(`{%q:%s,"signature":%q}`, name, raw, hex.EncodeToString(sig[:]))), nil
+}
+
+// tdxTCBInfo returns the TDX TCB info with a TCB level for each of
+// o.TCBLevels (default: one UpToDate level at the quote's TCB).
+func (q *QE) tdxTCBInfo(o PCSOptions, issued, next time.Time) tcbInfo {
+	h, td := q.h, q.td
 	levels := o.TCBLevels
 	if levels == nil {
 		levels = []TCBLevel{{Status: "UpToDate"}}
 	}
-	td := q.td
-	date := time.Date(2025, time.June, 1, 0, 0, 0, 0, time.UTC)
 	var main, module []tcbLevel
 	for _, l := range levels {
 		sgx := make([]tcbComponent, 16)
@@ -217,23 +254,23 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 			tdx[0].SVN++
 			isv++
 		}
-		main = append(main, tcbLevel{TCB: tcb{SGX: sgx, PCESVN: h.pceSVN, TDX: tdx}, TCBDate: date, TCBStatus: l.Status, AdvisoryIDs: l.AdvisoryIDs})
-		module = append(module, tcbLevel{TCB: tcb{ISVSVN: isv}, TCBDate: date, TCBStatus: l.Status, AdvisoryIDs: l.AdvisoryIDs})
+		main = append(main, tcbLevel{TCB: tcb{SGX: sgx, PCESVN: h.pceSVN, TDX: tdx}, TCBDate: pcsDate, TCBStatus: l.Status, AdvisoryIDs: l.AdvisoryIDs})
+		module = append(module, tcbLevel{TCB: tcb{ISVSVN: isv}, TCBDate: pcsDate, TCBStatus: l.Status, AdvisoryIDs: l.AdvisoryIDs})
 	}
 	mod := tdxModule{MRSigner: hex.EncodeToString(td.MRSignerSEAM[:]), Attributes: hex.EncodeToString(td.SEAMAttributes[:]), AttributesMask: "ffffffffffffffff"}
 	modID := mod
 	modID.ID = fmt.Sprintf("TDX_%02x", td.TeeTcbSvn[1])
 	modID.TCBLevels = module
-	ti := tcbInfo{
+	return tcbInfo{
 		ID: "TDX", Version: 3, IssueDate: issued, NextUpdate: next,
 		FMSPC: hex.EncodeToString(FMSPC[:]), PCEID: hex.EncodeToString(PCEID[:]),
 		TCBEvaluationDataNumber: 17, TDXModule: mod, TDXModuleIdentities: []tdxModule{modID}, TCBLevels: main,
 	}
-	c := &PCSCollateral{TCBInfoIssuerChain: pemOf(signDER, dpRootDER), QEIdentityIssuerChain: pemOf(signDER, dpRootDER)}
-	if c.TCBInfo, err = signedBody("tcbInfo", ti); err != nil {
-		return nil, err
-	}
+}
 
+// qeIdentity returns the QE identity of the quoting enclave's report, at
+// o.QEStatus (default UpToDate).
+func (q *QE) qeIdentity(o PCSOptions, issued, next time.Time) enclaveIdentity {
 	r := q.qeReport
 	var misc [4]byte
 	binary.LittleEndian.PutUint32(misc[:], r.MiscSelect)
@@ -241,24 +278,25 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 	if qeStatus == "" {
 		qeStatus = "UpToDate"
 	}
-	ei := enclaveIdentity{
+	return enclaveIdentity{
 		ID: "TD_QE", Version: 2, IssueDate: issued, NextUpdate: next, TCBEvaluationDataNumber: 17,
 		MiscSelect: hex.EncodeToString(misc[:]), MiscSelectMask: "ffffffff",
 		Attributes: hex.EncodeToString(r.Attributes[:]), AttributesMask: "ffffffffffffffffffffffffffffffff",
 		MRSigner: hex.EncodeToString(r.MRSigner[:]), ISVProdID: r.ISVProdID,
-		TCBLevels: []tcbLevel{{TCB: tcb{ISVSVN: uint32(r.ISVSVN)}, TCBDate: date, TCBStatus: qeStatus, AdvisoryIDs: o.QEAdvisoryIDs}},
+		TCBLevels: []tcbLevel{{TCB: tcb{ISVSVN: uint32(r.ISVSVN)}, TCBDate: pcsDate, TCBStatus: qeStatus, AdvisoryIDs: o.QEAdvisoryIDs}},
 	}
-	if c.QEIdentity, err = signedBody("enclaveIdentity", ei); err != nil {
-		return nil, err
-	}
+}
 
+// crls issues the PCK CRL (revoking the PCK leaf with revokePCK) and the
+// root CA CRL into c.
+func (h *Hierarchy) crls(c *PCSCollateral, revokePCK bool, issued, next time.Time) error {
 	inter, err := x509.ParseCertificate(h.chainDER[1])
 	if err != nil {
-		return nil, fmt.Errorf("fakeqe: intermediate: %w", err)
+		return fmt.Errorf("fakeqe: intermediate: %w", err)
 	}
 	leaf, err := x509.ParseCertificate(h.chainDER[0])
 	if err != nil {
-		return nil, fmt.Errorf("fakeqe: pck leaf: %w", err)
+		return fmt.Errorf("fakeqe: pck leaf: %w", err)
 	}
 	crl := func(issuer *x509.Certificate, key *ecdsa.PrivateKey, revoked ...*big.Int) ([]byte, error) {
 		tmpl := &x509.RevocationList{Number: big.NewInt(issued.Unix()), ThisUpdate: issued, NextUpdate: next}
@@ -268,15 +306,15 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 		return x509.CreateRevocationList(rand.Reader, tmpl, issuer, key)
 	}
 	var revoked []*big.Int
-	if o.RevokePCK {
+	if revokePCK {
 		revoked = append(revoked, leaf.SerialNumber)
 	}
 	if c.PCKCRL, err = crl(inter, h.interKey, revoked...); err != nil {
-		return nil, fmt.Errorf("fakeqe: pck crl: %w", err)
+		return fmt.Errorf("fakeqe: pck crl: %w", err)
 	}
-	c.PCKCRLIssuerChain = pemOf(h.chainDER[1], h.root.Raw)
+	c.PCKCRLIssuerChain = pemCerts(h.chainDER[1], h.root.Raw)
 	if c.RootCRL, err = crl(h.root, h.rootKey); err != nil {
-		return nil, fmt.Errorf("fakeqe: root crl: %w", err)
+		return fmt.Errorf("fakeqe: root crl: %w", err)
 	}
-	return c, nil
+	return nil
 }
