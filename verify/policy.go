@@ -190,6 +190,33 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		AllowUncheckedCollateral: doc.AllowUncheckedCollateral, AllowAnyMeasurement: doc.AllowAnyMeasurement,
 		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
 	}
+	for _, read := range []func(*confdoc.Decoder, *Policy){
+		doc.readPlatform,
+		doc.readTPM,
+		doc.readTrusted,
+		doc.readRecipes,
+		doc.readExpected,
+	} {
+		read(d, p)
+	}
+	if d.Failed() {
+		return
+	}
+	if len(p.TPMAKCertifications) > 0 && len(p.TPMEKRoots) == 0 {
+		d.Fail("$.tpm_ak_certifications_b64u", ErrContradiction, "tpm_ak_certifications_b64u needs tpm_ek_roots_b64u")
+		return
+	}
+	if err := p.checkConsistent(); err != nil {
+		pe, _ := errors.AsType[*jsonobj.PathError](err)
+		d.Fail(pe.Path, pe.Err, "%v", pe.Err)
+		return
+	}
+	doc.policy = p
+}
+
+// readPlatform reads the measurements, the minimum TCBs and the
+// acceptable TDX TCB statuses and advisories.
+func (doc *policyDoc) readPlatform(d *confdoc.Decoder, p *Policy) {
 	each(d, "measurements_b64u", doc.Measurements, func(s string) error {
 		b, err := b64u.Decode(s)
 		if err != nil || (len(b) != 32 && len(b) != 48) {
@@ -226,6 +253,11 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		p.TDXAllowedAdvisoryIDs = append(p.TDXAllowedAdvisoryIDs, s)
 		return nil
 	})
+}
+
+// readTPM reads the trusted TPM AK names, the AK certifications and the
+// EK roots.
+func (doc *policyDoc) readTPM(d *confdoc.Decoder, p *Policy) {
 	each(d, "trusted_tpm_ak_names_hex", doc.TrustedTPMAKs, func(s string) error {
 		b, err := hex.DecodeString(s)
 		if err != nil || len(b) != 34 || !isLowerHex(s) {
@@ -258,6 +290,11 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		p.TPMEKRoots = append(p.TPMEKRoots, c)
 		return nil
 	})
+}
+
+// readTrusted reads the trusted attester and receipt signer DIDs and the
+// trusted templates.
+func (doc *policyDoc) readTrusted(d *confdoc.Decoder, p *Policy) {
 	did := func(dst *[]string) func(string) error {
 		return func(s string) error {
 			if len(s) > maxPolicyText || !didkey.ValidSyntax(s) {
@@ -279,6 +316,10 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 			p.TrustedTemplates[name] = s
 		}
 	}
+}
+
+// readRecipes reads the trusted recipes and the admission policy hashes.
+func (doc *policyDoc) readRecipes(d *confdoc.Decoder, p *Policy) {
 	for i, e := range doc.TrustedRecipes {
 		// Member order is part of the format: id, version.
 		ep := jsonobj.Index("$.trusted_recipes", i)
@@ -302,6 +343,11 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		p.AdmissionPolicyHashes = append(p.AdmissionPolicyHashes, s)
 		return nil
 	})
+}
+
+// readExpected reads the expected prompt, report and gate policy hashes
+// and the expected model.
+func (doc *policyDoc) readExpected(d *confdoc.Decoder, p *Policy) {
 	for _, h := range []struct {
 		key string
 		v   *string
@@ -322,19 +368,6 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 	if v := doc.ExpectedModel; v != nil {
 		p.ExpectedModel = expectedModel(d, v)
 	}
-	if d.Failed() {
-		return
-	}
-	if len(p.TPMAKCertifications) > 0 && len(p.TPMEKRoots) == 0 {
-		d.Fail("$.tpm_ak_certifications_b64u", ErrContradiction, "tpm_ak_certifications_b64u needs tpm_ek_roots_b64u")
-		return
-	}
-	if err := p.checkConsistent(); err != nil {
-		pe, _ := errors.AsType[*jsonobj.PathError](err)
-		d.Fail(pe.Path, pe.Err, "%v", pe.Err)
-		return
-	}
-	doc.policy = p
 }
 
 // expectedModel reads expected_model, whose member order is part of the
