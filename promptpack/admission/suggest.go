@@ -31,36 +31,61 @@ func Suggest(pack *promptpack.Pack, sensitive bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
-	doc := suggestDoc{
+	sg := &suggester{pack: pack, params: params, sensitive: sensitive, doc: suggestDoc{
 		Version:     Version,
 		Sensitive:   sensitive,
 		Recipes:     []suggestRecipe{{ID: pack.Recipe.ID, Version: pack.Recipe.Version}},
 		PromptModes: []string{pack.PromptMode},
 		Extra:       Refuse,
-	}
-	// relax returns the relaxed choice, or the refusal a sensitive policy
-	// cannot avoid.
-	relax := func(choice string, refusal error) (string, error) {
-		if sensitive {
-			return "", refusal
+	}}
+	for _, step := range []func() error{
+		sg.bootstrap,
+		sg.skills,
+		sg.extra,
+		sg.tools,
+		sg.owners,
+	} {
+		if err := step(); err != nil {
+			return nil, err
 		}
-		return choice, nil
 	}
+	return sg.encode()
+}
 
-	b := &doc.Bootstrap
+// suggester is the state of Suggest: the pack, its params, and the policy
+// document each step fills in.
+type suggester struct {
+	pack      *promptpack.Pack
+	params    *openclawsig.Params
+	sensitive bool
+	doc       suggestDoc
+}
+
+// relax returns the relaxed choice, or the refusal a sensitive policy
+// cannot avoid.
+func (sg *suggester) relax(choice string, refusal error) (string, error) {
+	if sg.sensitive {
+		return "", refusal
+	}
+	return choice, nil
+}
+
+// bootstrap pins each context file's content and sizes.
+func (sg *suggester) bootstrap() error {
+	b := &sg.doc.Bootstrap
 	b.AllowedPaths, b.Nul, b.Newlines, b.Content = []string{}, NulRefuse, NewlinesLF, ContentPinned
 	b.Pinned = map[string][]string{}
-	for _, f := range params.ContextFiles {
+	for _, f := range sg.params.ContextFiles {
 		switch {
 		case f.Path == "" || len(f.Path) > MaxNameLen:
-			return nil, refuse(RuleBootstrapPath, "bootstrap", f.Path)
+			return refuse(RuleBootstrapPath, "bootstrap", f.Path)
 		case slices.Contains(b.AllowedPaths, f.Path):
-			return nil, refuse(RuleBootstrapDuplicate, "bootstrap", f.Path)
+			return refuse(RuleBootstrapDuplicate, "bootstrap", f.Path)
 		}
 		switch rule := contentRule(f.Content, NewlinesPreserve); rule {
 		case "":
 		default:
-			return nil, refuse(rule, "bootstrap", f.Path)
+			return refuse(rule, "bootstrap", f.Path)
 		}
 		if contentRule(f.Content, NewlinesLF) != "" {
 			b.Newlines = NewlinesPreserve
@@ -72,46 +97,58 @@ func Suggest(pack *promptpack.Pack, sensitive bool) ([]byte, error) {
 		b.Pinned[f.Path] = []string{b64u.SHA256([]byte(f.Content))}
 	}
 	if b.MaxFile > MaxChars || b.MaxTotal > MaxChars {
-		return nil, refuse(RuleBootstrapTotalTooBig, "bootstrap", "")
+		return refuse(RuleBootstrapTotalTooBig, "bootstrap", "")
 	}
+	return nil
+}
 
-	s := &doc.Skills
+// skills sets the skills mode and pins the skills environment overrides.
+func (sg *suggester) skills() error {
+	var err error
+	s := &sg.doc.Skills
 	s.Mode = SkillsNone
-	if prompt := jsstr.Trim(params.SkillsPrompt); prompt != "" {
-		if s.Mode, err = suggestSkills(s, prompt, params, sensitive); err != nil {
-			return nil, err
+	if prompt := jsstr.Trim(sg.params.SkillsPrompt); prompt != "" {
+		if s.Mode, err = suggestSkills(s, prompt, sg.params, sg.sensitive); err != nil {
+			return err
 		}
 	}
 	s.Env = EnvRefuse
-	if len(pack.SkillsEnvOverrides) > 0 {
-		h, _, err := pack.SkillsEnvOverridesHash()
+	if len(sg.pack.SkillsEnvOverrides) > 0 {
+		h, _, err := sg.pack.SkillsEnvOverridesHash()
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
+			return fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}
 		s.Env, s.EnvHashes = EnvPinned, []string{h}
 	}
+	return nil
+}
 
-	if jsstr.Trim(params.ExtraSystemPrompt) != "" {
-		if doc.Extra, err = relax(Allow, refuse(RuleExtraSystemPrompt, "extra_system_prompt", "")); err != nil {
-			return nil, err
-		}
+// extra allows an extra system prompt, unless sensitive.
+func (sg *suggester) extra() error {
+	var err error
+	if jsstr.Trim(sg.params.ExtraSystemPrompt) != "" {
+		sg.doc.Extra, err = sg.relax(Allow, refuse(RuleExtraSystemPrompt, "extra_system_prompt", ""))
 	}
+	return err
+}
 
-	t := &doc.Tools
-	h, err := pack.ToolSchemasHash()
+// tools pins the tool schemas and allowlists the tool names.
+func (sg *suggester) tools() error {
+	t := &sg.doc.Tools
+	h, err := sg.pack.ToolSchemasHash()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
+		return fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	t.Schemas, t.SchemaHashes, t.Summaries, t.Names = SchemasPinned, []string{h}, Refuse, NamesAny
-	for _, sum := range params.ToolSummaries {
+	for _, sum := range sg.params.ToolSummaries {
 		if jsstr.Trim(sum.Summary) != "" {
-			if t.Summaries, err = relax(Allow, refuse(RuleToolSummaryRefused, "tool", sum.Name)); err != nil {
-				return nil, err
+			if t.Summaries, err = sg.relax(Allow, refuse(RuleToolSummaryRefused, "tool", sum.Name)); err != nil {
+				return err
 			}
 			break
 		}
 	}
-	for _, n := range params.ToolNames {
+	for _, n := range sg.params.ToolNames {
 		if k := toolKey(n); k != "" && len(k) <= MaxNameLen && !slices.Contains(t.AllowedNames, k) {
 			t.AllowedNames = append(t.AllowedNames, k)
 		}
@@ -119,16 +156,21 @@ func Suggest(pack *promptpack.Pack, sensitive bool) ([]byte, error) {
 	if len(t.AllowedNames) > 0 {
 		t.Names = NamesAllowlist
 	}
+	return nil
+}
 
-	o := &doc.Owners
+// owners pins the owner numbers when every one is an HMAC; otherwise it
+// allows any, unless sensitive.
+func (sg *suggester) owners() error {
+	o := &sg.doc.Owners
 	o.Display = OwnersNone
-	for i, n := range params.OwnerNumbers {
+	for i, n := range sg.params.OwnerNumbers {
 		if n = jsstr.Trim(n); n == "" {
 			continue
 		}
 		if !isLowerHex(n) || len(n) < 12 || len(n) > 64 {
-			if _, err := relax(OwnersAny, &RuleError{Rule: RuleOwnerNotHMAC, Input: "owner[" + strconv.Itoa(i) + "]"}); err != nil {
-				return nil, err
+			if _, err := sg.relax(OwnersAny, &RuleError{Rule: RuleOwnerNotHMAC, Input: "owner[" + strconv.Itoa(i) + "]"}); err != nil {
+				return err
 			}
 			o.Display, o.HMACValues = OwnersAny, nil
 			break
@@ -138,12 +180,17 @@ func Suggest(pack *promptpack.Pack, sensitive bool) ([]byte, error) {
 			o.HMACValues = append(o.HMACValues, n)
 		}
 	}
+	return nil
+}
 
+// encode returns the document as indented JSON, checked to be a valid
+// policy that admits the pack.
+func (sg *suggester) encode() ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
-	if err := enc.Encode(doc); err != nil {
+	if err := enc.Encode(sg.doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreadable, err)
 	}
 	out := buf.Bytes()
@@ -153,7 +200,7 @@ func Suggest(pack *promptpack.Pack, sensitive bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("admission: suggested policy does not parse: %w", err)
 	}
-	if err := p.Admit(pack); err != nil {
+	if err := p.Admit(sg.pack); err != nil {
 		return nil, fmt.Errorf("admission: suggested policy does not admit the pack: %w", err)
 	}
 	return out, nil
