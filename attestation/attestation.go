@@ -314,40 +314,101 @@ func (is *Issuer) KeyAttestation(ctx context.Context, challenge []byte) ([]byte,
 // context, and returns the signed execution_attestation envelope and the
 // evidence document.
 func (is *Issuer) Attest(ctx context.Context, input AttestInput) (*Output, error) {
-	in := &input
-	pub, err := is.check()
-	if err != nil {
-		return nil, err
+	a := &attestRun{is: is, in: &input}
+	for _, step := range []func() error{
+		a.checkInput,
+		a.bindRun,
+		a.executionContext,
+		func() error { return a.evidence(ctx) },
+		a.envelope,
+	} {
+		if err := step(); err != nil {
+			return nil, err
+		}
 	}
-	if err := checkInput(in); err != nil {
-		return nil, err
+	return &Output{
+		AttestationJSON:     a.env,
+		EvidenceJWS:         a.doc.JWS,
+		AttestationID:       a.id,
+		ProofBundleHashB64u: a.bundleHash,
+		NonceBindingB64u:    a.nonceB64u,
+		EvidenceHashB64u:    a.evidenceHash,
+		Platform:            a.ev.Platform,
+		Simulated:           a.doc.Simulated(),
+	}, nil
+}
+
+// attestRun is the state of one Attest: the input, then what each step
+// learns for the next.
+type attestRun struct {
+	is *Issuer
+	in *AttestInput
+
+	pub          ed25519.PublicKey
+	model        evidencedoc.ModelIdentity
+	modelDigest  string
+	bundleHash   string
+	harness      *poh.Harness
+	nonce        [32]byte
+	id           string
+	commitments  evidencedoc.Commitments
+	ec           *evidencedoc.ExecutionContext
+	ctxBytes     []byte
+	now          time.Time
+	ev           *evidence.Evidence
+	claims       *teeclaims.Claims
+	doc          *evidencedoc.Document
+	evidenceHash string
+	nonceB64u    string
+	env          []byte
+}
+
+// checkInput checks the issuer, the input and the model identity.
+func (a *attestRun) checkInput() error {
+	var err error
+	if a.pub, err = a.is.check(); err != nil {
+		return err
 	}
-	model, err := evidencedoc.NewModelIdentity(in.Model.Provider, in.Model.Model, in.Model.Revision)
-	if err != nil {
-		return nil, fmt.Errorf("%w: model identity: %w", ErrInput, err)
+	if err := checkInput(a.in); err != nil {
+		return err
 	}
-	modelDigest, err := model.Digest()
-	if err != nil {
-		return nil, fmt.Errorf("%w: model identity: %w", ErrInput, err)
+	in := a.in
+	if a.model, err = evidencedoc.NewModelIdentity(in.Model.Provider, in.Model.Model, in.Model.Revision); err != nil {
+		return fmt.Errorf("%w: model identity: %w", ErrInput, err)
 	}
+	if a.modelDigest, err = a.model.Digest(); err != nil {
+		return fmt.Errorf("%w: model identity: %w", ErrInput, err)
+	}
+	return nil
+}
+
+// bindRun verifies the proof bundle and computes the nonce binding of the
+// run; it draws the attestation id.
+func (a *attestRun) bindRun() error {
+	in := a.in
 	bundle, err := verifyBundle(in)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	bundleHash := bundle.Envelope.PayloadHashB64u
-	harness := in.Harness
-	if harness == nil && bundle.Metadata != nil {
-		harness = poh.ReadHarness(bundle.Metadata.Get("harness"))
+	a.bundleHash = bundle.Envelope.PayloadHashB64u
+	a.harness = in.Harness
+	if a.harness == nil && bundle.Metadata != nil {
+		a.harness = poh.ReadHarness(bundle.Metadata.Get("harness"))
 	}
-	nonce, err := poh.NonceBinding(in.AgentDID, in.RunID, bundleHash)
-	if err != nil {
-		return nil, fmt.Errorf("%w: nonce binding: %w", ErrInput, err)
+	if a.nonce, err = poh.NonceBinding(in.AgentDID, in.RunID, a.bundleHash); err != nil {
+		return fmt.Errorf("%w: nonce binding: %w", ErrInput, err)
 	}
-	id, err := newAttestationID()
-	if err != nil {
-		return nil, fmt.Errorf("attestation: attestation id: %w", err)
+	if a.id, err = newAttestationID(); err != nil {
+		return fmt.Errorf("attestation: attestation id: %w", err)
 	}
-	commitments := evidencedoc.Commitments{
+	return nil
+}
+
+// executionContext builds and checks the commitments and the execution
+// context the evidence binds.
+func (a *attestRun) executionContext() error {
+	in := a.in
+	a.commitments = evidencedoc.Commitments{
 		Version:                      evidencedoc.CommitmentsVersion,
 		SystemPromptHashB64u:         in.PromptHashB64u,
 		SystemPromptReportHashB64u:   in.ReportHashB64u,
@@ -355,95 +416,97 @@ func (is *Issuer) Attest(ctx context.Context, input AttestInput) (*Output, error
 		GatePolicyHashB64u:           in.GatePolicyHashB64u,
 		GateAuditRootB64u:            in.AuditRootB64u,
 		GateAuditCount:               in.AuditCount,
-		ModelIdentity:                model,
-		ModelIdentityDigestB64u:      modelDigest,
+		ModelIdentity:                a.model,
+		ModelIdentityDigestB64u:      a.modelDigest,
 		AdmissionPolicyHashB64u:      in.AdmissionPolicyHashB64u,
 		Sensitive:                    evidencedoc.SensitivityOf(in.Sensitive),
 	}
-	if err := evidencedoc.CheckCommitments(&commitments); err != nil {
-		return nil, fmt.Errorf("%w: commitments: %w", ErrInput, err)
+	if err := evidencedoc.CheckCommitments(&a.commitments); err != nil {
+		return fmt.Errorf("%w: commitments: %w", ErrInput, err)
 	}
-	ec := &evidencedoc.ExecutionContext{
+	a.ec = &evidencedoc.ExecutionContext{
 		Context:             evidencedoc.ExecutionContextLabel,
-		AttestationID:       id,
+		AttestationID:       a.id,
 		AgentDID:            in.AgentDID,
 		RunID:               in.RunID,
-		ProofBundleHashB64u: bundleHash,
-		Clawea:              commitments,
+		ProofBundleHashB64u: a.bundleHash,
+		Clawea:              a.commitments,
 	}
-	ctxBytes, err := pohjson.Marshal(ec)
-	if err != nil {
-		return nil, fmt.Errorf("%w: execution context: %w", ErrInput, err)
+	var err error
+	if a.ctxBytes, err = pohjson.Marshal(a.ec); err != nil {
+		return fmt.Errorf("%w: execution context: %w", ErrInput, err)
 	}
-	rd, err := evidence.NewReportData(nonce, pub, ctxBytes)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInput, err)
-	}
-	now := is.now()
-	ev, claims, coll, err := is.quote(ctx, rd)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := is.signDoc(&evidencedoc.Document{
-		Kind:      evidencedoc.KindExecution,
-		IssuedAt:  now,
-		Nonce:     nonce,
-		Execution: ec,
-		Items:     []evidencedoc.Item{{Evidence: ev, Collateral: coll}},
-	}, ctxBytes)
-	if err != nil {
-		return nil, err
-	}
-	evidenceHash := b64u.SHA256(doc.JWS)
-	nonceB64u := b64u.Encode(nonce[:])
+	return nil
+}
 
+// evidence takes fresh evidence whose REPORT_DATA binds the run, the
+// identity key and the execution context, and signs the evidence document.
+func (a *attestRun) evidence(ctx context.Context) error {
+	rd, err := evidence.NewReportData(a.nonce, a.pub, a.ctxBytes)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInput, err)
+	}
+	a.now = a.is.now()
+	var coll map[string][]byte
+	if a.ev, a.claims, coll, err = a.is.quote(ctx, rd); err != nil {
+		return err
+	}
+	a.doc, err = a.is.signDoc(&evidencedoc.Document{
+		Kind:      evidencedoc.KindExecution,
+		IssuedAt:  a.now,
+		Nonce:     a.nonce,
+		Execution: a.ec,
+		Items:     []evidencedoc.Item{{Evidence: a.ev, Collateral: coll}},
+	}, a.ctxBytes)
+	if err != nil {
+		return err
+	}
+	a.evidenceHash = b64u.SHA256(a.doc.JWS)
+	a.nonceB64u = b64u.Encode(a.nonce[:])
+	return nil
+}
+
+// envelope signs the execution_attestation envelope and checks that the
+// PoH verifier accepts it.
+func (a *attestRun) envelope() error {
+	in, claims := a.in, a.claims
 	payload := &poh.ExecutionAttestation{
 		AttestationVersion:  "1",
-		AttestationID:       id,
+		AttestationID:       a.id,
 		ExecutionType:       "tee_execution",
 		AgentDID:            in.AgentDID,
-		AttesterDID:         doc.AttesterDID,
+		AttesterDID:         a.doc.AttesterDID,
 		RunID:               in.RunID,
-		ProofBundleHashB64u: bundleHash,
-		Harness:             harness,
+		ProofBundleHashB64u: a.bundleHash,
+		Harness:             a.harness,
 		RuntimeMetadata: &poh.RuntimeMetadata{TEE: &poh.TEE{
 			AttestationType: claims.AttestationType,
 			RootID:          claims.RootID,
 			TCBVersion:      claims.TCBVersion,
 			EvidenceRef: poh.EvidenceRef{
 				ResourceType:     evidencedoc.ResourceType,
-				ResourceHashB64u: evidenceHash,
+				ResourceHashB64u: a.evidenceHash,
 				URI:              in.EvidenceURI,
 			},
-			NonceBindingB64u: nonceB64u,
+			NonceBindingB64u: a.nonceB64u,
 			Measurements: poh.Measurements{
 				MeasurementHashB64u:    b64u.Encode(claims.Measurement),
-				ModelWeightsDigestB64u: modelDigest,
+				ModelWeightsDigestB64u: a.modelDigest,
 			},
 		}},
-		IssuedAt: poh.FormatTime(now),
-		Metadata: map[string]any{"clawea": evidencedoc.Metadata{Commitments: commitments, Simulated: doc.Simulated()}},
+		IssuedAt: poh.FormatTime(a.now),
+		Metadata: map[string]any{"clawea": evidencedoc.Metadata{Commitments: a.commitments, Simulated: a.doc.Simulated()}},
 	}
 	pv, err := pohjson.FromGo(payload)
 	if err != nil {
-		return nil, fmt.Errorf("%w: attestation payload: %w", ErrInput, err)
+		return fmt.Errorf("%w: attestation payload: %w", ErrInput, err)
 	}
-	env, err := poh.Sign(poh.TypeExecutionAttestation, pv, is.Key, now)
-	if err != nil {
-		return nil, fmt.Errorf("attestation: sign: %w", err)
+	if a.env, err = poh.Sign(poh.TypeExecutionAttestation, pv, a.is.Key, a.now); err != nil {
+		return fmt.Errorf("attestation: sign: %w", err)
 	}
 	// Fail closed: never hand out an envelope the PoH verifier refuses.
-	if _, err := poh.Verify(env, poh.VerifyOptions{Type: poh.TypeExecutionAttestation}); err != nil {
-		return nil, fmt.Errorf("attestation: internal error: the envelope does not verify: %w", err)
+	if _, err := poh.Verify(a.env, poh.VerifyOptions{Type: poh.TypeExecutionAttestation}); err != nil {
+		return fmt.Errorf("attestation: internal error: the envelope does not verify: %w", err)
 	}
-	return &Output{
-		AttestationJSON:     env,
-		EvidenceJWS:         doc.JWS,
-		AttestationID:       id,
-		ProofBundleHashB64u: bundleHash,
-		NonceBindingB64u:    nonceB64u,
-		EvidenceHashB64u:    evidenceHash,
-		Platform:            ev.Platform,
-		Simulated:           doc.Simulated(),
-	}, nil
+	return nil
 }
