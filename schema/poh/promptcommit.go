@@ -78,14 +78,27 @@ func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
 	if err := checkPromptCommitted(b, want); err != nil {
 		return err
 	}
-
 	md := b.Metadata
 	if md.Kind() != pohjson.Object {
 		return fail(MissingRequiredField, "payload.metadata", "the bundle carries no prompt commitments")
 	}
+	if err := checkClaweaCommitments(md, want); err != nil {
+		return err
+	}
+	sv, err := checkReportCalls(b, md, want)
+	if err != nil {
+		return err
+	}
+	// metadata.clawea_llm_calls: what each call sent, against the prompt.
+	if err := checkLLMCalls(b, md, want); err != nil {
+		return err
+	}
+	return checkPromptPack(md, sv, want)
+}
 
-	// metadata.clawea: the SystemPromptReport.v1 hash (and optionally the
-	// pack ciphertext hash) the harness committed to.
+// checkClaweaCommitments checks metadata.clawea: the SystemPromptReport.v1
+// hash (and optionally the pack ciphertext hash) the harness committed to.
+func checkClaweaCommitments(md *pohjson.Value, want PromptCommitments) error {
 	const cf = "payload.metadata.clawea"
 	cv := md.Get("clawea")
 	if cv == nil {
@@ -114,61 +127,76 @@ func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
 	if ph, ok := cv.GetString("prompt_pack_ciphertext_hash_b64u"); ok && ph != want.PromptPackCiphertextHashB64u {
 		return fail(PromptCommitmentMismatch, cf+".prompt_pack_ciphertext_hash_b64u", "the bundle commits to another prompt pack")
 	}
+	return nil
+}
 
-	// metadata.system_prompt_report: every call under the rebuilt prompt.
-	const sf = "payload.metadata.system_prompt_report"
+// reportField is the JSON path of metadata.system_prompt_report.
+const reportField = "payload.metadata.system_prompt_report"
+
+// checkReportCalls checks metadata.system_prompt_report: every llm call of
+// the bundle was made under the rebuilt prompt. It returns the report.
+func checkReportCalls(b *Bundle, md *pohjson.Value, want PromptCommitments) (*pohjson.Value, error) {
+	const sf = reportField
 	sv := md.Get("system_prompt_report")
 	if sv == nil {
-		return fail(MissingRequiredField, sf, "missing")
+		return nil, fail(MissingRequiredField, sf, "missing")
 	}
 	if err := validateSub(sv, sf, schemas.PoHSystemPromptReportV1); err != nil {
-		return err
+		return nil, err
 	}
 	if s, _ := sv.GetString("run_id"); s != want.RunID {
-		return fail(PromptCommitmentMismatch, sf+".run_id", "the report is for another run")
+		return nil, fail(PromptCommitmentMismatch, sf+".run_id", "the report is for another run")
 	}
 	if s, _ := sv.GetString("agent_did"); s != want.AgentDID {
-		return fail(PromptCommitmentMismatch, sf+".agent_did", "the report is for another agent")
+		return nil, fail(PromptCommitmentMismatch, sf+".agent_did", "the report is for another agent")
 	}
 	calls := sv.Get("calls").Elems()
 	if len(calls) == 0 {
-		return fail(MissingRequiredField, sf+".calls", "the report commits to no llm call")
+		return nil, fail(MissingRequiredField, sf+".calls", "the report commits to no llm call")
 	}
 	covered := make(map[string]bool, len(calls))
 	for i, call := range calls {
-		f := fmt.Sprintf("%s.calls[%d]", sf, i)
-		get := func(k string) string { s, _ := call.GetString(k); return s }
-		if get("rendered_system_prompt_hash_b64u") != want.SystemPromptHashB64u {
-			return fail(PromptCommitmentMismatch, f+".rendered_system_prompt_hash_b64u", "the call used another system prompt")
-		}
-		id := get("event_id")
-		idx := slices.IndexFunc(b.Events, func(e Event) bool { return e.EventID == id })
-		if idx < 0 || b.Events[idx].EventType != EventTypeLLMCall {
-			return fail(EvidenceMismatch, f+".event_id", "does not name an llm_call event of the bundle")
-		}
-		if h := get("event_hash_b64u"); h != "" && h != b.Events[idx].EventHashB64u {
-			return fail(EvidenceMismatch, f+".event_hash_b64u", "does not match the event's hash")
-		}
-		if p := get("provider"); p != "" && p != want.Provider {
-			return fail(EvidenceMismatch, f+".provider", "differs from the attested model identity")
-		}
-		if m := get("model"); m != "" && m != want.Model {
-			return fail(EvidenceMismatch, f+".model", "differs from the attested model identity")
+		id, err := checkReportCall(b, fmt.Sprintf("%s.calls[%d]", sf, i), call, want)
+		if err != nil {
+			return nil, err
 		}
 		covered[id] = true
 	}
 	for i, e := range b.Events {
 		if e.EventType == EventTypeLLMCall && !covered[e.EventID] {
-			return fail(PromptCommitmentMismatch, fmt.Sprintf("payload.event_chain[%d]", i), "llm_call event without a system prompt commitment")
+			return nil, fail(PromptCommitmentMismatch, fmt.Sprintf("payload.event_chain[%d]", i), "llm_call event without a system prompt commitment")
 		}
 	}
+	return sv, nil
+}
 
-	// metadata.clawea_llm_calls: what each call sent, against the prompt.
-	if err := checkLLMCalls(b, md, want); err != nil {
-		return err
+// checkReportCall checks one call of the report, at JSON path f, against
+// the bundle's events and want; it returns the call's event id.
+func checkReportCall(b *Bundle, f string, call *pohjson.Value, want PromptCommitments) (string, error) {
+	get := func(k string) string { s, _ := call.GetString(k); return s }
+	if get("rendered_system_prompt_hash_b64u") != want.SystemPromptHashB64u {
+		return "", fail(PromptCommitmentMismatch, f+".rendered_system_prompt_hash_b64u", "the call used another system prompt")
 	}
+	id := get("event_id")
+	idx := slices.IndexFunc(b.Events, func(e Event) bool { return e.EventID == id })
+	if idx < 0 || b.Events[idx].EventType != EventTypeLLMCall {
+		return "", fail(EvidenceMismatch, f+".event_id", "does not name an llm_call event of the bundle")
+	}
+	if h := get("event_hash_b64u"); h != "" && h != b.Events[idx].EventHashB64u {
+		return "", fail(EvidenceMismatch, f+".event_hash_b64u", "does not match the event's hash")
+	}
+	if p := get("provider"); p != "" && p != want.Provider {
+		return "", fail(EvidenceMismatch, f+".provider", "differs from the attested model identity")
+	}
+	if m := get("model"); m != "" && m != want.Model {
+		return "", fail(EvidenceMismatch, f+".model", "differs from the attested model identity")
+	}
+	return id, nil
+}
 
-	// metadata.prompt_pack (optional): consistent root, tied to the report.
+// checkPromptPack checks metadata.prompt_pack (optional): a consistent
+// root, tied to the report sv, and the root want expects.
+func checkPromptPack(md, sv *pohjson.Value, want PromptCommitments) error {
 	root, _ := sv.GetString("prompt_root_hash_b64u")
 	const pf = "payload.metadata.prompt_pack"
 	if pv := md.Get("prompt_pack"); pv != nil {
@@ -191,7 +219,7 @@ func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
 			return fail(PromptCommitmentMismatch, pf+".prompt_root_hash_b64u", "does not match the entries")
 		}
 		if root != "" && root != pr {
-			return fail(PromptCommitmentMismatch, sf+".prompt_root_hash_b64u", "differs from the prompt pack root")
+			return fail(PromptCommitmentMismatch, reportField+".prompt_root_hash_b64u", "differs from the prompt pack root")
 		}
 		root = pr
 	}
