@@ -210,6 +210,23 @@ func (r *Run) Bundle(t testing.TB) []byte {
 	if r.BundleRunID != "" {
 		runID = r.BundleRunID
 	}
+	chain, llmCalls := r.eventChain(t, runID)
+	md := r.bundleMetadata(t, runID, chain, llmCalls)
+	v, err := pohjson.FromGo(bundlePayload{BundleVersion: "1", BundleID: r.BundleID, AgentDID: r.AgentDID(), EventChain: chain, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := poh.Sign(poh.TypeProofBundle, v, r.AgentKey, Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// eventChain returns the run's event chain, one event per r.Events, and
+// the payloads of its llm calls.
+func (r *Run) eventChain(t testing.TB, runID string) ([]poh.EventChainEntry, []*pohjson.Value) {
+	t.Helper()
 	var chain []poh.EventChainEntry
 	var prev *string
 	var llmCalls []*pohjson.Value
@@ -251,11 +268,12 @@ func (r *Run) Bundle(t testing.TB) []byte {
 		chain = append(chain, e)
 		prev = &chain[len(chain)-1].EventHashB64u
 	}
-	entries := make([]packEntry, len(r.Entries))
-	for i, e := range r.Entries {
-		entries[i] = packEntry(e)
-	}
-	root := packRoot(t, entries)
+	return chain, llmCalls
+}
+
+// reportCalls returns the SystemPromptReport commitments of the chain's
+// llm calls, with the changes r asks for.
+func (r *Run) reportCalls(chain []poh.EventChainEntry) []poh.PromptCall {
 	var calls []poh.PromptCall
 	n := 0
 	for _, e := range chain {
@@ -279,6 +297,19 @@ func (r *Run) Bundle(t testing.TB) []byte {
 	if r.CallModel != "" {
 		calls[0].Model = r.CallModel
 	}
+	return calls
+}
+
+// bundleMetadata returns the bundle's metadata: the report, harness,
+// prompt pack, clawea commitments and llm calls, less what r omits.
+func (r *Run) bundleMetadata(t testing.TB, runID string, chain []poh.EventChainEntry, llmCalls []*pohjson.Value) map[string]any {
+	t.Helper()
+	entries := make([]packEntry, len(r.Entries))
+	for i, e := range r.Entries {
+		entries[i] = packEntry(e)
+	}
+	root := packRoot(t, entries)
+	calls := r.reportCalls(chain)
 	reportRun := runID
 	if r.ReportRunID != "" {
 		reportRun = r.ReportRunID
@@ -320,15 +351,7 @@ func (r *Run) Bundle(t testing.TB) []byte {
 	if r.OmitClawea {
 		delete(md, "clawea")
 	}
-	v, err := pohjson.FromGo(bundlePayload{BundleVersion: "1", BundleID: r.BundleID, AgentDID: r.AgentDID(), EventChain: chain, Metadata: md})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := poh.Sign(poh.TypeProofBundle, v, r.AgentKey, Now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return env
+	return md
 }
 
 // Suffix is the text the fixtures' harness appends after the attested
