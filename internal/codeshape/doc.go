@@ -1,0 +1,5 @@
+// Package codeshape holds the test that keeps the module's functions short
+// (STYLE.md item 24: a long function is a list of named steps): no non-test
+// function outside hack/ and the test-data generators is longer than
+// MaxLines lines. It has no code of its own.
+package codeshape
