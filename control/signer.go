@@ -3,6 +3,8 @@ package control
 import (
 	"crypto/ed25519"
 	"errors"
+
+	"github.com/clawea/attester/wire/answer"
 )
 
 // Signer signs the control plane's answers.
@@ -14,7 +16,7 @@ type Signer interface {
 // its signature is over AnswerContext, a zero byte and the message, so that
 // no control answer can be taken for another object the identity key signs
 // (key attestations, execution attestations).
-const AnswerContext = "clawea.dev/attester/v1/control-answer"
+const AnswerContext = answer.Label
 
 // AnswerSigner signs control answers with the attester identity's Ed25519
 // key (the key of its DID).
@@ -43,9 +45,4 @@ func VerifyAnswer(pub ed25519.PublicKey, message, sig []byte) bool {
 	return len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, answerMessage(message), sig)
 }
 
-func answerMessage(m []byte) []byte {
-	b := make([]byte, 0, len(AnswerContext)+1+len(m))
-	b = append(b, AnswerContext...)
-	b = append(b, 0)
-	return append(b, m...)
-}
+func answerMessage(m []byte) []byte { return answer.Message(m) }

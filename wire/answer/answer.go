@@ -1,0 +1,231 @@
+// Package answer is the format of the attester's signed control answers
+// (docs/spec/attester-api.md section 8): the statement an answer's
+// signature covers, its canonical bytes, the request hash, the signed
+// message, and the checks a client makes before it acts on an answer. The
+// attester (package control) builds and signs statements with it; clients
+// verify with it (Go) or with the same rules (clients/openclaw).
+package answer
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+)
+
+// Wire constants.
+const (
+	// Version is the statement's answer_version.
+	Version = "1"
+	// Label is the domain-separation label: a signature is over Label, a
+	// zero byte and the statement's bytes, so that no answer can be taken
+	// for another object the identity key signs.
+	Label = "clawea.dev/attester/v1/control-answer"
+	// HeaderStatement carries b64u(statement bytes); HeaderSignature
+	// carries b64u(the 64-byte Ed25519 signature).
+	HeaderStatement = "Clawea-Answer-Statement"
+	HeaderSignature = "Clawea-Answer-Signature"
+	// MaxStatementBytes bounds a statement (a client refuses a longer one
+	// before decoding it).
+	MaxStatementBytes = 1024
+	// MaxSafeInteger is the largest integer a statement carries (2^53-1),
+	// so that JavaScript reads every number exactly.
+	MaxSafeInteger = 1<<53 - 1
+	maxRunIDBytes  = 128
+)
+
+// Statement is what the attester signs for one answer. Its fields are in
+// JCS key order; Marshal writes exactly the canonical bytes.
+type Statement struct {
+	AnswerVersion    string `json:"answer_version"`
+	AttesterDID      string `json:"attester_did"`
+	PeerPID          int64  `json:"peer_pid"`
+	PeerStartTime    int64  `json:"peer_start_time"`
+	RequestHashB64u  string `json:"request_hash_b64u"`
+	ResponseHashB64u string `json:"response_hash_b64u"`
+	RunID            string `json:"run_id"`
+	Seq              int64  `json:"seq"`
+	Status           int64  `json:"status"`
+}
+
+// The errors of a statement or answer that must not be acted on. Each
+// names its reason code (the plugin reports the same codes).
+var (
+	ErrMalformed        = errors.New("ANSWER_MALFORMED: the answer's statement is not a canonical answer statement")
+	ErrUnsigned         = errors.New("ANSWER_UNSIGNED: the answer carries no signature")
+	ErrSignature        = errors.New("ANSWER_SIGNATURE_INVALID: the answer's signature does not verify with the pinned attester key")
+	ErrSigner           = errors.New("ANSWER_WRONG_SIGNER: the answer names another attester than the pinned one")
+	ErrRequestMismatch  = errors.New("ANSWER_REQUEST_MISMATCH: the answer is for another request than the one sent")
+	ErrResponseMismatch = errors.New("ANSWER_RESPONSE_MISMATCH: the answer's body is not the one the attester signed")
+	ErrStatusMismatch   = errors.New("ANSWER_STATUS_MISMATCH: the answer's status is not the one the attester signed")
+	ErrPeerMismatch     = errors.New("ANSWER_PEER_MISMATCH: the attester answered another process than this one")
+	ErrRunMismatch      = errors.New("ANSWER_RUN_MISMATCH: the answer is for another run")
+	ErrSequence         = errors.New("ANSWER_SEQUENCE: the answer is out of sequence (replayed, reordered or lost)")
+)
+
+// RequestHash is SHA-256(method || LF || request-target || LF || body):
+// the request as the attester read it (request-target exactly as sent, for
+// example "/v1/runs/run_x/tool-calls"; body the exact body bytes, empty
+// when there is none). Neither method nor request-target can hold a line
+// feed, so the split is unambiguous.
+func RequestHash(method, target string, body []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte(method))
+	h.Write([]byte{'\n'})
+	h.Write([]byte(target))
+	h.Write([]byte{'\n'})
+	h.Write(body)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Message is the byte string a statement's signature is over: Label, a
+// zero byte, the statement.
+func Message(statement []byte) []byte {
+	b := make([]byte, 0, len(Label)+1+len(statement))
+	b = append(b, Label...)
+	b = append(b, 0)
+	return append(b, statement...)
+}
+
+// Marshal checks s and returns its canonical (RFC 8785) bytes. Every value
+// is a restricted string or a safe integer, so the JSON below is JCS.
+func (s *Statement) Marshal() ([]byte, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(s)
+}
+
+func (s *Statement) check() error {
+	switch {
+	case s.AnswerVersion != Version:
+		return fmt.Errorf("%w: answer_version", ErrMalformed)
+	case !validRunID(s.RunID):
+		return fmt.Errorf("%w: run_id", ErrMalformed)
+	case !b64u.ValidHash(s.RequestHashB64u) || !b64u.ValidHash(s.ResponseHashB64u):
+		return fmt.Errorf("%w: hashes", ErrMalformed)
+	case s.PeerPID < 1 || s.PeerPID > MaxSafeInteger || s.PeerStartTime < 0 || s.PeerStartTime > MaxSafeInteger:
+		return fmt.Errorf("%w: peer", ErrMalformed)
+	case s.Seq < 1 || s.Seq > MaxSafeInteger || s.Status < 200 || s.Status > 299:
+		return fmt.Errorf("%w: seq or status", ErrMalformed)
+	}
+	if _, err := didkey.Parse(s.AttesterDID); err != nil {
+		return fmt.Errorf("%w: attester_did", ErrMalformed)
+	}
+	return nil
+}
+
+// validRunID: 1-128 of A-Z a-z 0-9 _ - (what the attester issues).
+func validRunID(id string) bool {
+	if id == "" || len(id) > maxRunIDBytes {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Parse reads a statement strictly: it must be exactly the canonical bytes
+// of a valid statement (what Marshal writes), so a duplicate, case-variant
+// or unknown member, whitespace or another number form is refused.
+func Parse(b []byte) (*Statement, error) {
+	if len(b) > MaxStatementBytes {
+		return nil, fmt.Errorf("%w: too long", ErrMalformed)
+	}
+	var s Statement
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+	}
+	c, err := s.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	if !bytes.Equal(c, b) {
+		return nil, fmt.Errorf("%w: not canonical", ErrMalformed)
+	}
+	return &s, nil
+}
+
+// Verify checks an answer's headers (b64u statement and signature, empty
+// when absent) against the pinned attester key pub and returns the
+// statement only when its signature verifies. A statement that is signed
+// by another key and names another attester is ErrSigner; any other
+// signature failure is ErrSignature.
+func Verify(pub ed25519.PublicKey, statementB64u, signatureB64u string) (*Statement, error) {
+	if statementB64u == "" || signatureB64u == "" {
+		return nil, ErrUnsigned
+	}
+	if len(statementB64u) > b64u.EncodedLen(MaxStatementBytes) {
+		return nil, fmt.Errorf("%w: too long", ErrMalformed)
+	}
+	stmt, err := b64u.Decode(statementB64u)
+	if err != nil {
+		return nil, fmt.Errorf("%w: statement is not b64u", ErrMalformed)
+	}
+	sig, err := b64u.Decode(signatureB64u)
+	if err != nil || len(sig) != ed25519.SignatureSize || len(pub) != ed25519.PublicKeySize {
+		return nil, ErrSignature
+	}
+	if !ed25519.Verify(pub, Message(stmt), sig) {
+		// Diagnosis only: an unverified statement naming another attester.
+		if s, err := Parse(stmt); err == nil && s.AttesterDID != didkey.Format(pub) {
+			return nil, fmt.Errorf("%w (%s)", ErrSigner, s.AttesterDID)
+		}
+		return nil, ErrSignature
+	}
+	s, err := Parse(stmt)
+	if err != nil {
+		return nil, err
+	}
+	if s.AttesterDID != didkey.Format(pub) {
+		return nil, ErrSigner
+	}
+	return s, nil
+}
+
+// Expect is what a client knows about an answer before it trusts it: what
+// it sent, what it received, who it is, and the sequence number it expects
+// next in the run (1 for the answer that creates the run). RunID is empty
+// for run creation (the statement names the new run).
+type Expect struct {
+	RunID        string
+	Seq          int64
+	Status       int
+	RequestHash  [32]byte
+	ResponseHash [32]byte
+	PID          int64
+	StartTime    int64
+}
+
+// Check compares a verified statement with e, field by field, each with
+// its own error.
+func (s *Statement) Check(e Expect) error {
+	switch {
+	case s.RequestHashB64u != b64u.Encode(e.RequestHash[:]):
+		return ErrRequestMismatch
+	case s.ResponseHashB64u != b64u.Encode(e.ResponseHash[:]):
+		return ErrResponseMismatch
+	case s.Status != int64(e.Status):
+		return ErrStatusMismatch
+	case s.PeerPID != e.PID || s.PeerStartTime != e.StartTime:
+		return fmt.Errorf("%w: pid %d start %d, this process is pid %d start %d", ErrPeerMismatch, s.PeerPID, s.PeerStartTime, e.PID, e.StartTime)
+	case e.RunID != "" && s.RunID != e.RunID:
+		return ErrRunMismatch
+	case s.Seq != e.Seq:
+		return fmt.Errorf("%w: got %d, want %d", ErrSequence, s.Seq, e.Seq)
+	}
+	return nil
+}
