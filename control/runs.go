@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/clawea/attester/attestation"
@@ -32,6 +33,11 @@ type Run struct {
 	sessionKey string
 	capHash    [32]byte
 	created    time.Time
+	// proc is the process that created the run: every later request of
+	// the run must come from it (attester-api section 2, process binding).
+	proc Process
+	// seq is the sequence number of the run's last signed answer.
+	seq atomic.Int64
 
 	mu        sync.Mutex
 	prompt    *sealed.Buffer
@@ -121,18 +127,22 @@ var (
 	errRunClosed  = &Error{Kind: KindGone, Msg: "run closed"}
 )
 
-// authorize returns the run named id when capHash is its capability's hash:
-// 403 for another run's or an unknown capability (an unknown run id gets the
-// same answer, so run ids cannot be probed), 410 for the capability of a
-// closed run.
-func (st *runStore) authorize(id string, capHash [32]byte) (*Run, error) {
+// authorize returns the run named id when capHash is its capability's hash
+// and caller is the process the run is bound to: 403 for another run's or
+// an unknown capability (an unknown run id gets the same answer, so run ids
+// cannot be probed), 403 PROCESS_BINDING for the right capability from
+// another process, 410 for the capability of a closed run.
+func (st *runStore) authorize(id string, capHash [32]byte, caller Process) (*Run, error) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if r, ok := st.runs[id]; ok {
-		if capEqual(r.capHash, capHash) {
-			return r, nil
+		if !capEqual(r.capHash, capHash) {
+			return nil, errNotThisRun
 		}
-		return nil, errNotThisRun
+		if r.proc != caller {
+			return nil, errOtherProcess
+		}
+		return r, nil
 	}
 	if h, ok := st.closed[id]; ok && capEqual(h, capHash) {
 		return nil, errRunClosed
@@ -217,12 +227,13 @@ type CreateRunResponse struct {
 
 // creation is the state of one CreateRun as its steps fill it in.
 type creation struct {
-	s     *Service
-	req   *CreateRunRequest
-	agent string
-	want  [32]byte
-	enc   []byte
-	rb    *rebuild.Result
+	s      *Service
+	req    *CreateRunRequest
+	caller Process
+	agent  string
+	want   [32]byte
+	enc    []byte
+	rb     *rebuild.Result
 	// prompt is the rebuilt prompt until the run owns it; registered says
 	// the run is in the store (and its prompt released with it).
 	prompt     *sealed.Buffer
@@ -233,11 +244,14 @@ type creation struct {
 
 // CreateRun opens the pack in sealed memory (in a worker process), rebuilds
 // the prompt and compares it with the committed report hash, then opens
-// the run. Each step either succeeds or refuses; on any refusal nothing is
-// kept: one deferred release destroys the rebuilt prompt and forgets the
-// run. req's pack text is cleared once decoded.
-func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest) (resp *CreateRunResponse, err error) {
-	c := &creation{s: s, req: req}
+// the run, bound to caller (the process that asks: every later request of
+// the run must come from it). Each step either succeeds or refuses; on any
+// refusal nothing is kept: one deferred release destroys the rebuilt prompt
+// and forgets the run. req's pack text is cleared once decoded. The run is
+// returned beside its answer so that the answer can be signed
+// (SignAnswer).
+func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller Process) (resp *CreateRunResponse, rn *Run, err error) {
+	c := &creation{s: s, req: req, caller: caller}
 	defer func() {
 		if err != nil {
 			c.release()
@@ -253,17 +267,17 @@ func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest) (resp *C
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	rn := c.rn
+	rn = c.rn
 	s.metrics.packs.WithLabelValues("accepted").Inc()
 	s.log.Info("run created", "run_id", rn.id, "agent_id", rn.agentID, "prompt_hash", rn.promptH, "report_hash", rn.reportH)
 	return &CreateRunResponse{
 		RunID: rn.id, Capability: c.capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
 		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: rn.committed,
 		GatePolicyHashB64u: s.gate.PolicyHash(), AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-	}, nil
+	}, rn, nil
 }
 
 // release undoes a creation that failed: a registered run is removed (its
@@ -282,6 +296,9 @@ func (c *creation) release() {
 // checkRequest checks the request's fields and decodes the pack.
 func (c *creation) checkRequest(context.Context) error {
 	req := c.req
+	if c.caller.PID <= 0 {
+		return ErrProcessUnknown
+	}
 	agent, err := gate.CheckAgentID(req.AgentID)
 	if err != nil {
 		return refusal(KindInvalid, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, case-insensitive)", err)
@@ -344,7 +361,7 @@ func (c *creation) newRun(context.Context) error {
 	}
 	c.capability = capability
 	c.rn = &Run{
-		id: id, agentID: c.agent, sessionKey: c.req.SessionKey, capHash: capHash, created: s.now(),
+		id: id, agentID: c.agent, sessionKey: c.req.SessionKey, capHash: capHash, created: s.now(), proc: c.caller,
 		prompt: c.prompt, promptH: rb.PromptHashB64u, reportH: rb.ReportHashB64u,
 		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Chars,
 		messageIDs: map[[32]byte]struct{}{},
@@ -529,9 +546,11 @@ func (s *Service) CloseRun(rn *Run) error {
 }
 
 // Authorize returns the run named id when capHash is its capability's hash
-// (CapabilityHash): KindForbidden for another run's or an unknown
-// capability (an unknown run id gets the same answer, so run ids cannot be
-// probed), KindGone for the capability of a closed run.
-func (s *Service) Authorize(id string, capHash [32]byte) (*Run, error) {
-	return s.runs.authorize(id, capHash)
+// (CapabilityHash) and caller is the process that created the run:
+// KindForbidden for another run's or an unknown capability (an unknown run
+// id gets the same answer, so run ids cannot be probed), KindForbidden with
+// reason ReasonProcessBinding for the capability used by another process,
+// KindGone for the capability of a closed run.
+func (s *Service) Authorize(id string, capHash [32]byte, caller Process) (*Run, error) {
+	return s.runs.authorize(id, capHash, caller)
 }

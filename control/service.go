@@ -60,6 +60,8 @@ type Service struct {
 	gate     *gateState
 	rebuild  *rebuild.Runner
 	keyAtts  *keyAttestations
+	// answers signs control answers with the identity key (binding.go).
+	answers Signer
 	// activations meters TPM credential activations (tpmactivate.go).
 	activations *tokenBucket
 }
@@ -74,7 +76,7 @@ func New(d Deps) (*Service, error) {
 	}
 	s := &Service{
 		cfg: d.Config, id: d.Identity, platform: d.Platform, report: d.PlatformReport,
-		log: d.Logger, now: d.Now,
+		log: d.Logger, now: d.Now, answers: AnswerSigner{Identity: d.Identity},
 		memOpts: sealed.Options{AllowUnlocked: d.Config.AllowUnlockedMemory},
 	}
 	s.metrics = newMetrics(d.Registerer)

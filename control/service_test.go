@@ -66,11 +66,11 @@ func TestCloseRunEndsGateState(t *testing.T) {
 		return &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: report, AgentID: "main", SessionKey: "agent:main:main"}
 	}
 	// A report that does not match: refused, nothing kept.
-	_, err = s.CreateRun(context.Background(), req(b64u.SHA256([]byte("other"))))
+	_, _, err = s.CreateRun(context.Background(), req(b64u.SHA256([]byte("other"))), testProc)
 	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || s.OpenRuns() != 0 {
 		t.Fatalf("mismatched report: %v, %d runs open", err, s.OpenRuns())
 	}
-	resp, err := s.CreateRun(context.Background(), req(p.Rebuilt.ReportHashB64u()))
+	resp, _, err := s.CreateRun(context.Background(), req(p.Rebuilt.ReportHashB64u()), testProc)
 	if err != nil || s.OpenRuns() != 1 {
 		t.Fatalf("create: %v", err)
 	}
@@ -78,7 +78,7 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rn, err := s.Authorize(resp.RunID, capHash)
+	rn, err := s.Authorize(resp.RunID, capHash, testProc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	if err := s.gate.OpenRun(resp.RunID); err != nil {
 		t.Fatalf("the gate still holds the closed run: %v", err)
 	}
-	if _, err := s.Authorize(resp.RunID, capHash); !errors.Is(err, errRunClosed) {
+	if _, err := s.Authorize(resp.RunID, capHash, testProc); !errors.Is(err, errRunClosed) {
 		t.Fatalf("capability of a closed run: %v", err)
 	}
 	if err := rn.WithPrompt(func(*sealed.Buffer, string) error { return nil }); !errors.Is(err, errRunClosed) {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,36 +13,93 @@ import (
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
+	"github.com/clawea/attester/wire/answer"
 )
 
-// runHandler handles a request on an authorized run; body is the request
-// body (nil for routes without one).
-type runHandler func(w http.ResponseWriter, r *http.Request, rn *control.Run, body []byte) error
+// runRequest is an authorized request on a run: the run, the process it
+// came from (the run's own), the body (nil for routes without one) and the
+// request's hash for its signed answer (answer.RequestHash).
+type runRequest struct {
+	rn   *control.Run
+	proc control.Process
+	body []byte
+	hash [32]byte
+}
 
-// runRoute authorizes a /v1/runs/{id}/... request by its capability before
-// anything else, then checks the Content-Type and reads the body (maxBody >
-// 0) within its limits.
+// runHandler handles a request on an authorized run.
+type runHandler func(w http.ResponseWriter, r *http.Request, q *runRequest) error
+
+// runRoute authorizes a /v1/runs/{id}/... request by its capability and
+// its process (the run's creator) before anything else, then checks the
+// Content-Type and reads the body (maxBody > 0) within its limits.
 func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handler {
 	return s.wrap(route, func(w http.ResponseWriter, r *http.Request) error {
 		capHash, err := parseBearer(r.Header.Get("Authorization"))
 		if err != nil {
 			return refuse(err)
 		}
-		rn, err := s.svc.Authorize(r.PathValue("id"), capHash)
+		proc, err := processFrom(r)
 		if err != nil {
 			return refuse(err)
 		}
-		var body []byte
+		rn, err := s.svc.Authorize(r.PathValue("id"), capHash, proc)
+		if err != nil {
+			return refuse(err)
+		}
+		q := &runRequest{rn: rn, proc: proc}
 		if maxBody > 0 {
 			if err := checkContentType(r); err != nil {
 				return refuse(err)
 			}
-			if body, err = readBody(w, r, maxBody, smallBodyTimeout); err != nil {
+			if q.body, err = readBody(w, r, maxBody, smallBodyTimeout); err != nil {
 				return err
 			}
 		}
-		return h(w, r, rn, body)
+		q.hash = answer.RequestHash(r.Method, r.RequestURI, q.body)
+		return h(w, r, q)
 	})
+}
+
+// processFrom is the process of the request's control connection
+// (ControlConnContext): ErrProcessUnknown when the attester cannot
+// identify it.
+func processFrom(r *http.Request) (control.Process, error) {
+	p, ok := PeerFrom(r.Context())
+	if !ok {
+		return control.Process{}, control.ErrProcessUnknown
+	}
+	return control.ProcessOf(p)
+}
+
+// writeSigned writes v as the JSON answer to q (the bytes writeJSON
+// writes) with its signature headers (attester-api section 8). Nothing is
+// written when the answer cannot be signed: an unsigned success is never
+// sent.
+func (s *Server) writeSigned(w http.ResponseWriter, q *runRequest, code int, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	sa, err := s.svc.SignAnswer(q.rn, q.proc, code, q.hash, sha256.Sum256(buf.Bytes()))
+	if err != nil {
+		return err
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	setAnswerHeaders(h, sa)
+	w.WriteHeader(code)
+	_, err = w.Write(buf.Bytes())
+	return err
+}
+
+// setAnswerHeaders sets the signed answer's two headers.
+func setAnswerHeaders(h http.Header, sa *control.SignedAnswer) {
+	h.Set(answer.HeaderStatement, b64u.Encode(sa.Statement))
+	h.Set(answer.HeaderSignature, b64u.Encode(sa.Signature))
 }
 
 // parseBearer extracts the capability's hash from an Authorization header.
@@ -77,6 +136,10 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
+	proc, err := processFrom(r)
+	if err != nil {
+		return refuse(err)
+	}
 	body, err := readBody(w, r, max, createBodyTimeout)
 	if err != nil {
 		return err
@@ -85,74 +148,88 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeStrict(body, &req); err != nil {
 		return err
 	}
+	q := &runRequest{proc: proc, hash: answer.RequestHash(r.Method, r.RequestURI, body)}
 	body = nil
-	resp, err := s.svc.CreateRun(r.Context(), &req)
+	resp, rn, err := s.svc.CreateRun(r.Context(), &req, proc)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, resp)
+	q.rn = rn
+	if err := s.writeSigned(w, q, http.StatusCreated, resp); err != nil {
+		// The caller never got the capability: the run is of no use.
+		_ = s.svc.CloseRun(rn)
+		return err
+	}
 	return nil
 }
 
 // handlePrompt serves the rebuilt prompt (control socket, capability).
-func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request, rn *control.Run, _ []byte) error {
-	return rn.WithPrompt(func(prompt *sealed.Buffer, hash string) error {
-		return servePrompt(w, prompt, hash)
+// Its answer is signed like the others; the response hash is the run's
+// prompt hash, which is SHA-256 of exactly these bytes (the prompt is not
+// hashed again outside sealed memory).
+func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request, q *runRequest) error {
+	return q.rn.WithPrompt(func(prompt *sealed.Buffer, hash string) error {
+		h, err := b64u.DecodeHash(hash)
+		if err != nil {
+			return err
+		}
+		sa, err := s.svc.SignAnswer(q.rn, q.proc, http.StatusOK, q.hash, h)
+		if err != nil {
+			return err
+		}
+		return servePrompt(w, prompt, hash, sa)
 	})
 }
 
 // handleCloseRun closes the run; its capability then gets 410.
-func (s *Server) handleCloseRun(w http.ResponseWriter, r *http.Request, rn *control.Run, _ []byte) error {
-	if err := s.svc.CloseRun(rn); err != nil {
+func (s *Server) handleCloseRun(w http.ResponseWriter, r *http.Request, q *runRequest) error {
+	if err := s.svc.CloseRun(q.rn); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 
-func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request, rn *control.Run, body []byte) error {
+func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request, q *runRequest) error {
 	var req control.TurnRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(q.body, &req); err != nil {
 		return err
 	}
-	resp, err := s.svc.StartTurn(rn, &req)
+	resp, err := s.svc.StartTurn(q.rn, &req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, resp)
-	return nil
+	return s.writeSigned(w, q, http.StatusCreated, resp)
 }
 
-func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, rn *control.Run, body []byte) error {
+func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, q *runRequest) error {
 	var req control.VerifyRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(q.body, &req); err != nil {
 		return err
 	}
-	resp, err := s.svc.Verify(rn, &req)
+	resp, err := s.svc.Verify(q.rn, &req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, resp)
-	return nil
+	return s.writeSigned(w, q, http.StatusOK, resp)
 }
 
-func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request, rn *control.Run, body []byte) error {
+func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request, q *runRequest) error {
 	var req control.ToolCallRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(q.body, &req); err != nil {
 		return err
 	}
-	resp, err := s.svc.ToolCall(r.Context(), rn, &req)
+	resp, err := s.svc.ToolCall(r.Context(), q.rn, &req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, resp)
-	return nil
+	return s.writeSigned(w, q, http.StatusOK, resp)
 }
 
 // handleAudit streams the run's durable audit log; the headers give the
 // root and count of exactly the records in the body.
-func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, rn *control.Run, _ []byte) error {
-	snap, err := s.svc.AuditSnapshot(rn)
+func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, q *runRequest) error {
+	snap, err := s.svc.AuditSnapshot(q.rn)
 	if err != nil {
 		return err
 	}
@@ -168,16 +245,16 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, rn *control
 
 // handleAttest has the control plane check the agent's proof bundle and
 // issue the execution attestation.
-func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, rn *control.Run, body []byte) error {
+func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, q *runRequest) error {
 	var req control.AttestRequest
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeStrict(q.body, &req); err != nil {
 		return err
 	}
-	out, err := s.svc.Attest(r.Context(), rn, &req)
+	out, err := s.svc.Attest(r.Context(), q.rn, &req)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	return s.writeSigned(w, q, http.StatusOK, map[string]any{
 		"attestation":            json.RawMessage(out.AttestationJSON),
 		"evidence_jws":           string(out.EvidenceJWS),
 		"attestation_id":         out.AttestationID,
@@ -187,7 +264,6 @@ func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, rn *contro
 		"platform":               out.Platform,
 		"simulated":              out.Simulated,
 	})
-	return nil
 }
 
 // handleIdentity returns the attester DID, the pack recipient key and a key

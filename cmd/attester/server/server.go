@@ -84,11 +84,16 @@ func (s *Server) ControlHandler() http.Handler {
 	return s.wrapUID(mux)
 }
 
-// wrapUID refuses control requests whose peer uid is not allowed, and any
-// request with an Origin header (a browser).
+// wrapUID refuses control requests whose peer uid is not allowed, any
+// request with an Origin header (a browser), and requests from a process
+// the attester cannot identify (pid or start time unknown: runs are bound
+// to processes).
 func (s *Server) wrapUID(next http.Handler) http.Handler {
 	deny := s.wrap("control_denied", func(w http.ResponseWriter, r *http.Request) error {
 		return refuse(httpErr(http.StatusForbidden, "this caller may not use the control API", nil))
+	})
+	unknown := s.wrap("control_denied", func(w http.ResponseWriter, r *http.Request) error {
+		return refuse(control.ErrProcessUnknown)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := PeerFrom(r.Context())
@@ -99,6 +104,11 @@ func (s *Server) wrapUID(next http.Handler) http.Handler {
 		if !ok || !s.cfg.ControlUIDAllowed(uid) || r.Header.Get("Origin") != "" {
 			s.log.Warn("control request refused", "peer_uid_known", ok, "peer_uid", uid, "origin", r.Header.Get("Origin") != "")
 			deny.ServeHTTP(w, r)
+			return
+		}
+		if _, err := control.ProcessOf(p); err != nil {
+			s.log.Warn("control request refused: the calling process cannot be identified", "peer_uid", uid, "peer_pid", p.PID())
+			unknown.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)

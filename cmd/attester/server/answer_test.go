@@ -1,0 +1,159 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/control"
+	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/wire/answer"
+)
+
+// selfStartTime is this process's start time (/proc/self/stat field 22).
+func selfStartTime(t testing.TB) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Skip("no /proc/self/stat:", err)
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	var v int64
+	for _, c := range f[22-3] {
+		v = v*10 + int64(c-'0')
+	}
+	return v
+}
+
+// TestAnswersSigned: every answer the orchestrator acts on carries a
+// statement signed by the identity key that binds the request, the exact
+// body, this process and the run's next sequence number; audit, close and
+// refusals are unsigned and use no number.
+func TestAnswersSigned(t *testing.T) {
+	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
+	h := newTestServer(t, p.Trusted)
+	enc, mj := h.sealPack(t, p.Pack)
+	start := selfStartTime(t)
+	seq := int64(0)
+	runID := ""
+	do := func(method, path, capability string, body []byte, want int, signed bool) []byte {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, _ := http.NewRequest(method, "http://attester"+path, rd)
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		if capability != "" {
+			req.Header.Set("Authorization", "Bearer "+capability)
+		}
+		resp, err := h.control.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		got, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, got)
+		}
+		st, err := answer.Verify(h.id.Public, resp.Header.Get(answer.HeaderStatement), resp.Header.Get(answer.HeaderSignature))
+		if !signed {
+			if !errors.Is(err, answer.ErrUnsigned) {
+				t.Fatalf("%s %s: %v, want unsigned", method, path, err)
+			}
+			return got
+		}
+		if err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		if runID == "" {
+			runID = st.RunID
+		}
+		seq++
+		if err := st.Check(answer.Expect{RunID: runID, Seq: seq, Status: want, RequestHash: answer.RequestHash(method, path, body),
+			ResponseHash: sha256.Sum256(got), PID: int64(os.Getpid()), StartTime: start}); err != nil {
+			t.Fatalf("%s %s: %v", method, path, err)
+		}
+		return got
+	}
+	created := do("POST", "/v1/runs", "", runBody(enc, mj, p.Rebuilt.ReportHashB64u(), "s"), 201, true)
+	var run struct{ RunID, Capability string }
+	run.RunID = jsonField(t, created, "run_id")
+	run.Capability = jsonField(t, created, "capability")
+	if run.RunID != runID {
+		t.Fatalf("statement names run %s, body %s", runID, run.RunID)
+	}
+	base := "/v1/runs/" + run.RunID
+	if got := do("GET", base+"/prompt", run.Capability, nil, 200, true); !bytes.Equal(got, p.Rebuilt.Prompt) {
+		t.Fatal("prompt differs")
+	}
+	turn := jsonField(t, do("POST", base+"/turns", run.Capability, []byte(`{"channel":"cli","sender_id":"u","message_id":"1","content_sha256_b64u":"`+b64u.SHA256(nil)+`"}`), 201, true), "turn_id")
+	do("POST", base+"/tool-calls", run.Capability, []byte(`{"turn_id":"`+turn+`","tool":"read","params":{"path":"a"}}`), 200, true)
+	// A refusal is unsigned and uses no number.
+	do("POST", base+"/tool-calls", run.Capability, []byte(`{"turn_id":"stale","tool":"read"}`), 409, false)
+	do("GET", base+"/audit", run.Capability, nil, 200, false)
+	do("POST", base+"/tool-calls", run.Capability, []byte(`{"turn_id":"`+turn+`","tool":"exec","params":{"command":"id"}}`), 200, true)
+	do("DELETE", base, run.Capability, nil, 204, false)
+	if seq != 5 {
+		t.Fatalf("%d signed answers, want 5", seq)
+	}
+}
+
+// TestUnknownProcessRefused: a peer whose pid or start time the attester
+// cannot read is refused before anything else (403 PROCESS_BINDING).
+func TestUnknownProcessRefused(t *testing.T) {
+	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
+	h := newTestServer(t, p.Trusted)
+	req, _ := http.NewRequest("GET", "/v1/gate/policy", nil)
+	for name, peer := range map[string]control.Peer{"pid 0": peerStub{pid: 0, ok: true}, "no start time": peerStub{pid: 42}} {
+		rec := newRecorder()
+		h.srv.ControlHandler().ServeHTTP(rec, req.WithContext(withPeer(req.Context(), peer)))
+		if rec.Code != 403 || !strings.Contains(rec.Body.String(), control.ReasonProcessBinding) {
+			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
+		}
+	}
+	rec := newRecorder()
+	h.srv.ControlHandler().ServeHTTP(rec, req.WithContext(withPeer(req.Context(), peerStub{pid: 42, ok: true})))
+	if rec.Code != 200 {
+		t.Errorf("a known process: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// peerStub is a peer of this process's uid with the given pid; ok says
+// whether its start time was read.
+type peerStub struct {
+	pid int
+	ok  bool
+}
+
+func (p peerStub) PID() int                  { return p.pid }
+func (p peerStub) UID() int                  { return os.Geteuid() }
+func (p peerStub) StartTime() (uint64, bool) { return 1, p.ok }
+
+func withPeer(ctx context.Context, p control.Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
+
+func jsonField(t *testing.T, body []byte, k string) string {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := m[k].(string)
+	return s
+}

@@ -1,0 +1,74 @@
+package control
+
+import (
+	"fmt"
+
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/wire/answer"
+)
+
+// Process is one process as the attester sees it: its pid in the
+// attester's pid namespace and its start time (clock ticks after boot), so
+// that a later process given the same pid is another Process.
+type Process struct {
+	PID       int
+	StartTime uint64
+}
+
+// ReasonProcessBinding is the reason of a 403 for a request from a process
+// other than the one its run is bound to, or from a process the attester
+// cannot identify.
+const ReasonProcessBinding = "PROCESS_BINDING"
+
+var (
+	// ErrProcessUnknown refuses a peer whose pid the attester cannot see
+	// (another pid namespace: SO_PEERCRED reports 0) or whose start time
+	// it cannot read.
+	ErrProcessUnknown = &Error{Kind: KindForbidden, Reason: ReasonProcessBinding,
+		Msg: "process binding: the attester cannot identify the calling process (pid or start time unreadable); the orchestrator must run in the attester's pid namespace"}
+	errOtherProcess = &Error{Kind: KindForbidden, Reason: ReasonProcessBinding,
+		Msg: "process binding: the run is bound to the process that created it, and this request comes from another process"}
+)
+
+// ProcessOf is the Process of a control connection's peer, or
+// ErrProcessUnknown.
+func ProcessOf(p Peer) (Process, error) {
+	if p == nil || p.PID() <= 0 || p.PID() > answer.MaxSafeInteger {
+		return Process{}, ErrProcessUnknown
+	}
+	st, ok := p.StartTime()
+	if !ok || st > answer.MaxSafeInteger {
+		return Process{}, ErrProcessUnknown
+	}
+	return Process{PID: p.PID(), StartTime: st}, nil
+}
+
+// SignedAnswer is a signed control answer: the statement's canonical
+// bytes and the signature over answer.Message(statement).
+type SignedAnswer struct {
+	Statement []byte
+	Signature []byte
+}
+
+// SignAnswer signs the answer to one request of rn from caller (the
+// process rn is bound to): status, the request's hash
+// (answer.RequestHash) and the SHA-256 of the exact response body, under
+// the run's next sequence number (1 is the answer that created the run).
+// Every call uses a number, so no two answers of a run share one.
+func (s *Service) SignAnswer(rn *Run, caller Process, status int, requestHash, responseHash [32]byte) (*SignedAnswer, error) {
+	st := answer.Statement{
+		AnswerVersion: answer.Version, AttesterDID: s.id.DID,
+		PeerPID: int64(caller.PID), PeerStartTime: int64(caller.StartTime),
+		RequestHashB64u: b64u.Encode(requestHash[:]), ResponseHashB64u: b64u.Encode(responseHash[:]),
+		RunID: rn.id, Seq: rn.seq.Add(1), Status: int64(status),
+	}
+	b, err := st.Marshal()
+	if err != nil {
+		return nil, fmt.Errorf("control: answer statement: %w", err)
+	}
+	sig, err := s.answers.Sign(b)
+	if err != nil {
+		return nil, fmt.Errorf("control: signing an answer: %w", err)
+	}
+	return &SignedAnswer{Statement: b, Signature: sig}, nil
+}

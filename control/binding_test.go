@@ -1,0 +1,97 @@
+package control
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"testing"
+
+	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/wire/answer"
+)
+
+// testProc is the process the tests' runs are created by.
+var testProc = Process{PID: 4242, StartTime: 123456}
+
+type fakePeer struct {
+	pid   int
+	start uint64
+	ok    bool
+}
+
+func (p fakePeer) PID() int                  { return p.pid }
+func (p fakePeer) UID() int                  { return 0 }
+func (p fakePeer) StartTime() (uint64, bool) { return p.start, p.ok }
+
+func TestProcessOf(t *testing.T) {
+	if got, err := ProcessOf(fakePeer{42, 7, true}); err != nil || got != (Process{42, 7}) {
+		t.Fatalf("ProcessOf: %v %v", got, err)
+	}
+	for name, p := range map[string]Peer{
+		"nil":                        nil,
+		"pid 0 (another namespace)":  fakePeer{0, 7, true},
+		"start time unreadable":      fakePeer{42, 0, false},
+		"start time beyond 2^53 - 1": fakePeer{42, 1 << 53, true},
+	} {
+		if _, err := ProcessOf(p); !errors.Is(err, ErrProcessUnknown) {
+			t.Errorf("%s: %v, want ErrProcessUnknown", name, err)
+		}
+	}
+}
+
+// TestRunBoundToItsProcess: the capability works only from the process
+// that created the run (same pid and start time); a run cannot be created
+// for an unknown process; answers are signed in sequence from 1.
+func TestRunBoundToItsProcess(t *testing.T) {
+	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
+	s := newTestService(t, p.Trusted)
+	enc, man, err := promptpack.SealPack(p.Pack, s.Identity().PackKey.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mj, _ := man.MarshalJSON()
+	req := func() *CreateRunRequest {
+		return &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}
+	}
+	if _, _, err := s.CreateRun(context.Background(), req(), Process{}); !errors.Is(err, ErrProcessUnknown) || s.OpenRuns() != 0 {
+		t.Fatalf("run for an unknown process: %v, %d open", err, s.OpenRuns())
+	}
+	resp, rn, err := s.CreateRun(context.Background(), req(), testProc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capHash, _ := CapabilityHash(resp.Capability)
+	if got, err := s.Authorize(resp.RunID, capHash, testProc); err != nil || got != rn {
+		t.Fatalf("the creating process: %v", err)
+	}
+	for name, other := range map[string]Process{
+		"another pid":                      {PID: testProc.PID + 1, StartTime: testProc.StartTime},
+		"the same pid, another start time": {PID: testProc.PID, StartTime: testProc.StartTime + 1},
+	} {
+		_, err := s.Authorize(resp.RunID, capHash, other)
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindForbidden || ce.Reason != ReasonProcessBinding {
+			t.Errorf("%s: %v, want 403 %s", name, err, ReasonProcessBinding)
+		}
+	}
+	// Another process with a wrong capability learns nothing more.
+	if _, err := s.Authorize(resp.RunID, [32]byte{1}, Process{PID: 1, StartTime: 1}); !errors.Is(err, errNotThisRun) {
+		t.Fatalf("wrong capability from another process: %v", err)
+	}
+
+	reqH, respH := answer.RequestHash("POST", "/v1/runs", []byte("{}")), sha256.Sum256([]byte("body"))
+	for want := int64(1); want <= 3; want++ {
+		sa, err := s.SignAnswer(rn, testProc, 201, reqH, respH)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := answer.Verify(s.Identity().Public, b64u.Encode(sa.Statement), b64u.Encode(sa.Signature))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Check(answer.Expect{RunID: rn.ID(), Seq: want, Status: 201, RequestHash: reqH, ResponseHash: respH, PID: int64(testProc.PID), StartTime: int64(testProc.StartTime)}); err != nil {
+			t.Fatalf("answer %d: %v", want, err)
+		}
+	}
+}
