@@ -2,6 +2,7 @@
 // src/plugin.js; this file only adapts it to OpenClaw's plugin API.
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 import { Controller, PLUGIN_ID, checkHookAccess, parseConfig, registerWith, registerRefusing } from "./src/plugin.js";
+import { selfProcess } from "./src/answer.js";
 
 // OpenClaw may call register more than once in a process (one registry per
 // loader); the hooks of every registration must share the runs, so there is
@@ -15,9 +16,13 @@ export default definePluginEntry({
   description: "Runs every agent turn under the clawea attester: attested system prompt, gated tools, owner verify, PoH bundle and execution attestation.",
   register(api) {
     let cfg;
+    let self;
     try {
       cfg = parseConfig(api.pluginConfig);
       checkHookAccess(api.config);
+      // The attester answers this process (pid and start time): without
+      // them no answer can be checked.
+      self = selfProcess();
     } catch (e) {
       // Fail closed: a loaded plugin with a bad config blocks every run
       // instead of letting it run unattested.
@@ -36,7 +41,7 @@ export default definePluginEntry({
       };
       // api.version is this plugin's version; OpenClaw's is the runtime's.
       const v = api.runtime?.version;
-      c = new Controller(cfg, { log, harnessVersion: typeof v === "string" && v !== "" ? v : undefined });
+      c = new Controller(cfg, { log, self, harnessVersion: typeof v === "string" && v !== "" ? v : undefined });
       controllers.set(key, c);
     }
     registerWith(api, c);

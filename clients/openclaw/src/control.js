@@ -1,6 +1,11 @@
-// The attester's control API (docs/spec/attester-api.md), spoken over its
-// unix control socket. The run capability lives only in this object's memory.
+// The attester's control API (docs/spec/attester-api.md, version 3), spoken
+// over its unix control socket. The run capability lives only in the
+// caller's memory. Every answer the plugin acts on is verified as signed by
+// the pinned attester, for this request of this process, in the run's
+// sequence (answer.js); a run's requests go one at a time so that its
+// answers arrive in sequence.
 import { request } from "node:http";
+import { AnswerRefused, requestHash, verifyAnswer } from "./answer.js";
 
 /** The attester answered with an error status. */
 export class AttesterError extends Error {
@@ -20,9 +25,22 @@ const CAPABILITY = /^clawea-cap-v1\.[A-Za-z0-9_-]{43}$/;
 const MAX_RESPONSE = 32 << 20;
 
 /**
+ * A signed request whose answer never arrived (transport error, timeout):
+ * the attester may have used a sequence number for it, so the run can no
+ * longer be followed and is given up.
+ */
+export class AnswerLost extends Error {
+  /** @param {string} op @param {string} why */
+  constructor(op, why) {
+    super(`attester ${op}: the answer was lost (${why}); the run's answer sequence is unknown`);
+    this.name = "AnswerLost";
+  }
+}
+
+/**
  * One HTTP/1.1 request over the unix socket.
  * @param {string} socketPath
- * @param {{method: string, path: string, headers?: Record<string,string>, body?: string, timeoutMs: number}} r
+ * @param {{method: string, path: string, headers?: Record<string,string>, body?: Buffer, timeoutMs: number}} r
  * @returns {Promise<{status: number, headers: import("node:http").IncomingHttpHeaders, body: Buffer}>}
  */
 export function unixRequest(socketPath, r) {
@@ -58,22 +76,54 @@ export function unixRequest(socketPath, r) {
   });
 }
 
-/** A client of one attester control socket. */
+/**
+ * A client of one attester control socket, pinned to one attester.
+ */
 export class ControlClient {
   /**
    * @param {string} socketPath
-   * @param {{timeoutMs?: number}} [opts]
+   * @param {{pin: {did: string, key: import("node:crypto").KeyObject}, self: {pid: number, startTime: number},
+   *   timeoutMs?: number}} opts pin: the attester (answer.js attesterPin); self: this process (selfProcess)
    */
-  constructor(socketPath, opts = {}) {
+  constructor(socketPath, opts) {
+    if (!opts?.pin || !opts?.self) throw new TypeError("ControlClient: an attester pin and this process are required");
     this.socketPath = socketPath;
     this.timeoutMs = opts.timeoutMs ?? 15000;
+    this.pin = opts.pin;
+    this.self = opts.self;
+    /** @type {Map<string, number>} run id -> sequence number of its last answer (NaN: lost) */
+    this.seqs = new Map();
+    /** @type {Map<string, Promise<unknown>>} run id -> its last request */
+    this.queues = new Map();
   }
 
   /**
+   * Runs f after the run's previous request finished: one request of a run
+   * at a time, so answers arrive in the order the attester numbered them.
+   * @template T
+   * @param {string} runId
+   * @param {() => Promise<T>} f
+   * @returns {Promise<T>}
+   */
+  #serial(runId, f) {
+    const prev = this.queues.get(runId) ?? Promise.resolve();
+    const next = prev.then(f, f);
+    const settled = next.then(() => {}, () => {});
+    this.queues.set(runId, settled);
+    settled.then(() => {
+      if (this.queues.get(runId) === settled) this.queues.delete(runId);
+    });
+    return next;
+  }
+
+  /**
+   * One request. With signed, a 2xx answer is returned only when it is the
+   * pinned attester's signed answer to exactly this request, in sequence
+   * (signed.runId undefined: run creation, sequence 1).
    * @param {string} op
    * @param {string} method
    * @param {string} path
-   * @param {{capability?: string, json?: unknown}} [o]
+   * @param {{capability?: string, json?: unknown, signed?: {runId?: string}}} [o]
    */
   async call(op, method, path, o = {}) {
     /** @type {Record<string,string>} */
@@ -81,11 +131,39 @@ export class ControlClient {
     if (o.capability !== undefined) headers.authorization = "Bearer " + o.capability;
     let body;
     if (o.json !== undefined) {
-      body = JSON.stringify(o.json);
+      body = Buffer.from(JSON.stringify(o.json), "utf8");
       headers["content-type"] = "application/json";
-      headers["content-length"] = String(Buffer.byteLength(body));
+      headers["content-length"] = String(body.length);
     }
-    const res = await unixRequest(this.socketPath, { method, path, headers, body, timeoutMs: this.timeoutMs });
+    const runId = o.signed?.runId;
+    let seq = 1;
+    if (runId !== undefined) {
+      const last = this.seqs.get(runId);
+      if (last === undefined || Number.isNaN(last)) throw new AnswerLost(op, "an earlier answer of this run was lost or refused");
+      seq = last + 1;
+    }
+    let res;
+    try {
+      res = await unixRequest(this.socketPath, { method, path, headers, body, timeoutMs: this.timeoutMs });
+    } catch (e) {
+      if (o.signed && runId !== undefined) {
+        this.seqs.set(runId, NaN);
+        throw new AnswerLost(op, /** @type {Error} */ (e).message);
+      }
+      throw e;
+    }
+    if (o.signed && res.status >= 200 && res.status <= 299) {
+      try {
+        const st = verifyAnswer(this.pin, res.headers, {
+          runId, seq, status: res.status, requestHash: requestHash(method, path, body ?? Buffer.alloc(0)), body: res.body,
+          pid: this.self.pid, startTime: this.self.startTime,
+        });
+        this.seqs.set(st.run_id, st.seq);
+      } catch (e) {
+        if (runId !== undefined) this.seqs.set(runId, NaN);
+        throw e;
+      }
+    }
     if (res.status < 200 || res.status > 299) {
       let msg = "";
       try {
@@ -119,9 +197,13 @@ export class ControlClient {
    * @param {{pack_b64u: string, manifest: unknown, report_hash_b64u: string, agent_id: string, session_key: string}} req
    */
   async createRun(req) {
-    const run = ControlClient.json("create run", await this.call("create run", "POST", "/v1/runs", { json: req }));
+    const res = await this.call("create run", "POST", "/v1/runs", { json: req, signed: {} });
+    const run = ControlClient.json("create run", res);
     if (typeof run.run_id !== "string" || !/^[A-Za-z0-9_.-]{1,128}$/.test(run.run_id)) {
       throw new Error("attester create run: malformed run_id");
+    }
+    if (this.seqs.get(run.run_id) !== 1) {
+      throw new AnswerRefused("ANSWER_RUN_MISMATCH", "the signed answer names another run than its body");
     }
     if (typeof run.capability !== "string" || !CAPABILITY.test(run.capability)) {
       throw new Error("attester create run: no valid run capability in the response");
@@ -134,34 +216,49 @@ export class ControlClient {
    * @param {string} capability
    */
   async prompt(runId, capability) {
-    const res = await this.call("prompt", "GET", `/v1/runs/${encodeURIComponent(runId)}/prompt`, { capability });
+    const res = await this.#serial(runId, () =>
+      this.call("prompt", "GET", `/v1/runs/${encodeURIComponent(runId)}/prompt`, { capability, signed: { runId } }),
+    );
     const h = res.headers["x-clawea-system-prompt-hash"];
     return { bytes: res.body, hashHeader: typeof h === "string" ? h : "" };
   }
 
   /** @param {string} runId @param {string} capability @param {object} req */
   async turn(runId, capability, req) {
-    return ControlClient.json("turn", await this.call("turn", "POST", `/v1/runs/${encodeURIComponent(runId)}/turns`, { capability, json: req }));
+    const res = await this.#serial(runId, () =>
+      this.call("turn", "POST", `/v1/runs/${encodeURIComponent(runId)}/turns`, { capability, json: req, signed: { runId } }),
+    );
+    return ControlClient.json("turn", res);
   }
 
   /** @param {string} runId @param {string} capability @param {object} req */
   async toolCall(runId, capability, req) {
-    return ControlClient.json("tool call", await this.call("tool call", "POST", `/v1/runs/${encodeURIComponent(runId)}/tool-calls`, { capability, json: req }));
+    const res = await this.#serial(runId, () =>
+      this.call("tool call", "POST", `/v1/runs/${encodeURIComponent(runId)}/tool-calls`, { capability, json: req, signed: { runId } }),
+    );
+    return ControlClient.json("tool call", res);
   }
 
   /** @param {string} runId @param {string} capability @param {object} req */
   async verify(runId, capability, req) {
-    return ControlClient.json("verify", await this.call("verify", "POST", `/v1/runs/${encodeURIComponent(runId)}/verify`, { capability, json: req }));
+    const res = await this.#serial(runId, () =>
+      this.call("verify", "POST", `/v1/runs/${encodeURIComponent(runId)}/verify`, { capability, json: req, signed: { runId } }),
+    );
+    return ControlClient.json("verify", res);
   }
 
   /** @param {string} runId @param {string} capability @param {object} req */
   async attestation(runId, capability, req) {
-    return ControlClient.json("attestation", await this.call("attestation", "POST", `/v1/runs/${encodeURIComponent(runId)}/attestation`, { capability, json: req }));
+    const res = await this.#serial(runId, () =>
+      this.call("attestation", "POST", `/v1/runs/${encodeURIComponent(runId)}/attestation`, { capability, json: req, signed: { runId } }),
+    );
+    return ControlClient.json("attestation", res);
   }
 
   /** @param {string} runId @param {string} capability */
   async audit(runId, capability) {
-    const res = await this.call("audit", "GET", `/v1/runs/${encodeURIComponent(runId)}/audit`, { capability });
+    // Unsigned: the attestation commits to the audit's root and count.
+    const res = await this.#serial(runId, () => this.call("audit", "GET", `/v1/runs/${encodeURIComponent(runId)}/audit`, { capability }));
     const root = res.headers["x-clawea-audit-root"];
     const count = res.headers["x-clawea-audit-count"];
     return { body: res.body, root: typeof root === "string" ? root : "", count: typeof count === "string" ? count : "" };
@@ -169,6 +266,10 @@ export class ControlClient {
 
   /** @param {string} runId @param {string} capability */
   async close(runId, capability) {
-    await this.call("close run", "DELETE", `/v1/runs/${encodeURIComponent(runId)}`, { capability });
+    try {
+      await this.#serial(runId, () => this.call("close run", "DELETE", `/v1/runs/${encodeURIComponent(runId)}`, { capability }));
+    } finally {
+      this.seqs.delete(runId);
+    }
   }
 }

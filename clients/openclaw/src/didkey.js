@@ -48,3 +48,28 @@ export function agentSigner(pem) {
     sign: (data) => new Uint8Array(sign(null, typeof data === "string" ? Buffer.from(data, "utf8") : data, key)),
   };
 }
+
+/**
+ * The raw 32-byte Ed25519 public key of a did:key, strictly: only the
+ * canonical form didKeyFromEd25519 produces is accepted (so one DID names
+ * one key). Throws on anything else.
+ * @param {string} did
+ */
+export function ed25519FromDidKey(did) {
+  if (typeof did !== "string" || !did.startsWith("did:key:z6Mk") || did.length > 64) {
+    throw new TypeError("not an Ed25519 did:key");
+  }
+  let n = 0n;
+  for (const ch of did.slice("did:key:z".length)) {
+    const i = ALPHABET.indexOf(ch);
+    if (i < 0) throw new TypeError("not an Ed25519 did:key: not base58btc");
+    n = n * 58n + BigInt(i);
+  }
+  const hex = n.toString(16).padStart(68, "0");
+  if (hex.length !== 68) throw new TypeError("not an Ed25519 did:key: wrong length");
+  const b = Buffer.from(hex, "hex");
+  if (b[0] !== 0xed || b[1] !== 0x01) throw new TypeError("not an Ed25519 did:key: wrong multicodec");
+  const pub = new Uint8Array(b.subarray(2));
+  if (didKeyFromEd25519(pub) !== did) throw new TypeError("not a canonical Ed25519 did:key");
+  return pub;
+}

@@ -2,7 +2,8 @@
 // attester, fail closed (docs/spec/openclaw-plugin.md).
 import { readFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
-import { ControlClient, AttesterError } from "./control.js";
+import { ControlClient, AttesterError, AnswerLost } from "./control.js";
+import { AnswerRefused, attesterPin, selfProcess } from "./answer.js";
 import { EventChain, bundlePayload, llmCallPayload, signEnvelope } from "./poh.js";
 import { HASH_B64U, jcs, sha256B64u } from "./hash.js";
 import { agentSigner } from "./didkey.js";
@@ -25,6 +26,7 @@ export class RunBlocked extends Error {
  * @property {string} pack the sealed pack (prompt_pack.enc)
  * @property {string} manifest the pack's manifest (prompt_pack_manifest.json)
  * @property {string} reportHashB64u the SystemPromptReport hash the pack author published
+ * @property {string} attesterDid the attester's did:key: only answers it signed are acted on
  * @property {string} [outDir] where each run's artifacts are written (<outDir>/<run_id>/)
  * @property {string} [agentKey] PKCS#8 PEM file of the agent's Ed25519 key (default: a fresh key
  *   per run, in memory)
@@ -34,7 +36,7 @@ export class RunBlocked extends Error {
  */
 
 const CONFIG_KEYS = [
-  "controlSocket", "pack", "manifest", "reportHashB64u", "outDir", "agentKey", "localSender", "timeoutMs",
+  "controlSocket", "pack", "manifest", "reportHashB64u", "attesterDid", "outDir", "agentKey", "localSender", "timeoutMs",
 ];
 const SENDER = /^[a-z0-9_-]{1,64}:[^\s:][^\s]{0,255}$/;
 
@@ -65,6 +67,12 @@ export function parseConfig(raw) {
   if (typeof reportHashB64u !== "string" || !HASH_B64U.test(reportHashB64u)) {
     throw new Error(`${PLUGIN_ID} config: reportHashB64u must be a b64u SHA-256 digest`);
   }
+  const attesterDid = c.attesterDid;
+  try {
+    attesterPin(/** @type {string} */ (attesterDid));
+  } catch {
+    throw new Error(`${PLUGIN_ID} config: attesterDid is required: the attester's Ed25519 did:key (GET /v1/identity "did", checked against its key attestation)`);
+  }
   const localSender = c.localSender ?? "cli:local";
   if (typeof localSender !== "string" || !SENDER.test(localSender)) {
     throw new Error(`${PLUGIN_ID} config: localSender must be "channel:sender_id"`);
@@ -78,6 +86,7 @@ export function parseConfig(raw) {
     pack: /** @type {string} */ (path("pack", true)),
     manifest: /** @type {string} */ (path("manifest", true)),
     reportHashB64u,
+    attesterDid: /** @type {string} */ (attesterDid),
     outDir: path("outDir", false),
     agentKey: path("agentKey", false),
     localSender,
@@ -159,11 +168,15 @@ export class Controller {
   /**
    * @param {Config} cfg
    * @param {{client?: ControlClient, log?: {info: Function, warn: Function, error: Function},
-   *   now?: () => Date, harnessVersion?: string}} [deps]
+   *   now?: () => Date, harnessVersion?: string, self?: {pid: number, startTime: number}}} [deps]
+   *   self: this process as the attester sees it (default: selfProcess(), which throws when
+   *   /proc/self/stat cannot be read)
    */
   constructor(cfg, deps = {}) {
     this.cfg = cfg;
-    this.client = deps.client ?? new ControlClient(cfg.controlSocket, { timeoutMs: cfg.timeoutMs });
+    this.client = deps.client ?? new ControlClient(cfg.controlSocket, {
+      timeoutMs: cfg.timeoutMs, pin: attesterPin(cfg.attesterDid), self: deps.self ?? selfProcess(),
+    });
     this.log = deps.log ?? console;
     this.now = deps.now ?? (() => new Date());
     this.harnessVersion = deps.harnessVersion ?? "unknown";
@@ -171,6 +184,36 @@ export class Controller {
     this.runs = new Map();
     /** @type {Map<string, RunState>} OpenClaw sessionKey -> its current run */
     this.bySession = new Map();
+    /**
+     * Set on the first answer that fails verification (answer.js): the
+     * control socket is not answered by the pinned attester for this
+     * process, so every run and tool call is refused from then on, as with a
+     * refused config.
+     */
+    this.refused = "";
+  }
+
+  /**
+   * Notes what an error says about the attester's answers: a refused answer
+   * refuses everything; a lost answer gives up its run (its sequence is
+   * unknown).
+   * @param {unknown} e
+   * @param {RunState} [st]
+   */
+  #note(e, st) {
+    if (e instanceof AnswerRefused) {
+      if (!this.refused) {
+        this.refused = `an attester answer failed verification (${e.message})`;
+        this.log.error(`clawea: refusing every run and tool call: ${this.refused}`);
+      }
+    } else if (e instanceof AnswerLost && st) {
+      st.poisoned ||= e.message;
+    }
+  }
+
+  /** The block reason once refused, as for a refused config. */
+  get refusal() {
+    return `clawea: refusing to run: ${this.refused}`;
   }
 
   /**
@@ -190,6 +233,7 @@ export class Controller {
    * @param {{runId?: string, agentId?: string, sessionKey?: string}} ctx
    */
   async open(ctx) {
+    if (this.refused) throw new RunBlocked(this.refusal);
     if (!ctx.runId) throw new RunBlocked("clawea: the OpenClaw run has no id");
     let st = this.runs.get(ctx.runId);
     if (!st) {
@@ -198,11 +242,13 @@ export class Controller {
       if (ctx.sessionKey) this.bySession.set(ctx.sessionKey, st);
       const s = st;
       st.opening = this.#open(s, ctx).catch((e) => {
+        this.#note(e, s);
         if (s.status !== "closed") s.status = "failed";
         s.error = e instanceof RunBlocked ? e.message : `clawea: attester run not started: ${errText(e)}`;
       });
     }
     await st.opening;
+    if (this.refused) throw new RunBlocked(this.refusal);
     if (st.status !== "ready") throw new RunBlocked(st.error || "clawea: the attester run is not ready");
     return st;
   }
@@ -293,7 +339,8 @@ export class Controller {
       this.log.info(`clawea: turn ${t.turn_id} from ${from.channel}:${from.sender_id} (owner: ${t.owner})`);
       return { outcome: "pass" };
     } catch (e) {
-      const msg = e instanceof RunBlocked ? e.message : `clawea: ${errText(e)}`;
+      this.#note(e, this.runOf({}, ctx));
+      const msg = this.refused ? this.refusal : e instanceof RunBlocked ? e.message : `clawea: ${errText(e)}`;
       this.log.warn(msg);
       return { outcome: "block", reason: msg, message: msg };
     }
@@ -362,6 +409,7 @@ export class Controller {
    */
   async beforeToolCall(ev, ctx) {
     const block = (/** @type {string} */ msg) => ({ block: true, blockReason: msg });
+    if (this.refused) return block(this.refusal);
     const st = this.runOf(ev, ctx);
     if (!st || !st.usable || !st.chain) {
       return block(`clawea: tool call refused: ${st?.poisoned || st?.error || "no attested run"}`);
@@ -386,8 +434,10 @@ export class Controller {
       st.chain.add("tool_call", d.params_hash_b64u);
       return undefined;
     } catch (e) {
+      this.#note(e, st);
+      if (this.refused) return block(this.refusal);
       this.log.warn(`clawea: gate error: ${errText(e)}`);
-      const why = e instanceof AttesterError ? e.message : "error";
+      const why = e instanceof AttesterError || e instanceof AnswerLost ? e.message : "error";
       return block(`clawea: tool call refused: the gate could not be asked (${why})`);
     }
   }
@@ -401,6 +451,7 @@ export class Controller {
   async verifyTool(toolCtx, params) {
     const st = toolCtx.sessionKey ? this.bySession.get(toolCtx.sessionKey) : undefined;
     const failed = (/** @type {string} */ why) => textResult(`verify failed: ${why}`, { verified: false });
+    if (this.refused) return failed(this.refusal);
     if (!st || !st.usable || !st.turn) return failed("no attested run with an open turn");
     /** @type {Record<string, string>} */
     const req = { turn_id: st.turn.turn_id };
@@ -424,6 +475,8 @@ export class Controller {
         turn_id: st.turn.turn_id,
       });
     } catch (e) {
+      this.#note(e, st);
+      if (this.refused) return failed(this.refusal);
       if (e instanceof AttesterError && e.status === 403) {
         return textResult("verify refused: only the owner can verify, and this turn's sender is not the owner", {
           verified: false,
@@ -445,6 +498,10 @@ export class Controller {
     if (!st) return;
     if (st.opening) await st.opening;
     try {
+      if (this.refused) {
+        this.log.warn(`clawea: no attestation for this run: ${this.refused}`);
+        return;
+      }
       if (!st.usable || !st.chain) {
         this.log.warn(`clawea: no attestation for this run: ${st.poisoned || st.error || "not ready"}`);
         return;
@@ -480,6 +537,7 @@ export class Controller {
         this.log.info(`clawea: attestation of run ${st.run.run_id} written to ${dir}`);
       }
     } catch (e) {
+      this.#note(e, st);
       this.log.error(`clawea: attestation failed: ${errText(e)}`);
     } finally {
       await this.#close(st);

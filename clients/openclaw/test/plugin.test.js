@@ -9,9 +9,12 @@ import { verify as edVerify, createPublicKey } from "node:crypto";
 import { Controller, checkHookAccess, parseConfig, registerRefusing, senderOf } from "../src/plugin.js";
 import { sha256B64u } from "../src/hash.js";
 import { isValidEvent } from "../src/poh.js";
-import { startFake } from "./fake-attester.js";
+import { startFake, newKey } from "./fake-attester.js";
+import { selfProcess } from "../src/answer.js";
 
 const quiet = { info() {}, warn() {}, error() {} };
+// The did:key of the Go vectors' test key (wire.test.js).
+const DID = "did:key:z6MkvpWR9ZPqyZYK3DALwE6JxQGGM751ug37oDbZzMvZUzKo";
 
 /** @param {Awaited<ReturnType<typeof startFake>>} f @param {object} [extra] */
 function controller(f, extra = {}) {
@@ -19,7 +22,7 @@ function controller(f, extra = {}) {
   writeFileSync(join(f.dir, "manifest.json"), '{"m":1}');
   const cfg = parseConfig({
     controlSocket: f.socket, pack: join(f.dir, "pack.enc"), manifest: join(f.dir, "manifest.json"),
-    reportHashB64u: f.reportHash, outDir: join(f.dir, "out"), timeoutMs: 2000, ...extra,
+    reportHashB64u: f.reportHash, attesterDid: f.did, outDir: join(f.dir, "out"), timeoutMs: 2000, ...extra,
   });
   return new Controller(cfg, { log: quiet, harnessVersion: "2026.9.6" });
 }
@@ -28,7 +31,7 @@ const ctx = { runId: "oc-run-1", agentId: "main", sessionKey: "agent:main:main" 
 const suffix = "\n<!-- OPENCLAW_CACHE_BOUNDARY -->\n\nCurrent model identity: scripted/scripted.";
 
 test("config is parsed strictly", () => {
-  const ok = { controlSocket: "/run/c.sock", pack: "/p", manifest: "/m", reportHashB64u: sha256B64u("r") };
+  const ok = { controlSocket: "/run/c.sock", pack: "/p", manifest: "/m", reportHashB64u: sha256B64u("r"), attesterDid: DID };
   assert.equal(parseConfig(ok).localSender, "cli:local");
   assert.throws(() => parseConfig(undefined));
   assert.throws(() => parseConfig({ ...ok, extra: 1 }), /unknown key/);
@@ -36,12 +39,16 @@ test("config is parsed strictly", () => {
   assert.throws(() => parseConfig({ ...ok, reportHashB64u: "abc" }), /reportHashB64u/);
   assert.throws(() => parseConfig({ ...ok, localSender: "nocolon" }), /localSender/);
   assert.throws(() => parseConfig({ ...ok, timeoutMs: 0 }), /timeoutMs/);
+  // Without the attester's DID no answer can be checked: refused.
+  assert.throws(() => parseConfig({ ...ok, attesterDid: undefined }), /attesterDid is required/);
+  assert.throws(() => parseConfig({ ...ok, attesterDid: "did:key:z6MkX" }), /attesterDid/);
+  assert.throws(() => parseConfig({ ...ok, attesterDid: DID + "1" }), /attesterDid/);
   // Owners are the attester's configuration; the plugin holds no list.
   assert.throws(() => parseConfig({ ...ok, owners: ["cli:local"] }), /unknown key/);
 });
 
 test("sender comes from the channel, else the configured local sender", () => {
-  const cfg = parseConfig({ controlSocket: "/s", pack: "/p", manifest: "/m", reportHashB64u: sha256B64u("r"), localSender: "cli:guest" });
+  const cfg = parseConfig({ controlSocket: "/s", pack: "/p", manifest: "/m", reportHashB64u: sha256B64u("r"), attesterDid: DID, localSender: "cli:guest" });
   assert.deepEqual(senderOf(cfg, {}, {}), { channel: "cli", sender_id: "guest" });
   assert.deepEqual(senderOf(cfg, { channelId: "telegram", senderId: "42" }, {}), { channel: "telegram", sender_id: "42" });
   assert.deepEqual(senderOf(cfg, {}, { channel: "signal", senderId: "+1" }), { channel: "signal", sender_id: "+1" });
@@ -118,7 +125,7 @@ test("unreachable attester: the run is blocked, not run with OpenClaw's prompt",
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, "p"), "x");
   writeFileSync(join(dir, "m"), "{}");
-  const c = new Controller(parseConfig({ controlSocket: join(dir, "missing.sock"), pack: join(dir, "p"), manifest: join(dir, "m"), reportHashB64u: sha256B64u("r"), timeoutMs: 500 }), { log: quiet });
+  const c = new Controller(parseConfig({ controlSocket: join(dir, "missing.sock"), pack: join(dir, "p"), manifest: join(dir, "m"), reportHashB64u: sha256B64u("r"), attesterDid: DID, timeoutMs: 500 }), { log: quiet });
   assert.equal(await c.beforePromptBuild({}, ctx), undefined);
   const d = await c.beforeAgentRun({ prompt: "hi", systemPrompt: "OpenClaw's own prompt" }, ctx);
   assert.equal(d.outcome, "block");
@@ -253,4 +260,115 @@ test("hooks whose context has no run id find the run by the event's run id", asy
   assert.equal((await c.beforeToolCall({ toolName: "read", params: {} }, bare))?.block, true, "no run id at all");
   await c.agentEnd({}, ctx);
   assert.ok(f.requests.some((r) => r.url.endsWith("/attestation")), "the run was attested");
+});
+
+// A relay in front of the attester (the fake's attack options): each bad
+// answer is refused with its reason code, and from then on the plugin
+// refuses every run and tool call, as with a refused config, and requests
+// no attestation.
+/**
+ * @param {import("node:test").TestContext} t
+ * @param {Parameters<typeof startFake>[0]} o
+ */
+async function relayed(t, o) {
+  const f = await startFake(o);
+  t.after(() => f.close());
+  const c = controller(f);
+  await c.beforePromptBuild({}, ctx);
+  return { f, c, run: await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt + suffix }, ctx) };
+}
+
+/** @param {Controller} c @param {Awaited<ReturnType<typeof startFake>>} f @param {string} code */
+async function assertRefusesEverything(c, f, code) {
+  assert.match(c.refused, new RegExp(code));
+  const next = { runId: "oc-run-2", agentId: "main", sessionKey: "agent:main:other" };
+  assert.equal(await c.beforePromptBuild({}, next), undefined);
+  const d = await c.beforeAgentRun({ prompt: "hi", systemPrompt: f.prompt }, next);
+  assert.equal(d.outcome, "block");
+  assert.match(d.reason, new RegExp(`refusing to run: .*${code}`));
+  const tc = await c.beforeToolCall({ toolName: "read", params: {} }, ctx);
+  assert.equal(tc?.block, true);
+  assert.match(tc?.blockReason ?? "", new RegExp(code));
+  assert.equal((await c.verifyTool({ sessionKey: ctx.sessionKey }, {})).details.verified, false);
+  const creates = f.requests.filter((r) => r.url === "/v1/runs").length;
+  c.llmInput({ systemPrompt: f.prompt + suffix }, ctx);
+  c.modelCallStarted({ runId: ctx.runId, callId: "c1", provider: "p", model: "m" }, ctx);
+  await c.agentEnd({}, ctx);
+  assert.ok(!f.requests.some((r) => r.url.endsWith("/attestation")), "no attestation requested");
+  assert.equal(f.requests.filter((r) => r.url === "/v1/runs").length, creates, "no run created after the refusal");
+}
+
+test("relay: an unsigned answer is refused (ANSWER_UNSIGNED)", async (t) => {
+  const { f, c, run } = await relayed(t, { unsignedOp: "tool-calls", decide: () => ({ allow: true }) });
+  assert.equal(run.outcome, "pass");
+  const d = await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx);
+  assert.equal(d?.block, true);
+  assert.match(d?.blockReason ?? "", /ANSWER_UNSIGNED/);
+  await assertRefusesEverything(c, f, "ANSWER_UNSIGNED");
+});
+
+test("relay: an answer signed by another attester is refused (ANSWER_WRONG_SIGNER)", async (t) => {
+  const { f, c, run } = await relayed(t, { signer: newKey() });
+  assert.equal(run.outcome, "block");
+  assert.match(run.reason, /ANSWER_WRONG_SIGNER/);
+  assert.ok(!f.requests.some((r) => r.url.endsWith("/prompt")), "nothing asked after the refused creation");
+  await assertRefusesEverything(c, f, "ANSWER_WRONG_SIGNER");
+});
+
+test("relay: a deny flipped into an allow is refused (ANSWER_RESPONSE_MISMATCH)", async (t) => {
+  const { f, c } = await relayed(t, { flipOp: "tool-calls", decide: () => ({ allow: false, stage: "tool_policy", reason: "denied" }) });
+  const d = await c.beforeToolCall({ toolName: "exec", params: { command: "rm -rf /" } }, ctx);
+  assert.equal(d?.block, true);
+  assert.match(d?.blockReason ?? "", /ANSWER_RESPONSE_MISMATCH/);
+  await assertRefusesEverything(c, f, "ANSWER_RESPONSE_MISMATCH");
+});
+
+test("relay: a non-owner turn rewritten to an owner turn is refused (ANSWER_RESPONSE_MISMATCH)", async (t) => {
+  const { f, c, run } = await relayed(t, { flipOp: "turns", owners: [] });
+  assert.equal(run.outcome, "block");
+  assert.match(run.reason, /ANSWER_RESPONSE_MISMATCH/);
+  await assertRefusesEverything(c, f, "ANSWER_RESPONSE_MISMATCH");
+});
+
+test("relay: an answer for another process is refused (ANSWER_PEER_MISMATCH)", async (t) => {
+  const { f, c, run } = await relayed(t, { peerPid: process.pid + 1 });
+  assert.equal(run.outcome, "block");
+  assert.match(run.reason, /ANSWER_PEER_MISMATCH/);
+  await assertRefusesEverything(c, f, "ANSWER_PEER_MISMATCH");
+});
+
+test("relay: a replayed answer is refused (ANSWER_SEQUENCE)", async (t) => {
+  const { f, c } = await relayed(t, { replayOp: "tool-calls", decide: (tool) => ({ allow: tool === "read" }) });
+  // The same call twice: the second gets the first's signed answer again.
+  assert.equal(await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx), undefined);
+  const d = await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx);
+  assert.match(d?.blockReason ?? "", /ANSWER_SEQUENCE/);
+  await assertRefusesEverything(c, f, "ANSWER_SEQUENCE");
+});
+
+test("relay: another request's answer is refused (ANSWER_REQUEST_MISMATCH)", async (t) => {
+  const { f, c } = await relayed(t, { replayOp: "tool-calls", decide: () => ({ allow: true }) });
+  assert.equal(await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx), undefined);
+  const d = await c.beforeToolCall({ toolName: "exec", params: { command: "id" } }, ctx);
+  assert.match(d?.blockReason ?? "", /ANSWER_REQUEST_MISMATCH/);
+  await assertRefusesEverything(c, f, "ANSWER_REQUEST_MISMATCH");
+});
+
+test("relay: a withheld answer puts the next one out of order (ANSWER_SEQUENCE)", async (t) => {
+  const { f, c } = await relayed(t, { skipSeq: "tool-calls", decide: () => ({ allow: true }) });
+  const d = await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx);
+  assert.match(d?.blockReason ?? "", /ANSWER_SEQUENCE/);
+  await assertRefusesEverything(c, f, "ANSWER_SEQUENCE");
+});
+
+test("a run's requests go one at a time, so concurrent tool calls stay in sequence", async (t) => {
+  const { c, run } = await relayed(t, { decide: () => ({ allow: true }) });
+  assert.equal(run.outcome, "pass");
+  const ds = await Promise.all(Array.from({ length: 8 }, (_, i) => c.beforeToolCall({ toolName: "read", params: { path: `p${i}` } }, ctx)));
+  assert.deepEqual(ds, Array(8).fill(undefined));
+  assert.equal(c.refused, "");
+});
+
+test("the plugin refuses to start without its own start time", () => {
+  assert.throws(() => selfProcess("/nonexistent/stat"));
 });
