@@ -240,7 +240,7 @@ require("fs").writeFileSync(file, JSON.stringify({
     load: { paths: ["$root/clients/openclaw"] },
     entries: { clawea: { enabled: true, hooks: { allowConversationAccess: true }, config: {
       controlSocket: socket, pack: "$work/" + pack + ".enc", manifest: "$work/" + pack + "_manifest.json",
-      reportHashB64u: reportHash, outDir, localSender: sender, timeoutMs: 20000,
+      reportHashB64u: reportHash, attesterDid: "$attester_did", outDir, localSender: sender, timeoutMs: 20000,
     } } },
   },
 }, null, 2));
