@@ -99,7 +99,8 @@ type AttestInput struct {
 	// PackCiphertextHashB64u is b64u(SHA-256) of prompt_pack.enc.
 	PackCiphertextHashB64u string
 	// GatePolicyHashB64u, AuditRootB64u and AuditCount describe the gate:
-	// its policy hash and the head and length of its audit log.
+	// its policy hash and the head and length of its audit log (the head
+	// of a log without records is "", docs/spec/gate-v1.md section 5.1).
 	GatePolicyHashB64u string
 	AuditRootB64u      string
 	AuditCount         int64
@@ -191,7 +192,6 @@ func checkInput(in *AttestInput) error {
 		{"pack ciphertext hash", in.PackCiphertextHashB64u},
 		{"prompt_committed event hash", in.PromptCommittedEventHashB64u},
 		{"gate policy hash", in.GatePolicyHashB64u},
-		{"audit root", in.AuditRootB64u},
 	}
 	if in.PromptRootHashB64u != "" {
 		hashes = append(hashes, struct{ name, v string }{"prompt root hash", in.PromptRootHashB64u})

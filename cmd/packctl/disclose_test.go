@@ -33,7 +33,7 @@ func attestReport(t *testing.T, rb *promptpack.Rebuilt, runID string) (att, ev, 
 		t.Fatal(err)
 	}
 	is := &attestation.Issuer{Key: testfixture.Key(9), Quoter: q, Now: func() time.Time { return testfixture.Now }}
-	out, err := is.Attest(context.Background(), attestfixture.Input(t, r, testfixture.H("audit root"), 0))
+	out, err := is.Attest(context.Background(), attestfixture.Input(t, r, testfixture.H("audit root"), 1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -364,15 +364,14 @@ func CheckCommitments(c *Commitments) error {
 		{"system_prompt_report_hash_b64u", c.SystemPromptReportHashB64u},
 		{"prompt_pack_ciphertext_hash_b64u", c.PromptPackCiphertextHashB64u},
 		{"gate_policy_hash_b64u", c.GatePolicyHashB64u},
-		{"gate_audit_root_b64u", c.GateAuditRootB64u},
 		{"model_identity_digest_b64u", c.ModelIdentityDigestB64u},
 	} {
 		if err := checkHash(f.name, f.v); err != nil {
 			return err
 		}
 	}
-	if c.GateAuditCount < 0 || c.GateAuditCount > pohjson.MaxSafeInteger {
-		return fmt.Errorf("%w: gate_audit_count out of range", ErrMalformed)
+	if err := checkAuditHead(c.GateAuditRootB64u, c.GateAuditCount); err != nil {
+		return err
 	}
 	digest, err := c.ModelIdentity.Digest()
 	if err != nil {
