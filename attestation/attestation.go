@@ -124,6 +124,12 @@ type AttestInput struct {
 	// ReceiptSignerDIDs is the allowlist of gateway receipt signers passed
 	// to the bundle verifier (reported there, not enforced).
 	ReceiptSignerDIDs []string
+	// BundleCheck, optional, is a further check of the verified bundle
+	// against what the caller saw (the attester: its tool-call decisions,
+	// auditrec.MatchToolCalls), run after the rules of section 5.1 and
+	// before anything is signed. A *poh.Error it returns refuses the bundle
+	// with its code (a *BundleError); any other error fails the attestation.
+	BundleCheck func(*poh.Bundle) error
 }
 
 // Output is a signed execution attestation and its evidence document.

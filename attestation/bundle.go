@@ -23,6 +23,11 @@ func verifyBundle(in *AttestInput) (*poh.Bundle, error) {
 	if err := checkPromptCommitments(b, in); err != nil {
 		return nil, err
 	}
+	if in.BundleCheck != nil {
+		if err := bundleError(in.BundleCheck(b)); err != nil {
+			return nil, err
+		}
+	}
 	return b, nil
 }
 

@@ -26,12 +26,6 @@ type gateState struct {
 	tmpDir string
 }
 
-// AuditHead returns the run's durable audit root and record count.
-func (gs *gateState) AuditHead(run string) (string, int64, error) {
-	root, n, err := gs.audit.Root(run)
-	return root, int64(n), err
-}
-
 func (gs *gateState) close() error {
 	err := gs.audit.Close()
 	if gs.tmpDir != "" {

@@ -489,17 +489,19 @@ type AttestRequest struct {
 	AgentDID string          `json:"agent_did"`
 }
 
-// Attest checks the agent's proof bundle against the run and issues the
-// execution attestation with fresh evidence.
+// Attest checks the agent's proof bundle against the run (its prompt
+// commitments, and its tool calls against the run's own audit records, one
+// to one and in order) and issues the execution attestation with fresh
+// evidence, committing to exactly the records it checked.
 func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*attestation.Output, error) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.closed {
 		return nil, errRunClosed
 	}
-	root, count, err := s.gate.AuditHead(rn.id)
+	recs, root, count, err := s.runAudit(rn)
 	if err != nil {
-		return nil, refusal(KindInternal, "cannot read the audit log", err)
+		return nil, err
 	}
 	var out *attestation.Output
 	err = s.withIssuer(func(is *attestation.Issuer) (err error) {
@@ -510,6 +512,7 @@ func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*att
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
 			Model:                   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
 			AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
+			BundleCheck: toolCallCheck(recs),
 		})
 		return err
 	})

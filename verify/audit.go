@@ -10,8 +10,9 @@ import (
 
 // checkAudit verifies the gate audit log (when supplied): its hash chain,
 // its root and count against the attested ones, and, when a bundle was
-// verified, that every tool_call event is matched by an allow decision
-// (docs/spec/verify-v1.md section 6).
+// verified, that its tool_call events and the allow decisions correspond
+// one to one, in order (auditrec.MatchToolCalls, docs/spec/verify-v1.md
+// section 6).
 func (st *state) checkAudit() *Error {
 	raw := st.opts.AuditLog
 	if raw == nil {
@@ -55,39 +56,18 @@ func (st *state) checkAudit() *Error {
 		st.warn("tool calls were not matched against the audit log (no proof bundle)")
 		return nil
 	}
-	n, e := matchToolCalls(st.bundle.Events, recs)
-	if e != nil {
-		return e
+	m, err := auditrec.MatchToolCalls(st.bundle, recs)
+	if err != nil {
+		code := poh.EvidenceMismatch
+		if pe, ok := errors.AsType[*poh.Error](err); ok {
+			code = pe.Code
+		}
+		return wrapRejected(CheckToolCalls, code, err)
 	}
-	ar.ToolCallsMatched, ar.ToolCallsChecked = n, true
-	st.pass(CheckToolCalls, "%d tool_call event(s) matched by allow decisions", n)
+	ar.ToolCallsMatched, ar.ToolCallsChecked, ar.ToolCallBinding = m.Matched, true, m.Binding
+	st.pass(CheckToolCalls, "%d tool_call event(s) matched one to one, in order, to the %d allow decision(s) (binding %q)", m.Matched, ar.Allowed, m.Binding)
+	if m.Binding == auditrec.BindingParams && m.Matched > 0 {
+		st.warn("tool_call events are bound to their allow decisions by parameter hash only: the tool, the turn and the audit seq are not bound (the bundle carries no metadata.clawea_tool_calls)")
+	}
 	return nil
-}
-
-// matchToolCalls matches every tool_call event, in chain order, to a
-// distinct allow record, in log order, whose params_hash_b64u equals the
-// event's payload_hash_b64u. Greedy earliest matching finds a match for
-// every event whenever an order-preserving assignment exists.
-func matchToolCalls(events []poh.Event, recs []auditrec.Record) (int, *Error) {
-	next, n := 0, 0
-	for i, e := range events {
-		if e.EventType != eventToolCall {
-			continue
-		}
-		found := false
-		for next < len(recs) {
-			r := recs[next]
-			next++
-			if r.Decision == auditrec.Allow && r.ParamsHash == e.PayloadHashB64u {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return n, rejected(CheckToolCalls, poh.EvidenceMismatch,
-				"payload.event_chain[%d] (tool_call) has no matching allow decision in the audit log", i)
-		}
-		n++
-	}
-	return n, nil
 }

@@ -139,6 +139,9 @@ type AuditResult struct {
 	// allow record; ToolCallsChecked is false when no bundle was given.
 	ToolCallsMatched int  `json:"tool_calls_matched"`
 	ToolCallsChecked bool `json:"tool_calls_checked"`
+	// ToolCallBinding is how the events were bound to the decisions
+	// (auditrec.BindingParams or BindingCall); empty when not checked.
+	ToolCallBinding string `json:"tool_call_binding,omitempty"`
 }
 
 // ReportResult summarizes the verified SystemPromptReport.v1.

@@ -468,8 +468,9 @@ func TestAttacksAgainstTheBinary(t *testing.T) {
 		t.Fatalf("bundle without prompt_committed: %d %v", r.code, r.body)
 	}
 
-	// 7. The orchestrator, with its credential, gets a real attestation.
-	good := goodBundle(t, pf, victim, agentKey)
+	// 7. The orchestrator, with its credential, gets a real attestation
+	// for the bundle that logs each of its allowed calls.
+	good := bundleWith(t, pf, victim, agentKey, paramsCalls(a.allowedCalls(t, victim)))
 	r = a.req(t, false, "POST", base+"/attestation", victim.capability, map[string]any{"bundle": json.RawMessage(good), "agent_did": agentDID})
 	if r.code != 200 || r.body["attestation_id"] == nil {
 		t.Fatalf("orchestrator attestation: %d %v", r.code, r.body)
@@ -527,53 +528,6 @@ func TestAttacksAgainstTheBinary(t *testing.T) {
 			t.Errorf("the log contains %q", secret)
 		}
 	}
-}
-
-// goodBundle is the orchestrator's proof bundle: the run's prompt_committed
-// event, one llm_call, and the prompt commitments.
-func goodBundle(t *testing.T, pf *packFixture, rn runHandle, agentKey ed25519.PrivateKey) []byte {
-	t.Helper()
-	agentDID := didkey.Format(agentKey.Public().(ed25519.PublicKey))
-	e, err := rn.committed.Next("evt_llm_1", poh.EventTypeLLMCall, poh.FormatTime(time.Now()), b64u.SHA256([]byte("llm")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := pohjson.FromGo(rn.committed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	llm, err := pohjson.FromGo(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	report, _, err := pf.rb.SystemPromptReportCommitment(promptpack.ReportCommitmentInput{
-		ReportID: "spr_" + rn.id, RunID: rn.id, AgentDID: agentDID, IssuedAt: time.Now(),
-		Calls: []promptpack.CallRef{{EventID: e.EventID, EventHashB64u: e.EventHashB64u, Provider: "anthropic", Model: "claude-test"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rv, err := pohjson.FromGo(report)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := poh.Sign(poh.TypeProofBundle, pohjson.NewObject(
-		pohjson.M("bundle_version", pohjson.NewString("1")),
-		pohjson.M("bundle_id", pohjson.NewString("bundle_"+rn.id)),
-		pohjson.M("agent_did", pohjson.NewString(agentDID)),
-		pohjson.M("event_chain", pohjson.NewArray(first, llm)),
-		pohjson.M("metadata", pohjson.NewObject(
-			pohjson.M("system_prompt_report", rv),
-			pohjson.M("clawea", pohjson.NewObject(
-				pohjson.M("system_prompt_report_hash_b64u", pohjson.NewString(pf.rb.ReportHashB64u())),
-				pohjson.M("prompt_pack_ciphertext_hash_b64u", pohjson.NewString(rn.ctHash)),
-			)),
-		)),
-	), agentKey, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestSocketAgainstTheBinary: a uid outside controlUids is refused before
