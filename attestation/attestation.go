@@ -130,6 +130,10 @@ type AttestInput struct {
 	// before anything is signed. A *poh.Error it returns refuses the bundle
 	// with its code (a *BundleError); any other error fails the attestation.
 	BundleCheck func(*poh.Bundle) error
+	// Isolation, optional, is what the attester observed of its isolation
+	// when it created the run (evidencedoc.NewIsolation). With it the
+	// commitments are v3 and carry it; without it, v2.
+	Isolation *evidencedoc.Isolation
 }
 
 // Output is a signed execution attestation and its evidence document.
@@ -415,7 +419,7 @@ func (a *attestRun) bindRun() error {
 func (a *attestRun) executionContext() error {
 	in := a.in
 	a.commitments = evidencedoc.Commitments{
-		Version:                      evidencedoc.CommitmentsVersion,
+		Version:                      commitmentsVersion(in),
 		SystemPromptHashB64u:         in.PromptHashB64u,
 		SystemPromptReportHashB64u:   in.ReportHashB64u,
 		PromptPackCiphertextHashB64u: in.PackCiphertextHashB64u,
@@ -426,6 +430,7 @@ func (a *attestRun) executionContext() error {
 		ModelIdentityDigestB64u:      a.modelDigest,
 		AdmissionPolicyHashB64u:      in.AdmissionPolicyHashB64u,
 		Sensitive:                    evidencedoc.SensitivityOf(in.Sensitive),
+		Isolation:                    in.Isolation,
 	}
 	if err := evidencedoc.CheckCommitments(&a.commitments); err != nil {
 		return fmt.Errorf("%w: commitments: %w", ErrInput, err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // verifyBundle verifies the proof bundle envelope and its binding to the
@@ -63,4 +64,13 @@ func checkPromptCommitments(b *poh.Bundle, in *AttestInput) error {
 		HarnessID:                    harnessID(in.Harness),
 	})
 	return bundleError(err)
+}
+
+// commitmentsVersion is the clawea_version the issuer writes: v3 when it
+// has isolation claims to commit to, v2 otherwise.
+func commitmentsVersion(in *AttestInput) string {
+	if in.Isolation != nil {
+		return evidencedoc.CommitmentsVersionV3
+	}
+	return evidencedoc.CommitmentsVersion
 }

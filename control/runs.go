@@ -21,6 +21,7 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/sealed"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // Run is one agent run: the rebuilt prompt (in sealed memory), its
@@ -52,6 +53,9 @@ type Run struct {
 	// sensitive flag. Both are committed in the run's attestation.
 	admissionH string
 	sensitive  bool
+	// isolation is what the attester observed of its isolation when it
+	// created the run (observeIsolation), committed in its attestation.
+	isolation *evidencedoc.Isolation
 	// The current turn: its id, whether its sender is a configured owner,
 	// and its message (signed when the turn is an owner turn).
 	turn      string
@@ -261,6 +265,7 @@ func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller P
 		c.checkRequest,
 		c.rebuildPrompt,
 		c.newRun,
+		c.observeIsolation,
 		c.commitPrompt,
 		c.register,
 		c.openGateRun,
@@ -512,7 +517,7 @@ func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*att
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
 			Model:                   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
 			AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-			BundleCheck: toolCallCheck(recs),
+			BundleCheck: toolCallCheck(recs), Isolation: rn.isolation,
 		})
 		return err
 	})

@@ -12,8 +12,9 @@
 // key, a value out of range, a malformed listen address or flag: nothing
 // has been opened), 2 the platform or identity could not be set up, 3 a
 // listener could not be opened (for example another attester holds the
-// control socket) or the server failed. Listeners are opened before the
-// identity is unsealed.
+// control socket), the control socket's layout lets a control uid replace
+// it (outside development mode), or the server failed. Listeners are
+// opened before the identity is unsealed.
 package main
 
 import (
@@ -107,6 +108,9 @@ func run(args []string, stderr io.Writer) int {
 		return 3
 	}
 	defer lns.close()
+	if !checkIsolation(cfg, log) {
+		return 3
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	reg := prometheus.NewRegistry()

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -188,8 +189,16 @@ func TestZeroDecisionRunAgainstTheBinary(t *testing.T) {
 	if r.code != 200 {
 		t.Fatalf("zero-decision run: %d %v", r.code, r.body)
 	}
-	if c := commitments(t, r); c.GateAuditRootB64u != "" || c.GateAuditCount != 0 {
+	c := commitments(t, r)
+	if c.GateAuditRootB64u != "" || c.GateAuditCount != 0 {
 		t.Fatalf("zero-decision run commits to root %q count %d", c.GateAuditRootB64u, c.GateAuditCount)
+	}
+	// The run's isolation claims: observed at its creation, with this test
+	// process as the peer (the control uid is the attester's own here).
+	iso := c.Isolation
+	if c.Version != evidencedoc.CommitmentsVersionV3 || iso == nil || iso.ObservedAt != evidencedoc.ObservedAtRunCreation ||
+		iso.PeerUID != int64(os.Geteuid()) || iso.PeerPIDNamespace != evidencedoc.PIDNamespaceSame || iso.ControlUIDsSeparate {
+		t.Fatalf("isolation claims: %s %+v", c.Version, iso)
 	}
 	// A tool_call event in a run without decisions is refused.
 	r = a.attestRun(t, rn, agentKey, bundleWith(t, pf, rn, agentKey, []toolCall{{paramsHash: b64u.SHA256([]byte("{}"))}}))

@@ -152,8 +152,9 @@ func checkDemo(t *testing.T, shared string) {
 	if err != nil {
 		t.Fatalf("offline verification: %v", err)
 	}
-	// The first run was on an attester without an admission policy.
-	if c := res.Commitments; c.Version != evidencedoc.CommitmentsVersionV2 || c.AdmissionPolicyHashB64u != "" || c.Sensitive != evidencedoc.SensitiveFalse {
+	// The first run was on an attester without an admission policy; the
+	// attester observed its isolation when it created the run (v3).
+	if c := res.Commitments; c.Version != evidencedoc.CommitmentsVersionV3 || c.Isolation == nil || c.AdmissionPolicyHashB64u != "" || c.Sensitive != evidencedoc.SensitiveFalse {
 		t.Fatalf("first run commitments: %+v", c)
 	}
 	checkSensitive(t, out, read, att, read("evidence.jws"))

@@ -50,7 +50,9 @@ const (
 	// bytes 0..31 of a key attestation).
 	KeyNonceLabel = "clawea.dev/attester/v1/key-attestation/nonce"
 	// CommitmentsVersion is the metadata.clawea.clawea_version a producer
-	// writes: v2, which adds the admission policy and sensitive members.
+	// writes when it observed nothing of its isolation: v2, which adds the
+	// admission policy and sensitive members. A producer that observed its
+	// isolation writes CommitmentsVersionV3.
 	CommitmentsVersion = CommitmentsVersionV2
 	// CommitmentsVersionV1 is the first commitments version: it carries
 	// neither admission_policy_hash_b64u nor sensitive. Parse still
@@ -60,6 +62,9 @@ const (
 	// the attester enforced an admission policy at run creation) and
 	// sensitive (always present).
 	CommitmentsVersionV2 = "clawea.dev/attestation/v2"
+	// CommitmentsVersionV3 is v2 plus isolation (REQUIRED): what the
+	// attester observed of its isolation when it created the run.
+	CommitmentsVersionV3 = "clawea.dev/attestation/v3"
 )
 
 // Limits.
@@ -186,6 +191,10 @@ type Commitments struct {
 	// sensitive, so that the run was held to its run-time obligations.
 	// SensitiveTrue requires AdmissionPolicyHashB64u.
 	Sensitive Sensitivity `json:"sensitive,omitzero"`
+	// Isolation (v3, REQUIRED; absent in v1 and v2) is what the attester
+	// observed of its isolation from the orchestrator when it created the
+	// run (docs/spec/attestation-v1.md section 5.6).
+	Isolation *Isolation `json:"isolation,omitempty"`
 }
 
 // IsSensitive reports whether the commitments mark the run as sensitive.
@@ -193,8 +202,7 @@ type Commitments struct {
 func (c *Commitments) IsSensitive() bool { return c.Sensitive == SensitiveTrue }
 
 // Sensitivity is the "sensitive" member of v2 commitments: absent (its zero
-// value, v1), false or true. It is a comparable value so that Commitments
-// stay comparable with ==.
+// value, v1), false or true.
 type Sensitivity uint8
 
 // The values of Sensitivity.

@@ -345,9 +345,9 @@ func CheckCommitments(c *Commitments) error {
 		if c.AdmissionPolicyHashB64u != "" || c.Sensitive != SensitiveAbsent {
 			return fmt.Errorf("%w: a %s commitment has no admission_policy_hash_b64u or sensitive member", ErrMalformed, CommitmentsVersionV1)
 		}
-	case CommitmentsVersionV2:
+	case CommitmentsVersionV2, CommitmentsVersionV3:
 		if c.Sensitive != SensitiveFalse && c.Sensitive != SensitiveTrue {
-			return fmt.Errorf("%w: sensitive is required in %s", ErrMalformed, CommitmentsVersionV2)
+			return fmt.Errorf("%w: sensitive is required in %s", ErrMalformed, c.Version)
 		}
 		if c.AdmissionPolicyHashB64u != "" {
 			if err := checkHash("admission_policy_hash_b64u", c.AdmissionPolicyHashB64u); err != nil {
@@ -371,6 +371,9 @@ func CheckCommitments(c *Commitments) error {
 		}
 	}
 	if err := checkAuditHead(c.GateAuditRootB64u, c.GateAuditCount); err != nil {
+		return err
+	}
+	if err := checkIsolationMember(c); err != nil {
 		return err
 	}
 	digest, err := c.ModelIdentity.Digest()
@@ -653,6 +656,10 @@ func commitmentsFrom(v *pohjson.Value, c *Commitments) bool {
 		b, ok := s.Bool()
 		m.ok = m.ok && ok
 		c.Sensitive = SensitivityOf(b)
+	}
+	if iv := m.take("isolation"); iv != nil { // omitempty: absent, or an object
+		c.Isolation = new(Isolation)
+		m.ok = m.ok && isolationFrom(iv, c.Isolation)
 	}
 	return m.done()
 }

@@ -118,16 +118,13 @@ func shareWithDirGroup(path string, dir os.FileInfo) error {
 	return os.Chmod(path, 0o660)
 }
 
-// peerKey is the context key of the control connection's peer.
-type peerKey struct{}
-
 // ControlConnContext is the http.Server ConnContext of the control socket:
 // it records the peer's credentials (SO_PEERCRED and its start time) for
 // the connection's requests.
 func ControlConnContext(ctx context.Context, c net.Conn) context.Context {
 	if uc, ok := c.(*net.UnixConn); ok {
 		if p, ok := control.ReadPeer(uc); ok {
-			return context.WithValue(ctx, peerKey{}, p)
+			return control.WithPeer(ctx, p)
 		}
 	}
 	return ctx
@@ -136,7 +133,4 @@ func ControlConnContext(ctx context.Context, c net.Conn) context.Context {
 // PeerFrom returns the peer ControlConnContext recorded for a request's
 // connection; false when none was (not a unix socket, or the credentials
 // could not be read).
-func PeerFrom(ctx context.Context) (control.Peer, bool) {
-	p, ok := ctx.Value(peerKey{}).(control.Peer)
-	return p, ok
-}
+func PeerFrom(ctx context.Context) (control.Peer, bool) { return control.PeerFrom(ctx) }
