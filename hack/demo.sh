@@ -49,6 +49,16 @@ if [ "$rc" -ne 4 ]; then
 	echo "demo: the non-sensitive attestation was not refused by policy (exit $rc, want 4)" >&2
 	exit 1
 fi
+echo "== the development layout (one uid for attester and orchestrator) is refused by a policy with require_isolation: true (exit 4)" >&2
+sed 's/"policy_version":"clawea.dev\/verify-policy\/v1"/&,"require_isolation":true/' "$out/policy.json" >"$out/policy-isolation.json"
+rc=0
+bin/packctl verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" \
+		--policy "$out/policy-isolation.json" 2>"$out/isolation.err" || rc=$?
+cat "$out/isolation.err" >&2
+if [ "$rc" -ne 4 ] || ! grep -q 'isolation claim' "$out/isolation.err"; then
+	echo "demo: require_isolation did not refuse the development layout naming an isolation claim (exit $rc, want 4)" >&2
+	exit 1
+fi
 echo "== packctl verify-disclosure: $out/disclosure.json against the sensitive run's report and attestation" >&2
 bin/packctl verify-disclosure --report "$s/report.json" --disclosure "$out/disclosure.json" \
 		--attestation "$s/attestation.json" --evidence "$s/evidence.jws" --bundle "$s/bundle.json" \

@@ -116,6 +116,10 @@ type Policy struct {
 	// sensitive. It requires AdmissionPolicyHashes: a sensitive run is only
 	// as strict as the policy that admitted it.
 	RequireSensitive bool
+	// RequireIsolation lists the isolation claims (evidencedoc.IsolationClaims)
+	// that must be true: an attestation without isolation claims, or with
+	// one of these false, is refused. Empty requires none.
+	RequireIsolation []string
 }
 
 var (
@@ -178,6 +182,7 @@ type policyDoc struct {
 	ExpectedReportHash       *string           `conf:"expected_report_hash_b64u"`
 	ExpectedGatePolicyHash   *string           `conf:"expected_gate_policy_hash_b64u"`
 	ExpectedModel            *pohjson.Value    `conf:"expected_model"`
+	RequireIsolation         *pohjson.Value    `conf:"require_isolation"`
 
 	policy *Policy
 }
@@ -368,6 +373,9 @@ func (doc *policyDoc) readExpected(d *confdoc.Decoder, p *Policy) {
 	if v := doc.ExpectedModel; v != nil {
 		p.ExpectedModel = expectedModel(d, v)
 	}
+	if v := doc.RequireIsolation; v != nil {
+		p.RequireIsolation = requireIsolation(d, v)
+	}
 }
 
 // expectedModel reads expected_model, whose member order is part of the
@@ -516,6 +524,9 @@ func (p *Policy) Encode() ([]byte, error) {
 	addList("gateway_receipt_signer_dids", p.ReceiptSignerDIDs)
 	addList("admission_policy_hashes_b64u", p.AdmissionPolicyHashes)
 	addBool("require_sensitive", p.RequireSensitive)
+	if len(p.RequireIsolation) > 0 {
+		ms = append(ms, pohjson.M("require_isolation", encodeRequireIsolation(p.RequireIsolation)))
+	}
 	return pohjson.Stringify(pohjson.NewObject(ms...))
 }
 

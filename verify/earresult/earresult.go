@@ -180,6 +180,9 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 		annot["admission_policy_hash_b64u"] = h
 	}
 	annot["sensitive"] = r.Commitments.IsSensitive()
+	if iso := r.Commitments.Isolation; iso != nil {
+		annot["isolation"] = isolationAnnotation(iso)
+	}
 	var skippedChecks []interface{}
 	for _, c := range r.Checks {
 		if c.Status == verify.StatusSkipped {
