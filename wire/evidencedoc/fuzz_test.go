@@ -25,6 +25,7 @@ func FuzzParse(f *testing.F) {
 	sensitive := execDoc(f)
 	sensitive.Execution.Clawea.AdmissionPolicyHashB64u, sensitive.Execution.Clawea.Sensitive = hash("admission policy"), evidencedoc.SensitiveTrue
 	f.Add(sign(f, sensitive).JWS)
+	f.Add(sign(f, isolatedDoc(f)).JWS)
 	f.Add(sign(f, keyDoc(f, []byte("challenge"))).JWS)
 	f.Add([]byte("e30.e30."))
 	f.Fuzz(func(t *testing.T, jws []byte) {
@@ -79,7 +80,7 @@ func joseAgrees(jws []byte) error {
 func FuzzDecodePayloadAgrees(f *testing.F) {
 	sensitive := execDoc(f)
 	sensitive.Execution.Clawea.AdmissionPolicyHashB64u, sensitive.Execution.Clawea.Sensitive = hash("admission policy"), evidencedoc.SensitiveTrue
-	for _, d := range []*evidencedoc.Document{execDoc(f), sensitive, keyDoc(f, []byte("challenge"))} {
+	for _, d := range []*evidencedoc.Document{execDoc(f), sensitive, isolatedDoc(f), keyDoc(f, []byte("challenge"))} {
 		_, payload := segments(sign(f, d).JWS)
 		if _, _, err, refErr := evidencedoc.DecodePayloadBoth(payload, pub(), didkey.Format(pub())); err != nil || refErr != nil {
 			f.Fatalf("a signed document's payload: %v, reference %v", err, refErr)
@@ -121,4 +122,21 @@ func FuzzDecodePayloadAgrees(f *testing.F) {
 			t.Fatalf("documents differ:\n%+v\n%+v", got, ref)
 		}
 	})
+}
+
+// isolatedDoc is execDoc with v3 commitments: isolation claims and no gate
+// decisions (the empty log's root).
+func isolatedDoc(t testing.TB) *evidencedoc.Document {
+	t.Helper()
+	d := execDoc(t)
+	iso, err := evidencedoc.NewIsolation(evidencedoc.IsolationObservation{
+		AttesterUID: 998, ControlUIDs: []int64{999, 1000}, SocketProtected: true, YamaPtraceScope: evidencedoc.YamaAbsent,
+		PeerUID: -1, PeerPIDNamespace: evidencedoc.PIDNamespaceUnknown,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &d.Execution.Clawea
+	c.Version, c.Isolation, c.GateAuditRootB64u, c.GateAuditCount = evidencedoc.CommitmentsVersionV3, iso, "", 0
+	return d
 }
