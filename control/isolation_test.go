@@ -124,16 +124,16 @@ func TestSocketWriter(t *testing.T) {
 	}
 }
 
-// fakePeer is a Peer with fixed credentials.
-type fakePeer struct {
+// isoPeer is a Peer with fixed credentials.
+type isoPeer struct {
 	pid, uid int
 	start    uint64
 	startOK  bool
 }
 
-func (p fakePeer) PID() int                  { return p.pid }
-func (p fakePeer) UID() int                  { return p.uid }
-func (p fakePeer) StartTime() (uint64, bool) { return p.start, p.startOK }
+func (p isoPeer) PID() int                  { return p.pid }
+func (p isoPeer) UID() int                  { return p.uid }
+func (p isoPeer) StartTime() (uint64, bool) { return p.start, p.startOK }
 
 // fakeProc is a /proc with Yama's ptrace_scope (absent when scope is "")
 // and, for pid 42, a pid namespace link and a stat line.
@@ -181,15 +181,15 @@ func TestPeerPIDNamespace(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		selfNS, peerNS string
-		peer           fakePeer
+		peer           isoPeer
 		want           string
 	}{
-		{"same", "pid:[4026531836]", "pid:[4026531836]", fakePeer{pid: 42, uid: 1000, start: 777, startOK: true}, evidencedoc.PIDNamespaceSame},
-		{"same, start time unknown", "pid:[1]", "pid:[1]", fakePeer{pid: 42, uid: 1000}, evidencedoc.PIDNamespaceSame},
-		{"other", "pid:[4026531836]", "pid:[4026532999]", fakePeer{pid: 42, uid: 1000, start: 777, startOK: true}, evidencedoc.PIDNamespaceOther},
-		{"outside (pid 0)", "pid:[1]", "", fakePeer{pid: 0, uid: 1000}, evidencedoc.PIDNamespaceOther},
-		{"exited", "pid:[1]", "", fakePeer{pid: 42, uid: 1000}, evidencedoc.PIDNamespaceUnknown},
-		{"pid reused", "pid:[1]", "pid:[1]", fakePeer{pid: 42, uid: 1000, start: 700, startOK: true}, evidencedoc.PIDNamespaceUnknown},
+		{"same", "pid:[4026531836]", "pid:[4026531836]", isoPeer{pid: 42, uid: 1000, start: 777, startOK: true}, evidencedoc.PIDNamespaceSame},
+		{"same, start time unknown", "pid:[1]", "pid:[1]", isoPeer{pid: 42, uid: 1000}, evidencedoc.PIDNamespaceSame},
+		{"other", "pid:[4026531836]", "pid:[4026532999]", isoPeer{pid: 42, uid: 1000, start: 777, startOK: true}, evidencedoc.PIDNamespaceOther},
+		{"outside (pid 0)", "pid:[1]", "", isoPeer{pid: 0, uid: 1000}, evidencedoc.PIDNamespaceOther},
+		{"exited", "pid:[1]", "", isoPeer{pid: 42, uid: 1000}, evidencedoc.PIDNamespaceUnknown},
+		{"pid reused", "pid:[1]", "pid:[1]", isoPeer{pid: 42, uid: 1000, start: 700, startOK: true}, evidencedoc.PIDNamespaceUnknown},
 	} {
 		p := &isolationProbe{proc: fakeProc(t, "1", tc.selfNS, tc.peerNS)}
 		if got := p.pidNamespace(tc.peer); got != tc.want {
@@ -205,7 +205,7 @@ func TestObserveIsolation(t *testing.T) {
 	me := os.Geteuid()
 	p := probe(me+1000, []int{}, nil)
 	p.proc = fakeProc(t, "1\n", "pid:[1]", "pid:[1]")
-	iso, err := p.observe(socket, me, []int{me + 1000}, fakePeer{pid: 42, uid: me + 1000, start: 777, startOK: true}, true)
+	iso, err := p.observe(socket, me, []int{me + 1000}, isoPeer{pid: 42, uid: me + 1000, start: 777, startOK: true}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

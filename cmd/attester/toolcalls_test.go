@@ -20,10 +20,10 @@ import (
 	"github.com/clawea/attester/wire/evidencedoc"
 )
 
-// toolCall is a tool_call event the orchestrator logs: with payload nil,
+// loggedCall is a tool_call event the orchestrator logs: with payload nil,
 // its payload hash is the params hash (binding "params"); otherwise
 // payload is its clawea_tool_calls element (binding "call").
-type toolCall struct {
+type loggedCall struct {
 	paramsHash string
 	payload    *pohjson.Value
 }
@@ -48,17 +48,17 @@ func (a *attester) allowedCalls(t *testing.T, rn runHandle) []auditrec.Record {
 }
 
 // paramsCalls are the tool_call events of recs with binding "params".
-func paramsCalls(recs []auditrec.Record) []toolCall {
-	var out []toolCall
+func paramsCalls(recs []auditrec.Record) []loggedCall {
+	var out []loggedCall
 	for _, r := range recs {
-		out = append(out, toolCall{paramsHash: r.ParamsHash})
+		out = append(out, loggedCall{paramsHash: r.ParamsHash})
 	}
 	return out
 }
 
 // callPayload is the clawea_tool_calls element of a call.
-func callPayload(seq uint64, turn, tool, paramsHash string) toolCall {
-	return toolCall{paramsHash: paramsHash, payload: pohjson.NewObject(
+func callPayload(seq uint64, turn, tool, paramsHash string) loggedCall {
+	return loggedCall{paramsHash: paramsHash, payload: pohjson.NewObject(
 		pohjson.M("tool_call_version", pohjson.NewString(auditrec.ToolCallVersion)),
 		pohjson.M("audit_seq", pohjson.NewInt(int64(seq))),
 		pohjson.M("turn_id", pohjson.NewString(turn)),
@@ -68,8 +68,8 @@ func callPayload(seq uint64, turn, tool, paramsHash string) toolCall {
 }
 
 // callCalls are the tool_call events of recs with binding "call".
-func callCalls(recs []auditrec.Record) []toolCall {
-	var out []toolCall
+func callCalls(recs []auditrec.Record) []loggedCall {
+	var out []loggedCall
 	for _, r := range recs {
 		out = append(out, callPayload(r.Seq, r.Turn, r.Tool, r.ParamsHash))
 	}
@@ -79,7 +79,7 @@ func callCalls(recs []auditrec.Record) []toolCall {
 // bundleWith is the orchestrator's proof bundle: the run's prompt_committed
 // event, one llm_call, the prompt commitments, and a tool_call event per
 // call (with metadata.clawea_tool_calls when the calls carry payloads).
-func bundleWith(t *testing.T, pf *packFixture, rn runHandle, agentKey ed25519.PrivateKey, calls []toolCall) []byte {
+func bundleWith(t *testing.T, pf *packFixture, rn runHandle, agentKey ed25519.PrivateKey, calls []loggedCall) []byte {
 	t.Helper()
 	agentDID := didkey.Format(agentKey.Public().(ed25519.PublicKey))
 	now := poh.FormatTime(time.Now())
@@ -201,7 +201,7 @@ func TestZeroDecisionRunAgainstTheBinary(t *testing.T) {
 		t.Fatalf("isolation claims: %s %+v", c.Version, iso)
 	}
 	// A tool_call event in a run without decisions is refused.
-	r = a.attestRun(t, rn, agentKey, bundleWith(t, pf, rn, agentKey, []toolCall{{paramsHash: b64u.SHA256([]byte("{}"))}}))
+	r = a.attestRun(t, rn, agentKey, bundleWith(t, pf, rn, agentKey, []loggedCall{{paramsHash: b64u.SHA256([]byte("{}"))}}))
 	if r.code != 422 || r.body["reason"] != string(poh.EvidenceMismatch) || !strings.Contains(fmt.Sprint(r.body["error"]), "without an allow decision") {
 		t.Fatalf("tool call without decisions: %d %v", r.code, r.body)
 	}
@@ -256,23 +256,23 @@ func TestToolCallsAgainstTheBinary(t *testing.T) {
 	c := callCalls(allows)
 	for _, tc := range []struct {
 		name     string
-		calls    []toolCall
+		calls    []loggedCall
 		contains string
 	}{
 		{"an extra tool_call", append(paramsCalls(allows), p[1]), "without an allow decision"},
 		{"a missing tool_call", p[:1], fmt.Sprintf("audit seq %d (tool \"read\") has no tool_call event", allows[1].Seq)},
-		{"two tool calls swapped", []toolCall{p[1], p[0]}, "out of order"},
-		{"a tool call from another run", []toolCall{p[0], paramsCalls(otherAllows)[1]}, fmt.Sprintf("does not match the allow decision of audit seq %d", allows[1].Seq)},
-		{"call payloads swapped", []toolCall{c[1], c[0]}, "out of order"},
-		{"a call named in another turn", []toolCall{c[0], callPayload(allows[1].Seq, allows[0].Turn, "read", allows[1].ParamsHash)}, "another turn"},
-		{"a call payload from another run", []toolCall{c[0], callCalls(otherAllows)[1]}, "does not match"},
+		{"two tool calls swapped", []loggedCall{p[1], p[0]}, "out of order"},
+		{"a tool call from another run", []loggedCall{p[0], paramsCalls(otherAllows)[1]}, fmt.Sprintf("does not match the allow decision of audit seq %d", allows[1].Seq)},
+		{"call payloads swapped", []loggedCall{c[1], c[0]}, "out of order"},
+		{"a call named in another turn", []loggedCall{c[0], callPayload(allows[1].Seq, allows[0].Turn, "read", allows[1].ParamsHash)}, "another turn"},
+		{"a call payload from another run", []loggedCall{c[0], callCalls(otherAllows)[1]}, "does not match"},
 	} {
 		r := a.attestRun(t, rn, agentKey, bundleWith(t, pf, rn, agentKey, tc.calls))
 		if r.code != 422 || r.body["reason"] != string(poh.EvidenceMismatch) || !strings.Contains(fmt.Sprint(r.body["error"]), tc.contains) {
 			t.Errorf("%s: got %d %v, want 422 EVIDENCE_MISMATCH naming %q", tc.name, r.code, r.body, tc.contains)
 		}
 	}
-	for name, calls := range map[string][]toolCall{"params": p, "call": c} {
+	for name, calls := range map[string][]loggedCall{"params": p, "call": c} {
 		r := a.attestRun(t, rn, agentKey, bundleWith(t, pf, rn, agentKey, calls))
 		if r.code != 200 {
 			t.Fatalf("binding %s: %d %v", name, r.code, r.body)

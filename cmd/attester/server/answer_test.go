@@ -143,7 +143,7 @@ func (p peerStub) UID() int                  { return os.Geteuid() }
 func (p peerStub) StartTime() (uint64, bool) { return 1, p.ok }
 
 func withPeer(ctx context.Context, p control.Peer) context.Context {
-	return context.WithValue(ctx, peerKey{}, p)
+	return control.WithPeer(ctx, p)
 }
 
 func newRecorder() *httptest.ResponseRecorder { return httptest.NewRecorder() }
