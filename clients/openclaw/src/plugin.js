@@ -145,6 +145,8 @@ class RunState {
     this.chain = null;
     /** @type {Array<{event: any, payload: any}>} */
     this.llmCalls = [];
+    /** @type {Array<Record<string, unknown>>} the tool_call payloads (binding "call") */
+    this.toolCalls = [];
     /** @type {{turn_id: string, owner: boolean, message_id: string} | null} */
     this.turn = null;
     /** @type {string | null} the system text of the run's model input (llm_input) */
@@ -431,7 +433,19 @@ export class Controller {
         const reason = typeof d.reason === "string" && d.reason ? d.reason : "denied";
         return block(`clawea gate (${typeof d.stage === "string" ? d.stage : "gate"}): ${reason}`);
       }
-      st.chain.add("tool_call", d.params_hash_b64u);
+      if (!Number.isSafeInteger(d.audit_seq) || d.audit_seq < 1) throw new Error("malformed gate decision");
+      // Binding "call" (spec 2.3): the event commits to the decision's audit
+      // record, turn, tool and params, so the attester and a verifier can
+      // match it to exactly that allow record.
+      const call = {
+        tool_call_version: "1",
+        audit_seq: d.audit_seq,
+        turn_id: req.turn_id,
+        tool: d.tool,
+        params_hash_b64u: d.params_hash_b64u,
+      };
+      st.chain.add("tool_call", sha256B64u(JSON.stringify(call)));
+      st.toolCalls.push(call);
       return undefined;
     } catch (e) {
       this.#note(e, st);
@@ -520,6 +534,7 @@ export class Controller {
         reportHash: st.run.report_hash_b64u,
         ciphertextHash: st.run.prompt_pack_ciphertext_hash_b64u,
         llmCalls: st.llmCalls,
+        toolCalls: st.toolCalls,
         harness: { id: "openclaw", version: this.harnessVersion },
         issuedAt: now,
       });

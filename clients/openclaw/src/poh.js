@@ -116,6 +116,7 @@ export function signEnvelope(type, payload, signer, issuedAt) {
  * @param {string} p.reportHash attested SystemPromptReport hash
  * @param {string} p.ciphertextHash attested pack ciphertext hash
  * @param {Array<{event: Event, payload: any}>} p.llmCalls
+ * @param {Array<Record<string, unknown>>} p.toolCalls the tool_call event payloads, in chain order
  * @param {{id: string, version: string}} p.harness
  * @param {Date} p.issuedAt
  */
@@ -149,6 +150,7 @@ export function bundlePayload(p) {
         prompt_pack_ciphertext_hash_b64u: p.ciphertextHash,
       },
       clawea_llm_calls: p.llmCalls.map(({ payload }) => payload),
+      clawea_tool_calls: p.toolCalls,
     },
   };
 }

@@ -95,9 +95,22 @@ test("a good run: attested prompt, turn, gate, verify, bundle and attestation", 
   assert.deepEqual(p.event_chain.map((/** @type {any} */ e) => e.event_type), ["prompt_committed", "llm_call", "tool_call", "tool_call", "llm_call"]);
   for (const e of p.event_chain) assert.ok(isValidEvent(e));
   for (let i = 1; i < p.event_chain.length; i++) assert.equal(p.event_chain[i].prev_hash_b64u, p.event_chain[i - 1].event_hash_b64u);
-  // tool_call events commit to the gate's params hashes of the allowed calls.
+  // tool_call events commit to the allowed calls (binding "call"): each
+  // event's payload is in clawea_tool_calls, naming the decision's audit
+  // seq, the turn, the tool and the gate's params hash.
   const allowed = f.requests.filter((r) => r.url.endsWith("/tool-calls") && !(r.body.tool === "exec" && f.requests.indexOf(r) < f.requests.findIndex((x) => x.url.endsWith("/verify"))));
-  assert.deepEqual(p.event_chain.filter((/** @type {any} */ e) => e.event_type === "tool_call").map((/** @type {any} */ e) => e.payload_hash_b64u), allowed.map((r) => sha256B64u(JSON.stringify(r.body.params))));
+  const toolEvents = p.event_chain.filter((/** @type {any} */ e) => e.event_type === "tool_call");
+  assert.equal(p.metadata.clawea_tool_calls.length, allowed.length);
+  assert.equal(toolEvents.length, allowed.length);
+  p.metadata.clawea_tool_calls.forEach((/** @type {any} */ call, /** @type {number} */ i) => {
+    assert.deepEqual(Object.keys(call), ["tool_call_version", "audit_seq", "turn_id", "tool", "params_hash_b64u"]);
+    assert.equal(sha256B64u(JSON.stringify(call)), toolEvents[i].payload_hash_b64u);
+    assert.equal(call.tool_call_version, "1");
+    assert.equal(call.tool, allowed[i].body.tool);
+    assert.equal(call.turn_id, allowed[i].body.turn_id);
+    assert.equal(call.params_hash_b64u, sha256B64u(JSON.stringify(allowed[i].body.params)));
+    assert.equal(call.audit_seq, f.requests.indexOf(allowed[i]) + 1);
+  });
   // llm_call events commit to their payloads, which state the suffix.
   const llm = p.event_chain.filter((/** @type {any} */ e) => e.event_type === "llm_call");
   assert.equal(p.metadata.clawea_llm_calls.length, 2);
