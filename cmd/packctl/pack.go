@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -39,17 +40,30 @@ func packExit(err error) int {
 // unreadable file is exit 3, a malformed policy a usage error (1), as a
 // malformed --trusted list.
 func loadAdmission(path string, stderr io.Writer, cmd string) (*admission.Policy, int) {
-	b, err := bounded.ReadFile(path, admission.MaxPolicySize)
+	return readParsed(path, admission.MaxPolicySize, admission.Parse, exitUsage, stderr, cmd)
+}
+
+// readParsed reads the file at path (at most limit bytes) and parses it,
+// reporting a failure on stderr: an unreadable file is exit 3, one that parse
+// refuses is exit bad. On failure the value is T's zero value.
+func readParsed[T any](path string, limit int64, parse func([]byte) (T, error), bad int, stderr io.Writer, cmd string) (T, int) {
+	var zero T
+	b, err := bounded.ReadFile(path, limit)
 	if err != nil {
 		errorf(stderr, "%s: %v", cmd, err)
-		return nil, exitCannot
+		return zero, exitCannot
 	}
-	p, err := admission.Parse(b)
+	v, err := parse(b)
 	if err != nil {
 		errorf(stderr, "%s: %s: %v", cmd, path, err)
-		return nil, exitUsage
+		return zero, bad
 	}
-	return p, exitOK
+	return v, exitOK
+}
+
+// readTrusted reads a --trusted file: template name -> sha256:hex.
+func readTrusted(path string, stderr io.Writer, cmd string) (map[string]string, int) {
+	return readParsed(path, 64<<10, promptpack.ParseTrusted, exitUsage, stderr, cmd)
 }
 
 // admissionExit maps an admission error to an exit code: a refusal is 4
@@ -124,17 +138,7 @@ func trustedList(path string, p *promptpack.Pack, stderr io.Writer, cmd string) 
 		}
 		return t, exitOK
 	}
-	b, err := bounded.ReadFile(path, 64<<10)
-	if err != nil {
-		errorf(stderr, "%s: %v", cmd, err)
-		return nil, exitCannot
-	}
-	t, err := promptpack.ParseTrusted(b)
-	if err != nil {
-		errorf(stderr, "%s: %s: %v", cmd, path, err)
-		return nil, exitUsage
-	}
-	return t, exitOK
+	return readTrusted(path, stderr, cmd)
 }
 
 func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -222,14 +226,9 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if *trusted != "" {
-		b, err := bounded.ReadFile(*trusted, 64<<10)
-		if err != nil {
-			errorf(stderr, "build: %v", err)
-			return exitCannot
-		}
-		if opts.Trusted, err = promptpack.ParseTrusted(b); err != nil {
-			errorf(stderr, "build: %s: %v", *trusted, err)
-			return exitUsage
+		var code int
+		if opts.Trusted, code = readTrusted(*trusted, stderr, "build"); code != exitOK {
+			return code
 		}
 	}
 	var policy *admission.Policy
@@ -309,14 +308,7 @@ func runAdmission(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 func runRender(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("render", "render [--trusted FILE] pack.json\n\nWrites the rebuilt system prompt to stdout: exactly its bytes, nothing added.\nWithout --trusted the pack's own sig hashes are checked for consistency only.", stderr)
-	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if !wantArgs(fs, stderr, 1, "pack.json") {
-		return exitUsage
-	}
-	rb, code := rebuildFile(fs.Arg(0), *trusted, stderr, "render")
+	rb, code := rebuildArg(fs, args, stderr, "render")
 	if rb == nil {
 		return code
 	}
@@ -328,6 +320,21 @@ func runRender(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// rebuildArg adds --trusted to fs, parses args and rebuilds the one pack.json
+// argument (render, report). A nil result ends the command with the code.
+func rebuildArg(fs *flag.FlagSet, args []string, stderr io.Writer, cmd string) (*promptpack.Rebuilt, int) {
+	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy)")
+	if code, ok := parseFlags(fs, args); !ok {
+		return nil, code
+	}
+	if !wantArgs(fs, stderr, 1, "pack.json") {
+		return nil, exitUsage
+	}
+	return rebuildFile(fs.Arg(0), *trusted, stderr, cmd)
+}
+
+// rebuildFile loads the pack at path and rebuilds it with the --trusted
+// policy at trustedPath (default: the pack's own sig hashes).
 func rebuildFile(path, trustedPath string, stderr io.Writer, cmd string) (*promptpack.Rebuilt, int) {
 	p, code := loadPack(path, stderr, cmd)
 	if p == nil {
@@ -349,14 +356,7 @@ func rebuildFile(path, trustedPath string, stderr io.Writer, cmd string) (*promp
 func runReport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("report", "report [--json] [--trusted FILE] pack.json\n\nRebuilds the pack and prints its SystemPromptReport (v1, or v2 for a pack built\nwith --report-version 2). With --json stdout\nis exactly the report's JCS bytes (their SHA-256 is the report hash).", stderr)
 	asJSON := fs.Bool("json", false, "print the report's canonical JSON only")
-	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy)")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if !wantArgs(fs, stderr, 1, "pack.json") {
-		return exitUsage
-	}
-	rb, code := rebuildFile(fs.Arg(0), *trusted, stderr, "report")
+	rb, code := rebuildArg(fs, args, stderr, "report")
 	if rb == nil {
 		return code
 	}
@@ -496,15 +496,9 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "open: %v", err)
 		return exitCannot
 	}
-	mb, err := bounded.ReadFile(*manifest, envelope.MaxManifestSize)
-	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return exitCannot
-	}
-	m, err := envelope.ParseManifest(mb)
-	if err != nil {
-		errorf(stderr, "open: %s: %v", *manifest, err)
-		return exitRejected
+	m, code := readParsed(*manifest, envelope.MaxManifestSize, envelope.ParseManifest, exitRejected, stderr, "open")
+	if code != exitOK {
+		return code
 	}
 	want := m.ReportHash
 	if *reportHash != "" {

@@ -12,7 +12,6 @@ import (
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/bounded"
 )
 
 // buildRelease is `packctl build --recipe openclaw-release --capture FILE
@@ -22,16 +21,9 @@ import (
 // hash), finds the layout that reproduces the captured system prompt byte
 // for byte and writes the pack. Nothing is written on any refusal.
 func buildRelease(capturePath, openclawDir, out string, force bool, policy *admission.Policy, stdout, stderr io.Writer) int {
-	b, err := bounded.ReadFile(capturePath, openclawrelease.MaxCaptureSize)
-	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitCannot
-	}
-	c, err := openclawrelease.ParseCapture(b)
-	clear(b)
-	if err != nil {
-		errorf(stderr, "build: %s: %v", capturePath, err)
-		return exitRejected
+	c, code := readParsed(capturePath, openclawrelease.MaxCaptureSize, parseCapture, exitRejected, stderr, "build")
+	if code != exitOK {
+		return code
 	}
 	defer c.Wipe()
 	rel, err := openclawrelease.Lookup(c.OpenClawVersion)
@@ -125,4 +117,11 @@ func runReleases(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// parseCapture is openclawrelease.ParseCapture that clears the bytes it
+// parsed.
+func parseCapture(b []byte) (*openclawrelease.Capture, error) {
+	defer clear(b)
+	return openclawrelease.ParseCapture(b)
 }
