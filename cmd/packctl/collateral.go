@@ -148,17 +148,9 @@ func (c *collateralCmd) checkFlags(fs *flag.FlagSet) int {
 }
 
 // parseAt sets the clock from --at.
-func (c *collateralCmd) parseAt() int {
-	c.now = time.Now
-	if c.at != "" {
-		t, err := time.Parse(time.RFC3339, c.at)
-		if err != nil {
-			errorf(c.stderr, "%s: --at: not an RFC 3339 time", c.name)
-			return exitUsage
-		}
-		c.now = func() time.Time { return t }
-	}
-	return exitOK
+func (c *collateralCmd) parseAt() (code int) {
+	c.now, code = parseAt(c.at, c.stderr, c.name)
+	return code
 }
 
 // readNeeds reads the evidence and lists the documents it needs.

@@ -13,7 +13,6 @@ import (
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
-	"github.com/clawea/attester/verify/platform"
 )
 
 const discloseSynopsis = "disclose --pack pack.json --reveal KIND:ID [--reveal ...] [--trusted FILE] [-o disclosure.json]\n\nRebuilds a pack built with --report-version 2 and writes a disclosure of the\nselected inputs (content and salt), bound to the pack's report hash\n(docs/spec/disclosure-v1.md). The disclosure reveals those inputs: it is\nwritten mode 0600. Selectors: params:params.json, tools:schemas,\nbootstrap:AGENTS.md, params:ownerNumbers, ... (docs/spec/report-v2.md section 4).\nExit: 0 written, 1 usage or unknown selector, 2 bad or v1 pack, 3 unreadable,\n4 template not in --trusted."
@@ -259,17 +258,9 @@ func (vd *verifyDisclosure) checkDisclosure() int {
 }
 
 // parseAt sets the verification clock from --at.
-func (vd *verifyDisclosure) parseAt() int {
-	vd.now = time.Now
-	if vd.at != "" {
-		t, err := time.Parse(time.RFC3339, vd.at)
-		if err != nil {
-			errorf(vd.stderr, "verify-disclosure: --at: not an RFC 3339 time")
-			return exitUsage
-		}
-		vd.now = func() time.Time { return t }
-	}
-	return exitOK
+func (vd *verifyDisclosure) parseAt() (code int) {
+	vd.now, code = parseAt(vd.at, vd.stderr, "verify-disclosure")
+	return code
 }
 
 // readAttestationInputs reads the attestation, evidence, bundle and policy
@@ -303,12 +294,8 @@ func (vd *verifyDisclosure) loadPolicy() int {
 		}
 	}
 	vd.opts = verify.Options{Now: vd.now, AllowSimulated: vd.allowSim, AllowUncheckedRevocation: vd.allowRev, AllowUncheckedCollateral: vd.allowColl, Report: vd.report}
-	if vd.collDir != "" {
-		c, err := platform.LoadCollateralDir(vd.collDir)
-		if err != nil {
-			return vd.finish(exitCannot, "COLLATERAL", err.Error())
-		}
-		vd.opts.Collateral = c
+	if err := setCollateral(&vd.opts, vd.collDir); err != nil {
+		return vd.finish(exitCannot, "COLLATERAL", err.Error())
 	}
 	return exitOK
 }

@@ -204,13 +204,9 @@ func (pi *policyInit) loadTrusted() int {
 // loadCollateral sets the verify options, with the --collateral folder.
 func (pi *policyInit) loadCollateral() int {
 	pi.opts = verify.Options{Now: time.Now, AllowSimulated: pi.allowSim, AllowUncheckedRevocation: pi.allowRev, AllowUncheckedCollateral: pi.allowColl}
-	if pi.collDir != "" {
-		c, err := platform.LoadCollateralDir(pi.collDir)
-		if err != nil {
-			errorf(pi.stderr, "policy init: collateral: %v", err)
-			return exitCannot
-		}
-		pi.opts.Collateral = c
+	if err := setCollateral(&pi.opts, pi.collDir); err != nil {
+		errorf(pi.stderr, "policy init: collateral: %v", err)
+		return exitCannot
 	}
 	return exitOK
 }

@@ -76,17 +76,24 @@ func (v *verifyCmd) flagSet() *flag.FlagSet {
 }
 
 // parseAt sets the verification clock from --at.
-func (v *verifyCmd) parseAt() int {
-	v.now = time.Now
-	if v.at != "" {
-		t, err := time.Parse(time.RFC3339, v.at)
-		if err != nil {
-			errorf(v.stderr, "verify: --at: not an RFC 3339 time")
-			return exitUsage
-		}
-		v.now = func() time.Time { return t }
+func (v *verifyCmd) parseAt() (code int) {
+	v.now, code = parseAt(v.at, v.stderr, "verify")
+	return code
+}
+
+// parseAt returns the clock an --at flag sets: time.Now for "", else that
+// RFC 3339 time; any other value is a usage error (the clock is then
+// time.Now).
+func parseAt(at string, stderr io.Writer, cmd string) (func() time.Time, int) {
+	if at == "" {
+		return time.Now, exitOK
 	}
-	return exitOK
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		errorf(stderr, "%s: --at: not an RFC 3339 time", cmd)
+		return time.Now, exitUsage
+	}
+	return func() time.Time { return t }, exitOK
 }
 
 // read reads an optional input file; it reports a failure on stderr.
@@ -152,15 +159,24 @@ func (v *verifyCmd) loadCollateral() int {
 		Now: v.now, AllowSimulated: v.allowSim, AllowUncheckedRevocation: v.allowRev, AllowUncheckedCollateral: v.allowColl,
 		AuditLog: v.auditLog, Report: v.report,
 	}
-	if v.collDir != "" {
-		c, err := platform.LoadCollateralDir(v.collDir)
-		if err != nil {
-			errorf(v.stderr, "verify: collateral: %v", err)
-			return exitCannot
-		}
-		v.opts.Collateral = c
+	if err := setCollateral(&v.opts, v.collDir); err != nil {
+		errorf(v.stderr, "verify: collateral: %v", err)
+		return exitCannot
 	}
 	return exitOK
+}
+
+// setCollateral reads the --collateral folder dir into opts (nothing for "").
+func setCollateral(opts *verify.Options, dir string) error {
+	if dir == "" {
+		return nil
+	}
+	c, err := platform.LoadCollateralDir(dir)
+	if err != nil {
+		return err
+	}
+	opts.Collateral = c
+	return nil
 }
 
 // loadEARKey reads the --ear-key signing key.
