@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,8 +18,6 @@ import (
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/enclave/tpm"
-	"github.com/clawea/attester/internal/citest"
-	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
@@ -225,16 +222,7 @@ func httpGet(u string) ([]byte, error) {
 // a TPM key attestation verifies only with a trusted AK, so policy init
 // pins it even when not asked to.
 func TestPolicyInitTPM(t *testing.T) {
-	for _, tool := range []string{"swtpm", "swtpm_setup"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			citest.SkipOrFail(t, "%s not on PATH", tool)
-		}
-	}
-	in, err := swtpmtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Stop)
+	in := startSWTPM(t)
 	url, did, meas := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr}})
 	out := filepath.Join(t.TempDir(), "policy.json")
 	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--json")

@@ -21,12 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/internal/citest"
-	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/platform"
-	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
 )
 
@@ -182,39 +179,15 @@ func (rl *relay) take() []string {
 // attester verifies through the record alone (RequireTPMEKCertifiedAK, no
 // pinned AK).
 func TestTPMActivateRemote(t *testing.T) {
-	for _, tool := range []string{"swtpm", "swtpm_setup"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			citest.SkipOrFail(t, "%s not on PATH", tool)
-		}
-	}
-	in, err := swtpmtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Stop)
-	root, inter, err := in.CA()
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newTPMActivation(t)
+	in, root, other, rootsPEM, interPEM, otherPEM, rec := a.in, a.root, a.other, a.rootsPEM, a.interPEM, a.otherPEM, a.rec
 	base := startTPMAttester(t, in.Addr)
 	rl := &relay{upstream: base}
 	front := httptest.NewServer(rl)
 	t.Cleanup(front.Close)
 
-	dir := t.TempDir()
-	rootsPEM, interPEM, otherPEM := filepath.Join(dir, "roots.pem"), filepath.Join(dir, "inter.pem"), filepath.Join(dir, "other.pem")
-	writePEM(t, rootsPEM, root)
-	writePEM(t, interPEM, inter)
-	other := otherRootDER(t)
-	writePEM(t, otherPEM, other)
-	rec := filepath.Join(dir, "ak.cert")
-	packctl := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(args, nil, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
-	}
 	activate := func(roots string, extra ...string) (int, string, string) {
-		return packctl(append([]string{"tpm", "activate", "--attester", front.URL, "--ek-roots", roots, "--intermediate", interPEM, "--by", "auditor", "-o", rec}, extra...)...)
+		return runCmd(append([]string{"tpm", "activate", "--attester", front.URL, "--ek-roots", roots, "--intermediate", interPEM, "--by", "auditor", "-o", rec}, extra...)...)
 	}
 	noRecord := func(what string) {
 		t.Helper()
@@ -259,7 +232,7 @@ func TestTPMActivateRemote(t *testing.T) {
 		{"--attester", front.URL, "--address", in.Addr, "--ek-roots", rootsPEM, "--by", "a", "-o", rec},
 		{"--attester", front.URL, "--ek-roots", rootsPEM, "-o", rec},
 	} {
-		if code, _, _ := packctl(append([]string{"tpm", "activate"}, args...)...); code != exitUsage {
+		if code, _, _ := runCmd(append([]string{"tpm", "activate"}, args...)...); code != exitUsage {
 			t.Fatalf("%v: exit %d", args, code)
 		}
 	}
@@ -277,19 +250,11 @@ func TestTPMActivateRemote(t *testing.T) {
 	if seen := rl.take(); len(seen) != 3 || seen[1] != seen[2] {
 		t.Fatalf("activate: requests %v", seen)
 	}
-	var sum tpmSummary
-	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tpmcred.ParseCertification(raw)
+	sum, raw, cert, err := a.record(t, stdout)
 	if err != nil || cert.ActivatedBy != "auditor" || sum.TPMModel != "swtpm" {
 		t.Fatalf("record: %v %+v", err, sum)
 	}
-	if code, _, stderr := packctl("tpm", "check", "--ek-roots", rootsPEM, rec); code != exitOK {
+	if code, _, stderr := runCmd("tpm", "check", "--ek-roots", rootsPEM, rec); code != exitOK {
 		t.Fatalf("check: exit %d: %s", code, stderr)
 	}
 	// Never overwritten, refused before the network.
@@ -309,7 +274,7 @@ func TestTPMActivateRemote(t *testing.T) {
 	rl.replay = rl.answers[0]
 	rl.mu.Unlock()
 	rec2 := rec + ".2"
-	code, _, stderr = packctl("tpm", "activate", "--attester", front.URL, "--ek-roots", rootsPEM, "--intermediate", interPEM, "--by", "auditor", "-o", rec2)
+	code, _, stderr = runCmd("tpm", "activate", "--attester", front.URL, "--ek-roots", rootsPEM, "--intermediate", interPEM, "--by", "auditor", "-o", rec2)
 	if code != exitRejected || !strings.Contains(stderr, "does not match") {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}

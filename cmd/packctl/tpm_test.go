@@ -50,9 +50,10 @@ func otherRootDER(t *testing.T) []byte {
 	return der
 }
 
-// TestTPMActivateAndCheck runs "packctl tpm activate" against a swtpm with
-// its swtpm_localca EK certificate, then "packctl tpm check" on the record.
-func TestTPMActivateAndCheck(t *testing.T) {
+// startSWTPM starts a manufactured swtpm, stopped when the test ends; without
+// the swtpm tools the test is skipped (failed in CI).
+func startSWTPM(t *testing.T) *swtpmtest.Instance {
+	t.Helper()
 	for _, tool := range []string{"swtpm", "swtpm_setup"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			citest.SkipOrFail(t, "%s not on PATH", tool)
@@ -63,25 +64,61 @@ func TestTPMActivateAndCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(in.Stop)
-	root, inter, err := in.CA()
+	return in
+}
+
+// tpmActivation is what a tpm activate test starts from: a manufactured
+// swtpm and, in a temporary folder, PEM files of its EK root and
+// intermediate and of another root its EK does not chain to, and the path
+// of the record to write.
+type tpmActivation struct {
+	in                           *swtpmtest.Instance
+	root, other                  []byte // DER
+	rootsPEM, interPEM, otherPEM string
+	rec                          string
+}
+
+func newTPMActivation(t *testing.T) *tpmActivation {
+	t.Helper()
+	a := &tpmActivation{in: startSWTPM(t)}
+	root, inter, err := a.in.CA()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	rootsPEM, interPEM, otherPEM := filepath.Join(dir, "roots.pem"), filepath.Join(dir, "inter.pem"), filepath.Join(dir, "other.pem")
-	writePEM(t, rootsPEM, root)
-	writePEM(t, interPEM, inter)
-	writePEM(t, otherPEM, otherRootDER(t))
-	rec := filepath.Join(dir, "ak.cert")
+	a.root, a.other = root, otherRootDER(t)
+	a.rootsPEM, a.interPEM, a.otherPEM = filepath.Join(dir, "roots.pem"), filepath.Join(dir, "inter.pem"), filepath.Join(dir, "other.pem")
+	writePEM(t, a.rootsPEM, a.root)
+	writePEM(t, a.interPEM, inter)
+	writePEM(t, a.otherPEM, a.other)
+	a.rec = filepath.Join(dir, "ak.cert")
+	return a
+}
 
-	packctl := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
-		code := run(args, nil, &stdout, &stderr)
-		return code, stdout.String(), stderr.String()
+// record decodes the summary that tpm activate --json printed on stdout and
+// reads the record it wrote; err is the record's parse error.
+func (a *tpmActivation) record(t *testing.T, stdout string) (tpmSummary, []byte, *tpmcred.Certification, error) {
+	t.Helper()
+	var sum tpmSummary
+	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+		t.Fatal(err)
 	}
+	raw, err := os.ReadFile(a.rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tpmcred.ParseCertification(raw)
+	return sum, raw, cert, err
+}
+
+// TestTPMActivateAndCheck runs "packctl tpm activate" against a swtpm with
+// its swtpm_localca EK certificate, then "packctl tpm check" on the record.
+func TestTPMActivateAndCheck(t *testing.T) {
+	a := newTPMActivation(t)
+	in, rootsPEM, interPEM, otherPEM, rec := a.in, a.rootsPEM, a.interPEM, a.otherPEM, a.rec
 
 	// The chain does not reach another root: refused, nothing written.
-	code, _, stderr := packctl("tpm", "activate", "--address", in.Addr, "--ek-roots", otherPEM, "--intermediate", interPEM, "--by", "ops", "-o", rec)
+	code, _, stderr := runCmd("tpm", "activate", "--address", in.Addr, "--ek-roots", otherPEM, "--intermediate", interPEM, "--by", "ops", "-o", rec)
 	if code != exitRejected {
 		t.Fatalf("other root: exit %d: %s", code, stderr)
 	}
@@ -89,29 +126,21 @@ func TestTPMActivateAndCheck(t *testing.T) {
 		t.Fatal("record written although refused")
 	}
 
-	code, stdout, stderr := packctl("tpm", "activate", "--address", in.Addr, "--ek-roots", rootsPEM, "--intermediate", interPEM, "--by", "ops", "-o", rec, "--json")
+	code, stdout, stderr := runCmd("tpm", "activate", "--address", in.Addr, "--ek-roots", rootsPEM, "--intermediate", interPEM, "--by", "ops", "-o", rec, "--json")
 	if code != exitOK {
 		t.Fatalf("activate: exit %d: %s", code, stderr)
 	}
-	var sum tpmSummary
-	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := tpmcred.ParseCertification(raw)
+	sum, raw, parsed, err := a.record(t, stdout)
 	if err != nil || parsed.ActivatedBy != "ops" || sum.AKNameHex == "" || sum.TPMModel != "swtpm" {
 		t.Fatalf("record: %v %+v", err, sum)
 	}
 
 	// Never overwritten.
-	if code, _, _ := packctl("tpm", "activate", "--address", in.Addr, "--ek-roots", rootsPEM, "--intermediate", interPEM, "--by", "ops", "-o", rec); code != exitCannot {
+	if code, _, _ := runCmd("tpm", "activate", "--address", in.Addr, "--ek-roots", rootsPEM, "--intermediate", interPEM, "--by", "ops", "-o", rec); code != exitCannot {
 		t.Fatalf("overwrite: exit %d", code)
 	}
 
-	code, stdout, stderr = packctl("tpm", "check", "--ek-roots", rootsPEM, "--json", rec)
+	code, stdout, stderr = runCmd("tpm", "check", "--ek-roots", rootsPEM, "--json", rec)
 	if code != exitOK {
 		t.Fatalf("check: exit %d: %s", code, stderr)
 	}
@@ -121,21 +150,21 @@ func TestTPMActivateAndCheck(t *testing.T) {
 	}
 	// inspect recognises the record by its content and shows the AK Name,
 	// unverified.
-	code, stdout, stderr = packctl("inspect", rec)
+	code, stdout, stderr = runCmd("inspect", rec)
 	if code != exitOK || !strings.Contains(stdout, "kind: tpm-certification\n") || !strings.Contains(stdout, "ak_name_hex: "+sum.AKNameHex+"\n") ||
 		!strings.Contains(stdout, "verified: false") || !strings.Contains(stdout, "activated_by: ops\n") {
 		t.Fatalf("inspect record: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if code, _, _ := packctl("tpm", "check", "--ek-roots", otherPEM, rec); code != exitRejected {
+	if code, _, _ := runCmd("tpm", "check", "--ek-roots", otherPEM, rec); code != exitRejected {
 		t.Fatalf("check other root: exit %d", code)
 	}
 	if err := os.WriteFile(rec+".bad", append(raw, 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, _ := packctl("tpm", "check", "--ek-roots", rootsPEM, rec+".bad"); code != exitRejected {
+	if code, _, _ := runCmd("tpm", "check", "--ek-roots", rootsPEM, rec+".bad"); code != exitRejected {
 		t.Fatalf("check trailing byte: exit %d", code)
 	}
-	if code, _, _ := packctl("tpm", "activate", "--device", "/dev/x", "--address", in.Addr, "--ek-roots", rootsPEM, "--by", "ops", "-o", rec+"2"); code != exitUsage {
+	if code, _, _ := runCmd("tpm", "activate", "--device", "/dev/x", "--address", in.Addr, "--ek-roots", rootsPEM, "--by", "ops", "-o", rec+"2"); code != exitUsage {
 		t.Fatalf("device and address: exit %d", code)
 	}
 }
