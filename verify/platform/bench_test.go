@@ -25,13 +25,10 @@ func benchSEV(b *testing.B, cache bool) {
 	if cache {
 		opts.CertCache = NewCertCache(0)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Verify(ev, rd, opts); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchLoop(b, func() error {
+		_, err := Verify(ev, rd, opts)
+		return err
+	})
 }
 
 func BenchmarkSEVSimVerify(b *testing.B)       { benchSEV(b, false) }
@@ -45,18 +42,30 @@ func BenchmarkSEVSimGoSevGuestDirect(b *testing.B) {
 	ev := simSEV(b, sim.Options{}, rd)
 	r := simroots.SEVSNPRoots()[0]
 	roots := map[string][]*trust.AMDRootCerts{"Milan": {{ProductLine: "Milan", ProductCerts: &trust.ProductCerts{Ark: r.ARK, Ask: r.ASK}}}}
+	benchLoop(b, func() error {
+		return snpAttestation(ev, &verify.Options{DisableCertFetching: true, Now: testNow, TrustedRoots: roots})
+	})
+}
+
+// snpAttestation is verify.SnpAttestation on raw evidence, parse included.
+func snpAttestation(ev *evidence.Evidence, opts *verify.Options) error {
+	p, err := snpevidence.Parse(ev)
+	if err != nil {
+		return err
+	}
+	a, err := p.Attestation()
+	if err != nil {
+		return err
+	}
+	return verify.SnpAttestation(a, opts)
+}
+
+// benchLoop times f, which must not fail, with allocations reported.
+func benchLoop(b *testing.B, f func() error) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		p, err := snpevidence.Parse(ev)
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, err := p.Attestation()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := verify.SnpAttestation(a, &verify.Options{DisableCertFetching: true, Now: testNow, TrustedRoots: roots}); err != nil {
+		if err := f(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -68,13 +77,10 @@ func benchRealSEV(b *testing.B, cache bool) {
 	if cache {
 		opts.CertCache = NewCertCache(0)
 	}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := verifyRaw(ev, rd, evidence.ReportData{}, opts); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchLoop(b, func() error {
+		_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
+		return err
+	})
 }
 
 func BenchmarkSEVRealVerify(b *testing.B)       { benchRealSEV(b, false) }
@@ -82,34 +88,19 @@ func BenchmarkSEVRealVerifyCached(b *testing.B) { benchRealSEV(b, true) }
 
 func BenchmarkSEVRealGoSevGuestDirect(b *testing.B) {
 	ev, _ := realSEV(b)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		p, err := snpevidence.Parse(ev)
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, err := p.Attestation()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := verify.SnpAttestation(a, &verify.Options{DisableCertFetching: true, Now: testNow}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchLoop(b, func() error {
+		return snpAttestation(ev, &verify.Options{DisableCertFetching: true, Now: testNow})
+	})
 }
 
 func BenchmarkTDXSimVerify(b *testing.B) {
 	rd := testRD(b, "bench")
 	ev := simTDX(b, fakeqe.Options{}, rd)
 	opts := simOpts()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Verify(ev, rd, opts); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchLoop(b, func() error {
+		_, err := Verify(ev, rd, opts)
+		return err
+	})
 }
 
 func BenchmarkTDXSimGoTdxGuestDirect(b *testing.B) {
@@ -120,27 +111,20 @@ func BenchmarkTDXSimGoTdxGuestDirect(b *testing.B) {
 		b.Fatal(err)
 	}
 	ts := &tdxverify.TimeSet{PckCertChain: testNow, TcbInfo: testNow, QeIdentity: testNow, PckCrl: testNow, RootCaCrl: testNow}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
+	benchLoop(b, func() error {
 		q, err := tdxabi.QuoteToProto(ev.Blob)
 		if err != nil {
-			b.Fatal(err)
+			return err
 		}
-		if err := tdxverify.TdxQuote(q, &tdxverify.Options{TrustedRoots: rs.simPool, Now: ts}); err != nil {
-			b.Fatal(err)
-		}
-	}
+		return tdxverify.TdxQuote(q, &tdxverify.Options{TrustedRoots: rs.simPool, Now: ts})
+	})
 }
 
 func BenchmarkTPMVerify(b *testing.B) {
 	fx := loadTPMFixture(b)
 	opts := Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := Verify(fx.Evidence, fx.ReportData, opts); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchLoop(b, func() error {
+		_, err := Verify(fx.Evidence, fx.ReportData, opts)
+		return err
+	})
 }

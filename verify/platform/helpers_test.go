@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
@@ -41,23 +42,22 @@ func simOpts() Options {
 func simSEV(t testing.TB, o sim.Options, rd evidence.ReportData) *evidence.Evidence {
 	t.Helper()
 	s, err := sim.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := s.Quote(context.Background(), rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ev
+	return quote(t, s, err, rd)
 }
 
 func simTDX(t testing.TB, o fakeqe.Options, rd evidence.ReportData) *evidence.Evidence {
 	t.Helper()
 	s, err := tdx.NewSimulated(o)
-	if err != nil {
-		t.Fatal(err)
+	return quote(t, s, err, rd)
+}
+
+// quote returns q's evidence over rd; newErr is the error of making q.
+func quote(t testing.TB, q enclave.Quoter, newErr error, rd evidence.ReportData) *evidence.Evidence {
+	t.Helper()
+	if newErr != nil {
+		t.Fatal(newErr)
 	}
-	ev, err := s.Quote(context.Background(), rd)
+	ev, err := q.Quote(context.Background(), rd)
 	if err != nil {
 		t.Fatal(err)
 	}
