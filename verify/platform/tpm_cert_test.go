@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -72,12 +73,21 @@ func (p certPKI) roots() *x509.CertPool {
 	return pool
 }
 
-func TestTPMCertifiedAK(t *testing.T) {
+// certifiedTPM is the TPM fixture, its AK public area, an EK PKI valid until
+// an hour after testNow, and options that trust the AK through that PKI's
+// record alone.
+func certifiedTPM(t *testing.T) (testfixture.TPMQuote, []byte, certPKI, Options) {
+	t.Helper()
 	fx := loadTPMFixture(t)
 	akPub := fx.Evidence.Aux[tpmquote.AuxAKPublic]
 	pki := newCertPKI(t, testNow.Add(time.Hour))
 	opts := Options{Now: fixedNow, AllowSimulated: true,
 		TPMAKCertifications: []*tpmcred.Certification{pki.record(akPub)}, TPMEKRoots: pki.roots()}
+	return fx, akPub, pki, opts
+}
+
+func TestTPMCertifiedAK(t *testing.T) {
+	fx, _, pki, opts := certifiedTPM(t)
 	res, err := Verify(fx.Evidence, fx.ReportData, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -110,11 +120,7 @@ func TestTPMCertifiedAK(t *testing.T) {
 }
 
 func TestTPMCertifiedAKRefused(t *testing.T) {
-	fx := loadTPMFixture(t)
-	akPub := fx.Evidence.Aux[tpmquote.AuxAKPublic]
-	pki := newCertPKI(t, testNow.Add(time.Hour))
-	base := Options{Now: fixedNow, AllowSimulated: true,
-		TPMAKCertifications: []*tpmcred.Certification{pki.record(akPub)}, TPMEKRoots: pki.roots()}
+	fx, akPub, pki, base := certifiedTPM(t)
 
 	// Another vendor's root.
 	o := base
