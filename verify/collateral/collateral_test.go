@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
@@ -111,11 +112,24 @@ func testRD(t testing.TB) evidence.ReportData {
 func simSEV(t testing.TB) (*evidence.Evidence, evidence.ReportData) {
 	t.Helper()
 	s, err := sim.New(sim.Options{Seed: []byte("collateral test machine")})
-	if err != nil {
-		t.Fatal(err)
+	return quote(t, s, err)
+}
+
+func simTDX(t testing.TB) (*evidence.Evidence, evidence.ReportData) {
+	t.Helper()
+	s, err := tdx.NewSimulated(fakeqe.Options{})
+	return quote(t, s, err)
+}
+
+// quote returns q's evidence over testRD, and that report data; newErr is
+// the error of making q.
+func quote(t testing.TB, q enclave.Quoter, newErr error) (*evidence.Evidence, evidence.ReportData) {
+	t.Helper()
+	if newErr != nil {
+		t.Fatal(newErr)
 	}
 	rd := testRD(t)
-	ev, err := s.Quote(context.Background(), rd)
+	ev, err := q.Quote(context.Background(), rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,15 +571,7 @@ func writeFile(t testing.TB, dir, rel string, b []byte) {
 // passes with it, a PCK on the fetched CRL is refused as revoked, and an
 // OutOfDate level is reported for the policy to judge.
 func TestFetchSimTDX(t *testing.T) {
-	s, err := tdx.NewSimulated(fakeqe.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rd := testRD(t)
-	ev, err := s.Quote(context.Background(), rd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev, rd := simTDX(t)
 	items, err := Needs([]*evidence.Evidence{ev})
 	if err != nil {
 		t.Fatal(err)
