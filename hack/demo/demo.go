@@ -200,16 +200,8 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if !turn.Owner {
 		return nil, errors.New("the configured owner's message did not start an owner turn")
 	}
-	chain := []poh.EventChainEntry{runResp.PromptCommitted}
-	addEvent := func(typ, payloadHash string) (poh.EventChainEntry, error) {
-		e, err := chain[len(chain)-1].Next(fmt.Sprintf("evt_demo_%03d", len(chain)), typ, poh.FormatTime(time.Now()), payloadHash)
-		if err != nil {
-			return poh.EventChainEntry{}, err
-		}
-		chain = append(chain, e)
-		return e, nil
-	}
-	llm, err := addEvent("llm_call", b64u.SHA256([]byte("demo llm call 1")))
+	chain := &eventChain{idFormat: "evt_demo_%03d", events: []poh.EventChainEntry{runResp.PromptCommitted}}
+	llm, err := chain.add("llm_call", b64u.SHA256([]byte("demo llm call 1")))
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +238,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		if allow {
 			verdict = "allowed"
 			if ph, _ := d["params_hash_b64u"].(string); ph != "" {
-				if _, err := addEvent("tool_call", ph); err != nil {
+				if _, err := chain.add("tool_call", ph); err != nil {
 					return nil, err
 				}
 			}
@@ -255,14 +247,14 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	}
 
 	// 8. The agent signs its PoH proof bundle.
-	bundle, err := signBundle(rb, chain, llm, agentKey, out.RunID, runResp.CTHash)
+	bundle, err := signBundle(rb, chain.events, llm, agentKey, out.RunID, runResp.CTHash)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(o.OutDir, "bundle.json"), bundle, 0o644); err != nil {
 		return nil, err
 	}
-	say(fmt.Sprintf("agent: signed the proof bundle (%d events) as %s", len(chain), agentDID))
+	say(fmt.Sprintf("agent: signed the proof bundle (%d events) as %s", len(chain.events), agentDID))
 
 	// 9. The attester checks the bundle and attests with fresh evidence.
 	var att struct {

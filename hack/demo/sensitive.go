@@ -198,16 +198,8 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	if err := ctl.do("POST", "/v1/runs/"+runResp.RunID+"/verify", map[string]any{"turn_id": turn.TurnID}, nil); err != nil {
 		return nil, err
 	}
-	chain := []poh.EventChainEntry{runResp.PromptCommitted}
-	addEvent := func(typ, payloadHash string) (poh.EventChainEntry, error) {
-		e, err := chain[len(chain)-1].Next(fmt.Sprintf("evt_sens_%03d", len(chain)), typ, poh.FormatTime(time.Now()), payloadHash)
-		if err != nil {
-			return poh.EventChainEntry{}, err
-		}
-		chain = append(chain, e)
-		return e, nil
-	}
-	llm, err := addEvent("llm_call", b64u.SHA256([]byte("demo sensitive llm call")))
+	chain := &eventChain{idFormat: "evt_sens_%03d", events: []poh.EventChainEntry{runResp.PromptCommitted}}
+	llm, err := chain.add("llm_call", b64u.SHA256([]byte("demo sensitive llm call")))
 	if err != nil {
 		return nil, err
 	}
@@ -221,11 +213,11 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 		return nil, fmt.Errorf("sensitive run: exec was not allowed: %v", d["reason"])
 	}
 	if ph, _ := d["params_hash_b64u"].(string); ph != "" {
-		if _, err := addEvent("tool_call", ph); err != nil {
+		if _, err := chain.add("tool_call", ph); err != nil {
 			return nil, err
 		}
 	}
-	bundle, err := signBundle(rb, chain, llm, agentKey, runResp.RunID, runResp.CTHash)
+	bundle, err := signBundle(rb, chain.events, llm, agentKey, runResp.RunID, runResp.CTHash)
 	if err != nil {
 		return nil, err
 	}
@@ -308,6 +300,22 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 		return nil, err
 	}
 	return out, nil
+}
+
+// eventChain is a run's PoH event chain, from its prompt_committed event.
+type eventChain struct {
+	idFormat string // the event ids, numbered from 1 (e.g. "evt_demo_%03d")
+	events   []poh.EventChainEntry
+}
+
+// add appends the next event: type typ over payloadHash, stamped now.
+func (c *eventChain) add(typ, payloadHash string) (poh.EventChainEntry, error) {
+	e, err := c.events[len(c.events)-1].Next(fmt.Sprintf(c.idFormat, len(c.events)), typ, poh.FormatTime(time.Now()), payloadHash)
+	if err != nil {
+		return poh.EventChainEntry{}, err
+	}
+	c.events = append(c.events, e)
+	return e, nil
 }
 
 // signBundle is the agent's PoH proof bundle for a run (both demo runs): its event chain and
