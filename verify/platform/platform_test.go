@@ -5,8 +5,46 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/wire/evidence"
 )
+
+// TestStrictDefaults: each relaxation simOpts makes is off by default, and
+// without it simulated evidence that simOpts accepts is refused.
+func TestStrictDefaults(t *testing.T) {
+	sev := func(t *testing.T) (*evidence.Evidence, evidence.ReportData) {
+		rd := testRD(t, "sev")
+		return simSEV(t, sim.Options{}, rd), rd
+	}
+	tdx := func(t *testing.T) (*evidence.Evidence, evidence.ReportData) {
+		rd := testRD(t, "tdx")
+		return simTDX(t, fakeqe.Options{}, rd), rd
+	}
+	noSimulated := func(o *Options) { o.AllowSimulated = false }
+	noRevocation := func(o *Options) { o.AllowUncheckedRevocation = false }
+	noCollateral := func(o *Options) { o.AllowUncheckedCollateral = false }
+	for _, tc := range []struct {
+		name            string
+		quote           func(*testing.T) (*evidence.Evidence, evidence.ReportData)
+		unset           func(*Options)
+		class, sentinel error
+		check           string
+	}{
+		{"sev-snp simulated", sev, noSimulated, ErrRejected, ErrSimulated, CheckSimulated},
+		{"sev-snp revocation", sev, noRevocation, ErrCannotCheck, ErrMissingCollateral, CheckRevocation},
+		{"tdx simulated", tdx, noSimulated, ErrRejected, ErrSimulated, CheckSimulated},
+		{"tdx collateral", tdx, noCollateral, ErrCannotCheck, ErrMissingCollateral, CheckCollateral},
+		{"tdx revocation", tdx, noRevocation, ErrCannotCheck, ErrMissingCollateral, CheckRevocation},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, rd := tc.quote(t)
+			opts := simOpts()
+			tc.unset(&opts)
+			_, err := Verify(ev, rd, opts)
+			wantErr(t, err, tc.class, tc.sentinel, tc.check)
+		})
+	}
+}
 
 func TestVerifyInputs(t *testing.T) {
 	rd := testRD(t, "x")

@@ -45,15 +45,6 @@ func TestSEVSimulatedAccepted(t *testing.T) {
 	}
 }
 
-func TestSEVSimulatedRefusedByDefault(t *testing.T) {
-	rd := testRD(t, "sev")
-	ev := simSEV(t, sim.Options{}, rd)
-	opts := simOpts()
-	opts.AllowSimulated = false
-	_, err := Verify(ev, rd, opts)
-	wantErr(t, err, ErrRejected, ErrSimulated, CheckSimulated)
-}
-
 // Evidence signed by the simulation roots but claiming to be hardware is
 // verified against AMD's roots only, and fails.
 func TestSEVSimSignedClaimingReal(t *testing.T) {
@@ -132,15 +123,6 @@ func TestSEVTampered(t *testing.T) {
 		_, err = Verify(ev, rd, simOpts())
 		wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
 	})
-}
-
-func TestSEVRevocationRequiredByDefault(t *testing.T) {
-	rd := testRD(t, "sev")
-	ev := simSEV(t, sim.Options{}, rd)
-	opts := simOpts()
-	opts.AllowUncheckedRevocation = false
-	_, err := Verify(ev, rd, opts)
-	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
 }
 
 func TestSEVRevocation(t *testing.T) {
