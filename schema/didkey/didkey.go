@@ -17,11 +17,11 @@ import (
 	"github.com/mr-tron/base58"
 )
 
-// Prefix is the fixed prefix of every Ed25519 did:key this package accepts.
-const Prefix = "did:key:z"
+// prefix is the fixed prefix of every Ed25519 did:key this package accepts.
+const prefix = "did:key:z"
 
-// MaxLen bounds the DID string before any decoding.
-const MaxLen = 128
+// maxLen bounds the DID string before any decoding.
+const maxLen = 128
 
 var multicodecEd25519 = [2]byte{0xed, 0x01}
 
@@ -38,18 +38,18 @@ func Format(pub ed25519.PublicKey) string {
 	b := make([]byte, 0, 2+ed25519.PublicKeySize)
 	b = append(b, multicodecEd25519[:]...)
 	b = append(b, pub...)
-	return Prefix + base58.Encode(b)
+	return prefix + base58.Encode(b)
 }
 
 // Parse returns the Ed25519 public key named by did.
 func Parse(did string) (ed25519.PublicKey, error) {
-	if len(did) > MaxLen {
-		return nil, fmt.Errorf("%w: %d characters, limit %d", ErrInvalid, len(did), MaxLen)
+	if len(did) > maxLen {
+		return nil, fmt.Errorf("%w: %d characters, limit %d", ErrInvalid, len(did), maxLen)
 	}
-	if len(did) <= len(Prefix) || did[:len(Prefix)] != Prefix {
-		return nil, fmt.Errorf("%w: want prefix %q", ErrInvalid, Prefix)
+	if len(did) <= len(prefix) || did[:len(prefix)] != prefix {
+		return nil, fmt.Errorf("%w: want prefix %q", ErrInvalid, prefix)
 	}
-	enc := did[len(Prefix):]
+	enc := did[len(prefix):]
 	b, err := base58.Decode(enc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: base58btc: %v", ErrInvalid, err)

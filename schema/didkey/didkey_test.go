@@ -55,7 +55,7 @@ func TestParseRejects(t *testing.T) {
 		valid[:20] + "l" + valid[21:], // 'l' is not base58
 		"did:key:z" + "1" + valid[9:], // leading zero byte, wrong length
 		"did:key:zQ3shokFTS3brHcDQrn82RUDfCZESWL1ZdCEJwekUDPQiYBme", // secp256k1 multicodec
-		valid + strings.Repeat("z", MaxLen),
+		valid + strings.Repeat("z", maxLen),
 		" " + valid, valid + "\n",
 	} {
 		if pub, err := Parse(s); !errors.Is(err, ErrInvalid) || pub != nil {

@@ -93,15 +93,15 @@ func Parse(data []byte, opts pohjson.ParseOptions) (*pohjson.Value, error) {
 		}
 		path := Root
 		if pe, ok := errors.AsType[*pohjson.Error](err); ok {
-			path = PathOf(pe.Path)
+			path = pathOf(pe.Path)
 		}
 		return nil, &PathError{Path: path, Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
 	}
 	return v, nil
 }
 
-// PathOf formats a pohjson.Error path (keys and indexes) as a JSON path.
-func PathOf(elems []any) string {
+// pathOf formats a pohjson.Error path (keys and indexes) as a JSON path.
+func pathOf(elems []any) string {
 	path := Root
 	for _, e := range elems {
 		switch e := e.(type) {

@@ -101,10 +101,10 @@ func Sort(ss []string) {
 	slices.SortStableFunc(ss, Compare)
 }
 
-// FilterEmpty returns the elements of ss that are not "" (JS
+// filterEmpty returns the elements of ss that are not "" (JS
 // .filter(Boolean) on an array of strings), in order. It always returns a
 // new slice.
-func FilterEmpty(ss []string) []string {
+func filterEmpty(ss []string) []string {
 	out := make([]string, 0, len(ss))
 	for _, s := range ss {
 		if s != "" {

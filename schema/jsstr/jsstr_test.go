@@ -156,11 +156,11 @@ func TestCompareAndSort(t *testing.T) {
 
 func TestFilterEmpty(t *testing.T) {
 	in := []string{"", "a", " ", "", "\u200b"}
-	got := FilterEmpty(in)
+	got := filterEmpty(in)
 	if want := []string{"a", " ", "\u200b"}; !slices.Equal(got, want) {
 		t.Errorf("FilterEmpty = %+q, want %+q", got, want)
 	}
-	if got := FilterEmpty(nil); got == nil || len(got) != 0 {
+	if got := filterEmpty(nil); got == nil || len(got) != 0 {
 		t.Errorf("FilterEmpty(nil) = %#v, want empty non-nil", got)
 	}
 }

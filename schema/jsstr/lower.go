@@ -65,8 +65,8 @@ func lowerRune(r rune) rune {
 	return unicode.ToLower(r)
 }
 
-// IsCased reports the Unicode 17.0 Cased property of r.
-func IsCased(r rune) bool {
+// isCased reports the Unicode 17.0 Cased property of r.
+func isCased(r rune) bool {
 	if inTable(r, casedAdded17) {
 		return true
 	}
@@ -76,8 +76,8 @@ func IsCased(r rune) bool {
 	return unicode.In(r, unicode.Lu, unicode.Ll, unicode.Lt, unicode.Other_Lowercase, unicode.Other_Uppercase)
 }
 
-// IsCaseIgnorable reports the Unicode 17.0 Case_Ignorable property of r.
-func IsCaseIgnorable(r rune) bool {
+// isCaseIgnorable reports the Unicode 17.0 Case_Ignorable property of r.
+func isCaseIgnorable(r rune) bool {
 	if inTable(r, ignorableAdded17) {
 		return true
 	}
@@ -100,10 +100,10 @@ func precededByCased(before string) bool {
 	for before != "" {
 		r, n := utf8.DecodeLastRuneInString(before)
 		before = before[:len(before)-n]
-		if IsCaseIgnorable(r) {
+		if isCaseIgnorable(r) {
 			continue
 		}
-		return IsCased(r)
+		return isCased(r)
 	}
 	return false
 }
@@ -113,10 +113,10 @@ func followedByCased(after string) bool {
 	for after != "" {
 		r, n := utf8.DecodeRuneInString(after)
 		after = after[n:]
-		if IsCaseIgnorable(r) {
+		if isCaseIgnorable(r) {
 			continue
 		}
-		return IsCased(r)
+		return isCased(r)
 	}
 	return false
 }

@@ -11,15 +11,15 @@ import (
 
 // Default limits for Parse.
 const (
-	DefaultMaxBytes = 16 << 20
-	DefaultMaxDepth = 64
+	defaultMaxBytes = 16 << 20
+	defaultMaxDepth = 64
 )
 
 // ParseOptions relax or tighten Parse. The zero value is the strict default.
 type ParseOptions struct {
-	// MaxBytes limits the input size; 0 means DefaultMaxBytes.
+	// MaxBytes limits the input size; 0 means defaultMaxBytes.
 	MaxBytes int
-	// MaxDepth limits array/object nesting; 0 means DefaultMaxDepth.
+	// MaxDepth limits array/object nesting; 0 means defaultMaxDepth.
 	MaxDepth int
 	// AllowFloats accepts any RFC 8259 number (kept as its literal) for
 	// validation-only uses such as JCS input. Stringify still refuses them.
@@ -28,7 +28,7 @@ type ParseOptions struct {
 	// of the value it parses to, what Stringify returns for it: no
 	// whitespace, only the escapes JSON.stringify writes, members in
 	// JavaScript property order, integers only, and at most
-	// DefaultMaxDepth levels. So a canonical document is checked without
+	// defaultMaxDepth levels. So a canonical document is checked without
 	// encoding it again.
 	Canonical bool
 }
@@ -42,14 +42,14 @@ func Parse(data []byte) (*Value, error) { return ParseWith(data, ParseOptions{})
 func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = DefaultMaxBytes
+		maxBytes = defaultMaxBytes
 	}
 	if len(data) > maxBytes {
 		return nil, &Error{Offset: maxBytes, Err: ErrTooLarge, Msg: "input is " + strconv.Itoa(len(data)) + " bytes, limit " + strconv.Itoa(maxBytes)}
 	}
 	p := &parser{data: data, opts: opts, maxDepth: opts.MaxDepth}
-	if p.maxDepth <= 0 || opts.Canonical && p.maxDepth > DefaultMaxDepth {
-		p.maxDepth = DefaultMaxDepth // Stringify's limit
+	if p.maxDepth <= 0 || opts.Canonical && p.maxDepth > defaultMaxDepth {
+		p.maxDepth = defaultMaxDepth // Stringify's limit
 	}
 	p.ws()
 	v, err := p.value(0)

@@ -60,8 +60,8 @@ func appendValue(dst []byte, v *Value, depth int) ([]byte, error) {
 	if v == nil {
 		return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: "nil value"}
 	}
-	if depth > DefaultMaxDepth {
-		return nil, &Error{Offset: -1, Err: ErrTooDeep, Msg: "more than " + strconv.Itoa(DefaultMaxDepth) + " levels"}
+	if depth > defaultMaxDepth {
+		return nil, &Error{Offset: -1, Err: ErrTooDeep, Msg: "more than " + strconv.Itoa(defaultMaxDepth) + " levels"}
 	}
 	switch v.kind {
 	case Null:

@@ -17,7 +17,7 @@ import (
 // the same bytes, for every document the strict parse accepts.
 func instanceAgrees(t *testing.T, doc []byte) {
 	t.Helper()
-	v, err := pohjson.ParseWith(doc, pohjson.ParseOptions{MaxBytes: MaxDocumentBytes, AllowFloats: true})
+	v, err := pohjson.ParseWith(doc, pohjson.ParseOptions{MaxBytes: maxDocumentBytes, AllowFloats: true})
 	if err != nil {
 		return
 	}

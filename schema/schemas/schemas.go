@@ -53,8 +53,8 @@ const (
 	SystemPromptReportV2 = "https://schemas.clawea.dev/clawea.system_prompt_report.v2.json"
 )
 
-// MaxDocumentBytes bounds a validated document.
-const MaxDocumentBytes = 16 << 20
+// maxDocumentBytes bounds a validated document.
+const maxDocumentBytes = 16 << 20
 
 // Errors.
 var (
@@ -133,8 +133,8 @@ var load = sync.OnceValues(func() (*compiled, error) {
 	return out, nil
 })
 
-// IDs lists the embedded schema IDs, sorted.
-func IDs() []string {
+// ids lists the embedded schema IDs, sorted.
+func ids() []string {
 	c, err := load()
 	if err != nil {
 		return nil
@@ -147,8 +147,8 @@ func IDs() []string {
 	return ids
 }
 
-// Source returns the embedded bytes of a schema file, e.g. "poh/urm.v1.json".
-func Source(name string) ([]byte, error) { return files.ReadFile(name) }
+// source returns the embedded bytes of a schema file, e.g. "poh/urm.v1.json".
+func source(name string) ([]byte, error) { return files.ReadFile(name) }
 
 // Validate checks doc (JSON text) against the schema with the given ID. The
 // document must also be strict JSON (no duplicate keys, valid UTF-8).
@@ -161,7 +161,7 @@ func Validate(schemaID string, doc []byte) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownSchema, schemaID)
 	}
-	v, err := pohjson.ParseWith(doc, pohjson.ParseOptions{MaxBytes: MaxDocumentBytes, AllowFloats: true})
+	v, err := pohjson.ParseWith(doc, pohjson.ParseOptions{MaxBytes: maxDocumentBytes, AllowFloats: true})
 	if err != nil {
 		return &ValidationError{SchemaID: schemaID, Location: "", Msg: err.Error()}
 	}

@@ -22,7 +22,7 @@ func sharedDir(t *testing.T, sub string) string {
 }
 
 func TestCompileAll(t *testing.T) {
-	ids := IDs()
+	ids := ids()
 	if len(ids) != 21 {
 		t.Fatalf("compiled %d schemas, want 21: %v", len(ids), ids)
 	}
@@ -39,7 +39,7 @@ func TestSchemasMatchConformance(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := Source("poh/" + e.Name())
+		got, err := source("poh/" + e.Name())
 		if err != nil {
 			t.Fatalf("%s not embedded: %v", e.Name(), err)
 		}
