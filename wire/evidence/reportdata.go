@@ -12,8 +12,8 @@ import (
 // REPORT_DATA (docs/spec/attestation-v1.md, "REPORT_DATA").
 const IdentityBindingLabel = "clawea.dev/attester/v1/report-data/identity"
 
-// MaxEvidenceContext bounds the evidence context bound into REPORT_DATA.
-const MaxEvidenceContext = 64 << 10
+// maxEvidenceContext bounds the evidence context bound into REPORT_DATA.
+const maxEvidenceContext = 64 << 10
 
 // ReportData is the 64 bytes a platform quote commits to. It can only be built
 // by NewReportData, so callers never pass raw report data to a Quoter.
@@ -33,8 +33,8 @@ func NewReportData(nonceBinding [32]byte, identity ed25519.PublicKey, evidenceCo
 	if len(identity) != ed25519.PublicKeySize {
 		return ReportData{}, fmt.Errorf("evidence: identity key is %d bytes, want %d", len(identity), ed25519.PublicKeySize)
 	}
-	if len(evidenceContext) > MaxEvidenceContext {
-		return ReportData{}, fmt.Errorf("evidence: evidence context is %d bytes, limit %d", len(evidenceContext), MaxEvidenceContext)
+	if len(evidenceContext) > maxEvidenceContext {
+		return ReportData{}, fmt.Errorf("evidence: evidence context is %d bytes, limit %d", len(evidenceContext), maxEvidenceContext)
 	}
 	var rd ReportData
 	copy(rd.b[:32], nonceBinding[:])

@@ -56,7 +56,7 @@ func TestNewReportDataRejects(t *testing.T) {
 		t.Fatal("short identity key accepted")
 	}
 	pub := make(ed25519.PublicKey, 32)
-	if _, err := NewReportData([32]byte{}, pub, make([]byte, MaxEvidenceContext+1)); err == nil {
+	if _, err := NewReportData([32]byte{}, pub, make([]byte, maxEvidenceContext+1)); err == nil {
 		t.Fatal("oversized context accepted")
 	}
 }

@@ -25,8 +25,8 @@ const (
 	Format = "sev-snp/attestation-report"
 	// AuxCertTable is the Evidence.Aux key of the canonical certificate table.
 	AuxCertTable = "cert_table"
-	// ReportSize is the size of an ATTESTATION_REPORT.
-	ReportSize = abi.ReportSize
+	// reportSize is the size of an ATTESTATION_REPORT.
+	reportSize = abi.ReportSize
 	// MaxChainLength is the longest accepted CertChain: leaf, ASK, ARK.
 	MaxChainLength = 3
 )
@@ -50,7 +50,7 @@ var (
 // signatures and the certificate chain are checked by the verifier against
 // roots it pins, never against Intermediate or Root.
 type Parsed struct {
-	// Report is the raw ATTESTATION_REPORT (ReportSize bytes), as signed.
+	// Report is the raw ATTESTATION_REPORT (reportSize bytes), as signed.
 	Report []byte
 	// Signer is the key kind named by the report's SIGNER_INFO (VCEK or VLEK).
 	Signer abi.ReportSigner
@@ -284,8 +284,8 @@ func (p *Parsed) ReportData() [64]byte {
 
 // checkReport checks the structure of a raw report and returns its signer.
 func checkReport(report []byte) (abi.ReportSigner, error) {
-	if len(report) != ReportSize {
-		return 0, fmt.Errorf("%w: report is %d bytes, want %d", ErrMalformedEvidence, len(report), ReportSize)
+	if len(report) != reportSize {
+		return 0, fmt.Errorf("%w: report is %d bytes, want %d", ErrMalformedEvidence, len(report), reportSize)
 	}
 	if err := abi.ValidateReportFormat(report); err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrMalformedEvidence, err)

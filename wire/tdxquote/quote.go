@@ -34,20 +34,20 @@ const (
 	AttestationKeyTypeECDSAP256 = 2
 	// TeeTypeTDX is the header TEE type of a TDX quote.
 	TeeTypeTDX = 0x00000081
-	// CertDataTypeQEReport is certification data of type 6: QE report
+	// certDataTypeQEReport is certification data of type 6: QE report
 	// certification data.
-	CertDataTypeQEReport = 6
-	// CertDataTypePCKChain is certification data of type 5: a concatenated
+	certDataTypeQEReport = 6
+	// certDataTypePCKChain is certification data of type 5: a concatenated
 	// PEM PCK certificate chain (leaf, intermediate, root).
-	CertDataTypePCKChain = 5
+	certDataTypePCKChain = 5
 
 	// HeaderSize is the size of the quote header.
 	HeaderSize = 0x30
-	// BodySize is the size of the TD quote body (a TDREPORT 1.0 digest).
-	BodySize = 0x248
+	// bodySize is the size of the TD quote body (a TDREPORT 1.0 digest).
+	bodySize = 0x248
 	// SignedSize is the size of the bytes the attestation key signs:
 	// header || body.
-	SignedSize = HeaderSize + BodySize
+	SignedSize = HeaderSize + bodySize
 	// QEReportSize is the size of the SGX report of the quoting enclave.
 	QEReportSize = 0x180
 
@@ -232,7 +232,7 @@ func Parse(b []byte) (*Quote, error) {
 
 	certType := r.u16()
 	certLen := r.u32()
-	if certType != CertDataTypeQEReport {
+	if certType != certDataTypeQEReport {
 		return nil, unsupported("certification data type %d", certType)
 	}
 	if uint64(certLen) != uint64(len(b)-qeReportOff) {
@@ -249,7 +249,7 @@ func Parse(b []byte) (*Quote, error) {
 
 	chainType := r.u16()
 	chainLen := r.u32()
-	if chainType != CertDataTypePCKChain {
+	if chainType != certDataTypePCKChain {
 		return nil, unsupported("pck certification data type %d", chainType)
 	}
 	if uint64(chainLen) != uint64(r.left()) {
@@ -289,13 +289,13 @@ func (q *Quote) Marshal() ([]byte, error) {
 	w = binary.LittleEndian.AppendUint32(w, uint32(total-signedDataOff))
 	w = append(w, q.Signature[:]...)
 	w = append(w, q.AttestationKey[:]...)
-	w = binary.LittleEndian.AppendUint16(w, CertDataTypeQEReport)
+	w = binary.LittleEndian.AppendUint16(w, certDataTypeQEReport)
 	w = binary.LittleEndian.AppendUint32(w, uint32(total-qeReportOff))
 	w = append(w, q.QEReport.Marshal()...)
 	w = append(w, q.QEReportSignature[:]...)
 	w = binary.LittleEndian.AppendUint16(w, uint16(len(q.QEAuthData)))
 	w = append(w, q.QEAuthData...)
-	w = binary.LittleEndian.AppendUint16(w, CertDataTypePCKChain)
+	w = binary.LittleEndian.AppendUint16(w, certDataTypePCKChain)
 	w = binary.LittleEndian.AppendUint32(w, uint32(len(q.PCKChain)))
 	w = append(w, q.PCKChain...)
 	return w, nil
@@ -348,8 +348,8 @@ func (e *QEReport) Marshal() []byte {
 	return w
 }
 
-// PCKChainLen is the number of certificates a PCK chain carries.
-const PCKChainLen = 3
+// pckChainLen is the number of certificates a PCK chain carries.
+const pckChainLen = 3
 
 // MaxPCKChainSize bounds the PEM PCK chain.
 const MaxPCKChainSize = 16 << 10
@@ -367,7 +367,7 @@ func ParsePCKChain(chain []byte) ([][]byte, error) {
 	}
 	rest := chain
 	var out [][]byte
-	for i := 0; i < PCKChainLen; i++ {
+	for i := 0; i < pckChainLen; i++ {
 		// pem.Decode skips any text before a block; refuse that here.
 		if !bytes.HasPrefix(rest, []byte("-----BEGIN ")) {
 			return nil, malformed("pck chain: certificate %d does not start a pem block", i)

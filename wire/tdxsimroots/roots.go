@@ -43,23 +43,23 @@ KbUZ6XMqZWTeHRW9L5ECICaePBSFUbMYEKQ+QRYcwAAUUcEmfAPaFP4473n5KE0u
 -----END CERTIFICATE-----
 `
 
-// ErrRoot is returned if the embedded root does not parse or does not match
+// errRoot is returned if the embedded root does not parse or does not match
 // its pin; it means the package was edited inconsistently.
-var ErrRoot = errors.New("tdxsimroots: embedded root is invalid")
+var errRoot = errors.New("tdxsimroots: embedded root is invalid")
 
 // Root parses and returns a fresh copy of the pinned root certificate.
 func Root() (*x509.Certificate, error) {
 	blk, rest := pem.Decode([]byte(RootPEM))
 	if blk == nil || blk.Type != "CERTIFICATE" || len(rest) != 0 {
-		return nil, fmt.Errorf("%w: not one pem certificate", ErrRoot)
+		return nil, fmt.Errorf("%w: not one pem certificate", errRoot)
 	}
 	sum := sha256.Sum256(blk.Bytes)
 	if hex.EncodeToString(sum[:]) != RootSHA256 {
-		return nil, fmt.Errorf("%w: fingerprint does not match RootSHA256", ErrRoot)
+		return nil, fmt.Errorf("%w: fingerprint does not match RootSHA256", errRoot)
 	}
 	c, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRoot, err)
+		return nil, fmt.Errorf("%w: %v", errRoot, err)
 	}
 	return c, nil
 }

@@ -22,7 +22,7 @@ import (
 type Certification struct {
 	AKPublic        []byte    // TPMT_PUBLIC
 	EKCert          []byte    // DER
-	EKIntermediates [][]byte  // DER, leaf side first, at most MaxIntermediates
+	EKIntermediates [][]byte  // DER, leaf side first, at most maxIntermediates
 	ActivatedAt     time.Time // whole seconds, UTC, after 1970
 	// ActivatedBy names who ran the activation (1..255 bytes of printable
 	// UTF-8, no control characters). Informational.
@@ -66,7 +66,7 @@ func (c *Certification) Marshal() []byte {
 // ParseCertification parses a record strictly. It checks the encoding only;
 // VerifyCertification checks the contents.
 func ParseCertification(b []byte) (*Certification, error) {
-	if len(b) > MaxCertificationSize {
+	if len(b) > maxCertificationSize {
 		return nil, fmt.Errorf("%w: certification is %d bytes", ErrMalformed, len(b))
 	}
 	r := reader{b: b}
@@ -76,8 +76,8 @@ func ParseCertification(b []byte) (*Certification, error) {
 		EKCert:   r.field(tpmquote.MaxCertSize, "ek certificate"),
 	}
 	n := r.take(1, "intermediate count")
-	if r.err == nil && int(n[0]) > MaxIntermediates {
-		r.fail("%d intermediates, limit %d", n[0], MaxIntermediates)
+	if r.err == nil && int(n[0]) > maxIntermediates {
+		r.fail("%d intermediates, limit %d", n[0], maxIntermediates)
 	}
 	if r.err == nil {
 		for range int(n[0]) {
@@ -171,7 +171,7 @@ func VerifyCertification(c *Certification, opts VerifyOpts) (*CertifiedAK, error
 	if err != nil {
 		return nil, err
 	}
-	ekName, err := Name(ekPub)
+	ekName, err := name(ekPub)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsupportedEK, err)
 	}
@@ -198,7 +198,7 @@ func VerifyEKChain(ek *x509.Certificate, intermediates [][]byte, roots *x509.Cer
 	if roots == nil || now.IsZero() {
 		return nil, fmt.Errorf("%w: roots and now are required", ErrOptions)
 	}
-	if len(intermediates) > MaxIntermediates {
+	if len(intermediates) > maxIntermediates {
 		return nil, fmt.Errorf("%w: %d intermediates", ErrMalformed, len(intermediates))
 	}
 	pool := x509.NewCertPool()

@@ -29,7 +29,7 @@ import (
 
 // Version labels, the first bytes of each encoding.
 const (
-	ChallengeLabel     = "clawea.dev/attester/v1/tpm-activate"
+	challengeLabel     = "clawea.dev/attester/v1/tpm-activate"
 	CertificationLabel = "clawea.dev/attester/v1/tpm-ak-certification"
 )
 
@@ -40,17 +40,17 @@ const (
 	SecretSize = 32
 	// nameSize is a SHA-256 TPM Name: 0x000B || digest.
 	nameSize = 2 + 32
-	// MaxCredentialBlobSize bounds TPM2B_ID_OBJECT contents (an HMAC and an
+	// maxCredentialBlobSize bounds TPM2B_ID_OBJECT contents (an HMAC and an
 	// encrypted TPM2B_DIGEST).
-	MaxCredentialBlobSize = 256
-	// MaxEncryptedSecretSize bounds TPM2B_ENCRYPTED_SECRET contents (an
+	maxCredentialBlobSize = 256
+	// maxEncryptedSecretSize bounds TPM2B_ENCRYPTED_SECRET contents (an
 	// RSA-2048 OAEP ciphertext or an ECC point).
-	MaxEncryptedSecretSize = 512
-	// MaxIntermediates bounds the EK certificate's intermediates in a
+	maxEncryptedSecretSize = 512
+	// maxIntermediates bounds the EK certificate's intermediates in a
 	// certification record.
-	MaxIntermediates = 3
-	// MaxCertificationSize bounds a whole certification record.
-	MaxCertificationSize = 80 << 10
+	maxIntermediates = 3
+	// maxCertificationSize bounds a whole certification record.
+	maxCertificationSize = 80 << 10
 )
 
 // Errors. Callers branch with errors.Is.
@@ -96,8 +96,8 @@ func EKPublic(pub crypto.PublicKey) (*tpm2.TPMTPublic, error) {
 	return nil, fmt.Errorf("%w: key type %T", ErrUnsupportedEK, pub)
 }
 
-// Name returns the TPM Name of a public area.
-func Name(pub *tpm2.TPMTPublic) ([]byte, error) {
+// name returns the TPM Name of a public area.
+func name(pub *tpm2.TPMTPublic) ([]byte, error) {
 	n, err := tpm2.ObjectName(pub)
 	if err != nil {
 		return nil, err
@@ -122,7 +122,7 @@ type Challenge struct {
 
 // Marshal encodes c (spec section 2.1).
 func (c *Challenge) Marshal() []byte {
-	b := append([]byte(ChallengeLabel), 0)
+	b := append([]byte(challengeLabel), 0)
 	for _, f := range [][]byte{c.AKName, c.EKName, c.CredentialBlob, c.EncryptedSecret} {
 		b = put2b(b, f)
 	}
@@ -134,12 +134,12 @@ func (c *Challenge) Marshal() []byte {
 // no trailing bytes.
 func ParseChallenge(b []byte) (*Challenge, error) {
 	r := reader{b: b}
-	r.label(ChallengeLabel)
+	r.label(challengeLabel)
 	c := &Challenge{
 		AKName:          r.name("ak name"),
 		EKName:          r.name("ek name"),
-		CredentialBlob:  r.field(MaxCredentialBlobSize, "credential blob"),
-		EncryptedSecret: r.field(MaxEncryptedSecretSize, "encrypted secret"),
+		CredentialBlob:  r.field(maxCredentialBlobSize, "credential blob"),
+		EncryptedSecret: r.field(maxEncryptedSecretSize, "encrypted secret"),
 	}
 	r.end()
 	if r.err != nil {
@@ -197,7 +197,7 @@ func NewActivationForEK(rand io.Reader, ek *tpm2.TPMTPublic, akPublic []byte) (*
 	if a := ek.ObjectAttributes; !a.FixedTPM || !a.FixedParent || !a.SensitiveDataOrigin || !a.Restricted || !a.Decrypt || a.SignEncrypt {
 		return nil, nil, fmt.Errorf("%w: not a restricted decryption key made in and fixed to a tpm", ErrUnsupportedEK)
 	}
-	ekName, err := Name(ek)
+	ekName, err := name(ek)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %v", ErrUnsupportedEK, err)
 	}
@@ -213,7 +213,7 @@ func NewActivationForEK(rand io.Reader, ek *tpm2.TPMTPublic, akPublic []byte) (*
 	if err != nil {
 		return nil, nil, fmt.Errorf("tpmcred: make credential: %w", err)
 	}
-	if len(blob) > MaxCredentialBlobSize || len(encSecret) > MaxEncryptedSecretSize {
+	if len(blob) > maxCredentialBlobSize || len(encSecret) > maxEncryptedSecretSize {
 		return nil, nil, fmt.Errorf("%w: credential sizes %d, %d", ErrUnsupportedEK, len(blob), len(encSecret))
 	}
 	return a, &Challenge{AKName: akName, EKName: ekName, CredentialBlob: blob, EncryptedSecret: encSecret}, nil

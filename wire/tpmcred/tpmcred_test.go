@@ -271,7 +271,7 @@ func TestParseChallenge(t *testing.T) {
 	}
 	bad := map[string][]byte{
 		"empty":     nil,
-		"label":     append([]byte(strings.Replace(ChallengeLabel, "v1", "v2", 1)), good[len(ChallengeLabel):]...),
+		"label":     append([]byte(strings.Replace(challengeLabel, "v1", "v2", 1)), good[len(challengeLabel):]...),
 		"trailing":  append(append([]byte(nil), good...), 0),
 		"truncated": good[:len(good)-1],
 		"sha1 name": func() []byte {
@@ -283,7 +283,7 @@ func TestParseChallenge(t *testing.T) {
 		"empty blob": func() []byte { c := *ch; c.CredentialBlob = nil; return c.Marshal() }(),
 		"big secret": func() []byte {
 			c := *ch
-			c.EncryptedSecret = make([]byte, MaxEncryptedSecretSize+1)
+			c.EncryptedSecret = make([]byte, maxEncryptedSecretSize+1)
 			return c.Marshal()
 		}(),
 	}

@@ -46,17 +46,17 @@ func FuzzParsePublic(f *testing.F) {
 }
 
 func FuzzParseSignature(f *testing.F) {
-	f.Add((&Signature{Alg: AlgRSASSA, Sig: []byte{1, 2, 3}}).Marshal())
+	f.Add((&signature{Alg: AlgRSASSA, Sig: []byte{1, 2, 3}}).marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := ParseSignature(b)
+		s, err := parseSignature(b)
 		if err != nil {
 			if s != nil {
 				t.Fatal("data returned with an error")
 			}
 			return
 		}
-		if !bytes.Equal(s.Marshal(), b) {
-			t.Fatalf("round trip: %x != %x", s.Marshal(), b)
+		if !bytes.Equal(s.marshal(), b) {
+			t.Fatalf("round trip: %x != %x", s.marshal(), b)
 		}
 	})
 }

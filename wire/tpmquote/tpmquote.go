@@ -119,13 +119,13 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrMissingAuxField, AuxPCRValues)
 	}
-	if len(ev.Blob) > MaxAttestSize || len(ev.Signature) > MaxSignatureSize {
+	if len(ev.Blob) > maxAttestSize || len(ev.Signature) > maxSignatureSize {
 		return nil, fmt.Errorf("%w: attest %d bytes, signature %d bytes", ErrTooLarge, len(ev.Blob), len(ev.Signature))
 	}
 	if len(ev.Aux[AuxEventLog]) > MaxEventLogSize {
 		return nil, fmt.Errorf("%w: event log", ErrTooLarge)
 	}
-	if len(ev.CertChain) > MaxCertChain {
+	if len(ev.CertChain) > maxCertChain {
 		return nil, fmt.Errorf("%w: %d certificates", ErrTooLarge, len(ev.CertChain))
 	}
 	for _, c := range ev.CertChain {
@@ -145,11 +145,11 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 	if !opts.AllowUntrustedAK && !slices.ContainsFunc(opts.TrustedAKNames, func(n []byte) bool { return bytes.Equal(n, name) }) {
 		return nil, fmt.Errorf("%w: ak name %x", ErrUntrustedAK, name)
 	}
-	sig, err := ParseSignature(ev.Signature)
+	sig, err := parseSignature(ev.Signature)
 	if err != nil {
 		return nil, fmt.Errorf("signature: %w", err)
 	}
-	if err := VerifySignature(ak, ev.Blob, sig); err != nil {
+	if err := verifySignature(ak, ev.Blob, sig); err != nil {
 		return nil, err
 	}
 	// From here on the bytes are AK-signed.
@@ -157,7 +157,7 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 	if err != nil {
 		return nil, fmt.Errorf("attest: %w", err)
 	}
-	if subtle.ConstantTimeCompare(att.QualifiedSigner, PrimaryQualifiedName(HandleEndorsement, name)) != 1 {
+	if subtle.ConstantTimeCompare(att.QualifiedSigner, primaryQualifiedName(HandleEndorsement, name)) != 1 {
 		return nil, ErrSignerMismatch
 	}
 	qd := rd.QualifyingData()
@@ -178,8 +178,8 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 	return &Verified{AKPublic: ak, AKName: name, Attest: att, PCRs: pcrs, Simulated: ev.Simulated}, nil
 }
 
-// VerifySignature checks sig, made by ak's scheme, over SHA-256(msg).
-func VerifySignature(ak *Public, msg []byte, sig *Signature) error {
+// verifySignature checks sig, made by ak's scheme, over SHA-256(msg).
+func verifySignature(ak *Public, msg []byte, sig *signature) error {
 	pub, err := ak.CryptoPublicKey()
 	if err != nil {
 		return err

@@ -71,13 +71,13 @@ func (k *softKey) sign(t testing.TB, msg []byte) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return (&Signature{Alg: AlgECDSA, R: r.FillBytes(make([]byte, 32)), S: ss.FillBytes(make([]byte, 32))}).Marshal()
+		return (&signature{Alg: AlgECDSA, R: r.FillBytes(make([]byte, 32)), S: ss.FillBytes(make([]byte, 32))}).marshal()
 	default:
 		sig, err := rsa.SignPKCS1v15(rand.Reader, k.signer.(*rsa.PrivateKey), crypto.SHA256, d[:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		return (&Signature{Alg: AlgRSASSA, Sig: sig}).Marshal()
+		return (&signature{Alg: AlgRSASSA, Sig: sig}).marshal()
 	}
 }
 
@@ -96,7 +96,7 @@ func (k *softKey) evidence(t testing.TB, rd evidence.ReportData, pcrs PCRValues,
 	qd := rd.QualifyingData()
 	d := pcrs.Digest()
 	a := &Attest{
-		QualifiedSigner: PrimaryQualifiedName(HandleEndorsement, k.pub.Name()),
+		QualifiedSigner: primaryQualifiedName(HandleEndorsement, k.pub.Name()),
 		ExtraData:       qd[:],
 		Clock:           1234,
 		ResetCount:      1,
@@ -204,7 +204,7 @@ func TestVerifyRejects(t *testing.T) {
 		}, want: ErrAKAttributes},
 		{name: "signer is a child key", ev: func() *evidence.Evidence {
 			return ecc.evidence(t, rd, testPCRs(), func(a *Attest) {
-				a.QualifiedSigner = PrimaryQualifiedName(0x40000001, ecc.pub.Name())
+				a.QualifiedSigner = primaryQualifiedName(0x40000001, ecc.pub.Name())
 			})
 		}, want: ErrSignerMismatch},
 		{name: "rsa signature with ecc key", ev: func() *evidence.Evidence {
@@ -226,12 +226,12 @@ func TestVerifyRejects(t *testing.T) {
 		}, want: ErrPCRMismatch},
 		{name: "blob too large", ev: func() *evidence.Evidence {
 			e := *good
-			e.Blob = make([]byte, MaxAttestSize+1)
+			e.Blob = make([]byte, maxAttestSize+1)
 			return &e
 		}, want: ErrTooLarge},
 		{name: "too many certificates", ev: func() *evidence.Evidence {
 			e := *good
-			e.CertChain = make([][]byte, MaxCertChain+1)
+			e.CertChain = make([][]byte, maxCertChain+1)
 			return &e
 		}, want: ErrTooLarge},
 		{name: "certificate too large", ev: func() *evidence.Evidence {
@@ -298,7 +298,7 @@ func TestParseAttestStrict(t *testing.T) {
 		"select size 4":  {mut(107, 4), ErrUnsupported},
 		"empty select":   {func() []byte { b := slices.Clone(good); b[108], b[109], b[110] = 0, 0, 0; return b }(), ErrUnsupported},
 		"signer too big": {mut(6, 0xff), ErrMalformed},
-		"too large":      {make([]byte, MaxAttestSize+1), ErrTooLarge},
+		"too large":      {make([]byte, maxAttestSize+1), ErrTooLarge},
 	}
 	for name, c := range cases {
 		if _, err := ParseAttest(c.b); !errors.Is(err, c.want) {
@@ -360,11 +360,11 @@ func TestParsePublicStrict(t *testing.T) {
 func TestParseSignatureStrict(t *testing.T) {
 	ev, _, _ := fixture(t)
 	good := ev.Signature
-	s, err := ParseSignature(good)
+	s, err := parseSignature(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(s.Marshal(), good) {
+	if !bytes.Equal(s.marshal(), good) {
 		t.Fatal("fixture signature does not round-trip")
 	}
 	for name, b := range map[string][]byte{
@@ -374,7 +374,7 @@ func TestParseSignatureStrict(t *testing.T) {
 		"rsapss":    {0, 0x16, 0, 0x0b, 0, 1, 1},
 		"sha1":      {0, 0x18, 0, 0x04, 0, 1, 1, 0, 1, 1},
 	} {
-		if _, err := ParseSignature(b); err == nil {
+		if _, err := parseSignature(b); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}

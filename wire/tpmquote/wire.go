@@ -46,12 +46,12 @@ const (
 
 // Wire limits. Everything a verifier parses is bounded before parsing.
 const (
-	MaxAttestSize    = 1024
-	MaxSignatureSize = 1024
+	maxAttestSize    = 1024
+	maxSignatureSize = 1024
 	MaxPublicSize    = 1024
-	MaxPCRValuesSize = 3 + NumPCRs*(1+sha256.Size)
+	maxPCRValuesSize = 3 + NumPCRs*(1+sha256.Size)
 	MaxCertSize      = 16 << 10
-	MaxCertChain     = 4
+	maxCertChain     = 4
 	MaxEventLogSize  = 4 << 20
 
 	// NumPCRs is the number of PCRs a selection may name (0..23).
@@ -167,8 +167,8 @@ type Attest struct {
 // quote over exactly one SHA-256 bank with a 3-byte selection, and any
 // trailing bytes; whatever it accepts, Marshal re-encodes to the same bytes.
 func ParseAttest(b []byte) (*Attest, error) {
-	if len(b) > MaxAttestSize {
-		return nil, fmt.Errorf("%w: attest is %d bytes, limit %d", ErrTooLarge, len(b), MaxAttestSize)
+	if len(b) > maxAttestSize {
+		return nil, fmt.Errorf("%w: attest is %d bytes, limit %d", ErrTooLarge, len(b), maxAttestSize)
 	}
 	r := &reader{b: b}
 	if m := r.u32("magic"); r.err == nil && m != tpmGenerated {
@@ -244,8 +244,8 @@ func parseSelection(r *reader) ([]int, error) {
 	return pcrs, nil
 }
 
-// AppendSelection appends the TPML_PCR_SELECTION for pcrs (one SHA-256 bank).
-func AppendSelection(b []byte, pcrs []int) []byte {
+// appendSelection appends the TPML_PCR_SELECTION for pcrs (one SHA-256 bank).
+func appendSelection(b []byte, pcrs []int) []byte {
 	b = put32(b, 1)
 	b = put16(b, AlgSHA256)
 	b = append(b, pcrSelectSize)
@@ -273,7 +273,7 @@ func (a *Attest) Marshal() []byte {
 		b = append(b, 0)
 	}
 	b = put64(b, a.FirmwareVersion)
-	b = AppendSelection(b, a.PCRs)
+	b = appendSelection(b, a.PCRs)
 	return put2b(b, a.PCRDigest)
 }
 
@@ -404,32 +404,32 @@ func (p *Public) Name() []byte {
 	return append(put16(nil, AlgSHA256), d[:]...)
 }
 
-// PrimaryQualifiedName returns the Qualified Name of a primary object with
+// primaryQualifiedName returns the Qualified Name of a primary object with
 // Name name in the hierarchy whose handle is hierarchy:
 // nameAlg || SHA-256(u32be(hierarchy) || name).
-func PrimaryQualifiedName(hierarchy uint32, name []byte) []byte {
+func primaryQualifiedName(hierarchy uint32, name []byte) []byte {
 	h := sha256.New()
 	h.Write(put32(nil, hierarchy))
 	h.Write(name)
 	return h.Sum(put16(nil, AlgSHA256))
 }
 
-// Signature is a parsed TPMT_SIGNATURE: ECDSA-SHA256 (R, S) or
+// signature is a parsed TPMT_SIGNATURE: ECDSA-SHA256 (R, S) or
 // RSASSA-SHA256 (Sig).
-type Signature struct {
+type signature struct {
 	Alg  uint16 // AlgECDSA or AlgRSASSA
 	R, S []byte
 	Sig  []byte
 }
 
-// ParseSignature parses TPMT_SIGNATURE bytes. Whatever it accepts, Marshal
+// parseSignature parses TPMT_SIGNATURE bytes. Whatever it accepts, marshal
 // re-encodes to the same bytes.
-func ParseSignature(b []byte) (*Signature, error) {
-	if len(b) > MaxSignatureSize {
-		return nil, fmt.Errorf("%w: signature is %d bytes, limit %d", ErrTooLarge, len(b), MaxSignatureSize)
+func parseSignature(b []byte) (*signature, error) {
+	if len(b) > maxSignatureSize {
+		return nil, fmt.Errorf("%w: signature is %d bytes, limit %d", ErrTooLarge, len(b), maxSignatureSize)
 	}
 	r := &reader{b: b}
-	s := &Signature{Alg: r.u16("signature alg")}
+	s := &signature{Alg: r.u16("signature alg")}
 	hash := r.u16("signature hash")
 	if r.err != nil {
 		return nil, r.err
@@ -459,8 +459,8 @@ func ParseSignature(b []byte) (*Signature, error) {
 	return s, nil
 }
 
-// Marshal encodes s as TPMT_SIGNATURE.
-func (s *Signature) Marshal() []byte {
+// marshal encodes s as TPMT_SIGNATURE.
+func (s *signature) marshal() []byte {
 	b := put16(nil, s.Alg)
 	b = put16(b, AlgSHA256)
 	if s.Alg == AlgECDSA {
@@ -485,8 +485,8 @@ type PCRValues []PCR
 // ParsePCRValues parses the "pcr_values" encoding. Whatever it accepts,
 // Marshal re-encodes to the same bytes.
 func ParsePCRValues(b []byte) (PCRValues, error) {
-	if len(b) > MaxPCRValuesSize {
-		return nil, fmt.Errorf("%w: pcr values are %d bytes, limit %d", ErrTooLarge, len(b), MaxPCRValuesSize)
+	if len(b) > maxPCRValuesSize {
+		return nil, fmt.Errorf("%w: pcr values are %d bytes, limit %d", ErrTooLarge, len(b), maxPCRValuesSize)
 	}
 	r := &reader{b: b}
 	hash := r.u16("pcr values hash")
