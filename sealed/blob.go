@@ -12,10 +12,10 @@ import (
 // Blob format v1 (docs/spec/sealed-memory.md, "Sealed blob"):
 //
 //	version label  30 bytes  "clawea.dev/attester/sealed/v1\n"
-//	kind length     1 byte   k, 1..MaxKindLen
+//	kind length     1 byte   k, 1..maxKindLen
 //	kind            k bytes  the sealer kind
 //	nonce          12 bytes  random AES-GCM nonce
-//	ciphertext     n+16      AES-256-GCM(secret) || tag, 1 <= n <= MaxSecretSize
+//	ciphertext     n+16      AES-256-GCM(secret) || tag, 1 <= n <= maxSecretSize
 //
 // The AEAD associated data is the header (version label, kind length, kind)
 // followed by u16be(len(label)) || label.
@@ -27,14 +27,14 @@ const (
 
 // Limits on sealed inputs.
 const (
-	// MaxSecretSize bounds a sealed secret (keys and DEKs are far smaller).
-	MaxSecretSize = 64 << 10
-	// MaxLabelLen bounds a seal label.
-	MaxLabelLen = 255
-	// MaxKindLen bounds a sealer kind.
-	MaxKindLen = 64
+	// maxSecretSize bounds a sealed secret (keys and DEKs are far smaller).
+	maxSecretSize = 64 << 10
+	// maxLabelLen bounds a seal label.
+	maxLabelLen = 255
+	// maxKindLen bounds a sealer kind.
+	maxKindLen = 64
 	// MaxBlobSize bounds a sealed blob.
-	MaxBlobSize = len(blobVersionLabel) + 1 + MaxKindLen + nonceSize + MaxSecretSize + tagSize
+	MaxBlobSize = len(blobVersionLabel) + 1 + maxKindLen + nonceSize + maxSecretSize + tagSize
 )
 
 var (
@@ -54,8 +54,8 @@ var (
 	// ErrInvalidLabel is returned for an empty, oversized or non-printable
 	// label.
 	ErrInvalidLabel = errors.New("sealed: invalid label")
-	// ErrInvalidKind is returned for an empty, oversized or ill-formed kind.
-	ErrInvalidKind = errors.New("sealed: invalid sealer kind")
+	// errInvalidKind is returned for an empty, oversized or ill-formed kind.
+	errInvalidKind = errors.New("sealed: invalid sealer kind")
 )
 
 // blob is a parsed v1 sealed blob. Its slices alias the parsed input.
@@ -65,15 +65,15 @@ type blob struct {
 	ciphertext []byte
 }
 
-// validKind reports whether k is 1..MaxKindLen bytes of [a-z0-9._:/-].
+// validKind reports whether k is 1..maxKindLen bytes of [a-z0-9._:/-].
 func validKind(k string) bool {
-	return len(k) != 0 && len(k) <= MaxKindLen && kindChars.All(k)
+	return len(k) != 0 && len(k) <= maxKindLen && kindChars.All(k)
 }
 
-// validLabel reports whether l is 1..MaxLabelLen bytes of printable ASCII
+// validLabel reports whether l is 1..maxLabelLen bytes of printable ASCII
 // without spaces (0x21..0x7e).
 func validLabel(l string) bool {
-	return len(l) != 0 && len(l) <= MaxLabelLen && labelChars.All(l)
+	return len(l) != 0 && len(l) <= maxLabelLen && labelChars.All(l)
 }
 
 var (
@@ -115,7 +115,7 @@ func parseBlob(b []byte) (blob, error) {
 	}
 	k := int(rest[0])
 	rest = rest[1:]
-	if k == 0 || k > MaxKindLen {
+	if k == 0 || k > maxKindLen {
 		return blob{}, fmt.Errorf("%w: kind length %d", ErrMalformedBlob, k)
 	}
 	if len(rest) < k {

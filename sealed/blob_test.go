@@ -21,7 +21,7 @@ func TestParseBlob(t *testing.T) {
 		want error // nil: accepted
 	}{
 		{"valid", valid, nil},
-		{"valid max", testBlob(strings.Repeat("k", MaxKindLen), MaxSecretSize+tagSize), nil},
+		{"valid max", testBlob(strings.Repeat("k", maxKindLen), maxSecretSize+tagSize), nil},
 		{"empty", nil, ErrTruncated},
 		{"label prefix", []byte(blobVersionLabel[:10]), ErrTruncated},
 		{"label only", []byte(blobVersionLabel), ErrTruncated},
@@ -30,7 +30,7 @@ func TestParseBlob(t *testing.T) {
 		{"no ciphertext", testBlob("sev-snp", 0), ErrTruncated},
 		{"tag only", testBlob("sev-snp", tagSize), ErrTruncated},
 		{"kind length 0", append(append([]byte(blobVersionLabel), 0), bytes.Repeat([]byte{1}, 40)...), ErrMalformedBlob},
-		{"kind length 65", testBlob(strings.Repeat("k", MaxKindLen+1), 40), ErrMalformedBlob},
+		{"kind length 65", testBlob(strings.Repeat("k", maxKindLen+1), 40), ErrMalformedBlob},
 		{"kind upper", testBlob("SEV", 40), ErrMalformedBlob},
 		{"kind space", testBlob("a b", 40), ErrMalformedBlob},
 		{"kind nul", testBlob("a\x00b", 40), ErrMalformedBlob},
@@ -38,7 +38,7 @@ func TestParseBlob(t *testing.T) {
 		{"no newline", append([]byte("clawea.dev/attester/sealed/v1 "), valid[len(blobVersionLabel):]...), ErrUnknownVersion},
 		{"garbage", bytes.Repeat([]byte{0xff}, 100), ErrUnknownVersion},
 		{"short garbage", []byte("x"), ErrUnknownVersion},
-		{"too large", testBlob("k", MaxSecretSize+tagSize+MaxKindLen), ErrMalformedBlob},
+		{"too large", testBlob("k", maxSecretSize+tagSize+maxKindLen), ErrMalformedBlob},
 	}
 	for _, c := range cases {
 		bl, err := parseBlob(c.in)
@@ -76,7 +76,7 @@ func TestAssociatedData(t *testing.T) {
 // nothing.
 func FuzzParseBlob(f *testing.F) {
 	f.Add(testBlob("sev-snp", tagSize+1))
-	f.Add(testBlob(DevKind, 40))
+	f.Add(testBlob(devKind, 40))
 	f.Add([]byte(blobVersionLabel))
 	f.Add([]byte("clawea.dev/attester/sealed/v2\n\x03tdx"))
 	f.Fuzz(func(t *testing.T, in []byte) {

@@ -15,15 +15,15 @@ const MaxSize = 64 << 20
 
 // Backing names reported by Buffer.Backing.
 const (
-	// BackingMemfdSecret is memory from memfd_secret(2): locked, excluded
+	// backingMemfdSecret is memory from memfd_secret(2): locked, excluded
 	// from core dumps and removed from the kernel's direct map.
-	BackingMemfdSecret = "memfd_secret"
-	// BackingMlock is an anonymous private mapping locked with mlock(2) and
+	backingMemfdSecret = "memfd_secret"
+	// backingMlock is an anonymous private mapping locked with mlock(2) and
 	// marked MADV_DONTDUMP.
-	BackingMlock = "mlock"
-	// BackingUnlocked is an anonymous private mapping marked MADV_DONTDUMP
+	backingMlock = "mlock"
+	// backingUnlocked is an anonymous private mapping marked MADV_DONTDUMP
 	// that could not be locked; only with Options.AllowUnlocked.
-	BackingUnlocked = "unlocked"
+	backingUnlocked = "unlocked"
 )
 
 var (
@@ -38,8 +38,8 @@ var (
 	ErrAllocFailed = errors.New("sealed: cannot map memory")
 	// ErrDestroyed is returned when a destroyed object is used.
 	ErrDestroyed = errors.New("sealed: use after destroy")
-	// ErrNotShareable is returned by Fd for a Buffer without a descriptor.
-	ErrNotShareable = errors.New("sealed: buffer has no file descriptor")
+	// errNotShareable is returned by Fd for a Buffer without a descriptor.
+	errNotShareable = errors.New("sealed: buffer has no file descriptor")
 	// ErrNotSealedFile is returned by MapShared and MapReadOnly for a
 	// descriptor that is not sealed memory (a memfd_secret, or a sealed
 	// memfd this package created) of the stated size.
@@ -51,7 +51,7 @@ var (
 type Options struct {
 	// AllowUnlocked lets New return a Buffer that is not locked into RAM
 	// (it may be swapped out) when locking fails. Such a buffer reports
-	// Locked() == false and Backing() == BackingUnlocked. It is still outside
+	// Locked() == false and Backing() == backingUnlocked. It is still outside
 	// the Go heap, excluded from core dumps and zeroed on Destroy.
 	AllowUnlocked bool
 }
@@ -176,7 +176,7 @@ func (b *Buffer) Fd() (int, error) {
 		return -1, ErrDestroyed
 	}
 	if b.fd < 0 {
-		return -1, ErrNotShareable
+		return -1, errNotShareable
 	}
 	return b.fd, nil
 }
@@ -205,8 +205,8 @@ func (b *Buffer) Len() int {
 	return len(b.data)
 }
 
-// Backing reports the memory backing: BackingMemfdSecret, BackingMlock or
-// BackingUnlocked; "" after Destroy.
+// Backing reports the memory backing: backingMemfdSecret, backingMlock or
+// backingUnlocked; "" after Destroy.
 func (b *Buffer) Backing() string {
 	if b == nil {
 		return ""
@@ -223,7 +223,7 @@ func (b *Buffer) Backing() string {
 // Destroy.
 func (b *Buffer) Locked() bool {
 	bk := b.Backing()
-	return bk == BackingMemfdSecret || bk == BackingMlock
+	return bk == backingMemfdSecret || bk == backingMlock
 }
 
 // Destroy zeroes the contents and releases the memory (a MapReadOnly buffer

@@ -106,7 +106,7 @@ func TestBufferLifecycle(t *testing.T) {
 		if !bytes.Equal(p, make([]byte, n)) {
 			t.Fatalf("New(%d): not zeroed", n)
 		}
-		if bk := b.Backing(); bk != BackingMemfdSecret && bk != BackingMlock {
+		if bk := b.Backing(); bk != backingMemfdSecret && bk != backingMlock {
 			t.Fatalf("New(%d): backing %q", n, bk)
 		}
 		if !b.Locked() {
@@ -158,8 +158,8 @@ func TestBackingPrefersMemfdSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Destroy()
-	if b.Backing() != BackingMemfdSecret {
-		t.Fatalf("backing %q, want %q", b.Backing(), BackingMemfdSecret)
+	if b.Backing() != backingMemfdSecret {
+		t.Fatalf("backing %q, want %q", b.Backing(), backingMemfdSecret)
 	}
 	fl := vmFlags(t, b.Bytes())
 	for _, want := range []string{"lo", "dd", "dc"} { // locked, dontdump, dontcopy (fork)
@@ -175,7 +175,7 @@ func TestMlockBacking(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Destroy()
-	if b.Backing() != BackingMlock || !b.Locked() {
+	if b.Backing() != backingMlock || !b.Locked() {
 		t.Fatalf("backing %q locked %t", b.Backing(), b.Locked())
 	}
 	fl := vmFlags(t, b.Bytes())
@@ -208,8 +208,8 @@ func TestAllowUnlocked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.Backing() != BackingUnlocked || b.Locked() {
-		t.Fatalf("backing %q locked %t, want %q false", b.Backing(), b.Locked(), BackingUnlocked)
+	if b.Backing() != backingUnlocked || b.Locked() {
+		t.Fatalf("backing %q locked %t, want %q false", b.Backing(), b.Locked(), backingUnlocked)
 	}
 	if fl := vmFlags(t, b.Bytes()); !fl["dd"] || fl["lo"] {
 		t.Errorf("unlocked mapping VmFlags %v, want dd and not lo", fl)

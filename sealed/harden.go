@@ -5,8 +5,8 @@ import (
 	"fmt"
 )
 
-// ErrHardenFailed is returned when the process could not be hardened.
-var ErrHardenFailed = errors.New("sealed: cannot harden process")
+// errHardenFailed is returned when the process could not be hardened.
+var errHardenFailed = errors.New("sealed: cannot harden process")
 
 // Hardening is the process state HardenProcess establishes.
 type Hardening struct {
@@ -17,8 +17,8 @@ type Hardening struct {
 	CoreSoft, CoreHard uint64
 }
 
-// Hardened reports whether the state is what HardenProcess sets.
-func (h Hardening) Hardened() bool { return !h.Dumpable && h.CoreSoft == 0 && h.CoreHard == 0 }
+// hardened reports whether the state is what HardenProcess sets.
+func (h Hardening) hardened() bool { return !h.Dumpable && h.CoreSoft == 0 && h.CoreHard == 0 }
 
 // String describes the state, for logs.
 func (h Hardening) String() string {

@@ -16,10 +16,10 @@ import (
 func HardenProcess() error {
 	var errs []error
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
-		errs = append(errs, fmt.Errorf("%w: prctl(PR_SET_DUMPABLE, 0): %w", ErrHardenFailed, err))
+		errs = append(errs, fmt.Errorf("%w: prctl(PR_SET_DUMPABLE, 0): %w", errHardenFailed, err))
 	}
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{Cur: 0, Max: 0}); err != nil {
-		errs = append(errs, fmt.Errorf("%w: setrlimit(RLIMIT_CORE, 0): %w", ErrHardenFailed, err))
+		errs = append(errs, fmt.Errorf("%w: setrlimit(RLIMIT_CORE, 0): %w", errHardenFailed, err))
 	}
 	return errors.Join(errs...)
 }

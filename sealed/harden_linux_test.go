@@ -45,7 +45,7 @@ func hardenChild() {
 		if err != nil {
 			fail("ProcessHardening: %v", err)
 		}
-		if !after.Hardened() || after.Dumpable || after.CoreSoft != 0 || after.CoreHard != 0 {
+		if !after.hardened() || after.Dumpable || after.CoreSoft != 0 || after.CoreHard != 0 {
 			fail("after HardenProcess #%d: %v", i+1, after)
 		}
 		if after.String() != "dumpable=false core_limit=0/0" {
@@ -58,14 +58,14 @@ func hardenChild() {
 
 func TestHardeningStatus(t *testing.T) {
 	h := Hardening{Dumpable: true, CoreSoft: 0, CoreHard: 0}
-	if h.Hardened() {
+	if h.hardened() {
 		t.Error("dumpable process reported hardened")
 	}
 	h = Hardening{CoreSoft: 0, CoreHard: 1}
-	if h.Hardened() {
+	if h.hardened() {
 		t.Error("nonzero hard core limit reported hardened")
 	}
-	if !errors.Is(fmt.Errorf("x: %w", ErrHardenFailed), ErrHardenFailed) {
+	if !errors.Is(fmt.Errorf("x: %w", errHardenFailed), errHardenFailed) {
 		t.Error("ErrHardenFailed not matchable")
 	}
 }

@@ -40,7 +40,7 @@ func pageRound(n int) int {
 func (a linuxAllocator) alloc(size int, opts Options) ([]byte, string, error) {
 	n := pageRound(size)
 	if mem, err := a.allocSecret(n); err == nil {
-		return mem, BackingMemfdSecret, nil
+		return mem, backingMemfdSecret, nil
 	}
 	// memfd_secret is unavailable (old kernel, secretmem disabled) or
 	// failed: use a locked anonymous mapping.
@@ -66,9 +66,9 @@ func (a linuxAllocator) protect(mem []byte, bestEffort int, opts Options) ([]byt
 			_ = a.munmap(mem)
 			return nil, "", fmt.Errorf("%w: mlock %d bytes: %w", ErrLockFailed, len(mem), err)
 		}
-		return mem, BackingUnlocked, nil
+		return mem, backingUnlocked, nil
 	}
-	return mem, BackingMlock, nil
+	return mem, backingMlock, nil
 }
 
 func (a linuxAllocator) allocSecret(n int) ([]byte, error) {
@@ -83,7 +83,7 @@ func (a linuxAllocator) allocSecret(n int) ([]byte, error) {
 
 func (a linuxAllocator) free(mem []byte, backing string) {
 	Wipe(mem)
-	if backing == BackingMlock {
+	if backing == backingMlock {
 		_ = unix.Munlock(mem)
 	}
 	// munmap only fails for invalid arguments; the memory is zeroed anyway.
@@ -101,7 +101,7 @@ func (a linuxAllocator) allocShared(size int, opts Options) ([]byte, int, string
 	if fd, err := a.memfdSecret(); err == nil {
 		mem, err := a.mapSecret(fd, n, false)
 		if err == nil {
-			return mem, fd, BackingMemfdSecret, nil
+			return mem, fd, backingMemfdSecret, nil
 		}
 		unix.Close(fd)
 	}
@@ -194,7 +194,7 @@ func (a linuxAllocator) mapFd(fd, size int, readOnly bool, opts Options) ([]byte
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: %w", ErrAllocFailed, err)
 		}
-		return mem, BackingMemfdSecret, nil
+		return mem, backingMemfdSecret, nil
 	case strings.HasPrefix(target, "/memfd:"+memfdName+" "):
 		seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 		if err != nil || seals&unix.F_SEAL_SHRINK == 0 {
@@ -217,7 +217,7 @@ func fstat(fd int) (unix.Stat_t, error) {
 
 // unmap releases a mapping without zeroing it.
 func (a linuxAllocator) unmap(mem []byte, backing string) {
-	if backing == BackingMlock {
+	if backing == backingMlock {
 		_ = unix.Munlock(mem)
 	}
 	_ = a.munmap(mem)

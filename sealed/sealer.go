@@ -16,18 +16,18 @@ import (
 	"sync"
 )
 
-// KeySize is the size of every sealing key: AES-256.
-const KeySize = 32
+// keySize is the size of every sealing key: AES-256.
+const keySize = 32
 
-// DevKind is the Kind of DevSealer. No other sealer may use it, and it is
+// devKind is the Kind of DevSealer. No other sealer may use it, and it is
 // bound into every development blob so that such a blob never opens under a
 // platform sealer.
-const DevKind = "development-insecure"
+const devKind = "development-insecure"
 
-// PlatformKeyLabelPrefix is prepended to the seal label to form the label a
+// platformKeyLabelPrefix is prepended to the seal label to form the label a
 // KeySealer passes to its Keyer, separating these keys from
 // any other use of the platform key.
-const PlatformKeyLabelPrefix = "clawea.dev/attester/v1/sealed/"
+const platformKeyLabelPrefix = "clawea.dev/attester/v1/sealed/"
 
 // devKeyInfo is the HMAC domain-separation prefix of DevSealer's per-label
 // keys.
@@ -36,9 +36,9 @@ const devKeyInfo = "clawea.dev/attester/v1/sealed/development-key\x00"
 var (
 	// ErrInvalidSecret is returned for an empty or oversized secret.
 	ErrInvalidSecret = errors.New("sealed: invalid secret size")
-	// ErrInvalidKey is returned for a sealing key of the wrong size or
+	// errInvalidKey is returned for a sealing key of the wrong size or
 	// encoding. Its text never contains key material.
-	ErrInvalidKey = errors.New("sealed: invalid sealing key")
+	errInvalidKey = errors.New("sealed: invalid sealing key")
 	// ErrKeyUnavailable is returned when the platform cannot derive the
 	// sealing key ("we could not check", as opposed to ErrAuthFailed).
 	ErrKeyUnavailable = errors.New("sealed: sealing key unavailable")
@@ -49,7 +49,7 @@ var (
 type Sealer interface {
 	// Kind names the sealer; it is bound into every blob.
 	Kind() string
-	// Seal encrypts secret (1..MaxSecretSize bytes) under label.
+	// Seal encrypts secret (1..maxSecretSize bytes) under label.
 	Seal(ctx context.Context, label string, secret []byte) ([]byte, error)
 	// Unseal decrypts blob into a new Buffer that the caller must Destroy.
 	Unseal(ctx context.Context, label string, blob []byte) (*Buffer, error)
@@ -72,42 +72,42 @@ type Keyer interface {
 	SealingKey(ctx context.Context, label string) ([]byte, error)
 }
 
-// KeyFunc adapts a function to Keyer.
-type KeyFunc func(ctx context.Context, label string) ([]byte, error)
+// keyFunc adapts a function to Keyer.
+type keyFunc func(ctx context.Context, label string) ([]byte, error)
 
 // SealingKey calls f.
-func (f KeyFunc) SealingKey(ctx context.Context, label string) ([]byte, error) {
+func (f keyFunc) SealingKey(ctx context.Context, label string) ([]byte, error) {
 	return f(ctx, label)
 }
 
 // KeySealer seals with AES-256-GCM under a platform-derived key, for example
 // one derived by SEV-SNP MSG_KEY_REQ.
 //
-// For every Seal and Unseal it calls SealingKey(ctx, PlatformKeyLabelPrefix +
+// For every Seal and Unseal it calls SealingKey(ctx, platformKeyLabelPrefix +
 // label), copies the 32-byte key into a Buffer and zeroes the returned slice:
 // a keyer must return a fresh slice each time and must not keep it.
 type KeySealer struct {
 	c core
 }
 
-// NewKeySealer returns a KeySealer of the given kind (1..MaxKindLen bytes of
-// [a-z0-9._:/-], e.g. "sev-snp"). DevKind and kinds starting with
+// NewKeySealer returns a KeySealer of the given kind (1..maxKindLen bytes of
+// [a-z0-9._:/-], e.g. "sev-snp"). devKind and kinds starting with
 // "development" are refused. opts applies to the key and output Buffers.
 func NewKeySealer(kind string, keyer Keyer, opts Options) (*KeySealer, error) {
 	if !validKind(kind) || strings.HasPrefix(kind, "development") {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidKind, kind)
+		return nil, fmt.Errorf("%w: %q", errInvalidKind, kind)
 	}
 	if keyer == nil {
 		return nil, fmt.Errorf("%w: nil keyer", ErrKeyUnavailable)
 	}
 	derive := func(ctx context.Context, label string, dst []byte) error {
-		k, err := keyer.SealingKey(ctx, PlatformKeyLabelPrefix+label)
+		k, err := keyer.SealingKey(ctx, platformKeyLabelPrefix+label)
 		defer Wipe(k)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrKeyUnavailable, err)
 		}
-		if len(k) != KeySize {
-			return fmt.Errorf("%w: platform key is %d bytes, want %d", ErrInvalidKey, len(k), KeySize)
+		if len(k) != keySize {
+			return fmt.Errorf("%w: platform key is %d bytes, want %d", errInvalidKey, len(k), keySize)
 		}
 		copy(dst, k)
 		return nil
@@ -132,7 +132,7 @@ func (s *KeySealer) Unseal(ctx context.Context, label string, blob []byte) (*Buf
 func (s *KeySealer) String() string { return "sealed.KeySealer(" + s.c.kind + ")" }
 
 // DevSealer is a development sealer: its key is ordinary data (a file or
-// bytes), not bound to any platform. Its Kind is DevKind, which is bound into
+// bytes), not bound to any platform. Its Kind is devKind, which is bound into
 // every blob, so its blobs never open under a KeySealer and vice versa. It
 // MUST NOT be used in production.
 //
@@ -147,8 +147,8 @@ type DevSealer struct {
 // NewDevSealer returns a DevSealer with a copy of the 32-byte key. The caller
 // should Wipe its own copy.
 func NewDevSealer(key []byte, opts Options) (*DevSealer, error) {
-	if len(key) != KeySize {
-		return nil, fmt.Errorf("%w: development key is %d bytes, want %d", ErrInvalidKey, len(key), KeySize)
+	if len(key) != keySize {
+		return nil, fmt.Errorf("%w: development key is %d bytes, want %d", errInvalidKey, len(key), keySize)
 	}
 	kb, err := NewFrom(key, opts)
 	if err != nil {
@@ -158,12 +158,12 @@ func NewDevSealer(key []byte, opts Options) (*DevSealer, error) {
 }
 
 // maxDevKeyFile bounds a development key file.
-const maxDevKeyFile = 2*KeySize + 2
+const maxDevKeyFile = 2*keySize + 2
 
-// LoadDevSealer reads a development key file: exactly 32 raw bytes, or 64
+// loadDevSealer reads a development key file: exactly 32 raw bytes, or 64
 // hex digits optionally followed by "\n". The file is read straight into
 // sealed memory.
-func LoadDevSealer(path string, opts Options) (*DevSealer, error) {
+func loadDevSealer(path string, opts Options) (*DevSealer, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("sealed: opening development key: %w", err)
@@ -177,38 +177,38 @@ func LoadDevSealer(path string, opts Options) (*DevSealer, error) {
 	n, err := io.ReadFull(f, raw.Bytes())
 	switch {
 	case err == nil:
-		return nil, fmt.Errorf("%w: development key file is larger than %d bytes", ErrInvalidKey, maxDevKeyFile)
+		return nil, fmt.Errorf("%w: development key file is larger than %d bytes", errInvalidKey, maxDevKeyFile)
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 	default:
 		return nil, fmt.Errorf("sealed: reading development key: %w", err)
 	}
 	content := raw.Bytes()[:n]
-	kb, err := New(KeySize, opts)
+	kb, err := New(keySize, opts)
 	if err != nil {
 		return nil, err
 	}
-	if n == KeySize {
+	if n == keySize {
 		copy(kb.Bytes(), content)
 		return newDevSealer(kb, opts), nil
 	}
-	if n == 2*KeySize+1 && content[n-1] == '\n' {
+	if n == 2*keySize+1 && content[n-1] == '\n' {
 		content = content[:n-1]
 	}
-	if len(content) != 2*KeySize {
+	if len(content) != 2*keySize {
 		kb.Destroy()
-		return nil, fmt.Errorf("%w: development key file must hold 32 raw bytes or 64 hex digits", ErrInvalidKey)
+		return nil, fmt.Errorf("%w: development key file must hold 32 raw bytes or 64 hex digits", errInvalidKey)
 	}
 	if _, err := hex.Decode(kb.Bytes(), content); err != nil {
 		// The hex error quotes the offending byte: do not wrap it.
 		kb.Destroy()
-		return nil, fmt.Errorf("%w: development key file is not hex", ErrInvalidKey)
+		return nil, fmt.Errorf("%w: development key file is not hex", errInvalidKey)
 	}
 	return newDevSealer(kb, opts), nil
 }
 
 func newDevSealer(key *Buffer, opts Options) *DevSealer {
 	s := &DevSealer{key: key}
-	s.c = core{kind: DevKind, opts: opts, derive: s.derive}
+	s.c = core{kind: devKind, opts: opts, derive: s.derive}
 	return s
 }
 
@@ -229,8 +229,8 @@ func (s *DevSealer) derive(_ context.Context, label string, dst []byte) error {
 	return nil
 }
 
-// Kind returns DevKind.
-func (s *DevSealer) Kind() string { return DevKind }
+// Kind returns devKind.
+func (s *DevSealer) Kind() string { return devKind }
 
 // Seal implements Sealer.
 func (s *DevSealer) Seal(ctx context.Context, label string, secret []byte) ([]byte, error) {
@@ -251,13 +251,13 @@ func (s *DevSealer) Destroy() {
 }
 
 // String never prints key material.
-func (s *DevSealer) String() string { return "sealed.DevSealer(" + DevKind + ")" }
+func (s *DevSealer) String() string { return "sealed.DevSealer(" + devKind + ")" }
 
 // core is the blob format and AEAD shared by every sealer.
 type core struct {
 	kind   string
 	opts   Options
-	derive func(ctx context.Context, label string, dst []byte) error // writes KeySize bytes
+	derive func(ctx context.Context, label string, dst []byte) error // writes keySize bytes
 }
 
 // aead derives the key for label into a Buffer and returns an AES-256-GCM
@@ -267,7 +267,7 @@ func (c *core) aead(ctx context.Context, label string) (cipher.AEAD, error) {
 	if c.derive == nil {
 		return nil, fmt.Errorf("%w: uninitialized sealer", ErrKeyUnavailable)
 	}
-	kb, err := New(KeySize, c.opts)
+	kb, err := New(keySize, c.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -277,7 +277,7 @@ func (c *core) aead(ctx context.Context, label string) (cipher.AEAD, error) {
 	}
 	block, err := aes.NewCipher(kb.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidKey, err)
 	}
 	return cipher.NewGCM(block)
 }
@@ -289,8 +289,8 @@ func (c *core) seal(ctx context.Context, label string, secret []byte) ([]byte, e
 	if !validLabel(label) {
 		return nil, ErrInvalidLabel
 	}
-	if len(secret) == 0 || len(secret) > MaxSecretSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSecret, len(secret), MaxSecretSize)
+	if len(secret) == 0 || len(secret) > maxSecretSize {
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSecret, len(secret), maxSecretSize)
 	}
 	g, err := c.aead(ctx, label)
 	if err != nil {

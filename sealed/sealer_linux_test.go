@@ -44,7 +44,7 @@ func (k *simKeyer) SealingKey(_ context.Context, label string) ([]byte, error) {
 }
 
 func testDevKey() []byte {
-	k := make([]byte, KeySize)
+	k := make([]byte, keySize)
 	for i := range k {
 		k[i] = byte(i)
 	}
@@ -72,7 +72,7 @@ func TestSealerRoundTrip(t *testing.T) {
 	ks, sk, ds := newTestSealers(t)
 	ctx := context.Background()
 	for _, s := range []Sealer{ks, ds} {
-		for _, n := range []int{1, 32, 1000, MaxSecretSize} {
+		for _, n := range []int{1, 32, 1000, maxSecretSize} {
 			secret := bytes.Repeat([]byte{0x5c}, n)
 			blob, err := s.Seal(ctx, testLabel, secret)
 			if err != nil {
@@ -100,7 +100,7 @@ func TestSealerRoundTrip(t *testing.T) {
 	// The platform is asked for a domain-separated label, and every key it
 	// returned was zeroed after use.
 	for _, l := range sk.labels {
-		if l != PlatformKeyLabelPrefix+testLabel {
+		if l != platformKeyLabelPrefix+testLabel {
 			t.Fatalf("keyer asked for %q", l)
 		}
 	}
@@ -109,7 +109,7 @@ func TestSealerRoundTrip(t *testing.T) {
 			t.Fatal("platform key slice not wiped after use")
 		}
 	}
-	if ks.Kind() != "sev-snp" || ds.Kind() != DevKind {
+	if ks.Kind() != "sev-snp" || ds.Kind() != devKind {
 		t.Fatalf("kinds %q %q", ks.Kind(), ds.Kind())
 	}
 }
@@ -136,7 +136,7 @@ func TestUnsealWrongLabelOrKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherDev, err := NewDevSealer(bytes.Repeat([]byte{7}, KeySize), Options{})
+	otherDev, err := NewDevSealer(bytes.Repeat([]byte{7}, keySize), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +178,10 @@ func TestKindSeparation(t *testing.T) {
 	// A platform sealer whose platform yields exactly the development key:
 	// a development blob relabelled with the platform kind must still fail,
 	// because the kind is in the associated data.
-	mirror := KeyFunc(func(_ context.Context, label string) ([]byte, error) {
+	mirror := keyFunc(func(_ context.Context, label string) ([]byte, error) {
 		m := hmac.New(sha256.New, testDevKey())
 		m.Write([]byte(devKeyInfo))
-		m.Write([]byte(strings.TrimPrefix(label, PlatformKeyLabelPrefix)))
+		m.Write([]byte(strings.TrimPrefix(label, platformKeyLabelPrefix)))
 		return m.Sum(nil), nil
 	})
 	ms, err := NewKeySealer("sev-snp", mirror, Options{})
@@ -203,14 +203,14 @@ func TestKindSeparation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ds.Unseal(ctx, testLabel, relabel(mBlob, DevKind)); !errors.Is(err, ErrAuthFailed) {
+	if _, err := ds.Unseal(ctx, testLabel, relabel(mBlob, devKind)); !errors.Is(err, ErrAuthFailed) {
 		t.Errorf("relabelled platform blob under dev sealer with the same key: %v", err)
 	}
 	// Control: same key, unmodified blobs open.
 	for _, c := range []struct {
 		s Sealer
 		b []byte
-	}{{ms, mBlob}, {ds, relabel(devBlob, DevKind)}} {
+	}{{ms, mBlob}, {ds, relabel(devBlob, devKind)}} {
 		buf, err := c.s.Unseal(ctx, testLabel, c.b)
 		if err != nil {
 			t.Fatalf("control %s: %v", c.s.Kind(), err)
@@ -268,7 +268,7 @@ func TestUnsealTruncatedExtendedOversized(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	minLen := len(blobVersionLabel) + 1 + len(DevKind) + nonceSize + tagSize + 1
+	minLen := len(blobVersionLabel) + 1 + len(devKind) + nonceSize + tagSize + 1
 	for n := range len(blob) {
 		buf, err := ds.Unseal(ctx, testLabel, blob[:n])
 		if buf != nil || err == nil {
@@ -315,7 +315,7 @@ func TestSealerInputValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []Sealer{ks, ds} {
-		for _, l := range []string{"", "has space", "tab\t", strings.Repeat("a", MaxLabelLen+1), "caf\u00e9", "nul\x00"} {
+		for _, l := range []string{"", "has space", "tab\t", strings.Repeat("a", maxLabelLen+1), "caf\u00e9", "nul\x00"} {
 			if _, err := s.Seal(ctx, l, []byte("x")); !errors.Is(err, ErrInvalidLabel) {
 				t.Errorf("%s Seal label %q: %v", s.Kind(), l, err)
 			}
@@ -323,10 +323,10 @@ func TestSealerInputValidation(t *testing.T) {
 				t.Errorf("%s Unseal label %q: %v", s.Kind(), l, err)
 			}
 		}
-		if _, err := s.Seal(ctx, strings.Repeat("a", MaxLabelLen), []byte("x")); err != nil {
+		if _, err := s.Seal(ctx, strings.Repeat("a", maxLabelLen), []byte("x")); err != nil {
 			t.Errorf("%s max-length label: %v", s.Kind(), err)
 		}
-		for _, n := range []int{0, MaxSecretSize + 1} {
+		for _, n := range []int{0, maxSecretSize + 1} {
 			if _, err := s.Seal(ctx, testLabel, make([]byte, n)); !errors.Is(err, ErrInvalidSecret) {
 				t.Errorf("%s secret of %d bytes: %v", s.Kind(), n, err)
 			}
@@ -344,8 +344,8 @@ func TestSealerInputValidation(t *testing.T) {
 
 func TestNewKeySealerValidation(t *testing.T) {
 	sk := &simKeyer{root: []byte("r")}
-	for _, kind := range []string{"", DevKind, "development", "development-secure", "SEV-SNP", "sev snp", strings.Repeat("a", MaxKindLen+1)} {
-		if _, err := NewKeySealer(kind, sk, Options{}); !errors.Is(err, ErrInvalidKind) {
+	for _, kind := range []string{"", devKind, "development", "development-secure", "SEV-SNP", "sev snp", strings.Repeat("a", maxKindLen+1)} {
+		if _, err := NewKeySealer(kind, sk, Options{}); !errors.Is(err, errInvalidKind) {
 			t.Errorf("kind %q: %v", kind, err)
 		}
 	}
@@ -361,14 +361,14 @@ func TestNewKeySealerValidation(t *testing.T) {
 func TestKeySealerPlatformKeyErrors(t *testing.T) {
 	ctx := context.Background()
 	down := errors.New("platform device unavailable")
-	failing, _ := NewKeySealer("tdx", KeyFunc(func(context.Context, string) ([]byte, error) { return nil, down }), Options{})
+	failing, _ := NewKeySealer("tdx", keyFunc(func(context.Context, string) ([]byte, error) { return nil, down }), Options{})
 	if _, err := failing.Seal(ctx, testLabel, []byte("x")); !errors.Is(err, ErrKeyUnavailable) || !errors.Is(err, down) {
 		t.Errorf("keyer error: %v", err)
 	}
 	secretKey := bytes.Repeat([]byte{0xC3}, 31)
-	short, _ := NewKeySealer("tdx", KeyFunc(func(context.Context, string) ([]byte, error) { return bytes.Clone(secretKey), nil }), Options{})
+	short, _ := NewKeySealer("tdx", keyFunc(func(context.Context, string) ([]byte, error) { return bytes.Clone(secretKey), nil }), Options{})
 	_, err := short.Seal(ctx, testLabel, []byte("x"))
-	if !errors.Is(err, ErrInvalidKey) {
+	if !errors.Is(err, errInvalidKey) {
 		t.Errorf("31-byte key: %v", err)
 	}
 	if err != nil && strings.Contains(strings.ToLower(err.Error()), "c3c3") {
@@ -398,7 +398,7 @@ func TestDevSealerFromFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{write("raw", key), write("hex", []byte(hexKey)), write("hexnl", []byte(hexKey+"\n")), write("HEX", []byte(strings.ToUpper(hexKey)))} {
-		s, err := LoadDevSealer(f, Options{})
+		s, err := loadDevSealer(f, Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", filepath.Base(f), err)
 		}
@@ -412,7 +412,7 @@ func TestDevSealerFromFile(t *testing.T) {
 		buf.Destroy()
 		s.Destroy()
 	}
-	notHex := strings.Repeat("zq", KeySize)
+	notHex := strings.Repeat("zq", keySize)
 	bad := map[string][]byte{
 		"short":   key[:31],
 		"long":    append(bytes.Clone(key), 0),
@@ -424,19 +424,19 @@ func TestDevSealerFromFile(t *testing.T) {
 		"toolong": bytes.Repeat([]byte("a"), 4096),
 	}
 	for name, data := range bad {
-		_, err := LoadDevSealer(write(name, data), Options{})
-		if !errors.Is(err, ErrInvalidKey) {
+		_, err := loadDevSealer(write(name, data), Options{})
+		if !errors.Is(err, errInvalidKey) {
 			t.Errorf("%s: %v, want ErrInvalidKey", name, err)
 		}
 		if err != nil && strings.Contains(err.Error(), "zq") {
 			t.Errorf("%s: error quotes key file contents: %v", name, err)
 		}
 	}
-	if _, err := LoadDevSealer(filepath.Join(dir, "missing"), Options{}); err == nil || errors.Is(err, ErrInvalidKey) {
+	if _, err := loadDevSealer(filepath.Join(dir, "missing"), Options{}); err == nil || errors.Is(err, errInvalidKey) {
 		t.Errorf("missing file: %v", err)
 	}
 	for _, n := range []int{0, 16, 33} {
-		if _, err := NewDevSealer(make([]byte, n), Options{}); !errors.Is(err, ErrInvalidKey) {
+		if _, err := NewDevSealer(make([]byte, n), Options{}); !errors.Is(err, errInvalidKey) {
 			t.Errorf("NewDevSealer(%d bytes): %v", n, err)
 		}
 	}

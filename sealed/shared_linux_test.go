@@ -22,14 +22,14 @@ func TestShareableBuffer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := BackingMemfdSecret
+		want := backingMemfdSecret
 		if noSecret || !secretMemAvailable(t) {
-			want = BackingMlock
+			want = backingMlock
 		}
-		if b.Backing() != want && !(want == BackingMlock && b.Backing() == BackingUnlocked) {
+		if b.Backing() != want && !(want == backingMlock && b.Backing() == backingUnlocked) {
 			t.Errorf("noSecret=%t: backing %s, want %s", noSecret, b.Backing(), want)
 		}
-		if !vmFlags(t, b.Bytes())["dd"] && b.Backing() != BackingMemfdSecret {
+		if !vmFlags(t, b.Bytes())["dd"] && b.Backing() != backingMemfdSecret {
 			t.Errorf("noSecret=%t: memfd mapping not MADV_DONTDUMP", noSecret)
 		}
 		copy(b.Bytes(), "shared secret")
@@ -62,7 +62,7 @@ func TestShareableBuffer(t *testing.T) {
 		if rw.Backing() != b.Backing() {
 			t.Errorf("mapped backing %s, owner %s", rw.Backing(), b.Backing())
 		}
-		if _, err := rw.Fd(); !errors.Is(err, ErrNotShareable) {
+		if _, err := rw.Fd(); !errors.Is(err, errNotShareable) {
 			t.Errorf("Fd of a mapped buffer: %v", err)
 		}
 		rw.Destroy()
@@ -141,7 +141,7 @@ func TestMapRefusesOtherDescriptors(t *testing.T) {
 	}
 	if _, err := New(10, Options{}); err == nil {
 		b, _ := New(10, Options{AllowUnlocked: true})
-		if _, err := b.Fd(); !errors.Is(err, ErrNotShareable) {
+		if _, err := b.Fd(); !errors.Is(err, errNotShareable) {
 			t.Errorf("Fd of a New buffer: %v", err)
 		}
 		b.Destroy()
