@@ -29,8 +29,8 @@ const (
 	Simulated = "simulated"
 )
 
-// Names lists the accepted platform names.
-func Names() []string { return []string{Auto, SEVSNP, TDX, TPM, Simulated} }
+// names lists the accepted platform names.
+func names() []string { return []string{Auto, SEVSNP, TDX, TPM, Simulated} }
 
 // Platform is an opened backend.
 type Platform interface {
@@ -80,8 +80,8 @@ func (r *Report) String() string {
 	return b.String()
 }
 
-// ErrUnknownPlatform is returned for a name not in Names.
-var ErrUnknownPlatform = errors.New("detect: unknown platform")
+// errUnknownPlatform is returned for a name not in names.
+var errUnknownPlatform = errors.New("detect: unknown platform")
 
 type nopCloser struct{ backend }
 
@@ -158,7 +158,7 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 		}
 		return nil, rep, fmt.Errorf("detect: no confidential-computing platform found (simulated must be chosen explicitly): %w", enclave.ErrNotAvailable)
 	}
-	return nil, rep, fmt.Errorf("%w %q (want one of %s)", ErrUnknownPlatform, name, strings.Join(Names(), ", "))
+	return nil, rep, fmt.Errorf("%w %q (want one of %s)", errUnknownPlatform, name, strings.Join(names(), ", "))
 }
 
 // Capability returns p's backend as T when it implements the optional

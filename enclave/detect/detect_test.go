@@ -67,7 +67,7 @@ func TestSimulatedExplicit(t *testing.T) {
 }
 
 func TestUnknownPlatform(t *testing.T) {
-	if _, _, err := Open(context.Background(), "sgx", Options{}); !errors.Is(err, ErrUnknownPlatform) {
+	if _, _, err := Open(context.Background(), "sgx", Options{}); !errors.Is(err, errUnknownPlatform) {
 		t.Fatalf("err = %v", err)
 	}
 }

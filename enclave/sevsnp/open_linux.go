@@ -22,17 +22,17 @@ func Open(opts Options) (*Device, error) {
 	var reasons []string
 	var src quoteSource
 	transport := ""
-	if opts.Transport == "" || opts.Transport == TransportConfigFS {
+	if opts.Transport == "" || opts.Transport == transportConfigFS {
 		p := &client.LinuxConfigFsQuoteProvider{}
 		if p.IsSupported() {
 			src = &providerSource{qp: p, lqp: p, vmpl: opts.VMPL}
-			transport = TransportConfigFS
+			transport = transportConfigFS
 		} else {
 			reasons = append(reasons, "configfs-tsm: no sev_guest report provider")
 		}
 	}
 	var keyDev client.Device
-	if opts.Transport == "" || opts.Transport == TransportIoctl || src != nil {
+	if opts.Transport == "" || opts.Transport == transportIoctl || src != nil {
 		dev, err := client.OpenDevice()
 		if err != nil {
 			reasons = append(reasons, "/dev/sev-guest: "+err.Error())
@@ -44,7 +44,7 @@ func Open(opts Options) (*Device, error) {
 					vmpl = *opts.VMPL
 				}
 				src = &ioctlSource{dev: dev, vmpl: vmpl}
-				transport = TransportIoctl
+				transport = transportIoctl
 			}
 		}
 	}

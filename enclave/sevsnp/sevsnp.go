@@ -31,39 +31,39 @@ import (
 
 // Transports, for Options.Transport.
 const (
-	// TransportConfigFS is the kernel's configfs-tsm report interface
+	// transportConfigFS is the kernel's configfs-tsm report interface
 	// (/sys/kernel/config/tsm/report, provider sev_guest).
-	TransportConfigFS = "configfs-tsm"
-	// TransportIoctl is the /dev/sev-guest ioctl interface.
-	TransportIoctl = "sev-guest"
+	transportConfigFS = "configfs-tsm"
+	// transportIoctl is the /dev/sev-guest ioctl interface.
+	transportIoctl = "sev-guest"
 )
 
-// SealingKeyLabel is the HKDF info prefix of SealingKey.
-const SealingKeyLabel = "clawea.dev/attester/v1/sealing-key/sev-snp"
+// sealingKeyLabel is the HKDF info prefix of SealingKey.
+const sealingKeyLabel = "clawea.dev/attester/v1/sealing-key/sev-snp"
 
-// MaxLabelSize bounds SealingKey labels.
-const MaxLabelSize = 256
+// maxLabelSize bounds SealingKey labels.
+const maxLabelSize = 256
 
 const maxVMPL = 3
 
 var (
-	// ErrBadOptions is returned by Open for invalid options.
-	ErrBadOptions = errors.New("sevsnp: invalid options")
-	// ErrDevice is returned when the guest device fails a request.
-	ErrDevice = errors.New("sevsnp: device request failed")
-	// ErrReportDataMismatch is returned when the device returns a report
+	// errBadOptions is returned by Open for invalid options.
+	errBadOptions = errors.New("sevsnp: invalid options")
+	// errDevice is returned when the guest device fails a request.
+	errDevice = errors.New("sevsnp: device request failed")
+	// errReportDataMismatch is returned when the device returns a report
 	// whose REPORT_DATA is not the one requested.
-	ErrReportDataMismatch = errors.New("sevsnp: report does not carry the requested report data")
-	// ErrSelfCheck is returned when a fresh report's signature does not
+	errReportDataMismatch = errors.New("sevsnp: report does not carry the requested report data")
+	// errSelfCheck is returned when a fresh report's signature does not
 	// verify under the endorsement certificate that would accompany it.
-	ErrSelfCheck = errors.New("sevsnp: report signature does not verify under its endorsement certificate")
-	// ErrBadLabel is returned by SealingKey for an empty or oversized label.
-	ErrBadLabel = errors.New("sevsnp: invalid sealing key label")
+	errSelfCheck = errors.New("sevsnp: report signature does not verify under its endorsement certificate")
+	// errBadLabel is returned by SealingKey for an empty or oversized label.
+	errBadLabel = errors.New("sevsnp: invalid sealing key label")
 )
 
 // Options configure Open. The zero value autodetects the transport.
 type Options struct {
-	// Transport selects TransportConfigFS or TransportIoctl; empty tries
+	// Transport selects transportConfigFS or transportIoctl; empty tries
 	// configfs-tsm first, then /dev/sev-guest.
 	Transport string
 	// VMPL is the privilege level requested for reports and derived keys
@@ -115,26 +115,26 @@ func (s *providerSource) rawQuote(rd [64]byte) (report, table []byte, err error)
 	// panic. Turn that into an error.
 	defer func() {
 		if r := recover(); r != nil {
-			report, table, err = nil, nil, fmt.Errorf("%w: provider failed on the host's certificate table", ErrDevice)
+			report, table, err = nil, nil, fmt.Errorf("%w: provider failed on the host's certificate table", errDevice)
 		}
 	}()
 	var raw []byte
 	if s.vmpl != nil {
 		if s.lqp == nil {
-			return nil, nil, fmt.Errorf("%w: provider cannot select a vmpl", ErrDevice)
+			return nil, nil, fmt.Errorf("%w: provider cannot select a vmpl", errDevice)
 		}
 		raw, err = s.lqp.GetRawQuoteAtLevel(rd, *s.vmpl)
 	} else {
 		raw, err = s.qp.GetRawQuote(rd)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrDevice, err)
+		return nil, nil, fmt.Errorf("%w: %v", errDevice, err)
 	}
 	if len(raw) < abi.ReportSize {
-		return nil, nil, fmt.Errorf("%w: quote is %d bytes, shorter than a report", ErrDevice, len(raw))
+		return nil, nil, fmt.Errorf("%w: quote is %d bytes, shorter than a report", errDevice, len(raw))
 	}
 	if len(raw)-abi.ReportSize > snpevidence.MaxCertTableSize {
-		return nil, nil, fmt.Errorf("%w: certificate table exceeds %d bytes", ErrDevice, snpevidence.MaxCertTableSize)
+		return nil, nil, fmt.Errorf("%w: certificate table exceeds %d bytes", errDevice, snpevidence.MaxCertTableSize)
 	}
 	return raw[:abi.ReportSize:abi.ReportSize], raw[abi.ReportSize:], nil
 }
@@ -155,7 +155,7 @@ func (s *ioctlSource) rawQuote(rd [64]byte) ([]byte, []byte, error) {
 	}
 	if err == nil {
 		if len(certs) > snpevidence.MaxCertTableSize {
-			return nil, nil, fmt.Errorf("%w: certificate table exceeds %d bytes", ErrDevice, snpevidence.MaxCertTableSize)
+			return nil, nil, fmt.Errorf("%w: certificate table exceeds %d bytes", errDevice, snpevidence.MaxCertTableSize)
 		}
 		return report, certs, nil
 	}
@@ -164,30 +164,30 @@ func (s *ioctlSource) rawQuote(rd [64]byte) ([]byte, []byte, error) {
 	//lint:ignore SA1019 the leveled quote provider has no plain-report fallback for the ioctl device; this is the library's own fallback path
 	report, err2 := client.GetRawReportAtVmpl(s.dev, rd, int(s.vmpl))
 	if err2 != nil {
-		return nil, nil, fmt.Errorf("%w: extended report: %v; report: %v", ErrDevice, err, err2)
+		return nil, nil, fmt.Errorf("%w: extended report: %v; report: %v", errDevice, err, err2)
 	}
 	return report, nil, nil
 }
 
 func (o *Options) check() error {
 	switch o.Transport {
-	case "", TransportConfigFS, TransportIoctl:
+	case "", transportConfigFS, transportIoctl:
 	default:
-		return fmt.Errorf("%w: unknown transport %q", ErrBadOptions, o.Transport)
+		return fmt.Errorf("%w: unknown transport %q", errBadOptions, o.Transport)
 	}
 	if o.VMPL != nil && *o.VMPL > maxVMPL {
-		return fmt.Errorf("%w: vmpl %d", ErrBadOptions, *o.VMPL)
+		return fmt.Errorf("%w: vmpl %d", errBadOptions, *o.VMPL)
 	}
 	if o.EndorsementCert != nil {
 		if len(o.EndorsementCert) > snpevidence.MaxCertSize {
-			return fmt.Errorf("%w: endorsement certificate is %d bytes", ErrBadOptions, len(o.EndorsementCert))
+			return fmt.Errorf("%w: endorsement certificate is %d bytes", errBadOptions, len(o.EndorsementCert))
 		}
 		c, err := x509.ParseCertificate(o.EndorsementCert)
 		if err != nil {
-			return fmt.Errorf("%w: endorsement certificate: %v", ErrBadOptions, err)
+			return fmt.Errorf("%w: endorsement certificate: %v", errBadOptions, err)
 		}
 		if pub, ok := c.PublicKey.(*ecdsa.PublicKey); !ok || pub.Curve != elliptic.P384() {
-			return fmt.Errorf("%w: endorsement certificate key is not ecdsa p-384", ErrBadOptions)
+			return fmt.Errorf("%w: endorsement certificate key is not ecdsa p-384", errBadOptions)
 		}
 	}
 	return nil
@@ -207,8 +207,8 @@ func newDevice(transport string, src quoteSource, keyDev client.Device, opts Opt
 // Platform returns evidence.PlatformSEVSNP.
 func (d *Device) Platform() string { return evidence.PlatformSEVSNP }
 
-// Transport returns the transport in use (TransportConfigFS or
-// TransportIoctl).
+// Transport returns the transport in use (transportConfigFS or
+// transportIoctl).
 func (d *Device) Transport() string { return d.transport }
 
 // String describes the device.
@@ -230,7 +230,7 @@ func (d *Device) Close() error {
 type closedSource struct{}
 
 func (closedSource) rawQuote([64]byte) ([]byte, []byte, error) {
-	return nil, nil, fmt.Errorf("%w: device closed", ErrDevice)
+	return nil, nil, fmt.Errorf("%w: device closed", errDevice)
 }
 
 // Quote returns evidence over an extended attestation report whose
@@ -254,10 +254,10 @@ func (d *Device) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.E
 		return nil, err
 	}
 	if len(report) != abi.ReportSize {
-		return nil, fmt.Errorf("%w: report is %d bytes", ErrDevice, len(report))
+		return nil, fmt.Errorf("%w: report is %d bytes", errDevice, len(report))
 	}
 	if !bytes.Equal(report[0x50:0x90], want[:]) {
-		return nil, ErrReportDataMismatch
+		return nil, errReportDataMismatch
 	}
 	canon, err := snpevidence.CanonicalCertTable(table)
 	if err != nil {
@@ -281,10 +281,10 @@ func (d *Device) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.E
 func checkSignature(report []byte, leaf *x509.Certificate) error {
 	der, err := abi.ReportToSignatureDER(report)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrSelfCheck, err)
+		return fmt.Errorf("%w: %v", errSelfCheck, err)
 	}
 	if err := leaf.CheckSignature(x509.ECDSAWithSHA384, abi.SignedComponent(report), der); err != nil {
-		return fmt.Errorf("%w: %v", ErrSelfCheck, err)
+		return fmt.Errorf("%w: %v", errSelfCheck, err)
 	}
 	return nil
 }
@@ -300,7 +300,7 @@ func (d *Device) freshReport() (*spb.Report, error) {
 	}
 	r, err := abi.ReportToProto(report)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDevice, err)
+		return nil, fmt.Errorf("%w: %v", errDevice, err)
 	}
 	return r, nil
 }
@@ -339,7 +339,7 @@ func (d *Device) TCB(ctx context.Context) (*enclave.TCBInfo, error) {
 	}
 	pol, err := abi.ParseSnpPolicy(r.GetPolicy())
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrDevice, err)
+		return nil, fmt.Errorf("%w: %v", errDevice, err)
 	}
 	return &enclave.TCBInfo{Version: fmt.Sprintf("%016x", r.GetReportedTcb()), Debug: pol.Debug}, nil
 }
@@ -367,14 +367,14 @@ func (d *Device) derivedKeyRequest() *client.SnpDerivedKeyReq {
 }
 
 // SealingKey returns a 32-byte key: HKDF-SHA256 with the 32-byte derived key
-// of derivedKeyRequest as secret, no salt, and info = SealingKeyLabel || 0x00
+// of derivedKeyRequest as secret, no salt, and info = sealingKeyLabel || 0x00
 // || u16be(len(label)) || label. It needs /dev/sev-guest.
 func (d *Device) SealingKey(ctx context.Context, label string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(label) == 0 || len(label) > MaxLabelSize {
-		return nil, fmt.Errorf("%w: length %d", ErrBadLabel, len(label))
+	if len(label) == 0 || len(label) > maxLabelSize {
+		return nil, fmt.Errorf("%w: length %d", errBadLabel, len(label))
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -383,14 +383,14 @@ func (d *Device) SealingKey(ctx context.Context, label string) ([]byte, error) {
 	}
 	resp, err := client.GetDerivedKeyAcknowledgingItsLimitations(d.keyDev, d.derivedKeyRequest())
 	if err != nil {
-		return nil, fmt.Errorf("%w: derived key: %v", ErrDevice, err)
+		return nil, fmt.Errorf("%w: derived key: %v", errDevice, err)
 	}
 	defer clear(resp.Data[:])
 	if resp.Status != 0 {
-		return nil, fmt.Errorf("%w: derived key status %#x", ErrDevice, resp.Status)
+		return nil, fmt.Errorf("%w: derived key status %#x", errDevice, resp.Status)
 	}
-	info := make([]byte, 0, len(SealingKeyLabel)+3+len(label))
-	info = append(info, SealingKeyLabel...)
+	info := make([]byte, 0, len(sealingKeyLabel)+3+len(label))
+	info = append(info, sealingKeyLabel...)
 	info = append(info, 0)
 	info = binary.BigEndian.AppendUint16(info, uint16(len(label)))
 	info = append(info, label...)

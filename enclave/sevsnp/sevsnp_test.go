@@ -93,11 +93,11 @@ func (f *fake) roots() map[string][]*trust.AMDRootCerts {
 }
 
 func (f *fake) ioctlDevice(opts Options) *Device {
-	return newDevice(TransportIoctl, &ioctlSource{dev: f.dev}, f.dev, opts)
+	return newDevice(transportIoctl, &ioctlSource{dev: f.dev}, f.dev, opts)
 }
 
 func (f *fake) configfsDevice(opts Options) *Device {
-	return newDevice(TransportConfigFS, &providerSource{qp: &sgtest.QuoteProvider{Device: f.dev}, vmpl: opts.VMPL}, nil, opts)
+	return newDevice(transportConfigFS, &providerSource{qp: &sgtest.QuoteProvider{Device: f.dev}, vmpl: opts.VMPL}, nil, opts)
 }
 
 func checkEvidence(t *testing.T, f *fake, ev *evidence.Evidence, rd evidence.ReportData) {
@@ -156,12 +156,12 @@ func TestQuoteConfigFSProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEvidence(t, f, ev, rd)
-	if d.Transport() != TransportConfigFS || d.Platform() != evidence.PlatformSEVSNP {
+	if d.Transport() != transportConfigFS || d.Platform() != evidence.PlatformSEVSNP {
 		t.Fatal(d.Transport(), d.Platform())
 	}
 	// A leveled request on a provider that cannot level fails closed.
 	vmpl := uint(1)
-	if _, err := f.configfsDevice(Options{VMPL: &vmpl}).Quote(context.Background(), rd); !errors.Is(err, ErrDevice) {
+	if _, err := f.configfsDevice(Options{VMPL: &vmpl}).Quote(context.Background(), rd); !errors.Is(err, errDevice) {
 		t.Fatalf("vmpl on unleveled provider: %v", err)
 	}
 }
@@ -200,7 +200,7 @@ func TestQuoteWithoutHostCerts(t *testing.T) {
 
 	// A configured certificate for another key fails the self-check.
 	other := selfSignedP384(t)
-	if _, err := f.ioctlDevice(Options{EndorsementCert: other}).Quote(context.Background(), rd); !errors.Is(err, ErrSelfCheck) {
+	if _, err := f.ioctlDevice(Options{EndorsementCert: other}).Quote(context.Background(), rd); !errors.Is(err, errSelfCheck) {
 		t.Fatalf("wrong endorsement cert: %v, want ErrSelfCheck", err)
 	}
 }
@@ -226,7 +226,7 @@ func TestQuoteReportDataMismatch(t *testing.T) {
 	b := rd.Bytes()
 	other := reportData(t, 6).Bytes()
 	f.dev.ReportDataRsp[hex.EncodeToString(b[:])] = &sgtest.GetReportResponse{Resp: labi.SnpReportRespABI{Data: fakeReport(other)}}
-	if _, err := f.ioctlDevice(Options{}).Quote(context.Background(), rd); !errors.Is(err, ErrReportDataMismatch) {
+	if _, err := f.ioctlDevice(Options{}).Quote(context.Background(), rd); !errors.Is(err, errReportDataMismatch) {
 		t.Fatalf("got %v, want ErrReportDataMismatch", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestQuoteReportDataMismatch(t *testing.T) {
 func TestQuoteDeviceErrors(t *testing.T) {
 	rd := reportData(t, 7)
 	f := newFake(t, true) // no response for rd
-	if _, err := f.ioctlDevice(Options{}).Quote(context.Background(), rd); !errors.Is(err, ErrDevice) {
+	if _, err := f.ioctlDevice(Options{}).Quote(context.Background(), rd); !errors.Is(err, errDevice) {
 		t.Fatalf("got %v, want ErrDevice", err)
 	}
 	if _, err := f.ioctlDevice(Options{}).Quote(context.Background(), evidence.ReportData{}); !errors.Is(err, evidence.ErrZeroReportData) {
@@ -250,7 +250,7 @@ func TestQuoteDeviceErrors(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Quote(context.Background(), rd); !errors.Is(err, ErrDevice) {
+	if _, err := d.Quote(context.Background(), rd); !errors.Is(err, errDevice) {
 		t.Fatalf("closed device: %v", err)
 	}
 }
@@ -288,7 +288,7 @@ func TestSealingKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := append([]byte(SealingKeyLabel), 0, 0, 8)
+	info := append([]byte(sealingKeyLabel), 0, 0, 8)
 	info = append(info, "pack-key"...)
 	want, _ := hkdf.Key(sha256.New, derived, nil, string(info), 32)
 	if !bytes.Equal(k1, want) {
@@ -305,11 +305,11 @@ func TestSealingKey(t *testing.T) {
 	}
 	// Another VMPL is another request.
 	vmpl := uint(2)
-	if _, err := f.ioctlDevice(Options{VMPL: &vmpl}).SealingKey(ctx, "pack-key"); !errors.Is(err, ErrDevice) {
+	if _, err := f.ioctlDevice(Options{VMPL: &vmpl}).SealingKey(ctx, "pack-key"); !errors.Is(err, errDevice) {
 		t.Fatalf("vmpl 2: %v", err)
 	}
-	for _, l := range []string{"", string(make([]byte, MaxLabelSize+1))} {
-		if _, err := d.SealingKey(ctx, l); !errors.Is(err, ErrBadLabel) {
+	for _, l := range []string{"", string(make([]byte, maxLabelSize+1))} {
+		if _, err := d.SealingKey(ctx, l); !errors.Is(err, errBadLabel) {
 			t.Errorf("label %d bytes: %v", len(l), err)
 		}
 	}
@@ -325,7 +325,7 @@ func TestOpen(t *testing.T) {
 		"vmpl":      {VMPL: &vmpl},
 		"cert":      {EndorsementCert: []byte{1, 2}},
 	} {
-		if _, err := Open(o); !errors.Is(err, ErrBadOptions) {
+		if _, err := Open(o); !errors.Is(err, errBadOptions) {
 			t.Errorf("%s: %v, want ErrBadOptions", name, err)
 		}
 	}

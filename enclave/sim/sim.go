@@ -32,8 +32,8 @@ import (
 	"github.com/google/go-sev-guest/testing/data"
 )
 
-// DefaultSeed is the seed used when Options.Seed is empty.
-const DefaultSeed = "clawea.dev/attester/v1/sim/default-seed"
+// defaultSeed is the seed used when Options.Seed is empty.
+const defaultSeed = "clawea.dev/attester/v1/sim/default-seed"
 
 // Limits on Options.
 const (
@@ -47,7 +47,7 @@ const (
 	labelReportID   = "clawea.dev/attester/v1/sim/sev-snp/report-id"
 	labelSealRoot   = "clawea.dev/attester/v1/sim/sev-snp/sealing-root"
 	labelMeasure    = "clawea.dev/attester/v1/sim/sev-snp/default-measurement"
-	SealingKeyLabel = "clawea.dev/attester/v1/sealing-key/sev-snp-SIMULATED"
+	sealingKeyLabel = "clawea.dev/attester/v1/sealing-key/sev-snp-SIMULATED"
 )
 
 // Simulated platform constants. The TCB is a plausible Milan level; the
@@ -59,9 +59,9 @@ const (
 	simFwMajor      = 1
 	simFwMinor      = 55
 	simFwBuild      = 21
-	// DefaultPolicy is the simulated guest policy: ABI 0.0, SMT allowed,
+	// defaultPolicy is the simulated guest policy: ABI 0.0, SMT allowed,
 	// reserved bit 17 set, migration agent and debug off.
-	DefaultPolicy = uint64(1<<16 | 1<<17)
+	defaultPolicy = uint64(1<<16 | 1<<17)
 	policyDebug   = uint64(1 << 19)
 	reportVersion = abi.ReportVersion3
 )
@@ -74,7 +74,7 @@ var (
 )
 
 // Options configure a Simulator. The zero value is a valid simulator with
-// DefaultSeed, a fixed measurement and debugging off.
+// defaultSeed, a fixed measurement and debugging off.
 type Options struct {
 	// Seed identifies the simulated machine: CHIP_ID, REPORT_ID and the
 	// sealing-key root derive from it. At most MaxSeedSize bytes.
@@ -114,12 +114,12 @@ var (
 func New(opts Options) (*Simulator, error) {
 	seed := opts.Seed
 	if len(seed) == 0 {
-		seed = []byte(DefaultSeed)
+		seed = []byte(defaultSeed)
 	}
 	if len(seed) > MaxSeedSize {
 		return nil, fmt.Errorf("%w: seed is %d bytes, limit %d", ErrBadOptions, len(seed), MaxSeedSize)
 	}
-	s := &Simulator{policy: DefaultPolicy, vcek: data.VCEKPrivateKey}
+	s := &Simulator{policy: defaultPolicy, vcek: data.VCEKPrivateKey}
 	if opts.Debug {
 		s.policy |= policyDebug
 	}
@@ -263,9 +263,9 @@ func (s *Simulator) TCB(ctx context.Context) (*enclave.TCBInfo, error) {
 }
 
 // SealingKey returns a 32-byte SIMULATED sealing key: HKDF-SHA256 keyed with
-// the seed-derived sealing root, info = SealingKeyLabel || 0x00 ||
+// the seed-derived sealing root, info = sealingKeyLabel || 0x00 ||
 // MEASUREMENT || u64le(POLICY) || u16be(len(label)) || label. It is as
-// secret as the seed (DefaultSeed is public) and protects nothing.
+// secret as the seed (defaultSeed is public) and protects nothing.
 func (s *Simulator) SealingKey(ctx context.Context, label string) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -273,8 +273,8 @@ func (s *Simulator) SealingKey(ctx context.Context, label string) ([]byte, error
 	if len(label) == 0 || len(label) > MaxLabelSize {
 		return nil, fmt.Errorf("%w: length %d", ErrBadLabel, len(label))
 	}
-	info := make([]byte, 0, len(SealingKeyLabel)+1+abi.MeasurementSize+8+2+len(label))
-	info = append(info, SealingKeyLabel...)
+	info := make([]byte, 0, len(sealingKeyLabel)+1+abi.MeasurementSize+8+2+len(label))
+	info = append(info, sealingKeyLabel...)
 	info = append(info, 0)
 	info = append(info, s.measurement[:]...)
 	info = binary.LittleEndian.AppendUint64(info, s.policy)

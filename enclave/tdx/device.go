@@ -17,8 +17,8 @@ import (
 
 // Transport names, as reported by Device.Transport.
 const (
-	TransportConfigFS = "configfs-tsm"
-	TransportDevice   = "/dev/tdx_guest"
+	transportConfigFS = "configfs-tsm"
+	transportDevice   = "/dev/tdx_guest"
 )
 
 // configfsProvider is the configfs-tsm report provider name of TDX.
@@ -50,15 +50,15 @@ func Open() (*Device, error) {
 	if cfErr == nil {
 		c, err := linuxtsm.MakeClient()
 		if err == nil {
-			return &Device{src: &configfsSource{client: c}, transport: TransportConfigFS}, nil
+			return &Device{src: &configfsSource{client: c}, transport: transportConfigFS}, nil
 		}
 		cfErr = err
 	}
 	dev, devErr := client.OpenDevice()
 	if devErr == nil {
-		return &Device{src: &deviceSource{dev: dev}, closer: dev.Close, transport: TransportDevice}, nil
+		return &Device{src: &deviceSource{dev: dev}, closer: dev.Close, transport: transportDevice}, nil
 	}
-	return nil, fmt.Errorf("%w: tdx: configfs-tsm: %v; %s: %v", enclave.ErrNotAvailable, cfErr, TransportDevice, devErr)
+	return nil, fmt.Errorf("%w: tdx: configfs-tsm: %v; %s: %v", enclave.ErrNotAvailable, cfErr, transportDevice, devErr)
 }
 
 // probeConfigFS checks that configfs-tsm exists and its report provider is
@@ -83,11 +83,11 @@ func probeConfigFS() error {
 	return nil
 }
 
-// Transport reports how the device is reached: TransportConfigFS or
-// TransportDevice.
+// Transport reports how the device is reached: transportConfigFS or
+// transportDevice.
 func (d *Device) Transport() string { return d.transport }
 
-// Close releases the device. Later calls return ErrClosed.
+// Close releases the device. Later calls return errClosed.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -110,7 +110,7 @@ func (l lockedSource) GetRawQuote(rd [64]byte) ([]byte, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	return d.src.GetRawQuote(rd)
 }

@@ -33,21 +33,21 @@ import (
 	"github.com/clawea/attester/wire/tdxquote"
 )
 
-// Format is Evidence.Format for a TDX quote v4.
-const Format = tdxquote.Format
+// format is Evidence.Format for a TDX quote v4.
+const format = tdxquote.Format
 
 // Errors.
 var (
-	// ErrQuoteFailed reports that the platform could not produce a quote.
-	ErrQuoteFailed = errors.New("tdx: quote generation failed")
-	// ErrBadQuote reports that the platform returned bytes that are not an
+	// errQuoteFailed reports that the platform could not produce a quote.
+	errQuoteFailed = errors.New("tdx: quote generation failed")
+	// errBadQuote reports that the platform returned bytes that are not an
 	// acceptable quote; it wraps the tdxquote error.
-	ErrBadQuote = errors.New("tdx: platform returned an unacceptable quote")
-	// ErrReportDataMismatch reports a quote whose REPORT_DATA is not the one
+	errBadQuote = errors.New("tdx: platform returned an unacceptable quote")
+	// errReportDataMismatch reports a quote whose REPORT_DATA is not the one
 	// requested.
-	ErrReportDataMismatch = errors.New("tdx: quote report data does not match the request")
-	// ErrClosed is returned after Close.
-	ErrClosed = errors.New("tdx: device is closed")
+	errReportDataMismatch = errors.New("tdx: quote report data does not match the request")
+	// errClosed is returned after Close.
+	errClosed = errors.New("tdx: device is closed")
 )
 
 // probeLabel derives the REPORT_DATA of the internal quotes Device takes to
@@ -70,19 +70,19 @@ func quote(ctx context.Context, src rawQuoter, rd [64]byte) (*tdxquote.Quote, []
 	}
 	raw, err := src.GetRawQuote(rd)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrQuoteFailed, err)
+		return nil, nil, fmt.Errorf("%w: %w", errQuoteFailed, err)
 	}
 	n, err := tdxquote.Length(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrBadQuote, err)
+		return nil, nil, fmt.Errorf("%w: %w", errBadQuote, err)
 	}
 	blob := bytes.Clone(raw[:n])
 	q, err := tdxquote.Parse(blob)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrBadQuote, err)
+		return nil, nil, fmt.Errorf("%w: %w", errBadQuote, err)
 	}
 	if q.Body.ReportData != rd {
-		return nil, nil, ErrReportDataMismatch
+		return nil, nil, errReportDataMismatch
 	}
 	return q, blob, nil
 }
@@ -98,12 +98,12 @@ func buildEvidence(ctx context.Context, src rawQuoter, rd evidence.ReportData, s
 	}
 	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadQuote, err)
+		return nil, fmt.Errorf("%w: %w", errBadQuote, err)
 	}
 	return &evidence.Evidence{
 		Platform:  evidence.PlatformTDX,
 		Simulated: simulated,
-		Format:    Format,
+		Format:    format,
 		Blob:      blob,
 		CertChain: chain,
 	}, nil

@@ -77,7 +77,7 @@ func TestSimulatedEvidence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ev.Platform != evidence.PlatformTDX || ev.Format != Format || !ev.Simulated {
+	if ev.Platform != evidence.PlatformTDX || ev.Format != format || !ev.Simulated {
 		t.Fatalf("evidence header %q %q simulated=%v", ev.Platform, ev.Format, ev.Simulated)
 	}
 	if s.Platform() != evidence.PlatformTDX {
@@ -195,7 +195,7 @@ func TestDevicePathWithFakeQE(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Quote(ctx, rd); !errors.Is(err, ErrQuoteFailed) || !errors.Is(err, ErrClosed) {
+	if _, err := d.Quote(ctx, rd); !errors.Is(err, errQuoteFailed) || !errors.Is(err, errClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
 }
@@ -212,17 +212,17 @@ func TestDeviceRejectsBadQuotes(t *testing.T) {
 		src  quoterFunc
 		want []error
 	}{
-		{"device error", func([64]byte) ([]byte, error) { return nil, boom }, []error{ErrQuoteFailed, boom}},
-		{"garbage", func([64]byte) ([]byte, error) { return []byte("not a quote"), nil }, []error{ErrBadQuote, tdxquote.ErrMalformed}},
-		{"oversized", func([64]byte) ([]byte, error) { return make([]byte, tdxquote.MaxSize+1), nil }, []error{ErrBadQuote, tdxquote.ErrTooLarge}},
+		{"device error", func([64]byte) ([]byte, error) { return nil, boom }, []error{errQuoteFailed, boom}},
+		{"garbage", func([64]byte) ([]byte, error) { return []byte("not a quote"), nil }, []error{errBadQuote, tdxquote.ErrMalformed}},
+		{"oversized", func([64]byte) ([]byte, error) { return make([]byte, tdxquote.MaxSize+1), nil }, []error{errBadQuote, tdxquote.ErrTooLarge}},
 		{"other report data", func(rd [64]byte) ([]byte, error) {
 			rd[63] ^= 1
 			return qe.GetRawQuote(rd)
-		}, []error{ErrReportDataMismatch}},
+		}, []error{errReportDataMismatch}},
 		{"truncated", func(rd [64]byte) ([]byte, error) {
 			b, err := qe.GetRawQuote(rd)
 			return b[:len(b)-1], err
-		}, []error{ErrBadQuote, tdxquote.ErrMalformed}},
+		}, []error{errBadQuote, tdxquote.ErrMalformed}},
 		{"broken pck chain", func(rd [64]byte) ([]byte, error) {
 			q, err := qe.Quote(rd)
 			if err != nil {
@@ -230,7 +230,7 @@ func TestDeviceRejectsBadQuotes(t *testing.T) {
 			}
 			q.PCKChain = q.PCKChain[:len(q.PCKChain)/2]
 			return q.Marshal()
-		}, []error{ErrBadQuote, tdxquote.ErrMalformed}},
+		}, []error{errBadQuote, tdxquote.ErrMalformed}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

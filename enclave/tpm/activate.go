@@ -33,11 +33,11 @@ func ekTemplates() []tpm2.TPMTPublic {
 	return []tpm2.TPMTPublic{tpm2.RSAEKTemplate, tpm2.ECCEKTemplate}
 }
 
-// EKPublic re-creates the default-template EK of the given type
+// ekPublic re-creates the default-template EK of the given type
 // (tpm2.TPMAlgRSA or tpm2.TPMAlgECC) and returns its TPMT_PUBLIC bytes. It is
 // for an operator who pins an EK that has no certificate
 // (tpmcred.NewActivationForEK).
-func (t *TPM) EKPublic(ctx context.Context, alg tpm2.TPMAlgID) ([]byte, error) {
+func (t *TPM) ekPublic(ctx context.Context, alg tpm2.TPMAlgID) ([]byte, error) {
 	unlock, err := t.lock(ctx)
 	if err != nil {
 		return nil, err
@@ -54,7 +54,7 @@ func (t *TPM) EKPublic(ctx context.Context, alg tpm2.TPMAlgID) ([]byte, error) {
 		t.flush(rsp.ObjectHandle)
 		return slices.Clone(rsp.OutPublic.Bytes()), nil
 	}
-	return nil, fmt.Errorf("%w: ek type %v", ErrOptions, alg)
+	return nil, fmt.Errorf("%w: ek type %v", errOptions, alg)
 }
 
 func (t *TPM) createEK(tmpl tpm2.TPMTPublic) (*tpm2.CreatePrimaryResponse, error) {
@@ -119,7 +119,7 @@ func (t *TPM) ActivateCredential(ctx context.Context, challenge []byte) ([]byte,
 		return nil, fmt.Errorf("%w: %w", ErrActivation, err)
 	}
 	if len(rsp.CertInfo.Buffer) != tpmcred.SecretSize {
-		return nil, fmt.Errorf("%w: activation returned %d bytes", ErrUnexpectedTPM, len(rsp.CertInfo.Buffer))
+		return nil, fmt.Errorf("%w: activation returned %d bytes", errUnexpectedTPM, len(rsp.CertInfo.Buffer))
 	}
 	return slices.Clone(rsp.CertInfo.Buffer), nil
 }

@@ -139,7 +139,7 @@ func TestActivateCredential(t *testing.T) {
 func TestActivateCredentialECC(t *testing.T) {
 	ctx := context.Background()
 	tp, _ := activationTPM(t)
-	b, err := tp.EKPublic(ctx, tpm2.TPMAlgECC)
+	b, err := tp.ekPublic(ctx, tpm2.TPMAlgECC)
 	if err != nil {
 		t.Fatal(err)
 	}

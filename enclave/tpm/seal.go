@@ -15,15 +15,15 @@ import (
 
 // Sealing limits and labels (docs/spec/platform-tpm.md, "Sealing").
 const (
-	// SealedBlobVersion is the version label every sealed blob starts with,
+	// sealedBlobVersion is the version label every sealed blob starts with,
 	// followed by one 0x00 byte.
-	SealedBlobVersion = "clawea.dev/attester/v1/tpm-seal"
-	// SealLabelDomain separates the sealed object's auth value derivation.
-	SealLabelDomain = "clawea.dev/attester/v1/tpm-seal/label"
+	sealedBlobVersion = "clawea.dev/attester/v1/tpm-seal"
+	// sealLabelDomain separates the sealed object's auth value derivation.
+	sealLabelDomain = "clawea.dev/attester/v1/tpm-seal/label"
 
-	MaxSealSecret  = 128 // MAX_SYM_DATA for a TPM sealed data object
-	MaxSealLabel   = 255
-	MaxSealedBlob  = 4096
+	maxSealSecret  = 128 // MAX_SYM_DATA for a TPM sealed data object
+	maxSealLabel   = 255
+	maxSealedBlob  = 4096
 	maxSealedPart  = 1024
 	sealNonceBytes = 16
 )
@@ -38,12 +38,12 @@ var (
 	// ErrSealLabel: the label differs from the one used to seal. It is
 	// returned together with ErrUnsealDenied.
 	ErrSealLabel = errors.New("tpm: wrong seal label")
-	// ErrSealedBlob: the blob is malformed or of an unknown version.
-	ErrSealedBlob = errors.New("tpm: malformed sealed blob")
-	// ErrSealInput: label or secret empty or too long.
-	ErrSealInput = errors.New("tpm: invalid seal input")
-	// ErrShortBuffer: dst cannot hold the unsealed secret.
-	ErrShortBuffer = errors.New("tpm: destination buffer too small")
+	// errSealedBlob: the blob is malformed or of an unknown version.
+	errSealedBlob = errors.New("tpm: malformed sealed blob")
+	// errSealInput: label or secret empty or too long.
+	errSealInput = errors.New("tpm: invalid seal input")
+	// errShortBuffer: dst cannot hold the unsealed secret.
+	errShortBuffer = errors.New("tpm: destination buffer too small")
 )
 
 // sealedBlob is the parsed sealed blob:
@@ -59,7 +59,7 @@ type sealedBlob struct {
 }
 
 func (b *sealedBlob) marshal() []byte {
-	out := append([]byte(SealedBlobVersion), 0)
+	out := append([]byte(sealedBlobVersion), 0)
 	out = append(out, byte(len(b.pcrs)))
 	for _, p := range b.pcrs {
 		out = append(out, byte(p))
@@ -73,27 +73,27 @@ func (b *sealedBlob) marshal() []byte {
 // parseSealedBlob parses strictly: known version, ascending in-range PCRs,
 // bounded parts, no trailing bytes. What it accepts re-encodes identically.
 func parseSealedBlob(b []byte) (*sealedBlob, error) {
-	if len(b) > MaxSealedBlob {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrSealedBlob, len(b), MaxSealedBlob)
+	if len(b) > maxSealedBlob {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", errSealedBlob, len(b), maxSealedBlob)
 	}
-	hdr := append([]byte(SealedBlobVersion), 0)
+	hdr := append([]byte(sealedBlobVersion), 0)
 	if len(b) < len(hdr) || string(b[:len(hdr)]) != string(hdr) {
-		return nil, fmt.Errorf("%w: unknown version", ErrSealedBlob)
+		return nil, fmt.Errorf("%w: unknown version", errSealedBlob)
 	}
 	b = b[len(hdr):]
 	if len(b) < 1 {
-		return nil, fmt.Errorf("%w: truncated", ErrSealedBlob)
+		return nil, fmt.Errorf("%w: truncated", errSealedBlob)
 	}
 	n := int(b[0])
 	b = b[1:]
 	if n == 0 || n > tpmquote.NumPCRs || len(b) < n {
-		return nil, fmt.Errorf("%w: pcr selection", ErrSealedBlob)
+		return nil, fmt.Errorf("%w: pcr selection", errSealedBlob)
 	}
 	out := &sealedBlob{pcrs: make([]int, n)}
 	for i := range n {
 		p := int(b[i])
 		if p >= tpmquote.NumPCRs || (i > 0 && p <= out.pcrs[i-1]) {
-			return nil, fmt.Errorf("%w: pcr selection", ErrSealedBlob)
+			return nil, fmt.Errorf("%w: pcr selection", errSealedBlob)
 		}
 		out.pcrs[i] = p
 	}
@@ -115,10 +115,10 @@ func parseSealedBlob(b []byte) (*sealedBlob, error) {
 	out.public = part("public")
 	out.private = part("private")
 	if out.public == nil || out.private == nil {
-		return nil, fmt.Errorf("%w: truncated or oversized part", ErrSealedBlob)
+		return nil, fmt.Errorf("%w: truncated or oversized part", errSealedBlob)
 	}
 	if len(b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrSealedBlob, len(b))
+		return nil, fmt.Errorf("%w: %d trailing bytes", errSealedBlob, len(b))
 	}
 	return out, nil
 }
@@ -127,18 +127,18 @@ func parseSealedBlob(b []byte) (*sealedBlob, error) {
 // unseals under the label it was sealed with.
 func sealAuth(label string) []byte {
 	h := sha256.New()
-	h.Write([]byte(SealLabelDomain))
+	h.Write([]byte(sealLabelDomain))
 	h.Write([]byte{0})
 	h.Write([]byte(label))
 	return h.Sum(nil)
 }
 
 func checkSealInput(label string, secretLen int) error {
-	if label == "" || len(label) > MaxSealLabel {
-		return fmt.Errorf("%w: label must be 1..%d bytes", ErrSealInput, MaxSealLabel)
+	if label == "" || len(label) > maxSealLabel {
+		return fmt.Errorf("%w: label must be 1..%d bytes", errSealInput, maxSealLabel)
 	}
-	if secretLen == 0 || secretLen > MaxSealSecret {
-		return fmt.Errorf("%w: secret must be 1..%d bytes", ErrSealInput, MaxSealSecret)
+	if secretLen == 0 || secretLen > maxSealSecret {
+		return fmt.Errorf("%w: secret must be 1..%d bytes", errSealInput, maxSealSecret)
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func (t *TPM) createSRK() (tpm2.NamedHandle, tpm2.TPMTPublic, error) {
 	pub, err := rsp.OutPublic.Contents()
 	if err != nil {
 		t.flush(h.Handle)
-		return tpm2.NamedHandle{}, tpm2.TPMTPublic{}, fmt.Errorf("%w: srk public: %v", ErrUnexpectedTPM, err)
+		return tpm2.NamedHandle{}, tpm2.TPMTPublic{}, fmt.Errorf("%w: srk public: %v", errUnexpectedTPM, err)
 	}
 	return h, *pub, nil
 }
@@ -256,7 +256,7 @@ func (t *TPM) SealPCR(ctx context.Context, label string, secret []byte) ([]byte,
 		private: slices.Clone(rsp.OutPrivate.Buffer),
 	}
 	if len(blob.public) > maxSealedPart || len(blob.private) > maxSealedPart {
-		return nil, fmt.Errorf("%w: sealed object too large", ErrUnexpectedTPM)
+		return nil, fmt.Errorf("%w: sealed object too large", errUnexpectedTPM)
 	}
 	return blob.marshal(), nil
 }
@@ -267,8 +267,8 @@ func (t *TPM) SealPCR(ctx context.Context, label string, secret []byte) ([]byte,
 // the TPM encrypted in a session salted to the SRK; dst is the only copy left
 // (intermediate buffers are zeroed).
 func (t *TPM) UnsealPCR(ctx context.Context, label string, blob []byte, dst []byte) (int, error) {
-	if label == "" || len(label) > MaxSealLabel {
-		return 0, fmt.Errorf("%w: label must be 1..%d bytes", ErrSealInput, MaxSealLabel)
+	if label == "" || len(label) > maxSealLabel {
+		return 0, fmt.Errorf("%w: label must be 1..%d bytes", errSealInput, maxSealLabel)
 	}
 	sb, err := parseSealedBlob(blob)
 	if err != nil {
@@ -276,10 +276,10 @@ func (t *TPM) UnsealPCR(ctx context.Context, label string, blob []byte, dst []by
 	}
 	pub, err := tpm2.Unmarshal[tpm2.TPMTPublic](sb.public)
 	if err != nil {
-		return 0, fmt.Errorf("%w: public area: %v", ErrSealedBlob, err)
+		return 0, fmt.Errorf("%w: public area: %v", errSealedBlob, err)
 	}
 	if pub.Type != tpm2.TPMAlgKeyedHash || pub.ObjectAttributes.UserWithAuth || len(pub.AuthPolicy.Buffer) != sha256.Size {
-		return 0, fmt.Errorf("%w: not a policy-only sealed data object", ErrSealedBlob)
+		return 0, fmt.Errorf("%w: not a policy-only sealed data object", errSealedBlob)
 	}
 	unlock, err := t.lock(ctx)
 	if err != nil {
@@ -298,7 +298,7 @@ func (t *TPM) UnsealPCR(ctx context.Context, label string, blob []byte, dst []by
 		InPublic:     tpm2.BytesAs2B[tpm2.TPMTPublic](sb.public),
 	}.Execute(t.tp)
 	if err != nil {
-		return 0, fmt.Errorf("%w: load sealed object: %v", ErrSealedBlob, err)
+		return 0, fmt.Errorf("%w: load sealed object: %v", errSealedBlob, err)
 	}
 	defer t.flush(load.ObjectHandle)
 
@@ -327,7 +327,7 @@ func (t *TPM) UnsealPCR(ctx context.Context, label string, blob []byte, dst []by
 	secret := rsp.OutData.Buffer
 	defer clear(secret)
 	if len(secret) > len(dst) {
-		return 0, fmt.Errorf("%w: need %d bytes", ErrShortBuffer, len(secret))
+		return 0, fmt.Errorf("%w: need %d bytes", errShortBuffer, len(secret))
 	}
 	return copy(dst, secret), nil
 }

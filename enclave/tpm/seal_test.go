@@ -15,20 +15,20 @@ var sealPCRs = []int{0, 7, 16}
 func TestSealUnsealRoundTrip(t *testing.T) {
 	tp := openSwtpm(t, Options{PCRs: sealPCRs})
 	ctx := context.Background()
-	secrets := [][]byte{{0x42}, bytes.Repeat([]byte{0xa5}, MaxSealSecret), []byte("dek-0123456789abcdef0123456789ab")}
+	secrets := [][]byte{{0x42}, bytes.Repeat([]byte{0xa5}, maxSealSecret), []byte("dek-0123456789abcdef0123456789ab")}
 	var blobs [][]byte
 	for _, secret := range secrets {
 		blob, err := tp.SealPCR(ctx, "prompt-pack-dek", secret)
 		if err != nil {
 			t.Fatalf("SealPCR: %v", err)
 		}
-		if !bytes.HasPrefix(blob, []byte(SealedBlobVersion+"\x00")) {
+		if !bytes.HasPrefix(blob, []byte(sealedBlobVersion+"\x00")) {
 			t.Fatal("blob does not start with the version label")
 		}
 		if len(secret) > 4 && bytes.Contains(blob, secret) {
 			t.Fatal("blob contains the plaintext secret")
 		}
-		dst := make([]byte, MaxSealSecret)
+		dst := make([]byte, maxSealSecret)
 		n, err := tp.UnsealPCR(ctx, "prompt-pack-dek", blob, dst)
 		if err != nil {
 			t.Fatalf("UnsealPCR: %v", err)
@@ -43,7 +43,7 @@ func TestSealUnsealRoundTrip(t *testing.T) {
 	tp.Close()
 	tp2 := openSwtpm(t, Options{PCRs: []int{1}})
 	for i, blob := range blobs {
-		dst := make([]byte, MaxSealSecret)
+		dst := make([]byte, maxSealSecret)
 		n, err := tp2.UnsealPCR(ctx, "prompt-pack-dek", blob, dst)
 		if err != nil || !bytes.Equal(dst[:n], secrets[i]) {
 			t.Fatalf("unseal on a new connection: %v", err)
@@ -67,13 +67,13 @@ func TestUnsealRefused(t *testing.T) {
 		t.Fatalf("wrong label: %v", err)
 	}
 	// Too small a destination.
-	if _, err := tp.UnsealPCR(ctx, "label-a", blob, dst[:len(secret)-1]); !errors.Is(err, ErrShortBuffer) {
+	if _, err := tp.UnsealPCR(ctx, "label-a", blob, dst[:len(secret)-1]); !errors.Is(err, errShortBuffer) {
 		t.Fatalf("short dst: %v", err)
 	}
 	// Tampered private part: the TPM's integrity check fails on load.
 	bad := bytes.Clone(blob)
 	bad[len(bad)-1] ^= 1
-	if _, err := tp.UnsealPCR(ctx, "label-a", bad, dst); !errors.Is(err, ErrSealedBlob) {
+	if _, err := tp.UnsealPCR(ctx, "label-a", bad, dst); !errors.Is(err, errSealedBlob) {
 		t.Fatalf("tampered blob: %v", err)
 	}
 	// Still fine before the extend.
@@ -109,17 +109,17 @@ func TestSealInputErrors(t *testing.T) {
 		secret []byte
 	}{
 		{"", []byte("x")},
-		{strings.Repeat("l", MaxSealLabel+1), []byte("x")},
+		{strings.Repeat("l", maxSealLabel+1), []byte("x")},
 		{"l", nil},
-		{"l", make([]byte, MaxSealSecret+1)},
+		{"l", make([]byte, maxSealSecret+1)},
 	} {
-		if _, err := tp.SealPCR(ctx, c.label, c.secret); !errors.Is(err, ErrSealInput) {
+		if _, err := tp.SealPCR(ctx, c.label, c.secret); !errors.Is(err, errSealInput) {
 			t.Errorf("SealPCR(%d-byte label, %d-byte secret) = %v", len(c.label), len(c.secret), err)
 		}
 	}
 	dst := make([]byte, 16)
-	for _, blob := range [][]byte{nil, []byte("clawea.dev/attester/v2/tpm-seal\x00"), []byte(SealedBlobVersion + "\x00\x01\x00")} {
-		if _, err := tp.UnsealPCR(ctx, "l", blob, dst); !errors.Is(err, ErrSealedBlob) {
+	for _, blob := range [][]byte{nil, []byte("clawea.dev/attester/v2/tpm-seal\x00"), []byte(sealedBlobVersion + "\x00\x01\x00")} {
+		if _, err := tp.UnsealPCR(ctx, "l", blob, dst); !errors.Is(err, errSealedBlob) {
 			t.Errorf("UnsealPCR(%q) = %v", blob, err)
 		}
 	}
@@ -130,7 +130,7 @@ func TestParseSealedBlob(t *testing.T) {
 	if _, err := parseSealedBlob(good); err != nil {
 		t.Fatal(err)
 	}
-	hdr := SealedBlobVersion + "\x00"
+	hdr := sealedBlobVersion + "\x00"
 	for name, b := range map[string][]byte{
 		"trailing":       append(bytes.Clone(good), 0),
 		"truncated":      good[:len(good)-1],
@@ -140,11 +140,11 @@ func TestParseSealedBlob(t *testing.T) {
 		"empty public":   []byte(hdr + "\x01\x00\x00\x00\x00\x01\x01"),
 		"empty private":  []byte(hdr + "\x01\x00\x00\x01\x01\x00\x00"),
 		"other version":  []byte("clawea.dev/attester/v0/tpm-seal\x00\x01\x00\x00\x01\x01\x00\x01\x01"),
-		"no terminator":  []byte(SealedBlobVersion + "\x01\x00\x00\x01\x01\x00\x01\x01"),
-		"oversized":      make([]byte, MaxSealedBlob+1),
+		"no terminator":  []byte(sealedBlobVersion + "\x01\x00\x00\x01\x01\x00\x01\x01"),
+		"oversized":      make([]byte, maxSealedBlob+1),
 		"oversized part": append([]byte(hdr+"\x01\x00\x04\x01"), make([]byte, 1025)...),
 	} {
-		if _, err := parseSealedBlob(b); !errors.Is(err, ErrSealedBlob) {
+		if _, err := parseSealedBlob(b); !errors.Is(err, errSealedBlob) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

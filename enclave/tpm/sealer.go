@@ -7,8 +7,8 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// SealerKind is the sealed.Sealer kind of PCR-policy sealing.
-const SealerKind = "tpm-pcr-policy"
+// sealerKind is the sealed.Sealer kind of PCR-policy sealing.
+const sealerKind = "tpm-pcr-policy"
 
 // Sealer adapts a TPM's PCR-policy sealing to sealed.Sealer, so the attester
 // can seal its identity key to the platform. Unsealed secrets go straight
@@ -21,16 +21,16 @@ type Sealer struct {
 var _ sealed.Sealer = (*Sealer)(nil)
 
 // Kind implements sealed.Sealer.
-func (s *Sealer) Kind() string { return SealerKind }
+func (s *Sealer) Kind() string { return sealerKind }
 
-// Seal implements sealed.Sealer (secrets up to MaxSealSecret bytes).
+// Seal implements sealed.Sealer (secrets up to maxSealSecret bytes).
 func (s *Sealer) Seal(ctx context.Context, label string, secret []byte) ([]byte, error) {
 	return s.TPM.SealPCR(ctx, label, secret)
 }
 
 // Unseal implements sealed.Sealer.
 func (s *Sealer) Unseal(ctx context.Context, label string, blob []byte) (*sealed.Buffer, error) {
-	buf, err := sealed.New(MaxSealSecret, s.Opts)
+	buf, err := sealed.New(maxSealSecret, s.Opts)
 	if err != nil {
 		return nil, err
 	}

@@ -26,16 +26,16 @@ import (
 
 // Defaults.
 const (
-	DefaultDevice       = "/dev/tpmrm0"
-	DefaultEventLogPath = "/sys/kernel/security/tpm0/binary_bios_measurements"
+	defaultDevice       = "/dev/tpmrm0"
+	defaultEventLogPath = "/sys/kernel/security/tpm0/binary_bios_measurements"
 
 	// EK certificate NV indices (TCG EK Credential Profile 2.0, low range).
-	NVIndexRSAEKCert uint32 = 0x01c00002
-	NVIndexECCEKCert uint32 = 0x01c0000a
+	nvIndexRSAEKCert uint32 = 0x01c00002
+	nvIndexECCEKCert uint32 = 0x01c0000a
 
-	// AKUniqueLabel seeds the unique field of the AK template, so the AK is
+	// akUniqueLabel seeds the unique field of the AK template, so the AK is
 	// this project's own primary key, stable across restarts of one TPM.
-	AKUniqueLabel = "clawea.dev/attester/v1/tpm-ak"
+	akUniqueLabel = "clawea.dev/attester/v1/tpm-ak"
 
 	// quoteAttempts bounds retries when a PCR changes between the quote and
 	// the PCR read that follows it.
@@ -43,22 +43,22 @@ const (
 	nvChunk       = 512
 )
 
-// DefaultPCRs is the default SHA-256 PCR selection: PCRs 0-7.
-func DefaultPCRs() []int { return []int{0, 1, 2, 3, 4, 5, 6, 7} }
+// defaultPCRs is the default SHA-256 PCR selection: PCRs 0-7.
+func defaultPCRs() []int { return []int{0, 1, 2, 3, 4, 5, 6, 7} }
 
 // Errors.
 var (
-	ErrClosed         = errors.New("tpm: closed")
-	ErrOptions        = errors.New("tpm: invalid options")
-	ErrPCRRace        = errors.New("tpm: pcrs kept changing during the quote")
-	ErrUnexpectedTPM  = errors.New("tpm: unexpected tpm response")
-	ErrEventLogTooBig = errors.New("tpm: event log too large")
+	errClosed         = errors.New("tpm: closed")
+	errOptions        = errors.New("tpm: invalid options")
+	errPCRRace        = errors.New("tpm: pcrs kept changing during the quote")
+	errUnexpectedTPM  = errors.New("tpm: unexpected tpm response")
+	errEventLogTooBig = errors.New("tpm: event log too large")
 )
 
 // Options selects the TPM and the PCRs. The zero value opens /dev/tpmrm0
 // and quotes SHA-256 PCRs 0-7.
 type Options struct {
-	// Device is the TPM character device. Default DefaultDevice. Use the
+	// Device is the TPM character device. Default defaultDevice. Use the
 	// kernel resource manager (/dev/tpmrm0), not /dev/tpm0.
 	Device string
 	// Address is the host:port of a swtpm "--server type=tcp" data socket
@@ -66,10 +66,10 @@ type Options struct {
 	// Evidence from such a TPM is marked Simulated.
 	Address string
 	// PCRs is the SHA-256 PCR selection for Quote, LaunchMeasurement and
-	// SealPCR: distinct indices in 0..23. Default DefaultPCRs().
+	// SealPCR: distinct indices in 0..23. Default defaultPCRs().
 	PCRs []int
 	// EventLogPath is read into Aux "event_log" when readable. Default
-	// DefaultEventLogPath for a device; none for Address.
+	// defaultEventLogPath for a device; none for Address.
 	EventLogPath string
 }
 
@@ -93,11 +93,11 @@ var (
 	_ enclave.Quoter   = (*TPM)(nil)
 	_ enclave.Namer    = (*TPM)(nil)
 	_ enclave.Measurer = (*TPM)(nil)
-	_ PCRSealer        = (*TPM)(nil)
+	_ pcrSealer        = (*TPM)(nil)
 )
 
-// PCRSealer is the optional capability of sealing secrets to PCR values.
-type PCRSealer interface {
+// pcrSealer is the optional capability of sealing secrets to PCR values.
+type pcrSealer interface {
 	SealPCR(ctx context.Context, label string, secret []byte) ([]byte, error)
 	UnsealPCR(ctx context.Context, label string, blob []byte, dst []byte) (int, error)
 }
@@ -113,7 +113,7 @@ func Open(ctx context.Context, opts Options) (*TPM, error) {
 	t := &TPM{pcrs: pcrs, eventLog: opts.EventLogPath}
 	switch {
 	case opts.Address != "" && opts.Device != "":
-		return nil, fmt.Errorf("%w: both device and address set", ErrOptions)
+		return nil, fmt.Errorf("%w: both device and address set", errOptions)
 	case opts.Address != "":
 		tcp, err := dialTCP(ctx, opts.Address)
 		if err != nil {
@@ -123,13 +123,13 @@ func Open(ctx context.Context, opts Options) (*TPM, error) {
 	default:
 		dev := opts.Device
 		if dev == "" {
-			dev = DefaultDevice
+			dev = defaultDevice
 		}
 		if t.tp, err = openDevice(dev); err != nil {
 			return nil, err
 		}
 		if t.eventLog == "" {
-			t.eventLog = DefaultEventLogPath
+			t.eventLog = defaultEventLogPath
 		}
 	}
 	if err := t.init(ctx); err != nil {
@@ -141,16 +141,16 @@ func Open(ctx context.Context, opts Options) (*TPM, error) {
 
 func checkPCRs(in []int) ([]int, error) {
 	if len(in) == 0 {
-		return DefaultPCRs(), nil
+		return defaultPCRs(), nil
 	}
 	out := slices.Clone(in)
 	slices.Sort(out)
 	for i, p := range out {
 		if p < 0 || p >= tpmquote.NumPCRs {
-			return nil, fmt.Errorf("%w: pcr %d out of range", ErrOptions, p)
+			return nil, fmt.Errorf("%w: pcr %d out of range", errOptions, p)
 		}
 		if i > 0 && out[i-1] == p {
-			return nil, fmt.Errorf("%w: pcr %d repeated", ErrOptions, p)
+			return nil, fmt.Errorf("%w: pcr %d repeated", errOptions, p)
 		}
 	}
 	return out, nil
@@ -191,7 +191,7 @@ func (t *TPM) lock(ctx context.Context) (unlock func(), err error) {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	stop := t.bind(ctx)
 	return func() { stop(); t.mu.Unlock() }, nil
@@ -216,7 +216,7 @@ func (t *TPM) startup() error {
 // akTemplate is the AK: a restricted ECC P-256 ECDSA-SHA256 signing key,
 // primary in the endorsement hierarchy, with an empty auth value.
 func akTemplate() tpm2.TPMTPublic {
-	unique := sha256.Sum256([]byte(AKUniqueLabel))
+	unique := sha256.Sum256([]byte(akUniqueLabel))
 	return tpm2.TPMTPublic{
 		Type:    tpm2.TPMAlgECC,
 		NameAlg: tpm2.TPMAlgSHA256,
@@ -263,7 +263,7 @@ func (t *TPM) createAK() error {
 	}
 	if err != nil {
 		t.flush(t.ak.Handle)
-		return fmt.Errorf("%w: ak public: %v", ErrUnexpectedTPM, err)
+		return fmt.Errorf("%w: ak public: %v", errUnexpectedTPM, err)
 	}
 	t.akPublic = pub
 	return nil
@@ -276,7 +276,7 @@ func (t *TPM) flush(h tpm2.TPMHandle) {
 // readEKCert returns the first EK certificate found in NV (RSA, then ECC),
 // trimmed to its DER length, or nil when there is none.
 func (t *TPM) readEKCert() ([]byte, error) {
-	for _, idx := range []uint32{NVIndexRSAEKCert, NVIndexECCEKCert} {
+	for _, idx := range []uint32{nvIndexRSAEKCert, nvIndexECCEKCert} {
 		cert, err := t.readNV(tpm2.TPMHandle(idx))
 		if errors.Is(err, tpm2.TPMRCHandle) {
 			continue
@@ -296,11 +296,11 @@ func (t *TPM) readNV(idx tpm2.TPMHandle) ([]byte, error) {
 	}
 	pub, err := pubRsp.NVPublic.Contents()
 	if err != nil {
-		return nil, fmt.Errorf("%w: nv public: %v", ErrUnexpectedTPM, err)
+		return nil, fmt.Errorf("%w: nv public: %v", errUnexpectedTPM, err)
 	}
 	size := int(pub.DataSize)
 	if size == 0 || size > tpmquote.MaxCertSize {
-		return nil, fmt.Errorf("%w: nv index holds %d bytes", ErrUnexpectedTPM, size)
+		return nil, fmt.Errorf("%w: nv index holds %d bytes", errUnexpectedTPM, size)
 	}
 	auth := tpm2.AuthHandle{Handle: tpm2.TPMRHOwner, Auth: tpm2.PasswordAuth(nil)}
 	if !pub.Attributes.OwnerRead && pub.Attributes.AuthRead {
@@ -319,7 +319,7 @@ func (t *TPM) readNV(idx tpm2.TPMHandle) ([]byte, error) {
 			return nil, err
 		}
 		if len(rsp.Data.Buffer) != n {
-			return nil, fmt.Errorf("%w: nv read returned %d bytes, want %d", ErrUnexpectedTPM, len(rsp.Data.Buffer), n)
+			return nil, fmt.Errorf("%w: nv read returned %d bytes, want %d", errUnexpectedTPM, len(rsp.Data.Buffer), n)
 		}
 		out = append(out, rsp.Data.Buffer...)
 	}
@@ -399,7 +399,7 @@ func (t *TPM) readPCRs(pcrs []int) (tpmquote.PCRValues, error) {
 		}
 		sels := rsp.PCRSelectionOut.PCRSelections
 		if len(sels) != 1 || sels[0].Hash != tpm2.TPMAlgSHA256 {
-			return nil, fmt.Errorf("%w: pcr read returned no sha256 bank", ErrUnexpectedTPM)
+			return nil, fmt.Errorf("%w: pcr read returned no sha256 bank", errUnexpectedTPM)
 		}
 		var got []int
 		for i := range tpmquote.NumPCRs {
@@ -408,12 +408,12 @@ func (t *TPM) readPCRs(pcrs []int) (tpmquote.PCRValues, error) {
 			}
 		}
 		if len(got) == 0 || len(got) != len(rsp.PCRValues.Digests) {
-			return nil, fmt.Errorf("%w: pcr read returned %d values for %d pcrs", ErrUnexpectedTPM, len(rsp.PCRValues.Digests), len(got))
+			return nil, fmt.Errorf("%w: pcr read returned %d values for %d pcrs", errUnexpectedTPM, len(rsp.PCRValues.Digests), len(got))
 		}
 		for i, p := range got {
 			d := rsp.PCRValues.Digests[i].Buffer
 			if !slices.Contains(remaining, p) || len(d) != sha256.Size {
-				return nil, fmt.Errorf("%w: pcr read returned pcr %d", ErrUnexpectedTPM, p)
+				return nil, fmt.Errorf("%w: pcr read returned pcr %d", errUnexpectedTPM, p)
 			}
 			vals[p] = d
 			remaining = slices.DeleteFunc(remaining, func(x int) bool { return x == p })
@@ -446,7 +446,7 @@ func (t *TPM) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evid
 	for attempt := 0; ; attempt++ {
 		if attempt == quoteAttempts {
 			unlock()
-			return nil, ErrPCRRace
+			return nil, errPCRRace
 		}
 		rsp, err := tpm2.Quote{
 			SignHandle:     tpm2.AuthHandle{Handle: t.ak.Handle, Name: t.ak.Name, Auth: tpm2.PasswordAuth(nil)},
@@ -467,7 +467,7 @@ func (t *TPM) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evid
 		parsed, err := tpmquote.ParseAttest(attest)
 		if err != nil {
 			unlock()
-			return nil, fmt.Errorf("%w: quote: %v", ErrUnexpectedTPM, err)
+			return nil, fmt.Errorf("%w: quote: %v", errUnexpectedTPM, err)
 		}
 		if d := pcrs.Digest(); bytes.Equal(parsed.PCRDigest, d[:]) {
 			break
@@ -507,7 +507,7 @@ func readEventLog(path string) ([]byte, error) {
 	}
 	b, err := bounded.ReadFile(path, tpmquote.MaxEventLogSize)
 	if errors.Is(err, bounded.ErrTooLarge) {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrEventLogTooBig, tpmquote.MaxEventLogSize)
+		return nil, fmt.Errorf("%w: more than %d bytes", errEventLogTooBig, tpmquote.MaxEventLogSize)
 	}
 	if err != nil {
 		// Absent (no TPM driver, swtpm) or not readable (not root): the

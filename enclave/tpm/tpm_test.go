@@ -103,7 +103,7 @@ func TestQuoteVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
-	if !slices.Equal(v.PCRs.Indices(), DefaultPCRs()) {
+	if !slices.Equal(v.PCRs.Indices(), defaultPCRs()) {
 		t.Fatalf("quoted pcrs %v", v.PCRs.Indices())
 	}
 	qd := rd.QualifyingData()
@@ -307,7 +307,7 @@ func TestOpenErrors(t *testing.T) {
 		{Address: "127.0.0.1:1", PCRs: []int{-1}},
 		{Address: "127.0.0.1:1", PCRs: []int{3, 3}},
 	} {
-		if _, err := Open(ctx, o); !errors.Is(err, ErrOptions) {
+		if _, err := Open(ctx, o); !errors.Is(err, errOptions) {
 			t.Errorf("Open(%+v) = %v, want ErrOptions", o, err)
 		}
 	}
@@ -324,7 +324,7 @@ func TestQuoteErrors(t *testing.T) {
 		t.Fatalf("canceled: %v", err)
 	}
 	tp.Close()
-	if _, err := tp.Quote(context.Background(), testReportData(t, "c")); !errors.Is(err, ErrClosed) {
+	if _, err := tp.Quote(context.Background(), testReportData(t, "c")); !errors.Is(err, errClosed) {
 		t.Fatalf("closed: %v", err)
 	}
 }

@@ -20,8 +20,8 @@ import (
 // go-tdx-guest's real collateral checks run against them (and refuse them
 // under Intel's root).
 
-// IntelRootCRLURL is the CRL distribution point of Intel's SGX Root CA.
-const IntelRootCRLURL = "https://certificates.trustedservices.intel.com/IntelSGXRootCA.der"
+// intelRootCRLURL is the CRL distribution point of Intel's SGX Root CA.
+const intelRootCRLURL = "https://certificates.trustedservices.intel.com/IntelSGXRootCA.der"
 
 // tcbSigningCN is the subject common name go-tdx-guest requires of the TCB
 // info and QE identity signing certificate.
@@ -199,7 +199,7 @@ func (h *Hierarchy) tcbSigningChain() (*ecdsa.PrivateKey, []byte, error) {
 		IsCA:                  true,
 		MaxPathLen:            1,
 		SubjectKeyId:          h.root.SubjectKeyId,
-		CRLDistributionPoints: []string{IntelRootCRLURL},
+		CRLDistributionPoints: []string{intelRootCRLURL},
 	}
 	dpRootDER, err := x509.CreateCertificate(rand.Reader, dpRootTmpl, dpRootTmpl, &h.rootKey.PublicKey, h.rootKey)
 	if err != nil {

@@ -64,9 +64,9 @@ var (
 	oidSGXType      = asn1.ObjectIdentifier{1, 2, 840, 113741, 1, 13, 1, 5}
 )
 
-// ErrSeed is returned when a seed does not yield a valid P-256 scalar (the
+// errSeed is returned when a seed does not yield a valid P-256 scalar (the
 // chance is about 2^-32 per seed).
-var ErrSeed = errors.New("fakeqe: seed does not yield a p-256 key")
+var errSeed = errors.New("fakeqe: seed does not yield a p-256 key")
 
 // Hierarchy is a TEST ONLY PCK hierarchy: root CA -> PCK Platform CA -> PCK
 // leaf, plus the quoting enclave's attestation key.
@@ -90,7 +90,7 @@ func SeedKey(seed, label string) (*ecdsa.PrivateKey, error) {
 	d := sha256.Sum256([]byte(seedPrefix + seed + "/" + label))
 	k, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d[:])
 	if err != nil {
-		return nil, fmt.Errorf("%w: %q/%q", ErrSeed, seed, label)
+		return nil, fmt.Errorf("%w: %q/%q", errSeed, seed, label)
 	}
 	return k, nil
 }
@@ -139,7 +139,7 @@ func NewHierarchy(seed string) (*Hierarchy, error) {
 	if err != nil {
 		return nil, err
 	}
-	der, err := RootCertificateDER(seed, rootKey)
+	der, err := rootCertificateDER(seed, rootKey)
 	if err != nil {
 		return nil, err
 	}
@@ -150,10 +150,10 @@ func NewHierarchy(seed string) (*Hierarchy, error) {
 	return build(seed, root, rootKey)
 }
 
-// RootCertificateDER self-signs a TEST ONLY root CA certificate for key.
+// rootCertificateDER self-signs a TEST ONLY root CA certificate for key.
 // ECDSA signatures are randomized, so each call yields different bytes; the
 // pinned root in tdxsimroots was made by one call and committed.
-func RootCertificateDER(seed string, key *ecdsa.PrivateKey) ([]byte, error) {
+func rootCertificateDER(seed string, key *ecdsa.PrivateKey) ([]byte, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial(seed, "root-ca"),
 		Subject:               testOnlyName(rootCN),
