@@ -21,7 +21,7 @@ import (
 // Limits on the configuration document. The limits of single keys are in
 // the conf tags of the declaration below (configDoc and what it holds).
 const (
-	MaxConfigBytes     = 1 << 20
+	maxConfigBytes     = 1 << 20
 	maxListItems       = 1024
 	maxAllowedUsers    = 256
 	maxHeaders         = 32
@@ -42,8 +42,8 @@ type FailMode string
 
 // Fail modes. The empty value means "not set" (deny).
 const (
-	FailDeny  FailMode = "deny"
-	FailAllow FailMode = "allow"
+	failDeny  FailMode = "deny"
+	failAllow FailMode = "allow"
 )
 
 // ToolPolicy is tools.{profile, allow, deny} (or its per-agent form). Names
@@ -127,7 +127,7 @@ func (c *Config) String() string {
 	}
 	en := c.Verifier.Enabled != nil && *c.Verifier.Enabled
 	return fmt.Sprintf("gate.Config{enforceVerification:%t gatedTools:%d profile:%q allow:%d deny:%d verifier:%t agents:%d policy:%s}",
-		c.EnforceVerification, len(c.GatedTools), c.Tools.Profile, len(c.Tools.Allow), len(c.Tools.Deny), en, len(c.Agents), c.PolicyHash())
+		c.EnforceVerification, len(c.GatedTools), c.Tools.Profile, len(c.Tools.Allow), len(c.Tools.Deny), en, len(c.Agents), c.policyHash())
 }
 
 // LogValue implements slog.LogValuer with the same safe summary.
@@ -152,11 +152,11 @@ type ParseOptions struct {
 // ParseConfig parses and validates an OpenClaw-style JSON config document
 // holding the gate's keys. Every error is a *ConfigError naming the key.
 func ParseConfig(data []byte, opts ParseOptions) (*Config, error) {
-	if len(data) > MaxConfigBytes {
-		return nil, cfgErr("", ErrConfigTooLarge, "document is larger than %d bytes", MaxConfigBytes)
+	if len(data) > maxConfigBytes {
+		return nil, cfgErr("", ErrConfigTooLarge, "document is larger than %d bytes", maxConfigBytes)
 	}
 	var doc configDoc
-	if err := confdoc.Parse(data, pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16}, &doc, docOptions(opts)); err != nil {
+	if err := confdoc.Parse(data, pohjson.ParseOptions{MaxBytes: maxConfigBytes, MaxDepth: 16}, &doc, docOptions(opts)); err != nil {
 		return nil, err
 	}
 	return build(&doc, opts)
@@ -260,7 +260,7 @@ func (t *telegramDoc) CheckConf(d *confdoc.Decoder, path string) {
 		return
 	}
 	switch {
-	case !t.BotToken.IsSet():
+	case !t.BotToken.isSet():
 		d.Fail(jsonobj.Key(path, "botToken"), ErrBadValue, "is required when telegram is enabled")
 	case t.ChatID == "":
 		d.Fail(jsonobj.Key(path, "chatId"), ErrBadValue, "is required when telegram is enabled")
@@ -276,13 +276,13 @@ func (unsupported) UnmarshalConf(d *confdoc.Decoder, _ *pohjson.Value, path stri
 	d.Fail(path, ErrUnknownKey, "not supported by the gate")
 }
 
-// profileName is tools.profile: one of ProfileNames.
+// profileName is tools.profile: one of profileNames.
 type profileName string
 
 func (p *profileName) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
 	s, ok := v.Str()
 	if _, known := toolProfiles[s]; !ok || !known {
-		d.Fail(path, ErrBadValue, "must be one of %s", strings.Join(ProfileNames(), ", "))
+		d.Fail(path, ErrBadValue, "must be one of %s", strings.Join(profileNames(), ", "))
 		return
 	}
 	*p = profileName(s)
@@ -301,14 +301,14 @@ func (l *toolList) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path stri
 	out := make([]string, 0, len(raw))
 	for i, s := range raw {
 		ep := jsonobj.Index(path, i)
-		n := NormalizeToolName(s)
+		n := normalizeToolName(s)
 		if strings.HasPrefix(n, "group:") {
 			if _, ok := toolGroups[n]; !ok {
 				d.Fail(ep, ErrBadValue, "unknown tool group")
 				return
 			}
 		} else if !validToolName(n, true) {
-			d.Fail(ep, ErrBadValue, "not a valid tool name (1-%d bytes of [a-z0-9_.:-*])", MaxToolNameBytes)
+			d.Fail(ep, ErrBadValue, "not a valid tool name (1-%d bytes of [a-z0-9_.:-*])", maxToolNameBytes)
 			return
 		}
 		if !slices.Contains(out, n) {
@@ -334,7 +334,7 @@ func (s *secretValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path s
 	case strings.Contains(str, "${"):
 		d.Fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
 	default:
-		s.Secret = NewSecret(str)
+		s.Secret = newSecret(str)
 	}
 }
 
@@ -373,7 +373,7 @@ func (h *headerMap) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path str
 		}
 		var val secretValue
 		val.UnmarshalConf(d, m.Value, kp)
-		if val.IsSet() && !validHeaderValue(val.value()) {
+		if val.isSet() && !validHeaderValue(val.value()) {
 			d.Fail(kp, ErrBadValue, "header value contains control characters")
 		}
 		out[name] = val.Secret
@@ -502,7 +502,7 @@ func (b *builder) config(doc *configDoc) *Config {
 func (b *builder) sig(path string, s *sigDoc) SigConfig {
 	out := SigConfig{EnforceVerification: s.EnforceVerification}
 	if s.GatedTools != nil {
-		if slices.Contains(*s.GatedTools, VerifyToolName) {
+		if slices.Contains(*s.GatedTools, verifyToolName) {
 			b.fail(jsonobj.Key(path, "gatedTools"), ErrBadValue, "must not contain the verify tool (it could never be unblocked)")
 		}
 		out.GatedTools = []string(*s.GatedTools)
@@ -541,7 +541,7 @@ func (b *builder) tools(path string, t *toolsDoc) (ToolPolicy, *VerifierConfig) 
 		vc.Webhook = &WebhookConfig{URL: w.URL, Timeout: time.Duration(w.Timeout) * time.Second, Headers: w.Headers, Secret: w.Secret.Secret}
 	}
 	if tg := v.Telegram; tg != nil {
-		if tg.BotToken.IsSet() && !validBotToken(tg.BotToken.value()) {
+		if tg.BotToken.isSet() && !validBotToken(tg.BotToken.value()) {
 			b.fail(jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "telegram"), "botToken"), ErrBadValue, "not a Telegram bot token")
 		}
 		tc := &TelegramConfig{Enabled: tg.Enabled, BotToken: tg.BotToken.Secret, ChatID: string(tg.ChatID), Timeout: time.Duration(tg.Timeout) * time.Second}
@@ -641,8 +641,8 @@ func (b *builder) agents(path string, list []agentDoc) []AgentConfig {
 	return out
 }
 
-// DefaultAgentID is OpenClaw's default agent id, used for calls without one.
-const DefaultAgentID = "main"
+// defaultAgentID is OpenClaw's default agent id, used for calls without one.
+const defaultAgentID = "main"
 
 func normalizeAgentID(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
@@ -700,7 +700,7 @@ func mergeVerifier(global VerifierConfig, agent *VerifierConfig) effectiveVerifi
 		Enabled:  global.Enabled != nil && *global.Enabled,
 		Webhook:  global.Webhook,
 		Telegram: global.Telegram,
-		FailMode: FailDeny,
+		FailMode: failDeny,
 	}
 	if global.Scope != nil {
 		e.Scope = *global.Scope
@@ -721,8 +721,8 @@ func mergeVerifier(global VerifierConfig, agent *VerifierConfig) effectiveVerifi
 		}
 		agentMode = agent.FailMode
 	}
-	if global.FailMode == FailAllow && agentMode != FailDeny {
-		e.FailMode = FailAllow
+	if global.FailMode == failAllow && agentMode != failDeny {
+		e.FailMode = failAllow
 	}
 	return e
 }

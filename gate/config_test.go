@@ -20,7 +20,7 @@ func TestParseDefaults(t *testing.T) {
 	if !slices.Equal(c.GatedTools, []string{"exec", "write", "edit", "apply_patch", "message", "gateway", "sessions_spawn", "sessions_send"}) {
 		t.Errorf("gatedTools default = %v", c.GatedTools)
 	}
-	if ev := mergeVerifier(c.Verifier, nil); ev.Enabled || ev.FailMode != FailDeny {
+	if ev := mergeVerifier(c.Verifier, nil); ev.Enabled || ev.FailMode != failDeny {
 		t.Errorf("verifier default = %+v", ev)
 	}
 	c = mustParse(t, `{"tools":{"verifier":{"enabled":true,"webhook":{"url":"https://v.example/verify"},
@@ -137,7 +137,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 	if err.Error() != "gate config: tools.verifier.scope: include and exclude are mutually exclusive" {
 		t.Fatalf("message = %q", err)
 	}
-	if _, err := ParseConfig(bytes.Repeat([]byte(" "), MaxConfigBytes+1), ParseOptions{}); !errors.Is(err, ErrConfigTooLarge) {
+	if _, err := ParseConfig(bytes.Repeat([]byte(" "), maxConfigBytes+1), ParseOptions{}); !errors.Is(err, ErrConfigTooLarge) {
 		t.Fatalf("oversized: %v", err)
 	}
 }
@@ -154,7 +154,7 @@ func TestDevelopmentHTTP(t *testing.T) {
 	}
 	prod := mustParse(t, `{"tools":{"verifier":{"webhook":{"url":"https://127.0.0.1:9/v"}}}}`)
 	dev := mustParse(t, `{"tools":{"verifier":{"webhook":{"url":"https://127.0.0.1:9/v"}}}}`, ParseOptions{Development: true})
-	if prod.PolicyHash() == dev.PolicyHash() {
+	if prod.policyHash() == dev.policyHash() {
 		t.Fatal("development mode is not committed in the policy hash")
 	}
 }
@@ -192,13 +192,13 @@ func TestFailModeMostRestrictiveWins(t *testing.T) {
 	for _, tc := range []struct {
 		global, agent, want FailMode
 	}{
-		{"", "", FailDeny},
-		{"", FailAllow, FailDeny},
-		{FailDeny, FailAllow, FailDeny},
-		{FailAllow, FailDeny, FailDeny},
-		{FailAllow, "", FailAllow},
-		{FailAllow, FailAllow, FailAllow},
-		{FailDeny, "", FailDeny},
+		{"", "", failDeny},
+		{"", failAllow, failDeny},
+		{failDeny, failAllow, failDeny},
+		{failAllow, failDeny, failDeny},
+		{failAllow, "", failAllow},
+		{failAllow, failAllow, failAllow},
+		{failDeny, "", failDeny},
 	} {
 		doc := fmt.Sprintf(`{"tools":{"verifier":{%s"enabled":true,"webhook":{"url":"https://v.example"}}},
 			"agents":{"list":[{"id":"a","tools":{"verifier":{%s"enabled":true}}}]}}`, str(tc.global), str(tc.agent))
@@ -242,7 +242,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 		"telegram %v": fmt.Sprintf("%+v %s %q %x", *c.Verifier.Telegram, c.Verifier.Telegram.BotToken, c.Verifier.Telegram.BotToken, c.Verifier.Telegram.BotToken),
 		"json":        string(js),
 		"slog":        logs.String(),
-		"policy":      string(c.PolicyDocument()),
+		"policy":      string(c.policyDocument()),
 	} {
 		assertNoSecret(t, where, s)
 	}
@@ -263,39 +263,39 @@ func TestSecretsNeverPrinted(t *testing.T) {
 
 func TestPolicyHash(t *testing.T) {
 	c := mustParse(t, secretDoc)
-	h := c.PolicyHash()
-	if len(h) != 43 || h != mustParse(t, secretDoc).PolicyHash() {
+	h := c.policyHash()
+	if len(h) != 43 || h != mustParse(t, secretDoc).policyHash() {
 		t.Fatalf("hash %q not stable", h)
 	}
 	// Secrets are committed: a different secret is a different policy.
 	for _, v := range secretValues {
 		other := mustParse(t, strings.Replace(secretDoc, v, v+"X", 1))
-		if other.PolicyHash() == h {
+		if other.policyHash() == h {
 			t.Errorf("changing %s does not change the hash", v)
 		}
 	}
 	// Key order and spelling variants of the same policy hash the same.
 	a := mustParse(t, `{"tools":{"deny":["Exec","bash"],"profile":"coding"}}`)
 	b := mustParse(t, `{"tools":{"profile":"coding","deny":["exec"]}}`)
-	if a.PolicyHash() != b.PolicyHash() {
+	if a.policyHash() != b.policyHash() {
 		t.Error("equivalent configs hash differently")
 	}
-	if a.PolicyHash() == mustParse(t, `{"tools":{"profile":"coding"}}`).PolicyHash() {
+	if a.policyHash() == mustParse(t, `{"tools":{"profile":"coding"}}`).policyHash() {
 		t.Error("deny list not committed")
 	}
 	// The document shape is pinned (docs/spec/gate-v1.md).
 	want := `{"agents":[],"defaults":{"enforceVerification":false,"gatedTools":["exec","write","edit","apply_patch","message","gateway","sessions_spawn","sessions_send"]},"development":false,"policy_version":"clawea.gate.policy.v1","tools":{"allow":[],"deny":[],"profile":"full"},"verifier":{"enabled":false,"failMode":"deny","scope":null,"telegram":null,"webhook":null}}`
-	if got := string(mustParse(t, `{}`).PolicyDocument()); got != want {
+	if got := string(mustParse(t, `{}`).policyDocument()); got != want {
 		t.Fatalf("policy document\n got %s\nwant %s", got, want)
 	}
 	// Vectors of docs/spec/gate-v1.md.
-	if got := mustParse(t, `{}`).PolicyHash(); got != "5wRJ5nC-5_EfTZsunr3nuNIUqELHXbSpH8zOooosEJM" {
+	if got := mustParse(t, `{}`).policyHash(); got != "5wRJ5nC-5_EfTZsunr3nuNIUqELHXbSpH8zOooosEJM" {
 		t.Fatalf("policy hash of {} = %s", got)
 	}
-	if got := NewSecret("s3cr3t").Commitment(); got != "DIGN2D9jchSOAP--u6eBGD7Sp-Qqu0_TytzKMKtXjIg" {
+	if got := newSecret("s3cr3t").commitment(); got != "DIGN2D9jchSOAP--u6eBGD7Sp-Qqu0_TytzKMKtXjIg" {
 		t.Fatalf("commitment = %s", got)
 	}
-	if !strings.Contains(string(c.PolicyDocument()), `"secret":{"sha256_b64u":"`+NewSecret("HMACSECRET-91cd").Commitment()+`"}`) {
-		t.Fatalf("secret commitment missing: %s", c.PolicyDocument())
+	if !strings.Contains(string(c.policyDocument()), `"secret":{"sha256_b64u":"`+newSecret("HMACSECRET-91cd").commitment()+`"}`) {
+		t.Fatalf("secret commitment missing: %s", c.policyDocument())
 	}
 }

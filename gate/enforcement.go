@@ -23,7 +23,7 @@ func (g *Gate) EnforcementFor(agent string) Enforcement {
 	p := g.policyFor(agent)
 	return Enforcement{
 		VerificationEnforced: p.enforce && p.gated != nil && (len(p.gated.exact) > 0 || len(p.gated.globs) > 0),
-		FailModeDeny:         !p.verifier.enabled || p.verifier.failMode == FailDeny,
+		FailModeDeny:         !p.verifier.enabled || p.verifier.failMode == failDeny,
 		Development:          g.cfg.Development,
 	}
 }

@@ -26,28 +26,28 @@ var (
 	ErrConflict = errors.New("conflicting keys")
 	// ErrInsecureURL: a webhook URL that is not https outside development mode.
 	ErrInsecureURL = errors.New("insecure url")
-	// ErrConfigTooLarge: the config document exceeds MaxConfigBytes.
+	// ErrConfigTooLarge: the config document exceeds maxConfigBytes.
 	ErrConfigTooLarge = errors.New("config too large")
 
-	// ErrInvalidCall: Decide was given a malformed call (bad tool name,
+	// errInvalidCall: Decide was given a malformed call (bad tool name,
 	// parameters that are not a JSON object, limits exceeded).
-	ErrInvalidCall = errors.New("gate: invalid call")
-	// ErrNotOwner: MarkVerified in a turn that is not an owner turn.
-	ErrNotOwner = errors.New("gate: only the owner can verify")
-	// ErrStaleTurn: MarkVerified for a turn that is not the run's
+	errInvalidCall = errors.New("gate: invalid call")
+	// errNotOwner: MarkVerified in a turn that is not an owner turn.
+	errNotOwner = errors.New("gate: only the owner can verify")
+	// errStaleTurn: MarkVerified for a turn that is not the run's
 	// current turn.
-	ErrStaleTurn = errors.New("gate: turn is not the current turn")
+	errStaleTurn = errors.New("gate: turn is not the current turn")
 	// ErrUnknownRun: NewTurn or MarkVerified for a run that is not open.
 	ErrUnknownRun = errors.New("gate: run is not open")
-	// ErrRunExists: OpenRun for a run that is already open.
-	ErrRunExists = errors.New("gate: run is already open")
-	// ErrTooManyRuns: OpenRun would exceed Options.MaxRuns.
-	ErrTooManyRuns = errors.New("gate: too many open runs")
-	// ErrAudit: the decision could not be appended to the audit log; the
+	// errRunExists: OpenRun for a run that is already open.
+	errRunExists = errors.New("gate: run is already open")
+	// errTooManyRuns: OpenRun would exceed Options.MaxRuns.
+	errTooManyRuns = errors.New("gate: too many open runs")
+	// errAudit: the decision could not be appended to the audit log; the
 	// call is denied.
-	ErrAudit = errors.New("gate: audit log append failed")
-	// ErrOptions: New was given unusable options.
-	ErrOptions = errors.New("gate: invalid options")
+	errAudit = errors.New("gate: audit log append failed")
+	// errOptions: New was given unusable options.
+	errOptions = errors.New("gate: invalid options")
 )
 
 // ConfigError names the configuration key at fault (Key, e.g.

@@ -33,7 +33,7 @@ func encodeConfig(c *Config) []byte {
 		}
 		if w := v.Webhook; w != nil {
 			wm := map[string]any{"url": w.URL, "timeout": int64(w.Timeout.Seconds())}
-			if w.Secret.IsSet() {
+			if w.Secret.isSet() {
 				wm["secret"] = w.Secret.value()
 			}
 			if w.Headers != nil {
@@ -47,7 +47,7 @@ func encodeConfig(c *Config) []byte {
 		}
 		if t := v.Telegram; t != nil {
 			tm := map[string]any{"enabled": t.Enabled, "timeout": int64(t.Timeout.Seconds())}
-			if t.BotToken.IsSet() {
+			if t.BotToken.isSet() {
 				tm["botToken"] = t.BotToken.value()
 			}
 			if t.ChatID != "" {
@@ -118,7 +118,7 @@ func FuzzParseConfig(f *testing.F) {
 				}
 				continue
 			}
-			h := c.PolicyHash()
+			h := c.policyHash()
 			if len(h) != 43 {
 				t.Fatalf("policy hash %q", h)
 			}
@@ -129,8 +129,8 @@ func FuzzParseConfig(f *testing.F) {
 			if err != nil {
 				t.Fatalf("re-encoded config rejected: %v\n%s", err, enc)
 			}
-			if c2.PolicyHash() != h {
-				t.Fatalf("policy hash changed on round trip\n%s\n%s", c.PolicyDocument(), c2.PolicyDocument())
+			if c2.policyHash() != h {
+				t.Fatalf("policy hash changed on round trip\n%s\n%s", c.policyDocument(), c2.policyDocument())
 			}
 			if !bytes.Equal(encodeConfig(c2), enc) {
 				t.Fatalf("re-encoding not stable")
@@ -141,7 +141,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			// No configured secret appears in String or the policy document.
 			for _, s := range configSecrets(c) {
-				if len(s) >= 8 && (strings.Contains(c.String(), s) || bytes.Contains(c.PolicyDocument(), []byte(s))) {
+				if len(s) >= 8 && (strings.Contains(c.String(), s) || bytes.Contains(c.policyDocument(), []byte(s))) {
 					t.Fatalf("secret leaked")
 				}
 			}
@@ -177,7 +177,7 @@ func TestEncodeConfigRoundTrip(t *testing.T) {
 	for _, doc := range []string{`{}`, secretDoc, enforced} {
 		c := mustParse(t, doc)
 		c2 := mustParse(t, string(encodeConfig(c)))
-		if c.PolicyHash() != c2.PolicyHash() {
+		if c.policyHash() != c2.policyHash() {
 			t.Fatalf("round trip changed %s", doc)
 		}
 		if !reflect.DeepEqual(c.Verifier.Webhook, c2.Verifier.Webhook) {

@@ -32,20 +32,20 @@ import (
 // Stage names the pipeline stage that decided.
 type Stage string
 
-// Stages, in pipeline order. StageInput is a malformed call.
+// Stages, in pipeline order. stageInput is a malformed call.
 const (
-	StageInput        Stage = "input"
-	StagePolicy       Stage = "tool_policy"
-	StageVerification Stage = "verification_gate"
-	StageVerifier     Stage = "external_verifier"
+	stageInput        Stage = "input"
+	stagePolicy       Stage = "tool_policy"
+	stageVerification Stage = "verification_gate"
+	stageVerifier     Stage = "external_verifier"
 )
 
 // Call is one tool call to decide.
 type Call struct {
 	SessionKey      string // e.g. "agent:main:main"
 	TurnID          string // the current turn (a UUID in OpenClaw)
-	AgentID         string // "" means DefaultAgentID
-	Tool            string // normalized by the gate (NormalizeToolName)
+	AgentID         string // "" means defaultAgentID
+	Tool            string // normalized by the gate (normalizeToolName)
 	Params          []byte // the tool parameters: a JSON object (nil = {})
 	MessageProvider string // optional, e.g. "telegram"
 	// Run names the attester's run: the audit chain the decision is
@@ -86,17 +86,17 @@ type Options struct {
 	// TelegramClient is used for the Bot API; nil means HTTPClient.
 	TelegramClient *http.Client
 	// TelegramAPIBase is the Bot API base URL; "" means
-	// DefaultTelegramAPIBase. Tests point it at a local fake server.
+	// defaultTelegramAPIBase. Tests point it at a local fake server.
 	TelegramAPIBase string
 	// TelegramPollInterval is the getUpdates interval; 0 means
-	// DefaultTelegramPollInterval.
+	// defaultTelegramPollInterval.
 	TelegramPollInterval time.Duration
 	// Logger receives decision and failure logs; nil discards.
 	Logger *slog.Logger
 	// Now is the clock for webhook timestamps; nil means time.Now.
 	Now func() time.Time
 	// MaxRuns bounds the runs open at once (OpenRun); 0 means
-	// DefaultMaxRuns.
+	// defaultMaxRuns.
 	MaxRuns int
 }
 
@@ -147,14 +147,14 @@ type Gate struct {
 // New builds a Gate from a parsed Config.
 func New(opts Options) (*Gate, error) {
 	if opts.Config == nil {
-		return nil, fmt.Errorf("%w: nil config", ErrOptions)
+		return nil, fmt.Errorf("%w: nil config", errOptions)
 	}
 	if opts.Audit == nil {
-		return nil, fmt.Errorf("%w: an audit writer is required", ErrOptions)
+		return nil, fmt.Errorf("%w: an audit writer is required", errOptions)
 	}
 	g := &Gate{
 		cfg:        opts.Config,
-		policyHash: opts.Config.PolicyHash(),
+		policyHash: opts.Config.policyHash(),
 		agents:     map[string]*agentPolicy{},
 		turns:      newTurns(opts.MaxRuns),
 		audit:      opts.Audit,
@@ -166,14 +166,14 @@ func New(opts Options) (*Gate, error) {
 	}
 	base := opts.TelegramAPIBase
 	if base == "" {
-		base = DefaultTelegramAPIBase
+		base = defaultTelegramAPIBase
 	}
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return nil, fmt.Errorf("%w: telegram api base must be an http(s) url", ErrOptions)
+		return nil, fmt.Errorf("%w: telegram api base must be an http(s) url", errOptions)
 	}
 	interval := opts.TelegramPollInterval
 	if interval <= 0 {
-		interval = DefaultTelegramPollInterval
+		interval = defaultTelegramPollInterval
 	}
 	tgClient := opts.TelegramClient
 	if tgClient == nil {
@@ -194,7 +194,7 @@ func New(opts Options) (*Gate, error) {
 		}
 		if v.Webhook != nil {
 			if opts.HTTPClient == nil {
-				return ev, fmt.Errorf("%w: a webhook verifier is configured but HTTPClient is nil", ErrOptions)
+				return ev, fmt.Errorf("%w: a webhook verifier is configured but HTTPClient is nil", errOptions)
 			}
 			if webhooks[v.Webhook] == nil {
 				webhooks[v.Webhook] = newWebhookVerifier(v.Webhook, opts.HTTPClient, g.log)
@@ -203,7 +203,7 @@ func New(opts Options) (*Gate, error) {
 		}
 		if v.Telegram != nil && v.Telegram.Enabled {
 			if tgClient == nil {
-				return ev, fmt.Errorf("%w: a telegram verifier is configured but no HTTP client is set", ErrOptions)
+				return ev, fmt.Errorf("%w: a telegram verifier is configured but no HTTP client is set", errOptions)
 			}
 			key := v.Telegram.BotToken.value()
 			if bots[key] == nil {
@@ -261,17 +261,17 @@ func New(opts Options) (*Gate, error) {
 	return g, nil
 }
 
-// PolicyHash returns the configuration's policy hash (Config.PolicyHash).
+// PolicyHash returns the configuration's policy hash (Config.policyHash).
 func (g *Gate) PolicyHash() string { return g.policyHash }
 
 // Decide runs the pipeline for c and appends the decision to the audit log.
-// A non-nil error always comes with a deny decision (ErrInvalidCall for a
-// malformed call, ErrAudit when the decision could not be logged, the
+// A non-nil error always comes with a deny decision (errInvalidCall for a
+// malformed call, errAudit when the decision could not be logged, the
 // context's error when ctx ended while an external verifier was consulted).
 func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 	in, perr := g.prepare(c)
 	if perr != nil {
-		d := Decision{Stage: StageInput, Reason: "the tool call is malformed", Tool: in.tool, ParamsHash: in.params.hash}
+		d := Decision{Stage: stageInput, Reason: "the tool call is malformed", Tool: in.tool, ParamsHash: in.params.hash}
 		return g.record(in, d, perr)
 	}
 	d := Decision{Tool: in.tool, ParamsHash: in.params.hash}
@@ -279,22 +279,22 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 
 	// a. tool policy
 	if why := p.checkPolicy(in.tool); why != "" {
-		d.Stage, d.Reason = StagePolicy, fmt.Sprintf("tool %q is not allowed by the tool policy (%s)", in.tool, why)
+		d.Stage, d.Reason = stagePolicy, fmt.Sprintf("tool %q is not allowed by the tool policy (%s)", in.tool, why)
 		return g.record(in, d, nil)
 	}
-	d.Allow, d.Stage, d.Reason = true, StagePolicy, "allowed by the tool policy"
+	d.Allow, d.Stage, d.Reason = true, stagePolicy, "allowed by the tool policy"
 
 	// b. verification gate
-	if p.enforce && in.tool != VerifyToolName && p.gated.match(in.tool) {
+	if p.enforce && in.tool != verifyToolName && p.gated.match(in.tool) {
 		ok, why := g.turns.status(c.Run, in.turn)
 		if !ok {
-			d.Allow, d.Stage = false, StageVerification
+			d.Allow, d.Stage = false, stageVerification
 			d.Reason = fmt.Sprintf("tool %q is blocked by the verification gate: %s. Call the verify tool first "+
 				"(with no arguments to verify the signed prompt templates, or with message set to the signature id "+
 				"of a signed owner message), then retry this call in the same turn", in.tool, why)
 			return g.record(in, d, nil)
 		}
-		d.Stage, d.Reason = StageVerification, "the owner verified this turn ("+why+")"
+		d.Stage, d.Reason = stageVerification, "the owner verified this turn ("+why+")"
 	}
 
 	// c. external verifier
@@ -313,7 +313,7 @@ func (p *agentPolicy) checkPolicy(tool string) string {
 			return why
 		}
 	}
-	if p.profileM != nil && tool != VerifyToolName && !p.profileM.match(tool) {
+	if p.profileM != nil && tool != verifyToolName && !p.profileM.match(tool) {
 		return "not in tool profile " + p.profile
 	}
 	return ""
@@ -327,7 +327,7 @@ func (g *Gate) policyFor(agent string) *agentPolicy {
 }
 
 func (g *Gate) external(ctx context.Context, in callInput, p *agentPolicy, d Decision) (Decision, error) {
-	d.Stage = StageVerifier
+	d.Stage = stageVerifier
 	d.RequestID = newRequestID()
 	red, err := redactParams(in.tool, in.params)
 	if err != nil {
@@ -358,7 +358,7 @@ func (g *Gate) external(ctx context.Context, in callInput, p *agentPolicy, d Dec
 		}
 		if v.unavailable {
 			g.log.Warn("gate: external verifier unavailable", "verifier", b.name, "request_id", d.RequestID, "fail_mode", string(p.verifier.failMode), "error", errString(v.err))
-			if p.verifier.failMode != FailAllow {
+			if p.verifier.failMode != failAllow {
 				d.Allow, d.Reason = false, "the external verifier ("+b.name+") could not be consulted and failMode is deny"
 				return g.record(in, d, nil)
 			}
@@ -405,7 +405,7 @@ func (g *Gate) record(in callInput, d Decision, cause error) (Decision, error) {
 		g.log.Error("gate: audit append failed; call denied", "tool", in.tool, "error", err.Error())
 		d.Allow = false
 		d.Reason = "the decision could not be recorded in the audit log"
-		return d, errors.Join(fmt.Errorf("%w: %w", ErrAudit, err), cause)
+		return d, errors.Join(fmt.Errorf("%w: %w", errAudit, err), cause)
 	}
 	d.AuditSeq = seq
 	// Debug, not Info: the durable audit log is the record of every
@@ -446,23 +446,23 @@ func (g *Gate) prepare(c Call) (callInput, error) {
 	} else {
 		in.session = c.SessionKey
 	}
-	if err := checkID("turn id", c.TurnID, MaxTurnIDBytes); err != nil {
+	if err := checkID("turn id", c.TurnID, maxTurnIDBytes); err != nil {
 		errs = append(errs, err)
 	} else {
 		in.turn = c.TurnID
 	}
 	agent := normalizeAgentID(c.AgentID)
 	if agent == "" {
-		agent = DefaultAgentID
+		agent = defaultAgentID
 	}
 	if !validAgentID(agent) {
-		errs = append(errs, fmt.Errorf("%w: invalid agent id", ErrInvalidCall))
+		errs = append(errs, fmt.Errorf("%w: invalid agent id", errInvalidCall))
 	} else {
 		in.agent = agent
 	}
-	tool := NormalizeToolName(c.Tool)
+	tool := normalizeToolName(c.Tool)
 	if !validToolName(tool, false) {
-		errs = append(errs, fmt.Errorf("%w: invalid tool name", ErrInvalidCall))
+		errs = append(errs, fmt.Errorf("%w: invalid tool name", errInvalidCall))
 	} else {
 		in.tool = tool
 	}

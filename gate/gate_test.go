@@ -57,7 +57,7 @@ func TestToolPolicy(t *testing.T) {
 			t.Errorf("%s/%s: allow = %v (%s)", tc.agent, tc.tool, d.Allow, d.Reason)
 			continue
 		}
-		if d.Stage != StagePolicy {
+		if d.Stage != stagePolicy {
 			t.Errorf("%s/%s: stage %s", tc.agent, tc.tool, d.Stage)
 		}
 		if !tc.allow && !strings.Contains(d.Reason, "("+tc.reason+")") {
@@ -92,7 +92,7 @@ func TestVerificationGate(t *testing.T) {
 
 	// The run is not open yet: blocked.
 	d := g.decide(t, exec)
-	if d.Allow || d.Stage != StageVerification || !strings.Contains(d.Reason, "Call the verify tool first") {
+	if d.Allow || d.Stage != stageVerification || !strings.Contains(d.Reason, "Call the verify tool first") {
 		t.Fatalf("before the run: %+v", d)
 	}
 	if err := g.NewTurn(r, "t1", true); !errors.Is(err, ErrUnknownRun) {
@@ -101,7 +101,7 @@ func TestVerificationGate(t *testing.T) {
 	if err := g.OpenRun(r); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.OpenRun(r); !errors.Is(err, ErrRunExists) {
+	if err := g.OpenRun(r); !errors.Is(err, errRunExists) {
 		t.Fatalf("run opened twice: %v", err)
 	}
 	if d := g.decide(t, exec); d.Allow || !strings.Contains(d.Reason, "no turn has started") {
@@ -111,7 +111,7 @@ func TestVerificationGate(t *testing.T) {
 	if err := g.NewTurn(r, "t0", false); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.MarkVerified(r, "t0", VerifiedTemplates); !errors.Is(err, ErrNotOwner) {
+	if err := g.MarkVerified(r, "t0", VerifiedTemplates); !errors.Is(err, errNotOwner) {
 		t.Fatalf("verify in a non-owner turn: %v", err)
 	}
 	if d := g.decide(t, Call{Run: r, SessionKey: "s", TurnID: "t0", Tool: "exec"}); d.Allow {
@@ -121,24 +121,24 @@ func TestVerificationGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = g.decide(t, exec)
-	if d.Allow || d.Stage != StageVerification || !strings.Contains(d.Reason, "not been verified by the owner") {
+	if d.Allow || d.Stage != stageVerification || !strings.Contains(d.Reason, "not been verified by the owner") {
 		t.Fatalf("unverified turn: %+v", d)
 	}
 	// Ungated tools and verify itself pass.
-	if d := g.decide(t, Call{Run: r, SessionKey: "s", TurnID: "t1", Tool: "read"}); !d.Allow || d.Stage != StagePolicy {
+	if d := g.decide(t, Call{Run: r, SessionKey: "s", TurnID: "t1", Tool: "read"}); !d.Allow || d.Stage != stagePolicy {
 		t.Fatalf("read: %+v", d)
 	}
 	if d := g.decide(t, Call{Run: r, SessionKey: "s", TurnID: "t1", Tool: "verify"}); !d.Allow {
 		t.Fatalf("verify: %+v", d)
 	}
 	// Verify for another turn or run is refused.
-	if err := g.MarkVerified(r, "t0", VerifiedTemplates); !errors.Is(err, ErrStaleTurn) {
+	if err := g.MarkVerified(r, "t0", VerifiedTemplates); !errors.Is(err, errStaleTurn) {
 		t.Fatalf("stale turn: %v", err)
 	}
 	if err := g.MarkVerified("other", "t1", VerifiedTemplates); !errors.Is(err, ErrUnknownRun) {
 		t.Fatalf("unknown run: %v", err)
 	}
-	if err := g.MarkVerified(r, "t1", "vibes"); !errors.Is(err, ErrInvalidCall) {
+	if err := g.MarkVerified(r, "t1", "vibes"); !errors.Is(err, errInvalidCall) {
 		t.Fatalf("bad method: %v", err)
 	}
 	// The owner verifies: gated tools pass for this turn.
@@ -146,7 +146,7 @@ func TestVerificationGate(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = g.decide(t, exec)
-	if !d.Allow || d.Stage != StageVerification || !strings.Contains(d.Reason, "templates") {
+	if !d.Allow || d.Stage != stageVerification || !strings.Contains(d.Reason, "templates") {
 		t.Fatalf("verified: %+v", d)
 	}
 	// Other runs are unaffected, even with the same session key and turn id.
@@ -201,7 +201,7 @@ func TestVerificationGatePerAgent(t *testing.T) {
 	if d := g.decide(t, ops("exec")); !d.Allow {
 		t.Fatalf("ops exec: %+v", d)
 	}
-	if d := g.decide(t, ops("read")); d.Allow || d.Stage != StageVerification {
+	if d := g.decide(t, ops("read")); d.Allow || d.Stage != stageVerification {
 		t.Fatalf("ops read: %+v", d)
 	}
 	// Default agent keeps the default list.
@@ -230,7 +230,7 @@ func TestMaxRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := g.OpenRun("c"); !errors.Is(err, ErrTooManyRuns) {
+	if err := g.OpenRun("c"); !errors.Is(err, errTooManyRuns) {
 		t.Fatalf("third run: %v", err)
 	}
 	// Turns in an open run cost nothing more.
@@ -244,13 +244,13 @@ func TestMaxRuns(t *testing.T) {
 	if err := g.OpenRun("c"); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"", "r\n", strings.Repeat("r", MaxRunIDBytes+1), "\xff"} {
-		if err := g.OpenRun(bad); !errors.Is(err, ErrInvalidCall) {
+	for _, bad := range []string{"", "r\n", strings.Repeat("r", maxRunIDBytes+1), "\xff"} {
+		if err := g.OpenRun(bad); !errors.Is(err, errInvalidCall) {
 			t.Errorf("OpenRun(%q): %v", bad, err)
 		}
 	}
-	for _, bad := range []string{"", "t\n", strings.Repeat("t", MaxTurnIDBytes+1), "\xff"} {
-		if err := g.NewTurn("a", bad, true); !errors.Is(err, ErrInvalidCall) {
+	for _, bad := range []string{"", "t\n", strings.Repeat("t", maxTurnIDBytes+1), "\xff"} {
+		if err := g.NewTurn("a", bad, true); !errors.Is(err, errInvalidCall) {
 			t.Errorf("NewTurn(%q): %v", bad, err)
 		}
 	}
@@ -260,23 +260,23 @@ func TestCheckIdentifiers(t *testing.T) {
 	if a, err := CheckAgentID(" Ops "); err != nil || a != "ops" {
 		t.Fatalf("CheckAgentID: %q %v", a, err)
 	}
-	if a, err := CheckAgentID(""); err != nil || a != DefaultAgentID {
+	if a, err := CheckAgentID(""); err != nil || a != defaultAgentID {
 		t.Fatalf("CheckAgentID empty: %q %v", a, err)
 	}
 	for _, bad := range []string{"a/b", "a b", strings.Repeat("a", 200)} {
-		if _, err := CheckAgentID(bad); !errors.Is(err, ErrInvalidCall) {
+		if _, err := CheckAgentID(bad); !errors.Is(err, errInvalidCall) {
 			t.Errorf("CheckAgentID(%q): %v", bad, err)
 		}
 	}
 	for _, bad := range []string{"", "s\x00", strings.Repeat("s", MaxSessionKeyBytes+1)} {
-		if err := CheckSessionKey(bad); !errors.Is(err, ErrInvalidCall) {
+		if err := CheckSessionKey(bad); !errors.Is(err, errInvalidCall) {
 			t.Errorf("CheckSessionKey(%q): %v", bad, err)
 		}
 	}
 	// What the checks accept, Decide accepts.
 	g := newTestGate(t, mustParse(t, `{}`))
 	a, _ := CheckAgentID(" Ops ")
-	if d := g.decide(t, Call{SessionKey: "agent:x", TurnID: "t", AgentID: a, Tool: "read"}); d.Stage == StageInput {
+	if d := g.decide(t, Call{SessionKey: "agent:x", TurnID: "t", AgentID: a, Tool: "read"}); d.Stage == stageInput {
 		t.Fatalf("checked identifiers refused by Decide: %+v", d)
 	}
 }
@@ -287,7 +287,7 @@ func TestInvalidCalls(t *testing.T) {
 		{SessionKey: "s", TurnID: "t", Tool: ""},
 		{SessionKey: "s", TurnID: "t", Tool: "ex ec"},
 		{SessionKey: "s", TurnID: "t", Tool: "exec*"},
-		{SessionKey: "s", TurnID: "t", Tool: strings.Repeat("x", MaxToolNameBytes+1)},
+		{SessionKey: "s", TurnID: "t", Tool: strings.Repeat("x", maxToolNameBytes+1)},
 		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`[1]`)},
 		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{"a":1,"a":2}`)},
 		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{"a":"\ud800"}`)},
@@ -296,11 +296,11 @@ func TestInvalidCalls(t *testing.T) {
 		{SessionKey: "s", TurnID: "", Tool: "exec"},
 		{SessionKey: "s", TurnID: "t", AgentID: "a/b", Tool: "exec"},
 		{SessionKey: "s", TurnID: "t", Tool: "exec", MessageProvider: "tele\x00gram"},
-		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{"x":"` + strings.Repeat("a", MaxParamsBytes) + `"}`)},
+		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{"x":"` + strings.Repeat("a", maxParamsBytes) + `"}`)},
 	}
 	for i, c := range bad {
 		d, err := g.Decide(context.Background(), c)
-		if !errors.Is(err, ErrInvalidCall) || d.Allow || d.Stage != StageInput {
+		if !errors.Is(err, errInvalidCall) || d.Allow || d.Stage != stageInput {
 			t.Errorf("case %d: %+v %v", i, d, err)
 		}
 	}
@@ -330,7 +330,7 @@ func TestAuditFailureDenies(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, err := g.Decide(context.Background(), call("read"))
-	if !errors.Is(err, ErrAudit) || d.Allow {
+	if !errors.Is(err, errAudit) || d.Allow {
 		t.Fatalf("audit failure: %+v %v", d, err)
 	}
 }
@@ -345,7 +345,7 @@ func TestNewOptions(t *testing.T) {
 		{Config: cfg, Audit: w, TelegramAPIBase: "ftp://x"},
 		{Config: wh, Audit: w}, // webhook without an HTTP client
 	} {
-		if _, err := New(o); !errors.Is(err, ErrOptions) {
+		if _, err := New(o); !errors.Is(err, errOptions) {
 			t.Errorf("case %d: %v", i, err)
 		}
 	}

@@ -87,7 +87,7 @@ func TestNoParamsOrSecretsInAuditOrLogs(t *testing.T) {
 		}
 	}
 	// The stranger's tap was refused on the way.
-	if _, answers := f.snapshot(); len(answers) == 0 || answers[0].Text != TelegramUnauthorizedText {
+	if _, answers := f.snapshot(); len(answers) == 0 || answers[0].Text != telegramUnauthorizedText {
 		t.Fatalf("answers %+v", answers)
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/clawea/attester/schema/jsstr"
 )
 
-// MaxParamsBytes bounds a call's parameters.
-const MaxParamsBytes = 1 << 20
+// maxParamsBytes bounds a call's parameters.
+const maxParamsBytes = 1 << 20
 
 // redactedTools have their top-level "content" parameter redacted before it
 // leaves the gate (seed 004, "Param Redaction").
@@ -30,15 +30,15 @@ func canonicalParams(raw []byte) (params, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{}")
 	}
-	if len(raw) > MaxParamsBytes {
-		return params{}, fmt.Errorf("%w: parameters larger than %d bytes", ErrInvalidCall, MaxParamsBytes)
+	if len(raw) > maxParamsBytes {
+		return params{}, fmt.Errorf("%w: parameters larger than %d bytes", errInvalidCall, maxParamsBytes)
 	}
 	c, err := jcs.AppendCanonical(nil, raw)
 	if err != nil {
-		return params{}, fmt.Errorf("%w: parameters are not I-JSON", ErrInvalidCall)
+		return params{}, fmt.Errorf("%w: parameters are not I-JSON", errInvalidCall)
 	}
 	if len(c) == 0 || c[0] != '{' {
-		return params{}, fmt.Errorf("%w: parameters are not a JSON object", ErrInvalidCall)
+		return params{}, fmt.Errorf("%w: parameters are not a JSON object", errInvalidCall)
 	}
 	return params{canon: c, hash: b64u.SHA256(c)}, nil
 }
@@ -53,7 +53,7 @@ func redactParams(tool string, p params) ([]byte, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(p.canon, &m); err != nil {
-		return nil, fmt.Errorf("%w: parameters are not a JSON object", ErrInvalidCall)
+		return nil, fmt.Errorf("%w: parameters are not a JSON object", errInvalidCall)
 	}
 	content, ok := m["content"]
 	if !ok {
@@ -69,11 +69,11 @@ func redactParams(tool string, p params) ([]byte, error) {
 	m["content"] = json.RawMessage(strconv.Quote("[REDACTED: " + strconv.Itoa(n) + " chars]"))
 	raw, err := json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot re-encode parameters", ErrInvalidCall)
+		return nil, fmt.Errorf("%w: cannot re-encode parameters", errInvalidCall)
 	}
 	out, err := jcs.Canonicalize(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot re-encode parameters", ErrInvalidCall)
+		return nil, fmt.Errorf("%w: cannot re-encode parameters", errInvalidCall)
 	}
 	return out, nil
 }

@@ -9,17 +9,17 @@ import (
 	"github.com/clawea/attester/schema/jcs"
 )
 
-// PolicyVersion names the policy document format, including the fixed
+// policyVersion names the policy document format, including the fixed
 // profile and group tables and the pipeline order of docs/spec/gate-v1.md.
-const PolicyVersion = "clawea.gate.policy.v1"
+const policyVersion = "clawea.gate.policy.v1"
 
-// PolicyDocument returns the JCS (RFC 8785) bytes of the effective policy:
+// policyDocument returns the JCS (RFC 8785) bytes of the effective policy:
 // every key with defaults applied, tool lists normalized, per-agent overrides
 // as given (null = inherit), and each secret replaced by its commitment
-// {"sha256_b64u": Secret.Commitment()}. It contains no secret.
-func (c *Config) PolicyDocument() []byte {
+// {"sha256_b64u": Secret.commitment()}. It contains no secret.
+func (c *Config) policyDocument() []byte {
 	doc := map[string]any{
-		"policy_version": PolicyVersion,
+		"policy_version": policyVersion,
 		"development":    c.Development,
 		"defaults": map[string]any{
 			"enforceVerification": c.EnforceVerification,
@@ -47,7 +47,7 @@ func (c *Config) PolicyDocument() []byte {
 	}
 	doc["agents"] = agents
 	// Only strings, booleans, integers, lists and maps: neither step can
-	// fail; nil is returned (and PolicyHash is "") if one ever did.
+	// fail; nil is returned (and policyHash is "") if one ever did.
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		return nil
@@ -59,10 +59,10 @@ func (c *Config) PolicyDocument() []byte {
 	return out
 }
 
-// PolicyHash is b64u(SHA-256(PolicyDocument())), the value attestations
+// policyHash is b64u(SHA-256(policyDocument())), the value attestations
 // commit to.
-func (c *Config) PolicyHash() string {
-	doc := c.PolicyDocument()
+func (c *Config) policyHash() string {
+	doc := c.policyDocument()
 	if doc == nil {
 		return ""
 	}
@@ -99,10 +99,10 @@ func toolPolicyDoc(t ToolPolicy, global bool) map[string]any {
 }
 
 func commitment(s Secret) any {
-	if !s.IsSet() {
+	if !s.isSet() {
 		return nil
 	}
-	return map[string]any{"sha256_b64u": s.Commitment()}
+	return map[string]any{"sha256_b64u": s.commitment()}
 }
 
 func verifierDoc(v *VerifierConfig, global bool) map[string]any {
@@ -119,7 +119,7 @@ func verifierDoc(v *VerifierConfig, global bool) map[string]any {
 	case v.FailMode != "":
 		d["failMode"] = string(v.FailMode)
 	case global:
-		d["failMode"] = string(FailDeny)
+		d["failMode"] = string(failDeny)
 	default:
 		d["failMode"] = nil
 	}

@@ -15,11 +15,11 @@ const redacted = "[REDACTED]"
 // prints "[REDACTED]"; the value is only used by the verifiers.
 type Secret struct{ v string }
 
-// NewSecret wraps s.
-func NewSecret(s string) Secret { return Secret{v: s} }
+// newSecret wraps s.
+func newSecret(s string) Secret { return Secret{v: s} }
 
-// IsSet reports whether the secret is non-empty.
-func (s Secret) IsSet() bool { return s.v != "" }
+// isSet reports whether the secret is non-empty.
+func (s Secret) isSet() bool { return s.v != "" }
 
 func (s Secret) value() string { return s.v }
 
@@ -41,10 +41,10 @@ func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
 // secretCommitmentLabel domain-separates secret commitments in the policy hash.
 const secretCommitmentLabel = "clawea.gate.secret-commitment.v1"
 
-// Commitment returns b64u(SHA-256(label || 0x00 || value)), the form in which
+// commitment returns b64u(SHA-256(label || 0x00 || value)), the form in which
 // the policy hash commits to a secret (docs/spec/gate-v1.md). It reveals a
 // low-entropy secret to a guessing attacker, so secrets must be random.
-func (s Secret) Commitment() string {
+func (s Secret) commitment() string {
 	h := sha256.New()
 	h.Write([]byte(secretCommitmentLabel))
 	h.Write([]byte{0})

@@ -20,10 +20,10 @@ import (
 
 // Telegram approval constants.
 const (
-	DefaultTelegramAPIBase      = "https://api.telegram.org"
-	DefaultTelegramPollInterval = time.Second
-	// TelegramUnauthorizedText is the alert an unauthorized tap receives.
-	TelegramUnauthorizedText = "You are not authorized to approve/deny this request"
+	defaultTelegramAPIBase      = "https://api.telegram.org"
+	defaultTelegramPollInterval = time.Second
+	// telegramUnauthorizedText is the alert an unauthorized tap receives.
+	telegramUnauthorizedText = "You are not authorized to approve/deny this request"
 	maxTelegramResponse      = 1 << 20
 	maxTelegramText          = 3500 // below the Bot API's 4096-character limit
 	callbackPrefix           = "cg1:"
@@ -260,7 +260,7 @@ func (b *telegramBot) dispatch(ctx context.Context, u tgUpdate) {
 	}
 	if !slices.Contains(w.allowed, q.From.ID) {
 		b.log.Warn("gate: unauthorized telegram approval tap ignored", "user_id", strconv.FormatInt(q.From.ID, 10))
-		if err := b.call(ctx, "answerCallbackQuery", tgAnswer{CallbackQueryID: q.ID, Text: TelegramUnauthorizedText, ShowAlert: true}, nil); err != nil {
+		if err := b.call(ctx, "answerCallbackQuery", tgAnswer{CallbackQueryID: q.ID, Text: telegramUnauthorizedText, ShowAlert: true}, nil); err != nil {
 			b.log.Warn("gate: telegram answerCallbackQuery failed", "error", err.Error())
 		}
 		return

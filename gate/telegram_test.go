@@ -163,7 +163,7 @@ func TestTelegramAllowDeny(t *testing.T) {
 		c := call("exec")
 		c.Params = []byte(`{"command":"curl https://example.com"}`)
 		d := g.decide(t, c)
-		if d.Allow != (label == "Allow") || d.Stage != StageVerifier {
+		if d.Allow != (label == "Allow") || d.Stage != stageVerifier {
 			t.Fatalf("%s: %+v", label, d)
 		}
 		if label == "Deny" && d.Reason != "denied by the external verifier (telegram)" {
@@ -196,15 +196,15 @@ func TestTelegramUnauthorizedTap(t *testing.T) {
 		t.Fatalf("stranger approved: %+v", d)
 	}
 	_, answers := f.snapshot()
-	if len(answers) != 2 || answers[0].Text != TelegramUnauthorizedText || !answers[0].ShowAlert || answers[0].CallbackQueryID != "cq-5001" {
+	if len(answers) != 2 || answers[0].Text != telegramUnauthorizedText || !answers[0].ShowAlert || answers[0].CallbackQueryID != "cq-5001" {
 		t.Fatalf("answers %+v", answers)
 	}
 
 	// Only strangers tap: the approval times out, failMode applies.
-	for _, mode := range []FailMode{FailDeny, FailAllow} {
+	for _, mode := range []FailMode{failDeny, failAllow} {
 		f := newFakeBotAPI(t, func(f *fakeBotAPI, m sentMessage) { f.tap(strangerUser, m.id, m.button("Allow")) })
 		g := telegramGate(t, f, `"failMode":"`+string(mode)+`",`, short)
-		if d := g.decide(t, call("exec")); d.Allow != (mode == FailAllow) {
+		if d := g.decide(t, call("exec")); d.Allow != (mode == failAllow) {
 			t.Fatalf("stranger only, failMode %s: %+v", mode, d)
 		}
 	}

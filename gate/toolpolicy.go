@@ -7,13 +7,13 @@ import (
 	"github.com/clawea/attester/schema/charclass"
 )
 
-// MaxToolNameBytes bounds a tool name or tool-list entry.
-const MaxToolNameBytes = 128
+// maxToolNameBytes bounds a tool name or tool-list entry.
+const maxToolNameBytes = 128
 
-// VerifyToolName is the owner-only verify tool (seed 000). It is never gated
+// verifyToolName is the owner-only verify tool (seed 000). It is never gated
 // by the verification gate and not filtered by profiles or allow lists; an
 // explicit deny entry still denies it.
-const VerifyToolName = "verify"
+const verifyToolName = "verify"
 
 // toolAliases mirrors OpenClaw's TOOL_NAME_ALIASES.
 var toolAliases = map[string]string{
@@ -21,9 +21,9 @@ var toolAliases = map[string]string{
 	"apply-patch": "apply_patch",
 }
 
-// NormalizeToolName is OpenClaw's normalizeToolName: trim, lower-case, then
+// normalizeToolName is OpenClaw's normalizeToolName: trim, lower-case, then
 // the aliases bash -> exec and apply-patch -> apply_patch.
-func NormalizeToolName(name string) string {
+func normalizeToolName(name string) string {
 	n := strings.ToLower(strings.TrimSpace(name))
 	if a, ok := toolAliases[n]; ok {
 		return a
@@ -32,9 +32,9 @@ func NormalizeToolName(name string) string {
 }
 
 // validToolName reports whether a normalized name is acceptable: 1 to
-// MaxToolNameBytes bytes of [a-z0-9_.:-]. glob additionally admits '*'.
+// maxToolNameBytes bytes of [a-z0-9_.:-]. glob additionally admits '*'.
 func validToolName(n string, glob bool) bool {
-	if n == "" || len(n) > MaxToolNameBytes {
+	if n == "" || len(n) > maxToolNameBytes {
 		return false
 	}
 	if glob {
@@ -77,8 +77,8 @@ var toolProfiles = map[string][]string{
 	"full":      nil,
 }
 
-// ProfileNames lists the accepted tools.profile values.
-func ProfileNames() []string {
+// profileNames lists the accepted tools.profile values.
+func profileNames() []string {
 	out := make([]string, 0, len(toolProfiles))
 	for k := range toolProfiles {
 		out = append(out, k)
@@ -129,7 +129,7 @@ func (m *toolMatcher) match(tool string) bool {
 // globMatch matches s against a pattern in which '*' matches any run of
 // bytes (including none) and every other byte matches itself. Greedy
 // matching with backtracking to the last star: O(len(pattern)*len(s)) at
-// worst, and both are bounded by MaxToolNameBytes.
+// worst, and both are bounded by maxToolNameBytes.
 func globMatch(pattern, s string) bool {
 	p, i := 0, 0
 	star, mark := -1, 0
@@ -171,7 +171,7 @@ func (l listPolicy) check(tool, layer string) string {
 	if l.deny.match(tool) {
 		return "denied by " + layer + ".deny"
 	}
-	if tool != VerifyToolName && !l.allow.empty() && !l.allow.match(tool) {
+	if tool != verifyToolName && !l.allow.empty() && !l.allow.match(tool) {
 		return "not in " + layer + ".allow"
 	}
 	return ""

@@ -21,13 +21,13 @@ const (
 // Limits on identifiers and on the verification state.
 const (
 	MaxSessionKeyBytes = 256
-	MaxTurnIDBytes     = 128
-	MaxRunIDBytes      = 128
-	// DefaultMaxRuns bounds the runs whose verification state is kept at
+	maxTurnIDBytes     = 128
+	maxRunIDBytes      = 128
+	// defaultMaxRuns bounds the runs whose verification state is kept at
 	// once when Options.MaxRuns is 0. The state of a run is a few words and
 	// lives from OpenRun to EndRun, so this is a bound on concurrently open
 	// runs, never on how many runs were opened over time.
-	DefaultMaxRuns = 4096
+	defaultMaxRuns = 4096
 )
 
 // runTurn is the verification state of one run: its current turn and
@@ -50,18 +50,18 @@ type turns struct {
 
 func newTurns(max int) *turns {
 	if max <= 0 {
-		max = DefaultMaxRuns
+		max = defaultMaxRuns
 	}
 	return &turns{max: max, runs: map[string]*runTurn{}}
 }
 
 func checkID(kind, s string, maxBytes int) error {
 	if s == "" || len(s) > maxBytes || !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s must be 1-%d bytes of UTF-8", ErrInvalidCall, kind, maxBytes)
+		return fmt.Errorf("%w: %s must be 1-%d bytes of UTF-8", errInvalidCall, kind, maxBytes)
 	}
 	for _, r := range s {
 		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%w: %s contains control characters", ErrInvalidCall, kind)
+			return fmt.Errorf("%w: %s contains control characters", errInvalidCall, kind)
 		}
 	}
 	return nil
@@ -73,21 +73,21 @@ func checkID(kind, s string, maxBytes int) error {
 func CheckSessionKey(s string) error { return checkID("session key", s, MaxSessionKeyBytes) }
 
 // CheckTurnID reports whether s is a turn id the gate accepts.
-func CheckTurnID(s string) error { return checkID("turn id", s, MaxTurnIDBytes) }
+func CheckTurnID(s string) error { return checkID("turn id", s, maxTurnIDBytes) }
 
 // CheckRunID reports whether s is a run id the gate accepts.
-func CheckRunID(s string) error { return checkID("run id", s, MaxRunIDBytes) }
+func CheckRunID(s string) error { return checkID("run id", s, maxRunIDBytes) }
 
 // CheckAgentID reports whether s (after the gate's normalization: trimmed,
-// lower-cased; "" means DefaultAgentID) is an agent id Decide accepts, and
+// lower-cased; "" means defaultAgentID) is an agent id Decide accepts, and
 // returns the normalized id.
 func CheckAgentID(s string) (string, error) {
 	a := normalizeAgentID(s)
 	if a == "" {
-		a = DefaultAgentID
+		a = defaultAgentID
 	}
 	if !validAgentID(a) {
-		return "", fmt.Errorf("%w: invalid agent id", ErrInvalidCall)
+		return "", fmt.Errorf("%w: invalid agent id", errInvalidCall)
 	}
 	return a, nil
 }
@@ -103,10 +103,10 @@ func (t *turns) openRun(run string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.runs[run]; ok {
-		return ErrRunExists
+		return errRunExists
 	}
 	if len(t.runs) >= t.max {
-		return ErrTooManyRuns
+		return errTooManyRuns
 	}
 	t.runs[run] = &runTurn{}
 	return nil
@@ -128,7 +128,7 @@ func (t *turns) newTurn(run, turnID string, owner bool) error {
 
 func (t *turns) markVerified(run, turnID string, how VerifyMethod) error {
 	if how != VerifiedTemplates && how != VerifiedMessage {
-		return fmt.Errorf("%w: unknown verify method", ErrInvalidCall)
+		return fmt.Errorf("%w: unknown verify method", errInvalidCall)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -137,9 +137,9 @@ func (t *turns) markVerified(run, turnID string, how VerifyMethod) error {
 	case !ok:
 		return ErrUnknownRun
 	case st.turn == "" || st.turn != turnID:
-		return ErrStaleTurn
+		return errStaleTurn
 	case !st.owner:
-		return ErrNotOwner
+		return errNotOwner
 	}
 	st.verified, st.how = true, how
 	return nil
@@ -170,8 +170,8 @@ func (t *turns) end(run string) {
 }
 
 // OpenRun creates the verification state of a run (no turn yet: gated
-// tools are blocked). It fails with ErrRunExists for an open run and with
-// ErrTooManyRuns when Options.MaxRuns runs are open.
+// tools are blocked). It fails with errRunExists for an open run and with
+// errTooManyRuns when Options.MaxRuns runs are open.
 func (g *Gate) OpenRun(run string) error { return g.turns.openRun(run) }
 
 // EndRun forgets a run's verification state. Call it when the run closes:
@@ -188,8 +188,8 @@ func (g *Gate) NewTurn(run, turnID string, owner bool) error {
 
 // MarkVerified records that verify succeeded for the run's current turn
 // (all templates verified, or a signed owner message verified). It fails
-// with ErrUnknownRun for a run that is not open, ErrStaleTurn if turnID is
-// not the current turn, and ErrNotOwner if the current turn is not an owner
+// with ErrUnknownRun for a run that is not open, errStaleTurn if turnID is
+// not the current turn, and errNotOwner if the current turn is not an owner
 // turn; the state is unchanged on error.
 func (g *Gate) MarkVerified(run, turnID string, how VerifyMethod) error {
 	return g.turns.markVerified(run, turnID, how)

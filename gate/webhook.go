@@ -23,10 +23,10 @@ import (
 
 // Webhook protocol constants (seed 004).
 const (
-	WebhookVersion         = 1
-	SignatureHeader        = "X-OpenClaw-Signature"
-	MaxWebhookResponse     = 64 << 10
-	MaxReasonChars         = 500 // JavaScript characters (UTF-16 code units)
+	webhookVersion         = 1
+	signatureHeader        = "X-OpenClaw-Signature"
+	maxWebhookResponse     = 64 << 10
+	maxReasonChars         = 500 // JavaScript characters (UTF-16 code units)
 	webhookContentType     = "application/json"
 	webhookSignaturePrefix = "sha256="
 )
@@ -99,14 +99,14 @@ func webhookRequestBody(r verifierRequest) ([]byte, error) {
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	err := enc.Encode(webhookBody{
-		Version:   WebhookVersion,
+		Version:   webhookVersion,
 		Timestamp: r.Timestamp.UTC().Format(time.RFC3339),
 		RequestID: r.RequestID,
 		Tool:      webhookTool{Name: r.Tool, Params: r.Params},
 		Context:   webhookContext{AgentID: r.AgentID, SessionKey: r.SessionKey, MessageProvider: r.MessageProvider},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: cannot encode request", ErrInvalidCall)
+		return nil, fmt.Errorf("%w: cannot encode request", errInvalidCall)
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
@@ -133,15 +133,15 @@ func (w *webhookVerifier) verify(ctx context.Context, r verifierRequest) verdict
 		req.Header.Set(name, v.value())
 	}
 	req.Header.Set("Content-Type", webhookContentType)
-	if w.cfg.Secret.IsSet() {
-		req.Header.Set(SignatureHeader, signBody([]byte(w.cfg.Secret.value()), body))
+	if w.cfg.Secret.isSet() {
+		req.Header.Set(signatureHeader, signBody([]byte(w.cfg.Secret.value()), body))
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return verdict{unavailable: true, err: transportError(ctx, err)}
 	}
 	defer resp.Body.Close()
-	data, err := bounded.Read(resp.Body, MaxWebhookResponse, "verifier response")
+	data, err := bounded.Read(resp.Body, maxWebhookResponse, "verifier response")
 	tooLarge := errors.Is(err, bounded.ErrTooLarge)
 	if err != nil && !tooLarge {
 		return verdict{unavailable: true, err: transportError(ctx, err)}
@@ -192,9 +192,9 @@ func sanitizeNetError(err error) string {
 
 // parseWebhookResponse applies seed 004's response rules: a JSON object whose
 // "decision" is exactly "allow" or "deny" and whose optional "reason" is a
-// string (truncated to MaxReasonChars). Anything else is malformed.
+// string (truncated to maxReasonChars). Anything else is malformed.
 func parseWebhookResponse(data []byte) (allow bool, reason string, err error) {
-	v, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxWebhookResponse, MaxDepth: 32, AllowFloats: true})
+	v, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: maxWebhookResponse, MaxDepth: 32, AllowFloats: true})
 	if err != nil || v.Kind() != pohjson.Object {
 		return false, "", errVerifierMalformed
 	}
@@ -221,7 +221,7 @@ func parseWebhookResponse(data []byte) (allow bool, reason string, err error) {
 	return allow, cleanReason(reason), nil
 }
 
-// cleanReason truncates to MaxReasonChars JavaScript characters (never
+// cleanReason truncates to maxReasonChars JavaScript characters (never
 // splitting a surrogate pair) and replaces control characters other than
 // newline and tab with spaces.
 func cleanReason(s string) string {
@@ -232,7 +232,7 @@ func cleanReason(s string) string {
 		if r >= 0x10000 {
 			w = 2
 		}
-		if n+w > MaxReasonChars {
+		if n+w > maxReasonChars {
 			break
 		}
 		n += w

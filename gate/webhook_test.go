@@ -99,7 +99,7 @@ func TestWebhookRequestShapeAndSignature(t *testing.T) {
 	c := call("exec")
 	c.Params = []byte(`{"workdir":"/workspace","command":"curl https://example.com/?a=1&b=<2>"}`)
 	d := g.decide(t, c)
-	if !d.Allow || d.Stage != StageVerifier || d.Reason != "approved by the external verifier" {
+	if !d.Allow || d.Stage != stageVerifier || d.Reason != "approved by the external verifier" {
 		t.Fatalf("decision %+v", d)
 	}
 	body, hdr := ws.last(t)
@@ -188,7 +188,7 @@ func TestWebhookRedaction(t *testing.T) {
 
 func TestWebhookResponses(t *testing.T) {
 	long := strings.Repeat("r", 499) + "😀" + "tail"
-	big := `{"decision":"allow"}` + strings.Repeat(" ", MaxWebhookResponse)
+	big := `{"decision":"allow"}` + strings.Repeat(" ", maxWebhookResponse)
 	cases := []struct {
 		name        string
 		status      int
@@ -224,7 +224,7 @@ func TestWebhookResponses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, mode := range []FailMode{FailDeny, FailAllow} {
+			for _, mode := range []FailMode{failDeny, failAllow} {
 				ws := newWebhookServer(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 					if tc.status == 307 {
 						w.Header().Set("Location", "/elsewhere")
@@ -235,13 +235,13 @@ func TestWebhookResponses(t *testing.T) {
 				d := g.decide(t, call("exec"))
 				want := tc.allow
 				if tc.unavailable {
-					want = mode == FailAllow
+					want = mode == failAllow
 				}
-				if d.Allow != want || d.Stage != StageVerifier {
+				if d.Allow != want || d.Stage != stageVerifier {
 					t.Fatalf("failMode %s: %+v", mode, d)
 				}
 				switch {
-				case tc.unavailable && mode == FailDeny:
+				case tc.unavailable && mode == failDeny:
 					if d.Reason != "the external verifier (webhook) could not be consulted and failMode is deny" {
 						t.Fatalf("reason %q", d.Reason)
 					}
@@ -272,10 +272,10 @@ func TestWebhookTimeout(t *testing.T) {
 		}
 	})
 	defer close(release)
-	for _, mode := range []FailMode{FailDeny, FailAllow} {
+	for _, mode := range []FailMode{failDeny, failAllow} {
 		g := webhookGate(t, ws, `"failMode":"`+string(mode)+`",`, func(c *Config) { c.Verifier.Webhook.Timeout = 50 * time.Millisecond })
 		d := g.decide(t, call("exec"))
-		if d.Allow != (mode == FailAllow) || d.Stage != StageVerifier {
+		if d.Allow != (mode == failAllow) || d.Stage != stageVerifier {
 			t.Fatalf("timeout, failMode %s: %+v", mode, d)
 		}
 		if !strings.Contains(g.logs.String(), "verifier timed out") {
@@ -340,10 +340,10 @@ func TestPolicyDenyNeverReachesVerifier(t *testing.T) {
 	cfg := mustParse(t, fmt.Sprintf(`{"agents":{"defaults":{"sig":{"enforceVerification":true}}},
 		"tools":{"deny":["browser"],"verifier":{"enabled":true,"webhook":{"url":%q}}}}`, ws.URL))
 	g := newTestGate(t, cfg, func(o *Options) { o.HTTPClient = ws.Client() })
-	if d := g.decide(t, call("browser")); d.Allow || d.Stage != StagePolicy {
+	if d := g.decide(t, call("browser")); d.Allow || d.Stage != stagePolicy {
 		t.Fatalf("policy: %+v", d)
 	}
-	if d := g.decide(t, call("exec")); d.Allow || d.Stage != StageVerification {
+	if d := g.decide(t, call("exec")); d.Allow || d.Stage != stageVerification {
 		t.Fatalf("verification: %+v", d)
 	}
 	if ws.hits.Load() != 0 {
@@ -352,7 +352,7 @@ func TestPolicyDenyNeverReachesVerifier(t *testing.T) {
 	_ = g.OpenRun("run-1")
 	_ = g.NewTurn("run-1", "turn-1", true)
 	_ = g.MarkVerified("run-1", "turn-1", VerifiedTemplates)
-	if d := g.decide(t, call("exec")); !d.Allow || d.Stage != StageVerifier || ws.hits.Load() != 1 {
+	if d := g.decide(t, call("exec")); !d.Allow || d.Stage != stageVerifier || ws.hits.Load() != 1 {
 		t.Fatalf("all stages: %+v", d)
 	}
 }

@@ -41,12 +41,12 @@ const (
 
 // Sentinel errors. Every error of this package wraps one of them.
 var (
-	// ErrInvalidEntry: the entry violates the field rules (the same value
+	// errInvalidEntry: the entry violates the field rules (the same value
 	// as auditrec.ErrInvalidEntry).
-	ErrInvalidEntry = auditrec.ErrInvalidEntry
-	// ErrWriterFailed: an earlier write failed; the writer refuses further
+	errInvalidEntry = auditrec.ErrInvalidEntry
+	// errWriterFailed: an earlier write failed; the writer refuses further
 	// appends because the chain on the sink is in an unknown state.
-	ErrWriterFailed = errors.New("audit: writer failed")
+	errWriterFailed = errors.New("audit: writer failed")
 )
 
 // WriterOptions configure a Writer.
@@ -74,15 +74,15 @@ type Writer struct {
 // NewWriter returns a Writer that appends to w.
 func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 	if w == nil {
-		return nil, fmt.Errorf("%w: nil io.Writer", ErrInvalidEntry)
+		return nil, fmt.Errorf("%w: nil io.Writer", errInvalidEntry)
 	}
 	if (opts.ResumeRoot == "") != (opts.ResumeCount == 0) {
-		return nil, fmt.Errorf("%w: resume root and count must be given together", ErrInvalidEntry)
+		return nil, fmt.Errorf("%w: resume root and count must be given together", errInvalidEntry)
 	}
 	if opts.ResumeRoot != "" {
 		e := Entry{ParamsHash: opts.ResumeRoot, Decision: Allow}
 		if e.Check() != nil {
-			return nil, fmt.Errorf("%w: resume root is not a b64u SHA-256 hash", ErrInvalidEntry)
+			return nil, fmt.Errorf("%w: resume root is not a b64u SHA-256 hash", errInvalidEntry)
 		}
 	}
 	now := opts.Now
@@ -100,7 +100,7 @@ func (w *Writer) Append(e Entry) (Record, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.failed != nil {
-		return Record{}, fmt.Errorf("%w: %w", ErrWriterFailed, w.failed)
+		return Record{}, fmt.Errorf("%w: %w", errWriterFailed, w.failed)
 	}
 	r := newRecord(w.chain, w.now(), &e)
 	line, err := r.Seal(w.buf[:0])
@@ -110,7 +110,7 @@ func (w *Writer) Append(e Entry) (Record, error) {
 	w.buf = line
 	if _, err := w.w.Write(line); err != nil {
 		w.failed = err
-		return Record{}, fmt.Errorf("%w: %w", ErrWriterFailed, err)
+		return Record{}, fmt.Errorf("%w: %w", errWriterFailed, err)
 	}
 	w.chain.Root, w.chain.Count = r.RecordHash, r.Seq
 	return r, nil

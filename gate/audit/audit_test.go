@@ -128,10 +128,10 @@ func TestResume(t *testing.T) {
 	if err != nil || n != 4 || got != r2 || c2 != 4 {
 		t.Fatalf("resume: %s %d %v", got, n, err)
 	}
-	if _, err := NewWriter(buf, WriterOptions{ResumeRoot: root}); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := NewWriter(buf, WriterOptions{ResumeRoot: root}); !errors.Is(err, errInvalidEntry) {
 		t.Fatalf("root without count: %v", err)
 	}
-	if _, err := NewWriter(buf, WriterOptions{ResumeRoot: "x", ResumeCount: 1}); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := NewWriter(buf, WriterOptions{ResumeRoot: "x", ResumeCount: 1}); !errors.Is(err, errInvalidEntry) {
 		t.Fatalf("bad root: %v", err)
 	}
 }
@@ -152,11 +152,11 @@ func TestWriterFailureIsSticky(t *testing.T) {
 	if _, err := w.Append(entry(1)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Append(entry(2)); !errors.Is(err, ErrWriterFailed) {
+	if _, err := w.Append(entry(2)); !errors.Is(err, errWriterFailed) {
 		t.Fatalf("first failure: %v", err)
 	}
 	fw.n = 10
-	if _, err := w.Append(entry(3)); !errors.Is(err, ErrWriterFailed) {
+	if _, err := w.Append(entry(3)); !errors.Is(err, errWriterFailed) {
 		t.Fatalf("sticky: %v", err)
 	}
 	if _, c := w.Root(); c != 1 {
@@ -176,14 +176,14 @@ func TestInvalidEntry(t *testing.T) {
 	for i, f := range bad {
 		e := entry(1)
 		f(&e)
-		if _, err := w.Append(e); !errors.Is(err, ErrInvalidEntry) {
+		if _, err := w.Append(e); !errors.Is(err, errInvalidEntry) {
 			t.Errorf("case %d: %v", i, err)
 		}
 	}
 	if _, c := w.Root(); c != 0 {
 		t.Fatalf("invalid entries were written")
 	}
-	if _, err := NewWriter(nil, WriterOptions{}); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := NewWriter(nil, WriterOptions{}); !errors.Is(err, errInvalidEntry) {
 		t.Fatal("nil writer accepted")
 	}
 }

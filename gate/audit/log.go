@@ -19,13 +19,13 @@ import (
 
 // Defaults for Options.
 const (
-	// DefaultMaxRunBytes bounds one run's log (about 25,000 records).
-	DefaultMaxRunBytes = 16 << 20
-	// DefaultMaxTotalBytes bounds the directory: the reservations of active
+	// defaultMaxRunBytes bounds one run's log (about 25,000 records).
+	defaultMaxRunBytes = 16 << 20
+	// defaultMaxTotalBytes bounds the directory: the reservations of active
 	// runs plus the files of closed and recovered runs.
-	DefaultMaxTotalBytes = 4 << 30
-	// MaxRunIDBytes bounds a run id (it names a file).
-	MaxRunIDBytes = 128
+	defaultMaxTotalBytes = 4 << 30
+	// maxRunIDBytes bounds a run id (it names a file).
+	maxRunIDBytes = 128
 )
 
 // fileSuffix names run logs: <run id>.jsonl.
@@ -36,39 +36,39 @@ const lockName = "LOCK"
 
 // Errors of Log. Callers branch with errors.Is.
 var (
-	// ErrInvalidRun: a run id that is not 1..MaxRunIDBytes of [A-Za-z0-9_-].
-	ErrInvalidRun = errors.New("audit: invalid run id")
+	// errInvalidRun: a run id that is not 1..maxRunIDBytes of [A-Za-z0-9_-].
+	errInvalidRun = errors.New("audit: invalid run id")
 	// ErrUnknownRun: no log exists for the run.
 	ErrUnknownRun = errors.New("audit: unknown run")
-	// ErrRunFull: the run's log reached Options.MaxRunBytes. Only that run
+	// errRunFull: the run's log reached Options.MaxRunBytes. Only that run
 	// is refused.
-	ErrRunFull = errors.New("audit: the run's audit log is full")
-	// ErrFull: a new run cannot start: the directory budget
+	errRunFull = errors.New("audit: the run's audit log is full")
+	// errFull: a new run cannot start: the directory budget
 	// (Options.MaxTotalBytes) is reserved by other runs and no closed run
 	// can be removed. Runs already started are not affected.
-	ErrFull = errors.New("audit: the audit directory is full")
-	// ErrRunClosed: the run was closed (CloseRun) or its log removed.
-	ErrRunClosed = errors.New("audit: run closed")
-	// ErrRunFailed: writing the run's log failed; its chain on disk is in
+	errFull = errors.New("audit: the audit directory is full")
+	// errRunClosed: the run was closed (CloseRun) or its log removed.
+	errRunClosed = errors.New("audit: run closed")
+	// errRunFailed: writing the run's log failed; its chain on disk is in
 	// an unknown state and it takes no further records.
-	ErrRunFailed = errors.New("audit: run log failed")
-	// ErrClosed: the Log was closed.
-	ErrClosed = errors.New("audit: log closed")
-	// ErrCorrupt: at Open, a complete record on disk does not verify (bad
+	errRunFailed = errors.New("audit: run log failed")
+	// errClosed: the Log was closed.
+	errClosed = errors.New("audit: log closed")
+	// errCorrupt: at Open, a complete record on disk does not verify (bad
 	// form, hash or chain). The log is not opened: a tampered or damaged
 	// log is never continued as a new chain.
-	ErrCorrupt = errors.New("audit: log on disk does not verify")
-	// ErrLocked: another process holds the directory.
-	ErrLocked = errors.New("audit: directory in use by another process")
+	errCorrupt = errors.New("audit: log on disk does not verify")
+	// errLocked: another process holds the directory.
+	errLocked = errors.New("audit: directory in use by another process")
 )
 
 // Options configure a Log. The zero value is usable.
 type Options struct {
 	// Now is the clock for record times; nil means time.Now.
 	Now func() time.Time
-	// MaxRunBytes bounds one run's log; 0 means DefaultMaxRunBytes.
+	// MaxRunBytes bounds one run's log; 0 means defaultMaxRunBytes.
 	MaxRunBytes int64
-	// MaxTotalBytes bounds the directory; 0 means DefaultMaxTotalBytes. It
+	// MaxTotalBytes bounds the directory; 0 means defaultMaxTotalBytes. It
 	// MUST be at least MaxRunBytes.
 	MaxTotalBytes int64
 	// Logger receives recovery and removal notices; nil discards.
@@ -166,7 +166,7 @@ type item struct {
 // file is verified record by record; a torn last record (a final line
 // without '\n', left by a crash during a write that was never
 // acknowledged) is cut off, and a complete record that does not verify is
-// an error (ErrCorrupt), never the start of a new chain. Runs found on disk
+// an error (errCorrupt), never the start of a new chain. Runs found on disk
 // can be continued (their chain goes on) and count against MaxTotalBytes
 // until they are removed.
 func Open(dir string, opts Options) (*Log, error) {
@@ -187,10 +187,10 @@ func Open(dir string, opts Options) (*Log, error) {
 		l.now = time.Now
 	}
 	if l.maxRun == 0 {
-		l.maxRun = DefaultMaxRunBytes
+		l.maxRun = defaultMaxRunBytes
 	}
 	if l.maxTotal == 0 {
-		l.maxTotal = DefaultMaxTotalBytes
+		l.maxTotal = defaultMaxTotalBytes
 	}
 	if l.log == nil {
 		l.log = slog.New(slog.DiscardHandler)
@@ -213,7 +213,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	if err := lockFile(lock); err != nil {
 		lock.Close()
-		return nil, fmt.Errorf("%w: %w", ErrLocked, err)
+		return nil, fmt.Errorf("%w: %w", errLocked, err)
 	}
 	l.lock = lock
 	if err := l.recover(); err != nil {
@@ -224,9 +224,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	return l, nil
 }
 
-// ValidRunID reports whether id can name a run log.
-func ValidRunID(id string) bool {
-	return id != "" && len(id) <= MaxRunIDBytes && runIDChars.All(id)
+// validRunID reports whether id can name a run log.
+func validRunID(id string) bool {
+	return id != "" && len(id) <= maxRunIDBytes && runIDChars.All(id)
 }
 
 // runIDChars are the bytes of a run id, safe in a file name.
@@ -251,8 +251,8 @@ func (l *Log) recover() error {
 		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		if !ValidRunID(id) {
-			return fmt.Errorf("%w: %s: not a run log name", ErrCorrupt, name)
+		if !validRunID(id) {
+			return fmt.Errorf("%w: %s: not a run log name", errCorrupt, name)
 		}
 		info, err := e.Info()
 		if err != nil {
@@ -301,10 +301,10 @@ func recoverFile(path string, log *slog.Logger) (auditrec.Chain, int64, error) {
 		case err == nil:
 			n++
 			if long {
-				return c, 0, fmt.Errorf("%w: %s: %w", ErrCorrupt, name, &auditrec.LineError{Line: n, Err: auditrec.ErrMalformed, Msg: "line too long"})
+				return c, 0, fmt.Errorf("%w: %s: %w", errCorrupt, name, &auditrec.LineError{Line: n, Err: auditrec.ErrMalformed, Msg: "line too long"})
 			}
 			if _, err := c.Next(line[:len(line)-1]); err != nil {
-				return c, 0, fmt.Errorf("%w: %s: line %d: %w", ErrCorrupt, name, n, err)
+				return c, 0, fmt.Errorf("%w: %s: line %d: %w", errCorrupt, name, n, err)
 			}
 			off += int64(len(line))
 			line = line[:0]
@@ -337,12 +337,12 @@ func recoverFile(path string, log *slog.Logger) (auditrec.Chain, int64, error) {
 
 // Record appends e to run's chain (creating the run's log on its first
 // record) and returns the record's seq once the record is durable. An error
-// means the record is not in the log, or (ErrRunFailed) that the run's log
+// means the record is not in the log, or (errRunFailed) that the run's log
 // is in an unknown state; either way the caller MUST treat the decision as
 // not recorded.
 func (l *Log) Record(run string, e Entry) (uint64, error) {
-	if !ValidRunID(run) {
-		return 0, ErrInvalidRun
+	if !validRunID(run) {
+		return 0, errInvalidRun
 	}
 	if err := e.Check(); err != nil {
 		return 0, err
@@ -369,7 +369,7 @@ func (l *Log) Record(run string, e Entry) (uint64, error) {
 	if rl.size+n > l.maxRun {
 		b.buf = buf[:off]
 		l.mu.Unlock()
-		return 0, fmt.Errorf("%w: %d bytes", ErrRunFull, l.maxRun)
+		return 0, fmt.Errorf("%w: %d bytes", errRunFull, l.maxRun)
 	}
 	b.buf = buf
 	b.items = append(b.items, item{rl: rl, off: off, end: len(buf), seq: r.Seq, root: r.RecordHash})
@@ -387,18 +387,18 @@ func (l *Log) Record(run string, e Entry) (uint64, error) {
 // admit returns run's log, starting it if needed. Called with l.mu held.
 func (l *Log) admit(run string) (*runLog, error) {
 	if l.closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	rl := l.runs[run]
 	if rl != nil {
 		switch rl.state {
 		case stateActive:
 			if rl.failed != nil {
-				return nil, fmt.Errorf("%w: %w", ErrRunFailed, rl.failed)
+				return nil, fmt.Errorf("%w: %w", errRunFailed, rl.failed)
 			}
 			return rl, nil
 		case stateClosed, stateRemoved:
-			return nil, ErrRunClosed
+			return nil, errRunClosed
 		}
 		// Idle (recovered): continue its chain. Its bytes are counted
 		// already; reserve the rest of its cap.
@@ -434,11 +434,11 @@ func (l *Log) reserve(n int64, keep *runLog) error {
 			}
 		}
 		if victim == nil {
-			return ErrFull
+			return errFull
 		}
 		if err := os.Remove(l.path(victim.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			l.ioErr = err
-			return fmt.Errorf("%w: remove %s: %w", ErrFull, victim.id, err)
+			return fmt.Errorf("%w: remove %s: %w", errFull, victim.id, err)
 		}
 		l.log.Info("audit: removed a closed run's log to free space", "run_id", victim.id, "bytes", victim.size)
 		l.reserved -= victim.resv
@@ -496,7 +496,7 @@ func (l *Log) commit(b *batch) {
 		if b.failed == nil {
 			b.failed = map[*runLog]error{}
 		}
-		b.failed[rl] = fmt.Errorf("%w: %w", ErrRunFailed, err)
+		b.failed[rl] = fmt.Errorf("%w: %w", errRunFailed, err)
 	}
 	created := false
 	for _, rl := range dirty {
@@ -593,14 +593,14 @@ func (l *Log) commit(b *batch) {
 }
 
 // CloseRun ends a run's log: later records for the run are refused
-// (ErrRunClosed), its file is closed, and it becomes eligible for removal
+// (errRunClosed), its file is closed, and it becomes eligible for removal
 // when the directory budget is needed by a new run. Its snapshot stays
 // readable until then. Closing an unknown or closed run is a no-op.
 func (l *Log) CloseRun(run string) error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return ErrClosed
+		return errClosed
 	}
 	rl := l.runs[run]
 	if rl == nil || rl.state != stateActive {
@@ -633,13 +633,13 @@ func (l *Log) Root(run string) (root string, count uint64, err error) {
 	defer l.mu.Unlock()
 	rl := l.runs[run]
 	if rl == nil {
-		if !ValidRunID(run) {
-			return "", 0, ErrInvalidRun
+		if !validRunID(run) {
+			return "", 0, errInvalidRun
 		}
 		return "", 0, nil
 	}
 	if rl.state == stateRemoved {
-		return "", 0, ErrRunClosed
+		return "", 0, errRunClosed
 	}
 	return rl.durable.Root, rl.durable.Count, nil
 }
@@ -657,20 +657,20 @@ type Snapshot struct {
 // Snapshot returns the run's durable log. The caller MUST call WriteTo or
 // Close. A run that never recorded anything has an empty snapshot.
 func (l *Log) Snapshot(run string) (*Snapshot, error) {
-	if !ValidRunID(run) {
-		return nil, ErrInvalidRun
+	if !validRunID(run) {
+		return nil, errInvalidRun
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	rl := l.runs[run]
 	if rl == nil {
 		return nil, ErrUnknownRun
 	}
 	if rl.state == stateRemoved {
-		return nil, ErrRunClosed
+		return nil, errRunClosed
 	}
 	s := &Snapshot{Root: rl.durable.Root, Count: rl.durable.Count, Size: rl.dsize}
 	if s.Size > 0 {
@@ -707,17 +707,17 @@ func (s *Snapshot) Close() error {
 	return err
 }
 
-// Healthy reports whether the log can record: nil, or ErrClosed, the
-// latest write failure (ErrRunFailed), or ErrFull when no new run could
+// Healthy reports whether the log can record: nil, or errClosed, the
+// latest write failure (errRunFailed), or errFull when no new run could
 // start. Readiness checks call it.
 func (l *Log) Healthy() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch {
 	case l.closed:
-		return ErrClosed
+		return errClosed
 	case l.ioErr != nil:
-		return fmt.Errorf("%w: %w", ErrRunFailed, l.ioErr)
+		return fmt.Errorf("%w: %w", errRunFailed, l.ioErr)
 	}
 	free := l.maxTotal - l.reserved
 	for _, rl := range l.runs {
@@ -726,18 +726,18 @@ func (l *Log) Healthy() error {
 		}
 	}
 	if free < l.maxRun {
-		return ErrFull
+		return errFull
 	}
 	return nil
 }
 
 // Close waits for records in flight, closes every file and releases the
-// directory. Later calls return ErrClosed.
+// directory. Later calls return errClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return ErrClosed
+		return errClosed
 	}
 	l.closed = true
 	close(l.wake)

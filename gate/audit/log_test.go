@@ -92,12 +92,12 @@ func TestLogPerRunChains(t *testing.T) {
 	if _, err := l.Snapshot("run_c"); !errors.Is(err, ErrUnknownRun) {
 		t.Fatalf("unknown run: %v", err)
 	}
-	for _, bad := range []string{"", "../x", "a/b", "run.x", strings.Repeat("r", MaxRunIDBytes+1)} {
-		if _, err := l.Record(bad, entry(1)); !errors.Is(err, ErrInvalidRun) {
+	for _, bad := range []string{"", "../x", "a/b", "run.x", strings.Repeat("r", maxRunIDBytes+1)} {
+		if _, err := l.Record(bad, entry(1)); !errors.Is(err, errInvalidRun) {
 			t.Fatalf("run id %q: %v", bad, err)
 		}
 	}
-	if _, err := l.Record("run_a", Entry{Decision: "maybe"}); !errors.Is(err, ErrInvalidEntry) {
+	if _, err := l.Record("run_a", Entry{Decision: "maybe"}); !errors.Is(err, errInvalidEntry) {
 		t.Fatalf("invalid entry: %v", err)
 	}
 	if err := l.Healthy(); err != nil {
@@ -187,7 +187,7 @@ func TestLogRefusesCorruptRecordAtOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 			l, err := Open(dir, Options{})
-			if !errors.Is(err, ErrCorrupt) {
+			if !errors.Is(err, errCorrupt) {
 				if l != nil {
 					l.Close()
 				}
@@ -206,7 +206,7 @@ func TestLogRefusesCorruptRecordAtOpen(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "bad.name.jsonl"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(dir, Options{}); !errors.Is(err, ErrCorrupt) {
+	if _, err := Open(dir, Options{}); !errors.Is(err, errCorrupt) {
 		t.Fatalf("bad name: %v", err)
 	}
 }
@@ -214,7 +214,7 @@ func TestLogRefusesCorruptRecordAtOpen(t *testing.T) {
 func TestLogSecondOpenRefused(t *testing.T) {
 	dir := t.TempDir()
 	openLog(t, dir, Options{})
-	if l, err := Open(dir, Options{}); !errors.Is(err, ErrLocked) {
+	if l, err := Open(dir, Options{}); !errors.Is(err, errLocked) {
 		if l != nil {
 			l.Close()
 		}
@@ -228,7 +228,7 @@ func TestLogRunCapDeniesOnlyThatRun(t *testing.T) {
 	n := 0
 	for {
 		_, err := l.Record("run_a", entry(n))
-		if errors.Is(err, ErrRunFull) {
+		if errors.Is(err, errRunFull) {
 			break
 		}
 		if err != nil {
@@ -245,7 +245,7 @@ func TestLogRunCapDeniesOnlyThatRun(t *testing.T) {
 	}
 	// Other runs go on; the full run stays refused; the log is healthy.
 	record(t, l, "run_b", 1)
-	if _, err := l.Record("run_a", entry(1)); !errors.Is(err, ErrRunFull) {
+	if _, err := l.Record("run_a", entry(1)); !errors.Is(err, errRunFull) {
 		t.Fatalf("full run accepted a record: %v", err)
 	}
 	if err := l.Healthy(); err != nil {
@@ -260,10 +260,10 @@ func TestLogBudgetAndRotation(t *testing.T) {
 	record(t, l, "run_b", 1)
 	// Two runs reserve the whole budget: a third cannot start, the others
 	// keep recording up to their own caps.
-	if _, err := l.Record("run_c", entry(1)); !errors.Is(err, ErrFull) {
+	if _, err := l.Record("run_c", entry(1)); !errors.Is(err, errFull) {
 		t.Fatalf("third run: %v", err)
 	}
-	if err := l.Healthy(); !errors.Is(err, ErrFull) {
+	if err := l.Healthy(); !errors.Is(err, errFull) {
 		t.Fatalf("Healthy with a full budget: %v", err)
 	}
 	record(t, l, "run_a", 2)
@@ -273,7 +273,7 @@ func TestLogBudgetAndRotation(t *testing.T) {
 	if err := l.CloseRun("run_a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Record("run_a", entry(3)); !errors.Is(err, ErrRunClosed) {
+	if _, err := l.Record("run_a", entry(3)); !errors.Is(err, errRunClosed) {
 		t.Fatalf("closed run: %v", err)
 	}
 	snapshot(t, l, "run_a") // still readable
@@ -281,13 +281,13 @@ func TestLogBudgetAndRotation(t *testing.T) {
 		t.Fatalf("Healthy after close: %v", err)
 	}
 	record(t, l, "run_c", 1)
-	if _, err := l.Snapshot("run_a"); !errors.Is(err, ErrRunClosed) {
+	if _, err := l.Snapshot("run_a"); !errors.Is(err, errRunClosed) {
 		t.Fatalf("removed run: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(l.dir, "run_a.jsonl")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("removed run's file: %v", err)
 	}
-	if _, err := l.Record("run_a", entry(4)); !errors.Is(err, ErrRunClosed) {
+	if _, err := l.Record("run_a", entry(4)); !errors.Is(err, errRunClosed) {
 		t.Fatalf("removed run restarted: %v", err)
 	}
 	snapshot(t, l, "run_b")
@@ -344,10 +344,10 @@ func TestLogClosed(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Record("run_a", entry(2)); !errors.Is(err, ErrClosed) {
+	if _, err := l.Record("run_a", entry(2)); !errors.Is(err, errClosed) {
 		t.Fatalf("after Close: %v", err)
 	}
-	if err := l.Healthy(); !errors.Is(err, ErrClosed) {
+	if err := l.Healthy(); !errors.Is(err, errClosed) {
 		t.Fatalf("Healthy after Close: %v", err)
 	}
 	if _, err := Open(t.TempDir(), Options{MaxRunBytes: 10, MaxTotalBytes: 5}); err == nil {
@@ -487,17 +487,17 @@ func TestLogWriteFailureIsStickyPerRun(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "run_x.jsonl"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Record("run_x", entry(1)); !errors.Is(err, ErrRunFailed) {
+	if _, err := l.Record("run_x", entry(1)); !errors.Is(err, errRunFailed) {
 		t.Fatalf("first record: %v", err)
 	}
-	if _, err := l.Record("run_x", entry(2)); !errors.Is(err, ErrRunFailed) {
+	if _, err := l.Record("run_x", entry(2)); !errors.Is(err, errRunFailed) {
 		t.Fatalf("sticky: %v", err)
 	}
 	if _, c, _ := l.Root("run_x"); c != 0 {
 		t.Fatalf("failed run has %d durable records", c)
 	}
 	// Readiness sees the failure; other runs still record.
-	if err := l.Healthy(); !errors.Is(err, ErrRunFailed) {
+	if err := l.Healthy(); !errors.Is(err, errRunFailed) {
 		t.Fatalf("Healthy: %v", err)
 	}
 	record(t, l, "run_y", 1)
@@ -505,7 +505,7 @@ func TestLogWriteFailureIsStickyPerRun(t *testing.T) {
 }
 
 // FuzzRecover: whatever bytes a run file holds, Open either refuses them
-// (ErrCorrupt, file unchanged) or keeps exactly a prefix that verifies, and
+// (errCorrupt, file unchanged) or keeps exactly a prefix that verifies, and
 // cuts only an unterminated last line.
 func FuzzRecover(f *testing.F) {
 	var buf bytes.Buffer
@@ -528,7 +528,7 @@ func FuzzRecover(f *testing.F) {
 		l, err := Open(dir, Options{})
 		got, _ := os.ReadFile(path)
 		if err != nil {
-			if !errors.Is(err, ErrCorrupt) {
+			if !errors.Is(err, errCorrupt) {
 				t.Fatalf("unexpected error %v", err)
 			}
 			if !bytes.Equal(got, data) {
@@ -601,7 +601,7 @@ func TestLogBudgetCountsRecoveredRuns(t *testing.T) {
 	record(t, l, "run_c", 1)
 	// run_d needs a full cap: the oldest recovered run is removed for it.
 	record(t, l, "run_d", 1)
-	if _, err := l.Snapshot("run_a"); !errors.Is(err, ErrRunClosed) {
+	if _, err := l.Snapshot("run_a"); !errors.Is(err, errRunClosed) {
 		t.Fatalf("oldest recovered run: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "run_b.jsonl")); err != nil {
@@ -609,7 +609,7 @@ func TestLogBudgetCountsRecoveredRuns(t *testing.T) {
 	}
 	// Continuing run_b needs the rest of its cap, which only removing
 	// run_b itself could free: refused, and run_b is intact.
-	if _, err := l.Record("run_b", entry(2)); !errors.Is(err, ErrFull) {
+	if _, err := l.Record("run_b", entry(2)); !errors.Is(err, errFull) {
 		t.Fatalf("continuing run_b: %v", err)
 	}
 	if _, n := snapshot(t, l, "run_b"); n != 1 {

@@ -26,11 +26,11 @@ import (
 	"github.com/titanous/json5"
 )
 
-// PluginID is the clawea plugin's id (clients/openclaw/openclaw.plugin.json).
-const PluginID = "clawea"
+// pluginID is the clawea plugin's id (clients/openclaw/openclaw.plugin.json).
+const pluginID = "clawea"
 
-// MaxConfigBytes bounds the configuration document.
-const MaxConfigBytes = 1 << 20
+// maxConfigBytes bounds the configuration document.
+const maxConfigBytes = 1 << 20
 
 // maxManifestBytes bounds a plugin manifest read from a load path.
 const maxManifestBytes = 64 << 10
@@ -65,10 +65,10 @@ type Host struct {
 // Check parses cfg (JSON5) and returns the findings, sorted by key. An
 // empty result means no setting it knows of lets an agent run without the
 // gate or outside the layout. It returns ErrMalformed for input that is not
-// a JSON5 object or is over MaxConfigBytes.
+// a JSON5 object or is over maxConfigBytes.
 func Check(cfg []byte, h Host) ([]Finding, error) {
-	if len(cfg) > MaxConfigBytes {
-		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrMalformed, len(cfg), MaxConfigBytes)
+	if len(cfg) > maxConfigBytes {
+		return nil, fmt.Errorf("%w: %d bytes, over %d", ErrMalformed, len(cfg), maxConfigBytes)
 	}
 	var v any
 	if err := json5.Unmarshal(cfg, &v); err != nil {
@@ -168,7 +168,7 @@ func (c *checker) pluginLoaded() {
 		if p.err != nil {
 			c.add(p.key, "%v", p.err)
 		}
-		found = found || p.id == PluginID
+		found = found || p.id == pluginID
 	}
 	switch paths, ok := c.get("plugins", "load", "paths"); {
 	case !ok:
@@ -177,17 +177,17 @@ func (c *checker) pluginLoaded() {
 		if _, isList := paths.([]any); !isList {
 			c.add("plugins.load.paths", "is not a list")
 		} else {
-			c.add("plugins.load.paths", "no entry holds the %s plugin (a directory whose openclaw.plugin.json has id %q)", PluginID, PluginID)
+			c.add("plugins.load.paths", "no entry holds the %s plugin (a directory whose openclaw.plugin.json has id %q)", pluginID, pluginID)
 		}
 	}
-	if v, ok := c.get("plugins", "entries", PluginID, "enabled"); !ok || v != true {
-		c.add("plugins.entries."+PluginID+".enabled", "is %s, not true: the plugin may not run", showOpt(v, ok))
+	if v, ok := c.get("plugins", "entries", pluginID, "enabled"); !ok || v != true {
+		c.add("plugins.entries."+pluginID+".enabled", "is %s, not true: the plugin may not run", showOpt(v, ok))
 	}
-	if v, ok := c.get("plugins", "allow"); ok && !listHas(v, PluginID) {
-		c.add("plugins.allow", "does not list %q: the allowlist keeps the plugin from loading", PluginID)
+	if v, ok := c.get("plugins", "allow"); ok && !listHas(v, pluginID) {
+		c.add("plugins.allow", "does not list %q: the allowlist keeps the plugin from loading", pluginID)
 	}
-	if v, ok := c.get("plugins", "deny"); ok && listHas(v, PluginID) {
-		c.add("plugins.deny", "lists %q: the plugin does not load", PluginID)
+	if v, ok := c.get("plugins", "deny"); ok && listHas(v, pluginID) {
+		c.add("plugins.deny", "lists %q: the plugin does not load", pluginID)
 	}
 }
 
@@ -261,11 +261,11 @@ func (c *checker) pluginAt(p any) (string, error) {
 // forbidden, OpenClaw skips the plugin's prompt and run hooks and runs the
 // model with its own prompt.
 func (c *checker) pluginHooks() {
-	base := "plugins.entries." + PluginID + ".hooks."
-	if v, ok := c.get("plugins", "entries", PluginID, "hooks", "allowConversationAccess"); !ok || v != true {
+	base := "plugins.entries." + pluginID + ".hooks."
+	if v, ok := c.get("plugins", "entries", pluginID, "hooks", "allowConversationAccess"); !ok || v != true {
 		c.add(base+"allowConversationAccess", "is %s, not true: OpenClaw skips the plugin's prompt and run hooks", showOpt(v, ok))
 	}
-	if v, ok := c.get("plugins", "entries", PluginID, "hooks", "allowPromptInjection"); ok && v != true {
+	if v, ok := c.get("plugins", "entries", pluginID, "hooks", "allowPromptInjection"); ok && v != true {
 		c.add(base+"allowPromptInjection", "is %s: OpenClaw blocks the plugin's attested prompt", show(v))
 	}
 }
@@ -275,18 +275,18 @@ func (c *checker) pluginHooks() {
 // its tools run on the Gateway side, outside the sandbox.
 func (c *checker) otherPlugins() {
 	for _, p := range c.paths {
-		if p.err == nil && p.id != PluginID {
-			c.add(p.key, "loads another plugin in-process beside %s", PluginID)
+		if p.err == nil && p.id != pluginID {
+			c.add(p.key, "loads another plugin in-process beside %s", pluginID)
 		}
 	}
 	entries, _ := c.get("plugins", "entries")
 	if m, ok := entries.(map[string]any); ok {
 		for _, id := range sortedKeys(m) {
-			if id == PluginID {
+			if id == pluginID {
 				continue
 			}
 			if v, ok := lookup(m[id], "enabled"); ok && v == true {
-				c.add("plugins.entries."+id+".enabled", "runs the %q plugin in-process beside %s, its tools outside the sandbox", id, PluginID)
+				c.add("plugins.entries."+id+".enabled", "runs the %q plugin in-process beside %s, its tools outside the sandbox", id, pluginID)
 			}
 		}
 	}

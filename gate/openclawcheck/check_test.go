@@ -217,7 +217,7 @@ func TestRealPluginDirectory(t *testing.T) {
 }
 
 func TestMalformed(t *testing.T) {
-	for _, in := range []string{"", "[]", "42", "{", "{a:}", strings.Repeat(" ", MaxConfigBytes+1)} {
+	for _, in := range []string{"", "[]", "42", "{", "{a:}", strings.Repeat(" ", maxConfigBytes+1)} {
 		if fs, err := Check([]byte(in), fakeHost()); !errors.Is(err, ErrMalformed) || fs != nil {
 			t.Errorf("Check(%.20q) = %v, %v; want ErrMalformed", in, fs, err)
 		}

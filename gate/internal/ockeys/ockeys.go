@@ -20,11 +20,11 @@ import (
 // Release is the supported OpenClaw release (hack/e2e-openclaw/install.sh).
 const Release = "2026.9.6"
 
-// Sections maps a gate section (confdoc section syntax) to the JSON
+// sections maps a gate section (confdoc section syntax) to the JSON
 // pointer-like route of its object schema in OpenClaw's config schema.
 // agents.list[] entries are OpenClaw's per-agent entries
 // (agents.entries.<id>), which carry the same keys.
-var Sections = map[string][]string{
+var sections = map[string][]string{
 	"agents":              {"properties", "agents"},
 	"agents.defaults":     {"properties", "agents", "properties", "defaults"},
 	"agents.list[]":       {"properties", "agents", "properties", "entries", "additionalProperties"},
@@ -64,8 +64,8 @@ func Keys(schema []byte) (map[string][]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config schema: %w", err)
 	}
-	out := make(map[string][]string, len(Sections))
-	for name, route := range Sections {
+	out := make(map[string][]string, len(sections))
+	for name, route := range sections {
 		n := root
 		for _, step := range route {
 			if n, err = deref(root, n); err != nil {
