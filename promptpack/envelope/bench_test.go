@@ -42,7 +42,7 @@ func BenchmarkEnvelope(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				var err error
-				if reuse, _, err = (Limits{}).AppendSeal(reuse[:0], body, ctx, k.Public()); err != nil {
+				if reuse, _, err = (Limits{}).appendSeal(reuse[:0], body, ctx, k.Public()); err != nil {
 					b.Fatal(err)
 				}
 			}

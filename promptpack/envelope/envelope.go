@@ -42,12 +42,12 @@ const (
 
 // Limits of format v1.
 const (
-	// MaxRecipients is the largest number of recipient stanzas in a file.
-	MaxRecipients = 16
-	// MaxPackIDLen is the longest pack id, in bytes.
-	MaxPackIDLen = 128
-	// DefaultMaxBodySize is the default and largest accepted plaintext size.
-	DefaultMaxBodySize = 64 << 20
+	// maxRecipients is the largest number of recipient stanzas in a file.
+	maxRecipients = 16
+	// maxPackIDLen is the longest pack id, in bytes.
+	maxPackIDLen = 128
+	// defaultMaxBodySize is the default and largest accepted plaintext size.
+	defaultMaxBodySize = 64 << 20
 	// MaxManifestSize is the largest accepted manifest, in bytes.
 	MaxManifestSize = 16 << 10
 )
@@ -65,7 +65,7 @@ const (
 
 var (
 	// ErrMalformed means the envelope file or manifest does not follow the
-	// format. Parse errors of the binary file are *ParseError values that
+	// format. Parse errors of the binary file are *parseError values that
 	// also match a more specific sentinel below.
 	ErrMalformed = errors.New("malformed envelope")
 	// ErrUnknownVersion means the file or manifest names a format version
@@ -77,7 +77,7 @@ var (
 	ErrBadLength = errors.New("bad length")
 	// ErrDuplicateKeyID means two recipient stanzas carry the same key id.
 	ErrDuplicateKeyID = errors.New("duplicate recipient key id")
-	// ErrTooManyRecipients means more than MaxRecipients recipients.
+	// ErrTooManyRecipients means more than maxRecipients recipients.
 	ErrTooManyRecipients = errors.New("too many recipients")
 	// ErrUnknownAlgorithm means the manifest names an algorithm other than
 	// the ones format v1 fixes.
@@ -97,40 +97,40 @@ var (
 	// authenticate: the file was tampered with or bound to another context.
 	ErrAuthentication = errors.New("envelope authentication failed")
 
-	// ErrInvalidKey means a key or key encoding is not acceptable.
-	ErrInvalidKey = errors.New("invalid key")
-	// ErrInvalidContext means a Context is not acceptable (bad pack id).
-	ErrInvalidContext = errors.New("invalid envelope context")
-	// ErrInvalidRecipients means the recipient list given to Seal is empty or
+	// errInvalidKey means a key or key encoding is not acceptable.
+	errInvalidKey = errors.New("invalid key")
+	// errInvalidContext means a Context is not acceptable (bad pack id).
+	errInvalidContext = errors.New("invalid envelope context")
+	// errInvalidRecipients means the recipient list given to Seal is empty or
 	// contains a nil key.
-	ErrInvalidRecipients = errors.New("invalid recipients")
-	// ErrInvalidLimits means a Limits value is out of range.
-	ErrInvalidLimits = errors.New("invalid limits")
-	// ErrShortBuffer means the destination is smaller than PlaintextLen.
-	ErrShortBuffer = errors.New("destination buffer too small")
-	// ErrBufferOverlap means the destination overlaps the envelope bytes.
-	ErrBufferOverlap = errors.New("destination buffer overlaps input")
+	errInvalidRecipients = errors.New("invalid recipients")
+	// errInvalidLimits means a Limits value is out of range.
+	errInvalidLimits = errors.New("invalid limits")
+	// errShortBuffer means the destination is smaller than PlaintextLen.
+	errShortBuffer = errors.New("destination buffer too small")
+	// errBufferOverlap means the destination overlaps the envelope bytes.
+	errBufferOverlap = errors.New("destination buffer overlaps input")
 )
 
-// ParseError reports where and why an envelope file was rejected. It matches
+// parseError reports where and why an envelope file was rejected. It matches
 // ErrMalformed and its Err (one of the sentinels above) with errors.Is.
-type ParseError struct {
+type parseError struct {
 	Offset int    // byte offset of the offending field
 	Field  string // name of the offending field
 	Err    error  // a sentinel: ErrUnknownVersion, ErrBadLength, ...
 }
 
-func (e *ParseError) Error() string {
+func (e *parseError) Error() string {
 	return fmt.Sprintf("envelope: malformed file at offset %d (%s): %v", e.Offset, e.Field, e.Err)
 }
 
 // Unwrap returns ErrMalformed and the specific reason.
-func (e *ParseError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
+func (e *parseError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
 
 // Context is what an envelope is bound to. The attester opens an envelope
 // only for the context it expects.
 type Context struct {
-	// PackID identifies the pack: 1 to MaxPackIDLen bytes of
+	// PackID identifies the pack: 1 to maxPackIDLen bytes of
 	// A-Z a-z 0-9 '-' '.' '_' ':'.
 	PackID string
 	// ReportHash is the SHA-256 of the SystemPromptReport (JCS) committed
@@ -140,7 +140,7 @@ type Context struct {
 
 func (c Context) validate() error {
 	if !validPackID(c.PackID) {
-		return fmt.Errorf("envelope: %w: pack id must be 1 to %d bytes of [A-Za-z0-9._:-]", ErrInvalidContext, MaxPackIDLen)
+		return fmt.Errorf("envelope: %w: pack id must be 1 to %d bytes of [A-Za-z0-9._:-]", errInvalidContext, maxPackIDLen)
 	}
 	return nil
 }
@@ -150,7 +150,7 @@ func (c Context) equal(o Context) bool {
 }
 
 func validPackID(s string) bool {
-	return len(s) >= 1 && len(s) <= MaxPackIDLen && packIDChars.All(s)
+	return len(s) >= 1 && len(s) <= maxPackIDLen && packIDChars.All(s)
 }
 
 var packIDChars = charclass.Alnum().Or(charclass.Of("-._:"))
@@ -159,17 +159,17 @@ var packIDChars = charclass.Alnum().Or(charclass.Of("-._:"))
 // applies the defaults; limits may only be lowered.
 type Limits struct {
 	// MaxBodySize is the largest plaintext, in bytes. Zero means
-	// DefaultMaxBodySize; negative values and values above the default are
-	// rejected with ErrInvalidLimits.
+	// defaultMaxBodySize; negative values and values above the default are
+	// rejected with errInvalidLimits.
 	MaxBodySize int64
 }
 
 func (l Limits) maxBody() (int64, error) {
 	switch {
 	case l.MaxBodySize == 0:
-		return DefaultMaxBodySize, nil
-	case l.MaxBodySize < 0 || l.MaxBodySize > DefaultMaxBodySize:
-		return 0, fmt.Errorf("envelope: %w: MaxBodySize must be between 1 and %d", ErrInvalidLimits, DefaultMaxBodySize)
+		return defaultMaxBodySize, nil
+	case l.MaxBodySize < 0 || l.MaxBodySize > defaultMaxBodySize:
+		return 0, fmt.Errorf("envelope: %w: MaxBodySize must be between 1 and %d", errInvalidLimits, defaultMaxBodySize)
 	}
 	return l.MaxBodySize, nil
 }

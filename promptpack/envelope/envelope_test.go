@@ -51,7 +51,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 		t.Run(fmt.Sprint(size), func(t *testing.T) {
 			body := bytes.Repeat([]byte{0xa5}, size)
 			file, m := mustSeal(t, body, ctx, attester.Public(), recovery.Public())
-			if got, err := PlaintextLen(file); err != nil || got != size {
+			if got, err := plaintextLen(file); err != nil || got != size {
 				t.Fatalf("PlaintextLen = %d, %v; want %d", got, err, size)
 			}
 			for _, k := range []*PrivateKey{attester, recovery} {
@@ -67,7 +67,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 			if m.CiphertextSize != int64(len(file)) || m.CiphertextHash != sha256.Sum256(file) {
 				t.Fatal("manifest does not describe the file")
 			}
-			if len(m.RecipientKeyIDs) != 2 || m.RecipientKeyIDs[0] != attester.KeyID() || m.RecipientKeyIDs[1] != recovery.KeyID() {
+			if len(m.RecipientKeyIDs) != 2 || m.RecipientKeyIDs[0] != attester.keyID() || m.RecipientKeyIDs[1] != recovery.keyID() {
 				t.Fatal("manifest key ids wrong")
 			}
 		})
@@ -217,8 +217,8 @@ func TestManifestTamper(t *testing.T) {
 		"hash":        func(m *Manifest) { m.CiphertextHash[5] ^= 1 },
 		"pack id":     func(m *Manifest) { m.PackID = "pack-n" },
 		"report hash": func(m *Manifest) { m.ReportHash[0] ^= 1 },
-		"key id":      func(m *Manifest) { m.RecipientKeyIDs[0] = other.KeyID() },
-		"extra id":    func(m *Manifest) { m.RecipientKeyIDs = append(m.RecipientKeyIDs, other.KeyID()) },
+		"key id":      func(m *Manifest) { m.RecipientKeyIDs[0] = other.keyID() },
+		"extra id":    func(m *Manifest) { m.RecipientKeyIDs = append(m.RecipientKeyIDs, other.keyID()) },
 		"format":      func(m *Manifest) { m.Format = "clawea.dev/promptpack/v2" },
 		"algorithm":   func(m *Manifest) { m.Algorithms.Body = "AES-128-GCM" },
 	}
@@ -266,7 +266,7 @@ func TestContextBinding(t *testing.T) {
 			t.Errorf("want %v: err = %v", w.PackID, err)
 		}
 	}
-	if _, err := Open(file, m, k, Context{}, dst); !errors.Is(err, ErrInvalidContext) {
+	if _, err := Open(file, m, k, Context{}, dst); !errors.Is(err, errInvalidContext) {
 		t.Errorf("zero context: err = %v", err)
 	}
 }
@@ -320,33 +320,33 @@ func TestLimits(t *testing.T) {
 	k := mustKey(t)
 	ctx := testContext("p")
 	small := Limits{MaxBodySize: 100}
-	if _, _, err := small.Seal(make([]byte, 101), ctx, k.Public()); !errors.Is(err, ErrTooLarge) {
+	if _, _, err := small.seal(make([]byte, 101), ctx, k.Public()); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("seal over limit: %v", err)
 	}
-	file, m, err := small.Seal(make([]byte, 100), ctx, k.Public())
+	file, m, err := small.seal(make([]byte, 100), ctx, k.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
 	big, bm := mustSeal(t, make([]byte, 101), ctx, k.Public())
-	if _, err := small.Parse(big); !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
+	if _, err := small.parse(big); !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("parse over limit: %v", err)
 	}
 	if _, err := small.Open(big, bm, k, ctx, make([]byte, 200)); !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrBadLength) {
 		t.Fatalf("open over limit: %v", err)
 	}
 	huge := make([]byte, maxFileSize(100)+1)
-	if _, err := small.Parse(huge); !errors.Is(err, ErrTooLarge) {
+	if _, err := small.parse(huge); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("huge file: %v", err)
 	}
 	if _, err := small.Open(file, m, k, ctx, make([]byte, 100)); err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []int64{-1, DefaultMaxBodySize + 1} {
-		if _, err := (Limits{MaxBodySize: bad}).Parse(file); !errors.Is(err, ErrInvalidLimits) {
+	for _, bad := range []int64{-1, defaultMaxBodySize + 1} {
+		if _, err := (Limits{MaxBodySize: bad}).parse(file); !errors.Is(err, errInvalidLimits) {
 			t.Errorf("limit %d: %v", bad, err)
 		}
 	}
-	if _, _, err := Seal(make([]byte, DefaultMaxBodySize+1), ctx, k.Public()); !errors.Is(err, ErrTooLarge) {
+	if _, _, err := Seal(make([]byte, defaultMaxBodySize+1), ctx, k.Public()); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("default limit: %v", err)
 	}
 }
@@ -354,35 +354,35 @@ func TestLimits(t *testing.T) {
 func TestSealInputErrors(t *testing.T) {
 	k := mustKey(t)
 	ctx := testContext("p")
-	if _, _, err := Seal(nil, ctx); !errors.Is(err, ErrInvalidRecipients) {
+	if _, _, err := Seal(nil, ctx); !errors.Is(err, errInvalidRecipients) {
 		t.Error(err)
 	}
-	if _, _, err := Seal(nil, ctx, nil); !errors.Is(err, ErrInvalidRecipients) {
+	if _, _, err := Seal(nil, ctx, nil); !errors.Is(err, errInvalidRecipients) {
 		t.Error(err)
 	}
 	if _, _, err := Seal(nil, ctx, k.Public(), k.Public()); !errors.Is(err, ErrDuplicateKeyID) {
 		t.Error(err)
 	}
-	many := make([]*PublicKey, MaxRecipients+1)
+	many := make([]*PublicKey, maxRecipients+1)
 	for i := range many {
 		many[i] = mustKey(t).Public()
 	}
 	if _, _, err := Seal(nil, ctx, many...); !errors.Is(err, ErrTooManyRecipients) {
 		t.Error(err)
 	}
-	file, m := mustSeal(t, nil, ctx, many[:MaxRecipients]...)
+	file, m := mustSeal(t, nil, ctx, many[:maxRecipients]...)
 	if _, err := Open(file, m, mustKey(t), ctx, nil); !errors.Is(err, ErrNoMatchingRecipient) {
 		t.Error(err)
 	}
 	if n, err := Open(file, m, mustKey(t), ctx, nil); n != 0 || err == nil {
 		t.Error("opened")
 	}
-	for _, id := range []string{"", strings.Repeat("a", MaxPackIDLen+1), "a b", "a/b", "é", "a\x00"} {
-		if _, _, err := Seal(nil, Context{PackID: id}, k.Public()); !errors.Is(err, ErrInvalidContext) {
+	for _, id := range []string{"", strings.Repeat("a", maxPackIDLen+1), "a b", "a/b", "é", "a\x00"} {
+		if _, _, err := Seal(nil, Context{PackID: id}, k.Public()); !errors.Is(err, errInvalidContext) {
 			t.Errorf("pack id %q: %v", id, err)
 		}
 	}
-	if _, _, err := Seal(nil, Context{PackID: strings.Repeat("a", MaxPackIDLen)}, k.Public()); err != nil {
+	if _, _, err := Seal(nil, Context{PackID: strings.Repeat("a", maxPackIDLen)}, k.Public()); err != nil {
 		t.Errorf("longest pack id: %v", err)
 	}
 }
@@ -391,18 +391,18 @@ func TestOpenBufferErrors(t *testing.T) {
 	k := mustKey(t)
 	ctx := testContext("p")
 	file, m := mustSeal(t, []byte("0123456789"), ctx, k.Public())
-	if _, err := Open(file, m, k, ctx, make([]byte, 9)); !errors.Is(err, ErrShortBuffer) {
+	if _, err := Open(file, m, k, ctx, make([]byte, 9)); !errors.Is(err, errShortBuffer) {
 		t.Errorf("short: %v", err)
 	}
 	// dst inside the file buffer.
 	buf := append(bytes.Clone(file), make([]byte, 32)...)
-	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file)-5:]); !errors.Is(err, ErrBufferOverlap) {
+	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file)-5:]); !errors.Is(err, errBufferOverlap) {
 		t.Errorf("overlap: %v", err)
 	}
 	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file):]); err != nil {
 		t.Errorf("adjacent: %v", err)
 	}
-	if _, err := Open(file, m, nil, ctx, make([]byte, 10)); !errors.Is(err, ErrInvalidKey) {
+	if _, err := Open(file, m, nil, ctx, make([]byte, 10)); !errors.Is(err, errInvalidKey) {
 		t.Errorf("nil key: %v", err)
 	}
 }
@@ -419,13 +419,13 @@ func TestParseErrors(t *testing.T) {
 	off := len(magic) + 4 + 1 + 1 + hashSize + 1
 	copy(dup[off+stanzaSize:], h.Recipients[0].KeyID[:])
 	_, err = Parse(dup)
-	pe, ok := errors.AsType[*ParseError](err)
+	pe, ok := errors.AsType[*parseError](err)
 	if !errors.Is(err, ErrDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !ok || pe.Offset != off+stanzaSize {
 		t.Errorf("duplicate: %v", err)
 	}
 	// Recipient count above the limit.
 	many := bytes.Clone(file)
-	many[off-1] = MaxRecipients + 1
+	many[off-1] = maxRecipients + 1
 	if _, err := Parse(many); !errors.Is(err, ErrTooManyRecipients) {
 		t.Errorf("too many: %v", err)
 	}
@@ -454,7 +454,7 @@ func TestAppendSeal(t *testing.T) {
 	prefix := []byte("prefix")
 	buf := make([]byte, len(prefix), 4096)
 	copy(buf, prefix)
-	out, m, err := (Limits{}).AppendSeal(buf, body, ctx, k.Public())
+	out, m, err := (Limits{}).appendSeal(buf, body, ctx, k.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +469,7 @@ func TestAppendSeal(t *testing.T) {
 	// dst overlapping the body is refused.
 	big := make([]byte, 0, 8192)
 	big = append(big, body...)
-	if _, _, err := (Limits{}).AppendSeal(big[:0], big[:len(body)], ctx, k.Public()); !errors.Is(err, ErrBufferOverlap) {
+	if _, _, err := (Limits{}).appendSeal(big[:0], big[:len(body)], ctx, k.Public()); !errors.Is(err, errBufferOverlap) {
 		t.Fatalf("overlap: %v", err)
 	}
 }
@@ -525,7 +525,7 @@ func TestOpenStepOrder(t *testing.T) {
 		// a recipient.
 		{"manifest key ids before recipient", Limits{}, file, func() *Manifest {
 			mm := *m
-			mm.RecipientKeyIDs = []KeyID{other.KeyID()}
+			mm.RecipientKeyIDs = []KeyID{other.keyID()}
 			return &mm
 		}(), other, ctx, ErrManifestMismatch},
 		// 6 before 7: another context and the key is not a recipient.

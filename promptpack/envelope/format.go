@@ -9,17 +9,17 @@ import (
 //
 //	magic          "clawea.dev/promptpack/v1\n"
 //	header_len     uint32, bytes from pack_id_len to the end of the last stanza
-//	pack_id_len    uint8, 1..MaxPackIDLen
+//	pack_id_len    uint8, 1..maxPackIDLen
 //	pack_id        pack_id_len bytes
 //	report_hash    32 bytes
-//	n_recipients   uint8, 1..MaxRecipients
+//	n_recipients   uint8, 1..maxRecipients
 //	n x stanza:    key_id (32) || wrapped_len uint16 (= 80) || wrapped (enc || ct)
 //	nonce          12 bytes
 //	ct_len         uint64, 16..MaxBodySize+16
 //	ct             ct_len bytes, AES-256-GCM ciphertext || tag
 const (
 	stanzaSize      = keyIDSize + 2 + wrappedSize
-	maxHeaderFields = 1 + MaxPackIDLen + hashSize + 1 + MaxRecipients*stanzaSize
+	maxHeaderFields = 1 + maxPackIDLen + hashSize + 1 + maxRecipients*stanzaSize
 	maxHeaderSize   = len(magic) + 4 + maxHeaderFields
 )
 
@@ -41,8 +41,8 @@ type Header struct {
 	Ciphertext []byte
 }
 
-// Context returns the context the header names.
-func (h *Header) Context() Context { return Context{PackID: h.PackID, ReportHash: h.ReportHash} }
+// context returns the context the header names.
+func (h *Header) context() Context { return Context{PackID: h.PackID, ReportHash: h.ReportHash} }
 
 // KeyIDs returns the recipient key ids in file order.
 func (h *Header) KeyIDs() []KeyID {
@@ -71,26 +71,26 @@ func (h *Header) encodedLen() int {
 // validate checks everything Parse checks, for values built in memory.
 func (h *Header) validate(maxBody int64) error {
 	if !validPackID(h.PackID) {
-		return &ParseError{Field: "pack_id", Err: ErrBadLength}
+		return &parseError{Field: "pack_id", Err: ErrBadLength}
 	}
 	if len(h.Recipients) == 0 {
-		return &ParseError{Field: "n_recipients", Err: ErrBadLength}
+		return &parseError{Field: "n_recipients", Err: ErrBadLength}
 	}
-	if len(h.Recipients) > MaxRecipients {
-		return &ParseError{Field: "n_recipients", Err: ErrTooManyRecipients}
+	if len(h.Recipients) > maxRecipients {
+		return &parseError{Field: "n_recipients", Err: ErrTooManyRecipients}
 	}
 	for i, s := range h.Recipients {
 		if len(s.Wrapped) != wrappedSize {
-			return &ParseError{Field: "wrapped_len", Err: ErrBadLength}
+			return &parseError{Field: "wrapped_len", Err: ErrBadLength}
 		}
 		for _, p := range h.Recipients[:i] {
 			if p.KeyID == s.KeyID {
-				return &ParseError{Field: "key_id", Err: ErrDuplicateKeyID}
+				return &parseError{Field: "key_id", Err: ErrDuplicateKeyID}
 			}
 		}
 	}
 	if len(h.Ciphertext) < tagSize || int64(len(h.Ciphertext)-tagSize) > maxBody {
-		return &ParseError{Field: "ct_len", Err: ErrBadLength}
+		return &parseError{Field: "ct_len", Err: ErrBadLength}
 	}
 	return nil
 }
@@ -112,9 +112,9 @@ func (h *Header) appendHeader(b []byte) []byte {
 }
 
 // MarshalBinary encodes the complete envelope file. It fails with a
-// *ParseError for any value Parse would reject.
+// *parseError for any value Parse would reject.
 func (h *Header) MarshalBinary() ([]byte, error) {
-	if err := h.validate(DefaultMaxBodySize); err != nil {
+	if err := h.validate(defaultMaxBodySize); err != nil {
 		return nil, err
 	}
 	b := make([]byte, 0, h.encodedLen())
@@ -125,11 +125,11 @@ func (h *Header) MarshalBinary() ([]byte, error) {
 }
 
 // Parse parses an envelope file with the default limits.
-func Parse(file []byte) (*Header, error) { return Limits{}.Parse(file) }
+func Parse(file []byte) (*Header, error) { return Limits{}.parse(file) }
 
-// PlaintextLen returns the body plaintext size of an envelope file, so that
+// plaintextLen returns the body plaintext size of an envelope file, so that
 // a caller can allocate (sealed) memory before Open.
-func PlaintextLen(file []byte) (int, error) {
+func plaintextLen(file []byte) (int, error) {
 	h, err := Parse(file)
 	if err != nil {
 		return 0, err
@@ -137,9 +137,9 @@ func PlaintextLen(file []byte) (int, error) {
 	return h.PlaintextLen(), nil
 }
 
-// Parse parses an envelope file strictly. Errors are *ParseError values
-// (matching ErrMalformed) or match ErrTooLarge or ErrInvalidLimits.
-func (l Limits) Parse(file []byte) (*Header, error) {
+// parse parses an envelope file strictly. Errors are *parseError values
+// (matching ErrMalformed) or match ErrTooLarge or errInvalidLimits.
+func (l Limits) parse(file []byte) (*Header, error) {
 	maxBody, err := l.maxBody()
 	if err != nil {
 		return nil, err
@@ -149,14 +149,14 @@ func (l Limits) Parse(file []byte) (*Header, error) {
 	}
 	r := reader{b: file}
 	if m := r.take(len(magic)); m == nil || string(m) != magic {
-		return nil, &ParseError{Offset: 0, Field: "magic", Err: ErrUnknownVersion}
+		return nil, &parseError{Offset: 0, Field: "magic", Err: ErrUnknownVersion}
 	}
 	hl, ok := r.uint32()
 	if !ok {
 		return nil, r.fail("header_len", ErrBadLength)
 	}
 	if hl > maxHeaderFields || int(hl) > r.remaining() {
-		return nil, &ParseError{Offset: len(magic), Field: "header_len", Err: ErrBadLength}
+		return nil, &parseError{Offset: len(magic), Field: "header_len", Err: ErrBadLength}
 	}
 	hdrEnd := r.off + int(hl)
 
@@ -179,7 +179,7 @@ func (l Limits) Parse(file []byte) (*Header, error) {
 	if !ok || n == 0 {
 		return nil, r.fail("n_recipients", ErrBadLength)
 	}
-	if n > MaxRecipients {
+	if n > maxRecipients {
 		return nil, r.fail("n_recipients", ErrTooManyRecipients)
 	}
 	h.Recipients = make([]Stanza, 0, n)
@@ -205,7 +205,7 @@ func (l Limits) Parse(file []byte) (*Header, error) {
 		h.Recipients = append(h.Recipients, s)
 	}
 	if r.off != hdrEnd {
-		return nil, &ParseError{Offset: len(magic), Field: "header_len", Err: ErrBadLength}
+		return nil, &parseError{Offset: len(magic), Field: "header_len", Err: ErrBadLength}
 	}
 
 	nonce := r.take(nonceSize)
@@ -218,11 +218,11 @@ func (l Limits) Parse(file []byte) (*Header, error) {
 		return nil, r.fail("ct_len", ErrBadLength)
 	}
 	if cl > uint64(r.remaining()) {
-		return nil, &ParseError{Offset: r.off, Field: "ct", Err: ErrBadLength}
+		return nil, &parseError{Offset: r.off, Field: "ct", Err: ErrBadLength}
 	}
 	h.Ciphertext = r.take(int(cl))
 	if r.remaining() != 0 {
-		return nil, &ParseError{Offset: r.off, Field: "ct", Err: ErrTrailingData}
+		return nil, &parseError{Offset: r.off, Field: "ct", Err: ErrTrailingData}
 	}
 	return h, nil
 }
@@ -247,7 +247,7 @@ func (r *reader) take(n int) []byte {
 }
 
 func (r *reader) fail(field string, err error) error {
-	return &ParseError{Offset: r.last, Field: field, Err: err}
+	return &parseError{Offset: r.last, Field: field, Err: err}
 }
 
 func (r *reader) uint8() (uint8, bool) {

@@ -8,7 +8,7 @@ import (
 )
 
 // FuzzParse: whatever Parse accepts re-encodes to the identical bytes; on
-// error nothing is returned and the error is a *ParseError, ErrTooLarge or
+// error nothing is returned and the error is a *parseError, ErrTooLarge or
 // ErrMalformed.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -17,7 +17,7 @@ func FuzzParse(f *testing.F) {
 			if h != nil {
 				t.Fatal("header returned with an error")
 			}
-			if _, ok := errors.AsType[*ParseError](err); !ok && !errors.Is(err, ErrTooLarge) {
+			if _, ok := errors.AsType[*parseError](err); !ok && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("untyped error %v", err)
 			}
 			return
@@ -29,7 +29,7 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(out, data) {
 			t.Fatalf("round trip differs:\n%x\n%x", data, out)
 		}
-		if n, err := PlaintextLen(data); err != nil || n != len(h.Ciphertext)-tagSize {
+		if n, err := plaintextLen(data); err != nil || n != len(h.Ciphertext)-tagSize {
 			t.Fatal("PlaintextLen disagrees")
 		}
 	})
@@ -67,8 +67,8 @@ func FuzzParseManifest(f *testing.F) {
 // exactly the accepted text with or without one trailing LF.
 func FuzzParsePublicKey(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
-		fk, ferr := ParsePublicKeyFile([]byte(s))
-		if ferr != nil && !errors.Is(ferr, ErrInvalidKey) {
+		fk, ferr := parsePublicKeyFile([]byte(s))
+		if ferr != nil && !errors.Is(ferr, errInvalidKey) {
 			t.Fatal(ferr)
 		}
 		if ferr == nil && fk.String() != strings.TrimSuffix(s, "\n") {
@@ -79,7 +79,7 @@ func FuzzParsePublicKey(f *testing.F) {
 			t.Fatalf("text accepted, key file refused: %v", ferr)
 		}
 		if err != nil {
-			if !errors.Is(err, ErrInvalidKey) {
+			if !errors.Is(err, errInvalidKey) {
 				t.Fatal(err)
 			}
 			return
@@ -112,7 +112,7 @@ func FuzzParsePrivateKey(f *testing.F) {
 			if e == nil {
 				continue
 			}
-			if !errors.Is(e, ErrInvalidKey) {
+			if !errors.Is(e, errInvalidKey) {
 				t.Fatal(e)
 			}
 			if !privateKeyErrors[e.Error()] {

@@ -48,25 +48,25 @@ type PublicKey struct {
 	id KeyID
 }
 
-// NewPublicKey returns the public key for its 32-byte RFC 9180
+// newPublicKey returns the public key for its 32-byte RFC 9180
 // serialization. It rejects non-canonical encodings and low-order points.
-func NewPublicKey(raw []byte) (*PublicKey, error) {
+func newPublicKey(raw []byte) (*PublicKey, error) {
 	if len(raw) != encSize {
-		return nil, fmt.Errorf("envelope: %w: public key must be %d bytes", ErrInvalidKey, encSize)
+		return nil, fmt.Errorf("envelope: %w: public key must be %d bytes", errInvalidKey, encSize)
 	}
 	if !canonicalX25519(raw) {
-		return nil, fmt.Errorf("envelope: %w: non-canonical public key", ErrInvalidKey)
+		return nil, fmt.Errorf("envelope: %w: non-canonical public key", errInvalidKey)
 	}
 	pub, err := ecdh.X25519().NewPublicKey(raw)
 	if err != nil {
-		return nil, fmt.Errorf("envelope: %w: bad public key", ErrInvalidKey)
+		return nil, fmt.Errorf("envelope: %w: bad public key", errInvalidKey)
 	}
 	if lowOrder(pub) {
-		return nil, fmt.Errorf("envelope: %w: low-order public key", ErrInvalidKey)
+		return nil, fmt.Errorf("envelope: %w: low-order public key", errInvalidKey)
 	}
 	pk, err := hpke.NewDHKEMPublicKey(pub)
 	if err != nil {
-		return nil, fmt.Errorf("envelope: %w: bad public key", ErrInvalidKey)
+		return nil, fmt.Errorf("envelope: %w: bad public key", errInvalidKey)
 	}
 	return &PublicKey{pk: pk, id: computeKeyID(raw)}, nil
 }
@@ -109,13 +109,13 @@ func lowOrder(pub *ecdh.PublicKey) bool {
 func ParsePublicKey(s string) (*PublicKey, error) {
 	rest, ok := strings.CutPrefix(s, PublicKeyPrefix)
 	if !ok {
-		return nil, fmt.Errorf("envelope: %w: public key must start with %q", ErrInvalidKey, PublicKeyPrefix)
+		return nil, fmt.Errorf("envelope: %w: public key must start with %q", errInvalidKey, PublicKeyPrefix)
 	}
 	var raw [encSize]byte
 	if b64u.DecodeTo(raw[:], []byte(rest)) != nil {
-		return nil, fmt.Errorf("envelope: %w: malformed public key %q", ErrInvalidKey, s)
+		return nil, fmt.Errorf("envelope: %w: malformed public key %q", errInvalidKey, s)
 	}
-	return NewPublicKey(raw[:])
+	return newPublicKey(raw[:])
 }
 
 // Bytes returns the 32-byte RFC 9180 serialization.
@@ -154,7 +154,7 @@ func GenerateKey() (*PrivateKey, error) {
 }
 
 func newPrivateKey(sk hpke.PrivateKey) (*PrivateKey, error) {
-	pub, err := NewPublicKey(sk.PublicKey().Bytes())
+	pub, err := newPublicKey(sk.PublicKey().Bytes())
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +165,7 @@ func newPrivateKey(sk hpke.PrivateKey) (*PrivateKey, error) {
 // 32 bytes must be the canonical (clamped) RFC 9180 serialization. Errors
 // never quote the input.
 func ParsePrivateKey(text []byte) (*PrivateKey, error) {
-	bad := fmt.Errorf("envelope: %w: malformed private key", ErrInvalidKey)
+	bad := fmt.Errorf("envelope: %w: malformed private key", errInvalidKey)
 	if len(text) != len(PrivateKeyPrefix)+b64u.EncodedLen(dekSize) || string(text[:len(PrivateKeyPrefix)]) != PrivateKeyPrefix {
 		return nil, bad
 	}
@@ -185,7 +185,7 @@ func ParsePrivateKey(text []byte) (*PrivateKey, error) {
 	}
 	defer clear(ser)
 	if subtle.ConstantTimeCompare(ser, raw[:]) != 1 {
-		return nil, fmt.Errorf("envelope: %w: non-canonical private key", ErrInvalidKey)
+		return nil, fmt.Errorf("envelope: %w: non-canonical private key", errInvalidKey)
 	}
 	k, err := newPrivateKey(sk)
 	if err != nil {
@@ -219,17 +219,17 @@ func keyFileText(b []byte, prefix string) ([]byte, bool) {
 func ParsePrivateKeyFile(b []byte) (*PrivateKey, error) {
 	text, ok := keyFileText(b, PrivateKeyPrefix)
 	if !ok {
-		return nil, fmt.Errorf("envelope: %w: malformed private key file", ErrInvalidKey)
+		return nil, fmt.Errorf("envelope: %w: malformed private key file", errInvalidKey)
 	}
 	return ParsePrivateKey(text)
 }
 
-// ParsePublicKeyFile parses the bytes of a public key file: the text form
+// parsePublicKeyFile parses the bytes of a public key file: the text form
 // (ParsePublicKey) optionally followed by one line feed, and nothing else.
-func ParsePublicKeyFile(b []byte) (*PublicKey, error) {
+func parsePublicKeyFile(b []byte) (*PublicKey, error) {
 	text, ok := keyFileText(b, PublicKeyPrefix)
 	if !ok {
-		return nil, fmt.Errorf("envelope: %w: malformed public key file", ErrInvalidKey)
+		return nil, fmt.Errorf("envelope: %w: malformed public key file", errInvalidKey)
 	}
 	return ParsePublicKey(string(text))
 }
@@ -250,7 +250,7 @@ func (k *PrivateKey) AppendSecretKeyFile(dst []byte) ([]byte, error) {
 func (k *PrivateKey) AppendSecretText(dst []byte) ([]byte, error) {
 	raw, err := k.sk.Bytes()
 	if err != nil {
-		return nil, fmt.Errorf("envelope: %w: cannot serialize private key", ErrInvalidKey)
+		return nil, fmt.Errorf("envelope: %w: cannot serialize private key", errInvalidKey)
 	}
 	defer clear(raw)
 	dst = append(dst, PrivateKeyPrefix...)
@@ -260,8 +260,8 @@ func (k *PrivateKey) AppendSecretText(dst []byte) ([]byte, error) {
 // Public returns the public key.
 func (k *PrivateKey) Public() *PublicKey { return k.pub }
 
-// KeyID returns the id of the public key.
-func (k *PrivateKey) KeyID() KeyID { return k.pub.id }
+// keyID returns the id of the public key.
+func (k *PrivateKey) keyID() KeyID { return k.pub.id }
 
 // String describes the key without its key material.
 func (k *PrivateKey) String() string {

@@ -28,7 +28,7 @@ func TestKeyTextRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if k2.KeyID() != k.KeyID() || !k2.Public().Equal(k.Public()) {
+	if k2.keyID() != k.keyID() || !k2.Public().Equal(k.Public()) {
 		t.Fatal("parsed private key differs")
 	}
 	pub, err := ParsePublicKey(k.Public().String())
@@ -65,7 +65,7 @@ func TestPrivateKeyNeverPrinted(t *testing.T) {
 	// Parse errors never quote the input.
 	bad := []byte(PrivateKeyPrefix + secret[:len(secret)-1] + "!")
 	_, err := ParsePrivateKey(bad)
-	if !errors.Is(err, ErrInvalidKey) || strings.Contains(err.Error(), secret[:20]) {
+	if !errors.Is(err, errInvalidKey) || strings.Contains(err.Error(), secret[:20]) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -94,7 +94,7 @@ func TestParseKeyErrors(t *testing.T) {
 		badPub = append(badPub, pub[:len(pub)-1]+string("BFJNRVZdhlptx159"[alt]))
 	}
 	for _, s := range badPub {
-		if _, err := ParsePublicKey(s); !errors.Is(err, ErrInvalidKey) {
+		if _, err := ParsePublicKey(s); !errors.Is(err, errInvalidKey) {
 			t.Errorf("ParsePublicKey(%q) = %v", s, err)
 		}
 	}
@@ -104,7 +104,7 @@ func TestParseKeyErrors(t *testing.T) {
 	unclamped := []byte(PrivateKeyPrefix + b64u.Encode(raw))
 	badPriv := [][]byte{nil, priv[:len(priv)-1], append(bytes.Clone(priv), 'A'), unclamped, []byte(strings.Replace(string(priv), "priv", "pub", 1))}
 	for _, b := range badPriv {
-		if _, err := ParsePrivateKey(b); !errors.Is(err, ErrInvalidKey) {
+		if _, err := ParsePrivateKey(b); !errors.Is(err, errInvalidKey) {
 			t.Errorf("ParsePrivateKey(%d bytes) = %v", len(b), err)
 		}
 	}
@@ -150,7 +150,7 @@ func TestKeyFileVectors(t *testing.T) {
 				t.Errorf("%s %s: error quotes the key: %v", c.Kind, c.Name, err)
 			}
 		case "public":
-			got, err = ParsePublicKeyFile([]byte(c.File))
+			got, err = parsePublicKeyFile([]byte(c.File))
 		default:
 			t.Fatalf("case %q: unknown kind %q", c.Name, c.Kind)
 		}
@@ -159,7 +159,7 @@ func TestKeyFileVectors(t *testing.T) {
 			t.Errorf("%s key file %q (%q) refused: %v", c.Kind, c.Name, c.File, err)
 		case c.Valid && !got.Equal(want):
 			t.Errorf("%s key file %q: wrong key", c.Kind, c.Name)
-		case !c.Valid && !errors.Is(err, ErrInvalidKey):
+		case !c.Valid && !errors.Is(err, errInvalidKey):
 			t.Errorf("%s key file %q (%q): got %v, want ErrInvalidKey", c.Kind, c.Name, c.File, err)
 		}
 		if c.Valid {
@@ -185,16 +185,16 @@ func TestKeyFileRoundTrip(t *testing.T) {
 		t.Fatal("key file is not the text and one LF")
 	}
 	k2, err := ParsePrivateKeyFile(f)
-	if err != nil || k2.KeyID() != k.KeyID() {
+	if err != nil || k2.keyID() != k.keyID() {
 		t.Fatalf("round trip: %v", err)
 	}
-	pub, err := ParsePublicKeyFile([]byte(k.Public().String() + "\n"))
+	pub, err := parsePublicKeyFile([]byte(k.Public().String() + "\n"))
 	if err != nil || !pub.Equal(k.Public()) {
 		t.Fatalf("public round trip: %v", err)
 	}
 	// A long input is refused without quoting it.
 	long := bytes.Repeat([]byte("x"), 1<<16)
-	if _, err := ParsePublicKeyFile(long); !errors.Is(err, ErrInvalidKey) || strings.Contains(err.Error(), "xxxx") {
+	if _, err := parsePublicKeyFile(long); !errors.Is(err, errInvalidKey) || strings.Contains(err.Error(), "xxxx") {
 		t.Fatalf("long public key file: %v", err)
 	}
 }

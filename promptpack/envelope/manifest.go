@@ -14,11 +14,11 @@ import (
 
 // Algorithm identifiers of format v1, as they appear in the manifest.
 const (
-	AlgHPKEKEM        = "DHKEM-X25519-HKDF-SHA256" // RFC 9180 KEM 0x0020
-	AlgHPKEKDF        = "HKDF-SHA256"              // RFC 9180 KDF 0x0001
-	AlgHPKEAEAD       = "AES-256-GCM"              // RFC 9180 AEAD 0x0002
-	AlgBodyAEAD       = "AES-256-GCM"              // 12-byte nonce, 16-byte tag
-	AlgCiphertextHash = "SHA-256"
+	algHPKEKEM        = "DHKEM-X25519-HKDF-SHA256" // RFC 9180 KEM 0x0020
+	algHPKEKDF        = "HKDF-SHA256"              // RFC 9180 KDF 0x0001
+	algHPKEAEAD       = "AES-256-GCM"              // RFC 9180 AEAD 0x0002
+	algBodyAEAD       = "AES-256-GCM"              // 12-byte nonce, 16-byte tag
+	algCiphertextHash = "SHA-256"
 )
 
 // Algorithms names the algorithms of an envelope.
@@ -31,7 +31,7 @@ type Algorithms struct {
 }
 
 var v1Algorithms = Algorithms{
-	KEM: AlgHPKEKEM, KDF: AlgHPKEKDF, AEAD: AlgHPKEAEAD, Body: AlgBodyAEAD, CiphertextHash: AlgCiphertextHash,
+	KEM: algHPKEKEM, KDF: algHPKEKDF, AEAD: algHPKEAEAD, Body: algBodyAEAD, CiphertextHash: algCiphertextHash,
 }
 
 // Manifest is prompt_pack_manifest.json: hash-only metadata describing one
@@ -75,13 +75,13 @@ func (m *Manifest) validate() error {
 	if !validPackID(m.PackID) {
 		return manifestErr(ErrMalformed, "bad pack_id")
 	}
-	if m.CiphertextSize < int64(minFileSize) || m.CiphertextSize > maxFileSize(DefaultMaxBodySize) {
+	if m.CiphertextSize < int64(minFileSize) || m.CiphertextSize > maxFileSize(defaultMaxBodySize) {
 		return manifestErr(ErrMalformed, "ciphertext_size %d out of range", m.CiphertextSize)
 	}
 	switch n := len(m.RecipientKeyIDs); {
 	case n == 0:
 		return manifestErr(ErrMalformed, "no recipient key ids")
-	case n > MaxRecipients:
+	case n > maxRecipients:
 		return manifestErr(ErrTooManyRecipients, "%d recipient key ids", n)
 	}
 	for i, id := range m.RecipientKeyIDs {
@@ -203,7 +203,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 	if ids := f["recipient_key_ids_b64u"]; ids != nil {
 		// The count is bounded by MaxManifestSize here and checked against
-		// MaxRecipients by validate (ErrTooManyRecipients).
+		// maxRecipients by validate (ErrTooManyRecipients).
 		es := r.Array(ids, "$.recipient_key_ids_b64u", 0, math.MaxInt)
 		m.RecipientKeyIDs = make([]KeyID, 0, len(es))
 		for i, e := range es {

@@ -78,7 +78,7 @@ func TestParseManifestStrict(t *testing.T) {
 		"truncated":          {g[:len(g)-1], ErrMalformed},
 		"no key ids":         {strings.Replace(g, `["`+m.RecipientKeyIDs[0].String()+`"]`, `[]`, 1), ErrMalformed},
 		"duplicate key ids":  {strings.Replace(g, `["`+m.RecipientKeyIDs[0].String()+`"]`, `["`+m.RecipientKeyIDs[0].String()+`","`+m.RecipientKeyIDs[0].String()+`"]`, 1), ErrDuplicateKeyID},
-		"too many key ids":   {strings.Replace(g, `["`+m.RecipientKeyIDs[0].String()+`"]`, `[`+strings.Repeat(`"`+h+`",`, MaxRecipients)+`"`+h+`"]`, 1), ErrTooManyRecipients},
+		"too many key ids":   {strings.Replace(g, `["`+m.RecipientKeyIDs[0].String()+`"]`, `[`+strings.Repeat(`"`+h+`",`, maxRecipients)+`"`+h+`"]`, 1), ErrTooManyRecipients},
 		"bad pack id":        {strings.Replace(g, `"pack_id":"p"`, `"pack_id":"p q"`, 1), ErrMalformed},
 		"invalid utf8":       {strings.Replace(g, `"pack_id":"p"`, "\"pack_id\":\"p\xff\"", 1), ErrMalformed},
 		"too large":          {g + strings.Repeat(" ", MaxManifestSize), ErrTooLarge},

@@ -265,7 +265,7 @@ func TestWrapUnwrapRFC9180(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, err := NewPublicKey(pkR)
+	pub, err := newPublicKey(pkR)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,21 +59,21 @@ func newGCM(dek []byte) (cipher.AEAD, error) {
 
 // Seal encrypts body for the recipients with the default limits.
 func Seal(body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
-	return Limits{}.Seal(body, ctx, recipients...)
+	return Limits{}.seal(body, ctx, recipients...)
 }
 
-// Seal encrypts body, bound to ctx, for one or more recipients (the attester
+// seal encrypts body, bound to ctx, for one or more recipients (the attester
 // and, optionally, a recovery key). It returns the envelope file and its
 // manifest. The file is allocated once at its final size and the body is
 // encrypted directly into it.
-func (l Limits) Seal(body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
-	return l.AppendSeal(nil, body, ctx, recipients...)
+func (l Limits) seal(body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
+	return l.appendSeal(nil, body, ctx, recipients...)
 }
 
-// AppendSeal is Seal appending the envelope file to dst (which must not
+// appendSeal is Seal appending the envelope file to dst (which must not
 // overlap body), so that a caller sealing many packs can reuse one buffer;
 // the result aliases dst's storage when it has room.
-func (l Limits) AppendSeal(dst, body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
+func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicKey) (file []byte, m *Manifest, err error) {
 	maxBody, err := l.maxBody()
 	if err != nil {
 		return nil, nil, err
@@ -86,14 +86,14 @@ func (l Limits) AppendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 	}
 	switch {
 	case len(recipients) == 0:
-		return nil, nil, fmt.Errorf("envelope: %w: no recipients", ErrInvalidRecipients)
-	case len(recipients) > MaxRecipients:
-		return nil, nil, fmt.Errorf("envelope: %w: %d recipients, limit %d", ErrTooManyRecipients, len(recipients), MaxRecipients)
+		return nil, nil, fmt.Errorf("envelope: %w: no recipients", errInvalidRecipients)
+	case len(recipients) > maxRecipients:
+		return nil, nil, fmt.Errorf("envelope: %w: %d recipients, limit %d", ErrTooManyRecipients, len(recipients), maxRecipients)
 	}
 	ids := make([]KeyID, len(recipients))
 	for i, r := range recipients {
 		if r == nil || r.pk == nil {
-			return nil, nil, fmt.Errorf("envelope: %w: recipient %d is nil", ErrInvalidRecipients, i)
+			return nil, nil, fmt.Errorf("envelope: %w: recipient %d is nil", errInvalidRecipients, i)
 		}
 		ids[i] = r.id
 		for _, p := range ids[:i] {
@@ -124,7 +124,7 @@ func (l Limits) AppendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 	size := h.headerLen() + nonceSize + 8 + len(body) + tagSize
 	head, tail := sliceForAppend(dst, size)
 	if anyOverlap(tail, body) {
-		return nil, nil, fmt.Errorf("envelope: %w: dst overlaps body", ErrBufferOverlap)
+		return nil, nil, fmt.Errorf("envelope: %w: dst overlaps body", errBufferOverlap)
 	}
 	out := h.appendHeader(tail[:0])
 	ad := bodyAD(out)
@@ -175,11 +175,11 @@ func (l Limits) Verify(file []byte, m *Manifest) (*Header, error) {
 	if sha256.Sum256(file) != m.CiphertextHash {
 		return nil, fmt.Errorf("envelope: %w: ciphertext hash differs", ErrManifestMismatch)
 	}
-	h, err := l.Parse(file)
+	h, err := l.parse(file)
 	if err != nil {
 		return nil, err
 	}
-	if !h.Context().equal(Context{PackID: m.PackID, ReportHash: m.ReportHash}) {
+	if !h.context().equal(Context{PackID: m.PackID, ReportHash: m.ReportHash}) {
 		return nil, fmt.Errorf("envelope: %w: pack id or report hash differs", ErrManifestMismatch)
 	}
 	if len(m.RecipientKeyIDs) != len(h.Recipients) {
@@ -206,11 +206,11 @@ func Open(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (
 //
 // Errors: ErrManifestMismatch, ErrMalformed (and its reasons), ErrTooLarge,
 // ErrContextMismatch, ErrNoMatchingRecipient (the key is not a recipient),
-// ErrAuthentication (tampered file or wrong context), ErrShortBuffer,
-// ErrBufferOverlap, ErrInvalidKey, ErrInvalidContext, ErrInvalidLimits.
+// ErrAuthentication (tampered file or wrong context), errShortBuffer,
+// errBufferOverlap, errInvalidKey, errInvalidContext, errInvalidLimits.
 func (l Limits) Open(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (n int, err error) {
 	if key == nil || key.sk == nil || key.pub == nil {
-		return 0, fmt.Errorf("envelope: %w: nil private key", ErrInvalidKey)
+		return 0, fmt.Errorf("envelope: %w: nil private key", errInvalidKey)
 	}
 	if err := want.validate(); err != nil {
 		return 0, err
@@ -219,7 +219,7 @@ func (l Limits) Open(file []byte, m *Manifest, key *PrivateKey, want Context, ds
 	if err != nil {
 		return 0, err
 	}
-	if !h.Context().equal(want) {
+	if !h.context().equal(want) {
 		return 0, fmt.Errorf("envelope: %w: envelope is for pack %q, expected %q (or the report hash differs)", ErrContextMismatch, h.PackID, want.PackID)
 	}
 	var st *Stanza
@@ -234,14 +234,14 @@ func (l Limits) Open(file []byte, m *Manifest, key *PrivateKey, want Context, ds
 	}
 	n = h.PlaintextLen()
 	if len(dst) < n {
-		return 0, fmt.Errorf("envelope: %w: need %d bytes, have %d", ErrShortBuffer, n, len(dst))
+		return 0, fmt.Errorf("envelope: %w: need %d bytes, have %d", errShortBuffer, n, len(dst))
 	}
 	out := dst[:n]
 	if anyOverlap(out, file) {
-		return 0, fmt.Errorf("envelope: %w", ErrBufferOverlap)
+		return 0, fmt.Errorf("envelope: %w", errBufferOverlap)
 	}
 
-	dek, err := unwrapKey(key.sk, wrapInfo(h.Context(), st.KeyID), st.Wrapped)
+	dek, err := unwrapKey(key.sk, wrapInfo(h.context(), st.KeyID), st.Wrapped)
 	if err != nil {
 		return 0, fmt.Errorf("envelope: %w: wrapped key for %s does not open", ErrAuthentication, st.KeyID)
 	}

@@ -57,7 +57,7 @@ func tinkHandle(t *testing.T, k interface{}) *keyset.Handle {
 func TestTinkInterop(t *testing.T) {
 	ours := mustKey(t)
 	ctx := testContext("pack-tink")
-	info := wrapInfo(ctx, ours.KeyID())
+	info := wrapInfo(ctx, ours.keyID())
 	dek := bytes.Repeat([]byte{7}, dekSize)
 
 	// Our private key as a tink key.
@@ -91,7 +91,7 @@ func TestTinkInterop(t *testing.T) {
 	if err != nil || !bytes.Equal(got, dek) {
 		t.Fatalf("tink cannot open a crypto/hpke wrap: %v", err)
 	}
-	if _, err := dec.Decrypt(w, wrapInfo(testContext("other"), ours.KeyID())); err == nil {
+	if _, err := dec.Decrypt(w, wrapInfo(testContext("other"), ours.keyID())); err == nil {
 		t.Fatal("tink opened under another context")
 	}
 
@@ -149,7 +149,7 @@ func TestTinkInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rcpt, err := NewPublicKey(pk.(*tinkhpke.PublicKey).PublicKeyBytes())
+	rcpt, err := newPublicKey(pk.(*tinkhpke.PublicKey).PublicKeyBytes())
 	if err != nil {
 		t.Fatal(err)
 	}

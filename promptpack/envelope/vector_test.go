@@ -133,12 +133,12 @@ func generateVector(t *testing.T) *specVector {
 		}
 		v.RecipientKeys = append(v.RecipientKeys, string(text))
 		v.RecipientPubs = append(v.RecipientPubs, k.Public().String())
-		id := k.KeyID()
+		id := k.keyID()
 		v.KeyIDs = append(v.KeyIDs, hex.EncodeToString(id[:]))
 		v.EphemeralKeys = append(v.EphemeralKeys, draw(32))
 	}
 	v.Nonce = draw(nonceSize)
-	v.WrapInfo0 = hex.EncodeToString(wrapInfo(ctx, keys[0].KeyID()))
+	v.WrapInfo0 = hex.EncodeToString(wrapInfo(ctx, keys[0].keyID()))
 	h, err := Parse(file)
 	if err != nil {
 		t.Fatal(err)
@@ -194,11 +194,11 @@ func TestSpecVector(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id := k.KeyID()
+		id := k.keyID()
 		if k.Public().String() != v.RecipientPubs[i] || hex.EncodeToString(id[:]) != v.KeyIDs[i] {
 			t.Fatalf("recipient %d: key mismatch", i)
 		}
-		if i == 0 && hex.EncodeToString(wrapInfo(ctx, k.KeyID())) != v.WrapInfo0 {
+		if i == 0 && hex.EncodeToString(wrapInfo(ctx, k.keyID())) != v.WrapInfo0 {
 			t.Fatal("wrap info differs")
 		}
 		dst := make([]byte, len(v.Plaintext)/2)
