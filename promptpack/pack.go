@@ -37,8 +37,8 @@ const (
 	PackVersion = "clawea.dev/promptpack/v1/pack"
 	// packIDLabel separates the pack id hash from every other hash.
 	packIDLabel = "clawea.dev/promptpack/v1/pack-id"
-	// PackIDPrefix starts every pack id.
-	PackIDPrefix = "pack:"
+	// packIDPrefix starts every pack id.
+	packIDPrefix = "pack:"
 )
 
 // Limits of format v1.
@@ -59,16 +59,16 @@ const (
 	maxModeLen     = 32
 )
 
-// Errors. Parse errors are *FieldError values that match ErrMalformed and
+// Errors. Parse errors are *fieldError values that match ErrMalformed and
 // a more specific sentinel with errors.Is.
 var (
 	// ErrMalformed: the pack is not v1 syntax.
 	ErrMalformed = errors.New("promptpack: malformed pack")
 	// ErrUnknownVersion: pack_version is missing or not PackVersion.
 	ErrUnknownVersion = errors.New("promptpack: unknown pack version")
-	// ErrUnknownField: a member the format does not define. It is
+	// errUnknownField: a member the format does not define. It is
 	// jsonobj.ErrUnknownField.
-	ErrUnknownField = jsonobj.ErrUnknownField
+	errUnknownField = jsonobj.ErrUnknownField
 	// ErrMissingField: a required member is absent. It is
 	// jsonobj.ErrMissingField.
 	ErrMissingField = jsonobj.ErrMissingField
@@ -93,20 +93,20 @@ var (
 	// ErrInvalidReport: the computed report or commitment cannot be
 	// represented (limits) or does not validate against its schema.
 	ErrInvalidReport = errors.New("promptpack: invalid report")
-	// ErrInvalidInput: an argument to Build, SealPack or a commitment
+	// errInvalidInput: an argument to Build, SealPack or a commitment
 	// helper is not acceptable.
-	ErrInvalidInput = errors.New("promptpack: invalid input")
+	errInvalidInput = errors.New("promptpack: invalid input")
 )
 
-// FieldError reports where a pack was refused. Field is a JSON path such as
+// fieldError reports where a pack was refused. Field is a JSON path such as
 // `$.sources.templates["x.txt"].text` (jsonobj syntax); it never holds a
 // value.
-type FieldError struct {
+type fieldError struct {
 	Field string
 	Err   error
 }
 
-func (e *FieldError) Error() string {
+func (e *fieldError) Error() string {
 	if e.Field == "" {
 		return fmt.Sprintf("promptpack: malformed pack: %v", e.Err)
 	}
@@ -114,7 +114,7 @@ func (e *FieldError) Error() string {
 }
 
 // Unwrap returns ErrMalformed and the specific reason.
-func (e *FieldError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
+func (e *fieldError) Unwrap() []error { return []error{ErrMalformed, e.Err} }
 
 // RecipeRef names a recipe and the version of its rules.
 type RecipeRef struct {
@@ -223,9 +223,9 @@ func DefaultProvenance(recipeID string) (Provenance, error) {
 	}, nil
 }
 
-func ferr(field string, err error) error { return &FieldError{Field: field, Err: err} }
+func ferr(field string, err error) error { return &fieldError{Field: field, Err: err} }
 
-// fieldErr turns the first error of a jsonobj.Reader into a *FieldError.
+// fieldErr turns the first error of a jsonobj.Reader into a *fieldError.
 func fieldErr(err error) error {
 	if pe, ok := errors.AsType[*jsonobj.PathError](err); ok {
 		return ferr(pe.Path, pe.Err)
@@ -283,7 +283,7 @@ type wireTemplate struct {
 // that Parse would refuse.
 func (p *Pack) Encode() ([]byte, error) {
 	if p == nil {
-		return nil, fmt.Errorf("%w: nil pack", ErrInvalidInput)
+		return nil, fmt.Errorf("%w: nil pack", errInvalidInput)
 	}
 	if err := p.validate(); err != nil {
 		return nil, err
@@ -337,12 +337,12 @@ func (p *Pack) Encode() ([]byte, error) {
 	}
 	raw, err := json.Marshal(w)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidInput, err)
 	}
 	out, err := jcs.Canonicalize(raw)
 	clear(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidInput, err)
 	}
 	if len(out) > MaxPackSize {
 		return nil, ferr("$", ErrTooLarge)
@@ -464,25 +464,25 @@ func checkIdent(s string, max int) error {
 	return nil
 }
 
-// ID returns the pack id: "pack:" || b64u(SHA-256(label || 0x00 ||
+// id returns the pack id: "pack:" || b64u(SHA-256(label || 0x00 ||
 // canonical bytes)).
-func (p *Pack) ID() (string, error) {
+func (p *Pack) id() (string, error) {
 	b, err := p.Encode()
 	if err != nil {
 		return "", err
 	}
 	defer clear(b)
-	return PackID(b), nil
+	return packID(b), nil
 }
 
-// PackID returns the pack id of canonical pack bytes (it does not parse
+// packID returns the pack id of canonical pack bytes (it does not parse
 // them).
-func PackID(canonical []byte) string {
+func packID(canonical []byte) string {
 	h := sha256.New()
 	h.Write([]byte(packIDLabel))
 	h.Write([]byte{0})
 	h.Write(canonical)
-	return PackIDPrefix + b64u.Encode(h.Sum(nil))
+	return packIDPrefix + b64u.Encode(h.Sum(nil))
 }
 
 // ---- parsing ----

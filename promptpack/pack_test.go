@@ -141,10 +141,10 @@ func TestVectors(t *testing.T) {
 			if rb.Mode != q.PromptMode || rb.Report.PromptMode != q.PromptMode {
 				t.Fatal("mode differs")
 			}
-			if id, _ := q.ID(); id != rb.PackID || !strings.HasPrefix(id, PackIDPrefix) {
+			if id, _ := q.id(); id != rb.PackID || !strings.HasPrefix(id, packIDPrefix) {
 				t.Fatalf("pack id %q vs %q", id, rb.PackID)
 			}
-			_, pp, err := rb.PromptPack()
+			_, pp, err := rb.promptPack()
 			if err != nil {
 				t.Fatalf("PromptPack: %v", err)
 			}
@@ -351,9 +351,9 @@ func TestParseRejects(t *testing.T) {
 		doc  string
 		want error
 	}{
-		{"unknown top field", strings.Replace(s, `"params_json"`, `"extra":1,"params_json"`, 1), ErrUnknownField},
-		{"unknown nested field", strings.Replace(s, `"builder_name"`, `"builder_nam":"x","builder_name"`, 1), ErrUnknownField},
-		{"case variant", strings.Replace(s, `"prompt_mode"`, `"Prompt_mode"`, 1), ErrUnknownField},
+		{"unknown top field", strings.Replace(s, `"params_json"`, `"extra":1,"params_json"`, 1), errUnknownField},
+		{"unknown nested field", strings.Replace(s, `"builder_name"`, `"builder_nam":"x","builder_name"`, 1), errUnknownField},
+		{"case variant", strings.Replace(s, `"prompt_mode"`, `"Prompt_mode"`, 1), errUnknownField},
 		{"missing field", strings.Replace(s, `"prompt_mode":"full",`, ``, 1), ErrMissingField},
 		{"wrong type", strings.Replace(s, `"prompt_mode":"full"`, `"prompt_mode":1`, 1), ErrWrongType},
 		{"null", strings.Replace(s, `"prompt_mode":"full"`, `"prompt_mode":null`, 1), ErrWrongType},
@@ -398,7 +398,7 @@ func TestModeMismatchRefused(t *testing.T) {
 
 func TestReportSchemaRejectsBadReport(t *testing.T) {
 	rep := &Report{ReportVersion: "1"}
-	c, err := rep.Canonical()
+	c, err := rep.canonical()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -410,20 +410,20 @@ func TestReportSchemaRejectsBadReport(t *testing.T) {
 
 func TestPromptRootHash(t *testing.T) {
 	// Order-independent input, UTF-16 order, as the schema defines it.
-	a := []PoHEntry{{EntryID: "b", ContentHashB64u: "hash-b-00"}, {EntryID: "a", ContentHashB64u: "hash-a-00"}}
-	b := []PoHEntry{a[1], a[0]}
-	ha, err := PromptRootHash(a)
+	a := []pohEntry{{EntryID: "b", ContentHashB64u: "hash-b-00"}, {EntryID: "a", ContentHashB64u: "hash-a-00"}}
+	b := []pohEntry{a[1], a[0]}
+	ha, err := promptRootHash(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hb, _ := PromptRootHash(b)
+	hb, _ := promptRootHash(b)
 	want := b64u.SHA256([]byte(`{"prompt_pack_version":"1","entries":[{"entry_id":"a","content_hash_b64u":"hash-a-00"},{"entry_id":"b","content_hash_b64u":"hash-b-00"}]}`))
 	if ha != want || hb != want {
 		t.Fatalf("root %s / %s, want %s", ha, hb, want)
 	}
 	// U+FF41 sorts after an astral character in UTF-16 order (not in UTF-8).
-	c := []PoHEntry{{EntryID: "\uff41", ContentHashB64u: "x0000000"}, {EntryID: "\U0001F600", ContentHashB64u: "y0000000"}}
-	hc, _ := PromptRootHash(c)
+	c := []pohEntry{{EntryID: "\uff41", ContentHashB64u: "x0000000"}, {EntryID: "\U0001F600", ContentHashB64u: "y0000000"}}
+	hc, _ := promptRootHash(c)
 	wantC := b64u.SHA256([]byte(`{"prompt_pack_version":"1","entries":[{"entry_id":"` + "\U0001F600" + `","content_hash_b64u":"y0000000"},{"entry_id":"` + "\uff41" + `","content_hash_b64u":"x0000000"}]}`))
 	if hc != wantC {
 		t.Fatal("entries not sorted in UTF-16 order")
@@ -436,7 +436,7 @@ func TestParseTrusted(t *testing.T) {
 		t.Fatalf("good: %v", err)
 	}
 	for _, bad := range []string{`[]`, `{"a.txt":"sha256:` + strings.Repeat("0F", 32) + `"}`, `{"a":1}`, `{"a":"x","a":"x"}`} {
-		if _, err := ParseTrusted([]byte(bad)); !errors.Is(err, ErrInvalidInput) {
+		if _, err := ParseTrusted([]byte(bad)); !errors.Is(err, errInvalidInput) {
 			t.Errorf("%s: got %v", bad, err)
 		}
 	}
@@ -450,12 +450,12 @@ func TestCommitmentInputRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := ReportCommitmentInput{ReportID: "r", RunID: "run", AgentDID: "not-a-did", IssuedAt: time.Unix(0, 0), Calls: []CallRef{{EventID: "e"}}}
-	if _, _, err := rb.SystemPromptReportCommitment(in); !errors.Is(err, ErrInvalidInput) {
+	if _, _, err := rb.SystemPromptReportCommitment(in); !errors.Is(err, errInvalidInput) {
 		t.Fatalf("bad did: got %v", err)
 	}
 	in.AgentDID = "did:key:z6Mk"
 	in.Calls = nil
-	if _, _, err := rb.SystemPromptReportCommitment(in); !errors.Is(err, ErrInvalidInput) {
+	if _, _, err := rb.SystemPromptReportCommitment(in); !errors.Is(err, errInvalidInput) {
 		t.Fatalf("no calls: got %v", err)
 	}
 }
@@ -531,7 +531,7 @@ func TestSealOpen(t *testing.T) {
 	}
 	// Wrong key.
 	_, err = OpenPack(enc, m, mustKey(t), rb0.ReportHash, openOpts)
-	if !errors.Is(err, envelope.ErrNoMatchingRecipient) || !IsWrongKey(err) {
+	if !errors.Is(err, envelope.ErrNoMatchingRecipient) || !isWrongKey(err) {
 		t.Errorf("wrong key: got %v", err)
 	}
 	// Another expected report hash.
@@ -593,7 +593,7 @@ func TestOpenBindings(t *testing.T) {
 	}
 
 	// A body that is not a canonical pack.
-	enc, m, err = envelope.Seal([]byte(`{"pack_version":"x"}`), envelope.Context{PackID: PackID([]byte(`{"pack_version":"x"}`)), ReportHash: wrong}, k.Public())
+	enc, m, err = envelope.Seal([]byte(`{"pack_version":"x"}`), envelope.Context{PackID: packID([]byte(`{"pack_version":"x"}`)), ReportHash: wrong}, k.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -697,7 +697,7 @@ func FuzzParse(f *testing.F) {
 		if !bytes.Equal(enc, data) {
 			t.Fatalf("round trip differs:\n%q\n%q", data, enc)
 		}
-		if PackID(enc) != PackID(data) {
+		if packID(enc) != packID(data) {
 			t.Fatal("pack id differs")
 		}
 	})

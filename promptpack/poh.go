@@ -13,37 +13,37 @@ import (
 	"github.com/clawea/attester/schema/schemas"
 )
 
-// MaxPoHEntries is the largest number of prompt_pack.v1 entries (schema).
-const MaxPoHEntries = 256
+// maxPoHEntries is the largest number of prompt_pack.v1 entries (schema).
+const maxPoHEntries = 256
 
-// PoHEntry is one prompt_pack.v1 entry.
-type PoHEntry struct {
+// pohEntry is one prompt_pack.v1 entry.
+type pohEntry struct {
 	EntryID         string `json:"entry_id"`
 	ContentHashB64u string `json:"content_hash_b64u"`
 	SizeBytes       *int64 `json:"size_bytes,omitempty"`
 }
 
-// PoHPromptPack is the PoH prompt_pack.v1 document (fields in PoH order).
-type PoHPromptPack struct {
+// pohPromptPack is the PoH prompt_pack.v1 document (fields in PoH order).
+type pohPromptPack struct {
 	PromptPackVersion  string     `json:"prompt_pack_version"`
 	PromptPackID       string     `json:"prompt_pack_id,omitempty"`
 	HashAlgorithm      string     `json:"hash_algorithm"`
 	PromptRootHashB64u string     `json:"prompt_root_hash_b64u"`
-	Entries            []PoHEntry `json:"entries"`
+	Entries            []pohEntry `json:"entries"`
 }
 
-func sized(id string, b []byte) PoHEntry {
+func sized(id string, b []byte) pohEntry {
 	n := int64(len(b))
-	return PoHEntry{EntryID: id, ContentHashB64u: b64u.SHA256(b), SizeBytes: &n}
+	return pohEntry{EntryID: id, ContentHashB64u: b64u.SHA256(b), SizeBytes: &n}
 }
 
 // pohEntries lists the hash-only entries of docs/spec section 5.1, except
 // the report entry.
-func (p *Pack) pohEntries(rep *Report) []PoHEntry {
+func (p *Pack) pohEntries(rep *Report) []pohEntry {
 	if rep.V2 != nil {
 		return p.pohEntriesV2(rep.V2)
 	}
-	es := []PoHEntry{
+	es := []pohEntry{
 		sized("params.json", p.Params),
 		sized("harness:hardcoded-literals.json", p.Harness.Literals),
 		sized("harness:core-tool-summaries.json", p.Harness.CoreToolSummaries),
@@ -56,10 +56,10 @@ func (p *Pack) pohEntries(rep *Report) []PoHEntry {
 		es = append(es, sized("template:"+name, p.Harness.Templates[name]))
 	}
 	if rep.Inputs.SkillsEnvOverridesHashB64u != "" {
-		es = append(es, PoHEntry{EntryID: "skills:env-overrides", ContentHashB64u: rep.Inputs.SkillsEnvOverridesHashB64u})
+		es = append(es, pohEntry{EntryID: "skills:env-overrides", ContentHashB64u: rep.Inputs.SkillsEnvOverridesHashB64u})
 	}
 	for i, b := range rep.Inputs.Bootstrap {
-		es = append(es, PoHEntry{EntryID: fmt.Sprintf("bootstrap:%03d", i), ContentHashB64u: b.ContentHashB64u})
+		es = append(es, pohEntry{EntryID: fmt.Sprintf("bootstrap:%03d", i), ContentHashB64u: b.ContentHashB64u})
 	}
 	return es
 }
@@ -68,8 +68,8 @@ func (p *Pack) pohEntries(rep *Report) []PoHEntry {
 // in v1, and for every pack input its salted commitment instead of its
 // plain hash (docs/spec/report-v2.md section 6), so that the PoH
 // commitment does not undo the salting.
-func (p *Pack) pohEntriesV2(in *ReportInputsV2) []PoHEntry {
-	es := []PoHEntry{
+func (p *Pack) pohEntriesV2(in *ReportInputsV2) []pohEntry {
+	es := []pohEntry{
 		sized("harness:hardcoded-literals.json", p.Harness.Literals),
 		sized("harness:core-tool-summaries.json", p.Harness.CoreToolSummaries),
 	}
@@ -82,35 +82,35 @@ func (p *Pack) pohEntriesV2(in *ReportInputsV2) []PoHEntry {
 	n := 0
 	for _, c := range in.Commitments {
 		id := "input:" + c.Kind + ":" + c.ID
-		if c.Kind == KindBootstrap {
+		if c.Kind == kindBootstrap {
 			// Paths are not revealed in PoH entry ids.
 			id = fmt.Sprintf("input:bootstrap:%03d", n)
 			n++
 		}
-		es = append(es, PoHEntry{EntryID: id, ContentHashB64u: c.CommitmentB64u})
+		es = append(es, pohEntry{EntryID: id, ContentHashB64u: c.CommitmentB64u})
 	}
 	return es
 }
 
-// PromptPack returns the PoH prompt_pack.v1 commitment of the rebuild,
+// promptPack returns the PoH prompt_pack.v1 commitment of the rebuild,
 // validated against the embedded PoH schema, and its JSON.stringify bytes.
-func (rb *Rebuilt) PromptPack() (*PoHPromptPack, []byte, error) {
+func (rb *Rebuilt) promptPack() (*pohPromptPack, []byte, error) {
 	es := slices.Clone(rb.entries)
-	es = append(es, PoHEntry{EntryID: "report:system_prompt_report.v1", ContentHashB64u: rb.ReportHashB64u()})
-	if len(es) > MaxPoHEntries {
-		return nil, nil, fmt.Errorf("%w: %d prompt pack entries, at most %d", ErrInvalidReport, len(es), MaxPoHEntries)
+	es = append(es, pohEntry{EntryID: "report:system_prompt_report.v1", ContentHashB64u: rb.ReportHashB64u()})
+	if len(es) > maxPoHEntries {
+		return nil, nil, fmt.Errorf("%w: %d prompt pack entries, at most %d", ErrInvalidReport, len(es), maxPoHEntries)
 	}
-	slices.SortFunc(es, func(a, b PoHEntry) int { return jsstr.Compare(a.EntryID, b.EntryID) })
+	slices.SortFunc(es, func(a, b pohEntry) int { return jsstr.Compare(a.EntryID, b.EntryID) })
 	for i := 1; i < len(es); i++ {
 		if es[i].EntryID == es[i-1].EntryID {
 			return nil, nil, fmt.Errorf("%w: duplicate entry id %q", ErrInvalidReport, safetext.Clip(es[i].EntryID, 64))
 		}
 	}
-	root, err := PromptRootHash(es)
+	root, err := promptRootHash(es)
 	if err != nil {
 		return nil, nil, err
 	}
-	doc := &PoHPromptPack{
+	doc := &pohPromptPack{
 		PromptPackVersion:  "1",
 		PromptPackID:       rb.PackID,
 		HashAlgorithm:      "SHA-256",
@@ -127,12 +127,12 @@ func (rb *Rebuilt) PromptPack() (*PoHPromptPack, []byte, error) {
 	return doc, raw, nil
 }
 
-// PromptRootHash computes prompt_root_hash_b64u as the PoH schema defines
+// promptRootHash computes prompt_root_hash_b64u as the PoH schema defines
 // it: b64u(SHA-256(JSON.stringify({prompt_pack_version: "1", entries:
 // sorted.map(({entry_id, content_hash_b64u}) => ({entry_id,
 // content_hash_b64u}))}))), entries sorted by entry_id (UTF-16 order, as
 // JavaScript's default sort).
-func PromptRootHash(entries []PoHEntry) (string, error) {
+func promptRootHash(entries []pohEntry) (string, error) {
 	es := make([]poh.PromptPackEntry, len(entries))
 	for i, e := range entries {
 		es[i] = poh.PromptPackEntry{EntryID: e.EntryID, ContentHashB64u: e.ContentHashB64u}
@@ -165,16 +165,16 @@ type ReportCommitmentInput struct {
 // SystemPromptReportCommitment returns the PoH system_prompt_report.v1
 // document a harness puts in its bundle metadata: every call's
 // rendered_system_prompt_hash_b64u is the rebuilt prompt's hash and
-// prompt_root_hash_b64u the root of PromptPack. The document is validated
+// prompt_root_hash_b64u the root of promptPack. The document is validated
 // against the embedded PoH schema; its JSON.stringify bytes are returned.
 func (rb *Rebuilt) SystemPromptReportCommitment(in ReportCommitmentInput) (*poh.SystemPromptReportCommitment, []byte, error) {
 	if in.IssuedAt.IsZero() {
-		return nil, nil, fmt.Errorf("%w: issued_at is zero", ErrInvalidInput)
+		return nil, nil, fmt.Errorf("%w: issued_at is zero", errInvalidInput)
 	}
 	if len(in.Calls) == 0 {
-		return nil, nil, fmt.Errorf("%w: no calls", ErrInvalidInput)
+		return nil, nil, fmt.Errorf("%w: no calls", errInvalidInput)
 	}
-	pp, _, err := rb.PromptPack()
+	pp, _, err := rb.promptPack()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,10 +199,10 @@ func (rb *Rebuilt) SystemPromptReportCommitment(in ReportCommitmentInput) (*poh.
 	}
 	raw, err := pohjson.Marshal(c)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidInput, err)
+		return nil, nil, fmt.Errorf("%w: %v", errInvalidInput, err)
 	}
 	if err := schemas.Validate(schemas.PoHSystemPromptReportV1, raw); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidInput, err)
+		return nil, nil, fmt.Errorf("%w: %w", errInvalidInput, err)
 	}
 	return c, raw, nil
 }

@@ -33,7 +33,7 @@ type Rebuilt struct {
 	// PackID is the pack id of the rebuilt pack (docs/spec section 3.4).
 	PackID string
 
-	entries []PoHEntry // prompt_pack.v1 entries without the report entry
+	entries []pohEntry // prompt_pack.v1 entries without the report entry
 
 	// inputs are the report inputs with their contents (secret); set for
 	// v2 and for Build. salts is a copy of the pack's report salts.
@@ -125,7 +125,7 @@ func (p *Pack) Rebuild(trusted map[string]string) (*Rebuilt, error) {
 // rebuild too (Build needs their selectors to salt them).
 func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*Rebuilt, error) {
 	if p == nil {
-		return nil, fmt.Errorf("%w: nil pack", ErrInvalidInput)
+		return nil, fmt.Errorf("%w: nil pack", errInvalidInput)
 	}
 	if err := knownRecipe(p.Recipe); err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 	if err != nil {
 		return nil, err
 	}
-	packID := PackID(canon)
+	packID := packID(canon)
 	clear(canon)
 	if p.Recipe.ID == openclawrelease.ID {
 		return p.rebuildRelease(trusted, packID)
@@ -177,9 +177,9 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 			wipeInputs(ins)
 			return nil, err
 		}
-		validate = ValidateReportV2
+		validate = validateReportV2
 	}
-	c, err := rep.Canonical()
+	c, err := rep.canonical()
 	if err == nil {
 		err = validate(c)
 	}
@@ -263,7 +263,7 @@ func Build(params []byte, harnessDir, recipeID string, opts BuildOptions) (*Pack
 		}
 	}
 	if opts.ReportVersion < 0 || opts.ReportVersion > 2 {
-		return nil, fmt.Errorf("%w: report version %d", ErrInvalidInput, opts.ReportVersion)
+		return nil, fmt.Errorf("%w: report version %d", errInvalidInput, opts.ReportVersion)
 	}
 	trusted := opts.Trusted
 	if trusted == nil {
@@ -297,30 +297,30 @@ func Build(params []byte, harnessDir, recipeID string, opts BuildOptions) (*Pack
 // returns each schema's JCS bytes.
 func parseToolSchemas(data []byte) (map[string][]byte, error) {
 	if len(data) > MaxAuxJSONSize {
-		return nil, fmt.Errorf("%w: tool schemas: %w", ErrInvalidInput, ErrTooLarge)
+		return nil, fmt.Errorf("%w: tool schemas: %w", errInvalidInput, ErrTooLarge)
 	}
 	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxAuxJSONSize, AllowFloats: true})
 	if err != nil {
-		return nil, fmt.Errorf("%w: tool schemas: %w", ErrInvalidInput, err)
+		return nil, fmt.Errorf("%w: tool schemas: %w", errInvalidInput, err)
 	}
 	if root.Kind() != pohjson.Object {
-		return nil, fmt.Errorf("%w: tool schemas: not an object", ErrInvalidInput)
+		return nil, fmt.Errorf("%w: tool schemas: not an object", errInvalidInput)
 	}
 	if len(root.Members()) > MaxToolSchemas {
-		return nil, fmt.Errorf("%w: tool schemas: %w", ErrInvalidInput, ErrTooLarge)
+		return nil, fmt.Errorf("%w: tool schemas: %w", errInvalidInput, ErrTooLarge)
 	}
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%w: tool schemas: %v", ErrInvalidInput, err)
+		return nil, fmt.Errorf("%w: tool schemas: %v", errInvalidInput, err)
 	}
 	out := make(map[string][]byte, len(raw))
 	for _, m := range root.Members() {
 		if m.Value.Kind() != pohjson.Object {
-			return nil, fmt.Errorf("%w: tool schema %q: not an object", ErrInvalidInput, safetext.Clip(m.Key, 64))
+			return nil, fmt.Errorf("%w: tool schema %q: not an object", errInvalidInput, safetext.Clip(m.Key, 64))
 		}
 		c, err := jcs.Canonicalize(raw[m.Key])
 		if err != nil {
-			return nil, fmt.Errorf("%w: tool schema %q: %v", ErrInvalidInput, safetext.Clip(m.Key, 64), err)
+			return nil, fmt.Errorf("%w: tool schema %q: %v", errInvalidInput, safetext.Clip(m.Key, 64), err)
 		}
 		out[m.Key] = c
 	}
@@ -330,20 +330,20 @@ func parseToolSchemas(data []byte) (map[string][]byte, error) {
 // parseStringMap reads a JSON object of strings.
 func parseStringMap(data []byte) (map[string]string, error) {
 	if len(data) > MaxAuxJSONSize {
-		return nil, fmt.Errorf("%w: skills env overrides: %w", ErrInvalidInput, ErrTooLarge)
+		return nil, fmt.Errorf("%w: skills env overrides: %w", errInvalidInput, ErrTooLarge)
 	}
 	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxAuxJSONSize})
 	if err != nil {
-		return nil, fmt.Errorf("%w: skills env overrides: %w", ErrInvalidInput, err)
+		return nil, fmt.Errorf("%w: skills env overrides: %w", errInvalidInput, err)
 	}
 	if root.Kind() != pohjson.Object || len(root.Members()) > MaxEnvOverrides {
-		return nil, fmt.Errorf("%w: skills env overrides: not an object of at most %d strings", ErrInvalidInput, MaxEnvOverrides)
+		return nil, fmt.Errorf("%w: skills env overrides: not an object of at most %d strings", errInvalidInput, MaxEnvOverrides)
 	}
 	out := make(map[string]string, len(root.Members()))
 	for _, m := range root.Members() {
 		s, ok := m.Value.Str()
 		if !ok {
-			return nil, fmt.Errorf("%w: skills env override %q: not a string", ErrInvalidInput, safetext.Clip(m.Key, 64))
+			return nil, fmt.Errorf("%w: skills env override %q: not a string", errInvalidInput, safetext.Clip(m.Key, 64))
 		}
 		out[m.Key] = s
 	}
@@ -355,20 +355,20 @@ func parseStringMap(data []byte) (map[string]string, error) {
 func ParseTrusted(data []byte) (map[string]string, error) {
 	const max = 64 << 10
 	if len(data) > max {
-		return nil, fmt.Errorf("%w: trusted list: %w", ErrInvalidInput, ErrTooLarge)
+		return nil, fmt.Errorf("%w: trusted list: %w", errInvalidInput, ErrTooLarge)
 	}
 	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: max})
 	if err != nil {
-		return nil, fmt.Errorf("%w: trusted list: %w", ErrInvalidInput, err)
+		return nil, fmt.Errorf("%w: trusted list: %w", errInvalidInput, err)
 	}
 	if root.Kind() != pohjson.Object {
-		return nil, fmt.Errorf("%w: trusted list: not an object", ErrInvalidInput)
+		return nil, fmt.Errorf("%w: trusted list: not an object", errInvalidInput)
 	}
 	out := make(map[string]string, len(root.Members()))
 	for _, m := range root.Members() {
 		s, ok := m.Value.Str()
 		if !ok || !validTaggedHash(s) {
-			return nil, fmt.Errorf("%w: trusted list: %q: not sha256:<hex>", ErrInvalidInput, safetext.Clip(m.Key, 64))
+			return nil, fmt.Errorf("%w: trusted list: %q: not sha256:<hex>", errInvalidInput, safetext.Clip(m.Key, 64))
 		}
 		out[m.Key] = s
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/clawea/attester/schema/jsstr"
 )
 
-// ReleasePromptMode is the prompt_mode of an openclaw-release pack: the
+// releasePromptMode is the prompt_mode of an openclaw-release pack: the
 // recipe reproduces what OpenClaw sent, it does not resolve OpenClaw's
 // prompt mode (docs/spec/recipe-openclaw-release.md section 5.1).
-const ReleasePromptMode = "captured"
+const releasePromptMode = "captured"
 
 // ReleaseTrustName is the name under which a trusted list (the attester's
 // attester.trustedTemplates, packctl --trusted) admits openclaw-release
@@ -62,7 +62,7 @@ func BuildRelease(c *openclawrelease.Capture, fixed *openclawrelease.Fixed) (*Pa
 	p := &Pack{
 		Recipe:      RecipeRef{ID: openclawrelease.ID, Version: openclawrelease.Version},
 		Provenance:  releaseProvenance(fixed.Release),
-		PromptMode:  ReleasePromptMode,
+		PromptMode:  releasePromptMode,
 		Params:      doc,
 		ToolSchemas: map[string][]byte{},
 	}
@@ -93,11 +93,11 @@ func (p *Pack) validateRelease() error {
 	case len(p.ToolSchemas) != 0:
 		return ferr("$.tool_schemas", fmt.Errorf("%w: an %s pack carries its tools in its document", ErrWrongType, openclawrelease.ID))
 	case p.SkillsEnvOverrides != nil:
-		return ferr("$.skills_env_overrides", fmt.Errorf("%w: not in an %s pack", ErrUnknownField, openclawrelease.ID))
+		return ferr("$.skills_env_overrides", fmt.Errorf("%w: not in an %s pack", errUnknownField, openclawrelease.ID))
 	case p.RawContextFiles != nil:
-		return ferr("$.raw_context_files", fmt.Errorf("%w: not in an %s pack", ErrUnknownField, openclawrelease.ID))
+		return ferr("$.raw_context_files", fmt.Errorf("%w: not in an %s pack", errUnknownField, openclawrelease.ID))
 	case p.ReportSalts != nil:
-		return ferr("$.report_salts", fmt.Errorf("%w: an %s pack produces SystemPromptReport.v1 only", ErrUnknownField, openclawrelease.ID))
+		return ferr("$.report_salts", fmt.Errorf("%w: an %s pack produces SystemPromptReport.v1 only", errUnknownField, openclawrelease.ID))
 	}
 	return nil
 }
@@ -136,21 +136,21 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 	if p.Provenance != releaseProvenance(rel) {
 		return nil, ferr("$.provenance", fmt.Errorf("%w: not the provenance of an %s pack of OpenClaw %s", ErrWrongType, openclawrelease.ID, rel.OpenClawVersion))
 	}
-	if p.PromptMode != ReleasePromptMode {
-		return nil, fmt.Errorf("%w: an %s pack states %q", ErrModeMismatch, openclawrelease.ID, ReleasePromptMode)
+	if p.PromptMode != releasePromptMode {
+		return nil, fmt.Errorf("%w: an %s pack states %q", ErrModeMismatch, openclawrelease.ID, releasePromptMode)
 	}
 	rep, err := p.releaseReport(rel, doc, res)
 	if err != nil {
 		return nil, err
 	}
-	c, err := rep.Canonical()
+	c, err := rep.canonical()
 	if err == nil {
 		err = ValidateReport(c)
 	}
 	if err != nil {
 		return nil, err
 	}
-	rb := &Rebuilt{Prompt: bytes.Clone(doc.Capture.SystemPrompt), Mode: ReleasePromptMode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID}
+	rb := &Rebuilt{Prompt: bytes.Clone(doc.Capture.SystemPrompt), Mode: releasePromptMode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID}
 	rb.entries = p.releasePoHEntries(rel, rep)
 	return rb, nil
 }
@@ -160,9 +160,9 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.Document, res *openclawrelease.Result) (*Report, error) {
 	c := doc.Capture
 	rep := &Report{
-		ReportVersion: ReportVersion,
+		ReportVersion: reportVersion,
 		Harness:       ReportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
-		PromptMode:    ReleasePromptMode,
+		PromptMode:    releasePromptMode,
 		Builder:       ReportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
 		Recipe:        ReportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
 		Final:         ReportFinal{SystemPromptHashB64u: b64u.SHA256(c.SystemPrompt), SystemPromptChars: jsstr.Len(string(c.SystemPrompt))},
@@ -253,17 +253,17 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 // releasePoHEntries lists the prompt_pack.v1 entries of an openclaw-release
 // rebuild: the document, the fragment table, each pinned file, the tool
 // schemas and each bootstrap file in the prompt.
-func (p *Pack) releasePoHEntries(rel *openclawrelease.Release, rep *Report) []PoHEntry {
-	es := []PoHEntry{
+func (p *Pack) releasePoHEntries(rel *openclawrelease.Release, rep *Report) []pohEntry {
+	es := []pohEntry{
 		sized("params.json", p.Params),
 		{EntryID: "release:fragment-table", ContentHashB64u: rel.TableSHA256},
 		{EntryID: "tools:schemas", ContentHashB64u: rep.Inputs.ToolSchemasHashB64u},
 	}
 	for _, f := range rel.Files {
-		es = append(es, PoHEntry{EntryID: "release:" + f.Path, ContentHashB64u: f.SHA256})
+		es = append(es, pohEntry{EntryID: "release:" + f.Path, ContentHashB64u: f.SHA256})
 	}
 	for i, b := range rep.Inputs.Bootstrap {
-		es = append(es, PoHEntry{EntryID: fmt.Sprintf("bootstrap:%03d", i), ContentHashB64u: b.ContentHashB64u})
+		es = append(es, pohEntry{EntryID: fmt.Sprintf("bootstrap:%03d", i), ContentHashB64u: b.ContentHashB64u})
 	}
 	return es
 }

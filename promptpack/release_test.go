@@ -60,7 +60,7 @@ func TestInstalledReleasePack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Rebuild: %v", err)
 	}
-	if !bytes.Equal(rb.Prompt, c.SystemPrompt) || rb.Mode != ReleasePromptMode || rb.Report.Recipe.ID != openclawrelease.ID ||
+	if !bytes.Equal(rb.Prompt, c.SystemPrompt) || rb.Mode != releasePromptMode || rb.Report.Recipe.ID != openclawrelease.ID ||
 		rb.Report.Harness.Version != c.OpenClawVersion || len(rb.Report.Inputs.Templates) != len(rel.Files) {
 		t.Fatalf("rebuilt %v, report %+v", rb, rb.Report)
 	}

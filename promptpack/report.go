@@ -14,8 +14,8 @@ import (
 	"github.com/clawea/attester/schema/schemas"
 )
 
-// ReportVersion is the report_version of SystemPromptReport.v1.
-const ReportVersion = "1"
+// reportVersion is the report_version of SystemPromptReport.v1.
+const reportVersion = "1"
 
 // Report is clawea's SystemPromptReport.v1 (schemas.SystemPromptReportV1)
 // or, when ReportVersion is "2", v2 (schemas.SystemPromptReportV2, salted
@@ -103,8 +103,8 @@ type ReportInputs struct {
 	ModelAliasesHashB64u       string           `json:"model_aliases_hash_b64u,omitempty"`
 }
 
-// Canonical returns JCS(report).
-func (r *Report) Canonical() ([]byte, error) {
+// canonical returns JCS(report).
+func (r *Report) canonical() ([]byte, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
@@ -118,7 +118,7 @@ func (r *Report) Canonical() ([]byte, error) {
 
 // Hash returns b64u(SHA-256(JCS(report))).
 func (r *Report) Hash() (string, error) {
-	c, err := r.Canonical()
+	c, err := r.canonical()
 	if err != nil {
 		return "", err
 	}
@@ -213,7 +213,7 @@ func (p *Pack) reportTools(params *openclawsig.Params, res *openclawsig.Result) 
 // computeReport builds the report of one rebuild.
 func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params, res *openclawsig.Result) (*Report, error) {
 	rep := &Report{
-		ReportVersion: ReportVersion,
+		ReportVersion: reportVersion,
 		Harness:       ReportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
 		PromptMode:    res.Mode,
 		Builder:       ReportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},

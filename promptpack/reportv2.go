@@ -35,19 +35,19 @@ const (
 	// MaxReportInputs bounds the committed inputs of a v2 report and the
 	// pack's report_salts: every bootstrap file plus the fixed inputs.
 	MaxReportInputs = MaxRawContextFiles + 16
-	// MaxInputIDLen bounds an input id in code points.
-	MaxInputIDLen = 1024
+	// maxInputIDLen bounds an input id in code points.
+	maxInputIDLen = 1024
 	// MaxReportSize bounds a report document read by ParseReportV2.
 	MaxReportSize = 1 << 20
 )
 
 // Input kinds of report v2.
 const (
-	KindParams    = "params"
-	KindTools     = "tools"
-	KindBootstrap = "bootstrap"
-	KindSkills    = "skills"
-	KindPrompt    = "prompt"
+	kindParams    = "params"
+	kindTools     = "tools"
+	kindBootstrap = "bootstrap"
+	kindSkills    = "skills"
+	kindPrompt    = "prompt"
 )
 
 var (
@@ -62,7 +62,7 @@ var (
 
 func knownKind(k string) bool {
 	switch k {
-	case KindParams, KindTools, KindBootstrap, KindSkills, KindPrompt:
+	case kindParams, kindTools, kindBootstrap, kindSkills, kindPrompt:
 		return true
 	}
 	return false
@@ -72,7 +72,7 @@ func knownKind(k string) bool {
 func Selector(kind, id string) string { return kind + ":" + id }
 
 // ParseSelector splits "kind:id" at the first colon and checks that kind is
-// a v2 input kind and id is 1 to MaxInputIDLen code points of valid UTF-8.
+// a v2 input kind and id is 1 to maxInputIDLen code points of valid UTF-8.
 func ParseSelector(s string) (kind, id string, err error) {
 	kind, id, ok := strings.Cut(s, ":")
 	if !ok || !knownKind(kind) {
@@ -85,7 +85,7 @@ func ParseSelector(s string) (kind, id string, err error) {
 }
 
 func checkInputID(id string) error {
-	if id == "" || !utf8.ValidString(id) || utf8.RuneCountInString(id) > MaxInputIDLen {
+	if id == "" || !utf8.ValidString(id) || utf8.RuneCountInString(id) > maxInputIDLen {
 		return fmt.Errorf("%w: input id", ErrWrongType)
 	}
 	return nil
@@ -185,27 +185,27 @@ func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result
 		out = append(out, reportInput{kind: kind, id: id, content: content})
 		return &out[len(out)-1]
 	}
-	add(KindParams, "params.json", bytes.Clone(p.Params))
+	add(kindParams, "params.json", bytes.Clone(p.Params))
 	names, schemas, summaries, err := p.reportTools(params, res)
 	if err != nil {
 		return nil, err
 	}
-	add(KindTools, "resolved_names", names)
-	add(KindTools, "schemas", schemas)
-	add(KindTools, "summaries", summaries)
+	add(kindTools, "resolved_names", names)
+	add(kindTools, "schemas", schemas)
+	add(kindTools, "summaries", summaries)
 	if len(res.ContextFiles) > MaxRawContextFiles {
 		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
 	}
 	seen := map[string]bool{}
 	for _, f := range res.ContextFiles {
 		if err := checkInputID(f.Path); err != nil {
-			return nil, fmt.Errorf("%w: a context file path is empty or longer than %d code points", ErrInvalidReport, MaxInputIDLen)
+			return nil, fmt.Errorf("%w: a context file path is empty or longer than %d code points", ErrInvalidReport, maxInputIDLen)
 		}
 		if seen[f.Path] {
 			return nil, fmt.Errorf("%w: context file %q rendered twice", ErrInvalidReport, safetext.Clip(f.Path, 64))
 		}
 		seen[f.Path] = true
-		in := add(KindBootstrap, f.Path, bytes.Clone(f.Content))
+		in := add(kindBootstrap, f.Path, bytes.Clone(f.Content))
 		chars, truncated := f.Chars, false
 		in.chars, in.truncated = &chars, &truncated
 		if rc, ok := p.RawContextFiles[f.Path]; ok {
@@ -214,27 +214,27 @@ func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result
 		}
 	}
 	if res.SkillsPrompt != "" {
-		add(KindSkills, "prompt", []byte(res.SkillsPrompt))
+		add(kindSkills, "prompt", []byte(res.SkillsPrompt))
 	}
 	if p.SkillsEnvOverrides != nil {
 		c, err := canonicalJCS(p.SkillsEnvOverrides)
 		if err != nil {
 			return nil, err
 		}
-		add(KindSkills, "env_overrides", c)
+		add(kindSkills, "env_overrides", c)
 	}
 	if res.ExtraSystemPrompt != "" {
-		add(KindPrompt, "extra_system_prompt", []byte(res.ExtraSystemPrompt))
+		add(kindPrompt, "extra_system_prompt", []byte(res.ExtraSystemPrompt))
 	}
 	if res.RuntimeLine != "" {
-		add(KindPrompt, "runtime_line", []byte(res.RuntimeLine))
+		add(kindPrompt, "runtime_line", []byte(res.RuntimeLine))
 	}
 	err = p.paramSections(func(key string, v *pohjson.Value) error {
 		c, err := canonicalValueJCS(v)
 		if err != nil {
 			return err
 		}
-		add(KindParams, key, c)
+		add(kindParams, key, c)
 		return nil
 	})
 	if err != nil {
@@ -286,8 +286,8 @@ func (p *Pack) computeReportV2(v1 *Report, ins []reportInput) (*Report, error) {
 	return rep, nil
 }
 
-// ValidateReportV2 checks report JSON against schemas.SystemPromptReportV2.
-func ValidateReportV2(doc []byte) error {
+// validateReportV2 checks report JSON against schemas.SystemPromptReportV2.
+func validateReportV2(doc []byte) error {
 	if err := schemas.Validate(schemas.SystemPromptReportV2, doc); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidReport, err)
 	}
@@ -317,10 +317,10 @@ func ParseReportV2(data []byte) (*ParsedReportV2, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, err)
 	}
-	if v, ok := root.GetString("report_version"); ok && v == ReportVersion {
+	if v, ok := root.GetString("report_version"); ok && v == reportVersion {
 		return nil, ErrNotSalted
 	}
-	if err := ValidateReportV2(data); err != nil {
+	if err := validateReportV2(data); err != nil {
 		return nil, err
 	}
 	canon, err := jcs.Canonicalize(data)

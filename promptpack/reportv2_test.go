@@ -98,7 +98,7 @@ func TestBuildV2(t *testing.T) {
 		}
 	}
 	// Nor do they in the PoH commitment.
-	_, pp, err := rb.PromptPack()
+	_, pp, err := rb.promptPack()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestOwnerNumberGuess(t *testing.T) {
 	for i := range 10000 {
 		c := candidate(i)
 		plain := sha256.Sum256(c)
-		guess := InputCommitment([SaltSize]byte{}, KindParams, "ownerNumbers", c)
+		guess := InputCommitment([SaltSize]byte{}, kindParams, "ownerNumbers", c)
 		for sel, com := range pr.Commitments {
 			if com == plain || com == guess {
 				t.Fatalf("v2: candidate %d matches %s without the salt", i, sel)
@@ -359,7 +359,7 @@ func TestOwnerNumberGuess(t *testing.T) {
 	salt := p.ReportSalts["params:ownerNumbers"]
 	found = nil
 	for i := range 10000 {
-		if InputCommitment(salt, KindParams, "ownerNumbers", candidate(i)) == pr.Commitments["params:ownerNumbers"] {
+		if InputCommitment(salt, kindParams, "ownerNumbers", candidate(i)) == pr.Commitments["params:ownerNumbers"] {
 			found = append(found, i)
 		}
 	}
@@ -390,7 +390,7 @@ func TestParseRejectsBadSalts(t *testing.T) {
 			t.Fatalf("%s: mutation did not apply", tc.name)
 		}
 		q, err := Parse([]byte(tc.doc))
-		fe, ok := errors.AsType[*FieldError](err)
+		fe, ok := errors.AsType[*fieldError](err)
 		if !errors.Is(err, ErrMalformed) || q != nil || !ok || !strings.HasPrefix(fe.Field, "$.report_salts") {
 			t.Errorf("%s: %v", tc.name, err)
 		}

@@ -16,7 +16,7 @@ import (
 // report hash is m.ReportHash.
 func SealPack(p *Pack, recipients ...*envelope.PublicKey) (enc []byte, m *envelope.Manifest, err error) {
 	if p == nil {
-		return nil, nil, fmt.Errorf("%w: nil pack", ErrInvalidInput)
+		return nil, nil, fmt.Errorf("%w: nil pack", errInvalidInput)
 	}
 	self, err := p.SigHashes()
 	if err != nil {
@@ -32,7 +32,7 @@ func SealPack(p *Pack, recipients ...*envelope.PublicKey) (enc []byte, m *envelo
 		return nil, nil, err
 	}
 	defer clear(body)
-	ctx := envelope.Context{PackID: PackID(body), ReportHash: rb.ReportHash}
+	ctx := envelope.Context{PackID: packID(body), ReportHash: rb.ReportHash}
 	return envelope.Seal(body, ctx, recipients...)
 }
 
@@ -60,7 +60,7 @@ type Opened struct {
 // rebuild in Opened.Rebuild.
 func OpenPack(enc []byte, m *envelope.Manifest, key *envelope.PrivateKey, wantReportHash [32]byte, opts OpenOptions) (*Opened, error) {
 	if m == nil || key == nil {
-		return nil, fmt.Errorf("%w: nil manifest or key", ErrInvalidInput)
+		return nil, fmt.Errorf("%w: nil manifest or key", errInvalidInput)
 	}
 	hdr, err := opts.Limits.Verify(enc, m)
 	if err != nil {
@@ -86,7 +86,7 @@ func OpenPack(enc []byte, m *envelope.Manifest, key *envelope.PrivateKey, wantRe
 		return nil, fmt.Errorf("promptpack: open: %w", err)
 	}
 	body := buf.Bytes()[:got]
-	if id := PackID(body); subtle.ConstantTimeCompare([]byte(id), []byte(hdr.PackID)) != 1 {
+	if id := packID(body); subtle.ConstantTimeCompare([]byte(id), []byte(hdr.PackID)) != 1 {
 		return nil, fmt.Errorf("%w: envelope names %q", ErrPackIDMismatch, hdr.PackID)
 	}
 	p, err := Parse(body)
@@ -152,6 +152,6 @@ func (o *Opened) String() string {
 	return fmt.Sprintf("promptpack.Opened{pack_id=%s}", o.packID)
 }
 
-// IsWrongKey reports whether err means the key is not a recipient of the
+// isWrongKey reports whether err means the key is not a recipient of the
 // envelope (as opposed to tampering).
-func IsWrongKey(err error) bool { return errors.Is(err, envelope.ErrNoMatchingRecipient) }
+func isWrongKey(err error) bool { return errors.Is(err, envelope.ErrNoMatchingRecipient) }

@@ -273,10 +273,10 @@ func TestCheckRuntime(t *testing.T) {
 	sens := loadPolicy(t, "sensitive.policy.json")
 	open := loadPolicy(t, "open.policy.json")
 	all := Runtime{MemoryLocked: true, NoDevelopmentOptions: true, FailModeDeny: true, VerificationEnforced: true}
-	if err := sens.CheckRuntime(all); err != nil {
+	if err := sens.checkRuntime(all); err != nil {
 		t.Fatal(err)
 	}
-	if err := open.CheckRuntime(Runtime{}); err != nil {
+	if err := open.checkRuntime(Runtime{}); err != nil {
 		t.Fatalf("non-sensitive: %v", err)
 	}
 	for rule, rt := range map[string]Runtime{
@@ -285,12 +285,12 @@ func TestCheckRuntime(t *testing.T) {
 		RuleRuntimeFailMode:       {MemoryLocked: true, NoDevelopmentOptions: true, VerificationEnforced: true},
 		RuleRuntimeVerification:   {MemoryLocked: true, NoDevelopmentOptions: true, FailModeDeny: true},
 	} {
-		re, ok := errors.AsType[*RuleError](sens.CheckRuntime(rt))
+		re, ok := errors.AsType[*RuleError](sens.checkRuntime(rt))
 		if !ok || re.Rule != rule {
 			t.Errorf("%s: got %v", rule, re)
 		}
 	}
-	if _, ok := errors.AsType[*RuleError](sens.CheckRuntime(Runtime{})); !ok {
+	if _, ok := errors.AsType[*RuleError](sens.checkRuntime(Runtime{})); !ok {
 		t.Error("zero Runtime passes a sensitive policy")
 	}
 }
@@ -380,9 +380,9 @@ func policyVectors(t *testing.T) []policyVector {
 
 func TestPolicyVectors(t *testing.T) {
 	sentinels := map[string]error{
-		"syntax": jsonobj.ErrSyntax, "unknown_version": ErrUnknownVersion, "unknown_field": jsonobj.ErrUnknownField,
+		"syntax": jsonobj.ErrSyntax, "unknown_version": errUnknownVersion, "unknown_field": jsonobj.ErrUnknownField,
 		"missing_field": jsonobj.ErrMissingField, "wrong_type": jsonobj.ErrWrongType, "too_large": jsonobj.ErrTooLarge,
-		"contradiction": ErrContradiction,
+		"contradiction": errContradiction,
 	}
 	for _, v := range policyVectors(t) {
 		t.Run(v.Name, func(t *testing.T) {
@@ -401,8 +401,8 @@ func TestPolicyVectors(t *testing.T) {
 			if v.Error == "unknown_version" {
 				return
 			}
-			pe, ok := errors.AsType[*PolicyError](err)
-			if !ok || !errors.Is(err, ErrMalformed) {
+			pe, ok := errors.AsType[*policyError](err)
+			if !ok || !errors.Is(err, errMalformed) {
 				t.Fatalf("got %T %v, want a *PolicyError", err, err)
 			}
 			if pe.Path() != v.Path {

@@ -237,9 +237,9 @@ type Runtime struct {
 	VerificationEnforced bool
 }
 
-// CheckRuntime returns nil for a policy that is not sensitive, and
+// checkRuntime returns nil for a policy that is not sensitive, and
 // otherwise a *RuleError for the first obligation rt does not meet.
-func (p *Policy) CheckRuntime(rt Runtime) error {
+func (p *Policy) checkRuntime(rt Runtime) error {
 	if p == nil {
 		return fmt.Errorf("%w: nil policy", ErrUnreadable)
 	}
@@ -260,12 +260,12 @@ func (p *Policy) CheckRuntime(rt Runtime) error {
 }
 
 // AdmitRun is what an attester calls when a run is created (section 9):
-// Admit on the opened, rebuilt pack, then CheckRuntime with its own
+// Admit on the opened, rebuilt pack, then checkRuntime with its own
 // configuration. It returns the first refusal (a *RuleError, HTTP 422) or
 // an error wrapping ErrUnreadable (also 422: the pack is not admitted).
 func (p *Policy) AdmitRun(pack *promptpack.Pack, rt Runtime) error {
 	if err := p.Admit(pack); err != nil {
 		return err
 	}
-	return p.CheckRuntime(rt)
+	return p.checkRuntime(rt)
 }

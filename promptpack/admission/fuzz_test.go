@@ -33,7 +33,7 @@ func FuzzParse(f *testing.F) {
 			if p != nil {
 				t.Fatal("policy returned with an error")
 			}
-			if _, ok := errors.AsType[*PolicyError](err); !ok || !errors.Is(err, ErrMalformed) {
+			if _, ok := errors.AsType[*policyError](err); !ok || !errors.Is(err, errMalformed) {
 				t.Fatalf("untyped error: %v", err)
 			}
 			return
@@ -54,7 +54,7 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("untyped admission error: %v", err)
 			}
 		}
-		_ = p.CheckRuntime(Runtime{})
+		_ = p.checkRuntime(Runtime{})
 	})
 }
 

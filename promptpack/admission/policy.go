@@ -7,7 +7,7 @@
 // The normative specification is docs/spec/admission-policy-v1.md. The flow
 // is Parse (strict, errors name the JSON path), Hash (the
 // admission_policy_hash_b64u an attestation carries), Admit (the pack's
-// inputs) and, for a sensitive policy, CheckRuntime (the attester's
+// inputs) and, for a sensitive policy, checkRuntime (the attester's
 // configuration). A refusal is a *RuleError naming the rule code and the
 // input (a path hint, a skill or tool name, an index), never the content.
 package admission
@@ -34,8 +34,8 @@ const Version = "clawea.dev/admission-policy/v1"
 const (
 	// MaxPolicySize bounds the policy document.
 	MaxPolicySize = 1 << 20
-	// MaxList bounds every list and map of the policy.
-	MaxList = 1024
+	// maxList bounds every list and map of the policy.
+	maxList = 1024
 	// MaxNameLen bounds a path hint, skill name, tool name or recipe
 	// field, in bytes.
 	MaxNameLen = 1024
@@ -77,24 +77,24 @@ const (
 	OwnersAny  = "any"
 )
 
-// Errors. Every Parse error is a *PolicyError that matches ErrMalformed
-// and a more specific sentinel (ErrUnknownVersion, the jsonobj ones,
-// ErrContradiction) with errors.Is.
+// Errors. Every Parse error is a *policyError that matches errMalformed
+// and a more specific sentinel (errUnknownVersion, the jsonobj ones,
+// errContradiction) with errors.Is.
 var (
-	// ErrMalformed: the document is not a v1 admission policy.
-	ErrMalformed = errors.New("admission: malformed policy")
-	// ErrUnknownVersion: admission_policy_version is missing or not
+	// errMalformed: the document is not a v1 admission policy.
+	errMalformed = errors.New("admission: malformed policy")
+	// errUnknownVersion: admission_policy_version is missing or not
 	// Version.
-	ErrUnknownVersion = errors.New("admission: unknown policy version")
-	// ErrContradiction: members that contradict each other, or a
+	errUnknownVersion = errors.New("admission: unknown policy version")
+	// errContradiction: members that contradict each other, or a
 	// sensitive policy with a relaxed choice.
-	ErrContradiction = errors.New("contradictory policy")
+	errContradiction = errors.New("contradictory policy")
 )
 
-// PolicyError reports where a policy was refused: the configuration error
+// policyError reports where a policy was refused: the configuration error
 // of every document read through schema/confdoc. Path() is a JSON path
 // such as `$.skills.mode`; the error never quotes a value.
-type PolicyError = confdoc.ConfigError
+type policyError = confdoc.ConfigError
 
 // recipeRef is one allowed recipe id and version.
 type recipeRef struct {
@@ -148,7 +148,7 @@ type ownersRules struct {
 // policyDoc declares the document (section 4.2): every member is required
 // except the lists that a mode needs, which CheckConf requires exactly
 // with their mode. Format v1 has no defaults. The numbers in the tags are
-// MaxList (1024), MaxNameLen (1024) and MaxChars (2^30);
+// maxList (1024), MaxNameLen (1024) and MaxChars (2^30);
 // TestDeclaredLimits keeps them equal. Parse checks
 // admission_policy_version before the document is decoded.
 type policyDoc struct {
@@ -192,7 +192,7 @@ func (h *hashValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path str
 	*h = hashValue(s)
 }
 
-// hashList is 1 to MaxList distinct hashes (the schema's "hash_list"). It
+// hashList is 1 to maxList distinct hashes (the schema's "hash_list"). It
 // reads its own limits because it is also the value type of a map, whose
 // values carry no tag.
 type hashList []string
@@ -202,8 +202,8 @@ func (l *hashList) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path stri
 	switch {
 	case v.Kind() != pohjson.Array:
 		d.Fail(path, jsonobj.ErrWrongType, "not an array")
-	case len(es) > MaxList:
-		d.Fail(path, jsonobj.ErrTooLarge, "more than %d entries", MaxList)
+	case len(es) > maxList:
+		d.Fail(path, jsonobj.ErrTooLarge, "more than %d entries", maxList)
 	case len(es) == 0:
 		d.Fail(path, jsonobj.ErrMissingField, "fewer than 1 entries")
 	}
@@ -274,16 +274,16 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		case m.mode && !m.present:
 			d.Fail(m.path, jsonobj.ErrMissingField, "is required with this mode")
 		case !m.mode && m.present:
-			d.Fail(m.path, ErrContradiction, "not allowed with this mode")
+			d.Fail(m.path, errContradiction, "not allowed with this mode")
 		}
 	}
 
 	if b.MaxTotalChars < b.MaxFileChars {
-		d.Fail("$.bootstrap.max_total_chars", ErrContradiction, "below max_file_chars")
+		d.Fail("$.bootstrap.max_total_chars", errContradiction, "below max_file_chars")
 	}
 	for _, path := range slices.Sorted(maps.Keys(b.PinnedContent)) {
 		if !slices.Contains(b.AllowedPaths, nameValue(path)) {
-			d.Fail(jsonobj.Key("$.bootstrap.pinned_content_b64u", path), ErrContradiction, "path not in allowed_paths")
+			d.Fail(jsonobj.Key("$.bootstrap.pinned_content_b64u", path), errContradiction, "path not in allowed_paths")
 		}
 	}
 
@@ -304,7 +304,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		{"$.owners.display", o.Display, []string{OwnersNone, OwnersHMAC}},
 	} {
 		if !slices.Contains(c.want, c.got) {
-			d.Fail(c.path, ErrContradiction, "a sensitive policy requires %s", quoteList(c.want))
+			d.Fail(c.path, errContradiction, "a sensitive policy requires %s", quoteList(c.want))
 		}
 	}
 }
@@ -377,7 +377,7 @@ func (p *Policy) index() {
 }
 
 // Sensitive reports whether the policy is sensitive (section 5): the run
-// has obligations (CheckRuntime) and its attestation says so.
+// has obligations (checkRuntime) and its attestation says so.
 func (p *Policy) Sensitive() bool { return p.sensitive }
 
 // Hash returns admission_policy_hash_b64u: b64u(SHA-256(JCS(policy))).
@@ -395,22 +395,22 @@ func (p *Policy) Canonical() []byte { return bytes.Clone(p.canonical) }
 // returns nothing on error.
 func Parse(data []byte) (*Policy, error) {
 	if len(data) > MaxPolicySize {
-		return nil, &PolicyError{Doc: ErrMalformed, Err: jsonobj.ErrTooLarge, Msg: fmt.Sprintf("more than %d bytes", MaxPolicySize)}
+		return nil, &policyError{Doc: errMalformed, Err: jsonobj.ErrTooLarge, Msg: fmt.Sprintf("more than %d bytes", MaxPolicySize)}
 	}
 	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxPolicySize})
 	if err != nil {
-		return nil, confdoc.FromPathError(ErrMalformed, err)
+		return nil, confdoc.FromPathError(errMalformed, err)
 	}
 	if v, ok := root.GetString("admission_policy_version"); !ok || v != Version {
-		return nil, &PolicyError{Doc: ErrMalformed, Key: "admission_policy_version", Err: ErrUnknownVersion, Msg: fmt.Sprintf("missing or unsupported, want %q", Version)}
+		return nil, &policyError{Doc: errMalformed, Key: "admission_policy_version", Err: errUnknownVersion, Msg: fmt.Sprintf("missing or unsupported, want %q", Version)}
 	}
 	var doc policyDoc
-	if err := confdoc.Decode(root, &doc, confdoc.Options{Doc: ErrMalformed}); err != nil {
+	if err := confdoc.Decode(root, &doc, confdoc.Options{Doc: errMalformed}); err != nil {
 		return nil, err
 	}
 	canon, err := jcs.Canonicalize(data)
 	if err != nil {
-		return nil, &PolicyError{Doc: ErrMalformed, Err: jsonobj.ErrSyntax, Msg: err.Error()}
+		return nil, &policyError{Doc: errMalformed, Err: jsonobj.ErrSyntax, Msg: err.Error()}
 	}
 	p := &Policy{
 		sensitive: doc.Sensitive, recipes: doc.Recipes, promptModes: doc.PromptModes,

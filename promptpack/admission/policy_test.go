@@ -18,10 +18,10 @@ import (
 // TestDeclaredLimits: the numbers in policyDoc's conf tags are the
 // exported limits (a tag cannot name a constant).
 func TestDeclaredLimits(t *testing.T) {
-	if MaxList != 1024 || MaxNameLen != 1024 || MaxChars != 1073741824 {
+	if maxList != 1024 || MaxNameLen != 1024 || MaxChars != 1073741824 {
 		t.Fatal("a limit changed: update the conf tags of policyDoc and this test")
 	}
-	allowed := map[int64]bool{3: true, 32: true, 64: true, MaxList: true, MaxChars: true}
+	allowed := map[int64]bool{3: true, 32: true, 64: true, maxList: true, MaxChars: true}
 	var walk func(typ reflect.Type)
 	walk = func(typ reflect.Type) {
 		for typ.Kind() == reflect.Slice || typ.Kind() == reflect.Pointer {
@@ -45,7 +45,7 @@ func TestDeclaredLimits(t *testing.T) {
 	walk(reflect.TypeFor[policyDoc]())
 }
 
-// TestPolicyErrors: a refusal is one *PolicyError (= *confdoc.ConfigError)
+// TestPolicyErrors: a refusal is one *policyError (= *confdoc.ConfigError)
 // whose text names the member as a user writes it and never its value.
 func TestPolicyErrors(t *testing.T) {
 	base := string(readTestdata(t, "open.policy.json"))
@@ -65,11 +65,11 @@ func TestPolicyErrors(t *testing.T) {
 		{"too many prompt modes", `"none"`, `"none", "s3cr3t-value"`,
 			"prompt_modes", []error{jsonobj.ErrTooLarge}},
 		{"list in the wrong mode", `"names": "any"`, `"names": "any", "allowed_names": ["exec"]`,
-			"tools.allowed_names", []error{ErrContradiction}},
+			"tools.allowed_names", []error{errContradiction}},
 		{"list missing for its mode", `"display": "any"`, `"display": "hmac"`,
 			"owners.hmac_values", []error{jsonobj.ErrMissingField}},
 		{"unknown version", `admission-policy/v1`, `admission-policy/v9`,
-			"admission_policy_version", []error{ErrUnknownVersion}},
+			"admission_policy_version", []error{errUnknownVersion}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := strings.Replace(base, tc.old, tc.new, 1)
@@ -77,11 +77,11 @@ func TestPolicyErrors(t *testing.T) {
 				t.Fatalf("%q not in open.policy.json", tc.old)
 			}
 			p, err := Parse([]byte(doc))
-			pe, ok := errors.AsType[*PolicyError](err)
+			pe, ok := errors.AsType[*policyError](err)
 			if p != nil || !ok || pe.Key != tc.key || pe.Path() != confdoc.PathOfKey(tc.key) {
 				t.Fatalf("got %v, want an error at %s", err, tc.key)
 			}
-			for _, w := range append(tc.want, ErrMalformed) {
+			for _, w := range append(tc.want, errMalformed) {
 				if !errors.Is(err, w) {
 					t.Errorf("%v does not match %v", err, w)
 				}

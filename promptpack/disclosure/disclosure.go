@@ -25,43 +25,43 @@ import (
 	"github.com/clawea/attester/schema/safetext"
 )
 
-// Version is the value of "disclosure_version", the first member of every
+// version is the value of "disclosure_version", the first member of every
 // disclosure.
-const Version = "clawea.dev/disclosure/v1"
+const version = "clawea.dev/disclosure/v1"
 
 // MaxSize bounds a disclosure document.
 const MaxSize = jcs.MaxBytes
 
 // Errors. Each maps to one reason code (Code).
 var (
-	// ErrMalformed: the disclosure is not v1 syntax (JSON, members, types,
+	// errMalformed: the disclosure is not v1 syntax (JSON, members, types,
 	// order, canonical form).
-	ErrMalformed = errors.New("disclosure: malformed disclosure")
-	// ErrUnknownVersion: disclosure_version is missing or not Version.
-	ErrUnknownVersion = errors.New("disclosure: unknown disclosure version")
-	// ErrReport: the report is not a valid SystemPromptReport v2.
-	ErrReport = errors.New("disclosure: invalid report")
+	errMalformed = errors.New("disclosure: malformed disclosure")
+	// errUnknownVersion: disclosure_version is missing or not version.
+	errUnknownVersion = errors.New("disclosure: unknown disclosure version")
+	// errReport: the report is not a valid SystemPromptReport v2.
+	errReport = errors.New("disclosure: invalid report")
 	// ErrNotSalted: the report is v1; it has no salted commitments.
 	ErrNotSalted = errors.New("disclosure: report is v1 (not salted)")
-	// ErrReportHash: the disclosure is bound to another report.
-	ErrReportHash = errors.New("disclosure: report hash mismatch")
+	// errReportHash: the disclosure is bound to another report.
+	errReportHash = errors.New("disclosure: report hash mismatch")
 	// ErrUnknownInput: a revealed input is not in the report, or a
 	// selector names no input of the pack.
 	ErrUnknownInput = errors.New("disclosure: input not in the report")
-	// ErrCommitment: a revealed input's content and salt do not give the
+	// errCommitment: a revealed input's content and salt do not give the
 	// report's commitment.
-	ErrCommitment = errors.New("disclosure: commitment mismatch")
+	errCommitment = errors.New("disclosure: commitment mismatch")
 )
 
 // Reason codes (docs/spec/disclosure-v1.md section 6).
 const (
-	CodeMalformed          = "DISCLOSURE_MALFORMED"
-	CodeUnknownVersion     = "DISCLOSURE_UNKNOWN_VERSION"
-	CodeReportInvalid      = "REPORT_INVALID"
-	CodeReportNotSalted    = "REPORT_NOT_SALTED"
-	CodeReportHashMismatch = "REPORT_HASH_MISMATCH"
-	CodeUnknownInput       = "INPUT_NOT_IN_REPORT"
-	CodeCommitmentMismatch = "COMMITMENT_MISMATCH"
+	codeMalformed          = "DISCLOSURE_MALFORMED"
+	codeUnknownVersion     = "DISCLOSURE_UNKNOWN_VERSION"
+	codeReportInvalid      = "REPORT_INVALID"
+	codeReportNotSalted    = "REPORT_NOT_SALTED"
+	codeReportHashMismatch = "REPORT_HASH_MISMATCH"
+	codeUnknownInput       = "INPUT_NOT_IN_REPORT"
+	codeCommitmentMismatch = "COMMITMENT_MISMATCH"
 )
 
 // Code returns the reason code of a Parse or Verify error ("" for nil or
@@ -71,13 +71,13 @@ func Code(err error) string {
 		err  error
 		code string
 	}{
-		{ErrUnknownVersion, CodeUnknownVersion},
-		{ErrMalformed, CodeMalformed},
-		{ErrNotSalted, CodeReportNotSalted},
-		{ErrReport, CodeReportInvalid},
-		{ErrReportHash, CodeReportHashMismatch},
-		{ErrUnknownInput, CodeUnknownInput},
-		{ErrCommitment, CodeCommitmentMismatch},
+		{errUnknownVersion, codeUnknownVersion},
+		{errMalformed, codeMalformed},
+		{ErrNotSalted, codeReportNotSalted},
+		{errReport, codeReportInvalid},
+		{errReportHash, codeReportHashMismatch},
+		{ErrUnknownInput, codeUnknownInput},
+		{errCommitment, codeCommitmentMismatch},
 	} {
 		if errors.Is(err, c.err) {
 			return c.code
@@ -122,25 +122,25 @@ type wireDisclosure struct {
 // that Parse would refuse.
 func (d *Disclosure) Encode() ([]byte, error) {
 	if d == nil {
-		return nil, fmt.Errorf("%w: nil", ErrMalformed)
+		return nil, fmt.Errorf("%w: nil", errMalformed)
 	}
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	w := wireDisclosure{DisclosureVersion: Version, ReportHashB64u: b64u.Encode(d.ReportHash[:]), Revealed: make([]wireInput, len(d.Inputs))}
+	w := wireDisclosure{DisclosureVersion: version, ReportHashB64u: b64u.Encode(d.ReportHash[:]), Revealed: make([]wireInput, len(d.Inputs))}
 	for i, in := range d.Inputs {
 		w.Revealed[i] = wireInput{Content: string(in.Content), ID: in.ID, Kind: in.Kind, SaltB64u: b64u.Encode(in.Salt[:])}
 	}
 	raw, err := json.Marshal(w)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	out, err := jcs.Canonicalize(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	if len(out) > MaxSize {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, jsonobj.ErrTooLarge)
+		return nil, fmt.Errorf("%w: %w", errMalformed, jsonobj.ErrTooLarge)
 	}
 	return out, nil
 }
@@ -148,20 +148,20 @@ func (d *Disclosure) Encode() ([]byte, error) {
 // validate checks what Parse checks on the parsed values.
 func (d *Disclosure) validate() error {
 	if len(d.Inputs) == 0 || len(d.Inputs) > promptpack.MaxReportInputs {
-		return fmt.Errorf("%w: $.revealed: 1 to %d inputs", ErrMalformed, promptpack.MaxReportInputs)
+		return fmt.Errorf("%w: $.revealed: 1 to %d inputs", errMalformed, promptpack.MaxReportInputs)
 	}
 	prev := ""
 	for i := range d.Inputs {
 		in := &d.Inputs[i]
 		sel := in.Selector()
 		if _, _, err := promptpack.ParseSelector(sel); err != nil {
-			return fmt.Errorf("%w: $.revealed[%d]: kind or id", ErrMalformed, i)
+			return fmt.Errorf("%w: $.revealed[%d]: kind or id", errMalformed, i)
 		}
 		if !utf8.Valid(in.Content) {
-			return fmt.Errorf("%w: $.revealed[%d].content: not UTF-8 text", ErrMalformed, i)
+			return fmt.Errorf("%w: $.revealed[%d].content: not UTF-8 text", errMalformed, i)
 		}
 		if i > 0 && strings.Compare(sel, prev) <= 0 {
-			return fmt.Errorf("%w: $.revealed[%d]: not sorted by kind:id or repeated", ErrMalformed, i)
+			return fmt.Errorf("%w: $.revealed[%d]: not sorted by kind:id or repeated", errMalformed, i)
 		}
 		prev = sel
 	}
@@ -174,17 +174,17 @@ func (d *Disclosure) validate() error {
 // and distinct, and canonical (JCS) bytes. It returns nothing on error.
 func Parse(data []byte) (*Disclosure, error) {
 	if len(data) > MaxSize {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, jsonobj.ErrTooLarge)
+		return nil, fmt.Errorf("%w: %w", errMalformed, jsonobj.ErrTooLarge)
 	}
 	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxSize})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
-	if v, ok := root.GetString("disclosure_version"); !ok || v != Version {
+	if v, ok := root.GetString("disclosure_version"); !ok || v != version {
 		if !ok {
-			return nil, fmt.Errorf("%w: no disclosure_version", ErrUnknownVersion)
+			return nil, fmt.Errorf("%w: no disclosure_version", errUnknownVersion)
 		}
-		return nil, fmt.Errorf("%w: %q", ErrUnknownVersion, safetext.Clip(v, 64))
+		return nil, fmt.Errorf("%w: %q", errUnknownVersion, safetext.Clip(v, 64))
 	}
 	r := &jsonobj.Reader{}
 	top := r.Object(root, jsonobj.Root, map[string]bool{"disclosure_version": true, "report_hash_b64u": true, "revealed": true})
@@ -211,17 +211,17 @@ func Parse(data []byte) (*Disclosure, error) {
 		d.Inputs = append(d.Inputs, in)
 	}
 	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %w", errMalformed, err)
 	}
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
 	canon, err := jcs.Canonicalize(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	if !bytes.Equal(canon, data) {
-		return nil, fmt.Errorf("%w: not in JCS canonical form", ErrMalformed)
+		return nil, fmt.Errorf("%w: not in JCS canonical form", errMalformed)
 	}
 	return d, nil
 }
@@ -302,14 +302,14 @@ func Verify(report, disclosure []byte) (*Result, *Disclosure, error) {
 		if errors.Is(err, promptpack.ErrNotSalted) {
 			return nil, nil, ErrNotSalted
 		}
-		return nil, nil, fmt.Errorf("%w: %w", ErrReport, err)
+		return nil, nil, fmt.Errorf("%w: %w", errReport, err)
 	}
 	d, err := Parse(disclosure)
 	if err != nil {
 		return nil, nil, err
 	}
 	if subtle.ConstantTimeCompare(d.ReportHash[:], rep.Hash[:]) != 1 {
-		return nil, nil, fmt.Errorf("%w: the disclosure names report %s, the report's hash is %s", ErrReportHash, b64u.Encode(d.ReportHash[:]), b64u.Encode(rep.Hash[:]))
+		return nil, nil, fmt.Errorf("%w: the disclosure names report %s, the report's hash is %s", errReportHash, b64u.Encode(d.ReportHash[:]), b64u.Encode(rep.Hash[:]))
 	}
 	res := &Result{ReportHashB64u: b64u.Encode(rep.Hash[:]), SystemPromptHashB64u: rep.SystemPromptHashB64u}
 	for i := range d.Inputs {
@@ -320,7 +320,7 @@ func Verify(report, disclosure []byte) (*Result, *Disclosure, error) {
 		}
 		got := promptpack.InputCommitment(in.Salt, in.Kind, in.ID, in.Content)
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			return nil, nil, fmt.Errorf("%w: %q", ErrCommitment, safetext.Clip(in.Selector(), 80))
+			return nil, nil, fmt.Errorf("%w: %q", errCommitment, safetext.Clip(in.Selector(), 80))
 		}
 		res.Revealed = append(res.Revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content)})
 	}

@@ -262,8 +262,8 @@ func makeNegatives(t *testing.T) {
 	s := string(good)
 	w("not-canonical.json", []byte(strings.Replace(s, `{"disclosure_version"`, `{ "disclosure_version"`, 1)))
 	w("unknown-field.json", []byte(strings.Replace(s, `"revealed":`, `"run_id":"x","revealed":`, 1)))
-	w("unknown-version.json", []byte(strings.Replace(s, Version, "clawea.dev/disclosure/v2", 1)))
-	w("no-version.json", []byte(strings.Replace(s, `"disclosure_version":"`+Version+`",`, ``, 1)))
+	w("unknown-version.json", []byte(strings.Replace(s, version, "clawea.dev/disclosure/v2", 1)))
+	w("no-version.json", []byte(strings.Replace(s, `"disclosure_version":"`+version+`",`, ``, 1)))
 	w("empty-revealed.json", []byte(s[:strings.Index(s, `"revealed":`)]+`"revealed":[]}`))
 	i := strings.Index(s, `"revealed":[`) + len(`"revealed":[`)
 	j := strings.Index(s, `},{`) + 1
@@ -329,7 +329,7 @@ func TestEncodeRefusesWhatParseRefuses(t *testing.T) {
 		"unsorted":   {Inputs: []Input{{Kind: "params", ID: "x"}, {Kind: "bootstrap", ID: "x"}}},
 		"duplicated": {Inputs: []Input{{Kind: "params", ID: "x"}, {Kind: "params", ID: "x"}}},
 	} {
-		if _, err := d.Encode(); !errors.Is(err, ErrMalformed) {
+		if _, err := d.Encode(); !errors.Is(err, errMalformed) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -66,7 +66,7 @@ func (c *Capture) String() string {
 	if c == nil {
 		return "openclawrelease.Capture(nil)"
 	}
-	return fmt.Sprintf("openclawrelease.Capture{openclaw=%s tools=%d bootstrap=%d}", safetext.Clip(c.OpenClawVersion, MaxVersionLen), len(c.Tools), len(c.BootstrapFiles))
+	return fmt.Sprintf("openclawrelease.Capture{openclaw=%s tools=%d bootstrap=%d}", safetext.Clip(c.OpenClawVersion, maxVersionLen), len(c.Tools), len(c.BootstrapFiles))
 }
 
 // GoString is String.
@@ -115,13 +115,13 @@ func ParseCapture(data []byte) (*Capture, error) {
 		"capture_version": true, "openclaw_version": true, "request_sha256_b64u": true,
 		"system_prompt": true, "tools": true, "bootstrap_files": true,
 	})
-	if s, ok := r.Str(m["capture_version"], "$.capture_version"); ok && s != CaptureVersion {
-		r.Failf("$.capture_version", jsonobj.ErrWrongType, "want %q", CaptureVersion)
+	if s, ok := r.Str(m["capture_version"], "$.capture_version"); ok && s != captureVersion {
+		r.Failf("$.capture_version", jsonobj.ErrWrongType, "want %q", captureVersion)
 	}
-	r.Ident(m["openclaw_version"], "$.openclaw_version", MaxVersionLen)
+	r.Ident(m["openclaw_version"], "$.openclaw_version", maxVersionLen)
 	r.B64u(m["request_sha256_b64u"], "$.request_sha256_b64u", 32)
 	r.Str(m["system_prompt"], "$.system_prompt")
-	for i, t := range r.Array(m["tools"], "$.tools", 0, MaxTools) {
+	for i, t := range r.Array(m["tools"], "$.tools", 0, maxTools) {
 		p := jsonobj.Index("$.tools", i)
 		tm := r.Object(t, p, map[string]bool{"name": true, "description": true, "parameters": true})
 		r.Str(tm["name"], p+".name")
@@ -130,7 +130,7 @@ func ParseCapture(data []byte) (*Capture, error) {
 			r.Failf(p+".parameters", jsonobj.ErrWrongType, "not an object")
 		}
 	}
-	for i, f := range r.Array(m["bootstrap_files"], "$.bootstrap_files", 0, MaxBootstrapFiles) {
+	for i, f := range r.Array(m["bootstrap_files"], "$.bootstrap_files", 0, maxBootstrapFiles) {
 		p := jsonobj.Index("$.bootstrap_files", i)
 		fm := r.Object(f, p, map[string]bool{"name": true, "content": true})
 		r.Str(fm["name"], p+".name")
@@ -146,10 +146,10 @@ func ParseCapture(data []byte) (*Capture, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidCapture, err)
 	}
 	if !version(w.OpenClawVersion) {
-		return nil, fmt.Errorf("%w: openclaw_version %q is not a release version", ErrInvalidCapture, safetext.Clip(w.OpenClawVersion, MaxVersionLen))
+		return nil, fmt.Errorf("%w: openclaw_version %q is not a release version", ErrInvalidCapture, safetext.Clip(w.OpenClawVersion, maxVersionLen))
 	}
-	if len(w.SystemPrompt) == 0 || len(w.SystemPrompt) > MaxSystemPrompt {
-		return nil, fmt.Errorf("%w: system_prompt: empty or larger than %d bytes", ErrInvalidCapture, MaxSystemPrompt)
+	if len(w.SystemPrompt) == 0 || len(w.SystemPrompt) > maxSystemPrompt {
+		return nil, fmt.Errorf("%w: system_prompt: empty or larger than %d bytes", ErrInvalidCapture, maxSystemPrompt)
 	}
 	c := &Capture{
 		OpenClawVersion:   w.OpenClawVersion,
@@ -158,7 +158,7 @@ func ParseCapture(data []byte) (*Capture, error) {
 	}
 	seen := map[string]bool{}
 	for i, t := range w.Tools {
-		if t.Name == "" || len(t.Name) > MaxToolNameLen || seen[t.Name] || len(t.Description) > MaxToolDescription {
+		if t.Name == "" || len(t.Name) > maxToolNameLen || seen[t.Name] || len(t.Description) > maxToolDescription {
 			c.Wipe()
 			return nil, fmt.Errorf("%w: tools[%d]: empty, duplicate or oversized name, or oversized description", ErrInvalidCapture, i)
 		}
@@ -172,9 +172,9 @@ func ParseCapture(data []byte) (*Capture, error) {
 	}
 	clear(seen)
 	for i, f := range w.BootstrapFiles {
-		if !plainName(f.Name) || seen[f.Name] || len(f.Content) > MaxBootstrapFile {
+		if !plainName(f.Name) || seen[f.Name] || len(f.Content) > maxBootstrapFile {
 			c.Wipe()
-			return nil, fmt.Errorf("%w: bootstrap_files[%d]: not a plain, unique file name, or larger than %d bytes", ErrInvalidCapture, i, MaxBootstrapFile)
+			return nil, fmt.Errorf("%w: bootstrap_files[%d]: not a plain, unique file name, or larger than %d bytes", ErrInvalidCapture, i, maxBootstrapFile)
 		}
 		seen[f.Name] = true
 		c.BootstrapFiles = append(c.BootstrapFiles, BootstrapFile{Name: f.Name, Content: []byte(f.Content)})
@@ -185,7 +185,7 @@ func ParseCapture(data []byte) (*Capture, error) {
 // version reports whether s looks like an npm release version of OpenClaw:
 // digits and dots, then optionally "-" and [0-9A-Za-z.-] (a prerelease).
 func version(s string) bool {
-	if s == "" || len(s) > MaxVersionLen {
+	if s == "" || len(s) > maxVersionLen {
 		return false
 	}
 	core, pre, hasPre := strings.Cut(s, "-")
@@ -205,6 +205,6 @@ var (
 
 // plainName reports whether s is a file name without a directory.
 func plainName(s string) bool {
-	return s != "" && len(s) <= MaxBootstrapNameLen && utf8.ValidString(s) && s != "." && s != ".." &&
+	return s != "" && len(s) <= maxBootstrapNameLen && utf8.ValidString(s) && s != "." && s != ".." &&
 		!strings.ContainsAny(s, "/\\\x00")
 }

@@ -11,11 +11,11 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 )
 
-// DocumentVersion is the document_version of a release document.
-const DocumentVersion = "1"
+// documentVersion is the document_version of a release document.
+const documentVersion = "1"
 
-// MaxDocumentSize bounds a release document.
-const MaxDocumentSize = 48 << 20
+// maxDocumentSize bounds a release document.
+const maxDocumentSize = 48 << 20
 
 // Document is what a prompt pack of this recipe carries
 // (docs/spec/recipe-openclaw-release.md section 6): the capture, the
@@ -49,10 +49,10 @@ func (d *Document) GoString() string { return d.String() }
 // Format prints String for every verb.
 func (d *Document) Format(f fmt.State, _ rune) { fmt.Fprint(f, d.String()) }
 
-// Encode returns the capture's canonical (JCS) form.
-func (c *Capture) Encode() ([]byte, error) {
+// encode returns the capture's canonical (JCS) form.
+func (c *Capture) encode() ([]byte, error) {
 	w := wireCapture{
-		CaptureVersion:    CaptureVersion,
+		CaptureVersion:    captureVersion,
 		OpenClawVersion:   c.OpenClawVersion,
 		RequestSHA256B64u: c.RequestSHA256B64u,
 		SystemPrompt:      string(c.SystemPrompt),
@@ -78,7 +78,7 @@ func (c *Capture) Encode() ([]byte, error) {
 // fragments}. Layout tokens are arrays: ["f", hash], ["nl"], ["tool",
 // index], ["file", name], ["slot", name, value].
 func EncodeDocument(c *Capture, res *Result) ([]byte, error) {
-	cj, err := c.Encode()
+	cj, err := c.encode()
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func EncodeDocument(c *Capture, res *Result) ([]byte, error) {
 		}
 	}
 	raw, err := json.Marshal(map[string]any{
-		"document_version": DocumentVersion,
+		"document_version": documentVersion,
 		"capture_json":     string(cj),
 		"layout":           layout,
 		"fragments":        res.Fragments,
@@ -117,21 +117,21 @@ func EncodeDocument(c *Capture, res *Result) ([]byte, error) {
 // token kinds, bounded sizes, the capture as ParseCapture reads it). It
 // does not check the layout against a release: Rebuild does.
 func ParseDocument(data []byte) (*Document, error) {
-	if len(data) > MaxDocumentSize {
-		return nil, fmt.Errorf("%w: document larger than %d bytes", ErrInvalidLayout, MaxDocumentSize)
+	if len(data) > maxDocumentSize {
+		return nil, fmt.Errorf("%w: document larger than %d bytes", ErrInvalidLayout, maxDocumentSize)
 	}
-	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxDocumentSize})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: maxDocumentSize})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidLayout, err)
 	}
 	var r jsonobj.Reader
 	m := r.Object(root, jsonobj.Root, map[string]bool{"document_version": true, "capture_json": true, "layout": true, "fragments": true})
-	if s, ok := r.Str(m["document_version"], "$.document_version"); ok && s != DocumentVersion {
-		r.Failf("$.document_version", jsonobj.ErrWrongType, "want %q", DocumentVersion)
+	if s, ok := r.Str(m["document_version"], "$.document_version"); ok && s != documentVersion {
+		r.Failf("$.document_version", jsonobj.ErrWrongType, "want %q", documentVersion)
 	}
 	cj := r.Bytes(m["capture_json"], "$.capture_json")
 	d := &Document{Fragments: map[string]string{}}
-	for _, fm := range r.Members(m["fragments"], "$.fragments", 0, MaxLayoutTokens) {
+	for _, fm := range r.Members(m["fragments"], "$.fragments", 0, maxLayoutTokens) {
 		s, ok := fm.Value.Str()
 		if !ok || s == "" {
 			r.Failf(jsonobj.Key("$.fragments", fm.Key), jsonobj.ErrWrongType, "not a non-empty string")
@@ -139,7 +139,7 @@ func ParseDocument(data []byte) (*Document, error) {
 		}
 		d.Fragments[fm.Key] = s
 	}
-	for i, tv := range r.Array(m["layout"], "$.layout", 1, MaxLayoutTokens) {
+	for i, tv := range r.Array(m["layout"], "$.layout", 1, maxLayoutTokens) {
 		p := jsonobj.Index("$.layout", i)
 		parts := r.Array(tv, p, 1, 3)
 		if len(parts) == 0 {
@@ -156,7 +156,7 @@ func ParseDocument(data []byte) (*Document, error) {
 		case KindFragment:
 			t.Frag, _ = r.Str(parts[1], p+"[1]")
 		case KindTool:
-			t.Index = int(r.Int(parts[1], p+"[1]", 0, MaxTools-1))
+			t.Index = int(r.Int(parts[1], p+"[1]", 0, maxTools-1))
 		case KindFile:
 			t.Name, _ = r.Str(parts[1], p+"[1]")
 		case KindSlot:
@@ -192,11 +192,11 @@ func ParseDocument(data []byte) (*Document, error) {
 // Rebuild checks the document against its release (Lookup of the
 // capture's OpenClaw version; the fragment table compiled into this
 // module) and re-renders the capture's system prompt from the layout
-// (Finish). It reads no install, clock or environment.
+// (finish). It reads no install, clock or environment.
 func (d *Document) Rebuild() (*Result, error) {
 	rel, err := Lookup(d.Capture.OpenClawVersion)
 	if err != nil {
 		return nil, err
 	}
-	return Finish(d.Capture, rel, d.Layout, d.Fragments)
+	return finish(d.Capture, rel, d.Layout, d.Fragments)
 }

@@ -49,7 +49,7 @@ func generatePins(t *testing.T, pkgDir string, caps []*Capture, want map[string]
 		if err != nil {
 			t.Fatal(err)
 		}
-		fs, err := ExtractFragments(b)
+		fs, err := extractFragments(b)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -58,7 +58,7 @@ func generatePins(t *testing.T, pkgDir string, caps []*Capture, want map[string]
 		}
 		fmt.Fprintf(&files, "\t{Path: %q, SHA256: %q},\n", p, sha(b))
 	}
-	table := TableOf(frags)
+	table := tableOf(frags)
 	if err := os.WriteFile("releases/openclaw-2026.9.6.fragments", table, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func valueAt(s, v string) int {
 func anchorBefore(t *testing.T, p *pool, s string, at int) []string {
 	t.Helper()
 	line := strings.LastIndexByte(s[:at], '\n') + 1
-	toks, _, err := p.segment(s[line:at], &Release{}, Inputs{})
+	toks, _, err := p.segment(s[line:at], &Release{}, inputs{})
 	if err != nil || toks == nil {
 		t.Fatalf("no fragments cover bytes %d..%d: %v", line, at, err)
 	}

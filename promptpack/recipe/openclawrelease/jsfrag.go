@@ -14,20 +14,20 @@ import (
 	"github.com/tdewolff/parse/v2/js"
 )
 
-// ErrJSSource: a release file is not JavaScript this package can read.
-var ErrJSSource = errors.New("openclawrelease: unreadable release source")
+// errJSSource: a release file is not JavaScript this package can read.
+var errJSSource = errors.New("openclawrelease: unreadable release source")
 
-// ExtractFragments returns the fixed text of one JavaScript source file of
+// extractFragments returns the fixed text of one JavaScript source file of
 // a release: the value of every string literal and every literal chunk of
 // every template literal (the text between its substitutions), as the
 // JavaScript engine evaluates them (escapes applied), with their trimmed
 // forms, deduplicated and in byte order. Empty strings are left out. The file is parsed as an ES
 // module by a real JavaScript parser (github.com/tdewolff/parse/v2/js), so
 // text inside comments and regular expressions is never a fragment.
-func ExtractFragments(src []byte) ([]string, error) {
+func extractFragments(src []byte) ([]string, error) {
 	ast, err := js.Parse(tdparse.NewInputBytes(src), js.Options{})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrJSSource, clipErr(err))
+		return nil, fmt.Errorf("%w: %s", errJSSource, clipErr(err))
 	}
 	v := &fragVisitor{seen: map[string]struct{}{}}
 	js.Walk(v, ast)

@@ -24,8 +24,8 @@ const (
 	KindSlot     = "slot" // the value of a named slot
 )
 
-// MaxLayoutTokens bounds a layout.
-const MaxLayoutTokens = 1 << 20
+// maxLayoutTokens bounds a layout.
+const maxLayoutTokens = 1 << 20
 
 // Token is one piece of a layout. Rendering a layout concatenates its
 // tokens' texts.
@@ -67,8 +67,8 @@ func fragHash(s string) string {
 	return b64u.Encode(h[:])
 }
 
-// Inputs are the committed inputs a layout may refer to.
-type Inputs struct {
+// inputs are the committed inputs a layout may refer to.
+type inputs struct {
 	Tools []Tool
 	Files []BootstrapFile
 }
@@ -95,7 +95,7 @@ func PromptForm(content []byte) string {
 }
 
 // forms returns the prompt form of each bootstrap file, by name.
-func (in Inputs) forms() map[string]string {
+func (in inputs) forms() map[string]string {
 	m := make(map[string]string, len(in.Files))
 	for _, f := range in.Files {
 		m[f.Name] = PromptForm(f.Content)
@@ -139,7 +139,7 @@ type step struct {
 
 // steps calls fn for every way a token (or a slot with its preceding
 // fragments) can start at offset at of s.
-func (p *pool) steps(s string, at int, rel *Release, in Inputs, forms map[string]string, fn func(step)) {
+func (p *pool) steps(s string, at int, rel *Release, in inputs, forms map[string]string, fn func(step)) {
 	rest := s[at:]
 	if rest[0] == '\n' {
 		fn(step{1, []Token{{Kind: KindNewline}}})
@@ -201,7 +201,7 @@ func (p *pool) prefix(r SlotRule) (string, []Token, bool) {
 // pool's fragments, the inputs and the release's slots; among equals it
 // takes the longest token first. It returns the offset of the first byte it
 // cannot cover when there is none.
-func (p *pool) segment(s string, rel *Release, in Inputs) ([]Token, int, error) {
+func (p *pool) segment(s string, rel *Release, in inputs) ([]Token, int, error) {
 	n := len(s)
 	if n == 0 {
 		return nil, 0, fmt.Errorf("%w: empty prompt", ErrNotReproduced)
@@ -248,13 +248,13 @@ func (p *pool) segment(s string, rel *Release, in Inputs) ([]Token, int, error) 
 	return toks, -1, nil
 }
 
-// Render checks a layout against its release's rules and the inputs
-// (CheckLayout) and returns the text it renders, looking fragments up in
+// render checks a layout against its release's rules and the inputs
+// (checkLayout) and returns the text it renders, looking fragments up in
 // frags (hash -> text). A layout whose text would exceed limit bytes is
 // refused as soon as it does (ErrNotReproduced), so a layout that repeats a
 // long fragment cannot make the renderer allocate more than limit.
-func Render(rel *Release, toks []Token, frags map[string]string, in Inputs, limit int) ([]byte, error) {
-	if err := CheckLayout(rel, toks, frags, in); err != nil {
+func render(rel *Release, toks []Token, frags map[string]string, in inputs, limit int) ([]byte, error) {
+	if err := checkLayout(rel, toks, frags, in); err != nil {
 		return nil, err
 	}
 	forms := in.forms()
@@ -289,18 +289,18 @@ func fileByName(files []BootstrapFile, name string) (BootstrapFile, bool) {
 	return BootstrapFile{}, false
 }
 
-// CheckLayout enforces the layout rules (docs/spec/recipe-openclaw-release.md
+// checkLayout enforces the layout rules (docs/spec/recipe-openclaw-release.md
 // section 4.2): every fragment is the release's fixed text (its hash is in
 // the release's fragment table and frags holds the text with that hash),
 // tools and files exist, every slot is a slot of the release, right after
 // its fragments, with a value its class accepts, and a bootstrap file
 // appears only as "context.path slot naming it, LF, file", and is not empty
 // there (every token renders at least one byte).
-func CheckLayout(rel *Release, toks []Token, frags map[string]string, in Inputs) error {
+func checkLayout(rel *Release, toks []Token, frags map[string]string, in inputs) error {
 	if rel == nil {
 		return fmt.Errorf("%w: no release", ErrInvalidLayout)
 	}
-	if len(toks) == 0 || len(toks) > MaxLayoutTokens {
+	if len(toks) == 0 || len(toks) > maxLayoutTokens {
 		return fmt.Errorf("%w: %d tokens", ErrInvalidLayout, len(toks))
 	}
 	table, err := rel.table()

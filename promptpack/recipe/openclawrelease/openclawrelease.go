@@ -10,7 +10,7 @@
 // of the capture's exact release (fragments of that release's pinned
 // package files, LoadFixed), the capture's tools and bootstrap files, and
 // values in the release's slots. The layout, the fragments it uses and the
-// capture travel in the pack as a Document; the rebuild (Finish) checks the
+// capture travel in the pack as a Document; the rebuild (finish) checks the
 // layout against the release's fragment table, embedded in this package as
 // hashes only, and needs no install.
 //
@@ -31,10 +31,10 @@ const (
 	ID = "openclaw-release"
 	// Version is the version of the recipe's rules.
 	Version = "1"
-	// CaptureVersion is the capture_version of the capture format.
-	CaptureVersion = "1"
-	// ReportVersion is the report_version of a capture report.
-	ReportVersion = "openclaw-release/1"
+	// captureVersion is the capture_version of the capture format.
+	captureVersion = "1"
+	// reportVersion is the report_version of a capture report.
+	reportVersion = "openclaw-release/1"
 )
 
 // Recipe is the recipe.Recipe of this package.
@@ -51,14 +51,14 @@ var _ recipe.Recipe = Recipe{}
 // Size limits. Every input is bounded before it is parsed.
 const (
 	MaxCaptureSize      = 32 << 20 // one capture file
-	MaxSystemPrompt     = 4 << 20  // the captured system prompt, bytes
-	MaxTools            = 512      // tool definitions
-	MaxToolNameLen      = 128      // bytes of a tool name
-	MaxToolDescription  = 64 << 10 // bytes of a tool description
-	MaxBootstrapFiles   = 64       // bootstrap files
-	MaxBootstrapNameLen = 255      // bytes of a bootstrap file name
-	MaxBootstrapFile    = 2 << 20  // bytes of one bootstrap file
-	MaxVersionLen       = 64       // bytes of an OpenClaw version string
+	maxSystemPrompt     = 4 << 20  // the captured system prompt, bytes
+	maxTools            = 512      // tool definitions
+	maxToolNameLen      = 128      // bytes of a tool name
+	maxToolDescription  = 64 << 10 // bytes of a tool description
+	maxBootstrapFiles   = 64       // bootstrap files
+	maxBootstrapNameLen = 255      // bytes of a bootstrap file name
+	maxBootstrapFile    = 2 << 20  // bytes of one bootstrap file
+	maxVersionLen       = 64       // bytes of an OpenClaw version string
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them.

@@ -31,7 +31,7 @@ export function build(p) {
 // context path). It is not an OpenClaw release.
 func toyRelease(t testing.TB) *Fixed {
 	t.Helper()
-	frags, err := ExtractFragments([]byte(toySource))
+	frags, err := extractFragments([]byte(toySource))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func toyRelease(t testing.TB) *Fixed {
 	for _, s := range frags {
 		m[fragHash(s)] = s
 	}
-	table := TableOf(m)
+	table := tableOf(m)
 	rel := &Release{
 		OpenClawVersion: "2026.9.6",
 		TableSHA256:     b64u.SHA256(table),
@@ -191,7 +191,7 @@ func TestBuildReproduces(t *testing.T) {
 	if err != nil || res2.ReportHash != res.ReportHash || !bytes.Equal(res2.ReportJCS, res.ReportJCS) {
 		t.Fatalf("rebuild differs: %v", err)
 	}
-	again, err := Finish(parse(t, toyCapture()), fx.Release, res.Layout, res.Fragments)
+	again, err := finish(parse(t, toyCapture()), fx.Release, res.Layout, res.Fragments)
 	if err != nil || again.ReportHash != res.ReportHash {
 		t.Fatalf("Finish: %v", err)
 	}
@@ -312,7 +312,7 @@ func TestFinishRefusesLayouts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			frags := maps.Clone(res.Fragments)
 			toks := m(slices.Clone(res.Layout), frags)
-			if _, err := Finish(c, fx.Release, toks, frags); !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrNotReproduced) {
+			if _, err := finish(c, fx.Release, toks, frags); !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrNotReproduced) {
 				t.Fatalf("got %v, want ErrInvalidLayout or ErrNotReproduced", err)
 			}
 		})
@@ -422,20 +422,20 @@ func TestCookJS(t *testing.T) {
 }
 
 func TestExtractFragmentsRefusesNonJS(t *testing.T) {
-	if _, err := ExtractFragments([]byte("const x = `unterminated")); !errors.Is(err, ErrJSSource) {
+	if _, err := extractFragments([]byte("const x = `unterminated")); !errors.Is(err, errJSSource) {
 		t.Fatalf("got %v, want ErrJSSource", err)
 	}
 }
 
 // FuzzExtractFragments: any input either parses into valid UTF-8 fragments
-// or is refused with ErrJSSource; never a panic.
+// or is refused with errJSSource; never a panic.
 func FuzzExtractFragments(f *testing.F) {
 	f.Add([]byte(toySource))
 	f.Add([]byte("const a = `x${`y${'z'}`}w`; const r = /`/; // \"c\"\n"))
 	f.Fuzz(func(t *testing.T, src []byte) {
-		frags, err := ExtractFragments(src)
+		frags, err := extractFragments(src)
 		if err != nil {
-			if !errors.Is(err, ErrJSSource) {
+			if !errors.Is(err, errJSSource) {
 				t.Fatalf("error %v does not wrap ErrJSSource", err)
 			}
 			return
@@ -470,7 +470,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 	if s := fmt.Sprintf("%v %+v %#v", d, d, d); strings.Contains(s, "careful") {
 		t.Fatalf("formatting leaks the document: %s", s)
 	}
-	again, err := Finish(d.Capture, fx.Release, d.Layout, d.Fragments)
+	again, err := finish(d.Capture, fx.Release, d.Layout, d.Fragments)
 	if err != nil || again.ReportHash != res.ReportHash {
 		t.Fatalf("Finish of the parsed document: %v", err)
 	}
@@ -520,7 +520,7 @@ func FuzzParseDocument(f *testing.F) {
 			return
 		}
 		defer d.Wipe()
-		if _, err := Finish(d.Capture, fx.Release, d.Layout, d.Fragments); err != nil && !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrNotReproduced) {
+		if _, err := finish(d.Capture, fx.Release, d.Layout, d.Fragments); err != nil && !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrNotReproduced) {
 			t.Fatalf("Finish: %v", err)
 		}
 	})
@@ -534,15 +534,15 @@ func TestRenderLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := Inputs{Tools: c.Tools, Files: c.BootstrapFiles}
+	in := inputs{Tools: c.Tools, Files: c.BootstrapFiles}
 	toks := slices.Clone(res.Layout)
 	for range 1 << 12 {
 		toks = append(toks, res.Layout[0])
 	}
-	if _, err := Render(fx.Release, toks, res.Fragments, in, len(c.SystemPrompt)); !errors.Is(err, ErrNotReproduced) || !strings.Contains(err.Error(), "more than") {
+	if _, err := render(fx.Release, toks, res.Fragments, in, len(c.SystemPrompt)); !errors.Is(err, ErrNotReproduced) || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("got %v, want the limit refusal", err)
 	}
-	if out, err := Render(fx.Release, res.Layout, res.Fragments, in, len(c.SystemPrompt)); err != nil || !bytes.Equal(out, c.SystemPrompt) {
+	if out, err := render(fx.Release, res.Layout, res.Fragments, in, len(c.SystemPrompt)); err != nil || !bytes.Equal(out, c.SystemPrompt) {
 		t.Fatalf("the layout at its own length: %v", err)
 	}
 }

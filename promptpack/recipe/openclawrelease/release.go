@@ -27,8 +27,8 @@ type PinnedFile struct {
 	SHA256 string // b64u SHA-256 of the file
 }
 
-// MaxPinnedFile bounds one pinned file.
-const MaxPinnedFile = 8 << 20
+// maxPinnedFile bounds one pinned file.
+const maxPinnedFile = 8 << 20
 
 // Release is how one released OpenClaw version assembles its system
 // prompt, as far as this recipe checks it: the package files that hold its
@@ -109,7 +109,7 @@ func Supported() map[string]*Release {
 func Lookup(version string) (*Release, error) {
 	rel := Supported()[version]
 	if rel == nil {
-		return nil, fmt.Errorf("%w: %q (recipe %s version %s supports %s)", ErrUnsupportedVersion, safetext.Clip(version, MaxVersionLen), ID, Version, strings.Join(slices.Sorted(maps.Keys(Supported())), ", "))
+		return nil, fmt.Errorf("%w: %q (recipe %s version %s supports %s)", ErrUnsupportedVersion, safetext.Clip(version, maxVersionLen), ID, Version, strings.Join(slices.Sorted(maps.Keys(Supported())), ", "))
 	}
 	return rel, nil
 }
@@ -147,14 +147,14 @@ func LoadFixed(rel *Release, pkgDir string) (*Fixed, error) {
 	}
 	f := &Fixed{Release: rel, Fragments: map[string]string{}}
 	for _, pf := range rel.Files {
-		b, err := bounded.ReadFile(filepath.Join(pkgDir, filepath.FromSlash(pf.Path)), MaxPinnedFile)
+		b, err := bounded.ReadFile(filepath.Join(pkgDir, filepath.FromSlash(pf.Path)), maxPinnedFile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s of OpenClaw %s: %w", ErrFixedText, pf.Path, rel.OpenClawVersion, err)
 		}
 		if b64u.SHA256(b) != pf.SHA256 {
 			return nil, fmt.Errorf("%w: %s is not the file OpenClaw %s ships", ErrFixedText, pf.Path, rel.OpenClawVersion)
 		}
-		frags, err := ExtractFragments(b)
+		frags, err := extractFragments(b)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: %w", ErrFixedText, pf.Path, err)
 		}
@@ -169,9 +169,9 @@ func LoadFixed(rel *Release, pkgDir string) (*Fixed, error) {
 	return f, nil
 }
 
-// TableOf returns the fragment table (the file content) of a set of
+// tableOf returns the fragment table (the file content) of a set of
 // fragments: the sorted b64u SHA-256 of each, one per line.
-func TableOf(frags map[string]string) []byte {
+func tableOf(frags map[string]string) []byte {
 	var b []byte
 	for _, h := range slices.Sorted(maps.Keys(frags)) {
 		b = append(b, h...)
@@ -210,9 +210,9 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 	}
 	rel := fixed.Release
 	if rel.OpenClawVersion != c.OpenClawVersion {
-		return nil, fmt.Errorf("%w: the fixed text is OpenClaw %s's, the capture is %s's", ErrUnsupportedVersion, rel.OpenClawVersion, safetext.Clip(c.OpenClawVersion, MaxVersionLen))
+		return nil, fmt.Errorf("%w: the fixed text is OpenClaw %s's, the capture is %s's", ErrUnsupportedVersion, rel.OpenClawVersion, safetext.Clip(c.OpenClawVersion, maxVersionLen))
 	}
-	in := Inputs{Tools: c.Tools, Files: c.BootstrapFiles}
+	in := inputs{Tools: c.Tools, Files: c.BootstrapFiles}
 	p := newPool(slices.Collect(maps.Values(fixed.Fragments)))
 	toks, at, err := p.segment(string(c.SystemPrompt), rel, in)
 	if err != nil {
@@ -227,7 +227,7 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 			used[t.Frag] = fixed.Fragments[t.Frag]
 		}
 	}
-	res, err := Finish(c, rel, toks, used)
+	res, err := finish(c, rel, toks, used)
 	if err != nil && !errors.Is(err, ErrNotReproduced) {
 		// The cheapest layout breaks a placement rule (a file outside its
 		// header, a header without its file): the capture is not reproduced.
@@ -236,13 +236,13 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 	return res, err
 }
 
-// Finish re-renders a layout with Render (every rule of CheckLayout), checks
+// finish re-renders a layout with render (every rule of checkLayout), checks
 // that it gives the captured system prompt byte for byte and returns the
 // report. It is the rebuild: it needs the layout, the fragments it uses and
 // the inputs, and no install.
-func Finish(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Result, error) {
-	in := Inputs{Tools: c.Tools, Files: c.BootstrapFiles}
-	out, err := Render(rel, toks, frags, in, len(c.SystemPrompt))
+func finish(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Result, error) {
+	in := inputs{Tools: c.Tools, Files: c.BootstrapFiles}
+	out, err := render(rel, toks, frags, in, len(c.SystemPrompt))
 	if err != nil {
 		return nil, err
 	}
@@ -254,11 +254,11 @@ func Finish(c *Capture, rel *Release, toks []Token, frags map[string]string) (*R
 		return nil, fmt.Errorf("%w: first difference at byte %d (rendered %d bytes, captured %d)", ErrNotReproduced, at, n, len(c.SystemPrompt))
 	}
 	clear(out)
-	rep, err := NewReport(c, rel, toks, frags)
+	rep, err := newReport(c, rel, toks, frags)
 	if err != nil {
 		return nil, err
 	}
-	j, err := rep.Canonical()
+	j, err := rep.canonical()
 	if err != nil {
 		return nil, err
 	}
@@ -362,14 +362,14 @@ type ReportBootstrap struct {
 	InPrompt   bool   `json:"in_prompt"`
 }
 
-// NewReport commits every input of c, the release's pinned fixed text and
-// the layout (a layout CheckLayout accepted).
-func NewReport(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Report, error) {
+// newReport commits every input of c, the release's pinned fixed text and
+// the layout (a layout checkLayout accepted).
+func newReport(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Report, error) {
 	if c == nil || rel == nil {
 		return nil, fmt.Errorf("%w: nil capture or release", ErrInvalidCapture)
 	}
 	r := &Report{
-		ReportVersion:        ReportVersion,
+		ReportVersion:        reportVersion,
 		Recipe:               ReportRecipe{ID: ID, Version: Version},
 		Harness:              ReportHarness{ID: "openclaw", Version: c.OpenClawVersion},
 		Release:              ReportRelease{Files: []ReportFile{}, FragmentsTable: rel.TableSHA256},
@@ -468,8 +468,8 @@ func NewReport(c *Capture, rel *Release, toks []Token, frags map[string]string) 
 	return r, nil
 }
 
-// Canonical returns the report's JCS bytes.
-func (r *Report) Canonical() ([]byte, error) {
+// canonical returns the report's JCS bytes.
+func (r *Report) canonical() ([]byte, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("openclawrelease: report: %w", err)

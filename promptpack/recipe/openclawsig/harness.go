@@ -97,8 +97,8 @@ func (h *Harness) Sig(name string) (Sig, bool) {
 	return s, ok
 }
 
-// CoreToolSummaries returns the built-in tool summaries in file order.
-func (h *Harness) CoreToolSummaries() []ToolSummary {
+// coreToolSummaries returns the built-in tool summaries in file order.
+func (h *Harness) coreToolSummaries() []ToolSummary {
 	return slices.Clone(h.core)
 }
 
@@ -138,11 +138,11 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 	if len(f.Templates) > MaxTemplates || len(f.Sigs) > MaxTemplates {
 		return nil, harnessErr("more than %d templates", MaxTemplates)
 	}
-	if len(f.SigConfig) > MaxSigSize {
-		return nil, harnessErr("sig config: %w", ErrTooLarge)
+	if len(f.SigConfig) > maxSigSize {
+		return nil, harnessErr("sig config: %w", errTooLarge)
 	}
-	if len(f.Literals) > MaxDataFileSize || len(f.CoreToolSummaries) > MaxDataFileSize {
-		return nil, harnessErr("data file: %w", ErrTooLarge)
+	if len(f.Literals) > maxDataFileSize || len(f.CoreToolSummaries) > maxDataFileSize {
+		return nil, harnessErr("data file: %w", errTooLarge)
 	}
 	h := &Harness{sigs: make(map[string]Sig, len(f.Sigs))}
 	for _, name := range slices.Sorted(maps.Keys(f.Templates)) {
@@ -150,8 +150,8 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 		if !validTemplateName(name) {
 			return nil, harnessErr("bad template name %q", quoteKey(name))
 		}
-		if len(b) > MaxTemplateSize {
-			return nil, harnessErr("template %q: %w", name, ErrTooLarge)
+		if len(b) > maxTemplateSize {
+			return nil, harnessErr("template %q: %w", name, errTooLarge)
 		}
 		if !utf8.Valid(b) {
 			return nil, harnessErr("template %q: invalid utf-8", name)
@@ -163,8 +163,8 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 		if _, ok := f.Templates[name]; !ok || !validTemplateName(name) {
 			return nil, harnessErr("sig for unknown template %q", quoteKey(name))
 		}
-		if len(b) > MaxSigSize {
-			return nil, harnessErr("sig %q: %w", name, ErrTooLarge)
+		if len(b) > maxSigSize {
+			return nil, harnessErr("sig %q: %w", name, errTooLarge)
 		}
 		total += len(b)
 		s, err := parseSig(b)
@@ -177,8 +177,8 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 		s.Raw = bytes.Clone(b)
 		h.sigs[name] = s
 	}
-	if total > MaxHarnessSize {
-		return nil, harnessErr("%w", ErrTooLarge)
+	if total > maxHarnessSize {
+		return nil, harnessErr("%w", errTooLarge)
 	}
 	for _, name := range requiredTemplates {
 		if _, ok := f.Templates[name]; !ok {
@@ -241,7 +241,7 @@ func parseSig(b []byte) (Sig, error) {
 			s.ContentLength, err = r.uint(p)
 			haveLen = true
 		default:
-			err = &fieldError{path: p, err: ErrUnknownField}
+			err = &fieldError{path: p, err: errUnknownField}
 		}
 		return err
 	})
@@ -351,7 +351,7 @@ func LoadHarnessDir(dir string) (*Harness, error) {
 		if !e.Type().IsRegular() || !validTemplateName(e.Name()) {
 			return nil, harnessErr("unexpected entry %q in templates", quoteKey(e.Name()))
 		}
-		if f.Templates[e.Name()], err = readLimited(fsys, "templates/"+e.Name(), MaxTemplateSize); err != nil {
+		if f.Templates[e.Name()], err = readLimited(fsys, "templates/"+e.Name(), maxTemplateSize); err != nil {
 			return nil, err
 		}
 	}
@@ -368,17 +368,17 @@ func LoadHarnessDir(dir string) (*Harness, error) {
 		if !e.Type().IsRegular() || !ok || !validTemplateName(name) {
 			return nil, harnessErr("unexpected entry %q in sigs", quoteKey(e.Name()))
 		}
-		if f.Sigs[name], err = readLimited(fsys, sigDir+"/"+e.Name(), MaxSigSize); err != nil {
+		if f.Sigs[name], err = readLimited(fsys, sigDir+"/"+e.Name(), maxSigSize); err != nil {
 			return nil, err
 		}
 	}
-	if f.SigConfig, err = readLimited(fsys, "sigs/config.json", MaxSigSize); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if f.SigConfig, err = readLimited(fsys, "sigs/config.json", maxSigSize); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if f.Literals, err = readLimited(fsys, "hardcoded-literals.json", MaxDataFileSize); err != nil {
+	if f.Literals, err = readLimited(fsys, "hardcoded-literals.json", maxDataFileSize); err != nil {
 		return nil, err
 	}
-	if f.CoreToolSummaries, err = readLimited(fsys, "core-tool-summaries.json", MaxDataFileSize); err != nil {
+	if f.CoreToolSummaries, err = readLimited(fsys, "core-tool-summaries.json", maxDataFileSize); err != nil {
 		return nil, err
 	}
 	return NewHarness(f)
@@ -391,7 +391,7 @@ func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidHarness, name, fs.ErrNotExist)
 	case errors.Is(err, bounded.ErrTooLarge):
-		return nil, harnessErr("%s: %w", name, ErrTooLarge)
+		return nil, harnessErr("%s: %w", name, errTooLarge)
 	case err != nil:
 		return nil, harnessErr("%s: %v", name, err)
 	}

@@ -181,7 +181,7 @@ func TestNewHarnessRefuses(t *testing.T) {
 		"hidden template name": func(f *HarnessFiles) { f.Templates[".x.txt"] = []byte("x") },
 		"non-txt template":     func(f *HarnessFiles) { f.Templates["x.md"] = []byte("x") },
 		"invalid utf-8":        func(f *HarnessFiles) { f.Templates["voice.txt"] = []byte("\xff") },
-		"oversized template":   func(f *HarnessFiles) { f.Templates["big.txt"] = make([]byte, MaxTemplateSize+1) },
+		"oversized template":   func(f *HarnessFiles) { f.Templates["big.txt"] = make([]byte, maxTemplateSize+1) },
 		"sig names other file": func(f *HarnessFiles) { f.Sigs["voice.txt"] = f.Sigs["time.txt"] },
 		"sig bad algorithm": func(f *HarnessFiles) {
 			f.Sigs["voice.txt"] = bytes.Replace(f.Sigs["voice.txt"], []byte(`"sha256",`), []byte(`"md5",`), 1)
@@ -223,19 +223,19 @@ func TestNewHarnessRefuses(t *testing.T) {
 		}, ErrMissingField},
 		{"literals unknown id", func(f *HarnessFiles) {
 			f.Literals = setLiteral(t, f.Literals, "output_joiner", "id", "output_joiner_v2")
-		}, ErrUnknownField},
-		{"literals unknown entry key", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "note", "x") }, ErrUnknownField},
-		{"literals wrong type", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "tool_order", "value", "read") }, ErrWrongType},
-		{"literals null value", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "value", nil) }, ErrWrongType},
+		}, errUnknownField},
+		{"literals unknown entry key", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "note", "x") }, errUnknownField},
+		{"literals wrong type", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "tool_order", "value", "read") }, errWrongType},
+		{"literals null value", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "value", nil) }, errWrongType},
 		{"literals duplicate id", func(f *HarnessFiles) {
 			f.Literals = setLiteral(t, f.Literals, "owner_line_prefix", "id", "output_joiner")
-		}, ErrDuplicateField},
-		{"core summaries dup", func(f *HarnessFiles) { f.CoreToolSummaries = []byte(`{"a":"1","a":"2"}`) }, ErrDuplicateField},
-		{"sig unknown field", func(f *HarnessFiles) { f.Sigs["voice.txt"] = addField(f.Sigs["voice.txt"], `"extra": 1`) }, ErrUnknownField},
-		{"sig not json", func(f *HarnessFiles) { f.Sigs["voice.txt"] = []byte("{") }, ErrMalformedJSON},
+		}, errDuplicateField},
+		{"core summaries dup", func(f *HarnessFiles) { f.CoreToolSummaries = []byte(`{"a":"1","a":"2"}`) }, errDuplicateField},
+		{"sig unknown field", func(f *HarnessFiles) { f.Sigs["voice.txt"] = addField(f.Sigs["voice.txt"], `"extra": 1`) }, errUnknownField},
+		{"sig not json", func(f *HarnessFiles) { f.Sigs["voice.txt"] = []byte("{") }, errMalformedJSON},
 		{"sig negative length", func(f *HarnessFiles) {
 			f.Sigs["voice.txt"] = regexp.MustCompile(`"contentLength": \d+`).ReplaceAll(f.Sigs["voice.txt"], []byte(`"contentLength": -1`))
-		}, ErrWrongType},
+		}, errWrongType},
 	}
 	for _, tc := range reasons {
 		t.Run(tc.name, func(t *testing.T) {
@@ -359,10 +359,10 @@ func TestLoadHarnessDirRefuses(t *testing.T) {
 	})
 	t.Run("oversized template", func(t *testing.T) {
 		d := copyDir(t)
-		if err := os.WriteFile(filepath.Join(d, "templates", "voice.txt"), make([]byte, MaxTemplateSize+1), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(d, "templates", "voice.txt"), make([]byte, maxTemplateSize+1), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadHarnessDir(d); !errors.Is(err, ErrInvalidHarness) || !errors.Is(err, ErrTooLarge) {
+		if _, err := LoadHarnessDir(d); !errors.Is(err, ErrInvalidHarness) || !errors.Is(err, errTooLarge) {
 			t.Errorf("err = %v", err)
 		}
 	})
@@ -385,11 +385,11 @@ func TestHarnessImmutable(t *testing.T) {
 	f.Templates["identity.txt"][0] ^= 0xff
 	s, _ := h.Sig("identity.txt")
 	s.Raw[0] ^= 0xff
-	h.CoreToolSummaries()[0].Summary = "changed"
+	h.coreToolSummaries()[0].Summary = "changed"
 	if err := h.CheckTemplates(trusted); err != nil {
 		t.Fatalf("harness changed through a copy: %v", err)
 	}
-	if got := h.CoreToolSummaries()[0]; got.Summary == "changed" {
+	if got := h.coreToolSummaries()[0]; got.Summary == "changed" {
 		t.Error("core summaries changed through a copy")
 	}
 }

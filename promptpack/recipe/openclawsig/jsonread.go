@@ -40,9 +40,9 @@ func newJSONReader(data []byte) (*jsonReader, error) {
 	root, err := jsonobj.Parse(data, pohjson.ParseOptions{MaxBytes: max(len(data), 1), AllowFloats: true})
 	if err != nil {
 		if pe, ok := errors.AsType[*pohjson.Error](err); ok && errors.Is(pe, pohjson.ErrDuplicateKey) {
-			return nil, &fieldError{path: elemsPath(pe.Path), err: ErrDuplicateField}
+			return nil, &fieldError{path: elemsPath(pe.Path), err: errDuplicateField}
 		}
-		return nil, &fieldError{err: ErrMalformedJSON}
+		return nil, &fieldError{err: errMalformedJSON}
 	}
 	return &jsonReader{cur: root}, nil
 }
@@ -82,11 +82,11 @@ func (r *jsonReader) object(path string, fn func(key, keyPath string) error) (pr
 		return false, nil
 	case pohjson.Object:
 	default:
-		return false, &fieldError{path: path, err: ErrWrongType}
+		return false, &fieldError{path: path, err: errWrongType}
 	}
 	ms := v.Members()
 	if len(ms) > maxJSONContainerLen {
-		return false, &fieldError{path: path, err: ErrTooLarge}
+		return false, &fieldError{path: path, err: errTooLarge}
 	}
 	for _, m := range ms {
 		r.cur = m.Value
@@ -106,11 +106,11 @@ func (r *jsonReader) array(path string, fn func(i int, elemPath string) error) (
 		return false, nil
 	case pohjson.Array:
 	default:
-		return false, &fieldError{path: path, err: ErrWrongType}
+		return false, &fieldError{path: path, err: errWrongType}
 	}
 	es := v.Elems()
 	if len(es) > maxJSONContainerLen {
-		return false, &fieldError{path: path, err: ErrTooLarge}
+		return false, &fieldError{path: path, err: errTooLarge}
 	}
 	for i, e := range es {
 		r.cur = e
@@ -130,7 +130,7 @@ func (r *jsonReader) str(path string) (*string, error) {
 		s, _ := v.Str()
 		return &s, nil
 	}
-	return nil, &fieldError{path: path, err: ErrWrongType}
+	return nil, &fieldError{path: path, err: errWrongType}
 }
 
 // reqStr reads a string; null is refused.
@@ -163,7 +163,7 @@ func (r *jsonReader) boolean(path string) (*bool, error) {
 		b, _ := v.Bool()
 		return &b, nil
 	}
-	return nil, &fieldError{path: path, err: ErrWrongType}
+	return nil, &fieldError{path: path, err: errWrongType}
 }
 
 // strings reads an array of strings (null elements refused) or null.
@@ -184,7 +184,7 @@ func (r *jsonReader) strings(path string) ([]string, error) {
 func (r *jsonReader) uint(path string) (int64, error) {
 	n, ok := r.cur.Int()
 	if !ok || n < 0 {
-		return 0, &fieldError{path: path, err: ErrWrongType}
+		return 0, &fieldError{path: path, err: errWrongType}
 	}
 	return n, nil
 }

@@ -161,7 +161,7 @@ func parseLiterals(b []byte) (literals, error) {
 					case "where":
 						_, err = r.optStr(kp)
 					default:
-						err = &fieldError{path: kp, err: ErrUnknownField}
+						err = &fieldError{path: kp, err: errUnknownField}
 					}
 					return err
 				})
@@ -172,14 +172,14 @@ func parseLiterals(b []byte) (literals, error) {
 					return &fieldError{path: ep, err: ErrMissingField}
 				}
 				if seen[*id] {
-					return &fieldError{path: *id, err: ErrDuplicateField}
+					return &fieldError{path: *id, err: errDuplicateField}
 				}
 				seen[*id] = true
 				return assignLiteral(*id, val, strs, lists, objs)
 			})
 			return err
 		}
-		return &fieldError{path: p, err: ErrUnknownField}
+		return &fieldError{path: p, err: errUnknownField}
 	})
 	if err != nil {
 		return l, err
@@ -214,7 +214,7 @@ func keysOf[V any](m map[string]V) map[string]bool {
 }
 
 func assignLiteral(id string, v *literalValue, strs map[string]*string, lists map[string]*[]string, objs map[string]*map[string]string) error {
-	wrong := &fieldError{path: quoteKey(id), err: ErrWrongType}
+	wrong := &fieldError{path: quoteKey(id), err: errWrongType}
 	if p, ok := strs[id]; ok {
 		if v.str == nil {
 			return wrong
@@ -236,7 +236,7 @@ func assignLiteral(id string, v *literalValue, strs map[string]*string, lists ma
 		*p = v.obj
 		return nil
 	}
-	return &fieldError{path: quoteKey(id), err: ErrUnknownField}
+	return &fieldError{path: quoteKey(id), err: errUnknownField}
 }
 
 // literal reads a string, an array of strings or an object of strings.
@@ -267,7 +267,7 @@ func (r *jsonReader) literal(path string) (*literalValue, error) {
 			v.obj[m.Key] = s
 		}
 	default:
-		return nil, &fieldError{path: path, err: ErrWrongType}
+		return nil, &fieldError{path: path, err: errWrongType}
 	}
 	return v, nil
 }

@@ -42,11 +42,11 @@ var _ recipe.Recipe = Recipe{}
 
 // Size limits. Every input is bounded before it is parsed.
 const (
-	MaxTemplateSize     = 256 << 10 // one template file
+	maxTemplateSize     = 256 << 10 // one template file
 	MaxTemplates        = 128       // template files in a harness
-	MaxSigSize          = 16 << 10  // one .sig.json or config.json
-	MaxDataFileSize     = 1 << 20   // hardcoded-literals.json, core-tool-summaries.json
-	MaxHarnessSize      = 8 << 20   // all harness files together
+	maxSigSize          = 16 << 10  // one .sig.json or config.json
+	maxDataFileSize     = 1 << 20   // hardcoded-literals.json, core-tool-summaries.json
+	maxHarnessSize      = 8 << 20   // all harness files together
 	MaxParamsSize       = 16 << 20  // the params JSON
 	maxNameLen          = 128       // template file name
 	maxErrorKeyLen      = 64        // key bytes quoted in an error
@@ -75,19 +75,19 @@ var (
 
 	// ErrInvalidParams is matched (errors.Is) by every *ParamsError.
 	ErrInvalidParams = errors.New("openclawsig: invalid params")
-	// ErrUnknownField: a params key the recipe does not know.
-	ErrUnknownField = errors.New("unknown field")
-	// ErrDuplicateField: a key appears twice in one JSON object.
-	ErrDuplicateField = errors.New("duplicate field")
-	// ErrWrongType: a value has a JSON type the recipe does not accept.
-	ErrWrongType = errors.New("wrong type")
+	// errUnknownField: a params key the recipe does not know.
+	errUnknownField = errors.New("unknown field")
+	// errDuplicateField: a key appears twice in one JSON object.
+	errDuplicateField = errors.New("duplicate field")
+	// errWrongType: a value has a JSON type the recipe does not accept.
+	errWrongType = errors.New("wrong type")
 	// ErrMissingField: a required value is absent or null.
 	ErrMissingField = errors.New("missing field")
-	// ErrMalformedJSON: the input is not one well-formed JSON value, or
+	// errMalformedJSON: the input is not one well-formed JSON value, or
 	// holds invalid UTF-8 or an unpaired surrogate escape.
-	ErrMalformedJSON = errors.New("malformed json")
-	// ErrTooLarge: an input exceeds its size limit.
-	ErrTooLarge = errors.New("too large")
+	errMalformedJSON = errors.New("malformed json")
+	// errTooLarge: an input exceeds its size limit.
+	errTooLarge = errors.New("too large")
 )
 
 // TemplateError reports a template that failed a check. Err is one of the
@@ -105,8 +105,8 @@ func (e *TemplateError) Unwrap() error { return e.Err }
 
 // ParamsError reports where params were refused. Path is a JSON path such
 // as `runtimeInfo.capabilities[2]` or the unknown key itself (truncated);
-// it never holds a value. Err is ErrUnknownField, ErrDuplicateField,
-// ErrWrongType, ErrMissingField, ErrMalformedJSON or ErrTooLarge.
+// it never holds a value. Err is errUnknownField, errDuplicateField,
+// errWrongType, ErrMissingField, errMalformedJSON or errTooLarge.
 type ParamsError struct {
 	Path string
 	Err  error

@@ -83,7 +83,7 @@ type ReactionGuidance struct {
 // content. Errors are *ParamsError and never contain values.
 func ParseParams(data []byte) (*Params, error) {
 	if len(data) > MaxParamsSize {
-		return nil, &ParamsError{Err: ErrTooLarge}
+		return nil, &ParamsError{Err: errTooLarge}
 	}
 	p, err := parseParams(data)
 	if err != nil {
@@ -163,7 +163,7 @@ func parseParams(data []byte) (*Params, error) {
 		case "memoryCitationsMode":
 			p.MemoryCitationsMode, err = r.optStr(kp)
 		default:
-			err = &fieldError{path: kp, err: ErrUnknownField}
+			err = &fieldError{path: kp, err: errUnknownField}
 		}
 		return err
 	})
@@ -171,7 +171,7 @@ func parseParams(data []byte) (*Params, error) {
 		return nil, err
 	}
 	if !present {
-		return nil, &fieldError{err: ErrWrongType}
+		return nil, &fieldError{err: errWrongType}
 	}
 	if !haveWorkspace {
 		return nil, &fieldError{path: "workspaceDir", err: ErrMissingField}
@@ -203,7 +203,7 @@ func (r *jsonReader) contextFiles(path string) ([]ContextFile, error) {
 				f.Content, err = r.reqStr(kp)
 				haveContent = true
 			default:
-				err = &fieldError{path: kp, err: ErrUnknownField}
+				err = &fieldError{path: kp, err: errUnknownField}
 			}
 			return err
 		})
@@ -251,7 +251,7 @@ func (r *jsonReader) runtimeInfo(path string) (*RuntimeInfo, error) {
 		case "capabilities":
 			ri.Capabilities, err = r.strings(kp)
 		default:
-			err = &fieldError{path: kp, err: ErrUnknownField}
+			err = &fieldError{path: kp, err: errUnknownField}
 		}
 		return err
 	})
@@ -295,7 +295,7 @@ func (r *jsonReader) sandboxInfo(path string) (*SandboxInfo, error) {
 						el.DefaultLevel, elevatedLevelSet = *s, true
 					}
 				default:
-					err = &fieldError{path: ep, err: ErrUnknownField}
+					err = &fieldError{path: ep, err: errUnknownField}
 				}
 				return err
 			})
@@ -303,7 +303,7 @@ func (r *jsonReader) sandboxInfo(path string) (*SandboxInfo, error) {
 				si.Elevated = el
 			}
 		default:
-			err = &fieldError{path: kp, err: ErrUnknownField}
+			err = &fieldError{path: kp, err: errUnknownField}
 		}
 		return err
 	})
@@ -330,7 +330,7 @@ func (r *jsonReader) reactionGuidance(path string) (*ReactionGuidance, error) {
 				rg.Channel, haveChannel = *s, true
 			}
 		default:
-			err = &fieldError{path: kp, err: ErrUnknownField}
+			err = &fieldError{path: kp, err: errUnknownField}
 		}
 		return err
 	})
