@@ -10,16 +10,16 @@ import (
 	"testing"
 )
 
-// Under reports whether the tests run under CI: the CI environment
+// under reports whether the tests run under CI: the CI environment
 // variable is set to a non-empty value (CI systems set CI=true).
-func Under() bool { return os.Getenv("CI") != "" }
+func under() bool { return os.Getenv("CI") != "" }
 
 // SkipOrFail skips tb with the formatted reason, or fails it (Fatal) when
 // running under CI.
 func SkipOrFail(tb testing.TB, format string, args ...any) {
 	tb.Helper()
 	msg := fmt.Sprintf(format, args...)
-	if Under() {
+	if under() {
 		tb.Fatalf("%s (CI is set: this test must not skip)", msg)
 		return
 	}

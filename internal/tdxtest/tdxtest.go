@@ -15,8 +15,8 @@ import (
 	"github.com/clawea/attester/wire/tdxquote"
 )
 
-// Module is the module whose testdata the tests read.
-const Module = "github.com/google/go-tdx-guest"
+// module is the module whose testdata the tests read.
+const module = "github.com/google/go-tdx-guest"
 
 // Quote samples under testing/testdata in the module.
 const (
@@ -40,7 +40,7 @@ func goTool() string {
 // selects, as `go list -m` reports it.
 func ModuleDir(t testing.TB) string {
 	t.Helper()
-	return moduleDir(t, Module)
+	return moduleDir(t, module)
 }
 
 // moduleDir returns the directory of the version of module (one this
@@ -66,7 +66,7 @@ func moduleDir(t testing.TB, module string) string {
 // Read returns the file rel under the go-tdx-guest module directory.
 func Read(t testing.TB, rel string) []byte {
 	t.Helper()
-	return ReadModule(t, Module, rel)
+	return ReadModule(t, module, rel)
 }
 
 // ReadModule returns the file rel (at most 1 MiB) under the directory of

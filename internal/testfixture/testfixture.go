@@ -106,7 +106,7 @@ type Run struct {
 	Model      string
 	// Events are the event types of the chain, in order. The first, when it
 	// is prompt_committed, is the run's prompt_committed event as the
-	// attester issues it (PromptCommitted).
+	// attester issues it (promptCommitted).
 	Events []string
 	// ToolParams are the payload hashes of the tool_call events, in order
 	// (the params hashes the gate records); events without one get
@@ -157,10 +157,10 @@ func NewRun(runID string) *Run {
 	}
 }
 
-// PromptCommitted is the run's first event, prompt_committed, as the
+// promptCommitted is the run's first event, prompt_committed, as the
 // attester issues it when it opens the run with ID runID: its payload hash
 // commits to the run's report, prompt and pack hashes.
-func (r *Run) PromptCommitted(t testing.TB, runID string) poh.EventHeader {
+func (r *Run) promptCommitted(t testing.TB, runID string) poh.EventHeader {
 	t.Helper()
 	ph, err := poh.PromptCommittedPayloadHash(r.ReportHash, r.PromptHash, r.PackHash)
 	if err != nil {
@@ -174,7 +174,7 @@ func (r *Run) PromptCommitted(t testing.TB, runID string) poh.EventHeader {
 // AttestInput.PromptCommittedEventHashB64u.
 func (r *Run) PromptCommittedEventHash(t testing.TB) string {
 	t.Helper()
-	hd := r.PromptCommitted(t, r.RunID)
+	hd := r.promptCommitted(t, r.RunID)
 	eh, err := hd.Hash()
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +252,7 @@ func (r *Run) eventChain(t testing.TB, runID string) ([]poh.EventChainEntry, []*
 		}
 		if i == 0 {
 			if typ == poh.PromptCommittedEventType {
-				hd = r.PromptCommitted(t, runID)
+				hd = r.promptCommitted(t, runID)
 			}
 			if r.FirstEvent != "" {
 				hd.EventType = r.FirstEvent
@@ -354,13 +354,13 @@ func (r *Run) bundleMetadata(t testing.TB, runID string, chain []poh.EventChainE
 	return md
 }
 
-// Suffix is the text the fixtures' harness appends after the attested
+// suffix is the text the fixtures' harness appends after the attested
 // prompt, as OpenClaw does (docs/spec/openclaw-plugin.md section 3).
-const Suffix = "\nCurrent model identity: fixture."
+const suffix = "\nCurrent model identity: fixture."
 
 // llmCallPayload is the clawea_llm_calls payload of an llm_call event
 // (docs/spec/openclaw-plugin.md section 3.1): the system text sent is the
-// rebuilt prompt followed by Suffix.
+// rebuilt prompt followed by suffix.
 func (r *Run) llmCallPayload(callID string) *pohjson.Value {
 	s := pohjson.NewString
 	return pohjson.NewObject(
@@ -370,10 +370,10 @@ func (r *Run) llmCallPayload(callID string) *pohjson.Value {
 		pohjson.M("model", s(r.Model)),
 		pohjson.M("system_prompt_hash_b64u", s(r.PromptHash)),
 		pohjson.M("system_prompt_report_hash_b64u", s(r.ReportHash)),
-		pohjson.M("system_text_hash_b64u", s(H("the rebuilt system prompt"+Suffix))),
+		pohjson.M("system_text_hash_b64u", s(H("the rebuilt system prompt"+suffix))),
 		pohjson.M("attested_prefix", pohjson.NewBool(!r.NotPrefix)),
-		pohjson.M("suffix_utf16_len", pohjson.NewInt(int64(len(Suffix)))),
-		pohjson.M("suffix_hash_b64u", s(H(Suffix))),
+		pohjson.M("suffix_utf16_len", pohjson.NewInt(int64(len(suffix)))),
+		pohjson.M("suffix_hash_b64u", s(H(suffix))),
 	)
 }
 
