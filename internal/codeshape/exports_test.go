@@ -1,0 +1,152 @@
+package codeshape
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxExported is the most top-level exported names (functions, methods,
+// types, variables and constants) the module's non-main packages outside
+// cmd/, hack/ and deploy/ may declare (STYLE.md item 25: a name is exported
+// because another package needs it). It is a ratchet: lower it as names
+// go. Issue 18's target is 1,100.
+const maxExported = 1619
+
+// TestExportedNames counts the exported names and fails above maxExported.
+func TestExportedNames(t *testing.T) {
+	n, files, err := exportedNames(moduleRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("checked %d files; the module has more", files)
+	}
+	if n > maxExported {
+		t.Errorf("%d exported names, limit %d: unexport what no other package uses (STYLE.md item 25)", n, maxExported)
+	} else if n < maxExported {
+		t.Logf("%d exported names: lower maxExported to %d", n, n)
+	}
+}
+
+// TestExportedNamesSelf proves the count on a module made for the test.
+func TestExportedNamesSelf(t *testing.T) {
+	root := t.TempDir()
+	write := func(rel, src string) {
+		t.Helper()
+		path := filepath.Join(root, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const src = `package a
+type T int
+type u int
+func F() {}
+func f() {}
+func (T) M() {}
+func (u) N() {}
+func (T) m() {}
+var V, w, X = 1, 2, 3
+const (
+	C = iota
+	d
+)
+`
+	write("go.mod", "module example.com/m\n")
+	write("a/a.go", src)            // T F M N V X C: 7
+	write("a/internal/b/b.go", src) // 7
+	write("a/a_test.go", src)       // test file
+	write("a/testdata/x.go", src)   // ignored by go
+	write("a/.hidden/x.go", src)    // ignored by go
+	write("m/main.go", "package main\nfunc F() {}\n")
+	write("cmd/c/c.go", src)    // commands' libraries
+	write("hack/h/h.go", src)   // tools
+	write("deploy/d/d.go", src) // deployment
+	write("nested/go.mod", "module example.com/n\n")
+	write("nested/x.go", src) // another module
+	n, files, err := exportedNames(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 14 || files != 2 {
+		t.Errorf("counted %d names in %d files, want 14 in 2", n, files)
+	}
+}
+
+// exportedNames walks the module at root and returns the number of
+// top-level exported names declared in non-test files of non-main packages
+// outside cmd/, hack/ and deploy/, and the number of such files parsed.
+func exportedNames(root string) (n, files int, err error) {
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "." {
+				return nil
+			}
+			if rel == "cmd" || rel == "deploy" || skipDir(path, rel, d.Name()) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		if f.Name.Name == "main" {
+			return nil
+		}
+		files++
+		n += exportedIn(f)
+		return nil
+	})
+	return n, files, err
+}
+
+// exportedIn counts the top-level exported names of one file: functions,
+// methods (whatever their receiver), types, variables and constants.
+func exportedIn(f *ast.File) int {
+	n := 0
+	for _, decl := range f.Decls {
+		switch d := decl.(type) {
+		case *ast.FuncDecl:
+			if d.Name.IsExported() {
+				n++
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				switch s := s.(type) {
+				case *ast.TypeSpec:
+					if s.Name.IsExported() {
+						n++
+					}
+				case *ast.ValueSpec:
+					for _, id := range s.Names {
+						if id.IsExported() {
+							n++
+						}
+					}
+				}
+			}
+		}
+	}
+	return n
+}
