@@ -15,6 +15,9 @@
 #      must reproduce them from the install's pinned files (go tests)
 #   -> a pack captured from this workspace with the owner's OpenClaw config,
 #      built, sealed and run under the plugin; packctl verify of that run
+#   -> (last) attacks by the model's exec (attacks.sh): a capability read out
+#      of OpenClaw's memory used from another process, and a relay in the
+#      control socket's place; each must be refused
 # Artifacts go to e2e-out/. Every step asserts; any failure exits non-zero.
 #   SHARED            build the pack from $SHARED/conformance/openclaw-sig
 #                     (default: the example harness in hack/demo/example)
@@ -380,5 +383,8 @@ if "$packctl" verify --attestation "$out/release/attestation.json" --evidence "$
 	--audit "$out/release/audit.jsonl" --report "$out/release/report.json" --policy "$work/release-sig-only.json" >/dev/null 2>&1; then
 	fail "the release run verified under a policy that trusts only openclaw-sig"
 fi
+
+# Issue 19's attacks, last: they replace the control socket for a while.
+. "$here/attacks.sh"
 
 echo "e2e-openclaw: PASS (openclaw $oc_version; artifacts in $out: $(ls "$out" | tr '\n' ' '))" >&2
