@@ -35,12 +35,12 @@ import (
 
 // Limits on AttestInput.
 const (
-	MaxIDBytes  = evidencedoc.MaxIDBytes
-	MaxURIBytes = 2048
-	// MaxReceiptSigners bounds AttestInput.ReceiptSignerDIDs.
-	MaxReceiptSigners = 256
-	// AttestationIDPrefix starts every attestation_id.
-	AttestationIDPrefix = "clawea_att_"
+	maxIDBytes  = evidencedoc.MaxIDBytes
+	maxURIBytes = 2048
+	// maxReceiptSigners bounds AttestInput.ReceiptSignerDIDs.
+	maxReceiptSigners = 256
+	// attestationIDPrefix starts every attestation_id.
+	attestationIDPrefix = "clawea_att_"
 )
 
 // Issuer signs attestations with the attester's identity key over fresh
@@ -178,23 +178,15 @@ func (is *Issuer) now() time.Time {
 	return t.UTC().Truncate(time.Millisecond)
 }
 
-// DID returns the attester's did:key, or "" if the issuer has no key.
-func (is *Issuer) DID() string {
-	if is == nil || len(is.Key) != ed25519.PrivateKeySize {
-		return ""
-	}
-	return didkey.Format(is.Key.Public().(ed25519.PublicKey))
-}
-
 func checkInput(in *AttestInput) error {
 	if len(in.BundleEnvelope) == 0 || len(in.BundleEnvelope) > poh.MaxEnvelopeBytes {
 		return fmt.Errorf("%w: bundle envelope is %d bytes, want 1..%d", ErrInput, len(in.BundleEnvelope), poh.MaxEnvelopeBytes)
 	}
-	if len(in.AgentDID) > MaxIDBytes || !didkey.ValidSyntax(in.AgentDID) {
+	if len(in.AgentDID) > maxIDBytes || !didkey.ValidSyntax(in.AgentDID) {
 		return fmt.Errorf("%w: agent DID is not a did:key or did:web", ErrInput)
 	}
-	if len(in.RunID) == 0 || len(in.RunID) > MaxIDBytes || !utf8.ValidString(in.RunID) {
-		return fmt.Errorf("%w: run id must be 1..%d bytes of UTF-8", ErrInput, MaxIDBytes)
+	if len(in.RunID) == 0 || len(in.RunID) > maxIDBytes || !utf8.ValidString(in.RunID) {
+		return fmt.Errorf("%w: run id must be 1..%d bytes of UTF-8", ErrInput, maxIDBytes)
 	}
 	hashes := []struct{ name, v string }{
 		{"prompt hash", in.PromptHashB64u},
@@ -219,22 +211,22 @@ func checkInput(in *AttestInput) error {
 	if in.AuditCount < 0 || in.AuditCount > pohjson.MaxSafeInteger {
 		return fmt.Errorf("%w: audit count out of range", ErrInput)
 	}
-	if len(in.EvidenceURI) > MaxURIBytes || !utf8.ValidString(in.EvidenceURI) {
-		return fmt.Errorf("%w: evidence uri must be at most %d bytes of UTF-8", ErrInput, MaxURIBytes)
+	if len(in.EvidenceURI) > maxURIBytes || !utf8.ValidString(in.EvidenceURI) {
+		return fmt.Errorf("%w: evidence uri must be at most %d bytes of UTF-8", ErrInput, maxURIBytes)
 	}
-	if len(in.ReceiptSignerDIDs) > MaxReceiptSigners {
-		return fmt.Errorf("%w: more than %d receipt signers", ErrInput, MaxReceiptSigners)
+	if len(in.ReceiptSignerDIDs) > maxReceiptSigners {
+		return fmt.Errorf("%w: more than %d receipt signers", ErrInput, maxReceiptSigners)
 	}
 	return nil
 }
 
-// newAttestationID returns AttestationIDPrefix + b64u(16 random bytes).
+// newAttestationID returns attestationIDPrefix + b64u(16 random bytes).
 func newAttestationID() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	return AttestationIDPrefix + b64u.Encode(b[:]), nil
+	return attestationIDPrefix + b64u.Encode(b[:]), nil
 }
 
 // quote asks the platform for evidence over rd and checks that it commits
