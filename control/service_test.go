@@ -17,7 +17,7 @@ import (
 )
 
 // TestMain lets this test binary serve as the rebuild worker: the Service
-// starts /proc/self/exe with rebuild.WorkerArg, as the attester does.
+// starts /proc/self/exe with the rebuild worker argument, as the attester does.
 func TestMain(m *testing.M) {
 	if code, ok := RunWorker(os.Args[1:]); ok {
 		os.Exit(code)

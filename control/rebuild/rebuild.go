@@ -6,7 +6,7 @@
 // concatenates strings and the report is computed with encoding/json: all of
 // it on a garbage-collected heap that is not zeroed when freed. A Runner
 // does that work in a child process (the attester's own binary, started
-// with the hidden argument WorkerArg) that exits as soon as it is done, so
+// with the hidden argument workerArg) that exits as soon as it is done, so
 // the heap copies die with it. The parent passes the child
 //
 //   - a unix SOCK_SEQPACKET socket (fd 3), on which the parent sends the
@@ -51,12 +51,12 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// WorkerArg is the hidden first argument that starts the worker mode of the
-// attester binary. The worker refuses to run unless it also finds WorkerEnv
+// workerArg is the hidden first argument that starts the worker mode of the
+// attester binary. The worker refuses to run unless it also finds workerEnv
 // set to workerEnvValue and descriptor 3 a SOCK_SEQPACKET socket.
 const (
-	WorkerArg      = "__rebuild"
-	WorkerEnv      = "CLAWEA_ATTESTER_WORKER"
+	workerArg      = "__rebuild"
+	workerEnv      = "CLAWEA_ATTESTER_WORKER"
 	workerEnvValue = "rebuild-v1"
 	sockFD         = 3
 	// keyMsg is the payload of the message that carries the key.
@@ -69,10 +69,10 @@ const (
 	// admission.MaxPolicySize) beside the manifest and trusted templates.
 	maxHeader = 3 << 20
 	maxReply  = 64 << 10
-	// DefaultTimeout bounds one worker from start to answer.
-	DefaultTimeout = 30 * time.Second
-	// DefaultMaxWorkers bounds concurrent workers.
-	DefaultMaxWorkers = 2
+	// defaultTimeout bounds one worker from start to answer.
+	defaultTimeout = 30 * time.Second
+	// defaultMaxWorkers bounds concurrent workers.
+	defaultMaxWorkers = 2
 )
 
 var (
@@ -82,9 +82,9 @@ var (
 	// ErrWorker: the worker could not be started, timed out, crashed or
 	// broke the protocol. It says nothing about the pack.
 	ErrWorker = errors.New("rebuild: worker failed")
-	// ErrInvalidPack: the worker refused the pack for a reason that has no
+	// errInvalidPack: the worker refused the pack for a reason that has no
 	// more specific sentinel.
-	ErrInvalidPack = errors.New("rebuild: the pack, its manifest or its bound context is invalid")
+	errInvalidPack = errors.New("rebuild: the pack, its manifest or its bound context is invalid")
 )
 
 // refusals is the fixed table of refusal codes. The worker sends the code of
@@ -169,10 +169,10 @@ type Config struct {
 	// Exe is the binary to start; "" means /proc/self/exe, the running
 	// binary even if the file on disk was replaced.
 	Exe string
-	// MaxWorkers bounds concurrent workers; 0 means DefaultMaxWorkers.
+	// MaxWorkers bounds concurrent workers; 0 means defaultMaxWorkers.
 	MaxWorkers int
 	// Timeout bounds a worker from start to answer, including the wait for
-	// a slot; 0 means DefaultTimeout.
+	// a slot; 0 means defaultTimeout.
 	Timeout time.Duration
 	// Memory are the options of every sealed buffer (parent and worker).
 	Memory sealed.Options
@@ -200,11 +200,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 		r.exe = "/proc/self/exe"
 	}
 	if r.timeout == 0 {
-		r.timeout = DefaultTimeout
+		r.timeout = defaultTimeout
 	}
 	n := cfg.MaxWorkers
 	if n == 0 {
-		n = DefaultMaxWorkers
+		n = defaultMaxWorkers
 	}
 	r.sem = make(chan struct{}, n)
 	text, err := cfg.Key.AppendSecretText(nil)
@@ -275,7 +275,7 @@ func refusalError(rep reply) error {
 		}
 	}
 	if rep.Code == "invalid" {
-		return ErrInvalidPack
+		return errInvalidPack
 	}
 	return fmt.Errorf("%w: unknown refusal code %q", ErrWorker, rep.Code)
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // TestMain makes this test binary the worker too: a Runner starts
-// /proc/self/exe with WorkerArg, as the attester does.
+// /proc/self/exe with workerArg, as the attester does.
 func TestMain(m *testing.M) {
 	if IsWorker(os.Args[1:]) {
 		os.Exit(Main(os.Stdin, os.Stderr))
@@ -158,7 +158,7 @@ func TestWorkerRefusesToRunAlone(t *testing.T) {
 	if code := Main(strings.NewReader(""), &stderr); code != 2 || !strings.Contains(stderr.String(), "internal") {
 		t.Fatalf("without environment: exit %d, %q", code, stderr.String())
 	}
-	t.Setenv(WorkerEnv, workerEnvValue)
+	t.Setenv(workerEnv, workerEnvValue)
 	stderr.Reset()
 	// This test process's fd 4 (if open at all) is not a SOCK_SEQPACKET
 	// socket.

@@ -37,7 +37,7 @@ func TestRefusalTable(t *testing.T) {
 			t.Errorf("%s: %v", k.code, err)
 		}
 	}
-	if err := refusalError(refusalReply(errors.New("something else"))); !errors.Is(err, ErrInvalidPack) {
+	if err := refusalError(refusalReply(errors.New("something else"))); !errors.Is(err, errInvalidPack) {
 		t.Errorf("unknown error: %v", err)
 	}
 	for _, rep := range []reply{{Code: "nope"}, {Code: "template", TemplateKind: "nope"}} {

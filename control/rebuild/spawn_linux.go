@@ -72,8 +72,8 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 
 	var prefix [4]byte
 	binary.BigEndian.PutUint32(prefix[:], uint32(len(hdr)))
-	cmd := exec.CommandContext(ctx, r.exe, WorkerArg)
-	cmd.Env = []string{WorkerEnv + "=" + workerEnvValue}
+	cmd := exec.CommandContext(ctx, r.exe, workerArg)
+	cmd.Env = []string{workerEnv + "=" + workerEnvValue}
 	cmd.Stdin = io.MultiReader(bytes.NewReader(prefix[:]), bytes.NewReader(hdr), bytes.NewReader(req.Pack))
 	// stdout and stderr go to /dev/null: nothing the worker prints (a
 	// panic included) reaches a log.

@@ -7,8 +7,8 @@ import "errors"
 const maxPack = 256 << 20
 
 // errNotWorker: the process was not started by a Runner.
-var errNotWorker = errors.New("rebuild: " + WorkerArg + " is internal to the attester and is started only by it")
+var errNotWorker = errors.New("rebuild: " + workerArg + " is internal to the attester and is started only by it")
 
 // IsWorker reports whether args (without the program name) ask for the
 // worker mode. The attester's main and test binaries call Main then.
-func IsWorker(args []string) bool { return len(args) == 1 && args[0] == WorkerArg }
+func IsWorker(args []string) bool { return len(args) == 1 && args[0] == workerArg }

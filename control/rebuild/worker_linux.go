@@ -50,7 +50,7 @@ func Main(stdin io.Reader, stderr io.Writer) int {
 }
 
 func checkWorkerEnv() error {
-	if os.Getenv(WorkerEnv) != workerEnvValue {
+	if os.Getenv(workerEnv) != workerEnvValue {
 		return errNotWorker
 	}
 	typ, err := unix.GetsockoptInt(sockFD, unix.SOL_SOCKET, unix.SO_TYPE)
