@@ -173,7 +173,7 @@ func (a *attesterDoc) CheckConf(d *confdoc.Decoder, path string) {
 	}
 	for i, o := range a.Owners {
 		ch, sender, ok := strings.Cut(o, ":")
-		if !ok || ValidChannel(ch) != nil || ValidSenderID(sender) != nil {
+		if !ok || validChannel(ch) != nil || validSenderID(sender) != nil {
 			d.Fail(jsonobj.Index(key("owners"), i), confdoc.ErrBadValue, `want "channel:sender_id" (channel: 1-64 of a-z 0-9 _ -; sender_id: 1-256 bytes of UTF-8 without control characters)`)
 		}
 	}
@@ -287,17 +287,17 @@ func (c *Config) owner(channel, sender string) bool {
 
 // ConfigError names the key that is wrong (Key, a field: `attester.maxRuns`,
 // `tools.deny`), the class of the problem (Err) and what is wrong (Msg),
-// never a value. Its Doc is ErrConfig.
+// never a value. Its Doc is errConfig.
 type ConfigError = confdoc.ConfigError
 
-// ErrConfig is the document sentinel of the configuration file: every
+// errConfig is the document sentinel of the configuration file: every
 // *ConfigError from ParseConfig matches it, the gate's included, and its
 // text starts their messages.
-var ErrConfig = errors.New("config")
+var errConfig = errors.New("config")
 
 // configErr returns a *ConfigError of the configuration file at key.
 func configErr(key string, class error, format string, args ...any) *ConfigError {
-	return &ConfigError{Doc: ErrConfig, Key: key, Err: class, Msg: fmt.Sprintf(format, args...)}
+	return &ConfigError{Doc: errConfig, Key: key, Err: class, Msg: fmt.Sprintf(format, args...)}
 }
 
 var sha256Tagged = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -318,7 +318,7 @@ type ConfigOptions struct {
 // references in string values, and returns the attester section and the
 // gate's configuration (agents and tools, read by package gate from the
 // same tree). Every error is a *ConfigError naming its key and matching
-// ErrConfig; no value (and no resolved secret) is ever quoted. Nothing else
+// errConfig; no value (and no resolved secret) is ever quoted. Nothing else
 // reads the file: all configuration errors surface here, before the
 // platform is opened or the identity unsealed.
 func ParseConfig(data []byte) (*Config, *gate.Config, error) {
@@ -335,7 +335,7 @@ func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error
 	}
 	f := &configFile{opts: o}
 	popts := pohjson.ParseOptions{MaxBytes: MaxConfigBytes, MaxDepth: 16, AllowFloats: true}
-	if err := confdoc.Parse(data, popts, f, confdoc.Options{Doc: ErrConfig}); err != nil {
+	if err := confdoc.Parse(data, popts, f, confdoc.Options{Doc: errConfig}); err != nil {
 		return nil, nil, err
 	}
 	c := configWithDefaults(&f.doc.Attester)
@@ -351,7 +351,7 @@ func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error
 		if !ok {
 			ce = &ConfigError{Err: err}
 		}
-		ce.Doc = ErrConfig
+		ce.Doc = errConfig
 		return nil, nil, ce
 	}
 	return c, gc, nil

@@ -77,11 +77,11 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		b, _ := json.Marshal(m)
 		_, _, err := ParseConfig(b)
 		var ce *ConfigError
-		if !errors.As(err, &ce) || !errors.Is(err, ErrConfig) || ce.Key != tt.key {
+		if !errors.As(err, &ce) || !errors.Is(err, errConfig) || ce.Key != tt.key {
 			t.Errorf("want a ConfigError naming %q, got %v", tt.key, err)
 		}
 	}
-	if _, _, err := ParseConfig([]byte("{")); !errors.Is(err, ErrConfig) {
+	if _, _, err := ParseConfig([]byte("{")); !errors.Is(err, errConfig) {
 		t.Errorf("malformed file: %v", err)
 	}
 }
@@ -103,7 +103,7 @@ func TestConfigStrict(t *testing.T) {
 	} {
 		_, _, err := ParseConfig([]byte(tc.doc))
 		var ce *ConfigError
-		if !errors.As(err, &ce) || ce.Key != tc.key || !errors.Is(err, tc.class) || !errors.Is(err, ErrConfig) {
+		if !errors.As(err, &ce) || ce.Key != tc.key || !errors.Is(err, tc.class) || !errors.Is(err, errConfig) {
 			t.Errorf("%s: %v, want key %q and %v", tc.doc, err, tc.key, tc.class)
 		}
 	}
@@ -223,7 +223,7 @@ func TestConfigFlagOverrides(t *testing.T) {
 		}
 	}
 	var ce *ConfigError
-	if err := c.SetPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, ErrConfig) || c.Platform != "simulated" {
+	if err := c.SetPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, errConfig) || c.Platform != "simulated" {
 		t.Errorf("SetPlatform(sgx): %v, platform %q", err, c.Platform)
 	}
 	if err := c.SetListen("127.0.0.1:0"); err != nil || c.Listen != "127.0.0.1:0" {

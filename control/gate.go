@@ -73,9 +73,9 @@ const (
 	maxMessageIDBytes = 256
 )
 
-// ValidChannel reports whether ch is a channel name: 1-64 bytes of
+// validChannel reports whether ch is a channel name: 1-64 bytes of
 // a-z, 0-9, _ and -.
-func ValidChannel(ch string) error {
+func validChannel(ch string) error {
 	if ch == "" || len(ch) > maxChannelBytes {
 		return errors.New("channel must be 1-64 bytes")
 	}
@@ -88,9 +88,9 @@ func ValidChannel(ch string) error {
 	return nil
 }
 
-// ValidSenderID reports whether s is a sender id: 1-256 bytes of UTF-8
+// validSenderID reports whether s is a sender id: 1-256 bytes of UTF-8
 // without control characters.
-func ValidSenderID(s string) error { return validText(s, maxSenderIDBytes) }
+func validSenderID(s string) error { return validText(s, maxSenderIDBytes) }
 
 func validText(s string, max int) error {
 	if s == "" || len(s) > max || !utf8.ValidString(s) {
@@ -130,10 +130,10 @@ type TurnResponse struct {
 // run's current turn. Every check happens before anything changes: a
 // refused turn leaves the previous turn current.
 func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*TurnResponse, error) {
-	if err := ValidChannel(req.Channel); err != nil {
+	if err := validChannel(req.Channel); err != nil {
 		return nil, refusal(KindInvalid, "channel: "+err.Error(), nil)
 	}
-	if err := ValidSenderID(req.SenderID); err != nil {
+	if err := validSenderID(req.SenderID); err != nil {
 		return nil, refusal(KindInvalid, "sender_id: "+err.Error(), nil)
 	}
 	if err := validText(req.MessageID, maxMessageIDBytes); err != nil {

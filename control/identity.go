@@ -17,8 +17,8 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// IdentityLabel is the sealing label of the identity blob.
-const IdentityLabel = "clawea.dev/attester/v1/identity"
+// identityLabel is the sealing label of the identity blob.
+const identityLabel = "clawea.dev/attester/v1/identity"
 
 // identityFile is the sealed identity blob inside the state directory.
 const identityFile = "identity.sealed"
@@ -40,13 +40,13 @@ type Identity struct {
 	SealerKind string
 }
 
-// WithSigningKey calls f with the Ed25519 private key and wipes the key
+// withSigningKey calls f with the Ed25519 private key and wipes the key
 // afterwards. The key lives in locked memory; f gets a short-lived heap copy
 // because crypto/ed25519 (Go 1.26) caches derived keys by the address of the
 // key slice and cannot take memory the Go runtime does not own. Go's crypto
 // internals keep transient copies on the heap while signing; see
 // docs/spec/sealed-memory.md.
-func (id *Identity) WithSigningKey(f func(ed25519.PrivateKey) error) error {
+func (id *Identity) withSigningKey(f func(ed25519.PrivateKey) error) error {
 	k := make(ed25519.PrivateKey, ed25519.PrivateKeySize)
 	copy(k, id.signKey.Bytes())
 	defer sealed.Wipe(k)
@@ -90,7 +90,7 @@ func LoadIdentity(ctx context.Context, stateDir string, sealer sealed.Sealer, op
 		log.Warn("identity is ephemeral: no platform sealer or state directory", "did", id.DID)
 		return id, nil
 	}
-	blob, err := sealer.Seal(ctx, IdentityLabel, secret.Bytes())
+	blob, err := sealer.Seal(ctx, identityLabel, secret.Bytes())
 	if err != nil {
 		id.Close()
 		return nil, fmt.Errorf("identity: seal: %w", err)
@@ -122,7 +122,7 @@ func newIdentity(opts sealed.Options) (*Identity, *sealed.Buffer, error) {
 }
 
 func unsealIdentity(ctx context.Context, sealer sealed.Sealer, blob []byte, opts sealed.Options) (*Identity, error) {
-	secret, err := sealer.Unseal(ctx, IdentityLabel, blob)
+	secret, err := sealer.Unseal(ctx, identityLabel, blob)
 	if err != nil {
 		return nil, err
 	}

@@ -46,18 +46,18 @@ type SocketWriter struct {
 	Dir string
 }
 
-// ErrSocketReplaceable is returned by CheckSocketLayout (wrapped in a
-// *SocketLayoutError) when a control uid can replace the control socket.
-var ErrSocketReplaceable = errors.New("control socket: a control uid can replace it")
+// errSocketReplaceable is returned by CheckSocketLayout (wrapped in a
+// *socketLayoutError) when a control uid can replace the control socket.
+var errSocketReplaceable = errors.New("control socket: a control uid can replace it")
 
-// SocketLayoutError names the uid and the directory.
-type SocketLayoutError struct{ SocketWriter }
+// socketLayoutError names the uid and the directory.
+type socketLayoutError struct{ SocketWriter }
 
-func (e *SocketLayoutError) Error() string {
-	return fmt.Sprintf("%v: uid %d can write %s (the socket's directory or one above it); give every directory up to / to the attester or root, without group or other write for a group of a control uid", ErrSocketReplaceable, e.UID, e.Dir)
+func (e *socketLayoutError) Error() string {
+	return fmt.Sprintf("%v: uid %d can write %s (the socket's directory or one above it); give every directory up to / to the attester or root, without group or other write for a group of a control uid", errSocketReplaceable, e.UID, e.Dir)
 }
 
-func (e *SocketLayoutError) Unwrap() error { return ErrSocketReplaceable }
+func (e *socketLayoutError) Unwrap() error { return errSocketReplaceable }
 
 // dirInfo is what a writability check needs of one directory on the
 // socket's path and of the entry below it.
@@ -253,7 +253,7 @@ func (p *isolationProbe) observe(socket string, attester int, controlUIDs []int,
 
 // CheckSocketLayout refuses a layout in which a control uid other than the
 // attester's own can replace the control socket (write its directory or a
-// directory above it): a *SocketLayoutError. The attester refuses to start
+// directory above it): a *socketLayoutError. The attester refuses to start
 // on it outside development mode. A layout it cannot read is an error too.
 func (c *Config) CheckSocketLayout() error {
 	w, found, err := hostProbe().socketWriter(c.ControlSocket, os.Geteuid(), c.ControlUIDs)
@@ -261,7 +261,7 @@ func (c *Config) CheckSocketLayout() error {
 		return fmt.Errorf("control socket: cannot read its directories: %w", err)
 	}
 	if found {
-		return &SocketLayoutError{w}
+		return &socketLayoutError{w}
 	}
 	return nil
 }

@@ -404,10 +404,10 @@ func (c *creation) openGateRun(context.Context) error {
 	return nil
 }
 
-// ReasonAdmissionUncheckable is the reason of a 422 for a pack whose inputs
+// reasonAdmissionUncheckable is the reason of a 422 for a pack whose inputs
 // admission cannot check (an unsupported recipe, params that do not parse):
 // it is not admitted.
-const ReasonAdmissionUncheckable = "ADMISSION_UNCHECKABLE"
+const reasonAdmissionUncheckable = "ADMISSION_UNCHECKABLE"
 
 // runtimeFacts are the attester's run-time facts for a run of agent that a
 // sensitive admission policy obliges (docs/spec/admission-policy-v1.md
@@ -431,7 +431,7 @@ func admissionError(err error) error {
 		return &Error{Kind: KindUnprocessable, Msg: fmt.Sprintf("the run is not admitted by the admission policy: %s: %q", re.Rule, re.Input), Reason: re.Rule, Err: err}
 	}
 	if errors.Is(err, admission.ErrUnreadable) {
-		return &Error{Kind: KindUnprocessable, Msg: "the pack's inputs cannot be checked against the admission policy, so it is not admitted", Reason: ReasonAdmissionUncheckable, Err: err}
+		return &Error{Kind: KindUnprocessable, Msg: "the pack's inputs cannot be checked against the admission policy, so it is not admitted", Reason: reasonAdmissionUncheckable, Err: err}
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ type Service struct {
 	rebuild  *rebuild.Runner
 	keyAtts  *keyAttestations
 	// answers signs control answers with the identity key (binding.go).
-	answers Signer
+	answers signer
 	// activations meters TPM credential activations (tpmactivate.go).
 	activations *tokenBucket
 }
@@ -76,7 +76,7 @@ func New(d Deps) (*Service, error) {
 	}
 	s := &Service{
 		cfg: d.Config, id: d.Identity, platform: d.Platform, report: d.PlatformReport,
-		log: d.Logger, now: d.Now, answers: AnswerSigner{Identity: d.Identity},
+		log: d.Logger, now: d.Now, answers: answerSigner{Identity: d.Identity},
 		memOpts: sealed.Options{AllowUnlocked: d.Config.AllowUnlockedMemory},
 	}
 	s.metrics = newMetrics(d.Registerer)
@@ -142,7 +142,7 @@ func (s *Service) OpenRuns() int { return s.runs.open() }
 // withIssuer runs f with an attestation issuer holding a short-lived copy of
 // the identity key.
 func (s *Service) withIssuer(f func(*attestation.Issuer) error) error {
-	return s.id.WithSigningKey(func(k ed25519.PrivateKey) error {
+	return s.id.withSigningKey(func(k ed25519.PrivateKey) error {
 		return f(&attestation.Issuer{
 			Key: k, Quoter: s.platform, Now: s.now,
 			RecipientKey: s.id.PackKey.Public().Bytes(),

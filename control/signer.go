@@ -7,41 +7,37 @@ import (
 	"github.com/clawea/attester/wire/answer"
 )
 
-// Signer signs the control plane's answers.
-type Signer interface {
+// signer signs the control plane's answers.
+type signer interface {
 	Sign(message []byte) ([]byte, error)
 }
 
-// AnswerContext is the domain-separation label an AnswerSigner signs under:
-// its signature is over AnswerContext, a zero byte and the message, so that
-// no control answer can be taken for another object the identity key signs
-// (key attestations, execution attestations).
-const AnswerContext = answer.Label
-
-// AnswerSigner signs control answers with the attester identity's Ed25519
-// key (the key of its DID).
-type AnswerSigner struct {
+// answerSigner signs control answers with the attester identity's Ed25519
+// key (the key of its DID), under the domain-separation label answer.Label,
+// so that no control answer can be taken for another object the identity key
+// signs (key attestations, execution attestations).
+type answerSigner struct {
 	Identity *Identity
 }
 
-var _ Signer = AnswerSigner{}
+var _ signer = answerSigner{}
 
-// Sign returns the Ed25519 signature of AnswerContext || 0x00 || message.
-func (a AnswerSigner) Sign(message []byte) ([]byte, error) {
+// Sign returns the Ed25519 signature of answer.Label || 0x00 || message.
+func (a answerSigner) Sign(message []byte) ([]byte, error) {
 	if a.Identity == nil {
 		return nil, errors.New("control: answer signer without an identity")
 	}
 	var sig []byte
-	err := a.Identity.WithSigningKey(func(k ed25519.PrivateKey) error {
+	err := a.Identity.withSigningKey(func(k ed25519.PrivateKey) error {
 		sig = ed25519.Sign(k, answerMessage(message))
 		return nil
 	})
 	return sig, err
 }
 
-// VerifyAnswer reports whether sig is an AnswerSigner signature of message
+// verifyAnswer reports whether sig is an answerSigner signature of message
 // by pub.
-func VerifyAnswer(pub ed25519.PublicKey, message, sig []byte) bool {
+func verifyAnswer(pub ed25519.PublicKey, message, sig []byte) bool {
 	return len(pub) == ed25519.PublicKeySize && ed25519.Verify(pub, answerMessage(message), sig)
 }
 

@@ -14,28 +14,28 @@ func TestAnswerSigner(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer id.Close()
-	var s Signer = AnswerSigner{Identity: id}
+	var s signer = answerSigner{Identity: id}
 	msg := []byte(`{"run_id":"run_x"}`)
 	sig, err := s.Sign(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !VerifyAnswer(id.Public, msg, sig) {
+	if !verifyAnswer(id.Public, msg, sig) {
 		t.Fatal("signature does not verify")
 	}
 	// Domain separated: not a signature of the bare message, nor of another.
 	if ed25519.Verify(id.Public, msg, sig) {
 		t.Fatal("signature is over the bare message")
 	}
-	if VerifyAnswer(id.Public, []byte(`{"run_id":"run_y"}`), sig) {
+	if verifyAnswer(id.Public, []byte(`{"run_id":"run_y"}`), sig) {
 		t.Fatal("signature verifies for another message")
 	}
 	other, _ := LoadIdentity(t.Context(), "", nil, sealed.Options{AllowUnlocked: true}, slog.New(slog.DiscardHandler))
 	defer other.Close()
-	if VerifyAnswer(other.Public, msg, sig) {
+	if verifyAnswer(other.Public, msg, sig) {
 		t.Fatal("signature verifies under another key")
 	}
-	if _, err := (AnswerSigner{}).Sign(msg); err == nil {
+	if _, err := (answerSigner{}).Sign(msg); err == nil {
 		t.Fatal("a signer without an identity signed")
 	}
 }
