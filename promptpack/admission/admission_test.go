@@ -156,7 +156,7 @@ func TestAdmitVectors(t *testing.T) {
 	}
 	// Every pack rule has a failing vector.
 	for _, r := range []string{
-		RuleRecipeNotAllowed, RulePromptModeNotAllowed, RuleBootstrapPath, RuleBootstrapDuplicate,
+		ruleRecipeNotAllowed, RulePromptModeNotAllowed, RuleBootstrapPath, RuleBootstrapDuplicate,
 		RuleBootstrapFileTooLarge, RuleBootstrapTotalTooBig, RuleBootstrapBinary, RuleBootstrapNul,
 		RuleBootstrapNewlines, RuleBootstrapNotPinned, RuleSkillsRefused, RuleSkillsMalformed,
 		RuleSkillsPreamble, RuleSkillNotAllowed, RuleSkillNotPinned, RuleSkillWorkspace,

@@ -22,7 +22,7 @@ func (p *Policy) Admit(pack *promptpack.Pack) error {
 		return fmt.Errorf("%w: nil policy or pack", ErrUnreadable)
 	}
 	if !slices.Contains(p.recipes, recipeRef{ID: pack.Recipe.ID, Version: pack.Recipe.Version}) {
-		return refuse(RuleRecipeNotAllowed, "recipe", pack.Recipe.ID+"/"+pack.Recipe.Version)
+		return refuse(ruleRecipeNotAllowed, "recipe", pack.Recipe.ID+"/"+pack.Recipe.Version)
 	}
 	if !slices.Contains(p.promptModes, pack.PromptMode) {
 		return refuse(RulePromptModeNotAllowed, "prompt_mode", pack.PromptMode)
@@ -69,7 +69,7 @@ func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) 
 			return refuse(RuleBootstrapTotalTooBig, "bootstrap", f.Path)
 		}
 	}
-	if b.Content != ContentPinned {
+	if b.Content != contentPinned {
 		return nil
 	}
 	for _, f := range params.ContextFiles {
@@ -98,7 +98,7 @@ func contentRule(s, newlines string) string {
 			return RuleBootstrapBinary
 		}
 	}
-	if newlines == NewlinesLF && strings.IndexByte(s, '\r') >= 0 {
+	if newlines == newlinesLF && strings.IndexByte(s, '\r') >= 0 {
 		return RuleBootstrapNewlines
 	}
 	return ""
@@ -108,9 +108,9 @@ func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) err
 	s := &p.skills
 	prompt := jsstr.Trim(params.SkillsPrompt)
 	switch s.Mode {
-	case SkillsAll:
+	case skillsAll:
 		return nil
-	case SkillsNone:
+	case skillsNone:
 		if prompt != "" {
 			return refuse(RuleSkillsRefused, "skills_prompt", "")
 		}
@@ -143,9 +143,9 @@ func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) err
 
 func (p *Policy) admitSkillsEnv(pack *promptpack.Pack, _ *openclawsig.Params) error {
 	switch p.skills.EnvOverrides {
-	case EnvAny:
+	case envAny:
 		return nil
-	case EnvRefuse:
+	case envRefuse:
 		if len(pack.SkillsEnvOverrides) > 0 {
 			return refuse(RuleSkillsEnvRefused, "skills_env_overrides", "")
 		}
@@ -162,7 +162,7 @@ func (p *Policy) admitSkillsEnv(pack *promptpack.Pack, _ *openclawsig.Params) er
 }
 
 func (p *Policy) admitExtra(_ *promptpack.Pack, params *openclawsig.Params) error {
-	if p.extraSystemPrompt == Refuse && jsstr.Trim(params.ExtraSystemPrompt) != "" {
+	if p.extraSystemPrompt == modeRefuse && jsstr.Trim(params.ExtraSystemPrompt) != "" {
 		return refuse(RuleExtraSystemPrompt, "extra_system_prompt", "")
 	}
 	return nil
@@ -170,7 +170,7 @@ func (p *Policy) admitExtra(_ *promptpack.Pack, params *openclawsig.Params) erro
 
 func (p *Policy) admitTools(pack *promptpack.Pack, params *openclawsig.Params) error {
 	t := &p.tools
-	if t.Schemas == SchemasPinned {
+	if t.Schemas == schemasPinned {
 		h, err := pack.ToolSchemasHash()
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrUnreadable, err)
@@ -179,14 +179,14 @@ func (p *Policy) admitTools(pack *promptpack.Pack, params *openclawsig.Params) e
 			return refuse(RuleToolSchemasNotPinned, "tool_schemas", "")
 		}
 	}
-	if t.PluginSummaries == Refuse {
+	if t.PluginSummaries == modeRefuse {
 		for _, s := range params.ToolSummaries {
 			if jsstr.Trim(s.Summary) != "" {
 				return refuse(RuleToolSummaryRefused, "tool", s.Name)
 			}
 		}
 	}
-	if t.Names == NamesAllowlist {
+	if t.Names == namesAllowlist {
 		for _, n := range params.ToolNames {
 			if k := toolKey(n); k != "" && !p.toolNames[k] {
 				return refuse(RuleToolNameNotAllowed, "tool", n)
@@ -201,7 +201,7 @@ func toolKey(n string) string { return jsstr.ToLower(jsstr.Trim(n)) }
 
 func (p *Policy) admitOwners(_ *promptpack.Pack, params *openclawsig.Params) error {
 	o := &p.owners
-	if o.Display == OwnersAny {
+	if o.Display == ownersAny {
 		return nil
 	}
 	for i, n := range params.OwnerNumbers {
@@ -211,7 +211,7 @@ func (p *Policy) admitOwners(_ *promptpack.Pack, params *openclawsig.Params) err
 		}
 		// Owners are named by index: the value is an identity.
 		in := "owner[" + strconv.Itoa(i) + "]"
-		if o.Display == OwnersNone {
+		if o.Display == ownersNone {
 			return &RuleError{Rule: RuleOwnersRefused, Input: in}
 		}
 		if !p.hmacs[n] {

@@ -10,7 +10,7 @@ import (
 // Rule codes (docs/spec/admission-policy-v1.md section 6). A *RuleError
 // carries exactly one of them.
 const (
-	RuleRecipeNotAllowed      = "RECIPE_NOT_ALLOWED"
+	ruleRecipeNotAllowed      = "RECIPE_NOT_ALLOWED"
 	RulePromptModeNotAllowed  = "PROMPT_MODE_NOT_ALLOWED"
 	RuleBootstrapPath         = "BOOTSTRAP_PATH_NOT_ALLOWED"
 	RuleBootstrapDuplicate    = "BOOTSTRAP_DUPLICATE_PATH"
@@ -45,7 +45,7 @@ const (
 // refusal that crossed a process boundary).
 func KnownRule(code string) bool {
 	switch code {
-	case RuleRecipeNotAllowed, RulePromptModeNotAllowed, RuleBootstrapPath, RuleBootstrapDuplicate,
+	case ruleRecipeNotAllowed, RulePromptModeNotAllowed, RuleBootstrapPath, RuleBootstrapDuplicate,
 		RuleBootstrapFileTooLarge, RuleBootstrapTotalTooBig, RuleBootstrapBinary, RuleBootstrapNul,
 		RuleBootstrapNewlines, RuleBootstrapNotPinned, RuleSkillsRefused, RuleSkillsMalformed,
 		RuleSkillsPreamble, RuleSkillNotAllowed, RuleSkillNotPinned, RuleSkillWorkspace,

@@ -26,9 +26,9 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 )
 
-// Version is the value of "admission_policy_version". It sorts first among
+// version is the value of "admission_policy_version". It sorts first among
 // the members, so the canonical form begins with it.
-const Version = "clawea.dev/admission-policy/v1"
+const version = "clawea.dev/admission-policy/v1"
 
 // Limits of format v1.
 const (
@@ -36,45 +36,45 @@ const (
 	MaxPolicySize = 1 << 20
 	// maxList bounds every list and map of the policy.
 	maxList = 1024
-	// MaxNameLen bounds a path hint, skill name, tool name or recipe
+	// maxNameLen bounds a path hint, skill name, tool name or recipe
 	// field, in bytes.
-	MaxNameLen = 1024
-	// MaxChars bounds the character limits (UTF-16 code units).
-	MaxChars = 1 << 30
+	maxNameLen = 1024
+	// maxChars bounds the character limits (UTF-16 code units).
+	maxChars = 1 << 30
 )
 
 // Modes of the enumerated members. The strictest choice of each is the
 // one a sensitive policy requires.
 const (
-	NulRefuse = "refuse"
-	NulStrip  = "strip"
+	nulRefuse = "refuse"
+	nulStrip  = "strip"
 
-	NewlinesLF       = "lf"
-	NewlinesPreserve = "preserve"
+	newlinesLF       = "lf"
+	newlinesPreserve = "preserve"
 
-	ContentPinned = "pinned"
-	ContentAny    = "any"
+	contentPinned = "pinned"
+	contentAny    = "any"
 
-	SkillsNone      = "none"
-	SkillsAllowlist = "allowlist"
-	SkillsAll       = "all"
+	skillsNone      = "none"
+	skillsAllowlist = "allowlist"
+	skillsAll       = "all"
 
-	EnvRefuse = "refuse"
-	EnvPinned = "pinned"
-	EnvAny    = "any"
+	envRefuse = "refuse"
+	envPinned = "pinned"
+	envAny    = "any"
 
-	Refuse = "refuse"
-	Allow  = "allow"
+	modeRefuse = "refuse"
+	modeAllow  = "allow"
 
-	SchemasPinned = "pinned"
-	SchemasAny    = "any"
+	schemasPinned = "pinned"
+	schemasAny    = "any"
 
-	NamesAllowlist = "allowlist"
-	NamesAny       = "any"
+	namesAllowlist = "allowlist"
+	namesAny       = "any"
 
-	OwnersNone = "none"
-	OwnersHMAC = "hmac"
-	OwnersAny  = "any"
+	ownersNone = "none"
+	ownersHMAC = "hmac"
+	ownersAny  = "any"
 )
 
 // Errors. Every Parse error is a *policyError that matches errMalformed
@@ -111,7 +111,7 @@ type bootstrapRules struct {
 	Newlines      string      `conf:"newlines,required,enum=lf|preserve"`
 	Content       string      `conf:"content,required,enum=pinned|any"`
 	// PinnedContent maps a path hint to the allowed b64u SHA-256 hashes
-	// of its content; present only when Content is ContentPinned.
+	// of its content; present only when Content is contentPinned.
 	PinnedContent map[string]hashList `conf:"pinned_content_b64u,max=1024"`
 }
 
@@ -148,7 +148,7 @@ type ownersRules struct {
 // policyDoc declares the document (section 4.2): every member is required
 // except the lists that a mode needs, which CheckConf requires exactly
 // with their mode. Format v1 has no defaults. The numbers in the tags are
-// maxList (1024), MaxNameLen (1024) and MaxChars (2^30);
+// maxList (1024), maxNameLen (1024) and maxChars (2^30);
 // TestDeclaredLimits keeps them equal. Parse checks
 // admission_policy_version before the document is decoded.
 type policyDoc struct {
@@ -164,7 +164,7 @@ type policyDoc struct {
 }
 
 // nameValue is a path hint, skill name or tool name (the schema's "name"):
-// 1 to MaxNameLen bytes.
+// 1 to maxNameLen bytes.
 type nameValue string
 
 func (n *nameValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
@@ -174,8 +174,8 @@ func (n *nameValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path str
 		d.Fail(path, jsonobj.ErrWrongType, "not a string")
 	case s == "":
 		d.Fail(path, jsonobj.ErrMissingField, "is empty")
-	case len(s) > MaxNameLen:
-		d.Fail(path, jsonobj.ErrTooLarge, "more than %d bytes long", MaxNameLen)
+	case len(s) > maxNameLen:
+		d.Fail(path, jsonobj.ErrTooLarge, "more than %d bytes long", maxNameLen)
 	}
 	*n = nameValue(s)
 }
@@ -262,13 +262,13 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		path          string
 		present, mode bool
 	}{
-		{"$.bootstrap.pinned_content_b64u", b.PinnedContent != nil, b.Content == ContentPinned},
-		{"$.skills.preamble_hashes_b64u", s.PreambleHashes != nil, s.Mode == SkillsAllowlist},
-		{"$.skills.allowed", s.Allowed != nil, s.Mode == SkillsAllowlist},
-		{"$.skills.env_overrides_hashes_b64u", s.EnvOverrideHash != nil, s.EnvOverrides == EnvPinned},
-		{"$.tools.schema_pack_hashes_b64u", t.SchemaPackHash != nil, t.Schemas == SchemasPinned},
-		{"$.tools.allowed_names", t.AllowedNames != nil, t.Names == NamesAllowlist},
-		{"$.owners.hmac_values", o.HMACValues != nil, o.Display == OwnersHMAC},
+		{"$.bootstrap.pinned_content_b64u", b.PinnedContent != nil, b.Content == contentPinned},
+		{"$.skills.preamble_hashes_b64u", s.PreambleHashes != nil, s.Mode == skillsAllowlist},
+		{"$.skills.allowed", s.Allowed != nil, s.Mode == skillsAllowlist},
+		{"$.skills.env_overrides_hashes_b64u", s.EnvOverrideHash != nil, s.EnvOverrides == envPinned},
+		{"$.tools.schema_pack_hashes_b64u", t.SchemaPackHash != nil, t.Schemas == schemasPinned},
+		{"$.tools.allowed_names", t.AllowedNames != nil, t.Names == namesAllowlist},
+		{"$.owners.hmac_values", o.HMACValues != nil, o.Display == ownersHMAC},
 	} {
 		switch {
 		case m.mode && !m.present:
@@ -294,14 +294,14 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		path, got string
 		want      []string
 	}{
-		{"$.bootstrap.nul", b.Nul, []string{NulRefuse}},
-		{"$.bootstrap.content", b.Content, []string{ContentPinned}},
-		{"$.skills.mode", s.Mode, []string{SkillsNone, SkillsAllowlist}},
-		{"$.skills.env_overrides", s.EnvOverrides, []string{EnvRefuse, EnvPinned}},
-		{"$.extra_system_prompt", doc.Extra, []string{Refuse}},
-		{"$.tools.schemas", t.Schemas, []string{SchemasPinned}},
-		{"$.tools.plugin_summaries", t.PluginSummaries, []string{Refuse}},
-		{"$.owners.display", o.Display, []string{OwnersNone, OwnersHMAC}},
+		{"$.bootstrap.nul", b.Nul, []string{nulRefuse}},
+		{"$.bootstrap.content", b.Content, []string{contentPinned}},
+		{"$.skills.mode", s.Mode, []string{skillsNone, skillsAllowlist}},
+		{"$.skills.env_overrides", s.EnvOverrides, []string{envRefuse, envPinned}},
+		{"$.extra_system_prompt", doc.Extra, []string{modeRefuse}},
+		{"$.tools.schemas", t.Schemas, []string{schemasPinned}},
+		{"$.tools.plugin_summaries", t.PluginSummaries, []string{modeRefuse}},
+		{"$.owners.display", o.Display, []string{ownersNone, ownersHMAC}},
 	} {
 		if !slices.Contains(c.want, c.got) {
 			d.Fail(c.path, errContradiction, "a sensitive policy requires %s", quoteList(c.want))
@@ -401,8 +401,8 @@ func Parse(data []byte) (*Policy, error) {
 	if err != nil {
 		return nil, confdoc.FromPathError(errMalformed, err)
 	}
-	if v, ok := root.GetString("admission_policy_version"); !ok || v != Version {
-		return nil, &policyError{Doc: errMalformed, Key: "admission_policy_version", Err: errUnknownVersion, Msg: fmt.Sprintf("missing or unsupported, want %q", Version)}
+	if v, ok := root.GetString("admission_policy_version"); !ok || v != version {
+		return nil, &policyError{Doc: errMalformed, Key: "admission_policy_version", Err: errUnknownVersion, Msg: fmt.Sprintf("missing or unsupported, want %q", version)}
 	}
 	var doc policyDoc
 	if err := confdoc.Decode(root, &doc, confdoc.Options{Doc: errMalformed}); err != nil {

@@ -18,10 +18,10 @@ import (
 // TestDeclaredLimits: the numbers in policyDoc's conf tags are the
 // exported limits (a tag cannot name a constant).
 func TestDeclaredLimits(t *testing.T) {
-	if maxList != 1024 || MaxNameLen != 1024 || MaxChars != 1073741824 {
+	if maxList != 1024 || maxNameLen != 1024 || maxChars != 1073741824 {
 		t.Fatal("a limit changed: update the conf tags of policyDoc and this test")
 	}
-	allowed := map[int64]bool{3: true, 32: true, 64: true, maxList: true, MaxChars: true}
+	allowed := map[int64]bool{3: true, 32: true, 64: true, maxList: true, maxChars: true}
 	var walk func(typ reflect.Type)
 	walk = func(typ reflect.Type) {
 		for typ.Kind() == reflect.Slice || typ.Kind() == reflect.Pointer {

@@ -32,11 +32,11 @@ func Suggest(pack *promptpack.Pack, sensitive bool) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	sg := &suggester{pack: pack, params: params, sensitive: sensitive, doc: suggestDoc{
-		Version:     Version,
+		Version:     version,
 		Sensitive:   sensitive,
 		Recipes:     []suggestRecipe{{ID: pack.Recipe.ID, Version: pack.Recipe.Version}},
 		PromptModes: []string{pack.PromptMode},
-		Extra:       Refuse,
+		Extra:       modeRefuse,
 	}}
 	for _, step := range []func() error{
 		sg.bootstrap,
@@ -73,22 +73,22 @@ func (sg *suggester) relax(choice string, refusal error) (string, error) {
 // bootstrap pins each context file's content and sizes.
 func (sg *suggester) bootstrap() error {
 	b := &sg.doc.Bootstrap
-	b.AllowedPaths, b.Nul, b.Newlines, b.Content = []string{}, NulRefuse, NewlinesLF, ContentPinned
+	b.AllowedPaths, b.Nul, b.Newlines, b.Content = []string{}, nulRefuse, newlinesLF, contentPinned
 	b.Pinned = map[string][]string{}
 	for _, f := range sg.params.ContextFiles {
 		switch {
-		case f.Path == "" || len(f.Path) > MaxNameLen:
+		case f.Path == "" || len(f.Path) > maxNameLen:
 			return refuse(RuleBootstrapPath, "bootstrap", f.Path)
 		case slices.Contains(b.AllowedPaths, f.Path):
 			return refuse(RuleBootstrapDuplicate, "bootstrap", f.Path)
 		}
-		switch rule := contentRule(f.Content, NewlinesPreserve); rule {
+		switch rule := contentRule(f.Content, newlinesPreserve); rule {
 		case "":
 		default:
 			return refuse(rule, "bootstrap", f.Path)
 		}
-		if contentRule(f.Content, NewlinesLF) != "" {
-			b.Newlines = NewlinesPreserve
+		if contentRule(f.Content, newlinesLF) != "" {
+			b.Newlines = newlinesPreserve
 		}
 		n := int64(jsstr.Len(f.Content))
 		b.MaxFile = max(b.MaxFile, n)
@@ -96,7 +96,7 @@ func (sg *suggester) bootstrap() error {
 		b.AllowedPaths = append(b.AllowedPaths, f.Path)
 		b.Pinned[f.Path] = []string{b64u.SHA256([]byte(f.Content))}
 	}
-	if b.MaxFile > MaxChars || b.MaxTotal > MaxChars {
+	if b.MaxFile > maxChars || b.MaxTotal > maxChars {
 		return refuse(RuleBootstrapTotalTooBig, "bootstrap", "")
 	}
 	return nil
@@ -106,19 +106,19 @@ func (sg *suggester) bootstrap() error {
 func (sg *suggester) skills() error {
 	var err error
 	s := &sg.doc.Skills
-	s.Mode = SkillsNone
+	s.Mode = skillsNone
 	if prompt := jsstr.Trim(sg.params.SkillsPrompt); prompt != "" {
 		if s.Mode, err = suggestSkills(s, prompt, sg.params, sg.sensitive); err != nil {
 			return err
 		}
 	}
-	s.Env = EnvRefuse
+	s.Env = envRefuse
 	if len(sg.pack.SkillsEnvOverrides) > 0 {
 		h, _, err := sg.pack.SkillsEnvOverridesHash()
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}
-		s.Env, s.EnvHashes = EnvPinned, []string{h}
+		s.Env, s.EnvHashes = envPinned, []string{h}
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (sg *suggester) skills() error {
 func (sg *suggester) extra() error {
 	var err error
 	if jsstr.Trim(sg.params.ExtraSystemPrompt) != "" {
-		sg.doc.Extra, err = sg.relax(Allow, refuse(RuleExtraSystemPrompt, "extra_system_prompt", ""))
+		sg.doc.Extra, err = sg.relax(modeAllow, refuse(RuleExtraSystemPrompt, "extra_system_prompt", ""))
 	}
 	return err
 }
@@ -139,22 +139,22 @@ func (sg *suggester) tools() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
-	t.Schemas, t.SchemaHashes, t.Summaries, t.Names = SchemasPinned, []string{h}, Refuse, NamesAny
+	t.Schemas, t.SchemaHashes, t.Summaries, t.Names = schemasPinned, []string{h}, modeRefuse, namesAny
 	for _, sum := range sg.params.ToolSummaries {
 		if jsstr.Trim(sum.Summary) != "" {
-			if t.Summaries, err = sg.relax(Allow, refuse(RuleToolSummaryRefused, "tool", sum.Name)); err != nil {
+			if t.Summaries, err = sg.relax(modeAllow, refuse(RuleToolSummaryRefused, "tool", sum.Name)); err != nil {
 				return err
 			}
 			break
 		}
 	}
 	for _, n := range sg.params.ToolNames {
-		if k := toolKey(n); k != "" && len(k) <= MaxNameLen && !slices.Contains(t.AllowedNames, k) {
+		if k := toolKey(n); k != "" && len(k) <= maxNameLen && !slices.Contains(t.AllowedNames, k) {
 			t.AllowedNames = append(t.AllowedNames, k)
 		}
 	}
 	if len(t.AllowedNames) > 0 {
-		t.Names = NamesAllowlist
+		t.Names = namesAllowlist
 	}
 	return nil
 }
@@ -163,19 +163,19 @@ func (sg *suggester) tools() error {
 // allows any, unless sensitive.
 func (sg *suggester) owners() error {
 	o := &sg.doc.Owners
-	o.Display = OwnersNone
+	o.Display = ownersNone
 	for i, n := range sg.params.OwnerNumbers {
 		if n = jsstr.Trim(n); n == "" {
 			continue
 		}
 		if !isLowerHex(n) || len(n) < 12 || len(n) > 64 {
-			if _, err := sg.relax(OwnersAny, &RuleError{Rule: RuleOwnerNotHMAC, Input: "owner[" + strconv.Itoa(i) + "]"}); err != nil {
+			if _, err := sg.relax(ownersAny, &RuleError{Rule: RuleOwnerNotHMAC, Input: "owner[" + strconv.Itoa(i) + "]"}); err != nil {
 				return err
 			}
-			o.Display, o.HMACValues = OwnersAny, nil
+			o.Display, o.HMACValues = ownersAny, nil
 			break
 		}
-		o.Display = OwnersHMAC
+		o.Display = ownersHMAC
 		if !slices.Contains(o.HMACValues, n) {
 			o.HMACValues = append(o.HMACValues, n)
 		}
@@ -213,11 +213,11 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 		if sensitive {
 			return "", refuse(RuleSkillsMalformed, "skills_prompt", "")
 		}
-		return SkillsAll, nil
+		return skillsAll, nil
 	}
 	allowed := []suggestSkill{}
 	for _, e := range sp.entries {
-		if len(e.name) > MaxNameLen {
+		if len(e.name) > maxNameLen {
 			return "", refuse(RuleSkillNotAllowed, "skill", e.name)
 		}
 		h := b64u.SHA256([]byte(e.raw))
@@ -229,7 +229,7 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 			if sensitive {
 				return "", refuse(RuleSkillNotPinned, "skill", e.name)
 			}
-			return SkillsAll, nil
+			return skillsAll, nil
 		}
 		if sensitive && isWorkspaceSkill(e, params) {
 			return "", refuse(RuleSkillWorkspace, "skill", e.name)
@@ -242,11 +242,11 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 		if sensitive {
 			return "", refuse(RuleSkillsRefused, "skills_prompt", "")
 		}
-		return SkillsAll, nil
+		return skillsAll, nil
 	}
 	s.Preambles = []string{b64u.SHA256([]byte(sp.preamble))}
 	s.Allowed = allowed
-	return SkillsAllowlist, nil
+	return skillsAllowlist, nil
 }
 
 // The document Suggest writes, in the member order of section 4.2.
