@@ -255,7 +255,7 @@ func parseSig(b []byte) (Sig, error) {
 		return s, errors.New("malformed hash")
 	}
 	if !haveLen || s.File == "" {
-		return s, ErrMissingField
+		return s, errMissingField
 	}
 	return s, nil
 }
@@ -284,7 +284,7 @@ func parseCoreSummaries(b []byte) ([]ToolSummary, error) {
 		return nil, err
 	}
 	if !present {
-		return nil, ErrMissingField
+		return nil, errMissingField
 	}
 	return out, nil
 }

@@ -217,10 +217,10 @@ func TestNewHarnessRefuses(t *testing.T) {
 		m    func(f *HarnessFiles)
 		want error
 	}{
-		{"literals missing id", func(f *HarnessFiles) { f.Literals = removeLiteral(t, f.Literals, "output_joiner") }, ErrMissingField},
+		{"literals missing id", func(f *HarnessFiles) { f.Literals = removeLiteral(t, f.Literals, "output_joiner") }, errMissingField},
 		{"literals missing runtime key", func(f *HarnessFiles) {
 			f.Literals = setLiteral(t, f.Literals, "runtime_part_keys", "value", map[string]string{"host": "host="})
-		}, ErrMissingField},
+		}, errMissingField},
 		{"literals unknown id", func(f *HarnessFiles) {
 			f.Literals = setLiteral(t, f.Literals, "output_joiner", "id", "output_joiner_v2")
 		}, errUnknownField},

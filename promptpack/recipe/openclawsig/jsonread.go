@@ -140,7 +140,7 @@ func (r *jsonReader) reqStr(path string) (string, error) {
 		return "", err
 	}
 	if s == nil {
-		return "", &fieldError{path: path, err: ErrMissingField}
+		return "", &fieldError{path: path, err: errMissingField}
 	}
 	return *s, nil
 }

@@ -169,7 +169,7 @@ func parseLiterals(b []byte) (literals, error) {
 					return err
 				}
 				if !present || id == nil || val == nil {
-					return &fieldError{path: ep, err: ErrMissingField}
+					return &fieldError{path: ep, err: errMissingField}
 				}
 				if seen[*id] {
 					return &fieldError{path: *id, err: errDuplicateField}
@@ -185,22 +185,22 @@ func parseLiterals(b []byte) (literals, error) {
 		return l, err
 	}
 	if !haveList {
-		return l, &fieldError{path: "literals", err: ErrMissingField}
+		return l, &fieldError{path: "literals", err: errMissingField}
 	}
 	for _, m := range []map[string]bool{keysOf(strs), keysOf(lists), keysOf(objs)} {
 		for id := range m {
 			if !seen[id] {
-				return l, &fieldError{path: id, err: ErrMissingField}
+				return l, &fieldError{path: id, err: errMissingField}
 			}
 		}
 	}
 	for _, k := range runtimePartKeyNames {
 		if _, ok := l.runtimePartKeys[k]; !ok {
-			return l, &fieldError{path: "runtime_part_keys." + k, err: ErrMissingField}
+			return l, &fieldError{path: "runtime_part_keys." + k, err: errMissingField}
 		}
 	}
 	if len(l.toolOrder) == 0 {
-		return l, &fieldError{path: "tool_order", err: ErrMissingField}
+		return l, &fieldError{path: "tool_order", err: errMissingField}
 	}
 	return l, nil
 }

@@ -73,7 +73,7 @@ var (
 	// templates have not passed CheckTemplates.
 	ErrTemplatesNotChecked = errors.New("openclawsig: templates not checked")
 
-	// ErrInvalidParams is matched (errors.Is) by every *ParamsError.
+	// ErrInvalidParams is matched (errors.Is) by every *paramsError.
 	ErrInvalidParams = errors.New("openclawsig: invalid params")
 	// errUnknownField: a params key the recipe does not know.
 	errUnknownField = errors.New("unknown field")
@@ -81,8 +81,8 @@ var (
 	errDuplicateField = errors.New("duplicate field")
 	// errWrongType: a value has a JSON type the recipe does not accept.
 	errWrongType = errors.New("wrong type")
-	// ErrMissingField: a required value is absent or null.
-	ErrMissingField = errors.New("missing field")
+	// errMissingField: a required value is absent or null.
+	errMissingField = errors.New("missing field")
 	// errMalformedJSON: the input is not one well-formed JSON value, or
 	// holds invalid UTF-8 or an unpaired surrogate escape.
 	errMalformedJSON = errors.New("malformed json")
@@ -103,26 +103,26 @@ func (e *TemplateError) Error() string {
 
 func (e *TemplateError) Unwrap() error { return e.Err }
 
-// ParamsError reports where params were refused. Path is a JSON path such
+// paramsError reports where params were refused. Path is a JSON path such
 // as `runtimeInfo.capabilities[2]` or the unknown key itself (truncated);
 // it never holds a value. Err is errUnknownField, errDuplicateField,
-// errWrongType, ErrMissingField, errMalformedJSON or errTooLarge.
-type ParamsError struct {
+// errWrongType, errMissingField, errMalformedJSON or errTooLarge.
+type paramsError struct {
 	Path string
 	Err  error
 }
 
-func (e *ParamsError) Error() string {
+func (e *paramsError) Error() string {
 	if e.Path == "" {
 		return fmt.Sprintf("openclawsig: invalid params: %v", e.Err)
 	}
 	return fmt.Sprintf("openclawsig: invalid params: %q: %v", e.Path, e.Err)
 }
 
-func (e *ParamsError) Unwrap() error { return e.Err }
+func (e *paramsError) Unwrap() error { return e.Err }
 
-// Is makes every ParamsError match ErrInvalidParams.
-func (e *ParamsError) Is(target error) bool { return target == ErrInvalidParams }
+// Is makes every paramsError match ErrInvalidParams.
+func (e *paramsError) Is(target error) bool { return target == ErrInvalidParams }
 
 // quoteKey bounds an input key before it goes into an error.
 func quoteKey(k string) string { return safetext.Clip(k, maxErrorKeyLen) }

@@ -76,21 +76,21 @@ type ReactionGuidance struct {
 // duplicate keys, keys matched case-sensitively, every key known, every
 // value of the expected JSON type (null allowed where the builder treats
 // it as absent). Where the builder would print "undefined" or "null"
-// (RECIPE.md section 7) the input is refused with ErrMissingField: an
+// (RECIPE.md section 7) the input is refused with errMissingField: an
 // absent or null workspaceDir, reactionGuidance.channel, or
 // sandboxInfo.elevated.defaultLevel while the sandbox is enabled and
 // elevated is allowed; and a context file without a string path or
-// content. Errors are *ParamsError and never contain values.
+// content. Errors are *paramsError and never contain values.
 func ParseParams(data []byte) (*Params, error) {
 	if len(data) > MaxParamsSize {
-		return nil, &ParamsError{Err: errTooLarge}
+		return nil, &paramsError{Err: errTooLarge}
 	}
 	p, err := parseParams(data)
 	if err != nil {
 		if fe, ok := errors.AsType[*fieldError](err); ok {
-			return nil, &ParamsError{Path: fe.path, Err: fe.err}
+			return nil, &paramsError{Path: fe.path, Err: fe.err}
 		}
-		return nil, &ParamsError{Err: err}
+		return nil, &paramsError{Err: err}
 	}
 	return p, nil
 }
@@ -174,7 +174,7 @@ func parseParams(data []byte) (*Params, error) {
 		return nil, &fieldError{err: errWrongType}
 	}
 	if !haveWorkspace {
-		return nil, &fieldError{path: "workspaceDir", err: ErrMissingField}
+		return nil, &fieldError{path: "workspaceDir", err: errMissingField}
 	}
 	return p, nil
 }
@@ -211,13 +211,13 @@ func (r *jsonReader) contextFiles(path string) ([]ContextFile, error) {
 			return err
 		}
 		if !present {
-			return &fieldError{path: ep, err: ErrMissingField}
+			return &fieldError{path: ep, err: errMissingField}
 		}
 		if !havePath {
-			return &fieldError{path: ep + ".path", err: ErrMissingField}
+			return &fieldError{path: ep + ".path", err: errMissingField}
 		}
 		if !haveContent {
-			return &fieldError{path: ep + ".content", err: ErrMissingField}
+			return &fieldError{path: ep + ".content", err: errMissingField}
 		}
 		out = append(out, f)
 		return nil
@@ -311,7 +311,7 @@ func (r *jsonReader) sandboxInfo(path string) (*SandboxInfo, error) {
 		return nil, err
 	}
 	if si.Enabled && si.Elevated != nil && si.Elevated.Allowed && !elevatedLevelSet {
-		return nil, &fieldError{path: path + ".elevated.defaultLevel", err: ErrMissingField}
+		return nil, &fieldError{path: path + ".elevated.defaultLevel", err: errMissingField}
 	}
 	return si, nil
 }
@@ -338,7 +338,7 @@ func (r *jsonReader) reactionGuidance(path string) (*ReactionGuidance, error) {
 		return nil, err
 	}
 	if !haveChannel {
-		return nil, &fieldError{path: path + ".channel", err: ErrMissingField}
+		return nil, &fieldError{path: path + ".channel", err: errMissingField}
 	}
 	return rg, nil
 }

@@ -66,17 +66,17 @@ func TestParseParamsRefuses(t *testing.T) {
 		{"long unknown key truncated", `{"workspaceDir":"/w","` + strings.Repeat("k", 100) + `":1}`, errUnknownField, strings.Repeat("k", 64) + "..."},
 		{"duplicate top-level", `{"workspaceDir":"/a","workspaceDir":"/b"}`, errDuplicateField, "workspaceDir"},
 		{"duplicate summary key", `{"workspaceDir":"/w","toolSummaries":{"a":"1","a":"2"}}`, errDuplicateField, "toolSummaries.a"},
-		{"missing workspaceDir", `{}`, ErrMissingField, "workspaceDir"},
-		{"null workspaceDir", `{"workspaceDir":null}`, ErrMissingField, "workspaceDir"},
-		{"empty reactionGuidance", `{"workspaceDir":"/w","reactionGuidance":{}}`, ErrMissingField, "reactionGuidance.channel"},
-		{"null reaction channel", `{"workspaceDir":"/w","reactionGuidance":{"level":"minimal","channel":null}}`, ErrMissingField, "reactionGuidance.channel"},
-		{"elevated without level", `{"workspaceDir":"/w","sandboxInfo":{"enabled":true,"elevated":{"allowed":true}}}`, ErrMissingField, "sandboxInfo.elevated.defaultLevel"},
-		{"context file without content", `{"workspaceDir":"/w","contextFiles":[{"path":"a"}]}`, ErrMissingField, "contextFiles[0].content"},
-		{"context file null path", `{"workspaceDir":"/w","contextFiles":[{"path":null,"content":""}]}`, ErrMissingField, "contextFiles[0].path"},
-		{"context file null", `{"workspaceDir":"/w","contextFiles":[null]}`, ErrMissingField, "contextFiles[0]"},
+		{"missing workspaceDir", `{}`, errMissingField, "workspaceDir"},
+		{"null workspaceDir", `{"workspaceDir":null}`, errMissingField, "workspaceDir"},
+		{"empty reactionGuidance", `{"workspaceDir":"/w","reactionGuidance":{}}`, errMissingField, "reactionGuidance.channel"},
+		{"null reaction channel", `{"workspaceDir":"/w","reactionGuidance":{"level":"minimal","channel":null}}`, errMissingField, "reactionGuidance.channel"},
+		{"elevated without level", `{"workspaceDir":"/w","sandboxInfo":{"enabled":true,"elevated":{"allowed":true}}}`, errMissingField, "sandboxInfo.elevated.defaultLevel"},
+		{"context file without content", `{"workspaceDir":"/w","contextFiles":[{"path":"a"}]}`, errMissingField, "contextFiles[0].content"},
+		{"context file null path", `{"workspaceDir":"/w","contextFiles":[{"path":null,"content":""}]}`, errMissingField, "contextFiles[0].path"},
+		{"context file null", `{"workspaceDir":"/w","contextFiles":[null]}`, errMissingField, "contextFiles[0]"},
 		{"number workspaceDir", `{"workspaceDir":1}`, errWrongType, "workspaceDir"},
 		{"number capability", `{"workspaceDir":"/w","runtimeInfo":{"capabilities":["a",7]}}`, errWrongType, "runtimeInfo.capabilities[1]"},
-		{"null tool name", `{"workspaceDir":"/w","toolNames":["a",null]}`, ErrMissingField, "toolNames[1]"},
+		{"null tool name", `{"workspaceDir":"/w","toolNames":["a",null]}`, errMissingField, "toolNames[1]"},
 		{"string bool", `{"workspaceDir":"/w","reasoningTagHint":"true"}`, errWrongType, "reasoningTagHint"},
 		{"object for array", `{"workspaceDir":"/w","toolNames":{}}`, errWrongType, "toolNames"},
 		{"array summaries", `{"workspaceDir":"/w","toolSummaries":[]}`, errWrongType, "toolSummaries"},
@@ -106,7 +106,7 @@ func TestParseParamsRefuses(t *testing.T) {
 			if !errors.Is(err, ErrInvalidParams) || !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
-			pe, ok := errors.AsType[*ParamsError](err)
+			pe, ok := errors.AsType[*paramsError](err)
 			if !ok {
 				t.Fatalf("err %T is not *ParamsError", err)
 			}
@@ -139,7 +139,7 @@ var (
 	fuzzHarness     *Harness
 )
 
-// FuzzParseParams: ParseParams never panics, refuses with a *ParamsError
+// FuzzParseParams: ParseParams never panics, refuses with a *paramsError
 // and no value, and whatever it accepts renders without error or panic to
 // valid UTF-8, the same bytes twice.
 func FuzzParseParams(f *testing.F) {
@@ -147,7 +147,7 @@ func FuzzParseParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseParams(data)
 		if err != nil {
-			if _, ok := errors.AsType[*ParamsError](err); p != nil || !ok || !errors.Is(err, ErrInvalidParams) {
+			if _, ok := errors.AsType[*paramsError](err); p != nil || !ok || !errors.Is(err, ErrInvalidParams) {
 				t.Fatalf("bad refusal: %v, %v", p, err)
 			}
 			return

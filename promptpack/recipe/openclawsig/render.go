@@ -60,27 +60,27 @@ const (
 
 // Prompt modes as resolved.
 const (
-	ModeFull    = "full"
-	ModeMinimal = "minimal"
-	ModeNone    = "none"
+	modeFull    = "full"
+	modeMinimal = "minimal"
+	modeNone    = "none"
 )
 
 // Result is a rendered prompt and what a SystemPromptReport needs about it.
 type Result struct {
 	Prompt      []byte // the exact UTF-8 bytes of the system prompt
 	PromptChars int    // its length in UTF-16 code units (JS .length)
-	Mode        string // ModeFull, ModeMinimal or ModeNone
+	Mode        string // modeFull, modeMinimal or modeNone
 	// ToolNames are the tools in the order listed, with their display
-	// spelling; nil in ModeNone (no tool list is rendered).
+	// spelling; nil in modeNone (no tool list is rendered).
 	ToolNames []string
 	// ContextFiles are the context files as rendered, in order; nil in
-	// ModeNone.
+	// modeNone.
 	ContextFiles []RenderedFile
 	// SkillsPrompt and ExtraSystemPrompt are the trimmed values the
 	// builder used ("" when the section is not rendered).
 	SkillsPrompt      string
 	ExtraSystemPrompt string
-	// RuntimeLine is the {{runtime_line}} value; "" in ModeNone.
+	// RuntimeLine is the {{runtime_line}} value; "" in modeNone.
 	RuntimeLine string
 }
 
@@ -265,16 +265,16 @@ func Render(h *Harness, p *Params) (*Result, error) {
 		return nil, ErrTemplatesNotChecked
 	}
 	if p == nil {
-		return nil, &ParamsError{Err: ErrMissingField}
+		return nil, &paramsError{Err: errMissingField}
 	}
-	if p.PromptMode == ModeNone {
+	if p.PromptMode == modeNone {
 		out := h.lit.noneModeOutput
-		return &Result{Prompt: []byte(out), PromptChars: jsstr.Len(out), Mode: ModeNone}, nil
+		return &Result{Prompt: []byte(out), PromptChars: jsstr.Len(out), Mode: modeNone}, nil
 	}
-	r := &render{h: h, p: p, l: &h.lit, b: &builder{h: h}, res: &Result{Mode: ModeFull}}
-	r.minimal = p.PromptMode == ModeMinimal
+	r := &render{h: h, p: p, l: &h.lit, b: &builder{h: h}, res: &Result{Mode: modeFull}}
+	r.minimal = p.PromptMode == modeMinimal
 	if r.minimal {
-		r.res.Mode = ModeMinimal
+		r.res.Mode = modeMinimal
 	}
 	r.resolveTools()
 	r.readParams()

@@ -169,7 +169,7 @@ func TestResultFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Mode != ModeFull {
+	if res.Mode != modeFull {
 		t.Errorf("Mode = %q", res.Mode)
 	}
 	wantTools := []string{"Read", "write", "edit", "exec", "process", "web_fetch", "message", "gateway",
@@ -190,14 +190,14 @@ func TestResultFields(t *testing.T) {
 	}
 
 	// Minimal and none modes resolve as documented.
-	for mode, want := range map[string]string{"minimal": ModeMinimal, "none": ModeNone, "Minimal": ModeFull, "": ModeFull} {
+	for mode, want := range map[string]string{"minimal": modeMinimal, "none": modeNone, "Minimal": modeFull, "": modeFull} {
 		q := *p
 		q.PromptMode = mode
 		r, err := Render(h, &q)
 		if err != nil || r.Mode != want {
 			t.Errorf("promptMode %q: Mode = %v, %v; want %q", mode, r, err, want)
 		}
-		if want == ModeNone && (r.ToolNames != nil || r.ContextFiles != nil) {
+		if want == modeNone && (r.ToolNames != nil || r.ContextFiles != nil) {
 			t.Errorf("none mode reports tools or files")
 		}
 	}
