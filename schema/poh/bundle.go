@@ -11,10 +11,10 @@ import (
 
 // Proof-bundle limits, as the PoH verifier enforces them.
 const (
-	MaxEventChainEntries = 1000
-	MaxReceipts          = 1000
-	MaxAttestations      = 100
-	MaxMetadataBytes     = 16 << 10
+	maxEventChainEntries = 1000
+	maxReceipts          = 1000
+	maxAttestations      = 100
+	maxMetadataBytes     = 16 << 10
 )
 
 // BundleOptions configure VerifyProofBundle.
@@ -123,15 +123,15 @@ func checkBundlePayload(p *pohjson.Value, signerDID string) error {
 	if n == 0 && !p.Has("urm") {
 		return fail(MalformedEnvelope, "payload", "at least one of urm, event_chain, receipts, or attestations is required")
 	}
-	for k, limit := range map[string]int{"event_chain": MaxEventChainEntries, "receipts": MaxReceipts, "attestations": MaxAttestations} {
+	for k, limit := range map[string]int{"event_chain": maxEventChainEntries, "receipts": maxReceipts, "attestations": maxAttestations} {
 		if l := len(p.Get(k).Elems()); l > limit {
 			return fail(MalformedEnvelope, "payload."+k, "%d entries exceed the limit of %d", l, limit)
 		}
 	}
 	if md := p.Get("metadata"); md != nil {
 		b, err := pohjson.Stringify(md)
-		if err != nil || len(b) > MaxMetadataBytes {
-			return fail(MalformedEnvelope, "payload.metadata", "metadata exceeds %d bytes", MaxMetadataBytes)
+		if err != nil || len(b) > maxMetadataBytes {
+			return fail(MalformedEnvelope, "payload.metadata", "metadata exceeds %d bytes", maxMetadataBytes)
 		}
 	}
 	seen := map[string]bool{}
@@ -203,7 +203,7 @@ func verifyEventChain(chain []*pohjson.Value) ([]Event, error) {
 
 func verifyBoundReceipt(i int, r *pohjson.Value, b *Bundle, opts BundleOptions) (*Receipt, error) {
 	field := fmt.Sprintf("payload.receipts[%d]", i)
-	env, err := VerifyValue(r, VerifyOptions{Type: TypeGatewayReceipt})
+	env, err := verifyParsed(r, VerifyOptions{Type: typeGatewayReceipt})
 	if err != nil {
 		if pe, ok := err.(*Error); ok {
 			return nil, &Error{Code: pe.Code, Field: joinField(field, pe.Field), Msg: pe.Msg}

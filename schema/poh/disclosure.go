@@ -78,7 +78,7 @@ func DisclosureRoot(leafHashes []string) (string, error) {
 	return b64u.SHA256(canon), nil
 }
 
-// VerifySelectiveDisclosure checks a (schema-valid) selective_disclosure
+// verifySelectiveDisclosure checks a (schema-valid) selective_disclosure
 // object against the hash it must commit to (args_hash_b64u or
 // result_hash_b64u), in this order:
 //
@@ -87,7 +87,7 @@ func DisclosureRoot(leafHashes []string) (string, error) {
 //  3. each disclosed leaf's type names the JSON type of its value (DISCLOSURE_TYPE_MISMATCH)
 //  4. the root recomputed from the redacted and disclosed leaf hashes equals
 //     merkle_root_b64u (DISCLOSURE_ROOT_MISMATCH)
-func VerifySelectiveDisclosure(sd *pohjson.Value, committed string) error {
+func verifySelectiveDisclosure(sd *pohjson.Value, committed string) error {
 	if alg, _ := sd.GetString("disclosure_algorithm"); alg != DisclosureAlgorithm {
 		return fail(DisclosureAlgorithmUnknown, "disclosure_algorithm", "selective disclosure algorithm is not supported")
 	}

@@ -15,24 +15,24 @@ import (
 
 // Envelope constants.
 const (
-	EnvelopeVersion = "1"
-	Algorithm       = "Ed25519"
-	HashAlgorithm   = "SHA-256"
+	envelopeVersion = "1"
+	algorithm       = "Ed25519"
+	hashAlgorithm   = "SHA-256"
 )
 
 // Envelope types this package knows, each with its envelope schema.
 const (
 	TypeProofBundle          = "proof_bundle"
-	TypeGatewayReceipt       = "gateway_receipt"
+	typeGatewayReceipt       = "gateway_receipt"
 	TypeExecutionAttestation = "execution_attestation"
-	TypeToolReceipt          = "tool_receipt"
+	typeToolReceipt          = "tool_receipt"
 )
 
 var envelopeSchemas = map[string]string{
 	TypeProofBundle:          schemas.ProofBundleEnvelopeV1,
-	TypeGatewayReceipt:       schemas.GatewayReceiptEnvelopeV1,
+	typeGatewayReceipt:       schemas.GatewayReceiptEnvelopeV1,
 	TypeExecutionAttestation: schemas.ExecutionAttestationEnvelopeV1,
-	TypeToolReceipt:          schemas.ToolReceiptEnvelopeV1,
+	typeToolReceipt:          schemas.ToolReceiptEnvelopeV1,
 }
 
 // envelopeFields are the SignedEnvelope members in PoH emitted order.
@@ -66,13 +66,13 @@ func Sign(envelopeType string, payload *pohjson.Value, key ed25519.PrivateKey, i
 	}
 	sig := ed25519.Sign(key, []byte(hash))
 	env := pohjson.NewObject(
-		pohjson.M("envelope_version", pohjson.NewString(EnvelopeVersion)),
+		pohjson.M("envelope_version", pohjson.NewString(envelopeVersion)),
 		pohjson.M("envelope_type", pohjson.NewString(envelopeType)),
 		pohjson.M("payload", payload),
 		pohjson.M("payload_hash_b64u", pohjson.NewString(hash)),
-		pohjson.M("hash_algorithm", pohjson.NewString(HashAlgorithm)),
+		pohjson.M("hash_algorithm", pohjson.NewString(hashAlgorithm)),
 		pohjson.M("signature_b64u", pohjson.NewString(b64u.Encode(sig))),
-		pohjson.M("algorithm", pohjson.NewString(Algorithm)),
+		pohjson.M("algorithm", pohjson.NewString(algorithm)),
 		pohjson.M("signer_did", pohjson.NewString(didkey.Format(key.Public().(ed25519.PublicKey)))),
 		pohjson.M("issued_at", pohjson.NewString(FormatTime(issuedAt))),
 	)
@@ -106,8 +106,8 @@ var (
 	b64uChars = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 )
 
-// ParseTime parses an ISO 8601 / RFC 3339 date-time with a time zone.
-func ParseTime(s string) (time.Time, error) {
+// parseTime parses an ISO 8601 / RFC 3339 date-time with a time zone.
+func parseTime(s string) (time.Time, error) {
 	if len(s) > 64 {
 		return time.Time{}, errors.New("timestamp too long")
 	}
@@ -141,9 +141,9 @@ func Verify(raw []byte, opts VerifyOptions) (*Verified, error) {
 	return verifyValue(raw, env, opts)
 }
 
-// VerifyValue is Verify for an envelope already parsed (for example a
+// verifyParsed is Verify for an envelope already parsed (for example a
 // receipt nested in a proof bundle).
-func VerifyValue(env *pohjson.Value, opts VerifyOptions) (*Verified, error) {
+func verifyParsed(env *pohjson.Value, opts VerifyOptions) (*Verified, error) {
 	return verifyValue(nil, env, opts)
 }
 
@@ -161,7 +161,7 @@ func verifyValue(raw []byte, env *pohjson.Value, opts VerifyOptions) (*Verified,
 	isStr := func(f string) bool { _, ok := env.GetString(f); return ok }
 
 	// 2. version
-	if !isStr("envelope_version") || str("envelope_version") != EnvelopeVersion {
+	if !isStr("envelope_version") || str("envelope_version") != envelopeVersion {
 		return nil, fail(UnknownEnvelopeVersion, "envelope_version", "envelope version is not in the allowlist")
 	}
 	// 3. type
@@ -174,10 +174,10 @@ func verifyValue(raw []byte, env *pohjson.Value, opts VerifyOptions) (*Verified,
 		return nil, fail(UnknownEnvelopeType, "envelope_type", "expected a %s envelope, got %s", opts.Type, typ)
 	}
 	// 4, 5. algorithms
-	if !isStr("algorithm") || str("algorithm") != Algorithm {
+	if !isStr("algorithm") || str("algorithm") != algorithm {
 		return nil, fail(UnknownAlgorithm, "algorithm", "signature algorithm is not in the allowlist")
 	}
-	if !isStr("hash_algorithm") || str("hash_algorithm") != HashAlgorithm {
+	if !isStr("hash_algorithm") || str("hash_algorithm") != hashAlgorithm {
 		return nil, fail(UnknownHashAlgorithm, "hash_algorithm", "hash algorithm is not in the allowlist")
 	}
 	// 6. signer DID syntax
@@ -186,7 +186,7 @@ func verifyValue(raw []byte, env *pohjson.Value, opts VerifyOptions) (*Verified,
 		return nil, fail(InvalidDIDFormat, "signer_did", "signer DID does not match did:key:... or did:web:...")
 	}
 	// 7. issued_at
-	issuedAt, err := ParseTime(str("issued_at"))
+	issuedAt, err := parseTime(str("issued_at"))
 	if !isStr("issued_at") || err != nil {
 		return nil, fail(MalformedEnvelope, "issued_at", "issued_at must be an RFC 3339 date-time")
 	}

@@ -16,9 +16,9 @@ type EventHeader struct {
 	PrevHashB64u *string
 }
 
-// Value returns the canonical header object: event_id, run_id, event_type,
+// value returns the canonical header object: event_id, run_id, event_type,
 // timestamp, payload_hash_b64u, prev_hash_b64u (null for the first event).
-func (h *EventHeader) Value() *pohjson.Value {
+func (h *EventHeader) value() *pohjson.Value {
 	prev := pohjson.NewNull()
 	if h.PrevHashB64u != nil {
 		prev = pohjson.NewString(*h.PrevHashB64u)
@@ -34,7 +34,7 @@ func (h *EventHeader) Value() *pohjson.Value {
 }
 
 // Hash returns event_hash_b64u: b64u(SHA-256(JSON.stringify(header))).
-func (h *EventHeader) Hash() (string, error) { return pohjson.Hash(h.Value()) }
+func (h *EventHeader) Hash() (string, error) { return pohjson.Hash(h.value()) }
 
 // EntryValue returns the full event_chain entry (header plus event_hash_b64u)
 // as it appears in a proof bundle.
@@ -43,7 +43,7 @@ func (h *EventHeader) EntryValue() (*pohjson.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := h.Value()
+	v := h.value()
 	return pohjson.NewObject(append(v.Members(), pohjson.M("event_hash_b64u", pohjson.NewString(hash)))...), nil
 }
 

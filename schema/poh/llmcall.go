@@ -7,10 +7,10 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 )
 
-// HarnessOpenClaw is the metadata.harness.id of a bundle written by the
+// harnessOpenClaw is the metadata.harness.id of a bundle written by the
 // OpenClaw plugin (clients/openclaw). Such a bundle must carry
 // metadata.clawea_llm_calls (docs/spec/openclaw-plugin.md section 3.1).
-const HarnessOpenClaw = "openclaw"
+const harnessOpenClaw = "openclaw"
 
 // llmCallKeys are the members of a clawea_llm_calls payload, in the order
 // the plugin's JSON.stringify writes them.
@@ -34,7 +34,7 @@ func checkLLMCalls(b *Bundle, md *pohjson.Value, want PromptCommitments) error {
 	const lf = "payload.metadata.clawea_llm_calls"
 	lv := md.Get("clawea_llm_calls")
 	if lv == nil {
-		if id, _ := md.Get("harness").GetString("id"); id == HarnessOpenClaw || want.HarnessID == HarnessOpenClaw {
+		if id, _ := md.Get("harness").GetString("id"); id == harnessOpenClaw || want.HarnessID == harnessOpenClaw {
 			return fail(MissingRequiredField, lf, "an OpenClaw bundle must state what each llm_call sent")
 		}
 		return nil

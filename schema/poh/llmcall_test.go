@@ -51,7 +51,7 @@ func llmCallFixture(t *testing.T, suffix string, edit func(ps [][]pohjson.Member
 		t.Fatal(err)
 	}
 	b, want := commitFixture(t, func(md map[string]any) {
-		md["harness"] = map[string]any{"id": HarnessOpenClaw, "version": "2026.9.6", "runtime": "clawea"}
+		md["harness"] = map[string]any{"id": harnessOpenClaw, "version": "2026.9.6", "runtime": "clawea"}
 		md["clawea_llm_calls"] = json.RawMessage(raw)
 	})
 	b.Events[1].PayloadHashB64u = b64u.SHA256([]byte("not a payload"))
@@ -139,7 +139,7 @@ func TestCheckLLMCalls(t *testing.T) {
 		edit func(md map[string]any)
 		code Code
 	}{
-		{"OpenClaw bundle without payloads", func(md map[string]any) { md["harness"] = map[string]any{"id": HarnessOpenClaw} }, MissingRequiredField},
+		{"OpenClaw bundle without payloads", func(md map[string]any) { md["harness"] = map[string]any{"id": harnessOpenClaw} }, MissingRequiredField},
 		{"not an array", func(md map[string]any) { md["clawea_llm_calls"] = map[string]any{} }, SchemaValidationFailed},
 		{"element not an object", func(md map[string]any) { md["clawea_llm_calls"] = []any{"x"} }, SchemaValidationFailed},
 	} {
@@ -164,7 +164,7 @@ func TestCheckLLMCalls(t *testing.T) {
 		"another harness": func(md map[string]any) { md["harness"] = map[string]any{"id": "other"} },
 	} {
 		b, want := commitFixture(t, edit)
-		want.HarnessID = HarnessOpenClaw
+		want.HarnessID = harnessOpenClaw
 		err := CheckPromptCommitments(b, want)
 		if !errors.Is(err, MissingRequiredField) {
 			t.Errorf("attestation naming OpenClaw, bundle with %s and no payloads: err = %v, want %s", name, err, MissingRequiredField)

@@ -7,8 +7,8 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 )
 
-// NonceBindingVersion is the version label inside the TEE nonce binding.
-const NonceBindingVersion = "tee_nonce_binding_v1"
+// nonceBindingVersion is the version label inside the TEE nonce binding.
+const nonceBindingVersion = "tee_nonce_binding_v1"
 
 // NonceBinding returns the raw 32-byte TEE nonce binding digest:
 // SHA-256(JSON.stringify({"nonce_binding_version":"tee_nonce_binding_v1",
@@ -17,7 +17,7 @@ const NonceBindingVersion = "tee_nonce_binding_v1"
 // fills bytes 0..31 of REPORT_DATA.
 func NonceBinding(agentDID, runID, proofBundleHashB64u string) ([32]byte, error) {
 	v := pohjson.NewObject(
-		pohjson.M("nonce_binding_version", pohjson.NewString(NonceBindingVersion)),
+		pohjson.M("nonce_binding_version", pohjson.NewString(nonceBindingVersion)),
 		pohjson.M("agent_did", pohjson.NewString(agentDID)),
 		pohjson.M("run_id", pohjson.NewString(runID)),
 		pohjson.M("proof_bundle_hash_b64u", pohjson.NewString(proofBundleHashB64u)),

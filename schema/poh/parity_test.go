@@ -29,10 +29,10 @@ func TestDisclosureSpecVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := VerifySelectiveDisclosure(sd, "TBd6WJCOHmlOtdIs_n0UcsUqJloqsk3vh2P-NHTJ3hg"); err != nil {
+	if err := verifySelectiveDisclosure(sd, "TBd6WJCOHmlOtdIs_n0UcsUqJloqsk3vh2P-NHTJ3hg"); err != nil {
 		t.Fatal(err)
 	}
-	if err := VerifySelectiveDisclosure(sd, a); !errors.Is(err, DisclosureRootMismatch) {
+	if err := verifySelectiveDisclosure(sd, a); !errors.Is(err, DisclosureRootMismatch) {
 		t.Fatalf("other commitment: %v", err)
 	}
 }

@@ -217,7 +217,7 @@ func TestReasonCodes(t *testing.T) {
 		{"version 2", replaceField(t, good, "envelope_version", s("2")), UnknownEnvelopeVersion},
 		{"version number", replaceField(t, good, "envelope_version", pohjson.NewInt(1)), UnknownEnvelopeVersion},
 		{"type", replaceField(t, good, "envelope_type", s("nope")), UnknownEnvelopeType},
-		{"wrong type", replaceField(t, good, "envelope_type", s(TypeGatewayReceipt)), UnknownEnvelopeType},
+		{"wrong type", replaceField(t, good, "envelope_type", s(typeGatewayReceipt)), UnknownEnvelopeType},
 		{"algorithm", replaceField(t, good, "algorithm", s("ES256")), UnknownAlgorithm},
 		{"hash algorithm", replaceField(t, good, "hash_algorithm", s("BLAKE3")), UnknownHashAlgorithm},
 		{"did syntax", replaceField(t, good, "signer_did", s("did:example:123")), InvalidDIDFormat},
@@ -236,7 +236,7 @@ func TestReasonCodes(t *testing.T) {
 		}), HashChainBreak},
 		{"event hash", signedBundle(t, key, func(p *pohjson.Value) *pohjson.Value {
 			h := EventHeader{"e1", "run_1", "prompt_committed", "2026-11-22T00:00:00.000Z", b64u.SHA256([]byte("a")), nil}
-			v := h.Value()
+			v := h.value()
 			e := pohjson.NewObject(append(v.Members(), pohjson.M("event_hash_b64u", s(b64u.SHA256([]byte("forged")))))...)
 			return withMember(p, "event_chain", pohjson.NewArray(e))
 		}), HashMismatch},
@@ -268,11 +268,11 @@ func TestDIDWebSignerRefused(t *testing.T) {
 	}
 	env, _ := pohjson.Parse(raw)
 	receipt, _ := pohjson.Stringify(env.Get("payload").Get("receipts").Elems()[0])
-	if _, err := Verify(receipt, VerifyOptions{Type: TypeGatewayReceipt}); err != nil {
+	if _, err := Verify(receipt, VerifyOptions{Type: typeGatewayReceipt}); err != nil {
 		t.Fatalf("receipt: %v", err)
 	}
 	web := replaceField(t, receipt, "signer_did", pohjson.NewString("did:web:example.com"))
-	if _, err := Verify(web, VerifyOptions{Type: TypeGatewayReceipt}); !errors.Is(err, InvalidDIDFormat) {
+	if _, err := Verify(web, VerifyOptions{Type: typeGatewayReceipt}); !errors.Is(err, InvalidDIDFormat) {
 		t.Fatalf("got %v, want INVALID_DID_FORMAT", err)
 	}
 }

@@ -39,7 +39,7 @@ type PromptCommitments struct {
 	// checked.
 	PromptCommittedEventHashB64u string
 	// HarnessID is the harness the attestation names (its payload's
-	// harness.id), "" when it names none. When it is HarnessOpenClaw the
+	// harness.id), "" when it names none. When it is harnessOpenClaw the
 	// clawea_llm_calls rule applies whatever the bundle's metadata says, so
 	// an attestation never names OpenClaw for a bundle that escaped it.
 	HarnessID string

@@ -55,8 +55,8 @@ type RateLimitClaim struct {
 func CheckRateLimitClaims(claims []RateLimitClaim, runID string) error {
 	for i, c := range claims {
 		field := fmt.Sprintf("payload.rate_limit_claims[%d]", i)
-		start, errS := ParseTime(c.WindowStart)
-		end, errE := ParseTime(c.WindowEnd)
+		start, errS := parseTime(c.WindowStart)
+		end, errE := parseTime(c.WindowEnd)
 		if errS != nil || errE != nil {
 			return fail(RateLimitClaimInconsistent, field, "window_start and window_end must be date-times")
 		}

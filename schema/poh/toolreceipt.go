@@ -34,9 +34,9 @@ type ToolReceiptForm string
 // they are tried.
 const (
 	ToolReceiptEnvelopeV2 ToolReceiptForm = "envelope-v2"
-	ToolReceiptEnvelopeV1 ToolReceiptForm = "envelope-v1"
-	ToolReceiptPayloadV2  ToolReceiptForm = "payload-v2"
-	ToolReceiptPayloadV1  ToolReceiptForm = "payload-v1"
+	toolReceiptEnvelopeV1 ToolReceiptForm = "envelope-v1"
+	toolReceiptPayloadV2  ToolReceiptForm = "payload-v2"
+	toolReceiptPayloadV1  ToolReceiptForm = "payload-v1"
 )
 
 var toolReceiptForms = []struct {
@@ -44,9 +44,9 @@ var toolReceiptForms = []struct {
 	schema string
 }{
 	{ToolReceiptEnvelopeV2, schemas.ToolReceiptEnvelopeV2},
-	{ToolReceiptEnvelopeV1, schemas.ToolReceiptEnvelopeV1},
-	{ToolReceiptPayloadV2, schemas.ToolReceiptV2},
-	{ToolReceiptPayloadV1, schemas.ToolReceiptV1},
+	{toolReceiptEnvelopeV1, schemas.ToolReceiptEnvelopeV1},
+	{toolReceiptPayloadV2, schemas.ToolReceiptV2},
+	{toolReceiptPayloadV1, schemas.ToolReceiptV1},
 }
 
 // ToolReceipt is a tool_receipts entry that passed every check.
@@ -119,7 +119,7 @@ func verifyToolReceipt(entry *pohjson.Value, agentDID string, bc *bindingContext
 		return nil, err
 	}
 	env, payload := (*pohjson.Value)(nil), entry
-	if form == ToolReceiptEnvelopeV2 || form == ToolReceiptEnvelopeV1 {
+	if form == ToolReceiptEnvelopeV2 || form == toolReceiptEnvelopeV1 {
 		env, payload = entry, entry.Get("payload")
 	}
 	prefix := ""
@@ -157,7 +157,7 @@ func verifyToolReceipt(entry *pohjson.Value, agentDID string, bc *bindingContext
 				continue
 			}
 			committed, _ := payload.GetString(d.commitment)
-			if err := VerifySelectiveDisclosure(sd, committed); err != nil {
+			if err := verifySelectiveDisclosure(sd, committed); err != nil {
 				if pe, ok := errors.AsType[*Error](err); ok {
 					pe.Field = joinField(prefix+d.disclosure, pe.Field)
 				}
@@ -225,7 +225,7 @@ func checkToolReceiptBinding(binding *pohjson.Value, bc *bindingContext) error {
 func verifyToolReceiptEnvelope(env *pohjson.Value, form ToolReceiptForm, now time.Time) (string, []CoSigner, error) {
 	str := func(f string) string { s, _ := env.GetString(f); return s }
 	if env.Has("expires_at") {
-		exp, err := ParseTime(str("expires_at"))
+		exp, err := parseTime(str("expires_at"))
 		if err != nil {
 			return "", nil, fail(SchemaValidationFailed, "expires_at", "expires_at must be a date-time")
 		}
@@ -233,7 +233,7 @@ func verifyToolReceiptEnvelope(env *pohjson.Value, form ToolReceiptForm, now tim
 			return "", nil, fail(ExpiredTTL, "expires_at", "tool receipt envelope has expired")
 		}
 	}
-	if str("hash_algorithm") != HashAlgorithm {
+	if str("hash_algorithm") != hashAlgorithm {
 		return "", nil, fail(UnknownHashAlgorithm, "hash_algorithm", "tool receipt hash algorithm is not supported")
 	}
 	hash, err := pohjson.Hash(env.Get("payload"))
@@ -260,7 +260,7 @@ func verifyToolReceiptEnvelope(env *pohjson.Value, form ToolReceiptForm, now tim
 // verifyDetached verifies an Ed25519 signature by a did:key over the UTF-8
 // bytes of msg. Any failure (algorithm, DID, encoding, length) is false.
 func verifyDetached(did, alg, sigB64u, msg string) bool {
-	if alg != Algorithm {
+	if alg != algorithm {
 		return false
 	}
 	pub, err := didkey.Parse(did)
