@@ -41,9 +41,9 @@ const (
 	DefaultKDSURL        = "https://kdsintf.amd.com"
 	DefaultPCSURL        = "https://api.trustedservices.intel.com"
 	DefaultIntelCertsURL = "https://certificates.trustedservices.intel.com"
-	// RootCRLPath is the Intel SGX Root CA CRL under DefaultIntelCertsURL
+	// rootCRLPath is the Intel SGX Root CA CRL under DefaultIntelCertsURL
 	// (the CRL distribution point of Intel's SGX Root CA certificate).
-	RootCRLPath = "/IntelSGXRootCA.der"
+	rootCRLPath = "/IntelSGXRootCA.der"
 )
 
 // Item kinds (docs/spec/collateral-v1.md, section 3).
@@ -61,9 +61,9 @@ const (
 type Service int
 
 const (
-	ServiceKDS Service = iota + 1
-	ServicePCS
-	ServiceIntelCerts
+	serviceKDS Service = iota + 1
+	servicePCS
+	serviceIntelCerts
 )
 
 // Errors. Fetch and Check wrap them; callers branch with errors.Is.
@@ -196,8 +196,8 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 		return nil, err
 	}
 	items := []Item{
-		{Kind: KindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", platform.DirSEVSNPCRLs, line, signer), Service: ServiceKDS, URL: chainURL},
-		{Kind: KindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", platform.DirSEVSNPCRLs, line, signer), Service: ServiceKDS, URL: crlURL},
+		{Kind: KindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: chainURL},
+		{Kind: KindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: crlURL},
 	}
 	// A VLEK is fetched only with a cloud provider's credential, and a
 	// masked CHIP_ID names no VCEK: the certificate the evidence carries
@@ -211,7 +211,7 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 		}
 		items = append([]Item{{Kind: KindSEVSNPVCEK,
 			Path:    fmt.Sprintf("%s/certs/%s/vcek-%s-%016x.der", platform.DirSEVSNPCRLs, line, hex.EncodeToString(chipID), uint64(tcb)),
-			Service: ServiceKDS, URL: u}}, items...)
+			Service: serviceKDS, URL: u}}, items...)
 	}
 	return items, nil
 }
@@ -262,10 +262,10 @@ func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {
 		return nil, err
 	}
 	return []Item{
-		{Kind: KindTDXTCBInfo, Path: platform.FileTDXTCBInfo, ChainPath: platform.FileTDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, Service: ServicePCS, URL: tcbURL, FMSPC: fmspc},
-		{Kind: KindTDXQEIdentity, Path: platform.FileTDXQEIdentity, ChainPath: platform.FileTDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, Service: ServicePCS, URL: qeURL},
-		{Kind: KindTDXPCKCRL, Path: platform.FileTDXPCKCRL, ChainPath: platform.FileTDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, Service: ServicePCS, URL: crlURL},
-		{Kind: KindTDXRootCRL, Path: platform.FileTDXRootCRL, Service: ServiceIntelCerts, URL: RootCRLPath},
+		{Kind: KindTDXTCBInfo, Path: platform.FileTDXTCBInfo, ChainPath: platform.FileTDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, Service: servicePCS, URL: tcbURL, FMSPC: fmspc},
+		{Kind: KindTDXQEIdentity, Path: platform.FileTDXQEIdentity, ChainPath: platform.FileTDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, Service: servicePCS, URL: qeURL},
+		{Kind: KindTDXPCKCRL, Path: platform.FileTDXPCKCRL, ChainPath: platform.FileTDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, Service: servicePCS, URL: crlURL},
+		{Kind: KindTDXRootCRL, Path: platform.FileTDXRootCRL, Service: serviceIntelCerts, URL: rootCRLPath},
 	}, nil
 }
 

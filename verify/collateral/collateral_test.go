@@ -342,7 +342,7 @@ func TestFetchRetries(t *testing.T) {
 		if !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), "status 500") {
 			t.Fatalf("persistent failure: %v", err)
 		}
-		if f.reqs(crlItem.URL) != 3 || len(slept) != 2 || slept[1] != MaxBackoff {
+		if f.reqs(crlItem.URL) != 3 || len(slept) != 2 || slept[1] != maxBackoff {
 			t.Fatalf("%d requests, backoff %v", f.reqs(crlItem.URL), slept)
 		}
 	})
@@ -464,7 +464,7 @@ func TestFetchTDX(t *testing.T) {
 		KindTDXTCBInfo:    "/tdx/certification/v4/tcb?fmspc=50806f000000",
 		KindTDXQEIdentity: "/tdx/certification/v4/qe/identity",
 		KindTDXPCKCRL:     "/sgx/certification/v4/pckcrl?ca=platform&encoding=der",
-		KindTDXRootCRL:    RootCRLPath,
+		KindTDXRootCRL:    rootCRLPath,
 	}
 	for _, it := range items {
 		if it.URL != wantURL[it.Kind] {

@@ -19,8 +19,8 @@ import (
 const (
 	DefaultAttempts    = 4
 	DefaultBackoff     = time.Second
-	MaxBackoff         = 30 * time.Second
-	DefaultTimeout     = 30 * time.Second
+	maxBackoff         = 30 * time.Second
+	defaultTimeout     = 30 * time.Second
 	DefaultMinValidity = time.Hour
 	maxChainHeader     = 64 << 10
 )
@@ -32,7 +32,7 @@ const (
 // unbounded bodies; this fetcher bounds all three and keeps their URL
 // builders (kds, pcs), rebased on the configured service URLs.
 type Fetcher struct {
-	// Client performs the requests; nil means a client with DefaultTimeout.
+	// Client performs the requests; nil means a client with defaultTimeout.
 	Client *http.Client
 	// KDSURL, PCSURL and IntelCertsURL replace the AMD KDS, Intel PCS and
 	// Intel certificate service base URLs (scheme and host, optionally a
@@ -43,7 +43,7 @@ type Fetcher struct {
 	// not.
 	Attempts int
 	// Backoff is the delay before the first retry, doubled for each next
-	// one up to MaxBackoff (0: DefaultBackoff).
+	// one up to maxBackoff (0: DefaultBackoff).
 	Backoff time.Duration
 	// MinValidity is how long a cached document must stay valid to be kept
 	// (0: DefaultMinValidity; negative: any remaining validity).
@@ -85,8 +85,8 @@ func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
 	}
-	bases := map[Service]string{ServiceKDS: DefaultKDSURL, ServicePCS: DefaultPCSURL, ServiceIntelCerts: DefaultIntelCertsURL}
-	for s, u := range map[Service]string{ServiceKDS: f.KDSURL, ServicePCS: f.PCSURL, ServiceIntelCerts: f.IntelCertsURL} {
+	bases := map[Service]string{serviceKDS: DefaultKDSURL, servicePCS: DefaultPCSURL, serviceIntelCerts: DefaultIntelCertsURL}
+	for s, u := range map[Service]string{serviceKDS: f.KDSURL, servicePCS: f.PCSURL, serviceIntelCerts: f.IntelCertsURL} {
 		if u == "" {
 			continue
 		}
@@ -184,7 +184,7 @@ func (f *Fetcher) get(ctx context.Context, u string) (http.Header, []byte, error
 	}
 	client := f.Client
 	if client == nil {
-		client = &http.Client{Timeout: DefaultTimeout}
+		client = &http.Client{Timeout: defaultTimeout}
 	}
 	var last error
 	for a := 1; ; a++ {
@@ -200,7 +200,7 @@ func (f *Fetcher) get(ctx context.Context, u string) (http.Header, []byte, error
 		if err := sleep(ctx, delay); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrFetch, err)
 		}
-		delay = min(2*delay, MaxBackoff)
+		delay = min(2*delay, maxBackoff)
 	}
 	return nil, nil, fmt.Errorf("%w: %v", ErrFetch, last)
 }
