@@ -27,12 +27,12 @@ const SubmodName = "clawea-execution"
 
 // Verifier identity.
 const (
-	VerifierDeveloper = "https://clawea.dev"
-	DefaultBuild      = "clawea-verify/v1"
+	verifierDeveloper = "https://clawea.dev"
+	defaultBuild      = "clawea-verify/v1"
 )
 
-// MaxKeyBytes bounds a PEM key file.
-const MaxKeyBytes = 16 << 10
+// maxKeyBytes bounds a PEM key file.
+const maxKeyBytes = 16 << 10
 
 // ErrKey is wrapped by every key error. Messages never contain key bytes.
 var ErrKey = errors.New("earresult: unusable signing key")
@@ -41,7 +41,7 @@ var ErrKey = errors.New("earresult: unusable signing key")
 type Options struct {
 	// Now is the EAR iat; required.
 	Now time.Time
-	// Build identifies the verifier build; empty means DefaultBuild.
+	// Build identifies the verifier build; empty means defaultBuild.
 	Build string
 	// Policy is the policy Verify applied; its ID is
 	// ear.appraisal-policy-id, and the configuration claim is made only
@@ -63,9 +63,9 @@ func New(res *verify.Result, verr error, o Options) (*ear.AttestationResult, err
 	}
 	build := o.Build
 	if build == "" {
-		build = DefaultBuild
+		build = defaultBuild
 	}
-	ar := ear.NewAttestationResult(SubmodName, build, VerifierDeveloper)
+	ar := ear.NewAttestationResult(SubmodName, build, verifierDeveloper)
 	iat := o.Now.Unix()
 	ar.IssuedAt = &iat
 	ap := ar.Submods[SubmodName]
@@ -265,8 +265,8 @@ func Algorithm(pub crypto.PublicKey) (jwa.SignatureAlgorithm, error) {
 // ParseSigningKey reads one PEM "PRIVATE KEY" block (PKCS #8) holding an
 // Ed25519 or ECDSA P-256 key.
 func ParseSigningKey(data []byte) (crypto.Signer, error) {
-	if len(data) > MaxKeyBytes {
-		return nil, fmt.Errorf("%w: key file over %d bytes", ErrKey, MaxKeyBytes)
+	if len(data) > maxKeyBytes {
+		return nil, fmt.Errorf("%w: key file over %d bytes", ErrKey, maxKeyBytes)
 	}
 	block, rest := pem.Decode(data)
 	if block == nil || block.Type != "PRIVATE KEY" {
