@@ -13,8 +13,8 @@ import (
 	"github.com/clawea/attester/wire/snpevidence"
 )
 
-// DefaultCertCacheSize is the capacity of NewCertCache(0).
-const DefaultCertCacheSize = 1024
+// defaultCertCacheSize is the capacity of NewCertCache(0).
+const defaultCertCacheSize = 1024
 
 // CertCache remembers SEV-SNP endorsement chains (VCEK or VLEK, the pinned
 // ASK/ASVK and ARK, and the revocation outcome) that Verify has fully
@@ -57,10 +57,10 @@ type CacheStats struct {
 }
 
 // NewCertCache returns a cache holding at most maxEntries chains
-// (DefaultCertCacheSize when maxEntries <= 0).
+// (defaultCertCacheSize when maxEntries <= 0).
 func NewCertCache(maxEntries int) *CertCache {
 	if maxEntries <= 0 {
-		maxEntries = DefaultCertCacheSize
+		maxEntries = defaultCertCacheSize
 	}
 	return &CertCache{max: maxEntries, m: map[[32]byte]*chainEntry{}, parsed: map[string]*x509.Certificate{}}
 }
@@ -115,8 +115,8 @@ func (c *CertCache) Len() int {
 	return len(c.m)
 }
 
-// Hits returns how many verifications used a cached chain.
-func (c *CertCache) Hits() uint64 {
+// hits returns how many verifications used a cached chain.
+func (c *CertCache) hits() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.stats.Hits

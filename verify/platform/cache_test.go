@@ -62,11 +62,11 @@ func TestSEVCertCacheTamperedChain(t *testing.T) {
 		wantErr(t, err, ErrRejected, nil, CheckBinding)
 	}
 	// The good chain still verifies from the cache.
-	hits := cache.Hits()
+	hits := cache.hits()
 	if _, err := Verify(good, rd, opts); err != nil {
 		t.Fatal(err)
 	}
-	if cache.Hits() != hits+1 {
+	if cache.hits() != hits+1 {
 		t.Fatal("good chain not served from the cache")
 	}
 }

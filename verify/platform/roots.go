@@ -17,10 +17,10 @@ import (
 	"github.com/google/go-sev-guest/verify/trust"
 )
 
-// IntelSGXRootCASHA256 pins the Intel SGX Root CA certificate (DER) this
+// intelSGXRootCASHA256 pins the Intel SGX Root CA certificate (DER) this
 // package trusts for real TDX evidence. It is the certificate go-tdx-guest
 // embeds (verify/trusted_root.pem); a test checks they are the same.
-const IntelSGXRootCASHA256 = "44a0196b2b99f889b8e149e95b807a350e7424964399e885a7cbb8ccfab674d3"
+const intelSGXRootCASHA256 = "44a0196b2b99f889b8e149e95b807a350e7424964399e885a7cbb8ccfab674d3"
 
 //go:embed intel_sgx_root_ca.pem
 var intelRootPEM []byte
@@ -108,7 +108,7 @@ func loadRoots() (*rootSet, error) {
 	if blk == nil || blk.Type != "CERTIFICATE" || len(bytes.TrimSpace(rest)) != 0 {
 		return nil, errors.New("intel root: not one pem certificate")
 	}
-	if sum := sha256.Sum256(blk.Bytes); hex.EncodeToString(sum[:]) != IntelSGXRootCASHA256 {
+	if sum := sha256.Sum256(blk.Bytes); hex.EncodeToString(sum[:]) != intelSGXRootCASHA256 {
 		return nil, errors.New("intel root: fingerprint mismatch")
 	}
 	intel, err := x509.ParseCertificate(blk.Bytes)

@@ -205,8 +205,8 @@ func TestSEVCertCache(t *testing.T) {
 			t.Fatal("cached verification reports differently")
 		}
 	}
-	if cache.Len() != 1 || cache.Hits() != 2 {
-		t.Fatalf("cache len %d hits %d, want 1 and 2", cache.Len(), cache.Hits())
+	if cache.Len() != 1 || cache.hits() != 2 {
+		t.Fatalf("cache len %d hits %d, want 1 and 2", cache.Len(), cache.hits())
 	}
 	// A warm cache still verifies every report's signature and binding.
 	ev, err := s.Quote(t.Context(), rd)
@@ -296,8 +296,8 @@ func TestSEVRealSampleToAMDRoots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if opts.CertCache.Hits() != 1 {
-		t.Fatalf("hits %d", opts.CertCache.Hits())
+	if opts.CertCache.hits() != 1 {
+		t.Fatalf("hits %d", opts.CertCache.hits())
 	}
 }
 

@@ -25,7 +25,7 @@ func TestIntelRootIsGoTdxGuests(t *testing.T) {
 		t.Fatal("module root is not pem")
 	}
 	sum := sha256.Sum256(blk.Bytes)
-	if hex.EncodeToString(sum[:]) != IntelSGXRootCASHA256 {
+	if hex.EncodeToString(sum[:]) != intelSGXRootCASHA256 {
 		t.Fatal("pinned intel root differs from go-tdx-guest's embedded root")
 	}
 	rs, err := roots()
