@@ -41,7 +41,7 @@ func (st *state) checkReport() *Error {
 	// v1 or v2 (salted commitments, docs/spec/report-v2.md): both have
 	// recipe, final and inputs.templates where this check reads them.
 	schemaID := schemas.SystemPromptReportV1
-	if root, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: MaxReportBytes}); err == nil {
+	if root, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxReportBytes}); err == nil {
 		if v, _ := root.GetString("report_version"); v == "2" {
 			schemaID = schemas.SystemPromptReportV2
 		}

@@ -39,11 +39,11 @@ import (
 
 // Input limits.
 const (
-	MaxAttestationBytes = poh.MaxEnvelopeBytes
-	MaxEvidenceBytes    = evidencedoc.MaxJWSBytes
-	MaxBundleBytes      = poh.MaxEnvelopeBytes
-	MaxAuditLogBytes    = 64 << 20
-	MaxReportBytes      = 1 << 20
+	maxAttestationBytes = poh.MaxEnvelopeBytes
+	maxEvidenceBytes    = evidencedoc.MaxJWSBytes
+	maxBundleBytes      = poh.MaxEnvelopeBytes
+	maxAuditLogBytes    = 64 << 20
+	maxReportBytes      = 1 << 20
 )
 
 // Options configure Verify. The zero value (with Now set) is the strictest.
@@ -278,11 +278,11 @@ func (st *state) checkInputs(att, ev, bundle []byte) *Error {
 		n    int
 		max  int
 	}{
-		{"attestation", len(att), MaxAttestationBytes},
-		{"evidence document", len(ev), MaxEvidenceBytes},
-		{"proof bundle", len(bundle), MaxBundleBytes},
-		{"audit log", len(o.AuditLog), MaxAuditLogBytes},
-		{"report", len(o.Report), MaxReportBytes},
+		{"attestation", len(att), maxAttestationBytes},
+		{"evidence document", len(ev), maxEvidenceBytes},
+		{"proof bundle", len(bundle), maxBundleBytes},
+		{"audit log", len(o.AuditLog), maxAuditLogBytes},
+		{"report", len(o.Report), maxReportBytes},
 	} {
 		if l.n > l.max {
 			return rejected(CheckInput, poh.MalformedEnvelope, "%s is %d bytes, limit %d", l.name, l.n, l.max)

@@ -150,7 +150,7 @@ func TestUsage(t *testing.T) {
 	wantErr(t, err, ErrUsage, CheckInput, "")
 	_, err = Verify(f.att, f.ev, []byte{}, nil, Options{Now: fixedNow})
 	wantErr(t, err, ErrUsage, CheckInput, "")
-	_, err = Verify(bytes.Repeat([]byte{' '}, MaxAttestationBytes+1), f.ev, nil, nil, Options{Now: fixedNow})
+	_, err = Verify(bytes.Repeat([]byte{' '}, maxAttestationBytes+1), f.ev, nil, nil, Options{Now: fixedNow})
 	wantErr(t, err, ErrRejected, CheckInput, poh.MalformedEnvelope)
 }
 
