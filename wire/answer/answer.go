@@ -30,9 +30,9 @@ const (
 	// carries b64u(the 64-byte Ed25519 signature).
 	HeaderStatement = "Clawea-Answer-Statement"
 	HeaderSignature = "Clawea-Answer-Signature"
-	// MaxStatementBytes bounds a statement (a client refuses a longer one
+	// maxStatementBytes bounds a statement (a client refuses a longer one
 	// before decoding it).
-	MaxStatementBytes = 1024
+	maxStatementBytes = 1024
 	// MaxSafeInteger is the largest integer a statement carries (2^53-1),
 	// so that JavaScript reads every number exactly.
 	MaxSafeInteger = 1<<53 - 1
@@ -140,7 +140,7 @@ func validRunID(id string) bool {
 // of a valid statement (what Marshal writes), so a duplicate, case-variant
 // or unknown member, whitespace or another number form is refused.
 func Parse(b []byte) (*Statement, error) {
-	if len(b) > MaxStatementBytes {
+	if len(b) > maxStatementBytes {
 		return nil, fmt.Errorf("%w: too long", ErrMalformed)
 	}
 	var s Statement
@@ -168,7 +168,7 @@ func Verify(pub ed25519.PublicKey, statementB64u, signatureB64u string) (*Statem
 	if statementB64u == "" || signatureB64u == "" {
 		return nil, ErrUnsigned
 	}
-	if len(statementB64u) > b64u.EncodedLen(MaxStatementBytes) {
+	if len(statementB64u) > b64u.EncodedLen(maxStatementBytes) {
 		return nil, fmt.Errorf("%w: too long", ErrMalformed)
 	}
 	stmt, err := b64u.Decode(statementB64u)
