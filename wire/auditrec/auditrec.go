@@ -41,9 +41,9 @@ const (
 	MaxReasonBytes = 4096
 	// MaxLineBytes bounds one JSON line (a valid record is far smaller).
 	MaxLineBytes = 16 << 10
-	// MaxSeq is the largest seq (the largest integer JSON numbers carry
+	// maxSeq is the largest seq (the largest integer JSON numbers carry
 	// exactly).
-	MaxSeq = 1<<53 - 1
+	maxSeq = 1<<53 - 1
 )
 
 // Decision values.
@@ -420,7 +420,7 @@ func parse(raw []byte) (Record, error) {
 	if rec.AuditVersion != Version {
 		return rec, errors.New("unknown audit_version")
 	}
-	if rec.Seq == 0 || rec.Seq > MaxSeq {
+	if rec.Seq == 0 || rec.Seq > maxSeq {
 		return rec, errors.New("seq out of range")
 	}
 	t, err := time.Parse(time.RFC3339Nano, rec.Time)

@@ -219,8 +219,8 @@ func checkCallPayload(v *pohjson.Value, f string) (*callPayload, error) {
 	if ver != ToolCallVersion {
 		return nil, bad("tool_call_version must be %q", ToolCallVersion)
 	}
-	if seq < 1 || seq > MaxSeq {
-		return nil, bad("audit_seq must be 1..%d", int64(MaxSeq))
+	if seq < 1 || seq > maxSeq {
+		return nil, bad("audit_seq must be 1..%d", int64(maxSeq))
 	}
 	if len(turn) > MaxFieldBytes || len(tool) > MaxFieldBytes {
 		return nil, bad("turn_id and tool are at most %d bytes", MaxFieldBytes)
