@@ -25,15 +25,15 @@ import (
 
 // Format constants.
 const (
-	// Version is the evidence_version of the payload, its first member.
-	Version = "clawea.dev/evidence/v1"
+	// version is the evidence_version of the payload, its first member.
+	version = "clawea.dev/evidence/v1"
 	// Type is the JWS "typ" header.
 	Type = "clawea-evidence+jws"
-	// Algorithm is the only accepted JWS "alg".
-	Algorithm = "EdDSA"
+	// algorithm is the only accepted JWS "alg".
+	algorithm = "EdDSA"
 	// ResourceType is the evidence_ref.resource_type of an execution
 	// attestation that points at an evidence document.
-	ResourceType = Version
+	ResourceType = version
 
 	// KindExecution is an evidence document referenced by an
 	// execution_attestation envelope.
@@ -46,9 +46,9 @@ const (
 	// evidence context objects (domain separation).
 	ExecutionContextLabel = "clawea.dev/evidence/v1/context/execution"
 	KeyContextLabel       = "clawea.dev/evidence/v1/context/key"
-	// KeyNonceLabel is the label of the key-attestation nonce (REPORT_DATA
+	// keyNonceLabel is the label of the key-attestation nonce (REPORT_DATA
 	// bytes 0..31 of a key attestation).
-	KeyNonceLabel = "clawea.dev/attester/v1/key-attestation/nonce"
+	keyNonceLabel = "clawea.dev/attester/v1/key-attestation/nonce"
 	// CommitmentsVersion is the metadata.clawea.clawea_version a producer
 	// writes when it observed nothing of its isolation: v2, which adds the
 	// admission policy and sensitive members. A producer that observed its
@@ -71,28 +71,28 @@ const (
 const (
 	// MaxJWSBytes bounds a compact JWS handed to Parse.
 	MaxJWSBytes = 8 << 20
-	// MaxEvidence bounds the number of evidence items.
-	MaxEvidence = 4
+	// maxEvidence bounds the number of evidence items.
+	maxEvidence = 4
 	// MaxBlobBytes bounds Evidence.Blob.
 	MaxBlobBytes = 64 << 10
-	// MaxSignatureBytes bounds Evidence.Signature.
-	MaxSignatureBytes = 1024
-	// MaxCerts and MaxCertBytes bound Evidence.CertChain.
-	MaxCerts     = 4
-	MaxCertBytes = 16 << 10
-	// MaxAuxBytes bounds one Evidence.Aux value (a TPM event log).
-	MaxAuxBytes = 4 << 20
-	// MaxCollateralBytes bounds one collateral value.
-	MaxCollateralBytes = 1 << 20
+	// maxSignatureBytes bounds Evidence.Signature.
+	maxSignatureBytes = 1024
+	// maxCerts and maxCertBytes bound Evidence.CertChain.
+	maxCerts     = 4
+	maxCertBytes = 16 << 10
+	// maxAuxBytes bounds one Evidence.Aux value (a TPM event log).
+	maxAuxBytes = 4 << 20
+	// maxCollateralBytes bounds one collateral value.
+	maxCollateralBytes = 1 << 20
 	// MaxChallengeBytes bounds a key-attestation challenge.
 	MaxChallengeBytes = 1024
 	// MaxIDBytes bounds attestation ids, run ids and DIDs.
 	MaxIDBytes = 512
-	// MaxProviderBytes, MaxModelBytes and MaxRevisionBytes bound a model
+	// maxProviderBytes, maxModelBytes and maxRevisionBytes bound a model
 	// identity (the PoH system_prompt_report limits for provider and model).
-	MaxProviderBytes = 64
-	MaxModelBytes    = 128
-	MaxRevisionBytes = 128
+	maxProviderBytes = 64
+	maxModelBytes    = 128
+	maxRevisionBytes = 128
 )
 
 // Errors. Every error from Parse and Sign wraps exactly one of them.

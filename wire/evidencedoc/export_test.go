@@ -35,8 +35,8 @@ func referenceDecodePayload(payload []byte, did string, key ed25519.PublicKey, j
 	if len(ms) == 0 || ms[0].Key != "evidence_version" {
 		return nil, fmt.Errorf("%w: evidence_version must be the first payload member", ErrMalformed)
 	}
-	if s, ok := ms[0].Value.Str(); !ok || s != Version {
-		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, Version)
+	if s, ok := ms[0].Value.Str(); !ok || s != version {
+		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, version)
 	}
 	// One re-encoding decides the form: the payload must be exactly the
 	// canonical (JSON.stringify) encoding of the struct decoded from it.

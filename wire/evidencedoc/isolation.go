@@ -49,10 +49,10 @@ var IsolationClaims = []string{
 
 // Limits of Isolation.
 const (
-	// MaxUID is the largest uid (2^31-2; -1 is "no uid").
-	MaxUID = 1<<31 - 2
-	// MaxControlUIDs bounds control_uids (attester.controlUids).
-	MaxControlUIDs = 64
+	// maxUID is the largest uid (2^31-2; -1 is "no uid").
+	maxUID = 1<<31 - 2
+	// maxControlUIDs bounds control_uids (attester.controlUids).
+	maxControlUIDs = 64
 )
 
 // IsolationObservation is what the attester saw of its isolation from the
@@ -101,14 +101,14 @@ type Isolation struct {
 // peer_same_pid_namespace when the peer is in the attester's pid
 // namespace. It refuses values outside their ranges (ErrMalformed).
 func NewIsolation(o IsolationObservation) (*Isolation, error) {
-	if o.AttesterUID < 0 || o.AttesterUID > MaxUID || o.PeerUID < -1 || o.PeerUID > MaxUID {
+	if o.AttesterUID < 0 || o.AttesterUID > maxUID || o.PeerUID < -1 || o.PeerUID > maxUID {
 		return nil, fmt.Errorf("%w: isolation: uid out of range", ErrMalformed)
 	}
-	if len(o.ControlUIDs) == 0 || len(o.ControlUIDs) > MaxControlUIDs {
-		return nil, fmt.Errorf("%w: isolation: 1 to %d control uids", ErrMalformed, MaxControlUIDs)
+	if len(o.ControlUIDs) == 0 || len(o.ControlUIDs) > maxControlUIDs {
+		return nil, fmt.Errorf("%w: isolation: 1 to %d control uids", ErrMalformed, maxControlUIDs)
 	}
 	uids := slices.Compact(slices.Sorted(slices.Values(o.ControlUIDs)))
-	if uids[0] < 0 || uids[len(uids)-1] > MaxUID {
+	if uids[0] < 0 || uids[len(uids)-1] > maxUID {
 		return nil, fmt.Errorf("%w: isolation: control uid out of range", ErrMalformed)
 	}
 	restricted := false

@@ -12,8 +12,8 @@ import (
 	"github.com/clawea/attester/schema/safetext"
 )
 
-// ModelIdentityVersion is the model_identity_version of a ModelIdentity.
-const ModelIdentityVersion = "clawea.dev/model-identity/v1"
+// modelIdentityVersion is the model_identity_version of a ModelIdentity.
+const modelIdentityVersion = "clawea.dev/model-identity/v1"
 
 // ModelIdentity names the model a run used: provider, model and an optional
 // revision, as configured for the run. It is a claim by the attester, not a
@@ -29,7 +29,7 @@ type ModelIdentity struct {
 // NewModelIdentity returns a ModelIdentity with the current version after
 // checking its fields.
 func NewModelIdentity(provider, model, revision string) (ModelIdentity, error) {
-	m := ModelIdentity{Version: ModelIdentityVersion, Provider: provider, Model: model, Revision: revision}
+	m := ModelIdentity{Version: modelIdentityVersion, Provider: provider, Model: model, Revision: revision}
 	if err := m.check(); err != nil {
 		return ModelIdentity{}, err
 	}
@@ -37,16 +37,16 @@ func NewModelIdentity(provider, model, revision string) (ModelIdentity, error) {
 }
 
 func (m ModelIdentity) check() error {
-	if m.Version != ModelIdentityVersion {
+	if m.Version != modelIdentityVersion {
 		return fmt.Errorf("%w: model_identity_version %q", ErrUnsupported, safetext.Clip(m.Version, 64))
 	}
-	if err := checkText("model_identity.provider", m.Provider, 1, MaxProviderBytes); err != nil {
+	if err := checkText("model_identity.provider", m.Provider, 1, maxProviderBytes); err != nil {
 		return err
 	}
-	if err := checkText("model_identity.model", m.Model, 1, MaxModelBytes); err != nil {
+	if err := checkText("model_identity.model", m.Model, 1, maxModelBytes); err != nil {
 		return err
 	}
-	return checkText("model_identity.revision", m.Revision, 0, MaxRevisionBytes)
+	return checkText("model_identity.revision", m.Revision, 0, maxRevisionBytes)
 }
 
 // Digest returns b64u(SHA-256(JCS(m))): the value of
@@ -76,13 +76,13 @@ func ModelIdentityDigest(provider, model, revision string) (string, error) {
 }
 
 // KeyNonce returns REPORT_DATA bytes 0..31 of a key attestation:
-// SHA-256(KeyNonceLabel || 0x00 || u32be(len(challenge)) || challenge).
+// SHA-256(keyNonceLabel || 0x00 || u32be(len(challenge)) || challenge).
 func KeyNonce(challenge []byte) ([32]byte, error) {
 	if len(challenge) > MaxChallengeBytes {
 		return [32]byte{}, fmt.Errorf("%w: challenge is %d bytes, limit %d", ErrTooLarge, len(challenge), MaxChallengeBytes)
 	}
 	h := sha256.New()
-	h.Write([]byte(KeyNonceLabel))
+	h.Write([]byte(keyNonceLabel))
 	h.Write([]byte{0})
 	var l [4]byte
 	binary.BigEndian.PutUint32(l[:], uint32(len(challenge)))

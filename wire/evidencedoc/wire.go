@@ -18,9 +18,9 @@ import (
 	"github.com/clawea/attester/wire/evidence"
 )
 
-// TimeFormat is the issued_at format: RFC 3339 UTC with milliseconds, as
+// timeFormat is the issued_at format: RFC 3339 UTC with milliseconds, as
 // JavaScript's Date.prototype.toISOString writes it.
-const TimeFormat = poh.TimeFormat
+const timeFormat = poh.TimeFormat
 
 // wirePayload is the JWS payload. Field order is the wire order; the first
 // member is always evidence_version.
@@ -76,14 +76,6 @@ var platformRules = map[string]platformRule{
 		signature: true,
 		aux:       []string{"ak_public", "event_log", "pcr_values"},
 	},
-}
-
-// FormatFor returns the evidence format defined for a platform, or "".
-func FormatFor(platform string) string { return platformRules[platform].format }
-
-// CollateralNames returns the collateral names defined for a platform.
-func CollateralNames(platform string) []string {
-	return append([]string(nil), platformRules[platform].collateral...)
 }
 
 // Parse verifies a compact JWS evidence document signed by key and returns
@@ -179,8 +171,8 @@ func checkHeader(h []byte) (string, error) {
 	if !ok {
 		return "", fmt.Errorf("%w: protected header has no alg", ErrMalformed)
 	}
-	if alg != Algorithm {
-		return "", fmt.Errorf("%w: alg %q, only %s is accepted", ErrUnsupported, safetext.Clip(alg, 64), Algorithm)
+	if alg != algorithm {
+		return "", fmt.Errorf("%w: alg %q, only %s is accepted", ErrUnsupported, safetext.Clip(alg, 64), algorithm)
 	}
 	if typ, _ := v.GetString("typ"); typ != Type {
 		return "", fmt.Errorf("%w: typ %q, want %q", ErrUnsupported, safetext.Clip(typ, 64), Type)
@@ -208,7 +200,7 @@ func checkHeader(h []byte) (string, error) {
 // canonicalHeader is the only protected header accepted. A did:key has no
 // characters that JSON escapes.
 func canonicalHeader(kid string) []byte {
-	return []byte(`{"alg":"` + Algorithm + `","kid":"` + kid + `","typ":"` + Type + `"}`)
+	return []byte(`{"alg":"` + algorithm + `","kid":"` + kid + `","typ":"` + Type + `"}`)
 }
 
 var errNotCanonical = fmt.Errorf("%w: payload is not the canonical form of a known document: members unknown, missing, empty or in the wrong order, case or form", ErrMalformed)
@@ -236,8 +228,8 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	if len(ms) == 0 || ms[0].Key != "evidence_version" {
 		return nil, fmt.Errorf("%w: evidence_version must be the first payload member", ErrMalformed)
 	}
-	if s, ok := ms[0].Value.Str(); !ok || s != Version {
-		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, Version)
+	if s, ok := ms[0].Value.Str(); !ok || s != version {
+		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, version)
 	}
 	w, ok := wireFrom(v)
 	if !ok {
@@ -266,8 +258,8 @@ func fromWire(w *wirePayload) (*Document, error) {
 	if _, err := didkey.Parse(w.AttesterDID); err != nil {
 		return nil, fmt.Errorf("%w: attester_did: %v", ErrMalformed, err)
 	}
-	t, err := time.Parse(TimeFormat, w.IssuedAt)
-	if err != nil || t.UTC().Format(TimeFormat) != w.IssuedAt {
+	t, err := time.Parse(timeFormat, w.IssuedAt)
+	if err != nil || t.UTC().Format(timeFormat) != w.IssuedAt {
 		return nil, fmt.Errorf("%w: issued_at must be %s", ErrMalformed, "YYYY-MM-DDTHH:MM:SS.mmmZ")
 	}
 	d.IssuedAt = t
@@ -296,8 +288,8 @@ func fromWire(w *wirePayload) (*Document, error) {
 	default:
 		return nil, fmt.Errorf("%w: kind %q", ErrUnsupported, safetext.Clip(w.Kind, 64))
 	}
-	if len(w.Evidence) == 0 || len(w.Evidence) > MaxEvidence {
-		return nil, fmt.Errorf("%w: %d evidence items, want 1..%d", ErrMalformed, len(w.Evidence), MaxEvidence)
+	if len(w.Evidence) == 0 || len(w.Evidence) > maxEvidence {
+		return nil, fmt.Errorf("%w: %d evidence items, want 1..%d", ErrMalformed, len(w.Evidence), maxEvidence)
 	}
 	for i := range w.Evidence {
 		it, err := itemFromWire(&w.Evidence[i])
@@ -471,24 +463,24 @@ func itemFromWire(w *wireEvidence) (Item, error) {
 	case !rule.signature && w.SignatureB64u != "":
 		return Item{}, fmt.Errorf("%w: %s evidence has no detached signature", ErrMalformed, w.Platform)
 	case rule.signature:
-		if ev.Signature, err = decodeBounded("signature_b64u", w.SignatureB64u, 1, MaxSignatureBytes); err != nil {
+		if ev.Signature, err = decodeBounded("signature_b64u", w.SignatureB64u, 1, maxSignatureBytes); err != nil {
 			return Item{}, err
 		}
 	}
-	if len(w.CertChainB64u) > MaxCerts {
-		return Item{}, fmt.Errorf("%w: %d certificates, limit %d", ErrMalformed, len(w.CertChainB64u), MaxCerts)
+	if len(w.CertChainB64u) > maxCerts {
+		return Item{}, fmt.Errorf("%w: %d certificates, limit %d", ErrMalformed, len(w.CertChainB64u), maxCerts)
 	}
 	for i, c := range w.CertChainB64u {
-		der, err := decodeBounded(fmt.Sprintf("cert_chain_b64u[%d]", i), c, 1, MaxCertBytes)
+		der, err := decodeBounded(fmt.Sprintf("cert_chain_b64u[%d]", i), c, 1, maxCertBytes)
 		if err != nil {
 			return Item{}, err
 		}
 		ev.CertChain = append(ev.CertChain, der)
 	}
-	if ev.Aux, err = decodeMap("aux_b64u", w.AuxB64u, rule.aux, MaxAuxBytes); err != nil {
+	if ev.Aux, err = decodeMap("aux_b64u", w.AuxB64u, rule.aux, maxAuxBytes); err != nil {
 		return Item{}, err
 	}
-	coll, err := decodeMap("collateral_b64u", w.CollateralB64u, rule.collateral, MaxCollateralBytes)
+	coll, err := decodeMap("collateral_b64u", w.CollateralB64u, rule.collateral, maxCollateralBytes)
 	if err != nil {
 		return Item{}, err
 	}
@@ -536,10 +528,10 @@ func encodeMap(m map[string][]byte) map[string]string {
 // toWire converts an unsigned document to its wire form.
 func toWire(d *Document, did string) *wirePayload {
 	w := &wirePayload{
-		EvidenceVersion: Version,
+		EvidenceVersion: version,
 		Kind:            d.Kind,
 		AttesterDID:     did,
-		IssuedAt:        d.IssuedAt.UTC().Format(TimeFormat),
+		IssuedAt:        d.IssuedAt.UTC().Format(timeFormat),
 		NonceB64u:       b64u.Encode(d.Nonce[:]),
 		Execution:       d.Execution,
 		Key:             d.Key,
