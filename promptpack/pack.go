@@ -32,9 +32,9 @@ import (
 
 // Labels. Each is used for exactly one purpose.
 const (
-	// PackVersion is the value of "pack_version", the first member of
+	// packVersion is the value of "pack_version", the first member of
 	// every pack.
-	PackVersion = "clawea.dev/promptpack/v1/pack"
+	packVersion = "clawea.dev/promptpack/v1/pack"
 	// packIDLabel separates the pack id hash from every other hash.
 	packIDLabel = "clawea.dev/promptpack/v1/pack-id"
 	// packIDPrefix starts every pack id.
@@ -45,15 +45,15 @@ const (
 const (
 	// MaxPackSize bounds the canonical pack bytes.
 	MaxPackSize = jcs.MaxBytes
-	// MaxToolSchemas bounds the tool_schemas entries.
-	MaxToolSchemas = 1024
-	// MaxEnvOverrides bounds the skills_env_overrides entries.
-	MaxEnvOverrides = 1024
-	// MaxRawContextFiles bounds raw_context_files and the reported
+	// maxToolSchemas bounds the tool_schemas entries.
+	maxToolSchemas = 1024
+	// maxEnvOverrides bounds the skills_env_overrides entries.
+	maxEnvOverrides = 1024
+	// maxRawContextFiles bounds raw_context_files and the reported
 	// bootstrap entries.
-	MaxRawContextFiles = 256
-	// MaxIdentityLen bounds provenance strings (builder_name: 2x).
-	MaxIdentityLen = 64
+	maxRawContextFiles = 256
+	// maxIdentityLen bounds provenance strings (builder_name: 2x).
+	maxIdentityLen = 64
 	maxRecipeIDLen = 64
 	maxRecipeVer   = 32
 	maxModeLen     = 32
@@ -69,17 +69,17 @@ var (
 	// errUnknownField: a member the format does not define. It is
 	// jsonobj.ErrUnknownField.
 	errUnknownField = jsonobj.ErrUnknownField
-	// ErrMissingField: a required member is absent. It is
+	// errMissingField: a required member is absent. It is
 	// jsonobj.ErrMissingField.
-	ErrMissingField = jsonobj.ErrMissingField
-	// ErrWrongType: a member has another JSON type, or an invalid value.
+	errMissingField = jsonobj.ErrMissingField
+	// errWrongType: a member has another JSON type, or an invalid value.
 	// It is jsonobj.ErrWrongType.
-	ErrWrongType = jsonobj.ErrWrongType
+	errWrongType = jsonobj.ErrWrongType
 	// ErrTooLarge: an input exceeds a size or count limit. It is
 	// jsonobj.ErrTooLarge.
 	ErrTooLarge = jsonobj.ErrTooLarge
-	// ErrNotCanonical: the bytes are not the JCS canonical form.
-	ErrNotCanonical = errors.New("promptpack: pack is not in canonical form")
+	// errNotCanonical: the bytes are not the JCS canonical form.
+	errNotCanonical = errors.New("promptpack: pack is not in canonical form")
 	// ErrUnknownRecipe: the pack names a recipe id or version this build
 	// does not implement. It is recipe.ErrUnknownRecipe.
 	ErrUnknownRecipe = recipe.ErrUnknownRecipe
@@ -289,7 +289,7 @@ func (p *Pack) Encode() ([]byte, error) {
 		return nil, err
 	}
 	w := wirePack{
-		PackVersion: PackVersion,
+		PackVersion: packVersion,
 		ParamsJSON:  string(p.Params),
 		PromptMode:  p.PromptMode,
 		Provenance: wireProvenance{
@@ -361,11 +361,11 @@ func (p *Pack) validate() error {
 		name, v string
 		max     int
 	}{
-		{"$.provenance.builder_name", pv.BuilderName, 2 * MaxIdentityLen},
-		{"$.provenance.builder_version", pv.BuilderVersion, MaxIdentityLen},
-		{"$.provenance.harness_commit", pv.HarnessCommit, MaxIdentityLen},
-		{"$.provenance.harness_id", pv.HarnessID, MaxIdentityLen},
-		{"$.provenance.harness_version", pv.HarnessVersion, MaxIdentityLen},
+		{"$.provenance.builder_name", pv.BuilderName, 2 * maxIdentityLen},
+		{"$.provenance.builder_version", pv.BuilderVersion, maxIdentityLen},
+		{"$.provenance.harness_commit", pv.HarnessCommit, maxIdentityLen},
+		{"$.provenance.harness_id", pv.HarnessID, maxIdentityLen},
+		{"$.provenance.harness_version", pv.HarnessVersion, maxIdentityLen},
 		{"$.prompt_mode", p.PromptMode, maxModeLen},
 	} {
 		if err := checkIdent(f.v, f.max); err != nil {
@@ -373,32 +373,32 @@ func (p *Pack) validate() error {
 		}
 	}
 	if !utf8.Valid(p.Params) {
-		return ferr("$.params_json", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+		return ferr("$.params_json", fmt.Errorf("%w: invalid utf-8", errWrongType))
 	}
 	if p.Recipe.ID == openclawrelease.ID {
 		return p.validateRelease()
 	}
 	h := p.Harness
 	if len(h.Templates) == 0 {
-		return ferr("$.sources.templates", ErrMissingField)
+		return ferr("$.sources.templates", errMissingField)
 	}
 	if len(h.Templates) > openclawsig.MaxTemplates {
 		return ferr("$.sources.templates", ErrTooLarge)
 	}
 	for name, b := range h.Templates {
 		if !utf8.ValidString(name) || name == "" {
-			return ferr("$.sources.templates", fmt.Errorf("%w: template name", ErrWrongType))
+			return ferr("$.sources.templates", fmt.Errorf("%w: template name", errWrongType))
 		}
 		if !utf8.Valid(b) {
-			return ferr(jsonobj.Key("$.sources.templates", name)+".text", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+			return ferr(jsonobj.Key("$.sources.templates", name)+".text", fmt.Errorf("%w: invalid utf-8", errWrongType))
 		}
 	}
 	for name, b := range h.Sigs {
 		if _, ok := h.Templates[name]; !ok {
-			return ferr(jsonobj.Key("$.sources.templates", name), fmt.Errorf("%w: sig without template", ErrMissingField))
+			return ferr(jsonobj.Key("$.sources.templates", name), fmt.Errorf("%w: sig without template", errMissingField))
 		}
 		if !utf8.Valid(b) {
-			return ferr(jsonobj.Key("$.sources.templates", name)+".sig_json", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+			return ferr(jsonobj.Key("$.sources.templates", name)+".sig_json", fmt.Errorf("%w: invalid utf-8", errWrongType))
 		}
 	}
 	for field, b := range map[string][]byte{
@@ -407,37 +407,37 @@ func (p *Pack) validate() error {
 		"$.sources.core_tool_summaries_json": h.CoreToolSummaries,
 	} {
 		if !utf8.Valid(b) {
-			return ferr(field, fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+			return ferr(field, fmt.Errorf("%w: invalid utf-8", errWrongType))
 		}
 	}
-	if len(p.ToolSchemas) > MaxToolSchemas {
+	if len(p.ToolSchemas) > maxToolSchemas {
 		return ferr("$.tool_schemas", ErrTooLarge)
 	}
 	for name, s := range p.ToolSchemas {
 		if !utf8.ValidString(name) {
-			return ferr("$.tool_schemas", fmt.Errorf("%w: tool name", ErrWrongType))
+			return ferr("$.tool_schemas", fmt.Errorf("%w: tool name", errWrongType))
 		}
 		if len(s) == 0 || s[0] != '{' {
-			return ferr(jsonobj.Key("$.tool_schemas", name), fmt.Errorf("%w: not an object", ErrWrongType))
+			return ferr(jsonobj.Key("$.tool_schemas", name), fmt.Errorf("%w: not an object", errWrongType))
 		}
 	}
-	if len(p.SkillsEnvOverrides) > MaxEnvOverrides {
+	if len(p.SkillsEnvOverrides) > maxEnvOverrides {
 		return ferr("$.skills_env_overrides", ErrTooLarge)
 	}
 	for k, v := range p.SkillsEnvOverrides {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return ferr("$.skills_env_overrides", fmt.Errorf("%w: invalid utf-8", ErrWrongType))
+			return ferr("$.skills_env_overrides", fmt.Errorf("%w: invalid utf-8", errWrongType))
 		}
 	}
-	if p.RawContextFiles != nil && (len(p.RawContextFiles) == 0 || len(p.RawContextFiles) > MaxRawContextFiles) {
+	if p.RawContextFiles != nil && (len(p.RawContextFiles) == 0 || len(p.RawContextFiles) > maxRawContextFiles) {
 		return ferr("$.raw_context_files", ErrTooLarge)
 	}
 	for path, rc := range p.RawContextFiles {
 		if !utf8.ValidString(path) {
-			return ferr("$.raw_context_files", fmt.Errorf("%w: path", ErrWrongType))
+			return ferr("$.raw_context_files", fmt.Errorf("%w: path", errWrongType))
 		}
 		if rc.MaxChars != nil && (*rc.MaxChars < 0 || *rc.MaxChars > pohjson.MaxSafeInteger) {
-			return ferr("$.raw_context_files", fmt.Errorf("%w: max_chars", ErrWrongType))
+			return ferr("$.raw_context_files", fmt.Errorf("%w: max_chars", errWrongType))
 		}
 	}
 	if p.ReportSalts != nil && (len(p.ReportSalts) == 0 || len(p.ReportSalts) > MaxReportInputs) {
@@ -445,7 +445,7 @@ func (p *Pack) validate() error {
 	}
 	for sel := range p.ReportSalts {
 		if _, _, err := ParseSelector(sel); err != nil {
-			return ferr("$.report_salts", fmt.Errorf("%w: not a kind:id selector", ErrWrongType))
+			return ferr("$.report_salts", fmt.Errorf("%w: not a kind:id selector", errWrongType))
 		}
 	}
 	return nil
@@ -453,13 +453,13 @@ func (p *Pack) validate() error {
 
 func checkIdent(s string, max int) error {
 	if s == "" {
-		return ErrMissingField
+		return errMissingField
 	}
 	if len(s) > max {
 		return ErrTooLarge
 	}
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: invalid utf-8", ErrWrongType)
+		return fmt.Errorf("%w: invalid utf-8", errWrongType)
 	}
 	return nil
 }
@@ -542,12 +542,12 @@ func parseRoot(data []byte) (*pohjson.Value, error) {
 	}
 	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxPackSize, AllowFloats: true})
 	if err != nil {
-		return nil, ferr("$", fmt.Errorf("%w: %w", ErrWrongType, err))
+		return nil, ferr("$", fmt.Errorf("%w: %w", errWrongType, err))
 	}
 	if root.Kind() != pohjson.Object {
-		return nil, ferr("$", fmt.Errorf("%w: not an object", ErrWrongType))
+		return nil, ferr("$", fmt.Errorf("%w: not an object", errWrongType))
 	}
-	if v, ok := root.GetString("pack_version"); !ok || v != PackVersion {
+	if v, ok := root.GetString("pack_version"); !ok || v != packVersion {
 		if !ok {
 			return nil, fmt.Errorf("%w: no pack_version", ErrUnknownVersion)
 		}
@@ -560,12 +560,12 @@ func parseRoot(data []byte) (*pohjson.Value, error) {
 func checkCanonical(data []byte) error {
 	canon, err := jcs.Canonicalize(data)
 	if err != nil {
-		return ferr("$", fmt.Errorf("%w: %v", ErrWrongType, err))
+		return ferr("$", fmt.Errorf("%w: %v", errWrongType, err))
 	}
 	same := bytes.Equal(canon, data)
 	clear(canon)
 	if !same {
-		return ErrNotCanonical
+		return errNotCanonical
 	}
 	return nil
 }
@@ -605,11 +605,11 @@ func (pp *packParser) readHead() {
 			"builder_name": true, "builder_version": true, "harness_commit": true, "harness_id": true, "harness_version": true,
 		})
 		p.Provenance = Provenance{
-			BuilderName:    r.Ident(f["builder_name"], "$.provenance.builder_name", 2*MaxIdentityLen),
-			BuilderVersion: r.Ident(f["builder_version"], "$.provenance.builder_version", MaxIdentityLen),
-			HarnessCommit:  r.Ident(f["harness_commit"], "$.provenance.harness_commit", MaxIdentityLen),
-			HarnessID:      r.Ident(f["harness_id"], "$.provenance.harness_id", MaxIdentityLen),
-			HarnessVersion: r.Ident(f["harness_version"], "$.provenance.harness_version", MaxIdentityLen),
+			BuilderName:    r.Ident(f["builder_name"], "$.provenance.builder_name", 2*maxIdentityLen),
+			BuilderVersion: r.Ident(f["builder_version"], "$.provenance.builder_version", maxIdentityLen),
+			HarnessCommit:  r.Ident(f["harness_commit"], "$.provenance.harness_commit", maxIdentityLen),
+			HarnessID:      r.Ident(f["harness_id"], "$.provenance.harness_id", maxIdentityLen),
+			HarnessVersion: r.Ident(f["harness_version"], "$.provenance.harness_version", maxIdentityLen),
 		}
 	}
 }
@@ -644,7 +644,7 @@ func (pp *packParser) readSources() {
 	for _, m := range ms {
 		path := jsonobj.Key("$.sources.templates", m.Key)
 		if m.Key == "" {
-			r.Fail(path, fmt.Errorf("%w: empty name", ErrWrongType))
+			r.Fail(path, fmt.Errorf("%w: empty name", errWrongType))
 		}
 		tf := r.Object(m.Value, path, map[string]bool{"text": true, "sig_json": false})
 		p.Harness.Templates[m.Key] = r.Bytes(tf["text"], path+".text")
@@ -661,7 +661,7 @@ func (pp *packParser) readToolSchemas() {
 	if ts == nil {
 		return
 	}
-	ms := r.Members(ts, "$.tool_schemas", 0, MaxToolSchemas)
+	ms := r.Members(ts, "$.tool_schemas", 0, maxToolSchemas)
 	p.ToolSchemas = make(map[string][]byte, len(ms))
 	if r.Err() != nil || len(ms) == 0 {
 		return
@@ -673,17 +673,17 @@ func (pp *packParser) readToolSchemas() {
 		ToolSchemas map[string]json.RawMessage `json:"tool_schemas"`
 	}
 	if err := json.Unmarshal(pp.data, &raw); err != nil {
-		r.Fail("$.tool_schemas", fmt.Errorf("%w: %v", ErrWrongType, err))
+		r.Fail("$.tool_schemas", fmt.Errorf("%w: %v", errWrongType, err))
 	}
 	for _, m := range ms {
 		path := jsonobj.Key("$.tool_schemas", m.Key)
 		if m.Value.Kind() != pohjson.Object {
-			r.Fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
+			r.Fail(path, fmt.Errorf("%w: not an object", errWrongType))
 			continue
 		}
 		b, ok := raw.ToolSchemas[m.Key]
 		if !ok {
-			r.Fail(path, ErrMissingField)
+			r.Fail(path, errMissingField)
 			continue
 		}
 		p.ToolSchemas[m.Key] = bytes.Clone(b)
@@ -697,12 +697,12 @@ func (pp *packParser) readEnvOverrides() {
 	if se == nil {
 		return
 	}
-	ms := r.Members(se, "$.skills_env_overrides", 0, MaxEnvOverrides)
+	ms := r.Members(se, "$.skills_env_overrides", 0, maxEnvOverrides)
 	p.SkillsEnvOverrides = make(map[string]string, len(ms))
 	for _, m := range ms {
 		s, ok := m.Value.Str()
 		if !ok {
-			r.Fail(jsonobj.Key("$.skills_env_overrides", m.Key), ErrWrongType)
+			r.Fail(jsonobj.Key("$.skills_env_overrides", m.Key), errWrongType)
 		}
 		p.SkillsEnvOverrides[m.Key] = s
 	}
@@ -715,7 +715,7 @@ func (pp *packParser) readRawContextFiles() {
 	if rc == nil {
 		return
 	}
-	ms := r.Members(rc, "$.raw_context_files", 1, MaxRawContextFiles)
+	ms := r.Members(rc, "$.raw_context_files", 1, maxRawContextFiles)
 	p.RawContextFiles = make(map[string]RawContextFile, len(ms))
 	for _, m := range ms {
 		path := jsonobj.Key("$.raw_context_files", m.Key)
@@ -725,21 +725,21 @@ func (pp *packParser) readRawContextFiles() {
 			s, _ := h.Str()
 			d, err := b64u.DecodeHash(s)
 			if err != nil {
-				r.Fail(path+".raw_content_hash_b64u", fmt.Errorf("%w: not b64u of 32 bytes", ErrWrongType))
+				r.Fail(path+".raw_content_hash_b64u", fmt.Errorf("%w: not b64u of 32 bytes", errWrongType))
 			}
 			e.RawContentHash = d
 		}
 		if t := f["truncated"]; t != nil {
 			b, ok := t.Bool()
 			if !ok {
-				r.Fail(path+".truncated", ErrWrongType)
+				r.Fail(path+".truncated", errWrongType)
 			}
 			e.Truncated = b
 		}
 		if mc := f["max_chars"]; mc != nil {
 			n, ok := mc.Int()
 			if !ok || n < 0 {
-				r.Fail(path+".max_chars", ErrWrongType)
+				r.Fail(path+".max_chars", errWrongType)
 			}
 			e.MaxChars = &n
 		}
@@ -759,7 +759,7 @@ func (pp *packParser) readReportSalts() {
 	for _, m := range ms {
 		path := jsonobj.Key("$.report_salts", m.Key)
 		if _, _, err := ParseSelector(m.Key); err != nil {
-			r.Fail(path, fmt.Errorf("%w: not a kind:id selector", ErrWrongType))
+			r.Fail(path, fmt.Errorf("%w: not a kind:id selector", errWrongType))
 			continue
 		}
 		if b := r.B64u(m.Value, path, SaltSize); b != nil {

@@ -106,7 +106,7 @@ func TestVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.HasPrefix(enc, []byte(`{"pack_version":"`+PackVersion+`"`)) {
+			if !bytes.HasPrefix(enc, []byte(`{"pack_version":"`+packVersion+`"`)) {
 				t.Fatalf("pack does not start with its version: %.60s", enc)
 			}
 			q, err := Parse(enc)
@@ -329,7 +329,7 @@ func TestUnknownPackVersionRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, v := range []string{"clawea.dev/promptpack/v2/pack", "clawea.dev/promptpack/v1", "Clawea.dev/promptpack/v1/pack"} {
-		bad := bytes.Replace(enc, []byte(PackVersion), []byte(v), 1)
+		bad := bytes.Replace(enc, []byte(packVersion), []byte(v), 1)
 		if _, err := Parse(bad); !errors.Is(err, ErrUnknownVersion) || !strings.Contains(err.Error(), v) {
 			t.Errorf("%s: got %v", v, err)
 		}
@@ -354,15 +354,15 @@ func TestParseRejects(t *testing.T) {
 		{"unknown top field", strings.Replace(s, `"params_json"`, `"extra":1,"params_json"`, 1), errUnknownField},
 		{"unknown nested field", strings.Replace(s, `"builder_name"`, `"builder_nam":"x","builder_name"`, 1), errUnknownField},
 		{"case variant", strings.Replace(s, `"prompt_mode"`, `"Prompt_mode"`, 1), errUnknownField},
-		{"missing field", strings.Replace(s, `"prompt_mode":"full",`, ``, 1), ErrMissingField},
-		{"wrong type", strings.Replace(s, `"prompt_mode":"full"`, `"prompt_mode":1`, 1), ErrWrongType},
-		{"null", strings.Replace(s, `"prompt_mode":"full"`, `"prompt_mode":null`, 1), ErrWrongType},
-		{"empty ident", strings.Replace(s, `"harness_id":"openclaw"`, `"harness_id":""`, 1), ErrMissingField},
+		{"missing field", strings.Replace(s, `"prompt_mode":"full",`, ``, 1), errMissingField},
+		{"wrong type", strings.Replace(s, `"prompt_mode":"full"`, `"prompt_mode":1`, 1), errWrongType},
+		{"null", strings.Replace(s, `"prompt_mode":"full"`, `"prompt_mode":null`, 1), errWrongType},
+		{"empty ident", strings.Replace(s, `"harness_id":"openclaw"`, `"harness_id":""`, 1), errMissingField},
 		{"schema not object", strings.Replace(s, `"tool_schemas":{"read":{`, `"tool_schemas":{"read":[{`, 1) + "]", ErrMalformed},
-		{"bad raw hash", strings.Replace(s, `"raw_content_hash_b64u":"`, `"raw_content_hash_b64u":"=`, 1), ErrWrongType},
-		{"not canonical: space", strings.Replace(s, `{"pack_version":`, `{"pack_version": `, 1), ErrNotCanonical},
-		{"not canonical: order", reorder(s), ErrNotCanonical},
-		{"not canonical: escape", strings.Replace(s, `"text":"hi`, `"text":"\u0068i`, 1), ErrNotCanonical},
+		{"bad raw hash", strings.Replace(s, `"raw_content_hash_b64u":"`, `"raw_content_hash_b64u":"=`, 1), errWrongType},
+		{"not canonical: space", strings.Replace(s, `{"pack_version":`, `{"pack_version": `, 1), errNotCanonical},
+		{"not canonical: order", reorder(s), errNotCanonical},
+		{"not canonical: escape", strings.Replace(s, `"text":"hi`, `"text":"\u0068i`, 1), errNotCanonical},
 		{"duplicate", strings.Replace(s, `"prompt_mode":"full"`, `"prompt_mode":"full","prompt_mode":"full"`, 1), ErrMalformed},
 		{"trailing", s + " x", ErrMalformed},
 		{"array", "[" + s + "]", ErrMalformed},
@@ -724,12 +724,12 @@ func TestSigPackNeedsTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := Parse(canon); !errors.Is(err, ErrMissingField) || p != nil {
+	if p, err := Parse(canon); !errors.Is(err, errMissingField) || p != nil {
 		t.Fatalf("an openclaw-sig pack without templates: got %v, want ErrMissingField", err)
 	}
 	p := synthPack()
 	p.Harness.Templates, p.Harness.Sigs = map[string][]byte{}, nil
-	if _, err := p.Encode(); !errors.Is(err, ErrMissingField) {
+	if _, err := p.Encode(); !errors.Is(err, errMissingField) {
 		t.Fatalf("Encode without templates: got %v", err)
 	}
 }

@@ -306,7 +306,7 @@ func parseToolSchemas(data []byte) (map[string][]byte, error) {
 	if root.Kind() != pohjson.Object {
 		return nil, fmt.Errorf("%w: tool schemas: not an object", errInvalidInput)
 	}
-	if len(root.Members()) > MaxToolSchemas {
+	if len(root.Members()) > maxToolSchemas {
 		return nil, fmt.Errorf("%w: tool schemas: %w", errInvalidInput, ErrTooLarge)
 	}
 	var raw map[string]json.RawMessage
@@ -336,8 +336,8 @@ func parseStringMap(data []byte) (map[string]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: skills env overrides: %w", errInvalidInput, err)
 	}
-	if root.Kind() != pohjson.Object || len(root.Members()) > MaxEnvOverrides {
-		return nil, fmt.Errorf("%w: skills env overrides: not an object of at most %d strings", errInvalidInput, MaxEnvOverrides)
+	if root.Kind() != pohjson.Object || len(root.Members()) > maxEnvOverrides {
+		return nil, fmt.Errorf("%w: skills env overrides: not an object of at most %d strings", errInvalidInput, maxEnvOverrides)
 	}
 	out := make(map[string]string, len(root.Members()))
 	for _, m := range root.Members() {

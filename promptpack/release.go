@@ -87,11 +87,11 @@ func (p *Pack) validateRelease() error {
 	h := p.Harness
 	switch {
 	case len(h.Templates) != 0 || len(h.Sigs) != 0 || h.SigConfig != nil:
-		return ferr("$.sources.templates", fmt.Errorf("%w: an %s pack carries no templates", ErrWrongType, openclawrelease.ID))
+		return ferr("$.sources.templates", fmt.Errorf("%w: an %s pack carries no templates", errWrongType, openclawrelease.ID))
 	case len(h.Literals) != 0 || len(h.CoreToolSummaries) != 0:
-		return ferr("$.sources", fmt.Errorf("%w: an %s pack carries no literals or summaries", ErrWrongType, openclawrelease.ID))
+		return ferr("$.sources", fmt.Errorf("%w: an %s pack carries no literals or summaries", errWrongType, openclawrelease.ID))
 	case len(p.ToolSchemas) != 0:
-		return ferr("$.tool_schemas", fmt.Errorf("%w: an %s pack carries its tools in its document", ErrWrongType, openclawrelease.ID))
+		return ferr("$.tool_schemas", fmt.Errorf("%w: an %s pack carries its tools in its document", errWrongType, openclawrelease.ID))
 	case p.SkillsEnvOverrides != nil:
 		return ferr("$.skills_env_overrides", fmt.Errorf("%w: not in an %s pack", errUnknownField, openclawrelease.ID))
 	case p.RawContextFiles != nil:
@@ -134,7 +134,7 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
 	}
 	if p.Provenance != releaseProvenance(rel) {
-		return nil, ferr("$.provenance", fmt.Errorf("%w: not the provenance of an %s pack of OpenClaw %s", ErrWrongType, openclawrelease.ID, rel.OpenClawVersion))
+		return nil, ferr("$.provenance", fmt.Errorf("%w: not the provenance of an %s pack of OpenClaw %s", errWrongType, openclawrelease.ID, rel.OpenClawVersion))
 	}
 	if p.PromptMode != releasePromptMode {
 		return nil, fmt.Errorf("%w: an %s pack states %q", ErrModeMismatch, openclawrelease.ID, releasePromptMode)
@@ -233,8 +233,8 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 			}
 		}
 	}
-	if len(in.Bootstrap) > MaxRawContextFiles {
-		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
+	if len(in.Bootstrap) > maxRawContextFiles {
+		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, maxRawContextFiles)
 	}
 	for _, s := range []struct {
 		dst *string

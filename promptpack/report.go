@@ -241,8 +241,8 @@ func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params,
 	in.ResolvedToolNamesHashB64u = b64u.SHA256(toolNames)
 	in.ToolSchemasHashB64u = b64u.SHA256(schemas)
 	in.ToolSummariesHashB64u = b64u.SHA256(summaries)
-	if len(res.ContextFiles) > MaxRawContextFiles {
-		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
+	if len(res.ContextFiles) > maxRawContextFiles {
+		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, maxRawContextFiles)
 	}
 	in.Bootstrap = make([]BootstrapEntry, 0, len(res.ContextFiles))
 	for _, f := range res.ContextFiles {

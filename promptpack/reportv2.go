@@ -34,7 +34,7 @@ const (
 	SaltSize = 32
 	// MaxReportInputs bounds the committed inputs of a v2 report and the
 	// pack's report_salts: every bootstrap file plus the fixed inputs.
-	MaxReportInputs = MaxRawContextFiles + 16
+	MaxReportInputs = maxRawContextFiles + 16
 	// maxInputIDLen bounds an input id in code points.
 	maxInputIDLen = 1024
 	// MaxReportSize bounds a report document read by ParseReportV2.
@@ -86,7 +86,7 @@ func ParseSelector(s string) (kind, id string, err error) {
 
 func checkInputID(id string) error {
 	if id == "" || !utf8.ValidString(id) || utf8.RuneCountInString(id) > maxInputIDLen {
-		return fmt.Errorf("%w: input id", ErrWrongType)
+		return fmt.Errorf("%w: input id", errWrongType)
 	}
 	return nil
 }
@@ -193,8 +193,8 @@ func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result
 	add(kindTools, "resolved_names", names)
 	add(kindTools, "schemas", schemas)
 	add(kindTools, "summaries", summaries)
-	if len(res.ContextFiles) > MaxRawContextFiles {
-		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, MaxRawContextFiles)
+	if len(res.ContextFiles) > maxRawContextFiles {
+		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, maxRawContextFiles)
 	}
 	seen := map[string]bool{}
 	for _, f := range res.ContextFiles {
@@ -345,12 +345,12 @@ func ParseReportV2(data []byte) (*ParsedReportV2, error) {
 			break
 		}
 		if !knownKind(kind) || checkInputID(id) != nil {
-			r.Fail(path, fmt.Errorf("%w: kind or id", ErrWrongType))
+			r.Fail(path, fmt.Errorf("%w: kind or id", errWrongType))
 			break
 		}
 		sel := Selector(kind, id)
 		if _, dup := out.Commitments[sel]; dup {
-			r.Fail(path, fmt.Errorf("%w: duplicate input %q", ErrWrongType, safetext.Clip(sel, 80)))
+			r.Fail(path, fmt.Errorf("%w: duplicate input %q", errWrongType, safetext.Clip(sel, 80)))
 			break
 		}
 		out.Commitments[sel] = [32]byte(cb)

@@ -69,7 +69,7 @@ func TestBuildV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(enc, []byte(`{"pack_version":"`+PackVersion+`"`)) {
+	if !bytes.HasPrefix(enc, []byte(`{"pack_version":"`+packVersion+`"`)) {
 		t.Fatal("pack does not start with its version")
 	}
 	q, err := Parse(enc)
