@@ -36,13 +36,6 @@ func goTool() string {
 	return "go"
 }
 
-// ModuleDir returns the directory of the go-tdx-guest version this module
-// selects, as `go list -m` reports it.
-func ModuleDir(t testing.TB) string {
-	t.Helper()
-	return moduleDir(t, module)
-}
-
 // moduleDir returns the directory of the version of module (one this
 // module requires) that this module selects.
 func moduleDir(t testing.TB, module string) string {

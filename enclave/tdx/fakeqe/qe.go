@@ -144,9 +144,6 @@ func sign(k *ecdsa.PrivateKey, msg []byte) ([64]byte, error) {
 // TD returns the TD this QE reports.
 func (q *QE) TD() TD { return q.td }
 
-// Hierarchy returns the PCK hierarchy that signs this QE's quotes.
-func (q *QE) Hierarchy() *Hierarchy { return q.h }
-
 // Quote returns the parsed form of a fresh quote over reportData.
 func (q *QE) Quote(reportData [64]byte) (*tdxquote.Quote, error) {
 	qt := &tdxquote.Quote{

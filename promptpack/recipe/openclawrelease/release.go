@@ -190,9 +190,6 @@ type Result struct {
 	ReportHash [32]byte
 }
 
-// ReportHashB64u returns b64u(ReportHash).
-func (r *Result) ReportHashB64u() string { return b64u.Encode(r.ReportHash[:]) }
-
 // Build checks a capture against the fixed text of its exact OpenClaw
 // version (fixed.Release, from Lookup and LoadFixed; a capture of another
 // version is ErrUnsupportedVersion): it
