@@ -72,11 +72,11 @@ func checkID(kind, s string, maxBytes int) error {
 // nothing is accepted at the door and refused on every later call.
 func CheckSessionKey(s string) error { return checkID("session key", s, MaxSessionKeyBytes) }
 
-// CheckTurnID reports whether s is a turn id the gate accepts.
-func CheckTurnID(s string) error { return checkID("turn id", s, maxTurnIDBytes) }
+// checkTurnID reports whether s is a turn id the gate accepts.
+func checkTurnID(s string) error { return checkID("turn id", s, maxTurnIDBytes) }
 
-// CheckRunID reports whether s is a run id the gate accepts.
-func CheckRunID(s string) error { return checkID("run id", s, maxRunIDBytes) }
+// checkRunID reports whether s is a run id the gate accepts.
+func checkRunID(s string) error { return checkID("run id", s, maxRunIDBytes) }
 
 // CheckAgentID reports whether s (after the gate's normalization: trimmed,
 // lower-cased; "" means defaultAgentID) is an agent id Decide accepts, and
@@ -92,12 +92,8 @@ func CheckAgentID(s string) (string, error) {
 	return a, nil
 }
 
-// CheckMessageProvider reports whether s is a message provider (channel
-// name) Decide accepts.
-func CheckMessageProvider(s string) error { return checkID("message provider", s, maxProviderBytes) }
-
 func (t *turns) openRun(run string) error {
-	if err := CheckRunID(run); err != nil {
+	if err := checkRunID(run); err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -113,7 +109,7 @@ func (t *turns) openRun(run string) error {
 }
 
 func (t *turns) newTurn(run, turnID string, owner bool) error {
-	if err := CheckTurnID(turnID); err != nil {
+	if err := checkTurnID(turnID); err != nil {
 		return err
 	}
 	t.mu.Lock()
