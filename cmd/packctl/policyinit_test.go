@@ -18,6 +18,7 @@ import (
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/enclave/tpm"
+	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
@@ -222,7 +223,7 @@ func httpGet(u string) ([]byte, error) {
 // a TPM key attestation verifies only with a trusted AK, so policy init
 // pins it even when not asked to.
 func TestPolicyInitTPM(t *testing.T) {
-	in := startSWTPM(t)
+	in := swtpmtest.StartForTest(t)
 	url, did, meas := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr}})
 	out := filepath.Join(t.TempDir(), "policy.json")
 	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--json")

@@ -11,13 +11,11 @@ import (
 	"encoding/pem"
 	"math/big"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/wire/tpmcred"
 )
@@ -50,23 +48,6 @@ func otherRootDER(t *testing.T) []byte {
 	return der
 }
 
-// startSWTPM starts a manufactured swtpm, stopped when the test ends; without
-// the swtpm tools the test is skipped (failed in CI).
-func startSWTPM(t *testing.T) *swtpmtest.Instance {
-	t.Helper()
-	for _, tool := range []string{"swtpm", "swtpm_setup"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			citest.SkipOrFail(t, "%s not on PATH", tool)
-		}
-	}
-	in, err := swtpmtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Stop)
-	return in
-}
-
 // tpmActivation is what a tpm activate test starts from: a manufactured
 // swtpm and, in a temporary folder, PEM files of its EK root and
 // intermediate and of another root its EK does not chain to, and the path
@@ -80,7 +61,7 @@ type tpmActivation struct {
 
 func newTPMActivation(t *testing.T) *tpmActivation {
 	t.Helper()
-	a := &tpmActivation{in: startSWTPM(t)}
+	a := &tpmActivation{in: swtpmtest.StartForTest(t)}
 	root, inter, err := a.in.CA()
 	if err != nil {
 		t.Fatal(err)

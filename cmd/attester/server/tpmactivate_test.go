@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,7 +19,6 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/tpm"
-	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
@@ -60,16 +58,7 @@ func (c *frozenClock) add(d time.Duration) {
 // certificates), on a frozen clock.
 func tpmServer(t *testing.T) (*httptest.Server, *tpm.TPM, *frozenClock) {
 	t.Helper()
-	for _, tool := range []string{"swtpm", "swtpm_setup"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			citest.SkipOrFail(t, "%s not on PATH", tool)
-		}
-	}
-	in, err := swtpmtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Stop)
+	in := swtpmtest.StartForTest(t)
 	tp, err := tpm.Open(context.Background(), tpm.Options{Address: in.Addr})
 	if err != nil {
 		t.Fatal(err)
