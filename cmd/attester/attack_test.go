@@ -44,19 +44,7 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(runHelper(mode))
 	}
-	dir, err := os.MkdirTemp("", "attester-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if attesterBin, err = bintest.Build(dir, "attester"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	bintest.Main(m, "attester", ".", &attesterBin)
 }
 
 // packFixture is a pack built from the shared conformance data, not yet

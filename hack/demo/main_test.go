@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/clawea/attester/internal/bintest"
@@ -13,17 +11,5 @@ import (
 var attesterBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "demo-attester-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if attesterBin, err = bintest.BuildPackage(dir, "attester", "github.com/clawea/attester/cmd/attester"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	bintest.Main(m, "attester", "github.com/clawea/attester/cmd/attester", &attesterBin)
 }

@@ -17,13 +17,13 @@ import (
 // the running toolchain's bin directory first on PATH, so "go" is the
 // toolchain running the test.
 func Build(outDir, name string) (string, error) {
-	return BuildPackage(outDir, name, ".")
+	return buildPackage(outDir, name, ".")
 }
 
-// BuildPackage builds the main package pkg (an import path, or a directory
+// buildPackage builds the main package pkg (an import path, or a directory
 // relative to the current one) into outDir/name and returns the binary's
 // path.
-func BuildPackage(outDir, name, pkg string) (string, error) {
+func buildPackage(outDir, name, pkg string) (string, error) {
 	bin := filepath.Join(outDir, name)
 	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
