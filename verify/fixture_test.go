@@ -142,20 +142,12 @@ func attestWith(t testing.TB, q measurer, r *run, tweak func(*attestation.Attest
 	t.Helper()
 	log, root, count := r.auditLog(t)
 	bundle := r.bundle(t)
-	is := &attestation.Issuer{Key: attesterKey(), Quoter: q, Now: fixedNow}
 	in := attestfixture.Input(t, &r.Run, root, int64(count))
 	in.BundleEnvelope = bundle
 	if tweak != nil {
 		tweak(&in)
 	}
-	out, err := is.Attest(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := q.LaunchMeasurement(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, m := attestfixture.Attest(t, attesterKey(), q, fixedNow, in)
 	rep, _ := reportJSON(t)
 	return &fixture{att: out.AttestationJSON, ev: out.EvidenceJWS, bundle: bundle, audit: log, report: rep, run: r, measurement: m}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/internal/attestfixture"
@@ -65,17 +63,9 @@ func newFixture(t testing.TB, now time.Time) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	is := &attestation.Issuer{Key: testfixture.Key(9), Quoter: q, Now: clock}
 	in := attestfixture.Input(t, r, root, int64(count))
 	in.BundleEnvelope = bundle
-	out, err := is.Attest(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := q.LaunchMeasurement(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, m := attestfixture.Attest(t, testfixture.Key(9), q, clock, in)
 	return &fixture{att: out.AttestationJSON, ev: out.EvidenceJWS, bundle: bundle, audit: log.Bytes(), report: report, measurement: m}
 }
 

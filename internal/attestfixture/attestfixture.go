@@ -1,13 +1,18 @@
 // Package attestfixture fills the attester's issuer input for a
-// testfixture.Run. It is apart from testfixture so that testfixture stays
-// importable by the internal tests of the packages attestation depends on.
+// testfixture.Run and runs the issuer on it. It is apart from testfixture
+// so that testfixture stays importable by the internal tests of the
+// packages attestation depends on.
 // Only tests import it (internal/layers enforces that).
 package attestfixture
 
 import (
+	"context"
+	"crypto/ed25519"
 	"testing"
+	"time"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/internal/testfixture"
 )
 
@@ -31,4 +36,26 @@ func Input(t testing.TB, r *testfixture.Run, auditRoot string, auditCount int64)
 		Model:                        attestation.ModelIdentity{Provider: r.Provider, Model: r.Model},
 		Harness:                      testfixture.Harness(),
 	}
+}
+
+// platform is what Attest attests on: it quotes and reports its launch measurement.
+type platform interface {
+	enclave.Quoter
+	enclave.Measurer
+}
+
+// Attest runs an issuer with key, q and now on in and returns its output
+// and q's launch measurement.
+func Attest(t testing.TB, key ed25519.PrivateKey, q platform, now func() time.Time, in attestation.AttestInput) (*attestation.Output, []byte) {
+	t.Helper()
+	is := &attestation.Issuer{Key: key, Quoter: q, Now: now}
+	out, err := is.Attest(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := q.LaunchMeasurement(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, m
 }
