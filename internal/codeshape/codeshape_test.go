@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // maxLines is the longest a function may be, counted from the line of its
@@ -64,13 +66,7 @@ func TestLongFunctionSelf(t *testing.T) {
 		for i, n := range lines {
 			b.WriteString(function(fmt.Sprintf("f%d", i), n))
 		}
-		path := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testfile.Write(t, root, rel, []byte(b.String()))
 	}
 	write("go.mod", "") // overwritten below
 	if err := os.WriteFile(filepath.Join(root, "go.mod"), []byte("module example.com/m\n"), 0o644); err != nil {

@@ -5,10 +5,11 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // maxExported is the most top-level exported names (functions, methods,
@@ -39,13 +40,7 @@ func TestExportedNamesSelf(t *testing.T) {
 	root := t.TempDir()
 	write := func(rel, src string) {
 		t.Helper()
-		path := filepath.Join(root, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testfile.Write(t, root, rel, []byte(src))
 	}
 	const src = `package a
 type T int

@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 const module = "github.com/clawea/attester"
@@ -291,13 +293,7 @@ func TestNestedModulesRefuse(t *testing.T) {
 		"deploy/x/x_test.go":         "package x\n\nimport (\n\t_ \"" + module + "/control\"\n\t_ \"" + module + "/cmd/attester/server\"\n)\n",
 		"deploy/x/sub/testdata/t.go": "package t\n\nimport _ \"" + module + "/cmd/attester\"\n",
 	} {
-		p := filepath.Join(root, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testfile.Write(t, root, name, []byte(src))
 	}
 	edges, err := nestedModuleEdges(root)
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
@@ -281,7 +282,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 		t.Fatal("an expired crl was written")
 	}
 	// An expired CRL in the cache is refetched; the others are not.
-	writeFile(t, dir, crlItem.Path, testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
+	testfile.Write(t, dir, crlItem.Path, testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
 	st := Check(dir, []Item{crlItem}, testNow, time.Hour)[0]
 	if st.State != StateStale {
 		t.Fatalf("expired crl: %+v", st)
@@ -410,7 +411,7 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, vcek.Path)); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, dir, chain.Path, []byte("not pem"))
+	testfile.Write(t, dir, chain.Path, []byte("not pem"))
 	sts := Check(dir, items, testNow.Add(2*day), time.Hour)
 	want := map[string]State{vcek.Path: StateMissing, chain.Path: StateInvalid, crl.Path: StateStale}
 	for _, st := range sts {
@@ -553,17 +554,6 @@ func itemStatus(sts []Status, path string) Status {
 		}
 	}
 	return Status{}
-}
-
-func writeFile(t testing.TB, dir, rel string, b []byte) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestFetchSimTDX: the simulated TDX platform's collateral (TEST ONLY, signed

@@ -1,6 +1,10 @@
 package collateral
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
+)
 
 // FuzzValidity: whatever a service or a directory holds, judging it never
 // panics, and an accepted document has an end of validity no earlier than
@@ -32,9 +36,9 @@ func FuzzValidity(f *testing.F) {
 			t.Fatalf("%s accepted without an end of validity", it.Kind)
 		}
 		dir := t.TempDir()
-		writeFile(t, dir, "d", doc)
+		testfile.Write(t, dir, "d", doc)
 		if it.ChainPath != "" {
-			writeFile(t, dir, "c", chain)
+			testfile.Write(t, dir, "c", chain)
 		}
 		it.Path = "d"
 		st := checkOne(dir, it, from, 0)

@@ -5,8 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -119,14 +117,3 @@ func cloneEvidence(ev *evidence.Evidence) *evidence.Evidence {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
-
-func writeFile(t testing.TB, dir, name string, b []byte) {
-	t.Helper()
-	p := filepath.Join(dir, filepath.FromSlash(name))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
@@ -278,7 +279,7 @@ func TestLoadCollateralDir(t *testing.T) {
 		FileTDXPCKCRL: c.TDXPCKCRL, FileTDXPCKCRLIssuerChain: c.TDXPCKCRLIssuerChain,
 		FileTDXRootCRL: c.TDXRootCRL, DirSEVSNPCRLs + "/milan.crl": crl,
 	} {
-		writeFile(t, dir, name, b)
+		testfile.Write(t, dir, name, b)
 	}
 	got, err := LoadCollateralDir(dir)
 	if err != nil {
@@ -293,7 +294,7 @@ func TestLoadCollateralDir(t *testing.T) {
 		t.Fatalf("empty dir: %v", err)
 	}
 	big := t.TempDir()
-	writeFile(t, big, FileTDXTCBInfo, make([]byte, MaxCollateralFile+1))
+	testfile.Write(t, big, FileTDXTCBInfo, make([]byte, MaxCollateralFile+1))
 	if _, err := LoadCollateralDir(big); err == nil {
 		t.Fatal("oversized collateral accepted")
 	}

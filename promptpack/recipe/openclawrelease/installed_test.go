@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/octest"
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestInstalledOpenClaw captures real turns of the released OpenClaw that
@@ -197,13 +198,7 @@ func checkRelease(t *testing.T, pkgDir string, c *Capture) {
 		if i == 0 {
 			b = append(b, '\n')
 		}
-		dst := filepath.Join(other, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(dst, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		testfile.Write(t, other, f.Path, b)
 	}
 	if _, err := LoadFixed(rel, other); !errors.Is(err, ErrFixedText) {
 		t.Fatalf("LoadFixed of a changed file: %v, want ErrFixedText", err)
