@@ -34,9 +34,6 @@ const (
 // defaultGatedTools is the seed-000 default of agents.defaults.sig.gatedTools.
 var defaultGatedTools = []string{"exec", "write", "edit", "apply_patch", "message", "gateway", "sessions_spawn", "sessions_send"}
 
-// DefaultGatedTools returns a copy of the default gated tool list.
-func DefaultGatedTools() []string { return slices.Clone(defaultGatedTools) }
-
 // FailMode is tools.verifier.failMode.
 type FailMode string
 
@@ -476,7 +473,7 @@ func (b *builder) fail(path string, sentinel error, format string, args ...any) 
 }
 
 func (b *builder) config(doc *configDoc) *Config {
-	c := &Config{GatedTools: DefaultGatedTools(), Development: b.opts.Development}
+	c := &Config{GatedTools: slices.Clone(defaultGatedTools), Development: b.opts.Development}
 	if a := doc.Agents; a != nil {
 		if a.Defaults != nil && a.Defaults.Sig != nil {
 			sig := b.sig("$.agents.defaults.sig", a.Defaults.Sig)

@@ -10,7 +10,7 @@ import (
 
 // MaxSize is the largest Buffer New accepts (64 MiB). Unprivileged processes
 // can usually lock far less (RLIMIT_MEMLOCK, often 8 MiB): large bodies are
-// processed in chunks (see ForEachChunk) rather than held whole.
+// processed in chunks (see forEachChunk) rather than held whole.
 const MaxSize = 64 << 20
 
 // Backing names reported by Buffer.Backing.

@@ -40,7 +40,7 @@ func TestForEachChunk(t *testing.T) {
 		z := &zeroCheckReader{r: bytes.NewReader(data)}
 		var got []byte
 		var sizes []int
-		err := ForEachChunk(z, size, Options{}, func(c []byte) error {
+		err := forEachChunk(z, size, Options{}, func(c []byte) error {
 			got = append(got, c...)
 			sizes = append(sizes, len(c))
 			return nil
@@ -64,21 +64,21 @@ func TestForEachChunk(t *testing.T) {
 
 func TestForEachChunkEmptyAndErrors(t *testing.T) {
 	calls := 0
-	if err := ForEachChunk(bytes.NewReader(nil), 16, Options{}, func([]byte) error { calls++; return nil }); err != nil || calls != 0 {
+	if err := forEachChunk(bytes.NewReader(nil), 16, Options{}, func([]byte) error { calls++; return nil }); err != nil || calls != 0 {
 		t.Fatalf("empty input: err %v calls %d", err, calls)
 	}
-	if err := ForEachChunk(bytes.NewReader(nil), 0, Options{}, func([]byte) error { return nil }); !errors.Is(err, ErrInvalidSize) {
+	if err := forEachChunk(bytes.NewReader(nil), 0, Options{}, func([]byte) error { return nil }); !errors.Is(err, ErrInvalidSize) {
 		t.Fatalf("chunk size 0: %v", err)
 	}
 	boom := errors.New("boom")
 	calls = 0
-	err := ForEachChunk(&zeroCheckReader{r: bytes.NewReader(make([]byte, 20)), failWith: boom}, 16, Options{}, func([]byte) error { calls++; return nil })
+	err := forEachChunk(&zeroCheckReader{r: bytes.NewReader(make([]byte, 20)), failWith: boom}, 16, Options{}, func([]byte) error { calls++; return nil })
 	if !errors.Is(err, boom) || calls != 1 {
 		t.Fatalf("reader error: err %v calls %d (partial chunk must not reach fn)", err, calls)
 	}
 	stop := errors.New("stop")
 	calls = 0
-	err = ForEachChunk(bytes.NewReader(make([]byte, 100)), 16, Options{}, func([]byte) error { calls++; return stop })
+	err = forEachChunk(bytes.NewReader(make([]byte, 100)), 16, Options{}, func([]byte) error { calls++; return stop })
 	if err != stop || calls != 1 {
 		t.Fatalf("fn error: err %v calls %d", err, calls)
 	}

@@ -11,7 +11,7 @@ import (
 
 // HardenProcess makes the process non-dumpable (prctl PR_SET_DUMPABLE 0) and
 // sets both RLIMIT_CORE limits to 0. It is idempotent. It tries both steps
-// and reports every failure; ProcessHardening reports the resulting state.
+// and reports every failure; processHardening reports the resulting state.
 // Lowering the hard core limit cannot be undone by an unprivileged process.
 func HardenProcess() error {
 	var errs []error
@@ -24,8 +24,8 @@ func HardenProcess() error {
 	return errors.Join(errs...)
 }
 
-// ProcessHardening reads the current dumpable flag and core limits.
-func ProcessHardening() (Hardening, error) {
+// processHardening reads the current dumpable flag and core limits.
+func processHardening() (Hardening, error) {
 	d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
 	if err != nil {
 		return Hardening{}, fmt.Errorf("sealed: prctl(PR_GET_DUMPABLE): %w", err)

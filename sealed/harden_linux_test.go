@@ -34,16 +34,16 @@ func hardenChild() {
 		fmt.Printf("harden-child: "+format+"\n", args...)
 		os.Exit(1)
 	}
-	if _, err := ProcessHardening(); err != nil {
-		fail("ProcessHardening: %v", err)
+	if _, err := processHardening(); err != nil {
+		fail("processHardening: %v", err)
 	}
 	for i := range 2 { // idempotent
 		if err := HardenProcess(); err != nil {
 			fail("HardenProcess #%d: %v", i+1, err)
 		}
-		after, err := ProcessHardening()
+		after, err := processHardening()
 		if err != nil {
-			fail("ProcessHardening: %v", err)
+			fail("processHardening: %v", err)
 		}
 		if !after.hardened() || after.Dumpable || after.CoreSoft != 0 || after.CoreHard != 0 {
 			fail("after HardenProcess #%d: %v", i+1, after)

@@ -7,5 +7,5 @@ import "fmt"
 // HardenProcess is not supported on this operating system.
 func HardenProcess() error { return fmt.Errorf("%w: %w", errHardenFailed, ErrNotSupported) }
 
-// ProcessHardening is not supported on this operating system.
-func ProcessHardening() (Hardening, error) { return Hardening{}, ErrNotSupported }
+// processHardening is not supported on this operating system.
+func processHardening() (Hardening, error) { return Hardening{}, ErrNotSupported }
