@@ -15,8 +15,8 @@ import (
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/controltest"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
 )
 
@@ -35,22 +35,10 @@ func TestSealToAttestedKey(t *testing.T) {
 	}
 
 	// A simulated attester.
-	cfg, rest, err := control.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"simulated","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.DiscardHandler)
-	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	id, err := control.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer id.Close()
-	srv, err := control.New(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
+	d := controltest.Deps(t, []byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"simulated","trustedTemplates":{"x.txt":"sha256:`+strings.Repeat("0", 64)+`"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`),
+		detect.Simulated, detect.Options{}, slog.New(slog.DiscardHandler))
+	p, id := d.Platform, d.Identity
+	srv, err := control.New(d)
 	if err != nil {
 		t.Fatal(err)
 	}

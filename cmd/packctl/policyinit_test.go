@@ -18,9 +18,9 @@ import (
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/enclave/tpm"
+	"github.com/clawea/attester/internal/controltest"
 	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
 )
 
@@ -33,22 +33,10 @@ func simAttester(t *testing.T) (url, did string, meas []byte) {
 // startAttester starts an in-process attester on the platform.
 func startAttester(t *testing.T, platform string, opts detect.Options) (url, did string, meas []byte) {
 	t.Helper()
-	cfg, rest, err := control.ParseConfig([]byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"` + platform + `","trustedTemplates":{"x.txt":"sha256:` + strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.DiscardHandler)
-	p, rep, err := detect.Open(context.Background(), platform, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	id, err := control.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { id.Close() })
-	srv, err := control.New(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
+	d := controltest.Deps(t, []byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"`+platform+`","trustedTemplates":{"x.txt":"sha256:`+strings.Repeat("0", 64)+`"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`),
+		platform, opts, slog.New(slog.DiscardHandler))
+	p, id := d.Platform, d.Identity
+	srv, err := control.New(d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ import (
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/internal/bintest"
+	"github.com/clawea/attester/internal/controltest"
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/wire/auditrec"
 )
 
@@ -78,23 +78,10 @@ func newServer(d control.Deps) (*Server, error) {
 
 func newTestServerConfig(t testing.TB, raw []byte) *harness {
 	t.Helper()
-	cfg, rest, err := control.ParseConfig(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &bintest.Buffer{}
-	log := slog.New(slog.NewJSONHandler(logs, nil))
-	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	id, err := control.LoadIdentity(context.Background(), "", nil, sealed.Options{AllowUnlocked: true}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(id.Close)
-	s, err := newServer(control.Deps{Config: cfg, GateConfig: rest, Identity: id, Platform: p, PlatformReport: rep, Logger: log})
+	d := controltest.Deps(t, raw, detect.Simulated, detect.Options{}, slog.New(slog.NewJSONHandler(logs, nil)))
+	cfg, id := d.Config, d.Identity
+	s, err := newServer(d)
 	if err != nil {
 		t.Fatal(err)
 	}
