@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 func newTestService(t *testing.T, trusted map[string]string) *Service {
 	t.Helper()
 	raw := []byte(`{"attester":{"controlSocket":"` + filepath.Join(t.TempDir(), "ctl", "c.sock") + `","platform":"simulated",
-		"trustedTemplates":` + mustJSON(t, trusted) + `,"allowUnlockedMemory":true,"modelProvider":"p","model":"m"}}`)
+		"trustedTemplates":` + string(testjson.Marshal(t, trusted)) + `,"allowUnlockedMemory":true,"modelProvider":"p","model":"m"}}`)
 	cfg, rest, err := ParseConfig(raw)
 	if err != nil {
 		t.Fatal(err)
@@ -97,13 +97,4 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	if err := rn.WithPrompt(func(*sealed.Buffer, string) error { return nil }); !errors.Is(err, errRunClosed) {
 		t.Fatalf("prompt of a closed run: %v", err)
 	}
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/testfixture"
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/verify/collateral"
 	"github.com/clawea/attester/verify/earresult"
 	"github.com/clawea/attester/wire/evidence"
@@ -265,7 +266,7 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 	}
 	writePolicy := func(name, extra string) string {
 		p := fmt.Sprintf(`{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"measurements_b64u":%s%s}`,
-			mustJSON(t, base["measurements_b64u"]), extra)
+			string(testjson.Marshal(t, base["measurements_b64u"])), extra)
 		path := filepath.Join(t.TempDir(), name)
 		if err := os.WriteFile(path, []byte(p), 0o600); err != nil {
 			t.Fatal(err)
@@ -333,13 +334,4 @@ func (h *headerFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	_, _ = w.Write(a.body)
-}
-
-func mustJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

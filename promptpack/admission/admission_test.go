@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/jcs"
@@ -44,15 +45,6 @@ func decodeMap(t testing.TB, b []byte) map[string]any {
 	return m
 }
 
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // testPack builds the pack of the admission vectors: base params with the
 // top-level members of set replaced, and the pack members of packSet
 // replaced (null removes an optional one).
@@ -65,7 +57,7 @@ func testPack(t testing.TB, set, packSet map[string]any) *promptpack.Pack {
 	pack := &promptpack.Pack{
 		Recipe:      promptpack.RecipeRef{ID: openclawsig.ID, Version: openclawsig.Version},
 		PromptMode:  "full",
-		Params:      mustJSON(t, params),
+		Params:      testjson.Marshal(t, params),
 		ToolSchemas: map[string][]byte{},
 	}
 	schemasDoc := decodeMap(t, readTestdata(t, "base.tool_schemas.json"))
@@ -97,7 +89,7 @@ func testPack(t testing.TB, set, packSet map[string]any) *promptpack.Pack {
 		}
 	}
 	for name, s := range schemasDoc {
-		c, err := jcs.Canonicalize(mustJSON(t, s))
+		c, err := jcs.Canonicalize(testjson.Marshal(t, s))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,7 +211,7 @@ func TestAdmitUnreadable(t *testing.T) {
 	// A recipe the policy allows but admission cannot read: refused.
 	doc := decodeMap(t, readTestdata(t, "open.policy.json"))
 	doc["recipes"] = []any{map[string]any{"id": "other", "version": "1"}}
-	other, err := Parse(mustJSON(t, doc))
+	other, err := Parse(testjson.Marshal(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +363,7 @@ func policyVectors(t *testing.T) []policyVector {
 			for _, d := range v.Delete {
 				setPointer(t, m, d, nil, true)
 			}
-			pv.Data = mustJSON(t, m)
+			pv.Data = testjson.Marshal(t, m)
 		}
 		out = append(out, pv)
 	}
