@@ -1,7 +1,6 @@
 package promptpack
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
@@ -43,15 +43,8 @@ type vector struct {
 func readIndex(tb testing.TB) []vector {
 	tb.Helper()
 	requireConformance(tb)
-	f, err := os.Open(filepath.Join(conformanceDir, "vectors", "INDEX.tsv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
 	var out []vector
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
+	for _, cols := range testfile.TSV(tb, filepath.Join(conformanceDir, "vectors", "INDEX.tsv")) {
 		if len(cols) != 3 || cols[0] == "name" {
 			continue
 		}

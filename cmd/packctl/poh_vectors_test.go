@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestPoHVerifyBundleVectors runs every proof-bundle vector of
@@ -15,15 +15,8 @@ import (
 // 0) or `INVALID <REASON_CODE>` (exit 2).
 func TestPoHVerifyBundleVectors(t *testing.T) {
 	dir := filepath.Join("..", "..", "schema", "poh", "testdata", "bundles")
-	f, err := os.Open(filepath.Join(dir, "INDEX.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
 	n := 0
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
+	for _, cols := range testfile.TSV(t, filepath.Join(dir, "INDEX.tsv")) {
 		if len(cols) < 3 || cols[0] == "file" {
 			continue
 		}
@@ -43,9 +36,6 @@ func TestPoHVerifyBundleVectors(t *testing.T) {
 				t.Fatalf("exit %d, first line %q, stderr %q; want exit 2 and INVALID %s", got, first, stderr.String(), code)
 			}
 		})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	if n < 40 {
 		t.Fatalf("ran %d vectors", n)

@@ -1,10 +1,12 @@
-// Package testfile writes the files a test lays out in a folder. Only
-// tests import it (internal/layers enforces that).
+// Package testfile writes the files a test lays out and reads the tables
+// it is driven by. Only tests import it (internal/layers enforces that).
 package testfile
 
 import (
+	"bufio"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -19,4 +21,24 @@ func Write(tb testing.TB, dir, rel string, b []byte) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// TSV reads the tab-separated file at path and returns each line's
+// columns, the header line included; a failure fails tb.
+func TSV(tb testing.TB, path string) [][]string {
+	tb.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	var rows [][]string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rows = append(rows, strings.Split(sc.Text(), "\t"))
+	}
+	if err := sc.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return rows
 }

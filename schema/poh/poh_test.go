@@ -1,7 +1,6 @@
 package poh
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/pohjson"
@@ -49,15 +49,8 @@ func readConformanceAllowlist(t *testing.T, dir string) []string {
 func TestConformanceVectors(t *testing.T) {
 	dir := vectorsDir(t)
 	allow := readConformanceAllowlist(t, dir)
-	f, err := os.Open(filepath.Join(dir, "INDEX.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
 	n := 0
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
+	for _, cols := range testfile.TSV(t, filepath.Join(dir, "INDEX.tsv")) {
 		if len(cols) != 3 || cols[0] == "file" {
 			continue
 		}

@@ -1,7 +1,6 @@
 package poh_test
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/poh/internal/vectorgen"
 )
@@ -22,25 +22,15 @@ type indexRow struct {
 
 func readIndex(t *testing.T) []indexRow {
 	t.Helper()
-	f, err := os.Open(filepath.Join(bundlesDir, "INDEX.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var rows []indexRow
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
+	for _, cols := range testfile.TSV(t, filepath.Join(bundlesDir, "INDEX.tsv")) {
 		if len(cols) != 5 {
-			t.Fatalf("INDEX.tsv line %q: %d columns, want 5", sc.Text(), len(cols))
+			t.Fatalf("INDEX.tsv line %q: %d columns, want 5", strings.Join(cols, "\t"), len(cols))
 		}
 		if cols[0] == "file" {
 			continue
 		}
 		rows = append(rows, indexRow{file: cols[0], valid: cols[1] == "true", code: cols[2], clawverify: cols[3]})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return rows
 }
