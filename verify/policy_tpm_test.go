@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/wire/tpmcred"
@@ -25,15 +26,7 @@ func testRootCert(t *testing.T) *x509.Certificate {
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "tpm root"},
 		NotBefore: time.Unix(1700000000, 0), NotAfter: time.Unix(1900000000, 0), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testcert.Create(t, tmpl, tmpl, &k.PublicKey, k)
 }
 
 func TestPolicyTPMCertifications(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/google/go-tpm/tpm2"
 
 	"github.com/clawea/attester/internal/swtpmtest"
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
@@ -284,15 +285,7 @@ func selfSignedRoot(t *testing.T) *x509.Certificate {
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	return testcert.Create(t, tmpl, tmpl, &k.PublicKey, k)
 }
 
 // TestActivateCredentialOtherTPM uses a second swtpm, manufactured with its

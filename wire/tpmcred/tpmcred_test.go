@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-tpm/tpm2"
 
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/wire/tpmquote"
 )
 
@@ -72,15 +73,7 @@ func newPKI(t testing.TB, san pkix.Extension) *testPKI {
 	t.Helper()
 	now := time.Now()
 	mk := func(tmpl, parent *x509.Certificate, pub any, signer any) *x509.Certificate {
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, pub, signer)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := x509.ParseCertificate(der)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
+		return testcert.Create(t, tmpl, parent, pub, signer)
 	}
 	ca := func(cn string, serial int64) *x509.Certificate {
 		return &x509.Certificate{
