@@ -1,7 +1,6 @@
 package openclawsig
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // conformanceDir is the shared conformance folder, beside the checkout.
@@ -62,18 +62,11 @@ type vector struct {
 
 func readIndex(tb testing.TB) []vector {
 	tb.Helper()
-	f, err := os.Open(filepath.Join(conformanceDir, "vectors", "INDEX.tsv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer f.Close()
 	var out []vector
-	sc := bufio.NewScanner(f)
-	for line := 0; sc.Scan(); line++ {
+	for line, cols := range testfile.TSV(tb, filepath.Join(conformanceDir, "vectors", "INDEX.tsv")) {
 		if line == 0 {
 			continue // header
 		}
-		cols := strings.Split(sc.Text(), "\t")
 		if len(cols) != 3 {
 			tb.Fatalf("INDEX.tsv line %d: %d columns", line+1, len(cols))
 		}
@@ -82,9 +75,6 @@ func readIndex(tb testing.TB) []vector {
 			tb.Fatalf("INDEX.tsv line %d: %v", line+1, err)
 		}
 		out = append(out, vector{cols[0], cols[1], n})
-	}
-	if err := sc.Err(); err != nil {
-		tb.Fatal(err)
 	}
 	return out
 }
