@@ -33,7 +33,7 @@ var exempt = map[string]string{
 // hack/, testdata, vendor, nested modules and test-data generators) and
 // fails naming each function longer than maxLines lines.
 func TestNoLongFunction(t *testing.T) {
-	long, files, err := longFunctions(moduleRoot(t))
+	long, files, err := longFunctions(testfile.ModuleRoot(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,26 +217,4 @@ func funcName(fn *ast.FuncDecl) string {
 		return id.Name + "." + fn.Name.Name
 	}
 	return fn.Name.Name
-}
-
-// moduleRoot returns the folder of the module's go.mod above this package.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
-			if !strings.HasPrefix(string(b), "module github.com/clawea/attester\n") {
-				t.Fatalf("%s/go.mod is not the module's", dir)
-			}
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package")
-		}
-		dir = parent
-	}
 }

@@ -21,7 +21,7 @@ const maxExported = 1501
 
 // TestExportedNames counts the exported names and fails above maxExported.
 func TestExportedNames(t *testing.T) {
-	n, files, err := exportedNames(moduleRoot(t))
+	n, files, err := exportedNames(testfile.ModuleRoot(t))
 	if err != nil {
 		t.Fatal(err)
 	}

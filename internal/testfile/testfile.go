@@ -42,3 +42,26 @@ func TSV(tb testing.TB, path string) [][]string {
 	}
 	return rows
 }
+
+// ModuleRoot returns the folder of this module's go.mod, the nearest above
+// the test's working directory; a go.mod of another module there fails tb.
+func ModuleRoot(tb testing.TB) string {
+	tb.Helper()
+	dir, err := filepath.Abs(".")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
+			if !strings.HasPrefix(string(b), "module github.com/clawea/attester\n") {
+				tb.Fatalf("%s/go.mod is not the module's", dir)
+			}
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			tb.Fatal("no go.mod above the package")
+		}
+		dir = parent
+	}
+}

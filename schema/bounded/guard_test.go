@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // forbidden are the limiting readers that only this package may use: every
@@ -32,7 +34,7 @@ var exempt = []string{
 // module (go/parser, not grep: renamed and dot imports count) and fails on
 // each use of a forbidden reader outside this package.
 func TestNoLimitReaderOutsideBounded(t *testing.T) {
-	root := moduleRoot(t)
+	root := testfile.ModuleRoot(t)
 	files := 0
 	exemptUses := map[string]int{}
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
@@ -87,28 +89,6 @@ func TestNoLimitReaderOutsideBounded(t *testing.T) {
 	}
 	if files < 100 {
 		t.Fatalf("checked %d files; the module has more", files)
-	}
-}
-
-// moduleRoot returns the folder of the module's go.mod above this package.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	dir, err := filepath.Abs(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil {
-			if !strings.HasPrefix(string(b), "module github.com/clawea/attester\n") {
-				t.Fatalf("%s/go.mod is not the module's", dir)
-			}
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the package")
-		}
-		dir = parent
 	}
 }
 
