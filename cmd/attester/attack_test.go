@@ -47,6 +47,27 @@ func TestMain(m *testing.M) {
 	bintest.Main(m, "attester", ".", &attesterBin)
 }
 
+// runRoute is one request on a run's routes.
+type runRoute struct {
+	method, path string
+	body         any
+}
+
+// runRoutes are requests on each route of the run at base: a new turn with
+// turn as its body, ownerTurn's verify and tool call, the audit log, the
+// prompt, an attestation with attestation as its body, and the close.
+func runRoutes(base, ownerTurn string, turn, attestation any) []runRoute {
+	return []runRoute{
+		{"POST", base + "/turns", turn},
+		{"POST", base + "/verify", map[string]any{"turn_id": ownerTurn}},
+		{"POST", base + "/tool-calls", map[string]any{"turn_id": ownerTurn, "tool": "exec"}},
+		{"GET", base + "/audit", nil},
+		{"GET", base + "/prompt", nil},
+		{"POST", base + "/attestation", attestation},
+		{"DELETE", base, nil},
+	}
+}
+
 // packFixture is a pack built from the shared conformance data, not yet
 // sealed (it is sealed to each attester's key).
 type packFixture struct {
@@ -343,18 +364,7 @@ func TestAttacksAgainstTheBinary(t *testing.T) {
 	// 2. On the socket without a capability, with a malformed one, with
 	// another run's, with an unknown one: 401 / 403 before the body is read.
 	forged := "clawea-cap-v1." + b64u.Encode(make([]byte, 32))
-	for _, c := range []struct {
-		method, path string
-		body         any
-	}{
-		{"POST", base + "/turns", turnBody("telegram", "owner-1", "x-1")},
-		{"POST", base + "/verify", map[string]any{"turn_id": ownerTurn}},
-		{"POST", base + "/tool-calls", map[string]any{"turn_id": ownerTurn, "tool": "exec"}},
-		{"GET", base + "/audit", nil},
-		{"GET", base + "/prompt", nil},
-		{"POST", base + "/attestation", map[string]any{"bundle": map[string]any{}, "agent_did": "did:key:z"}},
-		{"DELETE", base, nil},
-	} {
+	for _, c := range runRoutes(base, ownerTurn, turnBody("telegram", "owner-1", "x-1"), map[string]any{"bundle": map[string]any{}, "agent_did": "did:key:z"}) {
 		want(t, "no capability "+c.path, a.req(t, false, c.method, c.path, "", c.body), 401)
 		want(t, "malformed capability "+c.path, a.req(t, false, c.method, c.path, "clawea-cap-v1.nope", c.body), 401)
 		want(t, "another run's capability "+c.path, a.req(t, false, c.method, c.path, other.capability, c.body), 403)
@@ -491,18 +501,7 @@ func TestAttacksAgainstTheBinary(t *testing.T) {
 	// 9. Closing a run: its capability then gets 410 everywhere, the other
 	// run is untouched.
 	want(t, "close", a.req(t, false, "DELETE", base, victim.capability, nil), 204)
-	for _, c := range []struct {
-		method, path string
-		body         any
-	}{
-		{"POST", base + "/turns", turnBody("telegram", "owner-1", "late")},
-		{"POST", base + "/verify", map[string]any{"turn_id": ownerTurn}},
-		{"POST", base + "/tool-calls", map[string]any{"turn_id": ownerTurn, "tool": "exec"}},
-		{"GET", base + "/audit", nil},
-		{"GET", base + "/prompt", nil},
-		{"POST", base + "/attestation", map[string]any{"bundle": json.RawMessage(good), "agent_did": agentDID}},
-		{"DELETE", base, nil},
-	} {
+	for _, c := range runRoutes(base, ownerTurn, turnBody("telegram", "owner-1", "late"), map[string]any{"bundle": json.RawMessage(good), "agent_did": agentDID}) {
 		want(t, "closed run "+c.method+" "+c.path, a.req(t, false, c.method, c.path, victim.capability, c.body), 410)
 	}
 	if !a.execAllowed(t, other, otherTurn) {
