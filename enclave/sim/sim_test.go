@@ -166,9 +166,11 @@ func TestSimEvidenceRejectedByProductionRoots(t *testing.T) {
 	}
 }
 
-func TestWrongReportDataFailsValidation(t *testing.T) {
-	s := newSim(t, sim.Options{})
-	ev, err := s.Quote(context.Background(), reportData(t, 3))
+// verifiedQuote quotes rd on s, checks the report's signatures to the
+// simulated roots, and returns it with s's launch measurement.
+func verifiedQuote(t *testing.T, s *sim.Simulator, rd evidence.ReportData) (*spb.Attestation, []byte) {
+	t.Helper()
+	ev, err := s.Quote(context.Background(), rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +179,12 @@ func TestWrongReportDataFailsValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	m, _ := s.LaunchMeasurement(context.Background())
+	return a, m
+}
+
+func TestWrongReportDataFailsValidation(t *testing.T) {
+	s := newSim(t, sim.Options{})
+	a, m := verifiedQuote(t, s, reportData(t, 3))
 	if err := validate.SnpAttestation(a, policyOptions(reportData(t, 4), m)); err == nil {
 		t.Fatal("validation accepted a report over other report data")
 	}
@@ -189,15 +197,7 @@ func TestWrongReportDataFailsValidation(t *testing.T) {
 func TestDebugPolicyFailsValidation(t *testing.T) {
 	s := newSim(t, sim.Options{Debug: true})
 	rd := reportData(t, 5)
-	ev, err := s.Quote(context.Background(), rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := attestation(t, ev)
-	if err := verify.SnpAttestation(a, simVerifyOptions(t)); err != nil {
-		t.Fatal(err)
-	}
-	m, _ := s.LaunchMeasurement(context.Background())
+	a, m := verifiedQuote(t, s, rd)
 	if err := validate.SnpAttestation(a, policyOptions(rd, m)); err == nil {
 		t.Fatal("validation accepted a debuggable guest")
 	}
