@@ -6,8 +6,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/clawea/attester/internal/packtest"
-	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/wire/answer"
 )
@@ -45,13 +43,7 @@ func TestProcessOf(t *testing.T) {
 // that created the run (same pid and start time); a run cannot be created
 // for an unknown process; answers are signed in sequence from 1.
 func TestRunBoundToItsProcess(t *testing.T) {
-	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
-	s := newTestService(t, p.Trusted)
-	enc, man, err := promptpack.SealPack(p.Pack, s.Identity().PackKey.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mj, _ := man.MarshalJSON()
+	p, s, enc, mj := newSealedPack(t)
 	req := func() *CreateRunRequest {
 		return &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}
 	}

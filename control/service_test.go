@@ -51,10 +51,10 @@ func newTestService(t *testing.T, trusted map[string]string) *Service {
 	return s
 }
 
-// TestCloseRunEndsGateState: a created run holds its gate state and its
-// prompt until it is closed; then the gate no longer holds it, and its
-// capability is refused as closed. A refused creation keeps nothing.
-func TestCloseRunEndsGateState(t *testing.T) {
+// newSealedPack builds the min pack, starts a service trusting it, and
+// seals the pack to the service: the sealed pack and its manifest's JSON.
+func newSealedPack(t *testing.T) (*packtest.Pack, *Service, []byte, []byte) {
+	t.Helper()
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	s := newTestService(t, p.Trusted)
 	enc, man, err := promptpack.SealPack(p.Pack, s.Identity().PackKey.Public())
@@ -62,11 +62,19 @@ func TestCloseRunEndsGateState(t *testing.T) {
 		t.Fatal(err)
 	}
 	mj, _ := man.MarshalJSON()
+	return p, s, enc, mj
+}
+
+// TestCloseRunEndsGateState: a created run holds its gate state and its
+// prompt until it is closed; then the gate no longer holds it, and its
+// capability is refused as closed. A refused creation keeps nothing.
+func TestCloseRunEndsGateState(t *testing.T) {
+	p, s, enc, mj := newSealedPack(t)
 	req := func(report string) *CreateRunRequest {
 		return &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: report, AgentID: "main", SessionKey: "agent:main:main"}
 	}
 	// A report that does not match: refused, nothing kept.
-	_, _, err = s.CreateRun(context.Background(), req(b64u.SHA256([]byte("other"))), testProc)
+	_, _, err := s.CreateRun(context.Background(), req(b64u.SHA256([]byte("other"))), testProc)
 	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || s.OpenRuns() != 0 {
 		t.Fatalf("mismatched report: %v, %d runs open", err, s.OpenRuns())
 	}
