@@ -107,15 +107,6 @@ func TestIsolationVersions(t *testing.T) {
 		"members out of order":      {`"socket_protected":true,"yama_ptrace_scope":"1"`, `"yama_ptrace_scope":"1","socket_protected":true`, evidencedoc.ErrMalformed},
 		"v2 with isolation":         {`"clawea_version":"clawea.dev/attestation/v3"`, `"clawea_version":"clawea.dev/attestation/v2"`, evidencedoc.ErrMalformed},
 	} {
-		t.Run(name, func(t *testing.T) {
-			if !bytes.Contains(payload, []byte(c.old)) {
-				t.Fatalf("payload has no %q", c.old)
-			}
-			p := bytes.Replace(payload, []byte(c.old), []byte(c.new), 1)
-			d, err := evidencedoc.Parse(signRaw(hdr, p), pub())
-			if !errors.Is(err, c.want) || d != nil {
-				t.Fatalf("got %v, want %v", err, c.want)
-			}
-		})
+		t.Run(name, func(t *testing.T) { refusesEdit(t, hdr, payload, c.old, c.new, c.want) })
 	}
 }
