@@ -18,8 +18,8 @@ import (
 
 var enc = base64.RawURLEncoding.Strict()
 
-// ErrMalformed is returned (wrapped) for any string that is not canonical b64u.
-var ErrMalformed = errors.New("b64u: malformed")
+// errMalformed is returned (wrapped) for any string that is not canonical b64u.
+var errMalformed = errors.New("b64u: malformed")
 
 // Encode returns the b64u encoding of b.
 func Encode(b []byte) string { return enc.EncodeToString(b) }
@@ -65,19 +65,19 @@ func Decode(s string) ([]byte, error) {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !inAlphabet(c) {
 			if c == '=' {
-				return nil, fmt.Errorf("%w: padding at offset %d", ErrMalformed, i)
+				return nil, fmt.Errorf("%w: padding at offset %d", errMalformed, i)
 			}
-			return nil, fmt.Errorf("%w: byte 0x%02x at offset %d is outside the base64url alphabet", ErrMalformed, c, i)
+			return nil, fmt.Errorf("%w: byte 0x%02x at offset %d is outside the base64url alphabet", errMalformed, c, i)
 		}
 	}
 	if len(s)%4 == 1 {
-		return nil, fmt.Errorf("%w: impossible length %d", ErrMalformed, len(s))
+		return nil, fmt.Errorf("%w: impossible length %d", errMalformed, len(s))
 	}
 	b, err := enc.DecodeString(s)
 	if err != nil {
 		// With the alphabet and length checked, the only failure left is
 		// non-zero trailing bits.
-		return nil, fmt.Errorf("%w: non-canonical trailing bits", ErrMalformed)
+		return nil, fmt.Errorf("%w: non-canonical trailing bits", errMalformed)
 	}
 	return b, nil
 }
@@ -95,7 +95,7 @@ func DecodeTo(dst, src []byte) error {
 	}
 	if bad {
 		clear(dst)
-		return fmt.Errorf("%w: not %d bytes in canonical form", ErrMalformed, len(dst))
+		return fmt.Errorf("%w: not %d bytes in canonical form", errMalformed, len(dst))
 	}
 	return nil
 }
@@ -123,7 +123,7 @@ func ValidHash(s string) bool {
 func DecodeHash(s string) ([32]byte, error) {
 	var out [32]byte
 	if len(s) != 43 {
-		return out, fmt.Errorf("%w: hash is %d characters, want 43", ErrMalformed, len(s))
+		return out, fmt.Errorf("%w: hash is %d characters, want 43", errMalformed, len(s))
 	}
 	b, err := Decode(s)
 	if err != nil {

@@ -39,8 +39,8 @@ func TestDecodeRejects(t *testing.T) {
 		"AB", "_x", "AAB", // non-zero trailing bits
 		"Zm9v\x00", "é", "Zm9vYmF\xff",
 	} {
-		if b, err := Decode(s); !errors.Is(err, ErrMalformed) || b != nil {
-			t.Errorf("Decode(%q) = %x, %v; want ErrMalformed", s, b, err)
+		if b, err := Decode(s); !errors.Is(err, errMalformed) || b != nil {
+			t.Errorf("Decode(%q) = %x, %v; want errMalformed", s, b, err)
 		}
 	}
 }
@@ -55,8 +55,8 @@ func TestSHA256(t *testing.T) {
 		t.Fatalf("DecodeHash round trip: %v", err)
 	}
 	for _, s := range []string{"", "AA", SHA256(nil) + "A", SHA256(nil)[:42] + "="} {
-		if _, err := DecodeHash(s); !errors.Is(err, ErrMalformed) {
-			t.Errorf("DecodeHash(%q) err = %v, want ErrMalformed", s, err)
+		if _, err := DecodeHash(s); !errors.Is(err, errMalformed) {
+			t.Errorf("DecodeHash(%q) err = %v, want errMalformed", s, err)
 		}
 	}
 }
@@ -98,7 +98,7 @@ func TestAlphabetTable(t *testing.T) {
 			if want != (err == nil) {
 				t.Fatalf("Decode(%q): %v", s, err)
 			}
-			if err != nil && (got != nil || !errors.Is(err, ErrMalformed)) {
+			if err != nil && (got != nil || !errors.Is(err, errMalformed)) {
 				t.Fatalf("Decode(%q) = %x, %v", s, got, err)
 			}
 		}
@@ -165,8 +165,8 @@ func TestDecodeTo(t *testing.T) {
 	} {
 		dst := bytes.Repeat([]byte{0xff}, 32)
 		err := DecodeTo(dst, []byte(s))
-		if !errors.Is(err, ErrMalformed) {
-			t.Errorf("DecodeTo(%q) err = %v, want ErrMalformed", s, err)
+		if !errors.Is(err, errMalformed) {
+			t.Errorf("DecodeTo(%q) err = %v, want errMalformed", s, err)
 		}
 		if !bytes.Equal(dst, make([]byte, 32)) {
 			t.Errorf("DecodeTo(%q) left %x in dst", s, dst)

@@ -25,9 +25,9 @@ const maxLen = 128
 
 var multicodecEd25519 = [2]byte{0xed, 0x01}
 
-// ErrInvalid is returned (wrapped) for any string that is not a canonical
+// errInvalid is returned (wrapped) for any string that is not a canonical
 // Ed25519 did:key.
-var ErrInvalid = errors.New("didkey: invalid did:key")
+var errInvalid = errors.New("didkey: invalid did:key")
 
 // Format returns the did:key for pub. It panics only on a wrong key length,
 // which is a programming error.
@@ -44,26 +44,26 @@ func Format(pub ed25519.PublicKey) string {
 // Parse returns the Ed25519 public key named by did.
 func Parse(did string) (ed25519.PublicKey, error) {
 	if len(did) > maxLen {
-		return nil, fmt.Errorf("%w: %d characters, limit %d", ErrInvalid, len(did), maxLen)
+		return nil, fmt.Errorf("%w: %d characters, limit %d", errInvalid, len(did), maxLen)
 	}
 	if len(did) <= len(prefix) || did[:len(prefix)] != prefix {
-		return nil, fmt.Errorf("%w: want prefix %q", ErrInvalid, prefix)
+		return nil, fmt.Errorf("%w: want prefix %q", errInvalid, prefix)
 	}
 	enc := did[len(prefix):]
 	b, err := base58.Decode(enc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: base58btc: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: base58btc: %v", errInvalid, err)
 	}
 	if len(b) != 2+ed25519.PublicKeySize {
-		return nil, fmt.Errorf("%w: decoded %d bytes, want %d", ErrInvalid, len(b), 2+ed25519.PublicKeySize)
+		return nil, fmt.Errorf("%w: decoded %d bytes, want %d", errInvalid, len(b), 2+ed25519.PublicKeySize)
 	}
 	if b[0] != multicodecEd25519[0] || b[1] != multicodecEd25519[1] {
-		return nil, fmt.Errorf("%w: multicodec 0x%02x%02x is not ed25519-pub (0xed01)", ErrInvalid, b[0], b[1])
+		return nil, fmt.Errorf("%w: multicodec 0x%02x%02x is not ed25519-pub (0xed01)", errInvalid, b[0], b[1])
 	}
 	// base58 has no padding, but leading '1's encode leading zero bytes:
 	// insist on the canonical encoding so the mapping stays one-to-one.
 	if base58.Encode(b) != enc {
-		return nil, fmt.Errorf("%w: non-canonical base58btc", ErrInvalid)
+		return nil, fmt.Errorf("%w: non-canonical base58btc", errInvalid)
 	}
 	return ed25519.PublicKey(b[2:]), nil
 }

@@ -58,8 +58,8 @@ func TestParseRejects(t *testing.T) {
 		valid + strings.Repeat("z", maxLen),
 		" " + valid, valid + "\n",
 	} {
-		if pub, err := Parse(s); !errors.Is(err, ErrInvalid) || pub != nil {
-			t.Errorf("Parse(%q) = %x, %v; want ErrInvalid", s, pub, err)
+		if pub, err := Parse(s); !errors.Is(err, errInvalid) || pub != nil {
+			t.Errorf("Parse(%q) = %x, %v; want errInvalid", s, pub, err)
 		}
 	}
 }

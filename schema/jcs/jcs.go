@@ -18,8 +18,8 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 )
 
-// ErrInvalid is returned (wrapped) when the input is not I-JSON.
-var ErrInvalid = errors.New("jcs: input is not I-JSON")
+// errInvalid is returned (wrapped) when the input is not I-JSON.
+var errInvalid = errors.New("jcs: input is not I-JSON")
 
 // MaxBytes bounds the input.
 const MaxBytes = 16 << 20
@@ -27,11 +27,11 @@ const MaxBytes = 16 << 20
 // Canonicalize returns the RFC 8785 canonical form of data.
 func Canonicalize(data []byte) ([]byte, error) {
 	if _, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxBytes, AllowFloats: true}); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", errInvalid, err)
 	}
 	out, err := jcs.Transform(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %v", errInvalid, err)
 	}
 	return out, nil
 }

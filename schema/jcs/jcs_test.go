@@ -98,8 +98,8 @@ func TestRejects(t *testing.T) {
 	for _, in := range []string{
 		`{"a":1,"a":2}`, `"\ud800"`, "\"\xff\"", `[1e400]`, `{`, `[1] x`, ``,
 	} {
-		if out, err := Canonicalize([]byte(in)); !errors.Is(err, ErrInvalid) || out != nil {
-			t.Errorf("Canonicalize(%q) = %q, %v; want ErrInvalid", in, out, err)
+		if out, err := Canonicalize([]byte(in)); !errors.Is(err, errInvalid) || out != nil {
+			t.Errorf("Canonicalize(%q) = %q, %v; want errInvalid", in, out, err)
 		}
 	}
 	_, err := Canonicalize([]byte(`{"a":1,"a":2}`))
