@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,27 +129,7 @@ func function(name string, n int) string {
 // lines, limit L" for each function over maxLines, sorted, and the number
 // of files parsed.
 func longFunctions(root string) (long []string, files int, err error) {
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			if skipDir(path, rel, d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
+	err = testfile.WalkGo(root, func(rel string) bool { return rel == "hack" }, func(path, rel string) error {
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
@@ -174,19 +153,6 @@ func longFunctions(root string) (long []string, files int, err error) {
 	})
 	slices.Sort(long)
 	return long, files, err
-}
-
-// skipDir reports whether the walk leaves out a folder: what the go tool
-// ignores, another module (deploy/helm/chartcheck) and hack/.
-func skipDir(path, rel, name string) bool {
-	if name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
-		return true
-	}
-	if rel == "hack" {
-		return true
-	}
-	_, err := os.Stat(filepath.Join(path, "go.mod"))
-	return err == nil
 }
 
 // generator reports whether a file belongs to a test-data generator: a

@@ -4,9 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/clawea/attester/internal/testfile"
@@ -81,27 +78,8 @@ const (
 // top-level exported names declared in non-test files of non-main packages
 // outside cmd/, hack/ and deploy/, and the number of such files parsed.
 func exportedNames(root string) (n, files int, err error) {
-	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			if rel == "cmd" || rel == "deploy" || skipDir(path, rel, d.Name()) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
+	skip := func(rel string) bool { return rel == "cmd" || rel == "deploy" || rel == "hack" }
+	err = testfile.WalkGo(root, skip, func(path, rel string) error {
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ package testfile
 
 import (
 	"bufio"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,4 +65,42 @@ func ModuleRoot(tb testing.TB) string {
 		}
 		dir = parent
 	}
+}
+
+// WalkGo calls fn with the path and the slash-separated path relative to
+// root of each non-test Go file of the module at root, in lexical order. It
+// leaves out the folders the go tool ignores (testdata, vendor, names
+// starting with "." or "_"), other modules (a folder with a go.mod) and
+// each folder whose relative path skip reports (skip may be nil). An error
+// from fn or the walk ends it and is returned.
+func WalkGo(root string, skip func(rel string) bool, fn func(path, rel string) error) error {
+	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "." {
+				return nil
+			}
+			if name := d.Name(); name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+				return filepath.SkipDir
+			}
+			if skip != nil && skip(rel) {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
+			return nil
+		}
+		return fn(path, rel)
+	})
 }

@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,33 +36,9 @@ func TestNoLimitReaderOutsideBounded(t *testing.T) {
 	root := testfile.ModuleRoot(t)
 	files := 0
 	exemptUses := map[string]int{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel == "." {
-				return nil
-			}
-			name := d.Name()
-			// The go tool ignores these folders; a nested go.mod starts
-			// another module (deploy/helm/chartcheck).
-			if name == "testdata" || name == "vendor" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(rel, ".go") || strings.HasSuffix(rel, "_test.go") {
-			return nil
-		}
+	// WalkGo leaves out the folders the go tool ignores and other modules
+	// (deploy/helm/chartcheck).
+	err := testfile.WalkGo(root, nil, func(path, rel string) error {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
