@@ -29,7 +29,6 @@ import (
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
 	"github.com/clawea/attester/wire/simroots"
-	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/clawea/attester/wire/tdxsimroots"
 	"github.com/clawea/attester/wire/teeclaims"
 )
@@ -170,14 +169,7 @@ func sevSimOptions(t *testing.T) *sevverify.Options {
 // simulated roots, then policy with the recomputed REPORT_DATA.
 func verifySEV(t *testing.T, ev *evidence.Evidence, rd evidence.ReportData) {
 	t.Helper()
-	p, err := snpevidence.Parse(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := p.Attestation()
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := testfixture.SEVAttestation(t, ev)
 	if err := sevverify.SnpAttestation(a, sevSimOptions(t)); err != nil {
 		t.Fatalf("go-sev-guest verify with the simulated roots: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
 	"github.com/clawea/attester/wire/snpevidence"
@@ -76,19 +77,6 @@ func productionOptions() *verify.Options {
 	return o
 }
 
-func attestation(t testing.TB, ev *evidence.Evidence) *spb.Attestation {
-	t.Helper()
-	p, err := snpevidence.Parse(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := p.Attestation()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
-}
-
 func policyOptions(rd evidence.ReportData, measurement []byte) *validate.Options {
 	b := rd.Bytes()
 	vmpl := 0
@@ -115,7 +103,7 @@ func TestSimEvidenceVerifiesWithSimRoots(t *testing.T) {
 	if len(ev.Blob) != abi.ReportSize || len(ev.CertChain) != 3 {
 		t.Fatalf("blob %d bytes, chain %d certs", len(ev.Blob), len(ev.CertChain))
 	}
-	a := attestation(t, ev)
+	a := testfixture.SEVAttestation(t, ev)
 	if err := verify.SnpAttestation(a, simVerifyOptions(t)); err != nil {
 		t.Fatalf("verify with simulated roots: %v", err)
 	}
@@ -127,7 +115,7 @@ func TestSimEvidenceVerifiesWithSimRoots(t *testing.T) {
 	opts := &verify.Options{DisableCertFetching: true, Now: verifyTime, TrustedRoots: map[string][]*trust.AMDRootCerts{
 		r.ProductLine: {{ProductLine: r.ProductLine, ProductCerts: &trust.ProductCerts{Ark: r.ARK, Ask: r.ASK}}},
 	}}
-	if err := verify.SnpAttestation(attestation(t, ev), opts); err != nil {
+	if err := verify.SnpAttestation(testfixture.SEVAttestation(t, ev), opts); err != nil {
 		t.Fatalf("verify with SEVSNPRoots: %v", err)
 	}
 	// The leaf carries the TEST ONLY marker too.
@@ -154,14 +142,14 @@ func TestSimEvidenceRejectedByProductionRoots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verify.SnpAttestation(attestation(t, ev), productionOptions()); err == nil {
+	if err := verify.SnpAttestation(testfixture.SEVAttestation(t, ev), productionOptions()); err == nil {
 		t.Fatal("production roots accepted simulated evidence")
 	}
 	// And with the network-capable defaults untouched but the chain present,
 	// nothing is fetched and it still fails.
 	o := verify.DefaultOptions()
 	o.Now = verifyTime
-	if err := verify.SnpAttestation(attestation(t, ev), o); err == nil {
+	if err := verify.SnpAttestation(testfixture.SEVAttestation(t, ev), o); err == nil {
 		t.Fatal("default options accepted simulated evidence")
 	}
 }
@@ -174,7 +162,7 @@ func verifiedQuote(t *testing.T, s *sim.Simulator, rd evidence.ReportData) (*spb
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := attestation(t, ev)
+	a := testfixture.SEVAttestation(t, ev)
 	if err := verify.SnpAttestation(a, simVerifyOptions(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -283,13 +271,13 @@ func TestVCEKFromAnotherHierarchyFailsChain(t *testing.T) {
 			t.Fatal(err)
 		}
 		bad := replaceVCEK(t, ev, signer.Vcek.Raw, signer.Keys.Vcek)
-		if err := verify.SnpAttestation(attestation(t, bad), simVerifyOptions(t)); err == nil {
+		if err := verify.SnpAttestation(testfixture.SEVAttestation(t, bad), simVerifyOptions(t)); err == nil {
 			t.Fatal("vcek of another hierarchy verified")
 		}
 		// Sanity: the same evidence verifies against its own hierarchy, so
 		// the failure above is the chain, not the report.
 		own := map[string][]*trust.AMDRootCerts{"Milan": {{ProductLine: "Milan", ProductCerts: &trust.ProductCerts{Ark: signer.Ark, Ask: signer.Ask}}}}
-		if err := verify.SnpAttestation(attestation(t, bad), &verify.Options{DisableCertFetching: true, Now: verifyTime, TrustedRoots: own}); err != nil {
+		if err := verify.SnpAttestation(testfixture.SEVAttestation(t, bad), &verify.Options{DisableCertFetching: true, Now: verifyTime, TrustedRoots: own}); err != nil {
 			t.Fatalf("control: %v", err)
 		}
 	})
@@ -308,7 +296,7 @@ func TestVCEKFromAnotherHierarchyFailsChain(t *testing.T) {
 			t.Fatal(err)
 		}
 		bad := replaceVCEK(t, ev, der, nil)
-		if err := verify.SnpAttestation(attestation(t, bad), simVerifyOptions(t)); err == nil {
+		if err := verify.SnpAttestation(testfixture.SEVAttestation(t, bad), simVerifyOptions(t)); err == nil {
 			t.Fatal("vcek signed by an impostor ask verified")
 		}
 	})
@@ -326,7 +314,7 @@ func TestMissingChain(t *testing.T) {
 		t.Fatalf("Parse without chain = %v, want ErrMalformedEvidence", err)
 	}
 	// go-sev-guest offline, given a report with no VCEK, also refuses.
-	a := attestation(t, ev)
+	a := testfixture.SEVAttestation(t, ev)
 	a.CertificateChain = &spb.CertificateChain{}
 	if err := verify.SnpAttestation(a, simVerifyOptions(t)); err == nil {
 		t.Fatal("verified without a vcek")
@@ -354,7 +342,7 @@ func TestQuotesAreFresh(t *testing.T) {
 		t.Fatal("REPORT_DATA is not the requested value")
 	}
 	for _, ev := range []*evidence.Evidence{a, b} {
-		if err := verify.SnpAttestation(attestation(t, ev), simVerifyOptions(t)); err != nil {
+		if err := verify.SnpAttestation(testfixture.SEVAttestation(t, ev), simVerifyOptions(t)); err != nil {
 			t.Fatal(err)
 		}
 	}

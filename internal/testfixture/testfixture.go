@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	spb "github.com/google/go-sev-guest/proto/sevsnp"
 	"github.com/google/go-sev-guest/testing/data"
 
 	"github.com/clawea/attester/promptpack"
@@ -29,6 +30,7 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/snpevidence"
 )
 
 // Now is inside the validity of every simulated certificate.
@@ -464,4 +466,19 @@ func LoadTPMQuote(t testing.TB) TPMQuote {
 		t.Fatal(err)
 	}
 	return TPMQuote{Evidence: &ev, ReportData: rd, AKName: name}
+}
+
+// SEVAttestation parses SEV-SNP evidence ev into go-sev-guest's
+// attestation (report and certificates); a failure fails tb.
+func SEVAttestation(tb testing.TB, ev *evidence.Evidence) *spb.Attestation {
+	tb.Helper()
+	p, err := snpevidence.Parse(ev)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a, err := p.Attestation()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
 }
