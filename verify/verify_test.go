@@ -349,6 +349,15 @@ func TestBundleLinkage(t *testing.T) {
 	f := attest(t, sev, r)
 	pol := f.simPolicy()
 	opts := Options{Now: fixedNow}
+	// forged verifies an attestation forged over r changed by change.
+	forged := func(t *testing.T, change func(*run)) error {
+		t.Helper()
+		r2 := *r
+		change(&r2)
+		att, jws := forge(t, forgeRun(t, sev, &r2))
+		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		return err
+	}
 
 	t.Run("stale nonce: another bundle of the run", func(t *testing.T) {
 		r2 := *r
@@ -378,53 +387,35 @@ func TestBundleLinkage(t *testing.T) {
 	// prompt_committed event (the attester refuses to sign it; a forged
 	// attestation must still fail).
 	t.Run("chain does not start with prompt_committed", func(t *testing.T) {
-		r2 := *r
-		r2.FirstEvent = "llm_call"
-		att, jws := forge(t, forgeRun(t, sev, &r2))
-		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		err := forged(t, func(r2 *run) { r2.FirstEvent = "llm_call" })
 		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.event_chain[0]:") {
 			t.Fatalf("error %v does not name payload.event_chain[0]", e)
 		}
 	})
 	t.Run("prompt_committed commits to another prompt", func(t *testing.T) {
-		r2 := *r
-		r2.FirstPayload = h("another commitment")
-		att, jws := forge(t, forgeRun(t, sev, &r2))
-		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		err := forged(t, func(r2 *run) { r2.FirstPayload = h("another commitment") })
 		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.event_chain[0].payload_hash_b64u") {
 			t.Fatalf("error %v does not name payload.event_chain[0].payload_hash_b64u", e)
 		}
 	})
 	t.Run("report hash commitment mismatch", func(t *testing.T) {
-		r2 := *r
-		r2.BundleReport = h("another report")
-		att, jws := forge(t, forgeRun(t, sev, &r2))
-		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		err := forged(t, func(r2 *run) { r2.BundleReport = h("another report") })
 		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
 	})
 	t.Run("call prompt mismatch", func(t *testing.T) {
-		r2 := *r
-		r2.CallPromptHashes = []string{h("another prompt"), h("another prompt")}
-		att, jws := forge(t, forgeRun(t, sev, &r2))
-		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		err := forged(t, func(r2 *run) { r2.CallPromptHashes = []string{h("another prompt"), h("another prompt")} })
 		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
 	})
 	// issue 10: an OpenClaw bundle must state, per llm_call, the system
 	// text sent against the attested prompt.
 	t.Run("OpenClaw bundle without clawea_llm_calls", func(t *testing.T) {
-		r2 := *r
-		r2.OmitLLMCalls = true
-		att, jws := forge(t, forgeRun(t, sev, &r2))
-		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		err := forged(t, func(r2 *run) { r2.OmitLLMCalls = true })
 		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.MissingRequiredField); !strings.Contains(e.Error(), "payload.metadata.clawea_llm_calls") {
 			t.Fatalf("error %v does not name payload.metadata.clawea_llm_calls", e)
 		}
 	})
 	t.Run("llm_call whose system text does not start with the prompt", func(t *testing.T) {
-		r2 := *r
-		r2.NotPrefix = true
-		att, jws := forge(t, forgeRun(t, sev, &r2))
-		_, err := Verify(att, jws, r2.bundle(t), pol, opts)
+		err := forged(t, func(r2 *run) { r2.NotPrefix = true })
 		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.metadata.clawea_llm_calls[0].attested_prefix") {
 			t.Fatalf("error %v does not name the attested_prefix", e)
 		}
