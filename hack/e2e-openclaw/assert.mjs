@@ -19,7 +19,12 @@ function check(ok, what) {
 }
 
 const log = readFileSync(join(work, "model.log"), "utf8").trim().split("\n").filter(Boolean).map((l) => JSON.parse(l));
-check(!log.some((e) => e.error), `the model server served every request (${log.filter((e) => e.error).map((e) => e.error).join("; ")})`);
+{
+  const errors = log.filter((e) => e.error).map((e) => e.error);
+  check(errors.length === 0, errors.length === 0
+    ? `the model server served all ${log.length} requests without an error`
+    : `the model server failed ${errors.length} of ${log.length} requests: ${errors.join("; ")}`);
+}
 /** @param {string} scene */
 const requests = (scene) => log.filter((e) => e.scene === scene);
 /** @param {string} name */
