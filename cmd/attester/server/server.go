@@ -11,6 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,7 +82,7 @@ func (s *Server) ControlHandler() http.Handler {
 		return nil
 	}))
 	s.fallback(mux)
-	return s.wrapUID(mux)
+	return s.wrapUID(s.cleanPathsOnly(mux))
 }
 
 // wrapUID refuses control requests whose peer uid is not allowed, any
@@ -135,7 +136,7 @@ func (s *Server) PublicHandler() http.Handler {
 		mux.Handle(p, ctl)
 	}
 	s.fallback(mux)
-	return mux
+	return s.cleanPathsOnly(mux)
 }
 
 // MetricsHandler serves GET /metrics (its own listener).
@@ -143,7 +144,38 @@ func (s *Server) MetricsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
 	s.fallback(mux)
-	return mux
+	return s.cleanPathsOnly(mux)
+}
+
+// cleanPathsOnly refuses (403) a request whose path is not in clean form
+// ("//v1/runs", "/v1//runs", "/./v1/runs", "/x/../v1/runs"): http.ServeMux
+// would answer it with a redirect to the clean path, so a control route
+// reached through such a path on TCP would get a 307 instead of the 403
+// the API specifies, and no listener should route by a path it rewrote.
+func (s *Server) cleanPathsOnly(next http.Handler) http.Handler {
+	refused := s.wrap("unclean_path", func(w http.ResponseWriter, r *http.Request) error {
+		return refuse(httpErr(http.StatusForbidden, "the request path is not in clean form", nil))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !cleanPath(r.URL.Path) {
+			refused.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cleanPath reports whether p is an absolute path that path.Clean leaves
+// as it is, but for one trailing slash.
+func cleanPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	trimmed := p
+	if len(p) > 1 && strings.HasSuffix(p, "/") {
+		trimmed = p[:len(p)-1]
+	}
+	return path.Clean(trimmed) == trimmed
 }
 
 // fallback makes unknown routes a JSON 404 and known routes with another

@@ -556,3 +556,49 @@ func FuzzDecodeStrict(f *testing.F) {
 		}
 	})
 }
+
+// TestUncleanPaths: a path that is not in clean form gets 403 on every
+// listener, never the redirect http.ServeMux would send (issue 17 item 6),
+// and a control route reached through one on TCP is still refused.
+func TestUncleanPaths(t *testing.T) {
+	h := newTestServer(t, trustedOne)
+	ms := httptest.NewServer(h.srv.MetricsHandler())
+	defer ms.Close()
+	noRedirect := func(c *http.Client) *http.Client {
+		cc := *c
+		cc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		return &cc
+	}
+	for _, srv := range []struct {
+		name string
+		base string
+		c    *http.Client
+	}{
+		{"public", h.api.URL, noRedirect(h.api.Client())},
+		{"metrics", ms.URL, noRedirect(ms.Client())},
+		{"control", "http://attester", noRedirect(h.control)},
+	} {
+		for _, p := range []string{"//v1/runs", "/v1//runs", "/./v1/runs", "/x/../v1/runs", "/v1/runs/./x", "//metrics", "/v1/identity/.."} {
+			req, err := http.NewRequest("POST", srv.base+p, strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.URL.Path = p // as sent, not cleaned by the client
+			resp, err := srv.c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Location") != "" {
+				t.Errorf("%s %s: %d (Location %q), want 403", srv.name, p, resp.StatusCode, resp.Header.Get("Location"))
+			}
+		}
+	}
+	// Clean paths, with and without a trailing slash, still route.
+	if code, _ := h.call(t, "GET", "/healthz", nil); code != 200 {
+		t.Errorf("/healthz: %d", code)
+	}
+	if code, _ := h.call(t, "POST", "/v1/runs/", []byte(`{}`)); code != 403 {
+		t.Errorf("/v1/runs/: %d", code)
+	}
+}
