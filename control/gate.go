@@ -117,6 +117,42 @@ type TurnRequest struct {
 
 var errStaleTurn = &Error{Kind: KindConflict, Msg: "turn_id is not the run's current turn"}
 
+// errBadTurnID refuses a turn_id that no attester issues (missing, null,
+// another form): the request is malformed, not stale.
+var errBadTurnID = &Error{Kind: KindInvalid, Msg: "turn_id is missing or not a turn id this attester issues"}
+
+// countToolCall admits one more tool call of the run's current turn, under
+// the run's lock: refused when the run is closed, the turn_id is malformed
+// or stale, or the run has had max tool calls.
+func (rn *Run) countToolCall(turnID string, max int) error {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.closed {
+		return errRunClosed
+	}
+	if err := checkTurnRef(turnID, rn.turn); err != nil {
+		return err
+	}
+	if rn.toolCalls >= max {
+		return refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d tool calls", max), nil)
+	}
+	rn.toolCalls++
+	return nil
+}
+
+// checkTurnRef classifies the turn_id of a verify or tool-call request:
+// errBadTurnID for one of another form than randomID("turn_") makes,
+// errStaleTurn for one that is not the run's current turn.
+func checkTurnRef(id, current string) error {
+	if !issuedID("turn_", id) {
+		return errBadTurnID
+	}
+	if id != current {
+		return errStaleTurn
+	}
+	return nil
+}
+
 // TurnResponse is the answer to a turn: its id, whether its sender is an
 // owner, and for an owner turn the signature id of its message.
 // (Fields in key order, as the answer was once a sorted map.)
@@ -210,11 +246,13 @@ type VerifyResponse struct {
 func (s *Service) Verify(rn *Run, req *VerifyRequest) (*VerifyResponse, error) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	switch {
-	case rn.closed:
+	if rn.closed {
 		return nil, errRunClosed
-	case req.TurnID == "" || req.TurnID != rn.turn:
-		return nil, errStaleTurn
+	}
+	if err := checkTurnRef(req.TurnID, rn.turn); err != nil {
+		return nil, err
+	}
+	switch {
 	case !rn.turnOwner:
 		return nil, refusal(KindForbidden, "verify is an owner-only tool: this turn's sender is not a configured owner", nil)
 	}
@@ -266,20 +304,9 @@ type ToolCallResponse struct {
 // decision is recorded in the run's audit log. A call the gate could not
 // decide is a denial, not an error.
 func (s *Service) ToolCall(ctx context.Context, rn *Run, req *ToolCallRequest) (*ToolCallResponse, error) {
-	rn.mu.Lock()
-	switch {
-	case rn.closed:
-		rn.mu.Unlock()
-		return nil, errRunClosed
-	case req.TurnID == "" || req.TurnID != rn.turn:
-		rn.mu.Unlock()
-		return nil, errStaleTurn
-	case rn.toolCalls >= s.cfg.MaxToolCallsPerRun:
-		rn.mu.Unlock()
-		return nil, refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d tool calls", s.cfg.MaxToolCallsPerRun), nil)
+	if err := rn.countToolCall(req.TurnID, s.cfg.MaxToolCallsPerRun); err != nil {
+		return nil, err
 	}
-	rn.toolCalls++
-	rn.mu.Unlock()
 	d, derr := s.gate.Decide(ctx, gate.Call{
 		Run: rn.id, SessionKey: rn.sessionKey, TurnID: req.TurnID, AgentID: rn.agentID,
 		Tool: req.Tool, Params: req.Params, MessageProvider: req.MessageProvider,

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -191,6 +192,17 @@ func (st *runStore) closeAll() {
 	for _, r := range rs {
 		r.destroy()
 	}
+}
+
+// issuedID reports whether s has the form randomID(prefix) gives: prefix
+// and the canonical b64u of 16 bytes.
+func issuedID(prefix, s string) bool {
+	rest, ok := strings.CutPrefix(s, prefix)
+	if !ok || len(rest) != b64u.EncodedLen(16) {
+		return false
+	}
+	b, err := b64u.Decode(rest)
+	return err == nil && len(b) == 16 && b64u.Encode(b) == rest
 }
 
 func randomID(prefix string) (string, error) {

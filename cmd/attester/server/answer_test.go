@@ -102,7 +102,18 @@ func TestAnswersSigned(t *testing.T) {
 	turn := jsonField(t, do("POST", base+"/turns", run.Capability, []byte(`{"channel":"cli","sender_id":"u","message_id":"1","content_sha256_b64u":"`+b64u.SHA256(nil)+`"}`), 201, true), "turn_id")
 	do("POST", base+"/tool-calls", run.Capability, []byte(`{"turn_id":"`+turn+`","tool":"read","params":{"path":"a"}}`), 200, true)
 	// A refusal is unsigned and uses no number.
-	do("POST", base+"/tool-calls", run.Capability, []byte(`{"turn_id":"stale","tool":"read"}`), 409, false)
+	do("POST", base+"/tool-calls", run.Capability, []byte(`{"turn_id":"turn_AAAAAAAAAAAAAAAAAAAAAA","tool":"read"}`), 409, false)
+	// A turn_id of no form the attester issues is malformed (400), not
+	// stale: missing, null, another form, non-canonical b64u, 70,000
+	// characters (60,000 on verify, whose body limit is 64 KiB).
+	for _, id := range []string{``, `"turn_id":null,`, `"turn_id":"stale",`, `"turn_id":"turn_AAAAAAAAAAAAAAAAAAAAAB",`,
+		`"turn_id":"` + strings.Repeat("t", 70000) + `",`} {
+		do("POST", base+"/tool-calls", run.Capability, []byte(`{`+id+`"tool":"read"}`), 400, false)
+		if len(id) > 60000 {
+			id = id[:60000] + `",`
+		}
+		do("POST", base+"/verify", run.Capability, []byte(`{`+strings.TrimSuffix(id, ",")+`}`), 400, false)
+	}
 	do("GET", base+"/audit", run.Capability, nil, 200, false)
 	do("POST", base+"/tool-calls", run.Capability, []byte(`{"turn_id":"`+turn+`","tool":"exec","params":{"command":"id"}}`), 200, true)
 	do("DELETE", base, run.Capability, nil, 204, false)
