@@ -690,3 +690,29 @@ func TestTPMOverTCPAgainstTheBinary(t *testing.T) {
 		t.Fatalf("identity changed across a restart: %v -> %v", did, id.body["did"])
 	}
 }
+
+// TestDeclaredLengthRefusedAtOnce: a request that declares a body over its
+// limit gets 413 without the attester waiting for the body (issue 17 item
+// 6: a turns request declaring Content-Length: 70000 used to wait for the
+// 10 s body deadline first). No body is sent; a server that waited would
+// still be silent when the 5 s read deadline ends.
+func TestDeclaredLengthRefusedAtOnce(t *testing.T) {
+	pf := newPack(t)
+	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
+	if a == nil {
+		t.Fatalf("attester exited with %d", code)
+	}
+	rn := a.createRun(t, pf, "s")
+	c, err := net.Dial("unix", a.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	io.WriteString(c, "POST /v1/runs/"+rn.id+"/turns HTTP/1.1\r\nHost: attester\r\nAuthorization: Bearer "+rn.capability+
+		"\r\nContent-Type: application/json\r\nContent-Length: 70000\r\n\r\n")
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 413 ") {
+		t.Fatalf("status line %q, %v; want 413 before any body is sent", line, err)
+	}
+}
