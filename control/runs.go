@@ -318,7 +318,7 @@ func (c *creation) checkRequest(context.Context) error {
 	}
 	agent, err := gate.CheckAgentID(req.AgentID)
 	if err != nil {
-		return refusal(KindInvalid, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, case-insensitive)", err)
+		return refusal(KindInvalid, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, as they are: not trimmed, not case-folded)", err)
 	}
 	c.agent = agent
 	if err := gate.CheckSessionKey(req.SessionKey); err != nil {

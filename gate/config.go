@@ -618,7 +618,7 @@ func (b *builder) agents(path string, list []agentDoc) []AgentConfig {
 	for i, e := range list {
 		ap := jsonobj.Index(path, i)
 		idp := jsonobj.Key(ap, "id")
-		a := AgentConfig{ID: normalizeAgentID(e.ID)}
+		a := AgentConfig{ID: e.ID}
 		if !validAgentID(a.ID) {
 			b.fail(idp, ErrBadValue, "not a valid agent id (1-%d bytes of [a-z0-9_-])", maxAgentIDBytes)
 		}
@@ -640,8 +640,6 @@ func (b *builder) agents(path string, list []agentDoc) []AgentConfig {
 
 // defaultAgentID is OpenClaw's default agent id, used for calls without one.
 const defaultAgentID = "main"
-
-func normalizeAgentID(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
 // agentIDChars are the bytes of a normalized agent id.
 var agentIDChars = charclass.Lower().Or(charclass.Digit(), charclass.Of("_-"))

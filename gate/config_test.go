@@ -38,7 +38,7 @@ func TestParseFull(t *testing.T) {
 	  "agents": {
 	    "defaults": {"sig": {"enforceVerification": true, "gatedTools": ["EXEC", " bash ", "Write", "group:messaging"]}},
 	    "list": [
-	      {"id": "Worker", "tools": {"profile": "coding", "deny": ["process"], "verifier": {"failMode": "allow"}},
+	      {"id": "worker", "tools": {"profile": "coding", "deny": ["process"], "verifier": {"failMode": "allow"}},
 	       "sig": {"gatedTools": ["apply-patch"]}}
 	    ]
 	  },
@@ -108,7 +108,11 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		{`{"tools":{"verifier":{"telegram":{"chatId":"../x"}}}}`, "tools.verifier.telegram.chatId", ErrBadValue},
 		{`{"agents":{"list":[{"tools":{}}]}}`, "agents.list[0].id", ErrBadValue},
 		{`{"agents":{"list":[{"id":"a b"}]}}`, "agents.list[0].id", ErrBadValue},
-		{`{"agents":{"list":[{"id":"a"},{"id":"A"}]}}`, "agents.list[1].id", ErrConflict},
+		{`{"agents":{"list":[{"id":"a"},{"id":"a"}]}}`, "agents.list[1].id", ErrConflict},
+		// Agent ids are taken as they are: never trimmed or case-folded.
+		{`{"agents":{"list":[{"id":"A"}]}}`, "agents.list[0].id", ErrBadValue},
+		{`{"agents":{"list":[{"id":" main "}]}}`, "agents.list[0].id", ErrBadValue},
+		{`{"agents":{"list":[{"id":"\u212aelvin"}]}}`, "agents.list[0].id", ErrBadValue},
 		{`{"agents":{"list":[{"id":"a","sig":{"x":1}}]}}`, "agents.list[0].sig.x", ErrUnknownKey},
 		{`{"agents":{"list":[{"id":"a","tools":{"verifier":{"scope":{"include":[],"exclude":[]}}}}]}}`, "agents.list[0].tools.verifier.scope", ErrConflict},
 		{`{"agents":{"list":[{"id":"a","tools":{"verifier":{"enabled":true}}}]}}`, "agents.list[0].tools.verifier", ErrBadValue},

@@ -451,7 +451,7 @@ func (g *Gate) prepare(c Call) (callInput, error) {
 	} else {
 		in.turn = c.TurnID
 	}
-	agent := normalizeAgentID(c.AgentID)
+	agent := c.AgentID
 	if agent == "" {
 		agent = defaultAgentID
 	}

@@ -41,7 +41,6 @@ func TestToolPolicy(t *testing.T) {
 		{"coder", "write", false, "denied by agents.list[id=coder].tools.deny"},
 		{"coder", "process", false, "denied by tools.deny"}, // the agent cannot undo a global deny
 		{"coder", "web_search", false, "not in tool profile coding"},
-		{"CODER", "read", true, ""},
 		{"chat", "sessions_send", true, ""},
 		{"chat", "message", false, "not in tools.allow"}, // global allow still applies
 		{"chat", "read", false, "not in agents.list[id=chat].tools.allow"},
@@ -257,13 +256,15 @@ func TestMaxRuns(t *testing.T) {
 }
 
 func TestCheckIdentifiers(t *testing.T) {
-	if a, err := CheckAgentID(" Ops "); err != nil || a != "ops" {
+	if a, err := CheckAgentID("ops"); err != nil || a != "ops" {
 		t.Fatalf("CheckAgentID: %q %v", a, err)
 	}
 	if a, err := CheckAgentID(""); err != nil || a != defaultAgentID {
 		t.Fatalf("CheckAgentID empty: %q %v", a, err)
 	}
-	for _, bad := range []string{"a/b", "a b", strings.Repeat("a", 200)} {
+	// Never normalized: a spaced, upper-case or Kelvin-sign id is refused,
+	// not mapped onto a configured agent.
+	for _, bad := range []string{"a/b", "a b", strings.Repeat("a", 200), " ops ", "OPS", "MAIN\n", "\u212aelvin"} {
 		if _, err := CheckAgentID(bad); !errors.Is(err, errInvalidCall) {
 			t.Errorf("CheckAgentID(%q): %v", bad, err)
 		}
@@ -275,7 +276,7 @@ func TestCheckIdentifiers(t *testing.T) {
 	}
 	// What the checks accept, Decide accepts.
 	g := newTestGate(t, mustParse(t, `{}`))
-	a, _ := CheckAgentID(" Ops ")
+	a, _ := CheckAgentID("ops")
 	if d := g.decide(t, Call{SessionKey: "agent:x", TurnID: "t", AgentID: a, Tool: "read"}); d.Stage == stageInput {
 		t.Fatalf("checked identifiers refused by Decide: %+v", d)
 	}
@@ -295,6 +296,10 @@ func TestInvalidCalls(t *testing.T) {
 		{SessionKey: "", TurnID: "t", Tool: "exec"},
 		{SessionKey: "s", TurnID: "", Tool: "exec"},
 		{SessionKey: "s", TurnID: "t", AgentID: "a/b", Tool: "exec"},
+		// Agent ids are never trimmed or case-folded onto a listed agent.
+		{SessionKey: "s", TurnID: "t", AgentID: "CODER", Tool: "exec"},
+		{SessionKey: "s", TurnID: "t", AgentID: " main ", Tool: "exec"},
+		{SessionKey: "s", TurnID: "t", AgentID: "\u212aelvin", Tool: "exec"},
 		{SessionKey: "s", TurnID: "t", Tool: "exec", MessageProvider: "tele\x00gram"},
 		{SessionKey: "s", TurnID: "t", Tool: "exec", Params: []byte(`{"x":"` + strings.Repeat("a", maxParamsBytes) + `"}`)},
 	}

@@ -78,11 +78,12 @@ func checkTurnID(s string) error { return checkID("turn id", s, maxTurnIDBytes) 
 // checkRunID reports whether s is a run id the gate accepts.
 func checkRunID(s string) error { return checkID("run id", s, maxRunIDBytes) }
 
-// CheckAgentID reports whether s (after the gate's normalization: trimmed,
-// lower-cased; "" means defaultAgentID) is an agent id Decide accepts, and
-// returns the normalized id.
+// CheckAgentID reports whether s ("" means defaultAgentID) is an agent id
+// Decide accepts, and returns it. Ids are taken as they are, never trimmed
+// or case-folded: " main ", "MAIN" or a Kelvin sign are refused, not
+// mapped onto a configured agent.
 func CheckAgentID(s string) (string, error) {
-	a := normalizeAgentID(s)
+	a := s
 	if a == "" {
 		a = defaultAgentID
 	}
