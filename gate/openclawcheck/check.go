@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/titanous/json5"
 )
 
@@ -55,7 +56,8 @@ type Host struct {
 	HarnessUID  int
 	// HomeDir expands a leading "~/" in load paths.
 	HomeDir string
-	// ReadFile reads a plugin manifest; nil means os.ReadFile. Tests
+	// ReadFile reads a plugin manifest; nil means a bounded read of at
+	// most maxManifestBytes (schema/bounded). Tests
 	// inject a fake file system.
 	ReadFile func(name string) ([]byte, error)
 	// IsDir reports whether a load path is a directory; nil means os.Stat.
@@ -236,17 +238,18 @@ func (c *checker) pluginAt(p any) (string, error) {
 	}
 	read := c.host.ReadFile
 	if read == nil {
-		read = os.ReadFile
+		// Bounded: a load path may hold a huge file or a FIFO there.
+		read = func(name string) ([]byte, error) { return bounded.ReadFile(name, maxManifestBytes) }
 	}
 	raw, err := read(filepath.Join(s, "openclaw.plugin.json"))
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil // not a native plugin directory
 	}
+	if errors.Is(err, bounded.ErrTooLarge) || len(raw) > maxManifestBytes {
+		return "", fmt.Errorf("%q: the plugin manifest is over %d bytes", s, maxManifestBytes)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%q: the plugin manifest cannot be read: %v", s, err)
-	}
-	if len(raw) > maxManifestBytes {
-		return "", fmt.Errorf("%q: the plugin manifest is over %d bytes", s, maxManifestBytes)
 	}
 	var m struct {
 		ID string `json:"id"`

@@ -250,3 +250,25 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+// A manifest over its bound is refused without being read whole: the
+// default reader is bounded (a FIFO or a huge file at a load path).
+func TestOversizeManifest(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "openclaw.plugin.json"), make([]byte, maxManifestBytes+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := recommended(t)
+	set(m, []any{dir}, "plugins", "load", "paths")
+	raw, _ := json.Marshal(m)
+	h := fakeHost()
+	h.IsDir, h.ReadFile = nil, nil
+	fs, err := Check(raw, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(fs, func(f Finding) bool { return f.Key == "plugins.load.paths[0]" })
+	if i < 0 || !strings.Contains(fs[i].Problem, "over") {
+		t.Fatalf("Check = %v; want plugins.load.paths[0] named as an oversize manifest", fs)
+	}
+}
