@@ -8,8 +8,8 @@ import (
 // errHardenFailed is returned when the process could not be hardened.
 var errHardenFailed = errors.New("sealed: cannot harden process")
 
-// Hardening is the process state HardenProcess establishes.
-type Hardening struct {
+// hardening is the process state HardenProcess establishes.
+type hardening struct {
 	// Dumpable is the PR_GET_DUMPABLE flag: false means no core dumps and
 	// no ptrace attach or /proc/<pid>/mem access by unprivileged peers.
 	Dumpable bool
@@ -18,9 +18,9 @@ type Hardening struct {
 }
 
 // hardened reports whether the state is what HardenProcess sets.
-func (h Hardening) hardened() bool { return !h.Dumpable && h.CoreSoft == 0 && h.CoreHard == 0 }
+func (h hardening) hardened() bool { return !h.Dumpable && h.CoreSoft == 0 && h.CoreHard == 0 }
 
 // String describes the state, for logs.
-func (h Hardening) String() string {
+func (h hardening) String() string {
 	return fmt.Sprintf("dumpable=%t core_limit=%d/%d", h.Dumpable, h.CoreSoft, h.CoreHard)
 }

@@ -25,14 +25,14 @@ func HardenProcess() error {
 }
 
 // processHardening reads the current dumpable flag and core limits.
-func processHardening() (Hardening, error) {
+func processHardening() (hardening, error) {
 	d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0)
 	if err != nil {
-		return Hardening{}, fmt.Errorf("sealed: prctl(PR_GET_DUMPABLE): %w", err)
+		return hardening{}, fmt.Errorf("sealed: prctl(PR_GET_DUMPABLE): %w", err)
 	}
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_CORE, &rl); err != nil {
-		return Hardening{}, fmt.Errorf("sealed: getrlimit(RLIMIT_CORE): %w", err)
+		return hardening{}, fmt.Errorf("sealed: getrlimit(RLIMIT_CORE): %w", err)
 	}
-	return Hardening{Dumpable: d != 0, CoreSoft: rl.Cur, CoreHard: rl.Max}, nil
+	return hardening{Dumpable: d != 0, CoreSoft: rl.Cur, CoreHard: rl.Max}, nil
 }

@@ -57,11 +57,11 @@ func hardenChild() {
 }
 
 func TestHardeningStatus(t *testing.T) {
-	h := Hardening{Dumpable: true, CoreSoft: 0, CoreHard: 0}
+	h := hardening{Dumpable: true, CoreSoft: 0, CoreHard: 0}
 	if h.hardened() {
 		t.Error("dumpable process reported hardened")
 	}
-	h = Hardening{CoreSoft: 0, CoreHard: 1}
+	h = hardening{CoreSoft: 0, CoreHard: 1}
 	if h.hardened() {
 		t.Error("nonzero hard core limit reported hardened")
 	}

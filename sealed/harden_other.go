@@ -8,4 +8,4 @@ import "fmt"
 func HardenProcess() error { return fmt.Errorf("%w: %w", errHardenFailed, ErrNotSupported) }
 
 // processHardening is not supported on this operating system.
-func processHardening() (Hardening, error) { return Hardening{}, ErrNotSupported }
+func processHardening() (hardening, error) { return hardening{}, ErrNotSupported }

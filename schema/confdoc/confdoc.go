@@ -54,16 +54,16 @@ type Options struct {
 	Foreign map[string][]string
 }
 
-// Unmarshaler is implemented by a field type that reads its own JSON
+// unmarshaler is implemented by a field type that reads its own JSON
 // value. v is never nil; path is the value's jsonobj path.
-type Unmarshaler interface {
+type unmarshaler interface {
 	UnmarshalConf(d *Decoder, v *pohjson.Value, path string)
 }
 
-// Checker is implemented by a struct type with rules across its members.
+// checker is implemented by a struct type with rules across its members.
 // CheckConf runs after every member of the object at path was read
 // without error.
-type Checker interface {
+type checker interface {
 	CheckConf(d *Decoder, path string)
 }
 
@@ -194,8 +194,8 @@ func parseTag(field reflect.StructField) (tag, bool) {
 
 var (
 	valueType       = reflect.TypeFor[*pohjson.Value]()
-	unmarshalerType = reflect.TypeFor[Unmarshaler]()
-	checkerType     = reflect.TypeFor[Checker]()
+	unmarshalerType = reflect.TypeFor[unmarshaler]()
+	checkerType     = reflect.TypeFor[checker]()
 )
 
 // value reads v into dst according to t.
@@ -208,7 +208,7 @@ func (d *Decoder) value(v *pohjson.Value, path, section string, dst reflect.Valu
 		return
 	}
 	if dst.CanAddr() && dst.Addr().Type().Implements(unmarshalerType) {
-		dst.Addr().Interface().(Unmarshaler).UnmarshalConf(d, v, path)
+		dst.Addr().Interface().(unmarshaler).UnmarshalConf(d, v, path)
 		return
 	}
 	switch dst.Kind() {
@@ -361,7 +361,7 @@ func (d *Decoder) object(v *pohjson.Value, path, section string, dst reflect.Val
 		}
 	}
 	if dst.CanAddr() && dst.Addr().Type().Implements(checkerType) {
-		dst.Addr().Interface().(Checker).CheckConf(d, path)
+		dst.Addr().Interface().(checker).CheckConf(d, path)
 	}
 }
 

@@ -29,20 +29,20 @@ var files embed.FS
 // Schema IDs.
 const (
 	ProofBundleEnvelopeV1          = "https://schemas.clawbureau.org/claw.poh.proof_bundle_envelope.v1.json"
-	ProofBundleV1                  = "https://schemas.clawbureau.org/claw.poh.proof_bundle.v1.json"
+	proofBundleV1                  = "https://schemas.clawbureau.org/claw.poh.proof_bundle.v1.json"
 	ExecutionAttestationEnvelopeV1 = "https://schemas.clawbureau.org/claw.poh.execution_attestation_envelope.v1.json"
-	ExecutionAttestationV1         = "https://schemas.clawbureau.org/claw.poh.execution_attestation.v1.json"
+	executionAttestationV1         = "https://schemas.clawbureau.org/claw.poh.execution_attestation.v1.json"
 	GatewayReceiptEnvelopeV1       = "https://schemas.clawbureau.org/claw.poh.gateway_receipt_envelope.v1.json"
-	EventChainV1                   = "https://schemas.clawbureau.org/claw.poh.event_chain.v1.json"
+	eventChainV1                   = "https://schemas.clawbureau.org/claw.poh.event_chain.v1.json"
 	PromptPackV1                   = "https://schemas.clawbureau.org/claw.poh.prompt_pack.v1.json"
 	PoHSystemPromptReportV1        = "https://schemas.clawbureau.org/claw.poh.system_prompt_report.v1.json"
-	URMV1                          = "https://schemas.clawbureau.org/claw.poh.urm.v1.json"
+	urmv1                          = "https://schemas.clawbureau.org/claw.poh.urm.v1.json"
 	ToolReceiptEnvelopeV1          = "https://schemas.clawbureau.com/poh/tool_receipt_envelope.v1.json"
 	ToolReceiptV1                  = "https://schemas.clawbureau.com/poh/tool_receipt.v1.json"
 	ToolReceiptEnvelopeV2          = "https://schemas.clawbureau.org/claw.poh.tool_receipt_envelope.v2.json"
 	ToolReceiptV2                  = "https://schemas.clawbureau.org/claw.poh.tool_receipt.v2.json"
-	CoSignatureV1                  = "https://schemas.clawbureau.org/claw.poh.co_signature.v1.json"
-	SelectiveDisclosureV1          = "https://schemas.clawbureau.org/claw.poh.selective_disclosure.v1.json"
+	coSignatureV1                  = "https://schemas.clawbureau.org/claw.poh.co_signature.v1.json"
+	selectiveDisclosureV1          = "https://schemas.clawbureau.org/claw.poh.selective_disclosure.v1.json"
 	// SystemPromptReportV1 is clawea's hash-first SystemPromptReport.v1.
 	SystemPromptReportV1 = "https://schemas.clawea.dev/clawea.system_prompt_report.v1.json"
 	// AdmissionPolicyV1 is clawea's admission policy

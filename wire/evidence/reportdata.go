@@ -38,14 +38,14 @@ func NewReportData(nonceBinding [32]byte, identity ed25519.PublicKey, evidenceCo
 	}
 	var rd ReportData
 	copy(rd.b[:32], nonceBinding[:])
-	id := IdentityBinding(identity, evidenceContext)
+	id := identityBinding(identity, evidenceContext)
 	copy(rd.b[32:], id[:])
 	return rd, nil
 }
 
-// IdentityBinding computes bytes 32..63 of REPORT_DATA. Verifiers use it to
-// recompute the expected value.
-func IdentityBinding(identity ed25519.PublicKey, evidenceContext []byte) [32]byte {
+// identityBinding computes bytes 32..63 of REPORT_DATA (NewReportData uses
+// it; verifiers recompute the whole value through NewReportData).
+func identityBinding(identity ed25519.PublicKey, evidenceContext []byte) [32]byte {
 	h := sha256.New()
 	h.Write([]byte(IdentityBindingLabel))
 	h.Write([]byte{0})

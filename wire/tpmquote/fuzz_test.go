@@ -13,7 +13,7 @@ import (
 // and software-signed evidence added here.
 
 func FuzzParseAttest(f *testing.F) {
-	f.Add((&Attest{QualifiedSigner: []byte{0, 0xb}, ExtraData: []byte{1}, PCRs: []int{0, 23}, PCRDigest: []byte{2}}).Marshal())
+	f.Add((&Attest{QualifiedSigner: []byte{0, 0xb}, ExtraData: []byte{1}, PCRs: []int{0, 23}, PCRDigest: []byte{2}}).marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		a, err := ParseAttest(b)
 		if err != nil {
@@ -22,14 +22,14 @@ func FuzzParseAttest(f *testing.F) {
 			}
 			return
 		}
-		if !bytes.Equal(a.Marshal(), b) {
-			t.Fatalf("round trip: %x != %x", a.Marshal(), b)
+		if !bytes.Equal(a.marshal(), b) {
+			t.Fatalf("round trip: %x != %x", a.marshal(), b)
 		}
 	})
 }
 
 func FuzzParsePublic(f *testing.F) {
-	f.Add((&Public{Type: AlgRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 255)...)}).Marshal())
+	f.Add((&Public{Type: algRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 255)...)}).Marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParsePublic(b)
 		if err != nil {
@@ -46,7 +46,7 @@ func FuzzParsePublic(f *testing.F) {
 }
 
 func FuzzParseSignature(f *testing.F) {
-	f.Add((&signature{Alg: AlgRSASSA, Sig: []byte{1, 2, 3}}).marshal())
+	f.Add((&signature{Alg: algRSASSA, Sig: []byte{1, 2, 3}}).marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := parseSignature(b)
 		if err != nil {
@@ -104,7 +104,7 @@ func FuzzVerify(f *testing.F) {
 				}
 				continue
 			}
-			if !bytes.Equal(v.Attest.Marshal(), blob) || !bytes.Equal(v.AKPublic.Marshal(), ak) || !bytes.Equal(v.PCRs.Marshal(), pcrs) {
+			if !bytes.Equal(v.Attest.marshal(), blob) || !bytes.Equal(v.AKPublic.Marshal(), ak) || !bytes.Equal(v.PCRs.Marshal(), pcrs) {
 				t.Fatal("accepted evidence does not re-encode")
 			}
 		}
