@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/clawea/attester/cmd/internal/buildinfo"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/earresult"
 	"github.com/clawea/attester/verify/platform"
@@ -226,7 +227,7 @@ func (v *verifyCmd) verify() int {
 // writeEAR signs the EAR attestation result and writes it to --ear-out or
 // stdout.
 func (v *verifyCmd) writeEAR(res *verify.Result, verr error) error {
-	ar, err := earresult.New(res, verr, earresult.Options{Now: v.now(), Policy: v.policy})
+	ar, err := earresult.New(res, verr, earresult.Options{Now: v.now(), Build: "clawea-packctl/" + buildinfo.Version(), Policy: v.policy})
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jws"
 	"github.com/veraison/ear"
 
 	"github.com/clawea/attester/internal/bintest"
@@ -99,6 +101,18 @@ func TestBinary(t *testing.T) {
 	var ar ear.AttestationResult
 	if err := ar.Verify([]byte(m["ear"].(string)), jwa.EdDSA, pub); err != nil {
 		t.Fatalf("ear: %v", err)
+	}
+	// A relying party that fetches the published key set checks the EAR by
+	// its kid, and the start log named that kid.
+	set, err := jwk.Fetch(t.Context(), base+jwksPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jws.Verify([]byte(m["ear"].(string)), jws.WithKeySet(set, jws.WithRequireKid(true))); err != nil {
+		t.Fatalf("ear against the published keys: %v", err)
+	}
+	if kid, _ := kidOf(pub); !strings.Contains(logged.String(), `"ear_kid":"`+kid+`"`) {
+		t.Fatalf("the start log does not name the EAR key %s:\n%s", kid, logged.String())
 	}
 	if code, m := post(f.body("prod", false)); code != http.StatusOK || m["verdict"] != verify.VerdictPolicy || m["exit_code"] != float64(verify.ExitPolicy) {
 		t.Fatalf("prod: %d %v", code, m)

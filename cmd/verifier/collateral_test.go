@@ -50,7 +50,7 @@ func TestCollateralReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &env{t: t, f: f, logs: &bytes.Buffer{}}
-	e.svc, err = NewService(Config{Sources: sources{PolicyFile: policy, CollateralDir: coll}, Signer: signer,
+	e.svc, err = NewService(Config{Sources: sources{PolicyFile: policy, CollateralDir: coll}, Signer: signer, Version: "test",
 		Now: func() time.Time { return testfixture.Now }, Log: slog.New(slog.NewJSONHandler(e.logs, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/cmd/internal/buildinfo"
+	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/verify/earresult"
 )
 
@@ -54,6 +56,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	policyDir := fs.String("policy-dir", "", "directory of NAME.json policy files")
 	collDir := fs.String("collateral", "", "collateral directory (docs/spec/verify-platform.md)")
 	earKey := fs.String("ear-key", "", "PEM PKCS#8 Ed25519 or ECDSA P-256 key that signs the EARs")
+	var previous fileList
+	fs.Var(&previous, "ear-previous-key", "PEM public (or retired private) key of an earlier EAR key, still published after a rotation; repeatable")
 	reload := fs.Duration("reload-interval", 5*time.Second, "how often policy and collateral files are checked for changes")
 	maxBody := fs.Int("max-body", DefaultMaxBody, "request body limit in bytes")
 	maxInflight := fs.Int("max-inflight", DefaultMaxInflight, "verifications served at once; more get 503")
@@ -99,24 +103,21 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		debug.SetGCPercent(*gcPercent)
 	}
 
-	raw, err := os.ReadFile(*earKey)
-	if err != nil {
-		log.Error("cannot read the ear key", "err", err)
-		return exitUsage
-	}
-	signer, err := earresult.ParseSigningKey(raw)
+	signer, prevKeys, err := loadKeys(*earKey, previous)
 	if err != nil {
 		log.Error("unusable ear key", "err", err)
 		return exitUsage
 	}
 	svc, err := NewService(Config{
 		Sources: sources{PolicyFile: *policyFile, PolicyDir: *policyDir, CollateralDir: *collDir},
-		Signer:  signer, Now: time.Now, MaxBody: *maxBody, MaxInflight: *maxInflight, CacheSize: *cacheSize, Log: log,
+		Signer:  signer, PreviousKeys: prevKeys, Version: buildinfo.Version(),
+		Now: time.Now, MaxBody: *maxBody, MaxInflight: *maxInflight, CacheSize: *cacheSize, Log: log,
 	})
 	if err != nil {
 		log.Error("cannot load the configuration", "err", err)
 		return exitUsage
 	}
+	svc.logStart()
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -154,4 +155,47 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return exitOK
+}
+
+// fileList is a repeatable flag of file names.
+type fileList []string
+
+func (l *fileList) String() string { return fmt.Sprint([]string(*l)) }
+
+func (l *fileList) Set(v string) error {
+	if v == "" {
+		return errors.New("empty file name")
+	}
+	*l = append(*l, v)
+	return nil
+}
+
+func readPublicKey(name string) (crypto.PublicKey, error) {
+	raw, err := bounded.ReadFile(name, maxPublicKeyBytes)
+	if err != nil {
+		return nil, err
+	}
+	return parsePublicKey(raw)
+}
+
+// loadKeys reads the EAR signing key and the previous keys still
+// published. Errors name the file, never key bytes.
+func loadKeys(current string, previous []string) (crypto.Signer, []crypto.PublicKey, error) {
+	raw, err := bounded.ReadFile(current, maxPublicKeyBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--ear-key: %w", err)
+	}
+	signer, err := earresult.ParseSigningKey(raw)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--ear-key %s: %w", current, err)
+	}
+	var prev []crypto.PublicKey
+	for _, f := range previous {
+		pub, err := readPublicKey(f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--ear-previous-key %s: %w", f, err)
+		}
+		prev = append(prev, pub)
+	}
+	return signer, prev, nil
 }

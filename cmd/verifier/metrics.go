@@ -12,6 +12,7 @@ import (
 type metrics struct {
 	reg          *prometheus.Registry
 	requests     *prometheus.CounterVec   // by HTTP status code
+	unrouted     *prometheus.CounterVec   // 404 and 405, by code
 	verdicts     *prometheus.CounterVec   // by verdict
 	duration     *prometheus.HistogramVec // by verdict
 	inflight     prometheus.Gauge
@@ -26,6 +27,9 @@ func newMetrics(cache *platform.CertCache) *metrics {
 		reg: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "clawea_verifier_http_requests_total", Help: "POST /v1/verify requests by HTTP status code.",
+		}, []string{"code"}),
+		unrouted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "clawea_verifier_http_unrouted_total", Help: "Requests for a path the API does not have (404) or a method its path does not take (405), by HTTP status code.",
 		}, []string{"code"}),
 		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "clawea_verifier_verifications_total", Help: "Verifications by verdict (verified, rejected, cannot-check, policy-refused, usage).",
@@ -53,7 +57,7 @@ func newMetrics(cache *platform.CertCache) *metrics {
 	stat := func(f func(platform.CacheStats) float64) func() float64 {
 		return func() float64 { return f(cache.Stats()) }
 	}
-	m.reg.MustRegister(m.requests, m.verdicts, m.duration, m.inflight, m.reloads, m.configStale, m.configLoaded, m.policies,
+	m.reg.MustRegister(m.requests, m.unrouted, m.verdicts, m.duration, m.inflight, m.reloads, m.configStale, m.configLoaded, m.policies,
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "clawea_verifier_cert_cache_hits_total", Help: "SEV-SNP chain verifications served from the cache."},
 			stat(func(s platform.CacheStats) float64 { return float64(s.Hits) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "clawea_verifier_cert_cache_misses_total", Help: "SEV-SNP chains verified in full."},

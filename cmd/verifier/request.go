@@ -9,8 +9,8 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 )
 
-// RequestVersion is the value of request_version, the first member of
-// every POST /v1/verify body (docs/spec/verifier-api.md).
+// RequestVersion is the value of request_version, a required member of
+// every POST /v1/verify body, in any position (docs/spec/verifier-api.md).
 const RequestVersion = "clawea.dev/verifier-api/v1"
 
 // ErrNotSupported is wrapped by the refusal of a member this version
@@ -55,16 +55,14 @@ var requestMembers = map[string]bool{
 }
 
 // parseRequest parses body strictly: one JSON object (duplicate keys,
-// unknown members, wrong types refused) whose first member is
-// request_version. Errors are *jsonobj.PathError values whose messages name
+// unknown members, wrong types refused) with request_version among its
+// members; the order of members does not matter, so encoders that sort
+// keys work. Errors are *jsonobj.PathError values whose messages name
 // a path, never a value.
 func parseRequest(body []byte, maxBytes int) (*request, error) {
 	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxBytes})
 	if err != nil {
 		return nil, err
-	}
-	if ms := root.Members(); len(ms) == 0 || ms[0].Key != "request_version" {
-		return nil, &jsonobj.PathError{Path: jsonobj.Root, Err: fmt.Errorf("%w: the first member must be request_version", jsonobj.ErrMissingField)}
 	}
 	var r jsonobj.Reader
 	m := r.Object(root, jsonobj.Root, requestMembers)

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -37,14 +39,22 @@ const (
 // live one. GOMEMLIMIT still applies.
 const DefaultGCPercent = 400
 
-// Build is the EAR verifier-id build of this service.
-const Build = "clawea-verifier/v1"
+// buildPrefix starts the EAR verifier-id build of this service; the
+// binary's version follows it (Config.Version).
+const buildPrefix = "clawea-verifier/"
 
 // Config configures a Service.
 type Config struct {
 	Sources sources
 	// Signer signs the EARs (earresult.ParseSigningKey).
 	Signer crypto.Signer
+	// PreviousKeys are public keys of earlier EAR signing keys, still
+	// published (GET /.well-known/jwks.json) so that EARs they signed
+	// verify after a rotation; they sign nothing.
+	PreviousKeys []crypto.PublicKey
+	// Version is the binary's version, the EAR's ear.verifier-id.build
+	// (after "clawea-verifier/") and the discovery document's version.
+	Version string
 	// Now is the clock; required.
 	Now func() time.Time
 	// MaxBody bounds a request body; 0 means DefaultMaxBody.
@@ -62,6 +72,7 @@ type Config struct {
 // atomically on reload, a chain cache, and metrics.
 type Service struct {
 	cfg     Config
+	keys    *keyDocs
 	cache   *platform.CertCache
 	metrics *metrics
 	snap    atomic.Pointer[snapshot]
@@ -82,10 +93,14 @@ func NewService(cfg Config) (*Service, error) {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = DefaultMaxInflight
 	}
-	if _, err := earresult.Algorithm(cfg.Signer.Public()); err != nil {
+	if cfg.Version == "" {
+		return nil, errors.New("verifier: Version is required")
+	}
+	keys, err := newKeyDocs(cfg.Signer.Public(), cfg.PreviousKeys, cfg.Version)
+	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
+	s := &Service{cfg: cfg, keys: keys, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
 	s.metrics = newMetrics(s.cache)
 	snap, err := cfg.Sources.load(cfg.Now())
 	if err != nil {
@@ -152,14 +167,61 @@ func (s *Service) Watch(ctx context.Context, interval time.Duration) {
 // Handler serves the API (docs/spec/verifier-api.md).
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/verify", s.serveVerify)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
+	for _, r := range s.routes() {
+		mux.Handle(r.pattern, r.h)
+	}
+	return recoverer(s.cfg.Log, countUnrouted(s.metrics, mux))
+}
+
+// route is one method and path of the API.
+type route struct {
+	pattern string // "METHOD /path"
+	h       http.Handler
+}
+
+// routes is the whole API; docs/spec/verifier-openapi.json describes the
+// same routes (TestOpenAPIMatchesService).
+func (s *Service) routes() []route {
+	return []route{
+		{"POST /v1/verify", http.HandlerFunc(s.serveVerify)},
+		{"GET /healthz", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = io.WriteString(w, "ok\n")
+		})},
+		{"GET /readyz", http.HandlerFunc(s.serveReady)},
+		{"GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})},
+		{"GET " + jwksPath, http.HandlerFunc(s.keys.serveJWKS)},
+		{"GET " + discoveryPath, http.HandlerFunc(s.keys.serveDiscovery)},
+	}
+}
+
+// countUnrouted counts the answers the mux gives on its own: 404 for a
+// path the API does not have, 405 for a method its path does not take.
+func countUnrouted(m *metrics, mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pattern := mux.Handler(r); pattern == "" {
+			sw := &statusWriter{ResponseWriter: w}
+			mux.ServeHTTP(sw, r)
+			if sw.code == http.StatusNotFound || sw.code == http.StatusMethodNotAllowed {
+				m.unrouted.WithLabelValues(strconv.Itoa(sw.code)).Inc()
+			}
+			return
+		}
+		mux.ServeHTTP(w, r)
 	})
-	mux.HandleFunc("GET /readyz", s.serveReady)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
-	return recoverer(s.cfg.Log, mux)
+}
+
+// statusWriter remembers the status code written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
 // serveReady is 200 while a configuration is loaded. A failed reload does
@@ -262,7 +324,7 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response
 	if out.ExitCode == verify.ExitUsage {
 		return http.StatusBadRequest, out
 	}
-	ar, err := earresult.New(res, verr, earresult.Options{Now: now, Build: Build, Policy: pol})
+	ar, err := earresult.New(res, verr, earresult.Options{Now: now, Build: buildPrefix + s.cfg.Version, Policy: pol})
 	var tok []byte
 	if err == nil {
 		tok, err = earresult.Sign(ar, s.cfg.Signer)
@@ -311,4 +373,18 @@ func recoverer(log *slog.Logger, h http.Handler) http.Handler {
 		}()
 		h.ServeHTTP(w, r)
 	})
+}
+
+// logStart logs what the service serves with: the policies by name and
+// their ids, the collateral, and the EAR key's id and algorithm (never
+// the key).
+func (s *Service) logStart() {
+	snap := s.snap.Load()
+	names := slices.Sorted(maps.Keys(snap.policies))
+	ids := make([]string, len(names))
+	for i, n := range names {
+		ids[i] = n + "=" + snap.policies[n].ID()
+	}
+	s.cfg.Log.Info("configuration loaded", "policies", ids, "collateral", snap.collateral != nil,
+		"ear_kid", s.keys.kid, "ear_alg", s.keys.alg, "ear_previous_keys", len(s.cfg.PreviousKeys), "version", s.cfg.Version)
 }

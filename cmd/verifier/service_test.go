@@ -69,7 +69,7 @@ func newEnv(t testing.TB, maxBody int) *env {
 	}
 	e.pub = signer.Public().(ed25519.PublicKey)
 	e.svc, err = NewService(Config{
-		Sources: sources{PolicyDir: pdir}, Signer: signer, Now: func() time.Time { return testfixture.Now },
+		Sources: sources{PolicyDir: pdir}, Signer: signer, Version: "test", Now: func() time.Time { return testfixture.Now },
 		MaxBody: maxBody, Log: slog.New(slog.NewJSONHandler(e.logs, nil)),
 	})
 	if err != nil {
@@ -264,7 +264,7 @@ func TestMalformedRequests(t *testing.T) {
 		"array":             {`[]`, jsonobj.ErrWrongType, ""},
 		"duplicate key":     {ver + `"policy":"default","policy":"prod",` + rest, jsonobj.ErrSyntax, ""},
 		"unknown member":    {ver + `"allow_simulated":true,` + rest, jsonobj.ErrUnknownField, ""},
-		"version not first": {`{` + rest[:len(rest)-1] + `,"request_version":"` + RequestVersion + `"}`, jsonobj.ErrMissingField, ""},
+		"no version":        {`{` + rest, jsonobj.ErrMissingField, "request_version"},
 		"version wrong":     {`{"request_version":"clawea.dev/verifier-api/v2",` + rest, jsonobj.ErrWrongType, ""},
 		"no attestation":    {ver + `"evidence":"x"}`, jsonobj.ErrMissingField, "$.attestation"},
 		"both forms":        {ver + `"attestation":{},` + rest, jsonobj.ErrWrongType, "attestation_b64u"},
@@ -446,7 +446,7 @@ func TestStartRefusesBadConfig(t *testing.T) {
 		"missing file": {PolicyFile: filepath.Join(dir, "absent.json")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := NewService(Config{Sources: src, Signer: pub, Now: time.Now, Log: slog.New(slog.DiscardHandler)})
+			_, err := NewService(Config{Sources: src, Signer: pub, Version: "test", Now: time.Now, Log: slog.New(slog.DiscardHandler)})
 			if !errors.Is(err, ErrConfig) {
 				t.Fatalf("%v", err)
 			}

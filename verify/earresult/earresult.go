@@ -240,17 +240,21 @@ func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
 }
 
 // Sign signs ar as a JWT with key: EdDSA for an Ed25519 key, ES256 for an
-// ECDSA P-256 key.
+// ECDSA P-256 key. The protected header carries "kid", the key's KeyID.
 func Sign(ar *ear.AttestationResult, key crypto.Signer) ([]byte, error) {
-	alg, err := Algorithm(key.Public())
+	alg, err := algorithm(key.Public())
 	if err != nil {
 		return nil, err
 	}
-	return ar.Sign(alg, key)
+	k, err := signingJWK(key, alg)
+	if err != nil {
+		return nil, err
+	}
+	return ar.Sign(alg, k)
 }
 
-// Algorithm returns the JWS algorithm for a public key.
-func Algorithm(pub crypto.PublicKey) (jwa.SignatureAlgorithm, error) {
+// algorithm returns the JWS algorithm for a public key.
+func algorithm(pub crypto.PublicKey) (jwa.SignatureAlgorithm, error) {
 	switch k := pub.(type) {
 	case ed25519.PublicKey:
 		return jwa.EdDSA, nil
@@ -283,7 +287,7 @@ func ParseSigningKey(data []byte) (crypto.Signer, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: want Ed25519 or ECDSA P-256", ErrKey)
 	}
-	if _, err := Algorithm(s.Public()); err != nil {
+	if _, err := algorithm(s.Public()); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -1,0 +1,100 @@
+package earresult
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v2/jwk"
+	"github.com/lestrrat-go/jwx/v2/jws"
+	"github.com/veraison/ear"
+
+	"github.com/clawea/attester/schema/b64u"
+)
+
+// TestKeyIDRFC8037Vector checks the thumbprint against RFC 8037 appendix
+// A.3: the Ed25519 key of appendix A.2 has thumbprint
+// kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k.
+func TestKeyIDRFC8037Vector(t *testing.T) {
+	x, err := b64u.Decode("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kid, err := keyID(ed25519.PublicKey(x))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k"; kid != want {
+		t.Fatalf("kid %s, want %s", kid, want)
+	}
+}
+
+// TestSignedEARNamesItsKey: the EAR's protected header carries the kid,
+// and the published set holds a key with that kid that verifies it.
+func TestSignedEARNamesItsKey(t *testing.T) {
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for name, signer := range map[string]crypto.Signer{"ed25519": edKey, "p256": ecKey} {
+		t.Run(name, func(t *testing.T) {
+			pub := signer.Public()
+			tok, err := Sign(testEAR(t), signer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg, err := jws.Parse(tok)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kid := msg.Signatures()[0].ProtectedHeaders().KeyID()
+			want, _ := keyID(pub)
+			if kid == "" || kid != want {
+				t.Fatalf("kid %q, want %q", kid, want)
+			}
+			setJSON, err := PublicKeySet(pub)
+			if err != nil {
+				t.Fatal(err)
+			}
+			set, err := jwk.Parse(setJSON)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := jws.Verify(tok, jws.WithKeySet(set, jws.WithRequireKid(true))); err != nil {
+				t.Fatalf("the published set does not verify the EAR: %v", err)
+			}
+			var raw map[string][]map[string]any
+			if err := json.Unmarshal(setJSON, &raw); err != nil {
+				t.Fatal(err)
+			}
+			k := raw["keys"][0]
+			if k["kid"] != want || k["use"] != "sig" || k["alg"] == nil || k["d"] != nil {
+				t.Fatalf("published key %v: want kid, use sig, alg and no private member", k)
+			}
+		})
+	}
+}
+
+func TestPublicKeySetRefusesDuplicates(t *testing.T) {
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	if _, err := PublicKeySet(pub, pub); !errors.Is(err, ErrKey) {
+		t.Fatalf("err %v, want ErrKey", err)
+	}
+	if _, err := PublicKeySet([]byte("not a key")); !errors.Is(err, ErrKey) {
+		t.Fatalf("err %v, want ErrKey", err)
+	}
+}
+
+func testEAR(t *testing.T) *ear.AttestationResult {
+	t.Helper()
+	ar := ear.NewAttestationResult(SubmodName, "test", verifierDeveloper)
+	iat := time.Unix(1700000000, 0).Unix()
+	ar.IssuedAt = &iat
+	st := ear.TrustTierAffirming
+	ar.Submods[SubmodName].Status = &st
+	return ar
+}
