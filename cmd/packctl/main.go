@@ -17,6 +17,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/clawea/attester/schema/bounded"
 )
 
 // Exit codes.
@@ -49,6 +51,7 @@ func commands() []command {
 		{"open", "decrypt a sealed pack (debug only)", runOpen},
 		{"inspect", "show what a file says, unverified (evidence, identity, pack, ...)", runInspect},
 		{"verify", "verify an execution attestation offline", runVerify},
+		{"ear", "verify an EAR (attestation result) against the verifier's keys (verify)", runEAR},
 		{"disclose", "reveal chosen inputs of a v2 pack to an auditor", runDisclose},
 		{"verify-disclosure", "check a disclosure against its report (and attestation)", runVerifyDisclosure},
 		{"policy", "write a verify policy from a first contact with an attester (TOFU)", runPolicy},
@@ -215,4 +218,13 @@ func runSteps(steps ...func() int) int {
 		}
 	}
 	return exitOK
+}
+
+// readArgOrStdin reads an input named on the command line, or stdin when
+// the name is "-".
+func readArgOrStdin(path string, stdin io.Reader, limit int64) ([]byte, error) {
+	if path == "-" {
+		return bounded.Read(stdin, limit, "stdin")
+	}
+	return bounded.ReadFile(path, limit)
 }

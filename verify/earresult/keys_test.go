@@ -8,9 +8,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 	"github.com/veraison/ear"
@@ -81,11 +83,11 @@ func TestSignedEARNamesItsKey(t *testing.T) {
 
 func TestPublicKeySetRefusesDuplicates(t *testing.T) {
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
-	if _, err := PublicKeySet(pub, pub); !errors.Is(err, ErrKey) {
-		t.Fatalf("err %v, want ErrKey", err)
+	if _, err := PublicKeySet(pub, pub); !errors.Is(err, errKey) {
+		t.Fatalf("err %v, want errKey", err)
 	}
-	if _, err := PublicKeySet([]byte("not a key")); !errors.Is(err, ErrKey) {
-		t.Fatalf("err %v, want ErrKey", err)
+	if _, err := PublicKeySet([]byte("not a key")); !errors.Is(err, errKey) {
+		t.Fatalf("err %v, want errKey", err)
 	}
 }
 
@@ -97,4 +99,43 @@ func testEAR(t *testing.T) *ear.AttestationResult {
 	st := ear.TrustTierAffirming
 	ar.Submods[SubmodName].Status = &st
 	return ar
+}
+
+func TestVerify(t *testing.T) {
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	_, other, _ := ed25519.GenerateKey(rand.Reader)
+	set, _ := PublicKeySet(key.Public())
+	tok, err := Sign(testEAR(t), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar, kid, err := Verify(append(tok, '\n'), set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := keyID(key.Public()); kid != want || *ar.Submods[SubmodName].Status != ear.TrustTierAffirming {
+		t.Fatalf("kid %s status %v", kid, ar.Submods[SubmodName].Status)
+	}
+	otherTok, _ := Sign(testEAR(t), other)
+	noKid, _ := testEAR(t).Sign(jwa.EdDSA, key) // ear's own Sign: no kid
+	parts := strings.Split(string(tok), ".")
+	claims, _ := b64u.Decode(parts[1])
+	forged := parts[0] + "." + b64u.Encode([]byte(strings.Replace(string(claims), `"affirming"`, `"contraindicated"`, 1))) + "." + parts[2]
+	noAlgSet := []byte(strings.Replace(string(set), `"alg":"EdDSA",`, "", 1))
+	for name, tc := range map[string]struct {
+		tok, set []byte
+		want     string
+	}{
+		"other key":    {otherTok, set, "not in the key set"},
+		"no kid":       {noKid, set, "no kid"},
+		"forged":       {[]byte(forged), set, "signature"},
+		"garbage":      {[]byte("a.b.c"), set, "compact JWS"},
+		"huge":         {make([]byte, maxEARBytes+1), set, "over"},
+		"set no alg":   {tok, noAlgSet, "no kid or alg"},
+		"set not json": {tok, []byte("{"), "key set"},
+	} {
+		if _, _, err := Verify(tc.tok, tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
 }
