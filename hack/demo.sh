@@ -37,6 +37,8 @@ echo "== packctl verify: offline verification of the attestation (simulated allo
 bin/packctl verify --attestation "$out/attestation.json" --evidence "$out/evidence.jws" \
 		--bundle "$out/bundle.json" --audit "$out/audit.jsonl" --report "$out/report.json" \
 		--policy "$out/policy.json" --ear-key "$out/ear-signing.pem" --ear-out "$out/ear.jwt"
+echo "== packctl ear verify: the EAR it wrote, checked by its kid against the signing key's public half" >&2
+bin/packctl ear verify --key "$out/ear-signing.pem" "$out/ear.jwt"
 echo "== sensitive run: packctl verify with a policy that requires sensitive mode and the admission policy of $out/admission.json ($out/policy-sensitive.json)" >&2
 s="$out/sensitive"
 bin/packctl verify --attestation "$s/attestation.json" --evidence "$s/evidence.jws" \

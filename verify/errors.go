@@ -95,7 +95,7 @@ type Error struct {
 
 func (e *Error) Error() string {
 	s := fmt.Sprintf("%v: %s", e.Class, e.Check)
-	if e.Code != "" {
+	if e.Code != "" && !errors.Is(e.Err, e.Code) { // a PoH cause names its code itself
 		s += ": " + string(e.Code)
 	}
 	if e.Err != nil {

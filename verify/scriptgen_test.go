@@ -50,7 +50,7 @@ stdout '"exit_code": 4'
 stdout '"check": "policy/simulated"'
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --at 2026-06-01T12:00:00Z
 stdout '^POLICY-REFUSED: policy/simulated'
-stderr '^packctl: verify: verify: refused by policy'
+stderr '^packctl: verify: refused by policy'
 
 # Revocation required unless allowed: could not check (exit 3).
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy strict.json --allow-simulated --at 2026-06-01T12:00:00Z --json
@@ -93,7 +93,7 @@ stdout '^eyJ'
 ! exec packctl verify --attestation sev/attestation.json
 stderr 'usage: packctl verify'
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy bad-policy.json
-stderr 'packctl: verify: policy: verify: invalid policy file: allow_simulation: unknown key'
+stderr 'packctl: verify: invalid policy file: allow_simulation: unknown key'
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --ear-key bad-policy.json
 stderr 'ear-key'
 ! exec packctl verify --attestation missing.json --evidence sev/evidence.jws

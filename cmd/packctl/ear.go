@@ -31,7 +31,7 @@ func runEAR(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	fs := newFlagSet("ear verify", earSynopsis, stderr)
 	jwksPath := fs.String("jwks", "", "JWK Set of the verifier's EAR keys (GET /.well-known/jwks.json, saved)")
-	keyPath := fs.String("key", "", "PEM public key of the verifier's EAR key")
+	keyPath := fs.String("key", "", "PEM public key of the EAR key (or its PKCS#8 key file: only the public half is used)")
 	asJSON := fs.Bool("json", false, "print the verdict, kid and EAR claims as JSON")
 	if code, ok := parseFlags(fs, args[1:]); !ok {
 		return code

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/verify"
 )
 
 // maxInputBytes bounds every file packctl reads.
@@ -54,9 +55,9 @@ func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		if pe, ok := errors.AsType[*poh.Error](err); ok {
 			if *asJSON {
-				printJSON(stdout, map[string]any{"verdict": "invalid", "poh_code": string(pe.Code), "message": err.Error()})
+				printJSON(stdout, map[string]any{"verdict": verify.VerdictRejected, "exit_code": exitRejected, "poh_code": string(pe.Code), "message": err.Error()})
 			} else {
-				fmt.Fprintf(stdout, "INVALID %s\n", pe.Code)
+				fmt.Fprintf(stdout, "REJECTED %s\n", pe.Code)
 			}
 			errorf(stderr, "%v", err)
 			return exitRejected
@@ -73,6 +74,7 @@ func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
 	if *asJSON {
 		printJSON(stdout, struct {
 			Verdict         string `json:"verdict"`
+			ExitCode        int    `json:"exit_code"`
 			BundleID        string `json:"bundle_id"`
 			AgentDID        string `json:"agent_did"`
 			RunID           string `json:"run_id"`
@@ -80,10 +82,10 @@ func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {
 			Receipts        int    `json:"receipts"`
 			Allowlisted     int    `json:"allowlisted_receipts"`
 			PayloadHashB64u string `json:"payload_hash_b64u"`
-		}{"valid", b.BundleID, b.AgentDID, b.RunID, len(b.Events), len(b.Receipts), allow, b.Envelope.PayloadHashB64u})
+		}{verify.VerdictVerified, exitOK, b.BundleID, b.AgentDID, b.RunID, len(b.Events), len(b.Receipts), allow, b.Envelope.PayloadHashB64u})
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "VALID bundle=%s agent=%s run=%s events=%d receipts=%d (allowlisted %d) payload_hash=%s\n",
+	fmt.Fprintf(stdout, "VERIFIED bundle=%s agent=%s run=%s events=%d receipts=%d (allowlisted %d) payload_hash=%s\n",
 		b.BundleID, b.AgentDID, b.RunID, len(b.Events), len(b.Receipts), allow, b.Envelope.PayloadHashB64u)
 	return exitOK
 }

@@ -11,8 +11,8 @@ import (
 
 // TestPoHVerifyBundleVectors runs every proof-bundle vector of
 // schema/poh/testdata/bundles through `packctl poh verify-bundle` in-process
-// and checks the output contract: the first stdout line is `VALID ...` (exit
-// 0) or `INVALID <REASON_CODE>` (exit 2).
+// and checks the output contract: the first stdout line is `VERIFIED ...` (exit
+// 0) or `REJECTED <REASON_CODE>` (exit 2).
 func TestPoHVerifyBundleVectors(t *testing.T) {
 	dir := filepath.Join("..", "..", "schema", "poh", "testdata", "bundles")
 	n := 0
@@ -27,13 +27,13 @@ func TestPoHVerifyBundleVectors(t *testing.T) {
 			got := run([]string{"poh", "verify-bundle", filepath.Join(dir, name)}, strings.NewReader(""), &stdout, &stderr)
 			first, _, _ := strings.Cut(stdout.String(), "\n")
 			if valid {
-				if got != exitOK || !strings.HasPrefix(first, "VALID bundle=") {
+				if got != exitOK || !strings.HasPrefix(first, "VERIFIED bundle=") {
 					t.Fatalf("exit %d, first line %q, stderr %q; want exit 0 and VALID", got, first, stderr.String())
 				}
 				return
 			}
-			if got != exitRejected || first != "INVALID "+code {
-				t.Fatalf("exit %d, first line %q, stderr %q; want exit 2 and INVALID %s", got, first, stderr.String(), code)
+			if got != exitRejected || first != "REJECTED "+code {
+				t.Fatalf("exit %d, first line %q, stderr %q; want exit 2 and REJECTED %s", got, first, stderr.String(), code)
 			}
 		})
 	}

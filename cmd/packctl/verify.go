@@ -145,7 +145,7 @@ func (v *verifyCmd) loadPolicy() int {
 	if v.policyRaw != nil {
 		p, err := verify.ParsePolicy(v.policyRaw)
 		if err != nil {
-			errorf(v.stderr, "verify: policy: %v", err)
+			errorf(v.stderr, "%v", err) // "verify: invalid policy file: ..."
 			v.printHint()
 			return exitUsage
 		}
@@ -204,7 +204,7 @@ func (v *verifyCmd) verify() int {
 	res, verr := verify.Verify(v.att, v.ev, v.bundle, v.policy, v.opts)
 	code := verifyExit(verr)
 	if verr != nil {
-		errorf(v.stderr, "verify: %v", verr)
+		errorf(v.stderr, "%v", verr) // verr says "verify: ..." itself
 		v.printHint()
 	}
 	if v.signer == nil || v.earOut != "" {
