@@ -24,7 +24,7 @@ const earSynopsis = "ear verify (--jwks FILE | --key FILE) [--json] EAR"
 // exit code is the verdict the EAR reports, as packctl verify's: 0 when it
 // vouches for the attestation, else 2, 3 or 4; a token that does not
 // verify is 2, a key file that cannot be read or used is 3.
-func runEAR(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runEAR(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] != "verify" {
 		fmt.Fprintf(stderr, "usage: packctl %s\n", earSynopsis)
 		return exitUsage
@@ -48,7 +48,7 @@ func runEAR(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "ear verify: %v", err)
 		return exitCannot
 	}
-	tok, err := readArgOrStdin(fs.Arg(0), stdin, 1<<20)
+	tok, err := readArgOrStdin(fs.Arg(0), 1<<20)
 	if err != nil {
 		errorf(stderr, "ear verify: %v", err)
 		return exitCannot

@@ -19,7 +19,6 @@ import (
 	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
@@ -69,7 +68,7 @@ func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !wantArgs(fs, stderr, 1, "FILE") {
 		return exitUsage
 	}
-	raw, err := bounded.ReadFile(fs.Arg(0), maxInputBytes+(64<<10))
+	raw, err := readArgOrStdin(fs.Arg(0), maxInputBytes+(64<<10))
 	if err != nil {
 		errorf(stderr, "inspect: %v", err)
 		return exitCannot

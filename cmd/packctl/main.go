@@ -70,7 +70,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nRun 'packctl <command> -h' for a command's flags, 'packctl --version' for the version.")
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func run(args []string, in io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
@@ -84,7 +84,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
-			return c.run(args[1:], stdin, stdout, stderr)
+			cmdStdin.r, cmdStdin.used = in, false
+			return c.run(args[1:], in, stdout, stderr)
 		}
 	}
 	fmt.Fprintf(stderr, "packctl: unknown command %q\n", args[0])
@@ -220,11 +221,25 @@ func runSteps(steps ...func() int) int {
 	return exitOK
 }
 
+// cmdStdin is the standard input of the command being run; run sets it, and
+// readArgOrStdin reads it for an input named "-", once per command.
+var cmdStdin = struct {
+	r    io.Reader
+	used bool
+}{r: os.Stdin}
+
 // readArgOrStdin reads an input named on the command line, or stdin when
-// the name is "-".
-func readArgOrStdin(path string, stdin io.Reader, limit int64) ([]byte, error) {
-	if path == "-" {
-		return bounded.Read(stdin, limit, "stdin")
+// the name is "-" (at most once per command: a second "-" is an error).
+func readArgOrStdin(path string, limit int64) ([]byte, error) {
+	if path != "-" {
+		return bounded.ReadFile(path, limit)
 	}
-	return bounded.ReadFile(path, limit)
+	if cmdStdin.used {
+		return nil, errors.New("stdin (\"-\") can stand for one input only")
+	}
+	cmdStdin.used = true
+	if cmdStdin.r == nil {
+		return nil, errors.New("no stdin to read \"-\" from")
+	}
+	return bounded.Read(cmdStdin.r, limit, "stdin")
 }

@@ -507,7 +507,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
-	enc, err := bounded.ReadFile(fs.Arg(0), maxInputBytes+(64<<10))
+	enc, err := readArgOrStdin(fs.Arg(0), maxInputBytes+(64<<10))
 	if err != nil {
 		errorf(stderr, "open: %v", err)
 		return exitCannot

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/verify"
 )
@@ -15,7 +14,7 @@ import (
 // maxInputBytes bounds every file packctl reads.
 const maxInputBytes = 64 << 20
 
-func readInput(path string) ([]byte, error) { return bounded.ReadFile(path, maxInputBytes) }
+func readInput(path string) ([]byte, error) { return readArgOrStdin(path, maxInputBytes) }
 
 func runPoH(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
