@@ -24,10 +24,12 @@ func runDisclose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&reveal, "reveal", "input to reveal, `KIND:ID` (repeatable; at least one)")
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex; default: the pack's own sigs")
 	out := fs.String("o", "", "output `file` (default stdout)")
+	asJSON := fs.Bool("json", false, "with -o: print the disclosure's report hash and inputs as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if !requireFlags(fs, stderr, "pack", "reveal") || !wantArgs(fs, stderr, 0, "") {
+	if !requireFlags(fs, stderr, "pack", "reveal") || !wantArgs(fs, stderr, 0, "") ||
+		!(packOutput{path: *out, asJSON: *asJSON}).valid(stderr, "disclose") {
 		return exitUsage
 	}
 	var bad []string
@@ -70,6 +72,9 @@ func runDisclose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitCannot
 	}
 	fmt.Fprintf(stderr, "packctl: disclose: %d input(s) bound to report %s\n", len(d.Inputs), rb.ReportHashB64u())
+	if *asJSON {
+		printJSON(stdout, map[string]any{"disclosure": *out, "report_hash_b64u": rb.ReportHashB64u(), "inputs": len(d.Inputs), "revealed": []string(reveal)})
+	}
 	return exitOK
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -154,6 +155,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	admissionPath := fs.String("admission", "", "admission policy `file` (docs/spec/admission-policy-v1.md); a refused pack is not written (exit 4)")
 	out := fs.String("o", "", "output `file` (default stdout; an existing file is refused without --force)")
 	force := fs.Bool("force", false, "overwrite an existing -o file")
+	asJSON := fs.Bool("json", false, "with -o: print the pack id and hashes as JSON")
 	reportVer := fs.Int("report-version", 1, "SystemPromptReport `version`: 1, or 2 for salted per-input commitments (docs/spec/report-v2.md)")
 	def, _ := promptpack.DefaultProvenance(openclawsig.ID)
 	hID := fs.String("harness-id", def.HarnessID, "harness id")
@@ -163,6 +165,10 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	bVer := fs.String("builder-version", def.BuilderVersion, "prompt builder version")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	o := packOutput{path: *out, force: *force, asJSON: *asJSON}
+	if !o.valid(stderr, "build") {
+		return exitUsage
 	}
 	if *recipeID == openclawrelease.ID {
 		if *params != "" || *harness != "" || *toolSchemas != "" || *skillsEnv != "" || *trusted != "" || *reportVer != 1 {
@@ -185,7 +191,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 				return code
 			}
 		}
-		return buildRelease(*capture, *openclawDir, *out, *force, policy, stdout, stderr)
+		return buildRelease(*capture, *openclawDir, o, policy, stdout, stderr)
 	}
 	if *capture != "" || *openclawDir != "" {
 		errorf(stderr, "build: --capture and --openclaw go with --recipe %s", openclawrelease.ID)
@@ -250,13 +256,28 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return packExit(err)
 	}
 	defer p.Wipe()
-	return admitAndWrite(p, policy, *out, *force, stdout, stderr)
+	return admitAndWrite(p, policy, o, stdout, stderr)
+}
+
+// packOutput is where a built pack goes: a file (or stdout), and with
+// --json a summary of it on stdout, which needs the pack in a file.
+type packOutput struct {
+	path          string
+	force, asJSON bool
+}
+
+func (o packOutput) valid(stderr io.Writer, cmd string) bool {
+	if o.asJSON && (o.path == "" || o.path == "-") {
+		errorf(stderr, "%s: --json needs -o FILE: without it the output itself goes to stdout", cmd)
+		return false
+	}
+	return true
 }
 
 // admitAndWrite is the end of every build: the admission policy, if any,
 // must admit the pack (exit 4 otherwise), then its canonical bytes are
 // written mode 0600 (an existing file only with force).
-func admitAndWrite(p *promptpack.Pack, policy *admission.Policy, out string, force bool, stdout, stderr io.Writer) int {
+func admitAndWrite(p *promptpack.Pack, policy *admission.Policy, o packOutput, stdout, stderr io.Writer) int {
 	if policy != nil {
 		if err := policy.Admit(p); err != nil {
 			errorf(stderr, "build: %v", err)
@@ -269,13 +290,36 @@ func admitAndWrite(p *promptpack.Pack, policy *admission.Policy, out string, for
 		return exitRejected
 	}
 	defer sealed.Wipe(enc)
-	if err := writeOutput(out, enc, 0o600, stdout, force); err != nil {
+	if err := writeOutput(o.path, enc, 0o600, stdout, o.force); err != nil {
 		errorf(stderr, "build: %v", err)
 		if errors.Is(err, errExists) {
 			return exitUsage
 		}
 		return exitCannot
 	}
+	if o.asJSON {
+		return printPackSummary(p, o.path, stdout, stderr)
+	}
+	return exitOK
+}
+
+// printPackSummary prints what build --json says about the pack it wrote:
+// its id and hashes (from a rebuild against its own sig hashes), never its
+// content.
+func printPackSummary(p *promptpack.Pack, path string, stdout, stderr io.Writer) int {
+	t, err := p.SigHashes()
+	if err != nil {
+		errorf(stderr, "build: %v", err)
+		return exitRejected
+	}
+	rb, err := p.Rebuild(t)
+	if err != nil {
+		errorf(stderr, "build: %v", err)
+		return packExit(err)
+	}
+	defer rb.Wipe()
+	printJSON(stdout, map[string]any{"pack": path, "pack_id": rb.PackID, "report_hash_b64u": rb.ReportHashB64u(),
+		"system_prompt_hash_b64u": rb.PromptHashB64u(), "system_prompt_bytes": len(rb.Prompt), "report_version": rb.Report.ReportVersion, "recipe": rb.Report.Recipe})
 	return exitOK
 }
 
@@ -283,10 +327,11 @@ func runAdmission(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("admission", "admission [--sensitive] [-o policy.json] pack.json\n\nWrites the strictest admission policy that admits the pack: every input it\ncarries pinned or allowlisted, every other refused (docs/spec/admission-policy-v1.md).\nReview it before use. With --sensitive the policy is sensitive; a pack that no\nsensitive policy admits is refused (exit 4), naming the input in the way.", stderr)
 	sensitive := fs.Bool("sensitive", false, "suggest a sensitive policy")
 	out := fs.String("o", "", "output `file` (default stdout)")
+	asJSON := fs.Bool("json", false, "with -o: print the policy's hash and sensitivity as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if !wantArgs(fs, stderr, 1, "pack.json") {
+	if !wantArgs(fs, stderr, 1, "pack.json") || !(packOutput{path: *out, asJSON: *asJSON}).valid(stderr, "admission") {
 		return exitUsage
 	}
 	p, code := loadPack(fs.Arg(0), stderr, "admission")
@@ -303,16 +348,30 @@ func runAdmission(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "admission: %v", err)
 		return exitCannot
 	}
+	if *asJSON {
+		pol, err := admission.Parse(doc)
+		if err != nil {
+			errorf(stderr, "admission: %v", err)
+			return exitRejected
+		}
+		printJSON(stdout, map[string]any{"policy": *out, "admission_policy_hash_b64u": pol.Hash(), "sensitive": pol.Sensitive()})
+	}
 	return exitOK
 }
 
 func runRender(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("render", "render [--trusted FILE] pack.json\n\nWrites the rebuilt system prompt to stdout: exactly its bytes, nothing added.\nWithout --trusted the pack's own sig hashes are checked for consistency only.", stderr)
+	fs := newFlagSet("render", "render [--trusted FILE] [--json] pack.json\n\nWrites the rebuilt system prompt to stdout: exactly its bytes, nothing added.\nWithout --trusted the pack's own sig hashes are checked for consistency only.\nWith --json: {system_prompt, system_prompt_hash_b64u, report_hash_b64u, pack_id}.", stderr)
+	asJSON := fs.Bool("json", false, "print the prompt with its hashes as JSON")
 	rb, code := rebuildArg(fs, args, stderr, "render")
 	if rb == nil {
 		return code
 	}
 	defer rb.Wipe()
+	if *asJSON {
+		printJSON(stdout, map[string]any{"system_prompt": string(rb.Prompt), "system_prompt_hash_b64u": rb.PromptHashB64u(),
+			"report_hash_b64u": rb.ReportHashB64u(), "pack_id": rb.PackID})
+		return exitOK
+	}
 	if _, err := stdout.Write(rb.Prompt); err != nil {
 		errorf(stderr, "render: %v", err)
 		return exitCannot
@@ -485,6 +544,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	reportHash := fs.String("report-hash", "", "expected report hash (b64u); default: the manifest's")
 	trusted := fs.String("trusted", "", "JSON `file`: template name -> sha256:hex (policy); default: the pack's own sigs")
 	allowUnlocked := fs.Bool("allow-unlocked", false, "accept sealed memory that cannot be locked into RAM")
+	asJSON := fs.Bool("json", false, "print {pack_id, report_hash_b64u, pack} as JSON")
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
@@ -527,8 +587,12 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "open: %v", err)
 		return packExit(err)
 	}
-	rb.Wipe()
+	defer rb.Wipe()
 	errorf(stderr, "open: debug output: the plaintext pack follows on stdout")
+	if *asJSON {
+		printJSON(stdout, map[string]any{"pack_id": o.PackID(), "report_hash_b64u": rb.ReportHashB64u(), "pack": json.RawMessage(o.Bytes())})
+		return exitOK
+	}
 	if _, err := stdout.Write(o.Bytes()); err != nil {
 		errorf(stderr, "open: %v", err)
 		return exitCannot

@@ -20,7 +20,7 @@ import (
 // release from the install at DIR (each pinned file checked against its
 // hash), finds the layout that reproduces the captured system prompt byte
 // for byte and writes the pack. Nothing is written on any refusal.
-func buildRelease(capturePath, openclawDir, out string, force bool, policy *admission.Policy, stdout, stderr io.Writer) int {
+func buildRelease(capturePath, openclawDir string, o packOutput, policy *admission.Policy, stdout, stderr io.Writer) int {
 	c, code := readParsed(capturePath, openclawrelease.MaxCaptureSize, parseCapture, exitRejected, stderr, "build")
 	if code != exitOK {
 		return code
@@ -55,7 +55,7 @@ func buildRelease(capturePath, openclawDir, out string, force bool, policy *admi
 	by := res.Report.Layout.BytesByKind
 	progress(stderr, "build: reproduced: %d of %d bytes are OpenClaw %s's own text; %d come from bootstrap files, %d from tool names, %d from %d slot values, %d are line feeds",
 		by[openclawrelease.KindFragment], len(c.SystemPrompt), rel.OpenClawVersion, by[openclawrelease.KindFile], by[openclawrelease.KindTool], by[openclawrelease.KindSlot], len(res.Report.Slots), by[openclawrelease.KindNewline])
-	return admitAndWrite(p, policy, out, force, stdout, stderr)
+	return admitAndWrite(p, policy, o, stdout, stderr)
 }
 
 // progress writes one progress line to stderr.
