@@ -304,13 +304,13 @@ func TestMovedIntoAnotherPack(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := newManifest(f, h)
+			m := newManifest(f, h, sha256.Sum256(f))
 			if _, err := Open(f, m, k, target, make([]byte, 64)); !errors.Is(err, ErrAuthentication) {
 				t.Errorf("%s into %s: err = %v, want ErrAuthentication", name, target.PackID, err)
 			}
 		}
 		// Sanity: the untouched target opens.
-		if _, err := Open(fileB, newManifest(fileB, hB), k, target, make([]byte, 64)); err != nil {
+		if _, err := Open(fileB, newManifest(fileB, hB, sha256.Sum256(fileB)), k, target, make([]byte, 64)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,7 +1,6 @@
 package envelope
 
 import (
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -46,13 +45,14 @@ type Manifest struct {
 	RecipientKeyIDs []KeyID        // "recipient_key_ids_b64u", in file order
 }
 
-func newManifest(file []byte, h *Header) *Manifest {
+// newManifest describes file, whose SHA-256 is sum.
+func newManifest(file []byte, h *Header, sum [hashSize]byte) *Manifest {
 	return &Manifest{
 		Format:          FormatVersion,
 		PackID:          h.PackID,
 		ReportHash:      h.ReportHash,
 		CiphertextSize:  int64(len(file)),
-		CiphertextHash:  sha256.Sum256(file),
+		CiphertextHash:  sum,
 		Algorithms:      v1Algorithms,
 		RecipientKeyIDs: h.KeyIDs(),
 	}

@@ -50,11 +50,19 @@ func unwrapKey(sk hpke.PrivateKey, info, wrapped []byte) ([]byte, error) {
 }
 
 func newGCM(dek []byte) (cipher.AEAD, error) {
+	aead, _, err := newBodyCipher(dek)
+	return aead, err
+}
+
+// newBodyCipher returns the body's AES-256-GCM and its AES block cipher
+// (for the two-core path, pipeline.go).
+func newBodyCipher(dek []byte) (cipher.AEAD, cipher.Block, error) {
 	block, err := aes.NewCipher(dek)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return cipher.NewGCM(block)
+	aead, err := cipher.NewGCM(block)
+	return aead, block, err
 }
 
 // Seal encrypts body for the recipients with the default limits.
@@ -117,7 +125,7 @@ func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 	}
 	rand.Read(h.Nonce[:])
 
-	aead, err := newGCM(dek)
+	aead, block, err := newBodyCipher(dek)
 	if err != nil {
 		return nil, nil, fmt.Errorf("envelope: body cipher: %w", err)
 	}
@@ -130,9 +138,16 @@ func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 	ad := bodyAD(out)
 	out = append(out, h.Nonce[:]...)
 	out = binary.BigEndian.AppendUint64(out, uint64(len(body)+tagSize))
-	out = aead.Seal(out, h.Nonce[:], body, ad)
-	h.Ciphertext = out[len(out)-len(body)-tagSize:]
-	return head, newManifest(out, h), nil
+	if len(body) < pipelineMin {
+		out = aead.Seal(out, h.Nonce[:], body, ad)
+		h.Ciphertext = out[len(out)-len(body)-tagSize:]
+		return head, newManifest(out, h, sha256.Sum256(out)), nil
+	}
+	prefix := out
+	out = out[:len(out)+len(body)+tagSize]
+	h.Ciphertext = out[len(prefix):]
+	sum := sealPipelined(aead, block, h.Nonce[:], ad, prefix, body, h.Ciphertext)
+	return head, newManifest(out, h, sum), nil
 }
 
 // sliceForAppend extends in by n bytes, reusing its capacity when it can,
@@ -156,25 +171,41 @@ func Verify(file []byte, m *Manifest) (*Header, error) { return Limits{}.Verify(
 // of it is interpreted; parsing; then the pack id, report hash and recipient
 // key ids against the parsed header. It needs no key and decrypts nothing.
 func (l Limits) Verify(file []byte, m *Manifest) (*Header, error) {
-	maxBody, err := l.maxBody()
-	if err != nil {
+	if err := l.checkRaw(file, m); err != nil {
 		return nil, err
-	}
-	if m == nil {
-		return nil, fmt.Errorf("envelope: %w: no manifest", ErrManifestMismatch)
-	}
-	if int64(len(file)) > maxFileSize(maxBody) {
-		return nil, fmt.Errorf("envelope: %w: file is %d bytes, limit %d", ErrTooLarge, len(file), maxFileSize(maxBody))
-	}
-	if err := m.validate(); err != nil {
-		return nil, err
-	}
-	if m.CiphertextSize != int64(len(file)) {
-		return nil, fmt.Errorf("envelope: %w: file is %d bytes, manifest says %d", ErrManifestMismatch, len(file), m.CiphertextSize)
 	}
 	if sha256.Sum256(file) != m.CiphertextHash {
-		return nil, fmt.Errorf("envelope: %w: ciphertext hash differs", ErrManifestMismatch)
+		return nil, errHashDiffers
 	}
+	return l.checkParsed(file, m)
+}
+
+// errHashDiffers is the failure of spec section 8.3 step 3's hash.
+var errHashDiffers = fmt.Errorf("envelope: %w: ciphertext hash differs", ErrManifestMismatch)
+
+// checkRaw is spec section 8.3 steps 1 and 2 and the size half of step 3.
+func (l Limits) checkRaw(file []byte, m *Manifest) error {
+	maxBody, err := l.maxBody()
+	if err != nil {
+		return err
+	}
+	if m == nil {
+		return fmt.Errorf("envelope: %w: no manifest", ErrManifestMismatch)
+	}
+	if int64(len(file)) > maxFileSize(maxBody) {
+		return fmt.Errorf("envelope: %w: file is %d bytes, limit %d", ErrTooLarge, len(file), maxFileSize(maxBody))
+	}
+	if err := m.validate(); err != nil {
+		return err
+	}
+	if m.CiphertextSize != int64(len(file)) {
+		return fmt.Errorf("envelope: %w: file is %d bytes, manifest says %d", ErrManifestMismatch, len(file), m.CiphertextSize)
+	}
+	return nil
+}
+
+// checkParsed is spec section 8.3 steps 4 and 5.
+func (l Limits) checkParsed(file []byte, m *Manifest) (*Header, error) {
 	h, err := l.parse(file)
 	if err != nil {
 		return nil, err
@@ -204,6 +235,11 @@ func Open(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (
 // It returns the plaintext length. The DEK is zeroed before returning, and on
 // failure nothing of the plaintext is left in dst.
 //
+// A file of pipelineMin bytes or more is hashed (step 3) on another core
+// while steps 4 to 9 run; their outcome is reported, and the plaintext
+// kept, only once the hash matched, so the errors and the output are those
+// of the steps run one after the other (spec section 8.3).
+//
 // Errors: ErrManifestMismatch, ErrMalformed (and its reasons), ErrTooLarge,
 // ErrContextMismatch, ErrNoMatchingRecipient (the key is not a recipient),
 // ErrAuthentication (tampered file or wrong context), errShortBuffer,
@@ -215,7 +251,31 @@ func (l Limits) Open(file []byte, m *Manifest, key *PrivateKey, want Context, ds
 	if err := want.validate(); err != nil {
 		return 0, err
 	}
-	h, err := l.Verify(file, m)
+	if err := l.checkRaw(file, m); err != nil {
+		return 0, err
+	}
+	if len(file) < pipelineMin {
+		if sha256.Sum256(file) != m.CiphertextHash {
+			return 0, errHashDiffers
+		}
+		return l.openChecked(file, m, key, want, dst)
+	}
+	sum := make(chan [hashSize]byte, 1)
+	go func() { sum <- sha256.Sum256(file) }()
+	n, err = l.openChecked(file, m, key, want, dst)
+	if <-sum != m.CiphertextHash {
+		if err == nil {
+			clear(dst[:n])
+		}
+		return 0, errHashDiffers
+	}
+	return n, err
+}
+
+// openChecked is spec section 8.3 steps 4 to 9, for a file whose size and
+// hash match the manifest (or are being checked beside it, Open).
+func (l Limits) openChecked(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (n int, err error) {
+	h, err := l.checkParsed(file, m)
 	if err != nil {
 		return 0, err
 	}
