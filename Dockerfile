@@ -20,8 +20,16 @@
 # runs reaches the socket through the directory's group and must connect as a
 # uid listed in attester.controlUids (docs/spec/attester-api.md section 2).
 # Kubernetes: deploy/helm/clawea; a VM without containers: deploy/systemd.
+#
+# Base images are pinned by digest, so a rebuilt tag upstream cannot change
+# what is built here. The digests are those public projects pinned for these
+# tags in 2026 (the build machines of this repository reach no registry, so
+# they were not pulled here); refresh them on purpose, together:
+#   crane digest docker.io/library/golang:1.26.8-bookworm
+#   crane digest gcr.io/distroless/static-debian12:nonroot
+# The Go version matches go.mod's toolchain (deploy's TestDockerfilePins).
 
-FROM docker.io/library/golang:1.26-bookworm AS build
+FROM docker.io/library/golang:1.26.8-bookworm@sha256:a688600ca24f8a4d3ca77f95b0dd40704a9fc787c826660eb7ba0b641b8b175d AS build
 ARG VERSION=
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -31,20 +39,20 @@ RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags="-s -w -X github.com/clawea/attester/cmd/internal/buildinfo.version=${VERSION}" \
       -o /out/ ./cmd/attester ./cmd/packctl ./cmd/verifier
 
-FROM gcr.io/distroless/static-debian12:nonroot AS packctl
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab AS packctl
 COPY --from=build /out/packctl /usr/local/bin/packctl
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/packctl"]
 
 # The stateless verifier service (docs/spec/verifier-api.md); no devices, no
 # capabilities. Kubernetes: verifier.enabled in deploy/helm/clawea.
-FROM gcr.io/distroless/static-debian12:nonroot AS verifier
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab AS verifier
 COPY --from=build /out/verifier /usr/local/bin/verifier
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/verifier"]
 
-FROM gcr.io/distroless/static-debian12:nonroot AS attester
+FROM gcr.io/distroless/static-debian12:nonroot@sha256:afa5c872c891853ca7fcf1f12c3edb23f7eeef36189728842dd51042ff57f7ab AS attester
 COPY --from=build /out/attester /out/packctl /usr/local/bin/
 USER 65532:65532
 EXPOSE 8443 9464

@@ -344,3 +344,39 @@ func TestBuildFlagsMatchMakefile(t *testing.T) {
 		t.Fatalf("build flags differ:\n  Makefile:   %s\n  Dockerfile: %s", fromMake, fromImage)
 	}
 }
+
+// TestDockerfilePins: every base image is pinned by digest (a tag alone can
+// be rebuilt under us), and the Go image is the go.mod language version.
+func TestDockerfilePins(t *testing.T) {
+	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goLine := regexp.MustCompile(`(?m)^go (\d+\.\d+)(\.\d+)?$`).FindSubmatch(mod)
+	if goLine == nil {
+		t.Fatal("go.mod has no go line")
+	}
+	pinned := regexp.MustCompile(`^([a-z0-9./-]+):([A-Za-z0-9._-]+)@sha256:[0-9a-f]{64}$`)
+	froms := 0
+	for _, in := range parseDockerfile(t, string(df)) {
+		if in.cmd != "FROM" {
+			continue
+		}
+		froms++
+		m := pinned.FindStringSubmatch(in.args[0])
+		if m == nil {
+			t.Errorf("Dockerfile line %d: FROM %s is not image:tag@sha256:digest", in.line, in.args[0])
+			continue
+		}
+		if strings.HasSuffix(m[1], "/golang") && !strings.HasPrefix(m[2], string(goLine[1])+".") {
+			t.Errorf("Dockerfile line %d: Go image %s, go.mod says go %s", in.line, m[2], goLine[1])
+		}
+	}
+	if froms < 2 {
+		t.Fatalf("%d FROM lines; the build and runtime stages are missing", froms)
+	}
+}
