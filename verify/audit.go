@@ -16,8 +16,8 @@ import (
 func (st *state) checkAudit() *Error {
 	raw := st.opts.AuditLog
 	if raw == nil {
-		st.skip(CheckAuditLog, "no audit log supplied")
-		st.skip(CheckToolCalls, "no audit log supplied")
+		st.skip(checkAuditLog, "no audit log supplied")
+		st.skip(checkToolCalls, "no audit log supplied")
 		st.warn("gate audit log not supplied: the gate decisions were not checked")
 		return nil
 	}
@@ -31,14 +31,14 @@ func (st *state) checkAudit() *Error {
 		if le, ok := errors.AsType[*auditrec.LineError](err); ok {
 			code = poh.Code(le.Code())
 		}
-		return wrapRejected(CheckAuditLog, code, err)
+		return wrapRejected(checkAuditLog, code, err)
 	}
 	c := &st.res.Commitments
 	if count != uint64(c.GateAuditCount) {
-		return rejected(CheckAuditLog, poh.EvidenceMismatch, "the log has %d records, the attestation commits to %d", count, c.GateAuditCount)
+		return rejected(checkAuditLog, poh.EvidenceMismatch, "the log has %d records, the attestation commits to %d", count, c.GateAuditCount)
 	}
 	if root != c.GateAuditRootB64u {
-		return rejected(CheckAuditLog, poh.EvidenceMismatch, "the log's root is not the attested gate_audit_root_b64u")
+		return rejected(checkAuditLog, poh.EvidenceMismatch, "the log's root is not the attested gate_audit_root_b64u")
 	}
 	ar := &AuditResult{RootB64u: root, Count: count}
 	for _, r := range recs {
@@ -49,10 +49,10 @@ func (st *state) checkAudit() *Error {
 		}
 	}
 	st.res.Audit = ar
-	st.pass(CheckAuditLog, "%d records (%d allow, %d deny), root and count as attested", count, ar.Allowed, ar.Denied)
+	st.pass(checkAuditLog, "%d records (%d allow, %d deny), root and count as attested", count, ar.Allowed, ar.Denied)
 
 	if st.bundle == nil {
-		st.skip(CheckToolCalls, "no proof bundle supplied")
+		st.skip(checkToolCalls, "no proof bundle supplied")
 		st.warn("tool calls were not matched against the audit log (no proof bundle)")
 		return nil
 	}
@@ -62,10 +62,10 @@ func (st *state) checkAudit() *Error {
 		if pe, ok := errors.AsType[*poh.Error](err); ok {
 			code = pe.Code
 		}
-		return wrapRejected(CheckToolCalls, code, err)
+		return wrapRejected(checkToolCalls, code, err)
 	}
 	ar.ToolCallsMatched, ar.ToolCallsChecked, ar.ToolCallBinding = m.Matched, true, m.Binding
-	st.pass(CheckToolCalls, "%d tool_call event(s) matched one to one, in order, to the %d allow decision(s) (binding %q)", m.Matched, ar.Allowed, m.Binding)
+	st.pass(checkToolCalls, "%d tool_call event(s) matched one to one, in order, to the %d allow decision(s) (binding %q)", m.Matched, ar.Allowed, m.Binding)
 	if m.Binding == auditrec.BindingParams && m.Matched > 0 {
 		st.warn("tool_call events are bound to their allow decisions by parameter hash only: the tool, the turn and the audit seq are not bound (the bundle carries no metadata.clawea_tool_calls)")
 	}

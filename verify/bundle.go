@@ -44,15 +44,15 @@ func (st *state) checkBundle(raw []byte) *Error {
 	st.pass(CheckBundle, "%s signed by the agent, %d events, %d receipts", b.BundleID, len(b.Events), len(b.Receipts))
 
 	if b.Envelope.PayloadHashB64u != r.ProofBundleHashB64u {
-		return rejected(CheckBundleLinkage, poh.EvidenceMismatch, "the bundle's payload hash is not the attested proof_bundle_hash_b64u (another or a stale bundle)")
+		return rejected(checkBundleLinkage, poh.EvidenceMismatch, "the bundle's payload hash is not the attested proof_bundle_hash_b64u (another or a stale bundle)")
 	}
 	if err := poh.CheckBundleRun(b, r.AgentDID, r.RunID); err != nil {
 		if pe, ok := errors.AsType[*poh.Error](err); ok {
-			return rejected(CheckBundleLinkage, pe.Code, "%s", pe.Msg)
+			return rejected(checkBundleLinkage, pe.Code, "%s", pe.Msg)
 		}
-		return rejected(CheckBundleLinkage, poh.MalformedEnvelope, "%v", err)
+		return rejected(checkBundleLinkage, poh.MalformedEnvelope, "%v", err)
 	}
-	st.pass(CheckBundleLinkage, "payload hash, agent and run agree")
+	st.pass(checkBundleLinkage, "payload hash, agent and run agree")
 	if e := checkPromptCommitments(b, r); e != nil {
 		return e
 	}

@@ -32,24 +32,24 @@ var (
 // section 3). Platform and policy failures are reported as
 // "platform/<check>" and "policy/<check>".
 const (
-	CheckInput             = "input"
+	checkInput             = "input"
 	CheckEnvelope          = "envelope"
-	CheckPayload           = "payload"
-	CheckNonceBinding      = "nonce-binding"
+	checkPayload           = "payload"
+	checkNonceBinding      = "nonce-binding"
 	CheckBundle            = "bundle"
-	CheckBundleLinkage     = "bundle-linkage"
+	checkBundleLinkage     = "bundle-linkage"
 	CheckPromptCommitments = "prompt-commitments"
-	CheckEvidenceRef       = "evidence-ref"
-	CheckEvidenceDocument  = "evidence-document"
-	CheckExecutionContext  = "execution-context"
-	CheckModelIdentity     = "model-identity"
+	checkEvidenceRef       = "evidence-ref"
+	checkEvidenceDocument  = "evidence-document"
+	checkExecutionContext  = "execution-context"
+	checkModelIdentity     = "model-identity"
 	CheckPlatform          = "platform"
 	CheckReportData        = "report-data"
 	CheckRevocation        = "revocation"
 	CheckCollateral        = "collateral"
 	CheckTEEClaims         = "tee-claims"
-	CheckAuditLog          = "audit-log"
-	CheckToolCalls         = "tool-calls"
+	checkAuditLog          = "audit-log"
+	checkToolCalls         = "tool-calls"
 	CheckReport            = "report"
 	CheckPolicy            = "policy"
 )
@@ -164,7 +164,7 @@ func platformPolicyErr(i int, pr *platform.Result, err error) *Error {
 }
 
 func usage(format string, args ...any) *Error {
-	return newErr(ErrUsage, CheckInput, "", format, args...)
+	return newErr(ErrUsage, checkInput, "", format, args...)
 }
 
 // pohErr turns an error of package poh into a rejection that carries its

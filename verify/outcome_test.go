@@ -12,7 +12,7 @@ func TestOutcome(t *testing.T) {
 		verdict string
 	}{
 		{nil, ExitVerified, VerdictVerified},
-		{&Error{Class: ErrUsage, Check: CheckInput}, ExitUsage, VerdictUsage},
+		{&Error{Class: ErrUsage, Check: checkInput}, ExitUsage, VerdictUsage},
 		{&Error{Class: ErrRejected, Check: CheckEnvelope, Code: "SIGNATURE_INVALID", Passed: []string{"input"}}, ExitRejected, VerdictRejected},
 		{&Error{Class: ErrPolicy, Check: "policy/measurement"}, ExitPolicy, VerdictPolicy},
 		{&Error{Class: ErrCannotCheck, Check: "platform/revocation"}, ExitCannotCheck, VerdictCannotCheck},

@@ -229,12 +229,12 @@ func Verify(attestation, evidence, bundle []byte, policy *Policy, opts Options) 
 	}
 	st := &state{opts: opts, policy: policy, res: &Result{PolicyID: policy.ID()}}
 	if err := policy.checkConsistent(); err != nil {
-		return nil, st.fail(&Error{Class: ErrUsage, Check: CheckInput, Err: err})
+		return nil, st.fail(&Error{Class: ErrUsage, Check: checkInput, Err: err})
 	}
 	defer func() {
 		// Last line of defence: a panic anywhere below is a rejection.
 		if r := recover(); r != nil {
-			res, err = nil, st.fail(rejected(CheckInput, "", "internal error while verifying"))
+			res, err = nil, st.fail(rejected(checkInput, "", "internal error while verifying"))
 		}
 	}()
 	if e := st.checkInputs(attestation, evidence, bundle); e != nil {
@@ -285,7 +285,7 @@ func (st *state) checkInputs(att, ev, bundle []byte) *Error {
 		{"report", len(o.Report), maxReportBytes},
 	} {
 		if l.n > l.max {
-			return rejected(CheckInput, poh.MalformedEnvelope, "%s is %d bytes, limit %d", l.name, l.n, l.max)
+			return rejected(checkInput, poh.MalformedEnvelope, "%s is %d bytes, limit %d", l.name, l.n, l.max)
 		}
 	}
 	return nil
@@ -328,16 +328,16 @@ func (st *state) checkEnvelope(raw []byte) *Error {
 	r.NonceBindingB64u = p.nonceBinding
 	r.EvidenceHashB64u = p.evidenceHash
 	r.Harness = poh.ReadHarness(env.Payload.Get("harness"))
-	st.pass(CheckPayload, "run %s of agent %s", r.RunID, r.AgentDID)
+	st.pass(checkPayload, "run %s of agent %s", r.RunID, r.AgentDID)
 
 	want, err := poh.NonceBindingB64u(r.AgentDID, r.RunID, r.ProofBundleHashB64u)
 	if err != nil {
-		return rejected(CheckNonceBinding, poh.MalformedEnvelope, "nonce binding cannot be computed: %v", err)
+		return rejected(checkNonceBinding, poh.MalformedEnvelope, "nonce binding cannot be computed: %v", err)
 	}
 	if want != p.nonceBinding {
-		return rejected(CheckNonceBinding, poh.EvidenceMismatch, "nonce_binding_b64u is not the TEE nonce binding of agent_did, run_id and proof_bundle_hash_b64u")
+		return rejected(checkNonceBinding, poh.EvidenceMismatch, "nonce_binding_b64u is not the TEE nonce binding of agent_did, run_id and proof_bundle_hash_b64u")
 	}
-	st.pass(CheckNonceBinding, "%s", want)
+	st.pass(checkNonceBinding, "%s", want)
 	return nil
 }
 
@@ -347,11 +347,11 @@ func readPayload(env *poh.Verified) (*payload, *Error) {
 	pl := env.Payload
 	need := func(v *pohjson.Value, path, key string) (string, *Error) {
 		if v == nil || !v.Has(key) {
-			return "", rejected(CheckPayload, poh.MissingRequiredField, "%s%s is required", path, key)
+			return "", rejected(checkPayload, poh.MissingRequiredField, "%s%s is required", path, key)
 		}
 		s, ok := v.GetString(key)
 		if !ok || s == "" {
-			return "", rejected(CheckPayload, poh.SchemaValidationFailed, "%s%s must be a non-empty string", path, key)
+			return "", rejected(checkPayload, poh.SchemaValidationFailed, "%s%s must be a non-empty string", path, key)
 		}
 		return s, nil
 	}
@@ -361,7 +361,7 @@ func readPayload(env *poh.Verified) (*payload, *Error) {
 			return "", e
 		}
 		if _, err := b64u.DecodeHash(s); err != nil {
-			return "", rejected(CheckPayload, poh.SchemaValidationFailed, "%s%s is not a b64u SHA-256 hash", path, key)
+			return "", rejected(checkPayload, poh.SchemaValidationFailed, "%s%s is not a b64u SHA-256 hash", path, key)
 		}
 		return s, nil
 	}
@@ -373,22 +373,22 @@ func readPayload(env *poh.Verified) (*payload, *Error) {
 		}
 	}
 	if vals["attestation_version"] != "1" {
-		return nil, rejected(CheckPayload, poh.UnknownEnvelopeVersion, "attestation_version must be \"1\"")
+		return nil, rejected(checkPayload, poh.UnknownEnvelopeVersion, "attestation_version must be \"1\"")
 	}
 	if vals["execution_type"] != "tee_execution" {
-		return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "execution_type must be tee_execution")
+		return nil, rejected(checkPayload, poh.SchemaValidationFailed, "execution_type must be tee_execution")
 	}
 	if vals["attester_did"] != env.SignerDID {
-		return nil, rejected(CheckPayload, poh.EvidenceMismatch, "attester_did differs from the envelope's signer_did")
+		return nil, rejected(checkPayload, poh.EvidenceMismatch, "attester_did differs from the envelope's signer_did")
 	}
 	if len(vals["run_id"]) > evidencedoc.MaxIDBytes || len(vals["agent_did"]) > evidencedoc.MaxIDBytes {
-		return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "run_id or agent_did too long")
+		return nil, rejected(checkPayload, poh.SchemaValidationFailed, "run_id or agent_did too long")
 	}
 	if !didkey.ValidSyntax(vals["agent_did"]) {
-		return nil, rejected(CheckPayload, poh.InvalidDIDFormat, "agent_did is not a did:key or did:web")
+		return nil, rejected(checkPayload, poh.InvalidDIDFormat, "agent_did is not a did:key or did:web")
 	}
 	if pl.Has("expires_at") {
-		return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "expires_at is not emitted by v1 attesters")
+		return nil, rejected(checkPayload, poh.SchemaValidationFailed, "expires_at is not emitted by v1 attesters")
 	}
 	p := &payload{env: env}
 	if _, e = hash(pl, "", "proof_bundle_hash_b64u"); e != nil {
@@ -396,16 +396,16 @@ func readPayload(env *poh.Verified) (*payload, *Error) {
 	}
 	rm := pl.Get("runtime_metadata")
 	if rm == nil {
-		return nil, rejected(CheckPayload, poh.MissingRequiredField, "runtime_metadata.tee is required")
+		return nil, rejected(checkPayload, poh.MissingRequiredField, "runtime_metadata.tee is required")
 	}
 	if rm.Kind() != pohjson.Object || len(rm.Members()) != 1 || rm.Members()[0].Key != "tee" {
-		return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "runtime_metadata must hold exactly tee")
+		return nil, rejected(checkPayload, poh.SchemaValidationFailed, "runtime_metadata must hold exactly tee")
 	}
 	tee := rm.Get("tee")
 	p.tee = tee
 	for _, k := range []string{"tcb", "metadata"} {
 		if tee.Has(k) {
-			return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "runtime_metadata.tee.%s is not emitted by v1 attesters", k)
+			return nil, rejected(checkPayload, poh.SchemaValidationFailed, "runtime_metadata.tee.%s is not emitted by v1 attesters", k)
 		}
 	}
 	const tp = "runtime_metadata.tee."
@@ -423,25 +423,25 @@ func readPayload(env *poh.Verified) (*payload, *Error) {
 	}
 	ref := tee.Get("evidence_ref")
 	if ref == nil {
-		return nil, rejected(CheckPayload, poh.MissingRequiredField, "%sevidence_ref is required", tp)
+		return nil, rejected(checkPayload, poh.MissingRequiredField, "%sevidence_ref is required", tp)
 	}
 	rt, e := need(ref, tp+"evidence_ref.", "resource_type")
 	if e != nil {
 		return nil, e
 	}
 	if rt != evidencedoc.ResourceType {
-		return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "%sevidence_ref.resource_type must be %s", tp, evidencedoc.ResourceType)
+		return nil, rejected(checkPayload, poh.SchemaValidationFailed, "%sevidence_ref.resource_type must be %s", tp, evidencedoc.ResourceType)
 	}
 	if p.evidenceHash, e = hash(ref, tp+"evidence_ref.", "resource_hash_b64u"); e != nil {
 		return nil, e
 	}
 	ms := tee.Get("measurements")
 	if ms == nil {
-		return nil, rejected(CheckPayload, poh.MissingRequiredField, "%smeasurements is required", tp)
+		return nil, rejected(checkPayload, poh.MissingRequiredField, "%smeasurements is required", tp)
 	}
 	for _, k := range []string{"runtime_digest_b64u", "kernel_digest_b64u"} {
 		if ms.Has(k) {
-			return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "%smeasurements.%s is not emitted by v1 attesters", tp, k)
+			return nil, rejected(checkPayload, poh.SchemaValidationFailed, "%smeasurements.%s is not emitted by v1 attesters", tp, k)
 		}
 	}
 	if p.measurement, e = need(ms, tp+"measurements.", "measurement_hash_b64u"); e != nil {
@@ -452,10 +452,10 @@ func readPayload(env *poh.Verified) (*payload, *Error) {
 	}
 	md := pl.Get("metadata")
 	if md == nil || !md.Has("clawea") {
-		return nil, rejected(CheckPayload, poh.MissingRequiredField, "metadata.clawea is required")
+		return nil, rejected(checkPayload, poh.MissingRequiredField, "metadata.clawea is required")
 	}
 	if md.Kind() != pohjson.Object || len(md.Members()) != 1 {
-		return nil, rejected(CheckPayload, poh.SchemaValidationFailed, "metadata must hold exactly clawea")
+		return nil, rejected(checkPayload, poh.SchemaValidationFailed, "metadata must hold exactly clawea")
 	}
 	p.clawea = md.Get("clawea")
 	return p, nil
@@ -467,9 +467,9 @@ func (st *state) checkEvidenceDoc(jws []byte) *Error {
 	p := st.payload
 	r := st.res
 	if got := b64u.SHA256(jws); subtle.ConstantTimeCompare([]byte(got), []byte(p.evidenceHash)) != 1 {
-		return rejected(CheckEvidenceRef, poh.HashMismatch, "SHA-256 of the evidence document differs from evidence_ref.resource_hash_b64u")
+		return rejected(checkEvidenceRef, poh.HashMismatch, "SHA-256 of the evidence document differs from evidence_ref.resource_hash_b64u")
 	}
-	st.pass(CheckEvidenceRef, "%s", p.evidenceHash)
+	st.pass(checkEvidenceRef, "%s", p.evidenceHash)
 
 	doc, err := evidencedoc.Parse(jws, p.env.SignerKey)
 	if err != nil {
@@ -482,46 +482,46 @@ func (st *state) checkEvidenceDoc(jws []byte) *Error {
 		case errors.Is(err, evidencedoc.ErrUnsupported):
 			code = poh.UnknownEnvelopeVersion
 		}
-		return wrapRejected(CheckEvidenceDocument, code, err)
+		return wrapRejected(checkEvidenceDocument, code, err)
 	}
 	if doc.Kind != evidencedoc.KindExecution || doc.Execution == nil {
-		return rejected(CheckEvidenceDocument, poh.EvidenceMismatch, "the evidence document is a %s, not an execution attestation", doc.Kind)
+		return rejected(checkEvidenceDocument, poh.EvidenceMismatch, "the evidence document is a %s, not an execution attestation", doc.Kind)
 	}
 	st.doc = doc
-	st.pass(CheckEvidenceDocument, "signed by %s, %d evidence item(s)", doc.AttesterDID, len(doc.Items))
+	st.pass(checkEvidenceDocument, "signed by %s, %d evidence item(s)", doc.AttesterDID, len(doc.Items))
 
 	ec := doc.Execution
 	switch {
 	case doc.AttesterDID != r.AttesterDID:
-		return rejected(CheckExecutionContext, poh.EvidenceMismatch, "evidence document attester differs")
+		return rejected(checkExecutionContext, poh.EvidenceMismatch, "evidence document attester differs")
 	case ec.AttestationID != r.AttestationID:
-		return rejected(CheckExecutionContext, poh.EvidenceMismatch, "attestation_id differs from the evidence context")
+		return rejected(checkExecutionContext, poh.EvidenceMismatch, "attestation_id differs from the evidence context")
 	case ec.AgentDID != r.AgentDID:
-		return rejected(CheckExecutionContext, poh.EvidenceMismatch, "agent_did differs from the evidence context")
+		return rejected(checkExecutionContext, poh.EvidenceMismatch, "agent_did differs from the evidence context")
 	case ec.RunID != r.RunID:
-		return rejected(CheckExecutionContext, poh.EvidenceMismatch, "run_id differs from the evidence context")
+		return rejected(checkExecutionContext, poh.EvidenceMismatch, "run_id differs from the evidence context")
 	case ec.ProofBundleHashB64u != r.ProofBundleHashB64u:
-		return rejected(CheckExecutionContext, poh.EvidenceMismatch, "proof_bundle_hash_b64u differs from the evidence context")
+		return rejected(checkExecutionContext, poh.EvidenceMismatch, "proof_bundle_hash_b64u differs from the evidence context")
 	case b64u.Encode(doc.Nonce[:]) != p.nonceBinding:
-		return rejected(CheckExecutionContext, poh.EvidenceMismatch, "nonce_binding_b64u differs from the evidence document nonce")
+		return rejected(checkExecutionContext, poh.EvidenceMismatch, "nonce_binding_b64u differs from the evidence document nonce")
 	}
 	want, err := pohjson.Marshal(evidencedoc.Metadata{Commitments: ec.Clawea, Simulated: doc.Simulated()})
 	if err != nil {
-		return rejected(CheckExecutionContext, poh.MalformedEnvelope, "commitments cannot be encoded: %v", err)
+		return rejected(checkExecutionContext, poh.MalformedEnvelope, "commitments cannot be encoded: %v", err)
 	}
 	got, err := pohjson.Stringify(p.clawea)
 	if err != nil || !bytes.Equal(got, want) {
-		return rejected(CheckExecutionContext, poh.EvidenceMismatch, "metadata.clawea differs from the evidence context commitments (or the simulated label)")
+		return rejected(checkExecutionContext, poh.EvidenceMismatch, "metadata.clawea differs from the evidence context commitments (or the simulated label)")
 	}
 	r.Commitments = ec.Clawea
 	r.Simulated = doc.Simulated()
-	st.pass(CheckExecutionContext, "attestation id, run, agent, bundle hash, nonce and commitments agree")
+	st.pass(checkExecutionContext, "attestation id, run, agent, bundle hash, nonce and commitments agree")
 
 	digest, err := ec.Clawea.ModelIdentity.Digest()
 	if err != nil || digest != ec.Clawea.ModelIdentityDigestB64u || digest != p.modelDigest {
-		return rejected(CheckModelIdentity, poh.EvidenceMismatch, "model_weights_digest_b64u is not the digest of the committed model identity")
+		return rejected(checkModelIdentity, poh.EvidenceMismatch, "model_weights_digest_b64u is not the digest of the committed model identity")
 	}
-	st.pass(CheckModelIdentity, "%s/%s (a configured model identity, not a weights measurement)", ec.Clawea.ModelIdentity.Provider, ec.Clawea.ModelIdentity.Model)
+	st.pass(checkModelIdentity, "%s/%s (a configured model identity, not a weights measurement)", ec.Clawea.ModelIdentity.Provider, ec.Clawea.ModelIdentity.Model)
 	return nil
 }
 

@@ -78,7 +78,7 @@ func TestSimulatedPlatformsVerify(t *testing.T) {
 			if !strings.HasSuffix(res.TEE.RootID, ":SIMULATED") || res.Commitments.GateAuditCount != 3 {
 				t.Fatalf("tee %+v", res.TEE)
 			}
-			for _, c := range []string{CheckEnvelope, CheckNonceBinding, CheckBundle, CheckPromptCommitments, CheckEvidenceRef, CheckEvidenceDocument, CheckPlatform, CheckReportData, CheckTEEClaims, CheckAuditLog, CheckToolCalls, CheckReport, CheckPolicy} {
+			for _, c := range []string{CheckEnvelope, checkNonceBinding, CheckBundle, CheckPromptCommitments, checkEvidenceRef, checkEvidenceDocument, CheckPlatform, CheckReportData, CheckTEEClaims, checkAuditLog, checkToolCalls, CheckReport, CheckPolicy} {
 				if !hasCheck(res, c, StatusPassed) {
 					t.Errorf("check %s not passed: %+v", c, res.Checks)
 				}
@@ -125,7 +125,7 @@ func TestOptionalInputsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{CheckBundle, CheckAuditLog, CheckToolCalls, CheckReport} {
+	for _, c := range []string{CheckBundle, checkAuditLog, checkToolCalls, CheckReport} {
 		if !hasCheck(res, c, StatusSkipped) {
 			t.Errorf("%s not skipped: %+v", c, res.Checks)
 		}
@@ -135,7 +135,7 @@ func TestOptionalInputsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !hasCheck(res, CheckAuditLog, StatusPassed) || !hasCheck(res, CheckToolCalls, StatusSkipped) {
+	if !hasCheck(res, checkAuditLog, StatusPassed) || !hasCheck(res, checkToolCalls, StatusSkipped) {
 		t.Errorf("checks %+v", res.Checks)
 	}
 }
@@ -143,15 +143,15 @@ func TestOptionalInputsSkipped(t *testing.T) {
 func TestUsage(t *testing.T) {
 	f := attest(t, simSEV(t, sim.Options{}), newRun(t))
 	_, err := Verify(f.att, f.ev, nil, f.simPolicy(), Options{})
-	wantErr(t, err, ErrUsage, CheckInput, "")
+	wantErr(t, err, ErrUsage, checkInput, "")
 	_, err = Verify(nil, f.ev, nil, nil, Options{Now: fixedNow})
-	wantErr(t, err, ErrUsage, CheckInput, "")
+	wantErr(t, err, ErrUsage, checkInput, "")
 	_, err = Verify(f.att, nil, nil, nil, Options{Now: fixedNow})
-	wantErr(t, err, ErrUsage, CheckInput, "")
+	wantErr(t, err, ErrUsage, checkInput, "")
 	_, err = Verify(f.att, f.ev, []byte{}, nil, Options{Now: fixedNow})
-	wantErr(t, err, ErrUsage, CheckInput, "")
+	wantErr(t, err, ErrUsage, checkInput, "")
 	_, err = Verify(bytes.Repeat([]byte{' '}, maxAttestationBytes+1), f.ev, nil, nil, Options{Now: fixedNow})
-	wantErr(t, err, ErrRejected, CheckInput, poh.MalformedEnvelope)
+	wantErr(t, err, ErrRejected, checkInput, poh.MalformedEnvelope)
 }
 
 // replaceOnce replaces exactly one occurrence of old.
@@ -218,7 +218,7 @@ func TestEvidenceFailures(t *testing.T) {
 	t.Run("evidence_ref mismatch", func(t *testing.T) {
 		other := attest(t, sev, r)
 		_, err := Verify(f.att, other.ev, nil, pol, opts)
-		wantErr(t, err, ErrRejected, CheckEvidenceRef, poh.HashMismatch)
+		wantErr(t, err, ErrRejected, checkEvidenceRef, poh.HashMismatch)
 	})
 	t.Run("evidence jws tampered", func(t *testing.T) {
 		spec := forgeRun(t, sev, r)
@@ -232,14 +232,14 @@ func TestEvidenceFailures(t *testing.T) {
 		}
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, CheckEvidenceDocument, "")
+		wantErr(t, err, ErrRejected, checkEvidenceDocument, "")
 	})
 	t.Run("wrong attester key", func(t *testing.T) {
 		spec := forgeRun(t, sev, r)
 		spec.docKey = key(10)
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, CheckEvidenceDocument, poh.SignatureInvalid)
+		wantErr(t, err, ErrRejected, checkEvidenceDocument, poh.SignatureInvalid)
 	})
 	t.Run("wrong binding: report data for another key", func(t *testing.T) {
 		spec := forgeRun(t, sev, r)
@@ -295,7 +295,7 @@ func TestEvidenceFailures(t *testing.T) {
 		spec.mutatePayload = func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.NonceBindingB64u = h("x") }
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, CheckNonceBinding, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkNonceBinding, poh.EvidenceMismatch)
 	})
 	t.Run("metadata differs from evidence context", func(t *testing.T) {
 		spec := forgeRun(t, sev, r)
@@ -306,7 +306,7 @@ func TestEvidenceFailures(t *testing.T) {
 		}
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, CheckExecutionContext, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkExecutionContext, poh.EvidenceMismatch)
 	})
 	t.Run("simulated label lies", func(t *testing.T) {
 		spec := forgeRun(t, sev, r)
@@ -317,7 +317,7 @@ func TestEvidenceFailures(t *testing.T) {
 		}
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, CheckExecutionContext, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkExecutionContext, poh.EvidenceMismatch)
 	})
 	t.Run("v1 forbidden members", func(t *testing.T) {
 		for name, m := range map[string]func(*poh.ExecutionAttestation){
@@ -363,7 +363,7 @@ func TestBundleLinkage(t *testing.T) {
 		r2 := *r
 		r2.Events = append(r2.Events, "run_end")
 		_, err := Verify(f.att, f.ev, r2.bundle(t), pol, opts)
-		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkBundleLinkage, poh.EvidenceMismatch)
 	})
 	t.Run("bundle of another run", func(t *testing.T) {
 		r2 := *r
@@ -372,7 +372,7 @@ func TestBundleLinkage(t *testing.T) {
 		spec.runID = r.RunID
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, spec.bundle, pol, opts)
-		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkBundleLinkage, poh.EvidenceMismatch)
 	})
 	t.Run("bundle of another agent", func(t *testing.T) {
 		r2 := *r
@@ -381,7 +381,7 @@ func TestBundleLinkage(t *testing.T) {
 		spec.agentDID = r.AgentDID()
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, spec.bundle, pol, opts)
-		wantErr(t, err, ErrRejected, CheckBundleLinkage, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkBundleLinkage, poh.EvidenceMismatch)
 	})
 	// issue 13: a bundle whose chain does not start with the run's
 	// prompt_committed event (the attester refuses to sign it; a forged
@@ -436,19 +436,19 @@ func TestAuditLog(t *testing.T) {
 	t.Run("tampered", func(t *testing.T) {
 		log := replaceOnce(t, f.audit, `"decision":"deny"`, `"decision":"allow"`)
 		_, err := Verify(f.att, f.ev, f.bundle, pol, Options{Now: fixedNow, AuditLog: log})
-		wantErr(t, err, ErrRejected, CheckAuditLog, poh.HashMismatch)
+		wantErr(t, err, ErrRejected, checkAuditLog, poh.HashMismatch)
 	})
 	t.Run("record removed", func(t *testing.T) {
 		lines := bytes.SplitAfter(f.audit, []byte("\n"))
 		log := bytes.Join(append(lines[:1:1], lines[2:]...), nil)
 		_, err := Verify(f.att, f.ev, f.bundle, pol, Options{Now: fixedNow, AuditLog: log})
-		wantErr(t, err, ErrRejected, CheckAuditLog, poh.HashChainBreak)
+		wantErr(t, err, ErrRejected, checkAuditLog, poh.HashChainBreak)
 	})
 	t.Run("count mismatch: log cut after a record", func(t *testing.T) {
 		lines := bytes.SplitAfter(f.audit, []byte("\n"))
 		log := bytes.Join(lines[:2], nil)
 		_, err := Verify(f.att, f.ev, f.bundle, pol, Options{Now: fixedNow, AuditLog: log})
-		wantErr(t, err, ErrRejected, CheckAuditLog, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkAuditLog, poh.EvidenceMismatch)
 	})
 	t.Run("tool_call without allow", func(t *testing.T) {
 		r2 := *r
@@ -458,7 +458,7 @@ func TestAuditLog(t *testing.T) {
 		spec.auditRoot, spec.auditCount = root, int64(count)
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
-		wantErr(t, err, ErrRejected, CheckToolCalls, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkToolCalls, poh.EvidenceMismatch)
 	})
 	t.Run("order is preserved", func(t *testing.T) {
 		r2 := *r
@@ -468,7 +468,7 @@ func TestAuditLog(t *testing.T) {
 		spec.auditRoot, spec.auditCount = root, int64(count)
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
-		wantErr(t, err, ErrRejected, CheckToolCalls, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkToolCalls, poh.EvidenceMismatch)
 	})
 }
 
@@ -563,7 +563,7 @@ func TestPoHVectorsThroughBundlePath(t *testing.T) {
 			_, err = Verify(att, jws, raw, pol, Options{Now: fixedNow})
 			if cols[1] == "true" {
 				e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
-				if !containsStr(e.Passed, CheckBundle) || !containsStr(e.Passed, CheckBundleLinkage) {
+				if !containsStr(e.Passed, CheckBundle) || !containsStr(e.Passed, checkBundleLinkage) {
 					t.Fatalf("passed %v", e.Passed)
 				}
 				return
@@ -731,5 +731,5 @@ func TestAdmissionPolicy(t *testing.T) {
 	// a usage error, not a verdict.
 	p.AdmissionPolicyHashes, p.RequireSensitive = nil, true
 	_, err = Verify(sensitive.att, sensitive.ev, nil, p, Options{Now: fixedNow})
-	wantErr(t, err, ErrUsage, CheckInput, "")
+	wantErr(t, err, ErrUsage, checkInput, "")
 }

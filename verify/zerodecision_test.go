@@ -28,7 +28,7 @@ func TestZeroDecisionRun(t *testing.T) {
 	}
 	// The three-record log of newRun is not the attested empty one.
 	_, err = Verify(f.att, f.ev, f.bundle, f.simPolicy(), Options{Now: fixedNow, AuditLog: f.audit, Report: f.report})
-	wantErr(t, err, ErrRejected, CheckAuditLog, poh.EvidenceMismatch)
+	wantErr(t, err, ErrRejected, checkAuditLog, poh.EvidenceMismatch)
 }
 
 // TestAllowWithoutToolCall: the log allowed two calls, the bundle logged
@@ -45,5 +45,5 @@ func TestAllowWithoutToolCall(t *testing.T) {
 	spec.auditRoot, spec.auditCount = root, int64(count)
 	att, jws := forge(t, spec)
 	_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
-	wantErr(t, err, ErrRejected, CheckToolCalls, poh.EvidenceMismatch)
+	wantErr(t, err, ErrRejected, checkToolCalls, poh.EvidenceMismatch)
 }

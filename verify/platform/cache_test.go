@@ -59,7 +59,7 @@ func TestSEVCertCacheTamperedChain(t *testing.T) {
 	other := simSEV(t, sim.Options{Seed: []byte("another chip")}, rd).CertChain[0]
 	for range 2 {
 		_, err := Verify(snpWithLeaf(t, good, other), rd, opts)
-		wantErr(t, err, ErrRejected, nil, CheckBinding)
+		wantErr(t, err, ErrRejected, nil, checkBinding)
 	}
 	// The good chain still verifies from the cache.
 	hits := cache.hits()
@@ -147,6 +147,6 @@ func TestCertCacheParseMemo(t *testing.T) {
 	bad.CertChain[0] = der[:len(der)-1]
 	for _, o := range []Options{opts, simOpts()} {
 		_, err := Verify(bad, rd, o)
-		wantErr(t, err, ErrRejected, nil, CheckParse)
+		wantErr(t, err, ErrRejected, nil, checkParse)
 	}
 }

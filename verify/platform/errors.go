@@ -46,28 +46,28 @@ var (
 	// ErrCollateralExpired: supplied collateral or CRL is past its next
 	// update (class ErrRejected, as docs/spec/platform-tdx.md requires).
 	ErrCollateralExpired = errors.New("platform: collateral expired")
-	// ErrMissingCollateral: collateral or revocation data the options
+	// errMissingCollateral: collateral or revocation data the options
 	// require was not supplied (class ErrCannotCheck).
-	ErrMissingCollateral = errors.New("platform: required collateral missing")
-	// ErrInternal: a verification library panicked on the input; the panic
+	errMissingCollateral = errors.New("platform: required collateral missing")
+	// errInternal: a verification library panicked on the input; the panic
 	// was recovered (class ErrRejected).
-	ErrInternal = errors.New("platform: verifier panicked on malformed input")
+	errInternal = errors.New("platform: verifier panicked on malformed input")
 )
 
 // Check names, as they appear in Error.Check and docs/spec/verify-platform.md.
 const (
-	CheckOptions    = "options"
-	CheckFormat     = "format"
+	checkOptions    = "options"
+	checkFormat     = "format"
 	CheckSimulated  = "simulated"
-	CheckParse      = "parse"
-	CheckProduct    = "product"
+	checkParse      = "parse"
+	checkProduct    = "product"
 	CheckRoot       = "root"
 	CheckChain      = "chain"
 	CheckSignature  = "signature"
 	CheckQEReport   = "qe-report"
-	CheckBinding    = "endorsement-binding"
+	checkBinding    = "endorsement-binding"
 	CheckRevocation = "revocation"
-	CheckCollateral = "collateral"
+	checkCollateral = "collateral"
 	CheckReportData = "report-data"
 	CheckTPMAK      = "tpm-ak"
 	// Policy checks.
@@ -116,7 +116,7 @@ func policyErr(check string, err error) error {
 }
 
 func badOptions(format string, args ...any) error {
-	return &Error{Class: ErrBadOptions, Check: CheckOptions, Err: fmt.Errorf(format, args...)}
+	return &Error{Class: ErrBadOptions, Check: checkOptions, Err: fmt.Errorf(format, args...)}
 }
 
 // guard runs f, turning a panic in a verification library into an
@@ -125,7 +125,7 @@ func badOptions(format string, args ...any) error {
 func guard(check string, f func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = rejected(check, ErrInternal)
+			err = rejected(check, errInternal)
 		}
 	}()
 	return f()

@@ -115,7 +115,7 @@ func FuzzVerify(f *testing.F) {
 			if n != 1 {
 				t.Fatalf("error %v has %d classes", err, n)
 			}
-			if errors.Is(err, ErrInternal) {
+			if errors.Is(err, errInternal) {
 				t.Fatalf("a verification library panicked: %v", err)
 			}
 		}

@@ -138,6 +138,8 @@ type Result struct {
 	SEVSNP *SEVSNPClaims
 	TDX    *TDXClaims
 	TPM    *TPMClaims
+	// GPU holds the verified fields of NVIDIA GPU evidence.
+	GPU *GPUClaims
 
 	// snp keeps the verified report for go-sev-guest's validate package.
 	snp *snpVerified
@@ -167,10 +169,10 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 		return nil, badOptions("options: AllowUntrustedTPMAK and TrustedTPMAKs are contradictory")
 	}
 	if ev == nil {
-		return nil, rejected(CheckParse, fmt.Errorf("no evidence"))
+		return nil, rejected(checkParse, fmt.Errorf("no evidence"))
 	}
 	now := opts.Now()
-	err = guard(CheckParse, func() error {
+	err = guard(checkParse, func() error {
 		var err error
 		switch ev.Platform {
 		case evidence.PlatformSEVSNP:
@@ -179,8 +181,10 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 			res, err = verifyTDX(ev, want, now, &opts)
 		case evidence.PlatformTPM:
 			res, err = verifyTPM(ev, rd, &opts)
+		case evidence.PlatformNVIDIAGPU:
+			res, err = verifyNVIDIAGPU(ev, rd, now, &opts)
 		default:
-			err = cannotCheck(CheckFormat, fmt.Errorf("%w: platform %q", ErrUnsupported, safetext.Clip(ev.Platform, 32)))
+			err = cannotCheck(checkFormat, fmt.Errorf("%w: platform %q", ErrUnsupported, safetext.Clip(ev.Platform, 32)))
 		}
 		return err
 	})

@@ -31,10 +31,10 @@ func TestStrictDefaults(t *testing.T) {
 		check           string
 	}{
 		{"sev-snp simulated", sev, noSimulated, ErrRejected, ErrSimulated, CheckSimulated},
-		{"sev-snp revocation", sev, noRevocation, ErrCannotCheck, ErrMissingCollateral, CheckRevocation},
+		{"sev-snp revocation", sev, noRevocation, ErrCannotCheck, errMissingCollateral, CheckRevocation},
 		{"tdx simulated", tdx, noSimulated, ErrRejected, ErrSimulated, CheckSimulated},
-		{"tdx collateral", tdx, noCollateral, ErrCannotCheck, ErrMissingCollateral, CheckCollateral},
-		{"tdx revocation", tdx, noRevocation, ErrCannotCheck, ErrMissingCollateral, CheckRevocation},
+		{"tdx collateral", tdx, noCollateral, ErrCannotCheck, errMissingCollateral, checkCollateral},
+		{"tdx revocation", tdx, noRevocation, ErrCannotCheck, errMissingCollateral, CheckRevocation},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, rd := tc.quote(t)
@@ -51,15 +51,15 @@ func TestVerifyInputs(t *testing.T) {
 	ev := simSEV(t, sim.Options{}, rd)
 
 	_, err := Verify(ev, evidence.ReportData{}, simOpts())
-	wantErr(t, err, ErrBadOptions, nil, CheckOptions)
+	wantErr(t, err, ErrBadOptions, nil, checkOptions)
 
 	o := simOpts()
 	o.Now = nil
 	_, err = Verify(ev, rd, o)
-	wantErr(t, err, ErrBadOptions, nil, CheckOptions)
+	wantErr(t, err, ErrBadOptions, nil, checkOptions)
 
 	_, err = Verify(nil, rd, simOpts())
-	wantErr(t, err, ErrRejected, nil, CheckParse)
+	wantErr(t, err, ErrRejected, nil, checkParse)
 
 	for _, c := range []struct{ platform, format string }{
 		{"sgx", "sgx/quote"},
@@ -70,13 +70,13 @@ func TestVerifyInputs(t *testing.T) {
 		bad := cloneEvidence(ev)
 		bad.Platform, bad.Format = c.platform, c.format
 		_, err := Verify(bad, rd, simOpts())
-		wantErr(t, err, ErrCannotCheck, ErrUnsupported, CheckFormat)
+		wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
 	}
 }
 
 func TestGuardRecoversPanics(t *testing.T) {
 	err := guard(CheckSignature, func() error { panic("library bug") })
-	wantErr(t, err, ErrRejected, ErrInternal, CheckSignature)
+	wantErr(t, err, ErrRejected, errInternal, CheckSignature)
 	if err := guard(CheckSignature, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -15,26 +16,26 @@ import (
 )
 
 // Intel TCB statuses (TCB info and QE identity tcbLevels[].tcbStatus).
-// TCBStatusUpToDate is the only one accepted by default; TCBStatusRevoked
+// TCBStatusUpToDate is the only one accepted by default; tCBStatusRevoked
 // is never accepted (Verify rejects it).
 const (
 	TCBStatusUpToDate                          = "UpToDate"
-	TCBStatusSWHardeningNeeded                 = "SWHardeningNeeded"
-	TCBStatusConfigurationNeeded               = "ConfigurationNeeded"
-	TCBStatusConfigurationAndSWHardeningNeeded = "ConfigurationAndSWHardeningNeeded"
-	TCBStatusOutOfDate                         = "OutOfDate"
-	TCBStatusOutOfDateConfigurationNeeded      = "OutOfDateConfigurationNeeded"
-	TCBStatusRevoked                           = "Revoked"
+	tCBStatusSWHardeningNeeded                 = "SWHardeningNeeded"
+	tCBStatusConfigurationNeeded               = "ConfigurationNeeded"
+	tCBStatusConfigurationAndSWHardeningNeeded = "ConfigurationAndSWHardeningNeeded"
+	tCBStatusOutOfDate                         = "OutOfDate"
+	tCBStatusOutOfDateConfigurationNeeded      = "OutOfDateConfigurationNeeded"
+	tCBStatusRevoked                           = "Revoked"
 )
 
 // knownTCBStatuses are the statuses Verify reports; any other is rejected.
-var knownTCBStatuses = []string{TCBStatusUpToDate, TCBStatusSWHardeningNeeded, TCBStatusConfigurationNeeded,
-	TCBStatusConfigurationAndSWHardeningNeeded, TCBStatusOutOfDate, TCBStatusOutOfDateConfigurationNeeded, TCBStatusRevoked}
+var knownTCBStatuses = []string{TCBStatusUpToDate, tCBStatusSWHardeningNeeded, tCBStatusConfigurationNeeded,
+	tCBStatusConfigurationAndSWHardeningNeeded, tCBStatusOutOfDate, tCBStatusOutOfDateConfigurationNeeded, tCBStatusRevoked}
 
 // AcceptableTCBStatus reports whether s may appear in Policy.TCBStatuses:
 // a known status other than Revoked.
 func AcceptableTCBStatus(s string) bool {
-	return s != TCBStatusRevoked && slices.Contains(knownTCBStatuses, s)
+	return s != tCBStatusRevoked && slices.Contains(knownTCBStatuses, s)
 }
 
 // Policy is the relying party's judgement of verified evidence. The zero
@@ -73,15 +74,26 @@ type Policy struct {
 	// (Result.TCBAdvisoryIDs); any other listed advisory is refused. Empty
 	// accepts none.
 	AllowedAdvisoryIDs []string
+
+	// GPUMeasurements pins NVIDIA GPU measurement blocks by index
+	// (GPUClaims.Measurements). GPU evidence passes the measurement check
+	// when its Measurement (SHA-384 of the measurement record) is in
+	// Measurements, or when GPUMeasurements is not empty and every pinned
+	// index is present with the pinned value.
+	GPUMeasurements map[int][]byte
 }
 
 // CheckPolicy judges r, which must come from Verify, against p. It returns
 // nil or an error wrapping ErrPolicy that names the failing check.
 func CheckPolicy(r *Result, p Policy) error {
 	if r == nil {
-		return policyErr(CheckOptions, errors.New("no result"))
+		return policyErr(checkOptions, errors.New("no result"))
 	}
-	if !p.AllowAnyMeasurement {
+	if !p.AllowAnyMeasurement && r.Platform == evidence.PlatformNVIDIAGPU {
+		if err := checkGPUMeasurements(r, p); err != nil {
+			return err
+		}
+	} else if !p.AllowAnyMeasurement {
 		if !slices.ContainsFunc(p.Measurements, func(m []byte) bool { return bytes.Equal(m, r.Measurement) }) {
 			return policyErr(CheckMeasurement, fmt.Errorf("measurement %s (%d bytes, b64u) is not in Measurements", b64u.Encode(r.Measurement), len(r.Measurement)))
 		}
@@ -96,19 +108,21 @@ func CheckPolicy(r *Result, p Policy) error {
 		return checkTDXPolicy(r, p)
 	case evidence.PlatformTPM:
 		if r.TPM == nil {
-			return policyErr(CheckOptions, errors.New("result was not produced by Verify"))
+			return policyErr(checkOptions, errors.New("result was not produced by Verify"))
 		}
 		return nil
+	case evidence.PlatformNVIDIAGPU:
+		return nil
 	}
-	return policyErr(CheckOptions, fmt.Errorf("unknown platform %q", safetext.Clip(r.Platform, 32)))
+	return policyErr(checkOptions, fmt.Errorf("unknown platform %q", safetext.Clip(r.Platform, 32)))
 }
 
 func checkSEVSNPPolicy(r *Result, p Policy) error {
 	if r.snp == nil || r.snp.att == nil {
-		return policyErr(CheckOptions, errors.New("result was not produced by Verify"))
+		return policyErr(checkOptions, errors.New("result was not produced by Verify"))
 	}
 	if p.SEVSNPVMPL < 0 || p.SEVSNPVMPL > 3 {
-		return policyErr(CheckOptions, fmt.Errorf("vmpl %d out of range", p.SEVSNPVMPL))
+		return policyErr(checkOptions, fmt.Errorf("vmpl %d out of range", p.SEVSNPVMPL))
 	}
 	vmpl := p.SEVSNPVMPL
 	o := &validate.Options{
@@ -125,8 +139,8 @@ func checkSEVSNPPolicy(r *Result, p Policy) error {
 	}
 	err := guard(CheckGuestPolicy, func() error { return validate.SnpAttestation(r.snp.att, o) })
 	if err != nil {
-		if errors.Is(err, ErrInternal) {
-			return policyErr(CheckGuestPolicy, ErrInternal)
+		if errors.Is(err, errInternal) {
+			return policyErr(CheckGuestPolicy, errInternal)
 		}
 		return policyErr(CheckGuestPolicy, err)
 	}
@@ -135,7 +149,7 @@ func checkSEVSNPPolicy(r *Result, p Policy) error {
 
 func checkTDXPolicy(r *Result, p Policy) error {
 	if r.TDX == nil {
-		return policyErr(CheckOptions, errors.New("result was not produced by Verify"))
+		return policyErr(checkOptions, errors.New("result was not produced by Verify"))
 	}
 	for i, min := range p.MinTDXTeeTCBSVN {
 		if r.TDX.Body.TeeTcbSvn[i] < min {
@@ -147,7 +161,7 @@ func checkTDXPolicy(r *Result, p Policy) error {
 			if st.status == TCBStatusUpToDate {
 				continue
 			}
-			if st.status == TCBStatusRevoked || !slices.Contains(p.TCBStatuses, st.status) {
+			if st.status == tCBStatusRevoked || !slices.Contains(p.TCBStatuses, st.status) {
 				return policyErr(CheckTCBStatus, fmt.Errorf("%s is %q, not accepted by TCBStatuses %q", st.what, safetext.Clip(st.status, 48), p.TCBStatuses))
 			}
 		}
@@ -155,6 +169,30 @@ func checkTDXPolicy(r *Result, p Policy) error {
 			if !slices.Contains(p.AllowedAdvisoryIDs, a) {
 				return policyErr(CheckTCBAdvisory, fmt.Errorf("tcb level lists advisory %q, not in AllowedAdvisoryIDs %q", safetext.Clip(a, 64), p.AllowedAdvisoryIDs))
 			}
+		}
+	}
+	return nil
+}
+
+// checkGPUMeasurements applies Measurements or GPUMeasurements to a GPU
+// result.
+func checkGPUMeasurements(r *Result, p Policy) error {
+	if r.GPU == nil {
+		return policyErr(checkOptions, errors.New("result was not produced by Verify"))
+	}
+	if slices.ContainsFunc(p.Measurements, func(m []byte) bool { return bytes.Equal(m, r.Measurement) }) {
+		return nil
+	}
+	if len(p.GPUMeasurements) == 0 {
+		return policyErr(CheckMeasurement, fmt.Errorf("gpu measurement %s (sha-384 of the measurement record, b64u) is not in Measurements and no gpu measurement index is pinned", b64u.Encode(r.Measurement)))
+	}
+	for _, i := range slices.Sorted(maps.Keys(p.GPUMeasurements)) {
+		got, ok := r.GPU.Measurements[i]
+		if !ok {
+			return policyErr(CheckMeasurement, fmt.Errorf("gpu measurement index %d is pinned but the report has no such block", i))
+		}
+		if !bytes.Equal(got, p.GPUMeasurements[i]) {
+			return policyErr(CheckMeasurement, fmt.Errorf("gpu measurement index %d is %x, pinned %x", i, got, p.GPUMeasurements[i]))
 		}
 	}
 	return nil

@@ -31,7 +31,7 @@ func TestPolicySEVSNP(t *testing.T) {
 	vmpl.SEVSNPVMPL = 1
 	wantErr(t, CheckPolicy(res, vmpl), ErrPolicy, nil, CheckGuestPolicy)
 	vmpl.SEVSNPVMPL = 7
-	wantErr(t, CheckPolicy(res, vmpl), ErrPolicy, nil, CheckOptions)
+	wantErr(t, CheckPolicy(res, vmpl), ErrPolicy, nil, checkOptions)
 
 	dbg, err := Verify(simSEV(t, sim.Options{Debug: true}, rd), rd, simOpts())
 	if err != nil {
@@ -50,8 +50,8 @@ func TestPolicySEVSNP(t *testing.T) {
 	// A Result not produced by Verify is refused.
 	forged := *res
 	forged.snp = nil
-	wantErr(t, CheckPolicy(&forged, ok), ErrPolicy, nil, CheckOptions)
-	wantErr(t, CheckPolicy(nil, ok), ErrPolicy, nil, CheckOptions)
+	wantErr(t, CheckPolicy(&forged, ok), ErrPolicy, nil, checkOptions)
+	wantErr(t, CheckPolicy(nil, ok), ErrPolicy, nil, checkOptions)
 }
 
 func TestPolicyTDX(t *testing.T) {

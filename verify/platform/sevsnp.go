@@ -53,14 +53,14 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 	}
 	p, err := snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.CertCache.ParseCertificate})
 	if errors.Is(err, snpevidence.ErrUnknownFormat) {
-		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
 	}
 	if err != nil {
-		return nil, rejected(CheckParse, err)
+		return nil, rejected(checkParse, err)
 	}
 	att, err := p.Attestation()
 	if err != nil {
-		return nil, rejected(CheckParse, err)
+		return nil, rejected(checkParse, err)
 	}
 	report := att.GetReport()
 
@@ -80,7 +80,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 	}
 	root := table[line]
 	if root == nil {
-		return nil, cannotCheck(CheckProduct, fmt.Errorf("no pinned root for product line %q (simulated %v)", line, ev.Simulated))
+		return nil, cannotCheck(checkProduct, fmt.Errorf("no pinned root for product line %q (simulated %v)", line, ev.Simulated))
 	}
 
 	var key [32]byte
@@ -103,23 +103,23 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 	// The endorsement certificate certifies one chip at one TCB: the signed
 	// report must claim the same.
 	if report.GetReportedTcb() != uint64(entry.exts.TCBVersion) {
-		return nil, rejected(CheckBinding, fmt.Errorf("reported_tcb %016x differs from the %v certificate's tcb %016x",
+		return nil, rejected(checkBinding, fmt.Errorf("reported_tcb %016x differs from the %v certificate's tcb %016x",
 			report.GetReportedTcb(), p.Signer, uint64(entry.exts.TCBVersion)))
 	}
 	chipID := report.GetChipId()
 	if p.Signer == abi.VcekReportSigner && !allZero(chipID) && !bytes.Equal(chipID, entry.exts.HWID) {
-		return nil, rejected(CheckBinding, errors.New("chip_id differs from the vcek certificate's hwid"))
+		return nil, rejected(checkBinding, errors.New("chip_id differs from the vcek certificate's hwid"))
 	}
 	if err := checkReportData(report.GetReportData(), want); err != nil {
 		return nil, err
 	}
 	if entry.revocation == StatusSkipped && !opts.AllowUncheckedRevocation {
-		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no crl signed by the %s root was supplied", ErrMissingCollateral, root.rootID))
+		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no crl signed by the %s root was supplied", errMissingCollateral, root.rootID))
 	}
 
 	pol, err := abi.ParseSnpPolicy(report.GetPolicy())
 	if err != nil {
-		return nil, rejected(CheckParse, err)
+		return nil, rejected(checkParse, err)
 	}
 	res := &Result{
 		Platform:    evidence.PlatformSEVSNP,
@@ -163,7 +163,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 // SNPProductLine returns the AMD product line of an SEV-SNP report: from
 // CPUID_1_EAX_FMS (report version 3 and later) or, for version 2, from the
 // endorsement leaf's product name. Errors are *Error values (CheckChain when
-// the leaf's extensions cannot be read, CheckProduct otherwise). The
+// the leaf's extensions cannot be read, checkProduct otherwise). The
 // collateral fetcher uses it too, so it fetches the chain this package
 // verifies against.
 func SNPProductLine(report *spb.Report, p *snpevidence.Parsed) (string, error) {
@@ -177,12 +177,12 @@ func SNPProductLine(report *spb.Report, p *snpevidence.Parsed) (string, error) {
 		}
 		product, err := kds.ParseProductName(exts.ProductName, p.Signer)
 		if err != nil {
-			return "", cannotCheck(CheckProduct, err)
+			return "", cannotCheck(checkProduct, err)
 		}
 		line = kds.ProductLine(product)
 	}
 	if line == "" || line == "Unknown" {
-		return "", cannotCheck(CheckProduct, errors.New("unknown amd product line"))
+		return "", cannotCheck(checkProduct, errors.New("unknown amd product line"))
 	}
 	return line, nil
 }
@@ -256,7 +256,7 @@ func (e *chainEntry) narrow(from, to time.Time) {
 // the chain to the pinned root, then the report signature, else the
 // endorsement certificate's profile.
 func diagnoseSNP(libErr error, p *snpevidence.Parsed, root *amdRoot, now time.Time) error {
-	if errors.Is(libErr, ErrInternal) {
+	if errors.Is(libErr, errInternal) {
 		return libErr
 	}
 	xo := root.certs.X509Options(now, p.Signer)

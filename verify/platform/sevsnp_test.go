@@ -70,7 +70,7 @@ func TestSEVMissingChain(t *testing.T) {
 	ev := simSEV(t, sim.Options{}, rd)
 	ev.CertChain, ev.Aux = nil, nil
 	_, err := Verify(ev, rd, simOpts())
-	wantErr(t, err, ErrRejected, snpevidence.ErrMalformedEvidence, CheckParse)
+	wantErr(t, err, ErrRejected, snpevidence.ErrMalformedEvidence, checkParse)
 }
 
 func TestSEVTampered(t *testing.T) {
@@ -170,7 +170,7 @@ func TestSEVRevocation(t *testing.T) {
 		opts := base
 		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SignCRL(t, simroots.SEVSNPRoots()[0].ARK, other, testNow.Add(-day), testNow.Add(day))}}
 		_, err = Verify(ev, rd, opts)
-		wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
+		wantErr(t, err, ErrCannotCheck, errMissingCollateral, CheckRevocation)
 	})
 	t.Run("garbage crl", func(t *testing.T) {
 		opts := base
@@ -234,7 +234,7 @@ func TestSEVCertCache(t *testing.T) {
 	strict := opts
 	strict.AllowUncheckedRevocation = false
 	_, err = Verify(ev, rd, strict)
-	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckRevocation)
+	wantErr(t, err, ErrCannotCheck, errMissingCollateral, CheckRevocation)
 	// Capacity is bounded.
 	for i := range 4 {
 		other, err := sim.New(sim.Options{Seed: []byte{byte(i)}})

@@ -46,31 +46,31 @@ type TDXClaims struct {
 
 func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
 	if ev.Format != TDXFormat {
-		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
 	if err := checkSimulated(ev, opts); err != nil {
 		return nil, err
 	}
 	if len(ev.Signature) != 0 || len(ev.Aux) != 0 {
-		return nil, rejected(CheckParse, errors.New("tdx evidence carries a detached signature or aux data"))
+		return nil, rejected(checkParse, errors.New("tdx evidence carries a detached signature or aux data"))
 	}
 	q, err := tdxquote.Parse(ev.Blob)
 	if errors.Is(err, tdxquote.ErrUnsupported) {
-		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
 	}
 	if err != nil {
-		return nil, rejected(CheckParse, err)
+		return nil, rejected(checkParse, err)
 	}
 	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
 	if err != nil {
-		return nil, rejected(CheckParse, err)
+		return nil, rejected(checkParse, err)
 	}
 	if len(ev.CertChain) != len(chain) {
-		return nil, rejected(CheckParse, errors.New("cert_chain differs from the quote's pck chain"))
+		return nil, rejected(checkParse, errors.New("cert_chain differs from the quote's pck chain"))
 	}
 	for i := range chain {
 		if !bytes.Equal(ev.CertChain[i], chain[i]) {
-			return nil, rejected(CheckParse, errors.New("cert_chain differs from the quote's pck chain"))
+			return nil, rejected(checkParse, errors.New("cert_chain differs from the quote's pck chain"))
 		}
 	}
 
@@ -96,14 +96,14 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	}
 
 	var pq *tdxpb.QuoteV4
-	err = guard(CheckParse, func() error {
+	err = guard(checkParse, func() error {
 		a, err := tdxabi.QuoteToProto(ev.Blob)
 		if err != nil {
-			return rejected(CheckParse, err)
+			return rejected(checkParse, err)
 		}
 		v, ok := a.(*tdxpb.QuoteV4)
 		if !ok {
-			return cannotCheck(CheckFormat, fmt.Errorf("%w: quote type %T", ErrUnsupported, a))
+			return cannotCheck(checkFormat, fmt.Errorf("%w: quote type %T", ErrUnsupported, a))
 		}
 		pq = v
 		return nil
@@ -142,7 +142,7 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	switch {
 	case c.tdxHasCollateral():
 		if err := c.tdxSizesOK(); err != nil {
-			return nil, cannotCheck(CheckCollateral, err)
+			return nil, cannotCheck(checkCollateral, err)
 		}
 		tcb, err := verifyTDXCollateral(pq, c, pool, ts)
 		if err != nil {
@@ -153,13 +153,13 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 			res.Revocation = StatusChecked
 		}
 	case c.tdxAny():
-		return nil, cannotCheck(CheckCollateral, fmt.Errorf("%w: tdx collateral needs tcb info and qe identity with their issuer chains", ErrMissingCollateral))
+		return nil, cannotCheck(checkCollateral, fmt.Errorf("%w: tdx collateral needs tcb info and qe identity with their issuer chains", errMissingCollateral))
 	}
 	if res.Collateral == StatusSkipped && !opts.AllowUncheckedCollateral {
-		return nil, cannotCheck(CheckCollateral, fmt.Errorf("%w: no tdx tcb info and qe identity supplied", ErrMissingCollateral))
+		return nil, cannotCheck(checkCollateral, fmt.Errorf("%w: no tdx tcb info and qe identity supplied", errMissingCollateral))
 	}
 	if res.Revocation == StatusSkipped && !opts.AllowUncheckedRevocation {
-		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no pck and root ca crls supplied", ErrMissingCollateral))
+		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no pck and root ca crls supplied", errMissingCollateral))
 	}
 	return res, nil
 }
@@ -191,15 +191,15 @@ var tdxRevokedRE = regexp.MustCompile(`^(PCK Leaf certificate in PCK certificate
 func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, ts *tdxverify.TimeSet) (*tdxTCB, error) {
 	g := &offlineGetter{c: c}
 	o := &tdxverify.Options{GetCollateral: true, CheckRevocations: c.tdxHasCRLs(), Getter: g, TrustedRoots: pool, Now: ts}
-	err := guard(CheckCollateral, func() error { return tdxverify.TdxQuote(pq, o) })
-	if errors.Is(err, ErrInternal) {
+	err := guard(checkCollateral, func() error { return tdxverify.TdxQuote(pq, o) })
+	if errors.Is(err, errInternal) {
 		return nil, err
 	}
 	if len(g.missing) > 0 {
-		return nil, cannotCheck(CheckCollateral, fmt.Errorf("%w: %d items", ErrMissingCollateral, len(g.missing)))
+		return nil, cannotCheck(checkCollateral, fmt.Errorf("%w: %d items", errMissingCollateral, len(g.missing)))
 	}
 	var td, qe pcs.TcbLevel
-	lerr := guard(CheckCollateral, func() error {
+	lerr := guard(checkCollateral, func() error {
 		var err error
 		td, qe, err = tdxverify.SupportedTcbLevelsFromCollateral(pq, o)
 		return err
@@ -211,7 +211,7 @@ func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, 
 			// TdxQuote stopped before matching the QE report to the QE
 			// identity: do that here, without the status.
 			if qerr := checkQEIdentity(pq, c.TDXQEIdentity); qerr != nil {
-				return nil, rejected(CheckCollateral, qerr)
+				return nil, rejected(checkCollateral, qerr)
 			}
 			err = nil
 		case strings.HasPrefix(msg, qeStatusFailure) && td.TcbStatus == pcs.TcbComponentStatusUpToDate &&
@@ -230,20 +230,20 @@ func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, 
 			tdxverify.ErrTcbInfoRootCertExpired, tdxverify.ErrQeIdentitySigningCertExpired,
 			tdxverify.ErrQeIdentityRootCertExpired, tdxverify.ErrPCKCrlSigningCertExpired, tdxverify.ErrPCKCrlRootCertExpired} {
 			if errors.Is(lerr, expired) {
-				return nil, rejected(CheckCollateral, fmt.Errorf("%w: %w", ErrCollateralExpired, expired))
+				return nil, rejected(checkCollateral, fmt.Errorf("%w: %w", ErrCollateralExpired, expired))
 			}
 		}
-		return nil, rejected(CheckCollateral, err)
+		return nil, rejected(checkCollateral, err)
 	}
 	if lerr != nil {
-		return nil, rejected(CheckCollateral, lerr)
+		return nil, rejected(checkCollateral, lerr)
 	}
 	for _, l := range []pcs.TcbLevel{td, qe} {
-		if l.TcbStatus == TCBStatusRevoked {
-			return nil, rejected(CheckCollateral, fmt.Errorf("%w: the matching tcb level is Revoked", ErrRevoked))
+		if l.TcbStatus == tCBStatusRevoked {
+			return nil, rejected(checkCollateral, fmt.Errorf("%w: the matching tcb level is Revoked", ErrRevoked))
 		}
 		if !slices.Contains(knownTCBStatuses, string(l.TcbStatus)) {
-			return nil, rejected(CheckCollateral, fmt.Errorf("unknown tcb status %q", safetext.Clip(string(l.TcbStatus), 48)))
+			return nil, rejected(checkCollateral, fmt.Errorf("unknown tcb status %q", safetext.Clip(string(l.TcbStatus), 48)))
 		}
 	}
 	var adv []string
@@ -298,7 +298,7 @@ func checkQEIdentity(pq *tdxpb.QuoteV4, raw []byte) error {
 // parsed and whose chain ends in the pinned root: the PCK chain, the QE
 // report signature, the attestation key binding, else the quote signature.
 func diagnoseTDX(libErr error, q *tdxquote.Quote, chain [][]byte, pool *x509.CertPool, now time.Time) error {
-	if errors.Is(libErr, ErrInternal) {
+	if errors.Is(libErr, errInternal) {
 		return libErr
 	}
 	if errors.Is(libErr, tdxverify.ErrHashVerificationFail) {

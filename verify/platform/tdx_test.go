@@ -91,17 +91,17 @@ func TestTDXMissingOrInconsistentChain(t *testing.T) {
 	bad := cloneEvidence(ev)
 	bad.CertChain = nil
 	_, err := Verify(bad, rd, simOpts())
-	wantErr(t, err, ErrRejected, nil, CheckParse)
+	wantErr(t, err, ErrRejected, nil, checkParse)
 
 	bad = cloneEvidence(ev)
 	bad.CertChain[0], bad.CertChain[1] = bad.CertChain[1], bad.CertChain[0]
 	_, err = Verify(bad, rd, simOpts())
-	wantErr(t, err, ErrRejected, nil, CheckParse)
+	wantErr(t, err, ErrRejected, nil, checkParse)
 
 	bad = cloneEvidence(ev)
 	bad.Aux = map[string][]byte{"x": {1}}
 	_, err = Verify(bad, rd, simOpts())
-	wantErr(t, err, ErrRejected, nil, CheckParse)
+	wantErr(t, err, ErrRejected, nil, checkParse)
 }
 
 // TDX quote regions (tdxquote layout).
@@ -233,7 +233,7 @@ func TestTDXShippedCollateralExpired(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			opts := Options{Now: now, Collateral: shippedCollateral(t)}
 			_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
-			wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckCollateral)
+			wantErr(t, err, ErrRejected, ErrCollateralExpired, checkCollateral)
 		})
 	}
 }
@@ -245,7 +245,7 @@ func TestTDXShippedCollateralInsideValidity(t *testing.T) {
 	ev, rd := tdxtest.Evidence(t, realTDXSamples[0])
 	opts := Options{Now: func() time.Time { return time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC) }, Collateral: shippedCollateral(t)}
 	_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
-	wantErr(t, err, ErrRejected, nil, CheckCollateral)
+	wantErr(t, err, ErrRejected, nil, checkCollateral)
 	if errorsIs(err, ErrCollateralExpired) {
 		t.Fatalf("collateral reported expired inside its validity: %v", err)
 	}
@@ -256,7 +256,7 @@ func TestTDXPartialCollateral(t *testing.T) {
 	c := shippedCollateral(t)
 	c.TDXQEIdentity = nil
 	_, err := verifyRaw(ev, rd, evidence.ReportData{}, Options{Now: fixedNow, Collateral: c})
-	wantErr(t, err, ErrCannotCheck, ErrMissingCollateral, CheckCollateral)
+	wantErr(t, err, ErrCannotCheck, errMissingCollateral, checkCollateral)
 }
 
 func TestTDXCollateralAgainstSimulatedQuote(t *testing.T) {
@@ -266,7 +266,7 @@ func TestTDXCollateralAgainstSimulatedQuote(t *testing.T) {
 	opts := simOpts()
 	opts.Collateral = shippedCollateral(t)
 	_, err := Verify(ev, rd, opts)
-	wantErr(t, err, ErrRejected, nil, CheckCollateral)
+	wantErr(t, err, ErrRejected, nil, checkCollateral)
 }
 
 func TestLoadCollateralDir(t *testing.T) {

@@ -125,21 +125,21 @@ func TestTDXTCBStatusPolicy(t *testing.T) {
 	})
 	t.Run("revoked level rejected", func(t *testing.T) {
 		_, err := simTDXWith(t, fakeqe.PCSOptions{TCBLevels: []fakeqe.TCBLevel{newer, {Status: "Revoked"}}})
-		wantErr(t, err, ErrRejected, ErrRevoked, CheckCollateral)
+		wantErr(t, err, ErrRejected, ErrRevoked, checkCollateral)
 		_, err = simTDXWith(t, fakeqe.PCSOptions{QEStatus: "Revoked"})
-		wantErr(t, err, ErrRejected, ErrRevoked, CheckCollateral)
+		wantErr(t, err, ErrRejected, ErrRevoked, checkCollateral)
 	})
 	t.Run("unknown status rejected", func(t *testing.T) {
 		_, err := simTDXWith(t, fakeqe.PCSOptions{TCBLevels: []fakeqe.TCBLevel{{Status: "Splendid"}}})
-		wantErr(t, err, ErrRejected, nil, CheckCollateral)
+		wantErr(t, err, ErrRejected, nil, checkCollateral)
 	})
 	t.Run("no matching level", func(t *testing.T) {
 		_, err := simTDXWith(t, fakeqe.PCSOptions{TCBLevels: []fakeqe.TCBLevel{newer}})
-		wantErr(t, err, ErrRejected, nil, CheckCollateral)
+		wantErr(t, err, ErrRejected, nil, checkCollateral)
 	})
 	t.Run("expired", func(t *testing.T) {
 		_, err := simTDXWith(t, fakeqe.PCSOptions{Validity: -time.Hour, TCBLevels: []fakeqe.TCBLevel{newer, {Status: "OutOfDate"}}})
-		wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckCollateral)
+		wantErr(t, err, ErrRejected, ErrCollateralExpired, checkCollateral)
 	})
 	t.Run("tampered tcb info", func(t *testing.T) {
 		rd := testRD(t, "tdx")
@@ -147,7 +147,7 @@ func TestTDXTCBStatusPolicy(t *testing.T) {
 		c := simTDXCollateral(t, fakeqe.PCSOptions{TCBLevels: []fakeqe.TCBLevel{newer, {Status: "OutOfDate"}}})
 		c.TDXTCBInfo = bytes.Replace(c.TDXTCBInfo, []byte(`"OutOfDate"`), []byte(`"UpToDate"`), 1)
 		_, err := Verify(ev, rd, Options{Now: fixedNow, AllowSimulated: true, Collateral: c})
-		wantErr(t, err, ErrRejected, nil, CheckCollateral)
+		wantErr(t, err, ErrRejected, nil, checkCollateral)
 	})
 }
 
@@ -202,5 +202,5 @@ func TestTDXSimRevokedPCK(t *testing.T) {
 	wantErr(t, err, ErrRejected, ErrRevoked, CheckRevocation)
 	// The same collateral with expired CRLs: expired, not revoked.
 	_, err = simTDXWith(t, fakeqe.PCSOptions{Validity: -time.Hour})
-	wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckCollateral)
+	wantErr(t, err, ErrRejected, ErrCollateralExpired, checkCollateral)
 }

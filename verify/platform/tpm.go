@@ -21,10 +21,10 @@ type TPMClaims struct {
 	AKName []byte
 	// PCRs are the quoted SHA-256 PCR values, ascending by index.
 	PCRs tpmquote.PCRValues
-	// AKProvenance says why the AK was trusted: AKPinned (its Name is in
+	// AKProvenance says why the AK was trusted: aKPinned (its Name is in
 	// Options.TrustedTPMAKs), AKEKCertified (a credential-activation record
 	// in Options.TPMAKCertifications whose EK certificate chains to
-	// Options.TPMEKRoots) or AKUnpinned (Options.AllowUntrustedTPMAK).
+	// Options.TPMEKRoots) or aKUnpinned (Options.AllowUntrustedTPMAK).
 	AKProvenance string
 	// For AKEKCertified: EKRootSHA256 is the SHA-256 of the root
 	// certificate (DER) the EK certificate chained to, TPM the identity in
@@ -44,7 +44,7 @@ type TPMClaims struct {
 
 func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*Result, error) {
 	if ev.Format != tpmquote.Format {
-		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: tpm format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tpm format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
 	if err := checkSimulated(ev, opts); err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	d := v.PCRs.Digest()
 	claims := &TPMClaims{
 		AKName:          clone(v.AKName),
-		AKProvenance:    AKPinned,
+		AKProvenance:    aKPinned,
 		PCRs:            v.PCRs,
 		Clock:           v.Attest.Clock,
 		ResetCount:      v.Attest.ResetCount,
@@ -96,7 +96,7 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	i := slices.IndexFunc(certified, func(c *tpmcred.CertifiedAK) bool { return bytes.Equal(c.AKName, v.AKName) })
 	switch {
 	case opts.AllowUntrustedTPMAK:
-		claims.AKProvenance = AKUnpinned
+		claims.AKProvenance = aKUnpinned
 		rootID = pick(ev.Simulated, rootIDSimTPMAn, rootIDTPMAny) + name
 	case i >= 0:
 		c := certified[i]
@@ -125,9 +125,9 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 
 // AK provenance values (TPMClaims.AKProvenance).
 const (
-	AKPinned      = "pinned"
+	aKPinned      = "pinned"
 	AKEKCertified = "ek-certified"
-	AKUnpinned    = "unpinned"
+	aKUnpinned    = "unpinned"
 )
 
 // rootIDTPMEK prefixes the RootID of an EK-certified AK:
@@ -176,7 +176,7 @@ func certifiedAKs(opts *Options) ([]*tpmcred.CertifiedAK, []error, error) {
 func classifyTPM(err error) error {
 	switch {
 	case errors.Is(err, tpmquote.ErrUnsupported):
-		return cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+		return cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
 	case errors.Is(err, tpmquote.ErrSimulated):
 		return rejected(CheckSimulated, fmt.Errorf("%w: %w", ErrSimulated, err))
 	case errors.Is(err, tpmquote.ErrUntrustedAK):
@@ -190,5 +190,5 @@ func classifyTPM(err error) error {
 	case errors.Is(err, tpmquote.ErrOptions):
 		return badOptions("%v", err)
 	}
-	return rejected(CheckParse, err)
+	return rejected(checkParse, err)
 }

@@ -114,7 +114,7 @@ func TestTPMCertifiedAK(t *testing.T) {
 
 	// Pinning alone still works and says so.
 	o = Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}}
-	if res, err := Verify(fx.Evidence, fx.ReportData, o); err != nil || res.TPM.AKProvenance != AKPinned {
+	if res, err := Verify(fx.Evidence, fx.ReportData, o); err != nil || res.TPM.AKProvenance != aKPinned {
 		t.Fatalf("pinned: %v", err)
 	}
 }
@@ -158,12 +158,12 @@ func TestTPMCertifiedAKRefused(t *testing.T) {
 	o = base
 	o.TPMEKRoots = nil
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrBadOptions, nil, CheckOptions)
+	wantErr(t, err, ErrBadOptions, nil, checkOptions)
 	o = base
 	o.AllowUntrustedTPMAK = true
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrBadOptions, nil, CheckOptions)
+	wantErr(t, err, ErrBadOptions, nil, checkOptions)
 	o = Options{Now: fixedNow, AllowSimulated: true, AllowUntrustedTPMAK: true, RequireTPMEKCertifiedAK: true}
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrBadOptions, nil, CheckOptions)
+	wantErr(t, err, ErrBadOptions, nil, checkOptions)
 }

@@ -58,7 +58,7 @@ func TestTPMNegative(t *testing.T) {
 	o = base
 	o.AllowUntrustedTPMAK = true
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrBadOptions, nil, CheckOptions)
+	wantErr(t, err, ErrBadOptions, nil, checkOptions)
 
 	_, err = Verify(fx.Evidence, testRD(t, "other"), base)
 	wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
@@ -77,5 +77,5 @@ func TestTPMNegative(t *testing.T) {
 	bad = cloneEvidence(fx.Evidence)
 	bad.Format = "tpm2/quote-v9"
 	_, err = Verify(bad, fx.ReportData, base)
-	wantErr(t, err, ErrCannotCheck, ErrUnsupported, CheckFormat)
+	wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
 }

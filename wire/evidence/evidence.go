@@ -9,6 +9,10 @@ const (
 	PlatformSEVSNP = "sev-snp"
 	PlatformTDX    = "tdx"
 	PlatformTPM    = "tpm"
+	// PlatformNVIDIAGPU is an NVIDIA GPU in confidential-computing mode:
+	// evidence beside the CPU's, whose requester nonce is
+	// ReportData.GPUNonce (docs/spec/attestation-v1.md, "GPU evidence").
+	PlatformNVIDIAGPU = "nvidia-gpu"
 )
 
 // Evidence is hardware evidence in a transportable form. Every byte slice is

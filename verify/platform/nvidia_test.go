@@ -1,0 +1,209 @@
+package platform
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/clawea/attester/enclave/nvgpu"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/simroots"
+)
+
+// hopperNonce is the requester nonce of the H100 sample (its README).
+const hopperNonce = "931d8dd0add203ac3d8b4fbde75e115278eefcdceac5b87671a748f32364dfcb"
+
+func hopperFile(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile("testdata/nvidia-hopper/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func hopperReport(t testing.TB) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(string(bytes.TrimSpace(hopperFile(t, "hopperAttestationReport.txt"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func pemChain(t testing.TB, b []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			return out
+		}
+		out = append(out, blk.Bytes)
+	}
+}
+
+func mustHex(t testing.TB, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestNVIDIAHopperSample is the nvidia-hopper rows of the conformance table
+// (docs/spec/verify-platform.md): the valid sample verifies, and each bad
+// variant is refused with its own check and cause.
+func TestNVIDIAHopperSample(t *testing.T) {
+	report := hopperReport(t)
+	chain := pemChain(t, hopperFile(t, "hopper_cert_chain_case1.txt"))
+	if len(chain) != 5 {
+		t.Fatalf("case1 has %d certificates", len(chain))
+	}
+	nonce := mustHex(t, hopperNonce)
+
+	res, err := VerifyNVIDIAReport(report, chain, nonce, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := res.GPU
+	if res.RootID != rootIDNVIDIA || res.Simulated || res.Revocation != StatusSkipped || c == nil {
+		t.Fatalf("result %+v", res)
+	}
+	if hex.EncodeToString(c.FWID) != "f5c384aebb579217a2c66b17ed0f28e6a9b8d639041acd7b4721cec004f7275494ba94bb5cdfdb3055ee051762b1f75d" ||
+		c.DriverVersion != "550.90.07" || c.VBIOSVersion != "96.00.9f.00.01" || len(c.Measurements) != 64 ||
+		hex.EncodeToString(c.Measurements[2]) != "8048dfd18fe229bf16eb9d30cca0f11a24dafe6eb731de1462984645a0b189b77c4e4e17de727a5e19e3d07de51da338" {
+		t.Fatalf("claims %+v", c)
+	}
+	// Without a nonce: verified, and the nonce is reported.
+	res, err = VerifyNVIDIAReport(report, chain, nil, testNow)
+	if err != nil || !bytes.Equal(res.GPU.Nonce[:], nonce) {
+		t.Fatalf("no nonce: %v", err)
+	}
+	// The chain without its root verifies to the pinned root too.
+	if _, err := VerifyNVIDIAReport(report, chain[:4], nonce, testNow); err != nil {
+		t.Fatalf("chain without root: %v", err)
+	}
+
+	changed := bytes.Clone(report)
+	changed[120] ^= 1 // inside the value of measurement block 2
+	wrongNonce := bytes.Clone(nonce)
+	wrongNonce[0] ^= 1
+	simRoot, err := simroots.NVIDIAGPURoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		report []byte
+		chain  [][]byte
+		nonce  []byte
+		check  string
+		cause  error
+	}{
+		{"changed byte", changed, chain, nonce, CheckSignature, nil},
+		{"wrong nonce", report, chain, wrongNonce, CheckReportData, ErrReportData},
+		{"case2 root only", report, pemChain(t, hopperFile(t, "hopper_cert_chain_case2.txt")), nonce, CheckChain, errGPUChainShort},
+		{"truncated chain (no intermediates)", report, [][]byte{chain[0], chain[4]}, nonce, CheckChain, nil},
+		{"signing certificate alone", report, pemChain(t, hopperFile(t, "hopper_signing_cert.pem")), nonce, CheckChain, nil},
+		{"other root", report, [][]byte{chain[0], chain[1], chain[2], chain[3], simRoot.Raw}, nonce, CheckRoot, ErrUntrustedRoot},
+		{"intermediate as leaf", report, chain[1:], nonce, CheckChain, nil},
+		{"truncated report", report[:len(report)-1], chain, nonce, checkParse, nil},
+		{"no chain", report, nil, nonce, CheckChain, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := VerifyNVIDIAReport(tc.report, tc.chain, tc.nonce, testNow)
+			pe, ok := errors.AsType[*Error](err)
+			if res != nil || !ok || !errors.Is(err, ErrRejected) || pe.Check != tc.check || (tc.cause != nil && !errors.Is(err, tc.cause)) {
+				t.Fatalf("got %v, %v; want rejected by %s (%v)", res, err, tc.check, tc.cause)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+}
+
+func TestParseFWIDExtension(t *testing.T) {
+	leaf := pemChain(t, hopperFile(t, "hopper_signing_cert.pem"))
+	if len(leaf) != 1 {
+		t.Fatal("signing cert")
+	}
+	for _, bad := range [][]byte{nil, {0x30, 0x00}, {0x04, 0x00}, mustHex(t, "3005300306012a")} {
+		if _, err := parseFWIDExtension(bad); err == nil {
+			t.Fatalf("%x accepted", bad)
+		}
+	}
+}
+
+// TestNVIDIASimulated runs the real verifier on the fake GPU's evidence
+// through Verify, bound to REPORT_DATA, and the GPU policy on the result.
+func TestNVIDIASimulated(t *testing.T) {
+	g, err := nvgpu.NewSimulated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := testRD(t, "gpu")
+	ev := quote(t, g, nil, rd)
+	res, err := Verify(ev, rd, simOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Simulated || res.RootID != rootIDSimNVIDIA || res.ReportData != rd.Bytes() || res.GPU == nil || len(res.GPU.Measurements) == 0 {
+		t.Fatalf("result %+v", res)
+	}
+
+	// Refusals, each with its class and check.
+	noRevocation := simOpts()
+	noRevocation.AllowUncheckedRevocation = false
+	tampered := *ev
+	tampered.Blob = bytes.Clone(ev.Blob)
+	tampered.Blob[60] ^= 1
+	realClaims := *ev
+	realClaims.Simulated = false
+	otherChain := *ev
+	otherChain.CertChain = pemChain(t, hopperFile(t, "hopper_cert_chain_case1.txt"))
+	for _, tc := range []struct {
+		name  string
+		ev    *evidence.Evidence
+		rd    evidence.ReportData
+		opts  Options
+		class error
+		check string
+	}{
+		{"simulation not allowed", ev, rd, Options{Now: fixedNow, AllowUncheckedRevocation: true}, ErrRejected, CheckSimulated},
+		{"no revocation data", ev, rd, noRevocation, ErrCannotCheck, CheckRevocation},
+		{"other run", ev, testRD(t, "other run"), simOpts(), ErrRejected, CheckReportData},
+		{"changed byte", &tampered, rd, simOpts(), ErrRejected, CheckSignature},
+		{"claims to be real", &realClaims, rd, simOpts(), ErrRejected, CheckRoot},
+		{"real chain, simulated report", &otherChain, rd, simOpts(), ErrRejected, CheckRoot},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Verify(tc.ev, tc.rd, tc.opts)
+			pe, ok := errors.AsType[*Error](err)
+			if res != nil || !ok || !errors.Is(err, tc.class) || pe.Check != tc.check {
+				t.Fatalf("got %v, %v; want %v at %s", res, err, tc.class, tc.check)
+			}
+		})
+	}
+
+	// Policy: nothing pinned refuses; the digest or the pinned indices pass;
+	// a wrong pinned value or a missing index refuses.
+	if err := CheckPolicy(res, Policy{}); !errors.Is(err, ErrPolicy) {
+		t.Fatalf("empty policy: %v", err)
+	}
+	if err := CheckPolicy(res, Policy{Measurements: [][]byte{res.Measurement}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckPolicy(res, Policy{GPUMeasurements: map[int][]byte{1: res.GPU.Measurements[1], 8: res.GPU.Measurements[8]}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pins := range []map[int][]byte{{1: res.GPU.Measurements[2]}, {9: res.GPU.Measurements[1]}} {
+		if err := CheckPolicy(res, Policy{GPUMeasurements: pins}); !errors.Is(err, ErrPolicy) {
+			t.Fatalf("pins %v: %v", pins, err)
+		}
+	}
+}
