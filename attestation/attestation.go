@@ -30,6 +30,7 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/nvspdm"
 	"github.com/clawea/attester/wire/teeclaims"
 )
 
@@ -60,6 +61,10 @@ type Issuer struct {
 	// Collateral, when set, supplies verification collateral for each piece
 	// of evidence (names per docs/spec/attestation-v1.md).
 	Collateral CollateralSource
+	// GPUs produce GPU evidence (platform nvidia-gpu) over the same
+	// REPORT_DATA, added after the CPU evidence of every execution
+	// attestation (docs/spec/attestation-v1.md section 4.3).
+	GPUs []enclave.Quoter
 }
 
 // CollateralSource supplies verification collateral (CRLs, TCB info) for
@@ -454,12 +459,20 @@ func (a *attestRun) evidence(ctx context.Context) error {
 	if a.ev, a.claims, coll, err = a.is.quote(ctx, rd); err != nil {
 		return err
 	}
+	items := []evidencedoc.Item{{Evidence: a.ev, Collateral: coll}}
+	for i, g := range a.is.GPUs {
+		ev, err := quoteGPU(ctx, g, rd)
+		if err != nil {
+			return fmt.Errorf("gpu %d: %w", i, err)
+		}
+		items = append(items, evidencedoc.Item{Evidence: ev})
+	}
 	a.doc, err = a.is.signDoc(&evidencedoc.Document{
 		Kind:      evidencedoc.KindExecution,
 		IssuedAt:  a.now,
 		Nonce:     a.nonce,
 		Execution: a.ec,
-		Items:     []evidencedoc.Item{{Evidence: a.ev, Collateral: coll}},
+		Items:     items,
 	}, a.ctxBytes)
 	if err != nil {
 		return err
@@ -467,6 +480,26 @@ func (a *attestRun) evidence(ctx context.Context) error {
 	a.evidenceHash = b64u.SHA256(a.doc.JWS)
 	a.nonceB64u = b64u.Encode(a.nonce[:])
 	return nil
+}
+
+// quoteGPU asks a GPU for evidence over rd and checks, before anything is
+// signed, that it is a GPU report carrying rd.GPUNonce().
+func quoteGPU(ctx context.Context, g enclave.Quoter, rd evidence.ReportData) (*evidence.Evidence, error) {
+	ev, err := g.Quote(ctx, rd)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrQuote, err)
+	}
+	if ev.Platform != evidence.PlatformNVIDIAGPU || ev.Format != nvspdm.Format {
+		return nil, fmt.Errorf("%w: gpu evidence is %s/%s", ErrEvidence, ev.Platform, ev.Format)
+	}
+	rep, err := nvspdm.Parse(ev.Blob)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	if rep.Nonce != rd.GPUNonce() {
+		return nil, fmt.Errorf("%w: the gpu report does not carry the gpu nonce of this report data", ErrEvidence)
+	}
+	return ev, nil
 }
 
 // envelope signs the execution_attestation envelope and checks that the

@@ -20,6 +20,7 @@ import (
 
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/nvgpu"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
@@ -28,6 +29,7 @@ import (
 	"github.com/clawea/attester/schema/schemas"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/nvspdm"
 	"github.com/clawea/attester/wire/simroots"
 	"github.com/clawea/attester/wire/tdxsimroots"
 	"github.com/clawea/attester/wire/teeclaims"
@@ -99,7 +101,7 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 	if err != nil {
 		t.Fatalf("evidencedoc.Parse: %v", err)
 	}
-	if doc.Kind != evidencedoc.KindExecution || len(doc.Items) != 1 || doc.Execution.AttestationID != p.AttestationID {
+	if doc.Kind != evidencedoc.KindExecution || len(doc.Items) != 1+len(is.GPUs) || doc.Execution.AttestationID != p.AttestationID {
 		t.Fatalf("document: kind %s, %d items", doc.Kind, len(doc.Items))
 	}
 	// metadata.clawea equals the hardware-bound commitments plus simulated.
@@ -662,5 +664,37 @@ func TestAttestHarnessFromBundle(t *testing.T) {
 	}
 	if v := checkOutput(t, r, is, out); v.payload.Harness != nil {
 		t.Fatalf("harness %+v for a bundle that names none", v.payload.Harness)
+	}
+}
+
+// TestAttestWithGPU: GPU evidence follows the CPU evidence, its report
+// carries the GPU nonce of the run's REPORT_DATA; a GPU whose report is
+// over other report data, a GPU that is not a GPU and a GPU that fails
+// stop the attestation.
+func TestAttestWithGPU(t *testing.T) {
+	g, err := nvgpu.NewSimulated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRun()
+	is := issuer(simSEV(t))
+	is.GPUs = []enclave.Quoter{g}
+	out, err := is.Attest(context.Background(), r.input(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := checkOutput(t, r, is, out)
+	if len(v.doc.Items) != 2 || v.doc.Items[1].Evidence.Platform != evidence.PlatformNVIDIAGPU {
+		t.Fatalf("%d items", len(v.doc.Items))
+	}
+	rep, err := nvspdm.Parse(v.doc.Items[1].Evidence.Blob)
+	if err != nil || rep.Nonce != v.rd.GPUNonce() {
+		t.Fatalf("gpu nonce: %v", err)
+	}
+	for name, bad := range map[string]enclave.Quoter{"stale": staleQuoter{g}, "cpu as gpu": simSEV(t), "failing": failingQuoter{}} {
+		is.GPUs = []enclave.Quoter{bad}
+		if out, err := is.Attest(context.Background(), newRun().input(t)); err == nil || out != nil {
+			t.Fatalf("%s: attested", name)
+		}
 	}
 }

@@ -120,6 +120,12 @@ type Policy struct {
 	// that must be true: an attestation without isolation claims, or with
 	// one of these false, is refused. Empty requires none.
 	RequireIsolation []string
+	// RequireGPU refuses an attestation without verified NVIDIA GPU
+	// evidence (docs/spec/attestation-v1.md section 4.3).
+	RequireGPU bool
+	// GPUMeasurements pins GPU measurement blocks by index (see
+	// platform.Policy.GPUMeasurements).
+	GPUMeasurements map[int][]byte
 }
 
 var (
@@ -183,6 +189,8 @@ type policyDoc struct {
 	ExpectedGatePolicyHash   *string           `conf:"expected_gate_policy_hash_b64u"`
 	ExpectedModel            *pohjson.Value    `conf:"expected_model"`
 	RequireIsolation         *pohjson.Value    `conf:"require_isolation"`
+	RequireGPU               bool              `conf:"require_gpu"`
+	GPUMeasurements          map[string]string `conf:"gpu_measurements_hex,max=255"`
 
 	policy *Policy
 }
@@ -194,6 +202,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		AllowSimulated: doc.AllowSimulated, AllowUncheckedRevocation: doc.AllowUncheckedRevocation,
 		AllowUncheckedCollateral: doc.AllowUncheckedCollateral, AllowAnyMeasurement: doc.AllowAnyMeasurement,
 		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
+		RequireGPU: doc.RequireGPU,
 	}
 	for _, read := range []func(*confdoc.Decoder, *Policy){
 		doc.readPlatform,
@@ -201,6 +210,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		doc.readTrusted,
 		doc.readRecipes,
 		doc.readExpected,
+		doc.readGPU,
 	} {
 		read(d, p)
 	}
@@ -527,6 +537,7 @@ func (p *Policy) Encode() ([]byte, error) {
 	if len(p.RequireIsolation) > 0 {
 		ms = append(ms, pohjson.M("require_isolation", encodeRequireIsolation(p.RequireIsolation)))
 	}
+	ms = append(ms, p.encodeGPU()...)
 	return pohjson.Stringify(pohjson.NewObject(ms...))
 }
 

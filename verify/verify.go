@@ -719,6 +719,7 @@ func (st *state) checkPolicy() *Error {
 		MinTDXTeeTCBSVN:     p.MinTDXTeeTCBSVN,
 		TCBStatuses:         p.TDXTCBStatuses,
 		AllowedAdvisoryIDs:  p.TDXAllowedAdvisoryIDs,
+		GPUMeasurements:     p.GPUMeasurements,
 	}
 	for i, pr := range r.Platform {
 		if err := platform.CheckPolicy(pr, pp); err != nil {
@@ -731,6 +732,9 @@ func (st *state) checkPolicy() *Error {
 	}
 	if p.AllowAnyMeasurement {
 		st.warn("policy accepts any measurement")
+	}
+	if e := checkRequireGPU(p, r); e != nil {
+		return e
 	}
 	if len(p.TrustedAttesterDIDs) > 0 && !slices.Contains(p.TrustedAttesterDIDs, r.AttesterDID) {
 		return policyErr(PolicyAttester, "trusted_attester_dids", "attester %s is not in trusted_attester_dids", r.AttesterDID)

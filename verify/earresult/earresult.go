@@ -80,6 +80,9 @@ func New(res *verify.Result, verr error, o Options) (*ear.AttestationResult, err
 		mapFailure(ap, verr, annot)
 	} else {
 		mapSuccess(ar, ap, res, pinsConfig(pol), annot)
+		if g := gpuSubmod(res, id); g != nil {
+			ar.Submods[GPUSubmodName] = g
+		}
 	}
 	ap.VeraisonAnnotatedEvidence = &annot
 	return ar, nil

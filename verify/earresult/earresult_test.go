@@ -177,3 +177,40 @@ func TestTCBStatusReflected(t *testing.T) {
 		})
 	}
 }
+
+// TestGPUSubmod: a verified result with GPU evidence has a second submod,
+// a warning while the GPU evidence is simulated or its revocation
+// unchecked; without GPU evidence there is one submod.
+func TestGPUSubmod(t *testing.T) {
+	ar, err := New(result(), nil, Options{Now: now})
+	if err != nil || len(ar.Submods) != 1 {
+		t.Fatalf("cpu only: %v %d submods", err, len(ar.Submods))
+	}
+	r := result()
+	r.Evidence = append(r.Evidence, verify.EvidenceResult{
+		Platform: "nvidia-gpu", RootID: "nvidia-device-identity-ca", TCB: "vbios 96.00.9f.00.01 driver 550.90.07",
+		MeasurementB64u: "m", Revocation: "skipped", Collateral: "not-applicable",
+	})
+	ar, err = New(r, nil, Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, ok := ar.Submods[GPUSubmodName]
+	if len(ar.Submods) != 2 || !ok || *g.Status != ear.TrustTierWarning || g.TrustVector.Hardware != ear.UnsafeHardwareClaim {
+		t.Fatalf("submods %v", ar.Submods)
+	}
+	gpus := (*g.VeraisonAnnotatedEvidence)["gpus"].([]interface{})
+	if len(gpus) != 1 || gpus[0].(map[string]interface{})["evidence_index"] != 1 {
+		t.Fatalf("annotations %v", *g.VeraisonAnnotatedEvidence)
+	}
+	r.Evidence[1].Revocation = "checked"
+	ar, _ = New(r, nil, Options{Now: now})
+	if g := ar.Submods[GPUSubmodName]; *g.Status != ear.TrustTierAffirming {
+		t.Fatalf("checked real gpu: %v", *g.Status)
+	}
+	// A refused attestation has no gpu submod.
+	ar, _ = New(nil, &verify.Error{Class: verify.ErrRejected, Check: "platform"}, Options{Now: now})
+	if len(ar.Submods) != 1 {
+		t.Fatalf("failure: %d submods", len(ar.Submods))
+	}
+}

@@ -71,14 +71,19 @@ const (
 const (
 	// MaxJWSBytes bounds a compact JWS handed to Parse.
 	MaxJWSBytes = 8 << 20
-	// maxEvidence bounds the number of evidence items.
+	// maxEvidence bounds the number of CPU evidence items, maxGPUItems the
+	// GPU evidence items after them (an eight-GPU board).
 	maxEvidence = 4
+	maxGPUItems = 8
 	// MaxBlobBytes bounds Evidence.Blob.
 	MaxBlobBytes = 64 << 10
 	// maxSignatureBytes bounds Evidence.Signature.
 	maxSignatureBytes = 1024
 	// maxCerts and maxCertBytes bound Evidence.CertChain.
-	maxCerts     = 4
+	maxCerts = 4
+	// maxGPUCerts bounds a GPU's device certificate chain (five on a
+	// Hopper: device, BROM, provisioner, identity, root).
+	maxGPUCerts  = 8
 	maxCertBytes = 16 << 10
 	// maxAuxBytes bounds one Evidence.Aux value (a TPM event log).
 	maxAuxBytes = 4 << 20

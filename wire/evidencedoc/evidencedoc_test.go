@@ -6,6 +6,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/nvspdm"
 )
 
 // fuzzKey signs the committed fuzz seeds.
@@ -416,6 +418,61 @@ func TestCommitmentVersions(t *testing.T) {
 			tweak(&d.Execution.Clawea)
 			if s, err := evidencedoc.Sign(fuzzKey, d); err == nil || s != nil {
 				t.Fatal("signed an invalid commitment")
+			}
+		})
+	}
+}
+
+// gpuItem is a GPU evidence item (its blob is not checked here: the
+// verifier parses it).
+func gpuItem(certs int) evidencedoc.Item {
+	return evidencedoc.Item{Evidence: &evidence.Evidence{
+		Platform: evidence.PlatformNVIDIAGPU, Format: nvspdm.Format, Blob: []byte{1}, CertChain: slices.Repeat([][]byte{{0x30}}, certs),
+	}}
+}
+
+// TestGPUItems: GPU evidence follows the CPU evidence, at most eight GPUs
+// with at most eight certificates each, and round-trips; anything else is
+// refused.
+func TestGPUItems(t *testing.T) {
+	d := execDoc(t)
+	d.Items = append(d.Items, gpuItem(5), gpuItem(8))
+	s, err := evidencedoc.Sign(fuzzKey, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := evidencedoc.Parse(s.JWS, pub())
+	if err != nil || len(got.Items) != 3 || got.Items[2].Evidence.Platform != evidence.PlatformNVIDIAGPU || len(got.Items[2].Evidence.CertChain) != 8 {
+		t.Fatalf("parse: %v", err)
+	}
+	for name, tweak := range map[string]func(d *evidencedoc.Document){
+		"gpu first": func(d *evidencedoc.Document) { d.Items = append([]evidencedoc.Item{gpuItem(1)}, d.Items...) },
+		"gpu only":  func(d *evidencedoc.Document) { d.Items = []evidencedoc.Item{gpuItem(1)} },
+		"nine gpus": func(d *evidencedoc.Document) {
+			d.Items = append(d.Items, slices.Repeat([]evidencedoc.Item{gpuItem(1)}, 9)...)
+		},
+		"nine gpu certs": func(d *evidencedoc.Document) { d.Items = append(d.Items, gpuItem(9)) },
+		"gpu aux": func(d *evidencedoc.Document) {
+			it := gpuItem(1)
+			it.Evidence.Aux = map[string][]byte{"cert_table": {1}}
+			d.Items = append(d.Items, it)
+		},
+		"gpu signature": func(d *evidencedoc.Document) {
+			it := gpuItem(1)
+			it.Evidence.Signature = []byte{1}
+			d.Items = append(d.Items, it)
+		},
+		"gpu other format": func(d *evidencedoc.Document) {
+			it := gpuItem(1)
+			it.Evidence.Format = "nvidia/other"
+			d.Items = append(d.Items, it)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := execDoc(t)
+			tweak(d)
+			if s, err := evidencedoc.Sign(fuzzKey, d); err == nil || s != nil {
+				t.Fatal("signed an invalid document")
 			}
 		})
 	}

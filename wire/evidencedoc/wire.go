@@ -16,6 +16,7 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/nvspdm"
 )
 
 // timeFormat is the issued_at format: RFC 3339 UTC with milliseconds, as
@@ -57,6 +58,10 @@ type platformRule struct {
 	signature  bool
 	aux        []string
 	collateral []string
+	// gpu marks accelerator evidence: it follows the CPU evidence, is
+	// counted against maxGPUItems, and may carry up to maxGPUCerts
+	// certificates.
+	gpu bool
 }
 
 // platformRules holds the platformRule of each platform an evidence
@@ -75,6 +80,10 @@ var platformRules = map[string]platformRule{
 		format:    "tpm2/quote",
 		signature: true,
 		aux:       []string{"ak_public", "event_log", "pcr_values"},
+	},
+	evidence.PlatformNVIDIAGPU: {
+		format: nvspdm.Format,
+		gpu:    true,
 	},
 }
 
@@ -288,8 +297,8 @@ func fromWire(w *wirePayload) (*Document, error) {
 	default:
 		return nil, fmt.Errorf("%w: kind %q", ErrUnsupported, safetext.Clip(w.Kind, 64))
 	}
-	if len(w.Evidence) == 0 || len(w.Evidence) > maxEvidence {
-		return nil, fmt.Errorf("%w: %d evidence items, want 1..%d", ErrMalformed, len(w.Evidence), maxEvidence)
+	if err := checkItemOrder(w.Evidence); err != nil {
+		return nil, err
 	}
 	for i := range w.Evidence {
 		it, err := itemFromWire(&w.Evidence[i])
@@ -444,6 +453,29 @@ func decodeBounded(field, s string, min, max int) ([]byte, error) {
 	return b, nil
 }
 
+// checkItemOrder checks the number of items and that CPU evidence (1 to
+// maxEvidence items) comes first, GPU evidence (0 to maxGPUItems) after.
+func checkItemOrder(items []wireEvidence) error {
+	cpu, gpu := 0, 0
+	for i := range items {
+		if platformRules[items[i].Platform].gpu {
+			gpu++
+			continue
+		}
+		if gpu > 0 {
+			return fmt.Errorf("%w: evidence[%d]: cpu evidence after gpu evidence", ErrMalformed, i)
+		}
+		cpu++
+	}
+	if cpu == 0 || cpu > maxEvidence {
+		return fmt.Errorf("%w: %d cpu evidence items, want 1..%d", ErrMalformed, cpu, maxEvidence)
+	}
+	if gpu > maxGPUItems {
+		return fmt.Errorf("%w: %d gpu evidence items, limit %d", ErrMalformed, gpu, maxGPUItems)
+	}
+	return nil
+}
+
 func itemFromWire(w *wireEvidence) (Item, error) {
 	rule, ok := platformRules[w.Platform]
 	if !ok {
@@ -467,8 +499,8 @@ func itemFromWire(w *wireEvidence) (Item, error) {
 			return Item{}, err
 		}
 	}
-	if len(w.CertChainB64u) > maxCerts {
-		return Item{}, fmt.Errorf("%w: %d certificates, limit %d", ErrMalformed, len(w.CertChainB64u), maxCerts)
+	if limit := certLimit(rule); len(w.CertChainB64u) > limit {
+		return Item{}, fmt.Errorf("%w: %d certificates, limit %d", ErrMalformed, len(w.CertChainB64u), limit)
 	}
 	for i, c := range w.CertChainB64u {
 		der, err := decodeBounded(fmt.Sprintf("cert_chain_b64u[%d]", i), c, 1, maxCertBytes)
@@ -485,6 +517,13 @@ func itemFromWire(w *wireEvidence) (Item, error) {
 		return Item{}, err
 	}
 	return Item{Evidence: ev, Collateral: coll}, nil
+}
+
+func certLimit(r platformRule) int {
+	if r.gpu {
+		return maxGPUCerts
+	}
+	return maxCerts
 }
 
 func decodeMap(field string, m map[string]string, allowed []string, max int) (map[string][]byte, error) {
