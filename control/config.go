@@ -73,6 +73,10 @@ type Config struct {
 	TPM TPMConfig
 	// Platform is auto, sev-snp, tdx, tpm or simulated.
 	Platform string
+	// GPU is off, required (NVIDIA GPU evidence through NVML for every
+	// GPU, refused when confidential computing is off or the build has no
+	// nvml tag) or simulated (the fake GPU; platform simulated only).
+	GPU string
 	// StateDir holds the sealed identity blob (optional: without it the
 	// identity is ephemeral).
 	StateDir string
@@ -138,6 +142,7 @@ type attesterDoc struct {
 	UploadBudgetBytes      *int64            `conf:"uploadBudgetBytes,min=0,max=17179869184"`
 	TPM                    TPMConfig         `conf:"tpm"`
 	Platform               string            `conf:"platform,enum=auto|sev-snp|tdx|tpm|simulated,default=auto"`
+	GPU                    string            `conf:"gpu,enum=off|required|simulated,default=off"`
 	StateDir               string            `conf:"stateDir"`
 	AllowUnlockedMemory    bool              `conf:"allowUnlockedMemory"`
 	TrustedTemplates       map[string]string `conf:"trustedTemplates,required,min=1,max=4096"`
@@ -180,6 +185,9 @@ func (a *attesterDoc) CheckConf(d *confdoc.Decoder, path string) {
 	if msg := tpmAddressProblem(a.Platform, a.TPM.Address); msg != "" {
 		d.Fail(jsonobj.Key(key("tpm"), "address"), confdoc.ErrBadValue, "%s", msg)
 	}
+	if msg := gpuProblem(a.Platform, a.GPU); msg != "" {
+		d.Fail(key("gpu"), confdoc.ErrBadValue, "%s", msg)
+	}
 	for _, name := range slices.Sorted(maps.Keys(a.TrustedTemplates)) {
 		if !sha256Tagged.MatchString(a.TrustedTemplates[name]) {
 			d.Fail(jsonobj.Key(key("trustedTemplates"), name), confdoc.ErrBadValue, `want "sha256:" and 64 lower-case hex digits`)
@@ -205,6 +213,16 @@ func listenAddrProblem(addr string) string {
 
 // tpmAddressProblem returns why tpm.address addr is refused with
 // platform, or "": set, it needs platform tpm and a host:port.
+// gpuProblem says why gpu cannot go with platform: the simulated GPU only
+// goes with the simulated platform, so that simulated GPU evidence never
+// sits beside real CPU evidence.
+func gpuProblem(platform, gpu string) string {
+	if gpu == "simulated" && platform != "simulated" {
+		return `"simulated" requires platform "simulated"`
+	}
+	return ""
+}
+
 func tpmAddressProblem(platform, addr string) string {
 	switch {
 	case addr == "":
@@ -227,7 +245,7 @@ func configWithDefaults(a *attesterDoc) *Config {
 		Listen: a.Listen, MetricsListen: a.MetricsListen, ControlSocket: a.ControlSocket,
 		ControlUIDs: a.ControlUIDs, Owners: a.Owners,
 		MaxTurnsPerRun: a.MaxTurnsPerRun, MaxOwnerMessagesPerRun: a.MaxOwnerMessagesPerRun, MaxToolCallsPerRun: a.MaxToolCallsPerRun,
-		UploadBudgetBytes: 2 * uploadCost(a.MaxPackBytes), TPM: a.TPM, Platform: a.Platform, StateDir: a.StateDir,
+		UploadBudgetBytes: 2 * uploadCost(a.MaxPackBytes), TPM: a.TPM, Platform: a.Platform, GPU: a.GPU, StateDir: a.StateDir,
 		AllowUnlockedMemory: a.AllowUnlockedMemory, TrustedTemplates: a.TrustedTemplates, MaxPackBytes: a.MaxPackBytes,
 		MaxRuns: a.MaxRuns, MaxConnections: a.MaxConnections, Development: a.Development,
 		ModelProvider: a.ModelProvider, Model: a.Model,
@@ -257,6 +275,9 @@ func (c *Config) SetPlatform(name string) error {
 	}
 	if msg := tpmAddressProblem(name, c.TPM.Address); msg != "" {
 		return configErr("attester.tpm.address", confdoc.ErrBadValue, "%s", msg)
+	}
+	if msg := gpuProblem(name, c.GPU); msg != "" {
+		return configErr("attester.gpu", confdoc.ErrBadValue, "%s", msg)
 	}
 	c.Platform = name
 	return nil

@@ -63,6 +63,8 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{func(m map[string]any) { m["attester"].(map[string]any)["maxPackBytes"] = 0 }, "attester.maxPackBytes"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["uploadBudgetBytes"] = 0 }, "attester.uploadBudgetBytes"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["platform"] = "" }, "attester.platform"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["gpu"] = "yes" }, "attester.gpu"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["gpu"] = "simulated" }, "attester.gpu"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["listen"] = "" }, "attester.listen"},
 		// Listen addresses are checked before anything is opened.
 		{func(m map[string]any) { m["attester"].(map[string]any)["listen"] = "not-an-addr" }, "attester.listen"},
@@ -226,6 +228,12 @@ func TestConfigFlagOverrides(t *testing.T) {
 	if err := c.SetPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, errConfig) || c.Platform != "simulated" {
 		t.Errorf("SetPlatform(sgx): %v, platform %q", err, c.Platform)
 	}
+	// The simulated GPU goes only with the simulated platform.
+	c.GPU = "simulated"
+	if err := c.SetPlatform("tdx"); !errors.As(err, &ce) || ce.Key != "attester.gpu" || c.Platform != "simulated" {
+		t.Errorf("SetPlatform(tdx) with the simulated gpu: %v, platform %q", err, c.Platform)
+	}
+	c.GPU = "off"
 	if err := c.SetListen("127.0.0.1:0"); err != nil || c.Listen != "127.0.0.1:0" {
 		t.Errorf("SetListen: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/control/rebuild"
+	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/sealed"
@@ -34,7 +35,9 @@ type Deps struct {
 	Platform   detect.Platform
 	// PlatformReport is what detection found.
 	PlatformReport *detect.Report
-	Logger         *slog.Logger
+	// GPUs produce GPU evidence beside the platform's (attester.gpu).
+	GPUs   []enclave.Quoter
+	Logger *slog.Logger
 	// Registerer receives the control plane's counters (packs, gate
 	// decisions, attestations); nil registers them nowhere.
 	Registerer prometheus.Registerer
@@ -52,6 +55,7 @@ type Service struct {
 	id       *Identity
 	platform detect.Platform
 	report   *detect.Report
+	gpus     []enclave.Quoter
 	log      *slog.Logger
 	metrics  *metrics
 	now      func() time.Time
@@ -75,7 +79,7 @@ func New(d Deps) (*Service, error) {
 		d.Now = time.Now
 	}
 	s := &Service{
-		cfg: d.Config, id: d.Identity, platform: d.Platform, report: d.PlatformReport,
+		cfg: d.Config, id: d.Identity, platform: d.Platform, report: d.PlatformReport, gpus: d.GPUs,
 		log: d.Logger, now: d.Now, answers: answerSigner{Identity: d.Identity},
 		memOpts: sealed.Options{AllowUnlocked: d.Config.AllowUnlockedMemory},
 	}
@@ -144,7 +148,7 @@ func (s *Service) OpenRuns() int { return s.runs.open() }
 func (s *Service) withIssuer(f func(*attestation.Issuer) error) error {
 	return s.id.withSigningKey(func(k ed25519.PrivateKey) error {
 		return f(&attestation.Issuer{
-			Key: k, Quoter: s.platform, Now: s.now,
+			Key: k, Quoter: s.platform, Now: s.now, GPUs: s.gpus,
 			RecipientKey: s.id.PackKey.Public().Bytes(),
 		})
 	})

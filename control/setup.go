@@ -8,6 +8,7 @@ import (
 
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/detect"
+	"github.com/clawea/attester/enclave/nvgpu"
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/sealed"
 )
@@ -33,6 +34,15 @@ func Setup(ctx context.Context, d Deps) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	log.Info("platform chosen", "platform", rep.Chosen, "simulated", rep.Simulated, "report", rep.String())
+	gpus, err := openGPUs(cfg.GPU)
+	if err != nil {
+		p.Close()
+		return nil, nil, err
+	}
+	if len(gpus) > 0 {
+		log.Info("gpu evidence enabled", "gpus", len(gpus), "mode", cfg.GPU)
+	}
+	d.GPUs = gpus
 	mopts := sealed.Options{AllowUnlocked: cfg.AllowUnlockedMemory}
 	sealer, err := platformSealer(p, rep, mopts)
 	if err != nil {
@@ -58,6 +68,35 @@ func Setup(ctx context.Context, d Deps) (*Service, func(), error) {
 		return nil, nil, err
 	}
 	return s, func() { s.Close(); id.Close(); p.Close() }, nil
+}
+
+// openGPUs opens the GPUs attester.gpu names: none for off, every NVIDIA GPU
+// through NVML for required (an error when NVML, a GPU or confidential
+// computing is missing), the fake GPU for simulated.
+func openGPUs(mode string) ([]enclave.Quoter, error) {
+	var gpus []*nvgpu.GPU
+	switch mode {
+	case "", "off":
+		return nil, nil
+	case "required":
+		var err error
+		if gpus, err = nvgpu.OpenNVML(); err != nil {
+			return nil, fmt.Errorf("attester.gpu required: %w", err)
+		}
+	case "simulated":
+		g, err := nvgpu.NewSimulated()
+		if err != nil {
+			return nil, fmt.Errorf("attester.gpu simulated: %w", err)
+		}
+		gpus = []*nvgpu.GPU{g}
+	default:
+		return nil, fmt.Errorf("attester.gpu: unknown mode %q", mode)
+	}
+	qs := make([]enclave.Quoter, len(gpus))
+	for i, g := range gpus {
+		qs[i] = g
+	}
+	return qs, nil
 }
 
 // platformSealer picks how the identity is sealed: TPM PCR policy, a

@@ -43,7 +43,13 @@ func TestVerifyExit(t *testing.T) {
 // scriptFiles extracts the fixtures of testdata/script/verify_sim.txt.
 func scriptFiles(t *testing.T) string {
 	t.Helper()
-	ar, err := txtar.ParseFile(filepath.Join("testdata", "script", "verify_sim.txt"))
+	return scriptFilesOf(t, "verify_sim.txt")
+}
+
+// scriptFilesOf extracts the fixtures of testdata/script/name.
+func scriptFilesOf(t *testing.T, name string) string {
+	t.Helper()
+	ar, err := txtar.ParseFile(filepath.Join("testdata", "script", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,5 +122,43 @@ func TestVerifyEARParses(t *testing.T) {
 		if err := again.UnmarshalJSON(raw); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestVerifyGPUEAR: packctl verify of an attestation with CPU and GPU
+// evidence emits an EAR with both submods.
+func TestVerifyGPUEAR(t *testing.T) {
+	dir := scriptFilesOf(t, "verify_gpu.txt")
+	in := func(n string) string { return filepath.Join(dir, n) }
+	keyPEM, err := os.ReadFile(in("ear-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(keyPEM)
+	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	out := in("ear.jwt")
+	if code := run([]string{"verify", "--attestation", in("gpu/attestation.json"), "--evidence", in("gpu/evidence.jws"),
+		"--policy", in("gpu-policy.json"), "--at", "2026-06-01T12:00:00Z", "--ear-key", in("ear-key.pem"), "--ear-out", out}, nil, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	tok, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ar ear.AttestationResult
+	if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, k.(ed25519.PrivateKey).Public()); err != nil {
+		t.Fatal(err)
+	}
+	cpu, gpu := ar.Submods[earresult.SubmodName], ar.Submods[earresult.GPUSubmodName]
+	if len(ar.Submods) != 2 || cpu == nil || gpu == nil || *gpu.Status != ear.TrustTierWarning {
+		t.Fatalf("submods %v", ar.Submods)
+	}
+	gpus := (*gpu.VeraisonAnnotatedEvidence)["gpus"].([]interface{})
+	if g := gpus[0].(map[string]interface{}); g["root_id"] != "sim-nvidia-device-identity-ca" || g["simulated"] != true {
+		t.Fatalf("gpu annotation %v", g)
 	}
 }
