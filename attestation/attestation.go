@@ -62,7 +62,7 @@ type Issuer struct {
 	// of evidence (names per docs/spec/attestation-v1.md).
 	Collateral CollateralSource
 	// GPUs produce GPU evidence (platform nvidia-gpu) over the same
-	// REPORT_DATA, added after the CPU evidence of every execution
+	// REPORT_DATA, added after the CPU evidence of every execution and key
 	// attestation (docs/spec/attestation-v1.md section 4.3).
 	GPUs []enclave.Quoter
 }
@@ -302,12 +302,16 @@ func (is *Issuer) KeyAttestation(ctx context.Context, challenge []byte) ([]byte,
 	if err != nil {
 		return nil, err
 	}
+	items, err := is.withGPUs(ctx, rd, evidencedoc.Item{Evidence: ev, Collateral: coll})
+	if err != nil {
+		return nil, err
+	}
 	doc, err := is.signDoc(&evidencedoc.Document{
 		Kind:     evidencedoc.KindKey,
 		IssuedAt: now,
 		Nonce:    nonce,
 		Key:      kc,
-		Items:    []evidencedoc.Item{{Evidence: ev, Collateral: coll}},
+		Items:    items,
 	}, ctxBytes)
 	if err != nil {
 		return nil, err
@@ -459,13 +463,9 @@ func (a *attestRun) evidence(ctx context.Context) error {
 	if a.ev, a.claims, coll, err = a.is.quote(ctx, rd); err != nil {
 		return err
 	}
-	items := []evidencedoc.Item{{Evidence: a.ev, Collateral: coll}}
-	for i, g := range a.is.GPUs {
-		ev, err := quoteGPU(ctx, g, rd)
-		if err != nil {
-			return fmt.Errorf("gpu %d: %w", i, err)
-		}
-		items = append(items, evidencedoc.Item{Evidence: ev})
+	items, err := a.is.withGPUs(ctx, rd, evidencedoc.Item{Evidence: a.ev, Collateral: coll})
+	if err != nil {
+		return err
 	}
 	a.doc, err = a.is.signDoc(&evidencedoc.Document{
 		Kind:      evidencedoc.KindExecution,
@@ -480,6 +480,19 @@ func (a *attestRun) evidence(ctx context.Context) error {
 	a.evidenceHash = b64u.SHA256(a.doc.JWS)
 	a.nonceB64u = b64u.Encode(a.nonce[:])
 	return nil
+}
+
+// withGPUs returns cpu followed by the evidence of every GPU over rd.
+func (is *Issuer) withGPUs(ctx context.Context, rd evidence.ReportData, cpu evidencedoc.Item) ([]evidencedoc.Item, error) {
+	items := []evidencedoc.Item{cpu}
+	for i, g := range is.GPUs {
+		ev, err := quoteGPU(ctx, g, rd)
+		if err != nil {
+			return nil, fmt.Errorf("gpu %d: %w", i, err)
+		}
+		items = append(items, evidencedoc.Item{Evidence: ev})
+	}
+	return items, nil
 }
 
 // quoteGPU asks a GPU for evidence over rd and checks, before anything is

@@ -698,3 +698,33 @@ func TestAttestWithGPU(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyAttestationWithGPU: a key attestation carries the GPU evidence
+// too, over the same REPORT_DATA.
+func TestKeyAttestationWithGPU(t *testing.T) {
+	g, err := nvgpu.NewSimulated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	is := issuer(simSEV(t))
+	is.GPUs = []enclave.Quoter{g}
+	jws, err := is.KeyAttestation(context.Background(), []byte("challenge"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := evidencedoc.Parse(jws, is.Key.Public().(ed25519.PublicKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := doc.ReportData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Items) != 2 || doc.Items[1].Evidence.Platform != evidence.PlatformNVIDIAGPU {
+		t.Fatalf("%d items", len(doc.Items))
+	}
+	rep, err := nvspdm.Parse(doc.Items[1].Evidence.Blob)
+	if err != nil || rep.Nonce != rd.GPUNonce() {
+		t.Fatalf("gpu nonce: %v", err)
+	}
+}

@@ -97,6 +97,7 @@ func VerifyKeyAttestation(jws, challenge []byte, policy *Policy, opts Options) (
 		MinSEVSNPTCB:        kds.DecomposeTCBVersion(kds.TCBVersion(policy.MinSEVSNPTCB)),
 		MinTDXTeeTCBSVN:     policy.MinTDXTeeTCBSVN,
 		TCBStatuses:         policy.TDXTCBStatuses,
+		GPUMeasurements:     policy.GPUMeasurements,
 	}
 	for i, pr := range st.res.Platform {
 		if err := platform.CheckPolicy(pr, pp); err != nil {

@@ -334,9 +334,11 @@ func (pi *policyInit) checkPins() int {
 	}
 	hasTPM, hasTCB := false, false
 	for _, pr := range pi.res.Platform {
-		if pr.Platform == evidence.PlatformTPM {
+		switch pr.Platform {
+		case evidence.PlatformTPM:
 			hasTPM = true
-		} else {
+		case evidence.PlatformNVIDIAGPU:
+		default:
 			hasTCB = true
 		}
 	}
@@ -366,6 +368,12 @@ func (pi *policyInit) pinPlatforms() int {
 		if pi.pins[pinAK] && pr.TPM != nil && !slices.ContainsFunc(pol.TrustedTPMAKs, func(m []byte) bool { return bytes.Equal(m, pr.TPM.AKName) }) {
 			pol.TrustedTPMAKs = append(pol.TrustedTPMAKs, bytes.Clone(pr.TPM.AKName))
 			pi.pinned = append(pi.pinned, fmt.Sprintf("trusted_tpm_ak_names_hex: %x (evidence[%d])", pr.TPM.AKName, i))
+		}
+		if pr.Platform == evidence.PlatformNVIDIAGPU && !pol.RequireGPU {
+			// The attester has GPU evidence: attestations without it are
+			// refused.
+			pol.RequireGPU = true
+			pi.pinned = append(pi.pinned, fmt.Sprintf("require_gpu: true (evidence[%d] %s)", i, pr.Platform))
 		}
 		if pi.pins[pinTCB] {
 			if code := pi.pinTCB(i, pr); code != exitOK {

@@ -16,7 +16,9 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/control"
+	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/detect"
+	"github.com/clawea/attester/enclave/nvgpu"
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/controltest"
 	"github.com/clawea/attester/internal/swtpmtest"
@@ -33,9 +35,16 @@ func simAttester(t *testing.T) (url, did string, meas []byte) {
 // startAttester starts an in-process attester on the platform.
 func startAttester(t *testing.T, platform string, opts detect.Options) (url, did string, meas []byte) {
 	t.Helper()
+	return startAttesterWith(t, platform, opts, nil)
+}
+
+// startAttesterWith is startAttester with GPUs beside the platform.
+func startAttesterWith(t *testing.T, platform string, opts detect.Options, gpus []enclave.Quoter) (url, did string, meas []byte) {
+	t.Helper()
 	d := controltest.Deps(t, []byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"`+platform+`","trustedTemplates":{"x.txt":"sha256:`+strings.Repeat("0", 64)+`"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`),
 		platform, opts, slog.New(slog.DiscardHandler))
 	p, id := d.Platform, d.Identity
+	d.GPUs = gpus
 	srv, err := control.New(d)
 	if err != nil {
 		t.Fatal(err)
@@ -254,5 +263,32 @@ func TestPolicyInitTPM(t *testing.T) {
 	code, _, se = runCmd("seal", "--attester", idFile, "--challenge", b64u.Encode([]byte("c")), "--policy", otherPol, "-o", filepath.Join(t.TempDir(), "x"), "--manifest", filepath.Join(t.TempDir(), "y"), "nopack.json")
 	if code != exitRejected || !strings.Contains(se, fmt.Sprintf("ak name %x", seen)) || !strings.Contains(se, "trusted_tpm_ak_names_hex") {
 		t.Fatalf("other AK: exit %d %s", code, se)
+	}
+}
+
+// TestPolicyInitGPU: from an attester with a GPU, policy init pins the
+// CPU's and the GPU's measurements and require_gpu, and the policy accepts
+// the attester's key attestation.
+func TestPolicyInitGPU(t *testing.T) {
+	g, err := nvgpu.NewSimulated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _, meas := startAttesterWith(t, detect.Simulated, detect.Options{}, []enclave.Quoter{g})
+	out := filepath.Join(t.TempDir(), "policy.json")
+	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--allow-unchecked-revocation")
+	if code != exitOK || !strings.Contains(so, "require_gpu: true (evidence[1] nvidia-gpu)") {
+		t.Fatalf("policy init: exit %d\n%s\n%s", code, so, se)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !pol.RequireGPU || len(pol.Measurements) != 2 || !bytes.Equal(pol.Measurements[0], meas) || len(pol.Measurements[1]) != 48 {
+		t.Fatalf("policy %s", raw)
 	}
 }
