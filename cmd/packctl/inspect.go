@@ -379,13 +379,16 @@ func itemValue(it evidencedoc.Item) *pohjson.Value {
 	o.str("platform", ev.Platform)
 	o.str("format", ev.Format)
 	o.boolean("simulated", ev.Simulated)
-	if c, err := teeclaims.Derive(ev); err == nil {
+	switch c, err := teeclaims.Derive(ev); {
+	case ev.Platform == evidence.PlatformNVIDIAGPU:
+		// GPU evidence has no TEE claims: it sits beside the CPU's.
+	case err == nil:
 		o.str("attestation_type", c.AttestationType)
 		o.str("root_id", c.RootID)
 		o.str("tcb_version", c.TCBVersion)
 		o.str("measurement_b64u", b64u.Encode(c.Measurement))
 		o.str("measurement_hex", hex.EncodeToString(c.Measurement))
-	} else {
+	default:
 		o.str("claims_error", err.Error())
 	}
 	switch ev.Platform {
@@ -395,6 +398,8 @@ func itemValue(it evidencedoc.Item) *pohjson.Value {
 		o.val("tdx", tdxValue(ev))
 	case evidence.PlatformTPM:
 		o.val("tpm", tpmValue(ev))
+	case evidence.PlatformNVIDIAGPU:
+		o.val("nvidia_gpu", gpuValue(ev))
 	}
 	var names []*pohjson.Value
 	for n := range it.Collateral {

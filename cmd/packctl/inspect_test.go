@@ -146,3 +146,18 @@ func TestSealAttesterWrongFile(t *testing.T) {
 		t.Fatalf("exit %d %s", code, se)
 	}
 }
+
+// TestInspectGPUEvidence: inspect shows a GPU item's report (nonce, FWID,
+// blocks, the measurement digest a policy pins) and no claims error.
+func TestInspectGPUEvidence(t *testing.T) {
+	dir := scriptFilesOf(t, "verify_gpu.txt")
+	code, so, se := runCmd("inspect", filepath.Join(dir, "gpu", "evidence.jws"))
+	if code != exitOK || strings.Contains(so, "claims_error") {
+		t.Fatalf("exit %d %s\n%s", code, se, so)
+	}
+	for _, want := range []string{"platform: nvidia-gpu", "nvidia_gpu.nonce_hex: ", "nvidia_gpu.measurement_blocks: 8", "nvidia_gpu.measurement_b64u: ", "nvidia_gpu.device: CN=TEST ONLY"} {
+		if !strings.Contains(so, want) {
+			t.Errorf("missing %q in\n%s", want, so)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/pem"
 	"errors"
 	"testing"
 
@@ -111,4 +112,26 @@ func TestQuoteChecksDevice(t *testing.T) {
 	if got, err := pemChain(append(chain, 0, 0, '\n')); err != nil || len(got) != 2 {
 		t.Fatalf("NUL padding: %v", err)
 	}
+}
+
+// FuzzPEMChain: whatever pemChain accepts is a non-empty list of
+// certificate blocks that re-encode to a chain it reads the same.
+func FuzzPEMChain(f *testing.F) {
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n\x00\x00"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		chain, err := pemChain(b)
+		if err != nil {
+			return
+		}
+		if len(chain) == 0 {
+			t.Fatal("empty chain accepted")
+		}
+		var again []byte
+		for _, der := range chain {
+			again = append(again, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+		}
+		if got, err := pemChain(again); err != nil || len(got) != len(chain) {
+			t.Fatalf("re-encoded chain: %v", err)
+		}
+	})
 }

@@ -156,6 +156,10 @@ func verifyGPUReport(blob []byte, chain [][]byte, nonce []byte, now time.Time, s
 	if !allowUnrevoked {
 		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no revocation data for the gpu certificate chain (allow unchecked revocation)", errMissingCollateral))
 	}
+	digest, err := rep.MeasurementDigest()
+	if err != nil {
+		return nil, rejected(checkParse, err)
+	}
 	c := &GPUClaims{Nonce: rep.Nonce, FWID: rep.FWID(), Measurements: map[int][]byte{}, Device: leaf.Subject.String()}
 	for _, m := range rep.Measurements {
 		c.Measurements[int(m.Index)] = clone(m.Value)
@@ -172,23 +176,13 @@ func verifyGPUReport(blob []byte, chain [][]byte, nonce []byte, now time.Time, s
 		Platform:    evidence.PlatformNVIDIAGPU,
 		Format:      nvspdm.Format,
 		Simulated:   sim,
-		Measurement: gpuMeasurement(blob),
+		Measurement: digest,
 		TCB:         "vbios " + c.VBIOSVersion + " driver " + c.DriverVersion,
 		RootID:      rootID,
 		Revocation:  StatusSkipped,
 		Collateral:  StatusNotApplicable,
 		GPU:         c,
 	}, nil
-}
-
-// gpuMeasurement is SHA-384 of the measurement record exactly as signed
-// (MeasurementRecordLength bytes after the 8-byte response header); blob
-// was parsed, so the offsets are in range.
-func gpuMeasurement(blob []byte) []byte {
-	const start = 37 + 8
-	n := int(blob[37+5]) | int(blob[37+6])<<8 | int(blob[37+7])<<16
-	sum := sha512.Sum384(blob[start : start+n])
-	return sum[:]
 }
 
 // vbiosVersion formats the opaque VBIOS version as NVIDIA's tools do: the

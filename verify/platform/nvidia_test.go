@@ -207,3 +207,18 @@ func TestNVIDIASimulated(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseFWIDExtension: the FWID extension parser never panics and
+// returns only a 48-byte digest.
+func FuzzParseFWIDExtension(f *testing.F) {
+	f.Add([]byte{0x30, 0x00})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fw, err := parseFWIDExtension(b)
+		if err == nil && len(fw) != 48 {
+			t.Fatalf("%d-byte fwid accepted", len(fw))
+		}
+		if err != nil && fw != nil {
+			t.Fatal("fwid returned with an error")
+		}
+	})
+}

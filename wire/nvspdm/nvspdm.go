@@ -12,6 +12,7 @@
 package nvspdm
 
 import (
+	"crypto/sha512"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -290,17 +291,8 @@ func (rep *Report) Marshal() ([]byte, error) {
 	return out, nil
 }
 
-// SignedPart returns the bytes the device signs: the request and the
-// response up to, not including, the signature.
-func (rep *Report) SignedPart() ([]byte, error) { return rep.marshalUnsigned() }
-
-func (rep *Report) marshalUnsigned() ([]byte, error) {
-	out := []byte{spdmVersion, codeGetMeas, reqSigRequested, reqAllMeas}
-	out = append(out, rep.Nonce[:]...)
-	out = append(out, rep.SlotID)
-	if len(rep.Measurements) > 0xff {
-		return nil, fmt.Errorf("%w: %d measurement blocks, limit 255", errMalformed, len(rep.Measurements))
-	}
+// record encodes the measurement blocks: the MeasurementRecord field.
+func (rep *Report) record() ([]byte, error) {
 	var rec []byte
 	for _, m := range rep.Measurements {
 		if len(m.Value) > 0xffff-dmtfHeader {
@@ -314,6 +306,36 @@ func (rep *Report) marshalUnsigned() ([]byte, error) {
 	}
 	if len(rec) > 0xffffff {
 		return nil, fmt.Errorf("%w: measurement record is %d bytes", errMalformed, len(rec))
+	}
+	return rec, nil
+}
+
+// MeasurementDigest returns SHA-384 of the measurement record exactly as
+// signed: the GPU's measurement a policy pins (docs/spec/verify-platform.md
+// section 3.4). For a parsed report the record is the received bytes.
+func (rep *Report) MeasurementDigest() ([]byte, error) {
+	rec, err := rep.record()
+	if err != nil {
+		return nil, err
+	}
+	sum := sha512.Sum384(rec)
+	return sum[:], nil
+}
+
+// SignedPart returns the bytes the device signs: the request and the
+// response up to, not including, the signature.
+func (rep *Report) SignedPart() ([]byte, error) { return rep.marshalUnsigned() }
+
+func (rep *Report) marshalUnsigned() ([]byte, error) {
+	out := []byte{spdmVersion, codeGetMeas, reqSigRequested, reqAllMeas}
+	out = append(out, rep.Nonce[:]...)
+	out = append(out, rep.SlotID)
+	if len(rep.Measurements) > 0xff {
+		return nil, fmt.Errorf("%w: %d measurement blocks, limit 255", errMalformed, len(rep.Measurements))
+	}
+	rec, err := rep.record()
+	if err != nil {
+		return nil, err
 	}
 	out = append(out, spdmVersion, codeMeas, rep.RespParam1, rep.RespParam2, byte(len(rep.Measurements)),
 		byte(len(rec)), byte(len(rec)>>8), byte(len(rec)>>16))
