@@ -55,14 +55,7 @@ func TestVerifyGPUScriptFixtures(t *testing.T) {
 	if *update {
 		writeGPUScript(t)
 	}
-	ar, err := txtar.ParseFile(gpuScriptPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, f := range ar.Files {
-		files[f.Name] = f.Data
-	}
+	files := scriptFixtures(t, gpuScriptPath)
 	pol, err := ParsePolicy(files["gpu-policy.json"])
 	if err != nil {
 		t.Fatal(err)

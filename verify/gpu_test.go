@@ -1,11 +1,9 @@
 package verify
 
 import (
-	"context"
 	"errors"
 	"testing"
 
-	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/nvgpu"
 	"github.com/clawea/attester/enclave/sim"
@@ -25,15 +23,7 @@ func attestGPU(t *testing.T, q measurer, r *run) *fixture {
 	bundle := r.bundle(t)
 	in := attestfixture.Input(t, &r.Run, root, int64(count))
 	in.BundleEnvelope = bundle
-	is := &attestation.Issuer{Key: attesterKey(), Quoter: q, Now: fixedNow, GPUs: []enclave.Quoter{g}}
-	out, err := is.Attest(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := q.LaunchMeasurement(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, m := attestfixture.AttestWithGPUs(t, attesterKey(), q, []enclave.Quoter{g}, fixedNow, in)
 	rep, _ := reportJSON(t)
 	return &fixture{att: out.AttestationJSON, ev: out.EvidenceJWS, bundle: bundle, audit: log, report: rep, run: r, measurement: m}
 }

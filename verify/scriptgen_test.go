@@ -115,14 +115,7 @@ func TestVerifyScriptFixtures(t *testing.T) {
 	if *update {
 		writeScript(t)
 	}
-	ar, err := txtar.ParseFile(scriptPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{}
-	for _, f := range ar.Files {
-		files[f.Name] = f.Data
-	}
+	files := scriptFixtures(t, scriptPath)
 	pol, err := ParsePolicy(files["policy.json"])
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +127,20 @@ func TestVerifyScriptFixtures(t *testing.T) {
 			t.Fatalf("%s: %v", p, err)
 		}
 	}
+}
+
+// scriptFixtures reads the files of a testscript archive by name.
+func scriptFixtures(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	ar, err := txtar.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{}
+	for _, f := range ar.Files {
+		files[f.Name] = f.Data
+	}
+	return files
 }
 
 func writeScript(t *testing.T) {

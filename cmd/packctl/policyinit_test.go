@@ -93,14 +93,7 @@ func TestPolicyInit(t *testing.T) {
 	if !strings.Contains(se, "TRUST ON FIRST USE") || !strings.Contains(so, "fresh challenge: true") || !strings.Contains(so, "pinned trusted_attester_dids: "+did) {
 		t.Fatalf("summary:\n%s\n%s", so, se)
 	}
-	raw, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, pol := readPolicyFile(t, out)
 	if len(pol.Measurements) != 1 || !bytes.Equal(pol.Measurements[0], meas) || !slices.Equal(pol.TrustedAttesterDIDs, []string{did}) ||
 		!pol.AllowSimulated || pol.AllowAnyMeasurement || len(pol.TrustedTPMAKs) != 0 {
 		t.Fatalf("policy %s", raw)
@@ -280,7 +273,16 @@ func TestPolicyInitGPU(t *testing.T) {
 	if code != exitOK || !strings.Contains(so, "require_gpu: true (evidence[1] nvidia-gpu)") {
 		t.Fatalf("policy init: exit %d\n%s\n%s", code, so, se)
 	}
-	raw, err := os.ReadFile(out)
+	raw, pol := readPolicyFile(t, out)
+	if !pol.RequireGPU || len(pol.Measurements) != 2 || !bytes.Equal(pol.Measurements[0], meas) || len(pol.Measurements[1]) != 48 {
+		t.Fatalf("policy %s", raw)
+	}
+}
+
+// readPolicyFile reads and parses a policy file policy init wrote.
+func readPolicyFile(t *testing.T, path string) ([]byte, *verify.Policy) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +290,5 @@ func TestPolicyInitGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !pol.RequireGPU || len(pol.Measurements) != 2 || !bytes.Equal(pol.Measurements[0], meas) || len(pol.Measurements[1]) != 48 {
-		t.Fatalf("policy %s", raw)
-	}
+	return raw, pol
 }

@@ -69,16 +69,7 @@ func scriptFilesOf(t *testing.T, name string) string {
 func TestVerifyEARParses(t *testing.T) {
 	dir := scriptFiles(t)
 	in := func(n string) string { return filepath.Join(dir, n) }
-	keyPEM, err := os.ReadFile(in("ear-key.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, _ := pem.Decode(keyPEM)
-	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub := k.(ed25519.PrivateKey).Public()
+	pub := earPublicKey(t, in("ear-key.pem"))
 	for _, tc := range []struct {
 		policy string
 		code   int
@@ -125,12 +116,10 @@ func TestVerifyEARParses(t *testing.T) {
 	}
 }
 
-// TestVerifyGPUEAR: packctl verify of an attestation with CPU and GPU
-// evidence emits an EAR with both submods.
-func TestVerifyGPUEAR(t *testing.T) {
-	dir := scriptFilesOf(t, "verify_gpu.txt")
-	in := func(n string) string { return filepath.Join(dir, n) }
-	keyPEM, err := os.ReadFile(in("ear-key.pem"))
+// earPublicKey reads the public key of a script's EAR signing key.
+func earPublicKey(t *testing.T, path string) any {
+	t.Helper()
+	keyPEM, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +128,15 @@ func TestVerifyGPUEAR(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return k.(ed25519.PrivateKey).Public()
+}
+
+// TestVerifyGPUEAR: packctl verify of an attestation with CPU and GPU
+// evidence emits an EAR with both submods.
+func TestVerifyGPUEAR(t *testing.T) {
+	dir := scriptFilesOf(t, "verify_gpu.txt")
+	in := func(n string) string { return filepath.Join(dir, n) }
+	pub := earPublicKey(t, in("ear-key.pem"))
 	var stdout, stderr bytes.Buffer
 	out := in("ear.jwt")
 	if code := run([]string{"verify", "--attestation", in("gpu/attestation.json"), "--evidence", in("gpu/evidence.jws"),
@@ -150,7 +148,7 @@ func TestVerifyGPUEAR(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ar ear.AttestationResult
-	if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, k.(ed25519.PrivateKey).Public()); err != nil {
+	if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, pub); err != nil {
 		t.Fatal(err)
 	}
 	cpu, gpu := ar.Submods[earresult.SubmodName], ar.Submods[earresult.GPUSubmodName]

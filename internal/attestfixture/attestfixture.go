@@ -48,7 +48,13 @@ type platform interface {
 // and q's launch measurement.
 func Attest(t testing.TB, key ed25519.PrivateKey, q platform, now func() time.Time, in attestation.AttestInput) (*attestation.Output, []byte) {
 	t.Helper()
-	is := &attestation.Issuer{Key: key, Quoter: q, Now: now}
+	return AttestWithGPUs(t, key, q, nil, now, in)
+}
+
+// AttestWithGPUs is Attest with GPU evidence from gpus beside q's.
+func AttestWithGPUs(t testing.TB, key ed25519.PrivateKey, q platform, gpus []enclave.Quoter, now func() time.Time, in attestation.AttestInput) (*attestation.Output, []byte) {
+	t.Helper()
+	is := &attestation.Issuer{Key: key, Quoter: q, Now: now, GPUs: gpus}
 	out, err := is.Attest(context.Background(), in)
 	if err != nil {
 		t.Fatal(err)
