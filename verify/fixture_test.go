@@ -180,6 +180,7 @@ type forgeSpec struct {
 	mutateEvidence func(*evidence.Evidence)
 	mutateJWS      func([]byte) []byte
 	mutatePayload  func(*poh.ExecutionAttestation)
+	extraItems     []evidencedoc.Item // after the quoter's evidence (GPU items)
 }
 
 func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
@@ -246,7 +247,7 @@ func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
 	}
 	doc, err := evidencedoc.Sign(s.docKey, &evidencedoc.Document{
 		Kind: evidencedoc.KindExecution, IssuedAt: testNow, Nonce: nonce, Execution: ec,
-		Items: []evidencedoc.Item{{Evidence: ev}},
+		Items: append([]evidencedoc.Item{{Evidence: ev}}, s.extraItems...),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"testing"
 
@@ -9,7 +10,10 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // attestGPU is attest with a simulated GPU beside the CPU.
@@ -103,5 +107,36 @@ func TestGPUPolicyFile(t *testing.T) {
 		if _, err := ParsePolicy([]byte(`{"policy_version":"clawea.dev/verify-policy/v1","gpu_measurements_hex":` + bad + `}`)); !errors.Is(err, ErrPolicyFile) {
 			t.Fatalf("%s accepted: %v", bad, err)
 		}
+	}
+}
+
+// TestGPUEvidenceSplicedRefused tries what an attacker holding the
+// attester key would: a genuine (simulated-root) GPU report of another run,
+// put beside this run's CPU evidence in a document and envelope signed
+// with the attester key. The GPU nonce binds the report to its own
+// REPORT_DATA, so the attestation is rejected at report-data; without the
+// spliced item the same forgery verifies (the refusal is the GPU's).
+func TestGPUEvidenceSplicedRefused(t *testing.T) {
+	r2 := newRun(t)
+	r2.RunID = "run_other"
+	other := attestGPU(t, simSEV(t, sim.Options{}), r2)
+	doc, err := evidencedoc.Parse(other.ev, attesterKey().Public().(ed25519.PublicKey))
+	if err != nil || len(doc.Items) != 2 {
+		t.Fatalf("other run's document: %v", err)
+	}
+	pol := &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true, AllowAnyMeasurement: true}
+	r := newRun(t)
+	sev := simSEV(t, sim.Options{})
+	spec := forgeRun(t, sev, r)
+	att, jws := forge(t, spec)
+	if _, err := Verify(att, jws, nil, pol, Options{Now: fixedNow}); err != nil {
+		t.Fatalf("control: %v", err)
+	}
+	spec.extraItems = []evidencedoc.Item{doc.Items[1]}
+	att, jws = forge(t, spec)
+	_, err = Verify(att, jws, nil, pol, Options{Now: fixedNow})
+	wantErr(t, err, ErrRejected, CheckReportData, poh.EvidenceMismatch)
+	if !errors.Is(err, platform.ErrReportData) {
+		t.Fatal(err)
 	}
 }
