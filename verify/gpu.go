@@ -42,10 +42,13 @@ func (doc *policyDoc) readGPU(d *confdoc.Decoder, p *Policy) {
 	}
 }
 
-// encodeGPU returns the policy file members of require_gpu and
-// gpu_measurements_hex (indices in numeric order).
+// encodeGPU returns the policy file members allow_unchecked_gpu_revocation,
+// require_gpu and gpu_measurements_hex (indices in numeric order).
 func (p *Policy) encodeGPU() []pohjson.Member {
 	var ms []pohjson.Member
+	if p.AllowUncheckedGPURevocation {
+		ms = append(ms, pohjson.M("allow_unchecked_gpu_revocation", pohjson.NewBool(true)))
+	}
 	if p.RequireGPU {
 		ms = append(ms, pohjson.M("require_gpu", pohjson.NewBool(true)))
 	}

@@ -3,6 +3,7 @@ package verify
 import (
 	"crypto/ed25519"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/clawea/attester/enclave"
@@ -89,16 +90,16 @@ func TestGPUAttestation(t *testing.T) {
 // TestGPUPolicyFile: require_gpu and gpu_measurements_hex parse, encode
 // back identically, and malformed values are refused with their path.
 func TestGPUPolicyFile(t *testing.T) {
-	src := `{"policy_version":"clawea.dev/verify-policy/v1","require_gpu":true,"gpu_measurements_hex":{"2":"aa01","10":"bb"}}`
+	src := `{"policy_version":"clawea.dev/verify-policy/v1","allow_unchecked_gpu_revocation":true,"require_gpu":true,"gpu_measurements_hex":{"2":"aa01","10":"bb"}}`
 	p, err := ParsePolicy([]byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !p.RequireGPU || len(p.GPUMeasurements) != 2 || p.GPUMeasurements[10][0] != 0xbb {
+	if !p.RequireGPU || !p.AllowUncheckedGPURevocation || len(p.GPUMeasurements) != 2 || p.GPUMeasurements[10][0] != 0xbb {
 		t.Fatalf("%+v", p)
 	}
 	enc, err := p.Encode()
-	if err != nil || string(enc) != `{"policy_version":"clawea.dev/verify-policy/v1","require_gpu":true,"gpu_measurements_hex":{"2":"aa01","10":"bb"}}` {
+	if err != nil || string(enc) != src {
 		t.Fatalf("encode: %s %v", enc, err)
 	}
 	for _, bad := range []string{
@@ -137,6 +138,24 @@ func TestGPUEvidenceSplicedRefused(t *testing.T) {
 	_, err = Verify(att, jws, nil, pol, Options{Now: fixedNow})
 	wantErr(t, err, ErrRejected, CheckReportData, poh.EvidenceMismatch)
 	if !errors.Is(err, platform.ErrReportData) {
+		t.Fatal(err)
+	}
+}
+
+// TestGPURevocationRelaxation: allow_unchecked_gpu_revocation accepts the
+// GPU chain's unchecked revocation and nothing else: the CPU's revocation
+// is still required (the GPU side is in verify/platform's
+// TestNVIDIASimulated).
+func TestGPURevocationRelaxation(t *testing.T) {
+	f := attestGPU(t, simSEV(t, sim.Options{}), newRun(t))
+	pol := &Policy{AllowSimulated: true, AllowUncheckedCollateral: true, AllowAnyMeasurement: true, AllowUncheckedGPURevocation: true}
+	_, err := Verify(f.att, f.ev, nil, pol, Options{Now: fixedNow})
+	var ve *Error
+	if !errors.As(err, &ve) || !errors.Is(err, ErrCannotCheck) || !strings.Contains(err.Error(), "evidence[0]") {
+		t.Fatalf("cpu revocation relaxed by the gpu member: %v", err)
+	}
+	// The CPU relaxation given on the command line, the GPU's by the policy.
+	if _, err := Verify(f.att, f.ev, nil, pol, Options{Now: fixedNow, AllowUncheckedRevocation: true}); err != nil {
 		t.Fatal(err)
 	}
 }

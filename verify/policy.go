@@ -120,6 +120,10 @@ type Policy struct {
 	// that must be true: an attestation without isolation claims, or with
 	// one of these false, is refused. Empty requires none.
 	RequireIsolation []string
+	// AllowUncheckedGPURevocation accepts GPU evidence whose chain's
+	// revocation is not checked (it cannot be yet) while CPU revocation
+	// stays required; AllowUncheckedRevocation implies it.
+	AllowUncheckedGPURevocation bool
 	// RequireGPU refuses an attestation without verified NVIDIA GPU
 	// evidence (docs/spec/attestation-v1.md section 4.3).
 	RequireGPU bool
@@ -190,6 +194,7 @@ type policyDoc struct {
 	ExpectedModel            *pohjson.Value    `conf:"expected_model"`
 	RequireIsolation         *pohjson.Value    `conf:"require_isolation"`
 	RequireGPU               bool              `conf:"require_gpu"`
+	AllowUncheckedGPURev     bool              `conf:"allow_unchecked_gpu_revocation"`
 	GPUMeasurements          map[string]string `conf:"gpu_measurements_hex,max=255"`
 
 	policy *Policy
@@ -202,7 +207,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		AllowSimulated: doc.AllowSimulated, AllowUncheckedRevocation: doc.AllowUncheckedRevocation,
 		AllowUncheckedCollateral: doc.AllowUncheckedCollateral, AllowAnyMeasurement: doc.AllowAnyMeasurement,
 		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
-		RequireGPU: doc.RequireGPU,
+		RequireGPU: doc.RequireGPU, AllowUncheckedGPURevocation: doc.AllowUncheckedGPURev,
 	}
 	for _, read := range []func(*confdoc.Decoder, *Policy){
 		doc.readPlatform,

@@ -535,16 +535,17 @@ func (st *state) checkPlatform() *Error {
 	}
 	allowSim := st.opts.AllowSimulated || st.policy.AllowSimulated
 	popts := platform.Options{
-		Now:                      st.opts.Now,
-		AllowSimulated:           allowSim,
-		AllowUncheckedRevocation: st.opts.AllowUncheckedRevocation || st.policy.AllowUncheckedRevocation,
-		AllowUncheckedCollateral: st.opts.AllowUncheckedCollateral || st.policy.AllowUncheckedCollateral,
-		TrustedTPMAKs:            st.policy.TrustedTPMAKs,
-		AllowUntrustedTPMAK:      st.opts.AllowUntrustedTPMAK,
-		TPMAKCertifications:      st.policy.TPMAKCertifications,
-		TPMEKRoots:               st.policy.tpmEKRoots(),
-		RequireTPMEKCertifiedAK:  st.policy.RequireTPMEKCertifiedAK,
-		CertCache:                st.opts.CertCache,
+		Now:                         st.opts.Now,
+		AllowSimulated:              allowSim,
+		AllowUncheckedRevocation:    st.opts.AllowUncheckedRevocation || st.policy.AllowUncheckedRevocation,
+		AllowUncheckedCollateral:    st.opts.AllowUncheckedCollateral || st.policy.AllowUncheckedCollateral,
+		AllowUncheckedGPURevocation: st.policy.AllowUncheckedGPURevocation,
+		TrustedTPMAKs:               st.policy.TrustedTPMAKs,
+		AllowUntrustedTPMAK:         st.opts.AllowUntrustedTPMAK,
+		TPMAKCertifications:         st.policy.TPMAKCertifications,
+		TPMEKRoots:                  st.policy.tpmEKRoots(),
+		RequireTPMEKCertifiedAK:     st.policy.RequireTPMEKCertifiedAK,
+		CertCache:                   st.opts.CertCache,
 	}
 	for i, it := range st.doc.Items {
 		popts.Collateral = itemCollateral(st.opts.Collateral, it)

@@ -374,6 +374,10 @@ func (pi *policyInit) pinPlatforms() int {
 			// refused.
 			pol.RequireGPU = true
 			pi.pinned = append(pi.pinned, fmt.Sprintf("require_gpu: true (evidence[%d] %s)", i, pr.Platform))
+			// Nothing can check the GPU chain's revocation offline yet; say
+			// so rather than write a policy that refuses every GPU.
+			pol.AllowUncheckedGPURevocation = true
+			pi.warnings = append(pi.warnings, "GPU evidence: allow_unchecked_gpu_revocation is set (the GPU chain's revocation, NVIDIA OCSP, is not checked offline)")
 		}
 		if pi.pins[pinTCB] {
 			if code := pi.pinTCB(i, pr); code != exitOK {

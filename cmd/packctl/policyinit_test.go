@@ -274,7 +274,7 @@ func TestPolicyInitGPU(t *testing.T) {
 		t.Fatalf("policy init: exit %d\n%s\n%s", code, so, se)
 	}
 	raw, pol := readPolicyFile(t, out)
-	if !pol.RequireGPU || len(pol.Measurements) != 2 || !bytes.Equal(pol.Measurements[0], meas) || len(pol.Measurements[1]) != 48 {
+	if !pol.RequireGPU || !pol.AllowUncheckedGPURevocation || !strings.Contains(se, "allow_unchecked_gpu_revocation") || len(pol.Measurements) != 2 || !bytes.Equal(pol.Measurements[0], meas) || len(pol.Measurements[1]) != 48 {
 		t.Fatalf("policy %s", raw)
 	}
 }

@@ -113,7 +113,7 @@ func verifyNVIDIAGPU(ev *evidence.Evidence, rd evidence.ReportData, now time.Tim
 		return nil, rejected(checkParse, errors.New("gpu evidence carries no detached signature and no aux data"))
 	}
 	nonce := rd.GPUNonce()
-	res, err := verifyGPUReport(ev.Blob, ev.CertChain, nonce[:], now, ev.Simulated, opts.AllowUncheckedRevocation)
+	res, err := verifyGPUReport(ev.Blob, ev.CertChain, nonce[:], now, ev.Simulated, opts.AllowUncheckedRevocation || opts.AllowUncheckedGPURevocation)
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func verifyGPUReport(blob []byte, chain [][]byte, nonce []byte, now time.Time, s
 		return nil, rejected(CheckReportData, fmt.Errorf("%w: gpu report nonce %x is not the expected nonce", ErrReportData, rep.Nonce))
 	}
 	if !allowUnrevoked {
-		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no revocation data for the gpu certificate chain (allow unchecked revocation)", errMissingCollateral))
+		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no revocation data for the gpu certificate chain (allow unchecked gpu revocation)", errMissingCollateral))
 	}
 	digest, err := rep.MeasurementDigest()
 	if err != nil {

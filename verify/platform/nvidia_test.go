@@ -156,6 +156,12 @@ func TestNVIDIASimulated(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 
+	// The GPU relaxation alone accepts the unchecked GPU revocation.
+	gpuOnly := Options{Now: fixedNow, AllowSimulated: true, AllowUncheckedGPURevocation: true}
+	if _, err := Verify(ev, rd, gpuOnly); err != nil {
+		t.Fatalf("AllowUncheckedGPURevocation: %v", err)
+	}
+
 	// Refusals, each with its class and check.
 	noRevocation := simOpts()
 	noRevocation.AllowUncheckedRevocation = false

@@ -61,6 +61,10 @@ type Options struct {
 	// AllowUncheckedRevocation accepts SEV-SNP and TDX evidence when no CRL
 	// for it was supplied; Result.Revocation is then StatusSkipped.
 	AllowUncheckedRevocation bool
+	// AllowUncheckedGPURevocation accepts NVIDIA GPU evidence although the
+	// GPU chain's revocation (NVIDIA OCSP) is not checked, without relaxing
+	// the CPU's revocation checks; AllowUncheckedRevocation implies it.
+	AllowUncheckedGPURevocation bool
 	// AllowUncheckedCollateral accepts TDX evidence when no TCB info and QE
 	// identity were supplied; Result.Collateral is then StatusSkipped.
 	AllowUncheckedCollateral bool
