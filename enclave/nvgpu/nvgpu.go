@@ -27,7 +27,7 @@ import (
 const maxChainPEM = 16 << 10
 
 // errCCOff is returned when the GPU's confidential-computing mode is off.
-var errCCOff = errors.New("nvgpu: the gpu is not in confidential-computing mode; refusing to produce gpu evidence")
+var errCCOff = errors.New("nvgpu: the gpu is not in production confidential-computing mode (off, devtools mode or a non-production environment); refusing to produce gpu evidence")
 
 // gpuDevice is one GPU as NVML exposes it.
 type gpuDevice interface {

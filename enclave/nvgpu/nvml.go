@@ -44,14 +44,20 @@ func OpenNVML() ([]*GPU, error) {
 	return gpus, nil
 }
 
-// CCEnabled reads the system's confidential-computing state: NVML reports
-// it for the whole system, not per GPU.
+// CCEnabled reads the system's confidential-computing state (NVML reports
+// it for the whole system, not per GPU): on means the feature enabled, in
+// the production environment, with devtools (debug) mode off.
 func (n *nvmlDevice) CCEnabled() (bool, error) {
 	st, ret := nvml.SystemGetConfComputeState()
 	if ret != nvml.SUCCESS {
 		return false, fmt.Errorf("nvml: %v", ret)
 	}
-	return st.CcFeature == nvml.CC_SYSTEM_FEATURE_ENABLED, nil
+	return ccOn(st), nil
+}
+
+func ccOn(st nvml.ConfComputeSystemState) bool {
+	return st.CcFeature == nvml.CC_SYSTEM_FEATURE_ENABLED && st.Environment == nvml.CC_SYSTEM_ENVIRONMENT_PROD &&
+		st.DevToolsMode == nvml.CC_SYSTEM_DEVTOOLS_MODE_OFF
 }
 
 // Attest asks the GPU for its attestation report over nonce and its
