@@ -3,9 +3,11 @@ package platform
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/clawea/attester/enclave/nvgpu"
@@ -227,4 +229,38 @@ func FuzzParseFWIDExtension(f *testing.F) {
 			t.Fatal("fwid returned with an error")
 		}
 	})
+}
+
+// TestNVIDIAHopperClaims compares what the verifier extracts from the H100
+// sample with what another verifier extracted (the sample's claims file):
+// every measurement, the FWID and the driver and VBIOS versions.
+func TestNVIDIAHopperClaims(t *testing.T) {
+	var claims struct {
+		Config struct {
+			DriverVersion string `json:"driver_version"`
+			FWID          string `json:"fwid"`
+			VBIOSVersion  string `json:"vbios_version"`
+		} `json:"config"`
+		Measurements map[string]string `json:"measurements"`
+	}
+	if err := json.Unmarshal(hopperFile(t, "hopperAttestationReport-claims.txt"), &claims); err != nil {
+		t.Fatal(err)
+	}
+	res, err := VerifyNVIDIAReport(hopperReport(t), pemChain(t, hopperFile(t, "hopper_cert_chain_case1.txt")), mustHex(t, hopperNonce), testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := res.GPU
+	if g.DriverVersion != claims.Config.DriverVersion || g.VBIOSVersion != claims.Config.VBIOSVersion || hex.EncodeToString(g.FWID) != claims.Config.FWID {
+		t.Fatalf("config: %+v, claims %+v", g, claims.Config)
+	}
+	if len(claims.Measurements) != len(g.Measurements) {
+		t.Fatalf("%d measurements, claims have %d", len(g.Measurements), len(claims.Measurements))
+	}
+	for k, want := range claims.Measurements {
+		i, err := strconv.Atoi(k)
+		if err != nil || hex.EncodeToString(g.Measurements[i]) != want {
+			t.Errorf("measurement %s: %x, claims %s", k, g.Measurements[i], want)
+		}
+	}
 }
