@@ -96,7 +96,7 @@ func TestQuoteChecksDevice(t *testing.T) {
 		"other nonce":  {other, chain},
 		"garbage":      {[]byte("x"), chain},
 		"no chain":     {report, nil},
-		"key in chain": {report, []byte("-----BEGIN PRIVATE KEY-----\nAA==\n-----END PRIVATE KEY-----\n")},
+		"key in chain": {report, []byte("-----BEGIN PUBLIC KEY-----\nAA==\n-----END PUBLIC KEY-----\n")},
 	} {
 		g, err := newGPU(d, false)
 		if err != nil {
