@@ -20,6 +20,7 @@ import (
 
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/platform"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // SubmodName is the one EAR submodule this verifier reports.
@@ -114,6 +115,9 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 			tv.RuntimeOpaque = ear.EncryptedMemoryRuntimeClaim
 		}
 		for _, e := range r.Evidence {
+			if e.Platform == evidence.PlatformNVIDIAGPU {
+				continue // appraised in the GPU submod
+			}
 			if e.Revocation == "skipped" || e.Collateral == "skipped" {
 				tv.Hardware = ear.UnsafeHardwareClaim
 			}

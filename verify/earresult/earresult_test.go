@@ -203,6 +203,11 @@ func TestGPUSubmod(t *testing.T) {
 	if len(gpus) != 1 || gpus[0].(map[string]interface{})["evidence_index"] != 1 {
 		t.Fatalf("annotations %v", *g.VeraisonAnnotatedEvidence)
 	}
+	// The GPU's unchecked revocation is the GPU submod's: the CPU's
+	// hardware claim stays genuine.
+	if ap := ar.Submods[SubmodName]; ap.TrustVector.Hardware != ear.GenuineHardwareClaim {
+		t.Fatalf("cpu hardware claim %v", ap.TrustVector.Hardware)
+	}
 	r.Evidence[1].Revocation = "checked"
 	ar, _ = New(r, nil, Options{Now: now})
 	if g := ar.Submods[GPUSubmodName]; *g.Status != ear.TrustTierAffirming {
