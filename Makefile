@@ -22,6 +22,13 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
+# The attester with NVML (attester.gpu: required), for confidential VMs with
+# NVIDIA GPUs in confidential-computing mode. go-nvml needs cgo and loads
+# libnvidia-ml at run time; the default build links neither.
+.PHONY: build-nvml
+build-nvml:
+	CGO_ENABLED=1 $(GO) build -tags nvml -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/attester
+
 # Also the deployment checks: the systemd unit and the Helm chart.
 test:
 	$(GO) test -count=1 ./...
