@@ -20,6 +20,7 @@ import (
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
+	"github.com/google/go-sev-guest/kds"
 )
 
 // PolicyVersion is the value of policy_version, the first member of every
@@ -126,6 +127,20 @@ var (
 	sha256Hex  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 	advisoryID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
+
+// Platform returns the part of the policy that verify/platform judges
+// verified hardware evidence by (measurements, TCB minimums, TDX TCB
+// statuses and advisories).
+func (p *Policy) Platform() platform.Policy {
+	return platform.Policy{
+		Measurements:        p.Measurements,
+		AllowAnyMeasurement: p.AllowAnyMeasurement,
+		MinSEVSNPTCB:        kds.DecomposeTCBVersion(kds.TCBVersion(p.MinSEVSNPTCB)),
+		MinTDXTeeTCBSVN:     p.MinTDXTeeTCBSVN,
+		TCBStatuses:         p.TDXTCBStatuses,
+		AllowedAdvisoryIDs:  p.TDXAllowedAdvisoryIDs,
+	}
+}
 
 // ParsePolicy parses a policy file (docs/spec/verify-v1.md, section 5):
 // a JSON object at most MaxPolicyBytes long whose first member is

@@ -23,8 +23,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/go-sev-guest/kds"
-
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
@@ -712,14 +710,7 @@ var platformPolicyMember = map[string]string{
 func (st *state) checkPolicy() *Error {
 	p := st.policy
 	r := st.res
-	pp := platform.Policy{
-		Measurements:        p.Measurements,
-		AllowAnyMeasurement: p.AllowAnyMeasurement,
-		MinSEVSNPTCB:        kds.DecomposeTCBVersion(kds.TCBVersion(p.MinSEVSNPTCB)),
-		MinTDXTeeTCBSVN:     p.MinTDXTeeTCBSVN,
-		TCBStatuses:         p.TDXTCBStatuses,
-		AllowedAdvisoryIDs:  p.TDXAllowedAdvisoryIDs,
-	}
+	pp := p.Platform()
 	for i, pr := range r.Platform {
 		if err := platform.CheckPolicy(pr, pp); err != nil {
 			return platformPolicyErr(i, pr, err)

@@ -120,7 +120,7 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 		return nil, diagnoseTDX(err, q, chain, pool, now)
 	}
 
-	if err := checkReportData(q.Body.ReportData[:], want); err != nil {
+	if err := checkReportData(q.Body.ReportData[:], want, opts); err != nil {
 		return nil, err
 	}
 
