@@ -39,6 +39,7 @@ type rawReport struct {
 // error decides the exit code (rawExit).
 var rawFormats = map[string]func(rawInput) (rawReport, error){
 	"snp-report": verifySNPReportFormat,
+	"tdx-quote":  verifyTDXQuoteFormat,
 }
 
 func runPlatform(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -267,4 +268,35 @@ func verifySNPReportFormat(in rawInput) (rawReport, error) {
 		checks:     checks,
 		reportData: res.ReportData[:],
 	}, nil
+}
+
+// verifyTDXQuoteFormat verifies a raw TDX quote with the PCK chain it
+// carries; --collateral adds Intel's TCB info, QE identity and CRLs.
+func verifyTDXQuoteFormat(in rawInput) (rawReport, error) {
+	if in.certs != nil {
+		return rawReport{}, fmt.Errorf("%w: --certs: a tdx quote carries its pck chain", verify.ErrUsage)
+	}
+	res, err := platform.VerifyTDXQuote(in.data, in.nonce, rawOptions(in))
+	if err != nil {
+		return rawReport{}, err
+	}
+	pol, err := rawPolicy(in, res)
+	if err != nil {
+		return rawReport{}, err
+	}
+	checks := rawCommonChecks(in, res)
+	if res.Collateral == platform.StatusChecked {
+		checks = append(checks, fmt.Sprintf("ok         tcb collateral: tcb status %s, qe tcb status %s, advisories %v", res.TCBStatus, res.QETCBStatus, res.TCBAdvisoryIDs))
+	} else {
+		checks = append(checks, "unchecked  tcb collateral: no tcb info and qe identity (give --collateral)")
+	}
+	b := &res.TDX.Body
+	checks = append(checks, pol,
+		fmt.Sprintf("info       tee_tcb_svn %s, debug %v, qe svn %d", res.TCB, res.Debug, res.TDX.QESVN),
+		fmt.Sprintf("info       mrtd %x", b.MRTD),
+		fmt.Sprintf("info       rtmr0 %x", b.RTMR[0]),
+		fmt.Sprintf("info       rtmr1 %x", b.RTMR[1]),
+		fmt.Sprintf("info       rtmr2 %x", b.RTMR[2]),
+		fmt.Sprintf("info       rtmr3 %x", b.RTMR[3]))
+	return rawReport{summary: "tdx quote v4 (pck chain to " + res.RootID + ")", checks: checks, reportData: res.ReportData[:]}, nil
 }

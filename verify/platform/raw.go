@@ -10,6 +10,7 @@ import (
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // Raw evidence is evidence in the forms other tools write (a bare SEV-SNP
@@ -62,6 +63,31 @@ func VerifySNPReport(report, certs, nonce []byte, opts Options) (*Result, error)
 	if err != nil {
 		return nil, rejected(CheckParse, err)
 	}
+	return verifyRaw(ev, want, evidence.ReportData{}, opts)
+}
+
+// VerifyTDXQuote verifies a raw TDX quote (DCAP version 4, with its PCK
+// chain as certification data) offline against the embedded Intel SGX root.
+// With a nonce, REPORT_DATA must equal it zero-padded to 64 bytes; without
+// one (nil) REPORT_DATA is returned unchecked. Errors are as Verify's: a
+// quote version other than 4 cannot be checked (ErrUnsupported).
+func VerifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
+	want, err := rawWant(nonce, &opts)
+	if err != nil {
+		return nil, err
+	}
+	q, err := tdxquote.Parse(quote)
+	if errors.Is(err, tdxquote.ErrUnsupported) {
+		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+	}
+	if err != nil {
+		return nil, rejected(CheckParse, err)
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		return nil, rejected(CheckParse, err)
+	}
+	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: TDXFormat, Blob: quote, CertChain: chain}
 	return verifyRaw(ev, want, evidence.ReportData{}, opts)
 }
 

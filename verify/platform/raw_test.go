@@ -152,3 +152,41 @@ func FuzzSplitCerts(f *testing.F) {
 		}
 	})
 }
+
+// TestTDXQuoteConformance holds the tdx/ quote rows of the conformance
+// table (the event-log rows are in eventlog_test.go).
+func TestTDXQuoteConformance(t *testing.T) {
+	q4 := trustee(t, "tdx/tdx_quote_4.dat")
+	opts := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
+	flipped := bytes.Clone(q4)
+	flipped[48+136] ^= 1 // MRTD
+	for _, tc := range []struct {
+		name         string
+		quote, nonce []byte
+		opts         Options
+		class, cause error
+		check        string
+	}{
+		{name: "v4", quote: q4, opts: opts},
+		{name: "v4, its report data as nonce", quote: q4, nonce: q4[568:632], opts: opts},
+		{name: "v4 changed byte", quote: flipped, opts: opts, class: ErrRejected, check: CheckSignature},
+		{name: "v4 wrong nonce", quote: q4, nonce: []byte("challenge"), opts: opts, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
+		{name: "v4 truncated", quote: q4[:len(q4)-1], opts: opts, class: ErrRejected, check: CheckParse},
+		{name: "v4 collateral required", quote: q4, opts: Options{Now: opts.Now, AllowUncheckedRevocation: true}, class: ErrCannotCheck, cause: ErrMissingCollateral, check: CheckCollateral},
+		{name: "v5 (dcap quote version 5)", quote: trustee(t, "tdx/tdx_quote_5.dat"), opts: opts, class: ErrCannotCheck, cause: ErrUnsupported, check: CheckFormat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := VerifyTDXQuote(tc.quote, tc.nonce, tc.opts)
+			if tc.class != nil {
+				wantErr(t, err, tc.class, tc.cause, tc.check)
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if res.RootID != "intel-sgx-root" || res.Collateral != StatusSkipped || !bytes.Equal(res.ReportData[:], tc.quote[568:632]) {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
