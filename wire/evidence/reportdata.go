@@ -8,9 +8,9 @@ import (
 	"fmt"
 )
 
-// IdentityBindingLabel is the domain-separation label for bytes 32..63 of
+// identityBindingLabel is the domain-separation label for bytes 32..63 of
 // REPORT_DATA (docs/spec/attestation-v1.md, "REPORT_DATA").
-const IdentityBindingLabel = "clawea.dev/attester/v1/report-data/identity"
+const identityBindingLabel = "clawea.dev/attester/v1/report-data/identity"
 
 // maxEvidenceContext bounds the evidence context bound into REPORT_DATA.
 const maxEvidenceContext = 64 << 10
@@ -26,7 +26,7 @@ type ReportData struct {
 //	bytes  0..31  nonceBinding: the raw 32-byte PoH TEE nonce binding digest
 //	bytes 32..63  SHA-256(label || 0x00 || u16be(len(pub)) || pub || u32be(len(ctx)) || ctx)
 //
-// where label is IdentityBindingLabel, pub the attester's Ed25519 identity key
+// where label is identityBindingLabel, pub the attester's Ed25519 identity key
 // and ctx the evidence context (docs/spec/attestation-v1.md: for a key
 // attestation it carries the X25519 pack-recipient key).
 func NewReportData(nonceBinding [32]byte, identity ed25519.PublicKey, evidenceContext []byte) (ReportData, error) {
@@ -38,16 +38,16 @@ func NewReportData(nonceBinding [32]byte, identity ed25519.PublicKey, evidenceCo
 	}
 	var rd ReportData
 	copy(rd.b[:32], nonceBinding[:])
-	id := IdentityBinding(identity, evidenceContext)
+	id := identityBinding(identity, evidenceContext)
 	copy(rd.b[32:], id[:])
 	return rd, nil
 }
 
-// IdentityBinding computes bytes 32..63 of REPORT_DATA. Verifiers use it to
+// identityBinding computes bytes 32..63 of REPORT_DATA. Verifiers use it to
 // recompute the expected value.
-func IdentityBinding(identity ed25519.PublicKey, evidenceContext []byte) [32]byte {
+func identityBinding(identity ed25519.PublicKey, evidenceContext []byte) [32]byte {
 	h := sha256.New()
-	h.Write([]byte(IdentityBindingLabel))
+	h.Write([]byte(identityBindingLabel))
 	h.Write([]byte{0})
 	var l2 [2]byte
 	binary.BigEndian.PutUint16(l2[:], uint16(len(identity)))

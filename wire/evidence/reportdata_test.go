@@ -24,7 +24,7 @@ func TestNewReportData(t *testing.T) {
 	}
 	// Recompute bytes 32..63 by hand from the spec's layout.
 	var m []byte
-	m = append(m, IdentityBindingLabel...)
+	m = append(m, identityBindingLabel...)
 	m = append(m, 0, 0, 32)
 	m = append(m, pub...)
 	m = append(m, 0, 0, 0, 3)
