@@ -80,6 +80,10 @@ type Policy struct {
 	// TDXAllowedAdvisoryIDs are the Intel advisory IDs accepted on a
 	// matching TCB level; empty accepts none.
 	TDXAllowedAdvisoryIDs []string
+	// BootFirmware, BootKernel, BootCommandLine and BootInitrd pin the boot
+	// chain replayed from the evidence's event log
+	// (platform.Policy.BootFirmware, ...); empty pins nothing.
+	BootFirmware, BootKernel, BootCommandLine, BootInitrd [][]byte
 	// TrustedTPMAKs are the TPM Names of trusted attestation keys.
 	TrustedTPMAKs [][]byte
 	// TPMAKCertifications are credential-activation records
@@ -139,6 +143,10 @@ func (p *Policy) Platform() platform.Policy {
 		MinTDXTeeTCBSVN:     p.MinTDXTeeTCBSVN,
 		TCBStatuses:         p.TDXTCBStatuses,
 		AllowedAdvisoryIDs:  p.TDXAllowedAdvisoryIDs,
+		BootFirmware:        p.BootFirmware,
+		BootKernel:          p.BootKernel,
+		BootCommandLine:     p.BootCommandLine,
+		BootInitrd:          p.BootInitrd,
 	}
 }
 
@@ -183,6 +191,10 @@ type policyDoc struct {
 	MinTDXTeeTCBSVN          *string           `conf:"min_tdx_tee_tcb_svn"`
 	TDXTCBStatuses           []string          `conf:"tdx_tcb_statuses,max=1024,unique"`
 	TDXAllowedAdvisoryIDs    []string          `conf:"tdx_allowed_advisory_ids,max=1024,unique"`
+	BootFirmware             []string          `conf:"boot_firmware_hex,max=1024,unique"`
+	BootKernel               []string          `conf:"boot_kernel_hex,max=1024,unique"`
+	BootCommandLine          []string          `conf:"boot_command_line_hex,max=1024,unique"`
+	BootInitrd               []string          `conf:"boot_initrd_hex,max=1024,unique"`
 	TrustedTPMAKs            []string          `conf:"trusted_tpm_ak_names_hex,max=1024,unique"`
 	TPMAKCertifications      []string          `conf:"tpm_ak_certifications_b64u,max=1024,unique"`
 	TPMEKRoots               []string          `conf:"tpm_ek_roots_b64u,max=1024,unique"`
@@ -273,6 +285,23 @@ func (doc *policyDoc) readPlatform(d *confdoc.Decoder, p *Policy) {
 		p.TDXAllowedAdvisoryIDs = append(p.TDXAllowedAdvisoryIDs, s)
 		return nil
 	})
+	for _, pin := range []struct {
+		key  string
+		list []string
+		dst  *[][]byte
+	}{
+		{"boot_firmware_hex", doc.BootFirmware, &p.BootFirmware}, {"boot_kernel_hex", doc.BootKernel, &p.BootKernel},
+		{"boot_command_line_hex", doc.BootCommandLine, &p.BootCommandLine}, {"boot_initrd_hex", doc.BootInitrd, &p.BootInitrd},
+	} {
+		each(d, pin.key, pin.list, func(s string) error {
+			b, err := hex.DecodeString(s)
+			if err != nil || !isLowerHex(s) || (len(b) != 32 && len(b) != 48) {
+				return errors.New("a boot reference value is a 32- or 48-byte digest in lowercase hex")
+			}
+			*pin.dst = append(*pin.dst, b)
+			return nil
+		})
+	}
 }
 
 // readTPM reads the trusted TPM AK names, the AK certifications and the
@@ -491,6 +520,16 @@ func (p *Policy) Encode() ([]byte, error) {
 	}
 	addList("tdx_tcb_statuses", p.TDXTCBStatuses)
 	addList("tdx_allowed_advisory_ids", p.TDXAllowedAdvisoryIDs)
+	for _, pin := range []struct {
+		key  string
+		list [][]byte
+	}{{"boot_firmware_hex", p.BootFirmware}, {"boot_kernel_hex", p.BootKernel}, {"boot_command_line_hex", p.BootCommandLine}, {"boot_initrd_hex", p.BootInitrd}} {
+		var hs []string
+		for _, b := range pin.list {
+			hs = append(hs, hex.EncodeToString(b))
+		}
+		addList(pin.key, hs)
+	}
 	var aks []string
 	for _, a := range p.TrustedTPMAKs {
 		aks = append(aks, hex.EncodeToString(a))

@@ -138,6 +138,11 @@ type Result struct {
 	QETCBStatus    string
 	TCBAdvisoryIDs []string
 
+	// Boot is the boot chain replayed from the evidence's event log against
+	// the verified registers (TPM PCRs 0-9 quoted, TDX RTMRs); nil when the
+	// evidence carries no event log.
+	Boot *BootChain
+
 	// SEVSNP, TDX and TPM hold the platform's other verified fields.
 	SEVSNP *SEVSNPClaims
 	TDX    *TDXClaims

@@ -15,26 +15,26 @@ import (
 )
 
 // Intel TCB statuses (TCB info and QE identity tcbLevels[].tcbStatus).
-// TCBStatusUpToDate is the only one accepted by default; TCBStatusRevoked
+// TCBStatusUpToDate is the only one accepted by default; tcbStatusRevoked
 // is never accepted (Verify rejects it).
 const (
 	TCBStatusUpToDate                          = "UpToDate"
-	TCBStatusSWHardeningNeeded                 = "SWHardeningNeeded"
-	TCBStatusConfigurationNeeded               = "ConfigurationNeeded"
-	TCBStatusConfigurationAndSWHardeningNeeded = "ConfigurationAndSWHardeningNeeded"
-	TCBStatusOutOfDate                         = "OutOfDate"
-	TCBStatusOutOfDateConfigurationNeeded      = "OutOfDateConfigurationNeeded"
-	TCBStatusRevoked                           = "Revoked"
+	tcbStatusSWHardeningNeeded                 = "SWHardeningNeeded"
+	tcbStatusConfigurationNeeded               = "ConfigurationNeeded"
+	tcbStatusConfigurationAndSWHardeningNeeded = "ConfigurationAndSWHardeningNeeded"
+	tcbStatusOutOfDate                         = "OutOfDate"
+	tcbStatusOutOfDateConfigurationNeeded      = "OutOfDateConfigurationNeeded"
+	tcbStatusRevoked                           = "Revoked"
 )
 
 // knownTCBStatuses are the statuses Verify reports; any other is rejected.
-var knownTCBStatuses = []string{TCBStatusUpToDate, TCBStatusSWHardeningNeeded, TCBStatusConfigurationNeeded,
-	TCBStatusConfigurationAndSWHardeningNeeded, TCBStatusOutOfDate, TCBStatusOutOfDateConfigurationNeeded, TCBStatusRevoked}
+var knownTCBStatuses = []string{TCBStatusUpToDate, tcbStatusSWHardeningNeeded, tcbStatusConfigurationNeeded,
+	tcbStatusConfigurationAndSWHardeningNeeded, tcbStatusOutOfDate, tcbStatusOutOfDateConfigurationNeeded, tcbStatusRevoked}
 
 // AcceptableTCBStatus reports whether s may appear in Policy.TCBStatuses:
 // a known status other than Revoked.
 func AcceptableTCBStatus(s string) bool {
-	return s != TCBStatusRevoked && slices.Contains(knownTCBStatuses, s)
+	return s != tcbStatusRevoked && slices.Contains(knownTCBStatuses, s)
 }
 
 // Policy is the relying party's judgement of verified evidence. The zero
@@ -73,6 +73,12 @@ type Policy struct {
 	// (Result.TCBAdvisoryIDs); any other listed advisory is refused. Empty
 	// accepts none.
 	AllowedAdvisoryIDs []string
+
+	// BootFirmware, BootKernel, BootCommandLine and BootInitrd pin the
+	// reference values of the boot chain replayed from the evidence's event
+	// log (Result.Boot): each one not empty requires a replayed value in
+	// its list.
+	BootFirmware, BootKernel, BootCommandLine, BootInitrd [][]byte
 }
 
 // CheckPolicy judges r, which must come from Verify, against p. It returns
@@ -88,6 +94,9 @@ func CheckPolicy(r *Result, p Policy) error {
 	}
 	if r.Debug && !p.AllowDebug {
 		return policyErr(CheckDebug, fmt.Errorf("debuggable %s guest refused", r.Platform))
+	}
+	if err := checkBootPolicy(r, p); err != nil {
+		return err
 	}
 	switch r.Platform {
 	case evidence.PlatformSEVSNP:
@@ -147,7 +156,7 @@ func checkTDXPolicy(r *Result, p Policy) error {
 			if st.status == TCBStatusUpToDate {
 				continue
 			}
-			if st.status == TCBStatusRevoked || !slices.Contains(p.TCBStatuses, st.status) {
+			if st.status == tcbStatusRevoked || !slices.Contains(p.TCBStatuses, st.status) {
 				return policyErr(CheckTCBStatus, fmt.Errorf("%s is %q, not accepted by TCBStatuses %q", st.what, safetext.Clip(st.status, 48), p.TCBStatuses))
 			}
 		}

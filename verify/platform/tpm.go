@@ -120,6 +120,17 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 		Collateral:  StatusNotApplicable,
 		TPM:         claims,
 	}
+	if log, ok := ev.Aux[tpmquote.AuxEventLog]; ok {
+		pcrs := map[int][]byte{}
+		for _, p := range v.PCRs {
+			if p.Index <= 9 {
+				pcrs[p.Index] = clone(p.Value[:])
+			}
+		}
+		if res.Boot, err = replayBootChain(logTPM, log, pcrs); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 

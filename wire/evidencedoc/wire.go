@@ -69,6 +69,7 @@ var platformRules = map[string]platformRule{
 	},
 	evidence.PlatformTDX: {
 		format:     "tdx/quote-v4",
+		aux:        []string{"event_log"},
 		collateral: []string{"pck_crl", "qe_identity", "root_ca_crl", "tcb_info", "tcb_signing_chain"},
 	},
 	evidence.PlatformTPM: {
