@@ -41,7 +41,11 @@ func tdWithLog(t *testing.T, log []byte) (*BootChain, func([]byte) error, func(P
 		copy(td.RTMR[reg][:], bc.Values[i])
 	}
 	rd := testRD(t, "boot")
-	ev := simTDX(t, fakeqe.Options{TD: &td}, rd)
+	// The simulated platform carries the log, as a TD carries its CCEL.
+	ev := simTDX(t, fakeqe.Options{TD: &td, EventLog: log}, rd)
+	if !bytes.Equal(ev.Aux[auxEventLog], log) {
+		t.Fatal("the simulated td does not carry its event log")
+	}
 	verifyWith := func(l []byte) error {
 		e := cloneEvidence(ev)
 		e.Aux = map[string][]byte{auxEventLog: l}
