@@ -20,6 +20,7 @@ import (
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/controltest"
 	"github.com/clawea/attester/internal/swtpmtest"
+	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
 )
@@ -254,5 +255,41 @@ func TestPolicyInitTPM(t *testing.T) {
 	code, _, se = runCmd("seal", "--attester", idFile, "--challenge", b64u.Encode([]byte("c")), "--policy", otherPol, "-o", filepath.Join(t.TempDir(), "x"), "--manifest", filepath.Join(t.TempDir(), "y"), "nopack.json")
 	if code != exitRejected || !strings.Contains(se, fmt.Sprintf("ak name %x", seen)) || !strings.Contains(se, "trusted_tpm_ak_names_hex") {
 		t.Fatalf("other AK: exit %d %s", code, se)
+	}
+}
+
+// TestPolicyInitBootChain: --pin boot pins the boot chain a TPM attester's
+// event log replays to (PCRs 0-9 extended from go-eventlog's cos-121 boot
+// log); the policy admits the attester, and the attester without its log
+// is refused.
+func TestPolicyInitBootChain(t *testing.T) {
+	log := tdxtest.ReadModule(t, "github.com/google/go-eventlog", "testdata/eventlogs/tpm/cos-121-amd-sev.bin")
+	in := swtpmtest.StartForTest(t)
+	if err := in.ExtendEventLog(log, 9); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(t.TempDir(), "binary_bios_measurements")
+	os.WriteFile(logFile, log, 0o600)
+	pcrs := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	url, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr, PCRs: pcrs, EventLogPath: logFile}})
+	out := filepath.Join(t.TempDir(), "policy.json")
+	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--pin", "measurement,boot")
+	if code != exitOK {
+		t.Fatalf("policy init: exit %d\n%s%s", code, so, se)
+	}
+	raw, _ := os.ReadFile(out)
+	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.BootFirmware) != 1 || len(pol.BootKernel) != 1 || pol.BootCommandLine != nil || !strings.Contains(so, "pinned boot_kernel_hex: ") {
+		t.Fatalf("policy %s\n%s", raw, so)
+	}
+	// --pin boot on an attester without an event log cannot pin anything.
+	in2 := swtpmtest.StartForTest(t)
+	url2, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in2.Addr}})
+	code, _, se = runCmd("policy", "init", "--from-attester", url2, "-o", filepath.Join(t.TempDir(), "p.json"), "--allow-simulated", "--pin", "boot")
+	if code != exitCannot || !strings.Contains(se, "carries no event log") {
+		t.Fatalf("no log: exit %d %s", code, se)
 	}
 }

@@ -3,15 +3,9 @@ package platform
 import (
 	"bytes"
 	"context"
-	"net"
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/google/go-eventlog/register"
-	"github.com/google/go-eventlog/tcg"
-	"github.com/google/go-tpm/tpm2"
-	"github.com/google/go-tpm/tpm2/transport"
 
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/swtpmtest"
@@ -27,7 +21,9 @@ import (
 func TestTPMBootChain(t *testing.T) {
 	log := tdxtest.ReadModule(t, "github.com/google/go-eventlog", "testdata/eventlogs/tpm/cos-121-amd-sev.bin")
 	in := swtpmtest.StartForTest(t)
-	extendLog(t, in.Addr, log)
+	if err := in.ExtendEventLog(log, 9); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "binary_bios_measurements")
 	if err := os.WriteFile(path, log, 0o600); err != nil {
 		t.Fatal(err)
@@ -82,32 +78,4 @@ func TestTPMBootChain(t *testing.T) {
 	bad.Aux[tpmquote.AuxEventLog][i] ^= 1
 	_, err = Verify(bad, rd, opts)
 	wantErr(t, err, ErrRejected, nil, checkBoot)
-}
-
-// extendLog extends the SHA-256 PCRs 0-9 of the TPM at addr with the
-// events of log, in order.
-func extendLog(t *testing.T, addr string, log []byte) {
-	t.Helper()
-	el, err := tcg.ParseEventLog(log, tcg.ParseOpts{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpmT := transport.FromReadWriter(conn)
-	defer conn.Close()
-	for _, e := range el.Events(register.HashSHA256) {
-		if e.Index > 9 || uint32(e.Type) == evNoAction {
-			continue
-		}
-		_, err := tpm2.PCRExtend{
-			PCRHandle: tpm2.AuthHandle{Handle: tpm2.TPMHandle(e.Index), Auth: tpm2.PasswordAuth(nil)},
-			Digests:   tpm2.TPMLDigestValues{Digests: []tpm2.TPMTHA{{HashAlg: tpm2.TPMAlgSHA256, Digest: e.Digest}}},
-		}.Execute(tpmT)
-		if err != nil {
-			t.Fatalf("extend pcr %d: %v", e.Index, err)
-		}
-	}
 }
