@@ -285,6 +285,18 @@ func TestPolicyInitBootChain(t *testing.T) {
 	if len(pol.BootFirmware) != 1 || len(pol.BootKernel) != 1 || pol.BootCommandLine != nil || !strings.Contains(so, "pinned boot_kernel_hex: ") {
 		t.Fatalf("policy %s\n%s", raw, so)
 	}
+	// inspect shows the log the evidence carries, replayed, unverified.
+	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "identity.json")
+	os.WriteFile(idFile, idRaw, 0o644)
+	code, so, se = runCmd("inspect", idFile)
+	if code != exitOK || !strings.Contains(so, fmt.Sprintf("key_attestation.evidence[0].event_log.boot_kernel_hex: %x\n", pol.BootKernel[0])) ||
+		!strings.Contains(so, "key_attestation.evidence[0].event_log.verified: false\n") {
+		t.Fatalf("inspect: exit %d\n%s%s", code, so, se)
+	}
 	// --pin boot on an attester without an event log cannot pin anything.
 	in2 := swtpmtest.StartForTest(t)
 	url2, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in2.Addr}})
