@@ -52,13 +52,8 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	if err := checkSimulated(ev, opts); err != nil {
 		return nil, err
 	}
-	if len(ev.Signature) != 0 {
-		return nil, rejected(CheckParse, errors.New("tdx evidence carries a detached signature"))
-	}
-	for k := range ev.Aux {
-		if k != auxEventLog {
-			return nil, rejected(CheckParse, fmt.Errorf("tdx evidence carries aux %q", safetext.Clip(k, 32)))
-		}
+	if err := checkTDXExtras(ev); err != nil {
+		return nil, err
 	}
 	q, err := tdxquote.Parse(ev.Blob)
 	if errors.Is(err, tdxquote.ErrUnsupported) {
@@ -67,17 +62,9 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	if err != nil {
 		return nil, rejected(CheckParse, err)
 	}
-	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	chain, err := tdxChain(ev, q)
 	if err != nil {
-		return nil, rejected(CheckParse, err)
-	}
-	if len(ev.CertChain) != len(chain) {
-		return nil, rejected(CheckParse, errors.New("cert_chain differs from the quote's pck chain"))
-	}
-	for i := range chain {
-		if !bytes.Equal(ev.CertChain[i], chain[i]) {
-			return nil, rejected(CheckParse, errors.New("cert_chain differs from the quote's pck chain"))
-		}
+		return nil, err
 	}
 
 	// Trust anchor by the Simulated flag only.
@@ -347,6 +334,37 @@ func verifyP256(pub *ecdsa.PublicKey, msg []byte, sig [64]byte) bool {
 // auxEventLog is the Evidence.Aux key of a TDX CC event log (CCEL), as read
 // from the ACPI CCEL table's log area; the same name as the TPM event log.
 const auxEventLog = tpmquote.AuxEventLog
+
+// tdxChain returns the quote's PCK chain, which cert_chain must equal.
+func tdxChain(ev *evidence.Evidence, q *tdxquote.Quote) ([][]byte, error) {
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		return nil, rejected(CheckParse, err)
+	}
+	if len(ev.CertChain) != len(chain) {
+		return nil, rejected(CheckParse, errors.New("cert_chain differs from the quote's pck chain"))
+	}
+	for i := range chain {
+		if !bytes.Equal(ev.CertChain[i], chain[i]) {
+			return nil, rejected(CheckParse, errors.New("cert_chain differs from the quote's pck chain"))
+		}
+	}
+	return chain, nil
+}
+
+// checkTDXExtras refuses a detached signature and any aux data but the CC
+// event log.
+func checkTDXExtras(ev *evidence.Evidence) error {
+	if len(ev.Signature) != 0 {
+		return rejected(CheckParse, errors.New("tdx evidence carries a detached signature"))
+	}
+	for k := range ev.Aux {
+		if k != auxEventLog {
+			return rejected(CheckParse, fmt.Errorf("tdx evidence carries aux %q", safetext.Clip(k, 32)))
+		}
+	}
+	return nil
+}
 
 // tdxBootChain replays the evidence's CC event log, if any, against the
 // verified RTMRs: RTMR0-2 always, RTMR3 when the log extends it.
