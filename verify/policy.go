@@ -93,6 +93,9 @@ type Policy struct {
 	TPMAKCertifications     []*tpmcred.Certification
 	TPMEKRoots              []*x509.Certificate
 	RequireTPMEKCertifiedAK bool
+	// TrustGCEAKCerts trusts a TPM AK whose certificate (read from the
+	// vTPM's NV) chains to Google's EK/AK CA (platform.Options).
+	TrustGCEAKCerts bool
 
 	// TrustedAttesterDIDs, when not empty, are the only accepted attester
 	// DIDs.
@@ -199,6 +202,7 @@ type policyDoc struct {
 	TPMAKCertifications      []string          `conf:"tpm_ak_certifications_b64u,max=1024,unique"`
 	TPMEKRoots               []string          `conf:"tpm_ek_roots_b64u,max=1024,unique"`
 	RequireTPMEKCertifiedAK  bool              `conf:"require_tpm_ek_certified_ak"`
+	TrustGCEAKCerts          bool              `conf:"trust_gce_ak_certs"`
 	TrustedAttesterDIDs      []string          `conf:"trusted_attester_dids,max=1024,unique"`
 	ReceiptSignerDIDs        []string          `conf:"gateway_receipt_signer_dids,max=1024,unique"`
 	TrustedTemplates         map[string]string `conf:"trusted_templates,max=1024"`
@@ -221,6 +225,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		AllowSimulated: doc.AllowSimulated, AllowUncheckedRevocation: doc.AllowUncheckedRevocation,
 		AllowUncheckedCollateral: doc.AllowUncheckedCollateral, AllowAnyMeasurement: doc.AllowAnyMeasurement,
 		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
+		TrustGCEAKCerts: doc.TrustGCEAKCerts,
 	}
 	for _, read := range []func(*confdoc.Decoder, *Policy){
 		doc.readPlatform,
@@ -545,6 +550,7 @@ func (p *Policy) Encode() ([]byte, error) {
 	addList("tpm_ak_certifications_b64u", certs)
 	addList("tpm_ek_roots_b64u", roots)
 	addBool("require_tpm_ek_certified_ak", p.RequireTPMEKCertifiedAK)
+	addBool("trust_gce_ak_certs", p.TrustGCEAKCerts)
 	addList("trusted_attester_dids", p.TrustedAttesterDIDs)
 	if len(p.TrustedTemplates) > 0 {
 		names := make([]string, 0, len(p.TrustedTemplates))

@@ -43,3 +43,19 @@ func TestPolicyBootMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyTrustGCEAKCerts: the member parses, round-trips and reaches
+// the platform options' source.
+func TestPolicyTrustGCEAKCerts(t *testing.T) {
+	p, err := ParsePolicy([]byte(`{"policy_version":"clawea.dev/verify-policy/v1","trust_gce_ak_certs":true}`))
+	if err != nil || !p.TrustGCEAKCerts {
+		t.Fatalf("%+v %v", p, err)
+	}
+	enc, err := p.Encode()
+	if err != nil || !strings.Contains(string(enc), `"trust_gce_ak_certs":true`) {
+		t.Fatalf("%s %v", enc, err)
+	}
+	if _, err := ParsePolicy([]byte(`{"policy_version":"clawea.dev/verify-policy/v1","trust_gce_ak_certs":"yes"}`)); !errors.Is(err, ErrPolicyFile) {
+		t.Fatal(err)
+	}
+}

@@ -542,6 +542,7 @@ func (st *state) checkPlatform() *Error {
 		TPMAKCertifications:      st.policy.TPMAKCertifications,
 		TPMEKRoots:               st.policy.tpmEKRoots(),
 		RequireTPMEKCertifiedAK:  st.policy.RequireTPMEKCertifiedAK,
+		TrustGCEAKCerts:          st.policy.TrustGCEAKCerts,
 		CertCache:                st.opts.CertCache,
 	}
 	for i, it := range st.doc.Items {

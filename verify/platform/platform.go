@@ -82,6 +82,12 @@ type Options struct {
 	TPMEKRoots *x509.CertPool
 	// RequireTPMEKCertifiedAK refuses an AK trusted only by TrustedTPMAKs.
 	RequireTPMEKCertifiedAK bool
+	// TrustGCEAKCerts makes an AK trusted when the evidence carries its
+	// certificate (Aux "ak_cert", read from the vTPM's NV) and it chains at
+	// Now to Google's embedded EK/AK CA root; never for simulated evidence.
+	// TPMAKCARoots are other AK CA roots, for any evidence (see akcert.go).
+	TrustGCEAKCerts bool
+	TPMAKCARoots    *x509.CertPool
 
 	// CertCache, when set, remembers verified SEV-SNP endorsement chains so
 	// that repeated verifications of the same chip skip chain verification.

@@ -24,7 +24,8 @@ type TPMClaims struct {
 	// AKProvenance says why the AK was trusted: AKPinned (its Name is in
 	// Options.TrustedTPMAKs), AKEKCertified (a credential-activation record
 	// in Options.TPMAKCertifications whose EK certificate chains to
-	// Options.TPMEKRoots) or AKUnpinned (Options.AllowUntrustedTPMAK).
+	// Options.TPMEKRoots), "ak-certified" (its certificate chains to a
+	// trusted AK CA, akcert.go) or AKUnpinned (Options.AllowUntrustedTPMAK).
 	AKProvenance string
 	// For AKEKCertified: EKRootSHA256 is the SHA-256 of the root
 	// certificate (DER) the EK certificate chained to, TPM the identity in
@@ -56,9 +57,16 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	if err != nil {
 		return nil, err
 	}
-	trusted := make([][]byte, 0, len(opts.TrustedTPMAKs)+len(certified))
+	trusted := make([][]byte, 0, len(opts.TrustedTPMAKs)+len(certified)+1)
 	if !opts.RequireTPMEKCertifiedAK {
 		trusted = append(trusted, opts.TrustedTPMAKs...)
+	}
+	byCert, err := akFromCert(ev, opts.Now(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if byCert != nil {
+		trusted = append(trusted, byCert.name)
 	}
 	for _, c := range certified {
 		trusted = append(trusted, c.AKName)
@@ -106,6 +114,9 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 		claims.TPM = c.TPM
 		claims.ActivatedAt, claims.ActivatedBy = c.ActivatedAt, c.ActivatedBy
 		rootID = pick(ev.Simulated, rootIDSimTPMEK, rootIDTPMEK) + hex.EncodeToString(sum[:]) + ":" + name
+	case sameAK(byCert, v.AKName):
+		claims.AKProvenance = akCertified
+		rootID = byCert.rootID
 	default:
 		rootID = pick(ev.Simulated, rootIDSimTPM, rootIDTPM) + name
 	}

@@ -75,7 +75,7 @@ var platformRules = map[string]platformRule{
 	evidence.PlatformTPM: {
 		format:    "tpm2/quote",
 		signature: true,
-		aux:       []string{"ak_public", "event_log", "pcr_values"},
+		aux:       []string{"ak_cert", "ak_public", "event_log", "pcr_values"},
 	},
 }
 
