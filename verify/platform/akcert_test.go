@@ -49,9 +49,15 @@ func newAKCA(t *testing.T) *akCA {
 		t.Fatal(err)
 	}
 	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test EK/AK CA Root"},
-		NotBefore: testNow.Add(-time.Hour), NotAfter: testNow.Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		NotBefore: testNow.Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign}
 	return &akCA{root: testcert.Create(t, tmpl, tmpl, key.Public(), key), key: key}
+}
+
+func newPool(ca *akCA) *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.root)
+	return pool
 }
 
 func (ca *akCA) issue(t *testing.T, pub any, notAfter time.Time) []byte {
@@ -75,9 +81,7 @@ func TestTPMAKCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca := newAKCA(t)
-	pool := x509.NewCertPool()
-	pool.AddCert(ca.root)
-	opts := Options{Now: fixedNow, AllowSimulated: true, TPMAKCARoots: pool}
+	opts := Options{Now: fixedNow, AllowSimulated: true, TPMAKCARoots: newPool(ca)}
 	with := func(cert []byte) func() (*Result, error) {
 		return func() (*Result, error) {
 			ev := cloneEvidence(fx.Evidence)
