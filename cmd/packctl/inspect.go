@@ -552,6 +552,13 @@ func tpmValue(ev *evidence.Evidence) *pohjson.Value {
 			o.val("ek_certificate", certValue(ek))
 		}
 	}
+	if der, ok := ev.Aux[tpmquote.AuxAKCert]; ok {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			o.val("ak_certificate", certValue(c))
+		} else {
+			o.str("ak_certificate_error", err.Error())
+		}
+	}
 	return o.value()
 }
 

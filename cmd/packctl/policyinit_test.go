@@ -3,10 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
@@ -21,6 +29,7 @@ import (
 	"github.com/clawea/attester/internal/controltest"
 	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
 )
@@ -303,5 +312,36 @@ func TestPolicyInitBootChain(t *testing.T) {
 	code, _, se = runCmd("policy", "init", "--from-attester", url2, "-o", filepath.Join(t.TempDir(), "p.json"), "--allow-simulated", "--pin", "boot")
 	if code != exitCannot || !strings.Contains(se, "carries no event log") {
 		t.Fatalf("no log: exit %d %s", code, se)
+	}
+}
+
+// TestInspectGCEAKCert: an attester on a vTPM with a certified AK (a swtpm
+// provisioned like GCE's) carries the AK certificate, and inspect shows it.
+func TestInspectGCEAKCert(t *testing.T) {
+	in := swtpmtest.StartForTest(t)
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test EK/AK CA Root"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	ca := testcert.Create(t, caTmpl, caTmpl, caKey.Public(), caKey)
+	err = in.ProvisionGCEAK(func(pub crypto.PublicKey) ([]byte, error) {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "test vTPM AK"}, NotBefore: ca.NotBefore, NotAfter: ca.NotAfter}
+		return testcert.Create(t, tmpl, ca, pub, caKey).Raw, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr, GCEAK: true}})
+	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "identity.json")
+	os.WriteFile(idFile, idRaw, 0o644)
+	code, so, se := runCmd("inspect", idFile)
+	if code != exitOK || !strings.Contains(so, "key_attestation.evidence[0].tpm.ak_certificate.subject: CN=test vTPM AK\n") {
+		t.Fatalf("inspect: exit %d\n%s%s", code, so, se)
 	}
 }
