@@ -571,7 +571,11 @@ func (st *state) checkPlatform() *Error {
 		if pr.Simulated {
 			sim = " SIMULATED"
 		}
-		st.pass(CheckPlatform, "evidence[%d] %s%s verified to %s", i, pr.Platform, sim, pr.RootID)
+		boot := ""
+		if pr.Boot != nil {
+			boot = ", boot chain replayed from its " + pr.Boot.Log + " event log"
+		}
+		st.pass(CheckPlatform, "evidence[%d] %s%s verified to %s%s", i, pr.Platform, sim, pr.RootID, boot)
 		st.status(CheckRevocation, i, pr.Revocation)
 		st.status(CheckCollateral, i, pr.Collateral)
 	}
