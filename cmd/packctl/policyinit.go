@@ -38,7 +38,8 @@ const policyInitSynopsis = "policy init --from-attester URL|FILE -o policy.json 
 	"commit it. An existing -o file is refused without --force. Simulated attesters need\n" +
 	"--allow-simulated (and the policy then allows simulated evidence).\n" +
 	"Pins: measurement (default), did (the attester DID), ak (TPM AK Name; added for TPM\n" +
-	"evidence), tcb (minimum TCB: the one seen), boot (the boot chain replayed from the\n" +
+	"evidence, unless Google's EK/AK CA certifies the AK: then trust_gce_ak_certs),\n" +
+	"tcb (minimum TCB: the one seen), boot (the boot chain replayed from the\n" +
 	"evidence's event log: firmware, kernel, command line, initrd, as measured), templates\n" +
 	"(from --trusted FILE)."
 
@@ -327,6 +328,17 @@ func (pi *policyInit) verifyAttester() int {
 	return exitOK
 }
 
+// gceCertifiedAK reports whether every TPM AK of the key attestation is
+// trusted by its certificate to Google's EK/AK CA (a GCE vTPM): then the
+// policy trusts such certificates instead of pinning one AK Name, which a
+// new VM would change.
+func (pi *policyInit) gceCertifiedAK() bool {
+	opts := pi.opts
+	opts.AllowUntrustedTPMAK = false
+	_, err := verify.VerifyKeyAttestation(pi.jws, pi.challenge, &verify.Policy{AllowAnyMeasurement: true, TrustGCEAKCerts: true, AllowSimulated: pi.res.Simulated}, opts)
+	return err == nil
+}
+
 // checkPins starts the policy and checks the pins against the evidence
 // seen: TPM evidence always pins its AK.
 func (pi *policyInit) checkPins() int {
@@ -343,7 +355,11 @@ func (pi *policyInit) checkPins() int {
 			hasTCB = true
 		}
 	}
-	if hasTPM && !pi.pins[pinAK] {
+	switch {
+	case hasTPM && pi.gceCertifiedAK():
+		pi.pol.TrustGCEAKCerts = true
+		pi.pinned = append(pi.pinned, "trust_gce_ak_certs: true (the TPM AK's certificate chains to Google's EK/AK CA)")
+	case hasTPM && !pi.pins[pinAK]:
 		pi.pins[pinAK] = true
 		pi.warnings = append(pi.warnings, "TPM evidence: the AK Name is pinned too (a TPM policy without a trusted AK admits nothing)")
 	}

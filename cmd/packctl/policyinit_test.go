@@ -344,4 +344,15 @@ func TestInspectGCEAKCert(t *testing.T) {
 	if code != exitOK || !strings.Contains(so, "key_attestation.evidence[0].tpm.ak_certificate.subject: CN=test vTPM AK\n") {
 		t.Fatalf("inspect: exit %d\n%s%s", code, so, se)
 	}
+	// A certificate from a CA that is not Google's trusts nothing: policy
+	// init pins the AK Name, as for any TPM.
+	out := filepath.Join(t.TempDir(), "policy.json")
+	if code, so, se = runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated"); code != exitOK {
+		t.Fatalf("policy init: exit %d\n%s%s", code, so, se)
+	}
+	raw, _ := os.ReadFile(out)
+	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
+	if err != nil || pol.TrustGCEAKCerts || len(pol.TrustedTPMAKs) != 1 {
+		t.Fatalf("policy %s: %v", raw, err)
+	}
 }
