@@ -6,8 +6,6 @@ import (
 	"errors"
 	"slices"
 
-	"github.com/google/go-sev-guest/kds"
-
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
@@ -91,14 +89,7 @@ func VerifyKeyAttestation(jws, challenge []byte, policy *Policy, opts Options) (
 	if e := st.checkPlatform(); e != nil {
 		return nil, st.fail(e)
 	}
-	pp := platform.Policy{
-		Measurements:        policy.Measurements,
-		AllowAnyMeasurement: policy.AllowAnyMeasurement,
-		MinSEVSNPTCB:        kds.DecomposeTCBVersion(kds.TCBVersion(policy.MinSEVSNPTCB)),
-		MinTDXTeeTCBSVN:     policy.MinTDXTeeTCBSVN,
-		TCBStatuses:         policy.TDXTCBStatuses,
-		GPUMeasurements:     policy.GPUMeasurements,
-	}
+	pp := policy.Platform()
 	for i, pr := range st.res.Platform {
 		if err := platform.CheckPolicy(pr, pp); err != nil {
 			return nil, st.fail(platformPolicyErr(i, pr, err))

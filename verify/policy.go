@@ -20,6 +20,7 @@ import (
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
+	"github.com/google/go-sev-guest/kds"
 )
 
 // PolicyVersion is the value of policy_version, the first member of every
@@ -79,6 +80,10 @@ type Policy struct {
 	// TDXAllowedAdvisoryIDs are the Intel advisory IDs accepted on a
 	// matching TCB level; empty accepts none.
 	TDXAllowedAdvisoryIDs []string
+	// BootFirmware, BootKernel, BootCommandLine and BootInitrd pin the boot
+	// chain replayed from the evidence's event log
+	// (platform.Policy.BootFirmware, ...); empty pins nothing.
+	BootFirmware, BootKernel, BootCommandLine, BootInitrd [][]byte
 	// TrustedTPMAKs are the TPM Names of trusted attestation keys.
 	TrustedTPMAKs [][]byte
 	// TPMAKCertifications are credential-activation records
@@ -88,6 +93,9 @@ type Policy struct {
 	TPMAKCertifications     []*tpmcred.Certification
 	TPMEKRoots              []*x509.Certificate
 	RequireTPMEKCertifiedAK bool
+	// TrustGCEAKCerts trusts a TPM AK whose certificate (read from the
+	// vTPM's NV) chains to Google's EK/AK CA (platform.Options).
+	TrustGCEAKCerts bool
 
 	// TrustedAttesterDIDs, when not empty, are the only accepted attester
 	// DIDs.
@@ -137,6 +145,24 @@ var (
 	advisoryID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 )
 
+// Platform returns the part of the policy that verify/platform judges
+// verified hardware evidence by (measurements, TCB minimums, TDX TCB
+// statuses and advisories).
+func (p *Policy) Platform() platform.Policy {
+	return platform.Policy{
+		Measurements:        p.Measurements,
+		AllowAnyMeasurement: p.AllowAnyMeasurement,
+		MinSEVSNPTCB:        kds.DecomposeTCBVersion(kds.TCBVersion(p.MinSEVSNPTCB)),
+		MinTDXTeeTCBSVN:     p.MinTDXTeeTCBSVN,
+		TCBStatuses:         p.TDXTCBStatuses,
+		AllowedAdvisoryIDs:  p.TDXAllowedAdvisoryIDs,
+		BootFirmware:        p.BootFirmware,
+		BootKernel:          p.BootKernel,
+		BootCommandLine:     p.BootCommandLine,
+		BootInitrd:          p.BootInitrd,
+	}
+}
+
 // ParsePolicy parses a policy file (docs/spec/verify-v1.md, section 5):
 // a JSON object at most MaxPolicyBytes long whose first member is
 // policy_version; unknown members, duplicate members, wrong types and
@@ -178,10 +204,15 @@ type policyDoc struct {
 	MinTDXTeeTCBSVN          *string           `conf:"min_tdx_tee_tcb_svn"`
 	TDXTCBStatuses           []string          `conf:"tdx_tcb_statuses,max=1024,unique"`
 	TDXAllowedAdvisoryIDs    []string          `conf:"tdx_allowed_advisory_ids,max=1024,unique"`
+	BootFirmware             []string          `conf:"boot_firmware_hex,max=1024,unique"`
+	BootKernel               []string          `conf:"boot_kernel_hex,max=1024,unique"`
+	BootCommandLine          []string          `conf:"boot_command_line_hex,max=1024,unique"`
+	BootInitrd               []string          `conf:"boot_initrd_hex,max=1024,unique"`
 	TrustedTPMAKs            []string          `conf:"trusted_tpm_ak_names_hex,max=1024,unique"`
 	TPMAKCertifications      []string          `conf:"tpm_ak_certifications_b64u,max=1024,unique"`
 	TPMEKRoots               []string          `conf:"tpm_ek_roots_b64u,max=1024,unique"`
 	RequireTPMEKCertifiedAK  bool              `conf:"require_tpm_ek_certified_ak"`
+	TrustGCEAKCerts          bool              `conf:"trust_gce_ak_certs"`
 	TrustedAttesterDIDs      []string          `conf:"trusted_attester_dids,max=1024,unique"`
 	ReceiptSignerDIDs        []string          `conf:"gateway_receipt_signer_dids,max=1024,unique"`
 	TrustedTemplates         map[string]string `conf:"trusted_templates,max=1024"`
@@ -208,6 +239,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		AllowUncheckedCollateral: doc.AllowUncheckedCollateral, AllowAnyMeasurement: doc.AllowAnyMeasurement,
 		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
 		RequireGPU: doc.RequireGPU, AllowUncheckedGPURevocation: doc.AllowUncheckedGPURev,
+		TrustGCEAKCerts: doc.TrustGCEAKCerts,
 	}
 	for _, read := range []func(*confdoc.Decoder, *Policy){
 		doc.readPlatform,
@@ -273,6 +305,23 @@ func (doc *policyDoc) readPlatform(d *confdoc.Decoder, p *Policy) {
 		p.TDXAllowedAdvisoryIDs = append(p.TDXAllowedAdvisoryIDs, s)
 		return nil
 	})
+	for _, pin := range []struct {
+		key  string
+		list []string
+		dst  *[][]byte
+	}{
+		{"boot_firmware_hex", doc.BootFirmware, &p.BootFirmware}, {"boot_kernel_hex", doc.BootKernel, &p.BootKernel},
+		{"boot_command_line_hex", doc.BootCommandLine, &p.BootCommandLine}, {"boot_initrd_hex", doc.BootInitrd, &p.BootInitrd},
+	} {
+		each(d, pin.key, pin.list, func(s string) error {
+			b, err := hex.DecodeString(s)
+			if err != nil || !isLowerHex(s) || (len(b) != 32 && len(b) != 48) {
+				return errors.New("a boot reference value is a 32- or 48-byte digest in lowercase hex")
+			}
+			*pin.dst = append(*pin.dst, b)
+			return nil
+		})
+	}
 }
 
 // readTPM reads the trusted TPM AK names, the AK certifications and the
@@ -491,6 +540,16 @@ func (p *Policy) Encode() ([]byte, error) {
 	}
 	addList("tdx_tcb_statuses", p.TDXTCBStatuses)
 	addList("tdx_allowed_advisory_ids", p.TDXAllowedAdvisoryIDs)
+	for _, pin := range []struct {
+		key  string
+		list [][]byte
+	}{{"boot_firmware_hex", p.BootFirmware}, {"boot_kernel_hex", p.BootKernel}, {"boot_command_line_hex", p.BootCommandLine}, {"boot_initrd_hex", p.BootInitrd}} {
+		var hs []string
+		for _, b := range pin.list {
+			hs = append(hs, hex.EncodeToString(b))
+		}
+		addList(pin.key, hs)
+	}
 	var aks []string
 	for _, a := range p.TrustedTPMAKs {
 		aks = append(aks, hex.EncodeToString(a))
@@ -506,6 +565,7 @@ func (p *Policy) Encode() ([]byte, error) {
 	addList("tpm_ak_certifications_b64u", certs)
 	addList("tpm_ek_roots_b64u", roots)
 	addBool("require_tpm_ek_certified_ak", p.RequireTPMEKCertifiedAK)
+	addBool("trust_gce_ak_certs", p.TrustGCEAKCerts)
 	addList("trusted_attester_dids", p.TrustedAttesterDIDs)
 	if len(p.TrustedTemplates) > 0 {
 		names := make([]string, 0, len(p.TrustedTemplates))

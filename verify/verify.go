@@ -23,8 +23,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/google/go-sev-guest/kds"
-
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
@@ -545,6 +543,7 @@ func (st *state) checkPlatform() *Error {
 		TPMAKCertifications:         st.policy.TPMAKCertifications,
 		TPMEKRoots:                  st.policy.tpmEKRoots(),
 		RequireTPMEKCertifiedAK:     st.policy.RequireTPMEKCertifiedAK,
+		TrustGCEAKCerts:             st.policy.TrustGCEAKCerts,
 		CertCache:                   st.opts.CertCache,
 	}
 	for i, it := range st.doc.Items {
@@ -573,7 +572,11 @@ func (st *state) checkPlatform() *Error {
 		if pr.Simulated {
 			sim = " SIMULATED"
 		}
-		st.pass(CheckPlatform, "evidence[%d] %s%s verified to %s", i, pr.Platform, sim, pr.RootID)
+		boot := ""
+		if pr.Boot != nil {
+			boot = ", boot chain replayed from its " + pr.Boot.Log + " event log"
+		}
+		st.pass(CheckPlatform, "evidence[%d] %s%s verified to %s%s", i, pr.Platform, sim, pr.RootID, boot)
 		st.status(CheckRevocation, i, pr.Revocation)
 		st.status(CheckCollateral, i, pr.Collateral)
 	}
@@ -713,15 +716,7 @@ var platformPolicyMember = map[string]string{
 func (st *state) checkPolicy() *Error {
 	p := st.policy
 	r := st.res
-	pp := platform.Policy{
-		Measurements:        p.Measurements,
-		AllowAnyMeasurement: p.AllowAnyMeasurement,
-		MinSEVSNPTCB:        kds.DecomposeTCBVersion(kds.TCBVersion(p.MinSEVSNPTCB)),
-		MinTDXTeeTCBSVN:     p.MinTDXTeeTCBSVN,
-		TCBStatuses:         p.TDXTCBStatuses,
-		AllowedAdvisoryIDs:  p.TDXAllowedAdvisoryIDs,
-		GPUMeasurements:     p.GPUMeasurements,
-	}
+	pp := p.Platform()
 	for i, pr := range r.Platform {
 		if err := platform.CheckPolicy(pr, pp); err != nil {
 			return platformPolicyErr(i, pr, err)

@@ -22,6 +22,7 @@ import (
 	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
 	"github.com/clawea/attester/wire/snpevidence"
@@ -113,6 +114,7 @@ const (
 	kindDisclosure       = "disclosure"
 	kindTPMCert          = "tpm-certification"
 	kindPolicy           = "verify-policy"
+	kindEventLog         = "event-log"
 )
 
 // sniff recognises a file by its content (never by its name). It parses
@@ -121,6 +123,11 @@ const (
 func sniff(raw []byte) string {
 	if bytes.HasPrefix(raw, []byte(tpmcred.CertificationLabel+"\x00")) {
 		return kindTPMCert
+	}
+	// A TCG event log's first event (32 bytes of header) is the Spec ID
+	// event.
+	if len(raw) > 48 && string(raw[32:48]) == "Spec ID Event03\x00" {
+		return kindEventLog
 	}
 	if bytes.HasPrefix(raw, []byte(envelope.FormatVersion+"\n")) {
 		return kindEnvelope
@@ -250,6 +257,13 @@ func header(kind string) *obj {
 func inspectDocument(raw []byte, kind string) (*pohjson.Value, error) {
 	o := header(kind)
 	switch kind {
+	case kindEventLog:
+		bc, err := replayAny(raw, "")
+		if err != nil {
+			return nil, err
+		}
+		o.val("event_log", bootValue(bc))
+		o.str("check_with", "packctl verify (replays the log carried in evidence against the registers the hardware signed)")
 	case kindTPMCert:
 		c, err := tpmcred.ParseCertification(raw)
 		if err != nil {
@@ -396,8 +410,14 @@ func itemValue(it evidencedoc.Item) *pohjson.Value {
 		o.val("sev_snp", sevValue(ev))
 	case evidence.PlatformTDX:
 		o.val("tdx", tdxValue(ev))
+		if log, ok := ev.Aux["event_log"]; ok {
+			o.val("event_log", eventLogValue(log, "ccel"))
+		}
 	case evidence.PlatformTPM:
 		o.val("tpm", tpmValue(ev))
+		if log, ok := ev.Aux["event_log"]; ok {
+			o.val("event_log", eventLogValue(log, "tpm"))
+		}
 	case evidence.PlatformNVIDIAGPU:
 		o.val("nvidia_gpu", gpuValue(ev))
 	}
@@ -536,6 +556,13 @@ func tpmValue(ev *evidence.Evidence) *pohjson.Value {
 			o.val("ek_certificate", certValue(ek))
 		}
 	}
+	if der, ok := ev.Aux[tpmquote.AuxAKCert]; ok {
+		if c, err := x509.ParseCertificate(der); err == nil {
+			o.val("ak_certificate", certValue(c))
+		} else {
+			o.str("ak_certificate_error", err.Error())
+		}
+	}
 	return o.value()
 }
 
@@ -623,4 +650,55 @@ func inputHint(ins ...input) string {
 		return fmt.Sprintf("%s %s is %s, not %s", in.flag, in.path, kindPhrase(kinds[i]), kindPhrase(in.want))
 	}
 	return ""
+}
+
+// replayAny replays an event log on its own (kind "tpm" or "ccel"; ""
+// tries both).
+func replayAny(log []byte, kind string) (*platform.BootChain, error) {
+	kinds := []string{kind}
+	if kind == "" {
+		kinds = []string{"tpm", "ccel"}
+	}
+	var err error
+	for _, k := range kinds {
+		var bc *platform.BootChain
+		if bc, err = platform.ReplayEventLog(k, log); err == nil {
+			return bc, nil
+		}
+	}
+	return nil, err
+}
+
+// eventLogValue is an event log of kind replayed on its own.
+func eventLogValue(log []byte, kind string) *pohjson.Value {
+	bc, err := replayAny(log, kind)
+	if err != nil {
+		return errValue(err)
+	}
+	return bootValue(bc)
+}
+
+// bootValue shows the registers a replayed log claims and the boot
+// chain's reference values, all unverified until packctl verify replays
+// the log against the registers the hardware signed.
+func bootValue(bc *platform.BootChain) *pohjson.Value {
+	o := &obj{}
+	o.str("log", bc.Log)
+	o.boolean("verified", false)
+	name := "pcr"
+	if bc.Log == "ccel" {
+		name = "rtmr"
+	}
+	for i, r := range bc.Registers {
+		o.str(name+strconv.Itoa(r)+"_hex", hex.EncodeToString(bc.Values[i]))
+	}
+	for _, v := range []struct {
+		key string
+		val []byte
+	}{{"boot_firmware_hex", bc.Firmware}, {"boot_kernel_hex", bc.Kernel}, {"boot_command_line_hex", bc.CommandLine}, {"boot_initrd_hex", bc.Initrd}} {
+		if v.val != nil {
+			o.str(v.key, hex.EncodeToString(v.val))
+		}
+	}
+	return o.value()
 }

@@ -54,6 +54,7 @@ func commands() []command {
 		{"ear", "verify an EAR (attestation result) against the verifier's keys (verify)", runEAR},
 		{"disclose", "reveal chosen inputs of a v2 pack to an auditor", runDisclose},
 		{"verify-disclosure", "check a disclosure against its report (and attestation)", runVerifyDisclosure},
+		{"platform", "verify raw platform evidence (SNP report, TDX quote, ...) offline (verify)", runPlatform},
 		{"policy", "write a verify policy from a first contact with an attester (TOFU)", runPolicy},
 		{"tpm", "certify a TPM attestation key through its EK, check a record", runTPM},
 		{"collateral", "fetch or check AMD/Intel collateral for evidence (fetch, check)", runCollateral},

@@ -16,9 +16,14 @@ func TestMain(m *testing.M) {
 }
 
 // TestScripts runs the txtar scripts in testdata/script. $SHARED points at
-// the shared conformance folder beside the checkout.
+// the shared conformance folder beside the checkout, $PLATFORMS at the
+// copies of its real platform samples in verify/platform/testdata/trustee.
 func TestScripts(t *testing.T) {
 	shared, err := filepath.Abs(filepath.Join("..", "..", "..", "shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	platforms, err := filepath.Abs(filepath.Join("..", "..", "verify", "platform", "testdata", "trustee"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,6 +34,7 @@ func TestScripts(t *testing.T) {
 		Dir: filepath.Join("testdata", "script"),
 		Setup: func(e *testscript.Env) error {
 			e.Setenv("SHARED", shared)
+			e.Setenv("PLATFORMS", platforms)
 			return nil
 		},
 	})

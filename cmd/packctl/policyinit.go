@@ -27,7 +27,7 @@ import (
 
 const policySynopsis = "policy init --from-attester URL|FILE -o policy.json [--pin LIST] [flags]"
 
-const policyInitSynopsis = "policy init --from-attester URL|FILE -o policy.json [--pin measurement,did,ak,tcb,templates]\n" +
+const policyInitSynopsis = "policy init --from-attester URL|FILE -o policy.json [--pin measurement,did,ak,tcb,boot,templates]\n" +
 	"    [--challenge B64U] [--trusted FILE] [--allow-simulated] [--allow-unchecked-revocation]\n" +
 	"    [--allow-unchecked-collateral] [--collateral DIR] [--force] [--json]\n\n" +
 	"Writes a verify policy (docs/spec/verify-v1.md) that pins what the attester presents\n" +
@@ -38,7 +38,10 @@ const policyInitSynopsis = "policy init --from-attester URL|FILE -o policy.json 
 	"commit it. An existing -o file is refused without --force. Simulated attesters need\n" +
 	"--allow-simulated (and the policy then allows simulated evidence).\n" +
 	"Pins: measurement (default), did (the attester DID), ak (TPM AK Name; added for TPM\n" +
-	"evidence), tcb (minimum TCB: the one seen), templates (from --trusted FILE)."
+	"evidence, unless Google's EK/AK CA certifies the AK: then trust_gce_ak_certs),\n" +
+	"tcb (minimum TCB: the one seen), boot (the boot chain replayed from the\n" +
+	"evidence's event log: firmware, kernel, command line, initrd, as measured), templates\n" +
+	"(from --trusted FILE)."
 
 // Pins of policy init.
 const (
@@ -46,10 +49,11 @@ const (
 	pinDID         = "did"
 	pinAK          = "ak"
 	pinTCB         = "tcb"
+	pinBoot        = "boot"
 	pinTemplates   = "templates"
 )
 
-var allPins = []string{pinMeasurement, pinDID, pinAK, pinTCB, pinTemplates}
+var allPins = []string{pinMeasurement, pinDID, pinAK, pinTCB, pinBoot, pinTemplates}
 
 func runPolicy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
@@ -324,6 +328,17 @@ func (pi *policyInit) verifyAttester() int {
 	return exitOK
 }
 
+// gceCertifiedAK reports whether every TPM AK of the key attestation is
+// trusted by its certificate to Google's EK/AK CA (a GCE vTPM): then the
+// policy trusts such certificates instead of pinning one AK Name, which a
+// new VM would change.
+func (pi *policyInit) gceCertifiedAK() bool {
+	opts := pi.opts
+	opts.AllowUntrustedTPMAK = false
+	_, err := verify.VerifyKeyAttestation(pi.jws, pi.challenge, &verify.Policy{AllowAnyMeasurement: true, TrustGCEAKCerts: true, AllowSimulated: pi.res.Simulated}, opts)
+	return err == nil
+}
+
 // checkPins starts the policy and checks the pins against the evidence
 // seen: TPM evidence always pins its AK.
 func (pi *policyInit) checkPins() int {
@@ -342,7 +357,11 @@ func (pi *policyInit) checkPins() int {
 			hasTCB = true
 		}
 	}
-	if hasTPM && !pi.pins[pinAK] {
+	switch {
+	case hasTPM && pi.gceCertifiedAK():
+		pi.pol.TrustGCEAKCerts = true
+		pi.pinned = append(pi.pinned, "trust_gce_ak_certs: true (the TPM AK's certificate chains to Google's EK/AK CA)")
+	case hasTPM && !pi.pins[pinAK]:
 		pi.pins[pinAK] = true
 		pi.warnings = append(pi.warnings, "TPM evidence: the AK Name is pinned too (a TPM policy without a trusted AK admits nothing)")
 	}
@@ -384,6 +403,36 @@ func (pi *policyInit) pinPlatforms() int {
 				return code
 			}
 		}
+		if pi.pins[pinBoot] {
+			if code := pi.pinBoot(i, pr); code != exitOK {
+				return code
+			}
+		}
+	}
+	return exitOK
+}
+
+// pinBoot pins every reference value of the boot chain replayed from the
+// evidence's event log; evidence without one cannot be pinned.
+func (pi *policyInit) pinBoot(i int, pr *platform.Result) int {
+	if pr.Boot == nil {
+		errorf(pi.stderr, "policy init: --pin boot: evidence[%d] (%s) carries no event log", i, pr.Platform)
+		return exitCannot
+	}
+	pol, b := pi.pol, pr.Boot
+	for _, v := range []struct {
+		member string
+		val    []byte
+		dst    *[][]byte
+	}{
+		{"boot_firmware_hex", b.Firmware, &pol.BootFirmware}, {"boot_kernel_hex", b.Kernel, &pol.BootKernel},
+		{"boot_command_line_hex", b.CommandLine, &pol.BootCommandLine}, {"boot_initrd_hex", b.Initrd, &pol.BootInitrd},
+	} {
+		if v.val == nil || slices.ContainsFunc(*v.dst, func(m []byte) bool { return bytes.Equal(m, v.val) }) {
+			continue
+		}
+		*v.dst = append(*v.dst, bytes.Clone(v.val))
+		pi.pinned = append(pi.pinned, fmt.Sprintf("%s: %x (evidence[%d] %s event log)", v.member, v.val, i, b.Log))
 	}
 	return exitOK
 }

@@ -3,10 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +21,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave"
@@ -22,6 +30,8 @@ import (
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/controltest"
 	"github.com/clawea/attester/internal/swtpmtest"
+	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
 )
@@ -291,4 +301,94 @@ func readPolicyFile(t *testing.T, path string) ([]byte, *verify.Policy) {
 		t.Fatal(err)
 	}
 	return raw, pol
+}
+
+// TestPolicyInitBootChain: --pin boot pins the boot chain a TPM attester's
+// event log replays to (PCRs 0-9 extended from go-eventlog's cos-121 boot
+// log); the policy admits the attester, and the attester without its log
+// is refused.
+func TestPolicyInitBootChain(t *testing.T) {
+	log := tdxtest.ReadModule(t, "github.com/google/go-eventlog", "testdata/eventlogs/tpm/cos-121-amd-sev.bin")
+	in := swtpmtest.StartForTest(t)
+	if err := in.ExtendEventLog(log, 9); err != nil {
+		t.Fatal(err)
+	}
+	logFile := filepath.Join(t.TempDir(), "binary_bios_measurements")
+	os.WriteFile(logFile, log, 0o600)
+	pcrs := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	url, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr, PCRs: pcrs, EventLogPath: logFile}})
+	out := filepath.Join(t.TempDir(), "policy.json")
+	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--pin", "measurement,boot")
+	if code != exitOK {
+		t.Fatalf("policy init: exit %d\n%s%s", code, so, se)
+	}
+	raw, _ := os.ReadFile(out)
+	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.BootFirmware) != 1 || len(pol.BootKernel) != 1 || pol.BootCommandLine != nil || !strings.Contains(so, "pinned boot_kernel_hex: ") {
+		t.Fatalf("policy %s\n%s", raw, so)
+	}
+	// inspect shows the log the evidence carries, replayed, unverified.
+	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "identity.json")
+	os.WriteFile(idFile, idRaw, 0o644)
+	code, so, se = runCmd("inspect", idFile)
+	if code != exitOK || !strings.Contains(so, fmt.Sprintf("key_attestation.evidence[0].event_log.boot_kernel_hex: %x\n", pol.BootKernel[0])) ||
+		!strings.Contains(so, "key_attestation.evidence[0].event_log.verified: false\n") {
+		t.Fatalf("inspect: exit %d\n%s%s", code, so, se)
+	}
+	// --pin boot on an attester without an event log cannot pin anything.
+	in2 := swtpmtest.StartForTest(t)
+	url2, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in2.Addr}})
+	code, _, se = runCmd("policy", "init", "--from-attester", url2, "-o", filepath.Join(t.TempDir(), "p.json"), "--allow-simulated", "--pin", "boot")
+	if code != exitCannot || !strings.Contains(se, "carries no event log") {
+		t.Fatalf("no log: exit %d %s", code, se)
+	}
+}
+
+// TestInspectGCEAKCert: an attester on a vTPM with a certified AK (a swtpm
+// provisioned like GCE's) carries the AK certificate, and inspect shows it.
+func TestInspectGCEAKCert(t *testing.T) {
+	in := swtpmtest.StartForTest(t)
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test EK/AK CA Root"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	ca := testcert.Create(t, caTmpl, caTmpl, caKey.Public(), caKey)
+	err = in.ProvisionGCEAK(func(pub crypto.PublicKey) ([]byte, error) {
+		tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "test vTPM AK"}, NotBefore: ca.NotBefore, NotAfter: ca.NotAfter}
+		return testcert.Create(t, tmpl, ca, pub, caKey).Raw, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr, GCEAK: true}})
+	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "identity.json")
+	os.WriteFile(idFile, idRaw, 0o644)
+	code, so, se := runCmd("inspect", idFile)
+	if code != exitOK || !strings.Contains(so, "key_attestation.evidence[0].tpm.ak_certificate.subject: CN=test vTPM AK\n") {
+		t.Fatalf("inspect: exit %d\n%s%s", code, so, se)
+	}
+	// A certificate from a CA that is not Google's trusts nothing: policy
+	// init pins the AK Name, as for any TPM.
+	out := filepath.Join(t.TempDir(), "policy.json")
+	if code, so, se = runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated"); code != exitOK {
+		t.Fatalf("policy init: exit %d\n%s%s", code, so, se)
+	}
+	raw, _ := os.ReadFile(out)
+	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
+	if err != nil || pol.TrustGCEAKCerts || len(pol.TrustedTPMAKs) != 1 {
+		t.Fatalf("policy %s: %v", raw, err)
+	}
 }

@@ -32,6 +32,8 @@ type Device struct {
 	closer    func() error
 	transport string
 	closed    bool
+	// ccelPath is the CC event log Quote reads into Aux "event_log".
+	ccelPath string
 }
 
 var (
@@ -50,13 +52,13 @@ func Open() (*Device, error) {
 	if cfErr == nil {
 		c, err := linuxtsm.MakeClient()
 		if err == nil {
-			return &Device{src: &configfsSource{client: c}, transport: transportConfigFS}, nil
+			return &Device{src: &configfsSource{client: c}, transport: transportConfigFS, ccelPath: defaultCCELPath}, nil
 		}
 		cfErr = err
 	}
 	dev, devErr := client.OpenDevice()
 	if devErr == nil {
-		return &Device{src: &deviceSource{dev: dev}, closer: dev.Close, transport: transportDevice}, nil
+		return &Device{src: &deviceSource{dev: dev}, closer: dev.Close, transport: transportDevice, ccelPath: defaultCCELPath}, nil
 	}
 	return nil, fmt.Errorf("%w: tdx: configfs-tsm: %v; %s: %v", enclave.ErrNotAvailable, cfErr, transportDevice, devErr)
 }
@@ -115,9 +117,21 @@ func (l lockedSource) GetRawQuote(rd [64]byte) ([]byte, error) {
 	return d.src.GetRawQuote(rd)
 }
 
-// Quote returns hardware evidence over rd.
+// Quote returns hardware evidence over rd, with the CC event log when the
+// ACPI CCEL table's log area is readable.
 func (d *Device) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
-	return buildEvidence(ctx, lockedSource{d}, rd, false)
+	ev, err := buildEvidence(ctx, lockedSource{d}, rd, false)
+	if err != nil {
+		return nil, err
+	}
+	log, err := readCCEL(d.ccelPath)
+	if err != nil {
+		return nil, err
+	}
+	if log != nil {
+		ev.Aux = map[string][]byte{auxEventLog: log}
+	}
+	return ev, nil
 }
 
 // Platform returns evidence.PlatformTDX.

@@ -1,6 +1,7 @@
 package tdx
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/clawea/attester/enclave"
@@ -13,7 +14,8 @@ import (
 // package fakeqe (by default the pinned root of package tdxsimroots), and
 // its evidence is marked Simulated. A production verifier refuses it.
 type Simulated struct {
-	qe *fakeqe.QE
+	qe       *fakeqe.QE
+	eventLog []byte
 }
 
 var (
@@ -30,12 +32,19 @@ func NewSimulated(opts fakeqe.Options) (*Simulated, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Simulated{qe: qe}, nil
+	return &Simulated{qe: qe, eventLog: bytes.Clone(opts.EventLog)}, nil
 }
 
 // Quote returns simulated evidence over rd.
 func (s *Simulated) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
-	return buildEvidence(ctx, s.qe, rd, true)
+	ev, err := buildEvidence(ctx, s.qe, rd, true)
+	if err != nil {
+		return nil, err
+	}
+	if s.eventLog != nil {
+		ev.Aux = map[string][]byte{auxEventLog: bytes.Clone(s.eventLog)}
+	}
+	return ev, nil
 }
 
 // Platform returns evidence.PlatformTDX.

@@ -32,6 +32,10 @@ const (
 	// EK certificate NV indices (TCG EK Credential Profile 2.0, low range).
 	nvIndexRSAEKCert uint32 = 0x01c00002
 	nvIndexECCEKCert uint32 = 0x01c0000a
+	// GCE's certified AK (ECC P-256): its template and its certificate
+	// (docs/spec/platform-tpm.md section 2.5; go-tpm-tools' client/handles.go).
+	nvIndexGCEAKTemplateECC uint32 = 0x01c10003
+	nvIndexGCEAKCertECC     uint32 = 0x01c10002
 
 	// akUniqueLabel seeds the unique field of the AK template, so the AK is
 	// this project's own primary key, stable across restarts of one TPM.
@@ -71,6 +75,11 @@ type Options struct {
 	// EventLogPath is read into Aux "event_log" when readable. Default
 	// defaultEventLogPath for a device; none for Address.
 	EventLogPath string
+	// GCEAK uses the vTPM's certified AK instead of this package's: the
+	// primary key the ECC template at NV 0x01c10003 makes in the
+	// endorsement hierarchy, whose certificate (NV 0x01c10002) Quote
+	// carries in Aux "ak_cert". Open fails when either index is missing.
+	GCEAK bool
 }
 
 // TPM is an open TPM with a loaded attestation key. Its methods are safe for
@@ -82,10 +91,12 @@ type TPM struct {
 	simulated bool
 	pcrs      []int
 	eventLog  string
+	gceAK     bool
 
 	ak       tpm2.NamedHandle
 	akPublic []byte // TPMT_PUBLIC as returned by the TPM
 	ekCert   []byte // DER, nil when absent
+	akCert   []byte // DER, GCEAK only
 	closed   bool
 }
 
@@ -110,7 +121,7 @@ func Open(ctx context.Context, opts Options) (*TPM, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &TPM{pcrs: pcrs, eventLog: opts.EventLogPath}
+	t := &TPM{pcrs: pcrs, eventLog: opts.EventLogPath, gceAK: opts.GCEAK}
 	switch {
 	case opts.Address != "" && opts.Device != "":
 		return nil, fmt.Errorf("%w: both device and address set", errOptions)
@@ -246,9 +257,16 @@ func akTemplate() tpm2.TPMTPublic {
 }
 
 func (t *TPM) createAK() error {
+	tmpl := akTemplate()
+	if t.gceAK {
+		var err error
+		if tmpl, t.akCert, err = t.readGCEAK(); err != nil {
+			return err
+		}
+	}
 	rsp, err := tpm2.CreatePrimary{
 		PrimaryHandle: tpm2.AuthHandle{Handle: tpm2.TPMRHEndorsement, Auth: tpm2.PasswordAuth(nil)},
-		InPublic:      tpm2.New2B(akTemplate()),
+		InPublic:      tpm2.New2B(tmpl),
 	}.Execute(t.tp)
 	if err != nil {
 		return fmt.Errorf("tpm: create ak: %w", err)
@@ -267,6 +285,24 @@ func (t *TPM) createAK() error {
 	}
 	t.akPublic = pub
 	return nil
+}
+
+// readGCEAK reads the template and the certificate of the vTPM's
+// certified AK from NV.
+func (t *TPM) readGCEAK() (tpm2.TPMTPublic, []byte, error) {
+	raw, err := t.readNV(tpm2.TPMHandle(nvIndexGCEAKTemplateECC))
+	if err != nil {
+		return tpm2.TPMTPublic{}, nil, fmt.Errorf("tpm: read gce ak template at 0x%08x: %w", nvIndexGCEAKTemplateECC, err)
+	}
+	tmpl, err := tpm2.Unmarshal[tpm2.TPMTPublic](raw)
+	if err != nil {
+		return tpm2.TPMTPublic{}, nil, fmt.Errorf("%w: gce ak template: %v", errUnexpectedTPM, err)
+	}
+	cert, err := t.readNV(tpm2.TPMHandle(nvIndexGCEAKCertECC))
+	if err != nil {
+		return tpm2.TPMTPublic{}, nil, fmt.Errorf("tpm: read gce ak certificate at 0x%08x: %w", nvIndexGCEAKCertECC, err)
+	}
+	return *tmpl, trimDER(cert), nil
 }
 
 func (t *TPM) flush(h tpm2.TPMHandle) {
@@ -495,6 +531,9 @@ func (t *TPM) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evid
 	}
 	if log != nil {
 		ev.Aux[tpmquote.AuxEventLog] = log
+	}
+	if t.akCert != nil {
+		ev.Aux[tpmquote.AuxAKCert] = slices.Clone(t.akCert)
 	}
 	return ev, nil
 }

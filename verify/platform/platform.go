@@ -86,11 +86,21 @@ type Options struct {
 	TPMEKRoots *x509.CertPool
 	// RequireTPMEKCertifiedAK refuses an AK trusted only by TrustedTPMAKs.
 	RequireTPMEKCertifiedAK bool
+	// TrustGCEAKCerts makes an AK trusted when the evidence carries its
+	// certificate (Aux "ak_cert", read from the vTPM's NV) and it chains at
+	// Now to Google's embedded EK/AK CA root; never for simulated evidence.
+	// TPMAKCARoots are other AK CA roots, for any evidence (see akcert.go).
+	TrustGCEAKCerts bool
+	TPMAKCARoots    *x509.CertPool
 
 	// CertCache, when set, remembers verified SEV-SNP endorsement chains so
 	// that repeated verifications of the same chip skip chain verification.
 	// The report signature is verified every time.
 	CertCache *CertCache
+
+	// anyReportData skips the REPORT_DATA comparison: raw evidence
+	// verified without a nonce (raw.go). Only this package sets it.
+	anyReportData bool
 }
 
 // Result is what Verify established. Every field was verified; nothing is
@@ -137,6 +147,11 @@ type Result struct {
 	TCBStatus      string
 	QETCBStatus    string
 	TCBAdvisoryIDs []string
+
+	// Boot is the boot chain replayed from the evidence's event log against
+	// the verified registers (TPM PCRs 0-9 quoted, TDX RTMRs); nil when the
+	// evidence carries no event log.
+	Boot *BootChain
 
 	// SEVSNP, TDX and TPM hold the platform's other verified fields.
 	SEVSNP *SEVSNPClaims
@@ -206,8 +221,12 @@ func checkSimulated(ev *evidence.Evidence, opts *Options) error {
 	return nil
 }
 
-// checkReportData compares the verified REPORT_DATA with want.
-func checkReportData(got []byte, want [64]byte) error {
+// checkReportData compares the verified REPORT_DATA with want, unless opts
+// verifies raw evidence without a nonce.
+func checkReportData(got []byte, want [64]byte, opts *Options) error {
+	if opts.anyReportData {
+		return nil
+	}
 	if len(got) != 64 || subtle.ConstantTimeCompare(got, want[:]) != 1 {
 		return rejected(CheckReportData, ErrReportData)
 	}

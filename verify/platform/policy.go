@@ -16,26 +16,26 @@ import (
 )
 
 // Intel TCB statuses (TCB info and QE identity tcbLevels[].tcbStatus).
-// TCBStatusUpToDate is the only one accepted by default; tCBStatusRevoked
+// TCBStatusUpToDate is the only one accepted by default; tcbStatusRevoked
 // is never accepted (Verify rejects it).
 const (
 	TCBStatusUpToDate                          = "UpToDate"
-	tCBStatusSWHardeningNeeded                 = "SWHardeningNeeded"
-	tCBStatusConfigurationNeeded               = "ConfigurationNeeded"
-	tCBStatusConfigurationAndSWHardeningNeeded = "ConfigurationAndSWHardeningNeeded"
-	tCBStatusOutOfDate                         = "OutOfDate"
-	tCBStatusOutOfDateConfigurationNeeded      = "OutOfDateConfigurationNeeded"
-	tCBStatusRevoked                           = "Revoked"
+	tcbStatusSWHardeningNeeded                 = "SWHardeningNeeded"
+	tcbStatusConfigurationNeeded               = "ConfigurationNeeded"
+	tcbStatusConfigurationAndSWHardeningNeeded = "ConfigurationAndSWHardeningNeeded"
+	tcbStatusOutOfDate                         = "OutOfDate"
+	tcbStatusOutOfDateConfigurationNeeded      = "OutOfDateConfigurationNeeded"
+	tcbStatusRevoked                           = "Revoked"
 )
 
 // knownTCBStatuses are the statuses Verify reports; any other is rejected.
-var knownTCBStatuses = []string{TCBStatusUpToDate, tCBStatusSWHardeningNeeded, tCBStatusConfigurationNeeded,
-	tCBStatusConfigurationAndSWHardeningNeeded, tCBStatusOutOfDate, tCBStatusOutOfDateConfigurationNeeded, tCBStatusRevoked}
+var knownTCBStatuses = []string{TCBStatusUpToDate, tcbStatusSWHardeningNeeded, tcbStatusConfigurationNeeded,
+	tcbStatusConfigurationAndSWHardeningNeeded, tcbStatusOutOfDate, tcbStatusOutOfDateConfigurationNeeded, tcbStatusRevoked}
 
 // AcceptableTCBStatus reports whether s may appear in Policy.TCBStatuses:
 // a known status other than Revoked.
 func AcceptableTCBStatus(s string) bool {
-	return s != tCBStatusRevoked && slices.Contains(knownTCBStatuses, s)
+	return s != tcbStatusRevoked && slices.Contains(knownTCBStatuses, s)
 }
 
 // Policy is the relying party's judgement of verified evidence. The zero
@@ -81,6 +81,12 @@ type Policy struct {
 	// Measurements, or when GPUMeasurements is not empty and every pinned
 	// index is present with the pinned value.
 	GPUMeasurements map[int][]byte
+
+	// BootFirmware, BootKernel, BootCommandLine and BootInitrd pin the
+	// reference values of the boot chain replayed from the evidence's event
+	// log (Result.Boot): each one not empty requires a replayed value in
+	// its list.
+	BootFirmware, BootKernel, BootCommandLine, BootInitrd [][]byte
 }
 
 // CheckPolicy judges r, which must come from Verify, against p. It returns
@@ -100,6 +106,9 @@ func CheckPolicy(r *Result, p Policy) error {
 	}
 	if r.Debug && !p.AllowDebug {
 		return policyErr(CheckDebug, fmt.Errorf("debuggable %s guest refused", r.Platform))
+	}
+	if err := checkBootPolicy(r, p); err != nil {
+		return err
 	}
 	switch r.Platform {
 	case evidence.PlatformSEVSNP:
@@ -161,7 +170,7 @@ func checkTDXPolicy(r *Result, p Policy) error {
 			if st.status == TCBStatusUpToDate {
 				continue
 			}
-			if st.status == tCBStatusRevoked || !slices.Contains(p.TCBStatuses, st.status) {
+			if st.status == tcbStatusRevoked || !slices.Contains(p.TCBStatuses, st.status) {
 				return policyErr(CheckTCBStatus, fmt.Errorf("%s is %q, not accepted by TCBStatuses %q", st.what, safetext.Clip(st.status, 48), p.TCBStatuses))
 			}
 		}

@@ -110,7 +110,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 	if p.Signer == abi.VcekReportSigner && !allZero(chipID) && !bytes.Equal(chipID, entry.exts.HWID) {
 		return nil, rejected(checkBinding, errors.New("chip_id differs from the vcek certificate's hwid"))
 	}
-	if err := checkReportData(report.GetReportData(), want); err != nil {
+	if err := checkReportData(report.GetReportData(), want, opts); err != nil {
 		return nil, err
 	}
 	if entry.revocation == StatusSkipped && !opts.AllowUncheckedRevocation {

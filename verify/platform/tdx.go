@@ -20,6 +20,7 @@ import (
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/tdxsimroots"
+	"github.com/clawea/attester/wire/tpmquote"
 	tdxabi "github.com/google/go-tdx-guest/abi"
 	"github.com/google/go-tdx-guest/pcs"
 	tdxpb "github.com/google/go-tdx-guest/proto/tdx"
@@ -51,8 +52,8 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	if err := checkSimulated(ev, opts); err != nil {
 		return nil, err
 	}
-	if len(ev.Signature) != 0 || len(ev.Aux) != 0 {
-		return nil, rejected(checkParse, errors.New("tdx evidence carries a detached signature or aux data"))
+	if err := checkTDXExtras(ev); err != nil {
+		return nil, err
 	}
 	q, err := tdxquote.Parse(ev.Blob)
 	if errors.Is(err, tdxquote.ErrUnsupported) {
@@ -61,17 +62,9 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	if err != nil {
 		return nil, rejected(checkParse, err)
 	}
-	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	chain, err := tdxChain(ev, q)
 	if err != nil {
-		return nil, rejected(checkParse, err)
-	}
-	if len(ev.CertChain) != len(chain) {
-		return nil, rejected(checkParse, errors.New("cert_chain differs from the quote's pck chain"))
-	}
-	for i := range chain {
-		if !bytes.Equal(ev.CertChain[i], chain[i]) {
-			return nil, rejected(checkParse, errors.New("cert_chain differs from the quote's pck chain"))
-		}
+		return nil, err
 	}
 
 	// Trust anchor by the Simulated flag only.
@@ -120,7 +113,11 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 		return nil, diagnoseTDX(err, q, chain, pool, now)
 	}
 
-	if err := checkReportData(q.Body.ReportData[:], want); err != nil {
+	if err := checkReportData(q.Body.ReportData[:], want, opts); err != nil {
+		return nil, err
+	}
+	boot, err := tdxBootChain(ev, &q.Body)
+	if err != nil {
 		return nil, err
 	}
 
@@ -136,6 +133,7 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 		Revocation:  StatusSkipped,
 		Collateral:  StatusSkipped,
 		TDX:         &TDXClaims{Body: q.Body, QEVendorID: q.Header.QEVendorID, QESVN: q.QEReport.ISVSVN},
+		Boot:        boot,
 	}
 
 	c := opts.Collateral
@@ -239,7 +237,7 @@ func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, 
 		return nil, rejected(checkCollateral, lerr)
 	}
 	for _, l := range []pcs.TcbLevel{td, qe} {
-		if l.TcbStatus == tCBStatusRevoked {
+		if l.TcbStatus == tcbStatusRevoked {
 			return nil, rejected(checkCollateral, fmt.Errorf("%w: the matching tcb level is Revoked", ErrRevoked))
 		}
 		if !slices.Contains(knownTCBStatuses, string(l.TcbStatus)) {
@@ -331,4 +329,53 @@ func verifyP256(pub *ecdsa.PublicKey, msg []byte, sig [64]byte) bool {
 	}
 	d := sha256.Sum256(msg)
 	return ecdsa.Verify(pub, d[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:]))
+}
+
+// auxEventLog is the Evidence.Aux key of a TDX CC event log (CCEL), as read
+// from the ACPI CCEL table's log area; the same name as the TPM event log.
+const auxEventLog = tpmquote.AuxEventLog
+
+// tdxChain returns the quote's PCK chain, which cert_chain must equal.
+func tdxChain(ev *evidence.Evidence, q *tdxquote.Quote) ([][]byte, error) {
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		return nil, rejected(checkParse, err)
+	}
+	if len(ev.CertChain) != len(chain) {
+		return nil, rejected(checkParse, errors.New("cert_chain differs from the quote's pck chain"))
+	}
+	for i := range chain {
+		if !bytes.Equal(ev.CertChain[i], chain[i]) {
+			return nil, rejected(checkParse, errors.New("cert_chain differs from the quote's pck chain"))
+		}
+	}
+	return chain, nil
+}
+
+// checkTDXExtras refuses a detached signature and any aux data but the CC
+// event log.
+func checkTDXExtras(ev *evidence.Evidence) error {
+	if len(ev.Signature) != 0 {
+		return rejected(checkParse, errors.New("tdx evidence carries a detached signature"))
+	}
+	for k := range ev.Aux {
+		if k != auxEventLog {
+			return rejected(checkParse, fmt.Errorf("tdx evidence carries aux %q", safetext.Clip(k, 32)))
+		}
+	}
+	return nil
+}
+
+// tdxBootChain replays the evidence's CC event log, if any, against the
+// verified RTMRs: RTMR0-2 always, RTMR3 when the log extends it.
+func tdxBootChain(ev *evidence.Evidence, b *tdxquote.Body) (*BootChain, error) {
+	log, ok := ev.Aux[auxEventLog]
+	if !ok {
+		return nil, nil
+	}
+	rtmrs := map[int][]byte{0: b.RTMR[0][:], 1: b.RTMR[1][:], 2: b.RTMR[2][:]}
+	if claimed, err := ReplayEventLog(logCCEL, log); err == nil && slices.Contains(claimed.Registers, 3) {
+		rtmrs[3] = b.RTMR[3][:]
+	}
+	return replayBootChain(logCCEL, log, rtmrs)
 }

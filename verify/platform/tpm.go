@@ -24,7 +24,8 @@ type TPMClaims struct {
 	// AKProvenance says why the AK was trusted: aKPinned (its Name is in
 	// Options.TrustedTPMAKs), AKEKCertified (a credential-activation record
 	// in Options.TPMAKCertifications whose EK certificate chains to
-	// Options.TPMEKRoots) or aKUnpinned (Options.AllowUntrustedTPMAK).
+	// Options.TPMEKRoots), "ak-certified" (its certificate chains to a
+	// trusted AK CA, akcert.go) or aKUnpinned (Options.AllowUntrustedTPMAK).
 	AKProvenance string
 	// For AKEKCertified: EKRootSHA256 is the SHA-256 of the root
 	// certificate (DER) the EK certificate chained to, TPM the identity in
@@ -56,9 +57,16 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	if err != nil {
 		return nil, err
 	}
-	trusted := make([][]byte, 0, len(opts.TrustedTPMAKs)+len(certified))
+	trusted := make([][]byte, 0, len(opts.TrustedTPMAKs)+len(certified)+1)
 	if !opts.RequireTPMEKCertifiedAK {
 		trusted = append(trusted, opts.TrustedTPMAKs...)
+	}
+	byCert, err := akFromCert(ev, opts.Now(), opts)
+	if err != nil {
+		return nil, err
+	}
+	if byCert != nil {
+		trusted = append(trusted, byCert.name)
 	}
 	for _, c := range certified {
 		trusted = append(trusted, c.AKName)
@@ -106,6 +114,9 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 		claims.TPM = c.TPM
 		claims.ActivatedAt, claims.ActivatedBy = c.ActivatedAt, c.ActivatedBy
 		rootID = pick(ev.Simulated, rootIDSimTPMEK, rootIDTPMEK) + hex.EncodeToString(sum[:]) + ":" + name
+	case sameAK(byCert, v.AKName):
+		claims.AKProvenance = akCertified
+		rootID = byCert.rootID
 	default:
 		rootID = pick(ev.Simulated, rootIDSimTPM, rootIDTPM) + name
 	}
@@ -119,6 +130,17 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 		Revocation:  StatusNotApplicable,
 		Collateral:  StatusNotApplicable,
 		TPM:         claims,
+	}
+	if log, ok := ev.Aux[tpmquote.AuxEventLog]; ok {
+		pcrs := map[int][]byte{}
+		for _, p := range v.PCRs {
+			if p.Index <= 9 {
+				pcrs[p.Index] = clone(p.Value[:])
+			}
+		}
+		if res.Boot, err = replayBootChain(logTPM, log, pcrs); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

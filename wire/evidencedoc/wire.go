@@ -74,12 +74,13 @@ var platformRules = map[string]platformRule{
 	},
 	evidence.PlatformTDX: {
 		format:     "tdx/quote-v4",
+		aux:        []string{"event_log"},
 		collateral: []string{"pck_crl", "qe_identity", "root_ca_crl", "tcb_info", "tcb_signing_chain"},
 	},
 	evidence.PlatformTPM: {
 		format:    "tpm2/quote",
 		signature: true,
-		aux:       []string{"ak_public", "event_log", "pcr_values"},
+		aux:       []string{"ak_cert", "ak_public", "event_log", "pcr_values"},
 	},
 	evidence.PlatformNVIDIAGPU: {
 		format: nvspdm.Format,

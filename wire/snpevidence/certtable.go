@@ -49,14 +49,14 @@ func mustGUID(s string) [16]byte {
 	return g
 }
 
-// ParseCertTable parses a certificate table in its canonical encoding, the
+// parseCertTable parses a certificate table in its canonical encoding, the
 // one MarshalCertTable produces and Evidence.Aux["cert_table"] carries:
 // n >= 1 header entries, an all-zero terminator entry, then the entries' data
 // back to back in header order with nothing after the last one. Every entry
 // is non-empty and at most MaxCertSize bytes, and no GUID repeats.
-// Whatever ParseCertTable accepts, MarshalCertTable re-encodes to the
+// Whatever parseCertTable accepts, MarshalCertTable re-encodes to the
 // identical bytes.
-func ParseCertTable(b []byte) ([]CertTableEntry, error) {
+func parseCertTable(b []byte) ([]CertTableEntry, error) {
 	entries, err := parseTable(b, true)
 	if err != nil {
 		return nil, err

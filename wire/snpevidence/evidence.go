@@ -81,7 +81,7 @@ func Build(report, certTable, endorsementCert []byte, simulated bool) (*evidence
 	}
 	var entries []CertTableEntry
 	if certTable != nil {
-		if entries, err = ParseCertTable(certTable); err != nil {
+		if entries, err = parseCertTable(certTable); err != nil {
 			return nil, err
 		}
 	}
@@ -188,7 +188,7 @@ func ParseWith(ev *evidence.Evidence, opts ParseOptions) (*Parsed, error) {
 		}
 	}
 	if raw, ok := ev.Aux[AuxCertTable]; ok {
-		entries, err := ParseCertTable(raw)
+		entries, err := parseCertTable(raw)
 		if err != nil {
 			return nil, err
 		}

@@ -66,7 +66,7 @@ func FuzzParsePCKChain(f *testing.F) {
 	})
 }
 
-// pckChainWorstCases are inputs at MaxPCKChainSize shaped against the PEM
+// pckChainWorstCases are inputs at maxPCKChainSize shaped against the PEM
 // scanner: many block starts, many line ends, header lines, and a long
 // base64 body. They seed FuzzParsePCKChain and BenchmarkParsePCKChain.
 //

@@ -351,8 +351,8 @@ func (e *QEReport) Marshal() []byte {
 // pckChainLen is the number of certificates a PCK chain carries.
 const pckChainLen = 3
 
-// MaxPCKChainSize bounds the PEM PCK chain.
-const MaxPCKChainSize = 16 << 10
+// maxPCKChainSize bounds the PEM PCK chain.
+const maxPCKChainSize = 16 << 10
 
 // ParsePCKChain decodes a type-5 PCK chain: exactly three PEM CERTIFICATE
 // blocks without headers, leaf first, each a parseable X.509 certificate,
@@ -362,8 +362,8 @@ const MaxPCKChainSize = 16 << 10
 // input up to the optional NUL. It returns the DER certificates leaf first.
 // It checks no signatures.
 func ParsePCKChain(chain []byte) ([][]byte, error) {
-	if len(chain) > MaxPCKChainSize {
-		return nil, fmt.Errorf("%w: pck chain is %d bytes, limit %d", ErrTooLarge, len(chain), MaxPCKChainSize)
+	if len(chain) > maxPCKChainSize {
+		return nil, fmt.Errorf("%w: pck chain is %d bytes, limit %d", ErrTooLarge, len(chain), maxPCKChainSize)
 	}
 	rest := chain
 	var out [][]byte

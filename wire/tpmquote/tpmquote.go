@@ -32,6 +32,7 @@ const (
 	AuxAKPublic  = "ak_public"  // TPMT_PUBLIC of the attestation key
 	AuxPCRValues = "pcr_values" // PCRValues encoding
 	AuxEventLog  = "event_log"  // TCG event log, as read (not verified here)
+	AuxAKCert    = "ak_cert"    // X.509 certificate of the AK, DER, as read from NV (not verified here)
 )
 
 // Errors. Every verification failure wraps exactly one of these, so callers
@@ -124,6 +125,9 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 	}
 	if len(ev.Aux[AuxEventLog]) > MaxEventLogSize {
 		return nil, fmt.Errorf("%w: event log", ErrTooLarge)
+	}
+	if len(ev.Aux[AuxAKCert]) > MaxCertSize {
+		return nil, fmt.Errorf("%w: ak certificate", ErrTooLarge)
 	}
 	if len(ev.CertChain) > maxCertChain {
 		return nil, fmt.Errorf("%w: %d certificates", ErrTooLarge, len(ev.CertChain))

@@ -61,6 +61,10 @@ type Options struct {
 	Hierarchy *Hierarchy
 	// TD is the reported TD; nil means DefaultTD.
 	TD *TD
+	// EventLog is the CC event log (CCEL) the simulated platform reports
+	// beside its quotes (tdx.Simulated); nil means none. Its replay should
+	// give TD.RTMR: nothing here checks that, the verifier does.
+	EventLog []byte
 }
 
 // QE is a fake TDX quoting enclave. It is safe for concurrent use.

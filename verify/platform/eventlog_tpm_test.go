@@ -1,0 +1,81 @@
+package platform
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/clawea/attester/enclave/tpm"
+	"github.com/clawea/attester/internal/swtpmtest"
+	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/wire/tpmquote"
+)
+
+// TestTPMBootChain: a TPM whose PCRs 0-9 hold a real boot's measurements
+// (go-eventlog's cos-121-amd-sev sample, extended into a private swtpm)
+// quotes them with that event log; the verifier replays the log against
+// the quoted PCRs. A changed event is refused, and a policy pins the
+// replayed kernel.
+func TestTPMBootChain(t *testing.T) {
+	log := tdxtest.ReadModule(t, "github.com/google/go-eventlog", "testdata/eventlogs/tpm/cos-121-amd-sev.bin")
+	in := swtpmtest.StartForTest(t)
+	if err := in.ExtendEventLog(log, 9); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "binary_bios_measurements")
+	if err := os.WriteFile(path, log, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tp, err := tpm.Open(context.Background(), tpm.Options{Address: in.Addr, PCRs: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, EventLogPath: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	rd := testRD(t, "tpm boot")
+	ev, err := tp.Quote(context.Background(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ak, err := tpmquote.ParsePublic(tp.AKPublic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{ak.Name()}}
+	res, err := Verify(ev, rd, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := res.Boot
+	if b == nil || b.Log != "tpm" || len(b.Registers) != 10 || b.Kernel == nil || !bytes.Equal(b.Firmware, b.Values[0]) {
+		t.Fatalf("boot chain %+v", b)
+	}
+	pin := Policy{AllowAnyMeasurement: true, BootKernel: [][]byte{b.Kernel}, BootFirmware: [][]byte{b.Firmware}}
+	if err := CheckPolicy(res, pin); err != nil {
+		t.Fatal(err)
+	}
+	// The stub's command line and initrd are not in this GRUB boot: a pin on
+	// them is refused, not skipped.
+	pin.BootInitrd = [][]byte{b.Kernel}
+	wantErr(t, CheckPolicy(res, pin), ErrPolicy, nil, checkBoot)
+
+	// The same log replayed on its own gives the same registers.
+	alone, err := ReplayEventLog(logTPM, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(alone.Kernel, b.Kernel) || !bytes.Equal(alone.Firmware, b.Firmware) {
+		t.Fatal("replay on its own differs")
+	}
+
+	// A changed event digest (the kernel's) is refused.
+	i := bytes.Index(log, b.Kernel)
+	if i < 0 {
+		t.Fatal("kernel digest not in the log")
+	}
+	bad := cloneEvidence(ev)
+	bad.Aux[tpmquote.AuxEventLog][i] ^= 1
+	_, err = Verify(bad, rd, opts)
+	wantErr(t, err, ErrRejected, nil, checkBoot)
+}

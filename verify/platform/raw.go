@@ -1,0 +1,161 @@
+package platform
+
+import (
+	"bytes"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+
+	"github.com/clawea/attester/schema/safetext"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/clawea/attester/wire/tdxquote"
+)
+
+// Raw evidence is evidence in the forms other tools write (a bare SEV-SNP
+// report with its endorsement certificates, a TDX quote), checked without an
+// attestation around it (docs/spec/verify-platform.md, "Raw evidence").
+
+// maxRawCerts bounds the certificates of a raw chain file.
+const maxRawCerts = 8
+
+// rawWant returns the REPORT_DATA a raw verification expects: the nonce,
+// zero-padded to 64 bytes. Without a nonce (nil) REPORT_DATA is not
+// compared and opts says so.
+func rawWant(nonce []byte, opts *Options) ([64]byte, error) {
+	var want [64]byte
+	if nonce == nil {
+		opts.anyReportData = true
+		return want, nil
+	}
+	if len(nonce) == 0 || len(nonce) > len(want) {
+		return want, badOptions("nonce is %d bytes, want 1 to %d", len(nonce), len(want))
+	}
+	copy(want[:], nonce)
+	return want, nil
+}
+
+// VerifySNPReport verifies a raw SEV-SNP ATTESTATION_REPORT (report, as the
+// secure processor wrote it) offline against the embedded AMD roots of its
+// product line. certs holds the VCEK or VLEK certificate that signed it (the
+// report's SIGNING_KEY says which), DER or PEM, optionally followed by AMD's
+// ASK or ASVK and ARK, each of which must be the embedded one. With a nonce,
+// REPORT_DATA must equal it zero-padded to 64 bytes; without one (nil)
+// REPORT_DATA is returned unchecked. Errors are as Verify's.
+func VerifySNPReport(report, certs, nonce []byte, opts Options) (*Result, error) {
+	want, err := rawWant(nonce, &opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(certs) == 0 {
+		return nil, cannotCheck(CheckChain, fmt.Errorf("%w: the vcek or vlek certificate that signed the report", errMissingCollateral))
+	}
+	rs, err := rootsOrErr()
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := snpLeaf(certs, rs)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := snpevidence.Build(report, nil, leaf, false)
+	if err != nil {
+		return nil, rejected(checkParse, err)
+	}
+	return verifyRaw(ev, want, evidence.ReportData{}, opts)
+}
+
+// VerifyTDXQuote verifies a raw TDX quote (DCAP version 4, with its PCK
+// chain as certification data) offline against the embedded Intel SGX root.
+// With a nonce, REPORT_DATA must equal it zero-padded to 64 bytes; without
+// one (nil) REPORT_DATA is returned unchecked. Errors are as Verify's: a
+// quote version other than 4 cannot be checked (ErrUnsupported).
+func VerifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
+	want, err := rawWant(nonce, &opts)
+	if err != nil {
+		return nil, err
+	}
+	q, err := tdxquote.Parse(quote)
+	if errors.Is(err, tdxquote.ErrUnsupported) {
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+	}
+	if err != nil {
+		return nil, rejected(checkParse, err)
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		return nil, rejected(checkParse, err)
+	}
+	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: TDXFormat, Blob: quote, CertChain: chain}
+	return verifyRaw(ev, want, evidence.ReportData{}, opts)
+}
+
+// snpLeaf returns the one certificate of certs that is not an embedded AMD
+// ARK, ASK or ASVK. A CA certificate that is not embedded is refused: the
+// roots are pinned, never taken from the input.
+func snpLeaf(certs []byte, rs *rootSet) ([]byte, error) {
+	ders, err := splitCerts(certs)
+	if err != nil {
+		return nil, rejected(checkParse, err)
+	}
+	var leaf []byte
+	for _, der := range ders {
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			return nil, rejected(checkParse, fmt.Errorf("certificate: %v", err))
+		}
+		if rs.pinnedAMD(c) {
+			continue
+		}
+		if c.IsCA {
+			return nil, rejected(CheckRoot, fmt.Errorf("%w: ca certificate %q is not an embedded amd ark, ask or asvk",
+				ErrUntrustedRoot, c.Subject.CommonName))
+		}
+		if leaf != nil {
+			return nil, rejected(checkParse, errors.New("more than one vcek or vlek certificate"))
+		}
+		leaf = der
+	}
+	if leaf == nil {
+		return nil, cannotCheck(CheckChain, fmt.Errorf("%w: no vcek or vlek certificate among the certificates", errMissingCollateral))
+	}
+	return leaf, nil
+}
+
+// pinnedAMD reports whether c is one of the embedded AMD certificates.
+func (rs *rootSet) pinnedAMD(c *x509.Certificate) bool {
+	for _, r := range rs.amd {
+		for _, p := range []*x509.Certificate{r.certs.Ark, r.certs.Ask, r.certs.Asvk} {
+			if p != nil && p.Equal(c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// splitCerts returns the DER certificates of b: one DER certificate, or PEM
+// CERTIFICATE blocks and nothing else.
+func splitCerts(b []byte) ([][]byte, error) {
+	trimmed := bytes.TrimSpace(b)
+	if !bytes.HasPrefix(trimmed, []byte("-----BEGIN")) {
+		return [][]byte{b}, nil
+	}
+	var out [][]byte
+	for rest := trimmed; len(rest) > 0; rest = bytes.TrimSpace(rest) {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			return nil, errors.New("certificates: text that is not pem")
+		}
+		if blk.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("certificates: pem block %q is not a certificate", safetext.Clip(blk.Type, 32))
+		}
+		if len(out) == maxRawCerts {
+			return nil, fmt.Errorf("certificates: more than %d", maxRawCerts)
+		}
+		out = append(out, blk.Bytes)
+	}
+	return out, nil
+}

@@ -1,0 +1,192 @@
+package platform
+
+import (
+	"bytes"
+	"encoding/pem"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// trustee reads a copy of one of Trustee's real platform samples
+// (testdata/trustee/NOTICE).
+func trustee(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "trustee", filepath.FromSlash(name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func at(s string) func() time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return func() time.Time { return t }
+}
+
+// TestSNPReportConformance holds the snp/ rows of the conformance table:
+// each sample with its expected result and reason.
+func TestSNPReportConformance(t *testing.T) {
+	report := trustee(t, "snp/test-report.bin")
+	vlekReport := trustee(t, "snp/test-vlek-report.bin")
+	vcek := trustee(t, "snp/test-vcek.der")
+	vlek := trustee(t, "snp/test-vlek.der")
+	capture := Options{Now: at("2025-06-01T00:00:00Z"), AllowUncheckedRevocation: true}
+	now := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true}
+
+	flipped := bytes.Clone(report)
+	flipped[0x90] ^= 1 // MEASUREMENT
+	for _, tc := range []struct {
+		name          string
+		report, certs []byte
+		nonce         []byte
+		opts          Options
+		class, cause  error
+		check         string
+	}{
+		{name: "vcek report", report: report, certs: vcek, opts: now},
+		{name: "vcek report pem", report: report, certs: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vcek}), opts: now},
+		{name: "vcek report, its report data as nonce", report: report, certs: vcek, nonce: report[0x50:0x70], opts: now},
+		{name: "vlek report at capture", report: vlekReport, certs: vlek, opts: capture},
+		{name: "vlek report now (vlek expired)", report: vlekReport, certs: vlek, opts: now, class: ErrRejected, check: CheckChain},
+		{name: "changed byte", report: flipped, certs: vcek, opts: now, class: ErrRejected, check: CheckSignature},
+		{name: "wrong nonce", report: report, certs: vcek, nonce: []byte("challenge"), opts: now, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
+		{name: "invalid vcek legacy", report: report, certs: trustee(t, "snp/test-vcek-invalid-legacy.der"), opts: now, class: ErrRejected, check: CheckChain},
+		{name: "invalid vcek new", report: report, certs: trustee(t, "snp/test-vcek-invalid-new.der"), opts: now, class: ErrRejected, check: CheckChain},
+		{name: "vcek for the vlek report", report: vlekReport, certs: vcek, opts: capture, class: ErrRejected},
+		{name: "no certificate", report: report, opts: now, class: ErrCannotCheck, cause: errMissingCollateral, check: CheckChain},
+		{name: "revocation required", report: report, certs: vcek, opts: Options{Now: now.Now}, class: ErrCannotCheck, cause: errMissingCollateral, check: CheckRevocation},
+		{name: "truncated", report: report[:1000], certs: vcek, opts: now, class: ErrRejected, check: checkParse},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := VerifySNPReport(tc.report, tc.certs, tc.nonce, tc.opts)
+			if tc.class != nil {
+				wantErr(t, err, tc.class, tc.cause, tc.check)
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if res.RootID != "amd-ark-milan" || res.Revocation != StatusSkipped || !bytes.Equal(res.ReportData[:], tc.report[0x50:0x90]) {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}
+
+// TestSNPReportCertsRefused: the roots are pinned; a CA certificate from
+// the input that is not AMD's, or text that is not a certificate, is refused.
+func TestSNPReportCertsRefused(t *testing.T) {
+	report := trustee(t, "snp/test-report.bin")
+	vcek := trustee(t, "snp/test-vcek.der")
+	rs, err := roots()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemOf := func(ders ...[]byte) []byte {
+		var b []byte
+		for _, d := range ders {
+			b = append(b, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d})...)
+		}
+		return b
+	}
+	opts := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true}
+	milan := rs.amd["Milan"].certs
+	// The full chain the key server serves verifies.
+	if _, err := VerifySNPReport(report, pemOf(vcek, milan.Ask.Raw, milan.Ark.Raw), nil, opts); err != nil {
+		t.Fatalf("vcek, ask, ark: %v", err)
+	}
+	sim := rs.amdSim["Milan"].certs
+	_, err = VerifySNPReport(report, pemOf(vcek, sim.Ask.Raw), nil, opts)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	_, err = VerifySNPReport(report, pemOf(vcek, vcek), nil, opts)
+	wantErr(t, err, ErrRejected, nil, checkParse)
+	_, err = VerifySNPReport(report, append(pemOf(vcek), "junk"...), nil, opts)
+	wantErr(t, err, ErrRejected, nil, checkParse)
+	_, err = VerifySNPReport(report, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}}), nil, opts)
+	wantErr(t, err, ErrRejected, nil, checkParse)
+	_, err = VerifySNPReport(report, vcek, make([]byte, 65), opts)
+	if !errors.Is(err, ErrBadOptions) {
+		t.Fatalf("65-byte nonce: %v", err)
+	}
+}
+
+// FuzzSplitCerts: whatever splitCerts accepts as PEM re-encodes to blocks
+// it splits to the same certificates; on error it returns nothing.
+func FuzzSplitCerts(f *testing.F) {
+	vcek, err := os.ReadFile(filepath.Join("testdata", "trustee", "snp", "test-vcek.der"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(vcek)
+	f.Add(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vcek}))
+	f.Add([]byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n junk"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ders, err := splitCerts(b)
+		if err != nil {
+			if ders != nil {
+				t.Fatal("error with certificates")
+			}
+			return
+		}
+		if len(ders) == 0 || len(ders) > maxRawCerts {
+			t.Fatalf("%d certificates", len(ders))
+		}
+		var again []byte
+		for _, d := range ders {
+			again = append(again, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d})...)
+		}
+		ders2, err := splitCerts(again)
+		if err != nil || len(ders2) != len(ders) {
+			t.Fatalf("re-encoded: %d certificates, %v", len(ders2), err)
+		}
+		for i := range ders {
+			if !bytes.Equal(ders[i], ders2[i]) {
+				t.Fatal("re-encoded certificate differs")
+			}
+		}
+	})
+}
+
+// TestTDXQuoteConformance holds the tdx/ quote rows of the conformance
+// table (the event-log rows are in eventlog_test.go).
+func TestTDXQuoteConformance(t *testing.T) {
+	q4 := trustee(t, "tdx/tdx_quote_4.dat")
+	opts := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
+	flipped := bytes.Clone(q4)
+	flipped[48+136] ^= 1 // MRTD
+	for _, tc := range []struct {
+		name         string
+		quote, nonce []byte
+		opts         Options
+		class, cause error
+		check        string
+	}{
+		{name: "v4", quote: q4, opts: opts},
+		{name: "v4, its report data as nonce", quote: q4, nonce: q4[568:632], opts: opts},
+		{name: "v4 changed byte", quote: flipped, opts: opts, class: ErrRejected, check: CheckSignature},
+		{name: "v4 wrong nonce", quote: q4, nonce: []byte("challenge"), opts: opts, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
+		{name: "v4 truncated", quote: q4[:len(q4)-1], opts: opts, class: ErrRejected, check: checkParse},
+		{name: "v4 collateral required", quote: q4, opts: Options{Now: opts.Now, AllowUncheckedRevocation: true}, class: ErrCannotCheck, cause: errMissingCollateral, check: checkCollateral},
+		{name: "v5 (dcap quote version 5)", quote: trustee(t, "tdx/tdx_quote_5.dat"), opts: opts, class: ErrCannotCheck, cause: ErrUnsupported, check: checkFormat},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := VerifyTDXQuote(tc.quote, tc.nonce, tc.opts)
+			if tc.class != nil {
+				wantErr(t, err, tc.class, tc.cause, tc.check)
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if res.RootID != "intel-sgx-root" || res.Collateral != StatusSkipped || !bytes.Equal(res.ReportData[:], tc.quote[568:632]) {
+				t.Fatalf("result %+v", res)
+			}
+		})
+	}
+}

@@ -1,0 +1,4 @@
+package snpevidence
+
+// ParseCertTable is parseCertTable for the external tests.
+var ParseCertTable = parseCertTable

@@ -1,0 +1,4 @@
+package tdxquote
+
+// MaxPCKChainSize is maxPCKChainSize for the external tests.
+const MaxPCKChainSize = maxPCKChainSize
