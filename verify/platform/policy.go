@@ -90,9 +90,9 @@ func CheckPolicy(r *Result, p Policy) error {
 		return policyErr(CheckDebug, fmt.Errorf("debuggable %s guest refused", r.Platform))
 	}
 	switch r.Platform {
-	case evidence.PlatformSEVSNP:
+	case evidence.PlatformSEVSNP, evidence.PlatformAzureSNP:
 		return checkSEVSNPPolicy(r, p)
-	case evidence.PlatformTDX:
+	case evidence.PlatformTDX, evidence.PlatformAzureTDX:
 		return checkTDXPolicy(r, p)
 	case evidence.PlatformTPM:
 		if r.TPM == nil {

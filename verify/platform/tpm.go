@@ -21,10 +21,10 @@ type TPMClaims struct {
 	AKName []byte
 	// PCRs are the quoted SHA-256 PCR values, ascending by index.
 	PCRs tpmquote.PCRValues
-	// AKProvenance says why the AK was trusted: AKPinned (its Name is in
+	// AKProvenance says why the AK was trusted: "pinned" (its Name is in
 	// Options.TrustedTPMAKs), AKEKCertified (a credential-activation record
 	// in Options.TPMAKCertifications whose EK certificate chains to
-	// Options.TPMEKRoots) or AKUnpinned (Options.AllowUntrustedTPMAK).
+	// Options.TPMEKRoots) or "unpinned" (Options.AllowUntrustedTPMAK).
 	AKProvenance string
 	// For AKEKCertified: EKRootSHA256 is the SHA-256 of the root
 	// certificate (DER) the EK certificate chained to, TPM the identity in
@@ -84,7 +84,7 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	d := v.PCRs.Digest()
 	claims := &TPMClaims{
 		AKName:          clone(v.AKName),
-		AKProvenance:    AKPinned,
+		AKProvenance:    akPinned,
 		PCRs:            v.PCRs,
 		Clock:           v.Attest.Clock,
 		ResetCount:      v.Attest.ResetCount,
@@ -96,7 +96,7 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	i := slices.IndexFunc(certified, func(c *tpmcred.CertifiedAK) bool { return bytes.Equal(c.AKName, v.AKName) })
 	switch {
 	case opts.AllowUntrustedTPMAK:
-		claims.AKProvenance = AKUnpinned
+		claims.AKProvenance = akUnpinned
 		rootID = pick(ev.Simulated, rootIDSimTPMAn, rootIDTPMAny) + name
 	case i >= 0:
 		c := certified[i]
@@ -116,8 +116,8 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 		ReportData:  rd.Bytes(),
 		Measurement: d[:],
 		RootID:      rootID,
-		Revocation:  StatusNotApplicable,
-		Collateral:  StatusNotApplicable,
+		Revocation:  statusNotApplicable,
+		Collateral:  statusNotApplicable,
 		TPM:         claims,
 	}
 	return res, nil
@@ -125,9 +125,9 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 
 // AK provenance values (TPMClaims.AKProvenance).
 const (
-	AKPinned      = "pinned"
+	akPinned      = "pinned"
 	AKEKCertified = "ek-certified"
-	AKUnpinned    = "unpinned"
+	akUnpinned    = "unpinned"
 )
 
 // rootIDTPMEK prefixes the RootID of an EK-certified AK:

@@ -114,7 +114,7 @@ func TestTPMCertifiedAK(t *testing.T) {
 
 	// Pinning alone still works and says so.
 	o = Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}}
-	if res, err := Verify(fx.Evidence, fx.ReportData, o); err != nil || res.TPM.AKProvenance != AKPinned {
+	if res, err := Verify(fx.Evidence, fx.ReportData, o); err != nil || res.TPM.AKProvenance != akPinned {
 		t.Fatalf("pinned: %v", err)
 	}
 }

@@ -29,7 +29,7 @@ func FuzzParseAttest(f *testing.F) {
 }
 
 func FuzzParsePublic(f *testing.F) {
-	f.Add((&Public{Type: AlgRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 255)...)}).Marshal())
+	f.Add((&Public{Type: algRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 255)...)}).Marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParsePublic(b)
 		if err != nil {
@@ -46,7 +46,7 @@ func FuzzParsePublic(f *testing.F) {
 }
 
 func FuzzParseSignature(f *testing.F) {
-	f.Add((&signature{Alg: AlgRSASSA, Sig: []byte{1, 2, 3}}).marshal())
+	f.Add((&signature{Alg: algRSASSA, Sig: []byte{1, 2, 3}}).marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := parseSignature(b)
 		if err != nil {

@@ -157,7 +157,7 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 	if err != nil {
 		return nil, fmt.Errorf("attest: %w", err)
 	}
-	if subtle.ConstantTimeCompare(att.QualifiedSigner, primaryQualifiedName(HandleEndorsement, name)) != 1 {
+	if subtle.ConstantTimeCompare(att.QualifiedSigner, primaryQualifiedName(handleEndorsement, name)) != 1 {
 		return nil, ErrSignerMismatch
 	}
 	qd := rd.QualifyingData()
@@ -187,7 +187,7 @@ func verifySignature(ak *Public, msg []byte, sig *signature) error {
 	digest := sha256.Sum256(msg)
 	switch k := pub.(type) {
 	case *ecdsa.PublicKey:
-		if sig.Alg != AlgECDSA {
+		if sig.Alg != algECDSA {
 			return fmt.Errorf("%w: signature alg does not match the key", ErrBadSignature)
 		}
 		r, s := new(big.Int).SetBytes(sig.R), new(big.Int).SetBytes(sig.S)
@@ -195,7 +195,7 @@ func verifySignature(ak *Public, msg []byte, sig *signature) error {
 			return ErrBadSignature
 		}
 	case *rsa.PublicKey:
-		if sig.Alg != AlgRSASSA {
+		if sig.Alg != algRSASSA {
 			return fmt.Errorf("%w: signature alg does not match the key", ErrBadSignature)
 		}
 		if rsa.VerifyPKCS1v15(k, crypto.SHA256, digest[:], sig.Sig) != nil {
@@ -221,7 +221,7 @@ func (p *Public) CryptoPublicKey() (crypto.PublicKey, error) {
 			return nil, fmt.Errorf("%w: ecc point is not on p-256", ErrMalformed)
 		}
 		return k, nil
-	case AlgRSA:
+	case algRSA:
 		if len(p.N) == 0 {
 			return nil, fmt.Errorf("%w: empty rsa modulus", ErrMalformed)
 		}

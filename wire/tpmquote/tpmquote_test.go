@@ -58,7 +58,7 @@ func newSoftKey(t testing.TB, typ uint16, attrs uint32) *softKey {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &softKey{k, &Public{Type: AlgRSA, Attributes: attrs, KeyBits: 2048, N: k.N.Bytes()}}
+		return &softKey{k, &Public{Type: algRSA, Attributes: attrs, KeyBits: 2048, N: k.N.Bytes()}}
 	}
 }
 
@@ -71,13 +71,13 @@ func (k *softKey) sign(t testing.TB, msg []byte) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return (&signature{Alg: AlgECDSA, R: r.FillBytes(make([]byte, 32)), S: ss.FillBytes(make([]byte, 32))}).marshal()
+		return (&signature{Alg: algECDSA, R: r.FillBytes(make([]byte, 32)), S: ss.FillBytes(make([]byte, 32))}).marshal()
 	default:
 		sig, err := rsa.SignPKCS1v15(rand.Reader, k.signer.(*rsa.PrivateKey), crypto.SHA256, d[:])
 		if err != nil {
 			t.Fatal(err)
 		}
-		return (&signature{Alg: AlgRSASSA, Sig: sig}).marshal()
+		return (&signature{Alg: algRSASSA, Sig: sig}).marshal()
 	}
 }
 
@@ -96,7 +96,7 @@ func (k *softKey) evidence(t testing.TB, rd evidence.ReportData, pcrs PCRValues,
 	qd := rd.QualifyingData()
 	d := pcrs.Digest()
 	a := &Attest{
-		QualifiedSigner: primaryQualifiedName(HandleEndorsement, k.pub.Name()),
+		QualifiedSigner: primaryQualifiedName(handleEndorsement, k.pub.Name()),
 		ExtraData:       qd[:],
 		Clock:           1234,
 		ResetCount:      1,
@@ -158,7 +158,7 @@ func TestVerifyFixture(t *testing.T) {
 
 func TestVerifySoftwareKeys(t *testing.T) {
 	rd := testRD(t, "rd")
-	for _, typ := range []uint16{AlgECC, AlgRSA} {
+	for _, typ := range []uint16{AlgECC, algRSA} {
 		k := newSoftKey(t, typ, AKRequiredAttributes|AttrUserWithAuth)
 		ev := k.evidence(t, rd, testPCRs(), nil)
 		v, err := Verify(ev, rd, anyAK)
@@ -177,7 +177,7 @@ func TestVerifySoftwareKeys(t *testing.T) {
 func TestVerifyRejects(t *testing.T) {
 	rd := testRD(t, "rd")
 	ecc := newSoftKey(t, AlgECC, AKRequiredAttributes)
-	rsaKey := newSoftKey(t, AlgRSA, AKRequiredAttributes)
+	rsaKey := newSoftKey(t, algRSA, AKRequiredAttributes)
 	good := ecc.evidence(t, rd, testPCRs(), nil)
 	cases := []struct {
 		name string
@@ -335,10 +335,10 @@ func TestParsePublicStrict(t *testing.T) {
 		"trailing":        {append(slices.Clone(good), 0), ErrMalformed},
 		"truncated":       {good[:len(good)-1], ErrMalformed},
 		"too large":       {make([]byte, MaxPublicSize+1), ErrTooLarge},
-		"rsa exponent 3":  {(&Public{Type: AlgRSA, KeyBits: 2048, Exponent: 3, N: append([]byte{0x80}, make([]byte, 255)...)}).Marshal(), ErrUnsupported},
-		"rsa 1024":        {(&Public{Type: AlgRSA, KeyBits: 1024, N: append([]byte{0x80}, make([]byte, 127)...)}).Marshal(), ErrUnsupported},
-		"rsa short n":     {(&Public{Type: AlgRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 254)...)}).Marshal(), ErrMalformed},
-		"rsa n top clear": {(&Public{Type: AlgRSA, KeyBits: 2048, N: make([]byte, 256)}).Marshal(), ErrMalformed},
+		"rsa exponent 3":  {(&Public{Type: algRSA, KeyBits: 2048, Exponent: 3, N: append([]byte{0x80}, make([]byte, 255)...)}).Marshal(), ErrUnsupported},
+		"rsa 1024":        {(&Public{Type: algRSA, KeyBits: 1024, N: append([]byte{0x80}, make([]byte, 127)...)}).Marshal(), ErrUnsupported},
+		"rsa short n":     {(&Public{Type: algRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 254)...)}).Marshal(), ErrMalformed},
+		"rsa n top clear": {(&Public{Type: algRSA, KeyBits: 2048, N: make([]byte, 256)}).Marshal(), ErrMalformed},
 	}
 	for name, c := range cases {
 		if _, err := ParsePublic(c.b); !errors.Is(err, c.want) {

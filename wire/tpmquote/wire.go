@@ -12,36 +12,36 @@ const (
 	tpmGenerated     uint32 = 0xff544347 // TPM_GENERATED_VALUE
 	tpmSTAttestQuote uint16 = 0x8018     // TPM_ST_ATTEST_QUOTE
 
-	AlgRSA    uint16 = 0x0001 // TPM_ALG_RSA
+	algRSA    uint16 = 0x0001 // TPM_ALG_RSA
 	AlgSHA256 uint16 = 0x000B // TPM_ALG_SHA256
-	AlgNull   uint16 = 0x0010 // TPM_ALG_NULL
-	AlgRSASSA uint16 = 0x0014 // TPM_ALG_RSASSA
-	AlgECDSA  uint16 = 0x0018 // TPM_ALG_ECDSA
+	algNull   uint16 = 0x0010 // TPM_ALG_NULL
+	algRSASSA uint16 = 0x0014 // TPM_ALG_RSASSA
+	algECDSA  uint16 = 0x0018 // TPM_ALG_ECDSA
 	AlgECC    uint16 = 0x0023 // TPM_ALG_ECC
 
-	CurveNISTP256 uint16 = 0x0003 // TPM_ECC_NIST_P256
+	curveNISTP256 uint16 = 0x0003 // TPM_ECC_NIST_P256
 
-	// HandleEndorsement is TPM_RH_ENDORSEMENT, the parent of a primary
+	// handleEndorsement is TPM_RH_ENDORSEMENT, the parent of a primary
 	// attestation key in the endorsement hierarchy.
-	HandleEndorsement uint32 = 0x4000000B
+	handleEndorsement uint32 = 0x4000000B
 )
 
 // TPMA_OBJECT bits.
 const (
 	AttrFixedTPM            uint32 = 1 << 1
-	AttrSTClear             uint32 = 1 << 2
-	AttrFixedParent         uint32 = 1 << 4
-	AttrSensitiveDataOrigin uint32 = 1 << 5
+	attrSTClear             uint32 = 1 << 2
+	attrFixedParent         uint32 = 1 << 4
+	attrSensitiveDataOrigin uint32 = 1 << 5
 	AttrUserWithAuth        uint32 = 1 << 6
-	AttrAdminWithPolicy     uint32 = 1 << 7
+	attrAdminWithPolicy     uint32 = 1 << 7
 	AttrNoDA                uint32 = 1 << 10
-	AttrEncryptedDup        uint32 = 1 << 11
+	attrEncryptedDup        uint32 = 1 << 11
 	AttrRestricted          uint32 = 1 << 16
 	AttrDecrypt             uint32 = 1 << 17
-	AttrSign                uint32 = 1 << 18
+	attrSign                uint32 = 1 << 18
 
 	// AKRequiredAttributes must all be set on an attestation key.
-	AKRequiredAttributes = AttrFixedTPM | AttrFixedParent | AttrSensitiveDataOrigin | AttrRestricted | AttrSign
+	AKRequiredAttributes = AttrFixedTPM | attrFixedParent | attrSensitiveDataOrigin | AttrRestricted | attrSign
 )
 
 // Wire limits. Everything a verifier parses is bounded before parsing.
@@ -311,7 +311,7 @@ func ParsePublic(b []byte) (*Public, error) {
 	if nameAlg != AlgSHA256 {
 		return nil, fmt.Errorf("%w: name alg 0x%04x is not sha256", ErrUnsupported, nameAlg)
 	}
-	if sym != AlgNull {
+	if sym != algNull {
 		return nil, fmt.Errorf("%w: signing key has symmetric alg 0x%04x", ErrUnsupported, sym)
 	}
 	hash := r.u16("scheme hash")
@@ -323,7 +323,7 @@ func ParsePublic(b []byte) (*Public, error) {
 	}
 	switch p.Type {
 	case AlgECC:
-		if scheme != AlgECDSA {
+		if scheme != algECDSA {
 			return nil, fmt.Errorf("%w: ecc scheme 0x%04x is not ecdsa", ErrUnsupported, scheme)
 		}
 		curve := r.u16("curve")
@@ -331,10 +331,10 @@ func ParsePublic(b []byte) (*Public, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		if curve != CurveNISTP256 {
+		if curve != curveNISTP256 {
 			return nil, fmt.Errorf("%w: curve 0x%04x is not nist p-256", ErrUnsupported, curve)
 		}
-		if kdf != AlgNull {
+		if kdf != algNull {
 			return nil, fmt.Errorf("%w: kdf 0x%04x is not null", ErrUnsupported, kdf)
 		}
 		p.X = r.tpm2b(32, "ecc x")
@@ -342,8 +342,8 @@ func ParsePublic(b []byte) (*Public, error) {
 		if r.err == nil && (len(p.X) != 32 || len(p.Y) != 32) {
 			r.fail("ecc point coordinates are not 32 bytes")
 		}
-	case AlgRSA:
-		if scheme != AlgRSASSA {
+	case algRSA:
+		if scheme != algRSASSA {
 			return nil, fmt.Errorf("%w: rsa scheme 0x%04x is not rsassa", ErrUnsupported, scheme)
 		}
 		p.KeyBits = r.u16("rsa key bits")
@@ -379,17 +379,17 @@ func (p *Public) Marshal() []byte {
 	b = put16(b, AlgSHA256)
 	b = put32(b, p.Attributes)
 	b = put2b(b, p.AuthPolicy)
-	b = put16(b, AlgNull)
+	b = put16(b, algNull)
 	switch p.Type {
 	case AlgECC:
-		b = put16(b, AlgECDSA)
+		b = put16(b, algECDSA)
 		b = put16(b, AlgSHA256)
-		b = put16(b, CurveNISTP256)
-		b = put16(b, AlgNull)
+		b = put16(b, curveNISTP256)
+		b = put16(b, algNull)
 		b = put2b(b, p.X)
 		b = put2b(b, p.Y)
-	case AlgRSA:
-		b = put16(b, AlgRSASSA)
+	case algRSA:
+		b = put16(b, algRSASSA)
 		b = put16(b, AlgSHA256)
 		b = put16(b, p.KeyBits)
 		b = put32(b, p.Exponent)
@@ -438,13 +438,13 @@ func parseSignature(b []byte) (*signature, error) {
 		return nil, fmt.Errorf("%w: signature hash 0x%04x is not sha256", ErrUnsupported, hash)
 	}
 	switch s.Alg {
-	case AlgECDSA:
+	case algECDSA:
 		s.R = r.tpm2b(32, "ecdsa r")
 		s.S = r.tpm2b(32, "ecdsa s")
 		if r.err == nil && (len(s.R) == 0 || len(s.S) == 0) {
 			r.fail("empty ecdsa signature component")
 		}
-	case AlgRSASSA:
+	case algRSASSA:
 		s.Sig = r.tpm2b(512, "rsassa signature")
 		if r.err == nil && len(s.Sig) == 0 {
 			r.fail("empty rsassa signature")
@@ -463,7 +463,7 @@ func parseSignature(b []byte) (*signature, error) {
 func (s *signature) marshal() []byte {
 	b := put16(nil, s.Alg)
 	b = put16(b, AlgSHA256)
-	if s.Alg == AlgECDSA {
+	if s.Alg == algECDSA {
 		b = put2b(b, s.R)
 		return put2b(b, s.S)
 	}
