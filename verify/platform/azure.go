@@ -129,9 +129,8 @@ func verifyAzure(in *azureInput, want azureWant, now time.Time, opts *Options) (
 	if err != nil {
 		return nil, rejected(CheckParse, err)
 	}
-	wantType := map[string]uint32{evidence.PlatformAzureSNP: hclreport.TypeSNP, evidence.PlatformAzureTDX: hclreport.TypeTDX}[in.platform]
-	if hcl.Type != wantType {
-		return nil, rejected(CheckParse, fmt.Errorf("hcl report type %d is not %s", hcl.Type, in.platform))
+	if hcl.Platform() != in.platform {
+		return nil, rejected(CheckParse, fmt.Errorf("the hcl report is %s, not %s", hcl.Platform(), in.platform))
 	}
 	claims, err := hclreport.ParseClaims(hcl.Claims)
 	if err != nil {

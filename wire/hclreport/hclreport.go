@@ -23,6 +23,7 @@ import (
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Layout (little-endian): a 32-byte header, the hardware report area, the
@@ -37,14 +38,14 @@ const (
 	igvmVersion    = 1
 	hashSHA256     = 1
 
-	// maxSize bounds a whole HCL report (the NV index is 2600 bytes on
-	// Azure; a margin for other sizes).
-	maxSize = 8 << 10
-
 	// snpReportSize and tdReportSize are the hardware report sizes.
 	snpReportSize = 1184
 	tdReportSize  = 1024
 )
+
+// maxReportSize bounds a whole HCL report (the NV index is 2600 bytes on
+// Azure; a margin for other sizes).
+const maxReportSize = 8 << 10
 
 // Format is Evidence.Format for Azure confidential-VM evidence: Blob is the
 // vTPM quote's TPMS_ATTEST, Signature the attestation key's raw
@@ -60,8 +61,8 @@ const (
 
 // Report types (IGVM request data report_type).
 const (
-	TypeSNP = 2
-	TypeTDX = 4
+	typeSNP = 2
+	typeTDX = 4
 )
 
 // akKeyID is the JWK key id of the vTPM attestation key in the claims.
@@ -79,7 +80,7 @@ var errMalformed = errors.New("hclreport: malformed hcl report")
 type Report struct {
 	// Version is the header version (1 or 2).
 	Version uint32
-	// Type is TypeSNP or TypeTDX.
+	// Type is the report type: 2 (SEV-SNP) or 4 (TDX).
 	Type uint32
 	// HW is the hardware report: SNPReportSize or TDReportSize bytes.
 	HW []byte
@@ -99,8 +100,8 @@ func malformed(format string, args ...any) error {
 // and any non-zero byte outside the hardware report and the claims. On
 // error it returns nil.
 func Parse(b []byte) (*Report, error) {
-	if len(b) > maxSize {
-		return nil, malformed("%d bytes, limit %d", len(b), maxSize)
+	if len(b) > maxReportSize {
+		return nil, malformed("%d bytes, limit %d", len(b), maxReportSize)
 	}
 	if len(b) < claimsOffset {
 		return nil, malformed("%d bytes, shorter than the headers", len(b))
@@ -129,9 +130,9 @@ func Parse(b []byte) (*Report, error) {
 	}
 	var hwSize int
 	switch r.Type {
-	case TypeSNP:
+	case typeSNP:
 		hwSize = snpReportSize
-	case TypeTDX:
+	case typeTDX:
 		hwSize = tdReportSize
 	default:
 		return nil, malformed("unknown report type %d", r.Type)
@@ -147,6 +148,15 @@ func Parse(b []byte) (*Report, error) {
 	r.Claims = bytes.Clone(b[claimsOffset:end])
 	r.Padding = len(b) - end
 	return r, nil
+}
+
+// Platform is the evidence platform of the report type:
+// evidence.PlatformAzureSNP or evidence.PlatformAzureTDX.
+func (r *Report) Platform() string {
+	if r.Type == typeTDX {
+		return evidence.PlatformAzureTDX
+	}
+	return evidence.PlatformAzureSNP
 }
 
 // Marshal encodes r.
@@ -184,7 +194,7 @@ const (
 	maxKeys     = 16
 	maxRSABits  = 4096
 	minRSABits  = 2048
-	maxClaimLen = maxSize
+	maxClaimLen = maxReportSize
 )
 
 // ParseClaims reads the runtime claims strictly (RFC 8259, no duplicate

@@ -25,7 +25,7 @@ func samples(t testing.TB) map[string][]byte {
 }
 
 func TestParseSamples(t *testing.T) {
-	want := map[string]uint32{"azure-snp-vtpm": TypeSNP, "azure-tdx-vtpm": TypeTDX}
+	want := map[string]uint32{"azure-snp-vtpm": typeSNP, "azure-tdx-vtpm": typeTDX}
 	for name, b := range samples(t) {
 		r, err := Parse(b)
 		if err != nil {
@@ -64,7 +64,7 @@ func TestParseRefuses(t *testing.T) {
 		{"claims size", func(b []byte) []byte { b[headerSize+hwAreaSize+16]++; return b }},
 		{"padding", func(b []byte) []byte { b[len(b)-1] = 1; return b }},
 		{"truncated", func(b []byte) []byte { return b[:claimsOffset+10] }},
-		{"too large", func(b []byte) []byte { return append(b, make([]byte, maxSize)...) }},
+		{"too large", func(b []byte) []byte { return append(b, make([]byte, maxReportSize)...) }},
 	} {
 		r, err := Parse(tc.edit(bytes.Clone(b)))
 		if !errors.Is(err, errMalformed) || r != nil {
