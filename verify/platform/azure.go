@@ -13,7 +13,6 @@ import (
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/hclreport"
-	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -142,13 +141,7 @@ func verifyAzure(in *azureInput, want azureWant, now time.Time, opts *Options) (
 	}
 
 	digest := sha256.Sum256(hcl.Claims)
-	var res *Result
-	switch in.platform {
-	case evidence.PlatformAzureSNP:
-		res, err = verifyAzureSNP(in, hcl, digest, now, opts)
-	default:
-		res, err = verifyAzureTDX(in, hcl, digest, now, opts)
-	}
+	res, err := verifyAzureHardware(in, hcl, digest, now, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -190,82 +183,55 @@ func verifyAzureQuote(in *azureInput, ak *rsa.PublicKey, nonce []byte) (*tpmquot
 	return att, nil
 }
 
-// snpReportDataOffset is REPORT_DATA's offset in an SEV-SNP report.
-const snpReportDataOffset = 0x50
+// snpReportDataOffset is REPORT_DATA's offset in an SEV-SNP report;
+// tdReportDataOffset in a TDREPORT (in its REPORTMACSTRUCT).
+const (
+	snpReportDataOffset = 0x50
+	tdReportDataOffset  = 128
+)
 
-// verifyAzureSNP verifies the SEV-SNP report of the HCL report with the
-// VCEK to AMD's root (sevsnp.go) and that it binds the runtime claims and
-// comes from VMPL 0, where the paravisor runs.
-func verifyAzureSNP(in *azureInput, hcl *hclreport.Report, digest [32]byte, now time.Time, opts *Options) (*Result, error) {
-	if len(in.vcek) == 0 {
+// verifyAzureHardware verifies the hardware evidence of the HCL report:
+// the SEV-SNP report with the VCEK to AMD's root (sevsnp.go) or the TD
+// quote to Intel's (tdx.go), that its REPORT_DATA starts with digest, the
+// SHA-256 of the runtime claims, and that it is the paravisor's: an SEV-SNP
+// report from VMPL 0, a TD quote over the HCL report's TD report.
+func verifyAzureHardware(in *azureInput, hcl *hclreport.Report, digest [32]byte, now time.Time, opts *Options) (*Result, error) {
+	if hcl.Platform() == evidence.PlatformAzureSNP && len(in.vcek) == 0 {
 		return nil, cannotCheck(CheckChain, fmt.Errorf("%w: the vcek that signed the snp report", ErrMissingCollateral))
 	}
-	ev, err := snpevidence.Build(hcl.HW, nil, in.vcek, in.simulated)
-	if err != nil {
+	ev, err := hcl.Hardware(in.simulated, in.vcek, in.tdQuote)
+	switch {
+	case errors.Is(err, tdxquote.ErrUnsupported):
+		return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+	case err != nil:
 		return nil, rejected(CheckParse, err)
 	}
 	// Only the first 32 bytes of REPORT_DATA are defined (the claims'
 	// digest); the rest is compared with itself.
 	var want [64]byte
 	copy(want[:], digest[:])
-	copy(want[32:], hcl.HW[snpReportDataOffset+32:snpReportDataOffset+64])
-	res, err := verifySEVSNP(ev, want, now, opts)
+	var res *Result
+	if ev.Platform == evidence.PlatformSEVSNP {
+		copy(want[32:], hcl.HW[snpReportDataOffset+32:snpReportDataOffset+64])
+		res, err = verifySEVSNP(ev, want, now, opts)
+	} else {
+		q, perr := tdxquote.Parse(ev.Blob)
+		if perr != nil {
+			return nil, rejected(CheckParse, perr)
+		}
+		copy(want[32:], q.Body.ReportData[32:])
+		res, err = verifyTDX(ev, want, now, opts)
+	}
 	if errors.Is(err, ErrReportData) {
-		return nil, rejected(checkHCLBinding, errors.New("the snp report's report_data does not start with sha-256 of the hcl runtime claims"))
+		return nil, rejected(checkHCLBinding, errors.New("the hardware report's report_data does not start with sha-256 of the hcl runtime claims"))
 	}
 	if err != nil {
 		return nil, err
 	}
-	if res.SEVSNP.VMPL != 0 {
+	if res.SEVSNP != nil && res.SEVSNP.VMPL != 0 {
 		return nil, rejected(checkHCLBinding, fmt.Errorf("the snp report is from vmpl %d, not the paravisor's vmpl 0", res.SEVSNP.VMPL))
 	}
-	return res, nil
-}
-
-// tdReportDataOffset is REPORT_DATA's offset in a TDREPORT (in its
-// REPORTMACSTRUCT).
-const tdReportDataOffset = 128
-
-// verifyAzureTDX verifies the TD quote (tdx.go) and that it is the quote of
-// the HCL report's TD report and binds the runtime claims.
-func verifyAzureTDX(in *azureInput, hcl *hclreport.Report, digest [32]byte, now time.Time, opts *Options) (*Result, error) {
-	raw := in.tdQuote
-	if len(raw) == 0 {
-		return nil, rejected(CheckParse, fmt.Errorf("%w: no td quote", tpmquote.ErrMissingAuxField))
-	}
-	// The paravisor's quote buffer may end in zero bytes no signature
-	// covers; anything else after the quote is refused.
-	n, err := tdxquote.Length(raw)
-	if err != nil {
-		return nil, rejected(CheckParse, err)
-	}
-	if !allZero(raw[n:]) {
-		return nil, rejected(CheckParse, errors.New("non-zero bytes after the td quote"))
-	}
-	raw = raw[:n]
-	q, err := tdxquote.Parse(raw)
-	if err != nil {
-		if errors.Is(err, tdxquote.ErrUnsupported) {
-			return nil, cannotCheck(CheckFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
-		}
-		return nil, rejected(CheckParse, err)
-	}
-	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
-	if err != nil {
-		return nil, rejected(CheckParse, err)
-	}
-	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: TDXFormat, Simulated: in.simulated, Blob: raw, CertChain: chain}
-	var want [64]byte
-	copy(want[:], digest[:])
-	copy(want[32:], q.Body.ReportData[32:])
-	res, err := verifyTDX(ev, want, now, opts)
-	if errors.Is(err, ErrReportData) {
-		return nil, rejected(checkHCLBinding, errors.New("the td quote's report_data does not start with sha-256 of the hcl runtime claims"))
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(hcl.HW[tdReportDataOffset:tdReportDataOffset+64], q.Body.ReportData[:]) {
+	if res.TDX != nil && !bytes.Equal(hcl.HW[tdReportDataOffset:tdReportDataOffset+64], res.ReportData[:]) {
 		return nil, rejected(checkHCLBinding, errors.New("the td quote is not over the hcl report's td report"))
 	}
 	return res, nil

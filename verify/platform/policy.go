@@ -118,7 +118,9 @@ func checkSEVSNPPolicy(r *Result, p Policy) error {
 			Debug:     p.AllowDebug,
 			MigrateMA: p.AllowSEVSNPMigrationAgent,
 		},
-		ReportData:                r.ReportData[:],
+		// The report's own REPORT_DATA, which Verify compared (on Azure
+		// it binds the HCL claims; Result.ReportData is the run binding).
+		ReportData:                r.snp.att.GetReport().GetReportData(),
 		MinimumTCB:                p.MinSEVSNPTCB,
 		PermitProvisionalFirmware: p.AllowSEVSNPProvisionalFirmware,
 		VMPL:                      &vmpl,

@@ -24,6 +24,8 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // Layout (little-endian): a 32-byte header, the hardware report area, the
@@ -179,9 +181,38 @@ func (r *Report) Marshal() []byte {
 	return b
 }
 
-// Claims are the runtime claims this project reads. Other members (the VM
-// configuration, the EK) are not interpreted.
-type Claims struct {
+// Hardware returns the hardware evidence an Azure HCL report stands on, as
+// evidence of platform sev-snp (r's SEV-SNP report with vcek, the VCEK DER)
+// or tdx (tdQuote, the TD quote for r's TD report, with the PCK chain it
+// carries; zero bytes after its framing are dropped, any other trailing
+// byte is refused). Errors wrap snpevidence's and tdxquote's.
+func (r *Report) Hardware(simulated bool, vcek, tdQuote []byte) (*evidence.Evidence, error) {
+	if r.Type == typeSNP {
+		return snpevidence.Build(r.HW, nil, vcek, simulated)
+	}
+	n, err := tdxquote.Length(tdQuote)
+	if err != nil {
+		return nil, err
+	}
+	if !allZero(tdQuote[n:]) {
+		return nil, malformed("non-zero bytes after the td quote")
+	}
+	q, err := tdxquote.Parse(tdQuote[:n])
+	if err != nil {
+		return nil, err
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		return nil, err
+	}
+	return &evidence.Evidence{Platform: evidence.PlatformTDX, Format: tdxquote.Format, Simulated: simulated,
+		Blob: bytes.Clone(tdQuote[:n]), CertChain: chain}, nil
+}
+
+// runtimeClaims are the runtime claims this project reads (ParseClaims
+// returns them). Other members (the VM configuration, the EK) are not
+// interpreted.
+type runtimeClaims struct {
 	// AK is the vTPM attestation key (JWK with kid HCLAkPub, kty RSA).
 	AK *rsa.PublicKey
 	// UserData is the 64 bytes the guest last wrote to NV index
@@ -201,7 +232,7 @@ const (
 // keys): exactly one key with kid HCLAkPub, an RSA key of 2048 to 4096 bits
 // with exponent 65537 or another odd exponent below 2^31, and user-data of
 // exactly 128 hex digits.
-func ParseClaims(b []byte) (*Claims, error) {
+func ParseClaims(b []byte) (*runtimeClaims, error) {
 	root, err := jsonobj.ParseObject(b, pohjson.ParseOptions{MaxBytes: maxClaimLen})
 	if err != nil {
 		return nil, fmt.Errorf("%w: claims: %w", errMalformed, err)
@@ -229,7 +260,7 @@ func ParseClaims(b []byte) (*Claims, error) {
 	if ak == nil {
 		return nil, malformed("claims carry no %s key", akKeyID)
 	}
-	c := &Claims{}
+	c := &runtimeClaims{}
 	if c.AK, err = rsaJWK(ak); err != nil {
 		return nil, err
 	}

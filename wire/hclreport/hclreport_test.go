@@ -146,3 +146,35 @@ func FuzzParseClaims(f *testing.F) {
 		}
 	})
 }
+
+// TestHardware: the TD quote sample ends in 70 zero bytes no signature
+// covers; they are dropped, and any other trailing byte is refused.
+func TestHardware(t *testing.T) {
+	r, err := Parse(samples(t)["azure-tdx-vtpm"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := os.ReadFile(filepath.Join("..", "..", "verify", "platform", "testdata", "azure-tdx-vtpm", "td-quote.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := r.Hardware(false, nil, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev.Platform != "tdx" || len(ev.Blob) != len(q)-70 || len(ev.CertChain) != 3 {
+		t.Fatalf("%s %d bytes %d certs", ev.Platform, len(ev.Blob), len(ev.CertChain))
+	}
+	q = bytes.Clone(q)
+	q[len(q)-1] = 1
+	if _, err := r.Hardware(false, nil, q); !errors.Is(err, errMalformed) {
+		t.Fatalf("trailing byte: %v", err)
+	}
+	snp, err := Parse(samples(t)["azure-snp-vtpm"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snp.Hardware(false, nil, nil); err == nil {
+		t.Fatal("snp report without a vcek")
+	}
+}
