@@ -52,6 +52,12 @@ func TestEndToEndAzure(t *testing.T) {
 			if code != 0 || !strings.Contains(stdout, pl) {
 				t.Fatalf("packctl verify: exit %d\n%s\n%s", code, stdout, stderr)
 			}
+			// packctl inspect shows the HCL report's user data and the
+			// hardware report beneath it.
+			code, stdout, stderr = runPackctl(t, packctl, "inspect", "--json", f("evidence.jws"))
+			if code != 0 || !strings.Contains(stdout, `"azure"`) || !strings.Contains(stdout, "user_data_hex") || strings.Contains(stdout, "_error") {
+				t.Fatalf("packctl inspect: exit %d\n%s\n%s", code, stdout, stderr)
+			}
 			// The same attestation under a policy that does not allow
 			// simulated evidence is refused by policy (exit 4).
 			pol, err := verify.ParsePolicy(readFile(t, f("policy.json")))
