@@ -271,13 +271,21 @@ func TestAzureTrusteeMalformed(t *testing.T) {
 	wantErr(t, err, ErrBadOptions, nil, CheckOptions)
 }
 
-// FuzzTrusteeAzure: Trustee evidence of any shape is refused or verified,
-// never a panic; a result comes only without an error.
+// FuzzTrusteeAzure: the Trustee evidence parser never panics and returns
+// pieces only without an error; what it accepts, verification refuses or
+// verifies without a panic.
 func FuzzTrusteeAzure(f *testing.F) {
 	f.Add(uint8(0), azFile(f, "azure-snp-vtpm", "evidence-v1.json"))
 	f.Add(uint8(1), azFile(f, "azure-tdx-vtpm", "evidence-v0.json"))
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		format := []string{trusteeAzureSNP, trusteeAzureTDX}[which%2]
+		in, _, err := parseTrustee(format, data)
+		if (err == nil) == (in == nil) {
+			t.Fatalf("pieces %v with error %v", in, err)
+		}
+		if err != nil {
+			return
+		}
 		res, err := VerifyTrusteeAzure(format, data, azChallenge, azOpts())
 		if (err == nil) == (res == nil) {
 			t.Fatalf("result %v with error %v", res, err)
