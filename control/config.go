@@ -113,8 +113,13 @@ type Config struct {
 // TPMConfig is attester.tpm.
 type TPMConfig struct {
 	// Address is the host:port of a swtpm TCP data socket, for development
-	// only: the evidence is marked simulated. It requires platform "tpm".
+	// only: the evidence is marked simulated. It requires platform "tpm",
+	// "azure-snp" or "azure-tdx" (then a fake paravisor in front of swtpm).
 	Address string `conf:"address"`
+	// AzureIMDS is the base URL of the Azure instance metadata service,
+	// for development only (a fake one): it requires Address. Default
+	// http://169.254.169.254.
+	AzureIMDS string `conf:"azureImds,max=200"`
 }
 
 // fileDoc declares the configuration file: the attester section, and the
@@ -141,7 +146,7 @@ type attesterDoc struct {
 	MaxToolCallsPerRun     int               `conf:"maxToolCallsPerRun,min=1,max=16777216,default=65536"`
 	UploadBudgetBytes      *int64            `conf:"uploadBudgetBytes,min=0,max=17179869184"`
 	TPM                    TPMConfig         `conf:"tpm"`
-	Platform               string            `conf:"platform,enum=auto|sev-snp|tdx|tpm|simulated,default=auto"`
+	Platform               string            `conf:"platform,enum=auto|sev-snp|tdx|azure-snp|azure-tdx|tpm|simulated,default=auto"`
 	GPU                    string            `conf:"gpu,enum=off|required|simulated,default=off"`
 	StateDir               string            `conf:"stateDir"`
 	AllowUnlockedMemory    bool              `conf:"allowUnlockedMemory"`
@@ -158,7 +163,7 @@ type attesterDoc struct {
 
 // platforms are the values of attester.platform (the enum of
 // attesterDoc.Platform) and of --platform.
-var platforms = []string{"auto", "sev-snp", "tdx", "tpm", "simulated"}
+var platforms = []string{"auto", "sev-snp", "tdx", "azure-snp", "azure-tdx", "tpm", "simulated"}
 
 // CheckConf checks what the tags of attesterDoc cannot express.
 func (a *attesterDoc) CheckConf(d *confdoc.Decoder, path string) {
@@ -187,6 +192,9 @@ func (a *attesterDoc) CheckConf(d *confdoc.Decoder, path string) {
 	}
 	if msg := gpuProblem(a.Platform, a.GPU); msg != "" {
 		d.Fail(key("gpu"), confdoc.ErrBadValue, "%s", msg)
+	}
+	if u := a.TPM.AzureIMDS; u != "" && (a.TPM.Address == "" || !(strings.HasPrefix(u, "http://127.0.0.1:") || strings.HasPrefix(u, "http://localhost:"))) {
+		d.Fail(jsonobj.Key(key("tpm"), "azureImds"), confdoc.ErrBadValue, `requires tpm.address and a loopback "http://127.0.0.1:PORT" (development only: a fake metadata service)`)
 	}
 	for _, name := range slices.Sorted(maps.Keys(a.TrustedTemplates)) {
 		if !sha256Tagged.MatchString(a.TrustedTemplates[name]) {
@@ -227,8 +235,8 @@ func tpmAddressProblem(platform, addr string) string {
 	switch {
 	case addr == "":
 		return ""
-	case platform != "tpm":
-		return `requires platform "tpm" (development only: evidence from a TCP TPM is marked simulated)`
+	case platform != "tpm" && platform != "azure-snp" && platform != "azure-tdx":
+		return `requires platform "tpm", "azure-snp" or "azure-tdx" (development only: evidence from a TCP TPM is marked simulated)`
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return "want host:port"

@@ -25,7 +25,7 @@ func Setup(ctx context.Context, d Deps) (*Service, func(), error) {
 	if cfg.TPM.Address != "" {
 		// Development only: config validation allows it with platform tpm
 		// alone, and the TPM marks such evidence simulated.
-		opts.TPM.Address = cfg.TPM.Address
+		opts.TPM.Address, opts.TPM.AzureIMDS = cfg.TPM.Address, cfg.TPM.AzureIMDS
 		log.Warn("DEVELOPMENT ONLY: using a TPM over TCP (swtpm); its evidence is marked simulated", "address", cfg.TPM.Address)
 	}
 	p, rep, err := detect.Open(ctx, cfg.Platform, opts)

@@ -146,7 +146,7 @@ func platformPolicyErr(i int, pr *platform.Result, err error) *Error {
 	field, note := platformPolicyMember[check], ""
 	switch check {
 	case platform.CheckTCB:
-		if pr.Platform == evidence.PlatformSEVSNP {
+		if pr.Platform == evidence.PlatformSEVSNP || pr.Platform == evidence.PlatformAzureSNP {
 			field = "min_sev_snp_tcb"
 		}
 	case platform.CheckGuestPolicy:

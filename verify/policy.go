@@ -160,6 +160,7 @@ func (p *Policy) Platform() platform.Policy {
 		BootKernel:          p.BootKernel,
 		BootCommandLine:     p.BootCommandLine,
 		BootInitrd:          p.BootInitrd,
+		GPUMeasurements:     p.GPUMeasurements,
 	}
 }
 

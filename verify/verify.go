@@ -649,11 +649,11 @@ func itemCollateral(base *platform.Collateral, it evidencedoc.Item) *platform.Co
 	}
 	col := it.Collateral
 	switch it.Evidence.Platform {
-	case evidence.PlatformSEVSNP:
+	case evidence.PlatformSEVSNP, evidence.PlatformAzureSNP:
 		if crl := col["crl"]; len(crl) > 0 {
 			c.SEVSNPCRLs = append(c.SEVSNPCRLs, crl)
 		}
-	case evidence.PlatformTDX:
+	case evidence.PlatformTDX, evidence.PlatformAzureTDX:
 		fill := func(dst *[]byte, v []byte) {
 			if len(*dst) == 0 && len(v) > 0 {
 				*dst = v

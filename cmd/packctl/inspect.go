@@ -25,6 +25,7 @@ import (
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
+	"github.com/clawea/attester/wire/hclreport"
 	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/teeclaims"
@@ -420,6 +421,8 @@ func itemValue(it evidencedoc.Item) *pohjson.Value {
 		}
 	case evidence.PlatformNVIDIAGPU:
 		o.val("nvidia_gpu", gpuValue(ev))
+	case evidence.PlatformAzureSNP, evidence.PlatformAzureTDX:
+		o.val("azure", azureValue(ev))
 	}
 	var names []*pohjson.Value
 	for n := range it.Collateral {
@@ -525,6 +528,36 @@ func tdxValue(ev *evidence.Evidence) *pohjson.Value {
 			}
 			o.val("pck_certificate", pck.value())
 		}
+	}
+	return o.value()
+}
+
+// azureValue shows the HCL report's user data and the hardware report
+// beneath it (docs/spec/platform-azure.md), unverified like the rest.
+func azureValue(ev *evidence.Evidence) *pohjson.Value {
+	o := &obj{}
+	r, err := hclreport.Parse(ev.Aux[hclreport.AuxReport])
+	if err != nil {
+		return errValue(err)
+	}
+	o.num("hcl_report_version", int64(r.Version))
+	if c, err := hclreport.ParseClaims(r.Claims); err == nil {
+		o.str("user_data_hex", hex.EncodeToString(c.UserData[:]))
+	} else {
+		o.str("claims_error", err.Error())
+	}
+	var vcek []byte
+	if len(ev.CertChain) == 1 {
+		vcek = ev.CertChain[0]
+	}
+	hw, err := r.Hardware(ev.Simulated, vcek, ev.Aux[hclreport.AuxTDQuote])
+	switch {
+	case err != nil:
+		o.str("hardware_error", err.Error())
+	case hw.Platform == evidence.PlatformSEVSNP:
+		o.val("sev_snp", sevValue(hw))
+	default:
+		o.val("tdx", tdxValue(hw))
 	}
 	return o.value()
 }

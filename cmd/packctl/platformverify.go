@@ -38,8 +38,10 @@ type rawReport struct {
 // --format name. Each verifies offline against embedded vendor roots; its
 // error decides the exit code (rawExit).
 var rawFormats = map[string]func(rawInput) (rawReport, error){
-	"snp-report": verifySNPReportFormat,
-	"tdx-quote":  verifyTDXQuoteFormat,
+	"snp-report":  verifySNPReportFormat,
+	"tdx-quote":   verifyTDXQuoteFormat,
+	"az-snp-vtpm": azureRawFormat("az-snp-vtpm"),
+	"az-tdx-vtpm": azureRawFormat("az-tdx-vtpm"),
 	"nvidia-gpu": func(in rawInput) (rawReport, error) {
 		s, c, err := verifyNVIDIAGPURaw(in.data, in.nonce, in.certs, in.at)
 		return rawReport{summary: s, checks: c}, err

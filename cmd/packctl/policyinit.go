@@ -441,7 +441,7 @@ func (pi *policyInit) pinBoot(i int, pr *platform.Result) int {
 func (pi *policyInit) pinTCB(i int, pr *platform.Result) int {
 	pol := pi.pol
 	switch pr.Platform {
-	case evidence.PlatformSEVSNP:
+	case evidence.PlatformSEVSNP, evidence.PlatformAzureSNP:
 		v, err := strconv.ParseUint(pr.TCB, 16, 64)
 		if err != nil {
 			errorf(pi.stderr, "policy init: evidence[%d]: tcb %q", i, pr.TCB)
@@ -451,7 +451,7 @@ func (pi *policyInit) pinTCB(i int, pr *platform.Result) int {
 			pol.MinSEVSNPTCB = v
 			pi.pinned = append(pi.pinned, fmt.Sprintf("min_sev_snp_tcb: %016x (evidence[%d])", v, i))
 		}
-	case evidence.PlatformTDX:
+	case evidence.PlatformTDX, evidence.PlatformAzureTDX:
 		b, err := hex.DecodeString(pr.TCB)
 		if err != nil || len(b) != 16 {
 			errorf(pi.stderr, "policy init: evidence[%d]: tcb %q", i, pr.TCB)

@@ -1,7 +1,8 @@
 // Package detect chooses the platform the attester runs on and says why.
 //
 // Auto-detection tries the confidential-VM report devices first (SEV-SNP,
-// then TDX), then a TPM. The simulated platform is never auto-detected: it is
+// then TDX), then an Azure confidential VM's paravisor vTPM (its HCL report
+// NV index), then a TPM. The simulated platform is never auto-detected: it is
 // chosen only by name, and every piece of evidence it produces is marked
 // simulated.
 package detect
@@ -22,15 +23,17 @@ import (
 
 // Names accepted by Open.
 const (
-	Auto      = "auto"
-	SEVSNP    = evidence.PlatformSEVSNP
-	TDX       = evidence.PlatformTDX
+	auto      = "auto"
+	sevSNP    = evidence.PlatformSEVSNP
+	tdxName   = evidence.PlatformTDX
+	azureSNP  = evidence.PlatformAzureSNP
+	azureTDX  = evidence.PlatformAzureTDX
 	TPM       = evidence.PlatformTPM
 	Simulated = "simulated"
 )
 
 // names lists the accepted platform names.
-func names() []string { return []string{Auto, SEVSNP, TDX, TPM, Simulated} }
+func names() []string { return []string{auto, sevSNP, tdxName, azureSNP, azureTDX, TPM, Simulated} }
 
 // Platform is an opened backend.
 type Platform interface {
@@ -46,8 +49,8 @@ type Options struct {
 	Sim    sim.Options
 }
 
-// Attempt records one backend Open tried.
-type Attempt struct {
+// attempt records one backend Open tried.
+type attempt struct {
 	Platform string
 	OK       bool
 	Reason   string
@@ -58,7 +61,7 @@ type Report struct {
 	Requested string
 	Chosen    string
 	Simulated bool
-	Attempts  []Attempt
+	Attempts  []attempt
 }
 
 func (r *Report) String() string {
@@ -79,6 +82,10 @@ func (r *Report) String() string {
 	}
 	return b.String()
 }
+
+// azureAny is the auto-detection attempt of an Azure confidential VM of
+// either kind.
+const azureAny = "azure"
 
 // errUnknownPlatform is returned for a name not in names.
 var errUnknownPlatform = errors.New("detect: unknown platform")
@@ -106,12 +113,12 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 			err error
 		)
 		switch p {
-		case SEVSNP:
+		case sevSNP:
 			var d *sevsnp.Device
 			if d, err = sevsnp.Open(opts.SEVSNP); err == nil {
 				pl = d
 			}
-		case TDX:
+		case tdxName:
 			var d *tdx.Device
 			if d, err = tdx.Open(); err == nil {
 				pl = d
@@ -121,13 +128,25 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 			if d, err = tpm.Open(ctx, opts.TPM); err == nil {
 				pl = d
 			}
+		case azureSNP, azureTDX, azureAny:
+			want, o := p, opts.TPM
+			if p == azureAny {
+				// Auto: the paravisor's quote covers all PCRs whatever
+				// a plain TPM's selection is.
+				want, o.PCRs = "", nil
+			}
+			if d, derr := tpm.OpenAzure(ctx, want, o); derr == nil {
+				pl, p = d, d.Platform()
+			} else {
+				err = derr
+			}
 		case Simulated:
 			var s *sim.Simulator
 			if s, err = sim.New(opts.Sim); err == nil {
 				pl = nopCloser{s}
 			}
 		}
-		a := Attempt{Platform: p, OK: err == nil}
+		a := attempt{Platform: p, OK: err == nil}
 		if err != nil {
 			a.Reason = err.Error()
 		}
@@ -135,19 +154,19 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 		return pl, err
 	}
 	switch name {
-	case SEVSNP, TDX, TPM, Simulated:
+	case sevSNP, tdxName, azureSNP, azureTDX, TPM, Simulated:
 		p, err := try(name)
 		if err != nil {
 			return nil, rep, fmt.Errorf("detect: %s: %w", name, err)
 		}
 		rep.Chosen, rep.Simulated = name, name == Simulated
 		return p, rep, nil
-	case Auto, "":
-		rep.Requested = Auto
-		for _, n := range []string{SEVSNP, TDX, TPM} {
+	case auto, "":
+		rep.Requested = auto
+		for _, n := range []string{sevSNP, tdxName, azureAny, TPM} {
 			p, err := try(n)
 			if err == nil {
-				rep.Chosen = n
+				rep.Chosen = p.Platform()
 				return p, rep, nil
 			}
 			if !errors.Is(err, enclave.ErrNotAvailable) {

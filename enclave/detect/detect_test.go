@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/enclave/tpm"
+	"github.com/clawea/attester/internal/fakeparavisor"
 	"github.com/clawea/attester/wire/evidence"
 )
 
@@ -21,11 +23,11 @@ func noHardware(t *testing.T) {
 
 func TestAutoNeverChoosesSimulated(t *testing.T) {
 	noHardware(t)
-	p, rep, err := Open(context.Background(), Auto, Options{})
+	p, rep, err := Open(context.Background(), auto, Options{})
 	if !errors.Is(err, enclave.ErrNotAvailable) || p != nil {
 		t.Fatalf("Open(auto) = %v, %v; want ErrNotAvailable", p, err)
 	}
-	if len(rep.Attempts) != 3 || rep.Chosen != "" {
+	if len(rep.Attempts) != 4 || rep.Chosen != "" {
 		t.Fatalf("report: %+v", rep)
 	}
 	for _, a := range rep.Attempts {
@@ -74,9 +76,30 @@ func TestUnknownPlatform(t *testing.T) {
 
 func TestExplicitMissingDevice(t *testing.T) {
 	noHardware(t)
-	for _, n := range []string{SEVSNP, TDX, TPM} {
+	for _, n := range []string{sevSNP, tdxName, TPM} {
 		if _, _, err := Open(context.Background(), n, Options{}); !errors.Is(err, enclave.ErrNotAvailable) {
 			t.Errorf("%s: err = %v, want ErrNotAvailable", n, err)
 		}
+	}
+}
+
+// TestAutoDetectsAzure: a vTPM with the HCL report index (the fake
+// paravisor) and no SEV-SNP or TDX device is detected as an Azure
+// confidential VM of the HCL report's kind; naming the other kind fails.
+func TestAutoDetectsAzure(t *testing.T) {
+	noHardware(t)
+	pv := fakeparavisor.Start(t, evidence.PlatformAzureTDX)
+	opts := Options{TPM: tpm.Options{Address: pv.TPMAddr, AzureIMDS: pv.IMDS, PCRs: []int{0, 7}}}
+	p, rep, err := Open(context.Background(), auto, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if rep.Chosen != azureTDX || p.Platform() != azureTDX {
+		t.Fatalf("report %s", rep)
+	}
+	opts.TPM.PCRs = nil
+	if _, _, err := Open(context.Background(), azureSNP, opts); err == nil || errors.Is(err, enclave.ErrNotAvailable) {
+		t.Fatalf("azure-snp on an azure-tdx vm: %v", err)
 	}
 }

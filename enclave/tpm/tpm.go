@@ -80,6 +80,9 @@ type Options struct {
 	// endorsement hierarchy, whose certificate (NV 0x01c10002) Quote
 	// carries in Aux "ak_cert". Open fails when either index is missing.
 	GCEAK bool
+	// AzureIMDS is the base URL of the Azure instance metadata service
+	// (OpenAzure only). Default http://169.254.169.254.
+	AzureIMDS string
 }
 
 // TPM is an open TPM with a loaded attestation key. Its methods are safe for
@@ -117,6 +120,20 @@ type pcrSealer interface {
 // key and reads the EK certificate. It returns an error wrapping
 // enclave.ErrNotAvailable when there is no TPM at the device path or address.
 func Open(ctx context.Context, opts Options) (*TPM, error) {
+	t, err := connect(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.init(ctx); err != nil {
+		t.tp.Close()
+		return nil, err
+	}
+	return t, nil
+}
+
+// connect opens the device or the TCP address of opts, without starting
+// the TPM or creating a key.
+func connect(ctx context.Context, opts Options) (*TPM, error) {
 	pcrs, err := checkPCRs(opts.PCRs)
 	if err != nil {
 		return nil, err
@@ -142,10 +159,6 @@ func Open(ctx context.Context, opts Options) (*TPM, error) {
 		if t.eventLog == "" {
 			t.eventLog = defaultEventLogPath
 		}
-	}
-	if err := t.init(ctx); err != nil {
-		t.tp.Close()
-		return nil, err
 	}
 	return t, nil
 }
@@ -290,7 +303,7 @@ func (t *TPM) createAK() error {
 // readGCEAK reads the template and the certificate of the vTPM's
 // certified AK from NV.
 func (t *TPM) readGCEAK() (tpm2.TPMTPublic, []byte, error) {
-	raw, err := t.readNV(tpm2.TPMHandle(nvIndexGCEAKTemplateECC))
+	raw, err := t.readNV(tpm2.TPMHandle(nvIndexGCEAKTemplateECC), tpmquote.MaxCertSize)
 	if err != nil {
 		return tpm2.TPMTPublic{}, nil, fmt.Errorf("tpm: read gce ak template at 0x%08x: %w", nvIndexGCEAKTemplateECC, err)
 	}
@@ -298,7 +311,7 @@ func (t *TPM) readGCEAK() (tpm2.TPMTPublic, []byte, error) {
 	if err != nil {
 		return tpm2.TPMTPublic{}, nil, fmt.Errorf("%w: gce ak template: %v", errUnexpectedTPM, err)
 	}
-	cert, err := t.readNV(tpm2.TPMHandle(nvIndexGCEAKCertECC))
+	cert, err := t.readNV(tpm2.TPMHandle(nvIndexGCEAKCertECC), tpmquote.MaxCertSize)
 	if err != nil {
 		return tpm2.TPMTPublic{}, nil, fmt.Errorf("tpm: read gce ak certificate at 0x%08x: %w", nvIndexGCEAKCertECC, err)
 	}
@@ -313,7 +326,7 @@ func (t *TPM) flush(h tpm2.TPMHandle) {
 // trimmed to its DER length, or nil when there is none.
 func (t *TPM) readEKCert() ([]byte, error) {
 	for _, idx := range []uint32{nvIndexRSAEKCert, nvIndexECCEKCert} {
-		cert, err := t.readNV(tpm2.TPMHandle(idx))
+		cert, err := t.readNV(tpm2.TPMHandle(idx), tpmquote.MaxCertSize)
 		if errors.Is(err, tpm2.TPMRCHandle) {
 			continue
 		}
@@ -325,7 +338,7 @@ func (t *TPM) readEKCert() ([]byte, error) {
 	return nil, nil
 }
 
-func (t *TPM) readNV(idx tpm2.TPMHandle) ([]byte, error) {
+func (t *TPM) readNV(idx tpm2.TPMHandle, limit int) ([]byte, error) {
 	pubRsp, err := tpm2.NVReadPublic{NVIndex: idx}.Execute(t.tp)
 	if err != nil {
 		return nil, err
@@ -335,7 +348,7 @@ func (t *TPM) readNV(idx tpm2.TPMHandle) ([]byte, error) {
 		return nil, fmt.Errorf("%w: nv public: %v", errUnexpectedTPM, err)
 	}
 	size := int(pub.DataSize)
-	if size == 0 || size > tpmquote.MaxCertSize {
+	if size == 0 || size > limit {
 		return nil, fmt.Errorf("%w: nv index holds %d bytes", errUnexpectedTPM, size)
 	}
 	auth := tpm2.AuthHandle{Handle: tpm2.TPMRHOwner, Auth: tpm2.PasswordAuth(nil)}
@@ -475,48 +488,18 @@ func (t *TPM) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evid
 		return nil, err
 	}
 	qd := rd.QualifyingData()
-	var (
-		attest, sig []byte
-		pcrs        tpmquote.PCRValues
-	)
-	for attempt := 0; ; attempt++ {
-		if attempt == quoteAttempts {
-			unlock()
-			return nil, errPCRRace
-		}
-		rsp, err := tpm2.Quote{
-			SignHandle:     tpm2.AuthHandle{Handle: t.ak.Handle, Name: t.ak.Name, Auth: tpm2.PasswordAuth(nil)},
-			QualifyingData: tpm2.TPM2BData{Buffer: qd[:]},
-			InScheme:       tpm2.TPMTSigScheme{Scheme: tpm2.TPMAlgNull},
-			PCRSelect:      selection(t.pcrs),
-		}.Execute(t.tp)
-		if err != nil {
-			unlock()
-			return nil, fmt.Errorf("tpm: quote: %w", err)
-		}
-		attest = slices.Clone(rsp.Quoted.Bytes())
-		sig = tpm2.Marshal(rsp.Signature)
-		if pcrs, err = t.readPCRs(t.pcrs); err != nil {
-			unlock()
-			return nil, err
-		}
-		parsed, err := tpmquote.ParseAttest(attest)
-		if err != nil {
-			unlock()
-			return nil, fmt.Errorf("%w: quote: %v", errUnexpectedTPM, err)
-		}
-		if d := pcrs.Digest(); bytes.Equal(parsed.PCRDigest, d[:]) {
-			break
-		}
-	}
+	attest, sig, pcrs, err := t.quotePCRs(t.ak, qd[:])
 	unlock()
+	if err != nil {
+		return nil, err
+	}
 
 	ev := &evidence.Evidence{
 		Platform:  evidence.PlatformTPM,
 		Simulated: t.simulated,
 		Format:    tpmquote.Format,
 		Blob:      attest,
-		Signature: sig,
+		Signature: tpm2.Marshal(*sig),
 		Aux: map[string][]byte{
 			tpmquote.AuxAKPublic:  slices.Clone(t.akPublic),
 			tpmquote.AuxPCRValues: pcrs.Marshal(),
@@ -536,6 +519,36 @@ func (t *TPM) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evid
 		ev.Aux[tpmquote.AuxAKCert] = slices.Clone(t.akCert)
 	}
 	return ev, nil
+}
+
+// quotePCRs runs TPM2_Quote by key over t.pcrs with qualifying data qd
+// and reads the PCR values right after it, retried when a PCR changed in
+// between. The caller holds the lock.
+func (t *TPM) quotePCRs(key tpm2.NamedHandle, qd []byte) ([]byte, *tpm2.TPMTSignature, tpmquote.PCRValues, error) {
+	for range quoteAttempts {
+		rsp, err := tpm2.Quote{
+			SignHandle:     tpm2.AuthHandle{Handle: key.Handle, Name: key.Name, Auth: tpm2.PasswordAuth(nil)},
+			QualifyingData: tpm2.TPM2BData{Buffer: qd},
+			InScheme:       tpm2.TPMTSigScheme{Scheme: tpm2.TPMAlgNull},
+			PCRSelect:      selection(t.pcrs),
+		}.Execute(t.tp)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("tpm: quote: %w", err)
+		}
+		attest := slices.Clone(rsp.Quoted.Bytes())
+		pcrs, err := t.readPCRs(t.pcrs)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		parsed, err := tpmquote.ParseAttest(attest)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%w: quote: %v", errUnexpectedTPM, err)
+		}
+		if d := pcrs.Digest(); bytes.Equal(parsed.PCRDigest, d[:]) {
+			return attest, &rsp.Signature, pcrs, nil
+		}
+	}
+	return nil, nil, nil, errPCRRace
 }
 
 // readEventLog returns the event log at path, nil when path is empty or the

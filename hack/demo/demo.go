@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -49,6 +50,10 @@ type options struct {
 	WorkDir  string       // the attesters' state dirs and control sockets live here
 	Log      io.Writer    // attesters' JSON logs (their stderr)
 	Say      func(string) // progress lines
+	// Platform, when set, replaces the first attester's "platform" and
+	// "tpm" configuration keys (the second, sensitive, attester stays
+	// simulated): e.g. azure-snp against a fake paravisor.
+	Platform map[string]any
 }
 
 // step is one tool call the demo makes, with what it expects.
@@ -127,7 +132,7 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 		"owners":           []string{"telegram:+15550100"},
 		"trustedTemplates": trusted, "development": true, "allowUnlockedMemory": true,
 		"modelProvider": "anthropic", "model": "claude-demo",
-	}, hook.URL, filepath.Join(o.OutDir, "attester.json"))
+	}, o.Platform, hook.URL, filepath.Join(o.OutDir, "attester.json"))
 	if err != nil {
 		return nil, err
 	}
@@ -323,9 +328,12 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	say(fmt.Sprintf("attester: execution attestation issued on %s (simulated=%v), audit log %s records", att.Platform, att.Simulated, out.AuditCount))
 
 	// 11. The sensitive job, on a second attester that enforces a
-	// sensitive admission policy, and one disclosure to an auditor.
-	if out.Sensitive, err = runSensitive(ctx, o, say, src, toolSchemas, out); err != nil {
-		return nil, fmt.Errorf("sensitive run: %w", err)
+	// sensitive admission policy, and one disclosure to an auditor (on the
+	// simulated platform only: it compares both attesters' measurements).
+	if o.Platform == nil {
+		if out.Sensitive, err = runSensitive(ctx, o, say, src, toolSchemas, out); err != nil {
+			return nil, fmt.Errorf("sensitive run: %w", err)
+		}
 	}
 	if err := proc.stop(); err != nil {
 		return nil, err
@@ -371,7 +379,8 @@ func webhook(w http.ResponseWriter, r *http.Request) {
 // denied, exec and write sent to the HMAC webhook at hookURL, failing
 // closed). It writes the configuration, secrets redacted, to path and
 // returns it whole, for the attester.
-func demoConfig(attester map[string]any, hookURL, path string) ([]byte, error) {
+func demoConfig(attester, override map[string]any, hookURL, path string) ([]byte, error) {
+	maps.Copy(attester, override)
 	rawCfg, err := json.Marshal(map[string]any{
 		"attester": attester,
 		"agents":   map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true}}},

@@ -147,7 +147,7 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 		"owners":           []string{"telegram:+15550100"},
 		"trustedTemplates": src.Trusted, "admissionPolicy": admissionPath,
 		"modelProvider": "anthropic", "model": "claude-demo",
-	}, hook.URL, filepath.Join(o.OutDir, "attester-sensitive.json"))
+	}, nil, hook.URL, filepath.Join(o.OutDir, "attester-sensitive.json"))
 	if err != nil {
 		return nil, err
 	}

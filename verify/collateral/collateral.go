@@ -29,6 +29,7 @@ import (
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/hclreport"
 	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/google/go-sev-guest/abi"
@@ -157,6 +158,12 @@ func Needs(evs []*evidence.Evidence) ([]Item, error) {
 				return nil, fmt.Errorf("%w: evidence %d: %w", ErrEvidence, i, err)
 			}
 			add(items...)
+		case evidence.PlatformAzureSNP, evidence.PlatformAzureTDX:
+			items, err := azureNeeds(ev)
+			if err != nil {
+				return nil, fmt.Errorf("%w: evidence %d: %w", ErrEvidence, i, err)
+			}
+			add(items...)
 		case evidence.PlatformTPM:
 		default:
 			return nil, fmt.Errorf("%w: evidence %d: unsupported platform", ErrEvidence, i)
@@ -214,6 +221,27 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 			Service: serviceKDS, URL: u}}, items...)
 	}
 	return items, nil
+}
+
+// azureNeeds is the collateral of the hardware evidence beneath Azure
+// evidence's HCL report.
+func azureNeeds(ev *evidence.Evidence) ([]Item, error) {
+	r, err := hclreport.Parse(ev.Aux[hclreport.AuxReport])
+	if err != nil {
+		return nil, err
+	}
+	var vcek []byte
+	if len(ev.CertChain) == 1 {
+		vcek = ev.CertChain[0]
+	}
+	hw, err := r.Hardware(ev.Simulated, vcek, ev.Aux[hclreport.AuxTDQuote])
+	if err != nil {
+		return nil, err
+	}
+	if hw.Platform == evidence.PlatformSEVSNP {
+		return sevsnpNeeds(hw)
+	}
+	return tdxNeeds(hw)
 }
 
 func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {

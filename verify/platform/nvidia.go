@@ -180,7 +180,7 @@ func verifyGPUReport(blob []byte, chain [][]byte, nonce []byte, now time.Time, s
 		TCB:         "vbios " + c.VBIOSVersion + " driver " + c.DriverVersion,
 		RootID:      rootID,
 		Revocation:  StatusSkipped,
-		Collateral:  StatusNotApplicable,
+		Collateral:  statusNotApplicable,
 		GPU:         c,
 	}, nil
 }

@@ -36,8 +36,8 @@ const (
 	// StatusSkipped: the check did not run because its data was not
 	// supplied and the options allowed that.
 	StatusSkipped Status = "skipped"
-	// StatusNotApplicable: the platform has no such check.
-	StatusNotApplicable Status = "not-applicable"
+	// statusNotApplicable: the platform has no such check.
+	statusNotApplicable Status = "not-applicable"
 )
 
 // Options configures Verify. The zero value is the strictest: no simulated
@@ -159,6 +159,9 @@ type Result struct {
 	TPM    *TPMClaims
 	// GPU holds the verified fields of NVIDIA GPU evidence.
 	GPU *GPUClaims
+	// Azure holds the verified Azure fields (the hardware report's fields
+	// are in SEVSNP or TDX).
+	Azure *AzureClaims
 
 	// snp keeps the verified report for go-sev-guest's validate package.
 	snp *snpVerified
@@ -202,6 +205,8 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 			res, err = verifyTPM(ev, rd, &opts)
 		case evidence.PlatformNVIDIAGPU:
 			res, err = verifyNVIDIAGPU(ev, rd, now, &opts)
+		case evidence.PlatformAzureSNP, evidence.PlatformAzureTDX:
+			res, err = verifyAzureEvidence(ev, rd, now, &opts)
 		default:
 			err = cannotCheck(checkFormat, fmt.Errorf("%w: platform %q", ErrUnsupported, safetext.Clip(ev.Platform, 32)))
 		}

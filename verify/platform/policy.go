@@ -111,9 +111,9 @@ func CheckPolicy(r *Result, p Policy) error {
 		return err
 	}
 	switch r.Platform {
-	case evidence.PlatformSEVSNP:
+	case evidence.PlatformSEVSNP, evidence.PlatformAzureSNP:
 		return checkSEVSNPPolicy(r, p)
-	case evidence.PlatformTDX:
+	case evidence.PlatformTDX, evidence.PlatformAzureTDX:
 		return checkTDXPolicy(r, p)
 	case evidence.PlatformTPM:
 		if r.TPM == nil {
@@ -141,7 +141,9 @@ func checkSEVSNPPolicy(r *Result, p Policy) error {
 			Debug:     p.AllowDebug,
 			MigrateMA: p.AllowSEVSNPMigrationAgent,
 		},
-		ReportData:                r.ReportData[:],
+		// The report's own REPORT_DATA, which Verify compared (on Azure
+		// it binds the HCL claims; Result.ReportData is the run binding).
+		ReportData:                r.snp.att.GetReport().GetReportData(),
 		MinimumTCB:                p.MinSEVSNPTCB,
 		PermitProvisionalFirmware: p.AllowSEVSNPProvisionalFirmware,
 		VMPL:                      &vmpl,

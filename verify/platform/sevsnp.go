@@ -131,7 +131,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 		Debug:       pol.Debug,
 		RootID:      entry.rootID,
 		Revocation:  entry.revocation,
-		Collateral:  StatusNotApplicable,
+		Collateral:  statusNotApplicable,
 		SEVSNP: &SEVSNPClaims{
 			ProductLine:  line,
 			Signer:       signerName(p.Signer),

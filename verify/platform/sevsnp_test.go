@@ -37,7 +37,7 @@ func TestSEVSimulatedAccepted(t *testing.T) {
 	if res.TCB != "7308000000000003" || res.Debug || len(res.ChipID) != 64 {
 		t.Fatalf("tcb %q debug %v chip id %d bytes", res.TCB, res.Debug, len(res.ChipID))
 	}
-	if res.Revocation != StatusSkipped || res.Collateral != StatusNotApplicable {
+	if res.Revocation != StatusSkipped || res.Collateral != statusNotApplicable {
 		t.Fatalf("revocation %q collateral %q", res.Revocation, res.Collateral)
 	}
 	if res.SEVSNP.ProductLine != "Milan" || res.SEVSNP.Signer != "vcek" || res.SEVSNP.Firmware != "1.55.21" {

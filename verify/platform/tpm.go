@@ -127,8 +127,8 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 		ReportData:  rd.Bytes(),
 		Measurement: d[:],
 		RootID:      rootID,
-		Revocation:  StatusNotApplicable,
-		Collateral:  StatusNotApplicable,
+		Revocation:  statusNotApplicable,
+		Collateral:  statusNotApplicable,
 		TPM:         claims,
 	}
 	if log, ok := ev.Aux[tpmquote.AuxEventLog]; ok {

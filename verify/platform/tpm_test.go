@@ -21,7 +21,7 @@ func TestTPMFixture(t *testing.T) {
 	if string(res.Measurement) != string(d[:]) || res.ReportData != fx.ReportData.Bytes() {
 		t.Fatal("measurement or report data")
 	}
-	if res.Revocation != StatusNotApplicable || res.Collateral != StatusNotApplicable {
+	if res.Revocation != statusNotApplicable || res.Collateral != statusNotApplicable {
 		t.Fatal("statuses")
 	}
 	if err := CheckPolicy(res, Policy{Measurements: [][]byte{d[:]}}); err != nil {

@@ -13,6 +13,12 @@ const (
 	// evidence beside the CPU's, whose requester nonce is
 	// ReportData.GPUNonce (docs/spec/attestation-v1.md, "GPU evidence").
 	PlatformNVIDIAGPU = "nvidia-gpu"
+	// PlatformAzureSNP and PlatformAzureTDX are Azure confidential VMs:
+	// an HCL report from the paravisor, signed by the SEV-SNP or TDX
+	// hardware, and a vTPM quote by the attestation key it carries
+	// (docs/spec/platform-azure.md).
+	PlatformAzureSNP = "azure-snp"
+	PlatformAzureTDX = "azure-tdx"
 )
 
 // Evidence is hardware evidence in a transportable form. Every byte slice is

@@ -86,6 +86,21 @@ var platformRules = map[string]platformRule{
 		format: nvspdm.Format,
 		gpu:    true,
 	},
+	// Azure (docs/spec/platform-azure.md): the vTPM quote and its
+	// signature, the HCL report and PCRs in aux; the collateral of the
+	// hardware report beneath.
+	evidence.PlatformAzureSNP: {
+		format:     "azure/hcl-vtpm-v1",
+		signature:  true,
+		aux:        []string{"hcl_report", "pcr_values"},
+		collateral: []string{"crl"},
+	},
+	evidence.PlatformAzureTDX: {
+		format:     "azure/hcl-vtpm-v1",
+		signature:  true,
+		aux:        []string{"hcl_report", "pcr_values", "td_quote"},
+		collateral: []string{"pck_crl", "qe_identity", "root_ca_crl", "tcb_info", "tcb_signing_chain"},
+	},
 }
 
 // Parse verifies a compact JWS evidence document signed by key and returns

@@ -13,12 +13,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	"github.com/google/go-tpm/tpm2"
 
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/hclreport"
 	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/tpmquote"
@@ -39,6 +41,10 @@ var formats = map[string]string{
 	evidence.PlatformSEVSNP: snpevidence.Format,
 	evidence.PlatformTDX:    tdxquote.Format,
 	evidence.PlatformTPM:    tpmquote.Format,
+	// Azure: the hardware report's claims, root_id prefixed with the
+	// platform (docs/spec/platform-azure.md).
+	evidence.PlatformAzureSNP: hclreport.Format,
+	evidence.PlatformAzureTDX: hclreport.Format,
 }
 
 // SimulatedSuffix ends the root_id of simulated evidence.
@@ -87,6 +93,8 @@ func DeriveWith(ev *evidence.Evidence, opts Options) (*Claims, error) {
 		c, err = tdxClaims(ev)
 	case evidence.PlatformTPM:
 		c, err = tpmClaims(ev)
+	case evidence.PlatformAzureSNP, evidence.PlatformAzureTDX:
+		c, err = azureClaims(ev, opts)
 	}
 	if err != nil {
 		return nil, err
@@ -156,6 +164,45 @@ func tdxClaims(ev *evidence.Evidence) (*Claims, error) {
 	}, nil
 }
 
+// azureClaims are the claims of the hardware report inside Azure evidence,
+// root_id "azure-snp:amd-ark-<line>" or "azure-tdx:root-sha256-<hex>", and
+// as report data the runtime claims' user data, the REPORT_DATA the
+// producer wrote (CheckReportData also checks the vTPM quote's).
+func azureClaims(ev *evidence.Evidence, opts Options) (*Claims, error) {
+	r, err := hclreport.Parse(ev.Aux[hclreport.AuxReport])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	if r.Platform() != ev.Platform {
+		return nil, fmt.Errorf("%w: the hcl report is %s", ErrEvidence, r.Platform())
+	}
+	cl, err := hclreport.ParseClaims(r.Claims)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	var vcek []byte
+	if len(ev.CertChain) == 1 {
+		vcek = ev.CertChain[0]
+	}
+	hw, err := r.Hardware(ev.Simulated, vcek, ev.Aux[hclreport.AuxTDQuote])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+	}
+	var c *Claims
+	if hw.Platform == evidence.PlatformSEVSNP {
+		c, err = sevClaims(hw, opts)
+	} else {
+		c, err = tdxClaims(hw)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, rest, _ := strings.Cut(c.RootID, ":")
+	c.RootID = ev.Platform + ":" + rest
+	c.ReportData = cl.UserData[:]
+	return c, nil
+}
+
 // TPM limits (docs/spec/platform-tpm.md, section 3).
 const (
 	maxTPMBlob     = 1024
@@ -194,10 +241,11 @@ func tpmClaims(ev *evidence.Evidence) (*Claims, error) {
 
 // CheckReportData reports whether ev commits to rd: REPORT_DATA equal to
 // the 64 bytes for SEV-SNP and TDX, qualifying data equal to
-// rd.QualifyingData() for TPM.
+// rd.QualifyingData() for TPM, and both (the runtime claims' user data and
+// the vTPM quote's qualifying data) for Azure.
 func CheckReportData(ev *evidence.Evidence, c *Claims, rd evidence.ReportData) error {
 	want := rd.Bytes()
-	if ev.Platform == evidence.PlatformTPM {
+	if ev.Platform == evidence.PlatformTPM || ev.Platform == evidence.PlatformAzureSNP || ev.Platform == evidence.PlatformAzureTDX {
 		att, err := tpm2.Unmarshal[tpm2.TPMSAttest](ev.Blob)
 		if err != nil {
 			return fmt.Errorf("%w: tpm quote: %v", ErrEvidence, err)
@@ -206,7 +254,9 @@ func CheckReportData(ev *evidence.Evidence, c *Claims, rd evidence.ReportData) e
 		if subtle.ConstantTimeCompare(att.ExtraData.Buffer, q[:]) != 1 {
 			return fmt.Errorf("%w: the quote's qualifying data is not SHA-256(REPORT_DATA)", ErrEvidence)
 		}
-		return nil
+		if ev.Platform == evidence.PlatformTPM {
+			return nil
+		}
 	}
 	if subtle.ConstantTimeCompare(c.ReportData, want[:]) != 1 {
 		return fmt.Errorf("%w: the evidence does not carry the requested REPORT_DATA", ErrEvidence)
