@@ -18,13 +18,13 @@ const (
 // skipped.
 func (st *state) checkBundle(raw []byte) *Error {
 	if raw == nil {
-		st.skip(CheckBundle, "no proof bundle supplied")
+		st.skip(checkBundle, "no proof bundle supplied")
 		st.warn("proof bundle not supplied: the run's events and prompt commitments were not checked")
 		return nil
 	}
 	b, err := poh.VerifyProofBundle(raw, poh.BundleOptions{ReceiptSignerDIDs: st.policy.ReceiptSignerDIDs})
 	if err != nil {
-		return pohErr(CheckBundle, err)
+		return pohErr(checkBundle, err)
 	}
 	r := st.res
 	br := &BundleResult{BundleID: b.BundleID, PayloadHashB64u: b.Envelope.PayloadHashB64u, Events: len(b.Events), Receipts: len(b.Receipts)}
@@ -41,7 +41,7 @@ func (st *state) checkBundle(raw []byte) *Error {
 			br.AllowlistedReceipts++
 		}
 	}
-	st.pass(CheckBundle, "%s signed by the agent, %d events, %d receipts", b.BundleID, len(b.Events), len(b.Receipts))
+	st.pass(checkBundle, "%s signed by the agent, %d events, %d receipts", b.BundleID, len(b.Events), len(b.Receipts))
 
 	if b.Envelope.PayloadHashB64u != r.ProofBundleHashB64u {
 		return rejected(checkBundleLinkage, poh.EvidenceMismatch, "the bundle's payload hash is not the attested proof_bundle_hash_b64u (another or a stale bundle)")

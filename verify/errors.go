@@ -36,21 +36,21 @@ const (
 	CheckEnvelope          = "envelope"
 	checkPayload           = "payload"
 	checkNonceBinding      = "nonce-binding"
-	CheckBundle            = "bundle"
+	checkBundle            = "bundle"
 	checkBundleLinkage     = "bundle-linkage"
 	CheckPromptCommitments = "prompt-commitments"
 	checkEvidenceRef       = "evidence-ref"
 	checkEvidenceDocument  = "evidence-document"
 	checkExecutionContext  = "execution-context"
 	checkModelIdentity     = "model-identity"
-	CheckPlatform          = "platform"
-	CheckReportData        = "report-data"
-	CheckRevocation        = "revocation"
-	CheckCollateral        = "collateral"
-	CheckTEEClaims         = "tee-claims"
+	checkPlatform          = "platform"
+	checkReportData        = "report-data"
+	checkRevocation        = "revocation"
+	checkCollateral        = "collateral"
+	checkTEEClaims         = "tee-claims"
 	checkAuditLog          = "audit-log"
 	checkToolCalls         = "tool-calls"
-	CheckReport            = "report"
+	checkReport            = "report"
 	CheckPolicy            = "policy"
 )
 
@@ -64,15 +64,15 @@ const (
 	PolicyTCBAdvisory  = "tcb-advisory"
 	PolicyGuestPolicy  = "guest-policy"
 	PolicyAttester     = "attester"
-	PolicyPromptHash   = "prompt-hash"
-	PolicyReportHash   = "report-hash"
-	PolicyGatePolicy   = "gate-policy"
-	PolicyModel        = "model"
+	policyPromptHash   = "prompt-hash"
+	policyReportHash   = "report-hash"
+	policyGatePolicy   = "gate-policy"
+	policyModel        = "model"
 	PolicyAdmission    = "admission-policy"
-	PolicySensitive    = "sensitive"
-	PolicyTemplates    = "templates"
-	PolicyRecipe       = "recipe"
-	PolicyUnknownCheck = "platform"
+	policySensitive    = "sensitive"
+	policyTemplates    = "templates"
+	policyRecipe       = "recipe"
+	policyUnknownCheck = "platform"
 )
 
 // Error is a failed verification: the class, the check that failed, the
@@ -139,7 +139,7 @@ func policyErr(check, field string, format string, args ...any) *Error {
 // platformPolicyErr turns a platform.CheckPolicy refusal of evidence[i]
 // into a policy error that names the policy member that refused it.
 func platformPolicyErr(i int, pr *platform.Result, err error) *Error {
-	check := PolicyUnknownCheck
+	check := policyUnknownCheck
 	if pe, ok := errors.AsType[*platform.Error](err); ok {
 		check = pe.Check
 	}

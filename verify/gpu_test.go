@@ -136,7 +136,7 @@ func TestGPUEvidenceSplicedRefused(t *testing.T) {
 	spec.extraItems = []evidencedoc.Item{doc.Items[1]}
 	att, jws = forge(t, spec)
 	_, err = Verify(att, jws, nil, pol, Options{Now: fixedNow})
-	wantErr(t, err, ErrRejected, CheckReportData, poh.EvidenceMismatch)
+	wantErr(t, err, ErrRejected, checkReportData, poh.EvidenceMismatch)
 	if !errors.Is(err, platform.ErrReportData) {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func VerifyKeyAttestation(jws, challenge []byte, policy *Policy, opts Options) (
 		st.warn("no challenge: the key attestation is not fresh")
 	}
 	if len(doc.Items) == 0 {
-		return nil, st.fail(rejected(CheckPlatform, poh.EvidenceMismatch, "the key attestation carries no hardware evidence"))
+		return nil, st.fail(rejected(checkPlatform, poh.EvidenceMismatch, "the key attestation carries no hardware evidence"))
 	}
 	if e := st.checkPlatform(); e != nil {
 		return nil, st.fail(e)

@@ -35,7 +35,7 @@ type promptReport struct {
 func (st *state) checkReport() *Error {
 	raw := st.opts.Report
 	if raw == nil {
-		st.skip(CheckReport, "no SystemPromptReport supplied")
+		st.skip(checkReport, "no SystemPromptReport supplied")
 		return nil
 	}
 	// v1 or v2 (salted commitments, docs/spec/report-v2.md): both have
@@ -48,42 +48,42 @@ func (st *state) checkReport() *Error {
 	}
 	if err := schemas.Validate(schemaID, raw); err != nil {
 		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
-			return rejected(CheckReport, poh.SchemaValidationFailed, "%s: %s", ve.Location, ve.Msg)
+			return rejected(checkReport, poh.SchemaValidationFailed, "%s: %s", ve.Location, ve.Msg)
 		}
-		return rejected(CheckReport, poh.SchemaValidationFailed, "not a SystemPromptReport v1 or v2")
+		return rejected(checkReport, poh.SchemaValidationFailed, "not a SystemPromptReport v1 or v2")
 	}
 	h, err := jcs.Hash(raw)
 	if err != nil {
-		return wrapRejected(CheckReport, poh.MalformedEnvelope, err)
+		return wrapRejected(checkReport, poh.MalformedEnvelope, err)
 	}
 	c := &st.res.Commitments
 	if h != c.SystemPromptReportHashB64u {
-		return rejected(CheckReport, poh.PromptCommitmentMismatch, "the report's hash is not the attested system_prompt_report_hash_b64u")
+		return rejected(checkReport, poh.PromptCommitmentMismatch, "the report's hash is not the attested system_prompt_report_hash_b64u")
 	}
 	// The schema refuses unknown members, so decoding cannot meet a case
 	// variant of a known name.
 	var rep promptReport
 	if err := json.Unmarshal(raw, &rep); err != nil {
-		return rejected(CheckReport, poh.SchemaValidationFailed, "unexpected report shape")
+		return rejected(checkReport, poh.SchemaValidationFailed, "unexpected report shape")
 	}
 	if rep.Final.SystemPromptHashB64u != c.SystemPromptHashB64u {
-		return rejected(CheckReport, poh.PromptCommitmentMismatch, "the report's final prompt hash is not the attested system_prompt_hash_b64u")
+		return rejected(checkReport, poh.PromptCommitmentMismatch, "the report's final prompt hash is not the attested system_prompt_hash_b64u")
 	}
 	st.report = &rep
 	st.res.Report = &ReportResult{HashB64u: h, RecipeID: rep.Recipe.ID, RecipeVer: rep.Recipe.Version, Templates: len(rep.Inputs.Templates)}
-	st.pass(CheckReport, "recipe %s/%s, %d templates", rep.Recipe.ID, rep.Recipe.Version, len(rep.Inputs.Templates))
+	st.pass(checkReport, "recipe %s/%s, %d templates", rep.Recipe.ID, rep.Recipe.Version, len(rep.Inputs.Templates))
 	return nil
 }
 
 // checkReportPolicy applies the trusted template and recipe lists.
 func checkReportPolicy(rep *promptReport, p *Policy) *Error {
 	if len(p.TrustedRecipes) > 0 && !slices.Contains(p.TrustedRecipes, Recipe{ID: rep.Recipe.ID, Version: rep.Recipe.Version}) {
-		return policyErr(PolicyRecipe, "trusted_recipes", "recipe %q version %q is not in trusted_recipes", safetext.Clip(rep.Recipe.ID, 48), safetext.Clip(rep.Recipe.Version, 48))
+		return policyErr(policyRecipe, "trusted_recipes", "recipe %q version %q is not in trusted_recipes", safetext.Clip(rep.Recipe.ID, 48), safetext.Clip(rep.Recipe.Version, 48))
 	}
 	if len(p.TrustedTemplates) > 0 {
 		for _, t := range rep.Inputs.Templates {
 			if want, ok := p.TrustedTemplates[t.Name]; !ok || want != t.Hash {
-				return policyErr(PolicyTemplates, "trusted_templates", "template %q with hash %s is not in trusted_templates", safetext.Clip(t.Name, 48), safetext.Clip(t.Hash, 80))
+				return policyErr(policyTemplates, "trusted_templates", "template %q with hash %s is not in trusted_templates", safetext.Clip(t.Name, 48), safetext.Clip(t.Hash, 80))
 			}
 		}
 	}

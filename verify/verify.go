@@ -529,7 +529,7 @@ func (st *state) checkEvidenceDoc(jws []byte) *Error {
 func (st *state) checkPlatform() *Error {
 	rd, err := st.doc.ReportData()
 	if err != nil {
-		return rejected(CheckReportData, poh.EvidenceMismatch, "report data cannot be recomputed: %v", err)
+		return rejected(checkReportData, poh.EvidenceMismatch, "report data cannot be recomputed: %v", err)
 	}
 	allowSim := st.opts.AllowSimulated || st.policy.AllowSimulated
 	popts := platform.Options{
@@ -576,11 +576,11 @@ func (st *state) checkPlatform() *Error {
 		if pr.Boot != nil {
 			boot = ", boot chain replayed from its " + pr.Boot.Log + " event log"
 		}
-		st.pass(CheckPlatform, "evidence[%d] %s%s verified to %s%s", i, pr.Platform, sim, pr.RootID, boot)
-		st.status(CheckRevocation, i, pr.Revocation)
-		st.status(CheckCollateral, i, pr.Collateral)
+		st.pass(checkPlatform, "evidence[%d] %s%s verified to %s%s", i, pr.Platform, sim, pr.RootID, boot)
+		st.status(checkRevocation, i, pr.Revocation)
+		st.status(checkCollateral, i, pr.Collateral)
 	}
-	st.pass(CheckReportData, "REPORT_DATA = nonce binding || identity binding of %s", st.doc.AttesterDID)
+	st.pass(checkReportData, "REPORT_DATA = nonce binding || identity binding of %s", st.doc.AttesterDID)
 	if st.res.Simulated {
 		st.warn("simulated evidence: it proves nothing about hardware")
 	}
@@ -601,12 +601,12 @@ func (st *state) status(name string, i int, s platform.Status) {
 
 // platformErr maps a verify/platform error to this package's classes.
 func platformErr(err error) *Error {
-	check := CheckPlatform
+	check := checkPlatform
 	pe, _ := errors.AsType[*platform.Error](err)
 	if pe != nil {
-		check = CheckPlatform + "/" + pe.Check
+		check = checkPlatform + "/" + pe.Check
 		if pe.Check == platform.CheckReportData {
-			check = CheckReportData
+			check = checkReportData
 		}
 	}
 	switch {
@@ -682,24 +682,24 @@ func (st *state) checkTEEClaims() *Error {
 	ev := st.doc.Items[0].Evidence
 	c, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: st.opts.CertCache.ParseCertificate})
 	if err != nil {
-		return wrapRejected(CheckTEEClaims, poh.EvidenceMismatch, err)
+		return wrapRejected(checkTEEClaims, poh.EvidenceMismatch, err)
 	}
 	p := st.payload
 	m := b64u.Encode(c.Measurement)
 	switch {
 	case c.AttestationType != p.attestationType:
-		return rejected(CheckTEEClaims, poh.EvidenceMismatch, "attestation_type %q, the evidence gives %q", safetext.Clip(p.attestationType, 48), c.AttestationType)
+		return rejected(checkTEEClaims, poh.EvidenceMismatch, "attestation_type %q, the evidence gives %q", safetext.Clip(p.attestationType, 48), c.AttestationType)
 	case c.RootID != p.rootID:
-		return rejected(CheckTEEClaims, poh.EvidenceMismatch, "root_id differs from the verified evidence's")
+		return rejected(checkTEEClaims, poh.EvidenceMismatch, "root_id differs from the verified evidence's")
 	case c.TCBVersion != p.tcbVersion:
-		return rejected(CheckTEEClaims, poh.EvidenceMismatch, "tcb_version differs from the verified evidence's")
+		return rejected(checkTEEClaims, poh.EvidenceMismatch, "tcb_version differs from the verified evidence's")
 	case m != p.measurement:
-		return rejected(CheckTEEClaims, poh.EvidenceMismatch, "measurement_hash_b64u differs from the verified evidence's")
+		return rejected(checkTEEClaims, poh.EvidenceMismatch, "measurement_hash_b64u differs from the verified evidence's")
 	case !bytes.Equal(c.Measurement, st.res.Platform[0].Measurement):
-		return rejected(CheckTEEClaims, poh.EvidenceMismatch, "derived measurement differs from the verified one")
+		return rejected(checkTEEClaims, poh.EvidenceMismatch, "derived measurement differs from the verified one")
 	}
 	st.res.TEE = TEEClaims{AttestationType: c.AttestationType, RootID: c.RootID, TCBVersion: c.TCBVersion, MeasurementB64u: m}
-	st.pass(CheckTEEClaims, "%s %s tcb %s", c.AttestationType, c.RootID, c.TCBVersion)
+	st.pass(checkTEEClaims, "%s %s tcb %s", c.AttestationType, c.RootID, c.TCBVersion)
 	return nil
 }
 
@@ -737,15 +737,15 @@ func (st *state) checkPolicy() *Error {
 	}
 	c := &r.Commitments
 	if p.ExpectedPromptHashB64u != "" && p.ExpectedPromptHashB64u != c.SystemPromptHashB64u {
-		return policyErr(PolicyPromptHash, "expected_system_prompt_hash_b64u", "the run's system prompt hash %s is not expected_system_prompt_hash_b64u %s",
+		return policyErr(policyPromptHash, "expected_system_prompt_hash_b64u", "the run's system prompt hash %s is not expected_system_prompt_hash_b64u %s",
 			safetext.Clip(c.SystemPromptHashB64u, 64), p.ExpectedPromptHashB64u)
 	}
 	if p.ExpectedReportHashB64u != "" && p.ExpectedReportHashB64u != c.SystemPromptReportHashB64u {
-		return policyErr(PolicyReportHash, "expected_report_hash_b64u", "the run's SystemPromptReport hash %s is not expected_report_hash_b64u %s",
+		return policyErr(policyReportHash, "expected_report_hash_b64u", "the run's SystemPromptReport hash %s is not expected_report_hash_b64u %s",
 			safetext.Clip(c.SystemPromptReportHashB64u, 64), p.ExpectedReportHashB64u)
 	}
 	if p.ExpectedGatePolicyHashB64u != "" && p.ExpectedGatePolicyHashB64u != c.GatePolicyHashB64u {
-		return policyErr(PolicyGatePolicy, "expected_gate_policy_hash_b64u", "the run's gate policy hash %s is not expected_gate_policy_hash_b64u %s",
+		return policyErr(policyGatePolicy, "expected_gate_policy_hash_b64u", "the run's gate policy hash %s is not expected_gate_policy_hash_b64u %s",
 			safetext.Clip(c.GatePolicyHashB64u, 64), p.ExpectedGatePolicyHashB64u)
 	}
 	if e := checkAdmission(p, c); e != nil {
@@ -757,13 +757,13 @@ func (st *state) checkPolicy() *Error {
 	if m := p.ExpectedModel; m != nil {
 		got := c.ModelIdentity
 		if got.Provider != m.Provider || got.Model != m.Model || got.Revision != m.Revision {
-			return policyErr(PolicyModel, "expected_model", "the run's model identity %q/%q revision %q is not expected_model %q/%q revision %q",
+			return policyErr(policyModel, "expected_model", "the run's model identity %q/%q revision %q is not expected_model %q/%q revision %q",
 				safetext.Clip(got.Provider, 48), safetext.Clip(got.Model, 64), safetext.Clip(got.Revision, 48), m.Provider, m.Model, m.Revision)
 		}
 	}
 	if len(p.TrustedTemplates) > 0 || len(p.TrustedRecipes) > 0 {
 		if st.report == nil {
-			return &Error{Class: ErrCannotCheck, Check: CheckPolicy + "/" + PolicyTemplates, Code: poh.DependencyNotConfigured,
+			return &Error{Class: ErrCannotCheck, Check: CheckPolicy + "/" + policyTemplates, Code: poh.DependencyNotConfigured,
 				Err: errors.New("the policy pins templates or recipes but no SystemPromptReport was supplied")}
 		}
 		if e := checkReportPolicy(st.report, p); e != nil {
@@ -786,7 +786,7 @@ func checkAdmission(p *Policy, c *evidencedoc.Commitments) *Error {
 		if c.Sensitive == evidencedoc.SensitiveAbsent {
 			seen = "no sensitive member (" + c.Version + ")"
 		}
-		return policyErr(PolicySensitive, "require_sensitive", "the run is not marked sensitive (%s) and require_sensitive is set", seen)
+		return policyErr(policySensitive, "require_sensitive", "the run is not marked sensitive (%s) and require_sensitive is set", seen)
 	}
 	return nil
 }

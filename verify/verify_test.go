@@ -78,12 +78,12 @@ func TestSimulatedPlatformsVerify(t *testing.T) {
 			if !strings.HasSuffix(res.TEE.RootID, ":SIMULATED") || res.Commitments.GateAuditCount != 3 {
 				t.Fatalf("tee %+v", res.TEE)
 			}
-			for _, c := range []string{CheckEnvelope, checkNonceBinding, CheckBundle, CheckPromptCommitments, checkEvidenceRef, checkEvidenceDocument, CheckPlatform, CheckReportData, CheckTEEClaims, checkAuditLog, checkToolCalls, CheckReport, CheckPolicy} {
+			for _, c := range []string{CheckEnvelope, checkNonceBinding, checkBundle, CheckPromptCommitments, checkEvidenceRef, checkEvidenceDocument, checkPlatform, checkReportData, checkTEEClaims, checkAuditLog, checkToolCalls, checkReport, CheckPolicy} {
 				if !hasCheck(res, c, StatusPassed) {
 					t.Errorf("check %s not passed: %+v", c, res.Checks)
 				}
 			}
-			if !hasCheck(res, CheckRevocation, StatusSkipped) || len(res.Warnings) == 0 {
+			if !hasCheck(res, checkRevocation, StatusSkipped) || len(res.Warnings) == 0 {
 				t.Errorf("revocation should be reported skipped with a warning: %+v %v", res.Checks, res.Warnings)
 			}
 
@@ -125,7 +125,7 @@ func TestOptionalInputsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []string{CheckBundle, checkAuditLog, checkToolCalls, CheckReport} {
+	for _, c := range []string{checkBundle, checkAuditLog, checkToolCalls, checkReport} {
 		if !hasCheck(res, c, StatusSkipped) {
 			t.Errorf("%s not skipped: %+v", c, res.Checks)
 		}
@@ -246,7 +246,7 @@ func TestEvidenceFailures(t *testing.T) {
 		spec.rdKey = key(10).Public().(ed25519.PublicKey)
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, CheckReportData, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkReportData, poh.EvidenceMismatch)
 		if !errors.Is(err, platform.ErrReportData) {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestEvidenceFailures(t *testing.T) {
 		spec.mutatePayload = func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCBVersion = "ffffffffffffffff" }
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, CheckTEEClaims, poh.EvidenceMismatch)
+		wantErr(t, err, ErrRejected, checkTEEClaims, poh.EvidenceMismatch)
 	})
 	t.Run("nonce binding differs", func(t *testing.T) {
 		spec := forgeRun(t, sev, r)
@@ -423,7 +423,7 @@ func TestBundleLinkage(t *testing.T) {
 	t.Run("tampered bundle", func(t *testing.T) {
 		b := replaceOnce(t, f.bundle, `"bundle_verify_001"`, `"bundle_verify_002"`)
 		_, err := Verify(f.att, f.ev, b, pol, opts)
-		wantErr(t, err, ErrRejected, CheckBundle, poh.HashMismatch)
+		wantErr(t, err, ErrRejected, checkBundle, poh.HashMismatch)
 	})
 }
 
@@ -520,7 +520,7 @@ func TestPolicy(t *testing.T) {
 	o := f.opts()
 	o.Report = bytes.Replace(o.Report, []byte(`"full"`), []byte(`"minimal"`), 1)
 	_, err := Verify(f.att, f.ev, f.bundle, p, o)
-	wantErr(t, err, ErrRejected, CheckReport, poh.PromptCommitmentMismatch)
+	wantErr(t, err, ErrRejected, checkReport, poh.PromptCommitmentMismatch)
 
 	// A debug guest is refused.
 	fd := attest(t, simSEV(t, sim.Options{Debug: true}), newRun(t))
@@ -563,12 +563,12 @@ func TestPoHVectorsThroughBundlePath(t *testing.T) {
 			_, err = Verify(att, jws, raw, pol, Options{Now: fixedNow})
 			if cols[1] == "true" {
 				e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
-				if !containsStr(e.Passed, CheckBundle) || !containsStr(e.Passed, checkBundleLinkage) {
+				if !containsStr(e.Passed, checkBundle) || !containsStr(e.Passed, checkBundleLinkage) {
 					t.Fatalf("passed %v", e.Passed)
 				}
 				return
 			}
-			wantErr(t, err, ErrRejected, CheckBundle, poh.Code(cols[2]))
+			wantErr(t, err, ErrRejected, checkBundle, poh.Code(cols[2]))
 		})
 		n++
 	}
@@ -679,7 +679,7 @@ func TestAdmissionPolicy(t *testing.T) {
 		check string
 		msg   []string
 	}{
-		{"not sensitive", plain, CheckPolicy + "/" + PolicySensitive, []string{"require_sensitive", "sensitive: false"}},
+		{"not sensitive", plain, CheckPolicy + "/" + policySensitive, []string{"require_sensitive", "sensitive: false"}},
 		{"no admission policy", none, CheckPolicy + "/" + PolicyAdmission, []string{"admission_policy_hashes_b64u", "policy none"}},
 		{"unlisted admission policy", other, CheckPolicy + "/" + PolicyAdmission, []string{"admission_policy_hashes_b64u", unlisted}},
 	} {

@@ -107,9 +107,9 @@ type State string
 
 const (
 	StateFresh   State = "fresh"
-	StateMissing State = "missing"
-	StateStale   State = "stale"
-	StateInvalid State = "invalid"
+	stateMissing State = "missing"
+	stateStale   State = "stale"
+	stateInvalid State = "invalid"
 )
 
 // Status is what Check found for one Item.
@@ -338,36 +338,36 @@ func checkOne(dir string, it Item, now time.Time, minValidity time.Duration) Sta
 	st := Status{Item: it}
 	doc, err := readFile(dir, it.Path)
 	if errors.Is(err, fs.ErrNotExist) {
-		st.State, st.Detail = StateMissing, "no file"
+		st.State, st.Detail = stateMissing, "no file"
 		return st
 	}
 	if err != nil {
-		st.State, st.Detail = StateInvalid, err.Error()
+		st.State, st.Detail = stateInvalid, err.Error()
 		return st
 	}
 	var chain []byte
 	if it.ChainPath != "" {
 		chain, err = readFile(dir, it.ChainPath)
 		if errors.Is(err, fs.ErrNotExist) {
-			st.State, st.Detail = StateMissing, "no issuer chain file "+it.ChainPath
+			st.State, st.Detail = stateMissing, "no issuer chain file "+it.ChainPath
 			return st
 		}
 		if err != nil {
-			st.State, st.Detail = StateInvalid, err.Error()
+			st.State, st.Detail = stateInvalid, err.Error()
 			return st
 		}
 	}
 	from, until, err := validity(it, doc, chain)
 	if err != nil {
-		st.State, st.Detail = StateInvalid, err.Error()
+		st.State, st.Detail = stateInvalid, err.Error()
 		return st
 	}
 	st.ValidUntil = until
 	switch {
 	case now.Before(from):
-		st.State, st.Detail = StateStale, "not valid before "+from.UTC().Format(time.RFC3339)
+		st.State, st.Detail = stateStale, "not valid before "+from.UTC().Format(time.RFC3339)
 	case !now.Add(minValidity).Before(until):
-		st.State, st.Detail = StateStale, "valid until "+until.UTC().Format(time.RFC3339)
+		st.State, st.Detail = stateStale, "valid until "+until.UTC().Format(time.RFC3339)
 	default:
 		st.State = StateFresh
 	}

@@ -212,7 +212,7 @@ func TestFetchCleanThenCached(t *testing.T) {
 
 	// Before: everything missing.
 	for _, st := range Check(dir, items, testNow, time.Hour) {
-		if st.State != StateMissing {
+		if st.State != stateMissing {
 			t.Fatalf("%s: %s before fetch", st.Item.Path, st.State)
 		}
 	}
@@ -284,7 +284,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	// An expired CRL in the cache is refetched; the others are not.
 	testfile.Write(t, dir, crlItem.Path, testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
 	st := Check(dir, []Item{crlItem}, testNow, time.Hour)[0]
-	if st.State != StateStale {
+	if st.State != stateStale {
 		t.Fatalf("expired crl: %+v", st)
 	}
 	fresh := testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day))
@@ -413,7 +413,7 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 	}
 	testfile.Write(t, dir, chain.Path, []byte("not pem"))
 	sts := Check(dir, items, testNow.Add(2*day), time.Hour)
-	want := map[string]State{vcek.Path: StateMissing, chain.Path: StateInvalid, crl.Path: StateStale}
+	want := map[string]State{vcek.Path: stateMissing, chain.Path: stateInvalid, crl.Path: stateStale}
 	for _, st := range sts {
 		if st.State != want[st.Item.Path] {
 			t.Errorf("%s: %s, want %s (%s)", st.Item.Path, st.State, want[st.Item.Path], st.Detail)
@@ -508,7 +508,7 @@ func TestFetchTDX(t *testing.T) {
 	// it and the PCK CRL are stale, the TCB info (until 07-18) is not.
 	later := Check(dir, items, time.Date(2023, 7, 9, 0, 0, 0, 0, time.UTC), time.Hour)
 	for _, st := range later {
-		want := StateStale
+		want := stateStale
 		if st.Item.Kind == KindTDXTCBInfo || st.Item.Kind == KindTDXRootCRL {
 			want = StateFresh
 		}

@@ -120,7 +120,7 @@ func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status
 }
 
 func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (Status, error) {
-	st := Status{Item: it, State: StateMissing}
+	st := Status{Item: it, State: stateMissing}
 	header, body, err := f.get(ctx, u)
 	if err != nil {
 		st.Detail = err.Error()
@@ -144,7 +144,7 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 	}
 	from, until, err := validity(it, body, chain)
 	if err != nil {
-		st.State, st.Detail = StateInvalid, err.Error()
+		st.State, st.Detail = stateInvalid, err.Error()
 		return st, err
 	}
 	st.ValidUntil = until
@@ -152,7 +152,7 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 	if now.Before(from) || !now.Add(f.minValidity()).Before(until) {
 		err := fmt.Errorf("%w: the service returned a document valid from %s to %s", ErrDocument,
 			from.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
-		st.State, st.Detail = StateStale, err.Error()
+		st.State, st.Detail = stateStale, err.Error()
 		return st, err
 	}
 	if chain != nil {

@@ -66,7 +66,7 @@ const (
 	CheckSignature  = "signature"
 	CheckQEReport   = "qe-report"
 	checkBinding    = "endorsement-binding"
-	CheckRevocation = "revocation"
+	checkRevocation = "revocation"
 	checkCollateral = "collateral"
 	CheckReportData = "report-data"
 	CheckTPMAK      = "tpm-ak"

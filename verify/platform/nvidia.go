@@ -154,7 +154,7 @@ func verifyGPUReport(blob []byte, chain [][]byte, nonce []byte, now time.Time, s
 		return nil, rejected(CheckReportData, fmt.Errorf("%w: gpu report nonce %x is not the expected nonce", ErrReportData, rep.Nonce))
 	}
 	if !allowUnrevoked {
-		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no revocation data for the gpu certificate chain (allow unchecked gpu revocation)", errMissingCollateral))
+		return nil, cannotCheck(checkRevocation, fmt.Errorf("%w: no revocation data for the gpu certificate chain (allow unchecked gpu revocation)", errMissingCollateral))
 	}
 	digest, err := rep.MeasurementDigest()
 	if err != nil {

@@ -183,7 +183,7 @@ func TestNVIDIASimulated(t *testing.T) {
 		check string
 	}{
 		{"simulation not allowed", ev, rd, Options{Now: fixedNow, AllowUncheckedRevocation: true}, ErrRejected, CheckSimulated},
-		{"no revocation data", ev, rd, noRevocation, ErrCannotCheck, CheckRevocation},
+		{"no revocation data", ev, rd, noRevocation, ErrCannotCheck, checkRevocation},
 		{"other run", ev, testRD(t, "other run"), simOpts(), ErrRejected, CheckReportData},
 		{"changed byte", &tampered, rd, simOpts(), ErrRejected, CheckSignature},
 		{"claims to be real", &realClaims, rd, simOpts(), ErrRejected, CheckRoot},

@@ -31,10 +31,10 @@ func TestStrictDefaults(t *testing.T) {
 		check           string
 	}{
 		{"sev-snp simulated", sev, noSimulated, ErrRejected, ErrSimulated, CheckSimulated},
-		{"sev-snp revocation", sev, noRevocation, ErrCannotCheck, errMissingCollateral, CheckRevocation},
+		{"sev-snp revocation", sev, noRevocation, ErrCannotCheck, errMissingCollateral, checkRevocation},
 		{"tdx simulated", tdx, noSimulated, ErrRejected, ErrSimulated, CheckSimulated},
 		{"tdx collateral", tdx, noCollateral, ErrCannotCheck, errMissingCollateral, checkCollateral},
-		{"tdx revocation", tdx, noRevocation, ErrCannotCheck, errMissingCollateral, CheckRevocation},
+		{"tdx revocation", tdx, noRevocation, ErrCannotCheck, errMissingCollateral, checkRevocation},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev, rd := tc.quote(t)

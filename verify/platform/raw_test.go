@@ -60,7 +60,7 @@ func TestSNPReportConformance(t *testing.T) {
 		{name: "invalid vcek new", report: report, certs: trustee(t, "snp/test-vcek-invalid-new.der"), opts: now, class: ErrRejected, check: CheckChain},
 		{name: "vcek for the vlek report", report: vlekReport, certs: vcek, opts: capture, class: ErrRejected},
 		{name: "no certificate", report: report, opts: now, class: ErrCannotCheck, cause: errMissingCollateral, check: CheckChain},
-		{name: "revocation required", report: report, certs: vcek, opts: Options{Now: now.Now}, class: ErrCannotCheck, cause: errMissingCollateral, check: CheckRevocation},
+		{name: "revocation required", report: report, certs: vcek, opts: Options{Now: now.Now}, class: ErrCannotCheck, cause: errMissingCollateral, check: checkRevocation},
 		{name: "truncated", report: report[:1000], certs: vcek, opts: now, class: ErrRejected, check: checkParse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -114,7 +114,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 		return nil, err
 	}
 	if entry.revocation == StatusSkipped && !opts.AllowUncheckedRevocation {
-		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no crl signed by the %s root was supplied", errMissingCollateral, root.rootID))
+		return nil, cannotCheck(checkRevocation, fmt.Errorf("%w: no crl signed by the %s root was supplied", errMissingCollateral, root.rootID))
 	}
 
 	pol, err := abi.ParseSnpPolicy(report.GetPolicy())
@@ -215,17 +215,17 @@ func verifySNPChain(att *spb.Attestation, p *snpevidence.Parsed, root *amdRoot, 
 	if opts.Collateral != nil {
 		for i, der := range opts.Collateral.SEVSNPCRLs {
 			if len(der) > MaxCollateralFile {
-				return nil, cannotCheck(CheckRevocation, fmt.Errorf("crl %d is %d bytes, limit %d", i, len(der), MaxCollateralFile))
+				return nil, cannotCheck(checkRevocation, fmt.Errorf("crl %d is %d bytes, limit %d", i, len(der), MaxCollateralFile))
 			}
 			crl, err := x509.ParseRevocationList(der)
 			if err != nil {
-				return nil, cannotCheck(CheckRevocation, fmt.Errorf("crl %d: %v", i, err))
+				return nil, cannotCheck(checkRevocation, fmt.Errorf("crl %d: %v", i, err))
 			}
 			if crl.CheckSignatureFrom(root.certs.Ark) != nil {
 				continue // another product's CRL
 			}
 			if now.Before(crl.ThisUpdate) || crl.NextUpdate.IsZero() || now.After(crl.NextUpdate) {
-				return nil, rejected(CheckRevocation, fmt.Errorf("%w: amd crl valid %s to %s", ErrCollateralExpired,
+				return nil, rejected(checkRevocation, fmt.Errorf("%w: amd crl valid %s to %s", ErrCollateralExpired,
 					crl.ThisUpdate.UTC().Format(time.RFC3339), crl.NextUpdate.UTC().Format(time.RFC3339)))
 			}
 			for _, rc := range crl.RevokedCertificateEntries {
@@ -233,7 +233,7 @@ func verifySNPChain(att *spb.Attestation, p *snpevidence.Parsed, root *amdRoot, 
 					continue
 				}
 				if rc.SerialNumber.Cmp(ica.SerialNumber) == 0 || rc.SerialNumber.Cmp(p.Leaf.SerialNumber) == 0 {
-					return nil, rejected(CheckRevocation, ErrRevoked)
+					return nil, rejected(checkRevocation, ErrRevoked)
 				}
 			}
 			e.narrow(crl.ThisUpdate, crl.NextUpdate)

@@ -153,14 +153,14 @@ func TestSEVRevocation(t *testing.T) {
 			opts := base
 			opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day), serial)}}
 			_, err := Verify(ev, rd, opts)
-			wantErr(t, err, ErrRejected, ErrRevoked, CheckRevocation)
+			wantErr(t, err, ErrRejected, ErrRevoked, checkRevocation)
 		})
 	}
 	t.Run("expired crl", func(t *testing.T) {
 		opts := base
 		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day))}}
 		_, err := Verify(ev, rd, opts)
-		wantErr(t, err, ErrRejected, ErrCollateralExpired, CheckRevocation)
+		wantErr(t, err, ErrRejected, ErrCollateralExpired, checkRevocation)
 	})
 	t.Run("crl of another issuer is not used", func(t *testing.T) {
 		other, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -170,13 +170,13 @@ func TestSEVRevocation(t *testing.T) {
 		opts := base
 		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SignCRL(t, simroots.SEVSNPRoots()[0].ARK, other, testNow.Add(-day), testNow.Add(day))}}
 		_, err = Verify(ev, rd, opts)
-		wantErr(t, err, ErrCannotCheck, errMissingCollateral, CheckRevocation)
+		wantErr(t, err, ErrCannotCheck, errMissingCollateral, checkRevocation)
 	})
 	t.Run("garbage crl", func(t *testing.T) {
 		opts := base
 		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{[]byte("not a crl")}}
 		_, err := Verify(ev, rd, opts)
-		wantErr(t, err, ErrCannotCheck, nil, CheckRevocation)
+		wantErr(t, err, ErrCannotCheck, nil, checkRevocation)
 	})
 }
 
@@ -234,7 +234,7 @@ func TestSEVCertCache(t *testing.T) {
 	strict := opts
 	strict.AllowUncheckedRevocation = false
 	_, err = Verify(ev, rd, strict)
-	wantErr(t, err, ErrCannotCheck, errMissingCollateral, CheckRevocation)
+	wantErr(t, err, ErrCannotCheck, errMissingCollateral, checkRevocation)
 	// Capacity is bounded.
 	for i := range 4 {
 		other, err := sim.New(sim.Options{Seed: []byte{byte(i)}})

@@ -157,7 +157,7 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 		return nil, cannotCheck(checkCollateral, fmt.Errorf("%w: no tdx tcb info and qe identity supplied", errMissingCollateral))
 	}
 	if res.Revocation == StatusSkipped && !opts.AllowUncheckedRevocation {
-		return nil, cannotCheck(CheckRevocation, fmt.Errorf("%w: no pck and root ca crls supplied", errMissingCollateral))
+		return nil, cannotCheck(checkRevocation, fmt.Errorf("%w: no pck and root ca crls supplied", errMissingCollateral))
 	}
 	return res, nil
 }
@@ -220,7 +220,7 @@ func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, 
 	if err != nil && lerr == nil && tdxRevokedRE.MatchString(err.Error()) {
 		// go-tdx-guest reports a certificate on a (verified) CRL only in
 		// text: "... certificate ... was revoked at <time>".
-		return nil, rejected(CheckRevocation, fmt.Errorf("%w: %s", ErrRevoked, safetext.Clip(err.Error(), 160)))
+		return nil, rejected(checkRevocation, fmt.Errorf("%w: %s", ErrRevoked, safetext.Clip(err.Error(), 160)))
 	}
 	if err != nil {
 		for _, expired := range []error{tdxverify.ErrTcbInfoExpired, tdxverify.ErrQeIdentityExpired,

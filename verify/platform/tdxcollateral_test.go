@@ -199,7 +199,7 @@ func TestCheckQEIdentity(t *testing.T) {
 
 func TestTDXSimRevokedPCK(t *testing.T) {
 	_, err := simTDXWith(t, fakeqe.PCSOptions{RevokePCK: true})
-	wantErr(t, err, ErrRejected, ErrRevoked, CheckRevocation)
+	wantErr(t, err, ErrRejected, ErrRevoked, checkRevocation)
 	// The same collateral with expired CRLs: expired, not revoked.
 	_, err = simTDXWith(t, fakeqe.PCSOptions{Validity: -time.Hour})
 	wantErr(t, err, ErrRejected, ErrCollateralExpired, checkCollateral)
