@@ -72,5 +72,5 @@ func commitmentsVersion(in *AttestInput) string {
 	if in.Isolation != nil {
 		return evidencedoc.CommitmentsVersionV3
 	}
-	return evidencedoc.CommitmentsVersion
+	return evidencedoc.CommitmentsVersionV2
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/clawea/attester/wire/evidencedoc"
 )
 
-// PolicyIsolation names the policy check of require_isolation.
-const PolicyIsolation = "isolation"
+// policyIsolation names the policy check of require_isolation.
+const policyIsolation = "isolation"
 
 // requireIsolation reads require_isolation (docs/spec/verify-v1.md section
 // 5.2): true (every claim of evidencedoc.IsolationClaims), false (none), or
@@ -63,12 +63,12 @@ func checkIsolation(p *Policy, c *evidencedoc.Commitments) *Error {
 	}
 	iso := c.Isolation
 	if iso == nil {
-		return policyErr(PolicyIsolation, "require_isolation", "the attestation carries no isolation claims (%s) and require_isolation names %s",
+		return policyErr(policyIsolation, "require_isolation", "the attestation carries no isolation claims (%s) and require_isolation names %s",
 			c.Version, strings.Join(p.RequireIsolation, ", "))
 	}
 	for _, name := range p.RequireIsolation {
 		if v, ok := iso.Claim(name); !ok || !v {
-			return policyErr(PolicyIsolation, "require_isolation", "isolation claim %s is false (%s) and require_isolation requires it",
+			return policyErr(policyIsolation, "require_isolation", "isolation claim %s is false (%s) and require_isolation requires it",
 				name, isolationSeen(iso, name))
 		}
 	}

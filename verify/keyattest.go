@@ -15,8 +15,8 @@ import (
 	"github.com/clawea/attester/wire/evidencedoc"
 )
 
-// CheckKeyAttestation names the key-attestation check.
-const CheckKeyAttestation = "key-attestation"
+// checkKeyAttestation names the key-attestation check.
+const checkKeyAttestation = "key-attestation"
 
 // KeyResult is a key attestation that passed every check.
 type KeyResult struct {
@@ -67,21 +67,21 @@ func VerifyKeyAttestation(jws, challenge []byte, policy *Policy, opts Options) (
 		return nil, st.fail(wrapRejected(CheckEvidenceDocument, code, err))
 	}
 	if doc.Kind != evidencedoc.KindKey || doc.Key == nil {
-		return nil, st.fail(rejected(CheckKeyAttestation, poh.EvidenceMismatch, "the evidence document is a %s, not a key attestation", doc.Kind))
+		return nil, st.fail(rejected(checkKeyAttestation, poh.EvidenceMismatch, "the evidence document is a %s, not a key attestation", doc.Kind))
 	}
 	if doc.AttesterDID != didkey.Format(key) {
-		return nil, st.fail(rejected(CheckKeyAttestation, poh.EvidenceMismatch, "the signer is not the attester DID"))
+		return nil, st.fail(rejected(checkKeyAttestation, poh.EvidenceMismatch, "the signer is not the attester DID"))
 	}
 	if subtle.ConstantTimeCompare([]byte(doc.Key.ChallengeB64u), []byte(b64u.Encode(challenge))) != 1 {
-		return nil, st.fail(rejected(CheckKeyAttestation, poh.EvidenceMismatch, "the key attestation answers another challenge (stale or replayed)"))
+		return nil, st.fail(rejected(checkKeyAttestation, poh.EvidenceMismatch, "the key attestation answers another challenge (stale or replayed)"))
 	}
 	nonce, err := evidencedoc.KeyNonce(challenge)
 	if err != nil || nonce != doc.Nonce {
-		return nil, st.fail(rejected(CheckKeyAttestation, poh.EvidenceMismatch, "the key attestation nonce is not derived from the challenge"))
+		return nil, st.fail(rejected(checkKeyAttestation, poh.EvidenceMismatch, "the key attestation nonce is not derived from the challenge"))
 	}
 	st.doc = doc
 	st.res.AttesterDID = doc.AttesterDID
-	st.pass(CheckKeyAttestation, "signed by %s for this challenge", doc.AttesterDID)
+	st.pass(checkKeyAttestation, "signed by %s for this challenge", doc.AttesterDID)
 	if len(challenge) == 0 {
 		st.warn("no challenge: the key attestation is not fresh")
 	}
@@ -114,7 +114,7 @@ func VerifyKeyAttestation(jws, challenge []byte, policy *Policy, opts Options) (
 	if doc.Key.RecipientX25519B64u != "" {
 		rk, err := b64u.Decode(doc.Key.RecipientX25519B64u)
 		if err != nil || len(rk) != 32 {
-			return nil, st.fail(rejected(CheckKeyAttestation, poh.MalformedEnvelope, "recipient_x25519_b64u is not a 32-byte key"))
+			return nil, st.fail(rejected(checkKeyAttestation, poh.MalformedEnvelope, "recipient_x25519_b64u is not a 32-byte key"))
 		}
 		out.RecipientX25519 = rk
 	}

@@ -46,8 +46,8 @@ type Options struct {
 	Sim    sim.Options
 }
 
-// Attempt records one backend Open tried.
-type Attempt struct {
+// attempt records one backend Open tried.
+type attempt struct {
 	Platform string
 	OK       bool
 	Reason   string
@@ -58,7 +58,7 @@ type Report struct {
 	Requested string
 	Chosen    string
 	Simulated bool
-	Attempts  []Attempt
+	Attempts  []attempt
 }
 
 func (r *Report) String() string {
@@ -127,7 +127,7 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 				pl = nopCloser{s}
 			}
 		}
-		a := Attempt{Platform: p, OK: err == nil}
+		a := attempt{Platform: p, OK: err == nil}
 		if err != nil {
 			a.Reason = err.Error()
 		}

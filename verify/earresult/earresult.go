@@ -34,8 +34,8 @@ const (
 // maxKeyBytes bounds a PEM key file.
 const maxKeyBytes = 16 << 10
 
-// ErrKey is wrapped by every key error. Messages never contain key bytes.
-var ErrKey = errors.New("earresult: unusable signing key")
+// errKey is wrapped by every key error. Messages never contain key bytes.
+var errKey = errors.New("earresult: unusable signing key")
 
 // Options configure New.
 type Options struct {
@@ -259,29 +259,29 @@ func Algorithm(pub crypto.PublicKey) (jwa.SignatureAlgorithm, error) {
 			return jwa.ES256, nil
 		}
 	}
-	return "", fmt.Errorf("%w: want Ed25519 or ECDSA P-256", ErrKey)
+	return "", fmt.Errorf("%w: want Ed25519 or ECDSA P-256", errKey)
 }
 
 // ParseSigningKey reads one PEM "PRIVATE KEY" block (PKCS #8) holding an
 // Ed25519 or ECDSA P-256 key.
 func ParseSigningKey(data []byte) (crypto.Signer, error) {
 	if len(data) > maxKeyBytes {
-		return nil, fmt.Errorf("%w: key file over %d bytes", ErrKey, maxKeyBytes)
+		return nil, fmt.Errorf("%w: key file over %d bytes", errKey, maxKeyBytes)
 	}
 	block, rest := pem.Decode(data)
 	if block == nil || block.Type != "PRIVATE KEY" {
-		return nil, fmt.Errorf("%w: want a PEM PRIVATE KEY (PKCS #8) block", ErrKey)
+		return nil, fmt.Errorf("%w: want a PEM PRIVATE KEY (PKCS #8) block", errKey)
 	}
 	if len(trimSpace(rest)) != 0 {
-		return nil, fmt.Errorf("%w: want exactly one PEM block", ErrKey)
+		return nil, fmt.Errorf("%w: want exactly one PEM block", errKey)
 	}
 	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: malformed PKCS #8 key", ErrKey)
+		return nil, fmt.Errorf("%w: malformed PKCS #8 key", errKey)
 	}
 	s, ok := k.(crypto.Signer)
 	if !ok {
-		return nil, fmt.Errorf("%w: want Ed25519 or ECDSA P-256", ErrKey)
+		return nil, fmt.Errorf("%w: want Ed25519 or ECDSA P-256", errKey)
 	}
 	if _, err := Algorithm(s.Public()); err != nil {
 		return nil, err

@@ -122,7 +122,7 @@ func TestParseSigningKeyRejects(t *testing.T) {
 		"wrong type": pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: []byte{1}}),
 		"garbage":    pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1, 2, 3}}),
 	} {
-		if _, err := ParseSigningKey(b); !errors.Is(err, ErrKey) {
+		if _, err := ParseSigningKey(b); !errors.Is(err, errKey) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

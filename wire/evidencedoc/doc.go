@@ -49,11 +49,6 @@ const (
 	// keyNonceLabel is the label of the key-attestation nonce (REPORT_DATA
 	// bytes 0..31 of a key attestation).
 	keyNonceLabel = "clawea.dev/attester/v1/key-attestation/nonce"
-	// CommitmentsVersion is the metadata.clawea.clawea_version a producer
-	// writes when it observed nothing of its isolation: v2, which adds the
-	// admission policy and sensitive members. A producer that observed its
-	// isolation writes CommitmentsVersionV3.
-	CommitmentsVersion = CommitmentsVersionV2
 	// CommitmentsVersionV1 is the first commitments version: it carries
 	// neither admission_policy_hash_b64u nor sensitive. Parse still
 	// accepts it, so that older attestations stay verifiable.

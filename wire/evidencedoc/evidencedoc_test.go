@@ -51,7 +51,7 @@ func execDoc(t testing.TB) *evidencedoc.Document {
 			RunID:               "run_1",
 			ProofBundleHashB64u: bundleHash,
 			Clawea: evidencedoc.Commitments{
-				Version:                      evidencedoc.CommitmentsVersion,
+				Version:                      evidencedoc.CommitmentsVersionV2,
 				SystemPromptHashB64u:         hash("prompt"),
 				SystemPromptReportHashB64u:   hash("report"),
 				PromptPackCiphertextHashB64u: hash("pack"),
