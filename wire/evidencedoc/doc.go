@@ -60,6 +60,10 @@ const (
 	// CommitmentsVersionV3 is v2 plus isolation (REQUIRED): what the
 	// attester observed of its isolation when it created the run.
 	CommitmentsVersionV3 = "clawea.dev/attestation/v3"
+	// CommitmentsVersionV4 is v2 plus gateway (REQUIRED): the run's model
+	// gateway record; isolation is OPTIONAL (present when the attester
+	// observed it).
+	CommitmentsVersionV4 = "clawea.dev/attestation/v4"
 )
 
 // Limits.
@@ -190,6 +194,19 @@ type Commitments struct {
 	// observed of its isolation from the orchestrator when it created the
 	// run (docs/spec/attestation-v1.md section 5.6).
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Gateway (v4, REQUIRED; absent before) is the run's model gateway
+	// record: the receipts the attester's gateway issued for the run
+	// (docs/spec/attestation-v1.md section 5.7).
+	Gateway *GatewayRecord `json:"gateway,omitempty"`
+}
+
+// GatewayRecord is the gateway member of v4 commitments: how many
+// gateway_receipt envelopes the attester's model gateway issued for the run
+// and the head of their chain (poh.ChainGatewayReceipt; "" for none).
+// Field order is the wire order.
+type GatewayRecord struct {
+	ReceiptCount     int64  `json:"receipt_count"`
+	ReceiptChainB64u string `json:"receipt_chain_b64u"`
 }
 
 // IsSensitive reports whether the commitments mark the run as sensitive.
