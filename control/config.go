@@ -70,7 +70,7 @@ type Config struct {
 	// fit gets 503.
 	UploadBudgetBytes int64
 	// TPM configures the tpm platform.
-	TPM TPMConfig
+	TPM tpmConfig
 	// Platform is auto, sev-snp, tdx, tpm or simulated.
 	Platform string
 	// StateDir holds the sealed identity blob (optional: without it the
@@ -106,8 +106,8 @@ type Config struct {
 	uidAllow map[int]struct{}
 }
 
-// TPMConfig is attester.tpm.
-type TPMConfig struct {
+// tpmConfig is attester.tpm.
+type tpmConfig struct {
 	// Address is the host:port of a swtpm TCP data socket, for development
 	// only: the evidence is marked simulated. It requires platform "tpm".
 	Address string `conf:"address"`
@@ -136,7 +136,7 @@ type attesterDoc struct {
 	MaxOwnerMessagesPerRun int               `conf:"maxOwnerMessagesPerRun,min=1,max=65536,default=256"`
 	MaxToolCallsPerRun     int               `conf:"maxToolCallsPerRun,min=1,max=16777216,default=65536"`
 	UploadBudgetBytes      *int64            `conf:"uploadBudgetBytes,min=0,max=17179869184"`
-	TPM                    TPMConfig         `conf:"tpm"`
+	TPM                    tpmConfig         `conf:"tpm"`
 	Platform               string            `conf:"platform,enum=auto|sev-snp|tdx|tpm|simulated,default=auto"`
 	StateDir               string            `conf:"stateDir"`
 	AllowUnlockedMemory    bool              `conf:"allowUnlockedMemory"`

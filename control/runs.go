@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
@@ -70,6 +71,8 @@ type Run struct {
 	toolCalls  int
 	attested   bool
 	closed     bool
+	// receipts is the run's model gateway record (receipts.go).
+	receipts gateway.Record
 }
 
 // ownerMessage is a sig-ContentStore-style signature of an owner message:
@@ -529,7 +532,7 @@ func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*att
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
 			Model:                   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
 			AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-			BundleCheck: toolCallCheck(recs), Isolation: rn.isolation,
+			BundleCheck: toolCallCheck(recs), Isolation: rn.isolation, Gateway: rn.gatewayRecord(),
 		})
 		return err
 	})

@@ -208,7 +208,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		return
 	}
 	if len(p.TPMAKCertifications) > 0 && len(p.TPMEKRoots) == 0 {
-		d.Fail("$.tpm_ak_certifications_b64u", ErrContradiction, "tpm_ak_certifications_b64u needs tpm_ek_roots_b64u")
+		d.Fail("$.tpm_ak_certifications_b64u", errContradiction, "tpm_ak_certifications_b64u needs tpm_ek_roots_b64u")
 		return
 	}
 	if err := p.checkConsistent(); err != nil {
@@ -421,15 +421,15 @@ func (p *Policy) tpmEKRoots() *x509.CertPool {
 	return pool
 }
 
-// ErrContradiction is wrapped (with ErrPolicyFile from ParsePolicy, with
+// errContradiction is wrapped (with ErrPolicyFile from ParsePolicy, with
 // ErrUsage from Verify) when policy members contradict each other.
-var ErrContradiction = errors.New("verify: contradictory policy")
+var errContradiction = errors.New("verify: contradictory policy")
 
 // checkConsistent refuses contradictory members.
 func (p *Policy) checkConsistent() error {
 	if p.RequireSensitive && len(p.AdmissionPolicyHashes) == 0 {
 		return &jsonobj.PathError{Path: jsonobj.Key(jsonobj.Root, "require_sensitive"),
-			Err: fmt.Errorf("%w: require_sensitive needs admission_policy_hashes_b64u (the admission policies a sensitive run may have been admitted under)", ErrContradiction)}
+			Err: fmt.Errorf("%w: require_sensitive needs admission_policy_hashes_b64u (the admission policies a sensitive run may have been admitted under)", errContradiction)}
 	}
 	return nil
 }

@@ -1,0 +1,161 @@
+package control
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/control/gateway"
+	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/evidencedoc"
+)
+
+// gatewayBundle is the agent's proof bundle for a run whose one llm_call
+// reported systemText as the system text it sent: the run's
+// prompt_committed event, the llm_call, the prompt commitments and the
+// receipts given.
+func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, resp *CreateRunResponse, agent ed25519.PrivateKey, now time.Time, systemText string, receipts ...[]byte) ([]byte, poh.EventChainEntry) {
+	t.Helper()
+	suffix := "\nmodel: m"
+	call := pohjson.NewObject(
+		pohjson.M("llm_call_version", pohjson.NewString("1")),
+		pohjson.M("call_id", pohjson.NewString("call_1")),
+		pohjson.M("provider", pohjson.NewString("p")),
+		pohjson.M("model", pohjson.NewString("m")),
+		pohjson.M("system_prompt_hash_b64u", pohjson.NewString(resp.SystemPromptHashB64u)),
+		pohjson.M("system_prompt_report_hash_b64u", pohjson.NewString(resp.ReportHashB64u)),
+		pohjson.M("system_text_hash_b64u", pohjson.NewString(b64u.SHA256([]byte(systemText)))),
+		pohjson.M("attested_prefix", pohjson.NewBool(true)),
+		pohjson.M("suffix_utf16_len", pohjson.NewInt(int64(len(suffix)))),
+		pohjson.M("suffix_hash_b64u", pohjson.NewString(b64u.SHA256([]byte(suffix)))),
+	)
+	ph, err := pohjson.Hash(call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := resp.PromptCommitted.Next("evt_llm_1", poh.EventTypeLLMCall, poh.FormatTime(now), ph)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentDID := didkey.Format(agent.Public().(ed25519.PublicKey))
+	report, _, err := rb.SystemPromptReportCommitment(promptpack.ReportCommitmentInput{
+		ReportID: "spr_1", RunID: resp.RunID, AgentDID: agentDID, IssuedAt: now,
+		Calls: []promptpack.CallRef{{EventID: e.EventID, EventHashB64u: e.EventHashB64u, Provider: "p", Model: "m"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*pohjson.Value
+	for _, r := range receipts {
+		v, err := pohjson.Parse(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, v)
+	}
+	calls, err := pohjson.Stringify(pohjson.NewArray(call))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := pohjson.FromGo(map[string]any{
+		"bundle_version": "1", "bundle_id": "bundle_1", "agent_did": agentDID,
+		"event_chain": []poh.EventChainEntry{resp.PromptCommitted, e},
+		"metadata": map[string]any{
+			"system_prompt_report": report,
+			"clawea":               map[string]string{"system_prompt_report_hash_b64u": resp.ReportHashB64u, "prompt_pack_ciphertext_hash_b64u": resp.PromptPackCiphertextHashB64u},
+			"clawea_llm_calls":     json.RawMessage(calls),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) > 0 {
+		payload = pohjson.NewObject(append(payload.Members(), pohjson.M("receipts", pohjson.NewArray(rs...)))...)
+	}
+	b, err := poh.Sign(poh.TypeProofBundle, payload, agent, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, e
+}
+
+// TestAttestChecksGatewayRecord (issue 20 item 6): the attestation endpoint
+// holds the bundle to the run's gateway record. A bundle whose receipt is
+// the record's is attested with v4 commitments; one without it, one whose
+// receipt the attester did not record, and one whose llm_call reports other
+// system text than the gateway forwarded are refused with 422 and a PoH
+// reason code.
+func TestAttestChecksGatewayRecord(t *testing.T) {
+	p, s, enc, mj := newSealedPack(t)
+	_, agent, _ := ed25519.GenerateKey(nil)
+	agentDID := didkey.Format(agent.Public().(ed25519.PublicKey))
+	resp, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = "the rebuilt prompt\nmodel: m"
+	now := time.Now()
+	_, e := gatewayBundle(t, p.Rebuilt, resp, agent, now, sent)
+	call := gateway.Call{
+		RunID: rn.id, ReceiptID: "rcpt_1", Provider: "p", Model: "m", EventHashB64u: e.EventHashB64u,
+		RequestSHA256: sha256.Sum256([]byte("request")), ResponseSHA256: sha256.Sum256([]byte("response")),
+		TokensInput: 10, TokensOutput: 2, Latency: time.Second, At: time.Now(),
+		SystemTextSHA256: sha256.Sum256([]byte(sent)), SuffixSHA256: sha256.Sum256([]byte("\nmodel: m")), SuffixUTF16Len: 9,
+	}
+	other := call
+	other.RunID = "run_other"
+	if _, err := s.signReceipt(rn, other); err == nil {
+		t.Fatal("receipted a call of another run")
+	}
+	recorded, err := s.signReceipt(rn, call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unrecorded := call
+	unrecorded.TokensOutput = 3
+	stray, err := gateway.SignReceipt(unrecorded, s.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attest := func(b []byte) error {
+		_, err := s.Attest(context.Background(), rn, &AttestRequest{Bundle: b, AgentDID: agentDID})
+		return err
+	}
+	for name, c := range map[string]struct {
+		text     string
+		receipts [][]byte
+		code     poh.Code
+	}{
+		"no receipt":          {sent, nil, poh.EvidenceMismatch},
+		"an unrecorded one":   {sent, [][]byte{stray}, poh.EvidenceMismatch},
+		"both":                {sent, [][]byte{recorded, stray}, poh.MalformedEnvelope},
+		"other reported text": {"another prompt", [][]byte{recorded}, poh.ReceiptBindingMismatch},
+	} {
+		b, _ := gatewayBundle(t, p.Rebuilt, resp, agent, now, c.text, c.receipts...)
+		ce, ok := errors.AsType[*Error](attest(b))
+		if !ok || ce.Kind != KindUnprocessable || ce.Reason != string(c.code) {
+			t.Errorf("%s: %v, want 422 %s", name, ce, c.code)
+		}
+	}
+	b, _ := gatewayBundle(t, p.Rebuilt, resp, agent, now, sent, recorded)
+	out, err := s.Attest(context.Background(), rn, &AttestRequest{Bundle: b, AgentDID: agentDID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := evidencedoc.Parse(out.EvidenceJWS, s.id.Public)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, chain := rn.receipts.Summary()
+	if c := doc.Execution.Clawea; c.Version != evidencedoc.CommitmentsVersionV4 || c.Gateway == nil || c.Gateway.ReceiptCount != n || c.Gateway.ReceiptChainB64u != chain {
+		t.Fatalf("commitments %+v", c)
+	}
+}
