@@ -120,6 +120,10 @@ type Policy struct {
 	// that must be true: an attestation without isolation claims, or with
 	// one of these false, is refused. Empty requires none.
 	RequireIsolation []string
+	// RequireGateway refuses an attestation that does not commit to a model
+	// gateway record (commitments v4), or whose bundle has an llm_call
+	// without its gateway receipt. It needs the proof bundle.
+	RequireGateway bool
 }
 
 var (
@@ -183,6 +187,7 @@ type policyDoc struct {
 	ExpectedGatePolicyHash   *string           `conf:"expected_gate_policy_hash_b64u"`
 	ExpectedModel            *pohjson.Value    `conf:"expected_model"`
 	RequireIsolation         *pohjson.Value    `conf:"require_isolation"`
+	RequireGateway           bool              `conf:"require_gateway"`
 
 	policy *Policy
 }
@@ -194,6 +199,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		AllowSimulated: doc.AllowSimulated, AllowUncheckedRevocation: doc.AllowUncheckedRevocation,
 		AllowUncheckedCollateral: doc.AllowUncheckedCollateral, AllowAnyMeasurement: doc.AllowAnyMeasurement,
 		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
+		RequireGateway: doc.RequireGateway,
 	}
 	for _, read := range []func(*confdoc.Decoder, *Policy){
 		doc.readPlatform,
@@ -527,6 +533,7 @@ func (p *Policy) Encode() ([]byte, error) {
 	if len(p.RequireIsolation) > 0 {
 		ms = append(ms, pohjson.M("require_isolation", encodeRequireIsolation(p.RequireIsolation)))
 	}
+	addBool("require_gateway", p.RequireGateway)
 	return pohjson.Stringify(pohjson.NewObject(ms...))
 }
 
