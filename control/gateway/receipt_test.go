@@ -234,3 +234,30 @@ func BenchmarkReceipt(b *testing.B) {
 		i++
 	}
 }
+
+// FuzzRecordAppend: Append never panics; what it refuses leaves the record
+// as it was, and what it accepts is a gateway_receipt that advances the
+// count by one and the chain as poh.ChainGatewayReceipt does. The seeds in
+// testdata/fuzz/FuzzRecordAppend are a receipt signed by SignReceipt and
+// malformed variants.
+func FuzzRecordAppend(f *testing.F) {
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, env []byte) {
+		var rec gateway.Record
+		err := rec.Append(env)
+		n, chain := rec.Summary()
+		if err != nil {
+			if n != 0 || chain != "" {
+				t.Fatalf("a refused receipt changed the record: %d %q", n, chain)
+			}
+			return
+		}
+		_, want, err := poh.ChainGatewayReceipt("", 0, env)
+		if err != nil || n != 1 || chain != want {
+			t.Fatalf("accepted: %d %q, want 1 %q (%v)", n, chain, want, err)
+		}
+		if rec.Append(env) == nil {
+			t.Fatal("the same receipt appended twice")
+		}
+	})
+}
