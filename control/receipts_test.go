@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
@@ -157,5 +159,49 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 	n, chain := rn.receipts.Summary()
 	if c := doc.Execution.Clawea; c.Version != evidencedoc.CommitmentsVersionV4 || c.Gateway == nil || c.Gateway.ReceiptCount != n || c.Gateway.ReceiptChainB64u != chain {
 		t.Fatalf("commitments %+v", c)
+	}
+}
+
+// TestAdmissionRequiresGateway (admission-policy-v1.md section 7.1): under
+// an admission policy with model_gateway "required", a run whose llm_call
+// the gateway did not receipt is not attested (422
+// MISSING_REQUIRED_FIELD); with its receipt it is.
+func TestAdmissionRequiresGateway(t *testing.T) {
+	p, s, enc, mj := newSealedPack(t)
+	suggested, err := admission.Suggest(p.Pack, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.LastIndexByte(suggested, '}')
+	pol, err := admission.Parse(append(append(bytes.Clone(suggested[:i]), `,"model_gateway":"required"`...), suggested[i:]...))
+	if err != nil || !pol.RequiresGateway() {
+		t.Fatalf("policy: %v", err)
+	}
+	s.cfg.AdmissionPolicy = pol
+	_, agent, _ := ed25519.GenerateKey(nil)
+	agentDID := didkey.Format(agent.Public().(ed25519.PublicKey))
+	resp, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sent = "the rebuilt prompt\nmodel: m"
+	now := time.Now()
+	bare, e := gatewayBundle(t, p.Rebuilt, resp, agent, now, sent)
+	_, err = s.Attest(context.Background(), rn, &AttestRequest{Bundle: bare, AgentDID: agentDID})
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || ce.Reason != string(poh.MissingRequiredField) {
+		t.Fatalf("an llm_call without a receipt: %v, want 422 %s", err, poh.MissingRequiredField)
+	}
+	env, err := s.signReceipt(rn, gateway.Call{
+		RunID: rn.id, ReceiptID: "rcpt_1", Provider: "p", Model: "m", EventHashB64u: e.EventHashB64u,
+		RequestSHA256: sha256.Sum256([]byte("request")), ResponseSHA256: sha256.Sum256([]byte("response")),
+		Latency: time.Second, At: now,
+		SystemTextSHA256: sha256.Sum256([]byte(sent)), SuffixSHA256: sha256.Sum256([]byte("\nmodel: m")), SuffixUTF16Len: 9,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := gatewayBundle(t, p.Rebuilt, resp, agent, now, sent, env)
+	if _, err := s.Attest(context.Background(), rn, &AttestRequest{Bundle: b, AgentDID: agentDID}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -71,8 +71,11 @@ type Run struct {
 	toolCalls  int
 	attested   bool
 	closed     bool
-	// receipts is the run's model gateway record (receipts.go).
-	receipts gateway.Record
+	// receipts is the run's model gateway record (receipts.go);
+	// requireGateway says the admission policy requires every model call
+	// of the run to go through the gateway.
+	receipts       gateway.Record
+	requireGateway bool
 }
 
 // ownerMessage is a sig-ContentStore-style signature of an owner message:
@@ -388,6 +391,7 @@ func (c *creation) newRun(context.Context) error {
 	}
 	if p := s.cfg.AdmissionPolicy; p != nil {
 		c.rn.admissionH, c.rn.sensitive = p.Hash(), p.Sensitive()
+		c.rn.requireGateway = p.RequiresGateway()
 	}
 	return nil
 }
@@ -532,7 +536,7 @@ func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*att
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
 			Model:                   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
 			AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-			BundleCheck: toolCallCheck(recs), Isolation: rn.isolation, Gateway: rn.gatewayRecord(),
+			BundleCheck: rn.gatewayCheck(toolCallCheck(recs)), Isolation: rn.isolation, Gateway: rn.gatewayRecord(),
 		})
 		return err
 	})

@@ -189,7 +189,7 @@ type Commitments struct {
 	// Sensitive (v2, REQUIRED; absent in v1) says whether that policy is
 	// sensitive, so that the run was held to its run-time obligations.
 	// SensitiveTrue requires AdmissionPolicyHashB64u.
-	Sensitive Sensitivity `json:"sensitive,omitzero"`
+	Sensitive sensitivity `json:"sensitive,omitzero"`
 	// Isolation (v3, REQUIRED; absent in v1 and v2) is what the attester
 	// observed of its isolation from the orchestrator when it created the
 	// run (docs/spec/attestation-v1.md section 5.6).
@@ -213,19 +213,19 @@ type GatewayRecord struct {
 // A v1 commitment never does.
 func (c *Commitments) IsSensitive() bool { return c.Sensitive == SensitiveTrue }
 
-// Sensitivity is the "sensitive" member of v2 commitments: absent (its zero
+// sensitivity is the "sensitive" member of v2 commitments: absent (its zero
 // value, v1), false or true.
-type Sensitivity uint8
+type sensitivity uint8
 
-// The values of Sensitivity.
+// The values of sensitivity.
 const (
-	SensitiveAbsent Sensitivity = iota
+	SensitiveAbsent sensitivity = iota
 	SensitiveFalse
 	SensitiveTrue
 )
 
 // SensitivityOf returns SensitiveTrue or SensitiveFalse.
-func SensitivityOf(b bool) Sensitivity {
+func SensitivityOf(b bool) sensitivity {
 	if b {
 		return SensitiveTrue
 	}
@@ -233,11 +233,11 @@ func SensitivityOf(b bool) Sensitivity {
 }
 
 // IsZero reports whether the member is absent (for omitzero).
-func (s Sensitivity) IsZero() bool { return s == SensitiveAbsent }
+func (s sensitivity) IsZero() bool { return s == SensitiveAbsent }
 
 // MarshalJSON writes true or false; an absent or unknown value is an error
 // (absent members are omitted by omitzero before this is called).
-func (s Sensitivity) MarshalJSON() ([]byte, error) {
+func (s sensitivity) MarshalJSON() ([]byte, error) {
 	switch s {
 	case SensitiveTrue:
 		return []byte("true"), nil
@@ -248,7 +248,7 @@ func (s Sensitivity) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON accepts exactly true or false (not null).
-func (s *Sensitivity) UnmarshalJSON(b []byte) error {
+func (s *sensitivity) UnmarshalJSON(b []byte) error {
 	switch string(b) {
 	case "true":
 		*s = SensitiveTrue
