@@ -73,16 +73,7 @@ func TestAttestGatewayRefusals(t *testing.T) {
 		{"moved to the other llm_call", func(r *run, in *attestation.AttestInput) {
 			r.EditReceipts = func(rs []json.RawMessage) []json.RawMessage { return []json.RawMessage{rs[0], rs[0]} }
 		}, poh.MalformedEnvelope}, // the same receipt_id twice
-		{"bound to the other llm_call", func(r *run, in *attestation.AttestInput) {
-			var first string
-			r.EditReceipt = func(i int, c *gateway.Call) {
-				if i == 0 {
-					first = c.EventHashB64u
-				} else {
-					c.EventHashB64u = first
-				}
-			}
-		}, poh.ReceiptBindingMismatch},
+		{"bound to the other llm_call", func(r *run, in *attestation.AttestInput) { r.MoveReceipt = true }, poh.ReceiptBindingMismatch},
 		{"bound to a tool_call", func(r *run, in *attestation.AttestInput) {
 			tool := eventHash(t, r, "tool_call")
 			r.EditReceipt = func(i int, c *gateway.Call) {

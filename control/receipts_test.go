@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
@@ -26,7 +27,7 @@ import (
 // receipts given.
 func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, resp *CreateRunResponse, agent ed25519.PrivateKey, now time.Time, systemText string, receipts ...[]byte) ([]byte, poh.EventChainEntry) {
 	t.Helper()
-	suffix := "\nmodel: m"
+	suffix := gwSuffix
 	call := pohjson.NewObject(
 		pohjson.M("llm_call_version", pohjson.NewString("1")),
 		pohjson.M("call_id", pohjson.NewString("call_1")),
@@ -89,6 +90,56 @@ func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, resp *CreateRunResponse
 	return b, e
 }
 
+// The system text a gwRun's llm_call sends: the attested prompt and the
+// suffix.
+const (
+	gwSuffix = "\nmodel: m"
+	gwSent   = "the rebuilt prompt" + gwSuffix
+)
+
+// gwRun is a run created on s for a fresh agent, with what its bundles and
+// receipts are made of.
+type gwRun struct {
+	s     *Service
+	rb    *promptpack.Rebuilt
+	resp  *CreateRunResponse
+	rn    *Run
+	agent ed25519.PrivateKey
+	now   time.Time
+}
+
+func newGWRun(t *testing.T, s *Service, rb *promptpack.Rebuilt, enc, mj []byte) *gwRun {
+	t.Helper()
+	_, agent, _ := ed25519.GenerateKey(nil)
+	resp, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &gwRun{s: s, rb: rb, resp: resp, rn: rn, agent: agent, now: time.Now()}
+}
+
+// bundle is the run's bundle whose llm_call reports systemText, with
+// receipts.
+func (g *gwRun) bundle(t *testing.T, systemText string, receipts ...[]byte) []byte {
+	b, _ := gatewayBundle(t, g.rb, g.resp, g.agent, g.now, systemText, receipts...)
+	return b
+}
+
+// call is the gateway's record of the llm_call that sent gwSent.
+func (g *gwRun) call(t *testing.T) gateway.Call {
+	_, e := gatewayBundle(t, g.rb, g.resp, g.agent, g.now, gwSent)
+	return gateway.Call{
+		RunID: g.rn.id, ReceiptID: "rcpt_1", Provider: "p", Model: "m", EventHashB64u: e.EventHashB64u,
+		RequestSHA256: sha256.Sum256([]byte("request")), ResponseSHA256: sha256.Sum256([]byte("response")),
+		TokensInput: 10, TokensOutput: 2, Latency: time.Second, At: g.now,
+		SystemTextSHA256: sha256.Sum256([]byte(gwSent)), SuffixSHA256: sha256.Sum256([]byte(gwSuffix)), SuffixUTF16Len: int64(len(gwSuffix)),
+	}
+}
+
+func (g *gwRun) attest(b []byte) (*attestation.Output, error) {
+	return g.s.Attest(context.Background(), g.rn, &AttestRequest{Bundle: b, AgentDID: didkey.Format(g.agent.Public().(ed25519.PublicKey))})
+}
+
 // TestAttestChecksGatewayRecord (issue 20 item 6): the attestation endpoint
 // holds the bundle to the run's gateway record. A bundle whose receipt is
 // the record's is attested with v4 commitments; one without it, one whose
@@ -97,27 +148,14 @@ func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, resp *CreateRunResponse
 // reason code.
 func TestAttestChecksGatewayRecord(t *testing.T) {
 	p, s, enc, mj := newSealedPack(t)
-	_, agent, _ := ed25519.GenerateKey(nil)
-	agentDID := didkey.Format(agent.Public().(ed25519.PublicKey))
-	resp, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const sent = "the rebuilt prompt\nmodel: m"
-	now := time.Now()
-	_, e := gatewayBundle(t, p.Rebuilt, resp, agent, now, sent)
-	call := gateway.Call{
-		RunID: rn.id, ReceiptID: "rcpt_1", Provider: "p", Model: "m", EventHashB64u: e.EventHashB64u,
-		RequestSHA256: sha256.Sum256([]byte("request")), ResponseSHA256: sha256.Sum256([]byte("response")),
-		TokensInput: 10, TokensOutput: 2, Latency: time.Second, At: time.Now(),
-		SystemTextSHA256: sha256.Sum256([]byte(sent)), SuffixSHA256: sha256.Sum256([]byte("\nmodel: m")), SuffixUTF16Len: 9,
-	}
+	g := newGWRun(t, s, p.Rebuilt, enc, mj)
+	call := g.call(t)
 	other := call
 	other.RunID = "run_other"
-	if _, err := s.signReceipt(rn, other); err == nil {
+	if _, err := s.signReceipt(g.rn, other); err == nil {
 		t.Fatal("receipted a call of another run")
 	}
-	recorded, err := s.signReceipt(rn, call)
+	recorded, err := s.signReceipt(g.rn, call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,28 +165,22 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attest := func(b []byte) error {
-		_, err := s.Attest(context.Background(), rn, &AttestRequest{Bundle: b, AgentDID: agentDID})
-		return err
-	}
 	for name, c := range map[string]struct {
 		text     string
 		receipts [][]byte
 		code     poh.Code
 	}{
-		"no receipt":          {sent, nil, poh.EvidenceMismatch},
-		"an unrecorded one":   {sent, [][]byte{stray}, poh.EvidenceMismatch},
-		"both":                {sent, [][]byte{recorded, stray}, poh.MalformedEnvelope},
+		"no receipt":          {gwSent, nil, poh.EvidenceMismatch},
+		"an unrecorded one":   {gwSent, [][]byte{stray}, poh.EvidenceMismatch},
+		"both":                {gwSent, [][]byte{recorded, stray}, poh.MalformedEnvelope},
 		"other reported text": {"another prompt", [][]byte{recorded}, poh.ReceiptBindingMismatch},
 	} {
-		b, _ := gatewayBundle(t, p.Rebuilt, resp, agent, now, c.text, c.receipts...)
-		ce, ok := errors.AsType[*Error](attest(b))
-		if !ok || ce.Kind != KindUnprocessable || ce.Reason != string(c.code) {
-			t.Errorf("%s: %v, want 422 %s", name, ce, c.code)
+		_, err := g.attest(g.bundle(t, c.text, c.receipts...))
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || ce.Reason != string(c.code) {
+			t.Errorf("%s: %v, want 422 %s", name, err, c.code)
 		}
 	}
-	b, _ := gatewayBundle(t, p.Rebuilt, resp, agent, now, sent, recorded)
-	out, err := s.Attest(context.Background(), rn, &AttestRequest{Bundle: b, AgentDID: agentDID})
+	out, err := g.attest(g.bundle(t, gwSent, recorded))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +188,7 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, chain := rn.receipts.Summary()
+	n, chain := g.rn.receipts.Summary()
 	if c := doc.Execution.Clawea; c.Version != evidencedoc.CommitmentsVersionV4 || c.Gateway == nil || c.Gateway.ReceiptCount != n || c.Gateway.ReceiptChainB64u != chain {
 		t.Fatalf("commitments %+v", c)
 	}
@@ -178,30 +210,16 @@ func TestAdmissionRequiresGateway(t *testing.T) {
 		t.Fatalf("policy: %v", err)
 	}
 	s.cfg.AdmissionPolicy = pol
-	_, agent, _ := ed25519.GenerateKey(nil)
-	agentDID := didkey.Format(agent.Public().(ed25519.PublicKey))
-	resp, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const sent = "the rebuilt prompt\nmodel: m"
-	now := time.Now()
-	bare, e := gatewayBundle(t, p.Rebuilt, resp, agent, now, sent)
-	_, err = s.Attest(context.Background(), rn, &AttestRequest{Bundle: bare, AgentDID: agentDID})
+	g := newGWRun(t, s, p.Rebuilt, enc, mj)
+	_, err = g.attest(g.bundle(t, gwSent))
 	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || ce.Reason != string(poh.MissingRequiredField) {
 		t.Fatalf("an llm_call without a receipt: %v, want 422 %s", err, poh.MissingRequiredField)
 	}
-	env, err := s.signReceipt(rn, gateway.Call{
-		RunID: rn.id, ReceiptID: "rcpt_1", Provider: "p", Model: "m", EventHashB64u: e.EventHashB64u,
-		RequestSHA256: sha256.Sum256([]byte("request")), ResponseSHA256: sha256.Sum256([]byte("response")),
-		Latency: time.Second, At: now,
-		SystemTextSHA256: sha256.Sum256([]byte(sent)), SuffixSHA256: sha256.Sum256([]byte("\nmodel: m")), SuffixUTF16Len: 9,
-	})
+	env, err := s.signReceipt(g.rn, g.call(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := gatewayBundle(t, p.Rebuilt, resp, agent, now, sent, env)
-	if _, err := s.Attest(context.Background(), rn, &AttestRequest{Bundle: b, AgentDID: agentDID}); err != nil {
+	if _, err := g.attest(g.bundle(t, gwSent, env)); err != nil {
 		t.Fatal(err)
 	}
 }

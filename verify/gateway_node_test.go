@@ -75,16 +75,7 @@ func TestIndependentReceiptCheck(t *testing.T) {
 		"dropped": {func(r *run) {
 			r.EditReceipts = func(rs []json.RawMessage) []json.RawMessage { return rs[:1] }
 		}, "MISSING_REQUIRED_FIELD"},
-		"moved to the other llm_call": {func(r *run) {
-			var first string
-			r.EditReceipt = func(i int, c *gateway.Call) {
-				if i == 0 {
-					first = c.EventHashB64u
-				} else {
-					c.EventHashB64u = first
-				}
-			}
-		}, "RECEIPT_BINDING_MISMATCH"},
+		"moved to the other llm_call": {func(r *run) { r.MoveReceipt = true }, "RECEIPT_BINDING_MISMATCH"},
 		"moved to another run": {func(r *run) {
 			r.EditReceipt = func(i int, c *gateway.Call) { c.RunID = "run_other" }
 		}, "RECEIPT_BINDING_MISMATCH"},

@@ -80,16 +80,7 @@ func TestVerifyRefusesMovedOrAlteredReceipts(t *testing.T) {
 		{"re-signed with other tokens", func(r *run) {
 			r.EditReceipt = func(i int, c *gateway.Call) { c.TokensInput = 1 }
 		}, checkGateway, poh.EvidenceMismatch},
-		{"moved to the other llm_call", func(r *run) {
-			var firstEvent string
-			r.EditReceipt = func(i int, c *gateway.Call) {
-				if i == 0 {
-					firstEvent = c.EventHashB64u
-				} else {
-					c.EventHashB64u = firstEvent
-				}
-			}
-		}, checkGateway, poh.ReceiptBindingMismatch},
+		{"moved to the other llm_call", func(r *run) { r.MoveReceipt = true }, checkGateway, poh.ReceiptBindingMismatch},
 		{"moved to another run", func(r *run) {
 			r.EditReceipt = func(i int, c *gateway.Call) { c.RunID = "run_other" }
 		}, CheckBundle, poh.ReceiptBindingMismatch},

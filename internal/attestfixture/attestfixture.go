@@ -44,14 +44,14 @@ func Input(t testing.TB, r *testfixture.Run, auditRoot string, auditCount int64)
 }
 
 // gatewayRecord is the gateway record of r's receipts as signed, before
-// r.EditReceipt and r.EditReceipts: what the attester's gateway holds.
+// r's receipt edits: what the attester's gateway holds.
 func gatewayRecord(t testing.TB, r *testfixture.Run) *evidencedoc.GatewayRecord {
 	t.Helper()
 	if r.ReceiptKey == nil {
 		return nil
 	}
 	issued := *r
-	issued.EditReceipt, issued.EditReceipts = nil, nil
+	issued.EditReceipt, issued.EditReceipts, issued.MoveReceipt = nil, nil, false
 	b, err := pohjson.Parse(issued.Bundle(t))
 	if err != nil {
 		t.Fatal(err)

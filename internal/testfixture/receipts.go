@@ -22,14 +22,15 @@ func (k keySigner) WithSigningKey(f func(ed25519.PrivateKey) error) error {
 
 // receipts returns the run's gateway receipts: with r.ReceiptKey, one per
 // llm_call event of chain, in chain order, for the system text the
-// fixture's llm_call payloads report (each call edited by r.EditReceipt),
-// then r.EditReceipts applied to the list. Without r.ReceiptKey, none.
+// fixture's llm_call payloads report (each call moved by r.MoveReceipt and
+// edited by r.EditReceipt), then r.EditReceipts applied to the list. Without r.ReceiptKey, none.
 func (r *Run) receipts(t testing.TB, chain []poh.EventChainEntry, llmCalls []*pohjson.Value) []json.RawMessage {
 	t.Helper()
 	if r.ReceiptKey == nil {
 		return nil
 	}
 	var out []json.RawMessage
+	var first string
 	n := 0
 	for _, e := range chain {
 		if e.EventType != poh.EventTypeLLMCall {
@@ -48,6 +49,11 @@ func (r *Run) receipts(t testing.TB, chain []poh.EventChainEntry, llmCalls []*po
 			SuffixSHA256:     hashOf(t, p, "suffix_hash_b64u"),
 		}
 		c.SuffixUTF16Len, _ = p.Get("suffix_utf16_len").Int()
+		if n == 0 {
+			first = c.EventHashB64u
+		} else if r.MoveReceipt {
+			c.EventHashB64u = first
+		}
 		if r.EditReceipt != nil {
 			r.EditReceipt(n, &c)
 		}

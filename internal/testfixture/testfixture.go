@@ -140,10 +140,12 @@ type Run struct {
 	// Gateway receipts. ReceiptKey, when set, signs one gateway_receipt
 	// per llm_call event (gateway.SignReceipt), in chain order, into the
 	// bundle's receipts; EditReceipt changes the i-th call before it is
-	// signed, EditReceipts the list of signed receipts (reorder, drop, add).
+	// signed, EditReceipts the list of signed receipts (reorder, drop, add);
+	// MoveReceipt binds the second receipt to the first llm_call event.
 	ReceiptKey   ed25519.PrivateKey
 	EditReceipt  func(i int, c *gateway.Call)
 	EditReceipts func(receipts []json.RawMessage) []json.RawMessage
+	MoveReceipt  bool
 }
 
 // NewRun returns a run of agent Key(1) with two llm_calls and two
