@@ -25,7 +25,7 @@ import (
 // reported systemText as the system text it sent: the run's
 // prompt_committed event, the llm_call, the prompt commitments and the
 // receipts given.
-func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, resp *CreateRunResponse, agent ed25519.PrivateKey, now time.Time, systemText string, receipts ...[]byte) ([]byte, poh.EventChainEntry) {
+func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, rn *Run, agent ed25519.PrivateKey, now time.Time, systemText string, receipts ...[]byte) ([]byte, poh.EventChainEntry) {
 	t.Helper()
 	suffix := gwSuffix
 	call := pohjson.NewObject(
@@ -33,8 +33,8 @@ func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, resp *CreateRunResponse
 		pohjson.M("call_id", pohjson.NewString("call_1")),
 		pohjson.M("provider", pohjson.NewString("p")),
 		pohjson.M("model", pohjson.NewString("m")),
-		pohjson.M("system_prompt_hash_b64u", pohjson.NewString(resp.SystemPromptHashB64u)),
-		pohjson.M("system_prompt_report_hash_b64u", pohjson.NewString(resp.ReportHashB64u)),
+		pohjson.M("system_prompt_hash_b64u", pohjson.NewString(rn.promptH)),
+		pohjson.M("system_prompt_report_hash_b64u", pohjson.NewString(rn.reportH)),
 		pohjson.M("system_text_hash_b64u", pohjson.NewString(b64u.SHA256([]byte(systemText)))),
 		pohjson.M("attested_prefix", pohjson.NewBool(true)),
 		pohjson.M("suffix_utf16_len", pohjson.NewInt(int64(len(suffix)))),
@@ -44,13 +44,13 @@ func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, resp *CreateRunResponse
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := resp.PromptCommitted.Next("evt_llm_1", poh.EventTypeLLMCall, poh.FormatTime(now), ph)
+	e, err := rn.committed.Next("evt_llm_1", poh.EventTypeLLMCall, poh.FormatTime(now), ph)
 	if err != nil {
 		t.Fatal(err)
 	}
 	agentDID := didkey.Format(agent.Public().(ed25519.PublicKey))
 	report, _, err := rb.SystemPromptReportCommitment(promptpack.ReportCommitmentInput{
-		ReportID: "spr_1", RunID: resp.RunID, AgentDID: agentDID, IssuedAt: now,
+		ReportID: "spr_1", RunID: rn.id, AgentDID: agentDID, IssuedAt: now,
 		Calls: []promptpack.CallRef{{EventID: e.EventID, EventHashB64u: e.EventHashB64u, Provider: "p", Model: "m"}},
 	})
 	if err != nil {
@@ -70,10 +70,10 @@ func gatewayBundle(t *testing.T, rb *promptpack.Rebuilt, resp *CreateRunResponse
 	}
 	payload, err := pohjson.FromGo(map[string]any{
 		"bundle_version": "1", "bundle_id": "bundle_1", "agent_did": agentDID,
-		"event_chain": []poh.EventChainEntry{resp.PromptCommitted, e},
+		"event_chain": []poh.EventChainEntry{rn.committed, e},
 		"metadata": map[string]any{
 			"system_prompt_report": report,
-			"clawea":               map[string]string{"system_prompt_report_hash_b64u": resp.ReportHashB64u, "prompt_pack_ciphertext_hash_b64u": resp.PromptPackCiphertextHashB64u},
+			"clawea":               map[string]string{"system_prompt_report_hash_b64u": rn.reportH, "prompt_pack_ciphertext_hash_b64u": rn.packCTH},
 			"clawea_llm_calls":     json.RawMessage(calls),
 		},
 	})
@@ -102,7 +102,6 @@ const (
 type gwRun struct {
 	s     *Service
 	rb    *promptpack.Rebuilt
-	resp  *CreateRunResponse
 	rn    *Run
 	agent ed25519.PrivateKey
 	now   time.Time
@@ -111,23 +110,23 @@ type gwRun struct {
 func newGWRun(t *testing.T, s *Service, rb *promptpack.Rebuilt, enc, mj []byte) *gwRun {
 	t.Helper()
 	_, agent, _ := ed25519.GenerateKey(nil)
-	resp, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
+	_, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &gwRun{s: s, rb: rb, resp: resp, rn: rn, agent: agent, now: time.Now()}
+	return &gwRun{s: s, rb: rb, rn: rn, agent: agent, now: time.Now()}
 }
 
 // bundle is the run's bundle whose llm_call reports systemText, with
 // receipts.
 func (g *gwRun) bundle(t *testing.T, systemText string, receipts ...[]byte) []byte {
-	b, _ := gatewayBundle(t, g.rb, g.resp, g.agent, g.now, systemText, receipts...)
+	b, _ := gatewayBundle(t, g.rb, g.rn, g.agent, g.now, systemText, receipts...)
 	return b
 }
 
 // call is the gateway's record of the llm_call that sent gwSent.
 func (g *gwRun) call(t *testing.T) gateway.Call {
-	_, e := gatewayBundle(t, g.rb, g.resp, g.agent, g.now, gwSent)
+	_, e := gatewayBundle(t, g.rb, g.rn, g.agent, g.now, gwSent)
 	return gateway.Call{
 		RunID: g.rn.id, ReceiptID: "rcpt_1", Provider: "p", Model: "m", EventHashB64u: e.EventHashB64u,
 		RequestSHA256: sha256.Sum256([]byte("request")), ResponseSHA256: sha256.Sum256([]byte("response")),
@@ -150,12 +149,8 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 	p, s, enc, mj := newSealedPack(t)
 	g := newGWRun(t, s, p.Rebuilt, enc, mj)
 	call := g.call(t)
-	other := call
-	other.RunID = "run_other"
-	if _, err := s.signReceipt(g.rn, other); err == nil {
-		t.Fatal("receipted a call of another run")
-	}
-	recorded, err := s.signReceipt(g.rn, call)
+	sign := s.receiptSigner(g.rn)
+	recorded, err := sign(&call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +210,8 @@ func TestAdmissionRequiresGateway(t *testing.T) {
 	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || ce.Reason != string(poh.MissingRequiredField) {
 		t.Fatalf("an llm_call without a receipt: %v, want 422 %s", err, poh.MissingRequiredField)
 	}
-	env, err := s.signReceipt(g.rn, g.call(t))
+	c := g.call(t)
+	env, err := s.receiptSigner(g.rn)(&c)
 	if err != nil {
 		t.Fatal(err)
 	}

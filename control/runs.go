@@ -55,6 +55,9 @@ type Run struct {
 	// sensitive flag. Both are committed in the run's attestation.
 	admissionH string
 	sensitive  bool
+	// requireGateway says that policy requires every model call of the
+	// run to go through the model gateway (admission-policy-v1.md 7.1).
+	requireGateway bool
 	// isolation is what the attester observed of its isolation when it
 	// created the run (observeIsolation), committed in its attestation.
 	isolation *evidencedoc.Isolation
@@ -63,6 +66,9 @@ type Run struct {
 	turn      string
 	turnOwner bool
 	turnMsg   ownerMessage
+	// receipts is the run's gateway record: the receipts of its model
+	// calls (docs/spec/model-gateway.md section 8).
+	receipts gateway.Record
 	// Bounded per run: turns started (each uses one message id), owner
 	// messages signed, tool calls decided.
 	turns      int
@@ -71,11 +77,6 @@ type Run struct {
 	toolCalls  int
 	attested   bool
 	closed     bool
-	// receipts is the run's model gateway record (receipts.go);
-	// requireGateway says the admission policy requires every model call
-	// of the run to go through the gateway.
-	receipts       gateway.Record
-	requireGateway bool
 }
 
 // ownerMessage is a sig-ContentStore-style signature of an owner message:
