@@ -46,7 +46,7 @@ const (
 
 // Issuer signs attestations with the attester's identity key over fresh
 // evidence from its platform. It is safe for concurrent use when its Quoter
-// and CollateralSource are.
+// and collateralSource are.
 type Issuer struct {
 	// Key is the attester's Ed25519 identity key. It is never written to
 	// errors or output.
@@ -60,16 +60,16 @@ type Issuer struct {
 	RecipientKey []byte
 	// Collateral, when set, supplies verification collateral for each piece
 	// of evidence (names per docs/spec/attestation-v1.md).
-	Collateral CollateralSource
+	Collateral collateralSource
 	// GPUs produce GPU evidence (platform nvidia-gpu) over the same
 	// REPORT_DATA, added after the CPU evidence of every execution and key
 	// attestation (docs/spec/attestation-v1.md section 4.3).
 	GPUs []enclave.Quoter
 }
 
-// CollateralSource supplies verification collateral (CRLs, TCB info) for
+// collateralSource supplies verification collateral (CRLs, TCB info) for
 // evidence. It returns nil when it has none.
-type CollateralSource interface {
+type collateralSource interface {
 	Collateral(ctx context.Context, ev *evidence.Evidence) (map[string][]byte, error)
 }
 
@@ -139,6 +139,14 @@ type AttestInput struct {
 	// when it created the run (evidencedoc.NewIsolation). With it the
 	// commitments are v3 and carry it; without it, v2.
 	Isolation *evidencedoc.Isolation
+	// Gateway, optional, is the run's model gateway record (the count and
+	// chain head of control/gateway.Record.Summary). With it the
+	// commitments are v4 and carry it (and Isolation, if any), and the
+	// bundle's receipts must be exactly the record's
+	// (docs/spec/attestation-v1.md section 5.7): signed by this attester,
+	// one per llm_call event and stating what that event reports, in the
+	// record's order.
+	Gateway *evidencedoc.GatewayRecord
 }
 
 // Output is a signed execution attestation and its evidence document.
@@ -397,7 +405,7 @@ func (a *attestRun) checkInput() error {
 // run; it draws the attestation id.
 func (a *attestRun) bindRun() error {
 	in := a.in
-	bundle, err := verifyBundle(in)
+	bundle, err := verifyBundle(in, didkey.Format(a.pub))
 	if err != nil {
 		return err
 	}
@@ -432,6 +440,7 @@ func (a *attestRun) executionContext() error {
 		AdmissionPolicyHashB64u:      in.AdmissionPolicyHashB64u,
 		Sensitive:                    evidencedoc.SensitivityOf(in.Sensitive),
 		Isolation:                    in.Isolation,
+		Gateway:                      in.Gateway,
 	}
 	if err := evidencedoc.CheckCommitments(&a.commitments); err != nil {
 		return fmt.Errorf("%w: commitments: %w", ErrInput, err)

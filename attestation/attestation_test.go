@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 
 	sevabi "github.com/google/go-sev-guest/abi"
@@ -114,7 +115,7 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 	if err := dec.Decode(&md); err != nil {
 		t.Fatalf("metadata.clawea: %v", err)
 	}
-	if md.Clawea.Commitments != doc.Execution.Clawea || !md.Clawea.Simulated || !out.Simulated {
+	if !reflect.DeepEqual(md.Clawea.Commitments, doc.Execution.Clawea) || !md.Clawea.Simulated || !out.Simulated {
 		t.Fatalf("metadata.clawea %+v differs from the evidence context %+v", md.Clawea, doc.Execution.Clawea)
 	}
 	c := md.Clawea

@@ -9,8 +9,8 @@ import (
 )
 
 // verifyBundle verifies the proof bundle envelope and its binding to the
-// run the attester served.
-func verifyBundle(in *AttestInput) (*poh.Bundle, error) {
+// run the attester served (whose DID is attesterDID).
+func verifyBundle(in *AttestInput, attesterDID string) (*poh.Bundle, error) {
 	b, err := poh.VerifyProofBundle(in.BundleEnvelope, poh.BundleOptions{ReceiptSignerDIDs: in.ReceiptSignerDIDs})
 	if err != nil {
 		if pe, ok := errors.AsType[*poh.Error](err); ok {
@@ -22,6 +22,9 @@ func verifyBundle(in *AttestInput) (*poh.Bundle, error) {
 		return nil, err
 	}
 	if err := checkPromptCommitments(b, in); err != nil {
+		return nil, err
+	}
+	if err := checkGatewayRecord(b, in.Gateway, attesterDID); err != nil {
 		return nil, err
 	}
 	if in.BundleCheck != nil {
@@ -66,11 +69,35 @@ func checkPromptCommitments(b *poh.Bundle, in *AttestInput) error {
 	return bundleError(err)
 }
 
-// commitmentsVersion is the clawea_version the issuer writes: v3 when it
-// has isolation claims to commit to, v2 otherwise.
+// checkGatewayRecord applies docs/spec/attestation-v1.md section 5.7 when
+// the run has a gateway record: the bundle's receipts follow the gateway
+// receipt rules (poh.CheckGatewayReceipts) and are exactly the record's,
+// in its order. A receipt the record does not hold, one it holds that the
+// bundle lacks, and a reordered one all change the count or the chain.
+func checkGatewayRecord(b *poh.Bundle, rec *evidencedoc.GatewayRecord, attesterDID string) error {
+	if rec == nil {
+		return nil
+	}
+	count, chain, err := poh.CheckGatewayReceipts(b, attesterDID)
+	if err != nil {
+		return bundleError(err)
+	}
+	if count != rec.ReceiptCount || chain != rec.ReceiptChainB64u {
+		return &BundleError{Code: poh.EvidenceMismatch, Field: "payload.receipts",
+			Msg: fmt.Sprintf("the bundle's %d gateway receipts are not the %d of the run's gateway record, in its order", count, rec.ReceiptCount)}
+	}
+	return nil
+}
+
+// commitmentsVersion is the clawea_version the issuer writes: v4 when it
+// has a gateway record to commit to, v3 when it has isolation claims, v2
+// otherwise.
 func commitmentsVersion(in *AttestInput) string {
+	if in.Gateway != nil {
+		return evidencedoc.CommitmentsVersionV4
+	}
 	if in.Isolation != nil {
 		return evidencedoc.CommitmentsVersionV3
 	}
-	return evidencedoc.CommitmentsVersion
+	return evidencedoc.CommitmentsVersionV2
 }

@@ -70,7 +70,7 @@ type Config struct {
 	// fit gets 503.
 	UploadBudgetBytes int64
 	// TPM configures the tpm platform.
-	TPM TPMConfig
+	TPM tpmConfig
 	// Platform is auto, sev-snp, tdx, tpm or simulated.
 	Platform string
 	// GPU is off, required (NVIDIA GPU evidence through NVML for every
@@ -110,8 +110,8 @@ type Config struct {
 	uidAllow map[int]struct{}
 }
 
-// TPMConfig is attester.tpm.
-type TPMConfig struct {
+// tpmConfig is attester.tpm.
+type tpmConfig struct {
 	// Address is the host:port of a swtpm TCP data socket, for development
 	// only: the evidence is marked simulated. It requires platform "tpm",
 	// "azure-snp" or "azure-tdx" (then a fake paravisor in front of swtpm).
@@ -145,7 +145,7 @@ type attesterDoc struct {
 	MaxOwnerMessagesPerRun int               `conf:"maxOwnerMessagesPerRun,min=1,max=65536,default=256"`
 	MaxToolCallsPerRun     int               `conf:"maxToolCallsPerRun,min=1,max=16777216,default=65536"`
 	UploadBudgetBytes      *int64            `conf:"uploadBudgetBytes,min=0,max=17179869184"`
-	TPM                    TPMConfig         `conf:"tpm"`
+	TPM                    tpmConfig         `conf:"tpm"`
 	Platform               string            `conf:"platform,enum=auto|sev-snp|tdx|azure-snp|azure-tdx|tpm|simulated,default=auto"`
 	GPU                    string            `conf:"gpu,enum=off|required|simulated,default=off"`
 	StateDir               string            `conf:"stateDir"`

@@ -40,13 +40,13 @@ type Identity struct {
 	SealerKind string
 }
 
-// withSigningKey calls f with the Ed25519 private key and wipes the key
+// WithSigningKey calls f with the Ed25519 private key and wipes the key
 // afterwards. The key lives in locked memory; f gets a short-lived heap copy
 // because crypto/ed25519 (Go 1.26) caches derived keys by the address of the
 // key slice and cannot take memory the Go runtime does not own. Go's crypto
 // internals keep transient copies on the heap while signing; see
 // docs/spec/sealed-memory.md.
-func (id *Identity) withSigningKey(f func(ed25519.PrivateKey) error) error {
+func (id *Identity) WithSigningKey(f func(ed25519.PrivateKey) error) error {
 	k := make(ed25519.PrivateKey, ed25519.PrivateKeySize)
 	copy(k, id.signKey.Bytes())
 	defer sealed.Wipe(k)

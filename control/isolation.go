@@ -38,10 +38,10 @@ func PeerFrom(ctx context.Context) (Peer, bool) {
 	return p, ok
 }
 
-// SocketWriter is a uid that can replace the control socket: it can write
+// socketWriterUID is a uid that can replace the control socket: it can write
 // Dir, the socket's directory or a directory above it, and replace the
 // entry on the socket's path there.
-type SocketWriter struct {
+type socketWriterUID struct {
 	UID int
 	Dir string
 }
@@ -51,7 +51,7 @@ type SocketWriter struct {
 var errSocketReplaceable = errors.New("control socket: a control uid can replace it")
 
 // socketLayoutError names the uid and the directory.
-type socketLayoutError struct{ SocketWriter }
+type socketLayoutError struct{ socketWriterUID }
 
 func (e *socketLayoutError) Error() string {
 	return fmt.Sprintf("%v: uid %d can write %s (the socket's directory or one above it); give every directory up to / to the attester or root, without group or other write for a group of a control uid", errSocketReplaceable, e.UID, e.Dir)
@@ -162,19 +162,19 @@ func (p *isolationProbe) canReplace(uid int, d dirInfo) bool {
 // can replace the socket, and the directory that lets it; false when none
 // can. The attester's own uid is left out (it owns the socket's
 // directory); whether it is a control uid is a claim of its own.
-func (p *isolationProbe) socketWriter(socket string, attester int, controlUIDs []int) (SocketWriter, bool, error) {
+func (p *isolationProbe) socketWriter(socket string, attester int, controlUIDs []int) (socketWriterUID, bool, error) {
 	dirs, err := p.socketPath(socket)
 	if err != nil {
-		return SocketWriter{}, false, err
+		return socketWriterUID{}, false, err
 	}
 	for _, d := range dirs {
 		for _, u := range controlUIDs {
 			if u != attester && p.canReplace(u, d) {
-				return SocketWriter{UID: u, Dir: d.path}, true, nil
+				return socketWriterUID{UID: u, Dir: d.path}, true, nil
 			}
 		}
 	}
-	return SocketWriter{}, false, nil
+	return socketWriterUID{}, false, nil
 }
 
 // maxProcStatBytes bounds the read of /proc/PID/stat (as ReadPeer does).

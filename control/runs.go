@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
@@ -54,6 +55,9 @@ type Run struct {
 	// sensitive flag. Both are committed in the run's attestation.
 	admissionH string
 	sensitive  bool
+	// requireGateway says that policy requires every model call of the
+	// run to go through the model gateway (admission-policy-v1.md 7.1).
+	requireGateway bool
 	// isolation is what the attester observed of its isolation when it
 	// created the run (observeIsolation), committed in its attestation.
 	isolation *evidencedoc.Isolation
@@ -62,6 +66,9 @@ type Run struct {
 	turn      string
 	turnOwner bool
 	turnMsg   ownerMessage
+	// receipts is the run's gateway record: the receipts of its model
+	// calls (docs/spec/model-gateway.md section 8).
+	receipts gateway.Record
 	// Bounded per run: turns started (each uses one message id), owner
 	// messages signed, tool calls decided.
 	turns      int
@@ -385,6 +392,7 @@ func (c *creation) newRun(context.Context) error {
 	}
 	if p := s.cfg.AdmissionPolicy; p != nil {
 		c.rn.admissionH, c.rn.sensitive = p.Hash(), p.Sensitive()
+		c.rn.requireGateway = p.RequiresGateway()
 	}
 	return nil
 }
@@ -529,7 +537,7 @@ func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*att
 			GatePolicyHashB64u: s.gate.PolicyHash(), AuditRootB64u: root, AuditCount: count,
 			Model:                   attestation.ModelIdentity{Provider: s.cfg.ModelProvider, Model: s.cfg.Model},
 			AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-			BundleCheck: toolCallCheck(recs), Isolation: rn.isolation,
+			BundleCheck: rn.gatewayCheck(toolCallCheck(recs)), Isolation: rn.isolation, Gateway: rn.gatewayRecord(),
 		})
 		return err
 	})

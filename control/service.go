@@ -146,7 +146,7 @@ func (s *Service) OpenRuns() int { return s.runs.open() }
 // withIssuer runs f with an attestation issuer holding a short-lived copy of
 // the identity key.
 func (s *Service) withIssuer(f func(*attestation.Issuer) error) error {
-	return s.id.withSigningKey(func(k ed25519.PrivateKey) error {
+	return s.id.WithSigningKey(func(k ed25519.PrivateKey) error {
 		return f(&attestation.Issuer{
 			Key: k, Quoter: s.platform, Now: s.now, GPUs: s.gpus,
 			RecipientKey: s.id.PackKey.Public().Bytes(),

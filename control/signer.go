@@ -28,7 +28,7 @@ func (a answerSigner) Sign(message []byte) ([]byte, error) {
 		return nil, errors.New("control: answer signer without an identity")
 	}
 	var sig []byte
-	err := a.Identity.withSigningKey(func(k ed25519.PrivateKey) error {
+	err := a.Identity.WithSigningKey(func(k ed25519.PrivateKey) error {
 		sig = ed25519.Sign(k, answerMessage(message))
 		return nil
 	})

@@ -57,6 +57,9 @@ func (st *state) checkBundle(raw []byte) *Error {
 		return e
 	}
 	st.pass(CheckPromptCommitments, "every llm_call committed to the attested system prompt and report")
+	if e := st.checkGatewayReceipts(b); e != nil {
+		return e
+	}
 	st.bundle = b
 	r.Bundle = br
 	return nil

@@ -210,7 +210,7 @@ func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
 	}
 	_, rh := reportJSON(t)
 	c := evidencedoc.Commitments{
-		Version: evidencedoc.CommitmentsVersion, SystemPromptHashB64u: testfixture.Report().Final.SystemPromptHashB64u,
+		Version: evidencedoc.CommitmentsVersionV2, SystemPromptHashB64u: testfixture.Report().Final.SystemPromptHashB64u,
 		SystemPromptReportHashB64u: rh, PromptPackCiphertextHashB64u: h("prompt_pack.enc"),
 		GatePolicyHashB64u: h("gate policy"), GateAuditRootB64u: s.auditRoot, GateAuditCount: s.auditCount,
 		ModelIdentity: model, ModelIdentityDigestB64u: digest, Sensitive: evidencedoc.SensitiveFalse,

@@ -98,6 +98,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		TrustedTemplates: map[string]string{"AGENTS.md": "sha256:" + hexSHA("a")}, TrustedRecipes: []Recipe{{ID: "openclaw-sig", Version: "1"}},
 		ExpectedPromptHashB64u: f.run.PromptHash, ExpectedReportHashB64u: f.run.ReportHash, ExpectedGatePolicyHashB64u: h("gate policy"),
 		ExpectedModel: &ModelIdentity{Provider: "anthropic", Model: "claude-opus-4-6", Revision: "r1"}, ReceiptSignerDIDs: []string{did(key(4))},
+		RequireGateway: true,
 	}
 	fullJSON, err := full.Encode()
 	if err != nil {
@@ -124,6 +125,8 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	write("FuzzParsePolicy", "duplicate", []byte(`{"policy_version":"clawea.dev/verify-policy/v1","allow_simulated":true,"allow_simulated":false}`))
 	write("FuzzVerify", "valid", f.att, f.ev, f.bundle)
 	write("FuzzVerify", "valid-no-bundle", f.att, f.ev, nil)
+	g := attest(t, simSEV(t, sim.Options{}), gatewayRun(t))
+	write("FuzzVerify", "valid-gateway", g.att, g.ev, g.bundle)
 	write("FuzzVerify", "swapped", f.ev, f.att, nil)
 	write("FuzzVerify", "tampered-evidence", f.att, append(bytes.Clone(f.ev[:len(f.ev)-2]), 'A', 'A'), f.bundle)
 }

@@ -138,6 +138,10 @@ type Policy struct {
 	// GPUMeasurements pins GPU measurement blocks by index (see
 	// platform.Policy.GPUMeasurements).
 	GPUMeasurements map[int][]byte
+	// RequireGateway refuses an attestation that does not commit to a model
+	// gateway record (commitments v4), or whose bundle has an llm_call
+	// without its gateway receipt. It needs the proof bundle.
+	RequireGateway bool
 }
 
 var (
@@ -228,6 +232,7 @@ type policyDoc struct {
 	RequireGPU               bool              `conf:"require_gpu"`
 	AllowUncheckedGPURev     bool              `conf:"allow_unchecked_gpu_revocation"`
 	GPUMeasurements          map[string]string `conf:"gpu_measurements_hex,max=255"`
+	RequireGateway           bool              `conf:"require_gateway"`
 
 	policy *Policy
 }
@@ -241,6 +246,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
 		RequireGPU: doc.RequireGPU, AllowUncheckedGPURevocation: doc.AllowUncheckedGPURev,
 		TrustGCEAKCerts: doc.TrustGCEAKCerts,
+		RequireGateway: doc.RequireGateway,
 	}
 	for _, read := range []func(*confdoc.Decoder, *Policy){
 		doc.readPlatform,
@@ -256,7 +262,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		return
 	}
 	if len(p.TPMAKCertifications) > 0 && len(p.TPMEKRoots) == 0 {
-		d.Fail("$.tpm_ak_certifications_b64u", ErrContradiction, "tpm_ak_certifications_b64u needs tpm_ek_roots_b64u")
+		d.Fail("$.tpm_ak_certifications_b64u", errContradiction, "tpm_ak_certifications_b64u needs tpm_ek_roots_b64u")
 		return
 	}
 	if err := p.checkConsistent(); err != nil {
@@ -486,15 +492,15 @@ func (p *Policy) tpmEKRoots() *x509.CertPool {
 	return pool
 }
 
-// ErrContradiction is wrapped (with ErrPolicyFile from ParsePolicy, with
+// errContradiction is wrapped (with ErrPolicyFile from ParsePolicy, with
 // ErrUsage from Verify) when policy members contradict each other.
-var ErrContradiction = errors.New("verify: contradictory policy")
+var errContradiction = errors.New("verify: contradictory policy")
 
 // checkConsistent refuses contradictory members.
 func (p *Policy) checkConsistent() error {
 	if p.RequireSensitive && len(p.AdmissionPolicyHashes) == 0 {
 		return &jsonobj.PathError{Path: jsonobj.Key(jsonobj.Root, "require_sensitive"),
-			Err: fmt.Errorf("%w: require_sensitive needs admission_policy_hashes_b64u (the admission policies a sensitive run may have been admitted under)", ErrContradiction)}
+			Err: fmt.Errorf("%w: require_sensitive needs admission_policy_hashes_b64u (the admission policies a sensitive run may have been admitted under)", errContradiction)}
 	}
 	return nil
 }
@@ -604,6 +610,7 @@ func (p *Policy) Encode() ([]byte, error) {
 		ms = append(ms, pohjson.M("require_isolation", encodeRequireIsolation(p.RequireIsolation)))
 	}
 	ms = append(ms, p.encodeGPU()...)
+	addBool("require_gateway", p.RequireGateway)
 	return pohjson.Stringify(pohjson.NewObject(ms...))
 }
 

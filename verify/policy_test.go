@@ -24,7 +24,7 @@ func TestParsePolicyErrorsNameTheMember(t *testing.T) {
 		{head + `"trusted_recipes":[{"version":"1","id":"x"}]}`, "$.trusted_recipes[0]", jsonobj.ErrWrongType},
 		{head + `"expected_report_hash_b64u":"abc"}`, "$.expected_report_hash_b64u", jsonobj.ErrWrongType},
 		{head + `"allow_simulated":true,"allow_simulated":false}`, "$.allow_simulated", pohjson.ErrDuplicateKey},
-		{head + `"require_sensitive":true}`, "$.require_sensitive", ErrContradiction},
+		{head + `"require_sensitive":true}`, "$.require_sensitive", errContradiction},
 		{head + `"require_sensitive":1,"admission_policy_hashes_b64u":["` + h("a") + `"]}`, "$.require_sensitive", jsonobj.ErrWrongType},
 		{head + `"admission_policy_hashes_b64u":["abc"]}`, "$.admission_policy_hashes_b64u[0]", jsonobj.ErrWrongType},
 		// A range violation: more than 1024 entries.

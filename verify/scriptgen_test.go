@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"os"
 	"path/filepath"
@@ -13,7 +14,9 @@ import (
 
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // scriptPath is packctl's testscript for verify; its files are fixtures
@@ -76,6 +79,22 @@ stdout '^REJECTED: audit-log HASH_MISMATCH'
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy sensitive.json --at 2026-06-01T12:00:00Z
 stdout '^POLICY-REFUSED: policy/admission-policy'
 stderr 'the run.s admission policy none is not in admission_policy_hashes_b64u'
+
+# Gateway receipts: a run whose model calls went through the attester's
+# gateway verifies under require_gateway, its receipts checked against the
+# attested record; a run without a gateway record is refused by that policy
+# (exit 4); reordered receipts under a record that names them in another
+# order are rejected (exit 2).
+exec packctl verify --attestation gw/attestation.json --evidence gw/evidence.jws --bundle gw/bundle.json --policy gateway.json --at 2026-06-01T12:00:00Z
+stdout 'ok +gateway-receipts +2 receipts signed by the attester'
+stdout '^VERIFIED'
+! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --bundle sev/bundle.json --policy gateway.json --at 2026-06-01T12:00:00Z
+stdout '^POLICY-REFUSED: policy/gateway'
+stderr 'commits to no model gateway record and require_gateway is set'
+! exec packctl verify --attestation gw/reordered-attestation.json --evidence gw/reordered-evidence.jws --bundle gw/reordered-bundle.json --policy gateway.json --at 2026-06-01T12:00:00Z --json
+stdout '"exit_code": 2'
+stdout '"check": "gateway-receipts"'
+stdout '"poh_code": "EVIDENCE_MISMATCH"'
 
 # Policy: another measurement is refused (exit 4).
 ! exec packctl verify --attestation sev/attestation.json --evidence sev/evidence.jws --policy other-measurement.json --at 2026-06-01T12:00:00Z
@@ -166,6 +185,23 @@ func writeScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gwRun := gatewayRun(t)
+	gwRun.RunID = "run_verify_003"
+	gw := attest(t, simSEV(t, sim.Options{}), gwRun)
+	gwPolicy := *pol
+	gwPolicy.RequireGateway = true
+	gwJSON, err := gwPolicy.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An attestation of the gateway's record over a bundle whose receipts
+	// are in another order: one the attester would refuse to sign.
+	reordered := *gwRun
+	reordered.EditReceipts = func(rs []json.RawMessage) []json.RawMessage { return []json.RawMessage{rs[1], rs[0]} }
+	spec := forgeRun(t, simSEV(t, sim.Options{}), &reordered)
+	rec := attestfixture.Input(t, &gwRun.Run, "", 0).Gateway
+	spec.commitments = func(c *evidencedoc.Commitments) { c.Version, c.Gateway = evidencedoc.CommitmentsVersionV4, rec }
+	forgedAtt, forgedEv := forge(t, spec)
 	der, err := x509.MarshalPKCS8PrivateKey(ed25519.NewKeyFromSeed(bytes.Repeat([]byte{0x5e}, 32)))
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +212,7 @@ func writeScript(t *testing.T) {
 	add("policy.json", nl(polJSON))
 	add("other-measurement.json", nl(otherJSON))
 	add("sensitive.json", nl(sensitiveJSON))
+	add("gateway.json", nl(gwJSON))
 	add("strict.json", []byte(`{"policy_version":"clawea.dev/verify-policy/v1","allow_any_measurement":true}`+"\n"))
 	add("bad-policy.json", []byte(`{"policy_version":"clawea.dev/verify-policy/v1","allow_simulation":true}`+"\n"))
 	add("report.json", nl(sev.report))
@@ -183,7 +220,7 @@ func writeScript(t *testing.T) {
 	for _, f := range []struct {
 		dir string
 		fx  *fixture
-	}{{"sev", sev}, {"tdx", tdx}} {
+	}{{"sev", sev}, {"tdx", tdx}, {"gw", gw}} {
 		// txtar ends every file with a newline; packctl verify strips one
 		// trailing newline from the evidence file (a compact JWS has none).
 		add(f.dir+"/attestation.json", nl(f.fx.att))
@@ -191,6 +228,9 @@ func writeScript(t *testing.T) {
 		add(f.dir+"/bundle.json", nl(f.fx.bundle))
 		add(f.dir+"/audit.jsonl", f.fx.audit)
 	}
+	add("gw/reordered-attestation.json", nl(forgedAtt))
+	add("gw/reordered-evidence.jws", forgedEv)
+	add("gw/reordered-bundle.json", nl(spec.bundle))
 	tampered := bytes.Replace(sev.att, []byte(`"run_id":"run_verify_001"`), []byte(`"run_id":"run_verify_00X"`), 1)
 	add("sev/tampered.json", nl(tampered))
 	add("sev/audit-tampered.jsonl", bytes.Replace(sev.audit, []byte(`"decision":"deny"`), []byte(`"decision":"allow"`), 1))

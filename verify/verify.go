@@ -754,6 +754,9 @@ func (st *state) checkPolicy() *Error {
 	if e := checkIsolation(p, c); e != nil {
 		return e
 	}
+	if e := st.checkRequireGateway(); e != nil {
+		return e
+	}
 	if m := p.ExpectedModel; m != nil {
 		got := c.ModelIdentity
 		if got.Provider != m.Provider || got.Model != m.Model || got.Revision != m.Revision {

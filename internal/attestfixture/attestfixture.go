@@ -12,17 +12,22 @@ import (
 	"time"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/internal/testfixture"
+	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/evidencedoc"
 )
 
 // Input is what the issuer is given for r: its signed bundle (r.Bundle),
 // its commitments, the model, testfixture.Harness, the hash of the gate
-// policy "gate policy" and the audit log head auditRoot of auditCount
-// records.
+// policy "gate policy", the audit log head auditRoot of auditCount records
+// and, when r has a receipt key, the gateway record of its receipts as the
+// gateway issued them (before r's receipt edits).
 func Input(t testing.TB, r *testfixture.Run, auditRoot string, auditCount int64) attestation.AttestInput {
 	t.Helper()
 	return attestation.AttestInput{
+		Gateway:                      gatewayRecord(t, r),
 		BundleEnvelope:               r.Bundle(t),
 		PromptCommittedEventHashB64u: r.PromptCommittedEventHash(t),
 		AgentDID:                     r.AgentDID(),
@@ -36,6 +41,33 @@ func Input(t testing.TB, r *testfixture.Run, auditRoot string, auditCount int64)
 		Model:                        attestation.ModelIdentity{Provider: r.Provider, Model: r.Model},
 		Harness:                      testfixture.Harness(),
 	}
+}
+
+// gatewayRecord is the gateway record of r's receipts as signed, before
+// r's receipt edits: what the attester's gateway holds.
+func gatewayRecord(t testing.TB, r *testfixture.Run) *evidencedoc.GatewayRecord {
+	t.Helper()
+	if r.ReceiptKey == nil {
+		return nil
+	}
+	issued := *r
+	issued.EditReceipt, issued.EditReceipts, issued.MoveReceipt = nil, nil, false
+	b, err := pohjson.Parse(issued.Bundle(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec gateway.Record
+	for _, env := range b.Get("payload").Get("receipts").Elems() {
+		raw, err := pohjson.Stringify(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rec.Append(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, chain := rec.Summary()
+	return &evidencedoc.GatewayRecord{ReceiptCount: n, ReceiptChainB64u: chain}
 }
 
 // platform is what Attest attests on: it quotes and reports its launch measurement.

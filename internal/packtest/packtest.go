@@ -77,11 +77,11 @@ func AdmissionDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "promptpack", "admission", "testdata")
 }
 
-// AdmitVector is one vector of AdmissionDir()/admit-vectors.json: the base
+// admitVector is one vector of AdmissionDir()/admit-vectors.json: the base
 // pack changed by Set (params members) and Pack (pack members), checked
 // against Policy; Rule is the rule that refuses it ("" when admitted) and
 // Input the input it names.
-type AdmitVector struct {
+type admitVector struct {
 	Name   string         `json:"name"`
 	Policy string         `json:"policy"`
 	Set    map[string]any `json:"set"`
@@ -91,14 +91,14 @@ type AdmitVector struct {
 }
 
 // AdmitVectors returns the vectors of admit-vectors.json.
-func AdmitVectors(tb testing.TB) []AdmitVector {
+func AdmitVectors(tb testing.TB) []admitVector {
 	tb.Helper()
 	b, err := os.ReadFile(filepath.Join(AdmissionDir(), "admit-vectors.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var doc struct {
-		Vectors []AdmitVector `json:"vectors"`
+		Vectors []admitVector `json:"vectors"`
 	}
 	if err := json.Unmarshal(b, &doc); err != nil {
 		tb.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
 	"github.com/google/go-sev-guest/testing/data"
 
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
@@ -135,6 +136,16 @@ type Run struct {
 	OmitLLMCalls     bool              // no metadata.clawea_llm_calls
 	NotPrefix        bool              // llm_call payloads say attested_prefix false
 	OmitHarness      bool              // no metadata.harness
+
+	// Gateway receipts. ReceiptKey, when set, signs one gateway_receipt
+	// per llm_call event (gateway.SignReceipt), in chain order, into the
+	// bundle's receipts; EditReceipt changes the i-th call before it is
+	// signed, EditReceipts the list of signed receipts (reorder, drop, add);
+	// MoveReceipt binds the second receipt to the first llm_call event.
+	ReceiptKey   ed25519.PrivateKey
+	EditReceipt  func(i int, c *gateway.Call)
+	EditReceipts func(receipts []json.RawMessage) []json.RawMessage
+	MoveReceipt  bool
 }
 
 // NewRun returns a run of agent Key(1) with two llm_calls and two
@@ -197,6 +208,7 @@ type bundlePayload struct {
 	BundleID      string                `json:"bundle_id"`
 	AgentDID      string                `json:"agent_did"`
 	EventChain    []poh.EventChainEntry `json:"event_chain"`
+	Receipts      []json.RawMessage     `json:"receipts,omitempty"`
 	Metadata      map[string]any        `json:"metadata"`
 }
 
@@ -214,7 +226,7 @@ func (r *Run) Bundle(t testing.TB) []byte {
 	}
 	chain, llmCalls := r.eventChain(t, runID)
 	md := r.bundleMetadata(t, runID, chain, llmCalls)
-	v, err := pohjson.FromGo(bundlePayload{BundleVersion: "1", BundleID: r.BundleID, AgentDID: r.AgentDID(), EventChain: chain, Metadata: md})
+	v, err := pohjson.FromGo(bundlePayload{BundleVersion: "1", BundleID: r.BundleID, AgentDID: r.AgentDID(), EventChain: chain, Receipts: r.receipts(t, chain, llmCalls), Metadata: md})
 	if err != nil {
 		t.Fatal(err)
 	}

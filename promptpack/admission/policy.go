@@ -75,6 +75,8 @@ const (
 	ownersNone = "none"
 	ownersHMAC = "hmac"
 	ownersAny  = "any"
+
+	gatewayRequired = "required"
 )
 
 // Errors. Every Parse error is a *policyError that matches errMalformed
@@ -161,6 +163,10 @@ type policyDoc struct {
 	Extra       string         `conf:"extra_system_prompt,required,enum=refuse|allow"`
 	Tools       toolsRules     `conf:"tools,required"`
 	Owners      ownersRules    `conf:"owners,required"`
+	// ModelGateway (OPTIONAL, absent means gatewayOptional) says whether
+	// every model call of an admitted run must go through the attester's
+	// model gateway (section 7.1).
+	ModelGateway string `conf:"model_gateway,enum=required|optional"`
 }
 
 // nameValue is a path hint, skill name or tool name (the schema's "name"):
@@ -339,6 +345,7 @@ type Policy struct {
 	extraSystemPrompt string
 	tools             toolsRules
 	owners            ownersRules
+	modelGateway      bool
 
 	// Lookup sets of the lists Admit checks per input, so that admission
 	// stays linear in the pack's size.
@@ -380,6 +387,12 @@ func (p *Policy) index() {
 // has obligations (checkRuntime) and its attestation says so.
 func (p *Policy) Sensitive() bool { return p.sensitive }
 
+// RequiresGateway reports whether every model call of a run admitted under
+// the policy must go through the attester's model gateway (section 7.1):
+// the attester then refuses to attest a run with an llm_call its gateway
+// did not receipt.
+func (p *Policy) RequiresGateway() bool { return p.modelGateway }
+
 // Hash returns admission_policy_hash_b64u: b64u(SHA-256(JCS(policy))).
 func (p *Policy) Hash() string { return p.hash }
 
@@ -415,7 +428,7 @@ func Parse(data []byte) (*Policy, error) {
 	p := &Policy{
 		sensitive: doc.Sensitive, recipes: doc.Recipes, promptModes: doc.PromptModes,
 		bootstrap: doc.Bootstrap, skills: doc.Skills, extraSystemPrompt: doc.Extra,
-		tools: doc.Tools, owners: doc.Owners,
+		tools: doc.Tools, owners: doc.Owners, modelGateway: doc.ModelGateway == gatewayRequired,
 		canonical: canon, hash: b64u.SHA256(canon),
 	}
 	p.index()

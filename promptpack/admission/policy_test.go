@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -165,4 +166,31 @@ func TestDecoderAgreesWithSchema(t *testing.T) {
 		t.Fatalf("%d documents, %d accepted: the corpus shrank", len(docs), accepted)
 	}
 	t.Logf("%d documents agree, %d of them accepted", len(docs), accepted)
+}
+
+// TestModelGateway: model_gateway is optional; "required" makes the policy
+// require the gateway (and changes its hash), "optional" and absence do not.
+func TestModelGateway(t *testing.T) {
+	base := readTestdata(t, "sensitive.policy.json")
+	with := func(v string) []byte {
+		i := bytes.LastIndexByte(base, '}')
+		return append(append(bytes.Clone(base[:i]), `,"model_gateway":"`+v+`"`...), base[i:]...)
+	}
+	for name, c := range map[string]struct {
+		doc  []byte
+		want bool
+	}{"absent": {base, false}, "optional": {with("optional"), false}, "required": {with("required"), true}} {
+		p, err := Parse(c.doc)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if p.RequiresGateway() != c.want {
+			t.Errorf("%s: RequiresGateway %v", name, p.RequiresGateway())
+		}
+	}
+	a, _ := Parse(base)
+	r, _ := Parse(with("required"))
+	if a.Hash() == r.Hash() {
+		t.Fatal("requiring the gateway does not change the policy hash")
+	}
 }

@@ -83,7 +83,7 @@ func VerifyProofBundle(raw []byte, opts BundleOptions) (*Bundle, error) {
 		out.RunID = events[0].RunID
 	}
 	out.RateLimitClaims = rateLimitClaims(p)
-	if err := CheckRateLimitClaims(out.RateLimitClaims, out.RunID); err != nil {
+	if err := checkRateLimitClaims(out.RateLimitClaims, out.RunID); err != nil {
 		return nil, err
 	}
 	if err := checkURMReference(p); err != nil {
@@ -203,7 +203,7 @@ func verifyEventChain(chain []*pohjson.Value) ([]Event, error) {
 
 func verifyBoundReceipt(i int, r *pohjson.Value, b *Bundle, opts BundleOptions) (*Receipt, error) {
 	field := fmt.Sprintf("payload.receipts[%d]", i)
-	env, err := verifyParsed(r, VerifyOptions{Type: typeGatewayReceipt})
+	env, err := verifyParsed(r, VerifyOptions{Type: TypeGatewayReceipt})
 	if err != nil {
 		if pe, ok := err.(*Error); ok {
 			return nil, &Error{Code: pe.Code, Field: joinField(field, pe.Field), Msg: pe.Msg}

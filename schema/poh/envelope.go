@@ -23,14 +23,14 @@ const (
 // Envelope types this package knows, each with its envelope schema.
 const (
 	TypeProofBundle          = "proof_bundle"
-	typeGatewayReceipt       = "gateway_receipt"
+	TypeGatewayReceipt       = "gateway_receipt"
 	TypeExecutionAttestation = "execution_attestation"
 	typeToolReceipt          = "tool_receipt"
 )
 
 var envelopeSchemas = map[string]string{
 	TypeProofBundle:          schemas.ProofBundleEnvelopeV1,
-	typeGatewayReceipt:       schemas.GatewayReceiptEnvelopeV1,
+	TypeGatewayReceipt:       schemas.GatewayReceiptEnvelopeV1,
 	TypeExecutionAttestation: schemas.ExecutionAttestationEnvelopeV1,
 	typeToolReceipt:          schemas.ToolReceiptEnvelopeV1,
 }

@@ -60,7 +60,7 @@ func TestRateLimitNonFinite(t *testing.T) {
 	for _, tc := range cases {
 		c := base
 		tc.mod(&c)
-		err := CheckRateLimitClaims([]RateLimitClaim{c}, "")
+		err := checkRateLimitClaims([]RateLimitClaim{c}, "")
 		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
@@ -68,7 +68,7 @@ func TestRateLimitNonFinite(t *testing.T) {
 	r := "other"
 	c := base
 	c.RunID = &r
-	if err := CheckRateLimitClaims([]RateLimitClaim{c}, "run_1"); !errors.Is(err, RateLimitClaimInconsistent) {
+	if err := checkRateLimitClaims([]RateLimitClaim{c}, "run_1"); !errors.Is(err, RateLimitClaimInconsistent) {
 		t.Errorf("run id mismatch: %v", err)
 	}
 }

@@ -210,7 +210,7 @@ func TestReasonCodes(t *testing.T) {
 		{"version 2", replaceField(t, good, "envelope_version", s("2")), UnknownEnvelopeVersion},
 		{"version number", replaceField(t, good, "envelope_version", pohjson.NewInt(1)), UnknownEnvelopeVersion},
 		{"type", replaceField(t, good, "envelope_type", s("nope")), UnknownEnvelopeType},
-		{"wrong type", replaceField(t, good, "envelope_type", s(typeGatewayReceipt)), UnknownEnvelopeType},
+		{"wrong type", replaceField(t, good, "envelope_type", s(TypeGatewayReceipt)), UnknownEnvelopeType},
 		{"algorithm", replaceField(t, good, "algorithm", s("ES256")), UnknownAlgorithm},
 		{"hash algorithm", replaceField(t, good, "hash_algorithm", s("BLAKE3")), UnknownHashAlgorithm},
 		{"did syntax", replaceField(t, good, "signer_did", s("did:example:123")), InvalidDIDFormat},
@@ -261,11 +261,11 @@ func TestDIDWebSignerRefused(t *testing.T) {
 	}
 	env, _ := pohjson.Parse(raw)
 	receipt, _ := pohjson.Stringify(env.Get("payload").Get("receipts").Elems()[0])
-	if _, err := Verify(receipt, VerifyOptions{Type: typeGatewayReceipt}); err != nil {
+	if _, err := Verify(receipt, VerifyOptions{Type: TypeGatewayReceipt}); err != nil {
 		t.Fatalf("receipt: %v", err)
 	}
 	web := replaceField(t, receipt, "signer_did", pohjson.NewString("did:web:example.com"))
-	if _, err := Verify(web, VerifyOptions{Type: typeGatewayReceipt}); !errors.Is(err, InvalidDIDFormat) {
+	if _, err := Verify(web, VerifyOptions{Type: TypeGatewayReceipt}); !errors.Is(err, InvalidDIDFormat) {
 		t.Fatalf("got %v, want INVALID_DID_FORMAT", err)
 	}
 }
@@ -394,7 +394,7 @@ func TestPromptRootHash(t *testing.T) {
 	if h1 != b64u.SHA256([]byte(want)) {
 		t.Fatal("root is not the hash of the JSON.stringify form in UTF-16 order")
 	}
-	if _, err := PromptRootHash([]PromptPackEntry{a, a}); !errors.Is(err, ErrDuplicateEntry) {
+	if _, err := PromptRootHash([]PromptPackEntry{a, a}); !errors.Is(err, errDuplicateEntry) {
 		t.Fatalf("duplicate: %v", err)
 	}
 }

@@ -14,8 +14,8 @@ type PromptPackEntry struct {
 	ContentHashB64u string
 }
 
-// ErrDuplicateEntry is returned by PromptRootHash for a repeated entry_id.
-var ErrDuplicateEntry = errors.New("poh: duplicate prompt pack entry_id")
+// errDuplicateEntry is returned by PromptRootHash for a repeated entry_id.
+var errDuplicateEntry = errors.New("poh: duplicate prompt pack entry_id")
 
 // PromptRootHash is the PoH prompt_pack.v1 root (its schema description):
 // b64u(SHA-256(JSON.stringify({prompt_pack_version: "1", entries:
@@ -31,7 +31,7 @@ func PromptRootHash(entries []PromptPackEntry) (string, error) {
 	elems := make([]*pohjson.Value, 0, len(sorted))
 	for i, e := range sorted {
 		if i > 0 && sorted[i-1].EntryID == e.EntryID {
-			return "", ErrDuplicateEntry
+			return "", errDuplicateEntry
 		}
 		elems = append(elems, pohjson.NewObject(
 			pohjson.M("entry_id", pohjson.NewString(e.EntryID)),

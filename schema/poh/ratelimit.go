@@ -36,7 +36,7 @@ type RateLimitClaim struct {
 	RunID *string
 }
 
-// CheckRateLimitClaims applies the rate-limit claim rules of
+// checkRateLimitClaims applies the rate-limit claim rules of
 // docs/spec/hashing-and-envelopes.md §5.4 to claims, in order, and returns
 // the first failure as a *Error. runID is the bundle's run id (the event
 // chain's), or "" when the bundle has no event chain; a claim's run_id is
@@ -52,7 +52,7 @@ type RateLimitClaim struct {
 //     finite and >= 0 (else RATE_LIMIT_CLAIM_INCONSISTENT) and observed <= max
 //     (else RATE_LIMIT_EXCEEDED)
 //  6. run_id, when present, equals runID (else RATE_LIMIT_CLAIM_INCONSISTENT)
-func CheckRateLimitClaims(claims []RateLimitClaim, runID string) error {
+func checkRateLimitClaims(claims []RateLimitClaim, runID string) error {
 	for i, c := range claims {
 		field := fmt.Sprintf("payload.rate_limit_claims[%d]", i)
 		start, errS := parseTime(c.WindowStart)

@@ -187,9 +187,9 @@ func (r *Record) Seal(dst []byte) ([]byte, error) {
 	return dst[:start+line], nil
 }
 
-// MarshalCanonical returns the JCS form of r (with record_hash_b64u when it
+// marshalCanonical returns the JCS form of r (with record_hash_b64u when it
 // is set), without a trailing newline.
-func (r *Record) MarshalCanonical() ([]byte, error) {
+func (r *Record) marshalCanonical() ([]byte, error) {
 	if err := r.checkUTF8(); err != nil {
 		return nil, err
 	}

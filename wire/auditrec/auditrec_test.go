@@ -310,8 +310,8 @@ func checkSeal(t *testing.T, c *Chain, e Entry, at time.Time) {
 	if want := b64u.SHA256(refNoHash); c.Root != want {
 		t.Fatalf("record hash %s, reference %s", c.Root, want)
 	}
-	if m, _ := r.MarshalCanonical(); !bytes.Equal(m, refNoHash) {
-		t.Fatalf("MarshalCanonical differs")
+	if m, _ := r.marshalCanonical(); !bytes.Equal(m, refNoHash) {
+		t.Fatalf("marshalCanonical differs")
 	}
 	// Seal appends: a non-empty dst keeps its prefix.
 	r2 := r

@@ -11,17 +11,39 @@ import (
 // records is empty (docs/spec/gate-v1.md section 5.1), so the root is ""
 // exactly when the count is 0, and a b64u SHA-256 hash otherwise.
 func checkAuditHead(root string, count int64) error {
+	return checkChainHead("gate_audit_root_b64u", root, "gate_audit_count", count)
+}
+
+// checkChainHead checks a chain head against its count: "" exactly when
+// the count is 0, a b64u SHA-256 hash otherwise.
+func checkChainHead(rootName, root, countName string, count int64) error {
 	if count < 0 || count > pohjson.MaxSafeInteger {
-		return fmt.Errorf("%w: gate_audit_count out of range", ErrMalformed)
+		return fmt.Errorf("%w: %s out of range", ErrMalformed, countName)
 	}
 	if count == 0 {
 		if root != "" {
-			return fmt.Errorf("%w: gate_audit_root_b64u must be empty when gate_audit_count is 0", ErrInconsistent)
+			return fmt.Errorf("%w: %s must be empty when %s is 0", ErrInconsistent, rootName, countName)
 		}
 		return nil
 	}
 	if root == "" {
-		return fmt.Errorf("%w: gate_audit_root_b64u is empty but gate_audit_count is %d", ErrInconsistent, count)
+		return fmt.Errorf("%w: %s is empty but %s is %d", ErrInconsistent, rootName, countName, count)
 	}
-	return checkHash("gate_audit_root_b64u", root)
+	return checkHash(rootName, root)
+}
+
+// checkGatewayMember requires the gateway record in v4 commitments,
+// refuses it in earlier versions, and checks its chain head against its
+// count (docs/spec/attestation-v1.md section 5.7).
+func checkGatewayMember(c *Commitments) error {
+	if c.Version != CommitmentsVersionV4 {
+		if c.Gateway != nil {
+			return fmt.Errorf("%w: a %s commitment has no gateway member", ErrMalformed, c.Version)
+		}
+		return nil
+	}
+	if c.Gateway == nil {
+		return fmt.Errorf("%w: gateway is required in %s", ErrMalformed, CommitmentsVersionV4)
+	}
+	return checkChainHead("gateway.receipt_chain_b64u", c.Gateway.ReceiptChainB64u, "gateway.receipt_count", c.Gateway.ReceiptCount)
 }

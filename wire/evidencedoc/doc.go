@@ -49,11 +49,6 @@ const (
 	// keyNonceLabel is the label of the key-attestation nonce (REPORT_DATA
 	// bytes 0..31 of a key attestation).
 	keyNonceLabel = "clawea.dev/attester/v1/key-attestation/nonce"
-	// CommitmentsVersion is the metadata.clawea.clawea_version a producer
-	// writes when it observed nothing of its isolation: v2, which adds the
-	// admission policy and sensitive members. A producer that observed its
-	// isolation writes CommitmentsVersionV3.
-	CommitmentsVersion = CommitmentsVersionV2
 	// CommitmentsVersionV1 is the first commitments version: it carries
 	// neither admission_policy_hash_b64u nor sensitive. Parse still
 	// accepts it, so that older attestations stay verifiable.
@@ -65,6 +60,10 @@ const (
 	// CommitmentsVersionV3 is v2 plus isolation (REQUIRED): what the
 	// attester observed of its isolation when it created the run.
 	CommitmentsVersionV3 = "clawea.dev/attestation/v3"
+	// CommitmentsVersionV4 is v2 plus gateway (REQUIRED): the run's model
+	// gateway record; isolation is OPTIONAL (present when the attester
+	// observed it).
+	CommitmentsVersionV4 = "clawea.dev/attestation/v4"
 )
 
 // Limits.
@@ -195,30 +194,43 @@ type Commitments struct {
 	// Sensitive (v2, REQUIRED; absent in v1) says whether that policy is
 	// sensitive, so that the run was held to its run-time obligations.
 	// SensitiveTrue requires AdmissionPolicyHashB64u.
-	Sensitive Sensitivity `json:"sensitive,omitzero"`
+	Sensitive sensitivity `json:"sensitive,omitzero"`
 	// Isolation (v3, REQUIRED; absent in v1 and v2) is what the attester
 	// observed of its isolation from the orchestrator when it created the
 	// run (docs/spec/attestation-v1.md section 5.6).
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Gateway (v4, REQUIRED; absent before) is the run's model gateway
+	// record: the receipts the attester's gateway issued for the run
+	// (docs/spec/attestation-v1.md section 5.7).
+	Gateway *GatewayRecord `json:"gateway,omitempty"`
+}
+
+// GatewayRecord is the gateway member of v4 commitments: how many
+// gateway_receipt envelopes the attester's model gateway issued for the run
+// and the head of their chain (poh.ChainGatewayReceipt; "" for none).
+// Field order is the wire order.
+type GatewayRecord struct {
+	ReceiptCount     int64  `json:"receipt_count"`
+	ReceiptChainB64u string `json:"receipt_chain_b64u"`
 }
 
 // IsSensitive reports whether the commitments mark the run as sensitive.
 // A v1 commitment never does.
 func (c *Commitments) IsSensitive() bool { return c.Sensitive == SensitiveTrue }
 
-// Sensitivity is the "sensitive" member of v2 commitments: absent (its zero
+// sensitivity is the "sensitive" member of v2 commitments: absent (its zero
 // value, v1), false or true.
-type Sensitivity uint8
+type sensitivity uint8
 
-// The values of Sensitivity.
+// The values of sensitivity.
 const (
-	SensitiveAbsent Sensitivity = iota
+	SensitiveAbsent sensitivity = iota
 	SensitiveFalse
 	SensitiveTrue
 )
 
 // SensitivityOf returns SensitiveTrue or SensitiveFalse.
-func SensitivityOf(b bool) Sensitivity {
+func SensitivityOf(b bool) sensitivity {
 	if b {
 		return SensitiveTrue
 	}
@@ -226,11 +238,11 @@ func SensitivityOf(b bool) Sensitivity {
 }
 
 // IsZero reports whether the member is absent (for omitzero).
-func (s Sensitivity) IsZero() bool { return s == SensitiveAbsent }
+func (s sensitivity) IsZero() bool { return s == SensitiveAbsent }
 
 // MarshalJSON writes true or false; an absent or unknown value is an error
 // (absent members are omitted by omitzero before this is called).
-func (s Sensitivity) MarshalJSON() ([]byte, error) {
+func (s sensitivity) MarshalJSON() ([]byte, error) {
 	switch s {
 	case SensitiveTrue:
 		return []byte("true"), nil
@@ -241,7 +253,7 @@ func (s Sensitivity) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON accepts exactly true or false (not null).
-func (s *Sensitivity) UnmarshalJSON(b []byte) error {
+func (s *sensitivity) UnmarshalJSON(b []byte) error {
 	switch string(b) {
 	case "true":
 		*s = SensitiveTrue

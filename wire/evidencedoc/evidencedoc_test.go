@@ -53,7 +53,7 @@ func execDoc(t testing.TB) *evidencedoc.Document {
 			RunID:               "run_1",
 			ProofBundleHashB64u: bundleHash,
 			Clawea: evidencedoc.Commitments{
-				Version:                      evidencedoc.CommitmentsVersion,
+				Version:                      evidencedoc.CommitmentsVersionV2,
 				SystemPromptHashB64u:         hash("prompt"),
 				SystemPromptReportHashB64u:   hash("report"),
 				PromptPackCiphertextHashB64u: hash("pack"),
@@ -400,7 +400,7 @@ func TestCommitmentVersions(t *testing.T) {
 		"sensitive without policy":  {tail, `"sensitive":true}`, evidencedoc.ErrInconsistent},
 		"empty policy hash":         {tail, `"admission_policy_hash_b64u":"","sensitive":false}`, evidencedoc.ErrMalformed},
 		"short policy hash":         {tail, `"admission_policy_hash_b64u":"abc","sensitive":false}`, evidencedoc.ErrMalformed},
-		"unknown version":           {`"clawea_version":"clawea.dev/attestation/v2"`, `"clawea_version":"clawea.dev/attestation/v4"`, evidencedoc.ErrUnsupported},
+		"unknown version":           {`"clawea_version":"clawea.dev/attestation/v2"`, `"clawea_version":"clawea.dev/attestation/v5"`, evidencedoc.ErrUnsupported},
 		"sensitive before policy":   {tail, `"sensitive":false,"admission_policy_hash_b64u":"` + admission + `"}`, evidencedoc.ErrMalformed},
 	}
 	for name, c := range bad {

@@ -26,6 +26,9 @@ func FuzzParse(f *testing.F) {
 	sensitive.Execution.Clawea.AdmissionPolicyHashB64u, sensitive.Execution.Clawea.Sensitive = hash("admission policy"), evidencedoc.SensitiveTrue
 	f.Add(sign(f, sensitive).JWS)
 	f.Add(sign(f, isolatedDoc(f)).JWS)
+	gw := isolatedDoc(f)
+	gw.Execution.Clawea.Version, gw.Execution.Clawea.Gateway = evidencedoc.CommitmentsVersionV4, &evidencedoc.GatewayRecord{ReceiptCount: 3, ReceiptChainB64u: hash("chain")}
+	f.Add(sign(f, gw).JWS)
 	f.Add(sign(f, keyDoc(f, []byte("challenge"))).JWS)
 	f.Add([]byte("e30.e30."))
 	f.Fuzz(func(t *testing.T, jws []byte) {

@@ -217,9 +217,12 @@ func isolationFrom(v *pohjson.Value, i *Isolation) bool {
 	return m.done()
 }
 
-// checkIsolationMember requires isolation in v3 commitments, refuses it in
-// earlier versions, and checks it.
+// checkIsolationMember requires isolation in v3 commitments, admits it in
+// v4, refuses it in earlier versions, and checks it.
 func checkIsolationMember(c *Commitments) error {
+	if c.Version == CommitmentsVersionV4 && c.Isolation != nil {
+		return checkIsolation(c.Isolation)
+	}
 	if c.Version != CommitmentsVersionV3 {
 		if c.Isolation != nil {
 			return fmt.Errorf("%w: a %s commitment has no isolation member", ErrMalformed, c.Version)

@@ -355,14 +355,14 @@ func checkExecution(c *ExecutionContext, nonce [32]byte) error {
 // CheckCommitments validates a Commitments object: version, digests, count,
 // model identity and its digest, and the members of its version (v1: no
 // admission member; v2: sensitive present, and true only with an admission
-// policy hash). Another version is refused (ErrUnsupported).
+// policy hash; v3: isolation; v4: gateway, isolation optional). Another version is refused (ErrUnsupported).
 func CheckCommitments(c *Commitments) error {
 	switch c.Version {
 	case CommitmentsVersionV1:
 		if c.AdmissionPolicyHashB64u != "" || c.Sensitive != SensitiveAbsent {
 			return fmt.Errorf("%w: a %s commitment has no admission_policy_hash_b64u or sensitive member", ErrMalformed, CommitmentsVersionV1)
 		}
-	case CommitmentsVersionV2, CommitmentsVersionV3:
+	case CommitmentsVersionV2, CommitmentsVersionV3, CommitmentsVersionV4:
 		if c.Sensitive != SensitiveFalse && c.Sensitive != SensitiveTrue {
 			return fmt.Errorf("%w: sensitive is required in %s", ErrMalformed, c.Version)
 		}
@@ -391,6 +391,9 @@ func CheckCommitments(c *Commitments) error {
 		return err
 	}
 	if err := checkIsolationMember(c); err != nil {
+		return err
+	}
+	if err := checkGatewayMember(c); err != nil {
 		return err
 	}
 	digest, err := c.ModelIdentity.Digest()
@@ -707,6 +710,11 @@ func commitmentsFrom(v *pohjson.Value, c *Commitments) bool {
 	if iv := m.take("isolation"); iv != nil { // omitempty: absent, or an object
 		c.Isolation = new(Isolation)
 		m.ok = m.ok && isolationFrom(iv, c.Isolation)
+	}
+	if gv := m.take("gateway"); gv != nil { // omitempty: absent, or an object
+		g := members{ms: gv.Members(), ok: gv.Kind() == pohjson.Object}
+		c.Gateway = &GatewayRecord{ReceiptCount: g.integer("receipt_count"), ReceiptChainB64u: g.str("receipt_chain_b64u")}
+		m.ok = m.ok && g.done()
 	}
 	return m.done()
 }
