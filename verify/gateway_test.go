@@ -83,7 +83,7 @@ func TestVerifyRefusesMovedOrAlteredReceipts(t *testing.T) {
 		{"moved to the other llm_call", func(r *run) { r.MoveReceipt = true }, checkGateway, poh.ReceiptBindingMismatch},
 		{"moved to another run", func(r *run) {
 			r.EditReceipt = func(i int, c *gateway.Call) { c.RunID = "run_other" }
-		}, CheckBundle, poh.ReceiptBindingMismatch},
+		}, checkBundle, poh.ReceiptBindingMismatch},
 		{"signed by another gateway", func(r *run) { r.ReceiptKey = key(8) }, checkGateway, poh.ClaimNotFound},
 		{"other system text", func(r *run) {
 			r.EditReceipt = func(i int, c *gateway.Call) { c.SuffixSHA256[31] ^= 1 }
@@ -92,7 +92,7 @@ func TestVerifyRefusesMovedOrAlteredReceipts(t *testing.T) {
 			r.EditReceipts = func(rs []json.RawMessage) []json.RawMessage {
 				return []json.RawMessage{bytes.Replace(rs[0], []byte(`"tokens_input":1000`), []byte(`"tokens_input":1`), 1), rs[1]}
 			}
-		}, CheckBundle, poh.HashMismatch},
+		}, checkBundle, poh.HashMismatch},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

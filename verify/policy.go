@@ -246,7 +246,7 @@ func (doc *policyDoc) CheckConf(d *confdoc.Decoder, _ string) {
 		RequireTPMEKCertifiedAK: doc.RequireTPMEKCertifiedAK, RequireSensitive: doc.RequireSensitive,
 		RequireGPU: doc.RequireGPU, AllowUncheckedGPURevocation: doc.AllowUncheckedGPURev,
 		TrustGCEAKCerts: doc.TrustGCEAKCerts,
-		RequireGateway: doc.RequireGateway,
+		RequireGateway:  doc.RequireGateway,
 	}
 	for _, read := range []func(*confdoc.Decoder, *Policy){
 		doc.readPlatform,

@@ -89,7 +89,7 @@ func DisclosureRoot(leafHashes []string) (string, error) {
 //     merkle_root_b64u (DISCLOSURE_ROOT_MISMATCH)
 func verifySelectiveDisclosure(sd *pohjson.Value, committed string) error {
 	if alg, _ := sd.GetString("disclosure_algorithm"); alg != DisclosureAlgorithm {
-		return fail(DisclosureAlgorithmUnknown, "disclosure_algorithm", "selective disclosure algorithm is not supported")
+		return fail(disclosureAlgorithmUnknown, "disclosure_algorithm", "selective disclosure algorithm is not supported")
 	}
 	root, _ := sd.GetString("merkle_root_b64u")
 	if root != committed {

@@ -175,10 +175,10 @@ func verifyValue(raw []byte, env *pohjson.Value, opts VerifyOptions) (*Verified,
 	}
 	// 4, 5. algorithms
 	if !isStr("algorithm") || str("algorithm") != algorithm {
-		return nil, fail(UnknownAlgorithm, "algorithm", "signature algorithm is not in the allowlist")
+		return nil, fail(unknownAlgorithm, "algorithm", "signature algorithm is not in the allowlist")
 	}
 	if !isStr("hash_algorithm") || str("hash_algorithm") != hashAlgorithm {
-		return nil, fail(UnknownHashAlgorithm, "hash_algorithm", "hash algorithm is not in the allowlist")
+		return nil, fail(unknownHashAlgorithm, "hash_algorithm", "hash algorithm is not in the allowlist")
 	}
 	// 6. signer DID syntax
 	signer := str("signer_did")

@@ -18,10 +18,10 @@ const (
 	CoSignatureInvalid         Code = "CO_SIGNATURE_INVALID"
 	DisclosureTypeMismatch     Code = "DISCLOSURE_TYPE_MISMATCH"
 	DisclosureRootMismatch     Code = "DISCLOSURE_ROOT_MISMATCH"
-	DisclosureAlgorithmUnknown Code = "DISCLOSURE_ALGORITHM_UNKNOWN"
+	disclosureAlgorithmUnknown Code = "DISCLOSURE_ALGORITHM_UNKNOWN"
 	ProofBundleAgentMismatch   Code = "PROOF_BUNDLE_AGENT_MISMATCH"
 	ExpiredTTL                 Code = "EXPIRED_TTL"
-	UnknownVersion             Code = "UNKNOWN_VERSION"
+	unknownVersion             Code = "UNKNOWN_VERSION"
 )
 
 // DisclosureAlgorithm is the only selective-disclosure algorithm.
@@ -189,7 +189,7 @@ func toolReceiptForm(entry *pohjson.Value) (ToolReceiptForm, error) {
 		}
 	}
 	if entry.Kind() == pohjson.Object && entry.Has("receipt_version") {
-		return "", fail(UnknownVersion, "receipt_version", "tool receipt receipt_version is not supported")
+		return "", fail(unknownVersion, "receipt_version", "tool receipt receipt_version is not supported")
 	}
 	return "", fail(SchemaValidationFailed, first.Location, "%s", first.Msg)
 }
@@ -234,7 +234,7 @@ func verifyToolReceiptEnvelope(env *pohjson.Value, form ToolReceiptForm, now tim
 		}
 	}
 	if str("hash_algorithm") != hashAlgorithm {
-		return "", nil, fail(UnknownHashAlgorithm, "hash_algorithm", "tool receipt hash algorithm is not supported")
+		return "", nil, fail(unknownHashAlgorithm, "hash_algorithm", "tool receipt hash algorithm is not supported")
 	}
 	hash, err := pohjson.Hash(env.Get("payload"))
 	if err != nil || hash != str("payload_hash_b64u") {
