@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/schema/bounded"
@@ -70,7 +71,7 @@ type Config struct {
 	// fit gets 503.
 	UploadBudgetBytes int64
 	// TPM configures the tpm platform.
-	TPM TPMConfig
+	TPM tpmConfig
 	// Platform is auto, sev-snp, tdx, tpm or simulated.
 	Platform string
 	// StateDir holds the sealed identity blob (optional: without it the
@@ -101,13 +102,17 @@ type Config struct {
 	// attestation. Nil: no admission policy, and runs are attested as not
 	// sensitive.
 	AdmissionPolicy *admission.Policy
+	// Gateway configures the model gateway (attester.gateway,
+	// docs/spec/model-gateway.md section 7); nil: no upstream, every model
+	// call is refused.
+	Gateway *gateway.Config
 
 	owners   map[string]struct{}
 	uidAllow map[int]struct{}
 }
 
-// TPMConfig is attester.tpm.
-type TPMConfig struct {
+// tpmConfig is attester.tpm.
+type tpmConfig struct {
 	// Address is the host:port of a swtpm TCP data socket, for development
 	// only: the evidence is marked simulated. It requires platform "tpm".
 	Address string `conf:"address"`
@@ -136,7 +141,7 @@ type attesterDoc struct {
 	MaxOwnerMessagesPerRun int               `conf:"maxOwnerMessagesPerRun,min=1,max=65536,default=256"`
 	MaxToolCallsPerRun     int               `conf:"maxToolCallsPerRun,min=1,max=16777216,default=65536"`
 	UploadBudgetBytes      *int64            `conf:"uploadBudgetBytes,min=0,max=17179869184"`
-	TPM                    TPMConfig         `conf:"tpm"`
+	TPM                    tpmConfig         `conf:"tpm"`
 	Platform               string            `conf:"platform,enum=auto|sev-snp|tdx|tpm|simulated,default=auto"`
 	StateDir               string            `conf:"stateDir"`
 	AllowUnlockedMemory    bool              `conf:"allowUnlockedMemory"`
@@ -149,6 +154,8 @@ type attesterDoc struct {
 	Model                  string            `conf:"model,required,min=1"`
 	// AdmissionPolicy is read by readAdmissionPolicy.
 	AdmissionPolicy *pohjson.Value `conf:"admissionPolicy"`
+	// Gateway is the model gateway (docs/spec/model-gateway.md section 7).
+	Gateway *gatewayDoc `conf:"gateway"`
 }
 
 // platforms are the values of attester.platform (the enum of
@@ -231,6 +238,10 @@ func configWithDefaults(a *attesterDoc) *Config {
 		AllowUnlockedMemory: a.AllowUnlockedMemory, TrustedTemplates: a.TrustedTemplates, MaxPackBytes: a.MaxPackBytes,
 		MaxRuns: a.MaxRuns, MaxConnections: a.MaxConnections, Development: a.Development,
 		ModelProvider: a.ModelProvider, Model: a.Model,
+	}
+	if a.Gateway != nil {
+		gc := a.Gateway.config()
+		c.Gateway = &gc
 	}
 	if a.ControlUIDs == nil {
 		c.ControlUIDs = []int{os.Geteuid()}

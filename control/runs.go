@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
@@ -62,6 +63,14 @@ type Run struct {
 	turn      string
 	turnOwner bool
 	turnMsg   ownerMessage
+	// turnContent is the hash the current turn's message was registered
+	// with, and decisions the gate's decisions in the turn: the model
+	// gateway checks the turn's user message and tool results against
+	// them (docs/spec/model-gateway.md sections 3.5, 3.6).
+	turnContent [32]byte
+	decisions   []gateway.Decision
+	// toolsH is the report's tool_schemas_hash_b64u (section 3.3).
+	toolsH [32]byte
 	// Bounded per run: turns started (each uses one message id), owner
 	// messages signed, tool calls decided.
 	turns      int
@@ -225,9 +234,9 @@ type CreateRunRequest struct {
 	SessionKey     string `json:"session_key"`
 }
 
-// CreateRunResponse is the answer to POST /v1/runs. Capability is returned
+// createRunResponse is the answer to POST /v1/runs. Capability is returned
 // here only; the run keeps its SHA-256.
-type CreateRunResponse struct {
+type createRunResponse struct {
 	RunID                        string              `json:"run_id"`
 	Capability                   string              `json:"capability"`
 	SystemPromptHashB64u         string              `json:"system_prompt_hash_b64u"`
@@ -266,7 +275,7 @@ type creation struct {
 // and forgets the run. req's pack text is cleared once decoded. The run is
 // returned beside its answer so that the answer can be signed
 // (SignAnswer).
-func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller Process) (resp *CreateRunResponse, rn *Run, err error) {
+func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller Process) (resp *createRunResponse, rn *Run, err error) {
 	c := &creation{s: s, req: req, caller: caller}
 	defer func() {
 		if err != nil {
@@ -290,7 +299,7 @@ func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller P
 	rn = c.rn
 	s.metrics.packs.WithLabelValues("accepted").Inc()
 	s.log.Info("run created", "run_id", rn.id, "agent_id", rn.agentID, "prompt_hash", rn.promptH, "report_hash", rn.reportH)
-	return &CreateRunResponse{
+	return &createRunResponse{
 		RunID: rn.id, Capability: c.capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
 		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: rn.committed,
 		GatePolicyHashB64u: s.gate.PolicyHash(), AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
@@ -380,7 +389,7 @@ func (c *creation) newRun(context.Context) error {
 	c.rn = &Run{
 		id: id, agentID: c.agent, sessionKey: c.req.SessionKey, capHash: capHash, created: s.now(), proc: c.caller,
 		prompt: c.prompt, promptH: rb.PromptHashB64u, reportH: rb.ReportHashB64u,
-		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Chars,
+		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Chars, toolsH: rb.ToolSchemasHash,
 		messageIDs: map[[32]byte]struct{}{},
 	}
 	if p := s.cfg.AdmissionPolicy; p != nil {
@@ -558,6 +567,7 @@ func (s *Service) CloseRun(rn *Run) error {
 		return errRunClosed
 	}
 	s.gate.EndRun(rn.id)
+	s.gw.CloseRun(rn.id)
 	if err := s.gate.audit.CloseRun(rn.id); err != nil {
 		s.log.Error("closing the run's audit log", "run_id", rn.id, "err", err)
 	}
