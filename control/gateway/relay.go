@@ -234,7 +234,7 @@ func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, err
 	}
 	o := &Outcome{
 		RunID: c.f.Want.RunID, ReceiptID: id, Provider: as, Model: c.q.model, EventHashB64u: c.lc.eventHash,
-		RequestSHA256: sha256.Sum256(c.body), ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
+		RequestSHA256: c.bodyHash, ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
 		SystemTextSHA256: sha(c.q.system), SuffixSHA256: sha(c.suffix), SuffixUTF16Len: c.lc.suffixLen,
 	}
 	if rl.ans != nil {

@@ -23,6 +23,7 @@ type call struct {
 	held     bool
 	counted  bool
 	body     []byte
+	bodyHash [32]byte
 	q        *request
 	lc       *llmCall
 	suffix   string
@@ -37,9 +38,8 @@ type call struct {
 // MaxBody). It writes the whole answer: a refusal, or the relayed answer
 // with its trailers (sections 2 and 3).
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
-	c := &call{g: g, f: f, provider: provider, body: body, start: g.now()}
-	rh := sha256.Sum256(body)
-	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider, RequestHash: b64u.Encode(rh[:])}
+	c := &call{g: g, f: f, provider: provider, body: body, bodyHash: sha256.Sum256(body), start: g.now()}
+	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider, RequestHash: b64u.Encode(c.bodyHash[:])}
 	defer c.release()
 	if err := c.check(r, api); err != nil {
 		c.refuse(w, err)
@@ -52,12 +52,12 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api st
 // order of the spec; the first failure is the answer.
 func (c *call) check(r *http.Request, api string) error {
 	g, f := c.g, c.f
-	if c.up = g.clients[c.provider]; c.up == nil || c.up.u.API != api {
-		return refuse(reasonUpstreamUnknown, "the provider is not a configured upstream for this api")
-	}
 	var err error
 	if c.rs, err = g.acquireRun(f.Want.RunID); err != nil {
 		return err
+	}
+	if c.up = g.clients[c.provider]; c.up == nil || c.up.u.API != api {
+		return refuse(reasonUpstreamUnknown, "the provider is not a configured upstream for this api")
 	}
 	if c.rs.calls >= g.cfg.MaxCallsPerRun {
 		return refuse(reasonLimit, fmt.Sprintf("the run has reached its limit of %d model calls", g.cfg.MaxCallsPerRun))
@@ -136,12 +136,15 @@ func (c *call) checkTools() error {
 
 func (c *call) checkHistory() error {
 	n := 0
-	for _, m := range c.q.msgs {
-		if m.kind == kindInternal {
-			c.rec.InternalHashes = append(c.rec.InternalHashes, b64u.Encode(m.canon[:]))
-		} else {
+	for i, m := range c.q.msgs {
+		if m.kind != kindInternal {
 			n++
+			continue
 		}
+		if i != len(c.q.msgs)-1 || len(m.text) > c.g.cfg.MaxSuffixBytes {
+			return refuse(reasonHistoryChanged, "an internal-context message that is not the last message, or over the suffix bound")
+		}
+		c.rec.InternalHashes = append(c.rec.InternalHashes, b64u.Encode(m.canon[:]))
 	}
 	if n > c.g.cfg.MaxHistoryMessages {
 		return refuse(reasonHistoryTooLong, fmt.Sprintf("the session is over its limit of %d messages", c.g.cfg.MaxHistoryMessages))
@@ -154,6 +157,11 @@ func (c *call) checkHistory() error {
 	c.held, c.hist = true, h
 	var err error
 	c.user, c.used, err = checkMessages(c.q, c.hist, &c.rs.turn, c.f.TurnContent, c.f.Decisions)
+	// Only the hashes are kept while the answer streams: the bound on
+	// memory per open stream does not hold the messages' text.
+	for i := range c.q.msgs {
+		c.q.msgs[i].text, c.q.msgs[i].results, c.q.msgs[i].calls = "", nil, nil
+	}
 	return err
 }
 
