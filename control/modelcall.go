@@ -74,6 +74,7 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 		}
 		return sa.Statement, sa.Signature, nil
 	}
+	f.Receipt = s.receiptSigner(rn)
 	s.gw.Serve(w, r, provider, api, body, f)
 	return nil
 }

@@ -71,6 +71,9 @@ type Run struct {
 	decisions   []gateway.Decision
 	// toolsH is the report's tool_schemas_hash_b64u (section 3.3).
 	toolsH [32]byte
+	// receipts is the run's gateway record: the receipts of its model
+	// calls (docs/spec/model-gateway.md section 8).
+	receipts gateway.Record
 	// Bounded per run: turns started (each uses one message id), owner
 	// messages signed, tool calls decided.
 	turns      int

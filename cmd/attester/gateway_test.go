@@ -14,12 +14,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/wire/answer"
 )
 
 // gwUpstream is a scripted loopback model server that records what it got.
@@ -207,5 +210,146 @@ func TestGatewayAttacksAgainstTheBinary(t *testing.T) {
 	}
 	if n := up.calls(); n != 0 {
 		t.Fatalf("the upstream got %d calls", n)
+	}
+}
+
+// gwScript answers the upstream's calls in order, one handler each.
+type gwScript struct {
+	mu    sync.Mutex
+	steps []http.HandlerFunc
+	auth  []string
+}
+
+func (s *gwScript) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.auth = append(s.auth, r.Header.Get("Authorization"))
+	var h http.HandlerFunc
+	if len(s.steps) > 0 {
+		h, s.steps = s.steps[0], s.steps[1:]
+	}
+	s.mu.Unlock()
+	if h == nil {
+		http.Error(w, "no more answers", 500)
+		return
+	}
+	h(w, r)
+}
+
+func gwSSE(events ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		for _, e := range events {
+			_, _ = w.Write([]byte(e))
+			w.(http.Flusher).Flush()
+		}
+	}
+}
+
+// gwWait holds the call until the attester gives up on it.
+func gwWait(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-r.Context().Done():
+	case <-time.After(10 * time.Second):
+	}
+}
+
+// modelCall sends a model call with a fresh llm_call event and returns the
+// status, the body, the trailers and the reason of a refusal.
+func (a *attester) modelCall(t *testing.T, g *gwRun, body []byte) (int, []byte, http.Header, string) {
+	t.Helper()
+	resp, b := a.model(t, g, "anthropic", body)
+	return resp.StatusCode, b, resp.Trailer, gwReason(b)
+}
+
+func TestGatewayForwardAgainstTheBinary(t *testing.T) {
+	sc := &gwScript{}
+	up := newGWUpstream(t, sc.serve)
+	pf := newGWPack(t)
+	a, code := startAttester(t, gwConfig(t, pf, up.srv.URL))
+	if a == nil {
+		t.Fatalf("attester exited with %d", code)
+	}
+	id := a.req(t, true, "GET", "/v1/identity", "", nil)
+	pub, err := didkey.Parse(id.body["did"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := a.gwRun(t, pf)
+	u := map[string]any{"role": "user", "content": "[Thu 2026-11-26 21:21 UTC] a user message"}
+	args := `{"command":"rm -rf /"}`
+	argsJSON, _ := json.Marshal(args)
+	callEvent := `data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"exec","arguments":` + string(argsJSON) + `}}]}}]}` + "\n\n"
+	sc.steps = append(sc.steps, gwSSE(callEvent, "data: [DONE]\n\n"))
+
+	// The first call is forwarded with the attester's key; the answer is
+	// relayed, signed and receipted.
+	first := g.body(nil, u)
+	status, body, tr, _ := a.modelCall(t, g, first)
+	if status != 200 || tr.Get("Clawea-Gateway-Error") != "" || tr.Get("Clawea-Gateway-Receipt") == "" {
+		t.Fatalf("first call: %d %s %v", status, body, tr)
+	}
+	st, err := answer.Verify(pub, tr.Get(answer.HeaderStatement), tr.Get(answer.HeaderSignature))
+	if err != nil || st.Status != 200 || st.ResponseHashB64u != b64u.SHA256(body) || st.RunID != g.id {
+		t.Fatalf("signed answer: %v %+v", err, st)
+	}
+	if !bytes.Equal(up.got[0], first) || sc.auth[0] != "Bearer sk-upstream-secret" {
+		t.Fatal("the upstream did not get the exact request with the configured key")
+	}
+
+	// The gate denies the exec (a non-owner turn); the harness must answer
+	// the model with the block reason.
+	dec := a.req(t, false, "POST", "/v1/runs/"+g.id+"/tool-calls", g.capability, map[string]any{"turn_id": g.turn, "tool": "exec", "params": map[string]any{"command": "rm -rf /"}})
+	if dec.code != 200 || dec.body["allow"] != false {
+		t.Fatalf("the gate allowed the exec: %v", dec.body)
+	}
+	block := "clawea gate (" + dec.body["stage"].(string) + "): " + dec.body["reason"].(string)
+	asst := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+		"id": "call_1", "type": "function", "function": map[string]any{"name": "exec", "arguments": args}}}}
+	result := func(id, text string) map[string]any {
+		return map[string]any{"role": "tool", "tool_call_id": id, "content": text}
+	}
+	for _, tc := range []struct {
+		name, id, text, reason string
+	}{
+		{"a result for the denied call", "call_1", "removed everything", "GATEWAY_TOOL_RESULT_MISMATCH"},
+		{"a result for a call never requested", "call_2", block, "GATEWAY_TOOL_RESULT_UNREQUESTED"},
+	} {
+		if status, body, _, reason := a.modelCall(t, g, g.body(nil, u, asst, result(tc.id, tc.text))); reason != tc.reason {
+			t.Errorf("%s: got %d %s, want %s", tc.name, status, body, tc.reason)
+		}
+	}
+	calls := up.calls()
+
+	// The honest next call, against failing upstreams, then a good one.
+	next := g.body(nil, u, asst, result("call_1", "blocked: "+block))
+	text := `data: {"choices":[{"delta":{"content":"I cannot do that."}}]}` + "\n\n"
+	sc.steps = append(sc.steps, gwWait,
+		gwSSE(text, "data: {broken\n\n", "data: [DONE]\n\n"),
+		func(w http.ResponseWriter, r *http.Request) { gwSSE(text)(w, r); gwWait(w, r) },
+		gwSSE(text, "data: [DONE]\n\n"))
+	for _, tc := range []struct {
+		name    string
+		status  int
+		reason  string
+		trailer string
+	}{
+		{"a hanging upstream", 504, "GATEWAY_UPSTREAM_TIMEOUT", ""},
+		{"a malformed stream", 200, "", "GATEWAY_UPSTREAM_MALFORMED"},
+		{"a stalled stream", 200, "", "GATEWAY_UPSTREAM_TIMEOUT"},
+		{"a good answer", 200, "", ""},
+	} {
+		status, body, tr, reason := a.modelCall(t, g, next)
+		if status != tc.status || reason != tc.reason || tr.Get("Clawea-Gateway-Error") != tc.trailer {
+			t.Errorf("%s: got %d %q trailer %q, want %d %q %q", tc.name, status, body, tr.Get("Clawea-Gateway-Error"), tc.status, tc.reason, tc.trailer)
+		}
+		if tc.trailer == "GATEWAY_UPSTREAM_MALFORMED" && bytes.Contains(body, []byte("broken")) {
+			t.Error("the malformed event was relayed")
+		}
+	}
+	if n := up.calls(); n != calls+4 {
+		t.Errorf("the upstream got %d calls, want %d", n-calls, 4)
+	}
+	if strings.Contains(a.logs.String(), "sk-upstream-secret") || strings.Contains(a.logs.String(), "rm -rf") {
+		t.Fatal("a key or a tool parameter is in the attester's log")
 	}
 }

@@ -97,21 +97,9 @@ type Facts struct {
 	// Sign signs a 2xx answer (attester-api section 8): the statement and
 	// signature for status and the SHA-256 of the body relayed.
 	Sign func(status int, responseHash [32]byte) (statement, signature []byte, err error)
-	// Receipt signs the call's gateway_receipt and appends it to the run's
-	// gateway record.
-	Receipt func(o *Outcome) (envelopeJSON []byte, err error)
-}
-
-// Outcome is what the gateway knows of a forwarded call when it receipts
-// it (section 8). Its fields are those of the receipt's Call.
-type Outcome struct {
-	RunID, ReceiptID, Provider, Model, EventHashB64u string
-	RequestSHA256, ResponseSHA256                    [32]byte
-	TokensInput, TokensOutput                        int64
-	Latency                                          time.Duration
-	At                                               time.Time
-	SystemTextSHA256, SuffixSHA256                   [32]byte
-	SuffixUTF16Len                                   int64
+	// Receipt signs the call's gateway_receipt (SignReceipt) and appends
+	// it to the run's gateway record.
+	Receipt func(c *Call) (envelopeJSON []byte, err error)
 }
 
 // Gateway serves the model endpoint of every run.

@@ -120,12 +120,28 @@ func TestForwardStreamsAndReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal("no receipt trailer")
 	}
-	var o Outcome
-	if err := json.Unmarshal(env, &o); err != nil {
+	var rec Record
+	if err := rec.Append(env); err != nil {
+		t.Fatalf("the receipt does not verify: %v", err)
+	}
+	var r struct {
+		Payload struct {
+			RequestHash  string `json:"request_hash_b64u"`
+			ResponseHash string `json:"response_hash_b64u"`
+			Model        string `json:"model"`
+			Provider     string `json:"provider"`
+			Binding      struct {
+				RunID     string `json:"run_id"`
+				EventHash string `json:"event_hash_b64u"`
+			} `json:"binding"`
+		} `json:"payload"`
+	}
+	if err := json.Unmarshal(env, &r); err != nil {
 		t.Fatal(err)
 	}
-	if o.RequestSHA256 != sha(string(body)) || o.ResponseSHA256 != sha(string(res.body)) || o.TokensInput != 12 || o.TokensOutput != 3 || o.Model != tModel || o.Provider != tProv {
-		t.Errorf("receipt facts %+v", o)
+	p := r.Payload
+	if p.RequestHash != b64u.SHA256(body) || p.ResponseHash != b64u.SHA256(res.body) || p.Model != tModel || p.Provider != tProv || p.Binding.RunID != tRunID {
+		t.Errorf("receipt %s", env)
 	}
 	if res.trailer.Get(signed.HeaderStatement) == "" || res.trailer.Get(signed.HeaderSignature) == "" {
 		t.Error("the 2xx answer is not signed")

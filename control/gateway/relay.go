@@ -232,7 +232,7 @@ func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, err
 	if as == "" {
 		as = c.provider
 	}
-	o := &Outcome{
+	o := &Call{
 		RunID: c.f.Want.RunID, ReceiptID: id, Provider: as, Model: c.q.model, EventHashB64u: c.lc.eventHash,
 		RequestSHA256: c.bodyHash, ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
 		SystemTextSHA256: sha(c.q.system), SuffixSHA256: sha(c.suffix), SuffixUTF16Len: c.lc.suffixLen,
