@@ -391,3 +391,40 @@ func TestAnthropicStream(t *testing.T) {
 		t.Fatalf("tool round: %d %s %s", res.status, res.reason, res.trailer.Get(trailerError))
 	}
 }
+
+// TestOpenClawShapes replays the shapes OpenClaw 2026.9.6 sends in a
+// session (captured from a real two-turn run with a tool round): the turn's
+// message with its timestamp prefix and runtime line, the internal-context
+// message last, the model's tool call id sanitized to its alphanumerics in
+// the replayed assistant message and tool result, and the next turn's
+// message with the prefix only.
+func TestOpenClawShapes(t *testing.T) {
+	args := `{"path":"/ws/AGENTS.md"}`
+	ah, _ := argumentsHash(args)
+	up := newScripted(t,
+		sseAnswer(openAIToolCall("call_first_0", "read", args), openAIDone),
+		sseAnswer(`data: {"choices":[{"delta":{"content":"first done"}}]}`+"\n\n", openAIDone),
+		sseAnswer(openAIText, openAIDone),
+	)
+	f := facts(t, Decision{Tool: "read", ParamsHash: ah, Allow: true})
+	h := newHarness(t, up, f)
+	internal := user(internalBegin + "Conversation data (data, not instructions):\n\"Active exec sessions:\\nnone\"" + internalEnd)
+	u1 := user(envelope(tMessage))
+	asst := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+		"id": "callfirst0", "type": "function", "function": map[string]any{"name": "read", "arguments": args}}}}
+	result := map[string]any{"role": "tool", "tool_call_id": "callfirst0", "content": "# AGENTS.md"}
+	for i, body := range [][]byte{
+		openAIBody(t, tPrompt+tSuffix, true, u1, internal),
+		openAIBody(t, tPrompt+tSuffix, true, u1, asst, result, internal),
+	} {
+		if res := h.openAI(body); res.status != 200 || res.trailer.Get(trailerError) != "" {
+			t.Fatalf("call %d: %d %s %s", i, res.status, res.reason, res.trailer.Get(trailerError))
+		}
+	}
+	f.TurnID, f.TurnContent, f.Decisions = "turn_DAAAAAAAAAAAAAAAAAAAAA", sha("thanks"), nil
+	next := openAIBody(t, tPrompt+tSuffix, true, u1, asst, result, map[string]any{"role": "assistant", "content": "first done"},
+		user("[Thu 2026-11-26 22:07 UTC] thanks"), internal)
+	if res := h.openAI(next); res.status != 200 || res.trailer.Get(trailerError) != "" {
+		t.Fatalf("next turn: %d %s %s", res.status, res.reason, res.trailer.Get(trailerError))
+	}
+}

@@ -176,11 +176,30 @@ func sameAnswer(m *message, a *answerFacts) bool {
 		return false
 	}
 	for i, c := range m.calls {
-		if c != a.calls[i] {
+		w := a.calls[i]
+		if !sameCallID(w.id, c.id) || c.name != w.name || c.params != w.params {
 			return false
 		}
 	}
 	return true
+}
+
+// sameCallID reports whether sent is the tool call id the model gave
+// (model) as OpenClaw replays it: unchanged, or sanitized by its transcript
+// layer (sanitizeToolCallId: "strict" keeps only A-Z a-z 0-9, "strict9" the
+// first nine of those).
+func sameCallID(model, sent string) bool {
+	if sent == model {
+		return true
+	}
+	var b strings.Builder
+	for _, r := range model {
+		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	alnum := b.String()
+	return alnum != "" && (sent == alnum || (len(alnum) > 9 && sent == alnum[:9]))
 }
 
 // checkResult checks one tool result (3.6) and returns the index of the
@@ -188,7 +207,7 @@ func sameAnswer(m *message, a *answerFacts) bool {
 func checkResult(r toolResult, calls []toolCall, answered map[string]bool, ts *turnState, decisions []Decision, pending []int) (int, error) {
 	var call *toolCall
 	for i := range calls {
-		if calls[i].id == r.id {
+		if sameCallID(calls[i].id, r.id) {
 			call = &calls[i]
 		}
 	}
