@@ -32,6 +32,23 @@ func canonHash(v *pohjson.Value, dropCache bool) ([32]byte, error) {
 	return sha256.Sum256(b), nil
 }
 
+// messageHash is canonHash of a message with cache_control left out and a
+// string content written as the one text part it means: OpenClaw sends a
+// turn's message as [{"type":"text","text":...}] while it is the newest
+// (a cache breakpoint sits on it) and as a plain string once it is history.
+func messageHash(m *pohjson.Value) ([32]byte, error) {
+	if s, ok := m.Get("content").Str(); ok {
+		ms := slices.Clone(m.Members())
+		for i := range ms {
+			if ms[i].Key == "content" {
+				ms[i].Value = pohjson.NewArray(pohjson.NewObject(pohjson.M("type", pohjson.NewString("text")), pohjson.M("text", pohjson.NewString(s))))
+			}
+		}
+		m = pohjson.NewObject(ms...)
+	}
+	return canonHash(m, true)
+}
+
 // appendCanon writes v in JCS form except for non-integer numbers, which
 // keep their literal; floats reports whether there was one.
 func appendCanon(dst []byte, v *pohjson.Value, dropCache bool) (out []byte, floats bool) {

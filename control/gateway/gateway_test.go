@@ -382,8 +382,9 @@ func TestAnthropicStream(t *testing.T) {
 	if res.status != 200 || res.trailer.Get(trailerError) != "" {
 		t.Fatalf("%d %s %s", res.status, res.reason, res.trailer.Get(trailerError))
 	}
-	// The cache breakpoint moves; the history is the same.
-	u2 := map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": envelope(tMessage)}}}
+	// The cache breakpoint moves and the message becomes a plain string, as
+	// OpenClaw replays it: the history is the same.
+	u2 := map[string]any{"role": "user", "content": envelope(tMessage)}
 	asst := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "tu_1", "name": "read", "input": map[string]any{"path": "/a"}}}}
 	tr := map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "tu_1", "content": "data", "cache_control": map[string]any{"type": "ephemeral"}}}}
 	res = h.call("anth", apiAnthropicMessages, body(u2, asst, tr), s, x)

@@ -146,7 +146,7 @@ func openAIMessage(i int, role string, m *pohjson.Value) (message, error) {
 		return msg, malformed("messages[%d] is not an object", i)
 	}
 	var err error
-	if msg.canon, err = canonHash(m, true); err != nil {
+	if msg.canon, err = messageHash(m); err != nil {
 		return msg, malformed("messages[%d] has no canonical form", i)
 	}
 	c := m.Get("content")
@@ -316,7 +316,7 @@ func anthropicMessage(i int, m *pohjson.Value) (message, error) {
 	var msg message
 	role, _ := m.GetString("role")
 	var err error
-	if msg.canon, err = canonHash(m, true); err != nil {
+	if msg.canon, err = messageHash(m); err != nil {
 		return msg, malformed("messages[%d] has no canonical form", i)
 	}
 	c := m.Get("content")
