@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/ed25519"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/bounded"
 )
 
@@ -200,7 +202,9 @@ func (b *bench) request(t testing.TB, worker int, body []byte, direct bool) *htt
 	req.Header.Set("Content-Type", "application/json")
 	if !direct {
 		run := "run_w" + strconv.Itoa(worker)
-		req.Header.Set(headerTurn, fmt.Sprintf("turn_%022d", n))
+		var id [16]byte
+		binary.BigEndian.PutUint64(id[8:], uint64(n))
+		req.Header.Set(headerTurn, "turn_"+b64u.Encode(id[:]))
 		req.Header.Set(headerLLMCall, benchLLMCall(t, run, int(n)))
 		req.Header.Set("X-Bench-Seq", strconv.FormatInt(n, 10))
 		req.Header.Set("X-Bench-Run", run)

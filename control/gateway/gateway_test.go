@@ -286,6 +286,7 @@ func TestHeadersRefused(t *testing.T) {
 	}{
 		{"stale turn", "turn_CAAAAAAAAAAAAAAAAAAAAA", good, reasonTurnStale},
 		{"no turn", "", good, reasonRequestMalformed},
+		{"non-canonical turn", "turn_AAAAAAAAAAAAAAAAAAAAAB", good, reasonRequestMalformed},
 		{"no event", tTurnID, "", reasonLLMCallMalformed},
 		{"event not b64u", tTurnID, "{}", reasonLLMCallMalformed},
 	} {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -89,7 +90,8 @@ func (c *call) check(r *http.Request, api string) error {
 }
 
 func (c *call) checkTurn(h string) error {
-	if len(h) != len("turn_")+22 || h[:5] != "turn_" {
+	rest, ok := strings.CutPrefix(h, "turn_")
+	if b, err := b64u.Decode(rest); !ok || err != nil || len(b) != 16 || b64u.Encode(b) != rest {
 		return refuse(reasonRequestMalformed, headerTurn+" is not a turn id")
 	}
 	if h != c.f.TurnID {
