@@ -14,7 +14,7 @@ BIN           := bin
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS       := -s -w -X github.com/clawea/attester/cmd/internal/buildinfo.version=$(VERSION)
 
-.PHONY: all build test test-race bench bench-verifier bench-control fuzz lint demo clean
+.PHONY: all build test test-race bench bench-verifier bench-control bench-gateway fuzz lint demo clean
 .PHONY: unit-check chart-check
 
 all: build
@@ -84,6 +84,20 @@ bench-control:
 	CLAWEA_LOADTEST=1 CLAWEA_LOADTEST_DURATION=$(LOADTEST_DURATION) CLAWEA_LOADTEST_CALLERS=$(LOADTEST_CALLERS) \
 	CLAWEA_LOADTEST_RUNS=$(LOADTEST_RUNS) CLAWEA_LOADTEST_ENFORCE=$(LOADTEST_ENFORCE) \
 	$(GO) test -count=1 -run='^TestControlLoad$$' -v -timeout=15m ./cmd/attester
+
+# The model gateway's figures (issue 20): added latency per non-streaming
+# call (p50, p99), the delay added to a streamed chunk (p99), calls/s with
+# receipts and durable audit records, and heap per open stream, each beside
+# the same calls sent straight to the same loopback upstream; inputs: 100 KB
+# of history with 20 tools, a 2 KB answer (50 chunks streamed). Then the
+# rules' CPU cost per request. GATEWAY_BENCH_ENFORCE=1 fails on a missed
+# target. The audit records are fsynced in $$TMPDIR: its file system is part
+# of the figure.
+GATEWAY_BENCH_CALLS   ?= 2000
+GATEWAY_BENCH_ENFORCE ?= 0
+bench-gateway:
+	CLAWEA_BENCH_GATEWAY=1 CLAWEA_BENCH_CALLS=$(GATEWAY_BENCH_CALLS) CLAWEA_BENCH_ENFORCE=$(GATEWAY_BENCH_ENFORCE) \
+	$(GO) test -count=1 -run='^TestBenchGateway$$' -bench='^BenchmarkRules$$' -benchtime=2000x -v -timeout=15m ./control/gateway
 
 # A short smoke run of every fuzz target (FUZZTIME each).
 fuzz:

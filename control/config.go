@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/schema/bounded"
@@ -105,6 +106,10 @@ type Config struct {
 	// attestation. Nil: no admission policy, and runs are attested as not
 	// sensitive.
 	AdmissionPolicy *admission.Policy
+	// Gateway configures the model gateway (attester.gateway,
+	// docs/spec/model-gateway.md section 7); nil: no upstream, every model
+	// call is refused.
+	Gateway *gateway.Config
 
 	owners   map[string]struct{}
 	uidAllow map[int]struct{}
@@ -159,6 +164,8 @@ type attesterDoc struct {
 	Model                  string            `conf:"model,required,min=1"`
 	// AdmissionPolicy is read by readAdmissionPolicy.
 	AdmissionPolicy *pohjson.Value `conf:"admissionPolicy"`
+	// Gateway is the model gateway (docs/spec/model-gateway.md section 7).
+	Gateway *gatewayDoc `conf:"gateway"`
 }
 
 // platforms are the values of attester.platform (the enum of
@@ -257,6 +264,10 @@ func configWithDefaults(a *attesterDoc) *Config {
 		AllowUnlockedMemory: a.AllowUnlockedMemory, TrustedTemplates: a.TrustedTemplates, MaxPackBytes: a.MaxPackBytes,
 		MaxRuns: a.MaxRuns, MaxConnections: a.MaxConnections, Development: a.Development,
 		ModelProvider: a.ModelProvider, Model: a.Model,
+	}
+	if a.Gateway != nil {
+		gc := a.Gateway.config()
+		c.Gateway = &gc
 	}
 	if a.ControlUIDs == nil {
 		c.ControlUIDs = []int{os.Geteuid()}

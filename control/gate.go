@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/schema/b64u"
@@ -140,6 +141,26 @@ func (rn *Run) countToolCall(turnID string, max int) error {
 	return nil
 }
 
+// recordDecision keeps a decision of the current turn for the model
+// gateway's tool-result rule: the tool, the params hash and, for a denial,
+// the block reason the plugin gives the model (docs/spec/openclaw-plugin.md
+// section 2.3). A decision whose params hash is not a hash (a call the
+// gate could not parse) answers no tool call.
+func (rn *Run) recordDecision(turnID, tool, paramsHash string, allow bool, stage, reason string) {
+	h, err := b64u.DecodeHash(paramsHash)
+	if err != nil {
+		return
+	}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	if rn.turn != turnID {
+		return
+	}
+	rn.decisions = append(rn.decisions, gateway.Decision{
+		Tool: tool, ParamsHash: h, Allow: allow, BlockReason: "clawea gate (" + stage + "): " + reason,
+	})
+}
+
 // checkTurnRef classifies the turn_id of a verify or tool-call request:
 // errBadTurnID for one of another form than randomID("turn_") makes,
 // errStaleTurn for one that is not the run's current turn.
@@ -153,10 +174,10 @@ func checkTurnRef(id, current string) error {
 	return nil
 }
 
-// TurnResponse is the answer to a turn: its id, whether its sender is an
+// turnResponse is the answer to a turn: its id, whether its sender is an
 // owner, and for an owner turn the signature id of its message.
 // (Fields in key order, as the answer was once a sorted map.)
-type TurnResponse struct {
+type turnResponse struct {
 	Owner       bool   `json:"owner"`
 	SignatureID string `json:"signature_id,omitempty"`
 	TurnID      string `json:"turn_id"`
@@ -165,7 +186,7 @@ type TurnResponse struct {
 // StartTurn starts a turn of rn: a new inbound message, which becomes the
 // run's current turn. Every check happens before anything changes: a
 // refused turn leaves the previous turn current.
-func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*TurnResponse, error) {
+func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*turnResponse, error) {
 	if err := validChannel(req.Channel); err != nil {
 		return nil, refusal(KindInvalid, "channel: "+err.Error(), nil)
 	}
@@ -208,7 +229,8 @@ func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*TurnResponse, error) {
 	rn.turns++
 	rn.messageIDs[midKey] = struct{}{}
 	rn.turn, rn.turnOwner, rn.turnMsg = turn, owner, ownerMessage{}
-	resp := &TurnResponse{TurnID: turn, Owner: owner}
+	rn.turnContent, rn.decisions = content, nil
+	resp := &turnResponse{TurnID: turn, Owner: owner}
 	if owner {
 		rn.signed++
 		sigID := rn.sessionKey + ":" + req.Channel + ":" + req.MessageID
@@ -228,10 +250,10 @@ type VerifyRequest struct {
 	ContentSHA256B64u string `json:"content_sha256_b64u"`
 }
 
-// VerifyResponse is the verify tool's answer (fields in key order, as the
+// verifyResponse is the verify tool's answer (fields in key order, as the
 // answer was once a sorted map): for the templates, the prompt's hash; for
 // an owner message, its signature.
-type VerifyResponse struct {
+type verifyResponse struct {
 	AllVerified          bool   `json:"all_verified,omitempty"`
 	Identity             string `json:"identity,omitempty"`
 	SignatureID          string `json:"signature_id,omitempty"`
@@ -243,7 +265,7 @@ type VerifyResponse struct {
 
 // Verify runs the verify tool for the run's current turn and marks the
 // turn verified in the gate.
-func (s *Service) Verify(rn *Run, req *VerifyRequest) (*VerifyResponse, error) {
+func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.closed {
@@ -257,7 +279,7 @@ func (s *Service) Verify(rn *Run, req *VerifyRequest) (*VerifyResponse, error) {
 		return nil, refusal(KindForbidden, "verify is an owner-only tool: this turn's sender is not a configured owner", nil)
 	}
 	method := gate.VerifiedTemplates
-	result := &VerifyResponse{TurnID: req.TurnID}
+	result := &verifyResponse{TurnID: req.TurnID}
 	if req.MessageID != "" || req.ContentSHA256B64u != "" {
 		m := rn.turnMsg
 		want, herr := b64u.DecodeHash(req.ContentSHA256B64u)
@@ -290,8 +312,8 @@ type ToolCallRequest struct {
 	MessageProvider string          `json:"message_provider"`
 }
 
-// ToolCallResponse is the decision.
-type ToolCallResponse struct {
+// toolCallResponse is the decision.
+type toolCallResponse struct {
 	Allow      bool   `json:"allow"`
 	Stage      string `json:"stage"`
 	Reason     string `json:"reason"`
@@ -303,7 +325,7 @@ type ToolCallResponse struct {
 // ToolCall has the gate decide a tool call of the run's current turn; the
 // decision is recorded in the run's audit log. A call the gate could not
 // decide is a denial, not an error.
-func (s *Service) ToolCall(ctx context.Context, rn *Run, req *ToolCallRequest) (*ToolCallResponse, error) {
+func (s *Service) ToolCall(ctx context.Context, rn *Run, req *ToolCallRequest) (*toolCallResponse, error) {
 	if err := rn.countToolCall(req.TurnID, s.cfg.MaxToolCallsPerRun); err != nil {
 		return nil, err
 	}
@@ -319,7 +341,8 @@ func (s *Service) ToolCall(ctx context.Context, rn *Run, req *ToolCallRequest) (
 	if derr != nil {
 		s.log.Warn("tool call denied with error", "run_id", rn.id, "tool", d.Tool, "stage", d.Stage, "err", derr)
 	}
-	return &ToolCallResponse{
+	rn.recordDecision(req.TurnID, d.Tool, d.ParamsHash, d.Allow, string(d.Stage), d.Reason)
+	return &toolCallResponse{
 		Allow: d.Allow, Stage: string(d.Stage), Reason: d.Reason, Tool: d.Tool,
 		ParamsHash: d.ParamsHash, AuditSeq: d.AuditSeq,
 	}, nil

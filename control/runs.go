@@ -66,6 +66,14 @@ type Run struct {
 	turn      string
 	turnOwner bool
 	turnMsg   ownerMessage
+	// turnContent is the hash the current turn's message was registered
+	// with, and decisions the gate's decisions in the turn: the model
+	// gateway checks the turn's user message and tool results against
+	// them (docs/spec/model-gateway.md sections 3.5, 3.6).
+	turnContent [32]byte
+	decisions   []gateway.Decision
+	// toolsH is the report's tool_schemas_hash_b64u (section 3.3).
+	toolsH [32]byte
 	// receipts is the run's gateway record: the receipts of its model
 	// calls (docs/spec/model-gateway.md section 8).
 	receipts gateway.Record
@@ -232,9 +240,9 @@ type CreateRunRequest struct {
 	SessionKey     string `json:"session_key"`
 }
 
-// CreateRunResponse is the answer to POST /v1/runs. Capability is returned
+// createRunResponse is the answer to POST /v1/runs. Capability is returned
 // here only; the run keeps its SHA-256.
-type CreateRunResponse struct {
+type createRunResponse struct {
 	RunID                        string              `json:"run_id"`
 	Capability                   string              `json:"capability"`
 	SystemPromptHashB64u         string              `json:"system_prompt_hash_b64u"`
@@ -273,7 +281,7 @@ type creation struct {
 // and forgets the run. req's pack text is cleared once decoded. The run is
 // returned beside its answer so that the answer can be signed
 // (SignAnswer).
-func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller Process) (resp *CreateRunResponse, rn *Run, err error) {
+func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller Process) (resp *createRunResponse, rn *Run, err error) {
 	c := &creation{s: s, req: req, caller: caller}
 	defer func() {
 		if err != nil {
@@ -297,7 +305,7 @@ func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller P
 	rn = c.rn
 	s.metrics.packs.WithLabelValues("accepted").Inc()
 	s.log.Info("run created", "run_id", rn.id, "agent_id", rn.agentID, "prompt_hash", rn.promptH, "report_hash", rn.reportH)
-	return &CreateRunResponse{
+	return &createRunResponse{
 		RunID: rn.id, Capability: c.capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
 		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: rn.committed,
 		GatePolicyHashB64u: s.gate.PolicyHash(), AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
@@ -387,7 +395,7 @@ func (c *creation) newRun(context.Context) error {
 	c.rn = &Run{
 		id: id, agentID: c.agent, sessionKey: c.req.SessionKey, capHash: capHash, created: s.now(), proc: c.caller,
 		prompt: c.prompt, promptH: rb.PromptHashB64u, reportH: rb.ReportHashB64u,
-		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Chars,
+		packCTH: b64u.Encode(ctHash[:]), packID: rb.PackID, chars: rb.Chars, toolsH: rb.ToolSchemasHash,
 		messageIDs: map[[32]byte]struct{}{},
 	}
 	if p := s.cfg.AdmissionPolicy; p != nil {
@@ -566,6 +574,7 @@ func (s *Service) CloseRun(rn *Run) error {
 		return errRunClosed
 	}
 	s.gate.EndRun(rn.id)
+	s.gw.CloseRun(rn.id)
 	if err := s.gate.audit.CloseRun(rn.id); err != nil {
 		s.log.Error("closing the run's audit log", "run_id", rn.id, "err", err)
 	}

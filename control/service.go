@@ -14,11 +14,13 @@ import (
 	"crypto/ed25519"
 	"log/slog"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/detect"
@@ -68,6 +70,10 @@ type Service struct {
 	answers signer
 	// activations meters TPM credential activations (tpmactivate.go).
 	activations *tokenBucket
+	// gw is the model gateway (modelcall.go); gwTmp its temporary audit
+	// directory when there is no stateDir.
+	gw    *gateway.Gateway
+	gwTmp string
 }
 
 // New builds a Service.
@@ -106,6 +112,10 @@ func New(d Deps) (*Service, error) {
 	}
 	s.rebuild = rb
 	s.runs = newRunStore(d.Config.MaxRuns)
+	if err := newGateway(s, d.Config); err != nil {
+		_ = gs.close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -115,6 +125,9 @@ func (s *Service) Close() {
 	s.rebuild.Close()
 	if err := s.gate.close(); err != nil {
 		s.log.Error("closing the audit log", "err", err)
+	}
+	if s.gwTmp != "" {
+		_ = os.RemoveAll(s.gwTmp)
 	}
 }
 

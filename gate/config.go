@@ -43,9 +43,9 @@ const (
 	failAllow FailMode = "allow"
 )
 
-// ToolPolicy is tools.{profile, allow, deny} (or its per-agent form). Names
+// toolPolicy is tools.{profile, allow, deny} (or its per-agent form). Names
 // are normalized. A nil list is "not set".
-type ToolPolicy struct {
+type toolPolicy struct {
 	Profile string // "" = not set (no profile restriction, like "full")
 	Allow   []string
 	Deny    []string
@@ -57,8 +57,8 @@ type Scope struct {
 	Exclude []string
 }
 
-// WebhookConfig is tools.verifier.webhook.
-type WebhookConfig struct {
+// webhookConfig is tools.verifier.webhook.
+type webhookConfig struct {
 	URL     string
 	Timeout time.Duration
 	// Headers are sent with every request. Values are secrets (they often
@@ -68,8 +68,8 @@ type WebhookConfig struct {
 	Secret Secret
 }
 
-// TelegramConfig is tools.verifier.telegram.
-type TelegramConfig struct {
+// telegramConfig is tools.verifier.telegram.
+type telegramConfig struct {
 	Enabled        bool
 	BotToken       Secret
 	ChatID         string
@@ -77,14 +77,14 @@ type TelegramConfig struct {
 	AllowedUserIDs []int64
 }
 
-// VerifierConfig is tools.verifier (or agents.list[].tools.verifier). For a
+// verifierConfig is tools.verifier (or agents.list[].tools.verifier). For a
 // per-agent override, nil pointers and empty values mean "inherit".
-type VerifierConfig struct {
+type verifierConfig struct {
 	Enabled  *bool
 	Scope    *Scope
 	FailMode FailMode // "" = not set
-	Webhook  *WebhookConfig
-	Telegram *TelegramConfig
+	Webhook  *webhookConfig
+	Telegram *telegramConfig
 }
 
 // SigConfig is agents.defaults.sig or agents.list[].sig.
@@ -93,11 +93,11 @@ type SigConfig struct {
 	GatedTools          []string // nil = not set
 }
 
-// AgentConfig is one agents.list[] entry.
-type AgentConfig struct {
+// agentConfig is one agents.list[] entry.
+type agentConfig struct {
 	ID       string
-	Tools    ToolPolicy
-	Verifier *VerifierConfig
+	Tools    toolPolicy
+	Verifier *verifierConfig
 	Sig      SigConfig
 }
 
@@ -108,11 +108,11 @@ type Config struct {
 	// GatedTools is agents.defaults.sig.gatedTools, defaults applied.
 	GatedTools []string
 	// Tools is the global tool policy tools.{profile, allow, deny}.
-	Tools ToolPolicy
+	Tools toolPolicy
 	// Verifier is tools.verifier.
-	Verifier VerifierConfig
+	Verifier verifierConfig
 	// Agents is agents.list[].
-	Agents []AgentConfig
+	Agents []agentConfig
 	// Development records ParseOptions.Development (http webhooks accepted).
 	Development bool
 }
@@ -150,7 +150,7 @@ type ParseOptions struct {
 // holding the gate's keys. Every error is a *ConfigError naming the key.
 func ParseConfig(data []byte, opts ParseOptions) (*Config, error) {
 	if len(data) > maxConfigBytes {
-		return nil, cfgErr("", ErrConfigTooLarge, "document is larger than %d bytes", maxConfigBytes)
+		return nil, cfgErr("", errConfigTooLarge, "document is larger than %d bytes", maxConfigBytes)
 	}
 	var doc configDoc
 	if err := confdoc.Parse(data, pohjson.ParseOptions{MaxBytes: maxConfigBytes, MaxDepth: 16}, &doc, docOptions(opts)); err != nil {
@@ -247,7 +247,7 @@ type (
 // CheckConf refuses include and exclude together.
 func (s *scopeDoc) CheckConf(d *confdoc.Decoder, path string) {
 	if s.Include != nil && s.Exclude != nil {
-		d.Fail(path, ErrConflict, "include and exclude are mutually exclusive")
+		d.Fail(path, errConflict, "include and exclude are mutually exclusive")
 	}
 }
 
@@ -258,11 +258,11 @@ func (t *telegramDoc) CheckConf(d *confdoc.Decoder, path string) {
 	}
 	switch {
 	case !t.BotToken.isSet():
-		d.Fail(jsonobj.Key(path, "botToken"), ErrBadValue, "is required when telegram is enabled")
+		d.Fail(jsonobj.Key(path, "botToken"), errBadValue, "is required when telegram is enabled")
 	case t.ChatID == "":
-		d.Fail(jsonobj.Key(path, "chatId"), ErrBadValue, "is required when telegram is enabled")
+		d.Fail(jsonobj.Key(path, "chatId"), errBadValue, "is required when telegram is enabled")
 	case t.AllowedUserIDs == nil || len(*t.AllowedUserIDs) == 0:
-		d.Fail(jsonobj.Key(path, "allowedUserIds"), ErrBadValue, "must list at least one user when telegram is enabled")
+		d.Fail(jsonobj.Key(path, "allowedUserIds"), errBadValue, "must list at least one user when telegram is enabled")
 	}
 }
 
@@ -270,7 +270,7 @@ func (t *telegramDoc) CheckConf(d *confdoc.Decoder, path string) {
 type unsupported struct{}
 
 func (unsupported) UnmarshalConf(d *confdoc.Decoder, _ *pohjson.Value, path string) {
-	d.Fail(path, ErrUnknownKey, "not supported by the gate")
+	d.Fail(path, errUnknownKey, "not supported by the gate")
 }
 
 // profileName is tools.profile: one of profileNames.
@@ -279,7 +279,7 @@ type profileName string
 func (p *profileName) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
 	s, ok := v.Str()
 	if _, known := toolProfiles[s]; !ok || !known {
-		d.Fail(path, ErrBadValue, "must be one of %s", strings.Join(profileNames(), ", "))
+		d.Fail(path, errBadValue, "must be one of %s", strings.Join(profileNames(), ", "))
 		return
 	}
 	*p = profileName(s)
@@ -293,7 +293,7 @@ func (l *toolList) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path stri
 	var raw []string
 	d.Decode(v, path, &raw)
 	if len(raw) > maxListItems {
-		d.Fail(path, ErrBadValue, "more than %d entries", maxListItems)
+		d.Fail(path, errBadValue, "more than %d entries", maxListItems)
 	}
 	out := make([]string, 0, len(raw))
 	for i, s := range raw {
@@ -301,11 +301,11 @@ func (l *toolList) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path stri
 		n := normalizeToolName(s)
 		if strings.HasPrefix(n, "group:") {
 			if _, ok := toolGroups[n]; !ok {
-				d.Fail(ep, ErrBadValue, "unknown tool group")
+				d.Fail(ep, errBadValue, "unknown tool group")
 				return
 			}
 		} else if !validToolName(n, true) {
-			d.Fail(ep, ErrBadValue, "not a valid tool name (1-%d bytes of [a-z0-9_.:-*])", maxToolNameBytes)
+			d.Fail(ep, errBadValue, "not a valid tool name (1-%d bytes of [a-z0-9_.:-*])", maxToolNameBytes)
 			return
 		}
 		if !slices.Contains(out, n) {
@@ -323,13 +323,13 @@ func (s *secretValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path s
 	str, ok := v.Str()
 	switch {
 	case !ok:
-		d.Fail(path, ErrWrongType, "not a string")
+		d.Fail(path, errWrongType, "not a string")
 	case len(str) > maxSecretBytes:
-		d.Fail(path, ErrBadValue, "longer than %d bytes", maxSecretBytes)
+		d.Fail(path, errBadValue, "longer than %d bytes", maxSecretBytes)
 	case str == "":
-		d.Fail(path, ErrBadValue, "must not be empty")
+		d.Fail(path, errBadValue, "must not be empty")
 	case strings.Contains(str, "${"):
-		d.Fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
+		d.Fail(path, errBadValue, "contains an unresolved ${...} placeholder")
 	default:
 		s.Secret = newSecret(str)
 	}
@@ -344,34 +344,34 @@ type headerMap map[string]Secret
 
 func (h *headerMap) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
 	if v.Kind() != pohjson.Object {
-		d.Fail(path, ErrWrongType, "not an object")
+		d.Fail(path, errWrongType, "not an object")
 		return
 	}
 	ms := v.Members()
 	if len(ms) > maxHeaders {
-		d.Fail(path, ErrBadValue, "more than %d headers", maxHeaders)
+		d.Fail(path, errBadValue, "more than %d headers", maxHeaders)
 		return
 	}
 	out := make(headerMap, len(ms))
 	for _, m := range ms {
 		kp := jsonobj.Key(path, m.Key)
 		if !validHeaderName(m.Key) {
-			d.Fail(kp, ErrBadValue, "not a valid HTTP header name")
+			d.Fail(kp, errBadValue, "not a valid HTTP header name")
 			return
 		}
 		name := textproto.CanonicalMIMEHeaderKey(m.Key)
 		if slices.Contains(reservedHeaders, name) {
-			d.Fail(kp, ErrBadValue, "header is set by the gate and cannot be configured")
+			d.Fail(kp, errBadValue, "header is set by the gate and cannot be configured")
 			return
 		}
 		if _, dup := out[name]; dup {
-			d.Fail(kp, ErrConflict, "header given twice (names are case-insensitive)")
+			d.Fail(kp, errConflict, "header given twice (names are case-insensitive)")
 			return
 		}
 		var val secretValue
 		val.UnmarshalConf(d, m.Value, kp)
 		if val.isSet() && !validHeaderValue(val.value()) {
-			d.Fail(kp, ErrBadValue, "header value contains control characters")
+			d.Fail(kp, errBadValue, "header value contains control characters")
 		}
 		out[name] = val.Secret
 	}
@@ -387,19 +387,19 @@ func (c *chatID) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string
 	case pohjson.String:
 		s, _ := v.Str()
 		if s == "" || len(s) > maxChatIDBytes || strings.ContainsAny(s, "/?#%& \t\r\n") || !utf8.ValidString(s) {
-			d.Fail(path, ErrBadValue, "not a valid chat id")
+			d.Fail(path, errBadValue, "not a valid chat id")
 			return
 		}
 		*c = chatID(s)
 	case pohjson.Number:
 		n, ok := v.Int()
 		if !ok || n == 0 {
-			d.Fail(path, ErrBadValue, "not a valid chat id")
+			d.Fail(path, errBadValue, "not a valid chat id")
 			return
 		}
 		*c = chatID(strconv.FormatInt(n, 10))
 	default:
-		d.Fail(path, ErrWrongType, "must be a string or an integer")
+		d.Fail(path, errWrongType, "must be a string or an integer")
 	}
 }
 
@@ -409,12 +409,12 @@ type userIDs []int64
 
 func (u *userIDs) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
 	if v.Kind() != pohjson.Array {
-		d.Fail(path, ErrWrongType, "not an array")
+		d.Fail(path, errWrongType, "not an array")
 		return
 	}
 	es := v.Elems()
 	if len(es) > maxAllowedUsers {
-		d.Fail(path, ErrBadValue, "more than %d users", maxAllowedUsers)
+		d.Fail(path, errBadValue, "more than %d users", maxAllowedUsers)
 		return
 	}
 	out := userIDs{}
@@ -431,11 +431,11 @@ func (u *userIDs) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path strin
 				id = n
 			}
 		default:
-			d.Fail(ep, ErrWrongType, "must be an integer")
+			d.Fail(ep, errWrongType, "must be an integer")
 			return
 		}
 		if id <= 0 {
-			d.Fail(ep, ErrBadValue, "not a valid user id")
+			d.Fail(ep, errBadValue, "not a valid user id")
 			return
 		}
 		if !slices.Contains(out, id) {
@@ -487,7 +487,7 @@ func (b *builder) config(doc *configDoc) *Config {
 		c.Agents = b.agents("$.agents.list", a.List)
 	}
 	if t := doc.Tools; t != nil {
-		var ver *VerifierConfig
+		var ver *verifierConfig
 		c.Tools, ver = b.tools("$.tools", t)
 		if ver != nil {
 			c.Verifier = *ver
@@ -500,15 +500,15 @@ func (b *builder) sig(path string, s *sigDoc) SigConfig {
 	out := SigConfig{EnforceVerification: s.EnforceVerification}
 	if s.GatedTools != nil {
 		if slices.Contains(*s.GatedTools, verifyToolName) {
-			b.fail(jsonobj.Key(path, "gatedTools"), ErrBadValue, "must not contain the verify tool (it could never be unblocked)")
+			b.fail(jsonobj.Key(path, "gatedTools"), errBadValue, "must not contain the verify tool (it could never be unblocked)")
 		}
 		out.GatedTools = []string(*s.GatedTools)
 	}
 	return out
 }
 
-func (b *builder) tools(path string, t *toolsDoc) (ToolPolicy, *VerifierConfig) {
-	var tp ToolPolicy
+func (b *builder) tools(path string, t *toolsDoc) (toolPolicy, *verifierConfig) {
+	var tp toolPolicy
 	if t.Profile != nil {
 		tp.Profile = string(*t.Profile)
 	}
@@ -522,7 +522,7 @@ func (b *builder) tools(path string, t *toolsDoc) (ToolPolicy, *VerifierConfig) 
 		return tp, nil
 	}
 	v := t.Verifier
-	vc := &VerifierConfig{Enabled: v.Enabled, FailMode: v.FailMode}
+	vc := &verifierConfig{Enabled: v.Enabled, FailMode: v.FailMode}
 	if v.Scope != nil {
 		vc.Scope = &Scope{}
 		if v.Scope.Include != nil {
@@ -535,13 +535,13 @@ func (b *builder) tools(path string, t *toolsDoc) (ToolPolicy, *VerifierConfig) 
 	if w := v.Webhook; w != nil {
 		up := jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "webhook"), "url")
 		b.checkURL(up, w.URL)
-		vc.Webhook = &WebhookConfig{URL: w.URL, Timeout: time.Duration(w.Timeout) * time.Second, Headers: w.Headers, Secret: w.Secret.Secret}
+		vc.Webhook = &webhookConfig{URL: w.URL, Timeout: time.Duration(w.Timeout) * time.Second, Headers: w.Headers, Secret: w.Secret.Secret}
 	}
 	if tg := v.Telegram; tg != nil {
 		if tg.BotToken.isSet() && !validBotToken(tg.BotToken.value()) {
-			b.fail(jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "telegram"), "botToken"), ErrBadValue, "not a Telegram bot token")
+			b.fail(jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "telegram"), "botToken"), errBadValue, "not a Telegram bot token")
 		}
-		tc := &TelegramConfig{Enabled: tg.Enabled, BotToken: tg.BotToken.Secret, ChatID: string(tg.ChatID), Timeout: time.Duration(tg.Timeout) * time.Second}
+		tc := &telegramConfig{Enabled: tg.Enabled, BotToken: tg.BotToken.Secret, ChatID: string(tg.ChatID), Timeout: time.Duration(tg.Timeout) * time.Second}
 		if tg.AllowedUserIDs != nil {
 			tc.AllowedUserIDs = []int64(*tg.AllowedUserIDs)
 		}
@@ -552,32 +552,32 @@ func (b *builder) tools(path string, t *toolsDoc) (ToolPolicy, *VerifierConfig) 
 
 func (b *builder) checkURL(path, raw string) {
 	if strings.Contains(raw, "${") {
-		b.fail(path, ErrBadValue, "contains an unresolved ${...} placeholder")
+		b.fail(path, errBadValue, "contains an unresolved ${...} placeholder")
 		return
 	}
 	u, err := url.Parse(raw)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		b.fail(path, ErrBadValue, "must be an absolute http(s) URL")
+		b.fail(path, errBadValue, "must be an absolute http(s) URL")
 		return
 	}
 	if u.User != nil {
-		b.fail(path, ErrBadValue, "must not contain credentials (use headers)")
+		b.fail(path, errBadValue, "must not contain credentials (use headers)")
 		return
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
-		b.fail(path, ErrBadValue, "must not contain a fragment")
+		b.fail(path, errBadValue, "must not contain a fragment")
 		return
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !b.opts.Development {
-			b.fail(path, ErrInsecureURL, "must use https outside development mode")
+			b.fail(path, errInsecureURL, "must use https outside development mode")
 			return
 		}
 		logger(b.opts.Logger).Warn("gate: webhook url uses http; accepted in development mode only", "key", confdoc.KeyOf(path))
 	default:
-		b.fail(path, ErrBadValue, "must be an absolute http(s) URL")
+		b.fail(path, errBadValue, "must be an absolute http(s) URL")
 	}
 }
 
@@ -613,18 +613,18 @@ func validBotToken(s string) bool {
 	return charclass.Digit().All(id) && botSecretChars.All(rest)
 }
 
-func (b *builder) agents(path string, list []agentDoc) []AgentConfig {
-	out := make([]AgentConfig, 0, len(list))
+func (b *builder) agents(path string, list []agentDoc) []agentConfig {
+	out := make([]agentConfig, 0, len(list))
 	for i, e := range list {
 		ap := jsonobj.Index(path, i)
 		idp := jsonobj.Key(ap, "id")
-		a := AgentConfig{ID: e.ID}
+		a := agentConfig{ID: e.ID}
 		if !validAgentID(a.ID) {
-			b.fail(idp, ErrBadValue, "not a valid agent id (1-%d bytes of [a-z0-9_-])", maxAgentIDBytes)
+			b.fail(idp, errBadValue, "not a valid agent id (1-%d bytes of [a-z0-9_-])", maxAgentIDBytes)
 		}
 		for _, prev := range out {
 			if prev.ID == a.ID {
-				b.fail(idp, ErrConflict, "duplicate agent id")
+				b.fail(idp, errConflict, "duplicate agent id")
 			}
 		}
 		if e.Tools != nil {
@@ -671,7 +671,7 @@ func checkEffectiveVerifier(path string, v effectiveVerifierConfig) error {
 		return nil
 	}
 	if v.Webhook == nil && (v.Telegram == nil || !v.Telegram.Enabled) {
-		return cfgErr(path, ErrBadValue, "enabled but neither a webhook nor an enabled telegram verifier is configured")
+		return cfgErr(path, errBadValue, "enabled but neither a webhook nor an enabled telegram verifier is configured")
 	}
 	return nil
 }
@@ -682,15 +682,15 @@ type effectiveVerifierConfig struct {
 	Enabled  bool
 	Scope    Scope
 	FailMode FailMode
-	Webhook  *WebhookConfig
-	Telegram *TelegramConfig
+	Webhook  *webhookConfig
+	Telegram *telegramConfig
 }
 
 // mergeVerifier applies a per-agent override (nil for none) to the global
 // verifier. Every key the agent sets replaces the global one, except
 // failMode, where the most restrictive wins: the effective mode is allow only
 // when the global mode is explicitly allow and the agent does not say deny.
-func mergeVerifier(global VerifierConfig, agent *VerifierConfig) effectiveVerifierConfig {
+func mergeVerifier(global verifierConfig, agent *verifierConfig) effectiveVerifierConfig {
 	e := effectiveVerifierConfig{
 		Enabled:  global.Enabled != nil && *global.Enabled,
 		Webhook:  global.Webhook,

@@ -70,53 +70,53 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 		key  string
 		want error
 	}{
-		{`[]`, "", ErrWrongType},
-		{`{"a":1,"a":2}`, "a", ErrWrongType}, // the repeated key
-		{`{"tools":{"verifier":{"scope":{"include":["exec"],"exclude":["read"]}}}}`, "tools.verifier.scope", ErrConflict},
-		{`{"tools":{"verifier":{"enabeld":true}}}`, "tools.verifier.enabeld", ErrUnknownKey},
-		{`{"models":{}}`, "models", ErrUnknownKey},
-		{`{"agents":{"defaults":{"sig":{"enforceVerification":"yes"}}}}`, "agents.defaults.sig.enforceVerification", ErrWrongType},
-		{`{"agents":{"defaults":{"sig":{"gatedTools":["exec",""]}}}}`, "agents.defaults.sig.gatedTools[1]", ErrBadValue},
-		{`{"agents":{"defaults":{"sig":{"gatedTools":["verify"]}}}}`, "agents.defaults.sig.gatedTools", ErrBadValue},
-		{`{"agents":{"defaults":{"sig":{"gatedTools":["exec;rm"]}}}}`, "agents.defaults.sig.gatedTools[0]", ErrBadValue},
-		{`{"tools":{"allow":["group:nope"]}}`, "tools.allow[0]", ErrBadValue},
-		{`{"tools":{"profile":"admin"}}`, "tools.profile", ErrBadValue},
-		{`{"tools":{"byProvider":{}}}`, "tools.byProvider", ErrUnknownKey},
-		{`{"tools":{"verifier":{"failMode":"open"}}}`, "tools.verifier.failMode", ErrBadValue},
-		{`{"tools":{"verifier":{"enabled":true}}}`, "tools.verifier", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{}}}}`, "tools.verifier.webhook.url", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"http://v.example/x"}}}}`, "tools.verifier.webhook.url", ErrInsecureURL},
-		{`{"tools":{"verifier":{"webhook":{"url":"ftp://v.example/x"}}}}`, "tools.verifier.webhook.url", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://u:p@v.example/x"}}}}`, "tools.verifier.webhook.url", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"/relative"}}}}`, "tools.verifier.webhook.url", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","timeout":0}}}}`, "tools.verifier.webhook.timeout", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","timeout":1.5}}}}`, "tools.verifier.webhook.timeout", ErrWrongType},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","timeout":301}}}}`, "tools.verifier.webhook.timeout", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","secret":"${VERIFIER_HMAC_SECRET}"}}}}`, "tools.verifier.webhook.secret", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","secret":""}}}}`, "tools.verifier.webhook.secret", ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"Content-Type":"x"}}}}}`, `tools.verifier.webhook.headers["Content-Type"]`, ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"X-OpenClaw-Signature":"x"}}}}}`, `tools.verifier.webhook.headers["X-OpenClaw-Signature"]`, ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"A":"x","a":"y"}}}}}`, `tools.verifier.webhook.headers.a`, ErrConflict},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"Bad Name":"x"}}}}}`, `tools.verifier.webhook.headers["Bad Name"]`, ErrBadValue},
-		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"X-A":"a\r\nX-B: b"}}}}}`, `tools.verifier.webhook.headers["X-A"]`, ErrBadValue},
-		{`{"tools":{"verifier":{"telegram":{"enabled":true,"chatId":"1","allowedUserIds":[1]}}}}`, "tools.verifier.telegram.botToken", ErrBadValue},
-		{`{"tools":{"verifier":{"telegram":{"enabled":true,"botToken":"1:a","allowedUserIds":[1]}}}}`, "tools.verifier.telegram.chatId", ErrBadValue},
-		{`{"tools":{"verifier":{"telegram":{"enabled":true,"botToken":"1:a","chatId":"1"}}}}`, "tools.verifier.telegram.allowedUserIds", ErrBadValue},
-		{`{"tools":{"verifier":{"telegram":{"botToken":"not a token"}}}}`, "tools.verifier.telegram.botToken", ErrBadValue},
-		{`{"tools":{"verifier":{"telegram":{"allowedUserIds":[-1]}}}}`, "tools.verifier.telegram.allowedUserIds[0]", ErrBadValue},
-		{`{"tools":{"verifier":{"telegram":{"allowedUserIds":["12a"]}}}}`, "tools.verifier.telegram.allowedUserIds[0]", ErrBadValue},
-		{`{"tools":{"verifier":{"telegram":{"chatId":"../x"}}}}`, "tools.verifier.telegram.chatId", ErrBadValue},
-		{`{"agents":{"list":[{"tools":{}}]}}`, "agents.list[0].id", ErrBadValue},
-		{`{"agents":{"list":[{"id":"a b"}]}}`, "agents.list[0].id", ErrBadValue},
-		{`{"agents":{"list":[{"id":"a"},{"id":"a"}]}}`, "agents.list[1].id", ErrConflict},
+		{`[]`, "", errWrongType},
+		{`{"a":1,"a":2}`, "a", errWrongType}, // the repeated key
+		{`{"tools":{"verifier":{"scope":{"include":["exec"],"exclude":["read"]}}}}`, "tools.verifier.scope", errConflict},
+		{`{"tools":{"verifier":{"enabeld":true}}}`, "tools.verifier.enabeld", errUnknownKey},
+		{`{"models":{}}`, "models", errUnknownKey},
+		{`{"agents":{"defaults":{"sig":{"enforceVerification":"yes"}}}}`, "agents.defaults.sig.enforceVerification", errWrongType},
+		{`{"agents":{"defaults":{"sig":{"gatedTools":["exec",""]}}}}`, "agents.defaults.sig.gatedTools[1]", errBadValue},
+		{`{"agents":{"defaults":{"sig":{"gatedTools":["verify"]}}}}`, "agents.defaults.sig.gatedTools", errBadValue},
+		{`{"agents":{"defaults":{"sig":{"gatedTools":["exec;rm"]}}}}`, "agents.defaults.sig.gatedTools[0]", errBadValue},
+		{`{"tools":{"allow":["group:nope"]}}`, "tools.allow[0]", errBadValue},
+		{`{"tools":{"profile":"admin"}}`, "tools.profile", errBadValue},
+		{`{"tools":{"byProvider":{}}}`, "tools.byProvider", errUnknownKey},
+		{`{"tools":{"verifier":{"failMode":"open"}}}`, "tools.verifier.failMode", errBadValue},
+		{`{"tools":{"verifier":{"enabled":true}}}`, "tools.verifier", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{}}}}`, "tools.verifier.webhook.url", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"http://v.example/x"}}}}`, "tools.verifier.webhook.url", errInsecureURL},
+		{`{"tools":{"verifier":{"webhook":{"url":"ftp://v.example/x"}}}}`, "tools.verifier.webhook.url", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://u:p@v.example/x"}}}}`, "tools.verifier.webhook.url", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"/relative"}}}}`, "tools.verifier.webhook.url", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","timeout":0}}}}`, "tools.verifier.webhook.timeout", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","timeout":1.5}}}}`, "tools.verifier.webhook.timeout", errWrongType},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","timeout":301}}}}`, "tools.verifier.webhook.timeout", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","secret":"${VERIFIER_HMAC_SECRET}"}}}}`, "tools.verifier.webhook.secret", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","secret":""}}}}`, "tools.verifier.webhook.secret", errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"Content-Type":"x"}}}}}`, `tools.verifier.webhook.headers["Content-Type"]`, errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"X-OpenClaw-Signature":"x"}}}}}`, `tools.verifier.webhook.headers["X-OpenClaw-Signature"]`, errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"A":"x","a":"y"}}}}}`, `tools.verifier.webhook.headers.a`, errConflict},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"Bad Name":"x"}}}}}`, `tools.verifier.webhook.headers["Bad Name"]`, errBadValue},
+		{`{"tools":{"verifier":{"webhook":{"url":"https://v.example/x","headers":{"X-A":"a\r\nX-B: b"}}}}}`, `tools.verifier.webhook.headers["X-A"]`, errBadValue},
+		{`{"tools":{"verifier":{"telegram":{"enabled":true,"chatId":"1","allowedUserIds":[1]}}}}`, "tools.verifier.telegram.botToken", errBadValue},
+		{`{"tools":{"verifier":{"telegram":{"enabled":true,"botToken":"1:a","allowedUserIds":[1]}}}}`, "tools.verifier.telegram.chatId", errBadValue},
+		{`{"tools":{"verifier":{"telegram":{"enabled":true,"botToken":"1:a","chatId":"1"}}}}`, "tools.verifier.telegram.allowedUserIds", errBadValue},
+		{`{"tools":{"verifier":{"telegram":{"botToken":"not a token"}}}}`, "tools.verifier.telegram.botToken", errBadValue},
+		{`{"tools":{"verifier":{"telegram":{"allowedUserIds":[-1]}}}}`, "tools.verifier.telegram.allowedUserIds[0]", errBadValue},
+		{`{"tools":{"verifier":{"telegram":{"allowedUserIds":["12a"]}}}}`, "tools.verifier.telegram.allowedUserIds[0]", errBadValue},
+		{`{"tools":{"verifier":{"telegram":{"chatId":"../x"}}}}`, "tools.verifier.telegram.chatId", errBadValue},
+		{`{"agents":{"list":[{"tools":{}}]}}`, "agents.list[0].id", errBadValue},
+		{`{"agents":{"list":[{"id":"a b"}]}}`, "agents.list[0].id", errBadValue},
+		{`{"agents":{"list":[{"id":"a"},{"id":"a"}]}}`, "agents.list[1].id", errConflict},
 		// Agent ids are taken as they are: never trimmed or case-folded.
-		{`{"agents":{"list":[{"id":"A"}]}}`, "agents.list[0].id", ErrBadValue},
-		{`{"agents":{"list":[{"id":" main "}]}}`, "agents.list[0].id", ErrBadValue},
-		{`{"agents":{"list":[{"id":"\u212aelvin"}]}}`, "agents.list[0].id", ErrBadValue},
-		{`{"agents":{"list":[{"id":"a","sig":{"x":1}}]}}`, "agents.list[0].sig.x", ErrUnknownKey},
-		{`{"agents":{"list":[{"id":"a","tools":{"verifier":{"scope":{"include":[],"exclude":[]}}}}]}}`, "agents.list[0].tools.verifier.scope", ErrConflict},
-		{`{"agents":{"list":[{"id":"a","tools":{"verifier":{"enabled":true}}}]}}`, "agents.list[0].tools.verifier", ErrBadValue},
-		{`{"tools":{"verifier":{` + wh + `,"telegram":{"enabled":"no"}}}}`, "tools.verifier.telegram.enabled", ErrWrongType},
+		{`{"agents":{"list":[{"id":"A"}]}}`, "agents.list[0].id", errBadValue},
+		{`{"agents":{"list":[{"id":" main "}]}}`, "agents.list[0].id", errBadValue},
+		{`{"agents":{"list":[{"id":"\u212aelvin"}]}}`, "agents.list[0].id", errBadValue},
+		{`{"agents":{"list":[{"id":"a","sig":{"x":1}}]}}`, "agents.list[0].sig.x", errUnknownKey},
+		{`{"agents":{"list":[{"id":"a","tools":{"verifier":{"scope":{"include":[],"exclude":[]}}}}]}}`, "agents.list[0].tools.verifier.scope", errConflict},
+		{`{"agents":{"list":[{"id":"a","tools":{"verifier":{"enabled":true}}}]}}`, "agents.list[0].tools.verifier", errBadValue},
+		{`{"tools":{"verifier":{` + wh + `,"telegram":{"enabled":"no"}}}}`, "tools.verifier.telegram.enabled", errWrongType},
 	}
 	for _, tc := range cases {
 		t.Run(tc.key+"/"+tc.doc[:min(len(tc.doc), 40)], func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 	if err.Error() != "gate config: tools.verifier.scope: include and exclude are mutually exclusive" {
 		t.Fatalf("message = %q", err)
 	}
-	if _, err := ParseConfig(bytes.Repeat([]byte(" "), maxConfigBytes+1), ParseOptions{}); !errors.Is(err, ErrConfigTooLarge) {
+	if _, err := ParseConfig(bytes.Repeat([]byte(" "), maxConfigBytes+1), ParseOptions{}); !errors.Is(err, errConfigTooLarge) {
 		t.Fatalf("oversized: %v", err)
 	}
 }
@@ -166,7 +166,7 @@ func TestDevelopmentHTTP(t *testing.T) {
 func TestForeignKeys(t *testing.T) {
 	doc := `{"channels":{},"agents":{"defaults":{"model":"x","sig":{"enforceVerification":true}},
 		"list":[{"id":"a","workspace":"/w","tools":{"elevated":{},"deny":["exec"]}}]},"tools":{"web":{}}}`
-	if _, err := ParseConfig([]byte(doc), ParseOptions{}); !errors.Is(err, ErrUnknownKey) {
+	if _, err := ParseConfig([]byte(doc), ParseOptions{}); !errors.Is(err, errUnknownKey) {
 		t.Fatalf("strict mode accepted foreign keys: %v", err)
 	}
 	c, err := ParseConfig([]byte(doc), ParseOptions{AllowForeignKeys: true})
@@ -180,7 +180,7 @@ func TestForeignKeys(t *testing.T) {
 		`{"tools":{"alsoAllow":["exec"]}}`,
 		`{"agents":{"list":[{"id":"a","tools":{"byProvider":{}}}]}}`,
 	} {
-		if _, err := ParseConfig([]byte(d), ParseOptions{AllowForeignKeys: true}); !errors.Is(err, ErrUnknownKey) {
+		if _, err := ParseConfig([]byte(d), ParseOptions{AllowForeignKeys: true}); !errors.Is(err, errUnknownKey) {
 			t.Errorf("%s: %v", d, err)
 		}
 	}

@@ -13,21 +13,21 @@ var (
 	// ErrInvalidConfig is matched by every configuration error (its text
 	// starts their messages).
 	ErrInvalidConfig = errors.New("gate config")
-	// ErrUnknownKey: a key the gate does not know (a typo must not silently
+	// errUnknownKey: a key the gate does not know (a typo must not silently
 	// disable a control).
-	ErrUnknownKey = jsonobj.ErrUnknownField
-	// ErrWrongType: a value of the wrong JSON type, or a document that is
+	errUnknownKey = jsonobj.ErrUnknownField
+	// errWrongType: a value of the wrong JSON type, or a document that is
 	// not strict JSON.
-	ErrWrongType = jsonobj.ErrWrongType
-	// ErrBadValue: a value outside its allowed set or limits, or a
+	errWrongType = jsonobj.ErrWrongType
+	// errBadValue: a value outside its allowed set or limits, or a
 	// required key that is absent.
-	ErrBadValue = confdoc.ErrBadValue
-	// ErrConflict: keys that may not be combined.
-	ErrConflict = errors.New("conflicting keys")
-	// ErrInsecureURL: a webhook URL that is not https outside development mode.
-	ErrInsecureURL = errors.New("insecure url")
-	// ErrConfigTooLarge: the config document exceeds maxConfigBytes.
-	ErrConfigTooLarge = errors.New("config too large")
+	errBadValue = confdoc.ErrBadValue
+	// errConflict: keys that may not be combined.
+	errConflict = errors.New("conflicting keys")
+	// errInsecureURL: a webhook URL that is not https outside development mode.
+	errInsecureURL = errors.New("insecure url")
+	// errConfigTooLarge: the config document exceeds maxConfigBytes.
+	errConfigTooLarge = errors.New("config too large")
 
 	// errInvalidCall: Decide was given a malformed call (bad tool name,
 	// parameters that are not a JSON object, limits exceeded).
@@ -51,9 +51,9 @@ var (
 )
 
 // ConfigError names the configuration key at fault (Key, e.g.
-// "tools.verifier.scope"), the class of the problem (Err: ErrUnknownKey,
-// ErrWrongType, ErrBadValue, ErrConflict, ErrInsecureURL or
-// ErrConfigTooLarge) and what is wrong (Msg). It never contains a
+// "tools.verifier.scope"), the class of the problem (Err: errUnknownKey,
+// errWrongType, errBadValue, errConflict, errInsecureURL or
+// errConfigTooLarge) and what is wrong (Msg). It never contains a
 // configured value (values may be secrets). It is the decoder's one error
 // type, and matches ErrInvalidConfig.
 type ConfigError = confdoc.ConfigError

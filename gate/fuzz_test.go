@@ -13,7 +13,7 @@ import (
 // encodeConfig writes c back as a config document, secrets included (test
 // only). ParseConfig(encodeConfig(c)) must give c back.
 func encodeConfig(c *Config) []byte {
-	ver := func(v *VerifierConfig) map[string]any {
+	ver := func(v *verifierConfig) map[string]any {
 		m := map[string]any{}
 		if v.Enabled != nil {
 			m["enabled"] = *v.Enabled
@@ -60,7 +60,7 @@ func encodeConfig(c *Config) []byte {
 		}
 		return m
 	}
-	tools := func(tp ToolPolicy, v *VerifierConfig) map[string]any {
+	tools := func(tp toolPolicy, v *verifierConfig) map[string]any {
 		m := map[string]any{}
 		if tp.Profile != "" {
 			m["profile"] = tp.Profile
@@ -152,7 +152,7 @@ func FuzzParseConfig(f *testing.F) {
 
 func configSecrets(c *Config) []string {
 	var out []string
-	add := func(v *VerifierConfig) {
+	add := func(v *verifierConfig) {
 		if v == nil {
 			return
 		}

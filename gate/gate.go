@@ -179,7 +179,7 @@ func New(opts Options) (*Gate, error) {
 	if tgClient == nil {
 		tgClient = opts.HTTPClient
 	}
-	webhooks := map[*WebhookConfig]*webhookVerifier{}
+	webhooks := map[*webhookConfig]*webhookVerifier{}
 	bots := map[string]*telegramBot{}
 	build := func(v effectiveVerifierConfig) (effectiveVerifier, error) {
 		ev := effectiveVerifier{enabled: v.Enabled, failMode: v.FailMode}
@@ -214,7 +214,7 @@ func New(opts Options) (*Gate, error) {
 		return ev, nil
 	}
 	c := opts.Config
-	mk := func(a *AgentConfig) (*agentPolicy, error) {
+	mk := func(a *agentConfig) (*agentPolicy, error) {
 		p := &agentPolicy{
 			label:   "tools",
 			profile: c.Tools.Profile,
@@ -222,7 +222,7 @@ func New(opts Options) (*Gate, error) {
 			enforce: c.EnforceVerification,
 			gated:   newToolMatcher(c.GatedTools),
 		}
-		var agentVer *VerifierConfig
+		var agentVer *verifierConfig
 		if a != nil {
 			if a.Tools.Profile != "" {
 				p.profile = a.Tools.Profile

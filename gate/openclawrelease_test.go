@@ -29,7 +29,7 @@ func TestOpenClawTyposRefused(t *testing.T) {
 		for _, opts := range []ParseOptions{{}, {AllowForeignKeys: true}} {
 			c, err := ParseConfig([]byte(tc.doc), opts)
 			ce, ok := errors.AsType[*ConfigError](err)
-			if c != nil || !ok || ce.Key != tc.key || !errors.Is(err, ErrUnknownKey) || !errors.Is(err, ErrInvalidConfig) {
+			if c != nil || !ok || ce.Key != tc.key || !errors.Is(err, errUnknownKey) || !errors.Is(err, ErrInvalidConfig) {
 				t.Errorf("%s (foreign %t): %v, want %s refused as an unknown key", tc.doc, opts.AllowForeignKeys, err, tc.key)
 			}
 		}
@@ -47,7 +47,7 @@ func TestOpenClawTyposRefused(t *testing.T) {
 func TestOneRangeViolation(t *testing.T) {
 	_, err := ParseConfig([]byte(`{"tools":{"verifier":{"telegram":{"timeout":3601}}}}`), ParseOptions{})
 	ce, ok := errors.AsType[*ConfigError](err)
-	if !ok || ce.Key != "tools.verifier.telegram.timeout" || !errors.Is(err, ErrBadValue) {
+	if !ok || ce.Key != "tools.verifier.telegram.timeout" || !errors.Is(err, errBadValue) {
 		t.Fatalf("%v", err)
 	}
 }

@@ -83,7 +83,7 @@ func nullableList(s []string) any {
 	return s
 }
 
-func toolPolicyDoc(t ToolPolicy, global bool) map[string]any {
+func toolPolicyDoc(t toolPolicy, global bool) map[string]any {
 	if global {
 		profile := t.Profile
 		if profile == "" {
@@ -105,7 +105,7 @@ func commitment(s Secret) any {
 	return map[string]any{"sha256_b64u": s.commitment()}
 }
 
-func verifierDoc(v *VerifierConfig, global bool) map[string]any {
+func verifierDoc(v *verifierConfig, global bool) map[string]any {
 	d := map[string]any{}
 	switch {
 	case v.Enabled != nil:

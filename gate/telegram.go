@@ -56,7 +56,7 @@ type tgWaiter struct {
 
 type telegramApprover struct {
 	bot *telegramBot
-	cfg *TelegramConfig
+	cfg *telegramConfig
 }
 
 func newTelegramBot(base string, token Secret, client *http.Client, interval time.Duration, log *slog.Logger) *telegramBot {

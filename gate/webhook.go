@@ -61,12 +61,12 @@ var (
 )
 
 type webhookVerifier struct {
-	cfg    *WebhookConfig
+	cfg    *webhookConfig
 	client *http.Client
 	log    *slog.Logger
 }
 
-func newWebhookVerifier(cfg *WebhookConfig, client *http.Client, log *slog.Logger) *webhookVerifier {
+func newWebhookVerifier(cfg *webhookConfig, client *http.Client, log *slog.Logger) *webhookVerifier {
 	c := *client
 	// Redirects are refused: a redirect could move the request to another
 	// host or to plain http. A 3xx is then a non-2xx status (failMode).

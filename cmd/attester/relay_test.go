@@ -49,8 +49,17 @@ func runHelper(mode string) int {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", os.Getenv("CLAWEA_SOCKET"))
 		}}}
-		req, _ := http.NewRequest("POST", "http://attester/v1/runs/"+os.Getenv("CLAWEA_RUN")+"/tool-calls", strings.NewReader(os.Getenv("CLAWEA_BODY")))
+		path := "/tool-calls"
+		if p := os.Getenv("CLAWEA_PATH"); p != "" {
+			path = p
+		}
+		req, _ := http.NewRequest("POST", "http://attester/v1/runs/"+os.Getenv("CLAWEA_RUN")+path, strings.NewReader(os.Getenv("CLAWEA_BODY")))
 		req.Header.Set("Content-Type", "application/json")
+		var extra map[string]string
+		_ = json.Unmarshal([]byte(os.Getenv("CLAWEA_HEADERS")), &extra)
+		for k, v := range extra {
+			req.Header.Set(k, v)
+		}
 		req.Header.Set("Authorization", "Bearer "+os.Getenv("CLAWEA_CAP"))
 		resp, err := c.Do(req)
 		if err != nil {

@@ -17,7 +17,6 @@ import (
 // be nil. It returns the verified result (for --policy), the summary and
 // the check lines to print, or a verify/platform error whose class decides
 // the exit code.
-//
 func verifyAzureRaw(format string, data, nonce, certs []byte, at time.Time, coll *platform.Collateral) (*platform.Result, string, []string, error) {
 	if certs != nil {
 		return nil, "", nil, fmt.Errorf("%w: --certs: %s evidence carries its own certificates", platform.ErrBadOptions, format)

@@ -153,9 +153,12 @@ type reply struct {
 	ReportHashB64u string `json:"report_hash_b64u,omitempty"`
 	PackID         string `json:"pack_id,omitempty"`
 	Chars          int    `json:"chars,omitempty"`
-	Code           string `json:"code,omitempty"`
-	Template       string `json:"template,omitempty"`
-	TemplateKind   string `json:"template_kind,omitempty"`
+	// ToolSchemasHashB64u is the report's tool_schemas_hash_b64u: the
+	// model gateway compares a request's tools with it.
+	ToolSchemasHashB64u string `json:"tool_schemas_hash_b64u,omitempty"`
+	Code                string `json:"code,omitempty"`
+	Template            string `json:"template,omitempty"`
+	TemplateKind        string `json:"template_kind,omitempty"`
 	// Rule and Input name an admission refusal (code "admission").
 	Rule  string `json:"rule,omitempty"`
 	Input string `json:"input,omitempty"`
@@ -247,6 +250,9 @@ type Result struct {
 	PackID         string
 	// Chars is the prompt length in UTF-16 code units, from the report.
 	Chars int
+	// ToolSchemasHash is H(JCS(tool_schemas)), the report's
+	// tool_schemas_hash_b64u (docs/spec/model-gateway.md section 3.3).
+	ToolSchemasHash [32]byte
 }
 
 // refusalError turns a refusal into an error wrapping its sentinel.

@@ -125,6 +125,11 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%w: prompt size %d", ErrWorker, rep.PromptBytes)
 	}
+	tools, err := b64u.DecodeHash(rep.ToolSchemasHashB64u)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%w: no tool schemas hash", ErrWorker)
+	}
 	prompt, err := sealed.MapShared(fd, rep.PromptBytes, r.mem)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mapping the prompt: %w", ErrWorker, err)
@@ -133,7 +138,7 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 		prompt.Destroy()
 		return nil, fmt.Errorf("%w: %w", ErrWorker, werr)
 	}
-	return &Result{Prompt: prompt, PromptHashB64u: rep.PromptHashB64u, ReportHashB64u: rep.ReportHashB64u, PackID: rep.PackID, Chars: rep.Chars}, nil
+	return &Result{Prompt: prompt, PromptHashB64u: rep.PromptHashB64u, ReportHashB64u: rep.ReportHashB64u, PackID: rep.PackID, Chars: rep.Chars, ToolSchemasHash: tools}, nil
 }
 
 // receive reads the worker's one message. fd is the descriptor that came

@@ -135,6 +135,10 @@ func work(stdin io.Reader) (reply, int, error) {
 			return refusalReply(err), -1, nil
 		}
 	}
+	toolsH, err := opened.Pack().ToolSchemasHash()
+	if err != nil {
+		return refusalReply(err), -1, nil
+	}
 	out, err := sealed.NewShareable(len(rb.Prompt), opts)
 	if err != nil {
 		return refusalReply(err), -1, nil
@@ -146,7 +150,7 @@ func work(stdin io.Reader) (reply, int, error) {
 	}
 	return reply{
 		OK: true, PromptBytes: len(rb.Prompt), PromptHashB64u: rb.PromptHashB64u(), ReportHashB64u: rb.ReportHashB64u(),
-		PackID: rb.PackID, Chars: rb.Report.Final.SystemPromptChars,
+		PackID: rb.PackID, Chars: rb.Report.Final.SystemPromptChars, ToolSchemasHashB64u: toolsH,
 	}, fd, nil
 }
 

@@ -70,6 +70,15 @@ func checkLLMCalls(b *Bundle, md *pohjson.Value, want PromptCommitments) error {
 	return nil
 }
 
+// CheckLLMCall checks one llm_call payload (v, at JSON path f) as
+// checkLLMCalls checks each element of clawea_llm_calls: its members, and
+// its prompt, report and model against want. The model gateway applies it
+// to the event a model call names (docs/spec/model-gateway.md section 1),
+// so a payload it accepts is one the attestation accepts.
+func CheckLLMCall(v *pohjson.Value, f string, want PromptCommitments) error {
+	return checkLLMCall(v, f, want)
+}
+
 // checkLLMCall checks one clawea_llm_calls payload on its own and against
 // the attested prompt and report hashes.
 func checkLLMCall(v *pohjson.Value, f string, want PromptCommitments) error {

@@ -76,6 +76,7 @@ func (s *Server) ControlHandler() http.Handler {
 	mux.Handle("POST /v1/runs/{id}/verify", s.runRoute("verify", control.MaxSmallBody, s.handleVerify))
 	mux.Handle("POST /v1/runs/{id}/tool-calls", s.runRoute("tool_calls", maxToolCallBody, s.handleToolCall))
 	mux.Handle("GET /v1/runs/{id}/audit", s.runRoute("audit", 0, s.handleAudit))
+	mux.Handle("POST /v1/runs/{id}/model/{provider}/{api}", s.runRoute("model", 0, s.handleModel))
 	mux.Handle("POST /v1/runs/{id}/attestation", s.runRoute("attestation", maxBundle, s.handleAttest))
 	mux.Handle("GET /v1/gate/policy", s.wrap("gate_policy", func(w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, http.StatusOK, map[string]string{"policy_hash_b64u": s.svc.PolicyHash()})

@@ -1,0 +1,49 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"time"
+)
+
+// maxUnknownModelBody bounds the body of a model call to a provider that
+// is not configured: it is read only so that the gateway can refuse it
+// with its reason code and an audit record.
+const maxUnknownModelBody = 64 << 10
+
+// handleModel serves POST /v1/runs/{id}/model/{provider}/{api}
+// (docs/spec/model-gateway.md): the run is authorized as every run route
+// is, the body is read within the upstream's limit, and the control
+// plane's gateway writes the answer.
+func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, q *runRequest) error {
+	if r.URL.RawQuery != "" {
+		return refuseModel(httpErr(http.StatusBadRequest, "a model call takes no query string", nil), "GATEWAY_REQUEST_MALFORMED")
+	}
+	if err := checkContentType(r); err != nil {
+		return refuse(err)
+	}
+	provider, api := r.PathValue("provider"), r.PathValue("api")
+	limit := s.svc.ModelBodyLimit(provider, api)
+	if limit == 0 {
+		limit = maxUnknownModelBody
+	}
+	body, err := readBody(w, r, limit, smallBodyTimeout)
+	if err != nil {
+		if he, ok := errors.AsType[*HTTPError](err); ok && he.Code == http.StatusRequestEntityTooLarge {
+			return refuseModel(he, "GATEWAY_BODY_TOO_LARGE")
+		}
+		return err
+	}
+	// The answer may stream for minutes: the body is in, so the
+	// connection's read deadline no longer applies (when it passed, the
+	// server would cancel the request while the answer is relayed).
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+	return s.svc.ModelCall(w, r, q.rn, q.proc, provider, api, body)
+}
+
+// refuseModel gives a refusal the gateway's reason code.
+func refuseModel(he *HTTPError, reason string) error {
+	c := *he
+	c.Reason = reason
+	return &c
+}

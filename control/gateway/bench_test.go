@@ -1,0 +1,389 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ed25519"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/bounded"
+)
+
+// TestBenchGateway is `make bench-gateway` (issue 20's figures): the
+// gateway's added latency per non-streaming call, the delay it adds to a
+// streamed chunk, calls per second with receipts and durable audit
+// records, and memory per open stream, each beside a baseline of the same
+// calls sent straight to the same loopback upstream (no TLS). Inputs: a
+// request of 100 KB of history with 20 tools; an answer of 2 KB, streamed
+// in 50 chunks. It runs only with CLAWEA_BENCH_GATEWAY=1;
+// CLAWEA_BENCH_ENFORCE=1 also fails when a figure misses its target.
+func TestBenchGateway(t *testing.T) {
+	if os.Getenv("CLAWEA_BENCH_GATEWAY") != "1" {
+		t.Skip("set CLAWEA_BENCH_GATEWAY=1 (make bench-gateway)")
+	}
+	b := newBench(t)
+	calls := benchInt("CLAWEA_BENCH_CALLS", 2000)
+	gw, base := b.latency(t, calls)
+	cgw, cbase := b.chunks(t, benchInt("CLAWEA_BENCH_STREAMS", 200))
+	rate := b.rate(t, benchInt("CLAWEA_BENCH_WORKERS", 8), 3*time.Second)
+	mgw, mbase := b.memory(t, benchInt("CLAWEA_BENCH_OPEN", 200))
+	p := func(d []time.Duration, q float64) time.Duration { return d[int(float64(len(d)-1)*q)] }
+	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) + " ms" }
+	fmt.Printf("\nmodel gateway (GOMAXPROCS %d, %d calls; request %d bytes, %d tools; answer %d bytes, %d chunks)\n",
+		runtime.GOMAXPROCS(0), calls, len(b.body), 20, len(b.answer), 50)
+	fmt.Printf("%-38s %12s %12s %12s %10s\n", "figure", "gateway", "baseline", "added", "target")
+	row := func(name, g, bl, add, target string) {
+		fmt.Printf("%-38s %12s %12s %12s %10s\n", name, g, bl, add, target)
+	}
+	row("non-streaming call p50", ms(p(gw, .5)), ms(p(base, .5)), ms(p(gw, .5)-p(base, .5)), "<= 0.5 ms")
+	row("non-streaming call p99", ms(p(gw, .99)), ms(p(base, .99)), ms(p(gw, .99)-p(base, .99)), "<= 2 ms")
+	row("chunk arrival p99 (after upstream write)", ms(p(cgw, .99)), ms(p(cbase, .99)), ms(p(cgw, .99)-p(cbase, .99)), "<= 0.2 ms")
+	row("calls/s with receipts (non-streaming)", strconv.Itoa(int(rate)), "-", "-", ">= 1000")
+	row("heap per open stream", strconv.Itoa(mgw)+" B", strconv.Itoa(mbase)+" B", strconv.Itoa(mgw-mbase)+" B", "bounded")
+	if os.Getenv("CLAWEA_BENCH_ENFORCE") == "1" {
+		if p(gw, .5)-p(base, .5) > 500*time.Microsecond || p(gw, .99)-p(base, .99) > 2*time.Millisecond ||
+			p(cgw, .99)-p(cbase, .99) > 200*time.Microsecond || rate < 1000 {
+			t.Fatal("a figure misses its target")
+		}
+	}
+}
+
+func benchInt(env string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(env)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// bench holds the upstream, the gateway and the fixed inputs.
+type bench struct {
+	*benchInputs
+	g       *Gateway
+	up, gwS *httptest.Server
+	key     ed25519.PrivateKey
+	seq     atomic.Int64
+	hold    chan struct{}
+	client  *http.Client
+}
+
+// benchInputs are the fixed inputs: the 100 KB request, the seeded
+// history's hashes, the committed tools and the 2 KB answer.
+type benchInputs struct {
+	body, answer []byte
+	hist         [][32]byte
+	schemas      [32]byte
+	userText     string
+}
+
+func newBenchInputs(t testing.TB) *benchInputs {
+	b := &benchInputs{}
+	// 20 tools, committed.
+	tools := []any{}
+	schemas := map[string]string{}
+	for i := range 20 {
+		s := `{"type":"object","properties":{"arg` + strconv.Itoa(i) + `":{"type":"string","description":"` + strings.Repeat("d", 100) + `"}}}`
+		name := "tool" + strconv.Itoa(i)
+		schemas[name] = s
+		tools = append(tools, map[string]any{"type": "function", "function": map[string]any{"name": name, "description": "tool " + name, "parameters": json.RawMessage(s)}})
+	}
+	saved := tSchemas
+	tSchemas = schemas
+	b.schemas = schemasHash(t)
+	tSchemas = saved
+	// 100 KB of history: 40 messages of 2.5 KB, then the turn's message.
+	msgs := []any{}
+	for i := range 40 {
+		role := []string{"user", "assistant"}[i%2]
+		msgs = append(msgs, map[string]any{"role": role, "content": strings.Repeat(string(rune('a'+i%26)), 2500)})
+	}
+	b.userText = envelope(tMessage)
+	all := append([]any{map[string]any{"role": "system", "content": tPrompt + tSuffix}}, append(msgs, user(b.userText))...)
+	b.body, _ = json.Marshal(map[string]any{"model": tModel, "messages": all, "tools": tools})
+	q, err := parseRequest(apiOpenAIChat, b.body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range q.msgs[:len(q.msgs)-1] {
+		b.hist = append(b.hist, m.canon)
+	}
+	b.answer, _ = json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": strings.Repeat("x", 1900)}}},
+		"usage": map[string]any{"prompt_tokens": 25000, "completion_tokens": 500}})
+	return b
+}
+
+func newBench(t *testing.T) *bench {
+	b := &bench{benchInputs: newBenchInputs(t), hold: make(chan struct{}), client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	_, b.key, _ = ed25519.GenerateKey(nil)
+	b.up = httptest.NewServer(http.HandlerFunc(b.upstream))
+	t.Cleanup(b.up.Close)
+	b.g = testGateway(t, b.up.URL)
+	b.g.cfg.MaxCallsPerRun, b.g.cfg.MaxSessions, b.g.cfg.MaxHistoryMessages = 1<<30, 1<<16, 1024
+	b.g.sessions = newSessions(1 << 16)
+	for _, c := range b.g.clients {
+		c.u.MaxRequestBytes, c.u.MaxConcurrent = 1<<20, 4096
+		c.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
+	}
+	b.gwS = httptest.NewServer(http.HandlerFunc(b.serve))
+	t.Cleanup(b.gwS.Close)
+	return b
+}
+
+// upstream answers non-streaming calls with the 2 KB answer and streaming
+// calls (?stream in the path is not used: the body says) with 50 chunks,
+// each carrying the time it was written.
+func (b *bench) upstream(w http.ResponseWriter, r *http.Request) {
+	body, _ := bounded.Read(r.Body, 2<<20, "request")
+	if !bytes.Contains(body, []byte(`"stream":true`)) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b.answer)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	for i := range 50 {
+		if i == 1 && bytes.Contains(body, []byte(`"hold"`)) {
+			<-b.hold
+		}
+		ev := `data: {"choices":[{"delta":{"content":"` + strings.Repeat("y", 20) + `"}}],"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + "}\n\n"
+		_, _ = w.Write([]byte(ev))
+		fl.Flush()
+		time.Sleep(200 * time.Microsecond)
+	}
+	_, _ = w.Write([]byte("data: [DONE]\n\n"))
+}
+
+// serve is the attester side: each call is the next turn of a session
+// whose history the gateway forwarded before (seeded), in a run of its own
+// worker.
+func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := bounded.Read(r.Body, 2<<20, "body")
+	n := r.Header.Get("X-Bench-Seq")
+	f := &Facts{
+		Want: want(), AgentID: "main", SessionKey: "s" + n, TurnID: r.Header.Get(headerTurn),
+		TurnContent: sha(b.userText), ToolSchemasHash: b.schemas,
+		WithPrompt: func(fn func([]byte) error) error { return fn([]byte(tPrompt)) },
+		Sign: func(status int, h [32]byte) ([]byte, []byte, error) {
+			st := []byte(`{"status":` + strconv.Itoa(status) + `}`)
+			return st, ed25519.Sign(b.key, st), nil
+		},
+		Receipt: func(c *Call) ([]byte, error) { return SignReceipt(*c, keySigner(b.key)) },
+	}
+	f.Want.RunID = r.Header.Get("X-Bench-Run")
+	k := sessionKey{agent: "main", session: f.SessionKey}
+	b.g.sessions.acquire(k)
+	b.g.sessions.release(k, &history{msgs: b.hist})
+	b.g.Serve(w, r, tProv, apiOpenAIChat, body, f)
+}
+
+// request is one call through the gateway (in worker's run) or, direct,
+// straight to the upstream.
+func (b *bench) request(t testing.TB, worker int, body []byte, direct bool) *http.Request {
+	n := b.seq.Add(1)
+	url := b.gwS.URL + "/model"
+	if direct {
+		url = b.up.URL + "/chat/completions"
+	}
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if !direct {
+		run := "run_w" + strconv.Itoa(worker)
+		var id [16]byte
+		binary.BigEndian.PutUint64(id[8:], uint64(n))
+		req.Header.Set(headerTurn, "turn_"+b64u.Encode(id[:]))
+		req.Header.Set(headerLLMCall, benchLLMCall(t, run, int(n)))
+		req.Header.Set("X-Bench-Seq", strconv.FormatInt(n, 10))
+		req.Header.Set("X-Bench-Run", run)
+	}
+	return req
+}
+
+func (b *bench) do(t testing.TB, req *http.Request) (time.Duration, []byte, http.Header) {
+	start := time.Now()
+	resp, err := b.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := bounded.Read(resp.Body, 4<<20, "answer")
+	resp.Body.Close()
+	d := time.Since(start)
+	if err != nil || resp.StatusCode != 200 || resp.Trailer.Get(trailerError) != "" {
+		t.Fatalf("%d %s %v", resp.StatusCode, body, resp.Trailer)
+	}
+	return d, body, resp.Trailer
+}
+
+// latency times non-streaming calls, alternating gateway and baseline.
+func (b *bench) latency(t *testing.T, calls int) (gw, base []time.Duration) {
+	for i := range calls + 50 {
+		dg, _, tr := b.do(t, b.request(t, 0, b.body, false))
+		if tr.Get(trailerReceipt) == "" {
+			t.Fatal("no receipt")
+		}
+		db, _, _ := b.do(t, b.request(t, 0, b.body, true))
+		if i >= 50 {
+			gw, base = append(gw, dg), append(base, db)
+		}
+	}
+	slices.Sort(gw)
+	slices.Sort(base)
+	return gw, base
+}
+
+// chunks measures, for streamed answers, the time from the upstream's
+// write of each chunk to its arrival at the client.
+func (b *bench) chunks(t *testing.T, streams int) (gw, base []time.Duration) {
+	body := bytes.Replace(b.body, []byte(`"model":`), []byte(`"stream":true,"model":`), 1)
+	for i := range streams {
+		for _, direct := range []bool{false, true} {
+			resp, err := b.client.Do(b.request(t, 1, body, direct))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(resp.Body)
+			for sc.Scan() {
+				now := time.Now().UnixNano()
+				line := sc.Text()
+				j := strings.LastIndex(line, `"t":`)
+				if j < 0 {
+					continue
+				}
+				sent, _ := strconv.ParseInt(strings.TrimSuffix(line[j+4:], "}"), 10, 64)
+				if i < 5 {
+					continue
+				}
+				if direct {
+					base = append(base, time.Duration(now-sent))
+				} else {
+					gw = append(gw, time.Duration(now-sent))
+				}
+			}
+			resp.Body.Close()
+			if !direct && resp.Trailer.Get(trailerError) != "" {
+				t.Fatalf("stream failed: %s", resp.Trailer.Get(trailerError))
+			}
+		}
+	}
+	slices.Sort(gw)
+	slices.Sort(base)
+	return gw, base
+}
+
+// rate runs workers concurrent callers (each its own run) for d and
+// returns completed calls per second.
+func (b *bench) rate(t *testing.T, workers int, d time.Duration) float64 {
+	var done atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	start := time.Now()
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				b.do(t, b.request(t, 10+w, b.body, false))
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64(done.Load()) / time.Since(start).Seconds()
+}
+
+// memory opens n streams that the upstream holds after their first chunk
+// and returns the heap in use per open stream, through the gateway and
+// straight.
+func (b *bench) memory(t *testing.T, n int) (gw, base int) {
+	body := bytes.Replace(b.body, []byte(`"model":`), []byte(`"stream":true,"hold":1,"model":`), 1)
+	measure := func(direct bool) int {
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		var opened sync.WaitGroup
+		var resps []*http.Response
+		var mu sync.Mutex
+		for i := range n {
+			opened.Add(1)
+			go func() {
+				resp, err := b.client.Do(b.request(t, 100+i, body, direct))
+				if err == nil {
+					buf := make([]byte, 64)
+					_, _ = resp.Body.Read(buf)
+					mu.Lock()
+					resps = append(resps, resp)
+					mu.Unlock()
+				}
+				opened.Done()
+			}()
+		}
+		opened.Wait()
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		close(b.hold)
+		for _, r := range resps {
+			buf := make([]byte, 32<<10)
+			for {
+				if _, err := r.Body.Read(buf); err != nil {
+					break
+				}
+			}
+			r.Body.Close()
+		}
+		b.hold = make(chan struct{})
+		return int(int64(m1.HeapInuse)-int64(m0.HeapInuse)) / n
+	}
+	base = measure(true)
+	gw = measure(false)
+	return gw, base
+}
+
+// benchLLMCall is a Clawea-Llm-Call for call n of run.
+func benchLLMCall(t testing.TB, run string, n int) string {
+	return llmCallHeader(t, n, tPrompt+tSuffix, tSuffix)
+}
+
+// BenchmarkRules is the CPU cost of reading and checking the benchmark's
+// 100 KB request (parse, canonical hashes, every rule), without I/O.
+func BenchmarkRules(b *testing.B) {
+	bn := newBenchInputs(b)
+	var ts turnState
+	b.SetBytes(int64(len(bn.body)))
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	for b.Loop() {
+		q, err := parseRequest(apiOpenAIChat, bn.body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := suffixOf(q, []byte(tPrompt), 8192); err != nil {
+			b.Fatal(err)
+		}
+		ts = turnState{id: "t", used: map[int]bool{}}
+		if _, _, err := checkMessages(q, &history{msgs: bn.hist}, &ts, sha(bn.userText), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// cpuTime is the process's user and system CPU time: on a loaded machine
+// it says what a call costs, where wall time says how long it waited.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,198 @@
+// Package gateway is the attester's model gateway (docs/spec/model-gateway.md):
+// per run, on the control socket, it checks every model request of the
+// harness against what the attester holds for the run, forwards it to a
+// configured upstream, relays the answer as it arrives while parsing it,
+// and receipts the call.
+package gateway
+
+import (
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/poh"
+)
+
+// Upstream is one configured provider endpoint
+// (attester.gateway.upstreams.<provider>, section 7).
+type Upstream struct {
+	API              string
+	BaseURL          string
+	Local            bool
+	UnixSocket       string
+	APIKey           string
+	AttestedAs       string
+	AnthropicVersion string
+	ConnectTimeout   time.Duration
+	HeaderTimeout    time.Duration
+	IdleTimeout      time.Duration
+	TotalTimeout     time.Duration
+	MaxRequestBytes  int64
+	MaxResponseBytes int64
+	MaxEventBytes    int
+	MaxConcurrent    int
+}
+
+// Config is attester.gateway, its defaults applied.
+type Config struct {
+	Upstreams          map[string]Upstream
+	MaxSessions        int
+	MaxHistoryMessages int
+	MaxSuffixBytes     int
+	MaxCallsPerRun     int
+}
+
+// Check refuses an upstream the gateway must not dial: a base URL that is
+// not https (unless local), carries user info, a query or a fragment, or a
+// unix socket without local. Errors name the key, never a value.
+func (c *Config) Check() error {
+	names := make([]string, 0, len(c.Upstreams))
+	for n := range c.Upstreams {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		u := c.Upstreams[n]
+		key := n
+		p, err := url.Parse(u.BaseURL)
+		switch {
+		case err != nil || p.Host == "" || p.User != nil || p.RawQuery != "" || p.Fragment != "" || p.Opaque != "":
+			return fmt.Errorf("%s.baseUrl: must be an absolute http(s) URL without user info, query or fragment", key)
+		case p.Scheme != "https" && !(p.Scheme == "http" && u.Local):
+			return fmt.Errorf("%s.baseUrl: must be https (http only with local: true)", key)
+		case u.UnixSocket != "" && (!u.Local || p.Scheme != "http"):
+			return fmt.Errorf("%s.unixSocket: requires local: true and an http:// baseUrl", key)
+		case u.UnixSocket != "" && (!filepath.IsAbs(u.UnixSocket) || filepath.Clean(u.UnixSocket) != u.UnixSocket):
+			return fmt.Errorf("%s.unixSocket: must be a clean absolute path", key)
+		case u.API != apiOpenAIChat && u.API != apiAnthropicMessages:
+			return fmt.Errorf("%s.api: must be %s or %s", key, apiOpenAIChat, apiAnthropicMessages)
+		}
+	}
+	return nil
+}
+
+// Facts is what the gateway needs of the run a call belongs to, read by
+// the control plane when it authorized the request.
+type Facts struct {
+	// Want holds the run id, the attested prompt and report hashes and the
+	// attested model identity.
+	Want       poh.PromptCommitments
+	AgentID    string
+	SessionKey string
+	// TurnID and TurnContent are the current turn and the hash its message
+	// was registered with; Decisions the gate's decisions in it, in order.
+	TurnID      string
+	TurnContent [32]byte
+	Decisions   []Decision
+	// ToolSchemasHash is the report's tool_schemas_hash_b64u, decoded.
+	ToolSchemasHash [32]byte
+	// WithPrompt calls f with the attested prompt, valid only during f.
+	WithPrompt func(f func(p []byte) error) error
+	// Sign signs a 2xx answer (attester-api section 8): the statement and
+	// signature for status and the SHA-256 of the body relayed.
+	Sign func(status int, responseHash [32]byte) (statement, signature []byte, err error)
+	// Receipt signs the call's gateway_receipt (SignReceipt) and appends
+	// it to the run's gateway record.
+	Receipt func(c *Call) (envelopeJSON []byte, err error)
+}
+
+// Gateway serves the model endpoint of every run.
+type Gateway struct {
+	cfg      Config
+	dir      string
+	log      *slog.Logger
+	now      func() time.Time
+	clients  map[string]*upstreamClient
+	sessions *sessions
+	mu       sync.Mutex
+	runs     map[string]*runState
+}
+
+// runState is the gateway's state of one open run.
+type runState struct {
+	busy   bool
+	calls  int
+	events map[string]bool
+	turn   turnState
+	audit  *auditLog
+}
+
+// New makes the gateway for cfg; audit logs go to dir.
+func New(cfg Config, dir string, log *slog.Logger) (*Gateway, error) {
+	if err := cfg.Check(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	g := &Gateway{cfg: cfg, dir: dir, log: log, now: time.Now, clients: map[string]*upstreamClient{},
+		sessions: newSessions(cfg.MaxSessions), runs: map[string]*runState{}}
+	for name, u := range cfg.Upstreams {
+		g.clients[name] = newUpstreamClient(name, u)
+	}
+	return g, nil
+}
+
+// MaxBody is the largest request body the provider's upstream accepts
+// (0 when the provider is not configured for api).
+func (g *Gateway) MaxBody(provider, api string) int64 {
+	c := g.clients[provider]
+	if c == nil || c.u.API != api {
+		return 0
+	}
+	return c.u.MaxRequestBytes
+}
+
+// CloseRun forgets the run's gateway state and closes its audit log. The
+// session histories stay: a later run of the session continues them.
+func (g *Gateway) CloseRun(runID string) {
+	g.mu.Lock()
+	rs := g.runs[runID]
+	delete(g.runs, runID)
+	g.mu.Unlock()
+	if rs != nil && rs.audit != nil {
+		_ = rs.audit.close()
+	}
+}
+
+// acquireRun returns the run's state, marked busy (a run's calls are one
+// at a time); it opens the run's audit log on its first call.
+func (g *Gateway) acquireRun(runID string) (*runState, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	rs := g.runs[runID]
+	if rs == nil {
+		a, err := openAudit(g.dir, runID)
+		if err != nil {
+			return nil, err
+		}
+		rs = &runState{events: map[string]bool{}, audit: a}
+		g.runs[runID] = rs
+	}
+	if rs.busy {
+		return nil, refuse(reasonLimit, "another model call of the run is in progress")
+	}
+	rs.busy = true
+	return rs, nil
+}
+
+func (g *Gateway) releaseRun(rs *runState) {
+	g.mu.Lock()
+	rs.busy = false
+	g.mu.Unlock()
+}
+
+// receiptID is a new receipt id.
+func receiptID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "rcpt_" + b64u.Encode(b[:]), nil
+}

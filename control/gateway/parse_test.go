@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/schema/b64u"
+)
+
+// sseEvents feeds stream in the given chunks and returns the events and
+// the first error (the end's included).
+func sseEvents(max int, chunks ...[]byte) ([]string, error) {
+	var got []string
+	p := &sseParser{maxEvent: max, onEvent: func(d []byte) error { got = append(got, string(d)); return nil }}
+	for _, c := range chunks {
+		if err := p.feed(c); err != nil {
+			return got, err
+		}
+	}
+	return got, p.end()
+}
+
+func TestSSEFraming(t *testing.T) {
+	for _, tc := range []struct {
+		name, in string
+		want     []string
+		err      error
+	}{
+		{"lf", "data: a\n\ndata: b\n\n", []string{"a", "b"}, nil},
+		{"crlf", "data: a\r\n\r\ndata: b\r\n\r\n", []string{"a", "b"}, nil},
+		{"cr", "data: a\r\rdata: b\r\r", []string{"a", "b"}, nil},
+		{"multi-line data", "data: a\ndata: b\n\n", []string{"a\nb"}, nil},
+		{"no space", "data:a\n\n", []string{"a"}, nil},
+		{"comments and fields", ": ping\nevent: x\nid: 1\nretry: 5\ndata: a\n\n", []string{"a"}, nil},
+		{"empty events skipped", "\n\n\nevent: x\n\n", nil, nil},
+		{"cut mid-event", "data: a\n\ndata: b\n", []string{"a"}, errAnswerCut},
+		{"cut mid-line", "data: a\n\ndata: b", []string{"a"}, errAnswerCut},
+		{"huge event", "data: " + strings.Repeat("x", 100) + "\n\n", nil, errAnswerTooLarge},
+		{"huge line", strings.Repeat("x", 100), nil, errAnswerTooLarge},
+		{"huge across lines", strings.Repeat("data: xxxxxxxxxx\n", 10) + "\n", nil, errAnswerTooLarge},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, split := range []bool{false, true} {
+				var chunks [][]byte
+				if split {
+					for i := range len(tc.in) {
+						chunks = append(chunks, []byte{tc.in[i]})
+					}
+				} else {
+					chunks = [][]byte{[]byte(tc.in)}
+				}
+				got, err := sseEvents(64, chunks...)
+				if !errors.Is(err, tc.err) || (tc.err == nil && err != nil) || !slices.Equal(got, tc.want) {
+					t.Fatalf("split %v: got %q, %v; want %q, %v", split, got, err, tc.want, tc.err)
+				}
+			}
+		})
+	}
+}
+
+// FuzzSSE: the events and the outcome do not depend on how the stream is
+// cut into chunks, and no event is over the bound.
+func FuzzSSE(f *testing.F) {
+	f.Add([]byte("data: a\r\n\r\ndata: b\n\n"), uint16(3))
+	f.Add([]byte("data: {\"x\":1}\rdata: y\r\r: c\n\n"), uint16(1))
+	f.Add([]byte("data: "+strings.Repeat("z", 80)+"\n\n"), uint16(40))
+	f.Fuzz(func(t *testing.T, in []byte, cut uint16) {
+		whole, werr := sseEvents(64, in)
+		k := int(cut) % (len(in) + 1)
+		parts, perr := sseEvents(64, in[:k], in[k:])
+		if (werr == nil) != (perr == nil) || (werr != nil && failReason(werr) != failReason(perr)) {
+			t.Fatalf("whole %v, in two %v", werr, perr)
+		}
+		if werr == nil && !slices.Equal(whole, parts) {
+			t.Fatalf("whole %q, in two %q", whole, parts)
+		}
+		for _, e := range whole {
+			if len(e) > 64 {
+				t.Fatalf("an event of %d bytes passed a bound of 64", len(e))
+			}
+		}
+	})
+}
+
+// FuzzAnswer: any stream either fails with a parser error or yields facts;
+// nothing panics.
+func FuzzAnswer(f *testing.F) {
+	f.Add([]byte(openAIText+openAIDone), true)
+	f.Add([]byte(openAIToolCall("c", "read", `{"path":"x"}`)+openAIDone), true)
+	f.Add([]byte(`data: {"type":"message_start","message":{}}`+"\n\n"+`data: {"type":"message_stop"}`+"\n\n"), false)
+	f.Add([]byte(`{"choices":[{"message":{"content":"hi","tool_calls":[{"id":"a","function":{"name":"n","arguments":"{}"}}]}}]}`), true)
+	f.Fuzz(func(t *testing.T, in []byte, openai bool) {
+		api := apiAnthropicMessages
+		if openai {
+			api = apiOpenAIChat
+		}
+		a := newAnswer(api, 1024)
+		p := &sseParser{maxEvent: 1024, onEvent: a.event}
+		if err := p.feed(in); err == nil && p.end() == nil && a.done {
+			_, _ = a.facts()
+		}
+		_ = newAnswer(api, 1024).whole(in)
+	})
+}
+
+// FuzzRequest: parseRequest never panics, and what it accepts it reads the
+// same way twice.
+func FuzzRequest(f *testing.F) {
+	f.Add(openAIBody(f, tPrompt+tSuffix, true, user(envelope(tMessage))), true)
+	f.Add([]byte(`{"model":"m","system":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"x","content":"y"}]}]}`), false)
+	f.Add([]byte(`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"assistant","content":null,"tool_calls":[{"id":"a","function":{"name":"n","arguments":"{\"a\":1.5e3}"}}]}]}`), true)
+	f.Fuzz(func(t *testing.T, body []byte, openai bool) {
+		api := apiAnthropicMessages
+		if openai {
+			api = apiOpenAIChat
+		}
+		q1, err1 := parseRequest(api, body)
+		q2, err2 := parseRequest(api, body)
+		if (err1 == nil) != (err2 == nil) {
+			t.Fatal("parseRequest is not deterministic")
+		}
+		if err1 != nil {
+			if _, ok := errors.AsType[*refusal](err1); !ok {
+				t.Fatalf("a refusal without a reason code: %v", err1)
+			}
+			return
+		}
+		if q1.system != q2.system || q1.toolsHash != q2.toolsHash || len(q1.msgs) != len(q2.msgs) {
+			t.Fatal("parseRequest reads the same body two ways")
+		}
+		for i := range q1.msgs {
+			if q1.msgs[i].canon != q2.msgs[i].canon {
+				t.Fatal("a message's canonical hash is not stable")
+			}
+		}
+	})
+}
+
+// FuzzLLMCall: the header parser never panics, and an accepted event
+// always names a hash.
+func FuzzLLMCall(f *testing.F) {
+	f.Add(llmCallHeader(f, 1, tPrompt+tSuffix, tSuffix))
+	f.Add(b64u.Encode([]byte(`{"event_id":"e","timestamp":"t","prev_hash_b64u":null,"payload":{}}`)))
+	f.Add("not b64u!")
+	f.Fuzz(func(t *testing.T, h string) {
+		c, err := parseLLMCall(h, tRunID, want())
+		if err == nil && !b64u.ValidHash(c.eventHash) {
+			t.Fatal("an accepted event without a hash")
+		}
+	})
+}
+
+// FuzzUserMessage: the envelope forms of m match m's hash; a text that
+// is not one of them does not.
+func FuzzUserMessage(f *testing.F) {
+	f.Add("hello", "Thu 2026-11-26 21:21 UTC")
+	f.Add("a] b\n\nRuntime: x", "telegram")
+	f.Fuzz(func(t *testing.T, m, e string) {
+		h := sha(m)
+		if !userMessage(m, h) {
+			t.Fatal("the bare message does not match")
+		}
+		if e != "" && !strings.ContainsAny(e, "] \n") && len([]rune(e)) <= 128 {
+			if !userMessage("["+e+"] "+m, h) || !userMessage("["+e+"] "+m+"\n\nRuntime: r", h) {
+				t.Fatalf("an enveloped form of %q does not match", m)
+			}
+		}
+		if !strings.HasPrefix(m, "[") && userMessage(m+"x", h) {
+			t.Fatal("another message matches")
+		}
+	})
+}

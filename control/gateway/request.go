@@ -1,0 +1,461 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
+)
+
+// The provider APIs the gateway speaks (docs/spec/model-gateway.md
+// section 1).
+const (
+	apiOpenAIChat        = "openai-chat-completions"
+	apiAnthropicMessages = "anthropic-messages"
+)
+
+// maxRequestDepth bounds a request body's nesting.
+const maxRequestDepth = 64
+
+// msgKind classifies a message of a request after the system text.
+type msgKind uint8
+
+const (
+	kindUser msgKind = iota
+	kindAssistant
+	// kindResults carries tool results only (an OpenAI tool message, an
+	// Anthropic user message of tool_result blocks).
+	kindResults
+	// kindInternal is OpenClaw's internal-context user message (3.5).
+	kindInternal
+)
+
+// message is what the rules read of one message: its canonical hash and
+// the parts the rules compare. No text outlives the request but the
+// user's (hashed at once) and the tool results' (searched at once).
+type message struct {
+	kind  msgKind
+	canon [32]byte
+	// text is the concatenation of the text parts; textOnly says there
+	// was no other part.
+	text     string
+	textOnly bool
+	calls    []toolCall
+	results  []toolResult
+}
+
+// toolCall is one tool call the model asked for: its id, its tool and the
+// hash of its arguments' JCS form (the gate's params_hash).
+type toolCall struct {
+	id, name string
+	params   [32]byte
+}
+
+// toolResult answers the tool call id with text.
+type toolResult struct {
+	id, text string
+}
+
+// request is a provider request as the rules read it.
+type request struct {
+	model  string
+	stream bool
+	// system is S, the system text (3.2); split says Anthropic sent it as
+	// two blocks (block 0 then block 1, joined by a line feed in S), first
+	// the length of block 0.
+	system string
+	split  bool
+	first  int
+	// tools maps a tool name to its schema's JCS hash; toolsHash is
+	// H(JCS({name: schema})), descHash the hash of the descriptions.
+	toolsHash [32]byte
+	descHash  [32]byte
+	msgs      []message
+}
+
+// malformed is the refusal of a request body the rules cannot read.
+func malformed(format string, a ...any) *refusal {
+	return refuse(reasonRequestMalformed, fmt.Sprintf(format, a...))
+}
+
+// parseRequest parses body strictly (one JSON object, floats allowed for
+// sampling parameters) and reads it for api.
+func parseRequest(api string, body []byte) (*request, error) {
+	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: len(body) + 1, MaxDepth: maxRequestDepth, AllowFloats: true})
+	if err != nil {
+		return nil, malformed("the body is not a strict JSON object")
+	}
+	q := &request{}
+	var ok bool
+	if q.model, ok = root.GetString("model"); !ok || q.model == "" {
+		return nil, malformed("model must be a non-empty string")
+	}
+	if s := root.Get("stream"); s != nil {
+		if q.stream, ok = s.Bool(); !ok {
+			return nil, malformed("stream must be a boolean")
+		}
+	}
+	switch api {
+	case apiOpenAIChat:
+		err = q.readOpenAI(root)
+	case apiAnthropicMessages:
+		err = q.readAnthropic(root)
+	default:
+		return nil, refuse(reasonUpstreamUnknown, "unknown api")
+	}
+	if err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+func (q *request) readOpenAI(root *pohjson.Value) error {
+	msgs := root.Get("messages")
+	if msgs.Kind() != pohjson.Array || len(msgs.Elems()) == 0 {
+		return malformed("messages must be a non-empty array")
+	}
+	for i, m := range msgs.Elems() {
+		role, _ := m.GetString("role")
+		if i == 0 {
+			if role != "system" && role != "developer" {
+				return refuse(reasonSystemMismatch, "messages[0] is not the system text")
+			}
+			s, ok := m.GetString("content")
+			if !ok {
+				return refuse(reasonSystemMismatch, "messages[0].content is not a string")
+			}
+			q.system = s
+			continue
+		}
+		msg, err := openAIMessage(i, role, m)
+		if err != nil {
+			return err
+		}
+		q.msgs = append(q.msgs, msg)
+	}
+	return q.readTools(root.Get("tools"), openAITool)
+}
+
+// openAIMessage reads messages[i] of an OpenAI request.
+func openAIMessage(i int, role string, m *pohjson.Value) (message, error) {
+	var msg message
+	if m.Kind() != pohjson.Object {
+		return msg, malformed("messages[%d] is not an object", i)
+	}
+	var err error
+	if msg.canon, err = messageHash(m); err != nil {
+		return msg, malformed("messages[%d] has no canonical form", i)
+	}
+	c := m.Get("content")
+	switch role {
+	case "system", "developer":
+		return msg, refuse(reasonSystemMismatch, fmt.Sprintf("messages[%d] is a second system message", i))
+	case "user":
+		msg.kind = kindUser
+		if msg.text, msg.textOnly, err = textParts(c, "text"); err != nil {
+			return msg, malformed("messages[%d].content: %v", i, err)
+		}
+		if internalContext(msg.text, msg.textOnly) {
+			msg.kind = kindInternal
+		}
+	case "assistant":
+		msg.kind = kindAssistant
+		if c.Kind() != pohjson.Null && c != nil {
+			if msg.text, _, err = textParts(c, "text"); err != nil {
+				return msg, malformed("messages[%d].content: %v", i, err)
+			}
+		}
+		for j, tc := range m.Get("tool_calls").Elems() {
+			call, err := openAICall(tc)
+			if err != nil {
+				return msg, malformed("messages[%d].tool_calls[%d]: %v", i, j, err)
+			}
+			msg.calls = append(msg.calls, call)
+		}
+	case "tool":
+		msg.kind = kindResults
+		id, ok := m.GetString("tool_call_id")
+		if !ok {
+			return msg, malformed("messages[%d].tool_call_id must be a string", i)
+		}
+		text, _, err := textParts(c, "text")
+		if err != nil {
+			return msg, malformed("messages[%d].content: %v", i, err)
+		}
+		msg.results = []toolResult{{id: id, text: text}}
+	default:
+		return msg, malformed("messages[%d].role is not a known role", i)
+	}
+	return msg, nil
+}
+
+// openAICall reads an assistant message's tool call: arguments is a string
+// holding one JSON object.
+func openAICall(tc *pohjson.Value) (toolCall, error) {
+	id, ok1 := tc.GetString("id")
+	fn := tc.Get("function")
+	name, ok2 := fn.GetString("name")
+	args, ok3 := fn.GetString("arguments")
+	if !ok1 || !ok2 || !ok3 {
+		return toolCall{}, fmt.Errorf("id, function.name and function.arguments must be strings")
+	}
+	h, err := argumentsHash(args)
+	if err != nil {
+		return toolCall{}, err
+	}
+	return toolCall{id: id, name: name, params: h}, nil
+}
+
+// argumentsHash is the gate's params hash of a tool call's arguments text:
+// H(JCS(arguments)), the arguments one JSON object ("" counts as {}).
+func argumentsHash(args string) ([32]byte, error) {
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	v, err := jsonobj.ParseObject([]byte(args), pohjson.ParseOptions{MaxBytes: len(args) + 1, MaxDepth: maxRequestDepth, AllowFloats: true})
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("the arguments are not one JSON object")
+	}
+	return canonHash(v, false)
+}
+
+// textParts reads a content member: a string, or an array of parts of
+// which those of type textType contribute their text. textOnly says every
+// part was text.
+func textParts(c *pohjson.Value, textType string) (text string, textOnly bool, err error) {
+	if s, ok := c.Str(); ok {
+		return s, true, nil
+	}
+	if c.Kind() != pohjson.Array {
+		return "", false, fmt.Errorf("not a string or an array of parts")
+	}
+	var b strings.Builder
+	textOnly = true
+	for _, p := range c.Elems() {
+		typ, _ := p.GetString("type")
+		if typ != textType {
+			textOnly = false
+			continue
+		}
+		t, ok := p.GetString("text")
+		if !ok {
+			return "", false, fmt.Errorf("a text part without a text string")
+		}
+		b.WriteString(t)
+	}
+	return b.String(), textOnly, nil
+}
+
+// OpenClaw's internal-context message (3.5).
+const (
+	internalBegin = "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\n"
+	internalEnd   = "\n<<<END_OPENCLAW_INTERNAL_CONTEXT>>>"
+)
+
+func internalContext(text string, textOnly bool) bool {
+	return textOnly && len(text) >= len(internalBegin)+len(internalEnd) &&
+		strings.HasPrefix(text, internalBegin) && strings.HasSuffix(text, internalEnd)
+}
+
+func (q *request) readAnthropic(root *pohjson.Value) error {
+	if err := q.readAnthropicSystem(root.Get("system")); err != nil {
+		return err
+	}
+	msgs := root.Get("messages")
+	if msgs.Kind() != pohjson.Array || len(msgs.Elems()) == 0 {
+		return malformed("messages must be a non-empty array")
+	}
+	for i, m := range msgs.Elems() {
+		msg, err := anthropicMessage(i, m)
+		if err != nil {
+			return err
+		}
+		q.msgs = append(q.msgs, msg)
+	}
+	return q.readTools(root.Get("tools"), anthropicTool)
+}
+
+// readAnthropicSystem reads system: a string, or one or two text blocks
+// (OpenClaw splits at its cache boundary).
+func (q *request) readAnthropicSystem(sys *pohjson.Value) error {
+	if s, ok := sys.Str(); ok {
+		q.system = s
+		return nil
+	}
+	blocks := sys.Elems()
+	if sys.Kind() != pohjson.Array || len(blocks) < 1 || len(blocks) > 2 {
+		return refuse(reasonSystemMismatch, "system must be a string or one or two text blocks")
+	}
+	texts := make([]string, len(blocks))
+	for i, b := range blocks {
+		typ, _ := b.GetString("type")
+		t, ok := b.GetString("text")
+		if typ != "text" || !ok {
+			return refuse(reasonSystemMismatch, fmt.Sprintf("system[%d] is not a text block", i))
+		}
+		for _, m := range b.Members() {
+			if m.Key != "type" && m.Key != "text" && m.Key != "cache_control" {
+				return refuse(reasonSystemMismatch, fmt.Sprintf("system[%d] has a member other than type, text and cache_control", i))
+			}
+		}
+		texts[i] = t
+	}
+	q.system = texts[0]
+	if len(texts) == 2 {
+		q.split, q.first = true, len(texts[0])
+		q.system = texts[0] + "\n" + texts[1]
+	}
+	return nil
+}
+
+// anthropicMessage reads messages[i] of an Anthropic request.
+func anthropicMessage(i int, m *pohjson.Value) (message, error) {
+	var msg message
+	role, _ := m.GetString("role")
+	var err error
+	if msg.canon, err = messageHash(m); err != nil {
+		return msg, malformed("messages[%d] has no canonical form", i)
+	}
+	c := m.Get("content")
+	if msg.text, msg.textOnly, err = textParts(c, "text"); err != nil {
+		return msg, malformed("messages[%d].content: %v", i, err)
+	}
+	switch role {
+	case "user":
+		msg.kind = kindUser
+		if internalContext(msg.text, msg.textOnly) {
+			msg.kind = kindInternal
+		}
+		for j, b := range c.Elems() {
+			if typ, _ := b.GetString("type"); typ != "tool_result" {
+				continue
+			}
+			id, ok := b.GetString("tool_use_id")
+			text, _, terr := textParts(b.Get("content"), "text")
+			if !ok || (b.Get("content") != nil && terr != nil) {
+				return msg, malformed("messages[%d].content[%d] is not a tool result", i, j)
+			}
+			msg.results = append(msg.results, toolResult{id: id, text: text})
+		}
+		if len(msg.results) > 0 {
+			if msg.text != "" {
+				return msg, refuse(reasonUserMessage, fmt.Sprintf("messages[%d] mixes tool results and text", i))
+			}
+			msg.kind = kindResults
+		}
+	case "assistant":
+		msg.kind = kindAssistant
+		for j, b := range c.Elems() {
+			if typ, _ := b.GetString("type"); typ != "tool_use" {
+				continue
+			}
+			call, err := anthropicCall(b)
+			if err != nil {
+				return msg, malformed("messages[%d].content[%d]: %v", i, j, err)
+			}
+			msg.calls = append(msg.calls, call)
+		}
+	default:
+		return msg, malformed("messages[%d].role is not user or assistant", i)
+	}
+	return msg, nil
+}
+
+func anthropicCall(b *pohjson.Value) (toolCall, error) {
+	id, ok1 := b.GetString("id")
+	name, ok2 := b.GetString("name")
+	in := b.Get("input")
+	if !ok1 || !ok2 || in.Kind() != pohjson.Object {
+		return toolCall{}, fmt.Errorf("a tool_use block needs id, name and an input object")
+	}
+	h, err := canonHash(in, false)
+	if err != nil {
+		return toolCall{}, err
+	}
+	return toolCall{id: id, name: name, params: h}, nil
+}
+
+// toolReader reads one element of tools: its name, schema and description.
+type toolReader func(t *pohjson.Value) (name string, schema *pohjson.Value, desc string, err error)
+
+func openAITool(t *pohjson.Value) (string, *pohjson.Value, string, error) {
+	if typ, _ := t.GetString("type"); typ != "function" || len(t.Members()) != 2 {
+		return "", nil, "", fmt.Errorf("not {type: function, function}")
+	}
+	fn := t.Get("function")
+	for _, m := range fn.Members() {
+		switch m.Key {
+		case "name", "parameters", "description", "strict":
+		default:
+			return "", nil, "", fmt.Errorf("function has the member %s", strconv.Quote(m.Key))
+		}
+	}
+	return toolParts(fn, "parameters")
+}
+
+func anthropicTool(t *pohjson.Value) (string, *pohjson.Value, string, error) {
+	for _, m := range t.Members() {
+		switch m.Key {
+		case "name", "input_schema", "description", "cache_control":
+		default:
+			return "", nil, "", fmt.Errorf("the tool has the member %s", strconv.Quote(m.Key))
+		}
+	}
+	return toolParts(t, "input_schema")
+}
+
+func toolParts(t *pohjson.Value, schemaKey string) (string, *pohjson.Value, string, error) {
+	name, ok := t.GetString("name")
+	schema := t.Get(schemaKey)
+	if !ok || name == "" || schema.Kind() != pohjson.Object {
+		return "", nil, "", fmt.Errorf("a tool needs a name and a %s object", schemaKey)
+	}
+	desc, _ := t.GetString("description")
+	if d := t.Get("description"); d != nil && d.Kind() != pohjson.String {
+		return "", nil, "", fmt.Errorf("description must be a string")
+	}
+	return name, schema, desc, nil
+}
+
+// readTools computes the tool set's hash H(JCS({name: schema})), the form
+// of the report's tool_schemas_hash_b64u, and the descriptions' hash. A
+// tool named twice is refused.
+func (q *request) readTools(tools *pohjson.Value, read toolReader) error {
+	if tools != nil && tools.Kind() != pohjson.Array {
+		return refuse(reasonToolsMismatch, "tools must be an array")
+	}
+	schemas := make([]pohjson.Member, 0, len(tools.Elems()))
+	descs := make([]*pohjson.Value, 0, len(tools.Elems()))
+	seen := map[string]bool{}
+	for i, t := range tools.Elems() {
+		name, schema, desc, err := read(t)
+		if err != nil {
+			return refuse(reasonToolsMismatch, fmt.Sprintf("tools[%d]: %v", i, err))
+		}
+		if seen[name] {
+			return refuse(reasonToolsMismatch, fmt.Sprintf("tools[%d]: the tool %s is named twice", i, strconv.Quote(name)))
+		}
+		seen[name] = true
+		schemas = append(schemas, pohjson.M(name, schema))
+		descs = append(descs, pohjson.NewArray(pohjson.NewString(name), pohjson.NewString(desc)))
+	}
+	var err error
+	if q.toolsHash, err = canonHash(pohjson.NewObject(schemas...), false); err != nil {
+		return refuse(reasonToolsMismatch, "a tool schema has no canonical form")
+	}
+	// Descriptions sorted by name: canonHash sorts object keys, so an
+	// object name -> [name, description] gives that order.
+	byName := make([]pohjson.Member, len(descs))
+	for i, d := range descs {
+		n, _ := d.Elems()[0].Str()
+		byName[i] = pohjson.M(n, d)
+	}
+	q.descHash, _ = canonHash(pohjson.NewObject(byName...), false)
+	return nil
+}
+
+// sha is SHA-256 of a string.
+func sha(s string) [32]byte { return sha256.Sum256([]byte(s)) }

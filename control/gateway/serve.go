@@ -1,0 +1,219 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/clawea/attester/schema/b64u"
+)
+
+// call is one model call as its steps fill it in.
+type call struct {
+	g        *Gateway
+	f        *Facts
+	provider string
+	up       *upstreamClient
+	rs       *runState
+	sk       sessionKey
+	hist     *history
+	held     bool
+	counted  bool
+	body     []byte
+	bodyHash [32]byte
+	q        *request
+	lc       *llmCall
+	suffix   string
+	user     bool
+	used     []int
+	start    time.Time
+	rec      auditRecord
+}
+
+// Serve answers one model call of the run f describes: provider and api
+// from the request path, body the request body (already read within
+// MaxBody). It writes the whole answer: a refusal, or the relayed answer
+// with its trailers (sections 2 and 3).
+func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
+	c := &call{g: g, f: f, provider: provider, body: body, bodyHash: sha256.Sum256(body), start: g.now()}
+	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider, RequestHash: b64u.Encode(c.bodyHash[:])}
+	defer c.release()
+	if err := c.check(r, api); err != nil {
+		c.refuse(w, err)
+		return
+	}
+	c.forward(w, r)
+}
+
+// check applies the gateway's steps before anything is forwarded, in the
+// order of the spec; the first failure is the answer.
+func (c *call) check(r *http.Request, api string) error {
+	g, f := c.g, c.f
+	var err error
+	if c.rs, err = g.acquireRun(f.Want.RunID); err != nil {
+		return err
+	}
+	if c.up = g.clients[c.provider]; c.up == nil || c.up.u.API != api {
+		return refuse(reasonUpstreamUnknown, "the provider is not a configured upstream for this api")
+	}
+	if c.rs.calls >= g.cfg.MaxCallsPerRun {
+		return refuse(reasonLimit, fmt.Sprintf("the run has reached its limit of %d model calls", g.cfg.MaxCallsPerRun))
+	}
+	if err := c.checkTurn(r.Header.Get(headerTurn)); err != nil {
+		return err
+	}
+	if c.lc, err = parseLLMCall(r.Header.Get(headerLLMCall), f.Want.RunID, f.Want); err != nil {
+		return err
+	}
+	if c.q, err = parseRequest(api, c.body); err != nil {
+		return err
+	}
+	c.rec.Model = c.q.model
+	for _, step := range []func() error{c.checkModel, c.checkSystem, c.checkTools, c.checkHistory, c.checkEvent} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if f.Receipt == nil || f.Sign == nil {
+		return &refusal{Status: http.StatusServiceUnavailable, Reason: reasonUnavailable, Msg: "the gateway cannot receipt calls"}
+	}
+	if c.up.open.Add(1) > int64(c.up.u.MaxConcurrent) {
+		c.up.open.Add(-1)
+		return refuse(reasonLimit, "the upstream's concurrent calls are at their limit")
+	}
+	c.counted = true
+	return nil
+}
+
+func (c *call) checkTurn(h string) error {
+	rest, ok := strings.CutPrefix(h, "turn_")
+	if b, err := b64u.Decode(rest); !ok || err != nil || len(b) != 16 || b64u.Encode(b) != rest {
+		return refuse(reasonRequestMalformed, headerTurn+" is not a turn id")
+	}
+	if h != c.f.TurnID {
+		return refuse(reasonTurnStale, "the turn is not the run's current turn")
+	}
+	if c.rs.turn.id != h {
+		c.rs.turn = turnState{id: h, used: map[int]bool{}}
+	}
+	return nil
+}
+
+func (c *call) checkModel() error {
+	as := c.up.u.AttestedAs
+	if as == "" {
+		as = c.provider
+	}
+	if c.q.model != c.f.Want.Model || as != c.f.Want.Provider {
+		return refuse(reasonModelNotAllowed, "the provider and model are not the attested model identity")
+	}
+	return nil
+}
+
+func (c *call) checkSystem() error {
+	err := c.f.WithPrompt(func(p []byte) error {
+		x, err := suffixOf(c.q, p, c.g.cfg.MaxSuffixBytes)
+		c.suffix = x
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sh := sha(c.suffix)
+	c.rec.SuffixHash, c.rec.SuffixBytes = b64u.Encode(sh[:]), len(c.suffix)
+	return nil
+}
+
+func (c *call) checkTools() error {
+	if c.q.toolsHash != c.f.ToolSchemasHash {
+		return refuse(reasonToolsMismatch, "the tool definitions are not the committed tool schemas")
+	}
+	c.rec.ToolDescHash = b64u.Encode(c.q.descHash[:])
+	return nil
+}
+
+func (c *call) checkHistory() error {
+	n := 0
+	for i, m := range c.q.msgs {
+		if m.kind != kindInternal {
+			n++
+			continue
+		}
+		if i != len(c.q.msgs)-1 || len(m.text) > c.g.cfg.MaxSuffixBytes {
+			return refuse(reasonHistoryChanged, "an internal-context message that is not the last message, or over the suffix bound")
+		}
+		c.rec.InternalHashes = append(c.rec.InternalHashes, b64u.Encode(m.canon[:]))
+	}
+	if n > c.g.cfg.MaxHistoryMessages {
+		return refuse(reasonHistoryTooLong, fmt.Sprintf("the session is over its limit of %d messages", c.g.cfg.MaxHistoryMessages))
+	}
+	c.sk = sessionKey{agent: c.f.AgentID, session: c.f.SessionKey}
+	h, ok := c.g.sessions.acquire(c.sk)
+	if !ok {
+		return refuse(reasonLimit, "another model call of the session is in progress")
+	}
+	c.held, c.hist = true, h
+	var err error
+	c.user, c.used, err = checkMessages(c.q, c.hist, &c.rs.turn, c.f.TurnContent, c.f.Decisions)
+	// Only the hashes are kept while the answer streams: the bound on
+	// memory per open stream does not hold the messages' text.
+	for i := range c.q.msgs {
+		c.q.msgs[i].text, c.q.msgs[i].results, c.q.msgs[i].calls = "", nil, nil
+	}
+	return err
+}
+
+func (c *call) checkEvent() error {
+	if err := c.lc.matches(c.q.system, c.suffix); err != nil {
+		return err
+	}
+	if c.rs.events[c.lc.eventHash] {
+		return refuse(reasonLLMCallReused, "the llm_call event was bound to an earlier call")
+	}
+	c.rec.EventHash = c.lc.eventHash
+	return nil
+}
+
+// release ends the call's hold on its run, session and upstream slot.
+func (c *call) release() {
+	if c.held {
+		c.g.sessions.release(c.sk, nil)
+	}
+	if c.counted {
+		c.up.open.Add(-1)
+	}
+	if c.rs != nil {
+		c.g.releaseRun(c.rs)
+	}
+}
+
+// refuse answers a refused call: an audit record (when the run's log is
+// open), then the JSON refusal. Nothing was forwarded.
+func (c *call) refuse(w http.ResponseWriter, err error) {
+	rf, ok := errors.AsType[*refusal](err)
+	if !ok {
+		c.g.log.Error("gateway call failed", "run_id", c.f.Want.RunID, "err", err)
+		rf = &refusal{Status: http.StatusInternalServerError, Reason: reasonAuditFailed, Msg: "internal error"}
+	}
+	c.g.log.Warn("gateway call refused", "run_id", c.f.Want.RunID, "provider", c.provider, "reason", rf.Reason, "status", rf.Status)
+	if c.rs != nil {
+		c.rec.Outcome, c.rec.Reason, c.rec.Status = "refused", rf.Reason, rf.Status
+		if aerr := c.rs.audit.append(&c.rec, c.g.now()); aerr != nil {
+			c.g.log.Error("gateway audit record failed", "run_id", c.f.Want.RunID, "err", aerr)
+		}
+	}
+	b, _ := json.Marshal(struct {
+		Error  string `json:"error"`
+		Reason string `json:"reason"`
+	}{rf.Msg, rf.Reason})
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(rf.Status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,77 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+)
+
+// upstreamClient sends calls to one configured upstream: no proxy from
+// the environment, no redirects, TLS 1.2 or later with the system roots,
+// the connect and header timeouts of its configuration.
+type upstreamClient struct {
+	name   string
+	u      Upstream
+	url    string
+	client *http.Client
+	open   atomic.Int64
+}
+
+func newUpstreamClient(name string, u Upstream) *upstreamClient {
+	d := &net.Dialer{Timeout: u.ConnectTimeout}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		TLSHandshakeTimeout:   u.ConnectTimeout,
+		ResponseHeaderTimeout: u.HeaderTimeout,
+		TLSClientConfig:       &tls.Config{MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:     !u.Local,
+		MaxIdleConnsPerHost:   u.MaxConcurrent,
+		DisableCompression:    true,
+	}
+	if u.UnixSocket != "" {
+		sock := u.UnixSocket
+		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", sock)
+		}
+	}
+	path := "/chat/completions"
+	if u.API == apiAnthropicMessages {
+		path = "/v1/messages"
+	}
+	return &upstreamClient{
+		name: name, u: u, url: strings.TrimSuffix(u.BaseURL, "/") + path,
+		client: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+	}
+}
+
+// request builds the upstream request: the body unchanged, the
+// credential added, no header of the harness.
+func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("Accept", "application/json")
+	if stream {
+		h.Set("Accept", "text/event-stream")
+	}
+	switch c.u.API {
+	case apiOpenAIChat:
+		if c.u.APIKey != "" {
+			h.Set("Authorization", "Bearer "+c.u.APIKey)
+		}
+	case apiAnthropicMessages:
+		if c.u.APIKey != "" {
+			h.Set("x-api-key", c.u.APIKey)
+		}
+		h.Set("anthropic-version", c.u.AnthropicVersion)
+	}
+	return req, nil
+}

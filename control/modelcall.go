@@ -1,0 +1,80 @@
+package control
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/clawea/attester/control/gateway"
+	"github.com/clawea/attester/schema/poh"
+	"github.com/clawea/attester/sealed"
+	"github.com/clawea/attester/wire/answer"
+)
+
+// newGateway makes the model gateway of cfg (none configured: a gateway
+// without upstreams, which refuses every call); its audit logs go to
+// <stateDir>/gateway, or to a temporary directory removed at Close.
+func newGateway(s *Service, cfg *Config) error {
+	gc := gateway.Config{MaxSessions: 1, MaxHistoryMessages: 1, MaxCallsPerRun: 1}
+	if cfg.Gateway != nil {
+		gc = *cfg.Gateway
+	}
+	dir := filepath.Join(cfg.StateDir, "gateway")
+	if cfg.StateDir == "" {
+		var err error
+		if dir, err = os.MkdirTemp("", "clawea-gateway-"); err != nil {
+			return fmt.Errorf("gateway audit directory: %w", err)
+		}
+		s.gwTmp = dir
+	} else if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("gateway audit directory: %w", err)
+	}
+	g, err := gateway.New(gc, dir, s.log)
+	if err != nil {
+		return err
+	}
+	s.gw = g
+	return nil
+}
+
+// ModelBodyLimit is the largest body a model call to provider's api may
+// carry (0: no such upstream; the call is refused after authorization).
+func (s *Service) ModelBodyLimit(provider, api string) int64 { return s.gw.MaxBody(provider, api) }
+
+// ModelCall serves a model call of rn from caller
+// (POST /v1/runs/{id}/model/{provider}/{api}, docs/spec/model-gateway.md):
+// the gateway checks body against what the run holds, forwards it and
+// writes the whole answer. It returns an error, with nothing written, only
+// for a closed run.
+func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, caller Process, provider, api string, body []byte) error {
+	reqHash := answer.RequestHash(r.Method, r.RequestURI, body)
+	rn.mu.Lock()
+	if rn.closed {
+		rn.mu.Unlock()
+		return errRunClosed
+	}
+	f := &gateway.Facts{
+		Want: poh.PromptCommitments{
+			RunID: rn.id, SystemPromptHashB64u: rn.promptH, SystemPromptReportHashB64u: rn.reportH,
+			Provider: s.cfg.ModelProvider, Model: s.cfg.Model,
+		},
+		AgentID: rn.agentID, SessionKey: rn.sessionKey, TurnID: rn.turn, TurnContent: rn.turnContent,
+		Decisions: slices.Clone(rn.decisions), ToolSchemasHash: rn.toolsH,
+	}
+	rn.mu.Unlock()
+	f.WithPrompt = func(fn func([]byte) error) error {
+		return rn.WithPrompt(func(p *sealed.Buffer, _ string) error { return fn(p.Bytes()) })
+	}
+	f.Sign = func(status int, respHash [32]byte) ([]byte, []byte, error) {
+		sa, err := s.SignAnswer(rn, caller, status, reqHash, respHash)
+		if err != nil {
+			return nil, nil, err
+		}
+		return sa.Statement, sa.Signature, nil
+	}
+	f.Receipt = s.receiptSigner(rn)
+	s.gw.Serve(w, r, provider, api, body, f)
+	return nil
+}
