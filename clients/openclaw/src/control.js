@@ -5,7 +5,8 @@
 // sequence (answer.js); a run's requests go one at a time so that its
 // answers arrive in sequence.
 import { request } from "node:http";
-import { AnswerRefused, requestHash, verifyAnswer } from "./answer.js";
+import { AnswerRefused, HEADER_STATEMENT, requestHash, verifyAnswer } from "./answer.js";
+import { gatewayRequest, refusalMessage } from "./gateway.js";
 
 /** The attester answered with an error status. */
 export class AttesterError extends Error {
@@ -253,6 +254,51 @@ export class ControlClient {
       this.call("attestation", "POST", `/v1/runs/${encodeURIComponent(runId)}/attestation`, { capability, json: req, signed: { runId } }),
     );
     return ControlClient.json("attestation", res);
+  }
+
+  /**
+   * POST /v1/runs/{id}/model/{provider}/{api}: one model call through the
+   * attester's gateway (model-gateway.md), in the run's answer sequence. The
+   * answer is returned only when the pinned attester signed it for this
+   * request, these body bytes and this process: a refusal in its headers, a
+   * relayed answer in its trailers (after onChunk saw every byte). An
+   * unsigned error (the door's: capability, process) consumes no sequence
+   * number and is thrown as an AttesterError.
+   * @param {string} runId
+   * @param {string} capability
+   * @param {string} path
+   * @param {{headers: Record<string, string>, body: Buffer, signal?: AbortSignal, onChunk: (c: Buffer) => void}} r
+   */
+  async modelCall(runId, capability, path, r) {
+    return this.#serial(runId, async () => {
+      const last = this.seqs.get(runId);
+      if (last === undefined || Number.isNaN(last)) throw new AnswerLost("model call", "an earlier answer of this run was lost or refused");
+      let res;
+      try {
+        res = await gatewayRequest(this.socketPath, {
+          path, body: r.body, idleMs: this.timeoutMs, signal: r.signal, onChunk: r.onChunk,
+          headers: { ...r.headers, authorization: "Bearer " + capability },
+        });
+      } catch (e) {
+        this.seqs.set(runId, NaN);
+        throw new AnswerLost("model call", /** @type {Error} */ (e).message);
+      }
+      const signed = res.relayed ? res.trailers : res.headers;
+      if (!res.relayed && typeof signed[HEADER_STATEMENT] !== "string" && (res.status < 200 || res.status > 299)) {
+        throw new AttesterError("model call", res.status, refusalMessage(res.kept));
+      }
+      try {
+        verifyAnswer(this.pin, /** @type {any} */ (signed), {
+          runId, seq: last + 1, status: res.status, requestHash: requestHash("POST", path, r.body), bodyHash: res.responseHash,
+          pid: this.self.pid, startTime: this.self.startTime, anyStatus: true,
+        });
+      } catch (e) {
+        this.seqs.set(runId, NaN);
+        throw e;
+      }
+      this.seqs.set(runId, last + 1);
+      return res;
+    });
   }
 
   /** @param {string} runId @param {string} capability */

@@ -1,22 +1,27 @@
 // The plugin's side of the attester's model gateway (docs/spec/model-gateway.md;
 // the plugin's use of it: docs/spec/openclaw-plugin.md section 7): one model
-// request of a run over the control socket, its response relayed as it
+// request of a run over the control socket, its answer relayed as it
 // arrives, and the gateway receipt of its trailer checked against the pinned
 // attester, this request's bytes, the bytes received and the run's llm_call
-// event.
+// event. The signed answer of its trailer is checked by control.js.
 import { request } from "node:http";
 import { createHash, verify } from "node:crypto";
 import { HASH_B64U } from "./hash.js";
 
-/** Trailer and header names as Node reports them (lower case). */
+/** Header and trailer names as Node reports them (lower case). */
 export const RECEIPT_TRAILER = "clawea-gateway-receipt";
-export const EVENT_HASH_HEADER = "clawea-llm-call-event-hash";
+export const ERROR_TRAILER = "clawea-gateway-error";
+export const TURN_HEADER = "clawea-turn-id";
+export const LLM_CALL_HEADER = "clawea-llm-call";
 const MAX_RECEIPT = 16 << 10;
-const MAX_RESPONSE = 32 << 20;
-const MAX_ERROR = 8 << 10;
+const MAX_RESPONSE = 256 << 20;
+const MAX_KEPT = 8 << 10;
 const ENVELOPE_KEYS = ["envelope_version", "envelope_type", "payload", "payload_hash_b64u", "hash_algorithm", "signature_b64u", "algorithm", "signer_did", "issued_at"];
 
-/** A gateway answer the plugin must not act on; code is the spec's reason code. */
+/** The gateway's {api} of an OpenClaw model api (model-gateway.md section 1). */
+export const GATEWAY_API = Object.freeze({ "openai-completions": "openai-chat-completions", "anthropic-messages": "anthropic-messages" });
+
+/** A receipt the plugin must not act on; code is the spec's reason code. */
 export class ReceiptRefused extends Error {
   /** @param {string} code @param {string} msg */
   constructor(code, msg) {
@@ -26,7 +31,7 @@ export class ReceiptRefused extends Error {
   }
 }
 
-/** The gateway refused the request (an error status), with its safe message. */
+/** The gateway refused the request, or its answer failed; msg is safe to show. */
 export class GatewayRefused extends Error {
   /** @param {number} status @param {string} msg */
   constructor(status, msg) {
@@ -37,13 +42,33 @@ export class GatewayRefused extends Error {
 }
 
 /**
+ * The Clawea-Llm-Call header: b64u of the llm_call event's JSON without the
+ * members the gateway derives (run id, type, payload hash, event hash).
+ * @param {{event_id: string, timestamp: string, prev_hash_b64u: string | null}} event
+ * @param {object} payload
+ */
+export function llmCallHeader(event, payload) {
+  const v = { event_id: event.event_id, timestamp: event.timestamp, prev_hash_b64u: event.prev_hash_b64u, payload };
+  return Buffer.from(JSON.stringify(v), "utf8").toString("base64url");
+}
+
+/**
+ * @typedef {object} GatewayAnswer
+ * @property {number} status
+ * @property {boolean} relayed the upstream's answer relayed (trailers declared), not the gateway's own
+ * @property {import("node:http").IncomingHttpHeaders} headers
+ * @property {Record<string, string | undefined>} trailers
+ * @property {string} responseHash SHA-256 of every body byte received
+ * @property {Buffer} kept the first bytes of a body that was not handed to onChunk (an error's)
+ */
+
+/**
  * One model request through the gateway. onChunk gets each body chunk of a
- * 2xx answer as it arrives; the promise settles when the answer ended, with
- * the SHA-256 of every byte received and the trailers.
+ * relayed 2xx answer as it arrives; the promise settles when the answer ended.
  * @param {string} socketPath
- * @param {{path: string, capability: string, eventHash: string, body: Buffer, idleMs: number,
+ * @param {{path: string, headers: Record<string, string>, body: Buffer, idleMs: number,
  *   signal?: AbortSignal, onChunk: (c: Buffer) => void}} r
- * @returns {Promise<{status: number, contentType: string, responseHash: string, trailers: Record<string, string | undefined>}>}
+ * @returns {Promise<GatewayAnswer>}
  */
 export function gatewayRequest(socketPath, r) {
   return new Promise((resolve, reject) => {
@@ -52,34 +77,29 @@ export function gatewayRequest(socketPath, r) {
         socketPath,
         method: "POST",
         path: r.path,
-        headers: {
-          host: "attester",
-          authorization: "Bearer " + r.capability,
-          "content-type": "application/json",
-          "content-length": String(r.body.length),
-          te: "trailers",
-          [EVENT_HASH_HEADER]: r.eventHash,
-        },
+        headers: { host: "attester", "content-type": "application/json", "content-length": String(r.body.length), te: "trailers", ...r.headers },
         timeout: r.idleMs,
         signal: r.signal,
       },
       (res) => {
         const status = res.statusCode ?? 0;
+        const relayed = typeof res.headers.trailer === "string";
+        const stream = relayed && status >= 200 && status <= 299;
         const h = createHash("sha256");
         /** @type {Buffer[]} */
-        const errChunks = [];
+        const kept = [];
         let n = 0;
         res.on("data", (/** @type {Buffer} */ c) => {
           n += c.length;
-          if (n > (status >= 200 && status <= 299 ? MAX_RESPONSE : MAX_ERROR)) {
+          if (n > MAX_RESPONSE || (!relayed && n > MAX_KEPT)) {
             req.destroy(new Error("the gateway's answer is over its bound"));
             return;
           }
-          if (status < 200 || status > 299) {
-            errChunks.push(c);
+          h.update(c);
+          if (!stream) {
+            if (n - c.length < MAX_KEPT) kept.push(c);
             return;
           }
-          h.update(c);
           try {
             r.onChunk(c);
           } catch (e) {
@@ -87,28 +107,34 @@ export function gatewayRequest(socketPath, r) {
           }
         });
         res.on("end", () => {
-          if (status < 200 || status > 299) {
-            let msg = "";
-            try {
-              const e = JSON.parse(Buffer.concat(errChunks).toString("utf8"));
-              if (typeof e.error === "string") msg = e.error.slice(0, 300);
-            } catch {
-              // not JSON: no message
-            }
-            reject(new GatewayRefused(status, msg));
-            return;
-          }
-          const ct = res.headers["content-type"];
-          resolve({ status, contentType: typeof ct === "string" ? ct : "", responseHash: h.digest("base64url"), trailers: res.trailers });
+          if (!res.complete) return;
+          resolve({ status, relayed, headers: res.headers, trailers: res.trailers, responseHash: h.digest("base64url"), kept: Buffer.concat(kept).subarray(0, MAX_KEPT) });
         });
         res.on("error", reject);
         res.on("aborted", () => reject(new Error("the gateway's answer was cut off")));
+        res.on("close", () => {
+          if (!res.complete) reject(new Error("the gateway's answer was cut off"));
+        });
       },
     );
     req.on("timeout", () => req.destroy(new Error("the gateway went idle past its timeout")));
     req.on("error", reject);
     req.end(r.body);
   });
+}
+
+/**
+ * The safe message of a gateway refusal's JSON body.
+ * @param {Buffer} body
+ */
+export function refusalMessage(body) {
+  try {
+    const e = JSON.parse(body.toString("utf8"));
+    const msg = typeof e.error === "string" ? e.error.slice(0, 300) : "";
+    return typeof e.reason === "string" && /^[A-Z_]{1,64}$/.test(e.reason) ? `${e.reason}: ${msg}` : msg;
+  } catch {
+    return "";
+  }
 }
 
 /**
@@ -152,11 +178,11 @@ export function verifyReceipt(pin, trailer, want) {
     throw new ReceiptRefused("RECEIPT_SIGNATURE_INVALID", "the receipt's signature does not verify with the pinned attester key");
   }
   if (p.receipt_version !== "1") throw new ReceiptRefused("RECEIPT_MALFORMED", "not a version 1 receipt");
-  const b = p.binding;
+  const b = p.binding && typeof p.binding === "object" ? p.binding : {};
   /** @type {Array<[boolean, string]>} */
   const checks = [
-    [b && typeof b === "object" && b.run_id === want.runId, "the receipt is bound to another run"],
-    [b && typeof b === "object" && b.event_hash_b64u === want.eventHash, "the receipt is bound to another llm_call event"],
+    [b.run_id === want.runId, "the receipt is bound to another run"],
+    [b.event_hash_b64u === want.eventHash, "the receipt is bound to another llm_call event"],
     [HASH_B64U.test(p.request_hash_b64u) && p.request_hash_b64u === want.requestHash, "the receipt is for other request bytes than the ones sent"],
     [HASH_B64U.test(p.response_hash_b64u) && p.response_hash_b64u === want.responseHash, "the receipt is for other response bytes than the ones received"],
     [p.provider === want.provider && p.model === want.model, "the receipt names another provider or model"],

@@ -7,7 +7,9 @@ import { AnswerRefused, attesterPin, selfProcess } from "./answer.js";
 import { EventChain, bundlePayload, llmCallPayload, signEnvelope } from "./poh.js";
 import { HASH_B64U, jcs, sha256B64u } from "./hash.js";
 import { agentSigner } from "./didkey.js";
-import { RECEIPT_TRAILER, ReceiptRefused, gatewayRequest, verifyReceipt } from "./gateway.js";
+import {
+  ERROR_TRAILER, GATEWAY_API, GatewayRefused, LLM_CALL_HEADER, RECEIPT_TRAILER, ReceiptRefused, TURN_HEADER, llmCallHeader, refusalMessage, verifyReceipt,
+} from "./gateway.js";
 import { APIS, Assembler, buildRequest, systemTextOf } from "./providers.js";
 import { SSEParser } from "./sse.js";
 
@@ -696,21 +698,27 @@ export class Controller {
     const sse = new SSEParser();
     const asm = new Assembler(route.api, model, emit);
     const runId = st.run.run_id;
-    const res = await gatewayRequest(this.cfg.controlSocket, {
-      path: `/v1/runs/${encodeURIComponent(runId)}/model/${encodeURIComponent(route.provider)}/${encodeURIComponent(route.api)}`,
-      capability: st.capability, eventHash: event.event_hash_b64u, body, idleMs: this.cfg.timeoutMs, signal: options.signal,
+    const path = `/v1/runs/${encodeURIComponent(runId)}/model/${encodeURIComponent(route.provider)}/${GATEWAY_API[route.api]}`;
+    const res = await this.client.modelCall(runId, st.capability, path, {
+      headers: { [TURN_HEADER]: st.turn.turn_id, [LLM_CALL_HEADER]: llmCallHeader(event, payload) },
+      body, signal: options.signal,
       onChunk: (c) => {
         for (const ev of sse.push(c)) asm.push(ev);
       },
     });
-    if (!/^text\/event-stream(;|$)/i.test(res.contentType)) throw new Error(`the gateway answered ${res.contentType || "no content type"}, not an event stream`);
-    for (const ev of sse.end()) asm.push(ev);
-    const message = asm.finish();
+    // A signed refusal: the gateway's rules refused the request before the model.
+    if (!res.relayed) throw new GatewayRefused(res.status, refusalMessage(res.kept));
+    const failed = res.trailers[ERROR_TRAILER];
+    if (failed) throw new GatewayRefused(res.status, `the answer failed (${String(failed).slice(0, 64)})`);
     const receipt = verifyReceipt(this.pin, res.trailers[RECEIPT_TRAILER], {
       runId, eventHash: event.event_hash_b64u, requestHash: sha256B64u(body), responseHash: res.responseHash, provider: route.provider, model: route.model,
     });
     st.receipts.push(receipt);
-    return { message, receipt };
+    if (res.status < 200 || res.status > 299) throw new Error(`the provider answered ${res.status}`);
+    const ct = res.headers["content-type"] ?? "";
+    if (!/^text\/event-stream(;|$)/i.test(ct)) throw new Error(`the gateway answered ${ct || "no content type"}, not an event stream`);
+    for (const ev of sse.end()) asm.push(ev);
+    return { message: asm.finish(), receipt };
   }
 
   /** @param {RunState} st */

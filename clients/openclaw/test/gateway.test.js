@@ -214,7 +214,8 @@ for (const api of ["openai-completions", "anthropic-messages"]) {
     assert.equal(f.modelCalls.length, 2);
     for (const m of f.modelCalls) {
       assert.equal(m.provider, "scripted");
-      assert.equal(m.api, api);
+      assert.equal(m.api, api === "openai-completions" ? "openai-chat-completions" : api);
+      assert.equal(m.turnId, "turn_1");
     }
     const bundle = JSON.parse(readFileSync(join(f.dir, "out", "run_fake_1", "bundle.json"), "utf8"));
     const p = bundle.payload;
@@ -226,7 +227,8 @@ for (const api of ["openai-completions", "anthropic-messages"]) {
       const sent = f.modelCalls[i];
       assert.deepEqual(r, sent.receipt);
       assert.equal(r.payload.binding.event_hash_b64u, llm[i].event_hash_b64u);
-      assert.equal(sent.eventHash, llm[i].event_hash_b64u);
+      assert.equal(sent.eventHash, llm[i].event_hash_b64u, "the gateway derives the event's hash from Clawea-Llm-Call");
+      assert.deepEqual(sent.llmCall.payload, p.metadata.clawea_llm_calls[i]);
       assert.equal(r.payload.request_hash_b64u, sha256B64u(sent.raw));
       // The llm_call states the system text of the bytes the gateway got.
       const pl = p.metadata.clawea_llm_calls[i];
@@ -283,7 +285,13 @@ test("gateway: a refused request fails the turn and the run", async (t) => {
   await openTurn(c, f.prompt);
   const r = await modelCall(c, "c1", "openai-completions", f.prompt);
   assert.equal(r.events.at(-1).type, "error");
-  assert.match(r.final.errorMessage, /gateway refused the request: 422: gateway rule: the system text is not the attested prompt/);
+  assert.match(r.final.errorMessage, /gateway refused the request: 422: GATEWAY_SYSTEM_MISMATCH: the system text is not the attested prompt/);
+  assert.equal(c.refused, "", "a signed refusal is the attester's own answer");
+  // The signed refusal took its sequence number: the run's next answer is in sequence.
+  const next = await c.client.turn("run_fake_1", f.cap, { channel: "cli", sender_id: "local", message_id: "m2", content_sha256_b64u: sha256B64u("x") });
+  assert.equal(next.turn_id, "turn_2");
+  // The run is not attested: its llm_call has no receipt.
+  assert.equal((await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, gctx))?.block, true);
   await c.agentEnd({}, gctx);
   assert.ok(!f.requests.some((x) => x.url.endsWith("/attestation")));
 });
@@ -326,14 +334,38 @@ for (const [receipt, want] of Object.entries(receiptAttacks)) {
   });
 }
 
-test("gateway: a stream cut mid-event fails the turn", async (t) => {
-  const f = await startFake({ cutStream: true });
+for (const [cut, want] of /** @type {Array<[true | "trailer", RegExp]>} */ ([[true, /event stream: the stream ended inside an event/], ["trailer", /the answer failed \(GATEWAY_UPSTREAM_CUT\)/]])) {
+  test(`gateway: a stream cut mid-event fails the turn (${cut === true ? "found by the plugin" : "the gateway's error trailer"})`, async (t) => {
+    const f = await startFake({ cutStream: cut });
+    t.after(() => f.close());
+    const { c } = gwController(f);
+    await openTurn(c, f.prompt);
+    const r = await modelCall(c, "c1", "anthropic-messages", f.prompt);
+    assert.equal(r.events.at(-1).type, "error");
+    assert.ok(!r.events.some((e) => e.type === "done"));
+    assert.match(r.final.errorMessage, want);
+  });
+}
+
+test("gateway: an upstream error relayed with its receipt fails the turn", async (t) => {
+  const f = await startFake({ upstreamStatus: 500 });
   t.after(() => f.close());
   const { c } = gwController(f);
   await openTurn(c, f.prompt);
   const r = await modelCall(c, "c1", "openai-completions", f.prompt);
   assert.equal(r.events.at(-1).type, "error");
-  assert.match(r.final.errorMessage, /event stream: the stream ended inside an event/);
+  assert.match(r.final.errorMessage, /the provider answered 500/);
+  assert.equal(c.refused, "");
+});
+
+test("gateway: a relayed answer without the attester's signed answer refuses everything (ANSWER_UNSIGNED)", async (t) => {
+  const f = await startFake({ unsignedOp: "model" });
+  t.after(() => f.close());
+  const { c } = gwController(f);
+  await openTurn(c, f.prompt);
+  const r = await modelCall(c, "c1", "openai-completions", f.prompt);
+  assert.equal(r.events.at(-1).type, "error");
+  assert.match(c.refused, /ANSWER_UNSIGNED/);
 });
 
 test("gateway: a hanging gateway fails the turn after the idle timeout", async (t) => {
