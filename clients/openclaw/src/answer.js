@@ -74,9 +74,7 @@ export function requestHash(method, target, body) {
  * @param {{did: string, key: import("node:crypto").KeyObject}} pin
  * @param {import("node:http").IncomingHttpHeaders} headers
  * @param {{runId?: string, seq: number, status: number, requestHash: string, body?: Uint8Array, bodyHash?: string,
- *   pid: number, startTime: number, anyStatus?: boolean}} want body, or the SHA-256 of the body
- *   read as it streamed; anyStatus: the model gateway's answers, signed for any status 200..599
- *   (model-gateway.md section 2), where the other endpoints sign only 2xx
+ *   pid: number, startTime: number}} want body, or the SHA-256 of the body read as it streamed
  */
 export function verifyAnswer(pin, headers, want) {
   const stB = headers[HEADER_STATEMENT];
@@ -95,13 +93,13 @@ export function verifyAnswer(pin, headers, want) {
   const msg = Buffer.concat([Buffer.from(ANSWER_LABEL, "utf8"), Buffer.of(0), stmt]);
   if (!verify(null, msg, pin.key, sig)) {
     // Diagnosis only: an unverified statement naming another attester.
-    const other = parseStatement(stmt, true, want.anyStatus === true);
+    const other = parseStatement(stmt, true);
     if (other && other.attester_did !== pin.did) {
       throw new AnswerRefused("ANSWER_WRONG_SIGNER", `the answer is signed for ${other.attester_did}, not the pinned attesterDid`);
     }
     throw new AnswerRefused("ANSWER_SIGNATURE_INVALID", "the answer's signature does not verify with the pinned attester key");
   }
-  const st = /** @type {Record<string, any>} */ (parseStatement(stmt, false, want.anyStatus === true));
+  const st = /** @type {Record<string, any>} */ (parseStatement(stmt, false));
   if (st.attester_did !== pin.did) throw new AnswerRefused("ANSWER_WRONG_SIGNER", "the answer names another attester than the pinned one");
   if (st.request_hash_b64u !== want.requestHash) throw new AnswerRefused("ANSWER_REQUEST_MISMATCH", "the answer is for another request than the one sent");
   const bodyHash = want.bodyHash ?? createHash("sha256").update(want.body ?? new Uint8Array(0)).digest("base64url");
@@ -121,9 +119,8 @@ export function verifyAnswer(pin, headers, want) {
  * instead of throwing.
  * @param {Buffer} b
  * @param {boolean} quiet
- * @param {boolean} anyStatus statuses 200..599, else 200..299
  */
-function parseStatement(b, quiet, anyStatus) {
+function parseStatement(b, quiet) {
   try {
     if (b.length > MAX_STATEMENT) throw new Error("too long");
     const text = new TextDecoder("utf-8", { fatal: true }).decode(b);
@@ -135,7 +132,7 @@ function parseStatement(b, quiet, anyStatus) {
     const int = (/** @type {unknown} */ x, /** @type {number} */ min) => Number.isSafeInteger(x) && /** @type {number} */ (x) >= min;
     if (v.answer_version !== ANSWER_VERSION || typeof v.attester_did !== "string" || !RUN_ID.test(v.run_id) ||
       !HASH_B64U.test(v.request_hash_b64u) || !HASH_B64U.test(v.response_hash_b64u) ||
-      !int(v.peer_pid, 1) || !int(v.peer_start_time, 0) || !int(v.seq, 1) || !int(v.status, 200) || v.status > (anyStatus ? 599 : 299)) {
+      !int(v.peer_pid, 1) || !int(v.peer_start_time, 0) || !int(v.seq, 1) || !int(v.status, 200) || v.status > 299) {
       throw new Error("fields");
     }
     return v;

@@ -5,8 +5,8 @@
 // sequence (answer.js); a run's requests go one at a time so that its
 // answers arrive in sequence.
 import { request } from "node:http";
-import { AnswerRefused, HEADER_STATEMENT, requestHash, verifyAnswer } from "./answer.js";
-import { gatewayRequest, refusalMessage } from "./gateway.js";
+import { AnswerRefused, requestHash, verifyAnswer } from "./answer.js";
+import { ERROR_TRAILER, GatewayRefused, gatewayRequest, refusalMessage } from "./gateway.js";
 
 /** The attester answered with an error status. */
 export class AttesterError extends Error {
@@ -258,12 +258,12 @@ export class ControlClient {
 
   /**
    * POST /v1/runs/{id}/model/{provider}/{api}: one model call through the
-   * attester's gateway (model-gateway.md), in the run's answer sequence. The
-   * answer is returned only when the pinned attester signed it for this
-   * request, these body bytes and this process: a refusal in its headers, a
-   * relayed answer in its trailers (after onChunk saw every byte). An
-   * unsigned error (the door's: capability, process) consumes no sequence
-   * number and is thrown as an AttesterError.
+   * attester's gateway (model-gateway.md), in the run's answer sequence. A
+   * 2xx answer is returned only when the pinned attester signed it, in its
+   * trailers, for this request, every body byte onChunk saw and this
+   * process; it takes the run's next sequence number. A non-2xx answer (a
+   * refusal, a relayed provider error) is unsigned, takes no number and is
+   * thrown as a GatewayRefused.
    * @param {string} runId
    * @param {string} capability
    * @param {string} path
@@ -283,14 +283,17 @@ export class ControlClient {
         this.seqs.set(runId, NaN);
         throw new AnswerLost("model call", /** @type {Error} */ (e).message);
       }
-      const signed = res.relayed ? res.trailers : res.headers;
-      if (!res.relayed && typeof signed[HEADER_STATEMENT] !== "string" && (res.status < 200 || res.status > 299)) {
-        throw new AttesterError("model call", res.status, refusalMessage(res.kept));
+      if (res.status < 200 || res.status > 299) {
+        const failed = res.trailers[ERROR_TRAILER];
+        throw new GatewayRefused(res.status, res.relayed
+          ? `the provider answered ${res.status}${failed ? ` (${String(failed).slice(0, 64)})` : ""}`
+          : refusalMessage(res.kept));
       }
       try {
-        verifyAnswer(this.pin, /** @type {any} */ (signed), {
+        // The statement of a relayed answer comes after its body: a trailer.
+        verifyAnswer(this.pin, /** @type {any} */ (res.relayed ? res.trailers : res.headers), {
           runId, seq: last + 1, status: res.status, requestHash: requestHash("POST", path, r.body), bodyHash: res.responseHash,
-          pid: this.self.pid, startTime: this.self.startTime, anyStatus: true,
+          pid: this.self.pid, startTime: this.self.startTime,
         });
       } catch (e) {
         this.seqs.set(runId, NaN);

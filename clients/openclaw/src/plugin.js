@@ -8,7 +8,7 @@ import { EventChain, bundlePayload, llmCallPayload, signEnvelope } from "./poh.j
 import { HASH_B64U, jcs, sha256B64u } from "./hash.js";
 import { agentSigner } from "./didkey.js";
 import {
-  ERROR_TRAILER, GATEWAY_API, GatewayRefused, LLM_CALL_HEADER, RECEIPT_TRAILER, ReceiptRefused, TURN_HEADER, llmCallHeader, refusalMessage, verifyReceipt,
+  ERROR_TRAILER, GATEWAY_API, GatewayRefused, LLM_CALL_HEADER, RECEIPT_TRAILER, ReceiptRefused, TURN_HEADER, llmCallHeader, verifyReceipt,
 } from "./gateway.js";
 import { APIS, Assembler, buildRequest, systemTextOf } from "./providers.js";
 import { SSEParser } from "./sse.js";
@@ -706,15 +706,14 @@ export class Controller {
         for (const ev of sse.push(c)) asm.push(ev);
       },
     });
-    // A signed refusal: the gateway's rules refused the request before the model.
-    if (!res.relayed) throw new GatewayRefused(res.status, refusalMessage(res.kept));
+    // A signed 2xx answer: the relayed body is the provider's, unless the
+    // gateway says the relay failed.
     const failed = res.trailers[ERROR_TRAILER];
     if (failed) throw new GatewayRefused(res.status, `the answer failed (${String(failed).slice(0, 64)})`);
     const receipt = verifyReceipt(this.pin, res.trailers[RECEIPT_TRAILER], {
       runId, eventHash: event.event_hash_b64u, requestHash: sha256B64u(body), responseHash: res.responseHash, provider: route.provider, model: route.model,
     });
     st.receipts.push(receipt);
-    if (res.status < 200 || res.status > 299) throw new Error(`the provider answered ${res.status}`);
     const ct = res.headers["content-type"] ?? "";
     if (!/^text\/event-stream(;|$)/i.test(ct)) throw new Error(`the gateway answered ${ct || "no content type"}, not an event stream`);
     for (const ev of sse.end()) asm.push(ev);

@@ -258,6 +258,8 @@ export class Assembler {
         return;
       case "error":
         throw new ProviderStreamError("the provider sent an error event");
+      default:
+        throw new ProviderStreamError(`an event of unknown type ${JSON.stringify(String(v.type)).slice(0, 40)}`);
     }
   }
 

@@ -36,7 +36,7 @@ export function newKey() {
  * request as model-gateway.md section 2 says: upstream(api, body)'s steps
  * (default: a text answer) as an event stream, the receipt and the signed
  * answer in its trailers. Its attack options: gatewayStatus refuses every
- * model request with that status (signed, as the gateway's rules do);
+ * model request with that status, as the gateway's rules do;
  * upstreamStatus relays an upstream error with that status; receipt
  * "missing" | "signer" | "signature" | "request" | "response" | "run" |
  * "event" | "model" withholds or falsifies the receipt; cutStream ends the
@@ -85,14 +85,14 @@ export async function startFake(o = {}) {
   const hanging = new Set();
   /**
    * The gateway's answer to one model request (model-gateway.md section 2):
-   * a signed refusal, or the upstream's stream relayed with the receipt and
-   * the signed answer in its trailers.
+   * an unsigned refusal, or the upstream's answer relayed with the receipt
+   * and, for a 2xx, the signed answer in its trailers.
    * @param {any} req @param {any} res @param {string} provider @param {string} gwApi @param {Buffer} raw @param {string} reqHash
    */
   const gateway = (req, res, provider, gwApi, raw, reqHash) => {
     const refuse = (/** @type {number} */ code, /** @type {string} */ reason, /** @type {string} */ error) => {
       const bytes = Buffer.from(JSON.stringify({ error, reason }));
-      res.writeHead(code, { "content-type": "application/json", "content-length": String(bytes.length), ...signAnswer(runId, code, reqHash, bytes) });
+      res.writeHead(code, { "content-type": "application/json", "content-length": String(bytes.length) });
       res.end(bytes);
     };
     const api = { "openai-chat-completions": "openai-completions", "anthropic-messages": "anthropic-messages" }[gwApi];
@@ -135,7 +135,7 @@ export async function startFake(o = {}) {
     });
     res.write(bytes);
     /** @type {Record<string, string>} */
-    const trailers = o.unsignedOp === "model" ? {} : signAnswer(runId, status, reqHash, bytes);
+    const trailers = o.unsignedOp === "model" || status > 299 ? {} : signAnswer(runId, status, reqHash, bytes);
     if (o.receipt !== "missing") trailers["Clawea-Gateway-Receipt"] = Buffer.from(JSON.stringify(env)).toString("base64url");
     if (o.cutStream === "trailer") trailers["Clawea-Gateway-Error"] = "GATEWAY_UPSTREAM_CUT";
     res.addTrailers(trailers);

@@ -106,6 +106,7 @@ test("providers: malformed or unfinished provider streams are refused", () => {
   assert.throws(() => assemble("anthropic-messages", an("error", { error: { type: "overloaded_error" } })), ProviderStreamError);
   assert.throws(() => assemble("anthropic-messages", an("content_block_start", { index: 0, content_block: { type: "text", text: "" } }) + an("content_block_start", { index: 0, content_block: { type: "text", text: "" } })), ProviderStreamError, "a repeated block index");
   assert.throws(() => assemble("anthropic-messages", an("message_start", { message: {} })), ProviderStreamError, "no message_stop");
+  assert.throws(() => assemble("anthropic-messages", an("message_begin", {})), /unknown type/);
   assert.throws(() => new Assembler("openai-responses", { api: "x", provider: "p", id: "m" }, () => {}), ProviderStreamError);
 });
 
@@ -286,8 +287,8 @@ test("gateway: a refused request fails the turn and the run", async (t) => {
   const r = await modelCall(c, "c1", "openai-completions", f.prompt);
   assert.equal(r.events.at(-1).type, "error");
   assert.match(r.final.errorMessage, /gateway refused the request: 422: GATEWAY_SYSTEM_MISMATCH: the system text is not the attested prompt/);
-  assert.equal(c.refused, "", "a signed refusal is the attester's own answer");
-  // The signed refusal took its sequence number: the run's next answer is in sequence.
+  assert.equal(c.refused, "", "a refusal is an error, not a forged answer");
+  // The refusal took no sequence number: the run's next answer is in sequence.
   const next = await c.client.turn("run_fake_1", f.cap, { channel: "cli", sender_id: "local", message_id: "m2", content_sha256_b64u: sha256B64u("x") });
   assert.equal(next.turn_id, "turn_2");
   // The run is not attested: its llm_call has no receipt.
