@@ -60,7 +60,8 @@ export default definePluginEntry({
  * Registers the plugin's model provider: models "clawea/<provider>/<model>"
  * of models.providers.clawea, whose only transport is the attester's model
  * gateway over the control socket (docs/spec/openclaw-plugin.md section 7).
- * It holds no provider key: the attester does.
+ * It holds no provider key: the attester does (OpenClaw wants an apiKey in
+ * models.providers.clawea; the marker "clawea-gateway" is never sent).
  * @param {any} api
  * @param {(model: any, context: any, options: any) => any} stream
  */
@@ -68,7 +69,6 @@ function registerProvider(api, stream) {
   api.registerProvider({
     id: PLUGIN_ID,
     label: "clawea attester gateway",
-    docsPath: "/plugins/clawea",
     auth: [],
     catalog: {
       order: "late",
@@ -77,9 +77,24 @@ function registerProvider(api, stream) {
         return provider ? { provider } : null;
       },
     },
-    resolveSyntheticAuth: (/** @type {any} */ p) =>
-      p?.providerConfig ? { apiKey: "clawea-gateway", source: "the attester holds the provider keys", mode: "api-key" } : undefined,
     createStreamFn: () => stream,
     wrapSimpleCompletionStreamFn: () => stream,
+    buildReplayPolicy: (/** @type {any} */ ctx) => replayPolicy(ctx?.modelApi),
   });
+}
+
+/**
+ * OpenClaw's replay policy for the provider: what it applies to a provider
+ * of this api that no plugin owns, except that tool call ids are kept as the
+ * model sent them. The gateway compares the history a request carries with
+ * the answers it relayed, ids included (model-gateway.md section 3.4);
+ * OpenClaw's "strict" ids would drop the underscore of OpenAI's "call_..."
+ * and the request would be refused.
+ * @param {unknown} api
+ */
+function replayPolicy(api) {
+  if (api === "anthropic-messages") {
+    return { sanitizeMode: "full", sanitizeToolCallIds: false, preserveSignatures: true, validateAnthropicTurns: true, allowSyntheticToolResults: true };
+  }
+  return { sanitizeToolCallIds: false, dropReasoningFromHistory: true, applyAssistantFirstOrderingFix: true, validateGeminiTurns: true, validateAnthropicTurns: true };
 }
