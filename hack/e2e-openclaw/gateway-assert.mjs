@@ -32,6 +32,7 @@ const log = readFileSync(join(gw, "upstream.log"), "utf8").split("\n").filter(Bo
 const policy = json(join(o.out, "policy.json"));
 
 for (const api of ["openai-chat-completions", "anthropic-messages"]) {
+  const failedBefore = failed;
   const d = join(gw, api);
   const did = readFileSync(join(d, "attester.did"), "utf8").trim();
   for (const [n, text] of [[1, "first gateway message done"], [2, "second gateway message done"]]) {
@@ -52,7 +53,7 @@ for (const api of ["openai-chat-completions", "anthropic-messages"]) {
       `${api} run ${run.id}: ${llm.length} llm_call events, ${p.receipts?.length ?? 0} receipts`);
     llm.forEach((/** @type {any} */ e, /** @type {number} */ i) => calls.push({ run, event: e, receipt: p.receipts?.[i], payload: p.metadata.clawea_llm_calls[i] }));
   }
-  need(runs[0].bundle.payload.event_chain.some((/** @type {any} */ e) => e.event_type === "tool_call"), `${api}: the first message's tool round is not in its chain`);
+  need(runs[0].bundle.payload.event_chain.some((/** @type {any} */ e) => e.event_type === "tool_call"), `${api}: the first message's tool round (verify) is not in its chain`);
   // The upstream saw exactly the calls the receipts name, in order.
   need(upstream.length === calls.length && upstream.every((r) => r.status === 200 && r.key_ok === true),
     `${api}: the upstream logged ${upstream.length} requests (${upstream.map((r) => r.status).join(",")}), the bundles hold ${calls.length} llm_calls`);
@@ -72,20 +73,24 @@ for (const api of ["openai-chat-completions", "anthropic-messages"]) {
   // The second message's first request carries the first message's history.
   const second = calls.findIndex((c) => c.run === runs[1]);
   need(second > 0 && upstream[second]?.messages > upstream[0]?.messages, `${api}: the second message's request does not carry the first's history`);
-  // packctl verify accepts each run.
+  // packctl verify accepts each run, under the main runs' policy with this
+  // attester and this pack (its tool schemas differ).
   const pol = join(d, "policy.json");
-  writeFileSync(pol, JSON.stringify({ ...policy, trusted_attester_dids: [did] }));
+  writeFileSync(pol, JSON.stringify({
+    ...policy, trusted_attester_dids: [did],
+    expected_report_hash_b64u: sha256B64u(readFileSync(join(d, "report.json"))), expected_system_prompt_hash_b64u: sha256B64u(readFileSync(join(d, "prompt.txt"))),
+  }));
   for (const run of runs) {
     let v;
     try {
       v = JSON.parse(execFileSync(o.packctl, ["verify", "--attestation", join(run.dir, "attestation.json"), "--evidence", join(run.dir, "evidence.jws"),
-        "--bundle", join(run.dir, "bundle.json"), "--audit", join(run.dir, "audit.jsonl"), "--report", join(o.out, "report.json"), "--policy", pol, "--json"], { encoding: "utf8" }));
+        "--bundle", join(run.dir, "bundle.json"), "--audit", join(run.dir, "audit.jsonl"), "--report", join(d, "report.json"), "--policy", pol, "--json"], { encoding: "utf8" }));
     } catch (e) {
       v = { verdict: "error: " + String(/** @type {any} */ (e).stdout ?? e).slice(0, 2000) };
     }
     need(v.verdict === "verified", `${api} run ${run.id}: packctl verify: ${v.verdict}`);
   }
-  console.error(`e2e-openclaw: gateway ${api}: ${runs.length} runs, ${calls.length} model calls, each receipted (${sha256B64u(calls.map((c) => c.receipt?.payload_hash_b64u).join(",")).slice(0, 12)}) and matching the upstream's log`);
+  if (failed === failedBefore) console.error(`e2e-openclaw: gateway ${api}: ${runs.length} runs, ${calls.length} model calls, each receipted (${sha256B64u(calls.map((c) => c.receipt?.payload_hash_b64u).join(",")).slice(0, 12)}) and matching the upstream's log`);
 }
 
 // The plugin-less OpenClaw reached no model.
@@ -93,4 +98,8 @@ const before = Number(readFileSync(join(gw, "upstream.before-bare"), "utf8").tri
 need(log.length === before, `the plugin-less OpenClaw's turn reached the upstream (${log.length - before} requests)`);
 need(!readFileSync(join(gw, "bare.json"), "utf8").includes("must never be served"), "the plugin-less OpenClaw got a model answer");
 need(readFileSync(join(gw, "bare.rc"), "utf8").trim() !== "0", "the plugin-less OpenClaw's turn succeeded");
+// ... because its model call found no road, not for another reason (a config
+// OpenClaw refused would prove nothing).
+const bare = readFileSync(join(gw, "bare.json"), "utf8") + readFileSync(join(gw, "bare.err"), "utf8");
+need(!/config is invalid/i.test(bare) && /ECONNREFUSED|connection (error|refused)|fetch failed/i.test(bare), "the plugin-less OpenClaw's turn did not fail on its model call");
 process.exit(failed ? 1 : 0);
