@@ -15,6 +15,9 @@
 #      must reproduce them from the install's pinned files (go tests)
 #   -> a pack captured from this workspace with the owner's OpenClaw config,
 #      built, sealed and run under the plugin; packctl verify of that run
+#   -> the model gateway (gateway.sh): per provider API an attester with a
+#      gateway, two messages in one session through it, receipts matched to
+#      the upstream's log, packctl verify; a plugin-less OpenClaw reaches no model
 #   -> (last) attacks by the model's exec (attacks.sh): a capability read out
 #      of OpenClaw's memory used from another process, and a relay in the
 #      control socket's place; each must be refused
@@ -395,6 +398,10 @@ if "$packctl" verify --attestation "$out/release/attestation.json" --evidence "$
 	--audit "$out/release/audit.jsonl" --report "$out/release/report.json" --policy "$work/release-sig-only.json" >/dev/null 2>&1; then
 	fail "the release run verified under a policy that trusts only openclaw-sig"
 fi
+
+# Issue 20's model gateway: turns whose every model call goes through an
+# attester's gateway, for each provider API (gateway.sh).
+. "$here/gateway.sh"
 
 # Issue 19's attacks, last: they replace the control socket for a while.
 . "$here/attacks.sh"
