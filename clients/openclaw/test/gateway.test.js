@@ -62,6 +62,31 @@ test("sse: random bytes give events or an SSEError, nothing else", () => {
   }
 });
 
+test("sse, providers and receipts: mutated input gives their own error or a result, nothing else", () => {
+  const pin = attesterPin("did:key:z6MkvpWR9ZPqyZYK3DALwE6JxQGGM751ug37oDbZzMvZUzKo");
+  const want = { runId: "r", eventHash: sha256B64u("e"), requestHash: sha256B64u("q"), responseHash: sha256B64u("s"), provider: "p", model: "m" };
+  for (const api of ["openai-completions", "anthropic-messages"]) {
+    const base = Buffer.from(sseReply(api, "m", [{ text: "hi" }, { tool: "exec", args: { command: "ls" } }]));
+    for (let i = 0; i < 300; i++) {
+      const b = Buffer.from(base);
+      for (let k = 0; k < 1 + (i % 4); k++) b[(i * 7919 + k * 104729) % b.length] = (i * 31 + k) & 0xff;
+      try {
+        const a = new Assembler(api, { api, provider: PLUGIN_ID, id: "scripted/m" }, () => {});
+        for (const ev of parseAll(b)) a.push(ev);
+        a.finish();
+      } catch (e) {
+        assert.ok(e instanceof SSEError || e instanceof ProviderStreamError, `${api} mutation ${i}: ${e}`);
+      }
+      try {
+        verifyReceipt(pin, b.toString("base64url").slice(0, 200 + i), want);
+        assert.fail("a mutated receipt verified");
+      } catch (e) {
+        assert.equal(/** @type {Error} */ (e).name, "ReceiptRefused", String(e));
+      }
+    }
+  }
+});
+
 /** The events an Assembler emits for a stream, and its final message. */
 function assemble(/** @type {string} */ api, /** @type {string} */ text) {
   /** @type {any[]} */
