@@ -1,7 +1,8 @@
 // OpenClaw entry point of the clawea attester plugin. The logic is in
 // src/plugin.js; this file only adapts it to OpenClaw's plugin API.
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
-import { Controller, PLUGIN_ID, checkHookAccess, parseConfig, registerWith, registerRefusing } from "./src/plugin.js";
+import { createAssistantMessageEventStream } from "openclaw/plugin-sdk/llm";
+import { Controller, PLUGIN_ID, RunBlocked, checkHookAccess, parseConfig, registerWith, registerRefusing } from "./src/plugin.js";
 import { selfProcess } from "./src/answer.js";
 
 // OpenClaw may call register more than once in a process (one registry per
@@ -29,6 +30,9 @@ export default definePluginEntry({
       const msg = e instanceof Error ? e.message : String(e);
       api.logger.error(msg);
       registerRefusing(api, msg);
+      registerProvider(api, () => {
+        throw new RunBlocked(`clawea: refusing to run: ${msg}`);
+      });
       return;
     }
     const key = JSON.stringify(cfg);
@@ -41,9 +45,56 @@ export default definePluginEntry({
       };
       // api.version is this plugin's version; OpenClaw's is the runtime's.
       const v = api.runtime?.version;
-      c = new Controller(cfg, { log, self, harnessVersion: typeof v === "string" && v !== "" ? v : undefined });
+      c = new Controller(cfg, {
+        log, self, harnessVersion: typeof v === "string" && v !== "" ? v : undefined, createStream: createAssistantMessageEventStream,
+      });
       controllers.set(key, c);
     }
     registerWith(api, c);
+    const ctl = c;
+    registerProvider(api, (model, context, options) => ctl.modelStream(model, context, options));
   },
 });
+
+/**
+ * Registers the plugin's model provider: models "clawea/<provider>/<model>"
+ * of models.providers.clawea, whose only transport is the attester's model
+ * gateway over the control socket (docs/spec/openclaw-plugin.md section 7).
+ * It holds no provider key: the attester does (OpenClaw wants an apiKey in
+ * models.providers.clawea; the marker "clawea-gateway" is never sent).
+ * @param {any} api
+ * @param {(model: any, context: any, options: any) => any} stream
+ */
+function registerProvider(api, stream) {
+  api.registerProvider({
+    id: PLUGIN_ID,
+    label: "clawea attester gateway",
+    auth: [],
+    catalog: {
+      order: "late",
+      run: async (/** @type {any} */ ctx) => {
+        const provider = ctx.config?.models?.providers?.[PLUGIN_ID];
+        return provider ? { provider } : null;
+      },
+    },
+    createStreamFn: () => stream,
+    wrapSimpleCompletionStreamFn: () => stream,
+    buildReplayPolicy: (/** @type {any} */ ctx) => replayPolicy(ctx?.modelApi),
+  });
+}
+
+/**
+ * OpenClaw's replay policy for the provider: what it applies to a provider
+ * of this api that no plugin owns, except that tool call ids are kept as the
+ * model sent them. The gateway compares the history a request carries with
+ * the answers it relayed, ids included (model-gateway.md section 3.4);
+ * OpenClaw's "strict" ids would drop the underscore of OpenAI's "call_..."
+ * and the request would be refused.
+ * @param {unknown} api
+ */
+function replayPolicy(api) {
+  if (api === "anthropic-messages") {
+    return { sanitizeMode: "full", sanitizeToolCallIds: false, preserveSignatures: true, validateAnthropicTurns: true, allowSyntheticToolResults: true };
+  }
+  return { sanitizeToolCallIds: false, dropReasoningFromHistory: true, applyAssistantFirstOrderingFix: true, validateGeminiTurns: true, validateAnthropicTurns: true };
+}

@@ -91,6 +91,7 @@ func Check(cfg []byte, h Host) ([]Finding, error) {
 		c.elevated,
 		c.execHost,
 		c.sandbox,
+		c.modelRoutes,
 	} {
 		step()
 	}
@@ -316,6 +317,56 @@ func (c *checker) agentEntries() ([]string, map[string]any) {
 	v, _ := c.get("agents", "entries")
 	m, _ := v.(map[string]any)
 	return sortedKeys(m), m
+}
+
+// modelRoutes: with the plugin's gateway on (docs/spec/openclaw-plugin.md
+// section 7), every model reference of an agent must be the plugin's
+// provider, whose transport is the attester's gateway, and OpenClaw's config
+// must hold no provider key: in that layout only the attester holds them.
+func (c *checker) modelRoutes() {
+	if v, _ := c.get("plugins", "entries", pluginID, "config", "gateway"); v != true {
+		return
+	}
+	routed := func(key string, v any) {
+		if s, ok := v.(string); !ok || !strings.HasPrefix(s, pluginID+"/") {
+			c.add(key, "is %s, not a %s/<provider>/<model> model: its calls do not go through the attester's gateway", show(v), pluginID)
+		}
+	}
+	models := func(key string, m any) {
+		if s, ok := m.(string); ok {
+			routed(key, s)
+			return
+		}
+		mm, ok := m.(map[string]any)
+		if !ok {
+			return
+		}
+		if p, ok := mm["primary"]; ok {
+			routed(key+".primary", p)
+		}
+		fb, _ := mm["fallbacks"].([]any)
+		for i, f := range fb {
+			routed(fmt.Sprintf("%s.fallbacks[%d]", key, i), f)
+		}
+	}
+	if m, ok := c.get("agents", "defaults", "model"); ok {
+		models("agents.defaults.model", m)
+	} else {
+		c.add("agents.defaults.model", "is not set: OpenClaw picks a model of its own, not a %s/<provider>/<model> one", pluginID)
+	}
+	ids, entries := c.agentEntries()
+	for _, id := range ids {
+		if m, ok := lookup(entries[id], "model"); ok {
+			models("agents.entries."+id+".model", m)
+		}
+	}
+	v, _ := c.get("models", "providers")
+	providers, _ := v.(map[string]any)
+	for _, id := range sortedKeys(providers) {
+		if _, ok := lookup(providers[id], "apiKey"); ok && id != pluginID {
+			c.add("models.providers."+id+".apiKey", "is set: in the gateway layout OpenClaw holds no provider key, the attester does")
+		}
+	}
 }
 
 // elevated: elevated exec leaves the sandbox for the Gateway host or a node.

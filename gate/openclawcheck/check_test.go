@@ -272,3 +272,69 @@ func TestOversizeManifest(t *testing.T) {
 		t.Fatalf("Check = %v; want plugins.load.paths[0] named as an oversize manifest", fs)
 	}
 }
+
+// With the plugin's gateway on, every model of an agent must be the
+// plugin's provider and OpenClaw's config must hold no provider key
+// (docs/spec/openclaw-plugin.md section 7, docs/deploy.md).
+func TestGatewayLayout(t *testing.T) {
+	gateway := func(m map[string]any) {
+		set(m, true, "plugins", "entries", "clawea", "config", "gateway")
+		set(m, "clawea/anthropic/claude", "agents", "defaults", "model", "primary")
+		set(m, map[string]any{"baseUrl": "http://clawea.invalid", "apiKey": "clawea-gateway", "api": "anthropic-messages"}, "models", "providers", "clawea")
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(m map[string]any)
+		want   []string
+	}{
+		{"routed", gateway, nil},
+		{"routed, with a routed fallback", func(m map[string]any) {
+			gateway(m)
+			set(m, []any{"clawea/anthropic/claude-haiku"}, "agents", "defaults", "model", "fallbacks")
+		}, nil},
+		{"no gateway: any model", func(m map[string]any) {
+			set(m, "openai/gpt-5", "agents", "defaults", "model", "primary")
+			set(m, map[string]any{"apiKey": "sk-x"}, "models", "providers", "openai")
+		}, nil},
+		{"model unset", func(m map[string]any) {
+			gateway(m)
+			set(m, nil, "agents", "defaults", "model")
+		}, []string{"agents.defaults.model"}},
+		{"another provider's model", func(m map[string]any) {
+			gateway(m)
+			set(m, "openai/gpt-5", "agents", "defaults", "model", "primary")
+		}, []string{"agents.defaults.model.primary"}},
+		{"a model as a string", func(m map[string]any) {
+			gateway(m)
+			set(m, "anthropic/claude", "agents", "defaults", "model")
+		}, []string{"agents.defaults.model"}},
+		{"a fallback to another provider", func(m map[string]any) {
+			gateway(m)
+			set(m, []any{"clawea/anthropic/claude-haiku", "openai/gpt-5"}, "agents", "defaults", "model", "fallbacks")
+		}, []string{"agents.defaults.model.fallbacks[1]"}},
+		{"one agent's model", func(m map[string]any) {
+			gateway(m)
+			set(m, "openai/gpt-5", "agents", "entries", "main", "model")
+		}, []string{"agents.entries.main.model"}},
+		{"a provider key in OpenClaw's config", func(m map[string]any) {
+			gateway(m)
+			set(m, map[string]any{"apiKey": "sk-x", "baseUrl": "https://api.openai.com/v1"}, "models", "providers", "openai")
+		}, []string{"models.providers.openai.apiKey"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := recommended(t)
+			tc.change(m)
+			raw, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs, err := Check(raw, fakeHost())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := keys(fs); !slices.Equal(got, tc.want) {
+				t.Fatalf("findings %v, want keys %v", fs, tc.want)
+			}
+		})
+	}
+}

@@ -15,6 +15,9 @@
 #      must reproduce them from the install's pinned files (go tests)
 #   -> a pack captured from this workspace with the owner's OpenClaw config,
 #      built, sealed and run under the plugin; packctl verify of that run
+#   -> the model gateway (gateway.sh): per provider API an attester with a
+#      gateway, two messages in one session through it, receipts matched to
+#      the upstream's log, packctl verify; a plugin-less OpenClaw reaches no model
 #   -> (last) attacks by the model's exec (attacks.sh): a capability read out
 #      of OpenClaw's memory used from another process, and a relay in the
 #      control socket's place; each must be refused
@@ -204,16 +207,23 @@ fs.writeFileSync(process.argv[2], JSON.stringify({
   },
 }));
 EOF
-"$bin/attester" --config "$work/attester.json" >"$work/attester.log" 2>&1 &
-attester_pid=$!
-pids+=($attester_pid)
-for _ in $(seq 100); do
-	curl -fsS -m 2 "http://127.0.0.1:$pub_port/readyz" >/dev/null 2>&1 && break
-	kill -0 "$attester_pid" 2>/dev/null || { cat "$work/attester.log" >&2; fail "the attester exited"; }
-	sleep 0.1
-done
-curl -fsS -m 2 "http://127.0.0.1:$pub_port/readyz" >/dev/null || fail "the attester is not ready"
-attester_did=$(curl -fsS -m 5 "http://127.0.0.1:$pub_port/v1/identity" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).did))')
+# start_attester CONFIG LOG PUBLIC_PORT: starts an attester and waits until it
+# is ready; sets started_pid and started_did (its GET /v1/identity did).
+start_attester() {
+	"$bin/attester" --config "$1" >"$2" 2>&1 &
+	started_pid=$!
+	pids+=($started_pid)
+	for _ in $(seq 100); do
+		curl -fsS -m 2 "http://127.0.0.1:$3/readyz" >/dev/null 2>&1 && break
+		kill -0 "$started_pid" 2>/dev/null || { cat "$2" >&2; fail "the attester of $1 exited"; }
+		sleep 0.1
+	done
+	curl -fsS -m 2 "http://127.0.0.1:$3/readyz" >/dev/null || fail "the attester of $1 is not ready"
+	started_did=$(curl -fsS -m 5 "http://127.0.0.1:$3/v1/identity" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).did))')
+}
+start_attester "$work/attester.json" "$work/attester.log" "$pub_port"
+attester_pid=$started_pid
+attester_did=$started_did
 # The operator's published gate policy hash (control socket, uid check only).
 gate_policy=$(curl -fsS -m 5 --unix-socket "$sock" http://attester/v1/gate/policy | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).policy_hash_b64u))')
 [ ${#gate_policy} = 43 ] || fail "no gate policy hash from the attester"
@@ -388,6 +398,10 @@ if "$packctl" verify --attestation "$out/release/attestation.json" --evidence "$
 	--audit "$out/release/audit.jsonl" --report "$out/release/report.json" --policy "$work/release-sig-only.json" >/dev/null 2>&1; then
 	fail "the release run verified under a policy that trusts only openclaw-sig"
 fi
+
+# Issue 20's model gateway: turns whose every model call goes through an
+# attester's gateway, for each provider API (gateway.sh).
+. "$here/gateway.sh"
 
 # Issue 19's attacks, last: they replace the control socket for a while.
 . "$here/attacks.sh"

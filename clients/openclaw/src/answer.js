@@ -73,8 +73,8 @@ export function requestHash(method, target, body) {
  * in sequence; otherwise throws AnswerRefused with its reason code.
  * @param {{did: string, key: import("node:crypto").KeyObject}} pin
  * @param {import("node:http").IncomingHttpHeaders} headers
- * @param {{runId?: string, seq: number, status: number, requestHash: string, body: Uint8Array,
- *   pid: number, startTime: number}} want
+ * @param {{runId?: string, seq: number, status: number, requestHash: string, body?: Uint8Array, bodyHash?: string,
+ *   pid: number, startTime: number}} want body, or the SHA-256 of the body read as it streamed
  */
 export function verifyAnswer(pin, headers, want) {
   const stB = headers[HEADER_STATEMENT];
@@ -102,7 +102,7 @@ export function verifyAnswer(pin, headers, want) {
   const st = /** @type {Record<string, any>} */ (parseStatement(stmt, false));
   if (st.attester_did !== pin.did) throw new AnswerRefused("ANSWER_WRONG_SIGNER", "the answer names another attester than the pinned one");
   if (st.request_hash_b64u !== want.requestHash) throw new AnswerRefused("ANSWER_REQUEST_MISMATCH", "the answer is for another request than the one sent");
-  const bodyHash = createHash("sha256").update(want.body).digest("base64url");
+  const bodyHash = want.bodyHash ?? createHash("sha256").update(want.body ?? new Uint8Array(0)).digest("base64url");
   if (st.response_hash_b64u !== bodyHash) throw new AnswerRefused("ANSWER_RESPONSE_MISMATCH", "the answer's body is not the one the attester signed");
   if (st.status !== want.status) throw new AnswerRefused("ANSWER_STATUS_MISMATCH", "the answer's status is not the one the attester signed");
   if (st.peer_pid !== want.pid || st.peer_start_time !== want.startTime) {

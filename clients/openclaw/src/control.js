@@ -6,6 +6,7 @@
 // answers arrive in sequence.
 import { request } from "node:http";
 import { AnswerRefused, requestHash, verifyAnswer } from "./answer.js";
+import { ERROR_TRAILER, GatewayRefused, gatewayRequest, refusalMessage } from "./gateway.js";
 
 /** The attester answered with an error status. */
 export class AttesterError extends Error {
@@ -253,6 +254,54 @@ export class ControlClient {
       this.call("attestation", "POST", `/v1/runs/${encodeURIComponent(runId)}/attestation`, { capability, json: req, signed: { runId } }),
     );
     return ControlClient.json("attestation", res);
+  }
+
+  /**
+   * POST /v1/runs/{id}/model/{provider}/{api}: one model call through the
+   * attester's gateway (model-gateway.md), in the run's answer sequence. A
+   * 2xx answer is returned only when the pinned attester signed it, in its
+   * trailers, for this request, every body byte onChunk saw and this
+   * process; it takes the run's next sequence number. A non-2xx answer (a
+   * refusal, a relayed provider error) is unsigned, takes no number and is
+   * thrown as a GatewayRefused.
+   * @param {string} runId
+   * @param {string} capability
+   * @param {string} path
+   * @param {{headers: Record<string, string>, body: Buffer, signal?: AbortSignal, onChunk: (c: Buffer) => void}} r
+   */
+  async modelCall(runId, capability, path, r) {
+    return this.#serial(runId, async () => {
+      const last = this.seqs.get(runId);
+      if (last === undefined || Number.isNaN(last)) throw new AnswerLost("model call", "an earlier answer of this run was lost or refused");
+      let res;
+      try {
+        res = await gatewayRequest(this.socketPath, {
+          path, body: r.body, idleMs: this.timeoutMs, signal: r.signal, onChunk: r.onChunk,
+          headers: { ...r.headers, authorization: "Bearer " + capability },
+        });
+      } catch (e) {
+        this.seqs.set(runId, NaN);
+        throw new AnswerLost("model call", /** @type {Error} */ (e).message);
+      }
+      if (res.status < 200 || res.status > 299) {
+        const failed = res.trailers[ERROR_TRAILER];
+        throw new GatewayRefused(res.status, res.relayed
+          ? `the provider answered ${res.status}${failed ? ` (${String(failed).slice(0, 64)})` : ""}`
+          : refusalMessage(res.kept));
+      }
+      try {
+        // The statement of a relayed answer comes after its body: a trailer.
+        verifyAnswer(this.pin, /** @type {any} */ (res.relayed ? res.trailers : res.headers), {
+          runId, seq: last + 1, status: res.status, requestHash: requestHash("POST", path, r.body), bodyHash: res.responseHash,
+          pid: this.self.pid, startTime: this.self.startTime,
+        });
+      } catch (e) {
+        this.seqs.set(runId, NaN);
+        throw e;
+      }
+      this.seqs.set(runId, last + 1);
+      return res;
+    });
   }
 
   /** @param {string} runId @param {string} capability */

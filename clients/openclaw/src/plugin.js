@@ -7,6 +7,11 @@ import { AnswerRefused, attesterPin, selfProcess } from "./answer.js";
 import { EventChain, bundlePayload, llmCallPayload, signEnvelope } from "./poh.js";
 import { HASH_B64U, jcs, sha256B64u } from "./hash.js";
 import { agentSigner } from "./didkey.js";
+import {
+  ERROR_TRAILER, GATEWAY_API, GatewayRefused, LLM_CALL_HEADER, RECEIPT_TRAILER, ReceiptRefused, TURN_HEADER, llmCallHeader, verifyReceipt,
+} from "./gateway.js";
+import { APIS, Assembler, buildRequest, systemTextOf } from "./providers.js";
+import { SSEParser } from "./sse.js";
 
 /** The plugin id (openclaw.plugin.json, plugins.entries.<id>). */
 export const PLUGIN_ID = "clawea";
@@ -32,11 +37,14 @@ export class RunBlocked extends Error {
  *   per run, in memory)
  * @property {string} [localSender] "channel:sender_id" for turns without a channel sender
  *   (default "cli:local")
- * @property {number} [timeoutMs] per attester request (default 15000)
+ * @property {number} [timeoutMs] per attester request, and the longest a model call through the
+ *   gateway may stay idle (default 15000)
+ * @property {boolean} [gateway] every model call of a run goes through the attester's model
+ *   gateway (section 7); default false
  */
 
 const CONFIG_KEYS = [
-  "controlSocket", "pack", "manifest", "reportHashB64u", "attesterDid", "outDir", "agentKey", "localSender", "timeoutMs",
+  "controlSocket", "pack", "manifest", "reportHashB64u", "attesterDid", "outDir", "agentKey", "localSender", "timeoutMs", "gateway",
 ];
 const SENDER = /^[a-z0-9_-]{1,64}:[^\s:][^\s]{0,255}$/;
 
@@ -81,6 +89,8 @@ export function parseConfig(raw) {
   if (typeof timeoutMs !== "number" || !Number.isInteger(timeoutMs) || timeoutMs < 100 || timeoutMs > 600000) {
     throw new Error(`${PLUGIN_ID} config: timeoutMs must be an integer in 100..600000`);
   }
+  const gateway = c.gateway ?? false;
+  if (typeof gateway !== "boolean") throw new Error(`${PLUGIN_ID} config: gateway must be true or false`);
   return {
     controlSocket: /** @type {string} */ (path("controlSocket", true)),
     pack: /** @type {string} */ (path("pack", true)),
@@ -91,6 +101,7 @@ export function parseConfig(raw) {
     agentKey: path("agentKey", false),
     localSender,
     timeoutMs,
+    gateway,
   };
 }
 
@@ -147,6 +158,8 @@ class RunState {
     this.llmCalls = [];
     /** @type {Array<Record<string, unknown>>} the tool_call payloads (binding "call") */
     this.toolCalls = [];
+    /** @type {object[]} the verified gateway receipts of the run's model calls, in call order */
+    this.receipts = [];
     /** @type {{turn_id: string, owner: boolean, message_id: string} | null} */
     this.turn = null;
     /** @type {string | null} the system text of the run's model input (llm_input) */
@@ -170,12 +183,22 @@ export class Controller {
   /**
    * @param {Config} cfg
    * @param {{client?: ControlClient, log?: {info: Function, warn: Function, error: Function},
-   *   now?: () => Date, harnessVersion?: string, self?: {pid: number, startTime: number}}} [deps]
+   *   now?: () => Date, harnessVersion?: string, self?: {pid: number, startTime: number},
+   *   createStream?: () => {push: (ev: any) => void, end: (m?: any) => void}, claimMs?: number}} [deps]
    *   self: this process as the attester sees it (default: selfProcess(), which throws when
-   *   /proc/self/stat cannot be read)
+   *   /proc/self/stat cannot be read); createStream: OpenClaw's assistant message event stream
+   *   (the gateway transport's output); claimMs: how long the transport waits for a model call's
+   *   model_call_started
    */
   constructor(cfg, deps = {}) {
     this.cfg = cfg;
+    this.pin = attesterPin(cfg.attesterDid);
+    this.createStream = deps.createStream;
+    this.claimMs = deps.claimMs ?? 2000;
+    /** @type {Map<string, RunState>} OpenClaw model call id -> its run, until the transport claims it */
+    this.calls = new Map();
+    /** @type {Map<string, (st: RunState) => void>} model call id -> a transport waiting for it */
+    this.waiters = new Map();
     this.client = deps.client ?? new ControlClient(cfg.controlSocket, {
       timeoutMs: cfg.timeoutMs, pin: attesterPin(cfg.attesterDid), self: deps.self ?? selfProcess(),
     });
@@ -203,7 +226,7 @@ export class Controller {
    * @param {RunState} [st]
    */
   #note(e, st) {
-    if (e instanceof AnswerRefused) {
+    if (e instanceof AnswerRefused || e instanceof ReceiptRefused) {
       if (!this.refused) {
         this.refused = `an attester answer failed verification (${e.message})`;
         this.log.error(`clawea: refusing every run and tool call: ${this.refused}`);
@@ -319,6 +342,10 @@ export class Controller {
   async beforeAgentRun(ev, ctx) {
     try {
       const st = await this.open(ctx);
+      if (this.cfg.gateway && ctx.modelProviderId !== PLUGIN_ID) {
+        st.poisoned = "the run's model is not routed through the attester's gateway";
+        throw new RunBlocked(`clawea: the run's model (${ctx.modelProviderId}/${ctx.modelId}) is not routed through the attester's gateway: use a ${PLUGIN_ID}/<provider>/<model> model`);
+      }
       if (typeof ev.systemPrompt !== "string" || !ev.systemPrompt.startsWith(st.prompt)) {
         st.poisoned = "the system prompt does not start with the attested prompt";
         throw new RunBlocked("clawea: the system prompt is not the attested prompt");
@@ -383,6 +410,21 @@ export class Controller {
     if (!st) return;
     if (!st.usable || !st.chain) {
       st.poisoned ||= "a model call happened while the attester run was not ready";
+      return;
+    }
+    if (this.cfg.gateway) {
+      // The gateway transport states the llm_call from the bytes it sends.
+      if (ev.provider !== PLUGIN_ID) {
+        st.poisoned ||= `a model call to provider ${ev.provider}, which is not routed through the attester's gateway`;
+        this.log.error(`clawea: ${st.poisoned}`);
+        return;
+      }
+      if (typeof ev.callId !== "string" || ev.callId === "") return;
+      const w = this.waiters.get(ev.callId);
+      if (w) {
+        this.waiters.delete(ev.callId);
+        w(st);
+      } else this.calls.set(ev.callId, st);
       return;
     }
     if (st.systemText === null) {
@@ -524,6 +566,10 @@ export class Controller {
         this.log.warn("clawea: no attestation for this run: no model call happened");
         return;
       }
+      if (this.cfg.gateway && st.receipts.length !== st.llmCalls.length) {
+        this.log.warn(`clawea: no attestation for this run: ${st.llmCalls.length} model calls, ${st.receipts.length} verified gateway receipts`);
+        return;
+      }
       const signer = agentSigner(this.cfg.agentKey ? readFileSync(this.cfg.agentKey, "utf8") : undefined);
       const now = this.now();
       const payload = bundlePayload({
@@ -537,6 +583,7 @@ export class Controller {
         toolCalls: st.toolCalls,
         harness: { id: "openclaw", version: this.harnessVersion },
         issuedAt: now,
+        receipts: st.receipts,
       });
       const bundle = signEnvelope("proof_bundle", payload, signer, now);
       const att = await this.client.attestation(st.run.run_id, st.capability, { bundle, agent_did: signer.did });
@@ -562,7 +609,115 @@ export class Controller {
       if (ctx.sessionKey && this.bySession.get(ctx.sessionKey) === st) {
         this.bySession.delete(ctx.sessionKey);
       }
+      for (const [id, s] of this.calls) if (s === st) this.calls.delete(id);
     }
+  }
+
+  /**
+   * The run of a model call: the one model_call_started named for this call
+   * id, waited for up to claimMs (OpenClaw fires that hook without waiting).
+   * @param {unknown} callId
+   * @returns {Promise<RunState>}
+   */
+  #claim(callId) {
+    if (typeof callId !== "string" || callId === "") return Promise.reject(new RunBlocked("clawea: a model call without OpenClaw's call id"));
+    const st = this.calls.get(callId);
+    if (st) {
+      this.calls.delete(callId);
+      return Promise.resolve(st);
+    }
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => {
+        this.waiters.delete(callId);
+        reject(new RunBlocked("clawea: a model call outside an attested run is refused"));
+      }, this.claimMs);
+      this.waiters.set(callId, (s) => {
+        clearTimeout(t);
+        resolve(s);
+      });
+    });
+  }
+
+  /**
+   * The provider transport of the plugin's provider (OpenClaw's StreamFn,
+   * section 7): the model call goes to the attester's gateway over the control
+   * socket, its events are relayed as they arrive, and it ends ("done") only
+   * when the gateway's receipt verified. Any failure ends it with an error and
+   * leaves the run without an attestation.
+   * @param {{api: string, provider: string, id: string, maxTokens?: number}} model
+   * @param {import("./providers.js").Context} context
+   * @param {{requestId?: string, signal?: AbortSignal, maxTokens?: number, temperature?: number}} [options]
+   */
+  modelStream(model, context, options) {
+    if (!this.createStream) throw new Error("clawea: no event stream for the gateway transport");
+    const stream = this.createStream();
+    const fail = (/** @type {unknown} */ e, /** @type {RunState | undefined} */ st) => {
+      this.#note(e, st);
+      const msg = this.refused ? this.refusal : e instanceof RunBlocked ? e.message : `clawea: model call refused: ${errText(e)}`;
+      if (st) st.poisoned ||= msg;
+      this.log.warn(msg);
+      const error = {
+        role: "assistant", content: [], api: model.api, provider: model.provider, model: model.id,
+        usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
+        stopReason: options?.signal?.aborted ? "aborted" : "error", errorMessage: msg, timestamp: Date.now(),
+      };
+      stream.push({ type: "error", reason: error.stopReason, error });
+      stream.end(error);
+    };
+    /** @type {RunState | undefined} */
+    let st;
+    (async () => {
+      st = await this.#claim(options?.requestId);
+      const { message } = await this.#gatewayCall(st, model, context, options ?? {}, (ev) => stream.push(ev));
+      stream.push({ type: "done", reason: message.stopReason, message });
+      stream.end(message);
+    })().catch((e) => fail(e, st));
+    return stream;
+  }
+
+  /**
+   * One model call of a ready run through the gateway.
+   * @param {RunState} st
+   * @param {{api: string, provider: string, id: string, maxTokens?: number}} model
+   * @param {import("./providers.js").Context} context
+   * @param {{requestId?: string, signal?: AbortSignal, maxTokens?: number, temperature?: number}} options
+   * @param {(ev: any) => void} emit
+   */
+  async #gatewayCall(st, model, context, options, emit) {
+    if (this.refused) throw new RunBlocked(this.refusal);
+    if (!st.usable || !st.chain || !st.turn) throw new RunBlocked(`clawea: model call refused: ${st.poisoned || st.error || "no attested run with an open turn"}`);
+    const route = routeOf(model);
+    const body = buildRequest(route.api, route.model, context, { maxTokens: options.maxTokens ?? model.maxTokens, temperature: options.temperature });
+    const payload = llmCallPayload({
+      callId: /** @type {string} */ (options.requestId), provider: route.provider, model: route.model, prompt: st.prompt,
+      promptHash: st.run.system_prompt_hash_b64u, reportHash: st.run.report_hash_b64u, systemText: systemTextOf(route.api, body),
+    });
+    if (!payload.attested_prefix) throw new RunBlocked("clawea: model call refused: its system text does not start with the attested prompt");
+    const event = st.chain.add("llm_call", sha256B64u(JSON.stringify(payload)));
+    st.llmCalls.push({ event, payload });
+    const sse = new SSEParser();
+    const asm = new Assembler(route.api, model, emit);
+    const runId = st.run.run_id;
+    const path = `/v1/runs/${encodeURIComponent(runId)}/model/${encodeURIComponent(route.provider)}/${GATEWAY_API[route.api]}`;
+    const res = await this.client.modelCall(runId, st.capability, path, {
+      headers: { [TURN_HEADER]: st.turn.turn_id, [LLM_CALL_HEADER]: llmCallHeader(event, payload) },
+      body, signal: options.signal,
+      onChunk: (c) => {
+        for (const ev of sse.push(c)) asm.push(ev);
+      },
+    });
+    // A signed 2xx answer: the relayed body is the provider's, unless the
+    // gateway says the relay failed.
+    const failed = res.trailers[ERROR_TRAILER];
+    if (failed) throw new GatewayRefused(res.status, `the answer failed (${String(failed).slice(0, 64)})`);
+    const receipt = verifyReceipt(this.pin, res.trailers[RECEIPT_TRAILER], {
+      runId, eventHash: event.event_hash_b64u, requestHash: sha256B64u(body), responseHash: res.responseHash, provider: route.provider, model: route.model,
+    });
+    st.receipts.push(receipt);
+    const ct = res.headers["content-type"] ?? "";
+    if (!/^text\/event-stream(;|$)/i.test(ct)) throw new Error(`the gateway answered ${ct || "no content type"}, not an event stream`);
+    for (const ev of sse.end()) asm.push(ev);
+    return { message: asm.finish(), receipt };
   }
 
   /** @param {RunState} st */
@@ -579,6 +734,20 @@ export class Controller {
     st.prompt = "";
     st.systemText = null;
   }
+}
+
+/**
+ * Where a model of the plugin's provider goes: OpenClaw's model id is
+ * "<provider>/<model>" of the gateway's routes, its api one the transport
+ * speaks.
+ * @param {{api: string, provider: string, id: string}} model
+ */
+export function routeOf(model) {
+  if (model.provider !== PLUGIN_ID) throw new RunBlocked(`clawea: provider ${model.provider} is not routed through the attester's gateway`);
+  const i = typeof model.id === "string" ? model.id.indexOf("/") : -1;
+  if (i <= 0 || i === model.id.length - 1) throw new RunBlocked(`clawea: model ${JSON.stringify(model.id)} is not "<provider>/<model>"`);
+  if (!APIS.includes(model.api)) throw new RunBlocked(`clawea: api ${JSON.stringify(model.api)} is not one the gateway transport speaks (${APIS.join(", ")})`);
+  return { provider: model.id.slice(0, i), model: model.id.slice(i + 1), api: model.api };
 }
 
 /** @param {unknown} e */

@@ -119,6 +119,8 @@ export function signEnvelope(type, payload, signer, issuedAt) {
  * @param {Array<Record<string, unknown>>} p.toolCalls the tool_call event payloads, in chain order
  * @param {{id: string, version: string}} p.harness
  * @param {Date} p.issuedAt
+ * @param {object[]} [p.receipts] the gateway receipt envelopes of the run's model calls, in call
+ *   order (absent when the run's model calls did not go through the attester's gateway)
  */
 export function bundlePayload(p) {
   return {
@@ -126,6 +128,7 @@ export function bundlePayload(p) {
     bundle_id: "bundle_" + p.runId,
     agent_did: p.agentDid,
     event_chain: p.events,
+    ...(p.receipts && p.receipts.length > 0 ? { receipts: p.receipts } : {}),
     metadata: {
       harness: { id: p.harness.id, version: p.harness.version, runtime: "clawea" },
       system_prompt_report: {

@@ -11,7 +11,8 @@ import { jcs } from "../src/hash.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { eventHash } from "../src/poh.js";
+import { eventHash, signEnvelope } from "../src/poh.js";
+import { sseReply } from "./upstream.js";
 
 const sha = (/** @type {string|Buffer} */ b) => createHash("sha256").update(b).digest("base64url");
 
@@ -30,10 +31,24 @@ export function newKey() {
  * allow, a non-owner an owner); peerPid signs for another process;
  * replayOp answers that op's second request with its first answer; skipSeq
  * uses one sequence number without sending its answer (before that op).
+ *
+ * The model gateway (POST /v1/runs/{id}/model/{provider}/{api}) answers each
+ * request as model-gateway.md section 2 says: upstream(api, body)'s steps
+ * (default: a text answer) as an event stream, the receipt and the signed
+ * answer in its trailers. Its attack options: gatewayStatus refuses every
+ * model request with that status, as the gateway's rules do;
+ * upstreamStatus relays an upstream error with that status; receipt
+ * "missing" | "signer" | "signature" | "request" | "response" | "run" |
+ * "event" | "model" withholds or falsifies the receipt; cutStream ends the
+ * stream inside an event ("trailer": with the gateway's error trailer);
+ * unsignedOp "model" leaves out the signed answer; hangMs waits that long
+ * before answering.
  * @param {{prompt?: string, servedPrompt?: string, headerHash?: string,
  *   decide?: (tool: string, params: any) => {allow: boolean, stage?: string, reason?: string, params_hash_b64u?: string},
  *   owners?: string[], failToolCalls?: boolean, unsignedOp?: string, signer?: {key: any, did: string},
- *   flipOp?: string, peerPid?: number, replayOp?: string, skipSeq?: string}} [o]
+ *   flipOp?: string, peerPid?: number, replayOp?: string, skipSeq?: string,
+ *   upstream?: (api: string, body: any) => Array<{text?: string, tool?: string, args?: any}>,
+ *   gatewayStatus?: number, upstreamStatus?: number, receipt?: string, cutStream?: boolean | "trailer", hangMs?: number}} [o]
  */
 export async function startFake(o = {}) {
   const attester = newKey();
@@ -64,6 +79,68 @@ export async function startFake(o = {}) {
   const promptCommitted = { ...pc, event_hash_b64u: eventHash(pc) };
   /** @type {any[]} */
   const requests = [];
+  /** @type {Array<{provider: string, api: string, turnId: string, eventHash: string, llmCall: any, raw: Buffer, receipt: any}>} */
+  const modelCalls = [];
+  /** @type {Set<any>} */
+  const hanging = new Set();
+  /**
+   * The gateway's answer to one model request (model-gateway.md section 2):
+   * an unsigned refusal, or the upstream's answer relayed with the receipt
+   * and, for a 2xx, the signed answer in its trailers.
+   * @param {any} req @param {any} res @param {string} provider @param {string} gwApi @param {Buffer} raw @param {string} reqHash
+   */
+  const gateway = (req, res, provider, gwApi, raw, reqHash) => {
+    const refuse = (/** @type {number} */ code, /** @type {string} */ reason, /** @type {string} */ error) => {
+      const bytes = Buffer.from(JSON.stringify({ error, reason }));
+      res.writeHead(code, { "content-type": "application/json", "content-length": String(bytes.length) });
+      res.end(bytes);
+    };
+    const api = { "openai-chat-completions": "openai-completions", "anthropic-messages": "anthropic-messages" }[gwApi];
+    if (!api) return refuse(403, "GATEWAY_UPSTREAM_UNKNOWN", "no such upstream");
+    if (!current || req.headers["clawea-turn-id"] !== current.turn_id) return refuse(409, "GATEWAY_TURN_STALE", "not the current turn");
+    /** @type {any} */
+    let call;
+    try {
+      call = JSON.parse(Buffer.from(String(req.headers["clawea-llm-call"] ?? ""), "base64url").toString("utf8"));
+    } catch {
+      return refuse(400, "GATEWAY_LLM_CALL_MALFORMED", "the llm_call event is not a strict JSON object");
+    }
+    if (!call || Object.keys(call).join() !== "event_id,timestamp,prev_hash_b64u,payload") return refuse(400, "GATEWAY_LLM_CALL_MALFORMED", "members");
+    const ev = eventHash({
+      event_id: call.event_id, run_id: runId, event_type: "llm_call", timestamp: call.timestamp,
+      payload_hash_b64u: sha(JSON.stringify(call.payload)), prev_hash_b64u: call.prev_hash_b64u,
+    });
+    if (o.gatewayStatus) return refuse(o.gatewayStatus, "GATEWAY_SYSTEM_MISMATCH", "the system text is not the attested prompt");
+    const body = JSON.parse(raw.toString("utf8"));
+    let bytes = o.upstreamStatus
+      ? Buffer.from('{"error":{"message":"overloaded"}}')
+      : Buffer.from(sseReply(api, body.model, (o.upstream ?? (() => [{ text: "hello from the gateway" }]))(api, body)), "utf8");
+    if (o.cutStream) bytes = bytes.subarray(0, bytes.length - 3);
+    const status = o.upstreamStatus ?? 200;
+    const payload = {
+      receipt_version: "1", receipt_id: "rcpt_" + (modelCalls.length + 1), gateway_id: attester.did,
+      provider: o.receipt === "model" ? "other" : provider, model: body.model,
+      request_hash_b64u: o.receipt === "request" ? sha("other request") : sha(raw),
+      response_hash_b64u: o.receipt === "response" ? sha("other response") : sha(bytes),
+      tokens_input: 10, tokens_output: 5, latency_ms: 1, timestamp: "2026-01-01T00:00:00.000Z",
+      binding: { run_id: o.receipt === "run" ? "run_other" : runId, event_hash_b64u: o.receipt === "event" ? sha("other event") : ev },
+    };
+    const key = o.receipt === "signer" ? newKey() : signer;
+    const env = signEnvelope("gateway_receipt", payload, { did: key.did, sign: (d) => sign(null, Buffer.from(d), key.key) }, new Date(0));
+    if (o.receipt === "signature") env.signature_b64u = sign(null, Buffer.from("x"), key.key).toString("base64url");
+    modelCalls.push({ provider, api: gwApi, turnId: req.headers["clawea-turn-id"], eventHash: ev, llmCall: call, raw, receipt: env });
+    res.writeHead(status, {
+      "content-type": o.upstreamStatus ? "application/json" : "text/event-stream",
+      trailer: "Clawea-Gateway-Receipt, Clawea-Answer-Statement, Clawea-Answer-Signature, Clawea-Gateway-Error",
+    });
+    res.write(bytes);
+    /** @type {Record<string, string>} */
+    const trailers = o.unsignedOp === "model" || status > 299 ? {} : signAnswer(runId, status, reqHash, bytes);
+    if (o.receipt !== "missing") trailers["Clawea-Gateway-Receipt"] = Buffer.from(JSON.stringify(env)).toString("base64url");
+    if (o.cutStream === "trailer") trailers["Clawea-Gateway-Error"] = "GATEWAY_UPSTREAM_CUT";
+    res.addTrailers(trailers);
+    res.end();
+  };
   let turns = 0;
   /** @type {any} */
   let current = null;
@@ -105,6 +182,17 @@ export async function startFake(o = {}) {
       const json = (/** @type {number} */ code, /** @type {any} */ v) =>
         sendSigned(code, Buffer.from(JSON.stringify(v)), { "content-type": "application/json" });
       if (raw && req.headers["content-type"] !== "application/json") return send(415, { error: "content type" });
+      const gm = /^\/v1\/runs\/([^/]+)\/model\/([^/]+)\/([^/]+)$/.exec(req.url ?? "");
+      if (gm && req.method === "POST") {
+        if (req.headers.authorization !== "Bearer " + cap || gm[1] !== runId) return send(403, { error: "not this run" });
+        if (closed) return send(410, { error: "closed" });
+        if (o.hangMs) {
+          const t = setTimeout(() => gateway(req, res, gm[2], gm[3], rawBytes, reqHash), o.hangMs);
+          hanging.add(t);
+          return;
+        }
+        return gateway(req, res, gm[2], gm[3], rawBytes, reqHash);
+      }
       if (req.method === "POST" && req.url === "/v1/runs") {
         return json(201, {
           run_id: runId, capability: cap, system_prompt_hash_b64u: sha(Buffer.from(prompt)), system_prompt_chars: prompt.length,
@@ -156,14 +244,16 @@ export async function startFake(o = {}) {
   const socket = join(dir, "control.sock");
   await new Promise((r) => server.listen(socket, () => r(undefined)));
   return {
-    socket, dir, cap, prompt, reportHash, promptCommitted, requests, did: attester.did,
+    socket, dir, cap, prompt, reportHash, promptCommitted, requests, modelCalls, did: attester.did,
     isClosed: () => closed,
     close: () =>
-      new Promise((r) =>
+      new Promise((r) => {
+        for (const t of hanging) clearTimeout(t);
+        server.closeAllConnections();
         server.close(() => {
           rmSync(dir, { recursive: true, force: true });
           r(undefined);
-        }),
-      ),
+        });
+      }),
   };
 }
