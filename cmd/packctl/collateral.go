@@ -163,12 +163,34 @@ func (c *collateralCmd) readNeeds() int {
 		}
 		evs = append(evs, items...)
 	}
+	if code := c.refuseSimulatedAtVendors(evs); code != exitOK {
+		return code
+	}
 	items, err := collateral.Needs(evs)
 	if err != nil {
 		errorf(c.stderr, "%s: %v", c.name, err)
 		return exitRejected
 	}
 	c.items = items
+	return exitOK
+}
+
+// refuseSimulatedAtVendors refuses to ask AMD's or Intel's services for
+// collateral of simulated evidence: they publish none for the simulation
+// roots, so the requests could only fail after minutes of retries. A
+// mirror or test service given with --kds-url or --pcs-url may serve it.
+func (c *collateralCmd) refuseSimulatedAtVendors(evs []*evidence.Evidence) int {
+	if c.offline {
+		return exitOK
+	}
+	for i, ev := range evs {
+		vendor := (ev.Platform == evidence.PlatformSEVSNP || ev.Platform == evidence.PlatformAzureSNP) && c.kdsURL == collateral.DefaultKDSURL ||
+			(ev.Platform == evidence.PlatformTDX || ev.Platform == evidence.PlatformAzureTDX) && (c.pcsURL == collateral.DefaultPCSURL || c.intelCertURL == collateral.DefaultIntelCertsURL)
+		if ev.Simulated && vendor {
+			errorf(c.stderr, "%s: evidence item %d (%s) is simulated: AMD and Intel publish no collateral for the simulation roots, so nothing was fetched (give --kds-url or --pcs-url for a service that serves it)", c.name, i, ev.Platform)
+			return exitUsage
+		}
+	}
 	return exitOK
 }
 

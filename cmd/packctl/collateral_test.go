@@ -118,6 +118,13 @@ func TestCollateralFetchThenVerify(t *testing.T) {
 	verifyArgs := []string{"verify", "--attestation", in("sev/attestation.json"), "--evidence", in("sev/evidence.jws"),
 		"--policy", in("strict.json"), "--allow-simulated", "--collateral", coll, "--at", "2026-06-01T12:00:00Z"}
 
+	// Simulated evidence is never sent to AMD's own service: refused, and
+	// nothing is asked of anyone.
+	code, _, se := run1("collateral", "fetch", "--evidence", in("sev/evidence.jws"), "--collateral", coll, "--at", "2026-06-01T12:00:00Z")
+	if code != exitUsage || !strings.Contains(se, "is simulated") || k.count() != 0 {
+		t.Fatalf("simulated evidence at the vendor: exit %d\n%s", code, se)
+	}
+
 	// --offline on an empty directory names every missing document.
 	code, out, _ := run1("collateral", "fetch", "--offline", "--evidence", in("sev/evidence.jws"), "--collateral", coll, "--at", "2026-06-01T12:00:00Z")
 	if code != exitCannot || strings.Count(out, "missing") != 3 || !strings.Contains(out, "INCOMPLETE") || k.count() != 0 {

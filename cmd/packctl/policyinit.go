@@ -141,7 +141,7 @@ func (pi *policyInit) defineFlags() {
 	fs.StringVar(&pi.pinList, "pin", pinMeasurement, "comma-separated `values` to pin: "+strings.Join(allPins, ", "))
 	fs.StringVar(&pi.challengeB64u, "challenge", "", "with a FILE: the b64u `challenge` the identity was fetched with")
 	fs.StringVar(&pi.trusted, "trusted", "", "JSON `file`: template name -> sha256:hex, pinned with --pin templates")
-	fs.BoolVar(&pi.allowSim, "allow-simulated", false, "accept a simulated attester (proves nothing about hardware); the policy allows simulated evidence")
+	fs.BoolVar(&pi.allowSim, "allow-simulated", false, "accept a simulated attester (proves nothing about hardware); the policy allows simulated evidence (simulated roots publish no CRL: add --allow-unchecked-revocation)")
 	fs.BoolVar(&pi.allowRev, "allow-unchecked-revocation", false, "accept evidence without CRLs; the policy allows it too")
 	fs.BoolVar(&pi.allowColl, "allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral; the policy allows it too")
 	fs.StringVar(&pi.collDir, "collateral", "", "collateral `dir` (docs/spec/verify-platform.md)")
@@ -305,6 +305,9 @@ func (pi *policyInit) verifyAttester() int {
 		errorf(pi.stderr, "policy init: attester key attestation: %v", err)
 		if errors.Is(err, verify.ErrPolicy) && !pi.allowSim {
 			errorf(pi.stderr, "policy init: (a simulated attester needs --allow-simulated)")
+		}
+		if ve, ok := errors.AsType[*verify.Error](err); ok && errors.Is(err, verify.ErrCannotCheck) && strings.HasSuffix(ve.Check, "/revocation") {
+			errorf(pi.stderr, "policy init: (no CRL was supplied for this evidence: give --collateral DIR with its vendor's CRL, or accept that with --allow-unchecked-revocation; simulated roots publish no CRL, so a simulated attester needs the flag)")
 		}
 		return verifyExit(err)
 	}

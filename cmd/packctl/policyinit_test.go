@@ -95,6 +95,14 @@ func TestPolicyInit(t *testing.T) {
 		t.Fatal("policy written although refused")
 	}
 
+	// Simulated evidence has no revocation list: without
+	// --allow-unchecked-revocation policy init cannot check it, and says
+	// which flag accepts that.
+	code, _, se = runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated")
+	if code != exitCannot || !strings.Contains(se, "--allow-unchecked-revocation") {
+		t.Fatalf("simulated without the revocation flag: exit %d\n%s", code, se)
+	}
+
 	// From the URL, flags after nothing positional, pinning measurement and DID.
 	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--allow-unchecked-revocation", "--pin", "measurement,did")
 	if code != exitOK {
