@@ -80,10 +80,18 @@ func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	case kindEnvelope, kindManifest:
 		return inspectSealed(raw, kind, fs.Arg(0), *asJSON, stdout, stderr)
 	case kindUnknown:
-		errorf(stderr, "inspect: %s: not a document packctl knows (identity, key attestation, evidence document, attestation, manifest, envelope, pack, report, disclosure, TPM certification record)", fs.Arg(0))
+		errorf(stderr, "inspect: %s: not a document packctl knows (identity, key attestation, evidence document, attestation, manifest, envelope, pack, report, disclosure, TPM certification record, event log, verify or admission policy, audit log, EAR, attester configuration)", fs.Arg(0))
 		return exitRejected
 	}
 	v, err := inspectDocument(raw, kind)
+	code := exitOK
+	if err != nil && kind == kindEvidenceDocument {
+		// A broken evidence document is still shown, marked as such, and
+		// inspect exits 2.
+		if v, err = brokenJWSValue(raw, kind, err); err == nil {
+			code = exitRejected
+		}
+	}
 	if err != nil {
 		errorf(stderr, "inspect: %s: %s: %v", fs.Arg(0), kind, err)
 		return exitRejected
@@ -95,10 +103,10 @@ func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return exitRejected
 		}
 		fmt.Fprintf(stdout, "%s\n", b)
-		return exitOK
+		return code
 	}
 	flatten(stdout, "", v)
-	return exitOK
+	return code
 }
 
 // Kinds of files inspect (and the swapped-input checks) recognise.
@@ -137,7 +145,13 @@ func sniff(raw []byte) string {
 	if bytes.HasPrefix(trimmed, []byte("{")) {
 		root, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxInputBytes, MaxDepth: 64})
 		if err != nil {
+			if k := sniffMore(raw, nil); k != "" {
+				return k
+			}
 			return kindUnknown
+		}
+		if k := sniffMore(raw, root); k != "" {
+			return k
 		}
 		switch {
 		case root.Has("key_attestation") && root.Has("did"):
@@ -159,6 +173,9 @@ func sniff(raw []byte) string {
 			return kindManifest
 		}
 		return kindUnknown
+	}
+	if k := sniffMore(raw, nil); k != "" {
+		return k
 	}
 	if looksLikeJWS(trimmed) {
 		return kindEvidenceDocument
@@ -342,6 +359,8 @@ func inspectDocument(raw []byte, kind string) (*pohjson.Value, error) {
 			ins = append(ins, iv.value())
 		}
 		o.val("revealed", pohjson.NewArray(ins...))
+	case kindAdmission, kindAuditLog, kindEAR, kindConfig:
+		return inspectMore(raw, kind)
 	default:
 		return nil, fmt.Errorf("unsupported kind %q", kind)
 	}
