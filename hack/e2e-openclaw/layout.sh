@@ -32,6 +32,8 @@ for c in useradd userdel groupadd groupdel setpriv unshare mount ssh-keygen ssh;
 	command -v "$c" >/dev/null || fail "layout: $c is missing"
 done
 [ -x /usr/sbin/sshd ] || fail "layout: /usr/sbin/sshd is missing (apt package openssh-server)"
+# OpenClaw's ssh backend runs python3 on the sandbox side, on sshd's PATH.
+[ -x /usr/bin/python3 ] || [ -x /usr/local/bin/python3 ] || fail "layout: no python3 in /usr/bin or /usr/local/bin (OpenClaw's ssh sandbox needs it)"
 
 say "layout: the recommended layout (deploy/systemd/install.sh into a scratch root, three accounts)"
 l_t0=$SECONDS
@@ -49,8 +51,11 @@ layout_cleanup() {
 		getent passwd "$u" >/dev/null || continue
 		for p in $(ps -o pid= -u "$u" 2>/dev/null); do kill -KILL "$p" 2>/dev/null || true; done
 	done
-	sleep 0.2
-	for u in "$l_tools" "$l_oc" "$l_att"; do getent passwd "$u" >/dev/null && { userdel "$u" || true; }; done
+	for u in "$l_tools" "$l_oc" "$l_att"; do
+		getent passwd "$u" >/dev/null || continue
+		for _ in $(seq 30); do [ -z "$(ps -o pid= -u "$u" 2>/dev/null)" ] && break; sleep 0.1; done
+		userdel "$u" || true
+	done
 	for u in "$l_ctl" "$l_att" "$l_oc" "$l_tools"; do getent group "$u" >/dev/null && { groupdel "$u" || true; }; done
 	[ -z "$yama_restore" ] || echo "$yama_restore" >"$yama" || true
 	if [ "${E2E_KEEP:-}" = 1 ]; then echo "e2e-openclaw: layout root kept: $lroot" >&2; else rm -rf "$lroot"; fi
