@@ -202,17 +202,16 @@ func (p *isolationProbe) yamaPtraceScope() string {
 }
 
 // pidNamespace says whether the peer is in the attester's pid namespace:
-// a peer outside it has pid 0 (SO_PEERCRED); otherwise the namespaces'
-// links are compared, and the peer's start time is checked again so that a
-// pid reused by another process is not taken for the peer.
+// a peer outside it has pid 0 (SO_PEERCRED); otherwise samePIDNamespace
+// compares the namespaces, and the peer's start time is checked again so
+// that a pid reused by another process is not taken for the peer.
 func (p *isolationProbe) pidNamespace(peer Peer) string {
 	if peer.PID() == 0 {
 		return evidencedoc.PIDNamespaceOther
 	}
-	self, err1 := os.Readlink(filepath.Join(p.proc, "self/ns/pid"))
 	pid := strconv.Itoa(peer.PID())
-	theirs, err2 := os.Readlink(filepath.Join(p.proc, pid, "ns/pid"))
-	if err1 != nil || err2 != nil {
+	same, ok := p.samePIDNamespace(pid)
+	if !ok {
 		return evidencedoc.PIDNamespaceUnknown
 	}
 	if want, ok := peer.StartTime(); ok {
@@ -224,10 +223,56 @@ func (p *isolationProbe) pidNamespace(peer Peer) string {
 			return evidencedoc.PIDNamespaceUnknown
 		}
 	}
-	if self == theirs {
+	if same {
 		return evidencedoc.PIDNamespaceSame
 	}
 	return evidencedoc.PIDNamespaceOther
+}
+
+// samePIDNamespace compares the pid namespace of the process pid (visible
+// to the attester, so in its namespace or one below it) with the
+// attester's: by their /proc/PID/ns/pid links, or, where the attester may
+// not read the peer's link (another uid: reading it needs ptrace access),
+// by their depth, the number of pids on the NSpid lines of their
+// /proc/PID/status, which every uid may read. A visible process at the
+// attester's depth is in the attester's namespace. ok is false when neither
+// could be read, or when /proc numbers the peer other than SO_PEERCRED did.
+func (p *isolationProbe) samePIDNamespace(pid string) (same, ok bool) {
+	self, err1 := os.Readlink(filepath.Join(p.proc, "self/ns/pid"))
+	theirs, err2 := os.Readlink(filepath.Join(p.proc, pid, "ns/pid"))
+	if err1 == nil && err2 == nil {
+		return self == theirs, true
+	}
+	mine, err1 := p.nsPIDs("self")
+	their, err2 := p.nsPIDs(pid)
+	if err1 != nil || err2 != nil || their[0] != pid {
+		return false, false
+	}
+	return len(mine) == len(their), true
+}
+
+// maxProcStatusBytes bounds the read of /proc/PID/status.
+const maxProcStatusBytes = 16 << 10
+
+// errNoNSpid: /proc/PID/status has no NSpid line (Linux before 4.1).
+var errNoNSpid = errors.New("no NSpid line in /proc status")
+
+// nsPIDs returns the pids on the NSpid line of /proc/<pid>/status: the
+// process's pid in each pid namespace from /proc's down to its own.
+func (p *isolationProbe) nsPIDs(pid string) ([]string, error) {
+	b, err := bounded.ReadFile(filepath.Join(p.proc, pid, "status"), maxProcStatusBytes)
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				return f, nil
+			}
+			break
+		}
+	}
+	return nil, errNoNSpid
 }
 
 // observe is what the attester sees of its isolation now, with the peer

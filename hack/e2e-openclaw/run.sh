@@ -21,6 +21,10 @@
 #   -> (last) attacks by the model's exec (attacks.sh): a capability read out
 #      of OpenClaw's memory used from another process, and a relay in the
 #      control socket's place; each must be refused
+#   -> the same attacks in the recommended layout (layout.sh, as root: the
+#      accounts and files of deploy/systemd/install.sh, tools in OpenClaw's
+#      ssh sandbox): each must be denied by the kernel, and the run verified
+#      with require_isolation
 # Artifacts go to e2e-out/. Every step asserts; any failure exits non-zero.
 #   SHARED            build the pack from $SHARED/conformance/openclaw-sig
 #                     (default: the example harness in hack/demo/example)
@@ -405,5 +409,6 @@ fi
 
 # Issue 19's attacks, last: they replace the control socket for a while.
 . "$here/attacks.sh"
+. "$here/layout.sh"
 
 echo "e2e-openclaw: PASS (openclaw $oc_version; artifacts in $out: $(ls "$out" | tr '\n' ' '))" >&2
