@@ -40,13 +40,13 @@ func attestGPU(t *testing.T, q measurer, r *run) *fixture {
 func TestGPUAttestation(t *testing.T) {
 	f := attestGPU(t, simSEV(t, sim.Options{}), newRun(t))
 	pol := f.simPolicy()
-	res, err := Verify(f.att, f.ev, f.bundle, pol, f.opts())
+	_, err := Verify(f.att, f.ev, f.bundle, pol, f.opts())
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Check != "policy/"+PolicyMeasurement {
 		t.Fatalf("gpu measurement not pinned: %v", err)
 	}
 	// Pin it by the digest the GPU result reports.
-	res, err = Verify(f.att, f.ev, f.bundle, &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true, AllowAnyMeasurement: true}, f.opts())
+	res, err := Verify(f.att, f.ev, f.bundle, &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true, AllowAnyMeasurement: true}, f.opts())
 	if err != nil {
 		t.Fatal(err)
 	}

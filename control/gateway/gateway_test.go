@@ -42,7 +42,7 @@ func newHarness(t *testing.T, up *scripted, f *Facts) *harness {
 		}
 		body, err := bounded.Read(r.Body, max, "body")
 		if err != nil {
-			http.Error(w, "too large", 413)
+			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
 			return
 		}
 		h.g.Serve(w, r, provider, api, body, h.f)

@@ -202,7 +202,7 @@ func testGateway(t testing.TB, base string) *Gateway {
 			ConnectTimeout: time.Second, HeaderTimeout: 2 * time.Second, IdleTimeout: 500 * time.Millisecond, TotalTimeout: 10 * time.Second,
 			MaxRequestBytes: 1 << 20, MaxResponseBytes: 1 << 20, MaxEventBytes: 64 << 10, MaxConcurrent: 8}
 	}
-	g, err := New(Config{
+	_, err := New(Config{
 		Upstreams:   map[string]Upstream{tProv: up(apiOpenAIChat), "anth": {}},
 		MaxSessions: 16, MaxHistoryMessages: 64, MaxSuffixBytes: 8192, MaxCallsPerRun: 64,
 	}, t.TempDir(), nil)
@@ -211,7 +211,7 @@ func testGateway(t testing.TB, base string) *Gateway {
 	}
 	a := up(apiAnthropicMessages)
 	a.AttestedAs = tProv
-	g, err = New(Config{
+	g, err := New(Config{
 		Upstreams:   map[string]Upstream{tProv: up(apiOpenAIChat), "anth": a},
 		MaxSessions: 16, MaxHistoryMessages: 64, MaxSuffixBytes: 8192, MaxCallsPerRun: 64,
 	}, t.TempDir(), nil)
