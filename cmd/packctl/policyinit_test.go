@@ -242,21 +242,12 @@ func TestPolicyInitTPM(t *testing.T) {
 	if err := json.Unmarshal([]byte(so), &sum); err != nil || sum.AttesterDID != did || !sum.Fresh {
 		t.Fatalf("summary %s (%v)", so, err)
 	}
-	raw, _ := os.ReadFile(out)
-	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, pol := readPolicyFile(t, out)
 	if len(pol.TrustedTPMAKs) != 1 || len(pol.Measurements) != 1 || !bytes.Equal(pol.Measurements[0], meas) || !strings.Contains(se, "AK Name is pinned") {
 		t.Fatalf("policy %s\n%s", raw, se)
 	}
 	// inspect shows the same AK Name and the PCR digest, unverified.
-	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idFile := filepath.Join(t.TempDir(), "identity.json")
-	os.WriteFile(idFile, idRaw, 0o644)
+	idFile := savedIdentity(t, url)
 	code, so, se = runCmd("inspect", idFile)
 	if code != exitOK || !strings.Contains(so, fmt.Sprintf("key_attestation.evidence[0].tpm.ak_name_hex: %x\n", pol.TrustedTPMAKs[0])) ||
 		!strings.Contains(so, "key_attestation.evidence[0].tpm.pcr_digest_b64u: "+b64u.Encode(meas)+"\n") {
@@ -330,21 +321,12 @@ func TestPolicyInitBootChain(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("policy init: exit %d\n%s%s", code, so, se)
 	}
-	raw, _ := os.ReadFile(out)
-	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, pol := readPolicyFile(t, out)
 	if len(pol.BootFirmware) != 1 || len(pol.BootKernel) != 1 || pol.BootCommandLine != nil || !strings.Contains(so, "pinned boot_kernel_hex: ") {
 		t.Fatalf("policy %s\n%s", raw, so)
 	}
 	// inspect shows the log the evidence carries, replayed, unverified.
-	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idFile := filepath.Join(t.TempDir(), "identity.json")
-	os.WriteFile(idFile, idRaw, 0o644)
+	idFile := savedIdentity(t, url)
 	code, so, se = runCmd("inspect", idFile)
 	if code != exitOK || !strings.Contains(so, fmt.Sprintf("key_attestation.evidence[0].event_log.boot_kernel_hex: %x\n", pol.BootKernel[0])) ||
 		!strings.Contains(so, "key_attestation.evidence[0].event_log.verified: false\n") {
@@ -378,12 +360,7 @@ func TestInspectGCEAKCert(t *testing.T) {
 		t.Fatal(err)
 	}
 	url, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr, GCEAK: true}})
-	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	idFile := filepath.Join(t.TempDir(), "identity.json")
-	os.WriteFile(idFile, idRaw, 0o644)
+	idFile := savedIdentity(t, url)
 	code, so, se := runCmd("inspect", idFile)
 	if code != exitOK || !strings.Contains(so, "key_attestation.evidence[0].tpm.ak_certificate.subject: CN=test vTPM AK\n") {
 		t.Fatalf("inspect: exit %d\n%s%s", code, so, se)
@@ -394,9 +371,23 @@ func TestInspectGCEAKCert(t *testing.T) {
 	if code, so, se = runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated"); code != exitOK {
 		t.Fatalf("policy init: exit %d\n%s%s", code, so, se)
 	}
-	raw, _ := os.ReadFile(out)
-	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
-	if err != nil || pol.TrustGCEAKCerts || len(pol.TrustedTPMAKs) != 1 {
-		t.Fatalf("policy %s: %v", raw, err)
+	raw, pol := readPolicyFile(t, out)
+	if pol.TrustGCEAKCerts || len(pol.TrustedTPMAKs) != 1 {
+		t.Fatalf("policy %s", raw)
 	}
+}
+
+// savedIdentity fetches the attester's identity with a challenge and saves
+// it to a file for inspect.
+func savedIdentity(t *testing.T, url string) string {
+	t.Helper()
+	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode([]byte("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "identity.json")
+	if err := os.WriteFile(idFile, idRaw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return idFile
 }
