@@ -80,16 +80,14 @@ func serveDoc(w http.ResponseWriter, contentType string, b []byte) {
 	_, _ = w.Write(b)
 }
 
-// maxPublicKeyBytes bounds a --ear-previous-key file.
-const maxPublicKeyBytes = 16 << 10
+// maxKeyFileBytes bounds a key file (--ear-key, --ear-previous-key).
+const maxKeyFileBytes = 16 << 10
 
 // parsePublicKey reads one PEM "PUBLIC KEY" (SPKI) block, or the public
 // half of a PEM PKCS #8 private key (the retired key file itself), holding
-// an Ed25519 or ECDSA P-256 key.
+// an Ed25519 or ECDSA P-256 key. Its input comes from readPublicKey's
+// bounded read.
 func parsePublicKey(data []byte) (crypto.PublicKey, error) {
-	if len(data) > maxPublicKeyBytes {
-		return nil, fmt.Errorf("key file over %d bytes", maxPublicKeyBytes)
-	}
 	block, rest := pem.Decode(data)
 	switch {
 	case block == nil:

@@ -171,7 +171,7 @@ func (l *fileList) Set(v string) error {
 }
 
 func readPublicKey(name string) (crypto.PublicKey, error) {
-	raw, err := bounded.ReadFile(name, maxPublicKeyBytes)
+	raw, err := bounded.ReadFile(name, maxKeyFileBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func readPublicKey(name string) (crypto.PublicKey, error) {
 // loadKeys reads the EAR signing key and the previous keys still
 // published. Errors name the file, never key bytes.
 func loadKeys(current string, previous []string) (crypto.Signer, []crypto.PublicKey, error) {
-	raw, err := bounded.ReadFile(current, maxPublicKeyBytes)
+	raw, err := bounded.ReadFile(current, maxKeyFileBytes)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--ear-key: %w", err)
 	}
