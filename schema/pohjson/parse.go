@@ -58,7 +58,7 @@ func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
 	}
 	p.ws()
 	if p.i != len(p.data) {
-		return nil, p.errf(ErrSyntax, "data after the JSON value")
+		return nil, p.errf(errSyntax, "data after the JSON value")
 	}
 	if p.notCanonical != nil {
 		return nil, p.notCanonical
@@ -124,7 +124,7 @@ func (p *parser) literal(lit string) bool {
 
 func (p *parser) value(depth int) (*Value, error) {
 	if p.i >= len(p.data) {
-		return nil, p.errf(ErrSyntax, "unexpected end of input")
+		return nil, p.errf(errSyntax, "unexpected end of input")
 	}
 	switch c := p.data[p.i]; {
 	case c == '{':
@@ -152,7 +152,7 @@ func (p *parser) value(depth int) (*Value, error) {
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
 	}
-	return nil, p.errf(ErrSyntax, "unexpected character "+strconv.QuoteRune(rune(p.data[p.i])))
+	return nil, p.errf(errSyntax, "unexpected character "+strconv.QuoteRune(rune(p.data[p.i])))
 }
 
 // inPropertyOrder reports whether members are in JavaScript own-property
@@ -193,7 +193,7 @@ func (p *parser) object(depth int) (*Value, error) {
 	for {
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != '"' {
-			return nil, p.errf(ErrSyntax, "expected object key")
+			return nil, p.errf(errSyntax, "expected object key")
 		}
 		keyAt := p.i
 		k, err := p.str()
@@ -222,7 +222,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		indexed = indexed || p.opts.Canonical && jsstr.IsArrayIndex(k)
 		p.ws()
 		if p.i >= len(p.data) || p.data[p.i] != ':' {
-			return nil, p.errf(ErrSyntax, "expected ':'")
+			return nil, p.errf(errSyntax, "expected ':'")
 		}
 		p.i++
 		p.ws()
@@ -233,7 +233,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		v.members = append(v.members, Member{Key: k, Value: mv})
 		p.ws()
 		if p.i >= len(p.data) {
-			return nil, p.errf(ErrSyntax, "unexpected end of input in object")
+			return nil, p.errf(errSyntax, "unexpected end of input in object")
 		}
 		switch p.data[p.i] {
 		case ',':
@@ -245,7 +245,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			}
 			return v, nil
 		default:
-			return nil, p.errf(ErrSyntax, "expected ',' or '}'")
+			return nil, p.errf(errSyntax, "expected ',' or '}'")
 		}
 	}
 }
@@ -270,7 +270,7 @@ func (p *parser) array(depth int) (*Value, error) {
 		v.arr = append(v.arr, ev)
 		p.ws()
 		if p.i >= len(p.data) {
-			return nil, p.errf(ErrSyntax, "unexpected end of input in array")
+			return nil, p.errf(errSyntax, "unexpected end of input in array")
 		}
 		switch p.data[p.i] {
 		case ',':
@@ -279,7 +279,7 @@ func (p *parser) array(depth int) (*Value, error) {
 			p.i++
 			return v, nil
 		default:
-			return nil, p.errf(ErrSyntax, "expected ',' or ']'")
+			return nil, p.errf(errSyntax, "expected ',' or ']'")
 		}
 	}
 }
@@ -292,7 +292,7 @@ func (p *parser) number() (*Value, error) {
 		p.i++
 	}
 	if p.i >= len(p.data) || !isDigit(p.data[p.i]) {
-		return nil, p.errf(ErrSyntax, "invalid number")
+		return nil, p.errf(errSyntax, "invalid number")
 	}
 	if p.data[p.i] == '0' {
 		p.i++
@@ -306,7 +306,7 @@ func (p *parser) number() (*Value, error) {
 		integer = false
 		p.i++
 		if p.i >= len(p.data) || !isDigit(p.data[p.i]) {
-			return nil, p.errf(ErrSyntax, "invalid number")
+			return nil, p.errf(errSyntax, "invalid number")
 		}
 		for p.i < len(p.data) && isDigit(p.data[p.i]) {
 			p.i++
@@ -319,7 +319,7 @@ func (p *parser) number() (*Value, error) {
 			p.i++
 		}
 		if p.i >= len(p.data) || !isDigit(p.data[p.i]) {
-			return nil, p.errf(ErrSyntax, "invalid number")
+			return nil, p.errf(errSyntax, "invalid number")
 		}
 		for p.i < len(p.data) && isDigit(p.data[p.i]) {
 			p.i++
@@ -330,15 +330,15 @@ func (p *parser) number() (*Value, error) {
 		if p.opts.AllowFloats {
 			f, err := strconv.ParseFloat(lit, 64)
 			if err != nil || f != f {
-				return nil, &Error{Offset: start, Err: ErrNumber, Msg: "number " + lit + " is out of IEEE 754 double range"}
+				return nil, &Error{Offset: start, Err: errNumber, Msg: "number " + lit + " is out of IEEE 754 double range"}
 			}
 			p.departs(start, "a number Stringify refuses")
 			return &Value{kind: Number, s: lit}, nil
 		}
-		return nil, &Error{Offset: start, Err: ErrNumber, Msg: "non-integer number " + lit + " (only integers are supported)"}
+		return nil, &Error{Offset: start, Err: errNumber, Msg: "non-integer number " + lit + " (only integers are supported)"}
 	}
 	if lit == "-0" {
-		return nil, &Error{Offset: start, Err: ErrNumber, Msg: "negative zero"}
+		return nil, &Error{Offset: start, Err: errNumber, Msg: "negative zero"}
 	}
 	n, err := strconv.ParseInt(lit, 10, 64)
 	if err != nil || n > MaxSafeInteger || n < -MaxSafeInteger {
@@ -348,7 +348,7 @@ func (p *parser) number() (*Value, error) {
 				return &Value{kind: Number, s: lit}, nil
 			}
 		}
-		return nil, &Error{Offset: start, Err: ErrNumber, Msg: "integer " + lit + " is outside ±(2^53-1)"}
+		return nil, &Error{Offset: start, Err: errNumber, Msg: "integer " + lit + " is outside ±(2^53-1)"}
 	}
 	return &Value{kind: Number, n: n}, nil
 }
@@ -385,7 +385,7 @@ func (p *parser) str() (string, error) {
 			p.i++
 		}
 		if p.i >= len(p.data) {
-			return "", p.errf(ErrSyntax, "unterminated string")
+			return "", p.errf(errSyntax, "unterminated string")
 		}
 		c := p.data[p.i]
 		switch {
@@ -411,11 +411,11 @@ func (p *parser) str() (string, error) {
 			buf = utf8.AppendRune(buf, r)
 			start = p.i
 		case c < 0x20:
-			return "", p.errf(ErrSyntax, "unescaped control character in string")
+			return "", p.errf(errSyntax, "unescaped control character in string")
 		default: // the plain ASCII bytes were consumed above
 			r, size := utf8.DecodeRune(p.data[p.i:])
 			if r == utf8.RuneError && size <= 1 {
-				return "", p.errf(ErrString, "invalid UTF-8")
+				return "", p.errf(errString, "invalid UTF-8")
 			}
 			p.i += size
 		}
@@ -428,7 +428,7 @@ func (p *parser) escape() (rune, error) {
 	at := p.i
 	p.i++
 	if p.i >= len(p.data) {
-		return 0, p.errf(ErrSyntax, "unterminated escape")
+		return 0, p.errf(errSyntax, "unterminated escape")
 	}
 	c := p.data[p.i]
 	p.i++
@@ -452,26 +452,26 @@ func (p *parser) escape() (rune, error) {
 	case 'u':
 		r1, ok := p.hex4()
 		if !ok {
-			return 0, &Error{Offset: at, Err: ErrSyntax, Msg: "invalid \\u escape"}
+			return 0, &Error{Offset: at, Err: errSyntax, Msg: "invalid \\u escape"}
 		}
 		if !utf16.IsSurrogate(r1) {
 			return r1, nil
 		}
 		if r1 >= 0xDC00 || p.i+1 >= len(p.data) || p.data[p.i] != '\\' || p.data[p.i+1] != 'u' {
-			return 0, &Error{Offset: at, Err: ErrString, Msg: "lone surrogate"}
+			return 0, &Error{Offset: at, Err: errString, Msg: "lone surrogate"}
 		}
 		p.i += 2
 		r2, ok := p.hex4()
 		if !ok {
-			return 0, &Error{Offset: at, Err: ErrSyntax, Msg: "invalid \\u escape"}
+			return 0, &Error{Offset: at, Err: errSyntax, Msg: "invalid \\u escape"}
 		}
 		r := utf16.DecodeRune(r1, r2)
 		if r == utf8.RuneError {
-			return 0, &Error{Offset: at, Err: ErrString, Msg: "lone surrogate"}
+			return 0, &Error{Offset: at, Err: errString, Msg: "lone surrogate"}
 		}
 		return r, nil
 	}
-	return 0, &Error{Offset: at, Err: ErrSyntax, Msg: "invalid escape"}
+	return 0, &Error{Offset: at, Err: errSyntax, Msg: "invalid escape"}
 }
 
 func (p *parser) hex4() (rune, bool) {

@@ -58,16 +58,16 @@ func TestParseRejects(t *testing.T) {
 		in   string
 		want error
 	}{
-		{``, ErrSyntax}, {` `, ErrSyntax}, {`{`, ErrSyntax}, {`{"a"}`, ErrSyntax}, {`{"a":1,}`, ErrSyntax},
-		{`[1,]`, ErrSyntax}, {`[1 2]`, ErrSyntax}, {`{} {}`, ErrSyntax}, {`nul`, ErrSyntax}, {`True`, ErrSyntax},
-		{`'a'`, ErrSyntax}, {`{a:1}`, ErrSyntax}, {`01`, ErrSyntax}, {`+1`, ErrSyntax}, {`1.`, ErrSyntax},
-		{`.5`, ErrSyntax}, {`1e`, ErrSyntax}, {`"a` + "\n" + `"`, ErrSyntax}, {`"\x"`, ErrSyntax},
-		{`"\u12G4"`, ErrSyntax}, {`"abc`, ErrSyntax}, {"\xef\xbb\xbf{}", ErrSyntax}, {`NaN`, ErrSyntax},
+		{``, errSyntax}, {` `, errSyntax}, {`{`, errSyntax}, {`{"a"}`, errSyntax}, {`{"a":1,}`, errSyntax},
+		{`[1,]`, errSyntax}, {`[1 2]`, errSyntax}, {`{} {}`, errSyntax}, {`nul`, errSyntax}, {`True`, errSyntax},
+		{`'a'`, errSyntax}, {`{a:1}`, errSyntax}, {`01`, errSyntax}, {`+1`, errSyntax}, {`1.`, errSyntax},
+		{`.5`, errSyntax}, {`1e`, errSyntax}, {`"a` + "\n" + `"`, errSyntax}, {`"\x"`, errSyntax},
+		{`"\u12G4"`, errSyntax}, {`"abc`, errSyntax}, {"\xef\xbb\xbf{}", errSyntax}, {`NaN`, errSyntax},
 		{`{"a":1,"a":2}`, ErrDuplicateKey}, {`{"a":1,"\u0061":2}`, ErrDuplicateKey},
-		{`1.5`, ErrNumber}, {`1.0`, ErrNumber}, {`1e3`, ErrNumber}, {`-0`, ErrNumber},
-		{`9007199254740992`, ErrNumber}, {`-9007199254740992`, ErrNumber}, {`123456789012345678901234567890`, ErrNumber},
-		{`"\ud800"`, ErrString}, {`"\udc00"`, ErrString}, {`"\ud800\u0041"`, ErrString}, {`"\ud800x"`, ErrString},
-		{"\"\xff\"", ErrString}, {"\"\xed\xa0\x80\"", ErrString}, {"\"\xc0\xaf\"", ErrString},
+		{`1.5`, errNumber}, {`1.0`, errNumber}, {`1e3`, errNumber}, {`-0`, errNumber},
+		{`9007199254740992`, errNumber}, {`-9007199254740992`, errNumber}, {`123456789012345678901234567890`, errNumber},
+		{`"\ud800"`, errString}, {`"\udc00"`, errString}, {`"\ud800\u0041"`, errString}, {`"\ud800x"`, errString},
+		{"\"\xff\"", errString}, {"\"\xed\xa0\x80\"", errString}, {"\"\xc0\xaf\"", errString},
 		{strings.Repeat("[", 65) + strings.Repeat("]", 65), ErrTooDeep},
 	}
 	for _, tt := range tests {
@@ -117,14 +117,14 @@ func TestAllowFloats(t *testing.T) {
 		t.Fatalf("1e400 accepted: %v", v)
 	}
 	// -0 stays refused even with floats allowed.
-	if _, err := ParseWith([]byte(`[1.5,-0]`), ParseOptions{AllowFloats: true}); !errors.Is(err, ErrNumber) {
+	if _, err := ParseWith([]byte(`[1.5,-0]`), ParseOptions{AllowFloats: true}); !errors.Is(err, errNumber) {
 		t.Fatalf("-0: err = %v, want ErrNumber", err)
 	}
 	v, err = ParseWith([]byte(`[1.5,1E30,99999999999999999999]`), ParseOptions{AllowFloats: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Stringify(v); !errors.Is(err, ErrNumber) {
+	if _, err := Stringify(v); !errors.Is(err, errNumber) {
 		t.Fatalf("Stringify of floats: err = %v, want ErrNumber", err)
 	}
 }
@@ -162,7 +162,7 @@ func TestBuildAndFromGo(t *testing.T) {
 	if want := "{\"v\":\"1\",\"inner\":{\"z\":\"<&>\u2028\",\"a\":7},\"null\":null}"; string(got) != want {
 		t.Fatalf("Marshal = %s, want %s", got, want)
 	}
-	if _, err := Marshal(struct{ F float64 }{1.5}); !errors.Is(err, ErrNumber) {
+	if _, err := Marshal(struct{ F float64 }{1.5}); !errors.Is(err, errNumber) {
 		t.Fatalf("float field: err = %v, want ErrNumber", err)
 	}
 	v := NewObject(M("b", NewString("x")), M("a", NewArray(NewInt(1), NewBool(true))))

@@ -35,7 +35,7 @@ func Hash(v *Value) (string, error) {
 func FromGo(x any) (*Value, error) {
 	b, err := json.Marshal(x)
 	if err != nil {
-		return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: err.Error()}
+		return nil, &Error{Offset: -1, Err: errSyntax, Msg: err.Error()}
 	}
 	return Parse(b)
 }
@@ -44,7 +44,7 @@ func FromGo(x any) (*Value, error) {
 func Marshal(x any) ([]byte, error) {
 	b, err := json.Marshal(x)
 	if err != nil {
-		return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: err.Error()}
+		return nil, &Error{Offset: -1, Err: errSyntax, Msg: err.Error()}
 	}
 	v, err := Parse(b)
 	if err != nil {
@@ -58,7 +58,7 @@ func Marshal(x any) ([]byte, error) {
 
 func appendValue(dst []byte, v *Value, depth int) ([]byte, error) {
 	if v == nil {
-		return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: "nil value"}
+		return nil, &Error{Offset: -1, Err: errSyntax, Msg: "nil value"}
 	}
 	if depth > defaultMaxDepth {
 		return nil, &Error{Offset: -1, Err: ErrTooDeep, Msg: "more than " + strconv.Itoa(defaultMaxDepth) + " levels"}
@@ -73,10 +73,10 @@ func appendValue(dst []byte, v *Value, depth int) ([]byte, error) {
 		return append(dst, "false"...), nil
 	case Number:
 		if v.s != "" {
-			return nil, &Error{Offset: -1, Err: ErrNumber, Msg: "non-integer number " + v.s}
+			return nil, &Error{Offset: -1, Err: errNumber, Msg: "non-integer number " + v.s}
 		}
 		if v.n > MaxSafeInteger || v.n < -MaxSafeInteger {
-			return nil, &Error{Offset: -1, Err: ErrNumber, Msg: "integer " + strconv.FormatInt(v.n, 10) + " is outside ±(2^53-1)"}
+			return nil, &Error{Offset: -1, Err: errNumber, Msg: "integer " + strconv.FormatInt(v.n, 10) + " is outside ±(2^53-1)"}
 		}
 		return strconv.AppendInt(dst, v.n, 10), nil
 	case String:
@@ -113,7 +113,7 @@ func appendValue(dst []byte, v *Value, depth int) ([]byte, error) {
 		}
 		return append(dst, '}'), nil
 	}
-	return nil, &Error{Offset: -1, Err: ErrSyntax, Msg: "unknown kind"}
+	return nil, &Error{Offset: -1, Err: errSyntax, Msg: "unknown kind"}
 }
 
 // jsOrder returns members in JavaScript own-property order (array-index keys
@@ -148,7 +148,7 @@ func jsOrder(members []Member) ([]Member, error) {
 // refuses it).
 func appendString(dst []byte, s string) ([]byte, error) {
 	if !utf8.ValidString(s) {
-		return nil, &Error{Offset: -1, Err: ErrString, Msg: "invalid UTF-8"}
+		return nil, &Error{Offset: -1, Err: errString, Msg: "invalid UTF-8"}
 	}
 	return jsstr.AppendQuote(dst, s), nil
 }

@@ -30,8 +30,8 @@ const (
 	String
 	Array
 	Object
-	// Absent is the Kind of a nil *Value: a member that does not exist.
-	Absent Kind = 255
+	// absent is the Kind of a nil *Value: a member that does not exist.
+	absent Kind = 255
 )
 
 func (k Kind) String() string {
@@ -48,7 +48,7 @@ func (k Kind) String() string {
 		return "array"
 	case Object:
 		return "object"
-	case Absent:
+	case absent:
 		return "absent"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
@@ -104,7 +104,7 @@ func M(key string, v *Value) Member { return Member{Key: key, Value: v} }
 // Kind returns v's JSON type, or Absent for nil.
 func (v *Value) Kind() Kind {
 	if v == nil {
-		return Absent
+		return absent
 	}
 	return v.kind
 }
@@ -174,10 +174,10 @@ func (v *Value) GetString(key string) (string, bool) {
 
 // Sentinel errors; every error from this package wraps one of them.
 var (
-	ErrSyntax       = errors.New("invalid JSON")
+	errSyntax       = errors.New("invalid JSON")
 	ErrDuplicateKey = errors.New("duplicate object key")
-	ErrNumber       = errors.New("unsupported number")
-	ErrString       = errors.New("unrepresentable string")
+	errNumber       = errors.New("unsupported number")
+	errString       = errors.New("unrepresentable string")
 	ErrTooLarge     = errors.New("input too large")
 	ErrTooDeep      = errors.New("nesting too deep")
 	// ErrNotCanonical: valid JSON, but not the JSON.stringify form of its
