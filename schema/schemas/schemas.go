@@ -58,10 +58,10 @@ const maxDocumentBytes = 16 << 20
 
 // Errors.
 var (
-	// ErrInvalid: the document does not satisfy the schema.
-	ErrInvalid = errors.New("schemas: document does not match schema")
-	// ErrUnknownSchema: no embedded schema has that ID.
-	ErrUnknownSchema = errors.New("schemas: unknown schema id")
+	// errInvalid: the document does not satisfy the schema.
+	errInvalid = errors.New("schemas: document does not match schema")
+	// errUnknownSchema: no embedded schema has that ID.
+	errUnknownSchema = errors.New("schemas: unknown schema id")
 )
 
 // ValidationError reports the first failing location.
@@ -76,7 +76,7 @@ func (e *ValidationError) Error() string {
 	return fmt.Sprintf("schemas: %s: at %q: %s", path.Base(e.SchemaID), e.Location, e.Msg)
 }
 
-func (e *ValidationError) Unwrap() error { return ErrInvalid }
+func (e *ValidationError) Unwrap() error { return errInvalid }
 
 type compiled struct {
 	byID map[string]*jsonschema.Schema
@@ -159,7 +159,7 @@ func Validate(schemaID string, doc []byte) error {
 	}
 	s, ok := c.byID[schemaID]
 	if !ok {
-		return fmt.Errorf("%w: %q", ErrUnknownSchema, schemaID)
+		return fmt.Errorf("%w: %q", errUnknownSchema, schemaID)
 	}
 	v, err := pohjson.ParseWith(doc, pohjson.ParseOptions{MaxBytes: maxDocumentBytes, AllowFloats: true})
 	if err != nil {

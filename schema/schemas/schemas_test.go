@@ -73,11 +73,11 @@ func TestRejects(t *testing.T) {
 		"wrong type":  []byte(`[]`),
 	} {
 		err := Validate(ProofBundleEnvelopeV1, doc)
-		if _, ok := errors.AsType[*ValidationError](err); !errors.Is(err, ErrInvalid) || !ok {
+		if _, ok := errors.AsType[*ValidationError](err); !errors.Is(err, errInvalid) || !ok {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
 	}
-	if err := Validate("https://example.com/nope.json", []byte(`{}`)); !errors.Is(err, ErrUnknownSchema) {
+	if err := Validate("https://example.com/nope.json", []byte(`{}`)); !errors.Is(err, errUnknownSchema) {
 		t.Errorf("unknown schema: %v", err)
 	}
 }
@@ -87,7 +87,7 @@ func TestUnshippedRefFailsClosed(t *testing.T) {
 	// shipped (model_identity is shipped; receipt_binding too; the kinematic
 	// fingerprint is not) must be refused.
 	doc := []byte(`{"receipt_version":"1","receipt_id":"r","gateway_id":"g","provider":"p","model":"m","request_hash_b64u":"AAAAAAAA","response_hash_b64u":"AAAAAAAA","tokens_input":1,"tokens_output":1,"latency_ms":1,"timestamp":"2026-02-12T00:00:00.000Z","kinematic_fingerprint":{}}`)
-	if err := Validate("https://schemas.clawbureau.org/claw.poh.gateway_receipt.v1.json", doc); !errors.Is(err, ErrInvalid) {
+	if err := Validate("https://schemas.clawbureau.org/claw.poh.gateway_receipt.v1.json", doc); !errors.Is(err, errInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
 }
@@ -105,7 +105,7 @@ func TestSystemPromptReportSchema(t *testing.T) {
 		"version 2":   bytes.Replace(ok, []byte(`"report_version":"1"`), []byte(`"report_version":"2"`), 1),
 		"float chars": bytes.Replace(ok, []byte(`"system_prompt_chars":10`), []byte(`"system_prompt_chars":1.5`), 1),
 	} {
-		if err := Validate(SystemPromptReportV1, doc); !errors.Is(err, ErrInvalid) {
+		if err := Validate(SystemPromptReportV1, doc); !errors.Is(err, errInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
 	}
