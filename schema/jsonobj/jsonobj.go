@@ -306,9 +306,9 @@ func (r *Reader) Int(v *pohjson.Value, path string, min, max int64) int64 {
 	return n
 }
 
-// Strings returns the array of strings v with min..max elements, each at
+// stringList returns the array of strings v with min..max elements, each at
 // most maxLen bytes (maxLen <= 0: no limit; empty strings are allowed).
-func (r *Reader) Strings(v *pohjson.Value, path string, min, max, maxLen int) []string {
+func (r *Reader) stringList(v *pohjson.Value, path string, min, max, maxLen int) []string {
 	es := r.Array(v, path, min, max)
 	if es == nil {
 		return nil

@@ -27,7 +27,7 @@ func read(data string) (*doc, error) {
 	f := r.Object(root, Root, map[string]bool{"name": true, "templates": true, "hash": false, "count": false, "on": false, "opt": false})
 	d := &doc{
 		Name:      r.Ident(f["name"], Key(Root, "name"), 8),
-		Templates: r.Strings(f["templates"], Key(Root, "templates"), 1, 3, 4),
+		Templates: r.stringList(f["templates"], Key(Root, "templates"), 1, 3, 4),
 		Hash:      r.B64u(f["hash"], Key(Root, "hash"), 32),
 		Count:     r.Int(f["count"], Key(Root, "count"), 0, 10),
 		On:        r.Bool(f["on"], Key(Root, "on")),
