@@ -13,16 +13,17 @@ type signer interface {
 }
 
 // answerSigner signs control answers with the attester identity's Ed25519
-// key (the key of its DID), under the domain-separation label answer.Label,
-// so that no control answer can be taken for another object the identity key
-// signs (key attestations, execution attestations).
+// key (the key of its DID), under wire/answer's domain-separation label
+// (answer.Message), so that no control answer can be taken for another
+// object the identity key signs (key attestations, execution attestations).
 type answerSigner struct {
 	Identity *Identity
 }
 
 var _ signer = answerSigner{}
 
-// Sign returns the Ed25519 signature of answer.Label || 0x00 || message.
+// Sign returns the Ed25519 signature of message, which answer.Message
+// prefixes with the label and a zero byte.
 func (a answerSigner) Sign(message []byte) ([]byte, error) {
 	if a.Identity == nil {
 		return nil, errors.New("control: answer signer without an identity")

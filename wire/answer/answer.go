@@ -22,10 +22,10 @@ import (
 const (
 	// Version is the statement's answer_version.
 	Version = "1"
-	// Label is the domain-separation label: a signature is over Label, a
+	// label is the domain-separation label: a signature is over label, a
 	// zero byte and the statement's bytes, so that no answer can be taken
 	// for another object the identity key signs.
-	Label = "clawea.dev/attester/v1/control-answer"
+	label = "clawea.dev/attester/v1/control-answer"
 	// HeaderStatement carries b64u(statement bytes); HeaderSignature
 	// carries b64u(the 64-byte Ed25519 signature).
 	HeaderStatement = "Clawea-Answer-Statement"
@@ -56,15 +56,15 @@ type Statement struct {
 // The errors of a statement or answer that must not be acted on. Each
 // names its reason code (the plugin reports the same codes).
 var (
-	ErrMalformed        = errors.New("ANSWER_MALFORMED: the answer's statement is not a canonical answer statement")
+	errMalformed        = errors.New("ANSWER_MALFORMED: the answer's statement is not a canonical answer statement")
 	ErrUnsigned         = errors.New("ANSWER_UNSIGNED: the answer carries no signature")
-	ErrSignature        = errors.New("ANSWER_SIGNATURE_INVALID: the answer's signature does not verify with the pinned attester key")
-	ErrSigner           = errors.New("ANSWER_WRONG_SIGNER: the answer names another attester than the pinned one")
+	errSignature        = errors.New("ANSWER_SIGNATURE_INVALID: the answer's signature does not verify with the pinned attester key")
+	errSigner           = errors.New("ANSWER_WRONG_SIGNER: the answer names another attester than the pinned one")
 	ErrRequestMismatch  = errors.New("ANSWER_REQUEST_MISMATCH: the answer is for another request than the one sent")
 	ErrResponseMismatch = errors.New("ANSWER_RESPONSE_MISMATCH: the answer's body is not the one the attester signed")
-	ErrStatusMismatch   = errors.New("ANSWER_STATUS_MISMATCH: the answer's status is not the one the attester signed")
+	errStatusMismatch   = errors.New("ANSWER_STATUS_MISMATCH: the answer's status is not the one the attester signed")
 	ErrPeerMismatch     = errors.New("ANSWER_PEER_MISMATCH: the attester answered another process than this one")
-	ErrRunMismatch      = errors.New("ANSWER_RUN_MISMATCH: the answer is for another run")
+	errRunMismatch      = errors.New("ANSWER_RUN_MISMATCH: the answer is for another run")
 	ErrSequence         = errors.New("ANSWER_SEQUENCE: the answer is out of sequence (replayed, reordered or lost)")
 )
 
@@ -85,11 +85,11 @@ func RequestHash(method, target string, body []byte) [32]byte {
 	return out
 }
 
-// Message is the byte string a statement's signature is over: Label, a
+// Message is the byte string a statement's signature is over: label, a
 // zero byte, the statement.
 func Message(statement []byte) []byte {
-	b := make([]byte, 0, len(Label)+1+len(statement))
-	b = append(b, Label...)
+	b := make([]byte, 0, len(label)+1+len(statement))
+	b = append(b, label...)
 	b = append(b, 0)
 	return append(b, statement...)
 }
@@ -106,18 +106,18 @@ func (s *Statement) Marshal() ([]byte, error) {
 func (s *Statement) check() error {
 	switch {
 	case s.AnswerVersion != Version:
-		return fmt.Errorf("%w: answer_version", ErrMalformed)
+		return fmt.Errorf("%w: answer_version", errMalformed)
 	case !validRunID(s.RunID):
-		return fmt.Errorf("%w: run_id", ErrMalformed)
+		return fmt.Errorf("%w: run_id", errMalformed)
 	case !b64u.ValidHash(s.RequestHashB64u) || !b64u.ValidHash(s.ResponseHashB64u):
-		return fmt.Errorf("%w: hashes", ErrMalformed)
+		return fmt.Errorf("%w: hashes", errMalformed)
 	case s.PeerPID < 1 || s.PeerPID > MaxSafeInteger || s.PeerStartTime < 0 || s.PeerStartTime > MaxSafeInteger:
-		return fmt.Errorf("%w: peer", ErrMalformed)
+		return fmt.Errorf("%w: peer", errMalformed)
 	case s.Seq < 1 || s.Seq > MaxSafeInteger || s.Status < 200 || s.Status > 299:
-		return fmt.Errorf("%w: seq or status", ErrMalformed)
+		return fmt.Errorf("%w: seq or status", errMalformed)
 	}
 	if _, err := didkey.Parse(s.AttesterDID); err != nil {
-		return fmt.Errorf("%w: attester_did", ErrMalformed)
+		return fmt.Errorf("%w: attester_did", errMalformed)
 	}
 	return nil
 }
@@ -136,25 +136,25 @@ func validRunID(id string) bool {
 	return true
 }
 
-// Parse reads a statement strictly: it must be exactly the canonical bytes
+// parse reads a statement strictly: it must be exactly the canonical bytes
 // of a valid statement (what Marshal writes), so a duplicate, case-variant
 // or unknown member, whitespace or another number form is refused.
-func Parse(b []byte) (*Statement, error) {
+func parse(b []byte) (*Statement, error) {
 	if len(b) > maxStatementBytes {
-		return nil, fmt.Errorf("%w: too long", ErrMalformed)
+		return nil, fmt.Errorf("%w: too long", errMalformed)
 	}
 	var s Statement
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	c, err := s.Marshal()
 	if err != nil {
 		return nil, err
 	}
 	if !bytes.Equal(c, b) {
-		return nil, fmt.Errorf("%w: not canonical", ErrMalformed)
+		return nil, fmt.Errorf("%w: not canonical", errMalformed)
 	}
 	return &s, nil
 }
@@ -162,36 +162,36 @@ func Parse(b []byte) (*Statement, error) {
 // Verify checks an answer's headers (b64u statement and signature, empty
 // when absent) against the pinned attester key pub and returns the
 // statement only when its signature verifies. A statement that is signed
-// by another key and names another attester is ErrSigner; any other
-// signature failure is ErrSignature.
+// by another key and names another attester is errSigner; any other
+// signature failure is errSignature.
 func Verify(pub ed25519.PublicKey, statementB64u, signatureB64u string) (*Statement, error) {
 	if statementB64u == "" || signatureB64u == "" {
 		return nil, ErrUnsigned
 	}
 	if len(statementB64u) > b64u.EncodedLen(maxStatementBytes) {
-		return nil, fmt.Errorf("%w: too long", ErrMalformed)
+		return nil, fmt.Errorf("%w: too long", errMalformed)
 	}
 	stmt, err := b64u.Decode(statementB64u)
 	if err != nil {
-		return nil, fmt.Errorf("%w: statement is not b64u", ErrMalformed)
+		return nil, fmt.Errorf("%w: statement is not b64u", errMalformed)
 	}
 	sig, err := b64u.Decode(signatureB64u)
 	if err != nil || len(sig) != ed25519.SignatureSize || len(pub) != ed25519.PublicKeySize {
-		return nil, ErrSignature
+		return nil, errSignature
 	}
 	if !ed25519.Verify(pub, Message(stmt), sig) {
 		// Diagnosis only: an unverified statement naming another attester.
-		if s, err := Parse(stmt); err == nil && s.AttesterDID != didkey.Format(pub) {
-			return nil, fmt.Errorf("%w (%s)", ErrSigner, s.AttesterDID)
+		if s, err := parse(stmt); err == nil && s.AttesterDID != didkey.Format(pub) {
+			return nil, fmt.Errorf("%w (%s)", errSigner, s.AttesterDID)
 		}
-		return nil, ErrSignature
+		return nil, errSignature
 	}
-	s, err := Parse(stmt)
+	s, err := parse(stmt)
 	if err != nil {
 		return nil, err
 	}
 	if s.AttesterDID != didkey.Format(pub) {
-		return nil, ErrSigner
+		return nil, errSigner
 	}
 	return s, nil
 }
@@ -219,11 +219,11 @@ func (s *Statement) Check(e Expect) error {
 	case s.ResponseHashB64u != b64u.Encode(e.ResponseHash[:]):
 		return ErrResponseMismatch
 	case s.Status != int64(e.Status):
-		return ErrStatusMismatch
+		return errStatusMismatch
 	case s.PeerPID != e.PID || s.PeerStartTime != e.StartTime:
 		return fmt.Errorf("%w: pid %d start %d, this process is pid %d start %d", ErrPeerMismatch, s.PeerPID, s.PeerStartTime, e.PID, e.StartTime)
 	case e.RunID != "" && s.RunID != e.RunID:
-		return ErrRunMismatch
+		return errRunMismatch
 	case s.Seq != e.Seq:
 		return fmt.Errorf("%w: got %d, want %d", ErrSequence, s.Seq, e.Seq)
 	}

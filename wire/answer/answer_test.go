@@ -80,36 +80,36 @@ func TestVerifyRefusals(t *testing.T) {
 		{"no headers", pub, "", "", ErrUnsigned},
 		{"no signature", pub, stB, "", ErrUnsigned},
 		{"no statement", pub, "", vecSignature, ErrUnsigned},
-		{"flipped statement", pub, b64u.Encode(flip), vecSignature, ErrSignature},
-		{"signature under another key, naming this attester", pub, func() string { s, _ := signAs(other, vecStatement); return s }(), func() string { _, g := signAs(other, vecStatement); return g }(), ErrSignature},
-		{"another attester's answer", pub, func() string { s, _ := signAs(other, otherDID); return s }(), func() string { _, g := signAs(other, otherDID); return g }(), ErrSigner},
-		{"this key naming another attester", pub, func() string { s, _ := signAs(k, otherDID); return s }(), func() string { _, g := signAs(k, otherDID); return g }(), ErrSigner},
-		{"pinned to another key", otherPub, stB, vecSignature, ErrSigner},
-		{"short signature", pub, stB, vecSignature[:40], ErrSignature},
-		{"statement not b64u", pub, "*" + stB, vecSignature, ErrMalformed},
-		{"whitespace", pub, func() string { s, _ := signAs(k, " "+vecStatement); return s }(), func() string { _, g := signAs(k, " "+vecStatement); return g }(), ErrMalformed},
+		{"flipped statement", pub, b64u.Encode(flip), vecSignature, errSignature},
+		{"signature under another key, naming this attester", pub, func() string { s, _ := signAs(other, vecStatement); return s }(), func() string { _, g := signAs(other, vecStatement); return g }(), errSignature},
+		{"another attester's answer", pub, func() string { s, _ := signAs(other, otherDID); return s }(), func() string { _, g := signAs(other, otherDID); return g }(), errSigner},
+		{"this key naming another attester", pub, func() string { s, _ := signAs(k, otherDID); return s }(), func() string { _, g := signAs(k, otherDID); return g }(), errSigner},
+		{"pinned to another key", otherPub, stB, vecSignature, errSigner},
+		{"short signature", pub, stB, vecSignature[:40], errSignature},
+		{"statement not b64u", pub, "*" + stB, vecSignature, errMalformed},
+		{"whitespace", pub, func() string { s, _ := signAs(k, " "+vecStatement); return s }(), func() string { _, g := signAs(k, " "+vecStatement); return g }(), errMalformed},
 		{"duplicate member", pub, func() string {
 			s, _ := signAs(k, strings.Replace(vecStatement, `"seq":3`, `"seq":3,"seq":4`, 1))
 			return s
 		}(), func() string {
 			_, g := signAs(k, strings.Replace(vecStatement, `"seq":3`, `"seq":3,"seq":4`, 1))
 			return g
-		}(), ErrMalformed},
-		{"float seq", pub, func() string { s, _ := signAs(k, strings.Replace(vecStatement, `"seq":3`, `"seq":3.0`, 1)); return s }(), func() string { _, g := signAs(k, strings.Replace(vecStatement, `"seq":3`, `"seq":3.0`, 1)); return g }(), ErrMalformed},
+		}(), errMalformed},
+		{"float seq", pub, func() string { s, _ := signAs(k, strings.Replace(vecStatement, `"seq":3`, `"seq":3.0`, 1)); return s }(), func() string { _, g := signAs(k, strings.Replace(vecStatement, `"seq":3`, `"seq":3.0`, 1)); return g }(), errMalformed},
 		{"other version", pub, func() string {
 			s, _ := signAs(k, strings.Replace(vecStatement, `"answer_version":"1"`, `"answer_version":"2"`, 1))
 			return s
 		}(), func() string {
 			_, g := signAs(k, strings.Replace(vecStatement, `"answer_version":"1"`, `"answer_version":"2"`, 1))
 			return g
-		}(), ErrMalformed},
+		}(), errMalformed},
 		{"error status", pub, func() string {
 			s, _ := signAs(k, strings.Replace(vecStatement, `"status":200`, `"status":403`, 1))
 			return s
 		}(), func() string {
 			_, g := signAs(k, strings.Replace(vecStatement, `"status":200`, `"status":403`, 1))
 			return g
-		}(), ErrMalformed},
+		}(), errMalformed},
 	} {
 		_, err := Verify(tc.pub, tc.st, tc.sig)
 		if !errors.Is(err, tc.want) {
@@ -129,10 +129,10 @@ func TestVerifyRefusals(t *testing.T) {
 		{"another request", func(e *Expect) { e.RequestHash = RequestHash("POST", "/v1/runs/run_abc/tool-calls", []byte(`{}`)) }, ErrRequestMismatch},
 		{"another method", func(e *Expect) { e.RequestHash = RequestHash("PUT", "/v1/runs/run_abc/tool-calls", []byte(vecRequest)) }, ErrRequestMismatch},
 		{"a flipped body", func(e *Expect) { e.ResponseHash = sha256.Sum256([]byte(`{"allow":false}` + "\n")) }, ErrResponseMismatch},
-		{"another status", func(e *Expect) { e.Status = 201 }, ErrStatusMismatch},
+		{"another status", func(e *Expect) { e.Status = 201 }, errStatusMismatch},
 		{"another pid", func(e *Expect) { e.PID++ }, ErrPeerMismatch},
 		{"another start time", func(e *Expect) { e.StartTime++ }, ErrPeerMismatch},
-		{"another run", func(e *Expect) { e.RunID = "run_abd" }, ErrRunMismatch},
+		{"another run", func(e *Expect) { e.RunID = "run_abd" }, errRunMismatch},
 		{"a replay (seq already seen)", func(e *Expect) { e.Seq = 4 }, ErrSequence},
 		{"a skipped answer", func(e *Expect) { e.Seq = 2 }, ErrSequence},
 	} {
@@ -150,7 +150,7 @@ func TestVerifyRefusals(t *testing.T) {
 
 func TestMarshalRefusesBadFields(t *testing.T) {
 	good := func() Statement {
-		s, _ := Parse([]byte(vecStatement))
+		s, _ := parse([]byte(vecStatement))
 		return *s
 	}
 	for name, mod := range map[string]func(*Statement){
@@ -165,7 +165,7 @@ func TestMarshalRefusesBadFields(t *testing.T) {
 	} {
 		s := good()
 		mod(&s)
-		if _, err := s.Marshal(); !errors.Is(err, ErrMalformed) {
+		if _, err := s.Marshal(); !errors.Is(err, errMalformed) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -177,7 +177,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(vecStatement))
 	f.Add([]byte(`{"seq":1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := Parse(b)
+		s, err := parse(b)
 		if err != nil {
 			if s != nil {
 				t.Fatal("a statement returned with an error")
