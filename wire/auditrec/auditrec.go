@@ -56,9 +56,9 @@ const (
 var (
 	// ErrMalformed: a line is not a well-formed, canonical record.
 	ErrMalformed = errors.New("audit: malformed record")
-	// ErrHashMismatch: a record's content does not match its record_hash_b64u
+	// errHashMismatch: a record's content does not match its record_hash_b64u
 	// (the record was modified). PoH code HASH_MISMATCH.
-	ErrHashMismatch = errors.New("audit: record hash mismatch")
+	errHashMismatch = errors.New("audit: record hash mismatch")
 	// ErrChainBreak: prev_hash_b64u does not name the previous record, or seq
 	// is not the next number (records were removed, inserted or reordered).
 	// PoH code HASH_CHAIN_BREAK.
@@ -83,7 +83,7 @@ func (e *LineError) Unwrap() error { return e.Err }
 // Code returns the PoH reason code for the failure.
 func (e *LineError) Code() string {
 	switch {
-	case errors.Is(e.Err, ErrHashMismatch):
+	case errors.Is(e.Err, errHashMismatch):
 		return "HASH_MISMATCH"
 	case errors.Is(e.Err, ErrChainBreak):
 		return "HASH_CHAIN_BREAK"
@@ -146,9 +146,9 @@ type Record struct {
 // nanoseconds as Go writes it.
 func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// Hash returns b64u(SHA-256(JCS(r without record_hash_b64u))). It fails
+// hash returns b64u(SHA-256(JCS(r without record_hash_b64u))). It fails
 // (ErrMalformed) only when a string field is not valid UTF-8.
-func (r *Record) Hash() (string, error) {
+func (r *Record) hash() (string, error) {
 	if err := r.checkUTF8(); err != nil {
 		return "", err
 	}
@@ -262,18 +262,18 @@ type Chain struct {
 // Next parses raw (one line without its '\n') as the record that follows c,
 // checks it (canonical form, field rules, record hash, seq and prev hash)
 // and, only if it passes, advances c. Errors wrap ErrMalformed,
-// ErrHashMismatch or ErrChainBreak.
+// errHashMismatch or ErrChainBreak.
 func (c *Chain) Next(raw []byte) (Record, error) {
-	rec, err := Parse(raw)
+	rec, err := parseLine(raw)
 	if err != nil {
 		return Record{}, err
 	}
-	h, err := rec.Hash()
+	h, err := rec.hash()
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: cannot hash record", ErrMalformed)
 	}
 	if h != rec.RecordHash {
-		return Record{}, fmt.Errorf("%w: record_hash_b64u does not match the record", ErrHashMismatch)
+		return Record{}, fmt.Errorf("%w: record_hash_b64u does not match the record", errHashMismatch)
 	}
 	if rec.Seq != c.Count+1 {
 		return Record{}, fmt.Errorf("%w: seq %d, want %d", ErrChainBreak, rec.Seq, c.Count+1)
@@ -330,7 +330,7 @@ func Read(r io.Reader, fn func(Record) error) (root string, count uint64, err er
 
 func lineError(line int, err error) *LineError {
 	le := &LineError{Line: line, Err: ErrMalformed}
-	for _, s := range []error{ErrHashMismatch, ErrChainBreak, ErrMalformed} {
+	for _, s := range []error{errHashMismatch, ErrChainBreak, ErrMalformed} {
 		if errors.Is(err, s) {
 			le.Err = s
 			break
@@ -376,11 +376,11 @@ var recordKeys = [...]string{
 	"reason", "record_hash_b64u", "seq", "session", "stage", "time", "tool", "turn",
 }
 
-// Parse reads one line (without its '\n') as a record: it MUST be exactly
+// parseLine reads one line (without its '\n') as a record: it MUST be exactly
 // the JCS form of a record with every member, valid fields and well-formed
 // hashes. Parse does not check the record hash or the chain (Chain.Next
 // does). Errors wrap ErrMalformed.
-func Parse(raw []byte) (Record, error) {
+func parseLine(raw []byte) (Record, error) {
 	rec, err := parse(raw)
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: %s", ErrMalformed, err.Error())

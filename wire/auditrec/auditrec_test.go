@@ -141,7 +141,7 @@ func reencode(t *testing.T, log []byte, i int, rehash bool, f func(*Record)) []b
 	}
 	f(&r)
 	if rehash {
-		h, err := r.Hash()
+		h, err := r.hash()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,7 +166,7 @@ func TestTamper(t *testing.T) {
 		want error
 		line int
 	}{
-		{"reason changed", reencode(t, log, 2, false, func(r *Record) { r.Reason = "changed" }), ErrHashMismatch, 3},
+		{"reason changed", reencode(t, log, 2, false, func(r *Record) { r.Reason = "changed" }), errHashMismatch, 3},
 		{"rewritten and rehashed", reencode(t, log, 2, true, func(r *Record) { r.Decision = Allow; r.Reason = "forged" }), ErrChainBreak, 4},
 		{"reordered", join(ls[0], ls[2], ls[1], ls[3]), ErrChainBreak, 2},
 		{"middle removed", join(ls[0], ls[1], ls[3], ls[4]), ErrChainBreak, 3},
@@ -223,7 +223,7 @@ func TestTamper(t *testing.T) {
 }
 
 func TestLineErrorCode(t *testing.T) {
-	for err, code := range map[error]string{ErrHashMismatch: "HASH_MISMATCH", ErrChainBreak: "HASH_CHAIN_BREAK", ErrMalformed: "MALFORMED_ENVELOPE"} {
+	for err, code := range map[error]string{errHashMismatch: "HASH_MISMATCH", ErrChainBreak: "HASH_CHAIN_BREAK", ErrMalformed: "MALFORMED_ENVELOPE"} {
 		if got := (&LineError{Line: 1, Err: err}).Code(); got != code {
 			t.Errorf("%v: %s", err, got)
 		}
