@@ -93,7 +93,7 @@ func verifySelectiveDisclosure(sd *pohjson.Value, committed string) error {
 	}
 	root, _ := sd.GetString("merkle_root_b64u")
 	if root != committed {
-		return fail(DisclosureRootMismatch, "merkle_root_b64u", "disclosure root is not the committed hash")
+		return fail(disclosureRootMismatch, "merkle_root_b64u", "disclosure root is not the committed hash")
 	}
 	var hashes []string
 	for _, h := range sd.Get("redacted_leaf_hashes_b64u").Elems() {
@@ -106,17 +106,17 @@ func verifySelectiveDisclosure(sd *pohjson.Value, committed string) error {
 		leaf.Type, _ = m.Value.GetString("type")
 		leaf.SaltB64u, _ = m.Value.GetString("salt_b64u")
 		if leaf.Value == nil || JSONTypeName(leaf.Value) != leaf.Type {
-			return fail(DisclosureTypeMismatch, field, "leaf type does not match its value")
+			return fail(disclosureTypeMismatch, field, "leaf type does not match its value")
 		}
 		h, err := DisclosureLeafHash(m.Key, leaf)
 		if err != nil {
-			return fail(DisclosureRootMismatch, field, "leaf cannot be hashed: %v", err)
+			return fail(disclosureRootMismatch, field, "leaf cannot be hashed: %v", err)
 		}
 		hashes = append(hashes, h)
 	}
 	got, err := DisclosureRoot(hashes)
 	if err != nil || got != root {
-		return fail(DisclosureRootMismatch, "merkle_root_b64u", "recomputed disclosure root does not match")
+		return fail(disclosureRootMismatch, "merkle_root_b64u", "recomputed disclosure root does not match")
 	}
 	return nil
 }

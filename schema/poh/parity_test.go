@@ -32,7 +32,7 @@ func TestDisclosureSpecVector(t *testing.T) {
 	if err := verifySelectiveDisclosure(sd, "TBd6WJCOHmlOtdIs_n0UcsUqJloqsk3vh2P-NHTJ3hg"); err != nil {
 		t.Fatal(err)
 	}
-	if err := verifySelectiveDisclosure(sd, a); !errors.Is(err, DisclosureRootMismatch) {
+	if err := verifySelectiveDisclosure(sd, a); !errors.Is(err, disclosureRootMismatch) {
 		t.Fatalf("other commitment: %v", err)
 	}
 }
@@ -48,13 +48,13 @@ func TestRateLimitNonFinite(t *testing.T) {
 		want error
 	}{
 		{"ok", func(c *RateLimitClaim) {}, nil},
-		{"max inf", func(c *RateLimitClaim) { c.MaxRequests = math.Inf(1) }, RateLimitClaimInconsistent},
-		{"observed nan", func(c *RateLimitClaim) { c.ObservedRequests = math.NaN() }, RateLimitClaimInconsistent},
-		{"observed negative", func(c *RateLimitClaim) { c.ObservedRequests = -1 }, RateLimitClaimInconsistent},
-		{"token max inf", func(c *RateLimitClaim) { c.MaxTokensInput, c.ObservedTokensInput = f(math.Inf(1)), f(1) }, RateLimitClaimInconsistent},
-		{"token observed nan", func(c *RateLimitClaim) { c.MaxTokensOutput, c.ObservedTokensOutput = f(1), f(math.NaN()) }, RateLimitClaimInconsistent},
+		{"max inf", func(c *RateLimitClaim) { c.MaxRequests = math.Inf(1) }, rateLimitClaimInconsistent},
+		{"observed nan", func(c *RateLimitClaim) { c.ObservedRequests = math.NaN() }, rateLimitClaimInconsistent},
+		{"observed negative", func(c *RateLimitClaim) { c.ObservedRequests = -1 }, rateLimitClaimInconsistent},
+		{"token max inf", func(c *RateLimitClaim) { c.MaxTokensInput, c.ObservedTokensInput = f(math.Inf(1)), f(1) }, rateLimitClaimInconsistent},
+		{"token observed nan", func(c *RateLimitClaim) { c.MaxTokensOutput, c.ObservedTokensOutput = f(1), f(math.NaN()) }, rateLimitClaimInconsistent},
 		{"fraction exceeded", func(c *RateLimitClaim) { c.MaxRequests, c.ObservedRequests = 1.5, 1.75 }, RateLimitExceeded},
-		{"bad window", func(c *RateLimitClaim) { c.WindowEnd = "soon" }, RateLimitClaimInconsistent},
+		{"bad window", func(c *RateLimitClaim) { c.WindowEnd = "soon" }, rateLimitClaimInconsistent},
 		{"run id without chain", func(c *RateLimitClaim) { r := "other"; c.RunID = &r }, nil},
 	}
 	for _, tc := range cases {
@@ -68,7 +68,7 @@ func TestRateLimitNonFinite(t *testing.T) {
 	r := "other"
 	c := base
 	c.RunID = &r
-	if err := checkRateLimitClaims([]RateLimitClaim{c}, "run_1"); !errors.Is(err, RateLimitClaimInconsistent) {
+	if err := checkRateLimitClaims([]RateLimitClaim{c}, "run_1"); !errors.Is(err, rateLimitClaimInconsistent) {
 		t.Errorf("run id mismatch: %v", err)
 	}
 }

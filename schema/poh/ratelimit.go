@@ -10,9 +10,9 @@ import (
 // Reason codes for payload.rate_limit_claims, as the PoH command-line
 // verifier (clawverify-core) reports them.
 const (
-	RateLimitWindowInvalid     Code = "RATE_LIMIT_WINDOW_INVALID"
+	rateLimitWindowInvalid     Code = "RATE_LIMIT_WINDOW_INVALID"
 	RateLimitExceeded          Code = "RATE_LIMIT_EXCEEDED"
-	RateLimitClaimInconsistent Code = "RATE_LIMIT_CLAIM_INCONSISTENT"
+	rateLimitClaimInconsistent Code = "RATE_LIMIT_CLAIM_INCONSISTENT"
 )
 
 // RateLimitClaim is one payload.rate_limit_claims entry. Numbers are float64
@@ -58,14 +58,14 @@ func checkRateLimitClaims(claims []RateLimitClaim, runID string) error {
 		start, errS := parseTime(c.WindowStart)
 		end, errE := parseTime(c.WindowEnd)
 		if errS != nil || errE != nil {
-			return fail(RateLimitClaimInconsistent, field, "window_start and window_end must be date-times")
+			return fail(rateLimitClaimInconsistent, field, "window_start and window_end must be date-times")
 		}
 		// JavaScript compares Date.parse values: whole milliseconds.
 		if start.UnixMilli() > end.UnixMilli() {
-			return fail(RateLimitWindowInvalid, field+".window_start", "window_start is after window_end")
+			return fail(rateLimitWindowInvalid, field+".window_start", "window_start is after window_end")
 		}
 		if !finiteNonNegative(c.MaxRequests) || !finiteNonNegative(c.ObservedRequests) {
-			return fail(RateLimitClaimInconsistent, field, "max_requests and observed_requests must be finite non-negative numbers")
+			return fail(rateLimitClaimInconsistent, field, "max_requests and observed_requests must be finite non-negative numbers")
 		}
 		if c.ObservedRequests > c.MaxRequests {
 			return fail(RateLimitExceeded, field+".observed_requests", "observed_requests exceeds max_requests")
@@ -78,20 +78,20 @@ func checkRateLimitClaims(claims []RateLimitClaim, runID string) error {
 			{"tokens_output", c.MaxTokensOutput, c.ObservedTokensOutput},
 		} {
 			if (pair.max == nil) != (pair.observed == nil) {
-				return fail(RateLimitClaimInconsistent, field, "max_%s and observed_%s must be given together", pair.label, pair.label)
+				return fail(rateLimitClaimInconsistent, field, "max_%s and observed_%s must be given together", pair.label, pair.label)
 			}
 			if pair.max == nil {
 				continue
 			}
 			if !finiteNonNegative(*pair.max) || !finiteNonNegative(*pair.observed) {
-				return fail(RateLimitClaimInconsistent, field, "max_%s and observed_%s must be finite non-negative numbers", pair.label, pair.label)
+				return fail(rateLimitClaimInconsistent, field, "max_%s and observed_%s must be finite non-negative numbers", pair.label, pair.label)
 			}
 			if *pair.observed > *pair.max {
 				return fail(RateLimitExceeded, field+".observed_"+pair.label, "observed_%s exceeds max_%s", pair.label, pair.label)
 			}
 		}
 		if runID != "" && c.RunID != nil && *c.RunID != runID {
-			return fail(RateLimitClaimInconsistent, field+".run_id", "run_id is not the bundle's run id")
+			return fail(rateLimitClaimInconsistent, field+".run_id", "run_id is not the bundle's run id")
 		}
 	}
 	return nil

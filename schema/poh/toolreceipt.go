@@ -15,12 +15,12 @@ import (
 // Reason codes for payload.tool_receipts, as the PoH command-line verifier
 // (clawverify-core) reports them.
 const (
-	CoSignatureInvalid         Code = "CO_SIGNATURE_INVALID"
-	DisclosureTypeMismatch     Code = "DISCLOSURE_TYPE_MISMATCH"
-	DisclosureRootMismatch     Code = "DISCLOSURE_ROOT_MISMATCH"
+	coSignatureInvalid         Code = "CO_SIGNATURE_INVALID"
+	disclosureTypeMismatch     Code = "DISCLOSURE_TYPE_MISMATCH"
+	disclosureRootMismatch     Code = "DISCLOSURE_ROOT_MISMATCH"
 	disclosureAlgorithmUnknown Code = "DISCLOSURE_ALGORITHM_UNKNOWN"
 	ProofBundleAgentMismatch   Code = "PROOF_BUNDLE_AGENT_MISMATCH"
-	ExpiredTTL                 Code = "EXPIRED_TTL"
+	expiredTTL                 Code = "EXPIRED_TTL"
 	unknownVersion             Code = "UNKNOWN_VERSION"
 )
 
@@ -33,7 +33,7 @@ type ToolReceiptForm string
 // The four forms proof_bundle.v1 admits in tool_receipts[], in the order
 // they are tried.
 const (
-	ToolReceiptEnvelopeV2 ToolReceiptForm = "envelope-v2"
+	toolReceiptEnvelopeV2 ToolReceiptForm = "envelope-v2"
 	toolReceiptEnvelopeV1 ToolReceiptForm = "envelope-v1"
 	toolReceiptPayloadV2  ToolReceiptForm = "payload-v2"
 	toolReceiptPayloadV1  ToolReceiptForm = "payload-v1"
@@ -43,7 +43,7 @@ var toolReceiptForms = []struct {
 	form   ToolReceiptForm
 	schema string
 }{
-	{ToolReceiptEnvelopeV2, schemas.ToolReceiptEnvelopeV2},
+	{toolReceiptEnvelopeV2, schemas.ToolReceiptEnvelopeV2},
 	{toolReceiptEnvelopeV1, schemas.ToolReceiptEnvelopeV1},
 	{toolReceiptPayloadV2, schemas.ToolReceiptV2},
 	{toolReceiptPayloadV1, schemas.ToolReceiptV1},
@@ -119,7 +119,7 @@ func verifyToolReceipt(entry *pohjson.Value, agentDID string, bc *bindingContext
 		return nil, err
 	}
 	env, payload := (*pohjson.Value)(nil), entry
-	if form == ToolReceiptEnvelopeV2 || form == toolReceiptEnvelopeV1 {
+	if form == toolReceiptEnvelopeV2 || form == toolReceiptEnvelopeV1 {
 		env, payload = entry, entry.Get("payload")
 	}
 	prefix := ""
@@ -230,7 +230,7 @@ func verifyToolReceiptEnvelope(env *pohjson.Value, form ToolReceiptForm, now tim
 			return "", nil, fail(SchemaValidationFailed, "expires_at", "expires_at must be a date-time")
 		}
 		if now.UnixMilli() > exp.UnixMilli() {
-			return "", nil, fail(ExpiredTTL, "expires_at", "tool receipt envelope has expired")
+			return "", nil, fail(expiredTTL, "expires_at", "tool receipt envelope has expired")
 		}
 	}
 	if str("hash_algorithm") != hashAlgorithm {
@@ -245,11 +245,11 @@ func verifyToolReceiptEnvelope(env *pohjson.Value, form ToolReceiptForm, now tim
 		return "", nil, fail(SignatureInvalid, "signature_b64u", "tool receipt signature does not verify")
 	}
 	var cos []CoSigner
-	if form == ToolReceiptEnvelopeV2 {
+	if form == toolReceiptEnvelopeV2 {
 		for i, co := range env.Get("co_signatures").Elems() {
 			cs := func(f string) string { s, _ := co.GetString(f); return s }
 			if !verifyDetached(cs("signer_did"), cs("algorithm"), cs("signature_b64u"), hash) {
-				return "", nil, fail(CoSignatureInvalid, fmt.Sprintf("co_signatures[%d].signature_b64u", i), "co-signature does not verify")
+				return "", nil, fail(coSignatureInvalid, fmt.Sprintf("co_signatures[%d].signature_b64u", i), "co-signature does not verify")
 			}
 			cos = append(cos, CoSigner{SignerDID: cs("signer_did"), Role: cs("role")})
 		}
