@@ -27,8 +27,8 @@ import (
 const (
 	// version is the evidence_version of the payload, its first member.
 	version = "clawea.dev/evidence/v1"
-	// Type is the JWS "typ" header.
-	Type = "clawea-evidence+jws"
+	// jwsType is the JWS "typ" header.
+	jwsType = "clawea-evidence+jws"
 	// algorithm is the only accepted JWS "alg".
 	algorithm = "EdDSA"
 	// ResourceType is the evidence_ref.resource_type of an execution
@@ -74,8 +74,8 @@ const (
 	// GPU evidence items after them (an eight-GPU board).
 	maxEvidence = 4
 	maxGPUItems = 8
-	// MaxBlobBytes bounds Evidence.Blob.
-	MaxBlobBytes = 64 << 10
+	// maxBlobBytes bounds Evidence.Blob.
+	maxBlobBytes = 64 << 10
 	// maxSignatureBytes bounds Evidence.Signature.
 	maxSignatureBytes = 1024
 	// maxCerts and maxCertBytes bound Evidence.CertChain.
@@ -193,7 +193,7 @@ type Commitments struct {
 	AdmissionPolicyHashB64u string `json:"admission_policy_hash_b64u,omitempty"`
 	// Sensitive (v2, REQUIRED; absent in v1) says whether that policy is
 	// sensitive, so that the run was held to its run-time obligations.
-	// SensitiveTrue requires AdmissionPolicyHashB64u.
+	// sensitiveTrue requires AdmissionPolicyHashB64u.
 	Sensitive sensitivity `json:"sensitive,omitzero"`
 	// Isolation (v3, REQUIRED; absent in v1 and v2) is what the attester
 	// observed of its isolation from the orchestrator when it created the
@@ -216,7 +216,7 @@ type GatewayRecord struct {
 
 // IsSensitive reports whether the commitments mark the run as sensitive.
 // A v1 commitment never does.
-func (c *Commitments) IsSensitive() bool { return c.Sensitive == SensitiveTrue }
+func (c *Commitments) IsSensitive() bool { return c.Sensitive == sensitiveTrue }
 
 // sensitivity is the "sensitive" member of v2 commitments: absent (its zero
 // value, v1), false or true.
@@ -226,13 +226,13 @@ type sensitivity uint8
 const (
 	SensitiveAbsent sensitivity = iota
 	SensitiveFalse
-	SensitiveTrue
+	sensitiveTrue
 )
 
-// SensitivityOf returns SensitiveTrue or SensitiveFalse.
+// SensitivityOf returns sensitiveTrue or SensitiveFalse.
 func SensitivityOf(b bool) sensitivity {
 	if b {
-		return SensitiveTrue
+		return sensitiveTrue
 	}
 	return SensitiveFalse
 }
@@ -244,7 +244,7 @@ func (s sensitivity) IsZero() bool { return s == SensitiveAbsent }
 // (absent members are omitted by omitzero before this is called).
 func (s sensitivity) MarshalJSON() ([]byte, error) {
 	switch s {
-	case SensitiveTrue:
+	case sensitiveTrue:
 		return []byte("true"), nil
 	case SensitiveFalse:
 		return []byte("false"), nil
@@ -256,7 +256,7 @@ func (s sensitivity) MarshalJSON() ([]byte, error) {
 func (s *sensitivity) UnmarshalJSON(b []byte) error {
 	switch string(b) {
 	case "true":
-		*s = SensitiveTrue
+		*s = sensitiveTrue
 	case "false":
 		*s = SensitiveFalse
 	default:

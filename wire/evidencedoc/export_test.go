@@ -9,6 +9,14 @@ import (
 	"github.com/clawea/attester/schema/pohjson"
 )
 
+// Names the external tests (package evidencedoc_test) use but no other
+// package needs.
+const (
+	Type          = jwsType
+	MaxBlobBytes  = maxBlobBytes
+	SensitiveTrue = sensitiveTrue
+)
+
 // DecodePayloadBoth decodes a JWS payload (the kid and key of the signer
 // given) with decodePayload and with referenceDecodePayload, the decoder
 // it replaced, for FuzzDecodePayloadAgrees.

@@ -199,8 +199,8 @@ func checkHeader(h []byte) (string, error) {
 	if alg != algorithm {
 		return "", fmt.Errorf("%w: alg %q, only %s is accepted", ErrUnsupported, safetext.Clip(alg, 64), algorithm)
 	}
-	if typ, _ := v.GetString("typ"); typ != Type {
-		return "", fmt.Errorf("%w: typ %q, want %q", ErrUnsupported, safetext.Clip(typ, 64), Type)
+	if typ, _ := v.GetString("typ"); typ != jwsType {
+		return "", fmt.Errorf("%w: typ %q, want %q", ErrUnsupported, safetext.Clip(typ, 64), jwsType)
 	}
 	for _, m := range v.Members() {
 		switch m.Key {
@@ -225,7 +225,7 @@ func checkHeader(h []byte) (string, error) {
 // canonicalHeader is the only protected header accepted. A did:key has no
 // characters that JSON escapes.
 func canonicalHeader(kid string) []byte {
-	return []byte(`{"alg":"` + algorithm + `","kid":"` + kid + `","typ":"` + Type + `"}`)
+	return []byte(`{"alg":"` + algorithm + `","kid":"` + kid + `","typ":"` + jwsType + `"}`)
 }
 
 var errNotCanonical = fmt.Errorf("%w: payload is not the canonical form of a known document: members unknown, missing, empty or in the wrong order, case or form", ErrMalformed)
@@ -363,14 +363,14 @@ func CheckCommitments(c *Commitments) error {
 			return fmt.Errorf("%w: a %s commitment has no admission_policy_hash_b64u or sensitive member", ErrMalformed, CommitmentsVersionV1)
 		}
 	case CommitmentsVersionV2, CommitmentsVersionV3, CommitmentsVersionV4:
-		if c.Sensitive != SensitiveFalse && c.Sensitive != SensitiveTrue {
+		if c.Sensitive != SensitiveFalse && c.Sensitive != sensitiveTrue {
 			return fmt.Errorf("%w: sensitive is required in %s", ErrMalformed, c.Version)
 		}
 		if c.AdmissionPolicyHashB64u != "" {
 			if err := checkHash("admission_policy_hash_b64u", c.AdmissionPolicyHashB64u); err != nil {
 				return err
 			}
-		} else if c.Sensitive == SensitiveTrue {
+		} else if c.Sensitive == sensitiveTrue {
 			return fmt.Errorf("%w: sensitive is true without admission_policy_hash_b64u", ErrInconsistent)
 		}
 	default:
@@ -505,7 +505,7 @@ func itemFromWire(w *wireEvidence) (Item, error) {
 	}
 	ev := &evidence.Evidence{Platform: w.Platform, Simulated: w.Simulated, Format: w.Format}
 	var err error
-	if ev.Blob, err = decodeBounded("blob_b64u", w.BlobB64u, 1, MaxBlobBytes); err != nil {
+	if ev.Blob, err = decodeBounded("blob_b64u", w.BlobB64u, 1, maxBlobBytes); err != nil {
 		return Item{}, err
 	}
 	switch {

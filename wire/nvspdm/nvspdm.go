@@ -39,7 +39,7 @@ const (
 	signatureSize = 96
 	// maxReportBytes bounds a report: 255 blocks of at most 64 KiB each do
 	// not fit an NVML report (8 KiB); this bound is far above any real one
-	// and below evidencedoc.MaxBlobBytes.
+	// and below the evidence document's blob bound (64 KiB).
 	maxReportBytes = 32 << 10
 	// fwidSize is the SHA-384 FWID carried in the opaque data.
 	fwidSize = 48
