@@ -28,11 +28,19 @@ const (
 	typeToolReceipt          = "tool_receipt"
 )
 
+// IDs of the envelope schemas (embedded in schema/schemas) that only this
+// package validates against.
+const (
+	proofBundleEnvelopeV1    = "https://schemas.clawbureau.org/claw.poh.proof_bundle_envelope.v1.json"
+	gatewayReceiptEnvelopeV1 = "https://schemas.clawbureau.org/claw.poh.gateway_receipt_envelope.v1.json"
+	toolReceiptEnvelopeV1ID  = "https://schemas.clawbureau.com/poh/tool_receipt_envelope.v1.json"
+)
+
 var envelopeSchemas = map[string]string{
-	TypeProofBundle:          schemas.ProofBundleEnvelopeV1,
-	TypeGatewayReceipt:       schemas.GatewayReceiptEnvelopeV1,
+	TypeProofBundle:          proofBundleEnvelopeV1,
+	TypeGatewayReceipt:       gatewayReceiptEnvelopeV1,
 	TypeExecutionAttestation: schemas.ExecutionAttestationEnvelopeV1,
-	typeToolReceipt:          schemas.ToolReceiptEnvelopeV1,
+	typeToolReceipt:          toolReceiptEnvelopeV1ID,
 }
 
 // envelopeFields are the SignedEnvelope members in PoH emitted order.

@@ -39,14 +39,21 @@ const (
 	toolReceiptPayloadV1  ToolReceiptForm = "payload-v1"
 )
 
+// IDs of the other tool receipt schemas (embedded in schema/schemas).
+const (
+	toolReceiptEnvelopeV2ID = "https://schemas.clawbureau.org/claw.poh.tool_receipt_envelope.v2.json"
+	toolReceiptPayloadV2ID  = "https://schemas.clawbureau.org/claw.poh.tool_receipt.v2.json"
+	toolReceiptPayloadV1ID  = "https://schemas.clawbureau.com/poh/tool_receipt.v1.json"
+)
+
 var toolReceiptForms = []struct {
 	form   ToolReceiptForm
 	schema string
 }{
-	{toolReceiptEnvelopeV2, schemas.ToolReceiptEnvelopeV2},
-	{toolReceiptEnvelopeV1, schemas.ToolReceiptEnvelopeV1},
-	{toolReceiptPayloadV2, schemas.ToolReceiptV2},
-	{toolReceiptPayloadV1, schemas.ToolReceiptV1},
+	{toolReceiptEnvelopeV2, toolReceiptEnvelopeV2ID},
+	{toolReceiptEnvelopeV1, toolReceiptEnvelopeV1ID},
+	{toolReceiptPayloadV2, toolReceiptPayloadV2ID},
+	{toolReceiptPayloadV1, toolReceiptPayloadV1ID},
 }
 
 // ToolReceipt is a tool_receipts entry that passed every check.

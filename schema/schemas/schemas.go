@@ -26,21 +26,16 @@ import (
 //go:embed poh/*.json clawea/*.json
 var files embed.FS
 
-// Schema IDs.
+// Schema IDs. The IDs of the envelope and tool receipt schemas that only
+// schema/poh validates against are declared there.
 const (
-	ProofBundleEnvelopeV1          = "https://schemas.clawbureau.org/claw.poh.proof_bundle_envelope.v1.json"
 	proofBundleV1                  = "https://schemas.clawbureau.org/claw.poh.proof_bundle.v1.json"
 	ExecutionAttestationEnvelopeV1 = "https://schemas.clawbureau.org/claw.poh.execution_attestation_envelope.v1.json"
 	executionAttestationV1         = "https://schemas.clawbureau.org/claw.poh.execution_attestation.v1.json"
-	GatewayReceiptEnvelopeV1       = "https://schemas.clawbureau.org/claw.poh.gateway_receipt_envelope.v1.json"
 	eventChainV1                   = "https://schemas.clawbureau.org/claw.poh.event_chain.v1.json"
 	PromptPackV1                   = "https://schemas.clawbureau.org/claw.poh.prompt_pack.v1.json"
 	PoHSystemPromptReportV1        = "https://schemas.clawbureau.org/claw.poh.system_prompt_report.v1.json"
 	urmv1                          = "https://schemas.clawbureau.org/claw.poh.urm.v1.json"
-	ToolReceiptEnvelopeV1          = "https://schemas.clawbureau.com/poh/tool_receipt_envelope.v1.json"
-	ToolReceiptV1                  = "https://schemas.clawbureau.com/poh/tool_receipt.v1.json"
-	ToolReceiptEnvelopeV2          = "https://schemas.clawbureau.org/claw.poh.tool_receipt_envelope.v2.json"
-	ToolReceiptV2                  = "https://schemas.clawbureau.org/claw.poh.tool_receipt.v2.json"
 	coSignatureV1                  = "https://schemas.clawbureau.org/claw.poh.co_signature.v1.json"
 	selectiveDisclosureV1          = "https://schemas.clawbureau.org/claw.poh.selective_disclosure.v1.json"
 	// SystemPromptReportV1 is clawea's hash-first SystemPromptReport.v1.

@@ -49,12 +49,16 @@ func TestSchemasMatchConformance(t *testing.T) {
 	}
 }
 
+// proofBundleEnvelopeV1 is the ID of the schema the shared vectors follow
+// (schema/poh validates against it).
+const proofBundleEnvelopeV1 = "https://schemas.clawbureau.org/claw.poh.proof_bundle_envelope.v1.json"
+
 func TestPassingBundleValidates(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(sharedDir(t, "vectors"), "proof_bundle_pass.v1.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Validate(ProofBundleEnvelopeV1, raw); err != nil {
+	if err := Validate(proofBundleEnvelopeV1, raw); err != nil {
 		t.Fatalf("pass vector: %v", err)
 	}
 }
@@ -72,7 +76,7 @@ func TestRejects(t *testing.T) {
 		"not json":    []byte(`{`),
 		"wrong type":  []byte(`[]`),
 	} {
-		err := Validate(ProofBundleEnvelopeV1, doc)
+		err := Validate(proofBundleEnvelopeV1, doc)
 		if _, ok := errors.AsType[*ValidationError](err); !errors.Is(err, errInvalid) || !ok {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
