@@ -186,16 +186,7 @@ func (r *Reader) Members(v *pohjson.Value, path string, min, max int) []pohjson.
 		r.Fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
 		return nil
 	}
-	ms := v.Members()
-	if len(ms) > max {
-		r.Fail(path, ErrTooLarge)
-		return nil
-	}
-	if len(ms) < min {
-		r.Fail(path, ErrMissingField)
-		return nil
-	}
-	return ms
+	return counted(r, path, v.Members(), min, max)
 }
 
 // Array checks that v is an array with min..max elements and returns them.
@@ -205,16 +196,21 @@ func (r *Reader) Array(v *pohjson.Value, path string, min, max int) []*pohjson.V
 		r.Fail(path, fmt.Errorf("%w: not an array", ErrWrongType))
 		return nil
 	}
-	es := v.Elems()
-	if len(es) > max {
+	return counted(r, path, v.Elems(), min, max)
+}
+
+// counted returns items when there are min..max of them; fewer than min is
+// ErrMissingField, more than max ErrTooLarge.
+func counted[T any](r *Reader, path string, items []T, min, max int) []T {
+	switch {
+	case len(items) > max:
 		r.Fail(path, ErrTooLarge)
 		return nil
-	}
-	if len(es) < min {
+	case len(items) < min:
 		r.Fail(path, ErrMissingField)
 		return nil
 	}
-	return es
+	return items
 }
 
 // Str returns the string v and whether it is one; a nil v returns ("",
