@@ -761,23 +761,19 @@ func (m *members) take(key string) *pohjson.Value {
 }
 
 // str reads a string member that encoding/json always writes.
-func (m *members) str(key string) string {
-	s, ok := m.take(key).Str()
-	m.ok = m.ok && ok
-	return s
-}
+func (m *members) str(key string) string { return read(m, key, (*pohjson.Value).Str) }
 
 // integer reads an int64 member (the parser admits only safe integers).
-func (m *members) integer(key string) int64 {
-	n, ok := m.take(key).Int()
-	m.ok = m.ok && ok
-	return n
-}
+func (m *members) integer(key string) int64 { return read(m, key, (*pohjson.Value).Int) }
 
-func (m *members) boolean(key string) bool {
-	b, ok := m.take(key).Bool()
+func (m *members) boolean(key string) bool { return read(m, key, (*pohjson.Value).Bool) }
+
+// read takes the member named key with get, which fails on a missing
+// member (a nil *pohjson.Value) or one of another JSON type.
+func read[T any](m *members, key string, get func(*pohjson.Value) (T, bool)) T {
+	x, ok := get(m.take(key))
 	m.ok = m.ok && ok
-	return b
+	return x
 }
 
 // optStr reads an omitempty string member: absent, or a non-empty string.
