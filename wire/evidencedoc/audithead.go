@@ -2,6 +2,7 @@ package evidencedoc
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -36,14 +37,21 @@ func checkChainHead(rootName, root, countName string, count int64) error {
 // refuses it in earlier versions, and checks its chain head against its
 // count (docs/spec/attestation-v1.md section 5.7).
 func checkGatewayMember(c *Commitments) error {
-	if c.Version != CommitmentsVersionV4 {
-		if c.Gateway != nil {
-			return fmt.Errorf("%w: a %s commitment has no gateway member", ErrMalformed, c.Version)
-		}
-		return nil
-	}
-	if c.Gateway == nil {
-		return fmt.Errorf("%w: gateway is required in %s", ErrMalformed, CommitmentsVersionV4)
+	if err := memberInVersion(c.Version, "gateway", c.Gateway != nil, CommitmentsVersionV4); err != nil || c.Gateway == nil {
+		return err
 	}
 	return checkChainHead("gateway.receipt_chain_b64u", c.Gateway.ReceiptChainB64u, "gateway.receipt_count", c.Gateway.ReceiptCount)
+}
+
+// memberInVersion checks that a commitment member is present in the
+// version that requires it and absent from every version other than that
+// one and those that admit it.
+func memberInVersion(version, name string, present bool, required string, admitted ...string) error {
+	switch {
+	case version == required && !present:
+		return fmt.Errorf("%w: %s is required in %s", ErrMalformed, name, required)
+	case present && version != required && !slices.Contains(admitted, version):
+		return fmt.Errorf("%w: a %s commitment has no %s member", ErrMalformed, version, name)
+	}
+	return nil
 }

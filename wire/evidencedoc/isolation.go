@@ -220,17 +220,8 @@ func isolationFrom(v *pohjson.Value, i *Isolation) bool {
 // checkIsolationMember requires isolation in v3 commitments, admits it in
 // v4, refuses it in earlier versions, and checks it.
 func checkIsolationMember(c *Commitments) error {
-	if c.Version == CommitmentsVersionV4 && c.Isolation != nil {
-		return checkIsolation(c.Isolation)
-	}
-	if c.Version != CommitmentsVersionV3 {
-		if c.Isolation != nil {
-			return fmt.Errorf("%w: a %s commitment has no isolation member", ErrMalformed, c.Version)
-		}
-		return nil
-	}
-	if c.Isolation == nil {
-		return fmt.Errorf("%w: isolation is required in %s", ErrMalformed, CommitmentsVersionV3)
+	if err := memberInVersion(c.Version, "isolation", c.Isolation != nil, CommitmentsVersionV3, CommitmentsVersionV4); err != nil || c.Isolation == nil {
+		return err
 	}
 	return checkIsolation(c.Isolation)
 }
