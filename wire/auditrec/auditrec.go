@@ -215,41 +215,36 @@ func (r *Record) checkUTF8() error {
 // record_hash_b64u member is (or would be). The strings MUST be valid UTF-8
 // (checkUTF8).
 func (r *Record) appendJCS(dst []byte, withHash bool) ([]byte, int) {
-	dst = append(dst, `{"agent":`...)
-	dst = jsstr.AppendQuote(dst, r.Agent)
-	dst = append(dst, `,"audit_version":`...)
-	dst = jsstr.AppendQuote(dst, r.AuditVersion)
-	dst = append(dst, `,"decision":`...)
-	dst = jsstr.AppendQuote(dst, r.Decision)
-	dst = append(dst, `,"params_hash_b64u":`...)
-	dst = jsstr.AppendQuote(dst, r.ParamsHash)
+	dst = appendMember(dst, `{"agent":`, r.Agent)
+	dst = appendMember(dst, `,"audit_version":`, r.AuditVersion)
+	dst = appendMember(dst, `,"decision":`, r.Decision)
+	dst = appendMember(dst, `,"params_hash_b64u":`, r.ParamsHash)
 	dst = append(dst, `,"prev_hash_b64u":`...)
 	if r.PrevHash == nil {
 		dst = append(dst, "null"...)
 	} else {
 		dst = jsstr.AppendQuote(dst, *r.PrevHash)
 	}
-	dst = append(dst, `,"reason":`...)
-	dst = jsstr.AppendQuote(dst, r.Reason)
+	dst = appendMember(dst, `,"reason":`, r.Reason)
 	mid := len(dst)
 	if withHash {
-		dst = append(dst, `,"record_hash_b64u":`...)
-		dst = jsstr.AppendQuote(dst, r.RecordHash)
+		dst = appendMember(dst, `,"record_hash_b64u":`, r.RecordHash)
 	}
 	dst = append(dst, `,"seq":`...)
 	dst = strconv.AppendUint(dst, r.Seq, 10)
-	dst = append(dst, `,"session":`...)
-	dst = jsstr.AppendQuote(dst, r.Session)
-	dst = append(dst, `,"stage":`...)
-	dst = jsstr.AppendQuote(dst, r.Stage)
-	dst = append(dst, `,"time":`...)
-	dst = jsstr.AppendQuote(dst, r.Time)
-	dst = append(dst, `,"tool":`...)
-	dst = jsstr.AppendQuote(dst, r.Tool)
-	dst = append(dst, `,"turn":`...)
-	dst = jsstr.AppendQuote(dst, r.Turn)
+	dst = appendMember(dst, `,"session":`, r.Session)
+	dst = appendMember(dst, `,"stage":`, r.Stage)
+	dst = appendMember(dst, `,"time":`, r.Time)
+	dst = appendMember(dst, `,"tool":`, r.Tool)
+	dst = appendMember(dst, `,"turn":`, r.Turn)
 	dst = append(dst, '}')
 	return dst, mid
+}
+
+// appendMember appends a member name (with its separator and colon) and
+// its string value, quoted as JCS does.
+func appendMember(dst []byte, name, value string) []byte {
+	return jsstr.AppendQuote(append(dst, name...), value)
 }
 
 // Chain is the state of a chain being read or written: the hash of the last
