@@ -56,6 +56,11 @@ func paramsBundle(params ...string) *poh.Bundle {
 
 // callBundle is a bundle whose tool_call events carry the given payloads
 // in metadata.clawea_tool_calls (binding "call").
+// calls builds a bundle of the given tool call payloads, for a table.
+func calls(payloads ...*pohjson.Value) func(*testing.T) *poh.Bundle {
+	return func(t *testing.T) *poh.Bundle { return callBundle(t, payloads...) }
+}
+
 func callBundle(t *testing.T, payloads ...*pohjson.Value) *poh.Bundle {
 	t.Helper()
 	b := &poh.Bundle{Events: []poh.Event{{EventHeader: poh.EventHeader{EventType: poh.PromptCommittedEventType}}}}
@@ -138,27 +143,19 @@ func TestMatchToolCallsRefuses(t *testing.T) {
 			poh.EvidenceMismatch, "payload.event_chain[4]", "does not match",
 		},
 		"a tool call of another turn": {
-			func(t *testing.T) *poh.Bundle {
-				return callBundle(t, callPayload(1, "t1", "exec", ls), callPayload(3, "t1", "read", hosts))
-			}, log,
+			calls(callPayload(1, "t1", "exec", ls), callPayload(3, "t1", "read", hosts)), log,
 			poh.EvidenceMismatch, "payload.event_chain[2]", "another turn",
 		},
 		"another tool with the same parameters": {
-			func(t *testing.T) *poh.Bundle {
-				return callBundle(t, callPayload(1, "t1", "write", ls), callPayload(3, "t2", "read", hosts))
-			}, log,
+			calls(callPayload(1, "t1", "write", ls), callPayload(3, "t2", "read", hosts)), log,
 			poh.EvidenceMismatch, "payload.event_chain[1]", "another tool",
 		},
 		"the denied decision's seq": {
-			func(t *testing.T) *poh.Bundle {
-				return callBundle(t, callPayload(2, "t1", "exec", `{"cmd":"rm -rf /"}`), callPayload(3, "t2", "read", hosts))
-			}, log,
+			calls(callPayload(2, "t1", "exec", `{"cmd":"rm -rf /"}`), callPayload(3, "t2", "read", hosts)), log,
 			poh.EvidenceMismatch, "payload.event_chain[1]", "names audit seq 2",
 		},
 		"call payloads swapped": {
-			func(t *testing.T) *poh.Bundle {
-				return callBundle(t, callPayload(3, "t2", "read", hosts), callPayload(1, "t1", "exec", ls))
-			}, log,
+			calls(callPayload(3, "t2", "read", hosts), callPayload(1, "t1", "exec", ls)), log,
 			poh.EvidenceMismatch, "payload.event_chain[1]", "out of order",
 		},
 		"a payload that is not the event's": {
