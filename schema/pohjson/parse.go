@@ -231,21 +231,15 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, prependPath(err, k)
 		}
 		v.members = append(v.members, Member{Key: k, Value: mv})
-		p.ws()
-		if p.i >= len(p.data) {
-			return nil, p.errf(errSyntax, "unexpected end of input in object")
+		done, err := p.afterItem('}', "object")
+		if err != nil {
+			return nil, err
 		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		if done {
 			if indexed && !inPropertyOrder(v.members) {
 				p.departs(objAt, "members out of JavaScript property order")
 			}
 			return v, nil
-		default:
-			return nil, p.errf(errSyntax, "expected ',' or '}'")
 		}
 	}
 }
@@ -268,20 +262,32 @@ func (p *parser) array(depth int) (*Value, error) {
 			return nil, prependPath(err, len(v.arr))
 		}
 		v.arr = append(v.arr, ev)
-		p.ws()
-		if p.i >= len(p.data) {
-			return nil, p.errf(errSyntax, "unexpected end of input in array")
+		done, err := p.afterItem(']', "array")
+		if err != nil {
+			return nil, err
 		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if done {
 			return v, nil
-		default:
-			return nil, p.errf(errSyntax, "expected ',' or ']'")
 		}
 	}
+}
+
+// afterItem reads what follows an item of an object or array: ',' (done
+// is false) or the closing byte (done is true).
+func (p *parser) afterItem(closing byte, container string) (done bool, err error) {
+	p.ws()
+	if p.i >= len(p.data) {
+		return false, p.errf(errSyntax, "unexpected end of input in "+container)
+	}
+	switch p.data[p.i] {
+	case ',':
+		p.i++
+		return false, nil
+	case closing:
+		p.i++
+		return true, nil
+	}
+	return false, p.errf(errSyntax, "expected ',' or '"+string(closing)+"'")
 }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
