@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/nvgpu"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/attestfixture"
@@ -28,7 +27,7 @@ func attestGPU(t *testing.T, q measurer, r *run) *fixture {
 	bundle := r.bundle(t)
 	in := attestfixture.Input(t, &r.Run, root, int64(count))
 	in.BundleEnvelope = bundle
-	out, m := attestfixture.AttestWithGPUs(t, attesterKey(), q, []enclave.Quoter{g}, fixedNow, in)
+	out, m := attestfixture.Attest(t, attesterKey(), q, fixedNow, in, g)
 	rep, _ := reportJSON(t)
 	return &fixture{att: out.AttestationJSON, ev: out.EvidenceJWS, bundle: bundle, audit: log, report: rep, run: r, measurement: m}
 }

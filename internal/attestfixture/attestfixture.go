@@ -76,15 +76,9 @@ type platform interface {
 	enclave.Measurer
 }
 
-// Attest runs an issuer with key, q and now on in and returns its output
-// and q's launch measurement.
-func Attest(t testing.TB, key ed25519.PrivateKey, q platform, now func() time.Time, in attestation.AttestInput) (*attestation.Output, []byte) {
-	t.Helper()
-	return AttestWithGPUs(t, key, q, nil, now, in)
-}
-
-// AttestWithGPUs is Attest with GPU evidence from gpus beside q's.
-func AttestWithGPUs(t testing.TB, key ed25519.PrivateKey, q platform, gpus []enclave.Quoter, now func() time.Time, in attestation.AttestInput) (*attestation.Output, []byte) {
+// Attest runs an issuer with key, q, now and GPU evidence from gpus (none
+// when empty) on in and returns its output and q's launch measurement.
+func Attest(t testing.TB, key ed25519.PrivateKey, q platform, now func() time.Time, in attestation.AttestInput, gpus ...enclave.Quoter) (*attestation.Output, []byte) {
 	t.Helper()
 	is := &attestation.Issuer{Key: key, Quoter: q, Now: now, GPUs: gpus}
 	out, err := is.Attest(context.Background(), in)
