@@ -52,12 +52,12 @@ var envelopeFields = []string{
 // MaxEnvelopeBytes bounds an envelope accepted by Verify.
 const MaxEnvelopeBytes = 8 << 20
 
-// TimeFormat is how this package writes timestamps: RFC 3339 in UTC with
+// timeFormat is how this package writes timestamps: RFC 3339 in UTC with
 // milliseconds, as JavaScript's Date.prototype.toISOString does.
-const TimeFormat = "2006-01-02T15:04:05.000Z"
+const timeFormat = "2006-01-02T15:04:05.000Z"
 
 // FormatTime formats t as JavaScript's toISOString.
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+func FormatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 // Sign builds a SignedEnvelope of the given type around payload and signs it
 // with key. It returns the envelope as compact JSON in PoH emitted order.

@@ -19,10 +19,6 @@ import (
 	"github.com/clawea/attester/wire/nvspdm"
 )
 
-// timeFormat is the issued_at format: RFC 3339 UTC with milliseconds, as
-// JavaScript's Date.prototype.toISOString writes it.
-const timeFormat = poh.TimeFormat
-
 // wirePayload is the JWS payload. Field order is the wire order; the first
 // member is always evidence_version.
 type wirePayload struct {
@@ -283,8 +279,10 @@ func fromWire(w *wirePayload) (*Document, error) {
 	if _, err := didkey.Parse(w.AttesterDID); err != nil {
 		return nil, fmt.Errorf("%w: attester_did: %v", ErrMalformed, err)
 	}
-	t, err := time.Parse(timeFormat, w.IssuedAt)
-	if err != nil || t.UTC().Format(timeFormat) != w.IssuedAt {
+	// issued_at is exactly what poh.FormatTime writes: RFC 3339 UTC with
+	// milliseconds, as JavaScript's Date.prototype.toISOString writes it.
+	t, err := time.Parse(time.RFC3339, w.IssuedAt)
+	if err != nil || poh.FormatTime(t) != w.IssuedAt {
 		return nil, fmt.Errorf("%w: issued_at must be %s", ErrMalformed, "YYYY-MM-DDTHH:MM:SS.mmmZ")
 	}
 	d.IssuedAt = t
@@ -589,7 +587,7 @@ func toWire(d *Document, did string) *wirePayload {
 		EvidenceVersion: version,
 		Kind:            d.Kind,
 		AttesterDID:     did,
-		IssuedAt:        d.IssuedAt.UTC().Format(timeFormat),
+		IssuedAt:        poh.FormatTime(d.IssuedAt),
 		NonceB64u:       b64u.Encode(d.Nonce[:]),
 		Execution:       d.Execution,
 		Key:             d.Key,
