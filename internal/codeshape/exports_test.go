@@ -97,28 +97,26 @@ func exportedNames(root string) (n, files int, err error) {
 // exportedIn counts the top-level exported names of one file: functions,
 // methods (whatever their receiver), types, variables and constants.
 func exportedIn(f *ast.File) int {
-	n := 0
+	var names []*ast.Ident
 	for _, decl := range f.Decls {
 		switch d := decl.(type) {
 		case *ast.FuncDecl:
-			if d.Name.IsExported() {
-				n++
-			}
+			names = append(names, d.Name)
 		case *ast.GenDecl:
 			for _, s := range d.Specs {
 				switch s := s.(type) {
 				case *ast.TypeSpec:
-					if s.Name.IsExported() {
-						n++
-					}
+					names = append(names, s.Name)
 				case *ast.ValueSpec:
-					for _, id := range s.Names {
-						if id.IsExported() {
-							n++
-						}
-					}
+					names = append(names, s.Names...)
 				}
 			}
+		}
+	}
+	n := 0
+	for _, id := range names {
+		if id.IsExported() {
+			n++
 		}
 	}
 	return n
