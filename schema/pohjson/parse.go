@@ -122,11 +122,23 @@ func (p *parser) literal(lit string) bool {
 	return false
 }
 
+// skip skips white space and then b, when b comes next.
+func (p *parser) skip(b byte) bool {
+	p.ws()
+	if p.i < len(p.data) && p.data[p.i] == b {
+		p.i++
+		return true
+	}
+	return false
+}
+
 func (p *parser) value(depth int) (*Value, error) {
 	if p.i >= len(p.data) {
 		return nil, p.errf(errSyntax, "unexpected end of input")
 	}
 	switch c := p.data[p.i]; {
+	case (c == '{' || c == '[') && depth+1 > p.maxDepth:
+		return nil, p.errf(ErrTooDeep, "more than "+strconv.Itoa(p.maxDepth)+" levels")
 	case c == '{':
 		return p.object(depth + 1)
 	case c == '[':
@@ -175,9 +187,6 @@ func inPropertyOrder(members []Member) bool {
 const dupScanMax = 16
 
 func (p *parser) object(depth int) (*Value, error) {
-	if depth > p.maxDepth {
-		return nil, p.errf(ErrTooDeep, "more than "+strconv.Itoa(p.maxDepth)+" levels")
-	}
 	objAt := p.i
 	p.i++ // '{'
 	v := &Value{kind: Object, members: []Member{}}
@@ -185,9 +194,7 @@ func (p *parser) object(depth int) (*Value, error) {
 	// Duplicate keys: a scan of the members so far for small objects, a
 	// set from the dupScanMax-th member on (no map for the many small ones).
 	var seen map[string]struct{}
-	p.ws()
-	if p.i < len(p.data) && p.data[p.i] == '}' {
-		p.i++
+	if p.skip('}') {
 		return v, nil
 	}
 	for {
@@ -220,11 +227,9 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, &Error{Offset: keyAt, Err: ErrDuplicateKey, Msg: strconv.Quote(k), Path: []any{k}}
 		}
 		indexed = indexed || p.opts.Canonical && jsstr.IsArrayIndex(k)
-		p.ws()
-		if p.i >= len(p.data) || p.data[p.i] != ':' {
+		if !p.skip(':') {
 			return nil, p.errf(errSyntax, "expected ':'")
 		}
-		p.i++
 		p.ws()
 		mv, err := p.value(depth)
 		if err != nil {
@@ -245,14 +250,9 @@ func (p *parser) object(depth int) (*Value, error) {
 }
 
 func (p *parser) array(depth int) (*Value, error) {
-	if depth > p.maxDepth {
-		return nil, p.errf(ErrTooDeep, "more than "+strconv.Itoa(p.maxDepth)+" levels")
-	}
 	p.i++ // '['
 	v := &Value{kind: Array, arr: []*Value{}}
-	p.ws()
-	if p.i < len(p.data) && p.data[p.i] == ']' {
-		p.i++
+	if p.skip(']') {
 		return v, nil
 	}
 	for {
