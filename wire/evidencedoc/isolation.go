@@ -192,7 +192,7 @@ func checkIsolation(i *Isolation) error {
 
 // isolationFrom reads an isolation object as wireFrom reads the payload.
 func isolationFrom(v *pohjson.Value, i *Isolation) bool {
-	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	m := membersOf(v)
 	i.Version = m.str("isolation_version")
 	i.ObservedAt = m.str("observed_at")
 	i.AttesterUID = m.integer("attester_uid")

@@ -622,7 +622,7 @@ func toWire(d *Document, did string) *wirePayload {
 // JSON.stringify form, that accepts exactly the payloads that are the
 // canonical encoding (pohjson.Marshal) of the wirePayload they decode to.
 func wireFrom(v *pohjson.Value) (w *wirePayload, ok bool) {
-	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	m := membersOf(v)
 	w = &wirePayload{}
 	w.EvidenceVersion = m.str("evidence_version")
 	w.Kind = m.str("kind")
@@ -650,7 +650,7 @@ func wireFrom(v *pohjson.Value) (w *wirePayload, ok bool) {
 
 // evidenceFrom reads one evidence item as wireFrom reads the payload.
 func evidenceFrom(v *pohjson.Value, e *wireEvidence) bool {
-	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	m := membersOf(v)
 	e.Platform = m.str("platform")
 	e.Simulated = m.boolean("simulated")
 	e.Format = m.str("format")
@@ -678,7 +678,7 @@ func contextFrom[T any](v *pohjson.Value, ok bool, read func(*pohjson.Value, *T)
 }
 
 func executionFrom(v *pohjson.Value, c *ExecutionContext) bool {
-	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	m := membersOf(v)
 	c.Context = m.str("context")
 	c.AttestationID = m.str("attestation_id")
 	c.AgentDID = m.str("agent_did")
@@ -689,7 +689,7 @@ func executionFrom(v *pohjson.Value, c *ExecutionContext) bool {
 }
 
 func commitmentsFrom(v *pohjson.Value, c *Commitments) bool {
-	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	m := membersOf(v)
 	c.Version = m.str("clawea_version")
 	c.SystemPromptHashB64u = m.str("system_prompt_hash_b64u")
 	c.SystemPromptReportHashB64u = m.str("system_prompt_report_hash_b64u")
@@ -710,7 +710,7 @@ func commitmentsFrom(v *pohjson.Value, c *Commitments) bool {
 		m.ok = m.ok && isolationFrom(iv, c.Isolation)
 	}
 	if gv := m.take("gateway"); gv != nil { // omitempty: absent, or an object
-		g := members{ms: gv.Members(), ok: gv.Kind() == pohjson.Object}
+		g := membersOf(gv)
 		c.Gateway = &GatewayRecord{ReceiptCount: g.integer("receipt_count"), ReceiptChainB64u: g.str("receipt_chain_b64u")}
 		m.ok = m.ok && g.done()
 	}
@@ -718,7 +718,7 @@ func commitmentsFrom(v *pohjson.Value, c *Commitments) bool {
 }
 
 func modelFrom(v *pohjson.Value, c *ModelIdentity) bool {
-	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	m := membersOf(v)
 	c.Version = m.str("model_identity_version")
 	c.Provider = m.str("provider")
 	c.Model = m.str("model")
@@ -727,7 +727,7 @@ func modelFrom(v *pohjson.Value, c *ModelIdentity) bool {
 }
 
 func keyFrom(v *pohjson.Value, c *KeyContext) bool {
-	m := members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
+	m := membersOf(v)
 	c.Context = m.str("context")
 	c.ChallengeB64u = m.str("challenge_b64u")
 	c.RecipientX25519B64u = m.optStr("recipient_x25519_b64u")
@@ -744,6 +744,11 @@ func keyFrom(v *pohjson.Value, c *KeyContext) bool {
 type members struct {
 	ms []pohjson.Member
 	ok bool
+}
+
+// membersOf reads the members of v, which must be an object.
+func membersOf(v *pohjson.Value) members {
+	return members{ms: v.Members(), ok: v.Kind() == pohjson.Object}
 }
 
 func (m *members) done() bool { return m.ok && len(m.ms) == 0 }
