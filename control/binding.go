@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/answer"
 )
 
@@ -33,11 +34,11 @@ var (
 // ProcessOf is the Process of a control connection's peer, or
 // ErrProcessUnknown.
 func ProcessOf(p Peer) (Process, error) {
-	if p == nil || p.PID() <= 0 || p.PID() > answer.MaxSafeInteger {
+	if p == nil || p.PID() <= 0 || p.PID() > pohjson.MaxSafeInteger {
 		return Process{}, ErrProcessUnknown
 	}
 	st, ok := p.StartTime()
-	if !ok || st > answer.MaxSafeInteger {
+	if !ok || st > pohjson.MaxSafeInteger {
 		return Process{}, ErrProcessUnknown
 	}
 	return Process{PID: p.PID(), StartTime: st}, nil

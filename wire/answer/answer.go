@@ -16,6 +16,7 @@ import (
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 // Wire constants.
@@ -33,10 +34,7 @@ const (
 	// maxStatementBytes bounds a statement (a client refuses a longer one
 	// before decoding it).
 	maxStatementBytes = 1024
-	// MaxSafeInteger is the largest integer a statement carries (2^53-1),
-	// so that JavaScript reads every number exactly.
-	MaxSafeInteger = 1<<53 - 1
-	maxRunIDBytes  = 128
+	maxRunIDBytes     = 128
 )
 
 // Statement is what the attester signs for one answer. Its fields are in
@@ -103,7 +101,10 @@ func (s *Statement) Marshal() ([]byte, error) {
 	return json.Marshal(s)
 }
 
+// check checks a statement's members; every integer is at most
+// pohjson.MaxSafeInteger, so that JavaScript reads every number exactly.
 func (s *Statement) check() error {
+	const maxInt = pohjson.MaxSafeInteger
 	switch {
 	case s.AnswerVersion != Version:
 		return fmt.Errorf("%w: answer_version", errMalformed)
@@ -111,9 +112,9 @@ func (s *Statement) check() error {
 		return fmt.Errorf("%w: run_id", errMalformed)
 	case !b64u.ValidHash(s.RequestHashB64u) || !b64u.ValidHash(s.ResponseHashB64u):
 		return fmt.Errorf("%w: hashes", errMalformed)
-	case s.PeerPID < 1 || s.PeerPID > MaxSafeInteger || s.PeerStartTime < 0 || s.PeerStartTime > MaxSafeInteger:
+	case s.PeerPID < 1 || s.PeerPID > maxInt || s.PeerStartTime < 0 || s.PeerStartTime > maxInt:
 		return fmt.Errorf("%w: peer", errMalformed)
-	case s.Seq < 1 || s.Seq > MaxSafeInteger || s.Status < 200 || s.Status > 299:
+	case s.Seq < 1 || s.Seq > maxInt || s.Status < 200 || s.Status > 299:
 		return fmt.Errorf("%w: seq or status", errMalformed)
 	}
 	if _, err := didkey.Parse(s.AttesterDID); err != nil {

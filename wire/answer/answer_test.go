@@ -10,6 +10,7 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 // The vector the plugin's tests share (clients/openclaw/test/answer.test.js):
@@ -157,7 +158,7 @@ func TestMarshalRefusesBadFields(t *testing.T) {
 		"run id with a quote": func(s *Statement) { s.RunID = `run"x` },
 		"empty run id":        func(s *Statement) { s.RunID = "" },
 		"seq 0":               func(s *Statement) { s.Seq = 0 },
-		"seq beyond 2^53-1":   func(s *Statement) { s.Seq = MaxSafeInteger + 1 },
+		"seq beyond 2^53-1":   func(s *Statement) { s.Seq = pohjson.MaxSafeInteger + 1 },
 		"pid 0":               func(s *Statement) { s.PeerPID = 0 },
 		"bad hash":            func(s *Statement) { s.RequestHashB64u = "x" },
 		"bad did":             func(s *Statement) { s.AttesterDID = "did:key:zx" },
