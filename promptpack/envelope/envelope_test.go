@@ -115,14 +115,14 @@ func regions(h *Header) []region {
 	cl := nonce + nonceSize
 	ct := cl + 8
 	return []region{
-		{"magic", 0, len(magic), []error{ErrUnknownVersion}},
-		{"header_len", len(magic), len(magic) + 4, []error{ErrBadLength}},
+		{"magic", 0, len(magic), []error{errUnknownVersion}},
+		{"header_len", len(magic), len(magic) + 4, []error{errBadLength}},
 		{"pack_id_len", len(magic) + 4, pid, []error{ErrMalformed}},
 		{"pack_id", pid, rh, []error{ErrMalformed, ErrContextMismatch}},
 		{"report_hash", rh, rh + hashSize, []error{ErrContextMismatch}},
 		{"n_recipients", rh + hashSize, kid, []error{ErrMalformed}},
 		{"key_id", kid, wl, []error{ErrNoMatchingRecipient}},
-		{"wrapped_len", wl, wr, []error{ErrBadLength}},
+		{"wrapped_len", wl, wr, []error{errBadLength}},
 		{"wrapped", wr, nonce, []error{ErrAuthentication}},
 		{"nonce", nonce, cl, []error{ErrAuthentication}},
 		{"ct_len", cl, ct, []error{ErrMalformed}},
@@ -184,7 +184,7 @@ func TestTamperEveryByte(t *testing.T) {
 		}
 	}
 	ext := append(bytes.Clone(file), 0)
-	if _, err := Parse(ext); !errors.Is(err, ErrTrailingData) {
+	if _, err := Parse(ext); !errors.Is(err, errTrailingData) {
 		t.Fatalf("trailing byte: err = %v", err)
 	}
 }
@@ -227,7 +227,7 @@ func TestManifestTamper(t *testing.T) {
 		mm.RecipientKeyIDs = append([]KeyID(nil), m.RecipientKeyIDs...)
 		edit(&mm)
 		_, err := Open(file, &mm, k, ctx, make([]byte, 16))
-		if !isAny(err, []error{ErrManifestMismatch, ErrUnknownVersion, ErrUnknownAlgorithm}) {
+		if !isAny(err, []error{ErrManifestMismatch, errUnknownVersion, errUnknownAlgorithm}) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
@@ -331,7 +331,7 @@ func TestLimits(t *testing.T) {
 	if _, err := small.parse(big); !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("parse over limit: %v", err)
 	}
-	if _, err := small.Open(big, bm, k, ctx, make([]byte, 200)); !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrBadLength) {
+	if _, err := small.Open(big, bm, k, ctx, make([]byte, 200)); !errors.Is(err, ErrTooLarge) && !errors.Is(err, errBadLength) {
 		t.Fatalf("open over limit: %v", err)
 	}
 	huge := make([]byte, maxFileSize(100)+1)
@@ -360,14 +360,14 @@ func TestSealInputErrors(t *testing.T) {
 	if _, _, err := Seal(nil, ctx, nil); !errors.Is(err, errInvalidRecipients) {
 		t.Error(err)
 	}
-	if _, _, err := Seal(nil, ctx, k.Public(), k.Public()); !errors.Is(err, ErrDuplicateKeyID) {
+	if _, _, err := Seal(nil, ctx, k.Public(), k.Public()); !errors.Is(err, errDuplicateKeyID) {
 		t.Error(err)
 	}
 	many := make([]*PublicKey, maxRecipients+1)
 	for i := range many {
 		many[i] = mustKey(t).Public()
 	}
-	if _, _, err := Seal(nil, ctx, many...); !errors.Is(err, ErrTooManyRecipients) {
+	if _, _, err := Seal(nil, ctx, many...); !errors.Is(err, errTooManyRecipients) {
 		t.Error(err)
 	}
 	file, m := mustSeal(t, nil, ctx, many[:maxRecipients]...)
@@ -420,26 +420,26 @@ func TestParseErrors(t *testing.T) {
 	copy(dup[off+stanzaSize:], h.Recipients[0].KeyID[:])
 	_, err = Parse(dup)
 	pe, ok := errors.AsType[*parseError](err)
-	if !errors.Is(err, ErrDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !ok || pe.Offset != off+stanzaSize {
+	if !errors.Is(err, errDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !ok || pe.Offset != off+stanzaSize {
 		t.Errorf("duplicate: %v", err)
 	}
 	// Recipient count above the limit.
 	many := bytes.Clone(file)
 	many[off-1] = maxRecipients + 1
-	if _, err := Parse(many); !errors.Is(err, ErrTooManyRecipients) {
+	if _, err := Parse(many); !errors.Is(err, errTooManyRecipients) {
 		t.Errorf("too many: %v", err)
 	}
 	// Unknown version.
 	v2 := bytes.Replace(file, []byte("/v1\n"), []byte("/v2\n"), 1)
-	if _, err := Parse(v2); !errors.Is(err, ErrUnknownVersion) {
+	if _, err := Parse(v2); !errors.Is(err, errUnknownVersion) {
 		t.Errorf("v2: %v", err)
 	}
 	// Marshal refuses what Parse refuses.
 	h.Recipients[1].KeyID = h.Recipients[0].KeyID
-	if _, err := h.MarshalBinary(); !errors.Is(err, ErrDuplicateKeyID) {
+	if _, err := h.MarshalBinary(); !errors.Is(err, errDuplicateKeyID) {
 		t.Errorf("marshal duplicate: %v", err)
 	}
-	if _, err := Parse(nil); !errors.Is(err, ErrUnknownVersion) {
+	if _, err := Parse(nil); !errors.Is(err, errUnknownVersion) {
 		t.Errorf("empty: %v", err)
 	}
 }
@@ -509,11 +509,11 @@ func TestOpenStepOrder(t *testing.T) {
 			mm := *m
 			mm.Algorithms.Body = "ChaCha20-Poly1305"
 			return &mm
-		}(), k, ctx, ErrUnknownAlgorithm},
+		}(), k, ctx, errUnknownAlgorithm},
 		// 3 before 4: the file does not parse and does not match the hash.
 		{"hash before parse", Limits{}, badMagic, m, k, ctx, ErrManifestMismatch},
 		// 4 alone: the hash matches, the file does not parse.
-		{"parse after hash", Limits{}, badMagic, recomputedManifest(t, badMagic, m), k, ctx, ErrUnknownVersion},
+		{"parse after hash", Limits{}, badMagic, recomputedManifest(t, badMagic, m), k, ctx, errUnknownVersion},
 		// 5 before 6: the manifest's pack id differs from the file, and the
 		// file is not the expected context either.
 		{"manifest fields before context", Limits{}, file2, func() *Manifest {
@@ -540,7 +540,7 @@ func TestOpenStepOrder(t *testing.T) {
 			if !errors.Is(err, c.err) || n != 0 {
 				t.Fatalf("got n=%d err=%v, want %v", n, err, c.err)
 			}
-			for _, other := range []error{ErrTooLarge, ErrUnknownAlgorithm, ErrManifestMismatch, ErrUnknownVersion, ErrContextMismatch, ErrNoMatchingRecipient} {
+			for _, other := range []error{ErrTooLarge, errUnknownAlgorithm, ErrManifestMismatch, errUnknownVersion, ErrContextMismatch, ErrNoMatchingRecipient} {
 				if other != c.err && errors.Is(err, other) {
 					t.Fatalf("error %v also matches %v", err, other)
 				}

@@ -67,10 +67,10 @@ func manifestErr(err error, format string, args ...any) error {
 
 func (m *Manifest) validate() error {
 	if m.Format != FormatVersion {
-		return manifestErr(ErrUnknownVersion, "format %q", m.Format)
+		return manifestErr(errUnknownVersion, "format %q", m.Format)
 	}
 	if m.Algorithms != v1Algorithms {
-		return manifestErr(ErrUnknownAlgorithm, "algorithms %+v", m.Algorithms)
+		return manifestErr(errUnknownAlgorithm, "algorithms %+v", m.Algorithms)
 	}
 	if !validPackID(m.PackID) {
 		return manifestErr(ErrMalformed, "bad pack_id")
@@ -82,12 +82,12 @@ func (m *Manifest) validate() error {
 	case n == 0:
 		return manifestErr(ErrMalformed, "no recipient key ids")
 	case n > maxRecipients:
-		return manifestErr(ErrTooManyRecipients, "%d recipient key ids", n)
+		return manifestErr(errTooManyRecipients, "%d recipient key ids", n)
 	}
 	for i, id := range m.RecipientKeyIDs {
 		for _, p := range m.RecipientKeyIDs[:i] {
 			if p == id {
-				return manifestErr(ErrDuplicateKeyID, "key id %s", id)
+				return manifestErr(errDuplicateKeyID, "key id %s", id)
 			}
 		}
 	}
@@ -203,7 +203,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 	if ids := f["recipient_key_ids_b64u"]; ids != nil {
 		// The count is bounded by MaxManifestSize here and checked against
-		// maxRecipients by validate (ErrTooManyRecipients).
+		// maxRecipients by validate (errTooManyRecipients).
 		es := r.Array(ids, "$.recipient_key_ids_b64u", 0, math.MaxInt)
 		m.RecipientKeyIDs = make([]KeyID, 0, len(es))
 		for i, e := range es {

@@ -96,7 +96,7 @@ func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 	case len(recipients) == 0:
 		return nil, nil, fmt.Errorf("envelope: %w: no recipients", errInvalidRecipients)
 	case len(recipients) > maxRecipients:
-		return nil, nil, fmt.Errorf("envelope: %w: %d recipients, limit %d", ErrTooManyRecipients, len(recipients), maxRecipients)
+		return nil, nil, fmt.Errorf("envelope: %w: %d recipients, limit %d", errTooManyRecipients, len(recipients), maxRecipients)
 	}
 	ids := make([]KeyID, len(recipients))
 	for i, r := range recipients {
@@ -106,7 +106,7 @@ func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 		ids[i] = r.id
 		for _, p := range ids[:i] {
 			if p == r.id {
-				return nil, nil, fmt.Errorf("envelope: %w: recipient %s given twice", ErrDuplicateKeyID, r.id)
+				return nil, nil, fmt.Errorf("envelope: %w: recipient %s given twice", errDuplicateKeyID, r.id)
 			}
 		}
 	}
