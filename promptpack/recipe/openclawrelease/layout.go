@@ -10,10 +10,10 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 )
 
-// ErrInvalidLayout: a layout is malformed or breaks a rule of its release
+// errInvalidLayout: a layout is malformed or breaks a rule of its release
 // (a fragment that is not the release's fixed text, a slot in the wrong
 // place, an unknown input).
-var ErrInvalidLayout = errors.New("openclawrelease: invalid layout")
+var errInvalidLayout = errors.New("openclawrelease: invalid layout")
 
 // Token kinds of a layout (docs/spec/recipe-openclaw-release.md section 4.2).
 const (
@@ -204,7 +204,7 @@ func (p *pool) prefix(r SlotRule) (string, []Token, bool) {
 func (p *pool) segment(s string, rel *Release, in inputs) ([]Token, int, error) {
 	n := len(s)
 	if n == 0 {
-		return nil, 0, fmt.Errorf("%w: empty prompt", ErrNotReproduced)
+		return nil, 0, fmt.Errorf("%w: empty prompt", errNotReproduced)
 	}
 	const inf = int(^uint(0) >> 1)
 	cost := make([]int, n+1)
@@ -251,7 +251,7 @@ func (p *pool) segment(s string, rel *Release, in inputs) ([]Token, int, error) 
 // render checks a layout against its release's rules and the inputs
 // (checkLayout) and returns the text it renders, looking fragments up in
 // frags (hash -> text). A layout whose text would exceed limit bytes is
-// refused as soon as it does (ErrNotReproduced), so a layout that repeats a
+// refused as soon as it does (errNotReproduced), so a layout that repeats a
 // long fragment cannot make the renderer allocate more than limit.
 func render(rel *Release, toks []Token, frags map[string]string, in inputs, limit int) ([]byte, error) {
 	if err := checkLayout(rel, toks, frags, in); err != nil {
@@ -274,7 +274,7 @@ func render(rel *Release, toks []Token, frags map[string]string, in inputs, limi
 		}
 		if len(b) > limit {
 			clear(b)
-			return nil, fmt.Errorf("%w: the layout renders more than %d bytes", ErrNotReproduced, limit)
+			return nil, fmt.Errorf("%w: the layout renders more than %d bytes", errNotReproduced, limit)
 		}
 	}
 	return b, nil
@@ -298,10 +298,10 @@ func fileByName(files []BootstrapFile, name string) (BootstrapFile, bool) {
 // there (every token renders at least one byte).
 func checkLayout(rel *Release, toks []Token, frags map[string]string, in inputs) error {
 	if rel == nil {
-		return fmt.Errorf("%w: no release", ErrInvalidLayout)
+		return fmt.Errorf("%w: no release", errInvalidLayout)
 	}
 	if len(toks) == 0 || len(toks) > maxLayoutTokens {
-		return fmt.Errorf("%w: %d tokens", ErrInvalidLayout, len(toks))
+		return fmt.Errorf("%w: %d tokens", errInvalidLayout, len(toks))
 	}
 	table, err := rel.table()
 	if err != nil {
@@ -309,7 +309,7 @@ func checkLayout(rel *Release, toks []Token, frags map[string]string, in inputs)
 	}
 	for h, f := range frags {
 		if fragHash(f) != h {
-			return fmt.Errorf("%w: a fragment's text does not have its hash %s", ErrInvalidLayout, clipHash(h))
+			return fmt.Errorf("%w: a fragment's text does not have its hash %s", errInvalidLayout, clipHash(h))
 		}
 	}
 	forms := in.forms()
@@ -317,51 +317,51 @@ func checkLayout(rel *Release, toks []Token, frags map[string]string, in inputs)
 		switch t.Kind {
 		case KindFragment:
 			if _, ok := table[t.Frag]; !ok {
-				return fmt.Errorf("%w: token %d: fragment %s is not fixed text of OpenClaw %s", ErrInvalidLayout, i, clipHash(t.Frag), rel.OpenClawVersion)
+				return fmt.Errorf("%w: token %d: fragment %s is not fixed text of OpenClaw %s", errInvalidLayout, i, clipHash(t.Frag), rel.OpenClawVersion)
 			}
 			if _, ok := frags[t.Frag]; !ok {
-				return fmt.Errorf("%w: token %d: fragment %s is missing", ErrInvalidLayout, i, clipHash(t.Frag))
+				return fmt.Errorf("%w: token %d: fragment %s is missing", errInvalidLayout, i, clipHash(t.Frag))
 			}
 		case KindNewline:
 		case KindTool:
 			if t.Index < 0 || t.Index >= len(in.Tools) {
-				return fmt.Errorf("%w: token %d: no tool %d", ErrInvalidLayout, i, t.Index)
+				return fmt.Errorf("%w: token %d: no tool %d", errInvalidLayout, i, t.Index)
 			}
 		case KindFile:
 			if _, ok := forms[t.Name]; !ok {
-				return fmt.Errorf("%w: token %d: no bootstrap file %q", ErrInvalidLayout, i, clipName(t.Name))
+				return fmt.Errorf("%w: token %d: no bootstrap file %q", errInvalidLayout, i, clipName(t.Name))
 			}
 			if forms[t.Name] == "" {
-				return fmt.Errorf("%w: token %d: bootstrap file %q is empty in the prompt", ErrInvalidLayout, i, clipName(t.Name))
+				return fmt.Errorf("%w: token %d: bootstrap file %q is empty in the prompt", errInvalidLayout, i, clipName(t.Name))
 			}
 			if i < 2 || toks[i-1].Kind != KindNewline || toks[i-2].Kind != KindSlot || toks[i-2].Name != slotContextPath ||
 				!strings.HasSuffix(toks[i-2].Value, "/"+t.Name) {
-				return fmt.Errorf("%w: token %d: bootstrap file %q is not under its own context header", ErrInvalidLayout, i, clipName(t.Name))
+				return fmt.Errorf("%w: token %d: bootstrap file %q is not under its own context header", errInvalidLayout, i, clipName(t.Name))
 			}
 		case KindSlot:
 			r, ok := rel.slot(t.Name)
 			if !ok {
-				return fmt.Errorf("%w: token %d: OpenClaw %s has no slot %q", ErrInvalidLayout, i, rel.OpenClawVersion, clipName(t.Name))
+				return fmt.Errorf("%w: token %d: OpenClaw %s has no slot %q", errInvalidLayout, i, rel.OpenClawVersion, clipName(t.Name))
 			}
 			if t.Value == "" || len(t.Value) > r.Max || !utf8.ValidString(t.Value) || strings.IndexFunc(t.Value, func(c rune) bool { return !r.Class(c) }) >= 0 {
-				return fmt.Errorf("%w: token %d: slot %q has a value its rule refuses", ErrInvalidLayout, i, r.Name)
+				return fmt.Errorf("%w: token %d: slot %q has a value its rule refuses", errInvalidLayout, i, r.Name)
 			}
 			if i < len(r.After) {
-				return fmt.Errorf("%w: token %d: slot %q without its preceding text", ErrInvalidLayout, i, r.Name)
+				return fmt.Errorf("%w: token %d: slot %q without its preceding text", errInvalidLayout, i, r.Name)
 			}
 			for k, h := range r.After {
 				pt := toks[i-len(r.After)+k]
 				if pt.Kind != KindFragment || pt.Frag != h {
-					return fmt.Errorf("%w: token %d: slot %q without its preceding text", ErrInvalidLayout, i, r.Name)
+					return fmt.Errorf("%w: token %d: slot %q without its preceding text", errInvalidLayout, i, r.Name)
 				}
 			}
 			if r.Name == slotContextPath {
 				if i+2 >= len(toks) || toks[i+1].Kind != KindNewline || toks[i+2].Kind != KindFile {
-					return fmt.Errorf("%w: token %d: a context header without its file", ErrInvalidLayout, i)
+					return fmt.Errorf("%w: token %d: a context header without its file", errInvalidLayout, i)
 				}
 			}
 		default:
-			return fmt.Errorf("%w: token %d: unknown kind %q", ErrInvalidLayout, i, clipName(t.Kind))
+			return fmt.Errorf("%w: token %d: unknown kind %q", errInvalidLayout, i, clipName(t.Kind))
 		}
 	}
 	return nil

@@ -138,7 +138,7 @@ func TestParseCaptureRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := toyCapture()
 			m(w)
-			if _, err := ParseCapture(encode(t, w)); !errors.Is(err, ErrInvalidCapture) {
+			if _, err := ParseCapture(encode(t, w)); !errors.Is(err, errInvalidCapture) {
 				t.Fatalf("got %v, want ErrInvalidCapture", err)
 			}
 		})
@@ -151,7 +151,7 @@ func TestParseCaptureRefuses(t *testing.T) {
 	}
 	for name, s := range raw {
 		t.Run(name, func(t *testing.T) {
-			if _, err := ParseCapture([]byte(s)); !errors.Is(err, ErrInvalidCapture) {
+			if _, err := ParseCapture([]byte(s)); !errors.Is(err, errInvalidCapture) {
 				t.Fatalf("got %v, want ErrInvalidCapture", err)
 			}
 		})
@@ -245,7 +245,7 @@ func TestBuildRefusesUnreproducedPrompt(t *testing.T) {
 			w := toyCapture()
 			m(w)
 			res, err := Build(parse(t, w), toyRelease(t))
-			if !errors.Is(err, ErrNotReproduced) || res != nil {
+			if !errors.Is(err, errNotReproduced) || res != nil {
 				t.Fatalf("got %v, want ErrNotReproduced", err)
 			}
 			if strings.Contains(err.Error(), "mallory") || strings.Contains(err.Error(), "careful") {
@@ -312,7 +312,7 @@ func TestFinishRefusesLayouts(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			frags := maps.Clone(res.Fragments)
 			toks := m(slices.Clone(res.Layout), frags)
-			if _, err := finish(c, fx.Release, toks, frags); !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrNotReproduced) {
+			if _, err := finish(c, fx.Release, toks, frags); !errors.Is(err, errInvalidLayout) && !errors.Is(err, errNotReproduced) {
 				t.Fatalf("got %v, want ErrInvalidLayout or ErrNotReproduced", err)
 			}
 		})
@@ -368,14 +368,14 @@ func FuzzParseCapture(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseCapture(data)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidCapture) {
+			if !errors.Is(err, errInvalidCapture) {
 				t.Fatalf("error %v does not wrap ErrInvalidCapture", err)
 			}
 			return
 		}
 		// Build of any parsed capture against the toy release either
 		// reproduces it or refuses it with a sentinel, never panics.
-		if _, err := Build(c, fx); err != nil && !errors.Is(err, ErrNotReproduced) && !errors.Is(err, ErrUnsupportedVersion) {
+		if _, err := Build(c, fx); err != nil && !errors.Is(err, errNotReproduced) && !errors.Is(err, ErrUnsupportedVersion) {
 			t.Fatalf("Build: %v", err)
 		}
 	})
@@ -476,7 +476,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 	}
 	// The toy release is not a supported one: Rebuild looks the version up
 	// and finds 2026.9.6's real table, which has none of the toy fragments.
-	if _, err := d.Rebuild(); !errors.Is(err, ErrInvalidLayout) {
+	if _, err := d.Rebuild(); !errors.Is(err, errInvalidLayout) {
 		t.Fatalf("Rebuild against the real 2026.9.6 table: %v, want ErrInvalidLayout", err)
 	}
 	for name, mut := range map[string]func(s string) string{
@@ -514,13 +514,13 @@ func FuzzParseDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParseDocument(data)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrInvalidCapture) {
+			if !errors.Is(err, errInvalidLayout) && !errors.Is(err, errInvalidCapture) {
 				t.Fatalf("error %v wraps no sentinel", err)
 			}
 			return
 		}
 		defer d.Wipe()
-		if _, err := finish(d.Capture, fx.Release, d.Layout, d.Fragments); err != nil && !errors.Is(err, ErrInvalidLayout) && !errors.Is(err, ErrNotReproduced) {
+		if _, err := finish(d.Capture, fx.Release, d.Layout, d.Fragments); err != nil && !errors.Is(err, errInvalidLayout) && !errors.Is(err, errNotReproduced) {
 			t.Fatalf("Finish: %v", err)
 		}
 	})
@@ -539,7 +539,7 @@ func TestRenderLimit(t *testing.T) {
 	for range 1 << 12 {
 		toks = append(toks, res.Layout[0])
 	}
-	if _, err := render(fx.Release, toks, res.Fragments, in, len(c.SystemPrompt)); !errors.Is(err, ErrNotReproduced) || !strings.Contains(err.Error(), "more than") {
+	if _, err := render(fx.Release, toks, res.Fragments, in, len(c.SystemPrompt)); !errors.Is(err, errNotReproduced) || !strings.Contains(err.Error(), "more than") {
 		t.Fatalf("got %v, want the limit refusal", err)
 	}
 	if out, err := render(fx.Release, res.Layout, res.Fragments, in, len(c.SystemPrompt)); err != nil || !bytes.Equal(out, c.SystemPrompt) {

@@ -195,12 +195,12 @@ type Result struct {
 // version is ErrUnsupportedVersion): it
 // finds a layout that renders the captured system prompt byte for byte
 // from the release's fragments, the capture's tools and bootstrap files and
-// the release's slots (ErrNotReproduced, naming only the offset where no
+// the release's slots (errNotReproduced, naming only the offset where no
 // fixed text or input fits), re-renders it through the same check the
 // rebuild uses, and only then returns the report.
 func Build(c *Capture, fixed *Fixed) (*Result, error) {
 	if c == nil {
-		return nil, fmt.Errorf("%w: nil capture", ErrInvalidCapture)
+		return nil, fmt.Errorf("%w: nil capture", errInvalidCapture)
 	}
 	if fixed == nil || fixed.Release == nil {
 		return nil, fmt.Errorf("%w: no fixed text", ErrFixedText)
@@ -216,7 +216,7 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 		return nil, err
 	}
 	if toks == nil {
-		return nil, fmt.Errorf("%w: byte %d of %d is neither fixed text of OpenClaw %s nor a committed input", ErrNotReproduced, at, len(c.SystemPrompt), rel.OpenClawVersion)
+		return nil, fmt.Errorf("%w: byte %d of %d is neither fixed text of OpenClaw %s nor a committed input", errNotReproduced, at, len(c.SystemPrompt), rel.OpenClawVersion)
 	}
 	used := map[string]string{}
 	for _, t := range toks {
@@ -225,10 +225,10 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 		}
 	}
 	res, err := finish(c, rel, toks, used)
-	if err != nil && !errors.Is(err, ErrNotReproduced) {
+	if err != nil && !errors.Is(err, errNotReproduced) {
 		// The cheapest layout breaks a placement rule (a file outside its
 		// header, a header without its file): the capture is not reproduced.
-		return nil, fmt.Errorf("%w: %w", ErrNotReproduced, err)
+		return nil, fmt.Errorf("%w: %w", errNotReproduced, err)
 	}
 	return res, err
 }
@@ -248,7 +248,7 @@ func finish(c *Capture, rel *Release, toks []Token, frags map[string]string) (*R
 		at := firstDiff(out, c.SystemPrompt)
 		n := len(out)
 		clear(out)
-		return nil, fmt.Errorf("%w: first difference at byte %d (rendered %d bytes, captured %d)", ErrNotReproduced, at, n, len(c.SystemPrompt))
+		return nil, fmt.Errorf("%w: first difference at byte %d (rendered %d bytes, captured %d)", errNotReproduced, at, n, len(c.SystemPrompt))
 	}
 	clear(out)
 	rep, err := newReport(c, rel, toks, frags)
@@ -363,7 +363,7 @@ type ReportBootstrap struct {
 // the layout (a layout checkLayout accepted).
 func newReport(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Report, error) {
 	if c == nil || rel == nil {
-		return nil, fmt.Errorf("%w: nil capture or release", ErrInvalidCapture)
+		return nil, fmt.Errorf("%w: nil capture or release", errInvalidCapture)
 	}
 	r := &Report{
 		ReportVersion:        reportVersion,
