@@ -72,7 +72,7 @@ func TestCheckTemplatesModified(t *testing.T) {
 	h.files.Templates["safety.txt"][10] ^= 0x01 // one bit of one byte, in memory
 	err := h.CheckTemplates(trusted)
 	wantTemplateErr(t, err, ErrTemplateModified, "safety.txt")
-	if _, err := Render(h, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+	if _, err := Render(h, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
 		t.Errorf("Render after failed check: %v", err)
 	}
 }
@@ -306,13 +306,13 @@ func setLiteral(t *testing.T, b []byte, id, key string, v any) []byte {
 
 func TestRenderRequiresCheck(t *testing.T) {
 	h := loadHarness(t)
-	if _, err := Render(h, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+	if _, err := Render(h, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
 		t.Errorf("unchecked: %v", err)
 	}
-	if _, err := Render(nil, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+	if _, err := Render(nil, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
 		t.Errorf("nil harness: %v", err)
 	}
-	if _, err := Render(&Harness{}, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+	if _, err := Render(&Harness{}, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
 		t.Errorf("zero harness: %v", err)
 	}
 	if err := h.CheckTemplates(trustedFromSigs(t, h)); err != nil {

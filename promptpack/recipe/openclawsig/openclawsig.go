@@ -69,9 +69,9 @@ var (
 	// ErrTemplateUntrusted: a template's sig hash is not the trusted hash
 	// for that template name.
 	ErrTemplateUntrusted = errors.New("openclawsig: template untrusted")
-	// ErrTemplatesNotChecked: Render was called on a harness whose
+	// errTemplatesNotChecked: Render was called on a harness whose
 	// templates have not passed CheckTemplates.
-	ErrTemplatesNotChecked = errors.New("openclawsig: templates not checked")
+	errTemplatesNotChecked = errors.New("openclawsig: templates not checked")
 
 	// ErrInvalidParams is matched (errors.Is) by every *paramsError.
 	ErrInvalidParams = errors.New("openclawsig: invalid params")

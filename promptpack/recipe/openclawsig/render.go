@@ -259,10 +259,10 @@ func (h *Harness) isSoul(path string) bool {
 // Render rebuilds the system prompt from checked harness data and params
 // (RECIPE.md sections 3-5). It reads no clock, environment or file, and
 // the same inputs always give the same bytes. It returns
-// ErrTemplatesNotChecked unless CheckTemplates succeeded on h.
+// errTemplatesNotChecked unless CheckTemplates succeeded on h.
 func Render(h *Harness, p *Params) (*Result, error) {
 	if h == nil || !h.checked {
-		return nil, ErrTemplatesNotChecked
+		return nil, errTemplatesNotChecked
 	}
 	if p == nil {
 		return nil, &paramsError{Err: errMissingField}
