@@ -56,8 +56,8 @@ var (
 	ErrNotSalted = errors.New("promptpack: report is not salted (v1)")
 	// ErrUnknownInput: a selector names no input of the report.
 	ErrUnknownInput = errors.New("promptpack: no such report input")
-	// ErrSalts: the pack's report_salts do not match its inputs one to one.
-	ErrSalts = errors.New("promptpack: report salts do not match the inputs")
+	// errSalts: the pack's report_salts do not match its inputs one to one.
+	errSalts = errors.New("promptpack: report salts do not match the inputs")
 )
 
 func knownKind(k string) bool {
@@ -259,7 +259,7 @@ func wipeInputs(ins []reportInput) {
 // a salt in the pack and every salt MUST name an input.
 func (p *Pack) computeReportV2(v1 *Report, ins []reportInput) (*Report, error) {
 	if len(p.ReportSalts) != len(ins) {
-		return nil, fmt.Errorf("%w: %d salts for %d inputs", ErrSalts, len(p.ReportSalts), len(ins))
+		return nil, fmt.Errorf("%w: %d salts for %d inputs", errSalts, len(p.ReportSalts), len(ins))
 	}
 	rep := &Report{
 		ReportVersion: ReportVersion2, Harness: v1.Harness, PromptMode: v1.PromptMode,
@@ -275,7 +275,7 @@ func (p *Pack) computeReportV2(v1 *Report, ins []reportInput) (*Report, error) {
 		in := &ins[i]
 		salt, ok := p.ReportSalts[in.selector()]
 		if !ok {
-			return nil, fmt.Errorf("%w: input %q has no salt", ErrSalts, safetext.Clip(in.selector(), 80))
+			return nil, fmt.Errorf("%w: input %q has no salt", errSalts, safetext.Clip(in.selector(), 80))
 		}
 		c := InputCommitment(salt, in.kind, in.id, in.content)
 		rep.V2.Commitments = append(rep.V2.Commitments, InputCommit{
@@ -385,7 +385,7 @@ func (rb *Rebuilt) Reveal(selector string) (*Revealed, error) {
 		if in.kind == kind && in.id == id {
 			salt, ok := rb.salts[in.selector()]
 			if !ok {
-				return nil, fmt.Errorf("%w: input %q", ErrSalts, safetext.Clip(selector, 80))
+				return nil, fmt.Errorf("%w: input %q", errSalts, safetext.Clip(selector, 80))
 			}
 			return &Revealed{Kind: kind, ID: id, Content: bytes.Clone(in.content), Salt: salt}, nil
 		}

@@ -193,18 +193,18 @@ func TestV2SaltsMustMatchInputs(t *testing.T) {
 	}
 	missing := exampleV2(t)
 	delete(missing.ReportSalts, one)
-	if _, err := missing.Rebuild(trusted); !errors.Is(err, ErrSalts) {
+	if _, err := missing.Rebuild(trusted); !errors.Is(err, errSalts) {
 		t.Fatalf("missing salt: %v", err)
 	}
 	extra := exampleV2(t)
 	extra.ReportSalts["bootstrap:NOT-RENDERED.md"] = [SaltSize]byte{1}
-	if _, err := extra.Rebuild(trusted); !errors.Is(err, ErrSalts) {
+	if _, err := extra.Rebuild(trusted); !errors.Is(err, errSalts) {
 		t.Fatalf("extra salt: %v", err)
 	}
 	renamed := exampleV2(t)
 	renamed.ReportSalts["bootstrap:OTHER.md"] = renamed.ReportSalts[one]
 	delete(renamed.ReportSalts, one)
-	if _, err := renamed.Rebuild(trusted); !errors.Is(err, ErrSalts) {
+	if _, err := renamed.Rebuild(trusted); !errors.Is(err, errSalts) {
 		t.Fatalf("renamed salt: %v", err)
 	}
 	// One changed salt changes the report hash, so an attester holding the
