@@ -115,7 +115,7 @@ type effectiveVerifier struct {
 	enabled  bool
 	include  *toolMatcher
 	exclude  *toolMatcher
-	failMode FailMode
+	failMode failMode
 	webhook  *webhookVerifier
 	telegram *telegramApprover
 }

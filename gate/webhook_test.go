@@ -224,7 +224,7 @@ func TestWebhookResponses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, mode := range []FailMode{failDeny, failAllow} {
+			for _, mode := range []failMode{failDeny, failAllow} {
 				ws := newWebhookServer(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 					if tc.status == 307 {
 						w.Header().Set("Location", "/elsewhere")
@@ -272,7 +272,7 @@ func TestWebhookTimeout(t *testing.T) {
 		}
 	})
 	defer close(release)
-	for _, mode := range []FailMode{failDeny, failAllow} {
+	for _, mode := range []failMode{failDeny, failAllow} {
 		g := webhookGate(t, ws, `"failMode":"`+string(mode)+`",`, func(c *Config) { c.Verifier.Webhook.Timeout = 50 * time.Millisecond })
 		d := g.decide(t, call("exec"))
 		if d.Allow != (mode == failAllow) || d.Stage != stageVerifier {
