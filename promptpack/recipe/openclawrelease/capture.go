@@ -27,22 +27,22 @@ type Capture struct {
 	// SystemPrompt is the system message exactly as sent.
 	SystemPrompt []byte
 	// Tools are the tool definitions sent, in request order.
-	Tools []Tool
+	Tools []captureTool
 	// BootstrapFiles are the workspace's bootstrap files as on disk when
 	// the capture ran, in capture order (names unique).
-	BootstrapFiles []BootstrapFile
+	BootstrapFiles []bootstrapFile
 }
 
-// Tool is one tool definition sent to the model.
-type Tool struct {
+// captureTool is one tool definition sent to the model.
+type captureTool struct {
 	Name        string
 	Description string
 	// SchemaJCS is the JCS form of the tool's JSON Schema (parameters).
 	SchemaJCS []byte
 }
 
-// BootstrapFile is one workspace bootstrap file (AGENTS.md, SOUL.md, ...).
-type BootstrapFile struct {
+// bootstrapFile is one workspace bootstrap file (AGENTS.md, SOUL.md, ...).
+type bootstrapFile struct {
 	Name    string // file name relative to the workspace root, no directory
 	Content []byte
 }
@@ -168,7 +168,7 @@ func ParseCapture(data []byte) (*Capture, error) {
 			c.Wipe()
 			return nil, fmt.Errorf("%w: tools[%d].parameters: %v", errInvalidCapture, i, err)
 		}
-		c.Tools = append(c.Tools, Tool{Name: t.Name, Description: t.Description, SchemaJCS: schema})
+		c.Tools = append(c.Tools, captureTool{Name: t.Name, Description: t.Description, SchemaJCS: schema})
 	}
 	clear(seen)
 	for i, f := range w.BootstrapFiles {
@@ -177,7 +177,7 @@ func ParseCapture(data []byte) (*Capture, error) {
 			return nil, fmt.Errorf("%w: bootstrap_files[%d]: not a plain, unique file name, or larger than %d bytes", errInvalidCapture, i, maxBootstrapFile)
 		}
 		seen[f.Name] = true
-		c.BootstrapFiles = append(c.BootstrapFiles, BootstrapFile{Name: f.Name, Content: []byte(f.Content)})
+		c.BootstrapFiles = append(c.BootstrapFiles, bootstrapFile{Name: f.Name, Content: []byte(f.Content)})
 	}
 	return c, nil
 }

@@ -24,7 +24,7 @@ const maxDocumentSize = 48 << 20
 // release's fragment table compiled into this module.
 type Document struct {
 	Capture   *Capture
-	Layout    []Token
+	Layout    []layoutToken
 	Fragments map[string]string
 }
 
@@ -146,7 +146,7 @@ func ParseDocument(data []byte) (*Document, error) {
 			continue
 		}
 		kind, _ := r.Str(parts[0], p+"[0]")
-		t := Token{Kind: kind}
+		t := layoutToken{Kind: kind}
 		want := map[string]int{KindFragment: 2, KindNewline: 1, KindTool: 2, KindFile: 2, KindSlot: 3}[kind]
 		if want == 0 || len(parts) != want {
 			r.Failf(p, jsonobj.ErrWrongType, "not a token")
