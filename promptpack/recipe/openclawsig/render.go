@@ -75,7 +75,7 @@ type Result struct {
 	ToolNames []string
 	// ContextFiles are the context files as rendered, in order; nil in
 	// modeNone.
-	ContextFiles []RenderedFile
+	ContextFiles []renderedFile
 	// SkillsPrompt and ExtraSystemPrompt are the trimmed values the
 	// builder used ("" when the section is not rendered).
 	SkillsPrompt      string
@@ -84,8 +84,8 @@ type Result struct {
 	RuntimeLine string
 }
 
-// RenderedFile is one context file as rendered.
-type RenderedFile struct {
+// renderedFile is one context file as rendered.
+type renderedFile struct {
 	Path    string
 	Content []byte
 	Chars   int // UTF-16 code units of Content
@@ -533,7 +533,7 @@ func (r *render) contextSections() {
 		for _, f := range p.ContextFiles {
 			b.direct(l.contextHeaderPrefix + f.Path)
 			b.direct(f.Content)
-			r.res.ContextFiles = append(r.res.ContextFiles, RenderedFile{
+			r.res.ContextFiles = append(r.res.ContextFiles, renderedFile{
 				Path: f.Path, Content: []byte(f.Content), Chars: jsstr.Len(f.Content),
 			})
 		}
