@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/clawea/attester/promptpack/recipe"
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
@@ -81,8 +80,8 @@ var (
 	// errNotCanonical: the bytes are not the JCS canonical form.
 	errNotCanonical = errors.New("promptpack: pack is not in canonical form")
 	// ErrUnknownRecipe: the pack names a recipe id or version this build
-	// does not implement. It is recipe.ErrUnknownRecipe.
-	ErrUnknownRecipe = recipe.ErrUnknownRecipe
+	// does not implement.
+	ErrUnknownRecipe = errors.New("recipe: unknown recipe")
 	// ErrModeMismatch: the rebuild resolved another prompt mode than the
 	// pack states.
 	ErrModeMismatch = errors.New("promptpack: prompt mode mismatch")
@@ -199,14 +198,16 @@ func (p *Pack) Wipe() {
 	}
 }
 
-// knownRecipe returns the implementation of a recipe pair.
+// knownRecipe refuses a recipe pair this build does not link in. There is
+// no registry: a pack names a recipe id and version, and only the exact
+// pairs of the recipes below are known (a change of output for the same
+// inputs is a new version).
 func knownRecipe(r RecipeRef) error {
-	if r.ID == openclawrelease.ID {
-		_, err := recipe.Match(openclawrelease.Recipe{}, r.ID, r.Version)
-		return err
+	if (r.ID == openclawrelease.ID && r.Version == openclawrelease.Version) ||
+		(r.ID == openclawsig.ID && r.Version == openclawsig.Version) {
+		return nil
 	}
-	_, err := recipe.Match(openclawsig.Recipe{}, r.ID, r.Version)
-	return err
+	return fmt.Errorf("%w: %q version %q", ErrUnknownRecipe, r.ID, r.Version)
 }
 
 // DefaultProvenance returns the builder identity the recipe reproduces.

@@ -314,6 +314,17 @@ func TestUnknownRecipeRefused(t *testing.T) {
 	if _, err := Build([]byte(`{}`), ".", "openclaw-next", BuildOptions{}); !errors.Is(err, ErrUnknownRecipe) || !strings.Contains(err.Error(), "openclaw-next") {
 		t.Errorf("Build: got %v", err)
 	}
+	// Only the exact pairs are known: no case folding, no version range.
+	for _, r := range []RecipeRef{{"openclaw-sig", "1"}, {"openclaw-release", "1"}} {
+		if err := knownRecipe(r); err != nil {
+			t.Errorf("%v: %v", r, err)
+		}
+	}
+	for _, r := range []RecipeRef{{"openclaw-sig", "2"}, {"openclaw-release", "2"}, {"OpenClaw-sig", "1"}, {"openclaw-sig", "1.0"}, {"", ""}} {
+		if err := knownRecipe(r); !errors.Is(err, ErrUnknownRecipe) {
+			t.Errorf("%v: got %v", r, err)
+		}
+	}
 }
 
 func TestUnknownPackVersionRefused(t *testing.T) {

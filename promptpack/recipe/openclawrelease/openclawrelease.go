@@ -20,11 +20,7 @@
 // is approximated.
 package openclawrelease
 
-import (
-	"errors"
-
-	"github.com/clawea/attester/promptpack/recipe"
-)
+import "errors"
 
 const (
 	// ID is the recipe name carried in prompt packs.
@@ -36,17 +32,6 @@ const (
 	// reportVersion is the report_version of a capture report.
 	reportVersion = "openclaw-release/1"
 )
-
-// Recipe is the recipe.Recipe of this package.
-type Recipe struct{}
-
-// ID returns ID.
-func (Recipe) ID() string { return ID }
-
-// Version returns Version.
-func (Recipe) Version() string { return Version }
-
-var _ recipe.Recipe = Recipe{}
 
 // Size limits. Every input is bounded before it is parsed.
 const (

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/clawea/attester/promptpack/recipe"
 	"github.com/clawea/attester/schema/b64u"
 )
 
@@ -88,15 +87,6 @@ func parse(t *testing.T, w wire) *Capture {
 		t.Fatalf("ParseCapture: %v", err)
 	}
 	return c
-}
-
-func TestRecipeID(t *testing.T) {
-	if _, err := recipe.Match(Recipe{}, "openclaw-release", "1"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := recipe.Match(Recipe{}, "openclaw-release", "2"); !errors.Is(err, recipe.ErrUnknownRecipe) {
-		t.Fatalf("version 2: %v", err)
-	}
 }
 
 func TestParseCapture(t *testing.T) {

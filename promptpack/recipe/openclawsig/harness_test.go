@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/clawea/attester/promptpack/recipe"
 )
 
 func loadHarness(t *testing.T) *Harness {
@@ -50,19 +48,6 @@ func wantTemplateErr(t *testing.T, err, sentinel error, name string) {
 	}
 	if !strings.Contains(err.Error(), name) {
 		t.Errorf("error %q does not name %q", err, name)
-	}
-}
-
-func TestRecipeIdentity(t *testing.T) {
-	var r recipe.Recipe = Recipe{}
-	if r.ID() != "openclaw-sig" || r.Version() != "1" {
-		t.Fatalf("ID/Version = %q/%q", r.ID(), r.Version())
-	}
-	if _, err := recipe.Match(r, ID, Version); err != nil {
-		t.Errorf("Match: %v", err)
-	}
-	if _, err := recipe.Match(r, ID, "2"); !errors.Is(err, recipe.ErrUnknownRecipe) {
-		t.Errorf("Match other version: %v", err)
 	}
 }
 
