@@ -63,15 +63,15 @@ type webhookConfig struct {
 	Timeout time.Duration
 	// Headers are sent with every request. Values are secrets (they often
 	// carry bearer tokens). Names are in canonical MIME form.
-	Headers map[string]Secret
+	Headers map[string]secretText
 	// Secret, when set, signs the body: X-OpenClaw-Signature: sha256=<hex>.
-	Secret Secret
+	Secret secretText
 }
 
 // telegramConfig is tools.verifier.telegram.
 type telegramConfig struct {
 	Enabled        bool
-	BotToken       Secret
+	BotToken       secretText
 	ChatID         string
 	Timeout        time.Duration
 	AllowedUserIDs []int64
@@ -317,7 +317,7 @@ func (l *toolList) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path stri
 
 // secretValue is a secret string: not empty, at most maxSecretBytes, and
 // no unresolved ${...} placeholder.
-type secretValue struct{ Secret }
+type secretValue struct{ secretText }
 
 func (s *secretValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
 	str, ok := v.Str()
@@ -331,7 +331,7 @@ func (s *secretValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path s
 	case strings.Contains(str, "${"):
 		d.Fail(path, errBadValue, "contains an unresolved ${...} placeholder")
 	default:
-		s.Secret = newSecret(str)
+		s.secretText = newSecret(str)
 	}
 }
 
@@ -340,7 +340,7 @@ var reservedHeaders = []string{"Content-Type", "Content-Length", "Host", "X-Open
 
 // headerMap is webhook.headers: at most maxHeaders valid header names (in
 // canonical form, each once) to secret values without control characters.
-type headerMap map[string]Secret
+type headerMap map[string]secretText
 
 func (h *headerMap) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
 	if v.Kind() != pohjson.Object {
@@ -373,7 +373,7 @@ func (h *headerMap) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path str
 		if val.isSet() && !validHeaderValue(val.value()) {
 			d.Fail(kp, errBadValue, "header value contains control characters")
 		}
-		out[name] = val.Secret
+		out[name] = val.secretText
 	}
 	*h = out
 }
@@ -535,13 +535,13 @@ func (b *builder) tools(path string, t *toolsDoc) (toolPolicy, *verifierConfig) 
 	if w := v.Webhook; w != nil {
 		up := jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "webhook"), "url")
 		b.checkURL(up, w.URL)
-		vc.Webhook = &webhookConfig{URL: w.URL, Timeout: time.Duration(w.Timeout) * time.Second, Headers: w.Headers, Secret: w.Secret.Secret}
+		vc.Webhook = &webhookConfig{URL: w.URL, Timeout: time.Duration(w.Timeout) * time.Second, Headers: w.Headers, Secret: w.Secret.secretText}
 	}
 	if tg := v.Telegram; tg != nil {
 		if tg.BotToken.isSet() && !validBotToken(tg.BotToken.value()) {
 			b.fail(jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "telegram"), "botToken"), errBadValue, "not a Telegram bot token")
 		}
-		tc := &telegramConfig{Enabled: tg.Enabled, BotToken: tg.BotToken.Secret, ChatID: string(tg.ChatID), Timeout: time.Duration(tg.Timeout) * time.Second}
+		tc := &telegramConfig{Enabled: tg.Enabled, BotToken: tg.BotToken.secretText, ChatID: string(tg.ChatID), Timeout: time.Duration(tg.Timeout) * time.Second}
 		if tg.AllowedUserIDs != nil {
 			tc.AllowedUserIDs = []int64(*tg.AllowedUserIDs)
 		}

@@ -138,7 +138,7 @@ func TestWebhookRequestShapeAndSignature(t *testing.T) {
 
 func TestWebhookNoSecretNoSignature(t *testing.T) {
 	ws := newWebhookServer(t, reply(200, `{"decision":"allow"}`))
-	g := webhookGate(t, ws, "", func(c *Config) { c.Verifier.Webhook.Secret = Secret{} })
+	g := webhookGate(t, ws, "", func(c *Config) { c.Verifier.Webhook.Secret = secretText{} })
 	g.decide(t, call("exec"))
 	if _, hdr := ws.last(t); hdr.Get("X-OpenClaw-Signature") != "" {
 		t.Fatal("signature sent without a secret")
