@@ -56,7 +56,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 			}
 			for _, k := range []*PrivateKey{attester, recovery} {
 				dst := make([]byte, size)
-				n, err := Open(file, m, k, ctx, dst)
+				n, err := openDefault(file, m, k, ctx, dst)
 				if err != nil {
 					t.Fatalf("Open(%v): %v", k, err)
 				}
@@ -88,7 +88,7 @@ func TestOpenWrongKey(t *testing.T) {
 	ctx := testContext("p")
 	file, m := mustSeal(t, []byte("secret body"), ctx, k.Public())
 	dst := make([]byte, 64)
-	_, err := Open(file, m, other, ctx, dst)
+	_, err := openDefault(file, m, other, ctx, dst)
 	if !errors.Is(err, ErrNoMatchingRecipient) {
 		t.Fatalf("err = %v, want ErrNoMatchingRecipient", err)
 	}
@@ -162,12 +162,12 @@ func TestTamperEveryByte(t *testing.T) {
 			for _, mask := range []byte{0x01, 0x80, 0xff} {
 				bad := bytes.Clone(file)
 				bad[i] ^= mask
-				if _, err := Open(bad, m, k, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
+				if _, err := openDefault(bad, m, k, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
 					t.Fatalf("%s byte %d ^%#x with original manifest: err = %v", r.name, i, mask, err)
 				}
 				clear(dst)
 				dst[0] = 1
-				_, err := Open(bad, recomputedManifest(t, bad, m), k, ctx, dst)
+				_, err := openDefault(bad, recomputedManifest(t, bad, m), k, ctx, dst)
 				if err == nil || !isAny(err, r.want) {
 					t.Fatalf("%s byte %d ^%#x: err = %v, want one of %v", r.name, i, mask, err, r.want)
 				}
@@ -179,7 +179,7 @@ func TestTamperEveryByte(t *testing.T) {
 	}
 	// Truncations and extensions.
 	for n := 0; n < len(file); n++ {
-		if _, err := Open(file[:n], recomputedManifest(t, file[:n], m), k, ctx, dst); err == nil {
+		if _, err := openDefault(file[:n], recomputedManifest(t, file[:n], m), k, ctx, dst); err == nil {
 			t.Fatalf("truncated to %d bytes: accepted", n)
 		}
 	}
@@ -201,7 +201,7 @@ func TestTamperOtherRecipient(t *testing.T) {
 		i := start + off
 		bad := bytes.Clone(file)
 		bad[i] ^= 0x01
-		_, err := Open(bad, recomputedManifest(t, bad, m), attester, ctx, make([]byte, 16))
+		_, err := openDefault(bad, recomputedManifest(t, bad, m), attester, ctx, make([]byte, 16))
 		if !isAny(err, []error{ErrAuthentication, ErrMalformed}) {
 			t.Fatalf("byte %d: err = %v", i, err)
 		}
@@ -226,12 +226,12 @@ func TestManifestTamper(t *testing.T) {
 		mm := *m
 		mm.RecipientKeyIDs = append([]KeyID(nil), m.RecipientKeyIDs...)
 		edit(&mm)
-		_, err := Open(file, &mm, k, ctx, make([]byte, 16))
+		_, err := openDefault(file, &mm, k, ctx, make([]byte, 16))
 		if !isAny(err, []error{ErrManifestMismatch, errUnknownVersion, errUnknownAlgorithm}) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
-	if _, err := Open(file, nil, k, ctx, make([]byte, 16)); !errors.Is(err, ErrManifestMismatch) {
+	if _, err := openDefault(file, nil, k, ctx, make([]byte, 16)); !errors.Is(err, ErrManifestMismatch) {
 		t.Errorf("nil manifest: err = %v", err)
 	}
 	// Every byte of the JSON manifest: either it no longer parses, or it
@@ -248,7 +248,7 @@ func TestManifestTamper(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if _, err := Open(file, pm, k, ctx, make([]byte, 16)); err == nil {
+		if _, err := openDefault(file, pm, k, ctx, make([]byte, 16)); err == nil {
 			t.Fatalf("manifest byte %d (%q) changed and still accepted", i, js[i])
 		}
 	}
@@ -262,11 +262,11 @@ func TestContextBinding(t *testing.T) {
 
 	wrong := []Context{testContext("pack-b"), {PackID: ctx.PackID, ReportHash: sha256.Sum256([]byte("other"))}}
 	for _, w := range wrong {
-		if _, err := Open(file, m, k, w, dst); !errors.Is(err, ErrContextMismatch) {
+		if _, err := openDefault(file, m, k, w, dst); !errors.Is(err, ErrContextMismatch) {
 			t.Errorf("want %v: err = %v", w.PackID, err)
 		}
 	}
-	if _, err := Open(file, m, k, Context{}, dst); !errors.Is(err, errInvalidContext) {
+	if _, err := openDefault(file, m, k, Context{}, dst); !errors.Is(err, errInvalidContext) {
 		t.Errorf("zero context: err = %v", err)
 	}
 }
@@ -305,12 +305,12 @@ func TestMovedIntoAnotherPack(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := newManifest(f, h, sha256.Sum256(f))
-			if _, err := Open(f, m, k, target, make([]byte, 64)); !errors.Is(err, ErrAuthentication) {
+			if _, err := openDefault(f, m, k, target, make([]byte, 64)); !errors.Is(err, ErrAuthentication) {
 				t.Errorf("%s into %s: err = %v, want ErrAuthentication", name, target.PackID, err)
 			}
 		}
 		// Sanity: the untouched target opens.
-		if _, err := Open(fileB, newManifest(fileB, hB, sha256.Sum256(fileB)), k, target, make([]byte, 64)); err != nil {
+		if _, err := openDefault(fileB, newManifest(fileB, hB, sha256.Sum256(fileB)), k, target, make([]byte, 64)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -371,10 +371,10 @@ func TestSealInputErrors(t *testing.T) {
 		t.Error(err)
 	}
 	file, m := mustSeal(t, nil, ctx, many[:maxRecipients]...)
-	if _, err := Open(file, m, mustKey(t), ctx, nil); !errors.Is(err, ErrNoMatchingRecipient) {
+	if _, err := openDefault(file, m, mustKey(t), ctx, nil); !errors.Is(err, ErrNoMatchingRecipient) {
 		t.Error(err)
 	}
-	if n, err := Open(file, m, mustKey(t), ctx, nil); n != 0 || err == nil {
+	if n, err := openDefault(file, m, mustKey(t), ctx, nil); n != 0 || err == nil {
 		t.Error("opened")
 	}
 	for _, id := range []string{"", strings.Repeat("a", maxPackIDLen+1), "a b", "a/b", "é", "a\x00"} {
@@ -391,18 +391,18 @@ func TestOpenBufferErrors(t *testing.T) {
 	k := mustKey(t)
 	ctx := testContext("p")
 	file, m := mustSeal(t, []byte("0123456789"), ctx, k.Public())
-	if _, err := Open(file, m, k, ctx, make([]byte, 9)); !errors.Is(err, errShortBuffer) {
+	if _, err := openDefault(file, m, k, ctx, make([]byte, 9)); !errors.Is(err, errShortBuffer) {
 		t.Errorf("short: %v", err)
 	}
 	// dst inside the file buffer.
 	buf := append(bytes.Clone(file), make([]byte, 32)...)
-	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file)-5:]); !errors.Is(err, errBufferOverlap) {
+	if _, err := openDefault(buf[:len(file)], m, k, ctx, buf[len(file)-5:]); !errors.Is(err, errBufferOverlap) {
 		t.Errorf("overlap: %v", err)
 	}
-	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file):]); err != nil {
+	if _, err := openDefault(buf[:len(file)], m, k, ctx, buf[len(file):]); err != nil {
 		t.Errorf("adjacent: %v", err)
 	}
-	if _, err := Open(file, m, nil, ctx, make([]byte, 10)); !errors.Is(err, errInvalidKey) {
+	if _, err := openDefault(file, m, nil, ctx, make([]byte, 10)); !errors.Is(err, errInvalidKey) {
 		t.Errorf("nil key: %v", err)
 	}
 }
@@ -463,7 +463,7 @@ func TestAppendSeal(t *testing.T) {
 	}
 	file := out[len(prefix):]
 	dst := make([]byte, len(body))
-	if n, err := Open(file, m, k, ctx, dst); err != nil || !bytes.Equal(dst[:n], body) {
+	if n, err := openDefault(file, m, k, ctx, dst); err != nil || !bytes.Equal(dst[:n], body) {
 		t.Fatalf("open: %v", err)
 	}
 	// dst overlapping the body is refused.

@@ -162,9 +162,6 @@ func sliceForAppend(in []byte, n int) (head, tail []byte) {
 	return head, head[len(in):]
 }
 
-// Verify parses file with the default limits and checks it against m.
-func Verify(file []byte, m *Manifest) (*Header, error) { return Limits{}.Verify(file, m) }
-
 // Verify checks that m describes file and returns the parsed header, in the
 // order of spec section 8.3 steps 1 to 5: the size limit; the manifest's own
 // values (format, algorithms); the file's size and SHA-256, before any byte
@@ -222,11 +219,6 @@ func (l Limits) checkParsed(file []byte, m *Manifest) (*Header, error) {
 		}
 	}
 	return h, nil
-}
-
-// Open decrypts file with the default limits.
-func Open(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (n int, err error) {
-	return Limits{}.Open(file, m, key, want, dst)
 }
 
 // Open checks file against the manifest m (Verify) and against the expected

@@ -202,7 +202,7 @@ func TestSpecVector(t *testing.T) {
 			t.Fatal("wrap info differs")
 		}
 		dst := make([]byte, len(v.Plaintext)/2)
-		if _, err := Open(file, m, k, ctx, dst); err != nil || hex.EncodeToString(dst) != v.Plaintext {
+		if _, err := openDefault(file, m, k, ctx, dst); err != nil || hex.EncodeToString(dst) != v.Plaintext {
 			t.Fatalf("recipient %d: Open: %v", i, err)
 		}
 	}
