@@ -23,8 +23,8 @@ const (
 	maxHeaderSize   = len(magic) + 4 + maxHeaderFields
 )
 
-// Stanza is one recipient's wrapped DEK.
-type Stanza struct {
+// recipientStanza is one recipient's wrapped DEK.
+type recipientStanza struct {
 	KeyID KeyID
 	// Wrapped is the RFC 9180 single-shot output enc || ct (80 bytes).
 	Wrapped []byte
@@ -35,7 +35,7 @@ type Stanza struct {
 type Header struct {
 	PackID     string
 	ReportHash [hashSize]byte
-	Recipients []Stanza
+	Recipients []recipientStanza
 	Nonce      [nonceSize]byte
 	// Ciphertext is the body's AES-256-GCM ciphertext including the tag.
 	Ciphertext []byte
@@ -182,13 +182,13 @@ func (l Limits) parse(file []byte) (*Header, error) {
 	if n > maxRecipients {
 		return nil, r.fail("n_recipients", errTooManyRecipients)
 	}
-	h.Recipients = make([]Stanza, 0, n)
+	h.Recipients = make([]recipientStanza, 0, n)
 	for range n {
 		kid := r.take(keyIDSize)
 		if kid == nil {
 			return nil, r.fail("key_id", errBadLength)
 		}
-		var s Stanza
+		var s recipientStanza
 		copy(s.KeyID[:], kid)
 		for _, p := range h.Recipients {
 			if p.KeyID == s.KeyID {

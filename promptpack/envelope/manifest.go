@@ -20,8 +20,8 @@ const (
 	algCiphertextHash = "SHA-256"
 )
 
-// Algorithms names the algorithms of an envelope.
-type Algorithms struct {
+// manifestAlgorithms names the algorithms of an envelope.
+type manifestAlgorithms struct {
 	KEM            string // "hpke_kem"
 	KDF            string // "hpke_kdf"
 	AEAD           string // "hpke_aead"
@@ -29,20 +29,20 @@ type Algorithms struct {
 	CiphertextHash string // "ciphertext_hash"
 }
 
-var v1Algorithms = Algorithms{
+var v1Algorithms = manifestAlgorithms{
 	KEM: algHPKEKEM, KDF: algHPKEKDF, AEAD: algHPKEAEAD, Body: algBodyAEAD, CiphertextHash: algCiphertextHash,
 }
 
 // Manifest is prompt_pack_manifest.json: hash-only metadata describing one
 // envelope file. It carries no secret.
 type Manifest struct {
-	Format          string         // "format": FormatVersion
-	PackID          string         // "pack_id"
-	ReportHash      [hashSize]byte // "report_hash_b64u"
-	CiphertextSize  int64          // "ciphertext_size": size of the file in bytes
-	CiphertextHash  [hashSize]byte // "ciphertext_hash_b64u": SHA-256 of the file
-	Algorithms      Algorithms     // "algorithms"
-	RecipientKeyIDs []KeyID        // "recipient_key_ids_b64u", in file order
+	Format          string             // "format": FormatVersion
+	PackID          string             // "pack_id"
+	ReportHash      [hashSize]byte     // "report_hash_b64u"
+	CiphertextSize  int64              // "ciphertext_size": size of the file in bytes
+	CiphertextHash  [hashSize]byte     // "ciphertext_hash_b64u": SHA-256 of the file
+	Algorithms      manifestAlgorithms // "algorithms"
+	RecipientKeyIDs []KeyID            // "recipient_key_ids_b64u", in file order
 }
 
 // newManifest describes file, whose SHA-256 is sum.
@@ -193,7 +193,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		af := r.Object(a, "$.algorithms", map[string]bool{
 			"hpke_kem": true, "hpke_kdf": true, "hpke_aead": true, "body_aead": true, "ciphertext_hash": true,
 		})
-		m.Algorithms = Algorithms{
+		m.Algorithms = manifestAlgorithms{
 			KEM:            str(af["hpke_kem"], "$.algorithms.hpke_kem"),
 			KDF:            str(af["hpke_kdf"], "$.algorithms.hpke_kdf"),
 			AEAD:           str(af["hpke_aead"], "$.algorithms.hpke_aead"),

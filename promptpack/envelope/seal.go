@@ -115,13 +115,13 @@ func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 	defer clear(dek)
 	rand.Read(dek)
 
-	h := &Header{PackID: ctx.PackID, ReportHash: ctx.ReportHash, Recipients: make([]Stanza, len(recipients))}
+	h := &Header{PackID: ctx.PackID, ReportHash: ctx.ReportHash, Recipients: make([]recipientStanza, len(recipients))}
 	for i, r := range recipients {
 		w, err := wrapKey(r.pk, wrapInfo(ctx, r.id), dek)
 		if err != nil {
 			return nil, nil, fmt.Errorf("envelope: wrapping key for recipient %s: %w", r.id, err)
 		}
-		h.Recipients[i] = Stanza{KeyID: r.id, Wrapped: w}
+		h.Recipients[i] = recipientStanza{KeyID: r.id, Wrapped: w}
 	}
 	rand.Read(h.Nonce[:])
 
@@ -274,7 +274,7 @@ func (l Limits) openChecked(file []byte, m *Manifest, key *PrivateKey, want Cont
 	if !h.context().equal(want) {
 		return 0, fmt.Errorf("envelope: %w: envelope is for pack %q, expected %q (or the report hash differs)", ErrContextMismatch, h.PackID, want.PackID)
 	}
-	var st *Stanza
+	var st *recipientStanza
 	for i := range h.Recipients {
 		if h.Recipients[i].KeyID == key.pub.id {
 			st = &h.Recipients[i]
