@@ -185,7 +185,7 @@ func tableOf(frags map[string]string) []byte {
 type Result struct {
 	Layout     []layoutToken
 	Fragments  map[string]string // the fragments the layout uses, by hash
-	Report     *Report
+	Report     *releaseReport
 	ReportJCS  []byte
 	ReportHash [32]byte
 }
@@ -272,9 +272,9 @@ func firstDiff(a, b []byte) int {
 	return n
 }
 
-// Report is the hash-only commitment to a reproduced capture
+// releaseReport is the hash-only commitment to a reproduced capture
 // (docs/spec/recipe-openclaw-release.md section 5).
-type Report struct {
+type releaseReport struct {
 	ReportVersion        string            `json:"report_version"`
 	Recipe               reportRecipe      `json:"recipe"`
 	Harness              reportHarness     `json:"harness"`
@@ -361,11 +361,11 @@ type reportBootstrap struct {
 
 // newReport commits every input of c, the release's pinned fixed text and
 // the layout (a layout checkLayout accepted).
-func newReport(c *Capture, rel *Release, toks []layoutToken, frags map[string]string) (*Report, error) {
+func newReport(c *Capture, rel *Release, toks []layoutToken, frags map[string]string) (*releaseReport, error) {
 	if c == nil || rel == nil {
 		return nil, fmt.Errorf("%w: nil capture or release", errInvalidCapture)
 	}
-	r := &Report{
+	r := &releaseReport{
 		ReportVersion:        reportVersion,
 		Recipe:               reportRecipe{ID: ID, Version: Version},
 		Harness:              reportHarness{ID: "openclaw", Version: c.OpenClawVersion},
@@ -466,7 +466,7 @@ func newReport(c *Capture, rel *Release, toks []layoutToken, frags map[string]st
 }
 
 // canonical returns the report's JCS bytes.
-func (r *Report) canonical() ([]byte, error) {
+func (r *releaseReport) canonical() ([]byte, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("openclawrelease: report: %w", err)
