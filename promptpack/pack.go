@@ -131,8 +131,8 @@ type Provenance struct {
 	BuilderVersion string // e.g. "openclaw-sig/1"
 }
 
-// RawContextFile describes a bootstrap file before truncation.
-type RawContextFile struct {
+// rawContextFile describes a bootstrap file before truncation.
+type rawContextFile struct {
 	RawContentHash [32]byte // SHA-256 of the file before truncation
 	Truncated      bool
 	MaxChars       *int64 // truncation limit in UTF-16 units; nil: not stated
@@ -155,7 +155,7 @@ type Pack struct {
 	// SkillsEnvOverrides is nil when the pack has none.
 	SkillsEnvOverrides map[string]string
 	// RawContextFiles is keyed by context-file path; nil when absent.
-	RawContextFiles map[string]RawContextFile
+	RawContextFiles map[string]rawContextFile
 	// ReportSalts maps each report input ("kind:id") to its 32-byte salt;
 	// nil: the pack produces SystemPromptReport.v1, otherwise v2
 	// (docs/spec/report-v2.md). The salts are secret: they never leave the
@@ -717,11 +717,11 @@ func (pp *packParser) readRawContextFiles() {
 		return
 	}
 	ms := r.Members(rc, "$.raw_context_files", 1, maxRawContextFiles)
-	p.RawContextFiles = make(map[string]RawContextFile, len(ms))
+	p.RawContextFiles = make(map[string]rawContextFile, len(ms))
 	for _, m := range ms {
 		path := jsonobj.Key("$.raw_context_files", m.Key)
 		f := r.Object(m.Value, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
-		var e RawContextFile
+		var e rawContextFile
 		if h := f["raw_content_hash_b64u"]; h != nil {
 			s, _ := h.Str()
 			d, err := b64u.DecodeHash(s)

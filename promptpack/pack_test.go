@@ -214,7 +214,7 @@ func TestReportInputsChange(t *testing.T) {
 	variants := map[string]BuildOptions{
 		"tool schemas": {ToolSchemas: []byte(`{"read":{"type":"object","properties":{"path":{"type":"string"}}}}`)},
 		"skills env":   {SkillsEnvOverrides: []byte(`{"API_BASE":"https://example.test"}`)},
-		"raw context":  {RawContextFiles: map[string]RawContextFile{"AGENTS.md": {RawContentHash: sha256.Sum256([]byte("x")), Truncated: true, MaxChars: &mc}}},
+		"raw context":  {RawContextFiles: map[string]rawContextFile{"AGENTS.md": {RawContentHash: sha256.Sum256([]byte("x")), Truncated: true, MaxChars: &mc}}},
 		"provenance":   {Provenance: &Provenance{HarnessID: "openclaw", HarnessVersion: "x", HarnessCommit: "y", BuilderName: "b", BuilderVersion: "1"}},
 	}
 	for name, opts := range variants {
@@ -644,7 +644,7 @@ func synthPack() *Pack {
 		},
 		ToolSchemas:        map[string][]byte{"read": []byte(`{"properties":{"p":{"minimum":0.5,"type":"number"}},"type":"object"}`)},
 		SkillsEnvOverrides: map[string]string{"K": "v"},
-		RawContextFiles:    map[string]RawContextFile{"AGENTS.md": {Truncated: true, MaxChars: &mc}},
+		RawContextFiles:    map[string]rawContextFile{"AGENTS.md": {Truncated: true, MaxChars: &mc}},
 	}
 }
 

@@ -209,7 +209,7 @@ type BuildOptions struct {
 	// SkillsEnvOverrides is a JSON object of strings; nil: none.
 	SkillsEnvOverrides []byte
 	// RawContextFiles describes bootstrap files before truncation.
-	RawContextFiles map[string]RawContextFile
+	RawContextFiles map[string]rawContextFile
 	// Trusted template hashes; nil: the harness's own sig hashes, which
 	// only checks consistency.
 	Trusted map[string]string

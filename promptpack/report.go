@@ -34,7 +34,7 @@ type Report struct {
 	Inputs ReportInputs `json:"inputs"`
 	// V2 holds the inputs of a v2 report (ReportVersion "2"); nil in v1.
 	// MarshalJSON writes it as "inputs".
-	V2 *ReportInputsV2 `json:"-"`
+	V2 *reportInputsV2 `json:"-"`
 }
 
 // ReportHarness is report.harness.

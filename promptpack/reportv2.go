@@ -113,18 +113,18 @@ func InputCommitment(salt [SaltSize]byte, kind, id string, content []byte) [32]b
 	return out
 }
 
-// ReportInputsV2 are the inputs of a v2 report: the harness identity
+// reportInputsV2 are the inputs of a v2 report: the harness identity
 // (public, unsalted) and one salted commitment per pack input.
-type ReportInputsV2 struct {
+type reportInputsV2 struct {
 	Templates                 []ReportTemplate `json:"templates"`
 	HardcodedLiteralsHashB64u string           `json:"hardcoded_literals_hash_b64u"`
 	CoreToolSummariesHashB64u string           `json:"core_tool_summaries_hash_b64u"`
-	Commitments               []InputCommit    `json:"commitments"`
+	Commitments               []inputCommit    `json:"commitments"`
 }
 
-// InputCommit is one committed input of a v2 report. Chars, Truncated and
+// inputCommit is one committed input of a v2 report. Chars, Truncated and
 // MaxChars are set for bootstrap inputs only.
-type InputCommit struct {
+type inputCommit struct {
 	Kind           string `json:"kind"`
 	ID             string `json:"id"`
 	CommitmentB64u string `json:"commitment_b64u"`
@@ -143,7 +143,7 @@ type reportV2Wire struct {
 	Builder       ReportBuilder   `json:"builder"`
 	Recipe        ReportRecipe    `json:"recipe"`
 	Final         ReportFinal     `json:"final"`
-	Inputs        *ReportInputsV2 `json:"inputs"`
+	Inputs        *reportInputsV2 `json:"inputs"`
 }
 
 // MarshalJSON writes a v1 report (V2 nil) with its v1 members, and a v2
@@ -264,11 +264,11 @@ func (p *Pack) computeReportV2(v1 *Report, ins []reportInput) (*Report, error) {
 	rep := &Report{
 		ReportVersion: ReportVersion2, Harness: v1.Harness, PromptMode: v1.PromptMode,
 		Builder: v1.Builder, Recipe: v1.Recipe, Final: v1.Final,
-		V2: &ReportInputsV2{
+		V2: &reportInputsV2{
 			Templates:                 v1.Inputs.Templates,
 			HardcodedLiteralsHashB64u: v1.Inputs.HardcodedLiteralsHashB64u,
 			CoreToolSummariesHashB64u: v1.Inputs.CoreToolSummariesHashB64u,
-			Commitments:               make([]InputCommit, 0, len(ins)),
+			Commitments:               make([]inputCommit, 0, len(ins)),
 		},
 	}
 	for i := range ins {
@@ -278,7 +278,7 @@ func (p *Pack) computeReportV2(v1 *Report, ins []reportInput) (*Report, error) {
 			return nil, fmt.Errorf("%w: input %q has no salt", errSalts, safetext.Clip(in.selector(), 80))
 		}
 		c := InputCommitment(salt, in.kind, in.id, in.content)
-		rep.V2.Commitments = append(rep.V2.Commitments, InputCommit{
+		rep.V2.Commitments = append(rep.V2.Commitments, inputCommit{
 			Kind: in.kind, ID: in.id, CommitmentB64u: b64u.Encode(c[:]),
 			Chars: in.chars, Truncated: in.truncated, MaxChars: in.maxChars,
 		})
