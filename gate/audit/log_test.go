@@ -42,6 +42,17 @@ func record(t testing.TB, l *Log, run string, i int) uint64 {
 	return seq
 }
 
+// openWithRecords opens a log in dir with the default options and records
+// n entries in run_a.
+func openWithRecords(t testing.TB, dir string, n int) *Log {
+	t.Helper()
+	l := openLog(t, dir, Options{})
+	for i := range n {
+		record(t, l, "run_a", i)
+	}
+	return l
+}
+
 // snapshot reads a run's log through Snapshot, verifies it, and checks it
 // against Root.
 func snapshot(t testing.TB, l *Log, run string) ([]byte, uint64) {
@@ -107,10 +118,7 @@ func TestLogPerRunChains(t *testing.T) {
 
 func TestLogContinuesChainAfterReopen(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, Options{})
-	for i := range 3 {
-		record(t, l, "run_a", i)
-	}
+	l := openWithRecords(t, dir, 3)
 	root1, _, _ := l.root("run_a")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
@@ -129,10 +137,7 @@ func TestLogContinuesChainAfterReopen(t *testing.T) {
 
 func TestLogCutsTornRecord(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, Options{})
-	for i := range 3 {
-		record(t, l, "run_a", i)
-	}
+	l := openWithRecords(t, dir, 3)
 	l.Close()
 	path := filepath.Join(dir, "run_a.jsonl")
 	good, _ := os.ReadFile(path)
@@ -162,10 +167,7 @@ func TestLogCutsTornRecord(t *testing.T) {
 
 func TestLogRefusesCorruptRecordAtOpen(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, Options{})
-	for i := range 4 {
-		record(t, l, "run_a", i)
-	}
+	l := openWithRecords(t, dir, 4)
 	record(t, l, "run_b", 1)
 	l.Close()
 	path := filepath.Join(dir, "run_a.jsonl")
