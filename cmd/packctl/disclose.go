@@ -102,8 +102,9 @@ type disclosureAttJSON struct {
 type verifyDisclosure struct {
 	stdout, stderr io.Writer
 
-	reportPath, disPath, attPath, evPath, bundlePath, policyPath, collDir, at string
-	asJSON, allowSim, allowRev, allowColl                                     bool
+	relaxFlags
+	reportPath, disPath, attPath, evPath, bundlePath, policyPath, at string
+	asJSON                                                           bool
 
 	out     disclosureJSON
 	report  []byte
@@ -158,10 +159,7 @@ func (vd *verifyDisclosure) flagSet() *flag.FlagSet {
 	fs.StringVar(&vd.evPath, "evidence", "", "evidence document `file` (compact JWS; required with --attestation)")
 	fs.StringVar(&vd.bundlePath, "bundle", "", "the run's proof_bundle envelope (optional, with --attestation)")
 	fs.StringVar(&vd.policyPath, "policy", "", "verification policy `file` for the attestation; default: the strictest")
-	fs.StringVar(&vd.collDir, "collateral", "", "collateral `dir` for the attestation")
-	fs.BoolVar(&vd.allowSim, "allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
-	fs.BoolVar(&vd.allowRev, "allow-unchecked-revocation", false, "accept evidence without CRLs")
-	fs.BoolVar(&vd.allowColl, "allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
+	vd.define(fs, "collateral `dir` for the attestation")
 	fs.StringVar(&vd.at, "at", "", "verification `time` for the attestation, RFC 3339 (default: now)")
 	return fs
 }
@@ -298,10 +296,10 @@ func (vd *verifyDisclosure) loadPolicy() int {
 			return exitUsage
 		}
 	}
-	vd.opts = verify.Options{Now: vd.now, AllowSimulated: vd.allowSim, AllowUncheckedRevocation: vd.allowRev, AllowUncheckedCollateral: vd.allowColl, Report: vd.report}
-	if err := setCollateral(&vd.opts, vd.collDir); err != nil {
+	if vd.opts, err = vd.options(vd.now); err != nil {
 		return vd.finish(exitCannot, "COLLATERAL", err.Error())
 	}
+	vd.opts.Report = vd.report
 	return exitOK
 }
 
