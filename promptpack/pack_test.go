@@ -406,7 +406,7 @@ func TestReportSchemaRejectsBadReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ValidateReport(c)
+	err = validateReport(c)
 	if _, ok := errors.AsType[*schemas.ValidationError](err); !errors.Is(err, ErrInvalidReport) || !ok {
 		t.Fatalf("got %v", err)
 	}

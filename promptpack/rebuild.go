@@ -170,7 +170,7 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 			return nil, err
 		}
 	}
-	validate := ValidateReport
+	validate := validateReport
 	if p.ReportSalts != nil {
 		if rep, err = p.computeReportV2(rep, ins); err != nil {
 			clear(res.Prompt)

@@ -145,7 +145,7 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 	}
 	c, err := rep.canonical()
 	if err == nil {
-		err = ValidateReport(c)
+		err = validateReport(c)
 	}
 	if err != nil {
 		return nil, err
@@ -161,22 +161,22 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 	c := doc.Capture
 	rep := &Report{
 		ReportVersion: reportVersion,
-		Harness:       ReportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
+		Harness:       reportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
 		PromptMode:    releasePromptMode,
-		Builder:       ReportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
-		Recipe:        ReportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
-		Final:         ReportFinal{SystemPromptHashB64u: b64u.SHA256(c.SystemPrompt), SystemPromptChars: jsstr.Len(string(c.SystemPrompt))},
+		Builder:       reportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
+		Recipe:        reportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
+		Final:         reportFinal{SystemPromptHashB64u: b64u.SHA256(c.SystemPrompt), SystemPromptChars: jsstr.Len(string(c.SystemPrompt))},
 	}
 	in := &rep.Inputs
 	in.ParamsHashB64u = b64u.SHA256(p.Params)
 	in.HardcodedLiteralsHashB64u = rel.TableSHA256
-	in.Templates = make([]ReportTemplate, 0, len(rel.Files))
+	in.Templates = make([]reportTemplate, 0, len(rel.Files))
 	for _, f := range rel.Files {
 		d, err := b64u.DecodeHash(f.SHA256)
 		if err != nil {
 			return nil, fmt.Errorf("%w: pinned file hash: %v", ErrInvalidReport, err)
 		}
-		in.Templates = append(in.Templates, ReportTemplate{Name: f.Path, Hash: fmt.Sprintf("sha256:%x", d)})
+		in.Templates = append(in.Templates, reportTemplate{Name: f.Path, Hash: fmt.Sprintf("sha256:%x", d)})
 	}
 	names := make([]string, 0, len(c.Tools))
 	schemas := make(map[string]json.RawMessage, len(c.Tools))
@@ -200,7 +200,7 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 	if in.ToolSummariesHashB64u, err = hashJCS(sums); err != nil {
 		return nil, err
 	}
-	in.Bootstrap = []BootstrapEntry{}
+	in.Bootstrap = []bootstrapEntry{}
 	type kv struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
@@ -223,7 +223,7 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 					continue
 				}
 				form := openclawrelease.PromptForm(f.Content)
-				e := BootstrapEntry{ContentHashB64u: b64u.SHA256([]byte(form)), RawContentHashB64u: b64u.SHA256(f.Content), Chars: jsstr.Len(form)}
+				e := bootstrapEntry{ContentHashB64u: b64u.SHA256([]byte(form)), RawContentHashB64u: b64u.SHA256(f.Content), Chars: jsstr.Len(form)}
 				if n := len([]rune(path)); n >= 1 && n <= 1024 {
 					e.PathHint = path
 				} else {

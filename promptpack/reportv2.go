@@ -116,7 +116,7 @@ func InputCommitment(salt [SaltSize]byte, kind, id string, content []byte) [32]b
 // reportInputsV2 are the inputs of a v2 report: the harness identity
 // (public, unsalted) and one salted commitment per pack input.
 type reportInputsV2 struct {
-	Templates                 []ReportTemplate `json:"templates"`
+	Templates                 []reportTemplate `json:"templates"`
 	HardcodedLiteralsHashB64u string           `json:"hardcoded_literals_hash_b64u"`
 	CoreToolSummariesHashB64u string           `json:"core_tool_summaries_hash_b64u"`
 	Commitments               []inputCommit    `json:"commitments"`
@@ -138,11 +138,11 @@ type reportAlias Report
 
 type reportV2Wire struct {
 	ReportVersion string          `json:"report_version"`
-	Harness       ReportHarness   `json:"harness"`
+	Harness       reportHarness   `json:"harness"`
 	PromptMode    string          `json:"prompt_mode"`
-	Builder       ReportBuilder   `json:"builder"`
-	Recipe        ReportRecipe    `json:"recipe"`
-	Final         ReportFinal     `json:"final"`
+	Builder       reportBuilder   `json:"builder"`
+	Recipe        reportRecipe    `json:"recipe"`
+	Final         reportFinal     `json:"final"`
 	Inputs        *reportInputsV2 `json:"inputs"`
 }
 
