@@ -160,7 +160,7 @@ type Pack struct {
 	// nil: the pack produces SystemPromptReport.v1, otherwise v2
 	// (docs/spec/report-v2.md). The salts are secret: they never leave the
 	// sealed pack except in a disclosure of their own input.
-	ReportSalts map[string][SaltSize]byte
+	ReportSalts map[string][saltSize]byte
 }
 
 // String describes the pack without its contents.
@@ -194,7 +194,7 @@ func (p *Pack) Wipe() {
 	wipe(p.Harness.Literals)
 	wipe(p.Harness.CoreToolSummaries)
 	for k := range p.ReportSalts {
-		p.ReportSalts[k] = [SaltSize]byte{}
+		p.ReportSalts[k] = [saltSize]byte{}
 	}
 }
 
@@ -441,7 +441,7 @@ func (p *Pack) validate() error {
 			return ferr("$.raw_context_files", fmt.Errorf("%w: max_chars", errWrongType))
 		}
 	}
-	if p.ReportSalts != nil && (len(p.ReportSalts) == 0 || len(p.ReportSalts) > MaxReportInputs) {
+	if p.ReportSalts != nil && (len(p.ReportSalts) == 0 || len(p.ReportSalts) > maxReportInputs) {
 		return ferr("$.report_salts", ErrTooLarge)
 	}
 	for sel := range p.ReportSalts {
@@ -755,16 +755,16 @@ func (pp *packParser) readReportSalts() {
 	if rs == nil {
 		return
 	}
-	ms := r.Members(rs, "$.report_salts", 1, MaxReportInputs)
-	p.ReportSalts = make(map[string][SaltSize]byte, len(ms))
+	ms := r.Members(rs, "$.report_salts", 1, maxReportInputs)
+	p.ReportSalts = make(map[string][saltSize]byte, len(ms))
 	for _, m := range ms {
 		path := jsonobj.Key("$.report_salts", m.Key)
 		if _, _, err := ParseSelector(m.Key); err != nil {
 			r.Fail(path, fmt.Errorf("%w: not a kind:id selector", errWrongType))
 			continue
 		}
-		if b := r.B64u(m.Value, path, SaltSize); b != nil {
-			p.ReportSalts[m.Key] = [SaltSize]byte(b)
+		if b := r.B64u(m.Value, path, saltSize); b != nil {
+			p.ReportSalts[m.Key] = [saltSize]byte(b)
 			clear(b)
 		}
 	}

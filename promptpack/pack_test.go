@@ -682,7 +682,7 @@ func FuzzParse(f *testing.F) {
 	}
 	// A pack with report salts (report v2).
 	v2 := synthPack()
-	v2.ReportSalts = map[string][SaltSize]byte{"bootstrap:A.md": {1}, "params:params.json": {2}}
+	v2.ReportSalts = map[string][saltSize]byte{"bootstrap:A.md": {1}, "params:params.json": {2}}
 	if enc, err := v2.Encode(); err == nil {
 		f.Add(enc)
 	}

@@ -38,7 +38,7 @@ type Rebuilt struct {
 	// inputs are the report inputs with their contents (secret); set for
 	// v2 and for Build. salts is a copy of the pack's report salts.
 	inputs []reportInput
-	salts  map[string][SaltSize]byte
+	salts  map[string][saltSize]byte
 }
 
 // ReportHashB64u returns b64u(ReportHash).
@@ -55,7 +55,7 @@ func (rb *Rebuilt) Wipe() {
 		wipeInputs(rb.inputs)
 		rb.inputs = nil
 		for k := range rb.salts {
-			rb.salts[k] = [SaltSize]byte{}
+			rb.salts[k] = [saltSize]byte{}
 		}
 		rb.salts = nil
 	}
@@ -190,7 +190,7 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 	}
 	rb := &Rebuilt{Prompt: res.Prompt, Mode: res.Mode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID, inputs: ins}
 	if p.ReportSalts != nil {
-		rb.salts = make(map[string][SaltSize]byte, len(p.ReportSalts))
+		rb.salts = make(map[string][saltSize]byte, len(p.ReportSalts))
 		for k, v := range p.ReportSalts {
 			rb.salts[k] = v
 		}
@@ -275,7 +275,7 @@ func Build(params []byte, harnessDir, recipeID string, opts BuildOptions) (*Pack
 		return nil, err
 	}
 	p.PromptMode = rb.Mode
-	sels := rb.InputSelectors()
+	sels := rb.inputSelectors()
 	rb.Wipe()
 	if opts.ReportVersion == 2 {
 		if p.ReportSalts, err = newSalts(sels); err != nil {
@@ -385,10 +385,10 @@ func equalHash(a, b [32]byte) bool { return subtle.ConstantTimeCompare(a[:], b[:
 
 // newSalts draws an independent 32-byte salt for each selector from
 // crypto/rand.
-func newSalts(selectors []string) (map[string][SaltSize]byte, error) {
-	out := make(map[string][SaltSize]byte, len(selectors))
+func newSalts(selectors []string) (map[string][saltSize]byte, error) {
+	out := make(map[string][saltSize]byte, len(selectors))
 	for _, sel := range selectors {
-		var s [SaltSize]byte
+		var s [saltSize]byte
 		if _, err := rand.Read(s[:]); err != nil {
 			return nil, fmt.Errorf("promptpack: salt: %w", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/clawea/attester/promptpack"
-	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
@@ -47,13 +46,13 @@ func runDisclose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer rb.Wipe()
-	d, err := disclosure.Create(rb, reveal)
+	d, err := rb.Disclose(reveal)
 	if err != nil {
-		switch {
-		case errors.Is(err, disclosure.ErrNotSalted):
+		switch promptpack.DisclosureCode(err) {
+		case "REPORT_NOT_SALTED":
 			errorf(stderr, "disclose: %s: the pack has no report salts (SystemPromptReport.v1); build it with --report-version 2", *packPath)
 			return exitRejected
-		case errors.Is(err, disclosure.ErrUnknownInput):
+		case "INPUT_NOT_IN_REPORT":
 			errorf(stderr, "disclose: %v", err)
 			return exitUsage
 		}
@@ -86,7 +85,7 @@ type disclosureJSON struct {
 	Reason         string                     `json:"reason,omitempty"`
 	Message        string                     `json:"message,omitempty"`
 	ReportHashB64u string                     `json:"report_hash_b64u,omitempty"`
-	Revealed       []disclosure.RevealedInput `json:"revealed,omitempty"`
+	Revealed       []promptpack.RevealedInput `json:"revealed,omitempty"`
 	Attestation    *disclosureAttJSON         `json:"attestation,omitempty"`
 }
 
@@ -109,7 +108,7 @@ type verifyDisclosure struct {
 	out     disclosureJSON
 	report  []byte
 	dis     []byte // wiped by cleanup
-	res     *disclosure.Result
+	res     *promptpack.DisclosureResult
 	now     func() time.Time
 	files   [4][]byte // attestation, evidence, bundle, policy
 	hint    string    // printed by cleanup, after the result
@@ -238,7 +237,7 @@ func (vd *verifyDisclosure) readInputs() int {
 	if vd.report, err = bounded.ReadFile(vd.reportPath, promptpack.MaxReportSize+1); err != nil {
 		return vd.finish(exitCannot, "UNREADABLE", err.Error())
 	}
-	if vd.dis, err = bounded.ReadFile(vd.disPath, disclosure.MaxSize+1); err != nil {
+	if vd.dis, err = bounded.ReadFile(vd.disPath, promptpack.MaxDisclosureSize+1); err != nil {
 		return vd.finish(exitCannot, "UNREADABLE", err.Error())
 	}
 	return exitOK
@@ -246,12 +245,12 @@ func (vd *verifyDisclosure) readInputs() int {
 
 // checkDisclosure checks the disclosure against the report.
 func (vd *verifyDisclosure) checkDisclosure() int {
-	res, d, err := disclosure.Verify(vd.report, vd.dis)
+	res, d, err := promptpack.VerifyDisclosure(vd.report, vd.dis)
 	if err != nil {
 		if hint := inputHint(input{"--report", vd.reportPath, vd.report, kindReport}, input{"--disclosure", vd.disPath, vd.dis, kindDisclosure}); hint != "" {
 			errorf(vd.stderr, "verify-disclosure: %s", hint)
 		}
-		return vd.finish(exitRejected, disclosure.Code(err), err.Error())
+		return vd.finish(exitRejected, promptpack.DisclosureCode(err), err.Error())
 	}
 	d.Wipe()
 	vd.res = res
