@@ -209,17 +209,25 @@ func TestPodmanWithAnotherUID(t *testing.T) {
 	}
 }
 
+// loadingPluginsFrom returns the recommended layout with plugins loaded
+// from dir, and a host that reads the real file system.
+func loadingPluginsFrom(t *testing.T, dir string) ([]byte, Host) {
+	t.Helper()
+	m := recommended(t)
+	set(m, []any{dir}, "plugins", "load", "paths")
+	raw, _ := json.Marshal(m)
+	h := fakeHost()
+	h.IsDir, h.ReadFile = nil, nil
+	return raw, h
+}
+
 // The loaded manifest is the repository's own plugin directory.
 func TestRealPluginDirectory(t *testing.T) {
 	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "openclaw"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := recommended(t)
-	set(m, []any{dir}, "plugins", "load", "paths")
-	raw, _ := json.Marshal(m)
-	h := fakeHost()
-	h.IsDir, h.ReadFile = nil, nil
+	raw, h := loadingPluginsFrom(t, dir)
 	if fs, err := Check(raw, h); err != nil || len(fs) != 0 {
 		t.Fatalf("Check = %v, %v", fs, err)
 	}
@@ -267,11 +275,7 @@ func TestOversizeManifest(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "openclaw.plugin.json"), make([]byte, maxManifestBytes+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := recommended(t)
-	set(m, []any{dir}, "plugins", "load", "paths")
-	raw, _ := json.Marshal(m)
-	h := fakeHost()
-	h.IsDir, h.ReadFile = nil, nil
+	raw, h := loadingPluginsFrom(t, dir)
 	fs, err := Check(raw, h)
 	if err != nil {
 		t.Fatal(err)
