@@ -16,6 +16,7 @@ import (
 
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/testfile"
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
@@ -720,11 +721,7 @@ func TestSigPackNeedsTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc["sources"].(map[string]any)["templates"] = map[string]any{}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	canon, err := jcs.Canonicalize(raw)
+	canon, err := jcs.Canonicalize(testjson.Marshal(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
