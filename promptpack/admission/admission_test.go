@@ -225,10 +225,11 @@ func TestAdmitUnreadable(t *testing.T) {
 }
 
 func TestWorkspaceSkill(t *testing.T) {
-	params := &openclawsig.Params{
-		WorkspaceDir: "/home/agent/workspace/",
-		RuntimeInfo:  &openclawsig.RuntimeInfo{RepoRoot: "/srv/repo"},
-		SandboxInfo:  &openclawsig.SandboxInfo{WorkspaceDir: "/sandbox/ws", AgentWorkspaceMount: "/agent"},
+	params, err := openclawsig.ParseParams([]byte(`{"workspaceDir":"/home/agent/workspace/",` +
+		`"runtimeInfo":{"repoRoot":"/srv/repo"},` +
+		`"sandboxInfo":{"workspaceDir":"/sandbox/ws","agentWorkspaceMount":"/agent"}}`))
+	if err != nil {
+		t.Fatal(err)
 	}
 	for loc, want := range map[string]bool{
 		"/opt/openclaw/skills/a/SKILL.md":         false,
