@@ -28,9 +28,9 @@ type Params struct {
 	WorkspaceNotes      []string
 	TTSHint             string
 	PromptMode          string
-	RuntimeInfo         *RuntimeInfo
+	RuntimeInfo         *runtimeParams
 	MessageToolHints    []string
-	SandboxInfo         *SandboxInfo
+	SandboxInfo         *sandboxParams
 	ReactionGuidance    *reactionGuidance
 	MemoryCitationsMode string
 }
@@ -41,14 +41,14 @@ type contextFile struct {
 	Content string
 }
 
-// RuntimeInfo is params.runtimeInfo.
-type RuntimeInfo struct {
+// runtimeParams is params.runtimeInfo.
+type runtimeParams struct {
 	AgentID, Host, OS, Arch, Node, Model, DefaultModel, Channel, RepoRoot string
 	Capabilities                                                          []string
 }
 
-// SandboxInfo is params.sandboxInfo.
-type SandboxInfo struct {
+// sandboxParams is params.sandboxInfo.
+type sandboxParams struct {
 	Enabled             bool
 	WorkspaceDir        string
 	WorkspaceAccess     string
@@ -225,8 +225,8 @@ func (r *jsonReader) contextFiles(path string) ([]contextFile, error) {
 	return out, err
 }
 
-func (r *jsonReader) runtimeInfo(path string) (*RuntimeInfo, error) {
-	ri := &RuntimeInfo{}
+func (r *jsonReader) runtimeInfo(path string) (*runtimeParams, error) {
+	ri := &runtimeParams{}
 	present, err := r.object(path, func(key, kp string) error {
 		var err error
 		switch key {
@@ -261,8 +261,8 @@ func (r *jsonReader) runtimeInfo(path string) (*RuntimeInfo, error) {
 	return ri, nil
 }
 
-func (r *jsonReader) sandboxInfo(path string) (*SandboxInfo, error) {
-	si := &SandboxInfo{}
+func (r *jsonReader) sandboxInfo(path string) (*sandboxParams, error) {
+	si := &sandboxParams{}
 	var elevatedLevelSet bool
 	present, err := r.object(path, func(key, kp string) error {
 		var err error

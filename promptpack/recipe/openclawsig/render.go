@@ -216,7 +216,7 @@ func (h *Harness) runtimeLine(p *Params, channel string, caps []string) string {
 	}
 	ri := p.RuntimeInfo
 	if ri == nil {
-		ri = &RuntimeInfo{}
+		ri = &runtimeParams{}
 	}
 	add("agentId", ri.AgentID)
 	add("host", ri.Host)
@@ -558,7 +558,7 @@ func (r *render) closingSections() {
 }
 
 // sandboxLines adds the 9 direct sandbox elements (RECIPE.md section 4.5).
-func (h *Harness) sandboxLines(b *builder, si *SandboxInfo) {
+func (h *Harness) sandboxLines(b *builder, si *sandboxParams) {
 	l := &h.lit
 	if si.WorkspaceDir != "" {
 		b.direct(l.sandboxWorkspacePrefix + si.WorkspaceDir)
