@@ -80,7 +80,7 @@ func (rb *Rebuilt) Format(f fmt.State, _ rune) { fmt.Fprint(f, rb.String()) }
 // the pack is self-consistent; trust is the opener's policy.
 //
 // For an openclaw-release pack it returns the one entry that trusts the
-// pack's own OpenClaw release (ReleaseTrustName -> ReleaseTrustHash).
+// pack's own OpenClaw release (ReleaseTrust).
 func (p *Pack) SigHashes() (map[string]string, error) {
 	if err := knownRecipe(p.Recipe); err != nil {
 		return nil, err
@@ -90,11 +90,7 @@ func (p *Pack) SigHashes() (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("promptpack: %w", err)
 		}
-		h, err := ReleaseTrustHash(rel)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]string{ReleaseTrustName(rel.OpenClawVersion): h}, nil
+		return ReleaseTrust(rel)
 	}
 	h, err := openclawsig.NewHarness(p.Harness)
 	if err != nil {

@@ -17,14 +17,24 @@ import (
 // prompt mode (docs/spec/recipe-openclaw-release.md section 5.1).
 const releasePromptMode = "captured"
 
-// ReleaseTrustName is the name under which a trusted list (the attester's
-// attester.trustedTemplates, packctl --trusted) admits openclaw-release
-// packs of one OpenClaw version; its value is ReleaseTrustHash.
-func ReleaseTrustName(version string) string { return openclawrelease.ID + ":" + version }
+// ReleaseTrust returns the trusted-list entry (the attester's
+// attester.trustedTemplates, packctl --trusted) that admits openclaw-release
+// packs of rel: releaseTrustName(rel.OpenClawVersion) -> releaseTrustHash(rel).
+func ReleaseTrust(rel *openclawrelease.Release) (map[string]string, error) {
+	h, err := releaseTrustHash(rel)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{releaseTrustName(rel.OpenClawVersion): h}, nil
+}
 
-// ReleaseTrustHash is the trusted-list value for a release: its fragment
+// releaseTrustName is the name under which a trusted list admits
+// openclaw-release packs of one OpenClaw version.
+func releaseTrustName(version string) string { return openclawrelease.ID + ":" + version }
+
+// releaseTrustHash is the trusted-list value for a release: its fragment
 // table's SHA-256 as "sha256:<hex>".
-func ReleaseTrustHash(rel *openclawrelease.Release) (string, error) {
+func releaseTrustHash(rel *openclawrelease.Release) (string, error) {
 	d, err := b64u.DecodeHash(rel.TableSHA256)
 	if err != nil {
 		return "", fmt.Errorf("%w: fragment table hash: %v", ErrInvalidReport, err)
@@ -103,8 +113,8 @@ func (p *Pack) validateRelease() error {
 }
 
 // rebuildRelease is Rebuild for an openclaw-release pack: the document's
-// release must be trusted (trusted[ReleaseTrustName] ==
-// ReleaseTrustHash), the layout is checked against the release's fragment
+// release must be trusted (trusted[releaseTrustName] ==
+// releaseTrustHash), the layout is checked against the release's fragment
 // table compiled into this module and re-rendered, the
 // pack's provenance and prompt mode must be the ones the recipe states, and
 // the SystemPromptReport.v1 commits the pinned files, the fragment table,
@@ -121,8 +131,8 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 	if err != nil {
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
 	}
-	name := ReleaseTrustName(rel.OpenClawVersion)
-	want, err := ReleaseTrustHash(rel)
+	name := releaseTrustName(rel.OpenClawVersion)
+	want, err := releaseTrustHash(rel)
 	if err != nil {
 		return nil, err
 	}
