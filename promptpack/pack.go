@@ -10,6 +10,10 @@
 // the attester's side OpenPack, then Opened.Rebuild with the trusted
 // template hashes of its policy, which also compares the report hash with
 // the committed one.
+//
+// A v2 report's inputs can be revealed selectively: Rebuilt.Disclose writes
+// a disclosure document (docs/spec/disclosure-v1.md) and VerifyDisclosure
+// checks one against the report (disclosure.go).
 package promptpack
 
 import (
