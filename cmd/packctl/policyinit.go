@@ -208,12 +208,7 @@ func (pi *policyInit) loadTrusted() int {
 
 // loadCollateral sets the verify options, with the --collateral folder.
 func (pi *policyInit) loadCollateral() int {
-	var err error
-	if pi.opts, err = pi.options(time.Now); err != nil {
-		errorf(pi.stderr, "policy init: collateral: %v", err)
-		return exitCannot
-	}
-	return exitOK
+	return pi.loadOptions(&pi.opts, time.Now, pi.stderr, "policy init")
 }
 
 // firstContact fetches the identity with a fresh challenge from a URL, or

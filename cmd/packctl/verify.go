@@ -154,13 +154,9 @@ func (v *verifyCmd) loadPolicy() int {
 
 // loadCollateral sets the verify options, with the --collateral folder.
 func (v *verifyCmd) loadCollateral() int {
-	var err error
-	if v.opts, err = v.options(v.now); err != nil {
-		errorf(v.stderr, "verify: collateral: %v", err)
-		return exitCannot
-	}
+	code := v.loadOptions(&v.opts, v.now, v.stderr, "verify")
 	v.opts.AuditLog, v.opts.Report = v.auditLog, v.report
-	return exitOK
+	return code
 }
 
 // relaxFlags are the relaxations of a command that verifies evidence: the
@@ -184,6 +180,18 @@ func (r *relaxFlags) define(fs *flag.FlagSet, collUsage string) {
 func (r *relaxFlags) options(now func() time.Time) (verify.Options, error) {
 	o := verify.Options{Now: now, AllowSimulated: r.allowSim, AllowUncheckedRevocation: r.allowRev, AllowUncheckedCollateral: r.allowColl}
 	return o, setCollateral(&o, r.collDir)
+}
+
+// loadOptions is the step that sets *opts from the relaxations: a
+// collateral folder it cannot read is exitCannot, reported as cmd's.
+func (r *relaxFlags) loadOptions(opts *verify.Options, now func() time.Time, stderr io.Writer, cmd string) int {
+	o, err := r.options(now)
+	if err != nil {
+		errorf(stderr, "%s: collateral: %v", cmd, err)
+		return exitCannot
+	}
+	*opts = o
+	return exitOK
 }
 
 // setCollateral reads the --collateral folder dir into opts (nothing for "").
