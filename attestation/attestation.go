@@ -172,13 +172,13 @@ type Output struct {
 
 func (is *Issuer) check() (ed25519.PublicKey, error) {
 	if is == nil || len(is.Key) != ed25519.PrivateKeySize {
-		return nil, fmt.Errorf("%w: no Ed25519 identity key", ErrConfig)
+		return nil, fmt.Errorf("%w: no Ed25519 identity key", errConfig)
 	}
 	if is.Quoter == nil {
-		return nil, fmt.Errorf("%w: no quoter", ErrConfig)
+		return nil, fmt.Errorf("%w: no quoter", errConfig)
 	}
 	if len(is.RecipientKey) != 0 && len(is.RecipientKey) != 32 {
-		return nil, fmt.Errorf("%w: recipient key is %d bytes, want 32", ErrConfig, len(is.RecipientKey))
+		return nil, fmt.Errorf("%w: recipient key is %d bytes, want 32", errConfig, len(is.RecipientKey))
 	}
 	return is.Key.Public().(ed25519.PublicKey), nil
 }
@@ -247,19 +247,19 @@ func newAttestationID() (string, error) {
 func (is *Issuer) quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, *teeclaims.Claims, map[string][]byte, error) {
 	ev, err := is.Quoter.Quote(ctx, rd)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %w", ErrQuote, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", errQuote, err)
 	}
 	claims, err := teeclaims.Derive(ev)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", errEvidence, err)
 	}
 	if err := teeclaims.CheckReportData(ev, claims, rd); err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", errEvidence, err)
 	}
 	var coll map[string][]byte
 	if is.Collateral != nil {
 		if coll, err = is.Collateral.Collateral(ctx, ev); err != nil {
-			return nil, nil, nil, fmt.Errorf("%w: collateral: %w", ErrQuote, err)
+			return nil, nil, nil, fmt.Errorf("%w: collateral: %w", errQuote, err)
 		}
 	}
 	return ev, claims, coll, nil
@@ -270,7 +270,7 @@ func (is *Issuer) quote(ctx context.Context, rd evidence.ReportData) (*evidence.
 func (is *Issuer) signDoc(d *evidencedoc.Document, evidenceContext []byte) (*evidencedoc.Document, error) {
 	signed, err := evidencedoc.Sign(is.Key, d)
 	if err != nil {
-		return nil, fmt.Errorf("%w: evidence document: %w", ErrEvidence, err)
+		return nil, fmt.Errorf("%w: evidence document: %w", errEvidence, err)
 	}
 	if !bytes.Equal(signed.EvidenceContext(), evidenceContext) {
 		return nil, errors.New("attestation: internal error: evidence context changed in encoding")
@@ -509,17 +509,17 @@ func (is *Issuer) withGPUs(ctx context.Context, rd evidence.ReportData, cpu evid
 func quoteGPU(ctx context.Context, g enclave.Quoter, rd evidence.ReportData) (*evidence.Evidence, error) {
 	ev, err := g.Quote(ctx, rd)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrQuote, err)
+		return nil, fmt.Errorf("%w: %w", errQuote, err)
 	}
 	if ev.Platform != evidence.PlatformNVIDIAGPU || ev.Format != nvspdm.Format {
-		return nil, fmt.Errorf("%w: gpu evidence is %s/%s", ErrEvidence, ev.Platform, ev.Format)
+		return nil, fmt.Errorf("%w: gpu evidence is %s/%s", errEvidence, ev.Platform, ev.Format)
 	}
 	rep, err := nvspdm.Parse(ev.Blob)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+		return nil, fmt.Errorf("%w: %w", errEvidence, err)
 	}
 	if rep.Nonce != rd.GPUNonce() {
-		return nil, fmt.Errorf("%w: the gpu report does not carry the gpu nonce of this report data", ErrEvidence)
+		return nil, fmt.Errorf("%w: the gpu report does not carry the gpu nonce of this report data", errEvidence)
 	}
 	return ev, nil
 }

@@ -16,7 +16,7 @@ func verifyBundle(in *AttestInput, attesterDID string) (*poh.Bundle, error) {
 		if pe, ok := errors.AsType[*poh.Error](err); ok {
 			return nil, &BundleError{Code: pe.Code, Field: pe.Field, Msg: pe.Msg}
 		}
-		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
+		return nil, fmt.Errorf("%w: %w", errBundle, err)
 	}
 	if err := bundleError(poh.CheckBundleRun(b, in.AgentDID, in.RunID)); err != nil {
 		return nil, err

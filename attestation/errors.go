@@ -9,22 +9,22 @@ import (
 
 // Errors. Every error returned by this package wraps one of them.
 var (
-	// ErrConfig: the Issuer is misconfigured (no key, no quoter, a bad
+	// errConfig: the Issuer is misconfigured (no key, no quoter, a bad
 	// recipient key).
-	ErrConfig = errors.New("attestation: issuer misconfigured")
+	errConfig = errors.New("attestation: issuer misconfigured")
 	// ErrInput: the caller's input is invalid (bad hash, DID, id, model
 	// identity or challenge).
 	ErrInput = errors.New("attestation: invalid input")
-	// ErrBundle: the proof bundle was rejected. The error is a *BundleError
+	// errBundle: the proof bundle was rejected. The error is a *BundleError
 	// carrying the PoH reason code, so errors.Is(err, poh.SignatureInvalid)
 	// and errors.Is(err, poh.PromptCommitmentMismatch) work.
-	ErrBundle = errors.New("attestation: proof bundle rejected")
-	// ErrQuote: the platform could not produce evidence.
-	ErrQuote = errors.New("attestation: quote failed")
-	// ErrEvidence: the platform returned evidence this package cannot use
+	errBundle = errors.New("attestation: proof bundle rejected")
+	// errQuote: the platform could not produce evidence.
+	errQuote = errors.New("attestation: quote failed")
+	// errEvidence: the platform returned evidence this package cannot use
 	// (unknown platform or format, or it does not commit to the requested
 	// REPORT_DATA).
-	ErrEvidence = errors.New("attestation: unusable platform evidence")
+	errEvidence = errors.New("attestation: unusable platform evidence")
 )
 
 // BundleError is a rejected proof bundle: the PoH reason code, the field it
@@ -43,5 +43,5 @@ func (e *BundleError) Error() string {
 	return fmt.Sprintf("attestation: proof bundle rejected: %s: %s", e.Code, e.Msg)
 }
 
-// Unwrap returns ErrBundle and the PoH code.
-func (e *BundleError) Unwrap() []error { return []error{ErrBundle, e.Code} }
+// Unwrap returns errBundle and the PoH code.
+func (e *BundleError) Unwrap() []error { return []error{errBundle, e.Code} }

@@ -34,13 +34,13 @@ const (
 // defaultGatedTools is the seed-000 default of agents.defaults.sig.gatedTools.
 var defaultGatedTools = []string{"exec", "write", "edit", "apply_patch", "message", "gateway", "sessions_spawn", "sessions_send"}
 
-// FailMode is tools.verifier.failMode.
-type FailMode string
+// failMode is tools.verifier.failMode.
+type failMode string
 
 // Fail modes. The empty value means "not set" (deny).
 const (
-	failDeny  FailMode = "deny"
-	failAllow FailMode = "allow"
+	failDeny  failMode = "deny"
+	failAllow failMode = "allow"
 )
 
 // toolPolicy is tools.{profile, allow, deny} (or its per-agent form). Names
@@ -51,8 +51,8 @@ type toolPolicy struct {
 	Deny    []string
 }
 
-// Scope is tools.verifier.scope. At most one list is non-nil.
-type Scope struct {
+// scope is tools.verifier.scope. At most one list is non-nil.
+type scope struct {
 	Include []string
 	Exclude []string
 }
@@ -63,15 +63,15 @@ type webhookConfig struct {
 	Timeout time.Duration
 	// Headers are sent with every request. Values are secrets (they often
 	// carry bearer tokens). Names are in canonical MIME form.
-	Headers map[string]Secret
+	Headers map[string]secretText
 	// Secret, when set, signs the body: X-OpenClaw-Signature: sha256=<hex>.
-	Secret Secret
+	Secret secretText
 }
 
 // telegramConfig is tools.verifier.telegram.
 type telegramConfig struct {
 	Enabled        bool
-	BotToken       Secret
+	BotToken       secretText
 	ChatID         string
 	Timeout        time.Duration
 	AllowedUserIDs []int64
@@ -81,14 +81,14 @@ type telegramConfig struct {
 // per-agent override, nil pointers and empty values mean "inherit".
 type verifierConfig struct {
 	Enabled  *bool
-	Scope    *Scope
-	FailMode FailMode // "" = not set
+	Scope    *scope
+	FailMode failMode // "" = not set
 	Webhook  *webhookConfig
 	Telegram *telegramConfig
 }
 
-// SigConfig is agents.defaults.sig or agents.list[].sig.
-type SigConfig struct {
+// sigConfig is agents.defaults.sig or agents.list[].sig.
+type sigConfig struct {
 	EnforceVerification *bool
 	GatedTools          []string // nil = not set
 }
@@ -98,7 +98,7 @@ type agentConfig struct {
 	ID       string
 	Tools    toolPolicy
 	Verifier *verifierConfig
-	Sig      SigConfig
+	Sig      sigConfig
 }
 
 // Config is the validated gate configuration. Build it with ParseConfig.
@@ -147,7 +147,7 @@ type ParseOptions struct {
 }
 
 // ParseConfig parses and validates an OpenClaw-style JSON config document
-// holding the gate's keys. Every error is a *ConfigError naming the key.
+// holding the gate's keys. Every error is a *confdoc.ConfigError naming the key.
 func ParseConfig(data []byte, opts ParseOptions) (*Config, error) {
 	if len(data) > maxConfigBytes {
 		return nil, cfgErr("", errConfigTooLarge, "document is larger than %d bytes", maxConfigBytes)
@@ -177,7 +177,7 @@ func ParseConfigValue(root *pohjson.Value, opts ParseOptions) (*Config, error) {
 // its config schema) are passed over; every other undeclared key is
 // refused, so a typo such as tools.denny cannot silently drop a policy.
 func docOptions(opts ParseOptions) confdoc.Options {
-	o := confdoc.Options{Doc: ErrInvalidConfig}
+	o := confdoc.Options{Doc: errInvalidConfig}
 	if opts.AllowForeignKeys {
 		o.Foreign = map[string][]string{"": {"*"}}
 		maps.Copy(o.Foreign, openClawKeys)
@@ -221,7 +221,7 @@ type (
 	verifierKeys struct {
 		Enabled  *bool        `conf:"enabled"`
 		Scope    *scopeDoc    `conf:"scope"`
-		FailMode FailMode     `conf:"failMode,enum=allow|deny"`
+		FailMode failMode     `conf:"failMode,enum=allow|deny"`
 		Webhook  *webhookDoc  `conf:"webhook"`
 		Telegram *telegramDoc `conf:"telegram"`
 	}
@@ -317,7 +317,7 @@ func (l *toolList) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path stri
 
 // secretValue is a secret string: not empty, at most maxSecretBytes, and
 // no unresolved ${...} placeholder.
-type secretValue struct{ Secret }
+type secretValue struct{ secretText }
 
 func (s *secretValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
 	str, ok := v.Str()
@@ -331,7 +331,7 @@ func (s *secretValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path s
 	case strings.Contains(str, "${"):
 		d.Fail(path, errBadValue, "contains an unresolved ${...} placeholder")
 	default:
-		s.Secret = newSecret(str)
+		s.secretText = newSecret(str)
 	}
 }
 
@@ -340,7 +340,7 @@ var reservedHeaders = []string{"Content-Type", "Content-Length", "Host", "X-Open
 
 // headerMap is webhook.headers: at most maxHeaders valid header names (in
 // canonical form, each once) to secret values without control characters.
-type headerMap map[string]Secret
+type headerMap map[string]secretText
 
 func (h *headerMap) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
 	if v.Kind() != pohjson.Object {
@@ -373,7 +373,7 @@ func (h *headerMap) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path str
 		if val.isSet() && !validHeaderValue(val.value()) {
 			d.Fail(kp, errBadValue, "header value contains control characters")
 		}
-		out[name] = val.Secret
+		out[name] = val.secretText
 	}
 	*h = out
 }
@@ -496,8 +496,8 @@ func (b *builder) config(doc *configDoc) *Config {
 	return c
 }
 
-func (b *builder) sig(path string, s *sigDoc) SigConfig {
-	out := SigConfig{EnforceVerification: s.EnforceVerification}
+func (b *builder) sig(path string, s *sigDoc) sigConfig {
+	out := sigConfig{EnforceVerification: s.EnforceVerification}
 	if s.GatedTools != nil {
 		if slices.Contains(*s.GatedTools, verifyToolName) {
 			b.fail(jsonobj.Key(path, "gatedTools"), errBadValue, "must not contain the verify tool (it could never be unblocked)")
@@ -524,7 +524,7 @@ func (b *builder) tools(path string, t *toolsDoc) (toolPolicy, *verifierConfig) 
 	v := t.Verifier
 	vc := &verifierConfig{Enabled: v.Enabled, FailMode: v.FailMode}
 	if v.Scope != nil {
-		vc.Scope = &Scope{}
+		vc.Scope = &scope{}
 		if v.Scope.Include != nil {
 			vc.Scope.Include = []string(*v.Scope.Include)
 		}
@@ -535,13 +535,13 @@ func (b *builder) tools(path string, t *toolsDoc) (toolPolicy, *verifierConfig) 
 	if w := v.Webhook; w != nil {
 		up := jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "webhook"), "url")
 		b.checkURL(up, w.URL)
-		vc.Webhook = &webhookConfig{URL: w.URL, Timeout: time.Duration(w.Timeout) * time.Second, Headers: w.Headers, Secret: w.Secret.Secret}
+		vc.Webhook = &webhookConfig{URL: w.URL, Timeout: time.Duration(w.Timeout) * time.Second, Headers: w.Headers, Secret: w.Secret.secretText}
 	}
 	if tg := v.Telegram; tg != nil {
 		if tg.BotToken.isSet() && !validBotToken(tg.BotToken.value()) {
 			b.fail(jsonobj.Key(jsonobj.Key(jsonobj.Key(path, "verifier"), "telegram"), "botToken"), errBadValue, "not a Telegram bot token")
 		}
-		tc := &telegramConfig{Enabled: tg.Enabled, BotToken: tg.BotToken.Secret, ChatID: string(tg.ChatID), Timeout: time.Duration(tg.Timeout) * time.Second}
+		tc := &telegramConfig{Enabled: tg.Enabled, BotToken: tg.BotToken.secretText, ChatID: string(tg.ChatID), Timeout: time.Duration(tg.Timeout) * time.Second}
 		if tg.AllowedUserIDs != nil {
 			tc.AllowedUserIDs = []int64(*tg.AllowedUserIDs)
 		}
@@ -680,8 +680,8 @@ func checkEffectiveVerifier(path string, v effectiveVerifierConfig) error {
 // agent after merging the global and per-agent settings.
 type effectiveVerifierConfig struct {
 	Enabled  bool
-	Scope    Scope
-	FailMode FailMode
+	Scope    scope
+	FailMode failMode
 	Webhook  *webhookConfig
 	Telegram *telegramConfig
 }
@@ -700,7 +700,7 @@ func mergeVerifier(global verifierConfig, agent *verifierConfig) effectiveVerifi
 	if global.Scope != nil {
 		e.Scope = *global.Scope
 	}
-	agentMode := FailMode("")
+	agentMode := failMode("")
 	if agent != nil {
 		if agent.Enabled != nil {
 			e.Enabled = *agent.Enabled

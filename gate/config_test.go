@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/clawea/attester/schema/confdoc"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -124,10 +126,10 @@ func TestParseErrorsNameTheKey(t *testing.T) {
 			if c != nil {
 				t.Fatal("config returned with an error")
 			}
-			if !errors.Is(err, ErrInvalidConfig) || !errors.Is(err, tc.want) {
+			if !errors.Is(err, errInvalidConfig) || !errors.Is(err, tc.want) {
 				t.Fatalf("err = %v, want %v", err, tc.want)
 			}
-			ce, ok := errors.AsType[*ConfigError](err)
+			ce, ok := errors.AsType[*confdoc.ConfigError](err)
 			if !ok || ce.Key != tc.key {
 				t.Fatalf("key = %q, want %q (%v)", ce.Key, tc.key, err)
 			}
@@ -187,14 +189,14 @@ func TestForeignKeys(t *testing.T) {
 }
 
 func TestFailModeMostRestrictiveWins(t *testing.T) {
-	str := func(m FailMode) string {
+	str := func(m failMode) string {
 		if m == "" {
 			return ""
 		}
 		return `"failMode":"` + string(m) + `",`
 	}
 	for _, tc := range []struct {
-		global, agent, want FailMode
+		global, agent, want failMode
 	}{
 		{"", "", failDeny},
 		{"", failAllow, failDeny},

@@ -8,11 +8,12 @@ import (
 	"github.com/clawea/attester/schema/jsonobj"
 )
 
-// Sentinel errors. Callers branch with errors.Is; ConfigError carries the key.
+// Sentinel errors. Callers branch with errors.Is; a *confdoc.ConfigError
+// carries the key.
 var (
-	// ErrInvalidConfig is matched by every configuration error (its text
+	// errInvalidConfig is matched by every configuration error (its text
 	// starts their messages).
-	ErrInvalidConfig = errors.New("gate config")
+	errInvalidConfig = errors.New("gate config")
 	// errUnknownKey: a key the gate does not know (a typo must not silently
 	// disable a control).
 	errUnknownKey = jsonobj.ErrUnknownField
@@ -50,14 +51,11 @@ var (
 	errOptions = errors.New("gate: invalid options")
 )
 
-// ConfigError names the configuration key at fault (Key, e.g.
-// "tools.verifier.scope"), the class of the problem (Err: errUnknownKey,
-// errWrongType, errBadValue, errConflict, errInsecureURL or
-// errConfigTooLarge) and what is wrong (Msg). It never contains a
-// configured value (values may be secrets). It is the decoder's one error
-// type, and matches ErrInvalidConfig.
-type ConfigError = confdoc.ConfigError
-
+// cfgErr returns the *confdoc.ConfigError that names the configuration key
+// at fault (key, e.g. "tools.verifier.scope"), the class of the problem
+// (sentinel: errUnknownKey, errWrongType, errBadValue, errConflict,
+// errInsecureURL or errConfigTooLarge) and what is wrong. It never contains
+// a configured value (values may be secrets), and matches errInvalidConfig.
 func cfgErr(key string, sentinel error, format string, args ...any) error {
-	return &ConfigError{Doc: ErrInvalidConfig, Key: key, Err: sentinel, Msg: fmt.Sprintf(format, args...)}
+	return &confdoc.ConfigError{Doc: errInvalidConfig, Key: key, Err: sentinel, Msg: fmt.Sprintf(format, args...)}
 }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/schema/confdoc"
 )
 
 // encodeConfig writes c back as a config document, secrets included (test
@@ -113,7 +115,7 @@ func FuzzParseConfig(f *testing.F) {
 		for _, opts := range []ParseOptions{{}, {Development: true, AllowForeignKeys: true}} {
 			c, err := ParseConfig(data, opts)
 			if err != nil {
-				if _, ok := errors.AsType[*ConfigError](err); c != nil || !ok || !errors.Is(err, ErrInvalidConfig) {
+				if _, ok := errors.AsType[*confdoc.ConfigError](err); c != nil || !ok || !errors.Is(err, errInvalidConfig) {
 					t.Fatalf("bad error shape: %v", err)
 				}
 				continue

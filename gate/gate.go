@@ -29,15 +29,15 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 )
 
-// Stage names the pipeline stage that decided.
-type Stage string
+// stage names the pipeline stage that decided.
+type stage string
 
 // Stages, in pipeline order. stageInput is a malformed call.
 const (
-	stageInput        Stage = "input"
-	stagePolicy       Stage = "tool_policy"
-	stageVerification Stage = "verification_gate"
-	stageVerifier     Stage = "external_verifier"
+	stageInput        stage = "input"
+	stagePolicy       stage = "tool_policy"
+	stageVerification stage = "verification_gate"
+	stageVerifier     stage = "external_verifier"
 )
 
 // Call is one tool call to decide.
@@ -59,7 +59,7 @@ type Call struct {
 // never contains parameter values or secrets.
 type Decision struct {
 	Allow      bool
-	Stage      Stage
+	Stage      stage
 	Reason     string
 	Tool       string // normalized tool name
 	ParamsHash string // b64u SHA-256 of the JCS of the parameters
@@ -115,7 +115,7 @@ type effectiveVerifier struct {
 	enabled  bool
 	include  *toolMatcher
 	exclude  *toolMatcher
-	failMode FailMode
+	failMode failMode
 	webhook  *webhookVerifier
 	telegram *telegramApprover
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clawea/attester/gate/internal/ockeys"
 	"github.com/clawea/attester/internal/octest"
+	"github.com/clawea/attester/schema/confdoc"
 )
 
 // TestOpenClawTyposRefused: a typo in a section the gate reads is refused
@@ -28,8 +29,8 @@ func TestOpenClawTyposRefused(t *testing.T) {
 	} {
 		for _, opts := range []ParseOptions{{}, {AllowForeignKeys: true}} {
 			c, err := ParseConfig([]byte(tc.doc), opts)
-			ce, ok := errors.AsType[*ConfigError](err)
-			if c != nil || !ok || ce.Key != tc.key || !errors.Is(err, errUnknownKey) || !errors.Is(err, ErrInvalidConfig) {
+			ce, ok := errors.AsType[*confdoc.ConfigError](err)
+			if c != nil || !ok || ce.Key != tc.key || !errors.Is(err, errUnknownKey) || !errors.Is(err, errInvalidConfig) {
 				t.Errorf("%s (foreign %t): %v, want %s refused as an unknown key", tc.doc, opts.AllowForeignKeys, err, tc.key)
 			}
 		}
@@ -46,7 +47,7 @@ func TestOpenClawTyposRefused(t *testing.T) {
 // its path.
 func TestOneRangeViolation(t *testing.T) {
 	_, err := ParseConfig([]byte(`{"tools":{"verifier":{"telegram":{"timeout":3601}}}}`), ParseOptions{})
-	ce, ok := errors.AsType[*ConfigError](err)
+	ce, ok := errors.AsType[*confdoc.ConfigError](err)
 	if !ok || ce.Key != "tools.verifier.telegram.timeout" || !errors.Is(err, errBadValue) {
 		t.Fatalf("%v", err)
 	}

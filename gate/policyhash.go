@@ -98,7 +98,7 @@ func toolPolicyDoc(t toolPolicy, global bool) map[string]any {
 	return map[string]any{"profile": profile, "allow": nullableList(t.Allow), "deny": nullableList(t.Deny)}
 }
 
-func commitment(s Secret) any {
+func commitment(s secretText) any {
 	if !s.isSet() {
 		return nil
 	}

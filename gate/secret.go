@@ -10,33 +10,33 @@ import (
 
 const redacted = "[REDACTED]"
 
-// Secret holds a configured secret (webhook HMAC secret, header value, bot
+// secretText holds a configured secret (webhook HMAC secret, header value, bot
 // token). Every formatting path (fmt verbs, String, GoString, JSON, slog)
 // prints "[REDACTED]"; the value is only used by the verifiers.
-type Secret struct{ v string }
+type secretText struct{ v string }
 
 // newSecret wraps s.
-func newSecret(s string) Secret { return Secret{v: s} }
+func newSecret(s string) secretText { return secretText{v: s} }
 
 // isSet reports whether the secret is non-empty.
-func (s Secret) isSet() bool { return s.v != "" }
+func (s secretText) isSet() bool { return s.v != "" }
 
-func (s Secret) value() string { return s.v }
+func (s secretText) value() string { return s.v }
 
 // String implements fmt.Stringer.
-func (Secret) String() string { return redacted }
+func (secretText) String() string { return redacted }
 
 // GoString implements fmt.GoStringer.
-func (Secret) GoString() string { return redacted }
+func (secretText) GoString() string { return redacted }
 
 // Format implements fmt.Formatter for every verb.
-func (Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(redacted)) }
+func (secretText) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(redacted)) }
 
 // MarshalJSON never emits the value.
-func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+func (secretText) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
 
 // LogValue implements slog.LogValuer.
-func (Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+func (secretText) LogValue() slog.Value { return slog.StringValue(redacted) }
 
 // secretCommitmentLabel domain-separates secret commitments in the policy hash.
 const secretCommitmentLabel = "clawea.gate.secret-commitment.v1"
@@ -44,7 +44,7 @@ const secretCommitmentLabel = "clawea.gate.secret-commitment.v1"
 // commitment returns b64u(SHA-256(label || 0x00 || value)), the form in which
 // the policy hash commits to a secret (docs/spec/gate-v1.md). It reveals a
 // low-entropy secret to a guessing attacker, so secrets must be random.
-func (s Secret) commitment() string {
+func (s secretText) commitment() string {
 	h := sha256.New()
 	h.Write([]byte(secretCommitmentLabel))
 	h.Write([]byte{0})

@@ -37,7 +37,7 @@ var errTelegramAPI = errors.New("telegram bot api call failed")
 // not consume each other's updates.
 type telegramBot struct {
 	base     string
-	token    Secret
+	token    secretText
 	client   *http.Client
 	interval time.Duration
 	log      *slog.Logger
@@ -59,7 +59,7 @@ type telegramApprover struct {
 	cfg *telegramConfig
 }
 
-func newTelegramBot(base string, token Secret, client *http.Client, interval time.Duration, log *slog.Logger) *telegramBot {
+func newTelegramBot(base string, token secretText, client *http.Client, interval time.Duration, log *slog.Logger) *telegramBot {
 	return &telegramBot{
 		base: strings.TrimRight(base, "/"), token: token, client: client,
 		interval: interval, log: log, waiting: map[int64]*tgWaiter{},

@@ -201,7 +201,7 @@ func TestTelegramUnauthorizedTap(t *testing.T) {
 	}
 
 	// Only strangers tap: the approval times out, failMode applies.
-	for _, mode := range []FailMode{failDeny, failAllow} {
+	for _, mode := range []failMode{failDeny, failAllow} {
 		f := newFakeBotAPI(t, func(f *fakeBotAPI, m sentMessage) { f.tap(strangerUser, m.id, m.button("Allow")) })
 		g := telegramGate(t, f, `"failMode":"`+string(mode)+`",`, short)
 		if d := g.decide(t, call("exec")); d.Allow != (mode == failAllow) {

@@ -138,7 +138,7 @@ func TestWebhookRequestShapeAndSignature(t *testing.T) {
 
 func TestWebhookNoSecretNoSignature(t *testing.T) {
 	ws := newWebhookServer(t, reply(200, `{"decision":"allow"}`))
-	g := webhookGate(t, ws, "", func(c *Config) { c.Verifier.Webhook.Secret = Secret{} })
+	g := webhookGate(t, ws, "", func(c *Config) { c.Verifier.Webhook.Secret = secretText{} })
 	g.decide(t, call("exec"))
 	if _, hdr := ws.last(t); hdr.Get("X-OpenClaw-Signature") != "" {
 		t.Fatal("signature sent without a secret")
@@ -224,7 +224,7 @@ func TestWebhookResponses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, mode := range []FailMode{failDeny, failAllow} {
+			for _, mode := range []failMode{failDeny, failAllow} {
 				ws := newWebhookServer(t, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 					if tc.status == 307 {
 						w.Header().Set("Location", "/elsewhere")
@@ -272,7 +272,7 @@ func TestWebhookTimeout(t *testing.T) {
 		}
 	})
 	defer close(release)
-	for _, mode := range []FailMode{failDeny, failAllow} {
+	for _, mode := range []failMode{failDeny, failAllow} {
 		g := webhookGate(t, ws, `"failMode":"`+string(mode)+`",`, func(c *Config) { c.Verifier.Webhook.Timeout = 50 * time.Millisecond })
 		d := g.decide(t, call("exec"))
 		if d.Allow != (mode == failAllow) || d.Stage != stageVerifier {

@@ -54,7 +54,7 @@ func BenchmarkOpen(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := envelope.Open(enc, m, k, ctx, buf.Bytes()); err != nil {
+				if _, err := (envelope.Limits{}).Open(enc, m, k, ctx, buf.Bytes()); err != nil {
 					b.Fatal(err)
 				}
 				buf.Destroy()

@@ -10,6 +10,10 @@
 // the attester's side OpenPack, then Opened.Rebuild with the trusted
 // template hashes of its policy, which also compares the report hash with
 // the committed one.
+//
+// A v2 report's inputs can be revealed selectively: Rebuilt.Disclose writes
+// a disclosure document (docs/spec/disclosure-v1.md) and VerifyDisclosure
+// checks one against the report (disclosure.go).
 package promptpack
 
 import (
@@ -20,7 +24,6 @@ import (
 	"fmt"
 	"unicode/utf8"
 
-	"github.com/clawea/attester/promptpack/recipe"
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
@@ -81,8 +84,8 @@ var (
 	// errNotCanonical: the bytes are not the JCS canonical form.
 	errNotCanonical = errors.New("promptpack: pack is not in canonical form")
 	// ErrUnknownRecipe: the pack names a recipe id or version this build
-	// does not implement. It is recipe.ErrUnknownRecipe.
-	ErrUnknownRecipe = recipe.ErrUnknownRecipe
+	// does not implement.
+	ErrUnknownRecipe = errors.New("recipe: unknown recipe")
 	// ErrModeMismatch: the rebuild resolved another prompt mode than the
 	// pack states.
 	ErrModeMismatch = errors.New("promptpack: prompt mode mismatch")
@@ -132,8 +135,8 @@ type Provenance struct {
 	BuilderVersion string // e.g. "openclaw-sig/1"
 }
 
-// RawContextFile describes a bootstrap file before truncation.
-type RawContextFile struct {
+// rawContextFile describes a bootstrap file before truncation.
+type rawContextFile struct {
 	RawContentHash [32]byte // SHA-256 of the file before truncation
 	Truncated      bool
 	MaxChars       *int64 // truncation limit in UTF-16 units; nil: not stated
@@ -156,12 +159,12 @@ type Pack struct {
 	// SkillsEnvOverrides is nil when the pack has none.
 	SkillsEnvOverrides map[string]string
 	// RawContextFiles is keyed by context-file path; nil when absent.
-	RawContextFiles map[string]RawContextFile
+	RawContextFiles map[string]rawContextFile
 	// ReportSalts maps each report input ("kind:id") to its 32-byte salt;
 	// nil: the pack produces SystemPromptReport.v1, otherwise v2
 	// (docs/spec/report-v2.md). The salts are secret: they never leave the
 	// sealed pack except in a disclosure of their own input.
-	ReportSalts map[string][SaltSize]byte
+	ReportSalts map[string][saltSize]byte
 }
 
 // String describes the pack without its contents.
@@ -195,18 +198,20 @@ func (p *Pack) Wipe() {
 	wipe(p.Harness.Literals)
 	wipe(p.Harness.CoreToolSummaries)
 	for k := range p.ReportSalts {
-		p.ReportSalts[k] = [SaltSize]byte{}
+		p.ReportSalts[k] = [saltSize]byte{}
 	}
 }
 
-// knownRecipe returns the implementation of a recipe pair.
+// knownRecipe refuses a recipe pair this build does not link in. There is
+// no registry: a pack names a recipe id and version, and only the exact
+// pairs of the recipes below are known (a change of output for the same
+// inputs is a new version).
 func knownRecipe(r RecipeRef) error {
-	if r.ID == openclawrelease.ID {
-		_, err := recipe.Match(openclawrelease.Recipe{}, r.ID, r.Version)
-		return err
+	if (r.ID == openclawrelease.ID && r.Version == openclawrelease.Version) ||
+		(r.ID == openclawsig.ID && r.Version == openclawsig.Version) {
+		return nil
 	}
-	_, err := recipe.Match(openclawsig.Recipe{}, r.ID, r.Version)
-	return err
+	return fmt.Errorf("%w: %q version %q", ErrUnknownRecipe, r.ID, r.Version)
 }
 
 // DefaultProvenance returns the builder identity the recipe reproduces.
@@ -440,7 +445,7 @@ func (p *Pack) validate() error {
 			return ferr("$.raw_context_files", fmt.Errorf("%w: max_chars", errWrongType))
 		}
 	}
-	if p.ReportSalts != nil && (len(p.ReportSalts) == 0 || len(p.ReportSalts) > MaxReportInputs) {
+	if p.ReportSalts != nil && (len(p.ReportSalts) == 0 || len(p.ReportSalts) > maxReportInputs) {
 		return ferr("$.report_salts", ErrTooLarge)
 	}
 	for sel := range p.ReportSalts {
@@ -716,11 +721,11 @@ func (pp *packParser) readRawContextFiles() {
 		return
 	}
 	ms := r.Members(rc, "$.raw_context_files", 1, maxRawContextFiles)
-	p.RawContextFiles = make(map[string]RawContextFile, len(ms))
+	p.RawContextFiles = make(map[string]rawContextFile, len(ms))
 	for _, m := range ms {
 		path := jsonobj.Key("$.raw_context_files", m.Key)
 		f := r.Object(m.Value, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
-		var e RawContextFile
+		var e rawContextFile
 		if h := f["raw_content_hash_b64u"]; h != nil {
 			s, _ := h.Str()
 			d, err := b64u.DecodeHash(s)
@@ -754,16 +759,16 @@ func (pp *packParser) readReportSalts() {
 	if rs == nil {
 		return
 	}
-	ms := r.Members(rs, "$.report_salts", 1, MaxReportInputs)
-	p.ReportSalts = make(map[string][SaltSize]byte, len(ms))
+	ms := r.Members(rs, "$.report_salts", 1, maxReportInputs)
+	p.ReportSalts = make(map[string][saltSize]byte, len(ms))
 	for _, m := range ms {
 		path := jsonobj.Key("$.report_salts", m.Key)
 		if _, _, err := ParseSelector(m.Key); err != nil {
 			r.Fail(path, fmt.Errorf("%w: not a kind:id selector", errWrongType))
 			continue
 		}
-		if b := r.B64u(m.Value, path, SaltSize); b != nil {
-			p.ReportSalts[m.Key] = [SaltSize]byte(b)
+		if b := r.B64u(m.Value, path, saltSize); b != nil {
+			p.ReportSalts[m.Key] = [saltSize]byte(b)
 			clear(b)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/testfile"
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
@@ -214,7 +215,7 @@ func TestReportInputsChange(t *testing.T) {
 	variants := map[string]BuildOptions{
 		"tool schemas": {ToolSchemas: []byte(`{"read":{"type":"object","properties":{"path":{"type":"string"}}}}`)},
 		"skills env":   {SkillsEnvOverrides: []byte(`{"API_BASE":"https://example.test"}`)},
-		"raw context":  {RawContextFiles: map[string]RawContextFile{"AGENTS.md": {RawContentHash: sha256.Sum256([]byte("x")), Truncated: true, MaxChars: &mc}}},
+		"raw context":  {RawContextFiles: map[string]rawContextFile{"AGENTS.md": {RawContentHash: sha256.Sum256([]byte("x")), Truncated: true, MaxChars: &mc}}},
 		"provenance":   {Provenance: &Provenance{HarnessID: "openclaw", HarnessVersion: "x", HarnessCommit: "y", BuilderName: "b", BuilderVersion: "1"}},
 	}
 	for name, opts := range variants {
@@ -314,6 +315,17 @@ func TestUnknownRecipeRefused(t *testing.T) {
 	if _, err := Build([]byte(`{}`), ".", "openclaw-next", BuildOptions{}); !errors.Is(err, ErrUnknownRecipe) || !strings.Contains(err.Error(), "openclaw-next") {
 		t.Errorf("Build: got %v", err)
 	}
+	// Only the exact pairs are known: no case folding, no version range.
+	for _, r := range []RecipeRef{{"openclaw-sig", "1"}, {"openclaw-release", "1"}} {
+		if err := knownRecipe(r); err != nil {
+			t.Errorf("%v: %v", r, err)
+		}
+	}
+	for _, r := range []RecipeRef{{"openclaw-sig", "2"}, {"openclaw-release", "2"}, {"OpenClaw-sig", "1"}, {"openclaw-sig", "1.0"}, {"", ""}} {
+		if err := knownRecipe(r); !errors.Is(err, ErrUnknownRecipe) {
+			t.Errorf("%v: got %v", r, err)
+		}
+	}
 }
 
 func TestUnknownPackVersionRefused(t *testing.T) {
@@ -395,7 +407,7 @@ func TestReportSchemaRejectsBadReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = ValidateReport(c)
+	err = validateReport(c)
 	if _, ok := errors.AsType[*schemas.ValidationError](err); !errors.Is(err, ErrInvalidReport) || !ok {
 		t.Fatalf("got %v", err)
 	}
@@ -633,7 +645,7 @@ func synthPack() *Pack {
 		},
 		ToolSchemas:        map[string][]byte{"read": []byte(`{"properties":{"p":{"minimum":0.5,"type":"number"}},"type":"object"}`)},
 		SkillsEnvOverrides: map[string]string{"K": "v"},
-		RawContextFiles:    map[string]RawContextFile{"AGENTS.md": {Truncated: true, MaxChars: &mc}},
+		RawContextFiles:    map[string]rawContextFile{"AGENTS.md": {Truncated: true, MaxChars: &mc}},
 	}
 }
 
@@ -671,7 +683,7 @@ func FuzzParse(f *testing.F) {
 	}
 	// A pack with report salts (report v2).
 	v2 := synthPack()
-	v2.ReportSalts = map[string][SaltSize]byte{"bootstrap:A.md": {1}, "params:params.json": {2}}
+	v2.ReportSalts = map[string][saltSize]byte{"bootstrap:A.md": {1}, "params:params.json": {2}}
 	if enc, err := v2.Encode(); err == nil {
 		f.Add(enc)
 	}
@@ -709,11 +721,7 @@ func TestSigPackNeedsTemplates(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc["sources"].(map[string]any)["templates"] = map[string]any{}
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	canon, err := jcs.Canonicalize(raw)
+	canon, err := jcs.Canonicalize(testjson.Marshal(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}

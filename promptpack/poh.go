@@ -68,7 +68,7 @@ func (p *Pack) pohEntries(rep *Report) []pohEntry {
 // in v1, and for every pack input its salted commitment instead of its
 // plain hash (docs/spec/report-v2.md section 6), so that the PoH
 // commitment does not undo the salting.
-func (p *Pack) pohEntriesV2(in *ReportInputsV2) []pohEntry {
+func (p *Pack) pohEntriesV2(in *reportInputsV2) []pohEntry {
 	es := []pohEntry{
 		sized("harness:hardcoded-literals.json", p.Harness.Literals),
 		sized("harness:core-tool-summaries.json", p.Harness.CoreToolSummaries),

@@ -38,7 +38,7 @@ type Rebuilt struct {
 	// inputs are the report inputs with their contents (secret); set for
 	// v2 and for Build. salts is a copy of the pack's report salts.
 	inputs []reportInput
-	salts  map[string][SaltSize]byte
+	salts  map[string][saltSize]byte
 }
 
 // ReportHashB64u returns b64u(ReportHash).
@@ -55,7 +55,7 @@ func (rb *Rebuilt) Wipe() {
 		wipeInputs(rb.inputs)
 		rb.inputs = nil
 		for k := range rb.salts {
-			rb.salts[k] = [SaltSize]byte{}
+			rb.salts[k] = [saltSize]byte{}
 		}
 		rb.salts = nil
 	}
@@ -80,7 +80,7 @@ func (rb *Rebuilt) Format(f fmt.State, _ rune) { fmt.Fprint(f, rb.String()) }
 // the pack is self-consistent; trust is the opener's policy.
 //
 // For an openclaw-release pack it returns the one entry that trusts the
-// pack's own OpenClaw release (ReleaseTrustName -> ReleaseTrustHash).
+// pack's own OpenClaw release (ReleaseTrust).
 func (p *Pack) SigHashes() (map[string]string, error) {
 	if err := knownRecipe(p.Recipe); err != nil {
 		return nil, err
@@ -90,11 +90,7 @@ func (p *Pack) SigHashes() (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("promptpack: %w", err)
 		}
-		h, err := ReleaseTrustHash(rel)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]string{ReleaseTrustName(rel.OpenClawVersion): h}, nil
+		return ReleaseTrust(rel)
 	}
 	h, err := openclawsig.NewHarness(p.Harness)
 	if err != nil {
@@ -170,7 +166,7 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 			return nil, err
 		}
 	}
-	validate := ValidateReport
+	validate := validateReport
 	if p.ReportSalts != nil {
 		if rep, err = p.computeReportV2(rep, ins); err != nil {
 			clear(res.Prompt)
@@ -190,7 +186,7 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 	}
 	rb := &Rebuilt{Prompt: res.Prompt, Mode: res.Mode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID, inputs: ins}
 	if p.ReportSalts != nil {
-		rb.salts = make(map[string][SaltSize]byte, len(p.ReportSalts))
+		rb.salts = make(map[string][saltSize]byte, len(p.ReportSalts))
 		for k, v := range p.ReportSalts {
 			rb.salts[k] = v
 		}
@@ -209,7 +205,7 @@ type BuildOptions struct {
 	// SkillsEnvOverrides is a JSON object of strings; nil: none.
 	SkillsEnvOverrides []byte
 	// RawContextFiles describes bootstrap files before truncation.
-	RawContextFiles map[string]RawContextFile
+	RawContextFiles map[string]rawContextFile
 	// Trusted template hashes; nil: the harness's own sig hashes, which
 	// only checks consistency.
 	Trusted map[string]string
@@ -275,7 +271,7 @@ func Build(params []byte, harnessDir, recipeID string, opts BuildOptions) (*Pack
 		return nil, err
 	}
 	p.PromptMode = rb.Mode
-	sels := rb.InputSelectors()
+	sels := rb.inputSelectors()
 	rb.Wipe()
 	if opts.ReportVersion == 2 {
 		if p.ReportSalts, err = newSalts(sels); err != nil {
@@ -385,10 +381,10 @@ func equalHash(a, b [32]byte) bool { return subtle.ConstantTimeCompare(a[:], b[:
 
 // newSalts draws an independent 32-byte salt for each selector from
 // crypto/rand.
-func newSalts(selectors []string) (map[string][SaltSize]byte, error) {
-	out := make(map[string][SaltSize]byte, len(selectors))
+func newSalts(selectors []string) (map[string][saltSize]byte, error) {
+	out := make(map[string][saltSize]byte, len(selectors))
 	for _, sel := range selectors {
-		var s [SaltSize]byte
+		var s [saltSize]byte
 		if _, err := rand.Read(s[:]); err != nil {
 			return nil, fmt.Errorf("promptpack: salt: %w", err)
 		}

@@ -17,14 +17,24 @@ import (
 // prompt mode (docs/spec/recipe-openclaw-release.md section 5.1).
 const releasePromptMode = "captured"
 
-// ReleaseTrustName is the name under which a trusted list (the attester's
-// attester.trustedTemplates, packctl --trusted) admits openclaw-release
-// packs of one OpenClaw version; its value is ReleaseTrustHash.
-func ReleaseTrustName(version string) string { return openclawrelease.ID + ":" + version }
+// ReleaseTrust returns the trusted-list entry (the attester's
+// attester.trustedTemplates, packctl --trusted) that admits openclaw-release
+// packs of rel: releaseTrustName(rel.OpenClawVersion) -> releaseTrustHash(rel).
+func ReleaseTrust(rel *openclawrelease.Release) (map[string]string, error) {
+	h, err := releaseTrustHash(rel)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{releaseTrustName(rel.OpenClawVersion): h}, nil
+}
 
-// ReleaseTrustHash is the trusted-list value for a release: its fragment
+// releaseTrustName is the name under which a trusted list admits
+// openclaw-release packs of one OpenClaw version.
+func releaseTrustName(version string) string { return openclawrelease.ID + ":" + version }
+
+// releaseTrustHash is the trusted-list value for a release: its fragment
 // table's SHA-256 as "sha256:<hex>".
-func ReleaseTrustHash(rel *openclawrelease.Release) (string, error) {
+func releaseTrustHash(rel *openclawrelease.Release) (string, error) {
 	d, err := b64u.DecodeHash(rel.TableSHA256)
 	if err != nil {
 		return "", fmt.Errorf("%w: fragment table hash: %v", ErrInvalidReport, err)
@@ -103,8 +113,8 @@ func (p *Pack) validateRelease() error {
 }
 
 // rebuildRelease is Rebuild for an openclaw-release pack: the document's
-// release must be trusted (trusted[ReleaseTrustName] ==
-// ReleaseTrustHash), the layout is checked against the release's fragment
+// release must be trusted (trusted[releaseTrustName] ==
+// releaseTrustHash), the layout is checked against the release's fragment
 // table compiled into this module and re-rendered, the
 // pack's provenance and prompt mode must be the ones the recipe states, and
 // the SystemPromptReport.v1 commits the pinned files, the fragment table,
@@ -121,8 +131,8 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 	if err != nil {
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
 	}
-	name := ReleaseTrustName(rel.OpenClawVersion)
-	want, err := ReleaseTrustHash(rel)
+	name := releaseTrustName(rel.OpenClawVersion)
+	want, err := releaseTrustHash(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +155,7 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 	}
 	c, err := rep.canonical()
 	if err == nil {
-		err = ValidateReport(c)
+		err = validateReport(c)
 	}
 	if err != nil {
 		return nil, err
@@ -161,22 +171,22 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 	c := doc.Capture
 	rep := &Report{
 		ReportVersion: reportVersion,
-		Harness:       ReportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
+		Harness:       reportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
 		PromptMode:    releasePromptMode,
-		Builder:       ReportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
-		Recipe:        ReportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
-		Final:         ReportFinal{SystemPromptHashB64u: b64u.SHA256(c.SystemPrompt), SystemPromptChars: jsstr.Len(string(c.SystemPrompt))},
+		Builder:       reportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
+		Recipe:        reportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
+		Final:         reportFinal{SystemPromptHashB64u: b64u.SHA256(c.SystemPrompt), SystemPromptChars: jsstr.Len(string(c.SystemPrompt))},
 	}
 	in := &rep.Inputs
 	in.ParamsHashB64u = b64u.SHA256(p.Params)
 	in.HardcodedLiteralsHashB64u = rel.TableSHA256
-	in.Templates = make([]ReportTemplate, 0, len(rel.Files))
+	in.Templates = make([]reportTemplate, 0, len(rel.Files))
 	for _, f := range rel.Files {
 		d, err := b64u.DecodeHash(f.SHA256)
 		if err != nil {
 			return nil, fmt.Errorf("%w: pinned file hash: %v", ErrInvalidReport, err)
 		}
-		in.Templates = append(in.Templates, ReportTemplate{Name: f.Path, Hash: fmt.Sprintf("sha256:%x", d)})
+		in.Templates = append(in.Templates, reportTemplate{Name: f.Path, Hash: fmt.Sprintf("sha256:%x", d)})
 	}
 	names := make([]string, 0, len(c.Tools))
 	schemas := make(map[string]json.RawMessage, len(c.Tools))
@@ -200,7 +210,7 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 	if in.ToolSummariesHashB64u, err = hashJCS(sums); err != nil {
 		return nil, err
 	}
-	in.Bootstrap = []BootstrapEntry{}
+	in.Bootstrap = []bootstrapEntry{}
 	type kv struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
@@ -223,7 +233,7 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 					continue
 				}
 				form := openclawrelease.PromptForm(f.Content)
-				e := BootstrapEntry{ContentHashB64u: b64u.SHA256([]byte(form)), RawContentHashB64u: b64u.SHA256(f.Content), Chars: jsstr.Len(form)}
+				e := bootstrapEntry{ContentHashB64u: b64u.SHA256([]byte(form)), RawContentHashB64u: b64u.SHA256(f.Content), Chars: jsstr.Len(form)}
 				if n := len([]rune(path)); n >= 1 && n <= 1024 {
 					e.PathHint = path
 				} else {

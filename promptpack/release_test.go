@@ -70,8 +70,8 @@ func TestInstalledReleasePack(t *testing.T) {
 	// The opener's trust: none, another name, another hash.
 	for name, tr := range map[string]map[string]string{
 		"nothing trusted":  nil,
-		"other version":    {ReleaseTrustName("2026.9.5"): trusted[ReleaseTrustName(c.OpenClawVersion)]},
-		"other table hash": {ReleaseTrustName(c.OpenClawVersion): "sha256:" + strings.Repeat("0", 64)},
+		"other version":    {releaseTrustName("2026.9.5"): trusted[releaseTrustName(c.OpenClawVersion)]},
+		"other table hash": {releaseTrustName(c.OpenClawVersion): "sha256:" + strings.Repeat("0", 64)},
 	} {
 		if _, err := p2.Rebuild(tr); !errors.Is(err, openclawsig.ErrTemplateUntrusted) {
 			t.Errorf("%s: got %v, want ErrTemplateUntrusted", name, err)

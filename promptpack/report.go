@@ -25,53 +25,53 @@ const reportVersion = "1"
 type Report struct {
 	ReportVersion string        `json:"report_version"`
 	RunID         string        `json:"run_id,omitempty"`
-	Harness       ReportHarness `json:"harness"`
+	Harness       reportHarness `json:"harness"`
 	PromptMode    string        `json:"prompt_mode"`
-	Builder       ReportBuilder `json:"builder"`
-	Recipe        ReportRecipe  `json:"recipe"`
-	Final         ReportFinal   `json:"final"`
+	Builder       reportBuilder `json:"builder"`
+	Recipe        reportRecipe  `json:"recipe"`
+	Final         reportFinal   `json:"final"`
 	// Inputs are the v1 inputs; unused in v2.
-	Inputs ReportInputs `json:"inputs"`
+	Inputs reportInputs `json:"inputs"`
 	// V2 holds the inputs of a v2 report (ReportVersion "2"); nil in v1.
 	// MarshalJSON writes it as "inputs".
-	V2 *ReportInputsV2 `json:"-"`
+	V2 *reportInputsV2 `json:"-"`
 }
 
-// ReportHarness is report.harness.
-type ReportHarness struct {
+// reportHarness is report.harness.
+type reportHarness struct {
 	ID      string `json:"id"`
 	Version string `json:"version"`
 	Commit  string `json:"commit"`
 }
 
-// ReportBuilder is report.builder.
-type ReportBuilder struct {
+// reportBuilder is report.builder.
+type reportBuilder struct {
 	Name           string `json:"name"`
 	BuilderVersion string `json:"builder_version"`
 }
 
-// ReportRecipe is report.recipe.
-type ReportRecipe struct {
+// reportRecipe is report.recipe.
+type reportRecipe struct {
 	ID      string `json:"id"`
 	Version string `json:"version"`
 }
 
-// ReportFinal describes the rebuilt prompt.
-type ReportFinal struct {
+// reportFinal describes the rebuilt prompt.
+type reportFinal struct {
 	// SystemPromptHashB64u is b64u(SHA-256(exact prompt bytes)).
 	SystemPromptHashB64u string `json:"system_prompt_hash_b64u"`
 	// SystemPromptChars is the prompt's UTF-16 length (JS .length).
 	SystemPromptChars int `json:"system_prompt_chars"`
 }
 
-// ReportTemplate is one template and its sig hash.
-type ReportTemplate struct {
+// reportTemplate is one template and its sig hash.
+type reportTemplate struct {
 	Name string `json:"name"`
 	Hash string `json:"hash"` // "sha256:<hex>"
 }
 
-// BootstrapEntry describes one rendered context file.
-type BootstrapEntry struct {
+// bootstrapEntry describes one rendered context file.
+type bootstrapEntry struct {
 	PathHint           string `json:"path_hint,omitempty"`
 	PathHashB64u       string `json:"path_hash_b64u,omitempty"`
 	ContentHashB64u    string `json:"content_hash_b64u"`
@@ -81,16 +81,16 @@ type BootstrapEntry struct {
 	MaxChars           *int64 `json:"max_chars,omitempty"`
 }
 
-// ReportInputs holds the per-input hashes.
-type ReportInputs struct {
+// reportInputs holds the per-input hashes.
+type reportInputs struct {
 	ParamsHashB64u             string           `json:"params_hash_b64u"`
-	Templates                  []ReportTemplate `json:"templates"`
+	Templates                  []reportTemplate `json:"templates"`
 	HardcodedLiteralsHashB64u  string           `json:"hardcoded_literals_hash_b64u,omitempty"`
 	CoreToolSummariesHashB64u  string           `json:"core_tool_summaries_hash_b64u,omitempty"`
 	ResolvedToolNamesHashB64u  string           `json:"resolved_tool_names_hash_b64u"`
 	ToolSchemasHashB64u        string           `json:"tool_schemas_hash_b64u"`
 	ToolSummariesHashB64u      string           `json:"tool_summaries_hash_b64u"`
-	Bootstrap                  []BootstrapEntry `json:"bootstrap"`
+	Bootstrap                  []bootstrapEntry `json:"bootstrap"`
 	SkillsPromptHashB64u       string           `json:"skills_prompt_hash_b64u,omitempty"`
 	SkillsEnvOverridesHashB64u string           `json:"skills_env_overrides_hash_b64u,omitempty"`
 	ExtraSystemPromptHashB64u  string           `json:"extra_system_prompt_hash_b64u,omitempty"`
@@ -116,8 +116,8 @@ func (r *Report) canonical() ([]byte, error) {
 	return c, nil
 }
 
-// Hash returns b64u(SHA-256(JCS(report))).
-func (r *Report) Hash() (string, error) {
+// hash returns b64u(SHA-256(JCS(report))).
+func (r *Report) hash() (string, error) {
 	c, err := r.canonical()
 	if err != nil {
 		return "", err
@@ -125,8 +125,8 @@ func (r *Report) Hash() (string, error) {
 	return b64u.SHA256(c), nil
 }
 
-// ValidateReport checks report JSON against schemas.SystemPromptReportV1.
-func ValidateReport(doc []byte) error {
+// validateReport checks report JSON against schemas.SystemPromptReportV1.
+func validateReport(doc []byte) error {
 	if err := schemas.Validate(schemas.SystemPromptReportV1, doc); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidReport, err)
 	}
@@ -214,25 +214,25 @@ func (p *Pack) reportTools(params *openclawsig.Params, res *openclawsig.Result) 
 func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params, res *openclawsig.Result) (*Report, error) {
 	rep := &Report{
 		ReportVersion: reportVersion,
-		Harness:       ReportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
+		Harness:       reportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
 		PromptMode:    res.Mode,
-		Builder:       ReportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
-		Recipe:        ReportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
-		Final:         ReportFinal{SystemPromptHashB64u: b64u.SHA256(res.Prompt), SystemPromptChars: res.PromptChars},
+		Builder:       reportBuilder{Name: p.Provenance.BuilderName, BuilderVersion: p.Provenance.BuilderVersion},
+		Recipe:        reportRecipe{ID: p.Recipe.ID, Version: p.Recipe.Version},
+		Final:         reportFinal{SystemPromptHashB64u: b64u.SHA256(res.Prompt), SystemPromptChars: res.PromptChars},
 	}
 	in := &rep.Inputs
 	in.ParamsHashB64u = b64u.SHA256(p.Params)
 	in.HardcodedLiteralsHashB64u = b64u.SHA256(p.Harness.Literals)
 	in.CoreToolSummariesHashB64u = b64u.SHA256(p.Harness.CoreToolSummaries)
 	names := h.TemplateNames() // sorted; names are ASCII
-	in.Templates = make([]ReportTemplate, 0, len(names))
+	in.Templates = make([]reportTemplate, 0, len(names))
 	for _, name := range names {
 		sig, ok := h.Sig(name)
 		if !ok {
 			// CheckTemplates refuses unsigned templates; never here.
 			return nil, fmt.Errorf("%w: template %q unsigned", ErrInvalidReport, name)
 		}
-		in.Templates = append(in.Templates, ReportTemplate{Name: name, Hash: sig.Hash})
+		in.Templates = append(in.Templates, reportTemplate{Name: name, Hash: sig.Hash})
 	}
 	toolNames, schemas, summaries, err := p.reportTools(params, res)
 	if err != nil {
@@ -244,9 +244,9 @@ func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params,
 	if len(res.ContextFiles) > maxRawContextFiles {
 		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, maxRawContextFiles)
 	}
-	in.Bootstrap = make([]BootstrapEntry, 0, len(res.ContextFiles))
+	in.Bootstrap = make([]bootstrapEntry, 0, len(res.ContextFiles))
 	for _, f := range res.ContextFiles {
-		e := BootstrapEntry{ContentHashB64u: b64u.SHA256(f.Content), Chars: f.Chars}
+		e := bootstrapEntry{ContentHashB64u: b64u.SHA256(f.Content), Chars: f.Chars}
 		if n := utf8.RuneCountInString(f.Path); n >= 1 && n <= 1024 {
 			e.PathHint = f.Path
 		} else {

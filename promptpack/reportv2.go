@@ -30,14 +30,14 @@ const inputCommitmentLabel = "clawea.dev/promptpack/v2/input-commitment"
 
 // Limits of report v2.
 const (
-	// SaltSize is the size of a per-input salt.
-	SaltSize = 32
-	// MaxReportInputs bounds the committed inputs of a v2 report and the
+	// saltSize is the size of a per-input salt.
+	saltSize = 32
+	// maxReportInputs bounds the committed inputs of a v2 report and the
 	// pack's report_salts: every bootstrap file plus the fixed inputs.
-	MaxReportInputs = maxRawContextFiles + 16
+	maxReportInputs = maxRawContextFiles + 16
 	// maxInputIDLen bounds an input id in code points.
 	maxInputIDLen = 1024
-	// MaxReportSize bounds a report document read by ParseReportV2.
+	// MaxReportSize bounds a report document read by parseReportV2.
 	MaxReportSize = 1 << 20
 )
 
@@ -51,13 +51,13 @@ const (
 )
 
 var (
-	// ErrNotSalted: the pack or report is v1, whose commitments are not
+	// errNotSalted: the pack or report is v1, whose commitments are not
 	// salted; nothing can be revealed from it.
-	ErrNotSalted = errors.New("promptpack: report is not salted (v1)")
-	// ErrUnknownInput: a selector names no input of the report.
-	ErrUnknownInput = errors.New("promptpack: no such report input")
-	// ErrSalts: the pack's report_salts do not match its inputs one to one.
-	ErrSalts = errors.New("promptpack: report salts do not match the inputs")
+	errNotSalted = errors.New("promptpack: report is not salted (v1)")
+	// errUnknownInput: a selector names no input of the report.
+	errUnknownInput = errors.New("promptpack: no such report input")
+	// errSalts: the pack's report_salts do not match its inputs one to one.
+	errSalts = errors.New("promptpack: report salts do not match the inputs")
 )
 
 func knownKind(k string) bool {
@@ -76,10 +76,10 @@ func Selector(kind, id string) string { return kind + ":" + id }
 func ParseSelector(s string) (kind, id string, err error) {
 	kind, id, ok := strings.Cut(s, ":")
 	if !ok || !knownKind(kind) {
-		return "", "", fmt.Errorf("%w: selector %q: not kind:id with a known kind", ErrUnknownInput, safetext.Clip(s, 64))
+		return "", "", fmt.Errorf("%w: selector %q: not kind:id with a known kind", errUnknownInput, safetext.Clip(s, 64))
 	}
 	if err := checkInputID(id); err != nil {
-		return "", "", fmt.Errorf("%w: selector %q: %w", ErrUnknownInput, safetext.Clip(s, 64), err)
+		return "", "", fmt.Errorf("%w: selector %q: %w", errUnknownInput, safetext.Clip(s, 64), err)
 	}
 	return kind, id, nil
 }
@@ -91,14 +91,14 @@ func checkInputID(id string) error {
 	return nil
 }
 
-// InputCommitment is the v2 commitment to one input:
+// inputCommitment is the v2 commitment to one input:
 //
 //	HMAC-SHA-256(key = salt, label || 0x00 || len(kind) || kind ||
 //	             len(id) || id || len(content) || content)
 //
 // with each len an 8-byte big-endian byte count (docs/spec/report-v2.md
 // section 3).
-func InputCommitment(salt [SaltSize]byte, kind, id string, content []byte) [32]byte {
+func inputCommitment(salt [saltSize]byte, kind, id string, content []byte) [32]byte {
 	m := hmac.New(sha256.New, salt[:])
 	m.Write([]byte(inputCommitmentLabel))
 	m.Write([]byte{0})
@@ -113,18 +113,18 @@ func InputCommitment(salt [SaltSize]byte, kind, id string, content []byte) [32]b
 	return out
 }
 
-// ReportInputsV2 are the inputs of a v2 report: the harness identity
+// reportInputsV2 are the inputs of a v2 report: the harness identity
 // (public, unsalted) and one salted commitment per pack input.
-type ReportInputsV2 struct {
-	Templates                 []ReportTemplate `json:"templates"`
+type reportInputsV2 struct {
+	Templates                 []reportTemplate `json:"templates"`
 	HardcodedLiteralsHashB64u string           `json:"hardcoded_literals_hash_b64u"`
 	CoreToolSummariesHashB64u string           `json:"core_tool_summaries_hash_b64u"`
-	Commitments               []InputCommit    `json:"commitments"`
+	Commitments               []inputCommit    `json:"commitments"`
 }
 
-// InputCommit is one committed input of a v2 report. Chars, Truncated and
+// inputCommit is one committed input of a v2 report. Chars, Truncated and
 // MaxChars are set for bootstrap inputs only.
-type InputCommit struct {
+type inputCommit struct {
 	Kind           string `json:"kind"`
 	ID             string `json:"id"`
 	CommitmentB64u string `json:"commitment_b64u"`
@@ -138,12 +138,12 @@ type reportAlias Report
 
 type reportV2Wire struct {
 	ReportVersion string          `json:"report_version"`
-	Harness       ReportHarness   `json:"harness"`
+	Harness       reportHarness   `json:"harness"`
 	PromptMode    string          `json:"prompt_mode"`
-	Builder       ReportBuilder   `json:"builder"`
-	Recipe        ReportRecipe    `json:"recipe"`
-	Final         ReportFinal     `json:"final"`
-	Inputs        *ReportInputsV2 `json:"inputs"`
+	Builder       reportBuilder   `json:"builder"`
+	Recipe        reportRecipe    `json:"recipe"`
+	Final         reportFinal     `json:"final"`
+	Inputs        *reportInputsV2 `json:"inputs"`
 }
 
 // MarshalJSON writes a v1 report (V2 nil) with its v1 members, and a v2
@@ -240,9 +240,9 @@ func (p *Pack) computeInputs(params *openclawsig.Params, res *openclawsig.Result
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > MaxReportInputs {
+	if len(out) > maxReportInputs {
 		wipeInputs(out)
-		return nil, fmt.Errorf("%w: more than %d inputs", ErrInvalidReport, MaxReportInputs)
+		return nil, fmt.Errorf("%w: more than %d inputs", ErrInvalidReport, maxReportInputs)
 	}
 	return out, nil
 }
@@ -259,26 +259,26 @@ func wipeInputs(ins []reportInput) {
 // a salt in the pack and every salt MUST name an input.
 func (p *Pack) computeReportV2(v1 *Report, ins []reportInput) (*Report, error) {
 	if len(p.ReportSalts) != len(ins) {
-		return nil, fmt.Errorf("%w: %d salts for %d inputs", ErrSalts, len(p.ReportSalts), len(ins))
+		return nil, fmt.Errorf("%w: %d salts for %d inputs", errSalts, len(p.ReportSalts), len(ins))
 	}
 	rep := &Report{
 		ReportVersion: ReportVersion2, Harness: v1.Harness, PromptMode: v1.PromptMode,
 		Builder: v1.Builder, Recipe: v1.Recipe, Final: v1.Final,
-		V2: &ReportInputsV2{
+		V2: &reportInputsV2{
 			Templates:                 v1.Inputs.Templates,
 			HardcodedLiteralsHashB64u: v1.Inputs.HardcodedLiteralsHashB64u,
 			CoreToolSummariesHashB64u: v1.Inputs.CoreToolSummariesHashB64u,
-			Commitments:               make([]InputCommit, 0, len(ins)),
+			Commitments:               make([]inputCommit, 0, len(ins)),
 		},
 	}
 	for i := range ins {
 		in := &ins[i]
 		salt, ok := p.ReportSalts[in.selector()]
 		if !ok {
-			return nil, fmt.Errorf("%w: input %q has no salt", ErrSalts, safetext.Clip(in.selector(), 80))
+			return nil, fmt.Errorf("%w: input %q has no salt", errSalts, safetext.Clip(in.selector(), 80))
 		}
-		c := InputCommitment(salt, in.kind, in.id, in.content)
-		rep.V2.Commitments = append(rep.V2.Commitments, InputCommit{
+		c := inputCommitment(salt, in.kind, in.id, in.content)
+		rep.V2.Commitments = append(rep.V2.Commitments, inputCommit{
 			Kind: in.kind, ID: in.id, CommitmentB64u: b64u.Encode(c[:]),
 			Chars: in.chars, Truncated: in.truncated, MaxChars: in.maxChars,
 		})
@@ -294,9 +294,9 @@ func validateReportV2(doc []byte) error {
 	return nil
 }
 
-// ParsedReportV2 is a v2 report read by ParseReportV2: the commitments a
+// parsedReportV2 is a v2 report read by parseReportV2: the commitments a
 // disclosure is checked against, and the report hash.
-type ParsedReportV2 struct {
+type parsedReportV2 struct {
 	// Hash is SHA-256 of the report bytes (which are canonical).
 	Hash [32]byte
 	// Commitments maps "kind:id" to the commitment.
@@ -305,11 +305,11 @@ type ParsedReportV2 struct {
 	SystemPromptHashB64u string
 }
 
-// ParseReportV2 reads a SystemPromptReport v2: at most MaxReportSize bytes,
+// parseReportV2 reads a SystemPromptReport v2: at most MaxReportSize bytes,
 // valid against its JSON Schema, in JCS canonical form (so its hash is the
 // hash of exactly the bytes received), with distinct (kind, id) pairs.
-// A v1 report is refused with ErrNotSalted.
-func ParseReportV2(data []byte) (*ParsedReportV2, error) {
+// A v1 report is refused with errNotSalted.
+func parseReportV2(data []byte) (*parsedReportV2, error) {
 	if len(data) > MaxReportSize {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, ErrTooLarge)
 	}
@@ -318,7 +318,7 @@ func ParseReportV2(data []byte) (*ParsedReportV2, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, err)
 	}
 	if v, ok := root.GetString("report_version"); ok && v == reportVersion {
-		return nil, ErrNotSalted
+		return nil, errNotSalted
 	}
 	if err := validateReportV2(data); err != nil {
 		return nil, err
@@ -331,10 +331,10 @@ func ParseReportV2(data []byte) (*ParsedReportV2, error) {
 		return nil, fmt.Errorf("%w: not in JCS canonical form", ErrInvalidReport)
 	}
 	r := &jsonobj.Reader{}
-	out := &ParsedReportV2{Hash: sha256.Sum256(data), Commitments: map[string][32]byte{}}
+	out := &parsedReportV2{Hash: sha256.Sum256(data), Commitments: map[string][32]byte{}}
 	final := root.Get("final")
 	out.SystemPromptHashB64u, _ = r.Str(final.Get("system_prompt_hash_b64u"), "$.final.system_prompt_hash_b64u")
-	cs := r.Array(root.Get("inputs").Get("commitments"), "$.inputs.commitments", 1, MaxReportInputs)
+	cs := r.Array(root.Get("inputs").Get("commitments"), "$.inputs.commitments", 1, maxReportInputs)
 	for i, c := range cs {
 		path := jsonobj.Index("$.inputs.commitments", i)
 		f := r.Object(c, path, map[string]bool{"kind": true, "id": true, "commitment_b64u": true, "chars": false, "truncated": false, "max_chars": false})
@@ -361,20 +361,20 @@ func ParseReportV2(data []byte) (*ParsedReportV2, error) {
 	return out, nil
 }
 
-// Revealed is one input of a v2 rebuild with its salt: what a disclosure
+// saltedInput is one input of a v2 rebuild with its salt: what a disclosure
 // reveals. Content is secret until disclosed.
-type Revealed struct {
+type saltedInput struct {
 	Kind, ID string
 	Content  []byte
-	Salt     [SaltSize]byte
+	Salt     [saltSize]byte
 }
 
-// Reveal returns the input named by selector ("kind:id") with its content
-// and salt. It refuses a v1 rebuild (ErrNotSalted) and an unknown input
-// (ErrUnknownInput). The content is a copy.
-func (rb *Rebuilt) Reveal(selector string) (*Revealed, error) {
+// reveal returns the input named by selector ("kind:id") with its content
+// and salt. It refuses a v1 rebuild (errNotSalted) and an unknown input
+// (errUnknownInput). The content is a copy.
+func (rb *Rebuilt) reveal(selector string) (*saltedInput, error) {
 	if rb == nil || rb.Report == nil || rb.Report.ReportVersion != ReportVersion2 {
-		return nil, ErrNotSalted
+		return nil, errNotSalted
 	}
 	kind, id, err := ParseSelector(selector)
 	if err != nil {
@@ -385,17 +385,17 @@ func (rb *Rebuilt) Reveal(selector string) (*Revealed, error) {
 		if in.kind == kind && in.id == id {
 			salt, ok := rb.salts[in.selector()]
 			if !ok {
-				return nil, fmt.Errorf("%w: input %q", ErrSalts, safetext.Clip(selector, 80))
+				return nil, fmt.Errorf("%w: input %q", errSalts, safetext.Clip(selector, 80))
 			}
-			return &Revealed{Kind: kind, ID: id, Content: bytes.Clone(in.content), Salt: salt}, nil
+			return &saltedInput{Kind: kind, ID: id, Content: bytes.Clone(in.content), Salt: salt}, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownInput, safetext.Clip(selector, 80))
+	return nil, fmt.Errorf("%w: %q", errUnknownInput, safetext.Clip(selector, 80))
 }
 
-// InputSelectors lists the "kind:id" of every input of the rebuild, in
+// inputSelectors lists the "kind:id" of every input of the rebuild, in
 // report order (v1 and v2).
-func (rb *Rebuilt) InputSelectors() []string {
+func (rb *Rebuilt) inputSelectors() []string {
 	out := make([]string, 0, len(rb.inputs))
 	for i := range rb.inputs {
 		out = append(out, rb.inputs[i].selector())

@@ -18,8 +18,8 @@ import (
 // testSalts returns deterministic salts for the worked examples:
 // salt(sel) = SHA-256("test salt " || sel). Real packs draw them from
 // crypto/rand (Build).
-func testSalts(sels []string) map[string][SaltSize]byte {
-	out := map[string][SaltSize]byte{}
+func testSalts(sels []string) map[string][saltSize]byte {
+	out := map[string][saltSize]byte{}
 	for _, s := range sels {
 		out[s] = sha256.Sum256([]byte("test salt " + s))
 	}
@@ -58,9 +58,9 @@ func TestBuildV2(t *testing.T) {
 	if len(p.ReportSalts) == 0 {
 		t.Fatal("no salts")
 	}
-	seen := map[[SaltSize]byte]bool{}
+	seen := map[[saltSize]byte]bool{}
 	for sel, s := range p.ReportSalts {
-		if seen[s] || s == ([SaltSize]byte{}) {
+		if seen[s] || s == ([saltSize]byte{}) {
 			t.Fatalf("salt of %s repeated or zero", sel)
 		}
 		seen[s] = true
@@ -105,8 +105,8 @@ func TestBuildV2(t *testing.T) {
 	if bytes.Contains(pp, []byte(b64u.SHA256(q.Params))) {
 		t.Fatal("the PoH prompt pack carries the unsalted params hash")
 	}
-	// ParseReportV2 reads what Rebuild writes.
-	pr, err := ParseReportV2(rb.ReportJCS)
+	// parseReportV2 reads what Rebuild writes.
+	pr, err := parseReportV2(rb.ReportJCS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,18 +193,18 @@ func TestV2SaltsMustMatchInputs(t *testing.T) {
 	}
 	missing := exampleV2(t)
 	delete(missing.ReportSalts, one)
-	if _, err := missing.Rebuild(trusted); !errors.Is(err, ErrSalts) {
+	if _, err := missing.Rebuild(trusted); !errors.Is(err, errSalts) {
 		t.Fatalf("missing salt: %v", err)
 	}
 	extra := exampleV2(t)
-	extra.ReportSalts["bootstrap:NOT-RENDERED.md"] = [SaltSize]byte{1}
-	if _, err := extra.Rebuild(trusted); !errors.Is(err, ErrSalts) {
+	extra.ReportSalts["bootstrap:NOT-RENDERED.md"] = [saltSize]byte{1}
+	if _, err := extra.Rebuild(trusted); !errors.Is(err, errSalts) {
 		t.Fatalf("extra salt: %v", err)
 	}
 	renamed := exampleV2(t)
 	renamed.ReportSalts["bootstrap:OTHER.md"] = renamed.ReportSalts[one]
 	delete(renamed.ReportSalts, one)
-	if _, err := renamed.Rebuild(trusted); !errors.Is(err, ErrSalts) {
+	if _, err := renamed.Rebuild(trusted); !errors.Is(err, errSalts) {
 		t.Fatalf("renamed salt: %v", err)
 	}
 	// One changed salt changes the report hash, so an attester holding the
@@ -274,22 +274,22 @@ func TestRevealV2(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rb.Wipe()
-	r, err := rb.Reveal("bootstrap:AGENTS.md")
+	r, err := rb.reveal("bootstrap:AGENTS.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if string(r.Content) != "# Agents\n\nAnswer in English.\n" || r.Salt != p.ReportSalts["bootstrap:AGENTS.md"] {
 		t.Fatalf("reveal: %q", r.Content)
 	}
-	pr, err := ParseReportV2(rb.ReportJCS)
+	pr, err := parseReportV2(rb.ReportJCS)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if InputCommitment(r.Salt, r.Kind, r.ID, r.Content) != pr.Commitments["bootstrap:AGENTS.md"] {
+	if inputCommitment(r.Salt, r.Kind, r.ID, r.Content) != pr.Commitments["bootstrap:AGENTS.md"] {
 		t.Fatal("revealed input does not match its commitment")
 	}
 	for _, bad := range []string{"bootstrap:MISSING.md", "nokind:x", "bootstrap:", "AGENTS.md"} {
-		if _, err := rb.Reveal(bad); !errors.Is(err, ErrUnknownInput) {
+		if _, err := rb.reveal(bad); !errors.Is(err, errUnknownInput) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
@@ -298,10 +298,10 @@ func TestRevealV2(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rb1.Reveal("bootstrap:AGENTS.md"); !errors.Is(err, ErrNotSalted) {
+	if _, err := rb1.reveal("bootstrap:AGENTS.md"); !errors.Is(err, errNotSalted) {
 		t.Fatalf("v1 reveal: %v", err)
 	}
-	if _, err := ParseReportV2(rb1.ReportJCS); !errors.Is(err, ErrNotSalted) {
+	if _, err := parseReportV2(rb1.ReportJCS); !errors.Is(err, errNotSalted) {
 		t.Fatalf("v1 report: %v", err)
 	}
 }
@@ -335,7 +335,7 @@ func TestOwnerNumberGuess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rb.Wipe()
-	pr, err := ParseReportV2(rb.ReportJCS)
+	pr, err := parseReportV2(rb.ReportJCS)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestOwnerNumberGuess(t *testing.T) {
 	for i := range 10000 {
 		c := candidate(i)
 		plain := sha256.Sum256(c)
-		guess := InputCommitment([SaltSize]byte{}, kindParams, "ownerNumbers", c)
+		guess := inputCommitment([saltSize]byte{}, kindParams, "ownerNumbers", c)
 		for sel, com := range pr.Commitments {
 			if com == plain || com == guess {
 				t.Fatalf("v2: candidate %d matches %s without the salt", i, sel)
@@ -359,7 +359,7 @@ func TestOwnerNumberGuess(t *testing.T) {
 	salt := p.ReportSalts["params:ownerNumbers"]
 	found = nil
 	for i := range 10000 {
-		if InputCommitment(salt, kindParams, "ownerNumbers", candidate(i)) == pr.Commitments["params:ownerNumbers"] {
+		if inputCommitment(salt, kindParams, "ownerNumbers", candidate(i)) == pr.Commitments["params:ownerNumbers"] {
 			found = append(found, i)
 		}
 	}

@@ -38,22 +38,22 @@ const (
 )
 
 var (
-	// ErrMalformedBlob is the class of blob parse errors.
-	ErrMalformedBlob = errors.New("sealed: malformed blob")
-	// ErrUnknownVersion is returned for a blob with a version label this
+	// errMalformedBlob is the class of blob parse errors.
+	errMalformedBlob = errors.New("sealed: malformed blob")
+	// errUnknownVersion is returned for a blob with a version label this
 	// package does not know (or no version label at all).
-	ErrUnknownVersion = fmt.Errorf("%w: unknown version", ErrMalformedBlob)
-	// ErrTruncated is returned for a blob that ends early.
-	ErrTruncated = fmt.Errorf("%w: truncated", ErrMalformedBlob)
-	// ErrKindMismatch is returned when a blob was sealed by another kind of
+	errUnknownVersion = fmt.Errorf("%w: unknown version", errMalformedBlob)
+	// errTruncated is returned for a blob that ends early.
+	errTruncated = fmt.Errorf("%w: truncated", errMalformedBlob)
+	// errKindMismatch is returned when a blob was sealed by another kind of
 	// sealer (for example a development blob given to a platform sealer).
-	ErrKindMismatch = errors.New("sealed: blob was sealed by a different sealer kind")
-	// ErrAuthFailed is returned when a blob does not authenticate: wrong
+	errKindMismatch = errors.New("sealed: blob was sealed by a different sealer kind")
+	// errAuthFailed is returned when a blob does not authenticate: wrong
 	// label, wrong key or platform, or tampered bytes.
-	ErrAuthFailed = errors.New("sealed: blob authentication failed")
-	// ErrInvalidLabel is returned for an empty, oversized or non-printable
+	errAuthFailed = errors.New("sealed: blob authentication failed")
+	// errInvalidLabel is returned for an empty, oversized or non-printable
 	// label.
-	ErrInvalidLabel = errors.New("sealed: invalid label")
+	errInvalidLabel = errors.New("sealed: invalid label")
 	// errInvalidKind is returned for an empty, oversized or ill-formed kind.
 	errInvalidKind = errors.New("sealed: invalid sealer kind")
 )
@@ -98,36 +98,36 @@ func associatedData(kind, label string) []byte {
 // parseBlob parses a v1 blob strictly. On error it returns the zero blob.
 func parseBlob(b []byte) (blob, error) {
 	if len(b) > MaxBlobSize {
-		return blob{}, fmt.Errorf("%w: %d bytes, limit %d", ErrMalformedBlob, len(b), MaxBlobSize)
+		return blob{}, fmt.Errorf("%w: %d bytes, limit %d", errMalformedBlob, len(b), MaxBlobSize)
 	}
 	if len(b) < len(blobVersionLabel) {
 		if bytes.HasPrefix([]byte(blobVersionLabel), b) {
-			return blob{}, ErrTruncated
+			return blob{}, errTruncated
 		}
-		return blob{}, ErrUnknownVersion
+		return blob{}, errUnknownVersion
 	}
 	if string(b[:len(blobVersionLabel)]) != blobVersionLabel {
-		return blob{}, ErrUnknownVersion
+		return blob{}, errUnknownVersion
 	}
 	rest := b[len(blobVersionLabel):]
 	if len(rest) < 1 {
-		return blob{}, ErrTruncated
+		return blob{}, errTruncated
 	}
 	k := int(rest[0])
 	rest = rest[1:]
 	if k == 0 || k > maxKindLen {
-		return blob{}, fmt.Errorf("%w: kind length %d", ErrMalformedBlob, k)
+		return blob{}, fmt.Errorf("%w: kind length %d", errMalformedBlob, k)
 	}
 	if len(rest) < k {
-		return blob{}, ErrTruncated
+		return blob{}, errTruncated
 	}
 	kind := string(rest[:k])
 	if !validKind(kind) {
-		return blob{}, fmt.Errorf("%w: ill-formed kind", ErrMalformedBlob)
+		return blob{}, fmt.Errorf("%w: ill-formed kind", errMalformedBlob)
 	}
 	rest = rest[k:]
 	if len(rest) < nonceSize+tagSize+1 {
-		return blob{}, ErrTruncated
+		return blob{}, errTruncated
 	}
 	return blob{kind: kind, nonce: rest[:nonceSize], ciphertext: rest[nonceSize:]}, nil
 }

@@ -22,23 +22,23 @@ func TestParseBlob(t *testing.T) {
 	}{
 		{"valid", valid, nil},
 		{"valid max", testBlob(strings.Repeat("k", maxKindLen), maxSecretSize+tagSize), nil},
-		{"empty", nil, ErrTruncated},
-		{"label prefix", []byte(blobVersionLabel[:10]), ErrTruncated},
-		{"label only", []byte(blobVersionLabel), ErrTruncated},
-		{"no kind", append([]byte(blobVersionLabel), 7), ErrTruncated},
-		{"short kind", append([]byte(blobVersionLabel), 7, 'a'), ErrTruncated},
-		{"no ciphertext", testBlob("sev-snp", 0), ErrTruncated},
-		{"tag only", testBlob("sev-snp", tagSize), ErrTruncated},
-		{"kind length 0", append(append([]byte(blobVersionLabel), 0), bytes.Repeat([]byte{1}, 40)...), ErrMalformedBlob},
-		{"kind length 65", testBlob(strings.Repeat("k", maxKindLen+1), 40), ErrMalformedBlob},
-		{"kind upper", testBlob("SEV", 40), ErrMalformedBlob},
-		{"kind space", testBlob("a b", 40), ErrMalformedBlob},
-		{"kind nul", testBlob("a\x00b", 40), ErrMalformedBlob},
-		{"v2", append([]byte("clawea.dev/attester/sealed/v2\n"), valid[len(blobVersionLabel):]...), ErrUnknownVersion},
-		{"no newline", append([]byte("clawea.dev/attester/sealed/v1 "), valid[len(blobVersionLabel):]...), ErrUnknownVersion},
-		{"garbage", bytes.Repeat([]byte{0xff}, 100), ErrUnknownVersion},
-		{"short garbage", []byte("x"), ErrUnknownVersion},
-		{"too large", testBlob("k", maxSecretSize+tagSize+maxKindLen), ErrMalformedBlob},
+		{"empty", nil, errTruncated},
+		{"label prefix", []byte(blobVersionLabel[:10]), errTruncated},
+		{"label only", []byte(blobVersionLabel), errTruncated},
+		{"no kind", append([]byte(blobVersionLabel), 7), errTruncated},
+		{"short kind", append([]byte(blobVersionLabel), 7, 'a'), errTruncated},
+		{"no ciphertext", testBlob("sev-snp", 0), errTruncated},
+		{"tag only", testBlob("sev-snp", tagSize), errTruncated},
+		{"kind length 0", append(append([]byte(blobVersionLabel), 0), bytes.Repeat([]byte{1}, 40)...), errMalformedBlob},
+		{"kind length 65", testBlob(strings.Repeat("k", maxKindLen+1), 40), errMalformedBlob},
+		{"kind upper", testBlob("SEV", 40), errMalformedBlob},
+		{"kind space", testBlob("a b", 40), errMalformedBlob},
+		{"kind nul", testBlob("a\x00b", 40), errMalformedBlob},
+		{"v2", append([]byte("clawea.dev/attester/sealed/v2\n"), valid[len(blobVersionLabel):]...), errUnknownVersion},
+		{"no newline", append([]byte("clawea.dev/attester/sealed/v1 "), valid[len(blobVersionLabel):]...), errUnknownVersion},
+		{"garbage", bytes.Repeat([]byte{0xff}, 100), errUnknownVersion},
+		{"short garbage", []byte("x"), errUnknownVersion},
+		{"too large", testBlob("k", maxSecretSize+tagSize+maxKindLen), errMalformedBlob},
 	}
 	for _, c := range cases {
 		bl, err := parseBlob(c.in)
@@ -52,7 +52,7 @@ func TestParseBlob(t *testing.T) {
 			}
 			continue
 		}
-		if !errors.Is(err, c.want) || !errors.Is(err, ErrMalformedBlob) {
+		if !errors.Is(err, c.want) || !errors.Is(err, errMalformedBlob) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 		if bl.kind != "" || bl.nonce != nil || bl.ciphertext != nil {
@@ -82,7 +82,7 @@ func FuzzParseBlob(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		bl, err := parseBlob(in)
 		if err != nil {
-			if !errors.Is(err, ErrMalformedBlob) {
+			if !errors.Is(err, errMalformedBlob) {
 				t.Fatalf("error outside ErrMalformedBlob: %v", err)
 			}
 			if bl.kind != "" || bl.nonce != nil || bl.ciphertext != nil {

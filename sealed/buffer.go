@@ -29,8 +29,8 @@ const (
 var (
 	// ErrNotSupported is returned on operating systems without sealed memory.
 	ErrNotSupported = errors.New("sealed: not supported on this operating system")
-	// ErrInvalidSize is returned for a size that is not in 1..MaxSize.
-	ErrInvalidSize = errors.New("sealed: invalid buffer size")
+	// errInvalidSize is returned for a size that is not in 1..MaxSize.
+	errInvalidSize = errors.New("sealed: invalid buffer size")
 	// ErrLockFailed is returned when the memory cannot be locked into RAM and
 	// Options.AllowUnlocked is not set. It wraps the errno.
 	ErrLockFailed = errors.New("sealed: cannot lock memory")
@@ -40,10 +40,10 @@ var (
 	ErrDestroyed = errors.New("sealed: use after destroy")
 	// errNotShareable is returned by Fd for a Buffer without a descriptor.
 	errNotShareable = errors.New("sealed: buffer has no file descriptor")
-	// ErrNotSealedFile is returned by MapShared and MapReadOnly for a
+	// errNotSealedFile is returned by MapShared and MapReadOnly for a
 	// descriptor that is not sealed memory (a memfd_secret, or a sealed
 	// memfd this package created) of the stated size.
-	ErrNotSealedFile = errors.New("sealed: descriptor is not sealed memory")
+	errNotSealedFile = errors.New("sealed: descriptor is not sealed memory")
 )
 
 // Options relax New. The zero value is the strictest: the memory must be
@@ -105,7 +105,7 @@ func NewFrom(src []byte, opts Options) (*Buffer, error) {
 
 func newBuffer(size int, opts Options, a allocator) (*Buffer, error) {
 	if size <= 0 || size > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSize, size, MaxSize)
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, MaxSize)
 	}
 	mem, backing, err := a.alloc(size, opts)
 	if err != nil {
@@ -125,7 +125,7 @@ func NewShareable(size int, opts Options) (*Buffer, error) {
 
 func newShareable(size int, opts Options, a allocator) (*Buffer, error) {
 	if size <= 0 || size > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSize, size, MaxSize)
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, MaxSize)
 	}
 	mem, fd, backing, err := a.allocShared(size, opts)
 	if err != nil {
@@ -139,7 +139,7 @@ func newShareable(size int, opts Options, a allocator) (*Buffer, error) {
 // socket), as a Buffer of this process that owns the memory: Destroy zeroes
 // it. MapShared always closes fd (the mapping keeps the memory alive). It
 // refuses a descriptor that is not sealed memory of at least size bytes
-// (ErrNotSealedFile), and a memfd that cannot be locked unless
+// (errNotSealedFile), and a memfd that cannot be locked unless
 // opts.AllowUnlocked.
 func MapShared(fd, size int, opts Options) (*Buffer, error) {
 	return mapShared(fd, size, false, opts, platformAllocator())
@@ -155,7 +155,7 @@ func MapReadOnly(fd, size int, opts Options) (*Buffer, error) {
 func mapShared(fd, size int, readOnly bool, opts Options, a allocator) (*Buffer, error) {
 	defer a.closeFd(fd)
 	if size <= 0 || size > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSize, size, MaxSize)
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, MaxSize)
 	}
 	mem, backing, err := a.mapFd(fd, size, readOnly, opts)
 	if err != nil {

@@ -87,7 +87,7 @@ func vmFlags(t *testing.T, p []byte) map[string]bool {
 func TestNewRefusesBadSizes(t *testing.T) {
 	for _, n := range []int{0, -1, -1 << 40, MaxSize + 1, 1 << 40} {
 		b, err := New(n, Options{})
-		if !errors.Is(err, ErrInvalidSize) || b != nil {
+		if !errors.Is(err, errInvalidSize) || b != nil {
 			t.Errorf("New(%d) = %v, %v; want nil, ErrInvalidSize", n, b, err)
 		}
 	}
@@ -144,7 +144,7 @@ func TestNewFrom(t *testing.T) {
 	if !bytes.Equal(b.Bytes(), src) {
 		t.Fatal("NewFrom did not copy")
 	}
-	if _, err := NewFrom(nil, Options{}); !errors.Is(err, ErrInvalidSize) {
+	if _, err := NewFrom(nil, Options{}); !errors.Is(err, errInvalidSize) {
 		t.Fatalf("NewFrom(nil): %v", err)
 	}
 }

@@ -67,7 +67,7 @@ func TestForEachChunkEmptyAndErrors(t *testing.T) {
 	if err := forEachChunk(bytes.NewReader(nil), 16, Options{}, func([]byte) error { calls++; return nil }); err != nil || calls != 0 {
 		t.Fatalf("empty input: err %v calls %d", err, calls)
 	}
-	if err := forEachChunk(bytes.NewReader(nil), 0, Options{}, func([]byte) error { return nil }); !errors.Is(err, ErrInvalidSize) {
+	if err := forEachChunk(bytes.NewReader(nil), 0, Options{}, func([]byte) error { return nil }); !errors.Is(err, errInvalidSize) {
 		t.Fatalf("chunk size 0: %v", err)
 	}
 	boom := errors.New("boom")

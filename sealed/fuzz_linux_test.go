@@ -31,8 +31,8 @@ func FuzzUnseal(f *testing.F) {
 			if buf != nil {
 				t.Fatal("buffer returned with an error")
 			}
-			if !errors.Is(err, ErrMalformedBlob) && !errors.Is(err, ErrAuthFailed) &&
-				!errors.Is(err, ErrKindMismatch) && !errors.Is(err, ErrInvalidLabel) {
+			if !errors.Is(err, errMalformedBlob) && !errors.Is(err, errAuthFailed) &&
+				!errors.Is(err, errKindMismatch) && !errors.Is(err, errInvalidLabel) {
 				t.Fatalf("unexpected error class: %v", err)
 			}
 			return

@@ -133,13 +133,13 @@ func (a linuxAllocator) mapSecret(fd, n int, readOnly bool) ([]byte, error) {
 	}
 	if st.Size == 0 { // a new descriptor: size it
 		if readOnly {
-			return nil, ErrNotSealedFile
+			return nil, errNotSealedFile
 		}
 		if err := unix.Ftruncate(fd, int64(n)); err != nil {
 			return nil, err
 		}
 	} else if st.Size < int64(n) {
-		return nil, ErrNotSealedFile
+		return nil, errNotSealedFile
 	}
 	prot := unix.PROT_READ | unix.PROT_WRITE
 	if readOnly {
@@ -182,13 +182,13 @@ func (a linuxAllocator) mapFd(fd, size int, readOnly bool, opts Options) ([]byte
 	n := pageRound(size)
 	target, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: %w", ErrNotSealedFile, err)
+		return nil, "", fmt.Errorf("%w: %w", errNotSealedFile, err)
 	}
 	switch {
 	case strings.HasPrefix(target, "/secretmem"):
 		st, err := fstat(fd)
 		if err != nil || st.Size < int64(n) {
-			return nil, "", fmt.Errorf("%w: memfd_secret shorter than %d bytes", ErrNotSealedFile, n)
+			return nil, "", fmt.Errorf("%w: memfd_secret shorter than %d bytes", errNotSealedFile, n)
 		}
 		mem, err := a.mapSecret(fd, n, readOnly)
 		if err != nil {
@@ -198,15 +198,15 @@ func (a linuxAllocator) mapFd(fd, size int, readOnly bool, opts Options) ([]byte
 	case strings.HasPrefix(target, "/memfd:"+memfdName+" "):
 		seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0)
 		if err != nil || seals&unix.F_SEAL_SHRINK == 0 {
-			return nil, "", fmt.Errorf("%w: memfd not sealed against shrinking", ErrNotSealedFile)
+			return nil, "", fmt.Errorf("%w: memfd not sealed against shrinking", errNotSealedFile)
 		}
 		st, err := fstat(fd)
 		if err != nil || st.Size < int64(n) {
-			return nil, "", fmt.Errorf("%w: memfd shorter than %d bytes", ErrNotSealedFile, n)
+			return nil, "", fmt.Errorf("%w: memfd shorter than %d bytes", errNotSealedFile, n)
 		}
 		return a.mapMemfd(fd, n, readOnly, opts)
 	}
-	return nil, "", fmt.Errorf("%w: not a memfd_secret or sealed memfd", ErrNotSealedFile)
+	return nil, "", fmt.Errorf("%w: not a memfd_secret or sealed memfd", errNotSealedFile)
 }
 
 func fstat(fd int) (unix.Stat_t, error) {

@@ -34,14 +34,14 @@ const platformKeyLabelPrefix = "clawea.dev/attester/v1/sealed/"
 const devKeyInfo = "clawea.dev/attester/v1/sealed/development-key\x00"
 
 var (
-	// ErrInvalidSecret is returned for an empty or oversized secret.
-	ErrInvalidSecret = errors.New("sealed: invalid secret size")
+	// errInvalidSecret is returned for an empty or oversized secret.
+	errInvalidSecret = errors.New("sealed: invalid secret size")
 	// errInvalidKey is returned for a sealing key of the wrong size or
 	// encoding. Its text never contains key material.
 	errInvalidKey = errors.New("sealed: invalid sealing key")
-	// ErrKeyUnavailable is returned when the platform cannot derive the
-	// sealing key ("we could not check", as opposed to ErrAuthFailed).
-	ErrKeyUnavailable = errors.New("sealed: sealing key unavailable")
+	// errKeyUnavailable is returned when the platform cannot derive the
+	// sealing key ("we could not check", as opposed to errAuthFailed).
+	errKeyUnavailable = errors.New("sealed: sealing key unavailable")
 )
 
 // Sealer seals small secrets to a platform. A blob sealed under label opens
@@ -98,13 +98,13 @@ func NewKeySealer(kind string, keyer Keyer, opts Options) (*KeySealer, error) {
 		return nil, fmt.Errorf("%w: %q", errInvalidKind, kind)
 	}
 	if keyer == nil {
-		return nil, fmt.Errorf("%w: nil keyer", ErrKeyUnavailable)
+		return nil, fmt.Errorf("%w: nil keyer", errKeyUnavailable)
 	}
 	derive := func(ctx context.Context, label string, dst []byte) error {
 		k, err := keyer.SealingKey(ctx, platformKeyLabelPrefix+label)
 		defer Wipe(k)
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrKeyUnavailable, err)
+			return fmt.Errorf("%w: %w", errKeyUnavailable, err)
 		}
 		if len(k) != keySize {
 			return fmt.Errorf("%w: platform key is %d bytes, want %d", errInvalidKey, len(k), keySize)
@@ -265,7 +265,7 @@ type core struct {
 // on the Go heap (see the package documentation).
 func (c *core) aead(ctx context.Context, label string) (cipher.AEAD, error) {
 	if c.derive == nil {
-		return nil, fmt.Errorf("%w: uninitialized sealer", ErrKeyUnavailable)
+		return nil, fmt.Errorf("%w: uninitialized sealer", errKeyUnavailable)
 	}
 	kb, err := New(keySize, c.opts)
 	if err != nil {
@@ -287,10 +287,10 @@ func (c *core) seal(ctx context.Context, label string, secret []byte) ([]byte, e
 		return nil, err
 	}
 	if !validLabel(label) {
-		return nil, ErrInvalidLabel
+		return nil, errInvalidLabel
 	}
 	if len(secret) == 0 || len(secret) > maxSecretSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", ErrInvalidSecret, len(secret), maxSecretSize)
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSecret, len(secret), maxSecretSize)
 	}
 	g, err := c.aead(ctx, label)
 	if err != nil {
@@ -310,14 +310,14 @@ func (c *core) unseal(ctx context.Context, label string, b []byte) (*Buffer, err
 		return nil, err
 	}
 	if !validLabel(label) {
-		return nil, ErrInvalidLabel
+		return nil, errInvalidLabel
 	}
 	bl, err := parseBlob(b)
 	if err != nil {
 		return nil, err
 	}
 	if bl.kind != c.kind {
-		return nil, fmt.Errorf("%w: blob kind %q, sealer kind %q", ErrKindMismatch, bl.kind, c.kind)
+		return nil, fmt.Errorf("%w: blob kind %q, sealer kind %q", errKindMismatch, bl.kind, c.kind)
 	}
 	g, err := c.aead(ctx, label)
 	if err != nil {
@@ -331,7 +331,7 @@ func (c *core) unseal(ctx context.Context, label string, b []byte) (*Buffer, err
 	pt, err := g.Open(dst[:0], bl.nonce, bl.ciphertext, associatedData(c.kind, label))
 	if err != nil {
 		out.Destroy()
-		return nil, ErrAuthFailed
+		return nil, errAuthFailed
 	}
 	if len(pt) != len(dst) || &pt[0] != &dst[0] {
 		// Open allocated elsewhere: never hand out plaintext off sealed memory.

@@ -148,10 +148,10 @@ func TestUnsealWrongLabelOrKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if b, err := c.seal.Unseal(ctx, testLabel+"2", blob); !errors.Is(err, ErrAuthFailed) || b != nil {
+		if b, err := c.seal.Unseal(ctx, testLabel+"2", blob); !errors.Is(err, errAuthFailed) || b != nil {
 			t.Errorf("%s wrong label: %v", c.seal.Kind(), err)
 		}
-		if b, err := c.open.Unseal(ctx, testLabel, blob); !errors.Is(err, ErrAuthFailed) || b != nil {
+		if b, err := c.open.Unseal(ctx, testLabel, blob); !errors.Is(err, errAuthFailed) || b != nil {
 			t.Errorf("%s wrong key: %v", c.seal.Kind(), err)
 		}
 	}
@@ -168,10 +168,10 @@ func TestKindSeparation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ks.Unseal(ctx, testLabel, devBlob); !errors.Is(err, ErrKindMismatch) {
+	if _, err := ks.Unseal(ctx, testLabel, devBlob); !errors.Is(err, errKindMismatch) {
 		t.Errorf("dev blob under platform sealer: %v", err)
 	}
-	if _, err := ds.Unseal(ctx, testLabel, platBlob); !errors.Is(err, ErrKindMismatch) {
+	if _, err := ds.Unseal(ctx, testLabel, platBlob); !errors.Is(err, errKindMismatch) {
 		t.Errorf("platform blob under dev sealer: %v", err)
 	}
 
@@ -196,14 +196,14 @@ func TestKindSeparation(t *testing.T) {
 		bl.kind = kind
 		return bl.encode()
 	}
-	if _, err := ms.Unseal(ctx, testLabel, relabel(devBlob, "sev-snp")); !errors.Is(err, ErrAuthFailed) {
+	if _, err := ms.Unseal(ctx, testLabel, relabel(devBlob, "sev-snp")); !errors.Is(err, errAuthFailed) {
 		t.Errorf("relabelled dev blob under platform sealer with the same key: %v", err)
 	}
 	mBlob, err := ms.Seal(ctx, testLabel, []byte("mirror"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ds.Unseal(ctx, testLabel, relabel(mBlob, devKind)); !errors.Is(err, ErrAuthFailed) {
+	if _, err := ds.Unseal(ctx, testLabel, relabel(mBlob, devKind)); !errors.Is(err, errAuthFailed) {
 		t.Errorf("relabelled platform blob under dev sealer with the same key: %v", err)
 	}
 	// Control: same key, unmodified blobs open.
@@ -245,14 +245,14 @@ func TestUnsealTampered(t *testing.T) {
 			var want error
 			switch {
 			case i < kindLenAt:
-				want = ErrUnknownVersion
+				want = errUnknownVersion
 			case i < nonceAt: // kind length or kind: ill-formed, or another kind
-				if !errors.Is(err, ErrKindMismatch) && !errors.Is(err, ErrMalformedBlob) {
+				if !errors.Is(err, errKindMismatch) && !errors.Is(err, errMalformedBlob) {
 					t.Fatalf("byte %d bit %d (kind): %v", i, bit, err)
 				}
 				continue
 			default:
-				want = ErrAuthFailed
+				want = errAuthFailed
 			}
 			if !errors.Is(err, want) {
 				t.Fatalf("byte %d bit %d: %v, want %v", i, bit, err, want)
@@ -274,19 +274,19 @@ func TestUnsealTruncatedExtendedOversized(t *testing.T) {
 		if buf != nil || err == nil {
 			t.Fatalf("truncated to %d: accepted", n)
 		}
-		want := ErrTruncated
+		want := errTruncated
 		if n >= minLen {
-			want = ErrAuthFailed
+			want = errAuthFailed
 		}
 		if !errors.Is(err, want) {
 			t.Fatalf("truncated to %d: %v, want %v", n, err, want)
 		}
 	}
-	if _, err := ds.Unseal(ctx, testLabel, append(bytes.Clone(blob), 0)); !errors.Is(err, ErrAuthFailed) {
+	if _, err := ds.Unseal(ctx, testLabel, append(bytes.Clone(blob), 0)); !errors.Is(err, errAuthFailed) {
 		t.Fatalf("extended: %v", err)
 	}
 	big := append(bytes.Clone(blob), make([]byte, MaxBlobSize)...)
-	if _, err := ds.Unseal(ctx, testLabel, big); !errors.Is(err, ErrMalformedBlob) {
+	if _, err := ds.Unseal(ctx, testLabel, big); !errors.Is(err, errMalformedBlob) {
 		t.Fatalf("oversized: %v", err)
 	}
 }
@@ -301,7 +301,7 @@ func TestUnsealUnknownVersion(t *testing.T) {
 	v2 := bytes.Replace(bytes.Clone(blob), []byte("/sealed/v1\n"), []byte("/sealed/v2\n"), 1)
 	v0 := append([]byte("clawea.dev/attester/sealed/v0\n"), blob[len(blobVersionLabel):]...)
 	for _, b := range [][]byte{v2, v0, []byte("not a sealed blob at all, but long enough to parse"), bytes.ToUpper(blob[:40])} {
-		if _, err := ds.Unseal(ctx, testLabel, b); !errors.Is(err, ErrUnknownVersion) || !errors.Is(err, ErrMalformedBlob) {
+		if _, err := ds.Unseal(ctx, testLabel, b); !errors.Is(err, errUnknownVersion) || !errors.Is(err, errMalformedBlob) {
 			t.Errorf("%q...: %v, want ErrUnknownVersion", b[:30], err)
 		}
 	}
@@ -316,10 +316,10 @@ func TestSealerInputValidation(t *testing.T) {
 	}
 	for _, s := range []Sealer{ks, ds} {
 		for _, l := range []string{"", "has space", "tab\t", strings.Repeat("a", maxLabelLen+1), "caf\u00e9", "nul\x00"} {
-			if _, err := s.Seal(ctx, l, []byte("x")); !errors.Is(err, ErrInvalidLabel) {
+			if _, err := s.Seal(ctx, l, []byte("x")); !errors.Is(err, errInvalidLabel) {
 				t.Errorf("%s Seal label %q: %v", s.Kind(), l, err)
 			}
-			if _, err := s.Unseal(ctx, l, good); !errors.Is(err, ErrInvalidLabel) {
+			if _, err := s.Unseal(ctx, l, good); !errors.Is(err, errInvalidLabel) {
 				t.Errorf("%s Unseal label %q: %v", s.Kind(), l, err)
 			}
 		}
@@ -327,7 +327,7 @@ func TestSealerInputValidation(t *testing.T) {
 			t.Errorf("%s max-length label: %v", s.Kind(), err)
 		}
 		for _, n := range []int{0, maxSecretSize + 1} {
-			if _, err := s.Seal(ctx, testLabel, make([]byte, n)); !errors.Is(err, ErrInvalidSecret) {
+			if _, err := s.Seal(ctx, testLabel, make([]byte, n)); !errors.Is(err, errInvalidSecret) {
 				t.Errorf("%s secret of %d bytes: %v", s.Kind(), n, err)
 			}
 		}
@@ -353,7 +353,7 @@ func TestNewKeySealerValidation(t *testing.T) {
 		t.Error("nil keyer accepted")
 	}
 	var zero KeySealer
-	if _, err := zero.Seal(context.Background(), testLabel, []byte("x")); !errors.Is(err, ErrKeyUnavailable) {
+	if _, err := zero.Seal(context.Background(), testLabel, []byte("x")); !errors.Is(err, errKeyUnavailable) {
 		t.Errorf("zero KeySealer: %v", err)
 	}
 }
@@ -362,7 +362,7 @@ func TestKeySealerPlatformKeyErrors(t *testing.T) {
 	ctx := context.Background()
 	down := errors.New("platform device unavailable")
 	failing, _ := NewKeySealer("tdx", keyFunc(func(context.Context, string) ([]byte, error) { return nil, down }), Options{})
-	if _, err := failing.Seal(ctx, testLabel, []byte("x")); !errors.Is(err, ErrKeyUnavailable) || !errors.Is(err, down) {
+	if _, err := failing.Seal(ctx, testLabel, []byte("x")); !errors.Is(err, errKeyUnavailable) || !errors.Is(err, down) {
 		t.Errorf("keyer error: %v", err)
 	}
 	secretKey := bytes.Repeat([]byte{0xC3}, 31)

@@ -132,7 +132,7 @@ func TestMapRefusesOtherDescriptors(t *testing.T) {
 			size = 2 * os.Getpagesize()
 		}
 		b, err := MapShared(fd, size, Options{AllowUnlocked: true})
-		if !errors.Is(err, ErrNotSealedFile) || b != nil {
+		if !errors.Is(err, errNotSealedFile) || b != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 		if err := unix.Fstat(fd, &unix.Stat_t{}); !errors.Is(err, unix.EBADF) {

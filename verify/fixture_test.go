@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -16,10 +15,10 @@ import (
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/internal/testfixture"
-	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
+	"github.com/clawea/attester/schema/schemas"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
 	"github.com/clawea/attester/wire/teeclaims"
@@ -38,15 +37,8 @@ var (
 
 func reportJSON(t testing.TB) ([]byte, string) {
 	t.Helper()
-	raw, err := json.Marshal(testfixture.Report())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := promptpack.ValidateReport(raw); err != nil {
-		t.Fatal(err)
-	}
-	hash, err := testfixture.Report().Hash()
-	if err != nil {
+	raw, hash := testfixture.Report(t)
+	if err := schemas.Validate(schemas.SystemPromptReportV1, raw); err != nil {
 		t.Fatal(err)
 	}
 	return raw, hash
@@ -62,7 +54,7 @@ type run struct {
 func newRun(t testing.TB) *run {
 	_, rh := reportJSON(t)
 	r := testfixture.NewRun("run_verify_001")
-	r.PromptHash = testfixture.Report().Final.SystemPromptHashB64u
+	r.PromptHash = h(testfixture.ReportPrompt)
 	r.ReportHash = rh
 	r.BundleID = "bundle_verify_001"
 	return &run{Run: *r}
@@ -210,7 +202,7 @@ func forge(t testing.TB, s forgeSpec) (att, jws []byte) {
 	}
 	_, rh := reportJSON(t)
 	c := evidencedoc.Commitments{
-		Version: evidencedoc.CommitmentsVersionV2, SystemPromptHashB64u: testfixture.Report().Final.SystemPromptHashB64u,
+		Version: evidencedoc.CommitmentsVersionV2, SystemPromptHashB64u: h(testfixture.ReportPrompt),
 		SystemPromptReportHashB64u: rh, PromptPackCiphertextHashB64u: h("prompt_pack.enc"),
 		GatePolicyHashB64u: h("gate policy"), GateAuditRootB64u: s.auditRoot, GateAuditCount: s.auditCount,
 		ModelIdentity: model, ModelIdentityDigestB64u: digest, Sensitive: evidencedoc.SensitiveFalse,

@@ -112,7 +112,7 @@ func TestBuildAdmissionVectors(t *testing.T) {
 
 // TestAdmissionExit pins the documented exit codes of build --admission.
 func TestAdmissionExit(t *testing.T) {
-	if got := admissionExit(&admission.RuleError{Rule: admission.RuleBootstrapPath, Input: "bootstrap:x"}); got != exitPolicy {
+	if got := admissionExit(&admission.RuleError{Rule: "BOOTSTRAP_PATH_NOT_ALLOWED", Input: "bootstrap:x"}); got != exitPolicy {
 		t.Errorf("refusal: exit %d", got)
 	}
 	if got := admissionExit(fmt.Errorf("x: %w", admission.ErrUnreadable)); got != exitRejected {

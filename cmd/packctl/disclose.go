@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/clawea/attester/promptpack"
-	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/verify"
@@ -47,13 +46,13 @@ func runDisclose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer rb.Wipe()
-	d, err := disclosure.Create(rb, reveal)
+	d, err := rb.Disclose(reveal)
 	if err != nil {
-		switch {
-		case errors.Is(err, disclosure.ErrNotSalted):
+		switch promptpack.DisclosureCode(err) {
+		case "REPORT_NOT_SALTED":
 			errorf(stderr, "disclose: %s: the pack has no report salts (SystemPromptReport.v1); build it with --report-version 2", *packPath)
 			return exitRejected
-		case errors.Is(err, disclosure.ErrUnknownInput):
+		case "INPUT_NOT_IN_REPORT":
 			errorf(stderr, "disclose: %v", err)
 			return exitUsage
 		}
@@ -86,7 +85,7 @@ type disclosureJSON struct {
 	Reason         string                     `json:"reason,omitempty"`
 	Message        string                     `json:"message,omitempty"`
 	ReportHashB64u string                     `json:"report_hash_b64u,omitempty"`
-	Revealed       []disclosure.RevealedInput `json:"revealed,omitempty"`
+	Revealed       []promptpack.RevealedInput `json:"revealed,omitempty"`
 	Attestation    *disclosureAttJSON         `json:"attestation,omitempty"`
 }
 
@@ -102,13 +101,14 @@ type disclosureAttJSON struct {
 type verifyDisclosure struct {
 	stdout, stderr io.Writer
 
-	reportPath, disPath, attPath, evPath, bundlePath, policyPath, collDir, at string
-	asJSON, allowSim, allowRev, allowColl                                     bool
+	relaxFlags
+	reportPath, disPath, attPath, evPath, bundlePath, policyPath, at string
+	asJSON                                                           bool
 
 	out     disclosureJSON
 	report  []byte
 	dis     []byte // wiped by cleanup
-	res     *disclosure.Result
+	res     *promptpack.DisclosureResult
 	now     func() time.Time
 	files   [4][]byte // attestation, evidence, bundle, policy
 	hint    string    // printed by cleanup, after the result
@@ -158,10 +158,7 @@ func (vd *verifyDisclosure) flagSet() *flag.FlagSet {
 	fs.StringVar(&vd.evPath, "evidence", "", "evidence document `file` (compact JWS; required with --attestation)")
 	fs.StringVar(&vd.bundlePath, "bundle", "", "the run's proof_bundle envelope (optional, with --attestation)")
 	fs.StringVar(&vd.policyPath, "policy", "", "verification policy `file` for the attestation; default: the strictest")
-	fs.StringVar(&vd.collDir, "collateral", "", "collateral `dir` for the attestation")
-	fs.BoolVar(&vd.allowSim, "allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
-	fs.BoolVar(&vd.allowRev, "allow-unchecked-revocation", false, "accept evidence without CRLs")
-	fs.BoolVar(&vd.allowColl, "allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
+	vd.define(fs, "collateral `dir` for the attestation")
 	fs.StringVar(&vd.at, "at", "", "verification `time` for the attestation, RFC 3339 (default: now)")
 	return fs
 }
@@ -240,7 +237,7 @@ func (vd *verifyDisclosure) readInputs() int {
 	if vd.report, err = bounded.ReadFile(vd.reportPath, promptpack.MaxReportSize+1); err != nil {
 		return vd.finish(exitCannot, "UNREADABLE", err.Error())
 	}
-	if vd.dis, err = bounded.ReadFile(vd.disPath, disclosure.MaxSize+1); err != nil {
+	if vd.dis, err = bounded.ReadFile(vd.disPath, promptpack.MaxDisclosureSize+1); err != nil {
 		return vd.finish(exitCannot, "UNREADABLE", err.Error())
 	}
 	return exitOK
@@ -248,12 +245,12 @@ func (vd *verifyDisclosure) readInputs() int {
 
 // checkDisclosure checks the disclosure against the report.
 func (vd *verifyDisclosure) checkDisclosure() int {
-	res, d, err := disclosure.Verify(vd.report, vd.dis)
+	res, d, err := promptpack.VerifyDisclosure(vd.report, vd.dis)
 	if err != nil {
 		if hint := inputHint(input{"--report", vd.reportPath, vd.report, kindReport}, input{"--disclosure", vd.disPath, vd.dis, kindDisclosure}); hint != "" {
 			errorf(vd.stderr, "verify-disclosure: %s", hint)
 		}
-		return vd.finish(exitRejected, disclosure.Code(err), err.Error())
+		return vd.finish(exitRejected, promptpack.DisclosureCode(err), err.Error())
 	}
 	d.Wipe()
 	vd.res = res
@@ -298,10 +295,10 @@ func (vd *verifyDisclosure) loadPolicy() int {
 			return exitUsage
 		}
 	}
-	vd.opts = verify.Options{Now: vd.now, AllowSimulated: vd.allowSim, AllowUncheckedRevocation: vd.allowRev, AllowUncheckedCollateral: vd.allowColl, Report: vd.report}
-	if err := setCollateral(&vd.opts, vd.collDir); err != nil {
+	if vd.opts, err = vd.options(vd.now); err != nil {
 		return vd.finish(exitCannot, "COLLATERAL", err.Error())
 	}
+	vd.opts.Report = vd.report
 	return exitOK
 }
 

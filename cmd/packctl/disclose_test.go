@@ -15,7 +15,6 @@ import (
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/promptpack"
-	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
@@ -73,7 +72,7 @@ func TestVerifyDisclosureChain(t *testing.T) {
 		return rb
 	}
 	rb, other := rebuild(), rebuild()
-	d, err := disclosure.Create(rb, []string{"params:ownerNumbers"})
+	d, err := rb.Disclose([]string{"params:ownerNumbers"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-sev-guest/kds"
 	"github.com/google/go-tdx-guest/pcs"
 
-	"github.com/clawea/attester/promptpack/disclosure"
+	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/charclass"
@@ -345,7 +345,7 @@ func inspectDocument(raw []byte, kind string) (*pohjson.Value, error) {
 		}
 		o.val("member_bytes", sizes.value())
 	case kindDisclosure:
-		d, err := disclosure.Parse(raw)
+		d, err := promptpack.ParseDisclosure(raw)
 		if err != nil {
 			return nil, err
 		}

@@ -90,8 +90,9 @@ type policyInit struct {
 	stdout, stderr io.Writer
 	fs             *flag.FlagSet
 
-	from, out, pinList, challengeB64u, trusted, collDir string
-	allowSim, allowRev, allowColl, force, asJSON        bool
+	relaxFlags
+	from, out, pinList, challengeB64u, trusted string
+	force, asJSON                              bool
 
 	pins      map[string]bool
 	templates map[string]string
@@ -207,12 +208,7 @@ func (pi *policyInit) loadTrusted() int {
 
 // loadCollateral sets the verify options, with the --collateral folder.
 func (pi *policyInit) loadCollateral() int {
-	pi.opts = verify.Options{Now: time.Now, AllowSimulated: pi.allowSim, AllowUncheckedRevocation: pi.allowRev, AllowUncheckedCollateral: pi.allowColl}
-	if err := setCollateral(&pi.opts, pi.collDir); err != nil {
-		errorf(pi.stderr, "policy init: collateral: %v", err)
-		return exitCannot
-	}
-	return exitOK
+	return pi.loadOptions(&pi.opts, time.Now, pi.stderr, "policy init")
 }
 
 // firstContact fetches the identity with a fresh challenge from a URL, or

@@ -86,12 +86,12 @@ func runReleases(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var out []entry
 	for _, v := range slices.Sorted(maps.Keys(openclawrelease.Supported())) {
 		rel := openclawrelease.Supported()[v]
-		h, err := promptpack.ReleaseTrustHash(rel)
+		trust, err := promptpack.ReleaseTrust(rel)
 		if err != nil {
 			errorf(stderr, "releases: %v", err)
 			return exitCannot
 		}
-		e := entry{Version: v, Trust: map[string]string{promptpack.ReleaseTrustName(v): h}, Files: map[string]string{}, Table: rel.TableSHA256}
+		e := entry{Version: v, Trust: trust, Files: map[string]string{}, Table: rel.TableSHA256}
 		for _, f := range rel.Files {
 			d, err := b64u.DecodeHash(f.SHA256)
 			if err != nil {

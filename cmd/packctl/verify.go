@@ -28,8 +28,9 @@ func verifyExit(err error) int { return verify.ExitCode(err) }
 type verifyCmd struct {
 	stdout, stderr io.Writer
 
-	attPath, evPath, bundlePath, auditPath, reportPath, policyPath, collDir, at, earKey, earOut string
-	allowSim, allowRev, allowColl, asJSON                                                       bool
+	relaxFlags
+	attPath, evPath, bundlePath, auditPath, reportPath, policyPath, at, earKey, earOut string
+	asJSON                                                                             bool
 
 	now                                          func() time.Time
 	att, ev, bundle, auditLog, report, policyRaw []byte
@@ -65,10 +66,7 @@ func (v *verifyCmd) flagSet() *flag.FlagSet {
 	fs.StringVar(&v.auditPath, "audit", "", "the gate audit log, JSON Lines (optional)")
 	fs.StringVar(&v.reportPath, "report", "", "the SystemPromptReport.v1 (optional; needed for template and recipe policy)")
 	fs.StringVar(&v.policyPath, "policy", "", "policy file (docs/spec/verify-v1.md); default: the strictest policy")
-	fs.StringVar(&v.collDir, "collateral", "", "collateral directory (CRLs, TDX TCB info; docs/spec/collateral-v1.md, filled by packctl collateral fetch)")
-	fs.BoolVar(&v.allowSim, "allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
-	fs.BoolVar(&v.allowRev, "allow-unchecked-revocation", false, "accept evidence without CRLs")
-	fs.BoolVar(&v.allowColl, "allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
+	v.define(fs, "collateral directory (CRLs, TDX TCB info; docs/spec/collateral-v1.md, filled by packctl collateral fetch)")
 	fs.StringVar(&v.at, "at", "", "verification time, RFC 3339 (default: now)")
 	fs.BoolVar(&v.asJSON, "json", false, "print the result as JSON")
 	fs.StringVar(&v.earKey, "ear-key", "", "sign an EAR attestation result with this PEM PKCS#8 Ed25519 or ECDSA P-256 key")
@@ -156,14 +154,43 @@ func (v *verifyCmd) loadPolicy() int {
 
 // loadCollateral sets the verify options, with the --collateral folder.
 func (v *verifyCmd) loadCollateral() int {
-	v.opts = verify.Options{
-		Now: v.now, AllowSimulated: v.allowSim, AllowUncheckedRevocation: v.allowRev, AllowUncheckedCollateral: v.allowColl,
-		AuditLog: v.auditLog, Report: v.report,
-	}
-	if err := setCollateral(&v.opts, v.collDir); err != nil {
-		errorf(v.stderr, "verify: collateral: %v", err)
+	code := v.loadOptions(&v.opts, v.now, v.stderr, "verify")
+	v.opts.AuditLog, v.opts.Report = v.auditLog, v.report
+	return code
+}
+
+// relaxFlags are the relaxations of a command that verifies evidence: the
+// collateral folder and the checks it may skip.
+type relaxFlags struct {
+	collDir                       string
+	allowSim, allowRev, allowColl bool
+}
+
+// define adds the relaxations to fs, with the command's words for
+// --collateral.
+func (r *relaxFlags) define(fs *flag.FlagSet, collUsage string) {
+	fs.StringVar(&r.collDir, "collateral", "", collUsage)
+	fs.BoolVar(&r.allowSim, "allow-simulated", false, "accept simulated evidence (proves nothing about hardware)")
+	fs.BoolVar(&r.allowRev, "allow-unchecked-revocation", false, "accept evidence without CRLs")
+	fs.BoolVar(&r.allowColl, "allow-unchecked-collateral", false, "accept TDX evidence without TCB collateral")
+}
+
+// options returns the verify options the relaxations give, with the
+// collateral folder read (nothing for "").
+func (r *relaxFlags) options(now func() time.Time) (verify.Options, error) {
+	o := verify.Options{Now: now, AllowSimulated: r.allowSim, AllowUncheckedRevocation: r.allowRev, AllowUncheckedCollateral: r.allowColl}
+	return o, setCollateral(&o, r.collDir)
+}
+
+// loadOptions is the step that sets *opts from the relaxations: a
+// collateral folder it cannot read is exitCannot, reported as cmd's.
+func (r *relaxFlags) loadOptions(opts *verify.Options, now func() time.Time, stderr io.Writer, cmd string) int {
+	o, err := r.options(now)
+	if err != nil {
+		errorf(stderr, "%s: collateral: %v", cmd, err)
 		return exitCannot
 	}
+	*opts = o
 	return exitOK
 }
 

@@ -33,16 +33,9 @@ type fixture struct {
 func newFixture(t testing.TB, now time.Time) *fixture {
 	t.Helper()
 	clock := func() time.Time { return now }
-	report, err := json.Marshal(testfixture.Report())
-	if err != nil {
-		t.Fatal(err)
-	}
-	reportHash, err := testfixture.Report().Hash()
-	if err != nil {
-		t.Fatal(err)
-	}
+	report, reportHash := testfixture.Report(t)
 	r := testfixture.NewRun("run_verifier_001")
-	r.PromptHash = testfixture.Report().Final.SystemPromptHashB64u
+	r.PromptHash = testfixture.H(testfixture.ReportPrompt)
 	r.ReportHash = reportHash
 	r.BundleID = "bundle_verifier_001"
 	bundle := r.Bundle(t)

@@ -53,14 +53,14 @@ func TestRefusalTable(t *testing.T) {
 // with an unknown rule or an oversized or unprintable input is a worker
 // failure.
 func TestAdmissionRefusals(t *testing.T) {
-	in := &admission.RuleError{Rule: admission.RuleBootstrapNotPinned, Input: "bootstrap:AGENTS.md"}
+	in := &admission.RuleError{Rule: "BOOTSTRAP_CONTENT_NOT_PINNED", Input: "bootstrap:AGENTS.md"}
 	var re *admission.RuleError
 	if err := refusalError(refusalReply(fmt.Errorf("x: %w", in))); !errors.As(err, &re) || *re != *in || !errors.Is(err, admission.ErrRefused) {
 		t.Fatalf("rule error: %v", err)
 	}
 	// An input name with control characters (from the pack) still comes
 	// back as the rule, with the characters replaced.
-	ctl := &admission.RuleError{Rule: admission.RuleBootstrapPath, Input: "bootstrap:A\nB.md"}
+	ctl := &admission.RuleError{Rule: "BOOTSTRAP_PATH_NOT_ALLOWED", Input: "bootstrap:A\nB.md"}
 	if err := refusalError(refusalReply(ctl)); !errors.As(err, &re) || re.Input != "bootstrap:A?B.md" {
 		t.Fatalf("control characters: %v", err)
 	}
@@ -73,8 +73,8 @@ func TestAdmissionRefusals(t *testing.T) {
 	}
 	for _, rep := range []reply{
 		{Code: "admission", Rule: "NOT_A_RULE", Input: "runtime"},
-		{Code: "admission", Rule: admission.RuleRuntimeFailMode, Input: strings.Repeat("a", maxAdmissionInput+1)},
-		{Code: "admission", Rule: admission.RuleRuntimeFailMode, Input: "a\nb"},
+		{Code: "admission", Rule: "RUNTIME_FAIL_MODE_NOT_DENY", Input: strings.Repeat("a", maxAdmissionInput+1)},
+		{Code: "admission", Rule: "RUNTIME_FAIL_MODE_NOT_DENY", Input: "a\nb"},
 	} {
 		if err := refusalError(rep); !errors.Is(err, ErrWorker) {
 			t.Errorf("%+v: %v", rep, err)

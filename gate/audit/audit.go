@@ -29,8 +29,8 @@ import (
 type (
 	// Entry is one decision, without raw parameters.
 	Entry = auditrec.Entry
-	// Record is one line of a log.
-	Record = auditrec.Record
+	// logRecord is one line of a log.
+	logRecord = auditrec.Record
 )
 
 // Decision values.
@@ -93,24 +93,24 @@ func NewWriter(w io.Writer, opts WriterOptions) (*Writer, error) {
 }
 
 // Append writes one record for e and returns it.
-func (w *Writer) Append(e Entry) (Record, error) {
+func (w *Writer) Append(e Entry) (logRecord, error) {
 	if err := e.Check(); err != nil {
-		return Record{}, err
+		return logRecord{}, err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.failed != nil {
-		return Record{}, fmt.Errorf("%w: %w", errWriterFailed, w.failed)
+		return logRecord{}, fmt.Errorf("%w: %w", errWriterFailed, w.failed)
 	}
 	r := newRecord(w.chain, w.now(), &e)
 	line, err := r.Seal(w.buf[:0])
 	if err != nil {
-		return Record{}, err
+		return logRecord{}, err
 	}
 	w.buf = line
 	if _, err := w.w.Write(line); err != nil {
 		w.failed = err
-		return Record{}, fmt.Errorf("%w: %w", errWriterFailed, err)
+		return logRecord{}, fmt.Errorf("%w: %w", errWriterFailed, err)
 	}
 	w.chain.Root, w.chain.Count = r.RecordHash, r.Seq
 	return r, nil
@@ -132,8 +132,8 @@ func (w *Writer) Root() (root string, count uint64) {
 }
 
 // newRecord builds the record that follows c (not yet sealed).
-func newRecord(c auditrec.Chain, now time.Time, e *Entry) Record {
-	r := Record{
+func newRecord(c auditrec.Chain, now time.Time, e *Entry) logRecord {
+	r := logRecord{
 		AuditVersion: auditrec.Version,
 		Seq:          c.Count + 1,
 		Time:         auditrec.FormatTime(now),

@@ -98,18 +98,18 @@ type Log struct {
 	wake     chan struct{}
 	stopped  chan struct{}
 	order    uint64 // admission counter, for removal order
-	stats    Stats
+	stats    logStats
 }
 
-// Stats count the work of a Log since Open.
-type Stats struct {
+// logStats count the work of a Log since Open.
+type logStats struct {
 	Records uint64 // records acknowledged
 	Commits uint64 // group commits (batches written)
 	Syncs   uint64 // file fsyncs (directory fsyncs not counted)
 }
 
-// Stats returns the counters (for metrics and benchmarks).
-func (l *Log) Stats() Stats {
+// statsNow returns the counters (for metrics and benchmarks).
+func (l *Log) statsNow() logStats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.stats
@@ -626,9 +626,9 @@ func (l *Log) CloseRun(run string) error {
 	return nil
 }
 
-// Root returns the run's durable root and record count ("" and 0 for a
+// root returns the run's durable root and record count ("" and 0 for a
 // run without records).
-func (l *Log) Root(run string) (root string, count uint64, err error) {
+func (l *Log) root(run string) (root string, count uint64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	rl := l.runs[run]

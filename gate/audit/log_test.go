@@ -42,6 +42,17 @@ func record(t testing.TB, l *Log, run string, i int) uint64 {
 	return seq
 }
 
+// openWithRecords opens a log in dir with the default options and records
+// n entries in run_a.
+func openWithRecords(t testing.TB, dir string, n int) *Log {
+	t.Helper()
+	l := openLog(t, dir, Options{})
+	for i := range n {
+		record(t, l, "run_a", i)
+	}
+	return l
+}
+
 // snapshot reads a run's log through Snapshot, verifies it, and checks it
 // against Root.
 func snapshot(t testing.TB, l *Log, run string) ([]byte, uint64) {
@@ -61,7 +72,7 @@ func snapshot(t testing.TB, l *Log, run string) ([]byte, uint64) {
 	if root != s.Root || count != s.Count || int64(buf.Len()) != s.Size {
 		t.Fatalf("snapshot headers %s/%d/%d, body %s/%d/%d", s.Root, s.Count, s.Size, root, count, buf.Len())
 	}
-	r, c, err := l.Root(run)
+	r, c, err := l.root(run)
 	if err != nil || r != root || c != count {
 		t.Fatalf("Root(%s) = %s/%d %v, body %s/%d", run, r, c, err, root, count)
 	}
@@ -107,16 +118,13 @@ func TestLogPerRunChains(t *testing.T) {
 
 func TestLogContinuesChainAfterReopen(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, Options{})
-	for i := range 3 {
-		record(t, l, "run_a", i)
-	}
-	root1, _, _ := l.Root("run_a")
+	l := openWithRecords(t, dir, 3)
+	root1, _, _ := l.root("run_a")
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
 	l2 := openLog(t, dir, Options{})
-	if r, c, _ := l2.Root("run_a"); r != root1 || c != 3 {
+	if r, c, _ := l2.root("run_a"); r != root1 || c != 3 {
 		t.Fatalf("recovered %s/%d, want %s/3", r, c, root1)
 	}
 	if seq := record(t, l2, "run_a", 3); seq != 4 {
@@ -129,10 +137,7 @@ func TestLogContinuesChainAfterReopen(t *testing.T) {
 
 func TestLogCutsTornRecord(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, Options{})
-	for i := range 3 {
-		record(t, l, "run_a", i)
-	}
+	l := openWithRecords(t, dir, 3)
 	l.Close()
 	path := filepath.Join(dir, "run_a.jsonl")
 	good, _ := os.ReadFile(path)
@@ -143,7 +148,7 @@ func TestLogCutsTornRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		l2 := openLog(t, dir, Options{})
-		if _, c, _ := l2.Root("run_a"); c != 3 {
+		if _, c, _ := l2.root("run_a"); c != 3 {
 			t.Fatalf("count after cut %d", c)
 		}
 		if got, _ := os.ReadFile(path); !bytes.Equal(got, good) {
@@ -162,10 +167,7 @@ func TestLogCutsTornRecord(t *testing.T) {
 
 func TestLogRefusesCorruptRecordAtOpen(t *testing.T) {
 	dir := t.TempDir()
-	l := openLog(t, dir, Options{})
-	for i := range 4 {
-		record(t, l, "run_a", i)
-	}
+	l := openWithRecords(t, dir, 4)
 	record(t, l, "run_b", 1)
 	l.Close()
 	path := filepath.Join(dir, "run_a.jsonl")
@@ -333,7 +335,7 @@ func TestLogConcurrentGroupCommit(t *testing.T) {
 	if total != 16*40 {
 		t.Fatalf("total %d", total)
 	}
-	if st := l.Stats(); st.Records != total || st.Syncs > st.Records || st.Commits > st.Records {
+	if st := l.statsNow(); st.Records != total || st.Syncs > st.Records || st.Commits > st.Records {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -413,7 +415,7 @@ func TestCrashKeepsAcknowledgedRecords(t *testing.T) {
 		}
 		// The chains continue after the crash.
 		for run := range acked {
-			_, before, _ := l.Root(run)
+			_, before, _ := l.root(run)
 			if seq := record(t, l, run, 1); seq != before+1 {
 				t.Fatalf("continued seq %d after %d", seq, before)
 			}
@@ -493,7 +495,7 @@ func TestLogWriteFailureIsStickyPerRun(t *testing.T) {
 	if _, err := l.Record("run_x", entry(2)); !errors.Is(err, errRunFailed) {
 		t.Fatalf("sticky: %v", err)
 	}
-	if _, c, _ := l.Root("run_x"); c != 0 {
+	if _, c, _ := l.root("run_x"); c != 0 {
 		t.Fatalf("failed run has %d durable records", c)
 	}
 	// Readiness sees the failure; other runs still record.
@@ -541,7 +543,7 @@ func FuzzRecover(f *testing.F) {
 			t.Fatalf("kept %q of %q", got, data)
 		}
 		root, n, verr := auditrec.Verify(bytes.NewReader(got))
-		r, c, _ := l.Root("run_f")
+		r, c, _ := l.root("run_f")
 		if verr != nil || root != r || n != c {
 			t.Fatalf("kept prefix does not verify to the recovered head: %v", verr)
 		}
@@ -572,7 +574,7 @@ func BenchmarkLogRecord(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	st := l.Stats()
+	st := l.statsNow()
 	if st.Syncs > 0 {
 		b.ReportMetric(float64(st.Records)/float64(st.Syncs), "records/fsync")
 		b.ReportMetric(float64(st.Records)/float64(st.Commits), "records/commit")

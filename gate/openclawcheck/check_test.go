@@ -92,14 +92,37 @@ func set(m map[string]any, value any, path ...string) {
 	m[last] = value
 }
 
+// settingCase changes the recommended layout and names the findings
+// expected, by key.
+type settingCase struct {
+	name   string
+	change func(m map[string]any)
+	want   []string
+}
+
+// run checks the changed layout in a subtest.
+func (tc settingCase) run(t *testing.T) {
+	t.Run(tc.name, func(t *testing.T) {
+		m := recommended(t)
+		tc.change(m)
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs, err := Check(raw, fakeHost())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keys(fs); !slices.Equal(got, tc.want) {
+			t.Fatalf("findings %v, want keys %v", fs, tc.want)
+		}
+	})
+}
+
 // TestEachUnsafeSetting changes one setting of the recommended layout and
 // expects exactly the findings named (issue 19 item 6's list).
 func TestEachUnsafeSetting(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		change func(m map[string]any)
-		want   []string
-	}{
+	for _, tc := range []settingCase{
 		{"load path missing", func(m map[string]any) {
 			set(m, []any{"/nonexistent/clients/openclaw"}, "plugins", "load", "paths")
 		}, []string{"plugins.load.paths", "plugins.load.paths[0]"}},
@@ -170,21 +193,7 @@ func TestEachUnsafeSetting(t *testing.T) {
 			[]string{"agents.defaults.sandbox.backend"}},
 		{"an include", func(m map[string]any) { set(m, "./more.json5", "tools", "$include") }, []string{"tools.$include"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := recommended(t)
-			tc.change(m)
-			raw, err := json.Marshal(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fs, err := Check(raw, fakeHost())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := keys(fs); !slices.Equal(got, tc.want) {
-				t.Fatalf("findings %v, want keys %v", fs, tc.want)
-			}
-		})
+		tc.run(t)
 	}
 }
 
@@ -200,17 +209,25 @@ func TestPodmanWithAnotherUID(t *testing.T) {
 	}
 }
 
+// loadingPluginsFrom returns the recommended layout with plugins loaded
+// from dir, and a host that reads the real file system.
+func loadingPluginsFrom(t *testing.T, dir string) ([]byte, Host) {
+	t.Helper()
+	m := recommended(t)
+	set(m, []any{dir}, "plugins", "load", "paths")
+	raw, _ := json.Marshal(m)
+	h := fakeHost()
+	h.IsDir, h.ReadFile = nil, nil
+	return raw, h
+}
+
 // The loaded manifest is the repository's own plugin directory.
 func TestRealPluginDirectory(t *testing.T) {
 	dir, err := filepath.Abs(filepath.Join("..", "..", "clients", "openclaw"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := recommended(t)
-	set(m, []any{dir}, "plugins", "load", "paths")
-	raw, _ := json.Marshal(m)
-	h := fakeHost()
-	h.IsDir, h.ReadFile = nil, nil
+	raw, h := loadingPluginsFrom(t, dir)
 	if fs, err := Check(raw, h); err != nil || len(fs) != 0 {
 		t.Fatalf("Check = %v, %v", fs, err)
 	}
@@ -258,11 +275,7 @@ func TestOversizeManifest(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "openclaw.plugin.json"), make([]byte, maxManifestBytes+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	m := recommended(t)
-	set(m, []any{dir}, "plugins", "load", "paths")
-	raw, _ := json.Marshal(m)
-	h := fakeHost()
-	h.IsDir, h.ReadFile = nil, nil
+	raw, h := loadingPluginsFrom(t, dir)
 	fs, err := Check(raw, h)
 	if err != nil {
 		t.Fatal(err)
@@ -282,11 +295,7 @@ func TestGatewayLayout(t *testing.T) {
 		set(m, "clawea/anthropic/claude", "agents", "defaults", "model", "primary")
 		set(m, map[string]any{"baseUrl": "http://clawea.invalid", "apiKey": "clawea-gateway", "api": "anthropic-messages"}, "models", "providers", "clawea")
 	}
-	for _, tc := range []struct {
-		name   string
-		change func(m map[string]any)
-		want   []string
-	}{
+	for _, tc := range []settingCase{
 		{"routed", gateway, nil},
 		{"routed, with a routed fallback", func(m map[string]any) {
 			gateway(m)
@@ -321,20 +330,6 @@ func TestGatewayLayout(t *testing.T) {
 			set(m, map[string]any{"apiKey": "sk-x", "baseUrl": "https://api.openai.com/v1"}, "models", "providers", "openai")
 		}, []string{"models.providers.openai.apiKey"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := recommended(t)
-			tc.change(m)
-			raw, err := json.Marshal(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fs, err := Check(raw, fakeHost())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := keys(fs); !slices.Equal(got, tc.want) {
-				t.Fatalf("findings %v, want keys %v", fs, tc.want)
-			}
-		})
+		tc.run(t)
 	}
 }

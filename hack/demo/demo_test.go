@@ -17,8 +17,8 @@ import (
 
 	"github.com/clawea/attester/hack/demo/example"
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
-	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/schemas"
@@ -126,7 +126,7 @@ func checkDemo(t *testing.T, shared string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := envelope.Verify(read("pack.enc"), m); err != nil {
+	if _, err := (envelope.Limits{}).Verify(read("pack.enc"), m); err != nil {
 		t.Fatal(err)
 	}
 
@@ -235,14 +235,14 @@ func checkSensitive(t *testing.T, out *outcome, read func(string) []byte, plainA
 	if !ok || !errors.Is(err, verify.ErrPolicy) || ve.Check != "policy/admission-policy" {
 		t.Fatalf("the non-sensitive run with the sensitive policy: %v", err)
 	}
-	dres, _, err := disclosure.Verify(sreport, read(disclosureFile))
+	dres, _, err := promptpack.VerifyDisclosure(sreport, read(disclosureFile))
 	if err != nil {
 		t.Fatalf("disclosure: %v", err)
 	}
 	if dres.ReportHashB64u != res.Commitments.SystemPromptReportHashB64u || len(dres.Revealed) != 1 || dres.Revealed[0].Kind+":"+dres.Revealed[0].ID != discloseSelector {
 		t.Fatalf("disclosure result %+v", dres)
 	}
-	if _, _, err := disclosure.Verify(read("report.json"), read(disclosureFile)); err == nil {
+	if _, _, err := promptpack.VerifyDisclosure(read("report.json"), read(disclosureFile)); err == nil {
 		t.Fatal("the disclosure verified against the first run's report")
 	}
 }

@@ -19,7 +19,6 @@ import (
 
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
-	"github.com/clawea/attester/promptpack/disclosure"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
@@ -276,7 +275,7 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	// packctl disclose: reveal one input to an auditor, bound to the
 	// report; packctl verify-disclosure: the disclosure against the report,
 	// and the report against the attestation.
-	dis, err := disclosure.Create(rb, []string{discloseSelector})
+	dis, err := rb.Disclose([]string{discloseSelector})
 	if err != nil {
 		return nil, fmt.Errorf("disclose: %w", err)
 	}
@@ -287,7 +286,7 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	if err := os.WriteFile(filepath.Join(o.OutDir, disclosureFile), disJSON, 0o600); err != nil {
 		return nil, err
 	}
-	dres, _, err := disclosure.Verify(rb.ReportJCS, disJSON)
+	dres, _, err := promptpack.VerifyDisclosure(rb.ReportJCS, disJSON)
 	if err != nil {
 		return nil, fmt.Errorf("verify-disclosure: %w", err)
 	}

@@ -24,9 +24,9 @@ import (
 	"github.com/google/go-sev-guest/testing/data"
 
 	"github.com/clawea/attester/control/gateway"
-	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/jcs"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/evidence"
@@ -48,27 +48,41 @@ func DID(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519
 // H returns b64u(SHA-256(s)).
 func H(s string) string { return b64u.SHA256([]byte(s)) }
 
-// Report returns the SystemPromptReport.v1 that fixture runs commit to
-// (its JCS hash is their report hash): one template, AGENTS.md, whose hash
-// is "sha256:" + hex(SHA-256("agents template")).
-func Report() *promptpack.Report {
+// ReportPrompt is the system prompt that Report's final hash commits to:
+// its final.system_prompt_hash_b64u is H(ReportPrompt).
+const ReportPrompt = "the rebuilt system prompt"
+
+// Report returns the SystemPromptReport.v1 that fixture runs commit to, in
+// JCS form, and its report hash b64u(SHA-256(doc)): one template,
+// AGENTS.md, whose hash is "sha256:" + hex(SHA-256("agents template")). The
+// document is written out as the verifier reads it, not built with the
+// producer's types.
+func Report(t testing.TB) (doc []byte, hash string) {
+	t.Helper()
 	tmpl := sha256.Sum256([]byte("agents template"))
-	return &promptpack.Report{
-		ReportVersion: "1",
-		Harness:       promptpack.ReportHarness{ID: "openclaw", Version: "2026.2.1", Commit: "abc123"},
-		PromptMode:    "full",
-		Builder:       promptpack.ReportBuilder{Name: "clawea", BuilderVersion: "1"},
-		Recipe:        promptpack.ReportRecipe{ID: "openclaw-sig", Version: "1"},
-		Final:         promptpack.ReportFinal{SystemPromptHashB64u: H("the rebuilt system prompt"), SystemPromptChars: 25},
-		Inputs: promptpack.ReportInputs{
-			ParamsHashB64u:            H("params"),
-			Templates:                 []promptpack.ReportTemplate{{Name: "AGENTS.md", Hash: "sha256:" + hex.EncodeToString(tmpl[:])}},
-			ResolvedToolNamesHashB64u: H("tool names"),
-			ToolSchemasHashB64u:       H("tool schemas"),
-			ToolSummariesHashB64u:     H("tool summaries"),
-			Bootstrap:                 []promptpack.BootstrapEntry{},
+	raw, err := json.Marshal(map[string]any{
+		"report_version": "1",
+		"harness":        map[string]any{"id": "openclaw", "version": "2026.2.1", "commit": "abc123"},
+		"prompt_mode":    "full",
+		"builder":        map[string]any{"name": "clawea", "builder_version": "1"},
+		"recipe":         map[string]any{"id": "openclaw-sig", "version": "1"},
+		"final":          map[string]any{"system_prompt_hash_b64u": H(ReportPrompt), "system_prompt_chars": len(ReportPrompt)},
+		"inputs": map[string]any{
+			"params_hash_b64u":              H("params"),
+			"templates":                     []any{map[string]any{"name": "AGENTS.md", "hash": "sha256:" + hex.EncodeToString(tmpl[:])}},
+			"resolved_tool_names_hash_b64u": H("tool names"),
+			"tool_schemas_hash_b64u":        H("tool schemas"),
+			"tool_summaries_hash_b64u":      H("tool summaries"),
+			"bootstrap":                     []any{},
 		},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if doc, err = jcs.Canonicalize(raw); err != nil {
+		t.Fatal(err)
+	}
+	return doc, b64u.SHA256(doc)
 }
 
 // SimSEVCRL returns an AMD-format CRL, numbered thisUpdate.Unix(), signed

@@ -148,12 +148,12 @@ func TestAdmitVectors(t *testing.T) {
 	}
 	// Every pack rule has a failing vector.
 	for _, r := range []string{
-		ruleRecipeNotAllowed, RulePromptModeNotAllowed, RuleBootstrapPath, RuleBootstrapDuplicate,
-		RuleBootstrapFileTooLarge, RuleBootstrapTotalTooBig, RuleBootstrapBinary, RuleBootstrapNul,
-		RuleBootstrapNewlines, RuleBootstrapNotPinned, RuleSkillsRefused, RuleSkillsMalformed,
-		RuleSkillsPreamble, RuleSkillNotAllowed, RuleSkillNotPinned, RuleSkillWorkspace,
-		RuleSkillsEnvRefused, RuleSkillsEnvNotPinned, RuleExtraSystemPrompt, RuleToolSchemasNotPinned,
-		RuleToolSummaryRefused, RuleToolNameNotAllowed, RuleOwnersRefused, RuleOwnerNotHMAC,
+		ruleRecipeNotAllowed, rulePromptModeNotAllowed, ruleBootstrapPath, ruleBootstrapDuplicate,
+		ruleBootstrapFileTooLarge, ruleBootstrapTotalTooBig, ruleBootstrapBinary, ruleBootstrapNul,
+		ruleBootstrapNewlines, ruleBootstrapNotPinned, ruleSkillsRefused, ruleSkillsMalformed,
+		ruleSkillsPreamble, ruleSkillNotAllowed, ruleSkillNotPinned, ruleSkillWorkspace,
+		ruleSkillsEnvRefused, ruleSkillsEnvNotPinned, ruleExtraSystemPrompt, ruleToolSchemasNotPinned,
+		ruleToolSummaryRefused, ruleToolNameNotAllowed, ruleOwnersRefused, ruleOwnerNotHMAC,
 	} {
 		if !rules[r] {
 			t.Errorf("no vector for rule %s", r)
@@ -225,10 +225,11 @@ func TestAdmitUnreadable(t *testing.T) {
 }
 
 func TestWorkspaceSkill(t *testing.T) {
-	params := &openclawsig.Params{
-		WorkspaceDir: "/home/agent/workspace/",
-		RuntimeInfo:  &openclawsig.RuntimeInfo{RepoRoot: "/srv/repo"},
-		SandboxInfo:  &openclawsig.SandboxInfo{WorkspaceDir: "/sandbox/ws", AgentWorkspaceMount: "/agent"},
+	params, err := openclawsig.ParseParams([]byte(`{"workspaceDir":"/home/agent/workspace/",` +
+		`"runtimeInfo":{"repoRoot":"/srv/repo"},` +
+		`"sandboxInfo":{"workspaceDir":"/sandbox/ws","agentWorkspaceMount":"/agent"}}`))
+	if err != nil {
+		t.Fatal(err)
 	}
 	for loc, want := range map[string]bool{
 		"/opt/openclaw/skills/a/SKILL.md":         false,
@@ -272,10 +273,10 @@ func TestCheckRuntime(t *testing.T) {
 		t.Fatalf("non-sensitive: %v", err)
 	}
 	for rule, rt := range map[string]Runtime{
-		RuleRuntimeMemoryUnlocked: {NoDevelopmentOptions: true, FailModeDeny: true, VerificationEnforced: true},
-		RuleRuntimeDevelopment:    {MemoryLocked: true, FailModeDeny: true, VerificationEnforced: true},
-		RuleRuntimeFailMode:       {MemoryLocked: true, NoDevelopmentOptions: true, VerificationEnforced: true},
-		RuleRuntimeVerification:   {MemoryLocked: true, NoDevelopmentOptions: true, FailModeDeny: true},
+		ruleRuntimeMemoryUnlocked: {NoDevelopmentOptions: true, FailModeDeny: true, VerificationEnforced: true},
+		ruleRuntimeDevelopment:    {MemoryLocked: true, FailModeDeny: true, VerificationEnforced: true},
+		ruleRuntimeFailMode:       {MemoryLocked: true, NoDevelopmentOptions: true, VerificationEnforced: true},
+		ruleRuntimeVerification:   {MemoryLocked: true, NoDevelopmentOptions: true, FailModeDeny: true},
 	} {
 		re, ok := errors.AsType[*RuleError](sens.checkRuntime(rt))
 		if !ok || re.Rule != rule {
@@ -459,7 +460,7 @@ func TestZeroPolicyRefuses(t *testing.T) {
 // policy) admits; a suggested policy pins what it saw.
 func TestSuggest(t *testing.T) {
 	vectors := packtest.AdmitVectors(t)
-	never := []string{RuleBootstrapNul, RuleBootstrapBinary, RuleBootstrapDuplicate, RuleBootstrapPath}
+	never := []string{ruleBootstrapNul, ruleBootstrapBinary, ruleBootstrapDuplicate, ruleBootstrapPath}
 	suggested := map[bool]int{}
 	for _, v := range vectors {
 		if _, ok := v.Pack["recipe"]; ok {
@@ -501,10 +502,10 @@ func TestSuggest(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, set := range map[string]map[string]any{
-		RuleBootstrapNotPinned: {"contextFiles": []any{map[string]any{"path": "AGENTS.md", "content": "# Agents\n\nchanged\n"}, map[string]any{"path": "SOUL.md", "content": "Be kind."}}},
-		RuleSkillsPreamble:     {"skillsPrompt": "Obey.\n<available_skills/>"},
-		RuleToolNameNotAllowed: {"toolNames": []any{"read", "exec", "gateway"}},
-		RuleOwnerNotHMAC:       {"ownerNumbers": []any{"0123456789ab"}},
+		ruleBootstrapNotPinned: {"contextFiles": []any{map[string]any{"path": "AGENTS.md", "content": "# Agents\n\nchanged\n"}, map[string]any{"path": "SOUL.md", "content": "Be kind."}}},
+		ruleSkillsPreamble:     {"skillsPrompt": "Obey.\n<available_skills/>"},
+		ruleToolNameNotAllowed: {"toolNames": []any{"read", "exec", "gateway"}},
+		ruleOwnerNotHMAC:       {"ownerNumbers": []any{"0123456789ab"}},
 	} {
 		re, ok := errors.AsType[*RuleError](p.Admit(testPack(t, set, nil)))
 		if !ok || re.Rule != name {
@@ -513,7 +514,7 @@ func TestSuggest(t *testing.T) {
 	}
 	// A pack no sensitive policy admits names the input in the way.
 	_, err = Suggest(testPack(t, map[string]any{"extraSystemPrompt": "x"}, nil), true)
-	if re, ok := errors.AsType[*RuleError](err); !ok || re.Rule != RuleExtraSystemPrompt {
+	if re, ok := errors.AsType[*RuleError](err); !ok || re.Rule != ruleExtraSystemPrompt {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -525,10 +526,10 @@ func TestAdmitRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := testPack(t, map[string]any{"extraSystemPrompt": "x"}, nil)
-	if re, isRule := errors.AsType[*RuleError](sens.AdmitRun(bad, ok)); !isRule || re.Rule != RuleExtraSystemPrompt {
+	if re, isRule := errors.AsType[*RuleError](sens.AdmitRun(bad, ok)); !isRule || re.Rule != ruleExtraSystemPrompt {
 		t.Fatalf("got %v", re)
 	}
-	if re, isRule := errors.AsType[*RuleError](sens.AdmitRun(testPack(t, nil, nil), Runtime{})); !isRule || re.Rule != RuleRuntimeMemoryUnlocked {
+	if re, isRule := errors.AsType[*RuleError](sens.AdmitRun(testPack(t, nil, nil), Runtime{})); !isRule || re.Rule != ruleRuntimeMemoryUnlocked {
 		t.Fatalf("got %v", re)
 	}
 }

@@ -25,7 +25,7 @@ func (p *Policy) Admit(pack *promptpack.Pack) error {
 		return refuse(ruleRecipeNotAllowed, "recipe", pack.Recipe.ID+"/"+pack.Recipe.Version)
 	}
 	if !slices.Contains(p.promptModes, pack.PromptMode) {
-		return refuse(RulePromptModeNotAllowed, "prompt_mode", pack.PromptMode)
+		return refuse(rulePromptModeNotAllowed, "prompt_mode", pack.PromptMode)
 	}
 	// The recipe decides where each input lives in the params; only
 	// recipes this package knows are checked, the others refused.
@@ -52,10 +52,10 @@ func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) 
 	var total int64
 	for _, f := range params.ContextFiles {
 		if !p.paths[f.Path] {
-			return refuse(RuleBootstrapPath, "bootstrap", f.Path)
+			return refuse(ruleBootstrapPath, "bootstrap", f.Path)
 		}
 		if seen[f.Path] {
-			return refuse(RuleBootstrapDuplicate, "bootstrap", f.Path)
+			return refuse(ruleBootstrapDuplicate, "bootstrap", f.Path)
 		}
 		seen[f.Path] = true
 		if rule := contentRule(f.Content, b.Newlines); rule != "" {
@@ -63,10 +63,10 @@ func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) 
 		}
 		n := int64(jsstr.Len(f.Content))
 		if n > b.MaxFileChars {
-			return refuse(RuleBootstrapFileTooLarge, "bootstrap", f.Path)
+			return refuse(ruleBootstrapFileTooLarge, "bootstrap", f.Path)
 		}
 		if total += n; total > b.MaxTotalChars {
-			return refuse(RuleBootstrapTotalTooBig, "bootstrap", f.Path)
+			return refuse(ruleBootstrapTotalTooBig, "bootstrap", f.Path)
 		}
 	}
 	if b.Content != contentPinned {
@@ -74,7 +74,7 @@ func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) 
 	}
 	for _, f := range params.ContextFiles {
 		if !p.pinned[f.Path][b64u.SHA256([]byte(f.Content))] {
-			return refuse(RuleBootstrapNotPinned, "bootstrap", f.Path)
+			return refuse(ruleBootstrapNotPinned, "bootstrap", f.Path)
 		}
 	}
 	return nil
@@ -89,17 +89,17 @@ func (p *Policy) admitBootstrap(_ *promptpack.Pack, params *openclawsig.Params) 
 // unpaired surrogates.
 func contentRule(s, newlines string) string {
 	if strings.IndexByte(s, 0) >= 0 {
-		return RuleBootstrapNul
+		return ruleBootstrapNul
 	}
 	for _, r := range s {
 		switch {
 		case r == '\t' || r == '\n' || r == '\r':
 		case r < 0x20, r == 0x7f, 0x80 <= r && r <= 0x9f, r == 0xfffd:
-			return RuleBootstrapBinary
+			return ruleBootstrapBinary
 		}
 	}
 	if newlines == newlinesLF && strings.IndexByte(s, '\r') >= 0 {
-		return RuleBootstrapNewlines
+		return ruleBootstrapNewlines
 	}
 	return ""
 }
@@ -112,7 +112,7 @@ func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) err
 		return nil
 	case skillsNone:
 		if prompt != "" {
-			return refuse(RuleSkillsRefused, "skills_prompt", "")
+			return refuse(ruleSkillsRefused, "skills_prompt", "")
 		}
 		return nil
 	}
@@ -121,21 +121,21 @@ func (p *Policy) admitSkills(_ *promptpack.Pack, params *openclawsig.Params) err
 	}
 	sp, err := parseSkillsPrompt(prompt)
 	if err != nil {
-		return refuse(RuleSkillsMalformed, "skills_prompt", "")
+		return refuse(ruleSkillsMalformed, "skills_prompt", "")
 	}
 	if !slices.Contains(s.PreambleHashes, b64u.SHA256([]byte(sp.preamble))) {
-		return refuse(RuleSkillsPreamble, "skills_prompt", "")
+		return refuse(ruleSkillsPreamble, "skills_prompt", "")
 	}
 	for _, e := range sp.entries {
 		pin, ok := p.skillPins[e.name]
 		if !ok {
-			return refuse(RuleSkillNotAllowed, "skill", e.name)
+			return refuse(ruleSkillNotAllowed, "skill", e.name)
 		}
 		if pin != b64u.SHA256([]byte(e.raw)) {
-			return refuse(RuleSkillNotPinned, "skill", e.name)
+			return refuse(ruleSkillNotPinned, "skill", e.name)
 		}
 		if p.sensitive && isWorkspaceSkill(e, params) {
-			return refuse(RuleSkillWorkspace, "skill", e.name)
+			return refuse(ruleSkillWorkspace, "skill", e.name)
 		}
 	}
 	return nil
@@ -147,7 +147,7 @@ func (p *Policy) admitSkillsEnv(pack *promptpack.Pack, _ *openclawsig.Params) er
 		return nil
 	case envRefuse:
 		if len(pack.SkillsEnvOverrides) > 0 {
-			return refuse(RuleSkillsEnvRefused, "skills_env_overrides", "")
+			return refuse(ruleSkillsEnvRefused, "skills_env_overrides", "")
 		}
 		return nil
 	}
@@ -156,14 +156,14 @@ func (p *Policy) admitSkillsEnv(pack *promptpack.Pack, _ *openclawsig.Params) er
 		return fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
 	if ok && !slices.Contains(p.skills.EnvOverrideHash, h) {
-		return refuse(RuleSkillsEnvNotPinned, "skills_env_overrides", "")
+		return refuse(ruleSkillsEnvNotPinned, "skills_env_overrides", "")
 	}
 	return nil
 }
 
 func (p *Policy) admitExtra(_ *promptpack.Pack, params *openclawsig.Params) error {
 	if p.extraSystemPrompt == modeRefuse && jsstr.Trim(params.ExtraSystemPrompt) != "" {
-		return refuse(RuleExtraSystemPrompt, "extra_system_prompt", "")
+		return refuse(ruleExtraSystemPrompt, "extra_system_prompt", "")
 	}
 	return nil
 }
@@ -176,20 +176,20 @@ func (p *Policy) admitTools(pack *promptpack.Pack, params *openclawsig.Params) e
 			return fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}
 		if !slices.Contains(t.SchemaPackHash, h) {
-			return refuse(RuleToolSchemasNotPinned, "tool_schemas", "")
+			return refuse(ruleToolSchemasNotPinned, "tool_schemas", "")
 		}
 	}
 	if t.PluginSummaries == modeRefuse {
 		for _, s := range params.ToolSummaries {
 			if jsstr.Trim(s.Summary) != "" {
-				return refuse(RuleToolSummaryRefused, "tool", s.Name)
+				return refuse(ruleToolSummaryRefused, "tool", s.Name)
 			}
 		}
 	}
 	if t.Names == namesAllowlist {
 		for _, n := range params.ToolNames {
 			if k := toolKey(n); k != "" && !p.toolNames[k] {
-				return refuse(RuleToolNameNotAllowed, "tool", n)
+				return refuse(ruleToolNameNotAllowed, "tool", n)
 			}
 		}
 	}
@@ -212,10 +212,10 @@ func (p *Policy) admitOwners(_ *promptpack.Pack, params *openclawsig.Params) err
 		// Owners are named by index: the value is an identity.
 		in := "owner[" + strconv.Itoa(i) + "]"
 		if o.Display == ownersNone {
-			return &RuleError{Rule: RuleOwnersRefused, Input: in}
+			return &RuleError{Rule: ruleOwnersRefused, Input: in}
 		}
 		if !p.hmacs[n] {
-			return &RuleError{Rule: RuleOwnerNotHMAC, Input: in}
+			return &RuleError{Rule: ruleOwnerNotHMAC, Input: in}
 		}
 	}
 	return nil
@@ -248,13 +248,13 @@ func (p *Policy) checkRuntime(rt Runtime) error {
 	}
 	switch {
 	case !rt.MemoryLocked:
-		return &RuleError{Rule: RuleRuntimeMemoryUnlocked, Input: "runtime"}
+		return &RuleError{Rule: ruleRuntimeMemoryUnlocked, Input: "runtime"}
 	case !rt.NoDevelopmentOptions:
-		return &RuleError{Rule: RuleRuntimeDevelopment, Input: "runtime"}
+		return &RuleError{Rule: ruleRuntimeDevelopment, Input: "runtime"}
 	case !rt.FailModeDeny:
-		return &RuleError{Rule: RuleRuntimeFailMode, Input: "runtime"}
+		return &RuleError{Rule: ruleRuntimeFailMode, Input: "runtime"}
 	case !rt.VerificationEnforced:
-		return &RuleError{Rule: RuleRuntimeVerification, Input: "runtime"}
+		return &RuleError{Rule: ruleRuntimeVerification, Input: "runtime"}
 	}
 	return nil
 }

@@ -8,50 +8,51 @@ import (
 )
 
 // Rule codes (docs/spec/admission-policy-v1.md section 6). A *RuleError
-// carries exactly one of them.
+// carries exactly one of them in its Rule field. They are wire values that
+// other packages compare with the spec's strings, or check with KnownRule.
 const (
 	ruleRecipeNotAllowed      = "RECIPE_NOT_ALLOWED"
-	RulePromptModeNotAllowed  = "PROMPT_MODE_NOT_ALLOWED"
-	RuleBootstrapPath         = "BOOTSTRAP_PATH_NOT_ALLOWED"
-	RuleBootstrapDuplicate    = "BOOTSTRAP_DUPLICATE_PATH"
-	RuleBootstrapFileTooLarge = "BOOTSTRAP_FILE_TOO_LARGE"
-	RuleBootstrapTotalTooBig  = "BOOTSTRAP_TOTAL_TOO_LARGE"
-	RuleBootstrapBinary       = "BOOTSTRAP_BINARY"
-	RuleBootstrapNul          = "BOOTSTRAP_NUL"
-	RuleBootstrapNewlines     = "BOOTSTRAP_NEWLINES_NOT_NORMALISED"
-	RuleBootstrapNotPinned    = "BOOTSTRAP_CONTENT_NOT_PINNED"
-	RuleSkillsRefused         = "SKILLS_REFUSED"
-	RuleSkillsMalformed       = "SKILLS_PROMPT_MALFORMED"
-	RuleSkillsPreamble        = "SKILLS_PREAMBLE_NOT_PINNED"
-	RuleSkillNotAllowed       = "SKILL_NOT_ALLOWED"
-	RuleSkillNotPinned        = "SKILL_NOT_PINNED"
-	RuleSkillWorkspace        = "SKILL_WORKSPACE"
-	RuleSkillsEnvRefused      = "SKILLS_ENV_REFUSED"
-	RuleSkillsEnvNotPinned    = "SKILLS_ENV_NOT_PINNED"
-	RuleExtraSystemPrompt     = "EXTRA_SYSTEM_PROMPT_REFUSED"
-	RuleToolSchemasNotPinned  = "TOOL_SCHEMAS_NOT_PINNED"
-	RuleToolSummaryRefused    = "TOOL_SUMMARY_REFUSED"
-	RuleToolNameNotAllowed    = "TOOL_NAME_NOT_ALLOWED"
-	RuleOwnersRefused         = "OWNERS_REFUSED"
-	RuleOwnerNotHMAC          = "OWNER_NOT_PINNED_HMAC"
+	rulePromptModeNotAllowed  = "PROMPT_MODE_NOT_ALLOWED"
+	ruleBootstrapPath         = "BOOTSTRAP_PATH_NOT_ALLOWED"
+	ruleBootstrapDuplicate    = "BOOTSTRAP_DUPLICATE_PATH"
+	ruleBootstrapFileTooLarge = "BOOTSTRAP_FILE_TOO_LARGE"
+	ruleBootstrapTotalTooBig  = "BOOTSTRAP_TOTAL_TOO_LARGE"
+	ruleBootstrapBinary       = "BOOTSTRAP_BINARY"
+	ruleBootstrapNul          = "BOOTSTRAP_NUL"
+	ruleBootstrapNewlines     = "BOOTSTRAP_NEWLINES_NOT_NORMALISED"
+	ruleBootstrapNotPinned    = "BOOTSTRAP_CONTENT_NOT_PINNED"
+	ruleSkillsRefused         = "SKILLS_REFUSED"
+	ruleSkillsMalformed       = "SKILLS_PROMPT_MALFORMED"
+	ruleSkillsPreamble        = "SKILLS_PREAMBLE_NOT_PINNED"
+	ruleSkillNotAllowed       = "SKILL_NOT_ALLOWED"
+	ruleSkillNotPinned        = "SKILL_NOT_PINNED"
+	ruleSkillWorkspace        = "SKILL_WORKSPACE"
+	ruleSkillsEnvRefused      = "SKILLS_ENV_REFUSED"
+	ruleSkillsEnvNotPinned    = "SKILLS_ENV_NOT_PINNED"
+	ruleExtraSystemPrompt     = "EXTRA_SYSTEM_PROMPT_REFUSED"
+	ruleToolSchemasNotPinned  = "TOOL_SCHEMAS_NOT_PINNED"
+	ruleToolSummaryRefused    = "TOOL_SUMMARY_REFUSED"
+	ruleToolNameNotAllowed    = "TOOL_NAME_NOT_ALLOWED"
+	ruleOwnersRefused         = "OWNERS_REFUSED"
+	ruleOwnerNotHMAC          = "OWNER_NOT_PINNED_HMAC"
 
-	RuleRuntimeMemoryUnlocked = "RUNTIME_MEMORY_UNLOCKED"
-	RuleRuntimeDevelopment    = "RUNTIME_DEVELOPMENT_OPTIONS"
-	RuleRuntimeFailMode       = "RUNTIME_FAIL_MODE_NOT_DENY"
-	RuleRuntimeVerification   = "RUNTIME_VERIFICATION_NOT_ENFORCED"
+	ruleRuntimeMemoryUnlocked = "RUNTIME_MEMORY_UNLOCKED"
+	ruleRuntimeDevelopment    = "RUNTIME_DEVELOPMENT_OPTIONS"
+	ruleRuntimeFailMode       = "RUNTIME_FAIL_MODE_NOT_DENY"
+	ruleRuntimeVerification   = "RUNTIME_VERIFICATION_NOT_ENFORCED"
 )
 
 // KnownRule reports whether code is one of the rule codes above (for a
 // refusal that crossed a process boundary).
 func KnownRule(code string) bool {
 	switch code {
-	case ruleRecipeNotAllowed, RulePromptModeNotAllowed, RuleBootstrapPath, RuleBootstrapDuplicate,
-		RuleBootstrapFileTooLarge, RuleBootstrapTotalTooBig, RuleBootstrapBinary, RuleBootstrapNul,
-		RuleBootstrapNewlines, RuleBootstrapNotPinned, RuleSkillsRefused, RuleSkillsMalformed,
-		RuleSkillsPreamble, RuleSkillNotAllowed, RuleSkillNotPinned, RuleSkillWorkspace,
-		RuleSkillsEnvRefused, RuleSkillsEnvNotPinned, RuleExtraSystemPrompt, RuleToolSchemasNotPinned,
-		RuleToolSummaryRefused, RuleToolNameNotAllowed, RuleOwnersRefused, RuleOwnerNotHMAC,
-		RuleRuntimeMemoryUnlocked, RuleRuntimeDevelopment, RuleRuntimeFailMode, RuleRuntimeVerification:
+	case ruleRecipeNotAllowed, rulePromptModeNotAllowed, ruleBootstrapPath, ruleBootstrapDuplicate,
+		ruleBootstrapFileTooLarge, ruleBootstrapTotalTooBig, ruleBootstrapBinary, ruleBootstrapNul,
+		ruleBootstrapNewlines, ruleBootstrapNotPinned, ruleSkillsRefused, ruleSkillsMalformed,
+		ruleSkillsPreamble, ruleSkillNotAllowed, ruleSkillNotPinned, ruleSkillWorkspace,
+		ruleSkillsEnvRefused, ruleSkillsEnvNotPinned, ruleExtraSystemPrompt, ruleToolSchemasNotPinned,
+		ruleToolSummaryRefused, ruleToolNameNotAllowed, ruleOwnersRefused, ruleOwnerNotHMAC,
+		ruleRuntimeMemoryUnlocked, ruleRuntimeDevelopment, ruleRuntimeFailMode, ruleRuntimeVerification:
 		return true
 	}
 	return false

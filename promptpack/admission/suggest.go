@@ -78,9 +78,9 @@ func (sg *suggester) bootstrap() error {
 	for _, f := range sg.params.ContextFiles {
 		switch {
 		case f.Path == "" || len(f.Path) > maxNameLen:
-			return refuse(RuleBootstrapPath, "bootstrap", f.Path)
+			return refuse(ruleBootstrapPath, "bootstrap", f.Path)
 		case slices.Contains(b.AllowedPaths, f.Path):
-			return refuse(RuleBootstrapDuplicate, "bootstrap", f.Path)
+			return refuse(ruleBootstrapDuplicate, "bootstrap", f.Path)
 		}
 		switch rule := contentRule(f.Content, newlinesPreserve); rule {
 		case "":
@@ -97,7 +97,7 @@ func (sg *suggester) bootstrap() error {
 		b.Pinned[f.Path] = []string{b64u.SHA256([]byte(f.Content))}
 	}
 	if b.MaxFile > maxChars || b.MaxTotal > maxChars {
-		return refuse(RuleBootstrapTotalTooBig, "bootstrap", "")
+		return refuse(ruleBootstrapTotalTooBig, "bootstrap", "")
 	}
 	return nil
 }
@@ -127,7 +127,7 @@ func (sg *suggester) skills() error {
 func (sg *suggester) extra() error {
 	var err error
 	if jsstr.Trim(sg.params.ExtraSystemPrompt) != "" {
-		sg.doc.Extra, err = sg.relax(modeAllow, refuse(RuleExtraSystemPrompt, "extra_system_prompt", ""))
+		sg.doc.Extra, err = sg.relax(modeAllow, refuse(ruleExtraSystemPrompt, "extra_system_prompt", ""))
 	}
 	return err
 }
@@ -142,7 +142,7 @@ func (sg *suggester) tools() error {
 	t.Schemas, t.SchemaHashes, t.Summaries, t.Names = schemasPinned, []string{h}, modeRefuse, namesAny
 	for _, sum := range sg.params.ToolSummaries {
 		if jsstr.Trim(sum.Summary) != "" {
-			if t.Summaries, err = sg.relax(modeAllow, refuse(RuleToolSummaryRefused, "tool", sum.Name)); err != nil {
+			if t.Summaries, err = sg.relax(modeAllow, refuse(ruleToolSummaryRefused, "tool", sum.Name)); err != nil {
 				return err
 			}
 			break
@@ -169,7 +169,7 @@ func (sg *suggester) owners() error {
 			continue
 		}
 		if !isLowerHex(n) || len(n) < 12 || len(n) > 64 {
-			if _, err := sg.relax(ownersAny, &RuleError{Rule: RuleOwnerNotHMAC, Input: "owner[" + strconv.Itoa(i) + "]"}); err != nil {
+			if _, err := sg.relax(ownersAny, &RuleError{Rule: ruleOwnerNotHMAC, Input: "owner[" + strconv.Itoa(i) + "]"}); err != nil {
 				return err
 			}
 			o.Display, o.HMACValues = ownersAny, nil
@@ -211,14 +211,14 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 	sp, err := parseSkillsPrompt(prompt)
 	if err != nil {
 		if sensitive {
-			return "", refuse(RuleSkillsMalformed, "skills_prompt", "")
+			return "", refuse(ruleSkillsMalformed, "skills_prompt", "")
 		}
 		return skillsAll, nil
 	}
 	allowed := []suggestSkill{}
 	for _, e := range sp.entries {
 		if len(e.name) > maxNameLen {
-			return "", refuse(RuleSkillNotAllowed, "skill", e.name)
+			return "", refuse(ruleSkillNotAllowed, "skill", e.name)
 		}
 		h := b64u.SHA256([]byte(e.raw))
 		if i := slices.IndexFunc(allowed, func(a suggestSkill) bool { return a.Name == e.name }); i >= 0 {
@@ -227,12 +227,12 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 			}
 			// Two different entries under one name: one pin per name.
 			if sensitive {
-				return "", refuse(RuleSkillNotPinned, "skill", e.name)
+				return "", refuse(ruleSkillNotPinned, "skill", e.name)
 			}
 			return skillsAll, nil
 		}
 		if sensitive && isWorkspaceSkill(e, params) {
-			return "", refuse(RuleSkillWorkspace, "skill", e.name)
+			return "", refuse(ruleSkillWorkspace, "skill", e.name)
 		}
 		allowed = append(allowed, suggestSkill{Name: e.name, Hash: h})
 	}
@@ -240,7 +240,7 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 		// "<available_skills/>" alone: an allowlist needs one entry, and
 		// "none" would refuse the non-empty prompt.
 		if sensitive {
-			return "", refuse(RuleSkillsRefused, "skills_prompt", "")
+			return "", refuse(ruleSkillsRefused, "skills_prompt", "")
 		}
 		return skillsAll, nil
 	}

@@ -60,7 +60,7 @@ func BenchmarkEnvelope(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Open(file, m, k, ctx, dst); err != nil {
+				if _, err := openDefault(file, m, k, ctx, dst); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -127,7 +127,7 @@ func BenchmarkPipelineRatio(b *testing.B) {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if _, err := Open(file, m, k, ctx, dst); err != nil {
+		if _, err := openDefault(file, m, k, ctx, dst); err != nil {
 			b.Fatal(err)
 		}
 		t2 := time.Now()

@@ -68,20 +68,20 @@ var (
 	// format. Parse errors of the binary file are *parseError values that
 	// also match a more specific sentinel below.
 	ErrMalformed = errors.New("malformed envelope")
-	// ErrUnknownVersion means the file or manifest names a format version
+	// errUnknownVersion means the file or manifest names a format version
 	// other than FormatVersion.
-	ErrUnknownVersion = errors.New("unknown envelope version")
-	// ErrTrailingData means bytes follow the end of the body ciphertext.
-	ErrTrailingData = errors.New("trailing data")
-	// ErrBadLength means a length field is out of range or exceeds the input.
-	ErrBadLength = errors.New("bad length")
-	// ErrDuplicateKeyID means two recipient stanzas carry the same key id.
-	ErrDuplicateKeyID = errors.New("duplicate recipient key id")
-	// ErrTooManyRecipients means more than maxRecipients recipients.
-	ErrTooManyRecipients = errors.New("too many recipients")
-	// ErrUnknownAlgorithm means the manifest names an algorithm other than
+	errUnknownVersion = errors.New("unknown envelope version")
+	// errTrailingData means bytes follow the end of the body ciphertext.
+	errTrailingData = errors.New("trailing data")
+	// errBadLength means a length field is out of range or exceeds the input.
+	errBadLength = errors.New("bad length")
+	// errDuplicateKeyID means two recipient stanzas carry the same key id.
+	errDuplicateKeyID = errors.New("duplicate recipient key id")
+	// errTooManyRecipients means more than maxRecipients recipients.
+	errTooManyRecipients = errors.New("too many recipients")
+	// errUnknownAlgorithm means the manifest names an algorithm other than
 	// the ones format v1 fixes.
-	ErrUnknownAlgorithm = errors.New("unknown algorithm")
+	errUnknownAlgorithm = errors.New("unknown algorithm")
 	// ErrTooLarge means an input exceeds a size limit.
 	ErrTooLarge = errors.New("input too large")
 
@@ -117,7 +117,7 @@ var (
 type parseError struct {
 	Offset int    // byte offset of the offending field
 	Field  string // name of the offending field
-	Err    error  // a sentinel: ErrUnknownVersion, ErrBadLength, ...
+	Err    error  // a sentinel: errUnknownVersion, errBadLength, ...
 }
 
 func (e *parseError) Error() string {

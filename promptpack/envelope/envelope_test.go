@@ -56,7 +56,7 @@ func TestSealOpenRoundTrip(t *testing.T) {
 			}
 			for _, k := range []*PrivateKey{attester, recovery} {
 				dst := make([]byte, size)
-				n, err := Open(file, m, k, ctx, dst)
+				n, err := openDefault(file, m, k, ctx, dst)
 				if err != nil {
 					t.Fatalf("Open(%v): %v", k, err)
 				}
@@ -88,7 +88,7 @@ func TestOpenWrongKey(t *testing.T) {
 	ctx := testContext("p")
 	file, m := mustSeal(t, []byte("secret body"), ctx, k.Public())
 	dst := make([]byte, 64)
-	_, err := Open(file, m, other, ctx, dst)
+	_, err := openDefault(file, m, other, ctx, dst)
 	if !errors.Is(err, ErrNoMatchingRecipient) {
 		t.Fatalf("err = %v, want ErrNoMatchingRecipient", err)
 	}
@@ -115,14 +115,14 @@ func regions(h *Header) []region {
 	cl := nonce + nonceSize
 	ct := cl + 8
 	return []region{
-		{"magic", 0, len(magic), []error{ErrUnknownVersion}},
-		{"header_len", len(magic), len(magic) + 4, []error{ErrBadLength}},
+		{"magic", 0, len(magic), []error{errUnknownVersion}},
+		{"header_len", len(magic), len(magic) + 4, []error{errBadLength}},
 		{"pack_id_len", len(magic) + 4, pid, []error{ErrMalformed}},
 		{"pack_id", pid, rh, []error{ErrMalformed, ErrContextMismatch}},
 		{"report_hash", rh, rh + hashSize, []error{ErrContextMismatch}},
 		{"n_recipients", rh + hashSize, kid, []error{ErrMalformed}},
 		{"key_id", kid, wl, []error{ErrNoMatchingRecipient}},
-		{"wrapped_len", wl, wr, []error{ErrBadLength}},
+		{"wrapped_len", wl, wr, []error{errBadLength}},
 		{"wrapped", wr, nonce, []error{ErrAuthentication}},
 		{"nonce", nonce, cl, []error{ErrAuthentication}},
 		{"ct_len", cl, ct, []error{ErrMalformed}},
@@ -162,12 +162,12 @@ func TestTamperEveryByte(t *testing.T) {
 			for _, mask := range []byte{0x01, 0x80, 0xff} {
 				bad := bytes.Clone(file)
 				bad[i] ^= mask
-				if _, err := Open(bad, m, k, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
+				if _, err := openDefault(bad, m, k, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
 					t.Fatalf("%s byte %d ^%#x with original manifest: err = %v", r.name, i, mask, err)
 				}
 				clear(dst)
 				dst[0] = 1
-				_, err := Open(bad, recomputedManifest(t, bad, m), k, ctx, dst)
+				_, err := openDefault(bad, recomputedManifest(t, bad, m), k, ctx, dst)
 				if err == nil || !isAny(err, r.want) {
 					t.Fatalf("%s byte %d ^%#x: err = %v, want one of %v", r.name, i, mask, err, r.want)
 				}
@@ -179,12 +179,12 @@ func TestTamperEveryByte(t *testing.T) {
 	}
 	// Truncations and extensions.
 	for n := 0; n < len(file); n++ {
-		if _, err := Open(file[:n], recomputedManifest(t, file[:n], m), k, ctx, dst); err == nil {
+		if _, err := openDefault(file[:n], recomputedManifest(t, file[:n], m), k, ctx, dst); err == nil {
 			t.Fatalf("truncated to %d bytes: accepted", n)
 		}
 	}
 	ext := append(bytes.Clone(file), 0)
-	if _, err := Parse(ext); !errors.Is(err, ErrTrailingData) {
+	if _, err := Parse(ext); !errors.Is(err, errTrailingData) {
 		t.Fatalf("trailing byte: err = %v", err)
 	}
 }
@@ -201,7 +201,7 @@ func TestTamperOtherRecipient(t *testing.T) {
 		i := start + off
 		bad := bytes.Clone(file)
 		bad[i] ^= 0x01
-		_, err := Open(bad, recomputedManifest(t, bad, m), attester, ctx, make([]byte, 16))
+		_, err := openDefault(bad, recomputedManifest(t, bad, m), attester, ctx, make([]byte, 16))
 		if !isAny(err, []error{ErrAuthentication, ErrMalformed}) {
 			t.Fatalf("byte %d: err = %v", i, err)
 		}
@@ -226,12 +226,12 @@ func TestManifestTamper(t *testing.T) {
 		mm := *m
 		mm.RecipientKeyIDs = append([]KeyID(nil), m.RecipientKeyIDs...)
 		edit(&mm)
-		_, err := Open(file, &mm, k, ctx, make([]byte, 16))
-		if !isAny(err, []error{ErrManifestMismatch, ErrUnknownVersion, ErrUnknownAlgorithm}) {
+		_, err := openDefault(file, &mm, k, ctx, make([]byte, 16))
+		if !isAny(err, []error{ErrManifestMismatch, errUnknownVersion, errUnknownAlgorithm}) {
 			t.Errorf("%s: err = %v", name, err)
 		}
 	}
-	if _, err := Open(file, nil, k, ctx, make([]byte, 16)); !errors.Is(err, ErrManifestMismatch) {
+	if _, err := openDefault(file, nil, k, ctx, make([]byte, 16)); !errors.Is(err, ErrManifestMismatch) {
 		t.Errorf("nil manifest: err = %v", err)
 	}
 	// Every byte of the JSON manifest: either it no longer parses, or it
@@ -248,7 +248,7 @@ func TestManifestTamper(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		if _, err := Open(file, pm, k, ctx, make([]byte, 16)); err == nil {
+		if _, err := openDefault(file, pm, k, ctx, make([]byte, 16)); err == nil {
 			t.Fatalf("manifest byte %d (%q) changed and still accepted", i, js[i])
 		}
 	}
@@ -262,11 +262,11 @@ func TestContextBinding(t *testing.T) {
 
 	wrong := []Context{testContext("pack-b"), {PackID: ctx.PackID, ReportHash: sha256.Sum256([]byte("other"))}}
 	for _, w := range wrong {
-		if _, err := Open(file, m, k, w, dst); !errors.Is(err, ErrContextMismatch) {
+		if _, err := openDefault(file, m, k, w, dst); !errors.Is(err, ErrContextMismatch) {
 			t.Errorf("want %v: err = %v", w.PackID, err)
 		}
 	}
-	if _, err := Open(file, m, k, Context{}, dst); !errors.Is(err, errInvalidContext) {
+	if _, err := openDefault(file, m, k, Context{}, dst); !errors.Is(err, errInvalidContext) {
 		t.Errorf("zero context: err = %v", err)
 	}
 }
@@ -305,12 +305,12 @@ func TestMovedIntoAnotherPack(t *testing.T) {
 				t.Fatal(err)
 			}
 			m := newManifest(f, h, sha256.Sum256(f))
-			if _, err := Open(f, m, k, target, make([]byte, 64)); !errors.Is(err, ErrAuthentication) {
+			if _, err := openDefault(f, m, k, target, make([]byte, 64)); !errors.Is(err, ErrAuthentication) {
 				t.Errorf("%s into %s: err = %v, want ErrAuthentication", name, target.PackID, err)
 			}
 		}
 		// Sanity: the untouched target opens.
-		if _, err := Open(fileB, newManifest(fileB, hB, sha256.Sum256(fileB)), k, target, make([]byte, 64)); err != nil {
+		if _, err := openDefault(fileB, newManifest(fileB, hB, sha256.Sum256(fileB)), k, target, make([]byte, 64)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -331,7 +331,7 @@ func TestLimits(t *testing.T) {
 	if _, err := small.parse(big); !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("parse over limit: %v", err)
 	}
-	if _, err := small.Open(big, bm, k, ctx, make([]byte, 200)); !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrBadLength) {
+	if _, err := small.Open(big, bm, k, ctx, make([]byte, 200)); !errors.Is(err, ErrTooLarge) && !errors.Is(err, errBadLength) {
 		t.Fatalf("open over limit: %v", err)
 	}
 	huge := make([]byte, maxFileSize(100)+1)
@@ -360,21 +360,21 @@ func TestSealInputErrors(t *testing.T) {
 	if _, _, err := Seal(nil, ctx, nil); !errors.Is(err, errInvalidRecipients) {
 		t.Error(err)
 	}
-	if _, _, err := Seal(nil, ctx, k.Public(), k.Public()); !errors.Is(err, ErrDuplicateKeyID) {
+	if _, _, err := Seal(nil, ctx, k.Public(), k.Public()); !errors.Is(err, errDuplicateKeyID) {
 		t.Error(err)
 	}
 	many := make([]*PublicKey, maxRecipients+1)
 	for i := range many {
 		many[i] = mustKey(t).Public()
 	}
-	if _, _, err := Seal(nil, ctx, many...); !errors.Is(err, ErrTooManyRecipients) {
+	if _, _, err := Seal(nil, ctx, many...); !errors.Is(err, errTooManyRecipients) {
 		t.Error(err)
 	}
 	file, m := mustSeal(t, nil, ctx, many[:maxRecipients]...)
-	if _, err := Open(file, m, mustKey(t), ctx, nil); !errors.Is(err, ErrNoMatchingRecipient) {
+	if _, err := openDefault(file, m, mustKey(t), ctx, nil); !errors.Is(err, ErrNoMatchingRecipient) {
 		t.Error(err)
 	}
-	if n, err := Open(file, m, mustKey(t), ctx, nil); n != 0 || err == nil {
+	if n, err := openDefault(file, m, mustKey(t), ctx, nil); n != 0 || err == nil {
 		t.Error("opened")
 	}
 	for _, id := range []string{"", strings.Repeat("a", maxPackIDLen+1), "a b", "a/b", "é", "a\x00"} {
@@ -391,18 +391,18 @@ func TestOpenBufferErrors(t *testing.T) {
 	k := mustKey(t)
 	ctx := testContext("p")
 	file, m := mustSeal(t, []byte("0123456789"), ctx, k.Public())
-	if _, err := Open(file, m, k, ctx, make([]byte, 9)); !errors.Is(err, errShortBuffer) {
+	if _, err := openDefault(file, m, k, ctx, make([]byte, 9)); !errors.Is(err, errShortBuffer) {
 		t.Errorf("short: %v", err)
 	}
 	// dst inside the file buffer.
 	buf := append(bytes.Clone(file), make([]byte, 32)...)
-	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file)-5:]); !errors.Is(err, errBufferOverlap) {
+	if _, err := openDefault(buf[:len(file)], m, k, ctx, buf[len(file)-5:]); !errors.Is(err, errBufferOverlap) {
 		t.Errorf("overlap: %v", err)
 	}
-	if _, err := Open(buf[:len(file)], m, k, ctx, buf[len(file):]); err != nil {
+	if _, err := openDefault(buf[:len(file)], m, k, ctx, buf[len(file):]); err != nil {
 		t.Errorf("adjacent: %v", err)
 	}
-	if _, err := Open(file, m, nil, ctx, make([]byte, 10)); !errors.Is(err, errInvalidKey) {
+	if _, err := openDefault(file, m, nil, ctx, make([]byte, 10)); !errors.Is(err, errInvalidKey) {
 		t.Errorf("nil key: %v", err)
 	}
 }
@@ -420,26 +420,26 @@ func TestParseErrors(t *testing.T) {
 	copy(dup[off+stanzaSize:], h.Recipients[0].KeyID[:])
 	_, err = Parse(dup)
 	pe, ok := errors.AsType[*parseError](err)
-	if !errors.Is(err, ErrDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !ok || pe.Offset != off+stanzaSize {
+	if !errors.Is(err, errDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !ok || pe.Offset != off+stanzaSize {
 		t.Errorf("duplicate: %v", err)
 	}
 	// Recipient count above the limit.
 	many := bytes.Clone(file)
 	many[off-1] = maxRecipients + 1
-	if _, err := Parse(many); !errors.Is(err, ErrTooManyRecipients) {
+	if _, err := Parse(many); !errors.Is(err, errTooManyRecipients) {
 		t.Errorf("too many: %v", err)
 	}
 	// Unknown version.
 	v2 := bytes.Replace(file, []byte("/v1\n"), []byte("/v2\n"), 1)
-	if _, err := Parse(v2); !errors.Is(err, ErrUnknownVersion) {
+	if _, err := Parse(v2); !errors.Is(err, errUnknownVersion) {
 		t.Errorf("v2: %v", err)
 	}
 	// Marshal refuses what Parse refuses.
 	h.Recipients[1].KeyID = h.Recipients[0].KeyID
-	if _, err := h.MarshalBinary(); !errors.Is(err, ErrDuplicateKeyID) {
+	if _, err := h.MarshalBinary(); !errors.Is(err, errDuplicateKeyID) {
 		t.Errorf("marshal duplicate: %v", err)
 	}
-	if _, err := Parse(nil); !errors.Is(err, ErrUnknownVersion) {
+	if _, err := Parse(nil); !errors.Is(err, errUnknownVersion) {
 		t.Errorf("empty: %v", err)
 	}
 }
@@ -463,7 +463,7 @@ func TestAppendSeal(t *testing.T) {
 	}
 	file := out[len(prefix):]
 	dst := make([]byte, len(body))
-	if n, err := Open(file, m, k, ctx, dst); err != nil || !bytes.Equal(dst[:n], body) {
+	if n, err := openDefault(file, m, k, ctx, dst); err != nil || !bytes.Equal(dst[:n], body) {
 		t.Fatalf("open: %v", err)
 	}
 	// dst overlapping the body is refused.
@@ -509,11 +509,11 @@ func TestOpenStepOrder(t *testing.T) {
 			mm := *m
 			mm.Algorithms.Body = "ChaCha20-Poly1305"
 			return &mm
-		}(), k, ctx, ErrUnknownAlgorithm},
+		}(), k, ctx, errUnknownAlgorithm},
 		// 3 before 4: the file does not parse and does not match the hash.
 		{"hash before parse", Limits{}, badMagic, m, k, ctx, ErrManifestMismatch},
 		// 4 alone: the hash matches, the file does not parse.
-		{"parse after hash", Limits{}, badMagic, recomputedManifest(t, badMagic, m), k, ctx, ErrUnknownVersion},
+		{"parse after hash", Limits{}, badMagic, recomputedManifest(t, badMagic, m), k, ctx, errUnknownVersion},
 		// 5 before 6: the manifest's pack id differs from the file, and the
 		// file is not the expected context either.
 		{"manifest fields before context", Limits{}, file2, func() *Manifest {
@@ -540,7 +540,7 @@ func TestOpenStepOrder(t *testing.T) {
 			if !errors.Is(err, c.err) || n != 0 {
 				t.Fatalf("got n=%d err=%v, want %v", n, err, c.err)
 			}
-			for _, other := range []error{ErrTooLarge, ErrUnknownAlgorithm, ErrManifestMismatch, ErrUnknownVersion, ErrContextMismatch, ErrNoMatchingRecipient} {
+			for _, other := range []error{ErrTooLarge, errUnknownAlgorithm, ErrManifestMismatch, errUnknownVersion, ErrContextMismatch, ErrNoMatchingRecipient} {
 				if other != c.err && errors.Is(err, other) {
 					t.Fatalf("error %v also matches %v", err, other)
 				}

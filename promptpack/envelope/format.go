@@ -23,8 +23,8 @@ const (
 	maxHeaderSize   = len(magic) + 4 + maxHeaderFields
 )
 
-// Stanza is one recipient's wrapped DEK.
-type Stanza struct {
+// recipientStanza is one recipient's wrapped DEK.
+type recipientStanza struct {
 	KeyID KeyID
 	// Wrapped is the RFC 9180 single-shot output enc || ct (80 bytes).
 	Wrapped []byte
@@ -35,7 +35,7 @@ type Stanza struct {
 type Header struct {
 	PackID     string
 	ReportHash [hashSize]byte
-	Recipients []Stanza
+	Recipients []recipientStanza
 	Nonce      [nonceSize]byte
 	// Ciphertext is the body's AES-256-GCM ciphertext including the tag.
 	Ciphertext []byte
@@ -71,26 +71,26 @@ func (h *Header) encodedLen() int {
 // validate checks everything Parse checks, for values built in memory.
 func (h *Header) validate(maxBody int64) error {
 	if !validPackID(h.PackID) {
-		return &parseError{Field: "pack_id", Err: ErrBadLength}
+		return &parseError{Field: "pack_id", Err: errBadLength}
 	}
 	if len(h.Recipients) == 0 {
-		return &parseError{Field: "n_recipients", Err: ErrBadLength}
+		return &parseError{Field: "n_recipients", Err: errBadLength}
 	}
 	if len(h.Recipients) > maxRecipients {
-		return &parseError{Field: "n_recipients", Err: ErrTooManyRecipients}
+		return &parseError{Field: "n_recipients", Err: errTooManyRecipients}
 	}
 	for i, s := range h.Recipients {
 		if len(s.Wrapped) != wrappedSize {
-			return &parseError{Field: "wrapped_len", Err: ErrBadLength}
+			return &parseError{Field: "wrapped_len", Err: errBadLength}
 		}
 		for _, p := range h.Recipients[:i] {
 			if p.KeyID == s.KeyID {
-				return &parseError{Field: "key_id", Err: ErrDuplicateKeyID}
+				return &parseError{Field: "key_id", Err: errDuplicateKeyID}
 			}
 		}
 	}
 	if len(h.Ciphertext) < tagSize || int64(len(h.Ciphertext)-tagSize) > maxBody {
-		return &parseError{Field: "ct_len", Err: ErrBadLength}
+		return &parseError{Field: "ct_len", Err: errBadLength}
 	}
 	return nil
 }
@@ -149,80 +149,80 @@ func (l Limits) parse(file []byte) (*Header, error) {
 	}
 	r := reader{b: file}
 	if m := r.take(len(magic)); m == nil || string(m) != magic {
-		return nil, &parseError{Offset: 0, Field: "magic", Err: ErrUnknownVersion}
+		return nil, &parseError{Offset: 0, Field: "magic", Err: errUnknownVersion}
 	}
 	hl, ok := r.uint32()
 	if !ok {
-		return nil, r.fail("header_len", ErrBadLength)
+		return nil, r.fail("header_len", errBadLength)
 	}
 	if hl > maxHeaderFields || int(hl) > r.remaining() {
-		return nil, &parseError{Offset: len(magic), Field: "header_len", Err: ErrBadLength}
+		return nil, &parseError{Offset: len(magic), Field: "header_len", Err: errBadLength}
 	}
 	hdrEnd := r.off + int(hl)
 
 	h := &Header{}
 	pl, ok := r.uint8()
 	if !ok {
-		return nil, r.fail("pack_id_len", ErrBadLength)
+		return nil, r.fail("pack_id_len", errBadLength)
 	}
 	pid := r.take(int(pl))
 	if pid == nil || !validPackID(string(pid)) {
-		return nil, r.fail("pack_id", ErrBadLength)
+		return nil, r.fail("pack_id", errBadLength)
 	}
 	h.PackID = string(pid)
 	rh := r.take(hashSize)
 	if rh == nil {
-		return nil, r.fail("report_hash", ErrBadLength)
+		return nil, r.fail("report_hash", errBadLength)
 	}
 	copy(h.ReportHash[:], rh)
 	n, ok := r.uint8()
 	if !ok || n == 0 {
-		return nil, r.fail("n_recipients", ErrBadLength)
+		return nil, r.fail("n_recipients", errBadLength)
 	}
 	if n > maxRecipients {
-		return nil, r.fail("n_recipients", ErrTooManyRecipients)
+		return nil, r.fail("n_recipients", errTooManyRecipients)
 	}
-	h.Recipients = make([]Stanza, 0, n)
+	h.Recipients = make([]recipientStanza, 0, n)
 	for range n {
 		kid := r.take(keyIDSize)
 		if kid == nil {
-			return nil, r.fail("key_id", ErrBadLength)
+			return nil, r.fail("key_id", errBadLength)
 		}
-		var s Stanza
+		var s recipientStanza
 		copy(s.KeyID[:], kid)
 		for _, p := range h.Recipients {
 			if p.KeyID == s.KeyID {
-				return nil, r.fail("key_id", ErrDuplicateKeyID)
+				return nil, r.fail("key_id", errDuplicateKeyID)
 			}
 		}
 		wl, ok := r.uint16()
 		if !ok || wl != wrappedSize {
-			return nil, r.fail("wrapped_len", ErrBadLength)
+			return nil, r.fail("wrapped_len", errBadLength)
 		}
 		if s.Wrapped = r.take(int(wl)); s.Wrapped == nil {
-			return nil, r.fail("wrapped", ErrBadLength)
+			return nil, r.fail("wrapped", errBadLength)
 		}
 		h.Recipients = append(h.Recipients, s)
 	}
 	if r.off != hdrEnd {
-		return nil, &parseError{Offset: len(magic), Field: "header_len", Err: ErrBadLength}
+		return nil, &parseError{Offset: len(magic), Field: "header_len", Err: errBadLength}
 	}
 
 	nonce := r.take(nonceSize)
 	if nonce == nil {
-		return nil, r.fail("nonce", ErrBadLength)
+		return nil, r.fail("nonce", errBadLength)
 	}
 	copy(h.Nonce[:], nonce)
 	cl, ok := r.uint64()
 	if !ok || cl < tagSize || cl-tagSize > uint64(maxBody) {
-		return nil, r.fail("ct_len", ErrBadLength)
+		return nil, r.fail("ct_len", errBadLength)
 	}
 	if cl > uint64(r.remaining()) {
-		return nil, &parseError{Offset: r.off, Field: "ct", Err: ErrBadLength}
+		return nil, &parseError{Offset: r.off, Field: "ct", Err: errBadLength}
 	}
 	h.Ciphertext = r.take(int(cl))
 	if r.remaining() != 0 {
-		return nil, &parseError{Offset: r.off, Field: "ct", Err: ErrTrailingData}
+		return nil, &parseError{Offset: r.off, Field: "ct", Err: errTrailingData}
 	}
 	return h, nil
 }

@@ -42,8 +42,8 @@ func FuzzParseManifest(f *testing.F) {
 		m, err := ParseManifest(data)
 		if err != nil {
 			if m != nil || !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrTooLarge) &&
-				!errors.Is(err, ErrUnknownVersion) && !errors.Is(err, ErrUnknownAlgorithm) &&
-				!errors.Is(err, ErrDuplicateKeyID) && !errors.Is(err, ErrTooManyRecipients) {
+				!errors.Is(err, errUnknownVersion) && !errors.Is(err, errUnknownAlgorithm) &&
+				!errors.Is(err, errDuplicateKeyID) && !errors.Is(err, errTooManyRecipients) {
 				t.Fatalf("bad error %v", err)
 			}
 			return

@@ -20,8 +20,8 @@ const (
 	algCiphertextHash = "SHA-256"
 )
 
-// Algorithms names the algorithms of an envelope.
-type Algorithms struct {
+// manifestAlgorithms names the algorithms of an envelope.
+type manifestAlgorithms struct {
 	KEM            string // "hpke_kem"
 	KDF            string // "hpke_kdf"
 	AEAD           string // "hpke_aead"
@@ -29,20 +29,20 @@ type Algorithms struct {
 	CiphertextHash string // "ciphertext_hash"
 }
 
-var v1Algorithms = Algorithms{
+var v1Algorithms = manifestAlgorithms{
 	KEM: algHPKEKEM, KDF: algHPKEKDF, AEAD: algHPKEAEAD, Body: algBodyAEAD, CiphertextHash: algCiphertextHash,
 }
 
 // Manifest is prompt_pack_manifest.json: hash-only metadata describing one
 // envelope file. It carries no secret.
 type Manifest struct {
-	Format          string         // "format": FormatVersion
-	PackID          string         // "pack_id"
-	ReportHash      [hashSize]byte // "report_hash_b64u"
-	CiphertextSize  int64          // "ciphertext_size": size of the file in bytes
-	CiphertextHash  [hashSize]byte // "ciphertext_hash_b64u": SHA-256 of the file
-	Algorithms      Algorithms     // "algorithms"
-	RecipientKeyIDs []KeyID        // "recipient_key_ids_b64u", in file order
+	Format          string             // "format": FormatVersion
+	PackID          string             // "pack_id"
+	ReportHash      [hashSize]byte     // "report_hash_b64u"
+	CiphertextSize  int64              // "ciphertext_size": size of the file in bytes
+	CiphertextHash  [hashSize]byte     // "ciphertext_hash_b64u": SHA-256 of the file
+	Algorithms      manifestAlgorithms // "algorithms"
+	RecipientKeyIDs []KeyID            // "recipient_key_ids_b64u", in file order
 }
 
 // newManifest describes file, whose SHA-256 is sum.
@@ -67,10 +67,10 @@ func manifestErr(err error, format string, args ...any) error {
 
 func (m *Manifest) validate() error {
 	if m.Format != FormatVersion {
-		return manifestErr(ErrUnknownVersion, "format %q", m.Format)
+		return manifestErr(errUnknownVersion, "format %q", m.Format)
 	}
 	if m.Algorithms != v1Algorithms {
-		return manifestErr(ErrUnknownAlgorithm, "algorithms %+v", m.Algorithms)
+		return manifestErr(errUnknownAlgorithm, "algorithms %+v", m.Algorithms)
 	}
 	if !validPackID(m.PackID) {
 		return manifestErr(ErrMalformed, "bad pack_id")
@@ -82,12 +82,12 @@ func (m *Manifest) validate() error {
 	case n == 0:
 		return manifestErr(ErrMalformed, "no recipient key ids")
 	case n > maxRecipients:
-		return manifestErr(ErrTooManyRecipients, "%d recipient key ids", n)
+		return manifestErr(errTooManyRecipients, "%d recipient key ids", n)
 	}
 	for i, id := range m.RecipientKeyIDs {
 		for _, p := range m.RecipientKeyIDs[:i] {
 			if p == id {
-				return manifestErr(ErrDuplicateKeyID, "key id %s", id)
+				return manifestErr(errDuplicateKeyID, "key id %s", id)
 			}
 		}
 	}
@@ -193,7 +193,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		af := r.Object(a, "$.algorithms", map[string]bool{
 			"hpke_kem": true, "hpke_kdf": true, "hpke_aead": true, "body_aead": true, "ciphertext_hash": true,
 		})
-		m.Algorithms = Algorithms{
+		m.Algorithms = manifestAlgorithms{
 			KEM:            str(af["hpke_kem"], "$.algorithms.hpke_kem"),
 			KDF:            str(af["hpke_kdf"], "$.algorithms.hpke_kdf"),
 			AEAD:           str(af["hpke_aead"], "$.algorithms.hpke_aead"),
@@ -203,7 +203,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	}
 	if ids := f["recipient_key_ids_b64u"]; ids != nil {
 		// The count is bounded by MaxManifestSize here and checked against
-		// maxRecipients by validate (ErrTooManyRecipients).
+		// maxRecipients by validate (errTooManyRecipients).
 		es := r.Array(ids, "$.recipient_key_ids_b64u", 0, math.MaxInt)
 		m.RecipientKeyIDs = make([]KeyID, 0, len(es))
 		for i, e := range es {

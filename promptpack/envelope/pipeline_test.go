@@ -85,7 +85,7 @@ func TestOpenPipelinedOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := make([]byte, len(body))
-	if n, err := Open(file, m, k, ctx, dst); err != nil || !bytes.Equal(dst[:n], body) {
+	if n, err := openDefault(file, m, k, ctx, dst); err != nil || !bytes.Equal(dst[:n], body) {
 		t.Fatalf("open: %v", err)
 	}
 	bad := bytes.Clone(file)
@@ -93,7 +93,7 @@ func TestOpenPipelinedOrder(t *testing.T) {
 	for _, key := range []*PrivateKey{k, other} {
 		clear(dst)
 		dst[0] = 1
-		if _, err := Open(bad, m, key, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
+		if _, err := openDefault(bad, m, key, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
 			t.Fatalf("changed byte: %v, want a manifest mismatch", err)
 		}
 	}
@@ -101,7 +101,7 @@ func TestOpenPipelinedOrder(t *testing.T) {
 	// opens beside the hash, and is wiped when the hash is seen to differ.
 	m3 := *m
 	m3.CiphertextHash[0] ^= 1
-	if _, err := Open(file, &m3, k, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
+	if _, err := openDefault(file, &m3, k, ctx, dst); !errors.Is(err, ErrManifestMismatch) {
 		t.Fatalf("wrong manifest hash: %v, want a manifest mismatch", err)
 	}
 	if !bytes.Equal(dst, make([]byte, len(dst))) {
@@ -109,7 +109,7 @@ func TestOpenPipelinedOrder(t *testing.T) {
 	}
 	m2 := *m
 	m2.CiphertextHash = sha256.Sum256(bad)
-	if _, err := Open(bad, &m2, k, ctx, dst); !errors.Is(err, ErrAuthentication) {
+	if _, err := openDefault(bad, &m2, k, ctx, dst); !errors.Is(err, ErrAuthentication) {
 		t.Fatalf("changed byte, matching manifest: %v, want an authentication failure", err)
 	}
 	if !bytes.Equal(dst, make([]byte, len(dst))) {

@@ -96,7 +96,7 @@ func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 	case len(recipients) == 0:
 		return nil, nil, fmt.Errorf("envelope: %w: no recipients", errInvalidRecipients)
 	case len(recipients) > maxRecipients:
-		return nil, nil, fmt.Errorf("envelope: %w: %d recipients, limit %d", ErrTooManyRecipients, len(recipients), maxRecipients)
+		return nil, nil, fmt.Errorf("envelope: %w: %d recipients, limit %d", errTooManyRecipients, len(recipients), maxRecipients)
 	}
 	ids := make([]KeyID, len(recipients))
 	for i, r := range recipients {
@@ -106,7 +106,7 @@ func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 		ids[i] = r.id
 		for _, p := range ids[:i] {
 			if p == r.id {
-				return nil, nil, fmt.Errorf("envelope: %w: recipient %s given twice", ErrDuplicateKeyID, r.id)
+				return nil, nil, fmt.Errorf("envelope: %w: recipient %s given twice", errDuplicateKeyID, r.id)
 			}
 		}
 	}
@@ -115,13 +115,13 @@ func (l Limits) appendSeal(dst, body []byte, ctx Context, recipients ...*PublicK
 	defer clear(dek)
 	rand.Read(dek)
 
-	h := &Header{PackID: ctx.PackID, ReportHash: ctx.ReportHash, Recipients: make([]Stanza, len(recipients))}
+	h := &Header{PackID: ctx.PackID, ReportHash: ctx.ReportHash, Recipients: make([]recipientStanza, len(recipients))}
 	for i, r := range recipients {
 		w, err := wrapKey(r.pk, wrapInfo(ctx, r.id), dek)
 		if err != nil {
 			return nil, nil, fmt.Errorf("envelope: wrapping key for recipient %s: %w", r.id, err)
 		}
-		h.Recipients[i] = Stanza{KeyID: r.id, Wrapped: w}
+		h.Recipients[i] = recipientStanza{KeyID: r.id, Wrapped: w}
 	}
 	rand.Read(h.Nonce[:])
 
@@ -161,9 +161,6 @@ func sliceForAppend(in []byte, n int) (head, tail []byte) {
 	}
 	return head, head[len(in):]
 }
-
-// Verify parses file with the default limits and checks it against m.
-func Verify(file []byte, m *Manifest) (*Header, error) { return Limits{}.Verify(file, m) }
 
 // Verify checks that m describes file and returns the parsed header, in the
 // order of spec section 8.3 steps 1 to 5: the size limit; the manifest's own
@@ -224,11 +221,6 @@ func (l Limits) checkParsed(file []byte, m *Manifest) (*Header, error) {
 	return h, nil
 }
 
-// Open decrypts file with the default limits.
-func Open(file []byte, m *Manifest, key *PrivateKey, want Context, dst []byte) (n int, err error) {
-	return Limits{}.Open(file, m, key, want, dst)
-}
-
 // Open checks file against the manifest m (Verify) and against the expected
 // context want, in the step order of spec section 8.3, unwraps the DEK addressed to key and decrypts the body into
 // dst, which must hold at least PlaintextLen bytes and must not overlap file.
@@ -282,7 +274,7 @@ func (l Limits) openChecked(file []byte, m *Manifest, key *PrivateKey, want Cont
 	if !h.context().equal(want) {
 		return 0, fmt.Errorf("envelope: %w: envelope is for pack %q, expected %q (or the report hash differs)", ErrContextMismatch, h.PackID, want.PackID)
 	}
-	var st *Stanza
+	var st *recipientStanza
 	for i := range h.Recipients {
 		if h.Recipients[i].KeyID == key.pub.id {
 			st = &h.Recipients[i]

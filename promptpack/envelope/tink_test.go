@@ -129,7 +129,7 @@ func TestTinkInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := make([]byte, 9)
-	if _, err := Open(f2, newManifest(f2, h, sha256.Sum256(f2)), ours, ctx, dst); err != nil || string(dst) != "pack body" {
+	if _, err := openDefault(f2, newManifest(f2, h, sha256.Sum256(f2)), ours, ctx, dst); err != nil || string(dst) != "pack body" {
 		t.Fatalf("envelope with a tink-made stanza: %v", err)
 	}
 

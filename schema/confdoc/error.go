@@ -24,7 +24,7 @@ var (
 // policy, the attester configuration). It never quotes a value: values may
 // be secrets.
 type ConfigError struct {
-	// Doc is the document's sentinel (for example gate.ErrInvalidConfig);
+	// Doc is the document's sentinel (for example the gate's errInvalidConfig);
 	// errors.Is matches it, and its text starts the message. May be nil.
 	Doc error
 	// Key is the JSON path of the value at fault as a user writes it,

@@ -149,7 +149,7 @@ func TestAdmissionVectorsAtCreateRun(t *testing.T) {
 			code, m := h.createRun(t, pack, trusted, "main")
 			rule, input := v.Rule, v.Input
 			if rule == "" {
-				rule, input = admission.RuleRuntimeMemoryUnlocked, "runtime"
+				rule, input = "RUNTIME_MEMORY_UNLOCKED", "runtime"
 			}
 			want := "the run is not admitted by the admission policy: " + rule + ": \"" + input + "\""
 			if code != 422 || m["reason"] != rule || m["error"] != want {
@@ -168,13 +168,13 @@ func TestAdmissionVectorsAtCreateRun(t *testing.T) {
 		})
 	}
 	for _, r := range []string{
-		admission.RulePromptModeNotAllowed, admission.RuleBootstrapPath, admission.RuleBootstrapDuplicate,
-		admission.RuleBootstrapFileTooLarge, admission.RuleBootstrapTotalTooBig, admission.RuleBootstrapBinary, admission.RuleBootstrapNul,
-		admission.RuleBootstrapNewlines, admission.RuleBootstrapNotPinned, admission.RuleSkillsRefused, admission.RuleSkillsMalformed,
-		admission.RuleSkillsPreamble, admission.RuleSkillNotAllowed, admission.RuleSkillNotPinned, admission.RuleSkillWorkspace,
-		admission.RuleSkillsEnvRefused, admission.RuleSkillsEnvNotPinned, admission.RuleExtraSystemPrompt, admission.RuleToolSchemasNotPinned,
-		admission.RuleToolSummaryRefused, admission.RuleToolNameNotAllowed, admission.RuleOwnersRefused, admission.RuleOwnerNotHMAC,
-		admission.RuleRuntimeMemoryUnlocked,
+		"PROMPT_MODE_NOT_ALLOWED", "BOOTSTRAP_PATH_NOT_ALLOWED", "BOOTSTRAP_DUPLICATE_PATH",
+		"BOOTSTRAP_FILE_TOO_LARGE", "BOOTSTRAP_TOTAL_TOO_LARGE", "BOOTSTRAP_BINARY", "BOOTSTRAP_NUL",
+		"BOOTSTRAP_NEWLINES_NOT_NORMALISED", "BOOTSTRAP_CONTENT_NOT_PINNED", "SKILLS_REFUSED", "SKILLS_PROMPT_MALFORMED",
+		"SKILLS_PREAMBLE_NOT_PINNED", "SKILL_NOT_ALLOWED", "SKILL_NOT_PINNED", "SKILL_WORKSPACE",
+		"SKILLS_ENV_REFUSED", "SKILLS_ENV_NOT_PINNED", "EXTRA_SYSTEM_PROMPT_REFUSED", "TOOL_SCHEMAS_NOT_PINNED",
+		"TOOL_SUMMARY_REFUSED", "TOOL_NAME_NOT_ALLOWED", "OWNERS_REFUSED", "OWNER_NOT_PINNED_HMAC",
+		"RUNTIME_MEMORY_UNLOCKED",
 	} {
 		if !rules[r] {
 			t.Errorf("no vector refused with %s at POST /v1/runs", r)
@@ -232,17 +232,17 @@ func TestAdmissionRuntimeObligations(t *testing.T) {
 		tweak func(att, root map[string]any)
 		rule  string
 	}{
-		{"attester development", "main", func(att, _ map[string]any) { att["development"] = true }, admission.RuleRuntimeDevelopment},
+		{"attester development", "main", func(att, _ map[string]any) { att["development"] = true }, "RUNTIME_DEVELOPMENT_OPTIONS"},
 		{"verifier fails open", "main", func(_, root map[string]any) {
 			root["tools"] = map[string]any{"verifier": map[string]any{"enabled": true, "failMode": "allow", "webhook": hook}}
-		}, admission.RuleRuntimeFailMode},
-		{"verification not enforced", "main", func(_, root map[string]any) { delete(root, "agents") }, admission.RuleRuntimeVerification},
+		}, "RUNTIME_FAIL_MODE_NOT_DENY"},
+		{"verification not enforced", "main", func(_, root map[string]any) { delete(root, "agents") }, "RUNTIME_VERIFICATION_NOT_ENFORCED"},
 		{"nothing gated", "main", func(_, root map[string]any) {
 			root["agents"] = map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true, "gatedTools": []string{}}}}
-		}, admission.RuleRuntimeVerification},
+		}, "RUNTIME_VERIFICATION_NOT_ENFORCED"},
 		{"only another agent enforces", "main", func(_, root map[string]any) {
 			root["agents"] = map[string]any{"list": []any{map[string]any{"id": "ops", "sig": map[string]any{"enforceVerification": true}}}}
-		}, admission.RuleRuntimeVerification},
+		}, "RUNTIME_VERIFICATION_NOT_ENFORCED"},
 		{"this agent enforces", "ops", func(_, root map[string]any) {
 			root["agents"] = map[string]any{"list": []any{map[string]any{"id": "ops", "sig": map[string]any{"enforceVerification": true}}}}
 		}, ""},
@@ -250,7 +250,7 @@ func TestAdmissionRuntimeObligations(t *testing.T) {
 			root["tools"] = map[string]any{"verifier": map[string]any{"enabled": true, "failMode": "allow", "webhook": hook}}
 			root["agents"] = map[string]any{"defaults": map[string]any{"sig": map[string]any{"enforceVerification": true}},
 				"list": []any{map[string]any{"id": "main", "tools": map[string]any{"verifier": map[string]any{"failMode": "deny"}}}}}
-		}, admission.RuleRuntimeFailMode},
+		}, "RUNTIME_FAIL_MODE_NOT_DENY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := lockedServer(t, trusted, "sensitive.policy.json", tc.tweak)

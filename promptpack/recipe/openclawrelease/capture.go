@@ -27,22 +27,22 @@ type Capture struct {
 	// SystemPrompt is the system message exactly as sent.
 	SystemPrompt []byte
 	// Tools are the tool definitions sent, in request order.
-	Tools []Tool
+	Tools []captureTool
 	// BootstrapFiles are the workspace's bootstrap files as on disk when
 	// the capture ran, in capture order (names unique).
-	BootstrapFiles []BootstrapFile
+	BootstrapFiles []bootstrapFile
 }
 
-// Tool is one tool definition sent to the model.
-type Tool struct {
+// captureTool is one tool definition sent to the model.
+type captureTool struct {
 	Name        string
 	Description string
 	// SchemaJCS is the JCS form of the tool's JSON Schema (parameters).
 	SchemaJCS []byte
 }
 
-// BootstrapFile is one workspace bootstrap file (AGENTS.md, SOUL.md, ...).
-type BootstrapFile struct {
+// bootstrapFile is one workspace bootstrap file (AGENTS.md, SOUL.md, ...).
+type bootstrapFile struct {
 	Name    string // file name relative to the workspace root, no directory
 	Content []byte
 }
@@ -101,11 +101,11 @@ type wireCapture struct {
 // file names plain names (no directory, not "." or "..").
 func ParseCapture(data []byte) (*Capture, error) {
 	if len(data) > MaxCaptureSize {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalidCapture, MaxCaptureSize)
+		return nil, fmt.Errorf("%w: larger than %d bytes", errInvalidCapture, MaxCaptureSize)
 	}
 	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxCaptureSize, AllowFloats: true})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidCapture, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidCapture, err)
 	}
 	// The strict tree checks members, types and limits; encoding/json then
 	// only copies the values out (it cannot see duplicates or bad UTF-8,
@@ -137,19 +137,19 @@ func ParseCapture(data []byte) (*Capture, error) {
 		r.Str(fm["content"], p+".content")
 	}
 	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidCapture, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidCapture, err)
 	}
 	var w wireCapture
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&w); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidCapture, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidCapture, err)
 	}
 	if !version(w.OpenClawVersion) {
-		return nil, fmt.Errorf("%w: openclaw_version %q is not a release version", ErrInvalidCapture, safetext.Clip(w.OpenClawVersion, maxVersionLen))
+		return nil, fmt.Errorf("%w: openclaw_version %q is not a release version", errInvalidCapture, safetext.Clip(w.OpenClawVersion, maxVersionLen))
 	}
 	if len(w.SystemPrompt) == 0 || len(w.SystemPrompt) > maxSystemPrompt {
-		return nil, fmt.Errorf("%w: system_prompt: empty or larger than %d bytes", ErrInvalidCapture, maxSystemPrompt)
+		return nil, fmt.Errorf("%w: system_prompt: empty or larger than %d bytes", errInvalidCapture, maxSystemPrompt)
 	}
 	c := &Capture{
 		OpenClawVersion:   w.OpenClawVersion,
@@ -160,24 +160,24 @@ func ParseCapture(data []byte) (*Capture, error) {
 	for i, t := range w.Tools {
 		if t.Name == "" || len(t.Name) > maxToolNameLen || seen[t.Name] || len(t.Description) > maxToolDescription {
 			c.Wipe()
-			return nil, fmt.Errorf("%w: tools[%d]: empty, duplicate or oversized name, or oversized description", ErrInvalidCapture, i)
+			return nil, fmt.Errorf("%w: tools[%d]: empty, duplicate or oversized name, or oversized description", errInvalidCapture, i)
 		}
 		seen[t.Name] = true
 		schema, err := jcs.Canonicalize(t.Parameters)
 		if err != nil {
 			c.Wipe()
-			return nil, fmt.Errorf("%w: tools[%d].parameters: %v", ErrInvalidCapture, i, err)
+			return nil, fmt.Errorf("%w: tools[%d].parameters: %v", errInvalidCapture, i, err)
 		}
-		c.Tools = append(c.Tools, Tool{Name: t.Name, Description: t.Description, SchemaJCS: schema})
+		c.Tools = append(c.Tools, captureTool{Name: t.Name, Description: t.Description, SchemaJCS: schema})
 	}
 	clear(seen)
 	for i, f := range w.BootstrapFiles {
 		if !plainName(f.Name) || seen[f.Name] || len(f.Content) > maxBootstrapFile {
 			c.Wipe()
-			return nil, fmt.Errorf("%w: bootstrap_files[%d]: not a plain, unique file name, or larger than %d bytes", ErrInvalidCapture, i, maxBootstrapFile)
+			return nil, fmt.Errorf("%w: bootstrap_files[%d]: not a plain, unique file name, or larger than %d bytes", errInvalidCapture, i, maxBootstrapFile)
 		}
 		seen[f.Name] = true
-		c.BootstrapFiles = append(c.BootstrapFiles, BootstrapFile{Name: f.Name, Content: []byte(f.Content)})
+		c.BootstrapFiles = append(c.BootstrapFiles, bootstrapFile{Name: f.Name, Content: []byte(f.Content)})
 	}
 	return c, nil
 }

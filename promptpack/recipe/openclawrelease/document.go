@@ -24,7 +24,7 @@ const maxDocumentSize = 48 << 20
 // release's fragment table compiled into this module.
 type Document struct {
 	Capture   *Capture
-	Layout    []Token
+	Layout    []layoutToken
 	Fragments map[string]string
 }
 
@@ -67,7 +67,7 @@ func (c *Capture) encode() ([]byte, error) {
 	}
 	raw, err := json.Marshal(w)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidCapture, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidCapture, err)
 	}
 	defer clear(raw)
 	return jcs.Canonicalize(raw)
@@ -97,7 +97,7 @@ func EncodeDocument(c *Capture, res *Result) ([]byte, error) {
 		case KindSlot:
 			layout = append(layout, []any{t.Kind, t.Name, t.Value})
 		default:
-			return nil, fmt.Errorf("%w: unknown kind %q", ErrInvalidLayout, clipName(t.Kind))
+			return nil, fmt.Errorf("%w: unknown kind %q", errInvalidLayout, clipName(t.Kind))
 		}
 	}
 	raw, err := json.Marshal(map[string]any{
@@ -107,7 +107,7 @@ func EncodeDocument(c *Capture, res *Result) ([]byte, error) {
 		"fragments":        res.Fragments,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidLayout, err)
+		return nil, fmt.Errorf("%w: %v", errInvalidLayout, err)
 	}
 	defer clear(raw)
 	return jcs.Canonicalize(raw)
@@ -118,11 +118,11 @@ func EncodeDocument(c *Capture, res *Result) ([]byte, error) {
 // does not check the layout against a release: Rebuild does.
 func ParseDocument(data []byte) (*Document, error) {
 	if len(data) > maxDocumentSize {
-		return nil, fmt.Errorf("%w: document larger than %d bytes", ErrInvalidLayout, maxDocumentSize)
+		return nil, fmt.Errorf("%w: document larger than %d bytes", errInvalidLayout, maxDocumentSize)
 	}
 	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: maxDocumentSize})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidLayout, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidLayout, err)
 	}
 	var r jsonobj.Reader
 	m := r.Object(root, jsonobj.Root, map[string]bool{"document_version": true, "capture_json": true, "layout": true, "fragments": true})
@@ -146,7 +146,7 @@ func ParseDocument(data []byte) (*Document, error) {
 			continue
 		}
 		kind, _ := r.Str(parts[0], p+"[0]")
-		t := Token{Kind: kind}
+		t := layoutToken{Kind: kind}
 		want := map[string]int{KindFragment: 2, KindNewline: 1, KindTool: 2, KindFile: 2, KindSlot: 3}[kind]
 		if want == 0 || len(parts) != want {
 			r.Failf(p, jsonobj.ErrWrongType, "not a token")
@@ -166,7 +166,7 @@ func ParseDocument(data []byte) (*Document, error) {
 		d.Layout = append(d.Layout, t)
 	}
 	if err := r.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidLayout, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidLayout, err)
 	}
 	// Every fragment the document carries is one the layout uses.
 	used := map[string]bool{}
@@ -177,7 +177,7 @@ func ParseDocument(data []byte) (*Document, error) {
 	}
 	for _, h := range slices.Sorted(maps.Keys(d.Fragments)) {
 		if !used[h] {
-			return nil, fmt.Errorf("%w: $.fragments: %s is not used by the layout", ErrInvalidLayout, clipHash(h))
+			return nil, fmt.Errorf("%w: $.fragments: %s is not used by the layout", errInvalidLayout, clipHash(h))
 		}
 	}
 	c, err := ParseCapture(cj)

@@ -84,7 +84,7 @@ func generatePins(t *testing.T, pkgDir string, caps []*Capture, want map[string]
 
 package openclawrelease
 
-var files2026_9_6 = []PinnedFile{
+var files2026_9_6 = []pinnedFile{
 %s}
 
 const table2026_9_6 = %q

@@ -10,10 +10,10 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 )
 
-// ErrInvalidLayout: a layout is malformed or breaks a rule of its release
+// errInvalidLayout: a layout is malformed or breaks a rule of its release
 // (a fragment that is not the release's fixed text, a slot in the wrong
 // place, an unknown input).
-var ErrInvalidLayout = errors.New("openclawrelease: invalid layout")
+var errInvalidLayout = errors.New("openclawrelease: invalid layout")
 
 // Token kinds of a layout (docs/spec/recipe-openclaw-release.md section 4.2).
 const (
@@ -27,9 +27,9 @@ const (
 // maxLayoutTokens bounds a layout.
 const maxLayoutTokens = 1 << 20
 
-// Token is one piece of a layout. Rendering a layout concatenates its
+// layoutToken is one piece of a layout. Rendering a layout concatenates its
 // tokens' texts.
-type Token struct {
+type layoutToken struct {
 	Kind string
 	// Frag is the b64u SHA-256 of the fragment's text (KindFragment).
 	Frag string
@@ -41,10 +41,10 @@ type Token struct {
 	Value string
 }
 
-// SlotRule says where a release puts a value that is an input rather than
+// slotRule says where a release puts a value that is an input rather than
 // fixed text: right after the fragments After (b64u SHA-256 of each, in
 // order), a value of 1..Max bytes of characters Class accepts.
-type SlotRule struct {
+type slotRule struct {
 	Name  string
 	After []string
 	Class func(r rune) bool
@@ -69,8 +69,8 @@ func fragHash(s string) string {
 
 // inputs are the committed inputs a layout may refer to.
 type inputs struct {
-	Tools []Tool
-	Files []BootstrapFile
+	Tools []captureTool
+	Files []bootstrapFile
 }
 
 // PromptForm is how a bootstrap file appears in the prompt: runs of three
@@ -134,7 +134,7 @@ func newPool(frags []string) *pool {
 // bytes it consumes.
 type step struct {
 	n    int
-	toks []Token
+	toks []layoutToken
 }
 
 // steps calls fn for every way a token (or a slot with its preceding
@@ -142,28 +142,28 @@ type step struct {
 func (p *pool) steps(s string, at int, rel *Release, in inputs, forms map[string]string, fn func(step)) {
 	rest := s[at:]
 	if rest[0] == '\n' {
-		fn(step{1, []Token{{Kind: KindNewline}}})
+		fn(step{1, []layoutToken{{Kind: KindNewline}}})
 	}
 	for k := 1; k < 4 && k <= len(rest); k++ {
 		if h, ok := p.short[rest[:k]]; ok {
-			fn(step{k, []Token{{Kind: KindFragment, Frag: h}}})
+			fn(step{k, []layoutToken{{Kind: KindFragment, Frag: h}}})
 		}
 	}
 	if len(rest) >= 4 {
 		for _, f := range p.long[rest[:4]] {
 			if strings.HasPrefix(rest, f) {
-				fn(step{len(f), []Token{{Kind: KindFragment, Frag: fragHash(f)}}})
+				fn(step{len(f), []layoutToken{{Kind: KindFragment, Frag: fragHash(f)}}})
 			}
 		}
 	}
 	for i, t := range in.Tools {
 		if t.Name != "" && strings.HasPrefix(rest, t.Name) {
-			fn(step{len(t.Name), []Token{{Kind: KindTool, Index: i}}})
+			fn(step{len(t.Name), []layoutToken{{Kind: KindTool, Index: i}}})
 		}
 	}
 	for _, f := range in.Files {
 		if c := forms[f.Name]; c != "" && strings.HasPrefix(rest, c) {
-			fn(step{len(c), []Token{{Kind: KindFile, Name: f.Name}}})
+			fn(step{len(c), []layoutToken{{Kind: KindFile, Name: f.Name}}})
 		}
 	}
 	for _, r := range rel.Slots {
@@ -177,22 +177,22 @@ func (p *pool) steps(s string, at int, rel *Release, in inputs, forms map[string
 				break
 			}
 			end := i + utf8.RuneLen(c)
-			fn(step{len(pre) + end, append(toks[:len(toks):len(toks)], Token{Kind: KindSlot, Name: r.Name, Value: v[:end]})})
+			fn(step{len(pre) + end, append(toks[:len(toks):len(toks)], layoutToken{Kind: KindSlot, Name: r.Name, Value: v[:end]})})
 		}
 	}
 }
 
 // prefix returns the text and tokens of a slot rule's preceding fragments.
-func (p *pool) prefix(r SlotRule) (string, []Token, bool) {
+func (p *pool) prefix(r slotRule) (string, []layoutToken, bool) {
 	var b strings.Builder
-	toks := make([]Token, 0, len(r.After))
+	toks := make([]layoutToken, 0, len(r.After))
 	for _, h := range r.After {
 		f, ok := p.text[h]
 		if !ok {
 			return "", nil, false
 		}
 		b.WriteString(f)
-		toks = append(toks, Token{Kind: KindFragment, Frag: h})
+		toks = append(toks, layoutToken{Kind: KindFragment, Frag: h})
 	}
 	return b.String(), toks, true
 }
@@ -201,10 +201,10 @@ func (p *pool) prefix(r SlotRule) (string, []Token, bool) {
 // pool's fragments, the inputs and the release's slots; among equals it
 // takes the longest token first. It returns the offset of the first byte it
 // cannot cover when there is none.
-func (p *pool) segment(s string, rel *Release, in inputs) ([]Token, int, error) {
+func (p *pool) segment(s string, rel *Release, in inputs) ([]layoutToken, int, error) {
 	n := len(s)
 	if n == 0 {
-		return nil, 0, fmt.Errorf("%w: empty prompt", ErrNotReproduced)
+		return nil, 0, fmt.Errorf("%w: empty prompt", errNotReproduced)
 	}
 	const inf = int(^uint(0) >> 1)
 	cost := make([]int, n+1)
@@ -241,7 +241,7 @@ func (p *pool) segment(s string, rel *Release, in inputs) ([]Token, int, error) 
 		}
 		return nil, far, nil
 	}
-	var toks []Token
+	var toks []layoutToken
 	for at := 0; at < n; at += choice[at].n {
 		toks = append(toks, choice[at].toks...)
 	}
@@ -251,9 +251,9 @@ func (p *pool) segment(s string, rel *Release, in inputs) ([]Token, int, error) 
 // render checks a layout against its release's rules and the inputs
 // (checkLayout) and returns the text it renders, looking fragments up in
 // frags (hash -> text). A layout whose text would exceed limit bytes is
-// refused as soon as it does (ErrNotReproduced), so a layout that repeats a
+// refused as soon as it does (errNotReproduced), so a layout that repeats a
 // long fragment cannot make the renderer allocate more than limit.
-func render(rel *Release, toks []Token, frags map[string]string, in inputs, limit int) ([]byte, error) {
+func render(rel *Release, toks []layoutToken, frags map[string]string, in inputs, limit int) ([]byte, error) {
 	if err := checkLayout(rel, toks, frags, in); err != nil {
 		return nil, err
 	}
@@ -274,19 +274,19 @@ func render(rel *Release, toks []Token, frags map[string]string, in inputs, limi
 		}
 		if len(b) > limit {
 			clear(b)
-			return nil, fmt.Errorf("%w: the layout renders more than %d bytes", ErrNotReproduced, limit)
+			return nil, fmt.Errorf("%w: the layout renders more than %d bytes", errNotReproduced, limit)
 		}
 	}
 	return b, nil
 }
 
-func fileByName(files []BootstrapFile, name string) (BootstrapFile, bool) {
+func fileByName(files []bootstrapFile, name string) (bootstrapFile, bool) {
 	for _, f := range files {
 		if f.Name == name {
 			return f, true
 		}
 	}
-	return BootstrapFile{}, false
+	return bootstrapFile{}, false
 }
 
 // checkLayout enforces the layout rules (docs/spec/recipe-openclaw-release.md
@@ -296,12 +296,12 @@ func fileByName(files []BootstrapFile, name string) (BootstrapFile, bool) {
 // its fragments, with a value its class accepts, and a bootstrap file
 // appears only as "context.path slot naming it, LF, file", and is not empty
 // there (every token renders at least one byte).
-func checkLayout(rel *Release, toks []Token, frags map[string]string, in inputs) error {
+func checkLayout(rel *Release, toks []layoutToken, frags map[string]string, in inputs) error {
 	if rel == nil {
-		return fmt.Errorf("%w: no release", ErrInvalidLayout)
+		return fmt.Errorf("%w: no release", errInvalidLayout)
 	}
 	if len(toks) == 0 || len(toks) > maxLayoutTokens {
-		return fmt.Errorf("%w: %d tokens", ErrInvalidLayout, len(toks))
+		return fmt.Errorf("%w: %d tokens", errInvalidLayout, len(toks))
 	}
 	table, err := rel.table()
 	if err != nil {
@@ -309,7 +309,7 @@ func checkLayout(rel *Release, toks []Token, frags map[string]string, in inputs)
 	}
 	for h, f := range frags {
 		if fragHash(f) != h {
-			return fmt.Errorf("%w: a fragment's text does not have its hash %s", ErrInvalidLayout, clipHash(h))
+			return fmt.Errorf("%w: a fragment's text does not have its hash %s", errInvalidLayout, clipHash(h))
 		}
 	}
 	forms := in.forms()
@@ -317,51 +317,51 @@ func checkLayout(rel *Release, toks []Token, frags map[string]string, in inputs)
 		switch t.Kind {
 		case KindFragment:
 			if _, ok := table[t.Frag]; !ok {
-				return fmt.Errorf("%w: token %d: fragment %s is not fixed text of OpenClaw %s", ErrInvalidLayout, i, clipHash(t.Frag), rel.OpenClawVersion)
+				return fmt.Errorf("%w: token %d: fragment %s is not fixed text of OpenClaw %s", errInvalidLayout, i, clipHash(t.Frag), rel.OpenClawVersion)
 			}
 			if _, ok := frags[t.Frag]; !ok {
-				return fmt.Errorf("%w: token %d: fragment %s is missing", ErrInvalidLayout, i, clipHash(t.Frag))
+				return fmt.Errorf("%w: token %d: fragment %s is missing", errInvalidLayout, i, clipHash(t.Frag))
 			}
 		case KindNewline:
 		case KindTool:
 			if t.Index < 0 || t.Index >= len(in.Tools) {
-				return fmt.Errorf("%w: token %d: no tool %d", ErrInvalidLayout, i, t.Index)
+				return fmt.Errorf("%w: token %d: no tool %d", errInvalidLayout, i, t.Index)
 			}
 		case KindFile:
 			if _, ok := forms[t.Name]; !ok {
-				return fmt.Errorf("%w: token %d: no bootstrap file %q", ErrInvalidLayout, i, clipName(t.Name))
+				return fmt.Errorf("%w: token %d: no bootstrap file %q", errInvalidLayout, i, clipName(t.Name))
 			}
 			if forms[t.Name] == "" {
-				return fmt.Errorf("%w: token %d: bootstrap file %q is empty in the prompt", ErrInvalidLayout, i, clipName(t.Name))
+				return fmt.Errorf("%w: token %d: bootstrap file %q is empty in the prompt", errInvalidLayout, i, clipName(t.Name))
 			}
 			if i < 2 || toks[i-1].Kind != KindNewline || toks[i-2].Kind != KindSlot || toks[i-2].Name != slotContextPath ||
 				!strings.HasSuffix(toks[i-2].Value, "/"+t.Name) {
-				return fmt.Errorf("%w: token %d: bootstrap file %q is not under its own context header", ErrInvalidLayout, i, clipName(t.Name))
+				return fmt.Errorf("%w: token %d: bootstrap file %q is not under its own context header", errInvalidLayout, i, clipName(t.Name))
 			}
 		case KindSlot:
 			r, ok := rel.slot(t.Name)
 			if !ok {
-				return fmt.Errorf("%w: token %d: OpenClaw %s has no slot %q", ErrInvalidLayout, i, rel.OpenClawVersion, clipName(t.Name))
+				return fmt.Errorf("%w: token %d: OpenClaw %s has no slot %q", errInvalidLayout, i, rel.OpenClawVersion, clipName(t.Name))
 			}
 			if t.Value == "" || len(t.Value) > r.Max || !utf8.ValidString(t.Value) || strings.IndexFunc(t.Value, func(c rune) bool { return !r.Class(c) }) >= 0 {
-				return fmt.Errorf("%w: token %d: slot %q has a value its rule refuses", ErrInvalidLayout, i, r.Name)
+				return fmt.Errorf("%w: token %d: slot %q has a value its rule refuses", errInvalidLayout, i, r.Name)
 			}
 			if i < len(r.After) {
-				return fmt.Errorf("%w: token %d: slot %q without its preceding text", ErrInvalidLayout, i, r.Name)
+				return fmt.Errorf("%w: token %d: slot %q without its preceding text", errInvalidLayout, i, r.Name)
 			}
 			for k, h := range r.After {
 				pt := toks[i-len(r.After)+k]
 				if pt.Kind != KindFragment || pt.Frag != h {
-					return fmt.Errorf("%w: token %d: slot %q without its preceding text", ErrInvalidLayout, i, r.Name)
+					return fmt.Errorf("%w: token %d: slot %q without its preceding text", errInvalidLayout, i, r.Name)
 				}
 			}
 			if r.Name == slotContextPath {
 				if i+2 >= len(toks) || toks[i+1].Kind != KindNewline || toks[i+2].Kind != KindFile {
-					return fmt.Errorf("%w: token %d: a context header without its file", ErrInvalidLayout, i)
+					return fmt.Errorf("%w: token %d: a context header without its file", errInvalidLayout, i)
 				}
 			}
 		default:
-			return fmt.Errorf("%w: token %d: unknown kind %q", ErrInvalidLayout, i, clipName(t.Kind))
+			return fmt.Errorf("%w: token %d: unknown kind %q", errInvalidLayout, i, clipName(t.Kind))
 		}
 	}
 	return nil

@@ -16,15 +16,11 @@
 //
 // Supported lists the releases this recipe version knows (OpenClaw
 // 2026.9.6). Any other version is refused with ErrUnsupportedVersion, and
-// a capture the release does not reproduce with ErrNotReproduced: nothing
+// a capture the release does not reproduce with errNotReproduced: nothing
 // is approximated.
 package openclawrelease
 
-import (
-	"errors"
-
-	"github.com/clawea/attester/promptpack/recipe"
-)
+import "errors"
 
 const (
 	// ID is the recipe name carried in prompt packs.
@@ -36,17 +32,6 @@ const (
 	// reportVersion is the report_version of a capture report.
 	reportVersion = "openclaw-release/1"
 )
-
-// Recipe is the recipe.Recipe of this package.
-type Recipe struct{}
-
-// ID returns ID.
-func (Recipe) ID() string { return ID }
-
-// Version returns Version.
-func (Recipe) Version() string { return Version }
-
-var _ recipe.Recipe = Recipe{}
 
 // Size limits. Every input is bounded before it is parsed.
 const (
@@ -63,10 +48,10 @@ const (
 
 // Sentinel errors. Errors returned by this package wrap one of them.
 var (
-	// ErrInvalidCapture: the capture is malformed, oversized or
+	// errInvalidCapture: the capture is malformed, oversized or
 	// inconsistent (an unknown member, a duplicate tool or file, a path in
 	// a file name, invalid UTF-8).
-	ErrInvalidCapture = errors.New("openclawrelease: invalid capture")
+	errInvalidCapture = errors.New("openclawrelease: invalid capture")
 	// ErrUnsupportedVersion: no Release of this recipe version re-renders
 	// the capture's OpenClaw version. Unknown versions are refused, never
 	// approximated by a neighbouring release.
@@ -74,7 +59,7 @@ var (
 	// ErrFixedText: a pinned file of the release is missing, oversized or
 	// not the pinned one, or the fragment table is not the pinned one.
 	ErrFixedText = errors.New("openclawrelease: fixed text does not match the pinned hash")
-	// ErrNotReproduced: no layout renders the captured system prompt, or
+	// errNotReproduced: no layout renders the captured system prompt, or
 	// the re-rendered prompt differs from the captured one.
-	ErrNotReproduced = errors.New("openclawrelease: the captured system prompt is not reproduced")
+	errNotReproduced = errors.New("openclawrelease: the captured system prompt is not reproduced")
 )

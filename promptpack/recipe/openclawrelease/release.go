@@ -20,9 +20,9 @@ import (
 	"github.com/clawea/attester/schema/safetext"
 )
 
-// PinnedFile is one file of a release's npm package that holds fixed text,
+// pinnedFile is one file of a release's npm package that holds fixed text,
 // pinned by the b64u SHA-256 of its bytes.
-type PinnedFile struct {
+type pinnedFile struct {
 	Path   string // relative to the package root, "/"-separated
 	SHA256 string // b64u SHA-256 of the file
 }
@@ -37,12 +37,12 @@ const maxPinnedFile = 8 << 20
 // the slots where inputs go.
 type Release struct {
 	OpenClawVersion string
-	Files           []PinnedFile
+	Files           []pinnedFile
 	// TableFile names the fragment table in releases/; TableSHA256 is its
 	// b64u SHA-256.
 	TableFile   string
 	TableSHA256 string
-	Slots       []SlotRule
+	Slots       []slotRule
 
 	once      sync.Once
 	tableData []byte // tests: the table itself instead of TableFile
@@ -89,13 +89,13 @@ func (r *Release) table() (map[string]struct{}, error) {
 	return r.tbl, r.tblErr
 }
 
-func (r *Release) slot(name string) (SlotRule, bool) {
+func (r *Release) slot(name string) (slotRule, bool) {
 	for _, s := range r.Slots {
 		if s.Name == name {
 			return s, true
 		}
 	}
-	return SlotRule{}, false
+	return slotRule{}, false
 }
 
 // Supported returns the releases this recipe version checks, keyed by
@@ -183,9 +183,9 @@ func tableOf(frags map[string]string) []byte {
 // Result is a capture that its Release reproduced: the layout, the
 // fragments it uses, and the report.
 type Result struct {
-	Layout     []Token
+	Layout     []layoutToken
 	Fragments  map[string]string // the fragments the layout uses, by hash
-	Report     *Report
+	Report     *releaseReport
 	ReportJCS  []byte
 	ReportHash [32]byte
 }
@@ -195,12 +195,12 @@ type Result struct {
 // version is ErrUnsupportedVersion): it
 // finds a layout that renders the captured system prompt byte for byte
 // from the release's fragments, the capture's tools and bootstrap files and
-// the release's slots (ErrNotReproduced, naming only the offset where no
+// the release's slots (errNotReproduced, naming only the offset where no
 // fixed text or input fits), re-renders it through the same check the
 // rebuild uses, and only then returns the report.
 func Build(c *Capture, fixed *Fixed) (*Result, error) {
 	if c == nil {
-		return nil, fmt.Errorf("%w: nil capture", ErrInvalidCapture)
+		return nil, fmt.Errorf("%w: nil capture", errInvalidCapture)
 	}
 	if fixed == nil || fixed.Release == nil {
 		return nil, fmt.Errorf("%w: no fixed text", ErrFixedText)
@@ -216,7 +216,7 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 		return nil, err
 	}
 	if toks == nil {
-		return nil, fmt.Errorf("%w: byte %d of %d is neither fixed text of OpenClaw %s nor a committed input", ErrNotReproduced, at, len(c.SystemPrompt), rel.OpenClawVersion)
+		return nil, fmt.Errorf("%w: byte %d of %d is neither fixed text of OpenClaw %s nor a committed input", errNotReproduced, at, len(c.SystemPrompt), rel.OpenClawVersion)
 	}
 	used := map[string]string{}
 	for _, t := range toks {
@@ -225,10 +225,10 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 		}
 	}
 	res, err := finish(c, rel, toks, used)
-	if err != nil && !errors.Is(err, ErrNotReproduced) {
+	if err != nil && !errors.Is(err, errNotReproduced) {
 		// The cheapest layout breaks a placement rule (a file outside its
 		// header, a header without its file): the capture is not reproduced.
-		return nil, fmt.Errorf("%w: %w", ErrNotReproduced, err)
+		return nil, fmt.Errorf("%w: %w", errNotReproduced, err)
 	}
 	return res, err
 }
@@ -237,7 +237,7 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 // that it gives the captured system prompt byte for byte and returns the
 // report. It is the rebuild: it needs the layout, the fragments it uses and
 // the inputs, and no install.
-func finish(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Result, error) {
+func finish(c *Capture, rel *Release, toks []layoutToken, frags map[string]string) (*Result, error) {
 	in := inputs{Tools: c.Tools, Files: c.BootstrapFiles}
 	out, err := render(rel, toks, frags, in, len(c.SystemPrompt))
 	if err != nil {
@@ -248,7 +248,7 @@ func finish(c *Capture, rel *Release, toks []Token, frags map[string]string) (*R
 		at := firstDiff(out, c.SystemPrompt)
 		n := len(out)
 		clear(out)
-		return nil, fmt.Errorf("%w: first difference at byte %d (rendered %d bytes, captured %d)", ErrNotReproduced, at, n, len(c.SystemPrompt))
+		return nil, fmt.Errorf("%w: first difference at byte %d (rendered %d bytes, captured %d)", errNotReproduced, at, n, len(c.SystemPrompt))
 	}
 	clear(out)
 	rep, err := newReport(c, rel, toks, frags)
@@ -272,85 +272,85 @@ func firstDiff(a, b []byte) int {
 	return n
 }
 
-// Report is the hash-only commitment to a reproduced capture
+// releaseReport is the hash-only commitment to a reproduced capture
 // (docs/spec/recipe-openclaw-release.md section 5).
-type Report struct {
+type releaseReport struct {
 	ReportVersion        string            `json:"report_version"`
-	Recipe               ReportRecipe      `json:"recipe"`
-	Harness              ReportHarness     `json:"harness"`
-	Release              ReportRelease     `json:"release"`
+	Recipe               reportRecipe      `json:"recipe"`
+	Harness              reportHarness     `json:"harness"`
+	Release              reportRelease     `json:"release"`
 	RequestHashB64u      string            `json:"request_sha256_b64u"`
 	SystemPromptHashB64u string            `json:"system_prompt_hash_b64u"`
-	Layout               ReportLayout      `json:"layout"`
-	Slots                []ReportSlot      `json:"slots"`
-	Tools                ReportTools       `json:"tools"`
-	Bootstrap            []ReportBootstrap `json:"bootstrap_files"`
+	Layout               reportLayout      `json:"layout"`
+	Slots                []reportSlot      `json:"slots"`
+	Tools                reportTools       `json:"tools"`
+	Bootstrap            []reportBootstrap `json:"bootstrap_files"`
 }
 
-// ReportRelease pins the release's fixed text: its files and its fragment
+// reportRelease pins the release's fixed text: its files and its fragment
 // table.
-type ReportRelease struct {
-	Files          []ReportFile `json:"files"`
+type reportRelease struct {
+	Files          []reportFile `json:"files"`
 	FragmentsTable string       `json:"fragment_table_sha256_b64u"`
 }
 
-// ReportFile is one pinned package file.
-type ReportFile struct {
+// reportFile is one pinned package file.
+type reportFile struct {
 	Path       string `json:"path"`
 	SHA256B64u string `json:"sha256_b64u"`
 }
 
-// ReportLayout commits the prompt's layout: the b64u SHA-256 of the JCS
+// reportLayout commits the prompt's layout: the b64u SHA-256 of the JCS
 // array of its tokens (fragments by hash, tools by index, files by name,
 // slots by name and the hash of the value), and how many bytes of the
 // prompt each kind of token gave.
-type ReportLayout struct {
+type reportLayout struct {
 	HashB64u    string         `json:"sha256_b64u"`
 	Tokens      int            `json:"tokens"`
 	Fragments   int            `json:"distinct_fragments"`
 	BytesByKind map[string]int `json:"bytes"`
 }
 
-// ReportSlot is one slot value, in prompt order (seed 001 runtime, time,
+// reportSlot is one slot value, in prompt order (seed 001 runtime, time,
 // workspace and skills inputs).
-type ReportSlot struct {
+type reportSlot struct {
 	Name       string `json:"name"`
 	SHA256B64u string `json:"sha256_b64u"`
 	Bytes      int    `json:"bytes"`
 }
 
-// ReportRecipe names the recipe.
-type ReportRecipe struct {
+// reportRecipe names the recipe.
+type reportRecipe struct {
 	ID      string `json:"id"`
 	Version string `json:"version"`
 }
 
-// ReportHarness names the OpenClaw release.
-type ReportHarness struct {
+// reportHarness names the OpenClaw release.
+type reportHarness struct {
 	ID      string `json:"id"`
 	Version string `json:"version"`
 }
 
-// ReportTools commits the tools three ways (seed 001 item 7): the ordered
+// reportTools commits the tools three ways (seed 001 item 7): the ordered
 // names, the ordered summaries and the ordered schemas, each the b64u
 // SHA-256 of a JCS array, plus one entry per tool.
-type ReportTools struct {
+type reportTools struct {
 	Count           int          `json:"count"`
 	NamesHashB64u   string       `json:"names_hash_b64u"`
 	SummariesHash   string       `json:"summaries_hash_b64u"`
 	SchemasHashB64u string       `json:"schemas_hash_b64u"`
-	List            []ReportTool `json:"list"`
+	List            []reportTool `json:"list"`
 }
 
-// ReportTool is one tool, in request order.
-type ReportTool struct {
+// reportTool is one tool, in request order.
+type reportTool struct {
 	Name                string `json:"name"`
 	DescriptionHashB64u string `json:"description_hash_b64u"`
 	SchemaHashB64u      string `json:"schema_hash_b64u"`
 }
 
-// ReportBootstrap is one bootstrap file.
-type ReportBootstrap struct {
+// reportBootstrap is one bootstrap file.
+type reportBootstrap struct {
 	Name       string `json:"name"`
 	SHA256B64u string `json:"sha256_b64u"`
 	Bytes      int    `json:"bytes"`
@@ -361,22 +361,22 @@ type ReportBootstrap struct {
 
 // newReport commits every input of c, the release's pinned fixed text and
 // the layout (a layout checkLayout accepted).
-func newReport(c *Capture, rel *Release, toks []Token, frags map[string]string) (*Report, error) {
+func newReport(c *Capture, rel *Release, toks []layoutToken, frags map[string]string) (*releaseReport, error) {
 	if c == nil || rel == nil {
-		return nil, fmt.Errorf("%w: nil capture or release", ErrInvalidCapture)
+		return nil, fmt.Errorf("%w: nil capture or release", errInvalidCapture)
 	}
-	r := &Report{
+	r := &releaseReport{
 		ReportVersion:        reportVersion,
-		Recipe:               ReportRecipe{ID: ID, Version: Version},
-		Harness:              ReportHarness{ID: "openclaw", Version: c.OpenClawVersion},
-		Release:              ReportRelease{Files: []ReportFile{}, FragmentsTable: rel.TableSHA256},
+		Recipe:               reportRecipe{ID: ID, Version: Version},
+		Harness:              reportHarness{ID: "openclaw", Version: c.OpenClawVersion},
+		Release:              reportRelease{Files: []reportFile{}, FragmentsTable: rel.TableSHA256},
 		RequestHashB64u:      c.RequestSHA256B64u,
 		SystemPromptHashB64u: b64u.SHA256(c.SystemPrompt),
-		Slots:                []ReportSlot{},
-		Bootstrap:            []ReportBootstrap{},
+		Slots:                []reportSlot{},
+		Bootstrap:            []reportBootstrap{},
 	}
 	for _, f := range rel.Files {
-		r.Release.Files = append(r.Release.Files, ReportFile{Path: f.Path, SHA256B64u: f.SHA256})
+		r.Release.Files = append(r.Release.Files, reportFile{Path: f.Path, SHA256B64u: f.SHA256})
 	}
 	type wireTok struct {
 		Kind  string `json:"kind"`
@@ -409,7 +409,7 @@ func newReport(c *Capture, rel *Release, toks []Token, frags map[string]string) 
 			w.Name = t.Name
 			w.Value = b64u.SHA256([]byte(t.Value))
 			bytesBy[t.Kind] += len(t.Value)
-			r.Slots = append(r.Slots, ReportSlot{Name: t.Name, SHA256B64u: w.Value, Bytes: len(t.Value)})
+			r.Slots = append(r.Slots, reportSlot{Name: t.Name, SHA256B64u: w.Value, Bytes: len(t.Value)})
 		}
 		wt = append(wt, w)
 	}
@@ -431,12 +431,12 @@ func newReport(c *Capture, rel *Release, toks []Token, frags map[string]string) 
 	}
 	sums := make([]summary, 0, len(c.Tools))
 	schemas := make([]schema, 0, len(c.Tools))
-	r.Tools.List = []ReportTool{}
+	r.Tools.List = []reportTool{}
 	for _, t := range c.Tools {
 		names = append(names, t.Name)
 		sums = append(sums, summary{t.Name, t.Description})
 		schemas = append(schemas, schema{t.Name, t.SchemaJCS})
-		r.Tools.List = append(r.Tools.List, ReportTool{
+		r.Tools.List = append(r.Tools.List, reportTool{
 			Name:                t.Name,
 			DescriptionHashB64u: b64u.SHA256([]byte(t.Description)),
 			SchemaHashB64u:      b64u.SHA256(t.SchemaJCS),
@@ -453,7 +453,7 @@ func newReport(c *Capture, rel *Release, toks []Token, frags map[string]string) 
 		return nil, err
 	}
 	for _, f := range c.BootstrapFiles {
-		r.Bootstrap = append(r.Bootstrap, ReportBootstrap{
+		r.Bootstrap = append(r.Bootstrap, reportBootstrap{
 			Name:       f.Name,
 			SHA256B64u: b64u.SHA256(f.Content),
 			Bytes:      len(f.Content),
@@ -466,7 +466,7 @@ func newReport(c *Capture, rel *Release, toks []Token, frags map[string]string) 
 }
 
 // canonical returns the report's JCS bytes.
-func (r *Report) canonical() ([]byte, error) {
+func (r *releaseReport) canonical() ([]byte, error) {
 	raw, err := json.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("openclawrelease: report: %w", err)

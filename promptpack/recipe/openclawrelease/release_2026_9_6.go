@@ -16,7 +16,7 @@ var release2026_9_6 = &Release{
 	// and docs directories, the path heading each bootstrap file, the
 	// model identity line, the three fields of each skill entry, and the
 	// project key of the memory-writing instruction.
-	Slots: []SlotRule{
+	Slots: []slotRule{
 		{Name: "time.date", After: anchorTimeDate, Class: lineText, Max: 64},
 		{Name: "time.zone", After: anchorTimeZone, Class: lineText, Max: 128},
 		{Name: "runtime.workspace_dir", After: anchorRuntimeWorkspaceDir, Class: lineText, Max: 4096},

@@ -2,7 +2,7 @@
 
 package openclawrelease
 
-var files2026_9_6 = []PinnedFile{
+var files2026_9_6 = []pinnedFile{
 	{Path: "dist/automations-tool-name-DBMZPbPL.mjs", SHA256: "eooABoy-Y8yWexFj8Lsq7SrUC3kyp5P5q0M-fCdc4QM"},
 	{Path: "dist/builtin-openclaw-q1hiFm14.mjs", SHA256: "5FBFFq71bNKT4RNp5CAUjFrWDIDmASjtZL-1f7cjniU"},
 	{Path: "dist/date-time-CaOYkXPL.mjs", SHA256: "mOIACCZ81r4vSozlg_cOfm_Sb4XO9-CEcMg9Ax8GHnk"},

@@ -35,8 +35,8 @@ type HarnessFiles struct {
 	CoreToolSummaries []byte
 }
 
-// Sig is a parsed .sig.json: a content hash of one template.
-type Sig struct {
+// templateSig is a parsed .sig.json: a content hash of one template.
+type templateSig struct {
 	File           string // e.g. "llm/prompts/identity.txt"
 	Hash           string // "sha256:" + 64 lower-case hex digits
 	Algorithm      string // "sha256"
@@ -47,8 +47,8 @@ type Sig struct {
 	Raw            []byte // the .sig.json bytes as received
 }
 
-// ToolSummary is one entry of core-tool-summaries.json.
-type ToolSummary struct {
+// toolSummary is one entry of core-tool-summaries.json.
+type toolSummary struct {
 	Name    string
 	Summary string
 }
@@ -59,9 +59,9 @@ type ToolSummary struct {
 // Render on the same Harness.
 type Harness struct {
 	files     HarnessFiles
-	sigs      map[string]Sig
+	sigs      map[string]templateSig
 	lit       literals
-	core      []ToolSummary
+	core      []toolSummary
 	coreIndex map[string]string
 	checked   bool
 }
@@ -91,14 +91,14 @@ func (h *Harness) TemplateNames() []string {
 }
 
 // Sig returns the parsed sig of a template.
-func (h *Harness) Sig(name string) (Sig, bool) {
+func (h *Harness) Sig(name string) (templateSig, bool) {
 	s, ok := h.sigs[name]
 	s.Raw = bytes.Clone(s.Raw)
 	return s, ok
 }
 
 // coreToolSummaries returns the built-in tool summaries in file order.
-func (h *Harness) coreToolSummaries() []ToolSummary {
+func (h *Harness) coreToolSummaries() []toolSummary {
 	return slices.Clone(h.core)
 }
 
@@ -144,7 +144,7 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 	if len(f.Literals) > maxDataFileSize || len(f.CoreToolSummaries) > maxDataFileSize {
 		return nil, harnessErr("data file: %w", errTooLarge)
 	}
-	h := &Harness{sigs: make(map[string]Sig, len(f.Sigs))}
+	h := &Harness{sigs: make(map[string]templateSig, len(f.Sigs))}
 	for _, name := range slices.Sorted(maps.Keys(f.Templates)) {
 		b := f.Templates[name]
 		if !validTemplateName(name) {
@@ -215,8 +215,8 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 	return h, nil
 }
 
-func parseSig(b []byte) (Sig, error) {
-	var s Sig
+func parseSig(b []byte) (templateSig, error) {
+	var s templateSig
 	r, err := newJSONReader(b)
 	if err != nil {
 		return s, err
@@ -266,18 +266,18 @@ func validHash(h string) bool {
 	return ok && len(hexPart) == 2*sha256.Size && charclass.LowerHex().All(hexPart)
 }
 
-func parseCoreSummaries(b []byte) ([]ToolSummary, error) {
+func parseCoreSummaries(b []byte) ([]toolSummary, error) {
 	r, err := newJSONReader(b)
 	if err != nil {
 		return nil, err
 	}
-	var out []ToolSummary
+	var out []toolSummary
 	present, err := r.object("", func(key, p string) error {
 		v, err := r.reqStr(p)
 		if err != nil {
 			return err
 		}
-		out = append(out, ToolSummary{Name: key, Summary: v})
+		out = append(out, toolSummary{Name: key, Summary: v})
 		return nil
 	})
 	if err != nil {

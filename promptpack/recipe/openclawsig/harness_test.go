@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/clawea/attester/promptpack/recipe"
 )
 
 func loadHarness(t *testing.T) *Harness {
@@ -53,26 +51,13 @@ func wantTemplateErr(t *testing.T, err, sentinel error, name string) {
 	}
 }
 
-func TestRecipeIdentity(t *testing.T) {
-	var r recipe.Recipe = Recipe{}
-	if r.ID() != "openclaw-sig" || r.Version() != "1" {
-		t.Fatalf("ID/Version = %q/%q", r.ID(), r.Version())
-	}
-	if _, err := recipe.Match(r, ID, Version); err != nil {
-		t.Errorf("Match: %v", err)
-	}
-	if _, err := recipe.Match(r, ID, "2"); !errors.Is(err, recipe.ErrUnknownRecipe) {
-		t.Errorf("Match other version: %v", err)
-	}
-}
-
 func TestCheckTemplatesModified(t *testing.T) {
 	h := loadHarness(t)
 	trusted := trustedFromSigs(t, h)
 	h.files.Templates["safety.txt"][10] ^= 0x01 // one bit of one byte, in memory
 	err := h.CheckTemplates(trusted)
 	wantTemplateErr(t, err, ErrTemplateModified, "safety.txt")
-	if _, err := Render(h, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+	if _, err := Render(h, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
 		t.Errorf("Render after failed check: %v", err)
 	}
 }
@@ -306,13 +291,13 @@ func setLiteral(t *testing.T, b []byte, id, key string, v any) []byte {
 
 func TestRenderRequiresCheck(t *testing.T) {
 	h := loadHarness(t)
-	if _, err := Render(h, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+	if _, err := Render(h, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
 		t.Errorf("unchecked: %v", err)
 	}
-	if _, err := Render(nil, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+	if _, err := Render(nil, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
 		t.Errorf("nil harness: %v", err)
 	}
-	if _, err := Render(&Harness{}, minimalParams(t)); !errors.Is(err, ErrTemplatesNotChecked) {
+	if _, err := Render(&Harness{}, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
 		t.Errorf("zero harness: %v", err)
 	}
 	if err := h.CheckTemplates(trustedFromSigs(t, h)); err != nil {

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/clawea/attester/promptpack/recipe"
 	"github.com/clawea/attester/schema/safetext"
 )
 
@@ -28,17 +27,6 @@ const (
 	// Version is the version of the assembly rules.
 	Version = "1"
 )
-
-// Recipe is the recipe.Recipe of this package.
-type Recipe struct{}
-
-// ID returns ID.
-func (Recipe) ID() string { return ID }
-
-// Version returns Version.
-func (Recipe) Version() string { return Version }
-
-var _ recipe.Recipe = Recipe{}
 
 // Size limits. Every input is bounded before it is parsed.
 const (
@@ -69,9 +57,9 @@ var (
 	// ErrTemplateUntrusted: a template's sig hash is not the trusted hash
 	// for that template name.
 	ErrTemplateUntrusted = errors.New("openclawsig: template untrusted")
-	// ErrTemplatesNotChecked: Render was called on a harness whose
+	// errTemplatesNotChecked: Render was called on a harness whose
 	// templates have not passed CheckTemplates.
-	ErrTemplatesNotChecked = errors.New("openclawsig: templates not checked")
+	errTemplatesNotChecked = errors.New("openclawsig: templates not checked")
 
 	// ErrInvalidParams is matched (errors.Is) by every *paramsError.
 	ErrInvalidParams = errors.New("openclawsig: invalid params")

@@ -16,39 +16,39 @@ type Params struct {
 	ToolNames         []string
 	// ToolSummaries holds the toolSummaries entries in document order.
 	// Entries whose value is null are dropped: the builder skips them.
-	ToolSummaries       []ToolSummary
+	ToolSummaries       []toolSummary
 	ModelAliasLines     []string
 	UserTimezone        string
 	UserTime            string // accepted, never printed
 	UserTimeFormat      string // accepted, never printed
-	ContextFiles        []ContextFile
+	ContextFiles        []contextFile
 	SkillsPrompt        string
 	HeartbeatPrompt     string
 	DocsPath            string
 	WorkspaceNotes      []string
 	TTSHint             string
 	PromptMode          string
-	RuntimeInfo         *RuntimeInfo
+	RuntimeInfo         *runtimeParams
 	MessageToolHints    []string
-	SandboxInfo         *SandboxInfo
-	ReactionGuidance    *ReactionGuidance
+	SandboxInfo         *sandboxParams
+	ReactionGuidance    *reactionGuidance
 	MemoryCitationsMode string
 }
 
-// ContextFile is one injected workspace file.
-type ContextFile struct {
+// contextFile is one injected workspace file.
+type contextFile struct {
 	Path    string
 	Content string
 }
 
-// RuntimeInfo is params.runtimeInfo.
-type RuntimeInfo struct {
+// runtimeParams is params.runtimeInfo.
+type runtimeParams struct {
 	AgentID, Host, OS, Arch, Node, Model, DefaultModel, Channel, RepoRoot string
 	Capabilities                                                          []string
 }
 
-// SandboxInfo is params.sandboxInfo.
-type SandboxInfo struct {
+// sandboxParams is params.sandboxInfo.
+type sandboxParams struct {
 	Enabled             bool
 	WorkspaceDir        string
 	WorkspaceAccess     string
@@ -56,17 +56,17 @@ type SandboxInfo struct {
 	BrowserBridgeURL    string
 	BrowserNoVNCURL     string
 	HostBrowserAllowed  *bool // only exactly true or false prints a line
-	Elevated            *Elevated
+	Elevated            *elevatedInfo
 }
 
-// Elevated is params.sandboxInfo.elevated.
-type Elevated struct {
+// elevatedInfo is params.sandboxInfo.elevated.
+type elevatedInfo struct {
 	Allowed      bool
 	DefaultLevel string
 }
 
-// ReactionGuidance is params.reactionGuidance.
-type ReactionGuidance struct {
+// reactionGuidance is params.reactionGuidance.
+type reactionGuidance struct {
 	Level   string
 	Channel string
 }
@@ -126,7 +126,7 @@ func parseParams(data []byte) (*Params, error) {
 			_, err = r.object(kp, func(k, vp string) error {
 				v, err := r.str(vp)
 				if err == nil && v != nil {
-					p.ToolSummaries = append(p.ToolSummaries, ToolSummary{Name: k, Summary: *v})
+					p.ToolSummaries = append(p.ToolSummaries, toolSummary{Name: k, Summary: *v})
 				}
 				return err
 			})
@@ -188,10 +188,10 @@ func (r *jsonReader) optBool(path string) (bool, error) {
 	return *b, nil
 }
 
-func (r *jsonReader) contextFiles(path string) ([]ContextFile, error) {
-	var out []ContextFile
+func (r *jsonReader) contextFiles(path string) ([]contextFile, error) {
+	var out []contextFile
 	_, err := r.array(path, func(_ int, ep string) error {
-		var f ContextFile
+		var f contextFile
 		var havePath, haveContent bool
 		present, err := r.object(ep, func(key, kp string) error {
 			var err error
@@ -225,8 +225,8 @@ func (r *jsonReader) contextFiles(path string) ([]ContextFile, error) {
 	return out, err
 }
 
-func (r *jsonReader) runtimeInfo(path string) (*RuntimeInfo, error) {
-	ri := &RuntimeInfo{}
+func (r *jsonReader) runtimeInfo(path string) (*runtimeParams, error) {
+	ri := &runtimeParams{}
 	present, err := r.object(path, func(key, kp string) error {
 		var err error
 		switch key {
@@ -261,8 +261,8 @@ func (r *jsonReader) runtimeInfo(path string) (*RuntimeInfo, error) {
 	return ri, nil
 }
 
-func (r *jsonReader) sandboxInfo(path string) (*SandboxInfo, error) {
-	si := &SandboxInfo{}
+func (r *jsonReader) sandboxInfo(path string) (*sandboxParams, error) {
+	si := &sandboxParams{}
 	var elevatedLevelSet bool
 	present, err := r.object(path, func(key, kp string) error {
 		var err error
@@ -282,7 +282,7 @@ func (r *jsonReader) sandboxInfo(path string) (*SandboxInfo, error) {
 		case "hostBrowserAllowed":
 			si.HostBrowserAllowed, err = r.boolean(kp)
 		case "elevated":
-			el := &Elevated{}
+			el := &elevatedInfo{}
 			var present bool
 			present, err = r.object(kp, func(k, ep string) error {
 				var err error
@@ -316,8 +316,8 @@ func (r *jsonReader) sandboxInfo(path string) (*SandboxInfo, error) {
 	return si, nil
 }
 
-func (r *jsonReader) reactionGuidance(path string) (*ReactionGuidance, error) {
-	rg := &ReactionGuidance{}
+func (r *jsonReader) reactionGuidance(path string) (*reactionGuidance, error) {
+	rg := &reactionGuidance{}
 	var haveChannel bool
 	present, err := r.object(path, func(key, kp string) error {
 		var err error

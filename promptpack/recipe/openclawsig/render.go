@@ -75,7 +75,7 @@ type Result struct {
 	ToolNames []string
 	// ContextFiles are the context files as rendered, in order; nil in
 	// modeNone.
-	ContextFiles []RenderedFile
+	ContextFiles []renderedFile
 	// SkillsPrompt and ExtraSystemPrompt are the trimmed values the
 	// builder used ("" when the section is not rendered).
 	SkillsPrompt      string
@@ -84,8 +84,8 @@ type Result struct {
 	RuntimeLine string
 }
 
-// RenderedFile is one context file as rendered.
-type RenderedFile struct {
+// renderedFile is one context file as rendered.
+type renderedFile struct {
 	Path    string
 	Content []byte
 	Chars   int // UTF-16 code units of Content
@@ -216,7 +216,7 @@ func (h *Harness) runtimeLine(p *Params, channel string, caps []string) string {
 	}
 	ri := p.RuntimeInfo
 	if ri == nil {
-		ri = &RuntimeInfo{}
+		ri = &runtimeParams{}
 	}
 	add("agentId", ri.AgentID)
 	add("host", ri.Host)
@@ -259,10 +259,10 @@ func (h *Harness) isSoul(path string) bool {
 // Render rebuilds the system prompt from checked harness data and params
 // (RECIPE.md sections 3-5). It reads no clock, environment or file, and
 // the same inputs always give the same bytes. It returns
-// ErrTemplatesNotChecked unless CheckTemplates succeeded on h.
+// errTemplatesNotChecked unless CheckTemplates succeeded on h.
 func Render(h *Harness, p *Params) (*Result, error) {
 	if h == nil || !h.checked {
-		return nil, ErrTemplatesNotChecked
+		return nil, errTemplatesNotChecked
 	}
 	if p == nil {
 		return nil, &paramsError{Err: errMissingField}
@@ -533,7 +533,7 @@ func (r *render) contextSections() {
 		for _, f := range p.ContextFiles {
 			b.direct(l.contextHeaderPrefix + f.Path)
 			b.direct(f.Content)
-			r.res.ContextFiles = append(r.res.ContextFiles, RenderedFile{
+			r.res.ContextFiles = append(r.res.ContextFiles, renderedFile{
 				Path: f.Path, Content: []byte(f.Content), Chars: jsstr.Len(f.Content),
 			})
 		}
@@ -558,7 +558,7 @@ func (r *render) closingSections() {
 }
 
 // sandboxLines adds the 9 direct sandbox elements (RECIPE.md section 4.5).
-func (h *Harness) sandboxLines(b *builder, si *SandboxInfo) {
+func (h *Harness) sandboxLines(b *builder, si *sandboxParams) {
 	l := &h.lit
 	if si.WorkspaceDir != "" {
 		b.direct(l.sandboxWorkspacePrefix + si.WorkspaceDir)

@@ -1,4 +1,4 @@
-package disclosure
+package promptpack
 
 import (
 	"bufio"
@@ -13,31 +13,32 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
-	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/example and testdata/negative")
 
-var conformanceDir = filepath.Join("..", "..", "..", "shared", "conformance", "openclaw-sig")
+// disclosureData holds the disclosure vectors: the worked example and the
+// negative vectors.
+var disclosureData = filepath.Join("testdata", "disclosure")
 
 // exampleSalts are the deterministic salts of the worked example:
 // SHA-256(prefix || "kind:id"). Real packs draw salts from crypto/rand.
-func exampleSalts(p *promptpack.Pack, prefix string) {
+func exampleSalts(p *Pack, prefix string) {
 	for sel := range p.ReportSalts {
 		p.ReportSalts[sel] = sha256.Sum256([]byte(prefix + sel))
 	}
 }
 
-// examplePack builds the worked example's pack (report v2 with the given
+// disclosureExamplePack builds the worked example's pack (report v2 with the given
 // salt prefix, or v1 for "").
-func examplePack(tb testing.TB, saltPrefix string) *promptpack.Pack {
+func disclosureExamplePack(tb testing.TB, saltPrefix string) *Pack {
 	tb.Helper()
 	if _, err := os.Stat(filepath.Join(conformanceDir, "templates")); err != nil {
 		citest.SkipOrFail(tb, "conformance data not available: %v", err)
 	}
-	params, err := os.ReadFile(filepath.Join("..", "testdata", "reportv2", "params.json"))
+	params, err := os.ReadFile(filepath.Join("testdata", "reportv2", "params.json"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func examplePack(tb testing.TB, saltPrefix string) *promptpack.Pack {
 	if saltPrefix == "" {
 		v = 1
 	}
-	p, err := promptpack.Build(params, conformanceDir, openclawsig.ID, promptpack.BuildOptions{ReportVersion: v})
+	p, err := Build(params, conformanceDir, openclawsig.ID, BuildOptions{ReportVersion: v})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func examplePack(tb testing.TB, saltPrefix string) *promptpack.Pack {
 	return p
 }
 
-func rebuild(tb testing.TB, p *promptpack.Pack) *promptpack.Rebuilt {
+func rebuild(tb testing.TB, p *Pack) *Rebuilt {
 	tb.Helper()
 	self, err := p.SigHashes()
 	if err != nil {
@@ -71,7 +72,7 @@ func rebuild(tb testing.TB, p *promptpack.Pack) *promptpack.Rebuilt {
 // golden compares got with testdata/name, or writes it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
+	path := filepath.Join(disclosureData, name)
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -93,11 +94,11 @@ func golden(t *testing.T, name string, got []byte) {
 // specHas checks that the spec quotes the file's bytes verbatim.
 func specHas(t *testing.T, spec, name string) {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "spec", spec))
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "spec", spec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join(disclosureData, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,18 +112,18 @@ var exampleReveal = []string{"params:ownerNumbers", "bootstrap:AGENTS.md"}
 // TestWorkedExample recomputes the worked example of docs/spec/report-v2.md
 // and docs/spec/disclosure-v1.md and checks its bytes.
 func TestWorkedExample(t *testing.T) {
-	p := examplePack(t, "example salt ")
+	p := disclosureExamplePack(t, "example salt ")
 	defer p.Wipe()
 	rb := rebuild(t, p)
 	defer rb.Wipe()
 	golden(t, "example/report.json", rb.ReportJCS)
 	salts := ""
-	for _, sel := range rb.InputSelectors() {
+	for _, sel := range rb.inputSelectors() {
 		s := p.ReportSalts[sel]
 		salts += fmt.Sprintf("%s\t%x\n", sel, s)
 	}
 	golden(t, "example/salts.tsv", []byte(salts))
-	d, err := Create(rb, exampleReveal)
+	d, err := rb.Disclose(exampleReveal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestWorkedExample(t *testing.T) {
 	}
 	golden(t, "example/disclosure.json", enc)
 	golden(t, "example/report_hash.txt", []byte(rb.ReportHashB64u()+"\n"))
-	res, _, err := Verify(rb.ReportJCS, enc)
+	res, _, err := VerifyDisclosure(rb.ReportJCS, enc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +152,9 @@ func TestWorkedExample(t *testing.T) {
 // TestRevealOneHidesOthers: the disclosure holds the revealed inputs and
 // their salts only; no other input's salt or content is in it.
 func TestRevealOneHidesOthers(t *testing.T) {
-	p := examplePack(t, "example salt ")
+	p := disclosureExamplePack(t, "example salt ")
 	rb := rebuild(t, p)
-	d, err := Create(rb, []string{"bootstrap:AGENTS.md"})
+	d, err := rb.Disclose([]string{"bootstrap:AGENTS.md"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,10 +178,10 @@ func TestRevealOneHidesOthers(t *testing.T) {
 }
 
 func TestCreateRefusesUnknown(t *testing.T) {
-	p := examplePack(t, "example salt ")
+	p := disclosureExamplePack(t, "example salt ")
 	rb := rebuild(t, p)
-	_, err := Create(rb, []string{"bootstrap:AGENTS.md", "bootstrap:NOPE.md", "weird"})
-	if !errors.Is(err, ErrUnknownInput) {
+	_, err := rb.Disclose([]string{"bootstrap:AGENTS.md", "bootstrap:NOPE.md", "weird"})
+	if !errors.Is(err, errDisclosureUnknownInput) {
 		t.Fatalf("err %v", err)
 	}
 	for _, name := range []string{`"bootstrap:NOPE.md"`, `"weird"`} {
@@ -188,8 +189,8 @@ func TestCreateRefusesUnknown(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, name)
 		}
 	}
-	v1 := examplePack(t, "")
-	if _, err := Create(rebuild(t, v1), []string{"bootstrap:AGENTS.md"}); !errors.Is(err, ErrNotSalted) {
+	v1 := disclosureExamplePack(t, "")
+	if _, err := rebuild(t, v1).Disclose([]string{"bootstrap:AGENTS.md"}); !errors.Is(err, errDisclosureNotSalted) {
 		t.Fatalf("v1: %v", err)
 	}
 }
@@ -202,7 +203,7 @@ type negative struct {
 
 func readVectors(t *testing.T) []negative {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "negative", "vectors.tsv"))
+	f, err := os.Open(filepath.Join(disclosureData, "negative", "vectors.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,23 +226,23 @@ func readVectors(t *testing.T) []negative {
 
 // makeNegatives derives the negative vectors from the worked example.
 func makeNegatives(t *testing.T) {
-	good, err := os.ReadFile(filepath.Join("testdata", "example", "disclosure.json"))
+	good, err := os.ReadFile(filepath.Join(disclosureData, "example", "disclosure.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other := examplePack(t, "other run salt ")
+	other := disclosureExamplePack(t, "other run salt ")
 	orb := rebuild(t, other)
-	v1 := examplePack(t, "")
+	v1 := disclosureExamplePack(t, "")
 	v1rb := rebuild(t, v1)
 	w := func(name string, b []byte) { golden(t, "negative/"+name, b) }
 	w("other-run-report.json", orb.ReportJCS)
 	w("v1-report.json", v1rb.ReportJCS)
-	d, err := Parse(good)
+	d, err := ParseDisclosure(good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	enc := func(mut func(d *Disclosure)) []byte {
-		c, _ := Parse(good)
+		c, _ := ParseDisclosure(good)
 		mut(c)
 		b, err := c.Encode()
 		if err != nil {
@@ -262,8 +263,8 @@ func makeNegatives(t *testing.T) {
 	s := string(good)
 	w("not-canonical.json", []byte(strings.Replace(s, `{"disclosure_version"`, `{ "disclosure_version"`, 1)))
 	w("unknown-field.json", []byte(strings.Replace(s, `"revealed":`, `"run_id":"x","revealed":`, 1)))
-	w("unknown-version.json", []byte(strings.Replace(s, version, "clawea.dev/disclosure/v2", 1)))
-	w("no-version.json", []byte(strings.Replace(s, `"disclosure_version":"`+version+`",`, ``, 1)))
+	w("unknown-version.json", []byte(strings.Replace(s, disclosureVersion, "clawea.dev/disclosure/v2", 1)))
+	w("no-version.json", []byte(strings.Replace(s, `"disclosure_version":"`+disclosureVersion+`",`, ``, 1)))
 	w("empty-revealed.json", []byte(s[:strings.Index(s, `"revealed":`)]+`"revealed":[]}`))
 	i := strings.Index(s, `"revealed":[`) + len(`"revealed":[`)
 	j := strings.Index(s, `},{`) + 1
@@ -279,7 +280,7 @@ func TestNegativeVectors(t *testing.T) {
 	if *update {
 		makeNegatives(t)
 	}
-	report, err := os.ReadFile(filepath.Join("testdata", "example", "report.json"))
+	report, err := os.ReadFile(filepath.Join(disclosureData, "example", "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,17 +290,17 @@ func TestNegativeVectors(t *testing.T) {
 	}
 	for _, v := range vs {
 		t.Run(v.name, func(t *testing.T) {
-			dis, err := os.ReadFile(filepath.Join("testdata", v.disclosure))
+			dis, err := os.ReadFile(filepath.Join(disclosureData, v.disclosure))
 			if err != nil {
 				t.Fatal(err)
 			}
 			rep := report
 			if v.report != "-" {
-				if rep, err = os.ReadFile(filepath.Join("testdata", v.report)); err != nil {
+				if rep, err = os.ReadFile(filepath.Join(disclosureData, v.report)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			res, d, err := Verify(rep, dis)
+			res, d, err := VerifyDisclosure(rep, dis)
 			if v.code == "OK" {
 				if err != nil {
 					t.Fatalf("err %v", err)
@@ -309,7 +310,7 @@ func TestNegativeVectors(t *testing.T) {
 			if err == nil || res != nil || d != nil {
 				t.Fatalf("accepted (res %v)", res)
 			}
-			if got := Code(err); got != v.code {
+			if got := DisclosureCode(err); got != v.code {
 				t.Fatalf("code %s (%v), want %s", got, err, v.code)
 			}
 		})
@@ -317,42 +318,42 @@ func TestNegativeVectors(t *testing.T) {
 }
 
 func TestEncodeRefusesWhatParseRefuses(t *testing.T) {
-	good := &Disclosure{Inputs: []Input{{Kind: "bootstrap", ID: "A.md", Content: []byte("x")}}}
+	good := &Disclosure{Inputs: []DisclosedInput{{Kind: "bootstrap", ID: "A.md", Content: []byte("x")}}}
 	if _, err := good.Encode(); err != nil {
 		t.Fatal(err)
 	}
 	for name, d := range map[string]*Disclosure{
 		"empty":      {},
-		"bad kind":   {Inputs: []Input{{Kind: "other", ID: "x"}}},
-		"empty id":   {Inputs: []Input{{Kind: "bootstrap", ID: ""}}},
-		"not utf-8":  {Inputs: []Input{{Kind: "bootstrap", ID: "A.md", Content: []byte{0xff}}}},
-		"unsorted":   {Inputs: []Input{{Kind: "params", ID: "x"}, {Kind: "bootstrap", ID: "x"}}},
-		"duplicated": {Inputs: []Input{{Kind: "params", ID: "x"}, {Kind: "params", ID: "x"}}},
+		"bad kind":   {Inputs: []DisclosedInput{{Kind: "other", ID: "x"}}},
+		"empty id":   {Inputs: []DisclosedInput{{Kind: "bootstrap", ID: ""}}},
+		"not utf-8":  {Inputs: []DisclosedInput{{Kind: "bootstrap", ID: "A.md", Content: []byte{0xff}}}},
+		"unsorted":   {Inputs: []DisclosedInput{{Kind: "params", ID: "x"}, {Kind: "bootstrap", ID: "x"}}},
+		"duplicated": {Inputs: []DisclosedInput{{Kind: "params", ID: "x"}, {Kind: "params", ID: "x"}}},
 	} {
-		if _, err := d.Encode(); !errors.Is(err, errMalformed) {
+		if _, err := d.Encode(); !errors.Is(err, errDisclosureMalformed) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 
-// FuzzParse: whatever Parse accepts re-encodes to identical bytes; on
+// FuzzParseDisclosure: whatever ParseDisclosure accepts re-encodes to identical bytes; on
 // error nothing is returned. Verify never accepts a mutated disclosure of
 // the example unless it is byte-identical to the original.
-func FuzzParse(f *testing.F) {
+func FuzzParseDisclosure(f *testing.F) {
 	for _, name := range []string{"example/disclosure.json", "negative/unsorted.json", "negative/content-byte.json"} {
-		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+		if b, err := os.ReadFile(filepath.Join(disclosureData, name)); err == nil {
 			f.Add(b)
 		}
 	}
-	report, _ := os.ReadFile(filepath.Join("testdata", "example", "report.json"))
-	good, _ := os.ReadFile(filepath.Join("testdata", "example", "disclosure.json"))
+	report, _ := os.ReadFile(filepath.Join(disclosureData, "example", "report.json"))
+	good, _ := os.ReadFile(filepath.Join(disclosureData, "example", "disclosure.json"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := Parse(data)
+		d, err := ParseDisclosure(data)
 		if err != nil {
 			if d != nil {
 				t.Fatal("value returned with an error")
 			}
-			if Code(err) == "" {
+			if DisclosureCode(err) == "" {
 				t.Fatalf("error without a reason code: %v", err)
 			}
 			return
@@ -365,7 +366,7 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("re-encoding differs:\n%q\n%q", data, enc)
 		}
 		if report != nil {
-			if _, _, err := Verify(report, data); err == nil && !bytes.Equal(data, good) && !isSubset(data, good) {
+			if _, _, err := VerifyDisclosure(report, data); err == nil && !bytes.Equal(data, good) && !isSubset(data, good) {
 				t.Fatalf("verified a disclosure that is not the example or part of it: %q", data)
 			}
 		}
@@ -375,8 +376,8 @@ func FuzzParse(f *testing.F) {
 // isSubset reports whether d reveals a subset of good's inputs (which
 // verifies legitimately).
 func isSubset(d, good []byte) bool {
-	a, err1 := Parse(d)
-	b, err2 := Parse(good)
+	a, err1 := ParseDisclosure(d)
+	b, err2 := ParseDisclosure(good)
 	if err1 != nil || err2 != nil || a.ReportHash != b.ReportHash {
 		return false
 	}
