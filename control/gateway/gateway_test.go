@@ -148,6 +148,28 @@ func TestForwardStreamsAndReceipts(t *testing.T) {
 	}
 }
 
+// TestUpstreamRequestLetsBodyGo: the upstream request sends the body with
+// its length, cannot be replayed (no GetBody) and holds no reference to
+// the body once sent, so an open stream does not keep the request.
+func TestUpstreamRequestLetsBodyGo(t *testing.T) {
+	g := testGateway(t, "http://127.0.0.1:1")
+	body := []byte(`{"model":"m"}`)
+	req, err := g.clients[tProv].request(t.Context(), body, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if req.ContentLength != int64(len(body)) || req.GetBody != nil {
+		t.Fatalf("content length %d, GetBody set %v", req.ContentLength, req.GetBody != nil)
+	}
+	sent, err := bounded.Read(req.Body, 1<<10, "body")
+	if err != nil || !bytes.Equal(sent, body) {
+		t.Fatalf("sent %q, %v", sent, err)
+	}
+	if sb := req.Body.(*sentBody); sb.b != nil {
+		t.Error("the request still holds the body after sending it")
+	}
+}
+
 func TestHistoryAndToolResults(t *testing.T) {
 	args := `{"path":"/etc/hosts"}`
 	ah, _ := argumentsHash(args)

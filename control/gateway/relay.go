@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,8 +23,11 @@ const (
 	trailerError   = "Clawea-Gateway-Error"
 )
 
-// relayBuf is the size of one read from the upstream.
-const relayBuf = 32 << 10
+// relayBuf is the size of one read from the upstream: an open stream holds
+// one, taken from relayBufs.
+const relayBuf = 16 << 10
+
+var relayBufs = sync.Pool{New: func() any { return new([relayBuf]byte) }}
 
 // relay is the state of one answer being relayed.
 type relay struct {
@@ -47,6 +51,9 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 		c.refuse(w, refuse(reasonUpstreamUnreach, "cannot build the upstream request"))
 		return
 	}
+	// The request holds the body until it is sent; the call needs only
+	// its hash from now on.
+	c.body = nil
 	c.rs.events[c.lc.eventHash] = true
 	c.rs.calls++
 	resp, err := c.up.client.Do(req)
@@ -105,7 +112,9 @@ func (rl *relay) setMode(c *call, ct string) error {
 // written and flushed; a chunk the parser refuses is not relayed.
 func (rl *relay) pump(w http.ResponseWriter, body io.Reader, u Upstream, t *time.Timer) {
 	rc := http.NewResponseController(w)
-	buf := make([]byte, relayBuf)
+	bp := relayBufs.Get().(*[relayBuf]byte)
+	defer relayBufs.Put(bp)
+	buf := bp[:]
 	for {
 		n, err := body.Read(buf)
 		t.Reset(u.IdleTimeout)
@@ -235,7 +244,7 @@ func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, err
 	o := &Call{
 		RunID: c.f.Want.RunID, ReceiptID: id, Provider: as, Model: c.q.model, EventHashB64u: c.lc.eventHash,
 		RequestSHA256: c.bodyHash, ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
-		SystemTextSHA256: sha(c.q.system), SuffixSHA256: sha(c.suffix), SuffixUTF16Len: c.lc.suffixLen,
+		SystemTextSHA256: c.systemHash, SuffixSHA256: sha(c.suffix), SuffixUTF16Len: c.lc.suffixLen,
 	}
 	if rl.ans != nil {
 		o.TokensInput, o.TokensOutput = rl.ans.tokensIn, rl.ans.tokensOut

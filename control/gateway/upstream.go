@@ -1,9 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -50,12 +50,15 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 }
 
 // request builds the upstream request: the body unchanged, the
-// credential added, no header of the harness.
+// credential added, no header of the harness. The request keeps no
+// reference to the body once it has been sent (no GetBody: a POST is not
+// retried), so an answer that streams for minutes does not hold it.
 func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, &sentBody{b: body})
 	if err != nil {
 		return nil, err
 	}
+	req.ContentLength = int64(len(body))
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("Accept", "application/json")
@@ -74,4 +77,25 @@ func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) 
 		h.Set("anthropic-version", c.u.AnthropicVersion)
 	}
 	return req, nil
+}
+
+// sentBody reads a request body once and then lets it go.
+type sentBody struct{ b []byte }
+
+func (s *sentBody) Read(p []byte) (int, error) {
+	if len(s.b) == 0 {
+		s.b = nil
+		return 0, io.EOF
+	}
+	n := copy(p, s.b)
+	s.b = s.b[n:]
+	if len(s.b) == 0 {
+		s.b = nil
+	}
+	return n, nil
+}
+
+func (s *sentBody) Close() error {
+	s.b = nil
+	return nil
 }
