@@ -210,18 +210,31 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 	if rl.fail != "" {
 		c.rec.Outcome, c.rec.Reason = "failed", rl.fail
 	}
-	if aerr := c.rs.audit.append(&c.rec, now); aerr != nil || rerr != nil {
+	// The answer is signed while the audit record is written and synced:
+	// the signature does not depend on it, and the fsync is the longest
+	// step of a call. Both end before any trailer is written.
+	var st, sig []byte
+	var serr error
+	signedDone := make(chan struct{})
+	go func() {
+		defer close(signedDone)
+		if rl.status >= 200 && rl.status <= 299 {
+			st, sig, serr = c.f.Sign(rl.status, respHash)
+		}
+	}()
+	aerr := c.rs.audit.append(&c.rec, now)
+	<-signedDone
+	if aerr != nil || rerr != nil {
 		c.g.log.Error("gateway receipt or audit record failed", "run_id", c.f.Want.RunID, "receipt_err", rerr, "audit_err", aerr)
 		rl.fail, facts = reasonAuditFailed, nil
 		h.Del(trailerReceipt)
 	}
-	if rl.status >= 200 && rl.status <= 299 {
-		if st, sig, err := c.f.Sign(rl.status, respHash); err == nil {
-			h.Set(signed.HeaderStatement, b64u.Encode(st))
-			h.Set(signed.HeaderSignature, b64u.Encode(sig))
-		} else {
-			c.g.log.Error("gateway answer not signed", "run_id", c.f.Want.RunID, "err", err)
-		}
+	switch {
+	case serr != nil:
+		c.g.log.Error("gateway answer not signed", "run_id", c.f.Want.RunID, "err", serr)
+	case st != nil:
+		h.Set(signed.HeaderStatement, b64u.Encode(st))
+		h.Set(signed.HeaderSignature, b64u.Encode(sig))
 	}
 	if rl.fail != "" {
 		h.Set(trailerError, rl.fail)

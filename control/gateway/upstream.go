@@ -95,6 +95,17 @@ func (s *sentBody) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// WriteTo sends the rest of the body in one write (io.Copy uses it: the
+// transport then writes the body with one system call, not one per 32 KB).
+func (s *sentBody) WriteTo(w io.Writer) (int64, error) {
+	n, err := w.Write(s.b)
+	s.b = s.b[n:]
+	if len(s.b) == 0 {
+		s.b = nil
+	}
+	return int64(n), err
+}
+
 func (s *sentBody) Close() error {
 	s.b = nil
 	return nil
