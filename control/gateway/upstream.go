@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"io"
@@ -54,7 +55,9 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 // reference to the body once it has been sent (no GetBody: a POST is not
 // retried), so an answer that streams for minutes does not hold it.
 func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, &sentBody{b: body})
+	// io.MultiReader drops its reader at EOF (or once WriteTo has sent
+	// it, in one write: the bytes.Reader's).
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, io.MultiReader(bytes.NewReader(body)))
 	if err != nil {
 		return nil, err
 	}
@@ -77,36 +80,4 @@ func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) 
 		h.Set("anthropic-version", c.u.AnthropicVersion)
 	}
 	return req, nil
-}
-
-// sentBody reads a request body once and then lets it go.
-type sentBody struct{ b []byte }
-
-func (s *sentBody) Read(p []byte) (int, error) {
-	if len(s.b) == 0 {
-		s.b = nil
-		return 0, io.EOF
-	}
-	n := copy(p, s.b)
-	s.b = s.b[n:]
-	if len(s.b) == 0 {
-		s.b = nil
-	}
-	return n, nil
-}
-
-// WriteTo sends the rest of the body in one write (io.Copy uses it: the
-// transport then writes the body with one system call, not one per 32 KB).
-func (s *sentBody) WriteTo(w io.Writer) (int64, error) {
-	n, err := w.Write(s.b)
-	s.b = s.b[n:]
-	if len(s.b) == 0 {
-		s.b = nil
-	}
-	return int64(n), err
-}
-
-func (s *sentBody) Close() error {
-	s.b = nil
-	return nil
 }
