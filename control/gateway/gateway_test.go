@@ -15,6 +15,7 @@ import (
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/poh"
 	signed "github.com/clawea/attester/wire/answer"
 )
 
@@ -124,8 +125,7 @@ func TestForwardStreamsAndReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal("no receipt trailer")
 	}
-	var rec Record
-	if err := rec.Append(env); err != nil {
+	if _, _, err := poh.ChainGatewayReceipt("", 0, env); err != nil {
 		t.Fatalf("the receipt does not verify: %v", err)
 	}
 	var r struct {
