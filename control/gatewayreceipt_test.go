@@ -3,7 +3,6 @@ package control
 import (
 	"crypto/sha256"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,18 +10,12 @@ import (
 	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/poh"
-	"github.com/clawea/attester/sealed"
 )
 
-// receiptIdentity is the attester's real DID identity (ephemeral).
+// receiptIdentity is the DID identity of a new service: the attester's
+// real signing key (ephemeral).
 func receiptIdentity(t testing.TB) *Identity {
-	t.Helper()
-	id, err := LoadIdentity(t.Context(), "", nil, sealed.Options{AllowUnlocked: true}, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(id.Close)
-	return id
+	return newTestService(t, map[string]string{"t.txt": "sha256:" + strings.Repeat("0", 64)}).id
 }
 
 // receiptCall is the n-th call of one run, each bound to its own event.
