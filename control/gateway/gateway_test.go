@@ -153,24 +153,35 @@ func TestForwardStreamsAndReceipts(t *testing.T) {
 }
 
 // TestUpstreamRequestLetsBodyGo: the upstream request sends the body with
-// its length, cannot be replayed (no GetBody) and holds no reference to
-// the body once sent, so an open stream does not keep the request.
+// its length, can send it again (GetBody) until the answer has begun, and
+// holds no reference to the body once sent, so an open stream does not
+// keep the request.
 func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 	g := testGateway(t, "http://127.0.0.1:1")
 	body := bytes.Repeat([]byte("b"), 1<<20)
 	want := sha256.Sum256(body)
 	held := weak.Make(&body[0])
-	req, err := g.clients[tProv].request(t.Context(), body, false)
+	req, sent, err := g.clients[tProv].request(t.Context(), body, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if req.ContentLength != 1<<20 || req.GetBody != nil {
-		t.Fatalf("content length %d, GetBody set %v", req.ContentLength, req.GetBody != nil)
-	}
 	body = nil
-	var sent bytes.Buffer
-	if _, err := req.Body.(io.WriterTo).WriteTo(&sent); err != nil || sha256.Sum256(sent.Bytes()) != want {
-		t.Fatalf("the body was not sent unchanged: %v", err)
+	read := func(r io.Reader) {
+		t.Helper()
+		var b bytes.Buffer
+		if _, err := r.(io.WriterTo).WriteTo(&b); err != nil || sha256.Sum256(b.Bytes()) != want || req.ContentLength != 1<<20 {
+			t.Fatalf("the body was not sent unchanged (length %d): %v", req.ContentLength, err)
+		}
+	}
+	again, err := req.GetBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(again)
+	read(req.Body)
+	sent()
+	if _, err := req.GetBody(); err == nil {
+		t.Error("the body can be sent again after the answer began")
 	}
 	runtime.GC()
 	if held.Value() != nil {

@@ -46,7 +46,7 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	u := c.up.u
 	ctx, cancel := context.WithTimeout(r.Context(), u.TotalTimeout)
 	defer cancel()
-	req, err := c.up.request(ctx, c.body, c.q.stream)
+	req, sent, err := c.up.request(ctx, c.body, c.q.stream)
 	if err != nil {
 		c.refuse(w, refuse(reasonUpstreamUnreach, "cannot build the upstream request"))
 		return
@@ -57,6 +57,7 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	c.rs.events[c.lc.eventHash] = true
 	c.rs.calls++
 	resp, err := c.up.client.Do(req)
+	sent()
 	if err != nil {
 		reason := reasonUpstreamUnreach
 		if ne, ok := errors.AsType[net.Error](err); (ok && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {
