@@ -92,7 +92,9 @@ bench-control:
 # of history with 20 tools, a 2 KB answer (50 chunks streamed). Then the
 # rules' CPU cost per request. GATEWAY_BENCH_ENFORCE=1 fails on a missed
 # target. The audit records are fsynced in $$TMPDIR: its file system is part
-# of the figure.
+# of the figure, so the bench also prints the floors measured in the same
+# run: one record's write+fsync alone, concurrent fsyncs, the process's CPU
+# per call against the baseline's, and the load average.
 GATEWAY_BENCH_CALLS   ?= 2000
 GATEWAY_BENCH_ENFORCE ?= 0
 bench-gateway:

@@ -12,7 +12,7 @@ import (
 // commitments then keep their version without a gateway member), else the
 // count and chain head.
 func (r *Run) gatewayRecord() *evidencedoc.GatewayRecord {
-	n, chain := r.receipts.Summary()
+	n, chain := r.receipts.summary()
 	if n == 0 {
 		return nil
 	}
@@ -29,7 +29,7 @@ func (r *Run) gatewayCheck(check func(*poh.Bundle) error) func(*poh.Bundle) erro
 	if !r.requireGateway {
 		return check
 	}
-	n, _ := r.receipts.Summary()
+	n, _ := r.receipts.summary()
 	return func(b *poh.Bundle) error {
 		if err := check(b); err != nil {
 			return err

@@ -183,7 +183,7 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, chain := g.rn.receipts.Summary()
+	n, chain := g.rn.receipts.summary()
 	if c := doc.Execution.Clawea; c.Version != evidencedoc.CommitmentsVersionV4 || c.Gateway == nil || c.Gateway.ReceiptCount != n || c.Gateway.ReceiptChainB64u != chain {
 		t.Fatalf("commitments %+v", c)
 	}

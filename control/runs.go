@@ -76,7 +76,7 @@ type Run struct {
 	toolsH [32]byte
 	// receipts is the run's gateway record: the receipts of its model
 	// calls (docs/spec/model-gateway.md section 8).
-	receipts gateway.Record
+	receipts receiptRecord
 	// Bounded per run: turns started (each uses one message id), owner
 	// messages signed, tool calls decided.
 	turns      int

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func newTestService(t *testing.T, trusted map[string]string) *Service {
+func newTestService(t testing.TB, trusted map[string]string) *Service {
 	t.Helper()
 	raw := []byte(`{"attester":{"controlSocket":"` + filepath.Join(t.TempDir(), "ctl", "c.sock") + `","platform":"simulated",
 		"trustedTemplates":` + string(testjson.Marshal(t, trusted)) + `,"allowUnlockedMemory":true,"modelProvider":"p","model":"m"}}`)

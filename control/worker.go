@@ -13,8 +13,5 @@ import (
 // Server, and every test binary that creates runs, must call RunWorker
 // first thing in main (or TestMain) and exit with the code when ok is true.
 func RunWorker(args []string) (code int, ok bool) {
-	if !rebuild.IsWorker(args) {
-		return 0, false
-	}
-	return rebuild.Main(os.Stdin, os.Stderr), true
+	return rebuild.RunWorker(args, os.Stdin, os.Stderr)
 }

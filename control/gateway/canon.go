@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/clawea/attester/schema/jcs"
 	"github.com/clawea/attester/schema/jsstr"
@@ -22,7 +23,10 @@ var errCanon = errors.New("no canonical JSON form")
 // without a fractional or exponent number; a value with one is passed
 // through the JCS library for its number form.
 func canonHash(v *pohjson.Value, dropCache bool) ([32]byte, error) {
-	b, floats := appendCanon(make([]byte, 0, 256), v, dropCache)
+	bp := canonBufs.Get().(*[]byte)
+	defer putCanonBuf(bp)
+	b, floats := appendCanon((*bp)[:0], v, dropCache)
+	*bp = b
 	if floats {
 		var err error
 		if b, err = jcs.Canonicalize(b); err != nil {
@@ -30,6 +34,20 @@ func canonHash(v *pohjson.Value, dropCache bool) ([32]byte, error) {
 		}
 	}
 	return sha256.Sum256(b), nil
+}
+
+// canonBufs holds the buffers canonHash writes a value's canonical form
+// in, so that hashing a request's messages does not allocate them again.
+var canonBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// maxPooledCanon is the largest buffer kept for reuse: a rare huge message
+// does not stay in the pool.
+const maxPooledCanon = 256 << 10
+
+func putCanonBuf(bp *[]byte) {
+	if cap(*bp) <= maxPooledCanon {
+		canonBufs.Put(bp)
+	}
 }
 
 // messageHash is canonHash of a message with cache_control left out and a
@@ -79,8 +97,12 @@ func appendCanon(dst []byte, v *pohjson.Value, dropCache bool) (out []byte, floa
 		}
 		return append(dst, ']'), floats
 	}
-	members := slices.Clone(v.Members())
-	slices.SortFunc(members, func(a, b pohjson.Member) int { return jsstr.Compare(a.Key, b.Key) })
+	members := v.Members()
+	byKey := func(a, b pohjson.Member) int { return jsstr.Compare(a.Key, b.Key) }
+	if !slices.IsSortedFunc(members, byKey) {
+		members = slices.Clone(members)
+		slices.SortFunc(members, byKey)
+	}
 	dst = append(dst, '{')
 	first := true
 	for _, m := range members {

@@ -2,15 +2,20 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+	"weak"
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/poh"
 	signed "github.com/clawea/attester/wire/answer"
 )
 
@@ -120,8 +125,7 @@ func TestForwardStreamsAndReceipts(t *testing.T) {
 	if err != nil {
 		t.Fatal("no receipt trailer")
 	}
-	var rec Record
-	if err := rec.Append(env); err != nil {
+	if _, _, err := poh.ChainGatewayReceipt("", 0, env); err != nil {
 		t.Fatalf("the receipt does not verify: %v", err)
 	}
 	var r struct {
@@ -146,6 +150,44 @@ func TestForwardStreamsAndReceipts(t *testing.T) {
 	if res.trailer.Get(signed.HeaderStatement) == "" || res.trailer.Get(signed.HeaderSignature) == "" {
 		t.Error("the 2xx answer is not signed")
 	}
+}
+
+// TestUpstreamRequestLetsBodyGo: the upstream request sends the body with
+// its length, can send it again (GetBody) until the answer has begun, and
+// holds no reference to the body once sent, so an open stream does not
+// keep the request.
+func TestUpstreamRequestLetsBodyGo(t *testing.T) {
+	g := testGateway(t, "http://127.0.0.1:1")
+	body := bytes.Repeat([]byte("b"), 1<<20)
+	want := sha256.Sum256(body)
+	held := weak.Make(&body[0])
+	req, sent, err := g.clients[tProv].request(t.Context(), body, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = nil
+	read := func(r io.Reader) {
+		t.Helper()
+		var b bytes.Buffer
+		if _, err := r.(io.WriterTo).WriteTo(&b); err != nil || sha256.Sum256(b.Bytes()) != want || req.ContentLength != 1<<20 {
+			t.Fatalf("the body was not sent unchanged (length %d): %v", req.ContentLength, err)
+		}
+	}
+	again, err := req.GetBody()
+	if err != nil {
+		t.Fatal(err)
+	}
+	read(again)
+	read(req.Body)
+	sent()
+	if _, err := req.GetBody(); err == nil {
+		t.Error("the body can be sent again after the answer began")
+	}
+	runtime.GC()
+	if held.Value() != nil {
+		t.Error("the request still holds the body after sending it")
+	}
+	runtime.KeepAlive(req)
 }
 
 func TestHistoryAndToolResults(t *testing.T) {

@@ -95,10 +95,10 @@ func parseLLMCall(h, runID string, want poh.PromptCommitments) (*llmCall, error)
 	return c, nil
 }
 
-// matches checks the payload's self-reported hashes against the system
-// text S and suffix X the gateway forwards (3.7).
-func (c *llmCall) matches(system, suffix string) error {
-	if c.systemTextHash != b64u.SHA256([]byte(system)) || c.suffixHash != b64u.SHA256([]byte(suffix)) || c.suffixLen != int64(jsstr.Len(suffix)) {
+// matches checks the payload's self-reported hashes against the hash of
+// the system text S and the suffix X the gateway forwards (3.7).
+func (c *llmCall) matches(system [32]byte, suffix string) error {
+	if c.systemTextHash != b64u.Encode(system[:]) || c.suffixHash != b64u.SHA256([]byte(suffix)) || c.suffixLen != int64(jsstr.Len(suffix)) {
 		return refuse(reasonLLMCallMismatch, "the llm_call payload's hashes are not those of the system text forwarded")
 	}
 	return nil

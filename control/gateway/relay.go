@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,8 +23,11 @@ const (
 	trailerError   = "Clawea-Gateway-Error"
 )
 
-// relayBuf is the size of one read from the upstream.
-const relayBuf = 32 << 10
+// relayBuf is the size of one read from the upstream: an open stream holds
+// one, taken from relayBufs.
+const relayBuf = 16 << 10
+
+var relayBufs = sync.Pool{New: func() any { return new([relayBuf]byte) }}
 
 // relay is the state of one answer being relayed.
 type relay struct {
@@ -42,14 +46,18 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	u := c.up.u
 	ctx, cancel := context.WithTimeout(r.Context(), u.TotalTimeout)
 	defer cancel()
-	req, err := c.up.request(ctx, c.body, c.q.stream)
+	req, sent, err := c.up.request(ctx, c.body, c.q.stream)
 	if err != nil {
 		c.refuse(w, refuse(reasonUpstreamUnreach, "cannot build the upstream request"))
 		return
 	}
+	// The request holds the body until it is sent; the call needs only
+	// its hash from now on.
+	c.body = nil
 	c.rs.events[c.lc.eventHash] = true
 	c.rs.calls++
 	resp, err := c.up.client.Do(req)
+	sent()
 	if err != nil {
 		reason := reasonUpstreamUnreach
 		if ne, ok := errors.AsType[net.Error](err); (ok && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {
@@ -105,7 +113,9 @@ func (rl *relay) setMode(c *call, ct string) error {
 // written and flushed; a chunk the parser refuses is not relayed.
 func (rl *relay) pump(w http.ResponseWriter, body io.Reader, u Upstream, t *time.Timer) {
 	rc := http.NewResponseController(w)
-	buf := make([]byte, relayBuf)
+	bp := relayBufs.Get().(*[relayBuf]byte)
+	defer relayBufs.Put(bp)
+	buf := bp[:]
 	for {
 		n, err := body.Read(buf)
 		t.Reset(u.IdleTimeout)
@@ -201,18 +211,31 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 	if rl.fail != "" {
 		c.rec.Outcome, c.rec.Reason = "failed", rl.fail
 	}
-	if aerr := c.rs.audit.append(&c.rec, now); aerr != nil || rerr != nil {
+	// The answer is signed while the audit record is written and synced:
+	// the signature does not depend on it, and the fsync is the longest
+	// step of a call. Both end before any trailer is written.
+	var st, sig []byte
+	var serr error
+	signedDone := make(chan struct{})
+	go func() {
+		defer close(signedDone)
+		if rl.status >= 200 && rl.status <= 299 {
+			st, sig, serr = c.f.Sign(rl.status, respHash)
+		}
+	}()
+	aerr := c.rs.audit.append(&c.rec, now)
+	<-signedDone
+	if aerr != nil || rerr != nil {
 		c.g.log.Error("gateway receipt or audit record failed", "run_id", c.f.Want.RunID, "receipt_err", rerr, "audit_err", aerr)
 		rl.fail, facts = reasonAuditFailed, nil
 		h.Del(trailerReceipt)
 	}
-	if rl.status >= 200 && rl.status <= 299 {
-		if st, sig, err := c.f.Sign(rl.status, respHash); err == nil {
-			h.Set(signed.HeaderStatement, b64u.Encode(st))
-			h.Set(signed.HeaderSignature, b64u.Encode(sig))
-		} else {
-			c.g.log.Error("gateway answer not signed", "run_id", c.f.Want.RunID, "err", err)
-		}
+	switch {
+	case serr != nil:
+		c.g.log.Error("gateway answer not signed", "run_id", c.f.Want.RunID, "err", serr)
+	case st != nil:
+		h.Set(signed.HeaderStatement, b64u.Encode(st))
+		h.Set(signed.HeaderSignature, b64u.Encode(sig))
 	}
 	if rl.fail != "" {
 		h.Set(trailerError, rl.fail)
@@ -235,7 +258,7 @@ func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, err
 	o := &Call{
 		RunID: c.f.Want.RunID, ReceiptID: id, Provider: as, Model: c.q.model, EventHashB64u: c.lc.eventHash,
 		RequestSHA256: c.bodyHash, ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
-		SystemTextSHA256: sha(c.q.system), SuffixSHA256: sha(c.suffix), SuffixUTF16Len: c.lc.suffixLen,
+		SystemTextSHA256: c.systemHash, SuffixSHA256: sha(c.suffix), SuffixUTF16Len: c.lc.suffixLen,
 	}
 	if rl.ans != nil {
 		o.TokensInput, o.TokensOutput = rl.ans.tokensIn, rl.ans.tokensOut

@@ -117,6 +117,7 @@ func (q *request) readOpenAI(root *pohjson.Value) error {
 	if msgs.Kind() != pohjson.Array || len(msgs.Elems()) == 0 {
 		return malformed("messages must be a non-empty array")
 	}
+	q.msgs = make([]message, 0, len(msgs.Elems())-1)
 	for i, m := range msgs.Elems() {
 		role, _ := m.GetString("role")
 		if i == 0 {
@@ -268,6 +269,7 @@ func (q *request) readAnthropic(root *pohjson.Value) error {
 	if msgs.Kind() != pohjson.Array || len(msgs.Elems()) == 0 {
 		return malformed("messages must be a non-empty array")
 	}
+	q.msgs = make([]message, 0, len(msgs.Elems()))
 	for i, m := range msgs.Elems() {
 		msg, err := anthropicMessage(i, m)
 		if err != nil {

@@ -28,10 +28,13 @@ type call struct {
 	q        *request
 	lc       *llmCall
 	suffix   string
-	user     bool
-	used     []int
-	start    time.Time
-	rec      auditRecord
+	// systemHash is H(S), the system text forwarded (the text itself is
+	// dropped once the rules have read it).
+	systemHash [32]byte
+	user       bool
+	used       []int
+	start      time.Time
+	rec        auditRecord
 }
 
 // Serve answers one model call of the run f describes: provider and api
@@ -168,7 +171,9 @@ func (c *call) checkHistory() error {
 }
 
 func (c *call) checkEvent() error {
-	if err := c.lc.matches(c.q.system, c.suffix); err != nil {
+	c.systemHash = sha(c.q.system)
+	c.q.system = ""
+	if err := c.lc.matches(c.systemHash, c.suffix); err != nil {
 		return err
 	}
 	if c.rs.events[c.lc.eventHash] {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -50,11 +52,27 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 }
 
 // request builds the upstream request: the body unchanged, the
-// credential added, no header of the harness.
-func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+// credential added, no header of the harness. The request keeps no
+// reference to the body once it has been sent, so an answer that streams
+// for minutes does not hold it: the body is read through io.MultiReader,
+// which drops its reader at EOF (or once WriteTo has sent it in one write),
+// and GetBody (which the HTTP/2 transport uses to send the request again
+// on a connection the server closed before reading it) works until sent is
+// called, when the answer's headers are in and nothing is retried.
+func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (req *http.Request, sent func(), err error) {
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.url, io.MultiReader(bytes.NewReader(body)))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	req.ContentLength = int64(len(body))
+	var held atomic.Pointer[[]byte]
+	held.Store(&body)
+	req.GetBody = func() (io.ReadCloser, error) {
+		b := held.Load()
+		if b == nil {
+			return nil, errBodySent
+		}
+		return io.NopCloser(io.MultiReader(bytes.NewReader(*b))), nil
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -73,5 +91,8 @@ func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) 
 		}
 		h.Set("anthropic-version", c.u.AnthropicVersion)
 	}
-	return req, nil
+	return req, func() { held.Store(nil) }, nil
 }
+
+// errBodySent: the request was answered; it is not sent again.
+var errBodySent = errors.New("gateway: the request body was let go after the answer began")

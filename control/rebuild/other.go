@@ -15,8 +15,8 @@ func (r *Runner) Rebuild(context.Context, Request) (*Result, error) {
 	return nil, fmt.Errorf("%w: %w", ErrWorker, sealed.ErrNotSupported)
 }
 
-// Main is not supported on this operating system: it refuses to run.
-func Main(_ io.Reader, stderr io.Writer) int {
+// workerMain is not supported on this operating system: it refuses to run.
+func workerMain(_ io.Reader, stderr io.Writer) int {
 	fmt.Fprintln(stderr, "attester:", errNotWorker)
 	return 2
 }

@@ -21,8 +21,8 @@ import (
 // TestMain makes this test binary the worker too: a Runner starts
 // /proc/self/exe with workerArg, as the attester does.
 func TestMain(m *testing.M) {
-	if IsWorker(os.Args[1:]) {
-		os.Exit(Main(os.Stdin, os.Stderr))
+	if code, ok := RunWorker(os.Args[1:], os.Stdin, os.Stderr); ok {
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
@@ -155,14 +155,14 @@ func TestWorkerRefusals(t *testing.T) {
 // by a Runner (environment and descriptors).
 func TestWorkerRefusesToRunAlone(t *testing.T) {
 	var stderr bytes.Buffer
-	if code := Main(strings.NewReader(""), &stderr); code != 2 || !strings.Contains(stderr.String(), "internal") {
+	if code := workerMain(strings.NewReader(""), &stderr); code != 2 || !strings.Contains(stderr.String(), "internal") {
 		t.Fatalf("without environment: exit %d, %q", code, stderr.String())
 	}
 	t.Setenv(workerEnv, workerEnvValue)
 	stderr.Reset()
 	// This test process's fd 4 (if open at all) is not a SOCK_SEQPACKET
 	// socket.
-	if code := Main(strings.NewReader(""), &stderr); code != 2 {
+	if code := workerMain(strings.NewReader(""), &stderr); code != 2 {
 		t.Fatalf("without descriptors: exit %d, %q", code, stderr.String())
 	}
 }

@@ -20,12 +20,12 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// Main is the worker: it answers one Request received as described in the
+// workerMain is the worker: it answers one Request received as described in the
 // package comment and returns the exit code. It refuses to run (exit 2,
 // one line on stderr) unless the environment and descriptors are those a
 // Runner sets up. It never writes plaintext anywhere but into the sealed
 // buffer it hands over.
-func Main(stdin io.Reader, stderr io.Writer) int {
+func workerMain(stdin io.Reader, stderr io.Writer) int {
 	if err := checkWorkerEnv(); err != nil {
 		fmt.Fprintln(stderr, "attester:", err)
 		return 2

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/clawea/attester/attestation"
-	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/internal/testfixture"
+	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/evidencedoc"
 )
@@ -56,17 +56,18 @@ func gatewayRecord(t testing.TB, r *testfixture.Run) *evidencedoc.GatewayRecord 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec gateway.Record
+	var n int64
+	chain := ""
 	for _, env := range b.Get("payload").Get("receipts").Elems() {
 		raw, err := pohjson.Stringify(env)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rec.Append(raw); err != nil {
+		if _, chain, err = poh.ChainGatewayReceipt(chain, n, raw); err != nil {
 			t.Fatal(err)
 		}
+		n++
 	}
-	n, chain := rec.Summary()
 	return &evidencedoc.GatewayRecord{ReceiptCount: n, ReceiptChainB64u: chain}
 }
 

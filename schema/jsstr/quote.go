@@ -22,6 +22,18 @@ func AppendEscape(dst []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	start := 0
 	for i := 0; i < len(s); i++ {
+		// Fast path: skip eight bytes at a time while none needs an
+		// escape (most text has none: it is then copied in one append).
+		for ; i+8 <= len(s); i += 8 {
+			w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if escape8(w) {
+				break
+			}
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
@@ -46,4 +58,18 @@ func AppendEscape(dst []byte, s string) []byte {
 		start = i + 1
 	}
 	return append(dst, s[start:]...)
+}
+
+// escape8 reports whether one of the 8 bytes of w is a quote, a backslash
+// or a control character (below 0x20), the bytes AppendEscape escapes.
+// These are the exact "has a zero byte" and "has a byte less than n" word
+// tests (Bit Twiddling Hacks): a borrow only ever starts at a byte that
+// matches, so a non-ASCII byte never makes a false match.
+func escape8(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	quote, backslash := w^(ones*'"'), w^(ones*'\\')
+	control := (w - ones*0x20) &^ w
+	quote = (quote - ones) &^ quote
+	backslash = (backslash - ones) &^ backslash
+	return (control|quote|backslash)&highs != 0
 }

@@ -43,6 +43,13 @@ func TestAppendQuote(t *testing.T) {
 		{"\x7f<>&/", "\"\x7f<>&/\""},
 		{"\u2028\u2029", "\"\u2028\u2029\""},
 		{"é€😀", `"é€😀"`},
+		// Longer than a word: the eight-byte fast path, with the byte to
+		// escape at each place of a word and after non-ASCII text.
+		{"abcdefgh\"ijklmnop", `"abcdefgh\"ijklmnop"`},
+		{"abcdefghijklmno\\", `"abcdefghijklmno\\"`},
+		{"abcdefg\nhijklmnopq\x1f", `"abcdefg\nhijklmnopq\u001f"`},
+		{"éééééééé\x00ééé", `"éééééééé\u0000ééé"`},
+		{"ÿÀ\u009f¢Ü€ÿ\u0080\x7f", "\"ÿÀ\u009f¢Ü€ÿ\u0080\x7f\""},
 	}
 	for _, tt := range tests {
 		if got := string(AppendQuote([]byte("x"), tt.in)); got != "x"+tt.want {
@@ -50,6 +57,22 @@ func TestAppendQuote(t *testing.T) {
 		}
 		if got := string(AppendEscape(nil, tt.in)); got != tt.want[1:len(tt.want)-1] {
 			t.Errorf("AppendEscape(%q) = %s, want %s", tt.in, got, tt.want[1:len(tt.want)-1])
+		}
+	}
+}
+
+// TestAppendEscapeWord puts each ASCII byte at each place of two words,
+// after plain or non-ASCII text: the word test of the fast path must find
+// exactly the bytes the reference escapes.
+func TestAppendEscapeWord(t *testing.T) {
+	for _, fill := range []string{"a", "é"} {
+		for b := range 0x80 {
+			for at := range 16 {
+				s := strings.Repeat(fill, at) + string(rune(b)) + strings.Repeat(fill, 16-at)
+				if got, want := string(AppendQuote(nil, s)), jsonQuote(t, s); got != want {
+					t.Fatalf("AppendQuote(%q) = %s, encoding/json %s", s, got, want)
+				}
+			}
 		}
 	}
 }
