@@ -24,9 +24,9 @@ var (
 	// ErrProcessUnknown refuses a peer whose pid the attester cannot see
 	// (another pid namespace: SO_PEERCRED reports 0) or whose start time
 	// it cannot read.
-	ErrProcessUnknown = &Error{Kind: KindForbidden, Reason: ReasonProcessBinding,
+	ErrProcessUnknown = &Error{kind: kindForbidden, Reason: ReasonProcessBinding,
 		Msg: "process binding: the attester cannot identify the calling process (pid or start time unreadable); the orchestrator must run in the attester's pid namespace"}
-	errOtherProcess = &Error{Kind: KindForbidden, Reason: ReasonProcessBinding,
+	errOtherProcess = &Error{kind: kindForbidden, Reason: ReasonProcessBinding,
 		Msg: "process binding: the run is bound to the process that created it, and this request comes from another process"}
 )
 

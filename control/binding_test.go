@@ -63,7 +63,7 @@ func TestRunBoundToItsProcess(t *testing.T) {
 		"the same pid, another start time": {PID: testProc.PID, StartTime: testProc.StartTime + 1},
 	} {
 		_, err := s.Authorize(resp.RunID, capHash, other)
-		if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindForbidden || ce.Reason != ReasonProcessBinding {
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindForbidden || ce.Reason != ReasonProcessBinding {
 			t.Errorf("%s: %v, want 403 %s", name, err, ReasonProcessBinding)
 		}
 	}

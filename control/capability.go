@@ -26,7 +26,7 @@ func newCapability() (string, [32]byte, error) {
 }
 
 // ErrNoCredential refuses a request without a well-formed run capability.
-var ErrNoCredential = &Error{Kind: KindUnauthenticated, Msg: "a run capability is required: Authorization: Bearer clawea-cap-v1.<43 b64u characters>"}
+var ErrNoCredential = &Error{kind: kindUnauthenticated, Msg: "a run capability is required: Authorization: Bearer clawea-cap-v1.<43 b64u characters>"}
 
 // CapabilityHash returns the hash Authorize takes for the capability tok.
 // Only the syntax is checked; the error is ErrNoCredential.

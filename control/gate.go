@@ -116,11 +116,11 @@ type TurnRequest struct {
 	ContentSHA256B64u string `json:"content_sha256_b64u"`
 }
 
-var errStaleTurn = &Error{Kind: KindConflict, Msg: "turn_id is not the run's current turn"}
+var errStaleTurn = &Error{kind: kindConflict, Msg: "turn_id is not the run's current turn"}
 
 // errBadTurnID refuses a turn_id that no attester issues (missing, null,
 // another form): the request is malformed, not stale.
-var errBadTurnID = &Error{Kind: KindInvalid, Msg: "turn_id is missing or not a turn id this attester issues"}
+var errBadTurnID = &Error{kind: kindInvalid, Msg: "turn_id is missing or not a turn id this attester issues"}
 
 // countToolCall admits one more tool call of the run's current turn, under
 // the run's lock: refused when the run is closed, the turn_id is malformed
@@ -135,7 +135,7 @@ func (rn *Run) countToolCall(turnID string, max int) error {
 		return err
 	}
 	if rn.toolCalls >= max {
-		return refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d tool calls", max), nil)
+		return refusal(kindTooMany, fmt.Sprintf("the run has reached its limit of %d tool calls", max), nil)
 	}
 	rn.toolCalls++
 	return nil
@@ -188,17 +188,17 @@ type turnResponse struct {
 // refused turn leaves the previous turn current.
 func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*turnResponse, error) {
 	if err := validChannel(req.Channel); err != nil {
-		return nil, refusal(KindInvalid, "channel: "+err.Error(), nil)
+		return nil, refusal(kindInvalid, "channel: "+err.Error(), nil)
 	}
 	if err := validSenderID(req.SenderID); err != nil {
-		return nil, refusal(KindInvalid, "sender_id: "+err.Error(), nil)
+		return nil, refusal(kindInvalid, "sender_id: "+err.Error(), nil)
 	}
 	if err := validText(req.MessageID, maxMessageIDBytes); err != nil {
-		return nil, refusal(KindInvalid, "message_id: "+err.Error(), nil)
+		return nil, refusal(kindInvalid, "message_id: "+err.Error(), nil)
 	}
 	content, err := b64u.DecodeHash(req.ContentSHA256B64u)
 	if err != nil {
-		return nil, refusal(KindInvalid, "content_sha256_b64u must be a b64u SHA-256 hash", err)
+		return nil, refusal(kindInvalid, "content_sha256_b64u must be a b64u SHA-256 hash", err)
 	}
 	owner := s.cfg.owner(req.Channel, req.SenderID)
 	turn, err := randomID("turn_")
@@ -213,18 +213,18 @@ func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*turnResponse, error) {
 	case rn.closed:
 		return nil, errRunClosed
 	case rn.turns >= s.cfg.MaxTurnsPerRun:
-		return nil, refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d turns", s.cfg.MaxTurnsPerRun), nil)
+		return nil, refusal(kindTooMany, fmt.Sprintf("the run has reached its limit of %d turns", s.cfg.MaxTurnsPerRun), nil)
 	case owner && rn.signed >= s.cfg.MaxOwnerMessagesPerRun:
-		return nil, refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d signed owner messages", s.cfg.MaxOwnerMessagesPerRun), nil)
+		return nil, refusal(kindTooMany, fmt.Sprintf("the run has reached its limit of %d signed owner messages", s.cfg.MaxOwnerMessagesPerRun), nil)
 	}
 	if _, used := rn.messageIDs[midKey]; used {
-		return nil, refusal(KindConflict, "message_id was already used in this run", nil)
+		return nil, refusal(kindConflict, "message_id was already used in this run", nil)
 	}
 	if err := s.gate.NewTurn(rn.id, turn, owner); err != nil {
 		if errors.Is(err, gate.ErrUnknownRun) {
 			return nil, errRunClosed
 		}
-		return nil, refusal(KindInternal, "cannot start the turn", err)
+		return nil, refusal(kindInternal, "cannot start the turn", err)
 	}
 	rn.turns++
 	rn.messageIDs[midKey] = struct{}{}
@@ -276,7 +276,7 @@ func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
 	}
 	switch {
 	case !rn.turnOwner:
-		return nil, refusal(KindForbidden, "verify is an owner-only tool: this turn's sender is not a configured owner", nil)
+		return nil, refusal(kindForbidden, "verify is an owner-only tool: this turn's sender is not a configured owner", nil)
 	}
 	method := gate.VerifiedTemplates
 	result := &verifyResponse{TurnID: req.TurnID}
@@ -284,7 +284,7 @@ func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
 		m := rn.turnMsg
 		want, herr := b64u.DecodeHash(req.ContentSHA256B64u)
 		if herr != nil || req.MessageID != m.MessageID || want != m.ContentHash {
-			return nil, &Error{Kind: KindUnprocessable, Msg: "the message does not match the signed owner message of this turn", Reason: string(poh.SignatureInvalid)}
+			return nil, &Error{kind: kindUnprocessable, Msg: "the message does not match the signed owner message of this turn", Reason: string(poh.SignatureInvalid)}
 		}
 		method = gate.VerifiedMessage
 		result.SignatureID = m.SignatureID
@@ -298,7 +298,7 @@ func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
 		result.SystemPromptHashB64u = rn.promptH
 	}
 	if err := s.gate.MarkVerified(rn.id, req.TurnID, method); err != nil {
-		return nil, refusal(KindInternal, "cannot mark the turn verified", err)
+		return nil, refusal(kindInternal, "cannot mark the turn verified", err)
 	}
 	result.Verified = true
 	return result, nil
@@ -362,7 +362,7 @@ func (s *Service) AuditSnapshot(rn *Run) (*audit.Snapshot, error) {
 		snap, err = &audit.Snapshot{}, nil // no decision yet
 	}
 	if err != nil {
-		return nil, refusal(KindInternal, "cannot read the audit log", err)
+		return nil, refusal(kindInternal, "cannot read the audit log", err)
 	}
 	return snap, nil
 }

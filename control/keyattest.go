@@ -48,18 +48,18 @@ func (k *keyAttestations) get(ctx context.Context, challenge []byte) ([]byte, er
 		}
 		jws, err := k.produce(ctx, nil)
 		if err != nil {
-			return nil, refusal(KindInternal, "cannot produce the key attestation", err)
+			return nil, refusal(kindInternal, "cannot produce the key attestation", err)
 		}
 		k.cached, k.cachedAt = jws, k.now()
 		return jws, nil
 	}
 	if wait := k.bucket.take(); wait > 0 {
-		return nil, &Error{Kind: KindTooMany, Msg: "too many key attestations with a challenge; retry later",
+		return nil, &Error{kind: kindTooMany, Msg: "too many key attestations with a challenge; retry later",
 			RetryAfter: int(math.Ceil(wait.Seconds()))}
 	}
 	jws, err := k.produce(ctx, challenge)
 	if err != nil {
-		return nil, refusal(KindInternal, "cannot produce the key attestation", err)
+		return nil, refusal(kindInternal, "cannot produce the key attestation", err)
 	}
 	return jws, nil
 }
@@ -79,7 +79,7 @@ type IdentityDocument struct {
 // IdentityDocument returns the identity with a key attestation over
 // challenge (nil: none). Without a challenge one attestation is shared by
 // every caller for a while; with one the quote is fresh, and such quotes
-// are metered for all callers together (KindTooMany with RetryAfter).
+// are metered for all callers together (kindTooMany with RetryAfter).
 func (s *Service) IdentityDocument(ctx context.Context, challenge []byte) (*IdentityDocument, error) {
 	jws, err := s.keyAtts.get(ctx, challenge)
 	if err != nil {

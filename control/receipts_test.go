@@ -171,7 +171,7 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 		"other reported text": {"another prompt", [][]byte{recorded}, poh.ReceiptBindingMismatch},
 	} {
 		_, err := g.attest(g.bundle(t, c.text, c.receipts...))
-		if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || ce.Reason != string(c.code) {
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || ce.Reason != string(c.code) {
 			t.Errorf("%s: %v, want 422 %s", name, err, c.code)
 		}
 	}
@@ -207,7 +207,7 @@ func TestAdmissionRequiresGateway(t *testing.T) {
 	s.cfg.AdmissionPolicy = pol
 	g := newGWRun(t, s, p.Rebuilt, enc, mj)
 	_, err = g.attest(g.bundle(t, gwSent))
-	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || ce.Reason != string(poh.MissingRequiredField) {
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || ce.Reason != string(poh.MissingRequiredField) {
 		t.Fatalf("an llm_call without a receipt: %v, want 422 %s", err, poh.MissingRequiredField)
 	}
 	c := g.call(t)

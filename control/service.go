@@ -6,7 +6,7 @@
 //
 // It has no transport: cmd/attester translates HTTP to these calls and
 // back, and the demo and tests call them directly. Refusals are *Error
-// values whose Kind the surface maps to a status and whose Msg is safe to
+// values whose Status the surface reports and whose Msg is safe to
 // show (docs/spec/attester-api.md).
 package control
 

@@ -75,7 +75,7 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	}
 	// A report that does not match: refused, nothing kept.
 	_, _, err := s.CreateRun(context.Background(), req(b64u.SHA256([]byte("other"))), testProc)
-	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || s.OpenRuns() != 0 {
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || s.OpenRuns() != 0 {
 		t.Fatalf("mismatched report: %v, %d runs open", err, s.OpenRuns())
 	}
 	resp, _, err := s.CreateRun(context.Background(), req(p.Rebuilt.ReportHashB64u()), testProc)

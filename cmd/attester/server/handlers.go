@@ -342,21 +342,6 @@ func (s *Server) handleTPMActivate(w http.ResponseWriter, r *http.Request) error
 	return nil
 }
 
-// statusOf maps each kind of control refusal to its status.
-var statusOf = map[control.Kind]int{
-	control.KindInternal:        http.StatusInternalServerError,
-	control.KindInvalid:         http.StatusBadRequest,
-	control.KindUnauthenticated: http.StatusUnauthorized,
-	control.KindForbidden:       http.StatusForbidden,
-	control.KindNotFound:        http.StatusNotFound,
-	control.KindConflict:        http.StatusConflict,
-	control.KindGone:            http.StatusGone,
-	control.KindTooLarge:        http.StatusRequestEntityTooLarge,
-	control.KindUnprocessable:   http.StatusUnprocessableEntity,
-	control.KindTooMany:         http.StatusTooManyRequests,
-	control.KindUnavailable:     http.StatusServiceUnavailable,
-}
-
 // asHTTPError returns err as an *HTTPError: itself, or a control refusal
 // with its status; nil for any other error.
 func asHTTPError(err error) *HTTPError {
@@ -367,9 +352,5 @@ func asHTTPError(err error) *HTTPError {
 	if !ok {
 		return nil
 	}
-	code, ok := statusOf[ce.Kind]
-	if !ok {
-		code = http.StatusInternalServerError
-	}
-	return &HTTPError{Code: code, Msg: ce.Msg, Reason: ce.Reason, Err: ce.Err, retryAfter: ce.RetryAfter}
+	return &HTTPError{Code: ce.Status(), Msg: ce.Msg, Reason: ce.Reason, Err: ce.Err, retryAfter: ce.RetryAfter}
 }
