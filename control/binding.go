@@ -1,6 +1,7 @@
 package control
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -21,26 +22,33 @@ type Process struct {
 const ReasonProcessBinding = "PROCESS_BINDING"
 
 var (
-	// ErrProcessUnknown refuses a peer whose pid the attester cannot see
+	// errProcessUnknown refuses a peer whose pid the attester cannot see
 	// (another pid namespace: SO_PEERCRED reports 0) or whose start time
 	// it cannot read.
-	ErrProcessUnknown = &Error{kind: kindForbidden, Reason: ReasonProcessBinding,
+	errProcessUnknown = &Error{kind: kindForbidden, Reason: ReasonProcessBinding,
 		Msg: "process binding: the attester cannot identify the calling process (pid or start time unreadable); the orchestrator must run in the attester's pid namespace"}
 	errOtherProcess = &Error{kind: kindForbidden, Reason: ReasonProcessBinding,
 		Msg: "process binding: the run is bound to the process that created it, and this request comes from another process"}
 )
 
-// ProcessOf is the Process of a control connection's peer, or
-// ErrProcessUnknown.
-func ProcessOf(p Peer) (Process, error) {
-	if p == nil || p.PID() <= 0 || p.PID() > answer.MaxSafeInteger {
-		return Process{}, ErrProcessUnknown
+// ProcessFrom is the Process of the control connection ctx belongs to
+// (the peer WithPeer recorded), or a 403 PROCESS_BINDING refusal when the
+// attester cannot identify it.
+func ProcessFrom(ctx context.Context) (Process, error) {
+	p, ok := PeerFrom(ctx)
+	if !ok {
+		return Process{}, errProcessUnknown
 	}
-	st, ok := p.StartTime()
-	if !ok || st > answer.MaxSafeInteger {
-		return Process{}, ErrProcessUnknown
+	return processOf(p)
+}
+
+// processOf is the Process of a control connection's peer, or
+// errProcessUnknown.
+func processOf(p Peer) (Process, error) {
+	if p.PID <= 0 || p.PID > answer.MaxSafeInteger || !p.StartTimeKnown || p.StartTime > answer.MaxSafeInteger {
+		return Process{}, errProcessUnknown
 	}
-	return Process{PID: p.PID(), StartTime: st}, nil
+	return Process{PID: p.PID, StartTime: p.StartTime}, nil
 }
 
 // SignedAnswer is a signed control answer: the statement's canonical
@@ -66,7 +74,7 @@ func (s *Service) SignAnswer(rn *Run, caller Process, status int, requestHash, r
 	if err != nil {
 		return nil, fmt.Errorf("control: answer statement: %w", err)
 	}
-	sig, err := s.answers.Sign(b)
+	sig, err := s.answers.sign(b)
 	if err != nil {
 		return nil, fmt.Errorf("control: signing an answer: %w", err)
 	}

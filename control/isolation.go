@@ -206,20 +206,20 @@ func (p *isolationProbe) yamaPtraceScope() string {
 // compares the namespaces, and the peer's start time is checked again so
 // that a pid reused by another process is not taken for the peer.
 func (p *isolationProbe) pidNamespace(peer Peer) string {
-	if peer.PID() == 0 {
+	if peer.PID == 0 {
 		return evidencedoc.PIDNamespaceOther
 	}
-	pid := strconv.Itoa(peer.PID())
+	pid := strconv.Itoa(peer.PID)
 	same, ok := p.samePIDNamespace(pid)
 	if !ok {
 		return evidencedoc.PIDNamespaceUnknown
 	}
-	if want, ok := peer.StartTime(); ok {
+	if peer.StartTimeKnown {
 		stat, err := bounded.ReadFile(filepath.Join(p.proc, pid, "stat"), maxProcStatBytes)
 		if err != nil {
 			return evidencedoc.PIDNamespaceUnknown
 		}
-		if got, err := statStartTime(stat); err != nil || got != want {
+		if got, err := statStartTime(stat); err != nil || got != peer.StartTime {
 			return evidencedoc.PIDNamespaceUnknown
 		}
 	}
@@ -291,7 +291,7 @@ func (p *isolationProbe) observe(socket string, attester int, controlUIDs []int,
 		o.ControlUIDs = append(o.ControlUIDs, int64(u))
 	}
 	if hasPeer {
-		o.PeerUID, o.PeerPIDNamespace = int64(peer.UID()), p.pidNamespace(peer)
+		o.PeerUID, o.PeerPIDNamespace = int64(peer.UID), p.pidNamespace(peer)
 	}
 	return evidencedoc.NewIsolation(o)
 }
@@ -314,7 +314,7 @@ func (c *Config) CheckSocketLayout() error {
 // ObserveIsolation is what the attester sees of its isolation now (no
 // peer: the observation at start).
 func (c *Config) ObserveIsolation() (*evidencedoc.Isolation, error) {
-	return hostProbe().observe(c.ControlSocket, os.Geteuid(), c.ControlUIDs, nil, false)
+	return hostProbe().observe(c.ControlSocket, os.Geteuid(), c.ControlUIDs, Peer{}, false)
 }
 
 // observeIsolation records what the attester sees of its isolation as the

@@ -329,7 +329,7 @@ func (c *creation) release() {
 func (c *creation) checkRequest(context.Context) error {
 	req := c.req
 	if c.caller.PID <= 0 {
-		return ErrProcessUnknown
+		return errProcessUnknown
 	}
 	agent, err := gate.CheckAgentID(req.AgentID)
 	if err != nil {
@@ -583,7 +583,7 @@ func (s *Service) CloseRun(rn *Run) error {
 }
 
 // Authorize returns the run named id when capHash is its capability's hash
-// (CapabilityHash) and caller is the process that created the run:
+// (BearerCapability) and caller is the process that created the run:
 // kindForbidden for another run's or an unknown capability (an unknown run
 // id gets the same answer, so run ids cannot be probed), kindForbidden with
 // reason ReasonProcessBinding for the capability used by another process,

@@ -82,7 +82,7 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	if err != nil || s.OpenRuns() != 1 {
 		t.Fatalf("create: %v", err)
 	}
-	capHash, err := CapabilityHash(resp.Capability)
+	capHash, err := capabilityHash(resp.Capability)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 
 // signer signs the control plane's answers.
 type signer interface {
-	Sign(message []byte) ([]byte, error)
+	sign(message []byte) ([]byte, error)
 }
 
 // answerSigner signs control answers with the attester identity's Ed25519
@@ -22,8 +22,8 @@ type answerSigner struct {
 
 var _ signer = answerSigner{}
 
-// Sign returns the Ed25519 signature of answer.Label || 0x00 || message.
-func (a answerSigner) Sign(message []byte) ([]byte, error) {
+// sign returns the Ed25519 signature of answer.Label || 0x00 || message.
+func (a answerSigner) sign(message []byte) ([]byte, error) {
 	if a.Identity == nil {
 		return nil, errors.New("control: answer signer without an identity")
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/schema/b64u"
@@ -34,11 +33,11 @@ type runHandler func(w http.ResponseWriter, r *http.Request, q *runRequest) erro
 // Content-Type and reads the body (maxBody > 0) within its limits.
 func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handler {
 	return s.wrap(route, func(w http.ResponseWriter, r *http.Request) error {
-		capHash, err := parseBearer(r.Header.Get("Authorization"))
+		capHash, err := control.BearerCapability(r.Header.Get("Authorization"))
 		if err != nil {
 			return refuse(err)
 		}
-		proc, err := processFrom(r)
+		proc, err := control.ProcessFrom(r.Context())
 		if err != nil {
 			return refuse(err)
 		}
@@ -58,17 +57,6 @@ func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handle
 		q.hash = answer.RequestHash(r.Method, r.RequestURI, q.body)
 		return h(w, r, q)
 	})
-}
-
-// processFrom is the process of the request's control connection
-// (ControlConnContext): ErrProcessUnknown when the attester cannot
-// identify it.
-func processFrom(r *http.Request) (control.Process, error) {
-	p, ok := PeerFrom(r.Context())
-	if !ok {
-		return control.Process{}, control.ErrProcessUnknown
-	}
-	return control.ProcessOf(p)
 }
 
 // writeSigned writes v as the JSON answer to q (the bytes writeJSON
@@ -102,16 +90,6 @@ func setAnswerHeaders(h http.Header, sa *control.SignedAnswer) {
 	h.Set(answer.HeaderSignature, b64u.Encode(sa.Signature))
 }
 
-// parseBearer extracts the capability's hash from an Authorization header.
-// Only the syntax is checked; the error is 401.
-func parseBearer(h string) ([32]byte, error) {
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return [32]byte{}, control.ErrNoCredential
-	}
-	return control.CapabilityHash(tok)
-}
-
 // refuse marks an error returned before the body was read: the connection
 // is closed instead of draining a body nobody may send.
 func refuse(err error) error {
@@ -136,7 +114,7 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	proc, err := processFrom(r)
+	proc, err := control.ProcessFrom(r.Context())
 	if err != nil {
 		return refuse(err)
 	}

@@ -95,21 +95,22 @@ func (s *Server) wrapUID(next http.Handler) http.Handler {
 		return refuse(httpErr(http.StatusForbidden, "this caller may not use the control API", nil))
 	})
 	unknown := s.wrap("control_denied", func(w http.ResponseWriter, r *http.Request) error {
-		return refuse(control.ErrProcessUnknown)
+		_, err := control.ProcessFrom(r.Context())
+		return refuse(err)
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := PeerFrom(r.Context())
 		uid := 0
 		if ok {
-			uid = p.UID()
+			uid = p.UID
 		}
 		if !ok || !s.cfg.ControlUIDAllowed(uid) || r.Header.Get("Origin") != "" {
 			s.log.Warn("control request refused", "peer_uid_known", ok, "peer_uid", uid, "origin", r.Header.Get("Origin") != "")
 			deny.ServeHTTP(w, r)
 			return
 		}
-		if _, err := control.ProcessOf(p); err != nil {
-			s.log.Warn("control request refused: the calling process cannot be identified", "peer_uid", uid, "peer_pid", p.PID())
+		if _, err := control.ProcessFrom(r.Context()); err != nil {
+			s.log.Warn("control request refused: the calling process cannot be identified", "peer_uid", uid, "peer_pid", p.PID)
 			unknown.ServeHTTP(w, r)
 			return
 		}
