@@ -34,13 +34,13 @@ func TestProcessOf(t *testing.T) {
 // for an unknown process; answers are signed in sequence from 1.
 func TestRunBoundToItsProcess(t *testing.T) {
 	p, s, enc, mj := newSealedPack(t)
-	req := func() *CreateRunRequest {
-		return &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}
+	req := func() *createRunRequest {
+		return &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}
 	}
-	if _, _, err := s.CreateRun(context.Background(), req(), Process{}); !errors.Is(err, errProcessUnknown) || s.OpenRuns() != 0 {
+	if _, _, err := s.CreateRun(context.Background(), decoded(req()), Process{}); !errors.Is(err, errProcessUnknown) || s.OpenRuns() != 0 {
 		t.Fatalf("run for an unknown process: %v, %d open", err, s.OpenRuns())
 	}
-	resp, rn, err := s.CreateRun(context.Background(), req(), testProc)
+	resp, rn, err := s.CreateRun(context.Background(), decoded(req()), testProc)
 	if err != nil {
 		t.Fatal(err)
 	}

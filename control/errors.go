@@ -40,6 +40,13 @@ var statuses = [...]int{
 	kindUnavailable:     http.StatusServiceUnavailable,
 }
 
+// Decoder reads a request's body into v, a pointer to the request type of
+// the Service method it is given to (a struct whose json tags name the
+// body's members). It is the surface's one strict reader (attester-api
+// section 3: exact members, no duplicates, nothing after the object); its
+// error is returned as it is, so the surface reports its own refusal.
+type Decoder func(v any) error
+
 // Error is a refusal: Msg is safe to show the caller; Err carries the
 // detail for the log only. Reason is an optional machine-readable code (a
 // PoH reason code or an admission rule).

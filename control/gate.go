@@ -105,9 +105,9 @@ func validText(s string, max int) error {
 	return nil
 }
 
-// TurnRequest starts a turn: a new inbound message. Whether its sender is
+// turnRequest, the body of POST /v1/runs/{id}/turns, starts a turn: a new inbound message. Whether its sender is
 // an owner comes from attester.owners, never from the request.
-type TurnRequest struct {
+type turnRequest struct {
 	Channel   string `json:"channel"`
 	SenderID  string `json:"sender_id"`
 	MessageID string `json:"message_id"`
@@ -186,7 +186,11 @@ type turnResponse struct {
 // StartTurn starts a turn of rn: a new inbound message, which becomes the
 // run's current turn. Every check happens before anything changes: a
 // refused turn leaves the previous turn current.
-func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*turnResponse, error) {
+func (s *Service) StartTurn(rn *Run, decode Decoder) (*turnResponse, error) {
+	req := &turnRequest{}
+	if err := decode(req); err != nil {
+		return nil, err
+	}
 	if err := validChannel(req.Channel); err != nil {
 		return nil, refusal(kindInvalid, "channel: "+err.Error(), nil)
 	}
@@ -240,9 +244,9 @@ func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*turnResponse, error) {
 	return resp, nil
 }
 
-// VerifyRequest is the verify tool: templates (default) or the signed owner
+// verifyRequest, the body of POST /v1/runs/{id}/verify, is the verify tool: templates (default) or the signed owner
 // message of the current turn. Only an owner turn can be verified.
-type VerifyRequest struct {
+type verifyRequest struct {
 	TurnID string `json:"turn_id"`
 	// MessageID and ContentSHA256B64u, when set, must both be set and equal
 	// the current turn's signed owner message.
@@ -265,7 +269,11 @@ type verifyResponse struct {
 
 // Verify runs the verify tool for the run's current turn and marks the
 // turn verified in the gate.
-func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
+func (s *Service) Verify(rn *Run, decode Decoder) (*verifyResponse, error) {
+	req := &verifyRequest{}
+	if err := decode(req); err != nil {
+		return nil, err
+	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.closed {
@@ -304,8 +312,8 @@ func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
 	return result, nil
 }
 
-// ToolCallRequest is the body of POST /v1/runs/{id}/tool-calls.
-type ToolCallRequest struct {
+// toolCallRequest is the body of POST /v1/runs/{id}/tool-calls.
+type toolCallRequest struct {
 	TurnID          string          `json:"turn_id"`
 	Tool            string          `json:"tool"`
 	Params          json.RawMessage `json:"params"`
@@ -325,7 +333,11 @@ type toolCallResponse struct {
 // ToolCall has the gate decide a tool call of the run's current turn; the
 // decision is recorded in the run's audit log. A call the gate could not
 // decide is a denial, not an error.
-func (s *Service) ToolCall(ctx context.Context, rn *Run, req *ToolCallRequest) (*toolCallResponse, error) {
+func (s *Service) ToolCall(ctx context.Context, rn *Run, decode Decoder) (*toolCallResponse, error) {
+	req := &toolCallRequest{}
+	if err := decode(req); err != nil {
+		return nil, err
+	}
 	if err := rn.countToolCall(req.TurnID, s.cfg.MaxToolCallsPerRun); err != nil {
 		return nil, err
 	}

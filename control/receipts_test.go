@@ -110,7 +110,7 @@ type gwRun struct {
 func newGWRun(t *testing.T, s *Service, rb *promptpack.Rebuilt, enc, mj []byte) *gwRun {
 	t.Helper()
 	_, agent, _ := ed25519.GenerateKey(nil)
-	_, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
+	_, rn, err := s.CreateRun(context.Background(), decoded(&createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}), testProc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func (g *gwRun) call(t *testing.T) gateway.Call {
 }
 
 func (g *gwRun) attest(b []byte) (*attestation.Output, error) {
-	return g.s.Attest(context.Background(), g.rn, &AttestRequest{Bundle: b, AgentDID: didkey.Format(g.agent.Public().(ed25519.PublicKey))})
+	return g.s.Attest(context.Background(), g.rn, decoded(&attestRequest{Bundle: b, AgentDID: didkey.Format(g.agent.Public().(ed25519.PublicKey))}))
 }
 
 // TestAttestChecksGatewayRecord (issue 20 item 6): the attestation endpoint

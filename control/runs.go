@@ -228,8 +228,8 @@ func randomID(prefix string) (string, error) {
 	return prefix + b64u.Encode(b[:]), nil
 }
 
-// CreateRunRequest is the body of POST /v1/runs.
-type CreateRunRequest struct {
+// createRunRequest is the body of POST /v1/runs.
+type createRunRequest struct {
 	// PackB64u is prompt_pack.enc, b64u.
 	PackB64u string `json:"pack_b64u"`
 	// Manifest is prompt_pack_manifest.json as a JSON object.
@@ -259,7 +259,7 @@ type createRunResponse struct {
 // creation is the state of one CreateRun as its steps fill it in.
 type creation struct {
 	s      *Service
-	req    *CreateRunRequest
+	req    *createRunRequest
 	caller Process
 	agent  string
 	want   [32]byte
@@ -281,7 +281,11 @@ type creation struct {
 // and forgets the run. req's pack text is cleared once decoded. The run is
 // returned beside its answer so that the answer can be signed
 // (SignAnswer).
-func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller Process) (resp *createRunResponse, rn *Run, err error) {
+func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process) (resp *createRunResponse, rn *Run, err error) {
+	req := &createRunRequest{}
+	if err := decode(req); err != nil {
+		return nil, nil, err
+	}
 	c := &creation{s: s, req: req, caller: caller}
 	defer func() {
 		if err != nil {
@@ -516,8 +520,8 @@ func (rn *Run) WithPrompt(f func(prompt *sealed.Buffer, hashB64u string) error) 
 	return f(rn.prompt, rn.promptH)
 }
 
-// AttestRequest is the body of POST /v1/runs/{id}/attestation.
-type AttestRequest struct {
+// attestRequest is the body of POST /v1/runs/{id}/attestation.
+type attestRequest struct {
 	Bundle   json.RawMessage `json:"bundle"`
 	AgentDID string          `json:"agent_did"`
 }
@@ -526,7 +530,11 @@ type AttestRequest struct {
 // commitments, and its tool calls against the run's own audit records, one
 // to one and in order) and issues the execution attestation with fresh
 // evidence, committing to exactly the records it checked.
-func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*attestation.Output, error) {
+func (s *Service) Attest(ctx context.Context, rn *Run, decode Decoder) (*attestation.Output, error) {
+	req := &attestRequest{}
+	if err := decode(req); err != nil {
+		return nil, err
+	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.closed {

@@ -72,14 +72,18 @@ func (s *Service) TPMKeys() (ekCert, akPublic []byte, err error) {
 	return ek, a.AKPublic(), nil
 }
 
-// ActivateRequest is the body of POST /v1/tpm/activate.
-type ActivateRequest struct {
+// activateRequest is the body of POST /v1/tpm/activate.
+type activateRequest struct {
 	ChallengeB64u string `json:"challenge_b64u"`
 }
 
 // ActivateCredential answers one credential-activation challenge
 // (tpmcred.Challenge) with the secret the TPM recovers.
-func (s *Service) ActivateCredential(ctx context.Context, req *ActivateRequest) ([]byte, error) {
+func (s *Service) ActivateCredential(ctx context.Context, decode Decoder) ([]byte, error) {
+	req := &activateRequest{}
+	if err := decode(req); err != nil {
+		return nil, err
+	}
 	a, err := s.activator()
 	if err != nil {
 		return nil, err

@@ -113,13 +113,10 @@ func benchRun(b *testing.B) (*control.Run, *control.Service, control.Process) {
 	p := packtest.Build(b, packtest.Params(b, "min.params.json"), promptpack.BuildOptions{})
 	h := newTestServer(b, p.Trusted)
 	enc, mj := h.sealPack(b, p.Pack)
-	var req control.CreateRunRequest
-	if err := json.Unmarshal(runBody(enc, mj, p.Rebuilt.ReportHashB64u(), "s"), &req); err != nil {
-		b.Fatal(err)
-	}
+	body := runBody(enc, mj, p.Rebuilt.ReportHashB64u(), "s")
 	proc := control.Process{PID: os.Getpid(), StartTime: 1}
 	svc := h.srv.Service()
-	_, rn, err := svc.CreateRun(b.Context(), &req, proc)
+	_, rn, err := svc.CreateRun(b.Context(), func(v any) error { return json.Unmarshal(body, v) }, proc)
 	if err != nil {
 		b.Fatal(err)
 	}

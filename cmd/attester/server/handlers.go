@@ -25,6 +25,10 @@ type runRequest struct {
 	hash [32]byte
 }
 
+// decode reads the request's body strictly into v (decodeStrict): the
+// control.Decoder of the request.
+func (q *runRequest) decode(v any) error { return decodeStrict(q.body, v) }
+
 // runHandler handles a request on an authorized run.
 type runHandler func(w http.ResponseWriter, r *http.Request, q *runRequest) error
 
@@ -122,13 +126,13 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req control.CreateRunRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
 	q := &runRequest{proc: proc, hash: answer.RequestHash(r.Method, r.RequestURI, body)}
-	body = nil
-	resp, rn, err := s.svc.CreateRun(r.Context(), &req, proc)
+	// The body is dropped once decoded: the run's pack is in the request.
+	resp, rn, err := s.svc.CreateRun(r.Context(), func(v any) error {
+		err := decodeStrict(body, v)
+		body = nil
+		return err
+	}, proc)
 	if err != nil {
 		return err
 	}
@@ -169,11 +173,7 @@ func (s *Server) handleCloseRun(w http.ResponseWriter, r *http.Request, q *runRe
 }
 
 func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request, q *runRequest) error {
-	var req control.TurnRequest
-	if err := decodeStrict(q.body, &req); err != nil {
-		return err
-	}
-	resp, err := s.svc.StartTurn(q.rn, &req)
+	resp, err := s.svc.StartTurn(q.rn, q.decode)
 	if err != nil {
 		return err
 	}
@@ -181,11 +181,7 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request, q *runReques
 }
 
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, q *runRequest) error {
-	var req control.VerifyRequest
-	if err := decodeStrict(q.body, &req); err != nil {
-		return err
-	}
-	resp, err := s.svc.Verify(q.rn, &req)
+	resp, err := s.svc.Verify(q.rn, q.decode)
 	if err != nil {
 		return err
 	}
@@ -193,11 +189,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, q *runRequ
 }
 
 func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request, q *runRequest) error {
-	var req control.ToolCallRequest
-	if err := decodeStrict(q.body, &req); err != nil {
-		return err
-	}
-	resp, err := s.svc.ToolCall(r.Context(), q.rn, &req)
+	resp, err := s.svc.ToolCall(r.Context(), q.rn, q.decode)
 	if err != nil {
 		return err
 	}
@@ -224,11 +216,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, q *runReque
 // handleAttest has the control plane check the agent's proof bundle and
 // issue the execution attestation.
 func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, q *runRequest) error {
-	var req control.AttestRequest
-	if err := decodeStrict(q.body, &req); err != nil {
-		return err
-	}
-	out, err := s.svc.Attest(r.Context(), q.rn, &req)
+	out, err := s.svc.Attest(r.Context(), q.rn, q.decode)
 	if err != nil {
 		return err
 	}
@@ -308,11 +296,7 @@ func (s *Server) handleTPMActivate(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	var req control.ActivateRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
-	secret, err := s.svc.ActivateCredential(r.Context(), &req)
+	secret, err := s.svc.ActivateCredential(r.Context(), func(v any) error { return decodeStrict(body, v) })
 	if err != nil {
 		return err
 	}
