@@ -16,18 +16,18 @@ type Process struct {
 	StartTime uint64
 }
 
-// ReasonProcessBinding is the reason of a 403 for a request from a process
+// reasonProcessBinding is the reason of a 403 for a request from a process
 // other than the one its run is bound to, or from a process the attester
 // cannot identify.
-const ReasonProcessBinding = "PROCESS_BINDING"
+const reasonProcessBinding = "PROCESS_BINDING"
 
 var (
 	// errProcessUnknown refuses a peer whose pid the attester cannot see
 	// (another pid namespace: SO_PEERCRED reports 0) or whose start time
 	// it cannot read.
-	errProcessUnknown = &Error{kind: kindForbidden, Reason: ReasonProcessBinding,
+	errProcessUnknown = &Error{kind: kindForbidden, Reason: reasonProcessBinding,
 		Msg: "process binding: the attester cannot identify the calling process (pid or start time unreadable); the orchestrator must run in the attester's pid namespace"}
-	errOtherProcess = &Error{kind: kindForbidden, Reason: ReasonProcessBinding,
+	errOtherProcess = &Error{kind: kindForbidden, Reason: reasonProcessBinding,
 		Msg: "process binding: the run is bound to the process that created it, and this request comes from another process"}
 )
 
@@ -51,9 +51,9 @@ func processOf(p Peer) (Process, error) {
 	return Process{PID: p.PID, StartTime: p.StartTime}, nil
 }
 
-// SignedAnswer is a signed control answer: the statement's canonical
+// signedAnswer is a signed control answer: the statement's canonical
 // bytes and the signature over answer.Message(statement).
-type SignedAnswer struct {
+type signedAnswer struct {
 	Statement []byte
 	Signature []byte
 }
@@ -63,7 +63,7 @@ type SignedAnswer struct {
 // (answer.RequestHash) and the SHA-256 of the exact response body, under
 // the run's next sequence number (1 is the answer that created the run).
 // Every call uses a number, so no two answers of a run share one.
-func (s *Service) SignAnswer(rn *Run, caller Process, status int, requestHash, responseHash [32]byte) (*SignedAnswer, error) {
+func (s *Service) SignAnswer(rn *Run, caller Process, status int, requestHash, responseHash [32]byte) (*signedAnswer, error) {
 	st := answer.Statement{
 		AnswerVersion: answer.Version, AttesterDID: s.id.DID,
 		PeerPID: int64(caller.PID), PeerStartTime: int64(caller.StartTime),
@@ -78,5 +78,5 @@ func (s *Service) SignAnswer(rn *Run, caller Process, status int, requestHash, r
 	if err != nil {
 		return nil, fmt.Errorf("control: signing an answer: %w", err)
 	}
-	return &SignedAnswer{Statement: b, Signature: sig}, nil
+	return &signedAnswer{Statement: b, Signature: sig}, nil
 }

@@ -53,8 +53,8 @@ func TestRunBoundToItsProcess(t *testing.T) {
 		"the same pid, another start time": {PID: testProc.PID, StartTime: testProc.StartTime + 1},
 	} {
 		_, err := s.Authorize(resp.RunID, capHash, other)
-		if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindForbidden || ce.Reason != ReasonProcessBinding {
-			t.Errorf("%s: %v, want 403 %s", name, err, ReasonProcessBinding)
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindForbidden || ce.Reason != reasonProcessBinding {
+			t.Errorf("%s: %v, want 403 %s", name, err, reasonProcessBinding)
 		}
 	}
 	// Another process with a wrong capability learns nothing more.
@@ -68,7 +68,7 @@ func TestRunBoundToItsProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := answer.Verify(s.Identity().Public, b64u.Encode(sa.Statement), b64u.Encode(sa.Signature))
+		st, err := answer.Verify(s.id.Public, b64u.Encode(sa.Statement), b64u.Encode(sa.Signature))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -287,7 +287,7 @@ func configWithDefaults(a *attesterDoc) *Config {
 }
 
 // SetPlatform overrides attester.platform (the --platform flag) and checks
-// the result as ParseConfig would.
+// the result as ParseConfigWith would.
 func (c *Config) SetPlatform(name string) error {
 	if !slices.Contains(platforms, name) {
 		return configErr("attester.platform", confdoc.ErrBadValue, "must be one of %s", strings.Join(platforms, ", "))
@@ -303,7 +303,7 @@ func (c *Config) SetPlatform(name string) error {
 }
 
 // SetListen overrides attester.listen (the --listen flag) and checks the
-// result as ParseConfig would.
+// result as ParseConfigWith would.
 func (c *Config) SetListen(addr string) error {
 	if msg := listenAddrProblem(addr); msg != "" {
 		return configErr("attester.listen", confdoc.ErrBadValue, "%s", msg)
@@ -331,7 +331,7 @@ func (c *Config) owner(channel, sender string) bool {
 type ConfigError = confdoc.ConfigError
 
 // errConfig is the document sentinel of the configuration file: every
-// *ConfigError from ParseConfig matches it, the gate's included, and its
+// *ConfigError from ParseConfigWith matches it, the gate's included, and its
 // text starts their messages.
 var errConfig = errors.New("config")
 
@@ -352,20 +352,16 @@ type ConfigOptions struct {
 	ReadFile func(string) ([]byte, error)
 }
 
-// ParseConfig parses the configuration file once, strictly (schema/confdoc:
-// duplicate keys refused, keys case-sensitive, unknown keys refused,
-// nothing after the document), resolves ${VAR} and ${file:/path}
-// references in string values, and returns the attester section and the
-// gate's configuration (agents and tools, read by package gate from the
-// same tree). Every error is a *ConfigError naming its key and matching
-// errConfig; no value (and no resolved secret) is ever quoted. Nothing else
-// reads the file: all configuration errors surface here, before the
-// platform is opened or the identity unsealed.
-func ParseConfig(data []byte) (*Config, *gate.Config, error) {
-	return ParseConfigWith(data, ConfigOptions{})
-}
-
-// ParseConfigWith is ParseConfig with options.
+// ParseConfigWith parses the configuration file once, strictly
+// (schema/confdoc: duplicate keys refused, keys case-sensitive, unknown keys
+// refused, nothing after the document), resolves ${VAR} and ${file:/path}
+// references in string values (with o's lookups; the zero ConfigOptions
+// reads the process environment and the files), and returns the attester
+// section and the gate's configuration (agents and tools, read by package
+// gate from the same tree). Every error is a *ConfigError naming its key
+// and matching errConfig; no value (and no resolved secret) is ever quoted.
+// Nothing else reads the file: all configuration errors surface here,
+// before the platform is opened or the identity unsealed.
 func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error) {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -77,13 +78,13 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		m := base()
 		tt.mutate(m)
 		b, _ := json.Marshal(m)
-		_, _, err := ParseConfig(b)
+		_, _, err := parseConfig(b)
 		var ce *ConfigError
 		if !errors.As(err, &ce) || !errors.Is(err, errConfig) || ce.Key != tt.key {
 			t.Errorf("want a ConfigError naming %q, got %v", tt.key, err)
 		}
 	}
-	if _, _, err := ParseConfig([]byte("{")); !errors.Is(err, errConfig) {
+	if _, _, err := parseConfig([]byte("{")); !errors.Is(err, errConfig) {
 		t.Errorf("malformed file: %v", err)
 	}
 }
@@ -103,13 +104,13 @@ func TestConfigStrict(t *testing.T) {
 		{`{` + att + `,` + att + `}`, "attester", pohjson.ErrDuplicateKey},
 		{`{` + att + `} {}`, "", jsonobj.ErrSyntax},
 	} {
-		_, _, err := ParseConfig([]byte(tc.doc))
+		_, _, err := parseConfig([]byte(tc.doc))
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Key != tc.key || !errors.Is(err, tc.class) || !errors.Is(err, errConfig) {
 			t.Errorf("%s: %v, want key %q and %v", tc.doc, err, tc.key, tc.class)
 		}
 	}
-	if _, g, err := ParseConfig([]byte(`{` + att + `,"tools":{"deny":["exec"]}}`)); err != nil || g == nil {
+	if _, g, err := parseConfig([]byte(`{` + att + `,"tools":{"deny":["exec"]}}`)); err != nil || g == nil {
 		t.Fatalf("good config: %v", err)
 	}
 }
@@ -167,7 +168,7 @@ func TestConfigSecretReferences(t *testing.T) {
 // every key the attester section declares is accepted as written.
 func TestConfigDefaults(t *testing.T) {
 	min := `{"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"}}`
-	c, _, err := ParseConfig([]byte(min))
+	c, _, err := parseConfig([]byte(min))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +199,7 @@ func TestConfigDefaults(t *testing.T) {
 		"maxRuns":4096,"maxConnections":65536,"development":true,"modelProvider":"p","model":"m",
 		"admissionPolicy":` + string(policy) + `},
 		"agents":{"defaults":{"sig":{"enforceVerification":true}}},"tools":{"deny":["exec"]}}`
-	c, g, err := ParseConfig([]byte(full))
+	c, g, err := parseConfig([]byte(full))
 	if err != nil {
 		t.Fatalf("every key: %v", err)
 	}
@@ -215,7 +216,7 @@ func TestConfigDefaults(t *testing.T) {
 // they override, and a refused value leaves the Config as it was.
 func TestConfigFlagOverrides(t *testing.T) {
 	doc := `{"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"%s}}`
-	c, _, err := ParseConfig(fmt.Appendf(nil, doc, ""))
+	c, _, err := parseConfig(fmt.Appendf(nil, doc, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +243,7 @@ func TestConfigFlagOverrides(t *testing.T) {
 			t.Errorf("SetListen(%q): %v, listen %q", addr, err, c.Listen)
 		}
 	}
-	tc, _, err := ParseConfig(fmt.Appendf(nil, doc, `,"platform":"tpm","tpm":{"address":"127.0.0.1:2321"}`))
+	tc, _, err := parseConfig(fmt.Appendf(nil, doc, `,"platform":"tpm","tpm":{"address":"127.0.0.1:2321"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,4 +255,9 @@ func TestConfigFlagOverrides(t *testing.T) {
 	if !strings.Contains(f.Tag.Get("conf"), ",enum="+strings.Join(platforms, "|")+",") {
 		t.Errorf("attester.platform's enum %q is not platforms %v", f.Tag.Get("conf"), platforms)
 	}
+}
+
+// parseConfig is ParseConfigWith with the process's environment and files.
+func parseConfig(data []byte) (*Config, *gate.Config, error) {
+	return ParseConfigWith(data, ConfigOptions{})
 }

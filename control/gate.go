@@ -38,7 +38,7 @@ func (gs *gateState) close() error {
 // newGateState opens the audit log in stateDir/audit (a fresh temporary
 // directory when stateDir is empty: the log then does not outlive the
 // process, like the identity) and builds the gate from its parsed
-// configuration (ParseConfig).
+// configuration (ParseConfigWith).
 func newGateState(cfg *gate.Config, opts gate.Options, stateDir string) (*gateState, error) {
 	if cfg == nil {
 		return nil, errors.New("control: no gate configuration")

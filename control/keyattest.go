@@ -64,10 +64,10 @@ func (k *keyAttestations) get(ctx context.Context, challenge []byte) ([]byte, er
 	return jws, nil
 }
 
-// IdentityDocument is the attester's public identity (GET /v1/identity):
+// identityDocument is the attester's public identity (GET /v1/identity):
 // the DID, the pack recipient key and a key attestation over a challenge.
 // (Fields in key order, as the answer was once a sorted map.)
-type IdentityDocument struct {
+type identityDocument struct {
 	DID            string `json:"did"`
 	IdentitySealed bool   `json:"identity_sealed"`
 	KeyAttestation string `json:"key_attestation"`
@@ -80,12 +80,12 @@ type IdentityDocument struct {
 // challenge (nil: none). Without a challenge one attestation is shared by
 // every caller for a while; with one the quote is fresh, and such quotes
 // are metered for all callers together (kindTooMany with RetryAfter).
-func (s *Service) IdentityDocument(ctx context.Context, challenge []byte) (*IdentityDocument, error) {
+func (s *Service) IdentityDocument(ctx context.Context, challenge []byte) (*identityDocument, error) {
 	jws, err := s.keyAtts.get(ctx, challenge)
 	if err != nil {
 		return nil, err
 	}
-	return &IdentityDocument{
+	return &identityDocument{
 		DID: s.id.DID, PackPublicKey: s.id.PackKey.Public().String(), KeyAttestation: string(jws),
 		Platform: s.platform.Platform(), Simulated: s.Simulated(), IdentitySealed: s.id.Sealed,
 	}, nil

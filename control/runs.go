@@ -594,7 +594,7 @@ func (s *Service) CloseRun(rn *Run) error {
 // (BearerCapability) and caller is the process that created the run:
 // kindForbidden for another run's or an unknown capability (an unknown run
 // id gets the same answer, so run ids cannot be probed), kindForbidden with
-// reason ReasonProcessBinding for the capability used by another process,
+// reason reasonProcessBinding for the capability used by another process,
 // kindGone for the capability of a closed run.
 func (s *Service) Authorize(id string, capHash [32]byte, caller Process) (*Run, error) {
 	return s.runs.authorize(id, capHash, caller)

@@ -31,7 +31,7 @@ import (
 // Deps are what a Service is built from.
 type Deps struct {
 	Config *Config
-	// GateConfig is the gate's configuration (ParseConfig).
+	// GateConfig is the gate's configuration (ParseConfigWith).
 	GateConfig *gate.Config
 	Identity   *Identity
 	Platform   detect.Platform
@@ -133,9 +133,6 @@ func (s *Service) Close() {
 
 // Config is the configuration the service runs with.
 func (s *Service) Config() *Config { return s.cfg }
-
-// Identity is the attester's identity.
-func (s *Service) Identity() *Identity { return s.id }
 
 // Platform names the platform the attester quotes with.
 func (s *Service) Platform() string { return s.platform.Platform() }

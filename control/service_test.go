@@ -29,7 +29,7 @@ func newTestService(t *testing.T, trusted map[string]string) *Service {
 	t.Helper()
 	raw := []byte(`{"attester":{"controlSocket":"` + filepath.Join(t.TempDir(), "ctl", "c.sock") + `","platform":"simulated",
 		"trustedTemplates":` + string(testjson.Marshal(t, trusted)) + `,"allowUnlockedMemory":true,"modelProvider":"p","model":"m"}}`)
-	cfg, rest, err := ParseConfig(raw)
+	cfg, rest, err := parseConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func newSealedPack(t *testing.T) (*packtest.Pack, *Service, []byte, []byte) {
 	t.Helper()
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	s := newTestService(t, p.Trusted)
-	enc, man, err := promptpack.SealPack(p.Pack, s.Identity().PackKey.Public())
+	enc, man, err := promptpack.SealPack(p.Pack, s.id.PackKey.Public())
 	if err != nil {
 		t.Fatal(err)
 	}

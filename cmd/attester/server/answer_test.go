@@ -131,7 +131,7 @@ func TestUnknownProcessRefused(t *testing.T) {
 	for name, peer := range map[string]control.Peer{"pid 0": peerOf(0, true), "no start time": peerOf(42, false)} {
 		rec := newRecorder()
 		h.srv.ControlHandler().ServeHTTP(rec, req.WithContext(withPeer(req.Context(), peer)))
-		if rec.Code != 403 || !strings.Contains(rec.Body.String(), control.ReasonProcessBinding) {
+		if rec.Code != 403 || !strings.Contains(rec.Body.String(), "PROCESS_BINDING") {
 			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
 		}
 	}

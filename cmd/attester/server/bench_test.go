@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"github.com/clawea/attester/control"
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/wire/answer"
 	"net/http"
 	"os"
@@ -96,7 +97,14 @@ func BenchmarkVerifyAnswer(b *testing.B) {
 		b.Fatal(err)
 	}
 	st, sig := b64u.Encode(sa.Statement), b64u.Encode(sa.Signature)
-	pub := svc.Identity().Public
+	doc, err := svc.IdentityDocument(b.Context(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pub, err := didkey.Parse(doc.DID)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		s, err := answer.Verify(pub, st, sig)
 		if err != nil {

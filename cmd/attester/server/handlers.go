@@ -82,16 +82,16 @@ func (s *Server) writeSigned(w http.ResponseWriter, q *runRequest, code int, v a
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	setAnswerHeaders(h, sa)
+	setAnswerHeaders(h, sa.Statement, sa.Signature)
 	w.WriteHeader(code)
 	_, err = w.Write(buf.Bytes())
 	return err
 }
 
 // setAnswerHeaders sets the signed answer's two headers.
-func setAnswerHeaders(h http.Header, sa *control.SignedAnswer) {
-	h.Set(answer.HeaderStatement, b64u.Encode(sa.Statement))
-	h.Set(answer.HeaderSignature, b64u.Encode(sa.Signature))
+func setAnswerHeaders(h http.Header, statement, signature []byte) {
+	h.Set(answer.HeaderStatement, b64u.Encode(statement))
+	h.Set(answer.HeaderSignature, b64u.Encode(signature))
 }
 
 // refuse marks an error returned before the body was read: the connection
@@ -159,7 +159,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request, q *runRequ
 		if err != nil {
 			return err
 		}
-		return servePrompt(w, prompt, hash, sa)
+		return servePrompt(w, prompt, hash, sa.Statement, sa.Signature)
 	})
 }
 
