@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -31,11 +32,41 @@ var (
 		Msg: "process binding: the run is bound to the process that created it, and this request comes from another process"}
 )
 
+// callerNotAllowed refuses a control connection whose peer's uid is not in
+// attester.controlUids, or whose credentials could not be read.
+const callerNotAllowed = "this caller may not use the control API"
+
+// AdmitCaller checks the peer of the control connection ctx belongs to
+// (the peer WithPeer recorded; attester-api section 2, steps 1 and 2): its
+// uid MUST be in attester.controlUids (else a 403) and its process MUST be
+// identifiable (else 403 PROCESS_BINDING). The refusal's detail, for the
+// log only, names the peer's uid and pid.
+func (c *Config) AdmitCaller(ctx context.Context) error {
+	p, ok := peerFrom(ctx)
+	if !ok {
+		return &Error{kind: kindForbidden, Msg: callerNotAllowed, Err: errors.New("the peer's credentials are unknown")}
+	}
+	if !c.uidAllowed(p.UID) {
+		return &Error{kind: kindForbidden, Msg: callerNotAllowed, Err: fmt.Errorf("peer uid %d is not in attester.controlUids", p.UID)}
+	}
+	if _, err := processOf(p); err != nil {
+		return &Error{kind: kindForbidden, Reason: reasonProcessBinding, Msg: errProcessUnknown.Msg, Err: fmt.Errorf("peer uid %d pid %d", p.UID, p.PID)}
+	}
+	return nil
+}
+
+// uidAllowed reports whether a peer of uid may use the control API
+// (attester.controlUids).
+func (c *Config) uidAllowed(uid int) bool {
+	_, ok := c.uidAllow[uid]
+	return ok
+}
+
 // ProcessFrom is the Process of the control connection ctx belongs to
 // (the peer WithPeer recorded), or a 403 PROCESS_BINDING refusal when the
 // attester cannot identify it.
 func ProcessFrom(ctx context.Context) (Process, error) {
-	p, ok := PeerFrom(ctx)
+	p, ok := peerFrom(ctx)
 	if !ok {
 		return Process{}, errProcessUnknown
 	}

@@ -312,13 +312,6 @@ func (c *Config) SetListen(addr string) error {
 	return nil
 }
 
-// ControlUIDAllowed reports whether a peer of uid may use the control API
-// (attester.controlUids).
-func (c *Config) ControlUIDAllowed(uid int) bool {
-	_, ok := c.uidAllow[uid]
-	return ok
-}
-
 // owner returns whether channel:sender is a configured owner.
 func (c *Config) owner(channel, sender string) bool {
 	_, ok := c.owners[channel+":"+sender]

@@ -184,7 +184,7 @@ func TestConfigDefaults(t *testing.T) {
 		c.Owners != nil || c.AdmissionPolicy != nil || c.Development || c.AllowUnlockedMemory || c.StateDir != "" || c.TPM.Address != "" {
 		t.Fatalf("defaults: got %+v, want %+v", c, want)
 	}
-	if !c.ControlUIDAllowed(os.Geteuid()) || c.ControlUIDAllowed(os.Geteuid()+1) || c.owner("telegram", "1") {
+	if !c.uidAllowed(os.Geteuid()) || c.uidAllowed(os.Geteuid()+1) || c.owner("telegram", "1") {
 		t.Fatal("default lookup sets")
 	}
 
@@ -207,7 +207,7 @@ func TestConfigDefaults(t *testing.T) {
 		c.MaxOwnerMessagesPerRun != 65536 || c.MaxToolCallsPerRun != 1<<24 || c.UploadBudgetBytes != 16<<30 ||
 		c.TPM.Address != "127.0.0.1:2321" || c.Platform != "tpm" || c.StateDir != "/var/lib/clawea" || !c.AllowUnlockedMemory ||
 		c.MaxPackBytes != 256<<20 || c.MaxRuns != 4096 || c.MaxConnections != 65536 || !c.Development || c.AdmissionPolicy == nil ||
-		!c.owner("cli", "local") || !c.ControlUIDAllowed(1000) || c.ControlUIDAllowed(os.Geteuid()+1) || !g.EnforceVerification {
+		!c.owner("cli", "local") || !c.uidAllowed(1000) || c.uidAllowed(os.Geteuid()+1) || !g.EnforceVerification {
 		t.Fatalf("every key: got %+v", c)
 	}
 }

@@ -31,9 +31,9 @@ func WithPeer(ctx context.Context, p Peer) context.Context {
 	return context.WithValue(ctx, peerCtxKey{}, p)
 }
 
-// PeerFrom returns the peer WithPeer recorded; false when none was (not a
+// peerFrom returns the peer WithPeer recorded; false when none was (not a
 // unix socket, the credentials could not be read, or an in-process call).
-func PeerFrom(ctx context.Context) (Peer, bool) {
+func peerFrom(ctx context.Context) (Peer, bool) {
 	p, ok := ctx.Value(peerCtxKey{}).(Peer)
 	return p, ok
 }
@@ -321,7 +321,7 @@ func (c *Config) ObserveIsolation() (*evidencedoc.Isolation, error) {
 // run is created, with the peer that asked (its uid and pid namespace):
 // the run's isolation claims, observed once, here.
 func (c *creation) observeIsolation(ctx context.Context) error {
-	peer, ok := PeerFrom(ctx)
+	peer, ok := peerFrom(ctx)
 	iso, err := hostProbe().observe(c.s.cfg.ControlSocket, os.Geteuid(), c.s.cfg.ControlUIDs, peer, ok)
 	if err != nil {
 		return fmt.Errorf("observing isolation: %w", err)
