@@ -286,9 +286,24 @@ func configWithDefaults(a *attesterDoc) *Config {
 	return c
 }
 
-// SetPlatform overrides attester.platform (the --platform flag) and checks
+// Override applies the command line's overrides (--platform and --listen;
+// "" when not given) and checks the result as ParseConfigWith would; the
+// error names the key.
+func (c *Config) Override(platform, listen string) error {
+	if platform != "" {
+		if err := c.setPlatform(platform); err != nil {
+			return err
+		}
+	}
+	if listen != "" {
+		return c.setListen(listen)
+	}
+	return nil
+}
+
+// setPlatform overrides attester.platform (the --platform flag) and checks
 // the result as ParseConfigWith would.
-func (c *Config) SetPlatform(name string) error {
+func (c *Config) setPlatform(name string) error {
 	if !slices.Contains(platforms, name) {
 		return configErr("attester.platform", confdoc.ErrBadValue, "must be one of %s", strings.Join(platforms, ", "))
 	}
@@ -302,9 +317,9 @@ func (c *Config) SetPlatform(name string) error {
 	return nil
 }
 
-// SetListen overrides attester.listen (the --listen flag) and checks the
+// setListen overrides attester.listen (the --listen flag) and checks the
 // result as ParseConfigWith would.
-func (c *Config) SetListen(addr string) error {
+func (c *Config) setListen(addr string) error {
 	if msg := listenAddrProblem(addr); msg != "" {
 		return configErr("attester.listen", confdoc.ErrBadValue, "%s", msg)
 	}

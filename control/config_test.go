@@ -221,34 +221,34 @@ func TestConfigFlagOverrides(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range platforms {
-		if err := c.SetPlatform(p); err != nil || c.Platform != p {
-			t.Errorf("SetPlatform(%q): %v", p, err)
+		if err := c.setPlatform(p); err != nil || c.Platform != p {
+			t.Errorf("setPlatform(%q): %v", p, err)
 		}
 	}
 	var ce *ConfigError
-	if err := c.SetPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, errConfig) || c.Platform != "simulated" {
-		t.Errorf("SetPlatform(sgx): %v, platform %q", err, c.Platform)
+	if err := c.setPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, errConfig) || c.Platform != "simulated" {
+		t.Errorf("setPlatform(sgx): %v, platform %q", err, c.Platform)
 	}
 	// The simulated GPU goes only with the simulated platform.
 	c.GPU = "simulated"
-	if err := c.SetPlatform("tdx"); !errors.As(err, &ce) || ce.Key != "attester.gpu" || c.Platform != "simulated" {
-		t.Errorf("SetPlatform(tdx) with the simulated gpu: %v, platform %q", err, c.Platform)
+	if err := c.setPlatform("tdx"); !errors.As(err, &ce) || ce.Key != "attester.gpu" || c.Platform != "simulated" {
+		t.Errorf("setPlatform(tdx) with the simulated gpu: %v, platform %q", err, c.Platform)
 	}
 	c.GPU = "off"
-	if err := c.SetListen("127.0.0.1:0"); err != nil || c.Listen != "127.0.0.1:0" {
-		t.Errorf("SetListen: %v", err)
+	if err := c.setListen("127.0.0.1:0"); err != nil || c.Listen != "127.0.0.1:0" {
+		t.Errorf("setListen: %v", err)
 	}
 	for _, addr := range []string{"not-an-addr", "127.0.0.1:65536", "127.0.0.1:http", ""} {
-		if err := c.SetListen(addr); !errors.As(err, &ce) || ce.Key != "attester.listen" || c.Listen != "127.0.0.1:0" {
-			t.Errorf("SetListen(%q): %v, listen %q", addr, err, c.Listen)
+		if err := c.setListen(addr); !errors.As(err, &ce) || ce.Key != "attester.listen" || c.Listen != "127.0.0.1:0" {
+			t.Errorf("setListen(%q): %v, listen %q", addr, err, c.Listen)
 		}
 	}
 	tc, _, err := parseConfig(fmt.Appendf(nil, doc, `,"platform":"tpm","tpm":{"address":"127.0.0.1:2321"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.SetPlatform("simulated"); !errors.As(err, &ce) || ce.Key != "attester.tpm.address" || tc.Platform != "tpm" {
-		t.Errorf("SetPlatform(simulated) with tpm.address: %v", err)
+	if err := tc.setPlatform("simulated"); !errors.As(err, &ce) || ce.Key != "attester.tpm.address" || tc.Platform != "tpm" {
+		t.Errorf("setPlatform(simulated) with tpm.address: %v", err)
 	}
 	// platforms is the enum of attester.platform.
 	f, _ := reflect.TypeFor[attesterDoc]().FieldByName("Platform")

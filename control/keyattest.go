@@ -85,9 +85,10 @@ func (s *Service) IdentityDocument(ctx context.Context, challenge []byte) (*iden
 	if err != nil {
 		return nil, err
 	}
+	platform, simulated := s.Platform()
 	return &identityDocument{
 		DID: s.id.DID, PackPublicKey: s.id.PackKey.Public().String(), KeyAttestation: string(jws),
-		Platform: s.platform.Platform(), Simulated: s.Simulated(), IdentitySealed: s.id.Sealed,
+		Platform: platform, Simulated: simulated, IdentitySealed: s.id.Sealed,
 	}, nil
 }
 

@@ -134,13 +134,11 @@ func (s *Service) Close() {
 // Config is the configuration the service runs with.
 func (s *Service) Config() *Config { return s.cfg }
 
-// Platform names the platform the attester quotes with.
-func (s *Service) Platform() string { return s.platform.Platform() }
-
-// Simulated reports whether the platform's evidence is simulated (the
-// simulated platform, or a TPM reached over TCP).
-func (s *Service) Simulated() bool {
-	return (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
+// Platform names the platform the attester quotes with, and whether its
+// evidence is simulated (the simulated platform, or a TPM reached over
+// TCP).
+func (s *Service) Platform() (name string, simulated bool) {
+	return s.platform.Platform(), (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
 }
 
 // PolicyHash is the gate policy's hash.

@@ -201,10 +201,11 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) error {
 	if err := s.svc.AuditHealthy(); err != nil {
 		return httpErr(http.StatusServiceUnavailable, "the gate cannot record decisions: every tool call would be denied", err)
 	}
+	platform, simulated := s.svc.Platform()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":    "ready",
-		"platform":  s.svc.Platform(),
-		"simulated": s.svc.Simulated(),
+		"platform":  platform,
+		"simulated": simulated,
 	})
 	return nil
 }
