@@ -47,6 +47,12 @@ var statuses = [...]int{
 // error is returned as it is, so the surface reports its own refusal.
 type Decoder func(v any) error
 
+// decodeAs reads the request of type T with decode.
+func decodeAs[T any](decode Decoder) (*T, error) {
+	req := new(T)
+	return req, decode(req)
+}
+
 // Error is a refusal: Msg is safe to show the caller; Err carries the
 // detail for the log only. Reason is an optional machine-readable code (a
 // PoH reason code or an admission rule).

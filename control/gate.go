@@ -187,8 +187,8 @@ type turnResponse struct {
 // run's current turn. Every check happens before anything changes: a
 // refused turn leaves the previous turn current.
 func (s *Service) StartTurn(rn *Run, decode Decoder) (*turnResponse, error) {
-	req := &turnRequest{}
-	if err := decode(req); err != nil {
+	req, err := decodeAs[turnRequest](decode)
+	if err != nil {
 		return nil, err
 	}
 	if err := validChannel(req.Channel); err != nil {
@@ -270,8 +270,8 @@ type verifyResponse struct {
 // Verify runs the verify tool for the run's current turn and marks the
 // turn verified in the gate.
 func (s *Service) Verify(rn *Run, decode Decoder) (*verifyResponse, error) {
-	req := &verifyRequest{}
-	if err := decode(req); err != nil {
+	req, err := decodeAs[verifyRequest](decode)
+	if err != nil {
 		return nil, err
 	}
 	rn.mu.Lock()
@@ -334,8 +334,8 @@ type toolCallResponse struct {
 // decision is recorded in the run's audit log. A call the gate could not
 // decide is a denial, not an error.
 func (s *Service) ToolCall(ctx context.Context, rn *Run, decode Decoder) (*toolCallResponse, error) {
-	req := &toolCallRequest{}
-	if err := decode(req); err != nil {
+	req, err := decodeAs[toolCallRequest](decode)
+	if err != nil {
 		return nil, err
 	}
 	if err := rn.countToolCall(req.TurnID, s.cfg.MaxToolCallsPerRun); err != nil {

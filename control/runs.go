@@ -282,8 +282,8 @@ type creation struct {
 // returned beside its answer so that the answer can be signed
 // (SignAnswer).
 func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process) (resp *createRunResponse, rn *Run, err error) {
-	req := &createRunRequest{}
-	if err := decode(req); err != nil {
+	req, err := decodeAs[createRunRequest](decode)
+	if err != nil {
 		return nil, nil, err
 	}
 	c := &creation{s: s, req: req, caller: caller}
@@ -531,8 +531,8 @@ type attestRequest struct {
 // to one and in order) and issues the execution attestation with fresh
 // evidence, committing to exactly the records it checked.
 func (s *Service) Attest(ctx context.Context, rn *Run, decode Decoder) (*attestation.Output, error) {
-	req := &attestRequest{}
-	if err := decode(req); err != nil {
+	req, err := decodeAs[attestRequest](decode)
+	if err != nil {
 		return nil, err
 	}
 	rn.mu.Lock()

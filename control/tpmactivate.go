@@ -80,8 +80,8 @@ type activateRequest struct {
 // ActivateCredential answers one credential-activation challenge
 // (tpmcred.Challenge) with the secret the TPM recovers.
 func (s *Service) ActivateCredential(ctx context.Context, decode Decoder) ([]byte, error) {
-	req := &activateRequest{}
-	if err := decode(req); err != nil {
+	req, err := decodeAs[activateRequest](decode)
+	if err != nil {
 		return nil, err
 	}
 	a, err := s.activator()
