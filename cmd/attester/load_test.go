@@ -626,18 +626,15 @@ func inProcessDecideRate(t *testing.T, dir string, callers, runs int, d time.Dur
 }
 
 // signDecision is the answer work the attester does for one decision
-// besides the transport: the request's hash, the answer's JSON and its
-// hash, the canonical statement and its signature, and the two headers'
+// besides the transport: the request's hash, the answer's JSON (the
+// decision's fields) and its hash, the canonical statement and its signature, and the two headers'
 // b64u texts, which it returns.
 func signDecision(key ed25519.PrivateKey, did, run string, seq int64, target string, body []byte, dec gate.Decision) (string, string, error) {
 	req := answer.RequestHash("POST", target, body)
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(decisionAnswer{
-		Allow: dec.Allow, Stage: string(dec.Stage), Reason: dec.Reason, Tool: dec.Tool,
-		ParamsHash: dec.ParamsHash, AuditSeq: dec.AuditSeq,
-	}); err != nil {
+	if err := enc.Encode(dec); err != nil {
 		return "", "", err
 	}
 	resp := sha256.Sum256(buf.Bytes())
@@ -651,16 +648,6 @@ func signDecision(key ed25519.PrivateKey, did, run string, seq int64, target str
 		return "", "", err
 	}
 	return b64u.Encode(stmt), b64u.Encode(ed25519.Sign(key, answer.Message(stmt))), nil
-}
-
-// decisionAnswer is the tool-call answer's JSON (attester-api section 5).
-type decisionAnswer struct {
-	Allow      bool   `json:"allow"`
-	Stage      string `json:"stage"`
-	Reason     string `json:"reason"`
-	Tool       string `json:"tool"`
-	ParamsHash string `json:"params_hash_b64u"`
-	AuditSeq   uint64 `json:"audit_seq"`
 }
 
 // procCPU is the user+system CPU time of process pid (/proc/pid/stat).
