@@ -18,12 +18,12 @@ func (s *Service) runAudit(rn *Run) ([]auditrec.Record, string, int64, error) {
 		return nil, "", 0, nil // no decision yet
 	}
 	if err != nil {
-		return nil, "", 0, refusal(KindInternal, "cannot read the audit log", err)
+		return nil, "", 0, refusal(kindInternal, "cannot read the audit log", err)
 	}
 	root, count := snap.Root, snap.Count
 	recs, err := snap.Records()
 	if err != nil {
-		return nil, "", 0, refusal(KindInternal, "cannot read the audit log", err)
+		return nil, "", 0, refusal(kindInternal, "cannot read the audit log", err)
 	}
 	return recs, root, int64(count), nil
 }

@@ -13,28 +13,18 @@ import (
 // testProc is the process the tests' runs are created by.
 var testProc = Process{PID: 4242, StartTime: 123456}
 
-type fakePeer struct {
-	pid   int
-	start uint64
-	ok    bool
-}
-
-func (p fakePeer) PID() int                  { return p.pid }
-func (p fakePeer) UID() int                  { return 0 }
-func (p fakePeer) StartTime() (uint64, bool) { return p.start, p.ok }
-
 func TestProcessOf(t *testing.T) {
-	if got, err := ProcessOf(fakePeer{42, 7, true}); err != nil || got != (Process{42, 7}) {
-		t.Fatalf("ProcessOf: %v %v", got, err)
+	if got, err := processOf(Peer{PID: 42, StartTime: 7, StartTimeKnown: true}); err != nil || got != (Process{42, 7}) {
+		t.Fatalf("processOf: %v %v", got, err)
 	}
 	for name, p := range map[string]Peer{
-		"nil":                        nil,
-		"pid 0 (another namespace)":  fakePeer{0, 7, true},
-		"start time unreadable":      fakePeer{42, 0, false},
-		"start time beyond 2^53 - 1": fakePeer{42, 1 << 53, true},
+		"none":                       {},
+		"pid 0 (another namespace)":  {PID: 0, StartTime: 7, StartTimeKnown: true},
+		"start time unreadable":      {PID: 42},
+		"start time beyond 2^53 - 1": {PID: 42, StartTime: 1 << 53, StartTimeKnown: true},
 	} {
-		if _, err := ProcessOf(p); !errors.Is(err, ErrProcessUnknown) {
-			t.Errorf("%s: %v, want ErrProcessUnknown", name, err)
+		if _, err := processOf(p); !errors.Is(err, errProcessUnknown) {
+			t.Errorf("%s: %v, want errProcessUnknown", name, err)
 		}
 	}
 }
@@ -44,17 +34,17 @@ func TestProcessOf(t *testing.T) {
 // for an unknown process; answers are signed in sequence from 1.
 func TestRunBoundToItsProcess(t *testing.T) {
 	p, s, enc, mj := newSealedPack(t)
-	req := func() *CreateRunRequest {
-		return &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}
+	req := func() *createRunRequest {
+		return &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}
 	}
-	if _, _, err := s.CreateRun(context.Background(), req(), Process{}); !errors.Is(err, ErrProcessUnknown) || s.OpenRuns() != 0 {
+	if _, _, err := s.CreateRun(context.Background(), decoded(req()), Process{}); !errors.Is(err, errProcessUnknown) || s.OpenRuns() != 0 {
 		t.Fatalf("run for an unknown process: %v, %d open", err, s.OpenRuns())
 	}
-	resp, rn, err := s.CreateRun(context.Background(), req(), testProc)
+	resp, rn, err := s.CreateRun(context.Background(), decoded(req()), testProc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	capHash, _ := CapabilityHash(resp.Capability)
+	capHash, _ := capabilityHash(resp.Capability)
 	if got, err := s.Authorize(resp.RunID, capHash, testProc); err != nil || got != rn {
 		t.Fatalf("the creating process: %v", err)
 	}
@@ -63,8 +53,8 @@ func TestRunBoundToItsProcess(t *testing.T) {
 		"the same pid, another start time": {PID: testProc.PID, StartTime: testProc.StartTime + 1},
 	} {
 		_, err := s.Authorize(resp.RunID, capHash, other)
-		if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindForbidden || ce.Reason != ReasonProcessBinding {
-			t.Errorf("%s: %v, want 403 %s", name, err, ReasonProcessBinding)
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindForbidden || ce.Reason != reasonProcessBinding {
+			t.Errorf("%s: %v, want 403 %s", name, err, reasonProcessBinding)
 		}
 	}
 	// Another process with a wrong capability learns nothing more.
@@ -78,7 +68,7 @@ func TestRunBoundToItsProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := answer.Verify(s.Identity().Public, b64u.Encode(sa.Statement), b64u.Encode(sa.Signature))
+		st, err := answer.Verify(s.id.Public, b64u.Encode(sa.Statement), b64u.Encode(sa.Signature))
 		if err != nil {
 			t.Fatal(err)
 		}

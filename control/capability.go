@@ -25,19 +25,31 @@ func newCapability() (string, [32]byte, error) {
 	return capPrefix + b64u.Encode(b[:]), sha256.Sum256(b[:]), nil
 }
 
-// ErrNoCredential refuses a request without a well-formed run capability.
-var ErrNoCredential = &Error{Kind: KindUnauthenticated, Msg: "a run capability is required: Authorization: Bearer clawea-cap-v1.<43 b64u characters>"}
+// errNoCredential refuses a request without a well-formed run capability.
+var errNoCredential = &Error{kind: kindUnauthenticated, Msg: "a run capability is required: Authorization: Bearer clawea-cap-v1.<43 b64u characters>"}
 
-// CapabilityHash returns the hash Authorize takes for the capability tok.
-// Only the syntax is checked; the error is ErrNoCredential.
-func CapabilityHash(tok string) ([32]byte, error) {
+// BearerCapability returns the hash Authorize takes for the capability in
+// an Authorization header ("Bearer clawea-cap-v1.<43 b64u characters>",
+// the scheme in any case). Only the syntax is checked; the error is a 401
+// refusal.
+func BearerCapability(authorization string) ([32]byte, error) {
+	scheme, tok, ok := strings.Cut(authorization, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return [32]byte{}, errNoCredential
+	}
+	return capabilityHash(tok)
+}
+
+// capabilityHash returns the hash Authorize takes for the capability tok.
+// Only the syntax is checked; the error is errNoCredential.
+func capabilityHash(tok string) ([32]byte, error) {
 	rest, ok := strings.CutPrefix(tok, capPrefix)
 	if !ok || len(rest) != 43 {
-		return [32]byte{}, ErrNoCredential
+		return [32]byte{}, errNoCredential
 	}
 	raw, err := b64u.Decode(rest)
 	if err != nil || len(raw) != capBytes {
-		return [32]byte{}, ErrNoCredential
+		return [32]byte{}, errNoCredential
 	}
 	return sha256.Sum256(raw), nil
 }

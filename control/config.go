@@ -286,9 +286,24 @@ func configWithDefaults(a *attesterDoc) *Config {
 	return c
 }
 
-// SetPlatform overrides attester.platform (the --platform flag) and checks
-// the result as ParseConfig would.
-func (c *Config) SetPlatform(name string) error {
+// Override applies the command line's overrides (--platform and --listen;
+// "" when not given) and checks the result as ParseConfigWith would; the
+// error names the key.
+func (c *Config) Override(platform, listen string) error {
+	if platform != "" {
+		if err := c.setPlatform(platform); err != nil {
+			return err
+		}
+	}
+	if listen != "" {
+		return c.setListen(listen)
+	}
+	return nil
+}
+
+// setPlatform overrides attester.platform (the --platform flag) and checks
+// the result as ParseConfigWith would.
+func (c *Config) setPlatform(name string) error {
 	if !slices.Contains(platforms, name) {
 		return configErr("attester.platform", confdoc.ErrBadValue, "must be one of %s", strings.Join(platforms, ", "))
 	}
@@ -302,21 +317,14 @@ func (c *Config) SetPlatform(name string) error {
 	return nil
 }
 
-// SetListen overrides attester.listen (the --listen flag) and checks the
-// result as ParseConfig would.
-func (c *Config) SetListen(addr string) error {
+// setListen overrides attester.listen (the --listen flag) and checks the
+// result as ParseConfigWith would.
+func (c *Config) setListen(addr string) error {
 	if msg := listenAddrProblem(addr); msg != "" {
 		return configErr("attester.listen", confdoc.ErrBadValue, "%s", msg)
 	}
 	c.Listen = addr
 	return nil
-}
-
-// ControlUIDAllowed reports whether a peer of uid may use the control API
-// (attester.controlUids).
-func (c *Config) ControlUIDAllowed(uid int) bool {
-	_, ok := c.uidAllow[uid]
-	return ok
 }
 
 // owner returns whether channel:sender is a configured owner.
@@ -331,7 +339,7 @@ func (c *Config) owner(channel, sender string) bool {
 type ConfigError = confdoc.ConfigError
 
 // errConfig is the document sentinel of the configuration file: every
-// *ConfigError from ParseConfig matches it, the gate's included, and its
+// *ConfigError from ParseConfigWith matches it, the gate's included, and its
 // text starts their messages.
 var errConfig = errors.New("config")
 
@@ -352,20 +360,16 @@ type ConfigOptions struct {
 	ReadFile func(string) ([]byte, error)
 }
 
-// ParseConfig parses the configuration file once, strictly (schema/confdoc:
-// duplicate keys refused, keys case-sensitive, unknown keys refused,
-// nothing after the document), resolves ${VAR} and ${file:/path}
-// references in string values, and returns the attester section and the
-// gate's configuration (agents and tools, read by package gate from the
-// same tree). Every error is a *ConfigError naming its key and matching
-// errConfig; no value (and no resolved secret) is ever quoted. Nothing else
-// reads the file: all configuration errors surface here, before the
-// platform is opened or the identity unsealed.
-func ParseConfig(data []byte) (*Config, *gate.Config, error) {
-	return ParseConfigWith(data, ConfigOptions{})
-}
-
-// ParseConfigWith is ParseConfig with options.
+// ParseConfigWith parses the configuration file once, strictly
+// (schema/confdoc: duplicate keys refused, keys case-sensitive, unknown keys
+// refused, nothing after the document), resolves ${VAR} and ${file:/path}
+// references in string values (with o's lookups; the zero ConfigOptions
+// reads the process environment and the files), and returns the attester
+// section and the gate's configuration (agents and tools, read by package
+// gate from the same tree). Every error is a *ConfigError naming its key
+// and matching errConfig; no value (and no resolved secret) is ever quoted.
+// Nothing else reads the file: all configuration errors surface here,
+// before the platform is opened or the identity unsealed.
 func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error) {
 	if o.LookupEnv == nil {
 		o.LookupEnv = os.LookupEnv

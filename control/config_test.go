@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -77,13 +78,13 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		m := base()
 		tt.mutate(m)
 		b, _ := json.Marshal(m)
-		_, _, err := ParseConfig(b)
+		_, _, err := parseConfig(b)
 		var ce *ConfigError
 		if !errors.As(err, &ce) || !errors.Is(err, errConfig) || ce.Key != tt.key {
 			t.Errorf("want a ConfigError naming %q, got %v", tt.key, err)
 		}
 	}
-	if _, _, err := ParseConfig([]byte("{")); !errors.Is(err, errConfig) {
+	if _, _, err := parseConfig([]byte("{")); !errors.Is(err, errConfig) {
 		t.Errorf("malformed file: %v", err)
 	}
 }
@@ -103,13 +104,13 @@ func TestConfigStrict(t *testing.T) {
 		{`{` + att + `,` + att + `}`, "attester", pohjson.ErrDuplicateKey},
 		{`{` + att + `} {}`, "", jsonobj.ErrSyntax},
 	} {
-		_, _, err := ParseConfig([]byte(tc.doc))
+		_, _, err := parseConfig([]byte(tc.doc))
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Key != tc.key || !errors.Is(err, tc.class) || !errors.Is(err, errConfig) {
 			t.Errorf("%s: %v, want key %q and %v", tc.doc, err, tc.key, tc.class)
 		}
 	}
-	if _, g, err := ParseConfig([]byte(`{` + att + `,"tools":{"deny":["exec"]}}`)); err != nil || g == nil {
+	if _, g, err := parseConfig([]byte(`{` + att + `,"tools":{"deny":["exec"]}}`)); err != nil || g == nil {
 		t.Fatalf("good config: %v", err)
 	}
 }
@@ -167,7 +168,7 @@ func TestConfigSecretReferences(t *testing.T) {
 // every key the attester section declares is accepted as written.
 func TestConfigDefaults(t *testing.T) {
 	min := `{"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"}}`
-	c, _, err := ParseConfig([]byte(min))
+	c, _, err := parseConfig([]byte(min))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +184,7 @@ func TestConfigDefaults(t *testing.T) {
 		c.Owners != nil || c.AdmissionPolicy != nil || c.Development || c.AllowUnlockedMemory || c.StateDir != "" || c.TPM.Address != "" {
 		t.Fatalf("defaults: got %+v, want %+v", c, want)
 	}
-	if !c.ControlUIDAllowed(os.Geteuid()) || c.ControlUIDAllowed(os.Geteuid()+1) || c.owner("telegram", "1") {
+	if !c.uidAllowed(os.Geteuid()) || c.uidAllowed(os.Geteuid()+1) || c.owner("telegram", "1") {
 		t.Fatal("default lookup sets")
 	}
 
@@ -198,7 +199,7 @@ func TestConfigDefaults(t *testing.T) {
 		"maxRuns":4096,"maxConnections":65536,"development":true,"modelProvider":"p","model":"m",
 		"admissionPolicy":` + string(policy) + `},
 		"agents":{"defaults":{"sig":{"enforceVerification":true}}},"tools":{"deny":["exec"]}}`
-	c, g, err := ParseConfig([]byte(full))
+	c, g, err := parseConfig([]byte(full))
 	if err != nil {
 		t.Fatalf("every key: %v", err)
 	}
@@ -206,7 +207,7 @@ func TestConfigDefaults(t *testing.T) {
 		c.MaxOwnerMessagesPerRun != 65536 || c.MaxToolCallsPerRun != 1<<24 || c.UploadBudgetBytes != 16<<30 ||
 		c.TPM.Address != "127.0.0.1:2321" || c.Platform != "tpm" || c.StateDir != "/var/lib/clawea" || !c.AllowUnlockedMemory ||
 		c.MaxPackBytes != 256<<20 || c.MaxRuns != 4096 || c.MaxConnections != 65536 || !c.Development || c.AdmissionPolicy == nil ||
-		!c.owner("cli", "local") || !c.ControlUIDAllowed(1000) || c.ControlUIDAllowed(os.Geteuid()+1) || !g.EnforceVerification {
+		!c.owner("cli", "local") || !c.uidAllowed(1000) || c.uidAllowed(os.Geteuid()+1) || !g.EnforceVerification {
 		t.Fatalf("every key: got %+v", c)
 	}
 }
@@ -215,43 +216,48 @@ func TestConfigDefaults(t *testing.T) {
 // they override, and a refused value leaves the Config as it was.
 func TestConfigFlagOverrides(t *testing.T) {
 	doc := `{"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"%s}}`
-	c, _, err := ParseConfig(fmt.Appendf(nil, doc, ""))
+	c, _, err := parseConfig(fmt.Appendf(nil, doc, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range platforms {
-		if err := c.SetPlatform(p); err != nil || c.Platform != p {
-			t.Errorf("SetPlatform(%q): %v", p, err)
+		if err := c.setPlatform(p); err != nil || c.Platform != p {
+			t.Errorf("setPlatform(%q): %v", p, err)
 		}
 	}
 	var ce *ConfigError
-	if err := c.SetPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, errConfig) || c.Platform != "simulated" {
-		t.Errorf("SetPlatform(sgx): %v, platform %q", err, c.Platform)
+	if err := c.setPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, errConfig) || c.Platform != "simulated" {
+		t.Errorf("setPlatform(sgx): %v, platform %q", err, c.Platform)
 	}
 	// The simulated GPU goes only with the simulated platform.
 	c.GPU = "simulated"
-	if err := c.SetPlatform("tdx"); !errors.As(err, &ce) || ce.Key != "attester.gpu" || c.Platform != "simulated" {
-		t.Errorf("SetPlatform(tdx) with the simulated gpu: %v, platform %q", err, c.Platform)
+	if err := c.setPlatform("tdx"); !errors.As(err, &ce) || ce.Key != "attester.gpu" || c.Platform != "simulated" {
+		t.Errorf("setPlatform(tdx) with the simulated gpu: %v, platform %q", err, c.Platform)
 	}
 	c.GPU = "off"
-	if err := c.SetListen("127.0.0.1:0"); err != nil || c.Listen != "127.0.0.1:0" {
-		t.Errorf("SetListen: %v", err)
+	if err := c.setListen("127.0.0.1:0"); err != nil || c.Listen != "127.0.0.1:0" {
+		t.Errorf("setListen: %v", err)
 	}
 	for _, addr := range []string{"not-an-addr", "127.0.0.1:65536", "127.0.0.1:http", ""} {
-		if err := c.SetListen(addr); !errors.As(err, &ce) || ce.Key != "attester.listen" || c.Listen != "127.0.0.1:0" {
-			t.Errorf("SetListen(%q): %v, listen %q", addr, err, c.Listen)
+		if err := c.setListen(addr); !errors.As(err, &ce) || ce.Key != "attester.listen" || c.Listen != "127.0.0.1:0" {
+			t.Errorf("setListen(%q): %v, listen %q", addr, err, c.Listen)
 		}
 	}
-	tc, _, err := ParseConfig(fmt.Appendf(nil, doc, `,"platform":"tpm","tpm":{"address":"127.0.0.1:2321"}`))
+	tc, _, err := parseConfig(fmt.Appendf(nil, doc, `,"platform":"tpm","tpm":{"address":"127.0.0.1:2321"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tc.SetPlatform("simulated"); !errors.As(err, &ce) || ce.Key != "attester.tpm.address" || tc.Platform != "tpm" {
-		t.Errorf("SetPlatform(simulated) with tpm.address: %v", err)
+	if err := tc.setPlatform("simulated"); !errors.As(err, &ce) || ce.Key != "attester.tpm.address" || tc.Platform != "tpm" {
+		t.Errorf("setPlatform(simulated) with tpm.address: %v", err)
 	}
 	// platforms is the enum of attester.platform.
 	f, _ := reflect.TypeFor[attesterDoc]().FieldByName("Platform")
 	if !strings.Contains(f.Tag.Get("conf"), ",enum="+strings.Join(platforms, "|")+",") {
 		t.Errorf("attester.platform's enum %q is not platforms %v", f.Tag.Get("conf"), platforms)
 	}
+}
+
+// parseConfig is ParseConfigWith with the process's environment and files.
+func parseConfig(data []byte) (*Config, *gate.Config, error) {
+	return ParseConfigWith(data, ConfigOptions{})
 }

@@ -38,7 +38,7 @@ func (gs *gateState) close() error {
 // newGateState opens the audit log in stateDir/audit (a fresh temporary
 // directory when stateDir is empty: the log then does not outlive the
 // process, like the identity) and builds the gate from its parsed
-// configuration (ParseConfig).
+// configuration (ParseConfigWith).
 func newGateState(cfg *gate.Config, opts gate.Options, stateDir string) (*gateState, error) {
 	if cfg == nil {
 		return nil, errors.New("control: no gate configuration")
@@ -105,9 +105,9 @@ func validText(s string, max int) error {
 	return nil
 }
 
-// TurnRequest starts a turn: a new inbound message. Whether its sender is
+// turnRequest, the body of POST /v1/runs/{id}/turns, starts a turn: a new inbound message. Whether its sender is
 // an owner comes from attester.owners, never from the request.
-type TurnRequest struct {
+type turnRequest struct {
 	Channel   string `json:"channel"`
 	SenderID  string `json:"sender_id"`
 	MessageID string `json:"message_id"`
@@ -116,11 +116,11 @@ type TurnRequest struct {
 	ContentSHA256B64u string `json:"content_sha256_b64u"`
 }
 
-var errStaleTurn = &Error{Kind: KindConflict, Msg: "turn_id is not the run's current turn"}
+var errStaleTurn = &Error{kind: kindConflict, Msg: "turn_id is not the run's current turn"}
 
 // errBadTurnID refuses a turn_id that no attester issues (missing, null,
 // another form): the request is malformed, not stale.
-var errBadTurnID = &Error{Kind: KindInvalid, Msg: "turn_id is missing or not a turn id this attester issues"}
+var errBadTurnID = &Error{kind: kindInvalid, Msg: "turn_id is missing or not a turn id this attester issues"}
 
 // countToolCall admits one more tool call of the run's current turn, under
 // the run's lock: refused when the run is closed, the turn_id is malformed
@@ -135,7 +135,7 @@ func (rn *Run) countToolCall(turnID string, max int) error {
 		return err
 	}
 	if rn.toolCalls >= max {
-		return refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d tool calls", max), nil)
+		return refusal(kindTooMany, fmt.Sprintf("the run has reached its limit of %d tool calls", max), nil)
 	}
 	rn.toolCalls++
 	return nil
@@ -186,19 +186,23 @@ type turnResponse struct {
 // StartTurn starts a turn of rn: a new inbound message, which becomes the
 // run's current turn. Every check happens before anything changes: a
 // refused turn leaves the previous turn current.
-func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*turnResponse, error) {
+func (s *Service) StartTurn(rn *Run, decode Decoder) (*turnResponse, error) {
+	req, err := decodeAs[turnRequest](decode)
+	if err != nil {
+		return nil, err
+	}
 	if err := validChannel(req.Channel); err != nil {
-		return nil, refusal(KindInvalid, "channel: "+err.Error(), nil)
+		return nil, refusal(kindInvalid, "channel: "+err.Error(), nil)
 	}
 	if err := validSenderID(req.SenderID); err != nil {
-		return nil, refusal(KindInvalid, "sender_id: "+err.Error(), nil)
+		return nil, refusal(kindInvalid, "sender_id: "+err.Error(), nil)
 	}
 	if err := validText(req.MessageID, maxMessageIDBytes); err != nil {
-		return nil, refusal(KindInvalid, "message_id: "+err.Error(), nil)
+		return nil, refusal(kindInvalid, "message_id: "+err.Error(), nil)
 	}
 	content, err := b64u.DecodeHash(req.ContentSHA256B64u)
 	if err != nil {
-		return nil, refusal(KindInvalid, "content_sha256_b64u must be a b64u SHA-256 hash", err)
+		return nil, refusal(kindInvalid, "content_sha256_b64u must be a b64u SHA-256 hash", err)
 	}
 	owner := s.cfg.owner(req.Channel, req.SenderID)
 	turn, err := randomID("turn_")
@@ -213,18 +217,18 @@ func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*turnResponse, error) {
 	case rn.closed:
 		return nil, errRunClosed
 	case rn.turns >= s.cfg.MaxTurnsPerRun:
-		return nil, refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d turns", s.cfg.MaxTurnsPerRun), nil)
+		return nil, refusal(kindTooMany, fmt.Sprintf("the run has reached its limit of %d turns", s.cfg.MaxTurnsPerRun), nil)
 	case owner && rn.signed >= s.cfg.MaxOwnerMessagesPerRun:
-		return nil, refusal(KindTooMany, fmt.Sprintf("the run has reached its limit of %d signed owner messages", s.cfg.MaxOwnerMessagesPerRun), nil)
+		return nil, refusal(kindTooMany, fmt.Sprintf("the run has reached its limit of %d signed owner messages", s.cfg.MaxOwnerMessagesPerRun), nil)
 	}
 	if _, used := rn.messageIDs[midKey]; used {
-		return nil, refusal(KindConflict, "message_id was already used in this run", nil)
+		return nil, refusal(kindConflict, "message_id was already used in this run", nil)
 	}
 	if err := s.gate.NewTurn(rn.id, turn, owner); err != nil {
 		if errors.Is(err, gate.ErrUnknownRun) {
 			return nil, errRunClosed
 		}
-		return nil, refusal(KindInternal, "cannot start the turn", err)
+		return nil, refusal(kindInternal, "cannot start the turn", err)
 	}
 	rn.turns++
 	rn.messageIDs[midKey] = struct{}{}
@@ -240,9 +244,9 @@ func (s *Service) StartTurn(rn *Run, req *TurnRequest) (*turnResponse, error) {
 	return resp, nil
 }
 
-// VerifyRequest is the verify tool: templates (default) or the signed owner
+// verifyRequest, the body of POST /v1/runs/{id}/verify, is the verify tool: templates (default) or the signed owner
 // message of the current turn. Only an owner turn can be verified.
-type VerifyRequest struct {
+type verifyRequest struct {
 	TurnID string `json:"turn_id"`
 	// MessageID and ContentSHA256B64u, when set, must both be set and equal
 	// the current turn's signed owner message.
@@ -265,7 +269,11 @@ type verifyResponse struct {
 
 // Verify runs the verify tool for the run's current turn and marks the
 // turn verified in the gate.
-func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
+func (s *Service) Verify(rn *Run, decode Decoder) (*verifyResponse, error) {
+	req, err := decodeAs[verifyRequest](decode)
+	if err != nil {
+		return nil, err
+	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.closed {
@@ -276,7 +284,7 @@ func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
 	}
 	switch {
 	case !rn.turnOwner:
-		return nil, refusal(KindForbidden, "verify is an owner-only tool: this turn's sender is not a configured owner", nil)
+		return nil, refusal(kindForbidden, "verify is an owner-only tool: this turn's sender is not a configured owner", nil)
 	}
 	method := gate.VerifiedTemplates
 	result := &verifyResponse{TurnID: req.TurnID}
@@ -284,7 +292,7 @@ func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
 		m := rn.turnMsg
 		want, herr := b64u.DecodeHash(req.ContentSHA256B64u)
 		if herr != nil || req.MessageID != m.MessageID || want != m.ContentHash {
-			return nil, &Error{Kind: KindUnprocessable, Msg: "the message does not match the signed owner message of this turn", Reason: string(poh.SignatureInvalid)}
+			return nil, &Error{kind: kindUnprocessable, Msg: "the message does not match the signed owner message of this turn", Reason: string(poh.SignatureInvalid)}
 		}
 		method = gate.VerifiedMessage
 		result.SignatureID = m.SignatureID
@@ -298,14 +306,14 @@ func (s *Service) Verify(rn *Run, req *VerifyRequest) (*verifyResponse, error) {
 		result.SystemPromptHashB64u = rn.promptH
 	}
 	if err := s.gate.MarkVerified(rn.id, req.TurnID, method); err != nil {
-		return nil, refusal(KindInternal, "cannot mark the turn verified", err)
+		return nil, refusal(kindInternal, "cannot mark the turn verified", err)
 	}
 	result.Verified = true
 	return result, nil
 }
 
-// ToolCallRequest is the body of POST /v1/runs/{id}/tool-calls.
-type ToolCallRequest struct {
+// toolCallRequest is the body of POST /v1/runs/{id}/tool-calls.
+type toolCallRequest struct {
 	TurnID          string          `json:"turn_id"`
 	Tool            string          `json:"tool"`
 	Params          json.RawMessage `json:"params"`
@@ -325,7 +333,11 @@ type toolCallResponse struct {
 // ToolCall has the gate decide a tool call of the run's current turn; the
 // decision is recorded in the run's audit log. A call the gate could not
 // decide is a denial, not an error.
-func (s *Service) ToolCall(ctx context.Context, rn *Run, req *ToolCallRequest) (*toolCallResponse, error) {
+func (s *Service) ToolCall(ctx context.Context, rn *Run, decode Decoder) (*toolCallResponse, error) {
+	req, err := decodeAs[toolCallRequest](decode)
+	if err != nil {
+		return nil, err
+	}
 	if err := rn.countToolCall(req.TurnID, s.cfg.MaxToolCallsPerRun); err != nil {
 		return nil, err
 	}
@@ -362,7 +374,7 @@ func (s *Service) AuditSnapshot(rn *Run) (*audit.Snapshot, error) {
 		snap, err = &audit.Snapshot{}, nil // no decision yet
 	}
 	if err != nil {
-		return nil, refusal(KindInternal, "cannot read the audit log", err)
+		return nil, refusal(kindInternal, "cannot read the audit log", err)
 	}
 	return snap, nil
 }

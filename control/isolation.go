@@ -31,9 +31,9 @@ func WithPeer(ctx context.Context, p Peer) context.Context {
 	return context.WithValue(ctx, peerCtxKey{}, p)
 }
 
-// PeerFrom returns the peer WithPeer recorded; false when none was (not a
+// peerFrom returns the peer WithPeer recorded; false when none was (not a
 // unix socket, the credentials could not be read, or an in-process call).
-func PeerFrom(ctx context.Context) (Peer, bool) {
+func peerFrom(ctx context.Context) (Peer, bool) {
 	p, ok := ctx.Value(peerCtxKey{}).(Peer)
 	return p, ok
 }
@@ -206,20 +206,20 @@ func (p *isolationProbe) yamaPtraceScope() string {
 // compares the namespaces, and the peer's start time is checked again so
 // that a pid reused by another process is not taken for the peer.
 func (p *isolationProbe) pidNamespace(peer Peer) string {
-	if peer.PID() == 0 {
+	if peer.PID == 0 {
 		return evidencedoc.PIDNamespaceOther
 	}
-	pid := strconv.Itoa(peer.PID())
+	pid := strconv.Itoa(peer.PID)
 	same, ok := p.samePIDNamespace(pid)
 	if !ok {
 		return evidencedoc.PIDNamespaceUnknown
 	}
-	if want, ok := peer.StartTime(); ok {
+	if peer.StartTimeKnown {
 		stat, err := bounded.ReadFile(filepath.Join(p.proc, pid, "stat"), maxProcStatBytes)
 		if err != nil {
 			return evidencedoc.PIDNamespaceUnknown
 		}
-		if got, err := statStartTime(stat); err != nil || got != want {
+		if got, err := statStartTime(stat); err != nil || got != peer.StartTime {
 			return evidencedoc.PIDNamespaceUnknown
 		}
 	}
@@ -291,7 +291,7 @@ func (p *isolationProbe) observe(socket string, attester int, controlUIDs []int,
 		o.ControlUIDs = append(o.ControlUIDs, int64(u))
 	}
 	if hasPeer {
-		o.PeerUID, o.PeerPIDNamespace = int64(peer.UID()), p.pidNamespace(peer)
+		o.PeerUID, o.PeerPIDNamespace = int64(peer.UID), p.pidNamespace(peer)
 	}
 	return evidencedoc.NewIsolation(o)
 }
@@ -314,14 +314,14 @@ func (c *Config) CheckSocketLayout() error {
 // ObserveIsolation is what the attester sees of its isolation now (no
 // peer: the observation at start).
 func (c *Config) ObserveIsolation() (*evidencedoc.Isolation, error) {
-	return hostProbe().observe(c.ControlSocket, os.Geteuid(), c.ControlUIDs, nil, false)
+	return hostProbe().observe(c.ControlSocket, os.Geteuid(), c.ControlUIDs, Peer{}, false)
 }
 
 // observeIsolation records what the attester sees of its isolation as the
 // run is created, with the peer that asked (its uid and pid namespace):
 // the run's isolation claims, observed once, here.
 func (c *creation) observeIsolation(ctx context.Context) error {
-	peer, ok := PeerFrom(ctx)
+	peer, ok := peerFrom(ctx)
 	iso, err := hostProbe().observe(c.s.cfg.ControlSocket, os.Geteuid(), c.s.cfg.ControlUIDs, peer, ok)
 	if err != nil {
 		return fmt.Errorf("observing isolation: %w", err)

@@ -48,26 +48,26 @@ func (k *keyAttestations) get(ctx context.Context, challenge []byte) ([]byte, er
 		}
 		jws, err := k.produce(ctx, nil)
 		if err != nil {
-			return nil, refusal(KindInternal, "cannot produce the key attestation", err)
+			return nil, refusal(kindInternal, "cannot produce the key attestation", err)
 		}
 		k.cached, k.cachedAt = jws, k.now()
 		return jws, nil
 	}
 	if wait := k.bucket.take(); wait > 0 {
-		return nil, &Error{Kind: KindTooMany, Msg: "too many key attestations with a challenge; retry later",
+		return nil, &Error{kind: kindTooMany, Msg: "too many key attestations with a challenge; retry later",
 			RetryAfter: int(math.Ceil(wait.Seconds()))}
 	}
 	jws, err := k.produce(ctx, challenge)
 	if err != nil {
-		return nil, refusal(KindInternal, "cannot produce the key attestation", err)
+		return nil, refusal(kindInternal, "cannot produce the key attestation", err)
 	}
 	return jws, nil
 }
 
-// IdentityDocument is the attester's public identity (GET /v1/identity):
+// identityDocument is the attester's public identity (GET /v1/identity):
 // the DID, the pack recipient key and a key attestation over a challenge.
 // (Fields in key order, as the answer was once a sorted map.)
-type IdentityDocument struct {
+type identityDocument struct {
 	DID            string `json:"did"`
 	IdentitySealed bool   `json:"identity_sealed"`
 	KeyAttestation string `json:"key_attestation"`
@@ -79,15 +79,16 @@ type IdentityDocument struct {
 // IdentityDocument returns the identity with a key attestation over
 // challenge (nil: none). Without a challenge one attestation is shared by
 // every caller for a while; with one the quote is fresh, and such quotes
-// are metered for all callers together (KindTooMany with RetryAfter).
-func (s *Service) IdentityDocument(ctx context.Context, challenge []byte) (*IdentityDocument, error) {
+// are metered for all callers together (kindTooMany with RetryAfter).
+func (s *Service) IdentityDocument(ctx context.Context, challenge []byte) (*identityDocument, error) {
 	jws, err := s.keyAtts.get(ctx, challenge)
 	if err != nil {
 		return nil, err
 	}
-	return &IdentityDocument{
+	platform, simulated := s.Platform()
+	return &identityDocument{
 		DID: s.id.DID, PackPublicKey: s.id.PackKey.Public().String(), KeyAttestation: string(jws),
-		Platform: s.platform.Platform(), Simulated: s.Simulated(), IdentitySealed: s.id.Sealed,
+		Platform: platform, Simulated: simulated, IdentitySealed: s.id.Sealed,
 	}, nil
 }
 

@@ -42,7 +42,7 @@ func TestKeyAttestations(t *testing.T) {
 	}
 	_, err := get([]byte{0xff})
 	var ce *Error
-	if !errors.As(err, &ce) || ce.Kind != KindTooMany || ce.RetryAfter != 1 {
+	if !errors.As(err, &ce) || ce.kind != kindTooMany || ce.RetryAfter != 1 {
 		t.Fatalf("beyond the burst: %v", err)
 	}
 	// Challenge-less requests are not metered.

@@ -9,26 +9,17 @@ import (
 // Peer is what the kernel says about the process at the other end of a
 // control connection (SO_PEERCRED, at connect time), and when that process
 // started, so that a pid reused by a later process is not mistaken for it.
-type Peer interface {
+type Peer struct {
 	// PID is the peer's process id in the attester's pid namespace (0 when
 	// the peer is outside it).
-	PID() int
-	UID() int
+	PID int
+	UID int
 	// StartTime is the peer's start time in clock ticks after boot
-	// (/proc/PID/stat field 22); ok is false when it could not be read.
-	StartTime() (ticks uint64, ok bool)
+	// (/proc/PID/stat field 22), when StartTimeKnown: false when it could
+	// not be read.
+	StartTime      uint64
+	StartTimeKnown bool
 }
-
-// peerCred is a Peer read from a connection.
-type peerCred struct {
-	pid, uid int
-	start    uint64
-	startOK  bool
-}
-
-func (p peerCred) PID() int                  { return p.pid }
-func (p peerCred) UID() int                  { return p.uid }
-func (p peerCred) StartTime() (uint64, bool) { return p.start, p.startOK }
 
 var errStat = errors.New("malformed /proc/PID/stat")
 

@@ -18,18 +18,18 @@ import (
 func ReadPeer(c *net.UnixConn) (Peer, bool) {
 	rc, err := c.SyscallConn()
 	if err != nil {
-		return nil, false
+		return Peer{}, false
 	}
 	var cred *syscall.Ucred
 	var cerr error
 	if err := rc.Control(func(fd uintptr) {
 		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	}); err != nil || cerr != nil || cred == nil {
-		return nil, false
+		return Peer{}, false
 	}
-	p := peerCred{pid: int(cred.Pid), uid: int(cred.Uid)}
-	if p.pid > 0 {
-		p.start, p.startOK = readStartTime(p.pid)
+	p := Peer{PID: int(cred.Pid), UID: int(cred.Uid)}
+	if p.PID > 0 {
+		p.StartTime, p.StartTimeKnown = readStartTime(p.PID)
 	}
 	return p, true
 }

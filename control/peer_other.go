@@ -6,4 +6,4 @@ import "net"
 
 // ReadPeer is only implemented on Linux; elsewhere no peer is known and
 // every control request is refused (fail closed).
-func ReadPeer(*net.UnixConn) (Peer, bool) { return nil, false }
+func ReadPeer(*net.UnixConn) (Peer, bool) { return Peer{}, false }

@@ -78,12 +78,12 @@ func TestReadPeer(t *testing.T) {
 	}
 	defer sc.Close()
 	p, ok := ReadPeer(sc.(*net.UnixConn))
-	if !ok || p.PID() != os.Getpid() || p.UID() != os.Geteuid() {
+	if !ok || p.PID != os.Getpid() || p.UID != os.Geteuid() {
 		t.Fatalf("peer %v %v, want pid %d uid %d", p, ok, os.Getpid(), os.Geteuid())
 	}
 	b, _ := os.ReadFile("/proc/self/stat")
 	want, _ := statStartTime(b)
-	if st, ok := p.StartTime(); !ok || st != want {
-		t.Fatalf("start time %d %v, want %d", st, ok, want)
+	if !p.StartTimeKnown || p.StartTime != want {
+		t.Fatalf("start time %d %v, want %d", p.StartTime, p.StartTimeKnown, want)
 	}
 }

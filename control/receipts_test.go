@@ -110,7 +110,7 @@ type gwRun struct {
 func newGWRun(t *testing.T, s *Service, rb *promptpack.Rebuilt, enc, mj []byte) *gwRun {
 	t.Helper()
 	_, agent, _ := ed25519.GenerateKey(nil)
-	_, rn, err := s.CreateRun(context.Background(), &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}, testProc)
+	_, rn, err := s.CreateRun(context.Background(), decoded(&createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}), testProc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func (g *gwRun) call(t *testing.T) gateway.Call {
 }
 
 func (g *gwRun) attest(b []byte) (*attestation.Output, error) {
-	return g.s.Attest(context.Background(), g.rn, &AttestRequest{Bundle: b, AgentDID: didkey.Format(g.agent.Public().(ed25519.PublicKey))})
+	return g.s.Attest(context.Background(), g.rn, decoded(&attestRequest{Bundle: b, AgentDID: didkey.Format(g.agent.Public().(ed25519.PublicKey))}))
 }
 
 // TestAttestChecksGatewayRecord (issue 20 item 6): the attestation endpoint
@@ -171,7 +171,7 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 		"other reported text": {"another prompt", [][]byte{recorded}, poh.ReceiptBindingMismatch},
 	} {
 		_, err := g.attest(g.bundle(t, c.text, c.receipts...))
-		if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || ce.Reason != string(c.code) {
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || ce.Reason != string(c.code) {
 			t.Errorf("%s: %v, want 422 %s", name, err, c.code)
 		}
 	}
@@ -207,7 +207,7 @@ func TestAdmissionRequiresGateway(t *testing.T) {
 	s.cfg.AdmissionPolicy = pol
 	g := newGWRun(t, s, p.Rebuilt, enc, mj)
 	_, err = g.attest(g.bundle(t, gwSent))
-	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || ce.Reason != string(poh.MissingRequiredField) {
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || ce.Reason != string(poh.MissingRequiredField) {
 		t.Fatalf("an llm_call without a receipt: %v, want 422 %s", err, poh.MissingRequiredField)
 	}
 	c := g.call(t)

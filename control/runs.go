@@ -143,8 +143,8 @@ func (st *runStore) add(r *Run) error {
 }
 
 var (
-	errNotThisRun = &Error{Kind: KindForbidden, Msg: "the capability is not valid for this run"}
-	errRunClosed  = &Error{Kind: KindGone, Msg: "run closed"}
+	errNotThisRun = &Error{kind: kindForbidden, Msg: "the capability is not valid for this run"}
+	errRunClosed  = &Error{kind: kindGone, Msg: "run closed"}
 )
 
 // authorize returns the run named id when capHash is its capability's hash
@@ -228,8 +228,8 @@ func randomID(prefix string) (string, error) {
 	return prefix + b64u.Encode(b[:]), nil
 }
 
-// CreateRunRequest is the body of POST /v1/runs.
-type CreateRunRequest struct {
+// createRunRequest is the body of POST /v1/runs.
+type createRunRequest struct {
 	// PackB64u is prompt_pack.enc, b64u.
 	PackB64u string `json:"pack_b64u"`
 	// Manifest is prompt_pack_manifest.json as a JSON object.
@@ -259,7 +259,7 @@ type createRunResponse struct {
 // creation is the state of one CreateRun as its steps fill it in.
 type creation struct {
 	s      *Service
-	req    *CreateRunRequest
+	req    *createRunRequest
 	caller Process
 	agent  string
 	want   [32]byte
@@ -281,7 +281,11 @@ type creation struct {
 // and forgets the run. req's pack text is cleared once decoded. The run is
 // returned beside its answer so that the answer can be signed
 // (SignAnswer).
-func (s *Service) CreateRun(ctx context.Context, req *CreateRunRequest, caller Process) (resp *createRunResponse, rn *Run, err error) {
+func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process) (resp *createRunResponse, rn *Run, err error) {
+	req, err := decodeAs[createRunRequest](decode)
+	if err != nil {
+		return nil, nil, err
+	}
 	c := &creation{s: s, req: req, caller: caller}
 	defer func() {
 		if err != nil {
@@ -329,29 +333,29 @@ func (c *creation) release() {
 func (c *creation) checkRequest(context.Context) error {
 	req := c.req
 	if c.caller.PID <= 0 {
-		return ErrProcessUnknown
+		return errProcessUnknown
 	}
 	agent, err := gate.CheckAgentID(req.AgentID)
 	if err != nil {
-		return refusal(KindInvalid, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, as they are: not trimmed, not case-folded)", err)
+		return refusal(kindInvalid, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, as they are: not trimmed, not case-folded)", err)
 	}
 	c.agent = agent
 	if err := gate.CheckSessionKey(req.SessionKey); err != nil {
-		return refusal(KindInvalid, fmt.Sprintf("session_key must be 1-%d bytes of UTF-8 without control characters", gate.MaxSessionKeyBytes), err)
+		return refusal(kindInvalid, fmt.Sprintf("session_key must be 1-%d bytes of UTF-8 without control characters", gate.MaxSessionKeyBytes), err)
 	}
 	if c.want, err = b64u.DecodeHash(req.ReportHashB64u); err != nil {
-		return refusal(KindInvalid, "report_hash_b64u must be a b64u SHA-256 hash", err)
+		return refusal(kindInvalid, "report_hash_b64u must be a b64u SHA-256 hash", err)
 	}
 	enc, err := b64u.Decode(req.PackB64u)
 	if err != nil || len(enc) == 0 {
-		return refusal(KindInvalid, "pack_b64u must be canonical b64u", err)
+		return refusal(kindInvalid, "pack_b64u must be canonical b64u", err)
 	}
 	req.PackB64u = ""
 	if int64(len(enc)) > c.s.cfg.MaxPackBytes {
-		return refusal(KindTooLarge, fmt.Sprintf("pack exceeds %d bytes", c.s.cfg.MaxPackBytes), nil)
+		return refusal(kindTooLarge, fmt.Sprintf("pack exceeds %d bytes", c.s.cfg.MaxPackBytes), nil)
 	}
 	if _, err := envelope.ParseManifest(req.Manifest); err != nil {
-		return &Error{Kind: KindInvalid, Msg: "malformed manifest", Reason: string(poh.MalformedEnvelope), Err: err}
+		return &Error{kind: kindInvalid, Msg: "malformed manifest", Reason: string(poh.MalformedEnvelope), Err: err}
 	}
 	c.enc = enc
 	return nil
@@ -418,7 +422,7 @@ func (c *creation) commitPrompt(context.Context) error {
 // register adds the run to the store, which then owns its prompt.
 func (c *creation) register(context.Context) error {
 	if err := c.s.runs.add(c.rn); err != nil {
-		return refusal(KindUnavailable, "too many open runs", err)
+		return refusal(kindUnavailable, "too many open runs", err)
 	}
 	c.registered = true
 	return nil
@@ -427,7 +431,7 @@ func (c *creation) register(context.Context) error {
 // openGateRun opens the run's verification state in the gate.
 func (c *creation) openGateRun(context.Context) error {
 	if err := c.s.gate.OpenRun(c.rn.id); err != nil {
-		return refusal(KindUnavailable, "the gate cannot open the run", err)
+		return refusal(kindUnavailable, "the gate cannot open the run", err)
 	}
 	return nil
 }
@@ -456,10 +460,10 @@ func (s *Service) runtimeFacts(agent string) admission.Runtime {
 // refusal.
 func admissionError(err error) error {
 	if re, ok := errors.AsType[*admission.RuleError](err); ok {
-		return &Error{Kind: KindUnprocessable, Msg: fmt.Sprintf("the run is not admitted by the admission policy: %s: %q", re.Rule, re.Input), Reason: re.Rule, Err: err}
+		return &Error{kind: kindUnprocessable, Msg: fmt.Sprintf("the run is not admitted by the admission policy: %s: %q", re.Rule, re.Input), Reason: re.Rule, Err: err}
 	}
 	if errors.Is(err, admission.ErrUnreadable) {
-		return &Error{Kind: KindUnprocessable, Msg: "the pack's inputs cannot be checked against the admission policy, so it is not admitted", Reason: reasonAdmissionUncheckable, Err: err}
+		return &Error{kind: kindUnprocessable, Msg: "the pack's inputs cannot be checked against the admission policy, so it is not admitted", Reason: reasonAdmissionUncheckable, Err: err}
 	}
 	return nil
 }
@@ -485,23 +489,23 @@ func packError(msg string, err error) error {
 	var te *openclawsig.TemplateError
 	switch {
 	case errors.Is(err, rebuild.ErrBusy):
-		return &Error{Kind: KindUnavailable, Msg: "too many packs are being opened, retry later", Err: err}
+		return &Error{kind: kindUnavailable, Msg: "too many packs are being opened, retry later", Err: err}
 	case errors.Is(err, rebuild.ErrWorker):
-		return &Error{Kind: KindUnavailable, Msg: "the pack could not be checked (rebuild worker failed)", Err: err}
+		return &Error{kind: kindUnavailable, Msg: "the pack could not be checked (rebuild worker failed)", Err: err}
 	case errors.As(err, &te):
-		return &Error{Kind: KindUnprocessable, Msg: msg + ": template " + te.Name + " is modified or not trusted", Reason: string(poh.HashMismatch), Err: err}
+		return &Error{kind: kindUnprocessable, Msg: msg + ": template " + te.Name + " is modified or not trusted", Reason: string(poh.HashMismatch), Err: err}
 	case errors.Is(err, envelope.ErrNoMatchingRecipient):
-		return &Error{Kind: KindUnprocessable, Msg: "the pack is not sealed to this attester", Reason: string(poh.ClaimNotFound), Err: err}
+		return &Error{kind: kindUnprocessable, Msg: "the pack is not sealed to this attester", Reason: string(poh.ClaimNotFound), Err: err}
 	case errors.Is(err, promptpack.ErrReportMismatch):
-		return &Error{Kind: KindUnprocessable, Msg: msg, Reason: string(poh.PromptCommitmentMismatch), Err: err}
+		return &Error{kind: kindUnprocessable, Msg: msg, Reason: string(poh.PromptCommitmentMismatch), Err: err}
 	case errors.Is(err, promptpack.ErrUnknownRecipe), errors.Is(err, promptpack.ErrUnknownVersion):
-		return &Error{Kind: KindUnprocessable, Msg: "the pack names an unknown recipe or version", Reason: string(poh.UnknownEnvelopeVersion), Err: err}
+		return &Error{kind: kindUnprocessable, Msg: "the pack names an unknown recipe or version", Reason: string(poh.UnknownEnvelopeVersion), Err: err}
 	case errors.Is(err, envelope.ErrTooLarge), errors.Is(err, promptpack.ErrTooLarge):
-		return &Error{Kind: KindTooLarge, Msg: "the pack is too large", Err: err}
+		return &Error{kind: kindTooLarge, Msg: "the pack is too large", Err: err}
 	case errors.Is(err, sealed.ErrLockFailed):
-		return &Error{Kind: KindUnavailable, Msg: "cannot lock memory for the pack", Err: err}
+		return &Error{kind: kindUnavailable, Msg: "cannot lock memory for the pack", Err: err}
 	}
-	return &Error{Kind: KindUnprocessable, Msg: msg + ": the pack, its manifest or its bound context is invalid", Reason: string(poh.HashMismatch), Err: err}
+	return &Error{kind: kindUnprocessable, Msg: msg + ": the pack, its manifest or its bound context is invalid", Reason: string(poh.HashMismatch), Err: err}
 }
 
 // WithPrompt calls f with the run's rebuilt prompt (in sealed memory) and
@@ -516,8 +520,8 @@ func (rn *Run) WithPrompt(f func(prompt *sealed.Buffer, hashB64u string) error) 
 	return f(rn.prompt, rn.promptH)
 }
 
-// AttestRequest is the body of POST /v1/runs/{id}/attestation.
-type AttestRequest struct {
+// attestRequest is the body of POST /v1/runs/{id}/attestation.
+type attestRequest struct {
 	Bundle   json.RawMessage `json:"bundle"`
 	AgentDID string          `json:"agent_did"`
 }
@@ -526,7 +530,11 @@ type AttestRequest struct {
 // commitments, and its tool calls against the run's own audit records, one
 // to one and in order) and issues the execution attestation with fresh
 // evidence, committing to exactly the records it checked.
-func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*attestation.Output, error) {
+func (s *Service) Attest(ctx context.Context, rn *Run, decode Decoder) (*attestation.Output, error) {
+	req, err := decodeAs[attestRequest](decode)
+	if err != nil {
+		return nil, err
+	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
 	if rn.closed {
@@ -553,13 +561,13 @@ func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*att
 		var be *attestation.BundleError
 		if errors.As(err, &be) {
 			s.metrics.attestations.WithLabelValues("refused").Inc()
-			return nil, &Error{Kind: KindUnprocessable, Msg: "the proof bundle does not match this run: " + be.Msg, Reason: string(be.Code), Err: err}
+			return nil, &Error{kind: kindUnprocessable, Msg: "the proof bundle does not match this run: " + be.Msg, Reason: string(be.Code), Err: err}
 		}
 		if errors.Is(err, attestation.ErrInput) {
-			return nil, &Error{Kind: KindInvalid, Msg: "invalid attestation request", Err: err}
+			return nil, &Error{kind: kindInvalid, Msg: "invalid attestation request", Err: err}
 		}
 		s.metrics.attestations.WithLabelValues("error").Inc()
-		return nil, refusal(KindInternal, "cannot issue the attestation", err)
+		return nil, refusal(kindInternal, "cannot issue the attestation", err)
 	}
 	rn.attested = true
 	s.metrics.attestations.WithLabelValues("issued").Inc()
@@ -568,7 +576,7 @@ func (s *Service) Attest(ctx context.Context, rn *Run, req *AttestRequest) (*att
 }
 
 // CloseRun destroys the run's prompt, ends its gate state and forgets the
-// run; its capability then gets KindGone.
+// run; its capability then gets kindGone.
 func (s *Service) CloseRun(rn *Run) error {
 	if _, ok := s.runs.remove(rn.id); !ok {
 		return errRunClosed
@@ -583,11 +591,11 @@ func (s *Service) CloseRun(rn *Run) error {
 }
 
 // Authorize returns the run named id when capHash is its capability's hash
-// (CapabilityHash) and caller is the process that created the run:
-// KindForbidden for another run's or an unknown capability (an unknown run
-// id gets the same answer, so run ids cannot be probed), KindForbidden with
-// reason ReasonProcessBinding for the capability used by another process,
-// KindGone for the capability of a closed run.
+// (BearerCapability) and caller is the process that created the run:
+// kindForbidden for another run's or an unknown capability (an unknown run
+// id gets the same answer, so run ids cannot be probed), kindForbidden with
+// reason reasonProcessBinding for the capability used by another process,
+// kindGone for the capability of a closed run.
 func (s *Service) Authorize(id string, capHash [32]byte, caller Process) (*Run, error) {
 	return s.runs.authorize(id, capHash, caller)
 }

@@ -6,7 +6,7 @@
 //
 // It has no transport: cmd/attester translates HTTP to these calls and
 // back, and the demo and tests call them directly. Refusals are *Error
-// values whose Kind the surface maps to a status and whose Msg is safe to
+// values whose Status the surface reports and whose Msg is safe to
 // show (docs/spec/attester-api.md).
 package control
 
@@ -31,7 +31,7 @@ import (
 // Deps are what a Service is built from.
 type Deps struct {
 	Config *Config
-	// GateConfig is the gate's configuration (ParseConfig).
+	// GateConfig is the gate's configuration (ParseConfigWith).
 	GateConfig *gate.Config
 	Identity   *Identity
 	Platform   detect.Platform
@@ -134,16 +134,11 @@ func (s *Service) Close() {
 // Config is the configuration the service runs with.
 func (s *Service) Config() *Config { return s.cfg }
 
-// Identity is the attester's identity.
-func (s *Service) Identity() *Identity { return s.id }
-
-// Platform names the platform the attester quotes with.
-func (s *Service) Platform() string { return s.platform.Platform() }
-
-// Simulated reports whether the platform's evidence is simulated (the
-// simulated platform, or a TPM reached over TCP).
-func (s *Service) Simulated() bool {
-	return (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
+// Platform names the platform the attester quotes with, and whether its
+// evidence is simulated (the simulated platform, or a TPM reached over
+// TCP).
+func (s *Service) Platform() (name string, simulated bool) {
+	return s.platform.Platform(), (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
 }
 
 // PolicyHash is the gate policy's hash.

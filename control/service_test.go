@@ -29,7 +29,7 @@ func newTestService(t testing.TB, trusted map[string]string) *Service {
 	t.Helper()
 	raw := []byte(`{"attester":{"controlSocket":"` + filepath.Join(t.TempDir(), "ctl", "c.sock") + `","platform":"simulated",
 		"trustedTemplates":` + string(testjson.Marshal(t, trusted)) + `,"allowUnlockedMemory":true,"modelProvider":"p","model":"m"}}`)
-	cfg, rest, err := ParseConfig(raw)
+	cfg, rest, err := parseConfig(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func newSealedPack(t *testing.T) (*packtest.Pack, *Service, []byte, []byte) {
 	t.Helper()
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	s := newTestService(t, p.Trusted)
-	enc, man, err := promptpack.SealPack(p.Pack, s.Identity().PackKey.Public())
+	enc, man, err := promptpack.SealPack(p.Pack, s.id.PackKey.Public())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,19 +70,19 @@ func newSealedPack(t *testing.T) (*packtest.Pack, *Service, []byte, []byte) {
 // capability is refused as closed. A refused creation keeps nothing.
 func TestCloseRunEndsGateState(t *testing.T) {
 	p, s, enc, mj := newSealedPack(t)
-	req := func(report string) *CreateRunRequest {
-		return &CreateRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: report, AgentID: "main", SessionKey: "agent:main:main"}
+	req := func(report string) *createRunRequest {
+		return &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: report, AgentID: "main", SessionKey: "agent:main:main"}
 	}
 	// A report that does not match: refused, nothing kept.
-	_, _, err := s.CreateRun(context.Background(), req(b64u.SHA256([]byte("other"))), testProc)
-	if ce, ok := errors.AsType[*Error](err); !ok || ce.Kind != KindUnprocessable || s.OpenRuns() != 0 {
+	_, _, err := s.CreateRun(context.Background(), decoded(req(b64u.SHA256([]byte("other")))), testProc)
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || s.OpenRuns() != 0 {
 		t.Fatalf("mismatched report: %v, %d runs open", err, s.OpenRuns())
 	}
-	resp, _, err := s.CreateRun(context.Background(), req(p.Rebuilt.ReportHashB64u()), testProc)
+	resp, _, err := s.CreateRun(context.Background(), decoded(req(p.Rebuilt.ReportHashB64u())), testProc)
 	if err != nil || s.OpenRuns() != 1 {
 		t.Fatalf("create: %v", err)
 	}
-	capHash, err := CapabilityHash(resp.Capability)
+	capHash, err := capabilityHash(resp.Capability)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +104,13 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	}
 	if err := rn.WithPrompt(func(*sealed.Buffer, string) error { return nil }); !errors.Is(err, errRunClosed) {
 		t.Fatalf("prompt of a closed run: %v", err)
+	}
+}
+
+// decoded is a Decoder that gives the method req as its request.
+func decoded[T any](req *T) Decoder {
+	return func(v any) error {
+		*v.(*T) = *req
+		return nil
 	}
 }

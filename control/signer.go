@@ -9,7 +9,7 @@ import (
 
 // signer signs the control plane's answers.
 type signer interface {
-	Sign(message []byte) ([]byte, error)
+	sign(message []byte) ([]byte, error)
 }
 
 // answerSigner signs control answers with the attester identity's Ed25519
@@ -22,9 +22,9 @@ type answerSigner struct {
 
 var _ signer = answerSigner{}
 
-// Sign returns the Ed25519 signature of message, which answer.Message
+// sign returns the Ed25519 signature of message, which answer.Message
 // prefixes with the label and a zero byte.
-func (a answerSigner) Sign(message []byte) ([]byte, error) {
+func (a answerSigner) sign(message []byte) ([]byte, error) {
 	if a.Identity == nil {
 		return nil, errors.New("control: answer signer without an identity")
 	}

@@ -16,7 +16,7 @@ func TestAnswerSigner(t *testing.T) {
 	defer id.Close()
 	var s signer = answerSigner{Identity: id}
 	msg := []byte(`{"run_id":"run_x"}`)
-	sig, err := s.Sign(msg)
+	sig, err := s.sign(msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestAnswerSigner(t *testing.T) {
 	if verifyAnswer(other.Public, msg, sig) {
 		t.Fatal("signature verifies under another key")
 	}
-	if _, err := (answerSigner{}).Sign(msg); err == nil {
+	if _, err := (answerSigner{}).sign(msg); err == nil {
 		t.Fatal("a signer without an identity signed")
 	}
 }

@@ -22,7 +22,7 @@ import (
 // discrete TPM that does not cache it can take seconds) and holds the TPM,
 // which quotes for runs' attestations wait for. Activations are metered by
 // a token bucket shared by all callers, after the request is parsed and
-// before the TPM is used: beyond it, KindTooMany with RetryAfter.
+// before the TPM is used: beyond it, kindTooMany with RetryAfter.
 const (
 	activationsPerSecond = 1
 	activationBurst      = 4
@@ -38,10 +38,10 @@ type credentialActivator interface {
 
 var _ credentialActivator = (*tpm.TPM)(nil)
 
-var errNoTPM = &Error{Kind: KindNotFound, Msg: "this attester has no TPM credential activation (platform is not tpm)"}
+var errNoTPM = &Error{kind: kindNotFound, Msg: "this attester has no TPM credential activation (platform is not tpm)"}
 
 // activator returns the platform as a credentialActivator, or
-// KindNotFound when the attester does not run on a TPM.
+// kindNotFound when the attester does not run on a TPM.
 func (s *Service) activator() (credentialActivator, error) {
 	a, ok := s.platform.(credentialActivator)
 	if !ok || s.platform.Platform() != evidence.PlatformTPM {
@@ -50,7 +50,7 @@ func (s *Service) activator() (credentialActivator, error) {
 	return a, nil
 }
 
-// CheckTPM refuses (KindNotFound) unless the attester runs on a TPM, so
+// CheckTPM refuses (kindNotFound) unless the attester runs on a TPM, so
 // that a surface can refuse before it reads a request.
 func (s *Service) CheckTPM() error {
 	_, err := s.activator()
@@ -67,46 +67,50 @@ func (s *Service) TPMKeys() (ekCert, akPublic []byte, err error) {
 	}
 	ek := a.EKCertificate()
 	if ek == nil {
-		return nil, nil, refusal(KindNotFound, "the TPM has no EK certificate in NV", nil)
+		return nil, nil, refusal(kindNotFound, "the TPM has no EK certificate in NV", nil)
 	}
 	return ek, a.AKPublic(), nil
 }
 
-// ActivateRequest is the body of POST /v1/tpm/activate.
-type ActivateRequest struct {
+// activateRequest is the body of POST /v1/tpm/activate.
+type activateRequest struct {
 	ChallengeB64u string `json:"challenge_b64u"`
 }
 
 // ActivateCredential answers one credential-activation challenge
 // (tpmcred.Challenge) with the secret the TPM recovers.
-func (s *Service) ActivateCredential(ctx context.Context, req *ActivateRequest) ([]byte, error) {
+func (s *Service) ActivateCredential(ctx context.Context, decode Decoder) ([]byte, error) {
+	req, err := decodeAs[activateRequest](decode)
+	if err != nil {
+		return nil, err
+	}
 	a, err := s.activator()
 	if err != nil {
 		return nil, err
 	}
 	raw, err := b64u.Decode(req.ChallengeB64u)
 	if err != nil || len(raw) == 0 {
-		return nil, refusal(KindInvalid, "challenge_b64u must be non-empty b64u", err)
+		return nil, refusal(kindInvalid, "challenge_b64u must be non-empty b64u", err)
 	}
 	if _, err := tpmcred.ParseChallenge(raw); err != nil {
-		return nil, refusal(KindInvalid, "malformed activation challenge", err)
+		return nil, refusal(kindInvalid, "malformed activation challenge", err)
 	}
 	if wait := s.activations.take(); wait > 0 {
-		return nil, &Error{Kind: KindTooMany, Msg: "too many credential activations; retry later",
+		return nil, &Error{kind: kindTooMany, Msg: "too many credential activations; retry later",
 			RetryAfter: int(math.Ceil(wait.Seconds()))}
 	}
 	secret, err := a.ActivateCredential(ctx, raw)
 	switch {
 	case errors.Is(err, tpm.ErrChallengeAK):
-		return nil, refusal(KindUnprocessable, "the challenge is for another attestation key", err)
+		return nil, refusal(kindUnprocessable, "the challenge is for another attestation key", err)
 	case errors.Is(err, tpm.ErrChallengeEK):
-		return nil, refusal(KindUnprocessable, "the challenge is for another endorsement key", err)
+		return nil, refusal(kindUnprocessable, "the challenge is for another endorsement key", err)
 	case errors.Is(err, tpm.ErrActivation):
-		return nil, refusal(KindUnprocessable, "the TPM refused the credential", err)
+		return nil, refusal(kindUnprocessable, "the TPM refused the credential", err)
 	case errors.Is(err, tpmcred.ErrMalformed):
-		return nil, refusal(KindInvalid, "malformed activation challenge", err)
+		return nil, refusal(kindInvalid, "malformed activation challenge", err)
 	case err != nil:
-		return nil, refusal(KindInternal, "cannot run the credential activation", err)
+		return nil, refusal(kindInternal, "cannot run the credential activation", err)
 	}
 	s.log.Info("tpm credential activated")
 	return secret, nil

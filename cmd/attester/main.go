@@ -90,17 +90,9 @@ func run(args []string, stderr io.Writer) int {
 		log.Error("invalid config", "err", err)
 		return 1
 	}
-	if *platform != "" {
-		if err := cfg.SetPlatform(*platform); err != nil {
-			log.Error("invalid --platform", "err", err)
-			return 1
-		}
-	}
-	if *listen != "" {
-		if err := cfg.SetListen(*listen); err != nil {
-			log.Error("invalid --listen", "err", err)
-			return 1
-		}
+	if err := cfg.Override(*platform, *listen); err != nil {
+		log.Error("invalid --platform or --listen", "err", err)
+		return 1
 	}
 	lns, err := openListeners(cfg)
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 // control.Deps of a service that logs to log.
 func Deps(tb testing.TB, raw []byte, platform string, opts detect.Options, log *slog.Logger) control.Deps {
 	tb.Helper()
-	cfg, rest, err := control.ParseConfig(raw)
+	cfg, rest, err := control.ParseConfigWith(raw, control.ConfigOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}

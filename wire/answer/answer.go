@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
@@ -93,12 +94,33 @@ func Message(statement []byte) []byte {
 }
 
 // Marshal checks s and returns its canonical (RFC 8785) bytes. Every value
-// is a restricted string or a safe integer, so the JSON below is JCS.
+// is a restricted string that needs no escape (check) or a safe integer,
+// so writing the members in key order, each string between quotes and
+// each integer in decimal, is JCS (and what encoding/json writes for s).
 func (s *Statement) Marshal() ([]byte, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return json.Marshal(s)
+	b := make([]byte, 0, 384)
+	b = append(b, `{"answer_version":"`...)
+	b = append(b, s.AnswerVersion...)
+	b = append(b, `","attester_did":"`...)
+	b = append(b, s.AttesterDID...)
+	b = append(b, `","peer_pid":`...)
+	b = strconv.AppendInt(b, s.PeerPID, 10)
+	b = append(b, `,"peer_start_time":`...)
+	b = strconv.AppendInt(b, s.PeerStartTime, 10)
+	b = append(b, `,"request_hash_b64u":"`...)
+	b = append(b, s.RequestHashB64u...)
+	b = append(b, `","response_hash_b64u":"`...)
+	b = append(b, s.ResponseHashB64u...)
+	b = append(b, `","run_id":"`...)
+	b = append(b, s.RunID...)
+	b = append(b, `","seq":`...)
+	b = strconv.AppendInt(b, s.Seq, 10)
+	b = append(b, `,"status":`...)
+	b = strconv.AppendInt(b, s.Status, 10)
+	return append(b, '}'), nil
 }
 
 // check checks a statement's members; every integer is at most

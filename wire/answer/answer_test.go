@@ -3,6 +3,7 @@ package answer
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -188,6 +189,11 @@ func FuzzParse(f *testing.F) {
 		out, err := s.Marshal()
 		if err != nil || string(out) != string(b) {
 			t.Fatalf("accepted %q re-encodes to %q (%v)", b, out, err)
+		}
+		// Marshal writes by hand what encoding/json writes for a valid
+		// statement.
+		if j, err := json.Marshal(s); err != nil || string(j) != string(out) {
+			t.Fatalf("Marshal %q, encoding/json %q (%v)", out, j, err)
 		}
 	})
 }

@@ -280,15 +280,15 @@ func TestAdmissionPolicyConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := control.ParseConfig(admissionConfig(t, trustedOne, "open.policy.json", nil))
+	cfg, _, err := control.ParseConfigWith(admissionConfig(t, trustedOne, "open.policy.json", nil), control.ConfigOptions{})
 	if err != nil || cfg.AdmissionPolicy == nil || cfg.AdmissionPolicy.Hash() != want.Hash() {
 		t.Fatalf("path: %v", err)
 	}
-	cfg, _, err = control.ParseConfig(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = json.RawMessage(raw) }))
+	cfg, _, err = control.ParseConfigWith(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = json.RawMessage(raw) }), control.ConfigOptions{})
 	if err != nil || cfg.AdmissionPolicy == nil || cfg.AdmissionPolicy.Hash() != want.Hash() {
 		t.Fatalf("inline: %v", err)
 	}
-	cfg, _, err = control.ParseConfig(admissionConfig(t, trustedOne, "", nil))
+	cfg, _, err = control.ParseConfigWith(admissionConfig(t, trustedOne, "", nil), control.ConfigOptions{})
 	if err != nil || cfg.AdmissionPolicy != nil {
 		t.Fatalf("none: %v", err)
 	}
@@ -305,7 +305,7 @@ func TestAdmissionPolicyConfig(t *testing.T) {
 		"inline invalid": json.RawMessage(strings.Replace(string(raw), `"sensitive": false`, `"sensitive": "no"`, 1)),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := control.ParseConfig(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = v }))
+			_, _, err := control.ParseConfigWith(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = v }), control.ConfigOptions{})
 			var ce *control.ConfigError
 			if !errors.As(err, &ce) || ce.Key != "attester.admissionPolicy" {
 				t.Fatalf("got %v, want a config error naming attester.admissionPolicy", err)

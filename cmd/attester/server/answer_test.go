@@ -128,30 +128,25 @@ func TestUnknownProcessRefused(t *testing.T) {
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	h := newTestServer(t, p.Trusted)
 	req, _ := http.NewRequest("GET", "/v1/gate/policy", nil)
-	for name, peer := range map[string]control.Peer{"pid 0": peerStub{pid: 0, ok: true}, "no start time": peerStub{pid: 42}} {
+	for name, peer := range map[string]control.Peer{"pid 0": peerOf(0, true), "no start time": peerOf(42, false)} {
 		rec := newRecorder()
 		h.srv.ControlHandler().ServeHTTP(rec, req.WithContext(withPeer(req.Context(), peer)))
-		if rec.Code != 403 || !strings.Contains(rec.Body.String(), control.ReasonProcessBinding) {
+		if rec.Code != 403 || !strings.Contains(rec.Body.String(), "PROCESS_BINDING") {
 			t.Errorf("%s: %d %s", name, rec.Code, rec.Body)
 		}
 	}
 	rec := newRecorder()
-	h.srv.ControlHandler().ServeHTTP(rec, req.WithContext(withPeer(req.Context(), peerStub{pid: 42, ok: true})))
+	h.srv.ControlHandler().ServeHTTP(rec, req.WithContext(withPeer(req.Context(), peerOf(42, true))))
 	if rec.Code != 200 {
 		t.Errorf("a known process: %d %s", rec.Code, rec.Body)
 	}
 }
 
-// peerStub is a peer of this process's uid with the given pid; ok says
-// whether its start time was read.
-type peerStub struct {
-	pid int
-	ok  bool
+// peerOf is a peer of this process's uid with the given pid, whose start
+// time (1) was read when known.
+func peerOf(pid int, known bool) control.Peer {
+	return control.Peer{PID: pid, UID: os.Geteuid(), StartTime: 1, StartTimeKnown: known}
 }
-
-func (p peerStub) PID() int                  { return p.pid }
-func (p peerStub) UID() int                  { return os.Geteuid() }
-func (p peerStub) StartTime() (uint64, bool) { return 1, p.ok }
 
 func withPeer(ctx context.Context, p control.Peer) context.Context {
 	return control.WithPeer(ctx, p)

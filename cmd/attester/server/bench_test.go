@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"github.com/clawea/attester/control"
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/wire/answer"
 	"net/http"
 	"os"
@@ -96,7 +97,14 @@ func BenchmarkVerifyAnswer(b *testing.B) {
 		b.Fatal(err)
 	}
 	st, sig := b64u.Encode(sa.Statement), b64u.Encode(sa.Signature)
-	pub := svc.Identity().Public
+	doc, err := svc.IdentityDocument(b.Context(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pub, err := didkey.Parse(doc.DID)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for b.Loop() {
 		s, err := answer.Verify(pub, st, sig)
 		if err != nil {
@@ -113,13 +121,10 @@ func benchRun(b *testing.B) (*control.Run, *control.Service, control.Process) {
 	p := packtest.Build(b, packtest.Params(b, "min.params.json"), promptpack.BuildOptions{})
 	h := newTestServer(b, p.Trusted)
 	enc, mj := h.sealPack(b, p.Pack)
-	var req control.CreateRunRequest
-	if err := json.Unmarshal(runBody(enc, mj, p.Rebuilt.ReportHashB64u(), "s"), &req); err != nil {
-		b.Fatal(err)
-	}
+	body := runBody(enc, mj, p.Rebuilt.ReportHashB64u(), "s")
 	proc := control.Process{PID: os.Getpid(), StartTime: 1}
 	svc := h.srv.Service()
-	_, rn, err := svc.CreateRun(b.Context(), &req, proc)
+	_, rn, err := svc.CreateRun(b.Context(), func(v any) error { return json.Unmarshal(body, v) }, proc)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -129,8 +129,3 @@ func ControlConnContext(ctx context.Context, c net.Conn) context.Context {
 	}
 	return ctx
 }
-
-// PeerFrom returns the peer ControlConnContext recorded for a request's
-// connection; false when none was (not a unix socket, or the credentials
-// could not be read).
-func PeerFrom(ctx context.Context) (control.Peer, bool) { return control.PeerFrom(ctx) }

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/schema/b64u"
@@ -26,6 +25,10 @@ type runRequest struct {
 	hash [32]byte
 }
 
+// decode reads the request's body strictly into v (decodeStrict): the
+// control.Decoder of the request.
+func (q *runRequest) decode(v any) error { return decodeStrict(q.body, v) }
+
 // runHandler handles a request on an authorized run.
 type runHandler func(w http.ResponseWriter, r *http.Request, q *runRequest) error
 
@@ -34,11 +37,11 @@ type runHandler func(w http.ResponseWriter, r *http.Request, q *runRequest) erro
 // Content-Type and reads the body (maxBody > 0) within its limits.
 func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handler {
 	return s.wrap(route, func(w http.ResponseWriter, r *http.Request) error {
-		capHash, err := parseBearer(r.Header.Get("Authorization"))
+		capHash, err := control.BearerCapability(r.Header.Get("Authorization"))
 		if err != nil {
 			return refuse(err)
 		}
-		proc, err := processFrom(r)
+		proc, err := control.ProcessFrom(r.Context())
 		if err != nil {
 			return refuse(err)
 		}
@@ -60,17 +63,6 @@ func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handle
 	})
 }
 
-// processFrom is the process of the request's control connection
-// (ControlConnContext): ErrProcessUnknown when the attester cannot
-// identify it.
-func processFrom(r *http.Request) (control.Process, error) {
-	p, ok := PeerFrom(r.Context())
-	if !ok {
-		return control.Process{}, control.ErrProcessUnknown
-	}
-	return control.ProcessOf(p)
-}
-
 // writeSigned writes v as the JSON answer to q (the bytes writeJSON
 // writes) with its signature headers (attester-api section 8). Nothing is
 // written when the answer cannot be signed: an unsigned success is never
@@ -90,26 +82,16 @@ func (s *Server) writeSigned(w http.ResponseWriter, q *runRequest, code int, v a
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	setAnswerHeaders(h, sa)
+	setAnswerHeaders(h, sa.Statement, sa.Signature)
 	w.WriteHeader(code)
 	_, err = w.Write(buf.Bytes())
 	return err
 }
 
 // setAnswerHeaders sets the signed answer's two headers.
-func setAnswerHeaders(h http.Header, sa *control.SignedAnswer) {
-	h.Set(answer.HeaderStatement, b64u.Encode(sa.Statement))
-	h.Set(answer.HeaderSignature, b64u.Encode(sa.Signature))
-}
-
-// parseBearer extracts the capability's hash from an Authorization header.
-// Only the syntax is checked; the error is 401.
-func parseBearer(h string) ([32]byte, error) {
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return [32]byte{}, control.ErrNoCredential
-	}
-	return control.CapabilityHash(tok)
+func setAnswerHeaders(h http.Header, statement, signature []byte) {
+	h.Set(answer.HeaderStatement, b64u.Encode(statement))
+	h.Set(answer.HeaderSignature, b64u.Encode(signature))
 }
 
 // refuse marks an error returned before the body was read: the connection
@@ -136,7 +118,7 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	proc, err := processFrom(r)
+	proc, err := control.ProcessFrom(r.Context())
 	if err != nil {
 		return refuse(err)
 	}
@@ -144,13 +126,13 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var req control.CreateRunRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
 	q := &runRequest{proc: proc, hash: answer.RequestHash(r.Method, r.RequestURI, body)}
-	body = nil
-	resp, rn, err := s.svc.CreateRun(r.Context(), &req, proc)
+	// The body is dropped once decoded: the run's pack is in the request.
+	resp, rn, err := s.svc.CreateRun(r.Context(), func(v any) error {
+		err := decodeStrict(body, v)
+		body = nil
+		return err
+	}, proc)
 	if err != nil {
 		return err
 	}
@@ -177,7 +159,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request, q *runRequ
 		if err != nil {
 			return err
 		}
-		return servePrompt(w, prompt, hash, sa)
+		return servePrompt(w, prompt, hash, sa.Statement, sa.Signature)
 	})
 }
 
@@ -191,11 +173,7 @@ func (s *Server) handleCloseRun(w http.ResponseWriter, r *http.Request, q *runRe
 }
 
 func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request, q *runRequest) error {
-	var req control.TurnRequest
-	if err := decodeStrict(q.body, &req); err != nil {
-		return err
-	}
-	resp, err := s.svc.StartTurn(q.rn, &req)
+	resp, err := s.svc.StartTurn(q.rn, q.decode)
 	if err != nil {
 		return err
 	}
@@ -203,11 +181,7 @@ func (s *Server) handleTurn(w http.ResponseWriter, r *http.Request, q *runReques
 }
 
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, q *runRequest) error {
-	var req control.VerifyRequest
-	if err := decodeStrict(q.body, &req); err != nil {
-		return err
-	}
-	resp, err := s.svc.Verify(q.rn, &req)
+	resp, err := s.svc.Verify(q.rn, q.decode)
 	if err != nil {
 		return err
 	}
@@ -215,11 +189,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, q *runRequ
 }
 
 func (s *Server) handleToolCall(w http.ResponseWriter, r *http.Request, q *runRequest) error {
-	var req control.ToolCallRequest
-	if err := decodeStrict(q.body, &req); err != nil {
-		return err
-	}
-	resp, err := s.svc.ToolCall(r.Context(), q.rn, &req)
+	resp, err := s.svc.ToolCall(r.Context(), q.rn, q.decode)
 	if err != nil {
 		return err
 	}
@@ -246,11 +216,7 @@ func (s *Server) handleAudit(w http.ResponseWriter, r *http.Request, q *runReque
 // handleAttest has the control plane check the agent's proof bundle and
 // issue the execution attestation.
 func (s *Server) handleAttest(w http.ResponseWriter, r *http.Request, q *runRequest) error {
-	var req control.AttestRequest
-	if err := decodeStrict(q.body, &req); err != nil {
-		return err
-	}
-	out, err := s.svc.Attest(r.Context(), q.rn, &req)
+	out, err := s.svc.Attest(r.Context(), q.rn, q.decode)
 	if err != nil {
 		return err
 	}
@@ -306,10 +272,11 @@ func (s *Server) handleTPMEK(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	_, simulated := s.svc.Platform()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"ek_cert_b64u":   b64u.Encode(ek),
 		"ak_public_b64u": b64u.Encode(ak),
-		"simulated":      s.svc.Simulated(),
+		"simulated":      simulated,
 	})
 	return nil
 }
@@ -330,31 +297,12 @@ func (s *Server) handleTPMActivate(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	var req control.ActivateRequest
-	if err := decodeStrict(body, &req); err != nil {
-		return err
-	}
-	secret, err := s.svc.ActivateCredential(r.Context(), &req)
+	secret, err := s.svc.ActivateCredential(r.Context(), func(v any) error { return decodeStrict(body, v) })
 	if err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"secret_b64u": b64u.Encode(secret)})
 	return nil
-}
-
-// statusOf maps each kind of control refusal to its status.
-var statusOf = map[control.Kind]int{
-	control.KindInternal:        http.StatusInternalServerError,
-	control.KindInvalid:         http.StatusBadRequest,
-	control.KindUnauthenticated: http.StatusUnauthorized,
-	control.KindForbidden:       http.StatusForbidden,
-	control.KindNotFound:        http.StatusNotFound,
-	control.KindConflict:        http.StatusConflict,
-	control.KindGone:            http.StatusGone,
-	control.KindTooLarge:        http.StatusRequestEntityTooLarge,
-	control.KindUnprocessable:   http.StatusUnprocessableEntity,
-	control.KindTooMany:         http.StatusTooManyRequests,
-	control.KindUnavailable:     http.StatusServiceUnavailable,
 }
 
 // asHTTPError returns err as an *HTTPError: itself, or a control refusal
@@ -367,9 +315,5 @@ func asHTTPError(err error) *HTTPError {
 	if !ok {
 		return nil
 	}
-	code, ok := statusOf[ce.Kind]
-	if !ok {
-		code = http.StatusInternalServerError
-	}
-	return &HTTPError{Code: code, Msg: ce.Msg, Reason: ce.Reason, Err: ce.Err, retryAfter: ce.RetryAfter}
+	return &HTTPError{Code: ce.Status(), Msg: ce.Msg, Reason: ce.Reason, Err: ce.Err, retryAfter: ce.RetryAfter}
 }

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/wire/answer"
@@ -24,7 +23,7 @@ const promptWriteTimeout = 30 * time.Second
 // section 2.1). The response is HTTP/1.1 with Content-Length and
 // Connection: close. The caller holds the run's lock, so the buffer cannot
 // be destroyed while it is written.
-func servePrompt(w http.ResponseWriter, prompt *sealed.Buffer, hash string, sa *control.SignedAnswer) error {
+func servePrompt(w http.ResponseWriter, prompt *sealed.Buffer, hash string, statement, signature []byte) error {
 	b := prompt.Bytes()
 	if b == nil {
 		return httpErr(http.StatusGone, "run closed", nil)
@@ -48,8 +47,8 @@ func servePrompt(w http.ResponseWriter, prompt *sealed.Buffer, hash string, sa *
 		"Cache-Control: no-store\r\n" +
 		"X-Content-Type-Options: nosniff\r\n" +
 		"X-Clawea-System-Prompt-Hash: " + hash + "\r\n" +
-		answer.HeaderStatement + ": " + b64u.Encode(sa.Statement) + "\r\n" +
-		answer.HeaderSignature + ": " + b64u.Encode(sa.Signature) + "\r\n" +
+		answer.HeaderStatement + ": " + b64u.Encode(statement) + "\r\n" +
+		answer.HeaderSignature + ": " + b64u.Encode(signature) + "\r\n" +
 		"Content-Length: " + strconv.Itoa(len(b)) + "\r\n" +
 		"Connection: close\r\n\r\n"
 	if _, err := conn.Write([]byte(head)); err != nil {

@@ -9,6 +9,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"path"
@@ -89,28 +90,17 @@ func (s *Server) ControlHandler() http.Handler {
 // wrapUID refuses control requests whose peer uid is not allowed, any
 // request with an Origin header (a browser), and requests from a process
 // the attester cannot identify (pid or start time unknown: runs are bound
-// to processes).
+// to processes): control.Config.AdmitCaller.
 func (s *Server) wrapUID(next http.Handler) http.Handler {
 	deny := s.wrap("control_denied", func(w http.ResponseWriter, r *http.Request) error {
-		return refuse(httpErr(http.StatusForbidden, "this caller may not use the control API", nil))
-	})
-	unknown := s.wrap("control_denied", func(w http.ResponseWriter, r *http.Request) error {
-		return refuse(control.ErrProcessUnknown)
+		if r.Header.Get("Origin") != "" {
+			return refuse(httpErr(http.StatusForbidden, "this caller may not use the control API", errors.New("a request with an Origin header")))
+		}
+		return refuse(s.cfg.AdmitCaller(r.Context()))
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		p, ok := PeerFrom(r.Context())
-		uid := 0
-		if ok {
-			uid = p.UID()
-		}
-		if !ok || !s.cfg.ControlUIDAllowed(uid) || r.Header.Get("Origin") != "" {
-			s.log.Warn("control request refused", "peer_uid_known", ok, "peer_uid", uid, "origin", r.Header.Get("Origin") != "")
+		if r.Header.Get("Origin") != "" || s.cfg.AdmitCaller(r.Context()) != nil {
 			deny.ServeHTTP(w, r)
-			return
-		}
-		if _, err := control.ProcessOf(p); err != nil {
-			s.log.Warn("control request refused: the calling process cannot be identified", "peer_uid", uid, "peer_pid", p.PID())
-			unknown.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -211,10 +201,11 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) error {
 	if err := s.svc.AuditHealthy(); err != nil {
 		return httpErr(http.StatusServiceUnavailable, "the gate cannot record decisions: every tool call would be denied", err)
 	}
+	platform, simulated := s.svc.Platform()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":    "ready",
-		"platform":  s.svc.Platform(),
-		"simulated": s.svc.Simulated(),
+		"platform":  platform,
+		"simulated": simulated,
 	})
 	return nil
 }

@@ -73,7 +73,7 @@ func tpmServer(t *testing.T) (*httptest.Server, *tpm.TPM, *frozenClock) {
 	att["platform"], att["tpm"] = "tpm", map[string]any{"address": in.Addr}
 	att["controlSocket"] = filepath.Join(t.TempDir(), "ctl", "control.sock")
 	raw, _ = json.Marshal(m)
-	cfg, rest, err := control.ParseConfig(raw)
+	cfg, rest, err := control.ParseConfigWith(raw, control.ConfigOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
