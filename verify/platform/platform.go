@@ -101,6 +101,9 @@ type Options struct {
 	// anyReportData skips the REPORT_DATA comparison: raw evidence
 	// verified without a nonce (raw.go). Only this package sets it.
 	anyReportData bool
+	// allowQuoteV5 admits a DCAP version 5 TDX quote (tdxFormatV5): raw
+	// evidence only (raw.go); attestation evidence carries version 4.
+	allowQuoteV5 bool
 }
 
 // Result is what Verify established. Every field was verified; nothing is

@@ -1,13 +1,17 @@
 // Package tdxquote is a strict, bounds-checked codec for Intel TDX quotes,
-// version 4, with an ECDSA-256-with-P-256 attestation key and QE report
-// certification data (type 6) that carries a PEM PCK certificate chain
-// (type 5). It is the only place in this module that reads quote bytes.
+// versions 4 and 5, with an ECDSA-256-with-P-256 attestation key and QE
+// report certification data (type 6) that carries a PEM PCK certificate
+// chain (type 5). A version 5 quote carries a TD 1.0 (type 2) or TD 1.5
+// (type 3) report body after a body type and size (docs/spec/platform-tdx.md,
+// section 1.1). It is the only place in this module that reads quote bytes.
 //
 // The package does no cryptography and trusts nothing: it only splits a quote
 // into its fields and puts them back. Signature and chain checks belong to
 // go-tdx-guest's verify package; Parse exists so that nothing malformed ever
 // reaches that library's parser (abi.QuoteToProto panics on some truncated
-// inputs) and so that producers can check what a device returned.
+// inputs) and so that producers can check what a device returned. That
+// library does not read version 5; verify/platform checks those signatures
+// itself.
 //
 // Parse is strict: whatever it accepts, Marshal re-encodes to identical bytes.
 // It has no device imports and may be used by verifiers.
@@ -26,10 +30,22 @@ import (
 // (docs/spec/platform-tdx.md). Producers and verifiers both use it.
 const Format = "tdx/quote-v4"
 
-// Wire constants of a TDX quote v4.
+// Wire constants of a TDX quote.
 const (
-	// Version is the only quote version this package accepts.
+	// Version is the quote version producers write and the one attestation
+	// evidence (Format) carries; Parse also reads version 5.
 	Version = 4
+	// version5 is the DCAP quote version 5: a body type and size precede
+	// the body.
+	version5 = 5
+	// bodyTypeSGX, bodyTypeTD10 and bodyTypeTD15 are the version 5 body
+	// types: an SGX enclave report (refused), a TD 1.0 report body and a
+	// TD 1.5 report body.
+	bodyTypeSGX  = 1
+	bodyTypeTD10 = 2
+	bodyTypeTD15 = 3
+	// bodyDescSize is the version 5 body type (u16) and size (u32).
+	bodyDescSize = 6
 	// AttestationKeyTypeECDSAP256 is ECDSA-256-with-P-256.
 	AttestationKeyTypeECDSAP256 = 2
 	// TeeTypeTDX is the header TEE type of a TDX quote.
@@ -45,8 +61,11 @@ const (
 	HeaderSize = 0x30
 	// bodySize is the size of the TD quote body (a TDREPORT 1.0 digest).
 	bodySize = 0x248
-	// SignedSize is the size of the bytes the attestation key signs:
-	// header || body.
+	// bodySizeTD15 is the size of a TD 1.5 body: TEE_TCB_SVN2 and
+	// MRSERVICETD follow the TD 1.0 fields.
+	bodySizeTD15 = bodySize + 16 + 48
+	// SignedSize is the size of the bytes the attestation key signs in a
+	// version 4 quote: header || body.
 	SignedSize = HeaderSize + bodySize
 	// QEReportSize is the size of the SGX report of the quoting enclave.
 	QEReportSize = 0x180
@@ -60,9 +79,11 @@ const (
 	certDataOff      = signedDataOff + 64 + 64         // after signature and attestation key
 	qeReportOff      = certDataOff + 6                 // after u16 type || u32 size
 	qeAuthLenOff     = qeReportOff + QEReportSize + 64 // after QE report and its signature
-	// MinSize is the smallest well-formed quote: empty QE auth data and an
-	// empty PCK chain.
+	// MinSize is the smallest well-formed quote: version 4, empty QE auth
+	// data and an empty PCK chain.
 	MinSize = qeAuthLenOff + 2 + 6
+	// tailMinSize is what follows header || body in the smallest quote.
+	tailMinSize = MinSize - SignedSize
 )
 
 // Errors. Every error returned by this package wraps exactly one of them.
@@ -103,6 +124,10 @@ type Body struct {
 	MROwnerConfig  [48]byte
 	RTMR           [4][48]byte
 	ReportData     [64]byte
+	// TeeTcbSvn2 and MRServiceTD are the TD 1.5 fields (a version 5 quote
+	// with body type 3); zero in any other quote.
+	TeeTcbSvn2  [16]byte
+	MRServiceTD [48]byte
 }
 
 // TDAttributesDebug is bit 0 of TD_ATTRIBUTES (TUD.DEBUG): the TD is
@@ -128,10 +153,13 @@ type QEReport struct {
 	ReportData [64]byte
 }
 
-// Quote is a parsed TDX quote v4.
+// Quote is a parsed TDX quote, version 4 or 5.
 type Quote struct {
 	Header Header
-	Body   Body
+	// BodyType is the version 5 body type: 2 (TD 1.0) or 3 (TD 1.5). It is
+	// zero in a version 4 quote, whose body is always TD 1.0.
+	BodyType uint16
+	Body     Body
 	// Signature is r || s (big-endian, 32 bytes each) by the attestation key
 	// over SHA-256(header || body).
 	Signature [64]byte
@@ -156,6 +184,41 @@ func unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
+// layout reads the version (and, in version 5, the body type and size) at
+// the start of b and returns the size of the signed bytes (header, body
+// descriptor, body) and the body type (0 in version 4). It refuses every
+// other version and body type by name, and a body size that is not the
+// size of its type.
+func layout(b []byte) (signed int, bodyType uint16, err error) {
+	if len(b) < HeaderSize+bodyDescSize {
+		return 0, 0, malformed("%d bytes, shorter than a header", len(b))
+	}
+	switch v := binary.LittleEndian.Uint16(b); v {
+	case Version:
+		return SignedSize, 0, nil
+	case version5:
+	default:
+		return 0, 0, unsupported("version %d", v)
+	}
+	bodyType = binary.LittleEndian.Uint16(b[HeaderSize:])
+	size := binary.LittleEndian.Uint32(b[HeaderSize+2:])
+	var want uint32
+	switch bodyType {
+	case bodyTypeTD10:
+		want = bodySize
+	case bodyTypeTD15:
+		want = bodySizeTD15
+	case bodyTypeSGX:
+		return 0, 0, unsupported("version 5 body type 1 (sgx enclave report)")
+	default:
+		return 0, 0, unsupported("version 5 body type %d", bodyType)
+	}
+	if size != want {
+		return 0, 0, malformed("version 5 body type %d declares %d bytes, want %d", bodyType, size, want)
+	}
+	return HeaderSize + bodyDescSize + int(want), bodyType, nil
+}
+
 // Length returns the length of the quote at the start of b, read from its
 // framing. Devices may return a buffer with bytes after the quote; those are
 // covered by no signature and producers drop them with b[:n]. Length checks
@@ -164,21 +227,25 @@ func Length(b []byte) (int, error) {
 	if len(b) > MaxSize {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
 	}
-	if len(b) < signedDataOff {
+	signed, _, err := layout(b)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) < signed+4 {
 		return 0, malformed("%d bytes, shorter than header and body", len(b))
 	}
-	n := uint64(binary.LittleEndian.Uint32(b[signedDataLenOff:]))
-	end := uint64(signedDataOff) + n
+	n := uint64(binary.LittleEndian.Uint32(b[signed:]))
+	end := uint64(signed+4) + n
 	if end > uint64(len(b)) {
-		return 0, malformed("signed data length %d exceeds the %d bytes present", n, len(b)-signedDataOff)
+		return 0, malformed("signed data length %d exceeds the %d bytes present", n, len(b)-signed-4)
 	}
 	return int(end), nil
 }
 
 // Parse parses exactly one quote. It rejects trailing bytes, any length
-// field that disagrees with the bytes present, and every version, TEE type,
-// key type or certification data type other than the ones this package
-// names. On error it returns nil.
+// field that disagrees with the bytes present, and every version, body
+// type, TEE type, key type or certification data type other than the ones
+// this package names. On error it returns nil.
 func Parse(b []byte) (*Quote, error) {
 	if len(b) > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
@@ -186,7 +253,14 @@ func Parse(b []byte) (*Quote, error) {
 	if len(b) < MinSize {
 		return nil, malformed("%d bytes, minimum %d", len(b), MinSize)
 	}
-	q := new(Quote)
+	signed, bodyType, err := layout(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < signed+tailMinSize {
+		return nil, malformed("%d bytes, minimum %d", len(b), signed+tailMinSize)
+	}
+	q := &Quote{BodyType: bodyType}
 	r := reader{b: b}
 
 	h := &q.Header
@@ -197,35 +271,21 @@ func Parse(b []byte) (*Quote, error) {
 	r.copy(h.QESVN[:])
 	r.copy(h.QEVendorID[:])
 	r.copy(h.UserData[:])
-	if h.Version != Version {
-		return nil, unsupported("version %d", h.Version)
-	}
 	if h.AttestationKeyType != AttestationKeyTypeECDSAP256 {
 		return nil, unsupported("attestation key type %d", h.AttestationKeyType)
 	}
 	if h.TeeType != TeeTypeTDX {
 		return nil, unsupported("tee type %#x", h.TeeType)
 	}
-
-	d := &q.Body
-	r.copy(d.TeeTcbSvn[:])
-	r.copy(d.MRSEAM[:])
-	r.copy(d.MRSignerSEAM[:])
-	r.copy(d.SEAMAttributes[:])
-	r.copy(d.TDAttributes[:])
-	r.copy(d.XFAM[:])
-	r.copy(d.MRTD[:])
-	r.copy(d.MRConfigID[:])
-	r.copy(d.MROwner[:])
-	r.copy(d.MROwnerConfig[:])
-	for i := range d.RTMR {
-		r.copy(d.RTMR[i][:])
+	if h.Version == version5 {
+		r.off += bodyDescSize // checked by layout
 	}
-	r.copy(d.ReportData[:])
+	readBody(&r, &q.Body, bodyType == bodyTypeTD15)
 
+	sigDataOff := signed + 4
 	signedLen := r.u32()
-	if uint64(signedLen) != uint64(len(b)-signedDataOff) {
-		return nil, malformed("signed data length %d, %d bytes present", signedLen, len(b)-signedDataOff)
+	if uint64(signedLen) != uint64(len(b)-sigDataOff) {
+		return nil, malformed("signed data length %d, %d bytes present", signedLen, len(b)-sigDataOff)
 	}
 	r.copy(q.Signature[:])
 	r.copy(q.AttestationKey[:])
@@ -235,8 +295,8 @@ func Parse(b []byte) (*Quote, error) {
 	if certType != certDataTypeQEReport {
 		return nil, unsupported("certification data type %d", certType)
 	}
-	if uint64(certLen) != uint64(len(b)-qeReportOff) {
-		return nil, malformed("certification data length %d, %d bytes present", certLen, len(b)-qeReportOff)
+	if uint64(certLen) != uint64(r.left()) {
+		return nil, malformed("certification data length %d, %d bytes present", certLen, r.left())
 	}
 	readQEReport(&r, &q.QEReport)
 	r.copy(q.QEReportSignature[:])
@@ -259,6 +319,27 @@ func Parse(b []byte) (*Quote, error) {
 	return q, nil
 }
 
+func readBody(r *reader, d *Body, td15 bool) {
+	r.copy(d.TeeTcbSvn[:])
+	r.copy(d.MRSEAM[:])
+	r.copy(d.MRSignerSEAM[:])
+	r.copy(d.SEAMAttributes[:])
+	r.copy(d.TDAttributes[:])
+	r.copy(d.XFAM[:])
+	r.copy(d.MRTD[:])
+	r.copy(d.MRConfigID[:])
+	r.copy(d.MROwner[:])
+	r.copy(d.MROwnerConfig[:])
+	for i := range d.RTMR {
+		r.copy(d.RTMR[i][:])
+	}
+	r.copy(d.ReportData[:])
+	if td15 {
+		r.copy(d.TeeTcbSvn2[:])
+		r.copy(d.MRServiceTD[:])
+	}
+}
+
 func readQEReport(r *reader, e *QEReport) {
 	r.copy(e.CPUSVN[:])
 	e.MiscSelect = r.u32()
@@ -274,23 +355,35 @@ func readQEReport(r *reader, e *QEReport) {
 	r.copy(e.ReportData[:])
 }
 
-// Marshal encodes q. It fails only when a variable-length field does not
-// fit its length prefix or the result would exceed MaxSize.
+// Marshal encodes q. It fails when the version and body type disagree
+// (version 4 has body type 0; version 5 has 2 or 3), when TD 1.5 fields are
+// set in a TD 1.0 body, when a variable-length field does not fit its
+// length prefix, or when the result would exceed MaxSize.
 func (q *Quote) Marshal() ([]byte, error) {
+	switch {
+	case q.Header.Version == Version && q.BodyType == 0:
+	case q.Header.Version == version5 && (q.BodyType == bodyTypeTD10 || q.BodyType == bodyTypeTD15):
+	default:
+		return nil, unsupported("version %d with body type %d", q.Header.Version, q.BodyType)
+	}
+	if q.BodyType != bodyTypeTD15 && (q.Body.TeeTcbSvn2 != [16]byte{} || q.Body.MRServiceTD != [48]byte{}) {
+		return nil, malformed("td 1.5 fields in a td 1.0 body")
+	}
 	if len(q.QEAuthData) > 0xffff {
 		return nil, malformed("qe auth data is %d bytes, limit 65535", len(q.QEAuthData))
 	}
-	total := MinSize + len(q.QEAuthData) + len(q.PCKChain)
+	signed := q.SignedBytes()
+	total := len(signed) + tailMinSize + len(q.QEAuthData) + len(q.PCKChain)
 	if total > MaxSize {
 		return nil, fmt.Errorf("%w: quote would be %d bytes, limit %d", ErrTooLarge, total, MaxSize)
 	}
 	w := make([]byte, 0, total)
-	w = append(w, q.SignedBytes()...)
-	w = binary.LittleEndian.AppendUint32(w, uint32(total-signedDataOff))
+	w = append(w, signed...)
+	w = binary.LittleEndian.AppendUint32(w, uint32(total-len(signed)-4))
 	w = append(w, q.Signature[:]...)
 	w = append(w, q.AttestationKey[:]...)
 	w = binary.LittleEndian.AppendUint16(w, certDataTypeQEReport)
-	w = binary.LittleEndian.AppendUint32(w, uint32(total-qeReportOff))
+	w = binary.LittleEndian.AppendUint32(w, uint32(total-len(w)-4))
 	w = append(w, q.QEReport.Marshal()...)
 	w = append(w, q.QEReportSignature[:]...)
 	w = binary.LittleEndian.AppendUint16(w, uint16(len(q.QEAuthData)))
@@ -301,10 +394,13 @@ func (q *Quote) Marshal() ([]byte, error) {
 	return w, nil
 }
 
-// SignedBytes returns header || body: the bytes the attestation key signs.
+// SignedBytes returns the bytes the attestation key signs: header || body
+// in version 4; header || body type || body size || body in version 5,
+// where body type 3 adds the TD 1.5 fields.
 func (q *Quote) SignedBytes() []byte {
-	w := make([]byte, 0, SignedSize)
 	h := &q.Header
+	td15 := h.Version == version5 && q.BodyType == bodyTypeTD15
+	w := make([]byte, 0, HeaderSize+bodyDescSize+bodySizeTD15)
 	w = binary.LittleEndian.AppendUint16(w, h.Version)
 	w = binary.LittleEndian.AppendUint16(w, h.AttestationKeyType)
 	w = binary.LittleEndian.AppendUint32(w, h.TeeType)
@@ -312,6 +408,14 @@ func (q *Quote) SignedBytes() []byte {
 	w = append(w, h.QESVN[:]...)
 	w = append(w, h.QEVendorID[:]...)
 	w = append(w, h.UserData[:]...)
+	if h.Version == version5 {
+		size := uint32(bodySize)
+		if td15 {
+			size = bodySizeTD15
+		}
+		w = binary.LittleEndian.AppendUint16(w, q.BodyType)
+		w = binary.LittleEndian.AppendUint32(w, size)
+	}
 	d := &q.Body
 	w = append(w, d.TeeTcbSvn[:]...)
 	w = append(w, d.MRSEAM[:]...)
@@ -327,6 +431,10 @@ func (q *Quote) SignedBytes() []byte {
 		w = append(w, d.RTMR[i][:]...)
 	}
 	w = append(w, d.ReportData[:]...)
+	if td15 {
+		w = append(w, d.TeeTcbSvn2[:]...)
+		w = append(w, d.MRServiceTD[:]...)
+	}
 	return w
 }
 
