@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"os"
@@ -59,8 +60,6 @@ func TestSNPReportConformance(t *testing.T) {
 		{name: "vlek report now (vlek expired)", report: vlekReport, certs: vlek, opts: now, class: ErrRejected, check: CheckChain},
 		{name: "changed byte", report: flipped, certs: vcek, opts: now, class: ErrRejected, check: CheckSignature},
 		{name: "wrong nonce", report: report, certs: vcek, nonce: []byte("challenge"), opts: now, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
-		{name: "invalid vcek legacy", report: report, certs: trustee(t, "snp/test-vcek-invalid-legacy.der"), opts: now, class: ErrRejected, check: CheckChain},
-		{name: "invalid vcek new", report: report, certs: trustee(t, "snp/test-vcek-invalid-new.der"), opts: now, class: ErrRejected, check: CheckChain},
 		{name: "vcek for the vlek report", report: vlekReport, certs: vcek, opts: capture, class: ErrRejected},
 		{name: "no certificate", report: report, opts: now, class: ErrCannotCheck, cause: errMissingCollateral, check: CheckChain},
 		{name: "revocation required", report: report, certs: vcek, opts: Options{Now: now.Now}, class: ErrCannotCheck, cause: errMissingCollateral, check: checkRevocation},
@@ -79,6 +78,54 @@ func TestSNPReportConformance(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 		})
+	}
+}
+
+// TestSNPInvalidVCEKs: Trustee's two invalid VCEKs are each refused for
+// what makes them invalid. Both are issued in the name of the Milan ASK but
+// certify another chip (hwid 00 01 .. 3f) at another TCB, and neither
+// signature verifies under the ASK. They differ in the hwid's encoding (the
+// raw 64 bytes as the extension value, as AMD's KDS issues it, or a DER
+// OCTET STRING around them) and in their TCB, and each error names its own.
+func TestSNPInvalidVCEKs(t *testing.T) {
+	report := trustee(t, "snp/test-report.bin")
+	now := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true}
+	rs, err := rootsOrErr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"snp/test-vcek-invalid-legacy.der", "vcek hwid is not the report's chip_id: hwid 0001020304050607... (raw 64-byte value), chip_id c38427a30d4c7af9...; " +
+			"certificate tcb is not the report's reported_tcb: vcek a90a000000000003 (bl 3 tee 0 snp 10 ucode 169), report 7308000000000003 (bl 3 tee 0 snp 8 ucode 115)"},
+		{"snp/test-vcek-invalid-new.der", "vcek hwid is not the report's chip_id: hwid 0001020304050607... (der octet string), chip_id c38427a30d4c7af9...; " +
+			"certificate tcb is not the report's reported_tcb: vcek 1e00000000000000 (bl 0 tee 0 snp 0 ucode 30), report 7308000000000003 (bl 3 tee 0 snp 8 ucode 115)"},
+	} {
+		der := trustee(t, tc.file)
+		_, err := VerifySNPReport(report, der, nil, now)
+		wantErr(t, err, ErrRejected, errHWIDMismatch, checkBinding)
+		if !errors.Is(err, errTCBMismatch) {
+			t.Errorf("%s: %v does not name the tcb", tc.file, err)
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Err.Error() != tc.want {
+			t.Errorf("%s:\n got %v\nwant %s", tc.file, err, tc.want)
+		}
+		// The third defect: the ASK did not sign it.
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CheckSignatureFrom(rs.amd["Milan"].certs.Ask); err == nil {
+			t.Errorf("%s: signed by the milan ask", tc.file)
+		}
+	}
+	// The valid VCEK's signature, for contrast.
+	c, err := x509.ParseCertificate(trustee(t, "snp/test-vcek.der"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckSignatureFrom(rs.amd["Milan"].certs.Ask); err != nil {
+		t.Errorf("test-vcek.der: %v", err)
 	}
 }
 
