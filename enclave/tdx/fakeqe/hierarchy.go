@@ -37,14 +37,14 @@ const (
 // seedPrefix domain-separates every seed this package derives a key from.
 const seedPrefix = "clawea.dev/attester/v1/tdx-sim/TEST-ONLY/"
 
-// PinnedSeed names the hierarchy whose root is tdxsimroots.RootPEM.
-const PinnedSeed = "pinned"
+// pinnedSeed names the hierarchy whose root is tdxsimroots.RootPEM.
+const pinnedSeed = "pinned"
 
 // FMSPC and PCEID are the platform identifiers in every fake PCK
 // certificate. No Intel collateral exists for this FMSPC.
 var (
-	FMSPC = [6]byte{0xc1, 0xa3, 0xea, 0x00, 0x00, 0x00}
-	PCEID = [2]byte{0x00, 0x00}
+	fmspc = [6]byte{0xc1, 0xa3, 0xea, 0x00, 0x00, 0x00}
+	pceID = [2]byte{0x00, 0x00}
 )
 
 // Validity of every fake certificate.
@@ -84,9 +84,9 @@ type Hierarchy struct {
 	interKey *ecdsa.PrivateKey
 }
 
-// SeedKey derives the P-256 key named label under seed. It is exported so
+// seedKey derives the P-256 key named label under seed. It is exported so
 // that tests can check the pinned root against its seed.
-func SeedKey(seed, label string) (*ecdsa.PrivateKey, error) {
+func seedKey(seed, label string) (*ecdsa.PrivateKey, error) {
 	d := sha256.Sum256([]byte(seedPrefix + seed + "/" + label))
 	k, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d[:])
 	if err != nil {
@@ -118,24 +118,24 @@ func PinnedHierarchy() (*Hierarchy, error) {
 	if err != nil {
 		return nil, err
 	}
-	rootKey, err := SeedKey(PinnedSeed, "root-ca")
+	rootKey, err := seedKey(pinnedSeed, "root-ca")
 	if err != nil {
 		return nil, err
 	}
 	if !rootKey.PublicKey.Equal(root.PublicKey) {
 		return nil, errors.New("fakeqe: pinned root does not match its seed")
 	}
-	return build(PinnedSeed, root, rootKey)
+	return build(pinnedSeed, root, rootKey)
 }
 
 // NewHierarchy returns a hierarchy under a fresh TEST ONLY root for seed
-// (which must differ from PinnedSeed). Its root is self-signed at run time;
+// (which must differ from pinnedSeed). Its root is self-signed at run time;
 // tests use it for "chain to another root".
 func NewHierarchy(seed string) (*Hierarchy, error) {
-	if seed == PinnedSeed {
+	if seed == pinnedSeed {
 		return nil, errors.New("fakeqe: use PinnedHierarchy for the pinned seed")
 	}
-	rootKey, err := SeedKey(seed, "root-ca")
+	rootKey, err := seedKey(seed, "root-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -172,15 +172,15 @@ func rootCertificateDER(seed string, key *ecdsa.PrivateKey) ([]byte, error) {
 }
 
 func build(seed string, root *x509.Certificate, rootKey *ecdsa.PrivateKey) (*Hierarchy, error) {
-	interKey, err := SeedKey(seed, "pck-platform-ca")
+	interKey, err := seedKey(seed, "pck-platform-ca")
 	if err != nil {
 		return nil, err
 	}
-	pckKey, err := SeedKey(seed, "pck-leaf")
+	pckKey, err := seedKey(seed, "pck-leaf")
 	if err != nil {
 		return nil, err
 	}
-	akKey, err := SeedKey(seed, "attestation-key")
+	akKey, err := seedKey(seed, "attestation-key")
 	if err != nil {
 		return nil, err
 	}
@@ -292,8 +292,8 @@ func sgxExtension(seed string, cpuSVN [16]byte, pceSVN uint16) ([]byte, error) {
 	for _, it := range []any{
 		oidBytes{oidPPID, ppid[:16]},
 		oidSeq{oidTCB, tcb},
-		oidBytes{oidPCEID, PCEID[:]},
-		oidBytes{oidFMSPC, FMSPC[:]},
+		oidBytes{oidPCEID, pceID[:]},
+		oidBytes{oidFMSPC, fmspc[:]},
 		oidEnum{oidSGXType, 1},
 	} {
 		v, err := raw(it)
@@ -308,9 +308,6 @@ func sgxExtension(seed string, cpuSVN [16]byte, pceSVN uint16) ([]byte, error) {
 	}
 	return b, nil
 }
-
-// Root returns the hierarchy's root certificate.
-func (h *Hierarchy) Root() *x509.Certificate { return h.root }
 
 // ChainDER returns the PCK chain, leaf first: PCK leaf, PCK Platform CA,
 // root. The slices are copies.

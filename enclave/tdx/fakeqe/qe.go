@@ -12,10 +12,10 @@ import (
 // UserDataMarker starts the header user data of every fake quote.
 const UserDataMarker = "TEST ONLY FAKE QE"
 
-// IntelQEVendorID is the QE vendor ID of Intel's quoting enclave. Fake quotes
+// intelQEVendorID is the QE vendor ID of Intel's quoting enclave. Fake quotes
 // carry it so that policies written for real quotes see the same header;
 // what marks them fake is the PCK root (and UserDataMarker).
-var IntelQEVendorID = [16]byte{0x93, 0x9a, 0x72, 0x33, 0xf7, 0x9c, 0x4c, 0xa9, 0x94, 0x0a, 0x0d, 0xb3, 0x95, 0x7f, 0x06, 0x07}
+var intelQEVendorID = [16]byte{0x93, 0x9a, 0x72, 0x33, 0xf7, 0x9c, 0x4c, 0xa9, 0x94, 0x0a, 0x0d, 0xb3, 0x95, 0x7f, 0x06, 0x07}
 
 // TD is the part of a TD quote body the fake platform reports: everything but
 // REPORT_DATA.
@@ -106,7 +106,7 @@ func New(opts Options) (*QE, error) {
 		Version:            tdxquote.Version,
 		AttestationKeyType: tdxquote.AttestationKeyTypeECDSAP256,
 		TeeType:            tdxquote.TeeTypeTDX,
-		QEVendorID:         IntelQEVendorID,
+		QEVendorID:         intelQEVendorID,
 	}
 	copy(q.header.UserData[:], UserDataMarker)
 
