@@ -69,17 +69,17 @@ const (
 
 // Errors. Fetch and Check wrap them; callers branch with errors.Is.
 var (
-	// ErrEvidence: evidence from which no collateral need can be derived
+	// errEvidence: evidence from which no collateral need can be derived
 	// (malformed or of an unsupported platform).
-	ErrEvidence = errors.New("collateral: unusable evidence")
-	// ErrFetch: a document could not be fetched (network, HTTP status,
+	errEvidence = errors.New("collateral: unusable evidence")
+	// errFetch: a document could not be fetched (network, HTTP status,
 	// retries exhausted).
-	ErrFetch = errors.New("collateral: fetch failed")
-	// ErrDocument: a fetched or cached document does not parse, is for
+	errFetch = errors.New("collateral: fetch failed")
+	// errDocument: a fetched or cached document does not parse, is for
 	// another platform, or is outside its validity.
-	ErrDocument = errors.New("collateral: unusable document")
-	// ErrIncomplete: Check found missing or stale documents.
-	ErrIncomplete = errors.New("collateral: missing or stale documents")
+	errDocument = errors.New("collateral: unusable document")
+	// errIncomplete: Check found missing or stale documents.
+	errIncomplete = errors.New("collateral: missing or stale documents")
 )
 
 // Item is one document the evidence needs.
@@ -143,30 +143,30 @@ func Needs(evs []*evidence.Evidence) ([]Item, error) {
 	}
 	for i, ev := range evs {
 		if ev == nil {
-			return nil, fmt.Errorf("%w: evidence %d is empty", ErrEvidence, i)
+			return nil, fmt.Errorf("%w: evidence %d is empty", errEvidence, i)
 		}
 		switch ev.Platform {
 		case evidence.PlatformSEVSNP:
 			items, err := sevsnpNeeds(ev)
 			if err != nil {
-				return nil, fmt.Errorf("%w: evidence %d: %w", ErrEvidence, i, err)
+				return nil, fmt.Errorf("%w: evidence %d: %w", errEvidence, i, err)
 			}
 			add(items...)
 		case evidence.PlatformTDX:
 			items, err := tdxNeeds(ev)
 			if err != nil {
-				return nil, fmt.Errorf("%w: evidence %d: %w", ErrEvidence, i, err)
+				return nil, fmt.Errorf("%w: evidence %d: %w", errEvidence, i, err)
 			}
 			add(items...)
 		case evidence.PlatformAzureSNP, evidence.PlatformAzureTDX:
 			items, err := azureNeeds(ev)
 			if err != nil {
-				return nil, fmt.Errorf("%w: evidence %d: %w", ErrEvidence, i, err)
+				return nil, fmt.Errorf("%w: evidence %d: %w", errEvidence, i, err)
 			}
 			add(items...)
 		case evidence.PlatformTPM:
 		default:
-			return nil, fmt.Errorf("%w: evidence %d: unsupported platform", ErrEvidence, i)
+			return nil, fmt.Errorf("%w: evidence %d: unsupported platform", errEvidence, i)
 		}
 	}
 	return out, nil
@@ -307,11 +307,11 @@ func relURL(abs, base string) (string, error) {
 	return rel, nil
 }
 
-// Check reports the state of every item in dir at now. A document is fresh
+// check reports the state of every item in dir at now. A document is fresh
 // when it (and its issuer chain) parses, is for the evidence's platform,
-// and stays valid at least until now+minValidity. Check never uses the
+// and stays valid at least until now+minValidity. It never uses the
 // network.
-func Check(dir string, items []Item, now time.Time, minValidity time.Duration) []Status {
+func check(dir string, items []Item, now time.Time, minValidity time.Duration) []Status {
 	out := make([]Status, 0, len(items))
 	for _, it := range items {
 		out = append(out, checkOne(dir, it, now, minValidity))
@@ -319,7 +319,7 @@ func Check(dir string, items []Item, now time.Time, minValidity time.Duration) [
 	return out
 }
 
-// Incomplete returns an error wrapping ErrIncomplete that names every
+// Incomplete returns an error wrapping errIncomplete that names every
 // status that is not fresh, or nil.
 func Incomplete(sts []Status) error {
 	var bad []string
@@ -331,7 +331,7 @@ func Incomplete(sts []Status) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrIncomplete, strings.Join(bad, "; "))
+	return fmt.Errorf("%w: %s", errIncomplete, strings.Join(bad, "; "))
 }
 
 func checkOne(dir string, it Item, now time.Time, minValidity time.Duration) Status {
@@ -381,16 +381,16 @@ func validity(it Item, doc, chain []byte) (from, until time.Time, err error) {
 	case KindSEVSNPCRL, KindTDXPCKCRL, KindTDXRootCRL:
 		crl, err := x509.ParseRevocationList(doc)
 		if err != nil {
-			return from, until, fmt.Errorf("%w: crl: %v", ErrDocument, err)
+			return from, until, fmt.Errorf("%w: crl: %v", errDocument, err)
 		}
 		if crl.NextUpdate.IsZero() {
-			return from, until, fmt.Errorf("%w: crl has no nextUpdate", ErrDocument)
+			return from, until, fmt.Errorf("%w: crl has no nextUpdate", errDocument)
 		}
 		from, until = crl.ThisUpdate, crl.NextUpdate
 	case KindSEVSNPVCEK:
 		c, err := x509.ParseCertificate(doc)
 		if err != nil {
-			return from, until, fmt.Errorf("%w: certificate: %v", ErrDocument, err)
+			return from, until, fmt.Errorf("%w: certificate: %v", errDocument, err)
 		}
 		from, until = c.NotBefore, c.NotAfter
 	case KindSEVSNPChain:
@@ -399,29 +399,29 @@ func validity(it Item, doc, chain []byte) (from, until time.Time, err error) {
 			return from, until, err
 		}
 		if len(certs) != 2 {
-			return from, until, fmt.Errorf("%w: want 2 certificates (ask or asvk, ark), got %d", ErrDocument, len(certs))
+			return from, until, fmt.Errorf("%w: want 2 certificates (ask or asvk, ark), got %d", errDocument, len(certs))
 		}
 		from, until = window(certs)
 	case KindTDXTCBInfo:
 		var ti pcs.TdxTcbInfo
 		if err := json.Unmarshal(doc, &ti); err != nil {
-			return from, until, fmt.Errorf("%w: tcb info: %v", ErrDocument, err)
+			return from, until, fmt.Errorf("%w: tcb info: %v", errDocument, err)
 		}
 		if !strings.EqualFold(ti.TcbInfo.Fmspc, it.FMSPC) {
-			return from, until, fmt.Errorf("%w: tcb info is for fmspc %q, want %s", ErrDocument, safetext.Clip(ti.TcbInfo.Fmspc, 32), it.FMSPC)
+			return from, until, fmt.Errorf("%w: tcb info is for fmspc %q, want %s", errDocument, safetext.Clip(ti.TcbInfo.Fmspc, 32), it.FMSPC)
 		}
 		from, until = ti.TcbInfo.IssueDate, ti.TcbInfo.NextUpdate
 	case KindTDXQEIdentity:
 		var qi pcs.QeIdentity
 		if err := json.Unmarshal(doc, &qi); err != nil {
-			return from, until, fmt.Errorf("%w: qe identity: %v", ErrDocument, err)
+			return from, until, fmt.Errorf("%w: qe identity: %v", errDocument, err)
 		}
 		from, until = qi.EnclaveIdentity.IssueDate, qi.EnclaveIdentity.NextUpdate
 	default:
-		return from, until, fmt.Errorf("%w: unknown kind %q", ErrDocument, it.Kind)
+		return from, until, fmt.Errorf("%w: unknown kind %q", errDocument, it.Kind)
 	}
 	if until.IsZero() {
-		return from, until, fmt.Errorf("%w: no end of validity", ErrDocument)
+		return from, until, fmt.Errorf("%w: no end of validity", errDocument)
 	}
 	if it.ChainPath != "" {
 		certs, err := parsePEMCerts(chain)
@@ -464,19 +464,19 @@ func parsePEMCerts(b []byte) ([]*x509.Certificate, error) {
 			break
 		}
 		if blk.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("%w: pem block %q", ErrDocument, safetext.Clip(blk.Type, 32))
+			return nil, fmt.Errorf("%w: pem block %q", errDocument, safetext.Clip(blk.Type, 32))
 		}
 		if len(certs) == maxChainCerts {
-			return nil, fmt.Errorf("%w: more than %d certificates", ErrDocument, maxChainCerts)
+			return nil, fmt.Errorf("%w: more than %d certificates", errDocument, maxChainCerts)
 		}
 		c, err := x509.ParseCertificate(blk.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("%w: certificate: %v", ErrDocument, err)
+			return nil, fmt.Errorf("%w: certificate: %v", errDocument, err)
 		}
 		certs = append(certs, c)
 	}
 	if len(certs) == 0 || len(strings.TrimSpace(string(rest))) != 0 {
-		return nil, fmt.Errorf("%w: want PEM certificates only", ErrDocument)
+		return nil, fmt.Errorf("%w: want PEM certificates only", errDocument)
 	}
 	return certs, nil
 }

@@ -194,12 +194,12 @@ func TestSEVSNPNeedsUseKDSPaths(t *testing.T) {
 			t.Errorf("vcek url %q", it.URL)
 		}
 	}
-	if _, err := Needs([]*evidence.Evidence{{Platform: "sgx"}}); !errors.Is(err, ErrEvidence) {
+	if _, err := Needs([]*evidence.Evidence{{Platform: "sgx"}}); !errors.Is(err, errEvidence) {
 		t.Fatalf("unknown platform: %v", err)
 	}
 	bad := *ev
 	bad.Blob = bad.Blob[:10]
-	if _, err := Needs([]*evidence.Evidence{&bad}); !errors.Is(err, ErrEvidence) {
+	if _, err := Needs([]*evidence.Evidence{&bad}); !errors.Is(err, errEvidence) {
 		t.Fatalf("truncated report: %v", err)
 	}
 }
@@ -211,7 +211,7 @@ func TestFetchCleanThenCached(t *testing.T) {
 	dir := t.TempDir()
 
 	// Before: everything missing.
-	for _, st := range Check(dir, items, testNow, time.Hour) {
+	for _, st := range check(dir, items, testNow, time.Hour) {
 		if st.State != stateMissing {
 			t.Fatalf("%s: %s before fetch", st.Item.Path, st.State)
 		}
@@ -234,7 +234,7 @@ func TestFetchCleanThenCached(t *testing.T) {
 	if len(lines) < 3 || !strings.Contains(lines[0], "[1/3]") {
 		t.Fatalf("progress %q", lines)
 	}
-	if err := Incomplete(Check(dir, items, testNow, time.Hour)); err != nil {
+	if err := Incomplete(check(dir, items, testNow, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -274,7 +274,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	fe := testFetcher(base, nil)
 	// The service itself serves an expired CRL: refused, nothing written.
 	_, err := fe.Fetch(context.Background(), dir, items)
-	if !errors.Is(err, ErrDocument) {
+	if !errors.Is(err, errDocument) {
 		t.Fatalf("expired crl from the service: %v", err)
 	}
 	crlItem := itemOf(t, items, KindSEVSNPCRL)
@@ -283,7 +283,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	}
 	// An expired CRL in the cache is refetched; the others are not.
 	testfile.Write(t, dir, crlItem.Path, testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
-	st := Check(dir, []Item{crlItem}, testNow, time.Hour)[0]
+	st := check(dir, []Item{crlItem}, testNow, time.Hour)[0]
 	if st.State != stateStale {
 		t.Fatalf("expired crl: %+v", st)
 	}
@@ -304,7 +304,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	// A CRL that expires within MinValidity is refetched too.
 	fe.MinValidity = 2 * day
 	before = f.count()
-	if _, err := fe.Fetch(context.Background(), dir, items); !errors.Is(err, ErrDocument) {
+	if _, err := fe.Fetch(context.Background(), dir, items); !errors.Is(err, errDocument) {
 		t.Fatalf("crl valid for less than MinValidity: %v", err)
 	}
 	if f.count()-before != 1 {
@@ -340,7 +340,7 @@ func TestFetchRetries(t *testing.T) {
 		fe.Attempts = 3
 		fe.Backoff = 20 * time.Second
 		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem})
-		if !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), "status 500") {
+		if !errors.Is(err, errFetch) || !strings.Contains(err.Error(), "status 500") {
 			t.Fatalf("persistent failure: %v", err)
 		}
 		if f.reqs(crlItem.URL) != 3 || len(slept) != 2 || slept[1] != maxBackoff {
@@ -352,7 +352,7 @@ func TestFetchRetries(t *testing.T) {
 		missing.URL = "/vcek/v1/Milan/nothing-here"
 		before := f.count()
 		_, err := testFetcher(base, nil).Fetch(context.Background(), t.TempDir(), []Item{missing})
-		if !errors.Is(err, ErrFetch) || f.count()-before != 1 {
+		if !errors.Is(err, errFetch) || f.count()-before != 1 {
 			t.Fatalf("404: %v after %d requests", err, f.count()-before)
 		}
 	})
@@ -362,7 +362,7 @@ func TestFetchRetries(t *testing.T) {
 		srv.Close()
 		fe := testFetcher(dead, nil)
 		fe.Attempts = 2
-		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); !errors.Is(err, ErrFetch) {
+		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); !errors.Is(err, errFetch) {
 			t.Fatalf("dead service: %v", err)
 		}
 	})
@@ -412,7 +412,7 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 		t.Fatal(err)
 	}
 	testfile.Write(t, dir, chain.Path, []byte("not pem"))
-	sts := Check(dir, items, testNow.Add(2*day), time.Hour)
+	sts := check(dir, items, testNow.Add(2*day), time.Hour)
 	want := map[string]State{vcek.Path: stateMissing, chain.Path: stateInvalid, crl.Path: stateStale}
 	for _, st := range sts {
 		if st.State != want[st.Item.Path] {
@@ -420,7 +420,7 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 		}
 	}
 	err := Incomplete(sts)
-	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), vcek.Path+" missing") {
+	if !errors.Is(err, errIncomplete) || !strings.Contains(err.Error(), vcek.Path+" missing") {
 		t.Fatalf("incomplete: %v", err)
 	}
 	if f.count() != 3 {
@@ -506,7 +506,7 @@ func TestFetchTDX(t *testing.T) {
 	}
 	// Cached until the QE identity's nextUpdate (2023-07-08): a week later
 	// it and the PCK CRL are stale, the TCB info (until 07-18) is not.
-	later := Check(dir, items, time.Date(2023, 7, 9, 0, 0, 0, 0, time.UTC), time.Hour)
+	later := check(dir, items, time.Date(2023, 7, 9, 0, 0, 0, 0, time.UTC), time.Hour)
 	for _, st := range later {
 		want := stateStale
 		if st.Item.Kind == KindTDXTCBInfo || st.Item.Kind == KindTDXRootCRL {
@@ -522,7 +522,7 @@ func TestFetchTDX(t *testing.T) {
 		body := bytes.Replace(bodies[ti.Path], []byte(`"fmspc":"50806f000000"`), []byte(`"fmspc":"00906ed50000"`), 1)
 		f.set(ti.URL, fakeDoc{body: body, header: testcases.TcbInfoHeader})
 		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{ti})
-		if !errors.Is(err, ErrDocument) || !strings.Contains(err.Error(), "fmspc") {
+		if !errors.Is(err, errDocument) || !strings.Contains(err.Error(), "fmspc") {
 			t.Fatalf("other fmspc: %v", err)
 		}
 	})
@@ -530,7 +530,7 @@ func TestFetchTDX(t *testing.T) {
 		qi := itemOf(t, items, KindTDXQEIdentity)
 		f.set(qi.URL, fakeDoc{body: bodies[qi.Path]})
 		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{qi})
-		if !errors.Is(err, ErrDocument) {
+		if !errors.Is(err, errDocument) {
 			t.Fatalf("no chain header: %v", err)
 		}
 	})

@@ -67,12 +67,15 @@ func (f *Fetcher) minValidity() time.Duration {
 	return f.MinValidity
 }
 
-// Check is collateral.Check with the fetcher's clock and MinValidity.
+// Check reports the state of every item in dir at the fetcher's clock: a
+// document is fresh when it (and its issuer chain) parses, is for the
+// evidence's platform, and stays valid at least MinValidity longer. Check
+// never uses the network.
 func (f *Fetcher) Check(dir string, items []Item) ([]Status, error) {
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
 	}
-	return Check(dir, items, f.Now(), f.minValidity()), nil
+	return check(dir, items, f.Now(), f.minValidity()), nil
 }
 
 // Fetch makes every item fresh in dir: a document that Check finds fresh is
@@ -80,7 +83,7 @@ func (f *Fetcher) Check(dir string, items []Item) ([]Status, error) {
 // one (a server answer that is already stale or for another platform is
 // refused) and written atomically with its issuer chain. It tries every
 // item and returns the statuses and the joined errors (each wrapping
-// ErrFetch or ErrDocument).
+// errFetch or errDocument).
 func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status, error) {
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
@@ -130,13 +133,13 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 	if it.ChainPath != "" {
 		v := header.Values(it.ChainHeader)
 		if len(v) != 1 || len(v[0]) > maxChainHeader {
-			err := fmt.Errorf("%w: want one %s header", ErrDocument, it.ChainHeader)
+			err := fmt.Errorf("%w: want one %s header", errDocument, it.ChainHeader)
 			st.Detail = err.Error()
 			return st, err
 		}
 		s, err := url.QueryUnescape(v[0])
 		if err != nil {
-			err = fmt.Errorf("%w: %s header is not url-encoded", ErrDocument, it.ChainHeader)
+			err = fmt.Errorf("%w: %s header is not url-encoded", errDocument, it.ChainHeader)
 			st.Detail = err.Error()
 			return st, err
 		}
@@ -150,7 +153,7 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 	st.ValidUntil = until
 	now := f.Now()
 	if now.Before(from) || !now.Add(f.minValidity()).Before(until) {
-		err := fmt.Errorf("%w: the service returned a document valid from %s to %s", ErrDocument,
+		err := fmt.Errorf("%w: the service returned a document valid from %s to %s", errDocument,
 			from.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
 		st.State, st.Detail = stateStale, err.Error()
 		return st, err
@@ -198,11 +201,11 @@ func (f *Fetcher) get(ctx context.Context, u string) (http.Header, []byte, error
 		}
 		f.progress("  attempt %d/%d: %v; retrying in %s", a, attempts, err, delay)
 		if err := sleep(ctx, delay); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrFetch, err)
+			return nil, nil, fmt.Errorf("%w: %w", errFetch, err)
 		}
 		delay = min(2*delay, maxBackoff)
 	}
-	return nil, nil, fmt.Errorf("%w: %v", ErrFetch, last)
+	return nil, nil, fmt.Errorf("%w: %v", errFetch, last)
 }
 
 func getOnce(ctx context.Context, client *http.Client, u string) (http.Header, []byte, bool, error) {

@@ -61,7 +61,7 @@ func TestFetchVLEKCollateral(t *testing.T) {
 	if _, err := fe.Fetch(context.Background(), out, items); err != nil {
 		t.Fatal(err)
 	}
-	if err := Incomplete(Check(out, items, capture, time.Hour)); err != nil {
+	if err := Incomplete(check(out, items, capture, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	c, err := platform.LoadCollateralDir(out)
