@@ -222,9 +222,9 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 }
 
 // checkSimulated applies the AllowSimulated rule.
-func checkSimulated(ev *evidence.Evidence, opts *Options) error {
+func refuseUnallowedSimulated(ev *evidence.Evidence, opts *Options) error {
 	if ev.Simulated && !opts.AllowSimulated {
-		return rejected(CheckSimulated, ErrSimulated)
+		return rejected(checkSimulated, ErrSimulated)
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ type snpVerified struct {
 }
 
 func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
-	if err := checkSimulated(ev, opts); err != nil {
+	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
 	}
 	p, err := snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.CertCache.ParseCertificate})

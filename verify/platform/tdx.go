@@ -58,7 +58,7 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	if ev.Format != TDXFormat && (ev.Format != tdxFormatV5 || !opts.allowQuoteV5) {
 		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
-	if err := checkSimulated(ev, opts); err != nil {
+	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
 	}
 	if err := checkTDXExtras(ev); err != nil {
