@@ -2,3 +2,6 @@ package tdxquote
 
 // MaxPCKChainSize is maxPCKChainSize for the external tests.
 const MaxPCKChainSize = maxPCKChainSize
+
+// MinSize is minSize for the external tests.
+const MinSize = minSize

@@ -79,11 +79,11 @@ const (
 	certDataOff      = signedDataOff + 64 + 64         // after signature and attestation key
 	qeReportOff      = certDataOff + 6                 // after u16 type || u32 size
 	qeAuthLenOff     = qeReportOff + QEReportSize + 64 // after QE report and its signature
-	// MinSize is the smallest well-formed quote: version 4, empty QE auth
+	// minSize is the smallest well-formed quote: version 4, empty QE auth
 	// data and an empty PCK chain.
-	MinSize = qeAuthLenOff + 2 + 6
+	minSize = qeAuthLenOff + 2 + 6
 	// tailMinSize is what follows header || body in the smallest quote.
-	tailMinSize = MinSize - SignedSize
+	tailMinSize = minSize - SignedSize
 )
 
 // Errors. Every error returned by this package wraps exactly one of them.
@@ -250,8 +250,8 @@ func Parse(b []byte) (*Quote, error) {
 	if len(b) > MaxSize {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
 	}
-	if len(b) < MinSize {
-		return nil, malformed("%d bytes, minimum %d", len(b), MinSize)
+	if len(b) < minSize {
+		return nil, malformed("%d bytes, minimum %d", len(b), minSize)
 	}
 	signed, bodyType, err := layout(b)
 	if err != nil {
