@@ -168,7 +168,7 @@ type Attest struct {
 // trailing bytes; whatever it accepts, Marshal re-encodes to the same bytes.
 func ParseAttest(b []byte) (*Attest, error) {
 	if len(b) > maxAttestSize {
-		return nil, fmt.Errorf("%w: attest is %d bytes, limit %d", ErrTooLarge, len(b), maxAttestSize)
+		return nil, fmt.Errorf("%w: attest is %d bytes, limit %d", errTooLarge, len(b), maxAttestSize)
 	}
 	r := &reader{b: b}
 	if m := r.u32("magic"); r.err == nil && m != tpmGenerated {
@@ -296,7 +296,7 @@ type Public struct {
 // accepts, Marshal re-encodes to the same bytes.
 func ParsePublic(b []byte) (*Public, error) {
 	if len(b) > MaxPublicSize {
-		return nil, fmt.Errorf("%w: public area is %d bytes, limit %d", ErrTooLarge, len(b), MaxPublicSize)
+		return nil, fmt.Errorf("%w: public area is %d bytes, limit %d", errTooLarge, len(b), MaxPublicSize)
 	}
 	r := &reader{b: b}
 	p := &Public{Type: r.u16("type")}
@@ -426,7 +426,7 @@ type signature struct {
 // re-encodes to the same bytes.
 func parseSignature(b []byte) (*signature, error) {
 	if len(b) > maxSignatureSize {
-		return nil, fmt.Errorf("%w: signature is %d bytes, limit %d", ErrTooLarge, len(b), maxSignatureSize)
+		return nil, fmt.Errorf("%w: signature is %d bytes, limit %d", errTooLarge, len(b), maxSignatureSize)
 	}
 	r := &reader{b: b}
 	s := &signature{Alg: r.u16("signature alg")}
@@ -486,7 +486,7 @@ type PCRValues []PCR
 // Marshal re-encodes to the same bytes.
 func ParsePCRValues(b []byte) (PCRValues, error) {
 	if len(b) > maxPCRValuesSize {
-		return nil, fmt.Errorf("%w: pcr values are %d bytes, limit %d", ErrTooLarge, len(b), maxPCRValuesSize)
+		return nil, fmt.Errorf("%w: pcr values are %d bytes, limit %d", errTooLarge, len(b), maxPCRValuesSize)
 	}
 	r := &reader{b: b}
 	hash := r.u16("pcr values hash")
