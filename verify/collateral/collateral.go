@@ -39,23 +39,23 @@ import (
 
 // Default service base URLs. Fetcher fields override them (mirrors, tests).
 const (
-	DefaultKDSURL        = "https://kdsintf.amd.com"
-	DefaultPCSURL        = "https://api.trustedservices.intel.com"
-	DefaultIntelCertsURL = "https://certificates.trustedservices.intel.com"
-	// rootCRLPath is the Intel SGX Root CA CRL under DefaultIntelCertsURL
+	defaultKDSURL        = "https://kdsintf.amd.com"
+	defaultPCSURL        = "https://api.trustedservices.intel.com"
+	defaultIntelCertsURL = "https://certificates.trustedservices.intel.com"
+	// rootCRLPath is the Intel SGX Root CA CRL under defaultIntelCertsURL
 	// (the CRL distribution point of Intel's SGX Root CA certificate).
 	rootCRLPath = "/IntelSGXRootCA.der"
 )
 
 // Item kinds (docs/spec/collateral-v1.md, section 3).
 const (
-	KindSEVSNPVCEK    = "sev-snp-vcek"
-	KindSEVSNPChain   = "sev-snp-cert-chain"
-	KindSEVSNPCRL     = "sev-snp-crl"
-	KindTDXTCBInfo    = "tdx-tcb-info"
-	KindTDXQEIdentity = "tdx-qe-identity"
-	KindTDXPCKCRL     = "tdx-pck-crl"
-	KindTDXRootCRL    = "tdx-root-ca-crl"
+	kindSEVSNPVCEK    = "sev-snp-vcek"
+	kindSEVSNPChain   = "sev-snp-cert-chain"
+	kindSEVSNPCRL     = "sev-snp-crl"
+	kindTDXTCBInfo    = "tdx-tcb-info"
+	kindTDXQEIdentity = "tdx-qe-identity"
+	kindTDXPCKCRL     = "tdx-pck-crl"
+	kindTDXRootCRL    = "tdx-root-ca-crl"
 )
 
 // Service names which base URL an Item's path is relative to.
@@ -84,7 +84,9 @@ var (
 
 // Item is one document the evidence needs.
 type Item struct {
-	// Kind is one of the Kind constants.
+	// Kind is one of "sev-snp-vcek", "sev-snp-cert-chain", "sev-snp-crl",
+	// "tdx-tcb-info", "tdx-qe-identity", "tdx-pck-crl", "tdx-root-ca-crl"
+	// (docs/spec/collateral-v1.md, section 3).
 	Kind string
 	// Path is the document's file in the directory (slash-separated,
 	// relative).
@@ -194,17 +196,17 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 	if p.Signer == abi.VlekReportSigner {
 		signer = "vlek"
 	}
-	chainURL, err := relURL(kds.ProductCertChainURL(p.Signer, line), DefaultKDSURL)
+	chainURL, err := relURL(kds.ProductCertChainURL(p.Signer, line), defaultKDSURL)
 	if err != nil {
 		return nil, err
 	}
-	crlURL, err := relURL(kds.CrlLinkByKey(line, p.Signer), DefaultKDSURL)
+	crlURL, err := relURL(kds.CrlLinkByKey(line, p.Signer), defaultKDSURL)
 	if err != nil {
 		return nil, err
 	}
 	items := []Item{
-		{Kind: KindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: chainURL},
-		{Kind: KindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: crlURL},
+		{Kind: kindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: chainURL},
+		{Kind: kindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: crlURL},
 	}
 	// A VLEK is fetched only with a cloud provider's credential, and a
 	// masked CHIP_ID names no VCEK: the certificate the evidence carries
@@ -212,11 +214,11 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 	chipID := report.GetChipId()
 	if p.Signer == abi.VcekReportSigner && !allZero(chipID) {
 		tcb := kds.TCBVersion(report.GetReportedTcb())
-		u, err := relURL(kds.VCEKCertURL(line, chipID, tcb), DefaultKDSURL)
+		u, err := relURL(kds.VCEKCertURL(line, chipID, tcb), defaultKDSURL)
 		if err != nil {
 			return nil, err
 		}
-		items = append([]Item{{Kind: KindSEVSNPVCEK,
+		items = append([]Item{{Kind: kindSEVSNPVCEK,
 			Path:    fmt.Sprintf("%s/certs/%s/vcek-%s-%016x.der", platform.DirSEVSNPCRLs, line, hex.EncodeToString(chipID), uint64(tcb)),
 			Service: serviceKDS, URL: u}}, items...)
 	}
@@ -277,23 +279,23 @@ func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {
 	default:
 		return nil, errors.New("pck certificate: unknown issuing ca")
 	}
-	tcbURL, err := relURL(pcs.TcbInfoURL(fmspc), DefaultPCSURL)
+	tcbURL, err := relURL(pcs.TcbInfoURL(fmspc), defaultPCSURL)
 	if err != nil {
 		return nil, err
 	}
-	qeURL, err := relURL(pcs.QeIdentityURL(), DefaultPCSURL)
+	qeURL, err := relURL(pcs.QeIdentityURL(), defaultPCSURL)
 	if err != nil {
 		return nil, err
 	}
-	crlURL, err := relURL(pcs.PckCrlURL(ca), DefaultPCSURL)
+	crlURL, err := relURL(pcs.PckCrlURL(ca), defaultPCSURL)
 	if err != nil {
 		return nil, err
 	}
 	return []Item{
-		{Kind: KindTDXTCBInfo, Path: platform.FileTDXTCBInfo, ChainPath: platform.FileTDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, Service: servicePCS, URL: tcbURL, FMSPC: fmspc},
-		{Kind: KindTDXQEIdentity, Path: platform.FileTDXQEIdentity, ChainPath: platform.FileTDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, Service: servicePCS, URL: qeURL},
-		{Kind: KindTDXPCKCRL, Path: platform.FileTDXPCKCRL, ChainPath: platform.FileTDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, Service: servicePCS, URL: crlURL},
-		{Kind: KindTDXRootCRL, Path: platform.FileTDXRootCRL, Service: serviceIntelCerts, URL: rootCRLPath},
+		{Kind: kindTDXTCBInfo, Path: platform.FileTDXTCBInfo, ChainPath: platform.FileTDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, Service: servicePCS, URL: tcbURL, FMSPC: fmspc},
+		{Kind: kindTDXQEIdentity, Path: platform.FileTDXQEIdentity, ChainPath: platform.FileTDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, Service: servicePCS, URL: qeURL},
+		{Kind: kindTDXPCKCRL, Path: platform.FileTDXPCKCRL, ChainPath: platform.FileTDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, Service: servicePCS, URL: crlURL},
+		{Kind: kindTDXRootCRL, Path: platform.FileTDXRootCRL, Service: serviceIntelCerts, URL: rootCRLPath},
 	}, nil
 }
 
@@ -378,7 +380,7 @@ func checkOne(dir string, it Item, now time.Time, minValidity time.Duration) Sta
 // returns the window in which both are valid.
 func validity(it Item, doc, chain []byte) (from, until time.Time, err error) {
 	switch it.Kind {
-	case KindSEVSNPCRL, KindTDXPCKCRL, KindTDXRootCRL:
+	case kindSEVSNPCRL, kindTDXPCKCRL, kindTDXRootCRL:
 		crl, err := x509.ParseRevocationList(doc)
 		if err != nil {
 			return from, until, fmt.Errorf("%w: crl: %v", errDocument, err)
@@ -387,13 +389,13 @@ func validity(it Item, doc, chain []byte) (from, until time.Time, err error) {
 			return from, until, fmt.Errorf("%w: crl has no nextUpdate", errDocument)
 		}
 		from, until = crl.ThisUpdate, crl.NextUpdate
-	case KindSEVSNPVCEK:
+	case kindSEVSNPVCEK:
 		c, err := x509.ParseCertificate(doc)
 		if err != nil {
 			return from, until, fmt.Errorf("%w: certificate: %v", errDocument, err)
 		}
 		from, until = c.NotBefore, c.NotAfter
-	case KindSEVSNPChain:
+	case kindSEVSNPChain:
 		certs, err := parsePEMCerts(doc)
 		if err != nil {
 			return from, until, err
@@ -402,7 +404,7 @@ func validity(it Item, doc, chain []byte) (from, until time.Time, err error) {
 			return from, until, fmt.Errorf("%w: want 2 certificates (ask or asvk, ark), got %d", errDocument, len(certs))
 		}
 		from, until = window(certs)
-	case KindTDXTCBInfo:
+	case kindTDXTCBInfo:
 		var ti pcs.TdxTcbInfo
 		if err := json.Unmarshal(doc, &ti); err != nil {
 			return from, until, fmt.Errorf("%w: tcb info: %v", errDocument, err)
@@ -411,7 +413,7 @@ func validity(it Item, doc, chain []byte) (from, until time.Time, err error) {
 			return from, until, fmt.Errorf("%w: tcb info is for fmspc %q, want %s", errDocument, safetext.Clip(ti.TcbInfo.Fmspc, 32), it.FMSPC)
 		}
 		from, until = ti.TcbInfo.IssueDate, ti.TcbInfo.NextUpdate
-	case KindTDXQEIdentity:
+	case kindTDXQEIdentity:
 		var qi pcs.QeIdentity
 		if err := json.Unmarshal(doc, &qi); err != nil {
 			return from, until, fmt.Errorf("%w: qe identity: %v", errDocument, err)

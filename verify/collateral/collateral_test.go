@@ -149,11 +149,11 @@ func serveSEV(t *testing.T, f *fakeService, ev *evidence.Evidence, crl []byte) [
 	}
 	for _, it := range items {
 		switch it.Kind {
-		case KindSEVSNPVCEK:
+		case kindSEVSNPVCEK:
 			f.set(it.URL, fakeDoc{body: ev.CertChain[0]})
-		case KindSEVSNPChain:
+		case kindSEVSNPChain:
 			f.set(it.URL, fakeDoc{body: simroots.SEVSNPCertChainPEM()})
-		case KindSEVSNPCRL:
+		case kindSEVSNPCRL:
 			f.set(it.URL, fakeDoc{body: crl})
 		}
 	}
@@ -180,8 +180,8 @@ func TestSEVSNPNeedsUseKDSPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		KindSEVSNPChain: "/vcek/v1/Milan/cert_chain",
-		KindSEVSNPCRL:   "/vcek/v1/Milan/crl",
+		kindSEVSNPChain: "/vcek/v1/Milan/cert_chain",
+		kindSEVSNPCRL:   "/vcek/v1/Milan/crl",
 	}
 	if len(items) != 3 {
 		t.Fatalf("got %d items (duplicates not removed?)", len(items))
@@ -190,7 +190,7 @@ func TestSEVSNPNeedsUseKDSPaths(t *testing.T) {
 		if w, ok := want[it.Kind]; ok && it.URL != w {
 			t.Errorf("%s: url %q, want %q", it.Kind, it.URL, w)
 		}
-		if it.Kind == KindSEVSNPVCEK && (!strings.HasPrefix(it.URL, "/vcek/v1/Milan/") || !strings.Contains(it.URL, "?blSPL=")) {
+		if it.Kind == kindSEVSNPVCEK && (!strings.HasPrefix(it.URL, "/vcek/v1/Milan/") || !strings.Contains(it.URL, "?blSPL=")) {
 			t.Errorf("vcek url %q", it.URL)
 		}
 	}
@@ -277,7 +277,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	if !errors.Is(err, errDocument) {
 		t.Fatalf("expired crl from the service: %v", err)
 	}
-	crlItem := itemOf(t, items, KindSEVSNPCRL)
+	crlItem := itemOf(t, items, kindSEVSNPCRL)
 	if _, err := os.Stat(filepath.Join(dir, crlItem.Path)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("an expired crl was written")
 	}
@@ -316,7 +316,7 @@ func TestFetchRetries(t *testing.T) {
 	ev, _ := simSEV(t)
 	f, base := newFake(t)
 	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day)))
-	crlItem := itemOf(t, items, KindSEVSNPCRL)
+	crlItem := itemOf(t, items, kindSEVSNPCRL)
 	crl := testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day))
 
 	t.Run("5xx then success", func(t *testing.T) {
@@ -329,7 +329,7 @@ func TestFetchRetries(t *testing.T) {
 		if f.reqs(crlItem.URL) != 3 {
 			t.Fatalf("%d requests, want 3", f.reqs(crlItem.URL))
 		}
-		if len(slept) != 2 || slept[0] != DefaultBackoff || slept[1] != 2*DefaultBackoff {
+		if len(slept) != 2 || slept[0] != defaultBackoff || slept[1] != 2*defaultBackoff {
 			t.Fatalf("backoff %v", slept)
 		}
 	})
@@ -405,9 +405,9 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 	if _, err := testFetcher(base, nil).Fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)
 	}
-	vcek := itemOf(t, items, KindSEVSNPVCEK)
-	chain := itemOf(t, items, KindSEVSNPChain)
-	crl := itemOf(t, items, KindSEVSNPCRL)
+	vcek := itemOf(t, items, kindSEVSNPVCEK)
+	chain := itemOf(t, items, kindSEVSNPChain)
+	crl := itemOf(t, items, kindSEVSNPCRL)
 	if err := os.Remove(filepath.Join(dir, vcek.Path)); err != nil {
 		t.Fatal(err)
 	}
@@ -438,13 +438,13 @@ func serveTDX(t *testing.T, f *fakeService, items []Item) map[string][]byte {
 	for _, it := range items {
 		var d fakeDoc
 		switch it.Kind {
-		case KindTDXTCBInfo:
+		case kindTDXTCBInfo:
 			d = fakeDoc{body: tdxtest.Read(t, tdxtest.TcbInfo), header: testcases.TcbInfoHeader}
-		case KindTDXQEIdentity:
+		case kindTDXQEIdentity:
 			d = fakeDoc{body: tdxtest.Read(t, tdxtest.QeIdentity), header: testcases.QeIdentityHeader}
-		case KindTDXPCKCRL:
+		case kindTDXPCKCRL:
 			d = fakeDoc{body: tdxtest.Read(t, tdxtest.PckCrl), header: testcases.PckCrlHeader}
-		case KindTDXRootCRL:
+		case kindTDXRootCRL:
 			d = fakeDoc{body: tdxtest.Read(t, tdxtest.RootCrl)}
 		default:
 			t.Fatalf("unexpected tdx item %s", it.Kind)
@@ -462,10 +462,10 @@ func TestFetchTDX(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantURL := map[string]string{
-		KindTDXTCBInfo:    "/tdx/certification/v4/tcb?fmspc=50806f000000",
-		KindTDXQEIdentity: "/tdx/certification/v4/qe/identity",
-		KindTDXPCKCRL:     "/sgx/certification/v4/pckcrl?ca=platform&encoding=der",
-		KindTDXRootCRL:    rootCRLPath,
+		kindTDXTCBInfo:    "/tdx/certification/v4/tcb?fmspc=50806f000000",
+		kindTDXQEIdentity: "/tdx/certification/v4/qe/identity",
+		kindTDXPCKCRL:     "/sgx/certification/v4/pckcrl?ca=platform&encoding=der",
+		kindTDXRootCRL:    rootCRLPath,
 	}
 	for _, it := range items {
 		if it.URL != wantURL[it.Kind] {
@@ -509,7 +509,7 @@ func TestFetchTDX(t *testing.T) {
 	later := check(dir, items, time.Date(2023, 7, 9, 0, 0, 0, 0, time.UTC), time.Hour)
 	for _, st := range later {
 		want := stateStale
-		if st.Item.Kind == KindTDXTCBInfo || st.Item.Kind == KindTDXRootCRL {
+		if st.Item.Kind == kindTDXTCBInfo || st.Item.Kind == kindTDXRootCRL {
 			want = StateFresh
 		}
 		if st.State != want {
@@ -518,7 +518,7 @@ func TestFetchTDX(t *testing.T) {
 	}
 
 	t.Run("tcb info for another fmspc", func(t *testing.T) {
-		ti := itemOf(t, items, KindTDXTCBInfo)
+		ti := itemOf(t, items, kindTDXTCBInfo)
 		body := bytes.Replace(bodies[ti.Path], []byte(`"fmspc":"50806f000000"`), []byte(`"fmspc":"00906ed50000"`), 1)
 		f.set(ti.URL, fakeDoc{body: body, header: testcases.TcbInfoHeader})
 		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{ti})
@@ -527,7 +527,7 @@ func TestFetchTDX(t *testing.T) {
 		}
 	})
 	t.Run("missing issuer chain header", func(t *testing.T) {
-		qi := itemOf(t, items, KindTDXQEIdentity)
+		qi := itemOf(t, items, kindTDXQEIdentity)
 		f.set(qi.URL, fakeDoc{body: bodies[qi.Path]})
 		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{qi})
 		if !errors.Is(err, errDocument) {
@@ -579,13 +579,13 @@ func TestFetchSimTDX(t *testing.T) {
 		}
 		for _, it := range items {
 			switch it.Kind {
-			case KindTDXTCBInfo:
+			case kindTDXTCBInfo:
 				f.set(it.URL, fakeDoc{body: pc.TCBInfo, header: fakeqe.Header(it.ChainHeader, pc.TCBInfoIssuerChain)})
-			case KindTDXQEIdentity:
+			case kindTDXQEIdentity:
 				f.set(it.URL, fakeDoc{body: pc.QEIdentity, header: fakeqe.Header(it.ChainHeader, pc.QEIdentityIssuerChain)})
-			case KindTDXPCKCRL:
+			case kindTDXPCKCRL:
 				f.set(it.URL, fakeDoc{body: pc.PCKCRL, header: fakeqe.Header(it.ChainHeader, pc.PCKCRLIssuerChain)})
-			case KindTDXRootCRL:
+			case kindTDXRootCRL:
 				f.set(it.URL, fakeDoc{body: pc.RootCRL})
 			}
 		}

@@ -17,11 +17,11 @@ import (
 
 // Fetcher defaults.
 const (
-	DefaultAttempts    = 4
-	DefaultBackoff     = time.Second
+	defaultAttempts    = 4
+	defaultBackoff     = time.Second
 	maxBackoff         = 30 * time.Second
 	defaultTimeout     = 30 * time.Second
-	DefaultMinValidity = time.Hour
+	defaultMinValidity = time.Hour
 	maxChainHeader     = 64 << 10
 )
 
@@ -36,17 +36,17 @@ type Fetcher struct {
 	Client *http.Client
 	// KDSURL, PCSURL and IntelCertsURL replace the AMD KDS, Intel PCS and
 	// Intel certificate service base URLs (scheme and host, optionally a
-	// path prefix, no trailing slash); empty means the Default constants.
+	// path prefix, no trailing slash); empty means the vendors' (Defaults).
 	KDSURL, PCSURL, IntelCertsURL string
-	// Attempts bounds the requests per document (0: DefaultAttempts).
+	// Attempts bounds the requests per document (0: 4).
 	// Network errors, 5xx and 429 answers are retried; other answers are
 	// not.
 	Attempts int
 	// Backoff is the delay before the first retry, doubled for each next
-	// one up to maxBackoff (0: DefaultBackoff).
+	// one up to maxBackoff (0: one second).
 	Backoff time.Duration
 	// MinValidity is how long a cached document must stay valid to be kept
-	// (0: DefaultMinValidity; negative: any remaining validity).
+	// (0: one hour; negative: any remaining validity).
 	MinValidity time.Duration
 	// Now is the clock; required.
 	Now func() time.Time
@@ -57,10 +57,20 @@ type Fetcher struct {
 	sleep func(context.Context, time.Duration) error
 }
 
+// Defaults returns a Fetcher with every default spelled out: the vendor
+// service URLs, attempts, backoff and minimum validity a zero field means.
+// Client, Now and Progress are left for the caller.
+func Defaults() Fetcher {
+	return Fetcher{
+		KDSURL: defaultKDSURL, PCSURL: defaultPCSURL, IntelCertsURL: defaultIntelCertsURL,
+		Attempts: defaultAttempts, Backoff: defaultBackoff, MinValidity: defaultMinValidity,
+	}
+}
+
 func (f *Fetcher) minValidity() time.Duration {
 	switch {
 	case f.MinValidity == 0:
-		return DefaultMinValidity
+		return defaultMinValidity
 	case f.MinValidity < 0:
 		return 0
 	}
@@ -88,7 +98,7 @@ func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
 	}
-	bases := map[Service]string{serviceKDS: DefaultKDSURL, servicePCS: DefaultPCSURL, serviceIntelCerts: DefaultIntelCertsURL}
+	bases := map[Service]string{serviceKDS: defaultKDSURL, servicePCS: defaultPCSURL, serviceIntelCerts: defaultIntelCertsURL}
 	for s, u := range map[Service]string{serviceKDS: f.KDSURL, servicePCS: f.PCSURL, serviceIntelCerts: f.IntelCertsURL} {
 		if u == "" {
 			continue
@@ -175,11 +185,11 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 func (f *Fetcher) get(ctx context.Context, u string) (http.Header, []byte, error) {
 	attempts := f.Attempts
 	if attempts <= 0 {
-		attempts = DefaultAttempts
+		attempts = defaultAttempts
 	}
 	delay := f.Backoff
 	if delay <= 0 {
-		delay = DefaultBackoff
+		delay = defaultBackoff
 	}
 	sleep := f.sleep
 	if sleep == nil {
