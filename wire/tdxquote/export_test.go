@@ -5,3 +5,9 @@ const MaxPCKChainSize = maxPCKChainSize
 
 // MinSize is minSize for the external tests.
 const MinSize = minSize
+
+// Layout sizes for the external tests.
+const (
+	HeaderSize = headerSize
+	SignedSize = signedSize
+)

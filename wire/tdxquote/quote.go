@@ -57,33 +57,33 @@ const (
 	// PEM PCK certificate chain (leaf, intermediate, root).
 	certDataTypePCKChain = 5
 
-	// HeaderSize is the size of the quote header.
-	HeaderSize = 0x30
+	// headerSize is the size of the quote header.
+	headerSize = 0x30
 	// bodySize is the size of the TD quote body (a TDREPORT 1.0 digest).
 	bodySize = 0x248
 	// bodySizeTD15 is the size of a TD 1.5 body: TEE_TCB_SVN2 and
 	// MRSERVICETD follow the TD 1.0 fields.
 	bodySizeTD15 = bodySize + 16 + 48
-	// SignedSize is the size of the bytes the attestation key signs in a
+	// signedSize is the size of the bytes the attestation key signs in a
 	// version 4 quote: header || body.
-	SignedSize = HeaderSize + bodySize
-	// QEReportSize is the size of the SGX report of the quoting enclave.
-	QEReportSize = 0x180
+	signedSize = headerSize + bodySize
+	// qeReportSize is the size of the SGX report of the quoting enclave.
+	qeReportSize = 0x180
 
 	// MaxSize bounds any input handed to this package, raw device output
 	// included (the TDX guest driver's buffer is 16 KiB).
 	MaxSize = 64 << 10
 
-	signedDataLenOff = SignedSize                      // u32 length of the signed data
+	signedDataLenOff = signedSize                      // u32 length of the signed data
 	signedDataOff    = signedDataLenOff + 4            // signature starts here
 	certDataOff      = signedDataOff + 64 + 64         // after signature and attestation key
 	qeReportOff      = certDataOff + 6                 // after u16 type || u32 size
-	qeAuthLenOff     = qeReportOff + QEReportSize + 64 // after QE report and its signature
+	qeAuthLenOff     = qeReportOff + qeReportSize + 64 // after QE report and its signature
 	// minSize is the smallest well-formed quote: version 4, empty QE auth
 	// data and an empty PCK chain.
 	minSize = qeAuthLenOff + 2 + 6
 	// tailMinSize is what follows header || body in the smallest quote.
-	tailMinSize = minSize - SignedSize
+	tailMinSize = minSize - signedSize
 )
 
 // Errors. Every error returned by this package wraps exactly one of them.
@@ -190,18 +190,18 @@ func unsupported(format string, args ...any) error {
 // other version and body type by name, and a body size that is not the
 // size of its type.
 func layout(b []byte) (signed int, bodyType uint16, err error) {
-	if len(b) < HeaderSize+bodyDescSize {
+	if len(b) < headerSize+bodyDescSize {
 		return 0, 0, malformed("%d bytes, shorter than a header", len(b))
 	}
 	switch v := binary.LittleEndian.Uint16(b); v {
 	case Version:
-		return SignedSize, 0, nil
+		return signedSize, 0, nil
 	case version5:
 	default:
 		return 0, 0, unsupported("version %d", v)
 	}
-	bodyType = binary.LittleEndian.Uint16(b[HeaderSize:])
-	size := binary.LittleEndian.Uint32(b[HeaderSize+2:])
+	bodyType = binary.LittleEndian.Uint16(b[headerSize:])
+	size := binary.LittleEndian.Uint32(b[headerSize+2:])
 	var want uint32
 	switch bodyType {
 	case bodyTypeTD10:
@@ -216,7 +216,7 @@ func layout(b []byte) (signed int, bodyType uint16, err error) {
 	if size != want {
 		return 0, 0, malformed("version 5 body type %d declares %d bytes, want %d", bodyType, size, want)
 	}
-	return HeaderSize + bodyDescSize + int(want), bodyType, nil
+	return headerSize + bodyDescSize + int(want), bodyType, nil
 }
 
 // Length returns the length of the quote at the start of b, read from its
@@ -400,7 +400,7 @@ func (q *Quote) Marshal() ([]byte, error) {
 func (q *Quote) SignedBytes() []byte {
 	h := &q.Header
 	td15 := h.Version == version5 && q.BodyType == bodyTypeTD15
-	w := make([]byte, 0, HeaderSize+bodyDescSize+bodySizeTD15)
+	w := make([]byte, 0, headerSize+bodyDescSize+bodySizeTD15)
 	w = binary.LittleEndian.AppendUint16(w, h.Version)
 	w = binary.LittleEndian.AppendUint16(w, h.AttestationKeyType)
 	w = binary.LittleEndian.AppendUint32(w, h.TeeType)
@@ -440,7 +440,7 @@ func (q *Quote) SignedBytes() []byte {
 
 // Marshal encodes the QE report: the bytes the PCK key signs.
 func (e *QEReport) Marshal() []byte {
-	w := make([]byte, 0, QEReportSize)
+	w := make([]byte, 0, qeReportSize)
 	w = append(w, e.CPUSVN[:]...)
 	w = binary.LittleEndian.AppendUint32(w, e.MiscSelect)
 	w = append(w, e.Reserved1[:]...)
