@@ -247,7 +247,7 @@ func azureNeeds(ev *evidence.Evidence) ([]Item, error) {
 }
 
 func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {
-	if ev.Format != platform.TDXFormat {
+	if ev.Format != tdxquote.Format {
 		return nil, errors.New("unsupported tdx evidence format")
 	}
 	q, err := tdxquote.Parse(ev.Blob)

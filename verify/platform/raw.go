@@ -89,7 +89,7 @@ func VerifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, rejected(checkParse, err)
 	}
-	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: TDXFormat, Blob: quote, CertChain: chain}
+	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: tdxFormat, Blob: quote, CertChain: chain}
 	if q.Header.Version != tdxquote.Version {
 		ev.Format, opts.allowQuoteV5 = tdxFormatV5, true
 	}

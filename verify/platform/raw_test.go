@@ -226,7 +226,7 @@ func TestTDXQuoteV5Fields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{TDXFormat, tdxFormatV5} {
+	for _, f := range []string{tdxFormat, tdxFormatV5} {
 		ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: f, Blob: q5, CertChain: chain}
 		_, err := verifyRaw(ev, [64]byte{}, evidence.ReportData{}, opts)
 		wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)

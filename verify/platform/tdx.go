@@ -27,8 +27,8 @@ import (
 	tdxverify "github.com/google/go-tdx-guest/verify"
 )
 
-// TDXFormat is Evidence.Format for TDX evidence (docs/spec/platform-tdx.md).
-const TDXFormat = tdxquote.Format
+// tdxFormat is Evidence.Format for TDX evidence (docs/spec/platform-tdx.md).
+const tdxFormat = tdxquote.Format
 
 // tdxFormatV5 is the format raw verification gives a DCAP version 5
 // quote (docs/spec/verify-platform.md, "Raw evidence"). Attestation
@@ -55,7 +55,7 @@ type TDXClaims struct {
 }
 
 func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
-	if ev.Format != TDXFormat && (ev.Format != tdxFormatV5 || !opts.allowQuoteV5) {
+	if ev.Format != tdxFormat && (ev.Format != tdxFormatV5 || !opts.allowQuoteV5) {
 		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
 	if err := refuseUnallowedSimulated(ev, opts); err != nil {
