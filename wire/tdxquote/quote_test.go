@@ -82,7 +82,7 @@ func TestParseFakeRoundTrip(t *testing.T) {
 	if q.Body.ReportData != ([64]byte{0: 0xaa, 63: 0x55}) {
 		t.Error("report data not where expected")
 	}
-	if !bytes.HasPrefix(q.Header.UserData[:], []byte(fakeqe.UserDataMarker)) {
+	if !bytes.HasPrefix(q.Header.UserData[:], []byte("TEST ONLY FAKE QE")) {
 		t.Error("fake quote lacks the in-band marker")
 	}
 	checkAgainstLibrary(t, raw, q)

@@ -14,3 +14,13 @@ var (
 
 // Root returns the hierarchy's root certificate.
 func (h *Hierarchy) Root() *x509.Certificate { return h.root }
+
+// UserDataMarker is userDataMarker for the external tests.
+const UserDataMarker = userDataMarker
+
+// PinnedHierarchy is pinnedHierarchy for the external tests.
+var PinnedHierarchy = pinnedHierarchy
+
+// ChainDER returns the PCK chain, leaf first: PCK leaf, PCK Platform CA,
+// root.
+func (h *Hierarchy) ChainDER() [][]byte { return h.chainDER }

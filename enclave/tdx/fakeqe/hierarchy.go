@@ -7,7 +7,7 @@
 // Every key is derived from a fixed, public seed: nothing here is secret and
 // nothing here may be trusted outside tests and explicitly allowed
 // simulation. Quotes are marked in-band: the header user data starts with
-// UserDataMarker.
+// "TEST ONLY FAKE QE".
 package fakeqe
 
 import (
@@ -110,10 +110,10 @@ func testOnlyName(cn string) pkix.Name {
 	}
 }
 
-// PinnedHierarchy returns the hierarchy under the pinned simulation root
+// pinnedHierarchy returns the hierarchy under the pinned simulation root
 // (tdxsimroots.RootPEM). Only the intermediate and leaf signatures are made
 // at run time; every key is fixed.
-func PinnedHierarchy() (*Hierarchy, error) {
+func pinnedHierarchy() (*Hierarchy, error) {
 	root, err := tdxsimroots.Root()
 	if err != nil {
 		return nil, err
@@ -133,7 +133,7 @@ func PinnedHierarchy() (*Hierarchy, error) {
 // tests use it for "chain to another root".
 func NewHierarchy(seed string) (*Hierarchy, error) {
 	if seed == pinnedSeed {
-		return nil, errors.New("fakeqe: use PinnedHierarchy for the pinned seed")
+		return nil, errors.New("fakeqe: the pinned seed is the default hierarchy (nil Options.Hierarchy)")
 	}
 	rootKey, err := seedKey(seed, "root-ca")
 	if err != nil {
@@ -307,16 +307,6 @@ func sgxExtension(seed string, cpuSVN [16]byte, pceSVN uint16) ([]byte, error) {
 		return nil, fmt.Errorf("fakeqe: asn1: %w", err)
 	}
 	return b, nil
-}
-
-// ChainDER returns the PCK chain, leaf first: PCK leaf, PCK Platform CA,
-// root. The slices are copies.
-func (h *Hierarchy) ChainDER() [][]byte {
-	out := make([][]byte, len(h.chainDER))
-	for i, d := range h.chainDER {
-		out[i] = append([]byte(nil), d...)
-	}
-	return out
 }
 
 // chainPEM is the type-5 certification data of quotes under h.

@@ -9,12 +9,12 @@ import (
 	"github.com/clawea/attester/wire/tdxquote"
 )
 
-// UserDataMarker starts the header user data of every fake quote.
-const UserDataMarker = "TEST ONLY FAKE QE"
+// userDataMarker starts the header user data of every fake quote.
+const userDataMarker = "TEST ONLY FAKE QE"
 
 // intelQEVendorID is the QE vendor ID of Intel's quoting enclave. Fake quotes
 // carry it so that policies written for real quotes see the same header;
-// what marks them fake is the PCK root (and UserDataMarker).
+// what marks them fake is the PCK root (and userDataMarker).
 var intelQEVendorID = [16]byte{0x93, 0x9a, 0x72, 0x33, 0xf7, 0x9c, 0x4c, 0xa9, 0x94, 0x0a, 0x0d, 0xb3, 0x95, 0x7f, 0x06, 0x07}
 
 // TD is the part of a TD quote body the fake platform reports: everything but
@@ -57,7 +57,8 @@ func DefaultTD() TD {
 
 // Options configures a fake quoting enclave.
 type Options struct {
-	// Hierarchy signs the quotes; nil means PinnedHierarchy.
+	// Hierarchy signs the quotes; nil means the hierarchy under the pinned
+	// simulation root (wire/tdxsimroots).
 	Hierarchy *Hierarchy
 	// TD is the reported TD; nil means DefaultTD.
 	TD *TD
@@ -86,7 +87,7 @@ func New(opts Options) (*QE, error) {
 	h := opts.Hierarchy
 	if h == nil {
 		var err error
-		if h, err = PinnedHierarchy(); err != nil {
+		if h, err = pinnedHierarchy(); err != nil {
 			return nil, err
 		}
 	}
@@ -108,7 +109,7 @@ func New(opts Options) (*QE, error) {
 		TeeType:            tdxquote.TeeTypeTDX,
 		QEVendorID:         intelQEVendorID,
 	}
-	copy(q.header.UserData[:], UserDataMarker)
+	copy(q.header.UserData[:], userDataMarker)
 
 	q.authData = []byte(seedPrefix + "qe-auth-data")
 	r := &q.qeReport
