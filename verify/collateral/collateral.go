@@ -175,6 +175,7 @@ func Needs(evs []*evidence.Evidence) ([]Item, error) {
 }
 
 func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
+	files := platform.CollateralFiles()
 	p, err := snpevidence.Parse(ev)
 	if err != nil {
 		return nil, err
@@ -205,8 +206,8 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 		return nil, err
 	}
 	items := []Item{
-		{Kind: kindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: chainURL},
-		{Kind: kindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: crlURL},
+		{Kind: kindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", files.SEVSNPCRLDir, line, signer), Service: serviceKDS, URL: chainURL},
+		{Kind: kindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", files.SEVSNPCRLDir, line, signer), Service: serviceKDS, URL: crlURL},
 	}
 	// A VLEK is fetched only with a cloud provider's credential, and a
 	// masked CHIP_ID names no VCEK: the certificate the evidence carries
@@ -219,7 +220,7 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 			return nil, err
 		}
 		items = append([]Item{{Kind: kindSEVSNPVCEK,
-			Path:    fmt.Sprintf("%s/certs/%s/vcek-%s-%016x.der", platform.DirSEVSNPCRLs, line, hex.EncodeToString(chipID), uint64(tcb)),
+			Path:    fmt.Sprintf("%s/certs/%s/vcek-%s-%016x.der", files.SEVSNPCRLDir, line, hex.EncodeToString(chipID), uint64(tcb)),
 			Service: serviceKDS, URL: u}}, items...)
 	}
 	return items, nil
@@ -247,6 +248,7 @@ func azureNeeds(ev *evidence.Evidence) ([]Item, error) {
 }
 
 func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {
+	files := platform.CollateralFiles()
 	if ev.Format != tdxquote.Format {
 		return nil, errors.New("unsupported tdx evidence format")
 	}
@@ -292,10 +294,10 @@ func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {
 		return nil, err
 	}
 	return []Item{
-		{Kind: kindTDXTCBInfo, Path: platform.FileTDXTCBInfo, ChainPath: platform.FileTDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, Service: servicePCS, URL: tcbURL, FMSPC: fmspc},
-		{Kind: kindTDXQEIdentity, Path: platform.FileTDXQEIdentity, ChainPath: platform.FileTDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, Service: servicePCS, URL: qeURL},
-		{Kind: kindTDXPCKCRL, Path: platform.FileTDXPCKCRL, ChainPath: platform.FileTDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, Service: servicePCS, URL: crlURL},
-		{Kind: kindTDXRootCRL, Path: platform.FileTDXRootCRL, Service: serviceIntelCerts, URL: rootCRLPath},
+		{Kind: kindTDXTCBInfo, Path: files.TDXTCBInfo, ChainPath: files.TDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, Service: servicePCS, URL: tcbURL, FMSPC: fmspc},
+		{Kind: kindTDXQEIdentity, Path: files.TDXQEIdentity, ChainPath: files.TDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, Service: servicePCS, URL: qeURL},
+		{Kind: kindTDXPCKCRL, Path: files.TDXPCKCRL, ChainPath: files.TDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, Service: servicePCS, URL: crlURL},
+		{Kind: kindTDXRootCRL, Path: files.TDXRootCRL, Service: serviceIntelCerts, URL: rootCRLPath},
 	}, nil
 }
 

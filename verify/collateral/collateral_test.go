@@ -492,13 +492,13 @@ func TestFetchTDX(t *testing.T) {
 		return []byte(s)
 	}
 	for name, pair := range map[string][2][]byte{
-		"tcb info":       {c.TDXTCBInfo, bodies[platform.FileTDXTCBInfo]},
+		"tcb info":       {c.TDXTCBInfo, bodies[platform.CollateralFiles().TDXTCBInfo]},
 		"tcb info chain": {c.TDXTCBInfoIssuerChain, chain(testcases.TcbInfoHeader, pcs.TcbInfoIssuerChainPhrase)},
-		"qe identity":    {c.TDXQEIdentity, bodies[platform.FileTDXQEIdentity]},
+		"qe identity":    {c.TDXQEIdentity, bodies[platform.CollateralFiles().TDXQEIdentity]},
 		"qe chain":       {c.TDXQEIdentityIssuerChain, chain(testcases.QeIdentityHeader, pcs.SgxQeIdentityIssuerChainPhrase)},
-		"pck crl":        {c.TDXPCKCRL, bodies[platform.FileTDXPCKCRL]},
+		"pck crl":        {c.TDXPCKCRL, bodies[platform.CollateralFiles().TDXPCKCRL]},
 		"pck crl chain":  {c.TDXPCKCRLIssuerChain, chain(testcases.PckCrlHeader, pcs.SgxPckCrlIssuerChainPhrase)},
-		"root crl":       {c.TDXRootCRL, bodies[platform.FileTDXRootCRL]},
+		"root crl":       {c.TDXRootCRL, bodies[platform.CollateralFiles().TDXRootCRL]},
 	} {
 		if len(pair[0]) == 0 || !bytes.Equal(pair[0], pair[1]) {
 			t.Errorf("%s: not stored as served", name)

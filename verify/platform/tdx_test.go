@@ -274,10 +274,10 @@ func TestLoadCollateralDir(t *testing.T) {
 	c := shippedCollateral(t)
 	crl := testfixture.SimSEVCRL(t, testNow.Add(-time.Hour), testNow.Add(time.Hour))
 	for name, b := range map[string][]byte{
-		FileTDXTCBInfo: c.TDXTCBInfo, FileTDXTCBInfoChain: c.TDXTCBInfoIssuerChain,
-		FileTDXQEIdentity: c.TDXQEIdentity, FileTDXQEIdentityChain: c.TDXQEIdentityIssuerChain,
-		FileTDXPCKCRL: c.TDXPCKCRL, FileTDXPCKCRLIssuerChain: c.TDXPCKCRLIssuerChain,
-		FileTDXRootCRL: c.TDXRootCRL, DirSEVSNPCRLs + "/milan.crl": crl,
+		fileTDXTCBInfo: c.TDXTCBInfo, fileTDXTCBInfoChain: c.TDXTCBInfoIssuerChain,
+		fileTDXQEIdentity: c.TDXQEIdentity, fileTDXQEIdentityChain: c.TDXQEIdentityIssuerChain,
+		fileTDXPCKCRL: c.TDXPCKCRL, fileTDXPCKCRLIssuerChain: c.TDXPCKCRLIssuerChain,
+		fileTDXRootCRL: c.TDXRootCRL, dirSEVSNPCRLs + "/milan.crl": crl,
 	} {
 		testfile.Write(t, dir, name, b)
 	}
@@ -294,7 +294,7 @@ func TestLoadCollateralDir(t *testing.T) {
 		t.Fatalf("empty dir: %v", err)
 	}
 	big := t.TempDir()
-	testfile.Write(t, big, FileTDXTCBInfo, make([]byte, MaxCollateralFile+1))
+	testfile.Write(t, big, fileTDXTCBInfo, make([]byte, MaxCollateralFile+1))
 	if _, err := LoadCollateralDir(big); err == nil {
 		t.Fatal("oversized collateral accepted")
 	}
