@@ -106,15 +106,15 @@ func TestTDXMissingOrInconsistentChain(t *testing.T) {
 
 // TDX quote regions (tdxquote layout).
 const (
-	offHeader   = 0x08                // header: PCESVN bytes
+	offHeader   = 0x08 // header: PCESVN bytes
 	offBody     = 0x30 // after the 48-byte header: TEE_TCB_SVN
 	offMRTD     = offBody + 0x88
 	offRD       = offBody + 0x208
 	offSig      = offBody + 0x248 + 4 // after the body and the signed-data length: quote signature
-	offAK       = offSig + 64             // attestation key
-	offQEReport = offAK + 64 + 6          // QE report
+	offAK       = offSig + 64         // attestation key
+	offQEReport = offAK + 64 + 6      // QE report
 	offQESig    = offQEReport + 0x180 // after the 384-byte QE report
-	offQEAuth   = offQESig + 64 + 2 // QE auth data
+	offQEAuth   = offQESig + 64 + 2   // QE auth data
 )
 
 func TestTDXTampered(t *testing.T) {
