@@ -58,7 +58,7 @@ func verifyRaw(t testing.TB, raw []byte, pool *x509.CertPool) error {
 
 // policy checks REPORT_DATA, MRTD, the QE vendor and TD_ATTRIBUTES == 0
 // (DEBUG off).
-func policy(rd [64]byte, td fakeqe.TD) *validate.Options {
+func policy(rd [64]byte, td tdxquote.Body) *validate.Options {
 	return &validate.Options{
 		HeaderOptions: validate.HeaderOptions{QeVendorID: fakeqe.IntelQEVendorID[:]},
 		TdQuoteBodyOptions: validate.TdQuoteBodyOptions{
