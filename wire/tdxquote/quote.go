@@ -46,10 +46,10 @@ const (
 	bodyTypeTD15 = 3
 	// bodyDescSize is the version 5 body type (u16) and size (u32).
 	bodyDescSize = 6
-	// AttestationKeyTypeECDSAP256 is ECDSA-256-with-P-256.
-	AttestationKeyTypeECDSAP256 = 2
-	// TeeTypeTDX is the header TEE type of a TDX quote.
-	TeeTypeTDX = 0x00000081
+	// attestationKeyTypeECDSAP256 is ECDSA-256-with-P-256.
+	attestationKeyTypeECDSAP256 = 2
+	// teeTypeTDX is the header TEE type of a TDX quote.
+	teeTypeTDX = 0x00000081
 	// certDataTypeQEReport is certification data of type 6: QE report
 	// certification data.
 	certDataTypeQEReport = 6
@@ -108,6 +108,13 @@ type Header struct {
 	QESVN      [2]byte
 	QEVendorID [16]byte
 	UserData   [20]byte
+}
+
+// NewHeader returns the header of a version 4 TDX quote with an ECDSA-256
+// P-256 attestation key from the quoting enclave of vendor qeVendorID; the
+// caller sets the user data.
+func NewHeader(qeVendorID [16]byte) Header {
+	return Header{Version: Version, AttestationKeyType: attestationKeyTypeECDSAP256, TeeType: teeTypeTDX, QEVendorID: qeVendorID}
 }
 
 // Body is the TD quote body.
@@ -271,10 +278,10 @@ func Parse(b []byte) (*Quote, error) {
 	r.copy(h.QESVN[:])
 	r.copy(h.QEVendorID[:])
 	r.copy(h.UserData[:])
-	if h.AttestationKeyType != AttestationKeyTypeECDSAP256 {
+	if h.AttestationKeyType != attestationKeyTypeECDSAP256 {
 		return nil, unsupported("attestation key type %d", h.AttestationKeyType)
 	}
-	if h.TeeType != TeeTypeTDX {
+	if h.TeeType != teeTypeTDX {
 		return nil, unsupported("tee type %#x", h.TeeType)
 	}
 	if h.Version == version5 {

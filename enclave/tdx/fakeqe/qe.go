@@ -90,12 +90,7 @@ func New(opts Options) (*QE, error) {
 	}
 	copy(q.akPublic[:], pub[1:])
 
-	q.header = tdxquote.Header{
-		Version:            tdxquote.Version,
-		AttestationKeyType: tdxquote.AttestationKeyTypeECDSAP256,
-		TeeType:            tdxquote.TeeTypeTDX,
-		QEVendorID:         intelQEVendorID,
-	}
+	q.header = tdxquote.NewHeader(intelQEVendorID)
 	copy(q.header.UserData[:], userDataMarker)
 
 	q.authData = []byte(seedPrefix + "qe-auth-data")
