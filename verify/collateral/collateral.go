@@ -58,16 +58,16 @@ const (
 	kindTDXRootCRL    = "tdx-root-ca-crl"
 )
 
-// Service names which base URL an Item's path is relative to.
-type Service int
+// service names which base URL an Item's path is relative to.
+type service int
 
 const (
-	serviceKDS Service = iota + 1
+	serviceKDS service = iota + 1
 	servicePCS
 	serviceIntelCerts
 )
 
-// Errors. Fetch and Check wrap them; callers branch with errors.Is.
+// Errors that Needs, Fetch and Check wrap; the message names the class.
 var (
 	// errEvidence: evidence from which no collateral need can be derived
 	// (malformed or of an unsupported platform).
@@ -95,10 +95,11 @@ type Item struct {
 	// the service returns in the header ChainHeader.
 	ChainPath   string
 	ChainHeader string
-	// Service and URL say where the document comes from: URL is a path and
-	// query relative to the service's base URL.
-	Service Service
-	URL     string
+	// URL is where the document comes from: a path and query relative to
+	// the base URL of the service from (Fetcher.KDSURL, PCSURL or
+	// IntelCertsURL).
+	URL  string
+	from service
 	// FMSPC is the platform a TDX TCB info document must be for (lowercase
 	// hex); empty for other kinds.
 	FMSPC string
@@ -206,8 +207,8 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 		return nil, err
 	}
 	items := []Item{
-		{Kind: kindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", files.SEVSNPCRLDir, line, signer), Service: serviceKDS, URL: chainURL},
-		{Kind: kindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", files.SEVSNPCRLDir, line, signer), Service: serviceKDS, URL: crlURL},
+		{Kind: kindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", files.SEVSNPCRLDir, line, signer), from: serviceKDS, URL: chainURL},
+		{Kind: kindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", files.SEVSNPCRLDir, line, signer), from: serviceKDS, URL: crlURL},
 	}
 	// A VLEK is fetched only with a cloud provider's credential, and a
 	// masked CHIP_ID names no VCEK: the certificate the evidence carries
@@ -220,8 +221,8 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 			return nil, err
 		}
 		items = append([]Item{{Kind: kindSEVSNPVCEK,
-			Path:    fmt.Sprintf("%s/certs/%s/vcek-%s-%016x.der", files.SEVSNPCRLDir, line, hex.EncodeToString(chipID), uint64(tcb)),
-			Service: serviceKDS, URL: u}}, items...)
+			Path: fmt.Sprintf("%s/certs/%s/vcek-%s-%016x.der", files.SEVSNPCRLDir, line, hex.EncodeToString(chipID), uint64(tcb)),
+			from: serviceKDS, URL: u}}, items...)
 	}
 	return items, nil
 }
@@ -294,10 +295,10 @@ func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {
 		return nil, err
 	}
 	return []Item{
-		{Kind: kindTDXTCBInfo, Path: files.TDXTCBInfo, ChainPath: files.TDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, Service: servicePCS, URL: tcbURL, FMSPC: fmspc},
-		{Kind: kindTDXQEIdentity, Path: files.TDXQEIdentity, ChainPath: files.TDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, Service: servicePCS, URL: qeURL},
-		{Kind: kindTDXPCKCRL, Path: files.TDXPCKCRL, ChainPath: files.TDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, Service: servicePCS, URL: crlURL},
-		{Kind: kindTDXRootCRL, Path: files.TDXRootCRL, Service: serviceIntelCerts, URL: rootCRLPath},
+		{Kind: kindTDXTCBInfo, Path: files.TDXTCBInfo, ChainPath: files.TDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, from: servicePCS, URL: tcbURL, FMSPC: fmspc},
+		{Kind: kindTDXQEIdentity, Path: files.TDXQEIdentity, ChainPath: files.TDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, from: servicePCS, URL: qeURL},
+		{Kind: kindTDXPCKCRL, Path: files.TDXPCKCRL, ChainPath: files.TDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, from: servicePCS, URL: crlURL},
+		{Kind: kindTDXRootCRL, Path: files.TDXRootCRL, from: serviceIntelCerts, URL: rootCRLPath},
 	}, nil
 }
 

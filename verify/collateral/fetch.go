@@ -98,8 +98,8 @@ func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
 	}
-	bases := map[Service]string{serviceKDS: defaultKDSURL, servicePCS: defaultPCSURL, serviceIntelCerts: defaultIntelCertsURL}
-	for s, u := range map[Service]string{serviceKDS: f.KDSURL, servicePCS: f.PCSURL, serviceIntelCerts: f.IntelCertsURL} {
+	bases := map[service]string{serviceKDS: defaultKDSURL, servicePCS: defaultPCSURL, serviceIntelCerts: defaultIntelCertsURL}
+	for s, u := range map[service]string{serviceKDS: f.KDSURL, servicePCS: f.PCSURL, serviceIntelCerts: f.IntelCertsURL} {
 		if u == "" {
 			continue
 		}
@@ -118,7 +118,7 @@ func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status
 			out = append(out, st)
 			continue
 		}
-		u := bases[it.Service] + it.URL
+		u := bases[it.from] + it.URL
 		f.progress("[%d/%d] %s: %s, fetching %s", i+1, len(items), it.Path, st.State, u)
 		st, err := f.fetchOne(ctx, dir, it, u)
 		if err != nil {
