@@ -90,7 +90,7 @@ func VerifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
 		return nil, rejected(checkParse, err)
 	}
 	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: tdxFormat, Blob: quote, CertChain: chain}
-	if q.Header.Version != tdxquote.Version {
+	if q.BodyType != 0 { // a version 5 quote
 		ev.Format, opts.allowQuoteV5 = tdxFormatV5, true
 	}
 	return verifyRaw(ev, want, evidence.ReportData{}, opts)

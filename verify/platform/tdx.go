@@ -71,7 +71,7 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	if err != nil {
 		return nil, rejected(checkParse, err)
 	}
-	switch v5 := q.Header.Version != tdxquote.Version; {
+	switch v5 := q.BodyType != 0; {
 	case v5 && ev.Format != tdxFormatV5:
 		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: a version %d quote in %s evidence", ErrUnsupported, q.Header.Version, ev.Format))
 	case !v5 && ev.Format == tdxFormatV5:

@@ -11,3 +11,10 @@ const (
 	HeaderSize = headerSize
 	SignedSize = signedSize
 )
+
+// Wire constants for the external tests.
+const (
+	Version           = version4
+	MaxSize           = maxSize
+	TDAttributesDebug = tdAttributesDebug
+)

@@ -32,9 +32,9 @@ const Format = "tdx/quote-v4"
 
 // Wire constants of a TDX quote.
 const (
-	// Version is the quote version producers write and the one attestation
+	// version4 is the quote version producers write and the one attestation
 	// evidence (Format) carries; Parse also reads version 5.
-	Version = 4
+	version4 = 4
 	// version5 is the DCAP quote version 5: a body type and size precede
 	// the body.
 	version5 = 5
@@ -70,9 +70,9 @@ const (
 	// qeReportSize is the size of the SGX report of the quoting enclave.
 	qeReportSize = 0x180
 
-	// MaxSize bounds any input handed to this package, raw device output
+	// maxSize bounds any input handed to this package, raw device output
 	// included (the TDX guest driver's buffer is 16 KiB).
-	MaxSize = 64 << 10
+	maxSize = 64 << 10
 
 	signedDataLenOff = signedSize                      // u32 length of the signed data
 	signedDataOff    = signedDataLenOff + 4            // signature starts here
@@ -93,7 +93,8 @@ var (
 	// ErrUnsupported reports a well-framed quote of a kind this package
 	// refuses: another version, TEE type, key type or certification data type.
 	ErrUnsupported = errors.New("tdxquote: unsupported quote")
-	// ErrTooLarge reports input over MaxSize.
+	// ErrTooLarge reports input over 64 KiB (the TDX guest driver's buffer
+	// is 16 KiB).
 	ErrTooLarge = errors.New("tdxquote: input too large")
 )
 
@@ -114,7 +115,7 @@ type Header struct {
 // P-256 attestation key from the quoting enclave of vendor qeVendorID; the
 // caller sets the user data.
 func NewHeader(qeVendorID [16]byte) Header {
-	return Header{Version: Version, AttestationKeyType: attestationKeyTypeECDSAP256, TeeType: teeTypeTDX, QEVendorID: qeVendorID}
+	return Header{Version: version4, AttestationKeyType: attestationKeyTypeECDSAP256, TeeType: teeTypeTDX, QEVendorID: qeVendorID}
 }
 
 // Body is the TD quote body.
@@ -137,12 +138,12 @@ type Body struct {
 	MRServiceTD [48]byte
 }
 
-// TDAttributesDebug is bit 0 of TD_ATTRIBUTES (TUD.DEBUG): the TD is
+// tdAttributesDebug is bit 0 of TD_ATTRIBUTES (TUD.DEBUG): the TD is
 // debuggable and its memory is readable by the host.
-const TDAttributesDebug = 1 << 0
+const tdAttributesDebug = 1 << 0
 
 // Debug reports whether the TD was launched with the DEBUG attribute.
-func (b *Body) Debug() bool { return b.TDAttributes[0]&TDAttributesDebug != 0 }
+func (b *Body) Debug() bool { return b.TDAttributes[0]&tdAttributesDebug != 0 }
 
 // QEReport is the SGX report of the quoting enclave (384 bytes).
 type QEReport struct {
@@ -201,7 +202,7 @@ func layout(b []byte) (signed int, bodyType uint16, err error) {
 		return 0, 0, malformed("%d bytes, shorter than a header", len(b))
 	}
 	switch v := binary.LittleEndian.Uint16(b); v {
-	case Version:
+	case version4:
 		return signedSize, 0, nil
 	case version5:
 	default:
@@ -231,8 +232,8 @@ func layout(b []byte) (signed int, bodyType uint16, err error) {
 // covered by no signature and producers drop them with b[:n]. Length checks
 // the framing only; Parse the result.
 func Length(b []byte) (int, error) {
-	if len(b) > MaxSize {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
+	if len(b) > maxSize {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), maxSize)
 	}
 	signed, _, err := layout(b)
 	if err != nil {
@@ -254,8 +255,8 @@ func Length(b []byte) (int, error) {
 // type, TEE type, key type or certification data type other than the ones
 // this package names. On error it returns nil.
 func Parse(b []byte) (*Quote, error) {
-	if len(b) > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
+	if len(b) > maxSize {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), maxSize)
 	}
 	if len(b) < minSize {
 		return nil, malformed("%d bytes, minimum %d", len(b), minSize)
@@ -365,10 +366,10 @@ func readQEReport(r *reader, e *QEReport) {
 // Marshal encodes q. It fails when the version and body type disagree
 // (version 4 has body type 0; version 5 has 2 or 3), when TD 1.5 fields are
 // set in a TD 1.0 body, when a variable-length field does not fit its
-// length prefix, or when the result would exceed MaxSize.
+// length prefix, or when the result would exceed maxSize.
 func (q *Quote) Marshal() ([]byte, error) {
 	switch {
-	case q.Header.Version == Version && q.BodyType == 0:
+	case q.Header.Version == version4 && q.BodyType == 0:
 	case q.Header.Version == version5 && (q.BodyType == bodyTypeTD10 || q.BodyType == bodyTypeTD15):
 	default:
 		return nil, unsupported("version %d with body type %d", q.Header.Version, q.BodyType)
@@ -381,8 +382,8 @@ func (q *Quote) Marshal() ([]byte, error) {
 	}
 	signed := q.SignedBytes()
 	total := len(signed) + tailMinSize + len(q.QEAuthData) + len(q.PCKChain)
-	if total > MaxSize {
-		return nil, fmt.Errorf("%w: quote would be %d bytes, limit %d", ErrTooLarge, total, MaxSize)
+	if total > maxSize {
+		return nil, fmt.Errorf("%w: quote would be %d bytes, limit %d", ErrTooLarge, total, maxSize)
 	}
 	w := make([]byte, 0, total)
 	w = append(w, signed...)

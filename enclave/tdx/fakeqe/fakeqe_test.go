@@ -213,7 +213,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 
 	debugTD := fakeqe.DefaultTD()
-	debugTD.TDAttributes[0] |= tdxquote.TDAttributesDebug
+	debugTD.TDAttributes[0] |= 1 // TUD.DEBUG
 	dqe := newQE(t, fakeqe.Options{TD: &debugTD})
 	draw := rawQuote(t, dqe, rd)
 	if err := verifyRaw(t, draw, pinnedPool(t)); err != nil {
