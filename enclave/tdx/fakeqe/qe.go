@@ -131,8 +131,8 @@ func sign(k *ecdsa.PrivateKey, msg []byte) ([64]byte, error) {
 // TD returns the TD quote body this QE reports, with a zero REPORT_DATA.
 func (q *QE) TD() tdxquote.Body { return q.td }
 
-// Quote returns the parsed form of a fresh quote over reportData.
-func (q *QE) Quote(reportData [64]byte) (*tdxquote.Quote, error) {
+// quote returns the parsed form of a fresh quote over reportData.
+func (q *QE) quote(reportData [64]byte) (*tdxquote.Quote, error) {
 	body := q.td
 	body.ReportData = reportData
 	qt := &tdxquote.Quote{
@@ -155,7 +155,7 @@ func (q *QE) Quote(reportData [64]byte) (*tdxquote.Quote, error) {
 // GetRawQuote returns a fresh raw quote over reportData. With IsSupported it
 // makes QE a go-tdx-guest client.QuoteProvider.
 func (q *QE) GetRawQuote(reportData [64]byte) ([]byte, error) {
-	qt, err := q.Quote(reportData)
+	qt, err := q.quote(reportData)
 	if err != nil {
 		return nil, err
 	}
