@@ -154,21 +154,26 @@ func NewHierarchy(seed string) (*Hierarchy, error) {
 // ECDSA signatures are randomized, so each call yields different bytes; the
 // pinned root in tdxsimroots was made by one call and committed.
 func rootCertificateDER(seed string, key *ecdsa.PrivateKey) ([]byte, error) {
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(seed, "root-ca"),
-		Subject:               testOnlyName(rootCN),
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLen:            1,
-	}
+	tmpl := certTemplate(seed, "root-ca", rootCN, x509.KeyUsageCertSign|x509.KeyUsageCRLSign)
+	tmpl.IsCA, tmpl.MaxPathLen = true, 1
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return nil, fmt.Errorf("fakeqe: create root: %w", err)
 	}
 	return der, nil
+}
+
+// certTemplate is what every certificate of the hierarchy shares: a serial
+// from seed and label, a TEST ONLY subject, the fixed validity, key usage.
+func certTemplate(seed, label, cn string, usage x509.KeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber:          serial(seed, label),
+		Subject:               testOnlyName(cn),
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
+		KeyUsage:              usage,
+		BasicConstraintsValid: true,
+	}
 }
 
 func build(seed string, root *x509.Certificate, rootKey *ecdsa.PrivateKey) (*Hierarchy, error) {
@@ -184,16 +189,8 @@ func build(seed string, root *x509.Certificate, rootKey *ecdsa.PrivateKey) (*Hie
 	if err != nil {
 		return nil, err
 	}
-	interTmpl := &x509.Certificate{
-		SerialNumber:          serial(seed, "pck-platform-ca"),
-		Subject:               testOnlyName(intermediateCN),
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
+	interTmpl := certTemplate(seed, "pck-platform-ca", intermediateCN, x509.KeyUsageCertSign|x509.KeyUsageCRLSign)
+	interTmpl.IsCA, interTmpl.MaxPathLenZero = true, true
 	interDER, err := x509.CreateCertificate(rand.Reader, interTmpl, root, &interKey.PublicKey, rootKey)
 	if err != nil {
 		return nil, fmt.Errorf("fakeqe: create intermediate: %w", err)
@@ -216,17 +213,10 @@ func build(seed string, root *x509.Certificate, rootKey *ecdsa.PrivateKey) (*Hie
 		return nil, fmt.Errorf("fakeqe: pck key: %w", err)
 	}
 	skid := sha256.Sum256(pckPub)
-	leafTmpl := &x509.Certificate{
-		SerialNumber:          serial(seed, "pck-leaf"),
-		Subject:               testOnlyName(pckCN),
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment,
-		BasicConstraintsValid: true,
-		SubjectKeyId:          skid[:20],
-		CRLDistributionPoints: []string{"https://tdx-sim.invalid/TEST-ONLY/pckcrl?ca=platform&encoding=der"},
-		ExtraExtensions:       []pkix.Extension{{Id: oidSGXExtension, Value: sgx}},
-	}
+	leafTmpl := certTemplate(seed, "pck-leaf", pckCN, x509.KeyUsageDigitalSignature|x509.KeyUsageContentCommitment)
+	leafTmpl.SubjectKeyId = skid[:20]
+	leafTmpl.CRLDistributionPoints = []string{"https://tdx-sim.invalid/TEST-ONLY/pckcrl?ca=platform&encoding=der"}
+	leafTmpl.ExtraExtensions = []pkix.Extension{{Id: oidSGXExtension, Value: sgx}}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, inter, &pckKey.PublicKey, interKey)
 	if err != nil {
 		return nil, fmt.Errorf("fakeqe: create pck leaf: %w", err)
