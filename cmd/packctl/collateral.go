@@ -251,7 +251,7 @@ func (c *collateralCmd) print() int {
 			until = " valid until " + s.ValidUntil.UTC().Format(time.RFC3339)
 		}
 		detail := ""
-		if s.State != collateral.StateFresh && s.Detail != "" {
+		if s.Detail != "" { // set only for a state other than fresh
 			detail = " (" + s.Detail + ")"
 		}
 		fmt.Fprintf(c.stdout, "  %-8s %s%s%s\n", s.State, s.Item.Path, until, detail)

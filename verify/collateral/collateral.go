@@ -105,11 +105,12 @@ type Item struct {
 	FMSPC string
 }
 
-// State of a document in a directory.
+// State of a document in a directory: "fresh", "missing", "stale" or
+// "invalid".
 type State string
 
 const (
-	StateFresh   State = "fresh"
+	stateFresh   State = "fresh"
 	stateMissing State = "missing"
 	stateStale   State = "stale"
 	stateInvalid State = "invalid"
@@ -329,7 +330,7 @@ func check(dir string, items []Item, now time.Time, minValidity time.Duration) [
 func Incomplete(sts []Status) error {
 	var bad []string
 	for _, s := range sts {
-		if s.State != StateFresh {
+		if s.State != stateFresh {
 			bad = append(bad, fmt.Sprintf("%s %s (%s)", s.Item.Path, s.State, s.Detail))
 		}
 	}
@@ -374,7 +375,7 @@ func checkOne(dir string, it Item, now time.Time, minValidity time.Duration) Sta
 	case !now.Add(minValidity).Before(until):
 		st.State, st.Detail = stateStale, "valid until "+until.UTC().Format(time.RFC3339)
 	default:
-		st.State = StateFresh
+		st.State = stateFresh
 	}
 	return st
 }

@@ -227,7 +227,7 @@ func TestFetchCleanThenCached(t *testing.T) {
 		t.Fatalf("%d requests, want 3", f.count())
 	}
 	for _, st := range sts {
-		if st.State != StateFresh || !st.Fetched {
+		if st.State != stateFresh || !st.Fetched {
 			t.Fatalf("%+v", st)
 		}
 	}
@@ -510,7 +510,7 @@ func TestFetchTDX(t *testing.T) {
 	for _, st := range later {
 		want := stateStale
 		if st.Item.Kind == kindTDXTCBInfo || st.Item.Kind == kindTDXRootCRL {
-			want = StateFresh
+			want = stateFresh
 		}
 		if st.State != want {
 			t.Errorf("%s on 2023-07-09: %s, want %s", st.Item.Path, st.State, want)

@@ -113,7 +113,7 @@ func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status
 	out := make([]Status, 0, len(items))
 	for i, it := range items {
 		st := checkOne(dir, it, f.Now(), f.minValidity())
-		if st.State == StateFresh {
+		if st.State == stateFresh {
 			f.progress("[%d/%d] %s: cached, valid until %s", i+1, len(items), it.Path, st.ValidUntil.UTC().Format(time.RFC3339))
 			out = append(out, st)
 			continue
@@ -176,7 +176,7 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 	if err := writeAtomic(dir, it.Path, body); err != nil {
 		return st, err
 	}
-	st.State, st.Detail, st.Fetched = StateFresh, "", true
+	st.State, st.Detail, st.Fetched = stateFresh, "", true
 	return st, nil
 }
 

@@ -42,7 +42,7 @@ func FuzzValidity(f *testing.F) {
 		}
 		it.Path = "d"
 		st := checkOne(dir, it, from, 0)
-		if st.State == StateFresh && !from.Before(until) {
+		if st.State == stateFresh && !from.Before(until) {
 			t.Fatalf("inverted window %v..%v called fresh", from, until)
 		}
 	})
