@@ -235,6 +235,18 @@ func TestDeviceRejectsBadQuotes(t *testing.T) {
 			q.PCKChain = q.PCKChain[:len(q.PCKChain)/2]
 			return q.Marshal()
 		}, []error{errBadQuote, tdxquote.ErrMalformed}},
+		{"dcap version 5", func(rd [64]byte) ([]byte, error) {
+			raw, err := qe.GetRawQuote(rd)
+			if err != nil {
+				return nil, err
+			}
+			q, err := tdxquote.Parse(raw)
+			if err != nil {
+				return nil, err
+			}
+			q.Header.Version, q.BodyType = 5, 2 // TD 1.0 body
+			return q.Marshal()
+		}, []error{errBadQuote, tdxquote.ErrUnsupported}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -64,17 +64,18 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	if err := checkTDXExtras(ev); err != nil {
 		return nil, err
 	}
-	q, err := tdxquote.Parse(ev.Blob)
+	parse := tdxquote.ParseEvidence
+	if ev.Format == tdxFormatV5 {
+		parse = tdxquote.Parse
+	}
+	q, err := parse(ev.Blob)
 	if errors.Is(err, tdxquote.ErrUnsupported) {
 		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
 	}
 	if err != nil {
 		return nil, rejected(checkParse, err)
 	}
-	switch v5 := q.BodyType != 0; {
-	case v5 && ev.Format != tdxFormatV5:
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: a version %d quote in %s evidence", ErrUnsupported, q.Header.Version, ev.Format))
-	case !v5 && ev.Format == tdxFormatV5:
+	if ev.Format == tdxFormatV5 && q.BodyType == 0 {
 		return nil, rejected(checkParse, fmt.Errorf("%s evidence carries a version %d quote", ev.Format, q.Header.Version))
 	}
 	chain, err := tdxChain(ev, q)

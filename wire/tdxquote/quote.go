@@ -327,6 +327,21 @@ func Parse(b []byte) (*Quote, error) {
 	return q, nil
 }
 
+// ParseEvidence parses the blob of Format evidence: exactly one version 4
+// quote, as Parse reads it. A version 5 quote is ErrUnsupported: producers
+// emit, and attestation evidence carries, version 4 only
+// (docs/spec/platform-tdx.md, section 1.1).
+func ParseEvidence(b []byte) (*Quote, error) {
+	q, err := Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	if q.BodyType != 0 {
+		return nil, unsupported("version %d quote in %s evidence", q.Header.Version, Format)
+	}
+	return q, nil
+}
+
 func readBody(r *reader, d *Body, td15 bool) {
 	r.copy(d.TeeTcbSvn[:])
 	r.copy(d.MRSEAM[:])

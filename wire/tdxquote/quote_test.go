@@ -339,6 +339,23 @@ func TestParseV5Rejects(t *testing.T) {
 	}
 }
 
+// ParseEvidence reads what Format evidence carries: version 4 only.
+func TestParseEvidence(t *testing.T) {
+	raw := fakeQuote(t)
+	if q, err := tdxquote.ParseEvidence(raw); err != nil || q.Header.Version != tdxquote.Version {
+		t.Fatalf("version 4: %v", err)
+	}
+	for _, bodyType := range []uint16{2, 3} {
+		_, v5 := v5Quote(t, bodyType)
+		if q, err := tdxquote.ParseEvidence(v5); !errors.Is(err, tdxquote.ErrUnsupported) || q != nil {
+			t.Errorf("version 5 body type %d: %v", bodyType, err)
+		}
+	}
+	if _, err := tdxquote.ParseEvidence(raw[:len(raw)-1]); !errors.Is(err, tdxquote.ErrMalformed) {
+		t.Errorf("truncated: %v", err)
+	}
+}
+
 func TestMarshalRefusesInconsistentQuotes(t *testing.T) {
 	for _, c := range []struct {
 		name string
