@@ -104,21 +104,22 @@ func (c *collateralCmd) flagSet() *flag.FlagSet {
 		c.name, synopsis = "collateral check", collateralCheckSynopsis
 	}
 	fs := newFlagSet(c.name, synopsis, c.stderr)
+	defaults := collateral.Defaults()
 	fs.Func("evidence", "evidence document (compact JWS), as given to packctl verify; repeatable", func(s string) error {
 		c.evPaths = append(c.evPaths, s)
 		return nil
 	})
 	fs.StringVar(&c.dir, "collateral", "", "collateral directory (docs/spec/collateral-v1.md); created if missing")
-	fs.DurationVar(&c.minValidity, "min-validity", collateral.DefaultMinValidity, "refetch a document that expires within this duration")
+	fs.DurationVar(&c.minValidity, "min-validity", defaults.MinValidity, "refetch a document that expires within this duration")
 	fs.StringVar(&c.at, "at", "", "time to judge validity at, RFC 3339 (default: now)")
 	fs.BoolVar(&c.asJSON, "json", false, "print the result as JSON")
 	if !c.offline {
 		fs.BoolVar(&c.offlineFlag, "offline", false, "no network: report what is missing or stale (same as collateral check)")
-		fs.StringVar(&c.kdsURL, "kds-url", collateral.DefaultKDSURL, "AMD KDS base URL (mirror, test service)")
-		fs.StringVar(&c.pcsURL, "pcs-url", collateral.DefaultPCSURL, "Intel PCS base URL")
-		fs.StringVar(&c.intelCertURL, "intel-certs-url", collateral.DefaultIntelCertsURL, "Intel certificate service base URL (SGX Root CA CRL)")
-		fs.IntVar(&c.attempts, "attempts", collateral.DefaultAttempts, "requests per document before giving up (network errors, 5xx, 429)")
-		fs.DurationVar(&c.backoff, "backoff", collateral.DefaultBackoff, "delay before the first retry, doubled per retry up to 30s")
+		fs.StringVar(&c.kdsURL, "kds-url", defaults.KDSURL, "AMD KDS base URL (mirror, test service)")
+		fs.StringVar(&c.pcsURL, "pcs-url", defaults.PCSURL, "Intel PCS base URL")
+		fs.StringVar(&c.intelCertURL, "intel-certs-url", defaults.IntelCertsURL, "Intel certificate service base URL (SGX Root CA CRL)")
+		fs.IntVar(&c.attempts, "attempts", defaults.Attempts, "requests per document before giving up (network errors, 5xx, 429)")
+		fs.DurationVar(&c.backoff, "backoff", defaults.Backoff, "delay before the first retry, doubled per retry up to 30s")
 	}
 	return fs
 }
@@ -183,9 +184,10 @@ func (c *collateralCmd) refuseSimulatedAtVendors(evs []*evidence.Evidence) int {
 	if c.offline {
 		return exitOK
 	}
+	defaults := collateral.Defaults()
 	for i, ev := range evs {
-		vendor := (ev.Platform == evidence.PlatformSEVSNP || ev.Platform == evidence.PlatformAzureSNP) && c.kdsURL == collateral.DefaultKDSURL ||
-			(ev.Platform == evidence.PlatformTDX || ev.Platform == evidence.PlatformAzureTDX) && (c.pcsURL == collateral.DefaultPCSURL || c.intelCertURL == collateral.DefaultIntelCertsURL)
+		vendor := (ev.Platform == evidence.PlatformSEVSNP || ev.Platform == evidence.PlatformAzureSNP) && c.kdsURL == defaults.KDSURL ||
+			(ev.Platform == evidence.PlatformTDX || ev.Platform == evidence.PlatformAzureTDX) && (c.pcsURL == defaults.PCSURL || c.intelCertURL == defaults.IntelCertsURL)
 		if ev.Simulated && vendor {
 			errorf(c.stderr, "%s: evidence item %d (%s) is simulated: AMD and Intel publish no collateral for the simulation roots, so nothing was fetched (give --kds-url or --pcs-url for a service that serves it)", c.name, i, ev.Platform)
 			return exitUsage
@@ -249,7 +251,7 @@ func (c *collateralCmd) print() int {
 			until = " valid until " + s.ValidUntil.UTC().Format(time.RFC3339)
 		}
 		detail := ""
-		if s.State != collateral.StateFresh && s.Detail != "" {
+		if s.Detail != "" { // set only for a state other than fresh
 			detail = " (" + s.Detail + ")"
 		}
 		fmt.Fprintf(c.stdout, "  %-8s %s%s%s\n", s.State, s.Item.Path, until, detail)

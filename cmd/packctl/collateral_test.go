@@ -96,11 +96,11 @@ func TestCollateralFetchThenVerify(t *testing.T) {
 	var crlURL string
 	for _, it := range items {
 		switch it.Kind {
-		case collateral.KindSEVSNPVCEK:
+		case "sev-snp-vcek":
 			k.docs[it.URL] = ev.CertChain[0]
-		case collateral.KindSEVSNPChain:
+		case "sev-snp-cert-chain":
 			k.docs[it.URL] = simroots.SEVSNPCertChainPEM()
-		case collateral.KindSEVSNPCRL:
+		case "sev-snp-crl":
 			crlURL = it.URL
 			k.docs[it.URL] = testfixture.SimSEVCRL(t, at.Add(-time.Hour), at.Add(48*time.Hour))
 		}
@@ -245,13 +245,13 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 	pcs := &headerFake{docs: map[string]fakeAnswer{}}
 	for _, it := range items {
 		switch it.Kind {
-		case collateral.KindTDXTCBInfo:
+		case "tdx-tcb-info":
 			pcs.docs[it.URL] = fakeAnswer{pc.TCBInfo, fakeqe.Header(it.ChainHeader, pc.TCBInfoIssuerChain)}
-		case collateral.KindTDXQEIdentity:
+		case "tdx-qe-identity":
 			pcs.docs[it.URL] = fakeAnswer{pc.QEIdentity, fakeqe.Header(it.ChainHeader, pc.QEIdentityIssuerChain)}
-		case collateral.KindTDXPCKCRL:
+		case "tdx-pck-crl":
 			pcs.docs[it.URL] = fakeAnswer{pc.PCKCRL, fakeqe.Header(it.ChainHeader, pc.PCKCRLIssuerChain)}
-		case collateral.KindTDXRootCRL:
+		case "tdx-root-ca-crl":
 			pcs.docs[it.URL] = fakeAnswer{pc.RootCRL, nil}
 		}
 	}

@@ -304,5 +304,15 @@ func verifyTDXQuoteFormat(in rawInput) (rawReport, error) {
 		fmt.Sprintf("info       rtmr1 %x", b.RTMR[1]),
 		fmt.Sprintf("info       rtmr2 %x", b.RTMR[2]),
 		fmt.Sprintf("info       rtmr3 %x", b.RTMR[3]))
-	return rawReport{summary: "tdx quote v4 (pck chain to " + res.RootID + ")", checks: checks, reportData: res.ReportData[:]}, nil
+	version := "v4"
+	switch res.TDX.BodyType {
+	case 2:
+		version = "v5 td 1.0 body"
+	case 3:
+		version = "v5 td 1.5 body"
+		checks = append(checks,
+			fmt.Sprintf("info       tee_tcb_svn2 %x", b.TeeTcbSvn2),
+			fmt.Sprintf("info       mrservicetd %x", b.MRServiceTD))
+	}
+	return rawReport{summary: "tdx quote " + version + " (pck chain to " + res.RootID + ")", checks: checks, reportData: res.ReportData[:]}, nil
 }

@@ -39,7 +39,7 @@ func TestCollateralReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	coll := filepath.Join(dir, "collateral")
-	crlDir := filepath.Join(coll, platform.DirSEVSNPCRLs)
+	crlDir := filepath.Join(coll, platform.CollateralFiles().SEVSNPCRLDir)
 	if err := os.MkdirAll(crlDir, 0o755); err != nil {
 		t.Fatal(err)
 	}

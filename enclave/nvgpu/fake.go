@@ -110,13 +110,13 @@ func newFakeDevice(cc bool, certFWIDLabel string) (*fakeDevice, error) {
 	return &fakeDevice{cc: cc, key: key, chainPEM: chain, fwid: fwid[:]}, nil
 }
 
-func (f *fakeDevice) CCEnabled() (bool, error) { return f.cc, nil }
+func (f *fakeDevice) ccEnabled() (bool, error) { return f.cc, nil }
 
-// Attest signs a report for nonce like a Hopper GPU: all measurement blocks
+// attest signs a report for nonce like a Hopper GPU: all measurement blocks
 // (fixed values), a fresh responder nonce, opaque data with a driver and
 // VBIOS version and the FWID, and an ECDSA P-384 signature over SHA-384 of
 // the request and response.
-func (f *fakeDevice) Attest(nonce [32]byte) ([]byte, []byte, error) {
+func (f *fakeDevice) attest(nonce [32]byte) ([]byte, []byte, error) {
 	rep := &nvspdm.Report{Nonce: nonce}
 	for i := 1; i <= fakeMeasurements; i++ {
 		v := sha512.Sum384([]byte(fmt.Sprintf("clawea simulated gpu measurement %d", i)))

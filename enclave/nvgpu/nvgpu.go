@@ -31,12 +31,12 @@ var errCCOff = errors.New("nvgpu: the gpu is not in production confidential-comp
 
 // gpuDevice is one GPU as NVML exposes it.
 type gpuDevice interface {
-	// CCEnabled reports whether confidential computing is on for the GPU.
-	CCEnabled() (bool, error)
-	// Attest returns the GPU's attestation report (SPDM GET_MEASUREMENTS
+	// ccEnabled reports whether confidential computing is on for the GPU.
+	ccEnabled() (bool, error)
+	// attest returns the GPU's attestation report (SPDM GET_MEASUREMENTS
 	// request and signed response) for nonce, and its attestation
 	// certificate chain (PEM, leaf first).
-	Attest(nonce [32]byte) (report, chainPEM []byte, err error)
+	attest(nonce [32]byte) (report, chainPEM []byte, err error)
 }
 
 // GPU produces evidence from one gpuDevice. It is an enclave.Quoter.
@@ -58,7 +58,7 @@ func newGPU(dev gpuDevice, simulated bool) (*GPU, error) {
 }
 
 func (g *GPU) checkCC() error {
-	on, err := g.dev.CCEnabled()
+	on, err := g.dev.ccEnabled()
 	if err != nil {
 		return fmt.Errorf("nvgpu: reading the confidential-computing state: %w", err)
 	}
@@ -79,7 +79,7 @@ func (g *GPU) Quote(_ context.Context, rd evidence.ReportData) (*evidence.Eviden
 		return nil, err
 	}
 	nonce := rd.GPUNonce()
-	report, chainPEM, err := g.dev.Attest(nonce)
+	report, chainPEM, err := g.dev.attest(nonce)
 	if err != nil {
 		return nil, fmt.Errorf("nvgpu: attestation report: %w", err)
 	}

@@ -73,8 +73,8 @@ type badDevice struct {
 	report, chain []byte
 }
 
-func (b badDevice) CCEnabled() (bool, error)                { return true, nil }
-func (b badDevice) Attest([32]byte) ([]byte, []byte, error) { return b.report, b.chain, nil }
+func (b badDevice) ccEnabled() (bool, error)                { return true, nil }
+func (b badDevice) attest([32]byte) ([]byte, []byte, error) { return b.report, b.chain, nil }
 
 // TestQuoteChecksDevice: a report for another nonce, or a chain that is
 // not PEM certificates, is refused.
@@ -84,11 +84,11 @@ func TestQuoteChecksDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd := testRD(t)
-	other, chain, err := f.Attest([32]byte{1})
+	other, chain, err := f.attest([32]byte{1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	report, _, err := f.Attest(rd.GPUNonce())
+	report, _, err := f.attest(rd.GPUNonce())
 	if err != nil {
 		t.Fatal(err)
 	}

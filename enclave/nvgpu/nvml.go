@@ -44,10 +44,10 @@ func OpenNVML() ([]*GPU, error) {
 	return gpus, nil
 }
 
-// CCEnabled reads the system's confidential-computing state (NVML reports
+// ccEnabled reads the system's confidential-computing state (NVML reports
 // it for the whole system, not per GPU): on means the feature enabled, in
 // the production environment, with devtools (debug) mode off.
-func (n *nvmlDevice) CCEnabled() (bool, error) {
+func (n *nvmlDevice) ccEnabled() (bool, error) {
 	st, ret := nvml.SystemGetConfComputeState()
 	if ret != nvml.SUCCESS {
 		return false, fmt.Errorf("nvml: %v", ret)
@@ -60,9 +60,9 @@ func ccOn(st nvml.ConfComputeSystemState) bool {
 		st.DevToolsMode == nvml.CC_SYSTEM_DEVTOOLS_MODE_OFF
 }
 
-// Attest asks the GPU for its attestation report over nonce and its
+// attest asks the GPU for its attestation report over nonce and its
 // attestation certificate chain.
-func (n *nvmlDevice) Attest(nonce [32]byte) ([]byte, []byte, error) {
+func (n *nvmlDevice) attest(nonce [32]byte) ([]byte, []byte, error) {
 	var r nvml.ConfComputeGpuAttestationReport
 	copy(r.Nonce[:], nonce[:])
 	if ret := nvml.DeviceGetConfComputeGpuAttestationReport(n.d, &r); ret != nvml.SUCCESS {

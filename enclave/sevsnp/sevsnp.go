@@ -207,10 +207,6 @@ func newDevice(transport string, src quoteSource, keyDev client.Device, opts Opt
 // Platform returns evidence.PlatformSEVSNP.
 func (d *Device) Platform() string { return evidence.PlatformSEVSNP }
 
-// Transport returns the transport in use (transportConfigFS or
-// transportIoctl).
-func (d *Device) Transport() string { return d.transport }
-
 // String describes the device.
 func (d *Device) String() string { return "sevsnp.Device(" + d.transport + ")" }
 

@@ -156,8 +156,8 @@ func TestQuoteConfigFSProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkEvidence(t, f, ev, rd)
-	if d.Transport() != transportConfigFS || d.Platform() != evidence.PlatformSEVSNP {
-		t.Fatal(d.Transport(), d.Platform())
+	if d.transport != transportConfigFS || d.Platform() != evidence.PlatformSEVSNP {
+		t.Fatal(d.transport, d.Platform())
 	}
 	// A leveled request on a provider that cannot level fails closed.
 	vmpl := uint(1)

@@ -37,8 +37,8 @@ const defaultSeed = "clawea.dev/attester/v1/sim/default-seed"
 
 // Limits on Options.
 const (
-	MaxSeedSize  = 1024
-	MaxLabelSize = 256
+	maxSeedSize  = 1024
+	maxLabelSize = 256
 )
 
 // Domain-separation labels.
@@ -67,17 +67,17 @@ const (
 )
 
 var (
-	// ErrBadOptions is returned by New for invalid options.
-	ErrBadOptions = errors.New("sim: invalid options")
-	// ErrBadLabel is returned by SealingKey for an empty or oversized label.
-	ErrBadLabel = errors.New("sim: invalid sealing key label")
+	// errBadOptions is returned by New for invalid options.
+	errBadOptions = errors.New("sim: invalid options")
+	// errBadLabel is returned by SealingKey for an empty or oversized label.
+	errBadLabel = errors.New("sim: invalid sealing key label")
 )
 
 // Options configure a Simulator. The zero value is a valid simulator with
 // defaultSeed, a fixed measurement and debugging off.
 type Options struct {
 	// Seed identifies the simulated machine: CHIP_ID, REPORT_ID and the
-	// sealing-key root derive from it. At most MaxSeedSize bytes.
+	// sealing-key root derive from it. At most maxSeedSize bytes.
 	Seed []byte
 	// Measurement is the launch MEASUREMENT (48 bytes). Empty means
 	// SHA-384 of a fixed label.
@@ -116,8 +116,8 @@ func New(opts Options) (*Simulator, error) {
 	if len(seed) == 0 {
 		seed = []byte(defaultSeed)
 	}
-	if len(seed) > MaxSeedSize {
-		return nil, fmt.Errorf("%w: seed is %d bytes, limit %d", ErrBadOptions, len(seed), MaxSeedSize)
+	if len(seed) > maxSeedSize {
+		return nil, fmt.Errorf("%w: seed is %d bytes, limit %d", errBadOptions, len(seed), maxSeedSize)
 	}
 	s := &Simulator{policy: defaultPolicy, vcek: data.VCEKPrivateKey}
 	if opts.Debug {
@@ -129,14 +129,14 @@ func New(opts Options) (*Simulator, error) {
 	case abi.MeasurementSize:
 		copy(s.measurement[:], opts.Measurement)
 	default:
-		return nil, fmt.Errorf("%w: measurement is %d bytes, want %d", ErrBadOptions, len(opts.Measurement), abi.MeasurementSize)
+		return nil, fmt.Errorf("%w: measurement is %d bytes, want %d", errBadOptions, len(opts.Measurement), abi.MeasurementSize)
 	}
 	switch len(opts.HostData) {
 	case 0:
 	case abi.HostDataSize:
 		copy(s.hostData[:], opts.HostData)
 	default:
-		return nil, fmt.Errorf("%w: host data is %d bytes, want %d", ErrBadOptions, len(opts.HostData), abi.HostDataSize)
+		return nil, fmt.Errorf("%w: host data is %d bytes, want %d", errBadOptions, len(opts.HostData), abi.HostDataSize)
 	}
 	s.chipID = sha512.Sum512(append([]byte(labelChipID+"\x00"), seed...))
 	rid := sha256.Sum256(append([]byte(labelReportID+"\x00"), seed...))
@@ -270,8 +270,8 @@ func (s *Simulator) SealingKey(ctx context.Context, label string) ([]byte, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(label) == 0 || len(label) > MaxLabelSize {
-		return nil, fmt.Errorf("%w: length %d", ErrBadLabel, len(label))
+	if len(label) == 0 || len(label) > maxLabelSize {
+		return nil, fmt.Errorf("%w: length %d", errBadLabel, len(label))
 	}
 	info := make([]byte, 0, len(sealingKeyLabel)+1+abi.MeasurementSize+8+2+len(label))
 	info = append(info, sealingKeyLabel...)

@@ -85,10 +85,6 @@ func probeConfigFS() error {
 	return nil
 }
 
-// Transport reports how the device is reached: transportConfigFS or
-// transportDevice.
-func (d *Device) Transport() string { return d.transport }
-
 // Close releases the device. Later calls return errClosed.
 func (d *Device) Close() error {
 	d.mu.Lock()

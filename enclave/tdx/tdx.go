@@ -106,7 +106,7 @@ func quote(ctx context.Context, src rawQuoter, rd [64]byte) (*tdxquote.Quote, []
 		return nil, nil, fmt.Errorf("%w: %w", errBadQuote, err)
 	}
 	blob := bytes.Clone(raw[:n])
-	q, err := tdxquote.Parse(blob)
+	q, err := tdxquote.ParseEvidence(blob)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errBadQuote, err)
 	}

@@ -113,7 +113,7 @@ func TestSimulatedEvidence(t *testing.T) {
 
 func TestSimulatedDebugTCB(t *testing.T) {
 	td := fakeqe.DefaultTD()
-	td.TDAttributes[0] = tdxquote.TDAttributesDebug
+	td.TDAttributes[0] = 1 // TUD.DEBUG
 	s := newSimulated(t, fakeqe.Options{TD: &td})
 	tcb, err := s.TCB(context.Background())
 	if err != nil || !tcb.Debug {
@@ -214,7 +214,7 @@ func TestDeviceRejectsBadQuotes(t *testing.T) {
 	}{
 		{"device error", func([64]byte) ([]byte, error) { return nil, boom }, []error{errQuoteFailed, boom}},
 		{"garbage", func([64]byte) ([]byte, error) { return []byte("not a quote"), nil }, []error{errBadQuote, tdxquote.ErrMalformed}},
-		{"oversized", func([64]byte) ([]byte, error) { return make([]byte, tdxquote.MaxSize+1), nil }, []error{errBadQuote, tdxquote.ErrTooLarge}},
+		{"oversized", func([64]byte) ([]byte, error) { return make([]byte, 64<<10+1), nil }, []error{errBadQuote, tdxquote.ErrTooLarge}}, // over the 64 KiB limit
 		{"other report data", func(rd [64]byte) ([]byte, error) {
 			rd[63] ^= 1
 			return qe.GetRawQuote(rd)
@@ -224,13 +224,29 @@ func TestDeviceRejectsBadQuotes(t *testing.T) {
 			return b[:len(b)-1], err
 		}, []error{errBadQuote, tdxquote.ErrMalformed}},
 		{"broken pck chain", func(rd [64]byte) ([]byte, error) {
-			q, err := qe.Quote(rd)
+			raw, err := qe.GetRawQuote(rd)
+			if err != nil {
+				return nil, err
+			}
+			q, err := tdxquote.Parse(raw)
 			if err != nil {
 				return nil, err
 			}
 			q.PCKChain = q.PCKChain[:len(q.PCKChain)/2]
 			return q.Marshal()
 		}, []error{errBadQuote, tdxquote.ErrMalformed}},
+		{"dcap version 5", func(rd [64]byte) ([]byte, error) {
+			raw, err := qe.GetRawQuote(rd)
+			if err != nil {
+				return nil, err
+			}
+			q, err := tdxquote.Parse(raw)
+			if err != nil {
+				return nil, err
+			}
+			q.Header.Version, q.BodyType = 5, 2 // TD 1.0 body
+			return q.Marshal()
+		}, []error{errBadQuote, tdxquote.ErrUnsupported}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

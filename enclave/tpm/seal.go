@@ -30,14 +30,14 @@ const (
 
 // Sealing errors.
 var (
-	// ErrUnsealDenied: the TPM refused to unseal (PCR policy or label).
-	ErrUnsealDenied = errors.New("tpm: unseal denied")
-	// ErrPCRPolicy: the PCR values differ from those at sealing time. It
-	// is returned together with ErrUnsealDenied.
-	ErrPCRPolicy = errors.New("tpm: pcr policy not satisfied")
-	// ErrSealLabel: the label differs from the one used to seal. It is
-	// returned together with ErrUnsealDenied.
-	ErrSealLabel = errors.New("tpm: wrong seal label")
+	// errUnsealDenied: the TPM refused to unseal (PCR policy or label).
+	errUnsealDenied = errors.New("tpm: unseal denied")
+	// errPCRPolicy: the PCR values differ from those at sealing time. It
+	// is returned together with errUnsealDenied.
+	errPCRPolicy = errors.New("tpm: pcr policy not satisfied")
+	// errSealLabel: the label differs from the one used to seal. It is
+	// returned together with errUnsealDenied.
+	errSealLabel = errors.New("tpm: wrong seal label")
 	// errSealedBlob: the blob is malformed or of an unknown version.
 	errSealedBlob = errors.New("tpm: malformed sealed blob")
 	// errSealInput: label or secret empty or too long.
@@ -262,7 +262,7 @@ func (t *TPM) SealPCR(ctx context.Context, label string, secret []byte) ([]byte,
 }
 
 // UnsealPCR unseals blob with label into dst and returns the secret's length.
-// It fails with ErrUnsealDenied (and ErrPCRPolicy or ErrSealLabel) when the
+// It fails with errUnsealDenied (and errPCRPolicy or errSealLabel) when the
 // PCR values or the label differ from sealing time. The secret travels from
 // the TPM encrypted in a session salted to the SRK; dst is the only copy left
 // (intermediate buffers are zeroed).
@@ -318,11 +318,11 @@ func (t *TPM) UnsealPCR(ctx context.Context, label string, blob []byte, dst []by
 	}.Execute(t.tp)
 	switch {
 	case errors.Is(err, tpm2.TPMRCPolicyFail):
-		return 0, fmt.Errorf("%w: %w", ErrUnsealDenied, ErrPCRPolicy)
+		return 0, fmt.Errorf("%w: %w", errUnsealDenied, errPCRPolicy)
 	case errors.Is(err, tpm2.TPMRCAuthFail), errors.Is(err, tpm2.TPMRCBadAuth):
-		return 0, fmt.Errorf("%w: %w", ErrUnsealDenied, ErrSealLabel)
+		return 0, fmt.Errorf("%w: %w", errUnsealDenied, errSealLabel)
 	case err != nil:
-		return 0, fmt.Errorf("%w: %v", ErrUnsealDenied, err)
+		return 0, fmt.Errorf("%w: %v", errUnsealDenied, err)
 	}
 	secret := rsp.OutData.Buffer
 	defer clear(secret)

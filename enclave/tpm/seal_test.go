@@ -63,7 +63,7 @@ func TestUnsealRefused(t *testing.T) {
 
 	// Wrong label.
 	_, err = tp.UnsealPCR(ctx, "label-b", blob, dst)
-	if !errors.Is(err, ErrUnsealDenied) || !errors.Is(err, ErrSealLabel) {
+	if !errors.Is(err, errUnsealDenied) || !errors.Is(err, errSealLabel) {
 		t.Fatalf("wrong label: %v", err)
 	}
 	// Too small a destination.
@@ -84,7 +84,7 @@ func TestUnsealRefused(t *testing.T) {
 	extendPCR(t, tp, 16, "something else ran")
 	clear(dst)
 	n, err := tp.UnsealPCR(ctx, "label-a", blob, dst)
-	if !errors.Is(err, ErrUnsealDenied) || !errors.Is(err, ErrPCRPolicy) {
+	if !errors.Is(err, errUnsealDenied) || !errors.Is(err, errPCRPolicy) {
 		t.Fatalf("unseal after extend: %v", err)
 	}
 	if n != 0 || !bytes.Equal(dst, make([]byte, len(dst))) {

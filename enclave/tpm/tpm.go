@@ -416,9 +416,6 @@ func (t *TPM) Close() error {
 // Platform implements enclave.Namer.
 func (t *TPM) Platform() string { return evidence.PlatformTPM }
 
-// PCRs returns the configured PCR selection.
-func (t *TPM) PCRs() []int { return slices.Clone(t.pcrs) }
-
 // AKPublic returns the AK's TPMT_PUBLIC bytes.
 func (t *TPM) AKPublic() []byte { return slices.Clone(t.akPublic) }
 

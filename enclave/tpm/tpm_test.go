@@ -441,7 +441,7 @@ func TestCheckquoteInterop(t *testing.T) {
 func tpm2ToolsPCRFile(vals tpmquote.PCRValues) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, 1)
 	sel := make([]byte, 16*8)
-	binary.LittleEndian.PutUint16(sel[0:], tpmquote.AlgSHA256)
+	binary.LittleEndian.PutUint16(sel[0:], uint16(tpm2.TPMAlgSHA256))
 	sel[2] = 3
 	for _, p := range vals {
 		sel[3+p.Index/8] |= 1 << (p.Index % 8)

@@ -39,52 +39,54 @@ import (
 
 // Default service base URLs. Fetcher fields override them (mirrors, tests).
 const (
-	DefaultKDSURL        = "https://kdsintf.amd.com"
-	DefaultPCSURL        = "https://api.trustedservices.intel.com"
-	DefaultIntelCertsURL = "https://certificates.trustedservices.intel.com"
-	// rootCRLPath is the Intel SGX Root CA CRL under DefaultIntelCertsURL
+	defaultKDSURL        = "https://kdsintf.amd.com"
+	defaultPCSURL        = "https://api.trustedservices.intel.com"
+	defaultIntelCertsURL = "https://certificates.trustedservices.intel.com"
+	// rootCRLPath is the Intel SGX Root CA CRL under defaultIntelCertsURL
 	// (the CRL distribution point of Intel's SGX Root CA certificate).
 	rootCRLPath = "/IntelSGXRootCA.der"
 )
 
 // Item kinds (docs/spec/collateral-v1.md, section 3).
 const (
-	KindSEVSNPVCEK    = "sev-snp-vcek"
-	KindSEVSNPChain   = "sev-snp-cert-chain"
-	KindSEVSNPCRL     = "sev-snp-crl"
-	KindTDXTCBInfo    = "tdx-tcb-info"
-	KindTDXQEIdentity = "tdx-qe-identity"
-	KindTDXPCKCRL     = "tdx-pck-crl"
-	KindTDXRootCRL    = "tdx-root-ca-crl"
+	kindSEVSNPVCEK    = "sev-snp-vcek"
+	kindSEVSNPChain   = "sev-snp-cert-chain"
+	kindSEVSNPCRL     = "sev-snp-crl"
+	kindTDXTCBInfo    = "tdx-tcb-info"
+	kindTDXQEIdentity = "tdx-qe-identity"
+	kindTDXPCKCRL     = "tdx-pck-crl"
+	kindTDXRootCRL    = "tdx-root-ca-crl"
 )
 
-// Service names which base URL an Item's path is relative to.
-type Service int
+// service names which base URL an Item's path is relative to.
+type service int
 
 const (
-	serviceKDS Service = iota + 1
+	serviceKDS service = iota + 1
 	servicePCS
 	serviceIntelCerts
 )
 
-// Errors. Fetch and Check wrap them; callers branch with errors.Is.
+// Errors that Needs, Fetch and Check wrap; the message names the class.
 var (
-	// ErrEvidence: evidence from which no collateral need can be derived
+	// errEvidence: evidence from which no collateral need can be derived
 	// (malformed or of an unsupported platform).
-	ErrEvidence = errors.New("collateral: unusable evidence")
-	// ErrFetch: a document could not be fetched (network, HTTP status,
+	errEvidence = errors.New("collateral: unusable evidence")
+	// errFetch: a document could not be fetched (network, HTTP status,
 	// retries exhausted).
-	ErrFetch = errors.New("collateral: fetch failed")
-	// ErrDocument: a fetched or cached document does not parse, is for
+	errFetch = errors.New("collateral: fetch failed")
+	// errDocument: a fetched or cached document does not parse, is for
 	// another platform, or is outside its validity.
-	ErrDocument = errors.New("collateral: unusable document")
-	// ErrIncomplete: Check found missing or stale documents.
-	ErrIncomplete = errors.New("collateral: missing or stale documents")
+	errDocument = errors.New("collateral: unusable document")
+	// errIncomplete: Check found missing or stale documents.
+	errIncomplete = errors.New("collateral: missing or stale documents")
 )
 
 // Item is one document the evidence needs.
 type Item struct {
-	// Kind is one of the Kind constants.
+	// Kind is one of "sev-snp-vcek", "sev-snp-cert-chain", "sev-snp-crl",
+	// "tdx-tcb-info", "tdx-qe-identity", "tdx-pck-crl", "tdx-root-ca-crl"
+	// (docs/spec/collateral-v1.md, section 3).
 	Kind string
 	// Path is the document's file in the directory (slash-separated,
 	// relative).
@@ -93,20 +95,22 @@ type Item struct {
 	// the service returns in the header ChainHeader.
 	ChainPath   string
 	ChainHeader string
-	// Service and URL say where the document comes from: URL is a path and
-	// query relative to the service's base URL.
-	Service Service
-	URL     string
+	// URL is where the document comes from: a path and query relative to
+	// the base URL of the service from (Fetcher.KDSURL, PCSURL or
+	// IntelCertsURL).
+	URL  string
+	from service
 	// FMSPC is the platform a TDX TCB info document must be for (lowercase
 	// hex); empty for other kinds.
 	FMSPC string
 }
 
-// State of a document in a directory.
+// State of a document in a directory: "fresh", "missing", "stale" or
+// "invalid".
 type State string
 
 const (
-	StateFresh   State = "fresh"
+	stateFresh   State = "fresh"
 	stateMissing State = "missing"
 	stateStale   State = "stale"
 	stateInvalid State = "invalid"
@@ -143,36 +147,37 @@ func Needs(evs []*evidence.Evidence) ([]Item, error) {
 	}
 	for i, ev := range evs {
 		if ev == nil {
-			return nil, fmt.Errorf("%w: evidence %d is empty", ErrEvidence, i)
+			return nil, fmt.Errorf("%w: evidence %d is empty", errEvidence, i)
 		}
 		switch ev.Platform {
 		case evidence.PlatformSEVSNP:
 			items, err := sevsnpNeeds(ev)
 			if err != nil {
-				return nil, fmt.Errorf("%w: evidence %d: %w", ErrEvidence, i, err)
+				return nil, fmt.Errorf("%w: evidence %d: %w", errEvidence, i, err)
 			}
 			add(items...)
 		case evidence.PlatformTDX:
 			items, err := tdxNeeds(ev)
 			if err != nil {
-				return nil, fmt.Errorf("%w: evidence %d: %w", ErrEvidence, i, err)
+				return nil, fmt.Errorf("%w: evidence %d: %w", errEvidence, i, err)
 			}
 			add(items...)
 		case evidence.PlatformAzureSNP, evidence.PlatformAzureTDX:
 			items, err := azureNeeds(ev)
 			if err != nil {
-				return nil, fmt.Errorf("%w: evidence %d: %w", ErrEvidence, i, err)
+				return nil, fmt.Errorf("%w: evidence %d: %w", errEvidence, i, err)
 			}
 			add(items...)
 		case evidence.PlatformTPM:
 		default:
-			return nil, fmt.Errorf("%w: evidence %d: unsupported platform", ErrEvidence, i)
+			return nil, fmt.Errorf("%w: evidence %d: unsupported platform", errEvidence, i)
 		}
 	}
 	return out, nil
 }
 
 func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
+	files := platform.CollateralFiles()
 	p, err := snpevidence.Parse(ev)
 	if err != nil {
 		return nil, err
@@ -194,17 +199,17 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 	if p.Signer == abi.VlekReportSigner {
 		signer = "vlek"
 	}
-	chainURL, err := relURL(kds.ProductCertChainURL(p.Signer, line), DefaultKDSURL)
+	chainURL, err := relURL(kds.ProductCertChainURL(p.Signer, line), defaultKDSURL)
 	if err != nil {
 		return nil, err
 	}
-	crlURL, err := relURL(kds.CrlLinkByKey(line, p.Signer), DefaultKDSURL)
+	crlURL, err := relURL(kds.CrlLinkByKey(line, p.Signer), defaultKDSURL)
 	if err != nil {
 		return nil, err
 	}
 	items := []Item{
-		{Kind: KindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: chainURL},
-		{Kind: KindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", platform.DirSEVSNPCRLs, line, signer), Service: serviceKDS, URL: crlURL},
+		{Kind: kindSEVSNPChain, Path: fmt.Sprintf("%s/certs/%s/%s_cert_chain.pem", files.SEVSNPCRLDir, line, signer), from: serviceKDS, URL: chainURL},
+		{Kind: kindSEVSNPCRL, Path: fmt.Sprintf("%s/%s-%s.crl", files.SEVSNPCRLDir, line, signer), from: serviceKDS, URL: crlURL},
 	}
 	// A VLEK is fetched only with a cloud provider's credential, and a
 	// masked CHIP_ID names no VCEK: the certificate the evidence carries
@@ -212,13 +217,13 @@ func sevsnpNeeds(ev *evidence.Evidence) ([]Item, error) {
 	chipID := report.GetChipId()
 	if p.Signer == abi.VcekReportSigner && !allZero(chipID) {
 		tcb := kds.TCBVersion(report.GetReportedTcb())
-		u, err := relURL(kds.VCEKCertURL(line, chipID, tcb), DefaultKDSURL)
+		u, err := relURL(kds.VCEKCertURL(line, chipID, tcb), defaultKDSURL)
 		if err != nil {
 			return nil, err
 		}
-		items = append([]Item{{Kind: KindSEVSNPVCEK,
-			Path:    fmt.Sprintf("%s/certs/%s/vcek-%s-%016x.der", platform.DirSEVSNPCRLs, line, hex.EncodeToString(chipID), uint64(tcb)),
-			Service: serviceKDS, URL: u}}, items...)
+		items = append([]Item{{Kind: kindSEVSNPVCEK,
+			Path: fmt.Sprintf("%s/certs/%s/vcek-%s-%016x.der", files.SEVSNPCRLDir, line, hex.EncodeToString(chipID), uint64(tcb)),
+			from: serviceKDS, URL: u}}, items...)
 	}
 	return items, nil
 }
@@ -245,7 +250,8 @@ func azureNeeds(ev *evidence.Evidence) ([]Item, error) {
 }
 
 func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {
-	if ev.Format != platform.TDXFormat {
+	files := platform.CollateralFiles()
+	if ev.Format != tdxquote.Format {
 		return nil, errors.New("unsupported tdx evidence format")
 	}
 	q, err := tdxquote.Parse(ev.Blob)
@@ -277,23 +283,23 @@ func tdxNeeds(ev *evidence.Evidence) ([]Item, error) {
 	default:
 		return nil, errors.New("pck certificate: unknown issuing ca")
 	}
-	tcbURL, err := relURL(pcs.TcbInfoURL(fmspc), DefaultPCSURL)
+	tcbURL, err := relURL(pcs.TcbInfoURL(fmspc), defaultPCSURL)
 	if err != nil {
 		return nil, err
 	}
-	qeURL, err := relURL(pcs.QeIdentityURL(), DefaultPCSURL)
+	qeURL, err := relURL(pcs.QeIdentityURL(), defaultPCSURL)
 	if err != nil {
 		return nil, err
 	}
-	crlURL, err := relURL(pcs.PckCrlURL(ca), DefaultPCSURL)
+	crlURL, err := relURL(pcs.PckCrlURL(ca), defaultPCSURL)
 	if err != nil {
 		return nil, err
 	}
 	return []Item{
-		{Kind: KindTDXTCBInfo, Path: platform.FileTDXTCBInfo, ChainPath: platform.FileTDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, Service: servicePCS, URL: tcbURL, FMSPC: fmspc},
-		{Kind: KindTDXQEIdentity, Path: platform.FileTDXQEIdentity, ChainPath: platform.FileTDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, Service: servicePCS, URL: qeURL},
-		{Kind: KindTDXPCKCRL, Path: platform.FileTDXPCKCRL, ChainPath: platform.FileTDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, Service: servicePCS, URL: crlURL},
-		{Kind: KindTDXRootCRL, Path: platform.FileTDXRootCRL, Service: serviceIntelCerts, URL: rootCRLPath},
+		{Kind: kindTDXTCBInfo, Path: files.TDXTCBInfo, ChainPath: files.TDXTCBInfoChain, ChainHeader: pcs.TcbInfoIssuerChainPhrase, from: servicePCS, URL: tcbURL, FMSPC: fmspc},
+		{Kind: kindTDXQEIdentity, Path: files.TDXQEIdentity, ChainPath: files.TDXQEIdentityChain, ChainHeader: pcs.SgxQeIdentityIssuerChainPhrase, from: servicePCS, URL: qeURL},
+		{Kind: kindTDXPCKCRL, Path: files.TDXPCKCRL, ChainPath: files.TDXPCKCRLIssuerChain, ChainHeader: pcs.SgxPckCrlIssuerChainPhrase, from: servicePCS, URL: crlURL},
+		{Kind: kindTDXRootCRL, Path: files.TDXRootCRL, from: serviceIntelCerts, URL: rootCRLPath},
 	}, nil
 }
 
@@ -307,11 +313,11 @@ func relURL(abs, base string) (string, error) {
 	return rel, nil
 }
 
-// Check reports the state of every item in dir at now. A document is fresh
+// check reports the state of every item in dir at now. A document is fresh
 // when it (and its issuer chain) parses, is for the evidence's platform,
-// and stays valid at least until now+minValidity. Check never uses the
+// and stays valid at least until now+minValidity. It never uses the
 // network.
-func Check(dir string, items []Item, now time.Time, minValidity time.Duration) []Status {
+func check(dir string, items []Item, now time.Time, minValidity time.Duration) []Status {
 	out := make([]Status, 0, len(items))
 	for _, it := range items {
 		out = append(out, checkOne(dir, it, now, minValidity))
@@ -319,19 +325,19 @@ func Check(dir string, items []Item, now time.Time, minValidity time.Duration) [
 	return out
 }
 
-// Incomplete returns an error wrapping ErrIncomplete that names every
+// Incomplete returns an error wrapping errIncomplete that names every
 // status that is not fresh, or nil.
 func Incomplete(sts []Status) error {
 	var bad []string
 	for _, s := range sts {
-		if s.State != StateFresh {
+		if s.State != stateFresh {
 			bad = append(bad, fmt.Sprintf("%s %s (%s)", s.Item.Path, s.State, s.Detail))
 		}
 	}
 	if len(bad) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %s", ErrIncomplete, strings.Join(bad, "; "))
+	return fmt.Errorf("%w: %s", errIncomplete, strings.Join(bad, "; "))
 }
 
 func checkOne(dir string, it Item, now time.Time, minValidity time.Duration) Status {
@@ -369,7 +375,7 @@ func checkOne(dir string, it Item, now time.Time, minValidity time.Duration) Sta
 	case !now.Add(minValidity).Before(until):
 		st.State, st.Detail = stateStale, "valid until "+until.UTC().Format(time.RFC3339)
 	default:
-		st.State = StateFresh
+		st.State = stateFresh
 	}
 	return st
 }
@@ -378,50 +384,50 @@ func checkOne(dir string, it Item, now time.Time, minValidity time.Duration) Sta
 // returns the window in which both are valid.
 func validity(it Item, doc, chain []byte) (from, until time.Time, err error) {
 	switch it.Kind {
-	case KindSEVSNPCRL, KindTDXPCKCRL, KindTDXRootCRL:
+	case kindSEVSNPCRL, kindTDXPCKCRL, kindTDXRootCRL:
 		crl, err := x509.ParseRevocationList(doc)
 		if err != nil {
-			return from, until, fmt.Errorf("%w: crl: %v", ErrDocument, err)
+			return from, until, fmt.Errorf("%w: crl: %v", errDocument, err)
 		}
 		if crl.NextUpdate.IsZero() {
-			return from, until, fmt.Errorf("%w: crl has no nextUpdate", ErrDocument)
+			return from, until, fmt.Errorf("%w: crl has no nextUpdate", errDocument)
 		}
 		from, until = crl.ThisUpdate, crl.NextUpdate
-	case KindSEVSNPVCEK:
+	case kindSEVSNPVCEK:
 		c, err := x509.ParseCertificate(doc)
 		if err != nil {
-			return from, until, fmt.Errorf("%w: certificate: %v", ErrDocument, err)
+			return from, until, fmt.Errorf("%w: certificate: %v", errDocument, err)
 		}
 		from, until = c.NotBefore, c.NotAfter
-	case KindSEVSNPChain:
+	case kindSEVSNPChain:
 		certs, err := parsePEMCerts(doc)
 		if err != nil {
 			return from, until, err
 		}
 		if len(certs) != 2 {
-			return from, until, fmt.Errorf("%w: want 2 certificates (ask or asvk, ark), got %d", ErrDocument, len(certs))
+			return from, until, fmt.Errorf("%w: want 2 certificates (ask or asvk, ark), got %d", errDocument, len(certs))
 		}
 		from, until = window(certs)
-	case KindTDXTCBInfo:
+	case kindTDXTCBInfo:
 		var ti pcs.TdxTcbInfo
 		if err := json.Unmarshal(doc, &ti); err != nil {
-			return from, until, fmt.Errorf("%w: tcb info: %v", ErrDocument, err)
+			return from, until, fmt.Errorf("%w: tcb info: %v", errDocument, err)
 		}
 		if !strings.EqualFold(ti.TcbInfo.Fmspc, it.FMSPC) {
-			return from, until, fmt.Errorf("%w: tcb info is for fmspc %q, want %s", ErrDocument, safetext.Clip(ti.TcbInfo.Fmspc, 32), it.FMSPC)
+			return from, until, fmt.Errorf("%w: tcb info is for fmspc %q, want %s", errDocument, safetext.Clip(ti.TcbInfo.Fmspc, 32), it.FMSPC)
 		}
 		from, until = ti.TcbInfo.IssueDate, ti.TcbInfo.NextUpdate
-	case KindTDXQEIdentity:
+	case kindTDXQEIdentity:
 		var qi pcs.QeIdentity
 		if err := json.Unmarshal(doc, &qi); err != nil {
-			return from, until, fmt.Errorf("%w: qe identity: %v", ErrDocument, err)
+			return from, until, fmt.Errorf("%w: qe identity: %v", errDocument, err)
 		}
 		from, until = qi.EnclaveIdentity.IssueDate, qi.EnclaveIdentity.NextUpdate
 	default:
-		return from, until, fmt.Errorf("%w: unknown kind %q", ErrDocument, it.Kind)
+		return from, until, fmt.Errorf("%w: unknown kind %q", errDocument, it.Kind)
 	}
 	if until.IsZero() {
-		return from, until, fmt.Errorf("%w: no end of validity", ErrDocument)
+		return from, until, fmt.Errorf("%w: no end of validity", errDocument)
 	}
 	if it.ChainPath != "" {
 		certs, err := parsePEMCerts(chain)
@@ -464,19 +470,19 @@ func parsePEMCerts(b []byte) ([]*x509.Certificate, error) {
 			break
 		}
 		if blk.Type != "CERTIFICATE" {
-			return nil, fmt.Errorf("%w: pem block %q", ErrDocument, safetext.Clip(blk.Type, 32))
+			return nil, fmt.Errorf("%w: pem block %q", errDocument, safetext.Clip(blk.Type, 32))
 		}
 		if len(certs) == maxChainCerts {
-			return nil, fmt.Errorf("%w: more than %d certificates", ErrDocument, maxChainCerts)
+			return nil, fmt.Errorf("%w: more than %d certificates", errDocument, maxChainCerts)
 		}
 		c, err := x509.ParseCertificate(blk.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("%w: certificate: %v", ErrDocument, err)
+			return nil, fmt.Errorf("%w: certificate: %v", errDocument, err)
 		}
 		certs = append(certs, c)
 	}
 	if len(certs) == 0 || len(strings.TrimSpace(string(rest))) != 0 {
-		return nil, fmt.Errorf("%w: want PEM certificates only", ErrDocument)
+		return nil, fmt.Errorf("%w: want PEM certificates only", errDocument)
 	}
 	return certs, nil
 }

@@ -149,11 +149,11 @@ func serveSEV(t *testing.T, f *fakeService, ev *evidence.Evidence, crl []byte) [
 	}
 	for _, it := range items {
 		switch it.Kind {
-		case KindSEVSNPVCEK:
+		case kindSEVSNPVCEK:
 			f.set(it.URL, fakeDoc{body: ev.CertChain[0]})
-		case KindSEVSNPChain:
+		case kindSEVSNPChain:
 			f.set(it.URL, fakeDoc{body: simroots.SEVSNPCertChainPEM()})
-		case KindSEVSNPCRL:
+		case kindSEVSNPCRL:
 			f.set(it.URL, fakeDoc{body: crl})
 		}
 	}
@@ -180,8 +180,8 @@ func TestSEVSNPNeedsUseKDSPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		KindSEVSNPChain: "/vcek/v1/Milan/cert_chain",
-		KindSEVSNPCRL:   "/vcek/v1/Milan/crl",
+		kindSEVSNPChain: "/vcek/v1/Milan/cert_chain",
+		kindSEVSNPCRL:   "/vcek/v1/Milan/crl",
 	}
 	if len(items) != 3 {
 		t.Fatalf("got %d items (duplicates not removed?)", len(items))
@@ -190,16 +190,16 @@ func TestSEVSNPNeedsUseKDSPaths(t *testing.T) {
 		if w, ok := want[it.Kind]; ok && it.URL != w {
 			t.Errorf("%s: url %q, want %q", it.Kind, it.URL, w)
 		}
-		if it.Kind == KindSEVSNPVCEK && (!strings.HasPrefix(it.URL, "/vcek/v1/Milan/") || !strings.Contains(it.URL, "?blSPL=")) {
+		if it.Kind == kindSEVSNPVCEK && (!strings.HasPrefix(it.URL, "/vcek/v1/Milan/") || !strings.Contains(it.URL, "?blSPL=")) {
 			t.Errorf("vcek url %q", it.URL)
 		}
 	}
-	if _, err := Needs([]*evidence.Evidence{{Platform: "sgx"}}); !errors.Is(err, ErrEvidence) {
+	if _, err := Needs([]*evidence.Evidence{{Platform: "sgx"}}); !errors.Is(err, errEvidence) {
 		t.Fatalf("unknown platform: %v", err)
 	}
 	bad := *ev
 	bad.Blob = bad.Blob[:10]
-	if _, err := Needs([]*evidence.Evidence{&bad}); !errors.Is(err, ErrEvidence) {
+	if _, err := Needs([]*evidence.Evidence{&bad}); !errors.Is(err, errEvidence) {
 		t.Fatalf("truncated report: %v", err)
 	}
 }
@@ -211,7 +211,7 @@ func TestFetchCleanThenCached(t *testing.T) {
 	dir := t.TempDir()
 
 	// Before: everything missing.
-	for _, st := range Check(dir, items, testNow, time.Hour) {
+	for _, st := range check(dir, items, testNow, time.Hour) {
 		if st.State != stateMissing {
 			t.Fatalf("%s: %s before fetch", st.Item.Path, st.State)
 		}
@@ -227,14 +227,14 @@ func TestFetchCleanThenCached(t *testing.T) {
 		t.Fatalf("%d requests, want 3", f.count())
 	}
 	for _, st := range sts {
-		if st.State != StateFresh || !st.Fetched {
+		if st.State != stateFresh || !st.Fetched {
 			t.Fatalf("%+v", st)
 		}
 	}
 	if len(lines) < 3 || !strings.Contains(lines[0], "[1/3]") {
 		t.Fatalf("progress %q", lines)
 	}
-	if err := Incomplete(Check(dir, items, testNow, time.Hour)); err != nil {
+	if err := Incomplete(check(dir, items, testNow, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -274,16 +274,16 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	fe := testFetcher(base, nil)
 	// The service itself serves an expired CRL: refused, nothing written.
 	_, err := fe.Fetch(context.Background(), dir, items)
-	if !errors.Is(err, ErrDocument) {
+	if !errors.Is(err, errDocument) {
 		t.Fatalf("expired crl from the service: %v", err)
 	}
-	crlItem := itemOf(t, items, KindSEVSNPCRL)
+	crlItem := itemOf(t, items, kindSEVSNPCRL)
 	if _, err := os.Stat(filepath.Join(dir, crlItem.Path)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("an expired crl was written")
 	}
 	// An expired CRL in the cache is refetched; the others are not.
 	testfile.Write(t, dir, crlItem.Path, testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day)))
-	st := Check(dir, []Item{crlItem}, testNow, time.Hour)[0]
+	st := check(dir, []Item{crlItem}, testNow, time.Hour)[0]
 	if st.State != stateStale {
 		t.Fatalf("expired crl: %+v", st)
 	}
@@ -304,7 +304,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	// A CRL that expires within MinValidity is refetched too.
 	fe.MinValidity = 2 * day
 	before = f.count()
-	if _, err := fe.Fetch(context.Background(), dir, items); !errors.Is(err, ErrDocument) {
+	if _, err := fe.Fetch(context.Background(), dir, items); !errors.Is(err, errDocument) {
 		t.Fatalf("crl valid for less than MinValidity: %v", err)
 	}
 	if f.count()-before != 1 {
@@ -316,7 +316,7 @@ func TestFetchRetries(t *testing.T) {
 	ev, _ := simSEV(t)
 	f, base := newFake(t)
 	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day)))
-	crlItem := itemOf(t, items, KindSEVSNPCRL)
+	crlItem := itemOf(t, items, kindSEVSNPCRL)
 	crl := testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day))
 
 	t.Run("5xx then success", func(t *testing.T) {
@@ -329,7 +329,7 @@ func TestFetchRetries(t *testing.T) {
 		if f.reqs(crlItem.URL) != 3 {
 			t.Fatalf("%d requests, want 3", f.reqs(crlItem.URL))
 		}
-		if len(slept) != 2 || slept[0] != DefaultBackoff || slept[1] != 2*DefaultBackoff {
+		if len(slept) != 2 || slept[0] != defaultBackoff || slept[1] != 2*defaultBackoff {
 			t.Fatalf("backoff %v", slept)
 		}
 	})
@@ -340,7 +340,7 @@ func TestFetchRetries(t *testing.T) {
 		fe.Attempts = 3
 		fe.Backoff = 20 * time.Second
 		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem})
-		if !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), "status 500") {
+		if !errors.Is(err, errFetch) || !strings.Contains(err.Error(), "status 500") {
 			t.Fatalf("persistent failure: %v", err)
 		}
 		if f.reqs(crlItem.URL) != 3 || len(slept) != 2 || slept[1] != maxBackoff {
@@ -352,7 +352,7 @@ func TestFetchRetries(t *testing.T) {
 		missing.URL = "/vcek/v1/Milan/nothing-here"
 		before := f.count()
 		_, err := testFetcher(base, nil).Fetch(context.Background(), t.TempDir(), []Item{missing})
-		if !errors.Is(err, ErrFetch) || f.count()-before != 1 {
+		if !errors.Is(err, errFetch) || f.count()-before != 1 {
 			t.Fatalf("404: %v after %d requests", err, f.count()-before)
 		}
 	})
@@ -362,7 +362,7 @@ func TestFetchRetries(t *testing.T) {
 		srv.Close()
 		fe := testFetcher(dead, nil)
 		fe.Attempts = 2
-		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); !errors.Is(err, ErrFetch) {
+		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); !errors.Is(err, errFetch) {
 			t.Fatalf("dead service: %v", err)
 		}
 	})
@@ -405,14 +405,14 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 	if _, err := testFetcher(base, nil).Fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)
 	}
-	vcek := itemOf(t, items, KindSEVSNPVCEK)
-	chain := itemOf(t, items, KindSEVSNPChain)
-	crl := itemOf(t, items, KindSEVSNPCRL)
+	vcek := itemOf(t, items, kindSEVSNPVCEK)
+	chain := itemOf(t, items, kindSEVSNPChain)
+	crl := itemOf(t, items, kindSEVSNPCRL)
 	if err := os.Remove(filepath.Join(dir, vcek.Path)); err != nil {
 		t.Fatal(err)
 	}
 	testfile.Write(t, dir, chain.Path, []byte("not pem"))
-	sts := Check(dir, items, testNow.Add(2*day), time.Hour)
+	sts := check(dir, items, testNow.Add(2*day), time.Hour)
 	want := map[string]State{vcek.Path: stateMissing, chain.Path: stateInvalid, crl.Path: stateStale}
 	for _, st := range sts {
 		if st.State != want[st.Item.Path] {
@@ -420,7 +420,7 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 		}
 	}
 	err := Incomplete(sts)
-	if !errors.Is(err, ErrIncomplete) || !strings.Contains(err.Error(), vcek.Path+" missing") {
+	if !errors.Is(err, errIncomplete) || !strings.Contains(err.Error(), vcek.Path+" missing") {
 		t.Fatalf("incomplete: %v", err)
 	}
 	if f.count() != 3 {
@@ -438,13 +438,13 @@ func serveTDX(t *testing.T, f *fakeService, items []Item) map[string][]byte {
 	for _, it := range items {
 		var d fakeDoc
 		switch it.Kind {
-		case KindTDXTCBInfo:
+		case kindTDXTCBInfo:
 			d = fakeDoc{body: tdxtest.Read(t, tdxtest.TcbInfo), header: testcases.TcbInfoHeader}
-		case KindTDXQEIdentity:
+		case kindTDXQEIdentity:
 			d = fakeDoc{body: tdxtest.Read(t, tdxtest.QeIdentity), header: testcases.QeIdentityHeader}
-		case KindTDXPCKCRL:
+		case kindTDXPCKCRL:
 			d = fakeDoc{body: tdxtest.Read(t, tdxtest.PckCrl), header: testcases.PckCrlHeader}
-		case KindTDXRootCRL:
+		case kindTDXRootCRL:
 			d = fakeDoc{body: tdxtest.Read(t, tdxtest.RootCrl)}
 		default:
 			t.Fatalf("unexpected tdx item %s", it.Kind)
@@ -462,10 +462,10 @@ func TestFetchTDX(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantURL := map[string]string{
-		KindTDXTCBInfo:    "/tdx/certification/v4/tcb?fmspc=50806f000000",
-		KindTDXQEIdentity: "/tdx/certification/v4/qe/identity",
-		KindTDXPCKCRL:     "/sgx/certification/v4/pckcrl?ca=platform&encoding=der",
-		KindTDXRootCRL:    rootCRLPath,
+		kindTDXTCBInfo:    "/tdx/certification/v4/tcb?fmspc=50806f000000",
+		kindTDXQEIdentity: "/tdx/certification/v4/qe/identity",
+		kindTDXPCKCRL:     "/sgx/certification/v4/pckcrl?ca=platform&encoding=der",
+		kindTDXRootCRL:    rootCRLPath,
 	}
 	for _, it := range items {
 		if it.URL != wantURL[it.Kind] {
@@ -492,13 +492,13 @@ func TestFetchTDX(t *testing.T) {
 		return []byte(s)
 	}
 	for name, pair := range map[string][2][]byte{
-		"tcb info":       {c.TDXTCBInfo, bodies[platform.FileTDXTCBInfo]},
+		"tcb info":       {c.TDXTCBInfo, bodies[platform.CollateralFiles().TDXTCBInfo]},
 		"tcb info chain": {c.TDXTCBInfoIssuerChain, chain(testcases.TcbInfoHeader, pcs.TcbInfoIssuerChainPhrase)},
-		"qe identity":    {c.TDXQEIdentity, bodies[platform.FileTDXQEIdentity]},
+		"qe identity":    {c.TDXQEIdentity, bodies[platform.CollateralFiles().TDXQEIdentity]},
 		"qe chain":       {c.TDXQEIdentityIssuerChain, chain(testcases.QeIdentityHeader, pcs.SgxQeIdentityIssuerChainPhrase)},
-		"pck crl":        {c.TDXPCKCRL, bodies[platform.FileTDXPCKCRL]},
+		"pck crl":        {c.TDXPCKCRL, bodies[platform.CollateralFiles().TDXPCKCRL]},
 		"pck crl chain":  {c.TDXPCKCRLIssuerChain, chain(testcases.PckCrlHeader, pcs.SgxPckCrlIssuerChainPhrase)},
-		"root crl":       {c.TDXRootCRL, bodies[platform.FileTDXRootCRL]},
+		"root crl":       {c.TDXRootCRL, bodies[platform.CollateralFiles().TDXRootCRL]},
 	} {
 		if len(pair[0]) == 0 || !bytes.Equal(pair[0], pair[1]) {
 			t.Errorf("%s: not stored as served", name)
@@ -506,11 +506,11 @@ func TestFetchTDX(t *testing.T) {
 	}
 	// Cached until the QE identity's nextUpdate (2023-07-08): a week later
 	// it and the PCK CRL are stale, the TCB info (until 07-18) is not.
-	later := Check(dir, items, time.Date(2023, 7, 9, 0, 0, 0, 0, time.UTC), time.Hour)
+	later := check(dir, items, time.Date(2023, 7, 9, 0, 0, 0, 0, time.UTC), time.Hour)
 	for _, st := range later {
 		want := stateStale
-		if st.Item.Kind == KindTDXTCBInfo || st.Item.Kind == KindTDXRootCRL {
-			want = StateFresh
+		if st.Item.Kind == kindTDXTCBInfo || st.Item.Kind == kindTDXRootCRL {
+			want = stateFresh
 		}
 		if st.State != want {
 			t.Errorf("%s on 2023-07-09: %s, want %s", st.Item.Path, st.State, want)
@@ -518,19 +518,19 @@ func TestFetchTDX(t *testing.T) {
 	}
 
 	t.Run("tcb info for another fmspc", func(t *testing.T) {
-		ti := itemOf(t, items, KindTDXTCBInfo)
+		ti := itemOf(t, items, kindTDXTCBInfo)
 		body := bytes.Replace(bodies[ti.Path], []byte(`"fmspc":"50806f000000"`), []byte(`"fmspc":"00906ed50000"`), 1)
 		f.set(ti.URL, fakeDoc{body: body, header: testcases.TcbInfoHeader})
 		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{ti})
-		if !errors.Is(err, ErrDocument) || !strings.Contains(err.Error(), "fmspc") {
+		if !errors.Is(err, errDocument) || !strings.Contains(err.Error(), "fmspc") {
 			t.Fatalf("other fmspc: %v", err)
 		}
 	})
 	t.Run("missing issuer chain header", func(t *testing.T) {
-		qi := itemOf(t, items, KindTDXQEIdentity)
+		qi := itemOf(t, items, kindTDXQEIdentity)
 		f.set(qi.URL, fakeDoc{body: bodies[qi.Path]})
 		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{qi})
-		if !errors.Is(err, ErrDocument) {
+		if !errors.Is(err, errDocument) {
 			t.Fatalf("no chain header: %v", err)
 		}
 	})
@@ -579,13 +579,13 @@ func TestFetchSimTDX(t *testing.T) {
 		}
 		for _, it := range items {
 			switch it.Kind {
-			case KindTDXTCBInfo:
+			case kindTDXTCBInfo:
 				f.set(it.URL, fakeDoc{body: pc.TCBInfo, header: fakeqe.Header(it.ChainHeader, pc.TCBInfoIssuerChain)})
-			case KindTDXQEIdentity:
+			case kindTDXQEIdentity:
 				f.set(it.URL, fakeDoc{body: pc.QEIdentity, header: fakeqe.Header(it.ChainHeader, pc.QEIdentityIssuerChain)})
-			case KindTDXPCKCRL:
+			case kindTDXPCKCRL:
 				f.set(it.URL, fakeDoc{body: pc.PCKCRL, header: fakeqe.Header(it.ChainHeader, pc.PCKCRLIssuerChain)})
-			case KindTDXRootCRL:
+			case kindTDXRootCRL:
 				f.set(it.URL, fakeDoc{body: pc.RootCRL})
 			}
 		}

@@ -17,11 +17,11 @@ import (
 
 // Fetcher defaults.
 const (
-	DefaultAttempts    = 4
-	DefaultBackoff     = time.Second
+	defaultAttempts    = 4
+	defaultBackoff     = time.Second
 	maxBackoff         = 30 * time.Second
 	defaultTimeout     = 30 * time.Second
-	DefaultMinValidity = time.Hour
+	defaultMinValidity = time.Hour
 	maxChainHeader     = 64 << 10
 )
 
@@ -36,17 +36,17 @@ type Fetcher struct {
 	Client *http.Client
 	// KDSURL, PCSURL and IntelCertsURL replace the AMD KDS, Intel PCS and
 	// Intel certificate service base URLs (scheme and host, optionally a
-	// path prefix, no trailing slash); empty means the Default constants.
+	// path prefix, no trailing slash); empty means the vendors' (Defaults).
 	KDSURL, PCSURL, IntelCertsURL string
-	// Attempts bounds the requests per document (0: DefaultAttempts).
+	// Attempts bounds the requests per document (0: 4).
 	// Network errors, 5xx and 429 answers are retried; other answers are
 	// not.
 	Attempts int
 	// Backoff is the delay before the first retry, doubled for each next
-	// one up to maxBackoff (0: DefaultBackoff).
+	// one up to maxBackoff (0: one second).
 	Backoff time.Duration
 	// MinValidity is how long a cached document must stay valid to be kept
-	// (0: DefaultMinValidity; negative: any remaining validity).
+	// (0: one hour; negative: any remaining validity).
 	MinValidity time.Duration
 	// Now is the clock; required.
 	Now func() time.Time
@@ -57,22 +57,35 @@ type Fetcher struct {
 	sleep func(context.Context, time.Duration) error
 }
 
+// Defaults returns a Fetcher with every default spelled out: the vendor
+// service URLs, attempts, backoff and minimum validity a zero field means.
+// Client, Now and Progress are left for the caller.
+func Defaults() Fetcher {
+	return Fetcher{
+		KDSURL: defaultKDSURL, PCSURL: defaultPCSURL, IntelCertsURL: defaultIntelCertsURL,
+		Attempts: defaultAttempts, Backoff: defaultBackoff, MinValidity: defaultMinValidity,
+	}
+}
+
 func (f *Fetcher) minValidity() time.Duration {
 	switch {
 	case f.MinValidity == 0:
-		return DefaultMinValidity
+		return defaultMinValidity
 	case f.MinValidity < 0:
 		return 0
 	}
 	return f.MinValidity
 }
 
-// Check is collateral.Check with the fetcher's clock and MinValidity.
+// Check reports the state of every item in dir at the fetcher's clock: a
+// document is fresh when it (and its issuer chain) parses, is for the
+// evidence's platform, and stays valid at least MinValidity longer. Check
+// never uses the network.
 func (f *Fetcher) Check(dir string, items []Item) ([]Status, error) {
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
 	}
-	return Check(dir, items, f.Now(), f.minValidity()), nil
+	return check(dir, items, f.Now(), f.minValidity()), nil
 }
 
 // Fetch makes every item fresh in dir: a document that Check finds fresh is
@@ -80,13 +93,13 @@ func (f *Fetcher) Check(dir string, items []Item) ([]Status, error) {
 // one (a server answer that is already stale or for another platform is
 // refused) and written atomically with its issuer chain. It tries every
 // item and returns the statuses and the joined errors (each wrapping
-// ErrFetch or ErrDocument).
+// errFetch or errDocument).
 func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status, error) {
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
 	}
-	bases := map[Service]string{serviceKDS: DefaultKDSURL, servicePCS: DefaultPCSURL, serviceIntelCerts: DefaultIntelCertsURL}
-	for s, u := range map[Service]string{serviceKDS: f.KDSURL, servicePCS: f.PCSURL, serviceIntelCerts: f.IntelCertsURL} {
+	bases := map[service]string{serviceKDS: defaultKDSURL, servicePCS: defaultPCSURL, serviceIntelCerts: defaultIntelCertsURL}
+	for s, u := range map[service]string{serviceKDS: f.KDSURL, servicePCS: f.PCSURL, serviceIntelCerts: f.IntelCertsURL} {
 		if u == "" {
 			continue
 		}
@@ -100,12 +113,12 @@ func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status
 	out := make([]Status, 0, len(items))
 	for i, it := range items {
 		st := checkOne(dir, it, f.Now(), f.minValidity())
-		if st.State == StateFresh {
+		if st.State == stateFresh {
 			f.progress("[%d/%d] %s: cached, valid until %s", i+1, len(items), it.Path, st.ValidUntil.UTC().Format(time.RFC3339))
 			out = append(out, st)
 			continue
 		}
-		u := bases[it.Service] + it.URL
+		u := bases[it.from] + it.URL
 		f.progress("[%d/%d] %s: %s, fetching %s", i+1, len(items), it.Path, st.State, u)
 		st, err := f.fetchOne(ctx, dir, it, u)
 		if err != nil {
@@ -130,13 +143,13 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 	if it.ChainPath != "" {
 		v := header.Values(it.ChainHeader)
 		if len(v) != 1 || len(v[0]) > maxChainHeader {
-			err := fmt.Errorf("%w: want one %s header", ErrDocument, it.ChainHeader)
+			err := fmt.Errorf("%w: want one %s header", errDocument, it.ChainHeader)
 			st.Detail = err.Error()
 			return st, err
 		}
 		s, err := url.QueryUnescape(v[0])
 		if err != nil {
-			err = fmt.Errorf("%w: %s header is not url-encoded", ErrDocument, it.ChainHeader)
+			err = fmt.Errorf("%w: %s header is not url-encoded", errDocument, it.ChainHeader)
 			st.Detail = err.Error()
 			return st, err
 		}
@@ -150,7 +163,7 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 	st.ValidUntil = until
 	now := f.Now()
 	if now.Before(from) || !now.Add(f.minValidity()).Before(until) {
-		err := fmt.Errorf("%w: the service returned a document valid from %s to %s", ErrDocument,
+		err := fmt.Errorf("%w: the service returned a document valid from %s to %s", errDocument,
 			from.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
 		st.State, st.Detail = stateStale, err.Error()
 		return st, err
@@ -163,7 +176,7 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 	if err := writeAtomic(dir, it.Path, body); err != nil {
 		return st, err
 	}
-	st.State, st.Detail, st.Fetched = StateFresh, "", true
+	st.State, st.Detail, st.Fetched = stateFresh, "", true
 	return st, nil
 }
 
@@ -172,11 +185,11 @@ func (f *Fetcher) fetchOne(ctx context.Context, dir string, it Item, u string) (
 func (f *Fetcher) get(ctx context.Context, u string) (http.Header, []byte, error) {
 	attempts := f.Attempts
 	if attempts <= 0 {
-		attempts = DefaultAttempts
+		attempts = defaultAttempts
 	}
 	delay := f.Backoff
 	if delay <= 0 {
-		delay = DefaultBackoff
+		delay = defaultBackoff
 	}
 	sleep := f.sleep
 	if sleep == nil {
@@ -198,11 +211,11 @@ func (f *Fetcher) get(ctx context.Context, u string) (http.Header, []byte, error
 		}
 		f.progress("  attempt %d/%d: %v; retrying in %s", a, attempts, err, delay)
 		if err := sleep(ctx, delay); err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrFetch, err)
+			return nil, nil, fmt.Errorf("%w: %w", errFetch, err)
 		}
 		delay = min(2*delay, maxBackoff)
 	}
-	return nil, nil, fmt.Errorf("%w: %v", ErrFetch, last)
+	return nil, nil, fmt.Errorf("%w: %v", errFetch, last)
 }
 
 func getOnce(ctx context.Context, client *http.Client, u string) (http.Header, []byte, bool, error) {

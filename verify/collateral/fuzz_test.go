@@ -15,13 +15,13 @@ func FuzzValidity(f *testing.F) {
 	f.Add(4, []byte(`{"enclaveIdentity":{"issueDate":"2023-01-01T00:00:00Z","nextUpdate":"2023-02-01T00:00:00Z"}}`), []byte{})
 	f.Add(2, []byte("-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n"), []byte{})
 	kinds := []Item{
-		{Kind: KindSEVSNPCRL},
-		{Kind: KindSEVSNPVCEK},
-		{Kind: KindSEVSNPChain},
-		{Kind: KindTDXTCBInfo, ChainPath: "c", FMSPC: "50806f000000"},
-		{Kind: KindTDXQEIdentity, ChainPath: "c"},
-		{Kind: KindTDXPCKCRL, ChainPath: "c"},
-		{Kind: KindTDXRootCRL},
+		{Kind: kindSEVSNPCRL},
+		{Kind: kindSEVSNPVCEK},
+		{Kind: kindSEVSNPChain},
+		{Kind: kindTDXTCBInfo, ChainPath: "c", FMSPC: "50806f000000"},
+		{Kind: kindTDXQEIdentity, ChainPath: "c"},
+		{Kind: kindTDXPCKCRL, ChainPath: "c"},
+		{Kind: kindTDXRootCRL},
 	}
 	f.Fuzz(func(t *testing.T, k int, doc, chain []byte) {
 		if k < 0 {
@@ -42,7 +42,7 @@ func FuzzValidity(f *testing.F) {
 		}
 		it.Path = "d"
 		st := checkOne(dir, it, from, 0)
-		if st.State == StateFresh && !from.Before(until) {
+		if st.State == stateFresh && !from.Before(until) {
 			t.Fatalf("inverted window %v..%v called fresh", from, until)
 		}
 	})

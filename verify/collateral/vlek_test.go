@@ -38,7 +38,7 @@ func TestFetchVLEKCollateral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{KindSEVSNPChain: "/vlek/v1/Milan/cert_chain", KindSEVSNPCRL: "/vlek/v1/Milan/crl"}
+	want := map[string]string{kindSEVSNPChain: "/vlek/v1/Milan/cert_chain", kindSEVSNPCRL: "/vlek/v1/Milan/crl"}
 	if len(items) != 2 {
 		t.Fatalf("%d items, want the asvk chain and the crl: %+v", len(items), items)
 	}
@@ -49,9 +49,9 @@ func TestFetchVLEKCollateral(t *testing.T) {
 			t.Fatalf("%s: url %q, want %q", it.Kind, it.URL, want[it.Kind])
 		}
 		switch it.Kind {
-		case KindSEVSNPChain:
+		case kindSEVSNPChain:
 			f.set(it.URL, fakeDoc{body: bytes.TrimSpace(trust.AskArkMilanVlekBytes)})
-		case KindSEVSNPCRL:
+		case kindSEVSNPCRL:
 			f.set(it.URL, fakeDoc{body: testfixture.SimSEVCRL(t, capture.Add(-day), capture.Add(7*day))})
 		}
 	}
@@ -61,7 +61,7 @@ func TestFetchVLEKCollateral(t *testing.T) {
 	if _, err := fe.Fetch(context.Background(), out, items); err != nil {
 		t.Fatal(err)
 	}
-	if err := Incomplete(Check(out, items, capture, time.Hour)); err != nil {
+	if err := Incomplete(check(out, items, capture, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	c, err := platform.LoadCollateralDir(out)

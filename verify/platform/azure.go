@@ -81,7 +81,7 @@ func verifyAzureEvidence(ev *evidence.Evidence, rd evidence.ReportData, now time
 	if ev.Format != hclreport.Format {
 		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: azure format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
-	if err := checkSimulated(ev, opts); err != nil {
+	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
 	}
 	if rd.IsZero() {

@@ -108,8 +108,8 @@ func (e *chainEntry) validAt(t time.Time) bool {
 	return !t.Before(e.notBefore) && !t.After(e.notAfter)
 }
 
-// Len returns the number of cached chains.
-func (c *CertCache) Len() int {
+// size returns the number of cached chains.
+func (c *CertCache) size() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.m)

@@ -50,7 +50,7 @@ func TestSEVCertCacheTamperedChain(t *testing.T) {
 		_, err := Verify(snpWithLeaf(t, good, tampered), rd, opts)
 		wantErr(t, err, ErrRejected, nil, CheckChain)
 	}
-	if n := cache.Len(); n != 1 {
+	if n := cache.size(); n != 1 {
 		t.Fatalf("cache holds %d chains after a tampered one, want 1", n)
 	}
 	// Another simulated chip's genuine VCEK (the simulator signs every

@@ -47,19 +47,42 @@ type Collateral struct {
 // Collateral directory layout read by LoadCollateralDir. Missing files leave
 // their field empty.
 const (
-	DirSEVSNPCRLs            = "sev-snp"                          // *.crl, DER
-	FileTDXTCBInfo           = "tdx/tcb_info.json"                // PCS body
-	FileTDXTCBInfoChain      = "tdx/tcb_info_issuer_chain.pem"    // header, PEM
-	FileTDXQEIdentity        = "tdx/qe_identity.json"             // PCS body
-	FileTDXQEIdentityChain   = "tdx/qe_identity_issuer_chain.pem" // header, PEM
-	FileTDXPCKCRL            = "tdx/pck_crl.der"                  // DER
-	FileTDXPCKCRLIssuerChain = "tdx/pck_crl_issuer_chain.pem"     // header, PEM
-	FileTDXRootCRL           = "tdx/root_ca_crl.der"              // DER
+	dirSEVSNPCRLs            = "sev-snp"                          // *.crl, DER
+	fileTDXTCBInfo           = "tdx/tcb_info.json"                // PCS body
+	fileTDXTCBInfoChain      = "tdx/tcb_info_issuer_chain.pem"    // header, PEM
+	fileTDXQEIdentity        = "tdx/qe_identity.json"             // PCS body
+	fileTDXQEIdentityChain   = "tdx/qe_identity_issuer_chain.pem" // header, PEM
+	fileTDXPCKCRL            = "tdx/pck_crl.der"                  // DER
+	fileTDXPCKCRLIssuerChain = "tdx/pck_crl_issuer_chain.pem"     // header, PEM
+	fileTDXRootCRL           = "tdx/root_ca_crl.der"              // DER
 	maxSEVSNPCRLs            = 16
 )
 
-// LoadCollateralDir reads collateral from dir (layout: the Dir and File
-// constants). It reads nothing else and follows no links out of dir's tree
+// CollateralLayout names the files of a collateral directory
+// (docs/spec/collateral-v1.md), relative to it: where LoadCollateralDir
+// reads each document and where a fetcher writes it.
+type CollateralLayout struct {
+	// SEVSNPCRLDir holds AMD CRLs, *.crl, DER.
+	SEVSNPCRLDir string
+	// The Intel PCS bodies (JSON), their issuer chain headers (PEM), the
+	// PCK CRL (DER) with its issuer chain (PEM), and the SGX Root CA CRL
+	// (DER).
+	TDXTCBInfo, TDXTCBInfoChain, TDXQEIdentity, TDXQEIdentityChain string
+	TDXPCKCRL, TDXPCKCRLIssuerChain, TDXRootCRL                    string
+}
+
+// CollateralFiles returns the collateral directory layout.
+func CollateralFiles() CollateralLayout {
+	return CollateralLayout{
+		SEVSNPCRLDir: dirSEVSNPCRLs,
+		TDXTCBInfo:   fileTDXTCBInfo, TDXTCBInfoChain: fileTDXTCBInfoChain,
+		TDXQEIdentity: fileTDXQEIdentity, TDXQEIdentityChain: fileTDXQEIdentityChain,
+		TDXPCKCRL: fileTDXPCKCRL, TDXPCKCRLIssuerChain: fileTDXPCKCRLIssuerChain,
+		TDXRootCRL: fileTDXRootCRL,
+	}
+}
+
+// LoadCollateralDir reads collateral from dir (layout: CollateralFiles). It reads nothing else and follows no links out of dir's tree
 // beyond what the operating system does for the named files.
 func LoadCollateralDir(dir string) (*Collateral, error) {
 	c := &Collateral{}
@@ -67,13 +90,13 @@ func LoadCollateralDir(dir string) (*Collateral, error) {
 		name string
 		dst  *[]byte
 	}{
-		{FileTDXTCBInfo, &c.TDXTCBInfo},
-		{FileTDXTCBInfoChain, &c.TDXTCBInfoIssuerChain},
-		{FileTDXQEIdentity, &c.TDXQEIdentity},
-		{FileTDXQEIdentityChain, &c.TDXQEIdentityIssuerChain},
-		{FileTDXPCKCRL, &c.TDXPCKCRL},
-		{FileTDXPCKCRLIssuerChain, &c.TDXPCKCRLIssuerChain},
-		{FileTDXRootCRL, &c.TDXRootCRL},
+		{fileTDXTCBInfo, &c.TDXTCBInfo},
+		{fileTDXTCBInfoChain, &c.TDXTCBInfoIssuerChain},
+		{fileTDXQEIdentity, &c.TDXQEIdentity},
+		{fileTDXQEIdentityChain, &c.TDXQEIdentityIssuerChain},
+		{fileTDXPCKCRL, &c.TDXPCKCRL},
+		{fileTDXPCKCRLIssuerChain, &c.TDXPCKCRLIssuerChain},
+		{fileTDXRootCRL, &c.TDXRootCRL},
 	} {
 		b, err := readLimited(filepath.Join(dir, filepath.FromSlash(f.name)))
 		if errors.Is(err, fs.ErrNotExist) {
@@ -84,7 +107,7 @@ func LoadCollateralDir(dir string) (*Collateral, error) {
 		}
 		*f.dst = b
 	}
-	entries, err := os.ReadDir(filepath.Join(dir, DirSEVSNPCRLs))
+	entries, err := os.ReadDir(filepath.Join(dir, dirSEVSNPCRLs))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("platform: collateral: %w", err)
 	}
@@ -95,7 +118,7 @@ func LoadCollateralDir(dir string) (*Collateral, error) {
 		if len(c.SEVSNPCRLs) == maxSEVSNPCRLs {
 			return nil, fmt.Errorf("platform: collateral: more than %d sev-snp crls", maxSEVSNPCRLs)
 		}
-		b, err := readLimited(filepath.Join(dir, DirSEVSNPCRLs, e.Name()))
+		b, err := readLimited(filepath.Join(dir, dirSEVSNPCRLs, e.Name()))
 		if err != nil {
 			return nil, err
 		}

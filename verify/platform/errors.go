@@ -58,7 +58,7 @@ var (
 const (
 	checkOptions    = "options"
 	checkFormat     = "format"
-	CheckSimulated  = "simulated"
+	checkSimulated  = "simulated"
 	checkParse      = "parse"
 	checkProduct    = "product"
 	CheckRoot       = "root"

@@ -90,10 +90,17 @@ func parseEventLog(kind string, log []byte) (*tcg.EventLog, bootLayout, error) {
 	if len(log) == 0 || len(log) > maxEventLog {
 		return nil, lay, fmt.Errorf("event log is %d bytes, want 1 to %d", len(log), maxEventLog)
 	}
+	if kind == logCCEL {
+		// A CCEL area is padded with 0xff or 0x00 after the last event.
+		end, err := ccelEnd(log)
+		if err != nil {
+			return nil, lay, fmt.Errorf("event log: %w", err)
+		}
+		log = log[:end]
+	}
 	var el *tcg.EventLog
 	err := guard(checkBoot, func() (err error) {
-		// A CCEL area is padded with 0xff after the last event.
-		el, err = tcg.ParseEventLog(log, tcg.ParseOpts{AllowPadding: kind == logCCEL})
+		el, err = tcg.ParseEventLog(log, tcg.ParseOpts{})
 		return err
 	})
 	if err != nil {

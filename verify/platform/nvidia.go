@@ -103,7 +103,7 @@ func verifyNVIDIAGPU(ev *evidence.Evidence, rd evidence.ReportData, now time.Tim
 	if rd.IsZero() {
 		return nil, badOptions("gpu evidence needs report data built by evidence.NewReportData")
 	}
-	if err := checkSimulated(ev, opts); err != nil {
+	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
 	}
 	if ev.Format != nvspdm.Format {

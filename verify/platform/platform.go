@@ -101,6 +101,9 @@ type Options struct {
 	// anyReportData skips the REPORT_DATA comparison: raw evidence
 	// verified without a nonce (raw.go). Only this package sets it.
 	anyReportData bool
+	// allowQuoteV5 admits a DCAP version 5 TDX quote (tdxFormatV5): raw
+	// evidence only (raw.go); attestation evidence carries version 4.
+	allowQuoteV5 bool
 }
 
 // Result is what Verify established. Every field was verified; nothing is
@@ -219,9 +222,9 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 }
 
 // checkSimulated applies the AllowSimulated rule.
-func checkSimulated(ev *evidence.Evidence, opts *Options) error {
+func refuseUnallowedSimulated(ev *evidence.Evidence, opts *Options) error {
 	if ev.Simulated && !opts.AllowSimulated {
-		return rejected(CheckSimulated, ErrSimulated)
+		return rejected(checkSimulated, ErrSimulated)
 	}
 	return nil
 }

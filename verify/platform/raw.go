@@ -66,11 +66,13 @@ func VerifySNPReport(report, certs, nonce []byte, opts Options) (*Result, error)
 	return verifyRaw(ev, want, evidence.ReportData{}, opts)
 }
 
-// VerifyTDXQuote verifies a raw TDX quote (DCAP version 4, with its PCK
-// chain as certification data) offline against the embedded Intel SGX root.
-// With a nonce, REPORT_DATA must equal it zero-padded to 64 bytes; without
-// one (nil) REPORT_DATA is returned unchecked. Errors are as Verify's: a
-// quote version other than 4 cannot be checked (ErrUnsupported).
+// VerifyTDXQuote verifies a raw TDX quote (DCAP version 4, or version 5
+// with a TD 1.0 or TD 1.5 body, with its PCK chain as certification data)
+// offline against the embedded Intel SGX root. With a nonce, REPORT_DATA
+// must equal it zero-padded to 64 bytes; without one (nil) REPORT_DATA is
+// returned unchecked. Errors are as Verify's: another quote version or body
+// type cannot be checked (ErrUnsupported), nor can TCB collateral for a
+// version 5 quote.
 func VerifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
 	want, err := rawWant(nonce, &opts)
 	if err != nil {
@@ -87,7 +89,10 @@ func VerifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, rejected(checkParse, err)
 	}
-	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: TDXFormat, Blob: quote, CertChain: chain}
+	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: tdxFormat, Blob: quote, CertChain: chain}
+	if q.BodyType != 0 { // a version 5 quote
+		ev.Format, opts.allowQuoteV5 = tdxFormatV5, true
+	}
 	return verifyRaw(ev, want, evidence.ReportData{}, opts)
 }
 

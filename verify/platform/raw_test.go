@@ -2,12 +2,16 @@ package platform
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // trustee reads a copy of one of Trustee's real platform samples
@@ -56,8 +60,6 @@ func TestSNPReportConformance(t *testing.T) {
 		{name: "vlek report now (vlek expired)", report: vlekReport, certs: vlek, opts: now, class: ErrRejected, check: CheckChain},
 		{name: "changed byte", report: flipped, certs: vcek, opts: now, class: ErrRejected, check: CheckSignature},
 		{name: "wrong nonce", report: report, certs: vcek, nonce: []byte("challenge"), opts: now, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
-		{name: "invalid vcek legacy", report: report, certs: trustee(t, "snp/test-vcek-invalid-legacy.der"), opts: now, class: ErrRejected, check: CheckChain},
-		{name: "invalid vcek new", report: report, certs: trustee(t, "snp/test-vcek-invalid-new.der"), opts: now, class: ErrRejected, check: CheckChain},
 		{name: "vcek for the vlek report", report: vlekReport, certs: vcek, opts: capture, class: ErrRejected},
 		{name: "no certificate", report: report, opts: now, class: ErrCannotCheck, cause: errMissingCollateral, check: CheckChain},
 		{name: "revocation required", report: report, certs: vcek, opts: Options{Now: now.Now}, class: ErrCannotCheck, cause: errMissingCollateral, check: checkRevocation},
@@ -76,6 +78,54 @@ func TestSNPReportConformance(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 		})
+	}
+}
+
+// TestSNPInvalidVCEKs: Trustee's two invalid VCEKs are each refused for
+// what makes them invalid. Both are issued in the name of the Milan ASK but
+// certify another chip (hwid 00 01 .. 3f) at another TCB, and neither
+// signature verifies under the ASK. They differ in the hwid's encoding (the
+// raw 64 bytes as the extension value, as AMD's KDS issues it, or a DER
+// OCTET STRING around them) and in their TCB, and each error names its own.
+func TestSNPInvalidVCEKs(t *testing.T) {
+	report := trustee(t, "snp/test-report.bin")
+	now := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true}
+	rs, err := rootsOrErr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ file, want string }{
+		{"snp/test-vcek-invalid-legacy.der", "vcek hwid is not the report's chip_id: hwid 0001020304050607... (raw 64-byte value), chip_id c38427a30d4c7af9...; " +
+			"certificate tcb is not the report's reported_tcb: vcek a90a000000000003 (bl 3 tee 0 snp 10 ucode 169), report 7308000000000003 (bl 3 tee 0 snp 8 ucode 115)"},
+		{"snp/test-vcek-invalid-new.der", "vcek hwid is not the report's chip_id: hwid 0001020304050607... (der octet string), chip_id c38427a30d4c7af9...; " +
+			"certificate tcb is not the report's reported_tcb: vcek 1e00000000000000 (bl 0 tee 0 snp 0 ucode 30), report 7308000000000003 (bl 3 tee 0 snp 8 ucode 115)"},
+	} {
+		der := trustee(t, tc.file)
+		_, err := VerifySNPReport(report, der, nil, now)
+		wantErr(t, err, ErrRejected, errHWIDMismatch, checkBinding)
+		if !errors.Is(err, errTCBMismatch) {
+			t.Errorf("%s: %v does not name the tcb", tc.file, err)
+		}
+		var e *Error
+		if !errors.As(err, &e) || e.Err.Error() != tc.want {
+			t.Errorf("%s:\n got %v\nwant %s", tc.file, err, tc.want)
+		}
+		// The third defect: the ASK did not sign it.
+		c, err := x509.ParseCertificate(der)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CheckSignatureFrom(rs.amd["Milan"].certs.Ask); err == nil {
+			t.Errorf("%s: signed by the milan ask", tc.file)
+		}
+	}
+	// The valid VCEK's signature, for contrast.
+	c, err := x509.ParseCertificate(trustee(t, "snp/test-vcek.der"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckSignatureFrom(rs.amd["Milan"].certs.Ask); err != nil {
+		t.Errorf("test-vcek.der: %v", err)
 	}
 }
 
@@ -155,11 +205,63 @@ func FuzzSplitCerts(f *testing.F) {
 
 // TestTDXQuoteConformance holds the tdx/ quote rows of the conformance
 // table (the event-log rows are in eventlog_test.go).
+// The version 5 sample has a TD 1.5 body: its TD 1.5 fields are returned,
+// and it is refused inside attestation evidence, which carries version 4.
+func TestTDXQuoteV5Fields(t *testing.T) {
+	q5 := trustee(t, "tdx/tdx_quote_5.dat")
+	opts := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
+	res, err := VerifyTDXQuote(q5, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := res.TDX.Body
+	if b.TeeTcbSvn2 != [16]byte(q5[54+0x248:]) || b.MRServiceTD != [48]byte(q5[54+0x258:]) || b.MRServiceTD == [48]byte{} {
+		t.Errorf("td 1.5 fields: tee_tcb_svn2 %x, mrservicetd %x", b.TeeTcbSvn2, b.MRServiceTD)
+	}
+	q, err := tdxquote.Parse(q5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err := tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{tdxFormat, tdxFormatV5} {
+		ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: f, Blob: q5, CertChain: chain}
+		_, err := verifyRaw(ev, [64]byte{}, evidence.ReportData{}, opts)
+		wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
+	}
+	// A version 4 quote announced as version 5.
+	q4 := trustee(t, "tdx/tdx_quote_4.dat")
+	q, err = tdxquote.Parse(q4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain, err = tdxquote.ParsePCKChain(q.PCKChain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := opts
+	o.allowQuoteV5, o.anyReportData = true, true
+	ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: tdxFormatV5, Blob: q4, CertChain: chain}
+	_, err = verifyRaw(ev, [64]byte{}, evidence.ReportData{}, o)
+	wantErr(t, err, ErrRejected, nil, checkParse)
+}
+
 func TestTDXQuoteConformance(t *testing.T) {
 	q4 := trustee(t, "tdx/tdx_quote_4.dat")
 	opts := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
 	flipped := bytes.Clone(q4)
 	flipped[48+136] ^= 1 // MRTD
+	q5 := trustee(t, "tdx/tdx_quote_5.dat")
+	flipped5 := bytes.Clone(q5)
+	flipped5[54+136] ^= 1 // MRTD, after the body type and size
+	flippedSvc5 := bytes.Clone(q5)
+	flippedSvc5[54+0x288-1] ^= 1 // the last byte of MRSERVICETD
+	flippedQE5 := bytes.Clone(q5)
+	flippedQE5[54+0x288+4+128+6+20] ^= 1 // QE report MISCSELECT
+	sgx5 := bytes.Clone(q5)
+	sgx5[48] = 1 // body type 1: an SGX enclave report
 	for _, tc := range []struct {
 		name         string
 		quote, nonce []byte
@@ -173,7 +275,16 @@ func TestTDXQuoteConformance(t *testing.T) {
 		{name: "v4 wrong nonce", quote: q4, nonce: []byte("challenge"), opts: opts, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
 		{name: "v4 truncated", quote: q4[:len(q4)-1], opts: opts, class: ErrRejected, check: checkParse},
 		{name: "v4 collateral required", quote: q4, opts: Options{Now: opts.Now, AllowUncheckedRevocation: true}, class: ErrCannotCheck, cause: errMissingCollateral, check: checkCollateral},
-		{name: "v5 (dcap quote version 5)", quote: trustee(t, "tdx/tdx_quote_5.dat"), opts: opts, class: ErrCannotCheck, cause: ErrUnsupported, check: checkFormat},
+		{name: "v5 td 1.5", quote: q5, opts: opts},
+		{name: "v5, its report data as nonce", quote: q5, nonce: q5[574:638], opts: opts},
+		{name: "v5 changed byte", quote: flipped5, opts: opts, class: ErrRejected, check: CheckSignature},
+		{name: "v5 changed mrservicetd", quote: flippedSvc5, opts: opts, class: ErrRejected, check: CheckSignature},
+		{name: "v5 changed qe report", quote: flippedQE5, opts: opts, class: ErrRejected, check: CheckQEReport},
+		{name: "v5 wrong nonce", quote: q5, nonce: []byte("challenge"), opts: opts, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
+		{name: "v5 truncated", quote: q5[:len(q5)-1], opts: opts, class: ErrRejected, check: checkParse},
+		{name: "v5 sgx body type", quote: sgx5, opts: opts, class: ErrCannotCheck, cause: ErrUnsupported, check: checkFormat},
+		{name: "v5 tcb collateral", quote: q5, opts: Options{Now: opts.Now, AllowUncheckedRevocation: true, Collateral: &Collateral{TDXTCBInfo: []byte("{}")}},
+			class: ErrCannotCheck, cause: ErrUnsupported, check: checkCollateral},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := VerifyTDXQuote(tc.quote, tc.nonce, tc.opts)
@@ -184,7 +295,11 @@ func TestTDXQuoteConformance(t *testing.T) {
 			if err != nil {
 				t.Fatalf("refused: %v", err)
 			}
-			if res.RootID != "intel-sgx-root" || res.Collateral != StatusSkipped || !bytes.Equal(res.ReportData[:], tc.quote[568:632]) {
+			rd := tc.quote[568:632]
+			if tc.quote[0] == 5 {
+				rd = tc.quote[574:638]
+			}
+			if res.RootID != "intel-sgx-root" || res.Collateral != StatusSkipped || !bytes.Equal(res.ReportData[:], rd) {
 				t.Fatalf("result %+v", res)
 			}
 		})

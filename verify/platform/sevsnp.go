@@ -48,7 +48,7 @@ type snpVerified struct {
 }
 
 func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
-	if err := checkSimulated(ev, opts); err != nil {
+	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
 	}
 	p, err := snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.CertCache.ParseCertificate})
@@ -83,6 +83,13 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 		return nil, cannotCheck(checkProduct, fmt.Errorf("no pinned root for product line %q (simulated %v)", line, ev.Simulated))
 	}
 
+	// The endorsement certificate certifies one chip at one TCB: the report
+	// must claim the same. Checked before the chain so that a certificate
+	// for another chip or TCB is refused for that, whatever else is wrong
+	// with it; nothing is accepted before the chain and signature checks.
+	if err := checkSNPEndorsement(report, p, root, line); err != nil {
+		return nil, err
+	}
 	var key [32]byte
 	var entry *chainEntry
 	if opts.CertCache != nil {
@@ -100,16 +107,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 		}
 		opts.CertCache.put(key, entry)
 	}
-	// The endorsement certificate certifies one chip at one TCB: the signed
-	// report must claim the same.
-	if report.GetReportedTcb() != uint64(entry.exts.TCBVersion) {
-		return nil, rejected(checkBinding, fmt.Errorf("reported_tcb %016x differs from the %v certificate's tcb %016x",
-			report.GetReportedTcb(), p.Signer, uint64(entry.exts.TCBVersion)))
-	}
 	chipID := report.GetChipId()
-	if p.Signer == abi.VcekReportSigner && !allZero(chipID) && !bytes.Equal(chipID, entry.exts.HWID) {
-		return nil, rejected(checkBinding, errors.New("chip_id differs from the vcek certificate's hwid"))
-	}
 	if err := checkReportData(report.GetReportData(), want, opts); err != nil {
 		return nil, err
 	}
@@ -158,6 +156,74 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 		res.ChipID = clone(chipID)
 	}
 	return res, nil
+}
+
+// Endorsement-binding defects (checkSNPEndorsement); each error names
+// every one the certificate has.
+var (
+	errHWIDMismatch = errors.New("vcek hwid is not the report's chip_id")
+	errTCBMismatch  = errors.New("certificate tcb is not the report's reported_tcb")
+)
+
+// kdsHWIDOID is the VCEK's hwid extension (AMD KDS specification).
+var kdsHWIDOID = []int{1, 3, 6, 1, 4, 1, 3704, 1, 4}
+
+// checkSNPEndorsement compares the (not yet verified) endorsement
+// certificate with the pinned hierarchy and the report: its issuer must be
+// the pinned ASK (VCEK) or ASVK (VLEK) of root, a VCEK's hwid must be
+// CHIP_ID (unless the report masks it to zero), and its TCB must be
+// REPORTED_TCB. The error names each mismatch with both values, and the
+// hwid's encoding: the 64 bytes as the extension value (what AMD's KDS
+// issues) or a DER OCTET STRING around them.
+func checkSNPEndorsement(report *spb.Report, p *snpevidence.Parsed, root *amdRoot, line string) error {
+	ica := root.certs.Ask
+	if p.Signer == abi.VlekReportSigner {
+		ica = root.certs.Asvk
+	}
+	if ica == nil {
+		return cannotCheck(CheckRoot, fmt.Errorf("%s has no pinned intermediate for %v", root.rootID, p.Signer))
+	}
+	if !bytes.Equal(p.Leaf.RawIssuer, ica.RawSubject) {
+		return rejected(CheckRoot, fmt.Errorf("%w: %v certificate is not issued under %s", ErrUntrustedRoot, p.Signer, root.rootID))
+	}
+	exts, err := kds.CertificateExtensions(p.Leaf, p.Signer)
+	if err != nil {
+		return rejected(checkBinding, fmt.Errorf("%v certificate extensions: %v", p.Signer, err))
+	}
+	var hwid, tcb error
+	chipID := report.GetChipId()
+	if p.Signer == abi.VcekReportSigner && !allZero(chipID) && !bytes.Equal(chipID, exts.HWID) {
+		enc := "der octet string"
+		for _, e := range p.Leaf.Extensions {
+			if e.Id.Equal(kdsHWIDOID) && len(e.Value) == len(exts.HWID) {
+				enc = "raw 64-byte value"
+			}
+		}
+		hwid = fmt.Errorf("%w: hwid %x... (%s), chip_id %x...", errHWIDMismatch, exts.HWID[:8], enc, chipID[:8])
+	}
+	if got := uint64(exts.TCBVersion); report.GetReportedTcb() != got {
+		tcb = fmt.Errorf("%w: %s %s, report %s", errTCBMismatch, signerName(p.Signer),
+			tcbString(got, line), tcbString(report.GetReportedTcb(), line))
+	}
+	switch {
+	case hwid != nil && tcb != nil:
+		return rejected(checkBinding, fmt.Errorf("%w; %w", hwid, tcb))
+	case hwid != nil:
+		return rejected(checkBinding, hwid)
+	case tcb != nil:
+		return rejected(checkBinding, tcb)
+	}
+	return nil
+}
+
+// tcbString shows a TCB_VERSION as hex and, on Milan and Genoa, as its
+// security patch levels (Turin's layout differs).
+func tcbString(tcb uint64, line string) string {
+	if line != "Milan" && line != "Genoa" {
+		return fmt.Sprintf("%016x", tcb)
+	}
+	p := kds.DecomposeTCBVersion(kds.TCBVersion(tcb))
+	return fmt.Sprintf("%016x (bl %d tee %d snp %d ucode %d)", tcb, p.BlSpl, p.TeeSpl, p.SnpSpl, p.UcodeSpl)
 }
 
 // SNPProductLine returns the AMD product line of an SEV-SNP report: from

@@ -205,8 +205,8 @@ func TestSEVCertCache(t *testing.T) {
 			t.Fatal("cached verification reports differently")
 		}
 	}
-	if cache.Len() != 1 || cache.hits() != 2 {
-		t.Fatalf("cache len %d hits %d, want 1 and 2", cache.Len(), cache.hits())
+	if cache.size() != 1 || cache.hits() != 2 {
+		t.Fatalf("cache len %d hits %d, want 1 and 2", cache.size(), cache.hits())
 	}
 	// A warm cache still verifies every report's signature and binding.
 	ev, err := s.Quote(t.Context(), rd)
@@ -249,8 +249,8 @@ func TestSEVCertCache(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if cache.Len() != 2 {
-		t.Fatalf("cache len %d, want 2", cache.Len())
+	if cache.size() != 2 {
+		t.Fatalf("cache len %d, want 2", cache.size())
 	}
 }
 

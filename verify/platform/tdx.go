@@ -27,8 +27,13 @@ import (
 	tdxverify "github.com/google/go-tdx-guest/verify"
 )
 
-// TDXFormat is Evidence.Format for TDX evidence (docs/spec/platform-tdx.md).
-const TDXFormat = tdxquote.Format
+// tdxFormat is Evidence.Format for TDX evidence (docs/spec/platform-tdx.md).
+const tdxFormat = tdxquote.Format
+
+// tdxFormatV5 is the format raw verification gives a DCAP version 5
+// quote (docs/spec/verify-platform.md, "Raw evidence"). Attestation
+// evidence carries version 4 only (TDXFormat).
+const tdxFormatV5 = "tdx/quote-v5"
 
 // fakeQEMarker starts the header user data of every simulated quote
 // (docs/spec/platform-tdx.md, section 4).
@@ -43,24 +48,35 @@ type TDXClaims struct {
 	QEVendorID [16]byte
 	// QESVN is the quoting enclave's ISVSVN from the PCK-signed QE report.
 	QESVN uint16
+	// BodyType is the body type of a version 5 quote: 2 (TD 1.0) or 3
+	// (TD 1.5, whose Body has TEE_TCB_SVN2 and MRSERVICETD). It is zero for
+	// a version 4 quote.
+	BodyType uint16
 }
 
 func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
-	if ev.Format != TDXFormat {
+	if ev.Format != tdxFormat && (ev.Format != tdxFormatV5 || !opts.allowQuoteV5) {
 		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
-	if err := checkSimulated(ev, opts); err != nil {
+	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
 	}
 	if err := checkTDXExtras(ev); err != nil {
 		return nil, err
 	}
-	q, err := tdxquote.Parse(ev.Blob)
+	parse := tdxquote.ParseEvidence
+	if ev.Format == tdxFormatV5 {
+		parse = tdxquote.Parse
+	}
+	q, err := parse(ev.Blob)
 	if errors.Is(err, tdxquote.ErrUnsupported) {
 		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
 	}
 	if err != nil {
 		return nil, rejected(checkParse, err)
+	}
+	if ev.Format == tdxFormatV5 && q.BodyType == 0 {
+		return nil, rejected(checkParse, fmt.Errorf("%s evidence carries a version %d quote", ev.Format, q.Header.Version))
 	}
 	chain, err := tdxChain(ev, q)
 	if err != nil {
@@ -88,29 +104,18 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 		return nil, rejected(CheckRoot, fmt.Errorf("%w: pck chain root is not %s", ErrUntrustedRoot, rootID))
 	}
 
-	var pq *tdxpb.QuoteV4
-	err = guard(checkParse, func() error {
-		a, err := tdxabi.QuoteToProto(ev.Blob)
-		if err != nil {
-			return rejected(checkParse, err)
-		}
-		v, ok := a.(*tdxpb.QuoteV4)
-		if !ok {
-			return cannotCheck(checkFormat, fmt.Errorf("%w: quote type %T", ErrUnsupported, a))
-		}
-		pq = v
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
 	ts := &tdxverify.TimeSet{PckCertChain: now, TcbInfo: now, QeIdentity: now, PckCrl: now, RootCaCrl: now}
-
-	// Steps 2-5 of docs/spec/platform-tdx.md: chain, QE report, key binding,
-	// quote signature. No collateral, no network.
-	crypto := &tdxverify.Options{TrustedRoots: pool, Now: ts, Getter: &offlineGetter{c: &Collateral{}}}
-	if err := guard(CheckSignature, func() error { return tdxverify.TdxQuote(pq, crypto) }); err != nil {
-		return nil, diagnoseTDX(err, q, chain, pool, now)
+	var pq *tdxpb.QuoteV4
+	if ev.Format == tdxFormatV5 {
+		// go-tdx-guest reads version 4 only: steps 2-5 by hand.
+		if err := checkTDXCertification(q, chain, pool, now); err != nil {
+			return nil, err
+		}
+		if err := checkTDXQuoteSignature(q); err != nil {
+			return nil, err
+		}
+	} else if pq, err = verifyTDXV4(ev.Blob, q, chain, pool, now, ts); err != nil {
+		return nil, err
 	}
 
 	if err := checkReportData(q.Body.ReportData[:], want, opts); err != nil {
@@ -132,12 +137,14 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 		RootID:      rootID,
 		Revocation:  StatusSkipped,
 		Collateral:  StatusSkipped,
-		TDX:         &TDXClaims{Body: q.Body, QEVendorID: q.Header.QEVendorID, QESVN: q.QEReport.ISVSVN},
+		TDX:         &TDXClaims{Body: q.Body, QEVendorID: q.Header.QEVendorID, QESVN: q.QEReport.ISVSVN, BodyType: q.BodyType},
 		Boot:        boot,
 	}
 
 	c := opts.Collateral
 	switch {
+	case pq == nil && c.tdxAny():
+		return nil, cannotCheck(checkCollateral, fmt.Errorf("%w: tdx collateral for a version 5 quote", ErrUnsupported))
 	case c.tdxHasCollateral():
 		if err := c.tdxSizesOK(); err != nil {
 			return nil, cannotCheck(checkCollateral, err)
@@ -160,6 +167,34 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 		return nil, cannotCheck(checkRevocation, fmt.Errorf("%w: no pck and root ca crls supplied", errMissingCollateral))
 	}
 	return res, nil
+}
+
+// verifyTDXV4 runs steps 2-5 of docs/spec/platform-tdx.md on a version 4
+// quote with go-tdx-guest: chain, QE report, key binding, quote signature.
+// No collateral, no network. It returns the library's form of the quote
+// for the collateral checks.
+func verifyTDXV4(blob []byte, q *tdxquote.Quote, chain [][]byte, pool *x509.CertPool, now time.Time, ts *tdxverify.TimeSet) (*tdxpb.QuoteV4, error) {
+	var pq *tdxpb.QuoteV4
+	err := guard(checkParse, func() error {
+		a, err := tdxabi.QuoteToProto(blob)
+		if err != nil {
+			return rejected(checkParse, err)
+		}
+		v, ok := a.(*tdxpb.QuoteV4)
+		if !ok {
+			return cannotCheck(checkFormat, fmt.Errorf("%w: quote type %T", ErrUnsupported, a))
+		}
+		pq = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	crypto := &tdxverify.Options{TrustedRoots: pool, Now: ts, Getter: &offlineGetter{c: &Collateral{}}}
+	if err := guard(CheckSignature, func() error { return tdxverify.TdxQuote(pq, crypto) }); err != nil {
+		return nil, diagnoseTDX(err, q, chain, pool, now)
+	}
+	return pq, nil
 }
 
 // tdxTCB is the TCB assessment of checked TDX collateral.
@@ -302,10 +337,35 @@ func diagnoseTDX(libErr error, q *tdxquote.Quote, chain [][]byte, pool *x509.Cer
 	if errors.Is(libErr, tdxverify.ErrHashVerificationFail) {
 		return rejected(CheckSignature, libErr)
 	}
-	leaf, err1 := x509.ParseCertificate(chain[0])
-	inter, err2 := x509.ParseCertificate(chain[1])
-	if err1 != nil || err2 != nil {
-		return rejected(CheckChain, libErr)
+	if err := checkTDXCertification(q, chain, pool, now); err != nil {
+		return err
+	}
+	return rejected(CheckChain, libErr)
+}
+
+// checkTDXCertification checks what certifies the attestation key (steps
+// 2-4 of docs/spec/platform-tdx.md): the PCK chain to pool at now, the QE
+// report's signature by the PCK key, and the QE report's binding of the
+// attestation key and QE auth data.
+func checkTDXCertification(q *tdxquote.Quote, chain [][]byte, pool *x509.CertPool, now time.Time) error {
+	leaf, err := x509.ParseCertificate(chain[0])
+	if err != nil {
+		return rejected(CheckChain, fmt.Errorf("pck leaf: %w", err))
+	}
+	inter, err := x509.ParseCertificate(chain[1])
+	if err != nil {
+		return rejected(CheckChain, fmt.Errorf("pck intermediate: %w", err))
+	}
+	if leaf.Subject.CommonName != "Intel SGX PCK Certificate" ||
+		(inter.Subject.CommonName != "Intel SGX PCK Platform CA" && inter.Subject.CommonName != "Intel SGX PCK Processor CA") {
+		return rejected(CheckChain, fmt.Errorf("pck chain names %q issued by %q, not an intel sgx pck certificate and ca",
+			safetext.Clip(leaf.Subject.CommonName, 48), safetext.Clip(inter.Subject.CommonName, 48)))
+	}
+	for _, c := range []*x509.Certificate{leaf, inter} {
+		if c.SignatureAlgorithm != x509.ECDSAWithSHA256 {
+			return rejected(CheckChain, fmt.Errorf("pck chain certificate %q is signed with %v, not ecdsa with sha-256",
+				safetext.Clip(c.Subject.CommonName, 48), c.SignatureAlgorithm))
+		}
 	}
 	ip := x509.NewCertPool()
 	ip.AddCert(inter)
@@ -320,7 +380,20 @@ func diagnoseTDX(libErr error, q *tdxquote.Quote, chain [][]byte, pool *x509.Cer
 	if !bytes.Equal(q.QEReport.ReportData[:32], bind[:]) || !allZero(q.QEReport.ReportData[32:]) {
 		return rejected(CheckQEReport, errors.New("qe report does not bind the attestation key"))
 	}
-	return rejected(CheckChain, libErr)
+	return nil
+}
+
+// checkTDXQuoteSignature checks the attestation key's signature over the
+// quote's signed bytes (step 5 of docs/spec/platform-tdx.md).
+func checkTDXQuoteSignature(q *tdxquote.Quote) error {
+	ak, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append([]byte{4}, q.AttestationKey[:]...))
+	if err != nil {
+		return rejected(CheckSignature, fmt.Errorf("attestation key: %w", err))
+	}
+	if !verifyP256(ak, q.SignedBytes(), q.Signature) {
+		return rejected(CheckSignature, errors.New("quote signature does not verify under the attestation key"))
+	}
+	return nil
 }
 
 func verifyP256(pub *ecdsa.PublicKey, msg []byte, sig [64]byte) bool {

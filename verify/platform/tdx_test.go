@@ -2,15 +2,23 @@ package platform
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
+	"errors"
+	"math/big"
 	"net/url"
 	"testing"
 	"time"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/evidence"
@@ -106,15 +114,15 @@ func TestTDXMissingOrInconsistentChain(t *testing.T) {
 
 // TDX quote regions (tdxquote layout).
 const (
-	offHeader   = 0x08                // header: PCESVN bytes
-	offBody     = tdxquote.HeaderSize // TEE_TCB_SVN
-	offMRTD     = tdxquote.HeaderSize + 0x88
-	offRD       = tdxquote.HeaderSize + 0x208
-	offSig      = tdxquote.SignedSize + 4 // quote signature
-	offAK       = offSig + 64             // attestation key
-	offQEReport = offAK + 64 + 6          // QE report
-	offQESig    = offQEReport + tdxquote.QEReportSize
-	offQEAuth   = offQESig + 64 + 2 // QE auth data
+	offHeader   = 0x08 // header: PCESVN bytes
+	offBody     = 0x30 // after the 48-byte header: TEE_TCB_SVN
+	offMRTD     = offBody + 0x88
+	offRD       = offBody + 0x208
+	offSig      = offBody + 0x248 + 4 // after the body and the signed-data length: quote signature
+	offAK       = offSig + 64         // attestation key
+	offQEReport = offAK + 64 + 6      // QE report
+	offQESig    = offQEReport + 0x180 // after the 384-byte QE report
+	offQEAuth   = offQESig + 64 + 2   // QE auth data
 )
 
 func TestTDXTampered(t *testing.T) {
@@ -274,10 +282,10 @@ func TestLoadCollateralDir(t *testing.T) {
 	c := shippedCollateral(t)
 	crl := testfixture.SimSEVCRL(t, testNow.Add(-time.Hour), testNow.Add(time.Hour))
 	for name, b := range map[string][]byte{
-		FileTDXTCBInfo: c.TDXTCBInfo, FileTDXTCBInfoChain: c.TDXTCBInfoIssuerChain,
-		FileTDXQEIdentity: c.TDXQEIdentity, FileTDXQEIdentityChain: c.TDXQEIdentityIssuerChain,
-		FileTDXPCKCRL: c.TDXPCKCRL, FileTDXPCKCRLIssuerChain: c.TDXPCKCRLIssuerChain,
-		FileTDXRootCRL: c.TDXRootCRL, DirSEVSNPCRLs + "/milan.crl": crl,
+		fileTDXTCBInfo: c.TDXTCBInfo, fileTDXTCBInfoChain: c.TDXTCBInfoIssuerChain,
+		fileTDXQEIdentity: c.TDXQEIdentity, fileTDXQEIdentityChain: c.TDXQEIdentityIssuerChain,
+		fileTDXPCKCRL: c.TDXPCKCRL, fileTDXPCKCRLIssuerChain: c.TDXPCKCRLIssuerChain,
+		fileTDXRootCRL: c.TDXRootCRL, dirSEVSNPCRLs + "/milan.crl": crl,
 	} {
 		testfile.Write(t, dir, name, b)
 	}
@@ -294,8 +302,59 @@ func TestLoadCollateralDir(t *testing.T) {
 		t.Fatalf("empty dir: %v", err)
 	}
 	big := t.TempDir()
-	testfile.Write(t, big, FileTDXTCBInfo, make([]byte, MaxCollateralFile+1))
+	testfile.Write(t, big, fileTDXTCBInfo, make([]byte, MaxCollateralFile+1))
 	if _, err := LoadCollateralDir(big); err == nil {
 		t.Fatal("oversized collateral accepted")
+	}
+}
+
+// TestTDXCertificationChainNames: the hand-written PCK chain check (the
+// only one a version 5 quote gets) refuses a chain whose names are not
+// Intel's PCK certificate and CA, or that is signed with another algorithm,
+// before anything else, even under a trusted root.
+func TestTDXCertificationChainNames(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	key := func() *ecdsa.PrivateKey {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	tmpl := func(cn string, serial int64, ca bool, alg x509.SignatureAlgorithm) *x509.Certificate {
+		return &x509.Certificate{
+			SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: cn},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour),
+			IsCA: ca, BasicConstraintsValid: true, SignatureAlgorithm: alg,
+			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		}
+	}
+	rootKey, interKey, leafKey := key(), key(), key()
+	rootTmpl := tmpl("Intel SGX Root CA", 1, true, x509.ECDSAWithSHA256)
+	root := testcert.Create(t, rootTmpl, rootTmpl, &rootKey.PublicKey, rootKey)
+	pool := x509.NewCertPool()
+	pool.AddCert(root)
+	chain := func(leafCN, interCN string, leafAlg x509.SignatureAlgorithm) [][]byte {
+		inter := testcert.Create(t, tmpl(interCN, 2, true, x509.ECDSAWithSHA256), root, &interKey.PublicKey, rootKey)
+		leaf := testcert.Create(t, tmpl(leafCN, 3, false, leafAlg), inter, &leafKey.PublicKey, interKey)
+		return [][]byte{leaf.Raw, inter.Raw, root.Raw}
+	}
+	q := &tdxquote.Quote{}
+	for _, c := range []struct {
+		name  string
+		chain [][]byte
+		want  string
+	}{
+		{"intel names", chain("Intel SGX PCK Certificate", "Intel SGX PCK Platform CA", x509.ECDSAWithSHA256), "qe report signature does not verify under the pck key"},
+		{"processor ca", chain("Intel SGX PCK Certificate", "Intel SGX PCK Processor CA", x509.ECDSAWithSHA256), "qe report signature does not verify under the pck key"},
+		{"other leaf name", chain("Some Certificate", "Intel SGX PCK Platform CA", x509.ECDSAWithSHA256), `pck chain names "Some Certificate" issued by "Intel SGX PCK Platform CA", not an intel sgx pck certificate and ca`},
+		{"other ca name", chain("Intel SGX PCK Certificate", "Some CA", x509.ECDSAWithSHA256), `pck chain names "Intel SGX PCK Certificate" issued by "Some CA", not an intel sgx pck certificate and ca`},
+		{"sha-384 signature", chain("Intel SGX PCK Certificate", "Intel SGX PCK Platform CA", x509.ECDSAWithSHA384), `pck chain certificate "Intel SGX PCK Certificate" is signed with ECDSA-SHA384, not ecdsa with sha-256`},
+	} {
+		err := checkTDXCertification(q, c.chain, pool, now)
+		var e *Error
+		if !errors.As(err, &e) || e.Err.Error() != c.want {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
 	}
 }

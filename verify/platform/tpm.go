@@ -47,7 +47,7 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	if ev.Format != tpmquote.Format {
 		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tpm format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
 	}
-	if err := checkSimulated(ev, opts); err != nil {
+	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
 	}
 	if rd.IsZero() {
@@ -200,7 +200,7 @@ func classifyTPM(err error) error {
 	case errors.Is(err, tpmquote.ErrUnsupported):
 		return cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
 	case errors.Is(err, tpmquote.ErrSimulated):
-		return rejected(CheckSimulated, fmt.Errorf("%w: %w", ErrSimulated, err))
+		return rejected(checkSimulated, fmt.Errorf("%w: %w", ErrSimulated, err))
 	case errors.Is(err, tpmquote.ErrUntrustedAK):
 		return rejected(CheckTPMAK, fmt.Errorf("%w: %w", ErrUntrustedRoot, err))
 	case errors.Is(err, tpmquote.ErrAKAttributes):

@@ -197,7 +197,7 @@ func (r *Report) Hardware(simulated bool, vcek, tdQuote []byte) (*evidence.Evide
 	if !allZero(tdQuote[n:]) {
 		return nil, malformed("non-zero bytes after the td quote")
 	}
-	q, err := tdxquote.Parse(tdQuote[:n])
+	q, err := tdxquote.ParseEvidence(tdQuote[:n])
 	if err != nil {
 		return nil, err
 	}

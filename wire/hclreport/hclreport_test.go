@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/clawea/attester/wire/tdxquote"
 )
 
 // The real HCL reports of the conformance set (copied, with their NOTICE,
@@ -164,6 +166,14 @@ func TestHardware(t *testing.T) {
 	}
 	if ev.Platform != "tdx" || len(ev.Blob) != len(q)-70 || len(ev.CertChain) != 3 {
 		t.Fatalf("%s %d bytes %d certs", ev.Platform, len(ev.Blob), len(ev.CertChain))
+	}
+	// A DCAP version 5 quote (Trustee's sample) is not a producer's quote.
+	v5, err := os.ReadFile(filepath.Join("..", "..", "verify", "platform", "testdata", "trustee", "tdx", "tdx_quote_5.dat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev, err := r.Hardware(false, nil, v5); !errors.Is(err, tdxquote.ErrUnsupported) || ev != nil {
+		t.Fatalf("version 5 td quote: %v", err)
 	}
 	q = bytes.Clone(q)
 	q[len(q)-1] = 1

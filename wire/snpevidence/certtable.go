@@ -13,7 +13,7 @@ import (
 // their textual form in order (the layout go-sev-guest's abi package reads).
 var (
 	GUIDVCEK = mustGUID("63da758d-e664-4564-adc5-f4b93be8accd")
-	GUIDVLEK = mustGUID("a8074bc2-a25a-483e-aae6-39c045a0b8a1")
+	guidVLEK = mustGUID("a8074bc2-a25a-483e-aae6-39c045a0b8a1")
 	GUIDASK  = mustGUID("4ab7b379-bbac-4fe4-a02f-05aef327c782")
 	GUIDARK  = mustGUID("c0b406a4-a803-4952-9743-3fb6014cd0ae")
 )
@@ -24,8 +24,8 @@ const (
 	certTableEntrySize = 24
 	// MaxCertTableSize bounds an encoded certificate table.
 	MaxCertTableSize = 64 << 10
-	// MaxCertTableEntries bounds the number of entries of a table.
-	MaxCertTableEntries = 16
+	// maxCertTableEntries bounds the number of entries of a table.
+	maxCertTableEntries = 16
 	// MaxCertSize bounds one certificate (or other entry) of a table or chain.
 	MaxCertSize = 16 << 10
 )
@@ -77,7 +77,7 @@ func CanonicalCertTable(b []byte) ([]byte, error) {
 
 func parseTable(b []byte, strict bool) ([]CertTableEntry, error) {
 	if len(b) > MaxCertTableSize {
-		return nil, fmt.Errorf("%w: certificate table is %d bytes, limit %d", ErrMalformedCertTable, len(b), MaxCertTableSize)
+		return nil, fmt.Errorf("%w: certificate table is %d bytes, limit %d", errMalformedCertTable, len(b), MaxCertTableSize)
 	}
 	if !strict && (len(b) == 0 || allZero(b)) {
 		return nil, nil
@@ -90,15 +90,15 @@ func parseTable(b []byte, strict bool) ([]CertTableEntry, error) {
 	pos := 0
 	for {
 		if len(b)-pos < certTableEntrySize {
-			return nil, fmt.Errorf("%w: unterminated header", ErrMalformedCertTable)
+			return nil, fmt.Errorf("%w: unterminated header", errMalformedCertTable)
 		}
 		e := b[pos : pos+certTableEntrySize]
 		pos += certTableEntrySize
 		if allZero(e) {
 			break
 		}
-		if len(hs) == MaxCertTableEntries {
-			return nil, fmt.Errorf("%w: more than %d entries", ErrMalformedCertTable, MaxCertTableEntries)
+		if len(hs) == maxCertTableEntries {
+			return nil, fmt.Errorf("%w: more than %d entries", errMalformedCertTable, maxCertTableEntries)
 		}
 		var h header
 		copy(h.guid[:], e[:16])
@@ -107,7 +107,7 @@ func parseTable(b []byte, strict bool) ([]CertTableEntry, error) {
 		hs = append(hs, h)
 	}
 	if len(hs) == 0 {
-		return nil, fmt.Errorf("%w: no entries", ErrMalformedCertTable)
+		return nil, fmt.Errorf("%w: no entries", errMalformedCertTable)
 	}
 	headerSize := uint64(pos)
 	next := headerSize
@@ -115,24 +115,24 @@ func parseTable(b []byte, strict bool) ([]CertTableEntry, error) {
 	for i, h := range hs {
 		for _, prev := range hs[:i] {
 			if prev.guid == h.guid {
-				return nil, fmt.Errorf("%w: entry %d repeats a guid", ErrMalformedCertTable, i)
+				return nil, fmt.Errorf("%w: entry %d repeats a guid", errMalformedCertTable, i)
 			}
 		}
 		off, n := uint64(h.off), uint64(h.length)
 		if n == 0 || n > MaxCertSize {
-			return nil, fmt.Errorf("%w: entry %d has length %d", ErrMalformedCertTable, i, n)
+			return nil, fmt.Errorf("%w: entry %d has length %d", errMalformedCertTable, i, n)
 		}
 		if off < headerSize || off+n > uint64(len(b)) {
-			return nil, fmt.Errorf("%w: entry %d is out of bounds", ErrMalformedCertTable, i)
+			return nil, fmt.Errorf("%w: entry %d is out of bounds", errMalformedCertTable, i)
 		}
 		if strict && off != next {
-			return nil, fmt.Errorf("%w: entry %d is not canonically placed", ErrMalformedCertTable, i)
+			return nil, fmt.Errorf("%w: entry %d is not canonically placed", errMalformedCertTable, i)
 		}
 		next = off + n
 		entries = append(entries, CertTableEntry{GUID: h.guid, Data: bytes.Clone(b[off : off+n])})
 	}
 	if strict && next != uint64(len(b)) {
-		return nil, fmt.Errorf("%w: %d trailing bytes", ErrMalformedCertTable, uint64(len(b))-next)
+		return nil, fmt.Errorf("%w: %d trailing bytes", errMalformedCertTable, uint64(len(b))-next)
 	}
 	return entries, nil
 }
@@ -143,24 +143,24 @@ func MarshalCertTable(entries []CertTableEntry) ([]byte, error) {
 	if len(entries) == 0 {
 		return nil, nil
 	}
-	if len(entries) > MaxCertTableEntries {
-		return nil, fmt.Errorf("%w: more than %d entries", ErrMalformedCertTable, MaxCertTableEntries)
+	if len(entries) > maxCertTableEntries {
+		return nil, fmt.Errorf("%w: more than %d entries", errMalformedCertTable, maxCertTableEntries)
 	}
 	headerSize := (len(entries) + 1) * certTableEntrySize
 	total := headerSize
 	for i, e := range entries {
 		if len(e.Data) == 0 || len(e.Data) > MaxCertSize {
-			return nil, fmt.Errorf("%w: entry %d has length %d", ErrMalformedCertTable, i, len(e.Data))
+			return nil, fmt.Errorf("%w: entry %d has length %d", errMalformedCertTable, i, len(e.Data))
 		}
 		for _, prev := range entries[:i] {
 			if prev.GUID == e.GUID {
-				return nil, fmt.Errorf("%w: entry %d repeats a guid", ErrMalformedCertTable, i)
+				return nil, fmt.Errorf("%w: entry %d repeats a guid", errMalformedCertTable, i)
 			}
 		}
 		total += len(e.Data)
 	}
 	if total > MaxCertTableSize {
-		return nil, fmt.Errorf("%w: certificate table would be %d bytes, limit %d", ErrMalformedCertTable, total, MaxCertTableSize)
+		return nil, fmt.Errorf("%w: certificate table would be %d bytes, limit %d", errMalformedCertTable, total, MaxCertTableSize)
 	}
 	out := make([]byte, total)
 	off := headerSize

@@ -38,9 +38,9 @@ var (
 	// ErrMalformedEvidence is returned by Parse and Build when the evidence
 	// violates the format.
 	ErrMalformedEvidence = errors.New("sevsnp: malformed evidence")
-	// ErrMalformedCertTable is returned for a certificate table that violates
+	// errMalformedCertTable is returned for a certificate table that violates
 	// the format.
-	ErrMalformedCertTable = errors.New("sevsnp: malformed certificate table")
+	errMalformedCertTable = errors.New("sevsnp: malformed certificate table")
 	// ErrNoEndorsementCert is returned by Build when neither the certificate
 	// table nor the caller supplies the VCEK/VLEK certificate.
 	ErrNoEndorsementCert = errors.New("sevsnp: no vcek or vlek certificate for the report")
@@ -226,9 +226,9 @@ func ParseWith(ev *evidence.Evidence, opts ParseOptions) (*Parsed, error) {
 	return p, nil
 }
 
-// Evidence re-encodes p. For any ev that Parse accepts, Parse(ev).Evidence()
+// evidence re-encodes p. For any ev that Parse accepts, Parse(ev).Evidence()
 // marshals to the same JSON as ev.
-func (p *Parsed) Evidence() *evidence.Evidence {
+func (p *Parsed) evidence() *evidence.Evidence {
 	ev := &evidence.Evidence{
 		Platform:  evidence.PlatformSEVSNP,
 		Simulated: p.Simulated,
@@ -267,7 +267,7 @@ func (p *Parsed) Attestation() (*spb.Attestation, error) {
 	}
 	for _, e := range p.CertTable {
 		switch e.GUID {
-		case GUIDVCEK, GUIDVLEK, GUIDASK, GUIDARK:
+		case GUIDVCEK, guidVLEK, GUIDASK, GUIDARK:
 		default:
 			chain.Extras[guidString(e.GUID)] = bytes.Clone(e.Data)
 		}
@@ -310,7 +310,7 @@ func checkReport(report []byte) (abi.ReportSigner, error) {
 
 func signerGUID(s abi.ReportSigner) [16]byte {
 	if s == abi.VlekReportSigner {
-		return GUIDVLEK
+		return guidVLEK
 	}
 	return GUIDVCEK
 }

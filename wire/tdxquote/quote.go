@@ -1,13 +1,17 @@
 // Package tdxquote is a strict, bounds-checked codec for Intel TDX quotes,
-// version 4, with an ECDSA-256-with-P-256 attestation key and QE report
-// certification data (type 6) that carries a PEM PCK certificate chain
-// (type 5). It is the only place in this module that reads quote bytes.
+// versions 4 and 5, with an ECDSA-256-with-P-256 attestation key and QE
+// report certification data (type 6) that carries a PEM PCK certificate
+// chain (type 5). A version 5 quote carries a TD 1.0 (type 2) or TD 1.5
+// (type 3) report body after a body type and size (docs/spec/platform-tdx.md,
+// section 1.1). It is the only place in this module that reads quote bytes.
 //
 // The package does no cryptography and trusts nothing: it only splits a quote
 // into its fields and puts them back. Signature and chain checks belong to
 // go-tdx-guest's verify package; Parse exists so that nothing malformed ever
 // reaches that library's parser (abi.QuoteToProto panics on some truncated
-// inputs) and so that producers can check what a device returned.
+// inputs) and so that producers can check what a device returned. That
+// library does not read version 5; verify/platform checks those signatures
+// itself.
 //
 // Parse is strict: whatever it accepts, Marshal re-encodes to identical bytes.
 // It has no device imports and may be used by verifiers.
@@ -26,14 +30,26 @@ import (
 // (docs/spec/platform-tdx.md). Producers and verifiers both use it.
 const Format = "tdx/quote-v4"
 
-// Wire constants of a TDX quote v4.
+// Wire constants of a TDX quote.
 const (
-	// Version is the only quote version this package accepts.
-	Version = 4
-	// AttestationKeyTypeECDSAP256 is ECDSA-256-with-P-256.
-	AttestationKeyTypeECDSAP256 = 2
-	// TeeTypeTDX is the header TEE type of a TDX quote.
-	TeeTypeTDX = 0x00000081
+	// version4 is the quote version producers write and the one attestation
+	// evidence (Format) carries; Parse also reads version 5.
+	version4 = 4
+	// version5 is the DCAP quote version 5: a body type and size precede
+	// the body.
+	version5 = 5
+	// bodyTypeSGX, bodyTypeTD10 and bodyTypeTD15 are the version 5 body
+	// types: an SGX enclave report (refused), a TD 1.0 report body and a
+	// TD 1.5 report body.
+	bodyTypeSGX  = 1
+	bodyTypeTD10 = 2
+	bodyTypeTD15 = 3
+	// bodyDescSize is the version 5 body type (u16) and size (u32).
+	bodyDescSize = 6
+	// attestationKeyTypeECDSAP256 is ECDSA-256-with-P-256.
+	attestationKeyTypeECDSAP256 = 2
+	// teeTypeTDX is the header TEE type of a TDX quote.
+	teeTypeTDX = 0x00000081
 	// certDataTypeQEReport is certification data of type 6: QE report
 	// certification data.
 	certDataTypeQEReport = 6
@@ -41,28 +57,33 @@ const (
 	// PEM PCK certificate chain (leaf, intermediate, root).
 	certDataTypePCKChain = 5
 
-	// HeaderSize is the size of the quote header.
-	HeaderSize = 0x30
+	// headerSize is the size of the quote header.
+	headerSize = 0x30
 	// bodySize is the size of the TD quote body (a TDREPORT 1.0 digest).
 	bodySize = 0x248
-	// SignedSize is the size of the bytes the attestation key signs:
-	// header || body.
-	SignedSize = HeaderSize + bodySize
-	// QEReportSize is the size of the SGX report of the quoting enclave.
-	QEReportSize = 0x180
+	// bodySizeTD15 is the size of a TD 1.5 body: TEE_TCB_SVN2 and
+	// MRSERVICETD follow the TD 1.0 fields.
+	bodySizeTD15 = bodySize + 16 + 48
+	// signedSize is the size of the bytes the attestation key signs in a
+	// version 4 quote: header || body.
+	signedSize = headerSize + bodySize
+	// qeReportSize is the size of the SGX report of the quoting enclave.
+	qeReportSize = 0x180
 
-	// MaxSize bounds any input handed to this package, raw device output
+	// maxSize bounds any input handed to this package, raw device output
 	// included (the TDX guest driver's buffer is 16 KiB).
-	MaxSize = 64 << 10
+	maxSize = 64 << 10
 
-	signedDataLenOff = SignedSize                      // u32 length of the signed data
+	signedDataLenOff = signedSize                      // u32 length of the signed data
 	signedDataOff    = signedDataLenOff + 4            // signature starts here
 	certDataOff      = signedDataOff + 64 + 64         // after signature and attestation key
 	qeReportOff      = certDataOff + 6                 // after u16 type || u32 size
-	qeAuthLenOff     = qeReportOff + QEReportSize + 64 // after QE report and its signature
-	// MinSize is the smallest well-formed quote: empty QE auth data and an
-	// empty PCK chain.
-	MinSize = qeAuthLenOff + 2 + 6
+	qeAuthLenOff     = qeReportOff + qeReportSize + 64 // after QE report and its signature
+	// minSize is the smallest well-formed quote: version 4, empty QE auth
+	// data and an empty PCK chain.
+	minSize = qeAuthLenOff + 2 + 6
+	// tailMinSize is what follows header || body in the smallest quote.
+	tailMinSize = minSize - signedSize
 )
 
 // Errors. Every error returned by this package wraps exactly one of them.
@@ -72,7 +93,8 @@ var (
 	// ErrUnsupported reports a well-framed quote of a kind this package
 	// refuses: another version, TEE type, key type or certification data type.
 	ErrUnsupported = errors.New("tdxquote: unsupported quote")
-	// ErrTooLarge reports input over MaxSize.
+	// ErrTooLarge reports input over 64 KiB (the TDX guest driver's buffer
+	// is 16 KiB).
 	ErrTooLarge = errors.New("tdxquote: input too large")
 )
 
@@ -89,6 +111,13 @@ type Header struct {
 	UserData   [20]byte
 }
 
+// NewHeader returns the header of a version 4 TDX quote with an ECDSA-256
+// P-256 attestation key from the quoting enclave of vendor qeVendorID; the
+// caller sets the user data.
+func NewHeader(qeVendorID [16]byte) Header {
+	return Header{Version: version4, AttestationKeyType: attestationKeyTypeECDSAP256, TeeType: teeTypeTDX, QEVendorID: qeVendorID}
+}
+
 // Body is the TD quote body.
 type Body struct {
 	TeeTcbSvn      [16]byte
@@ -103,14 +132,18 @@ type Body struct {
 	MROwnerConfig  [48]byte
 	RTMR           [4][48]byte
 	ReportData     [64]byte
+	// TeeTcbSvn2 and MRServiceTD are the TD 1.5 fields (a version 5 quote
+	// with body type 3); zero in any other quote.
+	TeeTcbSvn2  [16]byte
+	MRServiceTD [48]byte
 }
 
-// TDAttributesDebug is bit 0 of TD_ATTRIBUTES (TUD.DEBUG): the TD is
+// tdAttributesDebug is bit 0 of TD_ATTRIBUTES (TUD.DEBUG): the TD is
 // debuggable and its memory is readable by the host.
-const TDAttributesDebug = 1 << 0
+const tdAttributesDebug = 1 << 0
 
 // Debug reports whether the TD was launched with the DEBUG attribute.
-func (b *Body) Debug() bool { return b.TDAttributes[0]&TDAttributesDebug != 0 }
+func (b *Body) Debug() bool { return b.TDAttributes[0]&tdAttributesDebug != 0 }
 
 // QEReport is the SGX report of the quoting enclave (384 bytes).
 type QEReport struct {
@@ -128,10 +161,13 @@ type QEReport struct {
 	ReportData [64]byte
 }
 
-// Quote is a parsed TDX quote v4.
+// Quote is a parsed TDX quote, version 4 or 5.
 type Quote struct {
 	Header Header
-	Body   Body
+	// BodyType is the version 5 body type: 2 (TD 1.0) or 3 (TD 1.5). It is
+	// zero in a version 4 quote, whose body is always TD 1.0.
+	BodyType uint16
+	Body     Body
 	// Signature is r || s (big-endian, 32 bytes each) by the attestation key
 	// over SHA-256(header || body).
 	Signature [64]byte
@@ -156,37 +192,83 @@ func unsupported(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrUnsupported, fmt.Sprintf(format, args...))
 }
 
+// layout reads the version (and, in version 5, the body type and size) at
+// the start of b and returns the size of the signed bytes (header, body
+// descriptor, body) and the body type (0 in version 4). It refuses every
+// other version and body type by name, and a body size that is not the
+// size of its type.
+func layout(b []byte) (signed int, bodyType uint16, err error) {
+	if len(b) < headerSize+bodyDescSize {
+		return 0, 0, malformed("%d bytes, shorter than a header", len(b))
+	}
+	switch v := binary.LittleEndian.Uint16(b); v {
+	case version4:
+		return signedSize, 0, nil
+	case version5:
+	default:
+		return 0, 0, unsupported("version %d", v)
+	}
+	bodyType = binary.LittleEndian.Uint16(b[headerSize:])
+	size := binary.LittleEndian.Uint32(b[headerSize+2:])
+	var want uint32
+	switch bodyType {
+	case bodyTypeTD10:
+		want = bodySize
+	case bodyTypeTD15:
+		want = bodySizeTD15
+	case bodyTypeSGX:
+		return 0, 0, unsupported("version 5 body type 1 (sgx enclave report)")
+	default:
+		return 0, 0, unsupported("version 5 body type %d", bodyType)
+	}
+	if size != want {
+		return 0, 0, malformed("version 5 body type %d declares %d bytes, want %d", bodyType, size, want)
+	}
+	return headerSize + bodyDescSize + int(want), bodyType, nil
+}
+
 // Length returns the length of the quote at the start of b, read from its
 // framing. Devices may return a buffer with bytes after the quote; those are
 // covered by no signature and producers drop them with b[:n]. Length checks
 // the framing only; Parse the result.
 func Length(b []byte) (int, error) {
-	if len(b) > MaxSize {
-		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
+	if len(b) > maxSize {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), maxSize)
 	}
-	if len(b) < signedDataOff {
+	signed, _, err := layout(b)
+	if err != nil {
+		return 0, err
+	}
+	if len(b) < signed+4 {
 		return 0, malformed("%d bytes, shorter than header and body", len(b))
 	}
-	n := uint64(binary.LittleEndian.Uint32(b[signedDataLenOff:]))
-	end := uint64(signedDataOff) + n
+	n := uint64(binary.LittleEndian.Uint32(b[signed:]))
+	end := uint64(signed+4) + n
 	if end > uint64(len(b)) {
-		return 0, malformed("signed data length %d exceeds the %d bytes present", n, len(b)-signedDataOff)
+		return 0, malformed("signed data length %d exceeds the %d bytes present", n, len(b)-signed-4)
 	}
 	return int(end), nil
 }
 
 // Parse parses exactly one quote. It rejects trailing bytes, any length
-// field that disagrees with the bytes present, and every version, TEE type,
-// key type or certification data type other than the ones this package
-// names. On error it returns nil.
+// field that disagrees with the bytes present, and every version, body
+// type, TEE type, key type or certification data type other than the ones
+// this package names. On error it returns nil.
 func Parse(b []byte) (*Quote, error) {
-	if len(b) > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), MaxSize)
+	if len(b) > maxSize {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(b), maxSize)
 	}
-	if len(b) < MinSize {
-		return nil, malformed("%d bytes, minimum %d", len(b), MinSize)
+	if len(b) < minSize {
+		return nil, malformed("%d bytes, minimum %d", len(b), minSize)
 	}
-	q := new(Quote)
+	signed, bodyType, err := layout(b)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < signed+tailMinSize {
+		return nil, malformed("%d bytes, minimum %d", len(b), signed+tailMinSize)
+	}
+	q := &Quote{BodyType: bodyType}
 	r := reader{b: b}
 
 	h := &q.Header
@@ -197,35 +279,21 @@ func Parse(b []byte) (*Quote, error) {
 	r.copy(h.QESVN[:])
 	r.copy(h.QEVendorID[:])
 	r.copy(h.UserData[:])
-	if h.Version != Version {
-		return nil, unsupported("version %d", h.Version)
-	}
-	if h.AttestationKeyType != AttestationKeyTypeECDSAP256 {
+	if h.AttestationKeyType != attestationKeyTypeECDSAP256 {
 		return nil, unsupported("attestation key type %d", h.AttestationKeyType)
 	}
-	if h.TeeType != TeeTypeTDX {
+	if h.TeeType != teeTypeTDX {
 		return nil, unsupported("tee type %#x", h.TeeType)
 	}
-
-	d := &q.Body
-	r.copy(d.TeeTcbSvn[:])
-	r.copy(d.MRSEAM[:])
-	r.copy(d.MRSignerSEAM[:])
-	r.copy(d.SEAMAttributes[:])
-	r.copy(d.TDAttributes[:])
-	r.copy(d.XFAM[:])
-	r.copy(d.MRTD[:])
-	r.copy(d.MRConfigID[:])
-	r.copy(d.MROwner[:])
-	r.copy(d.MROwnerConfig[:])
-	for i := range d.RTMR {
-		r.copy(d.RTMR[i][:])
+	if h.Version == version5 {
+		r.off += bodyDescSize // checked by layout
 	}
-	r.copy(d.ReportData[:])
+	readBody(&r, &q.Body, bodyType == bodyTypeTD15)
 
+	sigDataOff := signed + 4
 	signedLen := r.u32()
-	if uint64(signedLen) != uint64(len(b)-signedDataOff) {
-		return nil, malformed("signed data length %d, %d bytes present", signedLen, len(b)-signedDataOff)
+	if uint64(signedLen) != uint64(len(b)-sigDataOff) {
+		return nil, malformed("signed data length %d, %d bytes present", signedLen, len(b)-sigDataOff)
 	}
 	r.copy(q.Signature[:])
 	r.copy(q.AttestationKey[:])
@@ -235,8 +303,8 @@ func Parse(b []byte) (*Quote, error) {
 	if certType != certDataTypeQEReport {
 		return nil, unsupported("certification data type %d", certType)
 	}
-	if uint64(certLen) != uint64(len(b)-qeReportOff) {
-		return nil, malformed("certification data length %d, %d bytes present", certLen, len(b)-qeReportOff)
+	if uint64(certLen) != uint64(r.left()) {
+		return nil, malformed("certification data length %d, %d bytes present", certLen, r.left())
 	}
 	readQEReport(&r, &q.QEReport)
 	r.copy(q.QEReportSignature[:])
@@ -259,6 +327,42 @@ func Parse(b []byte) (*Quote, error) {
 	return q, nil
 }
 
+// ParseEvidence parses the blob of Format evidence: exactly one version 4
+// quote, as Parse reads it. A version 5 quote is ErrUnsupported: producers
+// emit, and attestation evidence carries, version 4 only
+// (docs/spec/platform-tdx.md, section 1.1).
+func ParseEvidence(b []byte) (*Quote, error) {
+	q, err := Parse(b)
+	if err != nil {
+		return nil, err
+	}
+	if q.BodyType != 0 {
+		return nil, unsupported("version %d quote in %s evidence", q.Header.Version, Format)
+	}
+	return q, nil
+}
+
+func readBody(r *reader, d *Body, td15 bool) {
+	r.copy(d.TeeTcbSvn[:])
+	r.copy(d.MRSEAM[:])
+	r.copy(d.MRSignerSEAM[:])
+	r.copy(d.SEAMAttributes[:])
+	r.copy(d.TDAttributes[:])
+	r.copy(d.XFAM[:])
+	r.copy(d.MRTD[:])
+	r.copy(d.MRConfigID[:])
+	r.copy(d.MROwner[:])
+	r.copy(d.MROwnerConfig[:])
+	for i := range d.RTMR {
+		r.copy(d.RTMR[i][:])
+	}
+	r.copy(d.ReportData[:])
+	if td15 {
+		r.copy(d.TeeTcbSvn2[:])
+		r.copy(d.MRServiceTD[:])
+	}
+}
+
 func readQEReport(r *reader, e *QEReport) {
 	r.copy(e.CPUSVN[:])
 	e.MiscSelect = r.u32()
@@ -274,23 +378,35 @@ func readQEReport(r *reader, e *QEReport) {
 	r.copy(e.ReportData[:])
 }
 
-// Marshal encodes q. It fails only when a variable-length field does not
-// fit its length prefix or the result would exceed MaxSize.
+// Marshal encodes q. It fails when the version and body type disagree
+// (version 4 has body type 0; version 5 has 2 or 3), when TD 1.5 fields are
+// set in a TD 1.0 body, when a variable-length field does not fit its
+// length prefix, or when the result would exceed maxSize.
 func (q *Quote) Marshal() ([]byte, error) {
+	switch {
+	case q.Header.Version == version4 && q.BodyType == 0:
+	case q.Header.Version == version5 && (q.BodyType == bodyTypeTD10 || q.BodyType == bodyTypeTD15):
+	default:
+		return nil, unsupported("version %d with body type %d", q.Header.Version, q.BodyType)
+	}
+	if q.BodyType != bodyTypeTD15 && (q.Body.TeeTcbSvn2 != [16]byte{} || q.Body.MRServiceTD != [48]byte{}) {
+		return nil, malformed("td 1.5 fields in a td 1.0 body")
+	}
 	if len(q.QEAuthData) > 0xffff {
 		return nil, malformed("qe auth data is %d bytes, limit 65535", len(q.QEAuthData))
 	}
-	total := MinSize + len(q.QEAuthData) + len(q.PCKChain)
-	if total > MaxSize {
-		return nil, fmt.Errorf("%w: quote would be %d bytes, limit %d", ErrTooLarge, total, MaxSize)
+	signed := q.SignedBytes()
+	total := len(signed) + tailMinSize + len(q.QEAuthData) + len(q.PCKChain)
+	if total > maxSize {
+		return nil, fmt.Errorf("%w: quote would be %d bytes, limit %d", ErrTooLarge, total, maxSize)
 	}
 	w := make([]byte, 0, total)
-	w = append(w, q.SignedBytes()...)
-	w = binary.LittleEndian.AppendUint32(w, uint32(total-signedDataOff))
+	w = append(w, signed...)
+	w = binary.LittleEndian.AppendUint32(w, uint32(total-len(signed)-4))
 	w = append(w, q.Signature[:]...)
 	w = append(w, q.AttestationKey[:]...)
 	w = binary.LittleEndian.AppendUint16(w, certDataTypeQEReport)
-	w = binary.LittleEndian.AppendUint32(w, uint32(total-qeReportOff))
+	w = binary.LittleEndian.AppendUint32(w, uint32(total-len(w)-4))
 	w = append(w, q.QEReport.Marshal()...)
 	w = append(w, q.QEReportSignature[:]...)
 	w = binary.LittleEndian.AppendUint16(w, uint16(len(q.QEAuthData)))
@@ -301,10 +417,13 @@ func (q *Quote) Marshal() ([]byte, error) {
 	return w, nil
 }
 
-// SignedBytes returns header || body: the bytes the attestation key signs.
+// SignedBytes returns the bytes the attestation key signs: header || body
+// in version 4; header || body type || body size || body in version 5,
+// where body type 3 adds the TD 1.5 fields.
 func (q *Quote) SignedBytes() []byte {
-	w := make([]byte, 0, SignedSize)
 	h := &q.Header
+	td15 := h.Version == version5 && q.BodyType == bodyTypeTD15
+	w := make([]byte, 0, headerSize+bodyDescSize+bodySizeTD15)
 	w = binary.LittleEndian.AppendUint16(w, h.Version)
 	w = binary.LittleEndian.AppendUint16(w, h.AttestationKeyType)
 	w = binary.LittleEndian.AppendUint32(w, h.TeeType)
@@ -312,6 +431,14 @@ func (q *Quote) SignedBytes() []byte {
 	w = append(w, h.QESVN[:]...)
 	w = append(w, h.QEVendorID[:]...)
 	w = append(w, h.UserData[:]...)
+	if h.Version == version5 {
+		size := uint32(bodySize)
+		if td15 {
+			size = bodySizeTD15
+		}
+		w = binary.LittleEndian.AppendUint16(w, q.BodyType)
+		w = binary.LittleEndian.AppendUint32(w, size)
+	}
 	d := &q.Body
 	w = append(w, d.TeeTcbSvn[:]...)
 	w = append(w, d.MRSEAM[:]...)
@@ -327,12 +454,16 @@ func (q *Quote) SignedBytes() []byte {
 		w = append(w, d.RTMR[i][:]...)
 	}
 	w = append(w, d.ReportData[:]...)
+	if td15 {
+		w = append(w, d.TeeTcbSvn2[:]...)
+		w = append(w, d.MRServiceTD[:]...)
+	}
 	return w
 }
 
 // Marshal encodes the QE report: the bytes the PCK key signs.
 func (e *QEReport) Marshal() []byte {
-	w := make([]byte, 0, QEReportSize)
+	w := make([]byte, 0, qeReportSize)
 	w = append(w, e.CPUSVN[:]...)
 	w = binary.LittleEndian.AppendUint32(w, e.MiscSelect)
 	w = append(w, e.Reserved1[:]...)

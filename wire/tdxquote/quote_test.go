@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
@@ -30,6 +31,9 @@ func fakeQuote(t testing.TB) []byte {
 // fields from b as Parse, and re-encodes b identically.
 func checkAgainstLibrary(t testing.TB, b []byte, q *tdxquote.Quote) {
 	t.Helper()
+	if q.Header.Version != tdxquote.Version {
+		return // go-tdx-guest reads version 4 only
+	}
 	anyq, err := abi.QuoteToProto(b)
 	if err != nil {
 		t.Fatalf("abi.QuoteToProto rejects what Parse accepted: %v", err)
@@ -78,7 +82,7 @@ func TestParseFakeRoundTrip(t *testing.T) {
 	if q.Body.ReportData != ([64]byte{0: 0xaa, 63: 0x55}) {
 		t.Error("report data not where expected")
 	}
-	if !bytes.HasPrefix(q.Header.UserData[:], []byte(fakeqe.UserDataMarker)) {
+	if !bytes.HasPrefix(q.Header.UserData[:], []byte("TEST ONLY FAKE QE")) {
 		t.Error("fake quote lacks the in-band marker")
 	}
 	checkAgainstLibrary(t, raw, q)
@@ -156,7 +160,7 @@ func TestParseRejects(t *testing.T) {
 		{"trailing byte", append(append([]byte(nil), raw...), 0), tdxquote.ErrMalformed},
 		{"too large", make([]byte, tdxquote.MaxSize+1), tdxquote.ErrTooLarge},
 		{"version 3", mutate(raw, put16(0, 3)), tdxquote.ErrUnsupported},
-		{"version 5", mutate(raw, put16(0, 5)), tdxquote.ErrUnsupported},
+		{"version 6", mutate(raw, put16(0, 6)), tdxquote.ErrUnsupported},
 		{"key type 3", mutate(raw, put16(2, 3)), tdxquote.ErrUnsupported},
 		{"sgx tee type", mutate(raw, put32(4, 0)), tdxquote.ErrUnsupported},
 		{"signed length +1", mutate(raw, put32(tdxquote.SignedSize, signedLen+1)), tdxquote.ErrMalformed},
@@ -248,5 +252,128 @@ func TestDebug(t *testing.T) {
 	b.TDAttributes[0] = tdxquote.TDAttributesDebug
 	if !b.Debug() {
 		t.Error("debug bit not reported")
+	}
+}
+
+// v5Quote re-encodes the fake quote as version 5 with the given body type;
+// a TD 1.5 body gets non-zero TD 1.5 fields. Its signatures are not valid.
+func v5Quote(t testing.TB, bodyType uint16) (*tdxquote.Quote, []byte) {
+	t.Helper()
+	q, err := tdxquote.Parse(fakeQuote(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Header.Version = 5
+	q.BodyType = bodyType
+	if bodyType == 3 {
+		q.Body.TeeTcbSvn2[0] = 7
+		q.Body.MRServiceTD[47] = 0x5a
+	}
+	raw, err := q.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, raw
+}
+
+func TestParseV5RoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		bodyType  uint16
+		wantSize  int
+		signedLen int
+	}{{2, 0x248, 0x30 + 6 + 0x248}, {3, 0x288, 0x30 + 6 + 0x288}} {
+		want, raw := v5Quote(t, c.bodyType)
+		q, err := tdxquote.Parse(raw)
+		if err != nil {
+			t.Fatalf("body type %d: %v", c.bodyType, err)
+		}
+		if q.BodyType != c.bodyType || q.Body != want.Body {
+			t.Errorf("body type %d: fields differ after a round trip", c.bodyType)
+		}
+		if got := int(binary.LittleEndian.Uint32(raw[0x32:])); got != c.wantSize {
+			t.Errorf("body type %d: body size %d, want %d", c.bodyType, got, c.wantSize)
+		}
+		if len(q.SignedBytes()) != c.signedLen {
+			t.Errorf("body type %d: %d signed bytes, want %d", c.bodyType, len(q.SignedBytes()), c.signedLen)
+		}
+		back, err := q.Marshal()
+		if err != nil || !bytes.Equal(back, raw) {
+			t.Fatalf("body type %d: Marshal(Parse(b)) != b: %v", c.bodyType, err)
+		}
+		if n, err := tdxquote.Length(append(bytes.Clone(raw), "junk"...)); err != nil || n != len(raw) {
+			t.Fatalf("body type %d: Length = %d, %v", c.bodyType, n, err)
+		}
+	}
+}
+
+func TestParseV5Rejects(t *testing.T) {
+	_, raw := v5Quote(t, 3)
+	put16 := func(off int, v uint16) func([]byte) []byte {
+		return func(b []byte) []byte { binary.LittleEndian.PutUint16(b[off:], v); return b }
+	}
+	put32 := func(off int, v uint32) func([]byte) []byte {
+		return func(b []byte) []byte { binary.LittleEndian.PutUint32(b[off:], v); return b }
+	}
+	for _, c := range []struct {
+		name, msg string
+		in        []byte
+		want      error
+	}{
+		{"sgx body", "version 5 body type 1 (sgx enclave report)", mutate(raw, put16(0x30, 1)), tdxquote.ErrUnsupported},
+		{"body type 0", "version 5 body type 0", mutate(raw, put16(0x30, 0)), tdxquote.ErrUnsupported},
+		{"body type 4", "version 5 body type 4", mutate(raw, put16(0x30, 4)), tdxquote.ErrUnsupported},
+		{"td 1.5 body declared td 1.0", "version 5 body type 2 declares 648 bytes, want 584", mutate(raw, put16(0x30, 2)), tdxquote.ErrMalformed},
+		{"body size +1", "version 5 body type 3 declares 649 bytes, want 648", mutate(raw, put32(0x32, 0x289)), tdxquote.ErrMalformed},
+		{"one short", "", raw[:len(raw)-1], tdxquote.ErrMalformed},
+		{"header and descriptor only", "", raw[:0x36], tdxquote.ErrMalformed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := tdxquote.Parse(c.in)
+			if !errors.Is(err, c.want) || got != nil {
+				t.Fatalf("Parse: %v, want %v", err, c.want)
+			}
+			if c.msg != "" && !strings.HasSuffix(err.Error(), ": "+c.msg) {
+				t.Errorf("error %q does not name %q", err, c.msg)
+			}
+		})
+	}
+}
+
+// ParseEvidence reads what Format evidence carries: version 4 only.
+func TestParseEvidence(t *testing.T) {
+	raw := fakeQuote(t)
+	if q, err := tdxquote.ParseEvidence(raw); err != nil || q.Header.Version != tdxquote.Version {
+		t.Fatalf("version 4: %v", err)
+	}
+	for _, bodyType := range []uint16{2, 3} {
+		_, v5 := v5Quote(t, bodyType)
+		if q, err := tdxquote.ParseEvidence(v5); !errors.Is(err, tdxquote.ErrUnsupported) || q != nil {
+			t.Errorf("version 5 body type %d: %v", bodyType, err)
+		}
+	}
+	if _, err := tdxquote.ParseEvidence(raw[:len(raw)-1]); !errors.Is(err, tdxquote.ErrMalformed) {
+		t.Errorf("truncated: %v", err)
+	}
+}
+
+func TestMarshalRefusesInconsistentQuotes(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		edit func(*tdxquote.Quote)
+		want error
+	}{
+		{"version 4 with a body type", func(q *tdxquote.Quote) { q.BodyType = 3 }, tdxquote.ErrUnsupported},
+		{"version 5 without a body type", func(q *tdxquote.Quote) { q.Header.Version = 5 }, tdxquote.ErrUnsupported},
+		{"version 5 sgx body", func(q *tdxquote.Quote) { q.Header.Version, q.BodyType = 5, 1 }, tdxquote.ErrUnsupported},
+		{"td 1.5 field in a td 1.0 body", func(q *tdxquote.Quote) { q.Body.MRServiceTD[0] = 1 }, tdxquote.ErrMalformed},
+	} {
+		q, err := tdxquote.Parse(fakeQuote(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.edit(q)
+		if b, err := q.Marshal(); !errors.Is(err, c.want) || b != nil {
+			t.Errorf("%s: Marshal: %v, want %v", c.name, err, c.want)
+		}
 	}
 }

@@ -28,9 +28,9 @@ import (
 
 // PoH runtime_metadata.tee.attestation_type values.
 const (
-	TypeSEVSNP  = "sev_snp_report"
-	TypeTDX     = "tdx_quote"
-	TypeGeneric = "generic_tee"
+	typeSEVSNP  = "sev_snp_report"
+	typeTDX     = "tdx_quote"
+	typeGeneric = "generic_tee"
 )
 
 // ErrEvidence is returned (wrapped) for evidence claims cannot be derived
@@ -125,7 +125,7 @@ func sevClaims(ev *evidence.Evidence, opts Options) (*Claims, error) {
 	}
 	rd := p.ReportData()
 	return &Claims{
-		AttestationType: TypeSEVSNP,
+		AttestationType: typeSEVSNP,
 		RootID:          "sev-snp:amd-ark-" + line,
 		TCBVersion:      fmt.Sprintf("%016x", r.GetReportedTcb()),
 		Measurement:     bytes.Clone(r.GetMeasurement()),
@@ -156,7 +156,7 @@ func tdxClaims(ev *evidence.Evidence) (*Claims, error) {
 	root := sha256.Sum256(chain[len(chain)-1])
 	rd := q.Body.ReportData
 	return &Claims{
-		AttestationType: TypeTDX,
+		AttestationType: typeTDX,
 		RootID:          "tdx:root-sha256-" + hex.EncodeToString(root[:]),
 		TCBVersion:      hex.EncodeToString(q.Body.TeeTcbSvn[:]),
 		Measurement:     bytes.Clone(q.Body.MRTD[:]),
@@ -231,7 +231,7 @@ func tpmClaims(ev *evidence.Evidence) (*Claims, error) {
 	digest := sha256.Sum256(ak)
 	name := append([]byte{0x00, 0x0b}, digest[:]...) // TPM_ALG_SHA256 || H(TPMT_PUBLIC)
 	return &Claims{
-		AttestationType: TypeGeneric,
+		AttestationType: typeGeneric,
 		RootID:          "tpm:ak-name-" + hex.EncodeToString(name),
 		TCBVersion:      fmt.Sprintf("%016x", att.FirmwareVersion),
 		Measurement:     bytes.Clone(qi.PCRDigest.Buffer),

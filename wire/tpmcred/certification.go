@@ -173,7 +173,7 @@ func VerifyCertification(c *Certification, opts VerifyOpts) (*CertifiedAK, error
 	}
 	ekName, err := name(ekPub)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsupportedEK, err)
+		return nil, fmt.Errorf("%w: %v", errUnsupportedEK, err)
 	}
 	root, err := VerifyEKChain(ek, c.EKIntermediates, opts.Roots, opts.Now)
 	if err != nil {

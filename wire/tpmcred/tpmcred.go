@@ -56,8 +56,8 @@ const (
 // Errors. Callers branch with errors.Is.
 var (
 	ErrMalformed     = errors.New("tpmcred: malformed encoding")
-	ErrUnsupportedEK = errors.New("tpmcred: unsupported endorsement key")
-	ErrAK            = errors.New("tpmcred: not an acceptable attestation key")
+	errUnsupportedEK = errors.New("tpmcred: unsupported endorsement key")
+	errAK            = errors.New("tpmcred: not an acceptable attestation key")
 	ErrActivation    = errors.New("tpmcred: activation response does not match the credential")
 	ErrUsed          = errors.New("tpmcred: activation already checked")
 	ErrEKChain       = errors.New("tpmcred: ek certificate does not chain to a trusted root")
@@ -68,23 +68,23 @@ var (
 // for pub (TCG EK Credential Profile 2.0, templates L-1 and L-2): RSA 2048
 // with exponent 65537, or ECC NIST P-256; SHA-256 name algorithm,
 // AES-128-CFB symmetric protection and the PolicySecret(TPM_RH_ENDORSEMENT)
-// auth policy. Other keys fail with ErrUnsupportedEK.
+// auth policy. Other keys fail with errUnsupportedEK.
 func EKPublic(pub crypto.PublicKey) (*tpm2.TPMTPublic, error) {
 	switch k := pub.(type) {
 	case *rsa.PublicKey:
 		if k.N.BitLen() != 2048 || k.E != 65537 {
-			return nil, fmt.Errorf("%w: rsa %d bits, exponent %d", ErrUnsupportedEK, k.N.BitLen(), k.E)
+			return nil, fmt.Errorf("%w: rsa %d bits, exponent %d", errUnsupportedEK, k.N.BitLen(), k.E)
 		}
 		t := tpm2.RSAEKTemplate // a copy: the package variable is not touched
 		t.Unique = tpm2.NewTPMUPublicID(tpm2.TPMAlgRSA, &tpm2.TPM2BPublicKeyRSA{Buffer: k.N.FillBytes(make([]byte, 256))})
 		return &t, nil
 	case *ecdsa.PublicKey:
 		if k.Curve != elliptic.P256() {
-			return nil, fmt.Errorf("%w: ecc curve %s", ErrUnsupportedEK, k.Curve.Params().Name)
+			return nil, fmt.Errorf("%w: ecc curve %s", errUnsupportedEK, k.Curve.Params().Name)
 		}
 		b, err := k.Bytes() // checks the point
 		if err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnsupportedEK, err)
+			return nil, fmt.Errorf("%w: %v", errUnsupportedEK, err)
 		}
 		t := tpm2.ECCEKTemplate
 		t.Unique = tpm2.NewTPMUPublicID(tpm2.TPMAlgECC, &tpm2.TPMSECCPoint{
@@ -93,7 +93,7 @@ func EKPublic(pub crypto.PublicKey) (*tpm2.TPMTPublic, error) {
 		})
 		return &t, nil
 	}
-	return nil, fmt.Errorf("%w: key type %T", ErrUnsupportedEK, pub)
+	return nil, fmt.Errorf("%w: key type %T", errUnsupportedEK, pub)
 }
 
 // name returns the TPM Name of a public area.
@@ -195,15 +195,15 @@ func NewActivationForEK(rand io.Reader, ek *tpm2.TPMTPublic, akPublic []byte) (*
 		return nil, nil, err
 	}
 	if a := ek.ObjectAttributes; !a.FixedTPM || !a.FixedParent || !a.SensitiveDataOrigin || !a.Restricted || !a.Decrypt || a.SignEncrypt {
-		return nil, nil, fmt.Errorf("%w: not a restricted decryption key made in and fixed to a tpm", ErrUnsupportedEK)
+		return nil, nil, fmt.Errorf("%w: not a restricted decryption key made in and fixed to a tpm", errUnsupportedEK)
 	}
 	ekName, err := name(ek)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrUnsupportedEK, err)
+		return nil, nil, fmt.Errorf("%w: %v", errUnsupportedEK, err)
 	}
 	key, err := tpm2.ImportEncapsulationKey(ek)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrUnsupportedEK, err)
+		return nil, nil, fmt.Errorf("%w: %v", errUnsupportedEK, err)
 	}
 	a := &Activation{ak: slices.Clone(akPublic), akName: akName}
 	if _, err := io.ReadFull(rand, a.secret[:]); err != nil {
@@ -214,7 +214,7 @@ func NewActivationForEK(rand io.Reader, ek *tpm2.TPMTPublic, akPublic []byte) (*
 		return nil, nil, fmt.Errorf("tpmcred: make credential: %w", err)
 	}
 	if len(blob) > maxCredentialBlobSize || len(encSecret) > maxEncryptedSecretSize {
-		return nil, nil, fmt.Errorf("%w: credential sizes %d, %d", ErrUnsupportedEK, len(blob), len(encSecret))
+		return nil, nil, fmt.Errorf("%w: credential sizes %d, %d", errUnsupportedEK, len(blob), len(encSecret))
 	}
 	return a, &Challenge{AKName: akName, EKName: ekName, CredentialBlob: blob, EncryptedSecret: encSecret}, nil
 }
@@ -223,10 +223,10 @@ func NewActivationForEK(rand io.Reader, ek *tpm2.TPMTPublic, akPublic []byte) (*
 func checkAK(akPublic []byte) (*tpmquote.Public, []byte, error) {
 	ak, err := tpmquote.ParsePublic(akPublic)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrAK, err)
+		return nil, nil, fmt.Errorf("%w: %w", errAK, err)
 	}
 	if ak.Attributes&tpmquote.AKRequiredAttributes != tpmquote.AKRequiredAttributes || ak.Attributes&tpmquote.AttrDecrypt != 0 {
-		return nil, nil, fmt.Errorf("%w: attributes 0x%08x", ErrAK, ak.Attributes)
+		return nil, nil, fmt.Errorf("%w: attributes 0x%08x", errAK, ak.Attributes)
 	}
 	return ak, ak.Name(), nil
 }

@@ -121,7 +121,7 @@ func TestEKPublic(t *testing.T) {
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
 	odd := &rsa.PublicKey{N: rk.N, E: 3}
 	for name, k := range map[string]any{"rsa1024": &small.PublicKey, "p384": &p384.PublicKey, "e3": odd, "string": "x"} {
-		if _, err := EKPublic(k); !errors.Is(err, ErrUnsupportedEK) {
+		if _, err := EKPublic(k); !errors.Is(err, errUnsupportedEK) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -140,7 +140,7 @@ func TestNewActivationForEKRejectsNonEK(t *testing.T) {
 			t.Fatal(err)
 		}
 		mut(&ek.ObjectAttributes)
-		if _, _, err := NewActivationForEK(rand.Reader, ek, ak); !errors.Is(err, ErrUnsupportedEK) {
+		if _, _, err := NewActivationForEK(rand.Reader, ek, ak); !errors.Is(err, errUnsupportedEK) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -154,7 +154,7 @@ func TestNewActivationRejectsAK(t *testing.T) {
 		"decrypt":        testAK(t, akAttrs|tpmquote.AttrDecrypt),
 		"garbage":        {1, 2, 3},
 	} {
-		if _, _, err := NewActivation(rand.Reader, pki.ek, ak); !errors.Is(err, ErrAK) {
+		if _, _, err := NewActivation(rand.Reader, pki.ek, ak); !errors.Is(err, errAK) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -230,7 +230,7 @@ func TestCertification(t *testing.T) {
 	}
 	swapped := *parsed
 	swapped.AKPublic = testAK(t, akAttrs|tpmquote.AttrDecrypt)
-	if _, err := VerifyCertification(&swapped, VerifyOpts{Roots: roots, Now: now}); !errors.Is(err, ErrAK) {
+	if _, err := VerifyCertification(&swapped, VerifyOpts{Roots: roots, Now: now}); !errors.Is(err, errAK) {
 		t.Fatal(err)
 	}
 }

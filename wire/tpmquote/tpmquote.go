@@ -39,7 +39,7 @@ const (
 // branch with errors.Is.
 var (
 	ErrMalformed       = errors.New("tpmquote: malformed evidence")
-	ErrTooLarge        = errors.New("tpmquote: evidence field too large")
+	errTooLarge        = errors.New("tpmquote: evidence field too large")
 	ErrUnsupported     = errors.New("tpmquote: unsupported evidence")
 	ErrSimulated       = errors.New("tpmquote: simulated evidence not allowed")
 	ErrAKAttributes    = errors.New("tpmquote: key is not a restricted attestation key")
@@ -121,20 +121,20 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 		return nil, fmt.Errorf("%w: %s", ErrMissingAuxField, AuxPCRValues)
 	}
 	if len(ev.Blob) > maxAttestSize || len(ev.Signature) > maxSignatureSize {
-		return nil, fmt.Errorf("%w: attest %d bytes, signature %d bytes", ErrTooLarge, len(ev.Blob), len(ev.Signature))
+		return nil, fmt.Errorf("%w: attest %d bytes, signature %d bytes", errTooLarge, len(ev.Blob), len(ev.Signature))
 	}
 	if len(ev.Aux[AuxEventLog]) > MaxEventLogSize {
-		return nil, fmt.Errorf("%w: event log", ErrTooLarge)
+		return nil, fmt.Errorf("%w: event log", errTooLarge)
 	}
 	if len(ev.Aux[AuxAKCert]) > MaxCertSize {
-		return nil, fmt.Errorf("%w: ak certificate", ErrTooLarge)
+		return nil, fmt.Errorf("%w: ak certificate", errTooLarge)
 	}
 	if len(ev.CertChain) > maxCertChain {
-		return nil, fmt.Errorf("%w: %d certificates", ErrTooLarge, len(ev.CertChain))
+		return nil, fmt.Errorf("%w: %d certificates", errTooLarge, len(ev.CertChain))
 	}
 	for _, c := range ev.CertChain {
 		if len(c) > MaxCertSize {
-			return nil, fmt.Errorf("%w: certificate is %d bytes", ErrTooLarge, len(c))
+			return nil, fmt.Errorf("%w: certificate is %d bytes", errTooLarge, len(c))
 		}
 	}
 

@@ -228,22 +228,22 @@ func TestVerifyRejects(t *testing.T) {
 			e := *good
 			e.Blob = make([]byte, maxAttestSize+1)
 			return &e
-		}, want: ErrTooLarge},
+		}, want: errTooLarge},
 		{name: "too many certificates", ev: func() *evidence.Evidence {
 			e := *good
 			e.CertChain = make([][]byte, maxCertChain+1)
 			return &e
-		}, want: ErrTooLarge},
+		}, want: errTooLarge},
 		{name: "certificate too large", ev: func() *evidence.Evidence {
 			e := *good
 			e.CertChain = [][]byte{make([]byte, MaxCertSize+1)}
 			return &e
-		}, want: ErrTooLarge},
+		}, want: errTooLarge},
 		{name: "event log too large", ev: func() *evidence.Evidence {
 			e := *good
 			e.Aux = map[string][]byte{AuxAKPublic: good.Aux[AuxAKPublic], AuxPCRValues: good.Aux[AuxPCRValues], AuxEventLog: make([]byte, MaxEventLogSize+1)}
 			return &e
-		}, want: ErrTooLarge},
+		}, want: errTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -298,7 +298,7 @@ func TestParseAttestStrict(t *testing.T) {
 		"select size 4":  {mut(107, 4), ErrUnsupported},
 		"empty select":   {func() []byte { b := slices.Clone(good); b[108], b[109], b[110] = 0, 0, 0; return b }(), ErrUnsupported},
 		"signer too big": {mut(6, 0xff), ErrMalformed},
-		"too large":      {make([]byte, maxAttestSize+1), ErrTooLarge},
+		"too large":      {make([]byte, maxAttestSize+1), errTooLarge},
 	}
 	for name, c := range cases {
 		if _, err := ParseAttest(c.b); !errors.Is(err, c.want) {
@@ -334,7 +334,7 @@ func TestParsePublicStrict(t *testing.T) {
 		"short x":         {mut(21, 31), ErrMalformed},
 		"trailing":        {append(slices.Clone(good), 0), ErrMalformed},
 		"truncated":       {good[:len(good)-1], ErrMalformed},
-		"too large":       {make([]byte, MaxPublicSize+1), ErrTooLarge},
+		"too large":       {make([]byte, MaxPublicSize+1), errTooLarge},
 		"rsa exponent 3":  {(&Public{Type: algRSA, KeyBits: 2048, Exponent: 3, N: append([]byte{0x80}, make([]byte, 255)...)}).Marshal(), ErrUnsupported},
 		"rsa 1024":        {(&Public{Type: algRSA, KeyBits: 1024, N: append([]byte{0x80}, make([]byte, 127)...)}).Marshal(), ErrUnsupported},
 		"rsa short n":     {(&Public{Type: algRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 254)...)}).Marshal(), ErrMalformed},

@@ -13,7 +13,7 @@ const (
 	tpmSTAttestQuote uint16 = 0x8018     // TPM_ST_ATTEST_QUOTE
 
 	algRSA    uint16 = 0x0001 // TPM_ALG_RSA
-	AlgSHA256 uint16 = 0x000B // TPM_ALG_SHA256
+	algSHA256 uint16 = 0x000B // TPM_ALG_SHA256
 	algNull   uint16 = 0x0010 // TPM_ALG_NULL
 	algRSASSA uint16 = 0x0014 // TPM_ALG_RSASSA
 	algECDSA  uint16 = 0x0018 // TPM_ALG_ECDSA
@@ -168,7 +168,7 @@ type Attest struct {
 // trailing bytes; whatever it accepts, Marshal re-encodes to the same bytes.
 func ParseAttest(b []byte) (*Attest, error) {
 	if len(b) > maxAttestSize {
-		return nil, fmt.Errorf("%w: attest is %d bytes, limit %d", ErrTooLarge, len(b), maxAttestSize)
+		return nil, fmt.Errorf("%w: attest is %d bytes, limit %d", errTooLarge, len(b), maxAttestSize)
 	}
 	r := &reader{b: b}
 	if m := r.u32("magic"); r.err == nil && m != tpmGenerated {
@@ -222,7 +222,7 @@ func parseSelection(r *reader) ([]int, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if hash != AlgSHA256 {
+	if hash != algSHA256 {
 		return nil, fmt.Errorf("%w: pcr bank 0x%04x is not sha256", ErrUnsupported, hash)
 	}
 	if size != pcrSelectSize {
@@ -247,7 +247,7 @@ func parseSelection(r *reader) ([]int, error) {
 // appendSelection appends the TPML_PCR_SELECTION for pcrs (one SHA-256 bank).
 func appendSelection(b []byte, pcrs []int) []byte {
 	b = put32(b, 1)
-	b = put16(b, AlgSHA256)
+	b = put16(b, algSHA256)
 	b = append(b, pcrSelectSize)
 	var bits [pcrSelectSize]byte
 	for _, i := range pcrs {
@@ -296,7 +296,7 @@ type Public struct {
 // accepts, Marshal re-encodes to the same bytes.
 func ParsePublic(b []byte) (*Public, error) {
 	if len(b) > MaxPublicSize {
-		return nil, fmt.Errorf("%w: public area is %d bytes, limit %d", ErrTooLarge, len(b), MaxPublicSize)
+		return nil, fmt.Errorf("%w: public area is %d bytes, limit %d", errTooLarge, len(b), MaxPublicSize)
 	}
 	r := &reader{b: b}
 	p := &Public{Type: r.u16("type")}
@@ -308,7 +308,7 @@ func ParsePublic(b []byte) (*Public, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if nameAlg != AlgSHA256 {
+	if nameAlg != algSHA256 {
 		return nil, fmt.Errorf("%w: name alg 0x%04x is not sha256", ErrUnsupported, nameAlg)
 	}
 	if sym != algNull {
@@ -318,7 +318,7 @@ func ParsePublic(b []byte) (*Public, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if hash != AlgSHA256 {
+	if hash != algSHA256 {
 		return nil, fmt.Errorf("%w: scheme hash 0x%04x is not sha256", ErrUnsupported, hash)
 	}
 	switch p.Type {
@@ -376,21 +376,21 @@ func ParsePublic(b []byte) (*Public, error) {
 // Marshal encodes p as TPMT_PUBLIC.
 func (p *Public) Marshal() []byte {
 	b := put16(nil, p.Type)
-	b = put16(b, AlgSHA256)
+	b = put16(b, algSHA256)
 	b = put32(b, p.Attributes)
 	b = put2b(b, p.AuthPolicy)
 	b = put16(b, algNull)
 	switch p.Type {
 	case AlgECC:
 		b = put16(b, algECDSA)
-		b = put16(b, AlgSHA256)
+		b = put16(b, algSHA256)
 		b = put16(b, curveNISTP256)
 		b = put16(b, algNull)
 		b = put2b(b, p.X)
 		b = put2b(b, p.Y)
 	case algRSA:
 		b = put16(b, algRSASSA)
-		b = put16(b, AlgSHA256)
+		b = put16(b, algSHA256)
 		b = put16(b, p.KeyBits)
 		b = put32(b, p.Exponent)
 		b = put2b(b, p.N)
@@ -401,7 +401,7 @@ func (p *Public) Marshal() []byte {
 // Name returns the TPM Name of the key: nameAlg (SHA-256) || SHA-256(TPMT_PUBLIC).
 func (p *Public) Name() []byte {
 	d := sha256.Sum256(p.Marshal())
-	return append(put16(nil, AlgSHA256), d[:]...)
+	return append(put16(nil, algSHA256), d[:]...)
 }
 
 // primaryQualifiedName returns the Qualified Name of a primary object with
@@ -411,7 +411,7 @@ func primaryQualifiedName(hierarchy uint32, name []byte) []byte {
 	h := sha256.New()
 	h.Write(put32(nil, hierarchy))
 	h.Write(name)
-	return h.Sum(put16(nil, AlgSHA256))
+	return h.Sum(put16(nil, algSHA256))
 }
 
 // signature is a parsed TPMT_SIGNATURE: ECDSA-SHA256 (R, S) or
@@ -426,7 +426,7 @@ type signature struct {
 // re-encodes to the same bytes.
 func parseSignature(b []byte) (*signature, error) {
 	if len(b) > maxSignatureSize {
-		return nil, fmt.Errorf("%w: signature is %d bytes, limit %d", ErrTooLarge, len(b), maxSignatureSize)
+		return nil, fmt.Errorf("%w: signature is %d bytes, limit %d", errTooLarge, len(b), maxSignatureSize)
 	}
 	r := &reader{b: b}
 	s := &signature{Alg: r.u16("signature alg")}
@@ -434,7 +434,7 @@ func parseSignature(b []byte) (*signature, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if hash != AlgSHA256 {
+	if hash != algSHA256 {
 		return nil, fmt.Errorf("%w: signature hash 0x%04x is not sha256", ErrUnsupported, hash)
 	}
 	switch s.Alg {
@@ -462,7 +462,7 @@ func parseSignature(b []byte) (*signature, error) {
 // marshal encodes s as TPMT_SIGNATURE.
 func (s *signature) marshal() []byte {
 	b := put16(nil, s.Alg)
-	b = put16(b, AlgSHA256)
+	b = put16(b, algSHA256)
 	if s.Alg == algECDSA {
 		b = put2b(b, s.R)
 		return put2b(b, s.S)
@@ -486,7 +486,7 @@ type PCRValues []PCR
 // Marshal re-encodes to the same bytes.
 func ParsePCRValues(b []byte) (PCRValues, error) {
 	if len(b) > maxPCRValuesSize {
-		return nil, fmt.Errorf("%w: pcr values are %d bytes, limit %d", ErrTooLarge, len(b), maxPCRValuesSize)
+		return nil, fmt.Errorf("%w: pcr values are %d bytes, limit %d", errTooLarge, len(b), maxPCRValuesSize)
 	}
 	r := &reader{b: b}
 	hash := r.u16("pcr values hash")
@@ -494,7 +494,7 @@ func ParsePCRValues(b []byte) (PCRValues, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	if hash != AlgSHA256 {
+	if hash != algSHA256 {
 		return nil, fmt.Errorf("%w: pcr values hash 0x%04x is not sha256", ErrUnsupported, hash)
 	}
 	if n == 0 || n > NumPCRs {
@@ -522,7 +522,7 @@ func ParsePCRValues(b []byte) (PCRValues, error) {
 
 // Marshal encodes v in the "pcr_values" encoding.
 func (v PCRValues) Marshal() []byte {
-	b := put16(nil, AlgSHA256)
+	b := put16(nil, algSHA256)
 	b = append(b, byte(len(v)))
 	for _, p := range v {
 		b = append(b, byte(p.Index))

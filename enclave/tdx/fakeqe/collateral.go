@@ -169,7 +169,7 @@ func pcsWindow(o PCSOptions) (issued, next time.Time) {
 // tcbSigningChain issues the TCB signing certificate and returns its key
 // and the PEM issuer chain of the TCB info and QE identity.
 func (h *Hierarchy) tcbSigningChain() (*ecdsa.PrivateKey, []byte, error) {
-	signKey, err := SeedKey(h.seed, "tcb-signing")
+	signKey, err := seedKey(h.seed, "tcb-signing")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -263,7 +263,7 @@ func (q *QE) tdxTCBInfo(o PCSOptions, issued, next time.Time) tcbInfo {
 	modID.TCBLevels = module
 	return tcbInfo{
 		ID: "TDX", Version: 3, IssueDate: issued, NextUpdate: next,
-		FMSPC: hex.EncodeToString(FMSPC[:]), PCEID: hex.EncodeToString(PCEID[:]),
+		FMSPC: hex.EncodeToString(fmspc[:]), PCEID: hex.EncodeToString(pceID[:]),
 		TCBEvaluationDataNumber: 17, TDXModule: mod, TDXModuleIdentities: []tdxModule{modID}, TCBLevels: main,
 	}
 }

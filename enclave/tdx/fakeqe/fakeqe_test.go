@@ -58,7 +58,7 @@ func verifyRaw(t testing.TB, raw []byte, pool *x509.CertPool) error {
 
 // policy checks REPORT_DATA, MRTD, the QE vendor and TD_ATTRIBUTES == 0
 // (DEBUG off).
-func policy(rd [64]byte, td fakeqe.TD) *validate.Options {
+func policy(rd [64]byte, td tdxquote.Body) *validate.Options {
 	return &validate.Options{
 		HeaderOptions: validate.HeaderOptions{QeVendorID: fakeqe.IntelQEVendorID[:]},
 		TdQuoteBodyOptions: validate.TdQuoteBodyOptions{
@@ -213,7 +213,7 @@ func TestValidateRejects(t *testing.T) {
 	}
 
 	debugTD := fakeqe.DefaultTD()
-	debugTD.TDAttributes[0] |= tdxquote.TDAttributesDebug
+	debugTD.TDAttributes[0] |= 1 // TUD.DEBUG
 	dqe := newQE(t, fakeqe.Options{TD: &debugTD})
 	draw := rawQuote(t, dqe, rd)
 	if err := verifyRaw(t, draw, pinnedPool(t)); err != nil {

@@ -7,7 +7,7 @@
 // Every key is derived from a fixed, public seed: nothing here is secret and
 // nothing here may be trusted outside tests and explicitly allowed
 // simulation. Quotes are marked in-band: the header user data starts with
-// UserDataMarker.
+// "TEST ONLY FAKE QE".
 package fakeqe
 
 import (
@@ -37,14 +37,14 @@ const (
 // seedPrefix domain-separates every seed this package derives a key from.
 const seedPrefix = "clawea.dev/attester/v1/tdx-sim/TEST-ONLY/"
 
-// PinnedSeed names the hierarchy whose root is tdxsimroots.RootPEM.
-const PinnedSeed = "pinned"
+// pinnedSeed names the hierarchy whose root is tdxsimroots.RootPEM.
+const pinnedSeed = "pinned"
 
 // FMSPC and PCEID are the platform identifiers in every fake PCK
 // certificate. No Intel collateral exists for this FMSPC.
 var (
-	FMSPC = [6]byte{0xc1, 0xa3, 0xea, 0x00, 0x00, 0x00}
-	PCEID = [2]byte{0x00, 0x00}
+	fmspc = [6]byte{0xc1, 0xa3, 0xea, 0x00, 0x00, 0x00}
+	pceID = [2]byte{0x00, 0x00}
 )
 
 // Validity of every fake certificate.
@@ -84,9 +84,9 @@ type Hierarchy struct {
 	interKey *ecdsa.PrivateKey
 }
 
-// SeedKey derives the P-256 key named label under seed. It is exported so
+// seedKey derives the P-256 key named label under seed. It is exported so
 // that tests can check the pinned root against its seed.
-func SeedKey(seed, label string) (*ecdsa.PrivateKey, error) {
+func seedKey(seed, label string) (*ecdsa.PrivateKey, error) {
 	d := sha256.Sum256([]byte(seedPrefix + seed + "/" + label))
 	k, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), d[:])
 	if err != nil {
@@ -110,32 +110,32 @@ func testOnlyName(cn string) pkix.Name {
 	}
 }
 
-// PinnedHierarchy returns the hierarchy under the pinned simulation root
+// pinnedHierarchy returns the hierarchy under the pinned simulation root
 // (tdxsimroots.RootPEM). Only the intermediate and leaf signatures are made
 // at run time; every key is fixed.
-func PinnedHierarchy() (*Hierarchy, error) {
+func pinnedHierarchy() (*Hierarchy, error) {
 	root, err := tdxsimroots.Root()
 	if err != nil {
 		return nil, err
 	}
-	rootKey, err := SeedKey(PinnedSeed, "root-ca")
+	rootKey, err := seedKey(pinnedSeed, "root-ca")
 	if err != nil {
 		return nil, err
 	}
 	if !rootKey.PublicKey.Equal(root.PublicKey) {
 		return nil, errors.New("fakeqe: pinned root does not match its seed")
 	}
-	return build(PinnedSeed, root, rootKey)
+	return build(pinnedSeed, root, rootKey)
 }
 
 // NewHierarchy returns a hierarchy under a fresh TEST ONLY root for seed
-// (which must differ from PinnedSeed). Its root is self-signed at run time;
+// (which must differ from pinnedSeed). Its root is self-signed at run time;
 // tests use it for "chain to another root".
 func NewHierarchy(seed string) (*Hierarchy, error) {
-	if seed == PinnedSeed {
-		return nil, errors.New("fakeqe: use PinnedHierarchy for the pinned seed")
+	if seed == pinnedSeed {
+		return nil, errors.New("fakeqe: the pinned seed is the default hierarchy (nil Options.Hierarchy)")
 	}
-	rootKey, err := SeedKey(seed, "root-ca")
+	rootKey, err := seedKey(seed, "root-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -154,16 +154,8 @@ func NewHierarchy(seed string) (*Hierarchy, error) {
 // ECDSA signatures are randomized, so each call yields different bytes; the
 // pinned root in tdxsimroots was made by one call and committed.
 func rootCertificateDER(seed string, key *ecdsa.PrivateKey) ([]byte, error) {
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(seed, "root-ca"),
-		Subject:               testOnlyName(rootCN),
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLen:            1,
-	}
+	tmpl := certTemplate(seed, "root-ca", rootCN, x509.KeyUsageCertSign|x509.KeyUsageCRLSign)
+	tmpl.IsCA, tmpl.MaxPathLen = true, 1
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return nil, fmt.Errorf("fakeqe: create root: %w", err)
@@ -171,29 +163,34 @@ func rootCertificateDER(seed string, key *ecdsa.PrivateKey) ([]byte, error) {
 	return der, nil
 }
 
-func build(seed string, root *x509.Certificate, rootKey *ecdsa.PrivateKey) (*Hierarchy, error) {
-	interKey, err := SeedKey(seed, "pck-platform-ca")
-	if err != nil {
-		return nil, err
-	}
-	pckKey, err := SeedKey(seed, "pck-leaf")
-	if err != nil {
-		return nil, err
-	}
-	akKey, err := SeedKey(seed, "attestation-key")
-	if err != nil {
-		return nil, err
-	}
-	interTmpl := &x509.Certificate{
-		SerialNumber:          serial(seed, "pck-platform-ca"),
-		Subject:               testOnlyName(intermediateCN),
+// certTemplate is what every certificate of the hierarchy shares: a serial
+// from seed and label, a TEST ONLY subject, the fixed validity, key usage.
+func certTemplate(seed, label, cn string, usage x509.KeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber:          serial(seed, label),
+		Subject:               testOnlyName(cn),
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		KeyUsage:              usage,
 		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
 	}
+}
+
+func build(seed string, root *x509.Certificate, rootKey *ecdsa.PrivateKey) (*Hierarchy, error) {
+	interKey, err := seedKey(seed, "pck-platform-ca")
+	if err != nil {
+		return nil, err
+	}
+	pckKey, err := seedKey(seed, "pck-leaf")
+	if err != nil {
+		return nil, err
+	}
+	akKey, err := seedKey(seed, "attestation-key")
+	if err != nil {
+		return nil, err
+	}
+	interTmpl := certTemplate(seed, "pck-platform-ca", intermediateCN, x509.KeyUsageCertSign|x509.KeyUsageCRLSign)
+	interTmpl.IsCA, interTmpl.MaxPathLenZero = true, true
 	interDER, err := x509.CreateCertificate(rand.Reader, interTmpl, root, &interKey.PublicKey, rootKey)
 	if err != nil {
 		return nil, fmt.Errorf("fakeqe: create intermediate: %w", err)
@@ -216,17 +213,10 @@ func build(seed string, root *x509.Certificate, rootKey *ecdsa.PrivateKey) (*Hie
 		return nil, fmt.Errorf("fakeqe: pck key: %w", err)
 	}
 	skid := sha256.Sum256(pckPub)
-	leafTmpl := &x509.Certificate{
-		SerialNumber:          serial(seed, "pck-leaf"),
-		Subject:               testOnlyName(pckCN),
-		NotBefore:             notBefore,
-		NotAfter:              notAfter,
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageContentCommitment,
-		BasicConstraintsValid: true,
-		SubjectKeyId:          skid[:20],
-		CRLDistributionPoints: []string{"https://tdx-sim.invalid/TEST-ONLY/pckcrl?ca=platform&encoding=der"},
-		ExtraExtensions:       []pkix.Extension{{Id: oidSGXExtension, Value: sgx}},
-	}
+	leafTmpl := certTemplate(seed, "pck-leaf", pckCN, x509.KeyUsageDigitalSignature|x509.KeyUsageContentCommitment)
+	leafTmpl.SubjectKeyId = skid[:20]
+	leafTmpl.CRLDistributionPoints = []string{"https://tdx-sim.invalid/TEST-ONLY/pckcrl?ca=platform&encoding=der"}
+	leafTmpl.ExtraExtensions = []pkix.Extension{{Id: oidSGXExtension, Value: sgx}}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, inter, &pckKey.PublicKey, interKey)
 	if err != nil {
 		return nil, fmt.Errorf("fakeqe: create pck leaf: %w", err)
@@ -292,8 +282,8 @@ func sgxExtension(seed string, cpuSVN [16]byte, pceSVN uint16) ([]byte, error) {
 	for _, it := range []any{
 		oidBytes{oidPPID, ppid[:16]},
 		oidSeq{oidTCB, tcb},
-		oidBytes{oidPCEID, PCEID[:]},
-		oidBytes{oidFMSPC, FMSPC[:]},
+		oidBytes{oidPCEID, pceID[:]},
+		oidBytes{oidFMSPC, fmspc[:]},
 		oidEnum{oidSGXType, 1},
 	} {
 		v, err := raw(it)
@@ -307,19 +297,6 @@ func sgxExtension(seed string, cpuSVN [16]byte, pceSVN uint16) ([]byte, error) {
 		return nil, fmt.Errorf("fakeqe: asn1: %w", err)
 	}
 	return b, nil
-}
-
-// Root returns the hierarchy's root certificate.
-func (h *Hierarchy) Root() *x509.Certificate { return h.root }
-
-// ChainDER returns the PCK chain, leaf first: PCK leaf, PCK Platform CA,
-// root. The slices are copies.
-func (h *Hierarchy) ChainDER() [][]byte {
-	out := make([][]byte, len(h.chainDER))
-	for i, d := range h.chainDER {
-		out[i] = append([]byte(nil), d...)
-	}
-	return out
 }
 
 // chainPEM is the type-5 certification data of quotes under h.

@@ -9,35 +9,20 @@ import (
 	"github.com/clawea/attester/wire/tdxquote"
 )
 
-// UserDataMarker starts the header user data of every fake quote.
-const UserDataMarker = "TEST ONLY FAKE QE"
+// userDataMarker starts the header user data of every fake quote.
+const userDataMarker = "TEST ONLY FAKE QE"
 
-// IntelQEVendorID is the QE vendor ID of Intel's quoting enclave. Fake quotes
+// intelQEVendorID is the QE vendor ID of Intel's quoting enclave. Fake quotes
 // carry it so that policies written for real quotes see the same header;
-// what marks them fake is the PCK root (and UserDataMarker).
-var IntelQEVendorID = [16]byte{0x93, 0x9a, 0x72, 0x33, 0xf7, 0x9c, 0x4c, 0xa9, 0x94, 0x0a, 0x0d, 0xb3, 0x95, 0x7f, 0x06, 0x07}
+// what marks them fake is the PCK root (and userDataMarker).
+var intelQEVendorID = [16]byte{0x93, 0x9a, 0x72, 0x33, 0xf7, 0x9c, 0x4c, 0xa9, 0x94, 0x0a, 0x0d, 0xb3, 0x95, 0x7f, 0x06, 0x07}
 
-// TD is the part of a TD quote body the fake platform reports: everything but
-// REPORT_DATA.
-type TD struct {
-	TeeTcbSvn      [16]byte
-	MRSEAM         [48]byte
-	MRSignerSEAM   [48]byte
-	SEAMAttributes [8]byte
-	TDAttributes   [8]byte
-	XFAM           [8]byte
-	MRTD           [48]byte
-	MRConfigID     [48]byte
-	MROwner        [48]byte
-	MROwnerConfig  [48]byte
-	RTMR           [4][48]byte
-}
-
-// DefaultTD returns a plausible, non-debug TD: TEE_TCB_SVN 03.01.02, XFAM
-// x87|SSE|AVX|AVX-512 state, TD_ATTRIBUTES zero, and MRSEAM, MRTD and RTMRs
-// derived from fixed labels.
-func DefaultTD() TD {
-	var td TD
+// DefaultTD returns the quote body of a plausible, non-debug TD: TEE_TCB_SVN
+// 03.01.02, XFAM x87|SSE|AVX|AVX-512 state, TD_ATTRIBUTES zero, and MRSEAM,
+// MRTD and RTMRs derived from fixed labels. Its REPORT_DATA is zero: every
+// quote carries the caller's.
+func DefaultTD() tdxquote.Body {
+	var td tdxquote.Body
 	td.TeeTcbSvn = [16]byte{0x03, 0x01, 0x02}
 	td.XFAM = [8]byte{0xe7}
 	label48 := func(label string) (out [48]byte) {
@@ -57,10 +42,12 @@ func DefaultTD() TD {
 
 // Options configures a fake quoting enclave.
 type Options struct {
-	// Hierarchy signs the quotes; nil means PinnedHierarchy.
+	// Hierarchy signs the quotes; nil means the hierarchy under the pinned
+	// simulation root (wire/tdxsimroots).
 	Hierarchy *Hierarchy
-	// TD is the reported TD; nil means DefaultTD.
-	TD *TD
+	// TD is the reported TD quote body (a TD 1.0 body: its TD 1.5 fields
+	// stay zero); its ReportData is ignored. Nil means DefaultTD.
+	TD *tdxquote.Body
 	// EventLog is the CC event log (CCEL) the simulated platform reports
 	// beside its quotes (tdx.Simulated); nil means none. Its replay should
 	// give TD.RTMR: nothing here checks that, the verifier does.
@@ -70,7 +57,7 @@ type Options struct {
 // QE is a fake TDX quoting enclave. It is safe for concurrent use.
 type QE struct {
 	h         *Hierarchy
-	td        TD
+	td        tdxquote.Body
 	header    tdxquote.Header
 	qeReport  tdxquote.QEReport
 	qeSig     [64]byte
@@ -86,13 +73,14 @@ func New(opts Options) (*QE, error) {
 	h := opts.Hierarchy
 	if h == nil {
 		var err error
-		if h, err = PinnedHierarchy(); err != nil {
+		if h, err = pinnedHierarchy(); err != nil {
 			return nil, err
 		}
 	}
 	td := DefaultTD()
 	if opts.TD != nil {
 		td = *opts.TD
+		td.ReportData = [64]byte{}
 	}
 	q := &QE{h: h, td: td, akPrivate: h.akKey, chainPEM: h.chainPEM()}
 
@@ -102,13 +90,8 @@ func New(opts Options) (*QE, error) {
 	}
 	copy(q.akPublic[:], pub[1:])
 
-	q.header = tdxquote.Header{
-		Version:            tdxquote.Version,
-		AttestationKeyType: tdxquote.AttestationKeyTypeECDSAP256,
-		TeeType:            tdxquote.TeeTypeTDX,
-		QEVendorID:         IntelQEVendorID,
-	}
-	copy(q.header.UserData[:], UserDataMarker)
+	q.header = tdxquote.NewHeader(intelQEVendorID)
+	copy(q.header.UserData[:], userDataMarker)
 
 	q.authData = []byte(seedPrefix + "qe-auth-data")
 	r := &q.qeReport
@@ -145,27 +128,16 @@ func sign(k *ecdsa.PrivateKey, msg []byte) ([64]byte, error) {
 	return out, nil
 }
 
-// TD returns the TD this QE reports.
-func (q *QE) TD() TD { return q.td }
+// TD returns the TD quote body this QE reports, with a zero REPORT_DATA.
+func (q *QE) TD() tdxquote.Body { return q.td }
 
-// Quote returns the parsed form of a fresh quote over reportData.
-func (q *QE) Quote(reportData [64]byte) (*tdxquote.Quote, error) {
+// quote returns the parsed form of a fresh quote over reportData.
+func (q *QE) quote(reportData [64]byte) (*tdxquote.Quote, error) {
+	body := q.td
+	body.ReportData = reportData
 	qt := &tdxquote.Quote{
-		Header: q.header,
-		Body: tdxquote.Body{
-			TeeTcbSvn:      q.td.TeeTcbSvn,
-			MRSEAM:         q.td.MRSEAM,
-			MRSignerSEAM:   q.td.MRSignerSEAM,
-			SEAMAttributes: q.td.SEAMAttributes,
-			TDAttributes:   q.td.TDAttributes,
-			XFAM:           q.td.XFAM,
-			MRTD:           q.td.MRTD,
-			MRConfigID:     q.td.MRConfigID,
-			MROwner:        q.td.MROwner,
-			MROwnerConfig:  q.td.MROwnerConfig,
-			RTMR:           q.td.RTMR,
-			ReportData:     reportData,
-		},
+		Header:            q.header,
+		Body:              body,
 		AttestationKey:    q.akPublic,
 		QEReport:          q.qeReport,
 		QEReportSignature: q.qeSig,
@@ -183,7 +155,7 @@ func (q *QE) Quote(reportData [64]byte) (*tdxquote.Quote, error) {
 // GetRawQuote returns a fresh raw quote over reportData. With IsSupported it
 // makes QE a go-tdx-guest client.QuoteProvider.
 func (q *QE) GetRawQuote(reportData [64]byte) ([]byte, error) {
-	qt, err := q.Quote(reportData)
+	qt, err := q.quote(reportData)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package tdxsimroots_test
+package fakeqe_test
 
 import (
 	"crypto/x509"
