@@ -231,7 +231,11 @@ func (v *verifyCmd) writeEAR(res *verify.Result, verr error) error {
 	if err != nil {
 		return err
 	}
-	tok, err := earresult.Sign(ar, v.signer)
+	s, err := earresult.NewSigner(v.signer)
+	if err != nil {
+		return err
+	}
+	tok, err := s.Sign(ar)
 	if err != nil {
 		return err
 	}

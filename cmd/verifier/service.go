@@ -72,6 +72,7 @@ type Config struct {
 // atomically on reload, a chain cache, and metrics.
 type Service struct {
 	cfg     Config
+	signer  *earresult.Signer
 	keys    *keyDocs
 	cache   *platform.CertCache
 	metrics *metrics
@@ -100,7 +101,11 @@ func NewService(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, keys: keys, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
+	signer, err := earresult.NewSigner(cfg.Signer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, signer: signer, keys: keys, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
 	s.metrics = newMetrics(s.cache)
 	snap, err := cfg.Sources.load(cfg.Now())
 	if err != nil {
@@ -327,7 +332,7 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response
 	ar, err := earresult.New(res, verr, earresult.Options{Now: now, Build: buildPrefix + s.cfg.Version, Policy: pol})
 	var tok []byte
 	if err == nil {
-		tok, err = earresult.Sign(ar, s.cfg.Signer)
+		tok, err = s.signer.Sign(ar)
 	}
 	if err != nil {
 		s.cfg.Log.Error("cannot issue the ear", "err", err)

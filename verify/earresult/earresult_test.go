@@ -72,7 +72,7 @@ func TestSignAndVerifyRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tok, err := Sign(ar, signer)
+				tok, err := signEAR(ar, signer)
 				if err != nil {
 					t.Fatal(err)
 				}
