@@ -78,7 +78,7 @@ func TestGPUAttestation(t *testing.T) {
 	req := plain.simPolicy()
 	req.RequireGPU = true
 	_, err = Verify(plain.att, plain.ev, plain.bundle, req, plain.opts())
-	if !errors.As(err, &pe) || !errors.Is(err, ErrPolicy) || pe.Check != "policy/"+PolicyGPU || pe.Field != "require_gpu" {
+	if !errors.As(err, &pe) || !errors.Is(err, ErrPolicy) || pe.Check != "policy/"+policyGPU || pe.Field != "require_gpu" {
 		t.Fatalf("require_gpu without gpu evidence: %v", err)
 	}
 	req.RequireGPU = false

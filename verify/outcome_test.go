@@ -13,7 +13,7 @@ func TestOutcome(t *testing.T) {
 	}{
 		{nil, ExitVerified, VerdictVerified},
 		{&Error{Class: ErrUsage, Check: checkInput}, ExitUsage, VerdictUsage},
-		{&Error{Class: ErrRejected, Check: CheckEnvelope, Code: "SIGNATURE_INVALID", Passed: []string{"input"}}, ExitRejected, VerdictRejected},
+		{&Error{Class: ErrRejected, Check: checkEnvelope, Code: "SIGNATURE_INVALID", Passed: []string{"input"}}, ExitRejected, VerdictRejected},
 		{&Error{Class: ErrPolicy, Check: "policy/measurement"}, ExitPolicy, VerdictPolicy},
 		{&Error{Class: ErrCannotCheck, Check: "platform/revocation"}, ExitCannotCheck, VerdictCannotCheck},
 		{errors.New("anything else"), ExitCannotCheck, VerdictCannotCheck},

@@ -37,7 +37,7 @@ func result() *verify.Result {
 		NonceBindingB64u: "0LACz9RUOsq-Lno2GehjNC8XHurEhh1UldXdRIKjKy4",
 		TEE:              verify.TEEClaims{AttestationType: "sev_snp_report", RootID: "sev-snp:amd-ark-Milan"},
 		Evidence:         []verify.EvidenceResult{{Platform: "sev-snp", Revocation: "checked", Collateral: "not-applicable"}},
-		Checks:           []verify.CheckResult{{Name: verify.CheckEnvelope, Status: verify.StatusPassed}},
+		Checks:           []verify.CheckResult{{Name: "envelope", Status: verify.StatusPassed}},
 	}
 }
 
