@@ -228,7 +228,7 @@ func TestLoad(t *testing.T) {
 	t.Logf("GOMAXPROCS=%d (%d CPUs), GC target %d%% (the binary's default), warm chain cache, load generator in its own process, load average %s before, %s after",
 		procs, runtime.NumCPU(), DefaultGCPercent, loadBefore, loadavg())
 	t.Logf("platform-only (verify/platform.Verify, %d goroutines, %d calls): %.0f verif/s, p50 %.2f ms, p99 %.2f ms, CPU %.3f ms/op (after the open-loop run: %.0f verif/s, CPU %.3f ms/op)",
-		procs, base.n, base.perSecond(), ms(base.p50), ms(base.p99), ms(baseCPU), baseAfter.perSecond(), ms(baseAfter.cpuPerOp()))
+		procs, base.n, base.perSecond(), ms(base.p50), ms(base.p99), ms(base.cpuPerOp()), baseAfter.perSecond(), ms(baseAfter.cpuPerOp()))
 	t.Logf("open loop, attestation+evidence: offered %.0f/s for %v (%d requests, at most %d in flight): achieved %.0f/s, all %d verified (%d errors), %d late (max send lag %.2f ms)",
 		ls.rate, ls.duration, n, ls.conns, achieved, open.OK, open.Errors, open.Late, ms(open.MaxLag))
 	t.Logf("  latency from the scheduled send: p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, p99.9 %.2f ms, max %.2f ms",

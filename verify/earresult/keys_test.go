@@ -148,3 +148,33 @@ func signEAR(ar *ear.AttestationResult, key crypto.Signer) ([]byte, error) {
 	}
 	return s.Sign(ar)
 }
+
+// TestSignedEARHeader: the protected header is exactly alg, kid and typ
+// (docs/spec/verifier-api.md section 7), for both algorithms, and the
+// payload is the EAR's own JSON form.
+func TestSignedEARHeader(t *testing.T) {
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for alg, key := range map[string]crypto.Signer{"EdDSA": edKey, "ES256": ecKey} {
+		ar := testEAR(t)
+		tok, err := signEAR(ar, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(string(tok), ".")
+		if len(parts) != 3 {
+			t.Fatalf("%s: %d segments", alg, len(parts))
+		}
+		kid, _ := keyID(key.Public())
+		if h, _ := b64u.Decode(parts[0]); string(h) != `{"alg":"`+alg+`","kid":"`+kid+`","typ":"JWT"}` {
+			t.Errorf("%s: header %s", alg, h)
+		}
+		want, _ := ar.MarshalJSON()
+		if p, _ := b64u.Decode(parts[1]); string(p) != string(want) {
+			t.Errorf("%s: payload %s, want %s", alg, p, want)
+		}
+		if sig, _ := b64u.Decode(parts[2]); (alg == "ES256" && len(sig) != 64) || (alg == "EdDSA" && len(sig) != ed25519.SignatureSize) {
+			t.Errorf("%s: signature of %d bytes", alg, len(sig))
+		}
+	}
+}
