@@ -54,15 +54,12 @@ const (
 	checkPolicy           = "policy"
 )
 
-// Policy check names (Error.Check is "policy/" + one of these).
+// Policy check names (Error.Check is "policy/" + one of these). A refusal
+// by verify/platform's policy check (platform.CheckPolicy) or of simulated
+// evidence keeps that package's check name: "policy/" + platform.CheckSimulated,
+// CheckMeasurement, CheckDebug, CheckTCB, CheckTCBStatus, CheckTCBAdvisory
+// or CheckGuestPolicy.
 const (
-	PolicySimulated    = "simulated"
-	PolicyMeasurement  = "measurement"
-	PolicyDebug        = "debug"
-	PolicyTCB          = "tcb"
-	PolicyTCBStatus    = "tcb-status"
-	PolicyTCBAdvisory  = "tcb-advisory"
-	PolicyGuestPolicy  = "guest-policy"
 	PolicyAttester     = "attester"
 	policyPromptHash   = "prompt-hash"
 	policyReportHash   = "report-hash"

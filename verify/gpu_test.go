@@ -42,7 +42,7 @@ func TestGPUAttestation(t *testing.T) {
 	pol := f.simPolicy()
 	_, err := Verify(f.att, f.ev, f.bundle, pol, f.opts())
 	var pe *Error
-	if !errors.As(err, &pe) || pe.Check != "policy/"+PolicyMeasurement {
+	if !errors.As(err, &pe) || pe.Check != "policy/"+platform.CheckMeasurement {
 		t.Fatalf("gpu measurement not pinned: %v", err)
 	}
 	// Pin it by the digest the GPU result reports.

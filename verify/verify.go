@@ -611,7 +611,7 @@ func platformErr(err error) *Error {
 	}
 	switch {
 	case errors.Is(err, platform.ErrSimulated):
-		return &Error{Class: ErrPolicy, Check: checkPolicy + "/" + PolicySimulated, Err: err}
+		return &Error{Class: ErrPolicy, Check: checkPolicy + "/" + platform.CheckSimulated, Err: err}
 	case errors.Is(err, platform.ErrBadOptions):
 		return &Error{Class: ErrUsage, Check: check, Err: err}
 	case errors.Is(err, platform.ErrCannotCheck):

@@ -232,13 +232,13 @@ func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
 	case errors.Is(verr, verify.ErrPolicy):
 		annot["verdict"] = "policy-refused"
 		switch check {
-		case "policy/" + verify.PolicySimulated:
+		case "policy/" + platform.CheckSimulated:
 			tv.Hardware = ear.UnrecognizedHardwareClaim
-		case "policy/" + verify.PolicyMeasurement:
+		case "policy/" + platform.CheckMeasurement:
 			tv.Executables = ear.ContraindicatedRuntimeClaim
-		case "policy/" + verify.PolicyDebug:
+		case "policy/" + platform.CheckDebug:
 			tv.RuntimeOpaque = ear.VisibleMemoryRuntimeClaim
-		case "policy/" + verify.PolicyTCB, "policy/" + verify.PolicyTCBStatus, "policy/" + verify.PolicyTCBAdvisory, "policy/" + verify.PolicyGuestPolicy:
+		case "policy/" + platform.CheckTCB, "policy/" + platform.CheckTCBStatus, "policy/" + platform.CheckTCBAdvisory, "policy/" + platform.CheckGuestPolicy:
 			tv.Hardware = ear.ContraindicatedHardwareClaim
 		case "policy/" + verify.PolicyAttester:
 			tv.InstanceIdentity = ear.UnrecognizedInstanceClaim
