@@ -56,7 +56,7 @@ func (st *state) checkBundle(raw []byte) *Error {
 	if e := checkPromptCommitments(b, r); e != nil {
 		return e
 	}
-	st.pass(CheckPromptCommitments, "every llm_call committed to the attested system prompt and report")
+	st.pass(checkPromptCommit, "every llm_call committed to the attested system prompt and report")
 	if e := st.checkGatewayReceipts(b); e != nil {
 		return e
 	}
@@ -74,7 +74,7 @@ func harnessID(h *poh.Harness) string {
 }
 
 func commitErr(code poh.Code, field, format string, args ...any) *Error {
-	return &Error{Class: ErrRejected, Check: CheckPromptCommitments, Code: code, Err: fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))}
+	return &Error{Class: ErrRejected, Check: checkPromptCommit, Code: code, Err: fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...))}
 }
 
 // checkPromptCommitments checks the bundle's metadata against the attested

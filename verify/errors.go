@@ -32,43 +32,40 @@ var (
 // section 3). Platform and policy failures are reported as
 // "platform/<check>" and "policy/<check>".
 const (
-	checkInput             = "input"
-	CheckEnvelope          = "envelope"
-	checkPayload           = "payload"
-	checkNonceBinding      = "nonce-binding"
-	checkBundle            = "bundle"
-	checkBundleLinkage     = "bundle-linkage"
-	CheckPromptCommitments = "prompt-commitments"
-	checkEvidenceRef       = "evidence-ref"
-	checkEvidenceDocument  = "evidence-document"
-	checkExecutionContext  = "execution-context"
-	checkModelIdentity     = "model-identity"
-	checkPlatform          = "platform"
-	checkReportData        = "report-data"
-	checkRevocation        = "revocation"
-	checkCollateral        = "collateral"
-	checkTEEClaims         = "tee-claims"
-	checkAuditLog          = "audit-log"
-	checkToolCalls         = "tool-calls"
-	checkReport            = "report"
-	CheckPolicy            = "policy"
+	checkInput            = "input"
+	checkEnvelope         = "envelope"
+	checkPayload          = "payload"
+	checkNonceBinding     = "nonce-binding"
+	checkBundle           = "bundle"
+	checkBundleLinkage    = "bundle-linkage"
+	checkPromptCommit     = "prompt-commitments"
+	checkEvidenceRef      = "evidence-ref"
+	checkEvidenceDocument = "evidence-document"
+	checkExecutionContext = "execution-context"
+	checkModelIdentity    = "model-identity"
+	checkPlatform         = "platform"
+	checkReportData       = "report-data"
+	checkRevocation       = "revocation"
+	checkCollateral       = "collateral"
+	checkTEEClaims        = "tee-claims"
+	checkAuditLog         = "audit-log"
+	checkToolCalls        = "tool-calls"
+	checkReport           = "report"
+	checkPolicy           = "policy"
 )
 
-// Policy check names (Error.Check is "policy/" + one of these).
+// Policy check names (Error.Check is "policy/" + one of these). A refusal
+// by verify/platform's policy check (platform.CheckPolicy) or of simulated
+// evidence keeps that package's check name: "policy/" + platform.CheckSimulated,
+// CheckMeasurement, CheckDebug, CheckTCB, CheckTCBStatus, CheckTCBAdvisory
+// or CheckGuestPolicy.
 const (
-	PolicySimulated    = "simulated"
-	PolicyMeasurement  = "measurement"
-	PolicyDebug        = "debug"
-	PolicyTCB          = "tcb"
-	PolicyTCBStatus    = "tcb-status"
-	PolicyTCBAdvisory  = "tcb-advisory"
-	PolicyGuestPolicy  = "guest-policy"
 	PolicyAttester     = "attester"
 	policyPromptHash   = "prompt-hash"
 	policyReportHash   = "report-hash"
 	policyGatePolicy   = "gate-policy"
 	policyModel        = "model"
-	PolicyAdmission    = "admission-policy"
+	policyAdmission    = "admission-policy"
 	policySensitive    = "sensitive"
 	policyTemplates    = "templates"
 	policyRecipe       = "recipe"
@@ -131,7 +128,7 @@ func wrapRejected(check string, code poh.Code, err error) *Error {
 // policyErr is a refusal by the policy member field; the message names the
 // value seen and the member.
 func policyErr(check, field string, format string, args ...any) *Error {
-	e := newErr(ErrPolicy, CheckPolicy+"/"+check, "", format, args...)
+	e := newErr(ErrPolicy, checkPolicy+"/"+check, "", format, args...)
 	e.Field = field
 	return e
 }
@@ -160,7 +157,7 @@ func platformPolicyErr(i int, pr *platform.Result, err error) *Error {
 	if note != "" {
 		err = fmt.Errorf("%w (%s)", err, note)
 	}
-	return &Error{Class: ErrPolicy, Check: CheckPolicy + "/" + check, Field: field, Err: fmt.Errorf("evidence[%d]: %w", i, err)}
+	return &Error{Class: ErrPolicy, Check: checkPolicy + "/" + check, Field: field, Err: fmt.Errorf("evidence[%d]: %w", i, err)}
 }
 
 func usage(format string, args ...any) *Error {

@@ -53,7 +53,7 @@ func (st *state) checkRequireGateway() *Error {
 		return policyErr(policyGateway, "require_gateway", "the attestation (%s) commits to no model gateway record and require_gateway is set", st.res.Commitments.Version)
 	}
 	if st.bundle == nil {
-		return &Error{Class: ErrCannotCheck, Check: CheckPolicy + "/" + policyGateway, Code: poh.DependencyNotConfigured,
+		return &Error{Class: ErrCannotCheck, Check: checkPolicy + "/" + policyGateway, Code: poh.DependencyNotConfigured,
 			Err: errors.New("require_gateway needs the proof bundle, to see that every llm_call has its receipt")}
 	}
 	calls := 0

@@ -38,7 +38,7 @@ func TestVerifyGatewayReceipts(t *testing.T) {
 	}
 	// The bundle is required to see every llm_call's receipt.
 	_, err = Verify(f.att, f.ev, nil, pol, f.opts())
-	wantErr(t, err, ErrCannotCheck, CheckPolicy+"/"+policyGateway, poh.DependencyNotConfigured)
+	wantErr(t, err, ErrCannotCheck, checkPolicy+"/"+policyGateway, poh.DependencyNotConfigured)
 }
 
 // TestVerifyRequireGateway: require_gateway refuses an attestation without
@@ -51,7 +51,7 @@ func TestVerifyRequireGateway(t *testing.T) {
 	}
 	pol.RequireGateway = true
 	_, err := Verify(f.att, f.ev, f.bundle, pol, f.opts())
-	wantErr(t, err, ErrPolicy, CheckPolicy+"/"+policyGateway, "")
+	wantErr(t, err, ErrPolicy, checkPolicy+"/"+policyGateway, "")
 }
 
 // TestVerifyRefusesMovedOrAlteredReceipts: an attestation that commits to

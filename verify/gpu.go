@@ -12,8 +12,8 @@ import (
 	"github.com/clawea/attester/wire/evidence"
 )
 
-// PolicyGPU is the policy check of require_gpu.
-const PolicyGPU = "gpu"
+// policyGPU is the policy check of require_gpu.
+const policyGPU = "gpu"
 
 // maxGPUMeasurementBytes bounds a pinned GPU measurement value.
 const maxGPUMeasurementBytes = 64
@@ -73,5 +73,5 @@ func checkRequireGPU(p *Policy, r *Result) *Error {
 			return nil
 		}
 	}
-	return policyErr(PolicyGPU, "require_gpu", "the attestation carries no nvidia gpu evidence and require_gpu is set")
+	return policyErr(policyGPU, "require_gpu", "the attestation carries no nvidia gpu evidence and require_gpu is set")
 }

@@ -41,7 +41,7 @@ func TestGPUAttestation(t *testing.T) {
 	pol := f.simPolicy()
 	_, err := Verify(f.att, f.ev, f.bundle, pol, f.opts())
 	var pe *Error
-	if !errors.As(err, &pe) || pe.Check != "policy/"+PolicyMeasurement {
+	if !errors.As(err, &pe) || pe.Check != "policy/"+platform.CheckMeasurement {
 		t.Fatalf("gpu measurement not pinned: %v", err)
 	}
 	// Pin it by the digest the GPU result reports.
@@ -77,7 +77,7 @@ func TestGPUAttestation(t *testing.T) {
 	req := plain.simPolicy()
 	req.RequireGPU = true
 	_, err = Verify(plain.att, plain.ev, plain.bundle, req, plain.opts())
-	if !errors.As(err, &pe) || !errors.Is(err, ErrPolicy) || pe.Check != "policy/"+PolicyGPU || pe.Field != "require_gpu" {
+	if !errors.As(err, &pe) || !errors.Is(err, ErrPolicy) || pe.Check != "policy/"+policyGPU || pe.Field != "require_gpu" {
 		t.Fatalf("require_gpu without gpu evidence: %v", err)
 	}
 	req.RequireGPU = false

@@ -62,7 +62,7 @@ func TestRequireIsolation(t *testing.T) {
 			p := tc.f.simPolicy()
 			p.RequireIsolation = tc.require
 			_, err := Verify(tc.f.att, tc.f.ev, tc.f.bundle, p, tc.f.opts())
-			e := wantErr(t, err, ErrPolicy, CheckPolicy+"/"+policyIsolation, "")
+			e := wantErr(t, err, ErrPolicy, checkPolicy+"/"+policyIsolation, "")
 			if !strings.Contains(e.Error(), tc.names) || e.Field != "require_isolation" {
 				t.Fatalf("error %q (field %q) does not say %q", e.Error(), e.Field, tc.names)
 			}

@@ -98,7 +98,7 @@ func VerifyKeyAttestation(jws, challenge []byte, policy *Policy, opts Options) (
 	if len(policy.TrustedAttesterDIDs) > 0 && !slices.Contains(policy.TrustedAttesterDIDs, doc.AttesterDID) {
 		return nil, st.fail(policyErr(PolicyAttester, "trusted_attester_dids", "attester %s is not in trusted_attester_dids", doc.AttesterDID))
 	}
-	st.pass(CheckPolicy, "%s", st.res.PolicyID)
+	st.pass(checkPolicy, "%s", st.res.PolicyID)
 	out := &KeyResult{
 		AttesterDID: doc.AttesterDID, AttesterKey: key, Simulated: doc.Simulated(),
 		Evidence: st.res.Evidence, Platform: st.res.Platform, Checks: st.checks, Warnings: st.res.Warnings,

@@ -2,18 +2,9 @@ package verify
 
 import "errors"
 
-// Exit codes of a verification (docs/spec/verify-v1.md, "Exit codes"):
-// packctl verify exits with them and the verifier service reports them in
-// Outcome.ExitCode.
-const (
-	ExitVerified    = 0
-	ExitUsage       = 1
-	ExitRejected    = 2
-	ExitCannotCheck = 3
-	ExitPolicy      = 4
-)
-
-// Verdicts, one per exit code.
+// Verdicts of a verification, one per exit code (docs/spec/verify-v1.md,
+// "Exit codes"): packctl verify exits with ExitCode(verdict) and the
+// verifier service reports both in an Outcome.
 const (
 	VerdictVerified    = "verified"
 	VerdictUsage       = "usage"
@@ -22,33 +13,34 @@ const (
 	VerdictCannotCheck = "cannot-check"
 )
 
-// ExitCode maps the error Verify returned to its exit code: nil is
-// ExitVerified, then the class (ErrUsage, ErrRejected, ErrPolicy); any
-// other error, ErrCannotCheck included, is ExitCannotCheck.
-func ExitCode(err error) int {
-	switch {
-	case err == nil:
-		return ExitVerified
-	case errors.Is(err, ErrUsage):
-		return ExitUsage
-	case errors.Is(err, ErrRejected):
-		return ExitRejected
-	case errors.Is(err, ErrPolicy):
-		return ExitPolicy
+// ExitCode is the exit code of a verdict: 0 verified, 1 usage, 2
+// rejected, 4 policy-refused, and 3 cannot-check (and any other string).
+func ExitCode(verdict string) int {
+	switch verdict {
+	case VerdictVerified:
+		return 0
+	case VerdictUsage:
+		return 1
+	case VerdictRejected:
+		return 2
+	case VerdictPolicy:
+		return 4
 	}
-	return ExitCannotCheck
+	return 3
 }
 
-// Verdict names the exit code of err.
+// Verdict maps the error Verify returned to its verdict: nil is
+// VerdictVerified, then the class (ErrUsage, ErrRejected, ErrPolicy); any
+// other error, ErrCannotCheck included, is VerdictCannotCheck.
 func Verdict(err error) string {
-	switch ExitCode(err) {
-	case ExitVerified:
+	switch {
+	case err == nil:
 		return VerdictVerified
-	case ExitUsage:
+	case errors.Is(err, ErrUsage):
 		return VerdictUsage
-	case ExitRejected:
+	case errors.Is(err, ErrRejected):
 		return VerdictRejected
-	case ExitPolicy:
+	case errors.Is(err, ErrPolicy):
 		return VerdictPolicy
 	}
 	return VerdictCannotCheck
@@ -78,7 +70,8 @@ type OutcomeError struct {
 
 // NewOutcome returns the Outcome of Verify's (res, err).
 func NewOutcome(res *Result, err error) *Outcome {
-	out := &Outcome{Verdict: Verdict(err), ExitCode: ExitCode(err)}
+	v := Verdict(err)
+	out := &Outcome{Verdict: v, ExitCode: ExitCode(v)}
 	if err == nil {
 		out.Result = res
 		return out

@@ -11,15 +11,15 @@ func TestOutcome(t *testing.T) {
 		code    int
 		verdict string
 	}{
-		{nil, ExitVerified, VerdictVerified},
-		{&Error{Class: ErrUsage, Check: checkInput}, ExitUsage, VerdictUsage},
-		{&Error{Class: ErrRejected, Check: CheckEnvelope, Code: "SIGNATURE_INVALID", Passed: []string{"input"}}, ExitRejected, VerdictRejected},
-		{&Error{Class: ErrPolicy, Check: "policy/measurement"}, ExitPolicy, VerdictPolicy},
-		{&Error{Class: ErrCannotCheck, Check: "platform/revocation"}, ExitCannotCheck, VerdictCannotCheck},
-		{errors.New("anything else"), ExitCannotCheck, VerdictCannotCheck},
+		{nil, 0, VerdictVerified},
+		{&Error{Class: ErrUsage, Check: checkInput}, 1, VerdictUsage},
+		{&Error{Class: ErrRejected, Check: checkEnvelope, Code: "SIGNATURE_INVALID", Passed: []string{"input"}}, 2, VerdictRejected},
+		{&Error{Class: ErrPolicy, Check: "policy/measurement"}, 4, VerdictPolicy},
+		{&Error{Class: ErrCannotCheck, Check: "platform/revocation"}, 3, VerdictCannotCheck},
+		{errors.New("anything else"), 3, VerdictCannotCheck},
 	} {
 		o := NewOutcome(&Result{}, c.err)
-		if o.ExitCode != c.code || o.Verdict != c.verdict || ExitCode(c.err) != c.code || Verdict(c.err) != c.verdict {
+		if o.ExitCode != c.code || o.Verdict != c.verdict || ExitCode(c.verdict) != c.code || Verdict(c.err) != c.verdict {
 			t.Fatalf("%v: %+v", c.err, o)
 		}
 		ve, isVE := errors.AsType[*Error](c.err)

@@ -34,13 +34,13 @@ func TestTDXTCBStatusPolicy(t *testing.T) {
 	p.AllowUncheckedCollateral = false
 
 	_, err = Verify(f.att, f.ev, f.bundle, p, o)
-	wantErr(t, err, ErrPolicy, "policy/"+PolicyTCBStatus, "")
+	wantErr(t, err, ErrPolicy, "policy/"+platform.CheckTCBStatus, "")
 	if !strings.Contains(err.Error(), `"OutOfDate"`) || !strings.Contains(err.Error(), "policy member tdx_tcb_statuses") {
 		t.Fatalf("refusal does not name the value and the member: %v", err)
 	}
 	p.TDXTCBStatuses = []string{"OutOfDate"}
 	_, err = Verify(f.att, f.ev, f.bundle, p, o)
-	wantErr(t, err, ErrPolicy, "policy/"+PolicyTCBAdvisory, "")
+	wantErr(t, err, ErrPolicy, "policy/"+platform.CheckTCBAdvisory, "")
 	if !strings.Contains(err.Error(), sa) || !strings.Contains(err.Error(), "policy member tdx_allowed_advisory_ids") {
 		t.Fatalf("advisory refusal: %v", err)
 	}

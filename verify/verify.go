@@ -308,9 +308,9 @@ type payload struct {
 func (st *state) checkEnvelope(raw []byte) *Error {
 	env, err := poh.Verify(raw, poh.VerifyOptions{Type: poh.TypeExecutionAttestation})
 	if err != nil {
-		return pohErr(CheckEnvelope, err)
+		return pohErr(checkEnvelope, err)
 	}
-	st.pass(CheckEnvelope, "execution_attestation envelope signed by %s", env.SignerDID)
+	st.pass(checkEnvelope, "execution_attestation envelope signed by %s", env.SignerDID)
 	p, e := readPayload(env)
 	if e != nil {
 		return e
@@ -611,7 +611,7 @@ func platformErr(err error) *Error {
 	}
 	switch {
 	case errors.Is(err, platform.ErrSimulated):
-		return &Error{Class: ErrPolicy, Check: CheckPolicy + "/" + PolicySimulated, Err: err}
+		return &Error{Class: ErrPolicy, Check: checkPolicy + "/" + platform.CheckSimulated, Err: err}
 	case errors.Is(err, platform.ErrBadOptions):
 		return &Error{Class: ErrUsage, Check: check, Err: err}
 	case errors.Is(err, platform.ErrCannotCheck):
@@ -766,14 +766,14 @@ func (st *state) checkPolicy() *Error {
 	}
 	if len(p.TrustedTemplates) > 0 || len(p.TrustedRecipes) > 0 {
 		if st.report == nil {
-			return &Error{Class: ErrCannotCheck, Check: CheckPolicy + "/" + policyTemplates, Code: poh.DependencyNotConfigured,
+			return &Error{Class: ErrCannotCheck, Check: checkPolicy + "/" + policyTemplates, Code: poh.DependencyNotConfigured,
 				Err: errors.New("the policy pins templates or recipes but no SystemPromptReport was supplied")}
 		}
 		if e := checkReportPolicy(st.report, p); e != nil {
 			return e
 		}
 	}
-	st.pass(CheckPolicy, "%s", r.PolicyID)
+	st.pass(checkPolicy, "%s", r.PolicyID)
 	return nil
 }
 
@@ -782,7 +782,7 @@ func (st *state) checkPolicy() *Error {
 // the policy member and the value the attestation carries.
 func checkAdmission(p *Policy, c *evidencedoc.Commitments) *Error {
 	if len(p.AdmissionPolicyHashes) > 0 && (c.AdmissionPolicyHashB64u == "" || !slices.Contains(p.AdmissionPolicyHashes, c.AdmissionPolicyHashB64u)) {
-		return policyErr(PolicyAdmission, "admission_policy_hashes_b64u", "the run's admission policy %s is not in admission_policy_hashes_b64u", AdmissionPolicyOf(c))
+		return policyErr(policyAdmission, "admission_policy_hashes_b64u", "the run's admission policy %s is not in admission_policy_hashes_b64u", AdmissionPolicyOf(c))
 	}
 	if p.RequireSensitive && !c.IsSensitive() {
 		seen := "sensitive: false"

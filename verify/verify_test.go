@@ -78,7 +78,7 @@ func TestSimulatedPlatformsVerify(t *testing.T) {
 			if !strings.HasSuffix(res.TEE.RootID, ":SIMULATED") || res.Commitments.GateAuditCount != 3 {
 				t.Fatalf("tee %+v", res.TEE)
 			}
-			for _, c := range []string{CheckEnvelope, checkNonceBinding, checkBundle, CheckPromptCommitments, checkEvidenceRef, checkEvidenceDocument, checkPlatform, checkReportData, checkTEEClaims, checkAuditLog, checkToolCalls, checkReport, CheckPolicy} {
+			for _, c := range []string{checkEnvelope, checkNonceBinding, checkBundle, checkPromptCommit, checkEvidenceRef, checkEvidenceDocument, checkPlatform, checkReportData, checkTEEClaims, checkAuditLog, checkToolCalls, checkReport, checkPolicy} {
 				if !hasCheck(res, c, StatusPassed) {
 					t.Errorf("check %s not passed: %+v", c, res.Checks)
 				}
@@ -193,13 +193,13 @@ func TestEnvelopeTampering(t *testing.T) {
 		check string
 		code  poh.Code
 	}{
-		{"payload field", replaceOnce(t, f.att, `"run_id":"run_verify_001"`, `"run_id":"run_verify_002"`), CheckEnvelope, poh.HashMismatch},
-		{"payload measurement", replaceOnce(t, f.att, `"tee_execution"`, `"tee_executiom"`), CheckEnvelope, ""},
-		{"signature", replaceOnce(t, f.att, sig, flip(sig)), CheckEnvelope, poh.SignatureInvalid},
-		{"payload hash", replaceOnce(t, f.att, ph, flip(ph)), CheckEnvelope, poh.HashMismatch},
-		{"version", replaceOnce(t, f.att, `"envelope_version":"1"`, `"envelope_version":"2"`), CheckEnvelope, poh.UnknownEnvelopeVersion},
-		{"type", replaceOnce(t, f.att, `"envelope_type":"execution_attestation"`, `"envelope_type":"proof_bundle"`), CheckEnvelope, poh.UnknownEnvelopeType},
-		{"truncated", f.att[:len(f.att)/2], CheckEnvelope, poh.MalformedEnvelope},
+		{"payload field", replaceOnce(t, f.att, `"run_id":"run_verify_001"`, `"run_id":"run_verify_002"`), checkEnvelope, poh.HashMismatch},
+		{"payload measurement", replaceOnce(t, f.att, `"tee_execution"`, `"tee_executiom"`), checkEnvelope, ""},
+		{"signature", replaceOnce(t, f.att, sig, flip(sig)), checkEnvelope, poh.SignatureInvalid},
+		{"payload hash", replaceOnce(t, f.att, ph, flip(ph)), checkEnvelope, poh.HashMismatch},
+		{"version", replaceOnce(t, f.att, `"envelope_version":"1"`, `"envelope_version":"2"`), checkEnvelope, poh.UnknownEnvelopeVersion},
+		{"type", replaceOnce(t, f.att, `"envelope_type":"execution_attestation"`, `"envelope_type":"proof_bundle"`), checkEnvelope, poh.UnknownEnvelopeType},
+		{"truncated", f.att[:len(f.att)/2], checkEnvelope, poh.MalformedEnvelope},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Verify(tc.att, f.ev, f.bundle, f.simPolicy(), f.opts())
@@ -388,35 +388,35 @@ func TestBundleLinkage(t *testing.T) {
 	// attestation must still fail).
 	t.Run("chain does not start with prompt_committed", func(t *testing.T) {
 		err := forged(t, func(r2 *run) { r2.FirstEvent = "llm_call" })
-		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.event_chain[0]:") {
+		if e := wantErr(t, err, ErrRejected, checkPromptCommit, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.event_chain[0]:") {
 			t.Fatalf("error %v does not name payload.event_chain[0]", e)
 		}
 	})
 	t.Run("prompt_committed commits to another prompt", func(t *testing.T) {
 		err := forged(t, func(r2 *run) { r2.FirstPayload = h("another commitment") })
-		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.event_chain[0].payload_hash_b64u") {
+		if e := wantErr(t, err, ErrRejected, checkPromptCommit, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.event_chain[0].payload_hash_b64u") {
 			t.Fatalf("error %v does not name payload.event_chain[0].payload_hash_b64u", e)
 		}
 	})
 	t.Run("report hash commitment mismatch", func(t *testing.T) {
 		err := forged(t, func(r2 *run) { r2.BundleReport = h("another report") })
-		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
+		wantErr(t, err, ErrRejected, checkPromptCommit, poh.PromptCommitmentMismatch)
 	})
 	t.Run("call prompt mismatch", func(t *testing.T) {
 		err := forged(t, func(r2 *run) { r2.CallPromptHashes = []string{h("another prompt"), h("another prompt")} })
-		wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
+		wantErr(t, err, ErrRejected, checkPromptCommit, poh.PromptCommitmentMismatch)
 	})
 	// issue 10: an OpenClaw bundle must state, per llm_call, the system
 	// text sent against the attested prompt.
 	t.Run("OpenClaw bundle without clawea_llm_calls", func(t *testing.T) {
 		err := forged(t, func(r2 *run) { r2.OmitLLMCalls = true })
-		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.MissingRequiredField); !strings.Contains(e.Error(), "payload.metadata.clawea_llm_calls") {
+		if e := wantErr(t, err, ErrRejected, checkPromptCommit, poh.MissingRequiredField); !strings.Contains(e.Error(), "payload.metadata.clawea_llm_calls") {
 			t.Fatalf("error %v does not name payload.metadata.clawea_llm_calls", e)
 		}
 	})
 	t.Run("llm_call whose system text does not start with the prompt", func(t *testing.T) {
 		err := forged(t, func(r2 *run) { r2.NotPrefix = true })
-		if e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.metadata.clawea_llm_calls[0].attested_prefix") {
+		if e := wantErr(t, err, ErrRejected, checkPromptCommit, poh.PromptCommitmentMismatch); !strings.Contains(e.Error(), "payload.metadata.clawea_llm_calls[0].attested_prefix") {
 			t.Fatalf("error %v does not name the attested_prefix", e)
 		}
 	})
@@ -562,7 +562,7 @@ func TestPoHVectorsThroughBundlePath(t *testing.T) {
 			pol := &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowAnyMeasurement: true}
 			_, err = Verify(att, jws, raw, pol, Options{Now: fixedNow})
 			if cols[1] == "true" {
-				e := wantErr(t, err, ErrRejected, CheckPromptCommitments, poh.PromptCommitmentMismatch)
+				e := wantErr(t, err, ErrRejected, checkPromptCommit, poh.PromptCommitmentMismatch)
 				if !containsStr(e.Passed, checkBundle) || !containsStr(e.Passed, checkBundleLinkage) {
 					t.Fatalf("passed %v", e.Passed)
 				}
@@ -679,9 +679,9 @@ func TestAdmissionPolicy(t *testing.T) {
 		check string
 		msg   []string
 	}{
-		{"not sensitive", plain, CheckPolicy + "/" + policySensitive, []string{"require_sensitive", "sensitive: false"}},
-		{"no admission policy", none, CheckPolicy + "/" + PolicyAdmission, []string{"admission_policy_hashes_b64u", "policy none"}},
-		{"unlisted admission policy", other, CheckPolicy + "/" + PolicyAdmission, []string{"admission_policy_hashes_b64u", unlisted}},
+		{"not sensitive", plain, checkPolicy + "/" + policySensitive, []string{"require_sensitive", "sensitive: false"}},
+		{"no admission policy", none, checkPolicy + "/" + policyAdmission, []string{"admission_policy_hashes_b64u", "policy none"}},
+		{"unlisted admission policy", other, checkPolicy + "/" + policyAdmission, []string{"admission_policy_hashes_b64u", unlisted}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Verify(tc.f.att, tc.f.ev, nil, strict(tc.f), Options{Now: fixedNow})
@@ -719,14 +719,14 @@ func TestAdmissionPolicy(t *testing.T) {
 	}
 	p.AdmissionPolicyHashes, p.RequireSensitive = []string{listed}, true
 	_, err = Verify(att, jws, nil, p, Options{Now: fixedNow})
-	if e := wantErr(t, err, ErrPolicy, CheckPolicy+"/"+PolicyAdmission, ""); !strings.Contains(e.Error(), "predates") {
+	if e := wantErr(t, err, ErrPolicy, checkPolicy+"/"+policyAdmission, ""); !strings.Contains(e.Error(), "predates") {
 		t.Fatalf("v1 refusal %q does not name the version", e)
 	}
 	// An empty entry in a programmatic allowlist never matches a run
 	// without an admission policy.
 	p.AdmissionPolicyHashes, p.RequireSensitive = []string{""}, false
 	_, err = Verify(att, jws, nil, p, Options{Now: fixedNow})
-	wantErr(t, err, ErrPolicy, CheckPolicy+"/"+PolicyAdmission, "")
+	wantErr(t, err, ErrPolicy, checkPolicy+"/"+policyAdmission, "")
 	// A programmatic policy that requires sensitive without an allowlist is
 	// a usage error, not a verdict.
 	p.AdmissionPolicyHashes, p.RequireSensitive = nil, true

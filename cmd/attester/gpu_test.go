@@ -61,7 +61,7 @@ func TestGPUAgainstTheBinary(t *testing.T) {
 	att, ev = attestOn("off")
 	_, err = verify.Verify(att, ev, nil, pol, opts)
 	var ve *verify.Error
-	if !errors.As(err, &ve) || !errors.Is(err, verify.ErrPolicy) || ve.Check != "policy/"+verify.PolicyGPU {
+	if !errors.As(err, &ve) || !errors.Is(err, verify.ErrPolicy) || ve.Field != "require_gpu" {
 		t.Fatalf("require_gpu without gpu evidence: %v", err)
 	}
 

@@ -56,7 +56,7 @@ func runEAR(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	ar, kid, err := earresult.Verify(tok, set)
 	if err != nil {
 		if *asJSON {
-			writeEARJSON(stdout, verify.VerdictRejected, verify.ExitRejected, kid, nil, err.Error())
+			writeEARJSON(stdout, verify.VerdictRejected, verify.ExitCode(verify.VerdictRejected), kid, nil, err.Error())
 		} else {
 			fmt.Fprintf(stdout, "REJECTED: the EAR does not verify: %v\n", err)
 		}

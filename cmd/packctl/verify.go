@@ -21,7 +21,7 @@ const verifySynopsis = "verify --attestation FILE --evidence FILE [--bundle FILE
 
 // verifyExit maps a verify error class to the exit code (the same
 // numbers as packctl's exit codes).
-func verifyExit(err error) int { return verify.ExitCode(err) }
+func verifyExit(err error) int { return verify.ExitCode(verify.Verdict(err)) }
 
 // verifyCmd is the state of packctl verify: its flags, then what each step
 // learns for the next.
@@ -258,7 +258,11 @@ func (v *verifyCmd) writeEAR(res *verify.Result, verr error) error {
 	if err != nil {
 		return err
 	}
-	tok, err := earresult.Sign(ar, v.signer)
+	s, err := earresult.NewSigner(v.signer)
+	if err != nil {
+		return err
+	}
+	tok, err := s.Sign(ar)
 	if err != nil {
 		return err
 	}

@@ -114,7 +114,7 @@ func TestBinary(t *testing.T) {
 	if kid, _ := kidOf(pub); !strings.Contains(logged.String(), `"ear_kid":"`+kid+`"`) {
 		t.Fatalf("the start log does not name the EAR key %s:\n%s", kid, logged.String())
 	}
-	if code, m := post(f.body("prod", false)); code != http.StatusOK || m["verdict"] != verify.VerdictPolicy || m["exit_code"] != float64(verify.ExitPolicy) {
+	if code, m := post(f.body("prod", false)); code != http.StatusOK || m["verdict"] != verify.VerdictPolicy || m["exit_code"] != float64(verify.ExitCode(verify.VerdictPolicy)) {
 		t.Fatalf("prod: %d %v", code, m)
 	}
 	for _, p := range []string{"/healthz", "/readyz", "/metrics"} {

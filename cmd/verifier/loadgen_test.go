@@ -106,7 +106,7 @@ func generate(t *testing.T, cfg loadgenConfig) (*loadgenResult, error) {
 	if cfg.Verdict != verify.VerdictVerified {
 		return nil, fmt.Errorf("the generator checks %q outcomes only", verify.VerdictVerified)
 	}
-	verifiedPrefix := fmt.Appendf(nil, `{"verdict":%q,"exit_code":%d,`, verify.VerdictVerified, verify.ExitVerified)
+	verifiedPrefix := fmt.Appendf(nil, `{"verdict":%q,"exit_code":%d,`, verify.VerdictVerified, verify.ExitCode(verify.VerdictVerified))
 	body, err := os.ReadFile(cfg.BodyFile)
 	if err != nil {
 		return nil, err

@@ -72,6 +72,7 @@ type Config struct {
 // atomically on reload, a chain cache, and metrics.
 type Service struct {
 	cfg     Config
+	signer  *earresult.Signer
 	keys    *keyDocs
 	cache   *platform.CertCache
 	metrics *metrics
@@ -100,7 +101,11 @@ func NewService(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, keys: keys, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
+	signer, err := earresult.NewSigner(cfg.Signer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{cfg: cfg, signer: signer, keys: keys, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
 	s.metrics = newMetrics(s.cache)
 	snap, err := cfg.Sources.load(cfg.Now())
 	if err != nil {
@@ -252,12 +257,13 @@ type response struct {
 	EAR string `json:"ear,omitempty"`
 }
 
-// requestOutcome is the usage outcome of a request the service refused
-// before verifying (check "request").
-func requestOutcome(msg string) *verify.Outcome {
+// serviceOutcome is the outcome of a request the service itself ended
+// before or after verifying (check "request" or "ear"): the verdict, its
+// exit code and a message for the client.
+func serviceOutcome(verdict, check, msg string) *verify.Outcome {
 	return &verify.Outcome{
-		Verdict: verify.VerdictUsage, ExitCode: verify.ExitUsage,
-		Error: &verify.OutcomeError{Class: verify.VerdictUsage, Check: "request", Message: msg, Passed: []string{}},
+		Verdict: verdict, ExitCode: verify.ExitCode(verdict),
+		Error: &verify.OutcomeError{Class: verdict, Check: check, Message: msg, Passed: []string{}},
 	}
 }
 
@@ -272,10 +278,7 @@ func (s *Service) serveVerify(w http.ResponseWriter, r *http.Request) {
 		<-s.slots
 	default:
 		w.Header().Set("Retry-After", "1")
-		code, resp = http.StatusServiceUnavailable, &response{Outcome: &verify.Outcome{
-			Verdict: verify.VerdictCannotCheck, ExitCode: verify.ExitCannotCheck,
-			Error: &verify.OutcomeError{Class: verify.VerdictCannotCheck, Check: "request", Message: "too many verifications in flight", Passed: []string{}},
-		}}
+		code, resp = http.StatusServiceUnavailable, &response{Outcome: serviceOutcome(verify.VerdictCannotCheck, "request", "too many verifications in flight")}
 	}
 	s.metrics.requests.WithLabelValues(strconv.Itoa(code)).Inc()
 	writeJSON(w, code, resp)
@@ -284,7 +287,7 @@ func (s *Service) serveVerify(w http.ResponseWriter, r *http.Request) {
 func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response) {
 	refuse := func(code int, format string, args ...any) (int, *response) {
 		s.metrics.verdicts.WithLabelValues(verify.VerdictUsage).Inc()
-		return code, &response{Outcome: requestOutcome(fmt.Sprintf(format, args...))}
+		return code, &response{Outcome: serviceOutcome(verify.VerdictUsage, "request", fmt.Sprintf(format, args...))}
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return refuse(http.StatusUnsupportedMediaType, "content type must be application/json")
@@ -321,18 +324,17 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response
 		s.metrics.verdicts.WithLabelValues(out.Verdict).Inc()
 		s.metrics.duration.WithLabelValues(out.Verdict).Observe(time.Since(start).Seconds())
 	}()
-	if out.ExitCode == verify.ExitUsage {
+	if out.Verdict == verify.VerdictUsage {
 		return http.StatusBadRequest, out
 	}
 	ar, err := earresult.New(res, verr, earresult.Options{Now: now, Build: buildPrefix + s.cfg.Version, Policy: pol})
 	var tok []byte
 	if err == nil {
-		tok, err = earresult.Sign(ar, s.cfg.Signer)
+		tok, err = s.signer.Sign(ar)
 	}
 	if err != nil {
 		s.cfg.Log.Error("cannot issue the ear", "err", err)
-		out.Outcome = &verify.Outcome{Verdict: verify.VerdictCannotCheck, ExitCode: verify.ExitCannotCheck,
-			Error: &verify.OutcomeError{Class: verify.VerdictCannotCheck, Check: "ear", Message: "the attestation result could not be signed", Passed: []string{}}}
+		out.Outcome = serviceOutcome(verify.VerdictCannotCheck, "ear", "the attestation result could not be signed")
 		return http.StatusInternalServerError, out
 	}
 	out.EAR = string(tok)
@@ -368,7 +370,7 @@ func recoverer(log *slog.Logger, h http.Handler) http.Handler {
 				}
 				log.Error("handler panic", "path", r.URL.Path, "panic", fmt.Sprint(v))
 				writeJSON(w, http.StatusInternalServerError, &response{Outcome: &verify.Outcome{
-					Verdict: verify.VerdictCannotCheck, ExitCode: verify.ExitCannotCheck}})
+					Verdict: verify.VerdictCannotCheck, ExitCode: verify.ExitCode(verify.VerdictCannotCheck)}})
 			}
 		}()
 		h.ServeHTTP(w, r)

@@ -205,7 +205,7 @@ func TestVerifyValid(t *testing.T) {
 func TestVerifyProductionPolicyRefuses(t *testing.T) {
 	e := newEnv(t, 0)
 	r := e.post(e.f.body("prod", true))
-	if r.code != http.StatusOK || r.out.Verdict != verify.VerdictPolicy || r.out.ExitCode != verify.ExitPolicy {
+	if r.code != http.StatusOK || r.out.Verdict != verify.VerdictPolicy || r.out.ExitCode != verify.ExitCode(verify.VerdictPolicy) {
 		t.Fatalf("%d %s", r.code, r.raw)
 	}
 	if got := e.ear(r); got != ear.TrustTierContraindicated {
@@ -228,10 +228,10 @@ func TestVerifyTampered(t *testing.T) {
 		att, ev []byte
 		exit    int
 	}{
-		"evidence signature": {e.f.att, flip(e.f.ev, dot+5), verify.ExitRejected},
-		"evidence payload":   {e.f.att, flip(e.f.ev, dot-5), verify.ExitRejected},
+		"evidence signature": {e.f.att, flip(e.f.ev, dot+5), verify.ExitCode(verify.VerdictRejected)},
+		"evidence payload":   {e.f.att, flip(e.f.ev, dot-5), verify.ExitCode(verify.VerdictRejected)},
 		"attestation": {bytes.Replace(e.f.att, []byte(`"run_verifier_001"`), []byte(`"run_verifier_002"`), 1), e.f.ev,
-			verify.ExitRejected},
+			verify.ExitCode(verify.VerdictRejected)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := *e.f
@@ -285,7 +285,7 @@ func TestMalformedRequests(t *testing.T) {
 				}
 			}
 			r := e.post([]byte(tc.body))
-			if r.code != http.StatusBadRequest || r.out.Verdict != verify.VerdictUsage || r.out.ExitCode != verify.ExitUsage || r.out.EAR != "" || r.out.Error == nil {
+			if r.code != http.StatusBadRequest || r.out.Verdict != verify.VerdictUsage || r.out.ExitCode != verify.ExitCode(verify.VerdictUsage) || r.out.EAR != "" || r.out.Error == nil {
 				t.Fatalf("%d %s", r.code, r.raw)
 			}
 			if !strings.Contains(r.out.Error.Message, tc.msg) {

@@ -266,7 +266,7 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	}
 	_, err = verify.Verify(plainAtt, plainEv, nil, vpol, verify.Options{Now: time.Now})
 	ve, ok := errors.AsType[*verify.Error](err)
-	if !ok || !errors.Is(err, verify.ErrPolicy) || ve.Check != verify.CheckPolicy+"/"+verify.PolicyAdmission {
+	if !ok || !errors.Is(err, verify.ErrPolicy) || ve.Field != "admission_policy_hashes_b64u" {
 		return nil, fmt.Errorf("the first run's attestation is not refused by the sensitive policy's admission check: %v", err)
 	}
 	out.PlainRefusal = err.Error()

@@ -38,7 +38,7 @@ func Canonicalize(data []byte) ([]byte, error) {
 
 // Hash returns b64u(SHA-256(JCS(data))).
 func Hash(data []byte) (string, error) {
-	c, err := Canonicalize(data)
+	c, err := AppendCanonical(nil, data)
 	if err != nil {
 		return "", err
 	}

@@ -146,16 +146,18 @@ func Verify(raw []byte, opts VerifyOptions) (*Verified, error) {
 	if err != nil {
 		return nil, fail(MalformedEnvelope, "", "not acceptable JSON: %v", err)
 	}
-	return verifyValue(raw, env, opts)
+	return verifyValue(env, opts, true)
 }
 
 // verifyParsed is Verify for an envelope already parsed (for example a
 // receipt nested in a proof bundle).
 func verifyParsed(env *pohjson.Value, opts VerifyOptions) (*Verified, error) {
-	return verifyValue(nil, env, opts)
+	return verifyValue(env, opts, false)
 }
 
-func verifyValue(raw []byte, env *pohjson.Value, opts VerifyOptions) (*Verified, error) {
+// verifyValue checks env, parsed strictly from bytes when fromBytes; a
+// value built otherwise must also have a JSON.stringify form.
+func verifyValue(env *pohjson.Value, opts VerifyOptions, fromBytes bool) (*Verified, error) {
 	// 1. structure
 	if env.Kind() != pohjson.Object {
 		return nil, fail(MalformedEnvelope, "", "envelope is a JSON %s, want an object", env.Kind())
@@ -205,12 +207,12 @@ func verifyValue(raw []byte, env *pohjson.Value, opts VerifyOptions) (*Verified,
 		}
 	}
 	// 9. schema
-	if raw == nil {
-		if raw, err = pohjson.Stringify(env); err != nil {
+	if !fromBytes {
+		if _, err = pohjson.Stringify(env); err != nil {
 			return nil, fail(MalformedEnvelope, "", "envelope cannot be serialized: %v", err)
 		}
 	}
-	if err := schemas.Validate(schemaID, raw); err != nil {
+	if err := schemas.ValidateValue(schemaID, env); err != nil {
 		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
 			return nil, fail(SchemaValidationFailed, ve.Location, "%s", ve.Msg)
 		}

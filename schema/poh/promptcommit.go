@@ -256,11 +256,10 @@ func checkPromptCommitted(b *Bundle, want PromptCommitments) error {
 
 // validateSub validates a metadata member against a PoH schema.
 func validateSub(v *pohjson.Value, field, schemaID string) error {
-	raw, err := pohjson.Stringify(v)
-	if err != nil {
+	if _, err := pohjson.Stringify(v); err != nil {
 		return fail(MalformedEnvelope, field, "cannot be serialized")
 	}
-	if err := schemas.Validate(schemaID, raw); err != nil {
+	if err := schemas.ValidateValue(schemaID, v); err != nil {
 		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
 			return fail(SchemaValidationFailed, field+ve.Location, "%s", ve.Msg)
 		}

@@ -148,18 +148,43 @@ func source(name string) ([]byte, error) { return files.ReadFile(name) }
 // Validate checks doc (JSON text) against the schema with the given ID. The
 // document must also be strict JSON (no duplicate keys, valid UTF-8).
 func Validate(schemaID string, doc []byte) error {
-	c, err := load()
+	s, err := schema(schemaID)
 	if err != nil {
-		return fmt.Errorf("schemas: embedded schemas do not compile: %w", err)
-	}
-	s, ok := c.byID[schemaID]
-	if !ok {
-		return fmt.Errorf("%w: %q", errUnknownSchema, schemaID)
+		return err
 	}
 	v, err := pohjson.ParseWith(doc, pohjson.ParseOptions{MaxBytes: maxDocumentBytes, AllowFloats: true})
 	if err != nil {
 		return &ValidationError{SchemaID: schemaID, Location: "", Msg: err.Error()}
 	}
+	return validate(s, schemaID, v)
+}
+
+// ValidateValue is Validate for a document the caller has already parsed
+// strictly (pohjson), so that it is not decoded a second time. A value that
+// Validate would refuse as JSON (a duplicate key) has no strict parse, so
+// the two agree on every document.
+func ValidateValue(schemaID string, v *pohjson.Value) error {
+	s, err := schema(schemaID)
+	if err != nil {
+		return err
+	}
+	return validate(s, schemaID, v)
+}
+
+// schema returns the compiled schema with the given ID.
+func schema(schemaID string) (*jsonschema.Schema, error) {
+	c, err := load()
+	if err != nil {
+		return nil, fmt.Errorf("schemas: embedded schemas do not compile: %w", err)
+	}
+	s, ok := c.byID[schemaID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", errUnknownSchema, schemaID)
+	}
+	return s, nil
+}
+
+func validate(s *jsonschema.Schema, schemaID string, v *pohjson.Value) error {
 	// The strict parse is the only parse: its value, as encoding/json with
 	// UseNumber would decode it (FuzzInstance checks they agree), is the
 	// instance validated.

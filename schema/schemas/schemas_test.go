@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 var shared = filepath.Join("..", "..", "..", "shared", "conformance", "poh")
@@ -80,6 +81,15 @@ func TestRejects(t *testing.T) {
 		if _, ok := errors.AsType[*ValidationError](err); !errors.Is(err, errInvalid) || !ok {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
 		}
+		// The same document parsed by the caller is refused the same way.
+		if v, perr := pohjson.ParseWith(doc, pohjson.ParseOptions{AllowFloats: true}); perr == nil {
+			if verr := ValidateValue(proofBundleEnvelopeV1, v); verr == nil || verr.Error() != err.Error() {
+				t.Errorf("%s: ValidateValue: %v, Validate: %v", name, verr, err)
+			}
+		}
+	}
+	if v, err := pohjson.Parse(raw); err != nil || ValidateValue(proofBundleEnvelopeV1, v) != nil {
+		t.Errorf("pass vector: ValidateValue refuses it (%v)", err)
 	}
 	if err := Validate("https://example.com/nope.json", []byte(`{}`)); !errors.Is(err, errUnknownSchema) {
 		t.Errorf("unknown schema: %v", err)

@@ -9,10 +9,16 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/asn1"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -226,13 +232,13 @@ func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
 	case errors.Is(verr, verify.ErrPolicy):
 		annot["verdict"] = "policy-refused"
 		switch check {
-		case "policy/" + verify.PolicySimulated:
+		case "policy/" + platform.CheckSimulated:
 			tv.Hardware = ear.UnrecognizedHardwareClaim
-		case "policy/" + verify.PolicyMeasurement:
+		case "policy/" + platform.CheckMeasurement:
 			tv.Executables = ear.ContraindicatedRuntimeClaim
-		case "policy/" + verify.PolicyDebug:
+		case "policy/" + platform.CheckDebug:
 			tv.RuntimeOpaque = ear.VisibleMemoryRuntimeClaim
-		case "policy/" + verify.PolicyTCB, "policy/" + verify.PolicyTCBStatus, "policy/" + verify.PolicyTCBAdvisory, "policy/" + verify.PolicyGuestPolicy:
+		case "policy/" + platform.CheckTCB, "policy/" + platform.CheckTCBStatus, "policy/" + platform.CheckTCBAdvisory, "policy/" + platform.CheckGuestPolicy:
 			tv.Hardware = ear.ContraindicatedHardwareClaim
 		case "policy/" + verify.PolicyAttester:
 			tv.InstanceIdentity = ear.UnrecognizedInstanceClaim
@@ -246,18 +252,81 @@ func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
 	ap.Status = &status
 }
 
-// Sign signs ar as a JWT with key: EdDSA for an Ed25519 key, ES256 for an
-// ECDSA P-256 key. The protected header carries "kid", the key's KeyID.
-func Sign(ar *ear.AttestationResult, key crypto.Signer) ([]byte, error) {
+// Signer signs EARs with one key: EdDSA for an Ed25519 key, ES256 for an
+// ECDSA P-256 key. NewSigner does the work that depends on the key alone
+// (its algorithm, its kid, the protected header) once, so that Sign costs
+// one serialization of the EAR and one signature.
+type Signer struct {
+	key    crypto.Signer
+	alg    jwa.SignatureAlgorithm
+	prefix []byte // the encoded protected header and the dot after it
+}
+
+// NewSigner prepares key to sign EARs. The protected header of every EAR it
+// signs is {"alg":...,"kid":...,"typ":"JWT"}, kid being the key's keyID.
+func NewSigner(key crypto.Signer) (*Signer, error) {
 	alg, err := algorithm(key.Public())
 	if err != nil {
 		return nil, err
 	}
-	k, err := signingJWK(key, alg)
+	kid, err := keyID(key.Public())
 	if err != nil {
 		return nil, err
 	}
-	return ar.Sign(alg, k)
+	h, err := json.Marshal(struct {
+		Alg string `json:"alg"`
+		Kid string `json:"kid"`
+		Typ string `json:"typ"`
+	}{alg.String(), kid, "JWT"})
+	if err != nil {
+		return nil, fmt.Errorf("%w: header: %w", errKey, err)
+	}
+	return &Signer{key: key, alg: alg, prefix: append([]byte(base64.RawURLEncoding.EncodeToString(h)), '.')}, nil
+}
+
+// Sign returns ar as a compact JWS (a JWT, RFC 7519) whose payload is ar's
+// JSON form (ear's MarshalJSON, which validates it first).
+func (s *Signer) Sign(ar *ear.AttestationResult) ([]byte, error) {
+	claims, err := ar.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	enc := base64.RawURLEncoding
+	tok := make([]byte, len(s.prefix)+enc.EncodedLen(len(claims)), len(s.prefix)+enc.EncodedLen(len(claims))+1+enc.EncodedLen(2*p256Size))
+	copy(tok, s.prefix)
+	enc.Encode(tok[len(s.prefix):], claims)
+	sig, err := s.sign(tok)
+	if err != nil {
+		return nil, err
+	}
+	tok = append(tok, '.')
+	return enc.AppendEncode(tok, sig), nil
+}
+
+// p256Size is the size of each of R and S in an ES256 signature.
+const p256Size = 32
+
+// sign signs the JWS signing input (RFC 7515 section 5.1): the input itself
+// with Ed25519; its SHA-256 with ECDSA, whose ASN.1 signature becomes R || S
+// (RFC 7518 section 3.4).
+func (s *Signer) sign(input []byte) ([]byte, error) {
+	if s.alg == jwa.EdDSA {
+		return s.key.Sign(rand.Reader, input, crypto.Hash(0))
+	}
+	digest := sha256.Sum256(input)
+	der, err := s.key.Sign(rand.Reader, digest[:], crypto.SHA256)
+	if err != nil {
+		return nil, err
+	}
+	var sig struct{ R, S *big.Int }
+	if rest, err := asn1.Unmarshal(der, &sig); err != nil || len(rest) != 0 || sig.R.Sign() <= 0 || sig.S.Sign() <= 0 ||
+		sig.R.BitLen() > 8*p256Size || sig.S.BitLen() > 8*p256Size {
+		return nil, errors.New("earresult: the key returned a malformed ECDSA signature")
+	}
+	out := make([]byte, 2*p256Size)
+	sig.R.FillBytes(out[:p256Size])
+	sig.S.FillBytes(out[p256Size:])
+	return out, nil
 }
 
 // algorithm returns the JWS algorithm for a public key.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/verify"
+	"github.com/clawea/attester/verify/platform"
 )
 
 var now = time.Date(2026, time.June, 1, 12, 0, 0, 0, time.UTC)
@@ -37,7 +38,7 @@ func result() *verify.Result {
 		NonceBindingB64u: "0LACz9RUOsq-Lno2GehjNC8XHurEhh1UldXdRIKjKy4",
 		TEE:              verify.TEEClaims{AttestationType: "sev_snp_report", RootID: "sev-snp:amd-ark-Milan"},
 		Evidence:         []verify.EvidenceResult{{Platform: "sev-snp", Revocation: "checked", Collateral: "not-applicable"}},
-		Checks:           []verify.CheckResult{{Name: verify.CheckEnvelope, Status: verify.StatusPassed}},
+		Checks:           []verify.CheckResult{{Name: "envelope", Status: verify.StatusPassed}},
 	}
 }
 
@@ -72,7 +73,7 @@ func TestSignAndVerifyRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				tok, err := Sign(ar, signer)
+				tok, err := signEAR(ar, signer)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -155,8 +156,8 @@ func TestTCBStatusReflected(t *testing.T) {
 		{"out of date accepted", tdx("OutOfDate", "UpToDate", true), nil, ear.TrustTierWarning, ear.UnsafeHardwareClaim},
 		// Even without the verifier's warning the hardware claim follows the status.
 		{"qe sw hardening, no warning", tdx("UpToDate", "SWHardeningNeeded", false), nil, ear.TrustTierWarning, ear.UnsafeHardwareClaim},
-		{"status refused", nil, &verify.Error{Class: verify.ErrPolicy, Check: "policy/" + verify.PolicyTCBStatus}, ear.TrustTierContraindicated, ear.ContraindicatedHardwareClaim},
-		{"advisory refused", nil, &verify.Error{Class: verify.ErrPolicy, Check: "policy/" + verify.PolicyTCBAdvisory}, ear.TrustTierContraindicated, ear.ContraindicatedHardwareClaim},
+		{"status refused", nil, &verify.Error{Class: verify.ErrPolicy, Check: "policy/" + platform.CheckTCBStatus}, ear.TrustTierContraindicated, ear.ContraindicatedHardwareClaim},
+		{"advisory refused", nil, &verify.Error{Class: verify.ErrPolicy, Check: "policy/" + platform.CheckTCBAdvisory}, ear.TrustTierContraindicated, ear.ContraindicatedHardwareClaim},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ar, err := New(tc.res, tc.err, Options{Now: now})

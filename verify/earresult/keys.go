@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/lestrrat-go/jwx/v2/jwk"
 	"github.com/lestrrat-go/jwx/v2/jws"
 	"github.com/veraison/ear"
@@ -73,27 +72,6 @@ func PublicKeySet(pubs ...crypto.PublicKey) ([]byte, error) {
 		}
 	}
 	return json.Marshal(set)
-}
-
-// signingJWK is key as a private JWK with the kid of its public key, so
-// that the JWS header of the EAR names the key (jwx puts a signing JWK's
-// kid in the protected header).
-func signingJWK(key crypto.Signer, alg jwa.SignatureAlgorithm) (jwk.Key, error) {
-	kid, err := keyID(key.Public())
-	if err != nil {
-		return nil, err
-	}
-	k, err := jwk.FromRaw(key)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %T: only in-memory Ed25519 and ECDSA P-256 keys sign EARs", errKey, key)
-	}
-	if err := k.Set(jwk.KeyIDKey, kid); err != nil {
-		return nil, fmt.Errorf("%w: kid: %w", errKey, err)
-	}
-	if err := k.Set(jwk.AlgorithmKey, alg); err != nil {
-		return nil, fmt.Errorf("%w: alg: %w", errKey, err)
-	}
-	return k, nil
 }
 
 // maxEARBytes bounds an EAR token Verify reads.

@@ -45,7 +45,7 @@ func TestSignedEARNamesItsKey(t *testing.T) {
 	for name, signer := range map[string]crypto.Signer{"ed25519": edKey, "p256": ecKey} {
 		t.Run(name, func(t *testing.T) {
 			pub := signer.Public()
-			tok, err := Sign(testEAR(t), signer)
+			tok, err := signEAR(testEAR(t), signer)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +105,7 @@ func TestVerify(t *testing.T) {
 	_, key, _ := ed25519.GenerateKey(rand.Reader)
 	_, other, _ := ed25519.GenerateKey(rand.Reader)
 	set, _ := PublicKeySet(key.Public())
-	tok, err := Sign(testEAR(t), key)
+	tok, err := signEAR(testEAR(t), key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestVerify(t *testing.T) {
 	if want, _ := keyID(key.Public()); kid != want || *ar.Submods[SubmodName].Status != ear.TrustTierAffirming {
 		t.Fatalf("kid %s status %v", kid, ar.Submods[SubmodName].Status)
 	}
-	otherTok, _ := Sign(testEAR(t), other)
+	otherTok, _ := signEAR(testEAR(t), other)
 	noKid, _ := testEAR(t).Sign(jwa.EdDSA, key) // ear's own Sign: no kid
 	parts := strings.Split(string(tok), ".")
 	claims, _ := b64u.Decode(parts[1])
@@ -136,6 +136,45 @@ func TestVerify(t *testing.T) {
 	} {
 		if _, _, err := Verify(tc.tok, tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+}
+
+// signEAR signs ar with a Signer made for key.
+func signEAR(ar *ear.AttestationResult, key crypto.Signer) ([]byte, error) {
+	s, err := NewSigner(key)
+	if err != nil {
+		return nil, err
+	}
+	return s.Sign(ar)
+}
+
+// TestSignedEARHeader: the protected header is exactly alg, kid and typ
+// (docs/spec/verifier-api.md section 7), for both algorithms, and the
+// payload is the EAR's own JSON form.
+func TestSignedEARHeader(t *testing.T) {
+	_, edKey, _ := ed25519.GenerateKey(rand.Reader)
+	ecKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	for alg, key := range map[string]crypto.Signer{"EdDSA": edKey, "ES256": ecKey} {
+		ar := testEAR(t)
+		tok, err := signEAR(ar, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := strings.Split(string(tok), ".")
+		if len(parts) != 3 {
+			t.Fatalf("%s: %d segments", alg, len(parts))
+		}
+		kid, _ := keyID(key.Public())
+		if h, _ := b64u.Decode(parts[0]); string(h) != `{"alg":"`+alg+`","kid":"`+kid+`","typ":"JWT"}` {
+			t.Errorf("%s: header %s", alg, h)
+		}
+		want, _ := ar.MarshalJSON()
+		if p, _ := b64u.Decode(parts[1]); string(p) != string(want) {
+			t.Errorf("%s: payload %s, want %s", alg, p, want)
+		}
+		if sig, _ := b64u.Decode(parts[2]); (alg == "ES256" && len(sig) != 64) || (alg == "EdDSA" && len(sig) != ed25519.SignatureSize) {
+			t.Errorf("%s: signature of %d bytes", alg, len(sig))
 		}
 	}
 }

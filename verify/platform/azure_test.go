@@ -225,7 +225,7 @@ func TestAzureTampered(t *testing.T) {
 		{"snp pcr value", snp, func(in *azureInput) { in.pcrs[3].Value[0] ^= 1 }, ErrRejected, checkPCRs},
 		{"snp pcr dropped", snp, func(in *azureInput) { in.pcrs = in.pcrs[1:] }, ErrRejected, checkPCRs},
 		{"snp as tdx", snp, func(in *azureInput) { in.platform = evidence.PlatformAzureTDX }, ErrRejected, checkParse},
-		{"snp simulated", snp, func(in *azureInput) { in.simulated = true }, ErrRejected, checkSimulated},
+		{"snp simulated", snp, func(in *azureInput) { in.simulated = true }, ErrRejected, CheckSimulated},
 		{"tdx claims user-data", tdx, func(in *azureInput) { in.hcl[len(in.hcl)-200] = '1' }, ErrRejected, checkHCLBinding},
 		{"tdx td report data", tdx, func(in *azureInput) { in.hcl[32+128+40] ^= 1 }, ErrRejected, checkHCLBinding},
 		{"tdx quote byte", tdx, func(in *azureInput) { in.tdQuote[48+200] ^= 1 }, ErrRejected, CheckSignature},

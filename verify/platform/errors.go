@@ -58,7 +58,7 @@ var (
 const (
 	checkOptions    = "options"
 	checkFormat     = "format"
-	checkSimulated  = "simulated"
+	CheckSimulated  = "simulated"
 	checkParse      = "parse"
 	checkProduct    = "product"
 	CheckRoot       = "root"

@@ -182,7 +182,7 @@ func TestNVIDIASimulated(t *testing.T) {
 		class error
 		check string
 	}{
-		{"simulation not allowed", ev, rd, Options{Now: fixedNow, AllowUncheckedRevocation: true}, ErrRejected, checkSimulated},
+		{"simulation not allowed", ev, rd, Options{Now: fixedNow, AllowUncheckedRevocation: true}, ErrRejected, CheckSimulated},
 		{"no revocation data", ev, rd, noRevocation, ErrCannotCheck, checkRevocation},
 		{"other run", ev, testRD(t, "other run"), simOpts(), ErrRejected, CheckReportData},
 		{"changed byte", &tampered, rd, simOpts(), ErrRejected, CheckSignature},

@@ -221,10 +221,10 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 	return res, nil
 }
 
-// checkSimulated applies the AllowSimulated rule.
+// CheckSimulated applies the AllowSimulated rule.
 func refuseUnallowedSimulated(ev *evidence.Evidence, opts *Options) error {
 	if ev.Simulated && !opts.AllowSimulated {
-		return rejected(checkSimulated, ErrSimulated)
+		return rejected(CheckSimulated, ErrSimulated)
 	}
 	return nil
 }

@@ -30,9 +30,9 @@ func TestStrictDefaults(t *testing.T) {
 		class, sentinel error
 		check           string
 	}{
-		{"sev-snp simulated", sev, noSimulated, ErrRejected, ErrSimulated, checkSimulated},
+		{"sev-snp simulated", sev, noSimulated, ErrRejected, ErrSimulated, CheckSimulated},
 		{"sev-snp revocation", sev, noRevocation, ErrCannotCheck, errMissingCollateral, checkRevocation},
-		{"tdx simulated", tdx, noSimulated, ErrRejected, ErrSimulated, checkSimulated},
+		{"tdx simulated", tdx, noSimulated, ErrRejected, ErrSimulated, CheckSimulated},
 		{"tdx collateral", tdx, noCollateral, ErrCannotCheck, errMissingCollateral, checkCollateral},
 		{"tdx revocation", tdx, noRevocation, ErrCannotCheck, errMissingCollateral, checkRevocation},
 	} {

@@ -200,7 +200,7 @@ func classifyTPM(err error) error {
 	case errors.Is(err, tpmquote.ErrUnsupported):
 		return cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
 	case errors.Is(err, tpmquote.ErrSimulated):
-		return rejected(checkSimulated, fmt.Errorf("%w: %w", ErrSimulated, err))
+		return rejected(CheckSimulated, fmt.Errorf("%w: %w", ErrSimulated, err))
 	case errors.Is(err, tpmquote.ErrUntrustedAK):
 		return rejected(CheckTPMAK, fmt.Errorf("%w: %w", ErrUntrustedRoot, err))
 	case errors.Is(err, tpmquote.ErrAKAttributes):

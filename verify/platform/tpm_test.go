@@ -41,7 +41,7 @@ func TestTPMNegative(t *testing.T) {
 	o := base
 	o.AllowSimulated = false
 	_, err := Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrSimulated, checkSimulated)
+	wantErr(t, err, ErrRejected, ErrSimulated, CheckSimulated)
 
 	o = base
 	o.TrustedTPMAKs = nil

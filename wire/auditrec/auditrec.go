@@ -388,7 +388,7 @@ func parse(raw []byte) (Record, error) {
 	if len(raw) == 0 {
 		return rec, errors.New("empty line")
 	}
-	c, err := jcs.Canonicalize(raw)
+	c, err := jcs.AppendCanonical(nil, raw)
 	if err != nil {
 		return rec, errors.New("not I-JSON")
 	}
