@@ -116,15 +116,6 @@ func (r *Report) canonical() ([]byte, error) {
 	return c, nil
 }
 
-// hash returns b64u(SHA-256(JCS(report))).
-func (r *Report) hash() (string, error) {
-	c, err := r.canonical()
-	if err != nil {
-		return "", err
-	}
-	return b64u.SHA256(c), nil
-}
-
 // validateReport checks report JSON against schemas.SystemPromptReportV1.
 func validateReport(doc []byte) error {
 	if err := schemas.Validate(schemas.SystemPromptReportV1, doc); err != nil {

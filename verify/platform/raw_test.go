@@ -95,9 +95,9 @@ func TestSNPInvalidVCEKs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct{ file, want string }{
-		{"snp/test-vcek-invalid-legacy.der", "vcek hwid is not the report's chip_id: hwid 0001020304050607... (raw 64-byte value), chip_id c38427a30d4c7af9...; " +
+		{"snp/test-vcek-invalid-legacy.der", "vcek hwid is not the report's chip_id: chip_id c38427a30d4c7af9..., hwid 0001020304050607... (raw 64-byte value); " +
 			"certificate tcb is not the report's reported_tcb: vcek a90a000000000003 (bl 3 tee 0 snp 10 ucode 169), report 7308000000000003 (bl 3 tee 0 snp 8 ucode 115)"},
-		{"snp/test-vcek-invalid-new.der", "vcek hwid is not the report's chip_id: hwid 0001020304050607... (der octet string), chip_id c38427a30d4c7af9...; " +
+		{"snp/test-vcek-invalid-new.der", "vcek hwid is not the report's chip_id: chip_id c38427a30d4c7af9..., hwid 0001020304050607... (der octet string); " +
 			"certificate tcb is not the report's reported_tcb: vcek 1e00000000000000 (bl 0 tee 0 snp 0 ucode 30), report 7308000000000003 (bl 3 tee 0 snp 8 ucode 115)"},
 	} {
 		der := trustee(t, tc.file)

@@ -199,7 +199,7 @@ func checkSNPEndorsement(report *spb.Report, p *snpevidence.Parsed, root *amdRoo
 				enc = "raw 64-byte value"
 			}
 		}
-		hwid = fmt.Errorf("%w: hwid %x... (%s), chip_id %x...", errHWIDMismatch, exts.HWID[:8], enc, chipID[:8])
+		hwid = fmt.Errorf("%w: chip_id %x..., hwid %x... (%s)", errHWIDMismatch, chipID[:8], exts.HWID[:8], enc)
 	}
 	if got := uint64(exts.TCBVersion); report.GetReportedTcb() != got {
 		tcb = fmt.Errorf("%w: %s %s, report %s", errTCBMismatch, signerName(p.Signer),
