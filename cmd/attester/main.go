@@ -28,6 +28,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -36,6 +37,7 @@ import (
 
 	"github.com/clawea/attester/cmd/attester/server"
 	"github.com/clawea/attester/control"
+	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/sealed"
 )
@@ -58,6 +60,7 @@ func run(args []string, stderr io.Writer) int {
 	platform := fs.String("platform", "", "override attester.platform: auto, sev-snp, tdx, tpm or simulated")
 	listen := fs.String("listen", "", "override attester.listen")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	gcPercent := fs.Int("gc-percent", gateway.GCPercent, "garbage collector target percentage; without this flag, GOGC from the environment wins when set")
 	fs.Bool("version", false, "print the version and exit (the only argument)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -66,9 +69,14 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil || fs.NArg() != 0 || *configPath == "" || fs.Lookup("version").Value.String() != "false" {
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil || fs.NArg() != 0 || *configPath == "" || fs.Lookup("version").Value.String() != "false" || *gcPercent <= 0 {
 		fs.Usage()
 		return 1
+	}
+	gcFlag := false
+	fs.Visit(func(f *flag.Flag) { gcFlag = gcFlag || f.Name == "gc-percent" })
+	if gcFlag || os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(*gcPercent)
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 

@@ -25,6 +25,8 @@ func TestRunExitCodes(t *testing.T) {
 		// An endless config is refused by its size limit, not read whole.
 		{[]string{"--config", "/dev/zero"}, 1, "larger than"},
 		{[]string{"--config", bad, "--log-level", "loud"}, 1, "Usage"},
+		{[]string{"--config", good, "--gc-percent", "0"}, 1, "Usage"},
+		{[]string{"--config", good, "--gc-percent", "-1"}, 1, "Usage"},
 		// The flags are checked as the keys they override, before
 		// anything is opened.
 		{[]string{"--config", good, "--platform", "sgx"}, 1, "attester.platform"},

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +37,7 @@ func TestBenchGateway(t *testing.T) {
 	if os.Getenv("CLAWEA_BENCH_GATEWAY") != "1" {
 		t.Skip("set CLAWEA_BENCH_GATEWAY=1 (make bench-gateway)")
 	}
+	defer debug.SetGCPercent(debug.SetGCPercent(GCPercent)) // the binary's
 	b := newBench(t)
 	calls := benchInt("CLAWEA_BENCH_CALLS", 2000)
 	gw, base := b.latency(t, calls)

@@ -22,13 +22,13 @@ import (
 // certificate of the simulated hierarchy.
 const Marker = "TEST ONLY"
 
-// RootSHA256 is the hex SHA-256 of RootPEM's DER: the pin.
+// RootSHA256 is the hex SHA-256 of the root's DER: the pin.
 const RootSHA256 = "2dd8d94b391f607c2e077961e146bab578b6371eee7f55d4b2c7c8c21b72ac24"
 
-// RootPEM is the self-signed root CA certificate of the simulated hierarchy.
+// rootPEM is the self-signed root CA certificate of the simulated hierarchy.
 // Its subject CN is "Intel SGX Root CA" because go-tdx-guest's verifier
 // requires that name; its Organization says "TEST ONLY ... not Intel".
-const RootPEM = `-----BEGIN CERTIFICATE-----
+const rootPEM = `-----BEGIN CERTIFICATE-----
 MIICDDCCAbOgAwIBAgIQKWVIBNoeBUtzkVdU4cJzlzAKBggqhkjOPQQDAjBkMTIw
 MAYDVQQKEylURVNUIE9OTFkgY2xhd2VhIHNpbXVsYXRlZCBURFgsIG5vdCBJbnRl
 bDESMBAGA1UECxMJVEVTVCBPTkxZMRowGAYDVQQDExFJbnRlbCBTR1ggUm9vdCBD
@@ -49,7 +49,7 @@ var errRoot = errors.New("tdxsimroots: embedded root is invalid")
 
 // Root parses and returns a fresh copy of the pinned root certificate.
 func Root() (*x509.Certificate, error) {
-	blk, rest := pem.Decode([]byte(RootPEM))
+	blk, rest := pem.Decode([]byte(rootPEM))
 	if blk == nil || blk.Type != "CERTIFICATE" || len(rest) != 0 {
 		return nil, fmt.Errorf("%w: not one pem certificate", errRoot)
 	}

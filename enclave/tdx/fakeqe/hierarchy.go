@@ -37,7 +37,7 @@ const (
 // seedPrefix domain-separates every seed this package derives a key from.
 const seedPrefix = "clawea.dev/attester/v1/tdx-sim/TEST-ONLY/"
 
-// pinnedSeed names the hierarchy whose root is tdxsimroots.RootPEM.
+// pinnedSeed names the hierarchy whose root is tdxsimroots.Root().
 const pinnedSeed = "pinned"
 
 // FMSPC and PCEID are the platform identifiers in every fake PCK
@@ -111,7 +111,7 @@ func testOnlyName(cn string) pkix.Name {
 }
 
 // pinnedHierarchy returns the hierarchy under the pinned simulation root
-// (tdxsimroots.RootPEM). Only the intermediate and leaf signatures are made
+// (tdxsimroots.Root()). Only the intermediate and leaf signatures are made
 // at run time; every key is fixed.
 func pinnedHierarchy() (*Hierarchy, error) {
 	root, err := tdxsimroots.Root()
