@@ -14,6 +14,7 @@ import (
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/poh"
 )
 
@@ -80,14 +81,14 @@ func validChannel(ch string) error {
 	if ch == "" || len(ch) > maxChannelBytes {
 		return errors.New("channel must be 1-64 bytes")
 	}
-	for i := 0; i < len(ch); i++ {
-		c := ch[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return errors.New("channel may contain only a-z, 0-9, _ and -")
-		}
+	if !channelChars.All(ch) {
+		return errors.New("channel may contain only a-z, 0-9, _ and -")
 	}
 	return nil
 }
+
+// channelChars is the class of a channel name (validChannel).
+var channelChars = charclass.Lower().Or(charclass.Digit(), charclass.Of("_-"))
 
 // validSenderID reports whether s is a sender id: 1-256 bytes of UTF-8
 // without control characters.

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/jsonobj"
@@ -624,15 +625,7 @@ func (p *Policy) ID() string {
 	return PolicyVersion + "#" + b64u.SHA256(b)
 }
 
-func isLowerHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isLowerHex(s string) bool { return charclass.LowerHex().All(s) }
 
 // text reports whether s is short UTF-8 without control characters.
 func text(s string) bool {

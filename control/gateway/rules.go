@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/jsstr"
 )
 
@@ -184,6 +185,9 @@ func sameAnswer(m *message, a *answerFacts) bool {
 	return true
 }
 
+// alnum is what OpenClaw keeps of a tool call id when it sanitizes one.
+var alnum = charclass.Alnum()
+
 // sameCallID reports whether sent is the tool call id the model gave
 // (model) as OpenClaw replays it: unchanged, or sanitized by its transcript
 // layer (sanitizeToolCallId: "strict" keeps only A-Z a-z 0-9, "strict9" the
@@ -194,7 +198,7 @@ func sameCallID(model, sent string) bool {
 	}
 	var b strings.Builder
 	for _, r := range model {
-		if r < 0x80 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		if r < 0x80 && alnum.Contains(byte(r)) {
 			b.WriteRune(r)
 		}
 	}

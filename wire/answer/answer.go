@@ -16,6 +16,7 @@ import (
 	"strconv"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -147,17 +148,11 @@ func (s *Statement) check() error {
 
 // validRunID: 1-128 of A-Z a-z 0-9 _ - (what the attester issues).
 func validRunID(id string) bool {
-	if id == "" || len(id) > maxRunIDBytes {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return id != "" && len(id) <= maxRunIDBytes && runIDChars.All(id)
 }
+
+// runIDChars is the class of a run id (validRunID).
+var runIDChars = charclass.Alnum().Or(charclass.Of("_-"))
 
 // parse reads a statement strictly: it must be exactly the canonical bytes
 // of a valid statement (what Marshal writes), so a duplicate, case-variant
