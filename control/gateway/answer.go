@@ -128,15 +128,18 @@ func (p *sseParser) end() error {
 // the assistant text's hash, the tool calls, the token counts, and whether
 // the answer reached its end.
 type answer struct {
-	api       string
-	maxArgs   int
-	text      hash.Hash
-	hasText   bool
-	calls     []*pendingCall
-	argBytes  int
-	tokensIn  int64
-	tokensOut int64
-	done      bool
+	api      string
+	maxArgs  int
+	text     hash.Hash
+	hasText  bool
+	calls    []*pendingCall
+	argBytes int // tool call names, arguments and inputs held, against maxArgs
+	// eventBytes is the size of the event being read: what holding its
+	// tool_use input costs.
+	eventBytes int
+	tokensIn   int64
+	tokensOut  int64
+	done       bool
 }
 
 type pendingCall struct {
@@ -164,6 +167,7 @@ func (a *answer) event(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("%w: an event is not a JSON object", errAnswerMalformed)
 	}
+	a.eventBytes = len(data)
 	if a.api == apiOpenAIChat {
 		return a.openAIChunk(v)
 	}
@@ -177,24 +181,49 @@ func (a *answer) addText(s string) {
 	}
 }
 
-func (a *answer) addArgs(c *pendingCall, s string) error {
-	a.argBytes += len(s)
+// maxAnswerCalls bounds the tool calls of one answer (section 6): each
+// is looked up by index as its fragments arrive.
+const maxAnswerCalls = 128
+
+// hold counts n more bytes of tool call state against maxArgs.
+func (a *answer) hold(n int) error {
+	a.argBytes += n
 	if a.argBytes > a.maxArgs {
 		return errAnswerTooLarge
+	}
+	return nil
+}
+
+func (a *answer) addArgs(c *pendingCall, s string) error {
+	if err := a.hold(len(s)); err != nil {
+		return err
 	}
 	c.args = append(c.args, s...)
 	return nil
 }
 
-func (a *answer) callAt(index int64) *pendingCall {
+func (a *answer) addName(c *pendingCall, s string) error {
+	if err := a.hold(len(s)); err != nil {
+		return err
+	}
+	c.name += s
+	return nil
+}
+
+// callAt is the tool call at index, a new one the first time; an answer
+// of more than maxAnswerCalls calls is too large.
+func (a *answer) callAt(index int64) (*pendingCall, error) {
 	for _, c := range a.calls {
 		if c.index == index {
-			return c
+			return c, nil
 		}
+	}
+	if len(a.calls) == maxAnswerCalls {
+		return nil, fmt.Errorf("%w: more than %d tool calls", errAnswerTooLarge, maxAnswerCalls)
 	}
 	c := &pendingCall{index: index}
 	a.calls = append(a.calls, c)
-	return c
+	return c, nil
 }
 
 // openAIChunk reads a chat.completion.chunk.
@@ -212,13 +241,18 @@ func (a *answer) openAIChunk(v *pohjson.Value) error {
 			if !ok {
 				return fmt.Errorf("%w: a tool call delta without an index", errAnswerMalformed)
 			}
-			c := a.callAt(idx)
+			c, err := a.callAt(idx)
+			if err != nil {
+				return err
+			}
 			if id, ok := tc.GetString("id"); ok && id != "" {
 				c.id = id
 			}
 			fn := tc.Get("function")
 			if n, ok := fn.GetString("name"); ok && n != "" {
-				c.name += n
+				if err := a.addName(c, n); err != nil {
+					return err
+				}
 			}
 			if s, ok := fn.GetString("arguments"); ok {
 				if err := a.addArgs(c, s); err != nil {
@@ -254,7 +288,13 @@ func (a *answer) anthropicEvent(v *pohjson.Value) error {
 			t, _ := b.GetString("text")
 			a.addText(t)
 		case "tool_use":
-			c := a.callAt(idx)
+			c, err := a.callAt(idx)
+			if err != nil {
+				return err
+			}
+			if err := a.hold(a.eventBytes); err != nil {
+				return err
+			}
 			c.id, _ = b.GetString("id")
 			c.name, _ = b.GetString("name")
 			c.input = b.Get("input")
@@ -267,7 +307,11 @@ func (a *answer) anthropicEvent(v *pohjson.Value) error {
 			a.addText(t)
 		case "input_json_delta":
 			s, _ := d.GetString("partial_json")
-			return a.addArgs(a.callAt(idx), s)
+			c, err := a.callAt(idx)
+			if err != nil {
+				return err
+			}
+			return a.addArgs(c, s)
 		}
 	case "message_delta":
 		if n, ok := v.Get("usage").Get("output_tokens").Int(); ok && n >= 0 {
@@ -300,7 +344,10 @@ func (a *answer) whole(body []byte) error {
 			a.addText(s)
 		}
 		for i, tc := range msg.Get("tool_calls").Elems() {
-			c := a.callAt(int64(i))
+			c, err := a.callAt(int64(i))
+			if err != nil {
+				return err
+			}
 			c.id, _ = tc.GetString("id")
 			c.name, _ = tc.Get("function").GetString("name")
 			s, _ := tc.Get("function").GetString("arguments")
@@ -316,7 +363,10 @@ func (a *answer) whole(body []byte) error {
 				t, _ := b.GetString("text")
 				a.addText(t)
 			case "tool_use":
-				c := a.callAt(int64(i))
+				c, err := a.callAt(int64(i))
+				if err != nil {
+					return err
+				}
 				c.id, _ = b.GetString("id")
 				c.name, _ = b.GetString("name")
 				c.input = b.Get("input")

@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,6 +58,59 @@ func TestSSEFraming(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAnswerBounds: an upstream cannot make the parser hold more than its
+// bounds by spreading an answer over many tool calls or name fragments
+// (section 6): each is refused as too large, streamed or whole.
+func TestAnswerBounds(t *testing.T) {
+	// budget is the answer's event size, whose four times bounds what the
+	// tool calls hold: large for the call count cases, so that the count
+	// is what refuses them.
+	stream := func(api string, budget int, events ...string) error {
+		a := newAnswer(api, budget)
+		p := &sseParser{maxEvent: 1024, onEvent: a.event}
+		return p.feed([]byte(strings.Join(events, "")))
+	}
+	var openAICalls, anthropicCalls, names []string
+	for i := range maxAnswerCalls + 1 {
+		n := strconv.Itoa(i)
+		openAICalls = append(openAICalls, `data: {"choices":[{"delta":{"tool_calls":[{"index":`+n+`}]}}]}`+"\n\n")
+		anthropicCalls = append(anthropicCalls, `data: {"type":"content_block_start","index":`+n+`,"content_block":{"type":"tool_use","id":"t","name":"x","input":{}}}`+"\n\n")
+	}
+	for range 5 * 1024 / 100 {
+		names = append(names, `data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"`+strings.Repeat("n", 100)+`"}}]}}]}`+"\n\n")
+	}
+	var whole strings.Builder
+	whole.WriteString(`{"choices":[{"message":{"tool_calls":[`)
+	for i := range maxAnswerCalls + 1 {
+		if i > 0 {
+			whole.WriteString(",")
+		}
+		whole.WriteString(`{"id":"a","function":{"name":"n","arguments":"{}"}}`)
+	}
+	whole.WriteString(`]}}]}`)
+	for name, err := range map[string]error{
+		"openai calls":      stream(apiOpenAIChat, 1<<20, openAICalls...),
+		"anthropic calls":   stream(apiAnthropicMessages, 1<<20, anthropicCalls...),
+		"openai name parts": stream(apiOpenAIChat, 1024, names...),
+		"whole answer":      newAnswer(apiOpenAIChat, 1<<20).whole([]byte(whole.String())),
+	} {
+		if !errors.Is(err, errAnswerTooLarge) {
+			t.Errorf("%s: err = %v, want %v", name, err, errAnswerTooLarge)
+		}
+	}
+	// At the bound, the same answers are read.
+	if err := stream(apiOpenAIChat, 1<<20, openAICalls[:maxAnswerCalls]...); err != nil {
+		t.Errorf("%d calls: %v", maxAnswerCalls, err)
+	}
+	if err := stream(apiAnthropicMessages, 1<<20, anthropicCalls[:maxAnswerCalls]...); err != nil {
+		t.Errorf("%d anthropic calls: %v", maxAnswerCalls, err)
+	}
+	// A tool_use input is held at its event's size.
+	if err := stream(apiAnthropicMessages, 1024, anthropicCalls[:50]...); !errors.Is(err, errAnswerTooLarge) {
+		t.Errorf("50 inputs against a 4 KiB budget: err = %v", err)
 	}
 }
 
