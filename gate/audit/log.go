@@ -2,10 +2,14 @@ package audit
 
 import (
 	"bufio"
+	"crypto/ed25519"
+	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,6 +77,14 @@ type Options struct {
 	MaxTotalBytes int64
 	// Logger receives recovery and removal notices; nil discards.
 	Logger *slog.Logger
+	// CheckpointKey and SignCheckpoint, given together, enable the start-up
+	// checkpoint (docs/spec/gate-v1.md section 5.3): Close writes one that
+	// SignCheckpoint signs (the Ed25519 signature of the message it is
+	// given, by the private key of CheckpointKey), and Open uses one only
+	// if its signature verifies under CheckpointKey. Without them Open
+	// verifies every record and Close writes no checkpoint.
+	CheckpointKey  ed25519.PublicKey
+	SignCheckpoint func(message []byte) ([]byte, error)
 }
 
 // Log is the durable audit log: one hash chain per run, one file per run
@@ -88,6 +100,8 @@ type Log struct {
 	maxTotal int64
 	log      *slog.Logger
 	lock     *os.File
+	ckKey    ed25519.PublicKey
+	signCk   func([]byte) ([]byte, error)
 
 	mu       sync.Mutex
 	runs     map[string]*runLog
@@ -133,7 +147,9 @@ type runLog struct {
 	head    auditrec.Chain // including records in flight
 	size    int64          // bytes including records in flight
 	durable auditrec.Chain // fsynced
+	dprev   string         // hash of the record before durable.Root
 	dsize   int64          // fsynced bytes
+	sum     hash.Hash      // SHA-256 of the fsynced bytes (for the checkpoint)
 	failed  error
 	exists  bool   // the file exists on disk
 	resv    int64  // bytes this run counts in Log.reserved
@@ -163,12 +179,14 @@ type item struct {
 
 // Open opens (creating it if needed, mode 0700) the audit directory dir,
 // takes an exclusive lock on it, and recovers every run log in it: each
-// file is verified record by record; a torn last record (a final line
-// without '\n', left by a crash during a write that was never
-// acknowledged) is cut off, and a complete record that does not verify is
-// an error (errCorrupt), never the start of a new chain. Runs found on disk
-// can be continued (their chain goes on) and count against MaxTotalBytes
-// until they are removed.
+// file is verified record by record (from the end of what a valid signed
+// checkpoint covers, see Options.CheckpointKey); a torn last record (a
+// final line without '\n', left by a crash during a write that was never
+// acknowledged) is cut off, and a complete record that does not verify, or
+// a file that contradicts the signed checkpoint, is an error (errCorrupt),
+// never the start of a new chain. The checkpoint is then removed. Runs
+// found on disk can be continued (their chain goes on) and count against
+// MaxTotalBytes until they are removed.
 func Open(dir string, opts Options) (*Log, error) {
 	if dir == "" {
 		return nil, errors.New("audit: no directory given")
@@ -179,6 +197,8 @@ func Open(dir string, opts Options) (*Log, error) {
 		maxRun:   opts.MaxRunBytes,
 		maxTotal: opts.MaxTotalBytes,
 		log:      opts.Logger,
+		ckKey:    opts.CheckpointKey,
+		signCk:   opts.SignCheckpoint,
 		runs:     map[string]*runLog{},
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
@@ -198,6 +218,9 @@ func Open(dir string, opts Options) (*Log, error) {
 	if l.maxRun < 0 || l.maxTotal < l.maxRun {
 		return nil, fmt.Errorf("audit: MaxTotalBytes (%d) must be at least MaxRunBytes (%d) > 0", l.maxTotal, l.maxRun)
 	}
+	if (l.ckKey == nil) != (l.signCk == nil) || (l.ckKey != nil && len(l.ckKey) != ed25519.PublicKeySize) {
+		return nil, errors.New("audit: CheckpointKey (an Ed25519 public key) and SignCheckpoint must be given together")
+	}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("audit: create directory: %w", err)
@@ -216,7 +239,14 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("%w: %w", errLocked, err)
 	}
 	l.lock = lock
-	if err := l.recover(); err != nil {
+	ck, err := l.loadCheckpoint()
+	if err == nil {
+		err = l.recover(ck)
+	}
+	if err == nil {
+		err = l.dropCheckpoint()
+	}
+	if err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -234,8 +264,9 @@ var runIDChars = charclass.Alnum().Or(charclass.Of("_-"))
 
 func (l *Log) path(id string) string { return filepath.Join(l.dir, id+fileSuffix) }
 
-// recover verifies every run log in the directory.
-func (l *Log) recover() error {
+// recover verifies every run log in the directory, each from the end of
+// what ck (the runs a valid checkpoint covers, or nil) says about it.
+func (l *Log) recover(ck map[string]ckptEntry) error {
 	ents, err := os.ReadDir(l.dir)
 	if err != nil {
 		return fmt.Errorf("audit: read directory: %w", err)
@@ -262,33 +293,72 @@ func (l *Log) recover() error {
 	}
 	// Oldest first, so that removal order follows age.
 	slices.SortFunc(runs, func(a, b found) int { return a.mod.Compare(b.mod) })
+	var skipped, verified uint64
 	for _, fr := range runs {
-		chain, size, err := recoverFile(l.path(fr.id), l.log)
+		var from *ckptEntry
+		if e, ok := ck[fr.id]; ok {
+			from = &e
+			delete(ck, fr.id)
+		}
+		st, err := recoverFile(l.path(fr.id), l.log, from)
 		if err != nil {
 			return err
 		}
+		skipped += st.skipped
+		verified += st.chain.Count - st.skipped
 		l.order++
-		l.runs[fr.id] = &runLog{id: fr.id, state: stateIdle, head: chain, durable: chain, size: size, dsize: size, exists: true, resv: size, order: l.order}
-		l.reserved += size
+		l.runs[fr.id] = &runLog{id: fr.id, state: stateIdle, head: st.chain, durable: st.chain, dprev: st.prev,
+			size: st.size, dsize: st.size, sum: st.sum, exists: true, resv: st.size, order: l.order}
+		l.reserved += st.size
+	}
+	if len(ck) > 0 {
+		missing := slices.Sorted(maps.Keys(ck))
+		return fmt.Errorf("%w: %w: %s%s is missing", errCorrupt, errCheckpointStale, missing[0], fileSuffix)
+	}
+	if ck != nil {
+		l.log.Info("audit: start-up checkpoint verified", "files", len(runs), "records_covered", skipped, "records_verified", verified)
 	}
 	return nil
 }
 
-// recoverFile verifies one run log and cuts a torn last record. It returns
-// the chain and the size of the verified prefix.
-func recoverFile(path string, log *slog.Logger) (auditrec.Chain, int64, error) {
+// recovered is what recoverFile found in a run's file.
+type recovered struct {
+	chain   auditrec.Chain
+	prev    string    // hash of the record before chain.Root
+	size    int64     // bytes of complete records
+	sum     hash.Hash // SHA-256 of those bytes
+	skipped uint64    // records the checkpoint covered (not re-parsed)
+}
+
+// recoverFile verifies one run log and cuts a torn last record. With from
+// (the checkpoint's entry for the file), it checks the bytes the
+// checkpoint covers against its digest and last record, and verifies
+// record by record only what follows. It returns the chain and the size
+// of the verified prefix.
+func recoverFile(path string, log *slog.Logger, from *ckptEntry) (recovered, error) {
 	name := filepath.Base(path)
+	st := recovered{sum: sha256.New()}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return auditrec.Chain{}, 0, fmt.Errorf("audit: %s: %w", name, err)
+		return st, fmt.Errorf("audit: %s: %w", name, err)
 	}
 	defer f.Close()
-	var c auditrec.Chain
-	var off int64
+	if from != nil {
+		if err := checkCheckpointed(f, *from, st.sum); err != nil {
+			if errors.Is(err, errCheckpointStale) {
+				return st, fmt.Errorf("%w: %s: %w", errCorrupt, name, err)
+			}
+			return st, fmt.Errorf("audit: %s: %w", name, err)
+		}
+		if _, err := f.Seek(from.size, io.SeekStart); err != nil {
+			return st, fmt.Errorf("audit: %s: %w", name, err)
+		}
+		st.chain = auditrec.Chain{Root: from.root, Count: from.count}
+		st.prev, st.size, st.skipped = from.prev, from.size, from.count
+	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	var line []byte
 	long := false
-	n := 0
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !long {
@@ -299,40 +369,48 @@ func recoverFile(path string, log *slog.Logger) (auditrec.Chain, int64, error) {
 		}
 		switch {
 		case err == nil:
-			n++
 			if long {
-				return c, 0, fmt.Errorf("%w: %s: %w", errCorrupt, name, &auditrec.LineError{Line: n, Err: auditrec.ErrMalformed, Msg: "line too long"})
+				return st, fmt.Errorf("%w: %s: %w", errCorrupt, name, &auditrec.LineError{Line: int(st.chain.Count) + 1, Err: auditrec.ErrMalformed, Msg: "line too long"})
 			}
-			if _, err := c.Next(line[:len(line)-1]); err != nil {
-				return c, 0, fmt.Errorf("%w: %s: line %d: %w", errCorrupt, name, n, err)
+			prev := st.chain.Root
+			if _, err := st.chain.Next(line[:len(line)-1]); err != nil {
+				return st, fmt.Errorf("%w: %s: record %d: %w", errCorrupt, name, st.chain.Count+1, err)
 			}
-			off += int64(len(line))
+			st.prev = prev
+			st.size += int64(len(line))
+			st.sum.Write(line)
 			line = line[:0]
 			continue
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case err == io.EOF:
 		default:
-			return c, 0, fmt.Errorf("audit: %s: read: %w", name, err)
+			return st, fmt.Errorf("audit: %s: read: %w", name, err)
 		}
 		break
 	}
-	st, err := f.Stat()
+	return st, cutTorn(f, name, st, log)
+}
+
+// cutTorn truncates f after its last complete record when a final line
+// without '\n' follows it: a write that never completed, so no record in
+// it was acknowledged.
+func cutTorn(f *os.File, name string, st recovered, log *slog.Logger) error {
+	info, err := f.Stat()
 	if err != nil {
-		return c, 0, fmt.Errorf("audit: %s: %w", name, err)
+		return fmt.Errorf("audit: %s: %w", name, err)
 	}
-	if st.Size() != off {
-		// A final line without '\n': a write that never completed, so no
-		// record in it was acknowledged. Cut it.
-		if err := f.Truncate(off); err != nil {
-			return c, 0, fmt.Errorf("audit: %s: cut torn record: %w", name, err)
-		}
-		if err := f.Sync(); err != nil {
-			return c, 0, fmt.Errorf("audit: %s: cut torn record: %w", name, err)
-		}
-		log.Warn("audit: cut a torn last record", "file", name, "records", c.Count, "cut_bytes", st.Size()-off)
+	if info.Size() == st.size {
+		return nil
 	}
-	return c, off, nil
+	if err := f.Truncate(st.size); err != nil {
+		return fmt.Errorf("audit: %s: cut torn record: %w", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("audit: %s: cut torn record: %w", name, err)
+	}
+	log.Warn("audit: cut a torn last record", "file", name, "records", st.chain.Count, "cut_bytes", info.Size()-st.size)
+	return nil
 }
 
 // Record appends e to run's chain (creating the run's log on its first
@@ -415,7 +493,7 @@ func (l *Log) admit(run string) (*runLog, error) {
 		return nil, err
 	}
 	l.order++
-	rl = &runLog{id: run, state: stateActive, resv: l.maxRun, order: l.order}
+	rl = &runLog{id: run, state: stateActive, resv: l.maxRun, order: l.order, sum: sha256.New()}
 	l.runs[run] = rl
 	return rl, nil
 }
@@ -537,6 +615,8 @@ func (l *Log) commit(b *batch) {
 				errs[i] = err
 			} else if err := rl.f.Sync(); err != nil {
 				errs[i] = err
+			} else {
+				rl.sum.Write(rl.wbuf)
 			}
 			rl.wbuf = rl.wbuf[:0]
 		}
@@ -575,7 +655,7 @@ func (l *Log) commit(b *batch) {
 			}
 			continue
 		}
-		rl.durable.Root, rl.durable.Count = it.root, it.seq
+		rl.dprev, rl.durable.Root, rl.durable.Count = rl.durable.Root, it.root, it.seq
 		rl.dsize += int64(it.end - it.off)
 		l.stats.Records++
 	}
@@ -731,7 +811,8 @@ func (l *Log) Healthy() error {
 	return nil
 }
 
-// Close waits for records in flight, closes every file and releases the
+// Close waits for records in flight, closes every file, writes the
+// start-up checkpoint (when Options.CheckpointKey is set) and releases the
 // directory. Later calls return errClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
@@ -749,6 +830,9 @@ func (l *Log) Close() error {
 			errs = append(errs, rl.f.Close())
 			rl.f = nil
 		}
+	}
+	if err := errors.Join(errs...); err == nil {
+		errs = append(errs, l.writeCheckpoint())
 	}
 	errs = append(errs, l.lock.Close())
 	return errors.Join(errs...)

@@ -371,10 +371,11 @@ func TestMain(m *testing.M) {
 }
 
 // crashChild is the process TestCrashKeepsAcknowledgedRecords kills: it
-// records from 16 goroutines into the log in dir and prints
-// "ack <run> <seq>" for every acknowledged record, until it is killed.
+// opens the log in dir with a checkpoint key, as the attester does,
+// records from 16 goroutines and prints "ack <run> <seq>" for every
+// acknowledged record, until it is killed.
 func crashChild(dir string) {
-	l, err := Open(dir, Options{})
+	l, err := Open(dir, ckOpts(1))
 	if err != nil {
 		fmt.Fprintln(os.Stdout, "open error:", err)
 		os.Exit(3)

@@ -1,0 +1,439 @@
+//go:build unix
+
+package audit
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/wire/auditrec"
+)
+
+// ckOpts returns Options whose checkpoint key is made from seed.
+func ckOpts(seed byte) Options {
+	priv := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
+	return Options{
+		CheckpointKey:  priv.Public().(ed25519.PublicKey),
+		SignCheckpoint: func(m []byte) ([]byte, error) { return ed25519.Sign(priv, m), nil },
+	}
+}
+
+// ckState writes a directory and closes it cleanly with key 1: run_a has
+// 10 records, run_b 1, run_c 5 (closed). It returns the directory.
+func ckState(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	opts := ckOpts(1)
+	opts.Now = newClock().now
+	l, err := Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		record(t, l, "run_a", i)
+	}
+	record(t, l, "run_b", 100)
+	for i := range 5 {
+		record(t, l, "run_c", 200+i)
+	}
+	if err := l.CloseRun("run_c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutine's logging.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// openCk opens dir with opts and returns the log (closed at cleanup), what
+// Open logged, and its error.
+func openCk(t testing.TB, dir string, opts Options) (*Log, string, error) {
+	t.Helper()
+	var logs syncBuffer
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	if opts.Now == nil {
+		opts.Now = newClock().now
+	}
+	l, err := Open(dir, opts)
+	if err == nil {
+		t.Cleanup(func() { l.Close() })
+	}
+	return l, logs.String(), err
+}
+
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func writeFile(t testing.TB, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// alterRecord changes one byte of record n (1-based) of a run file, in
+// its reason, keeping the length: the file no longer verifies.
+func alterRecord(t testing.TB, path string, n int) {
+	t.Helper()
+	b := readFile(t, path)
+	ls := lines(b)
+	off := 0
+	for _, l := range ls[:n-1] {
+		off += len(l)
+	}
+	i := bytes.Index(ls[n-1], []byte(`"reason":"reason `))
+	if i < 0 {
+		t.Fatalf("record %d has no reason", n)
+	}
+	p := off + i + len(`"reason":"reason `)
+	b[p] = '0' + (b[p]-'0'+1)%10
+	writeFile(t, path, b)
+}
+
+func ckExists(t testing.TB, dir string) bool {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(dir, checkpointName))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
+// TestCheckpointWrittenAtCloseRemovedAtOpen: Close writes a checkpoint
+// signed with the key that covers every run file (length, count, last two
+// hashes, digest); Open uses it, removes it before any record, and the
+// chains continue.
+func TestCheckpointWrittenAtCloseRemovedAtOpen(t *testing.T) {
+	dir := ckState(t)
+	cp, err := parseCheckpoint(readFile(t, filepath.Join(dir, checkpointName)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ed25519.Verify(ckOpts(1).CheckpointKey, checkpointMessage(cp.body), cp.sig) {
+		t.Fatal("the checkpoint's signature does not verify")
+	}
+	want := map[string]uint64{"run_a": 10, "run_b": 1, "run_c": 5}
+	if len(cp.entries) != len(want) {
+		t.Fatalf("checkpoint covers %d runs, want %d", len(cp.entries), len(want))
+	}
+	for _, e := range cp.entries {
+		b := readFile(t, filepath.Join(dir, e.run+fileSuffix))
+		root, count, err := auditrec.Verify(bytes.NewReader(b))
+		ls := lines(b)
+		prev := ""
+		if count > 1 {
+			r, _, _ := auditrec.Verify(bytes.NewReader(bytes.Join(ls[:len(ls)-1], nil)))
+			prev = r
+		}
+		sum := sha256.Sum256(b)
+		if err != nil || count != want[e.run] || e.count != count || e.root != root || e.prev != prev || e.size != int64(len(b)) || e.sum != b64u.Encode(sum[:]) {
+			t.Fatalf("%s: checkpoint %+v, file %d bytes %d records %s (%v)", e.run, e, len(b), count, root, err)
+		}
+	}
+
+	l, logs, err := openCk(t, dir, ckOpts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs, "start-up checkpoint verified") || !strings.Contains(logs, "records_covered=16") {
+		t.Fatalf("the checkpoint was not used: %s", logs)
+	}
+	if ckExists(t, dir) {
+		t.Fatal("the checkpoint outlived Open")
+	}
+	if seq := record(t, l, "run_a", 10); seq != 11 {
+		t.Fatalf("run_a continued at %d", seq)
+	}
+	if seq := record(t, l, "run_b", 101); seq != 2 {
+		t.Fatalf("run_b continued at %d", seq)
+	}
+	snapshot(t, l, "run_a")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cp, err = parseCheckpoint(readFile(t, filepath.Join(dir, checkpointName)))
+	if err != nil || cp.entries[0].run != "run_a" || cp.entries[0].count != 11 {
+		t.Fatalf("checkpoint after the second Close: %+v %v", cp, err)
+	}
+}
+
+// TestCheckpointCatchesEditsInItsRange: an offline edit of any byte the
+// checkpoint covers (the same length, the last record intact), a cut
+// after a complete record (which the full check alone would accept), a
+// changed last record, a missing or swapped file: a signed checkpoint the
+// files contradict stops Open, which changes nothing.
+func TestCheckpointCatchesEditsInItsRange(t *testing.T) {
+	for name, attack := range map[string]func(t *testing.T, dir string){
+		"record in the middle altered": func(t *testing.T, dir string) { alterRecord(t, filepath.Join(dir, "run_a.jsonl"), 3) },
+		"last record altered":          func(t *testing.T, dir string) { alterRecord(t, filepath.Join(dir, "run_a.jsonl"), 10) },
+		"cut after a complete record": func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "run_a.jsonl")
+			ls := lines(readFile(t, p))
+			writeFile(t, p, bytes.Join(ls[:9], nil))
+		},
+		"cut inside a record": func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "run_c.jsonl")
+			b := readFile(t, p)
+			writeFile(t, p, b[:len(b)-5])
+		},
+		"file removed": func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "run_b.jsonl")); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"file replaced by another run's": func(t *testing.T, dir string) {
+			writeFile(t, filepath.Join(dir, "run_a.jsonl"), readFile(t, filepath.Join(dir, "run_c.jsonl")))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := ckState(t)
+			attack(t, dir)
+			before := snapshotDir(t, dir)
+			_, _, err := openCk(t, dir, ckOpts(1))
+			if !errors.Is(err, errCorrupt) || !errors.Is(err, errCheckpointStale) {
+				t.Fatalf("Open: %v", err)
+			}
+			if after := snapshotDir(t, dir); !equalDirs(before, after) {
+				t.Fatal("a refused Open changed the directory")
+			}
+		})
+	}
+}
+
+// snapshotDir reads every file of dir but LOCK.
+func snapshotDir(t testing.TB, dir string) map[string][]byte {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string][]byte{}
+	for _, e := range ents {
+		if e.Name() != lockName {
+			m[e.Name()] = readFile(t, filepath.Join(dir, e.Name()))
+		}
+	}
+	return m
+}
+
+func equalDirs(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestCheckpointNotTheAttestersFallsBack: a checkpoint that is altered,
+// signed by another key, of an unknown version, cut or garbage is not
+// used: Open verifies every record (so an edited record is still caught,
+// as a record that does not verify) and, when they verify, starts and
+// removes it.
+func TestCheckpointNotTheAttestersFallsBack(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func([]byte) []byte
+		key  byte
+	}{
+		"byte flipped": {edit: func(b []byte) []byte {
+			i := bytes.Index(b, []byte("run_a ")) + len("run_a ")
+			b[i]++ // the size
+			return b
+		}, key: 1},
+		"another key":     {edit: func(b []byte) []byte { return b }, key: 2},
+		"unknown version": {edit: func(b []byte) []byte { return bytes.Replace(b, []byte("/v1\n"), []byte("/v2\n"), 1) }, key: 1},
+		"no sig line":     {edit: func(b []byte) []byte { return b[:bytes.LastIndex(b, []byte("sig "))] }, key: 1},
+		"sig of empty":    {edit: func(b []byte) []byte { return []byte(checkpointHeader + "\nsig " + strings.Repeat("A", 86) + "\n") }, key: 1},
+		"empty":           {edit: func([]byte) []byte { return nil }, key: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := ckState(t)
+			ck := filepath.Join(dir, checkpointName)
+			writeFile(t, ck, tc.edit(readFile(t, ck)))
+			run := filepath.Join(dir, "run_a.jsonl")
+			orig := readFile(t, run)
+			alterRecord(t, run, 3)
+			_, logs, err := openCk(t, dir, ckOpts(tc.key))
+			if !errors.Is(err, errCorrupt) || errors.Is(err, errCheckpointStale) || !strings.Contains(err.Error(), "record 3") {
+				t.Fatalf("Open over an edited record: %v", err)
+			}
+			if !strings.Contains(logs, "checkpoint ignored") {
+				t.Fatalf("logs: %s", logs)
+			}
+			writeFile(t, run, orig)
+			if _, _, err := openCk(t, dir, ckOpts(tc.key)); err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if ckExists(t, dir) {
+				t.Fatal("the checkpoint outlived Open")
+			}
+		})
+	}
+}
+
+// TestCheckpointTail: records after a checkpoint (an older checkpoint put
+// back) are verified as without one: valid ones continue the chain; an
+// altered one or a complete junk line stops Open; a torn one is cut.
+func TestCheckpointTail(t *testing.T) {
+	dir := ckState(t)
+	ck := filepath.Join(dir, checkpointName)
+	old := readFile(t, ck)
+	l, _, err := openCk(t, dir, ckOpts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		record(t, l, "run_a", 10+i)
+	}
+	l.Close()
+	run := filepath.Join(dir, "run_a.jsonl")
+	grown := readFile(t, run)
+
+	writeFile(t, ck, old)
+	l, logs, err := openCk(t, dir, ckOpts(1))
+	if err != nil || !strings.Contains(logs, "records_covered=16 records_verified=3") {
+		t.Fatalf("Open: %v, %s", err, logs)
+	}
+	if _, n := snapshot(t, l, "run_a"); n != 13 {
+		t.Fatalf("run_a has %d records", n)
+	}
+	l.Close()
+
+	for name, tc := range map[string]struct {
+		edit func([]byte) []byte
+		err  error
+	}{
+		"record after it altered": {edit: func(b []byte) []byte {
+			writeFile(t, run, b)
+			alterRecord(t, run, 12)
+			return readFile(t, run)
+		}, err: errCorrupt},
+		"junk line appended": {edit: func(b []byte) []byte { return append(b, "{}\n"...) }, err: errCorrupt},
+		"torn junk appended": {edit: func(b []byte) []byte { return append(b, `{"audit_ver`...) }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			writeFile(t, ck, old)
+			writeFile(t, run, tc.edit(bytes.Clone(grown)))
+			_, _, err := openCk(t, dir, ckOpts(1))
+			if tc.err != nil {
+				if !errors.Is(err, tc.err) || errors.Is(err, errCheckpointStale) {
+					t.Fatalf("Open: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := readFile(t, run); !bytes.Equal(got, grown) {
+				t.Fatalf("torn record not cut: %d bytes, want %d", len(got), len(grown))
+			}
+		})
+	}
+}
+
+// TestCheckpointGoneAfterKill: a process killed (SIGKILL) after it opened
+// the log leaves no checkpoint, whatever it appended, so the next Open
+// verifies every record and an edit inside the old checkpoint's range is
+// caught as a record that does not verify.
+func TestCheckpointGoneAfterKill(t *testing.T) {
+	dir := ckState(t)
+	crashRound(t, dir, 100)
+	if ckExists(t, dir) {
+		t.Fatal("a checkpoint survived kill -9")
+	}
+	alterRecord(t, filepath.Join(dir, "run_a.jsonl"), 3)
+	_, logs, err := openCk(t, dir, ckOpts(1))
+	if !errors.Is(err, errCorrupt) || errors.Is(err, errCheckpointStale) || !strings.Contains(logs, "no start-up checkpoint") {
+		t.Fatalf("Open: %v; %s", err, logs)
+	}
+}
+
+// TestCheckpointOptions: the key and the signer come together; a signer
+// that fails or signs with another key leaves no checkpoint and Close
+// reports it.
+func TestCheckpointOptions(t *testing.T) {
+	good := ckOpts(1)
+	for name, o := range map[string]Options{
+		"key alone":    {CheckpointKey: good.CheckpointKey},
+		"signer alone": {SignCheckpoint: good.SignCheckpoint},
+		"short key":    {CheckpointKey: good.CheckpointKey[:16], SignCheckpoint: good.SignCheckpoint},
+	} {
+		if _, err := Open(t.TempDir(), o); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	for name, sign := range map[string]func([]byte) ([]byte, error){
+		"failing signer": func([]byte) ([]byte, error) { return nil, errors.New("no key") },
+		"other key":      ckOpts(2).SignCheckpoint,
+	} {
+		dir := t.TempDir()
+		l, _, err := openCk(t, dir, Options{CheckpointKey: good.CheckpointKey, SignCheckpoint: sign})
+		if err != nil {
+			t.Fatal(err)
+		}
+		record(t, l, "run_a", 1)
+		if err := l.Close(); err == nil || ckExists(t, dir) {
+			t.Errorf("%s: Close %v, checkpoint written %v", name, err, ckExists(t, dir))
+		}
+	}
+}
+
+// TestCheckpointLeavesOutFailedRuns: a run whose write failed is not
+// covered (its file's state is unknown); the others are.
+func TestCheckpointLeavesOutFailedRuns(t *testing.T) {
+	dir := t.TempDir()
+	l, _, err := openCk(t, dir, ckOpts(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "run_x.jsonl"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Record("run_x", entry(1)); !errors.Is(err, errRunFailed) {
+		t.Fatalf("Record: %v", err)
+	}
+	record(t, l, "run_y", 1)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := parseCheckpoint(readFile(t, filepath.Join(dir, checkpointName)))
+	if err != nil || len(cp.entries) != 1 || cp.entries[0].run != "run_y" {
+		t.Fatalf("checkpoint %+v %v", cp, err)
+	}
+}
