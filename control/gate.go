@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -39,8 +40,9 @@ func (gs *gateState) close() error {
 // newGateState opens the audit log in stateDir/audit (a fresh temporary
 // directory when stateDir is empty: the log then does not outlive the
 // process, like the identity) and builds the gate from its parsed
-// configuration (ParseConfigWith).
-func newGateState(cfg *gate.Config, opts gate.Options, stateDir string) (*gateState, error) {
+// configuration (ParseConfigWith). A sealed identity signs the audit log's
+// start-up checkpoint (docs/spec/gate-v1.md section 5.3).
+func newGateState(cfg *gate.Config, opts gate.Options, stateDir string, id *Identity) (*gateState, error) {
 	if cfg == nil {
 		return nil, errors.New("control: no gate configuration")
 	}
@@ -53,7 +55,17 @@ func newGateState(cfg *gate.Config, opts gate.Options, stateDir string) (*gateSt
 		}
 		dir = gs.tmpDir
 	}
-	gs.audit, err = audit.Open(dir, audit.Options{Now: opts.Now, Logger: opts.Logger})
+	aopts := audit.Options{Now: opts.Now, Logger: opts.Logger}
+	if id != nil && id.Sealed {
+		// An ephemeral identity's checkpoint could not be verified by the
+		// next start: it writes none. audit labels what it has signed.
+		aopts.CheckpointKey = id.Public
+		aopts.SignCheckpoint = func(m []byte) (sig []byte, err error) {
+			err = id.WithSigningKey(func(k ed25519.PrivateKey) error { sig = ed25519.Sign(k, m); return nil })
+			return sig, err
+		}
+	}
+	gs.audit, err = audit.Open(dir, aopts)
 	if err != nil {
 		if gs.tmpDir != "" {
 			os.RemoveAll(gs.tmpDir)

@@ -98,7 +98,7 @@ func New(d Deps) (*Service, error) {
 	gs, err := newGateState(d.GateConfig, gate.Options{
 		HTTPClient: d.HTTPClient, TelegramAPIBase: d.TelegramAPIBase, Logger: d.Logger, Now: d.Now,
 		MaxRuns: d.Config.MaxRuns,
-	}, d.Config.StateDir)
+	}, d.Config.StateDir, d.Identity)
 	if err != nil {
 		return nil, err
 	}

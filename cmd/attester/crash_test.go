@@ -3,9 +3,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -97,6 +101,107 @@ func TestKillUnderLoadAgainstTheBinary(t *testing.T) {
 		t.Fatalf("decision after restart: %d %v", r.code, r.body)
 	}
 	if _, err := os.Stat(filepath.Join(state, "audit", rn.id+".jsonl")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAuditCheckpointAgainstTheBinary (gate-v1 section 5.3): a clean stop
+// (SIGINT) leaves a signed start-up checkpoint; an offline cut of the last
+// record, which no record-by-record check can see, then stops the start.
+// The restart uses the checkpoint and removes it before it records, so
+// kill -9 after it leaves none: the next start verifies every record and
+// an offline edit inside the old checkpoint's range stops it.
+func TestAuditCheckpointAgainstTheBinary(t *testing.T) {
+	pf := newPack(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	cfg := writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	ck := filepath.Join(state, "audit", "CHECKPOINT")
+	a, code := startAttester(t, cfg)
+	if a == nil {
+		t.Fatalf("attester exited with %d", code)
+	}
+	rn := a.createRun(t, pf, "checkpoint")
+	decide := func(a *attester, rn runHandle, n int) {
+		t.Helper()
+		r := a.req(t, false, "POST", "/v1/runs/"+rn.id+"/turns", rn.capability, turnBody("cli", "u", rn.id))
+		for range n {
+			if d := a.req(t, false, "POST", "/v1/runs/"+rn.id+"/tool-calls", rn.capability, map[string]any{"turn_id": r.body["turn_id"], "tool": "read"}); d.code != 200 {
+				t.Fatalf("decision: %d %v", d.code, d.body)
+			}
+		}
+	}
+	decide(a, rn, 6)
+	a.cmd.Process.Signal(os.Interrupt)
+	<-a.exited
+	if a.exitCode != 0 {
+		t.Fatalf("clean stop exited with %d", a.exitCode)
+	}
+	if _, err := os.Stat(ck); err != nil {
+		t.Fatalf("no checkpoint after a clean stop: %v", err)
+	}
+
+	run := filepath.Join(state, "audit", rn.id+".jsonl")
+	orig, err := os.ReadFile(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastCut := orig[:bytes.LastIndexByte(orig[:len(orig)-1], '\n')+1]
+	writeAudit(t, run, lastCut)
+	if out := startRefused(t, cfg); !strings.Contains(out, "the files differ from the signed checkpoint") {
+		t.Fatalf("a start over a cut the checkpoint contradicts: %s", out)
+	}
+	writeAudit(t, run, orig)
+
+	b, code := startAttester(t, cfg)
+	if b == nil {
+		t.Fatalf("restart exited with %d", code)
+	}
+	if !strings.Contains(b.logs.String(), "start-up checkpoint verified") {
+		t.Fatalf("the restart did not use the checkpoint: %s", b.logs.String())
+	}
+	if _, err := os.Stat(ck); !os.IsNotExist(err) {
+		t.Fatalf("the checkpoint outlived the start: %v", err)
+	}
+	decide(b, b.createRun(t, pf, "after"), 2)
+	b.cmd.Process.Kill()
+	<-b.exited
+	if _, err := os.Stat(ck); !os.IsNotExist(err) {
+		t.Fatalf("a checkpoint after kill -9: %v", err)
+	}
+
+	// One record's params hash changed, the length and the last record
+	// kept: only a record-by-record check catches it.
+	edited := bytes.Clone(orig)
+	i := bytes.Index(edited, []byte(`"params_hash_b64u":"`)) + len(`"params_hash_b64u":"`) + 4
+	if edited[i] == 'A' {
+		edited[i] = 'B'
+	} else {
+		edited[i] = 'A'
+	}
+	writeAudit(t, run, edited)
+	if out := startRefused(t, cfg); !strings.Contains(out, "record_hash_b64u does not match") || strings.Contains(out, "checkpoint verified") {
+		t.Fatalf("a start over an edited record after kill -9: %s", out)
+	}
+}
+
+// startRefused runs the attester on config and returns its output; it
+// fails the test unless the attester exits with 2 (setup failed) within
+// 20 s.
+func startRefused(t *testing.T, config string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, attesterBin, "--config", config).CombinedOutput()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 2 {
+		t.Fatalf("the attester did not refuse to start: %v: %s", err, out)
+	}
+	return string(out)
+}
+
+func writeAudit(t *testing.T, path string, b []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
