@@ -14,7 +14,7 @@ BIN           := bin
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS       := -s -w -X github.com/clawea/attester/cmd/internal/buildinfo.version=$(VERSION)
 
-.PHONY: all build test test-race bench bench-verifier bench-control bench-gateway fuzz lint demo clean
+.PHONY: all build test test-race bench bench-verifier bench-control bench-gateway bench-startup fuzz lint demo clean
 .PHONY: unit-check chart-check
 
 all: build
@@ -102,6 +102,14 @@ GATEWAY_BENCH_ENFORCE ?= 0
 bench-gateway:
 	CLAWEA_BENCH_GATEWAY=1 CLAWEA_BENCH_CALLS=$(GATEWAY_BENCH_CALLS) CLAWEA_BENCH_ENFORCE=$(GATEWAY_BENCH_ENFORCE) \
 	$(GO) test -count=1 -run='^TestBenchGateway$$' -bench='^BenchmarkRules$$' -benchtime=2000x -v -timeout=15m ./control/gateway
+
+# Attester start-up (audit.Open) against audit size (1k, 25k, 250k records),
+# verifying every record and with a signed start-up checkpoint, in the same
+# run (issue 22 item 4; docs/spec/gate-v1.md section 5.3); prints a table
+# with the ratio. About two minutes on 2 cores.
+STARTUP_BENCHTIME ?= 3x
+bench-startup:
+	$(GO) test -count=1 -run='^$$' -bench='^BenchmarkStartup$$' -benchtime=$(STARTUP_BENCHTIME) -timeout=20m ./gate/audit
 
 # A short smoke run of every fuzz target (FUZZTIME each).
 fuzz:
