@@ -11,9 +11,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/clawea/attester/internal/bintest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/wire/auditrec"
 )
@@ -54,29 +54,11 @@ func ckState(t testing.TB) string {
 	return dir
 }
 
-// syncBuffer is a bytes.Buffer safe for the writer goroutine's logging.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // openCk opens dir with opts and returns the log (closed at cleanup), what
 // Open logged, and its error.
 func openCk(t testing.TB, dir string, opts Options) (*Log, string, error) {
 	t.Helper()
-	var logs syncBuffer
+	var logs bintest.Buffer
 	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	if opts.Now == nil {
 		opts.Now = newClock().now
@@ -436,4 +418,47 @@ func TestCheckpointLeavesOutFailedRuns(t *testing.T) {
 	if err != nil || len(cp.entries) != 1 || cp.entries[0].run != "run_y" {
 		t.Fatalf("checkpoint %+v %v", cp, err)
 	}
+}
+
+// FuzzRecoverWithCheckpoint: whatever bytes a run file holds under a valid
+// checkpoint that covers its first two records, Open either refuses them
+// (errCorrupt, file unchanged) or keeps a prefix that verifies record by
+// record: the checkpoint never lets through what the full check refuses.
+func FuzzRecoverWithCheckpoint(f *testing.F) {
+	buf, _ := writeLog(f, 4)
+	good := buf.Bytes()
+	ls := lines(good)
+	covered := bytes.Join(ls[:2], nil)
+	f.Add(good)
+	f.Add(covered)
+	f.Add(good[:len(good)-7])
+	f.Add(append(bytes.Clone(good), "{}\n"...))
+	f.Add(covered[:len(covered)-1])
+	root, _, _ := auditrec.Verify(bytes.NewReader(covered))
+	prev, _, _ := auditrec.Verify(bytes.NewReader(ls[0]))
+	sum := sha256.Sum256(covered)
+	body := appendCheckpointBody(nil, []ckptEntry{{run: "run_f", size: int64(len(covered)), count: 2, prev: prev, root: root, sum: b64u.Encode(sum[:])}})
+	opts := ckOpts(1)
+	sig, _ := opts.SignCheckpoint(checkpointMessage(body))
+	ck := appendCheckpointSig(body, sig)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "run_f.jsonl")
+		writeFile(t, path, data)
+		writeFile(t, filepath.Join(dir, checkpointName), ck)
+		l, err := Open(dir, opts)
+		got := readFile(t, path)
+		if err != nil {
+			if !errors.Is(err, errCorrupt) || !bytes.Equal(got, data) {
+				t.Fatalf("refused with %v; file changed %v", err, !bytes.Equal(got, data))
+			}
+			return
+		}
+		defer l.Close()
+		r, c, verr := auditrec.Verify(bytes.NewReader(got))
+		lr, lc, _ := l.root("run_f")
+		if verr != nil || !bytes.HasPrefix(got, covered) || !bytes.HasPrefix(data, got) || r != lr || c != lc {
+			t.Fatalf("kept %q (%v) of %q", got, verr, data)
+		}
+	})
 }
