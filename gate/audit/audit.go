@@ -7,7 +7,9 @@
 //
 //   - Log (Open) is the attester's durable log: one chain per run, one file
 //     per run under a state directory, every record fsynced (with group
-//     commit) before Record returns, recovered after a crash.
+//     commit) before Record returns, recovered after a crash. A clean Close
+//     leaves a signed start-up checkpoint (checkpoint.go) so that the next
+//     Open hashes the bytes it covers instead of re-verifying each record.
 //   - Writer (NewWriter) appends one chain to an io.Writer with no
 //     durability; tests and benchmarks use it.
 //
