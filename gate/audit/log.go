@@ -293,12 +293,24 @@ func (l *Log) recover(ck map[string]ckptEntry) error {
 	}
 	// Oldest first, so that removal order follows age.
 	slices.SortFunc(runs, func(a, b found) int { return a.mod.Compare(b.mod) })
+	// A file the checkpoint lists and the directory lacks stops the
+	// start-up before any file is changed.
+	if len(ck) > 0 {
+		onDisk := make(map[string]bool, len(runs))
+		for _, fr := range runs {
+			onDisk[fr.id] = true
+		}
+		for _, run := range slices.Sorted(maps.Keys(ck)) {
+			if !onDisk[run] {
+				return fmt.Errorf("%w: %w: %s%s is missing", errCorrupt, errCheckpointStale, run, fileSuffix)
+			}
+		}
+	}
 	var skipped, verified uint64
 	for _, fr := range runs {
 		var from *ckptEntry
 		if e, ok := ck[fr.id]; ok {
 			from = &e
-			delete(ck, fr.id)
 		}
 		st, err := recoverFile(l.path(fr.id), l.log, from)
 		if err != nil {
@@ -310,10 +322,6 @@ func (l *Log) recover(ck map[string]ckptEntry) error {
 		l.runs[fr.id] = &runLog{id: fr.id, state: stateIdle, head: st.chain, durable: st.chain, dprev: st.prev,
 			size: st.size, dsize: st.size, sum: st.sum, exists: true, resv: st.size, order: l.order}
 		l.reserved += st.size
-	}
-	if len(ck) > 0 {
-		missing := slices.Sorted(maps.Keys(ck))
-		return fmt.Errorf("%w: %w: %s%s is missing", errCorrupt, errCheckpointStale, missing[0], fileSuffix)
 	}
 	if ck != nil {
 		l.log.Info("audit: start-up checkpoint verified", "files", len(runs), "records_covered", skipped, "records_verified", verified)
