@@ -3,10 +3,12 @@ package gateway
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -423,15 +425,19 @@ func toolParts(t *pohjson.Value, schemaKey string) (string, *pohjson.Value, stri
 }
 
 // readTools computes the tool set's hash H(JCS({name: schema})), the form
-// of the report's tool_schemas_hash_b64u, and the descriptions' hash. A
-// tool named twice is refused.
+// of the report's tool_schemas_hash_b64u, and the descriptions' hash
+// H(JCS({name: [name, description]})). A tool named twice is refused. Both
+// canonical forms are written from the parsed tools, sorted by name.
 func (q *request) readTools(tools *pohjson.Value, read toolReader) error {
 	if tools != nil && tools.Kind() != pohjson.Array {
 		return refuse(reasonToolsMismatch, "tools must be an array")
 	}
-	schemas := make([]pohjson.Member, 0, len(tools.Elems()))
-	descs := make([]*pohjson.Value, 0, len(tools.Elems()))
-	seen := map[string]bool{}
+	type tool struct {
+		name, desc string
+		schema     *pohjson.Value
+	}
+	all := make([]tool, 0, len(tools.Elems()))
+	seen := make(map[string]bool, len(tools.Elems()))
 	for i, t := range tools.Elems() {
 		name, schema, desc, err := read(t)
 		if err != nil {
@@ -441,21 +447,39 @@ func (q *request) readTools(tools *pohjson.Value, read toolReader) error {
 			return refuse(reasonToolsMismatch, fmt.Sprintf("tools[%d]: the tool %s is named twice", i, strconv.Quote(name)))
 		}
 		seen[name] = true
-		schemas = append(schemas, pohjson.M(name, schema))
-		descs = append(descs, pohjson.NewArray(pohjson.NewString(name), pohjson.NewString(desc)))
+		all = append(all, tool{name: name, desc: desc, schema: schema})
 	}
+	slices.SortFunc(all, func(a, b tool) int { return jsstr.Compare(a.name, b.name) })
 	var err error
-	if q.toolsHash, err = canonHash(pohjson.NewObject(schemas...), false); err != nil {
+	q.toolsHash, err = canonHashOf(func(dst []byte) ([]byte, bool) {
+		floats := false
+		dst = append(dst, '{')
+		for i, t := range all {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(jsstr.AppendQuote(dst, t.name), ':')
+			var f bool
+			dst, f = appendCanon(dst, t.schema, false)
+			floats = floats || f
+		}
+		return append(dst, '}'), floats
+	})
+	if err != nil {
 		return refuse(reasonToolsMismatch, "a tool schema has no canonical form")
 	}
-	// Descriptions sorted by name: canonHash sorts object keys, so an
-	// object name -> [name, description] gives that order.
-	byName := make([]pohjson.Member, len(descs))
-	for i, d := range descs {
-		n, _ := d.Elems()[0].Str()
-		byName[i] = pohjson.M(n, d)
-	}
-	q.descHash, _ = canonHash(pohjson.NewObject(byName...), false)
+	q.descHash, _ = canonHashOf(func(dst []byte) ([]byte, bool) {
+		dst = append(dst, '{')
+		for i, t := range all {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(jsstr.AppendQuote(dst, t.name), ":["...)
+			dst = append(jsstr.AppendQuote(dst, t.name), ',')
+			dst = append(jsstr.AppendQuote(dst, t.desc), ']')
+		}
+		return append(dst, '}'), false
+	})
 	return nil
 }
 
