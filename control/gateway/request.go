@@ -121,6 +121,7 @@ func (q *request) readOpenAI(root *pohjson.Value) error {
 		return malformed("messages must be a non-empty array")
 	}
 	q.msgs = make([]message, 0, len(msgs.Elems())-1)
+	canon := messageHashes(msgs.Elems()[1:])
 	for i, m := range msgs.Elems() {
 		role, _ := m.GetString("role")
 		if i == 0 {
@@ -134,62 +135,61 @@ func (q *request) readOpenAI(root *pohjson.Value) error {
 			q.system = s
 			continue
 		}
-		msg, err := openAIMessage(i, role, m)
+		msg, err := openAIMessage(i, role, m, canon[i-1])
 		if err != nil {
 			return err
 		}
 		q.msgs = append(q.msgs, msg)
 	}
-	if err := hashMessages(q.msgs, msgs.Elems()[1:], 1); err != nil {
-		return err
-	}
 	return q.readTools(root.Get("tools"), openAITool)
 }
 
-// minSplitHash is the message count from which hashMessages hashes in two
-// halves.
+// minSplitHash is the message count from which messageHashes hashes in
+// two halves.
 const minSplitHash = 8
 
-// hashMessages sets each message's canon hash (section 3.4) from vals,
-// where vals[i] is msgs[i] and messages[offset+i] of the body. The hashes
-// are most of the rules' work: a request of minSplitHash messages or more
-// is hashed in two halves, the second on its own goroutine, so that a free
-// core halves their latency. The refusal names the first message without a
+// canonSum is a message's canon hash, or none (ok false) when it has no
 // canonical form.
-func hashMessages(msgs []message, vals []*pohjson.Value, offset int) error {
-	hash := func(lo, hi int) int {
-		for i := lo; i < hi; i++ {
-			h, err := messageHash(vals[i])
-			if err != nil {
-				return i
-			}
-			msgs[i].canon = h
-		}
-		return -1
-	}
-	mid, bad2 := len(msgs), -1
-	var wg sync.WaitGroup
-	if len(msgs) >= minSplitHash {
-		mid = len(msgs) / 2
-		wg.Go(func() { bad2 = hash(mid, len(msgs)) })
-	}
-	bad := hash(0, mid)
-	wg.Wait()
-	if bad < 0 {
-		bad = bad2
-	}
-	if bad >= 0 {
-		return malformed("messages[%d] has no canonical form", offset+bad)
-	}
-	return nil
+type canonSum struct {
+	sum [32]byte
+	ok  bool
 }
 
-// openAIMessage reads messages[i] of an OpenAI request.
-func openAIMessage(i int, role string, m *pohjson.Value) (message, error) {
+// messageHashes returns the canon hash of each message of vals (section
+// 3.4). They are most of the rules' work: a request of minSplitHash
+// messages or more is hashed in two halves, the second on its own
+// goroutine, so that a free core halves their latency. The readers refuse
+// a message without a canonical form where they come to it, in order.
+func messageHashes(vals []*pohjson.Value) []canonSum {
+	out := make([]canonSum, len(vals))
+	hash := func(part []canonSum, vals []*pohjson.Value) {
+		for i, v := range vals {
+			h, err := messageHash(v)
+			part[i] = canonSum{sum: h, ok: err == nil}
+		}
+	}
+	mid := len(vals)
+	var wg sync.WaitGroup
+	if len(vals) >= minSplitHash {
+		mid = len(vals) / 2
+		wg.Go(func() { hash(out[mid:], vals[mid:]) })
+	}
+	hash(out[:mid], vals[:mid])
+	wg.Wait()
+	return out
+}
+
+// openAIMessage reads messages[i] of an OpenAI request, whose canon hash
+// is canon.
+func openAIMessage(i int, role string, m *pohjson.Value, canon canonSum) (message, error) {
 	var msg message
 	if m.Kind() != pohjson.Object {
 		return msg, malformed("messages[%d] is not an object", i)
 	}
+	if !canon.ok {
+		return msg, malformed("messages[%d] has no canonical form", i)
+	}
+	msg.canon = canon.sum
 	var err error
 	c := m.Get("content")
 	switch role {
@@ -311,15 +311,13 @@ func (q *request) readAnthropic(root *pohjson.Value) error {
 		return malformed("messages must be a non-empty array")
 	}
 	q.msgs = make([]message, 0, len(msgs.Elems()))
+	canon := messageHashes(msgs.Elems())
 	for i, m := range msgs.Elems() {
-		msg, err := anthropicMessage(i, m)
+		msg, err := anthropicMessage(i, m, canon[i])
 		if err != nil {
 			return err
 		}
 		q.msgs = append(q.msgs, msg)
-	}
-	if err := hashMessages(q.msgs, msgs.Elems(), 0); err != nil {
-		return err
 	}
 	return q.readTools(root.Get("tools"), anthropicTool)
 }
@@ -357,10 +355,15 @@ func (q *request) readAnthropicSystem(sys *pohjson.Value) error {
 	return nil
 }
 
-// anthropicMessage reads messages[i] of an Anthropic request.
-func anthropicMessage(i int, m *pohjson.Value) (message, error) {
+// anthropicMessage reads messages[i] of an Anthropic request, whose
+// canon hash is canon.
+func anthropicMessage(i int, m *pohjson.Value, canon canonSum) (message, error) {
 	var msg message
 	role, _ := m.GetString("role")
+	if !canon.ok {
+		return msg, malformed("messages[%d] has no canonical form", i)
+	}
+	msg.canon = canon.sum
 	var err error
 	c := m.Get("content")
 	if msg.text, msg.textOnly, err = textParts(c, "text"); err != nil {
