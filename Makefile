@@ -91,12 +91,15 @@ bench-control:
 # call (p50, p99), the delay added to a streamed chunk (p99), calls/s with
 # receipts and durable audit records, and heap per open stream, each beside
 # the same calls sent straight to the same loopback upstream; inputs: 100 KB
-# of history with 20 tools, a 2 KB answer (50 chunks streamed). Then the
+# of history with 20 tools, a 2 KB answer (50 chunks streamed). The gateway
+# listens on a unix socket, as on the attester's control socket. Then the
 # rules' CPU cost per request. GATEWAY_BENCH_ENFORCE=1 fails on a missed
 # target. The audit records are fsynced in $$TMPDIR: its file system is part
 # of the figure, so the bench also prints the floors measured in the same
-# run: one record's write+fsync alone, concurrent fsyncs, the process's CPU
-# per call against the baseline's, and the load average.
+# run: the bare hop (the same calls through a plain proxy on a unix socket,
+# no rules: its added latency, calls/s and CPU), one record's write+fsync
+# alone, concurrent fsyncs, hop + fsync, the process's CPU per call against
+# the baseline's, and the load average.
 GATEWAY_BENCH_CALLS   ?= 2000
 GATEWAY_BENCH_ENFORCE ?= 0
 bench-gateway:

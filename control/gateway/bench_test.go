@@ -3,10 +3,12 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/ed25519"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,33 +42,38 @@ func TestBenchGateway(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(GCPercent)) // the binary's
 	b := newBench(t)
 	calls := benchInt("CLAWEA_BENCH_CALLS", 2000)
-	gw, base := b.latency(t, calls)
+	lat := b.latency(t, calls)
 	cgw, cbase := b.chunks(t, benchInt("CLAWEA_BENCH_STREAMS", 200))
 	workers := benchInt("CLAWEA_BENCH_WORKERS", 8)
-	rate, cpu := b.rate(t, workers, 3*time.Second, false)
-	brate, bcpu := b.rate(t, workers, 3*time.Second, true)
+	rate, cpu := b.rate(t, workers, 3*time.Second, viaGateway)
+	brate, bcpu := b.rate(t, workers, 3*time.Second, direct)
+	hrate, hcpu := b.rate(t, workers, 3*time.Second, viaHop)
 	mgw, mbase := b.memory(t, benchInt("CLAWEA_BENCH_OPEN", 200))
 	sync1, syncN := fsyncFloor(t, 500, workers)
 	p := func(d []time.Duration, q float64) time.Duration { return d[int(float64(len(d)-1)*q)] }
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) + " ms" }
+	gw, base, hop := lat[viaGateway], lat[direct], lat[viaHop]
 	fmt.Printf("\nmodel gateway (GOMAXPROCS %d, %d calls; request %d bytes, %d tools; answer %d bytes, %d chunks)\n",
 		runtime.GOMAXPROCS(0), calls, len(b.body), 20, len(b.answer), 50)
-	fmt.Printf("%-38s %12s %12s %12s %10s\n", "figure", "gateway", "baseline", "added", "target")
-	row := func(name, g, bl, add, target string) {
-		fmt.Printf("%-38s %12s %12s %12s %10s\n", name, g, bl, add, target)
+	fmt.Printf("%-40s %11s %11s %11s %11s %10s\n", "figure", "gateway", "baseline", "added", "hop floor", "target")
+	row := func(name, g, bl, add, floor, target string) {
+		fmt.Printf("%-40s %11s %11s %11s %11s %10s\n", name, g, bl, add, floor, target)
 	}
-	row("non-streaming call p50", ms(p(gw, .5)), ms(p(base, .5)), ms(p(gw, .5)-p(base, .5)), "<= 0.5 ms")
-	row("non-streaming call p99", ms(p(gw, .99)), ms(p(base, .99)), ms(p(gw, .99)-p(base, .99)), "<= 2 ms")
-	row("chunk arrival p99 (after upstream write)", ms(p(cgw, .99)), ms(p(cbase, .99)), ms(p(cgw, .99)-p(cbase, .99)), "<= 0.2 ms")
-	row("calls/s with receipts (non-streaming)", strconv.Itoa(int(rate)), strconv.Itoa(int(brate)), "-", ">= 1000")
-	row("CPU per call (whole process)", ms(cpu), ms(bcpu), ms(cpu-bcpu), "-")
-	row("heap per open stream", strconv.Itoa(mgw)+" B", strconv.Itoa(mbase)+" B", strconv.Itoa(mgw-mbase)+" B", "bounded")
-	// The floors under the figures, measured in this run: a call is
-	// answered only after its audit record is fsynced, and the calls/s
-	// run shares the cores with the client and the upstream.
+	row("non-streaming call p50", ms(p(gw, .5)), ms(p(base, .5)), ms(p(gw, .5)-p(base, .5)), ms(p(hop, .5)-p(base, .5)), "<= 0.5 ms")
+	row("non-streaming call p99", ms(p(gw, .99)), ms(p(base, .99)), ms(p(gw, .99)-p(base, .99)), ms(p(hop, .99)-p(base, .99)), "<= 2 ms")
+	row("chunk arrival p99 (after upstream write)", ms(p(cgw, .99)), ms(p(cbase, .99)), ms(p(cgw, .99)-p(cbase, .99)), "-", "<= 0.2 ms")
+	row("calls/s with receipts (non-streaming)", strconv.Itoa(int(rate)), strconv.Itoa(int(brate)), "-", strconv.Itoa(int(hrate)), ">= 1000")
+	row("CPU per call (whole process)", ms(cpu), ms(bcpu), ms(cpu-bcpu), ms(hcpu-bcpu), "-")
+	row("heap per open stream", strconv.Itoa(mgw)+" B", strconv.Itoa(mbase)+" B", strconv.Itoa(mgw-mbase)+" B", "-", "bounded")
+	// The floors under the figures, measured in this run: the hop floor
+	// column is the same calls through a plain proxy on the same kind of
+	// unix socket (no rules, no receipt, no audit record); a call is
+	// answered only after its audit record is fsynced; the calls/s run
+	// shares the cores with the client and the upstream.
 	fmt.Printf("floor: one audit record write+fsync alone p50 %s, p99 %s; %d files fsynced concurrently: %d fsyncs/s\n",
 		ms(p(sync1, .5)), ms(p(sync1, .99)), workers, int(syncN))
-	fmt.Printf("floor: the client and upstream's CPU per call is the baseline's; load average %s\n", loadAverage())
+	fmt.Printf("floor: hop + fsync p50 %s, p99 %s added; the client and upstream's CPU per call is the baseline's; load average %s\n",
+		ms(p(hop, .5)-p(base, .5)+p(sync1, .5)), ms(p(hop, .99)-p(base, .99)+p(sync1, .99)), loadAverage())
 	if os.Getenv("CLAWEA_BENCH_ENFORCE") == "1" {
 		if p(gw, .5)-p(base, .5) > 500*time.Microsecond || p(gw, .99)-p(base, .99) > 2*time.Millisecond ||
 			p(cgw, .99)-p(cbase, .99) > 200*time.Microsecond || rate < 1000 {
@@ -82,16 +89,38 @@ func benchInt(env string, def int) int {
 	return def
 }
 
-// bench holds the upstream, the gateway and the fixed inputs.
+// bench holds the upstream, the gateway, the bare hop and the fixed
+// inputs.
 type bench struct {
 	*benchInputs
-	g       *Gateway
-	up, gwS *httptest.Server
-	key     ed25519.PrivateKey
-	seq     atomic.Int64
-	hold    chan struct{}
-	client  *http.Client
+	g            *Gateway
+	up, gwS, hop *httptest.Server
+	hopUp        *upstreamClient
+	key          ed25519.PrivateKey
+	seq          atomic.Int64
+	hold         chan struct{}
+	client       *http.Client
 }
+
+// target is where a bench call goes.
+type target int
+
+const (
+	// viaGateway: the gateway on a unix socket, as the attester serves it
+	// on its control socket.
+	viaGateway target = iota
+	// direct: straight to the loopback upstream (the baseline).
+	direct
+	// viaHop: a plain proxy on a unix socket, no rules (the hop's floor).
+	viaHop
+)
+
+// The host names the bench client dials on the gateway's and the hop's
+// unix sockets.
+const (
+	gwHost  = "gateway.invalid"
+	hopHost = "hop.invalid"
+)
 
 // benchInputs are the fixed inputs: the 100 KB request, the seeded
 // history's hashes, the committed tools and the 2 KB answer.
@@ -139,20 +168,82 @@ func newBenchInputs(t testing.TB) *benchInputs {
 }
 
 func newBench(t *testing.T) *bench {
-	b := &bench{benchInputs: newBenchInputs(t), hold: make(chan struct{}), client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
+	b := &bench{benchInputs: newBenchInputs(t), hold: make(chan struct{})}
 	_, b.key, _ = ed25519.GenerateKey(nil)
 	b.up = httptest.NewServer(http.HandlerFunc(b.upstream))
 	t.Cleanup(b.up.Close)
 	b.g = testGateway(t, b.up.URL)
+	b.hopUp = newUpstreamClient("hop", b.g.clients[tProv].u)
+	b.hopUp.u.MaxConcurrent = 256
+	b.hopUp.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
 	b.g.cfg.MaxCallsPerRun, b.g.cfg.MaxSessions, b.g.cfg.MaxHistoryMessages = 1<<30, 1<<16, 1024
 	b.g.sessions = newSessions(1 << 16)
 	for _, c := range b.g.clients {
 		c.u.MaxRequestBytes, c.u.MaxConcurrent = 1<<20, 4096
 		c.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
 	}
-	b.gwS = httptest.NewServer(http.HandlerFunc(b.serve))
-	t.Cleanup(b.gwS.Close)
+	dir := t.TempDir()
+	b.gwS = unixServer(t, dir+"/gw.sock", b.serve)
+	b.hop = unixServer(t, dir+"/hop.sock", b.bareHop)
+	d := &net.Dialer{}
+	b.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			switch addr {
+			case gwHost + ":80":
+				return d.DialContext(ctx, "unix", dir+"/gw.sock")
+			case hopHost + ":80":
+				return d.DialContext(ctx, "unix", dir+"/hop.sock")
+			}
+			return d.DialContext(ctx, network, addr)
+		}}}
 	return b
+}
+
+// unixServer serves h on a unix socket at path.
+func unixServer(t *testing.T, path string, h http.HandlerFunc) *httptest.Server {
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(h)
+	s.Listener = l
+	s.Start()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// bareHop is the extra hop alone: the body read as the attester reads it,
+// sent upstream with the gateway's transport, the answer relayed chunk by
+// chunk with a flush each; no rule, receipt or audit record.
+func (b *bench) bareHop(w http.ResponseWriter, r *http.Request) {
+	body, _ := bounded.ReadBody(w, r, 2<<20)
+	req, sent, err := b.hopUp.request(r.Context(), body, false)
+	if err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	resp, err := b.hopUp.client.Do(req)
+	sent()
+	if err != nil {
+		http.Error(w, err.Error(), 502)
+		return
+	}
+	defer resp.Body.Close()
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	rc := http.NewResponseController(w)
+	bp := relayBufs.Get().(*[relayBuf]byte)
+	defer relayBufs.Put(bp)
+	for {
+		n, err := resp.Body.Read(bp[:])
+		if n > 0 {
+			_, _ = w.Write(bp[:n])
+			_ = rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // upstream answers non-streaming calls with the 2 KB answer and streaming
@@ -203,17 +294,20 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 	b.g.Serve(w, r, tProv, apiOpenAIChat, body, f)
 }
 
-// request is one call through the gateway (in worker's run) or, direct,
-// straight to the upstream.
-func (b *bench) request(t testing.TB, worker int, body []byte, direct bool) *http.Request {
+// request is one call to to: through the gateway (in worker's run), the
+// bare hop, or straight to the upstream.
+func (b *bench) request(t testing.TB, worker int, body []byte, to target) *http.Request {
 	n := b.seq.Add(1)
-	url := b.gwS.URL + "/model"
-	if direct {
+	url := "http://" + gwHost + "/model"
+	switch to {
+	case direct:
 		url = b.up.URL + "/chat/completions"
+	case viaHop:
+		url = "http://" + hopHost + "/model"
 	}
 	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	if !direct {
+	if to == viaGateway {
 		run := "run_w" + strconv.Itoa(worker)
 		var id [16]byte
 		binary.BigEndian.PutUint64(id[8:], uint64(n))
@@ -240,21 +334,26 @@ func (b *bench) do(t testing.TB, req *http.Request) (time.Duration, []byte, http
 	return d, body, resp.Trailer
 }
 
-// latency times non-streaming calls, alternating gateway and baseline.
-func (b *bench) latency(t *testing.T, calls int) (gw, base []time.Duration) {
+// latency times non-streaming calls, taking turns through the gateway,
+// straight to the upstream and through the bare hop; it returns each
+// target's sorted times.
+func (b *bench) latency(t *testing.T, calls int) map[target][]time.Duration {
+	out := map[target][]time.Duration{}
 	for i := range calls + 50 {
-		dg, _, tr := b.do(t, b.request(t, 0, b.body, false))
-		if tr.Get(trailerReceipt) == "" {
-			t.Fatal("no receipt")
-		}
-		db, _, _ := b.do(t, b.request(t, 0, b.body, true))
-		if i >= 50 {
-			gw, base = append(gw, dg), append(base, db)
+		for _, to := range []target{viaGateway, direct, viaHop} {
+			d, _, tr := b.do(t, b.request(t, 0, b.body, to))
+			if to == viaGateway && tr.Get(trailerReceipt) == "" {
+				t.Fatal("no receipt")
+			}
+			if i >= 50 {
+				out[to] = append(out[to], d)
+			}
 		}
 	}
-	slices.Sort(gw)
-	slices.Sort(base)
-	return gw, base
+	for _, d := range out {
+		slices.Sort(d)
+	}
+	return out
 }
 
 // chunks measures, for streamed answers, the time from the upstream's
@@ -262,8 +361,8 @@ func (b *bench) latency(t *testing.T, calls int) (gw, base []time.Duration) {
 func (b *bench) chunks(t *testing.T, streams int) (gw, base []time.Duration) {
 	body := bytes.Replace(b.body, []byte(`"model":`), []byte(`"stream":true,"model":`), 1)
 	for i := range streams {
-		for _, direct := range []bool{false, true} {
-			resp, err := b.client.Do(b.request(t, 1, body, direct))
+		for _, to := range []target{viaGateway, direct} {
+			resp, err := b.client.Do(b.request(t, 1, body, to))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,14 +378,14 @@ func (b *bench) chunks(t *testing.T, streams int) (gw, base []time.Duration) {
 				if i < 5 {
 					continue
 				}
-				if direct {
+				if to == direct {
 					base = append(base, time.Duration(now-sent))
 				} else {
 					gw = append(gw, time.Duration(now-sent))
 				}
 			}
 			resp.Body.Close()
-			if !direct && resp.Trailer.Get(trailerError) != "" {
+			if to == viaGateway && resp.Trailer.Get(trailerError) != "" {
 				t.Fatalf("stream failed: %s", resp.Trailer.Get(trailerError))
 			}
 		}
@@ -296,10 +395,10 @@ func (b *bench) chunks(t *testing.T, streams int) (gw, base []time.Duration) {
 	return gw, base
 }
 
-// rate runs workers concurrent callers (each its own run) for d, through
-// the gateway or direct, and returns completed calls per second and the
-// process's CPU time per call (client, gateway and upstream together).
-func (b *bench) rate(t *testing.T, workers int, d time.Duration, direct bool) (float64, time.Duration) {
+// rate runs workers concurrent callers (each its own run) for d to to,
+// and returns completed calls per second and the process's CPU time per
+// call (client, gateway or hop, and upstream together).
+func (b *bench) rate(t *testing.T, workers int, d time.Duration, to target) (float64, time.Duration) {
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
@@ -309,7 +408,7 @@ func (b *bench) rate(t *testing.T, workers int, d time.Duration, direct bool) (f
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(stop) {
-				b.do(t, b.request(t, 10+w, b.body, direct))
+				b.do(t, b.request(t, 10+w, b.body, to))
 				done.Add(1)
 			}
 		}()
@@ -372,7 +471,7 @@ func loadAverage() string {
 // straight.
 func (b *bench) memory(t *testing.T, n int) (gw, base int) {
 	body := bytes.Replace(b.body, []byte(`"model":`), []byte(`"stream":true,"hold":1,"model":`), 1)
-	measure := func(direct bool) int {
+	measure := func(to target) int {
 		runtime.GC()
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
@@ -382,7 +481,7 @@ func (b *bench) memory(t *testing.T, n int) (gw, base int) {
 		for i := range n {
 			opened.Add(1)
 			go func() {
-				resp, err := b.client.Do(b.request(t, 100+i, body, direct))
+				resp, err := b.client.Do(b.request(t, 100+i, body, to))
 				if err == nil {
 					buf := make([]byte, 64)
 					_, _ = resp.Body.Read(buf)
@@ -409,8 +508,8 @@ func (b *bench) memory(t *testing.T, n int) (gw, base int) {
 		b.hold = make(chan struct{})
 		return int(int64(m1.HeapInuse)-int64(m0.HeapInuse)) / n
 	}
-	base = measure(true)
-	gw = measure(false)
+	base = measure(direct)
+	gw = measure(viaGateway)
 	return gw, base
 }
 

@@ -23,9 +23,15 @@ var errCanon = errors.New("no canonical JSON form")
 // without a fractional or exponent number; a value with one is passed
 // through the JCS library for its number form.
 func canonHash(v *pohjson.Value, dropCache bool) ([32]byte, error) {
+	return canonHashOf(func(dst []byte) ([]byte, bool) { return appendCanon(dst, v, dropCache) })
+}
+
+// canonHashOf is canonHash of the form write appends to a pooled buffer
+// (floats: it kept a non-integer literal, which the JCS library rewrites).
+func canonHashOf(write func(dst []byte) (out []byte, floats bool)) ([32]byte, error) {
 	bp := canonBufs.Get().(*[]byte)
 	defer putCanonBuf(bp)
-	b, floats := appendCanon((*bp)[:0], v, dropCache)
+	b, floats := write((*bp)[:0])
 	*bp = b
 	if floats {
 		var err error
@@ -54,17 +60,22 @@ func putCanonBuf(bp *[]byte) {
 // string content written as the one text part it means: OpenClaw sends a
 // turn's message as [{"type":"text","text":...}] while it is the newest
 // (a cache breakpoint sits on it) and as a plain string once it is history.
+// The text part is written in place of the string, not built as a value.
 func messageHash(m *pohjson.Value) ([32]byte, error) {
-	if s, ok := m.Get("content").Str(); ok {
-		ms := slices.Clone(m.Members())
-		for i := range ms {
-			if ms[i].Key == "content" {
-				ms[i].Value = pohjson.NewArray(pohjson.NewObject(pohjson.M("type", pohjson.NewString("text")), pohjson.M("text", pohjson.NewString(s))))
-			}
-		}
-		m = pohjson.NewObject(ms...)
+	s, isStr := m.Get("content").Str()
+	if !isStr {
+		return canonHash(m, true)
 	}
-	return canonHash(m, true)
+	return canonHashOf(func(dst []byte) ([]byte, bool) {
+		return appendObject(dst, m.Members(), true, func(dst []byte, mb pohjson.Member) ([]byte, bool) {
+			if mb.Key != "content" {
+				return appendCanon(dst, mb.Value, true)
+			}
+			dst = append(dst, `[{"text":`...)
+			dst = jsstr.AppendQuote(dst, s)
+			return append(dst, `,"type":"text"}]`...), false
+		})
+	})
 }
 
 // appendCanon writes v in JCS form except for non-integer numbers, which
@@ -97,10 +108,22 @@ func appendCanon(dst []byte, v *pohjson.Value, dropCache bool) (out []byte, floa
 		}
 		return append(dst, ']'), floats
 	}
-	members := v.Members()
+	return appendObject(dst, v.Members(), dropCache, func(dst []byte, m pohjson.Member) ([]byte, bool) {
+		return appendCanon(dst, m.Value, dropCache)
+	})
+}
+
+// maxStackMembers is the member count up to which appendObject sorts a
+// copy of an object's members on the stack.
+const maxStackMembers = 16
+
+// appendObject writes an object of members in JCS key order (with
+// dropCache, cache_control left out), each value written by value.
+func appendObject(dst []byte, members []pohjson.Member, dropCache bool, value func([]byte, pohjson.Member) ([]byte, bool)) (out []byte, floats bool) {
 	byKey := func(a, b pohjson.Member) int { return jsstr.Compare(a.Key, b.Key) }
 	if !slices.IsSortedFunc(members, byKey) {
-		members = slices.Clone(members)
+		var stack [maxStackMembers]pohjson.Member
+		members = append(stack[:0:min(len(members), maxStackMembers)], members...)
 		slices.SortFunc(members, byKey)
 	}
 	dst = append(dst, '{')
@@ -116,7 +139,7 @@ func appendCanon(dst []byte, v *pohjson.Value, dropCache bool) (out []byte, floa
 		dst = jsstr.AppendQuote(dst, m.Key)
 		dst = append(dst, ':')
 		var f bool
-		dst, f = appendCanon(dst, m.Value, dropCache)
+		dst, f = value(dst, m)
 		floats = floats || f
 	}
 	return append(dst, '}'), floats

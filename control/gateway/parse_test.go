@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strconv"
@@ -8,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/gowebpki/jcs"
 )
 
 // sseEvents feeds stream in the given chunks and returns the events and
@@ -189,7 +193,85 @@ func FuzzRequest(f *testing.F) {
 				t.Fatal("a message's canonical hash is not stable")
 			}
 		}
+		checkAgainstJCS(t, api, body, q1)
 	})
+}
+
+// checkAgainstJCS checks the hashes parseRequest computed for body
+// against the spec's definitions written with the JCS library over the
+// value encoding/json reads: each message's canon (cache_control left out,
+// a string content as its one text part), the tool set and the
+// descriptions.
+func checkAgainstJCS(t *testing.T, api string, body []byte, q *request) {
+	t.Helper()
+	var root map[string]any
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.UseNumber()
+	if err := d.Decode(&root); err != nil {
+		t.Fatalf("encoding/json refuses what parseRequest accepted: %v", err)
+	}
+	jcsHash := func(v any) [32]byte {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err = jcs.Transform(b); err != nil {
+			t.Fatal(err)
+		}
+		return sha256.Sum256(b)
+	}
+	msgs, _ := root["messages"].([]any)
+	if api == apiOpenAIChat {
+		msgs = msgs[1:]
+	}
+	if len(msgs) != len(q.msgs) {
+		t.Fatalf("%d messages read, %d in the body", len(q.msgs), len(msgs))
+	}
+	for i, m := range msgs {
+		m := dropCacheControl(m).(map[string]any)
+		if s, ok := m["content"].(string); ok {
+			m["content"] = []any{map[string]any{"type": "text", "text": s}}
+		}
+		if jcsHash(m) != q.msgs[i].canon {
+			t.Fatalf("message %d: the canon hash is not H(JCS(message))", i)
+		}
+	}
+	schemas, descs := map[string]any{}, map[string]any{}
+	tools, _ := root["tools"].([]any)
+	for _, tl := range tools {
+		tl := tl.(map[string]any)
+		name, key := tl["name"], "input_schema"
+		if api == apiOpenAIChat {
+			tl, key = tl["function"].(map[string]any), "parameters"
+			name = tl["name"]
+		}
+		desc, _ := tl["description"].(string)
+		schemas[name.(string)], descs[name.(string)] = tl[key], []any{name, desc}
+	}
+	if jcsHash(schemas) != q.toolsHash || jcsHash(descs) != q.descHash {
+		t.Fatal("the tool set's or the descriptions' hash is not H(JCS(...))")
+	}
+}
+
+// dropCacheControl is v without any member named cache_control.
+func dropCacheControl(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range v {
+			if k != "cache_control" {
+				out[k] = dropCacheControl(e)
+			}
+		}
+		return out
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = dropCacheControl(e)
+		}
+		return out
+	}
+	return v
 }
 
 // FuzzLLMCall: the header parser never panics, and an accepted event

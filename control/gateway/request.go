@@ -3,10 +3,13 @@ package gateway
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -118,6 +121,7 @@ func (q *request) readOpenAI(root *pohjson.Value) error {
 		return malformed("messages must be a non-empty array")
 	}
 	q.msgs = make([]message, 0, len(msgs.Elems())-1)
+	canon := messageHashes(msgs.Elems()[1:])
 	for i, m := range msgs.Elems() {
 		role, _ := m.GetString("role")
 		if i == 0 {
@@ -131,7 +135,7 @@ func (q *request) readOpenAI(root *pohjson.Value) error {
 			q.system = s
 			continue
 		}
-		msg, err := openAIMessage(i, role, m)
+		msg, err := openAIMessage(i, role, m, canon[i-1])
 		if err != nil {
 			return err
 		}
@@ -140,16 +144,53 @@ func (q *request) readOpenAI(root *pohjson.Value) error {
 	return q.readTools(root.Get("tools"), openAITool)
 }
 
-// openAIMessage reads messages[i] of an OpenAI request.
-func openAIMessage(i int, role string, m *pohjson.Value) (message, error) {
+// minSplitHash is the message count from which messageHashes hashes in
+// two halves.
+const minSplitHash = 8
+
+// canonSum is a message's canon hash, or none (ok false) when it has no
+// canonical form.
+type canonSum struct {
+	sum [32]byte
+	ok  bool
+}
+
+// messageHashes returns the canon hash of each message of vals (section
+// 3.4). They are most of the rules' work: a request of minSplitHash
+// messages or more is hashed in two halves, the second on its own
+// goroutine, so that a free core halves their latency. The readers refuse
+// a message without a canonical form where they come to it, in order.
+func messageHashes(vals []*pohjson.Value) []canonSum {
+	out := make([]canonSum, len(vals))
+	hash := func(part []canonSum, vals []*pohjson.Value) {
+		for i, v := range vals {
+			h, err := messageHash(v)
+			part[i] = canonSum{sum: h, ok: err == nil}
+		}
+	}
+	mid := len(vals)
+	var wg sync.WaitGroup
+	if len(vals) >= minSplitHash {
+		mid = len(vals) / 2
+		wg.Go(func() { hash(out[mid:], vals[mid:]) })
+	}
+	hash(out[:mid], vals[:mid])
+	wg.Wait()
+	return out
+}
+
+// openAIMessage reads messages[i] of an OpenAI request, whose canon hash
+// is canon.
+func openAIMessage(i int, role string, m *pohjson.Value, canon canonSum) (message, error) {
 	var msg message
 	if m.Kind() != pohjson.Object {
 		return msg, malformed("messages[%d] is not an object", i)
 	}
-	var err error
-	if msg.canon, err = messageHash(m); err != nil {
+	if !canon.ok {
 		return msg, malformed("messages[%d] has no canonical form", i)
 	}
+	msg.canon = canon.sum
+	var err error
 	c := m.Get("content")
 	switch role {
 	case "system", "developer":
@@ -270,8 +311,9 @@ func (q *request) readAnthropic(root *pohjson.Value) error {
 		return malformed("messages must be a non-empty array")
 	}
 	q.msgs = make([]message, 0, len(msgs.Elems()))
+	canon := messageHashes(msgs.Elems())
 	for i, m := range msgs.Elems() {
-		msg, err := anthropicMessage(i, m)
+		msg, err := anthropicMessage(i, m, canon[i])
 		if err != nil {
 			return err
 		}
@@ -313,14 +355,16 @@ func (q *request) readAnthropicSystem(sys *pohjson.Value) error {
 	return nil
 }
 
-// anthropicMessage reads messages[i] of an Anthropic request.
-func anthropicMessage(i int, m *pohjson.Value) (message, error) {
+// anthropicMessage reads messages[i] of an Anthropic request, whose
+// canon hash is canon.
+func anthropicMessage(i int, m *pohjson.Value, canon canonSum) (message, error) {
 	var msg message
 	role, _ := m.GetString("role")
-	var err error
-	if msg.canon, err = messageHash(m); err != nil {
+	if !canon.ok {
 		return msg, malformed("messages[%d] has no canonical form", i)
 	}
+	msg.canon = canon.sum
+	var err error
 	c := m.Get("content")
 	if msg.text, msg.textOnly, err = textParts(c, "text"); err != nil {
 		return msg, malformed("messages[%d].content: %v", i, err)
@@ -423,15 +467,19 @@ func toolParts(t *pohjson.Value, schemaKey string) (string, *pohjson.Value, stri
 }
 
 // readTools computes the tool set's hash H(JCS({name: schema})), the form
-// of the report's tool_schemas_hash_b64u, and the descriptions' hash. A
-// tool named twice is refused.
+// of the report's tool_schemas_hash_b64u, and the descriptions' hash
+// H(JCS({name: [name, description]})). A tool named twice is refused. Both
+// canonical forms are written from the parsed tools, sorted by name.
 func (q *request) readTools(tools *pohjson.Value, read toolReader) error {
 	if tools != nil && tools.Kind() != pohjson.Array {
 		return refuse(reasonToolsMismatch, "tools must be an array")
 	}
-	schemas := make([]pohjson.Member, 0, len(tools.Elems()))
-	descs := make([]*pohjson.Value, 0, len(tools.Elems()))
-	seen := map[string]bool{}
+	type tool struct {
+		name, desc string
+		schema     *pohjson.Value
+	}
+	all := make([]tool, 0, len(tools.Elems()))
+	seen := make(map[string]bool, len(tools.Elems()))
 	for i, t := range tools.Elems() {
 		name, schema, desc, err := read(t)
 		if err != nil {
@@ -441,21 +489,39 @@ func (q *request) readTools(tools *pohjson.Value, read toolReader) error {
 			return refuse(reasonToolsMismatch, fmt.Sprintf("tools[%d]: the tool %s is named twice", i, strconv.Quote(name)))
 		}
 		seen[name] = true
-		schemas = append(schemas, pohjson.M(name, schema))
-		descs = append(descs, pohjson.NewArray(pohjson.NewString(name), pohjson.NewString(desc)))
+		all = append(all, tool{name: name, desc: desc, schema: schema})
 	}
+	slices.SortFunc(all, func(a, b tool) int { return jsstr.Compare(a.name, b.name) })
 	var err error
-	if q.toolsHash, err = canonHash(pohjson.NewObject(schemas...), false); err != nil {
+	q.toolsHash, err = canonHashOf(func(dst []byte) ([]byte, bool) {
+		floats := false
+		dst = append(dst, '{')
+		for i, t := range all {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(jsstr.AppendQuote(dst, t.name), ':')
+			var f bool
+			dst, f = appendCanon(dst, t.schema, false)
+			floats = floats || f
+		}
+		return append(dst, '}'), floats
+	})
+	if err != nil {
 		return refuse(reasonToolsMismatch, "a tool schema has no canonical form")
 	}
-	// Descriptions sorted by name: canonHash sorts object keys, so an
-	// object name -> [name, description] gives that order.
-	byName := make([]pohjson.Member, len(descs))
-	for i, d := range descs {
-		n, _ := d.Elems()[0].Str()
-		byName[i] = pohjson.M(n, d)
-	}
-	q.descHash, _ = canonHash(pohjson.NewObject(byName...), false)
+	q.descHash, _ = canonHashOf(func(dst []byte) ([]byte, bool) {
+		dst = append(dst, '{')
+		for i, t := range all {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(jsstr.AppendQuote(dst, t.name), ":["...)
+			dst = append(jsstr.AppendQuote(dst, t.name), ',')
+			dst = append(jsstr.AppendQuote(dst, t.desc), ']')
+		}
+		return append(dst, '}'), false
+	})
 	return nil
 }
 

@@ -2,6 +2,7 @@ package pohjson
 
 import (
 	"encoding/binary"
+	"slices"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -74,6 +75,28 @@ type parser struct {
 	// notCanonical is the first departure from the JSON.stringify form
 	// (with opts.Canonical), returned once the input parsed.
 	notCanonical error
+	// slab holds Values not yet handed out: one allocation serves many.
+	slab     []Value
+	slabSize int
+	// members and elems are the members and elements read so far of the
+	// objects and arrays being parsed, innermost last; each is copied out
+	// once, at its final size, when its container closes.
+	members []Member
+	elems   []*Value
+}
+
+// newValue returns v in a Value of the parser's slab.
+func (p *parser) newValue(v Value) *Value {
+	if len(p.slab) == 0 {
+		// Twice the last slab, from 8 up to 128: a small document does
+		// not pay for a large slab.
+		p.slabSize = min(max(2*p.slabSize, 8), 128)
+		p.slab = make([]Value, p.slabSize)
+	}
+	nv := &p.slab[0]
+	p.slab = p.slab[1:]
+	*nv = v
+	return nv
 }
 
 // departs records a departure from the JSON.stringify form at offset at.
@@ -148,18 +171,18 @@ func (p *parser) value(depth int) (*Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Value{kind: String, s: s}, nil
+		return p.newValue(Value{kind: String, s: s}), nil
 	case c == 't':
 		if p.literal("true") {
-			return &Value{kind: Bool, b: true}, nil
+			return p.newValue(Value{kind: Bool, b: true}), nil
 		}
 	case c == 'f':
 		if p.literal("false") {
-			return &Value{kind: Bool}, nil
+			return p.newValue(Value{kind: Bool}), nil
 		}
 	case c == 'n':
 		if p.literal("null") {
-			return &Value{kind: Null}, nil
+			return p.newValue(Value{kind: Null}), nil
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
@@ -189,7 +212,8 @@ const dupScanMax = 16
 func (p *parser) object(depth int) (*Value, error) {
 	objAt := p.i
 	p.i++ // '{'
-	v := &Value{kind: Object, members: []Member{}}
+	v := p.newValue(Value{kind: Object, members: []Member{}})
+	base := len(p.members)
 	indexed := false // an array-index key was seen (Canonical: order to check)
 	// Duplicate keys: a scan of the members so far for small objects, a
 	// set from the dupScanMax-th member on (no map for the many small ones).
@@ -208,14 +232,14 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, err
 		}
 		dup := false
-		switch {
-		case len(v.members) < dupScanMax:
-			for _, m := range v.members {
+		switch read := p.members[base:]; {
+		case len(read) < dupScanMax:
+			for _, m := range read {
 				dup = dup || m.Key == k
 			}
 		case seen == nil:
 			seen = make(map[string]struct{}, 2*dupScanMax)
-			for _, m := range v.members {
+			for _, m := range read {
 				seen[m.Key] = struct{}{}
 			}
 			fallthrough
@@ -235,12 +259,15 @@ func (p *parser) object(depth int) (*Value, error) {
 		if err != nil {
 			return nil, prependPath(err, k)
 		}
-		v.members = append(v.members, Member{Key: k, Value: mv})
+		p.members = append(p.members, Member{Key: k, Value: mv})
 		done, err := p.afterItem('}', "object")
 		if err != nil {
 			return nil, err
 		}
 		if done {
+			v.members = slices.Clone(p.members[base:])
+			clear(p.members[base:])
+			p.members = p.members[:base]
 			if indexed && !inPropertyOrder(v.members) {
 				p.departs(objAt, "members out of JavaScript property order")
 			}
@@ -251,22 +278,26 @@ func (p *parser) object(depth int) (*Value, error) {
 
 func (p *parser) array(depth int) (*Value, error) {
 	p.i++ // '['
-	v := &Value{kind: Array, arr: []*Value{}}
+	v := p.newValue(Value{kind: Array, arr: []*Value{}})
 	if p.skip(']') {
 		return v, nil
 	}
+	base := len(p.elems)
 	for {
 		p.ws()
 		ev, err := p.value(depth)
 		if err != nil {
-			return nil, prependPath(err, len(v.arr))
+			return nil, prependPath(err, len(p.elems)-base)
 		}
-		v.arr = append(v.arr, ev)
+		p.elems = append(p.elems, ev)
 		done, err := p.afterItem(']', "array")
 		if err != nil {
 			return nil, err
 		}
 		if done {
+			v.arr = slices.Clone(p.elems[base:])
+			clear(p.elems[base:])
+			p.elems = p.elems[:base]
 			return v, nil
 		}
 	}
@@ -339,7 +370,7 @@ func (p *parser) number() (*Value, error) {
 				return nil, &Error{Offset: start, Err: errNumber, Msg: "number " + lit + " is out of IEEE 754 double range"}
 			}
 			p.departs(start, "a number Stringify refuses")
-			return &Value{kind: Number, s: lit}, nil
+			return p.newValue(Value{kind: Number, s: lit}), nil
 		}
 		return nil, &Error{Offset: start, Err: errNumber, Msg: "non-integer number " + lit + " (only integers are supported)"}
 	}
@@ -351,12 +382,12 @@ func (p *parser) number() (*Value, error) {
 		if p.opts.AllowFloats {
 			if _, err := strconv.ParseFloat(lit, 64); err == nil {
 				p.departs(start, "a number Stringify refuses")
-				return &Value{kind: Number, s: lit}, nil
+				return p.newValue(Value{kind: Number, s: lit}), nil
 			}
 		}
 		return nil, &Error{Offset: start, Err: errNumber, Msg: "integer " + lit + " is outside ±(2^53-1)"}
 	}
-	return &Value{kind: Number, n: n}, nil
+	return p.newValue(Value{kind: Number, n: n}), nil
 }
 
 // plain8 reports whether each of the 8 bytes of w is plain ASCII in a
