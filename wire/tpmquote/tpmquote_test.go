@@ -191,15 +191,15 @@ func TestVerifyRejects(t *testing.T) {
 			opts: VerifyOpts{AllowUntrustedAK: true, TrustedAKNames: [][]byte{{1}}}, want: ErrOptions},
 		{name: "no trust options", ev: func() *evidence.Evidence { return good }, opts: VerifyOpts{}, want: ErrOptions},
 		{name: "not restricted", ev: func() *evidence.Evidence {
-			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^AttrRestricted)
+			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^attrRestricted)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
 		{name: "decrypt key", ev: func() *evidence.Evidence {
-			k := newSoftKey(t, AlgECC, AKRequiredAttributes|AttrDecrypt)
+			k := newSoftKey(t, AlgECC, AKRequiredAttributes|attrDecrypt)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
 		{name: "not fixedTPM", ev: func() *evidence.Evidence {
-			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^AttrFixedTPM)
+			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^attrFixedTPM)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
 		{name: "signer is a child key", ev: func() *evidence.Evidence {
