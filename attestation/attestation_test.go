@@ -90,10 +90,7 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 	if tee.EvidenceRef.ResourceHashB64u != b64u.Encode(sum[:]) || tee.EvidenceRef.ResourceType != "clawea.dev/evidence/v1" || tee.EvidenceRef.URI != "evidence/run_test_001.jws" {
 		t.Fatalf("evidence_ref %+v", tee.EvidenceRef)
 	}
-	wantModel, err := evidencedoc.ModelIdentityDigest(r.model().Provider, r.model().Model, r.model().Revision)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantModel := modelDigest(t, r.model().Provider, r.model().Model, r.model().Revision)
 	if tee.Measurements.ModelWeightsDigestB64u != wantModel {
 		t.Fatalf("model digest %s, want %s", tee.Measurements.ModelWeightsDigestB64u, wantModel)
 	}
@@ -301,7 +298,7 @@ func TestKeyAttestation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.Kind != evidencedoc.KindKey || !bytes.Equal(doc.Key.Challenge(), challenge) || !bytes.Equal(doc.Key.RecipientX25519(), is.RecipientKey) {
+	if doc.Kind != evidencedoc.KindKey || doc.Key.ChallengeB64u != b64u.Encode(challenge) || doc.Key.RecipientX25519B64u != b64u.Encode(is.RecipientKey) {
 		t.Fatalf("key document %+v", doc.Key)
 	}
 	// Recompute independently: nonce = SHA-256(label || 0 || u32be(len) || challenge).
@@ -342,7 +339,7 @@ func TestKeyAttestationTDXWithoutRecipient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.Key.RecipientX25519() != nil || len(doc.Key.Challenge()) != 0 {
+	if doc.Key.RecipientX25519B64u != "" || doc.Key.ChallengeB64u != "" {
 		t.Fatalf("key context %+v", doc.Key)
 	}
 	if !bytes.Equal(doc.EvidenceContext(), []byte(`{"context":"clawea.dev/evidence/v1/context/key","challenge_b64u":""}`)) {
@@ -595,18 +592,28 @@ func TestModelIdentityDigestVector(t *testing.T) {
 	// JCS of {"model":"claude-opus-4-6","model_identity_version":"clawea.dev/model-identity/v1","provider":"anthropic"}.
 	jcs := `{"model":"claude-opus-4-6","model_identity_version":"clawea.dev/model-identity/v1","provider":"anthropic"}`
 	sum := sha256.Sum256([]byte(jcs))
-	got, err := evidencedoc.ModelIdentityDigest("anthropic", "claude-opus-4-6", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := modelDigest(t, "anthropic", "claude-opus-4-6", "")
 	if got != b64u.Encode(sum[:]) {
 		t.Fatalf("digest %s, want %s", got, b64u.Encode(sum[:]))
 	}
-	withRev, err := evidencedoc.ModelIdentityDigest("anthropic", "claude-opus-4-6", "2026-02-01")
-	if err != nil || withRev == got {
-		t.Fatalf("revision does not change the digest: %v", err)
+	if modelDigest(t, "anthropic", "claude-opus-4-6", "2026-02-01") == got {
+		t.Fatal("revision does not change the digest")
 	}
 	t.Logf("vector: %s (sha256 hex %s)", got, hex.EncodeToString(sum[:]))
+}
+
+// modelDigest is the model_identity_digest_b64u of a valid model identity.
+func modelDigest(t *testing.T, provider, model, revision string) string {
+	t.Helper()
+	m, err := evidencedoc.NewModelIdentity(provider, model, revision)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := m.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func BenchmarkAttestSimSEVSNP(b *testing.B) {

@@ -320,13 +320,22 @@ func TestModelIdentity(t *testing.T) {
 		{"", "m", ""}, {"p", "", ""}, {strings.Repeat("p", 65), "m", ""}, {"p", strings.Repeat("m", 129), ""},
 		{"p", "m", strings.Repeat("r", 129)}, {"p\x00", "m", ""}, {"p", "m\u007f", ""}, {"p", "\xff", ""},
 	} {
-		if _, err := evidencedoc.ModelIdentityDigest(c.p, c.m, c.r); !errors.Is(err, evidencedoc.ErrMalformed) {
+		if _, err := evidencedoc.NewModelIdentity(c.p, c.m, c.r); !errors.Is(err, evidencedoc.ErrMalformed) {
 			t.Errorf("%q/%q/%q: %v", c.p, c.m, c.r, err)
 		}
 	}
-	a, _ := evidencedoc.ModelIdentityDigest("openai", "gpt-5", "")
-	b, _ := evidencedoc.ModelIdentityDigest("openai", "gpt-5", "x")
-	c, _ := evidencedoc.ModelIdentityDigest("openai2", "gpt-5", "")
+	digest := func(provider, model, revision string) string {
+		m, err := evidencedoc.NewModelIdentity(provider, model, revision)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := m.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	a, b, c := digest("openai", "gpt-5", ""), digest("openai", "gpt-5", "x"), digest("openai2", "gpt-5", "")
 	if a == b || a == c || len(a) != 43 {
 		t.Fatal("digest does not separate identities")
 	}

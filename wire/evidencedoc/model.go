@@ -66,15 +66,6 @@ func (m ModelIdentity) Digest() (string, error) {
 	return h, nil
 }
 
-// ModelIdentityDigest is NewModelIdentity followed by Digest.
-func ModelIdentityDigest(provider, model, revision string) (string, error) {
-	m, err := NewModelIdentity(provider, model, revision)
-	if err != nil {
-		return "", err
-	}
-	return m.Digest()
-}
-
 // KeyNonce returns REPORT_DATA bytes 0..31 of a key attestation:
 // SHA-256(keyNonceLabel || 0x00 || u32be(len(challenge)) || challenge).
 func KeyNonce(challenge []byte) ([32]byte, error) {

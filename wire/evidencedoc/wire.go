@@ -441,21 +441,6 @@ func (d *Document) Simulated() bool {
 	return false
 }
 
-// Challenge returns the decoded challenge of a key context.
-func (c *KeyContext) Challenge() []byte {
-	b, _ := b64u.Decode(c.ChallengeB64u)
-	return b
-}
-
-// RecipientX25519 returns the decoded X25519 recipient key, or nil.
-func (c *KeyContext) RecipientX25519() []byte {
-	if c.RecipientX25519B64u == "" {
-		return nil
-	}
-	b, _ := b64u.Decode(c.RecipientX25519B64u)
-	return b
-}
-
 func decodeBounded(field, s string, min, max int) ([]byte, error) {
 	if len(s) > (max*4+2)/3 {
 		return nil, fmt.Errorf("%w: %s over %d bytes", ErrTooLarge, field, max)
