@@ -606,11 +606,8 @@ func TestModelIdentityDigestVector(t *testing.T) {
 func modelDigest(t *testing.T, provider, model, revision string) string {
 	t.Helper()
 	m, err := evidencedoc.NewModelIdentity(provider, model, revision)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := m.Digest()
-	if err != nil {
+	d, digestErr := m.Digest()
+	if err := errors.Join(err, digestErr); err != nil {
 		t.Fatal(err)
 	}
 	return d

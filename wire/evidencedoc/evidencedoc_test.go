@@ -324,20 +324,18 @@ func TestModelIdentity(t *testing.T) {
 			t.Errorf("%q/%q/%q: %v", c.p, c.m, c.r, err)
 		}
 	}
-	digest := func(provider, model, revision string) string {
-		m, err := evidencedoc.NewModelIdentity(provider, model, revision)
+	// The digest separates identities that differ in any member.
+	seen := map[string]bool{}
+	for _, id := range [][3]string{{"openai", "gpt-5", ""}, {"openai", "gpt-5", "x"}, {"openai2", "gpt-5", ""}} {
+		m, err := evidencedoc.NewModelIdentity(id[0], id[1], id[2])
 		if err != nil {
 			t.Fatal(err)
 		}
 		d, err := m.Digest()
-		if err != nil {
-			t.Fatal(err)
+		if err != nil || len(d) != 43 || seen[d] {
+			t.Fatalf("%q: digest %q, %v (seen: %v)", id, d, err, seen[d])
 		}
-		return d
-	}
-	a, b, c := digest("openai", "gpt-5", ""), digest("openai", "gpt-5", "x"), digest("openai2", "gpt-5", "")
-	if a == b || a == c || len(a) != 43 {
-		t.Fatal("digest does not separate identities")
+		seen[d] = true
 	}
 }
 
