@@ -613,27 +613,21 @@ func modelDigest(t *testing.T, provider, model, revision string) string {
 	return d
 }
 
-func BenchmarkAttestSimSEVSNP(b *testing.B) {
-	r := newRun()
-	is := issuer(simSEV(b))
-	in := r.input(b)
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := is.Attest(ctx, in); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkAttestSimTDX(b *testing.B) {
-	r := newRun()
-	is := issuer(simTDX(b))
-	in := r.input(b)
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := is.Attest(ctx, in); err != nil {
-			b.Fatal(err)
-		}
+// BenchmarkAttest: one execution attestation on each simulator.
+func BenchmarkAttest(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		q    enclave.Quoter
+	}{{"SimSEVSNP", simSEV(b)}, {"SimTDX", simTDX(b)}} {
+		b.Run(c.name, func(b *testing.B) {
+			is := issuer(c.q)
+			in := newRun().input(b)
+			for b.Loop() {
+				if _, err := is.Attest(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
