@@ -237,22 +237,9 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	// absent rather than null or empty, map members in encoding/json's
 	// order, down to the evidence contexts. So no lenient decoder decides
 	// what is accepted, and the large evidence strings are read once.
-	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: true})
-	if errors.Is(err, pohjson.ErrNotCanonical) {
-		return nil, errNotCanonical
-	}
+	v, err := payloadTree(payload, true)
 	if err != nil {
-		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
-	}
-	if v.Kind() != pohjson.Object {
-		return nil, fmt.Errorf("%w: payload is not an object", ErrMalformed)
-	}
-	ms := v.Members()
-	if len(ms) == 0 || ms[0].Key != "evidence_version" {
-		return nil, fmt.Errorf("%w: evidence_version must be the first payload member", ErrMalformed)
-	}
-	if s, ok := ms[0].Value.Str(); !ok || s != version {
-		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, version)
+		return nil, err
 	}
 	w, ok := wireFrom(v)
 	if !ok {
@@ -273,6 +260,30 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	d.AttesterKey = append(ed25519.PublicKey(nil), key...)
 	d.JWS = append([]byte(nil), jws...)
 	return d, nil
+}
+
+// payloadTree parses a payload (in the canonical form only, when
+// canonical) and checks what decides its version: an object whose first
+// member is evidence_version, this package's version.
+func payloadTree(payload []byte, canonical bool) (*pohjson.Value, error) {
+	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: canonical})
+	if errors.Is(err, pohjson.ErrNotCanonical) {
+		return nil, errNotCanonical
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
+	}
+	if v.Kind() != pohjson.Object {
+		return nil, fmt.Errorf("%w: payload is not an object", ErrMalformed)
+	}
+	ms := v.Members()
+	if len(ms) == 0 || ms[0].Key != "evidence_version" {
+		return nil, fmt.Errorf("%w: evidence_version must be the first payload member", ErrMalformed)
+	}
+	if s, ok := ms[0].Value.Str(); !ok || s != version {
+		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, version)
+	}
+	return v, nil
 }
 
 // fromWire validates a decoded payload and converts it.
