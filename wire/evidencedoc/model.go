@@ -72,16 +72,8 @@ func KeyNonce(challenge []byte) ([32]byte, error) {
 	if len(challenge) > MaxChallengeBytes {
 		return [32]byte{}, fmt.Errorf("%w: challenge is %d bytes, limit %d", ErrTooLarge, len(challenge), MaxChallengeBytes)
 	}
-	h := sha256.New()
-	h.Write([]byte(keyNonceLabel))
-	h.Write([]byte{0})
-	var l [4]byte
-	binary.BigEndian.PutUint32(l[:], uint32(len(challenge)))
-	h.Write(l[:])
-	h.Write(challenge)
-	var out [32]byte
-	h.Sum(out[:0])
-	return out, nil
+	pre := binary.BigEndian.AppendUint32(append([]byte(keyNonceLabel), 0), uint32(len(challenge)))
+	return sha256.Sum256(append(pre, challenge...)), nil
 }
 
 // checkText checks a text field: valid UTF-8 without control characters,
