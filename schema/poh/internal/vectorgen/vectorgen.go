@@ -254,9 +254,9 @@ func (te toolEnvelope) build() (*pohjson.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	sig := poh.SignToolReceiptHash(te.signer, hash)
+	sig := signHash(te.signer, hash)
 	if te.badSignature {
-		sig = poh.SignToolReceiptHash(otherKey, hash)
+		sig = signHash(otherKey, hash)
 	}
 	did := DID(te.signer)
 	if te.signerDID != "" {
@@ -300,7 +300,7 @@ func (te toolEnvelope) build() (*pohjson.Value, error) {
 				cdid = c.signerDID
 			}
 			cs = append(cs, obj(
-				m("signature_b64u", s(poh.SignToolReceiptHash(c.key, msg))),
+				m("signature_b64u", s(signHash(c.key, msg))),
 				m("algorithm", s("Ed25519")),
 				m("signer_did", s(cdid)),
 				m("issued_at", s("2026-11-22T00:00:03.000Z")),
@@ -716,4 +716,10 @@ func Index(vs []Vector) []byte {
 		fmt.Fprintf(&b, "%s\t%t\t%s\t%s\t%s\n", v.Name, v.Valid, v.Code, cv, v.Note)
 	}
 	return []byte(b.String())
+}
+
+// signHash signs a tool receipt envelope's payload_hash_b64u, as the primary
+// signer and every co-signer do (the signed message is the b64u string).
+func signHash(key ed25519.PrivateKey, payloadHashB64u string) string {
+	return b64u.Encode(ed25519.Sign(key, []byte(payloadHashB64u)))
 }
