@@ -90,10 +90,7 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 	if tee.EvidenceRef.ResourceHashB64u != b64u.Encode(sum[:]) || tee.EvidenceRef.ResourceType != "clawea.dev/evidence/v1" || tee.EvidenceRef.URI != "evidence/run_test_001.jws" {
 		t.Fatalf("evidence_ref %+v", tee.EvidenceRef)
 	}
-	wantModel, err := evidencedoc.ModelIdentityDigest(r.model().Provider, r.model().Model, r.model().Revision)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wantModel := modelDigest(t, r.model().Provider, r.model().Model, r.model().Revision)
 	if tee.Measurements.ModelWeightsDigestB64u != wantModel {
 		t.Fatalf("model digest %s, want %s", tee.Measurements.ModelWeightsDigestB64u, wantModel)
 	}
@@ -301,7 +298,7 @@ func TestKeyAttestation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.Kind != evidencedoc.KindKey || !bytes.Equal(doc.Key.Challenge(), challenge) || !bytes.Equal(doc.Key.RecipientX25519(), is.RecipientKey) {
+	if doc.Kind != evidencedoc.KindKey || doc.Key.ChallengeB64u != b64u.Encode(challenge) || doc.Key.RecipientX25519B64u != b64u.Encode(is.RecipientKey) {
 		t.Fatalf("key document %+v", doc.Key)
 	}
 	// Recompute independently: nonce = SHA-256(label || 0 || u32be(len) || challenge).
@@ -342,7 +339,7 @@ func TestKeyAttestationTDXWithoutRecipient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if doc.Key.RecipientX25519() != nil || len(doc.Key.Challenge()) != 0 {
+	if doc.Key.RecipientX25519B64u != "" || doc.Key.ChallengeB64u != "" {
 		t.Fatalf("key context %+v", doc.Key)
 	}
 	if !bytes.Equal(doc.EvidenceContext(), []byte(`{"context":"clawea.dev/evidence/v1/context/key","challenge_b64u":""}`)) {
@@ -353,93 +350,81 @@ func TestKeyAttestationTDXWithoutRecipient(t *testing.T) {
 func TestAttestBundleRejections(t *testing.T) {
 	other := newRun()
 	other.AgentKey = key(2)
+	// run changes the run whose bundle the agent signs (the bundle is
+	// signed again); input changes what the attester is given.
 	cases := []struct {
 		name  string
-		tweak func(r *run, in *attestation.AttestInput)
+		run   func(r *run)
+		input func(in *attestation.AttestInput)
 		code  poh.Code
 	}{
-		{"bundle from another agent", func(r *run, in *attestation.AttestInput) {
+		{name: "bundle from another agent", input: func(in *attestation.AttestInput) {
 			in.BundleEnvelope = other.bundle(t)
-		}, poh.EvidenceMismatch},
-		{"chain does not start with prompt_committed", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.EvidenceMismatch},
+		{name: "chain does not start with prompt_committed", run: func(r *run) {
 			r.FirstEvent = "llm_call"
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.PromptCommitmentMismatch},
-		{"another prompt_committed event", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "another prompt_committed event", run: func(r *run) {
 			r.FirstPayload = h("another commitment")
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.PromptCommitmentMismatch},
-		{"prompt_committed of another run's opening", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "prompt_committed of another run's opening", input: func(in *attestation.AttestInput) {
 			in.PromptCommittedEventHashB64u = h("another event")
-		}, poh.PromptCommitmentMismatch},
-		{"bundle from another run", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "bundle from another run", run: func(r *run) {
 			r.BundleRunID = "run_other"
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.EvidenceMismatch},
-		{"prompt hash mismatch in one call", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.EvidenceMismatch},
+		{name: "prompt hash mismatch in one call", run: func(r *run) {
 			r.CallPromptHashes = []string{r.PromptHash, h("an injected prompt")}
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.PromptCommitmentMismatch},
-		{"attester rebuilt another prompt", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "attester rebuilt another prompt", input: func(in *attestation.AttestInput) {
 			in.PromptHashB64u = h("another prompt")
-		}, poh.PromptCommitmentMismatch},
-		{"report hash mismatch", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "report hash mismatch", run: func(r *run) {
 			r.BundleReport = h("another report")
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.PromptCommitmentMismatch},
-		{"attester recomputed another report", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "attester recomputed another report", input: func(in *attestation.AttestInput) {
 			in.ReportHashB64u = h("another report")
-		}, poh.PromptCommitmentMismatch},
-		{"pack ciphertext mismatch", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "pack ciphertext mismatch", input: func(in *attestation.AttestInput) {
 			in.PackCiphertextHashB64u = h("another pack")
-		}, poh.PromptCommitmentMismatch},
-		{"uncovered llm_call", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "uncovered llm_call", run: func(r *run) {
 			r.OmitCall = true
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.PromptCommitmentMismatch},
-		{"call names no llm_call event", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "call names no llm_call event", run: func(r *run) {
 			r.CallEventID = "evt_c" // a tool_call
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.EvidenceMismatch},
-		{"report for another run", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.EvidenceMismatch},
+		{name: "report for another run", run: func(r *run) {
 			r.ReportRunID = "run_other"
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.PromptCommitmentMismatch},
-		{"prompt pack root does not match entries", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "prompt pack root does not match entries", run: func(r *run) {
 			r.PackRoot = h("forged root")
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.PromptCommitmentMismatch},
-		{"expected prompt root differs", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "expected prompt root differs", input: func(in *attestation.AttestInput) {
 			in.PromptRootHashB64u = h("expected root")
-		}, poh.PromptCommitmentMismatch},
-		{"call used another model", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "call used another model", run: func(r *run) {
 			r.CallModel = "another-model"
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.EvidenceMismatch},
-		{"no system prompt report", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.EvidenceMismatch},
+		{name: "no system prompt report", run: func(r *run) {
 			r.OmitReport = true
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.MissingRequiredField},
-		{"no clawea metadata", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.MissingRequiredField},
+		{name: "no clawea metadata", run: func(r *run) {
 			r.OmitClawea = true
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.MissingRequiredField},
-		{"unknown clawea metadata member", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.MissingRequiredField},
+		{name: "unknown clawea metadata member", run: func(r *run) {
 			r.ExtraClawea = map[string]string{"trust_me": "yes"}
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.SchemaValidationFailed},
-		{"OpenClaw bundle without clawea_llm_calls", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.SchemaValidationFailed},
+		{name: "OpenClaw bundle without clawea_llm_calls", run: func(r *run) {
 			r.OmitLLMCalls = true
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.MissingRequiredField},
-		{"llm_call payload without the attested prefix", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.MissingRequiredField},
+		{name: "llm_call payload without the attested prefix", run: func(r *run) {
 			r.NotPrefix = true
-			in.BundleEnvelope = r.bundle(t)
-		}, poh.PromptCommitmentMismatch},
-		{"tampered bundle payload", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.PromptCommitmentMismatch},
+		{name: "tampered bundle payload", input: func(in *attestation.AttestInput) {
 			in.BundleEnvelope = bytes.Replace(in.BundleEnvelope, []byte(`"bundle_001"`), []byte(`"bundle_002"`), 1)
-		}, poh.HashMismatch},
-		{"tampered bundle signature", func(r *run, in *attestation.AttestInput) {
+		}, code: poh.HashMismatch},
+		{name: "tampered bundle signature", input: func(in *attestation.AttestInput) {
 			var env map[string]any
 			if err := json.Unmarshal(in.BundleEnvelope, &env); err != nil {
 				t.Fatal(err)
@@ -447,14 +432,20 @@ func TestAttestBundleRejections(t *testing.T) {
 			sig, _ := b64u.Decode(env["signature_b64u"].(string))
 			sig[0] ^= 1
 			in.BundleEnvelope = bytes.Replace(in.BundleEnvelope, []byte(env["signature_b64u"].(string)), []byte(b64u.Encode(sig)), 1)
-		}, poh.SignatureInvalid},
+		}, code: poh.SignatureInvalid},
 	}
 	q := simSEV(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRun()
 			in := r.input(t)
-			tc.tweak(r, &in)
+			if tc.run != nil {
+				tc.run(r)
+				in.BundleEnvelope = r.bundle(t)
+			}
+			if tc.input != nil {
+				tc.input(&in)
+			}
 			out, err := issuer(q).Attest(context.Background(), in)
 			if out != nil {
 				t.Fatal("output returned with an error")
@@ -595,41 +586,42 @@ func TestModelIdentityDigestVector(t *testing.T) {
 	// JCS of {"model":"claude-opus-4-6","model_identity_version":"clawea.dev/model-identity/v1","provider":"anthropic"}.
 	jcs := `{"model":"claude-opus-4-6","model_identity_version":"clawea.dev/model-identity/v1","provider":"anthropic"}`
 	sum := sha256.Sum256([]byte(jcs))
-	got, err := evidencedoc.ModelIdentityDigest("anthropic", "claude-opus-4-6", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := modelDigest(t, "anthropic", "claude-opus-4-6", "")
 	if got != b64u.Encode(sum[:]) {
 		t.Fatalf("digest %s, want %s", got, b64u.Encode(sum[:]))
 	}
-	withRev, err := evidencedoc.ModelIdentityDigest("anthropic", "claude-opus-4-6", "2026-02-01")
-	if err != nil || withRev == got {
-		t.Fatalf("revision does not change the digest: %v", err)
+	if modelDigest(t, "anthropic", "claude-opus-4-6", "2026-02-01") == got {
+		t.Fatal("revision does not change the digest")
 	}
 	t.Logf("vector: %s (sha256 hex %s)", got, hex.EncodeToString(sum[:]))
 }
 
-func BenchmarkAttestSimSEVSNP(b *testing.B) {
-	r := newRun()
-	is := issuer(simSEV(b))
-	in := r.input(b)
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := is.Attest(ctx, in); err != nil {
-			b.Fatal(err)
-		}
+// modelDigest is the model_identity_digest_b64u of a valid model identity.
+func modelDigest(t *testing.T, provider, model, revision string) string {
+	t.Helper()
+	m, err := evidencedoc.NewModelIdentity(provider, model, revision)
+	d, digestErr := m.Digest()
+	if err := errors.Join(err, digestErr); err != nil {
+		t.Fatal(err)
 	}
+	return d
 }
 
-func BenchmarkAttestSimTDX(b *testing.B) {
-	r := newRun()
-	is := issuer(simTDX(b))
-	in := r.input(b)
-	ctx := context.Background()
-	for b.Loop() {
-		if _, err := is.Attest(ctx, in); err != nil {
-			b.Fatal(err)
-		}
+// BenchmarkAttest: one execution attestation on each simulator.
+func BenchmarkAttest(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		q    enclave.Quoter
+	}{{"SimSEVSNP", simSEV(b)}, {"SimTDX", simTDX(b)}} {
+		b.Run(c.name, func(b *testing.B) {
+			is := issuer(c.q)
+			in := newRun().input(b)
+			for b.Loop() {
+				if _, err := is.Attest(context.Background(), in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -280,9 +280,3 @@ func verifyDetached(did, alg, sigB64u, msg string) bool {
 	}
 	return ed25519.Verify(pub, []byte(msg), sig)
 }
-
-// SignToolReceiptHash signs a tool receipt envelope's payload_hash_b64u, as
-// the primary signer and every co-signer do.
-func SignToolReceiptHash(key ed25519.PrivateKey, payloadHashB64u string) string {
-	return b64u.Encode(ed25519.Sign(key, []byte(payloadHashB64u)))
-}

@@ -124,10 +124,10 @@ func TestCoSignedBundleResult(t *testing.T) {
 	}
 	tr := b.ToolReceipts[0]
 	want := []poh.CoSigner{
-		{SignerDID: vectorgen.DID(vectorgen.Key("co-signer-proxy")), Role: "proxy"},
-		{SignerDID: vectorgen.DID(vectorgen.Key("co-signer-auditor")), Role: "auditor"},
+		{SignerDID: vectorgen.SignerDID("co-signer-proxy"), Role: "proxy"},
+		{SignerDID: vectorgen.SignerDID("co-signer-auditor"), Role: "auditor"},
 	}
-	if tr.Form != poh.ToolReceiptEnvelopeV2 || tr.ReceiptID != "tr_001" || tr.SignerDID != vectorgen.DID(vectorgen.Key("tool-dispatcher")) ||
+	if tr.Form != poh.ToolReceiptEnvelopeV2 || tr.ReceiptID != "tr_001" || tr.SignerDID != vectorgen.SignerDID("tool-dispatcher") ||
 		len(tr.CoSigners) != 2 || tr.CoSigners[0] != want[0] || tr.CoSigners[1] != want[1] {
 		t.Fatalf("tool receipt %+v", tr)
 	}

@@ -46,20 +46,10 @@ func NewReportData(nonceBinding [32]byte, identity ed25519.PublicKey, evidenceCo
 // identityBinding computes bytes 32..63 of REPORT_DATA (NewReportData uses
 // it; verifiers recompute the whole value through NewReportData).
 func identityBinding(identity ed25519.PublicKey, evidenceContext []byte) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(identityBindingLabel))
-	h.Write([]byte{0})
-	var l2 [2]byte
-	binary.BigEndian.PutUint16(l2[:], uint16(len(identity)))
-	h.Write(l2[:])
-	h.Write(identity)
-	var l4 [4]byte
-	binary.BigEndian.PutUint32(l4[:], uint32(len(evidenceContext)))
-	h.Write(l4[:])
-	h.Write(evidenceContext)
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
+	pre := append([]byte(identityBindingLabel), 0)
+	pre = append(binary.BigEndian.AppendUint16(pre, uint16(len(identity))), identity...)
+	pre = append(binary.BigEndian.AppendUint32(pre, uint32(len(evidenceContext))), evidenceContext...)
+	return sha256.Sum256(pre)
 }
 
 // Bytes returns a copy of the 64 bytes.

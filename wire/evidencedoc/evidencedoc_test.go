@@ -320,15 +320,22 @@ func TestModelIdentity(t *testing.T) {
 		{"", "m", ""}, {"p", "", ""}, {strings.Repeat("p", 65), "m", ""}, {"p", strings.Repeat("m", 129), ""},
 		{"p", "m", strings.Repeat("r", 129)}, {"p\x00", "m", ""}, {"p", "m\u007f", ""}, {"p", "\xff", ""},
 	} {
-		if _, err := evidencedoc.ModelIdentityDigest(c.p, c.m, c.r); !errors.Is(err, evidencedoc.ErrMalformed) {
+		if _, err := evidencedoc.NewModelIdentity(c.p, c.m, c.r); !errors.Is(err, evidencedoc.ErrMalformed) {
 			t.Errorf("%q/%q/%q: %v", c.p, c.m, c.r, err)
 		}
 	}
-	a, _ := evidencedoc.ModelIdentityDigest("openai", "gpt-5", "")
-	b, _ := evidencedoc.ModelIdentityDigest("openai", "gpt-5", "x")
-	c, _ := evidencedoc.ModelIdentityDigest("openai2", "gpt-5", "")
-	if a == b || a == c || len(a) != 43 {
-		t.Fatal("digest does not separate identities")
+	// The digest separates identities that differ in any member.
+	seen := map[string]bool{}
+	for _, id := range [][3]string{{"openai", "gpt-5", ""}, {"openai", "gpt-5", "x"}, {"openai2", "gpt-5", ""}} {
+		m, err := evidencedoc.NewModelIdentity(id[0], id[1], id[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := m.Digest()
+		if err != nil || len(d) != 43 || seen[d] {
+			t.Fatalf("%q: digest %q, %v (seen: %v)", id, d, err, seen[d])
+		}
+		seen[d] = true
 	}
 }
 

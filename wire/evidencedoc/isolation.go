@@ -3,8 +3,6 @@ package evidencedoc
 import (
 	"fmt"
 	"slices"
-
-	"github.com/clawea/attester/schema/pohjson"
 )
 
 // IsolationVersion is the isolation_version of Isolation claims.
@@ -188,33 +186,6 @@ func checkIsolation(i *Isolation) error {
 		}
 	}
 	return nil
-}
-
-// isolationFrom reads an isolation object as wireFrom reads the payload.
-func isolationFrom(v *pohjson.Value, i *Isolation) bool {
-	m := membersOf(v)
-	i.Version = m.str("isolation_version")
-	i.ObservedAt = m.str("observed_at")
-	i.AttesterUID = m.integer("attester_uid")
-	switch u := m.take("control_uids"); u.Kind() {
-	case pohjson.Array:
-		for _, e := range u.Elems() {
-			n, ok := e.Int()
-			m.ok = m.ok && ok
-			i.ControlUIDs = append(i.ControlUIDs, n)
-		}
-	default:
-		m.ok = false
-	}
-	i.ControlUIDsSeparate = m.boolean("control_uids_separate")
-	i.SocketProtected = m.boolean("socket_protected")
-	i.YamaPtraceScope = m.str("yama_ptrace_scope")
-	i.PtraceRestricted = m.boolean("ptrace_restricted")
-	i.PeerUID = m.integer("peer_uid")
-	i.PeerUIDSeparate = m.boolean("peer_uid_separate")
-	i.PeerPIDNamespace = m.str("peer_pid_namespace")
-	i.PeerSamePIDNamespace = m.boolean("peer_same_pid_namespace")
-	return m.done()
 }
 
 // checkIsolationMember requires isolation in v3 commitments, admits it in

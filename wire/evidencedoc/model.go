@@ -66,31 +66,14 @@ func (m ModelIdentity) Digest() (string, error) {
 	return h, nil
 }
 
-// ModelIdentityDigest is NewModelIdentity followed by Digest.
-func ModelIdentityDigest(provider, model, revision string) (string, error) {
-	m, err := NewModelIdentity(provider, model, revision)
-	if err != nil {
-		return "", err
-	}
-	return m.Digest()
-}
-
 // KeyNonce returns REPORT_DATA bytes 0..31 of a key attestation:
 // SHA-256(keyNonceLabel || 0x00 || u32be(len(challenge)) || challenge).
 func KeyNonce(challenge []byte) ([32]byte, error) {
 	if len(challenge) > MaxChallengeBytes {
 		return [32]byte{}, fmt.Errorf("%w: challenge is %d bytes, limit %d", ErrTooLarge, len(challenge), MaxChallengeBytes)
 	}
-	h := sha256.New()
-	h.Write([]byte(keyNonceLabel))
-	h.Write([]byte{0})
-	var l [4]byte
-	binary.BigEndian.PutUint32(l[:], uint32(len(challenge)))
-	h.Write(l[:])
-	h.Write(challenge)
-	var out [32]byte
-	h.Sum(out[:0])
-	return out, nil
+	pre := binary.BigEndian.AppendUint32(append([]byte(keyNonceLabel), 0), uint32(len(challenge)))
+	return sha256.Sum256(append(pre, challenge...)), nil
 }
 
 // checkText checks a text field: valid UTF-8 without control characters,

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -235,22 +237,9 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	// absent rather than null or empty, map members in encoding/json's
 	// order, down to the evidence contexts. So no lenient decoder decides
 	// what is accepted, and the large evidence strings are read once.
-	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: true})
-	if errors.Is(err, pohjson.ErrNotCanonical) {
-		return nil, errNotCanonical
-	}
+	v, err := payloadTree(payload, true)
 	if err != nil {
-		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
-	}
-	if v.Kind() != pohjson.Object {
-		return nil, fmt.Errorf("%w: payload is not an object", ErrMalformed)
-	}
-	ms := v.Members()
-	if len(ms) == 0 || ms[0].Key != "evidence_version" {
-		return nil, fmt.Errorf("%w: evidence_version must be the first payload member", ErrMalformed)
-	}
-	if s, ok := ms[0].Value.Str(); !ok || s != version {
-		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, version)
+		return nil, err
 	}
 	w, ok := wireFrom(v)
 	if !ok {
@@ -271,6 +260,30 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 	d.AttesterKey = append(ed25519.PublicKey(nil), key...)
 	d.JWS = append([]byte(nil), jws...)
 	return d, nil
+}
+
+// payloadTree parses a payload (in the canonical form only, when
+// canonical) and checks what decides its version: an object whose first
+// member is evidence_version, this package's version.
+func payloadTree(payload []byte, canonical bool) (*pohjson.Value, error) {
+	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: canonical})
+	if errors.Is(err, pohjson.ErrNotCanonical) {
+		return nil, errNotCanonical
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
+	}
+	if v.Kind() != pohjson.Object {
+		return nil, fmt.Errorf("%w: payload is not an object", ErrMalformed)
+	}
+	ms := v.Members()
+	if len(ms) == 0 || ms[0].Key != "evidence_version" {
+		return nil, fmt.Errorf("%w: evidence_version must be the first payload member", ErrMalformed)
+	}
+	if s, ok := ms[0].Value.Str(); !ok || s != version {
+		return nil, fmt.Errorf("%w: evidence_version is not %q", ErrUnsupported, version)
+	}
+	return v, nil
 }
 
 // fromWire validates a decoded payload and converts it.
@@ -439,21 +452,6 @@ func (d *Document) Simulated() bool {
 		}
 	}
 	return false
-}
-
-// Challenge returns the decoded challenge of a key context.
-func (c *KeyContext) Challenge() []byte {
-	b, _ := b64u.Decode(c.ChallengeB64u)
-	return b
-}
-
-// RecipientX25519 returns the decoded X25519 recipient key, or nil.
-func (c *KeyContext) RecipientX25519() []byte {
-	if c.RecipientX25519B64u == "" {
-		return nil
-	}
-	b, _ := b64u.Decode(c.RecipientX25519B64u)
-	return b
 }
 
 func decodeBounded(field, s string, min, max int) ([]byte, error) {
@@ -630,17 +628,17 @@ func wireFrom(v *pohjson.Value) (w *wirePayload, ok bool) {
 	w.IssuedAt = m.str("issued_at")
 	w.NonceB64u = m.str("nonce_b64u")
 	if c := m.take("execution"); c != nil {
-		w.Execution, w.executionJSON, m.ok = contextFrom(c, m.ok, executionFrom)
+		w.Execution, w.executionJSON, m.ok = contextFrom[ExecutionContext](c, m.ok)
 	}
 	if c := m.take("key"); c != nil {
-		w.Key, w.keyJSON, m.ok = contextFrom(c, m.ok, keyFrom)
+		w.Key, w.keyJSON, m.ok = contextFrom[KeyContext](c, m.ok)
 	}
 	switch ev := m.take("evidence"); ev.Kind() {
 	case pohjson.Null: // decodes to no items, which fromWire refuses
 	case pohjson.Array:
 		w.Evidence = make([]wireEvidence, len(ev.Elems()))
 		for i, e := range ev.Elems() {
-			m.ok = m.ok && evidenceFrom(e, &w.Evidence[i])
+			m.ok = m.ok && readStruct(e, &w.Evidence[i])
 		}
 	default:
 		m.ok = false
@@ -648,26 +646,12 @@ func wireFrom(v *pohjson.Value) (w *wirePayload, ok bool) {
 	return w, m.done()
 }
 
-// evidenceFrom reads one evidence item as wireFrom reads the payload.
-func evidenceFrom(v *pohjson.Value, e *wireEvidence) bool {
-	m := membersOf(v)
-	e.Platform = m.str("platform")
-	e.Simulated = m.boolean("simulated")
-	e.Format = m.str("format")
-	e.BlobB64u = m.str("blob_b64u")
-	e.SignatureB64u = m.optStr("signature_b64u")
-	e.CertChainB64u = m.optStrings("cert_chain_b64u")
-	e.AuxB64u = m.optMap("aux_b64u")
-	e.CollateralB64u = m.optMap("collateral_b64u")
-	return m.done()
-}
-
-// contextFrom reads an evidence context object with read, as wireFrom
-// reads the payload, and returns it with its exact bytes (the payload
-// being canonical, its JSON.stringify form). ok passes a failure through.
-func contextFrom[T any](v *pohjson.Value, ok bool, read func(*pohjson.Value, *T) bool) (*T, []byte, bool) {
+// contextFrom reads an evidence context object (readStruct) and returns
+// it with its exact bytes (the payload being canonical, its JSON.stringify
+// form). ok passes a failure through.
+func contextFrom[T any](v *pohjson.Value, ok bool) (*T, []byte, bool) {
 	c := new(T)
-	if !ok || !read(v, c) {
+	if !ok || !readStruct(v, c) {
 		return nil, nil, false
 	}
 	b, err := pohjson.Stringify(v)
@@ -677,61 +661,61 @@ func contextFrom[T any](v *pohjson.Value, ok bool, read func(*pohjson.Value, *T)
 	return c, b, true
 }
 
-func executionFrom(v *pohjson.Value, c *ExecutionContext) bool {
+// readStruct reads an object into the struct dst points to, strictly, as
+// encoding/json (and so pohjson.Marshal) writes that struct: its exported
+// fields' json members in declaration order, each of the field's JSON
+// type; an omitempty or omitzero member absent or non-empty, never null.
+// The struct tags are thus the one declaration of a member for Sign and
+// Parse alike. ok is false on any other member, order, type or form.
+func readStruct[T any](v *pohjson.Value, dst *T) bool {
 	m := membersOf(v)
-	c.Context = m.str("context")
-	c.AttestationID = m.str("attestation_id")
-	c.AgentDID = m.str("agent_did")
-	c.RunID = m.str("run_id")
-	c.ProofBundleHashB64u = m.str("proof_bundle_hash_b64u")
-	m.ok = m.ok && commitmentsFrom(m.take("clawea"), &c.Clawea)
-	return m.done()
-}
-
-func commitmentsFrom(v *pohjson.Value, c *Commitments) bool {
-	m := membersOf(v)
-	c.Version = m.str("clawea_version")
-	c.SystemPromptHashB64u = m.str("system_prompt_hash_b64u")
-	c.SystemPromptReportHashB64u = m.str("system_prompt_report_hash_b64u")
-	c.PromptPackCiphertextHashB64u = m.str("prompt_pack_ciphertext_hash_b64u")
-	c.GatePolicyHashB64u = m.str("gate_policy_hash_b64u")
-	c.GateAuditRootB64u = m.str("gate_audit_root_b64u")
-	c.GateAuditCount = m.integer("gate_audit_count")
-	m.ok = m.ok && modelFrom(m.take("model_identity"), &c.ModelIdentity)
-	c.ModelIdentityDigestB64u = m.str("model_identity_digest_b64u")
-	c.AdmissionPolicyHashB64u = m.optStr("admission_policy_hash_b64u")
-	if s := m.take("sensitive"); s != nil { // omitzero: absent, or a boolean
-		b, ok := s.Bool()
-		m.ok = m.ok && ok
-		c.Sensitive = SensitivityOf(b)
-	}
-	if iv := m.take("isolation"); iv != nil { // omitempty: absent, or an object
-		c.Isolation = new(Isolation)
-		m.ok = m.ok && isolationFrom(iv, c.Isolation)
-	}
-	if gv := m.take("gateway"); gv != nil { // omitempty: absent, or an object
-		g := membersOf(gv)
-		c.Gateway = &GatewayRecord{ReceiptCount: g.integer("receipt_count"), ReceiptChainB64u: g.str("receipt_chain_b64u")}
-		m.ok = m.ok && g.done()
+	s := reflect.ValueOf(dst).Elem()
+	for i := range s.NumField() {
+		f := s.Type().Field(i)
+		name, opt, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "" || name == "-" {
+			continue
+		}
+		m.field(name, opt == "omitempty" || opt == "omitzero", s.Field(i))
 	}
 	return m.done()
 }
 
-func modelFrom(v *pohjson.Value, c *ModelIdentity) bool {
-	m := membersOf(v)
-	c.Version = m.str("model_identity_version")
-	c.Provider = m.str("provider")
-	c.Model = m.str("model")
-	c.Revision = m.optStr("revision")
-	return m.done()
-}
-
-func keyFrom(v *pohjson.Value, c *KeyContext) bool {
-	m := membersOf(v)
-	c.Context = m.str("context")
-	c.ChallengeB64u = m.str("challenge_b64u")
-	c.RecipientX25519B64u = m.optStr("recipient_x25519_b64u")
-	return m.done()
+// field reads member key into f, of one of the types the wire structs use.
+func (m *members) field(key string, optional bool, f reflect.Value) {
+	if optional && (len(m.ms) == 0 || m.ms[0].Key != key) {
+		return // an optional member is absent
+	}
+	switch p := f.Addr().Interface().(type) {
+	case *string:
+		if *p = m.str(key); optional && *p == "" {
+			m.ok = false
+		}
+	case *int64:
+		*p = m.integer(key)
+	case *bool:
+		*p = m.boolean(key)
+	case *sensitivity:
+		*p = SensitivityOf(m.boolean(key))
+	case *[]string:
+		*p = m.optStrings(key)
+	case *map[string]string:
+		*p = m.optMap(key)
+	case *[]int64:
+		*p = m.integers(key)
+	case *ModelIdentity:
+		m.ok = m.ok && readStruct(m.take(key), p)
+	case *Commitments:
+		m.ok = m.ok && readStruct(m.take(key), p)
+	case **Isolation:
+		*p = new(Isolation)
+		m.ok = m.ok && readStruct(m.take(key), *p)
+	case **GatewayRecord:
+		*p = new(GatewayRecord)
+		m.ok = m.ok && readStruct(m.take(key), *p)
+	default:
+		panic("evidencedoc: no wire reader for " + f.Type().String())
+	}
 }
 
 // members reads an object's members in order, as encoding/json writes a
@@ -779,15 +763,18 @@ func read[T any](m *members, key string, get func(*pohjson.Value) (T, bool)) T {
 	return x
 }
 
-// optStr reads an omitempty string member: absent, or a non-empty string.
-func (m *members) optStr(key string) string {
+// integers reads a []int64 member that encoding/json always writes: an
+// array of integers (a nil slice, written null, is refused).
+func (m *members) integers(key string) []int64 {
 	v := m.take(key)
-	if v == nil {
-		return ""
+	m.ok = m.ok && v.Kind() == pohjson.Array
+	var out []int64
+	for _, e := range v.Elems() {
+		n, ok := e.Int()
+		m.ok = m.ok && ok
+		out = append(out, n)
 	}
-	s, ok := v.Str()
-	m.ok = m.ok && ok && s != ""
-	return s
+	return out
 }
 
 // optStrings reads an omitempty []string member: absent, or a non-empty

@@ -25,12 +25,12 @@ const (
 	// TestOnlyMarker is the description attribute of every simulated
 	// SEV-SNP certificate subject.
 	TestOnlyMarker = "TEST ONLY: clawea simulated AMD SEV-SNP key, never trust in production"
-	// SEVSNPARKSHA256 is the hex SHA-256 of the simulated ARK certificate
+	// sevsnpARKSHA256 is the hex SHA-256 of the simulated ARK certificate
 	// (DER). Documented in docs/spec/platform-sevsnp.md.
-	SEVSNPARKSHA256 = "b6a6100c92fccad67733f78f38840d9e02b0ed6442eabda524409c5fe5b625c4"
-	// SEVSNPASKSHA256 is the hex SHA-256 of the simulated ASK certificate
+	sevsnpARKSHA256 = "b6a6100c92fccad67733f78f38840d9e02b0ed6442eabda524409c5fe5b625c4"
+	// sevsnpASKSHA256 is the hex SHA-256 of the simulated ASK certificate
 	// (DER).
-	SEVSNPASKSHA256 = "c54fcb0a260becc56bb395088f135fd2886b5246722462aab186808905a27311"
+	sevsnpASKSHA256 = "c54fcb0a260becc56bb395088f135fd2886b5246722462aab186808905a27311"
 )
 
 // sevsnpChainPEM is the ASK then the ARK, PEM, in the layout of AMD KDS's
@@ -72,7 +72,7 @@ func parseChain(b []byte) (ask, ark *x509.Certificate, ok bool) {
 	if arkBlock == nil || len(bytes.TrimSpace(rest)) != 0 {
 		return nil, nil, false
 	}
-	if !digestIs(askBlock.Bytes, SEVSNPASKSHA256) || !digestIs(arkBlock.Bytes, SEVSNPARKSHA256) {
+	if !digestIs(askBlock.Bytes, sevsnpASKSHA256) || !digestIs(arkBlock.Bytes, sevsnpARKSHA256) {
 		return nil, nil, false
 	}
 	ask, err := x509.ParseCertificate(askBlock.Bytes)

@@ -27,8 +27,8 @@ func TestSEVSNPRootsPinned(t *testing.T) {
 		want string
 		cn   string
 	}{
-		"ark": {r.ARK, simroots.SEVSNPARKSHA256, "ARK-Milan"},
-		"ask": {r.ASK, simroots.SEVSNPASKSHA256, "SEV-Milan"},
+		"ark": {r.ARK, simroots.SEVSNPARKSHA256ForTest, "ARK-Milan"},
+		"ask": {r.ASK, simroots.SEVSNPASKSHA256ForTest, "SEV-Milan"},
 	} {
 		sum := sha256.Sum256(c.cert.Raw)
 		if got := hex.EncodeToString(sum[:]); got != c.want {
@@ -67,7 +67,7 @@ func TestSEVSNPRootsAreFreshCopies(t *testing.T) {
 	a.ARK.Raw[0] ^= 0xff
 	b := simroots.SEVSNPRoots()[0]
 	sum := sha256.Sum256(b.ARK.Raw)
-	if hex.EncodeToString(sum[:]) != simroots.SEVSNPARKSHA256 {
+	if hex.EncodeToString(sum[:]) != simroots.SEVSNPARKSHA256ForTest {
 		t.Fatal("mutating a returned root changed later results")
 	}
 	p := simroots.SEVSNPCertChainPEM()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-tpm/tpm2"
 
+	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
@@ -46,14 +47,20 @@ func tpmQuote(extra []byte, fw uint64, digest []byte) []byte {
 	})
 }
 
-func TestDerive(t *testing.T) {
+// simQuoter is a simulator: it quotes, and reports the measurement and TCB
+// the claims must carry.
+type simQuoter interface {
+	enclave.Quoter
+	enclave.Measurer
+	enclave.TCBReporter
+}
+
+// deriveSim quotes rd on q and checks the claims Derive gives: typ, root,
+// q's measurement and TCB version, and the report data.
+func deriveSim(t *testing.T, q simQuoter, rd evidence.ReportData, typ, root string) (*evidence.Evidence, *teeclaims.Claims) {
+	t.Helper()
 	ctx := context.Background()
-	rd := reportData(t, 1)
-	s, err := sim.New(sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := s.Quote(ctx, rd)
+	ev, err := q.Quote(ctx, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,14 +68,24 @@ func TestDerive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meas, _ := s.LaunchMeasurement(ctx)
-	tcb, _ := s.TCB(ctx)
-	if c.AttestationType != teeclaims.TypeSEVSNP || c.RootID != "sev-snp:amd-ark-Milan:SIMULATED" || c.TCBVersion != tcb.Version || !bytes.Equal(c.Measurement, meas) {
-		t.Fatalf("sev claims %+v", c)
+	meas, _ := q.LaunchMeasurement(ctx)
+	tcb, _ := q.TCB(ctx)
+	if c.AttestationType != typ || c.RootID != root || c.TCBVersion != tcb.Version || !bytes.Equal(c.Measurement, meas) {
+		t.Fatalf("%s claims %+v", typ, c)
 	}
 	if err := teeclaims.CheckReportData(ev, c, rd); err != nil {
 		t.Fatal(err)
 	}
+	return ev, c
+}
+
+func TestDerive(t *testing.T) {
+	rd := reportData(t, 1)
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, c := deriveSim(t, s, rd, teeclaims.TypeSEVSNP, "sev-snp:amd-ark-Milan:SIMULATED")
 	if err := teeclaims.CheckReportData(ev, c, reportData(t, 2)); !errors.Is(err, teeclaims.ErrEvidence) {
 		t.Fatalf("other report data: %v", err)
 	}
@@ -82,22 +99,7 @@ func TestDerive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tev, err := q.Quote(ctx, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc, err := teeclaims.Derive(tev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mrtd, _ := q.LaunchMeasurement(ctx)
-	ttcb, _ := q.TCB(ctx)
-	if tc.AttestationType != teeclaims.TypeTDX || tc.RootID != "tdx:root-sha256-"+tdxsimroots.RootSHA256+":SIMULATED" || tc.TCBVersion != ttcb.Version || !bytes.Equal(tc.Measurement, mrtd) {
-		t.Fatalf("tdx claims %+v", tc)
-	}
-	if err := teeclaims.CheckReportData(tev, tc, rd); err != nil {
-		t.Fatal(err)
-	}
+	tev, _ := deriveSim(t, q, rd, teeclaims.TypeTDX, "tdx:root-sha256-"+tdxsimroots.RootSHA256+":SIMULATED")
 	tev.CertChain = tev.CertChain[:2]
 	if _, err := teeclaims.Derive(tev); !errors.Is(err, teeclaims.ErrEvidence) {
 		t.Fatalf("chain differing from the quote: %v", err)

@@ -160,8 +160,7 @@ type Activation struct {
 
 // NewActivation makes a credential for the AK whose TPMT_PUBLIC is akPublic,
 // encrypted to the EK certified by ekCertDER (a TCG default template EK, see
-// EKPublic). The AK must parse as an attestation key (tpmquote.ParsePublic)
-// with the attributes of tpmquote.AKRequiredAttributes and without decrypt.
+// EKPublic). The AK must parse as an attestation key (tpmquote.ParseAK).
 // rand supplies the secret and the encryption randomness (crypto/rand.Reader
 // outside tests).
 func NewActivation(rand io.Reader, ekCertDER, akPublic []byte) (*Activation, *Challenge, error) {
@@ -221,12 +220,9 @@ func NewActivationForEK(rand io.Reader, ek *tpm2.TPMTPublic, akPublic []byte) (*
 
 // checkAK parses an AK public area and checks its attributes.
 func checkAK(akPublic []byte) (*tpmquote.Public, []byte, error) {
-	ak, err := tpmquote.ParsePublic(akPublic)
+	ak, err := tpmquote.ParseAK(akPublic)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", errAK, err)
-	}
-	if ak.Attributes&tpmquote.AKRequiredAttributes != tpmquote.AKRequiredAttributes || ak.Attributes&tpmquote.AttrDecrypt != 0 {
-		return nil, nil, fmt.Errorf("%w: attributes 0x%08x", errAK, ak.Attributes)
 	}
 	return ak, ak.Name(), nil
 }

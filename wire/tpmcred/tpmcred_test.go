@@ -36,6 +36,14 @@ func testAK(t testing.TB, attrs uint32) []byte {
 
 var akAttrs = tpmquote.AKRequiredAttributes | tpmquote.AttrUserWithAuth | tpmquote.AttrNoDA
 
+// TPMA_OBJECT bits (TPM 2.0 Part 2, 8.3) that an attestation key must have
+// set (fixedTPM, restricted) or clear (decrypt).
+const (
+	attrFixedTPM   uint32 = 1 << 1
+	attrRestricted uint32 = 1 << 16
+	attrDecrypt    uint32 = 1 << 17
+)
+
 // testPKI is a root, an intermediate and an EK certificate with the TCG
 // critical directoryName SAN, for an RSA 2048 EK.
 type testPKI struct {
@@ -149,9 +157,9 @@ func TestNewActivationForEKRejectsNonEK(t *testing.T) {
 func TestNewActivationRejectsAK(t *testing.T) {
 	pki := newPKI(t, tcgSAN(t, tpmAttrs()))
 	for name, ak := range map[string][]byte{
-		"not restricted": testAK(t, akAttrs&^tpmquote.AttrRestricted),
-		"not fixedTPM":   testAK(t, akAttrs&^tpmquote.AttrFixedTPM),
-		"decrypt":        testAK(t, akAttrs|tpmquote.AttrDecrypt),
+		"not restricted": testAK(t, akAttrs&^attrRestricted),
+		"not fixedTPM":   testAK(t, akAttrs&^attrFixedTPM),
+		"decrypt":        testAK(t, akAttrs|attrDecrypt),
 		"garbage":        {1, 2, 3},
 	} {
 		if _, _, err := NewActivation(rand.Reader, pki.ek, ak); !errors.Is(err, errAK) {
@@ -229,7 +237,7 @@ func TestCertification(t *testing.T) {
 		t.Fatal(err)
 	}
 	swapped := *parsed
-	swapped.AKPublic = testAK(t, akAttrs|tpmquote.AttrDecrypt)
+	swapped.AKPublic = testAK(t, akAttrs|attrDecrypt)
 	if _, err := VerifyCertification(&swapped, VerifyOpts{Roots: roots, Now: now}); !errors.Is(err, errAK) {
 		t.Fatal(err)
 	}

@@ -138,12 +138,9 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 		}
 	}
 
-	ak, err := ParsePublic(akBytes)
+	ak, err := ParseAK(akBytes)
 	if err != nil {
 		return nil, fmt.Errorf("ak public: %w", err)
-	}
-	if ak.Attributes&AKRequiredAttributes != AKRequiredAttributes || ak.Attributes&AttrDecrypt != 0 {
-		return nil, fmt.Errorf("%w: attributes 0x%08x", ErrAKAttributes, ak.Attributes)
 	}
 	name := ak.Name()
 	if !opts.AllowUntrustedAK && !slices.ContainsFunc(opts.TrustedAKNames, func(n []byte) bool { return bytes.Equal(n, name) }) {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/fuzzcheck"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/evidence"
 )
@@ -191,15 +192,15 @@ func TestVerifyRejects(t *testing.T) {
 			opts: VerifyOpts{AllowUntrustedAK: true, TrustedAKNames: [][]byte{{1}}}, want: ErrOptions},
 		{name: "no trust options", ev: func() *evidence.Evidence { return good }, opts: VerifyOpts{}, want: ErrOptions},
 		{name: "not restricted", ev: func() *evidence.Evidence {
-			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^AttrRestricted)
+			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^attrRestricted)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
 		{name: "decrypt key", ev: func() *evidence.Evidence {
-			k := newSoftKey(t, AlgECC, AKRequiredAttributes|AttrDecrypt)
+			k := newSoftKey(t, AlgECC, AKRequiredAttributes|attrDecrypt)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
 		{name: "not fixedTPM", ev: func() *evidence.Evidence {
-			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^AttrFixedTPM)
+			k := newSoftKey(t, AlgECC, AKRequiredAttributes&^attrFixedTPM)
 			return k.evidence(t, rd, testPCRs(), nil)
 		}, want: ErrAKAttributes},
 		{name: "signer is a child key", ev: func() *evidence.Evidence {
@@ -272,21 +273,11 @@ func TestVerifyRejects(t *testing.T) {
 func TestParseAttestStrict(t *testing.T) {
 	ev, _, _ := fixture(t)
 	good := ev.Blob
-	a, err := ParseAttest(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a.marshal(), good) {
-		t.Fatal("fixture attest does not round-trip")
-	}
 	// Offsets in the fixture: magic 0, type 4, signer size 6 (34 bytes),
 	// extraData size 42 (32 bytes), clock 76, reset 84, restart 88, safe 92,
 	// firmware 93, selection count 101, hash 105, sizeofSelect 107.
-	mut := func(i int, v byte) []byte { b := slices.Clone(good); b[i] = v; return b }
-	cases := map[string]struct {
-		b    []byte
-		want error
-	}{
+	mut := mutator(good)
+	checkStrict(t, good, ParseAttest, (*Attest).marshal, map[string]strictCase{
 		"trailing byte":  {append(slices.Clone(good), 0), ErrMalformed},
 		"truncated":      {good[:len(good)-1], ErrMalformed},
 		"empty":          {nil, ErrMalformed},
@@ -299,31 +290,43 @@ func TestParseAttestStrict(t *testing.T) {
 		"empty select":   {func() []byte { b := slices.Clone(good); b[108], b[109], b[110] = 0, 0, 0; return b }(), ErrUnsupported},
 		"signer too big": {mut(6, 0xff), ErrMalformed},
 		"too large":      {make([]byte, maxAttestSize+1), errTooLarge},
+	})
+}
+
+// strictCase is an input a strict parser refuses with want.
+type strictCase struct {
+	b    []byte
+	want error
+}
+
+// checkStrict: parse accepts good, which encodes back to itself, and
+// refuses each case with its error. It returns good parsed.
+func checkStrict[T any](t *testing.T, good []byte, parse func([]byte) (T, error), encode func(T) []byte, cases map[string]strictCase) T {
+	t.Helper()
+	v, ok := fuzzcheck.RoundTrip(t, good, parse, fuzzcheck.Total(encode))
+	if !ok {
+		t.Fatal("the fixture is refused")
 	}
 	for name, c := range cases {
-		if _, err := ParseAttest(c.b); !errors.Is(err, c.want) {
+		if _, err := parse(c.b); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", name, err, c.want)
 		}
 	}
+	return v
+}
+
+// mutator returns a function that copies good with byte i set to v.
+func mutator(good []byte) func(i int, v byte) []byte {
+	return func(i int, v byte) []byte { b := slices.Clone(good); b[i] = v; return b }
 }
 
 func TestParsePublicStrict(t *testing.T) {
 	ev, _, _ := fixture(t)
 	good := ev.Aux[AuxAKPublic]
-	p, err := ParsePublic(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(p.Marshal(), good) {
-		t.Fatal("fixture public does not round-trip")
-	}
 	// Offsets: type 0, nameAlg 2, attributes 4, authPolicy size 8 (empty),
 	// symmetric 10, scheme 12, scheme hash 14, curve 16, kdf 18, x 20.
-	mut := func(i int, v byte) []byte { b := slices.Clone(good); b[i] = v; return b }
-	cases := map[string]struct {
-		b    []byte
-		want error
-	}{
+	mut := mutator(good)
+	checkStrict(t, good, ParsePublic, (*Public).Marshal, map[string]strictCase{
 		"sha1 name alg":   {mut(3, 0x04), ErrUnsupported},
 		"symmetric aes":   {mut(11, 0x06), ErrUnsupported},
 		"ecdaa scheme":    {mut(13, 0x1a), ErrUnsupported},
@@ -339,16 +342,11 @@ func TestParsePublicStrict(t *testing.T) {
 		"rsa 1024":        {(&Public{Type: algRSA, KeyBits: 1024, N: append([]byte{0x80}, make([]byte, 127)...)}).Marshal(), ErrUnsupported},
 		"rsa short n":     {(&Public{Type: algRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 254)...)}).Marshal(), ErrMalformed},
 		"rsa n top clear": {(&Public{Type: algRSA, KeyBits: 2048, N: make([]byte, 256)}).Marshal(), ErrMalformed},
-	}
-	for name, c := range cases {
-		if _, err := ParsePublic(c.b); !errors.Is(err, c.want) {
-			t.Errorf("%s: %v, want %v", name, err, c.want)
-		}
-	}
+	})
 	// A point off the curve parses but is not a key.
 	off := slices.Clone(good)
 	off[len(off)-1] ^= 1
-	p, err = ParsePublic(off)
+	p, err := ParsePublic(off)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,13 +358,7 @@ func TestParsePublicStrict(t *testing.T) {
 func TestParseSignatureStrict(t *testing.T) {
 	ev, _, _ := fixture(t)
 	good := ev.Signature
-	s, err := parseSignature(good)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(s.marshal(), good) {
-		t.Fatal("fixture signature does not round-trip")
-	}
+	checkStrict(t, good, parseSignature, (*signature).marshal, nil)
 	for name, b := range map[string][]byte{
 		"trailing":  append(slices.Clone(good), 0),
 		"truncated": good[:len(good)-1],

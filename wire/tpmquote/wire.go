@@ -28,7 +28,7 @@ const (
 
 // TPMA_OBJECT bits.
 const (
-	AttrFixedTPM            uint32 = 1 << 1
+	attrFixedTPM            uint32 = 1 << 1
 	attrSTClear             uint32 = 1 << 2
 	attrFixedParent         uint32 = 1 << 4
 	attrSensitiveDataOrigin uint32 = 1 << 5
@@ -36,12 +36,12 @@ const (
 	attrAdminWithPolicy     uint32 = 1 << 7
 	AttrNoDA                uint32 = 1 << 10
 	attrEncryptedDup        uint32 = 1 << 11
-	AttrRestricted          uint32 = 1 << 16
-	AttrDecrypt             uint32 = 1 << 17
+	attrRestricted          uint32 = 1 << 16
+	attrDecrypt             uint32 = 1 << 17
 	attrSign                uint32 = 1 << 18
 
 	// AKRequiredAttributes must all be set on an attestation key.
-	AKRequiredAttributes = AttrFixedTPM | attrFixedParent | attrSensitiveDataOrigin | AttrRestricted | attrSign
+	AKRequiredAttributes = attrFixedTPM | attrFixedParent | attrSensitiveDataOrigin | attrRestricted | attrSign
 )
 
 // Wire limits. Everything a verifier parses is bounded before parsing.
@@ -290,6 +290,21 @@ type Public struct {
 	KeyBits  uint16
 	Exponent uint32 // 0 means 65537
 	N        []byte
+}
+
+// ParseAK parses an attestation key's TPMT_PUBLIC bytes (ParsePublic) and
+// checks that it is one: every attribute of AKRequiredAttributes set and
+// decrypt clear, or ErrAKAttributes. The quote verifier and the credential
+// activation both apply this rule.
+func ParseAK(b []byte) (*Public, error) {
+	ak, err := ParsePublic(b)
+	if err != nil {
+		return nil, err
+	}
+	if ak.Attributes&AKRequiredAttributes != AKRequiredAttributes || ak.Attributes&attrDecrypt != 0 {
+		return nil, fmt.Errorf("%w: attributes 0x%08x", ErrAKAttributes, ak.Attributes)
+	}
+	return ak, nil
 }
 
 // ParsePublic parses TPMT_PUBLIC bytes (name algorithm SHA-256). Whatever it

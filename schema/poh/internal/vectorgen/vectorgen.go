@@ -37,22 +37,26 @@ type Vector struct {
 	Data       []byte
 }
 
-// Key is a deterministic test key: Ed25519 from SHA-256 of a label. These
+// key is a deterministic test key: Ed25519 from SHA-256 of a label. These
 // keys exist only for the vectors.
-func Key(label string) ed25519.PrivateKey {
+func key(label string) ed25519.PrivateKey {
 	seed := sha256.Sum256([]byte("clawea/poh/test-vector-key/v1/" + label))
 	return ed25519.NewKeyFromSeed(seed[:])
 }
 
-// DID is the did:key of k.
-func DID(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
+// didOf is the did:key of k.
+func didOf(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
+
+// SignerDID is the did:key of the vectors' key for label ("agent",
+// "tool-dispatcher", "co-signer-proxy", "co-signer-auditor", "outsider").
+func SignerDID(label string) string { return didOf(key(label)) }
 
 var (
-	agentKey   = Key("agent")
-	toolKey    = Key("tool-dispatcher")
-	proxyKey   = Key("co-signer-proxy")
-	auditorKey = Key("co-signer-auditor")
-	otherKey   = Key("outsider")
+	agentKey   = key("agent")
+	toolKey    = key("tool-dispatcher")
+	proxyKey   = key("co-signer-proxy")
+	auditorKey = key("co-signer-auditor")
+	otherKey   = key("outsider")
 )
 
 const runID = "run_vectors_001"
@@ -175,7 +179,7 @@ type toolPayload struct {
 
 func (tp toolPayload) build() (*pohjson.Value, error) {
 	if tp.agentDID == "" {
-		tp.agentDID = DID(agentKey)
+		tp.agentDID = didOf(agentKey)
 	}
 	if tp.argsLeaves == nil {
 		tp.argsLeaves = argsLeaves()
@@ -254,11 +258,11 @@ func (te toolEnvelope) build() (*pohjson.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	sig := poh.SignToolReceiptHash(te.signer, hash)
+	sig := signHash(te.signer, hash)
 	if te.badSignature {
-		sig = poh.SignToolReceiptHash(otherKey, hash)
+		sig = signHash(otherKey, hash)
 	}
-	did := DID(te.signer)
+	did := didOf(te.signer)
 	if te.signerDID != "" {
 		did = te.signerDID
 	}
@@ -295,12 +299,12 @@ func (te toolEnvelope) build() (*pohjson.Value, error) {
 			if c.message != "" {
 				msg = c.message
 			}
-			cdid := DID(c.key)
+			cdid := didOf(c.key)
 			if c.signerDID != "" {
 				cdid = c.signerDID
 			}
 			cs = append(cs, obj(
-				m("signature_b64u", s(poh.SignToolReceiptHash(c.key, msg))),
+				m("signature_b64u", s(signHash(c.key, msg))),
 				m("algorithm", s("Ed25519")),
 				m("signer_did", s(cdid)),
 				m("issued_at", s("2026-11-22T00:00:03.000Z")),
@@ -315,7 +319,7 @@ func (te toolEnvelope) build() (*pohjson.Value, error) {
 // forge makes c a signature by the outsider key under c's claimed DID.
 func forge(c *coSig) {
 	if c.signerDID == "" {
-		c.signerDID = DID(c.key)
+		c.signerDID = didOf(c.key)
 	}
 	c.key = otherKey
 }
@@ -330,7 +334,7 @@ func v1Payload(id string) *pohjson.Value {
 		m("result_hash_b64u", s(b64u.SHA256([]byte("result "+id)))),
 		m("result_status", s("success")),
 		m("hash_algorithm", s("SHA-256")),
-		m("agent_did", s(DID(agentKey))),
+		m("agent_did", s(didOf(agentKey))),
 		m("timestamp", s("2026-11-22T00:00:01.250Z")),
 		m("latency_ms", n(3)),
 		m("binding", obj(m("run_id", s(runID)), m("event_hash_b64u", s(eventHash(0))))),
@@ -382,7 +386,7 @@ func (c claim) value() *pohjson.Value {
 	ms := []pohjson.Member{
 		m("claim_version", s("1")),
 		m("scope", s("agent")),
-		m("scope_key", s(DID(agentKey))),
+		m("scope_key", s(didOf(agentKey))),
 		m("window_start", s(c.start)),
 		m("window_end", s(c.end)),
 		m("max_requests", n(c.maxReq)),
@@ -426,7 +430,7 @@ func (b bundle) sign() ([]byte, error) {
 	ms := []pohjson.Member{
 		m("bundle_version", s("1")),
 		m("bundle_id", s("bundle_vectors_001")),
-		m("agent_did", s(DID(agentKey))),
+		m("agent_did", s(didOf(agentKey))),
 	}
 	if b.urm {
 		ms = append(ms, m("urm", obj(
@@ -443,7 +447,7 @@ func (b bundle) sign() ([]byte, error) {
 	if b.attestation {
 		ms = append(ms, m("attestations", arr(obj(
 			m("attestation_id", s("att_001")), m("attestation_type", s("owner")),
-			m("attester_did", s(DID(otherKey))), m("subject_did", s(DID(agentKey))),
+			m("attester_did", s(didOf(otherKey))), m("subject_did", s(didOf(agentKey))),
 			m("signature_b64u", s(b64u.Encode(ed25519.Sign(otherKey, []byte("not checked here"))))),
 		))))
 	}
@@ -603,7 +607,7 @@ func Build() ([]Vector, error) {
 			}},
 
 		{"tool_cosignature_wrong_key.json", "CO_SIGNATURE_INVALID", "", "the proxy co-signature is made by another key",
-			env(boundPayload(), cosigned(func(te *toolEnvelope) { te.coSigs[0] = coSig{key: otherKey, signerDID: DID(proxyKey), role: "proxy"} }))},
+			env(boundPayload(), cosigned(func(te *toolEnvelope) { te.coSigs[0] = coSig{key: otherKey, signerDID: didOf(proxyKey), role: "proxy"} }))},
 		{"tool_cosignature_wrong_message.json", "CO_SIGNATURE_INVALID", "", "the auditor co-signs a different payload hash",
 			env(boundPayload(), cosigned(func(te *toolEnvelope) {
 				te.coSigs[1].message = b64u.SHA256([]byte("another payload"))
@@ -675,7 +679,7 @@ func Build() ([]Vector, error) {
 			env(toolPayload{bindingRunID: runID, bindingEvent: eventHash(0), argsLeaves: []leaf{{path: "path", value: s("x"), typ: "boolean"}}},
 				cosigned(func(te *toolEnvelope) { forge(&te.coSigs[1]) }))},
 		{"tool_agent_mismatch.json", "PROOF_BUNDLE_AGENT_MISMATCH", "", "tool receipt agent_did is not the bundle's agent (checked before the binding)",
-			env(toolPayload{agentDID: DID(otherKey), bindingRunID: "run_other"}, cosigned(nil))},
+			env(toolPayload{agentDID: didOf(otherKey), bindingRunID: "run_other"}, cosigned(nil))},
 		{"order_rate_limit_before_tool_receipts.json", "RATE_LIMIT_EXCEEDED", "", "an exceeded rate-limit claim and a bad co-signature: rate-limit claims are checked first",
 			func() (bundle, error) {
 				b, err := envelopeBundle(boundPayload(), cosigned(func(te *toolEnvelope) { forge(&te.coSigs[0]) }))
@@ -716,4 +720,10 @@ func Index(vs []Vector) []byte {
 		fmt.Fprintf(&b, "%s\t%t\t%s\t%s\t%s\n", v.Name, v.Valid, v.Code, cv, v.Note)
 	}
 	return []byte(b.String())
+}
+
+// signHash signs a tool receipt envelope's payload_hash_b64u, as the primary
+// signer and every co-signer do (the signed message is the b64u string).
+func signHash(key ed25519.PrivateKey, payloadHashB64u string) string {
+	return b64u.Encode(ed25519.Sign(key, []byte(payloadHashB64u)))
 }
