@@ -48,7 +48,7 @@ func TestSEVCertCacheTamperedChain(t *testing.T) {
 	tampered[len(tampered)-1] ^= 1
 	for range 2 {
 		_, err := Verify(snpWithLeaf(t, good, tampered), rd, opts)
-		wantErr(t, err, ErrRejected, nil, CheckChain)
+		wantErr(t, err, ErrRejected, nil, checkChain)
 	}
 	if n := cache.size(); n != 1 {
 		t.Fatalf("cache holds %d chains after a tampered one, want 1", n)

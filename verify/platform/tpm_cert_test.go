@@ -110,7 +110,7 @@ func TestTPMCertifiedAK(t *testing.T) {
 	}
 	o.TPMAKCertifications, o.TPMEKRoots = nil, nil
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 
 	// Pinning alone still works and says so.
 	o = Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}}
@@ -126,14 +126,14 @@ func TestTPMCertifiedAKRefused(t *testing.T) {
 	o := base
 	o.TPMEKRoots = newCertPKI(t, testNow.Add(time.Hour)).roots()
 	_, err := Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, tpmcred.ErrEKChain, CheckTPMAK)
+	wantErr(t, err, ErrRejected, tpmcred.ErrEKChain, checkTPMAK)
 
 	// An EK certificate expired at verification time.
 	expired := newCertPKI(t, testNow.Add(-time.Minute))
 	o = base
 	o.TPMAKCertifications, o.TPMEKRoots = []*tpmcred.Certification{expired.record(akPub)}, expired.roots()
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, tpmcred.ErrEKChain, CheckTPMAK)
+	wantErr(t, err, ErrRejected, tpmcred.ErrEKChain, checkTPMAK)
 
 	// A record certifying another AK does not make this one trusted.
 	other, err := tpmquote.ParsePublic(akPub)
@@ -152,7 +152,7 @@ func TestTPMCertifiedAKRefused(t *testing.T) {
 	o = base
 	o.TPMAKCertifications = []*tpmcred.Certification{pki.record(other.Marshal())}
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 
 	// Contradictions and missing roots are option errors.
 	o = base

@@ -46,14 +46,14 @@ func TestTPMNegative(t *testing.T) {
 	o = base
 	o.TrustedTPMAKs = nil
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 
 	o = base
 	other := append([]byte(nil), fx.AKName...)
 	other[5] ^= 1
 	o.TrustedTPMAKs = [][]byte{other}
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 
 	o = base
 	o.AllowUntrustedTPMAK = true
@@ -77,5 +77,5 @@ func TestTPMNegative(t *testing.T) {
 	bad = cloneEvidence(fx.Evidence)
 	bad.Format = "tpm2/quote-v9"
 	_, err = Verify(bad, fx.ReportData, base)
-	wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
+	wantErr(t, err, ErrCannotCheck, errUnsupported, checkFormat)
 }
