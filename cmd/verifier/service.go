@@ -63,7 +63,7 @@ type Config struct {
 	// memory bodies hold, MaxInflight x MaxBody); more get 503. 0 means
 	// DefaultMaxInflight.
 	MaxInflight int
-	// CacheSize bounds the SEV-SNP chain cache (platform.NewCertCache).
+	// CacheSize bounds the SEV-SNP chain cache (platform.CertCache.MaxEntries).
 	CacheSize int
 	Log       *slog.Logger
 }
@@ -105,7 +105,7 @@ func NewService(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, signer: signer, keys: keys, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
+	s := &Service{cfg: cfg, signer: signer, keys: keys, cache: &platform.CertCache{MaxEntries: cfg.CacheSize}, slots: make(chan struct{}, cfg.MaxInflight)}
 	s.metrics = newMetrics(s.cache)
 	snap, err := cfg.Sources.load(cfg.Now())
 	if err != nil {

@@ -186,7 +186,7 @@ func TestSEVCertCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := NewCertCache(2)
+	cache := &CertCache{MaxEntries: 2}
 	opts := simOpts()
 	opts.CertCache = cache
 	var first *Result
@@ -290,7 +290,7 @@ func TestSEVRealSampleToAMDRoots(t *testing.T) {
 	}
 
 	// Cached and direct verification agree.
-	opts.CertCache = NewCertCache(0)
+	opts.CertCache = &CertCache{}
 	for range 2 {
 		if _, err := verifyRaw(ev, rd, evidence.ReportData{}, opts); err != nil {
 			t.Fatal(err)
