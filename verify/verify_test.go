@@ -283,42 +283,32 @@ func TestEvidenceFailures(t *testing.T) {
 		_, err := Verify(att, jws, nil, pol, opts)
 		wantErr(t, err, ErrRejected, "platform/", "")
 	})
-	t.Run("tee claims differ", func(t *testing.T) {
-		spec := forgeRun(t, sev, r)
-		spec.mutatePayload = func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCBVersion = "ffffffffffffffff" }
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, checkTEEClaims, poh.EvidenceMismatch)
-	})
-	t.Run("nonce binding differs", func(t *testing.T) {
-		spec := forgeRun(t, sev, r)
-		spec.mutatePayload = func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.NonceBindingB64u = h("x") }
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, checkNonceBinding, poh.EvidenceMismatch)
-	})
-	t.Run("metadata differs from evidence context", func(t *testing.T) {
-		spec := forgeRun(t, sev, r)
-		spec.mutatePayload = func(p *poh.ExecutionAttestation) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*poh.ExecutionAttestation)
+		check  string
+	}{
+		{"tee claims differ", func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCBVersion = "ffffffffffffffff" }, checkTEEClaims},
+		{"nonce binding differs", func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.NonceBindingB64u = h("x") }, checkNonceBinding},
+		{"metadata differs from evidence context", func(p *poh.ExecutionAttestation) {
 			m := p.Metadata["clawea"].(evidencedoc.Metadata)
 			m.GatePolicyHashB64u = h("another gate policy")
 			p.Metadata["clawea"] = m
-		}
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, checkExecutionContext, poh.EvidenceMismatch)
-	})
-	t.Run("simulated label lies", func(t *testing.T) {
-		spec := forgeRun(t, sev, r)
-		spec.mutatePayload = func(p *poh.ExecutionAttestation) {
+		}, checkExecutionContext},
+		{"simulated label lies", func(p *poh.ExecutionAttestation) {
 			m := p.Metadata["clawea"].(evidencedoc.Metadata)
 			m.Simulated = false
 			p.Metadata["clawea"] = m
-		}
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, checkExecutionContext, poh.EvidenceMismatch)
-	})
+		}, checkExecutionContext},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := forgeRun(t, sev, r)
+			spec.mutatePayload = tc.mutate
+			att, jws := forge(t, spec)
+			_, err := Verify(att, jws, nil, pol, opts)
+			wantErr(t, err, ErrRejected, tc.check, poh.EvidenceMismatch)
+		})
+	}
 	t.Run("v1 forbidden members", func(t *testing.T) {
 		for name, m := range map[string]func(*poh.ExecutionAttestation){
 			"tcb":            func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCB = &poh.TCB{Status: "UpToDate"} },

@@ -124,6 +124,27 @@ func wantCode(class, sentinel error, check string) (poh.Code, bool) {
 	return "", false
 }
 
+// optionsCase is a change to the verification options and the refusal it
+// must cause.
+type optionsCase struct {
+	name         string
+	change       func(*Options)
+	class, cause error
+	check        string
+}
+
+// refuseOptions verifies ev against rd under base changed by each case and
+// requires that case's refusal.
+func refuseOptions(t *testing.T, ev *evidence.Evidence, rd evidence.ReportData, base Options, cases []optionsCase) {
+	t.Helper()
+	for _, c := range cases {
+		o := base
+		c.change(&o)
+		_, err := Verify(ev, rd, o)
+		t.Run(c.name, func(t *testing.T) { wantErr(t, err, c.class, c.cause, c.check) })
+	}
+}
+
 func cloneEvidence(ev *evidence.Evidence) *evidence.Evidence {
 	c := *ev
 	c.Blob = append([]byte(nil), ev.Blob...)
