@@ -85,12 +85,24 @@ const (
 // ErrCannotCheck, ErrPolicy or ErrBadOptions), the check that failed, the
 // PoH reason code the failure maps to (docs/spec/verify-platform.md
 // section 2; empty where none does) and the cause. errors.Is sees the
-// class, the code and the cause.
+// class, the code and the cause. Messages never contain key material.
+//
+// Package verify reports its own failures with this type too (verify.Error,
+// with verify's classes); the fields below are set on those only.
 type Error struct {
 	Class error
 	Check string
 	Code  poh.Code
+	// Field is the policy file member (docs/spec/verify-v1.md section 5)
+	// that refused the evidence: set for class verify.ErrPolicy (empty when
+	// no member decides: debug guests are always refused) and for an
+	// untrusted TPM AK (class verify.ErrRejected). The message names the
+	// value seen and the member too.
+	Field string
 	Err   error
+	// Passed lists the checks of verify.Verify that had passed before the
+	// failure.
+	Passed []string
 }
 
 func (e *Error) Error() string {
