@@ -440,25 +440,26 @@ func TestAuditLog(t *testing.T) {
 		_, err := Verify(f.att, f.ev, f.bundle, pol, Options{Now: fixedNow, AuditLog: log})
 		wantErr(t, err, ErrRejected, checkAuditLog, poh.EvidenceMismatch)
 	})
-	t.Run("tool_call without allow", func(t *testing.T) {
-		r2 := *r
-		r2.denySecond = true
-		log, root, count := r2.auditLog(t)
-		spec := forgeRun(t, sev, &r2)
+	// toolCallsRefused forges run r2 committing to the audit log of logOf
+	// and requires the tool-calls check to refuse it.
+	toolCallsRefused := func(t *testing.T, r2, logOf *run) {
+		t.Helper()
+		log, root, count := logOf.auditLog(t)
+		spec := forgeRun(t, sev, r2)
 		spec.auditRoot, spec.auditCount = root, int64(count)
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
 		wantErr(t, err, ErrRejected, checkToolCalls, poh.EvidenceMismatch)
+	}
+	t.Run("tool_call without allow", func(t *testing.T) {
+		r2 := *r
+		r2.denySecond = true
+		toolCallsRefused(t, &r2, &r2)
 	})
 	t.Run("order is preserved", func(t *testing.T) {
 		r2 := *r
 		r2.ToolParams = []string{r.ToolParams[1], r.ToolParams[0]} // events in the other order
-		log, root, count := r.auditLog(t)
-		spec := forgeRun(t, sev, &r2)
-		spec.auditRoot, spec.auditCount = root, int64(count)
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
-		wantErr(t, err, ErrRejected, checkToolCalls, poh.EvidenceMismatch)
+		toolCallsRefused(t, &r2, r)
 	})
 }
 
