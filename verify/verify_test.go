@@ -512,6 +512,22 @@ func TestPolicy(t *testing.T) {
 	o.Report = bytes.Replace(o.Report, []byte(`"full"`), []byte(`"minimal"`), 1)
 	_, err := Verify(f.att, f.ev, f.bundle, p, o)
 	wantErr(t, err, ErrRejected, checkReport, poh.PromptCommitmentMismatch)
+	// Reports the schema refuses: not JSON, a repeated member, a fraction
+	// where a count goes, a v1 report labelled v2.
+	for name, rep := range map[string][]byte{
+		"not json":          []byte(`{"report_version":`),
+		"repeated member":   bytes.Replace(f.report, []byte(`"prompt_mode":"full"`), []byte(`"prompt_mode":"full","prompt_mode":"full"`), 1),
+		"fraction":          bytes.Replace(f.report, []byte(`"system_prompt_chars":`), []byte(`"system_prompt_chars":0.5,"x":`), 1),
+		"v1 labelled as v2": bytes.Replace(f.report, []byte(`"report_version":"1"`), []byte(`"report_version":"2"`), 1),
+	} {
+		if bytes.Equal(rep, f.report) {
+			t.Fatalf("%s: the fixture's report did not change", name)
+		}
+		o := f.opts()
+		o.Report = rep
+		_, err := Verify(f.att, f.ev, f.bundle, p, o)
+		t.Run(name, func(t *testing.T) { wantErr(t, err, ErrRejected, checkReport, poh.SchemaValidationFailed) })
+	}
 
 	// A debug guest is refused.
 	fd := attest(t, simSEV(t, sim.Options{Debug: true}), newRun(t))
