@@ -72,46 +72,15 @@ const (
 	policyUnknownCheck = "platform"
 )
 
-// Error is a failed verification: the class, the check that failed, the
-// PoH reason code where one applies (empty otherwise), the cause, and the
-// checks that had passed before it. errors.Is sees the class, the PoH code
-// and the cause. Messages never contain key material.
-type Error struct {
-	Class error
-	Check string
-	Code  poh.Code
-	// Field is the policy file member (docs/spec/verify-v1.md section 5)
-	// that refused the evidence: set for class ErrPolicy (empty when no
-	// member decides: debug guests are always refused) and for an untrusted
-	// TPM AK (class ErrRejected). The message names the value seen and the
-	// member too.
-	Field  string
-	Err    error
-	Passed []string
-}
-
-func (e *Error) Error() string {
-	s := fmt.Sprintf("%v: %s", e.Class, e.Check)
-	if e.Code != "" && !errors.Is(e.Err, e.Code) { // a PoH cause names its code itself
-		s += ": " + string(e.Code)
-	}
-	if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	return s
-}
-
-// Unwrap returns the class, the PoH code (if any) and the cause (if any).
-func (e *Error) Unwrap() []error {
-	out := []error{e.Class}
-	if e.Code != "" {
-		out = append(out, e.Code)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
-}
+// Error is a failed verification: the class (one of the four above), the
+// check that failed, the PoH reason code where one applies (empty
+// otherwise), the policy member that refused the evidence (Field), the
+// cause, and the checks that had passed before it (Passed). errors.Is sees
+// the class, the PoH code and the cause. Messages never contain key
+// material. It is verify/platform's Error, so that one type carries a
+// failure from the platform checks up: a platform failure is reported as an
+// Error of this package's class that wraps the platform's Error.
+type Error = platform.Error
 
 func newErr(class error, check string, code poh.Code, format string, args ...any) *Error {
 	return &Error{Class: class, Check: check, Code: code, Err: fmt.Errorf(format, args...)}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/clawea/attester/schema/confdoc"
 )
 
 // TestPolicyBootMembers: the boot-chain pins parse, round-trip, reach the
@@ -36,11 +34,7 @@ func TestPolicyBootMembers(t *testing.T) {
 		head + `"boot_initrd_hex":["` + c + `","` + c + `"]}`:      "$.boot_initrd_hex[1]",
 		head + `"boot_firmware_hex":"` + c + `"}`:                  "$.boot_firmware_hex",
 	} {
-		_, err := ParsePolicy([]byte(in))
-		pe, ok := errors.AsType[*confdoc.ConfigError](err)
-		if !errors.Is(err, ErrPolicyFile) || !ok || pe.Path() != path {
-			t.Errorf("%s: %v, want path %s", in, err, path)
-		}
+		wantPolicyRefused(t, in, path, nil)
 	}
 }
 

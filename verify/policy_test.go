@@ -31,15 +31,22 @@ func TestParsePolicyErrorsNameTheMember(t *testing.T) {
 		{head + `"tdx_tcb_statuses":["OutOfDate"` + strings.Repeat(`,"OutOfDate"`, 1024) + `]}`, "$.tdx_tcb_statuses", jsonobj.ErrTooLarge},
 		{head + `"admission_policy_hashes_b64u":["` + h("a") + `","` + h("a") + `"]}`, "$.admission_policy_hashes_b64u[1]", jsonobj.ErrWrongType},
 	} {
-		_, err := ParsePolicy([]byte(tc.in))
-		if !errors.Is(err, ErrPolicyFile) || !errors.Is(err, tc.want) {
-			t.Errorf("%s: err = %v, want %v", tc.in, err, tc.want)
-			continue
-		}
-		pe, ok := errors.AsType[*confdoc.ConfigError](err)
-		if !ok || pe.Path() != tc.path {
-			t.Errorf("%s: err = %v, want path %s", tc.in, err, tc.path)
-		}
+		wantPolicyRefused(t, tc.in, tc.path, tc.want)
+	}
+}
+
+// wantPolicyRefused requires ParsePolicy to refuse in with an ErrPolicyFile
+// error that wraps cause (unless nil) and names the member at path (unless
+// empty).
+func wantPolicyRefused(t *testing.T, in, path string, cause error) {
+	t.Helper()
+	_, err := ParsePolicy([]byte(in))
+	if !errors.Is(err, ErrPolicyFile) || cause != nil && !errors.Is(err, cause) {
+		t.Errorf("%s: err = %v, want %v", in, err, cause)
+		return
+	}
+	if pe, ok := errors.AsType[*confdoc.ConfigError](err); path != "" && (!ok || pe.Path() != path) {
+		t.Errorf("%s: err = %v, want path %s", in, err, path)
 	}
 }
 

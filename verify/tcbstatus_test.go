@@ -1,13 +1,11 @@
 package verify
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
-	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/verify/platform"
 )
 
@@ -103,10 +101,6 @@ func TestPolicyTCBMembers(t *testing.T) {
 		head + `"tdx_allowed_advisory_ids":"INTEL-SA-00837"}`:                    "$.tdx_allowed_advisory_ids",
 		head + `"tdx_allowed_advisory_ids":["` + strings.Repeat("a", 65) + `"]}`: "$.tdx_allowed_advisory_ids[0]",
 	} {
-		_, err := ParsePolicy([]byte(in))
-		pe, ok := errors.AsType[*confdoc.ConfigError](err)
-		if !errors.Is(err, ErrPolicyFile) || !ok || pe.Path() != path {
-			t.Errorf("%s: %v, want path %s", in, err, path)
-		}
+		wantPolicyRefused(t, in, path, nil)
 	}
 }

@@ -617,19 +617,11 @@ func platformErr(err error) *Error {
 	case errors.Is(err, platform.ErrCannotCheck):
 		return &Error{Class: ErrCannotCheck, Check: check, Code: poh.DependencyNotConfigured, Err: err}
 	}
-	var code poh.Code
-	switch {
-	case errors.Is(err, platform.ErrRevoked):
-		code = poh.Revoked
-	case errors.Is(err, platform.ErrCollateralExpired):
-		code = poh.Expired
-	case errors.Is(err, platform.ErrReportData):
-		code = poh.EvidenceMismatch
-	case pe != nil && (pe.Check == platform.CheckSignature || pe.Check == platform.CheckChain || pe.Check == platform.CheckRoot || pe.Check == platform.CheckQEReport):
-		code = poh.SignatureInvalid
+	e := &Error{Class: ErrRejected, Check: check, Err: err}
+	if pe != nil {
+		e.Code = pe.Code
 	}
-	e := &Error{Class: ErrRejected, Check: check, Code: code, Err: err}
-	if pe != nil && pe.Check == platform.CheckTPMAK && (errors.Is(err, tpmquote.ErrUntrustedAK) || errors.Is(err, platform.ErrUntrustedRoot)) {
+	if errors.Is(err, tpmquote.ErrUntrustedAK) {
 		// Not a policy-class refusal (the AK is the TPM's root of trust),
 		// but the policy members decide it.
 		e.Field = "trusted_tpm_ak_names_hex"

@@ -283,42 +283,32 @@ func TestEvidenceFailures(t *testing.T) {
 		_, err := Verify(att, jws, nil, pol, opts)
 		wantErr(t, err, ErrRejected, "platform/", "")
 	})
-	t.Run("tee claims differ", func(t *testing.T) {
-		spec := forgeRun(t, sev, r)
-		spec.mutatePayload = func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCBVersion = "ffffffffffffffff" }
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, checkTEEClaims, poh.EvidenceMismatch)
-	})
-	t.Run("nonce binding differs", func(t *testing.T) {
-		spec := forgeRun(t, sev, r)
-		spec.mutatePayload = func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.NonceBindingB64u = h("x") }
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, checkNonceBinding, poh.EvidenceMismatch)
-	})
-	t.Run("metadata differs from evidence context", func(t *testing.T) {
-		spec := forgeRun(t, sev, r)
-		spec.mutatePayload = func(p *poh.ExecutionAttestation) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*poh.ExecutionAttestation)
+		check  string
+	}{
+		{"tee claims differ", func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCBVersion = "ffffffffffffffff" }, checkTEEClaims},
+		{"nonce binding differs", func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.NonceBindingB64u = h("x") }, checkNonceBinding},
+		{"metadata differs from evidence context", func(p *poh.ExecutionAttestation) {
 			m := p.Metadata["clawea"].(evidencedoc.Metadata)
 			m.GatePolicyHashB64u = h("another gate policy")
 			p.Metadata["clawea"] = m
-		}
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, checkExecutionContext, poh.EvidenceMismatch)
-	})
-	t.Run("simulated label lies", func(t *testing.T) {
-		spec := forgeRun(t, sev, r)
-		spec.mutatePayload = func(p *poh.ExecutionAttestation) {
+		}, checkExecutionContext},
+		{"simulated label lies", func(p *poh.ExecutionAttestation) {
 			m := p.Metadata["clawea"].(evidencedoc.Metadata)
 			m.Simulated = false
 			p.Metadata["clawea"] = m
-		}
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, nil, pol, opts)
-		wantErr(t, err, ErrRejected, checkExecutionContext, poh.EvidenceMismatch)
-	})
+		}, checkExecutionContext},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spec := forgeRun(t, sev, r)
+			spec.mutatePayload = tc.mutate
+			att, jws := forge(t, spec)
+			_, err := Verify(att, jws, nil, pol, opts)
+			wantErr(t, err, ErrRejected, tc.check, poh.EvidenceMismatch)
+		})
+	}
 	t.Run("v1 forbidden members", func(t *testing.T) {
 		for name, m := range map[string]func(*poh.ExecutionAttestation){
 			"tcb":            func(p *poh.ExecutionAttestation) { p.RuntimeMetadata.TEE.TCB = &poh.TCB{Status: "UpToDate"} },
@@ -450,25 +440,26 @@ func TestAuditLog(t *testing.T) {
 		_, err := Verify(f.att, f.ev, f.bundle, pol, Options{Now: fixedNow, AuditLog: log})
 		wantErr(t, err, ErrRejected, checkAuditLog, poh.EvidenceMismatch)
 	})
-	t.Run("tool_call without allow", func(t *testing.T) {
-		r2 := *r
-		r2.denySecond = true
-		log, root, count := r2.auditLog(t)
-		spec := forgeRun(t, sev, &r2)
+	// toolCallsRefused forges run r2 committing to the audit log of logOf
+	// and requires the tool-calls check to refuse it.
+	toolCallsRefused := func(t *testing.T, r2, logOf *run) {
+		t.Helper()
+		log, root, count := logOf.auditLog(t)
+		spec := forgeRun(t, sev, r2)
 		spec.auditRoot, spec.auditCount = root, int64(count)
 		att, jws := forge(t, spec)
 		_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
 		wantErr(t, err, ErrRejected, checkToolCalls, poh.EvidenceMismatch)
+	}
+	t.Run("tool_call without allow", func(t *testing.T) {
+		r2 := *r
+		r2.denySecond = true
+		toolCallsRefused(t, &r2, &r2)
 	})
 	t.Run("order is preserved", func(t *testing.T) {
 		r2 := *r
 		r2.ToolParams = []string{r.ToolParams[1], r.ToolParams[0]} // events in the other order
-		log, root, count := r.auditLog(t)
-		spec := forgeRun(t, sev, &r2)
-		spec.auditRoot, spec.auditCount = root, int64(count)
-		att, jws := forge(t, spec)
-		_, err := Verify(att, jws, spec.bundle, pol, Options{Now: fixedNow, AuditLog: log})
-		wantErr(t, err, ErrRejected, checkToolCalls, poh.EvidenceMismatch)
+		toolCallsRefused(t, &r2, r)
 	})
 }
 
@@ -521,6 +512,22 @@ func TestPolicy(t *testing.T) {
 	o.Report = bytes.Replace(o.Report, []byte(`"full"`), []byte(`"minimal"`), 1)
 	_, err := Verify(f.att, f.ev, f.bundle, p, o)
 	wantErr(t, err, ErrRejected, checkReport, poh.PromptCommitmentMismatch)
+	// Reports the schema refuses: not JSON, a repeated member, a fraction
+	// where a count goes, a v1 report labelled v2.
+	for name, rep := range map[string][]byte{
+		"not json":          []byte(`{"report_version":`),
+		"repeated member":   bytes.Replace(f.report, []byte(`"prompt_mode":"full"`), []byte(`"prompt_mode":"full","prompt_mode":"full"`), 1),
+		"fraction":          bytes.Replace(f.report, []byte(`"system_prompt_chars":`), []byte(`"system_prompt_chars":0.5,"x":`), 1),
+		"v1 labelled as v2": bytes.Replace(f.report, []byte(`"report_version":"1"`), []byte(`"report_version":"2"`), 1),
+	} {
+		if bytes.Equal(rep, f.report) {
+			t.Fatalf("%s: the fixture's report did not change", name)
+		}
+		o := f.opts()
+		o.Report = rep
+		_, err := Verify(f.att, f.ev, f.bundle, p, o)
+		t.Run(name, func(t *testing.T) { wantErr(t, err, ErrRejected, checkReport, poh.SchemaValidationFailed) })
+	}
 
 	// A debug guest is refused.
 	fd := attest(t, simSEV(t, sim.Options{Debug: true}), newRun(t))

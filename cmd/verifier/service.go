@@ -63,7 +63,7 @@ type Config struct {
 	// memory bodies hold, MaxInflight x MaxBody); more get 503. 0 means
 	// DefaultMaxInflight.
 	MaxInflight int
-	// CacheSize bounds the SEV-SNP chain cache (platform.NewCertCache).
+	// CacheSize bounds the SEV-SNP chain cache (platform.CertCache.MaxEntries).
 	CacheSize int
 	Log       *slog.Logger
 }
@@ -105,7 +105,7 @@ func NewService(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{cfg: cfg, signer: signer, keys: keys, cache: platform.NewCertCache(cfg.CacheSize), slots: make(chan struct{}, cfg.MaxInflight)}
+	s := &Service{cfg: cfg, signer: signer, keys: keys, cache: &platform.CertCache{MaxEntries: cfg.CacheSize}, slots: make(chan struct{}, cfg.MaxInflight)}
 	s.metrics = newMetrics(s.cache)
 	snap, err := cfg.Sources.load(cfg.Now())
 	if err != nil {
@@ -201,32 +201,18 @@ func (s *Service) routes() []route {
 }
 
 // countUnrouted counts the answers the mux gives on its own: 404 for a
-// path the API does not have, 405 for a method its path does not take.
+// path the API does not have, 405 for a method its path does not take (a
+// request no pattern matches gets no other answer: the mux redirects only
+// to a path a pattern matches).
 func countUnrouted(m *metrics, mux *http.ServeMux) http.Handler {
+	unrouted := promhttp.InstrumentHandlerCounter(m.unrouted, mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern == "" {
-			sw := &statusWriter{ResponseWriter: w}
-			mux.ServeHTTP(sw, r)
-			if sw.code == http.StatusNotFound || sw.code == http.StatusMethodNotAllowed {
-				m.unrouted.WithLabelValues(strconv.Itoa(sw.code)).Inc()
-			}
+			unrouted.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
 	})
-}
-
-// statusWriter remembers the status code written through it.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
 }
 
 // serveReady is 200 while a configuration is loaded. A failed reload does

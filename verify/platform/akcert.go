@@ -105,11 +105,11 @@ func akFromCert(ev *evidence.Evidence, now time.Time, opts *Options) (*certified
 		return nil, nil
 	}
 	if len(der) > maxAKCert {
-		return nil, rejected(CheckTPMAK, fmt.Errorf("ak certificate is %d bytes, limit %d", len(der), maxAKCert))
+		return nil, rejected(checkTPMAK, fmt.Errorf("ak certificate is %d bytes, limit %d", len(der), maxAKCert))
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, rejected(CheckTPMAK, fmt.Errorf("ak certificate: %v", err))
+		return nil, rejected(checkTPMAK, fmt.Errorf("ak certificate: %v", err))
 	}
 	ak, err := tpmquote.ParsePublic(ev.Aux[tpmquote.AuxAKPublic])
 	if err != nil {
@@ -120,7 +120,7 @@ func akFromCert(ev *evidence.Evidence, now time.Time, opts *Options) (*certified
 		return nil, rejected(checkParse, fmt.Errorf("ak public: %w", err))
 	}
 	if k, ok := cert.PublicKey.(interface{ Equal(crypto.PublicKey) bool }); !ok || !k.Equal(pub) {
-		return nil, rejected(CheckTPMAK, errors.New("the ak certificate certifies another key"))
+		return nil, rejected(checkTPMAK, errors.New("the ak certificate certifies another key"))
 	}
 	var exts []asn1.ObjectIdentifier
 	for _, e := range cert.UnhandledCriticalExtensions {
@@ -135,7 +135,7 @@ func akFromCert(ev *evidence.Evidence, now time.Time, opts *Options) (*certified
 	if gce {
 		g, err := gceRoots()
 		if err != nil {
-			return nil, cannotCheck(CheckRoot, err)
+			return nil, cannotCheck(checkRoot, err)
 		}
 		tries, inter = append(tries, g.roots), g.inter
 	}
@@ -153,7 +153,7 @@ func akFromCert(ev *evidence.Evidence, now time.Time, opts *Options) (*certified
 		sum := sha256.Sum256(root.Raw)
 		return &certifiedAK{name: ak.Name(), rootID: pick(ev.Simulated, rootIDSimTPMAKCert, rootIDTPMAKCert) + hex.EncodeToString(sum[:]) + ":" + hex.EncodeToString(ak.Name())}, nil
 	}
-	return nil, rejected(CheckTPMAK, fmt.Errorf("%w: ak certificate: %v", ErrUntrustedRoot, lastErr))
+	return nil, rejected(checkTPMAK, fmt.Errorf("%w: %w: ak certificate: %v", ErrUntrustedRoot, tpmquote.ErrUntrustedAK, lastErr))
 }
 
 // sameAK reports whether a and b are the same AK Name.

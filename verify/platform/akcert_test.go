@@ -99,20 +99,20 @@ func TestTPMAKCert(t *testing.T) {
 
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	_, err = with(ca.issue(t, other.Public(), testNow.Add(time.Hour)))()
-	wantErr(t, err, ErrRejected, nil, CheckTPMAK)
+	wantErr(t, err, ErrRejected, nil, checkTPMAK)
 
 	_, err = with(newAKCA(t).issue(t, pub, testNow.Add(time.Hour)))()
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 
 	_, err = with(ca.issue(t, pub, testNow.Add(-time.Minute)))()
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 
 	_, err = with([]byte("not a certificate"))()
-	wantErr(t, err, ErrRejected, nil, CheckTPMAK)
+	wantErr(t, err, ErrRejected, nil, checkTPMAK)
 
 	// Google's roots are never used for simulated evidence: with only
 	// TrustGCEAKCerts, nothing trusts the AK.
 	opts = Options{Now: fixedNow, AllowSimulated: true, TrustGCEAKCerts: true}
 	_, err = with(ca.issue(t, pub, testNow.Add(time.Hour)))()
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 }

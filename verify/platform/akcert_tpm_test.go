@@ -44,7 +44,7 @@ func TestTPMGCEAKEndToEnd(t *testing.T) {
 	}
 	// Without a trusted AK CA, the same evidence has no trusted AK.
 	_, err = Verify(ev, rd, Options{Now: time.Now, AllowSimulated: true})
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 
 	// A TPM without the GCE indices cannot open with GCEAK.
 	plain := swtpmtest.StartForTest(t)

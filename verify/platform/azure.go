@@ -79,7 +79,7 @@ type azureWant struct {
 // data rd.QualifyingData().
 func verifyAzureEvidence(ev *evidence.Evidence, rd evidence.ReportData, now time.Time, opts *Options) (*Result, error) {
 	if ev.Format != hclreport.Format {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: azure format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: azure format %q", errUnsupported, safetext.Clip(ev.Format, 32)))
 	}
 	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
@@ -197,12 +197,12 @@ const (
 // report from VMPL 0, a TD quote over the HCL report's TD report.
 func verifyAzureHardware(in *azureInput, hcl *hclreport.Report, digest [32]byte, now time.Time, opts *Options) (*Result, error) {
 	if hcl.Platform() == evidence.PlatformAzureSNP && len(in.vcek) == 0 {
-		return nil, cannotCheck(CheckChain, fmt.Errorf("%w: the vcek that signed the snp report", errMissingCollateral))
+		return nil, cannotCheck(checkChain, fmt.Errorf("%w: the vcek that signed the snp report", errMissingCollateral))
 	}
 	ev, err := hcl.Hardware(in.simulated, in.vcek, in.tdQuote)
 	switch {
 	case errors.Is(err, tdxquote.ErrUnsupported):
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", errUnsupported, err))
 	case err != nil:
 		return nil, rejected(checkParse, err)
 	}

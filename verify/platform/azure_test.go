@@ -220,7 +220,7 @@ func TestAzureTampered(t *testing.T) {
 		{"snp claims user-data", snp, func(in *azureInput) { in.hcl[len(in.hcl)-300] = '1' }, ErrRejected, checkHCLBinding},
 		{"snp report byte", snp, func(in *azureInput) { in.hcl[32+0x90] ^= 1 }, ErrRejected, CheckSignature},
 		{"snp report vmpl", snp, func(in *azureInput) { in.hcl[32+0x30] = 1 }, ErrRejected, CheckSignature},
-		{"snp no vcek", snp, func(in *azureInput) { in.vcek = nil }, ErrCannotCheck, CheckChain},
+		{"snp no vcek", snp, func(in *azureInput) { in.vcek = nil }, ErrCannotCheck, checkChain},
 		{"snp quote byte", snp, func(in *azureInput) { in.attest[len(in.attest)-1] ^= 1 }, ErrRejected, CheckSignature},
 		{"snp pcr value", snp, func(in *azureInput) { in.pcrs[3].Value[0] ^= 1 }, ErrRejected, checkPCRs},
 		{"snp pcr dropped", snp, func(in *azureInput) { in.pcrs = in.pcrs[1:] }, ErrRejected, checkPCRs},
@@ -256,9 +256,9 @@ func TestAzureTrusteeMalformed(t *testing.T) {
 		}
 	}
 	_, err := VerifyTrusteeAzure(trusteeAzureSNP, bytes.Replace(v1, []byte(`"version": 1`), []byte(`"version": 3`), 1), azChallenge, azOpts())
-	wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
+	wantErr(t, err, ErrCannotCheck, errUnsupported, checkFormat)
 	_, err = VerifyTrusteeAzure("az-sev-vtpm", v1, azChallenge, azOpts())
-	wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
+	wantErr(t, err, ErrCannotCheck, errUnsupported, checkFormat)
 	_, err = VerifyTrusteeAzure(trusteeAzureSNP, v1, azChallenge, Options{})
 	wantErr(t, err, ErrBadOptions, nil, checkOptions)
 }

@@ -23,7 +23,7 @@ func benchSEV(b *testing.B, cache bool) {
 	ev := simSEV(b, sim.Options{}, rd)
 	opts := simOpts()
 	if cache {
-		opts.CertCache = NewCertCache(0)
+		opts.CertCache = &CertCache{}
 	}
 	benchLoop(b, func() error {
 		_, err := Verify(ev, rd, opts)
@@ -75,7 +75,7 @@ func benchRealSEV(b *testing.B, cache bool) {
 	ev, rd := realSEV(b)
 	opts := Options{Now: fixedNow, AllowUncheckedRevocation: true}
 	if cache {
-		opts.CertCache = NewCertCache(0)
+		opts.CertCache = &CertCache{}
 	}
 	benchLoop(b, func() error {
 		_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)

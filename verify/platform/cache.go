@@ -13,7 +13,8 @@ import (
 	"github.com/clawea/attester/wire/snpevidence"
 )
 
-// defaultCertCacheSize is the capacity of NewCertCache(0).
+// defaultCertCacheSize is the capacity of a CertCache whose MaxEntries is
+// not positive.
 const defaultCertCacheSize = 1024
 
 // CertCache remembers SEV-SNP endorsement chains (VCEK or VLEK, the pinned
@@ -25,12 +26,15 @@ const defaultCertCacheSize = 1024
 // parses the evidence and verifies the report signature, the endorsement
 // binding (REPORTED_TCB, CHIP_ID) and REPORT_DATA.
 //
-// Only successful verifications are stored. A CertCache is safe for
-// concurrent use and holds at most its capacity; the oldest entry is evicted
-// first.
+// Only successful verifications are stored. The zero value is an empty
+// cache of 1,024 chains. A CertCache is safe for concurrent use and holds at
+// most MaxEntries chains; the oldest entry is evicted first.
 type CertCache struct {
+	// MaxEntries bounds the chains held (1,024 when not positive). Set it
+	// before the first use.
+	MaxEntries int
+
 	mu    sync.Mutex
-	max   int
 	m     map[[32]byte]*chainEntry
 	order [][32]byte
 	stats CacheStats
@@ -56,13 +60,12 @@ type CacheStats struct {
 	Entries, Capacity int
 }
 
-// NewCertCache returns a cache holding at most maxEntries chains
-// (defaultCertCacheSize when maxEntries <= 0).
-func NewCertCache(maxEntries int) *CertCache {
-	if maxEntries <= 0 {
-		maxEntries = defaultCertCacheSize
+// capacity is the bound on cached chains.
+func (c *CertCache) capacity() int {
+	if c.MaxEntries <= 0 {
+		return defaultCertCacheSize
 	}
-	return &CertCache{max: maxEntries, m: map[[32]byte]*chainEntry{}, parsed: map[string]*x509.Certificate{}}
+	return c.MaxEntries
 }
 
 // ParseCertificate is x509.ParseCertificate through the cache's memo of
@@ -85,9 +88,9 @@ func (c *CertCache) ParseCertificate(der []byte) (*x509.Certificate, error) {
 	c.parsedMu.Lock()
 	defer c.parsedMu.Unlock()
 	if c.parsed == nil {
-		return cert, nil
+		c.parsed = map[string]*x509.Certificate{}
 	}
-	if len(c.parsed) >= c.max*snpevidence.MaxChainLength {
+	if len(c.parsed) >= c.capacity()*snpevidence.MaxChainLength {
 		clear(c.parsed)
 	}
 	c.parsed[string(der)] = cert
@@ -127,7 +130,7 @@ func (c *CertCache) Stats() CacheStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.stats
-	st.Entries, st.Capacity = len(c.m), c.max
+	st.Entries, st.Capacity = len(c.m), c.capacity()
 	return st
 }
 
@@ -152,11 +155,14 @@ func (c *CertCache) put(k [32]byte, e *chainEntry) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[[32]byte]*chainEntry{}
+	}
 	if _, ok := c.m[k]; ok {
 		c.m[k] = e
 		return
 	}
-	for len(c.order) >= c.max {
+	for len(c.order) >= c.capacity() {
 		delete(c.m, c.order[0])
 		c.order = c.order[1:]
 		c.stats.Evictions++

@@ -29,7 +29,7 @@ func TestSEVCertCacheTamperedChain(t *testing.T) {
 	good := simSEV(t, sim.Options{}, rd)
 	goodLeaf := good.CertChain[0]
 	good = snpWithLeaf(t, good, goodLeaf)
-	cache := NewCertCache(8)
+	cache := &CertCache{MaxEntries: 8}
 	opts := simOpts()
 	opts.CertCache = cache
 	if _, err := Verify(good, rd, opts); err != nil {
@@ -48,7 +48,7 @@ func TestSEVCertCacheTamperedChain(t *testing.T) {
 	tampered[len(tampered)-1] ^= 1
 	for range 2 {
 		_, err := Verify(snpWithLeaf(t, good, tampered), rd, opts)
-		wantErr(t, err, ErrRejected, nil, CheckChain)
+		wantErr(t, err, ErrRejected, nil, checkChain)
 	}
 	if n := cache.size(); n != 1 {
 		t.Fatalf("cache holds %d chains after a tampered one, want 1", n)
@@ -74,7 +74,7 @@ func TestSEVCertCacheTamperedChain(t *testing.T) {
 // A full cache evicts the oldest entry and counts it.
 func TestCertCacheEvictionStats(t *testing.T) {
 	rd := testRD(t, "cache")
-	cache := NewCertCache(1)
+	cache := &CertCache{MaxEntries: 1}
 	opts := simOpts()
 	opts.CertCache = cache
 	for i := range 3 {
@@ -95,7 +95,7 @@ func TestCertCacheParseMemo(t *testing.T) {
 	rd := testRD(t, "memo")
 	good := simSEV(t, sim.Options{}, rd)
 	der := good.CertChain[0]
-	cache := NewCertCache(1)
+	cache := &CertCache{MaxEntries: 1}
 	want, err := x509.ParseCertificate(der)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +137,7 @@ func TestCertCacheParseMemo(t *testing.T) {
 	// Warm chain cache and memo: evidence whose leaf no longer parses is
 	// refused at parsing, as it is cold.
 	opts := simOpts()
-	opts.CertCache = NewCertCache(0)
+	opts.CertCache = &CertCache{}
 	for range 2 {
 		if _, err := Verify(good, rd, opts); err != nil {
 			t.Fatal(err)

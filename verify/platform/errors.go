@@ -3,6 +3,8 @@ package platform
 import (
 	"errors"
 	"fmt"
+
+	"github.com/clawea/attester/schema/poh"
 )
 
 // Error classes. Every error Verify returns wraps exactly one of ErrRejected
@@ -29,8 +31,8 @@ var (
 
 // Specific sentinels, wrapped together with a class.
 var (
-	// ErrUnsupported: unknown platform or format (class ErrCannotCheck).
-	ErrUnsupported = errors.New("platform: unsupported platform or format")
+	// errUnsupported: unknown platform or format (class ErrCannotCheck).
+	errUnsupported = errors.New("platform: unsupported platform or format")
 	// ErrSimulated: simulated evidence without Options.AllowSimulated
 	// (class ErrRejected).
 	ErrSimulated = errors.New("platform: simulated evidence not allowed")
@@ -43,9 +45,9 @@ var (
 	// ErrRevoked: a certificate of the chain is on a supplied CRL (class
 	// ErrRejected).
 	ErrRevoked = errors.New("platform: certificate revoked")
-	// ErrCollateralExpired: supplied collateral or CRL is past its next
+	// errCollateralExpired: supplied collateral or CRL is past its next
 	// update (class ErrRejected, as docs/spec/platform-tdx.md requires).
-	ErrCollateralExpired = errors.New("platform: collateral expired")
+	errCollateralExpired = errors.New("platform: collateral expired")
 	// errMissingCollateral: collateral or revocation data the options
 	// require was not supplied (class ErrCannotCheck).
 	errMissingCollateral = errors.New("platform: required collateral missing")
@@ -61,15 +63,15 @@ const (
 	CheckSimulated  = "simulated"
 	checkParse      = "parse"
 	checkProduct    = "product"
-	CheckRoot       = "root"
-	CheckChain      = "chain"
+	checkRoot       = "root"
+	checkChain      = "chain"
 	CheckSignature  = "signature"
-	CheckQEReport   = "qe-report"
+	checkQEReport   = "qe-report"
 	checkBinding    = "endorsement-binding"
 	checkRevocation = "revocation"
 	checkCollateral = "collateral"
 	CheckReportData = "report-data"
-	CheckTPMAK      = "tpm-ak"
+	checkTPMAK      = "tpm-ak"
 	// Policy checks.
 	CheckMeasurement = "measurement"
 	CheckDebug       = "debug"
@@ -80,35 +82,72 @@ const (
 )
 
 // Error is a verification or policy failure: its class (ErrRejected,
-// ErrCannotCheck, ErrPolicy or ErrBadOptions), the check that failed and the
-// cause. errors.Is sees both the class and the cause.
+// ErrCannotCheck, ErrPolicy or ErrBadOptions), the check that failed, the
+// PoH reason code the failure maps to (docs/spec/verify-platform.md
+// section 2; empty where none does) and the cause. errors.Is sees the
+// class, the code and the cause. Messages never contain key material.
+//
+// Package verify reports its own failures with this type too (verify.Error,
+// with verify's classes); the fields below are set on those only.
 type Error struct {
 	Class error
 	Check string
+	Code  poh.Code
+	// Field is the policy file member (docs/spec/verify-v1.md section 5)
+	// that refused the evidence: set for class verify.ErrPolicy (empty when
+	// no member decides: debug guests are always refused) and for an
+	// untrusted TPM AK (class verify.ErrRejected). The message names the
+	// value seen and the member too.
+	Field string
 	Err   error
+	// Passed lists the checks of verify.Verify that had passed before the
+	// failure.
+	Passed []string
 }
 
 func (e *Error) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("%v: %s", e.Class, e.Check)
+	s := fmt.Sprintf("%v: %s", e.Class, e.Check)
+	if e.Code != "" && !errors.Is(e.Err, e.Code) { // a nested *Error names the code itself
+		s += ": " + string(e.Code)
 	}
-	return fmt.Sprintf("%v: %s: %v", e.Class, e.Check, e.Err)
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
 }
 
-// Unwrap returns the class and the cause.
+// Unwrap returns the class, the code (if any) and the cause (if any).
 func (e *Error) Unwrap() []error {
-	if e.Err == nil {
-		return []error{e.Class}
+	out := []error{e.Class}
+	if e.Code != "" {
+		out = append(out, e.Code)
 	}
-	return []error{e.Class, e.Err}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
 }
 
+// rejected is an ErrRejected failure of check. Its PoH code: REVOKED,
+// EXPIRED, EVIDENCE_MISMATCH for a REPORT_DATA mismatch, SIGNATURE_INVALID
+// for a root, chain, signature or QE report failure, and none otherwise.
 func rejected(check string, err error) error {
-	return &Error{Class: ErrRejected, Check: check, Err: err}
+	var code poh.Code
+	switch {
+	case errors.Is(err, ErrRevoked):
+		code = poh.Revoked
+	case errors.Is(err, errCollateralExpired):
+		code = poh.Expired
+	case errors.Is(err, ErrReportData):
+		code = poh.EvidenceMismatch
+	case check == CheckSignature || check == checkChain || check == checkRoot || check == checkQEReport:
+		code = poh.SignatureInvalid
+	}
+	return &Error{Class: ErrRejected, Check: check, Code: code, Err: err}
 }
 
 func cannotCheck(check string, err error) error {
-	return &Error{Class: ErrCannotCheck, Check: check, Err: err}
+	return &Error{Class: ErrCannotCheck, Check: check, Code: poh.DependencyNotConfigured, Err: err}
 }
 
 func policyErr(check string, err error) error {

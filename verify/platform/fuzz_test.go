@@ -94,7 +94,7 @@ func FuzzVerify(f *testing.F) {
 		for _, opts := range []Options{
 			simOpts(),
 			{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}},
-			{Now: fixedNow, CertCache: NewCertCache(1), AllowUncheckedRevocation: true},
+			{Now: fixedNow, CertCache: &CertCache{MaxEntries: 1}, AllowUncheckedRevocation: true},
 		} {
 			res, err := Verify(ev, rd, opts)
 			if (res == nil) == (err == nil) {

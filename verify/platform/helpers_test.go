@@ -13,7 +13,9 @@ import (
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/testfixture"
+	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // testNow is inside the validity of the simulated hierarchies, the real
@@ -93,6 +95,53 @@ func wantErr(t testing.TB, err error, class, sentinel error, check string) {
 	}
 	if n != 1 {
 		t.Fatalf("error %v wraps %d classes", err, n)
+	}
+	if want, known := wantCode(class, sentinel, check); known && e.Code != want {
+		t.Fatalf("error %v: poh code %q, want %q", err, e.Code, want)
+	}
+	if e.Check == checkTPMAK && errors.Is(err, ErrUntrustedRoot) && !errors.Is(err, tpmquote.ErrUntrustedAK) {
+		t.Fatalf("error %v: an untrusted tpm ak does not wrap tpmquote.ErrUntrustedAK", err)
+	}
+}
+
+// wantCode is the PoH code docs/spec/verify-platform.md section 2 gives a
+// failure, where the class, cause or check decides it.
+func wantCode(class, sentinel error, check string) (poh.Code, bool) {
+	switch {
+	case class == ErrCannotCheck:
+		return poh.DependencyNotConfigured, true
+	case class != ErrRejected:
+		return "", true
+	case sentinel == ErrRevoked:
+		return poh.Revoked, true
+	case sentinel == errCollateralExpired:
+		return poh.Expired, true
+	case sentinel == ErrReportData:
+		return poh.EvidenceMismatch, true
+	case check == checkRoot || check == checkChain || check == CheckSignature || check == checkQEReport:
+		return poh.SignatureInvalid, true
+	}
+	return "", false
+}
+
+// optionsCase is a change to the verification options and the refusal it
+// must cause.
+type optionsCase struct {
+	name         string
+	change       func(*Options)
+	class, cause error
+	check        string
+}
+
+// refuseOptions verifies ev against rd under base changed by each case and
+// requires that case's refusal.
+func refuseOptions(t *testing.T, ev *evidence.Evidence, rd evidence.ReportData, base Options, cases []optionsCase) {
+	t.Helper()
+	for _, c := range cases {
+		o := base
+		c.change(&o)
+		_, err := Verify(ev, rd, o)
+		t.Run(c.name, func(t *testing.T) { wantErr(t, err, c.class, c.cause, c.check) })
 	}
 }
 

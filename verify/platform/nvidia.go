@@ -107,7 +107,7 @@ func verifyNVIDIAGPU(ev *evidence.Evidence, rd evidence.ReportData, now time.Tim
 		return nil, err
 	}
 	if ev.Format != nvspdm.Format {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: format %q for platform %s", ErrUnsupported, ev.Format, ev.Platform))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: format %q for platform %s", errUnsupported, ev.Format, ev.Platform))
 	}
 	if len(ev.Signature) != 0 || len(ev.Aux) != 0 {
 		return nil, rejected(checkParse, errors.New("gpu evidence carries no detached signature and no aux data"))
@@ -206,29 +206,29 @@ func vbiosVersion(b []byte) string {
 func verifyGPUChain(chain [][]byte, now time.Time, sim bool) (*x509.Certificate, string, error) {
 	rs, err := nvidiaRoots()
 	if err != nil {
-		return nil, "", cannotCheck(CheckRoot, fmt.Errorf("loading pinned roots: %w", err))
+		return nil, "", cannotCheck(checkRoot, fmt.Errorf("loading pinned roots: %w", err))
 	}
 	root, rootID := rs.real, rootIDNVIDIA
 	if sim {
 		root, rootID = rs.sim, rootIDSimNVIDIA
 	}
 	if len(chain) == 0 || len(chain) > gpuMaxCerts {
-		return nil, "", rejected(CheckChain, fmt.Errorf("gpu certificate chain has %d certificates, want 1..%d", len(chain), gpuMaxCerts))
+		return nil, "", rejected(checkChain, fmt.Errorf("gpu certificate chain has %d certificates, want 1..%d", len(chain), gpuMaxCerts))
 	}
 	certs := make([]*x509.Certificate, len(chain))
 	for i, der := range chain {
 		if certs[i], err = x509.ParseCertificate(der); err != nil {
-			return nil, "", rejected(CheckChain, fmt.Errorf("gpu certificate %d: %v", i, err))
+			return nil, "", rejected(checkChain, fmt.Errorf("gpu certificate %d: %v", i, err))
 		}
 	}
 	last := certs[len(certs)-1]
 	if bytes.Equal(last.Raw, root.Raw) {
 		certs = certs[:len(certs)-1]
 	} else if bytes.Equal(last.RawIssuer, last.RawSubject) {
-		return nil, "", rejected(CheckRoot, fmt.Errorf("%w: the gpu chain ends in %q, not the pinned %s", ErrUntrustedRoot, last.Subject.String(), rootID))
+		return nil, "", rejected(checkRoot, fmt.Errorf("%w: the gpu chain ends in %q, not the pinned %s", ErrUntrustedRoot, last.Subject.String(), rootID))
 	}
 	if len(certs) == 0 {
-		return nil, "", rejected(CheckChain, errGPUChainShort)
+		return nil, "", rejected(checkChain, errGPUChainShort)
 	}
 	pool, inter := x509.NewCertPool(), x509.NewCertPool()
 	pool.AddCert(root)
@@ -237,13 +237,13 @@ func verifyGPUChain(chain [][]byte, now time.Time, sim bool) (*x509.Certificate,
 	}
 	leaf := certs[0]
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
-		return nil, "", rejected(CheckChain, fmt.Errorf("gpu device certificate does not chain to %s at %s: %v", rootID, now.UTC().Format(time.RFC3339), err))
+		return nil, "", rejected(checkChain, fmt.Errorf("gpu device certificate does not chain to %s at %s: %v", rootID, now.UTC().Format(time.RFC3339), err))
 	}
 	if leaf.KeyUsage&x509.KeyUsageDigitalSignature == 0 {
-		return nil, "", rejected(CheckChain, errors.New("gpu signing certificate lacks the digitalSignature key usage"))
+		return nil, "", rejected(checkChain, errors.New("gpu signing certificate lacks the digitalSignature key usage"))
 	}
 	if k, ok := leaf.PublicKey.(*ecdsa.PublicKey); !ok || k.Curve != elliptic.P384() {
-		return nil, "", rejected(CheckChain, errors.New("gpu signing key is not ECDSA P-384"))
+		return nil, "", rejected(checkChain, errors.New("gpu signing key is not ECDSA P-384"))
 	}
 	return leaf, rootID, nil
 }

@@ -211,7 +211,7 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 		case evidence.PlatformAzureSNP, evidence.PlatformAzureTDX:
 			res, err = verifyAzureEvidence(ev, rd, now, &opts)
 		default:
-			err = cannotCheck(checkFormat, fmt.Errorf("%w: platform %q", ErrUnsupported, safetext.Clip(ev.Platform, 32)))
+			err = cannotCheck(checkFormat, fmt.Errorf("%w: platform %q", errUnsupported, safetext.Clip(ev.Platform, 32)))
 		}
 		return err
 	})

@@ -70,7 +70,7 @@ func TestVerifyInputs(t *testing.T) {
 		bad := cloneEvidence(ev)
 		bad.Platform, bad.Format = c.platform, c.format
 		_, err := Verify(bad, rd, simOpts())
-		wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
+		wantErr(t, err, ErrCannotCheck, errUnsupported, checkFormat)
 	}
 }
 

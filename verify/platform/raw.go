@@ -49,7 +49,7 @@ func VerifySNPReport(report, certs, nonce []byte, opts Options) (*Result, error)
 		return nil, err
 	}
 	if len(certs) == 0 {
-		return nil, cannotCheck(CheckChain, fmt.Errorf("%w: the vcek or vlek certificate that signed the report", errMissingCollateral))
+		return nil, cannotCheck(checkChain, fmt.Errorf("%w: the vcek or vlek certificate that signed the report", errMissingCollateral))
 	}
 	rs, err := rootsOrErr()
 	if err != nil {
@@ -80,7 +80,7 @@ func VerifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
 	}
 	q, err := tdxquote.Parse(quote)
 	if errors.Is(err, tdxquote.ErrUnsupported) {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", errUnsupported, err))
 	}
 	if err != nil {
 		return nil, rejected(checkParse, err)
@@ -114,7 +114,7 @@ func snpLeaf(certs []byte, rs *rootSet) ([]byte, error) {
 			continue
 		}
 		if c.IsCA {
-			return nil, rejected(CheckRoot, fmt.Errorf("%w: ca certificate %q is not an embedded amd ark, ask or asvk",
+			return nil, rejected(checkRoot, fmt.Errorf("%w: ca certificate %q is not an embedded amd ark, ask or asvk",
 				ErrUntrustedRoot, c.Subject.CommonName))
 		}
 		if leaf != nil {
@@ -123,7 +123,7 @@ func snpLeaf(certs []byte, rs *rootSet) ([]byte, error) {
 		leaf = der
 	}
 	if leaf == nil {
-		return nil, cannotCheck(CheckChain, fmt.Errorf("%w: no vcek or vlek certificate among the certificates", errMissingCollateral))
+		return nil, cannotCheck(checkChain, fmt.Errorf("%w: no vcek or vlek certificate among the certificates", errMissingCollateral))
 	}
 	return leaf, nil
 }

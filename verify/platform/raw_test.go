@@ -57,11 +57,11 @@ func TestSNPReportConformance(t *testing.T) {
 		{name: "vcek report pem", report: report, certs: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: vcek}), opts: now},
 		{name: "vcek report, its report data as nonce", report: report, certs: vcek, nonce: report[0x50:0x70], opts: now},
 		{name: "vlek report at capture", report: vlekReport, certs: vlek, opts: capture},
-		{name: "vlek report now (vlek expired)", report: vlekReport, certs: vlek, opts: now, class: ErrRejected, check: CheckChain},
+		{name: "vlek report now (vlek expired)", report: vlekReport, certs: vlek, opts: now, class: ErrRejected, check: checkChain},
 		{name: "changed byte", report: flipped, certs: vcek, opts: now, class: ErrRejected, check: CheckSignature},
 		{name: "wrong nonce", report: report, certs: vcek, nonce: []byte("challenge"), opts: now, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
 		{name: "vcek for the vlek report", report: vlekReport, certs: vcek, opts: capture, class: ErrRejected},
-		{name: "no certificate", report: report, opts: now, class: ErrCannotCheck, cause: errMissingCollateral, check: CheckChain},
+		{name: "no certificate", report: report, opts: now, class: ErrCannotCheck, cause: errMissingCollateral, check: checkChain},
 		{name: "revocation required", report: report, certs: vcek, opts: Options{Now: now.Now}, class: ErrCannotCheck, cause: errMissingCollateral, check: checkRevocation},
 		{name: "truncated", report: report[:1000], certs: vcek, opts: now, class: ErrRejected, check: checkParse},
 	} {
@@ -153,7 +153,7 @@ func TestSNPReportCertsRefused(t *testing.T) {
 	}
 	sim := rs.amdSim["Milan"].certs
 	_, err = VerifySNPReport(report, pemOf(vcek, sim.Ask.Raw), nil, opts)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
 	_, err = VerifySNPReport(report, pemOf(vcek, vcek), nil, opts)
 	wantErr(t, err, ErrRejected, nil, checkParse)
 	_, err = VerifySNPReport(report, append(pemOf(vcek), "junk"...), nil, opts)
@@ -229,7 +229,7 @@ func TestTDXQuoteV5Fields(t *testing.T) {
 	for _, f := range []string{tdxFormat, tdxFormatV5} {
 		ev := &evidence.Evidence{Platform: evidence.PlatformTDX, Format: f, Blob: q5, CertChain: chain}
 		_, err := verifyRaw(ev, [64]byte{}, evidence.ReportData{}, opts)
-		wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
+		wantErr(t, err, ErrCannotCheck, errUnsupported, checkFormat)
 	}
 	// A version 4 quote announced as version 5.
 	q4 := trustee(t, "tdx/tdx_quote_4.dat")
@@ -279,12 +279,12 @@ func TestTDXQuoteConformance(t *testing.T) {
 		{name: "v5, its report data as nonce", quote: q5, nonce: q5[574:638], opts: opts},
 		{name: "v5 changed byte", quote: flipped5, opts: opts, class: ErrRejected, check: CheckSignature},
 		{name: "v5 changed mrservicetd", quote: flippedSvc5, opts: opts, class: ErrRejected, check: CheckSignature},
-		{name: "v5 changed qe report", quote: flippedQE5, opts: opts, class: ErrRejected, check: CheckQEReport},
+		{name: "v5 changed qe report", quote: flippedQE5, opts: opts, class: ErrRejected, check: checkQEReport},
 		{name: "v5 wrong nonce", quote: q5, nonce: []byte("challenge"), opts: opts, class: ErrRejected, cause: ErrReportData, check: CheckReportData},
 		{name: "v5 truncated", quote: q5[:len(q5)-1], opts: opts, class: ErrRejected, check: checkParse},
-		{name: "v5 sgx body type", quote: sgx5, opts: opts, class: ErrCannotCheck, cause: ErrUnsupported, check: checkFormat},
+		{name: "v5 sgx body type", quote: sgx5, opts: opts, class: ErrCannotCheck, cause: errUnsupported, check: checkFormat},
 		{name: "v5 tcb collateral", quote: q5, opts: Options{Now: opts.Now, AllowUncheckedRevocation: true, Collateral: &Collateral{TDXTCBInfo: []byte("{}")}},
-			class: ErrCannotCheck, cause: ErrUnsupported, check: checkCollateral},
+			class: ErrCannotCheck, cause: errUnsupported, check: checkCollateral},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := VerifyTDXQuote(tc.quote, tc.nonce, tc.opts)

@@ -133,7 +133,7 @@ func loadRoots() (*rootSet, error) {
 func rootsOrErr() (*rootSet, error) {
 	rs, err := roots()
 	if err != nil {
-		return nil, cannotCheck(CheckRoot, fmt.Errorf("loading pinned roots: %w", err))
+		return nil, cannotCheck(checkRoot, fmt.Errorf("loading pinned roots: %w", err))
 	}
 	return rs, nil
 }

@@ -53,7 +53,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 	}
 	p, err := snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.CertCache.ParseCertificate})
 	if errors.Is(err, snpevidence.ErrUnknownFormat) {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", errUnsupported, err))
 	}
 	if err != nil {
 		return nil, rejected(checkParse, err)
@@ -181,10 +181,10 @@ func checkSNPEndorsement(report *spb.Report, p *snpevidence.Parsed, root *amdRoo
 		ica = root.certs.Asvk
 	}
 	if ica == nil {
-		return cannotCheck(CheckRoot, fmt.Errorf("%s has no pinned intermediate for %v", root.rootID, p.Signer))
+		return cannotCheck(checkRoot, fmt.Errorf("%s has no pinned intermediate for %v", root.rootID, p.Signer))
 	}
 	if !bytes.Equal(p.Leaf.RawIssuer, ica.RawSubject) {
-		return rejected(CheckRoot, fmt.Errorf("%w: %v certificate is not issued under %s", ErrUntrustedRoot, p.Signer, root.rootID))
+		return rejected(checkRoot, fmt.Errorf("%w: %v certificate is not issued under %s", ErrUntrustedRoot, p.Signer, root.rootID))
 	}
 	exts, err := kds.CertificateExtensions(p.Leaf, p.Signer)
 	if err != nil {
@@ -228,7 +228,7 @@ func tcbString(tcb uint64, line string) string {
 
 // SNPProductLine returns the AMD product line of an SEV-SNP report: from
 // CPUID_1_EAX_FMS (report version 3 and later) or, for version 2, from the
-// endorsement leaf's product name. Errors are *Error values (CheckChain when
+// endorsement leaf's product name. Errors are *Error values (checkChain when
 // the leaf's extensions cannot be read, checkProduct otherwise). The
 // collateral fetcher uses it too, so it fetches the chain this package
 // verifies against.
@@ -239,7 +239,7 @@ func SNPProductLine(report *spb.Report, p *snpevidence.Parsed) (string, error) {
 	} else {
 		exts, err := kds.CertificateExtensions(p.Leaf, p.Signer)
 		if err != nil {
-			return "", rejected(CheckChain, fmt.Errorf("%v certificate extensions: %v", p.Signer, err))
+			return "", rejected(checkChain, fmt.Errorf("%v certificate extensions: %v", p.Signer, err))
 		}
 		product, err := kds.ParseProductName(exts.ProductName, p.Signer)
 		if err != nil {
@@ -267,7 +267,7 @@ func verifySNPChain(att *spb.Attestation, p *snpevidence.Parsed, root *amdRoot, 
 	}
 	exts, err := kds.CertificateExtensions(p.Leaf, p.Signer)
 	if err != nil {
-		return nil, rejected(CheckChain, err)
+		return nil, rejected(checkChain, err)
 	}
 	ica := root.certs.Ask
 	if p.Signer == abi.VlekReportSigner {
@@ -291,7 +291,7 @@ func verifySNPChain(att *spb.Attestation, p *snpevidence.Parsed, root *amdRoot, 
 				continue // another product's CRL
 			}
 			if now.Before(crl.ThisUpdate) || crl.NextUpdate.IsZero() || now.After(crl.NextUpdate) {
-				return nil, rejected(checkRevocation, fmt.Errorf("%w: amd crl valid %s to %s", ErrCollateralExpired,
+				return nil, rejected(checkRevocation, fmt.Errorf("%w: amd crl valid %s to %s", errCollateralExpired,
 					crl.ThisUpdate.UTC().Format(time.RFC3339), crl.NextUpdate.UTC().Format(time.RFC3339)))
 			}
 			for _, rc := range crl.RevokedCertificateEntries {
@@ -327,7 +327,7 @@ func diagnoseSNP(libErr error, p *snpevidence.Parsed, root *amdRoot, now time.Ti
 	}
 	xo := root.certs.X509Options(now, p.Signer)
 	if xo == nil {
-		return cannotCheck(CheckRoot, fmt.Errorf("%s has no pinned intermediate for %v", root.rootID, p.Signer))
+		return cannotCheck(checkRoot, fmt.Errorf("%s has no pinned intermediate for %v", root.rootID, p.Signer))
 	}
 	if _, err := p.Leaf.Verify(*xo); err != nil {
 		ica := root.certs.Ask
@@ -335,14 +335,14 @@ func diagnoseSNP(libErr error, p *snpevidence.Parsed, root *amdRoot, now time.Ti
 			ica = root.certs.Asvk
 		}
 		if !bytes.Equal(p.Leaf.RawIssuer, ica.RawSubject) {
-			return rejected(CheckRoot, fmt.Errorf("%w: %v certificate is not issued under %s", ErrUntrustedRoot, p.Signer, root.rootID))
+			return rejected(checkRoot, fmt.Errorf("%w: %v certificate is not issued under %s", ErrUntrustedRoot, p.Signer, root.rootID))
 		}
-		return rejected(CheckChain, err)
+		return rejected(checkChain, err)
 	}
 	if err := verify.SnpReportSignature(p.Report, p.Leaf); err != nil {
 		return rejected(CheckSignature, err)
 	}
-	return rejected(CheckChain, libErr)
+	return rejected(checkChain, libErr)
 }
 
 func snpCacheKey(ev *evidence.Evidence, p *snpevidence.Parsed, root *amdRoot, c *Collateral) [32]byte {

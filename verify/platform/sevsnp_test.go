@@ -55,7 +55,7 @@ func TestSEVSimSignedClaimingReal(t *testing.T) {
 		opts := simOpts()
 		opts.AllowSimulated = allow
 		_, err := Verify(ev, rd, opts)
-		wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+		wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
 	}
 }
 
@@ -109,7 +109,7 @@ func TestSEVTampered(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = Verify(ev, rd, simOpts())
-		wantErr(t, err, ErrRejected, nil, CheckChain)
+		wantErr(t, err, ErrRejected, nil, checkChain)
 	})
 	t.Run("leaf from another hierarchy", func(t *testing.T) {
 		// The real AMD-issued VCEK of go-sev-guest's sample is a valid P-384
@@ -121,7 +121,7 @@ func TestSEVTampered(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = Verify(ev, rd, simOpts())
-		wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+		wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
 	})
 }
 
@@ -160,7 +160,7 @@ func TestSEVRevocation(t *testing.T) {
 		opts := base
 		opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SimSEVCRL(t, testNow.Add(-3*day), testNow.Add(-day))}}
 		_, err := Verify(ev, rd, opts)
-		wantErr(t, err, ErrRejected, ErrCollateralExpired, checkRevocation)
+		wantErr(t, err, ErrRejected, errCollateralExpired, checkRevocation)
 	})
 	t.Run("crl of another issuer is not used", func(t *testing.T) {
 		other, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -186,7 +186,7 @@ func TestSEVCertCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := NewCertCache(2)
+	cache := &CertCache{MaxEntries: 2}
 	opts := simOpts()
 	opts.CertCache = cache
 	var first *Result
@@ -229,7 +229,7 @@ func TestSEVCertCache(t *testing.T) {
 	real := cloneEvidence(ev)
 	real.Simulated = false
 	_, err = Verify(real, rd, opts)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
 	// Revocation options are re-applied on a hit.
 	strict := opts
 	strict.AllowUncheckedRevocation = false
@@ -290,7 +290,7 @@ func TestSEVRealSampleToAMDRoots(t *testing.T) {
 	}
 
 	// Cached and direct verification agree.
-	opts.CertCache = NewCertCache(0)
+	opts.CertCache = &CertCache{}
 	for range 2 {
 		if _, err := verifyRaw(ev, rd, evidence.ReportData{}, opts); err != nil {
 			t.Fatal(err)
@@ -324,13 +324,13 @@ func TestSEVRealSampleNegative(t *testing.T) {
 		o := opts
 		o.AllowSimulated = true
 		_, err := verifyRaw(sim, rd, evidence.ReportData{}, o)
-		wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+		wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
 	})
 	t.Run("expired vcek", func(t *testing.T) {
 		o := opts
 		o.Now = func() time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC) }
 		_, err := verifyRaw(ev, rd, evidence.ReportData{}, o)
-		wantErr(t, err, ErrRejected, nil, CheckChain)
+		wantErr(t, err, ErrRejected, nil, checkChain)
 	})
 	t.Run("vlek signer without vlek", func(t *testing.T) {
 		// Claiming a VLEK signed the report (SIGNER_INFO) with the VCEK as

@@ -56,7 +56,7 @@ type TDXClaims struct {
 
 func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Options) (*Result, error) {
 	if ev.Format != tdxFormat && (ev.Format != tdxFormatV5 || !opts.allowQuoteV5) {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tdx format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tdx format %q", errUnsupported, safetext.Clip(ev.Format, 32)))
 	}
 	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	}
 	q, err := parse(ev.Blob)
 	if errors.Is(err, tdxquote.ErrUnsupported) {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: %w", errUnsupported, err))
 	}
 	if err != nil {
 		return nil, rejected(checkParse, err)
@@ -94,14 +94,14 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	}
 	if !ev.Simulated {
 		if tdxsimroots.IsRoot(chain[2]) {
-			return nil, rejected(CheckRoot, fmt.Errorf("%w: quote chains to the simulation root but is not marked simulated", ErrUntrustedRoot))
+			return nil, rejected(checkRoot, fmt.Errorf("%w: quote chains to the simulation root but is not marked simulated", ErrUntrustedRoot))
 		}
 		if bytes.HasPrefix(q.Header.UserData[:], []byte(fakeQEMarker)) {
-			return nil, rejected(CheckRoot, fmt.Errorf("%w: quote is from the fake quoting enclave but is not marked simulated", ErrUntrustedRoot))
+			return nil, rejected(checkRoot, fmt.Errorf("%w: quote is from the fake quoting enclave but is not marked simulated", ErrUntrustedRoot))
 		}
 	}
 	if !bytes.Equal(chain[2], anchor.Raw) {
-		return nil, rejected(CheckRoot, fmt.Errorf("%w: pck chain root is not %s", ErrUntrustedRoot, rootID))
+		return nil, rejected(checkRoot, fmt.Errorf("%w: pck chain root is not %s", ErrUntrustedRoot, rootID))
 	}
 
 	ts := &tdxverify.TimeSet{PckCertChain: now, TcbInfo: now, QeIdentity: now, PckCrl: now, RootCaCrl: now}
@@ -144,7 +144,7 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	c := opts.Collateral
 	switch {
 	case pq == nil && c.tdxAny():
-		return nil, cannotCheck(checkCollateral, fmt.Errorf("%w: tdx collateral for a version 5 quote", ErrUnsupported))
+		return nil, cannotCheck(checkCollateral, fmt.Errorf("%w: tdx collateral for a version 5 quote", errUnsupported))
 	case c.tdxHasCollateral():
 		if err := c.tdxSizesOK(); err != nil {
 			return nil, cannotCheck(checkCollateral, err)
@@ -182,7 +182,7 @@ func verifyTDXV4(blob []byte, q *tdxquote.Quote, chain [][]byte, pool *x509.Cert
 		}
 		v, ok := a.(*tdxpb.QuoteV4)
 		if !ok {
-			return cannotCheck(checkFormat, fmt.Errorf("%w: quote type %T", ErrUnsupported, a))
+			return cannotCheck(checkFormat, fmt.Errorf("%w: quote type %T", errUnsupported, a))
 		}
 		pq = v
 		return nil
@@ -263,7 +263,7 @@ func verifyTDXCollateral(pq *tdxpb.QuoteV4, c *Collateral, pool *x509.CertPool, 
 			tdxverify.ErrTcbInfoRootCertExpired, tdxverify.ErrQeIdentitySigningCertExpired,
 			tdxverify.ErrQeIdentityRootCertExpired, tdxverify.ErrPCKCrlSigningCertExpired, tdxverify.ErrPCKCrlRootCertExpired} {
 			if errors.Is(lerr, expired) {
-				return nil, rejected(checkCollateral, fmt.Errorf("%w: %w", ErrCollateralExpired, expired))
+				return nil, rejected(checkCollateral, fmt.Errorf("%w: %w", errCollateralExpired, expired))
 			}
 		}
 		return nil, rejected(checkCollateral, err)
@@ -340,7 +340,7 @@ func diagnoseTDX(libErr error, q *tdxquote.Quote, chain [][]byte, pool *x509.Cer
 	if err := checkTDXCertification(q, chain, pool, now); err != nil {
 		return err
 	}
-	return rejected(CheckChain, libErr)
+	return rejected(checkChain, libErr)
 }
 
 // checkTDXCertification checks what certifies the attestation key (steps
@@ -350,35 +350,35 @@ func diagnoseTDX(libErr error, q *tdxquote.Quote, chain [][]byte, pool *x509.Cer
 func checkTDXCertification(q *tdxquote.Quote, chain [][]byte, pool *x509.CertPool, now time.Time) error {
 	leaf, err := x509.ParseCertificate(chain[0])
 	if err != nil {
-		return rejected(CheckChain, fmt.Errorf("pck leaf: %w", err))
+		return rejected(checkChain, fmt.Errorf("pck leaf: %w", err))
 	}
 	inter, err := x509.ParseCertificate(chain[1])
 	if err != nil {
-		return rejected(CheckChain, fmt.Errorf("pck intermediate: %w", err))
+		return rejected(checkChain, fmt.Errorf("pck intermediate: %w", err))
 	}
 	if leaf.Subject.CommonName != "Intel SGX PCK Certificate" ||
 		(inter.Subject.CommonName != "Intel SGX PCK Platform CA" && inter.Subject.CommonName != "Intel SGX PCK Processor CA") {
-		return rejected(CheckChain, fmt.Errorf("pck chain names %q issued by %q, not an intel sgx pck certificate and ca",
+		return rejected(checkChain, fmt.Errorf("pck chain names %q issued by %q, not an intel sgx pck certificate and ca",
 			safetext.Clip(leaf.Subject.CommonName, 48), safetext.Clip(inter.Subject.CommonName, 48)))
 	}
 	for _, c := range []*x509.Certificate{leaf, inter} {
 		if c.SignatureAlgorithm != x509.ECDSAWithSHA256 {
-			return rejected(CheckChain, fmt.Errorf("pck chain certificate %q is signed with %v, not ecdsa with sha-256",
+			return rejected(checkChain, fmt.Errorf("pck chain certificate %q is signed with %v, not ecdsa with sha-256",
 				safetext.Clip(c.Subject.CommonName, 48), c.SignatureAlgorithm))
 		}
 	}
 	ip := x509.NewCertPool()
 	ip.AddCert(inter)
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: ip, CurrentTime: now}); err != nil {
-		return rejected(CheckChain, err)
+		return rejected(checkChain, err)
 	}
 	pub, ok := leaf.PublicKey.(*ecdsa.PublicKey)
 	if !ok || !verifyP256(pub, q.QEReport.Marshal(), q.QEReportSignature) {
-		return rejected(CheckQEReport, errors.New("qe report signature does not verify under the pck key"))
+		return rejected(checkQEReport, errors.New("qe report signature does not verify under the pck key"))
 	}
 	bind := sha256.Sum256(append(append([]byte(nil), q.AttestationKey[:]...), q.QEAuthData...))
 	if !bytes.Equal(q.QEReport.ReportData[:32], bind[:]) || !allZero(q.QEReport.ReportData[32:]) {
-		return rejected(CheckQEReport, errors.New("qe report does not bind the attestation key"))
+		return rejected(checkQEReport, errors.New("qe report does not bind the attestation key"))
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func TestTDXSimSignedClaimingReal(t *testing.T) {
 	ev := simTDX(t, fakeqe.Options{}, rd)
 	ev.Simulated = false
 	_, err := Verify(ev, rd, simOpts())
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
 }
 
 func TestTDXWrongRootAndReportData(t *testing.T) {
@@ -86,7 +86,7 @@ func TestTDXWrongRootAndReportData(t *testing.T) {
 	}
 	ev := simTDX(t, fakeqe.Options{Hierarchy: h}, rd)
 	_, err = Verify(ev, rd, simOpts())
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
 
 	ev = simTDX(t, fakeqe.Options{}, rd)
 	_, err = Verify(ev, testRD(t, "other"), simOpts())
@@ -139,10 +139,10 @@ func TestTDXTampered(t *testing.T) {
 		{"body report data", offRD, CheckSignature},
 		{"quote signature", offSig + 3, CheckSignature},
 		{"attestation key", offAK + 5, ""},
-		{"qe report", offQEReport + 0x30, CheckQEReport},
-		{"qe report data", offQEReport + 0x140, CheckQEReport},
-		{"qe report signature", offQESig + 7, CheckQEReport},
-		{"qe auth data", offQEAuth, CheckQEReport},
+		{"qe report", offQEReport + 0x30, checkQEReport},
+		{"qe report data", offQEReport + 0x140, checkQEReport},
+		{"qe report signature", offQESig + 7, checkQEReport},
+		{"qe auth data", offQEAuth, checkQEReport},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ev := cloneEvidence(good)
@@ -166,7 +166,7 @@ func TestTDXTampered(t *testing.T) {
 		ev := cloneEvidence(good)
 		ev.Blob, ev.CertChain = blob, chain
 		_, err = Verify(ev, rd, simOpts())
-		wantErr(t, err, ErrRejected, nil, CheckChain)
+		wantErr(t, err, ErrRejected, nil, checkChain)
 	})
 }
 
@@ -200,7 +200,7 @@ func TestTDXRealSamplesToIntelRoot(t *testing.T) {
 			o := opts
 			o.AllowSimulated = true
 			_, err = verifyRaw(sim, rd, evidence.ReportData{}, o)
-			wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckRoot)
+			wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
 		})
 	}
 }
@@ -241,7 +241,7 @@ func TestTDXShippedCollateralExpired(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			opts := Options{Now: now, Collateral: shippedCollateral(t)}
 			_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
-			wantErr(t, err, ErrRejected, ErrCollateralExpired, checkCollateral)
+			wantErr(t, err, ErrRejected, errCollateralExpired, checkCollateral)
 		})
 	}
 }
@@ -254,7 +254,7 @@ func TestTDXShippedCollateralInsideValidity(t *testing.T) {
 	opts := Options{Now: func() time.Time { return time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC) }, Collateral: shippedCollateral(t)}
 	_, err := verifyRaw(ev, rd, evidence.ReportData{}, opts)
 	wantErr(t, err, ErrRejected, nil, checkCollateral)
-	if errorsIs(err, ErrCollateralExpired) {
+	if errorsIs(err, errCollateralExpired) {
 		t.Fatalf("collateral reported expired inside its validity: %v", err)
 	}
 }

@@ -139,7 +139,7 @@ func TestTDXTCBStatusPolicy(t *testing.T) {
 	})
 	t.Run("expired", func(t *testing.T) {
 		_, err := simTDXWith(t, fakeqe.PCSOptions{Validity: -time.Hour, TCBLevels: []fakeqe.TCBLevel{newer, {Status: "OutOfDate"}}})
-		wantErr(t, err, ErrRejected, ErrCollateralExpired, checkCollateral)
+		wantErr(t, err, ErrRejected, errCollateralExpired, checkCollateral)
 	})
 	t.Run("tampered tcb info", func(t *testing.T) {
 		rd := testRD(t, "tdx")
@@ -202,5 +202,5 @@ func TestTDXSimRevokedPCK(t *testing.T) {
 	wantErr(t, err, ErrRejected, ErrRevoked, checkRevocation)
 	// The same collateral with expired CRLs: expired, not revoked.
 	_, err = simTDXWith(t, fakeqe.PCSOptions{Validity: -time.Hour})
-	wantErr(t, err, ErrRejected, ErrCollateralExpired, checkCollateral)
+	wantErr(t, err, ErrRejected, errCollateralExpired, checkCollateral)
 }

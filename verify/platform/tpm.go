@@ -45,7 +45,7 @@ type TPMClaims struct {
 
 func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*Result, error) {
 	if ev.Format != tpmquote.Format {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tpm format %q", ErrUnsupported, safetext.Clip(ev.Format, 32)))
+		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tpm format %q", errUnsupported, safetext.Clip(ev.Format, 32)))
 	}
 	if err := refuseUnallowedSimulated(ev, opts); err != nil {
 		return nil, err
@@ -72,11 +72,11 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 		trusted = append(trusted, c.AKName)
 	}
 	if !opts.AllowUntrustedTPMAK && len(trusted) == 0 {
-		err := fmt.Errorf("%w: no trusted tpm attestation keys configured", ErrUntrustedRoot)
+		err := fmt.Errorf("%w: %w: no trusted tpm attestation keys configured", ErrUntrustedRoot, tpmquote.ErrUntrustedAK)
 		if len(certErrs) > 0 {
 			err = fmt.Errorf("%w (certifications: %w)", err, errors.Join(certErrs...))
 		}
-		return nil, rejected(CheckTPMAK, err)
+		return nil, rejected(checkTPMAK, err)
 	}
 	v, err := tpmquote.Verify(ev, rd, tpmquote.VerifyOpts{
 		TrustedAKNames:   trusted,
@@ -198,13 +198,13 @@ func certifiedAKs(opts *Options) ([]*tpmcred.CertifiedAK, []error, error) {
 func classifyTPM(err error) error {
 	switch {
 	case errors.Is(err, tpmquote.ErrUnsupported):
-		return cannotCheck(checkFormat, fmt.Errorf("%w: %w", ErrUnsupported, err))
+		return cannotCheck(checkFormat, fmt.Errorf("%w: %w", errUnsupported, err))
 	case errors.Is(err, tpmquote.ErrSimulated):
 		return rejected(CheckSimulated, fmt.Errorf("%w: %w", ErrSimulated, err))
 	case errors.Is(err, tpmquote.ErrUntrustedAK):
-		return rejected(CheckTPMAK, fmt.Errorf("%w: %w", ErrUntrustedRoot, err))
+		return rejected(checkTPMAK, fmt.Errorf("%w: %w", ErrUntrustedRoot, err))
 	case errors.Is(err, tpmquote.ErrAKAttributes):
-		return rejected(CheckTPMAK, err)
+		return rejected(checkTPMAK, err)
 	case errors.Is(err, tpmquote.ErrBadSignature), errors.Is(err, tpmquote.ErrSignerMismatch):
 		return rejected(CheckSignature, err)
 	case errors.Is(err, tpmquote.ErrQualifyingData):

@@ -110,7 +110,7 @@ func TestTPMCertifiedAK(t *testing.T) {
 	}
 	o.TPMAKCertifications, o.TPMEKRoots = nil, nil
 	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkTPMAK)
 
 	// Pinning alone still works and says so.
 	o = Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}}
@@ -122,20 +122,7 @@ func TestTPMCertifiedAK(t *testing.T) {
 func TestTPMCertifiedAKRefused(t *testing.T) {
 	fx, akPub, pki, base := certifiedTPM(t)
 
-	// Another vendor's root.
-	o := base
-	o.TPMEKRoots = newCertPKI(t, testNow.Add(time.Hour)).roots()
-	_, err := Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, tpmcred.ErrEKChain, CheckTPMAK)
-
-	// An EK certificate expired at verification time.
 	expired := newCertPKI(t, testNow.Add(-time.Minute))
-	o = base
-	o.TPMAKCertifications, o.TPMEKRoots = []*tpmcred.Certification{expired.record(akPub)}, expired.roots()
-	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, tpmcred.ErrEKChain, CheckTPMAK)
-
-	// A record certifying another AK does not make this one trusted.
 	other, err := tpmquote.ParsePublic(akPub)
 	if err != nil {
 		t.Fatal(err)
@@ -149,21 +136,20 @@ func TestTPMCertifiedAKRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.X, other.Y = pt[1:33], pt[33:] // a valid AK, not this evidence's
-	o = base
-	o.TPMAKCertifications = []*tpmcred.Certification{pki.record(other.Marshal())}
-	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
-
-	// Contradictions and missing roots are option errors.
-	o = base
-	o.TPMEKRoots = nil
-	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrBadOptions, nil, checkOptions)
-	o = base
-	o.AllowUntrustedTPMAK = true
-	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrBadOptions, nil, checkOptions)
-	o = Options{Now: fixedNow, AllowSimulated: true, AllowUntrustedTPMAK: true, RequireTPMEKCertifiedAK: true}
-	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrBadOptions, nil, checkOptions)
+	refuseOptions(t, fx.Evidence, fx.ReportData, base, []optionsCase{
+		{"another vendor's root", func(o *Options) { o.TPMEKRoots = newCertPKI(t, testNow.Add(time.Hour)).roots() },
+			ErrRejected, tpmcred.ErrEKChain, checkTPMAK},
+		{"ek certificate expired", func(o *Options) {
+			o.TPMAKCertifications, o.TPMEKRoots = []*tpmcred.Certification{expired.record(akPub)}, expired.roots()
+		}, ErrRejected, tpmcred.ErrEKChain, checkTPMAK},
+		// A record certifying another AK does not make this one trusted.
+		{"another ak certified", func(o *Options) { o.TPMAKCertifications = []*tpmcred.Certification{pki.record(other.Marshal())} },
+			ErrRejected, ErrUntrustedRoot, checkTPMAK},
+		// Contradictions and missing roots are option errors.
+		{"no ek roots", func(o *Options) { o.TPMEKRoots = nil }, ErrBadOptions, nil, checkOptions},
+		{"untrusted ak allowed and certified", func(o *Options) { o.AllowUntrustedTPMAK = true }, ErrBadOptions, nil, checkOptions},
+		{"untrusted ak allowed and certification required", func(o *Options) {
+			*o = Options{Now: fixedNow, AllowSimulated: true, AllowUntrustedTPMAK: true, RequireTPMEKCertifiedAK: true}
+		}, ErrBadOptions, nil, checkOptions},
+	})
 }

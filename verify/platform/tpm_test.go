@@ -38,29 +38,16 @@ func TestTPMNegative(t *testing.T) {
 	fx := loadTPMFixture(t)
 	base := Options{Now: fixedNow, AllowSimulated: true, TrustedTPMAKs: [][]byte{fx.AKName}}
 
-	o := base
-	o.AllowSimulated = false
-	_, err := Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrSimulated, CheckSimulated)
-
-	o = base
-	o.TrustedTPMAKs = nil
-	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
-
-	o = base
 	other := append([]byte(nil), fx.AKName...)
 	other[5] ^= 1
-	o.TrustedTPMAKs = [][]byte{other}
-	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrRejected, ErrUntrustedRoot, CheckTPMAK)
+	refuseOptions(t, fx.Evidence, fx.ReportData, base, []optionsCase{
+		{"simulated not allowed", func(o *Options) { o.AllowSimulated = false }, ErrRejected, ErrSimulated, CheckSimulated},
+		{"no trusted ak", func(o *Options) { o.TrustedTPMAKs = nil }, ErrRejected, ErrUntrustedRoot, checkTPMAK},
+		{"another ak trusted", func(o *Options) { o.TrustedTPMAKs = [][]byte{other} }, ErrRejected, ErrUntrustedRoot, checkTPMAK},
+		{"untrusted ak allowed and pinned", func(o *Options) { o.AllowUntrustedTPMAK = true }, ErrBadOptions, nil, checkOptions},
+	})
 
-	o = base
-	o.AllowUntrustedTPMAK = true
-	_, err = Verify(fx.Evidence, fx.ReportData, o)
-	wantErr(t, err, ErrBadOptions, nil, checkOptions)
-
-	_, err = Verify(fx.Evidence, testRD(t, "other"), base)
+	_, err := Verify(fx.Evidence, testRD(t, "other"), base)
 	wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
 
 	for _, off := range []int{0, 10, len(fx.Evidence.Blob) - 1} {
@@ -77,5 +64,5 @@ func TestTPMNegative(t *testing.T) {
 	bad = cloneEvidence(fx.Evidence)
 	bad.Format = "tpm2/quote-v9"
 	_, err = Verify(bad, fx.ReportData, base)
-	wantErr(t, err, ErrCannotCheck, ErrUnsupported, checkFormat)
+	wantErr(t, err, ErrCannotCheck, errUnsupported, checkFormat)
 }

@@ -84,7 +84,7 @@ func parseTrustee(format string, data []byte) (*azureInput, int, error) {
 		if root.Has("version") {
 			version = int(r.Int(root.Get("version"), "$.version", 0, 1<<31-1))
 			if r.Err() == nil && version != 1 && version != 2 {
-				return nil, 0, cannotCheck(checkFormat, fmt.Errorf("%w: %s evidence version %d", ErrUnsupported, format, version))
+				return nil, 0, cannotCheck(checkFormat, fmt.Errorf("%w: %s evidence version %d", errUnsupported, format, version))
 			}
 			m := r.Object(root, jsonobj.Root, map[string]bool{"version": true, "tpm_quote": true, "hcl_report": true, "vcek": true})
 			trusteeQuote(&r, m["tpm_quote"], "$.tpm_quote", in, hexField)
@@ -103,7 +103,7 @@ func parseTrustee(format string, data []byte) (*azureInput, int, error) {
 		in.hcl = byteArray(&r, m["hcl_report"], "$.hcl_report")
 		in.tdQuote = byteArray(&r, m["td_quote"], "$.td_quote")
 	default:
-		return nil, 0, cannotCheck(checkFormat, fmt.Errorf("%w: trustee format", ErrUnsupported))
+		return nil, 0, cannotCheck(checkFormat, fmt.Errorf("%w: trustee format", errUnsupported))
 	}
 	if err := r.Err(); err != nil {
 		return nil, 0, rejected(checkParse, err)
