@@ -590,7 +590,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer rb.Wipe()
 	errorf(stderr, "open: debug output: the plaintext pack follows on stdout")
 	if *asJSON {
-		printJSON(stdout, map[string]any{"pack_id": o.PackID(), "report_hash_b64u": rb.ReportHashB64u(), "pack": json.RawMessage(o.Bytes())})
+		printJSON(stdout, map[string]any{"pack_id": rb.PackID, "report_hash_b64u": rb.ReportHashB64u(), "pack": json.RawMessage(o.Bytes())})
 		return exitOK
 	}
 	if _, err := stdout.Write(o.Bytes()); err != nil {
