@@ -37,28 +37,24 @@ func Name(cn string) pkix.Name {
 	}
 }
 
-// Roots returns the ARK and ASK certificate templates.
+// Roots returns the ARK and ASK certificate templates: CAs that differ in
+// serial, name and key usage (only the ARK signs CRLs).
 func Roots() (ark, ask *x509.Certificate) {
 	line := simroots.SEVSNPProductLine
-	ark = &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               Name("ARK-" + line),
+	return rootTemplate(1, "ARK-"+line, x509.KeyUsageCertSign|x509.KeyUsageCRLSign),
+		rootTemplate(2, "SEV-"+line, x509.KeyUsageCertSign)
+}
+
+// rootTemplate is the template of one simulated AMD CA certificate.
+func rootTemplate(serial int64, cn string, usage x509.KeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber:          big.NewInt(serial),
+		Subject:               Name(cn),
 		NotBefore:             NotBefore,
 		NotAfter:              NotAfter,
 		SignatureAlgorithm:    x509.SHA384WithRSAPSS,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		KeyUsage:              usage,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	ask = &x509.Certificate{
-		SerialNumber:          big.NewInt(2),
-		Subject:               Name("SEV-" + line),
-		NotBefore:             NotBefore,
-		NotAfter:              NotAfter,
-		SignatureAlgorithm:    x509.SHA384WithRSAPSS,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	return ark, ask
 }
