@@ -67,20 +67,8 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitCannot
 	}
 	defer sealed.Wipe(text)
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := createFile(*out, text, 0o600); err != nil {
 		errorf(stderr, "keygen: %v", err)
-		return exitCannot
-	}
-	if _, err := f.Write(text); err != nil {
-		f.Close()
-		os.Remove(*out)
-		errorf(stderr, "keygen: cannot write %s", *out)
-		return exitCannot
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(*out)
-		errorf(stderr, "keygen: cannot write %s", *out)
 		return exitCannot
 	}
 	printPub(k.Public(), *out)
