@@ -119,9 +119,9 @@ type wireDisclosure struct {
 	Revealed          []wireInput `json:"revealed"`
 }
 
-// Encode returns the canonical (JCS) bytes of d. It refuses a disclosure
+// encode returns the canonical (JCS) bytes of d. It refuses a disclosure
 // that ParseDisclosure would refuse.
-func (d *Disclosure) Encode() ([]byte, error) {
+func (d *Disclosure) encode() ([]byte, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil", errDisclosureMalformed)
 	}
@@ -228,10 +228,24 @@ func ParseDisclosure(data []byte) (*Disclosure, error) {
 	return d, nil
 }
 
-// Disclose builds the disclosure of the inputs named by selectors ("kind:id")
+// Disclose returns the canonical (JCS) disclosure document of the inputs
+// named by selectors ("kind:id") of a v2 rebuild (docs/spec/disclosure-v1.md):
+// their contents and salts, bound to the report hash. It holds secrets:
+// the caller writes it where only the auditor reads it. Every selector must
+// name an input; repeated selectors count once.
+func (rb *Rebuilt) Disclose(selectors []string) ([]byte, error) {
+	d, err := rb.disclose(selectors)
+	if err != nil {
+		return nil, err
+	}
+	defer d.wipe()
+	return d.encode()
+}
+
+// disclose builds the disclosure of the inputs named by selectors ("kind:id")
 // from a v2 rebuild. Every selector must name an input: unknown ones are all
 // listed in one errDisclosureUnknownInput error. Repeated selectors count once.
-func (rb *Rebuilt) Disclose(selectors []string) (*Disclosure, error) {
+func (rb *Rebuilt) disclose(selectors []string) (*Disclosure, error) {
 	if rb == nil || rb.Report == nil || rb.Report.ReportVersion != ReportVersion2 {
 		return nil, errDisclosureNotSalted
 	}
@@ -255,7 +269,7 @@ func (rb *Rebuilt) Disclose(selectors []string) (*Disclosure, error) {
 		d.Inputs = append(d.Inputs, DisclosedInput{Kind: r.Kind, ID: r.ID, Content: r.Content, Salt: r.Salt})
 	}
 	if len(unknown) > 0 {
-		d.Wipe()
+		d.wipe()
 		return nil, fmt.Errorf("%w: %s (the pack has: %s)", errDisclosureUnknownInput, strings.Join(unknown, ", "), strings.Join(rb.inputSelectors(), " "))
 	}
 	// Selectors sort as their kind:id strings, which is the order
@@ -265,8 +279,8 @@ func (rb *Rebuilt) Disclose(selectors []string) (*Disclosure, error) {
 	return d, nil
 }
 
-// Wipe zeroes the revealed contents and salts.
-func (d *Disclosure) Wipe() {
+// wipe zeroes the revealed contents and salts.
+func (d *Disclosure) wipe() {
 	if d == nil {
 		return
 	}
@@ -298,34 +312,36 @@ type RevealedInput struct {
 // order: the report parses (parseReportV2), the disclosure
 // parses, the disclosure's report hash is the SHA-256 of the report bytes,
 // and every revealed input is in the report and its content and salt give
-// the report's commitment. It returns the verified disclosure too.
-func VerifyDisclosure(report, disclosure []byte) (*DisclosureResult, *Disclosure, error) {
+// the report's commitment. It returns what the disclosure revealed (names and
+// sizes, never contents); the parsed contents are wiped.
+func VerifyDisclosure(report, disclosure []byte) (*DisclosureResult, error) {
 	rep, err := parseReportV2(report)
 	if err != nil {
 		if errors.Is(err, errNotSalted) {
-			return nil, nil, errDisclosureNotSalted
+			return nil, errDisclosureNotSalted
 		}
-		return nil, nil, fmt.Errorf("%w: %w", errDisclosureReport, err)
+		return nil, fmt.Errorf("%w: %w", errDisclosureReport, err)
 	}
 	d, err := ParseDisclosure(disclosure)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	defer d.wipe()
 	if subtle.ConstantTimeCompare(d.ReportHash[:], rep.Hash[:]) != 1 {
-		return nil, nil, fmt.Errorf("%w: the disclosure names report %s, the report's hash is %s", errDisclosureReportHash, b64u.Encode(d.ReportHash[:]), b64u.Encode(rep.Hash[:]))
+		return nil, fmt.Errorf("%w: the disclosure names report %s, the report's hash is %s", errDisclosureReportHash, b64u.Encode(d.ReportHash[:]), b64u.Encode(rep.Hash[:]))
 	}
 	res := &DisclosureResult{ReportHashB64u: b64u.Encode(rep.Hash[:]), SystemPromptHashB64u: rep.SystemPromptHashB64u}
 	for i := range d.Inputs {
 		in := &d.Inputs[i]
 		want, ok := rep.Commitments[in.Selector()]
 		if !ok {
-			return nil, nil, fmt.Errorf("%w: %q", errDisclosureUnknownInput, safetext.Clip(in.Selector(), 80))
+			return nil, fmt.Errorf("%w: %q", errDisclosureUnknownInput, safetext.Clip(in.Selector(), 80))
 		}
 		got := inputCommitment(in.Salt, in.Kind, in.ID, in.Content)
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			return nil, nil, fmt.Errorf("%w: %q", errDisclosureCommitment, safetext.Clip(in.Selector(), 80))
+			return nil, fmt.Errorf("%w: %q", errDisclosureCommitment, safetext.Clip(in.Selector(), 80))
 		}
 		res.Revealed = append(res.Revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content)})
 	}
-	return res, d, nil
+	return res, nil
 }

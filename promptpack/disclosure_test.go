@@ -123,17 +123,13 @@ func TestWorkedExample(t *testing.T) {
 		salts += fmt.Sprintf("%s\t%x\n", sel, s)
 	}
 	golden(t, "example/salts.tsv", []byte(salts))
-	d, err := rb.Disclose(exampleReveal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := d.Encode()
+	enc, err := rb.Disclose(exampleReveal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "example/disclosure.json", enc)
 	golden(t, "example/report_hash.txt", []byte(rb.ReportHashB64u()+"\n"))
-	res, _, err := VerifyDisclosure(rb.ReportJCS, enc)
+	res, err := VerifyDisclosure(rb.ReportJCS, enc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +150,7 @@ func TestWorkedExample(t *testing.T) {
 func TestRevealOneHidesOthers(t *testing.T) {
 	p := disclosureExamplePack(t, "example salt ")
 	rb := rebuild(t, p)
-	d, err := rb.Disclose([]string{"bootstrap:AGENTS.md"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := d.Encode()
+	enc, err := rb.Disclose([]string{"bootstrap:AGENTS.md"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +236,7 @@ func makeNegatives(t *testing.T) {
 	enc := func(mut func(d *Disclosure)) []byte {
 		c, _ := ParseDisclosure(good)
 		mut(c)
-		b, err := c.Encode()
+		b, err := c.encode()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,14 +292,14 @@ func TestNegativeVectors(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res, d, err := VerifyDisclosure(rep, dis)
+			res, err := VerifyDisclosure(rep, dis)
 			if v.code == "OK" {
 				if err != nil {
 					t.Fatalf("err %v", err)
 				}
 				return
 			}
-			if err == nil || res != nil || d != nil {
+			if err == nil || res != nil {
 				t.Fatalf("accepted (res %v)", res)
 			}
 			if got := DisclosureCode(err); got != v.code {
@@ -319,7 +311,7 @@ func TestNegativeVectors(t *testing.T) {
 
 func TestEncodeRefusesWhatParseRefuses(t *testing.T) {
 	good := &Disclosure{Inputs: []DisclosedInput{{Kind: "bootstrap", ID: "A.md", Content: []byte("x")}}}
-	if _, err := good.Encode(); err != nil {
+	if _, err := good.encode(); err != nil {
 		t.Fatal(err)
 	}
 	for name, d := range map[string]*Disclosure{
@@ -330,7 +322,7 @@ func TestEncodeRefusesWhatParseRefuses(t *testing.T) {
 		"unsorted":   {Inputs: []DisclosedInput{{Kind: "params", ID: "x"}, {Kind: "bootstrap", ID: "x"}}},
 		"duplicated": {Inputs: []DisclosedInput{{Kind: "params", ID: "x"}, {Kind: "params", ID: "x"}}},
 	} {
-		if _, err := d.Encode(); !errors.Is(err, errDisclosureMalformed) {
+		if _, err := d.encode(); !errors.Is(err, errDisclosureMalformed) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -358,7 +350,7 @@ func FuzzParseDisclosure(f *testing.F) {
 			}
 			return
 		}
-		enc, err := d.Encode()
+		enc, err := d.encode()
 		if err != nil {
 			t.Fatalf("accepted but does not encode: %v", err)
 		}
@@ -366,7 +358,7 @@ func FuzzParseDisclosure(f *testing.F) {
 			t.Fatalf("re-encoding differs:\n%q\n%q", data, enc)
 		}
 		if report != nil {
-			if _, _, err := VerifyDisclosure(report, data); err == nil && !bytes.Equal(data, good) && !isSubset(data, good) {
+			if _, err := VerifyDisclosure(report, data); err == nil && !bytes.Equal(data, good) && !isSubset(data, good) {
 				t.Fatalf("verified a disclosure that is not the example or part of it: %q", data)
 			}
 		}

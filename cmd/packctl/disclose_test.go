@@ -72,11 +72,7 @@ func TestVerifyDisclosureChain(t *testing.T) {
 		return rb
 	}
 	rb, other := rebuild(), rebuild()
-	d, err := rb.Disclose([]string{"params:ownerNumbers"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dis, err := d.Encode()
+	dis, err := rb.Disclose([]string{"params:ownerNumbers"})
 	if err != nil {
 		t.Fatal(err)
 	}
