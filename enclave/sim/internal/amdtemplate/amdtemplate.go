@@ -15,17 +15,17 @@ import (
 )
 
 var (
-	// NotBefore and NotAfter bound every simulated AMD certificate.
-	NotBefore = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
-	NotAfter  = time.Date(2050, time.January, 1, 0, 0, 0, 0, time.UTC)
+	// notBefore and notAfter bound every simulated AMD certificate.
+	notBefore = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
+	notAfter  = time.Date(2050, time.January, 1, 0, 0, 0, 0, time.UTC)
 	// oidDescription is the X.520 description attribute carrying
 	// simroots.TestOnlyMarker.
 	oidDescription = asn1.ObjectIdentifier{2, 5, 4, 13}
 )
 
-// Name is a subject with the attributes go-sev-guest requires of AMD
+// name is a subject with the attributes go-sev-guest requires of AMD
 // certificates plus the test-only marker.
-func Name(cn string) pkix.Name {
+func name(cn string) pkix.Name {
 	return pkix.Name{
 		Country:            []string{"US"},
 		Locality:           []string{"Santa Clara"},
@@ -45,13 +45,26 @@ func Roots() (ark, ask *x509.Certificate) {
 		rootTemplate(2, "SEV-"+line, x509.KeyUsageCertSign)
 }
 
+// VCEK returns the template of a VCEK certificate with serial and the KDS
+// extensions exts (the TCB, the chip id and the product name).
+func VCEK(serial *big.Int, exts []pkix.Extension) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber:       serial,
+		Subject:            name("SEV-VCEK"),
+		NotBefore:          notBefore,
+		NotAfter:           notAfter,
+		SignatureAlgorithm: x509.SHA384WithRSAPSS,
+		ExtraExtensions:    exts,
+	}
+}
+
 // rootTemplate is the template of one simulated AMD CA certificate.
 func rootTemplate(serial int64, cn string, usage x509.KeyUsage) *x509.Certificate {
 	return &x509.Certificate{
 		SerialNumber:          big.NewInt(serial),
-		Subject:               Name(cn),
-		NotBefore:             NotBefore,
-		NotAfter:              NotAfter,
+		Subject:               name(cn),
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
 		SignatureAlgorithm:    x509.SHA384WithRSAPSS,
 		KeyUsage:              usage,
 		BasicConstraintsValid: true,
