@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"github.com/google/go-tpm/tpm2"
 
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -393,11 +393,8 @@ func TestCheckquoteInterop(t *testing.T) {
 	}
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		testfile.Write(t, dir, name, b)
+		return filepath.Join(dir, name)
 	}
 	pcrBytes := tpm2ToolsPCRFile(v.PCRs)
 	akPath := write("ak.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
