@@ -345,17 +345,17 @@ func inspectDocument(raw []byte, kind string) (*pohjson.Value, error) {
 		}
 		o.val("member_bytes", sizes.value())
 	case kindDisclosure:
-		d, err := promptpack.ParseDisclosure(raw)
+		reportHash, revealed, err := promptpack.DescribeDisclosure(raw)
 		if err != nil {
 			return nil, err
 		}
-		o.str("report_hash_b64u", b64u.Encode(d.ReportHash[:]))
+		o.str("report_hash_b64u", b64u.Encode(reportHash[:]))
 		o.str("contents", "not shown: a disclosure reveals inputs (packctl verify-disclosure checks it)")
 		var ins []*pohjson.Value
-		for _, in := range d.Inputs {
+		for _, in := range revealed {
 			iv := &obj{}
-			iv.str("selector", in.Selector())
-			iv.num("content_bytes", int64(len(in.Content)))
+			iv.str("selector", promptpack.Selector(in.Kind, in.ID))
+			iv.num("content_bytes", int64(in.ContentBytes))
 			ins = append(ins, iv.value())
 		}
 		o.val("revealed", pohjson.NewArray(ins...))
