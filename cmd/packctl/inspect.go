@@ -205,30 +205,23 @@ func looksLikeJWS(b []byte) bool {
 
 func inspectSealed(raw []byte, kind, name string, asJSON bool, stdout, stderr io.Writer) int {
 	v := inspectView{Kind: kind, Notice: inspectNotice}
+	// An envelope is shown as the manifest that describes it.
+	var m *envelope.Manifest
+	var err error
 	if kind == kindEnvelope {
-		h, err := envelope.Parse(raw)
-		if err != nil {
-			errorf(stderr, "inspect: %s: %v", name, err)
-			return exitRejected
-		}
-		v.Format, v.PackID = envelope.FormatVersion, h.PackID
-		v.ReportHashB64u, v.CiphertextSize = b64u.Encode(h.ReportHash[:]), int64(len(raw))
-		v.CiphertextHash, v.PlaintextSize = b64u.SHA256(raw), h.PlaintextLen()
-		for _, id := range h.KeyIDs() {
-			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
-		}
+		m, v.PlaintextSize, err = envelope.Describe(raw)
 	} else {
-		m, err := envelope.ParseManifest(raw)
-		if err != nil {
-			errorf(stderr, "inspect: %s: %v", name, err)
-			return exitRejected
-		}
-		v.Format, v.PackID = m.Format, m.PackID
-		v.ReportHashB64u, v.CiphertextSize = b64u.Encode(m.ReportHash[:]), m.CiphertextSize
-		v.CiphertextHash = b64u.Encode(m.CiphertextHash[:])
-		for _, id := range m.RecipientKeyIDs {
-			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
-		}
+		m, err = envelope.ParseManifest(raw)
+	}
+	if err != nil {
+		errorf(stderr, "inspect: %s: %v", name, err)
+		return exitRejected
+	}
+	v.Format, v.PackID = m.Format, m.PackID
+	v.ReportHashB64u, v.CiphertextSize = b64u.Encode(m.ReportHash[:]), m.CiphertextSize
+	v.CiphertextHash = b64u.Encode(m.CiphertextHash[:])
+	for _, id := range m.RecipientKeyIDs {
+		v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
 	}
 	if asJSON {
 		b, _ := json.Marshal(v)
