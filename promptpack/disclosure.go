@@ -65,7 +65,7 @@ const (
 	codeCommitmentMismatch = "COMMITMENT_MISMATCH"
 )
 
-// DisclosureCode returns the reason code of a ParseDisclosure or
+// DisclosureCode returns the reason code of a parseDisclosure or
 // VerifyDisclosure error ("" for nil or an error of another package).
 func DisclosureCode(err error) string {
 	for _, c := range []struct {
@@ -87,23 +87,23 @@ func DisclosureCode(err error) string {
 	return ""
 }
 
-// DisclosedInput is one revealed input. Content is the exact bytes its
+// disclosedInput is one revealed input. Content is the exact bytes its
 // commitment covers (docs/spec/report-v2.md section 4).
-type DisclosedInput struct {
+type disclosedInput struct {
 	Kind, ID string
 	Content  []byte
 	Salt     [saltSize]byte
 }
 
-// Selector returns "kind:id".
-func (in *DisclosedInput) Selector() string { return Selector(in.Kind, in.ID) }
+// selector returns "kind:id".
+func (in *disclosedInput) selector() string { return Selector(in.Kind, in.ID) }
 
-// Disclosure is a parsed disclosure document.
-type Disclosure struct {
+// disclosure is a parsed disclosure document.
+type disclosure struct {
 	// ReportHash is the SHA-256 of the report's JCS bytes.
 	ReportHash [32]byte
 	// Inputs are sorted by selector, distinct, at least one.
-	Inputs []DisclosedInput
+	Inputs []disclosedInput
 }
 
 type wireInput struct {
@@ -119,9 +119,9 @@ type wireDisclosure struct {
 	Revealed          []wireInput `json:"revealed"`
 }
 
-// Encode returns the canonical (JCS) bytes of d. It refuses a disclosure
-// that ParseDisclosure would refuse.
-func (d *Disclosure) Encode() ([]byte, error) {
+// encode returns the canonical (JCS) bytes of d. It refuses a disclosure
+// that parseDisclosure would refuse.
+func (d *disclosure) encode() ([]byte, error) {
 	if d == nil {
 		return nil, fmt.Errorf("%w: nil", errDisclosureMalformed)
 	}
@@ -146,15 +146,15 @@ func (d *Disclosure) Encode() ([]byte, error) {
 	return out, nil
 }
 
-// validate checks what ParseDisclosure checks on the parsed values.
-func (d *Disclosure) validate() error {
+// validate checks what parseDisclosure checks on the parsed values.
+func (d *disclosure) validate() error {
 	if len(d.Inputs) == 0 || len(d.Inputs) > maxReportInputs {
 		return fmt.Errorf("%w: $.revealed: 1 to %d inputs", errDisclosureMalformed, maxReportInputs)
 	}
 	prev := ""
 	for i := range d.Inputs {
 		in := &d.Inputs[i]
-		sel := in.Selector()
+		sel := in.selector()
 		if _, _, err := ParseSelector(sel); err != nil {
 			return fmt.Errorf("%w: $.revealed[%d]: kind or id", errDisclosureMalformed, i)
 		}
@@ -169,12 +169,12 @@ func (d *Disclosure) validate() error {
 	return nil
 }
 
-// ParseDisclosure reads a disclosure strictly (docs/spec/disclosure-v1.md
+// parseDisclosure reads a disclosure strictly (docs/spec/disclosure-v1.md
 // section 4): at most MaxDisclosureSize bytes, one JSON object whose
 // disclosure_version is checked first, no unknown or missing member, exact
 // types, inputs sorted and distinct, and canonical (JCS) bytes. It returns
 // nothing on error.
-func ParseDisclosure(data []byte) (*Disclosure, error) {
+func parseDisclosure(data []byte) (*disclosure, error) {
 	if len(data) > MaxDisclosureSize {
 		return nil, fmt.Errorf("%w: %w", errDisclosureMalformed, jsonobj.ErrTooLarge)
 	}
@@ -190,14 +190,14 @@ func ParseDisclosure(data []byte) (*Disclosure, error) {
 	}
 	r := &jsonobj.Reader{}
 	top := r.Object(root, jsonobj.Root, map[string]bool{"disclosure_version": true, "report_hash_b64u": true, "revealed": true})
-	d := &Disclosure{}
+	d := &disclosure{}
 	if h := r.B64u(top["report_hash_b64u"], "$.report_hash_b64u", 32); h != nil {
 		d.ReportHash = [32]byte(h)
 	}
 	for i, e := range r.Array(top["revealed"], "$.revealed", 1, maxReportInputs) {
 		path := jsonobj.Index("$.revealed", i)
 		f := r.Object(e, path, map[string]bool{"content": true, "id": true, "kind": true, "salt_b64u": true})
-		var in DisclosedInput
+		var in disclosedInput
 		in.Kind, _ = r.Str(f["kind"], path+".kind")
 		in.ID, _ = r.Str(f["id"], path+".id")
 		in.Content = r.Bytes(f["content"], path+".content")
@@ -228,10 +228,24 @@ func ParseDisclosure(data []byte) (*Disclosure, error) {
 	return d, nil
 }
 
-// Disclose builds the disclosure of the inputs named by selectors ("kind:id")
+// Disclose returns the canonical (JCS) disclosure document of the inputs
+// named by selectors ("kind:id") of a v2 rebuild (docs/spec/disclosure-v1.md):
+// their contents and salts, bound to the report hash. It holds secrets:
+// the caller writes it where only the auditor reads it. Every selector must
+// name an input; repeated selectors count once.
+func (rb *Rebuilt) Disclose(selectors []string) ([]byte, error) {
+	d, err := rb.disclose(selectors)
+	if err != nil {
+		return nil, err
+	}
+	defer d.wipe()
+	return d.encode()
+}
+
+// disclose builds the disclosure of the inputs named by selectors ("kind:id")
 // from a v2 rebuild. Every selector must name an input: unknown ones are all
 // listed in one errDisclosureUnknownInput error. Repeated selectors count once.
-func (rb *Rebuilt) Disclose(selectors []string) (*Disclosure, error) {
+func (rb *Rebuilt) disclose(selectors []string) (*disclosure, error) {
 	if rb == nil || rb.Report == nil || rb.Report.ReportVersion != ReportVersion2 {
 		return nil, errDisclosureNotSalted
 	}
@@ -241,7 +255,7 @@ func (rb *Rebuilt) Disclose(selectors []string) (*Disclosure, error) {
 	sels := slices.Clone(selectors)
 	slices.Sort(sels)
 	sels = slices.Compact(sels)
-	d := &Disclosure{ReportHash: rb.ReportHash}
+	d := &disclosure{ReportHash: rb.ReportHash}
 	var unknown []string
 	for _, sel := range sels {
 		r, err := rb.reveal(sel)
@@ -252,21 +266,21 @@ func (rb *Rebuilt) Disclose(selectors []string) (*Disclosure, error) {
 			}
 			return nil, err
 		}
-		d.Inputs = append(d.Inputs, DisclosedInput{Kind: r.Kind, ID: r.ID, Content: r.Content, Salt: r.Salt})
+		d.Inputs = append(d.Inputs, disclosedInput{Kind: r.Kind, ID: r.ID, Content: r.Content, Salt: r.Salt})
 	}
 	if len(unknown) > 0 {
-		d.Wipe()
+		d.wipe()
 		return nil, fmt.Errorf("%w: %s (the pack has: %s)", errDisclosureUnknownInput, strings.Join(unknown, ", "), strings.Join(rb.inputSelectors(), " "))
 	}
 	// Selectors sort as their kind:id strings, which is the order
-	// ParseDisclosure requires (Reveal returns the canonical kind and id of
+	// parseDisclosure requires (Reveal returns the canonical kind and id of
 	// each).
-	slices.SortFunc(d.Inputs, func(a, b DisclosedInput) int { return strings.Compare(a.Selector(), b.Selector()) })
+	slices.SortFunc(d.Inputs, func(a, b disclosedInput) int { return strings.Compare(a.selector(), b.selector()) })
 	return d, nil
 }
 
-// Wipe zeroes the revealed contents and salts.
-func (d *Disclosure) Wipe() {
+// wipe zeroes the revealed contents and salts.
+func (d *disclosure) wipe() {
 	if d == nil {
 		return
 	}
@@ -274,6 +288,22 @@ func (d *Disclosure) Wipe() {
 		clear(d.Inputs[i].Content)
 		d.Inputs[i].Salt = [saltSize]byte{}
 	}
+}
+
+// DescribeDisclosure reads a disclosure document strictly, as
+// VerifyDisclosure does, and returns the report hash it names and what it
+// reveals (names and sizes, never contents), checking nothing against a
+// report: it is for inspecting a file. The parsed contents are wiped.
+func DescribeDisclosure(data []byte) (reportHash [32]byte, revealed []RevealedInput, err error) {
+	d, err := parseDisclosure(data)
+	if err != nil {
+		return reportHash, nil, err
+	}
+	defer d.wipe()
+	for _, in := range d.Inputs {
+		revealed = append(revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content)})
+	}
+	return d.ReportHash, revealed, nil
 }
 
 // DisclosureResult is what VerifyDisclosure established.
@@ -298,34 +328,36 @@ type RevealedInput struct {
 // order: the report parses (parseReportV2), the disclosure
 // parses, the disclosure's report hash is the SHA-256 of the report bytes,
 // and every revealed input is in the report and its content and salt give
-// the report's commitment. It returns the verified disclosure too.
-func VerifyDisclosure(report, disclosure []byte) (*DisclosureResult, *Disclosure, error) {
+// the report's commitment. It returns what the disclosure revealed (names and
+// sizes, never contents); the parsed contents are wiped.
+func VerifyDisclosure(report, disclosure []byte) (*DisclosureResult, error) {
 	rep, err := parseReportV2(report)
 	if err != nil {
 		if errors.Is(err, errNotSalted) {
-			return nil, nil, errDisclosureNotSalted
+			return nil, errDisclosureNotSalted
 		}
-		return nil, nil, fmt.Errorf("%w: %w", errDisclosureReport, err)
+		return nil, fmt.Errorf("%w: %w", errDisclosureReport, err)
 	}
-	d, err := ParseDisclosure(disclosure)
+	d, err := parseDisclosure(disclosure)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	defer d.wipe()
 	if subtle.ConstantTimeCompare(d.ReportHash[:], rep.Hash[:]) != 1 {
-		return nil, nil, fmt.Errorf("%w: the disclosure names report %s, the report's hash is %s", errDisclosureReportHash, b64u.Encode(d.ReportHash[:]), b64u.Encode(rep.Hash[:]))
+		return nil, fmt.Errorf("%w: the disclosure names report %s, the report's hash is %s", errDisclosureReportHash, b64u.Encode(d.ReportHash[:]), b64u.Encode(rep.Hash[:]))
 	}
 	res := &DisclosureResult{ReportHashB64u: b64u.Encode(rep.Hash[:]), SystemPromptHashB64u: rep.SystemPromptHashB64u}
 	for i := range d.Inputs {
 		in := &d.Inputs[i]
-		want, ok := rep.Commitments[in.Selector()]
+		want, ok := rep.Commitments[in.selector()]
 		if !ok {
-			return nil, nil, fmt.Errorf("%w: %q", errDisclosureUnknownInput, safetext.Clip(in.Selector(), 80))
+			return nil, fmt.Errorf("%w: %q", errDisclosureUnknownInput, safetext.Clip(in.selector(), 80))
 		}
 		got := inputCommitment(in.Salt, in.Kind, in.ID, in.Content)
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
-			return nil, nil, fmt.Errorf("%w: %q", errDisclosureCommitment, safetext.Clip(in.Selector(), 80))
+			return nil, fmt.Errorf("%w: %q", errDisclosureCommitment, safetext.Clip(in.selector(), 80))
 		}
 		res.Revealed = append(res.Revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content)})
 	}
-	return res, d, nil
+	return res, nil
 }

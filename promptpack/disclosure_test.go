@@ -123,17 +123,13 @@ func TestWorkedExample(t *testing.T) {
 		salts += fmt.Sprintf("%s\t%x\n", sel, s)
 	}
 	golden(t, "example/salts.tsv", []byte(salts))
-	d, err := rb.Disclose(exampleReveal)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := d.Encode()
+	enc, err := rb.Disclose(exampleReveal)
 	if err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "example/disclosure.json", enc)
 	golden(t, "example/report_hash.txt", []byte(rb.ReportHashB64u()+"\n"))
-	res, _, err := VerifyDisclosure(rb.ReportJCS, enc)
+	res, err := VerifyDisclosure(rb.ReportJCS, enc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,11 +150,7 @@ func TestWorkedExample(t *testing.T) {
 func TestRevealOneHidesOthers(t *testing.T) {
 	p := disclosureExamplePack(t, "example salt ")
 	rb := rebuild(t, p)
-	d, err := rb.Disclose([]string{"bootstrap:AGENTS.md"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := d.Encode()
+	enc, err := rb.Disclose([]string{"bootstrap:AGENTS.md"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,29 +229,29 @@ func makeNegatives(t *testing.T) {
 	w := func(name string, b []byte) { golden(t, "negative/"+name, b) }
 	w("other-run-report.json", orb.ReportJCS)
 	w("v1-report.json", v1rb.ReportJCS)
-	d, err := ParseDisclosure(good)
+	d, err := parseDisclosure(good)
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc := func(mut func(d *Disclosure)) []byte {
-		c, _ := ParseDisclosure(good)
+	enc := func(mut func(d *disclosure)) []byte {
+		c, _ := parseDisclosure(good)
 		mut(c)
-		b, err := c.Encode()
+		b, err := c.encode()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return b
 	}
 	// Inputs are sorted: [0] bootstrap:AGENTS.md, [1] params:ownerNumbers.
-	w("content-byte.json", enc(func(d *Disclosure) { d.Inputs[0].Content[2] ^= 1 }))
-	w("owner-number-byte.json", enc(func(d *Disclosure) { d.Inputs[1].Content[len(d.Inputs[1].Content)-3]++ }))
-	w("salt-byte.json", enc(func(d *Disclosure) { d.Inputs[0].Salt[31] ^= 0x80 }))
-	w("report-hash-byte.json", enc(func(d *Disclosure) { d.ReportHash[0] ^= 1 }))
-	w("wrong-salt.json", enc(func(d *Disclosure) { d.Inputs[0].Salt = d.Inputs[1].Salt }))
-	w("other-input-id.json", enc(func(d *Disclosure) { d.Inputs[0].ID = "SOUL.md" }))
-	w("other-kind.json", enc(func(d *Disclosure) { d.Inputs[1].Kind = "prompt" }))
-	w("unknown-input.json", enc(func(d *Disclosure) { d.Inputs[0].ID = "MISSING.md" }))
-	w("rebound-to-other-run.json", enc(func(d *Disclosure) { d.ReportHash = orb.ReportHash }))
+	w("content-byte.json", enc(func(d *disclosure) { d.Inputs[0].Content[2] ^= 1 }))
+	w("owner-number-byte.json", enc(func(d *disclosure) { d.Inputs[1].Content[len(d.Inputs[1].Content)-3]++ }))
+	w("salt-byte.json", enc(func(d *disclosure) { d.Inputs[0].Salt[31] ^= 0x80 }))
+	w("report-hash-byte.json", enc(func(d *disclosure) { d.ReportHash[0] ^= 1 }))
+	w("wrong-salt.json", enc(func(d *disclosure) { d.Inputs[0].Salt = d.Inputs[1].Salt }))
+	w("other-input-id.json", enc(func(d *disclosure) { d.Inputs[0].ID = "SOUL.md" }))
+	w("other-kind.json", enc(func(d *disclosure) { d.Inputs[1].Kind = "prompt" }))
+	w("unknown-input.json", enc(func(d *disclosure) { d.Inputs[0].ID = "MISSING.md" }))
+	w("rebound-to-other-run.json", enc(func(d *disclosure) { d.ReportHash = orb.ReportHash }))
 	s := string(good)
 	w("not-canonical.json", []byte(strings.Replace(s, `{"disclosure_version"`, `{ "disclosure_version"`, 1)))
 	w("unknown-field.json", []byte(strings.Replace(s, `"revealed":`, `"run_id":"x","revealed":`, 1)))
@@ -300,14 +292,14 @@ func TestNegativeVectors(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			res, d, err := VerifyDisclosure(rep, dis)
+			res, err := VerifyDisclosure(rep, dis)
 			if v.code == "OK" {
 				if err != nil {
 					t.Fatalf("err %v", err)
 				}
 				return
 			}
-			if err == nil || res != nil || d != nil {
+			if err == nil || res != nil {
 				t.Fatalf("accepted (res %v)", res)
 			}
 			if got := DisclosureCode(err); got != v.code {
@@ -318,25 +310,25 @@ func TestNegativeVectors(t *testing.T) {
 }
 
 func TestEncodeRefusesWhatParseRefuses(t *testing.T) {
-	good := &Disclosure{Inputs: []DisclosedInput{{Kind: "bootstrap", ID: "A.md", Content: []byte("x")}}}
-	if _, err := good.Encode(); err != nil {
+	good := &disclosure{Inputs: []disclosedInput{{Kind: "bootstrap", ID: "A.md", Content: []byte("x")}}}
+	if _, err := good.encode(); err != nil {
 		t.Fatal(err)
 	}
-	for name, d := range map[string]*Disclosure{
+	for name, d := range map[string]*disclosure{
 		"empty":      {},
-		"bad kind":   {Inputs: []DisclosedInput{{Kind: "other", ID: "x"}}},
-		"empty id":   {Inputs: []DisclosedInput{{Kind: "bootstrap", ID: ""}}},
-		"not utf-8":  {Inputs: []DisclosedInput{{Kind: "bootstrap", ID: "A.md", Content: []byte{0xff}}}},
-		"unsorted":   {Inputs: []DisclosedInput{{Kind: "params", ID: "x"}, {Kind: "bootstrap", ID: "x"}}},
-		"duplicated": {Inputs: []DisclosedInput{{Kind: "params", ID: "x"}, {Kind: "params", ID: "x"}}},
+		"bad kind":   {Inputs: []disclosedInput{{Kind: "other", ID: "x"}}},
+		"empty id":   {Inputs: []disclosedInput{{Kind: "bootstrap", ID: ""}}},
+		"not utf-8":  {Inputs: []disclosedInput{{Kind: "bootstrap", ID: "A.md", Content: []byte{0xff}}}},
+		"unsorted":   {Inputs: []disclosedInput{{Kind: "params", ID: "x"}, {Kind: "bootstrap", ID: "x"}}},
+		"duplicated": {Inputs: []disclosedInput{{Kind: "params", ID: "x"}, {Kind: "params", ID: "x"}}},
 	} {
-		if _, err := d.Encode(); !errors.Is(err, errDisclosureMalformed) {
+		if _, err := d.encode(); !errors.Is(err, errDisclosureMalformed) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
 }
 
-// FuzzParseDisclosure: whatever ParseDisclosure accepts re-encodes to identical bytes; on
+// FuzzParseDisclosure: whatever parseDisclosure accepts re-encodes to identical bytes; on
 // error nothing is returned. Verify never accepts a mutated disclosure of
 // the example unless it is byte-identical to the original.
 func FuzzParseDisclosure(f *testing.F) {
@@ -348,7 +340,7 @@ func FuzzParseDisclosure(f *testing.F) {
 	report, _ := os.ReadFile(filepath.Join(disclosureData, "example", "report.json"))
 	good, _ := os.ReadFile(filepath.Join(disclosureData, "example", "disclosure.json"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := ParseDisclosure(data)
+		d, err := parseDisclosure(data)
 		if err != nil {
 			if d != nil {
 				t.Fatal("value returned with an error")
@@ -358,7 +350,7 @@ func FuzzParseDisclosure(f *testing.F) {
 			}
 			return
 		}
-		enc, err := d.Encode()
+		enc, err := d.encode()
 		if err != nil {
 			t.Fatalf("accepted but does not encode: %v", err)
 		}
@@ -366,7 +358,7 @@ func FuzzParseDisclosure(f *testing.F) {
 			t.Fatalf("re-encoding differs:\n%q\n%q", data, enc)
 		}
 		if report != nil {
-			if _, _, err := VerifyDisclosure(report, data); err == nil && !bytes.Equal(data, good) && !isSubset(data, good) {
+			if _, err := VerifyDisclosure(report, data); err == nil && !bytes.Equal(data, good) && !isSubset(data, good) {
 				t.Fatalf("verified a disclosure that is not the example or part of it: %q", data)
 			}
 		}
@@ -376,15 +368,15 @@ func FuzzParseDisclosure(f *testing.F) {
 // isSubset reports whether d reveals a subset of good's inputs (which
 // verifies legitimately).
 func isSubset(d, good []byte) bool {
-	a, err1 := ParseDisclosure(d)
-	b, err2 := ParseDisclosure(good)
+	a, err1 := parseDisclosure(d)
+	b, err2 := parseDisclosure(good)
 	if err1 != nil || err2 != nil || a.ReportHash != b.ReportHash {
 		return false
 	}
 	for _, x := range a.Inputs {
 		found := false
 		for _, y := range b.Inputs {
-			if x.Selector() == y.Selector() && bytes.Equal(x.Content, y.Content) && x.Salt == y.Salt {
+			if x.selector() == y.selector() && bytes.Equal(x.Content, y.Content) && x.Salt == y.Salt {
 				found = true
 			}
 		}

@@ -117,14 +117,24 @@ func (rb *Rebuilt) promptPack() (*pohPromptPack, []byte, error) {
 		PromptRootHashB64u: root,
 		Entries:            es,
 	}
-	raw, err := pohjson.Marshal(doc)
+	raw, err := marshalValid(doc, schemas.PromptPackV1, ErrInvalidReport)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
-	}
-	if err := schemas.Validate(schemas.PromptPackV1, raw); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalidReport, err)
+		return nil, nil, err
 	}
 	return doc, raw, nil
+}
+
+// marshalValid encodes v (pohjson) and validates it against schema; a
+// failure of either is an error of class errClass.
+func marshalValid(v any, schema string, errClass error) ([]byte, error) {
+	raw, err := pohjson.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errClass, err)
+	}
+	if err := schemas.Validate(schema, raw); err != nil {
+		return nil, fmt.Errorf("%w: %w", errClass, err)
+	}
+	return raw, nil
 }
 
 // promptRootHash computes prompt_root_hash_b64u as the PoH schema defines
@@ -197,12 +207,9 @@ func (rb *Rebuilt) SystemPromptReportCommitment(in ReportCommitmentInput) (*poh.
 			RenderedSystemPromptHashB64u: rb.PromptHashB64u(),
 		})
 	}
-	raw, err := pohjson.Marshal(c)
+	raw, err := marshalValid(c, schemas.PoHSystemPromptReportV1, errInvalidInput)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", errInvalidInput, err)
-	}
-	if err := schemas.Validate(schemas.PoHSystemPromptReportV1, raw); err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", errInvalidInput, err)
+		return nil, nil, err
 	}
 	return c, raw, nil
 }

@@ -56,22 +56,17 @@ func releaseProvenance(rel *openclawrelease.Release) Provenance {
 }
 
 // BuildRelease makes an openclaw-release pack from a capture that the
-// fixed text of its OpenClaw release (openclawrelease.LoadFixed) reproduces,
-// and checks that the pack rebuilds. It also returns the recipe's result
-// (the layout and its report, which says how much of the prompt is the
-// release's own text).
-func BuildRelease(c *openclawrelease.Capture, fixed *openclawrelease.Fixed) (*Pack, *openclawrelease.Result, error) {
-	res, err := openclawrelease.Build(c, fixed)
+// fixed text of its OpenClaw release, read from the install at installDir,
+// reproduces (openclawrelease.Reproduce, which passes its progress lines to
+// logf), and checks that the pack rebuilds.
+func BuildRelease(c *openclawrelease.Capture, installDir string, logf func(format string, args ...any)) (*Pack, error) {
+	rel, doc, err := openclawrelease.Reproduce(c, installDir, logf)
 	if err != nil {
-		return nil, nil, fmt.Errorf("promptpack: build: %w", err)
-	}
-	doc, err := openclawrelease.EncodeDocument(c, res)
-	if err != nil {
-		return nil, nil, fmt.Errorf("promptpack: build: %w", err)
+		return nil, fmt.Errorf("promptpack: build: %w", err)
 	}
 	p := &Pack{
 		Recipe:      RecipeRef{ID: openclawrelease.ID, Version: openclawrelease.Version},
-		Provenance:  releaseProvenance(fixed.Release),
+		Provenance:  releaseProvenance(rel),
 		PromptMode:  releasePromptMode,
 		Params:      doc,
 		ToolSchemas: map[string][]byte{},
@@ -79,15 +74,15 @@ func BuildRelease(c *openclawrelease.Capture, fixed *openclawrelease.Fixed) (*Pa
 	self, err := p.SigHashes()
 	if err != nil {
 		p.Wipe()
-		return nil, nil, err
+		return nil, err
 	}
 	rb, err := p.Rebuild(self)
 	if err != nil {
 		p.Wipe()
-		return nil, nil, err
+		return nil, err
 	}
 	rb.Wipe()
-	return p, res, nil
+	return p, nil
 }
 
 // validateRelease checks the parts of an openclaw-release pack that do not

@@ -35,11 +35,7 @@ func TestInstalledReleasePack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fixed, err := openclawrelease.LoadFixed(rel, openclawrelease.PackageDir(dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _, err := BuildRelease(c, fixed)
+	p, err := BuildRelease(c, dir, t.Logf)
 	if err != nil {
 		t.Fatalf("BuildRelease: %v", err)
 	}

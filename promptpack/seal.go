@@ -100,9 +100,6 @@ func OpenPack(enc []byte, m *envelope.Manifest, key *envelope.PrivateKey, wantRe
 // Pack returns the parsed pack; it is wiped by Destroy.
 func (o *Opened) Pack() *Pack { return o.pack }
 
-// PackID returns the envelope's (verified) pack id.
-func (o *Opened) PackID() string { return o.packID }
-
 // Bytes returns the canonical pack bytes in sealed memory; nil after
 // Destroy. The slice must not be used after Destroy.
 func (o *Opened) Bytes() []byte {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/clawea/attester/promptpack"
@@ -46,7 +47,7 @@ func runDisclose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	defer rb.Wipe()
-	d, err := rb.Disclose(reveal)
+	enc, err := rb.Disclose(reveal)
 	if err != nil {
 		switch promptpack.DisclosureCode(err) {
 		case "REPORT_NOT_SALTED":
@@ -59,20 +60,16 @@ func runDisclose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "disclose: %v", err)
 		return exitRejected
 	}
-	defer d.Wipe()
-	enc, err := d.Encode()
-	if err != nil {
-		errorf(stderr, "disclose: %v", err)
-		return exitRejected
-	}
 	defer sealed.Wipe(enc)
+	// Disclose reveals each distinct selector once.
+	n := len(slices.Compact(slices.Sorted(slices.Values(reveal))))
 	if err := writeFile(*out, enc, 0o600, stdout); err != nil {
 		errorf(stderr, "disclose: %v", err)
 		return exitCannot
 	}
-	fmt.Fprintf(stderr, "packctl: disclose: %d input(s) bound to report %s\n", len(d.Inputs), rb.ReportHashB64u())
+	fmt.Fprintf(stderr, "packctl: disclose: %d input(s) bound to report %s\n", n, rb.ReportHashB64u())
 	if *asJSON {
-		printJSON(stdout, map[string]any{"disclosure": *out, "report_hash_b64u": rb.ReportHashB64u(), "inputs": len(d.Inputs), "revealed": []string(reveal)})
+		printJSON(stdout, map[string]any{"disclosure": *out, "report_hash_b64u": rb.ReportHashB64u(), "inputs": n, "revealed": []string(reveal)})
 	}
 	return exitOK
 }
@@ -245,14 +242,13 @@ func (vd *verifyDisclosure) readInputs() int {
 
 // checkDisclosure checks the disclosure against the report.
 func (vd *verifyDisclosure) checkDisclosure() int {
-	res, d, err := promptpack.VerifyDisclosure(vd.report, vd.dis)
+	res, err := promptpack.VerifyDisclosure(vd.report, vd.dis)
 	if err != nil {
 		if hint := inputHint(input{"--report", vd.reportPath, vd.report, kindReport}, input{"--disclosure", vd.disPath, vd.dis, kindDisclosure}); hint != "" {
 			errorf(vd.stderr, "verify-disclosure: %s", hint)
 		}
 		return vd.finish(exitRejected, promptpack.DisclosureCode(err), err.Error())
 	}
-	d.Wipe()
 	vd.res = res
 	vd.out.ReportHashB64u = res.ReportHashB64u
 	vd.out.Revealed = res.Revealed

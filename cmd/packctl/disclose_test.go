@@ -13,6 +13,7 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
@@ -72,21 +73,14 @@ func TestVerifyDisclosureChain(t *testing.T) {
 		return rb
 	}
 	rb, other := rebuild(), rebuild()
-	d, err := rb.Disclose([]string{"params:ownerNumbers"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dis, err := d.Encode()
+	dis, err := rb.Disclose([]string{"params:ownerNumbers"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+		testfile.Write(t, dir, name, b)
+		return filepath.Join(dir, name)
 	}
 	att, ev, m := attestReport(t, rb, "run_disclose_001")
 	oatt, oev, _ := attestReport(t, other, "run_disclose_002")

@@ -205,30 +205,23 @@ func looksLikeJWS(b []byte) bool {
 
 func inspectSealed(raw []byte, kind, name string, asJSON bool, stdout, stderr io.Writer) int {
 	v := inspectView{Kind: kind, Notice: inspectNotice}
+	// An envelope is shown as the manifest that describes it.
+	var m *envelope.Manifest
+	var err error
 	if kind == kindEnvelope {
-		h, err := envelope.Parse(raw)
-		if err != nil {
-			errorf(stderr, "inspect: %s: %v", name, err)
-			return exitRejected
-		}
-		v.Format, v.PackID = envelope.FormatVersion, h.PackID
-		v.ReportHashB64u, v.CiphertextSize = b64u.Encode(h.ReportHash[:]), int64(len(raw))
-		v.CiphertextHash, v.PlaintextSize = b64u.SHA256(raw), h.PlaintextLen()
-		for _, id := range h.KeyIDs() {
-			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
-		}
+		m, v.PlaintextSize, err = envelope.Describe(raw)
 	} else {
-		m, err := envelope.ParseManifest(raw)
-		if err != nil {
-			errorf(stderr, "inspect: %s: %v", name, err)
-			return exitRejected
-		}
-		v.Format, v.PackID = m.Format, m.PackID
-		v.ReportHashB64u, v.CiphertextSize = b64u.Encode(m.ReportHash[:]), m.CiphertextSize
-		v.CiphertextHash = b64u.Encode(m.CiphertextHash[:])
-		for _, id := range m.RecipientKeyIDs {
-			v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
-		}
+		m, err = envelope.ParseManifest(raw)
+	}
+	if err != nil {
+		errorf(stderr, "inspect: %s: %v", name, err)
+		return exitRejected
+	}
+	v.Format, v.PackID = m.Format, m.PackID
+	v.ReportHashB64u, v.CiphertextSize = b64u.Encode(m.ReportHash[:]), m.CiphertextSize
+	v.CiphertextHash = b64u.Encode(m.CiphertextHash[:])
+	for _, id := range m.RecipientKeyIDs {
+		v.RecipientKeyIDs = append(v.RecipientKeyIDs, id.String())
 	}
 	if asJSON {
 		b, _ := json.Marshal(v)
@@ -345,17 +338,17 @@ func inspectDocument(raw []byte, kind string) (*pohjson.Value, error) {
 		}
 		o.val("member_bytes", sizes.value())
 	case kindDisclosure:
-		d, err := promptpack.ParseDisclosure(raw)
+		reportHash, revealed, err := promptpack.DescribeDisclosure(raw)
 		if err != nil {
 			return nil, err
 		}
-		o.str("report_hash_b64u", b64u.Encode(d.ReportHash[:]))
+		o.str("report_hash_b64u", b64u.Encode(reportHash[:]))
 		o.str("contents", "not shown: a disclosure reveals inputs (packctl verify-disclosure checks it)")
 		var ins []*pohjson.Value
-		for _, in := range d.Inputs {
+		for _, in := range revealed {
 			iv := &obj{}
-			iv.str("selector", in.Selector())
-			iv.num("content_bytes", int64(len(in.Content)))
+			iv.str("selector", promptpack.Selector(in.Kind, in.ID))
+			iv.num("content_bytes", int64(in.ContentBytes))
 			ins = append(ins, iv.value())
 		}
 		o.val("revealed", pohjson.NewArray(ins...))

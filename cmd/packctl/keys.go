@@ -45,7 +45,7 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		k, err := readPrivateKey(fs.Arg(0))
 		if err != nil {
 			errorf(stderr, "keygen: %v", err)
-			if b, rerr := bounded.ReadFile(fs.Arg(0), maxKeyFile); rerr == nil && bytes.HasPrefix(b, []byte(envelope.PublicKeyPrefix)) {
+			if isPublicKeyFile(fs.Arg(0)) {
 				errorf(stderr, "keygen: %s is a public key; -y takes the private key file", fs.Arg(0))
 			}
 			return exitCannot
@@ -67,20 +67,8 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitCannot
 	}
 	defer sealed.Wipe(text)
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
+	if err := createFile(*out, text, 0o600); err != nil {
 		errorf(stderr, "keygen: %v", err)
-		return exitCannot
-	}
-	if _, err := f.Write(text); err != nil {
-		f.Close()
-		os.Remove(*out)
-		errorf(stderr, "keygen: cannot write %s", *out)
-		return exitCannot
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(*out)
-		errorf(stderr, "keygen: cannot write %s", *out)
 		return exitCannot
 	}
 	printPub(k.Public(), *out)
@@ -110,6 +98,17 @@ func readPrivateKey(path string) (*envelope.PrivateKey, error) {
 		return nil, fmt.Errorf("key file %s: malformed private key (want the key text and at most one LF)", path)
 	}
 	return k, nil
+}
+
+// isPublicKeyFile reports whether the file at path holds a public key
+// (the text form and at most surrounding whitespace).
+func isPublicKeyFile(path string) bool {
+	b, err := bounded.ReadFile(path, maxKeyFile)
+	if err != nil {
+		return false
+	}
+	_, err = envelope.ParsePublicKey(strings.TrimSpace(string(b)))
+	return err == nil
 }
 
 // parseRecipients parses comma-separated public keys from flags and one

@@ -109,6 +109,25 @@ func writeOutput(path string, data []byte, perm os.FileMode, stdout io.Writer, o
 	return f.Close()
 }
 
+// createFile writes data to a new file at path with mode perm; an existing
+// file is refused. A file it could not write whole is removed, and the
+// error then names only the path (the data may be secret).
+func createFile(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return fmt.Errorf("cannot write %s", path)
+	}
+	return nil
+}
+
 // loadPack reads and strictly parses a plaintext pack file.
 func loadPack(path string, stderr io.Writer, cmd string) (*promptpack.Pack, int) {
 	raw, err := bounded.ReadFile(path, promptpack.MaxPackSize)
@@ -590,7 +609,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer rb.Wipe()
 	errorf(stderr, "open: debug output: the plaintext pack follows on stdout")
 	if *asJSON {
-		printJSON(stdout, map[string]any{"pack_id": o.PackID(), "report_hash_b64u": rb.ReportHashB64u(), "pack": json.RawMessage(o.Bytes())})
+		printJSON(stdout, map[string]any{"pack_id": rb.PackID, "report_hash_b64u": rb.ReportHashB64u(), "pack": json.RawMessage(o.Bytes())})
 		return exitOK
 	}
 	if _, err := stdout.Write(o.Bytes()); err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 
 	"github.com/clawea/attester/promptpack"
@@ -26,24 +25,9 @@ func buildRelease(capturePath, openclawDir string, o packOutput, policy *admissi
 		return code
 	}
 	defer c.Wipe()
-	rel, err := openclawrelease.Lookup(c.OpenClawVersion)
-	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitCannot
-	}
-	if _, err := os.Stat(openclawDir); err != nil {
-		errorf(stderr, "build: --openclaw: %v", err)
-		return exitCannot
-	}
-	pkg := openclawrelease.PackageDir(openclawDir)
-	progress(stderr, "build: reading the fixed text of OpenClaw %s from %s", rel.OpenClawVersion, pkg)
-	fixed, err := openclawrelease.LoadFixed(rel, pkg)
-	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitCannot
-	}
-	progress(stderr, "build: %d fragments; reproducing the captured prompt (%d bytes)", len(fixed.Fragments), len(c.SystemPrompt))
-	p, res, err := promptpack.BuildRelease(c, fixed)
+	p, err := promptpack.BuildRelease(c, openclawDir, func(format string, args ...any) {
+		progress(stderr, "build: "+format, args...)
+	})
 	if err != nil {
 		errorf(stderr, "build: %v", err)
 		if errors.Is(err, openclawrelease.ErrUnsupportedVersion) || errors.Is(err, openclawrelease.ErrFixedText) {
@@ -52,9 +36,6 @@ func buildRelease(capturePath, openclawDir string, o packOutput, policy *admissi
 		return exitRejected
 	}
 	defer p.Wipe()
-	by := res.Report.Layout.BytesByKind
-	progress(stderr, "build: reproduced: %d of %d bytes are OpenClaw %s's own text; %d come from bootstrap files, %d from tool names, %d from %d slot values, %d are line feeds",
-		by[openclawrelease.KindFragment], len(c.SystemPrompt), rel.OpenClawVersion, by[openclawrelease.KindFile], by[openclawrelease.KindTool], by[openclawrelease.KindSlot], len(res.Report.Slots), by[openclawrelease.KindNewline])
 	return admitAndWrite(p, policy, o, stdout, stderr)
 }
 

@@ -172,20 +172,8 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 	if code != exitOK {
 		return code
 	}
-	f, err := os.OpenFile(*out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
+	if err := createFile(*out, rec.Marshal(), 0o644); err != nil {
 		errorf(stderr, "tpm activate: %v", err)
-		return exitCannot
-	}
-	if _, err := f.Write(rec.Marshal()); err != nil {
-		f.Close()
-		os.Remove(*out)
-		errorf(stderr, "tpm activate: cannot write %s", *out)
-		return exitCannot
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(*out)
-		errorf(stderr, "tpm activate: cannot write %s", *out)
 		return exitCannot
 	}
 	printSummary(stdout, sum, *asJSON)

@@ -16,6 +16,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 	"github.com/veraison/ear"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/earresult"
 )
@@ -55,13 +56,7 @@ func scriptFilesOf(t *testing.T, name string) string {
 	}
 	dir := t.TempDir()
 	for _, f := range ar.Files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, f.Data, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		testfile.Write(t, dir, f.Name, f.Data)
 	}
 	return dir
 }

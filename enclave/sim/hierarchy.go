@@ -71,14 +71,7 @@ func issueVCEK(ask *x509.Certificate, askKey *rsa.PrivateKey, vcek crypto.Public
 	if _, ok := vcek.(*ecdsa.PublicKey); !ok {
 		return nil, fmt.Errorf("sim: vcek key is not ecdsa")
 	}
-	t := &x509.Certificate{
-		SerialNumber:       new(big.Int).Add(new(big.Int).SetBytes(chipID[:8]), big.NewInt(1)),
-		Subject:            amdtemplate.Name("SEV-VCEK"),
-		NotBefore:          amdtemplate.NotBefore,
-		NotAfter:           amdtemplate.NotAfter,
-		SignatureAlgorithm: x509.SHA384WithRSAPSS,
-		ExtraExtensions:    exts,
-	}
+	t := amdtemplate.VCEK(new(big.Int).Add(new(big.Int).SetBytes(chipID[:8]), big.NewInt(1)), exts)
 	der, err := x509.CreateCertificate(rand.Reader, t, ask, vcek, askKey)
 	if err != nil {
 		return nil, fmt.Errorf("sim: issue vcek: %w", err)

@@ -207,6 +207,21 @@ func TestDeviceRejectsBadQuotes(t *testing.T) {
 		t.Fatal(err)
 	}
 	boom := errors.New("ioctl failed")
+	// edited is the fake QE's quote with edit applied to its parsed form.
+	edited := func(edit func(*tdxquote.Quote)) quoterFunc {
+		return func(rd [64]byte) ([]byte, error) {
+			raw, err := qe.GetRawQuote(rd)
+			if err != nil {
+				return nil, err
+			}
+			q, err := tdxquote.Parse(raw)
+			if err != nil {
+				return nil, err
+			}
+			edit(q)
+			return q.Marshal()
+		}
+	}
 	cases := []struct {
 		name string
 		src  quoterFunc
@@ -223,30 +238,12 @@ func TestDeviceRejectsBadQuotes(t *testing.T) {
 			b, err := qe.GetRawQuote(rd)
 			return b[:len(b)-1], err
 		}, []error{errBadQuote, tdxquote.ErrMalformed}},
-		{"broken pck chain", func(rd [64]byte) ([]byte, error) {
-			raw, err := qe.GetRawQuote(rd)
-			if err != nil {
-				return nil, err
-			}
-			q, err := tdxquote.Parse(raw)
-			if err != nil {
-				return nil, err
-			}
+		{"broken pck chain", edited(func(q *tdxquote.Quote) {
 			q.PCKChain = q.PCKChain[:len(q.PCKChain)/2]
-			return q.Marshal()
-		}, []error{errBadQuote, tdxquote.ErrMalformed}},
-		{"dcap version 5", func(rd [64]byte) ([]byte, error) {
-			raw, err := qe.GetRawQuote(rd)
-			if err != nil {
-				return nil, err
-			}
-			q, err := tdxquote.Parse(raw)
-			if err != nil {
-				return nil, err
-			}
+		}), []error{errBadQuote, tdxquote.ErrMalformed}},
+		{"dcap version 5", edited(func(q *tdxquote.Quote) {
 			q.Header.Version, q.BodyType = 5, 2 // TD 1.0 body
-			return q.Marshal()
-		}, []error{errBadQuote, tdxquote.ErrUnsupported}},
+		}), []error{errBadQuote, tdxquote.ErrUnsupported}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

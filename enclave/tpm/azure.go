@@ -252,15 +252,10 @@ func (a *azure) fetchVCEK(ctx context.Context) ([]byte, error) {
 	if cached != nil {
 		return slices.Clone(cached), nil
 	}
-	body, err := a.imdsCall(ctx, http.MethodGet, imdsVCEKPath, nil)
+	s, err := a.imdsString(ctx, http.MethodGet, imdsVCEKPath, nil, "vcek", "vcekCert")
 	if err != nil {
 		return nil, err
 	}
-	v, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxIMDSResponse})
-	if err != nil {
-		return nil, fmt.Errorf("tpm: azure: vcek response: %w", err)
-	}
-	s, _ := v.GetString("vcekCert")
 	blk, _ := pem.Decode([]byte(s))
 	if blk == nil || blk.Type != "CERTIFICATE" {
 		return nil, errors.New("tpm: azure: vcek response has no vcekCert certificate")
@@ -271,18 +266,29 @@ func (a *azure) fetchVCEK(ctx context.Context) ([]byte, error) {
 	return slices.Clone(blk.Bytes), nil
 }
 
-// tdQuote asks the metadata service for the TD quote of tdReport.
-func (a *azure) tdQuote(ctx context.Context, tdReport []byte) ([]byte, error) {
-	req := []byte(`{"report":"` + b64u.Encode(tdReport) + `"}`)
-	body, err := a.imdsCall(ctx, http.MethodPost, imdsTDQuotePath, req)
+// imdsString calls the metadata service and returns the string member name
+// of its JSON answer ("" when absent or not a string); what names the
+// answer in errors.
+func (a *azure) imdsString(ctx context.Context, method, path string, req []byte, what, name string) (string, error) {
+	body, err := a.imdsCall(ctx, method, path, req)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	v, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxIMDSResponse})
 	if err != nil {
-		return nil, fmt.Errorf("tpm: azure: td quote response: %w", err)
+		return "", fmt.Errorf("tpm: azure: %s response: %w", what, err)
 	}
-	s, _ := v.GetString("quote")
+	s, _ := v.GetString(name)
+	return s, nil
+}
+
+// tdQuote asks the metadata service for the TD quote of tdReport.
+func (a *azure) tdQuote(ctx context.Context, tdReport []byte) ([]byte, error) {
+	req := []byte(`{"report":"` + b64u.Encode(tdReport) + `"}`)
+	s, err := a.imdsString(ctx, http.MethodPost, imdsTDQuotePath, req, "td quote", "quote")
+	if err != nil {
+		return nil, err
+	}
 	q, err := b64u.Decode(strings.TrimRight(s, "="))
 	if err != nil || len(q) == 0 {
 		return nil, errors.New("tpm: azure: td quote response has no base64url quote")

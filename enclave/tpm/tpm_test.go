@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -25,6 +24,7 @@ import (
 	"github.com/google/go-tpm/tpm2"
 
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -391,23 +391,17 @@ func TestCheckquoteInterop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// tpm2_checkquote runs in dir and reads these files by name.
 	dir := t.TempDir()
-	write := func(name string, b []byte) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	pcrBytes := tpm2ToolsPCRFile(v.PCRs)
-	akPath := write("ak.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
-	msgPath := write("quote.msg", ev.Blob)
-	sigPath := write("quote.sig", ev.Signature)
-	pcrPath := write("quote.pcrs", pcrBytes)
+	testfile.Write(t, dir, "ak.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
+	testfile.Write(t, dir, "quote.msg", ev.Blob)
+	testfile.Write(t, dir, "quote.sig", ev.Signature)
+	testfile.Write(t, dir, "quote.pcrs", tpm2ToolsPCRFile(v.PCRs))
 	run := func(qualifying []byte) error {
-		cmd := exec.Command(checkquote, "-u", akPath, "-m", msgPath, "-s", sigPath,
-			"-f", pcrPath, "-g", "sha256",
+		cmd := exec.Command(checkquote, "-u", "ak.pem", "-m", "quote.msg", "-s", "quote.sig",
+			"-f", "quote.pcrs", "-g", "sha256",
 			"-q", hex.EncodeToString(qualifying))
+		cmd.Dir = dir
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)
@@ -426,7 +420,7 @@ func TestCheckquoteInterop(t *testing.T) {
 	for i := range v.PCRs {
 		other := slices.Clone(v.PCRs)
 		other[i].Value[0] ^= 1
-		write("quote.pcrs", tpm2ToolsPCRFile(other))
+		testfile.Write(t, dir, "quote.pcrs", tpm2ToolsPCRFile(other))
 		if err := run(qd[:]); err == nil {
 			t.Fatalf("tpm2_checkquote accepted another value of pcr %d", other[i].Index)
 		}

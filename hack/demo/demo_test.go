@@ -235,14 +235,14 @@ func checkSensitive(t *testing.T, out *outcome, read func(string) []byte, plainA
 	if !ok || !errors.Is(err, verify.ErrPolicy) || ve.Check != "policy/admission-policy" {
 		t.Fatalf("the non-sensitive run with the sensitive policy: %v", err)
 	}
-	dres, _, err := promptpack.VerifyDisclosure(sreport, read(disclosureFile))
+	dres, err := promptpack.VerifyDisclosure(sreport, read(disclosureFile))
 	if err != nil {
 		t.Fatalf("disclosure: %v", err)
 	}
 	if dres.ReportHashB64u != res.Commitments.SystemPromptReportHashB64u || len(dres.Revealed) != 1 || dres.Revealed[0].Kind+":"+dres.Revealed[0].ID != discloseSelector {
 		t.Fatalf("disclosure result %+v", dres)
 	}
-	if _, _, err := promptpack.VerifyDisclosure(read("report.json"), read(disclosureFile)); err == nil {
+	if _, err := promptpack.VerifyDisclosure(read("report.json"), read(disclosureFile)); err == nil {
 		t.Fatal("the disclosure verified against the first run's report")
 	}
 }

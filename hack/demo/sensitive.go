@@ -275,18 +275,14 @@ func runSensitive(ctx context.Context, o options, say func(string), src *harness
 	// packctl disclose: reveal one input to an auditor, bound to the
 	// report; packctl verify-disclosure: the disclosure against the report,
 	// and the report against the attestation.
-	dis, err := rb.Disclose([]string{discloseSelector})
+	disJSON, err := rb.Disclose([]string{discloseSelector})
 	if err != nil {
 		return nil, fmt.Errorf("disclose: %w", err)
-	}
-	disJSON, err := dis.Encode()
-	if err != nil {
-		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(o.OutDir, disclosureFile), disJSON, 0o600); err != nil {
 		return nil, err
 	}
-	dres, _, err := promptpack.VerifyDisclosure(rb.ReportJCS, disJSON)
+	dres, err := promptpack.VerifyDisclosure(rb.ReportJCS, disJSON)
 	if err != nil {
 		return nil, fmt.Errorf("verify-disclosure: %w", err)
 	}

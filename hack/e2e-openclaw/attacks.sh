@@ -36,9 +36,7 @@ const scenes = {
 };
 require("fs").writeFileSync(process.argv[2], JSON.stringify({ scenes }));
 EOF
-node "$here/model-server.mjs" --script "$work/attack-script.json" --port-file "$work/attack-model.port" --log "$work/attack-model.log" &
-pids+=($!)
-wait_file "$work/attack-model.port"
+start_model attack-
 saved_model_port=$model_port
 model_port=$(cat "$work/attack-model.port")
 mkdir -p "$work/runs/steal" "$work/runs/relay" "$work/runs/relayguest"

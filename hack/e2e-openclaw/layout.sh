@@ -124,12 +124,7 @@ say "layout: the attester as $l_att (group $l_ctl), not in development mode"
 as_att "$lroot/usr/local/bin/attester" --config "$lroot/etc/clawea/attester.json" >"$work/layout-attester.log" 2>&1 &
 l_att_pid=$!
 pids+=("$l_att_pid")
-for _ in $(seq 100); do
-	curl -fsS -m 2 "http://127.0.0.1:$l_pub/readyz" >/dev/null 2>&1 && break
-	kill -0 "$l_att_pid" 2>/dev/null || { cat "$work/layout-attester.log" >&2; fail "layout: the attester exited"; }
-	sleep 0.1
-done
-curl -fsS -m 2 "http://127.0.0.1:$l_pub/readyz" >/dev/null || fail "layout: the attester is not ready"
+wait_ready "$l_att_pid" "$work/layout-attester.log" "$l_pub" "layout: the attester"
 grep -F '"msg":"isolation observed at start"' "$work/layout-attester.log" >&2 || fail "layout: the attester logged no isolation at start"
 ! grep -q DEVELOPMENT "$work/layout-attester.log" || fail "layout: the attester warned of a development-only setting"
 l_did=$(curl -fsS -m 5 "http://127.0.0.1:$l_pub/v1/identity" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).did))')
@@ -172,9 +167,7 @@ const scenes = {
 };
 require("fs").writeFileSync(process.argv[2], JSON.stringify({ scenes }));
 EOF
-node "$here/model-server.mjs" --script "$work/layout-script.json" --port-file "$work/layout-model.port" --log "$work/layout-model.log" &
-pids+=($!)
-wait_file "$work/layout-model.port"
+start_model layout-
 
 # The installed openclaw.json5 (JSON5, as OpenClaw reads it) plus what any
 # site adds: the model provider, the pack's report hash, the attester's did.

@@ -101,6 +101,14 @@ sock=$work/ctl/control.sock
 
 free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 wait_file() { for _ in $(seq 100); do [ -s "$1" ] && return 0; sleep 0.1; done; fail "timed out waiting for $1"; }
+# start_model PREFIX [ARG...]: starts the scripted model server on
+# $work/PREFIXscript.json (port file $work/PREFIXmodel.port, log
+# $work/PREFIXmodel.log, extra ARGs passed on) and waits for its port.
+start_model() {
+	node "$here/model-server.mjs" --script "$work/$1script.json" --port-file "$work/$1model.port" --log "$work/$1model.log" "${@:2}" &
+	pids+=($!)
+	wait_file "$work/$1model.port"
+}
 
 say "webhook verifier and scripted model server on loopback"
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$work/webhook.secret"
@@ -152,9 +160,7 @@ const scenes = {
 };
 fs.writeFileSync(process.argv[2], JSON.stringify({ scenes }));
 EOF
-node "$here/model-server.mjs" --script "$work/script.json" --port-file "$work/model.port" --log "$work/model.log" --log-system &
-pids+=($!)
-wait_file "$work/model.port"
+start_model "" --log-system
 model_port=$(cat "$work/model.port")
 
 say "packctl build: pack from $(basename "$params") and the signed templates of $harness"
@@ -211,18 +217,23 @@ fs.writeFileSync(process.argv[2], JSON.stringify({
   },
 }));
 EOF
+# wait_ready PID LOG PUBLIC_PORT NAME: waits until the attester PID (logging
+# to LOG) answers GET /readyz; fails naming NAME when it exits or never does.
+wait_ready() {
+	for _ in $(seq 100); do
+		curl -fsS -m 2 "http://127.0.0.1:$3/readyz" >/dev/null 2>&1 && break
+		kill -0 "$1" 2>/dev/null || { cat "$2" >&2; fail "$4 exited"; }
+		sleep 0.1
+	done
+	curl -fsS -m 2 "http://127.0.0.1:$3/readyz" >/dev/null || fail "$4 is not ready"
+}
 # start_attester CONFIG LOG PUBLIC_PORT: starts an attester and waits until it
 # is ready; sets started_pid and started_did (its GET /v1/identity did).
 start_attester() {
 	"$bin/attester" --config "$1" >"$2" 2>&1 &
 	started_pid=$!
 	pids+=($started_pid)
-	for _ in $(seq 100); do
-		curl -fsS -m 2 "http://127.0.0.1:$3/readyz" >/dev/null 2>&1 && break
-		kill -0 "$started_pid" 2>/dev/null || { cat "$2" >&2; fail "the attester of $1 exited"; }
-		sleep 0.1
-	done
-	curl -fsS -m 2 "http://127.0.0.1:$3/readyz" >/dev/null || fail "the attester of $1 is not ready"
+	wait_ready "$started_pid" "$2" "$3" "the attester of $1"
 	started_did=$(curl -fsS -m 5 "http://127.0.0.1:$3/v1/identity" | node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).did))')
 }
 start_attester "$work/attester.json" "$work/attester.log" "$pub_port"

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -38,8 +39,8 @@ func recomputedManifest(t *testing.T, file []byte, orig *Manifest) *Manifest {
 	m := *orig
 	m.CiphertextSize = int64(len(file))
 	m.CiphertextHash = sha256.Sum256(file)
-	if h, err := Parse(file); err == nil {
-		m.PackID, m.ReportHash, m.RecipientKeyIDs = h.PackID, h.ReportHash, h.KeyIDs()
+	if h, err := parse(file); err == nil {
+		m.PackID, m.ReportHash, m.RecipientKeyIDs = h.PackID, h.ReportHash, h.keyIDs()
 	}
 	return &m
 }
@@ -148,7 +149,7 @@ func TestTamperEveryByte(t *testing.T) {
 	ctx := testContext("pack-tamper")
 	body := []byte("a small secret prompt pack body")
 	file, m := mustSeal(t, body, ctx, k.Public())
-	h, err := Parse(file)
+	h, err := parse(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestTamperEveryByte(t *testing.T) {
 		}
 	}
 	ext := append(bytes.Clone(file), 0)
-	if _, err := Parse(ext); !errors.Is(err, errTrailingData) {
+	if _, err := parse(ext); !errors.Is(err, errTrailingData) {
 		t.Fatalf("trailing byte: err = %v", err)
 	}
 }
@@ -281,13 +282,13 @@ func TestMovedIntoAnotherPack(t *testing.T) {
 	ctxB := testContext("pack-b")
 	ctxC := Context{PackID: "pack-a", ReportHash: sha256.Sum256([]byte("report c"))}
 	fileA, _ := mustSeal(t, []byte("body of pack a"), ctxA, k.Public())
-	hA, err := Parse(fileA)
+	hA, err := parse(fileA)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, target := range []Context{ctxB, ctxC} {
 		fileB, _ := mustSeal(t, []byte("body of pack b"), target, k.Public())
-		hB, err := Parse(fileB)
+		hB, err := parse(fileB)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +411,7 @@ func TestOpenBufferErrors(t *testing.T) {
 func TestParseErrors(t *testing.T) {
 	k1, k2 := mustKey(t), mustKey(t)
 	file, _ := mustSeal(t, []byte("x"), testContext("p"), k1.Public(), k2.Public())
-	h, err := Parse(file)
+	h, err := parse(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +419,7 @@ func TestParseErrors(t *testing.T) {
 	dup := bytes.Clone(file)
 	off := len(magic) + 4 + 1 + 1 + hashSize + 1
 	copy(dup[off+stanzaSize:], h.Recipients[0].KeyID[:])
-	_, err = Parse(dup)
+	_, err = parse(dup)
 	pe, ok := errors.AsType[*parseError](err)
 	if !errors.Is(err, errDuplicateKeyID) || !errors.Is(err, ErrMalformed) || !ok || pe.Offset != off+stanzaSize {
 		t.Errorf("duplicate: %v", err)
@@ -426,12 +427,12 @@ func TestParseErrors(t *testing.T) {
 	// Recipient count above the limit.
 	many := bytes.Clone(file)
 	many[off-1] = maxRecipients + 1
-	if _, err := Parse(many); !errors.Is(err, errTooManyRecipients) {
+	if _, err := parse(many); !errors.Is(err, errTooManyRecipients) {
 		t.Errorf("too many: %v", err)
 	}
 	// Unknown version.
 	v2 := bytes.Replace(file, []byte("/v1\n"), []byte("/v2\n"), 1)
-	if _, err := Parse(v2); !errors.Is(err, errUnknownVersion) {
+	if _, err := parse(v2); !errors.Is(err, errUnknownVersion) {
 		t.Errorf("v2: %v", err)
 	}
 	// Marshal refuses what Parse refuses.
@@ -439,7 +440,7 @@ func TestParseErrors(t *testing.T) {
 	if _, err := h.MarshalBinary(); !errors.Is(err, errDuplicateKeyID) {
 		t.Errorf("marshal duplicate: %v", err)
 	}
-	if _, err := Parse(nil); !errors.Is(err, errUnknownVersion) {
+	if _, err := parse(nil); !errors.Is(err, errUnknownVersion) {
 		t.Errorf("empty: %v", err)
 	}
 }
@@ -549,5 +550,22 @@ func TestOpenStepOrder(t *testing.T) {
 				t.Fatal("plaintext written on failure")
 			}
 		})
+	}
+}
+
+// TestDescribe: Describe gives the manifest Seal wrote and the plaintext
+// length, and refuses what the parser refuses.
+func TestDescribe(t *testing.T) {
+	body := []byte("a body to describe")
+	file, want := mustSeal(t, body, testContext("pack-describe"), mustKey(t).Public(), mustKey(t).Public())
+	m, n, err := Describe(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m, want) || n != len(body) {
+		t.Fatalf("Describe: %+v, %d; want %+v, %d", m, n, want, len(body))
+	}
+	if _, _, err := Describe(file[:len(file)-1]); err == nil {
+		t.Fatal("Describe accepted a truncated file")
 	}
 }

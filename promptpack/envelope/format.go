@@ -1,6 +1,7 @@
 package envelope
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 )
@@ -44,8 +45,8 @@ type Header struct {
 // context returns the context the header names.
 func (h *Header) context() Context { return Context{PackID: h.PackID, ReportHash: h.ReportHash} }
 
-// KeyIDs returns the recipient key ids in file order.
-func (h *Header) KeyIDs() []KeyID {
+// keyIDs returns the recipient key ids in file order.
+func (h *Header) keyIDs() []KeyID {
 	ids := make([]KeyID, len(h.Recipients))
 	for i, s := range h.Recipients {
 		ids[i] = s.KeyID
@@ -124,13 +125,26 @@ func (h *Header) MarshalBinary() ([]byte, error) {
 	return append(b, h.Ciphertext...), nil
 }
 
-// Parse parses an envelope file with the default limits.
-func Parse(file []byte) (*Header, error) { return Limits{}.parse(file) }
+// parse parses an envelope file with the default limits.
+func parse(file []byte) (*Header, error) { return Limits{}.parse(file) }
+
+// Describe parses an envelope file with the default limits and returns
+// its manifest (what the sealer writes beside it: the file's pack id,
+// report hash, size, hash and recipient key ids) and the length of the
+// plaintext it holds. It decrypts nothing: it is for inspecting a file,
+// and proves nothing about who made it.
+func Describe(file []byte) (m *Manifest, plaintextLen int, err error) {
+	h, err := parse(file)
+	if err != nil {
+		return nil, 0, err
+	}
+	return newManifest(file, h, sha256.Sum256(file)), h.PlaintextLen(), nil
+}
 
 // plaintextLen returns the body plaintext size of an envelope file, so that
 // a caller can allocate (sealed) memory before Open.
 func plaintextLen(file []byte) (int, error) {
-	h, err := Parse(file)
+	h, err := parse(file)
 	if err != nil {
 		return 0, err
 	}

@@ -12,7 +12,7 @@ import (
 // ErrMalformed.
 func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, err := Parse(data)
+		h, err := parse(data)
 		if err != nil {
 			if h != nil {
 				t.Fatal("header returned with an error")

@@ -14,7 +14,7 @@ import (
 // Text encodings of keys: a version prefix followed by the base64url (no
 // padding) encoding of the 32-byte RFC 9180 serialization.
 const (
-	PublicKeyPrefix  = "clawea-promptpack-v1-pub:"
+	publicKeyPrefix  = "clawea-promptpack-v1-pub:"
 	PrivateKeyPrefix = "clawea-promptpack-v1-priv:"
 )
 
@@ -105,11 +105,11 @@ func lowOrder(pub *ecdh.PublicKey) bool {
 	return err != nil
 }
 
-// ParsePublicKey parses the text form PublicKeyPrefix + b64u(32 bytes).
+// ParsePublicKey parses the text form "clawea-promptpack-v1-pub:" + b64u(32 bytes).
 func ParsePublicKey(s string) (*PublicKey, error) {
-	rest, ok := strings.CutPrefix(s, PublicKeyPrefix)
+	rest, ok := strings.CutPrefix(s, publicKeyPrefix)
 	if !ok {
-		return nil, fmt.Errorf("envelope: %w: public key must start with %q", errInvalidKey, PublicKeyPrefix)
+		return nil, fmt.Errorf("envelope: %w: public key must start with %q", errInvalidKey, publicKeyPrefix)
 	}
 	var raw [encSize]byte
 	if b64u.DecodeTo(raw[:], []byte(rest)) != nil {
@@ -125,7 +125,7 @@ func (k *PublicKey) Bytes() []byte { return k.pk.Bytes() }
 func (k *PublicKey) KeyID() KeyID { return k.id }
 
 // String returns the text form.
-func (k *PublicKey) String() string { return PublicKeyPrefix + b64u.Encode(k.pk.Bytes()) }
+func (k *PublicKey) String() string { return publicKeyPrefix + b64u.Encode(k.pk.Bytes()) }
 
 // MarshalText returns the text form.
 func (k *PublicKey) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
@@ -227,7 +227,7 @@ func ParsePrivateKeyFile(b []byte) (*PrivateKey, error) {
 // parsePublicKeyFile parses the bytes of a public key file: the text form
 // (ParsePublicKey) optionally followed by one line feed, and nothing else.
 func parsePublicKeyFile(b []byte) (*PublicKey, error) {
-	text, ok := keyFileText(b, PublicKeyPrefix)
+	text, ok := keyFileText(b, publicKeyPrefix)
 	if !ok {
 		return nil, fmt.Errorf("envelope: %w: malformed public key file", errInvalidKey)
 	}

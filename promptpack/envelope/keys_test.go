@@ -77,16 +77,16 @@ func TestParseKeyErrors(t *testing.T) {
 	badPub := []string{
 		"", pub[:len(pub)-1], pub + "A", strings.ToUpper(pub[:5]) + pub[5:],
 		strings.Replace(pub, "pub:", "pub: ", 1), pub[:30] + "\n" + pub[30:],
-		"clawea-promptpack-v2-pub:" + pub[len(PublicKeyPrefix):],
-		PublicKeyPrefix + b64u.Encode(make([]byte, 32)), // zero point: low order
-		PublicKeyPrefix + b64u.Encode(append([]byte{1}, make([]byte, 31)...)),
+		"clawea-promptpack-v2-pub:" + pub[len(publicKeyPrefix):],
+		publicKeyPrefix + b64u.Encode(make([]byte, 32)), // zero point: low order
+		publicKeyPrefix + b64u.Encode(append([]byte{1}, make([]byte, 31)...)),
 	}
 	// Non-canonical: the top bit set, and p itself (2^255-19).
 	top := k.Public().Bytes()
 	top[31] |= 0x80
 	p := bytes.Repeat([]byte{0xff}, 32)
 	p[0], p[31] = 0xed, 0x7f
-	badPub = append(badPub, PublicKeyPrefix+b64u.Encode(top), PublicKeyPrefix+b64u.Encode(p))
+	badPub = append(badPub, publicKeyPrefix+b64u.Encode(top), publicKeyPrefix+b64u.Encode(p))
 	// Non-canonical trailing bits in the last base64 character.
 	last := pub[len(pub)-1]
 	alt := strings.IndexByte("AEIMQUYcgkosw048", last)

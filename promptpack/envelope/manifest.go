@@ -54,7 +54,7 @@ func newManifest(file []byte, h *Header, sum [hashSize]byte) *Manifest {
 		CiphertextSize:  int64(len(file)),
 		CiphertextHash:  sum,
 		Algorithms:      v1Algorithms,
-		RecipientKeyIDs: h.KeyIDs(),
+		RecipientKeyIDs: h.keyIDs(),
 	}
 }
 

@@ -113,7 +113,7 @@ func TestTinkInterop(t *testing.T) {
 	// language does the same): the tink stanza replaces ours, and the body is
 	// re-sealed under the new header by the test with the known DEK.
 	file, _ := mustSeal(t, []byte("pack body"), ctx, ours.Public())
-	h, err := Parse(file)
+	h, err := parse(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestTinkInterop(t *testing.T) {
 		t.Fatal(err)
 	}
 	file3, _ := mustSeal(t, []byte("x"), ctx, rcpt)
-	h3, err := Parse(file3)
+	h3, err := parse(file3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,7 +139,7 @@ func generateVector(t *testing.T) *specVector {
 	}
 	v.Nonce = draw(nonceSize)
 	v.WrapInfo0 = hex.EncodeToString(wrapInfo(ctx, keys[0].keyID()))
-	h, err := Parse(file)
+	h, err := parse(file)
 	if err != nil {
 		t.Fatal(err)
 	}

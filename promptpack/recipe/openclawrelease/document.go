@@ -19,7 +19,7 @@ const maxDocumentSize = 48 << 20
 
 // Document is what a prompt pack of this recipe carries
 // (docs/spec/recipe-openclaw-release.md section 6): the capture, the
-// layout Build found, and the text of every fragment the layout uses. A
+// layout Reproduce found, and the text of every fragment the layout uses. A
 // rebuild needs nothing else: the fragments are checked against the
 // release's fragment table compiled into this module.
 type Document struct {
@@ -73,11 +73,11 @@ func (c *Capture) encode() ([]byte, error) {
 	return jcs.Canonicalize(raw)
 }
 
-// EncodeDocument returns the canonical (JCS) release document of a capture
-// that Build reproduced: {document_version, capture_json, layout,
+// encodeDocument returns the canonical (JCS) release document of a capture
+// that build reproduced: {document_version, capture_json, layout,
 // fragments}. Layout tokens are arrays: ["f", hash], ["nl"], ["tool",
 // index], ["file", name], ["slot", name, value].
-func EncodeDocument(c *Capture, res *Result) ([]byte, error) {
+func encodeDocument(c *Capture, res *Result) ([]byte, error) {
 	cj, err := c.encode()
 	if err != nil {
 		return nil, err
@@ -86,11 +86,11 @@ func EncodeDocument(c *Capture, res *Result) ([]byte, error) {
 	layout := make([][]any, 0, len(res.Layout))
 	for _, t := range res.Layout {
 		switch t.Kind {
-		case KindFragment:
+		case kindFragment:
 			layout = append(layout, []any{t.Kind, t.Frag})
-		case KindNewline:
+		case kindNewline:
 			layout = append(layout, []any{t.Kind})
-		case KindTool:
+		case kindTool:
 			layout = append(layout, []any{t.Kind, t.Index})
 		case KindFile:
 			layout = append(layout, []any{t.Kind, t.Name})
@@ -147,15 +147,15 @@ func ParseDocument(data []byte) (*Document, error) {
 		}
 		kind, _ := r.Str(parts[0], p+"[0]")
 		t := layoutToken{Kind: kind}
-		want := map[string]int{KindFragment: 2, KindNewline: 1, KindTool: 2, KindFile: 2, KindSlot: 3}[kind]
+		want := map[string]int{kindFragment: 2, kindNewline: 1, kindTool: 2, KindFile: 2, KindSlot: 3}[kind]
 		if want == 0 || len(parts) != want {
 			r.Failf(p, jsonobj.ErrWrongType, "not a token")
 			continue
 		}
 		switch kind {
-		case KindFragment:
+		case kindFragment:
 			t.Frag, _ = r.Str(parts[1], p+"[1]")
-		case KindTool:
+		case kindTool:
 			t.Index = int(r.Int(parts[1], p+"[1]", 0, maxTools-1))
 		case KindFile:
 			t.Name, _ = r.Str(parts[1], p+"[1]")
@@ -171,7 +171,7 @@ func ParseDocument(data []byte) (*Document, error) {
 	// Every fragment the document carries is one the layout uses.
 	used := map[string]bool{}
 	for _, t := range d.Layout {
-		if t.Kind == KindFragment {
+		if t.Kind == kindFragment {
 			used[t.Frag] = true
 		}
 	}

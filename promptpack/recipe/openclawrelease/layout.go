@@ -17,9 +17,9 @@ var errInvalidLayout = errors.New("openclawrelease: invalid layout")
 
 // Token kinds of a layout (docs/spec/recipe-openclaw-release.md section 4.2).
 const (
-	KindFragment = "f"    // one fragment of the release's fixed text
-	KindNewline  = "nl"   // one LF
-	KindTool     = "tool" // the name of the capture's tool Index
+	kindFragment = "f"    // one fragment of the release's fixed text
+	kindNewline  = "nl"   // one LF
+	kindTool     = "tool" // the name of the capture's tool Index
 	KindFile     = "file" // the prompt form of bootstrap file Name
 	KindSlot     = "slot" // the value of a named slot
 )
@@ -31,9 +31,9 @@ const maxLayoutTokens = 1 << 20
 // tokens' texts.
 type layoutToken struct {
 	Kind string
-	// Frag is the b64u SHA-256 of the fragment's text (KindFragment).
+	// Frag is the b64u SHA-256 of the fragment's text (kindFragment).
 	Frag string
-	// Index is the tool's position in the capture's tools (KindTool).
+	// Index is the tool's position in the capture's tools (kindTool).
 	Index int
 	// Name is the bootstrap file name (KindFile) or the slot name (KindSlot).
 	Name string
@@ -142,23 +142,23 @@ type step struct {
 func (p *pool) steps(s string, at int, rel *Release, in inputs, forms map[string]string, fn func(step)) {
 	rest := s[at:]
 	if rest[0] == '\n' {
-		fn(step{1, []layoutToken{{Kind: KindNewline}}})
+		fn(step{1, []layoutToken{{Kind: kindNewline}}})
 	}
 	for k := 1; k < 4 && k <= len(rest); k++ {
 		if h, ok := p.short[rest[:k]]; ok {
-			fn(step{k, []layoutToken{{Kind: KindFragment, Frag: h}}})
+			fn(step{k, []layoutToken{{Kind: kindFragment, Frag: h}}})
 		}
 	}
 	if len(rest) >= 4 {
 		for _, f := range p.long[rest[:4]] {
 			if strings.HasPrefix(rest, f) {
-				fn(step{len(f), []layoutToken{{Kind: KindFragment, Frag: fragHash(f)}}})
+				fn(step{len(f), []layoutToken{{Kind: kindFragment, Frag: fragHash(f)}}})
 			}
 		}
 	}
 	for i, t := range in.Tools {
 		if t.Name != "" && strings.HasPrefix(rest, t.Name) {
-			fn(step{len(t.Name), []layoutToken{{Kind: KindTool, Index: i}}})
+			fn(step{len(t.Name), []layoutToken{{Kind: kindTool, Index: i}}})
 		}
 	}
 	for _, f := range in.Files {
@@ -192,7 +192,7 @@ func (p *pool) prefix(r slotRule) (string, []layoutToken, bool) {
 			return "", nil, false
 		}
 		b.WriteString(f)
-		toks = append(toks, layoutToken{Kind: KindFragment, Frag: h})
+		toks = append(toks, layoutToken{Kind: kindFragment, Frag: h})
 	}
 	return b.String(), toks, true
 }
@@ -261,11 +261,11 @@ func render(rel *Release, toks []layoutToken, frags map[string]string, in inputs
 	var b []byte
 	for _, t := range toks {
 		switch t.Kind {
-		case KindFragment:
+		case kindFragment:
 			b = append(b, frags[t.Frag]...)
-		case KindNewline:
+		case kindNewline:
 			b = append(b, '\n')
-		case KindTool:
+		case kindTool:
 			b = append(b, in.Tools[t.Index].Name...)
 		case KindFile:
 			b = append(b, forms[t.Name]...)
@@ -315,15 +315,15 @@ func checkLayout(rel *Release, toks []layoutToken, frags map[string]string, in i
 	forms := in.forms()
 	for i, t := range toks {
 		switch t.Kind {
-		case KindFragment:
+		case kindFragment:
 			if _, ok := table[t.Frag]; !ok {
 				return fmt.Errorf("%w: token %d: fragment %s is not fixed text of OpenClaw %s", errInvalidLayout, i, clipHash(t.Frag), rel.OpenClawVersion)
 			}
 			if _, ok := frags[t.Frag]; !ok {
 				return fmt.Errorf("%w: token %d: fragment %s is missing", errInvalidLayout, i, clipHash(t.Frag))
 			}
-		case KindNewline:
-		case KindTool:
+		case kindNewline:
+		case kindTool:
 			if t.Index < 0 || t.Index >= len(in.Tools) {
 				return fmt.Errorf("%w: token %d: no tool %d", errInvalidLayout, i, t.Index)
 			}
@@ -334,7 +334,7 @@ func checkLayout(rel *Release, toks []layoutToken, frags map[string]string, in i
 			if forms[t.Name] == "" {
 				return fmt.Errorf("%w: token %d: bootstrap file %q is empty in the prompt", errInvalidLayout, i, clipName(t.Name))
 			}
-			if i < 2 || toks[i-1].Kind != KindNewline || toks[i-2].Kind != KindSlot || toks[i-2].Name != slotContextPath ||
+			if i < 2 || toks[i-1].Kind != kindNewline || toks[i-2].Kind != KindSlot || toks[i-2].Name != slotContextPath ||
 				!strings.HasSuffix(toks[i-2].Value, "/"+t.Name) {
 				return fmt.Errorf("%w: token %d: bootstrap file %q is not under its own context header", errInvalidLayout, i, clipName(t.Name))
 			}
@@ -351,12 +351,12 @@ func checkLayout(rel *Release, toks []layoutToken, frags map[string]string, in i
 			}
 			for k, h := range r.After {
 				pt := toks[i-len(r.After)+k]
-				if pt.Kind != KindFragment || pt.Frag != h {
+				if pt.Kind != kindFragment || pt.Frag != h {
 					return fmt.Errorf("%w: token %d: slot %q without its preceding text", errInvalidLayout, i, r.Name)
 				}
 			}
 			if r.Name == slotContextPath {
-				if i+2 >= len(toks) || toks[i+1].Kind != KindNewline || toks[i+2].Kind != KindFile {
+				if i+2 >= len(toks) || toks[i+1].Kind != kindNewline || toks[i+2].Kind != KindFile {
 					return fmt.Errorf("%w: token %d: a context header without its file", errInvalidLayout, i)
 				}
 			}

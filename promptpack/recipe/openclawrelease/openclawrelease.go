@@ -5,10 +5,10 @@
 //
 // A capture (ParseCapture) holds the system prompt and the tool definitions
 // exactly as they went on the wire, the workspace's bootstrap files and the
-// OpenClaw version. Build accepts a capture only when it finds a layout
+// OpenClaw version. Reproduce accepts a capture only when it finds a layout
 // that renders the captured system prompt byte for byte from the fixed text
 // of the capture's exact release (fragments of that release's pinned
-// package files, LoadFixed), the capture's tools and bootstrap files, and
+// package files, loadFixed), the capture's tools and bootstrap files, and
 // values in the release's slots. The layout, the fragments it uses and the
 // capture travel in the pack as a Document; the rebuild (finish) checks the
 // layout against the release's fragment table, embedded in this package as

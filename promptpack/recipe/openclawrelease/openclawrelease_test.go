@@ -28,7 +28,7 @@ export function build(p) {
 
 // toyRelease is a Release over toySource with two slots (the date and the
 // context path). It is not an OpenClaw release.
-func toyRelease(t testing.TB) *Fixed {
+func toyRelease(t testing.TB) *fixedText {
 	t.Helper()
 	frags, err := extractFragments([]byte(toySource))
 	if err != nil {
@@ -48,7 +48,7 @@ func toyRelease(t testing.TB) *Fixed {
 			{Name: slotContextPath, After: []string{fragHash("## ")}, Class: lineText, Max: 4096},
 		},
 	}
-	return &Fixed{Release: rel, Fragments: m}
+	return &fixedText{Release: rel, Fragments: m}
 }
 
 type wire = map[string]any
@@ -151,7 +151,7 @@ func TestParseCaptureRefuses(t *testing.T) {
 func TestBuildReproduces(t *testing.T) {
 	c := parse(t, toyCapture())
 	fx := toyRelease(t)
-	res, err := Build(c, fx)
+	res, err := build(c, fx)
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}
@@ -177,7 +177,7 @@ func TestBuildReproduces(t *testing.T) {
 	}
 	// The same capture builds the same report (no clock, no randomness),
 	// and the rebuild from the layout alone gives it too.
-	res2, err := Build(parse(t, toyCapture()), toyRelease(t))
+	res2, err := build(parse(t, toyCapture()), toyRelease(t))
 	if err != nil || res2.ReportHash != res.ReportHash || !bytes.Equal(res2.ReportJCS, res.ReportJCS) {
 		t.Fatalf("rebuild differs: %v", err)
 	}
@@ -191,7 +191,7 @@ func TestBuildRefusesUnknownVersion(t *testing.T) {
 	for _, v := range []string{"2026.9.5", "2026.9.7", "2026.9.6-beta.1"} {
 		w := toyCapture()
 		w["openclaw_version"] = v
-		if _, err := Build(parse(t, w), toyRelease(t)); !errors.Is(err, ErrUnsupportedVersion) {
+		if _, err := build(parse(t, w), toyRelease(t)); !errors.Is(err, ErrUnsupportedVersion) {
 			t.Fatalf("%s: got %v, want ErrUnsupportedVersion", v, err)
 		}
 		if _, err := Lookup(v); !errors.Is(err, ErrUnsupportedVersion) {
@@ -201,7 +201,7 @@ func TestBuildRefusesUnknownVersion(t *testing.T) {
 	if rel, err := Lookup("2026.9.6"); err != nil || rel.OpenClawVersion != "2026.9.6" {
 		t.Fatalf("Lookup(2026.9.6): %v", err)
 	}
-	if _, err := Build(parse(t, toyCapture()), nil); !errors.Is(err, ErrFixedText) {
+	if _, err := build(parse(t, toyCapture()), nil); !errors.Is(err, ErrFixedText) {
 		t.Fatalf("no fixed text: got %v", err)
 	}
 }
@@ -234,7 +234,7 @@ func TestBuildRefusesUnreproducedPrompt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := toyCapture()
 			m(w)
-			res, err := Build(parse(t, w), toyRelease(t))
+			res, err := build(parse(t, w), toyRelease(t))
 			if !errors.Is(err, errNotReproduced) || res != nil {
 				t.Fatalf("got %v, want ErrNotReproduced", err)
 			}
@@ -250,7 +250,7 @@ func TestBuildRefusesUnreproducedPrompt(t *testing.T) {
 func TestFinishRefusesLayouts(t *testing.T) {
 	fx := toyRelease(t)
 	c := parse(t, toyCapture())
-	res, err := Build(c, fx)
+	res, err := build(c, fx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func TestFinishRefusesLayouts(t *testing.T) {
 	mut := map[string]func(toks []layoutToken, frags map[string]string) []layoutToken{
 		"foreign fragment": func(toks []layoutToken, frags map[string]string) []layoutToken {
 			frags[fragHash(evil)] = evil
-			return slices.Insert(toks, 0, layoutToken{Kind: KindFragment, Frag: fragHash(evil)})
+			return slices.Insert(toks, 0, layoutToken{Kind: kindFragment, Frag: fragHash(evil)})
 		},
 		"fragment text not its hash": func(toks []layoutToken, frags map[string]string) []layoutToken {
 			frags[toks[0].Frag] = evil
@@ -272,14 +272,14 @@ func TestFinishRefusesLayouts(t *testing.T) {
 			return append(toks, layoutToken{Kind: KindSlot, Name: "note", Value: evil})
 		},
 		"slot without its anchor": func(toks []layoutToken, frags map[string]string) []layoutToken {
-			return append(toks, layoutToken{Kind: KindNewline}, layoutToken{Kind: KindSlot, Name: "time.date", Value: evil})
+			return append(toks, layoutToken{Kind: kindNewline}, layoutToken{Kind: KindSlot, Name: "time.date", Value: evil})
 		},
 		"slot value with a line break": func(toks []layoutToken, frags map[string]string) []layoutToken {
 			toks[len(toks)-1].Value = "2026-11-24\n" + evil
 			return toks
 		},
 		"file without header": func(toks []layoutToken, frags map[string]string) []layoutToken {
-			return append(toks, layoutToken{Kind: KindNewline}, layoutToken{Kind: KindFile, Name: "AGENTS.md"})
+			return append(toks, layoutToken{Kind: kindNewline}, layoutToken{Kind: KindFile, Name: "AGENTS.md"})
 		},
 		// A layout that repeats a fragment far past the prompt's length
 		// is refused before it allocates more than the prompt.
@@ -290,7 +290,7 @@ func TestFinishRefusesLayouts(t *testing.T) {
 			return toks
 		},
 		"no such tool": func(toks []layoutToken, frags map[string]string) []layoutToken {
-			return append(toks, layoutToken{Kind: KindTool, Index: 9})
+			return append(toks, layoutToken{Kind: kindTool, Index: 9})
 		},
 		"unknown kind": func(toks []layoutToken, frags map[string]string) []layoutToken {
 			return append(toks, layoutToken{Kind: "raw", Value: evil})
@@ -312,7 +312,7 @@ func TestFinishRefusesLayouts(t *testing.T) {
 func TestReportCommitsEveryInput(t *testing.T) {
 	report := func(w wire) []byte {
 		t.Helper()
-		res, err := Build(parse(t, w), toyRelease(t))
+		res, err := build(parse(t, w), toyRelease(t))
 		if err != nil {
 			t.Fatalf("Build: %v", err)
 		}
@@ -365,7 +365,7 @@ func FuzzParseCapture(f *testing.F) {
 		}
 		// Build of any parsed capture against the toy release either
 		// reproduces it or refuses it with a sentinel, never panics.
-		if _, err := Build(c, fx); err != nil && !errors.Is(err, errNotReproduced) && !errors.Is(err, ErrUnsupportedVersion) {
+		if _, err := build(c, fx); err != nil && !errors.Is(err, errNotReproduced) && !errors.Is(err, ErrUnsupportedVersion) {
 			t.Fatalf("Build: %v", err)
 		}
 	})
@@ -441,11 +441,11 @@ func FuzzExtractFragments(f *testing.F) {
 func TestDocumentRoundTrip(t *testing.T) {
 	fx := toyRelease(t)
 	c := parse(t, toyCapture())
-	res, err := Build(c, fx)
+	res, err := build(c, fx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := EncodeDocument(c, res)
+	doc, err := encodeDocument(c, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -491,11 +491,11 @@ func TestDocumentRoundTrip(t *testing.T) {
 func FuzzParseDocument(f *testing.F) {
 	fx := toyRelease(f)
 	c := parse(&testing.T{}, toyCapture())
-	res, err := Build(c, fx)
+	res, err := build(c, fx)
 	if err != nil {
 		f.Fatal(err)
 	}
-	doc, err := EncodeDocument(c, res)
+	doc, err := encodeDocument(c, res)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -520,7 +520,7 @@ func FuzzParseDocument(f *testing.F) {
 func TestRenderLimit(t *testing.T) {
 	fx := toyRelease(t)
 	c := parse(t, toyCapture())
-	res, err := Build(c, fx)
+	res, err := build(c, fx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -114,17 +115,17 @@ func Lookup(version string) (*Release, error) {
 	return rel, nil
 }
 
-// Fixed is a release's fixed text loaded from an install: every fragment
+// fixedText is a release's fixed text loaded from an install: every fragment
 // of its pinned files, by hash.
-type Fixed struct {
+type fixedText struct {
 	Release   *Release
 	Fragments map[string]string // b64u SHA-256 -> text
 }
 
-// PackageDir returns the openclaw package root under dir: dir itself when
+// packageDir returns the openclaw package root under dir: dir itself when
 // it holds the package (package.json with name "openclaw"), else
 // dir/node_modules/openclaw.
-func PackageDir(dir string) string {
+func packageDir(dir string) string {
 	if b, err := bounded.ReadFile(filepath.Join(dir, "package.json"), 1<<20); err == nil {
 		var meta struct {
 			Name string `json:"name"`
@@ -136,16 +137,16 @@ func PackageDir(dir string) string {
 	return filepath.Join(dir, "node_modules", "openclaw")
 }
 
-// LoadFixed reads the release's pinned files from an installed openclaw
-// package (PackageDir), checks each against its pinned hash, extracts
+// loadFixed reads the release's pinned files from an installed openclaw
+// package (packageDir), checks each against its pinned hash, extracts
 // their fragments and checks that every one is in the release's fragment
 // table. A changed, missing or oversized file is ErrFixedText.
-func LoadFixed(rel *Release, pkgDir string) (*Fixed, error) {
+func loadFixed(rel *Release, pkgDir string) (*fixedText, error) {
 	table, err := rel.table()
 	if err != nil {
 		return nil, err
 	}
-	f := &Fixed{Release: rel, Fragments: map[string]string{}}
+	f := &fixedText{Release: rel, Fragments: map[string]string{}}
 	for _, pf := range rel.Files {
 		b, err := bounded.ReadFile(filepath.Join(pkgDir, filepath.FromSlash(pf.Path)), maxPinnedFile)
 		if err != nil {
@@ -190,15 +191,15 @@ type Result struct {
 	ReportHash [32]byte
 }
 
-// Build checks a capture against the fixed text of its exact OpenClaw
-// version (fixed.Release, from Lookup and LoadFixed; a capture of another
+// build checks a capture against the fixed text of its exact OpenClaw
+// version (fixed.Release, from Lookup and loadFixed; a capture of another
 // version is ErrUnsupportedVersion): it
 // finds a layout that renders the captured system prompt byte for byte
 // from the release's fragments, the capture's tools and bootstrap files and
 // the release's slots (errNotReproduced, naming only the offset where no
 // fixed text or input fits), re-renders it through the same check the
 // rebuild uses, and only then returns the report.
-func Build(c *Capture, fixed *Fixed) (*Result, error) {
+func build(c *Capture, fixed *fixedText) (*Result, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil capture", errInvalidCapture)
 	}
@@ -220,7 +221,7 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 	}
 	used := map[string]string{}
 	for _, t := range toks {
-		if t.Kind == KindFragment {
+		if t.Kind == kindFragment {
 			used[t.Frag] = fixed.Fragments[t.Frag]
 		}
 	}
@@ -231,6 +232,53 @@ func Build(c *Capture, fixed *Fixed) (*Result, error) {
 		return nil, fmt.Errorf("%w: %w", errNotReproduced, err)
 	}
 	return res, err
+}
+
+// Reproduce is the recipe's build side in one call
+// (docs/spec/recipe-openclaw-release.md section 4): it looks up c's exact
+// OpenClaw release (Lookup), loads that release's fixed text from the
+// install at installDir (the openclaw package, or a prefix holding
+// node_modules/openclaw), each pinned file checked against its hash, finds
+// the layout that reproduces the captured system prompt byte for byte and
+// returns the release with its canonical release document
+// ({document_version, capture_json, layout, fragments}; layout tokens are
+// arrays: ["f", hash], ["nl"], ["tool", index], ["file", name], ["slot",
+// name, value]). An unknown version is ErrUnsupportedVersion, a missing or
+// changed install ErrFixedText. logf, if not nil, gets progress lines that
+// name sizes and counts, never the capture's text.
+func Reproduce(c *Capture, installDir string, logf func(format string, args ...any)) (*Release, []byte, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	if c == nil {
+		return nil, nil, fmt.Errorf("%w: nil capture", errInvalidCapture)
+	}
+	rel, err := Lookup(c.OpenClawVersion)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Stat(installDir); err != nil {
+		return nil, nil, fmt.Errorf("%w: OpenClaw install: %w", ErrFixedText, err)
+	}
+	pkg := packageDir(installDir)
+	logf("reading the fixed text of OpenClaw %s from %s", rel.OpenClawVersion, pkg)
+	fixed, err := loadFixed(rel, pkg)
+	if err != nil {
+		return nil, nil, err
+	}
+	logf("%d fragments; reproducing the captured prompt (%d bytes)", len(fixed.Fragments), len(c.SystemPrompt))
+	res, err := build(c, fixed)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err := encodeDocument(c, res)
+	if err != nil {
+		return nil, nil, err
+	}
+	by := res.Report.Layout.BytesByKind
+	logf("reproduced: %d of %d bytes are OpenClaw %s's own text; %d come from bootstrap files, %d from tool names, %d from %d slot values, %d are line feeds",
+		by[kindFragment], len(c.SystemPrompt), rel.OpenClawVersion, by[KindFile], by[kindTool], by[KindSlot], len(res.Report.Slots), by[kindNewline])
+	return rel, doc, nil
 }
 
 // finish re-renders a layout with render (every rule of checkLayout), checks
@@ -386,17 +434,17 @@ func newReport(c *Capture, rel *Release, toks []layoutToken, frags map[string]st
 		Value string `json:"value_sha256_b64u,omitempty"`
 	}
 	wt := make([]wireTok, 0, len(toks))
-	bytesBy := map[string]int{KindFragment: 0, KindNewline: 0, KindTool: 0, KindFile: 0, KindSlot: 0}
+	bytesBy := map[string]int{kindFragment: 0, kindNewline: 0, kindTool: 0, KindFile: 0, KindSlot: 0}
 	inPrompt := map[string]bool{}
 	for _, t := range toks {
 		w := wireTok{Kind: t.Kind}
 		switch t.Kind {
-		case KindFragment:
+		case kindFragment:
 			w.Frag = t.Frag
 			bytesBy[t.Kind] += len(frags[t.Frag])
-		case KindNewline:
+		case kindNewline:
 			bytesBy[t.Kind]++
-		case KindTool:
+		case kindTool:
 			i := t.Index
 			w.Index = &i
 			bytesBy[t.Kind] += len(c.Tools[i].Name)

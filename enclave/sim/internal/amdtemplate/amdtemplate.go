@@ -15,17 +15,17 @@ import (
 )
 
 var (
-	// NotBefore and NotAfter bound every simulated AMD certificate.
-	NotBefore = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
-	NotAfter  = time.Date(2050, time.January, 1, 0, 0, 0, 0, time.UTC)
+	// notBefore and notAfter bound every simulated AMD certificate.
+	notBefore = time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC)
+	notAfter  = time.Date(2050, time.January, 1, 0, 0, 0, 0, time.UTC)
 	// oidDescription is the X.520 description attribute carrying
 	// simroots.TestOnlyMarker.
 	oidDescription = asn1.ObjectIdentifier{2, 5, 4, 13}
 )
 
-// Name is a subject with the attributes go-sev-guest requires of AMD
+// name is a subject with the attributes go-sev-guest requires of AMD
 // certificates plus the test-only marker.
-func Name(cn string) pkix.Name {
+func name(cn string) pkix.Name {
 	return pkix.Name{
 		Country:            []string{"US"},
 		Locality:           []string{"Santa Clara"},
@@ -37,28 +37,37 @@ func Name(cn string) pkix.Name {
 	}
 }
 
-// Roots returns the ARK and ASK certificate templates.
+// Roots returns the ARK and ASK certificate templates: CAs that differ in
+// serial, name and key usage (only the ARK signs CRLs).
 func Roots() (ark, ask *x509.Certificate) {
 	line := simroots.SEVSNPProductLine
-	ark = &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               Name("ARK-" + line),
-		NotBefore:             NotBefore,
-		NotAfter:              NotAfter,
+	return rootTemplate(1, "ARK-"+line, x509.KeyUsageCertSign|x509.KeyUsageCRLSign),
+		rootTemplate(2, "SEV-"+line, x509.KeyUsageCertSign)
+}
+
+// VCEK returns the template of a VCEK certificate with serial and the KDS
+// extensions exts (the TCB, the chip id and the product name).
+func VCEK(serial *big.Int, exts []pkix.Extension) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber:       serial,
+		Subject:            name("SEV-VCEK"),
+		NotBefore:          notBefore,
+		NotAfter:           notAfter,
+		SignatureAlgorithm: x509.SHA384WithRSAPSS,
+		ExtraExtensions:    exts,
+	}
+}
+
+// rootTemplate is the template of one simulated AMD CA certificate.
+func rootTemplate(serial int64, cn string, usage x509.KeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber:          big.NewInt(serial),
+		Subject:               name(cn),
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
 		SignatureAlgorithm:    x509.SHA384WithRSAPSS,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
+		KeyUsage:              usage,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 	}
-	ask = &x509.Certificate{
-		SerialNumber:          big.NewInt(2),
-		Subject:               Name("SEV-" + line),
-		NotBefore:             NotBefore,
-		NotAfter:              NotAfter,
-		SignatureAlgorithm:    x509.SHA384WithRSAPSS,
-		KeyUsage:              x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	return ark, ask
 }
