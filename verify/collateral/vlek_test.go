@@ -58,10 +58,10 @@ func TestFetchVLEKCollateral(t *testing.T) {
 	fe := testFetcher(base, nil)
 	fe.Now = func() time.Time { return capture }
 	out := t.TempDir()
-	if _, err := fe.Fetch(context.Background(), out, items); err != nil {
+	if _, err := fe.fetch(context.Background(), out, items); err != nil {
 		t.Fatal(err)
 	}
-	if err := Incomplete(check(out, items, capture, time.Hour)); err != nil {
+	if err := incomplete(check(out, items, capture, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	c, err := platform.LoadCollateralDir(out)
