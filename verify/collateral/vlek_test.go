@@ -68,7 +68,7 @@ func TestFetchVLEKCollateral(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := platform.VerifySNPReport(report, vlek, nil, platform.Options{Now: fe.Now, Collateral: c, AllowUncheckedRevocation: true})
+	res, err := platform.VerifyRaw("snp-report", report, vlek, nil, platform.Options{Now: fe.Now, Collateral: c, AllowUncheckedRevocation: true})
 	if err != nil {
 		t.Fatal(err)
 	}
