@@ -44,20 +44,6 @@ type Measurer interface {
 	LaunchMeasurement(ctx context.Context) ([]byte, error)
 }
 
-// TCBReporter reports the platform's trusted computing base version.
-type TCBReporter interface {
-	TCB(ctx context.Context) (*TCBInfo, error)
-}
-
-// TCBInfo is a platform's TCB version in a platform-neutral form.
-type TCBInfo struct {
-	// Version is the platform's TCB version in its canonical text form
-	// (SEV-SNP: hex of the 64-bit TCB_VERSION; TDX: hex of TEE_TCB_SVN).
-	Version string
-	// Debug reports whether the guest policy allows debugging.
-	Debug bool
-}
-
 // ErrNotAvailable is returned by detection and open functions when a platform's
 // device is not present on this machine.
 var ErrNotAvailable = errors.New("enclave: platform not available")

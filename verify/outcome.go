@@ -29,10 +29,10 @@ func ExitCode(verdict string) int {
 	return 3
 }
 
-// Verdict maps the error Verify returned to its verdict: nil is
+// verdict maps the error Verify returned to its verdict: nil is
 // VerdictVerified, then the class (ErrUsage, ErrRejected, ErrPolicy); any
 // other error, ErrCannotCheck included, is VerdictCannotCheck.
-func Verdict(err error) string {
+func verdict(err error) string {
 	switch {
 	case err == nil:
 		return VerdictVerified
@@ -70,7 +70,7 @@ type OutcomeError struct {
 
 // NewOutcome returns the Outcome of Verify's (res, err).
 func NewOutcome(res *Result, err error) *Outcome {
-	v := Verdict(err)
+	v := verdict(err)
 	out := &Outcome{Verdict: v, ExitCode: ExitCode(v)}
 	if err == nil {
 		out.Result = res

@@ -19,7 +19,7 @@ func TestOutcome(t *testing.T) {
 		{errors.New("anything else"), 3, VerdictCannotCheck},
 	} {
 		o := NewOutcome(&Result{}, c.err)
-		if o.ExitCode != c.code || o.Verdict != c.verdict || ExitCode(c.verdict) != c.code || Verdict(c.err) != c.verdict {
+		if o.ExitCode != c.code || o.Verdict != c.verdict || ExitCode(c.verdict) != c.code || verdict(c.err) != c.verdict {
 			t.Fatalf("%v: %+v", c.err, o)
 		}
 		ve, isVE := errors.AsType[*Error](c.err)

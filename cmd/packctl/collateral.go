@@ -203,20 +203,15 @@ func (c *collateralCmd) fetch() int {
 	if mv == 0 {
 		mv = -1 // the flag's 0 means "any remaining validity"
 	}
-	f := &collateral.Fetcher{Now: c.now, MinValidity: mv}
-	if c.offline {
-		c.sts, c.ferr = f.Check(c.dir, c.items)
-		if c.ferr == nil {
-			c.ferr = collateral.Incomplete(c.sts)
-		}
-		return exitOK
+	f := &collateral.Fetcher{Now: c.now, MinValidity: mv, Offline: c.offline}
+	ctx := context.Background()
+	if !c.offline {
+		f.KDSURL, f.PCSURL, f.IntelCertsURL = strings.TrimSuffix(c.kdsURL, "/"), strings.TrimSuffix(c.pcsURL, "/"), strings.TrimSuffix(c.intelCertURL, "/")
+		f.Attempts, f.Backoff = c.attempts, c.backoff
+		f.Progress = func(line string) { errorf(c.stderr, "%s: %s", c.name, line) }
+		ctx, c.stop = signal.NotifyContext(ctx, os.Interrupt)
 	}
-	f.KDSURL, f.PCSURL, f.IntelCertsURL = strings.TrimSuffix(c.kdsURL, "/"), strings.TrimSuffix(c.pcsURL, "/"), strings.TrimSuffix(c.intelCertURL, "/")
-	f.Attempts, f.Backoff = c.attempts, c.backoff
-	f.Progress = func(line string) { errorf(c.stderr, "%s: %s", c.name, line) }
-	var ctx context.Context
-	ctx, c.stop = signal.NotifyContext(context.Background(), os.Interrupt)
-	c.sts, c.ferr = f.Fetch(ctx, c.dir, c.items)
+	c.sts, c.ferr = f.Collect(ctx, c.dir, c.items)
 	return exitOK
 }
 

@@ -254,7 +254,7 @@ func rawCommonChecks(in rawInput, res *platform.Result) []string {
 // verifySNPReportFormat verifies a raw SEV-SNP report with its VCEK or
 // VLEK from --certs.
 func verifySNPReportFormat(in rawInput) (rawReport, error) {
-	res, err := platform.VerifySNPReport(in.data, in.certs, in.nonce, rawOptions(in))
+	res, err := platform.VerifyRaw("snp-report", in.data, in.certs, in.nonce, rawOptions(in))
 	if err != nil {
 		return rawReport{}, err
 	}
@@ -282,7 +282,7 @@ func verifyTDXQuoteFormat(in rawInput) (rawReport, error) {
 	if in.certs != nil {
 		return rawReport{}, fmt.Errorf("%w: --certs: a tdx quote carries its pck chain", verify.ErrUsage)
 	}
-	res, err := platform.VerifyTDXQuote(in.data, in.nonce, rawOptions(in))
+	res, err := platform.VerifyRaw("tdx-quote", in.data, nil, in.nonce, rawOptions(in))
 	if err != nil {
 		return rawReport{}, err
 	}

@@ -27,7 +27,7 @@ func verifyAzureRaw(format string, data, nonce, certs []byte, at time.Time, coll
 		AllowUncheckedRevocation: true,
 		AllowUncheckedCollateral: true,
 	}
-	res, err := platform.VerifyTrusteeAzure(format, data, nonce, opts)
+	res, err := platform.VerifyRaw(format, data, nil, nonce, opts)
 	if err != nil {
 		return nil, "", nil, err
 	}

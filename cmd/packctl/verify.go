@@ -21,7 +21,7 @@ const verifySynopsis = "verify --attestation FILE --evidence FILE [--bundle FILE
 
 // verifyExit maps a verify error class to the exit code (the same
 // numbers as packctl's exit codes).
-func verifyExit(err error) int { return verify.ExitCode(verify.Verdict(err)) }
+func verifyExit(err error) int { return verify.NewOutcome(nil, err).ExitCode }
 
 // verifyCmd is the state of packctl verify: its flags, then what each step
 // learns for the next.
@@ -292,10 +292,10 @@ func writeSummary(w io.Writer, res *verify.Result, verr error) {
 				code = " " + string(ve.Code)
 			}
 			fmt.Fprintf(w, "  FAILED   %s%s\n", ve.Check, code)
-			fmt.Fprintf(w, "%s: %s%s\n", upper(verify.Verdict(verr)), ve.Check, code)
+			fmt.Fprintf(w, "%s: %s%s\n", upper(verify.NewOutcome(nil, verr).Verdict), ve.Check, code)
 			return
 		}
-		fmt.Fprintf(w, "%s\n", upper(verify.Verdict(verr)))
+		fmt.Fprintf(w, "%s\n", upper(verify.NewOutcome(nil, verr).Verdict))
 		return
 	}
 	fmt.Fprintf(w, "attestation %s run=%s agent=%s attester=%s\n", res.AttestationID, res.RunID, res.AgentDID, res.AttesterDID)

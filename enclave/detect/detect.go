@@ -181,7 +181,7 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 }
 
 // Capability returns p's backend as T when it implements the optional
-// capability T (enclave.Measurer, enclave.TCBReporter, enclave.SealingKeyer).
+// capability T (enclave.Measurer, enclave.SealingKeyer).
 func Capability[T any](p Platform) (T, bool) {
 	if t, ok := p.(T); ok {
 		return t, true

@@ -91,7 +91,6 @@ var (
 	_ enclave.Quoter       = (*Device)(nil)
 	_ enclave.Namer        = (*Device)(nil)
 	_ enclave.Measurer     = (*Device)(nil)
-	_ enclave.TCBReporter  = (*Device)(nil)
 	_ enclave.SealingKeyer = (*Device)(nil)
 )
 
@@ -321,23 +320,6 @@ func (d *Device) LaunchMeasurement(ctx context.Context) ([]byte, error) {
 	d.measurement = m
 	d.mu.Unlock()
 	return bytes.Clone(m), nil
-}
-
-// TCB returns the REPORTED_TCB of a fresh report (16 hex digits of the
-// 64-bit TCB_VERSION) and the guest policy's DEBUG bit.
-func (d *Device) TCB(ctx context.Context) (*enclave.TCBInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	r, err := d.freshReport()
-	if err != nil {
-		return nil, err
-	}
-	pol, err := abi.ParseSnpPolicy(r.GetPolicy())
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errDevice, err)
-	}
-	return &enclave.TCBInfo{Version: fmt.Sprintf("%016x", r.GetReportedTcb()), Debug: pol.Debug}, nil
 }
 
 // derivedKeyRequest is the MSG_KEY_REQ SealingKey sends: root key VCEK (so

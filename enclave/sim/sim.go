@@ -106,7 +106,6 @@ var (
 	_ enclave.Quoter       = (*Simulator)(nil)
 	_ enclave.Namer        = (*Simulator)(nil)
 	_ enclave.Measurer     = (*Simulator)(nil)
-	_ enclave.TCBReporter  = (*Simulator)(nil)
 	_ enclave.SealingKeyer = (*Simulator)(nil)
 )
 
@@ -252,14 +251,6 @@ func (s *Simulator) LaunchMeasurement(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.Clone(s.measurement[:]), nil
-}
-
-// TCB returns the simulated REPORTED_TCB and the guest policy's debug bit.
-func (s *Simulator) TCB(ctx context.Context) (*enclave.TCBInfo, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return &enclave.TCBInfo{Version: fmt.Sprintf("%016x", uint64(s.tcb)), Debug: s.policy&policyDebug != 0}, nil
 }
 
 // SealingKey returns a 32-byte SIMULATED sealing key: HKDF-SHA256 keyed with

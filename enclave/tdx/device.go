@@ -37,10 +37,9 @@ type Device struct {
 }
 
 var (
-	_ enclave.Quoter      = (*Device)(nil)
-	_ enclave.Namer       = (*Device)(nil)
-	_ enclave.Measurer    = (*Device)(nil)
-	_ enclave.TCBReporter = (*Device)(nil)
+	_ enclave.Quoter   = (*Device)(nil)
+	_ enclave.Namer    = (*Device)(nil)
+	_ enclave.Measurer = (*Device)(nil)
 )
 
 // Open finds the TDX guest: configfs-tsm with provider "tdx_guest" first,
@@ -141,16 +140,6 @@ func (d *Device) LaunchMeasurement(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte(nil), q.Body.MRTD[:]...), nil
-}
-
-// TCB returns TEE_TCB_SVN and the DEBUG attribute, read from a fresh
-// internal quote.
-func (d *Device) TCB(ctx context.Context) (*enclave.TCBInfo, error) {
-	q, _, err := quote(ctx, lockedSource{d}, probeReportData())
-	if err != nil {
-		return nil, err
-	}
-	return tcbInfo(&q.Body), nil
 }
 
 // configfsSource gets quotes through configfs-tsm.

@@ -19,10 +19,9 @@ type Simulated struct {
 }
 
 var (
-	_ enclave.Quoter      = (*Simulated)(nil)
-	_ enclave.Namer       = (*Simulated)(nil)
-	_ enclave.Measurer    = (*Simulated)(nil)
-	_ enclave.TCBReporter = (*Simulated)(nil)
+	_ enclave.Quoter   = (*Simulated)(nil)
+	_ enclave.Namer    = (*Simulated)(nil)
+	_ enclave.Measurer = (*Simulated)(nil)
 )
 
 // NewSimulated returns a simulated TDX platform; the zero Options give the
@@ -57,13 +56,4 @@ func (s *Simulated) LaunchMeasurement(ctx context.Context) ([]byte, error) {
 	}
 	td := s.qe.TD()
 	return append([]byte(nil), td.MRTD[:]...), nil
-}
-
-// TCB returns the simulated TEE_TCB_SVN and debug attribute.
-func (s *Simulated) TCB(ctx context.Context) (*enclave.TCBInfo, error) {
-	q, _, err := quote(ctx, s.qe, probeReportData())
-	if err != nil {
-		return nil, err
-	}
-	return tcbInfo(&q.Body), nil
 }

@@ -24,11 +24,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha512"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
-	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
@@ -136,8 +134,4 @@ func buildEvidence(ctx context.Context, src rawQuoter, rd evidence.ReportData, s
 		Blob:      blob,
 		CertChain: chain,
 	}, nil
-}
-
-func tcbInfo(b *tdxquote.Body) *enclave.TCBInfo {
-	return &enclave.TCBInfo{Version: hex.EncodeToString(b.TeeTcbSvn[:]), Debug: b.Debug()}
 }

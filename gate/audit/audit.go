@@ -104,8 +104,8 @@ func (w *Writer) Append(e Entry) (logRecord, error) {
 	if w.failed != nil {
 		return logRecord{}, fmt.Errorf("%w: %w", errWriterFailed, w.failed)
 	}
-	r := newRecord(w.chain, w.now(), &e)
-	line, err := r.Seal(w.buf[:0])
+	next := w.chain
+	r, line, err := next.Append(w.buf[:0], w.now(), &e)
 	if err != nil {
 		return logRecord{}, err
 	}
@@ -114,7 +114,7 @@ func (w *Writer) Append(e Entry) (logRecord, error) {
 		w.failed = err
 		return logRecord{}, fmt.Errorf("%w: %w", errWriterFailed, err)
 	}
-	w.chain.Root, w.chain.Count = r.RecordHash, r.Seq
+	w.chain = next
 	return r, nil
 }
 
@@ -131,26 +131,4 @@ func (w *Writer) Root() (root string, count uint64) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.chain.Root, w.chain.Count
-}
-
-// newRecord builds the record that follows c (not yet sealed).
-func newRecord(c auditrec.Chain, now time.Time, e *Entry) logRecord {
-	r := logRecord{
-		AuditVersion: auditrec.Version,
-		Seq:          c.Count + 1,
-		Time:         auditrec.FormatTime(now),
-		Session:      e.Session,
-		Turn:         e.Turn,
-		Agent:        e.Agent,
-		Tool:         e.Tool,
-		ParamsHash:   e.ParamsHash,
-		Stage:        e.Stage,
-		Decision:     e.Decision,
-		Reason:       e.Reason,
-	}
-	if c.Root != "" {
-		prev := c.Root
-		r.PrevHash = &prev
-	}
-	return r
 }

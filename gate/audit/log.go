@@ -439,14 +439,14 @@ func (l *Log) Record(run string, e Entry) (uint64, error) {
 		l.mu.Unlock()
 		return 0, err
 	}
-	r := newRecord(rl.head, l.now(), &e)
 	b := l.cur
 	if b == nil {
 		b = &batch{done: make(chan struct{})}
 		l.cur = b
 	}
 	off := len(b.buf)
-	buf, err := r.Seal(b.buf)
+	head := rl.head
+	r, buf, err := head.Append(b.buf, l.now(), &e)
 	if err != nil {
 		l.mu.Unlock()
 		return 0, err
@@ -459,7 +459,7 @@ func (l *Log) Record(run string, e Entry) (uint64, error) {
 	}
 	b.buf = buf
 	b.items = append(b.items, item{rl: rl, off: off, end: len(buf), seq: r.Seq, root: r.RecordHash})
-	rl.head.Root, rl.head.Count = r.RecordHash, r.Seq
+	rl.head = head
 	rl.size += n
 	l.kick()
 	l.mu.Unlock()

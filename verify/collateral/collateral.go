@@ -3,8 +3,8 @@
 // (docs/spec/collateral-v1.md), and checks such a directory without the
 // network.
 //
-// Only Fetcher.Fetch touches the network, and only when a caller invokes it
-// explicitly (packctl collateral fetch). Nothing here decides whether
+// Only Fetcher.Collect without Offline touches the network, and only when a
+// caller invokes it explicitly (packctl collateral fetch). Nothing here decides whether
 // evidence is trustworthy: the fetched documents are not trusted; the
 // verifier (verify/platform) checks their signatures against its pinned
 // roots and their validity at verification time. The validity checks here
@@ -325,9 +325,9 @@ func check(dir string, items []Item, now time.Time, minValidity time.Duration) [
 	return out
 }
 
-// Incomplete returns an error wrapping errIncomplete that names every
+// incomplete returns an error wrapping errIncomplete that names every
 // status that is not fresh, or nil.
-func Incomplete(sts []Status) error {
+func incomplete(sts []Status) error {
 	var bad []string
 	for _, s := range sts {
 		if s.State != stateFresh {

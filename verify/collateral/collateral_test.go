@@ -219,7 +219,7 @@ func TestFetchCleanThenCached(t *testing.T) {
 	var lines []string
 	fe := testFetcher(base, nil)
 	fe.Progress = func(l string) { lines = append(lines, l) }
-	sts, err := fe.Fetch(context.Background(), dir, items)
+	sts, err := fe.fetch(context.Background(), dir, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,12 +234,12 @@ func TestFetchCleanThenCached(t *testing.T) {
 	if len(lines) < 3 || !strings.Contains(lines[0], "[1/3]") {
 		t.Fatalf("progress %q", lines)
 	}
-	if err := Incomplete(check(dir, items, testNow, time.Hour)); err != nil {
+	if err := incomplete(check(dir, items, testNow, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 
 	// Cached: no request while every document stays valid.
-	sts, err = fe.Fetch(context.Background(), dir, items)
+	sts, err = fe.fetch(context.Background(), dir, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	dir := t.TempDir()
 	fe := testFetcher(base, nil)
 	// The service itself serves an expired CRL: refused, nothing written.
-	_, err := fe.Fetch(context.Background(), dir, items)
+	_, err := fe.fetch(context.Background(), dir, items)
 	if !errors.Is(err, errDocument) {
 		t.Fatalf("expired crl from the service: %v", err)
 	}
@@ -290,7 +290,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	fresh := testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day))
 	f.set(crlItem.URL, fakeDoc{body: fresh})
 	before := f.count()
-	sts, err := fe.Fetch(context.Background(), dir, items)
+	sts, err := fe.fetch(context.Background(), dir, items)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestFetchRefetchesExpiredCRL(t *testing.T) {
 	// A CRL that expires within MinValidity is refetched too.
 	fe.MinValidity = 2 * day
 	before = f.count()
-	if _, err := fe.Fetch(context.Background(), dir, items); !errors.Is(err, errDocument) {
+	if _, err := fe.fetch(context.Background(), dir, items); !errors.Is(err, errDocument) {
 		t.Fatalf("crl valid for less than MinValidity: %v", err)
 	}
 	if f.count()-before != 1 {
@@ -323,7 +323,7 @@ func TestFetchRetries(t *testing.T) {
 		f.set(crlItem.URL, fakeDoc{body: crl, fail: 2, failStatus: http.StatusServiceUnavailable})
 		var slept []time.Duration
 		fe := testFetcher(base, &slept)
-		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); err != nil {
+		if _, err := fe.fetch(context.Background(), t.TempDir(), []Item{crlItem}); err != nil {
 			t.Fatal(err)
 		}
 		if f.reqs(crlItem.URL) != 3 {
@@ -339,7 +339,7 @@ func TestFetchRetries(t *testing.T) {
 		fe := testFetcher(base, &slept)
 		fe.Attempts = 3
 		fe.Backoff = 20 * time.Second
-		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem})
+		_, err := fe.fetch(context.Background(), t.TempDir(), []Item{crlItem})
 		if !errors.Is(err, errFetch) || !strings.Contains(err.Error(), "status 500") {
 			t.Fatalf("persistent failure: %v", err)
 		}
@@ -351,7 +351,7 @@ func TestFetchRetries(t *testing.T) {
 		missing := crlItem
 		missing.URL = "/vcek/v1/Milan/nothing-here"
 		before := f.count()
-		_, err := testFetcher(base, nil).Fetch(context.Background(), t.TempDir(), []Item{missing})
+		_, err := testFetcher(base, nil).fetch(context.Background(), t.TempDir(), []Item{missing})
 		if !errors.Is(err, errFetch) || f.count()-before != 1 {
 			t.Fatalf("404: %v after %d requests", err, f.count()-before)
 		}
@@ -362,13 +362,13 @@ func TestFetchRetries(t *testing.T) {
 		srv.Close()
 		fe := testFetcher(dead, nil)
 		fe.Attempts = 2
-		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); !errors.Is(err, errFetch) {
+		if _, err := fe.fetch(context.Background(), t.TempDir(), []Item{crlItem}); !errors.Is(err, errFetch) {
 			t.Fatalf("dead service: %v", err)
 		}
 	})
 	t.Run("bad base url", func(t *testing.T) {
 		fe := testFetcher("ftp://example.invalid", nil)
-		if _, err := fe.Fetch(context.Background(), t.TempDir(), []Item{crlItem}); err == nil {
+		if _, err := fe.fetch(context.Background(), t.TempDir(), []Item{crlItem}); err == nil {
 			t.Fatal("ftp base accepted")
 		}
 	})
@@ -384,7 +384,7 @@ func TestFetchedRevokedVCEKRefused(t *testing.T) {
 	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day), leaf.SerialNumber))
 	dir := t.TempDir()
 	fe := testFetcher(base, nil)
-	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+	if _, err := fe.fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)
 	}
 	c, err := platform.LoadCollateralDir(dir)
@@ -402,7 +402,7 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 	f, base := newFake(t)
 	items := serveSEV(t, f, ev, testfixture.SimSEVCRL(t, testNow.Add(-day), testNow.Add(day)))
 	dir := t.TempDir()
-	if _, err := testFetcher(base, nil).Fetch(context.Background(), dir, items); err != nil {
+	if _, err := testFetcher(base, nil).fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)
 	}
 	vcek := itemOf(t, items, kindSEVSNPVCEK)
@@ -419,7 +419,7 @@ func TestCheckReportsMissingStaleInvalid(t *testing.T) {
 			t.Errorf("%s: %s, want %s (%s)", st.Item.Path, st.State, want[st.Item.Path], st.Detail)
 		}
 	}
-	err := Incomplete(sts)
+	err := incomplete(sts)
 	if !errors.Is(err, errIncomplete) || !strings.Contains(err.Error(), vcek.Path+" missing") {
 		t.Fatalf("incomplete: %v", err)
 	}
@@ -477,7 +477,7 @@ func TestFetchTDX(t *testing.T) {
 	dir := t.TempDir()
 	fe := testFetcher(base, nil)
 	fe.Now = func() time.Time { return tdxNow }
-	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+	if _, err := fe.fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)
 	}
 	c, err := platform.LoadCollateralDir(dir)
@@ -521,7 +521,7 @@ func TestFetchTDX(t *testing.T) {
 		ti := itemOf(t, items, kindTDXTCBInfo)
 		body := bytes.Replace(bodies[ti.Path], []byte(`"fmspc":"50806f000000"`), []byte(`"fmspc":"00906ed50000"`), 1)
 		f.set(ti.URL, fakeDoc{body: body, header: testcases.TcbInfoHeader})
-		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{ti})
+		_, err := fe.fetch(context.Background(), t.TempDir(), []Item{ti})
 		if !errors.Is(err, errDocument) || !strings.Contains(err.Error(), "fmspc") {
 			t.Fatalf("other fmspc: %v", err)
 		}
@@ -529,7 +529,7 @@ func TestFetchTDX(t *testing.T) {
 	t.Run("missing issuer chain header", func(t *testing.T) {
 		qi := itemOf(t, items, kindTDXQEIdentity)
 		f.set(qi.URL, fakeDoc{body: bodies[qi.Path]})
-		_, err := fe.Fetch(context.Background(), t.TempDir(), []Item{qi})
+		_, err := fe.fetch(context.Background(), t.TempDir(), []Item{qi})
 		if !errors.Is(err, errDocument) {
 			t.Fatalf("no chain header: %v", err)
 		}
@@ -601,7 +601,7 @@ func TestFetchSimTDX(t *testing.T) {
 
 	publish(fakeqe.PCSOptions{})
 	dir := t.TempDir()
-	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+	if _, err := fe.fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)
 	}
 	res, err := verifyDir(dir)
@@ -614,7 +614,7 @@ func TestFetchSimTDX(t *testing.T) {
 
 	publish(fakeqe.PCSOptions{RevokePCK: true})
 	dir = t.TempDir()
-	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+	if _, err := fe.fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := verifyDir(dir); !errors.Is(err, platform.ErrRevoked) || !errors.Is(err, platform.ErrRejected) {
@@ -623,7 +623,7 @@ func TestFetchSimTDX(t *testing.T) {
 
 	publish(fakeqe.PCSOptions{TCBLevels: []fakeqe.TCBLevel{{Status: "UpToDate", AboveQuote: true}, {Status: "OutOfDate", AdvisoryIDs: []string{"INTEL-SA-00837"}}}})
 	dir = t.TempDir()
-	if _, err := fe.Fetch(context.Background(), dir, items); err != nil {
+	if _, err := fe.fetch(context.Background(), dir, items); err != nil {
 		t.Fatal(err)
 	}
 	res, err = verifyDir(dir)

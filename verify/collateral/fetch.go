@@ -48,6 +48,9 @@ type Fetcher struct {
 	// MinValidity is how long a cached document must stay valid to be kept
 	// (0: one hour; negative: any remaining validity).
 	MinValidity time.Duration
+	// Offline makes Collect check the directory only, without the
+	// network; the service fields are then unused.
+	Offline bool
 	// Now is the clock; required.
 	Now func() time.Time
 	// Progress, when set, receives one line (no newline) per document and
@@ -77,24 +80,30 @@ func (f *Fetcher) minValidity() time.Duration {
 	return f.MinValidity
 }
 
-// Check reports the state of every item in dir at the fetcher's clock: a
-// document is fresh when it (and its issuer chain) parses, is for the
-// evidence's platform, and stays valid at least MinValidity longer. Check
-// never uses the network.
-func (f *Fetcher) Check(dir string, items []Item) ([]Status, error) {
+// Collect makes every item fresh in dir (it fetches what is missing or
+// stale) or, when Offline is set, only checks dir: a document is fresh
+// when it (and its issuer chain) parses, is for the evidence's platform,
+// and stays valid at least MinValidity longer. It returns the status of
+// every item and, when one is not fresh, an error naming each such item.
+// Only Collect without Offline uses the network.
+func (f *Fetcher) Collect(ctx context.Context, dir string, items []Item) ([]Status, error) {
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
 	}
-	return check(dir, items, f.Now(), f.minValidity()), nil
+	if !f.Offline {
+		return f.fetch(ctx, dir, items)
+	}
+	sts := check(dir, items, f.Now(), f.minValidity())
+	return sts, incomplete(sts)
 }
 
-// Fetch makes every item fresh in dir: a document that Check finds fresh is
+// fetch makes every item fresh in dir: a document that check finds fresh is
 // kept without a request; any other is downloaded, checked like a cached
 // one (a server answer that is already stale or for another platform is
 // refused) and written atomically with its issuer chain. It tries every
 // item and returns the statuses and the joined errors (each wrapping
 // errFetch or errDocument).
-func (f *Fetcher) Fetch(ctx context.Context, dir string, items []Item) ([]Status, error) {
+func (f *Fetcher) fetch(ctx context.Context, dir string, items []Item) ([]Status, error) {
 	if f.Now == nil {
 		return nil, errors.New("collateral: Fetcher.Now is required")
 	}

@@ -58,17 +58,17 @@ func TestFetchVLEKCollateral(t *testing.T) {
 	fe := testFetcher(base, nil)
 	fe.Now = func() time.Time { return capture }
 	out := t.TempDir()
-	if _, err := fe.Fetch(context.Background(), out, items); err != nil {
+	if _, err := fe.fetch(context.Background(), out, items); err != nil {
 		t.Fatal(err)
 	}
-	if err := Incomplete(check(out, items, capture, time.Hour)); err != nil {
+	if err := incomplete(check(out, items, capture, time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	c, err := platform.LoadCollateralDir(out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := platform.VerifySNPReport(report, vlek, nil, platform.Options{Now: fe.Now, Collateral: c, AllowUncheckedRevocation: true})
+	res, err := platform.VerifyRaw("snp-report", report, vlek, nil, platform.Options{Now: fe.Now, Collateral: c, AllowUncheckedRevocation: true})
 	if err != nil {
 		t.Fatal(err)
 	}

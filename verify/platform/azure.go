@@ -43,7 +43,7 @@ type AzureClaims struct {
 	// QuoteNonce is the quote's qualifying data (extraData).
 	QuoteNonce []byte
 	// TrusteeVersion is the version of Trustee JSON evidence (0, 1 or 2;
-	// VerifyTrusteeAzure only).
+	// verifyTrusteeAzure only).
 	TrusteeVersion int
 	// UserDataBound reports whether UserData was compared with the
 	// expected value: always for evidence.Evidence; for Trustee evidence

@@ -146,7 +146,7 @@ func TestAzureTrusteeSamples(t *testing.T) {
 	} {
 		t.Run(tc.dir+"/"+tc.file, func(t *testing.T) {
 			data := azFile(t, tc.dir, tc.file)
-			res, err := VerifyTrusteeAzure(tc.format, data, tc.nonce, azOpts())
+			res, err := verifyTrusteeAzure(tc.format, data, tc.nonce, azOpts())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,15 +157,15 @@ func TestAzureTrusteeSamples(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 			// A wrong nonce is refused by the quote's nonce.
-			_, err = VerifyTrusteeAzure(tc.format, data, []byte("another nonce"), azOpts())
+			_, err = verifyTrusteeAzure(tc.format, data, []byte("another nonce"), azOpts())
 			wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
 			// No nonce: verified, nonce unchecked.
-			if _, err := VerifyTrusteeAzure(tc.format, data, nil, azOpts()); err != nil {
+			if _, err := verifyTrusteeAzure(tc.format, data, nil, azOpts()); err != nil {
 				t.Fatal(err)
 			}
 			// The other platform's format is refused.
 			other := map[string]string{trusteeAzureSNP: trusteeAzureTDX, trusteeAzureTDX: trusteeAzureSNP}[tc.format]
-			_, err = VerifyTrusteeAzure(other, data, tc.nonce, azOpts())
+			_, err = verifyTrusteeAzure(other, data, tc.nonce, azOpts())
 			wantErr(t, err, ErrRejected, nil, checkParse)
 		})
 	}
@@ -250,16 +250,16 @@ func TestAzureTrusteeMalformed(t *testing.T) {
 		"not json":      []byte("{"),
 		"empty":         []byte(`{}`),
 	} {
-		_, err := VerifyTrusteeAzure(trusteeAzureSNP, doc, azChallenge, azOpts())
+		_, err := verifyTrusteeAzure(trusteeAzureSNP, doc, azChallenge, azOpts())
 		if err == nil {
 			t.Fatalf("%s: accepted", name)
 		}
 	}
-	_, err := VerifyTrusteeAzure(trusteeAzureSNP, bytes.Replace(v1, []byte(`"version": 1`), []byte(`"version": 3`), 1), azChallenge, azOpts())
+	_, err := verifyTrusteeAzure(trusteeAzureSNP, bytes.Replace(v1, []byte(`"version": 1`), []byte(`"version": 3`), 1), azChallenge, azOpts())
 	wantErr(t, err, ErrCannotCheck, errUnsupported, checkFormat)
-	_, err = VerifyTrusteeAzure("az-sev-vtpm", v1, azChallenge, azOpts())
+	_, err = verifyTrusteeAzure("az-sev-vtpm", v1, azChallenge, azOpts())
 	wantErr(t, err, ErrCannotCheck, errUnsupported, checkFormat)
-	_, err = VerifyTrusteeAzure(trusteeAzureSNP, v1, azChallenge, Options{})
+	_, err = verifyTrusteeAzure(trusteeAzureSNP, v1, azChallenge, Options{})
 	wantErr(t, err, ErrBadOptions, nil, checkOptions)
 }
 
@@ -278,7 +278,7 @@ func FuzzTrusteeAzure(f *testing.F) {
 		if err != nil {
 			return
 		}
-		res, err := VerifyTrusteeAzure(format, data, azChallenge, azOpts())
+		res, err := verifyTrusteeAzure(format, data, azChallenge, azOpts())
 		if (err == nil) == (res == nil) {
 			t.Fatalf("result %v with error %v", res, err)
 		}

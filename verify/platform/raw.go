@@ -20,6 +20,38 @@ import (
 // maxRawCerts bounds the certificates of a raw chain file.
 const maxRawCerts = 8
 
+// Raw evidence formats, as VerifyRaw and packctl platform verify --format
+// name them (with trusteeAzureSNP and trusteeAzureTDX).
+const (
+	rawSNPReport = "snp-report"
+	rawTDXQuote  = "tdx-quote"
+)
+
+// VerifyRaw verifies raw evidence of format offline against the embedded
+// vendor roots. format is "snp-report" (a SEV-SNP ATTESTATION_REPORT; certs
+// holds the VCEK or VLEK that signed it, as verifySNPReport says),
+// "tdx-quote" (a TDX quote carrying its PCK chain), or "az-snp-vtpm" or
+// "az-tdx-vtpm" (Trustee's Azure vTPM evidence, which carries its VCEK or
+// PCK chain). certs MUST be nil for the formats that carry their own. With
+// a nonce the evidence must carry it (zero-padded to 64 bytes where it is
+// REPORT_DATA); without one (nil) it is returned unchecked. Errors are as
+// Verify's; an unknown format or unwanted certs wrap ErrBadOptions.
+func VerifyRaw(format string, data, certs, nonce []byte, opts Options) (*Result, error) {
+	switch format {
+	case rawSNPReport:
+		return verifySNPReport(data, certs, nonce, opts)
+	case rawTDXQuote, trusteeAzureSNP, trusteeAzureTDX:
+		if certs != nil {
+			return nil, badOptions("%s evidence carries its own certificates", format)
+		}
+		if format == rawTDXQuote {
+			return verifyTDXQuote(data, nonce, opts)
+		}
+		return verifyTrusteeAzure(format, data, nonce, opts)
+	}
+	return nil, badOptions("unknown raw evidence format %q", format)
+}
+
 // rawWant returns the REPORT_DATA a raw verification expects: the nonce,
 // zero-padded to 64 bytes. Without a nonce (nil) REPORT_DATA is not
 // compared and opts says so.
@@ -36,14 +68,14 @@ func rawWant(nonce []byte, opts *Options) ([64]byte, error) {
 	return want, nil
 }
 
-// VerifySNPReport verifies a raw SEV-SNP ATTESTATION_REPORT (report, as the
+// verifySNPReport verifies a raw SEV-SNP ATTESTATION_REPORT (report, as the
 // secure processor wrote it) offline against the embedded AMD roots of its
 // product line. certs holds the VCEK or VLEK certificate that signed it (the
 // report's SIGNING_KEY says which), DER or PEM, optionally followed by AMD's
 // ASK or ASVK and ARK, each of which must be the embedded one. With a nonce,
 // REPORT_DATA must equal it zero-padded to 64 bytes; without one (nil)
 // REPORT_DATA is returned unchecked. Errors are as Verify's.
-func VerifySNPReport(report, certs, nonce []byte, opts Options) (*Result, error) {
+func verifySNPReport(report, certs, nonce []byte, opts Options) (*Result, error) {
 	want, err := rawWant(nonce, &opts)
 	if err != nil {
 		return nil, err
@@ -66,14 +98,14 @@ func VerifySNPReport(report, certs, nonce []byte, opts Options) (*Result, error)
 	return verifyRaw(ev, want, evidence.ReportData{}, opts)
 }
 
-// VerifyTDXQuote verifies a raw TDX quote (DCAP version 4, or version 5
+// verifyTDXQuote verifies a raw TDX quote (DCAP version 4, or version 5
 // with a TD 1.0 or TD 1.5 body, with its PCK chain as certification data)
 // offline against the embedded Intel SGX root. With a nonce, REPORT_DATA
 // must equal it zero-padded to 64 bytes; without one (nil) REPORT_DATA is
 // returned unchecked. Errors are as Verify's: another quote version or body
 // type cannot be checked (ErrUnsupported), nor can TCB collateral for a
 // version 5 quote.
-func VerifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
+func verifyTDXQuote(quote, nonce []byte, opts Options) (*Result, error) {
 	want, err := rawWant(nonce, &opts)
 	if err != nil {
 		return nil, err

@@ -66,7 +66,7 @@ func TestSNPReportConformance(t *testing.T) {
 		{name: "truncated", report: report[:1000], certs: vcek, opts: now, class: ErrRejected, check: checkParse},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := VerifySNPReport(tc.report, tc.certs, tc.nonce, tc.opts)
+			res, err := verifySNPReport(tc.report, tc.certs, tc.nonce, tc.opts)
 			if tc.class != nil {
 				wantErr(t, err, tc.class, tc.cause, tc.check)
 				return
@@ -101,7 +101,7 @@ func TestSNPInvalidVCEKs(t *testing.T) {
 			"certificate tcb is not the report's reported_tcb: vcek 1e00000000000000 (bl 0 tee 0 snp 0 ucode 30), report 7308000000000003 (bl 3 tee 0 snp 8 ucode 115)"},
 	} {
 		der := trustee(t, tc.file)
-		_, err := VerifySNPReport(report, der, nil, now)
+		_, err := verifySNPReport(report, der, nil, now)
 		wantErr(t, err, ErrRejected, errHWIDMismatch, checkBinding)
 		if !errors.Is(err, errTCBMismatch) {
 			t.Errorf("%s: %v does not name the tcb", tc.file, err)
@@ -148,19 +148,19 @@ func TestSNPReportCertsRefused(t *testing.T) {
 	opts := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true}
 	milan := rs.amd["Milan"].certs
 	// The full chain the key server serves verifies.
-	if _, err := VerifySNPReport(report, pemOf(vcek, milan.Ask.Raw, milan.Ark.Raw), nil, opts); err != nil {
+	if _, err := verifySNPReport(report, pemOf(vcek, milan.Ask.Raw, milan.Ark.Raw), nil, opts); err != nil {
 		t.Fatalf("vcek, ask, ark: %v", err)
 	}
 	sim := rs.amdSim["Milan"].certs
-	_, err = VerifySNPReport(report, pemOf(vcek, sim.Ask.Raw), nil, opts)
+	_, err = verifySNPReport(report, pemOf(vcek, sim.Ask.Raw), nil, opts)
 	wantErr(t, err, ErrRejected, ErrUntrustedRoot, checkRoot)
-	_, err = VerifySNPReport(report, pemOf(vcek, vcek), nil, opts)
+	_, err = verifySNPReport(report, pemOf(vcek, vcek), nil, opts)
 	wantErr(t, err, ErrRejected, nil, checkParse)
-	_, err = VerifySNPReport(report, append(pemOf(vcek), "junk"...), nil, opts)
+	_, err = verifySNPReport(report, append(pemOf(vcek), "junk"...), nil, opts)
 	wantErr(t, err, ErrRejected, nil, checkParse)
-	_, err = VerifySNPReport(report, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}}), nil, opts)
+	_, err = verifySNPReport(report, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1}}), nil, opts)
 	wantErr(t, err, ErrRejected, nil, checkParse)
-	_, err = VerifySNPReport(report, vcek, make([]byte, 65), opts)
+	_, err = verifySNPReport(report, vcek, make([]byte, 65), opts)
 	if !errors.Is(err, ErrBadOptions) {
 		t.Fatalf("65-byte nonce: %v", err)
 	}
@@ -210,7 +210,7 @@ func FuzzSplitCerts(f *testing.F) {
 func TestTDXQuoteV5Fields(t *testing.T) {
 	q5 := trustee(t, "tdx/tdx_quote_5.dat")
 	opts := Options{Now: at("2026-11-26T00:00:00Z"), AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
-	res, err := VerifyTDXQuote(q5, nil, opts)
+	res, err := verifyTDXQuote(q5, nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestTDXQuoteConformance(t *testing.T) {
 			class: ErrCannotCheck, cause: errUnsupported, check: checkCollateral},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := VerifyTDXQuote(tc.quote, tc.nonce, tc.opts)
+			res, err := verifyTDXQuote(tc.quote, tc.nonce, tc.opts)
 			if tc.class != nil {
 				wantErr(t, err, tc.class, tc.cause, tc.check)
 				return
@@ -303,5 +303,19 @@ func TestTDXQuoteConformance(t *testing.T) {
 				t.Fatalf("result %+v", res)
 			}
 		})
+	}
+}
+
+// TestVerifyRawRefusesOptions: VerifyRaw refuses a format it does not know
+// and certificates for a format that carries its own.
+func TestVerifyRawRefusesOptions(t *testing.T) {
+	opts := Options{Now: time.Now}
+	for _, c := range []struct {
+		format string
+		certs  []byte
+	}{{"snp", nil}, {"", nil}, {rawTDXQuote, []byte("x")}, {trusteeAzureSNP, []byte("x")}, {trusteeAzureTDX, []byte("x")}} {
+		if _, err := VerifyRaw(c.format, []byte("data"), c.certs, nil, opts); !errors.Is(err, ErrBadOptions) {
+			t.Errorf("format %q, certs %q: %v, want ErrBadOptions", c.format, c.certs, err)
+		}
 	}
 }

@@ -27,12 +27,12 @@ const (
 	trusteeAzureTDX = "az-tdx-vtpm"
 )
 
-// VerifyTrusteeAzure verifies Trustee's Azure vTPM evidence (format
+// verifyTrusteeAzure verifies Trustee's Azure vTPM evidence (format
 // trusteeAzureSNP or trusteeAzureTDX) offline. With a nonce the TPM
 // quote's qualifying data must equal it and, from version 2 on, the
 // runtime claims' user data must be it zero-padded to 64 bytes; without
 // one (nil) neither is compared. Errors are as Verify's.
-func VerifyTrusteeAzure(format string, data, nonce []byte, opts Options) (*Result, error) {
+func verifyTrusteeAzure(format string, data, nonce []byte, opts Options) (*Result, error) {
 	if opts.Now == nil {
 		return nil, badOptions("options: Now is required")
 	}

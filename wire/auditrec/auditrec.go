@@ -30,8 +30,8 @@ import (
 	"github.com/clawea/attester/schema/jsstr"
 )
 
-// Version is the value of audit_version in every record.
-const Version = "1"
+// auditVersion is the value of audit_version in every record.
+const auditVersion = "1"
 
 // Limits on record fields and lines.
 const (
@@ -142,9 +142,9 @@ type Record struct {
 	RecordHash   string  `json:"record_hash_b64u,omitempty"`
 }
 
-// FormatTime is the canonical form of a record time: RFC 3339 UTC with
+// formatTime is the canonical form of a record time: RFC 3339 UTC with
 // nanoseconds as Go writes it.
-func FormatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+func formatTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // hash returns b64u(SHA-256(JCS(r without record_hash_b64u))). It fails
 // (ErrMalformed) only when a string field is not valid UTF-8.
@@ -158,10 +158,10 @@ func (r *Record) hash() (string, error) {
 	return b64u.Encode(sum[:]), nil
 }
 
-// Seal computes r's record hash, sets RecordHash and appends the record's
+// seal computes r's record hash, sets RecordHash and appends the record's
 // line (JCS form and '\n') to dst. Call it on a record built for a chain
 // (AuditVersion, Seq, Time and PrevHash set) whose entry passed Check.
-func (r *Record) Seal(dst []byte) ([]byte, error) {
+func (r *Record) seal(dst []byte) ([]byte, error) {
 	if err := r.checkUTF8(); err != nil {
 		return dst, err
 	}
@@ -281,6 +281,40 @@ func (c *Chain) Next(raw []byte) (Record, error) {
 	}
 	c.Root, c.Count = rec.RecordHash, rec.Seq
 	return rec, nil
+}
+
+// Append checks e (the field rules, as Entry.Check), builds the record that
+// follows c at time now, seals it (computes and sets RecordHash) and appends
+// its line (JCS form and '\n') to dst. It advances c only when it succeeds.
+// Errors wrap ErrInvalidEntry or ErrMalformed; on error dst is returned
+// unchanged.
+func (c *Chain) Append(dst []byte, now time.Time, e *Entry) (Record, []byte, error) {
+	if err := e.Check(); err != nil {
+		return Record{}, dst, err
+	}
+	r := Record{
+		AuditVersion: auditVersion,
+		Seq:          c.Count + 1,
+		Time:         formatTime(now),
+		Session:      e.Session,
+		Turn:         e.Turn,
+		Agent:        e.Agent,
+		Tool:         e.Tool,
+		ParamsHash:   e.ParamsHash,
+		Stage:        e.Stage,
+		Decision:     e.Decision,
+		Reason:       e.Reason,
+	}
+	if c.Root != "" {
+		prev := c.Root
+		r.PrevHash = &prev
+	}
+	line, err := r.seal(dst)
+	if err != nil {
+		return Record{}, dst, err
+	}
+	c.Root, c.Count = r.RecordHash, r.Seq
+	return r, line, nil
 }
 
 // Verify reads a whole log and checks every record: canonical form, field
@@ -412,14 +446,14 @@ func parse(raw []byte) (Record, error) {
 	if err := dec.Decode(&rec); err != nil {
 		return rec, errors.New("member of the wrong type")
 	}
-	if rec.AuditVersion != Version {
+	if rec.AuditVersion != auditVersion {
 		return rec, errors.New("unknown audit_version")
 	}
 	if rec.Seq == 0 || rec.Seq > maxSeq {
 		return rec, errors.New("seq out of range")
 	}
 	t, err := time.Parse(time.RFC3339Nano, rec.Time)
-	if err != nil || FormatTime(t) != rec.Time {
+	if err != nil || formatTime(t) != rec.Time {
 		return rec, errors.New("time is not canonical RFC 3339 UTC")
 	}
 	e := Entry{

@@ -35,23 +35,10 @@ var epoch = time.Date(2026, 2, 12, 15, 30, 0, 0, time.UTC)
 // next builds the record after c for e at time t and advances c.
 func next(t testing.TB, c *Chain, e Entry, at time.Time) (Record, []byte) {
 	t.Helper()
-	if err := e.Check(); err != nil {
-		t.Fatal(err)
-	}
-	r := Record{
-		AuditVersion: Version, Seq: c.Count + 1, Time: FormatTime(at),
-		Session: e.Session, Turn: e.Turn, Agent: e.Agent, Tool: e.Tool,
-		ParamsHash: e.ParamsHash, Stage: e.Stage, Decision: e.Decision, Reason: e.Reason,
-	}
-	if c.Root != "" {
-		p := c.Root
-		r.PrevHash = &p
-	}
-	line, err := r.Seal(nil)
+	r, line, err := c.Append(nil, at, &e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.Root, c.Count = r.RecordHash, r.Seq
 	return r, line
 }
 
@@ -315,7 +302,7 @@ func checkSeal(t *testing.T, c *Chain, e Entry, at time.Time) {
 	}
 	// Seal appends: a non-empty dst keeps its prefix.
 	r2 := r
-	out, err := r2.Seal([]byte("prefix"))
+	out, err := r2.seal([]byte("prefix"))
 	if err != nil || !bytes.Equal(out, append([]byte("prefix"), line...)) {
 		t.Fatalf("Seal with prefix: %q %v", out, err)
 	}
@@ -350,5 +337,15 @@ func TestReadHandsOutRecords(t *testing.T) {
 	stop := errors.New("stop")
 	if _, _, err := Read(bytes.NewReader(buf.Bytes()), func(Record) error { return stop }); err != stop {
 		t.Fatalf("fn error not returned: %v", err)
+	}
+}
+
+func TestAppendRefusesInvalidEntry(t *testing.T) {
+	_, c := writeLog(t, 2)
+	before := c
+	e := entry(3)
+	e.Decision = "maybe"
+	if _, dst, err := c.Append([]byte("x"), epoch, &e); !errors.Is(err, ErrInvalidEntry) || string(dst) != "x" || c != before {
+		t.Fatalf("Append of an invalid entry: %q %v, chain %+v (was %+v)", dst, err, c, before)
 	}
 }
