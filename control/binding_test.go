@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -14,10 +15,10 @@ import (
 var testProc = Process{PID: 4242, StartTime: 123456}
 
 func TestProcessOf(t *testing.T) {
-	if got, err := processOf(Peer{PID: 42, StartTime: 7, StartTimeKnown: true}); err != nil || got != (Process{42, 7}) {
+	if got, err := processOf(peerCred{PID: 42, StartTime: 7, StartTimeKnown: true}); err != nil || got != (Process{42, 7}) {
 		t.Fatalf("processOf: %v %v", got, err)
 	}
-	for name, p := range map[string]Peer{
+	for name, p := range map[string]peerCred{
 		"none":                       {},
 		"pid 0 (another namespace)":  {PID: 0, StartTime: 7, StartTimeKnown: true},
 		"start time unreadable":      {PID: 42},
@@ -26,6 +27,25 @@ func TestProcessOf(t *testing.T) {
 		if _, err := processOf(p); !errors.Is(err, errProcessUnknown) {
 			t.Errorf("%s: %v, want errProcessUnknown", name, err)
 		}
+	}
+}
+
+// TestAdmitCallerUnknownProcess: a peer of an allowed uid whose pid or
+// start time the attester cannot read is refused before anything else
+// (403 PROCESS_BINDING); the same peer with both known is admitted.
+func TestAdmitCallerUnknownProcess(t *testing.T) {
+	c := &Config{uidAllow: map[int]struct{}{os.Geteuid(): {}}}
+	peerOf := func(pid int, known bool) context.Context {
+		return withPeer(context.Background(), peerCred{PID: pid, UID: os.Geteuid(), StartTime: 1, StartTimeKnown: known})
+	}
+	for name, ctx := range map[string]context.Context{"pid 0": peerOf(0, true), "no start time": peerOf(42, false)} {
+		err := c.AdmitCaller(ctx)
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.Status() != 403 || ce.Reason != reasonProcessBinding {
+			t.Errorf("%s: %v, want 403 %s", name, err, reasonProcessBinding)
+		}
+	}
+	if err := c.AdmitCaller(peerOf(42, true)); err != nil {
+		t.Errorf("a known process: %v", err)
 	}
 }
 

@@ -92,7 +92,7 @@ func newTestServerConfig(t testing.TB, raw []byte) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &http.Server{Handler: s.ControlHandler(), ConnContext: ControlConnContext, ReadHeaderTimeout: 5 * time.Second}
+	cs := &http.Server{Handler: s.ControlHandler(), ConnContext: control.ConnContext, ReadHeaderTimeout: 5 * time.Second}
 	go cs.Serve(ln)
 	t.Cleanup(func() { cs.Close(); ln.Close() })
 	return &harness{srv: s, api: api, control: unixClient(cfg.ControlSocket), logs: logs, id: id}
