@@ -14,6 +14,12 @@ import (
 // testProc is the process the tests' runs are created by.
 var testProc = Process{PID: 4242, StartTime: 123456}
 
+// from is the context of a control request from p (as ConnContext records
+// it for a peer of this uid).
+func from(p Process) context.Context {
+	return withPeer(context.Background(), peerCred{PID: p.PID, UID: os.Geteuid(), StartTime: p.StartTime, StartTimeKnown: true})
+}
+
 func TestProcessOf(t *testing.T) {
 	if got, err := processOf(peerCred{PID: 42, StartTime: 7, StartTimeKnown: true}); err != nil || got != (Process{42, 7}) {
 		t.Fatalf("processOf: %v %v", got, err)
@@ -64,21 +70,22 @@ func TestRunBoundToItsProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	capHash, _ := capabilityHash(resp.Capability)
-	if got, err := s.Authorize(resp.RunID, capHash, testProc); err != nil || got != rn {
+	bearer := "Bearer " + resp.Capability
+	if got, caller, err := s.Authorize(from(testProc), resp.RunID, bearer); err != nil || got != rn || caller != testProc {
 		t.Fatalf("the creating process: %v", err)
 	}
 	for name, other := range map[string]Process{
 		"another pid":                      {PID: testProc.PID + 1, StartTime: testProc.StartTime},
 		"the same pid, another start time": {PID: testProc.PID, StartTime: testProc.StartTime + 1},
 	} {
-		_, err := s.Authorize(resp.RunID, capHash, other)
+		_, _, err := s.Authorize(from(other), resp.RunID, bearer)
 		if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindForbidden || ce.Reason != reasonProcessBinding {
 			t.Errorf("%s: %v, want 403 %s", name, err, reasonProcessBinding)
 		}
 	}
 	// Another process with a wrong capability learns nothing more.
-	if _, err := s.Authorize(resp.RunID, [32]byte{1}, Process{PID: 1, StartTime: 1}); !errors.Is(err, errNotThisRun) {
+	other, _, _ := newCapability()
+	if _, _, err := s.Authorize(from(Process{PID: 1, StartTime: 1}), resp.RunID, "Bearer "+other); !errors.Is(err, errNotThisRun) {
 		t.Fatalf("wrong capability from another process: %v", err)
 	}
 

@@ -590,12 +590,28 @@ func (s *Service) CloseRun(rn *Run) error {
 	return nil
 }
 
-// Authorize returns the run named id when capHash is its capability's hash
-// (BearerCapability) and caller is the process that created the run:
-// kindForbidden for another run's or an unknown capability (an unknown run
-// id gets the same answer, so run ids cannot be probed), kindForbidden with
-// reason reasonProcessBinding for the capability used by another process,
-// kindGone for the capability of a closed run.
-func (s *Service) Authorize(id string, capHash [32]byte, caller Process) (*Run, error) {
-	return s.runs.authorize(id, capHash, caller)
+// Authorize returns the run named id and the process that asks, when
+// authorization (the request's Authorization header) carries the run's
+// capability and the caller (the peer ConnContext recorded) is the process
+// that created the run. The checks run in this order: kindUnauthenticated
+// without a well-formed "Bearer clawea-cap-v1.<43 b64u characters>";
+// kindForbidden with reason reasonProcessBinding for a caller the attester
+// cannot identify; kindForbidden for another run's or an unknown capability
+// (an unknown run id gets the same answer, so run ids cannot be probed);
+// kindForbidden with reason reasonProcessBinding for the capability used by
+// another process; kindGone for the capability of a closed run.
+func (s *Service) Authorize(ctx context.Context, id, authorization string) (*Run, Process, error) {
+	capHash, err := bearerCapability(authorization)
+	if err != nil {
+		return nil, Process{}, err
+	}
+	caller, err := ProcessFrom(ctx)
+	if err != nil {
+		return nil, Process{}, err
+	}
+	rn, err := s.runs.authorize(id, capHash, caller)
+	if err != nil {
+		return nil, Process{}, err
+	}
+	return rn, caller, nil
 }

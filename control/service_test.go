@@ -82,11 +82,8 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	if err != nil || s.OpenRuns() != 1 {
 		t.Fatalf("create: %v", err)
 	}
-	capHash, err := capabilityHash(resp.Capability)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rn, err := s.Authorize(resp.RunID, capHash, testProc)
+	bearer := "Bearer " + resp.Capability
+	rn, _, err := s.Authorize(from(testProc), resp.RunID, bearer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +96,7 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	if err := s.gate.OpenRun(resp.RunID); err != nil {
 		t.Fatalf("the gate still holds the closed run: %v", err)
 	}
-	if _, err := s.Authorize(resp.RunID, capHash, testProc); !errors.Is(err, errRunClosed) {
+	if _, _, err := s.Authorize(from(testProc), resp.RunID, bearer); !errors.Is(err, errRunClosed) {
 		t.Fatalf("capability of a closed run: %v", err)
 	}
 	if err := rn.WithPrompt(func(*sealed.Buffer, string) error { return nil }); !errors.Is(err, errRunClosed) {

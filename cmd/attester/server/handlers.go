@@ -37,15 +37,7 @@ type runHandler func(w http.ResponseWriter, r *http.Request, q *runRequest) erro
 // Content-Type and reads the body (maxBody > 0) within its limits.
 func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handler {
 	return s.wrap(route, func(w http.ResponseWriter, r *http.Request) error {
-		capHash, err := control.BearerCapability(r.Header.Get("Authorization"))
-		if err != nil {
-			return refuse(err)
-		}
-		proc, err := control.ProcessFrom(r.Context())
-		if err != nil {
-			return refuse(err)
-		}
-		rn, err := s.svc.Authorize(r.PathValue("id"), capHash, proc)
+		rn, proc, err := s.svc.Authorize(r.Context(), r.PathValue("id"), r.Header.Get("Authorization"))
 		if err != nil {
 			return refuse(err)
 		}
