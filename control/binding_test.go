@@ -63,8 +63,8 @@ func TestRunBoundToItsProcess(t *testing.T) {
 	req := func() *createRunRequest {
 		return &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}
 	}
-	if _, _, err := s.CreateRun(context.Background(), decoded(req()), Process{}); !errors.Is(err, errProcessUnknown) || s.OpenRuns() != 0 {
-		t.Fatalf("run for an unknown process: %v, %d open", err, s.OpenRuns())
+	if _, _, err := s.CreateRun(context.Background(), decoded(req()), Process{}); !errors.Is(err, errProcessUnknown) || s.runs.open() != 0 {
+		t.Fatalf("run for an unknown process: %v, %d open", err, s.runs.open())
 	}
 	resp, rn, err := s.CreateRun(context.Background(), decoded(req()), testProc)
 	if err != nil {
@@ -99,8 +99,52 @@ func TestRunBoundToItsProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Check(answer.Expect{RunID: rn.ID(), Seq: want, Status: 201, RequestHash: reqH, ResponseHash: respH, PID: int64(testProc.PID), StartTime: int64(testProc.StartTime)}); err != nil {
+		if err := st.Check(answer.Expect{RunID: rn.id, Seq: want, Status: 201, RequestHash: reqH, ResponseHash: respH, PID: int64(testProc.PID), StartTime: int64(testProc.StartTime)}); err != nil {
 			t.Fatalf("answer %d: %v", want, err)
 		}
 	}
+}
+
+// BenchmarkSignAnswer measures what signing adds to each control answer
+// (attester-api section 8): one statement and one Ed25519 signature by the
+// identity key. BenchmarkVerifyAnswer is a client's check of it.
+func BenchmarkSignAnswer(b *testing.B) {
+	rn, s := benchRun(b)
+	reqH, respH := answer.RequestHash("POST", "/v1/runs/"+rn.id+"/tool-calls", []byte(`{"turn_id":"t","tool":"read"}`)), sha256.Sum256([]byte(`{"allow":true}`))
+	for b.Loop() {
+		if _, err := s.SignAnswer(rn, testProc, 200, reqH, respH); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkVerifyAnswer(b *testing.B) {
+	rn, s := benchRun(b)
+	reqH, respH := answer.RequestHash("POST", "/v1/runs/"+rn.id+"/tool-calls", []byte(`{"turn_id":"t","tool":"read"}`)), sha256.Sum256([]byte(`{"allow":true}`))
+	sa, err := s.SignAnswer(rn, testProc, 200, reqH, respH)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, sig := b64u.Encode(sa.Statement), b64u.Encode(sa.Signature)
+	want := answer.Expect{RunID: rn.id, Seq: 1, Status: 200, RequestHash: reqH, ResponseHash: respH, PID: int64(testProc.PID), StartTime: int64(testProc.StartTime)}
+	for b.Loop() {
+		a, err := answer.Verify(s.id.Public, st, sig)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := a.Check(want); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchRun is a run of the min pack created by testProc.
+func benchRun(b *testing.B) (*Run, *Service) {
+	p, s, enc, mj := newSealedPack(b)
+	req := &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "s"}
+	_, rn, err := s.CreateRun(b.Context(), decoded(req), testProc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return rn, s
 }

@@ -98,9 +98,6 @@ type ownerMessage struct {
 	SignedAt    time.Time
 }
 
-// ID is the run's id.
-func (r *Run) ID() string { return r.id }
-
 func (r *Run) destroy() {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -134,22 +134,35 @@ func (s *Service) Close() {
 // Config is the configuration the service runs with.
 func (s *Service) Config() *Config { return s.cfg }
 
-// Platform names the platform the attester quotes with, and whether its
-// evidence is simulated (the simulated platform, or a TPM reached over
-// TCP).
-func (s *Service) Platform() (name string, simulated bool) {
-	return s.platform.Platform(), (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
+// Status is what the service reports about itself at one moment.
+type Status struct {
+	// Platform names the platform the attester quotes with; Simulated says
+	// whether its evidence is simulated (the simulated platform, or a TPM
+	// reached over TCP).
+	Platform  string
+	Simulated bool
+	// PolicyHash is the gate policy's hash.
+	PolicyHash string
+	// OpenRuns is the number of open runs.
+	OpenRuns int
 }
 
-// PolicyHash is the gate policy's hash.
-func (s *Service) PolicyHash() string { return s.gate.PolicyHash() }
+// Status reports the service's platform, gate policy and open runs (cheap
+// to read: AuditHealthy, which takes the audit log's lock, is apart).
+func (s *Service) Status() Status {
+	platform, simulated := s.platformName()
+	return Status{Platform: platform, Simulated: simulated, PolicyHash: s.gate.PolicyHash(), OpenRuns: s.runs.open()}
+}
 
 // AuditHealthy reports why the gate cannot record decisions, or nil: while
 // it cannot, every tool call is denied.
 func (s *Service) AuditHealthy() error { return s.gate.audit.Healthy() }
 
-// OpenRuns is the number of open runs.
-func (s *Service) OpenRuns() int { return s.runs.open() }
+// platformName names the platform the attester quotes with, and whether
+// its evidence is simulated.
+func (s *Service) platformName() (name string, simulated bool) {
+	return s.platform.Platform(), (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
+}
 
 // withIssuer runs f with an attestation issuer holding a short-lived copy of
 // the identity key.

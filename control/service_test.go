@@ -53,7 +53,7 @@ func newTestService(t testing.TB, trusted map[string]string) *Service {
 
 // newSealedPack builds the min pack, starts a service trusting it, and
 // seals the pack to the service: the sealed pack and its manifest's JSON.
-func newSealedPack(t *testing.T) (*packtest.Pack, *Service, []byte, []byte) {
+func newSealedPack(t testing.TB) (*packtest.Pack, *Service, []byte, []byte) {
 	t.Helper()
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	s := newTestService(t, p.Trusted)
@@ -75,11 +75,11 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	}
 	// A report that does not match: refused, nothing kept.
 	_, _, err := s.CreateRun(context.Background(), decoded(req(b64u.SHA256([]byte("other")))), testProc)
-	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || s.OpenRuns() != 0 {
-		t.Fatalf("mismatched report: %v, %d runs open", err, s.OpenRuns())
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || s.runs.open() != 0 {
+		t.Fatalf("mismatched report: %v, %d runs open", err, s.runs.open())
 	}
 	resp, _, err := s.CreateRun(context.Background(), decoded(req(p.Rebuilt.ReportHashB64u())), testProc)
-	if err != nil || s.OpenRuns() != 1 {
+	if err != nil || s.runs.open() != 1 {
 		t.Fatalf("create: %v", err)
 	}
 	bearer := "Bearer " + resp.Capability

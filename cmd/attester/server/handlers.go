@@ -264,7 +264,7 @@ func (s *Server) handleTPMEK(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, simulated := s.svc.Platform()
+	simulated := s.svc.Status().Simulated
 	writeJSON(w, http.StatusOK, map[string]any{
 		"ek_cert_b64u":   b64u.Encode(ek),
 		"ak_public_b64u": b64u.Encode(ak),

@@ -324,7 +324,7 @@ func TestRunRefusals(t *testing.T) {
 	if code != 422 || !strings.Contains(m["error"].(string), "identity.txt") {
 		t.Fatalf("untrusted template: %d %v", code, m)
 	}
-	if n := h.srv.Service().OpenRuns() + h2.srv.Service().OpenRuns(); n != 0 {
+	if n := h.srv.Service().Status().OpenRuns + h2.srv.Service().Status().OpenRuns; n != 0 {
 		t.Fatalf("%d runs kept after refusals", n)
 	}
 	// And the good pack opens.
