@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"os"
 	"os/user"
@@ -61,7 +62,7 @@ type socketWriterUID struct {
 	Dir string
 }
 
-// errSocketReplaceable is returned by CheckSocketLayout (wrapped in a
+// errSocketReplaceable is returned by checkSocketLayout (wrapped in a
 // *socketLayoutError) when a control uid can replace the control socket.
 var errSocketReplaceable = errors.New("control socket: a control uid can replace it")
 
@@ -311,11 +312,36 @@ func (p *isolationProbe) observe(socket string, attester int, controlUIDs []int,
 	return evidencedoc.NewIsolation(o)
 }
 
-// CheckSocketLayout refuses a layout in which a control uid other than the
+// CheckIsolation records in log what the attester sees of its isolation
+// at start (docs/spec/attestation-v1.md section 5.6) and refuses, outside
+// development mode, a layout in which a control uid other than the
 // attester's own can replace the control socket (write its directory or a
-// directory above it): a *socketLayoutError. The attester refuses to start
-// on it outside development mode. A layout it cannot read is an error too.
-func (c *Config) CheckSocketLayout() error {
+// directory above it): a *socketLayoutError. In development mode that
+// layout is only warned about. A layout it cannot read is an error too.
+// The attester does not start on an error (already logged here).
+func (c *Config) CheckIsolation(log *slog.Logger) error {
+	iso, err := hostProbe().observe(c.ControlSocket, os.Geteuid(), c.ControlUIDs, peerCred{}, false)
+	if err != nil {
+		log.Error("cannot observe the attester's isolation", "err", err)
+		return err
+	}
+	log.Info("isolation observed at start", "attester_uid", iso.AttesterUID, "control_uids", iso.ControlUIDs,
+		"control_uids_separate", iso.ControlUIDsSeparate, "socket_protected", iso.SocketProtected,
+		"yama_ptrace_scope", iso.YamaPtraceScope, "ptrace_restricted", iso.PtraceRestricted)
+	if err := c.checkSocketLayout(); err != nil {
+		if !c.Development {
+			log.Error("refusing to start: the control socket's layout lets a control uid replace it", "err", err)
+			return err
+		}
+		log.Warn("DEVELOPMENT ONLY: the control socket's layout lets a control uid replace it", "err", err)
+	}
+	return nil
+}
+
+// checkSocketLayout refuses a layout in which a control uid other than the
+// attester's own can replace the control socket: a *socketLayoutError. A
+// layout it cannot read is an error too.
+func (c *Config) checkSocketLayout() error {
 	w, found, err := hostProbe().socketWriter(c.ControlSocket, os.Geteuid(), c.ControlUIDs)
 	if err != nil {
 		return fmt.Errorf("control socket: cannot read its directories: %w", err)
@@ -324,12 +350,6 @@ func (c *Config) CheckSocketLayout() error {
 		return &socketLayoutError{w}
 	}
 	return nil
-}
-
-// ObserveIsolation is what the attester sees of its isolation now (no
-// peer: the observation at start).
-func (c *Config) ObserveIsolation() (*evidencedoc.Isolation, error) {
-	return hostProbe().observe(c.ControlSocket, os.Geteuid(), c.ControlUIDs, peerCred{}, false)
 }
 
 // observeIsolation records what the attester sees of its isolation as the

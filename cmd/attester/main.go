@@ -108,7 +108,7 @@ func run(args []string, stderr io.Writer) int {
 		return 3
 	}
 	defer lns.close()
-	if !checkIsolation(cfg, log) {
+	if cfg.CheckIsolation(log) != nil {
 		return 3
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
