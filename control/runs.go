@@ -14,7 +14,6 @@ import (
 
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/control/gateway"
-	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
@@ -261,7 +260,7 @@ type creation struct {
 	agent  string
 	want   [32]byte
 	enc    []byte
-	rb     *rebuild.Result
+	rb     *rebuildResult
 	// prompt is the rebuilt prompt until the run owns it; registered says
 	// the run is in the store (and its prompt released with it).
 	prompt     *sealed.Buffer
@@ -364,11 +363,11 @@ func (c *creation) checkRequest(context.Context) error {
 // configured, is applied in the worker too, where the plaintext pack is.
 func (c *creation) rebuildPrompt(ctx context.Context) error {
 	s := c.s
-	rq := rebuild.Request{Pack: c.enc, Manifest: c.req.Manifest, ReportHash: c.want, Trusted: s.cfg.TrustedTemplates}
+	rq := rebuildRequest{Pack: c.enc, Manifest: c.req.Manifest, ReportHash: c.want, Trusted: s.cfg.TrustedTemplates}
 	if p := s.cfg.AdmissionPolicy; p != nil {
 		rq.Admission, rq.Runtime = p.Canonical(), s.runtimeFacts(c.agent)
 	}
-	rb, err := s.rebuild.Rebuild(ctx, rq)
+	rb, err := s.rebuild.run(ctx, rq)
 	if err != nil {
 		s.metrics.packs.WithLabelValues("refused").Inc()
 		if aerr := admissionError(err); aerr != nil {
@@ -485,9 +484,9 @@ func promptCommittedEvent(rn *Run, now time.Time) (poh.EventChainEntry, error) {
 func packError(msg string, err error) error {
 	var te *openclawsig.TemplateError
 	switch {
-	case errors.Is(err, rebuild.ErrBusy):
+	case errors.Is(err, errRebuildBusy):
 		return &Error{kind: kindUnavailable, Msg: "too many packs are being opened, retry later", Err: err}
-	case errors.Is(err, rebuild.ErrWorker):
+	case errors.Is(err, errRebuildWorker):
 		return &Error{kind: kindUnavailable, Msg: "the pack could not be checked (rebuild worker failed)", Err: err}
 	case errors.As(err, &te):
 		return &Error{kind: kindUnprocessable, Msg: msg + ": template " + te.Name + " is modified or not trusted", Reason: string(poh.HashMismatch), Err: err}
