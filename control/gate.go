@@ -225,10 +225,10 @@ func (s *Service) StartTurn(rn *Run, decode Decoder) (*turnResponse, error) {
 	if _, used := rn.messageIDs[midKey]; used {
 		return nil, refusal(kindConflict, "message_id was already used in this run", nil)
 	}
+	// The gate holds the run's state from creation until CloseRun, which
+	// marks the run closed (checked above, under the same lock) before it
+	// ends that state: an error here is the attester's own failure.
 	if err := s.gate.NewTurn(rn.id, turn, owner); err != nil {
-		if errors.Is(err, gate.ErrUnknownRun) {
-			return nil, errRunClosed
-		}
 		return nil, refusal(kindInternal, "cannot start the turn", err)
 	}
 	rn.turns++

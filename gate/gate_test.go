@@ -94,7 +94,7 @@ func TestVerificationGate(t *testing.T) {
 	if d.Allow || d.Stage != stageVerification || !strings.Contains(d.Reason, "Call the verify tool first") {
 		t.Fatalf("before the run: %+v", d)
 	}
-	if err := g.NewTurn(r, "t1", true); !errors.Is(err, ErrUnknownRun) {
+	if err := g.NewTurn(r, "t1", true); !errors.Is(err, errUnknownRun) {
 		t.Fatalf("turn in a run that is not open: %v", err)
 	}
 	if err := g.OpenRun(r); err != nil {
@@ -134,7 +134,7 @@ func TestVerificationGate(t *testing.T) {
 	if err := g.MarkVerified(r, "t0", VerifiedTemplates); !errors.Is(err, errStaleTurn) {
 		t.Fatalf("stale turn: %v", err)
 	}
-	if err := g.MarkVerified("other", "t1", VerifiedTemplates); !errors.Is(err, ErrUnknownRun) {
+	if err := g.MarkVerified("other", "t1", VerifiedTemplates); !errors.Is(err, errUnknownRun) {
 		t.Fatalf("unknown run: %v", err)
 	}
 	if err := g.MarkVerified(r, "t1", "vibes"); !errors.Is(err, errInvalidCall) {
