@@ -93,13 +93,9 @@ func run(args []string, stderr io.Writer) int {
 		log.Error("cannot read config", "err", err)
 		return 1
 	}
-	cfg, rest, err := control.ParseConfigWith(raw, control.ConfigOptions{Logger: log})
+	cfg, rest, err := control.ParseConfigWith(raw, control.ConfigOptions{Logger: log, Platform: *platform, Listen: *listen})
 	if err != nil {
 		log.Error("invalid config", "err", err)
-		return 1
-	}
-	if err := cfg.Override(*platform, *listen); err != nil {
-		log.Error("invalid --platform or --listen", "err", err)
 		return 1
 	}
 	lns, err := openListeners(cfg)
