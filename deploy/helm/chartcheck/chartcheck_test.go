@@ -126,6 +126,14 @@ type rendered struct {
 	monitors   []*monitoringv1.ServiceMonitor
 }
 
+// appendNew appends a new, empty object to list and returns it, for the
+// strict decoder to fill in.
+func appendNew[T any](list *[]*T) *T {
+	o := new(T)
+	*list = append(*list, o)
+	return o
+}
+
 // decode decodes every document strictly (unknown or duplicate fields fail)
 // into its Kubernetes API type; a kind without a type here fails.
 func decode(t *testing.T, manifest string) *rendered {
@@ -153,28 +161,21 @@ func decode(t *testing.T, manifest string) *rendered {
 			obj = o
 			defer func() { r.configMaps[o.Name] = o }()
 		case "v1/Service":
-			o := &corev1.Service{}
-			obj, r.services = o, append(r.services, o)
+			obj = appendNew(&r.services)
 		case "v1/ServiceAccount":
 			obj = &corev1.ServiceAccount{}
 		case "apps/v1/DaemonSet":
-			o := &appsv1.DaemonSet{}
-			obj, r.daemonSets = o, append(r.daemonSets, o)
+			obj = appendNew(&r.daemonSets)
 		case "apps/v1/Deployment":
-			o := &appsv1.Deployment{}
-			obj, r.deploys = o, append(r.deploys, o)
+			obj = appendNew(&r.deploys)
 		case "autoscaling/v2/HorizontalPodAutoscaler":
-			o := &autoscalingv2.HorizontalPodAutoscaler{}
-			obj, r.hpas = o, append(r.hpas, o)
+			obj = appendNew(&r.hpas)
 		case "policy/v1/PodDisruptionBudget":
-			o := &policyv1.PodDisruptionBudget{}
-			obj, r.pdbs = o, append(r.pdbs, o)
+			obj = appendNew(&r.pdbs)
 		case "networking.k8s.io/v1/NetworkPolicy":
-			o := &networkingv1.NetworkPolicy{}
-			obj, r.netpols = o, append(r.netpols, o)
+			obj = appendNew(&r.netpols)
 		case "monitoring.coreos.com/v1/ServiceMonitor":
-			o := &monitoringv1.ServiceMonitor{}
-			obj, r.monitors = o, append(r.monitors, o)
+			obj = appendNew(&r.monitors)
 		default:
 			t.Fatalf("%s: rendered %s %s, which this check cannot decode strictly: add its type", k, tm.APIVersion, tm.Kind)
 		}
