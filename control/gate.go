@@ -127,11 +127,10 @@ var errBadTurnID = &Error{kind: kindInvalid, Msg: "turn_id is missing or not a t
 // the run's lock: refused when the run is closed, the turn_id is malformed
 // or stale, or the run has had max tool calls.
 func (rn *Run) countToolCall(turnID string, max int) error {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return errRunClosed
+	if err := rn.lockOpen(); err != nil {
+		return err
 	}
+	defer rn.mu.Unlock()
 	if err := checkTurnRef(turnID, rn.turn); err != nil {
 		return err
 	}
@@ -275,11 +274,10 @@ func (s *Service) Verify(rn *Run, decode Decoder) (*verifyResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return nil, errRunClosed
+	if err := rn.lockOpen(); err != nil {
+		return nil, err
 	}
+	defer rn.mu.Unlock()
 	if err := checkTurnRef(req.TurnID, rn.turn); err != nil {
 		return nil, err
 	}
@@ -364,12 +362,10 @@ func (s *Service) ToolCall(ctx context.Context, rn *Run, decode Decoder) (*toolC
 // AuditSnapshot is the run's durable audit log as it stands: the snapshot's
 // root and count describe exactly its records. The caller closes it.
 func (s *Service) AuditSnapshot(rn *Run) (*audit.Snapshot, error) {
-	rn.mu.Lock()
-	closed := rn.closed
-	rn.mu.Unlock()
-	if closed {
-		return nil, errRunClosed
+	if err := rn.lockOpen(); err != nil {
+		return nil, err
 	}
+	rn.mu.Unlock()
 	snap, err := s.gate.audit.Snapshot(rn.id)
 	if errors.Is(err, audit.ErrUnknownRun) {
 		snap, err = &audit.Snapshot{}, nil // no decision yet

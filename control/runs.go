@@ -97,6 +97,17 @@ type ownerMessage struct {
 	SignedAt    time.Time
 }
 
+// lockOpen locks the run when it is open; a closed run is refused
+// (errRunClosed) and left unlocked. The caller unlocks rn.mu.
+func (rn *Run) lockOpen() error {
+	rn.mu.Lock()
+	if rn.closed {
+		rn.mu.Unlock()
+		return errRunClosed
+	}
+	return nil
+}
+
 func (r *Run) destroy() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -531,11 +542,10 @@ func (s *Service) Attest(ctx context.Context, rn *Run, decode Decoder) (*attesta
 	if err != nil {
 		return nil, err
 	}
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return nil, errRunClosed
+	if err := rn.lockOpen(); err != nil {
+		return nil, err
 	}
+	defer rn.mu.Unlock()
 	recs, root, count, err := s.runAudit(rn)
 	if err != nil {
 		return nil, err
