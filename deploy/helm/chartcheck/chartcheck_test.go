@@ -264,6 +264,16 @@ func (r *rendered) pods() map[string]*corev1.PodTemplateSpec {
 	return m
 }
 
+// podVolume is the volume of ps named name, or nil.
+func podVolume(ps *corev1.PodSpec, name string) *corev1.Volume {
+	for i := range ps.Volumes {
+		if ps.Volumes[i].Name == name {
+			return &ps.Volumes[i]
+		}
+	}
+	return nil
+}
+
 // checkWorkloads: selectors match their pods, every container is hardened,
 // images are fully qualified, pods never get a service account token.
 func checkWorkloads(t *testing.T, r *rendered) {
@@ -415,14 +425,7 @@ func checkAttester(t *testing.T, r *rendered, vals chartutil.Values) {
 		t.Errorf("attester probes: want /readyz for readiness and /healthz for liveness")
 	}
 
-	vol := func(name string) *corev1.Volume {
-		for i := range ps.Volumes {
-			if ps.Volumes[i].Name == name {
-				return &ps.Volumes[i]
-			}
-		}
-		return nil
-	}
+	vol := func(name string) *corev1.Volume { return podVolume(&ps, name) }
 	mount := func(c *corev1.Container, p string) *corev1.VolumeMount {
 		// The mount that holds path p (longest mount path wins).
 		var best *corev1.VolumeMount
@@ -740,14 +743,7 @@ func checkOrchestrator(t *testing.T, ds *appsv1.DaemonSet, agent *corev1.Contain
 	if e := env["NODE_NAME"]; e == nil || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 		t.Errorf("the orchestrator's NODE_NAME is not the downward API's spec.nodeName")
 	}
-	vol := func(name string) *corev1.Volume {
-		for i := range ps.Volumes {
-			if ps.Volumes[i].Name == name {
-				return &ps.Volumes[i]
-			}
-		}
-		return nil
-	}
+	vol := func(name string) *corev1.Volume { return podVolume(&ps, name) }
 	if e := env["OPENCLAW_CONFIG_PATH"]; e != nil {
 		i := slices.IndexFunc(agent.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == e.Value })
 		if i < 0 || !agent.VolumeMounts[i].ReadOnly {
