@@ -427,10 +427,7 @@ func TestControlLoad(t *testing.T) {
 	pf := newPack(t)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	a, code := startAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
 	g := loadGenFor(t, a, pf)
 
 	// Baselines in the same run, on the same file system; the in-process
