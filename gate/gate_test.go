@@ -365,15 +365,7 @@ func TestDecideAllocs(t *testing.T) {
 		`"agents":{"defaults":{"sig":{"enforceVerification":true}}}}`)
 	for name, lg := range map[string]*slog.Logger{"quiet": nil, "logged": slog.New(slog.NewJSONHandler(io.Discard, nil))} {
 		g := newTestGate(t, cfg, func(o *Options) { o.Audit = discardAudit(t); o.Logger = lg })
-		if err := g.OpenRun("run-1"); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.NewTurn("run-1", "turn-1", true); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.MarkVerified("run-1", "turn-1", VerifiedTemplates); err != nil {
-			t.Fatal(err)
-		}
+		verifiedTurn(t, g.Gate, "run-1", "turn-1")
 		for _, tool := range []string{"read", "exec", "process"} {
 			c := call(tool)
 			c.Params = []byte(`{"path":"/workspace/README.md","offset":0,"limit":200,"opts":{"b":[1,2],"a":"x"}}`)
