@@ -46,21 +46,7 @@ func TestAnswersSigned(t *testing.T) {
 	runID := ""
 	do := func(method, path, capability string, body []byte, want int, signed bool) []byte {
 		t.Helper()
-		var rd io.Reader
-		if body != nil {
-			rd = bytes.NewReader(body)
-		}
-		req, _ := http.NewRequest(method, "http://attester"+path, rd)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if capability != "" {
-			req.Header.Set("Authorization", "Bearer "+capability)
-		}
-		resp, err := h.control.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := h.ctlResp(t, method, path, capability, body)
 		defer resp.Body.Close()
 		got, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != want {

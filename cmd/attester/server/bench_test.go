@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -23,16 +22,7 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 	enc, mj := h.sealPack(b, pack)
 	body := runBody(enc, mj, rb.ReportHashB64u(), "s")
 	post := func(path, capability string, body []byte) *http.Response {
-		req, _ := http.NewRequest("POST", "http://attester"+path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if capability != "" {
-			req.Header.Set("Authorization", "Bearer "+capability)
-		}
-		resp, err := h.control.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return resp
+		return h.ctlResp(b, "POST", path, capability, body)
 	}
 	resp := post("/v1/runs", "", body)
 	if resp.StatusCode != 201 {

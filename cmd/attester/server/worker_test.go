@@ -36,13 +36,7 @@ func TestPromptServedFromSealedMemory(t *testing.T) {
 	}
 	runID, capability := m["run_id"].(string), m["capability"].(string)
 	get := func() *http.Response {
-		req, _ := http.NewRequest("GET", "http://attester/v1/runs/"+runID+"/prompt", nil)
-		req.Header.Set("Authorization", "Bearer "+capability)
-		resp, err := h.control.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return h.ctlResp(t, "GET", "/v1/runs/"+runID+"/prompt", capability, nil)
 	}
 	for range 2 {
 		resp := get()
