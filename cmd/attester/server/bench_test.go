@@ -17,10 +17,8 @@ import (
 // The in-process Decide benchmark lives in package gate.
 func BenchmarkHTTPToolCall(b *testing.B) {
 	p := packtest.Build(b, packtest.Params(b, "min.params.json"), promptpack.BuildOptions{})
-	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
-	h := newTestServer(b, trusted)
-	enc, mj := h.sealPack(b, pack)
-	body := runBody(enc, mj, rb.ReportHashB64u(), "s")
+	h := newTestServer(b, p.Trusted)
+	body := h.runBodyFor(b, p, "s")
 	post := func(path, capability string, body []byte) *http.Response {
 		return h.ctlResp(b, "POST", path, capability, body)
 	}

@@ -309,6 +309,14 @@ func (h *harness) sealPack(t testing.TB, pack *promptpack.Pack) (enc, manifest [
 }
 
 // runBody is a POST /v1/runs body for agent "main".
+// runBodyFor seals p to h's attester and returns the creation of a run of
+// it (session key session), with p's report hash.
+func (h *harness) runBodyFor(tb testing.TB, p *packtest.Pack, session string) []byte {
+	tb.Helper()
+	enc, mj := h.sealPack(tb, p.Pack)
+	return runBody(enc, mj, p.Rebuilt.ReportHashB64u(), session)
+}
+
 func runBody(enc, manifest []byte, report, session string) []byte {
 	b, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(manifest), "report_hash_b64u": report, "agent_id": "main", "session_key": session})
 	return b
