@@ -63,10 +63,10 @@ func (c *Config) uidAllowed(uid int) bool {
 	return ok
 }
 
-// ProcessFrom is the Process of the control connection ctx belongs to
+// processFrom is the Process of the control connection ctx belongs to
 // (the peer ConnContext recorded), or a 403 PROCESS_BINDING refusal when the
 // attester cannot identify it.
-func ProcessFrom(ctx context.Context) (Process, error) {
+func processFrom(ctx context.Context) (Process, error) {
 	p, ok := peerFrom(ctx)
 	if !ok {
 		return Process{}, errProcessUnknown

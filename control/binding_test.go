@@ -63,12 +63,12 @@ func TestRunBoundToItsProcess(t *testing.T) {
 	req := func() *createRunRequest {
 		return &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "k"}
 	}
-	if _, _, err := s.CreateRun(context.Background(), decoded(req()), Process{}); !errors.Is(err, errProcessUnknown) || s.runs.open() != 0 {
+	if _, _, _, err := s.CreateRun(context.Background(), decoded(req())); !errors.Is(err, errProcessUnknown) || s.runs.open() != 0 {
 		t.Fatalf("run for an unknown process: %v, %d open", err, s.runs.open())
 	}
-	resp, rn, err := s.CreateRun(context.Background(), decoded(req()), testProc)
-	if err != nil {
-		t.Fatal(err)
+	resp, rn, caller, err := s.CreateRun(from(testProc), decoded(req()))
+	if err != nil || caller != testProc {
+		t.Fatalf("create: %v, caller %v", err, caller)
 	}
 	bearer := "Bearer " + resp.Capability
 	if got, caller, err := s.Authorize(from(testProc), resp.RunID, bearer); err != nil || got != rn || caller != testProc {
@@ -142,7 +142,7 @@ func BenchmarkVerifyAnswer(b *testing.B) {
 func benchRun(b *testing.B) (*Run, *Service) {
 	p, s, enc, mj := newSealedPack(b)
 	req := &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: p.Rebuilt.ReportHashB64u(), AgentID: "main", SessionKey: "s"}
-	_, rn, err := s.CreateRun(b.Context(), decoded(req), testProc)
+	_, rn, _, err := s.CreateRun(from(testProc), decoded(req))
 	if err != nil {
 		b.Fatal(err)
 	}

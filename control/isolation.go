@@ -29,7 +29,7 @@ type peerCtxKey struct{}
 
 // ConnContext is the http.Server ConnContext of the control socket: it
 // records the credentials of c's peer (SO_PEERCRED and its start time,
-// readPeer) for the connection's requests, which AdmitCaller, ProcessFrom
+// readPeer) for the connection's requests, which AdmitCaller, Authorize
 // and run creation read. A connection that is not a unix socket, or whose
 // peer cannot be read, records nothing, and its requests are refused.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {

@@ -282,16 +282,21 @@ type creation struct {
 
 // CreateRun opens the pack in sealed memory (in a worker process), rebuilds
 // the prompt and compares it with the committed report hash, then opens
-// the run, bound to caller (the process that asks: every later request of
-// the run must come from it). Each step either succeeds or refuses; on any
+// the run, bound to the caller (the process that asks, as ConnContext
+// recorded it: every later request of the run must come from it; one the
+// attester cannot identify is refused with 403 PROCESS_BINDING before
+// anything is decoded). Each step either succeeds or refuses; on any
 // refusal nothing is kept: one deferred release destroys the rebuilt prompt
-// and forgets the run. req's pack text is cleared once decoded. The run is
-// returned beside its answer so that the answer can be signed
-// (SignAnswer).
-func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process) (resp *createRunResponse, rn *Run, err error) {
+// and forgets the run. req's pack text is cleared once decoded. The run and
+// its caller are returned beside the answer so that the answer can be
+// signed (SignAnswer).
+func (s *Service) CreateRun(ctx context.Context, decode Decoder) (resp *createRunResponse, rn *Run, caller Process, err error) {
+	if caller, err = processFrom(ctx); err != nil {
+		return nil, nil, Process{}, err
+	}
 	req, err := decodeAs[createRunRequest](decode)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, Process{}, err
 	}
 	c := &creation{s: s, req: req, caller: caller}
 	defer func() {
@@ -310,7 +315,7 @@ func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process)
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
-			return nil, nil, err
+			return nil, nil, Process{}, err
 		}
 	}
 	rn = c.rn
@@ -320,7 +325,7 @@ func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process)
 		RunID: rn.id, Capability: c.capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
 		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: rn.committed,
 		GatePolicyHashB64u: s.gate.PolicyHash(), AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-	}, rn, nil
+	}, rn, caller, nil
 }
 
 // release undoes a creation that failed: a registered run is removed (its
@@ -339,9 +344,6 @@ func (c *creation) release() {
 // checkRequest checks the request's fields and decodes the pack.
 func (c *creation) checkRequest(context.Context) error {
 	req := c.req
-	if c.caller.PID <= 0 {
-		return errProcessUnknown
-	}
 	agent, err := gate.CheckAgentID(req.AgentID)
 	if err != nil {
 		return refusal(kindInvalid, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, as they are: not trimmed, not case-folded)", err)
@@ -611,7 +613,7 @@ func (s *Service) Authorize(ctx context.Context, id, authorization string) (*Run
 	if err != nil {
 		return nil, Process{}, err
 	}
-	caller, err := ProcessFrom(ctx)
+	caller, err := processFrom(ctx)
 	if err != nil {
 		return nil, Process{}, err
 	}

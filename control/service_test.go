@@ -74,11 +74,11 @@ func TestCloseRunEndsGateState(t *testing.T) {
 		return &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: report, AgentID: "main", SessionKey: "agent:main:main"}
 	}
 	// A report that does not match: refused, nothing kept.
-	_, _, err := s.CreateRun(context.Background(), decoded(req(b64u.SHA256([]byte("other")))), testProc)
+	_, _, _, err := s.CreateRun(from(testProc), decoded(req(b64u.SHA256([]byte("other")))))
 	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || s.runs.open() != 0 {
 		t.Fatalf("mismatched report: %v, %d runs open", err, s.runs.open())
 	}
-	resp, _, err := s.CreateRun(context.Background(), decoded(req(p.Rebuilt.ReportHashB64u())), testProc)
+	resp, _, _, err := s.CreateRun(from(testProc), decoded(req(p.Rebuilt.ReportHashB64u())))
 	if err != nil || s.runs.open() != 1 {
 		t.Fatalf("create: %v", err)
 	}

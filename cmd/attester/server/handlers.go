@@ -110,25 +110,21 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	proc, err := control.ProcessFrom(r.Context())
-	if err != nil {
-		return refuse(err)
-	}
 	body, err := readBody(w, r, max, createBodyTimeout)
 	if err != nil {
 		return err
 	}
-	q := &runRequest{proc: proc, hash: answer.RequestHash(r.Method, r.RequestURI, body)}
+	q := &runRequest{hash: answer.RequestHash(r.Method, r.RequestURI, body)}
 	// The body is dropped once decoded: the run's pack is in the request.
-	resp, rn, err := s.svc.CreateRun(r.Context(), func(v any) error {
+	resp, rn, proc, err := s.svc.CreateRun(r.Context(), func(v any) error {
 		err := decodeStrict(body, v)
 		body = nil
 		return err
-	}, proc)
+	})
 	if err != nil {
 		return err
 	}
-	q.rn = rn
+	q.rn, q.proc = rn, proc
 	if err := s.writeSigned(w, q, http.StatusCreated, resp); err != nil {
 		// The caller never got the capability: the run is of no use.
 		_ = s.svc.CloseRun(rn)
