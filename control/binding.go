@@ -38,7 +38,7 @@ var (
 const callerNotAllowed = "this caller may not use the control API"
 
 // AdmitCaller checks the peer of the control connection ctx belongs to
-// (the peer WithPeer recorded; attester-api section 2, steps 1 and 2): its
+// (the peer ConnContext recorded; attester-api section 2, steps 1 and 2): its
 // uid MUST be in attester.controlUids (else a 403) and its process MUST be
 // identifiable (else 403 PROCESS_BINDING). The refusal's detail, for the
 // log only, names the peer's uid and pid.
@@ -63,10 +63,10 @@ func (c *Config) uidAllowed(uid int) bool {
 	return ok
 }
 
-// ProcessFrom is the Process of the control connection ctx belongs to
-// (the peer WithPeer recorded), or a 403 PROCESS_BINDING refusal when the
+// processFrom is the Process of the control connection ctx belongs to
+// (the peer ConnContext recorded), or a 403 PROCESS_BINDING refusal when the
 // attester cannot identify it.
-func ProcessFrom(ctx context.Context) (Process, error) {
+func processFrom(ctx context.Context) (Process, error) {
 	p, ok := peerFrom(ctx)
 	if !ok {
 		return Process{}, errProcessUnknown
@@ -76,7 +76,7 @@ func ProcessFrom(ctx context.Context) (Process, error) {
 
 // processOf is the Process of a control connection's peer, or
 // errProcessUnknown.
-func processOf(p Peer) (Process, error) {
+func processOf(p peerCred) (Process, error) {
 	if p.PID <= 0 || p.PID > pohjson.MaxSafeInteger || !p.StartTimeKnown || p.StartTime > pohjson.MaxSafeInteger {
 		return Process{}, errProcessUnknown
 	}

@@ -28,11 +28,11 @@ func newCapability() (string, [32]byte, error) {
 // errNoCredential refuses a request without a well-formed run capability.
 var errNoCredential = &Error{kind: kindUnauthenticated, Msg: "a run capability is required: Authorization: Bearer clawea-cap-v1.<43 b64u characters>"}
 
-// BearerCapability returns the hash Authorize takes for the capability in
-// an Authorization header ("Bearer clawea-cap-v1.<43 b64u characters>",
-// the scheme in any case). Only the syntax is checked; the error is a 401
-// refusal.
-func BearerCapability(authorization string) ([32]byte, error) {
+// bearerCapability returns the hash the run store compares for the
+// capability in an Authorization header ("Bearer clawea-cap-v1.<43 b64u
+// characters>", the scheme in any case). Only the syntax is checked; the
+// error is a 401 refusal.
+func bearerCapability(authorization string) ([32]byte, error) {
 	scheme, tok, ok := strings.Cut(authorization, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return [32]byte{}, errNoCredential
@@ -40,7 +40,7 @@ func BearerCapability(authorization string) ([32]byte, error) {
 	return capabilityHash(tok)
 }
 
-// capabilityHash returns the hash Authorize takes for the capability tok.
+// capabilityHash returns the hash the run store compares for the capability tok.
 // Only the syntax is checked; the error is errNoCredential.
 func capabilityHash(tok string) ([32]byte, error) {
 	rest, ok := strings.CutPrefix(tok, capPrefix)

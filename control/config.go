@@ -286,17 +286,19 @@ func configWithDefaults(a *attesterDoc) *Config {
 	return c
 }
 
-// Override applies the command line's overrides (--platform and --listen;
-// "" when not given) and checks the result as ParseConfigWith would; the
-// error names the key.
-func (c *Config) Override(platform, listen string) error {
-	if platform != "" {
-		if err := c.setPlatform(platform); err != nil {
-			return err
+// override applies the command line's overrides (o.Platform and
+// o.Listen; "" when not given) and checks the result as ParseConfigWith
+// checks the file; the error names the flag and the key.
+func (c *Config) override(o ConfigOptions) error {
+	if o.Platform != "" {
+		if err := c.setPlatform(o.Platform); err != nil {
+			return fmt.Errorf("--platform: %w", err)
 		}
 	}
-	if listen != "" {
-		return c.setListen(listen)
+	if o.Listen != "" {
+		if err := c.setListen(o.Listen); err != nil {
+			return fmt.Errorf("--listen: %w", err)
+		}
 	}
 	return nil
 }
@@ -358,6 +360,10 @@ type ConfigOptions struct {
 	LookupEnv func(string) (string, bool)
 	// ReadFile resolves ${file:/path}; nil means a bounded read of the file.
 	ReadFile func(string) ([]byte, error)
+	// Platform and Listen, when set, override attester.platform and
+	// attester.listen (the --platform and --listen flags); the result is
+	// checked as the file is.
+	Platform, Listen string
 }
 
 // ParseConfigWith parses the configuration file once, strictly
@@ -397,6 +403,9 @@ func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error
 		}
 		ce.Doc = errConfig
 		return nil, nil, ce
+	}
+	if err := c.override(o); err != nil {
+		return nil, nil, err
 	}
 	return c, gc, nil
 }

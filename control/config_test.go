@@ -250,6 +250,17 @@ func TestConfigFlagOverrides(t *testing.T) {
 	if err := tc.setPlatform("simulated"); !errors.As(err, &ce) || ce.Key != "attester.tpm.address" || tc.Platform != "tpm" {
 		t.Errorf("setPlatform(simulated) with tpm.address: %v", err)
 	}
+	// Through ParseConfigWith, as the command line gives them.
+	oc, _, err := ParseConfigWith(fmt.Appendf(nil, doc, ""), ConfigOptions{Platform: "tpm", Listen: "127.0.0.1:0"})
+	if err != nil || oc.Platform != "tpm" || oc.Listen != "127.0.0.1:0" {
+		t.Errorf("overrides: %v", err)
+	}
+	if _, _, err := ParseConfigWith(fmt.Appendf(nil, doc, ""), ConfigOptions{Platform: "sgx"}); !errors.As(err, &ce) || ce.Key != "attester.platform" || !strings.HasPrefix(err.Error(), "--platform: ") {
+		t.Errorf("--platform sgx: %v", err)
+	}
+	if _, _, err := ParseConfigWith(fmt.Appendf(nil, doc, ""), ConfigOptions{Listen: "not-an-addr"}); !errors.As(err, &ce) || ce.Key != "attester.listen" || !strings.HasPrefix(err.Error(), "--listen: ") {
+		t.Errorf("--listen not-an-addr: %v", err)
+	}
 	// platforms is the enum of attester.platform.
 	f, _ := reflect.TypeFor[attesterDoc]().FieldByName("Platform")
 	if !strings.Contains(f.Tag.Get("conf"), ",enum="+strings.Join(platforms, "|")+",") {

@@ -139,11 +139,10 @@ var errBadTurnID = &Error{kind: kindInvalid, Msg: "turn_id is missing or not a t
 // the run's lock: refused when the run is closed, the turn_id is malformed
 // or stale, or the run has had max tool calls.
 func (rn *Run) countToolCall(turnID string, max int) error {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return errRunClosed
+	if err := rn.lockOpen(); err != nil {
+		return err
 	}
+	defer rn.mu.Unlock()
 	if err := checkTurnRef(turnID, rn.turn); err != nil {
 		return err
 	}
@@ -237,10 +236,10 @@ func (s *Service) StartTurn(rn *Run, decode Decoder) (*turnResponse, error) {
 	if _, used := rn.messageIDs[midKey]; used {
 		return nil, refusal(kindConflict, "message_id was already used in this run", nil)
 	}
+	// The gate holds the run's state from creation until CloseRun, which
+	// marks the run closed (checked above, under the same lock) before it
+	// ends that state: an error here is the attester's own failure.
 	if err := s.gate.NewTurn(rn.id, turn, owner); err != nil {
-		if errors.Is(err, gate.ErrUnknownRun) {
-			return nil, errRunClosed
-		}
 		return nil, refusal(kindInternal, "cannot start the turn", err)
 	}
 	rn.turns++
@@ -287,11 +286,10 @@ func (s *Service) Verify(rn *Run, decode Decoder) (*verifyResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return nil, errRunClosed
+	if err := rn.lockOpen(); err != nil {
+		return nil, err
 	}
+	defer rn.mu.Unlock()
 	if err := checkTurnRef(req.TurnID, rn.turn); err != nil {
 		return nil, err
 	}
@@ -376,12 +374,10 @@ func (s *Service) ToolCall(ctx context.Context, rn *Run, decode Decoder) (*toolC
 // AuditSnapshot is the run's durable audit log as it stands: the snapshot's
 // root and count describe exactly its records. The caller closes it.
 func (s *Service) AuditSnapshot(rn *Run) (*audit.Snapshot, error) {
-	rn.mu.Lock()
-	closed := rn.closed
-	rn.mu.Unlock()
-	if closed {
-		return nil, errRunClosed
+	if err := rn.lockOpen(); err != nil {
+		return nil, err
 	}
+	rn.mu.Unlock()
 	snap, err := s.gate.audit.Snapshot(rn.id)
 	if errors.Is(err, audit.ErrUnknownRun) {
 		snap, err = &audit.Snapshot{}, nil // no decision yet

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"net"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -25,16 +27,30 @@ import (
 // peerCtxKey is the context key of a control request's peer.
 type peerCtxKey struct{}
 
-// WithPeer returns ctx carrying the peer of the control connection it
-// serves (the HTTP server's ConnContext sets it).
-func WithPeer(ctx context.Context, p Peer) context.Context {
+// ConnContext is the http.Server ConnContext of the control socket: it
+// records the credentials of c's peer (SO_PEERCRED and its start time,
+// readPeer) for the connection's requests, which AdmitCaller, Authorize
+// and run creation read. A connection that is not a unix socket, or whose
+// peer cannot be read, records nothing, and its requests are refused.
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	if uc, ok := c.(*net.UnixConn); ok {
+		if p, ok := readPeer(uc); ok {
+			return withPeer(ctx, p)
+		}
+	}
+	return ctx
+}
+
+// withPeer returns ctx carrying the peer of the control connection it
+// serves (ConnContext).
+func withPeer(ctx context.Context, p peerCred) context.Context {
 	return context.WithValue(ctx, peerCtxKey{}, p)
 }
 
-// peerFrom returns the peer WithPeer recorded; false when none was (not a
+// peerFrom returns the peer ConnContext recorded; false when none was (not a
 // unix socket, the credentials could not be read, or an in-process call).
-func peerFrom(ctx context.Context) (Peer, bool) {
-	p, ok := ctx.Value(peerCtxKey{}).(Peer)
+func peerFrom(ctx context.Context) (peerCred, bool) {
+	p, ok := ctx.Value(peerCtxKey{}).(peerCred)
 	return p, ok
 }
 
@@ -46,7 +62,7 @@ type socketWriterUID struct {
 	Dir string
 }
 
-// errSocketReplaceable is returned by CheckSocketLayout (wrapped in a
+// errSocketReplaceable is returned by checkSocketLayout (wrapped in a
 // *socketLayoutError) when a control uid can replace the control socket.
 var errSocketReplaceable = errors.New("control socket: a control uid can replace it")
 
@@ -177,7 +193,7 @@ func (p *isolationProbe) socketWriter(socket string, attester int, controlUIDs [
 	return socketWriterUID{}, false, nil
 }
 
-// maxProcStatBytes bounds the read of /proc/PID/stat (as ReadPeer does).
+// maxProcStatBytes bounds the read of /proc/PID/stat (as readPeer does).
 const maxProcStatBytes = 4 << 10
 
 // maxProcValueBytes bounds the read of a one-number /proc file.
@@ -205,7 +221,7 @@ func (p *isolationProbe) yamaPtraceScope() string {
 // a peer outside it has pid 0 (SO_PEERCRED); otherwise samePIDNamespace
 // compares the namespaces, and the peer's start time is checked again so
 // that a pid reused by another process is not taken for the peer.
-func (p *isolationProbe) pidNamespace(peer Peer) string {
+func (p *isolationProbe) pidNamespace(peer peerCred) string {
 	if peer.PID == 0 {
 		return evidencedoc.PIDNamespaceOther
 	}
@@ -278,7 +294,7 @@ func (p *isolationProbe) nsPIDs(pid string) ([]string, error) {
 // observe is what the attester sees of its isolation now, with the peer
 // that asked (hasPeer false: none known). A socket layout that cannot be
 // read counts as not protected.
-func (p *isolationProbe) observe(socket string, attester int, controlUIDs []int, peer Peer, hasPeer bool) (*evidencedoc.Isolation, error) {
+func (p *isolationProbe) observe(socket string, attester int, controlUIDs []int, peer peerCred, hasPeer bool) (*evidencedoc.Isolation, error) {
 	_, replaceable, err := p.socketWriter(socket, attester, controlUIDs)
 	o := evidencedoc.IsolationObservation{
 		AttesterUID:      int64(attester),
@@ -296,11 +312,36 @@ func (p *isolationProbe) observe(socket string, attester int, controlUIDs []int,
 	return evidencedoc.NewIsolation(o)
 }
 
-// CheckSocketLayout refuses a layout in which a control uid other than the
+// CheckIsolation records in log what the attester sees of its isolation
+// at start (docs/spec/attestation-v1.md section 5.6) and refuses, outside
+// development mode, a layout in which a control uid other than the
 // attester's own can replace the control socket (write its directory or a
-// directory above it): a *socketLayoutError. The attester refuses to start
-// on it outside development mode. A layout it cannot read is an error too.
-func (c *Config) CheckSocketLayout() error {
+// directory above it): a *socketLayoutError. In development mode that
+// layout is only warned about. A layout it cannot read is an error too.
+// The attester does not start on an error (already logged here).
+func (c *Config) CheckIsolation(log *slog.Logger) error {
+	iso, err := hostProbe().observe(c.ControlSocket, os.Geteuid(), c.ControlUIDs, peerCred{}, false)
+	if err != nil {
+		log.Error("cannot observe the attester's isolation", "err", err)
+		return err
+	}
+	log.Info("isolation observed at start", "attester_uid", iso.AttesterUID, "control_uids", iso.ControlUIDs,
+		"control_uids_separate", iso.ControlUIDsSeparate, "socket_protected", iso.SocketProtected,
+		"yama_ptrace_scope", iso.YamaPtraceScope, "ptrace_restricted", iso.PtraceRestricted)
+	if err := c.checkSocketLayout(); err != nil {
+		if !c.Development {
+			log.Error("refusing to start: the control socket's layout lets a control uid replace it", "err", err)
+			return err
+		}
+		log.Warn("DEVELOPMENT ONLY: the control socket's layout lets a control uid replace it", "err", err)
+	}
+	return nil
+}
+
+// checkSocketLayout refuses a layout in which a control uid other than the
+// attester's own can replace the control socket: a *socketLayoutError. A
+// layout it cannot read is an error too.
+func (c *Config) checkSocketLayout() error {
 	w, found, err := hostProbe().socketWriter(c.ControlSocket, os.Geteuid(), c.ControlUIDs)
 	if err != nil {
 		return fmt.Errorf("control socket: cannot read its directories: %w", err)
@@ -309,12 +350,6 @@ func (c *Config) CheckSocketLayout() error {
 		return &socketLayoutError{w}
 	}
 	return nil
-}
-
-// ObserveIsolation is what the attester sees of its isolation now (no
-// peer: the observation at start).
-func (c *Config) ObserveIsolation() (*evidencedoc.Isolation, error) {
-	return hostProbe().observe(c.ControlSocket, os.Geteuid(), c.ControlUIDs, Peer{}, false)
 }
 
 // observeIsolation records what the attester sees of its isolation as the

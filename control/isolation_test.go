@@ -104,7 +104,7 @@ func TestSocketWriter(t *testing.T) {
 			if found != tc.wantDir || (found && (w.Dir != parent || w.UID != tc.uids[0])) {
 				t.Fatalf("got %+v %v, want parent %s reported: %v", w, found, parent, tc.wantDir)
 			}
-			iso, err := p.observe(socket, me, tc.uids, Peer{}, false)
+			iso, err := p.observe(socket, me, tc.uids, peerCred{}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestSocketWriter(t *testing.T) {
 	if _, _, err := p.socketWriter(filepath.Join(t.TempDir(), "missing", "s.sock"), me, []int{other}); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("missing socket: %v", err)
 	}
-	iso, err := p.observe(filepath.Join(t.TempDir(), "missing", "s.sock"), me, []int{other}, Peer{}, false)
+	iso, err := p.observe(filepath.Join(t.TempDir(), "missing", "s.sock"), me, []int{other}, peerCred{}, false)
 	if err != nil || iso.SocketProtected {
 		t.Fatalf("unreadable layout: %+v %v", iso, err)
 	}
@@ -170,15 +170,15 @@ func TestPeerPIDNamespace(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		selfNS, peerNS string
-		peer           Peer
+		peer           peerCred
 		want           string
 	}{
-		{"same", "pid:[4026531836]", "pid:[4026531836]", Peer{PID: 42, UID: 1000, StartTime: 777, StartTimeKnown: true}, evidencedoc.PIDNamespaceSame},
-		{"same, start time unknown", "pid:[1]", "pid:[1]", Peer{PID: 42, UID: 1000}, evidencedoc.PIDNamespaceSame},
-		{"other", "pid:[4026531836]", "pid:[4026532999]", Peer{PID: 42, UID: 1000, StartTime: 777, StartTimeKnown: true}, evidencedoc.PIDNamespaceOther},
-		{"outside (pid 0)", "pid:[1]", "", Peer{PID: 0, UID: 1000}, evidencedoc.PIDNamespaceOther},
-		{"exited", "pid:[1]", "", Peer{PID: 42, UID: 1000}, evidencedoc.PIDNamespaceUnknown},
-		{"pid reused", "pid:[1]", "pid:[1]", Peer{PID: 42, UID: 1000, StartTime: 700, StartTimeKnown: true}, evidencedoc.PIDNamespaceUnknown},
+		{"same", "pid:[4026531836]", "pid:[4026531836]", peerCred{PID: 42, UID: 1000, StartTime: 777, StartTimeKnown: true}, evidencedoc.PIDNamespaceSame},
+		{"same, start time unknown", "pid:[1]", "pid:[1]", peerCred{PID: 42, UID: 1000}, evidencedoc.PIDNamespaceSame},
+		{"other", "pid:[4026531836]", "pid:[4026532999]", peerCred{PID: 42, UID: 1000, StartTime: 777, StartTimeKnown: true}, evidencedoc.PIDNamespaceOther},
+		{"outside (pid 0)", "pid:[1]", "", peerCred{PID: 0, UID: 1000}, evidencedoc.PIDNamespaceOther},
+		{"exited", "pid:[1]", "", peerCred{PID: 42, UID: 1000}, evidencedoc.PIDNamespaceUnknown},
+		{"pid reused", "pid:[1]", "pid:[1]", peerCred{PID: 42, UID: 1000, StartTime: 700, StartTimeKnown: true}, evidencedoc.PIDNamespaceUnknown},
 	} {
 		p := &isolationProbe{proc: fakeProc(t, "1", tc.selfNS, tc.peerNS)}
 		if got := p.pidNamespace(tc.peer); got != tc.want {
@@ -193,10 +193,10 @@ func TestPeerPIDNamespace(t *testing.T) {
 // one another; a status without NSpid, or one that numbers the peer other
 // than SO_PEERCRED did, is unknown, and so is a reused pid.
 func TestPeerPIDNamespaceByDepth(t *testing.T) {
-	peer := Peer{PID: 42, UID: 1000, StartTime: 777, StartTimeKnown: true}
+	peer := peerCred{PID: 42, UID: 1000, StartTime: 777, StartTimeKnown: true}
 	for _, tc := range []struct {
 		name, self, theirs string
-		peer               Peer
+		peer               peerCred
 		want               string
 	}{
 		{"same depth", "NSpid:\t7\n", "NSpid:\t42\n", peer, evidencedoc.PIDNamespaceSame},
@@ -205,7 +205,7 @@ func TestPeerPIDNamespaceByDepth(t *testing.T) {
 		{"numbered otherwise", "NSpid:\t7\n", "NSpid:\t43\n", peer, evidencedoc.PIDNamespaceUnknown},
 		{"no NSpid", "NSpid:\t7\n", "Uid:\t1000\n", peer, evidencedoc.PIDNamespaceUnknown},
 		{"empty NSpid", "NSpid:\t7\n", "NSpid:\n", peer, evidencedoc.PIDNamespaceUnknown},
-		{"pid reused", "NSpid:\t7\n", "NSpid:\t42\n", Peer{PID: 42, UID: 1000, StartTime: 700, StartTimeKnown: true}, evidencedoc.PIDNamespaceUnknown},
+		{"pid reused", "NSpid:\t7\n", "NSpid:\t42\n", peerCred{PID: 42, UID: 1000, StartTime: 700, StartTimeKnown: true}, evidencedoc.PIDNamespaceUnknown},
 	} {
 		proc := fakeProc(t, "1", "pid:[1]", "")
 		must(t, os.MkdirAll(filepath.Join(proc, "42"), 0o755))
@@ -227,7 +227,7 @@ func TestObserveIsolation(t *testing.T) {
 	me := os.Geteuid()
 	p := probe(me+1000, []int{}, nil)
 	p.proc = fakeProc(t, "1\n", "pid:[1]", "pid:[1]")
-	iso, err := p.observe(socket, me, []int{me + 1000}, Peer{PID: 42, UID: me + 1000, StartTime: 777, StartTimeKnown: true}, true)
+	iso, err := p.observe(socket, me, []int{me + 1000}, peerCred{PID: 42, UID: me + 1000, StartTime: 777, StartTimeKnown: true}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestObserveIsolation(t *testing.T) {
 	if !reflect.DeepEqual(*iso, want) {
 		t.Fatalf("got %+v\nwant %+v", *iso, want)
 	}
-	iso, err = p.observe(socket, me, []int{me}, Peer{}, false)
+	iso, err = p.observe(socket, me, []int{me}, peerCred{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

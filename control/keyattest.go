@@ -85,7 +85,7 @@ func (s *Service) IdentityDocument(ctx context.Context, challenge []byte) (*iden
 	if err != nil {
 		return nil, err
 	}
-	platform, simulated := s.Platform()
+	platform, simulated := s.platformName()
 	return &identityDocument{
 		DID: s.id.DID, PackPublicKey: s.id.PackKey.Public().String(), KeyAttestation: string(jws),
 		Platform: platform, Simulated: simulated, IdentitySealed: s.id.Sealed,

@@ -6,10 +6,10 @@ import (
 	"strconv"
 )
 
-// Peer is what the kernel says about the process at the other end of a
+// peerCred is what the kernel says about the process at the other end of a
 // control connection (SO_PEERCRED, at connect time), and when that process
 // started, so that a pid reused by a later process is not mistaken for it.
-type Peer struct {
+type peerCred struct {
 	// PID is the peer's process id in the attester's pid namespace (0 when
 	// the peer is outside it).
 	PID int

@@ -10,24 +10,24 @@ import (
 	"github.com/clawea/attester/schema/bounded"
 )
 
-// ReadPeer reads the credentials of the process at the other end of c
+// readPeer reads the credentials of the process at the other end of c
 // (SO_PEERCRED: set by the kernel at connect time) and that process's start
 // time. ok is false when the credentials could not be read; a start time
 // that cannot be read (the peer has exited, or is in another pid
 // namespace) leaves only StartTime unknown.
-func ReadPeer(c *net.UnixConn) (Peer, bool) {
+func readPeer(c *net.UnixConn) (peerCred, bool) {
 	rc, err := c.SyscallConn()
 	if err != nil {
-		return Peer{}, false
+		return peerCred{}, false
 	}
 	var cred *syscall.Ucred
 	var cerr error
 	if err := rc.Control(func(fd uintptr) {
 		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	}); err != nil || cerr != nil || cred == nil {
-		return Peer{}, false
+		return peerCred{}, false
 	}
-	p := Peer{PID: int(cred.Pid), UID: int(cred.Uid)}
+	p := peerCred{PID: int(cred.Pid), UID: int(cred.Uid)}
 	if p.PID > 0 {
 		p.StartTime, p.StartTimeKnown = readStartTime(p.PID)
 	}

@@ -4,6 +4,6 @@ package control
 
 import "net"
 
-// ReadPeer is only implemented on Linux; elsewhere no peer is known and
+// readPeer is only implemented on Linux; elsewhere no peer is known and
 // every control request is refused (fail closed).
-func ReadPeer(*net.UnixConn) (Peer, bool) { return Peer{}, false }
+func readPeer(*net.UnixConn) (peerCred, bool) { return peerCred{}, false }

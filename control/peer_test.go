@@ -77,7 +77,7 @@ func TestReadPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sc.Close()
-	p, ok := ReadPeer(sc.(*net.UnixConn))
+	p, ok := readPeer(sc.(*net.UnixConn))
 	if !ok || p.PID != os.Getpid() || p.UID != os.Geteuid() {
 		t.Fatalf("peer %v %v, want pid %d uid %d", p, ok, os.Getpid(), os.Geteuid())
 	}

@@ -110,7 +110,7 @@ type gwRun struct {
 func newGWRun(t *testing.T, s *Service, rb *promptpack.Rebuilt, enc, mj []byte) *gwRun {
 	t.Helper()
 	_, agent, _ := ed25519.GenerateKey(nil)
-	_, rn, err := s.CreateRun(context.Background(), decoded(&createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}), testProc)
+	_, rn, _, err := s.CreateRun(from(testProc), decoded(&createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: rb.ReportHashB64u(), AgentID: "main", SessionKey: "k"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/control/gateway"
-	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
@@ -98,8 +97,16 @@ type ownerMessage struct {
 	SignedAt    time.Time
 }
 
-// ID is the run's id.
-func (r *Run) ID() string { return r.id }
+// lockOpen locks the run when it is open; a closed run is refused
+// (errRunClosed) and left unlocked. The caller unlocks rn.mu.
+func (rn *Run) lockOpen() error {
+	rn.mu.Lock()
+	if rn.closed {
+		rn.mu.Unlock()
+		return errRunClosed
+	}
+	return nil
+}
 
 func (r *Run) destroy() {
 	r.mu.Lock()
@@ -264,7 +271,7 @@ type creation struct {
 	agent  string
 	want   [32]byte
 	enc    []byte
-	rb     *rebuild.Result
+	rb     *rebuildResult
 	// prompt is the rebuilt prompt until the run owns it; registered says
 	// the run is in the store (and its prompt released with it).
 	prompt     *sealed.Buffer
@@ -275,16 +282,21 @@ type creation struct {
 
 // CreateRun opens the pack in sealed memory (in a worker process), rebuilds
 // the prompt and compares it with the committed report hash, then opens
-// the run, bound to caller (the process that asks: every later request of
-// the run must come from it). Each step either succeeds or refuses; on any
+// the run, bound to the caller (the process that asks, as ConnContext
+// recorded it: every later request of the run must come from it; one the
+// attester cannot identify is refused with 403 PROCESS_BINDING before
+// anything is decoded). Each step either succeeds or refuses; on any
 // refusal nothing is kept: one deferred release destroys the rebuilt prompt
-// and forgets the run. req's pack text is cleared once decoded. The run is
-// returned beside its answer so that the answer can be signed
-// (SignAnswer).
-func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process) (resp *createRunResponse, rn *Run, err error) {
+// and forgets the run. req's pack text is cleared once decoded. The run and
+// its caller are returned beside the answer so that the answer can be
+// signed (SignAnswer).
+func (s *Service) CreateRun(ctx context.Context, decode Decoder) (resp *createRunResponse, rn *Run, caller Process, err error) {
+	if caller, err = processFrom(ctx); err != nil {
+		return nil, nil, Process{}, err
+	}
 	req, err := decodeAs[createRunRequest](decode)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, Process{}, err
 	}
 	c := &creation{s: s, req: req, caller: caller}
 	defer func() {
@@ -303,7 +315,7 @@ func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process)
 	}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
-			return nil, nil, err
+			return nil, nil, Process{}, err
 		}
 	}
 	rn = c.rn
@@ -313,7 +325,7 @@ func (s *Service) CreateRun(ctx context.Context, decode Decoder, caller Process)
 		RunID: rn.id, Capability: c.capability, SystemPromptHashB64u: rn.promptH, SystemPromptChars: rn.chars, ReportHashB64u: rn.reportH,
 		PackID: rn.packID, PromptPackCiphertextHashB64u: rn.packCTH, PromptCommitted: rn.committed,
 		GatePolicyHashB64u: s.gate.PolicyHash(), AdmissionPolicyHashB64u: rn.admissionH, Sensitive: rn.sensitive,
-	}, rn, nil
+	}, rn, caller, nil
 }
 
 // release undoes a creation that failed: a registered run is removed (its
@@ -332,9 +344,6 @@ func (c *creation) release() {
 // checkRequest checks the request's fields and decodes the pack.
 func (c *creation) checkRequest(context.Context) error {
 	req := c.req
-	if c.caller.PID <= 0 {
-		return errProcessUnknown
-	}
 	agent, err := gate.CheckAgentID(req.AgentID)
 	if err != nil {
 		return refusal(kindInvalid, "agent_id is not an agent id the gate accepts (1-64 of a-z 0-9 _ -, as they are: not trimmed, not case-folded)", err)
@@ -367,11 +376,11 @@ func (c *creation) checkRequest(context.Context) error {
 // configured, is applied in the worker too, where the plaintext pack is.
 func (c *creation) rebuildPrompt(ctx context.Context) error {
 	s := c.s
-	rq := rebuild.Request{Pack: c.enc, Manifest: c.req.Manifest, ReportHash: c.want, Trusted: s.cfg.TrustedTemplates}
+	rq := rebuildRequest{Pack: c.enc, Manifest: c.req.Manifest, ReportHash: c.want, Trusted: s.cfg.TrustedTemplates}
 	if p := s.cfg.AdmissionPolicy; p != nil {
 		rq.Admission, rq.Runtime = p.Canonical(), s.runtimeFacts(c.agent)
 	}
-	rb, err := s.rebuild.Rebuild(ctx, rq)
+	rb, err := s.rebuild.run(ctx, rq)
 	if err != nil {
 		s.metrics.packs.WithLabelValues("refused").Inc()
 		if aerr := admissionError(err); aerr != nil {
@@ -488,9 +497,9 @@ func promptCommittedEvent(rn *Run, now time.Time) (poh.EventChainEntry, error) {
 func packError(msg string, err error) error {
 	var te *openclawsig.TemplateError
 	switch {
-	case errors.Is(err, rebuild.ErrBusy):
+	case errors.Is(err, errRebuildBusy):
 		return &Error{kind: kindUnavailable, Msg: "too many packs are being opened, retry later", Err: err}
-	case errors.Is(err, rebuild.ErrWorker):
+	case errors.Is(err, errRebuildWorker):
 		return &Error{kind: kindUnavailable, Msg: "the pack could not be checked (rebuild worker failed)", Err: err}
 	case errors.As(err, &te):
 		return &Error{kind: kindUnprocessable, Msg: msg + ": template " + te.Name + " is modified or not trusted", Reason: string(poh.HashMismatch), Err: err}
@@ -535,11 +544,10 @@ func (s *Service) Attest(ctx context.Context, rn *Run, decode Decoder) (*attesta
 	if err != nil {
 		return nil, err
 	}
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
-	if rn.closed {
-		return nil, errRunClosed
+	if err := rn.lockOpen(); err != nil {
+		return nil, err
 	}
+	defer rn.mu.Unlock()
 	recs, root, count, err := s.runAudit(rn)
 	if err != nil {
 		return nil, err
@@ -590,12 +598,28 @@ func (s *Service) CloseRun(rn *Run) error {
 	return nil
 }
 
-// Authorize returns the run named id when capHash is its capability's hash
-// (BearerCapability) and caller is the process that created the run:
-// kindForbidden for another run's or an unknown capability (an unknown run
-// id gets the same answer, so run ids cannot be probed), kindForbidden with
-// reason reasonProcessBinding for the capability used by another process,
-// kindGone for the capability of a closed run.
-func (s *Service) Authorize(id string, capHash [32]byte, caller Process) (*Run, error) {
-	return s.runs.authorize(id, capHash, caller)
+// Authorize returns the run named id and the process that asks, when
+// authorization (the request's Authorization header) carries the run's
+// capability and the caller (the peer ConnContext recorded) is the process
+// that created the run. The checks run in this order: kindUnauthenticated
+// without a well-formed "Bearer clawea-cap-v1.<43 b64u characters>";
+// kindForbidden with reason reasonProcessBinding for a caller the attester
+// cannot identify; kindForbidden for another run's or an unknown capability
+// (an unknown run id gets the same answer, so run ids cannot be probed);
+// kindForbidden with reason reasonProcessBinding for the capability used by
+// another process; kindGone for the capability of a closed run.
+func (s *Service) Authorize(ctx context.Context, id, authorization string) (*Run, Process, error) {
+	capHash, err := bearerCapability(authorization)
+	if err != nil {
+		return nil, Process{}, err
+	}
+	caller, err := processFrom(ctx)
+	if err != nil {
+		return nil, Process{}, err
+	}
+	rn, err := s.runs.authorize(id, capHash, caller)
+	if err != nil {
+		return nil, Process{}, err
+	}
+	return rn, caller, nil
 }

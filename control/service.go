@@ -11,6 +11,7 @@
 package control
 
 import (
+	"context"
 	"crypto/ed25519"
 	"log/slog"
 	"net/http"
@@ -21,7 +22,6 @@ import (
 
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/control/gateway"
-	"github.com/clawea/attester/control/rebuild"
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/detect"
 	"github.com/clawea/attester/gate"
@@ -64,7 +64,7 @@ type Service struct {
 	memOpts  sealed.Options
 	runs     *runStore
 	gate     *gateState
-	rebuild  *rebuild.Runner
+	rebuild  packOpener
 	keyAtts  *keyAttestations
 	// answers signs control answers with the identity key (binding.go).
 	answers signer
@@ -75,6 +75,15 @@ type Service struct {
 	gw    *gateway.Gateway
 	gwTmp string
 }
+
+// packOpener opens a pack and rebuilds its prompt away from the service's
+// heap, into sealed memory: the rebuild worker (rebuilder, rebuild.go).
+type packOpener interface {
+	run(ctx context.Context, req rebuildRequest) (*rebuildResult, error)
+	close()
+}
+
+var _ packOpener = (*rebuilder)(nil)
 
 // New builds a Service.
 func New(d Deps) (*Service, error) {
@@ -104,8 +113,8 @@ func New(d Deps) (*Service, error) {
 	}
 	s.gate = gs
 	// Packs are opened in worker processes that get the identity key as a
-	// sealed descriptor (package rebuild).
-	rb, err := rebuild.NewRunner(rebuild.Config{Key: d.Identity.PackKey, Memory: s.memOpts})
+	// sealed descriptor (rebuild.go).
+	rb, err := newRebuilder(rebuildConfig{Key: d.Identity.PackKey, Memory: s.memOpts})
 	if err != nil {
 		_ = gs.close()
 		return nil, err
@@ -122,7 +131,7 @@ func New(d Deps) (*Service, error) {
 // Close destroys every run's sealed prompt and closes the audit log.
 func (s *Service) Close() {
 	s.runs.closeAll()
-	s.rebuild.Close()
+	s.rebuild.close()
 	if err := s.gate.close(); err != nil {
 		s.log.Error("closing the audit log", "err", err)
 	}
@@ -134,22 +143,35 @@ func (s *Service) Close() {
 // Config is the configuration the service runs with.
 func (s *Service) Config() *Config { return s.cfg }
 
-// Platform names the platform the attester quotes with, and whether its
-// evidence is simulated (the simulated platform, or a TPM reached over
-// TCP).
-func (s *Service) Platform() (name string, simulated bool) {
-	return s.platform.Platform(), (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
+// Status is what the service reports about itself at one moment.
+type Status struct {
+	// Platform names the platform the attester quotes with; Simulated says
+	// whether its evidence is simulated (the simulated platform, or a TPM
+	// reached over TCP).
+	Platform  string
+	Simulated bool
+	// PolicyHash is the gate policy's hash.
+	PolicyHash string
+	// OpenRuns is the number of open runs.
+	OpenRuns int
 }
 
-// PolicyHash is the gate policy's hash.
-func (s *Service) PolicyHash() string { return s.gate.PolicyHash() }
+// Status reports the service's platform, gate policy and open runs (cheap
+// to read: AuditHealthy, which takes the audit log's lock, is apart).
+func (s *Service) Status() Status {
+	platform, simulated := s.platformName()
+	return Status{Platform: platform, Simulated: simulated, PolicyHash: s.gate.PolicyHash(), OpenRuns: s.runs.open()}
+}
 
 // AuditHealthy reports why the gate cannot record decisions, or nil: while
 // it cannot, every tool call is denied.
 func (s *Service) AuditHealthy() error { return s.gate.audit.Healthy() }
 
-// OpenRuns is the number of open runs.
-func (s *Service) OpenRuns() int { return s.runs.open() }
+// platformName names the platform the attester quotes with, and whether
+// its evidence is simulated.
+func (s *Service) platformName() (name string, simulated bool) {
+	return s.platform.Platform(), (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
+}
 
 // withIssuer runs f with an attestation issuer holding a short-lived copy of
 // the identity key.

@@ -53,7 +53,7 @@ func newTestService(t testing.TB, trusted map[string]string) *Service {
 
 // newSealedPack builds the min pack, starts a service trusting it, and
 // seals the pack to the service: the sealed pack and its manifest's JSON.
-func newSealedPack(t *testing.T) (*packtest.Pack, *Service, []byte, []byte) {
+func newSealedPack(t testing.TB) (*packtest.Pack, *Service, []byte, []byte) {
 	t.Helper()
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	s := newTestService(t, p.Trusted)
@@ -74,19 +74,16 @@ func TestCloseRunEndsGateState(t *testing.T) {
 		return &createRunRequest{PackB64u: b64u.Encode(enc), Manifest: mj, ReportHashB64u: report, AgentID: "main", SessionKey: "agent:main:main"}
 	}
 	// A report that does not match: refused, nothing kept.
-	_, _, err := s.CreateRun(context.Background(), decoded(req(b64u.SHA256([]byte("other")))), testProc)
-	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || s.OpenRuns() != 0 {
-		t.Fatalf("mismatched report: %v, %d runs open", err, s.OpenRuns())
+	_, _, _, err := s.CreateRun(from(testProc), decoded(req(b64u.SHA256([]byte("other")))))
+	if ce, ok := errors.AsType[*Error](err); !ok || ce.kind != kindUnprocessable || s.runs.open() != 0 {
+		t.Fatalf("mismatched report: %v, %d runs open", err, s.runs.open())
 	}
-	resp, _, err := s.CreateRun(context.Background(), decoded(req(p.Rebuilt.ReportHashB64u())), testProc)
-	if err != nil || s.OpenRuns() != 1 {
+	resp, _, _, err := s.CreateRun(from(testProc), decoded(req(p.Rebuilt.ReportHashB64u())))
+	if err != nil || s.runs.open() != 1 {
 		t.Fatalf("create: %v", err)
 	}
-	capHash, err := capabilityHash(resp.Capability)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rn, err := s.Authorize(resp.RunID, capHash, testProc)
+	bearer := "Bearer " + resp.Capability
+	rn, _, err := s.Authorize(from(testProc), resp.RunID, bearer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +96,7 @@ func TestCloseRunEndsGateState(t *testing.T) {
 	if err := s.gate.OpenRun(resp.RunID); err != nil {
 		t.Fatalf("the gate still holds the closed run: %v", err)
 	}
-	if _, err := s.Authorize(resp.RunID, capHash, testProc); !errors.Is(err, errRunClosed) {
+	if _, _, err := s.Authorize(from(testProc), resp.RunID, bearer); !errors.Is(err, errRunClosed) {
 		t.Fatalf("capability of a closed run: %v", err)
 	}
 	if err := rn.WithPrompt(func(*sealed.Buffer, string) error { return nil }); !errors.Is(err, errRunClosed) {

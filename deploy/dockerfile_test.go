@@ -313,14 +313,7 @@ func TestDockerContextHoldsNoPrivateKey(t *testing.T) {
 // commands with the same environment, flags and version stamp (issue 17
 // item 5), so a binary from either says the same about itself.
 func TestBuildFlagsMatchMakefile(t *testing.T) {
-	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mk, df := []byte(readFile(t, "Makefile")), readFile(t, "Dockerfile")
 	ldflags := regexp.MustCompile(`(?m)^LDFLAGS\s*:=\s*(.+)$`).FindSubmatch(mk)
 	recipe := regexp.MustCompile(`(?m)^\t(CGO_ENABLED=0) \$\(GO\) build (-trimpath) -ldflags '\$\(LDFLAGS\)' -o \$\(BIN\)/ \./cmd/\.\.\.$`).FindSubmatch(mk)
 	if ldflags == nil || recipe == nil {
@@ -329,7 +322,7 @@ func TestBuildFlagsMatchMakefile(t *testing.T) {
 	fromMake := strings.Join([]string{string(recipe[1]), string(recipe[2]),
 		strings.ReplaceAll(strings.TrimSpace(string(ldflags[1])), "$(VERSION)", "V")}, " | ")
 	var fromImage string
-	for _, in := range parseDockerfile(t, string(df)) {
+	for _, in := range parseDockerfile(t, df) {
 		line := strings.Join(in.args, " ")
 		if in.cmd != "RUN" || !strings.Contains(line, "go build") {
 			continue
@@ -348,21 +341,14 @@ func TestBuildFlagsMatchMakefile(t *testing.T) {
 // TestDockerfilePins: every base image is pinned by digest (a tag alone can
 // be rebuilt under us), and the Go image is the go.mod language version.
 func TestDockerfilePins(t *testing.T) {
-	df, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	df, mod := readFile(t, "Dockerfile"), []byte(readFile(t, "go.mod"))
 	goLine := regexp.MustCompile(`(?m)^go (\d+\.\d+)(\.\d+)?$`).FindSubmatch(mod)
 	if goLine == nil {
 		t.Fatal("go.mod has no go line")
 	}
 	pinned := regexp.MustCompile(`^([a-z0-9./-]+):([A-Za-z0-9._-]+)@sha256:[0-9a-f]{64}$`)
 	froms := 0
-	for _, in := range parseDockerfile(t, string(df)) {
+	for _, in := range parseDockerfile(t, df) {
 		if in.cmd != "FROM" {
 			continue
 		}

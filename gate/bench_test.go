@@ -67,15 +67,7 @@ func BenchmarkDecideVerificationGate(b *testing.B) {
 	g := newTestGate(b, cfg, func(o *Options) { o.Audit = discardAudit(b); o.Logger = nil })
 	c := call("exec")
 	c.Params = []byte(`{"command":"ls -la","workdir":"/workspace"}`)
-	if err := g.OpenRun(c.Run); err != nil {
-		b.Fatal(err)
-	}
-	if err := g.NewTurn(c.Run, c.TurnID, true); err != nil {
-		b.Fatal(err)
-	}
-	if err := g.MarkVerified(c.Run, c.TurnID, VerifiedTemplates); err != nil {
-		b.Fatal(err)
-	}
+	verifiedTurn(b, g.Gate, c.Run, c.TurnID)
 	benchDecide(b, g.Gate, c, true)
 }
 

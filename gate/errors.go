@@ -38,8 +38,8 @@ var (
 	// errStaleTurn: MarkVerified for a turn that is not the run's
 	// current turn.
 	errStaleTurn = errors.New("gate: turn is not the current turn")
-	// ErrUnknownRun: NewTurn or MarkVerified for a run that is not open.
-	ErrUnknownRun = errors.New("gate: run is not open")
+	// errUnknownRun: NewTurn or MarkVerified for a run that is not open.
+	errUnknownRun = errors.New("gate: run is not open")
 	// errRunExists: OpenRun for a run that is already open.
 	errRunExists = errors.New("gate: run is already open")
 	// errTooManyRuns: OpenRun would exceed Options.MaxRuns.

@@ -94,7 +94,7 @@ func TestVerificationGate(t *testing.T) {
 	if d.Allow || d.Stage != stageVerification || !strings.Contains(d.Reason, "Call the verify tool first") {
 		t.Fatalf("before the run: %+v", d)
 	}
-	if err := g.NewTurn(r, "t1", true); !errors.Is(err, ErrUnknownRun) {
+	if err := g.NewTurn(r, "t1", true); !errors.Is(err, errUnknownRun) {
 		t.Fatalf("turn in a run that is not open: %v", err)
 	}
 	if err := g.OpenRun(r); err != nil {
@@ -134,7 +134,7 @@ func TestVerificationGate(t *testing.T) {
 	if err := g.MarkVerified(r, "t0", VerifiedTemplates); !errors.Is(err, errStaleTurn) {
 		t.Fatalf("stale turn: %v", err)
 	}
-	if err := g.MarkVerified("other", "t1", VerifiedTemplates); !errors.Is(err, ErrUnknownRun) {
+	if err := g.MarkVerified("other", "t1", VerifiedTemplates); !errors.Is(err, errUnknownRun) {
 		t.Fatalf("unknown run: %v", err)
 	}
 	if err := g.MarkVerified(r, "t1", "vibes"); !errors.Is(err, errInvalidCall) {
@@ -365,15 +365,7 @@ func TestDecideAllocs(t *testing.T) {
 		`"agents":{"defaults":{"sig":{"enforceVerification":true}}}}`)
 	for name, lg := range map[string]*slog.Logger{"quiet": nil, "logged": slog.New(slog.NewJSONHandler(io.Discard, nil))} {
 		g := newTestGate(t, cfg, func(o *Options) { o.Audit = discardAudit(t); o.Logger = lg })
-		if err := g.OpenRun("run-1"); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.NewTurn("run-1", "turn-1", true); err != nil {
-			t.Fatal(err)
-		}
-		if err := g.MarkVerified("run-1", "turn-1", VerifiedTemplates); err != nil {
-			t.Fatal(err)
-		}
+		verifiedTurn(t, g.Gate, "run-1", "turn-1")
 		for _, tool := range []string{"read", "exec", "process"} {
 			c := call(tool)
 			c.Params = []byte(`{"path":"/workspace/README.md","offset":0,"limit":200,"opts":{"b":[1,2],"a":"x"}}`)

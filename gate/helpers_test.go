@@ -27,6 +27,22 @@ type testGate struct {
 
 type gateOpt func(*Options)
 
+// verifiedTurn opens run in g, starts turn in it as an owner turn and
+// marks the turn verified (templates), as an attester does before a gated
+// call may be allowed.
+func verifiedTurn(t testing.TB, g *Gate, run, turn string) {
+	t.Helper()
+	if err := g.OpenRun(run); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.NewTurn(run, turn, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.MarkVerified(run, turn, VerifiedTemplates); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func mustParse(t testing.TB, doc string, opts ...ParseOptions) *Config {
 	t.Helper()
 	var o ParseOptions

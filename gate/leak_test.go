@@ -57,15 +57,7 @@ func TestNoParamsOrSecretsInAuditOrLogs(t *testing.T) {
 	for _, c := range calls {
 		_, _ = g.Decide(t.Context(), c)
 	}
-	if err := g.OpenRun("r1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.NewTurn("r1", "t1", true); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.MarkVerified("r1", "t1", VerifiedTemplates); err != nil {
-		t.Fatal(err)
-	}
+	verifiedTurn(t, g.Gate, "r1", "t1")
 	after := []Call{
 		mk("write", params("path", "PARAMVAL-path", "content", "PARAMVAL-file-content")), // webhook + telegram allow
 		mk("exec", params("command", "PARAMVAL-exec-2")),

@@ -62,11 +62,7 @@ func TestInstalledOpenClawConfigKeys(t *testing.T) {
 		t.Fatalf("openclawrelease.go is for %s, the supported release is %s: run go generate ./gate", openClawRelease, ockeys.Release)
 	}
 	dir := octest.Install(t)
-	schema, err := ockeys.Schema(dir, os.Getenv("CLAWEA_NODE_BIN"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := ockeys.Keys(schema)
+	got, err := ockeys.Keys(dir, os.Getenv("CLAWEA_NODE_BIN"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func (t *turns) newTurn(run, turnID string, owner bool) error {
 	defer t.mu.Unlock()
 	st, ok := t.runs[run]
 	if !ok {
-		return ErrUnknownRun
+		return errUnknownRun
 	}
 	*st = runTurn{turn: turnID, owner: owner}
 	return nil
@@ -132,7 +132,7 @@ func (t *turns) markVerified(run, turnID string, how VerifyMethod) error {
 	st, ok := t.runs[run]
 	switch {
 	case !ok:
-		return ErrUnknownRun
+		return errUnknownRun
 	case st.turn == "" || st.turn != turnID:
 		return errStaleTurn
 	case !st.owner:
@@ -185,7 +185,7 @@ func (g *Gate) NewTurn(run, turnID string, owner bool) error {
 
 // MarkVerified records that verify succeeded for the run's current turn
 // (all templates verified, or a signed owner message verified). It fails
-// with ErrUnknownRun for a run that is not open, errStaleTurn if turnID is
+// with errUnknownRun for a run that is not open, errStaleTurn if turnID is
 // not the current turn, and errNotOwner if the current turn is not an owner
 // turn; the state is unchanged on error.
 func (g *Gate) MarkVerified(run, turnID string, how VerifyMethod) error {

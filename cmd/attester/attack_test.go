@@ -121,6 +121,17 @@ func writeConfig(t *testing.T, dir string, pf *packFixture, extra map[string]any
 	return path
 }
 
+// mustStartAttester starts the attester on config and fails the test when
+// it exits instead of listening.
+func mustStartAttester(t *testing.T, config string) *attester {
+	t.Helper()
+	a, code := startAttester(t, config)
+	if a == nil {
+		t.Fatalf("attester exited with %d", code)
+	}
+	return a
+}
+
 // startAttester starts the binary and waits until it listens. It returns
 // nil and the exit code when the process exits before listening.
 func startAttester(t *testing.T, config string) (*attester, int) {
@@ -316,10 +327,7 @@ func want(t *testing.T, what string, r reply, code int) {
 func TestAttacksAgainstTheBinary(t *testing.T) {
 	pf := newPack(t)
 	dir := t.TempDir()
-	a, code := startAttester(t, writeConfig(t, dir, pf, map[string]any{"maxTurnsPerRun": 8, "maxRuns": 3}))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"maxTurnsPerRun": 8, "maxRuns": 3}))
 	if st, err := os.Stat(filepath.Dir(a.socket)); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("socket directory: %v %v", st.Mode(), err)
 	}
@@ -524,10 +532,7 @@ func TestSocketAgainstTheBinary(t *testing.T) {
 	pf := newPack(t)
 	dir := t.TempDir()
 	// Tests run as one uid; list only another one.
-	a, code := startAttester(t, writeConfig(t, dir, pf, map[string]any{"controlUids": []int{os.Geteuid() + 1000}}))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"controlUids": []int{os.Geteuid() + 1000}}))
 	want(t, "uid not allowed: create", a.tryCreateRun(t, pf, "s"), 403)
 	want(t, "uid not allowed: policy", a.req(t, false, "GET", "/v1/gate/policy", "", nil), 403)
 
@@ -554,10 +559,7 @@ func TestBoundsAgainstTheBinary(t *testing.T) {
 	dir := t.TempDir()
 	const maxPack = 1 << 20
 	budget := 4 * (maxPack*4/3 + 4 + 64<<10) // exactly one upload
-	a, code := startAttester(t, writeConfig(t, dir, pf, map[string]any{"maxPackBytes": maxPack, "uploadBudgetBytes": budget}))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"maxPackBytes": maxPack, "uploadBudgetBytes": budget}))
 	body := a.createBody(t, pf, "s")
 
 	// A slow upload holds the whole budget: a second upload is refused at
@@ -698,10 +700,7 @@ func TestTPMOverTCPAgainstTheBinary(t *testing.T) {
 // still be silent when the 5 s read deadline ends.
 func TestDeclaredLengthRefusedAtOnce(t *testing.T) {
 	pf := newPack(t)
-	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
 	rn := a.createRun(t, pf, "s")
 	c, err := net.Dial("unix", a.socket)
 	if err != nil {

@@ -26,10 +26,7 @@ func TestKillUnderLoadAgainstTheBinary(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	cfg := writeConfig(t, dir, pf, map[string]any{"stateDir": state})
-	a, code := startAttester(t, cfg)
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, cfg)
 	id0 := a.req(t, true, "GET", "/v1/identity", "", nil)
 	if id0.code != 200 || id0.body["identity_sealed"] != true {
 		t.Fatalf("identity: %d %v", id0.code, id0.body)

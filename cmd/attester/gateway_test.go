@@ -155,10 +155,7 @@ func gwReason(b []byte) string {
 func TestGatewayAttacksAgainstTheBinary(t *testing.T) {
 	up := newGWUpstream(t, func(w http.ResponseWriter, r *http.Request) { http.Error(w, "unexpected", 500) })
 	pf := newGWPack(t)
-	a, code := startAttester(t, gwConfig(t, pf, up.srv.URL))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, gwConfig(t, pf, up.srv.URL))
 	g := a.gwRun(t, pf)
 	u := map[string]any{"role": "user", "content": "[Thu 2026-11-26 21:21 UTC] a user message\n\nRuntime: agent=main"}
 	extraTool := append(append([]any{}, g.tools...), map[string]any{"type": "function", "function": map[string]any{"name": "rm_rf", "parameters": map[string]any{"type": "object"}}})
@@ -265,10 +262,7 @@ func TestGatewayForwardAgainstTheBinary(t *testing.T) {
 	sc := &gwScript{}
 	up := newGWUpstream(t, sc.serve)
 	pf := newGWPack(t)
-	a, code := startAttester(t, gwConfig(t, pf, up.srv.URL))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, gwConfig(t, pf, up.srv.URL))
 	id := a.req(t, true, "GET", "/v1/identity", "", nil)
 	pub, err := didkey.Parse(id.body["did"].(string))
 	if err != nil {

@@ -23,10 +23,7 @@ import (
 func TestConnectionLimitAgainstTheBinary(t *testing.T) {
 	pf := newPack(t)
 	dir := t.TempDir()
-	a, code := startAttester(t, writeConfig(t, dir, pf, nil))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, dir, pf, nil))
 	const limit = 500
 	var wg sync.WaitGroup
 	held := make(chan struct{}, 2) // a flood holds every slot
@@ -110,10 +107,7 @@ func TestConnectionLimitAgainstTheBinary(t *testing.T) {
 // challenge, quotes beyond the rate limit get 429 with Retry-After.
 func TestIdentityQuotesAgainstTheBinary(t *testing.T) {
 	pf := newPack(t)
-	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
 	x, y := a.req(t, true, "GET", "/v1/identity", "", nil), a.req(t, true, "GET", "/v1/identity", "", nil)
 	if x.code != 200 || y.code != 200 || x.body["key_attestation"] != y.body["key_attestation"] {
 		t.Fatalf("challenge-less identity: %d %d, same attestation %v", x.code, y.code, x.body["key_attestation"] == y.body["key_attestation"])

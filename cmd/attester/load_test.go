@@ -60,6 +60,19 @@ func (cc *ctlConn) close() {
 	}
 }
 
+// created POSTs body to path and reads the answer into out; an answer
+// other than 201 is an error naming what.
+func (cc *ctlConn) created(what, path, capability string, body []byte, out any) error {
+	code, b, err := cc.do("POST", path, capability, body)
+	if err != nil {
+		return err
+	}
+	if code != 201 {
+		return fmt.Errorf("%s: %d %s", what, code, b)
+	}
+	return json.Unmarshal(b, out)
+}
+
 // do sends one request and returns the status and the body (valid until the
 // next call).
 func (cc *ctlConn) do(method, path, capability string, body []byte) (int, []byte, error) {
@@ -305,32 +318,18 @@ func loadGenFor(t *testing.T, a *attester, pf *packFixture) *loadGen {
 	return &loadGen{
 		socket: a.socket,
 		createRun: func(cc *ctlConn) (*loadRun, error) {
-			code, b, err := cc.do("POST", "/v1/runs", "", createBody)
-			if err != nil {
-				return nil, err
-			}
-			if code != 201 {
-				return nil, fmt.Errorf("create run: %d %s", code, b)
-			}
 			var created struct {
 				RunID      string `json:"run_id"`
 				Capability string `json:"capability"`
 			}
-			if err := json.Unmarshal(b, &created); err != nil {
+			if err := cc.created("create run", "/v1/runs", "", createBody, &created); err != nil {
 				return nil, err
 			}
 			tb, _ := json.Marshal(turnBody("cli", "load", "m1"))
-			code, b, err = cc.do("POST", "/v1/runs/"+created.RunID+"/turns", created.Capability, tb)
-			if err != nil {
-				return nil, err
-			}
-			if code != 201 {
-				return nil, fmt.Errorf("turn: %d %s", code, b)
-			}
 			var turn struct {
 				TurnID string `json:"turn_id"`
 			}
-			if err := json.Unmarshal(b, &turn); err != nil {
+			if err := cc.created("turn", "/v1/runs/"+created.RunID+"/turns", created.Capability, tb, &turn); err != nil {
 				return nil, err
 			}
 			return &loadRun{id: created.RunID, capability: created.Capability, turn: turn.TurnID}, nil
@@ -427,10 +426,7 @@ func TestControlLoad(t *testing.T) {
 	pf := newPack(t)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
-	a, code := startAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
 	g := loadGenFor(t, a, pf)
 
 	// Baselines in the same run, on the same file system; the in-process

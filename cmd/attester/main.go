@@ -93,13 +93,9 @@ func run(args []string, stderr io.Writer) int {
 		log.Error("cannot read config", "err", err)
 		return 1
 	}
-	cfg, rest, err := control.ParseConfigWith(raw, control.ConfigOptions{Logger: log})
+	cfg, rest, err := control.ParseConfigWith(raw, control.ConfigOptions{Logger: log, Platform: *platform, Listen: *listen})
 	if err != nil {
 		log.Error("invalid config", "err", err)
-		return 1
-	}
-	if err := cfg.Override(*platform, *listen); err != nil {
-		log.Error("invalid --platform or --listen", "err", err)
 		return 1
 	}
 	lns, err := openListeners(cfg)
@@ -108,7 +104,7 @@ func run(args []string, stderr io.Writer) int {
 		return 3
 	}
 	defer lns.close()
-	if !checkIsolation(cfg, log) {
+	if cfg.CheckIsolation(log) != nil {
 		return 3
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -182,8 +178,8 @@ func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Lo
 		WriteTimeout: 30 * time.Second, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 	metrics := &http.Server{Handler: srv.MetricsHandler(), ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
-	control := &http.Server{Handler: srv.ControlHandler(), ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ConnContext: server.ControlConnContext}
+	ctl := &http.Server{Handler: srv.ControlHandler(), ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes, ConnContext: control.ConnContext}
 	// Each listener holds at most maxConnections connections; at the limit
 	// an idle keep-alive connection makes room, else the new one is closed.
 	limit := func(name string, hs *http.Server, l net.Listener) net.Listener {
@@ -191,11 +187,11 @@ func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Lo
 		hs.ConnState = cl.ConnState
 		return cl.Listener(l)
 	}
-	publicLn, metricsLn, controlLn := limit("public", public, lns.public), limit("metrics", metrics, lns.metrics), limit("control", control, lns.control)
+	publicLn, metricsLn, controlLn := limit("public", public, lns.public), limit("metrics", metrics, lns.metrics), limit("control", ctl, lns.control)
 	errc := make(chan error, 3)
 	go func() { errc <- public.Serve(publicLn) }()
 	go func() { errc <- metrics.Serve(metricsLn) }()
-	go func() { errc <- control.Serve(controlLn) }()
+	go func() { errc <- ctl.Serve(controlLn) }()
 	log.Info("attester listening", "addr", lns.public.Addr().String(), "metrics", lns.metrics.Addr().String(), "control_socket", lns.control.Addr().String())
 	select {
 	case <-ctx.Done():
@@ -206,7 +202,7 @@ func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Lo
 	srv.SetReady(false)
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	_ = control.Shutdown(sctx)
+	_ = ctl.Shutdown(sctx)
 	_ = metrics.Shutdown(sctx)
 	return public.Shutdown(sctx)
 }

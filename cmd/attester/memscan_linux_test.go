@@ -60,10 +60,7 @@ func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
 	p := packtest.Build(t, params, promptpack.BuildOptions{SkillsEnvOverrides: env})
 	pf := &packFixture{pack: p.Pack, rb: p.Rebuilt, trusted: p.Trusted}
 
-	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
 	rn := a.createRun(t, pf, "agent:main:main")
 	for i := range 3 { // served more than once: every serving must be copy-free
 		r := a.req(t, false, "GET", "/v1/runs/"+rn.id+"/prompt", rn.capability, nil)

@@ -277,10 +277,7 @@ func (rl *relay) set(req func(string, []byte) []byte, ans func(string, *http.Res
 func TestRelayAgainstTheBinary(t *testing.T) {
 	pf := newPack(t)
 	dir := t.TempDir()
-	a, code := startAttester(t, writeConfig(t, dir, pf, nil))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, dir, pf, nil))
 	real := a.socket + ".real"
 	direct := newSignedClient(t, a, a.socket)
 	rn := direct.createRun(t, a, pf)
@@ -371,7 +368,7 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 	}
 	// The orchestrator's run, reached through the relay: the attester sees
 	// the relay's process, not the run's.
-	code, body, err = victim.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn2, "read"))
+	code, body, err := victim.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn2, "read"))
 	if err != nil || code != 403 || field(t, body, "reason") != "PROCESS_BINDING" {
 		t.Fatalf("the run through a relay process: %d %s %v, want 403 PROCESS_BINDING", code, body, err)
 	}
@@ -389,10 +386,7 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 // run.
 func TestStolenCapabilityAgainstTheBinary(t *testing.T) {
 	pf := newPack(t)
-	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
 	c := newSignedClient(t, a, a.socket)
 	rn := c.createRun(t, a, pf)
 	base := "/v1/runs/" + rn.id

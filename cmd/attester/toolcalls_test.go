@@ -179,10 +179,7 @@ func commitments(t *testing.T, r reply) evidencedoc.Metadata {
 // 400 "invalid attestation request" before).
 func TestZeroDecisionRunAgainstTheBinary(t *testing.T) {
 	pf := newPack(t)
-	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
 	rn := a.createRun(t, pf, "agent:main:main")
 	_, agentKey, _ := ed25519.GenerateKey(rand.Reader)
 	r := a.attestRun(t, rn, agentKey, bundleWith(t, pf, rn, agentKey, nil))
@@ -215,10 +212,7 @@ func TestZeroDecisionRunAgainstTheBinary(t *testing.T) {
 // allowed calls, with either binding, and commits to the records checked.
 func TestToolCallsAgainstTheBinary(t *testing.T) {
 	pf := newPack(t)
-	a, code := startAttester(t, writeConfig(t, t.TempDir(), pf, nil))
-	if a == nil {
-		t.Fatalf("attester exited with %d", code)
-	}
+	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
 	_, agentKey, _ := ed25519.GenerateKey(rand.Reader)
 	// Two runs, each with two allowed calls in two turns and a denial.
 	decide := func(rn runHandle, tag string) {

@@ -225,35 +225,36 @@ export class ControlClient {
   }
 
   /** @param {string} runId @param {string} capability @param {object} req */
-  async turn(runId, capability, req) {
-    const res = await this.#serial(runId, () =>
-      this.call("turn", "POST", `/v1/runs/${encodeURIComponent(runId)}/turns`, { capability, json: req, signed: { runId } }),
-    );
-    return ControlClient.json("turn", res);
+  turn(runId, capability, req) {
+    return this.#runPost("turn", "turns", runId, capability, req);
   }
 
   /** @param {string} runId @param {string} capability @param {object} req */
-  async toolCall(runId, capability, req) {
-    const res = await this.#serial(runId, () =>
-      this.call("tool call", "POST", `/v1/runs/${encodeURIComponent(runId)}/tool-calls`, { capability, json: req, signed: { runId } }),
-    );
-    return ControlClient.json("tool call", res);
+  toolCall(runId, capability, req) {
+    return this.#runPost("tool call", "tool-calls", runId, capability, req);
   }
 
   /** @param {string} runId @param {string} capability @param {object} req */
-  async verify(runId, capability, req) {
-    const res = await this.#serial(runId, () =>
-      this.call("verify", "POST", `/v1/runs/${encodeURIComponent(runId)}/verify`, { capability, json: req, signed: { runId } }),
-    );
-    return ControlClient.json("verify", res);
+  verify(runId, capability, req) {
+    return this.#runPost("verify", "verify", runId, capability, req);
   }
 
   /** @param {string} runId @param {string} capability @param {object} req */
-  async attestation(runId, capability, req) {
+  attestation(runId, capability, req) {
+    return this.#runPost("attestation", "attestation", runId, capability, req);
+  }
+
+  /**
+   * A signed JSON POST to /v1/runs/{runId}/{route}, serialized with the
+   * run's other calls; what names it in errors.
+   * @param {string} what @param {string} route @param {string} runId
+   * @param {string} capability @param {object} req
+   */
+  async #runPost(what, route, runId, capability, req) {
     const res = await this.#serial(runId, () =>
-      this.call("attestation", "POST", `/v1/runs/${encodeURIComponent(runId)}/attestation`, { capability, json: req, signed: { runId } }),
+      this.call(what, "POST", `/v1/runs/${encodeURIComponent(runId)}/${route}`, { capability, json: req, signed: { runId } }),
     );
-    return ControlClient.json("attestation", res);
+    return ControlClient.json(what, res);
   }
 
   /**

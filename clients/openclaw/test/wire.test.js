@@ -26,19 +26,24 @@ test("a fresh agent key is Ed25519 and different each time", () => {
   assert.throws(() => agentSigner("not a key"));
 });
 
+// FIRST_EVENT is the header of a run's first event (prompt_committed)
+// and FIRST_EVENT_HASH its hash as the Go implementation computes it.
+const FIRST_EVENT = Object.freeze({
+  event_id: "evt_1",
+  run_id: "run_1",
+  event_type: "prompt_committed",
+  timestamp: "2026-01-02T03:04:05.678Z",
+  payload_hash_b64u: "HZYtCYB_iGtYBqnwGdf6Dts41qMLYil_AjLKHLJ7Lyk",
+  prev_hash_b64u: null,
+});
+const FIRST_EVENT_HASH = "HeKVrpcRlbpAJV_V9Wi6hbye19PGtJ9qyGJ01TwM7pk";
+
 test("event header hash matches the Go implementation", () => {
-  const h = {
-    event_id: "evt_1",
-    run_id: "run_1",
-    event_type: "prompt_committed",
-    timestamp: "2026-01-02T03:04:05.678Z",
-    payload_hash_b64u: "HZYtCYB_iGtYBqnwGdf6Dts41qMLYil_AjLKHLJ7Lyk",
-    prev_hash_b64u: null,
-  };
-  assert.equal(eventHash(h), "HeKVrpcRlbpAJV_V9Wi6hbye19PGtJ9qyGJ01TwM7pk");
-  assert.ok(isValidEvent({ ...h, event_hash_b64u: "HeKVrpcRlbpAJV_V9Wi6hbye19PGtJ9qyGJ01TwM7pk" }));
+  const h = { ...FIRST_EVENT };
+  assert.equal(eventHash(h), FIRST_EVENT_HASH);
+  assert.ok(isValidEvent({ ...h, event_hash_b64u: FIRST_EVENT_HASH }));
   assert.ok(!isValidEvent({ ...h, event_hash_b64u: "HeKVrpcRlbpAJV_V9Wi6hbye19PGtJ9qyGJ01TwM7pA" }));
-  assert.ok(!isValidEvent({ ...h, extra: 1, event_hash_b64u: "HeKVrpcRlbpAJV_V9Wi6hbye19PGtJ9qyGJ01TwM7pk" }));
+  assert.ok(!isValidEvent({ ...h, extra: 1, event_hash_b64u: FIRST_EVENT_HASH }));
 });
 
 test("signed envelope is byte-identical to Go's poh.Sign", () => {
@@ -54,15 +59,7 @@ test("signed envelope is byte-identical to Go's poh.Sign", () => {
 });
 
 test("event chain links to the attester's first event", () => {
-  const first = {
-    event_id: "evt_1",
-    run_id: "run_1",
-    event_type: "prompt_committed",
-    timestamp: "2026-01-02T03:04:05.678Z",
-    payload_hash_b64u: "HZYtCYB_iGtYBqnwGdf6Dts41qMLYil_AjLKHLJ7Lyk",
-    prev_hash_b64u: null,
-    event_hash_b64u: "HeKVrpcRlbpAJV_V9Wi6hbye19PGtJ9qyGJ01TwM7pk",
-  };
+  const first = { ...FIRST_EVENT, event_hash_b64u: FIRST_EVENT_HASH };
   const c = new EventChain(first, { now: () => new Date(0) });
   const e = c.add("tool_call", sha256B64u("x"));
   assert.equal(e.prev_hash_b64u, first.event_hash_b64u);

@@ -116,7 +116,7 @@ func (h *harness) createRun(t *testing.T, pack *promptpack.Pack, trusted map[str
 }
 
 func (h *harness) openRuns() int {
-	return h.srv.Service().OpenRuns()
+	return h.srv.Service().Status().OpenRuns
 }
 
 // TestAdmissionVectorsAtCreateRun drives the admission package's vectors

@@ -1,14 +1,8 @@
 package server
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"encoding/json"
-	"github.com/clawea/attester/control"
-	"github.com/clawea/attester/schema/didkey"
-	"github.com/clawea/attester/wire/answer"
 	"net/http"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -23,21 +17,10 @@ import (
 // The in-process Decide benchmark lives in package gate.
 func BenchmarkHTTPToolCall(b *testing.B) {
 	p := packtest.Build(b, packtest.Params(b, "min.params.json"), promptpack.BuildOptions{})
-	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
-	h := newTestServer(b, trusted)
-	enc, mj := h.sealPack(b, pack)
-	body := runBody(enc, mj, rb.ReportHashB64u(), "s")
+	h := newTestServer(b, p.Trusted)
+	body := h.runBodyFor(b, p, "s")
 	post := func(path, capability string, body []byte) *http.Response {
-		req, _ := http.NewRequest("POST", "http://attester"+path, bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		if capability != "" {
-			req.Header.Set("Authorization", "Bearer "+capability)
-		}
-		resp, err := h.control.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return resp
+		return h.ctlResp(b, "POST", path, capability, body)
 	}
 	resp := post("/v1/runs", "", body)
 	if resp.StatusCode != 201 {
@@ -74,59 +57,4 @@ func BenchmarkHTTPToolCall(b *testing.B) {
 		b.ReportMetric(float64(loadstat.Percentile(lat, 500).Microseconds()), "p50-µs")
 		b.ReportMetric(float64(loadstat.Percentile(lat, 990).Microseconds()), "p99-µs")
 	}
-}
-
-// BenchmarkSignAnswer measures what signing adds to each control answer
-// (attester-api section 8): one statement and one Ed25519 signature by the
-// identity key. BenchmarkVerifyAnswer is a client's check of it.
-func BenchmarkSignAnswer(b *testing.B) {
-	rn, svc, proc := benchRun(b)
-	reqH, respH := answer.RequestHash("POST", "/v1/runs/"+rn.ID()+"/tool-calls", []byte(`{"turn_id":"t","tool":"read"}`)), sha256.Sum256([]byte(`{"allow":true}`))
-	for b.Loop() {
-		if _, err := svc.SignAnswer(rn, proc, 200, reqH, respH); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkVerifyAnswer(b *testing.B) {
-	rn, svc, proc := benchRun(b)
-	reqH, respH := answer.RequestHash("POST", "/v1/runs/"+rn.ID()+"/tool-calls", []byte(`{"turn_id":"t","tool":"read"}`)), sha256.Sum256([]byte(`{"allow":true}`))
-	sa, err := svc.SignAnswer(rn, proc, 200, reqH, respH)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, sig := b64u.Encode(sa.Statement), b64u.Encode(sa.Signature)
-	doc, err := svc.IdentityDocument(b.Context(), nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pub, err := didkey.Parse(doc.DID)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for b.Loop() {
-		s, err := answer.Verify(pub, st, sig)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Check(answer.Expect{RunID: rn.ID(), Seq: 1, Status: 200, RequestHash: reqH, ResponseHash: respH, PID: int64(proc.PID), StartTime: int64(proc.StartTime)}); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// benchRun is a run created in-process by proc.
-func benchRun(b *testing.B) (*control.Run, *control.Service, control.Process) {
-	p := packtest.Build(b, packtest.Params(b, "min.params.json"), promptpack.BuildOptions{})
-	h := newTestServer(b, p.Trusted)
-	enc, mj := h.sealPack(b, p.Pack)
-	body := runBody(enc, mj, p.Rebuilt.ReportHashB64u(), "s")
-	proc := control.Process{PID: os.Getpid(), StartTime: 1}
-	svc := h.srv.Service()
-	_, rn, err := svc.CreateRun(b.Context(), func(v any) error { return json.Unmarshal(body, v) }, proc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return rn, svc, proc
 }

@@ -1,15 +1,12 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/clawea/attester/control"
 )
 
 // ErrSocketInUse is returned by ListenControlSocket when another attester
@@ -116,16 +113,4 @@ func shareWithDirGroup(path string, dir os.FileInfo) error {
 		}
 	}
 	return os.Chmod(path, 0o660)
-}
-
-// ControlConnContext is the http.Server ConnContext of the control socket:
-// it records the peer's credentials (SO_PEERCRED and its start time) for
-// the connection's requests.
-func ControlConnContext(ctx context.Context, c net.Conn) context.Context {
-	if uc, ok := c.(*net.UnixConn); ok {
-		if p, ok := control.ReadPeer(uc); ok {
-			return control.WithPeer(ctx, p)
-		}
-	}
-	return ctx
 }

@@ -37,15 +37,7 @@ type runHandler func(w http.ResponseWriter, r *http.Request, q *runRequest) erro
 // Content-Type and reads the body (maxBody > 0) within its limits.
 func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handler {
 	return s.wrap(route, func(w http.ResponseWriter, r *http.Request) error {
-		capHash, err := control.BearerCapability(r.Header.Get("Authorization"))
-		if err != nil {
-			return refuse(err)
-		}
-		proc, err := control.ProcessFrom(r.Context())
-		if err != nil {
-			return refuse(err)
-		}
-		rn, err := s.svc.Authorize(r.PathValue("id"), capHash, proc)
+		rn, proc, err := s.svc.Authorize(r.Context(), r.PathValue("id"), r.Header.Get("Authorization"))
 		if err != nil {
 			return refuse(err)
 		}
@@ -118,25 +110,21 @@ func (s *Server) handleCreateRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer release()
-	proc, err := control.ProcessFrom(r.Context())
-	if err != nil {
-		return refuse(err)
-	}
 	body, err := readBody(w, r, max, createBodyTimeout)
 	if err != nil {
 		return err
 	}
-	q := &runRequest{proc: proc, hash: answer.RequestHash(r.Method, r.RequestURI, body)}
+	q := &runRequest{hash: answer.RequestHash(r.Method, r.RequestURI, body)}
 	// The body is dropped once decoded: the run's pack is in the request.
-	resp, rn, err := s.svc.CreateRun(r.Context(), func(v any) error {
+	resp, rn, proc, err := s.svc.CreateRun(r.Context(), func(v any) error {
 		err := decodeStrict(body, v)
 		body = nil
 		return err
-	}, proc)
+	})
 	if err != nil {
 		return err
 	}
-	q.rn = rn
+	q.rn, q.proc = rn, proc
 	if err := s.writeSigned(w, q, http.StatusCreated, resp); err != nil {
 		// The caller never got the capability: the run is of no use.
 		_ = s.svc.CloseRun(rn)
@@ -272,7 +260,7 @@ func (s *Server) handleTPMEK(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	_, simulated := s.svc.Platform()
+	simulated := s.svc.Status().Simulated
 	writeJSON(w, http.StatusOK, map[string]any{
 		"ek_cert_b64u":   b64u.Encode(ek),
 		"ak_public_b64u": b64u.Encode(ak),

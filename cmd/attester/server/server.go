@@ -80,7 +80,7 @@ func (s *Server) ControlHandler() http.Handler {
 	mux.Handle("POST /v1/runs/{id}/model/{provider}/{api}", s.runRoute("model", 0, s.handleModel))
 	mux.Handle("POST /v1/runs/{id}/attestation", s.runRoute("attestation", maxBundle, s.handleAttest))
 	mux.Handle("GET /v1/gate/policy", s.wrap("gate_policy", func(w http.ResponseWriter, r *http.Request) error {
-		writeJSON(w, http.StatusOK, map[string]string{"policy_hash_b64u": s.svc.PolicyHash()})
+		writeJSON(w, http.StatusOK, map[string]string{"policy_hash_b64u": s.svc.Status().PolicyHash})
 		return nil
 	}))
 	s.fallback(mux)
@@ -201,11 +201,11 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) error {
 	if err := s.svc.AuditHealthy(); err != nil {
 		return httpErr(http.StatusServiceUnavailable, "the gate cannot record decisions: every tool call would be denied", err)
 	}
-	platform, simulated := s.svc.Platform()
+	st := s.svc.Status()
 	writeJSON(w, http.StatusOK, map[string]any{
 		"status":    "ready",
-		"platform":  platform,
-		"simulated": simulated,
+		"platform":  st.Platform,
+		"simulated": st.Simulated,
 	})
 	return nil
 }

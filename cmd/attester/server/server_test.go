@@ -92,7 +92,7 @@ func newTestServerConfig(t testing.TB, raw []byte) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs := &http.Server{Handler: s.ControlHandler(), ConnContext: ControlConnContext, ReadHeaderTimeout: 5 * time.Second}
+	cs := &http.Server{Handler: s.ControlHandler(), ConnContext: control.ConnContext, ReadHeaderTimeout: 5 * time.Second}
 	go cs.Serve(ln)
 	t.Cleanup(func() { cs.Close(); ln.Close() })
 	return &harness{srv: s, api: api, control: unixClient(cfg.ControlSocket), logs: logs, id: id}
@@ -118,14 +118,35 @@ func (h *harness) call(t *testing.T, method, path string, body []byte) (int, map
 // ctl sends a request on the control socket with the capability (if any).
 func (h *harness) ctl(t *testing.T, method, path, capability string, body []byte) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(method, "http://attester"+path, bytes.NewReader(body))
+	return do(t, h.control, ctlRequest(method, path, capability, body))
+}
+
+// ctlResp sends a request on the control socket with the capability (if
+// any) and returns the response; the caller closes its body.
+func (h *harness) ctlResp(tb testing.TB, method, path, capability string, body []byte) *http.Response {
+	tb.Helper()
+	resp, err := h.control.Do(ctlRequest(method, path, capability, body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp
+}
+
+// ctlRequest is a control request: a JSON body when body is not nil, the
+// capability as a bearer token when it is not "".
+func ctlRequest(method, path, capability string, body []byte) *http.Request {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, _ := http.NewRequest(method, "http://attester"+path, rd)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if capability != "" {
 		req.Header.Set("Authorization", "Bearer "+capability)
 	}
-	return do(t, h.control, req)
+	return req
 }
 
 func do(t *testing.T, c *http.Client, req *http.Request) (int, map[string]any) {
@@ -288,6 +309,14 @@ func (h *harness) sealPack(t testing.TB, pack *promptpack.Pack) (enc, manifest [
 }
 
 // runBody is a POST /v1/runs body for agent "main".
+// runBodyFor seals p to h's attester and returns the creation of a run of
+// it (session key session), with p's report hash.
+func (h *harness) runBodyFor(tb testing.TB, p *packtest.Pack, session string) []byte {
+	tb.Helper()
+	enc, mj := h.sealPack(tb, p.Pack)
+	return runBody(enc, mj, p.Rebuilt.ReportHashB64u(), session)
+}
+
 func runBody(enc, manifest []byte, report, session string) []byte {
 	b, _ := json.Marshal(map[string]any{"pack_b64u": b64u.Encode(enc), "manifest": json.RawMessage(manifest), "report_hash_b64u": report, "agent_id": "main", "session_key": session})
 	return b
@@ -324,7 +353,7 @@ func TestRunRefusals(t *testing.T) {
 	if code != 422 || !strings.Contains(m["error"].(string), "identity.txt") {
 		t.Fatalf("untrusted template: %d %v", code, m)
 	}
-	if n := h.srv.Service().OpenRuns() + h2.srv.Service().OpenRuns(); n != 0 {
+	if n := h.srv.Service().Status().OpenRuns + h2.srv.Service().Status().OpenRuns; n != 0 {
 		t.Fatalf("%d runs kept after refusals", n)
 	}
 	// And the good pack opens.
@@ -340,12 +369,7 @@ func TestRunRefusals(t *testing.T) {
 	if code, _ := h.ctl(t, "GET", "/v1/runs/"+runID+"/prompt", "", nil); code != 401 {
 		t.Fatalf("prompt without capability: %d", code)
 	}
-	req, _ := http.NewRequest("GET", "http://attester/v1/runs/"+runID+"/prompt", nil)
-	req.Header.Set("Authorization", "Bearer "+capability)
-	resp, err := h.control.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := h.ctlResp(t, "GET", "/v1/runs/"+runID+"/prompt", capability, nil)
 	got, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !bytes.Equal(got, rb.Prompt) || resp.Header.Get("X-Clawea-System-Prompt-Hash") != rb.PromptHashB64u() {
@@ -419,12 +443,7 @@ func TestRunRefusals(t *testing.T) {
 		id, cap string
 		want    uint64
 	}{{runID, capability, 3}, {run2, cap2, 2}} {
-		req, _ := http.NewRequest("GET", "http://attester/v1/runs/"+tc.id+"/audit", nil)
-		req.Header.Set("Authorization", "Bearer "+tc.cap)
-		resp, err := h.control.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := h.ctlResp(t, "GET", "/v1/runs/"+tc.id+"/audit", tc.cap, nil)
 		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		root, n, err := auditrec.Verify(bytes.NewReader(raw))

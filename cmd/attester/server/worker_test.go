@@ -26,23 +26,16 @@ func TestMain(m *testing.M) {
 // with the exact bytes, served again on request, and gone after close.
 func TestPromptServedFromSealedMemory(t *testing.T) {
 	p := packtest.Build(t, packtest.Params(t, "full.params.json"), promptpack.BuildOptions{})
-	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
-	h := newTestServer(t, trusted)
-	enc, mj := h.sealPack(t, pack)
-	body := runBody(enc, mj, rb.ReportHashB64u(), "s")
+	rb := p.Rebuilt
+	h := newTestServer(t, p.Trusted)
+	body := h.runBodyFor(t, p, "s")
 	code, m := h.ctl(t, "POST", "/v1/runs", "", body)
 	if code != 201 {
 		t.Fatalf("create run: %d %v", code, m)
 	}
 	runID, capability := m["run_id"].(string), m["capability"].(string)
 	get := func() *http.Response {
-		req, _ := http.NewRequest("GET", "http://attester/v1/runs/"+runID+"/prompt", nil)
-		req.Header.Set("Authorization", "Bearer "+capability)
-		resp, err := h.control.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return resp
+		return h.ctlResp(t, "GET", "/v1/runs/"+runID+"/prompt", capability, nil)
 	}
 	for range 2 {
 		resp := get()

@@ -126,6 +126,14 @@ type rendered struct {
 	monitors   []*monitoringv1.ServiceMonitor
 }
 
+// appendNew appends a new, empty object to list and returns it, for the
+// strict decoder to fill in.
+func appendNew[T any](list *[]*T) *T {
+	o := new(T)
+	*list = append(*list, o)
+	return o
+}
+
 // decode decodes every document strictly (unknown or duplicate fields fail)
 // into its Kubernetes API type; a kind without a type here fails.
 func decode(t *testing.T, manifest string) *rendered {
@@ -153,28 +161,21 @@ func decode(t *testing.T, manifest string) *rendered {
 			obj = o
 			defer func() { r.configMaps[o.Name] = o }()
 		case "v1/Service":
-			o := &corev1.Service{}
-			obj, r.services = o, append(r.services, o)
+			obj = appendNew(&r.services)
 		case "v1/ServiceAccount":
 			obj = &corev1.ServiceAccount{}
 		case "apps/v1/DaemonSet":
-			o := &appsv1.DaemonSet{}
-			obj, r.daemonSets = o, append(r.daemonSets, o)
+			obj = appendNew(&r.daemonSets)
 		case "apps/v1/Deployment":
-			o := &appsv1.Deployment{}
-			obj, r.deploys = o, append(r.deploys, o)
+			obj = appendNew(&r.deploys)
 		case "autoscaling/v2/HorizontalPodAutoscaler":
-			o := &autoscalingv2.HorizontalPodAutoscaler{}
-			obj, r.hpas = o, append(r.hpas, o)
+			obj = appendNew(&r.hpas)
 		case "policy/v1/PodDisruptionBudget":
-			o := &policyv1.PodDisruptionBudget{}
-			obj, r.pdbs = o, append(r.pdbs, o)
+			obj = appendNew(&r.pdbs)
 		case "networking.k8s.io/v1/NetworkPolicy":
-			o := &networkingv1.NetworkPolicy{}
-			obj, r.netpols = o, append(r.netpols, o)
+			obj = appendNew(&r.netpols)
 		case "monitoring.coreos.com/v1/ServiceMonitor":
-			o := &monitoringv1.ServiceMonitor{}
-			obj, r.monitors = o, append(r.monitors, o)
+			obj = appendNew(&r.monitors)
 		default:
 			t.Fatalf("%s: rendered %s %s, which this check cannot decode strictly: add its type", k, tm.APIVersion, tm.Kind)
 		}
@@ -261,6 +262,16 @@ func (r *rendered) pods() map[string]*corev1.PodTemplateSpec {
 		m["Deployment/"+d.Name] = &d.Spec.Template
 	}
 	return m
+}
+
+// podVolume is the volume of ps named name, or nil.
+func podVolume(ps *corev1.PodSpec, name string) *corev1.Volume {
+	for i := range ps.Volumes {
+		if ps.Volumes[i].Name == name {
+			return &ps.Volumes[i]
+		}
+	}
+	return nil
 }
 
 // checkWorkloads: selectors match their pods, every container is hardened,
@@ -414,14 +425,7 @@ func checkAttester(t *testing.T, r *rendered, vals chartutil.Values) {
 		t.Errorf("attester probes: want /readyz for readiness and /healthz for liveness")
 	}
 
-	vol := func(name string) *corev1.Volume {
-		for i := range ps.Volumes {
-			if ps.Volumes[i].Name == name {
-				return &ps.Volumes[i]
-			}
-		}
-		return nil
-	}
+	vol := func(name string) *corev1.Volume { return podVolume(&ps, name) }
 	mount := func(c *corev1.Container, p string) *corev1.VolumeMount {
 		// The mount that holds path p (longest mount path wins).
 		var best *corev1.VolumeMount
@@ -739,14 +743,7 @@ func checkOrchestrator(t *testing.T, ds *appsv1.DaemonSet, agent *corev1.Contain
 	if e := env["NODE_NAME"]; e == nil || e.ValueFrom == nil || e.ValueFrom.FieldRef == nil || e.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
 		t.Errorf("the orchestrator's NODE_NAME is not the downward API's spec.nodeName")
 	}
-	vol := func(name string) *corev1.Volume {
-		for i := range ps.Volumes {
-			if ps.Volumes[i].Name == name {
-				return &ps.Volumes[i]
-			}
-		}
-		return nil
-	}
+	vol := func(name string) *corev1.Volume { return podVolume(&ps, name) }
 	if e := env["OPENCLAW_CONFIG_PATH"]; e != nil {
 		i := slices.IndexFunc(agent.VolumeMounts, func(m corev1.VolumeMount) bool { return m.MountPath == e.Value })
 		if i < 0 || !agent.VolumeMounts[i].ReadOnly {

@@ -32,10 +32,21 @@ var sections = map[string][]string{
 	"tools":               {"properties", "tools"},
 }
 
-// Schema runs `openclaw config schema` of the install at dir (the
+// Keys runs `openclaw config schema` of the install at dir (the
 // openclaw-VERSION directory holding node_modules/openclaw) with nodeBin
-// (may be "") first on PATH, in a throwaway HOME.
-func Schema(dir, nodeBin string) ([]byte, error) {
+// (may be "") first on PATH, and returns, per section, the sorted keys that
+// schema declares (schemaKeys).
+func Keys(dir, nodeBin string) (map[string][]string, error) {
+	schema, err := configSchema(dir, nodeBin)
+	if err != nil {
+		return nil, err
+	}
+	return schemaKeys(schema)
+}
+
+// configSchema runs `openclaw config schema` of the install at dir with
+// nodeBin (may be "") first on PATH, in a throwaway HOME.
+func configSchema(dir, nodeBin string) ([]byte, error) {
 	home, err := os.MkdirTemp("", "ockeys-home-")
 	if err != nil {
 		return nil, err
@@ -56,10 +67,10 @@ func Schema(dir, nodeBin string) ([]byte, error) {
 	return out, nil
 }
 
-// Keys returns, per section, the sorted keys OpenClaw's config schema
-// declares. Every section must be a closed object schema
+// schemaKeys returns, per section, the sorted keys OpenClaw's config
+// schema declares. Every section must be a closed object schema
 // (additionalProperties false), so that its key list is complete.
-func Keys(schema []byte) (map[string][]string, error) {
+func schemaKeys(schema []byte) (map[string][]string, error) {
 	root, err := pohjson.ParseWith(schema, pohjson.ParseOptions{MaxBytes: 64 << 20, MaxDepth: 512, AllowFloats: true})
 	if err != nil {
 		return nil, fmt.Errorf("config schema: %w", err)

@@ -46,11 +46,7 @@ func main() {
 			}
 		}
 	}
-	schema, err := ockeys.Schema(*dir, *nodeBin)
-	if err != nil {
-		log.Fatal(err)
-	}
-	keys, err := ockeys.Keys(schema)
+	keys, err := ockeys.Keys(*dir, *nodeBin)
 	if err != nil {
 		log.Fatal(err)
 	}

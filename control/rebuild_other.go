@@ -1,6 +1,6 @@
 //go:build !linux
 
-package rebuild
+package control
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// Rebuild is not supported on this operating system.
-func (r *Runner) Rebuild(context.Context, Request) (*Result, error) {
-	return nil, fmt.Errorf("%w: %w", ErrWorker, sealed.ErrNotSupported)
+// run is not supported on this operating system.
+func (r *rebuilder) run(context.Context, rebuildRequest) (*rebuildResult, error) {
+	return nil, fmt.Errorf("%w: %w", errRebuildWorker, sealed.ErrNotSupported)
 }
 
 // workerMain is not supported on this operating system: it refuses to run.

@@ -1,10 +1,10 @@
-// Package rebuild opens prompt packs and rebuilds their prompts in a
+// The rebuild worker (this file and rebuild_*.go) opens prompt packs and rebuilds their prompts in a
 // short-lived worker process, so that the long-lived attester never holds
 // pack plaintext or prompt text outside sealed buffers.
 //
 // Opening a pack parses its plaintext into Go strings, the recipe
 // concatenates strings and the report is computed with encoding/json: all of
-// it on a garbage-collected heap that is not zeroed when freed. A Runner
+// it on a garbage-collected heap that is not zeroed when freed. A rebuilder
 // does that work in a child process (the attester's own binary, started
 // with the hidden argument workerArg) that exits as soon as it is done, so
 // the heap copies die with it. The parent passes the child
@@ -33,7 +33,8 @@
 //
 // The worker protocol is internal to one binary: both ends are the same
 // build. It is specified in docs/spec/sealed-memory.md section 2.7.
-package rebuild
+
+package control
 
 import (
 	"encoding/json"
@@ -76,21 +77,21 @@ const (
 )
 
 var (
-	// ErrBusy: every worker slot stayed taken until the request's context
+	// errRebuildBusy: every worker slot stayed taken until the request's context
 	// or the timeout ended.
-	ErrBusy = errors.New("rebuild: all workers are busy")
-	// ErrWorker: the worker could not be started, timed out, crashed or
+	errRebuildBusy = errors.New("rebuild: all workers are busy")
+	// errRebuildWorker: the worker could not be started, timed out, crashed or
 	// broke the protocol. It says nothing about the pack.
-	ErrWorker = errors.New("rebuild: worker failed")
-	// errInvalidPack: the worker refused the pack for a reason that has no
+	errRebuildWorker = errors.New("rebuild: worker failed")
+	// errRebuildInvalidPack: the worker refused the pack for a reason that has no
 	// more specific sentinel.
-	errInvalidPack = errors.New("rebuild: the pack, its manifest or its bound context is invalid")
+	errRebuildInvalidPack = errors.New("rebuild: the pack, its manifest or its bound context is invalid")
 )
 
-// refusals is the fixed table of refusal codes. The worker sends the code of
+// workerRefusals is the fixed table of refusal codes. The worker sends the code of
 // the first entry its error matches; the parent returns an error wrapping
 // that entry's sentinel. Template errors are sent apart, with the name.
-var refusals = []struct {
+var workerRefusals = []struct {
 	code string
 	err  error
 }{
@@ -113,7 +114,7 @@ var refusals = []struct {
 	{"invalid_params", openclawsig.ErrInvalidParams},
 }
 
-var templateKinds = []struct {
+var workerTemplateKinds = []struct {
 	code string
 	err  error
 }{
@@ -130,8 +131,8 @@ const (
 	maxAdmissionInput = 255
 )
 
-// header is the first part of the worker's stdin.
-type header struct {
+// workerHeader is the first part of the worker's stdin.
+type workerHeader struct {
 	Version        int               `json:"v"`
 	Manifest       json.RawMessage   `json:"manifest"`
 	ReportHashB64u string            `json:"report_hash_b64u"`
@@ -139,14 +140,14 @@ type header struct {
 	AllowUnlocked  bool              `json:"allow_unlocked"`
 	KeyLen         int               `json:"key_len"`
 	PackLen        int               `json:"pack_len"`
-	// Admission and Runtime are Request.Admission and Request.Runtime;
+	// Admission and Runtime are rebuildRequest.Admission and rebuildRequest.Runtime;
 	// both or neither.
 	Admission json.RawMessage    `json:"admission,omitempty"`
 	Runtime   *admission.Runtime `json:"runtime,omitempty"`
 }
 
-// reply is the worker's answer; on success a descriptor travels with it.
-type reply struct {
+// workerReply is the worker's answer; on success a descriptor travels with it.
+type workerReply struct {
 	OK             bool   `json:"ok"`
 	PromptBytes    int    `json:"prompt_bytes,omitempty"`
 	PromptHashB64u string `json:"prompt_hash_b64u,omitempty"`
@@ -164,9 +165,9 @@ type reply struct {
 	Input string `json:"input,omitempty"`
 }
 
-// Config configures a Runner.
-type Config struct {
-	// Key is the HPKE identity key packs are sealed to. NewRunner copies its
+// rebuildConfig configures a rebuilder.
+type rebuildConfig struct {
+	// Key is the HPKE identity key packs are sealed to. newRebuilder copies its
 	// secret into a shareable sealed buffer; Key itself is not kept.
 	Key *envelope.PrivateKey
 	// Exe is the binary to start; "" means /proc/self/exe, the running
@@ -181,8 +182,8 @@ type Config struct {
 	Memory sealed.Options
 }
 
-// Runner starts workers. It is safe for concurrent use.
-type Runner struct {
+// rebuilder starts workers. It is safe for concurrent use.
+type rebuilder struct {
 	exe     string
 	key     *sealed.Buffer
 	sem     chan struct{}
@@ -190,15 +191,15 @@ type Runner struct {
 	mem     sealed.Options
 }
 
-// NewRunner copies the identity key into a shareable sealed buffer.
-func NewRunner(cfg Config) (*Runner, error) {
+// newRebuilder copies the identity key into a shareable sealed buffer.
+func newRebuilder(cfg rebuildConfig) (*rebuilder, error) {
 	if cfg.Key == nil {
 		return nil, errors.New("rebuild: no identity key")
 	}
 	if cfg.MaxWorkers < 0 || cfg.Timeout < 0 {
 		return nil, errors.New("rebuild: negative limit")
 	}
-	r := &Runner{exe: cfg.Exe, timeout: cfg.Timeout, mem: cfg.Memory}
+	r := &rebuilder{exe: cfg.Exe, timeout: cfg.Timeout, mem: cfg.Memory}
 	if r.exe == "" {
 		r.exe = "/proc/self/exe"
 	}
@@ -223,11 +224,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-// Close destroys the sealed copy of the key.
-func (r *Runner) Close() { r.key.Destroy() }
+// close destroys the sealed copy of the key.
+func (r *rebuilder) close() { r.key.Destroy() }
 
-// Request is one pack to open. Nothing in it is secret.
-type Request struct {
+// rebuildRequest is one pack to open. Nothing in it is secret.
+type rebuildRequest struct {
 	Pack       []byte // prompt_pack.enc
 	Manifest   []byte // prompt_pack_manifest.json
 	ReportHash [32]byte
@@ -240,9 +241,9 @@ type Request struct {
 	Runtime   admission.Runtime
 }
 
-// Result is an opened and verified pack: the prompt in sealed memory and
+// rebuildResult is an opened and verified pack: the prompt in sealed memory and
 // its commitments.
-type Result struct {
+type rebuildResult struct {
 	// Prompt is the rebuilt system prompt; the caller must Destroy it.
 	Prompt         *sealed.Buffer
 	PromptHashB64u string
@@ -256,38 +257,38 @@ type Result struct {
 }
 
 // refusalError turns a refusal into an error wrapping its sentinel.
-func refusalError(rep reply) error {
+func refusalError(rep workerReply) error {
 	switch rep.Code {
 	case "admission":
 		// Only a known rule code and a short, printable input name pass.
-		if !admission.KnownRule(rep.Rule) || len(rep.Input) > maxAdmissionInput || !printable(rep.Input) {
-			return fmt.Errorf("%w: malformed admission refusal", ErrWorker)
+		if !admission.KnownRule(rep.Rule) || len(rep.Input) > maxAdmissionInput || !printableInput(rep.Input) {
+			return fmt.Errorf("%w: malformed admission refusal", errRebuildWorker)
 		}
 		return fmt.Errorf("rebuild: %w", &admission.RuleError{Rule: rep.Rule, Input: rep.Input})
 	case "admission_uncheckable":
 		return fmt.Errorf("rebuild: %w", admission.ErrUnreadable)
 	}
 	if rep.Code == "template" {
-		for _, k := range templateKinds {
+		for _, k := range workerTemplateKinds {
 			if k.code == rep.TemplateKind {
 				return fmt.Errorf("rebuild: %w", &openclawsig.TemplateError{Name: rep.Template, Err: k.err})
 			}
 		}
-		return fmt.Errorf("%w: unknown template refusal %q", ErrWorker, rep.TemplateKind)
+		return fmt.Errorf("%w: unknown template refusal %q", errRebuildWorker, rep.TemplateKind)
 	}
-	for _, rf := range refusals {
+	for _, rf := range workerRefusals {
 		if rf.code == rep.Code {
 			return fmt.Errorf("rebuild: %w", rf.err)
 		}
 	}
 	if rep.Code == "invalid" {
-		return errInvalidPack
+		return errRebuildInvalidPack
 	}
-	return fmt.Errorf("%w: unknown refusal code %q", ErrWorker, rep.Code)
+	return fmt.Errorf("%w: unknown refusal code %q", errRebuildWorker, rep.Code)
 }
 
 // refusalReply is the worker's side of refusalError.
-func refusalReply(err error) reply {
+func refusalReply(err error) workerReply {
 	// Admission first: ErrUnreadable can wrap a params error.
 	if re, ok := errors.AsType[*admission.RuleError](err); ok {
 		// The input name comes from the pack (a path hint, a tool name):
@@ -298,33 +299,33 @@ func refusalReply(err error) reply {
 			}
 			return r
 		}, safetext.Clip(re.Input, maxAdmissionInput-len(safetext.Ellipsis)))
-		return reply{Code: "admission", Rule: re.Rule, Input: in}
+		return workerReply{Code: "admission", Rule: re.Rule, Input: in}
 	}
 	if errors.Is(err, admission.ErrUnreadable) {
-		return reply{Code: "admission_uncheckable"}
+		return workerReply{Code: "admission_uncheckable"}
 	}
 	var te *openclawsig.TemplateError
 	if errors.As(err, &te) {
-		for _, k := range templateKinds {
+		for _, k := range workerTemplateKinds {
 			if errors.Is(te.Err, k.err) {
 				name := te.Name
 				if len(name) > maxTemplateName {
 					name = name[:maxTemplateName]
 				}
-				return reply{Code: "template", Template: name, TemplateKind: k.code}
+				return workerReply{Code: "template", Template: name, TemplateKind: k.code}
 			}
 		}
 	}
-	for _, rf := range refusals {
+	for _, rf := range workerRefusals {
 		if errors.Is(err, rf.err) {
-			return reply{Code: rf.code}
+			return workerReply{Code: rf.code}
 		}
 	}
-	return reply{Code: "invalid"}
+	return workerReply{Code: "invalid"}
 }
 
-// printable reports whether s is UTF-8 without control characters.
-func printable(s string) bool {
+// printableInput reports whether s is UTF-8 without control characters.
+func printableInput(s string) bool {
 	if !utf8.ValidString(s) {
 		return false
 	}

@@ -1,4 +1,4 @@
-package rebuild
+package control
 
 import (
 	"bytes"
@@ -18,18 +18,9 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// TestMain makes this test binary the worker too: a Runner starts
-// /proc/self/exe with workerArg, as the attester does.
-func TestMain(m *testing.M) {
-	if code, ok := RunWorker(os.Args[1:], os.Stdin, os.Stderr); ok {
-		os.Exit(code)
-	}
-	os.Exit(m.Run())
-}
+var testMemOpts = sealed.Options{AllowUnlocked: true}
 
-var memOpts = sealed.Options{AllowUnlocked: true}
-
-type fixture struct {
+type rebuildFixture struct {
 	pack    *promptpack.Pack
 	rb      *promptpack.Rebuilt
 	trusted map[string]string
@@ -39,7 +30,7 @@ type fixture struct {
 	man     *envelope.Manifest
 }
 
-func newFixture(t testing.TB) *fixture {
+func newRebuildFixture(t testing.TB) *rebuildFixture {
 	t.Helper()
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	pack, rb, trusted := p.Pack, p.Rebuilt, p.Trusted
@@ -55,30 +46,30 @@ func newFixture(t testing.TB) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{pack: pack, rb: rb, trusted: trusted, key: key, enc: enc, mj: mj, man: man}
+	return &rebuildFixture{pack: pack, rb: rb, trusted: trusted, key: key, enc: enc, mj: mj, man: man}
 }
 
-func (f *fixture) request() Request {
-	return Request{Pack: f.enc, Manifest: f.mj, ReportHash: f.rb.ReportHash, Trusted: f.trusted}
+func (f *rebuildFixture) request() rebuildRequest {
+	return rebuildRequest{Pack: f.enc, Manifest: f.mj, ReportHash: f.rb.ReportHash, Trusted: f.trusted}
 }
 
-func newRunner(t *testing.T, cfg Config) *Runner {
+func newTestRebuilder(t *testing.T, cfg rebuildConfig) *rebuilder {
 	t.Helper()
-	cfg.Memory = memOpts
-	r, err := NewRunner(cfg)
+	cfg.Memory = testMemOpts
+	r, err := newRebuilder(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(r.Close)
+	t.Cleanup(r.close)
 	return r
 }
 
 // TestRebuildInWorker: the worker returns the exact prompt in a sealed
 // buffer, with the commitments an in-process rebuild computes.
 func TestRebuildInWorker(t *testing.T) {
-	f := newFixture(t)
-	r := newRunner(t, Config{Key: f.key})
-	res, err := r.Rebuild(context.Background(), f.request())
+	f := newRebuildFixture(t)
+	r := newTestRebuilder(t, rebuildConfig{Key: f.key})
+	res, err := r.run(context.Background(), f.request())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +86,7 @@ func TestRebuildInWorker(t *testing.T) {
 	}
 	// The key survives a worker: a second rebuild works (the worker maps
 	// the key read-only and must not zero it).
-	res2, err := r.Rebuild(context.Background(), f.request())
+	res2, err := r.run(context.Background(), f.request())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,10 +96,10 @@ func TestRebuildInWorker(t *testing.T) {
 // TestWorkerRefusals: every refusal comes back as the sentinel an
 // in-process open would give, and nothing is returned.
 func TestWorkerRefusals(t *testing.T) {
-	f := newFixture(t)
-	r := newRunner(t, Config{Key: f.key})
+	f := newRebuildFixture(t)
+	r := newTestRebuilder(t, rebuildConfig{Key: f.key})
 	other, _ := envelope.GenerateKey()
-	rOther := newRunner(t, Config{Key: other})
+	rOther := newTestRebuilder(t, rebuildConfig{Key: other})
 	untrusted := map[string]string{}
 	for k, v := range f.trusted {
 		untrusted[k] = v
@@ -121,30 +112,30 @@ func TestWorkerRefusals(t *testing.T) {
 
 	tests := []struct {
 		name string
-		r    *Runner
-		req  func(Request) Request
+		r    *rebuilder
+		req  func(rebuildRequest) rebuildRequest
 		want error
 	}{
-		{"not a recipient", rOther, func(q Request) Request { return q }, envelope.ErrNoMatchingRecipient},
-		{"wrong report hash", r, func(q Request) Request { q.ReportHash = wrongReport; return q }, envelope.ErrContextMismatch},
-		{"tampered", r, func(q Request) Request { q.Pack = tampered; return q }, nil},
-		{"untrusted template", r, func(q Request) Request { q.Trusted = untrusted; return q }, openclawsig.ErrTemplateUntrusted},
-		{"malformed manifest", r, func(q Request) Request { q.Manifest = []byte(`{}`); return q }, nil},
+		{"not a recipient", rOther, func(q rebuildRequest) rebuildRequest { return q }, envelope.ErrNoMatchingRecipient},
+		{"wrong report hash", r, func(q rebuildRequest) rebuildRequest { q.ReportHash = wrongReport; return q }, envelope.ErrContextMismatch},
+		{"tampered", r, func(q rebuildRequest) rebuildRequest { q.Pack = tampered; return q }, nil},
+		{"untrusted template", r, func(q rebuildRequest) rebuildRequest { q.Trusted = untrusted; return q }, openclawsig.ErrTemplateUntrusted},
+		{"malformed manifest", r, func(q rebuildRequest) rebuildRequest { q.Manifest = []byte(`{}`); return q }, nil},
 	}
 	for _, tt := range tests {
-		res, err := tt.r.Rebuild(context.Background(), tt.req(f.request()))
+		res, err := tt.r.run(context.Background(), tt.req(f.request()))
 		if err == nil || res != nil {
 			t.Errorf("%s: accepted", tt.name)
 			continue
 		}
-		if errors.Is(err, ErrWorker) || errors.Is(err, ErrBusy) {
+		if errors.Is(err, errRebuildWorker) || errors.Is(err, errRebuildBusy) {
 			t.Errorf("%s: %v, want a refusal of the pack", tt.name, err)
 		}
 		if tt.want != nil && !errors.Is(err, tt.want) {
 			t.Errorf("%s: %v, want %v", tt.name, err, tt.want)
 		}
 	}
-	_, err := r.Rebuild(context.Background(), Request{Pack: f.enc, Manifest: f.mj, ReportHash: f.rb.ReportHash, Trusted: untrusted})
+	_, err := r.run(context.Background(), rebuildRequest{Pack: f.enc, Manifest: f.mj, ReportHash: f.rb.ReportHash, Trusted: untrusted})
 	var te *openclawsig.TemplateError
 	if !errors.As(err, &te) || te.Name != "identity.txt" {
 		t.Errorf("untrusted template: %v, want a TemplateError naming identity.txt", err)
@@ -152,7 +143,7 @@ func TestWorkerRefusals(t *testing.T) {
 }
 
 // TestWorkerRefusesToRunAlone: the hidden mode does nothing unless started
-// by a Runner (environment and descriptors).
+// by a rebuilder (environment and descriptors).
 func TestWorkerRefusesToRunAlone(t *testing.T) {
 	var stderr bytes.Buffer
 	if code := workerMain(strings.NewReader(""), &stderr); code != 2 || !strings.Contains(stderr.String(), "internal") {
@@ -169,18 +160,18 @@ func TestWorkerRefusesToRunAlone(t *testing.T) {
 
 // TestWorkerLimits: a worker that does not answer in time is killed and
 // reported as a worker failure; a request that finds every slot taken is
-// ErrBusy; a binary that is not a worker is a worker failure.
+// errRebuildBusy; a binary that is not a worker is a worker failure.
 func TestWorkerLimits(t *testing.T) {
-	f := newFixture(t)
+	f := newRebuildFixture(t)
 	dir := t.TempDir()
 	slow := filepath.Join(dir, "slow")
 	if err := os.WriteFile(slow, []byte("#!/bin/sh\nexec sleep 30\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := newRunner(t, Config{Key: f.key, Exe: slow, Timeout: 300 * time.Millisecond, MaxWorkers: 1})
+	r := newTestRebuilder(t, rebuildConfig{Key: f.key, Exe: slow, Timeout: 300 * time.Millisecond, MaxWorkers: 1})
 	start := time.Now()
-	_, err := r.Rebuild(context.Background(), f.request())
-	if !errors.Is(err, ErrWorker) || time.Since(start) > 10*time.Second {
+	_, err := r.run(context.Background(), f.request())
+	if !errors.Is(err, errRebuildWorker) || time.Since(start) > 10*time.Second {
 		t.Fatalf("slow worker: %v after %v", err, time.Since(start))
 	}
 
@@ -197,13 +188,13 @@ func TestWorkerLimits(t *testing.T) {
 	<-held
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := r.Rebuild(ctx, f.request()); !errors.Is(err, ErrBusy) {
+	if _, err := r.run(ctx, f.request()); !errors.Is(err, errRebuildBusy) {
 		t.Fatalf("no free slot: %v", err)
 	}
 	wg.Wait()
 
-	rFalse := newRunner(t, Config{Key: f.key, Exe: "/bin/true"})
-	if _, err := rFalse.Rebuild(context.Background(), f.request()); !errors.Is(err, ErrWorker) {
+	rFalse := newTestRebuilder(t, rebuildConfig{Key: f.key, Exe: "/bin/true"})
+	if _, err := rFalse.run(context.Background(), f.request()); !errors.Is(err, errRebuildWorker) {
 		t.Fatalf("not a worker: %v", err)
 	}
 }
@@ -212,15 +203,15 @@ func TestWorkerLimits(t *testing.T) {
 // memory (the key arrives over the socket once the worker is hardened), and
 // descriptor 3 is the socket.
 func TestKeyNotInheritedAtExec(t *testing.T) {
-	f := newFixture(t)
+	f := newRebuildFixture(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "fds")
 	script := filepath.Join(dir, "worker")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nls -l /proc/$$/fd/ > "+out+"\n"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	r := newRunner(t, Config{Key: f.key, Exe: script})
-	if _, err := r.Rebuild(context.Background(), f.request()); !errors.Is(err, ErrWorker) {
+	r := newTestRebuilder(t, rebuildConfig{Key: f.key, Exe: script})
+	if _, err := r.run(context.Background(), f.request()); !errors.Is(err, errRebuildWorker) {
 		t.Fatalf("a script is not a worker: %v", err)
 	}
 	listing, err := os.ReadFile(out)
@@ -240,14 +231,14 @@ func TestKeyNotInheritedAtExec(t *testing.T) {
 // BenchmarkRebuildInWorker measures one pack opened in a worker process
 // (process start included), against BenchmarkRebuildInProcess.
 func BenchmarkRebuildInWorker(b *testing.B) {
-	f := newFixture(b)
-	r, err := NewRunner(Config{Key: f.key, Memory: memOpts})
+	f := newRebuildFixture(b)
+	r, err := newRebuilder(rebuildConfig{Key: f.key, Memory: testMemOpts})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer r.Close()
+	defer r.close()
 	for b.Loop() {
-		res, err := r.Rebuild(context.Background(), f.request())
+		res, err := r.run(context.Background(), f.request())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -257,7 +248,7 @@ func BenchmarkRebuildInWorker(b *testing.B) {
 
 // BenchmarkRebuildInProcess is the same work without a worker.
 func BenchmarkRebuildInProcess(b *testing.B) {
-	f := newFixture(b)
+	f := newRebuildFixture(b)
 	m, err := envelope.ParseManifest(f.mj)
 	if err != nil {
 		b.Fatal(err)

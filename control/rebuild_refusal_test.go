@@ -1,4 +1,4 @@
-package rebuild
+package control
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 // failure, not a refusal.
 func TestRefusalTable(t *testing.T) {
 	seen := map[string]bool{}
-	for _, rf := range refusals {
+	for _, rf := range workerRefusals {
 		if seen[rf.code] {
 			t.Fatalf("duplicate code %s", rf.code)
 		}
@@ -30,18 +30,18 @@ func TestRefusalTable(t *testing.T) {
 			t.Errorf("%s: %v", rf.code, err)
 		}
 	}
-	for _, k := range templateKinds {
+	for _, k := range workerTemplateKinds {
 		rep := refusalReply(fmt.Errorf("x: %w", &openclawsig.TemplateError{Name: "soul.txt", Err: k.err}))
 		var te *openclawsig.TemplateError
 		if err := refusalError(rep); !errors.As(err, &te) || te.Name != "soul.txt" || !errors.Is(err, k.err) {
 			t.Errorf("%s: %v", k.code, err)
 		}
 	}
-	if err := refusalError(refusalReply(errors.New("something else"))); !errors.Is(err, errInvalidPack) {
+	if err := refusalError(refusalReply(errors.New("something else"))); !errors.Is(err, errRebuildInvalidPack) {
 		t.Errorf("unknown error: %v", err)
 	}
-	for _, rep := range []reply{{Code: "nope"}, {Code: "template", TemplateKind: "nope"}} {
-		if err := refusalError(rep); !errors.Is(err, ErrWorker) {
+	for _, rep := range []workerReply{{Code: "nope"}, {Code: "template", TemplateKind: "nope"}} {
+		if err := refusalError(rep); !errors.Is(err, errRebuildWorker) {
 			t.Errorf("%+v: %v", rep, err)
 		}
 	}
@@ -68,15 +68,15 @@ func TestAdmissionRefusals(t *testing.T) {
 	if rep := refusalReply(unreadable); rep.Code != "admission_uncheckable" {
 		t.Fatalf("uncheckable: %+v", rep)
 	}
-	if err := refusalError(reply{Code: "admission_uncheckable"}); !errors.Is(err, admission.ErrUnreadable) {
+	if err := refusalError(workerReply{Code: "admission_uncheckable"}); !errors.Is(err, admission.ErrUnreadable) {
 		t.Fatalf("uncheckable: %v", err)
 	}
-	for _, rep := range []reply{
+	for _, rep := range []workerReply{
 		{Code: "admission", Rule: "NOT_A_RULE", Input: "runtime"},
 		{Code: "admission", Rule: "RUNTIME_FAIL_MODE_NOT_DENY", Input: strings.Repeat("a", maxAdmissionInput+1)},
 		{Code: "admission", Rule: "RUNTIME_FAIL_MODE_NOT_DENY", Input: "a\nb"},
 	} {
-		if err := refusalError(rep); !errors.Is(err, ErrWorker) {
+		if err := refusalError(rep); !errors.Is(err, errRebuildWorker) {
 			t.Errorf("%+v: %v", rep, err)
 		}
 	}

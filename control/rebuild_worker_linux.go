@@ -1,6 +1,6 @@
 //go:build linux
 
-package rebuild
+package control
 
 import (
 	"bytes"
@@ -20,10 +20,10 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// workerMain is the worker: it answers one Request received as described in the
+// workerMain is the worker: it answers one rebuildRequest received as described in the
 // package comment and returns the exit code. It refuses to run (exit 2,
 // one line on stderr) unless the environment and descriptors are those a
-// Runner sets up. It never writes plaintext anywhere but into the sealed
+// rebuilder sets up. It never writes plaintext anywhere but into the sealed
 // buffer it hands over.
 func workerMain(stdin io.Reader, stderr io.Writer) int {
 	if err := checkWorkerEnv(); err != nil {
@@ -34,13 +34,13 @@ func workerMain(stdin io.Reader, stderr io.Writer) int {
 	if err := sealed.HardenProcess(); err != nil {
 		return 3
 	}
-	rep, fd, err := work(stdin)
+	rep, fd, err := workerRebuild(stdin)
 	if err != nil {
 		// A broken request is not a refusal of the pack: exit without an
 		// answer, which the parent reports as a worker failure.
 		return 3
 	}
-	if err := send(rep, fd); err != nil {
+	if err := workerSend(rep, fd); err != nil {
 		return 3
 	}
 	// The prompt buffer (if any) now belongs to the parent: it is not
@@ -85,17 +85,17 @@ func receiveKey() (int, error) {
 	return got[0], nil
 }
 
-// work opens and rebuilds; it returns the reply and the descriptor of the
+// workerRebuild opens and rebuilds; it returns the reply and the descriptor of the
 // prompt buffer (or -1), or an error when the request itself is broken.
-func work(stdin io.Reader) (reply, int, error) {
+func workerRebuild(stdin io.Reader) (workerReply, int, error) {
 	h, pack, err := readRequest(stdin)
 	if err != nil {
-		return reply{}, -1, err
+		return workerReply{}, -1, err
 	}
 	opts := sealed.Options{AllowUnlocked: h.AllowUnlocked}
 	keyFd, err := receiveKey()
 	if err != nil {
-		return reply{}, -1, err
+		return workerReply{}, -1, err
 	}
 	keyBuf, err := sealed.MapReadOnly(keyFd, h.KeyLen, opts)
 	if err != nil {
@@ -104,11 +104,11 @@ func work(stdin io.Reader) (reply, int, error) {
 	key, err := envelope.ParsePrivateKey(keyBuf.Bytes())
 	keyBuf.Destroy() // unmaps only: the parent owns the key
 	if err != nil {
-		return reply{}, -1, errors.New("malformed key")
+		return workerReply{}, -1, errors.New("malformed key")
 	}
 	want, err := b64u.DecodeHash(h.ReportHashB64u)
 	if err != nil {
-		return reply{}, -1, errors.New("malformed report hash")
+		return workerReply{}, -1, errors.New("malformed report hash")
 	}
 	m, err := envelope.ParseManifest(h.Manifest)
 	if err != nil {
@@ -129,7 +129,7 @@ func work(stdin io.Reader) (reply, int, error) {
 		// form parses here too, or the request is broken.
 		pol, err := admission.Parse(h.Admission)
 		if err != nil {
-			return reply{}, -1, errors.New("malformed admission policy")
+			return workerReply{}, -1, errors.New("malformed admission policy")
 		}
 		if err := pol.AdmitRun(opened.Pack(), *h.Runtime); err != nil {
 			return refusalReply(err), -1, nil
@@ -146,15 +146,15 @@ func work(stdin io.Reader) (reply, int, error) {
 	copy(out.Bytes(), rb.Prompt)
 	fd, err := out.Fd()
 	if err != nil {
-		return reply{}, -1, err
+		return workerReply{}, -1, err
 	}
-	return reply{
+	return workerReply{
 		OK: true, PromptBytes: len(rb.Prompt), PromptHashB64u: rb.PromptHashB64u(), ReportHashB64u: rb.ReportHashB64u(),
 		PackID: rb.PackID, Chars: rb.Report.Final.SystemPromptChars, ToolSchemasHashB64u: toolsH,
 	}, fd, nil
 }
 
-func readRequest(r io.Reader) (*header, []byte, error) {
+func readRequest(r io.Reader) (*workerHeader, []byte, error) {
 	var prefix [4]byte
 	if _, err := io.ReadFull(r, prefix[:]); err != nil {
 		return nil, nil, err
@@ -167,13 +167,13 @@ func readRequest(r io.Reader) (*header, []byte, error) {
 	if _, err := io.ReadFull(r, raw); err != nil {
 		return nil, nil, err
 	}
-	var h header
+	var h workerHeader
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&h); err != nil || dec.More() {
 		return nil, nil, errors.New("malformed header")
 	}
-	if h.Version != 1 || h.PackLen < 1 || h.PackLen > maxPack || h.KeyLen < 1 || h.KeyLen > 4096 || (len(h.Admission) > 0) != (h.Runtime != nil) {
+	if h.Version != 1 || h.PackLen < 1 || h.PackLen > maxWorkerPack || h.KeyLen < 1 || h.KeyLen > 4096 || (len(h.Admission) > 0) != (h.Runtime != nil) {
 		return nil, nil, errors.New("bad header values")
 	}
 	pack := make([]byte, h.PackLen)
@@ -183,7 +183,7 @@ func readRequest(r io.Reader) (*header, []byte, error) {
 	return &h, pack, nil
 }
 
-func send(rep reply, fd int) error {
+func workerSend(rep workerReply, fd int) error {
 	b, err := json.Marshal(rep)
 	if err != nil {
 		return err

@@ -1,6 +1,6 @@
 //go:build linux
 
-package rebuild
+package control
 
 import (
 	"bytes"
@@ -22,25 +22,25 @@ import (
 	"github.com/clawea/attester/sealed"
 )
 
-// Rebuild opens the pack and rebuilds its prompt in a worker. A refusal of
+// run opens the pack and rebuilds its prompt in a worker. A refusal of
 // the pack wraps the sentinel an in-process promptpack.OpenPack and
 // Opened.Rebuild would have returned (a template error is an
-// *openclawsig.TemplateError); ErrBusy and ErrWorker say the pack could not
+// *openclawsig.TemplateError); errRebuildBusy and errRebuildWorker say the pack could not
 // be checked.
-func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
+func (r *rebuilder) run(ctx context.Context, req rebuildRequest) (*rebuildResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	select {
 	case r.sem <- struct{}{}:
 		defer func() { <-r.sem }()
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrBusy, ctx.Err())
+		return nil, fmt.Errorf("%w: %w", errRebuildBusy, ctx.Err())
 	}
 	keyFd, err := r.key.Fd()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrWorker, err)
+		return nil, fmt.Errorf("%w: %w", errRebuildWorker, err)
 	}
-	h := header{
+	h := workerHeader{
 		Version: 1, Manifest: req.Manifest, ReportHashB64u: b64u.Encode(req.ReportHash[:]),
 		Trusted: req.Trusted, AllowUnlocked: r.mem.AllowUnlocked, KeyLen: r.key.Len(), PackLen: len(req.Pack),
 	}
@@ -50,11 +50,11 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 	}
 	hdr, err := json.Marshal(h)
 	if err != nil || len(hdr) > maxHeader {
-		return nil, fmt.Errorf("%w: request header: %v", ErrWorker, err)
+		return nil, fmt.Errorf("%w: request header: %v", errRebuildWorker, err)
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: socketpair: %w", ErrWorker, err)
+		return nil, fmt.Errorf("%w: socketpair: %w", errRebuildWorker, err)
 	}
 	childEnd := os.NewFile(uintptr(fds[1]), "rebuild-child")
 	defer childEnd.Close()
@@ -62,12 +62,12 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 	pc, err := net.FileConn(parentEnd)
 	parentEnd.Close()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrWorker, err)
+		return nil, fmt.Errorf("%w: %w", errRebuildWorker, err)
 	}
 	defer pc.Close()
 	uc, ok := pc.(*net.UnixConn)
 	if !ok {
-		return nil, fmt.Errorf("%w: not a unix socket", ErrWorker)
+		return nil, fmt.Errorf("%w: not a unix socket", errRebuildWorker)
 	}
 
 	var prefix [4]byte
@@ -81,7 +81,7 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = time.Second
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: start: %w", ErrWorker, err)
+		return nil, fmt.Errorf("%w: start: %w", errRebuildWorker, err)
 	}
 	childEnd.Close()
 	// A duplicate of the key's descriptor, in flight until the worker
@@ -92,7 +92,7 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 		unix.Close(kd)
 	}
 	var (
-		rep  reply
+		rep  workerReply
 		fd   = -1
 		rerr error
 	)
@@ -100,7 +100,7 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 		rerr = fmt.Errorf("sending the key: %w", err)
 		_ = cmd.Process.Kill()
 	} else {
-		rep, fd, rerr = receive(ctx, uc)
+		rep, fd, rerr = workerReceive(ctx, uc)
 	}
 	werr := cmd.Wait()
 	if rerr != nil {
@@ -108,9 +108,9 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 			unix.Close(fd)
 		}
 		if werr != nil {
-			return nil, fmt.Errorf("%w: %w (%w)", ErrWorker, rerr, werr)
+			return nil, fmt.Errorf("%w: %w (%w)", errRebuildWorker, rerr, werr)
 		}
-		return nil, fmt.Errorf("%w: %w", ErrWorker, rerr)
+		return nil, fmt.Errorf("%w: %w", errRebuildWorker, rerr)
 	}
 	if !rep.OK {
 		if fd >= 0 {
@@ -119,31 +119,31 @@ func (r *Runner) Rebuild(ctx context.Context, req Request) (*Result, error) {
 		return nil, refusalError(rep)
 	}
 	if fd < 0 {
-		return nil, fmt.Errorf("%w: no prompt descriptor", ErrWorker)
+		return nil, fmt.Errorf("%w: no prompt descriptor", errRebuildWorker)
 	}
 	if rep.PromptBytes < 1 || rep.PromptBytes > sealed.MaxSize {
 		unix.Close(fd)
-		return nil, fmt.Errorf("%w: prompt size %d", ErrWorker, rep.PromptBytes)
+		return nil, fmt.Errorf("%w: prompt size %d", errRebuildWorker, rep.PromptBytes)
 	}
 	tools, err := b64u.DecodeHash(rep.ToolSchemasHashB64u)
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("%w: no tool schemas hash", ErrWorker)
+		return nil, fmt.Errorf("%w: no tool schemas hash", errRebuildWorker)
 	}
 	prompt, err := sealed.MapShared(fd, rep.PromptBytes, r.mem)
 	if err != nil {
-		return nil, fmt.Errorf("%w: mapping the prompt: %w", ErrWorker, err)
+		return nil, fmt.Errorf("%w: mapping the prompt: %w", errRebuildWorker, err)
 	}
 	if werr != nil {
 		prompt.Destroy()
-		return nil, fmt.Errorf("%w: %w", ErrWorker, werr)
+		return nil, fmt.Errorf("%w: %w", errRebuildWorker, werr)
 	}
-	return &Result{Prompt: prompt, PromptHashB64u: rep.PromptHashB64u, ReportHashB64u: rep.ReportHashB64u, PackID: rep.PackID, Chars: rep.Chars, ToolSchemasHash: tools}, nil
+	return &rebuildResult{Prompt: prompt, PromptHashB64u: rep.PromptHashB64u, ReportHashB64u: rep.ReportHashB64u, PackID: rep.PackID, Chars: rep.Chars, ToolSchemasHash: tools}, nil
 }
 
-// receive reads the worker's one message. fd is the descriptor that came
+// workerReceive reads the worker's one message. fd is the descriptor that came
 // with it, or -1; every other descriptor is closed.
-func receive(ctx context.Context, uc *net.UnixConn) (reply, int, error) {
+func workerReceive(ctx context.Context, uc *net.UnixConn) (workerReply, int, error) {
 	if d, ok := ctx.Deadline(); ok {
 		uc.SetReadDeadline(d)
 	}
@@ -173,19 +173,19 @@ func receive(ctx context.Context, uc *net.UnixConn) (reply, int, error) {
 		}
 	}
 	if err != nil {
-		return reply{}, fd, fmt.Errorf("reading the reply: %w", err)
+		return workerReply{}, fd, fmt.Errorf("reading the reply: %w", err)
 	}
 	if n == 0 {
-		return reply{}, fd, errors.New("the worker closed the socket without a reply")
+		return workerReply{}, fd, errors.New("the worker closed the socket without a reply")
 	}
 	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 {
-		return reply{}, fd, errors.New("truncated reply")
+		return workerReply{}, fd, errors.New("truncated reply")
 	}
-	var rep reply
+	var rep workerReply
 	dec := json.NewDecoder(bytes.NewReader(buf[:n]))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rep); err != nil || dec.More() {
-		return reply{}, fd, errors.New("malformed reply")
+		return workerReply{}, fd, errors.New("malformed reply")
 	}
 	return rep, fd, nil
 }
