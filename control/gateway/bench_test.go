@@ -225,7 +225,7 @@ func (b *bench) bareHop(w http.ResponseWriter, r *http.Request) {
 	resp, err := b.hopUp.client.Do(req)
 	sent()
 	if err != nil {
-		http.Error(w, err.Error(), 502)
+		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	defer resp.Body.Close()
