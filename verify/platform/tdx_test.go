@@ -217,14 +217,15 @@ func shippedCollateral(t testing.TB) *Collateral {
 		}
 		return []byte(s)
 	}
+	c := tdxtest.ShippedCollateral(t)
 	return &Collateral{
-		TDXTCBInfo:               tdxtest.Read(t, tdxtest.TcbInfo),
+		TDXTCBInfo:               c.TcbInfo,
 		TDXTCBInfoIssuerChain:    chain(testcases.TcbInfoHeader, pcs.TcbInfoIssuerChainPhrase),
-		TDXQEIdentity:            tdxtest.Read(t, tdxtest.QeIdentity),
+		TDXQEIdentity:            c.QeIdentity,
 		TDXQEIdentityIssuerChain: chain(testcases.QeIdentityHeader, pcs.SgxQeIdentityIssuerChainPhrase),
-		TDXPCKCRL:                tdxtest.Read(t, tdxtest.PckCrl),
+		TDXPCKCRL:                c.PckCrl,
 		TDXPCKCRLIssuerChain:     chain(testcases.PckCrlHeader, pcs.SgxPckCrlIssuerChainPhrase),
-		TDXRootCRL:               tdxtest.Read(t, tdxtest.RootCrl),
+		TDXRootCRL:               c.RootCrl,
 	}
 }
 
