@@ -54,6 +54,20 @@ func loadCheckedHarness(tb testing.TB) *Harness {
 	return h
 }
 
+// vectorParams reads and parses the params of the vector name.
+func vectorParams(tb testing.TB, name string) *Params {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", name+".params.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := ParseParams(b)
+	if err != nil {
+		tb.Fatalf("ParseParams %s: %v", name, err)
+	}
+	return p
+}
+
 type vector struct {
 	name   string
 	sha256 string
@@ -92,18 +106,10 @@ func TestVectors(t *testing.T) {
 	}
 	for _, v := range vectors {
 		t.Run(v.name, func(t *testing.T) {
-			dir := filepath.Join(conformanceDir, "vectors")
-			params, err := os.ReadFile(filepath.Join(dir, v.name+".params.json"))
+			p := vectorParams(t, v.name)
+			want, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", v.name+".expected.txt"))
 			if err != nil {
 				t.Fatal(err)
-			}
-			want, err := os.ReadFile(filepath.Join(dir, v.name+".expected.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := ParseParams(params)
-			if err != nil {
-				t.Fatalf("ParseParams: %v", err)
 			}
 			res, err := Render(h, p)
 			if err != nil {
@@ -147,14 +153,7 @@ func excerpt(b []byte, at int) []byte {
 // TestResultFields checks the report data of the full vector.
 func TestResultFields(t *testing.T) {
 	h := loadCheckedHarness(t)
-	params, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", "full.params.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := ParseParams(params)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := vectorParams(t, "full")
 	res, err := Render(h, p)
 	if err != nil {
 		t.Fatal(err)
@@ -195,14 +194,7 @@ func TestResultFields(t *testing.T) {
 
 func BenchmarkRenderFull(b *testing.B) {
 	h := loadCheckedHarness(b)
-	params, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", "full.params.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := ParseParams(params)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := vectorParams(b, "full")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Render(h, p); err != nil {
