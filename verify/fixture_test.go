@@ -16,6 +16,7 @@ import (
 	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/schemas"
@@ -31,9 +32,11 @@ func fixedNow() time.Time { return testNow }
 
 var (
 	key = testfixture.Key
-	did = testfixture.DID
 	h   = testfixture.H
 )
+
+// did is the did:key of k's public key.
+func did(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
 
 func reportJSON(t testing.TB) ([]byte, string) {
 	t.Helper()
