@@ -80,6 +80,16 @@ func buildVector(tb testing.TB, name string, opts BuildOptions) *Pack {
 	return p
 }
 
+// selfRebuild rebuilds p trusting its own template hashes.
+func selfRebuild(tb testing.TB, p *Pack) *Rebuilt {
+	tb.Helper()
+	rb, err := p.Rebuild(selfTrusted(tb, p))
+	if err != nil {
+		tb.Fatalf("Rebuild: %v", err)
+	}
+	return rb
+}
+
 func selfTrusted(tb testing.TB, p *Pack) map[string]string {
 	tb.Helper()
 	t, err := p.SigHashes()
@@ -111,10 +121,7 @@ func TestVectors(t *testing.T) {
 			if err != nil || !bytes.Equal(enc, enc2) {
 				t.Fatalf("re-encode differs (err %v)", err)
 			}
-			rb, err := q.Rebuild(selfTrusted(t, q))
-			if err != nil {
-				t.Fatalf("Rebuild: %v", err)
-			}
+			rb := selfRebuild(t, q)
 			sum := sha256.Sum256(rb.Prompt)
 			if hex.EncodeToString(sum[:]) != v.sha256 || len(rb.Prompt) != v.bytes {
 				t.Fatalf("prompt sha256 %x (%d bytes), want %s (%d)", sum, len(rb.Prompt), v.sha256, v.bytes)
@@ -170,10 +177,7 @@ const (
 func TestReportGolden(t *testing.T) {
 	requireConformance(t)
 	p := buildVector(t, "full", BuildOptions{})
-	rb, err := p.Rebuild(selfTrusted(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, p)
 	if got := rb.ReportHashB64u(); got != goldenFullReportHash {
 		t.Errorf("report hash %s, want %s\nreport: %s", got, goldenFullReportHash, rb.ReportJCS)
 	}
@@ -207,10 +211,7 @@ func TestReportGolden(t *testing.T) {
 func TestReportInputsChange(t *testing.T) {
 	requireConformance(t)
 	base := buildVector(t, "full", BuildOptions{})
-	rb0, err := base.Rebuild(selfTrusted(t, base))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb0 := selfRebuild(t, base)
 	mc := int64(20000)
 	variants := map[string]BuildOptions{
 		"tool schemas": {ToolSchemas: []byte(`{"read":{"type":"object","properties":{"path":{"type":"string"}}}}`)},
@@ -450,10 +451,7 @@ func TestParseTrusted(t *testing.T) {
 func TestCommitmentInputRefused(t *testing.T) {
 	requireConformance(t)
 	p := buildVector(t, "min", BuildOptions{})
-	rb, err := p.Rebuild(selfTrusted(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, p)
 	in := ReportCommitmentInput{ReportID: "r", RunID: "run", AgentDID: "not-a-did", IssuedAt: time.Unix(0, 0), Calls: []CallRef{{EventID: "e"}}}
 	if _, _, err := rb.SystemPromptReportCommitment(in); !errors.Is(err, errInvalidInput) {
 		t.Fatalf("bad did: got %v", err)
@@ -565,10 +563,7 @@ func TestSealOpen(t *testing.T) {
 func TestOpenBindings(t *testing.T) {
 	requireConformance(t)
 	p := buildVector(t, "min", BuildOptions{})
-	rb, err := p.Rebuild(selfTrusted(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, p)
 	body, _ := p.Encode()
 	k := mustKey(t)
 
