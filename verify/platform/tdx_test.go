@@ -49,10 +49,7 @@ func TestIntelRootIsGoTdxGuests(t *testing.T) {
 func TestTDXSimulatedAccepted(t *testing.T) {
 	rd := testRD(t, "tdx ok")
 	ev := simTDX(t, fakeqe.Options{}, rd)
-	res, err := Verify(ev, rd, simOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := verifySim(t, ev, rd)
 	td := fakeqe.DefaultTD()
 	if !res.Simulated || res.RootID != "sim-intel-sgx-root" || res.Platform != evidence.PlatformTDX {
 		t.Fatalf("result %+v", res)
