@@ -16,7 +16,6 @@ import (
 	"github.com/clawea/attester/internal/attestfixture"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/schemas"
@@ -34,9 +33,6 @@ var (
 	key = testfixture.Key
 	h   = testfixture.H
 )
-
-// did is the did:key of k's public key.
-func did(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
 
 func reportJSON(t testing.TB) ([]byte, string) {
 	t.Helper()
