@@ -35,32 +35,6 @@ func requireConformance(tb testing.TB) {
 	}
 }
 
-type vector struct {
-	name   string
-	sha256 string
-	bytes  int
-}
-
-func readIndex(tb testing.TB) []vector {
-	tb.Helper()
-	requireConformance(tb)
-	var out []vector
-	for _, cols := range testfile.TSV(tb, filepath.Join(conformanceDir, "vectors", "INDEX.tsv")) {
-		if len(cols) != 3 || cols[0] == "name" {
-			continue
-		}
-		n, err := strconv.Atoi(cols[2])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, vector{cols[0], cols[1], n})
-	}
-	if len(out) < 30 {
-		tb.Fatalf("INDEX.tsv has only %d vectors", len(out))
-	}
-	return out
-}
-
 func readParams(tb testing.TB, name string) []byte {
 	tb.Helper()
 	requireConformance(tb)
@@ -103,9 +77,15 @@ func selfTrusted(tb testing.TB, p *Pack) map[string]string {
 // and Rebuild, and checks the prompt against INDEX.tsv and the report and
 // PoH commitments against their schemas.
 func TestVectors(t *testing.T) {
-	for _, v := range readIndex(t) {
-		t.Run(v.name, func(t *testing.T) {
-			p := buildVector(t, v.name, BuildOptions{})
+	requireConformance(t)
+	index := testfile.TSV(t, filepath.Join(conformanceDir, "vectors", "INDEX.tsv"), 3) // name, sha256, bytes
+	if len(index) < 30 {
+		t.Fatalf("INDEX.tsv has only %d vectors", len(index))
+	}
+	for _, v := range index {
+		name, wantSHA, wantBytes := v[0], v[1], v[2]
+		t.Run(name, func(t *testing.T) {
+			p := buildVector(t, name, BuildOptions{})
 			enc, err := p.Encode()
 			if err != nil {
 				t.Fatal(err)
@@ -123,8 +103,8 @@ func TestVectors(t *testing.T) {
 			}
 			rb := selfRebuild(t, q)
 			sum := sha256.Sum256(rb.Prompt)
-			if hex.EncodeToString(sum[:]) != v.sha256 || len(rb.Prompt) != v.bytes {
-				t.Fatalf("prompt sha256 %x (%d bytes), want %s (%d)", sum, len(rb.Prompt), v.sha256, v.bytes)
+			if hex.EncodeToString(sum[:]) != wantSHA || strconv.Itoa(len(rb.Prompt)) != wantBytes {
+				t.Fatalf("prompt sha256 %x (%d bytes), want %s (%s)", sum, len(rb.Prompt), wantSHA, wantBytes)
 			}
 			if rb.PromptHashB64u() != b64u.Encode(sum[:]) {
 				t.Fatal("report prompt hash is not the prompt's")

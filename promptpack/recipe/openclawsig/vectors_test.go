@@ -77,16 +77,10 @@ type vector struct {
 func readIndex(tb testing.TB) []vector {
 	tb.Helper()
 	var out []vector
-	for line, cols := range testfile.TSV(tb, filepath.Join(conformanceDir, "vectors", "INDEX.tsv")) {
-		if line == 0 {
-			continue // header
-		}
-		if len(cols) != 3 {
-			tb.Fatalf("INDEX.tsv line %d: %d columns", line+1, len(cols))
-		}
+	for _, cols := range testfile.TSV(tb, filepath.Join(conformanceDir, "vectors", "INDEX.tsv"), 3) {
 		n, err := strconv.Atoi(cols[2])
 		if err != nil {
-			tb.Fatalf("INDEX.tsv line %d: %v", line+1, err)
+			tb.Fatalf("INDEX.tsv %s: %v", cols[0], err)
 		}
 		out = append(out, vector{cols[0], cols[1], n})
 	}
