@@ -35,32 +35,6 @@ func requireConformance(tb testing.TB) {
 	}
 }
 
-type vector struct {
-	name   string
-	sha256 string
-	bytes  int
-}
-
-func readIndex(tb testing.TB) []vector {
-	tb.Helper()
-	requireConformance(tb)
-	var out []vector
-	for _, cols := range testfile.TSV(tb, filepath.Join(conformanceDir, "vectors", "INDEX.tsv")) {
-		if len(cols) != 3 || cols[0] == "name" {
-			continue
-		}
-		n, err := strconv.Atoi(cols[2])
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, vector{cols[0], cols[1], n})
-	}
-	if len(out) < 30 {
-		tb.Fatalf("INDEX.tsv has only %d vectors", len(out))
-	}
-	return out
-}
-
 func readParams(tb testing.TB, name string) []byte {
 	tb.Helper()
 	requireConformance(tb)
@@ -80,6 +54,16 @@ func buildVector(tb testing.TB, name string, opts BuildOptions) *Pack {
 	return p
 }
 
+// selfRebuild rebuilds p trusting its own template hashes.
+func selfRebuild(tb testing.TB, p *Pack) *Rebuilt {
+	tb.Helper()
+	rb, err := p.Rebuild(selfTrusted(tb, p))
+	if err != nil {
+		tb.Fatalf("Rebuild: %v", err)
+	}
+	return rb
+}
+
 func selfTrusted(tb testing.TB, p *Pack) map[string]string {
 	tb.Helper()
 	t, err := p.SigHashes()
@@ -93,9 +77,15 @@ func selfTrusted(tb testing.TB, p *Pack) map[string]string {
 // and Rebuild, and checks the prompt against INDEX.tsv and the report and
 // PoH commitments against their schemas.
 func TestVectors(t *testing.T) {
-	for _, v := range readIndex(t) {
-		t.Run(v.name, func(t *testing.T) {
-			p := buildVector(t, v.name, BuildOptions{})
+	requireConformance(t)
+	index := testfile.TSV(t, filepath.Join(conformanceDir, "vectors", "INDEX.tsv"), 3) // name, sha256, bytes
+	if len(index) < 30 {
+		t.Fatalf("INDEX.tsv has only %d vectors", len(index))
+	}
+	for _, v := range index {
+		name, wantSHA, wantBytes := v[0], v[1], v[2]
+		t.Run(name, func(t *testing.T) {
+			p := buildVector(t, name, BuildOptions{})
 			enc, err := p.Encode()
 			if err != nil {
 				t.Fatal(err)
@@ -111,13 +101,10 @@ func TestVectors(t *testing.T) {
 			if err != nil || !bytes.Equal(enc, enc2) {
 				t.Fatalf("re-encode differs (err %v)", err)
 			}
-			rb, err := q.Rebuild(selfTrusted(t, q))
-			if err != nil {
-				t.Fatalf("Rebuild: %v", err)
-			}
+			rb := selfRebuild(t, q)
 			sum := sha256.Sum256(rb.Prompt)
-			if hex.EncodeToString(sum[:]) != v.sha256 || len(rb.Prompt) != v.bytes {
-				t.Fatalf("prompt sha256 %x (%d bytes), want %s (%d)", sum, len(rb.Prompt), v.sha256, v.bytes)
+			if hex.EncodeToString(sum[:]) != wantSHA || strconv.Itoa(len(rb.Prompt)) != wantBytes {
+				t.Fatalf("prompt sha256 %x (%d bytes), want %s (%s)", sum, len(rb.Prompt), wantSHA, wantBytes)
 			}
 			if rb.PromptHashB64u() != b64u.Encode(sum[:]) {
 				t.Fatal("report prompt hash is not the prompt's")
@@ -170,10 +157,7 @@ const (
 func TestReportGolden(t *testing.T) {
 	requireConformance(t)
 	p := buildVector(t, "full", BuildOptions{})
-	rb, err := p.Rebuild(selfTrusted(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, p)
 	if got := rb.ReportHashB64u(); got != goldenFullReportHash {
 		t.Errorf("report hash %s, want %s\nreport: %s", got, goldenFullReportHash, rb.ReportJCS)
 	}
@@ -207,10 +191,7 @@ func TestReportGolden(t *testing.T) {
 func TestReportInputsChange(t *testing.T) {
 	requireConformance(t)
 	base := buildVector(t, "full", BuildOptions{})
-	rb0, err := base.Rebuild(selfTrusted(t, base))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb0 := selfRebuild(t, base)
 	mc := int64(20000)
 	variants := map[string]BuildOptions{
 		"tool schemas": {ToolSchemas: []byte(`{"read":{"type":"object","properties":{"path":{"type":"string"}}}}`)},
@@ -450,10 +431,7 @@ func TestParseTrusted(t *testing.T) {
 func TestCommitmentInputRefused(t *testing.T) {
 	requireConformance(t)
 	p := buildVector(t, "min", BuildOptions{})
-	rb, err := p.Rebuild(selfTrusted(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, p)
 	in := ReportCommitmentInput{ReportID: "r", RunID: "run", AgentDID: "not-a-did", IssuedAt: time.Unix(0, 0), Calls: []CallRef{{EventID: "e"}}}
 	if _, _, err := rb.SystemPromptReportCommitment(in); !errors.Is(err, errInvalidInput) {
 		t.Fatalf("bad did: got %v", err)
@@ -565,10 +543,7 @@ func TestSealOpen(t *testing.T) {
 func TestOpenBindings(t *testing.T) {
 	requireConformance(t)
 	p := buildVector(t, "min", BuildOptions{})
-	rb, err := p.Rebuild(selfTrusted(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, p)
 	body, _ := p.Encode()
 	k := mustKey(t)
 

@@ -80,10 +80,7 @@ func TestBuildV2(t *testing.T) {
 	if err != nil || !bytes.Equal(enc, enc2) {
 		t.Fatalf("re-encode differs: %v", err)
 	}
-	rb, err := q.Rebuild(selfTrusted(t, q))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, q)
 	defer rb.Wipe()
 	if err := schemas.Validate(schemas.SystemPromptReportV2, rb.ReportJCS); err != nil {
 		t.Fatal(err)
@@ -115,10 +112,7 @@ func TestBuildV2(t *testing.T) {
 	}
 	// Two builds of the same inputs give different reports (fresh salts).
 	p2 := examplePack(t, 2)
-	rb2, err := p2.Rebuild(selfTrusted(t, p2))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb2 := selfRebuild(t, p2)
 	if rb2.ReportHash == rb.ReportHash || rb2.PromptHashB64u() != rb.PromptHashB64u() {
 		t.Fatal("fresh salts should change the report, not the prompt")
 	}
@@ -254,10 +248,7 @@ func TestV2SealOpen(t *testing.T) {
 	// A v1 report hash of the same pack is refused.
 	v1 := exampleV2(t)
 	v1.ReportSalts = nil
-	rb1, err := v1.Rebuild(selfTrusted(t, v1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb1 := selfRebuild(t, v1)
 	o2, err := OpenPack(enc, m, k, rb1.ReportHash, OpenOptions{AllowUnlocked: true})
 	if err == nil {
 		_, err = o2.Rebuild(selfTrusted(t, p))
@@ -269,10 +260,7 @@ func TestV2SealOpen(t *testing.T) {
 
 func TestRevealV2(t *testing.T) {
 	p := exampleV2(t)
-	rb, err := p.Rebuild(selfTrusted(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, p)
 	defer rb.Wipe()
 	r, err := rb.reveal("bootstrap:AGENTS.md")
 	if err != nil {
@@ -294,10 +282,7 @@ func TestRevealV2(t *testing.T) {
 		}
 	}
 	v1 := examplePack(t, 1)
-	rb1, err := v1.Rebuild(selfTrusted(t, v1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb1 := selfRebuild(t, v1)
 	if _, err := rb1.reveal("bootstrap:AGENTS.md"); !errors.Is(err, errNotSalted) {
 		t.Fatalf("v1 reveal: %v", err)
 	}
@@ -315,10 +300,7 @@ func TestOwnerNumberGuess(t *testing.T) {
 	const secret = 4271 // the example params' owner number
 
 	v1 := examplePack(t, 1)
-	rb1, err := v1.Rebuild(selfTrusted(t, v1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb1 := selfRebuild(t, v1)
 	var found []int
 	for i := range 10000 {
 		if b64u.SHA256(candidate(i)) == rb1.Report.Inputs.OwnerNumbersHashB64u {
@@ -330,10 +312,7 @@ func TestOwnerNumberGuess(t *testing.T) {
 	}
 
 	p := examplePack(t, 2) // fresh random salts
-	rb, err := p.Rebuild(selfTrusted(t, p))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rb := selfRebuild(t, p)
 	defer rb.Wipe()
 	pr, err := parseReportV2(rb.ReportJCS)
 	if err != nil {

@@ -51,6 +51,16 @@ func testDevKey() []byte {
 	return k
 }
 
+// mustSeal seals secret under testLabel with s.
+func mustSeal(t testing.TB, s Sealer, secret []byte) []byte {
+	t.Helper()
+	blob, err := s.Seal(context.Background(), testLabel, secret)
+	if err != nil {
+		t.Fatalf("%s: Seal: %v", s.Kind(), err)
+	}
+	return blob
+}
+
 func newTestSealers(t testing.TB) (*KeySealer, *simKeyer, *DevSealer) {
 	t.Helper()
 	sk := &simKeyer{root: []byte("simulated platform root secret")}
@@ -160,14 +170,8 @@ func TestUnsealWrongLabelOrKey(t *testing.T) {
 func TestKindSeparation(t *testing.T) {
 	ks, _, ds := newTestSealers(t)
 	ctx := context.Background()
-	devBlob, err := ds.Seal(ctx, testLabel, []byte("dev secret"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	platBlob, err := ks.Seal(ctx, testLabel, []byte("platform secret"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	devBlob := mustSeal(t, ds, []byte("dev secret"))
+	platBlob := mustSeal(t, ks, []byte("platform secret"))
 	if _, err := ks.Unseal(ctx, testLabel, devBlob); !errors.Is(err, errKindMismatch) {
 		t.Errorf("dev blob under platform sealer: %v", err)
 	}
@@ -199,10 +203,7 @@ func TestKindSeparation(t *testing.T) {
 	if _, err := ms.Unseal(ctx, testLabel, relabel(devBlob, "sev-snp")); !errors.Is(err, errAuthFailed) {
 		t.Errorf("relabelled dev blob under platform sealer with the same key: %v", err)
 	}
-	mBlob, err := ms.Seal(ctx, testLabel, []byte("mirror"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	mBlob := mustSeal(t, ms, []byte("mirror"))
 	if _, err := ds.Unseal(ctx, testLabel, relabel(mBlob, devKind)); !errors.Is(err, errAuthFailed) {
 		t.Errorf("relabelled platform blob under dev sealer with the same key: %v", err)
 	}
@@ -225,10 +226,7 @@ func TestUnsealTampered(t *testing.T) {
 	ks, _, _ := newTestSealers(t)
 	ctx := context.Background()
 	secret := []byte("tamper-target-secret")
-	blob, err := ks.Seal(ctx, testLabel, secret)
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustSeal(t, ks, secret)
 	kindLenAt := len(blobVersionLabel)
 	nonceAt := kindLenAt + 1 + len(ks.Kind())
 	for i := range blob {
@@ -264,10 +262,7 @@ func TestUnsealTampered(t *testing.T) {
 func TestUnsealTruncatedExtendedOversized(t *testing.T) {
 	_, _, ds := newTestSealers(t)
 	ctx := context.Background()
-	blob, err := ds.Seal(ctx, testLabel, []byte("truncate me"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustSeal(t, ds, []byte("truncate me"))
 	minLen := len(blobVersionLabel) + 1 + len(devKind) + nonceSize + tagSize + 1
 	for n := range len(blob) {
 		buf, err := ds.Unseal(ctx, testLabel, blob[:n])
@@ -294,10 +289,7 @@ func TestUnsealTruncatedExtendedOversized(t *testing.T) {
 func TestUnsealUnknownVersion(t *testing.T) {
 	_, _, ds := newTestSealers(t)
 	ctx := context.Background()
-	blob, err := ds.Seal(ctx, testLabel, []byte("versioned"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustSeal(t, ds, []byte("versioned"))
 	v2 := bytes.Replace(bytes.Clone(blob), []byte("/sealed/v1\n"), []byte("/sealed/v2\n"), 1)
 	v0 := append([]byte("clawea.dev/attester/sealed/v0\n"), blob[len(blobVersionLabel):]...)
 	for _, b := range [][]byte{v2, v0, []byte("not a sealed blob at all, but long enough to parse"), bytes.ToUpper(blob[:40])} {
@@ -310,10 +302,7 @@ func TestUnsealUnknownVersion(t *testing.T) {
 func TestSealerInputValidation(t *testing.T) {
 	ks, _, ds := newTestSealers(t)
 	ctx := context.Background()
-	good, err := ds.Seal(ctx, testLabel, []byte("x"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := mustSeal(t, ds, []byte("x"))
 	for _, s := range []Sealer{ks, ds} {
 		for _, l := range []string{"", "has space", "tab\t", strings.Repeat("a", maxLabelLen+1), "caf\u00e9", "nul\x00"} {
 			if _, err := s.Seal(ctx, l, []byte("x")); !errors.Is(err, errInvalidLabel) {
@@ -393,10 +382,7 @@ func TestDevSealerFromFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ref.Destroy()
-	blob, err := ref.Seal(ctx, testLabel, []byte("from file"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustSeal(t, ref, []byte("from file"))
 	for _, f := range []string{write("raw", key), write("hex", []byte(hexKey)), write("hexnl", []byte(hexKey+"\n")), write("HEX", []byte(strings.ToUpper(hexKey)))} {
 		s, err := loadDevSealer(f, Options{})
 		if err != nil {

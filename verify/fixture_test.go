@@ -31,7 +31,6 @@ func fixedNow() time.Time { return testNow }
 
 var (
 	key = testfixture.Key
-	did = testfixture.DID
 	h   = testfixture.H
 )
 

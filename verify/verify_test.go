@@ -15,12 +15,16 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/evidencedoc"
 )
+
+// did is the did:key of k's public key.
+func did(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
 
 func hexSHA(s string) string {
 	sum := sha256.Sum256([]byte(s))

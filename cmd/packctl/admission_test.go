@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack/admission"
 )
@@ -21,13 +20,7 @@ import (
 // recipe cannot be built (build knows one recipe) and are left to the
 // package tests.
 func TestBuildAdmissionVectors(t *testing.T) {
-	harness, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "conformance", "openclaw-sig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(harness); err != nil {
-		citest.SkipOrFail(t, "shared harness not present: %v", err)
-	}
+	harness := packtest.Dir(t)
 	vdir := packtest.AdmissionDir()
 	read := func(name string) []byte {
 		b, err := os.ReadFile(filepath.Join(vdir, name))

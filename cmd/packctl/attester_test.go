@@ -14,8 +14,8 @@ import (
 
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/enclave/detect"
-	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/controltest"
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
 )
@@ -23,10 +23,7 @@ import (
 // TestSealToAttestedKey: packctl seal --attester verifies the key
 // attestation against the policy before wrapping.
 func TestSealToAttestedKey(t *testing.T) {
-	harness := filepath.Join("..", "..", "..", "shared", "conformance", "openclaw-sig")
-	if _, err := os.Stat(harness); err != nil {
-		citest.SkipOrFail(t, "shared conformance data not present")
-	}
+	harness := packtest.Dir(t)
 	dir := t.TempDir()
 	pack := filepath.Join(dir, "pack.json")
 	var stdout, stderr bytes.Buffer

@@ -80,8 +80,7 @@ func scriptEvidence(t *testing.T, path string) *evidence.Evidence {
 // loopback KDS, then packctl verify with the strict default (revocation
 // required) on the fetched directory.
 func TestCollateralFetchThenVerify(t *testing.T) {
-	dir := scriptFiles(t)
-	in := func(n string) string { return filepath.Join(dir, n) }
+	in := scriptFiles(t)
 	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	ev := scriptEvidence(t, in("sev/evidence.jws"))
 	leaf, err := x509.ParseCertificate(ev.CertChain[0])
@@ -225,8 +224,7 @@ func TestCollateralUsage(t *testing.T) {
 // accepts it with a policy listing both, and the EAR records the status.
 func TestCollateralTDXOutOfDate(t *testing.T) {
 	const sa = "INTEL-SA-00837"
-	dir := scriptFiles(t)
-	in := func(n string) string { return filepath.Join(dir, n) }
+	in := scriptFiles(t)
 	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	ev := scriptEvidence(t, in("tdx/evidence.jws"))
 	items, err := collateral.Needs([]*evidence.Evidence{ev})

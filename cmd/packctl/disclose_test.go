@@ -12,7 +12,7 @@ import (
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/attestfixture"
-	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/promptpack"
@@ -49,10 +49,7 @@ func attestReport(t *testing.T, rb *promptpack.Rebuilt, runID string) (att, ev, 
 // committed to its report, and is refused with the attestation of another
 // run (same inputs, other salts, so another report).
 func TestVerifyDisclosureChain(t *testing.T) {
-	harness := filepath.Join("..", "..", "..", "shared", "conformance", "openclaw-sig")
-	if _, err := os.Stat(filepath.Join(harness, "templates")); err != nil {
-		citest.SkipOrFail(t, "conformance data not available: %v", err)
-	}
+	harness := packtest.Dir(t)
 	params, err := os.ReadFile(filepath.Join("..", "..", "promptpack", "testdata", "reportv2", "params.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,8 +19,7 @@ import (
 // code is the verdict the EAR reports; a token signed by another key, or
 // altered, is rejected.
 func TestEARVerify(t *testing.T) {
-	dir := scriptFiles(t)
-	in := func(n string) string { return filepath.Join(dir, n) }
+	in := scriptFiles(t)
 	keyPEM, _ := os.ReadFile(in("ear-key.pem"))
 	block, _ := pem.Decode(keyPEM)
 	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)

@@ -12,8 +12,7 @@ import (
 // EARs and attester configurations, and shows a broken evidence document
 // marked as such (exit 2) rather than refusing to show it.
 func TestInspectMoreKinds(t *testing.T) {
-	dir := scriptFiles(t)
-	in := func(n string) string { return filepath.Join(dir, n) }
+	in := scriptFiles(t)
 	inspect := func(path string) (int, string, string) {
 		var so, se bytes.Buffer
 		code := run([]string{"inspect", path}, nil, &so, &se)

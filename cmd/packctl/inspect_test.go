@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,8 +10,7 @@ import (
 // TestInspect: inspect recognises files by content, shows the evidence
 // values a policy pins, and says that nothing is verified.
 func TestInspect(t *testing.T) {
-	dir := scriptFiles(t)
-	f := func(name string) string { return filepath.Join(dir, name) }
+	f := scriptFiles(t)
 
 	code, so, se := runCmd("inspect", f("sev/evidence.jws"))
 	if code != exitOK {
@@ -85,8 +83,7 @@ func TestInspect(t *testing.T) {
 // TestSwappedInputs: a file given for the wrong flag is named, and the exit
 // code stays the one the parser gives.
 func TestSwappedInputs(t *testing.T) {
-	dir := scriptFiles(t)
-	f := func(name string) string { return filepath.Join(dir, name) }
+	f := scriptFiles(t)
 	for _, tc := range []struct {
 		args []string
 		code int
@@ -139,9 +136,9 @@ func FuzzInspect(f *testing.F) {
 // TestSealAttesterWrongFile: seal --attester given another kind of file
 // names it.
 func TestSealAttesterWrongFile(t *testing.T) {
-	dir := scriptFiles(t)
-	f := filepath.Join(dir, "sev", "attestation.json")
-	code, _, se := runCmd("seal", "--attester", f, "--policy", filepath.Join(dir, "policy.json"), "--challenge", "AA", "-o", filepath.Join(dir, "x"), "--manifest", filepath.Join(dir, "y"), "pack.json")
+	in := scriptFiles(t)
+	f := in("sev/attestation.json")
+	code, _, se := runCmd("seal", "--attester", f, "--policy", in("policy.json"), "--challenge", "AA", "-o", in("x"), "--manifest", in("y"), "pack.json")
 	if code != exitRejected || !strings.Contains(se, "--attester "+f+" is an execution attestation, not an attester identity") {
 		t.Fatalf("exit %d %s", code, se)
 	}
@@ -150,8 +147,8 @@ func TestSealAttesterWrongFile(t *testing.T) {
 // TestInspectGPUEvidence: inspect shows a GPU item's report (nonce, FWID,
 // blocks, the measurement digest a policy pins) and no claims error.
 func TestInspectGPUEvidence(t *testing.T) {
-	dir := scriptFilesOf(t, "verify_gpu.txt")
-	code, so, se := runCmd("inspect", filepath.Join(dir, "gpu", "evidence.jws"))
+	in := scriptFilesOf(t, "verify_gpu.txt")
+	code, so, se := runCmd("inspect", in("gpu/evidence.jws"))
 	if code != exitOK || strings.Contains(so, "claims_error") {
 		t.Fatalf("exit %d %s\n%s", code, se, so)
 	}

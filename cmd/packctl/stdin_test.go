@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -11,8 +10,7 @@ import (
 // TestDashReadsStdin: "-" names stdin for an input, and only one input
 // can be stdin.
 func TestDashReadsStdin(t *testing.T) {
-	dir := scriptFiles(t)
-	in := func(n string) string { return filepath.Join(dir, n) }
+	in := scriptFiles(t)
 	att, err := os.ReadFile(in("sev/attestation.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -41,14 +41,16 @@ func TestVerifyExit(t *testing.T) {
 	}
 }
 
-// scriptFiles extracts the fixtures of testdata/script/verify_sim.txt.
-func scriptFiles(t *testing.T) string {
+// scriptFiles extracts the fixtures of testdata/script/verify_sim.txt and
+// returns the path of one of them.
+func scriptFiles(t *testing.T) func(name string) string {
 	t.Helper()
 	return scriptFilesOf(t, "verify_sim.txt")
 }
 
-// scriptFilesOf extracts the fixtures of testdata/script/name.
-func scriptFilesOf(t *testing.T, name string) string {
+// scriptFilesOf extracts the fixtures of testdata/script/name into a
+// temporary folder and returns the path of one of them (a slash path).
+func scriptFilesOf(t *testing.T, name string) func(name string) string {
 	t.Helper()
 	ar, err := txtar.ParseFile(filepath.Join("testdata", "script", name))
 	if err != nil {
@@ -58,12 +60,11 @@ func scriptFilesOf(t *testing.T, name string) string {
 	for _, f := range ar.Files {
 		testfile.Write(t, dir, f.Name, f.Data)
 	}
-	return dir
+	return func(name string) string { return filepath.Join(dir, filepath.FromSlash(name)) }
 }
 
 func TestVerifyEARParses(t *testing.T) {
-	dir := scriptFiles(t)
-	in := func(n string) string { return filepath.Join(dir, n) }
+	in := scriptFiles(t)
 	pub := earPublicKey(t, in("ear-key.pem"))
 	for _, tc := range []struct {
 		policy string
@@ -129,8 +130,7 @@ func earPublicKey(t *testing.T, path string) any {
 // TestVerifyGPUEAR: packctl verify of an attestation with CPU and GPU
 // evidence emits an EAR with both submods.
 func TestVerifyGPUEAR(t *testing.T) {
-	dir := scriptFilesOf(t, "verify_gpu.txt")
-	in := func(n string) string { return filepath.Join(dir, n) }
+	in := scriptFilesOf(t, "verify_gpu.txt")
 	pub := earPublicKey(t, in("ear-key.pem"))
 	var stdout, stderr bytes.Buffer
 	out := in("ear.jwt")

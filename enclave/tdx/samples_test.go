@@ -63,15 +63,15 @@ func TestRealSamplesVerifyOffline(t *testing.T) {
 	// Clocks inside each sample's PCK chain validity (the COS sample's PCK
 	// leaf is valid from 2024-07-02).
 	clocks := map[string][]time.Time{
-		tdxtest.SampleSPR: {insideValidity, at},
-		tdxtest.SampleCOS: {at},
+		tdxtest.SampleSPR: {insideValidity, tdxtest.At},
+		tdxtest.SampleCOS: {tdxtest.At},
 	}
 	for _, name := range []string{tdxtest.SampleSPR, tdxtest.SampleCOS} {
 		t.Run(name, func(t *testing.T) {
 			for _, clock := range clocks[name] {
 				q, _ := sampleQuote(t, name)
 				// TrustedRoots nil: go-tdx-guest's embedded Intel SGX Root CA.
-				if err := verify.TdxQuote(q, &verify.Options{Now: timeSet(clock)}); err != nil {
+				if err := verify.TdxQuote(q, &verify.Options{Now: tdxtest.TimeSet(clock)}); err != nil {
 					t.Fatalf("at %s: real quote rejected by the Intel root: %v", clock, err)
 				}
 			}
@@ -80,7 +80,7 @@ func TestRealSamplesVerifyOffline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := verify.TdxQuote(q, &verify.Options{TrustedRoots: pool, Now: timeSet(at)}); err == nil {
+			if err := verify.TdxQuote(q, &verify.Options{TrustedRoots: pool, Now: tdxtest.TimeSet(tdxtest.At)}); err == nil {
 				t.Fatal("real Intel quote accepted under the simulation root")
 			}
 			bad := append([]byte(nil), raw...)
@@ -89,7 +89,7 @@ func TestRealSamplesVerifyOffline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := verify.TdxQuote(bq, &verify.Options{Now: timeSet(at)}); !errors.Is(err, verify.ErrHashVerificationFail) {
+			if err := verify.TdxQuote(bq, &verify.Options{Now: tdxtest.TimeSet(tdxtest.At)}); !errors.Is(err, verify.ErrHashVerificationFail) {
 				t.Fatalf("tampered real quote: %v, want ErrHashVerificationFail", err)
 			}
 		})
@@ -101,11 +101,12 @@ func TestRealSamplesVerifyOffline(t *testing.T) {
 // values in go-tdx-guest's testing package.
 func collateralGetter(t testing.TB) *testcases.Getter {
 	t.Helper()
+	c := tdxtest.ShippedCollateral(t)
 	return &testcases.Getter{Responses: map[string]testcases.HTTPResponse{
-		pcs.QeIdentityURL():            {Header: testcases.QeIdentityHeader, Body: tdxtest.Read(t, tdxtest.QeIdentity)},
-		pcs.TcbInfoURL("50806f000000"): {Header: testcases.TcbInfoHeader, Body: tdxtest.Read(t, tdxtest.TcbInfo)},
-		pcs.PckCrlURL("platform"):      {Header: testcases.PckCrlHeader, Body: tdxtest.Read(t, tdxtest.PckCrl)},
-		"https://certificates.trustedservices.intel.com/IntelSGXRootCA.der": {Body: tdxtest.Read(t, tdxtest.RootCrl)},
+		pcs.QeIdentityURL():            {Header: testcases.QeIdentityHeader, Body: c.QeIdentity},
+		pcs.TcbInfoURL("50806f000000"): {Header: testcases.TcbInfoHeader, Body: c.TcbInfo},
+		pcs.PckCrlURL("platform"):      {Header: testcases.PckCrlHeader, Body: c.PckCrl},
+		"https://certificates.trustedservices.intel.com/IntelSGXRootCA.der": {Body: c.RootCrl},
 	}}
 }
 
@@ -128,12 +129,13 @@ func verifyWithCollateral(t testing.TB, q *pb.QuoteV4, opts *verify.Options) (qu
 }
 
 func TestRealSampleCollateralExpired(t *testing.T) {
+	c := tdxtest.ShippedCollateral(t)
 	var info pcs.TdxTcbInfo
-	if err := json.Unmarshal(tdxtest.Read(t, tdxtest.TcbInfo), &info); err != nil {
+	if err := json.Unmarshal(c.TcbInfo, &info); err != nil {
 		t.Fatal(err)
 	}
 	var qeid pcs.QeIdentity
-	if err := json.Unmarshal(tdxtest.Read(t, tdxtest.QeIdentity), &qeid); err != nil {
+	if err := json.Unmarshal(c.QeIdentity, &qeid); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("shipped collateral: tcbInfo nextUpdate %s, QE identity nextUpdate %s: EXPIRED",
@@ -147,7 +149,7 @@ func TestRealSampleCollateralExpired(t *testing.T) {
 		now  *verify.TimeSet
 		want error
 	}{
-		{"fixed clock after expiry", timeSet(afterExpiry), verify.ErrTcbInfoExpired},
+		{"fixed clock after expiry", tdxtest.TimeSet(afterExpiry), verify.ErrTcbInfoExpired},
 		{"tcb info valid, qe identity expired", &verify.TimeSet{
 			PckCertChain: insideValidity, TcbInfo: insideValidity, QeIdentity: afterExpiry,
 			PckCrl: insideValidity, RootCaCrl: insideValidity,
@@ -170,7 +172,7 @@ func TestRealSampleCollateralExpired(t *testing.T) {
 
 func TestRealSampleCollateralInsideValidity(t *testing.T) {
 	q, _ := sampleQuote(t, tdxtest.SampleSPR)
-	quoteErr, collErr, qeLevel := verifyWithCollateral(t, q, collateralOptions(t, timeSet(insideValidity)))
+	quoteErr, collErr, qeLevel := verifyWithCollateral(t, q, collateralOptions(t, tdxtest.TimeSet(insideValidity)))
 	for _, expired := range []error{verify.ErrTcbInfoExpired, verify.ErrQeIdentityExpired, verify.ErrPCKCrlExpired, verify.ErrRootCaCrlExpired} {
 		if errors.Is(collErr, expired) {
 			t.Fatalf("collateral expired inside its validity: %v", collErr)

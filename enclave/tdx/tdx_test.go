@@ -8,10 +8,10 @@ import (
 	"errors"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/tdxsimroots"
@@ -19,12 +19,6 @@ import (
 	"github.com/google/go-tdx-guest/validate"
 	"github.com/google/go-tdx-guest/verify"
 )
-
-var at = time.Date(2026, time.June, 1, 0, 0, 0, 0, time.UTC)
-
-func timeSet(t time.Time) *verify.TimeSet {
-	return &verify.TimeSet{PckCertChain: t, TcbInfo: t, QeIdentity: t, PckCrl: t, RootCaCrl: t}
-}
 
 func reportData(t testing.TB, nonce byte) evidence.ReportData {
 	t.Helper()
@@ -57,7 +51,7 @@ func verifyEvidence(t testing.TB, ev *evidence.Evidence, rd evidence.ReportData,
 	if err != nil {
 		t.Fatalf("go-tdx-guest cannot parse the blob: %v", err)
 	}
-	if err := verify.TdxQuote(q, &verify.Options{TrustedRoots: pool, Now: timeSet(at)}); err != nil {
+	if err := verify.TdxQuote(q, &verify.Options{TrustedRoots: pool, Now: tdxtest.TimeSet(tdxtest.At)}); err != nil {
 		return err
 	}
 	want := rd.Bytes()
@@ -269,7 +263,7 @@ func BenchmarkSimulatedQuoteAndVerify(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := verify.RawTdxQuote(ev.Blob, &verify.Options{TrustedRoots: pool, Now: timeSet(at)}); err != nil {
+		if err := verify.RawTdxQuote(ev.Blob, &verify.Options{TrustedRoots: pool, Now: tdxtest.TimeSet(tdxtest.At)}); err != nil {
 			b.Fatal(err)
 		}
 	}

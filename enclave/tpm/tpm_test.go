@@ -3,10 +3,7 @@ package tpm
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
@@ -24,6 +21,7 @@ import (
 	"github.com/google/go-tpm/tpm2"
 
 	"github.com/clawea/attester/enclave"
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
@@ -153,21 +151,10 @@ func TestQuotePCRSelection(t *testing.T) {
 // the TPM's.
 func softwareAK(t testing.TB) []byte {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pt, err := k.PublicKey.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &tpmquote.Public{
+	return testcert.SoftwareAK(t, tpmquote.Public{
 		Type:       tpmquote.AlgECC,
 		Attributes: tpmquote.AKRequiredAttributes | tpmquote.AttrUserWithAuth,
-		X:          pt[1:33],
-		Y:          pt[33:],
-	}
-	return p.Marshal()
+	})
 }
 
 func TestQuoteRejected(t *testing.T) {

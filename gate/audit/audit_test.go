@@ -4,14 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/internal/audittest"
 	"github.com/clawea/attester/wire/auditrec"
 )
 
@@ -29,22 +29,8 @@ func (c *clock) now() time.Time {
 
 func newClock() *clock { return &clock{t: time.Date(2026, 2, 12, 15, 30, 0, 0, time.UTC)} }
 
-func entry(i int) Entry {
-	dec := Allow
-	if i%3 == 0 {
-		dec = Deny
-	}
-	return Entry{
-		Session:    "agent:main:main",
-		Turn:       fmt.Sprintf("turn-%d", i/4),
-		Agent:      "main",
-		Tool:       "exec",
-		ParamsHash: b64u.SHA256([]byte(fmt.Sprint(i))),
-		Stage:      "tool_policy",
-		Decision:   dec,
-		Reason:     fmt.Sprintf("reason %d <&> \u2028 é", i),
-	}
-}
+// entry is the i-th entry of a test log (shared with wire/auditrec).
+var entry = audittest.Entry
 
 func writeLog(t testing.TB, n int) (*bytes.Buffer, *Writer) {
 	t.Helper()
@@ -61,13 +47,8 @@ func writeLog(t testing.TB, n int) (*bytes.Buffer, *Writer) {
 	return &buf, w
 }
 
-func lines(b []byte) [][]byte {
-	ls := bytes.SplitAfter(b, []byte("\n"))
-	if len(ls) > 0 && len(ls[len(ls)-1]) == 0 {
-		ls = ls[:len(ls)-1]
-	}
-	return ls
-}
+// lines splits b into its lines, each with its newline.
+func lines(b []byte) [][]byte { return slices.Collect(bytes.Lines(b)) }
 
 func TestWriterRoundTrip(t *testing.T) {
 	buf, w := writeLog(t, 10)

@@ -34,8 +34,3 @@ func RoundTrip[T any](tb testing.TB, in []byte, parse func([]byte) (T, error), e
 	}
 	return v, true
 }
-
-// Total adapts an encoder that cannot fail to RoundTrip's encode.
-func Total[T any](encode func(T) []byte) func(T) ([]byte, error) {
-	return func(v T) ([]byte, error) { return encode(v), nil }
-}

@@ -38,7 +38,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 	// A slice result: nil with an error passes, a non-nil one fails.
 	r := &recorder{TB: t}
-	RoundTrip(r, nil, func([]byte) ([]int, error) { return []int{}, errBad }, Total(func([]int) []byte { return nil }))
+	RoundTrip(r, nil, func([]byte) ([]int, error) { return []int{}, errBad }, func([]int) ([]byte, error) { return nil, nil })
 	if !r.failed {
 		t.Error("an empty, non-nil slice returned with an error passed")
 	}

@@ -9,10 +9,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
+	"github.com/google/go-tdx-guest/verify"
 )
 
 // module is the module whose testdata the tests read.
@@ -22,12 +24,35 @@ const module = "github.com/google/go-tdx-guest"
 const (
 	SampleSPR   = "testing/testdata/tdx_prod_quote_SPR_E4.dat"
 	SampleCOS   = "testing/testdata/ccel/cos-113-tdx-quote.dat"
-	TcbInfo     = "testing/testdata/sample_tcbInfo_response"
-	QeIdentity  = "testing/testdata/sample_qeIdentity_response"
-	PckCrl      = "testing/testdata/pckcrl"
-	RootCrl     = "testing/testdata/rootcrl.der"
 	maxFileSize = 1 << 20
 )
+
+// Collateral is the PCS collateral go-tdx-guest ships for SampleSPR (the
+// bodies of its sample responses; their issuer chains exist only as
+// header values in its testing package).
+type Collateral struct {
+	TcbInfo, QeIdentity, PckCrl, RootCrl []byte
+}
+
+// ShippedCollateral reads the shipped collateral from the module cache.
+func ShippedCollateral(t testing.TB) Collateral {
+	t.Helper()
+	return Collateral{
+		TcbInfo:    Read(t, "testing/testdata/sample_tcbInfo_response"),
+		QeIdentity: Read(t, "testing/testdata/sample_qeIdentity_response"),
+		PckCrl:     Read(t, "testing/testdata/pckcrl"),
+		RootCrl:    Read(t, "testing/testdata/rootcrl.der"),
+	}
+}
+
+// At is the fixed verification clock of the tests of simulated TDX
+// evidence (enclave/tdx/fakeqe's hierarchy and wire/tdxsimroots).
+var At = time.Date(2026, time.June, 1, 0, 0, 0, 0, time.UTC)
+
+// TimeSet is go-tdx-guest's verification clock with every check at t.
+func TimeSet(t time.Time) *verify.TimeSet {
+	return &verify.TimeSet{PckCertChain: t, TcbInfo: t, QeIdentity: t, PckCrl: t, RootCaCrl: t}
+}
 
 func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {

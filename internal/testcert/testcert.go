@@ -1,11 +1,15 @@
-// Package testcert makes the X.509 certificates tests sign. Only tests
-// import it (internal/layers enforces that).
+// Package testcert makes the X.509 certificates tests sign and the TPM
+// keys they certify. Only tests import it (internal/layers enforces that).
 package testcert
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
 	"testing"
+
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // Create signs tmpl with signer as parent (x509.CreateCertificate, pub the
@@ -22,4 +26,20 @@ func Create(tb testing.TB, tmpl, parent *x509.Certificate, pub, signer any) *x50
 		tb.Fatal(err)
 	}
 	return c
+}
+
+// SoftwareAK returns tmpl (an ECC TPMT_PUBLIC) encoded with the point of a
+// fresh P-256 key: an attestation key no TPM holds.
+func SoftwareAK(tb testing.TB, tmpl tpmquote.Public) []byte {
+	tb.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pt, err := k.PublicKey.Bytes()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tmpl.X, tmpl.Y = pt[1:33], pt[33:]
+	return tmpl.Marshal()
 }

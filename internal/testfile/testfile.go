@@ -24,9 +24,10 @@ func Write(tb testing.TB, dir, rel string, b []byte) {
 	}
 }
 
-// TSV reads the tab-separated file at path and returns each line's
-// columns, the header line included; a failure fails tb.
-func TSV(tb testing.TB, path string) [][]string {
+// TSV reads the tab-separated file at path and returns the columns of
+// each line after the header line. A line without exactly columns columns,
+// or a failure to read, fails tb.
+func TSV(tb testing.TB, path string, columns int) [][]string {
 	tb.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -35,8 +36,14 @@ func TSV(tb testing.TB, path string) [][]string {
 	defer f.Close()
 	var rows [][]string
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rows = append(rows, strings.Split(sc.Text(), "\t"))
+	for line := 1; sc.Scan(); line++ {
+		cols := strings.Split(sc.Text(), "\t")
+		if len(cols) != columns {
+			tb.Fatalf("%s line %d: %d columns, want %d", path, line, len(cols), columns)
+		}
+		if line > 1 {
+			rows = append(rows, cols)
+		}
 	}
 	if err := sc.Err(); err != nil {
 		tb.Fatal(err)

@@ -42,8 +42,8 @@ func Key(seed byte) ed25519.PrivateKey {
 	return ed25519.NewKeyFromSeed(bytes.Repeat([]byte{seed}, ed25519.SeedSize))
 }
 
-// DID returns the did:key of k.
-func DID(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
+// did returns the did:key of k.
+func did(k ed25519.PrivateKey) string { return didkey.Format(k.Public().(ed25519.PublicKey)) }
 
 // H returns b64u(SHA-256(s)).
 func H(s string) string { return b64u.SHA256([]byte(s)) }
@@ -210,7 +210,7 @@ func (r *Run) PromptCommittedEventHash(t testing.TB) string {
 }
 
 // AgentDID returns the agent's did:key.
-func (r *Run) AgentDID() string { return DID(r.AgentKey) }
+func (r *Run) AgentDID() string { return did(r.AgentKey) }
 
 // Harness is the harness the fixtures' bundles and attestations name.
 func Harness() *poh.Harness {

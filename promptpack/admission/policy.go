@@ -100,51 +100,51 @@ type policyError = confdoc.ConfigError
 
 // recipeRef is one allowed recipe id and version.
 type recipeRef struct {
-	ID      string `conf:"id,required,min=1,max=64"`
-	Version string `conf:"version,required,min=1,max=32"`
+	ID      string `conf:"id,required,min=1,max=64" json:"id"`
+	Version string `conf:"version,required,min=1,max=32" json:"version"`
 }
 
 // bootstrapRules holds the bootstrap (context file) rules.
 type bootstrapRules struct {
-	AllowedPaths  []nameValue `conf:"allowed_paths,required,max=1024,unique"`
-	MaxFileChars  int64       `conf:"max_file_chars,required,min=0,max=1073741824"`  // UTF-16 code units
-	MaxTotalChars int64       `conf:"max_total_chars,required,min=0,max=1073741824"` // UTF-16 code units
-	Nul           string      `conf:"nul,required,enum=refuse|strip"`
-	Newlines      string      `conf:"newlines,required,enum=lf|preserve"`
-	Content       string      `conf:"content,required,enum=pinned|any"`
+	AllowedPaths  []nameValue `conf:"allowed_paths,required,max=1024,unique" json:"allowed_paths"`
+	MaxFileChars  int64       `conf:"max_file_chars,required,min=0,max=1073741824" json:"max_file_chars"`   // UTF-16 code units
+	MaxTotalChars int64       `conf:"max_total_chars,required,min=0,max=1073741824" json:"max_total_chars"` // UTF-16 code units
+	Nul           string      `conf:"nul,required,enum=refuse|strip" json:"nul"`
+	Newlines      string      `conf:"newlines,required,enum=lf|preserve" json:"newlines"`
+	Content       string      `conf:"content,required,enum=pinned|any" json:"content"`
 	// PinnedContent maps a path hint to the allowed b64u SHA-256 hashes
 	// of its content; present only when Content is contentPinned.
-	PinnedContent map[string]hashList `conf:"pinned_content_b64u,max=1024"`
+	PinnedContent map[string]hashList `conf:"pinned_content_b64u,max=1024" json:"pinned_content_b64u"`
 }
 
 // skillRule is one allowlisted skill entry.
 type skillRule struct {
-	Name      nameValue `conf:"name,required"`
-	EntryHash hashValue `conf:"entry_hash_b64u,required"` // of the exact <skill>...</skill> bytes
+	Name      nameValue `conf:"name,required" json:"name"`
+	EntryHash hashValue `conf:"entry_hash_b64u,required" json:"entry_hash_b64u"` // of the exact <skill>...</skill> bytes
 }
 
 // skillsRules holds the skills rules.
 type skillsRules struct {
-	Mode            string      `conf:"mode,required,enum=none|allowlist|all"`
-	PreambleHashes  hashList    `conf:"preamble_hashes_b64u"`   // allowlist mode
-	Allowed         []skillRule `conf:"allowed,min=1,max=1024"` // allowlist mode
-	EnvOverrides    string      `conf:"env_overrides,required,enum=refuse|pinned|any"`
-	EnvOverrideHash hashList    `conf:"env_overrides_hashes_b64u"` // pinned mode
+	Mode            string      `conf:"mode,required,enum=none|allowlist|all" json:"mode"`
+	PreambleHashes  hashList    `conf:"preamble_hashes_b64u" json:"preamble_hashes_b64u,omitempty"` // allowlist mode
+	Allowed         []skillRule `conf:"allowed,min=1,max=1024" json:"allowed,omitempty"`            // allowlist mode
+	EnvOverrides    string      `conf:"env_overrides,required,enum=refuse|pinned|any" json:"env_overrides"`
+	EnvOverrideHash hashList    `conf:"env_overrides_hashes_b64u" json:"env_overrides_hashes_b64u,omitempty"` // pinned mode
 }
 
 // toolsRules holds the tool rules.
 type toolsRules struct {
-	Schemas         string      `conf:"schemas,required,enum=pinned|any"`
-	SchemaPackHash  hashList    `conf:"schema_pack_hashes_b64u"` // pinned mode
-	PluginSummaries string      `conf:"plugin_summaries,required,enum=refuse|allow"`
-	Names           string      `conf:"names,required,enum=allowlist|any"`
-	AllowedNames    []nameValue `conf:"allowed_names,min=1,max=1024,unique"` // allowlist mode; lowercase, trimmed
+	Schemas         string      `conf:"schemas,required,enum=pinned|any" json:"schemas"`
+	SchemaPackHash  hashList    `conf:"schema_pack_hashes_b64u" json:"schema_pack_hashes_b64u,omitempty"` // pinned mode
+	PluginSummaries string      `conf:"plugin_summaries,required,enum=refuse|allow" json:"plugin_summaries"`
+	Names           string      `conf:"names,required,enum=allowlist|any" json:"names"`
+	AllowedNames    []nameValue `conf:"allowed_names,min=1,max=1024,unique" json:"allowed_names,omitempty"` // allowlist mode; lowercase, trimmed
 }
 
 // ownersRules holds the owner-identity rule.
 type ownersRules struct {
-	Display    string   `conf:"display,required,enum=none|hmac|any"`
-	HMACValues []string `conf:"hmac_values,min=1,max=1024,unique"` // hmac mode; lowercase hex
+	Display    string   `conf:"display,required,enum=none|hmac|any" json:"display"`
+	HMACValues []string `conf:"hmac_values,min=1,max=1024,unique" json:"hmac_values,omitempty"` // hmac mode; lowercase hex
 }
 
 // policyDoc declares the document (section 4.2): every member is required
@@ -152,21 +152,23 @@ type ownersRules struct {
 // with their mode. Format v1 has no defaults. The numbers in the tags are
 // maxList (1024), maxNameLen (1024) and maxChars (2^30);
 // TestDeclaredLimits keeps them equal. Parse checks
-// admission_policy_version before the document is decoded.
+// admission_policy_version before the document is decoded. The json tags
+// are the same names for Suggest, which writes this declaration in its
+// member order (section 4.2); the lists a mode needs are omitted when empty.
 type policyDoc struct {
-	Version     string         `conf:"admission_policy_version,required"`
-	Sensitive   bool           `conf:"sensitive,required"`
-	Recipes     []recipeRef    `conf:"recipes,required,min=1,max=1024,unique"`
-	PromptModes []string       `conf:"prompt_modes,required,min=1,max=3,unique"`
-	Bootstrap   bootstrapRules `conf:"bootstrap,required"`
-	Skills      skillsRules    `conf:"skills,required"`
-	Extra       string         `conf:"extra_system_prompt,required,enum=refuse|allow"`
-	Tools       toolsRules     `conf:"tools,required"`
-	Owners      ownersRules    `conf:"owners,required"`
+	Version     string         `conf:"admission_policy_version,required" json:"admission_policy_version"`
+	Sensitive   bool           `conf:"sensitive,required" json:"sensitive"`
+	Recipes     []recipeRef    `conf:"recipes,required,min=1,max=1024,unique" json:"recipes"`
+	PromptModes []string       `conf:"prompt_modes,required,min=1,max=3,unique" json:"prompt_modes"`
+	Bootstrap   bootstrapRules `conf:"bootstrap,required" json:"bootstrap"`
+	Skills      skillsRules    `conf:"skills,required" json:"skills"`
+	Extra       string         `conf:"extra_system_prompt,required,enum=refuse|allow" json:"extra_system_prompt"`
+	Tools       toolsRules     `conf:"tools,required" json:"tools"`
+	Owners      ownersRules    `conf:"owners,required" json:"owners"`
 	// ModelGateway (OPTIONAL, absent means gatewayOptional) says whether
 	// every model call of an admitted run must go through the attester's
 	// model gateway (section 7.1).
-	ModelGateway string `conf:"model_gateway,enum=required|optional"`
+	ModelGateway string `conf:"model_gateway,enum=required|optional" json:"model_gateway,omitempty"`
 }
 
 // nameValue is a path hint, skill name or tool name (the schema's "name"):

@@ -31,10 +31,10 @@ func Suggest(pack *promptpack.Pack, sensitive bool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
-	sg := &suggester{pack: pack, params: params, sensitive: sensitive, doc: suggestDoc{
+	sg := &suggester{pack: pack, params: params, sensitive: sensitive, doc: policyDoc{
 		Version:     version,
 		Sensitive:   sensitive,
-		Recipes:     []suggestRecipe{{ID: pack.Recipe.ID, Version: pack.Recipe.Version}},
+		Recipes:     []recipeRef{{ID: pack.Recipe.ID, Version: pack.Recipe.Version}},
 		PromptModes: []string{pack.PromptMode},
 		Extra:       modeRefuse,
 	}}
@@ -58,7 +58,7 @@ type suggester struct {
 	pack      *promptpack.Pack
 	params    *openclawsig.Params
 	sensitive bool
-	doc       suggestDoc
+	doc       policyDoc
 }
 
 // relax returns the relaxed choice, or the refusal a sensitive policy
@@ -73,13 +73,13 @@ func (sg *suggester) relax(choice string, refusal error) (string, error) {
 // bootstrap pins each context file's content and sizes.
 func (sg *suggester) bootstrap() error {
 	b := &sg.doc.Bootstrap
-	b.AllowedPaths, b.Nul, b.Newlines, b.Content = []string{}, nulRefuse, newlinesLF, contentPinned
-	b.Pinned = map[string][]string{}
+	b.AllowedPaths, b.Nul, b.Newlines, b.Content = []nameValue{}, nulRefuse, newlinesLF, contentPinned
+	b.PinnedContent = map[string]hashList{}
 	for _, f := range sg.params.ContextFiles {
 		switch {
 		case f.Path == "" || len(f.Path) > maxNameLen:
 			return refuse(ruleBootstrapPath, "bootstrap", f.Path)
-		case slices.Contains(b.AllowedPaths, f.Path):
+		case slices.Contains(b.AllowedPaths, nameValue(f.Path)):
 			return refuse(ruleBootstrapDuplicate, "bootstrap", f.Path)
 		}
 		switch rule := contentRule(f.Content, newlinesPreserve); rule {
@@ -91,12 +91,12 @@ func (sg *suggester) bootstrap() error {
 			b.Newlines = newlinesPreserve
 		}
 		n := int64(jsstr.Len(f.Content))
-		b.MaxFile = max(b.MaxFile, n)
-		b.MaxTotal += n
-		b.AllowedPaths = append(b.AllowedPaths, f.Path)
-		b.Pinned[f.Path] = []string{b64u.SHA256([]byte(f.Content))}
+		b.MaxFileChars = max(b.MaxFileChars, n)
+		b.MaxTotalChars += n
+		b.AllowedPaths = append(b.AllowedPaths, nameValue(f.Path))
+		b.PinnedContent[f.Path] = hashList{b64u.SHA256([]byte(f.Content))}
 	}
-	if b.MaxFile > maxChars || b.MaxTotal > maxChars {
+	if b.MaxFileChars > maxChars || b.MaxTotalChars > maxChars {
 		return refuse(ruleBootstrapTotalTooBig, "bootstrap", "")
 	}
 	return nil
@@ -112,13 +112,13 @@ func (sg *suggester) skills() error {
 			return err
 		}
 	}
-	s.Env = envRefuse
+	s.EnvOverrides = envRefuse
 	if len(sg.pack.SkillsEnvOverrides) > 0 {
 		h, _, err := sg.pack.SkillsEnvOverridesHash()
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrUnreadable, err)
 		}
-		s.Env, s.EnvHashes = envPinned, []string{h}
+		s.EnvOverrides, s.EnvOverrideHash = envPinned, hashList{h}
 	}
 	return nil
 }
@@ -139,17 +139,17 @@ func (sg *suggester) tools() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnreadable, err)
 	}
-	t.Schemas, t.SchemaHashes, t.Summaries, t.Names = schemasPinned, []string{h}, modeRefuse, namesAny
+	t.Schemas, t.SchemaPackHash, t.PluginSummaries, t.Names = schemasPinned, hashList{h}, modeRefuse, namesAny
 	for _, sum := range sg.params.ToolSummaries {
 		if jsstr.Trim(sum.Summary) != "" {
-			if t.Summaries, err = sg.relax(modeAllow, refuse(ruleToolSummaryRefused, "tool", sum.Name)); err != nil {
+			if t.PluginSummaries, err = sg.relax(modeAllow, refuse(ruleToolSummaryRefused, "tool", sum.Name)); err != nil {
 				return err
 			}
 			break
 		}
 	}
 	for _, n := range sg.params.ToolNames {
-		if k := toolKey(n); k != "" && len(k) <= maxNameLen && !slices.Contains(t.AllowedNames, k) {
+		if k := nameValue(toolKey(n)); k != "" && len(k) <= maxNameLen && !slices.Contains(t.AllowedNames, k) {
 			t.AllowedNames = append(t.AllowedNames, k)
 		}
 	}
@@ -207,7 +207,7 @@ func (sg *suggester) encode() ([]byte, error) {
 }
 
 // suggestSkills fills s for a non-empty skills prompt and returns the mode.
-func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Params, sensitive bool) (string, error) {
+func suggestSkills(s *skillsRules, prompt string, params *openclawsig.Params, sensitive bool) (string, error) {
 	sp, err := parseSkillsPrompt(prompt)
 	if err != nil {
 		if sensitive {
@@ -215,14 +215,14 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 		}
 		return skillsAll, nil
 	}
-	allowed := []suggestSkill{}
+	allowed := []skillRule{}
 	for _, e := range sp.entries {
 		if len(e.name) > maxNameLen {
 			return "", refuse(ruleSkillNotAllowed, "skill", e.name)
 		}
-		h := b64u.SHA256([]byte(e.raw))
-		if i := slices.IndexFunc(allowed, func(a suggestSkill) bool { return a.Name == e.name }); i >= 0 {
-			if allowed[i].Hash == h {
+		name, h := nameValue(e.name), hashValue(b64u.SHA256([]byte(e.raw)))
+		if i := slices.IndexFunc(allowed, func(a skillRule) bool { return a.Name == name }); i >= 0 {
+			if allowed[i].EntryHash == h {
 				continue
 			}
 			// Two different entries under one name: one pin per name.
@@ -234,7 +234,7 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 		if sensitive && isWorkspaceSkill(e, params) {
 			return "", refuse(ruleSkillWorkspace, "skill", e.name)
 		}
-		allowed = append(allowed, suggestSkill{Name: e.name, Hash: h})
+		allowed = append(allowed, skillRule{Name: name, EntryHash: h})
 	}
 	if len(allowed) == 0 {
 		// "<available_skills/>" alone: an allowlist needs one entry, and
@@ -244,61 +244,7 @@ func suggestSkills(s *suggestSkillsDoc, prompt string, params *openclawsig.Param
 		}
 		return skillsAll, nil
 	}
-	s.Preambles = []string{b64u.SHA256([]byte(sp.preamble))}
+	s.PreambleHashes = hashList{b64u.SHA256([]byte(sp.preamble))}
 	s.Allowed = allowed
 	return skillsAllowlist, nil
-}
-
-// The document Suggest writes, in the member order of section 4.2.
-type suggestDoc struct {
-	Version     string           `json:"admission_policy_version"`
-	Sensitive   bool             `json:"sensitive"`
-	Recipes     []suggestRecipe  `json:"recipes"`
-	PromptModes []string         `json:"prompt_modes"`
-	Bootstrap   suggestBootstrap `json:"bootstrap"`
-	Skills      suggestSkillsDoc `json:"skills"`
-	Extra       string           `json:"extra_system_prompt"`
-	Tools       suggestTools     `json:"tools"`
-	Owners      suggestOwners    `json:"owners"`
-}
-
-type suggestRecipe struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-}
-
-type suggestBootstrap struct {
-	AllowedPaths []string            `json:"allowed_paths"`
-	MaxFile      int64               `json:"max_file_chars"`
-	MaxTotal     int64               `json:"max_total_chars"`
-	Nul          string              `json:"nul"`
-	Newlines     string              `json:"newlines"`
-	Content      string              `json:"content"`
-	Pinned       map[string][]string `json:"pinned_content_b64u"`
-}
-
-type suggestSkillsDoc struct {
-	Mode      string         `json:"mode"`
-	Preambles []string       `json:"preamble_hashes_b64u,omitempty"`
-	Allowed   []suggestSkill `json:"allowed,omitempty"`
-	Env       string         `json:"env_overrides"`
-	EnvHashes []string       `json:"env_overrides_hashes_b64u,omitempty"`
-}
-
-type suggestSkill struct {
-	Name string `json:"name"`
-	Hash string `json:"entry_hash_b64u"`
-}
-
-type suggestTools struct {
-	Schemas      string   `json:"schemas"`
-	SchemaHashes []string `json:"schema_pack_hashes_b64u,omitempty"`
-	Summaries    string   `json:"plugin_summaries"`
-	Names        string   `json:"names"`
-	AllowedNames []string `json:"allowed_names,omitempty"`
-}
-
-type suggestOwners struct {
-	Display    string   `json:"display"`
-	HMACValues []string `json:"hmac_values,omitempty"`
 }

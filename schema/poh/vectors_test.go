@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/clawea/attester/internal/testfile"
@@ -23,13 +22,7 @@ type indexRow struct {
 func readIndex(t *testing.T) []indexRow {
 	t.Helper()
 	var rows []indexRow
-	for _, cols := range testfile.TSV(t, filepath.Join(bundlesDir, "INDEX.tsv")) {
-		if len(cols) != 5 {
-			t.Fatalf("INDEX.tsv line %q: %d columns, want 5", strings.Join(cols, "\t"), len(cols))
-		}
-		if cols[0] == "file" {
-			continue
-		}
+	for _, cols := range testfile.TSV(t, filepath.Join(bundlesDir, "INDEX.tsv"), 5) {
 		rows = append(rows, indexRow{file: cols[0], valid: cols[1] == "true", code: cols[2], clawverify: cols[3]})
 	}
 	return rows

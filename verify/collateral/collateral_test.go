@@ -434,18 +434,19 @@ var tdxNow = time.Date(2023, 7, 1, 1, 0, 0, 0, time.UTC)
 
 func serveTDX(t *testing.T, f *fakeService, items []Item) map[string][]byte {
 	t.Helper()
+	c := tdxtest.ShippedCollateral(t)
 	bodies := map[string][]byte{}
 	for _, it := range items {
 		var d fakeDoc
 		switch it.Kind {
 		case kindTDXTCBInfo:
-			d = fakeDoc{body: tdxtest.Read(t, tdxtest.TcbInfo), header: testcases.TcbInfoHeader}
+			d = fakeDoc{body: c.TcbInfo, header: testcases.TcbInfoHeader}
 		case kindTDXQEIdentity:
-			d = fakeDoc{body: tdxtest.Read(t, tdxtest.QeIdentity), header: testcases.QeIdentityHeader}
+			d = fakeDoc{body: c.QeIdentity, header: testcases.QeIdentityHeader}
 		case kindTDXPCKCRL:
-			d = fakeDoc{body: tdxtest.Read(t, tdxtest.PckCrl), header: testcases.PckCrlHeader}
+			d = fakeDoc{body: c.PckCrl, header: testcases.PckCrlHeader}
 		case kindTDXRootCRL:
-			d = fakeDoc{body: tdxtest.Read(t, tdxtest.RootCrl)}
+			d = fakeDoc{body: c.RootCrl}
 		default:
 			t.Fatalf("unexpected tdx item %s", it.Kind)
 		}

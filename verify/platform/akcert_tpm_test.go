@@ -9,8 +9,24 @@ import (
 
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/swtpmtest"
+	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
 )
+
+// openQuote opens the TPM opts names (closed when t ends) and quotes rd.
+func openQuote(t *testing.T, opts tpm.Options, rd evidence.ReportData) (*tpm.TPM, *evidence.Evidence) {
+	t.Helper()
+	tp, err := tpm.Open(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tp.Close() })
+	ev, err := tp.Quote(context.Background(), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp, ev
+}
 
 // TestTPMGCEAKEndToEnd: the tpm backend with GCEAK quotes with the AK the
 // NV template makes and carries its certificate; the verifier trusts the AK
@@ -21,16 +37,8 @@ func TestTPMGCEAKEndToEnd(t *testing.T) {
 	if err := in.ProvisionGCEAK(func(pub crypto.PublicKey) ([]byte, error) { return ca.issue(t, pub, time.Now().Add(time.Hour)), nil }); err != nil {
 		t.Fatal(err)
 	}
-	tp, err := tpm.Open(context.Background(), tpm.Options{Address: in.Addr, GCEAK: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
 	rd := testRD(t, "gce ak")
-	ev, err := tp.Quote(context.Background(), rd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, ev := openQuote(t, tpm.Options{Address: in.Addr, GCEAK: true}, rd)
 	if len(ev.Aux[tpmquote.AuxAKCert]) == 0 {
 		t.Fatal("no ak_cert in the evidence")
 	}

@@ -127,10 +127,7 @@ func tdWithLog(t *testing.T, log []byte) (*BootChain, func([]byte) error, func(P
 	checkPolicy := func(p Policy) error {
 		e := cloneEvidence(ev)
 		e.Aux = map[string][]byte{auxEventLog: log}
-		res, err := Verify(e, rd, simOpts())
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := verifySim(t, e, rd)
 		if res.Boot == nil || !bytes.Equal(res.Boot.Kernel, bc.Kernel) {
 			t.Fatalf("boot %+v", res.Boot)
 		}
@@ -174,10 +171,7 @@ func TestTDXBootChain(t *testing.T) {
 
 	// Pins without an event log are refused.
 	rd := testRD(t, "no log")
-	res, err := Verify(simTDX(t, fakeqe.Options{}, rd), rd, simOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := verifySim(t, simTDX(t, fakeqe.Options{}, rd), rd)
 	wantErr(t, CheckPolicy(res, Policy{AllowAnyMeasurement: true, BootKernel: [][]byte{bc.Kernel}}), ErrPolicy, nil, checkBoot)
 }
 

@@ -2,7 +2,6 @@ package platform
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,16 +27,8 @@ func TestTPMBootChain(t *testing.T) {
 	if err := os.WriteFile(path, log, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tp, err := tpm.Open(context.Background(), tpm.Options{Address: in.Addr, PCRs: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, EventLogPath: path})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tp.Close()
 	rd := testRD(t, "tpm boot")
-	ev, err := tp.Quote(context.Background(), rd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tp, ev := openQuote(t, tpm.Options{Address: in.Addr, PCRs: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, EventLogPath: path}, rd)
 	ak, err := tpmquote.ParsePublic(tp.AKPublic())
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,16 @@ func simOpts() Options {
 	return Options{Now: fixedNow, AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true}
 }
 
+// verifySim verifies ev for rd with simOpts; an error fails t.
+func verifySim(t testing.TB, ev *evidence.Evidence, rd evidence.ReportData) *Result {
+	t.Helper()
+	res, err := Verify(ev, rd, simOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func simSEV(t testing.TB, o sim.Options, rd evidence.ReportData) *evidence.Evidence {
 	t.Helper()
 	s, err := sim.New(o)

@@ -150,10 +150,7 @@ func TestNVIDIASimulated(t *testing.T) {
 	}
 	rd := testRD(t, "gpu")
 	ev := quote(t, g, nil, rd)
-	res, err := Verify(ev, rd, simOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := verifySim(t, ev, rd)
 	if !res.Simulated || res.RootID != rootIDSimNVIDIA || res.ReportData != rd.Bytes() || res.GPU == nil || len(res.GPU.Measurements) == 0 {
 		t.Fatalf("result %+v", res)
 	}

@@ -11,10 +11,7 @@ import (
 
 func TestPolicySEVSNP(t *testing.T) {
 	rd := testRD(t, "policy")
-	res, err := Verify(simSEV(t, sim.Options{}, rd), rd, simOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := verifySim(t, simSEV(t, sim.Options{}, rd), rd)
 	ok := Policy{Measurements: [][]byte{res.Measurement}}
 	if err := CheckPolicy(res, ok); err != nil {
 		t.Fatal(err)
@@ -56,10 +53,7 @@ func TestPolicySEVSNP(t *testing.T) {
 
 func TestPolicyTDX(t *testing.T) {
 	rd := testRD(t, "policy")
-	res, err := Verify(simTDX(t, fakeqe.Options{}, rd), rd, simOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := verifySim(t, simTDX(t, fakeqe.Options{}, rd), rd)
 	ok := Policy{Measurements: [][]byte{res.Measurement}}
 	if err := CheckPolicy(res, ok); err != nil {
 		t.Fatal(err)

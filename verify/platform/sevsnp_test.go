@@ -24,10 +24,7 @@ func TestSEVSimulatedAccepted(t *testing.T) {
 	meas := bytes.Repeat([]byte{0x5a}, 48)
 	host := bytes.Repeat([]byte{0x11}, 32)
 	ev := simSEV(t, sim.Options{Measurement: meas, HostData: host}, rd)
-	res, err := Verify(ev, rd, simOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := verifySim(t, ev, rd)
 	if !res.Simulated || res.Platform != evidence.PlatformSEVSNP || res.RootID != "sim-amd-ark-milan" {
 		t.Fatalf("result %+v", res)
 	}

@@ -49,10 +49,7 @@ func TestIntelRootIsGoTdxGuests(t *testing.T) {
 func TestTDXSimulatedAccepted(t *testing.T) {
 	rd := testRD(t, "tdx ok")
 	ev := simTDX(t, fakeqe.Options{}, rd)
-	res, err := Verify(ev, rd, simOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := verifySim(t, ev, rd)
 	td := fakeqe.DefaultTD()
 	if !res.Simulated || res.RootID != "sim-intel-sgx-root" || res.Platform != evidence.PlatformTDX {
 		t.Fatalf("result %+v", res)
@@ -217,14 +214,15 @@ func shippedCollateral(t testing.TB) *Collateral {
 		}
 		return []byte(s)
 	}
+	c := tdxtest.ShippedCollateral(t)
 	return &Collateral{
-		TDXTCBInfo:               tdxtest.Read(t, tdxtest.TcbInfo),
+		TDXTCBInfo:               c.TcbInfo,
 		TDXTCBInfoIssuerChain:    chain(testcases.TcbInfoHeader, pcs.TcbInfoIssuerChainPhrase),
-		TDXQEIdentity:            tdxtest.Read(t, tdxtest.QeIdentity),
+		TDXQEIdentity:            c.QeIdentity,
 		TDXQEIdentityIssuerChain: chain(testcases.QeIdentityHeader, pcs.SgxQeIdentityIssuerChainPhrase),
-		TDXPCKCRL:                tdxtest.Read(t, tdxtest.PckCrl),
+		TDXPCKCRL:                c.PckCrl,
 		TDXPCKCRLIssuerChain:     chain(testcases.PckCrlHeader, pcs.SgxPckCrlIssuerChainPhrase),
-		TDXRootCRL:               tdxtest.Read(t, tdxtest.RootCrl),
+		TDXRootCRL:               c.RootCrl,
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
@@ -123,19 +124,11 @@ func TestTPMCertifiedAKRefused(t *testing.T) {
 	fx, akPub, pki, base := certifiedTPM(t)
 
 	expired := newCertPKI(t, testNow.Add(-time.Minute))
-	other, err := tpmquote.ParsePublic(akPub)
+	ak, err := tpmquote.ParsePublic(akPub)
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pt, err := k.PublicKey.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	other.X, other.Y = pt[1:33], pt[33:] // a valid AK, not this evidence's
+	other := testcert.SoftwareAK(t, *ak) // a valid AK, not this evidence's
 	refuseOptions(t, fx.Evidence, fx.ReportData, base, []optionsCase{
 		{"another vendor's root", func(o *Options) { o.TPMEKRoots = newCertPKI(t, testNow.Add(time.Hour)).roots() },
 			ErrRejected, tpmcred.ErrEKChain, checkTPMAK},
@@ -143,7 +136,7 @@ func TestTPMCertifiedAKRefused(t *testing.T) {
 			o.TPMAKCertifications, o.TPMEKRoots = []*tpmcred.Certification{expired.record(akPub)}, expired.roots()
 		}, ErrRejected, tpmcred.ErrEKChain, checkTPMAK},
 		// A record certifying another AK does not make this one trusted.
-		{"another ak certified", func(o *Options) { o.TPMAKCertifications = []*tpmcred.Certification{pki.record(other.Marshal())} },
+		{"another ak certified", func(o *Options) { o.TPMAKCertifications = []*tpmcred.Certification{pki.record(other)} },
 			ErrRejected, ErrUntrustedRoot, checkTPMAK},
 		// Contradictions and missing roots are option errors.
 		{"no ek roots", func(o *Options) { o.TPMEKRoots = nil }, ErrBadOptions, nil, checkOptions},

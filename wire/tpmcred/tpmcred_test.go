@@ -23,15 +23,7 @@ import (
 
 func testAK(t testing.TB, attrs uint32) []byte {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := k.PublicKey.Bytes()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return (&tpmquote.Public{Type: tpmquote.AlgECC, Attributes: attrs, X: b[1:33], Y: b[33:]}).Marshal()
+	return testcert.SoftwareAK(t, tpmquote.Public{Type: tpmquote.AlgECC, Attributes: attrs})
 }
 
 var akAttrs = tpmquote.AKRequiredAttributes | tpmquote.AttrUserWithAuth | tpmquote.AttrNoDA

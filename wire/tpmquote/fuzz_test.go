@@ -13,17 +13,22 @@ import (
 // quote in testdata/fuzz (written by enclave/tpm/internal/fixturegen)
 // and software-signed evidence added here.
 
+// total adapts an encoder that cannot fail to fuzzcheck.RoundTrip's encode.
+func total[T any](encode func(T) []byte) func(T) ([]byte, error) {
+	return func(v T) ([]byte, error) { return encode(v), nil }
+}
+
 func FuzzParseAttest(f *testing.F) {
 	f.Add((&Attest{QualifiedSigner: []byte{0, 0xb}, ExtraData: []byte{1}, PCRs: []int{0, 23}, PCRDigest: []byte{2}}).marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzzcheck.RoundTrip(t, b, ParseAttest, fuzzcheck.Total((*Attest).marshal))
+		fuzzcheck.RoundTrip(t, b, ParseAttest, total((*Attest).marshal))
 	})
 }
 
 func FuzzParsePublic(f *testing.F) {
 	f.Add((&Public{Type: algRSA, KeyBits: 2048, N: append([]byte{0x80}, make([]byte, 255)...)}).Marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		p, ok := fuzzcheck.RoundTrip(t, b, ParsePublic, fuzzcheck.Total((*Public).Marshal))
+		p, ok := fuzzcheck.RoundTrip(t, b, ParsePublic, total((*Public).Marshal))
 		if ok {
 			_, _ = p.CryptoPublicKey()
 		}
@@ -33,14 +38,14 @@ func FuzzParsePublic(f *testing.F) {
 func FuzzParseSignature(f *testing.F) {
 	f.Add((&signature{Alg: algRSASSA, Sig: []byte{1, 2, 3}}).marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzzcheck.RoundTrip(t, b, parseSignature, fuzzcheck.Total((*signature).marshal))
+		fuzzcheck.RoundTrip(t, b, parseSignature, total((*signature).marshal))
 	})
 }
 
 func FuzzParsePCRValues(f *testing.F) {
 	f.Add(testPCRs().Marshal())
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fuzzcheck.RoundTrip(t, b, ParsePCRValues, fuzzcheck.Total(PCRValues.Marshal))
+		fuzzcheck.RoundTrip(t, b, ParsePCRValues, total(PCRValues.Marshal))
 	})
 }
 

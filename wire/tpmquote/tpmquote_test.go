@@ -303,7 +303,7 @@ type strictCase struct {
 // refuses each case with its error. It returns good parsed.
 func checkStrict[T any](t *testing.T, good []byte, parse func([]byte) (T, error), encode func(T) []byte, cases map[string]strictCase) T {
 	t.Helper()
-	v, ok := fuzzcheck.RoundTrip(t, good, parse, fuzzcheck.Total(encode))
+	v, ok := fuzzcheck.RoundTrip(t, good, parse, total(encode))
 	if !ok {
 		t.Fatal("the fixture is refused")
 	}

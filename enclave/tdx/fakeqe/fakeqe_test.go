@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/tdxsimroots"
 	"github.com/google/go-tdx-guest/abi"
@@ -20,13 +21,6 @@ import (
 	"github.com/google/go-tdx-guest/validate"
 	"github.com/google/go-tdx-guest/verify"
 )
-
-// at is the fixed verification clock of these tests.
-var at = time.Date(2026, time.June, 1, 0, 0, 0, 0, time.UTC)
-
-func timeSet(t time.Time) *verify.TimeSet {
-	return &verify.TimeSet{PckCertChain: t, TcbInfo: t, QeIdentity: t, PckCrl: t, RootCaCrl: t}
-}
 
 func pinnedPool(t testing.TB) *x509.CertPool {
 	t.Helper()
@@ -53,7 +47,7 @@ func verifyRaw(t testing.TB, raw []byte, pool *x509.CertPool) error {
 	if err != nil {
 		t.Fatalf("go-tdx-guest cannot parse the quote: %v", err)
 	}
-	return verify.TdxQuote(q, &verify.Options{TrustedRoots: pool, Now: timeSet(at)})
+	return verify.TdxQuote(q, &verify.Options{TrustedRoots: pool, Now: tdxtest.TimeSet(tdxtest.At)})
 }
 
 // policy checks REPORT_DATA, MRTD, the QE vendor and TD_ATTRIBUTES == 0
@@ -339,7 +333,7 @@ func TestVerifyRejectsExpiredChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := time.Date(2080, time.January, 1, 0, 0, 0, 0, time.UTC)
-	if err := verify.TdxQuote(q, &verify.Options{TrustedRoots: pinnedPool(t), Now: timeSet(late)}); err == nil {
+	if err := verify.TdxQuote(q, &verify.Options{TrustedRoots: pinnedPool(t), Now: tdxtest.TimeSet(late)}); err == nil {
 		t.Fatal("expired chain accepted")
 	}
 }

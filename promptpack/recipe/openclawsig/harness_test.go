@@ -96,40 +96,34 @@ func TestCheckTemplatesUntrusted(t *testing.T) {
 func TestCheckTemplatesResignedNotTrusted(t *testing.T) {
 	h := loadHarness(t)
 	trusted := trustedFromSigs(t, h)
+	h2 := reword(t, h, "identity.txt", "You are someone else.")
+	wantTemplateErr(t, h2.CheckTemplates(trusted), ErrTemplateUntrusted, "identity.txt")
+}
+
+// reword returns a harness like h whose template name is content, its sig
+// re-signed consistently (hash and contentLength rewritten).
+func reword(t *testing.T, h *Harness, name, content string) *Harness {
+	t.Helper()
 	f := h.Files()
-	f.Templates["identity.txt"] = []byte("You are someone else.")
-	f.Sigs["identity.txt"] = resign(t, f.Sigs["identity.txt"], f.Templates["identity.txt"])
+	s, err := parseSig(f.Sigs[name])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256([]byte(content))
+	sig := strings.Replace(string(f.Sigs[name]), s.Hash, "sha256:"+hex.EncodeToString(sum[:]), 1)
+	sig = strings.Replace(sig, fmt.Sprintf(`"contentLength": %d`, s.ContentLength), fmt.Sprintf(`"contentLength": %d`, len(content)), 1)
+	f.Templates[name], f.Sigs[name] = []byte(content), []byte(sig)
 	h2, err := NewHarness(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTemplateErr(t, h2.CheckTemplates(trusted), ErrTemplateUntrusted, "identity.txt")
-}
-
-// resign rewrites the hash and contentLength of a sig for new content.
-func resign(t *testing.T, sig, content []byte) []byte {
-	t.Helper()
-	s, err := parseSig(sig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(content)
-	out := strings.Replace(string(sig), s.Hash, "sha256:"+hex.EncodeToString(sum[:]), 1)
-	out = strings.Replace(out, fmt.Sprintf(`"contentLength": %d`, s.ContentLength), fmt.Sprintf(`"contentLength": %d`, len(content)), 1)
-	return []byte(out)
+	return h2
 }
 
 // TestRewordNeedsNoCode: a harness release that only rewords a template
 // renders with the new words once its hash is trusted.
 func TestRewordNeedsNoCode(t *testing.T) {
-	h := loadHarness(t)
-	f := h.Files()
-	f.Templates["workspace.txt"] = []byte("## Where you work\nDirectory: {{workspace_dir}}\n\nKeep it {{tidy}}.")
-	f.Sigs["workspace.txt"] = resign(t, f.Sigs["workspace.txt"], f.Templates["workspace.txt"])
-	h2, err := NewHarness(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h2 := reword(t, loadHarness(t), "workspace.txt", "## Where you work\nDirectory: {{workspace_dir}}\n\nKeep it {{tidy}}.")
 	if err := h2.CheckTemplates(trustedFromSigs(t, h2)); err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,20 @@ func loadCheckedHarness(tb testing.TB) *Harness {
 	return h
 }
 
+// vectorParams reads and parses the params of the vector name.
+func vectorParams(tb testing.TB, name string) *Params {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", name+".params.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := ParseParams(b)
+	if err != nil {
+		tb.Fatalf("ParseParams %s: %v", name, err)
+	}
+	return p
+}
+
 type vector struct {
 	name   string
 	sha256 string
@@ -63,16 +77,10 @@ type vector struct {
 func readIndex(tb testing.TB) []vector {
 	tb.Helper()
 	var out []vector
-	for line, cols := range testfile.TSV(tb, filepath.Join(conformanceDir, "vectors", "INDEX.tsv")) {
-		if line == 0 {
-			continue // header
-		}
-		if len(cols) != 3 {
-			tb.Fatalf("INDEX.tsv line %d: %d columns", line+1, len(cols))
-		}
+	for _, cols := range testfile.TSV(tb, filepath.Join(conformanceDir, "vectors", "INDEX.tsv"), 3) {
 		n, err := strconv.Atoi(cols[2])
 		if err != nil {
-			tb.Fatalf("INDEX.tsv line %d: %v", line+1, err)
+			tb.Fatalf("INDEX.tsv %s: %v", cols[0], err)
 		}
 		out = append(out, vector{cols[0], cols[1], n})
 	}
@@ -92,18 +100,10 @@ func TestVectors(t *testing.T) {
 	}
 	for _, v := range vectors {
 		t.Run(v.name, func(t *testing.T) {
-			dir := filepath.Join(conformanceDir, "vectors")
-			params, err := os.ReadFile(filepath.Join(dir, v.name+".params.json"))
+			p := vectorParams(t, v.name)
+			want, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", v.name+".expected.txt"))
 			if err != nil {
 				t.Fatal(err)
-			}
-			want, err := os.ReadFile(filepath.Join(dir, v.name+".expected.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := ParseParams(params)
-			if err != nil {
-				t.Fatalf("ParseParams: %v", err)
 			}
 			res, err := Render(h, p)
 			if err != nil {
@@ -147,14 +147,7 @@ func excerpt(b []byte, at int) []byte {
 // TestResultFields checks the report data of the full vector.
 func TestResultFields(t *testing.T) {
 	h := loadCheckedHarness(t)
-	params, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", "full.params.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := ParseParams(params)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := vectorParams(t, "full")
 	res, err := Render(h, p)
 	if err != nil {
 		t.Fatal(err)
@@ -195,14 +188,7 @@ func TestResultFields(t *testing.T) {
 
 func BenchmarkRenderFull(b *testing.B) {
 	h := loadCheckedHarness(b)
-	params, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", "full.params.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := ParseParams(params)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := vectorParams(b, "full")
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Render(h, p); err != nil {
