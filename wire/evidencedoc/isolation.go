@@ -32,17 +32,17 @@ const (
 // (require_isolation): each names a boolean member of Isolation that is
 // true when the property was observed.
 const (
-	ClaimControlUIDsSeparate  = "control_uids_separate"
-	ClaimSocketProtected      = "socket_protected"
-	ClaimPtraceRestricted     = "ptrace_restricted"
-	ClaimPeerUIDSeparate      = "peer_uid_separate"
-	ClaimPeerSamePIDNamespace = "peer_same_pid_namespace"
+	claimControlUIDsSeparate  = "control_uids_separate"
+	claimSocketProtected      = "socket_protected"
+	claimPtraceRestricted     = "ptrace_restricted"
+	claimPeerUIDSeparate      = "peer_uid_separate"
+	claimPeerSamePIDNamespace = "peer_same_pid_namespace"
 )
 
 // IsolationClaims lists the claim names, in wire order.
 var IsolationClaims = []string{
-	ClaimControlUIDsSeparate, ClaimSocketProtected, ClaimPtraceRestricted,
-	ClaimPeerUIDSeparate, ClaimPeerSamePIDNamespace,
+	claimControlUIDsSeparate, claimSocketProtected, claimPtraceRestricted,
+	claimPeerUIDSeparate, claimPeerSamePIDNamespace,
 }
 
 // Limits of Isolation.
@@ -145,18 +145,36 @@ func NewIsolation(o IsolationObservation) (*Isolation, error) {
 // that is not in IsolationClaims.
 func (i *Isolation) Claim(name string) (value, ok bool) {
 	switch name {
-	case ClaimControlUIDsSeparate:
+	case claimControlUIDsSeparate:
 		return i.ControlUIDsSeparate, true
-	case ClaimSocketProtected:
+	case claimSocketProtected:
 		return i.SocketProtected, true
-	case ClaimPtraceRestricted:
+	case claimPtraceRestricted:
 		return i.PtraceRestricted, true
-	case ClaimPeerUIDSeparate:
+	case claimPeerUIDSeparate:
 		return i.PeerUIDSeparate, true
-	case ClaimPeerSamePIDNamespace:
+	case claimPeerSamePIDNamespace:
 		return i.PeerSamePIDNamespace, true
 	}
 	return false, false
+}
+
+// Observed says, for a relying party's message, what the attester observed
+// behind the claim named name: the values NewIsolation derived it from.
+func (i *Isolation) Observed(name string) string {
+	switch name {
+	case claimControlUIDsSeparate:
+		return fmt.Sprintf("attester uid %d, control uids %v", i.AttesterUID, i.ControlUIDs)
+	case claimSocketProtected:
+		return fmt.Sprintf("a control uid other than the attester's can replace the control socket, control uids %v", i.ControlUIDs)
+	case claimPtraceRestricted:
+		return "yama ptrace_scope " + i.YamaPtraceScope
+	case claimPeerUIDSeparate:
+		return fmt.Sprintf("run creator uid %d, attester uid %d", i.PeerUID, i.AttesterUID)
+	case claimPeerSamePIDNamespace:
+		return "run creator's pid namespace " + i.PeerPIDNamespace
+	}
+	return "unknown claim"
 }
 
 // checkIsolation checks claims read from a document: the version, the
