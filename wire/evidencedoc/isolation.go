@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// IsolationVersion is the isolation_version of Isolation claims.
-const IsolationVersion = "clawea.dev/isolation/v1"
+// isolationVersion is the isolation_version of Isolation claims: NewIsolation
+// sets it and Parse refuses any other.
+const isolationVersion = "clawea.dev/isolation/v1"
 
 // ObservedAtRunCreation is the only observed_at value of v1: the claims
 // were observed once, when the run was created, not during the run.
@@ -126,7 +127,7 @@ func NewIsolation(o IsolationObservation) (*Isolation, error) {
 		return nil, fmt.Errorf("%w: isolation: a peer without credentials has an unknown pid namespace", ErrInconsistent)
 	}
 	return &Isolation{
-		Version:              IsolationVersion,
+		Version:              isolationVersion,
 		ObservedAt:           ObservedAtRunCreation,
 		AttesterUID:          o.AttesterUID,
 		ControlUIDs:          uids,
@@ -181,7 +182,7 @@ func (i *Isolation) Observed(name string) string {
 // observation point, and that every derived claim is what NewIsolation
 // derives from the observed values (control_uids in canonical order).
 func checkIsolation(i *Isolation) error {
-	if i.Version != IsolationVersion {
+	if i.Version != isolationVersion {
 		return fmt.Errorf("%w: isolation_version %q", ErrUnsupported, i.Version)
 	}
 	if i.ObservedAt != ObservedAtRunCreation {
