@@ -1,9 +1,6 @@
 package control
 
 import (
-	"errors"
-
-	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/wire/auditrec"
 )
@@ -14,9 +11,6 @@ import (
 // decisions has no records, root "" and count 0.
 func (s *Service) runAudit(rn *Run) ([]auditrec.Record, string, int64, error) {
 	snap, err := s.gate.audit.Snapshot(rn.id)
-	if errors.Is(err, audit.ErrUnknownRun) {
-		return nil, "", 0, nil // no decision yet
-	}
 	if err != nil {
 		return nil, "", 0, refusal(kindInternal, "cannot read the audit log", err)
 	}

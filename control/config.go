@@ -335,19 +335,14 @@ func (c *Config) owner(channel, sender string) bool {
 	return ok
 }
 
-// ConfigError names the key that is wrong (Key, a field: `attester.maxRuns`,
-// `tools.deny`), the class of the problem (Err) and what is wrong (Msg),
-// never a value. Its Doc is errConfig.
-type ConfigError = confdoc.ConfigError
-
 // errConfig is the document sentinel of the configuration file: every
-// *ConfigError from ParseConfigWith matches it, the gate's included, and its
-// text starts their messages.
+// *confdoc.ConfigError from ParseConfigWith matches it, the gate's
+// included, and its text starts their messages.
 var errConfig = errors.New("config")
 
-// configErr returns a *ConfigError of the configuration file at key.
-func configErr(key string, class error, format string, args ...any) *ConfigError {
-	return &ConfigError{Doc: errConfig, Key: key, Err: class, Msg: fmt.Sprintf(format, args...)}
+// configErr returns a *confdoc.ConfigError of the configuration file at key.
+func configErr(key string, class error, format string, args ...any) *confdoc.ConfigError {
+	return &confdoc.ConfigError{Doc: errConfig, Key: key, Err: class, Msg: fmt.Sprintf(format, args...)}
 }
 
 var sha256Tagged = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
@@ -372,8 +367,10 @@ type ConfigOptions struct {
 // references in string values (with o's lookups; the zero ConfigOptions
 // reads the process environment and the files), and returns the attester
 // section and the gate's configuration (agents and tools, read by package
-// gate from the same tree). Every error is a *ConfigError naming its key
-// and matching errConfig; no value (and no resolved secret) is ever quoted.
+// gate from the same tree). Every error is a *confdoc.ConfigError naming
+// the key that is wrong (Key: `attester.maxRuns`, `tools.deny`), the class
+// of the problem (Err) and what is wrong (Msg), and matching errConfig; no
+// value (and no resolved secret) is ever quoted.
 // Nothing else reads the file: all configuration errors surface here,
 // before the platform is opened or the identity unsealed.
 func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error) {
@@ -397,9 +394,9 @@ func ParseConfigWith(data []byte, o ConfigOptions) (*Config, *gate.Config, error
 	}
 	gc, err := gate.ParseConfigValue(f.root, gate.ParseOptions{Development: c.Development, AllowForeignKeys: true, Logger: o.Logger})
 	if err != nil {
-		ce, ok := errors.AsType[*ConfigError](err)
+		ce, ok := errors.AsType[*confdoc.ConfigError](err)
 		if !ok {
-			ce = &ConfigError{Err: err}
+			ce = &confdoc.ConfigError{Err: err}
 		}
 		ce.Doc = errConfig
 		return nil, nil, ce

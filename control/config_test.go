@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/gate"
+	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -79,9 +80,9 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		tt.mutate(m)
 		b, _ := json.Marshal(m)
 		_, _, err := parseConfig(b)
-		var ce *ConfigError
+		var ce *confdoc.ConfigError
 		if !errors.As(err, &ce) || !errors.Is(err, errConfig) || ce.Key != tt.key {
-			t.Errorf("want a ConfigError naming %q, got %v", tt.key, err)
+			t.Errorf("want a confdoc.ConfigError naming %q, got %v", tt.key, err)
 		}
 	}
 	if _, _, err := parseConfig([]byte("{")); !errors.Is(err, errConfig) {
@@ -105,7 +106,7 @@ func TestConfigStrict(t *testing.T) {
 		{`{` + att + `} {}`, "", jsonobj.ErrSyntax},
 	} {
 		_, _, err := parseConfig([]byte(tc.doc))
-		var ce *ConfigError
+		var ce *confdoc.ConfigError
 		if !errors.As(err, &ce) || ce.Key != tc.key || !errors.Is(err, tc.class) || !errors.Is(err, errConfig) {
 			t.Errorf("%s: %v, want key %q and %v", tc.doc, err, tc.key, tc.class)
 		}
@@ -147,7 +148,7 @@ func TestConfigSecretReferences(t *testing.T) {
 		{"${NOPE}/c.sock", "${HOOK_SECRET}", "attester.controlSocket"},
 	} {
 		_, _, err := ParseConfigWith(doc(tt.socket, tt.secret), opts)
-		var ce *ConfigError
+		var ce *confdoc.ConfigError
 		if !errors.As(err, &ce) || ce.Key != tt.key {
 			t.Errorf("%s / %s: want an error naming %s, got %v", tt.socket, tt.secret, tt.key, err)
 			continue
@@ -158,7 +159,7 @@ func TestConfigSecretReferences(t *testing.T) {
 	}
 	// The admission policy file is read with the same bound.
 	zero := []byte(`{"attester":{"controlSocket":"/run/c/c.sock","trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m","admissionPolicy":"/dev/zero"}}`)
-	var ce *ConfigError
+	var ce *confdoc.ConfigError
 	if _, _, err := ParseConfigWith(zero, opts); !errors.As(err, &ce) || ce.Key != "attester.admissionPolicy" || !strings.Contains(err.Error(), "larger than") {
 		t.Errorf("admission policy /dev/zero: want a size refusal naming attester.admissionPolicy, got %v", err)
 	}
@@ -225,7 +226,7 @@ func TestConfigFlagOverrides(t *testing.T) {
 			t.Errorf("setPlatform(%q): %v", p, err)
 		}
 	}
-	var ce *ConfigError
+	var ce *confdoc.ConfigError
 	if err := c.setPlatform("sgx"); !errors.As(err, &ce) || ce.Key != "attester.platform" || !errors.Is(err, errConfig) || c.Platform != "simulated" {
 		t.Errorf("setPlatform(sgx): %v, platform %q", err, c.Platform)
 	}

@@ -378,10 +378,7 @@ func (s *Service) AuditSnapshot(rn *Run) (*audit.Snapshot, error) {
 		return nil, err
 	}
 	rn.mu.Unlock()
-	snap, err := s.gate.audit.Snapshot(rn.id)
-	if errors.Is(err, audit.ErrUnknownRun) {
-		snap, err = &audit.Snapshot{}, nil // no decision yet
-	}
+	snap, err := s.gate.audit.Snapshot(rn.id) // empty: no decision yet
 	if err != nil {
 		return nil, refusal(kindInternal, "cannot read the audit log", err)
 	}

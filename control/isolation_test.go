@@ -232,7 +232,7 @@ func TestObserveIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := evidencedoc.Isolation{
-		Version: evidencedoc.IsolationVersion, ObservedAt: evidencedoc.ObservedAtRunCreation,
+		Version: "clawea.dev/isolation/v1", ObservedAt: evidencedoc.ObservedAtRunCreation,
 		AttesterUID: int64(me), ControlUIDs: []int64{int64(me + 1000)}, ControlUIDsSeparate: true, SocketProtected: true,
 		YamaPtraceScope: "1", PtraceRestricted: true, PeerUID: int64(me + 1000), PeerUIDSeparate: true,
 		PeerPIDNamespace: evidencedoc.PIDNamespaceSame, PeerSamePIDNamespace: true,

@@ -121,15 +121,12 @@ func (r *rebuilder) run(ctx context.Context, req rebuildRequest) (*rebuildResult
 	if fd < 0 {
 		return nil, fmt.Errorf("%w: no prompt descriptor", errRebuildWorker)
 	}
-	if rep.PromptBytes < 1 || rep.PromptBytes > sealed.MaxSize {
-		unix.Close(fd)
-		return nil, fmt.Errorf("%w: prompt size %d", errRebuildWorker, rep.PromptBytes)
-	}
 	tools, err := b64u.DecodeHash(rep.ToolSchemasHashB64u)
 	if err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%w: no tool schemas hash", errRebuildWorker)
 	}
+	// MapShared refuses a size outside a Buffer's and closes fd.
 	prompt, err := sealed.MapShared(fd, rep.PromptBytes, r.mem)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mapping the prompt: %w", errRebuildWorker, err)

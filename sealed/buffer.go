@@ -8,10 +8,10 @@ import (
 	"sync"
 )
 
-// MaxSize is the largest Buffer New accepts (64 MiB). Unprivileged processes
+// maxSize is the largest Buffer New accepts (64 MiB). Unprivileged processes
 // can usually lock far less (RLIMIT_MEMLOCK, often 8 MiB): large bodies are
 // processed in chunks (see forEachChunk) rather than held whole.
-const MaxSize = 64 << 20
+const maxSize = 64 << 20
 
 // Backing names reported by Buffer.Backing.
 const (
@@ -29,7 +29,7 @@ const (
 var (
 	// ErrNotSupported is returned on operating systems without sealed memory.
 	ErrNotSupported = errors.New("sealed: not supported on this operating system")
-	// errInvalidSize is returned for a size that is not in 1..MaxSize.
+	// errInvalidSize is returned for a size that is not in 1..maxSize.
 	errInvalidSize = errors.New("sealed: invalid buffer size")
 	// ErrLockFailed is returned when the memory cannot be locked into RAM and
 	// Options.AllowUnlocked is not set. It wraps the errno.
@@ -86,7 +86,7 @@ type Buffer struct {
 	readOnly bool // MapReadOnly: never written, not zeroed by Destroy
 }
 
-// New returns a zeroed Buffer of size bytes. size must be in 1..MaxSize.
+// New returns a zeroed Buffer of size bytes. size must be in 1..maxSize.
 // The caller must call Destroy when done.
 func New(size int, opts Options) (*Buffer, error) {
 	return newBuffer(size, opts, platformAllocator())
@@ -104,8 +104,8 @@ func NewFrom(src []byte, opts Options) (*Buffer, error) {
 }
 
 func newBuffer(size int, opts Options, a allocator) (*Buffer, error) {
-	if size <= 0 || size > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, MaxSize)
+	if size <= 0 || size > maxSize {
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, maxSize)
 	}
 	mem, backing, err := a.alloc(size, opts)
 	if err != nil {
@@ -124,8 +124,8 @@ func NewShareable(size int, opts Options) (*Buffer, error) {
 }
 
 func newShareable(size int, opts Options, a allocator) (*Buffer, error) {
-	if size <= 0 || size > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, MaxSize)
+	if size <= 0 || size > maxSize {
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, maxSize)
 	}
 	mem, fd, backing, err := a.allocShared(size, opts)
 	if err != nil {
@@ -154,8 +154,8 @@ func MapReadOnly(fd, size int, opts Options) (*Buffer, error) {
 
 func mapShared(fd, size int, readOnly bool, opts Options, a allocator) (*Buffer, error) {
 	defer a.closeFd(fd)
-	if size <= 0 || size > MaxSize {
-		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, MaxSize)
+	if size <= 0 || size > maxSize {
+		return nil, fmt.Errorf("%w: %d bytes, want 1..%d", errInvalidSize, size, maxSize)
 	}
 	mem, backing, err := a.mapFd(fd, size, readOnly, opts)
 	if err != nil {

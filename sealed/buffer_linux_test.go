@@ -85,7 +85,7 @@ func vmFlags(t *testing.T, p []byte) map[string]bool {
 }
 
 func TestNewRefusesBadSizes(t *testing.T) {
-	for _, n := range []int{0, -1, -1 << 40, MaxSize + 1, 1 << 40} {
+	for _, n := range []int{0, -1, -1 << 40, maxSize + 1, 1 << 40} {
 		b, err := New(n, Options{})
 		if !errors.Is(err, errInvalidSize) || b != nil {
 			t.Errorf("New(%d) = %v, %v; want nil, ErrInvalidSize", n, b, err)

@@ -20,10 +20,10 @@
 // stays locked and mapped until the process exits.
 //
 // Sealer seals small secrets (private keys, data-encryption keys) to the
-// platform: KeySealer uses a platform-derived key (a Keyer, such as enclave.SealingKeyer) and
-// DevSealer a development key that is marked as such in every blob. The blob
-// format and the rules above are specified normatively in
-// docs/spec/sealed-memory.md.
+// platform: NewKeySealer's sealer uses a platform-derived key (a Keyer, such
+// as enclave.SealingKeyer) and DevSealer a development key that is marked as
+// such in every blob. The blob format and the rules above are specified
+// normatively in docs/spec/sealed-memory.md.
 //
 // Limits of what this package can promise: Go's crypto/aes, crypto/cipher and
 // crypto/hmac keep expanded key material on the Go heap for the duration of an

@@ -25,7 +25,7 @@ const keySize = 32
 const devKind = "development-insecure"
 
 // platformKeyLabelPrefix is prepended to the seal label to form the label a
-// KeySealer passes to its Keyer, separating these keys from
+// a platform sealer passes to its Keyer, separating these keys from
 // any other use of the platform key.
 const platformKeyLabelPrefix = "clawea.dev/attester/v1/sealed/"
 
@@ -56,14 +56,14 @@ type Sealer interface {
 }
 
 var (
-	_ Sealer = (*KeySealer)(nil)
+	_ Sealer = (*keySealer)(nil)
 	_ Sealer = (*DevSealer)(nil)
 )
 
 // Keyer derives a platform-bound symmetric key for label: the same key
 // across restarts of the same workload on the same platform, another key
 // for any other label, workload measurement or platform. The returned slice
-// must be freshly allocated: KeySealer copies it into sealed memory and
+// must be freshly allocated: the sealer copies it into sealed memory and
 // zeroes it. Platform backends that can derive such keys (enclave/sevsnp,
 // enclave/sim; see enclave.SealingKeyer) satisfy it.
 //
@@ -80,20 +80,21 @@ func (f keyFunc) SealingKey(ctx context.Context, label string) ([]byte, error) {
 	return f(ctx, label)
 }
 
-// KeySealer seals with AES-256-GCM under a platform-derived key, for example
+// keySealer, the platform sealer NewKeySealer returns, seals with AES-256-GCM
+// under a platform-derived key, for example
 // one derived by SEV-SNP MSG_KEY_REQ.
 //
 // For every Seal and Unseal it calls SealingKey(ctx, platformKeyLabelPrefix +
 // label), copies the 32-byte key into a Buffer and zeroes the returned slice:
 // a keyer must return a fresh slice each time and must not keep it.
-type KeySealer struct {
+type keySealer struct {
 	c core
 }
 
-// NewKeySealer returns a KeySealer of the given kind (1..maxKindLen bytes of
+// NewKeySealer returns a platform sealer of the given kind (1..maxKindLen bytes of
 // [a-z0-9._:/-], e.g. "sev-snp"). devKind and kinds starting with
 // "development" are refused. opts applies to the key and output Buffers.
-func NewKeySealer(kind string, keyer Keyer, opts Options) (*KeySealer, error) {
+func NewKeySealer(kind string, keyer Keyer, opts Options) (Sealer, error) {
 	if !validKind(kind) || strings.HasPrefix(kind, "development") {
 		return nil, fmt.Errorf("%w: %q", errInvalidKind, kind)
 	}
@@ -112,28 +113,28 @@ func NewKeySealer(kind string, keyer Keyer, opts Options) (*KeySealer, error) {
 		copy(dst, k)
 		return nil
 	}
-	return &KeySealer{c: core{kind: kind, opts: opts, derive: derive}}, nil
+	return &keySealer{c: core{kind: kind, opts: opts, derive: derive}}, nil
 }
 
 // Kind returns the sealer kind given to NewKeySealer.
-func (s *KeySealer) Kind() string { return s.c.kind }
+func (s *keySealer) Kind() string { return s.c.kind }
 
 // Seal implements Sealer.
-func (s *KeySealer) Seal(ctx context.Context, label string, secret []byte) ([]byte, error) {
+func (s *keySealer) Seal(ctx context.Context, label string, secret []byte) ([]byte, error) {
 	return s.c.seal(ctx, label, secret)
 }
 
 // Unseal implements Sealer.
-func (s *KeySealer) Unseal(ctx context.Context, label string, blob []byte) (*Buffer, error) {
+func (s *keySealer) Unseal(ctx context.Context, label string, blob []byte) (*Buffer, error) {
 	return s.c.unseal(ctx, label, blob)
 }
 
 // String never prints key material.
-func (s *KeySealer) String() string { return "sealed.KeySealer(" + s.c.kind + ")" }
+func (s *keySealer) String() string { return "sealed.KeySealer(" + s.c.kind + ")" }
 
 // DevSealer is a development sealer: its key is ordinary data (a file or
 // bytes), not bound to any platform. Its Kind is devKind, which is bound into
-// every blob, so its blobs never open under a KeySealer and vice versa. It
+// every blob, so its blobs never open under a platform sealer and vice versa. It
 // MUST NOT be used in production.
 //
 // The per-label key is HMAC-SHA256(devKey, devKeyInfo || label), computed into

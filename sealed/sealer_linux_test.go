@@ -61,7 +61,7 @@ func mustSeal(t testing.TB, s Sealer, secret []byte) []byte {
 	return blob
 }
 
-func newTestSealers(t testing.TB) (*KeySealer, *simKeyer, *DevSealer) {
+func newTestSealers(t testing.TB) (Sealer, *simKeyer, *DevSealer) {
 	t.Helper()
 	sk := &simKeyer{root: []byte("simulated platform root secret")}
 	ks, err := NewKeySealer("sev-snp", sk, Options{})
@@ -341,7 +341,7 @@ func TestNewKeySealerValidation(t *testing.T) {
 	if _, err := NewKeySealer("tdx", nil, Options{}); err == nil {
 		t.Error("nil keyer accepted")
 	}
-	var zero KeySealer
+	var zero keySealer
 	if _, err := zero.Seal(context.Background(), testLabel, []byte("x")); !errors.Is(err, errKeyUnavailable) {
 		t.Errorf("zero KeySealer: %v", err)
 	}

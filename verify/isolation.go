@@ -69,25 +69,8 @@ func checkIsolation(p *Policy, c *evidencedoc.Commitments) *Error {
 	for _, name := range p.RequireIsolation {
 		if v, ok := iso.Claim(name); !ok || !v {
 			return policyErr(policyIsolation, "require_isolation", "isolation claim %s is false (%s) and require_isolation requires it",
-				name, isolationSeen(iso, name))
+				name, iso.Observed(name))
 		}
 	}
 	return nil
-}
-
-// isolationSeen says what the attester observed behind a claim.
-func isolationSeen(iso *evidencedoc.Isolation, name string) string {
-	switch name {
-	case evidencedoc.ClaimControlUIDsSeparate:
-		return fmt.Sprintf("attester uid %d, control uids %v", iso.AttesterUID, iso.ControlUIDs)
-	case evidencedoc.ClaimSocketProtected:
-		return fmt.Sprintf("a control uid other than the attester's can replace the control socket, control uids %v", iso.ControlUIDs)
-	case evidencedoc.ClaimPtraceRestricted:
-		return "yama ptrace_scope " + iso.YamaPtraceScope
-	case evidencedoc.ClaimPeerUIDSeparate:
-		return fmt.Sprintf("run creator uid %d, attester uid %d", iso.PeerUID, iso.AttesterUID)
-	case evidencedoc.ClaimPeerSamePIDNamespace:
-		return "run creator's pid namespace " + iso.PeerPIDNamespace
-	}
-	return "unknown claim"
 }

@@ -55,8 +55,8 @@ func TestRequireIsolation(t *testing.T) {
 		names   string
 	}{
 		{"every claim, shared uid", bad, evidencedoc.IsolationClaims, "isolation claim control_uids_separate is false (attester uid 1000, control uids [1000])"},
-		{"ptrace only", bad, []string{evidencedoc.ClaimPtraceRestricted}, "isolation claim ptrace_restricted is false (yama ptrace_scope 0)"},
-		{"no claims (v2)", old, []string{evidencedoc.ClaimSocketProtected}, "carries no isolation claims (clawea.dev/attestation/v2)"},
+		{"ptrace only", bad, []string{"ptrace_restricted"}, "isolation claim ptrace_restricted is false (yama ptrace_scope 0)"},
+		{"no claims (v2)", old, []string{"socket_protected"}, "carries no isolation claims (clawea.dev/attestation/v2)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := tc.f.simPolicy()
@@ -70,7 +70,7 @@ func TestRequireIsolation(t *testing.T) {
 	}
 	// A claim that holds is all a list requires.
 	p := bad.simPolicy()
-	p.RequireIsolation = []string{evidencedoc.ClaimSocketProtected, evidencedoc.ClaimPeerSamePIDNamespace}
+	p.RequireIsolation = []string{"socket_protected", "peer_same_pid_namespace"}
 	if _, err := Verify(bad.att, bad.ev, bad.bundle, p, bad.opts()); err != nil {
 		t.Fatal(err)
 	}

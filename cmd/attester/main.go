@@ -39,6 +39,7 @@ import (
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/sealed"
 )
 
@@ -114,7 +115,7 @@ func run(args []string, stderr io.Writer) int {
 	svc, closeAll, err := control.Setup(ctx, control.Deps{Config: cfg, GateConfig: rest, Logger: log, Registerer: reg})
 	if err != nil {
 		log.Error("setup failed", "err", err)
-		var ce *control.ConfigError
+		var ce *confdoc.ConfigError
 		if errors.As(err, &ce) {
 			return 1
 		}

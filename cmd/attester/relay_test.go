@@ -15,7 +15,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -307,8 +306,8 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 	rl.set(nil, func(path string, _ *http.Response, b []byte) []byte {
 		return bytes.Replace(b, []byte(`"allow":false`), []byte(`"allow":true`), 1)
 	})
-	if _, _, err := victim.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn, "exec")); !errors.Is(err, answer.ErrResponseMismatch) {
-		t.Fatalf("flipped deny: %v, want %v", err, answer.ErrResponseMismatch)
+	if _, _, err := victim.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn, "exec")); answer.Code(err) != "ANSWER_RESPONSE_MISMATCH" {
+		t.Fatalf("flipped deny: %v, want ANSWER_RESPONSE_MISMATCH", err)
 	}
 
 	// 2. The sender rewritten to the owner: the attester answers an owner
@@ -318,8 +317,8 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 		return bytes.Replace(b, []byte(`"sender_id":"mallory"`), []byte(`"sender_id":"owner-1"`), 1)
 	}, nil)
 	_, _, err = victim.do("POST", base+"/turns", rn.capability, rn.id, []byte(`{"channel":"telegram","sender_id":"mallory","message_id":"m2","content_sha256_b64u":"`+content+`"}`))
-	if !errors.Is(err, answer.ErrRequestMismatch) {
-		t.Fatalf("rewritten sender: %v, want %v", err, answer.ErrRequestMismatch)
+	if answer.Code(err) != "ANSWER_REQUEST_MISMATCH" {
+		t.Fatalf("rewritten sender: %v, want ANSWER_REQUEST_MISMATCH", err)
 	}
 	victim.seqs[rn.id]++
 
@@ -347,8 +346,8 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 	if _, _, err := victim.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn2, "read")); err != nil {
 		t.Fatalf("first call through the relay: %v", err)
 	}
-	if _, _, err := victim.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn2, "read")); !errors.Is(err, answer.ErrSequence) {
-		t.Fatalf("replayed answer: %v, want %v", err, answer.ErrSequence)
+	if _, _, err := victim.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn2, "read")); answer.Code(err) != "ANSWER_SEQUENCE" {
+		t.Fatalf("replayed answer: %v, want ANSWER_SEQUENCE", err)
 	}
 	seqs[rn.id]++ // the attester's answer to the second call was withheld
 	rl.set(nil, nil)
@@ -375,8 +374,8 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 	// A run opened through the relay is bound to, and answered for, the
 	// relay's process: the orchestrator refuses it.
 	code, _, err = victim.do("POST", "/v1/runs", "", "", a.createBody(t, pf, "s"))
-	if !errors.Is(err, answer.ErrPeerMismatch) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", sp.Process.Pid)) {
-		t.Fatalf("a run created through a relay process: %d %v, want %v naming pid %d", code, err, answer.ErrPeerMismatch, sp.Process.Pid)
+	if answer.Code(err) != "ANSWER_PEER_MISMATCH" || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", sp.Process.Pid)) {
+		t.Fatalf("a run created through a relay process: %d %v, want ANSWER_PEER_MISMATCH naming pid %d", code, err, sp.Process.Pid)
 	}
 }
 

@@ -42,8 +42,6 @@ const lockName = "LOCK"
 var (
 	// errInvalidRun: a run id that is not 1..maxRunIDBytes of [A-Za-z0-9_-].
 	errInvalidRun = errors.New("audit: invalid run id")
-	// ErrUnknownRun: no log exists for the run.
-	ErrUnknownRun = errors.New("audit: unknown run")
 	// errRunFull: the run's log reached Options.MaxRunBytes. Only that run
 	// is refused.
 	errRunFull = errors.New("audit: the run's audit log is full")
@@ -743,7 +741,8 @@ type Snapshot struct {
 }
 
 // Snapshot returns the run's durable log. The caller MUST call WriteTo or
-// Close. A run that never recorded anything has an empty snapshot.
+// Close. A run that never recorded anything (no decision yet: the log
+// knows no such run) has an empty snapshot, root "" and count 0.
 func (l *Log) Snapshot(run string) (*Snapshot, error) {
 	if !validRunID(run) {
 		return nil, errInvalidRun
@@ -755,7 +754,7 @@ func (l *Log) Snapshot(run string) (*Snapshot, error) {
 	}
 	rl := l.runs[run]
 	if rl == nil {
-		return nil, ErrUnknownRun
+		return &Snapshot{}, nil
 	}
 	if rl.state == stateRemoved {
 		return nil, errRunClosed

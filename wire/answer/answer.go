@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/charclass"
@@ -57,16 +58,35 @@ type Statement struct {
 // names its reason code (the plugin reports the same codes).
 var (
 	errMalformed        = errors.New("ANSWER_MALFORMED: the answer's statement is not a canonical answer statement")
-	ErrUnsigned         = errors.New("ANSWER_UNSIGNED: the answer carries no signature")
+	errUnsigned         = errors.New("ANSWER_UNSIGNED: the answer carries no signature")
 	errSignature        = errors.New("ANSWER_SIGNATURE_INVALID: the answer's signature does not verify with the pinned attester key")
 	errSigner           = errors.New("ANSWER_WRONG_SIGNER: the answer names another attester than the pinned one")
-	ErrRequestMismatch  = errors.New("ANSWER_REQUEST_MISMATCH: the answer is for another request than the one sent")
-	ErrResponseMismatch = errors.New("ANSWER_RESPONSE_MISMATCH: the answer's body is not the one the attester signed")
+	errRequestMismatch  = errors.New("ANSWER_REQUEST_MISMATCH: the answer is for another request than the one sent")
+	errResponseMismatch = errors.New("ANSWER_RESPONSE_MISMATCH: the answer's body is not the one the attester signed")
 	errStatusMismatch   = errors.New("ANSWER_STATUS_MISMATCH: the answer's status is not the one the attester signed")
-	ErrPeerMismatch     = errors.New("ANSWER_PEER_MISMATCH: the attester answered another process than this one")
+	errPeerMismatch     = errors.New("ANSWER_PEER_MISMATCH: the attester answered another process than this one")
 	errRunMismatch      = errors.New("ANSWER_RUN_MISMATCH: the answer is for another run")
-	ErrSequence         = errors.New("ANSWER_SEQUENCE: the answer is out of sequence (replayed, reordered or lost)")
+	errSequence         = errors.New("ANSWER_SEQUENCE: the answer is out of sequence (replayed, reordered or lost)")
 )
+
+// reasons are the errors above, each of which Code names.
+var reasons = [...]error{
+	errMalformed, errUnsigned, errSignature, errSigner, errRequestMismatch,
+	errResponseMismatch, errStatusMismatch, errPeerMismatch, errRunMismatch, errSequence,
+}
+
+// Code returns the reason code (ANSWER_UNSIGNED, ANSWER_SEQUENCE, ...) of
+// an error that Verify, Statement.Check or Statement.Marshal returned, or
+// "" for any other error.
+func Code(err error) string {
+	for _, r := range reasons {
+		if errors.Is(err, r) {
+			code, _, _ := strings.Cut(r.Error(), ":")
+			return code
+		}
+	}
+	return ""
+}
 
 // RequestHash is SHA-256(method || LF || request-target || LF || body):
 // the request as the attester read it (request-target exactly as sent, for
@@ -184,7 +204,7 @@ func parse(b []byte) (*Statement, error) {
 // signature failure is errSignature.
 func Verify(pub ed25519.PublicKey, statementB64u, signatureB64u string) (*Statement, error) {
 	if statementB64u == "" || signatureB64u == "" {
-		return nil, ErrUnsigned
+		return nil, errUnsigned
 	}
 	if len(statementB64u) > b64u.EncodedLen(maxStatementBytes) {
 		return nil, fmt.Errorf("%w: too long", errMalformed)
@@ -233,17 +253,17 @@ type Expect struct {
 func (s *Statement) Check(e Expect) error {
 	switch {
 	case s.RequestHashB64u != b64u.Encode(e.RequestHash[:]):
-		return ErrRequestMismatch
+		return errRequestMismatch
 	case s.ResponseHashB64u != b64u.Encode(e.ResponseHash[:]):
-		return ErrResponseMismatch
+		return errResponseMismatch
 	case s.Status != int64(e.Status):
 		return errStatusMismatch
 	case s.PeerPID != e.PID || s.PeerStartTime != e.StartTime:
-		return fmt.Errorf("%w: pid %d start %d, this process is pid %d start %d", ErrPeerMismatch, s.PeerPID, s.PeerStartTime, e.PID, e.StartTime)
+		return fmt.Errorf("%w: pid %d start %d, this process is pid %d start %d", errPeerMismatch, s.PeerPID, s.PeerStartTime, e.PID, e.StartTime)
 	case e.RunID != "" && s.RunID != e.RunID:
 		return errRunMismatch
 	case s.Seq != e.Seq:
-		return fmt.Errorf("%w: got %d, want %d", ErrSequence, s.Seq, e.Seq)
+		return fmt.Errorf("%w: got %d, want %d", errSequence, s.Seq, e.Seq)
 	}
 	return nil
 }

@@ -80,9 +80,9 @@ func TestVerifyRefusals(t *testing.T) {
 		st, sig string
 		want    error
 	}{
-		{"no headers", pub, "", "", ErrUnsigned},
-		{"no signature", pub, stB, "", ErrUnsigned},
-		{"no statement", pub, "", vecSignature, ErrUnsigned},
+		{"no headers", pub, "", "", errUnsigned},
+		{"no signature", pub, stB, "", errUnsigned},
+		{"no statement", pub, "", vecSignature, errUnsigned},
 		{"flipped statement", pub, b64u.Encode(flip), vecSignature, errSignature},
 		{"signature under another key, naming this attester", pub, func() string { s, _ := signAs(other, vecStatement); return s }(), func() string { _, g := signAs(other, vecStatement); return g }(), errSignature},
 		{"another attester's answer", pub, func() string { s, _ := signAs(other, otherDID); return s }(), func() string { _, g := signAs(other, otherDID); return g }(), errSigner},
@@ -129,15 +129,15 @@ func TestVerifyRefusals(t *testing.T) {
 		mod  func(*Expect)
 		want error
 	}{
-		{"another request", func(e *Expect) { e.RequestHash = RequestHash("POST", "/v1/runs/run_abc/tool-calls", []byte(`{}`)) }, ErrRequestMismatch},
-		{"another method", func(e *Expect) { e.RequestHash = RequestHash("PUT", "/v1/runs/run_abc/tool-calls", []byte(vecRequest)) }, ErrRequestMismatch},
-		{"a flipped body", func(e *Expect) { e.ResponseHash = sha256.Sum256([]byte(`{"allow":false}` + "\n")) }, ErrResponseMismatch},
+		{"another request", func(e *Expect) { e.RequestHash = RequestHash("POST", "/v1/runs/run_abc/tool-calls", []byte(`{}`)) }, errRequestMismatch},
+		{"another method", func(e *Expect) { e.RequestHash = RequestHash("PUT", "/v1/runs/run_abc/tool-calls", []byte(vecRequest)) }, errRequestMismatch},
+		{"a flipped body", func(e *Expect) { e.ResponseHash = sha256.Sum256([]byte(`{"allow":false}` + "\n")) }, errResponseMismatch},
 		{"another status", func(e *Expect) { e.Status = 201 }, errStatusMismatch},
-		{"another pid", func(e *Expect) { e.PID++ }, ErrPeerMismatch},
-		{"another start time", func(e *Expect) { e.StartTime++ }, ErrPeerMismatch},
+		{"another pid", func(e *Expect) { e.PID++ }, errPeerMismatch},
+		{"another start time", func(e *Expect) { e.StartTime++ }, errPeerMismatch},
 		{"another run", func(e *Expect) { e.RunID = "run_abd" }, errRunMismatch},
-		{"a replay (seq already seen)", func(e *Expect) { e.Seq = 4 }, ErrSequence},
-		{"a skipped answer", func(e *Expect) { e.Seq = 2 }, ErrSequence},
+		{"a replay (seq already seen)", func(e *Expect) { e.Seq = 4 }, errSequence},
+		{"a skipped answer", func(e *Expect) { e.Seq = 2 }, errSequence},
 	} {
 		e := vecExpect()
 		tc.mod(&e)

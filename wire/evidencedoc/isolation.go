@@ -5,8 +5,9 @@ import (
 	"slices"
 )
 
-// IsolationVersion is the isolation_version of Isolation claims.
-const IsolationVersion = "clawea.dev/isolation/v1"
+// isolationVersion is the isolation_version of Isolation claims: NewIsolation
+// sets it and Parse refuses any other.
+const isolationVersion = "clawea.dev/isolation/v1"
 
 // ObservedAtRunCreation is the only observed_at value of v1: the claims
 // were observed once, when the run was created, not during the run.
@@ -32,17 +33,17 @@ const (
 // (require_isolation): each names a boolean member of Isolation that is
 // true when the property was observed.
 const (
-	ClaimControlUIDsSeparate  = "control_uids_separate"
-	ClaimSocketProtected      = "socket_protected"
-	ClaimPtraceRestricted     = "ptrace_restricted"
-	ClaimPeerUIDSeparate      = "peer_uid_separate"
-	ClaimPeerSamePIDNamespace = "peer_same_pid_namespace"
+	claimControlUIDsSeparate  = "control_uids_separate"
+	claimSocketProtected      = "socket_protected"
+	claimPtraceRestricted     = "ptrace_restricted"
+	claimPeerUIDSeparate      = "peer_uid_separate"
+	claimPeerSamePIDNamespace = "peer_same_pid_namespace"
 )
 
 // IsolationClaims lists the claim names, in wire order.
 var IsolationClaims = []string{
-	ClaimControlUIDsSeparate, ClaimSocketProtected, ClaimPtraceRestricted,
-	ClaimPeerUIDSeparate, ClaimPeerSamePIDNamespace,
+	claimControlUIDsSeparate, claimSocketProtected, claimPtraceRestricted,
+	claimPeerUIDSeparate, claimPeerSamePIDNamespace,
 }
 
 // Limits of Isolation.
@@ -126,7 +127,7 @@ func NewIsolation(o IsolationObservation) (*Isolation, error) {
 		return nil, fmt.Errorf("%w: isolation: a peer without credentials has an unknown pid namespace", ErrInconsistent)
 	}
 	return &Isolation{
-		Version:              IsolationVersion,
+		Version:              isolationVersion,
 		ObservedAt:           ObservedAtRunCreation,
 		AttesterUID:          o.AttesterUID,
 		ControlUIDs:          uids,
@@ -145,25 +146,43 @@ func NewIsolation(o IsolationObservation) (*Isolation, error) {
 // that is not in IsolationClaims.
 func (i *Isolation) Claim(name string) (value, ok bool) {
 	switch name {
-	case ClaimControlUIDsSeparate:
+	case claimControlUIDsSeparate:
 		return i.ControlUIDsSeparate, true
-	case ClaimSocketProtected:
+	case claimSocketProtected:
 		return i.SocketProtected, true
-	case ClaimPtraceRestricted:
+	case claimPtraceRestricted:
 		return i.PtraceRestricted, true
-	case ClaimPeerUIDSeparate:
+	case claimPeerUIDSeparate:
 		return i.PeerUIDSeparate, true
-	case ClaimPeerSamePIDNamespace:
+	case claimPeerSamePIDNamespace:
 		return i.PeerSamePIDNamespace, true
 	}
 	return false, false
+}
+
+// Observed says, for a relying party's message, what the attester observed
+// behind the claim named name: the values NewIsolation derived it from.
+func (i *Isolation) Observed(name string) string {
+	switch name {
+	case claimControlUIDsSeparate:
+		return fmt.Sprintf("attester uid %d, control uids %v", i.AttesterUID, i.ControlUIDs)
+	case claimSocketProtected:
+		return fmt.Sprintf("a control uid other than the attester's can replace the control socket, control uids %v", i.ControlUIDs)
+	case claimPtraceRestricted:
+		return "yama ptrace_scope " + i.YamaPtraceScope
+	case claimPeerUIDSeparate:
+		return fmt.Sprintf("run creator uid %d, attester uid %d", i.PeerUID, i.AttesterUID)
+	case claimPeerSamePIDNamespace:
+		return "run creator's pid namespace " + i.PeerPIDNamespace
+	}
+	return "unknown claim"
 }
 
 // checkIsolation checks claims read from a document: the version, the
 // observation point, and that every derived claim is what NewIsolation
 // derives from the observed values (control_uids in canonical order).
 func checkIsolation(i *Isolation) error {
-	if i.Version != IsolationVersion {
+	if i.Version != isolationVersion {
 		return fmt.Errorf("%w: isolation_version %q", ErrUnsupported, i.Version)
 	}
 	if i.ObservedAt != ObservedAtRunCreation {

@@ -51,13 +51,13 @@ func TestIsolationClaims(t *testing.T) {
 		o     evidencedoc.IsolationObservation
 		claim string
 	}{
-		"attester uid is a control uid": {evidencedoc.IsolationObservation{AttesterUID: 0, ControlUIDs: []int64{0}, YamaPtraceScope: "1", PeerUID: 0, PeerPIDNamespace: "same"}, evidencedoc.ClaimControlUIDsSeparate},
-		"socket not protected":          {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, YamaPtraceScope: "1", PeerUID: 2, PeerPIDNamespace: "same"}, evidencedoc.ClaimSocketProtected},
-		"ptrace scope 0":                {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, SocketProtected: true, YamaPtraceScope: "0", PeerUID: 2, PeerPIDNamespace: "same"}, evidencedoc.ClaimPtraceRestricted},
-		"no yama":                       {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, SocketProtected: true, YamaPtraceScope: evidencedoc.YamaAbsent, PeerUID: 2, PeerPIDNamespace: "same"}, evidencedoc.ClaimPtraceRestricted},
-		"peer unknown":                  {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, SocketProtected: true, YamaPtraceScope: "2", PeerUID: -1, PeerPIDNamespace: "unknown"}, evidencedoc.ClaimPeerUIDSeparate},
-		"peer is the attester's uid":    {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{1, 2}, SocketProtected: true, YamaPtraceScope: "2", PeerUID: 1, PeerPIDNamespace: "same"}, evidencedoc.ClaimPeerUIDSeparate},
-		"peer in another pid namespace": {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, SocketProtected: true, YamaPtraceScope: "3", PeerUID: 2, PeerPIDNamespace: "other"}, evidencedoc.ClaimPeerSamePIDNamespace},
+		"attester uid is a control uid": {evidencedoc.IsolationObservation{AttesterUID: 0, ControlUIDs: []int64{0}, YamaPtraceScope: "1", PeerUID: 0, PeerPIDNamespace: "same"}, "control_uids_separate"},
+		"socket not protected":          {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, YamaPtraceScope: "1", PeerUID: 2, PeerPIDNamespace: "same"}, "socket_protected"},
+		"ptrace scope 0":                {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, SocketProtected: true, YamaPtraceScope: "0", PeerUID: 2, PeerPIDNamespace: "same"}, "ptrace_restricted"},
+		"no yama":                       {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, SocketProtected: true, YamaPtraceScope: evidencedoc.YamaAbsent, PeerUID: 2, PeerPIDNamespace: "same"}, "ptrace_restricted"},
+		"peer unknown":                  {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, SocketProtected: true, YamaPtraceScope: "2", PeerUID: -1, PeerPIDNamespace: "unknown"}, "peer_uid_separate"},
+		"peer is the attester's uid":    {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{1, 2}, SocketProtected: true, YamaPtraceScope: "2", PeerUID: 1, PeerPIDNamespace: "same"}, "peer_uid_separate"},
+		"peer in another pid namespace": {evidencedoc.IsolationObservation{AttesterUID: 1, ControlUIDs: []int64{2}, SocketProtected: true, YamaPtraceScope: "3", PeerUID: 2, PeerPIDNamespace: "other"}, "peer_same_pid_namespace"},
 	} {
 		if v, _ := isolation(t, c.o).Claim(c.claim); v {
 			t.Errorf("%s: %s is true", name, c.claim)

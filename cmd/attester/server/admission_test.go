@@ -15,6 +15,7 @@ import (
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/confdoc"
 )
 
 // admissionTestdata is the admission package's vectors and policies.
@@ -306,7 +307,7 @@ func TestAdmissionPolicyConfig(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, _, err := control.ParseConfigWith(admissionConfig(t, trustedOne, "", func(att, _ map[string]any) { att["admissionPolicy"] = v }), control.ConfigOptions{})
-			var ce *control.ConfigError
+			var ce *confdoc.ConfigError
 			if !errors.As(err, &ce) || ce.Key != "attester.admissionPolicy" {
 				t.Fatalf("got %v, want a config error naming attester.admissionPolicy", err)
 			}
