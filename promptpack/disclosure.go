@@ -29,8 +29,8 @@ import (
 // every disclosure.
 const disclosureVersion = "clawea.dev/disclosure/v1"
 
-// MaxDisclosureSize bounds a disclosure document.
-const MaxDisclosureSize = jcs.MaxBytes
+// maxDisclosureSize bounds a disclosure document.
+const maxDisclosureSize = jcs.MaxBytes
 
 // Errors. Each maps to one reason code (DisclosureCode).
 var (
@@ -140,7 +140,7 @@ func (d *disclosure) encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errDisclosureMalformed, err)
 	}
-	if len(out) > MaxDisclosureSize {
+	if len(out) > maxDisclosureSize {
 		return nil, fmt.Errorf("%w: %w", errDisclosureMalformed, jsonobj.ErrTooLarge)
 	}
 	return out, nil
@@ -170,15 +170,15 @@ func (d *disclosure) validate() error {
 }
 
 // parseDisclosure reads a disclosure strictly (docs/spec/disclosure-v1.md
-// section 4): at most MaxDisclosureSize bytes, one JSON object whose
+// section 4): at most maxDisclosureSize bytes, one JSON object whose
 // disclosure_version is checked first, no unknown or missing member, exact
 // types, inputs sorted and distinct, and canonical (JCS) bytes. It returns
 // nothing on error.
 func parseDisclosure(data []byte) (*disclosure, error) {
-	if len(data) > MaxDisclosureSize {
+	if len(data) > maxDisclosureSize {
 		return nil, fmt.Errorf("%w: %w", errDisclosureMalformed, jsonobj.ErrTooLarge)
 	}
-	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxDisclosureSize})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: maxDisclosureSize})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errDisclosureMalformed, err)
 	}

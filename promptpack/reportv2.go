@@ -37,8 +37,8 @@ const (
 	maxReportInputs = maxRawContextFiles + 16
 	// maxInputIDLen bounds an input id in code points.
 	maxInputIDLen = 1024
-	// MaxReportSize bounds a report document read by parseReportV2.
-	MaxReportSize = 1 << 20
+	// maxReportSize bounds a report document read by parseReportV2.
+	maxReportSize = 1 << 20
 )
 
 // Input kinds of report v2.
@@ -305,15 +305,15 @@ type parsedReportV2 struct {
 	SystemPromptHashB64u string
 }
 
-// parseReportV2 reads a SystemPromptReport v2: at most MaxReportSize bytes,
+// parseReportV2 reads a SystemPromptReport v2: at most maxReportSize bytes,
 // valid against its JSON Schema, in JCS canonical form (so its hash is the
 // hash of exactly the bytes received), with distinct (kind, id) pairs.
 // A v1 report is refused with errNotSalted.
 func parseReportV2(data []byte) (*parsedReportV2, error) {
-	if len(data) > MaxReportSize {
+	if len(data) > maxReportSize {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, ErrTooLarge)
 	}
-	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxReportSize})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: maxReportSize})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, err)
 	}

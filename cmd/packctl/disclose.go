@@ -231,10 +231,10 @@ func (vd *verifyDisclosure) printVerified() {
 // readInputs reads the report and the disclosure.
 func (vd *verifyDisclosure) readInputs() int {
 	var err error
-	if vd.report, err = bounded.ReadFile(vd.reportPath, promptpack.MaxReportSize+1); err != nil {
+	if vd.report, err = bounded.ReadFile(vd.reportPath, maxInputBytes); err != nil {
 		return vd.finish(exitCannot, "UNREADABLE", err.Error())
 	}
-	if vd.dis, err = bounded.ReadFile(vd.disPath, promptpack.MaxDisclosureSize+1); err != nil {
+	if vd.dis, err = bounded.ReadFile(vd.disPath, maxInputBytes); err != nil {
 		return vd.finish(exitCannot, "UNREADABLE", err.Error())
 	}
 	return exitOK
