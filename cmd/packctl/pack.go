@@ -575,7 +575,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "open: %v", err)
 		return exitCannot
 	}
-	m, code := readParsed(*manifest, envelope.MaxManifestSize, envelope.ParseManifest, exitRejected, stderr, "open")
+	m, code := readParsed(*manifest, maxInputBytes, envelope.ParseManifest, exitRejected, stderr, "open")
 	if code != exitOK {
 		return code
 	}
