@@ -96,7 +96,7 @@ type disclosedInput struct {
 }
 
 // selector returns "kind:id".
-func (in *disclosedInput) selector() string { return Selector(in.Kind, in.ID) }
+func (in *disclosedInput) selector() string { return selectorOf(in.Kind, in.ID) }
 
 // disclosure is a parsed disclosure document.
 type disclosure struct {
@@ -301,7 +301,7 @@ func DescribeDisclosure(data []byte) (reportHash [32]byte, revealed []RevealedIn
 	}
 	defer d.wipe()
 	for _, in := range d.Inputs {
-		revealed = append(revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content)})
+		revealed = append(revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content), Selector: in.selector()})
 	}
 	return d.ReportHash, revealed, nil
 }
@@ -322,6 +322,9 @@ type RevealedInput struct {
 	Kind         string `json:"kind"`
 	ID           string `json:"id"`
 	ContentBytes int    `json:"content_bytes"`
+	// Selector is "kind:id", the input's name in a disclosure request
+	// (Rebuilt.Disclose).
+	Selector string `json:"-"`
 }
 
 // VerifyDisclosure checks a disclosure against a SystemPromptReport v2, in this
@@ -357,7 +360,7 @@ func VerifyDisclosure(report, disclosure []byte) (*DisclosureResult, error) {
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			return nil, fmt.Errorf("%w: %q", errDisclosureCommitment, safetext.Clip(in.selector(), 80))
 		}
-		res.Revealed = append(res.Revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content)})
+		res.Revealed = append(res.Revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content), Selector: in.selector()})
 	}
 	return res, nil
 }

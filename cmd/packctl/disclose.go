@@ -221,7 +221,7 @@ func (vd *verifyDisclosure) printVerified() {
 	}
 	fmt.Fprintln(stdout, line)
 	for _, r := range out.Revealed {
-		fmt.Fprintf(stdout, "  revealed %s (%d bytes)\n", promptpack.Selector(r.Kind, r.ID), r.ContentBytes)
+		fmt.Fprintf(stdout, "  revealed %s (%d bytes)\n", r.Selector, r.ContentBytes)
 	}
 	if out.Attestation == nil {
 		fmt.Fprintln(stdout, "  note: the report was not checked against an attestation (--attestation)")
