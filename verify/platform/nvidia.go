@@ -312,7 +312,7 @@ func checkGPUSignature(leaf *x509.Certificate, rep *nvspdm.Report) error {
 	r := new(big.Int).SetBytes(rep.Signature[:48])
 	s := new(big.Int).SetBytes(rep.Signature[48:])
 	if !ecdsa.Verify(pub, sum[:], r, s) {
-		return rejected(CheckSignature, errors.New("gpu report signature does not verify under the signing certificate's key"))
+		return rejected(checkSignature, errors.New("gpu report signature does not verify under the signing certificate's key"))
 	}
 	return nil
 }

@@ -108,7 +108,7 @@ func TestNVIDIAHopperSample(t *testing.T) {
 		check  string
 		cause  error
 	}{
-		{"changed byte", changed, chain, nonce, CheckSignature, nil},
+		{"changed byte", changed, chain, nonce, checkSignature, nil},
 		{"wrong nonce", report, chain, wrongNonce, CheckReportData, ErrReportData},
 		{"case2 root only", report, pemChain(t, hopperFile(t, "hopper_cert_chain_case2.txt")), nonce, checkChain, errGPUChainShort},
 		{"truncated chain (no intermediates)", report, [][]byte{chain[0], chain[4]}, nonce, checkChain, nil},
@@ -185,7 +185,7 @@ func TestNVIDIASimulated(t *testing.T) {
 		{"simulation not allowed", ev, rd, Options{Now: fixedNow, AllowUncheckedRevocation: true}, ErrRejected, CheckSimulated},
 		{"no revocation data", ev, rd, noRevocation, ErrCannotCheck, checkRevocation},
 		{"other run", ev, testRD(t, "other run"), simOpts(), ErrRejected, CheckReportData},
-		{"changed byte", &tampered, rd, simOpts(), ErrRejected, CheckSignature},
+		{"changed byte", &tampered, rd, simOpts(), ErrRejected, checkSignature},
 		{"claims to be real", &realClaims, rd, simOpts(), ErrRejected, checkRoot},
 		{"real chain, simulated report", &otherChain, rd, simOpts(), ErrRejected, checkRoot},
 	} {

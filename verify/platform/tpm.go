@@ -206,7 +206,7 @@ func classifyTPM(err error) error {
 	case errors.Is(err, tpmquote.ErrAKAttributes):
 		return rejected(checkTPMAK, err)
 	case errors.Is(err, tpmquote.ErrBadSignature), errors.Is(err, tpmquote.ErrSignerMismatch):
-		return rejected(CheckSignature, err)
+		return rejected(checkSignature, err)
 	case errors.Is(err, tpmquote.ErrQualifyingData):
 		return rejected(CheckReportData, fmt.Errorf("%w: %w", ErrReportData, err))
 	case errors.Is(err, tpmquote.ErrOptions):
