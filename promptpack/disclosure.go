@@ -29,8 +29,8 @@ import (
 // every disclosure.
 const disclosureVersion = "clawea.dev/disclosure/v1"
 
-// MaxDisclosureSize bounds a disclosure document.
-const MaxDisclosureSize = jcs.MaxBytes
+// maxDisclosureSize bounds a disclosure document.
+const maxDisclosureSize = jcs.MaxBytes
 
 // Errors. Each maps to one reason code (DisclosureCode).
 var (
@@ -96,7 +96,7 @@ type disclosedInput struct {
 }
 
 // selector returns "kind:id".
-func (in *disclosedInput) selector() string { return Selector(in.Kind, in.ID) }
+func (in *disclosedInput) selector() string { return selectorOf(in.Kind, in.ID) }
 
 // disclosure is a parsed disclosure document.
 type disclosure struct {
@@ -140,7 +140,7 @@ func (d *disclosure) encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errDisclosureMalformed, err)
 	}
-	if len(out) > MaxDisclosureSize {
+	if len(out) > maxDisclosureSize {
 		return nil, fmt.Errorf("%w: %w", errDisclosureMalformed, jsonobj.ErrTooLarge)
 	}
 	return out, nil
@@ -170,15 +170,15 @@ func (d *disclosure) validate() error {
 }
 
 // parseDisclosure reads a disclosure strictly (docs/spec/disclosure-v1.md
-// section 4): at most MaxDisclosureSize bytes, one JSON object whose
+// section 4): at most maxDisclosureSize bytes, one JSON object whose
 // disclosure_version is checked first, no unknown or missing member, exact
 // types, inputs sorted and distinct, and canonical (JCS) bytes. It returns
 // nothing on error.
 func parseDisclosure(data []byte) (*disclosure, error) {
-	if len(data) > MaxDisclosureSize {
+	if len(data) > maxDisclosureSize {
 		return nil, fmt.Errorf("%w: %w", errDisclosureMalformed, jsonobj.ErrTooLarge)
 	}
-	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxDisclosureSize})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: maxDisclosureSize})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errDisclosureMalformed, err)
 	}
@@ -301,7 +301,7 @@ func DescribeDisclosure(data []byte) (reportHash [32]byte, revealed []RevealedIn
 	}
 	defer d.wipe()
 	for _, in := range d.Inputs {
-		revealed = append(revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content)})
+		revealed = append(revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content), Selector: in.selector()})
 	}
 	return d.ReportHash, revealed, nil
 }
@@ -322,6 +322,9 @@ type RevealedInput struct {
 	Kind         string `json:"kind"`
 	ID           string `json:"id"`
 	ContentBytes int    `json:"content_bytes"`
+	// Selector is "kind:id", the input's name in a disclosure request
+	// (Rebuilt.Disclose).
+	Selector string `json:"-"`
 }
 
 // VerifyDisclosure checks a disclosure against a SystemPromptReport v2, in this
@@ -357,7 +360,7 @@ func VerifyDisclosure(report, disclosure []byte) (*DisclosureResult, error) {
 		if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
 			return nil, fmt.Errorf("%w: %q", errDisclosureCommitment, safetext.Clip(in.selector(), 80))
 		}
-		res.Revealed = append(res.Revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content)})
+		res.Revealed = append(res.Revealed, RevealedInput{Kind: in.Kind, ID: in.ID, ContentBytes: len(in.Content), Selector: in.selector()})
 	}
 	return res, nil
 }

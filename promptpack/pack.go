@@ -46,8 +46,8 @@ const (
 
 // Limits of format v1.
 const (
-	// MaxPackSize bounds the canonical pack bytes.
-	MaxPackSize = jcs.MaxBytes
+	// maxPackSize bounds the canonical pack bytes.
+	maxPackSize = jcs.MaxBytes
 	// maxToolSchemas bounds the tool_schemas entries.
 	maxToolSchemas = 1024
 	// maxEnvOverrides bounds the skills_env_overrides entries.
@@ -349,7 +349,7 @@ func (p *Pack) Encode() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInvalidInput, err)
 	}
-	if len(out) > MaxPackSize {
+	if len(out) > maxPackSize {
 		return nil, ferr("$", ErrTooLarge)
 	}
 	return out, nil
@@ -542,10 +542,10 @@ func Parse(data []byte) (_ *Pack, err error) {
 // parseRoot checks the size, parses the JSON object and checks the
 // version, which decides everything else.
 func parseRoot(data []byte) (*pohjson.Value, error) {
-	if len(data) > MaxPackSize {
+	if len(data) > maxPackSize {
 		return nil, ferr("$", ErrTooLarge)
 	}
-	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxPackSize, AllowFloats: true})
+	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: maxPackSize, AllowFloats: true})
 	if err != nil {
 		return nil, ferr("$", fmt.Errorf("%w: %w", errWrongType, err))
 	}

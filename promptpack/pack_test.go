@@ -352,7 +352,7 @@ func TestParseRejects(t *testing.T) {
 		{"duplicate", strings.Replace(s, `"prompt_mode":"full"`, `"prompt_mode":"full","prompt_mode":"full"`, 1), ErrMalformed},
 		{"trailing", s + " x", ErrMalformed},
 		{"array", "[" + s + "]", ErrMalformed},
-		{"too large", s[:len(s)-1] + `,"z":"` + strings.Repeat("a", MaxPackSize) + `"}`, ErrTooLarge},
+		{"too large", s[:len(s)-1] + `,"z":"` + strings.Repeat("a", maxPackSize) + `"}`, ErrTooLarge},
 		{"empty", "", ErrMalformed},
 	}
 	for _, tc := range cases {

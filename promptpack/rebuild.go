@@ -215,8 +215,8 @@ type BuildOptions struct {
 	ReportVersion int
 }
 
-// MaxAuxJSONSize bounds BuildOptions.ToolSchemas and SkillsEnvOverrides.
-const MaxAuxJSONSize = 8 << 20
+// maxAuxJSONSize bounds BuildOptions.ToolSchemas and SkillsEnvOverrides.
+const maxAuxJSONSize = 8 << 20
 
 // Build makes a pack from the resolved builder params (the exact bytes of a
 // NAME.params.json), a harness directory laid out as the conformance folder
@@ -292,10 +292,10 @@ func Build(params []byte, harnessDir, recipeID string, opts BuildOptions) (*Pack
 // parseToolSchemas reads a JSON object of tool name -> schema object and
 // returns each schema's JCS bytes.
 func parseToolSchemas(data []byte) (map[string][]byte, error) {
-	if len(data) > MaxAuxJSONSize {
+	if len(data) > maxAuxJSONSize {
 		return nil, fmt.Errorf("%w: tool schemas: %w", errInvalidInput, ErrTooLarge)
 	}
-	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxAuxJSONSize, AllowFloats: true})
+	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: maxAuxJSONSize, AllowFloats: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool schemas: %w", errInvalidInput, err)
 	}
@@ -325,10 +325,10 @@ func parseToolSchemas(data []byte) (map[string][]byte, error) {
 
 // parseStringMap reads a JSON object of strings.
 func parseStringMap(data []byte) (map[string]string, error) {
-	if len(data) > MaxAuxJSONSize {
+	if len(data) > maxAuxJSONSize {
 		return nil, fmt.Errorf("%w: skills env overrides: %w", errInvalidInput, ErrTooLarge)
 	}
-	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: MaxAuxJSONSize})
+	root, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: maxAuxJSONSize})
 	if err != nil {
 		return nil, fmt.Errorf("%w: skills env overrides: %w", errInvalidInput, err)
 	}

@@ -37,8 +37,8 @@ const (
 	maxReportInputs = maxRawContextFiles + 16
 	// maxInputIDLen bounds an input id in code points.
 	maxInputIDLen = 1024
-	// MaxReportSize bounds a report document read by parseReportV2.
-	MaxReportSize = 1 << 20
+	// maxReportSize bounds a report document read by parseReportV2.
+	maxReportSize = 1 << 20
 )
 
 // Input kinds of report v2.
@@ -68,8 +68,8 @@ func knownKind(k string) bool {
 	return false
 }
 
-// Selector returns "kind:id".
-func Selector(kind, id string) string { return kind + ":" + id }
+// selectorOf returns "kind:id".
+func selectorOf(kind, id string) string { return kind + ":" + id }
 
 // ParseSelector splits "kind:id" at the first colon and checks that kind is
 // a v2 input kind and id is 1 to maxInputIDLen code points of valid UTF-8.
@@ -174,7 +174,7 @@ type reportInput struct {
 	maxChars  *int64
 }
 
-func (in *reportInput) selector() string { return Selector(in.kind, in.id) }
+func (in *reportInput) selector() string { return selectorOf(in.kind, in.id) }
 
 // computeInputs lists the inputs a v2 report commits to, in report order,
 // with the same bytes as the v1 hashes (docs/spec/report-v2.md section 4).
@@ -305,15 +305,15 @@ type parsedReportV2 struct {
 	SystemPromptHashB64u string
 }
 
-// parseReportV2 reads a SystemPromptReport v2: at most MaxReportSize bytes,
+// parseReportV2 reads a SystemPromptReport v2: at most maxReportSize bytes,
 // valid against its JSON Schema, in JCS canonical form (so its hash is the
 // hash of exactly the bytes received), with distinct (kind, id) pairs.
 // A v1 report is refused with errNotSalted.
 func parseReportV2(data []byte) (*parsedReportV2, error) {
-	if len(data) > MaxReportSize {
+	if len(data) > maxReportSize {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, ErrTooLarge)
 	}
-	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxReportSize})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: maxReportSize})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidReport, err)
 	}
@@ -348,7 +348,7 @@ func parseReportV2(data []byte) (*parsedReportV2, error) {
 			r.Fail(path, fmt.Errorf("%w: kind or id", errWrongType))
 			break
 		}
-		sel := Selector(kind, id)
+		sel := selectorOf(kind, id)
 		if _, dup := out.Commitments[sel]; dup {
 			r.Fail(path, fmt.Errorf("%w: duplicate input %q", errWrongType, safetext.Clip(sel, 80)))
 			break

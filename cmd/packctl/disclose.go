@@ -221,7 +221,7 @@ func (vd *verifyDisclosure) printVerified() {
 	}
 	fmt.Fprintln(stdout, line)
 	for _, r := range out.Revealed {
-		fmt.Fprintf(stdout, "  revealed %s (%d bytes)\n", promptpack.Selector(r.Kind, r.ID), r.ContentBytes)
+		fmt.Fprintf(stdout, "  revealed %s (%d bytes)\n", r.Selector, r.ContentBytes)
 	}
 	if out.Attestation == nil {
 		fmt.Fprintln(stdout, "  note: the report was not checked against an attestation (--attestation)")
@@ -231,10 +231,10 @@ func (vd *verifyDisclosure) printVerified() {
 // readInputs reads the report and the disclosure.
 func (vd *verifyDisclosure) readInputs() int {
 	var err error
-	if vd.report, err = bounded.ReadFile(vd.reportPath, promptpack.MaxReportSize+1); err != nil {
+	if vd.report, err = bounded.ReadFile(vd.reportPath, maxInputBytes); err != nil {
 		return vd.finish(exitCannot, "UNREADABLE", err.Error())
 	}
-	if vd.dis, err = bounded.ReadFile(vd.disPath, promptpack.MaxDisclosureSize+1); err != nil {
+	if vd.dis, err = bounded.ReadFile(vd.disPath, maxInputBytes); err != nil {
 		return vd.finish(exitCannot, "UNREADABLE", err.Error())
 	}
 	return exitOK

@@ -347,7 +347,7 @@ func inspectDocument(raw []byte, kind string) (*pohjson.Value, error) {
 		var ins []*pohjson.Value
 		for _, in := range revealed {
 			iv := &obj{}
-			iv.str("selector", promptpack.Selector(in.Kind, in.ID))
+			iv.str("selector", in.Selector)
 			iv.num("content_bytes", int64(in.ContentBytes))
 			ins = append(ins, iv.value())
 		}

@@ -130,7 +130,7 @@ func createFile(path string, data []byte, perm os.FileMode) error {
 
 // loadPack reads and strictly parses a plaintext pack file.
 func loadPack(path string, stderr io.Writer, cmd string) (*promptpack.Pack, int) {
-	raw, err := bounded.ReadFile(path, promptpack.MaxPackSize)
+	raw, err := bounded.ReadFile(path, maxInputBytes)
 	if err != nil {
 		errorf(stderr, "%s: %v", cmd, err)
 		return nil, exitCannot
@@ -239,13 +239,13 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		HarnessID: *hID, HarnessVersion: *hVer, HarnessCommit: *hCommit, BuilderName: *bName, BuilderVersion: *bVer,
 	}, ReportVersion: *reportVer}
 	if *toolSchemas != "" {
-		if opts.ToolSchemas, err = bounded.ReadFile(*toolSchemas, promptpack.MaxAuxJSONSize); err != nil {
+		if opts.ToolSchemas, err = bounded.ReadFile(*toolSchemas, maxInputBytes); err != nil {
 			errorf(stderr, "build: %v", err)
 			return exitCannot
 		}
 	}
 	if *skillsEnv != "" {
-		if opts.SkillsEnvOverrides, err = bounded.ReadFile(*skillsEnv, promptpack.MaxAuxJSONSize); err != nil {
+		if opts.SkillsEnvOverrides, err = bounded.ReadFile(*skillsEnv, maxInputBytes); err != nil {
 			errorf(stderr, "build: %v", err)
 			return exitCannot
 		}
@@ -575,7 +575,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		errorf(stderr, "open: %v", err)
 		return exitCannot
 	}
-	m, code := readParsed(*manifest, envelope.MaxManifestSize, envelope.ParseManifest, exitRejected, stderr, "open")
+	m, code := readParsed(*manifest, maxInputBytes, envelope.ParseManifest, exitRejected, stderr, "open")
 	if code != exitOK {
 		return code
 	}

@@ -60,7 +60,7 @@ func TestAzureRawFormats(t *testing.T) {
 				}
 			}
 			refused("wrong nonce", data, []byte("wrong"), platform.CheckReportData)
-			refused("changed quote signature", changeQuoteSignature(t, data), tc.nonce, platform.CheckSignature)
+			refused("changed quote signature", changeQuoteSignature(t, data), tc.nonce, "signature")
 			if _, _, _, err := verifyAzureRaw(tc.format, data, tc.nonce, []byte("x"), at, nil); !errors.Is(err, platform.ErrBadOptions) {
 				t.Fatalf("--certs: %v", err)
 			}

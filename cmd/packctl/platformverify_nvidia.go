@@ -1,10 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/hex"
-	"encoding/pem"
-	"errors"
 	"fmt"
 	"time"
 
@@ -25,18 +21,10 @@ import (
 //		return rawReport{summary: s, checks: c}, err
 //	},
 func verifyNVIDIAGPURaw(data, nonce, certs []byte, at time.Time) (string, []string, error) {
-	report, err := hex.DecodeString(string(bytes.TrimSpace(data)))
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: nvidia-gpu report is not hex", platform.ErrBadOptions)
-	}
 	if certs == nil {
 		return "", nil, fmt.Errorf("%w: nvidia-gpu needs --certs (the gpu certificate chain, pem)", platform.ErrBadOptions)
 	}
-	chain, err := gpuCertChain(certs)
-	if err != nil {
-		return "", nil, fmt.Errorf("%w: --certs: %v", platform.ErrBadOptions, err)
-	}
-	res, err := platform.VerifyNVIDIAReport(report, chain, nonce, at)
+	res, err := platform.VerifyRaw("nvidia-gpu", data, certs, nonce, platform.Options{Now: func() time.Time { return at }})
 	if err != nil {
 		return "", nil, err
 	}
@@ -58,22 +46,4 @@ func verifyNVIDIAGPURaw(data, nonce, certs []byte, at time.Time) (string, []stri
 		fmt.Sprintf("info       fwid %x", g.FWID),
 		fmt.Sprintf("info       %d measurement blocks, measurement record sha-384 %x", len(g.Measurements), res.Measurement))
 	return fmt.Sprintf("nvidia gpu report (%s)", res.TCB), checks, nil
-}
-
-// gpuCertChain reads PEM certificates, or one DER certificate.
-func gpuCertChain(b []byte) ([][]byte, error) {
-	t := bytes.TrimSpace(b)
-	if !bytes.HasPrefix(t, []byte("-----BEGIN")) {
-		return [][]byte{b}, nil
-	}
-	var out [][]byte
-	for len(t) > 0 {
-		blk, rest := pem.Decode(t)
-		if blk == nil || blk.Type != "CERTIFICATE" {
-			return nil, errors.New("not a list of pem certificates")
-		}
-		out = append(out, blk.Bytes)
-		t = bytes.TrimSpace(rest)
-	}
-	return out, nil
 }

@@ -92,16 +92,3 @@ func mustHexBytes(t *testing.T, s string) []byte {
 	}
 	return b
 }
-
-// FuzzGPUCertChain: the --certs reader never panics; PEM input yields only
-// certificate blocks.
-func FuzzGPUCertChain(f *testing.F) {
-	f.Add([]byte("-----BEGIN CERTIFICATE-----\nMAA=\n-----END CERTIFICATE-----\n"))
-	f.Add([]byte{0x30, 0x00})
-	f.Fuzz(func(t *testing.T, b []byte) {
-		chain, err := gpuCertChain(b)
-		if err == nil && len(chain) == 0 {
-			t.Fatal("empty chain accepted")
-		}
-	})
-}

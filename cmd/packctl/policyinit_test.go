@@ -34,6 +34,7 @@ import (
 	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // simAttester starts an in-process simulated attester and returns its
@@ -232,7 +233,7 @@ func httpGet(u string) ([]byte, error) {
 // pins it even when not asked to.
 func TestPolicyInitTPM(t *testing.T) {
 	in := swtpmtest.StartForTest(t)
-	url, did, meas := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr}})
+	url, did, meas := startAttester(t, evidence.PlatformTPM, detect.Options{TPM: tpm.Options{Address: in.Addr}})
 	out := filepath.Join(t.TempDir(), "policy.json")
 	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--json")
 	if code != exitOK {
@@ -315,7 +316,7 @@ func TestPolicyInitBootChain(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "binary_bios_measurements")
 	os.WriteFile(logFile, log, 0o600)
 	pcrs := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
-	url, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr, PCRs: pcrs, EventLogPath: logFile}})
+	url, _, _ := startAttester(t, evidence.PlatformTPM, detect.Options{TPM: tpm.Options{Address: in.Addr, PCRs: pcrs, EventLogPath: logFile}})
 	out := filepath.Join(t.TempDir(), "policy.json")
 	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--pin", "measurement,boot")
 	if code != exitOK {
@@ -334,7 +335,7 @@ func TestPolicyInitBootChain(t *testing.T) {
 	}
 	// --pin boot on an attester without an event log cannot pin anything.
 	in2 := swtpmtest.StartForTest(t)
-	url2, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in2.Addr}})
+	url2, _, _ := startAttester(t, evidence.PlatformTPM, detect.Options{TPM: tpm.Options{Address: in2.Addr}})
 	code, _, se = runCmd("policy", "init", "--from-attester", url2, "-o", filepath.Join(t.TempDir(), "p.json"), "--allow-simulated", "--pin", "boot")
 	if code != exitCannot || !strings.Contains(se, "carries no event log") {
 		t.Fatalf("no log: exit %d %s", code, se)
@@ -359,7 +360,7 @@ func TestInspectGCEAKCert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url, _, _ := startAttester(t, detect.TPM, detect.Options{TPM: tpm.Options{Address: in.Addr, GCEAK: true}})
+	url, _, _ := startAttester(t, evidence.PlatformTPM, detect.Options{TPM: tpm.Options{Address: in.Addr, GCEAK: true}})
 	idFile := savedIdentity(t, url)
 	code, so, se := runCmd("inspect", idFile)
 	if code != exitOK || !strings.Contains(so, "key_attestation.evidence[0].tpm.ak_certificate.subject: CN=test vTPM AK\n") {

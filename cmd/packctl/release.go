@@ -20,7 +20,7 @@ import (
 // hash), finds the layout that reproduces the captured system prompt byte
 // for byte and writes the pack. Nothing is written on any refusal.
 func buildRelease(capturePath, openclawDir string, o packOutput, policy *admission.Policy, stdout, stderr io.Writer) int {
-	c, code := readParsed(capturePath, openclawrelease.MaxCaptureSize, parseCapture, exitRejected, stderr, "build")
+	c, code := readParsed(capturePath, maxInputBytes, parseCapture, exitRejected, stderr, "build")
 	if code != exitOK {
 		return code
 	}

@@ -28,12 +28,12 @@ const (
 	tdxName   = evidence.PlatformTDX
 	azureSNP  = evidence.PlatformAzureSNP
 	azureTDX  = evidence.PlatformAzureTDX
-	TPM       = evidence.PlatformTPM
+	tpmName   = evidence.PlatformTPM
 	Simulated = "simulated"
 )
 
 // names lists the accepted platform names.
-func names() []string { return []string{auto, sevSNP, tdxName, azureSNP, azureTDX, TPM, Simulated} }
+func names() []string { return []string{auto, sevSNP, tdxName, azureSNP, azureTDX, tpmName, Simulated} }
 
 // Platform is an opened backend.
 type Platform interface {
@@ -123,7 +123,7 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 			if d, err = tdx.Open(); err == nil {
 				pl = d
 			}
-		case TPM:
+		case tpmName:
 			var d *tpm.TPM
 			if d, err = tpm.Open(ctx, opts.TPM); err == nil {
 				pl = d
@@ -154,7 +154,7 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 		return pl, err
 	}
 	switch name {
-	case sevSNP, tdxName, azureSNP, azureTDX, TPM, Simulated:
+	case sevSNP, tdxName, azureSNP, azureTDX, tpmName, Simulated:
 		p, err := try(name)
 		if err != nil {
 			return nil, rep, fmt.Errorf("detect: %s: %w", name, err)
@@ -163,7 +163,7 @@ func Open(ctx context.Context, name string, opts Options) (Platform, *Report, er
 		return p, rep, nil
 	case auto, "":
 		rep.Requested = auto
-		for _, n := range []string{sevSNP, tdxName, azureAny, TPM} {
+		for _, n := range []string{sevSNP, tdxName, azureAny, tpmName} {
 			p, err := try(n)
 			if err == nil {
 				rep.Chosen = p.Platform()

@@ -76,7 +76,7 @@ func TestUnknownPlatform(t *testing.T) {
 
 func TestExplicitMissingDevice(t *testing.T) {
 	noHardware(t)
-	for _, n := range []string{sevSNP, tdxName, TPM} {
+	for _, n := range []string{sevSNP, tdxName, tpmName} {
 		if _, _, err := Open(context.Background(), n, Options{}); !errors.Is(err, enclave.ErrNotAvailable) {
 			t.Errorf("%s: err = %v, want ErrNotAvailable", n, err)
 		}

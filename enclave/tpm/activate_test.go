@@ -117,7 +117,7 @@ func TestActivateCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.TPM.AKProvenance != platform.AKEKCertified || !strings.HasPrefix(res.RootID, "sim-tpm-ek:") {
+	if res.TPM.AKProvenance != "ek-certified" || !strings.HasPrefix(res.RootID, "sim-tpm-ek:") {
 		t.Fatalf("provenance %s root id %s", res.TPM.AKProvenance, res.RootID)
 	}
 

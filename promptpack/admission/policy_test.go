@@ -79,7 +79,7 @@ func TestPolicyErrors(t *testing.T) {
 			}
 			p, err := Parse([]byte(doc))
 			pe, ok := errors.AsType[*policyError](err)
-			if p != nil || !ok || pe.Key != tc.key || pe.Path() != confdoc.PathOfKey(tc.key) {
+			if p != nil || !ok || pe.Key != tc.key || pe.Path() != "$."+tc.key {
 				t.Fatalf("got %v, want an error at %s", err, tc.key)
 			}
 			for _, w := range append(tc.want, errMalformed) {

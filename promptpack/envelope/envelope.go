@@ -48,8 +48,8 @@ const (
 	maxPackIDLen = 128
 	// defaultMaxBodySize is the default and largest accepted plaintext size.
 	defaultMaxBodySize = 64 << 20
-	// MaxManifestSize is the largest accepted manifest, in bytes.
-	MaxManifestSize = 16 << 10
+	// maxManifestSize is the largest accepted manifest, in bytes.
+	maxManifestSize = 16 << 10
 )
 
 // Sizes of the fixed-length fields.

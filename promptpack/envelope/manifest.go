@@ -144,19 +144,19 @@ func (m *Manifest) UnmarshalJSON(data []byte) error {
 }
 
 // ParseManifest parses prompt_pack_manifest.json strictly: at most
-// MaxManifestSize bytes of valid UTF-8 holding exactly one JSON object; every
+// maxManifestSize bytes of valid UTF-8 holding exactly one JSON object; every
 // field present exactly once with its exact (case-sensitive) name and type;
 // no unknown fields; integers without fraction or exponent; b64u without
 // padding in canonical form; the algorithms of format v1. Field errors wrap
 // ErrMalformed and a *jsonobj.PathError naming the field.
 func ParseManifest(data []byte) (*Manifest, error) {
-	if len(data) > MaxManifestSize {
-		return nil, manifestErr(ErrTooLarge, "%d bytes, limit %d", len(data), MaxManifestSize)
+	if len(data) > maxManifestSize {
+		return nil, manifestErr(ErrTooLarge, "%d bytes, limit %d", len(data), maxManifestSize)
 	}
 	if !utf8.Valid(data) {
 		return nil, manifestErr(ErrMalformed, "invalid UTF-8")
 	}
-	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxManifestSize})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: maxManifestSize})
 	if err != nil {
 		return nil, fmt.Errorf("envelope: manifest: %w: %w", ErrMalformed, err)
 	}
@@ -202,7 +202,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 		}
 	}
 	if ids := f["recipient_key_ids_b64u"]; ids != nil {
-		// The count is bounded by MaxManifestSize here and checked against
+		// The count is bounded by maxManifestSize here and checked against
 		// maxRecipients by validate (errTooManyRecipients).
 		es := r.Array(ids, "$.recipient_key_ids_b64u", 0, math.MaxInt)
 		m.RecipientKeyIDs = make([]KeyID, 0, len(es))

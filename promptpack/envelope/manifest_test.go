@@ -81,7 +81,7 @@ func TestParseManifestStrict(t *testing.T) {
 		"too many key ids":   {strings.Replace(g, `["`+m.RecipientKeyIDs[0].String()+`"]`, `[`+strings.Repeat(`"`+h+`",`, maxRecipients)+`"`+h+`"]`, 1), errTooManyRecipients},
 		"bad pack id":        {strings.Replace(g, `"pack_id":"p"`, `"pack_id":"p q"`, 1), ErrMalformed},
 		"invalid utf8":       {strings.Replace(g, `"pack_id":"p"`, "\"pack_id\":\"p\xff\"", 1), ErrMalformed},
-		"too large":          {g + strings.Repeat(" ", MaxManifestSize), ErrTooLarge},
+		"too large":          {g + strings.Repeat(" ", maxManifestSize), ErrTooLarge},
 		"algorithms not obj": {strings.Replace(g, `"algorithms":{`, `"algorithms":[{`, 1), ErrMalformed},
 	}
 	for name, c := range cases {

@@ -114,7 +114,7 @@ func TestErrorText(t *testing.T) {
 		t.Fatalf("path %q", got)
 	}
 	for _, p := range []string{"$", "$.a", `$["x y"].b[0]`} {
-		if confdoc.PathOfKey(confdoc.KeyOf(p)) != p {
+		if (&confdoc.ConfigError{Key: confdoc.KeyOf(p)}).Path() != p {
 			t.Errorf("%s does not round-trip", p)
 		}
 	}

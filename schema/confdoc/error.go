@@ -75,7 +75,7 @@ func (e *ConfigError) Unwrap() []error {
 
 // Path returns the JSON path of Key: `$.tools.verifier.scope`, or `$` for
 // the document itself.
-func (e *ConfigError) Path() string { return PathOfKey(e.Key) }
+func (e *ConfigError) Path() string { return pathOfKey(e.Key) }
 
 // KeyOf returns the key of a jsonobj path: the path without its leading
 // "$." (`$.a.b` -> `a.b`, `$["x y"]` -> `["x y"]`, `$` -> “).
@@ -83,8 +83,8 @@ func KeyOf(path string) string {
 	return strings.TrimPrefix(strings.TrimPrefix(path, jsonobj.Root), ".")
 }
 
-// PathOfKey is the inverse of KeyOf.
-func PathOfKey(key string) string {
+// pathOfKey is the inverse of KeyOf.
+func pathOfKey(key string) string {
 	switch {
 	case key == "":
 		return jsonobj.Root

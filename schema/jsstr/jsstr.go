@@ -95,12 +95,6 @@ func Compare(a, b string) int {
 	}
 }
 
-// Sort sorts ss in place by Compare. The sort is stable, as
-// Array.prototype.sort is since ES2019.
-func Sort(ss []string) {
-	slices.SortStableFunc(ss, Compare)
-}
-
 // filterEmpty returns the elements of ss that are not "" (JS
 // .filter(Boolean) on an array of strings), in order. It always returns a
 // new slice.

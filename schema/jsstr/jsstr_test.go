@@ -129,9 +129,9 @@ func TestCompareAndSort(t *testing.T) {
 	// Node: [...].sort()
 	want := []string{"", "Z", "a", "ab", "zeta", "é", "\U00010000", "😀smile", "\ue000private", "ｆｕｌｌ", "\uffff"}
 	got := slices.Clone(in)
-	Sort(got)
+	slices.SortStableFunc(got, Compare)
 	if !slices.Equal(got, want) {
-		t.Errorf("Sort = %+q, want %+q", got, want)
+		t.Errorf("sorted by Compare = %+q, want %+q", got, want)
 	}
 	tests := []struct {
 		a, b string

@@ -11,16 +11,16 @@ import (
 // TestDisclosureSpecVector is the selective-disclosure vector of
 // docs/spec/hashing-and-envelopes.md §5.6 (computed with Node.js).
 func TestDisclosureSpecVector(t *testing.T) {
-	a, err := DisclosureLeafHash("a", DisclosureLeaf{Type: "string", Value: pohjson.NewString("x"), SaltB64u: "AAAAAAAAAAA"})
+	a, err := disclosureLeafHash(DisclosureLeaf{Path: "a", Type: "string", Value: pohjson.NewString("x"), SaltB64u: "AAAAAAAAAAA"})
 	if err != nil || a != "7rQZerycH9ddfaE3plAGqJwh6yHaJ99vgSto-6b5e7g" {
 		t.Fatalf("leaf a = %s, %v", a, err)
 	}
-	b, err := DisclosureLeafHash("b", DisclosureLeaf{Type: "number", Value: pohjson.NewInt(7), SaltB64u: "BBBBBBBBBBB"})
+	b, err := disclosureLeafHash(DisclosureLeaf{Path: "b", Type: "number", Value: pohjson.NewInt(7), SaltB64u: "BBBBBBBBBBB"})
 	if err != nil || b != "beS9Wu6XjIlAmICIrInRVbhjJNxRR1d0xsi3PG-9A6Q" {
 		t.Fatalf("leaf b = %s, %v", b, err)
 	}
 	for _, in := range [][]string{{a, b}, {b, a}} {
-		if r, err := DisclosureRoot(in); err != nil || r != "TBd6WJCOHmlOtdIs_n0UcsUqJloqsk3vh2P-NHTJ3hg" {
+		if r, err := disclosureRoot(in); err != nil || r != "TBd6WJCOHmlOtdIs_n0UcsUqJloqsk3vh2P-NHTJ3hg" {
 			t.Fatalf("root = %s, %v", r, err)
 		}
 	}

@@ -24,8 +24,8 @@ const (
 	unknownVersion             Code = "UNKNOWN_VERSION"
 )
 
-// DisclosureAlgorithm is the only selective-disclosure algorithm.
-const DisclosureAlgorithm = "vir_v2_typed_lexicographical"
+// disclosureAlgorithm is the only selective-disclosure algorithm.
+const disclosureAlgorithm = "vir_v2_typed_lexicographical"
 
 // ToolReceiptForm is the shape of a tool_receipts entry.
 type ToolReceiptForm string

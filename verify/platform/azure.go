@@ -160,7 +160,7 @@ func verifyAzure(in *azureInput, want azureWant, now time.Time, opts *Options) (
 func verifyAzureQuote(in *azureInput, ak *rsa.PublicKey, nonce []byte) (*tpmquote.Attest, error) {
 	d := sha256.Sum256(in.attest)
 	if rsa.VerifyPKCS1v15(ak, crypto.SHA256, d[:], in.sig) != nil {
-		return nil, rejected(CheckSignature, errors.New("the tpm quote is not signed by the hcl report's attestation key"))
+		return nil, rejected(checkSignature, errors.New("the tpm quote is not signed by the hcl report's attestation key"))
 	}
 	att, err := tpmquote.ParseAttest(in.attest)
 	if err != nil {

@@ -195,7 +195,7 @@ func TestAzureBinarySamples(t *testing.T) {
 	in := azPieces(t, "azure-snp-vtpm", evidence.PlatformAzureSNP, azFile(t, "azure-snp-vtpm", "tpm-quote.sig"), msg, pcrs)
 	opts := azOpts()
 	_, err := verifyAzure(in, azureWant{nonce: azChallenge}, testNow, &opts)
-	wantErr(t, err, ErrRejected, nil, CheckSignature)
+	wantErr(t, err, ErrRejected, nil, checkSignature)
 }
 
 // TestAzureTampered changes one thing at a time and expects its own
@@ -216,19 +216,19 @@ func TestAzureTampered(t *testing.T) {
 		check string
 	}{
 		{"snp claims byte", snp, func(in *azureInput) { in.hcl[claims+40] ^= 1 }, ErrRejected, checkHCLBinding},
-		{"snp ak byte", snp, func(in *azureInput) { in.hcl[claims+bytes.Index(in.hcl[claims:], []byte(`"n":"`))+20] ^= 1 }, ErrRejected, CheckSignature},
+		{"snp ak byte", snp, func(in *azureInput) { in.hcl[claims+bytes.Index(in.hcl[claims:], []byte(`"n":"`))+20] ^= 1 }, ErrRejected, checkSignature},
 		{"snp claims user-data", snp, func(in *azureInput) { in.hcl[len(in.hcl)-300] = '1' }, ErrRejected, checkHCLBinding},
-		{"snp report byte", snp, func(in *azureInput) { in.hcl[32+0x90] ^= 1 }, ErrRejected, CheckSignature},
-		{"snp report vmpl", snp, func(in *azureInput) { in.hcl[32+0x30] = 1 }, ErrRejected, CheckSignature},
+		{"snp report byte", snp, func(in *azureInput) { in.hcl[32+0x90] ^= 1 }, ErrRejected, checkSignature},
+		{"snp report vmpl", snp, func(in *azureInput) { in.hcl[32+0x30] = 1 }, ErrRejected, checkSignature},
 		{"snp no vcek", snp, func(in *azureInput) { in.vcek = nil }, ErrCannotCheck, checkChain},
-		{"snp quote byte", snp, func(in *azureInput) { in.attest[len(in.attest)-1] ^= 1 }, ErrRejected, CheckSignature},
+		{"snp quote byte", snp, func(in *azureInput) { in.attest[len(in.attest)-1] ^= 1 }, ErrRejected, checkSignature},
 		{"snp pcr value", snp, func(in *azureInput) { in.pcrs[3].Value[0] ^= 1 }, ErrRejected, checkPCRs},
 		{"snp pcr dropped", snp, func(in *azureInput) { in.pcrs = in.pcrs[1:] }, ErrRejected, checkPCRs},
 		{"snp as tdx", snp, func(in *azureInput) { in.platform = evidence.PlatformAzureTDX }, ErrRejected, checkParse},
 		{"snp simulated", snp, func(in *azureInput) { in.simulated = true }, ErrRejected, CheckSimulated},
 		{"tdx claims user-data", tdx, func(in *azureInput) { in.hcl[len(in.hcl)-200] = '1' }, ErrRejected, checkHCLBinding},
 		{"tdx td report data", tdx, func(in *azureInput) { in.hcl[32+128+40] ^= 1 }, ErrRejected, checkHCLBinding},
-		{"tdx quote byte", tdx, func(in *azureInput) { in.tdQuote[48+200] ^= 1 }, ErrRejected, CheckSignature},
+		{"tdx quote byte", tdx, func(in *azureInput) { in.tdQuote[48+200] ^= 1 }, ErrRejected, checkSignature},
 		{"tdx quote trailing", tdx, func(in *azureInput) { in.tdQuote[len(in.tdQuote)-1] = 1 }, ErrRejected, checkParse},
 		{"tdx pcr value", tdx, func(in *azureInput) { in.pcrs[0].Value[31] ^= 1 }, ErrRejected, checkPCRs},
 	} {

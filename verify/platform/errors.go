@@ -65,7 +65,7 @@ const (
 	checkProduct    = "product"
 	checkRoot       = "root"
 	checkChain      = "chain"
-	CheckSignature  = "signature"
+	checkSignature  = "signature"
 	checkQEReport   = "qe-report"
 	checkBinding    = "endorsement-binding"
 	checkRevocation = "revocation"
@@ -140,7 +140,7 @@ func rejected(check string, err error) error {
 		code = poh.Expired
 	case errors.Is(err, ErrReportData):
 		code = poh.EvidenceMismatch
-	case check == CheckSignature || check == checkChain || check == checkRoot || check == checkQEReport:
+	case check == checkSignature || check == checkChain || check == checkRoot || check == checkQEReport:
 		code = poh.SignatureInvalid
 	}
 	return &Error{Class: ErrRejected, Check: check, Code: code, Err: err}

@@ -128,7 +128,7 @@ func wantCode(class, sentinel error, check string) (poh.Code, bool) {
 		return poh.Expired, true
 	case sentinel == ErrReportData:
 		return poh.EvidenceMismatch, true
-	case check == checkRoot || check == checkChain || check == CheckSignature || check == checkQEReport:
+	case check == checkRoot || check == checkChain || check == checkSignature || check == checkQEReport:
 		return poh.SignatureInvalid, true
 	}
 	return "", false

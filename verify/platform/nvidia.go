@@ -121,14 +121,14 @@ func verifyNVIDIAGPU(ev *evidence.Evidence, rd evidence.ReportData, now time.Tim
 	return res, nil
 }
 
-// VerifyNVIDIAReport verifies a raw NVIDIA GPU attestation report (binary
+// verifyNVIDIAReport verifies a raw NVIDIA GPU attestation report (binary
 // SPDM request and response) with its certificate chain (DER, leaf first,
-// the root optional) against the NVIDIA Device Identity CA at now, for
-// `packctl platform verify --format nvidia-gpu`. nonce, when not nil, must
+// the root optional) against the NVIDIA Device Identity CA at now (VerifyRaw
+// format nvidia-gpu). nonce, when not nil, must
 // equal the report's requester nonce; when nil the nonce is not checked and
 // Result.GPU.Nonce says what the report carries. Revocation is not checked
 // (Result.Revocation is StatusSkipped).
-func VerifyNVIDIAReport(report []byte, chain [][]byte, nonce []byte, now time.Time) (*Result, error) {
+func verifyNVIDIAReport(report []byte, chain [][]byte, nonce []byte, now time.Time) (*Result, error) {
 	if nonce != nil && len(nonce) != 32 {
 		return nil, badOptions("gpu nonce is %d bytes, want 32", len(nonce))
 	}
@@ -312,7 +312,7 @@ func checkGPUSignature(leaf *x509.Certificate, rep *nvspdm.Report) error {
 	r := new(big.Int).SetBytes(rep.Signature[:48])
 	s := new(big.Int).SetBytes(rep.Signature[48:])
 	if !ecdsa.Verify(pub, sum[:], r, s) {
-		return rejected(CheckSignature, errors.New("gpu report signature does not verify under the signing certificate's key"))
+		return rejected(checkSignature, errors.New("gpu report signature does not verify under the signing certificate's key"))
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func TestNVIDIAHopperSample(t *testing.T) {
 	}
 	nonce := mustHex(t, hopperNonce)
 
-	res, err := VerifyNVIDIAReport(report, chain, nonce, testNow)
+	res, err := verifyNVIDIAReport(report, chain, nonce, testNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +83,12 @@ func TestNVIDIAHopperSample(t *testing.T) {
 		t.Fatalf("claims %+v", c)
 	}
 	// Without a nonce: verified, and the nonce is reported.
-	res, err = VerifyNVIDIAReport(report, chain, nil, testNow)
+	res, err = verifyNVIDIAReport(report, chain, nil, testNow)
 	if err != nil || !bytes.Equal(res.GPU.Nonce[:], nonce) {
 		t.Fatalf("no nonce: %v", err)
 	}
 	// The chain without its root verifies to the pinned root too.
-	if _, err := VerifyNVIDIAReport(report, chain[:4], nonce, testNow); err != nil {
+	if _, err := verifyNVIDIAReport(report, chain[:4], nonce, testNow); err != nil {
 		t.Fatalf("chain without root: %v", err)
 	}
 
@@ -108,7 +108,7 @@ func TestNVIDIAHopperSample(t *testing.T) {
 		check  string
 		cause  error
 	}{
-		{"changed byte", changed, chain, nonce, CheckSignature, nil},
+		{"changed byte", changed, chain, nonce, checkSignature, nil},
 		{"wrong nonce", report, chain, wrongNonce, CheckReportData, ErrReportData},
 		{"case2 root only", report, pemChain(t, hopperFile(t, "hopper_cert_chain_case2.txt")), nonce, checkChain, errGPUChainShort},
 		{"truncated chain (no intermediates)", report, [][]byte{chain[0], chain[4]}, nonce, checkChain, nil},
@@ -119,7 +119,7 @@ func TestNVIDIAHopperSample(t *testing.T) {
 		{"no chain", report, nil, nonce, checkChain, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := VerifyNVIDIAReport(tc.report, tc.chain, tc.nonce, testNow)
+			res, err := verifyNVIDIAReport(tc.report, tc.chain, tc.nonce, testNow)
 			pe, ok := errors.AsType[*Error](err)
 			if res != nil || !ok || !errors.Is(err, ErrRejected) || pe.Check != tc.check || (tc.cause != nil && !errors.Is(err, tc.cause)) {
 				t.Fatalf("got %v, %v; want rejected by %s (%v)", res, err, tc.check, tc.cause)
@@ -182,7 +182,7 @@ func TestNVIDIASimulated(t *testing.T) {
 		{"simulation not allowed", ev, rd, Options{Now: fixedNow, AllowUncheckedRevocation: true}, ErrRejected, CheckSimulated},
 		{"no revocation data", ev, rd, noRevocation, ErrCannotCheck, checkRevocation},
 		{"other run", ev, testRD(t, "other run"), simOpts(), ErrRejected, CheckReportData},
-		{"changed byte", &tampered, rd, simOpts(), ErrRejected, CheckSignature},
+		{"changed byte", &tampered, rd, simOpts(), ErrRejected, checkSignature},
 		{"claims to be real", &realClaims, rd, simOpts(), ErrRejected, checkRoot},
 		{"real chain, simulated report", &otherChain, rd, simOpts(), ErrRejected, checkRoot},
 	} {
@@ -243,7 +243,7 @@ func TestNVIDIAHopperClaims(t *testing.T) {
 	if err := json.Unmarshal(hopperFile(t, "hopperAttestationReport-claims.txt"), &claims); err != nil {
 		t.Fatal(err)
 	}
-	res, err := VerifyNVIDIAReport(hopperReport(t), pemChain(t, hopperFile(t, "hopper_cert_chain_case1.txt")), mustHex(t, hopperNonce), testNow)
+	res, err := verifyNVIDIAReport(hopperReport(t), pemChain(t, hopperFile(t, "hopper_cert_chain_case1.txt")), mustHex(t, hopperNonce), testNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,13 +75,13 @@ func TestVerifyInputs(t *testing.T) {
 }
 
 func TestGuardRecoversPanics(t *testing.T) {
-	err := guard(CheckSignature, func() error { panic("library bug") })
-	wantErr(t, err, ErrRejected, errInternal, CheckSignature)
-	if err := guard(CheckSignature, func() error { return nil }); err != nil {
+	err := guard(checkSignature, func() error { panic("library bug") })
+	wantErr(t, err, ErrRejected, errInternal, checkSignature)
+	if err := guard(checkSignature, func() error { return nil }); err != nil {
 		t.Fatal(err)
 	}
 	sentinel := errors.New("x")
-	if err := guard(CheckSignature, func() error { return sentinel }); err != sentinel {
+	if err := guard(checkSignature, func() error { return sentinel }); err != sentinel {
 		t.Fatal(err)
 	}
 }

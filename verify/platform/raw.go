@@ -3,6 +3,7 @@ package platform
 import (
 	"bytes"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -25,6 +26,7 @@ const maxRawCerts = 8
 const (
 	rawSNPReport = "snp-report"
 	rawTDXQuote  = "tdx-quote"
+	rawNVIDIAGPU = "nvidia-gpu"
 )
 
 // VerifyRaw verifies raw evidence of format offline against the embedded
@@ -32,7 +34,9 @@ const (
 // holds the VCEK or VLEK that signed it, as verifySNPReport says),
 // "tdx-quote" (a TDX quote carrying its PCK chain), or "az-snp-vtpm" or
 // "az-tdx-vtpm" (Trustee's Azure vTPM evidence, which carries its VCEK or
-// PCK chain). certs MUST be nil for the formats that carry their own. With
+// PCK chain), or "nvidia-gpu" (an NVIDIA GPU attestation report in hex, as
+// nvtrust and Trustee write it; certs holds its chain, as
+// verifyNVIDIARaw says). certs MUST be nil for the formats that carry their own. With
 // a nonce the evidence must carry it (zero-padded to 64 bytes where it is
 // REPORT_DATA); without one (nil) it is returned unchecked. Errors are as
 // Verify's; an unknown format or unwanted certs wrap ErrBadOptions.
@@ -40,6 +44,8 @@ func VerifyRaw(format string, data, certs, nonce []byte, opts Options) (*Result,
 	switch format {
 	case rawSNPReport:
 		return verifySNPReport(data, certs, nonce, opts)
+	case rawNVIDIAGPU:
+		return verifyNVIDIARaw(data, certs, nonce, opts)
 	case rawTDXQuote, trusteeAzureSNP, trusteeAzureTDX:
 		if certs != nil {
 			return nil, badOptions("%s evidence carries its own certificates", format)
@@ -170,6 +176,28 @@ func (rs *rootSet) pinnedAMD(c *x509.Certificate) bool {
 		}
 	}
 	return false
+}
+
+// verifyNVIDIARaw is VerifyRaw for an NVIDIA GPU attestation report in hex
+// with its certificate chain (certs: PEM, leaf first, or one DER
+// certificate), checked as verifyNVIDIAReport does at opts.Now; the other
+// options do not apply (the chain's revocation is not checked).
+func verifyNVIDIARaw(data, certs, nonce []byte, opts Options) (*Result, error) {
+	if opts.Now == nil {
+		return nil, badOptions("options: Now is required")
+	}
+	report, err := hex.DecodeString(string(bytes.TrimSpace(data)))
+	if err != nil {
+		return nil, badOptions("nvidia-gpu report is not hex")
+	}
+	if certs == nil {
+		return nil, badOptions("nvidia-gpu needs the gpu certificate chain")
+	}
+	chain, err := splitCerts(certs)
+	if err != nil {
+		return nil, badOptions("gpu certificate chain: %v", err)
+	}
+	return verifyNVIDIAReport(report, chain, nonce, opts.Now())
 }
 
 // splitCerts returns the DER certificates of b: one DER certificate, or PEM

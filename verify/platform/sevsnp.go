@@ -99,7 +99,7 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 	if entry != nil {
 		// The chain is the one verified before; the report is new.
 		if err := verify.SnpReportSignature(p.Report, entry.leaf); err != nil {
-			return nil, rejected(CheckSignature, err)
+			return nil, rejected(checkSignature, err)
 		}
 	} else {
 		if entry, err = verifySNPChain(att, p, root, line, now, opts); err != nil {
@@ -262,7 +262,7 @@ func verifySNPChain(att *spb.Attestation, p *snpevidence.Parsed, root *amdRoot, 
 		TrustedRoots:        map[string][]*trust.AMDRootCerts{line: {root.rootCerts()}},
 		Getter:              refuseGetter{},
 	}
-	if err := guard(CheckSignature, func() error { return verify.SnpAttestation(att, vopts) }); err != nil {
+	if err := guard(checkSignature, func() error { return verify.SnpAttestation(att, vopts) }); err != nil {
 		return nil, diagnoseSNP(err, p, root, now)
 	}
 	exts, err := kds.CertificateExtensions(p.Leaf, p.Signer)
@@ -340,7 +340,7 @@ func diagnoseSNP(libErr error, p *snpevidence.Parsed, root *amdRoot, now time.Ti
 		return rejected(checkChain, err)
 	}
 	if err := verify.SnpReportSignature(p.Report, p.Leaf); err != nil {
-		return rejected(CheckSignature, err)
+		return rejected(checkSignature, err)
 	}
 	return rejected(checkChain, libErr)
 }

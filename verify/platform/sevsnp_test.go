@@ -78,14 +78,14 @@ func TestSEVTampered(t *testing.T) {
 		off   int
 		check string
 	}{
-		{"guest svn (header)", 0x04, CheckSignature},
-		{"family id", 0x10, CheckSignature},
-		{"report data", 0x50, CheckSignature},
-		{"measurement", 0x90, CheckSignature},
-		{"host data", 0xC0, CheckSignature},
-		{"chip id", 0x1A0, CheckSignature},
-		{"signature r", 0x2A0, CheckSignature},
-		{"signature s", 0x2A0 + 0x48, CheckSignature},
+		{"guest svn (header)", 0x04, checkSignature},
+		{"family id", 0x10, checkSignature},
+		{"report data", 0x50, checkSignature},
+		{"measurement", 0x90, checkSignature},
+		{"host data", 0xC0, checkSignature},
+		{"chip id", 0x1A0, checkSignature},
+		{"signature r", 0x2A0, checkSignature},
+		{"signature s", 0x2A0 + 0x48, checkSignature},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ev := cloneEvidence(good)
@@ -213,7 +213,7 @@ func TestSEVCertCache(t *testing.T) {
 	bad := cloneEvidence(ev)
 	bad.Blob[0x90] ^= 1
 	_, err = Verify(bad, rd, opts)
-	wantErr(t, err, ErrRejected, nil, CheckSignature)
+	wantErr(t, err, ErrRejected, nil, checkSignature)
 	_, err = Verify(ev, testRD(t, "other"), opts)
 	wantErr(t, err, ErrRejected, ErrReportData, CheckReportData)
 	// Outside the chain's validity the entry is not used, and the chain

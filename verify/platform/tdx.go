@@ -191,7 +191,7 @@ func verifyTDXV4(blob []byte, q *tdxquote.Quote, chain [][]byte, pool *x509.Cert
 		return nil, err
 	}
 	crypto := &tdxverify.Options{TrustedRoots: pool, Now: ts, Getter: &offlineGetter{c: &Collateral{}}}
-	if err := guard(CheckSignature, func() error { return tdxverify.TdxQuote(pq, crypto) }); err != nil {
+	if err := guard(checkSignature, func() error { return tdxverify.TdxQuote(pq, crypto) }); err != nil {
 		return nil, diagnoseTDX(err, q, chain, pool, now)
 	}
 	return pq, nil
@@ -335,7 +335,7 @@ func diagnoseTDX(libErr error, q *tdxquote.Quote, chain [][]byte, pool *x509.Cer
 		return libErr
 	}
 	if errors.Is(libErr, tdxverify.ErrHashVerificationFail) {
-		return rejected(CheckSignature, libErr)
+		return rejected(checkSignature, libErr)
 	}
 	if err := checkTDXCertification(q, chain, pool, now); err != nil {
 		return err
@@ -388,10 +388,10 @@ func checkTDXCertification(q *tdxquote.Quote, chain [][]byte, pool *x509.CertPoo
 func checkTDXQuoteSignature(q *tdxquote.Quote) error {
 	ak, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), append([]byte{4}, q.AttestationKey[:]...))
 	if err != nil {
-		return rejected(CheckSignature, fmt.Errorf("attestation key: %w", err))
+		return rejected(checkSignature, fmt.Errorf("attestation key: %w", err))
 	}
 	if !verifyP256(ak, q.SignedBytes(), q.Signature) {
-		return rejected(CheckSignature, errors.New("quote signature does not verify under the attestation key"))
+		return rejected(checkSignature, errors.New("quote signature does not verify under the attestation key"))
 	}
 	return nil
 }

@@ -130,11 +130,11 @@ func TestTDXTampered(t *testing.T) {
 		off   int
 		check string
 	}{
-		{"header", offHeader, CheckSignature},
-		{"body tcb svn", offBody, CheckSignature},
-		{"body mrtd", offMRTD, CheckSignature},
-		{"body report data", offRD, CheckSignature},
-		{"quote signature", offSig + 3, CheckSignature},
+		{"header", offHeader, checkSignature},
+		{"body tcb svn", offBody, checkSignature},
+		{"body mrtd", offMRTD, checkSignature},
+		{"body report data", offRD, checkSignature},
+		{"quote signature", offSig + 3, checkSignature},
 		{"attestation key", offAK + 5, ""},
 		{"qe report", offQEReport + 0x30, checkQEReport},
 		{"qe report data", offQEReport + 0x140, checkQEReport},

@@ -21,13 +21,13 @@ type TPMClaims struct {
 	AKName []byte
 	// PCRs are the quoted SHA-256 PCR values, ascending by index.
 	PCRs tpmquote.PCRValues
-	// AKProvenance says why the AK was trusted: aKPinned (its Name is in
-	// Options.TrustedTPMAKs), AKEKCertified (a credential-activation record
+	// AKProvenance says why the AK was trusted: "pinned" (its Name is in
+	// Options.TrustedTPMAKs), "ek-certified" (a credential-activation record
 	// in Options.TPMAKCertifications whose EK certificate chains to
 	// Options.TPMEKRoots), "ak-certified" (its certificate chains to a
-	// trusted AK CA, akcert.go) or aKUnpinned (Options.AllowUntrustedTPMAK).
+	// trusted AK CA, akcert.go) or "unpinned" (Options.AllowUntrustedTPMAK).
 	AKProvenance string
-	// For AKEKCertified: EKRootSHA256 is the SHA-256 of the root
+	// For "ek-certified": EKRootSHA256 is the SHA-256 of the root
 	// certificate (DER) the EK certificate chained to, TPM the identity in
 	// the EK certificate (nil when it states none), and ActivatedAt and
 	// ActivatedBy are copied, unverified, from the record.
@@ -109,7 +109,7 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 	case i >= 0:
 		c := certified[i]
 		sum := sha256.Sum256(c.Root.Raw)
-		claims.AKProvenance = AKEKCertified
+		claims.AKProvenance = aKEKCertified
 		claims.EKRootSHA256 = sum[:]
 		claims.TPM = c.TPM
 		claims.ActivatedAt, claims.ActivatedBy = c.ActivatedAt, c.ActivatedBy
@@ -148,7 +148,7 @@ func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*R
 // AK provenance values (TPMClaims.AKProvenance).
 const (
 	aKPinned      = "pinned"
-	AKEKCertified = "ek-certified"
+	aKEKCertified = "ek-certified"
 	aKUnpinned    = "unpinned"
 )
 
@@ -206,7 +206,7 @@ func classifyTPM(err error) error {
 	case errors.Is(err, tpmquote.ErrAKAttributes):
 		return rejected(checkTPMAK, err)
 	case errors.Is(err, tpmquote.ErrBadSignature), errors.Is(err, tpmquote.ErrSignerMismatch):
-		return rejected(CheckSignature, err)
+		return rejected(checkSignature, err)
 	case errors.Is(err, tpmquote.ErrQualifyingData):
 		return rejected(CheckReportData, fmt.Errorf("%w: %w", ErrReportData, err))
 	case errors.Is(err, tpmquote.ErrOptions):

@@ -97,7 +97,7 @@ func TestTPMCertifiedAK(t *testing.T) {
 	if want := "sim-tpm-ek:" + hex.EncodeToString(sum[:]) + ":" + hex.EncodeToString(fx.AKName); res.RootID != want {
 		t.Fatalf("root id %s, want %s", res.RootID, want)
 	}
-	if c := res.TPM; c.AKProvenance != AKEKCertified || string(c.EKRootSHA256) != string(sum[:]) || c.ActivatedBy != "platform test" {
+	if c := res.TPM; c.AKProvenance != aKEKCertified || string(c.EKRootSHA256) != string(sum[:]) || c.ActivatedBy != "platform test" {
 		t.Fatalf("claims %+v", c)
 	}
 
@@ -106,7 +106,7 @@ func TestTPMCertifiedAK(t *testing.T) {
 	o := opts
 	o.RequireTPMEKCertifiedAK = true
 	o.TrustedTPMAKs = [][]byte{fx.AKName}
-	if res, err := Verify(fx.Evidence, fx.ReportData, o); err != nil || res.TPM.AKProvenance != AKEKCertified {
+	if res, err := Verify(fx.Evidence, fx.ReportData, o); err != nil || res.TPM.AKProvenance != aKEKCertified {
 		t.Fatalf("required and certified: %v", err)
 	}
 	o.TPMAKCertifications, o.TPMEKRoots = nil, nil

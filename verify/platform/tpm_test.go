@@ -54,12 +54,12 @@ func TestTPMNegative(t *testing.T) {
 		bad := cloneEvidence(fx.Evidence)
 		bad.Blob[off] ^= 1
 		_, err = Verify(bad, fx.ReportData, base)
-		wantErr(t, err, ErrRejected, nil, CheckSignature)
+		wantErr(t, err, ErrRejected, nil, checkSignature)
 	}
 	bad := cloneEvidence(fx.Evidence)
 	bad.Signature[len(bad.Signature)-1] ^= 1
 	_, err = Verify(bad, fx.ReportData, base)
-	wantErr(t, err, ErrRejected, nil, CheckSignature)
+	wantErr(t, err, ErrRejected, nil, checkSignature)
 
 	bad = cloneEvidence(fx.Evidence)
 	bad.Format = "tpm2/quote-v9"

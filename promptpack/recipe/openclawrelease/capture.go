@@ -100,10 +100,10 @@ type wireCapture struct {
 // within its limit, tool names and bootstrap file names unique, bootstrap
 // file names plain names (no directory, not "." or "..").
 func ParseCapture(data []byte) (*Capture, error) {
-	if len(data) > MaxCaptureSize {
-		return nil, fmt.Errorf("%w: larger than %d bytes", errInvalidCapture, MaxCaptureSize)
+	if len(data) > maxCaptureSize {
+		return nil, fmt.Errorf("%w: larger than %d bytes", errInvalidCapture, maxCaptureSize)
 	}
-	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: MaxCaptureSize, AllowFloats: true})
+	root, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: maxCaptureSize, AllowFloats: true})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errInvalidCapture, err)
 	}

@@ -35,7 +35,7 @@ const (
 
 // Size limits. Every input is bounded before it is parsed.
 const (
-	MaxCaptureSize      = 32 << 20 // one capture file
+	maxCaptureSize      = 32 << 20 // one capture file
 	maxSystemPrompt     = 4 << 20  // the captured system prompt, bytes
 	maxTools            = 512      // tool definitions
 	maxToolNameLen      = 128      // bytes of a tool name

@@ -2,6 +2,7 @@ package openclawsig
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/clawea/attester/schema/jsstr"
@@ -187,7 +188,7 @@ func (h *Harness) resolveTools(p *Params) tools {
 			unknown = append(unknown, k)
 		}
 	}
-	jsstr.Sort(unknown)
+	slices.SortStableFunc(unknown, jsstr.Compare) // as JS Array.prototype.sort
 	t.order = append(t.order, unknown...)
 	for _, k := range t.order {
 		summary, ok := h.coreIndex[k]

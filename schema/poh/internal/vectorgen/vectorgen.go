@@ -108,45 +108,17 @@ func chain() (*events, error) {
 type leaf struct {
 	path     string
 	value    *pohjson.Value
-	typ      string // "" means JSONTypeName(value)
+	typ      string // "" means the JSON type of value
 	redacted bool
 }
 
 // disclosure builds a selective_disclosure object and its root.
 func disclosure(label string, leaves []leaf) (*pohjson.Value, string, error) {
-	var all, redacted []string
-	var disclosed []pohjson.Member
-	for _, l := range leaves {
-		typ := l.typ
-		if typ == "" {
-			typ = poh.JSONTypeName(l.value)
-		}
-		dl := poh.DisclosureLeaf{Type: typ, Value: l.value, SaltB64u: salt(label + "/" + l.path)}
-		h, err := poh.DisclosureLeafHash(l.path, dl)
-		if err != nil {
-			return nil, "", err
-		}
-		all = append(all, h)
-		if l.redacted {
-			redacted = append(redacted, h)
-			continue
-		}
-		disclosed = append(disclosed, m(l.path, obj(m("type", s(dl.Type)), m("value", dl.Value), m("salt_b64u", s(dl.SaltB64u)))))
+	dl := make([]poh.DisclosureLeaf, len(leaves))
+	for i, l := range leaves {
+		dl[i] = poh.DisclosureLeaf{Path: l.path, Type: l.typ, Value: l.value, SaltB64u: salt(label + "/" + l.path), Redacted: l.redacted}
 	}
-	root, err := poh.DisclosureRoot(all)
-	if err != nil {
-		return nil, "", err
-	}
-	rh := make([]*pohjson.Value, len(redacted))
-	for i, h := range redacted {
-		rh[i] = s(h)
-	}
-	return obj(
-		m("disclosure_algorithm", s(poh.DisclosureAlgorithm)),
-		m("merkle_root_b64u", s(root)),
-		m("redacted_leaf_hashes_b64u", arr(rh...)),
-		m("disclosed_leaves", obj(disclosed...)),
-	), root, nil
+	return poh.NewDisclosure(dl)
 }
 
 func argsLeaves() []leaf {
