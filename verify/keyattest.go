@@ -3,7 +3,6 @@ package verify
 import (
 	"crypto/ed25519"
 	"crypto/subtle"
-	"errors"
 	"slices"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -58,11 +57,7 @@ func VerifyKeyAttestation(jws, challenge []byte, policy *Policy, opts Options) (
 	}
 	doc, err := evidencedoc.Parse(jws, key)
 	if err != nil {
-		code := poh.MalformedEnvelope
-		if errors.Is(err, evidencedoc.ErrSignature) {
-			code = poh.SignatureInvalid
-		}
-		return nil, st.fail(wrapRejected(checkEvidenceDocument, code, err))
+		return nil, st.fail(evidenceDocRejected(err))
 	}
 	if doc.Kind != evidencedoc.KindKey || doc.Key == nil {
 		return nil, st.fail(rejected(checkKeyAttestation, poh.EvidenceMismatch, "the evidence document is a %s, not a key attestation", doc.Kind))

@@ -3,12 +3,16 @@ package verify
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/clawea/attester/attestation"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/poh"
 )
 
 func keyAttestation(t *testing.T, q measurer, challenge []byte) ([]byte, []byte) {
@@ -82,4 +86,34 @@ func TestVerifyKeyAttestationRefusesExecutionDocument(t *testing.T) {
 	if _, err := VerifyKeyAttestation(f.ev, nil, f.simPolicy(), Options{Now: fixedNow}); !errors.Is(err, ErrRejected) {
 		t.Fatalf("execution document accepted as key attestation: %v", err)
 	}
+}
+
+// A key attestation the attester signed but of an evidence version this
+// verifier does not know is refused as UNKNOWN_ENVELOPE_VERSION, as an
+// execution attestation's document is, and one with a bad signature as
+// SIGNATURE_INVALID.
+func TestVerifyKeyAttestationCodes(t *testing.T) {
+	challenge := []byte("fresh challenge from the pack author")
+	q := simSEV(t, sim.Options{})
+	jws, m := keyAttestation(t, q, challenge)
+	pol := &Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowUncheckedCollateral: true, Measurements: [][]byte{m}, TrustedAttesterDIDs: []string{did(attesterKey())}}
+	opts := Options{Now: fixedNow}
+
+	seg := strings.Split(string(jws), ".")
+	payload, err := b64u.Decode(seg[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := bytes.Replace(payload, []byte(`"evidence_version":"`), []byte(`"evidence_version":"9`), 1)
+	if bytes.Equal(future, payload) {
+		t.Fatal("the payload has no evidence_version to change")
+	}
+	input := seg[0] + "." + b64u.Encode(future)
+	resigned := []byte(input + "." + b64u.Encode(ed25519.Sign(attesterKey(), []byte(input))))
+	_, err = VerifyKeyAttestation(resigned, challenge, pol, opts)
+	wantErr(t, err, ErrRejected, checkEvidenceDocument, poh.UnknownEnvelopeVersion)
+
+	badSig := seg[0] + "." + seg[1] + "." + b64u.Encode(ed25519.Sign(key(1), []byte(seg[0]+"."+seg[1])))
+	_, err = VerifyKeyAttestation([]byte(badSig), challenge, pol, opts)
+	wantErr(t, err, ErrRejected, checkEvidenceDocument, poh.SignatureInvalid)
 }

@@ -459,6 +459,22 @@ func readPayload(env *poh.Verified) (*payload, *Error) {
 	return p, nil
 }
 
+// evidenceDocRejected is the refusal of an evidence document that
+// evidencedoc.Parse refused, with the PoH code its error class names. The
+// execution and the key attestation both map through it.
+func evidenceDocRejected(err error) *Error {
+	code := poh.MalformedEnvelope
+	switch {
+	case errors.Is(err, evidencedoc.ErrSignature):
+		code = poh.SignatureInvalid
+	case errors.Is(err, evidencedoc.ErrInconsistent):
+		code = poh.EvidenceMismatch
+	case errors.Is(err, evidencedoc.ErrUnsupported):
+		code = poh.UnknownEnvelopeVersion
+	}
+	return wrapRejected(checkEvidenceDocument, code, err)
+}
+
 // checkEvidenceDoc checks evidence_ref, the evidence document's signature
 // by the attester key, and its consistency with the payload.
 func (st *state) checkEvidenceDoc(jws []byte) *Error {
@@ -471,16 +487,7 @@ func (st *state) checkEvidenceDoc(jws []byte) *Error {
 
 	doc, err := evidencedoc.Parse(jws, p.env.SignerKey)
 	if err != nil {
-		code := poh.MalformedEnvelope
-		switch {
-		case errors.Is(err, evidencedoc.ErrSignature):
-			code = poh.SignatureInvalid
-		case errors.Is(err, evidencedoc.ErrInconsistent):
-			code = poh.EvidenceMismatch
-		case errors.Is(err, evidencedoc.ErrUnsupported):
-			code = poh.UnknownEnvelopeVersion
-		}
-		return wrapRejected(checkEvidenceDocument, code, err)
+		return evidenceDocRejected(err)
 	}
 	if doc.Kind != evidencedoc.KindExecution || doc.Execution == nil {
 		return rejected(checkEvidenceDocument, poh.EvidenceMismatch, "the evidence document is a %s, not an execution attestation", doc.Kind)
