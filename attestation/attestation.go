@@ -133,7 +133,7 @@ type AttestInput struct {
 	// against what the caller saw (the attester: its tool-call decisions,
 	// auditrec.MatchToolCalls), run after the rules of section 5.1 and
 	// before anything is signed. A *poh.Error it returns refuses the bundle
-	// with its code (a *BundleError); any other error fails the attestation.
+	// with its code (wrapping ErrBundle); any other error fails the attestation.
 	BundleCheck func(*poh.Bundle) error
 	// Isolation, optional, is what the attester observed of its isolation
 	// when it created the run (evidencedoc.NewIsolation). With it the

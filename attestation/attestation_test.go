@@ -453,9 +453,9 @@ func TestAttestBundleRejections(t *testing.T) {
 			if !errors.Is(err, attestation.ErrBundle) || !errors.Is(err, tc.code) {
 				t.Fatalf("got %v, want %s", err, tc.code)
 			}
-			be, ok := errors.AsType[*attestation.BundleError](err)
-			if !ok || be.Code != tc.code {
-				t.Fatalf("not a *BundleError with %s: %v", tc.code, err)
+			pe, ok := errors.AsType[*poh.Error](err)
+			if !ok || pe.Code != tc.code {
+				t.Fatalf("not a *poh.Error with %s: %v", tc.code, err)
 			}
 		})
 	}

@@ -13,10 +13,7 @@ import (
 func verifyBundle(in *AttestInput, attesterDID string) (*poh.Bundle, error) {
 	b, err := poh.VerifyProofBundle(in.BundleEnvelope, poh.BundleOptions{ReceiptSignerDIDs: in.ReceiptSignerDIDs})
 	if err != nil {
-		if pe, ok := errors.AsType[*poh.Error](err); ok {
-			return nil, &BundleError{Code: pe.Code, Field: pe.Field, Msg: pe.Msg}
-		}
-		return nil, fmt.Errorf("%w: %w", errBundle, err)
+		return nil, fmt.Errorf("%w: %w", ErrBundle, err)
 	}
 	if err := bundleError(poh.CheckBundleRun(b, in.AgentDID, in.RunID)); err != nil {
 		return nil, err
@@ -35,10 +32,11 @@ func verifyBundle(in *AttestInput, attesterDID string) (*poh.Bundle, error) {
 	return b, nil
 }
 
-// bundleError turns a *poh.Error into a *BundleError.
+// bundleError marks a *poh.Error as a rejection of the bundle (ErrBundle);
+// any other error passes unchanged.
 func bundleError(err error) error {
-	if pe, ok := errors.AsType[*poh.Error](err); ok {
-		return &BundleError{Code: pe.Code, Field: pe.Field, Msg: pe.Msg}
+	if _, ok := errors.AsType[*poh.Error](err); ok {
+		return fmt.Errorf("%w: %w", ErrBundle, err)
 	}
 	return err
 }
@@ -83,8 +81,8 @@ func checkGatewayRecord(b *poh.Bundle, rec *evidencedoc.GatewayRecord, attesterD
 		return bundleError(err)
 	}
 	if count != rec.ReceiptCount || chain != rec.ReceiptChainB64u {
-		return &BundleError{Code: poh.EvidenceMismatch, Field: "payload.receipts",
-			Msg: fmt.Sprintf("the bundle's %d gateway receipts are not the %d of the run's gateway record, in its order", count, rec.ReceiptCount)}
+		return bundleError(&poh.Error{Code: poh.EvidenceMismatch, Field: "payload.receipts",
+			Msg: fmt.Sprintf("the bundle's %d gateway receipts are not the %d of the run's gateway record, in its order", count, rec.ReceiptCount)})
 	}
 	return nil
 }

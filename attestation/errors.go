@@ -1,11 +1,6 @@
 package attestation
 
-import (
-	"errors"
-	"fmt"
-
-	"github.com/clawea/attester/schema/poh"
-)
+import "errors"
 
 // Errors. Every error returned by this package wraps one of them.
 var (
@@ -15,10 +10,12 @@ var (
 	// ErrInput: the caller's input is invalid (bad hash, DID, id, model
 	// identity or challenge).
 	ErrInput = errors.New("attestation: invalid input")
-	// errBundle: the proof bundle was rejected. The error is a *BundleError
-	// carrying the PoH reason code, so errors.Is(err, poh.SignatureInvalid)
-	// and errors.Is(err, poh.PromptCommitmentMismatch) work.
-	errBundle = errors.New("attestation: proof bundle rejected")
+	// ErrBundle: the proof bundle was rejected. Where a rule of the PoH
+	// verifier or of attestation-v1 section 5 refused it, the error also
+	// wraps that rule's *poh.Error (reason code, field and a message safe
+	// to show), so errors.Is(err, poh.SignatureInvalid) and
+	// errors.AsType[*poh.Error] work.
+	ErrBundle = errors.New("attestation: proof bundle rejected")
 	// errQuote: the platform could not produce evidence.
 	errQuote = errors.New("attestation: quote failed")
 	// errEvidence: the platform returned evidence this package cannot use
@@ -26,22 +23,3 @@ var (
 	// REPORT_DATA).
 	errEvidence = errors.New("attestation: unusable platform evidence")
 )
-
-// BundleError is a rejected proof bundle: the PoH reason code, the field it
-// concerns (a JSON path in the bundle envelope, may be empty) and a message
-// safe to show to anyone.
-type BundleError struct {
-	Code  poh.Code
-	Field string
-	Msg   string
-}
-
-func (e *BundleError) Error() string {
-	if e.Field != "" {
-		return fmt.Sprintf("attestation: proof bundle rejected: %s: %s: %s", e.Code, e.Field, e.Msg)
-	}
-	return fmt.Sprintf("attestation: proof bundle rejected: %s: %s", e.Code, e.Msg)
-}
-
-// Unwrap returns errBundle and the PoH code.
-func (e *BundleError) Unwrap() []error { return []error{errBundle, e.Code} }

@@ -115,9 +115,9 @@ func TestAttestGatewayRefusals(t *testing.T) {
 			if out != nil {
 				t.Fatal("output returned with an error")
 			}
-			be, ok := errors.AsType[*attestation.BundleError](err)
-			if !ok || be.Code != tc.code || !errors.Is(err, attestation.ErrBundle) {
-				t.Fatalf("got %v, want a *BundleError with %s", err, tc.code)
+			pe, ok := errors.AsType[*poh.Error](err)
+			if !ok || pe.Code != tc.code || !errors.Is(err, attestation.ErrBundle) {
+				t.Fatalf("got %v, want a *poh.Error with %s", err, tc.code)
 			}
 		})
 	}

@@ -65,8 +65,8 @@ func TestAttestAppliesBundleParityRules(t *testing.T) {
 			if out != nil {
 				t.Fatal("output returned with an error")
 			}
-			be, ok := errors.AsType[*attestation.BundleError](err)
-			if !errors.Is(err, attestation.ErrBundle) || !ok || be.Code != tc.code {
+			pe, ok := errors.AsType[*poh.Error](err)
+			if !errors.Is(err, attestation.ErrBundle) || !ok || pe.Code != tc.code {
 				t.Fatalf("got %v, want %s", err, tc.code)
 			}
 		})

@@ -566,10 +566,9 @@ func (s *Service) Attest(ctx context.Context, rn *Run, decode Decoder) (*attesta
 		return err
 	})
 	if err != nil {
-		var be *attestation.BundleError
-		if errors.As(err, &be) {
+		if pe, ok := errors.AsType[*poh.Error](err); ok && errors.Is(err, attestation.ErrBundle) {
 			s.metrics.attestations.WithLabelValues("refused").Inc()
-			return nil, &Error{kind: kindUnprocessable, Msg: "the proof bundle does not match this run: " + be.Msg, Reason: string(be.Code), Err: err}
+			return nil, &Error{kind: kindUnprocessable, Msg: "the proof bundle does not match this run: " + pe.Msg, Reason: string(pe.Code), Err: err}
 		}
 		if errors.Is(err, attestation.ErrInput) {
 			return nil, &Error{kind: kindInvalid, Msg: "invalid attestation request", Err: err}
