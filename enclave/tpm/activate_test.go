@@ -6,7 +6,6 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -224,15 +223,7 @@ func TestActivateCredentialRefused(t *testing.T) {
 
 	// A credential encrypted to a different EK (another RSA 2048 key): the
 	// attester finds no EK of that Name, and relabelled the TPM refuses it.
-	otherEK, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ekPub, err := tpmcred.EKPublic(&otherEK.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, ch, err = tpmcred.NewActivationForEK(rand.Reader, ekPub, realAK)
+	_, ch, err = tpmcred.NewActivationForEK(rand.Reader, swtpmtest.ForeignEK(t), realAK)
 	if err != nil {
 		t.Fatal(err)
 	}

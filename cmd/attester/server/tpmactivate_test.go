@@ -3,10 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"encoding/json"
 	"github.com/clawea/attester/control"
 	"log/slog"
@@ -20,6 +17,7 @@ import (
 
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/swtpmtest"
+	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
 	"github.com/clawea/attester/wire/tpmcred"
@@ -202,25 +200,12 @@ func TestTPMActivateEndpoint(t *testing.T) {
 
 	// Tokens 2-4: challenges for another AK, another EK, and a tampered
 	// blob are 422, and the answer holds no secret.
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := k.PublicKey.Bytes()
-	otherAK := (&tpmquote.Public{Type: tpmquote.AlgECC, Attributes: tpmquote.AKRequiredAttributes | tpmquote.AttrUserWithAuth | tpmquote.AttrNoDA, X: kb[1:33], Y: kb[33:]}).Marshal()
+	otherAK := testcert.SoftwareAK(t, tpmquote.Public{Type: tpmquote.AlgECC, Attributes: tpmquote.AKRequiredAttributes | tpmquote.AttrUserWithAuth | tpmquote.AttrNoDA})
 	_, chAK, err := tpmcred.NewActivation(rand.Reader, ekCert, otherAK)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rk, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherEK, err := tpmcred.EKPublic(&rk.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, chEK, err := tpmcred.NewActivationForEK(rand.Reader, otherEK, akPub)
+	_, chEK, err := tpmcred.NewActivationForEK(rand.Reader, swtpmtest.ForeignEK(t), akPub)
 	if err != nil {
 		t.Fatal(err)
 	}
