@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"go/format"
 	"log"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,12 +56,7 @@ func main() {
 	b.WriteString("package gate\n\n")
 	fmt.Fprintf(&b, "// openClawRelease is the OpenClaw release whose config schema gave openClawKeys.\nconst openClawRelease = %q\n\n", ockeys.Release)
 	b.WriteString("// openClawKeys are the keys OpenClaw declares in each config section the\n// gate reads (confdoc section names). The gate passes over these, unread,\n// when it reads a full OpenClaw config (ParseOptions.AllowForeignKeys), and\n// refuses every other key it does not declare.\nvar openClawKeys = map[string][]string{\n")
-	names := make([]string, 0, len(keys))
-	for n := range keys {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(keys)) {
 		fmt.Fprintf(&b, "\t%q: {", n)
 		for i, k := range keys[n] {
 			if i > 0 {
