@@ -24,14 +24,7 @@ func encodeConfig(c *Config) []byte {
 			m["failMode"] = string(v.FailMode)
 		}
 		if v.Scope != nil {
-			s := map[string]any{}
-			if v.Scope.Include != nil {
-				s["include"] = v.Scope.Include
-			}
-			if v.Scope.Exclude != nil {
-				s["exclude"] = v.Scope.Exclude
-			}
-			m["scope"] = s
+			m["scope"] = v.Scope.doc()
 		}
 		if w := v.Webhook; w != nil {
 			wm := map[string]any{"url": w.URL, "timeout": int64(w.Timeout.Seconds())}

@@ -105,6 +105,18 @@ func commitment(s secretText) any {
 	return map[string]any{"sha256_b64u": s.commitment()}
 }
 
+// doc is s as its config section: the lists that are set.
+func (s *scope) doc() map[string]any {
+	d := map[string]any{}
+	if s.Include != nil {
+		d["include"] = s.Include
+	}
+	if s.Exclude != nil {
+		d["exclude"] = s.Exclude
+	}
+	return d
+}
+
 func verifierDoc(v *verifierConfig, global bool) map[string]any {
 	d := map[string]any{}
 	switch {
@@ -124,14 +136,7 @@ func verifierDoc(v *verifierConfig, global bool) map[string]any {
 		d["failMode"] = nil
 	}
 	if v.Scope != nil {
-		sc := map[string]any{}
-		if v.Scope.Include != nil {
-			sc["include"] = v.Scope.Include
-		}
-		if v.Scope.Exclude != nil {
-			sc["exclude"] = v.Scope.Exclude
-		}
-		d["scope"] = sc
+		d["scope"] = v.Scope.doc()
 	} else {
 		d["scope"] = nil
 	}
