@@ -20,6 +20,7 @@ require (
 	github.com/tink-crypto/tink-go/v2 v2.9.0
 	github.com/titanous/json5 v1.0.0
 	github.com/veraison/ear v1.1.2
+	golang.org/x/crypto v0.53.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.42.0
 )
@@ -43,7 +44,6 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
-	golang.org/x/crypto v0.53.0 // indirect
 	golang.org/x/tools v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

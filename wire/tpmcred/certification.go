@@ -1,6 +1,7 @@
 package tpmcred
 
 import (
+	"cmp"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/crypto/cryptobyte"
 
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -69,41 +72,50 @@ func ParseCertification(b []byte) (*Certification, error) {
 	if len(b) > maxCertificationSize {
 		return nil, fmt.Errorf("%w: certification is %d bytes", ErrMalformed, len(b))
 	}
-	r := reader{b: b}
-	r.label(CertificationLabel)
-	c := &Certification{
-		AKPublic: r.field(tpmquote.MaxPublicSize, "ak public"),
-		EKCert:   r.field(tpmquote.MaxCertSize, "ek certificate"),
+	s := cryptobyte.String(b)
+	if !readLabel(&s, CertificationLabel) {
+		return nil, malformed("version label")
 	}
-	n := r.take(1, "intermediate count")
-	if r.err == nil && int(n[0]) > maxIntermediates {
-		r.fail("%d intermediates, limit %d", n[0], maxIntermediates)
+	var ak, ek, by cryptobyte.String
+	var n uint8
+	if !s.ReadUint16LengthPrefixed(&ak) || !s.ReadUint16LengthPrefixed(&ek) || !s.ReadUint8(&n) {
+		return nil, malformed("certification truncated")
 	}
-	if r.err == nil {
-		for range int(n[0]) {
-			c.EKIntermediates = append(c.EKIntermediates, r.field(tpmquote.MaxCertSize, "intermediate"))
+	if int(n) > maxIntermediates {
+		return nil, malformed("%d intermediates, limit %d", n, maxIntermediates)
+	}
+	inters := make([]cryptobyte.String, n)
+	for i := range inters {
+		if !s.ReadUint16LengthPrefixed(&inters[i]) {
+			return nil, malformed("certification truncated")
 		}
 	}
-	ts := r.take(8, "activated at")
-	if r.err == nil {
-		secs := binary.BigEndian.Uint64(ts)
-		if secs == 0 || secs > 1<<40 {
-			r.fail("activated at %d", secs)
+	var secs uint64
+	if !s.ReadUint64(&secs) || !s.ReadUint8LengthPrefixed(&by) {
+		return nil, malformed("certification truncated")
+	}
+	if !s.Empty() {
+		return nil, malformed("%d trailing bytes", len(s))
+	}
+	if err := cmp.Or(checkField(ak, tpmquote.MaxPublicSize, "ak public"),
+		checkField(ek, tpmquote.MaxCertSize, "ek certificate")); err != nil {
+		return nil, err
+	}
+	c := &Certification{AKPublic: slices.Clone(ak), EKCert: slices.Clone(ek)}
+	for _, der := range inters {
+		if err := checkField(der, tpmquote.MaxCertSize, "intermediate"); err != nil {
+			return nil, err
 		}
-		c.ActivatedAt = time.Unix(int64(secs), 0).UTC()
+		c.EKIntermediates = append(c.EKIntermediates, slices.Clone(der))
 	}
-	by := r.take(1, "activated by length")
-	if r.err == nil {
-		s := string(r.take(int(by[0]), "activated by"))
-		if r.err == nil && !printable(s) {
-			r.fail("activated by: empty or not printable utf-8")
-		}
-		c.ActivatedBy = s
+	if secs == 0 || secs > 1<<40 {
+		return nil, malformed("activated at %d", secs)
 	}
-	r.end()
-	if r.err != nil {
-		return nil, r.err
+	c.ActivatedAt = time.Unix(int64(secs), 0).UTC()
+	if !printable(string(by)) {
+		return nil, malformed("activated by: empty or not printable utf-8")
 	}
+	c.ActivatedBy = string(by)
 	return c, nil
 }
 

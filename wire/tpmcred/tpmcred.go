@@ -11,6 +11,7 @@
 package tpmcred
 
 import (
+	"cmp"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -23,6 +24,7 @@ import (
 	"slices"
 
 	"github.com/google/go-tpm/tpm2"
+	"golang.org/x/crypto/cryptobyte"
 
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -133,19 +135,25 @@ func (c *Challenge) Marshal() []byte {
 // bytes starting 0x000B, blob and secret non-empty and within their limits,
 // no trailing bytes.
 func ParseChallenge(b []byte) (*Challenge, error) {
-	r := reader{b: b}
-	r.label(challengeLabel)
-	c := &Challenge{
-		AKName:          r.name("ak name"),
-		EKName:          r.name("ek name"),
-		CredentialBlob:  r.field(maxCredentialBlobSize, "credential blob"),
-		EncryptedSecret: r.field(maxEncryptedSecretSize, "encrypted secret"),
+	s := cryptobyte.String(b)
+	var ak, ek, blob, secret cryptobyte.String
+	if !readLabel(&s, challengeLabel) {
+		return nil, malformed("version label")
 	}
-	r.end()
-	if r.err != nil {
-		return nil, r.err
+	if !s.ReadUint16LengthPrefixed(&ak) || !s.ReadUint16LengthPrefixed(&ek) ||
+		!s.ReadUint16LengthPrefixed(&blob) || !s.ReadUint16LengthPrefixed(&secret) {
+		return nil, malformed("challenge truncated")
 	}
-	return c, nil
+	if !s.Empty() {
+		return nil, malformed("%d trailing bytes", len(s))
+	}
+	if err := cmp.Or(checkName(ak, "ak name"), checkName(ek, "ek name"),
+		checkField(blob, maxCredentialBlobSize, "credential blob"),
+		checkField(secret, maxEncryptedSecretSize, "encrypted secret")); err != nil {
+		return nil, err
+	}
+	return &Challenge{AKName: slices.Clone(ak), EKName: slices.Clone(ek),
+		CredentialBlob: slices.Clone(blob), EncryptedSecret: slices.Clone(secret)}, nil
 }
 
 // Activation is one verifier-side credential activation: made by
@@ -253,67 +261,30 @@ func (a *Activation) Check(response []byte) (*Certified, error) {
 	return &Certified{AKPublic: slices.Clone(a.ak), AKName: slices.Clone(a.akName), EKCert: slices.Clone(a.ekCert)}, nil
 }
 
-// reader is a strict big-endian cursor; the first failure sticks.
-type reader struct {
-	b   []byte
-	err error
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
 }
 
-func (r *reader) fail(format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s", ErrMalformed, fmt.Sprintf(format, args...))
-	}
+// readLabel reads the version label l and its NUL terminator.
+func readLabel(s *cryptobyte.String, l string) bool {
+	var got []byte
+	return s.ReadBytes(&got, len(l)+1) && string(got[:len(l)]) == l && got[len(l)] == 0
 }
 
-func (r *reader) take(n int, what string) []byte {
-	if r.err != nil {
-		return nil
+// checkField checks a length-prefixed field: 1..max bytes.
+func checkField(v []byte, max int, what string) error {
+	if len(v) == 0 || len(v) > max {
+		return malformed("%s: %d bytes, want 1..%d", what, len(v), max)
 	}
-	if n > len(r.b) {
-		r.fail("%s: truncated", what)
-		return nil
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
+	return nil
 }
 
-func (r *reader) label(l string) {
-	got := r.take(len(l)+1, "version label")
-	if r.err == nil && (string(got[:len(l)]) != l || got[len(l)] != 0) {
-		r.fail("version label")
+// checkName checks a SHA-256 TPM Name: 0x000B || 32-byte digest.
+func checkName(v []byte, what string) error {
+	if len(v) != nameSize || v[0] != 0x00 || v[1] != 0x0b {
+		return malformed("%s: not a sha-256 name", what)
 	}
-}
-
-func (r *reader) u16(what string) int {
-	v := r.take(2, what)
-	if v == nil {
-		return 0
-	}
-	return int(v[0])<<8 | int(v[1])
-}
-
-// field reads u16 len || bytes with 1 <= len <= max and returns a copy.
-func (r *reader) field(max int, what string) []byte {
-	n := r.u16(what)
-	if r.err == nil && (n == 0 || n > max) {
-		r.fail("%s: %d bytes, want 1..%d", what, n, max)
-	}
-	return slices.Clone(r.take(n, what))
-}
-
-func (r *reader) name(what string) []byte {
-	n := r.field(nameSize, what)
-	if r.err == nil && (len(n) != nameSize || n[0] != 0x00 || n[1] != 0x0b) {
-		r.fail("%s: not a sha-256 name", what)
-	}
-	return n
-}
-
-func (r *reader) end() {
-	if r.err == nil && len(r.b) != 0 {
-		r.fail("%d trailing bytes", len(r.b))
-	}
+	return nil
 }
 
 func put2b(b, v []byte) []byte {
