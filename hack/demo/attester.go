@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
+	"log"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,7 +45,7 @@ type attesterProc struct {
 // Its stderr (the JSON log) goes to logw line by line. The config file is
 // removed once the attester has read it: it holds the webhook secret, and
 // the attester reads its configuration once, at start.
-func startAttester(ctx context.Context, bin, name, dir string, config []byte, env []string, logw io.Writer) (*attesterProc, error) {
+func startAttester(ctx context.Context, bin, name, dir string, config []byte, env []string, logw *log.Logger) (*attesterProc, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -146,15 +146,15 @@ type listenLine struct {
 // "attester listening" record is sent on listening.
 type stderrSink struct {
 	mu        sync.Mutex
-	log       io.Writer
+	log       *log.Logger
 	partial   []byte
 	lines     [][]byte
 	listening chan listenLine
 	heard     bool
 }
 
-func newStderrSink(log io.Writer) *stderrSink {
-	return &stderrSink{log: log, listening: make(chan listenLine, 1)}
+func newStderrSink(logw *log.Logger) *stderrSink {
+	return &stderrSink{log: logw, listening: make(chan listenLine, 1)}
 }
 
 func (s *stderrSink) Write(p []byte) (int, error) {
@@ -183,7 +183,7 @@ func (s *stderrSink) flush() {
 }
 
 func (s *stderrSink) line(l []byte) {
-	s.log.Write(l)
+	s.log.Print(string(l))
 	s.lines = append(s.lines, bytes.Clone(l))
 	if len(s.lines) > stderrTailLines {
 		s.lines = s.lines[1:]
@@ -206,17 +206,4 @@ func (s *stderrSink) tail() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return string(bytes.Join(s.lines, nil))
-}
-
-// lockedWriter serializes whole writes (log lines) from the demo's
-// attesters to one log.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,7 +23,7 @@ func TestAttesterExitsBeforeListening(t *testing.T) {
 	// platform's (missing required keys are reported first).
 	cfg := `{"attester":{"platform":"sgx","controlSocket":"` + filepath.Join(dir, "ctl", "a.sock") + `",` +
 		`"trustedTemplates":{"a":"sha256:` + strings.Repeat("ab", 32) + `"},"modelProvider":"p","model":"m"}}`
-	_, err := startAttester(ctx, attesterBin, "attester", dir, []byte(cfg), nil, io.Discard)
+	_, err := startAttester(ctx, attesterBin, "attester", dir, []byte(cfg), nil, log.New(io.Discard, "", 0))
 	if err == nil || !strings.Contains(err.Error(), "exited before listening") || !strings.Contains(err.Error(), "attester.platform") {
 		t.Fatalf("got %v, want an early exit quoting the config error", err)
 	}
@@ -47,7 +48,7 @@ func TestAttesterDiesDuringRun(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	proc, err := startAttester(ctx, attesterBin, "attester", dir, cfg, nil, io.Discard)
+	proc, err := startAttester(ctx, attesterBin, "attester", dir, cfg, nil, log.New(io.Discard, "", 0))
 	if err != nil {
 		t.Fatal(err)
 	}

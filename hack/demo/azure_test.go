@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,7 +35,7 @@ func TestEndToEndAzure(t *testing.T) {
 			var logs bytes.Buffer
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			_, err := runDemo(ctx, options{Vector: "full", Attester: attesterBin, OutDir: outDir, WorkDir: work, Log: &logs,
+			_, err := runDemo(ctx, options{Vector: "full", Attester: attesterBin, OutDir: outDir, WorkDir: work, Log: log.New(&logs, "", 0),
 				Platform: map[string]any{"platform": pl, "tpm": map[string]any{"address": pv.TPMAddr, "azureImds": pv.IMDS}}})
 			if err != nil {
 				t.Fatalf("demo: %v\n%s", err, logs.String())

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"maps"
 	"net"
 	"net/http"
@@ -48,7 +49,7 @@ type options struct {
 	Attester string       // the attester binary the demo starts
 	OutDir   string       // where the artifacts go
 	WorkDir  string       // the attesters' state dirs and control sockets live here
-	Log      io.Writer    // attesters' JSON logs (their stderr)
+	Log      *log.Logger  // attesters' JSON logs (their stderr), a line at a time
 	Say      func(string) // progress lines
 	// Platform, when set, replaces the first attester's "platform" and
 	// "tpm" configuration keys (the second, sensitive, attester stays
@@ -94,11 +95,10 @@ func runDemo(ctx context.Context, o options) (*outcome, error) {
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return nil, err
 	}
-	// Both attesters log to o.Log, a line at a time.
+	// Both attesters log to o.Log; the Logger serializes their lines.
 	if o.Log == nil {
-		o.Log = io.Discard
+		o.Log = log.New(io.Discard, "", 0)
 	}
-	o.Log = &lockedWriter{w: o.Log}
 
 	// 1. The pack author builds the pack (packctl build).
 	say("packctl build: pack from " + src.Name + " and its signed templates")

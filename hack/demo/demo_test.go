@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"io/fs"
+	"log"
 	"maps"
 	"os"
 	"path/filepath"
@@ -53,7 +53,7 @@ func TestEndToEndSharedVector(t *testing.T) {
 func TestSharedMissing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := runDemo(ctx, options{Shared: t.TempDir(), Vector: "full", Attester: attesterBin, OutDir: t.TempDir(), WorkDir: t.TempDir(), Log: io.Discard})
+	_, err := runDemo(ctx, options{Shared: t.TempDir(), Vector: "full", Attester: attesterBin, OutDir: t.TempDir(), WorkDir: t.TempDir()})
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("got %v, want a missing-folder error", err)
 	}
@@ -69,7 +69,7 @@ func checkDemo(t *testing.T, shared string) {
 	var logs bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := runDemo(ctx, options{Shared: shared, Vector: "full", Attester: attesterBin, OutDir: outDir, WorkDir: work, Log: &logs})
+	out, err := runDemo(ctx, options{Shared: shared, Vector: "full", Attester: attesterBin, OutDir: outDir, WorkDir: work, Log: log.New(&logs, "", 0)})
 	if err != nil {
 		t.Fatalf("demo: %v", err)
 	}

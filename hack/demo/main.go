@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
 	"time"
@@ -36,7 +37,7 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	out, err := runDemo(ctx, options{
-		Shared: *shared, Vector: *vector, Attester: *attester, OutDir: *outDir, WorkDir: work, Log: logw,
+		Shared: *shared, Vector: *vector, Attester: *attester, OutDir: *outDir, WorkDir: work, Log: log.New(logw, "", 0),
 		Say: func(s string) { fmt.Fprintln(os.Stderr, "== "+s) },
 	})
 	if err != nil {
