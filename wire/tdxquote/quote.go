@@ -98,7 +98,9 @@ var (
 	ErrTooLarge = errors.New("tdxquote: input too large")
 )
 
-// Header is the quote header.
+// Header is the quote header. Header, Body and QEReport declare the wire
+// layout: their fields in order, little-endian, nothing between them
+// (encoding/binary reads and writes them).
 type Header struct {
 	Version            uint16
 	AttestationKeyType uint16
@@ -272,13 +274,7 @@ func Parse(b []byte) (*Quote, error) {
 	r := reader{b: b}
 
 	h := &q.Header
-	h.Version = r.u16()
-	h.AttestationKeyType = r.u16()
-	h.TeeType = r.u32()
-	r.copy(h.PCESVN[:])
-	r.copy(h.QESVN[:])
-	r.copy(h.QEVendorID[:])
-	r.copy(h.UserData[:])
+	r.decode(h)
 	if h.AttestationKeyType != attestationKeyTypeECDSAP256 {
 		return nil, unsupported("attestation key type %d", h.AttestationKeyType)
 	}
@@ -288,7 +284,7 @@ func Parse(b []byte) (*Quote, error) {
 	if h.Version == version5 {
 		r.off += bodyDescSize // checked by layout
 	}
-	readBody(&r, &q.Body, bodyType == bodyTypeTD15)
+	r.body(&q.Body, bodyType == bodyTypeTD15)
 
 	sigDataOff := signed + 4
 	signedLen := r.u32()
@@ -298,15 +294,10 @@ func Parse(b []byte) (*Quote, error) {
 	r.copy(q.Signature[:])
 	r.copy(q.AttestationKey[:])
 
-	certType := r.u16()
-	certLen := r.u32()
-	if certType != certDataTypeQEReport {
-		return nil, unsupported("certification data type %d", certType)
+	if err := r.certData(certDataTypeQEReport, "certification data"); err != nil {
+		return nil, err
 	}
-	if uint64(certLen) != uint64(r.left()) {
-		return nil, malformed("certification data length %d, %d bytes present", certLen, r.left())
-	}
-	readQEReport(&r, &q.QEReport)
+	r.decode(&q.QEReport)
 	r.copy(q.QEReportSignature[:])
 
 	authLen := int(r.u16())
@@ -315,15 +306,10 @@ func Parse(b []byte) (*Quote, error) {
 	}
 	q.QEAuthData = r.take(authLen)
 
-	chainType := r.u16()
-	chainLen := r.u32()
-	if chainType != certDataTypePCKChain {
-		return nil, unsupported("pck certification data type %d", chainType)
+	if err := r.certData(certDataTypePCKChain, "pck certification data"); err != nil {
+		return nil, err
 	}
-	if uint64(chainLen) != uint64(r.left()) {
-		return nil, malformed("pck chain length %d, %d bytes present", chainLen, r.left())
-	}
-	q.PCKChain = r.take(int(chainLen))
+	q.PCKChain = r.take(r.left())
 	return q, nil
 }
 
@@ -340,42 +326,6 @@ func ParseEvidence(b []byte) (*Quote, error) {
 		return nil, unsupported("version %d quote in %s evidence", q.Header.Version, Format)
 	}
 	return q, nil
-}
-
-func readBody(r *reader, d *Body, td15 bool) {
-	r.copy(d.TeeTcbSvn[:])
-	r.copy(d.MRSEAM[:])
-	r.copy(d.MRSignerSEAM[:])
-	r.copy(d.SEAMAttributes[:])
-	r.copy(d.TDAttributes[:])
-	r.copy(d.XFAM[:])
-	r.copy(d.MRTD[:])
-	r.copy(d.MRConfigID[:])
-	r.copy(d.MROwner[:])
-	r.copy(d.MROwnerConfig[:])
-	for i := range d.RTMR {
-		r.copy(d.RTMR[i][:])
-	}
-	r.copy(d.ReportData[:])
-	if td15 {
-		r.copy(d.TeeTcbSvn2[:])
-		r.copy(d.MRServiceTD[:])
-	}
-}
-
-func readQEReport(r *reader, e *QEReport) {
-	r.copy(e.CPUSVN[:])
-	e.MiscSelect = r.u32()
-	r.copy(e.Reserved1[:])
-	r.copy(e.Attributes[:])
-	r.copy(e.MREnclave[:])
-	r.copy(e.Reserved2[:])
-	r.copy(e.MRSigner[:])
-	r.copy(e.Reserved3[:])
-	e.ISVProdID = r.u16()
-	e.ISVSVN = r.u16()
-	r.copy(e.Reserved4[:])
-	r.copy(e.ReportData[:])
 }
 
 // Marshal encodes q. It fails when the version and body type disagree
@@ -423,14 +373,7 @@ func (q *Quote) Marshal() ([]byte, error) {
 func (q *Quote) SignedBytes() []byte {
 	h := &q.Header
 	td15 := h.Version == version5 && q.BodyType == bodyTypeTD15
-	w := make([]byte, 0, headerSize+bodyDescSize+bodySizeTD15)
-	w = binary.LittleEndian.AppendUint16(w, h.Version)
-	w = binary.LittleEndian.AppendUint16(w, h.AttestationKeyType)
-	w = binary.LittleEndian.AppendUint32(w, h.TeeType)
-	w = append(w, h.PCESVN[:]...)
-	w = append(w, h.QESVN[:]...)
-	w = append(w, h.QEVendorID[:]...)
-	w = append(w, h.UserData[:]...)
+	w := appendFixed(make([]byte, 0, headerSize+bodyDescSize+bodySizeTD15), h)
 	if h.Version == version5 {
 		size := uint32(bodySize)
 		if td15 {
@@ -439,43 +382,25 @@ func (q *Quote) SignedBytes() []byte {
 		w = binary.LittleEndian.AppendUint16(w, q.BodyType)
 		w = binary.LittleEndian.AppendUint32(w, size)
 	}
-	d := &q.Body
-	w = append(w, d.TeeTcbSvn[:]...)
-	w = append(w, d.MRSEAM[:]...)
-	w = append(w, d.MRSignerSEAM[:]...)
-	w = append(w, d.SEAMAttributes[:]...)
-	w = append(w, d.TDAttributes[:]...)
-	w = append(w, d.XFAM[:]...)
-	w = append(w, d.MRTD[:]...)
-	w = append(w, d.MRConfigID[:]...)
-	w = append(w, d.MROwner[:]...)
-	w = append(w, d.MROwnerConfig[:]...)
-	for i := range d.RTMR {
-		w = append(w, d.RTMR[i][:]...)
-	}
-	w = append(w, d.ReportData[:]...)
-	if td15 {
-		w = append(w, d.TeeTcbSvn2[:]...)
-		w = append(w, d.MRServiceTD[:]...)
+	w = appendFixed(w, &q.Body)
+	if !td15 {
+		// A TD 1.0 body ends before the TD 1.5 fields.
+		w = w[:len(w)-(bodySizeTD15-bodySize)]
 	}
 	return w
 }
 
 // Marshal encodes the QE report: the bytes the PCK key signs.
 func (e *QEReport) Marshal() []byte {
-	w := make([]byte, 0, qeReportSize)
-	w = append(w, e.CPUSVN[:]...)
-	w = binary.LittleEndian.AppendUint32(w, e.MiscSelect)
-	w = append(w, e.Reserved1[:]...)
-	w = append(w, e.Attributes[:]...)
-	w = append(w, e.MREnclave[:]...)
-	w = append(w, e.Reserved2[:]...)
-	w = append(w, e.MRSigner[:]...)
-	w = append(w, e.Reserved3[:]...)
-	w = binary.LittleEndian.AppendUint16(w, e.ISVProdID)
-	w = binary.LittleEndian.AppendUint16(w, e.ISVSVN)
-	w = append(w, e.Reserved4[:]...)
-	w = append(w, e.ReportData[:]...)
+	return appendFixed(make([]byte, 0, qeReportSize), e)
+}
+
+// appendFixed appends the wire layout of v: a *Header, *Body or *QEReport.
+func appendFixed(w []byte, v any) []byte {
+	w, err := binary.Append(w, binary.LittleEndian, v)
+	if err != nil {
+		panic("tdxquote: not a fixed-layout type: " + err.Error())
+	}
 	return w
 }
 
@@ -557,6 +482,43 @@ func (r *reader) take(n int) []byte {
 func (r *reader) copy(dst []byte) {
 	copy(dst, r.b[r.off:r.off+len(dst)])
 	r.off += len(dst)
+}
+
+// decode reads the wire layout of v: a *Header or *QEReport.
+func (r *reader) decode(v any) {
+	n, err := binary.Decode(r.b[r.off:], binary.LittleEndian, v)
+	if err != nil {
+		panic("tdxquote: fixed field past the checked length: " + err.Error())
+	}
+	r.off += n
+}
+
+// body reads a TD 1.0 body, or with td15 a TD 1.5 body, into d; a TD 1.0
+// body leaves the TD 1.5 fields zero.
+func (r *reader) body(d *Body, td15 bool) {
+	n := bodySize
+	if td15 {
+		n = bodySizeTD15
+	}
+	var full [bodySizeTD15]byte
+	copy(full[:], r.b[r.off:r.off+n])
+	r.off += n
+	if _, err := binary.Decode(full[:], binary.LittleEndian, d); err != nil {
+		panic("tdxquote: body layout: " + err.Error())
+	}
+}
+
+// certData reads a certification data header (u16 type, u32 size): the
+// type must be want and the size the rest of the quote.
+func (r *reader) certData(want uint16, what string) error {
+	typ, size := r.u16(), r.u32()
+	if typ != want {
+		return unsupported("%s type %d", what, typ)
+	}
+	if uint64(size) != uint64(r.left()) {
+		return malformed("%s length %d, %d bytes present", what, size, r.left())
+	}
+	return nil
 }
 
 func (r *reader) u16() uint16 {
