@@ -91,10 +91,7 @@ var (
 // workerRefusals is the fixed table of refusal codes. The worker sends the code of
 // the first entry its error matches; the parent returns an error wrapping
 // that entry's sentinel. Template errors are sent apart, with the name.
-var workerRefusals = []struct {
-	code string
-	err  error
-}{
+var workerRefusals = codedErrors{
 	{"no_recipient", envelope.ErrNoMatchingRecipient},
 	{"report_mismatch", promptpack.ErrReportMismatch},
 	{"unknown_recipe", promptpack.ErrUnknownRecipe},
@@ -114,10 +111,7 @@ var workerRefusals = []struct {
 	{"invalid_params", openclawsig.ErrInvalidParams},
 }
 
-var workerTemplateKinds = []struct {
-	code string
-	err  error
-}{
+var workerTemplateKinds = codedErrors{
 	{"missing", openclawsig.ErrTemplateMissing},
 	{"unsigned", openclawsig.ErrTemplateUnsigned},
 	{"modified", openclawsig.ErrTemplateModified},
@@ -269,17 +263,13 @@ func refusalError(rep workerReply) error {
 		return fmt.Errorf("rebuild: %w", admission.ErrUnreadable)
 	}
 	if rep.Code == "template" {
-		for _, k := range workerTemplateKinds {
-			if k.code == rep.TemplateKind {
-				return fmt.Errorf("rebuild: %w", &openclawsig.TemplateError{Name: rep.Template, Err: k.err})
-			}
+		if kind, ok := workerTemplateKinds.byCode(rep.TemplateKind); ok {
+			return fmt.Errorf("rebuild: %w", &openclawsig.TemplateError{Name: rep.Template, Err: kind})
 		}
 		return fmt.Errorf("%w: unknown template refusal %q", errRebuildWorker, rep.TemplateKind)
 	}
-	for _, rf := range workerRefusals {
-		if rf.code == rep.Code {
-			return fmt.Errorf("rebuild: %w", rf.err)
-		}
+	if sentinel, ok := workerRefusals.byCode(rep.Code); ok {
+		return fmt.Errorf("rebuild: %w", sentinel)
 	}
 	if rep.Code == "invalid" {
 		return errRebuildInvalidPack
@@ -304,24 +294,45 @@ func refusalReply(err error) workerReply {
 	if errors.Is(err, admission.ErrUnreadable) {
 		return workerReply{Code: "admission_uncheckable"}
 	}
-	var te *openclawsig.TemplateError
-	if errors.As(err, &te) {
-		for _, k := range workerTemplateKinds {
-			if errors.Is(te.Err, k.err) {
-				name := te.Name
-				if len(name) > maxTemplateName {
-					name = name[:maxTemplateName]
-				}
-				return workerReply{Code: "template", Template: name, TemplateKind: k.code}
+	if te, ok := errors.AsType[*openclawsig.TemplateError](err); ok {
+		if kind, ok := workerTemplateKinds.codeOf(te.Err); ok {
+			name := te.Name
+			if len(name) > maxTemplateName {
+				name = name[:maxTemplateName]
 			}
+			return workerReply{Code: "template", Template: name, TemplateKind: kind}
 		}
 	}
-	for _, rf := range workerRefusals {
-		if errors.Is(err, rf.err) {
-			return workerReply{Code: rf.code}
-		}
+	if code, ok := workerRefusals.codeOf(err); ok {
+		return workerReply{Code: code}
 	}
 	return workerReply{Code: "invalid"}
+}
+
+// codedErrors is a table of refusal codes and their sentinels, both ways.
+type codedErrors []struct {
+	code string
+	err  error
+}
+
+// byCode returns the sentinel of code.
+func (t codedErrors) byCode(code string) (error, bool) {
+	for _, e := range t {
+		if e.code == code {
+			return e.err, true
+		}
+	}
+	return nil, false
+}
+
+// codeOf returns the code of the first entry whose sentinel err matches.
+func (t codedErrors) codeOf(err error) (string, bool) {
+	for _, e := range t {
+		if errors.Is(err, e.err) {
+			return e.code, true
+		}
+	}
+	return "", false
 }
 
 // printableInput reports whether s is UTF-8 without control characters.
