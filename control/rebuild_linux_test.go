@@ -53,7 +53,7 @@ func (f *rebuildFixture) request() rebuildRequest {
 	return rebuildRequest{Pack: f.enc, Manifest: f.mj, ReportHash: f.rb.ReportHash, Trusted: f.trusted}
 }
 
-func newTestRebuilder(t *testing.T, cfg rebuildConfig) *rebuilder {
+func newTestRebuilder(t testing.TB, cfg rebuildConfig) *rebuilder {
 	t.Helper()
 	cfg.Memory = testMemOpts
 	r, err := newRebuilder(cfg)
@@ -232,11 +232,7 @@ func TestKeyNotInheritedAtExec(t *testing.T) {
 // (process start included), against BenchmarkRebuildInProcess.
 func BenchmarkRebuildInWorker(b *testing.B) {
 	f := newRebuildFixture(b)
-	r, err := newRebuilder(rebuildConfig{Key: f.key, Memory: testMemOpts})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.close()
+	r := newTestRebuilder(b, rebuildConfig{Key: f.key})
 	for b.Loop() {
 		res, err := r.run(context.Background(), f.request())
 		if err != nil {
