@@ -197,6 +197,23 @@ func (c *signedClient) createRun(t *testing.T, a *attester, pf *packFixture) sig
 	return signedRun{id: r.RunID, capability: r.Capability}
 }
 
+// openTurn opens sender's telegram turn (message msg) in rn and returns
+// the turn's id.
+func (c *signedClient) openTurn(t *testing.T, rn signedRun, sender, msg string) string {
+	t.Helper()
+	_, body, err := c.do("POST", "/v1/runs/"+rn.id+"/turns", rn.capability, rn.id, turnRequest(sender, msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return field(t, body, "turn_id")
+}
+
+// turnRequest is the body of sender's telegram turn (message msg).
+func turnRequest(sender, msg string) []byte {
+	b, _ := json.Marshal(turnBody("telegram", sender, msg))
+	return b
+}
+
 func field(t *testing.T, body []byte, k string) string {
 	t.Helper()
 	var m map[string]any
@@ -282,11 +299,7 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 	rn := direct.createRun(t, a, pf)
 	base := "/v1/runs/" + rn.id
 	// A non-owner turn: exec is denied until an owner verifies.
-	_, body, err := direct.do("POST", base+"/turns", rn.capability, rn.id, []byte(`{"channel":"telegram","sender_id":"mallory","message_id":"m1","content_sha256_b64u":"`+content+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn := field(t, body, "turn_id")
+	turn := direct.openTurn(t, rn, "mallory", "m1")
 	if code, body, err := direct.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn, "exec")); err != nil || code != 200 || !strings.Contains(string(body), `"allow":false`) {
 		t.Fatalf("exec in a non-owner turn: %d %s %v", code, body, err)
 	}
@@ -316,7 +329,7 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 	rl.set(func(path string, b []byte) []byte {
 		return bytes.Replace(b, []byte(`"sender_id":"mallory"`), []byte(`"sender_id":"owner-1"`), 1)
 	}, nil)
-	_, _, err = victim.do("POST", base+"/turns", rn.capability, rn.id, []byte(`{"channel":"telegram","sender_id":"mallory","message_id":"m2","content_sha256_b64u":"`+content+`"}`))
+	_, _, err := victim.do("POST", base+"/turns", rn.capability, rn.id, turnRequest("mallory", "m2"))
 	if answer.Code(err) != "ANSWER_REQUEST_MISMATCH" {
 		t.Fatalf("rewritten sender: %v, want ANSWER_REQUEST_MISMATCH", err)
 	}
@@ -338,11 +351,7 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 		}
 		return first.body
 	})
-	_, tb, err := direct.do("POST", base+"/turns", rn.capability, rn.id, []byte(`{"channel":"telegram","sender_id":"mallory","message_id":"m3","content_sha256_b64u":"`+content+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn2 := field(t, tb, "turn_id")
+	turn2 := direct.openTurn(t, rn, "mallory", "m3")
 	if _, _, err := victim.do("POST", base+"/tool-calls", rn.capability, rn.id, toolCall(turn2, "read")); err != nil {
 		t.Fatalf("first call through the relay: %v", err)
 	}
@@ -389,11 +398,7 @@ func TestStolenCapabilityAgainstTheBinary(t *testing.T) {
 	c := newSignedClient(t, a, a.socket)
 	rn := c.createRun(t, a, pf)
 	base := "/v1/runs/" + rn.id
-	_, body, err := c.do("POST", base+"/turns", rn.capability, rn.id, []byte(`{"channel":"telegram","sender_id":"owner-1","message_id":"m1","content_sha256_b64u":"`+content+`"}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	turn := field(t, body, "turn_id")
+	turn := c.openTurn(t, rn, "owner-1", "m1")
 	audit0 := a.auditCount(t, runHandle{id: rn.id, capability: rn.capability})
 
 	cmd := helper(t, "steal", "CLAWEA_SOCKET="+a.socket, "CLAWEA_RUN="+rn.id, "CLAWEA_CAP="+rn.capability, "CLAWEA_BODY="+string(toolCall(turn, "exec")))
