@@ -132,6 +132,14 @@ func mustStartAttester(t *testing.T, config string) *attester {
 	return a
 }
 
+// startWithPack starts the attester on a fresh pack (newPack) with the
+// configuration writeConfig makes of it and extra, in a temporary folder.
+func startWithPack(t *testing.T, extra map[string]any) (*attester, *packFixture) {
+	t.Helper()
+	pf := newPack(t)
+	return mustStartAttester(t, writeConfig(t, t.TempDir(), pf, extra)), pf
+}
+
 // startAttester starts the binary and waits until it listens. It returns
 // nil and the exit code when the process exits before listening.
 func startAttester(t *testing.T, config string) (*attester, int) {
@@ -325,9 +333,7 @@ func want(t *testing.T, what string, r reply, code int) {
 // documented status and without changing anything; the orchestrator with
 // its credential still can.
 func TestAttacksAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"maxTurnsPerRun": 8, "maxRuns": 3}))
+	a, pf := startWithPack(t, map[string]any{"maxTurnsPerRun": 8, "maxRuns": 3})
 	if st, err := os.Stat(filepath.Dir(a.socket)); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("socket directory: %v %v", st.Mode(), err)
 	}
@@ -529,10 +535,8 @@ func TestAttacksAgainstTheBinary(t *testing.T) {
 // the body is read; a second attester on the same socket refuses to start
 // (exit 3) and leaves the first one serving.
 func TestSocketAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
 	// Tests run as one uid; list only another one.
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"controlUids": []int{os.Geteuid() + 1000}}))
+	a, pf := startWithPack(t, map[string]any{"controlUids": []int{os.Geteuid() + 1000}})
 	want(t, "uid not allowed: create", a.tryCreateRun(t, pf, "s"), 403)
 	want(t, "uid not allowed: policy", a.req(t, false, "GET", "/v1/gate/policy", "", nil), 403)
 
@@ -555,11 +559,9 @@ func TestSocketAgainstTheBinary(t *testing.T) {
 // TestBoundsAgainstTheBinary: slow senders are cut off, and pack uploads
 // beyond the memory budget get 503 instead of growing the process.
 func TestBoundsAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
 	const maxPack = 1 << 20
 	budget := 4 * (maxPack*4/3 + 4 + 64<<10) // exactly one upload
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"maxPackBytes": maxPack, "uploadBudgetBytes": budget}))
+	a, pf := startWithPack(t, map[string]any{"maxPackBytes": maxPack, "uploadBudgetBytes": budget})
 	body := a.createBody(t, pf, "s")
 
 	// A slow upload holds the whole budget: a second upload is refused at
@@ -699,8 +701,7 @@ func TestTPMOverTCPAgainstTheBinary(t *testing.T) {
 // 10 s body deadline first). No body is sent; a server that waited would
 // still be silent when the 5 s read deadline ends.
 func TestDeclaredLengthRefusedAtOnce(t *testing.T) {
-	pf := newPack(t)
-	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
+	a, pf := startWithPack(t, nil)
 	rn := a.createRun(t, pf, "s")
 	c, err := net.Dial("unix", a.socket)
 	if err != nil {

@@ -21,9 +21,7 @@ import (
 // the header deadline (5 s) has closed the slow connections: a flood delays
 // it, bounded, and never starves it.
 func TestConnectionLimitAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	a := mustStartAttester(t, writeConfig(t, dir, pf, nil))
+	a, _ := startWithPack(t, nil)
 	const limit = 500
 	var wg sync.WaitGroup
 	held := make(chan struct{}, 2) // a flood holds every slot
@@ -106,8 +104,7 @@ func TestConnectionLimitAgainstTheBinary(t *testing.T) {
 // serves one shared key attestation (no quote per request); with a
 // challenge, quotes beyond the rate limit get 429 with Retry-After.
 func TestIdentityQuotesAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
+	a, _ := startWithPack(t, nil)
 	x, y := a.req(t, true, "GET", "/v1/identity", "", nil), a.req(t, true, "GET", "/v1/identity", "", nil)
 	if x.code != 200 || y.code != 200 || x.body["key_attestation"] != y.body["key_attestation"] {
 		t.Fatalf("challenge-less identity: %d %d, same attestation %v", x.code, y.code, x.body["key_attestation"] == y.body["key_attestation"])

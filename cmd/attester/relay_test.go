@@ -291,9 +291,7 @@ func (rl *relay) set(req func(string, []byte) []byte, ans func(string, *http.Res
 // orchestrator's run (process binding), and a run it opens is answered for
 // its own pid, which the orchestrator refuses.
 func TestRelayAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	a := mustStartAttester(t, writeConfig(t, dir, pf, nil))
+	a, pf := startWithPack(t, nil)
 	real := a.socket + ".real"
 	direct := newSignedClient(t, a, a.socket)
 	rn := direct.createRun(t, a, pf)
@@ -393,8 +391,7 @@ func TestRelayAgainstTheBinary(t *testing.T) {
 // PROCESS_BINDING and changes nothing; the orchestrator still drives the
 // run.
 func TestStolenCapabilityAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
+	a, pf := startWithPack(t, nil)
 	c := newSignedClient(t, a, a.socket)
 	rn := c.createRun(t, a, pf)
 	base := "/v1/runs/" + rn.id

@@ -178,8 +178,7 @@ func commitments(t *testing.T, r reply) evidencedoc.Metadata {
 // nothing is attested with the empty log's root "" and count 0 (it was a
 // 400 "invalid attestation request" before).
 func TestZeroDecisionRunAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
+	a, pf := startWithPack(t, nil)
 	rn := a.createRun(t, pf, "agent:main:main")
 	_, agentKey, _ := ed25519.GenerateKey(rand.Reader)
 	r := a.attestRun(t, rn, agentKey, bundleWith(t, pf, rn, agentKey, nil))
@@ -211,8 +210,7 @@ func TestZeroDecisionRunAgainstTheBinary(t *testing.T) {
 // named in another turn; it attests the bundle that logs exactly its
 // allowed calls, with either binding, and commits to the records checked.
 func TestToolCallsAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	a := mustStartAttester(t, writeConfig(t, t.TempDir(), pf, nil))
+	a, pf := startWithPack(t, nil)
 	_, agentKey, _ := ed25519.GenerateKey(rand.Reader)
 	// Two runs, each with two allowed calls in two turns and a denial.
 	decide := func(rn runHandle, tag string) {
