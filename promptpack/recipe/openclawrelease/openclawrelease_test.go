@@ -101,6 +101,17 @@ func toyBuild(tb testing.TB) (*fixedText, *Capture, *result) {
 	return fx, c, res
 }
 
+// toyDocument is toyBuild with the release document of its result.
+func toyDocument(tb testing.TB) (*fixedText, *Capture, *result, []byte) {
+	tb.Helper()
+	fx, c, res := toyBuild(tb)
+	doc, err := encodeDocument(c, res)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fx, c, res, doc
+}
+
 func TestParseCapture(t *testing.T) {
 	c := parse(t, toyCapture())
 	if c.OpenClawVersion != "2026.9.6" || len(c.Tools) != 2 || len(c.BootstrapFiles) != 2 {
@@ -441,11 +452,7 @@ func FuzzExtractFragments(f *testing.F) {
 }
 
 func TestDocumentRoundTrip(t *testing.T) {
-	fx, c, res := toyBuild(t)
-	doc, err := encodeDocument(c, res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx, c, res, doc := toyDocument(t)
 	d, err := parseDocument(doc)
 	if err != nil {
 		t.Fatalf("parseDocument: %v", err)
@@ -489,11 +496,7 @@ func TestDocumentRoundTrip(t *testing.T) {
 // refusal unchanged, and on success gives the captured prompt and the
 // layout's report inputs without letting formatting print the capture.
 func TestRebuildAsksTrustFirst(t *testing.T) {
-	fx, c, res := toyBuild(t)
-	doc, err := encodeDocument(c, res)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fx, c, _, doc := toyDocument(t)
 	lookup := func(v string) (*Release, error) {
 		if v != fx.Release.OpenClawVersion {
 			return nil, ErrUnsupportedVersion
@@ -557,11 +560,7 @@ func TestRebuildAsksTrustFirst(t *testing.T) {
 // FuzzParseDocument: a document either parses or is refused with a
 // sentinel of this package, never a panic.
 func FuzzParseDocument(f *testing.F) {
-	fx, c, res := toyBuild(f)
-	doc, err := encodeDocument(c, res)
-	if err != nil {
-		f.Fatal(err)
-	}
+	fx, _, _, doc := toyDocument(f)
 	f.Add(doc)
 	f.Add([]byte(`{"document_version":"1","capture_json":"{}","layout":[["nl"]],"fragments":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
