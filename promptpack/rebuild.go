@@ -139,17 +139,11 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 	if err != nil {
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
 	}
-	if err := h.CheckTemplates(trusted); err != nil {
-		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
-	}
-	params, err := openclawsig.ParseParams(p.Params)
+	res, err := openclawsig.Render(h, trusted, p.Params)
 	if err != nil {
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
 	}
-	res, err := openclawsig.Render(h, params)
-	if err != nil {
-		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
-	}
+	params := res.Params
 	if checkMode && res.Mode != p.PromptMode {
 		clear(res.Prompt)
 		return nil, fmt.Errorf("%w: pack states %q, recipe resolved %q", ErrModeMismatch, safetext.Clip(p.PromptMode, 64), res.Mode)

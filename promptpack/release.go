@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"unicode/utf8"
 
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
@@ -107,44 +107,39 @@ func (p *Pack) validateRelease() error {
 	return nil
 }
 
-// rebuildRelease is Rebuild for an openclaw-release pack: the document's
-// release must be trusted (trusted[releaseTrustName] ==
-// releaseTrustHash), the layout is checked against the release's fragment
-// table compiled into this module and re-rendered, the
+// rebuildRelease is Rebuild for an openclaw-release pack
+// (docs/spec/recipe-openclaw-release.md section 6.1): openclawrelease.Rebuild
+// asks whether the document's release is trusted (trusted[releaseTrustName]
+// == releaseTrustHash) before it checks the layout against the release's
+// fragment table compiled into this module and re-renders it; then the
 // pack's provenance and prompt mode must be the ones the recipe states, and
 // the SystemPromptReport.v1 commits the pinned files, the fragment table,
 // the document, the tools, the bootstrap files and the slot values.
 func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuilt, error) {
-	doc, err := openclawrelease.ParseDocument(p.Params)
-	if err != nil {
-		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
-	}
-	defer doc.Wipe()
 	// The opener must trust this release by name and table hash, as it
 	// trusts openclaw-sig templates by name and sig hash.
-	rel, err := openclawrelease.Lookup(doc.Capture.OpenClawVersion)
+	r, err := openclawrelease.Rebuild(p.Params, func(rel *openclawrelease.Release) error {
+		name := releaseTrustName(rel.OpenClawVersion)
+		want, err := releaseTrustHash(rel)
+		if err != nil {
+			return err
+		}
+		if got, ok := trusted[name]; !ok || got != want {
+			return &openclawsig.TemplateError{Name: name, Err: openclawsig.ErrTemplateUntrusted}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
 	}
-	name := releaseTrustName(rel.OpenClawVersion)
-	want, err := releaseTrustHash(rel)
-	if err != nil {
-		return nil, err
-	}
-	if got, ok := trusted[name]; !ok || got != want {
-		return nil, fmt.Errorf("promptpack: rebuild: %w", &openclawsig.TemplateError{Name: name, Err: openclawsig.ErrTemplateUntrusted})
-	}
-	res, err := doc.Rebuild()
-	if err != nil {
-		return nil, fmt.Errorf("promptpack: rebuild: %w", err)
-	}
-	if p.Provenance != releaseProvenance(rel) {
-		return nil, ferr("$.provenance", fmt.Errorf("%w: not the provenance of an %s pack of OpenClaw %s", errWrongType, openclawrelease.ID, rel.OpenClawVersion))
+	defer r.Capture.Wipe()
+	if p.Provenance != releaseProvenance(r.Release) {
+		return nil, ferr("$.provenance", fmt.Errorf("%w: not the provenance of an %s pack of OpenClaw %s", errWrongType, openclawrelease.ID, r.Release.OpenClawVersion))
 	}
 	if p.PromptMode != releasePromptMode {
 		return nil, fmt.Errorf("%w: an %s pack states %q", ErrModeMismatch, openclawrelease.ID, releasePromptMode)
 	}
-	rep, err := p.releaseReport(rel, doc, res)
+	rep, err := p.releaseReport(r)
 	if err != nil {
 		return nil, err
 	}
@@ -155,15 +150,15 @@ func (p *Pack) rebuildRelease(trusted map[string]string, packID string) (*Rebuil
 	if err != nil {
 		return nil, err
 	}
-	rb := &Rebuilt{Prompt: bytes.Clone(doc.Capture.SystemPrompt), Mode: releasePromptMode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID}
-	rb.entries = p.releasePoHEntries(rel, rep)
+	rb := &Rebuilt{Prompt: bytes.Clone(r.Capture.SystemPrompt), Mode: releasePromptMode, Report: rep, ReportJCS: c, ReportHash: sha(c), PackID: packID}
+	rb.entries = p.releasePoHEntries(r.Release, rep)
 	return rb, nil
 }
 
-// releaseReport maps a reproduced release document onto
-// SystemPromptReport.v1 (docs/spec/recipe-openclaw-release.md section 6.2).
-func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.Document, res *openclawrelease.Result) (*Report, error) {
-	c := doc.Capture
+// releaseReport maps a rebuilt release document onto SystemPromptReport.v1
+// (docs/spec/recipe-openclaw-release.md section 6.2).
+func (p *Pack) releaseReport(r *openclawrelease.Rebuilt) (*Report, error) {
+	c, rel := r.Capture, r.Release
 	rep := &Report{
 		ReportVersion: reportVersion,
 		Harness:       reportHarness{ID: p.Provenance.HarnessID, Version: p.Provenance.HarnessVersion, Commit: p.Provenance.HarnessCommit},
@@ -205,53 +200,20 @@ func (p *Pack) releaseReport(rel *openclawrelease.Release, doc *openclawrelease.
 	if in.ToolSummariesHashB64u, err = hashJCS(sums); err != nil {
 		return nil, err
 	}
-	in.Bootstrap = []bootstrapEntry{}
-	type kv struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
-	}
-	var skills, runtime, timeCtx []kv
-	path := ""
-	for _, t := range res.Layout {
-		switch {
-		case t.Kind == openclawrelease.KindSlot && t.Name == "context.path":
-			path = t.Value
-		case t.Kind == openclawrelease.KindSlot && strings.HasPrefix(t.Name, "skill."):
-			skills = append(skills, kv{t.Name, t.Value})
-		case t.Kind == openclawrelease.KindSlot && strings.HasPrefix(t.Name, "runtime."):
-			runtime = append(runtime, kv{t.Name, t.Value})
-		case t.Kind == openclawrelease.KindSlot && strings.HasPrefix(t.Name, "time."):
-			timeCtx = append(timeCtx, kv{t.Name, t.Value})
-		case t.Kind == openclawrelease.KindFile:
-			for _, f := range c.BootstrapFiles {
-				if f.Name != t.Name {
-					continue
-				}
-				form := openclawrelease.PromptForm(f.Content)
-				e := bootstrapEntry{ContentHashB64u: b64u.SHA256([]byte(form)), RawContentHashB64u: b64u.SHA256(f.Content), Chars: jsstr.Len(form)}
-				if n := len([]rune(path)); n >= 1 && n <= 1024 {
-					e.PathHint = path
-				} else {
-					e.PathHashB64u = b64u.SHA256([]byte(path))
-				}
-				in.Bootstrap = append(in.Bootstrap, e)
-			}
-		}
-	}
-	if len(in.Bootstrap) > maxRawContextFiles {
+	if len(r.Files) > maxRawContextFiles {
 		return nil, fmt.Errorf("%w: more than %d context files", ErrInvalidReport, maxRawContextFiles)
 	}
-	for _, s := range []struct {
-		dst *string
-		v   []kv
-	}{{&in.SkillsPromptHashB64u, skills}, {&in.RuntimeLineHashB64u, runtime}, {&in.TimeContextHashB64u, timeCtx}} {
-		if s.v == nil {
-			continue
+	in.Bootstrap = make([]bootstrapEntry, 0, len(r.Files))
+	for _, f := range r.Files {
+		e := bootstrapEntry{ContentHashB64u: f.ContentHashB64u, RawContentHashB64u: f.RawContentHashB64u, Chars: f.Chars}
+		if n := utf8.RuneCountInString(f.Path); n >= 1 && n <= 1024 {
+			e.PathHint = f.Path
+		} else {
+			e.PathHashB64u = b64u.SHA256([]byte(f.Path))
 		}
-		if *s.dst, err = hashJCS(s.v); err != nil {
-			return nil, err
-		}
+		in.Bootstrap = append(in.Bootstrap, e)
 	}
+	in.SkillsPromptHashB64u, in.RuntimeLineHashB64u, in.TimeContextHashB64u = r.SkillsHashB64u, r.RuntimeHashB64u, r.TimeHashB64u
 	return rep, nil
 }
 

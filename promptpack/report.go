@@ -220,7 +220,7 @@ func (p *Pack) computeReport(h *openclawsig.Harness, params *openclawsig.Params,
 	for _, name := range names {
 		sig, ok := h.Sig(name)
 		if !ok {
-			// CheckTemplates refuses unsigned templates; never here.
+			// Render refuses unsigned templates; never here.
 			return nil, fmt.Errorf("%w: template %q unsigned", ErrInvalidReport, name)
 		}
 		in.Templates = append(in.Templates, reportTemplate{Name: name, Hash: sig.Hash})

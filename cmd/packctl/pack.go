@@ -189,7 +189,8 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if !o.valid(stderr, "build") {
 		return exitUsage
 	}
-	if *recipeID == openclawrelease.ID {
+	release := *recipeID == openclawrelease.ID
+	if release {
 		if *params != "" || *harness != "" || *toolSchemas != "" || *skillsEnv != "" || *trusted != "" || *reportVer != 1 {
 			errorf(stderr, "build: --recipe %s takes --capture and --openclaw, not --params, --harness, --tool-schemas, --skills-env, --trusted or --report-version", openclawrelease.ID)
 			return exitUsage
@@ -197,31 +198,18 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		if !requireFlags(fs, stderr, "capture", "openclaw") || !wantArgs(fs, stderr, 0, "") {
 			return exitUsage
 		}
-		if *out != "" && *out != "-" && !*force {
-			if _, err := os.Lstat(*out); err == nil {
-				errorf(stderr, "build: %s %v", *out, errExists)
-				return exitUsage
-			}
+	} else {
+		if *capture != "" || *openclawDir != "" {
+			errorf(stderr, "build: --capture and --openclaw go with --recipe %s", openclawrelease.ID)
+			return exitUsage
 		}
-		var policy *admission.Policy
-		if *admissionPath != "" {
-			var code int
-			if policy, code = loadAdmission(*admissionPath, stderr, "build"); policy == nil {
-				return code
-			}
+		if !requireFlags(fs, stderr, "params", "harness") || !wantArgs(fs, stderr, 0, "") {
+			return exitUsage
 		}
-		return buildRelease(*capture, *openclawDir, o, policy, stdout, stderr)
-	}
-	if *capture != "" || *openclawDir != "" {
-		errorf(stderr, "build: --capture and --openclaw go with --recipe %s", openclawrelease.ID)
-		return exitUsage
-	}
-	if !requireFlags(fs, stderr, "params", "harness") || !wantArgs(fs, stderr, 0, "") {
-		return exitUsage
-	}
-	if *reportVer != 1 && *reportVer != 2 {
-		errorf(stderr, "build: --report-version: want 1 or 2, got %d", *reportVer)
-		return exitUsage
+		if *reportVer != 1 && *reportVer != 2 {
+			errorf(stderr, "build: --report-version: want 1 or 2, got %d", *reportVer)
+			return exitUsage
+		}
 	}
 	if *out != "" && *out != "-" && !*force {
 		// Checked again when writing (O_EXCL); refusing here saves the build.
@@ -230,11 +218,22 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 	}
+	var policy *admission.Policy
+	if *admissionPath != "" {
+		var code int
+		if policy, code = loadAdmission(*admissionPath, stderr, "build"); policy == nil {
+			return code
+		}
+	}
+	if release {
+		return buildRelease(*capture, *openclawDir, o, policy, stdout, stderr)
+	}
 	pb, err := bounded.ReadFile(*params, openclawsig.MaxParamsSize)
 	if err != nil {
 		errorf(stderr, "build: %v", err)
 		return exitCannot
 	}
+	defer sealed.Wipe(pb)
 	opts := promptpack.BuildOptions{Provenance: &promptpack.Provenance{
 		HarnessID: *hID, HarnessVersion: *hVer, HarnessCommit: *hCommit, BuilderName: *bName, BuilderVersion: *bVer,
 	}, ReportVersion: *reportVer}
@@ -256,20 +255,11 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			return code
 		}
 	}
-	var policy *admission.Policy
-	if *admissionPath != "" {
-		var code int
-		if policy, code = loadAdmission(*admissionPath, stderr, "build"); policy == nil {
-			sealed.Wipe(pb)
-			return code
-		}
-	}
 	if _, err := os.Stat(*harness); err != nil {
 		errorf(stderr, "build: %v", err)
 		return exitCannot
 	}
 	p, err := promptpack.Build(pb, *harness, *recipeID, opts)
-	sealed.Wipe(pb)
 	if err != nil {
 		errorf(stderr, "build: %v", err)
 		return packExit(err)

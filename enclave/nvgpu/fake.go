@@ -10,8 +10,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"time"
 
 	"github.com/clawea/attester/enclave/nvgpu/internal/simkeys"
 	"github.com/clawea/attester/wire/nvspdm"
@@ -89,18 +87,9 @@ func newFakeDevice(cc bool, certFWIDLabel string) (*fakeDevice, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject: pkix.Name{
-			CommonName:         "TEST ONLY clawea simulated GPU device",
-			Organization:       []string{"TEST ONLY clawea simulated GPU, not NVIDIA"},
-			OrganizationalUnit: []string{"TEST ONLY"},
-		},
-		NotBefore:       time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC),
-		NotAfter:        time.Date(2075, time.January, 1, 0, 0, 0, 0, time.UTC),
-		KeyUsage:        x509.KeyUsageDigitalSignature,
-		ExtraExtensions: []pkix.Extension{{Id: oidFWID, Value: ext}},
-	}
+	tmpl := simkeys.Template(2, "TEST ONLY clawea simulated GPU device")
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtraExtensions = []pkix.Extension{{Id: oidFWID, Value: ext}}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, root, &key.PublicKey, rootKey)
 	if err != nil {
 		return nil, fmt.Errorf("nvgpu: fake device certificate: %w", err)

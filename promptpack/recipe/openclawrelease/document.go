@@ -17,37 +17,18 @@ const documentVersion = "1"
 // maxDocumentSize bounds a release document.
 const maxDocumentSize = 48 << 20
 
-// Document is what a prompt pack of this recipe carries
+// document is what a prompt pack of this recipe carries
 // (docs/spec/recipe-openclaw-release.md section 6): the capture, the
 // layout Reproduce found, and the text of every fragment the layout uses. A
 // rebuild needs nothing else: the fragments are checked against the
-// release's fragment table compiled into this module.
-type Document struct {
+// release's fragment table compiled into this module. It stays in this
+// package: Rebuild hands on the capture and what a report needs of the
+// layout.
+type document struct {
 	Capture   *Capture
 	Layout    []layoutToken
 	Fragments map[string]string
 }
-
-// Wipe zeroes the capture.
-func (d *Document) Wipe() {
-	if d != nil {
-		d.Capture.Wipe()
-	}
-}
-
-// String describes the document without its contents.
-func (d *Document) String() string {
-	if d == nil {
-		return "openclawrelease.Document(nil)"
-	}
-	return fmt.Sprintf("openclawrelease.Document{openclaw=%s tokens=%d fragments=%d}", d.Capture.OpenClawVersion, len(d.Layout), len(d.Fragments))
-}
-
-// GoString is String.
-func (d *Document) GoString() string { return d.String() }
-
-// Format prints String for every verb.
-func (d *Document) Format(f fmt.State, _ rune) { fmt.Fprint(f, d.String()) }
 
 // encode returns the capture's canonical (JCS) form.
 func (c *Capture) encode() ([]byte, error) {
@@ -77,7 +58,7 @@ func (c *Capture) encode() ([]byte, error) {
 // that build reproduced: {document_version, capture_json, layout,
 // fragments}. Layout tokens are arrays: ["f", hash], ["nl"], ["tool",
 // index], ["file", name], ["slot", name, value].
-func encodeDocument(c *Capture, res *Result) ([]byte, error) {
+func encodeDocument(c *Capture, res *result) ([]byte, error) {
 	cj, err := c.encode()
 	if err != nil {
 		return nil, err
@@ -92,9 +73,9 @@ func encodeDocument(c *Capture, res *Result) ([]byte, error) {
 			layout = append(layout, []any{t.Kind})
 		case kindTool:
 			layout = append(layout, []any{t.Kind, t.Index})
-		case KindFile:
+		case kindFile:
 			layout = append(layout, []any{t.Kind, t.Name})
-		case KindSlot:
+		case kindSlot:
 			layout = append(layout, []any{t.Kind, t.Name, t.Value})
 		default:
 			return nil, fmt.Errorf("%w: unknown kind %q", errInvalidLayout, clipName(t.Kind))
@@ -113,10 +94,10 @@ func encodeDocument(c *Capture, res *Result) ([]byte, error) {
 	return jcs.Canonicalize(raw)
 }
 
-// ParseDocument reads a release document strictly (exact members, known
+// parseDocument reads a release document strictly (exact members, known
 // token kinds, bounded sizes, the capture as ParseCapture reads it). It
 // does not check the layout against a release: Rebuild does.
-func ParseDocument(data []byte) (*Document, error) {
+func parseDocument(data []byte) (*document, error) {
 	if len(data) > maxDocumentSize {
 		return nil, fmt.Errorf("%w: document larger than %d bytes", errInvalidLayout, maxDocumentSize)
 	}
@@ -130,7 +111,7 @@ func ParseDocument(data []byte) (*Document, error) {
 		r.Failf("$.document_version", jsonobj.ErrWrongType, "want %q", documentVersion)
 	}
 	cj := r.Bytes(m["capture_json"], "$.capture_json")
-	d := &Document{Fragments: map[string]string{}}
+	d := &document{Fragments: map[string]string{}}
 	for _, fm := range r.Members(m["fragments"], "$.fragments", 0, maxLayoutTokens) {
 		s, ok := fm.Value.Str()
 		if !ok || s == "" {
@@ -147,7 +128,7 @@ func ParseDocument(data []byte) (*Document, error) {
 		}
 		kind, _ := r.Str(parts[0], p+"[0]")
 		t := layoutToken{Kind: kind}
-		want := map[string]int{kindFragment: 2, kindNewline: 1, kindTool: 2, KindFile: 2, KindSlot: 3}[kind]
+		want := map[string]int{kindFragment: 2, kindNewline: 1, kindTool: 2, kindFile: 2, kindSlot: 3}[kind]
 		if want == 0 || len(parts) != want {
 			r.Failf(p, jsonobj.ErrWrongType, "not a token")
 			continue
@@ -157,9 +138,9 @@ func ParseDocument(data []byte) (*Document, error) {
 			t.Frag, _ = r.Str(parts[1], p+"[1]")
 		case kindTool:
 			t.Index = int(r.Int(parts[1], p+"[1]", 0, maxTools-1))
-		case KindFile:
+		case kindFile:
 			t.Name, _ = r.Str(parts[1], p+"[1]")
-		case KindSlot:
+		case kindSlot:
 			t.Name, _ = r.Str(parts[1], p+"[1]")
 			t.Value, _ = r.Str(parts[2], p+"[2]")
 		}
@@ -187,16 +168,4 @@ func ParseDocument(data []byte) (*Document, error) {
 	}
 	d.Capture = c
 	return d, nil
-}
-
-// Rebuild checks the document against its release (Lookup of the
-// capture's OpenClaw version; the fragment table compiled into this
-// module) and re-renders the capture's system prompt from the layout
-// (finish). It reads no install, clock or environment.
-func (d *Document) Rebuild() (*Result, error) {
-	rel, err := Lookup(d.Capture.OpenClawVersion)
-	if err != nil {
-		return nil, err
-	}
-	return finish(d.Capture, rel, d.Layout, d.Fragments)
 }

@@ -20,8 +20,8 @@ const (
 	kindFragment = "f"    // one fragment of the release's fixed text
 	kindNewline  = "nl"   // one LF
 	kindTool     = "tool" // the name of the capture's tool Index
-	KindFile     = "file" // the prompt form of bootstrap file Name
-	KindSlot     = "slot" // the value of a named slot
+	kindFile     = "file" // the prompt form of bootstrap file Name
+	kindSlot     = "slot" // the value of a named slot
 )
 
 // maxLayoutTokens bounds a layout.
@@ -35,9 +35,9 @@ type layoutToken struct {
 	Frag string
 	// Index is the tool's position in the capture's tools (kindTool).
 	Index int
-	// Name is the bootstrap file name (KindFile) or the slot name (KindSlot).
+	// Name is the bootstrap file name (kindFile) or the slot name (kindSlot).
 	Name string
-	// Value is the slot's value (KindSlot).
+	// Value is the slot's value (kindSlot).
 	Value string
 }
 
@@ -73,9 +73,9 @@ type inputs struct {
 	Files []bootstrapFile
 }
 
-// PromptForm is how a bootstrap file appears in the prompt: runs of three
+// promptForm is how a bootstrap file appears in the prompt: runs of three
 // or more line feeds collapsed to two and trailing line feeds removed.
-func PromptForm(content []byte) string {
+func promptForm(content []byte) string {
 	b := make([]byte, 0, len(content))
 	run := 0
 	for _, c := range content {
@@ -98,7 +98,7 @@ func PromptForm(content []byte) string {
 func (in inputs) forms() map[string]string {
 	m := make(map[string]string, len(in.Files))
 	for _, f := range in.Files {
-		m[f.Name] = PromptForm(f.Content)
+		m[f.Name] = promptForm(f.Content)
 	}
 	return m
 }
@@ -163,7 +163,7 @@ func (p *pool) steps(s string, at int, rel *Release, in inputs, forms map[string
 	}
 	for _, f := range in.Files {
 		if c := forms[f.Name]; c != "" && strings.HasPrefix(rest, c) {
-			fn(step{len(c), []layoutToken{{Kind: KindFile, Name: f.Name}}})
+			fn(step{len(c), []layoutToken{{Kind: kindFile, Name: f.Name}}})
 		}
 	}
 	for _, r := range rel.Slots {
@@ -177,7 +177,7 @@ func (p *pool) steps(s string, at int, rel *Release, in inputs, forms map[string
 				break
 			}
 			end := i + utf8.RuneLen(c)
-			fn(step{len(pre) + end, append(toks[:len(toks):len(toks)], layoutToken{Kind: KindSlot, Name: r.Name, Value: v[:end]})})
+			fn(step{len(pre) + end, append(toks[:len(toks):len(toks)], layoutToken{Kind: kindSlot, Name: r.Name, Value: v[:end]})})
 		}
 	}
 }
@@ -267,9 +267,9 @@ func render(rel *Release, toks []layoutToken, frags map[string]string, in inputs
 			b = append(b, '\n')
 		case kindTool:
 			b = append(b, in.Tools[t.Index].Name...)
-		case KindFile:
+		case kindFile:
 			b = append(b, forms[t.Name]...)
-		case KindSlot:
+		case kindSlot:
 			b = append(b, t.Value...)
 		}
 		if len(b) > limit {
@@ -327,18 +327,18 @@ func checkLayout(rel *Release, toks []layoutToken, frags map[string]string, in i
 			if t.Index < 0 || t.Index >= len(in.Tools) {
 				return fmt.Errorf("%w: token %d: no tool %d", errInvalidLayout, i, t.Index)
 			}
-		case KindFile:
+		case kindFile:
 			if _, ok := forms[t.Name]; !ok {
 				return fmt.Errorf("%w: token %d: no bootstrap file %q", errInvalidLayout, i, clipName(t.Name))
 			}
 			if forms[t.Name] == "" {
 				return fmt.Errorf("%w: token %d: bootstrap file %q is empty in the prompt", errInvalidLayout, i, clipName(t.Name))
 			}
-			if i < 2 || toks[i-1].Kind != kindNewline || toks[i-2].Kind != KindSlot || toks[i-2].Name != slotContextPath ||
+			if i < 2 || toks[i-1].Kind != kindNewline || toks[i-2].Kind != kindSlot || toks[i-2].Name != slotContextPath ||
 				!strings.HasSuffix(toks[i-2].Value, "/"+t.Name) {
 				return fmt.Errorf("%w: token %d: bootstrap file %q is not under its own context header", errInvalidLayout, i, clipName(t.Name))
 			}
-		case KindSlot:
+		case kindSlot:
 			r, ok := rel.slot(t.Name)
 			if !ok {
 				return fmt.Errorf("%w: token %d: OpenClaw %s has no slot %q", errInvalidLayout, i, rel.OpenClawVersion, clipName(t.Name))
@@ -356,7 +356,7 @@ func checkLayout(rel *Release, toks []layoutToken, frags map[string]string, in i
 				}
 			}
 			if r.Name == slotContextPath {
-				if i+2 >= len(toks) || toks[i+1].Kind != kindNewline || toks[i+2].Kind != KindFile {
+				if i+2 >= len(toks) || toks[i+1].Kind != kindNewline || toks[i+2].Kind != kindFile {
 					return fmt.Errorf("%w: token %d: a context header without its file", errInvalidLayout, i)
 				}
 			}

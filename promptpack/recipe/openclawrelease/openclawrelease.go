@@ -10,9 +10,11 @@
 // of the capture's exact release (fragments of that release's pinned
 // package files, loadFixed), the capture's tools and bootstrap files, and
 // values in the release's slots. The layout, the fragments it uses and the
-// capture travel in the pack as a Document; the rebuild (finish) checks the
-// layout against the release's fragment table, embedded in this package as
-// hashes only, and needs no install.
+// capture travel in the pack as a release document. Rebuild is the rebuild
+// side in one call: it reads the document, has the caller's trust check
+// accept the document's release first, and only then checks the layout
+// against the release's fragment table, embedded in this package as hashes
+// only, and re-renders the prompt (finish); it needs no install.
 //
 // Supported lists the releases this recipe version knows (OpenClaw
 // 2026.9.6). Any other version is refused with ErrUnsupportedVersion, and

@@ -91,7 +91,7 @@ func parse(t testing.TB, w wire) *Capture {
 
 // toyBuild builds the toy capture against the toy release and returns the
 // release, the parsed capture and the result.
-func toyBuild(tb testing.TB) (*fixedText, *Capture, *Result) {
+func toyBuild(tb testing.TB) (*fixedText, *Capture, *result) {
 	tb.Helper()
 	fx, c := toyRelease(tb), parse(tb, toyCapture())
 	res, err := build(c, fx)
@@ -99,6 +99,17 @@ func toyBuild(tb testing.TB) (*fixedText, *Capture, *Result) {
 		tb.Fatalf("Build: %v", err)
 	}
 	return fx, c, res
+}
+
+// toyDocument is toyBuild with the release document of its result.
+func toyDocument(tb testing.TB) (*fixedText, *Capture, *result, []byte) {
+	tb.Helper()
+	fx, c, res := toyBuild(tb)
+	doc, err := encodeDocument(c, res)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fx, c, res, doc
 }
 
 func TestParseCapture(t *testing.T) {
@@ -271,17 +282,17 @@ func TestFinishRefusesLayouts(t *testing.T) {
 			return toks
 		},
 		"unknown slot": func(toks []layoutToken, frags map[string]string) []layoutToken {
-			return append(toks, layoutToken{Kind: KindSlot, Name: "note", Value: evil})
+			return append(toks, layoutToken{Kind: kindSlot, Name: "note", Value: evil})
 		},
 		"slot without its anchor": func(toks []layoutToken, frags map[string]string) []layoutToken {
-			return append(toks, layoutToken{Kind: kindNewline}, layoutToken{Kind: KindSlot, Name: "time.date", Value: evil})
+			return append(toks, layoutToken{Kind: kindNewline}, layoutToken{Kind: kindSlot, Name: "time.date", Value: evil})
 		},
 		"slot value with a line break": func(toks []layoutToken, frags map[string]string) []layoutToken {
 			toks[len(toks)-1].Value = "2026-11-24\n" + evil
 			return toks
 		},
 		"file without header": func(toks []layoutToken, frags map[string]string) []layoutToken {
-			return append(toks, layoutToken{Kind: kindNewline}, layoutToken{Kind: KindFile, Name: "AGENTS.md"})
+			return append(toks, layoutToken{Kind: kindNewline}, layoutToken{Kind: kindFile, Name: "AGENTS.md"})
 		},
 		// A layout that repeats a fragment far past the prompt's length
 		// is refused before it allocates more than the prompt.
@@ -381,8 +392,8 @@ func TestPromptForm(t *testing.T) {
 		"a\n\nb\n\n\n\nc\n\n": "a\n\nb\n\nc",
 		"a\r\n\r\n\r\nb":      "a\r\n\r\n\r\nb",
 	} {
-		if got := PromptForm([]byte(in)); got != want {
-			t.Errorf("PromptForm(%q) = %q, want %q", in, got, want)
+		if got := promptForm([]byte(in)); got != want {
+			t.Errorf("promptForm(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -441,21 +452,14 @@ func FuzzExtractFragments(f *testing.F) {
 }
 
 func TestDocumentRoundTrip(t *testing.T) {
-	fx, c, res := toyBuild(t)
-	doc, err := encodeDocument(c, res)
+	fx, c, res, doc := toyDocument(t)
+	d, err := parseDocument(doc)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("parseDocument: %v", err)
 	}
-	d, err := ParseDocument(doc)
-	if err != nil {
-		t.Fatalf("ParseDocument: %v", err)
-	}
-	defer d.Wipe()
+	defer d.Capture.Wipe()
 	if !slices.Equal(d.Layout, res.Layout) || !maps.Equal(d.Fragments, res.Fragments) || !bytes.Equal(d.Capture.SystemPrompt, c.SystemPrompt) {
 		t.Fatal("the document does not round-trip")
-	}
-	if s := fmt.Sprintf("%v %+v %#v", d, d, d); strings.Contains(s, "careful") {
-		t.Fatalf("formatting leaks the document: %s", s)
 	}
 	again, err := finish(d.Capture, fx.Release, d.Layout, d.Fragments)
 	if err != nil || again.ReportHash != res.ReportHash {
@@ -463,7 +467,8 @@ func TestDocumentRoundTrip(t *testing.T) {
 	}
 	// The toy release is not a supported one: Rebuild looks the version up
 	// and finds 2026.9.6's real table, which has none of the toy fragments.
-	if _, err := d.Rebuild(); !errors.Is(err, errInvalidLayout) {
+	trustAll := func(*Release) error { return nil }
+	if _, err := Rebuild(doc, trustAll); !errors.Is(err, errInvalidLayout) {
 		t.Fatalf("Rebuild against the real 2026.9.6 table: %v, want ErrInvalidLayout", err)
 	}
 	for name, mut := range map[string]func(s string) string{
@@ -477,31 +482,96 @@ func TestDocumentRoundTrip(t *testing.T) {
 		"empty layout":    func(s string) string { i := strings.Index(s, `"layout":[`); return s[:i] + `"layout":[]}` },
 		"not json":        func(s string) string { return s[:len(s)-1] },
 	} {
-		if _, err := ParseDocument([]byte(mut(string(doc)))); err == nil {
+		if _, err := parseDocument([]byte(mut(string(doc)))); err == nil {
 			t.Errorf("%s: parsed", name)
 		}
+		if _, err := Rebuild([]byte(mut(string(doc))), trustAll); err == nil {
+			t.Errorf("%s: rebuilt", name)
+		}
+	}
+}
+
+// TestRebuildAsksTrustFirst: Rebuild hands the document's release to the
+// trust check before it checks or renders the layout, returns the check's
+// refusal unchanged, and on success gives the captured prompt and the
+// layout's report inputs without letting formatting print the capture.
+func TestRebuildAsksTrustFirst(t *testing.T) {
+	fx, c, _, doc := toyDocument(t)
+	lookup := func(v string) (*Release, error) {
+		if v != fx.Release.OpenClawVersion {
+			return nil, ErrUnsupportedVersion
+		}
+		return fx.Release, nil
+	}
+	errRefused := errors.New("release not trusted")
+	var asked []*Release
+	refuse := func(rel *Release) error { asked = append(asked, rel); return errRefused }
+	trustAll := func(rel *Release) error { asked = append(asked, rel); return nil }
+
+	// A layout that would not render: the refusal is still the trust check's.
+	broken := strings.Replace(string(doc), `["slot","time.date"`, `["slot","context.path"`, 1)
+	if broken == string(doc) {
+		t.Fatal("the mutation changed nothing")
+	}
+	if _, err := rebuild([]byte(broken), lookup, refuse); err != errRefused || len(asked) != 1 || asked[0] != fx.Release {
+		t.Fatalf("got %v after %d trust checks, want the trust check's refusal", err, len(asked))
+	}
+	if _, err := rebuild([]byte(broken), lookup, trustAll); !errors.Is(err, errInvalidLayout) {
+		t.Fatalf("a trusted broken layout: got %v, want errInvalidLayout", err)
+	}
+	// No trust check, an unreadable document or an unknown version: the
+	// trust check is never asked.
+	asked = nil
+	if _, err := Rebuild(doc, nil); !errors.Is(err, errNoTrustCheck) {
+		t.Fatalf("nil trust: got %v", err)
+	}
+	if _, err := rebuild(doc[:len(doc)-1], lookup, trustAll); !errors.Is(err, errInvalidLayout) || len(asked) != 0 {
+		t.Fatalf("unreadable document: got %v after %d trust checks", err, len(asked))
+	}
+	other := strings.Replace(string(doc), `2026.9.6`, `2026.9.7`, 1)
+	if _, err := rebuild([]byte(other), lookup, trustAll); !errors.Is(err, ErrUnsupportedVersion) || len(asked) != 0 {
+		t.Fatalf("unknown version: got %v after %d trust checks", err, len(asked))
+	}
+
+	rb, err := rebuild(doc, lookup, trustAll)
+	if err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	defer rb.Capture.Wipe()
+	if rb.Release != fx.Release || !bytes.Equal(rb.Capture.SystemPrompt, c.SystemPrompt) {
+		t.Fatal("the rebuild is not the document's")
+	}
+	agents := promptFile{Path: "/ws/AGENTS.md", ContentHashB64u: b64u.SHA256([]byte("Be careful.")), RawContentHashB64u: b64u.SHA256([]byte("Be careful.\n")), Chars: 11}
+	if len(rb.Files) != 2 || rb.Files[0] != agents || rb.Files[1].Path != "/ws/SOUL.md" {
+		t.Fatalf("files %+v", rb.Files)
+	}
+	timeHash, err := jcsHash([]map[string]string{{"name": "time.date", "value": "2026-11-24"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb.TimeHashB64u != timeHash || rb.SkillsHashB64u != "" || rb.RuntimeHashB64u != "" {
+		t.Fatalf("slot hashes %q %q %q", rb.TimeHashB64u, rb.SkillsHashB64u, rb.RuntimeHashB64u)
+	}
+	if s := fmt.Sprintf("%v %+v %#v", rb, rb, rb); strings.Contains(s, "careful") || strings.Contains(s, "2026-11-24") {
+		t.Fatalf("formatting leaks the rebuild: %s", s)
 	}
 }
 
 // FuzzParseDocument: a document either parses or is refused with a
 // sentinel of this package, never a panic.
 func FuzzParseDocument(f *testing.F) {
-	fx, c, res := toyBuild(f)
-	doc, err := encodeDocument(c, res)
-	if err != nil {
-		f.Fatal(err)
-	}
+	fx, _, _, doc := toyDocument(f)
 	f.Add(doc)
 	f.Add([]byte(`{"document_version":"1","capture_json":"{}","layout":[["nl"]],"fragments":{}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		d, err := ParseDocument(data)
+		d, err := parseDocument(data)
 		if err != nil {
 			if !errors.Is(err, errInvalidLayout) && !errors.Is(err, errInvalidCapture) {
 				t.Fatalf("error %v wraps no sentinel", err)
 			}
 			return
 		}
-		defer d.Wipe()
+		defer d.Capture.Wipe()
 		if _, err := finish(d.Capture, fx.Release, d.Layout, d.Fragments); err != nil && !errors.Is(err, errInvalidLayout) && !errors.Is(err, errNotReproduced) {
 			t.Fatalf("Finish: %v", err)
 		}

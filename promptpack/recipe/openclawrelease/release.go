@@ -181,9 +181,9 @@ func tableOf(frags map[string]string) []byte {
 	return b
 }
 
-// Result is a capture that its Release reproduced: the layout, the
+// result is a capture that its Release reproduced: the layout, the
 // fragments it uses, and the report.
-type Result struct {
+type result struct {
 	Layout     []layoutToken
 	Fragments  map[string]string // the fragments the layout uses, by hash
 	Report     *releaseReport
@@ -199,7 +199,7 @@ type Result struct {
 // the release's slots (errNotReproduced, naming only the offset where no
 // fixed text or input fits), re-renders it through the same check the
 // rebuild uses, and only then returns the report.
-func build(c *Capture, fixed *fixedText) (*Result, error) {
+func build(c *Capture, fixed *fixedText) (*result, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: nil capture", errInvalidCapture)
 	}
@@ -277,7 +277,7 @@ func Reproduce(c *Capture, installDir string, logf func(format string, args ...a
 	}
 	by := res.Report.Layout.BytesByKind
 	logf("reproduced: %d of %d bytes are OpenClaw %s's own text; %d come from bootstrap files, %d from tool names, %d from %d slot values, %d are line feeds",
-		by[kindFragment], len(c.SystemPrompt), rel.OpenClawVersion, by[KindFile], by[kindTool], by[KindSlot], len(res.Report.Slots), by[kindNewline])
+		by[kindFragment], len(c.SystemPrompt), rel.OpenClawVersion, by[kindFile], by[kindTool], by[kindSlot], len(res.Report.Slots), by[kindNewline])
 	return rel, doc, nil
 }
 
@@ -285,7 +285,7 @@ func Reproduce(c *Capture, installDir string, logf func(format string, args ...a
 // that it gives the captured system prompt byte for byte and returns the
 // report. It is the rebuild: it needs the layout, the fragments it uses and
 // the inputs, and no install.
-func finish(c *Capture, rel *Release, toks []layoutToken, frags map[string]string) (*Result, error) {
+func finish(c *Capture, rel *Release, toks []layoutToken, frags map[string]string) (*result, error) {
 	in := inputs{Tools: c.Tools, Files: c.BootstrapFiles}
 	out, err := render(rel, toks, frags, in, len(c.SystemPrompt))
 	if err != nil {
@@ -307,7 +307,7 @@ func finish(c *Capture, rel *Release, toks []layoutToken, frags map[string]strin
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Layout: toks, Fragments: frags, Report: rep, ReportJCS: j, ReportHash: sha256.Sum256(j)}, nil
+	return &result{Layout: toks, Fragments: frags, Report: rep, ReportJCS: j, ReportHash: sha256.Sum256(j)}, nil
 }
 
 func firstDiff(a, b []byte) int {
@@ -434,7 +434,7 @@ func newReport(c *Capture, rel *Release, toks []layoutToken, frags map[string]st
 		Value string `json:"value_sha256_b64u,omitempty"`
 	}
 	wt := make([]wireTok, 0, len(toks))
-	bytesBy := map[string]int{kindFragment: 0, kindNewline: 0, kindTool: 0, KindFile: 0, KindSlot: 0}
+	bytesBy := map[string]int{kindFragment: 0, kindNewline: 0, kindTool: 0, kindFile: 0, kindSlot: 0}
 	inPrompt := map[string]bool{}
 	for _, t := range toks {
 		w := wireTok{Kind: t.Kind}
@@ -448,12 +448,12 @@ func newReport(c *Capture, rel *Release, toks []layoutToken, frags map[string]st
 			i := t.Index
 			w.Index = &i
 			bytesBy[t.Kind] += len(c.Tools[i].Name)
-		case KindFile:
+		case kindFile:
 			w.Name = t.Name
 			f, _ := fileByName(c.BootstrapFiles, t.Name)
-			bytesBy[t.Kind] += len(PromptForm(f.Content))
+			bytesBy[t.Kind] += len(promptForm(f.Content))
 			inPrompt[t.Name] = true
-		case KindSlot:
+		case kindSlot:
 			w.Name = t.Name
 			w.Value = b64u.SHA256([]byte(t.Value))
 			bytesBy[t.Kind] += len(t.Value)

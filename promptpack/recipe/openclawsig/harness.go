@@ -54,16 +54,14 @@ type toolSummary struct {
 }
 
 // Harness is the harness data the recipe renders from. Its content is
-// immutable after NewHarness (accessors return copies); CheckTemplates
-// marks it as checked. CheckTemplates must not run concurrently with
-// Render on the same Harness.
+// immutable after NewHarness (accessors return copies); Render checks its
+// templates against the caller's trusted hashes each time.
 type Harness struct {
 	files     HarnessFiles
 	sigs      map[string]templateSig
 	lit       literals
 	core      []toolSummary
 	coreIndex map[string]string
-	checked   bool
 }
 
 // Files returns a deep copy of the raw harness bytes, e.g. to carry them in
@@ -132,7 +130,7 @@ func harnessErr(format string, args ...any) error {
 
 // NewHarness validates and copies harness files. It parses every sig, the
 // literals and the core tool summaries, and checks that every template the
-// recipe needs is present. It does not check hashes: call CheckTemplates.
+// recipe needs is present. It does not check hashes: Render does.
 func NewHarness(f HarnessFiles) (*Harness, error) {
 	total := len(f.SigConfig) + len(f.Literals) + len(f.CoreToolSummaries)
 	if len(f.Templates) > MaxTemplates || len(f.Sigs) > MaxTemplates {
@@ -289,15 +287,14 @@ func parseCoreSummaries(b []byte) ([]toolSummary, error) {
 	return out, nil
 }
 
-// CheckTemplates checks every template of the harness: its SHA-256 must
+// checkTemplates checks every template of the harness: its SHA-256 must
 // equal its sig's hash, its length the sig's contentLength, and the hash
 // must be the trusted one for its name. trusted maps a template file name
 // to "sha256:<hex>". The first failure, in template name order, is
-// returned as a *TemplateError wrapping ErrTemplateUnsigned,
-// ErrTemplateModified or ErrTemplateUntrusted. On success the harness can
-// be rendered.
-func (h *Harness) CheckTemplates(trusted map[string]string) error {
-	h.checked = false
+// returned as a *TemplateError wrapping ErrTemplateMissing,
+// ErrTemplateUnsigned, ErrTemplateModified or ErrTemplateUntrusted. Render
+// runs it before anything else.
+func (h *Harness) checkTemplates(trusted map[string]string) error {
 	for _, name := range requiredTemplates {
 		if _, ok := h.files.Templates[name]; !ok {
 			return &TemplateError{Name: name, Err: ErrTemplateMissing}
@@ -317,7 +314,6 @@ func (h *Harness) CheckTemplates(trusted map[string]string) error {
 			return &TemplateError{Name: name, Err: ErrTemplateUntrusted}
 		}
 	}
-	h.checked = true
 	return nil
 }
 

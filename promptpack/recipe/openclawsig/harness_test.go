@@ -25,9 +25,12 @@ func loadHarness(t *testing.T) *Harness {
 	return h
 }
 
+// minimalParamsJSON is the smallest params document Render accepts.
+const minimalParamsJSON = `{"workspaceDir":"/w"}`
+
 func minimalParams(t *testing.T) *Params {
 	t.Helper()
-	p, err := ParseParams([]byte(`{"workspaceDir":"/w"}`))
+	p, err := ParseParams([]byte(minimalParamsJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +58,10 @@ func TestCheckTemplatesModified(t *testing.T) {
 	h := loadHarness(t)
 	trusted := trustedFromSigs(t, h)
 	h.files.Templates["safety.txt"][10] ^= 0x01 // one bit of one byte, in memory
-	err := h.CheckTemplates(trusted)
+	err := h.checkTemplates(trusted)
 	wantTemplateErr(t, err, ErrTemplateModified, "safety.txt")
-	if _, err := Render(h, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
-		t.Errorf("Render after failed check: %v", err)
-	}
+	_, err = Render(h, trusted, []byte(minimalParamsJSON))
+	wantTemplateErr(t, err, ErrTemplateModified, "safety.txt")
 }
 
 func TestCheckTemplatesLengthMismatch(t *testing.T) {
@@ -75,20 +77,20 @@ func TestCheckTemplatesLengthMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantTemplateErr(t, h2.CheckTemplates(trustedFromSigs(t, h2)), ErrTemplateModified, "identity.txt")
+	wantTemplateErr(t, h2.checkTemplates(trustedFromSigs(t, h2)), ErrTemplateModified, "identity.txt")
 }
 
 func TestCheckTemplatesUntrusted(t *testing.T) {
 	h := loadHarness(t)
 	trusted := trustedFromSigs(t, h)
 	trusted["runtime.txt"] = "sha256:" + strings.Repeat("00", 32)
-	wantTemplateErr(t, h.CheckTemplates(trusted), ErrTemplateUntrusted, "runtime.txt")
+	wantTemplateErr(t, h.checkTemplates(trusted), ErrTemplateUntrusted, "runtime.txt")
 
 	trusted = trustedFromSigs(t, h)
 	delete(trusted, "message-provenance.txt") // unused by Render, still checked
-	wantTemplateErr(t, h.CheckTemplates(trusted), ErrTemplateUntrusted, "message-provenance.txt")
+	wantTemplateErr(t, h.checkTemplates(trusted), ErrTemplateUntrusted, "message-provenance.txt")
 
-	wantTemplateErr(t, h.CheckTemplates(nil), ErrTemplateUntrusted, h.TemplateNames()[0])
+	wantTemplateErr(t, h.checkTemplates(nil), ErrTemplateUntrusted, h.TemplateNames()[0])
 }
 
 // A template re-signed consistently (sig matches) but not in the trusted
@@ -97,7 +99,7 @@ func TestCheckTemplatesResignedNotTrusted(t *testing.T) {
 	h := loadHarness(t)
 	trusted := trustedFromSigs(t, h)
 	h2 := reword(t, h, "identity.txt", "You are someone else.")
-	wantTemplateErr(t, h2.CheckTemplates(trusted), ErrTemplateUntrusted, "identity.txt")
+	wantTemplateErr(t, h2.checkTemplates(trusted), ErrTemplateUntrusted, "identity.txt")
 }
 
 // reword returns a harness like h whose template name is content, its sig
@@ -124,10 +126,7 @@ func reword(t *testing.T, h *Harness, name, content string) *Harness {
 // renders with the new words once its hash is trusted.
 func TestRewordNeedsNoCode(t *testing.T) {
 	h2 := reword(t, loadHarness(t), "workspace.txt", "## Where you work\nDirectory: {{workspace_dir}}\n\nKeep it {{tidy}}.")
-	if err := h2.CheckTemplates(trustedFromSigs(t, h2)); err != nil {
-		t.Fatal(err)
-	}
-	res, err := Render(h2, minimalParams(t))
+	res, err := Render(h2, trustedFromSigs(t, h2), []byte(minimalParamsJSON))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +144,7 @@ func TestNewHarnessRefuses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantTemplateErr(t, h2.CheckTemplates(trustedFromSigsLenient(h2)), ErrTemplateUnsigned, "voice.txt")
+		wantTemplateErr(t, h2.checkTemplates(trustedFromSigsLenient(h2)), ErrTemplateUnsigned, "voice.txt")
 	})
 	t.Run("missing required template", func(t *testing.T) {
 		f := h.Files()
@@ -283,22 +282,32 @@ func setLiteral(t *testing.T, b []byte, id, key string, v any) []byte {
 	})
 }
 
+// TestRenderRequiresCheck: Render checks the templates against the trusted
+// hashes before it reads the params, and renders nothing otherwise.
 func TestRenderRequiresCheck(t *testing.T) {
 	h := loadHarness(t)
-	if _, err := Render(h, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
-		t.Errorf("unchecked: %v", err)
-	}
-	if _, err := Render(nil, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
+	params := []byte(minimalParamsJSON)
+	_, err := Render(h, nil, params)
+	wantTemplateErr(t, err, ErrTemplateUntrusted, h.TemplateNames()[0])
+	// The templates are checked first: untrusted and unreadable params
+	// give the template refusal.
+	_, err = Render(h, nil, []byte(`{`))
+	wantTemplateErr(t, err, ErrTemplateUntrusted, h.TemplateNames()[0])
+	if _, err := Render(nil, trustedFromSigs(t, h), params); !errors.Is(err, ErrInvalidHarness) {
 		t.Errorf("nil harness: %v", err)
 	}
-	if _, err := Render(&Harness{}, minimalParams(t)); !errors.Is(err, errTemplatesNotChecked) {
+	if _, err := Render(&Harness{}, trustedFromSigs(t, h), params); !errors.Is(err, ErrTemplateMissing) {
 		t.Errorf("zero harness: %v", err)
 	}
-	if err := h.CheckTemplates(trustedFromSigs(t, h)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Render(h, nil); !errors.Is(err, ErrInvalidParams) {
+	if _, err := Render(h, trustedFromSigs(t, h), nil); !errors.Is(err, ErrInvalidParams) {
 		t.Errorf("nil params: %v", err)
+	}
+	if _, err := renderChecked(h, nil); !errors.Is(err, ErrInvalidParams) {
+		t.Errorf("nil parsed params: %v", err)
+	}
+	res, err := Render(h, trustedFromSigs(t, h), params)
+	if err != nil || res.Params == nil || res.Params.WorkspaceDir != "/w" {
+		t.Fatalf("Render: %v", err)
 	}
 }
 
@@ -365,7 +374,7 @@ func TestHarnessImmutable(t *testing.T) {
 	s, _ := h.Sig("identity.txt")
 	s.Raw[0] ^= 0xff
 	h.coreToolSummaries()[0].Summary = "changed"
-	if err := h.CheckTemplates(trusted); err != nil {
+	if err := h.checkTemplates(trusted); err != nil {
 		t.Fatalf("harness changed through a copy: %v", err)
 	}
 	if got := h.coreToolSummaries()[0]; got.Summary == "changed" {

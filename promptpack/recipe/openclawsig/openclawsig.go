@@ -9,9 +9,9 @@
 // behaviour reproduced is specified in the conformance folder's RECIPE.md
 // and in docs/spec/recipe-openclaw-sig.md.
 //
-// The flow is: NewHarness or LoadHarnessDir, then Harness.CheckTemplates
-// with the trusted hashes, then ParseParams and Render. Render refuses a
-// harness whose templates were not checked.
+// The flow is: NewHarness or LoadHarnessDir, then Render with the trusted
+// template hashes and the params, which checks the templates before it
+// parses the params or renders anything.
 package openclawsig
 
 import (
@@ -57,9 +57,6 @@ var (
 	// ErrTemplateUntrusted: a template's sig hash is not the trusted hash
 	// for that template name.
 	ErrTemplateUntrusted = errors.New("openclawsig: template untrusted")
-	// errTemplatesNotChecked: Render was called on a harness whose
-	// templates have not passed CheckTemplates.
-	errTemplatesNotChecked = errors.New("openclawsig: templates not checked")
 
 	// ErrInvalidParams is matched (errors.Is) by every *paramsError.
 	ErrInvalidParams = errors.New("openclawsig: invalid params")

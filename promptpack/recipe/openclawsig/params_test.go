@@ -165,18 +165,18 @@ func FuzzParseParams(f *testing.F) {
 				s, _ := h.Sig(n)
 				trusted[n] = s.Hash
 			}
-			if h.CheckTemplates(trusted) == nil {
+			if h.checkTemplates(trusted) == nil {
 				fuzzHarness = h
 			}
 		})
 		if fuzzHarness == nil {
 			return
 		}
-		r1, err := Render(fuzzHarness, p)
+		r1, err := renderChecked(fuzzHarness, p)
 		if err != nil {
 			t.Fatalf("Render of accepted params: %v", err)
 		}
-		r2, _ := Render(fuzzHarness, p)
+		r2, _ := renderChecked(fuzzHarness, p)
 		if !bytes.Equal(r1.Prompt, r2.Prompt) || !utf8.Valid(r1.Prompt) {
 			t.Fatal("Render not deterministic or not UTF-8")
 		}

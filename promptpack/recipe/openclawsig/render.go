@@ -1,6 +1,7 @@
 package openclawsig
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -68,9 +69,10 @@ const (
 
 // Result is a rendered prompt and what a SystemPromptReport needs about it.
 type Result struct {
-	Prompt      []byte // the exact UTF-8 bytes of the system prompt
-	PromptChars int    // its length in UTF-16 code units (JS .length)
-	Mode        string // modeFull, modeMinimal or modeNone
+	Params      *Params // the params it was rendered from
+	Prompt      []byte  // the exact UTF-8 bytes of the system prompt
+	PromptChars int     // its length in UTF-16 code units (JS .length)
+	Mode        string  // modeFull, modeMinimal or modeNone
 	// ToolNames are the tools in the order listed, with their display
 	// spelling; nil in modeNone (no tool list is rendered).
 	ToolNames []string
@@ -257,14 +259,35 @@ func (h *Harness) isSoul(path string) bool {
 	return jsstr.ToLower(p) == h.lit.soulBasename
 }
 
-// Render rebuilds the system prompt from checked harness data and params
-// (RECIPE.md sections 3-5). It reads no clock, environment or file, and
-// the same inputs always give the same bytes. It returns
-// errTemplatesNotChecked unless CheckTemplates succeeded on h.
-func Render(h *Harness, p *Params) (*Result, error) {
-	if h == nil || !h.checked {
-		return nil, errTemplatesNotChecked
+// Render checks h's templates against trusted (template file name ->
+// "sha256:<hex>"; checkTemplates) and only then parses params (ParseParams)
+// and rebuilds the system prompt (RECIPE.md sections 3-5): a harness whose
+// templates the caller does not trust is never rendered. The first template
+// that fails is returned as a *TemplateError. Result.Params is the parsed
+// params. It reads no clock, environment or file, and the same inputs always
+// give the same bytes.
+func Render(h *Harness, trusted map[string]string, params []byte) (*Result, error) {
+	if h == nil {
+		return nil, fmt.Errorf("%w: nil harness", ErrInvalidHarness)
 	}
+	if err := h.checkTemplates(trusted); err != nil {
+		return nil, err
+	}
+	p, err := ParseParams(params)
+	if err != nil {
+		return nil, err
+	}
+	res, err := renderChecked(h, p)
+	if err != nil {
+		return nil, err
+	}
+	res.Params = p
+	return res, nil
+}
+
+// renderChecked rebuilds the system prompt from harness data whose
+// templates checkTemplates accepted, and params.
+func renderChecked(h *Harness, p *Params) (*Result, error) {
 	if p == nil {
 		return nil, &paramsError{Err: errMissingField}
 	}

@@ -48,8 +48,8 @@ func loadCheckedHarness(tb testing.TB) *Harness {
 	if err != nil {
 		tb.Fatalf("LoadHarnessDir: %v", err)
 	}
-	if err := h.CheckTemplates(trustedFromSigs(tb, h)); err != nil {
-		tb.Fatalf("CheckTemplates: %v", err)
+	if err := h.checkTemplates(trustedFromSigs(tb, h)); err != nil {
+		tb.Fatalf("checkTemplates: %v", err)
 	}
 	return h
 }
@@ -105,7 +105,7 @@ func TestVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := Render(h, p)
+			res, err := renderChecked(h, p)
 			if err != nil {
 				t.Fatalf("Render: %v", err)
 			}
@@ -122,7 +122,7 @@ func TestVectors(t *testing.T) {
 				t.Errorf("bytes = %d, INDEX.tsv %d", len(res.Prompt), v.bytes)
 			}
 			// Determinism: a second render gives the same bytes.
-			again, err := Render(h, p)
+			again, err := renderChecked(h, p)
 			if err != nil || !bytes.Equal(again.Prompt, res.Prompt) {
 				t.Error("second Render differs")
 			}
@@ -148,7 +148,7 @@ func excerpt(b []byte, at int) []byte {
 func TestResultFields(t *testing.T) {
 	h := loadCheckedHarness(t)
 	p := vectorParams(t, "full")
-	res, err := Render(h, p)
+	res, err := renderChecked(h, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestResultFields(t *testing.T) {
 	for mode, want := range map[string]string{"minimal": modeMinimal, "none": modeNone, "Minimal": modeFull, "": modeFull} {
 		q := *p
 		q.PromptMode = mode
-		r, err := Render(h, &q)
+		r, err := renderChecked(h, &q)
 		if err != nil || r.Mode != want {
 			t.Errorf("promptMode %q: Mode = %v, %v; want %q", mode, r, err, want)
 		}
@@ -191,7 +191,7 @@ func BenchmarkRenderFull(b *testing.B) {
 	p := vectorParams(b, "full")
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := Render(h, p); err != nil {
+		if _, err := renderChecked(h, p); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,13 +8,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"os"
-	"time"
 
 	"github.com/clawea/attester/enclave/nvgpu/internal/simkeys"
 )
@@ -33,19 +30,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1),
-		Subject: pkix.Name{
-			CommonName:         "TEST ONLY clawea simulated NVIDIA Device Identity CA",
-			Organization:       []string{"TEST ONLY clawea simulated GPU, not NVIDIA"},
-			OrganizationalUnit: []string{"TEST ONLY"},
-		},
-		NotBefore:             time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC),
-		NotAfter:              time.Date(2075, time.January, 1, 0, 0, 0, 0, time.UTC),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	tmpl := simkeys.Template(1, "TEST ONLY clawea simulated NVIDIA Device Identity CA")
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	tmpl.BasicConstraintsValid = true
+	tmpl.IsCA = true
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return err

@@ -8,7 +8,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/sha512"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"fmt"
+	"math/big"
+	"time"
 )
 
 // seedPrefix domain-separates every simulated GPU key.
@@ -23,4 +27,21 @@ func Key(label string) (*ecdsa.PrivateKey, error) {
 		return nil, fmt.Errorf("simkeys: %q does not yield a p-384 key: %w", label, err)
 	}
 	return k, nil
+}
+
+// Template is the certificate template of every simulated GPU certificate
+// (the root rootgen writes and the fake device's leaf): serial, a TEST ONLY
+// subject named commonName and the hierarchy's one validity window. The
+// caller sets the key usage and extensions.
+func Template(serial int64, commonName string) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: big.NewInt(serial),
+		Subject: pkix.Name{
+			CommonName:         commonName,
+			Organization:       []string{"TEST ONLY clawea simulated GPU, not NVIDIA"},
+			OrganizationalUnit: []string{"TEST ONLY"},
+		},
+		NotBefore: time.Date(2025, time.January, 1, 0, 0, 0, 0, time.UTC),
+		NotAfter:  time.Date(2075, time.January, 1, 0, 0, 0, 0, time.UTC),
+	}
 }
