@@ -40,8 +40,18 @@ func newGateway(s *Service, cfg *Config) error {
 }
 
 // ModelBodyLimit is the largest body a model call to provider's api may
-// carry (0: no such upstream; the call is refused after authorization).
-func (s *Service) ModelBodyLimit(provider, api string) int64 { return s.gw.MaxBody(provider, api) }
+// carry: the upstream's maxRequestBytes (0: no such upstream; the call is
+// refused after authorization).
+func (s *Service) ModelBodyLimit(provider, api string) int64 {
+	if s.cfg.Gateway == nil {
+		return 0
+	}
+	u, ok := s.cfg.Gateway.Upstreams[provider]
+	if !ok || u.API != api {
+		return 0
+	}
+	return u.MaxRequestBytes
+}
 
 // ModelCall serves a model call of rn from caller
 // (POST /v1/runs/{id}/model/{provider}/{api}, docs/spec/model-gateway.md):
