@@ -25,6 +25,7 @@ import (
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/poh"
 )
 
 // TestBenchGateway is `make bench-gateway` (issue 20's figures): the
@@ -285,13 +286,28 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 			st := []byte(`{"status":` + strconv.Itoa(status) + `}`)
 			return st, ed25519.Sign(b.key, st), nil
 		},
-		Receipt: func(c *Call) ([]byte, error) { return SignReceipt(*c, keySigner(b.key)) },
+		Receipt: b.receipt,
 	}
 	f.Want.RunID = r.Header.Get("X-Bench-Run")
 	k := sessionKey{agent: "main", session: f.SessionKey}
 	b.g.sessions.acquire(k)
 	b.g.sessions.release(k, &history{msgs: b.hist})
 	b.g.Serve(w, r, tProv, apiOpenAIChat, body, f)
+}
+
+// receipt does what the attester's receipt step does (control's
+// receiptSigner): it signs the call's receipt, then verifies it and
+// chains it as the run's gateway record does before it takes it
+// (receiptRecord.append).
+func (b *bench) receipt(c *Call) ([]byte, error) {
+	env, err := SignReceipt(*c, keySigner(b.key))
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := poh.ChainGatewayReceipt("", 0, env); err != nil {
+		return nil, err
+	}
+	return env, nil
 }
 
 // request is one call to to: through the gateway (in worker's run), the
