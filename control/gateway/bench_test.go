@@ -51,6 +51,7 @@ func TestBenchGateway(t *testing.T) {
 	hrate, hcpu := b.rate(t, workers, 3*time.Second, viaHop)
 	mgw, mbase := b.memory(t, benchInt("CLAWEA_BENCH_OPEN", 200))
 	sync1, syncN := fsyncFloor(t, 500, workers)
+	rcpt := b.receiptFloor(t, 500)
 	p := func(d []time.Duration, q float64) time.Duration { return d[int(float64(len(d)-1)*q)] }
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) + " ms" }
 	gw, base, hop := lat[viaGateway], lat[direct], lat[viaHop]
@@ -73,6 +74,8 @@ func TestBenchGateway(t *testing.T) {
 	// shares the cores with the client and the upstream.
 	fmt.Printf("floor: one audit record write+fsync alone p50 %s, p99 %s; %d files fsynced concurrently: %d fsyncs/s\n",
 		ms(p(sync1, .5)), ms(p(sync1, .99)), workers, int(syncN))
+	fmt.Printf("floor: one receipt signed, verified and chained alone (the record's step) p50 %s, p99 %s\n",
+		ms(p(rcpt, .5)), ms(p(rcpt, .99)))
 	fmt.Printf("floor: hop + fsync p50 %s, p99 %s added; the client and upstream's CPU per call is the baseline's; load average %s\n",
 		ms(p(hop, .5)-p(base, .5)+p(sync1, .5)), ms(p(hop, .99)-p(base, .99)+p(sync1, .99)), loadAverage())
 	if os.Getenv("CLAWEA_BENCH_ENFORCE") == "1" {
@@ -470,6 +473,24 @@ func fsyncFloor(t *testing.T, n, workers int) (one []time.Duration, concurrent f
 	}
 	wg.Wait()
 	return one, float64(workers*(n/workers)) / time.Since(start).Seconds()
+}
+
+// receiptFloor times n receipt steps alone (bench.receipt: what each
+// call's receipt costs after its last upstream byte).
+func (b *bench) receiptFloor(t *testing.T, n int) []time.Duration {
+	c := &Call{RunID: "run_floor", Provider: tProv, Model: tModel, EventHashB64u: b64u.SHA256(nil),
+		At: time.Now(), SystemTextSHA256: sha("s"), SuffixSHA256: sha("x")}
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		c.ReceiptID = "rcpt_" + strconv.Itoa(i)
+		start := time.Now()
+		if _, err := b.receipt(c); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, time.Since(start))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // loadAverage is the machine's one-minute load average ("?" when unknown):
