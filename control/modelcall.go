@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/schema/poh"
@@ -59,7 +60,6 @@ func (s *Service) ModelBodyLimit(provider, api string) int64 {
 // writes the whole answer. It returns an error, with nothing written, only
 // for a closed run.
 func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, caller Process, provider, api string, body []byte) error {
-	reqHash := answer.RequestHash(r.Method, r.RequestURI, body)
 	rn.mu.Lock()
 	if rn.closed {
 		rn.mu.Unlock()
@@ -77,7 +77,14 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 	f.WithPrompt = func(fn func([]byte) error) error {
 		return rn.WithPrompt(func(p *sealed.Buffer, _ string) error { return fn(p.Bytes()) })
 	}
+	// The signed answer's request hash covers the whole body: it is
+	// computed while the gateway checks the request, not before, and Sign
+	// waits for it.
+	var reqHash [32]byte
+	var hashed sync.WaitGroup
+	hashed.Go(func() { reqHash = answer.RequestHash(r.Method, r.RequestURI, body) })
 	f.Sign = func(status int, respHash [32]byte) ([]byte, []byte, error) {
+		hashed.Wait()
 		sa, err := s.SignAnswer(rn, caller, status, reqHash, respHash)
 		if err != nil {
 			return nil, nil, err

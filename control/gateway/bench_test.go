@@ -26,6 +26,7 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/poh"
+	signed "github.com/clawea/attester/wire/answer"
 )
 
 // TestBenchGateway is `make bench-gateway` (issue 20's figures): the
@@ -280,13 +281,19 @@ func (b *bench) upstream(w http.ResponseWriter, r *http.Request) {
 func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 	// As the attester's handler reads it (cmd/attester/server/model.go).
 	body, _ := bounded.ReadBody(w, r, 2<<20)
+	// As control's ModelCall does: the signed answer's request hash,
+	// computed while the gateway checks the request.
+	var reqHash [32]byte
+	var hashed sync.WaitGroup
+	hashed.Go(func() { reqHash = signed.RequestHash(r.Method, r.RequestURI, body) })
 	n := r.Header.Get("X-Bench-Seq")
 	f := &Facts{
 		Want: want(), AgentID: "main", SessionKey: "s" + n, TurnID: r.Header.Get(headerTurn),
 		TurnContent: sha(b.userText), ToolSchemasHash: b.schemas,
 		WithPrompt: func(fn func([]byte) error) error { return fn([]byte(tPrompt)) },
 		Sign: func(status int, h [32]byte) ([]byte, []byte, error) {
-			st := []byte(`{"status":` + strconv.Itoa(status) + `}`)
+			hashed.Wait()
+			st := []byte(`{"status":` + strconv.Itoa(status) + `,"request":"` + b64u.Encode(reqHash[:]) + `","response":"` + b64u.Encode(h[:]) + `"}`)
 			return st, ed25519.Sign(b.key, st), nil
 		},
 		Receipt: b.receipt,
