@@ -100,8 +100,10 @@ bench-control:
 # of the figure, so the bench also prints the floors measured in the same
 # run: the bare hop (the same calls through a plain proxy on a unix socket,
 # no rules: its added latency, calls/s and CPU), one record's write+fsync
-# alone, concurrent fsyncs, hop + fsync, the process's CPU per call against
-# the baseline's, and the load average.
+# alone, concurrent fsyncs, hop + fsync, one receipt step alone (signed,
+# then verified and chained as the run's gateway record takes it, as in
+# each call), the process's CPU per call against the baseline's, and the
+# load average.
 GATEWAY_BENCH_CALLS   ?= 2000
 GATEWAY_BENCH_ENFORCE ?= 0
 bench-gateway:

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/schema/poh"
@@ -40,8 +41,18 @@ func newGateway(s *Service, cfg *Config) error {
 }
 
 // ModelBodyLimit is the largest body a model call to provider's api may
-// carry (0: no such upstream; the call is refused after authorization).
-func (s *Service) ModelBodyLimit(provider, api string) int64 { return s.gw.MaxBody(provider, api) }
+// carry: the upstream's maxRequestBytes (0: no such upstream; the call is
+// refused after authorization).
+func (s *Service) ModelBodyLimit(provider, api string) int64 {
+	if s.cfg.Gateway == nil {
+		return 0
+	}
+	u, ok := s.cfg.Gateway.Upstreams[provider]
+	if !ok || u.API != api {
+		return 0
+	}
+	return u.MaxRequestBytes
+}
 
 // ModelCall serves a model call of rn from caller
 // (POST /v1/runs/{id}/model/{provider}/{api}, docs/spec/model-gateway.md):
@@ -49,7 +60,6 @@ func (s *Service) ModelBodyLimit(provider, api string) int64 { return s.gw.MaxBo
 // writes the whole answer. It returns an error, with nothing written, only
 // for a closed run.
 func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, caller Process, provider, api string, body []byte) error {
-	reqHash := answer.RequestHash(r.Method, r.RequestURI, body)
 	rn.mu.Lock()
 	if rn.closed {
 		rn.mu.Unlock()
@@ -67,7 +77,14 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 	f.WithPrompt = func(fn func([]byte) error) error {
 		return rn.WithPrompt(func(p *sealed.Buffer, _ string) error { return fn(p.Bytes()) })
 	}
+	// The signed answer's request hash covers the whole body: it is
+	// computed while the gateway checks the request, not before, and Sign
+	// waits for it.
+	var reqHash [32]byte
+	var hashed sync.WaitGroup
+	hashed.Go(func() { reqHash = answer.RequestHash(r.Method, r.RequestURI, body) })
 	f.Sign = func(status int, respHash [32]byte) ([]byte, []byte, error) {
+		hashed.Wait()
 		sa, err := s.SignAnswer(rn, caller, status, reqHash, respHash)
 		if err != nil {
 			return nil, nil, err

@@ -25,6 +25,8 @@ import (
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/poh"
+	signed "github.com/clawea/attester/wire/answer"
 )
 
 // TestBenchGateway is `make bench-gateway` (issue 20's figures): the
@@ -50,6 +52,7 @@ func TestBenchGateway(t *testing.T) {
 	hrate, hcpu := b.rate(t, workers, 3*time.Second, viaHop)
 	mgw, mbase := b.memory(t, benchInt("CLAWEA_BENCH_OPEN", 200))
 	sync1, syncN := fsyncFloor(t, 500, workers)
+	rcpt := b.receiptFloor(t, 500)
 	p := func(d []time.Duration, q float64) time.Duration { return d[int(float64(len(d)-1)*q)] }
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) + " ms" }
 	gw, base, hop := lat[viaGateway], lat[direct], lat[viaHop]
@@ -72,6 +75,8 @@ func TestBenchGateway(t *testing.T) {
 	// shares the cores with the client and the upstream.
 	fmt.Printf("floor: one audit record write+fsync alone p50 %s, p99 %s; %d files fsynced concurrently: %d fsyncs/s\n",
 		ms(p(sync1, .5)), ms(p(sync1, .99)), workers, int(syncN))
+	fmt.Printf("floor: one receipt signed, verified and chained alone (the record's step) p50 %s, p99 %s\n",
+		ms(p(rcpt, .5)), ms(p(rcpt, .99)))
 	fmt.Printf("floor: hop + fsync p50 %s, p99 %s added; the client and upstream's CPU per call is the baseline's; load average %s\n",
 		ms(p(hop, .5)-p(base, .5)+p(sync1, .5)), ms(p(hop, .99)-p(base, .99)+p(sync1, .99)), loadAverage())
 	if os.Getenv("CLAWEA_BENCH_ENFORCE") == "1" {
@@ -276,22 +281,43 @@ func (b *bench) upstream(w http.ResponseWriter, r *http.Request) {
 func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 	// As the attester's handler reads it (cmd/attester/server/model.go).
 	body, _ := bounded.ReadBody(w, r, 2<<20)
+	// As control's ModelCall does: the signed answer's request hash,
+	// computed while the gateway checks the request.
+	var reqHash [32]byte
+	var hashed sync.WaitGroup
+	hashed.Go(func() { reqHash = signed.RequestHash(r.Method, r.RequestURI, body) })
 	n := r.Header.Get("X-Bench-Seq")
 	f := &Facts{
 		Want: want(), AgentID: "main", SessionKey: "s" + n, TurnID: r.Header.Get(headerTurn),
 		TurnContent: sha(b.userText), ToolSchemasHash: b.schemas,
 		WithPrompt: func(fn func([]byte) error) error { return fn([]byte(tPrompt)) },
 		Sign: func(status int, h [32]byte) ([]byte, []byte, error) {
-			st := []byte(`{"status":` + strconv.Itoa(status) + `}`)
+			hashed.Wait()
+			st := []byte(`{"status":` + strconv.Itoa(status) + `,"request":"` + b64u.Encode(reqHash[:]) + `","response":"` + b64u.Encode(h[:]) + `"}`)
 			return st, ed25519.Sign(b.key, st), nil
 		},
-		Receipt: func(c *Call) ([]byte, error) { return SignReceipt(*c, keySigner(b.key)) },
+		Receipt: b.receipt,
 	}
 	f.Want.RunID = r.Header.Get("X-Bench-Run")
 	k := sessionKey{agent: "main", session: f.SessionKey}
 	b.g.sessions.acquire(k)
 	b.g.sessions.release(k, &history{msgs: b.hist})
 	b.g.Serve(w, r, tProv, apiOpenAIChat, body, f)
+}
+
+// receipt does what the attester's receipt step does (control's
+// receiptSigner): it signs the call's receipt, then verifies it and
+// chains it as the run's gateway record does before it takes it
+// (receiptRecord.append).
+func (b *bench) receipt(c *Call) ([]byte, error) {
+	env, err := SignReceipt(*c, keySigner(b.key))
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := poh.ChainGatewayReceipt("", 0, env); err != nil {
+		return nil, err
+	}
+	return env, nil
 }
 
 // request is one call to to: through the gateway (in worker's run), the
@@ -454,6 +480,24 @@ func fsyncFloor(t *testing.T, n, workers int) (one []time.Duration, concurrent f
 	}
 	wg.Wait()
 	return one, float64(workers*(n/workers)) / time.Since(start).Seconds()
+}
+
+// receiptFloor times n receipt steps alone (bench.receipt: what each
+// call's receipt costs after its last upstream byte).
+func (b *bench) receiptFloor(t *testing.T, n int) []time.Duration {
+	c := &Call{RunID: "run_floor", Provider: tProv, Model: tModel, EventHashB64u: b64u.SHA256(nil),
+		At: time.Now(), SystemTextSHA256: sha("s"), SuffixSHA256: sha("x")}
+	out := make([]time.Duration, 0, n)
+	for i := range n {
+		c.ReceiptID = "rcpt_" + strconv.Itoa(i)
+		start := time.Now()
+		if _, err := b.receipt(c); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, time.Since(start))
+	}
+	slices.Sort(out)
+	return out
 }
 
 // loadAverage is the machine's one-minute load average ("?" when unknown):

@@ -62,8 +62,8 @@ func putCanonBuf(bp *[]byte) {
 // (a cache breakpoint sits on it) and as a plain string once it is history.
 // The text part is written in place of the string, not built as a value.
 func messageHash(m *pohjson.Value) ([32]byte, error) {
-	s, isStr := m.Get("content").Str()
-	if !isStr {
+	content := m.Get("content")
+	if content.Kind() != pohjson.String {
 		return canonHash(m, true)
 	}
 	return canonHashOf(func(dst []byte) ([]byte, bool) {
@@ -72,10 +72,23 @@ func messageHash(m *pohjson.Value) ([32]byte, error) {
 				return appendCanon(dst, mb.Value, true)
 			}
 			dst = append(dst, `[{"text":`...)
-			dst = jsstr.AppendQuote(dst, s)
+			dst = appendString(dst, content)
 			return append(dst, `,"type":"text"}]`...), false
 		})
 	})
+}
+
+// appendString writes the string v as JCS does: a string the parser read
+// without an escape sequence needs none (pohjson Unescaped), so its bytes
+// are copied without a look for what to escape, most of a request's text.
+func appendString(dst []byte, v *pohjson.Value) []byte {
+	s, _ := v.Str()
+	if !v.Unescaped() {
+		return jsstr.AppendQuote(dst, s)
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // appendCanon writes v in JCS form except for non-integer numbers, which
@@ -94,8 +107,7 @@ func appendCanon(dst []byte, v *pohjson.Value, dropCache bool) (out []byte, floa
 		lit, _ := v.Interface().(interface{ String() string })
 		return append(dst, lit.String()...), true
 	case pohjson.String:
-		s, _ := v.Str()
-		return jsstr.AppendQuote(dst, s), false
+		return appendString(dst, v), false
 	case pohjson.Array:
 		dst = append(dst, '[')
 		for i, e := range v.Elems() {

@@ -147,16 +147,6 @@ func New(cfg Config, dir string, log *slog.Logger) (*Gateway, error) {
 	return g, nil
 }
 
-// MaxBody is the largest request body the provider's upstream accepts
-// (0 when the provider is not configured for api).
-func (g *Gateway) MaxBody(provider, api string) int64 {
-	c := g.clients[provider]
-	if c == nil || c.u.API != api {
-		return 0
-	}
-	return c.u.MaxRequestBytes
-}
-
 // CloseRun forgets the run's gateway state and closes its audit log. The
 // session histories stay: a later run of the session continues them.
 func (g *Gateway) CloseRun(runID string) {

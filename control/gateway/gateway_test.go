@@ -41,9 +41,10 @@ func newHarness(t *testing.T, up *scripted, f *Facts) *harness {
 	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		parts := strings.Split(r.URL.Path, "/")
 		provider, api := parts[len(parts)-2], parts[len(parts)-1]
-		max := h.g.MaxBody(provider, api)
-		if max == 0 {
-			max = 1 << 20
+		// As the attester's handler bounds it (control ModelBodyLimit).
+		max := int64(1 << 20)
+		if u, ok := h.g.cfg.Upstreams[provider]; ok && u.API == api {
+			max = u.MaxRequestBytes
 		}
 		body, err := bounded.Read(r.Body, max, "body")
 		if err != nil {

@@ -199,6 +199,18 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 	}
 	var respHash [32]byte
 	copy(respHash[:], rl.h.Sum(nil))
+	// The answer is signed while the receipt is made and the audit record
+	// written and synced: the signature depends on neither, and they are
+	// the longest steps of a call. Both end before any trailer is written.
+	var st, sig []byte
+	var serr error
+	signedDone := make(chan struct{})
+	go func() {
+		defer close(signedDone)
+		if rl.status >= 200 && rl.status <= 299 {
+			st, sig, serr = c.f.Sign(rl.status, respHash)
+		}
+	}()
 	now := c.g.now()
 	env, rerr := c.receipt(rl, respHash, now)
 	h := w.Header()
@@ -211,18 +223,6 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 	if rl.fail != "" {
 		c.rec.Outcome, c.rec.Reason = "failed", rl.fail
 	}
-	// The answer is signed while the audit record is written and synced:
-	// the signature does not depend on it, and the fsync is the longest
-	// step of a call. Both end before any trailer is written.
-	var st, sig []byte
-	var serr error
-	signedDone := make(chan struct{})
-	go func() {
-		defer close(signedDone)
-		if rl.status >= 200 && rl.status <= 299 {
-			st, sig, serr = c.f.Sign(rl.status, respHash)
-		}
-	}()
 	aerr := c.rs.audit.append(&c.rec, now)
 	<-signedDone
 	if aerr != nil || rerr != nil {

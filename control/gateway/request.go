@@ -85,9 +85,12 @@ func malformed(format string, a ...any) *refusal {
 }
 
 // parseRequest parses body strictly (one JSON object, floats allowed for
-// sampling parameters) and reads it for api.
+// sampling parameters) and reads it for api. Its strings share one copy
+// of the body (pohjson OneCopy): what the call keeps while the answer
+// streams (the model) is cloned, so that an open stream does not hold
+// the body.
 func parseRequest(api string, body []byte) (*request, error) {
-	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: len(body) + 1, MaxDepth: maxRequestDepth, AllowFloats: true})
+	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: len(body) + 1, MaxDepth: maxRequestDepth, AllowFloats: true, OneCopy: true})
 	if err != nil {
 		return nil, malformed("the body is not a strict JSON object")
 	}
@@ -96,6 +99,7 @@ func parseRequest(api string, body []byte) (*request, error) {
 	if q.model, ok = root.GetString("model"); !ok || q.model == "" {
 		return nil, malformed("model must be a non-empty string")
 	}
+	q.model = strings.Clone(q.model)
 	if s := root.Get("stream"); s != nil {
 		if q.stream, ok = s.Bool(); !ok {
 			return nil, malformed("stream must be a boolean")

@@ -38,8 +38,8 @@ type call struct {
 }
 
 // Serve answers one model call of the run f describes: provider and api
-// from the request path, body the request body (already read within
-// MaxBody). It writes the whole answer: a refusal, or the relayed answer
+// from the request path, body the request body (already read within the
+// upstream's MaxRequestBytes). It writes the whole answer: a refusal, or the relayed answer
 // with its trailers (sections 2 and 3).
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
 	c := &call{g: g, f: f, provider: provider, body: body, start: g.now()}
@@ -130,7 +130,9 @@ func (c *call) checkModel() error {
 func (c *call) checkSystem() error {
 	err := c.f.WithPrompt(func(p []byte) error {
 		x, err := suffixOf(c.q, p, c.g.cfg.MaxSuffixBytes)
-		c.suffix = x
+		// The suffix is kept until the receipt; it is cloned, so that it
+		// does not hold the request's one copy (parseRequest).
+		c.suffix = strings.Clone(x)
 		return err
 	})
 	if err != nil {

@@ -61,14 +61,14 @@ func TestAppendQuote(t *testing.T) {
 	}
 }
 
-// TestAppendEscapeWord puts each ASCII byte at each place of two words,
+// TestAppendEscapeWord puts each ASCII byte at each place of five words,
 // after plain or non-ASCII text: the word test of the fast path must find
 // exactly the bytes the reference escapes.
 func TestAppendEscapeWord(t *testing.T) {
 	for _, fill := range []string{"a", "é"} {
 		for b := range 0x80 {
-			for at := range 16 {
-				s := strings.Repeat(fill, at) + string(rune(b)) + strings.Repeat(fill, 16-at)
+			for at := range 40 {
+				s := strings.Repeat(fill, at) + string(rune(b)) + strings.Repeat(fill, 40-at)
 				if got, want := string(AppendQuote(nil, s)), jsonQuote(t, s); got != want {
 					t.Fatalf("AppendQuote(%q) = %s, encoding/json %s", s, got, want)
 				}

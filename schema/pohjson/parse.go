@@ -32,6 +32,13 @@ type ParseOptions struct {
 	// defaultMaxDepth levels. So a canonical document is checked without
 	// encoding it again.
 	Canonical bool
+	// OneCopy makes the strings read without an escape sequence, keys and
+	// values, substrings of one copy of the input made once, where each
+	// would otherwise be a copy of its own: a large document is read with
+	// a handful of allocations. A string kept from the result keeps that
+	// whole copy alive, so a caller that keeps one longer than the
+	// document clones it (strings.Clone).
+	OneCopy bool
 }
 
 // Parse parses one JSON text strictly (RFC 8259 plus the restrictions in the
@@ -49,6 +56,9 @@ func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
 		return nil, &Error{Offset: maxBytes, Err: ErrTooLarge, Msg: "input is " + strconv.Itoa(len(data)) + " bytes, limit " + strconv.Itoa(maxBytes)}
 	}
 	p := &parser{data: data, opts: opts, maxDepth: opts.MaxDepth}
+	if opts.OneCopy {
+		p.text = string(data)
+	}
 	if p.maxDepth <= 0 || opts.Canonical && p.maxDepth > defaultMaxDepth {
 		p.maxDepth = defaultMaxDepth // Stringify's limit
 	}
@@ -75,14 +85,44 @@ type parser struct {
 	// notCanonical is the first departure from the JSON.stringify form
 	// (with opts.Canonical), returned once the input parsed.
 	notCanonical error
+	// text is the input's one copy (ParseOptions.OneCopy).
+	text string
 	// slab holds Values not yet handed out: one allocation serves many.
 	slab     []Value
 	slabSize int
 	// members and elems are the members and elements read so far of the
 	// objects and arrays being parsed, innermost last; each is copied out
-	// once, at its final size, when its container closes.
-	members []Member
-	elems   []*Value
+	// once, at its final size, when its container closes, into
+	// memberSlab or elemSlab.
+	members        []Member
+	elems          []*Value
+	memberSlab     []Member
+	memberSlabSize int
+	elemSlab       []*Value
+	elemSlabSize   int
+}
+
+// maxSlab is the most items newValue and keep take in one allocation.
+const maxSlab = 128
+
+// keep returns a copy of items in *slab, with no room after it (an append
+// to it never writes over a neighbor); when *slab is short, it takes a new
+// one of twice the last one's size *last (at least 8 and len(items), at
+// most maxSlab). A list of more than maxSlab items gets an allocation of
+// its own.
+func keep[T any](slab *[]T, last *int, items []T) []T {
+	n := len(items)
+	if n > maxSlab {
+		return slices.Clone(items)
+	}
+	if n > len(*slab) {
+		*last = min(max(2**last, 8, n), maxSlab)
+		*slab = make([]T, *last)
+	}
+	out := (*slab)[:n:n]
+	copy(out, items)
+	*slab = (*slab)[n:]
+	return out
 }
 
 // newValue returns v in a Value of the parser's slab.
@@ -90,7 +130,7 @@ func (p *parser) newValue(v Value) *Value {
 	if len(p.slab) == 0 {
 		// Twice the last slab, from 8 up to 128: a small document does
 		// not pay for a large slab.
-		p.slabSize = min(max(2*p.slabSize, 8), 128)
+		p.slabSize = min(max(2*p.slabSize, 8), maxSlab)
 		p.slab = make([]Value, p.slabSize)
 	}
 	nv := &p.slab[0]
@@ -167,11 +207,11 @@ func (p *parser) value(depth int) (*Value, error) {
 	case c == '[':
 		return p.array(depth + 1)
 	case c == '"':
-		s, err := p.str()
+		s, plain, err := p.str()
 		if err != nil {
 			return nil, err
 		}
-		return p.newValue(Value{kind: String, s: s}), nil
+		return p.newValue(Value{kind: String, s: s, plain: plain}), nil
 	case c == 't':
 		if p.literal("true") {
 			return p.newValue(Value{kind: Bool, b: true}), nil
@@ -227,7 +267,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, p.errf(errSyntax, "expected object key")
 		}
 		keyAt := p.i
-		k, err := p.str()
+		k, _, err := p.str()
 		if err != nil {
 			return nil, err
 		}
@@ -265,7 +305,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, err
 		}
 		if done {
-			v.members = slices.Clone(p.members[base:])
+			v.members = keep(&p.memberSlab, &p.memberSlabSize, p.members[base:])
 			clear(p.members[base:])
 			p.members = p.members[:base]
 			if indexed && !inPropertyOrder(v.members) {
@@ -295,7 +335,7 @@ func (p *parser) array(depth int) (*Value, error) {
 			return nil, err
 		}
 		if done {
-			v.arr = slices.Clone(p.elems[base:])
+			v.arr = keep(&p.elemSlab, &p.elemSlabSize, p.elems[base:])
 			clear(p.elems[base:])
 			p.elems = p.elems[:base]
 			return v, nil
@@ -403,8 +443,9 @@ func plain8(w uint64) bool {
 	return (w|control|quote|backslash)&highs == 0
 }
 
-// str parses a JSON string starting at the opening quote.
-func (p *parser) str() (string, error) {
+// str parses a JSON string starting at the opening quote; plain says it
+// held no escape sequence.
+func (p *parser) str() (s string, plain bool, err error) {
 	p.i++ // opening quote
 	var buf []byte
 	start := p.i
@@ -422,25 +463,27 @@ func (p *parser) str() (string, error) {
 			p.i++
 		}
 		if p.i >= len(p.data) {
-			return "", p.errf(errSyntax, "unterminated string")
+			return "", false, p.errf(errSyntax, "unterminated string")
 		}
 		c := p.data[p.i]
 		switch {
 		case c == '"':
-			var s string
-			if buf == nil {
-				s = string(p.data[start:p.i])
-			} else {
+			switch {
+			case buf != nil:
 				s = string(append(buf, p.data[start:p.i]...))
+			case p.opts.OneCopy:
+				s = p.text[start:p.i]
+			default:
+				s = string(p.data[start:p.i])
 			}
 			p.i++
-			return s, nil
+			return s, buf == nil, nil
 		case c == '\\':
 			buf = append(buf, p.data[start:p.i]...)
 			at := p.i
 			r, err := p.escape()
 			if err != nil {
-				return "", err
+				return "", false, err
 			}
 			if p.opts.Canonical && string(p.data[at:p.i]) != string(jsstr.AppendEscape(nil, string(r))) {
 				p.departs(at, "an escape JSON.stringify does not write")
@@ -448,11 +491,11 @@ func (p *parser) str() (string, error) {
 			buf = utf8.AppendRune(buf, r)
 			start = p.i
 		case c < 0x20:
-			return "", p.errf(errSyntax, "unescaped control character in string")
+			return "", false, p.errf(errSyntax, "unescaped control character in string")
 		default: // the plain ASCII bytes were consumed above
 			r, size := utf8.DecodeRune(p.data[p.i:])
 			if r == utf8.RuneError && size <= 1 {
-				return "", p.errf(errString, "invalid UTF-8")
+				return "", false, p.errf(errString, "invalid UTF-8")
 			}
 			p.i += size
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/schema/jsstr"
 )
 
 func mustStringify(t *testing.T, in string) string {
@@ -239,7 +240,71 @@ func FuzzParse(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("output is not valid JSON: %q", out)
 		}
+		checkOneCopy(t, data, out)
 	})
+}
+
+// checkOneCopy: data, which Parse accepted and stringified to out, parses
+// the same with OneCopy, and every string Unescaped reports is written by
+// JSON.stringify as its bytes between quotes.
+func checkOneCopy(t *testing.T, data, out []byte) {
+	t.Helper()
+	v, err := ParseWith(data, ParseOptions{OneCopy: true})
+	if err != nil {
+		t.Fatalf("OneCopy refuses what Parse accepts: %v", err)
+	}
+	if again, err := Stringify(v); err != nil || !bytes.Equal(again, out) {
+		t.Fatalf("OneCopy reads another value: %q, %v", again, err)
+	}
+	var walk func(v *Value)
+	walk = func(v *Value) {
+		if s, ok := v.Str(); ok && v.Unescaped() && string(jsstr.AppendQuote(nil, s)) != `"`+s+`"` {
+			t.Fatalf("Unescaped string %q needs an escape", s)
+		}
+		for _, e := range v.Elems() {
+			walk(e)
+		}
+		for _, m := range v.Members() {
+			walk(m.Value)
+		}
+	}
+	walk(v)
+}
+
+// TestOneCopy: with OneCopy, the strings of a document without escapes are
+// read as without it, Unescaped tells the strings read without an escape
+// sequence, and a list longer than a slab gets its own.
+func TestOneCopy(t *testing.T) {
+	long := `[` + strings.Repeat(`"x",`, 3*maxSlab) + `"y"]`
+	doc := []byte(`{"a":"plain","b":"line\nfeed","c":"\u0041","d":["é",1,{"e":"f"}],"g":` + long + `,"h":[1],"i":[2]}`)
+	v, err := ParseWith(doc, ParseOptions{OneCopy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]bool{"a": true, "b": false, "c": false} {
+		if got := v.Get(key).Unescaped(); got != want {
+			t.Errorf("%s: Unescaped %v, want %v", key, got, want)
+		}
+	}
+	if d := v.Get("d").Elems(); !d[0].Unescaped() || d[1].Unescaped() || d[2].Unescaped() || !d[2].Get("e").Unescaped() {
+		t.Error("Unescaped is not the strings read without an escape")
+	}
+	if NewString("x").Unescaped() || (*Value)(nil).Unescaped() {
+		t.Error("a made or absent value is Unescaped")
+	}
+	if n := len(v.Get("g").Elems()); n != 3*maxSlab+1 {
+		t.Errorf("%d elements, want %d", n, 3*maxSlab+1)
+	}
+	out, err := Stringify(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkOneCopy(t, doc, out)
+	// An append to a kept list does not write over the next one.
+	_ = append(v.Get("h").Elems(), NewNull())
+	if n, _ := v.Get("i").Elems()[0].Int(); n != 2 {
+		t.Error("an append to a list wrote over its neighbour")
+	}
 }
 
 // TestParseCanonical: Canonical accepts the JSON.stringify form and

@@ -60,8 +60,10 @@ const MaxSafeInteger = 1<<53 - 1
 
 // Value is an immutable-by-convention JSON value that keeps object member order.
 type Value struct {
-	kind    Kind
-	b       bool
+	kind Kind
+	b    bool
+	// plain: a string Parse read without an escape sequence (Unescaped).
+	plain   bool
 	n       int64
 	s       string // String: the string; Number with floats allowed: the literal
 	arr     []*Value
@@ -132,6 +134,13 @@ func (v *Value) Str() (string, bool) {
 	}
 	return v.s, v.kind == String
 }
+
+// Unescaped reports whether v is a string that Parse read without an
+// escape sequence: its text then holds no quote, backslash or control
+// character, so JSON.stringify (and JCS, RFC 8785) write it as its bytes
+// between two quotes, with nothing to escape. It is false for a string
+// made with NewString.
+func (v *Value) Unescaped() bool { return v != nil && v.kind == String && v.plain }
 
 // Elems returns the array elements (nil unless v is an array).
 func (v *Value) Elems() []*Value {
