@@ -74,6 +74,11 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{func(m map[string]any) { m["attester"].(map[string]any)["listen"] = "127.0.0.1:https" }, "attester.listen"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["metricsListen"] = "not-an-addr" }, "attester.metricsListen"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["metricsListen"] = "[::1]:-1" }, "attester.metricsListen"},
+		// Each forwarded call gets a receipt and a bundle carries at most 1000:
+		// a 1001st call would be forwarded and then fail its receipt.
+		{func(m map[string]any) {
+			m["attester"].(map[string]any)["gateway"] = map[string]any{"maxCallsPerRun": 1001}
+		}, "attester.gateway.maxCallsPerRun"},
 	}
 	for _, tt := range tests {
 		m := base()

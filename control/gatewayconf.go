@@ -16,9 +16,9 @@ import (
 type gatewayDoc struct {
 	Upstreams          map[string]upstreamDoc `conf:"upstreams,max=64"`
 	MaxSessions        int                    `conf:"maxSessions,min=1,max=65536,default=1024"`
-	MaxHistoryMessages int                    `conf:"maxHistoryMessages,min=1,max=1048576,default=4096"`
+	MaxHistoryMessages int                    `conf:"maxHistoryMessages,min=1,max=1000,default=1000"`
 	MaxSuffixBytes     int                    `conf:"maxSuffixBytes,min=0,max=65536,default=8192"`
-	MaxCallsPerRun     int                    `conf:"maxCallsPerRun,min=1,max=1048576,default=4096"`
+	MaxCallsPerRun     int                    `conf:"maxCallsPerRun,min=1,max=1000,default=1000"`
 }
 
 // upstreamDoc declares attester.gateway.upstreams.<provider>.
