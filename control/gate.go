@@ -168,9 +168,11 @@ func (rn *Run) recordDecision(turnID, tool, paramsHash string, allow bool, stage
 	if rn.turn != turnID {
 		return
 	}
-	rn.decisions = append(rn.decisions, gateway.Decision{
-		Tool: tool, ParamsHash: h, Allow: allow, BlockReason: "clawea gate (" + stage + "): " + reason,
-	})
+	d := gateway.Decision{Tool: tool, ParamsHash: h, Allow: allow}
+	if !allow {
+		d.BlockReason = "clawea gate (" + stage + "): " + reason
+	}
+	rn.decisions = append(rn.decisions, d)
 }
 
 // checkTurnRef classifies the turn_id of a verify or tool-call request:

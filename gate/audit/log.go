@@ -105,12 +105,15 @@ type Log struct {
 	runs     map[string]*runLog
 	reserved int64  // bytes counted against maxTotal
 	cur      *batch // the batch new records join; nil when none is open
-	ioErr    error  // the latest write failure (for Healthy)
-	closed   bool
-	wake     chan struct{}
-	stopped  chan struct{}
-	order    uint64 // admission counter, for removal order
-	stats    logStats
+	// spare holds the buffers of the last committed batch, which the next
+	// batch reuses (a batch's lines and items are garbage once committed).
+	spare   batch
+	ioErr   error // the latest write failure (for Healthy)
+	closed  bool
+	wake    chan struct{}
+	stopped chan struct{}
+	order   uint64 // admission counter, for removal order
+	stats   logStats
 }
 
 // logStats count the work of a Log since Open.
@@ -437,11 +440,7 @@ func (l *Log) Record(run string, e Entry) (uint64, error) {
 		l.mu.Unlock()
 		return 0, err
 	}
-	b := l.cur
-	if b == nil {
-		b = &batch{done: make(chan struct{})}
-		l.cur = b
-	}
+	b := l.openBatch()
 	off := len(b.buf)
 	head := rl.head
 	r, buf, err := head.Append(b.buf, l.now(), &e)
@@ -532,6 +531,29 @@ func (l *Log) reserve(n int64, keep *runLog) error {
 	return nil
 }
 
+// openBatch returns the batch new records join, opening one with the spare
+// buffers when none is open. Called with l.mu held.
+func (l *Log) openBatch() *batch {
+	if l.cur == nil {
+		l.cur = &batch{done: make(chan struct{}), buf: l.spare.buf, items: l.spare.items}
+		l.spare.buf, l.spare.items = nil, nil
+	}
+	return l.cur
+}
+
+// maxSpareBytes bounds the line buffer kept for the next batch.
+const maxSpareBytes = 1 << 20
+
+// keepSpare keeps b's buffers for the next batch once b is committed: its
+// waiters read only b.failed. Called with l.mu held.
+func (l *Log) keepSpare(b *batch) {
+	if cap(b.buf) <= maxSpareBytes {
+		l.spare.buf = b.buf[:0]
+	}
+	clear(b.items) // no committed run stays reachable through the spare
+	l.spare.items = b.items[:0]
+}
+
 // kick wakes the writer. Called with l.mu held (Close closes l.wake under
 // l.mu, so a kick never sends on a closed channel).
 func (l *Log) kick() {
@@ -561,6 +583,9 @@ func (l *Log) writer() {
 				break
 			}
 			l.commit(b)
+			l.mu.Lock()
+			l.keepSpare(b)
+			l.mu.Unlock()
 		}
 	}
 }
@@ -700,11 +725,7 @@ func (l *Log) CloseRun(run string) error {
 	// Give back the unused part of the reservation.
 	l.reserved -= rl.resv - rl.size
 	rl.resv = rl.size
-	b := l.cur
-	if b == nil {
-		b = &batch{done: make(chan struct{})}
-		l.cur = b
-	}
+	b := l.openBatch()
 	b.closes = append(b.closes, rl)
 	l.kick()
 	l.mu.Unlock()

@@ -123,25 +123,33 @@ func (s *Statement) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, 0, 384)
-	b = append(b, `{"answer_version":"`...)
-	b = append(b, s.AnswerVersion...)
-	b = append(b, `","attester_did":"`...)
-	b = append(b, s.AttesterDID...)
-	b = append(b, `","peer_pid":`...)
-	b = strconv.AppendInt(b, s.PeerPID, 10)
-	b = append(b, `,"peer_start_time":`...)
-	b = strconv.AppendInt(b, s.PeerStartTime, 10)
-	b = append(b, `,"request_hash_b64u":"`...)
-	b = append(b, s.RequestHashB64u...)
-	b = append(b, `","response_hash_b64u":"`...)
-	b = append(b, s.ResponseHashB64u...)
-	b = append(b, `","run_id":"`...)
-	b = append(b, s.RunID...)
-	b = append(b, `","seq":`...)
-	b = strconv.AppendInt(b, s.Seq, 10)
-	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, s.Status, 10)
+	b = appendString(b, '{', "answer_version", s.AnswerVersion)
+	b = appendString(b, ',', "attester_did", s.AttesterDID)
+	b = appendInt(b, "peer_pid", s.PeerPID)
+	b = appendInt(b, "peer_start_time", s.PeerStartTime)
+	b = appendString(b, ',', "request_hash_b64u", s.RequestHashB64u)
+	b = appendString(b, ',', "response_hash_b64u", s.ResponseHashB64u)
+	b = appendString(b, ',', "run_id", s.RunID)
+	b = appendInt(b, "seq", s.Seq)
+	b = appendInt(b, "status", s.Status)
 	return append(b, '}'), nil
+}
+
+// appendString appends sep and the member "key":"v" (v needs no escape).
+func appendString(b []byte, sep byte, key, v string) []byte {
+	b = append(b, sep, '"')
+	b = append(b, key...)
+	b = append(b, `":"`...)
+	b = append(b, v...)
+	return append(b, '"')
+}
+
+// appendInt appends a comma and the member "key":v (v in decimal).
+func appendInt(b []byte, key string, v int64) []byte {
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	b = append(b, '"', ':')
+	return strconv.AppendInt(b, v, 10)
 }
 
 // check checks a statement's members; every integer is at most

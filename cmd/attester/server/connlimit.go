@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -17,10 +18,15 @@ import (
 // body deadline, so a flood delays other callers by at most that long and
 // never holds the process's memory or file descriptors beyond the limit.
 type ConnLimiter struct {
-	max   int
+	max int
+	// mu serializes admissions and removals: n and the set of keys in
+	// conns change only under it. A connection's state changes (twice per
+	// request) take no lock: conns is read lock-free and a slot's fields
+	// are atomic.
 	mu    sync.Mutex
-	conns map[net.Conn]*connSlot
-	seq   uint64
+	n     int
+	conns sync.Map // net.Conn -> *connSlot
+	seq   atomic.Uint64
 	// refused counts connections closed at accept because every slot was
 	// busy (guarded by mu); refusedMetric, when set, counts them too.
 	refused       uint64
@@ -28,13 +34,13 @@ type ConnLimiter struct {
 }
 
 type connSlot struct {
-	state http.ConnState
-	since uint64 // when it last became idle (seq), for oldest-first
+	state atomic.Int32  // http.ConnState
+	since atomic.Uint64 // when it last became idle (seq), for oldest-first
 }
 
 // NewConnLimiter returns a limiter of max connections (max >= 1).
 func NewConnLimiter(max int) *ConnLimiter {
-	return &ConnLimiter{max: max, conns: make(map[net.Conn]*connSlot, max)}
+	return &ConnLimiter{max: max}
 }
 
 // ConnLimiter returns a limiter of attester.maxConnections for the named
@@ -52,20 +58,23 @@ func (cl *ConnLimiter) Listener(l net.Listener) net.Listener {
 
 // ConnState tracks the connections' states (http.Server.ConnState).
 func (cl *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	slot := cl.conns[c]
-	if slot == nil {
+	v, ok := cl.conns.Load(c)
+	if !ok {
 		return
 	}
+	slot := v.(*connSlot)
 	switch s {
 	case http.StateClosed, http.StateHijacked:
-		delete(cl.conns, c)
+		cl.mu.Lock()
+		if _, ok := cl.conns.LoadAndDelete(c); ok {
+			cl.n--
+		}
+		cl.mu.Unlock()
 	case http.StateIdle:
-		cl.seq++
-		slot.state, slot.since = s, cl.seq
+		slot.since.Store(cl.seq.Add(1))
+		slot.state.Store(int32(s))
 	default:
-		slot.state = s
+		slot.state.Store(int32(s))
 	}
 }
 
@@ -80,14 +89,16 @@ func (cl *ConnLimiter) Refused() uint64 {
 func (cl *ConnLimiter) admit(c net.Conn) bool {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
-	if len(cl.conns) >= cl.max {
+	if cl.n >= cl.max {
 		var oldest net.Conn
 		var at uint64
-		for oc, s := range cl.conns {
-			if s.state == http.StateIdle && (oldest == nil || s.since < at) {
-				oldest, at = oc, s.since
+		cl.conns.Range(func(k, v any) bool {
+			s := v.(*connSlot)
+			if since := s.since.Load(); http.ConnState(s.state.Load()) == http.StateIdle && (oldest == nil || since < at) {
+				oldest, at = k.(net.Conn), since
 			}
-		}
+			return true
+		})
 		if oldest == nil {
 			cl.refused++
 			if cl.refusedMetric != nil {
@@ -97,10 +108,14 @@ func (cl *ConnLimiter) admit(c net.Conn) bool {
 		}
 		// The server sees the close on its next read and reports
 		// StateClosed; the slot is free now.
-		delete(cl.conns, oldest)
+		cl.conns.Delete(oldest)
+		cl.n--
 		oldest.Close()
 	}
-	cl.conns[c] = &connSlot{state: http.StateNew}
+	slot := &connSlot{}
+	slot.state.Store(int32(http.StateNew))
+	cl.conns.Store(c, slot)
+	cl.n++
 	return true
 }
 

@@ -51,14 +51,13 @@ func TestConnLimiter(t *testing.T) {
 	waitIdle := func(n int) {
 		t.Helper()
 		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-			cl.mu.Lock()
 			idle := 0
-			for _, s := range cl.conns {
-				if s.state == http.StateIdle {
+			cl.conns.Range(func(_, v any) bool {
+				if http.ConnState(v.(*connSlot).state.Load()) == http.StateIdle {
 					idle++
 				}
-			}
-			cl.mu.Unlock()
+				return true
+			})
 			if idle == n {
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sync"
 
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/schema/b64u"
@@ -60,8 +61,9 @@ func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handle
 // written when the answer cannot be signed: an unsigned success is never
 // sent.
 func (s *Server) writeSigned(w http.ResponseWriter, q *runRequest, code int, v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := answerBufs.Get().(*bytes.Buffer)
+	defer putAnswerBuf(buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return err
@@ -71,13 +73,24 @@ func (s *Server) writeSigned(w http.ResponseWriter, q *runRequest, code int, v a
 		return err
 	}
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Cache-Control", "no-store")
+	setJSONHeaders(h)
 	setAnswerHeaders(h, sa.Statement, sa.Signature)
 	w.WriteHeader(code)
 	_, err = w.Write(buf.Bytes())
 	return err
+}
+
+// answerBufs holds the buffers signed answers are encoded in; the
+// ResponseWriter copies an answer, so its buffer is reused once written.
+var answerBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putAnswerBuf returns buf to answerBufs, unless it grew past what a
+// decision needs (a large answer's buffer is left to the collector).
+func putAnswerBuf(buf *bytes.Buffer) {
+	if buf.Cap() <= 16<<10 {
+		buf.Reset()
+		answerBufs.Put(buf)
+	}
 }
 
 // setAnswerHeaders sets the signed answer's two headers.

@@ -181,13 +181,28 @@ type errorBody struct {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "no-store")
+	setJSONHeaders(w.Header())
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// The constant header values of a JSON answer, shared by every answer
+// instead of allocated for each: net/http only reads them, and an append
+// to a slice with no spare capacity (Header.Add) copies it.
+var (
+	headerJSON    = []string{"application/json"}
+	headerNosniff = []string{"nosniff"}
+	headerNoStore = []string{"no-store"}
+)
+
+// setJSONHeaders sets a JSON answer's Content-Type, X-Content-Type-Options
+// and Cache-Control.
+func setJSONHeaders(h http.Header) {
+	h["Content-Type"] = headerJSON
+	h["X-Content-Type-Options"] = headerNosniff
+	h["Cache-Control"] = headerNoStore
 }
 
 // Body read deadlines: a slow sender is cut off rather than holding a
@@ -247,11 +262,15 @@ func decodeStrict(b []byte, v any) error {
 	if err := noCaseVariants(doc, 0); err != nil {
 		return err
 	}
-	var r jsonobj.Reader
-	r.Object(doc, jsonobj.Root, jsonTags(reflect.TypeOf(v).Elem()))
-	if err := r.Err(); err != nil {
-		// The path names the member (clipped by jsonobj), never a value.
-		return httpErr(http.StatusBadRequest, "malformed JSON request: "+err.Error(), err)
+	// Every tag is optional, so only an unknown member fails the reader:
+	// it runs (and builds its map of members) only when there is one.
+	if tags := jsonTags(reflect.TypeOf(v).Elem()); !onlyMembers(doc, tags) {
+		var r jsonobj.Reader
+		r.Object(doc, jsonobj.Root, tags)
+		if err := r.Err(); err != nil {
+			// The path names the member (clipped by jsonobj), never a value.
+			return httpErr(http.StatusBadRequest, "malformed JSON request: "+err.Error(), err)
+		}
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		return httpErr(http.StatusBadRequest, "malformed JSON request: "+safeJSONError(err), err)
@@ -299,6 +318,16 @@ func noCaseVariants(v *pohjson.Value, depth int) error {
 		}
 	}
 	return nil
+}
+
+// onlyMembers reports whether every member of the object doc is in tags.
+func onlyMembers(doc *pohjson.Value, tags map[string]bool) bool {
+	for _, m := range doc.Members() {
+		if _, ok := tags[m.Key]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func foldKey(k string) string {
