@@ -17,6 +17,8 @@ import (
 
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/charclass"
+	"github.com/clawea/attester/schema/confdoc"
+	"github.com/clawea/attester/schema/jsonobj"
 )
 
 // HarnessFiles is the harness text as raw bytes, as carried in a prompt
@@ -35,16 +37,25 @@ type HarnessFiles struct {
 	CoreToolSummaries []byte
 }
 
-// templateSig is a parsed .sig.json: a content hash of one template.
+// templateSig is a parsed .sig.json: a content hash of one template. The
+// conf tags declare the document (schema/confdoc; null is absent).
 type templateSig struct {
-	File           string // e.g. "llm/prompts/identity.txt"
-	Hash           string // "sha256:" + 64 lower-case hex digits
-	Algorithm      string // "sha256"
-	SignedBy       string
-	SignedAt       string
-	ContentLength  int64 // bytes
-	TemplateEngine string
+	File           string `conf:"file,required,min=1"`            // e.g. "llm/prompts/identity.txt"
+	Hash           string `conf:"hash,required"`                  // "sha256:" + 64 lower-case hex digits
+	Algorithm      string `conf:"algorithm,required,enum=sha256"` // "sha256"
+	SignedBy       string `conf:"signedBy"`
+	SignedAt       string `conf:"signedAt"`
+	ContentLength  int64  `conf:"contentLength,required,min=0"` // bytes
+	TemplateEngine string `conf:"templateEngine"`
 	Raw            []byte // the .sig.json bytes as received
+}
+
+// CheckConf refuses a hash that is not "sha256:" and 64 lower-case hex
+// digits.
+func (s *templateSig) CheckConf(d *confdoc.Decoder, path string) {
+	if !validHash(s.Hash) {
+		d.Fail(jsonobj.Key(path, "hash"), confdoc.ErrBadValue, "not sha256: and 64 lower-case hex digits")
+	}
 }
 
 // toolSummary is one entry of core-tool-summaries.json.
@@ -137,10 +148,10 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 		return nil, harnessErr("more than %d templates", MaxTemplates)
 	}
 	if len(f.SigConfig) > maxSigSize {
-		return nil, harnessErr("sig config: %w", errTooLarge)
+		return nil, harnessErr("sig config: %w", jsonobj.ErrTooLarge)
 	}
 	if len(f.Literals) > maxDataFileSize || len(f.CoreToolSummaries) > maxDataFileSize {
-		return nil, harnessErr("data file: %w", errTooLarge)
+		return nil, harnessErr("data file: %w", jsonobj.ErrTooLarge)
 	}
 	h := &Harness{sigs: make(map[string]templateSig, len(f.Sigs))}
 	for _, name := range slices.Sorted(maps.Keys(f.Templates)) {
@@ -149,7 +160,7 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 			return nil, harnessErr("bad template name %q", quoteKey(name))
 		}
 		if len(b) > maxTemplateSize {
-			return nil, harnessErr("template %q: %w", name, errTooLarge)
+			return nil, harnessErr("template %q: %w", name, jsonobj.ErrTooLarge)
 		}
 		if !utf8.Valid(b) {
 			return nil, harnessErr("template %q: invalid utf-8", name)
@@ -162,7 +173,7 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 			return nil, harnessErr("sig for unknown template %q", quoteKey(name))
 		}
 		if len(b) > maxSigSize {
-			return nil, harnessErr("sig %q: %w", name, errTooLarge)
+			return nil, harnessErr("sig %q: %w", name, jsonobj.ErrTooLarge)
 		}
 		total += len(b)
 		s, err := parseSig(b)
@@ -176,7 +187,7 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 		h.sigs[name] = s
 	}
 	if total > maxHarnessSize {
-		return nil, harnessErr("%w", errTooLarge)
+		return nil, harnessErr("%w", jsonobj.ErrTooLarge)
 	}
 	for _, name := range requiredTemplates {
 		if _, ok := f.Templates[name]; !ok {
@@ -215,47 +226,8 @@ func NewHarness(f HarnessFiles) (*Harness, error) {
 
 func parseSig(b []byte) (templateSig, error) {
 	var s templateSig
-	r, err := newJSONReader(b)
-	if err != nil {
-		return s, err
-	}
-	var haveLen bool
-	_, err = r.object("", func(key, p string) error {
-		var err error
-		switch key {
-		case "file":
-			s.File, err = r.reqStr(p)
-		case "hash":
-			s.Hash, err = r.reqStr(p)
-		case "algorithm":
-			s.Algorithm, err = r.reqStr(p)
-		case "signedBy":
-			s.SignedBy, err = r.optStr(p)
-		case "signedAt":
-			s.SignedAt, err = r.optStr(p)
-		case "templateEngine":
-			s.TemplateEngine, err = r.optStr(p)
-		case "contentLength":
-			s.ContentLength, err = r.uint(p)
-			haveLen = true
-		default:
-			err = &fieldError{path: p, err: errUnknownField}
-		}
-		return err
-	})
-	if err != nil {
-		return s, err
-	}
-	if s.Algorithm != "sha256" {
-		return s, errors.New("algorithm is not sha256")
-	}
-	if !validHash(s.Hash) {
-		return s, errors.New("malformed hash")
-	}
-	if !haveLen || s.File == "" {
-		return s, errMissingField
-	}
-	return s, nil
+	err := confdoc.Parse(b, jsonOptions(maxSigSize), &s, confdoc.Options{NullIsAbsent: true})
+	return s, err
 }
 
 // validHash accepts "sha256:" followed by 64 lower-case hex digits.
@@ -264,25 +236,25 @@ func validHash(h string) bool {
 	return ok && len(hexPart) == 2*sha256.Size && charclass.LowerHex().All(hexPart)
 }
 
+// parseCoreSummaries reads core-tool-summaries.json: an object of
+// strings, kept in document order.
 func parseCoreSummaries(b []byte) ([]toolSummary, error) {
-	r, err := newJSONReader(b)
+	root, err := jsonobj.ParseObject(b, jsonOptions(maxDataFileSize))
 	if err != nil {
 		return nil, err
 	}
-	var out []toolSummary
-	present, err := r.object("", func(key, p string) error {
-		v, err := r.reqStr(p)
-		if err != nil {
-			return err
+	var r jsonobj.Reader
+	ms := r.Members(root, jsonobj.Root, 0, maxJSONContainerLen)
+	out := make([]toolSummary, 0, len(ms))
+	for _, m := range ms {
+		s, ok := r.Str(m.Value, jsonobj.Key(jsonobj.Root, m.Key))
+		if !ok {
+			break
 		}
-		out = append(out, toolSummary{Name: key, Summary: v})
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		out = append(out, toolSummary{Name: m.Key, Summary: s})
 	}
-	if !present {
-		return nil, errMissingField
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -387,7 +359,7 @@ func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidHarness, name, fs.ErrNotExist)
 	case errors.Is(err, bounded.ErrTooLarge):
-		return nil, harnessErr("%s: %w", name, errTooLarge)
+		return nil, harnessErr("%s: %w", name, jsonobj.ErrTooLarge)
 	case err != nil:
 		return nil, harnessErr("%s: %v", name, err)
 	}
