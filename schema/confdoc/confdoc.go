@@ -52,6 +52,11 @@ type Options struct {
 	// undeclared key of that section. Keys that differ from a declared key
 	// only in case are refused anyway.
 	Foreign map[string][]string
+	// NullIsAbsent reads a member whose value is null as an absent member
+	// (a required one is then missing, a default applies), and refuses a
+	// null array element or map value as missing (jsonobj.ErrMissingField).
+	// Without it, null is a value of the wrong type.
+	NullIsAbsent bool
 }
 
 // unmarshaler is implemented by a field type that reads its own JSON
@@ -207,6 +212,10 @@ func (d *Decoder) value(v *pohjson.Value, path, section string, dst reflect.Valu
 		dst.Set(reflect.ValueOf(v))
 		return
 	}
+	if d.o.NullIsAbsent && v.Kind() == pohjson.Null {
+		d.Fail(path, jsonobj.ErrMissingField, "is null")
+		return
+	}
 	if dst.CanAddr() && dst.Addr().Type().Implements(unmarshalerType) {
 		dst.Addr().Interface().(unmarshaler).UnmarshalConf(d, v, path)
 		return
@@ -340,6 +349,9 @@ func (d *Decoder) object(v *pohjson.Value, path, section string, dst reflect.Val
 			d.unknown(path, m.Key, fields, foreign)
 			continue
 		}
+		if d.o.NullIsAbsent && m.Value.Kind() == pohjson.Null {
+			continue
+		}
 		seen[m.Key] = true
 	}
 	for i := range typ.NumField() {
@@ -348,7 +360,7 @@ func (d *Decoder) object(v *pohjson.Value, path, section string, dst reflect.Val
 		}
 	}
 	for _, m := range v.Members() {
-		if i, ok := fields[m.Key]; ok {
+		if i, ok := fields[m.Key]; ok && seen[m.Key] {
 			d.value(m.Value, jsonobj.Key(path, m.Key), childSection(section, m.Key), dst.Field(i), tags[i])
 		}
 	}

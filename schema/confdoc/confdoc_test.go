@@ -61,6 +61,27 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+var nullAbsent = confdoc.Options{NullIsAbsent: true}
+
+// TestNullIsAbsent: a null member reads as absent (no value, defaults
+// apply), and the same document is refused without the option.
+func TestNullIsAbsent(t *testing.T) {
+	const in = `{"tools":{"enabled":null,"deny":null,"hook":{"url":"u","timeout":null,"mode":null,"headers":null}}}`
+	d, err := parse(in, nullAbsent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := d.Tools.Hook; d.Tools.Enabled != nil || d.Tools.Deny != nil || h.Timeout != 30 || h.Mode != "deny" || h.Headers != nil {
+		t.Fatalf("decoded %+v %+v", d.Tools, d.Tools.Hook)
+	}
+	if d, err := parse(`{"tools":{"hook":null}}`, nullAbsent); err != nil || d.Tools.Hook != nil {
+		t.Fatalf("null hook: %+v, %v", d, err)
+	}
+	if _, err := parse(in, confdoc.Options{}); !errors.Is(err, jsonobj.ErrWrongType) {
+		t.Fatalf("null accepted without NullIsAbsent: %v", err)
+	}
+}
+
 func TestRefusals(t *testing.T) {
 	foreign := confdoc.Options{Foreign: map[string][]string{"": {"*"}, "tools": {"web"}, "tools.list[]": {"workspace"}}}
 	for _, tc := range []struct {
@@ -87,6 +108,12 @@ func TestRefusals(t *testing.T) {
 		{`{"tools":{"list":[{"id":""}]}}`, confdoc.Options{}, "tools.list[0].id", []error{confdoc.ErrBadValue}},
 		{`{"tools":{"enabled":true}}`, confdoc.Options{}, "tools", []error{confdoc.ErrBadValue}},
 		{`{"tools":{"x y":1}}`, confdoc.Options{}, `tools["x y"]`, []error{jsonobj.ErrUnknownField}},
+		{`{"tools":{"enabled":null}}`, confdoc.Options{}, "tools.enabled", []error{jsonobj.ErrWrongType}},
+		{`{"tools":{"hook":{"url":null}}}`, nullAbsent, "tools.hook.url", []error{confdoc.ErrBadValue, jsonobj.ErrMissingField}},
+		{`{"tools":{"deny":["a",null]}}`, nullAbsent, "tools.deny[1]", []error{jsonobj.ErrMissingField}},
+		{`{"tools":{"hook":{"url":"u","headers":{"a":null}}}}`, nullAbsent, "tools.hook.headers.a", []error{jsonobj.ErrMissingField}},
+		{`{"tools":{"list":[null]}}`, nullAbsent, "tools.list[0]", []error{jsonobj.ErrMissingField}},
+		{`{"tools":{"Deny":null}}`, nullAbsent, "tools.Deny", []error{jsonobj.ErrUnknownField}},
 	} {
 		_, err := parse(tc.doc, tc.o)
 		ce, ok := errors.AsType[*confdoc.ConfigError](err)
@@ -127,7 +154,7 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"tools":{"list":[{"id":"a","workspace":"/w","tools":{"web":{}}}]},"channels":{}}`))
 	foreign := confdoc.Options{Foreign: map[string][]string{"": {"*"}, "tools": {"web"}, "tools.list[]": {"workspace"}}}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, o := range []confdoc.Options{{}, foreign} {
+		for _, o := range []confdoc.Options{{}, foreign, nullAbsent} {
 			d, err := parse(string(data), o)
 			if err == nil {
 				if d == nil || !d.seenCheck {

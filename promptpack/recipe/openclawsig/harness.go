@@ -17,6 +17,8 @@ import (
 
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/charclass"
+	"github.com/clawea/attester/schema/confdoc"
+	"github.com/clawea/attester/schema/jsonobj"
 )
 
 // HarnessFiles is the harness text as raw bytes, as carried in a prompt
@@ -35,16 +37,25 @@ type HarnessFiles struct {
 	CoreToolSummaries []byte
 }
 
-// templateSig is a parsed .sig.json: a content hash of one template.
+// templateSig is a parsed .sig.json: a content hash of one template. The
+// conf tags declare the document (schema/confdoc; null is absent).
 type templateSig struct {
-	File           string // e.g. "llm/prompts/identity.txt"
-	Hash           string // "sha256:" + 64 lower-case hex digits
-	Algorithm      string // "sha256"
-	SignedBy       string
-	SignedAt       string
-	ContentLength  int64 // bytes
-	TemplateEngine string
+	File           string `conf:"file,required,min=1"`            // e.g. "llm/prompts/identity.txt"
+	Hash           string `conf:"hash,required"`                  // "sha256:" + 64 lower-case hex digits
+	Algorithm      string `conf:"algorithm,required,enum=sha256"` // "sha256"
+	SignedBy       string `conf:"signedBy"`
+	SignedAt       string `conf:"signedAt"`
+	ContentLength  int64  `conf:"contentLength,required,min=0"` // bytes
+	TemplateEngine string `conf:"templateEngine"`
 	Raw            []byte // the .sig.json bytes as received
+}
+
+// CheckConf refuses a hash that is not "sha256:" and 64 lower-case hex
+// digits.
+func (s *templateSig) CheckConf(d *confdoc.Decoder, path string) {
+	if !validHash(s.Hash) {
+		d.Fail(jsonobj.Key(path, "hash"), confdoc.ErrBadValue, "not sha256: and 64 lower-case hex digits")
+	}
 }
 
 // toolSummary is one entry of core-tool-summaries.json.
@@ -66,7 +77,10 @@ type Harness struct {
 
 // Files returns a deep copy of the raw harness bytes, e.g. to carry them in
 // a pack or hash them into a report.
-func (h *Harness) Files() HarnessFiles {
+func (h *Harness) Files() HarnessFiles { return cloneFiles(h.files) }
+
+// cloneFiles returns a deep copy of f.
+func cloneFiles(f HarnessFiles) HarnessFiles {
 	cp := func(m map[string][]byte) map[string][]byte {
 		out := make(map[string][]byte, len(m))
 		for k, v := range m {
@@ -75,11 +89,11 @@ func (h *Harness) Files() HarnessFiles {
 		return out
 	}
 	return HarnessFiles{
-		Templates:         cp(h.files.Templates),
-		Sigs:              cp(h.files.Sigs),
-		SigConfig:         bytes.Clone(h.files.SigConfig),
-		Literals:          bytes.Clone(h.files.Literals),
-		CoreToolSummaries: bytes.Clone(h.files.CoreToolSummaries),
+		Templates:         cp(f.Templates),
+		Sigs:              cp(f.Sigs),
+		SigConfig:         bytes.Clone(f.SigConfig),
+		Literals:          bytes.Clone(f.Literals),
+		CoreToolSummaries: bytes.Clone(f.CoreToolSummaries),
 	}
 }
 
@@ -132,130 +146,117 @@ func harnessErr(format string, args ...any) error {
 // literals and the core tool summaries, and checks that every template the
 // recipe needs is present. It does not check hashes: Render does.
 func NewHarness(f HarnessFiles) (*Harness, error) {
-	total := len(f.SigConfig) + len(f.Literals) + len(f.CoreToolSummaries)
-	if len(f.Templates) > MaxTemplates || len(f.Sigs) > MaxTemplates {
-		return nil, harnessErr("more than %d templates", MaxTemplates)
+	if err := checkFileLimits(f); err != nil {
+		return nil, err
 	}
-	if len(f.SigConfig) > maxSigSize {
-		return nil, harnessErr("sig config: %w", errTooLarge)
+	tplBytes, err := checkTemplateFiles(f.Templates)
+	if err != nil {
+		return nil, err
 	}
-	if len(f.Literals) > maxDataFileSize || len(f.CoreToolSummaries) > maxDataFileSize {
-		return nil, harnessErr("data file: %w", errTooLarge)
+	h := &Harness{}
+	sigBytes, err := h.parseSigs(f)
+	if err != nil {
+		return nil, err
 	}
-	h := &Harness{sigs: make(map[string]templateSig, len(f.Sigs))}
-	for _, name := range slices.Sorted(maps.Keys(f.Templates)) {
-		b := f.Templates[name]
-		if !validTemplateName(name) {
-			return nil, harnessErr("bad template name %q", quoteKey(name))
-		}
-		if len(b) > maxTemplateSize {
-			return nil, harnessErr("template %q: %w", name, errTooLarge)
-		}
-		if !utf8.Valid(b) {
-			return nil, harnessErr("template %q: invalid utf-8", name)
-		}
-		total += len(b)
-	}
-	for _, name := range slices.Sorted(maps.Keys(f.Sigs)) {
-		b := f.Sigs[name]
-		if _, ok := f.Templates[name]; !ok || !validTemplateName(name) {
-			return nil, harnessErr("sig for unknown template %q", quoteKey(name))
-		}
-		if len(b) > maxSigSize {
-			return nil, harnessErr("sig %q: %w", name, errTooLarge)
-		}
-		total += len(b)
-		s, err := parseSig(b)
-		if err != nil {
-			return nil, harnessErr("sig %q: %w", name, err)
-		}
-		if path.Base(s.File) != name {
-			return nil, harnessErr("sig %q names another file", name)
-		}
-		s.Raw = bytes.Clone(b)
-		h.sigs[name] = s
-	}
-	if total > maxHarnessSize {
-		return nil, harnessErr("%w", errTooLarge)
+	if len(f.SigConfig)+len(f.Literals)+len(f.CoreToolSummaries)+tplBytes+sigBytes > maxHarnessSize {
+		return nil, harnessErr("%w", jsonobj.ErrTooLarge)
 	}
 	for _, name := range requiredTemplates {
 		if _, ok := f.Templates[name]; !ok {
 			return nil, &TemplateError{Name: name, Err: ErrTemplateMissing}
 		}
 	}
+	if err := h.parseDataFiles(f); err != nil {
+		return nil, err
+	}
+	h.files = cloneFiles(f)
+	return h, nil
+}
+
+// checkFileLimits checks the template and sig counts and the sizes of the
+// files that are not templates or sigs.
+func checkFileLimits(f HarnessFiles) error {
+	switch {
+	case len(f.Templates) > MaxTemplates || len(f.Sigs) > MaxTemplates:
+		return harnessErr("more than %d templates", MaxTemplates)
+	case len(f.SigConfig) > maxSigSize:
+		return harnessErr("sig config: %w", jsonobj.ErrTooLarge)
+	case len(f.Literals) > maxDataFileSize || len(f.CoreToolSummaries) > maxDataFileSize:
+		return harnessErr("data file: %w", jsonobj.ErrTooLarge)
+	}
+	return nil
+}
+
+// checkTemplateFiles checks each template's name, size and UTF-8, in name
+// order, and returns their total size.
+func checkTemplateFiles(tpls map[string][]byte) (int, error) {
+	total := 0
+	for _, name := range slices.Sorted(maps.Keys(tpls)) {
+		b := tpls[name]
+		if !validTemplateName(name) {
+			return 0, harnessErr("bad template name %q", quoteKey(name))
+		}
+		if len(b) > maxTemplateSize {
+			return 0, harnessErr("template %q: %w", name, jsonobj.ErrTooLarge)
+		}
+		if !utf8.Valid(b) {
+			return 0, harnessErr("template %q: invalid utf-8", name)
+		}
+		total += len(b)
+	}
+	return total, nil
+}
+
+// parseSigs parses the sig of each template, in name order, into h.sigs
+// and returns their total size. A sig must belong to a template and name
+// its file.
+func (h *Harness) parseSigs(f HarnessFiles) (int, error) {
+	h.sigs = make(map[string]templateSig, len(f.Sigs))
+	total := 0
+	for _, name := range slices.Sorted(maps.Keys(f.Sigs)) {
+		b := f.Sigs[name]
+		if _, ok := f.Templates[name]; !ok || !validTemplateName(name) {
+			return 0, harnessErr("sig for unknown template %q", quoteKey(name))
+		}
+		if len(b) > maxSigSize {
+			return 0, harnessErr("sig %q: %w", name, jsonobj.ErrTooLarge)
+		}
+		total += len(b)
+		s, err := parseSig(b)
+		if err != nil {
+			return 0, harnessErr("sig %q: %w", name, err)
+		}
+		if path.Base(s.File) != name {
+			return 0, harnessErr("sig %q names another file", name)
+		}
+		s.Raw = bytes.Clone(b)
+		h.sigs[name] = s
+	}
+	return total, nil
+}
+
+// parseDataFiles parses the literals and the core tool summaries.
+func (h *Harness) parseDataFiles(f HarnessFiles) error {
 	lit, err := parseLiterals(f.Literals)
 	if err != nil {
-		return nil, harnessErr("hardcoded literals: %w", err)
+		return harnessErr("hardcoded literals: %w", err)
 	}
-	h.lit = lit
 	core, err := parseCoreSummaries(f.CoreToolSummaries)
 	if err != nil {
-		return nil, harnessErr("core tool summaries: %w", err)
+		return harnessErr("core tool summaries: %w", err)
 	}
-	h.core = core
+	h.lit, h.core = lit, core
 	h.coreIndex = make(map[string]string, len(core))
 	for _, c := range core {
 		h.coreIndex[c.Name] = c.Summary
 	}
-	h.files = HarnessFiles{
-		Templates:         make(map[string][]byte, len(f.Templates)),
-		Sigs:              make(map[string][]byte, len(f.Sigs)),
-		SigConfig:         bytes.Clone(f.SigConfig),
-		Literals:          bytes.Clone(f.Literals),
-		CoreToolSummaries: bytes.Clone(f.CoreToolSummaries),
-	}
-	for k, v := range f.Templates {
-		h.files.Templates[k] = bytes.Clone(v)
-	}
-	for k, v := range f.Sigs {
-		h.files.Sigs[k] = bytes.Clone(v)
-	}
-	return h, nil
+	return nil
 }
 
 func parseSig(b []byte) (templateSig, error) {
 	var s templateSig
-	r, err := newJSONReader(b)
-	if err != nil {
-		return s, err
-	}
-	var haveLen bool
-	_, err = r.object("", func(key, p string) error {
-		var err error
-		switch key {
-		case "file":
-			s.File, err = r.reqStr(p)
-		case "hash":
-			s.Hash, err = r.reqStr(p)
-		case "algorithm":
-			s.Algorithm, err = r.reqStr(p)
-		case "signedBy":
-			s.SignedBy, err = r.optStr(p)
-		case "signedAt":
-			s.SignedAt, err = r.optStr(p)
-		case "templateEngine":
-			s.TemplateEngine, err = r.optStr(p)
-		case "contentLength":
-			s.ContentLength, err = r.uint(p)
-			haveLen = true
-		default:
-			err = &fieldError{path: p, err: errUnknownField}
-		}
-		return err
-	})
-	if err != nil {
-		return s, err
-	}
-	if s.Algorithm != "sha256" {
-		return s, errors.New("algorithm is not sha256")
-	}
-	if !validHash(s.Hash) {
-		return s, errors.New("malformed hash")
-	}
-	if !haveLen || s.File == "" {
-		return s, errMissingField
-	}
-	return s, nil
+	err := confdoc.Parse(b, jsonOptions(maxSigSize), &s, confdoc.Options{NullIsAbsent: true})
+	return s, err
 }
 
 // validHash accepts "sha256:" followed by 64 lower-case hex digits.
@@ -264,25 +265,25 @@ func validHash(h string) bool {
 	return ok && len(hexPart) == 2*sha256.Size && charclass.LowerHex().All(hexPart)
 }
 
+// parseCoreSummaries reads core-tool-summaries.json: an object of
+// strings, kept in document order.
 func parseCoreSummaries(b []byte) ([]toolSummary, error) {
-	r, err := newJSONReader(b)
+	root, err := jsonobj.ParseObject(b, jsonOptions(maxDataFileSize))
 	if err != nil {
 		return nil, err
 	}
-	var out []toolSummary
-	present, err := r.object("", func(key, p string) error {
-		v, err := r.reqStr(p)
-		if err != nil {
-			return err
+	var r jsonobj.Reader
+	ms := r.Members(root, jsonobj.Root, 0, maxJSONContainerLen)
+	out := make([]toolSummary, 0, len(ms))
+	for _, m := range ms {
+		s, ok := r.Str(m.Value, jsonobj.Key(jsonobj.Root, m.Key))
+		if !ok {
+			break
 		}
-		out = append(out, toolSummary{Name: key, Summary: v})
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		out = append(out, toolSummary{Name: m.Key, Summary: s})
 	}
-	if !present {
-		return nil, errMissingField
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -387,7 +388,7 @@ func readLimited(fsys fs.FS, name string, limit int64) ([]byte, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidHarness, name, fs.ErrNotExist)
 	case errors.Is(err, bounded.ErrTooLarge):
-		return nil, harnessErr("%s: %w", name, errTooLarge)
+		return nil, harnessErr("%s: %w", name, jsonobj.ErrTooLarge)
 	case err != nil:
 		return nil, harnessErr("%s: %v", name, err)
 	}

@@ -13,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 func loadHarness(t *testing.T) *Harness {
@@ -195,25 +198,25 @@ func TestNewHarnessRefuses(t *testing.T) {
 		m    func(f *HarnessFiles)
 		want error
 	}{
-		{"literals missing id", func(f *HarnessFiles) { f.Literals = removeLiteral(t, f.Literals, "output_joiner") }, errMissingField},
+		{"literals missing id", func(f *HarnessFiles) { f.Literals = removeLiteral(t, f.Literals, "output_joiner") }, jsonobj.ErrMissingField},
 		{"literals missing runtime key", func(f *HarnessFiles) {
 			f.Literals = setLiteral(t, f.Literals, "runtime_part_keys", "value", map[string]string{"host": "host="})
-		}, errMissingField},
+		}, jsonobj.ErrMissingField},
 		{"literals unknown id", func(f *HarnessFiles) {
 			f.Literals = setLiteral(t, f.Literals, "output_joiner", "id", "output_joiner_v2")
-		}, errUnknownField},
-		{"literals unknown entry key", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "note", "x") }, errUnknownField},
-		{"literals wrong type", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "tool_order", "value", "read") }, errWrongType},
-		{"literals null value", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "value", nil) }, errWrongType},
+		}, jsonobj.ErrUnknownField},
+		{"literals unknown entry key", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "note", "x") }, jsonobj.ErrUnknownField},
+		{"literals wrong type", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "tool_order", "value", "read") }, jsonobj.ErrWrongType},
+		{"literals null value", func(f *HarnessFiles) { f.Literals = setLiteral(t, f.Literals, "output_joiner", "value", nil) }, jsonobj.ErrWrongType},
 		{"literals duplicate id", func(f *HarnessFiles) {
 			f.Literals = setLiteral(t, f.Literals, "owner_line_prefix", "id", "output_joiner")
-		}, errDuplicateField},
-		{"core summaries dup", func(f *HarnessFiles) { f.CoreToolSummaries = []byte(`{"a":"1","a":"2"}`) }, errDuplicateField},
-		{"sig unknown field", func(f *HarnessFiles) { f.Sigs["voice.txt"] = addField(f.Sigs["voice.txt"], `"extra": 1`) }, errUnknownField},
-		{"sig not json", func(f *HarnessFiles) { f.Sigs["voice.txt"] = []byte("{") }, errMalformedJSON},
+		}, pohjson.ErrDuplicateKey},
+		{"core summaries dup", func(f *HarnessFiles) { f.CoreToolSummaries = []byte(`{"a":"1","a":"2"}`) }, pohjson.ErrDuplicateKey},
+		{"sig unknown field", func(f *HarnessFiles) { f.Sigs["voice.txt"] = addField(f.Sigs["voice.txt"], `"extra": 1`) }, jsonobj.ErrUnknownField},
+		{"sig not json", func(f *HarnessFiles) { f.Sigs["voice.txt"] = []byte("{") }, jsonobj.ErrSyntax},
 		{"sig negative length", func(f *HarnessFiles) {
 			f.Sigs["voice.txt"] = regexp.MustCompile(`"contentLength": \d+`).ReplaceAll(f.Sigs["voice.txt"], []byte(`"contentLength": -1`))
-		}, errWrongType},
+		}, jsonobj.ErrWrongType},
 	}
 	for _, tc := range reasons {
 		t.Run(tc.name, func(t *testing.T) {
@@ -350,7 +353,7 @@ func TestLoadHarnessDirRefuses(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(d, "templates", "voice.txt"), make([]byte, maxTemplateSize+1), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadHarnessDir(d); !errors.Is(err, ErrInvalidHarness) || !errors.Is(err, errTooLarge) {
+		if _, err := LoadHarnessDir(d); !errors.Is(err, ErrInvalidHarness) || !errors.Is(err, jsonobj.ErrTooLarge) {
 			t.Errorf("err = %v", err)
 		}
 	})

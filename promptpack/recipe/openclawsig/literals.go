@@ -1,6 +1,10 @@
 package openclawsig
 
 import (
+	"fmt"
+
+	"github.com/clawea/attester/schema/confdoc"
+	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -61,12 +65,51 @@ var runtimePartKeyNames = []string{
 	"defaultModel", "channel", "capabilities", "thinking",
 }
 
+// literalsDoc is hardcoded-literals.json, declared for schema/confdoc.
+type literalsDoc struct {
+	About    ignoredText    `conf:"about"`
+	Literals []literalEntry `conf:"literals,required,max=1048576"`
+}
+
+// literalEntry is one entry of hardcoded-literals.json's literals.
+type literalEntry struct {
+	ID    string       `conf:"id,required"`
+	Value literalValue `conf:"value,required"`
+	Where ignoredText  `conf:"where"`
+}
+
+// ignoredText is a string or null that the recipe does not use.
+type ignoredText struct{}
+
+// UnmarshalConf accepts a string or null.
+func (ignoredText) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	if _, ok := v.Str(); !ok && v.Kind() != pohjson.Null {
+		d.Fail(path, jsonobj.ErrWrongType, "not a string")
+	}
+}
+
 // literalValue is a decoded literal: a string, a list or an object of
 // strings.
 type literalValue struct {
 	str  *string
 	list []string
 	obj  map[string]string
+}
+
+// UnmarshalConf reads a string, an array of strings or an object of
+// strings.
+func (lv *literalValue) UnmarshalConf(d *confdoc.Decoder, v *pohjson.Value, path string) {
+	switch v.Kind() {
+	case pohjson.String:
+		s, _ := v.Str()
+		lv.str = &s
+	case pohjson.Array:
+		d.Decode(v, path, &lv.list)
+	case pohjson.Object:
+		d.Decode(v, path, &lv.obj)
+	default:
+		d.Fail(path, jsonobj.ErrWrongType, "not a string, an array or an object")
+	}
 }
 
 func (l *literals) targets() (map[string]*string, map[string]*[]string, map[string]*map[string]string) {
@@ -129,80 +172,56 @@ func (l *literals) targets() (map[string]*string, map[string]*[]string, map[stri
 // {"about": string, "literals": [{"id", "value", "where"}...]}. Every id
 // the recipe uses must be present exactly once with the right JSON type;
 // an unknown id is refused (it would mean builder behaviour this recipe
-// version does not know).
+// version does not know). Errors are *confdoc.ConfigError.
 func parseLiterals(b []byte) (literals, error) {
 	var l literals
-	strs, lists, objs := l.targets()
-	r, err := newJSONReader(b)
-	if err != nil {
+	var doc literalsDoc
+	if err := confdoc.Parse(b, jsonOptions(maxDataFileSize), &doc, confdoc.Options{}); err != nil {
 		return l, err
 	}
-	seen := map[string]bool{}
-	var haveList bool
-	_, err = r.object("", func(key, p string) error {
-		switch key {
-		case "about":
-			_, err := r.optStr(p)
-			return err
-		case "literals":
-			haveList = true
-			_, err := r.array(p, func(_ int, ep string) error {
-				var id *string
-				var val *literalValue
-				present, err := r.object(ep, func(k, kp string) error {
-					var err error
-					switch k {
-					case "id":
-						var s string
-						s, err = r.reqStr(kp)
-						id = &s
-					case "value":
-						val, err = r.literal(kp)
-					case "where":
-						_, err = r.optStr(kp)
-					default:
-						err = &fieldError{path: kp, err: errUnknownField}
-					}
-					return err
-				})
-				if err != nil {
-					return err
-				}
-				if !present || id == nil || val == nil {
-					return &fieldError{path: ep, err: errMissingField}
-				}
-				if seen[*id] {
-					return &fieldError{path: *id, err: errDuplicateField}
-				}
-				seen[*id] = true
-				return assignLiteral(*id, val, strs, lists, objs)
-			})
+	if err := l.assign(doc.Literals); err != nil {
+		return l, err
+	}
+	return l, l.complete()
+}
+
+// assign sets the literal of each entry, refusing an id given twice, an
+// unknown id and a value of the wrong JSON type.
+func (l *literals) assign(entries []literalEntry) error {
+	strs, lists, objs := l.targets()
+	seen := make(map[string]bool, len(entries))
+	for i, e := range entries {
+		idKey := fmt.Sprintf("literals[%d].id", i)
+		if seen[e.ID] {
+			return &confdoc.ConfigError{Key: idKey, Err: pohjson.ErrDuplicateKey, Msg: "id given twice"}
+		}
+		seen[e.ID] = true
+		if err := assignLiteral(e.ID, &e.Value, strs, lists, objs); err != nil {
+			err.Key = fmt.Sprintf("literals[%d]", i) + err.Key
 			return err
 		}
-		return &fieldError{path: p, err: errUnknownField}
-	})
-	if err != nil {
-		return l, err
-	}
-	if !haveList {
-		return l, &fieldError{path: "literals", err: errMissingField}
 	}
 	for _, m := range []map[string]bool{keysOf(strs), keysOf(lists), keysOf(objs)} {
 		for id := range m {
 			if !seen[id] {
-				return l, &fieldError{path: id, err: errMissingField}
+				return &confdoc.ConfigError{Key: "literals", Err: jsonobj.ErrMissingField, Msg: "no literal " + id}
 			}
 		}
 	}
+	return nil
+}
+
+// complete checks the literals the rules need beyond their presence.
+func (l *literals) complete() error {
 	for _, k := range runtimePartKeyNames {
 		if _, ok := l.runtimePartKeys[k]; !ok {
-			return l, &fieldError{path: "runtime_part_keys." + k, err: errMissingField}
+			return &confdoc.ConfigError{Key: "literals", Err: jsonobj.ErrMissingField, Msg: "runtime_part_keys has no " + k}
 		}
 	}
 	if len(l.toolOrder) == 0 {
-		return l, &fieldError{path: "tool_order", err: errMissingField}
+		return &confdoc.ConfigError{Key: "literals", Err: jsonobj.ErrMissingField, Msg: "tool_order is empty"}
 	}
-	return l, nil
+	return nil
 }
 
 func keysOf[V any](m map[string]V) map[string]bool {
@@ -213,8 +232,10 @@ func keysOf[V any](m map[string]V) map[string]bool {
 	return out
 }
 
-func assignLiteral(id string, v *literalValue, strs map[string]*string, lists map[string]*[]string, objs map[string]*map[string]string) error {
-	wrong := &fieldError{path: quoteKey(id), err: errWrongType}
+// assignLiteral sets the target of id to v. Errors are keyed relative to
+// the entry (".id", ".value").
+func assignLiteral(id string, v *literalValue, strs map[string]*string, lists map[string]*[]string, objs map[string]*map[string]string) *confdoc.ConfigError {
+	wrong := &confdoc.ConfigError{Key: ".value", Err: jsonobj.ErrWrongType, Msg: "wrong JSON type for its id"}
 	if p, ok := strs[id]; ok {
 		if v.str == nil {
 			return wrong
@@ -236,40 +257,7 @@ func assignLiteral(id string, v *literalValue, strs map[string]*string, lists ma
 		*p = v.obj
 		return nil
 	}
-	return &fieldError{path: quoteKey(id), err: errUnknownField}
-}
-
-// literal reads a string, an array of strings or an object of strings.
-func (r *jsonReader) literal(path string) (*literalValue, error) {
-	v := &literalValue{}
-	switch cur := r.cur; cur.Kind() {
-	case pohjson.String:
-		s, _ := cur.Str()
-		v.str = &s
-	case pohjson.Array:
-		v.list = []string{}
-		for i, e := range cur.Elems() {
-			r.cur = e
-			s, err := r.reqStr(indexPath(path, i))
-			if err != nil {
-				return nil, err
-			}
-			v.list = append(v.list, s)
-		}
-	case pohjson.Object:
-		v.obj = map[string]string{}
-		for _, m := range cur.Members() {
-			r.cur = m.Value
-			s, err := r.reqStr(childPath(path, m.Key))
-			if err != nil {
-				return nil, err
-			}
-			v.obj[m.Key] = s
-		}
-	default:
-		return nil, &fieldError{path: path, err: errWrongType}
-	}
-	return v, nil
+	return &confdoc.ConfigError{Key: ".id", Err: jsonobj.ErrUnknownField, Msg: "unknown literal id"}
 }
 
 // runtimeKey returns a runtime part label; parseLiterals guarantees that

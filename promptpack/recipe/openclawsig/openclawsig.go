@@ -58,21 +58,10 @@ var (
 	// for that template name.
 	ErrTemplateUntrusted = errors.New("openclawsig: template untrusted")
 
-	// ErrInvalidParams is matched (errors.Is) by every *paramsError.
+	// ErrInvalidParams: the params document was refused. ParseParams
+	// returns it as the Doc of a *confdoc.ConfigError that names the JSON
+	// path and matches a jsonobj sentinel (or pohjson.ErrDuplicateKey).
 	ErrInvalidParams = errors.New("openclawsig: invalid params")
-	// errUnknownField: a params key the recipe does not know.
-	errUnknownField = errors.New("unknown field")
-	// errDuplicateField: a key appears twice in one JSON object.
-	errDuplicateField = errors.New("duplicate field")
-	// errWrongType: a value has a JSON type the recipe does not accept.
-	errWrongType = errors.New("wrong type")
-	// errMissingField: a required value is absent or null.
-	errMissingField = errors.New("missing field")
-	// errMalformedJSON: the input is not one well-formed JSON value, or
-	// holds invalid UTF-8 or an unpaired surrogate escape.
-	errMalformedJSON = errors.New("malformed json")
-	// errTooLarge: an input exceeds its size limit.
-	errTooLarge = errors.New("too large")
 )
 
 // TemplateError reports a template that failed a check. Err is one of the
@@ -87,27 +76,6 @@ func (e *TemplateError) Error() string {
 }
 
 func (e *TemplateError) Unwrap() error { return e.Err }
-
-// paramsError reports where params were refused. Path is a JSON path such
-// as `runtimeInfo.capabilities[2]` or the unknown key itself (truncated);
-// it never holds a value. Err is errUnknownField, errDuplicateField,
-// errWrongType, errMissingField, errMalformedJSON or errTooLarge.
-type paramsError struct {
-	Path string
-	Err  error
-}
-
-func (e *paramsError) Error() string {
-	if e.Path == "" {
-		return fmt.Sprintf("openclawsig: invalid params: %v", e.Err)
-	}
-	return fmt.Sprintf("openclawsig: invalid params: %q: %v", e.Path, e.Err)
-}
-
-func (e *paramsError) Unwrap() error { return e.Err }
-
-// Is makes every paramsError match ErrInvalidParams.
-func (e *paramsError) Is(target error) bool { return target == ErrInvalidParams }
 
 // quoteKey bounds an input key before it goes into an error.
 func quoteKey(k string) string { return safetext.Clip(k, maxErrorKeyLen) }

@@ -7,6 +7,10 @@ import (
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/confdoc"
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 func TestParseParamsAccepts(t *testing.T) {
@@ -56,43 +60,43 @@ func TestParseParamsRefuses(t *testing.T) {
 		want     error
 		path     string
 	}{
-		{"unknown top-level", `{"workspaceDir":"/w","ownerDisplay":"raw"}`, errUnknownField, "ownerDisplay"},
-		{"key case differs", `{"WorkspaceDir":"/w"}`, errUnknownField, "WorkspaceDir"},
-		{"unknown runtime", `{"workspaceDir":"/w","runtimeInfo":{"shell":"bash"}}`, errUnknownField, "runtimeInfo.shell"},
-		{"unknown sandbox", `{"workspaceDir":"/w","sandboxInfo":{"containerWorkspaceDir":"/c"}}`, errUnknownField, "sandboxInfo.containerWorkspaceDir"},
-		{"unknown elevated", `{"workspaceDir":"/w","sandboxInfo":{"elevated":{"x":1}}}`, errUnknownField, "sandboxInfo.elevated.x"},
-		{"unknown context file key", `{"workspaceDir":"/w","contextFiles":[{"path":"a","content":"b","size":1}]}`, errUnknownField, "contextFiles[0].size"},
-		{"unknown reaction key", `{"workspaceDir":"/w","reactionGuidance":{"channel":"c","emoji":"x"}}`, errUnknownField, "reactionGuidance.emoji"},
-		{"long unknown key truncated", `{"workspaceDir":"/w","` + strings.Repeat("k", 100) + `":1}`, errUnknownField, strings.Repeat("k", 64) + "..."},
-		{"duplicate top-level", `{"workspaceDir":"/a","workspaceDir":"/b"}`, errDuplicateField, "workspaceDir"},
-		{"duplicate summary key", `{"workspaceDir":"/w","toolSummaries":{"a":"1","a":"2"}}`, errDuplicateField, "toolSummaries.a"},
-		{"missing workspaceDir", `{}`, errMissingField, "workspaceDir"},
-		{"null workspaceDir", `{"workspaceDir":null}`, errMissingField, "workspaceDir"},
-		{"empty reactionGuidance", `{"workspaceDir":"/w","reactionGuidance":{}}`, errMissingField, "reactionGuidance.channel"},
-		{"null reaction channel", `{"workspaceDir":"/w","reactionGuidance":{"level":"minimal","channel":null}}`, errMissingField, "reactionGuidance.channel"},
-		{"elevated without level", `{"workspaceDir":"/w","sandboxInfo":{"enabled":true,"elevated":{"allowed":true}}}`, errMissingField, "sandboxInfo.elevated.defaultLevel"},
-		{"context file without content", `{"workspaceDir":"/w","contextFiles":[{"path":"a"}]}`, errMissingField, "contextFiles[0].content"},
-		{"context file null path", `{"workspaceDir":"/w","contextFiles":[{"path":null,"content":""}]}`, errMissingField, "contextFiles[0].path"},
-		{"context file null", `{"workspaceDir":"/w","contextFiles":[null]}`, errMissingField, "contextFiles[0]"},
-		{"number workspaceDir", `{"workspaceDir":1}`, errWrongType, "workspaceDir"},
-		{"number capability", `{"workspaceDir":"/w","runtimeInfo":{"capabilities":["a",7]}}`, errWrongType, "runtimeInfo.capabilities[1]"},
-		{"null tool name", `{"workspaceDir":"/w","toolNames":["a",null]}`, errMissingField, "toolNames[1]"},
-		{"string bool", `{"workspaceDir":"/w","reasoningTagHint":"true"}`, errWrongType, "reasoningTagHint"},
-		{"object for array", `{"workspaceDir":"/w","toolNames":{}}`, errWrongType, "toolNames"},
-		{"array summaries", `{"workspaceDir":"/w","toolSummaries":[]}`, errWrongType, "toolSummaries"},
-		{"number summary", `{"workspaceDir":"/w","toolSummaries":{"a":1}}`, errWrongType, "toolSummaries.a"},
-		{"top-level array", `[]`, errWrongType, ""},
-		{"top-level null", `null`, errWrongType, ""},
-		{"empty input", ``, errMalformedJSON, ""},
-		{"truncated", `{"workspaceDir":"/w"`, errMalformedJSON, ""},
-		{"trailing value", `{"workspaceDir":"/w"}{}`, errMalformedJSON, ""},
-		{"trailing garbage", `{"workspaceDir":"/w"} x`, errMalformedJSON, ""},
-		{"invalid utf-8", "{\"workspaceDir\":\"\xff\"}", errMalformedJSON, ""},
-		{"lone high surrogate", `{"workspaceDir":"\ud800"}`, errMalformedJSON, ""},
-		{"lone low surrogate", `{"workspaceDir":"\udc00x"}`, errMalformedJSON, ""},
-		{"reversed surrogates", `{"workspaceDir":"\ude00\ud83d"}`, errMalformedJSON, ""},
-		{"surrogate in key", `{"\ud800":"x","workspaceDir":"/w"}`, errMalformedJSON, ""},
-		{"too large", `{"workspaceDir":"` + strings.Repeat("a", MaxParamsSize) + `"}`, errTooLarge, ""},
+		{"unknown top-level", `{"workspaceDir":"/w","ownerDisplay":"raw"}`, jsonobj.ErrUnknownField, "ownerDisplay"},
+		{"key case differs", `{"WorkspaceDir":"/w"}`, jsonobj.ErrUnknownField, "WorkspaceDir"},
+		{"unknown runtime", `{"workspaceDir":"/w","runtimeInfo":{"shell":"bash"}}`, jsonobj.ErrUnknownField, "runtimeInfo.shell"},
+		{"unknown sandbox", `{"workspaceDir":"/w","sandboxInfo":{"containerWorkspaceDir":"/c"}}`, jsonobj.ErrUnknownField, "sandboxInfo.containerWorkspaceDir"},
+		{"unknown elevated", `{"workspaceDir":"/w","sandboxInfo":{"elevated":{"x":1}}}`, jsonobj.ErrUnknownField, "sandboxInfo.elevated.x"},
+		{"unknown context file key", `{"workspaceDir":"/w","contextFiles":[{"path":"a","content":"b","size":1}]}`, jsonobj.ErrUnknownField, "contextFiles[0].size"},
+		{"unknown reaction key", `{"workspaceDir":"/w","reactionGuidance":{"channel":"c","emoji":"x"}}`, jsonobj.ErrUnknownField, "reactionGuidance.emoji"},
+		{"long unknown key truncated", `{"workspaceDir":"/w","` + strings.Repeat("k", 100) + `":1}`, jsonobj.ErrUnknownField, `["` + strings.Repeat("k", 64) + `..."]`},
+		{"duplicate top-level", `{"workspaceDir":"/a","workspaceDir":"/b"}`, pohjson.ErrDuplicateKey, "workspaceDir"},
+		{"duplicate summary key", `{"workspaceDir":"/w","toolSummaries":{"a":"1","a":"2"}}`, pohjson.ErrDuplicateKey, "toolSummaries.a"},
+		{"missing workspaceDir", `{}`, jsonobj.ErrMissingField, "workspaceDir"},
+		{"null workspaceDir", `{"workspaceDir":null}`, jsonobj.ErrMissingField, "workspaceDir"},
+		{"empty reactionGuidance", `{"workspaceDir":"/w","reactionGuidance":{}}`, jsonobj.ErrMissingField, "reactionGuidance.channel"},
+		{"null reaction channel", `{"workspaceDir":"/w","reactionGuidance":{"level":"minimal","channel":null}}`, jsonobj.ErrMissingField, "reactionGuidance.channel"},
+		{"elevated without level", `{"workspaceDir":"/w","sandboxInfo":{"enabled":true,"elevated":{"allowed":true}}}`, jsonobj.ErrMissingField, "sandboxInfo.elevated.defaultLevel"},
+		{"context file without content", `{"workspaceDir":"/w","contextFiles":[{"path":"a"}]}`, jsonobj.ErrMissingField, "contextFiles[0].content"},
+		{"context file null path", `{"workspaceDir":"/w","contextFiles":[{"path":null,"content":""}]}`, jsonobj.ErrMissingField, "contextFiles[0].path"},
+		{"context file null", `{"workspaceDir":"/w","contextFiles":[null]}`, jsonobj.ErrMissingField, "contextFiles[0]"},
+		{"number workspaceDir", `{"workspaceDir":1}`, jsonobj.ErrWrongType, "workspaceDir"},
+		{"number capability", `{"workspaceDir":"/w","runtimeInfo":{"capabilities":["a",7]}}`, jsonobj.ErrWrongType, "runtimeInfo.capabilities[1]"},
+		{"null tool name", `{"workspaceDir":"/w","toolNames":["a",null]}`, jsonobj.ErrMissingField, "toolNames[1]"},
+		{"string bool", `{"workspaceDir":"/w","reasoningTagHint":"true"}`, jsonobj.ErrWrongType, "reasoningTagHint"},
+		{"object for array", `{"workspaceDir":"/w","toolNames":{}}`, jsonobj.ErrWrongType, "toolNames"},
+		{"array summaries", `{"workspaceDir":"/w","toolSummaries":[]}`, jsonobj.ErrWrongType, "toolSummaries"},
+		{"number summary", `{"workspaceDir":"/w","toolSummaries":{"a":1}}`, jsonobj.ErrWrongType, "toolSummaries.a"},
+		{"top-level array", `[]`, jsonobj.ErrWrongType, ""},
+		{"top-level null", `null`, jsonobj.ErrWrongType, ""},
+		{"empty input", ``, jsonobj.ErrSyntax, ""},
+		{"truncated", `{"workspaceDir":"/w"`, jsonobj.ErrSyntax, ""},
+		{"trailing value", `{"workspaceDir":"/w"}{}`, jsonobj.ErrSyntax, ""},
+		{"trailing garbage", `{"workspaceDir":"/w"} x`, jsonobj.ErrSyntax, ""},
+		{"invalid utf-8", "{\"workspaceDir\":\"\xff\"}", jsonobj.ErrSyntax, ""},
+		{"lone high surrogate", `{"workspaceDir":"\ud800"}`, jsonobj.ErrSyntax, ""},
+		{"lone low surrogate", `{"workspaceDir":"\udc00x"}`, jsonobj.ErrSyntax, ""},
+		{"reversed surrogates", `{"workspaceDir":"\ude00\ud83d"}`, jsonobj.ErrSyntax, ""},
+		{"surrogate in key", `{"\ud800":"x","workspaceDir":"/w"}`, jsonobj.ErrSyntax, ""},
+		{"too large", `{"workspaceDir":"` + strings.Repeat("a", MaxParamsSize) + `"}`, jsonobj.ErrTooLarge, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,12 +110,12 @@ func TestParseParamsRefuses(t *testing.T) {
 			if !errors.Is(err, ErrInvalidParams) || !errors.Is(err, tc.want) {
 				t.Errorf("err = %v, want %v", err, tc.want)
 			}
-			pe, ok := errors.AsType[*paramsError](err)
+			pe, ok := errors.AsType[*confdoc.ConfigError](err)
 			if !ok {
-				t.Fatalf("err %T is not *ParamsError", err)
+				t.Fatalf("err %T is not *confdoc.ConfigError", err)
 			}
-			if tc.path != "" && pe.Path != tc.path && !strings.HasPrefix(pe.Path, tc.path) {
-				t.Errorf("Path = %q, want %q", pe.Path, tc.path)
+			if tc.path != "" && pe.Key != tc.path && !strings.HasPrefix(pe.Key, tc.path) {
+				t.Errorf("Path = %q, want %q", pe.Key, tc.path)
 			}
 		})
 	}
@@ -139,7 +143,7 @@ var (
 	fuzzHarness     *Harness
 )
 
-// FuzzParseParams: ParseParams never panics, refuses with a *paramsError
+// FuzzParseParams: ParseParams never panics, refuses with a *confdoc.ConfigError
 // and no value, and whatever it accepts renders without error or panic to
 // valid UTF-8, the same bytes twice.
 func FuzzParseParams(f *testing.F) {
@@ -147,7 +151,7 @@ func FuzzParseParams(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := ParseParams(data)
 		if err != nil {
-			if _, ok := errors.AsType[*paramsError](err); p != nil || !ok || !errors.Is(err, ErrInvalidParams) {
+			if _, ok := errors.AsType[*confdoc.ConfigError](err); p != nil || !ok || !errors.Is(err, ErrInvalidParams) {
 				t.Fatalf("bad refusal: %v, %v", p, err)
 			}
 			return

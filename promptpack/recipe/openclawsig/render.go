@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/clawea/attester/schema/confdoc"
+	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/jsstr"
 )
 
@@ -289,7 +291,7 @@ func Render(h *Harness, trusted map[string]string, params []byte) (*Result, erro
 // templates checkTemplates accepted, and params.
 func renderChecked(h *Harness, p *Params) (*Result, error) {
 	if p == nil {
-		return nil, &paramsError{Err: errMissingField}
+		return nil, &confdoc.ConfigError{Doc: ErrInvalidParams, Err: jsonobj.ErrMissingField, Msg: "no params"}
 	}
 	if p.PromptMode == modeNone {
 		out := h.lit.noneModeOutput
@@ -611,6 +613,6 @@ func (h *Harness) sandboxLines(b *builder, si *sandboxParams) {
 		b.direct(l.sandboxElevated1)
 		b.direct(l.sandboxElevated2)
 		b.direct(l.sandboxElevated3)
-		b.direct(l.sandboxLevelPrefix + el.DefaultLevel + l.sandboxLevelSuffix)
+		b.direct(l.sandboxLevelPrefix + *el.DefaultLevel + l.sandboxLevelSuffix)
 	}
 }
