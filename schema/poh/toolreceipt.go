@@ -216,7 +216,7 @@ func checkToolReceiptBinding(binding *pohjson.Value, bc *bindingContext) error {
 		return nil
 	}
 	h, ok := binding.GetString("event_hash_b64u")
-	if !ok || !b64uChars.MatchString(h) {
+	if !ok || !isB64uText(h) {
 		return fail(SchemaValidationFailed, "binding.event_hash_b64u", "must be a base64url string")
 	}
 	if !bc.hashes[h] {
