@@ -26,21 +26,20 @@ func compilePattern(expr string) (jsonschema.Regexp, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m := simplePattern(expr); m != nil {
+	if m := simplePattern(re); m != nil {
 		return m, nil
 	}
 	return re, nil
 }
 
 // asciiPattern matches ^class{min,max}$ (max < 0: no bound) or ^prefix.
+// The compiled regexp it stands for gives it String (the pattern).
 type asciiPattern struct {
-	expr     string
+	*regexp.Regexp
 	class    charclass.Set
 	min, max int
 	prefix   string // set for ^prefix; class, min and max are unused
 }
-
-func (p *asciiPattern) String() string { return p.expr }
 
 // MatchString reports whether s matches. Every character the class admits
 // is ASCII, so a string that matches is all ASCII and its length in bytes
@@ -57,10 +56,10 @@ func (p *asciiPattern) MatchString(s string) bool {
 	return p.class.All(s)
 }
 
-// simplePattern returns the matcher of expr when its parse is one of the
-// two shapes asciiPattern matches, else nil.
-func simplePattern(expr string) *asciiPattern {
-	re, err := syntax.Parse(expr, syntax.Perl)
+// simplePattern returns the matcher of compiled when its parse is one of
+// the two shapes asciiPattern matches, else nil.
+func simplePattern(compiled *regexp.Regexp) *asciiPattern {
+	re, err := syntax.Parse(compiled.String(), syntax.Perl)
 	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 2 || re.Sub[0].Op != syntax.OpBeginText {
 		return nil
 	}
@@ -75,17 +74,17 @@ func simplePattern(expr string) *asciiPattern {
 		if lit == "" {
 			return nil
 		}
-		return &asciiPattern{expr: expr, prefix: lit}
+		return &asciiPattern{Regexp: compiled, prefix: lit}
 	case len(re.Sub) == 3 && re.Sub[2].Op == syntax.OpEndText:
-		return classRun(expr, re.Sub[1])
+		return classRun(compiled, re.Sub[1])
 	}
 	return nil
 }
 
 // classRun returns the matcher of a repetition of one ASCII character
 // class (class+ or class{min,max}), else nil.
-func classRun(expr string, rep *syntax.Regexp) *asciiPattern {
-	p := &asciiPattern{expr: expr}
+func classRun(compiled *regexp.Regexp, rep *syntax.Regexp) *asciiPattern {
+	p := &asciiPattern{Regexp: compiled}
 	switch rep.Op {
 	case syntax.OpPlus:
 		p.min, p.max = 1, -1

@@ -70,7 +70,7 @@ func TestPatternMatchesRegexp(t *testing.T) {
 	pats := embeddedPatterns(t)
 	fast := 0
 	for _, p := range pats {
-		if simplePattern(p) != nil {
+		if simplePattern(regexp.MustCompile(p)) != nil {
 			fast++
 		}
 		for _, s := range patternInputs {
@@ -78,7 +78,7 @@ func TestPatternMatchesRegexp(t *testing.T) {
 		}
 	}
 	for _, p := range []string{"^[A-Za-z0-9_-]+$", "^[A-Za-z0-9_-]{43}$", "^did:"} {
-		if simplePattern(p) == nil {
+		if simplePattern(regexp.MustCompile(p)) == nil {
 			t.Errorf("%s does not take the fast path", p)
 		}
 	}
