@@ -129,7 +129,7 @@ func costBreakdown(t *testing.T, e *env, n int, base, floor, service time.Durati
 	for _, p := range docs {
 		d := cpu(p.do) - ed
 		rest -= d
-		fmt.Fprintf(&sb, "    %s above its Ed25519: %s\n", p.name, x(d))
+		fmt.Fprintf(&sb, "    %s, less one Ed25519 (the floor's mean, %.3f ms): %s\n", p.name, ms(ed), x(d))
 	}
 	fmt.Fprintf(&sb, "      (of these, the JSON Schema validation of the two envelopes alone: %s)\n", x(schemaCPU))
 	for _, p := range checks {
