@@ -59,7 +59,11 @@ bench:
 # the same run. Prints rates, p50/p90/p99/p99.9/max, CPU per verification
 # (service and generator) and ratios, with issue 22's floor beside them (the
 # platform-only check plus three Ed25519 verifications over documents the
-# fixture's size); every response must be verified.
+# fixture's size) and what the cost above it is made of (each part of a
+# full verification run alone in the same run: verify.Verify, the EAR, the
+# three signed documents, the JSON Schema validation, the audit log, the
+# report, the prompt commitments, the TEE claims, the platform policy);
+# every response must be verified.
 # VERIFIER_LOAD_ENFORCE=1 also fails when p99 >= 20 ms or the offered rate
 # is not achieved.
 VERIFIER_LOAD_RATE              ?= 1000

@@ -522,8 +522,9 @@ func (st *state) checkEvidenceDoc(jws []byte) *Error {
 	r.Simulated = doc.Simulated()
 	st.pass(checkExecutionContext, "attestation id, run, agent, bundle hash, nonce and commitments agree")
 
-	digest, err := ec.Clawea.ModelIdentity.Digest()
-	if err != nil || digest != ec.Clawea.ModelIdentityDigestB64u || digest != p.modelDigest {
+	// evidencedoc.Parse (CheckCommitments) has checked that
+	// model_identity_digest_b64u is the digest of model_identity.
+	if ec.Clawea.ModelIdentityDigestB64u != p.modelDigest {
 		return rejected(checkModelIdentity, poh.EvidenceMismatch, "model_weights_digest_b64u is not the digest of the committed model identity")
 	}
 	st.pass(checkModelIdentity, "%s/%s (a configured model identity, not a weights measurement)", ec.Clawea.ModelIdentity.Provider, ec.Clawea.ModelIdentity.Model)

@@ -299,6 +299,9 @@ func TestEvidenceFailures(t *testing.T) {
 			m.GatePolicyHashB64u = h("another gate policy")
 			p.Metadata["clawea"] = m
 		}, checkExecutionContext},
+		{"model digest differs from the committed model identity", func(p *poh.ExecutionAttestation) {
+			p.RuntimeMetadata.TEE.Measurements.ModelWeightsDigestB64u = h("another model")
+		}, checkModelIdentity},
 		{"simulated label lies", func(p *poh.ExecutionAttestation) {
 			m := p.Metadata["clawea"].(evidencedoc.Metadata)
 			m.Simulated = false

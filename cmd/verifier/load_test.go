@@ -141,7 +141,8 @@ func measure(t *testing.T, n, workers int, do func() error) loadStats {
 // connections), for the attestation alone and for the full request
 // (bundle, audit, report). Every response must be 200 "verified" with an
 // EAR, and the same request under a production policy must be refused;
-// speed fails the test only with VERIFIER_LOAD_ENFORCE=1. make
+// speed fails the test only with VERIFIER_LOAD_ENFORCE=1. The last lines
+// say what the cost above the floor is made of (costBreakdown). make
 // bench-verifier runs it at 1,000/s for 20 s.
 func TestLoad(t *testing.T) {
 	ls := loadSettingsFromEnv(t)
@@ -220,6 +221,7 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("cache %+v: want exactly one full chain verification", st)
 	}
 
+	costs := costBreakdown(t, e, max(ls.capacity, 200), (base.cpuPerOp()+baseAfter.cpuPerOp())/2, floor.cpuPerOp(), capFullCPU/time.Duration(ls.capacity))
 	achieved := float64(open.OK) / open.Elapsed.Seconds()
 	perOp := func(cpu time.Duration, n int) time.Duration { return cpu / time.Duration(n) }
 	// The ratios divide by the mean of the two baselines, which bracket
@@ -251,6 +253,7 @@ func TestLoad(t *testing.T) {
 	t.Logf("ratio (issue 22 item 1, target <= 1.50): service CPU per verification over platform-only %.3f ms: attestation+evidence %.2fx (open loop), %.2fx (closed loop); full %.2fx (closed loop); floor %.2fx (platform-only and three Ed25519 verifications, %.3f ms)",
 		ms(baseCPU), ms(perOp(openCPU, n))/ms(baseCPU), ms(perOp(capMinCPU, ls.capacity))/ms(baseCPU), ms(perOp(capFullCPU, ls.capacity))/ms(baseCPU),
 		ms(floor.cpuPerOp())/ms(baseCPU), ms(floor.cpuPerOp()))
+	t.Log(costs)
 	if ls.enforce {
 		if achieved < 0.99*ls.rate {
 			t.Errorf("achieved %.0f/s of the %.0f/s offered", achieved, ls.rate)

@@ -4,10 +4,10 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/schemas"
@@ -110,9 +110,12 @@ type Verified struct {
 	IssuedAt        time.Time
 }
 
-var (
-	b64uChars = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
-)
+// b64uChars is the base64url alphabet.
+var b64uChars = charclass.Alnum().Or(charclass.Of("_-"))
+
+// isB64uText reports whether s is a non-empty string of the base64url
+// alphabet (^[A-Za-z0-9_-]+$, the envelope schemas' pattern).
+func isB64uText(s string) bool { return s != "" && b64uChars.All(s) }
 
 // parseTime parses an ISO 8601 / RFC 3339 date-time with a time zone.
 func parseTime(s string) (time.Time, error) {
@@ -202,7 +205,7 @@ func verifyValue(env *pohjson.Value, opts VerifyOptions, fromBytes bool) (*Verif
 	}
 	// 8. b64u fields
 	for _, f := range []string{"payload_hash_b64u", "signature_b64u"} {
-		if !isStr(f) || !b64uChars.MatchString(str(f)) {
+		if !isStr(f) || !isB64uText(str(f)) {
 			return nil, fail(MalformedEnvelope, f, "must be a base64url string")
 		}
 	}

@@ -213,6 +213,8 @@ func TestReasonCodes(t *testing.T) {
 		{"did syntax", replaceField(t, good, "signer_did", s("did:example:123")), InvalidDIDFormat},
 		{"issued_at", replaceField(t, good, "issued_at", s("yesterday")), MalformedEnvelope},
 		{"hash alphabet", replaceField(t, good, "payload_hash_b64u", s("abc=")), MalformedEnvelope},
+		{"empty hash", replaceField(t, good, "payload_hash_b64u", s("")), MalformedEnvelope},
+		{"signature alphabet", replaceField(t, good, "signature_b64u", s("ab+/cd\u00e9")), MalformedEnvelope},
 		{"schema extra field", bytes.Replace(good, []byte(`"bundle_id"`), []byte(`"x":1,"bundle_id"`), 1), SchemaValidationFailed},
 		{"signer is not agent", replaceField(t, good, "signer_did", s(didkey.Format(other.Public().(ed25519.PublicKey)))), InvalidDIDFormat},
 		{"payload tampered", bytes.Replace(good, []byte(`"bundle_1"`), []byte(`"bundle_2"`), 1), HashMismatch},

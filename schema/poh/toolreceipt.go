@@ -27,16 +27,16 @@ const (
 // disclosureAlgorithm is the only selective-disclosure algorithm.
 const disclosureAlgorithm = "vir_v2_typed_lexicographical"
 
-// ToolReceiptForm is the shape of a tool_receipts entry.
-type ToolReceiptForm string
+// receiptForm is the shape of a tool_receipts entry.
+type receiptForm string
 
 // The four forms proof_bundle.v1 admits in tool_receipts[], in the order
 // they are tried.
 const (
-	toolReceiptEnvelopeV2 ToolReceiptForm = "envelope-v2"
-	toolReceiptEnvelopeV1 ToolReceiptForm = "envelope-v1"
-	toolReceiptPayloadV2  ToolReceiptForm = "payload-v2"
-	toolReceiptPayloadV1  ToolReceiptForm = "payload-v1"
+	toolReceiptEnvelopeV2 receiptForm = "envelope-v2"
+	toolReceiptEnvelopeV1 receiptForm = "envelope-v1"
+	toolReceiptPayloadV2  receiptForm = "payload-v2"
+	toolReceiptPayloadV1  receiptForm = "payload-v1"
 )
 
 // IDs of the other tool receipt schemas (embedded in schema/schemas).
@@ -47,7 +47,7 @@ const (
 )
 
 var toolReceiptForms = []struct {
-	form   ToolReceiptForm
+	form   receiptForm
 	schema string
 }{
 	{toolReceiptEnvelopeV2, toolReceiptEnvelopeV2ID},
@@ -58,7 +58,9 @@ var toolReceiptForms = []struct {
 
 // ToolReceipt is a tool_receipts entry that passed every check.
 type ToolReceipt struct {
-	Form      ToolReceiptForm
+	// Form is the entry's shape: "envelope-v2", "envelope-v1",
+	// "payload-v2" or "payload-v1".
+	Form      receiptForm
 	ReceiptID string
 	ToolName  string
 	// Payload is the receipt payload (the entry itself for the payload forms).
@@ -176,7 +178,7 @@ func verifyToolReceipt(entry *pohjson.Value, agentDID string, bc *bindingContext
 }
 
 // toolReceiptForm finds the first form whose schema the entry satisfies.
-func toolReceiptForm(entry *pohjson.Value) (ToolReceiptForm, error) {
+func toolReceiptForm(entry *pohjson.Value) (receiptForm, error) {
 	raw, err := pohjson.Stringify(entry)
 	if err != nil {
 		return "", fail(SchemaValidationFailed, "", "tool receipt cannot be serialized: %v", err)
@@ -216,7 +218,7 @@ func checkToolReceiptBinding(binding *pohjson.Value, bc *bindingContext) error {
 		return nil
 	}
 	h, ok := binding.GetString("event_hash_b64u")
-	if !ok || !b64uChars.MatchString(h) {
+	if !ok || !isB64uText(h) {
 		return fail(SchemaValidationFailed, "binding.event_hash_b64u", "must be a base64url string")
 	}
 	if !bc.hashes[h] {
@@ -229,7 +231,7 @@ func checkToolReceiptBinding(binding *pohjson.Value, bc *bindingContext) error {
 // expiry, payload hash, primary signature, then each co-signature of a v2
 // envelope. Co-signatures sign the same message as the primary signature:
 // the UTF-8 bytes of the payload_hash_b64u string.
-func verifyToolReceiptEnvelope(env *pohjson.Value, form ToolReceiptForm, now time.Time) (string, []CoSigner, error) {
+func verifyToolReceiptEnvelope(env *pohjson.Value, form receiptForm, now time.Time) (string, []CoSigner, error) {
 	str := func(f string) string { s, _ := env.GetString(f); return s }
 	if env.Has("expires_at") {
 		exp, err := parseTime(str("expires_at"))

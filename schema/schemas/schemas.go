@@ -87,6 +87,7 @@ var load = sync.OnceValues(func() (*compiled, error) {
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	c.UseLoader(failClosedLoader{})
+	c.UseRegexpEngine(compilePattern)
 	var ids []string
 	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".json") {

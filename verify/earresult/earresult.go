@@ -80,7 +80,14 @@ func New(res *verify.Result, verr error, o Options) (*ear.AttestationResult, err
 	if pol == nil {
 		pol = &verify.Policy{}
 	}
-	id := pol.ID()
+	// On success the id is the one Verify recorded for the policy it
+	// applied (Result.PolicyID), not computed a second time.
+	var id string
+	if verr == nil && res.PolicyID != "" {
+		id = res.PolicyID
+	} else {
+		id = pol.ID()
+	}
 	ap.AppraisalPolicyID = &id
 	annot := map[string]interface{}{}
 	if verr != nil {

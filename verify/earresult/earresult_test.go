@@ -220,3 +220,29 @@ func TestGPUSubmod(t *testing.T) {
 		t.Fatalf("failure: %d submods", len(ar.Submods))
 	}
 }
+
+// TestAppraisalPolicyID checks that the EAR names the policy Verify
+// applied: the id its Result recorded, else (a failure, or a Result
+// without one) the id of Options.Policy.
+func TestAppraisalPolicyID(t *testing.T) {
+	pol := &verify.Policy{ExpectedGatePolicyHashB64u: "0LACz9RUOsq-Lno2GehjNC8XHurEhh1UldXdRIKjKy4"}
+	recorded := result()
+	recorded.PolicyID = pol.ID()
+	for _, c := range []struct {
+		res  *verify.Result
+		err  error
+		want string
+	}{
+		{recorded, nil, pol.ID()},
+		{result(), nil, pol.ID()},
+		{nil, &verify.Error{Class: verify.ErrRejected, Check: "envelope", Code: poh.SignatureInvalid}, pol.ID()},
+	} {
+		ar, err := New(c.res, c.err, Options{Now: time.Unix(1, 0), Policy: pol})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ar.Submods[SubmodName].AppraisalPolicyID; got == nil || *got != c.want {
+			t.Fatalf("appraisal policy id %v, want %s", got, c.want)
+		}
+	}
+}
