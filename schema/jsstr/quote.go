@@ -72,12 +72,9 @@ func word(b string) uint64 {
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
-// escape8 reports whether one of the 8 bytes of w is a quote, a backslash
-// or a control character (below 0x20), the bytes AppendEscape escapes.
-func escape8(w uint64) bool { return escapes(w) != 0 }
-
 // escapes is not zero when one of the 8 bytes of w is a quote, a
-// backslash or a control character (escape8). These are the exact "has a
+// backslash or a control character (below 0x20), the bytes AppendEscape
+// escapes. These are the exact "has a
 // zero byte" and "has a byte less than n" word tests (Bit Twiddling
 // Hacks): a borrow only ever starts at a byte that matches, so a non-ASCII
 // byte never makes a false match.

@@ -31,15 +31,6 @@ func loadHarness(t *testing.T) *Harness {
 // minimalParamsJSON is the smallest params document Render accepts.
 const minimalParamsJSON = `{"workspaceDir":"/w"}`
 
-func minimalParams(t *testing.T) *Params {
-	t.Helper()
-	p, err := ParseParams([]byte(minimalParamsJSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 func wantTemplateErr(t *testing.T, err, sentinel error, name string) {
 	t.Helper()
 	if !errors.Is(err, sentinel) {
