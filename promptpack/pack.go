@@ -340,12 +340,7 @@ func (p *Pack) Encode() ([]byte, error) {
 			w.ReportSalts[sel] = b64u.Encode(salt[:])
 		}
 	}
-	raw, err := json.Marshal(w)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errInvalidInput, err)
-	}
-	out, err := jcs.Canonicalize(raw)
-	clear(raw)
+	out, err := jcs.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInvalidInput, err)
 	}
