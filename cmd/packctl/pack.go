@@ -452,98 +452,159 @@ func runReport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// sealCmd is the state of packctl seal: its flags, then what each step
+// learns for the next.
+type sealCmd struct {
+	stdout, stderr io.Writer
+
+	recips, recipFiles                                 stringList
+	attester, policyPath, challenge, out, manifest, in string
+	asJSON                                             bool
+
+	keys []*envelope.PublicKey
+	big  bool // progress lines on stderr
+	pack *promptpack.Pack
+	enc  []byte // the envelope
+	m    *envelope.Manifest
+	mj   []byte // the manifest's JSON
+}
+
 func runSeal(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("seal", "seal (--attester URL|FILE --policy FILE | --recipient PUBKEY[,...] | --recipient-file F) -o prompt_pack.enc --manifest prompt_pack_manifest.json pack.json\n\nRebuilds the pack (consistency check), then encrypts it bound to its pack id\nand report hash. With --attester it first verifies the attester's key\nattestation against --policy (offline for a FILE; a fresh challenge for a\nURL) and seals to the attested key. Prints the pack id and report hash.", stderr)
-	var recips, recipFiles stringList
-	fs.Var(&recips, "recipient", "recipient public `key`(s), comma-separated (repeatable; e.g. a recovery key)")
-	fs.Var(&recipFiles, "recipient-file", "`file` of recipient public keys, one per line (repeatable)")
-	attester := fs.String("attester", "", "attester identity: an http(s) `URL` of its API, or a FILE with its GET /v1/identity response")
-	policyPath := fs.String("policy", "", "verification policy `file` for the attester's key attestation (required with --attester)")
-	challenge := fs.String("challenge", "", "with --attester FILE: the b64u `challenge` the identity was fetched with")
-	out := fs.String("o", "", "envelope output `file` (required)")
-	manifest := fs.String("manifest", "", "manifest output `file` (required)")
-	asJSON := fs.Bool("json", false, "print the pack id and report hash as JSON")
+	s := &sealCmd{stdout: stdout, stderr: stderr}
+	fs := s.flagSet()
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if !requireFlags(fs, stderr, "o", "manifest") || !wantArgs(fs, stderr, 1, "pack.json") {
+	defer s.wipe()
+	return runSteps(func() int { return s.checkFlags(fs) }, s.readRecipients, s.readPack, s.seal, s.write, s.print)
+}
+
+func (s *sealCmd) flagSet() *flag.FlagSet {
+	fs := newFlagSet("seal", "seal (--attester URL|FILE --policy FILE | --recipient PUBKEY[,...] | --recipient-file F) -o prompt_pack.enc --manifest prompt_pack_manifest.json pack.json\n\nRebuilds the pack (consistency check), then encrypts it bound to its pack id\nand report hash. With --attester it first verifies the attester's key\nattestation against --policy (offline for a FILE; a fresh challenge for a\nURL) and seals to the attested key. Prints the pack id and report hash.", s.stderr)
+	fs.Var(&s.recips, "recipient", "recipient public `key`(s), comma-separated (repeatable; e.g. a recovery key)")
+	fs.Var(&s.recipFiles, "recipient-file", "`file` of recipient public keys, one per line (repeatable)")
+	fs.StringVar(&s.attester, "attester", "", "attester identity: an http(s) `URL` of its API, or a FILE with its GET /v1/identity response")
+	fs.StringVar(&s.policyPath, "policy", "", "verification policy `file` for the attester's key attestation (required with --attester)")
+	fs.StringVar(&s.challenge, "challenge", "", "with --attester FILE: the b64u `challenge` the identity was fetched with")
+	fs.StringVar(&s.out, "o", "", "envelope output `file` (required)")
+	fs.StringVar(&s.manifest, "manifest", "", "manifest output `file` (required)")
+	fs.BoolVar(&s.asJSON, "json", false, "print the pack id and report hash as JSON")
+	return fs
+}
+
+// fail reports err on stderr and returns code.
+func (s *sealCmd) fail(code int, err error) int {
+	errorf(s.stderr, "seal: %v", err)
+	return code
+}
+
+// checkFlags refuses a missing output, a --policy without --attester and
+// a seal to no recipient (exit 1).
+func (s *sealCmd) checkFlags(fs *flag.FlagSet) int {
+	if !requireFlags(fs, s.stderr, "o", "manifest") || !wantArgs(fs, s.stderr, 1, "pack.json") {
 		return exitUsage
 	}
-	if *attester != "" && !requireFlags(fs, stderr, "policy") {
+	s.in = fs.Arg(0)
+	if s.attester != "" && !requireFlags(fs, s.stderr, "policy") {
 		return exitUsage
 	}
-	if *attester == "" && *policyPath != "" {
-		errorf(stderr, "seal: --policy is for --attester")
+	if s.attester == "" && s.policyPath != "" {
+		errorf(s.stderr, "seal: --policy is for --attester")
 		fs.Usage()
 		return exitUsage
 	}
-	if *attester == "" && len(recips)+len(recipFiles) == 0 {
-		errorf(stderr, "seal: no recipient: give --attester URL|FILE with --policy, or --recipient")
+	if s.attester == "" && len(s.recips)+len(s.recipFiles) == 0 {
+		errorf(s.stderr, "seal: no recipient: give --attester URL|FILE with --policy, or --recipient")
 		return exitUsage
 	}
-	var keys []*envelope.PublicKey
-	var err error
-	if len(recips)+len(recipFiles) > 0 {
-		if keys, err = parseRecipients(recips, recipFiles); err != nil {
-			errorf(stderr, "seal: %v", err)
-			return exitUsage
+	return exitOK
+}
+
+// readRecipients reads the recipient keys; an attested key (checked
+// against --policy) comes first.
+func (s *sealCmd) readRecipients() int {
+	if len(s.recips)+len(s.recipFiles) > 0 {
+		keys, err := parseRecipients(s.recips, s.recipFiles)
+		if err != nil {
+			return s.fail(exitUsage, err)
 		}
+		s.keys = keys
 	}
-	if *attester != "" {
-		k, code := attestedRecipient(*attester, *policyPath, *challenge, stderr)
+	if s.attester != "" {
+		k, code := attestedRecipient(s.attester, s.policyPath, s.challenge, s.stderr)
 		if k == nil {
 			return code
 		}
-		keys = append([]*envelope.PublicKey{k}, keys...)
+		s.keys = append([]*envelope.PublicKey{k}, s.keys...)
 	}
-	info, err := os.Stat(fs.Arg(0))
+	return exitOK
+}
+
+// readPack reads and rebuilds the plaintext pack; a large one gets progress
+// lines.
+func (s *sealCmd) readPack() int {
+	info, err := os.Stat(s.in)
 	if err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitCannot
+		return s.fail(exitCannot, err)
 	}
-	big := info.Size() > progressThreshold
-	if big {
-		errorf(stderr, "seal: reading and rebuilding %d bytes", info.Size())
+	if s.big = info.Size() > progressThreshold; s.big {
+		errorf(s.stderr, "seal: reading and rebuilding %d bytes", info.Size())
 	}
-	p, code := loadPack(fs.Arg(0), stderr, "seal")
-	if p == nil {
-		return code
+	var code int
+	s.pack, code = loadPack(s.in, s.stderr, "seal")
+	return code
+}
+
+// seal encrypts the pack to the keys and encodes its manifest.
+func (s *sealCmd) seal() int {
+	if s.big {
+		errorf(s.stderr, "seal: encrypting for %d recipient(s)", len(s.keys))
 	}
-	defer p.Wipe()
-	if big {
-		errorf(stderr, "seal: encrypting for %d recipient(s)", len(keys))
+	var err error
+	if s.enc, s.m, err = promptpack.SealPack(s.pack, s.keys...); err != nil {
+		return s.fail(packExit(err), err)
 	}
-	enc, m, err := promptpack.SealPack(p, keys...)
-	if err != nil {
-		errorf(stderr, "seal: %v", err)
-		return packExit(err)
+	if s.mj, err = s.m.MarshalJSON(); err != nil {
+		return s.fail(exitRejected, err)
 	}
-	mj, err := m.MarshalJSON()
-	if err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitRejected
+	return exitOK
+}
+
+// write writes the envelope, then the manifest.
+func (s *sealCmd) write() int {
+	if err := writeFile(s.out, s.enc, 0o644, s.stdout); err != nil {
+		return s.fail(exitCannot, err)
 	}
-	if err := writeFile(*out, enc, 0o644, stdout); err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitCannot
+	if err := writeFile(s.manifest, s.mj, 0o644, s.stdout); err != nil {
+		return s.fail(exitCannot, err)
 	}
-	if err := writeFile(*manifest, mj, 0o644, stdout); err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitCannot
+	if s.big {
+		errorf(s.stderr, "seal: wrote %d bytes", len(s.enc))
 	}
-	if big {
-		errorf(stderr, "seal: wrote %d bytes", len(enc))
-	}
-	if *asJSON {
-		ids := []string{}
-		for _, id := range m.RecipientKeyIDs {
-			ids = append(ids, id.String())
-		}
-		printJSON(stdout, map[string]any{"pack_id": m.PackID, "report_hash_b64u": b64u.Encode(m.ReportHash[:]), "envelope": *out, "manifest": *manifest, "recipient_key_ids_b64u": ids})
+	return exitOK
+}
+
+// print prints the pack id and report hash (with --json, also the outputs
+// and the recipients' key ids).
+func (s *sealCmd) print() int {
+	rh := b64u.Encode(s.m.ReportHash[:])
+	if !s.asJSON {
+		fmt.Fprintf(s.stdout, "pack_id: %s\nreport_hash_b64u: %s\n", s.m.PackID, rh)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "pack_id: %s\nreport_hash_b64u: %s\n", m.PackID, b64u.Encode(m.ReportHash[:]))
+	ids := []string{}
+	for _, id := range s.m.RecipientKeyIDs {
+		ids = append(ids, id.String())
+	}
+	printJSON(s.stdout, map[string]any{"pack_id": s.m.PackID, "report_hash_b64u": rh, "envelope": s.out, "manifest": s.manifest, "recipient_key_ids_b64u": ids})
 	return exitOK
+}
+
+// wipe clears the plaintext pack.
+func (s *sealCmd) wipe() {
+	if s.pack != nil {
+		s.pack.Wipe()
+	}
 }
 
 func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
