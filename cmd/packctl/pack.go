@@ -230,8 +230,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	pb, err := bounded.ReadFile(*params, openclawsig.MaxParamsSize)
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitCannot
+		return fail(stderr, "build", exitCannot, err)
 	}
 	defer sealed.Wipe(pb)
 	opts := promptpack.BuildOptions{Provenance: &promptpack.Provenance{
@@ -239,14 +238,12 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}, ReportVersion: *reportVer}
 	if *toolSchemas != "" {
 		if opts.ToolSchemas, err = bounded.ReadFile(*toolSchemas, maxInputBytes); err != nil {
-			errorf(stderr, "build: %v", err)
-			return exitCannot
+			return fail(stderr, "build", exitCannot, err)
 		}
 	}
 	if *skillsEnv != "" {
 		if opts.SkillsEnvOverrides, err = bounded.ReadFile(*skillsEnv, maxInputBytes); err != nil {
-			errorf(stderr, "build: %v", err)
-			return exitCannot
+			return fail(stderr, "build", exitCannot, err)
 		}
 	}
 	if *trusted != "" {
@@ -256,13 +253,11 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if _, err := os.Stat(*harness); err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitCannot
+		return fail(stderr, "build", exitCannot, err)
 	}
 	p, err := promptpack.Build(pb, *harness, *recipeID, opts)
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return packExit(err)
+		return fail(stderr, "build", packExit(err), err)
 	}
 	defer p.Wipe()
 	return admitAndWrite(p, policy, o, stdout, stderr)
@@ -289,14 +284,12 @@ func (o packOutput) valid(stderr io.Writer, cmd string) bool {
 func admitAndWrite(p *promptpack.Pack, policy *admission.Policy, o packOutput, stdout, stderr io.Writer) int {
 	if policy != nil {
 		if err := policy.Admit(p); err != nil {
-			errorf(stderr, "build: %v", err)
-			return admissionExit(err)
+			return fail(stderr, "build", admissionExit(err), err)
 		}
 	}
 	enc, err := p.Encode()
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitRejected
+		return fail(stderr, "build", exitRejected, err)
 	}
 	defer sealed.Wipe(enc)
 	if err := writeOutput(o.path, enc, 0o600, stdout, o.force); err != nil {
@@ -318,13 +311,11 @@ func admitAndWrite(p *promptpack.Pack, policy *admission.Policy, o packOutput, s
 func printPackSummary(p *promptpack.Pack, path string, stdout, stderr io.Writer) int {
 	t, err := p.SigHashes()
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitRejected
+		return fail(stderr, "build", exitRejected, err)
 	}
 	rb, err := p.Rebuild(t)
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return packExit(err)
+		return fail(stderr, "build", packExit(err), err)
 	}
 	defer rb.Wipe()
 	printJSON(stdout, map[string]any{"pack": path, "pack_id": rb.PackID, "report_hash_b64u": rb.ReportHashB64u(),
@@ -350,18 +341,15 @@ func runAdmission(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer p.Wipe()
 	doc, err := admission.Suggest(p, *sensitive)
 	if err != nil {
-		errorf(stderr, "admission: %v", err)
-		return admissionExit(err)
+		return fail(stderr, "admission", admissionExit(err), err)
 	}
 	if err := writeFile(*out, doc, 0o644, stdout); err != nil {
-		errorf(stderr, "admission: %v", err)
-		return exitCannot
+		return fail(stderr, "admission", exitCannot, err)
 	}
 	if *asJSON {
 		pol, err := admission.Parse(doc)
 		if err != nil {
-			errorf(stderr, "admission: %v", err)
-			return exitRejected
+			return fail(stderr, "admission", exitRejected, err)
 		}
 		printJSON(stdout, map[string]any{"policy": *out, "admission_policy_hash_b64u": pol.Hash(), "sensitive": pol.Sensitive()})
 	}
@@ -382,8 +370,7 @@ func runRender(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if _, err := stdout.Write(rb.Prompt); err != nil {
-		errorf(stderr, "render: %v", err)
-		return exitCannot
+		return fail(stderr, "render", exitCannot, err)
 	}
 	return exitOK
 }
@@ -492,12 +479,6 @@ func (s *sealCmd) flagSet() *flag.FlagSet {
 	return fs
 }
 
-// fail reports err on stderr and returns code.
-func (s *sealCmd) fail(code int, err error) int {
-	errorf(s.stderr, "seal: %v", err)
-	return code
-}
-
 // checkFlags refuses a missing output, a --policy without --attester and
 // a seal to no recipient (exit 1).
 func (s *sealCmd) checkFlags(fs *flag.FlagSet) int {
@@ -526,7 +507,7 @@ func (s *sealCmd) readRecipients() int {
 	if len(s.recips)+len(s.recipFiles) > 0 {
 		keys, err := parseRecipients(s.recips, s.recipFiles)
 		if err != nil {
-			return s.fail(exitUsage, err)
+			return fail(s.stderr, "seal", exitUsage, err)
 		}
 		s.keys = keys
 	}
@@ -545,7 +526,7 @@ func (s *sealCmd) readRecipients() int {
 func (s *sealCmd) readPack() int {
 	info, err := os.Stat(s.in)
 	if err != nil {
-		return s.fail(exitCannot, err)
+		return fail(s.stderr, "seal", exitCannot, err)
 	}
 	if s.big = info.Size() > progressThreshold; s.big {
 		errorf(s.stderr, "seal: reading and rebuilding %d bytes", info.Size())
@@ -562,10 +543,10 @@ func (s *sealCmd) seal() int {
 	}
 	var err error
 	if s.enc, s.m, err = promptpack.SealPack(s.pack, s.keys...); err != nil {
-		return s.fail(packExit(err), err)
+		return fail(s.stderr, "seal", packExit(err), err)
 	}
 	if s.mj, err = s.m.MarshalJSON(); err != nil {
-		return s.fail(exitRejected, err)
+		return fail(s.stderr, "seal", exitRejected, err)
 	}
 	return exitOK
 }
@@ -573,10 +554,10 @@ func (s *sealCmd) seal() int {
 // write writes the envelope, then the manifest.
 func (s *sealCmd) write() int {
 	if err := writeFile(s.out, s.enc, 0o644, s.stdout); err != nil {
-		return s.fail(exitCannot, err)
+		return fail(s.stderr, "seal", exitCannot, err)
 	}
 	if err := writeFile(s.manifest, s.mj, 0o644, s.stdout); err != nil {
-		return s.fail(exitCannot, err)
+		return fail(s.stderr, "seal", exitCannot, err)
 	}
 	if s.big {
 		errorf(s.stderr, "seal: wrote %d bytes", len(s.enc))
@@ -623,8 +604,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	key, err := readPrivateKey(*keyPath)
 	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return exitCannot
+		return fail(stderr, "open", exitCannot, err)
 	}
 	m, code := readParsed(*manifest, maxInputBytes, envelope.ParseManifest, exitRejected, stderr, "open")
 	if code != exitOK {
@@ -639,13 +619,11 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	enc, err := readArgOrStdin(fs.Arg(0), maxInputBytes+(64<<10))
 	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return exitCannot
+		return fail(stderr, "open", exitCannot, err)
 	}
 	o, err := promptpack.OpenPack(enc, m, key, want, promptpack.OpenOptions{AllowUnlocked: *allowUnlocked})
 	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return packExit(err)
+		return fail(stderr, "open", packExit(err), err)
 	}
 	defer o.Destroy()
 	t, code := trustedList(*trusted, o.Pack(), stderr, "open")
@@ -654,8 +632,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	rb, err := o.Rebuild(t)
 	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return packExit(err)
+		return fail(stderr, "open", packExit(err), err)
 	}
 	defer rb.Wipe()
 	errorf(stderr, "open: debug output: the plaintext pack follows on stdout")
@@ -664,8 +641,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if _, err := stdout.Write(o.Bytes()); err != nil {
-		errorf(stderr, "open: %v", err)
-		return exitCannot
+		return fail(stderr, "open", exitCannot, err)
 	}
 	return exitOK
 }
