@@ -33,7 +33,7 @@ func canonicalParams(raw []byte) (params, error) {
 	if len(raw) > maxParamsBytes {
 		return params{}, fmt.Errorf("%w: parameters larger than %d bytes", errInvalidCall, maxParamsBytes)
 	}
-	c, err := jcs.AppendCanonical(nil, raw)
+	c, err := jcs.Canonicalize(raw)
 	if err != nil {
 		return params{}, fmt.Errorf("%w: parameters are not I-JSON", errInvalidCall)
 	}
@@ -67,11 +67,7 @@ func redactParams(tool string, p params) ([]byte, error) {
 		n = jsstr.Len(string(content))
 	}
 	m["content"] = json.RawMessage(strconv.Quote("[REDACTED: " + strconv.Itoa(n) + " chars]"))
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("%w: cannot re-encode parameters", errInvalidCall)
-	}
-	out, err := jcs.Canonicalize(raw)
+	out, err := jcs.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("%w: cannot re-encode parameters", errInvalidCall)
 	}

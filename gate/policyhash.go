@@ -1,7 +1,6 @@
 package gate
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 
@@ -48,11 +47,7 @@ func (c *Config) policyDocument() []byte {
 	doc["agents"] = agents
 	// Only strings, booleans, integers, lists and maps: neither step can
 	// fail; nil is returned (and policyHash is "") if one ever did.
-	raw, err := json.Marshal(doc)
-	if err != nil {
-		return nil
-	}
-	out, err := jcs.Canonicalize(raw)
+	out, err := jcs.Marshal(doc)
 	if err != nil {
 		return nil
 	}

@@ -11,7 +11,6 @@ package promptpack
 import (
 	"bytes"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -132,11 +131,7 @@ func (d *disclosure) encode() ([]byte, error) {
 	for i, in := range d.Inputs {
 		w.Revealed[i] = wireInput{Content: string(in.Content), ID: in.ID, Kind: in.Kind, SaltB64u: b64u.Encode(in.Salt[:])}
 	}
-	raw, err := json.Marshal(w)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errDisclosureMalformed, err)
-	}
-	out, err := jcs.Canonicalize(raw)
+	out, err := jcs.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errDisclosureMalformed, err)
 	}

@@ -56,19 +56,6 @@ func disclosureExamplePack(tb testing.TB, saltPrefix string) *Pack {
 	return p
 }
 
-func rebuild(tb testing.TB, p *Pack) *Rebuilt {
-	tb.Helper()
-	self, err := p.SigHashes()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	rb, err := p.Rebuild(self)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return rb
-}
-
 // golden compares got with testdata/name, or writes it with -update.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
@@ -114,7 +101,7 @@ var exampleReveal = []string{"params:ownerNumbers", "bootstrap:AGENTS.md"}
 func TestWorkedExample(t *testing.T) {
 	p := disclosureExamplePack(t, "example salt ")
 	defer p.Wipe()
-	rb := rebuild(t, p)
+	rb := selfRebuild(t, p)
 	defer rb.Wipe()
 	golden(t, "example/report.json", rb.ReportJCS)
 	salts := ""
@@ -149,7 +136,7 @@ func TestWorkedExample(t *testing.T) {
 // their salts only; no other input's salt or content is in it.
 func TestRevealOneHidesOthers(t *testing.T) {
 	p := disclosureExamplePack(t, "example salt ")
-	rb := rebuild(t, p)
+	rb := selfRebuild(t, p)
 	enc, err := rb.Disclose([]string{"bootstrap:AGENTS.md"})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +158,7 @@ func TestRevealOneHidesOthers(t *testing.T) {
 
 func TestCreateRefusesUnknown(t *testing.T) {
 	p := disclosureExamplePack(t, "example salt ")
-	rb := rebuild(t, p)
+	rb := selfRebuild(t, p)
 	_, err := rb.Disclose([]string{"bootstrap:AGENTS.md", "bootstrap:NOPE.md", "weird"})
 	if !errors.Is(err, errDisclosureUnknownInput) {
 		t.Fatalf("err %v", err)
@@ -182,7 +169,7 @@ func TestCreateRefusesUnknown(t *testing.T) {
 		}
 	}
 	v1 := disclosureExamplePack(t, "")
-	if _, err := rebuild(t, v1).Disclose([]string{"bootstrap:AGENTS.md"}); !errors.Is(err, errDisclosureNotSalted) {
+	if _, err := selfRebuild(t, v1).Disclose([]string{"bootstrap:AGENTS.md"}); !errors.Is(err, errDisclosureNotSalted) {
 		t.Fatalf("v1: %v", err)
 	}
 }
@@ -223,9 +210,9 @@ func makeNegatives(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := disclosureExamplePack(t, "other run salt ")
-	orb := rebuild(t, other)
+	orb := selfRebuild(t, other)
 	v1 := disclosureExamplePack(t, "")
-	v1rb := rebuild(t, v1)
+	v1rb := selfRebuild(t, v1)
 	w := func(name string, b []byte) { golden(t, "negative/"+name, b) }
 	w("other-run-report.json", orb.ReportJCS)
 	w("v1-report.json", v1rb.ReportJCS)

@@ -340,12 +340,7 @@ func (p *Pack) Encode() ([]byte, error) {
 			w.ReportSalts[sel] = b64u.Encode(salt[:])
 		}
 	}
-	raw, err := json.Marshal(w)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errInvalidInput, err)
-	}
-	out, err := jcs.Canonicalize(raw)
-	clear(raw)
+	out, err := jcs.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInvalidInput, err)
 	}
@@ -695,36 +690,43 @@ func (pp *packParser) readToolSchemas() {
 	}
 }
 
+// readMap reads the optional top-level object member name, of min to max
+// entries, into a map (nil when the member is absent). read returns the
+// value of the entry key at path; it reports its errors on pp.r, and an
+// entry it refuses (ok false) is left out.
+func readMap[V any](pp *packParser, name string, min, max int, read func(path, key string, v *pohjson.Value) (V, bool)) map[string]V {
+	v := pp.top[name]
+	if v == nil {
+		return nil
+	}
+	path := "$." + name
+	ms := pp.r.Members(v, path, min, max)
+	out := make(map[string]V, len(ms))
+	for _, m := range ms {
+		if e, ok := read(jsonobj.Key(path, m.Key), m.Key, m.Value); ok {
+			out[m.Key] = e
+		}
+	}
+	return out
+}
+
 // readEnvOverrides reads the skills environment overrides.
 func (pp *packParser) readEnvOverrides() {
-	r, p := pp.r, pp.p
-	se := pp.top["skills_env_overrides"]
-	if se == nil {
-		return
-	}
-	ms := r.Members(se, "$.skills_env_overrides", 0, maxEnvOverrides)
-	p.SkillsEnvOverrides = make(map[string]string, len(ms))
-	for _, m := range ms {
-		s, ok := m.Value.Str()
+	r := pp.r
+	pp.p.SkillsEnvOverrides = readMap(pp, "skills_env_overrides", 0, maxEnvOverrides, func(path, _ string, v *pohjson.Value) (string, bool) {
+		s, ok := v.Str()
 		if !ok {
-			r.Fail(jsonobj.Key("$.skills_env_overrides", m.Key), errWrongType)
+			r.Fail(path, errWrongType)
 		}
-		p.SkillsEnvOverrides[m.Key] = s
-	}
+		return s, true
+	})
 }
 
 // readRawContextFiles reads the raw context file entries.
 func (pp *packParser) readRawContextFiles() {
-	r, p := pp.r, pp.p
-	rc := pp.top["raw_context_files"]
-	if rc == nil {
-		return
-	}
-	ms := r.Members(rc, "$.raw_context_files", 1, maxRawContextFiles)
-	p.RawContextFiles = make(map[string]rawContextFile, len(ms))
-	for _, m := range ms {
-		path := jsonobj.Key("$.raw_context_files", m.Key)
-		f := r.Object(m.Value, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
+	r := pp.r
+	pp.p.RawContextFiles = readMap(pp, "raw_context_files", 1, maxRawContextFiles, func(path, _ string, v *pohjson.Value) (rawContextFile, bool) {
+		f := r.Object(v, path, map[string]bool{"raw_content_hash_b64u": true, "truncated": true, "max_chars": false})
 		var e rawContextFile
 		if h := f["raw_content_hash_b64u"]; h != nil {
 			s, _ := h.Str()
@@ -748,28 +750,23 @@ func (pp *packParser) readRawContextFiles() {
 			}
 			e.MaxChars = &n
 		}
-		p.RawContextFiles[m.Key] = e
-	}
+		return e, true
+	})
 }
 
 // readReportSalts reads the report salts, keyed by kind:id selector.
 func (pp *packParser) readReportSalts() {
-	r, p := pp.r, pp.p
-	rs := pp.top["report_salts"]
-	if rs == nil {
-		return
-	}
-	ms := r.Members(rs, "$.report_salts", 1, maxReportInputs)
-	p.ReportSalts = make(map[string][saltSize]byte, len(ms))
-	for _, m := range ms {
-		path := jsonobj.Key("$.report_salts", m.Key)
-		if _, _, err := ParseSelector(m.Key); err != nil {
+	r := pp.r
+	pp.p.ReportSalts = readMap(pp, "report_salts", 1, maxReportInputs, func(path, sel string, v *pohjson.Value) ([saltSize]byte, bool) {
+		if _, _, err := ParseSelector(sel); err != nil {
 			r.Fail(path, fmt.Errorf("%w: not a kind:id selector", errWrongType))
-			continue
+			return [saltSize]byte{}, false
 		}
-		if b := r.B64u(m.Value, path, saltSize); b != nil {
-			p.ReportSalts[m.Key] = [saltSize]byte(b)
-			clear(b)
+		b := r.B64u(v, path, saltSize)
+		if b == nil {
+			return [saltSize]byte{}, false
 		}
-	}
+		defer clear(b)
+		return [saltSize]byte(b), true
+	})
 }

@@ -105,15 +105,7 @@ type reportInputs struct {
 
 // canonical returns JCS(report).
 func (r *Report) canonical() ([]byte, error) {
-	raw, err := json.Marshal(r)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
-	}
-	c, err := jcs.Canonicalize(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
-	}
-	return c, nil
+	return canonicalJCS(r)
 }
 
 // validateReport checks report JSON against schemas.SystemPromptReportV1.
@@ -127,11 +119,11 @@ func validateReport(doc []byte) error {
 // canonicalJCS returns JCS(json.Marshal(v)): the bytes of a JSON report
 // input, which a v1 report hashes and a v2 report carries.
 func canonicalJCS(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
+	c, err := jcs.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
 	}
-	return canonicalRaw(raw)
+	return c, nil
 }
 
 // canonicalValueJCS is canonicalJCS for a parsed params value, written as
@@ -141,13 +133,8 @@ func canonicalValueJCS(v *pohjson.Value) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
 	}
-	return canonicalRaw(raw)
-}
-
-// canonicalRaw returns JCS(raw) and clears raw.
-func canonicalRaw(raw []byte) ([]byte, error) {
+	defer clear(raw)
 	c, err := jcs.Canonicalize(raw)
-	clear(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
 	}

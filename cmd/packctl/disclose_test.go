@@ -16,7 +16,6 @@ import (
 	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/promptpack"
-	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
 )
@@ -49,25 +48,12 @@ func attestReport(t *testing.T, rb *promptpack.Rebuilt, runID string) (att, ev, 
 // committed to its report, and is refused with the attestation of another
 // run (same inputs, other salts, so another report).
 func TestVerifyDisclosureChain(t *testing.T) {
-	harness := packtest.Dir(t)
 	params, err := os.ReadFile(filepath.Join("..", "..", "promptpack", "testdata", "reportv2", "params.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	rebuild := func() *promptpack.Rebuilt {
-		p, err := promptpack.Build(params, harness, openclawsig.ID, promptpack.BuildOptions{ReportVersion: 2})
-		if err != nil {
-			t.Fatal(err)
-		}
-		self, err := p.SigHashes()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rb, err := p.Rebuild(self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rb
+		return packtest.Build(t, params, promptpack.BuildOptions{ReportVersion: 2}).Rebuilt
 	}
 	rb, other := rebuild(), rebuild()
 	dis, err := rb.Disclose([]string{"params:ownerNumbers"})

@@ -210,6 +210,12 @@ func errorf(stderr io.Writer, format string, args ...any) {
 	fmt.Fprintf(stderr, "packctl: "+format+"\n", args...)
 }
 
+// fail reports err on stderr as cmd's error and returns code.
+func fail(stderr io.Writer, cmd string, code int, err error) int {
+	errorf(stderr, "%s: %v", cmd, err)
+	return code
+}
+
 // runSteps runs the named steps of a command in order and returns the exit
 // code of the first one that fails, or exitOK. A step reports its own
 // error on stderr.

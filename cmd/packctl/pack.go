@@ -230,8 +230,7 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	pb, err := bounded.ReadFile(*params, openclawsig.MaxParamsSize)
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitCannot
+		return fail(stderr, "build", exitCannot, err)
 	}
 	defer sealed.Wipe(pb)
 	opts := promptpack.BuildOptions{Provenance: &promptpack.Provenance{
@@ -239,14 +238,12 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}, ReportVersion: *reportVer}
 	if *toolSchemas != "" {
 		if opts.ToolSchemas, err = bounded.ReadFile(*toolSchemas, maxInputBytes); err != nil {
-			errorf(stderr, "build: %v", err)
-			return exitCannot
+			return fail(stderr, "build", exitCannot, err)
 		}
 	}
 	if *skillsEnv != "" {
 		if opts.SkillsEnvOverrides, err = bounded.ReadFile(*skillsEnv, maxInputBytes); err != nil {
-			errorf(stderr, "build: %v", err)
-			return exitCannot
+			return fail(stderr, "build", exitCannot, err)
 		}
 	}
 	if *trusted != "" {
@@ -256,13 +253,11 @@ func runBuild(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if _, err := os.Stat(*harness); err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitCannot
+		return fail(stderr, "build", exitCannot, err)
 	}
 	p, err := promptpack.Build(pb, *harness, *recipeID, opts)
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return packExit(err)
+		return fail(stderr, "build", packExit(err), err)
 	}
 	defer p.Wipe()
 	return admitAndWrite(p, policy, o, stdout, stderr)
@@ -289,14 +284,12 @@ func (o packOutput) valid(stderr io.Writer, cmd string) bool {
 func admitAndWrite(p *promptpack.Pack, policy *admission.Policy, o packOutput, stdout, stderr io.Writer) int {
 	if policy != nil {
 		if err := policy.Admit(p); err != nil {
-			errorf(stderr, "build: %v", err)
-			return admissionExit(err)
+			return fail(stderr, "build", admissionExit(err), err)
 		}
 	}
 	enc, err := p.Encode()
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitRejected
+		return fail(stderr, "build", exitRejected, err)
 	}
 	defer sealed.Wipe(enc)
 	if err := writeOutput(o.path, enc, 0o600, stdout, o.force); err != nil {
@@ -318,13 +311,11 @@ func admitAndWrite(p *promptpack.Pack, policy *admission.Policy, o packOutput, s
 func printPackSummary(p *promptpack.Pack, path string, stdout, stderr io.Writer) int {
 	t, err := p.SigHashes()
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return exitRejected
+		return fail(stderr, "build", exitRejected, err)
 	}
 	rb, err := p.Rebuild(t)
 	if err != nil {
-		errorf(stderr, "build: %v", err)
-		return packExit(err)
+		return fail(stderr, "build", packExit(err), err)
 	}
 	defer rb.Wipe()
 	printJSON(stdout, map[string]any{"pack": path, "pack_id": rb.PackID, "report_hash_b64u": rb.ReportHashB64u(),
@@ -350,18 +341,15 @@ func runAdmission(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	defer p.Wipe()
 	doc, err := admission.Suggest(p, *sensitive)
 	if err != nil {
-		errorf(stderr, "admission: %v", err)
-		return admissionExit(err)
+		return fail(stderr, "admission", admissionExit(err), err)
 	}
 	if err := writeFile(*out, doc, 0o644, stdout); err != nil {
-		errorf(stderr, "admission: %v", err)
-		return exitCannot
+		return fail(stderr, "admission", exitCannot, err)
 	}
 	if *asJSON {
 		pol, err := admission.Parse(doc)
 		if err != nil {
-			errorf(stderr, "admission: %v", err)
-			return exitRejected
+			return fail(stderr, "admission", exitRejected, err)
 		}
 		printJSON(stdout, map[string]any{"policy": *out, "admission_policy_hash_b64u": pol.Hash(), "sensitive": pol.Sensitive()})
 	}
@@ -382,8 +370,7 @@ func runRender(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if _, err := stdout.Write(rb.Prompt); err != nil {
-		errorf(stderr, "render: %v", err)
-		return exitCannot
+		return fail(stderr, "render", exitCannot, err)
 	}
 	return exitOK
 }
@@ -452,98 +439,153 @@ func runReport(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+// sealCmd is the state of packctl seal: its flags, then what each step
+// learns for the next.
+type sealCmd struct {
+	stdout, stderr io.Writer
+
+	recips, recipFiles                                 stringList
+	attester, policyPath, challenge, out, manifest, in string
+	asJSON                                             bool
+
+	keys []*envelope.PublicKey
+	big  bool // progress lines on stderr
+	pack *promptpack.Pack
+	enc  []byte // the envelope
+	m    *envelope.Manifest
+	mj   []byte // the manifest's JSON
+}
+
 func runSeal(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("seal", "seal (--attester URL|FILE --policy FILE | --recipient PUBKEY[,...] | --recipient-file F) -o prompt_pack.enc --manifest prompt_pack_manifest.json pack.json\n\nRebuilds the pack (consistency check), then encrypts it bound to its pack id\nand report hash. With --attester it first verifies the attester's key\nattestation against --policy (offline for a FILE; a fresh challenge for a\nURL) and seals to the attested key. Prints the pack id and report hash.", stderr)
-	var recips, recipFiles stringList
-	fs.Var(&recips, "recipient", "recipient public `key`(s), comma-separated (repeatable; e.g. a recovery key)")
-	fs.Var(&recipFiles, "recipient-file", "`file` of recipient public keys, one per line (repeatable)")
-	attester := fs.String("attester", "", "attester identity: an http(s) `URL` of its API, or a FILE with its GET /v1/identity response")
-	policyPath := fs.String("policy", "", "verification policy `file` for the attester's key attestation (required with --attester)")
-	challenge := fs.String("challenge", "", "with --attester FILE: the b64u `challenge` the identity was fetched with")
-	out := fs.String("o", "", "envelope output `file` (required)")
-	manifest := fs.String("manifest", "", "manifest output `file` (required)")
-	asJSON := fs.Bool("json", false, "print the pack id and report hash as JSON")
+	s := &sealCmd{stdout: stdout, stderr: stderr}
+	fs := s.flagSet()
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
 	}
-	if !requireFlags(fs, stderr, "o", "manifest") || !wantArgs(fs, stderr, 1, "pack.json") {
+	defer s.wipe()
+	return runSteps(func() int { return s.checkFlags(fs) }, s.readRecipients, s.readPack, s.seal, s.write, s.print)
+}
+
+func (s *sealCmd) flagSet() *flag.FlagSet {
+	fs := newFlagSet("seal", "seal (--attester URL|FILE --policy FILE | --recipient PUBKEY[,...] | --recipient-file F) -o prompt_pack.enc --manifest prompt_pack_manifest.json pack.json\n\nRebuilds the pack (consistency check), then encrypts it bound to its pack id\nand report hash. With --attester it first verifies the attester's key\nattestation against --policy (offline for a FILE; a fresh challenge for a\nURL) and seals to the attested key. Prints the pack id and report hash.", s.stderr)
+	fs.Var(&s.recips, "recipient", "recipient public `key`(s), comma-separated (repeatable; e.g. a recovery key)")
+	fs.Var(&s.recipFiles, "recipient-file", "`file` of recipient public keys, one per line (repeatable)")
+	fs.StringVar(&s.attester, "attester", "", "attester identity: an http(s) `URL` of its API, or a FILE with its GET /v1/identity response")
+	fs.StringVar(&s.policyPath, "policy", "", "verification policy `file` for the attester's key attestation (required with --attester)")
+	fs.StringVar(&s.challenge, "challenge", "", "with --attester FILE: the b64u `challenge` the identity was fetched with")
+	fs.StringVar(&s.out, "o", "", "envelope output `file` (required)")
+	fs.StringVar(&s.manifest, "manifest", "", "manifest output `file` (required)")
+	fs.BoolVar(&s.asJSON, "json", false, "print the pack id and report hash as JSON")
+	return fs
+}
+
+// checkFlags refuses a missing output, a --policy without --attester and
+// a seal to no recipient (exit 1).
+func (s *sealCmd) checkFlags(fs *flag.FlagSet) int {
+	if !requireFlags(fs, s.stderr, "o", "manifest") || !wantArgs(fs, s.stderr, 1, "pack.json") {
 		return exitUsage
 	}
-	if *attester != "" && !requireFlags(fs, stderr, "policy") {
+	s.in = fs.Arg(0)
+	if s.attester != "" && !requireFlags(fs, s.stderr, "policy") {
 		return exitUsage
 	}
-	if *attester == "" && *policyPath != "" {
-		errorf(stderr, "seal: --policy is for --attester")
+	if s.attester == "" && s.policyPath != "" {
+		errorf(s.stderr, "seal: --policy is for --attester")
 		fs.Usage()
 		return exitUsage
 	}
-	if *attester == "" && len(recips)+len(recipFiles) == 0 {
-		errorf(stderr, "seal: no recipient: give --attester URL|FILE with --policy, or --recipient")
+	if s.attester == "" && len(s.recips)+len(s.recipFiles) == 0 {
+		errorf(s.stderr, "seal: no recipient: give --attester URL|FILE with --policy, or --recipient")
 		return exitUsage
 	}
-	var keys []*envelope.PublicKey
-	var err error
-	if len(recips)+len(recipFiles) > 0 {
-		if keys, err = parseRecipients(recips, recipFiles); err != nil {
-			errorf(stderr, "seal: %v", err)
-			return exitUsage
+	return exitOK
+}
+
+// readRecipients reads the recipient keys; an attested key (checked
+// against --policy) comes first.
+func (s *sealCmd) readRecipients() int {
+	if len(s.recips)+len(s.recipFiles) > 0 {
+		keys, err := parseRecipients(s.recips, s.recipFiles)
+		if err != nil {
+			return fail(s.stderr, "seal", exitUsage, err)
 		}
+		s.keys = keys
 	}
-	if *attester != "" {
-		k, code := attestedRecipient(*attester, *policyPath, *challenge, stderr)
+	if s.attester != "" {
+		k, code := attestedRecipient(s.attester, s.policyPath, s.challenge, s.stderr)
 		if k == nil {
 			return code
 		}
-		keys = append([]*envelope.PublicKey{k}, keys...)
+		s.keys = append([]*envelope.PublicKey{k}, s.keys...)
 	}
-	info, err := os.Stat(fs.Arg(0))
+	return exitOK
+}
+
+// readPack reads and rebuilds the plaintext pack; a large one gets progress
+// lines.
+func (s *sealCmd) readPack() int {
+	info, err := os.Stat(s.in)
 	if err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitCannot
+		return fail(s.stderr, "seal", exitCannot, err)
 	}
-	big := info.Size() > progressThreshold
-	if big {
-		errorf(stderr, "seal: reading and rebuilding %d bytes", info.Size())
+	if s.big = info.Size() > progressThreshold; s.big {
+		errorf(s.stderr, "seal: reading and rebuilding %d bytes", info.Size())
 	}
-	p, code := loadPack(fs.Arg(0), stderr, "seal")
-	if p == nil {
-		return code
+	var code int
+	s.pack, code = loadPack(s.in, s.stderr, "seal")
+	return code
+}
+
+// seal encrypts the pack to the keys and encodes its manifest.
+func (s *sealCmd) seal() int {
+	if s.big {
+		errorf(s.stderr, "seal: encrypting for %d recipient(s)", len(s.keys))
 	}
-	defer p.Wipe()
-	if big {
-		errorf(stderr, "seal: encrypting for %d recipient(s)", len(keys))
+	var err error
+	if s.enc, s.m, err = promptpack.SealPack(s.pack, s.keys...); err != nil {
+		return fail(s.stderr, "seal", packExit(err), err)
 	}
-	enc, m, err := promptpack.SealPack(p, keys...)
-	if err != nil {
-		errorf(stderr, "seal: %v", err)
-		return packExit(err)
+	if s.mj, err = s.m.MarshalJSON(); err != nil {
+		return fail(s.stderr, "seal", exitRejected, err)
 	}
-	mj, err := m.MarshalJSON()
-	if err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitRejected
+	return exitOK
+}
+
+// write writes the envelope, then the manifest.
+func (s *sealCmd) write() int {
+	if err := writeFile(s.out, s.enc, 0o644, s.stdout); err != nil {
+		return fail(s.stderr, "seal", exitCannot, err)
 	}
-	if err := writeFile(*out, enc, 0o644, stdout); err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitCannot
+	if err := writeFile(s.manifest, s.mj, 0o644, s.stdout); err != nil {
+		return fail(s.stderr, "seal", exitCannot, err)
 	}
-	if err := writeFile(*manifest, mj, 0o644, stdout); err != nil {
-		errorf(stderr, "seal: %v", err)
-		return exitCannot
+	if s.big {
+		errorf(s.stderr, "seal: wrote %d bytes", len(s.enc))
 	}
-	if big {
-		errorf(stderr, "seal: wrote %d bytes", len(enc))
-	}
-	if *asJSON {
-		ids := []string{}
-		for _, id := range m.RecipientKeyIDs {
-			ids = append(ids, id.String())
-		}
-		printJSON(stdout, map[string]any{"pack_id": m.PackID, "report_hash_b64u": b64u.Encode(m.ReportHash[:]), "envelope": *out, "manifest": *manifest, "recipient_key_ids_b64u": ids})
+	return exitOK
+}
+
+// print prints the pack id and report hash (with --json, also the outputs
+// and the recipients' key ids).
+func (s *sealCmd) print() int {
+	rh := b64u.Encode(s.m.ReportHash[:])
+	if !s.asJSON {
+		fmt.Fprintf(s.stdout, "pack_id: %s\nreport_hash_b64u: %s\n", s.m.PackID, rh)
 		return exitOK
 	}
-	fmt.Fprintf(stdout, "pack_id: %s\nreport_hash_b64u: %s\n", m.PackID, b64u.Encode(m.ReportHash[:]))
+	ids := []string{}
+	for _, id := range s.m.RecipientKeyIDs {
+		ids = append(ids, id.String())
+	}
+	printJSON(s.stdout, map[string]any{"pack_id": s.m.PackID, "report_hash_b64u": rh, "envelope": s.out, "manifest": s.manifest, "recipient_key_ids_b64u": ids})
 	return exitOK
+}
+
+// wipe clears the plaintext pack.
+func (s *sealCmd) wipe() {
+	if s.pack != nil {
+		s.pack.Wipe()
+	}
 }
 
 func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
@@ -562,8 +604,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	key, err := readPrivateKey(*keyPath)
 	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return exitCannot
+		return fail(stderr, "open", exitCannot, err)
 	}
 	m, code := readParsed(*manifest, maxInputBytes, envelope.ParseManifest, exitRejected, stderr, "open")
 	if code != exitOK {
@@ -578,13 +619,11 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	enc, err := readArgOrStdin(fs.Arg(0), maxInputBytes+(64<<10))
 	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return exitCannot
+		return fail(stderr, "open", exitCannot, err)
 	}
 	o, err := promptpack.OpenPack(enc, m, key, want, promptpack.OpenOptions{AllowUnlocked: *allowUnlocked})
 	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return packExit(err)
+		return fail(stderr, "open", packExit(err), err)
 	}
 	defer o.Destroy()
 	t, code := trustedList(*trusted, o.Pack(), stderr, "open")
@@ -593,8 +632,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	rb, err := o.Rebuild(t)
 	if err != nil {
-		errorf(stderr, "open: %v", err)
-		return packExit(err)
+		return fail(stderr, "open", packExit(err), err)
 	}
 	defer rb.Wipe()
 	errorf(stderr, "open: debug output: the plaintext pack follows on stdout")
@@ -603,8 +641,7 @@ func runOpen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if _, err := stdout.Write(o.Bytes()); err != nil {
-		errorf(stderr, "open: %v", err)
-		return exitCannot
+		return fail(stderr, "open", exitCannot, err)
 	}
 	return exitOK
 }

@@ -202,15 +202,7 @@ func TestTamperedReportFailsSignature(t *testing.T) {
 		bad := *ev
 		bad.Blob = bytes.Clone(ev.Blob)
 		bad.Blob[off] ^= 0x01
-		p, err := snpevidence.Parse(&bad)
-		if err != nil {
-			t.Fatalf("offset %#x: parse: %v", off, err)
-		}
-		a, err := p.Attestation()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := verify.SnpAttestation(a, simVerifyOptions(t)); err == nil {
+		if err := verify.SnpAttestation(testfixture.SEVAttestation(t, &bad), simVerifyOptions(t)); err == nil {
 			t.Errorf("offset %#x: tampered report verified", off)
 		}
 	}
@@ -458,14 +450,7 @@ func BenchmarkVerifySimEvidence(b *testing.B) {
 	opts := simVerifyOptions(b)
 	pol := policyOptions(rd, m)
 	for b.Loop() {
-		p, err := snpevidence.Parse(ev)
-		if err != nil {
-			b.Fatal(err)
-		}
-		a, err := p.Attestation()
-		if err != nil {
-			b.Fatal(err)
-		}
+		a := testfixture.SEVAttestation(b, ev)
 		if err := verify.SnpAttestation(a, opts); err != nil {
 			b.Fatal(err)
 		}

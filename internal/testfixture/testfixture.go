@@ -60,7 +60,7 @@ const ReportPrompt = "the rebuilt system prompt"
 func Report(t testing.TB) (doc []byte, hash string) {
 	t.Helper()
 	tmpl := sha256.Sum256([]byte("agents template"))
-	raw, err := json.Marshal(map[string]any{
+	doc, err := jcs.Marshal(map[string]any{
 		"report_version": "1",
 		"harness":        map[string]any{"id": "openclaw", "version": "2026.2.1", "commit": "abc123"},
 		"prompt_mode":    "full",
@@ -77,9 +77,6 @@ func Report(t testing.TB) (doc []byte, hash string) {
 		},
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if doc, err = jcs.Canonicalize(raw); err != nil {
 		t.Fatal(err)
 	}
 	return doc, b64u.SHA256(doc)

@@ -7,20 +7,20 @@ import (
 	"github.com/clawea/attester/schema/jsstr"
 )
 
-// AppendCanonical appends the RFC 8785 canonical form of data to dst, with
-// the same checks and result as Canonicalize. Small documents of the common
+// appendCanonical appends the RFC 8785 canonical form of data to dst, with
+// the same checks and result as canonicalize. Small documents of the common
 // shape (ASCII member names, integer numbers, no surrogate escapes) are
 // canonicalized in one pass without building a tree; everything else, and
-// every input that would be refused, goes through Canonicalize, which alone
+// every input that would be refused, goes through canonicalize, which alone
 // decides errors.
-func AppendCanonical(dst, data []byte) ([]byte, error) {
+func appendCanonical(dst, data []byte) ([]byte, error) {
 	if len(data) <= fastMaxBytes {
 		f := fast{data: data, out: dst}
 		if f.value(0) && f.end() {
 			return f.out, nil
 		}
 	}
-	c, err := Canonicalize(data)
+	c, err := canonicalize(data)
 	if err != nil {
 		return dst, err
 	}

@@ -31,13 +31,16 @@ func TestAppendCanonicalMatches(t *testing.T) {
 
 func checkFast(t *testing.T, data []byte) {
 	t.Helper()
-	want, werr := Canonicalize(data)
-	got, gerr := AppendCanonical([]byte("p:"), data)
+	want, werr := canonicalize(data)
+	got, gerr := appendCanonical([]byte("p:"), data)
 	if (werr == nil) != (gerr == nil) {
-		t.Fatalf("%q: AppendCanonical err %v, Canonicalize err %v", data, gerr, werr)
+		t.Fatalf("%q: appendCanonical err %v, canonicalize err %v", data, gerr, werr)
 	}
 	if werr == nil && !bytes.Equal(got, append([]byte("p:"), want...)) {
-		t.Fatalf("%q: AppendCanonical %q, Canonicalize %q", data, got, want)
+		t.Fatalf("%q: appendCanonical %q, canonicalize %q", data, got, want)
+	}
+	if c, err := Canonicalize(data); (err == nil) != (werr == nil) || !bytes.Equal(c, want) {
+		t.Fatalf("%q: Canonicalize %q %v, general path %q %v", data, c, err, want, werr)
 	}
 	// Whatever the fast path accepts, the general path accepts identically.
 	f := fast{data: data}
@@ -61,7 +64,7 @@ func BenchmarkAppendCanonical(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		if buf, err = AppendCanonical(buf[:0], data); err != nil {
+		if buf, err = appendCanonical(buf[:0], data); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package jcs
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
@@ -123,4 +124,27 @@ func FuzzCanonicalize(f *testing.F) {
 			t.Fatalf("not a fixed point: %q -> %q (%v)", out, again, err)
 		}
 	})
+}
+
+// TestMarshal checks that Marshal canonicalizes json.Marshal's output and
+// returns the error of either step.
+func TestMarshal(t *testing.T) {
+	got, err := Marshal(struct {
+		B string  `json:"b"`
+		A float64 `json:"a"`
+	}{B: "<&>", A: 4.50})
+	if err != nil {
+		t.Fatalf("Marshal: %v", err)
+	}
+	if want := `{"a":4.5,"b":"<&>"}`; string(got) != want {
+		t.Errorf("Marshal = %s, want %s", got, want)
+	}
+	if _, err := Marshal(math.Inf(1)); err == nil {
+		t.Error("Marshal(+Inf): no error")
+	}
+	// json.Marshal copies a RawMessage after a syntax check only; the
+	// duplicate key is refused by Canonicalize.
+	if _, err := Marshal(map[string]any{"x": json.RawMessage(`{"a":1,"a":2}`)}); !errors.Is(err, errInvalid) {
+		t.Errorf("Marshal(duplicate key) = %v, want errInvalid", err)
+	}
 }

@@ -422,7 +422,7 @@ func parse(raw []byte) (Record, error) {
 	if len(raw) == 0 {
 		return rec, errors.New("empty line")
 	}
-	c, err := jcs.AppendCanonical(nil, raw)
+	c, err := jcs.Canonicalize(raw)
 	if err != nil {
 		return rec, errors.New("not I-JSON")
 	}

@@ -46,12 +46,11 @@ func (c *Capture) encode() ([]byte, error) {
 	for _, f := range c.BootstrapFiles {
 		w.BootstrapFiles = append(w.BootstrapFiles, wireFile{Name: f.Name, Content: string(f.Content)})
 	}
-	raw, err := json.Marshal(w)
+	out, err := jcs.Marshal(w)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInvalidCapture, err)
 	}
-	defer clear(raw)
-	return jcs.Canonicalize(raw)
+	return out, nil
 }
 
 // encodeDocument returns the canonical (JCS) release document of a capture
@@ -81,7 +80,7 @@ func encodeDocument(c *Capture, res *result) ([]byte, error) {
 			return nil, fmt.Errorf("%w: unknown kind %q", errInvalidLayout, clipName(t.Kind))
 		}
 	}
-	raw, err := json.Marshal(map[string]any{
+	out, err := jcs.Marshal(map[string]any{
 		"document_version": documentVersion,
 		"capture_json":     string(cj),
 		"layout":           layout,
@@ -90,8 +89,7 @@ func encodeDocument(c *Capture, res *result) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", errInvalidLayout, err)
 	}
-	defer clear(raw)
-	return jcs.Canonicalize(raw)
+	return out, nil
 }
 
 // parseDocument reads a release document strictly (exact members, known

@@ -515,19 +515,15 @@ func newReport(c *Capture, rel *Release, toks []layoutToken, frags map[string]st
 
 // canonical returns the report's JCS bytes.
 func (r *releaseReport) canonical() ([]byte, error) {
-	raw, err := json.Marshal(r)
+	c, err := jcs.Marshal(r)
 	if err != nil {
 		return nil, fmt.Errorf("openclawrelease: report: %w", err)
 	}
-	return jcs.Canonicalize(raw)
+	return c, nil
 }
 
 func jcsHash(v any) (string, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return "", fmt.Errorf("openclawrelease: report: %w", err)
-	}
-	c, err := jcs.Canonicalize(raw)
+	c, err := jcs.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("openclawrelease: report: %w", err)
 	}
