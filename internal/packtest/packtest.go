@@ -15,15 +15,15 @@ import (
 	"github.com/clawea/attester/promptpack"
 )
 
-// Recipe is the recipe name of the conformance harness.
-const Recipe = "openclaw-sig"
+// recipe is the recipe name of the conformance harness.
+const recipe = "openclaw-sig"
 
 // Dir returns the openclaw-sig conformance folder. When it is missing the
 // test is skipped, or fails under CI (citest.SkipOrFail).
 func Dir(tb testing.TB) string {
 	tb.Helper()
 	_, file, _, _ := runtime.Caller(0)
-	d := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "conformance", Recipe)
+	d := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "conformance", recipe)
 	if _, err := os.Stat(d); err != nil {
 		citest.SkipOrFail(tb, "shared conformance data not present: %v", err)
 	}
@@ -55,7 +55,7 @@ type Pack struct {
 // the test.
 func Build(tb testing.TB, params []byte, opts promptpack.BuildOptions) *Pack {
 	tb.Helper()
-	pack, err := promptpack.Build(params, Dir(tb), Recipe, opts)
+	pack, err := promptpack.Build(params, Dir(tb), recipe, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 )
 
@@ -19,7 +20,7 @@ func TestRunReportV2(t *testing.T) {
 	if rb.Report.ReportVersion != promptpack.ReportVersion2 {
 		t.Fatal("not a v2 pack")
 	}
-	v1, err := promptpack.Build(params, packtest.Dir(t), packtest.Recipe, promptpack.BuildOptions{})
+	v1, err := promptpack.Build(params, packtest.Dir(t), openclawsig.ID, promptpack.BuildOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
