@@ -48,7 +48,8 @@ type edSigner struct {
 	pub  ed25519.PublicKey
 }
 
-// Public returns the ed25519.PublicKey.
+// Public returns the ed25519.PublicKey. It is the signer's own copy, which
+// every signature hashes: callers must not modify it.
 func (s *edSigner) Public() crypto.PublicKey { return s.pub }
 
 // Sign returns the Ed25519 signature of message (opts must be
