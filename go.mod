@@ -3,6 +3,7 @@ module github.com/clawea/attester
 go 1.26.0
 
 require (
+	filippo.io/edwards25519 v1.2.0
 	github.com/NVIDIA/go-nvml v0.13.4-1
 	github.com/go-jose/go-jose/v4 v4.1.8
 	github.com/google/go-configfs-tsm v0.3.3

@@ -16,6 +16,7 @@ package attestation
 import (
 	"bytes"
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -48,9 +49,12 @@ const (
 // evidence from its platform. It is safe for concurrent use when its Quoter
 // and collateralSource are.
 type Issuer struct {
-	// Key is the attester's Ed25519 identity key. It is never written to
+	// Key signs with the attester's Ed25519 identity key: an
+	// ed25519.PrivateKey, or a signer over sealed memory
+	// (sealed.Ed25519Signer: control.Identity.Signer). Its
+	// Public() must be an ed25519.PublicKey. The key is never written to
 	// errors or output.
-	Key ed25519.PrivateKey
+	Key crypto.Signer
 	// Quoter produces the hardware evidence.
 	Quoter enclave.Quoter
 	// Now returns the current time; nil means time.Now.
@@ -171,8 +175,12 @@ type Output struct {
 }
 
 func (is *Issuer) check() (ed25519.PublicKey, error) {
-	if is == nil || len(is.Key) != ed25519.PrivateKeySize {
-		return nil, fmt.Errorf("%w: no Ed25519 identity key", errConfig)
+	if is == nil {
+		return nil, fmt.Errorf("%w: no issuer", errConfig)
+	}
+	pub, err := poh.SignerKey(is.Key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: no Ed25519 identity key: %w", errConfig, err)
 	}
 	if is.Quoter == nil {
 		return nil, fmt.Errorf("%w: no quoter", errConfig)
@@ -180,7 +188,7 @@ func (is *Issuer) check() (ed25519.PublicKey, error) {
 	if len(is.RecipientKey) != 0 && len(is.RecipientKey) != 32 {
 		return nil, fmt.Errorf("%w: recipient key is %d bytes, want 32", errConfig, len(is.RecipientKey))
 	}
-	return is.Key.Public().(ed25519.PublicKey), nil
+	return pub, nil
 }
 
 func (is *Issuer) now() time.Time {

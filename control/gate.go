@@ -2,7 +2,7 @@ package control
 
 import (
 	"context"
-	"crypto/ed25519"
+	"crypto"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
@@ -60,9 +60,8 @@ func newGateState(cfg *gate.Config, opts gate.Options, stateDir string, id *Iden
 		// An ephemeral identity's checkpoint could not be verified by the
 		// next start: it writes none. audit labels what it has signed.
 		aopts.CheckpointKey = id.Public
-		aopts.SignCheckpoint = func(m []byte) (sig []byte, err error) {
-			err = id.WithSigningKey(func(k ed25519.PrivateKey) error { sig = ed25519.Sign(k, m); return nil })
-			return sig, err
+		aopts.SignCheckpoint = func(m []byte) ([]byte, error) {
+			return id.Signer.Sign(nil, m, crypto.Hash(0))
 		}
 	}
 	gs.audit, err = audit.Open(dir, aopts)

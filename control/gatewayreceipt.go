@@ -15,7 +15,7 @@ import (
 // run's gateway record (whose count and chain the attestation commits to).
 func (s *Service) receiptSigner(rn *Run) func(c *gateway.Call) ([]byte, error) {
 	return func(c *gateway.Call) ([]byte, error) {
-		env, err := gateway.SignReceipt(*c, s.id)
+		env, err := gateway.SignReceipt(*c, s.id.Signer)
 		if err != nil {
 			return nil, err
 		}

@@ -31,7 +31,7 @@ func receiptCall(n int) gateway.Call {
 
 func signReceipt(t testing.TB, c gateway.Call, id *Identity) []byte {
 	t.Helper()
-	env, err := gateway.SignReceipt(c, id)
+	env, err := gateway.SignReceipt(c, id.Signer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestRecord(t *testing.T) {
 	var envs [][]byte
 	head := ""
 	for i := range 3 {
-		env, err := gateway.SignReceipt(receiptCall(i), id)
+		env, err := gateway.SignReceipt(receiptCall(i), id.Signer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,7 +128,7 @@ func BenchmarkReceipt(b *testing.B) {
 		c := receiptCall(0)
 		c.ReceiptID = b64u.SHA256([]byte{byte(i), byte(i >> 8), byte(i >> 16)})
 		c.EventHashB64u = b64u.SHA256([]byte{byte(i), byte(i >> 8), byte(i >> 16), 1})
-		env, err := gateway.SignReceipt(c, id)
+		env, err := gateway.SignReceipt(c, id.Signer)
 		if err != nil {
 			b.Fatal(err)
 		}

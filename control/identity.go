@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
@@ -28,9 +29,14 @@ const identityFile = "identity.sealed"
 // Both private keys are created and held in sealed memory; only a blob
 // sealed to the platform ever reaches disk.
 type Identity struct {
-	signKey *sealed.Buffer // ed25519 private key (seed || public)
-	Public  ed25519.PublicKey
-	DID     string
+	seed *sealed.Buffer // the Ed25519 seed (RFC 8032)
+	// Signer signs with the Ed25519 key (sealed.Ed25519Signer): it signs
+	// from the seed in sealed memory, so no signature leaves a copy of the
+	// key on the heap (docs/spec/sealed-memory.md). It must not be used
+	// after Close.
+	Signer crypto.Signer
+	Public ed25519.PublicKey
+	DID    string
 	// PackKey is the HPKE recipient key. Its X25519 scalar also lives inside
 	// crypto/ecdh's heap object while in use; see docs/spec/sealed-memory.md.
 	PackKey *envelope.PrivateKey
@@ -40,23 +46,10 @@ type Identity struct {
 	SealerKind string
 }
 
-// WithSigningKey calls f with the Ed25519 private key and wipes the key
-// afterwards. The key lives in locked memory; f gets a short-lived heap copy
-// because crypto/ed25519 (Go 1.26) caches derived keys by the address of the
-// key slice and cannot take memory the Go runtime does not own. Go's crypto
-// internals keep transient copies on the heap while signing; see
-// docs/spec/sealed-memory.md.
-func (id *Identity) WithSigningKey(f func(ed25519.PrivateKey) error) error {
-	k := make(ed25519.PrivateKey, ed25519.PrivateKeySize)
-	copy(k, id.signKey.Bytes())
-	defer sealed.Wipe(k)
-	return f(k)
-}
-
 // Close zeroes and releases the private key memory.
 func (id *Identity) Close() {
-	if id.signKey != nil {
-		id.signKey.Destroy()
+	if id.seed != nil {
+		id.seed.Destroy()
 	}
 }
 
@@ -146,16 +139,19 @@ func unsealIdentity(ctx context.Context, sealer sealed.Sealer, blob []byte, opts
 
 // assemble builds the Identity and the secret to seal from a seed and a pack key.
 func assemble(seed []byte, pk *envelope.PrivateKey, opts sealed.Options) (*Identity, *sealed.Buffer, error) {
-	signKey, err := sealed.New(ed25519.PrivateKeySize, opts)
+	// The seed goes from sealed memory to sealed memory; the public key is
+	// derived there too (ed25519.NewKeyFromSeed would leave an expanded
+	// copy of the key in a heap object that is never zeroed).
+	signKey, err := sealed.NewFrom(seed, opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("identity: %w", err)
 	}
-	// NewKeyFromSeed's result is a heap copy; move it into locked memory and
-	// wipe the copy.
-	k := ed25519.NewKeyFromSeed(seed)
-	copy(signKey.Bytes(), k)
-	sealed.Wipe(k)
-	pub := ed25519.PublicKey(append([]byte(nil), signKey.Bytes()[32:]...))
+	signer, err := sealed.Ed25519Signer(signKey)
+	if err != nil {
+		signKey.Destroy()
+		return nil, nil, fmt.Errorf("identity: %w", err)
+	}
+	pub := signer.Public().(ed25519.PublicKey)
 
 	text, err := pk.AppendSecretText(nil)
 	if err != nil {
@@ -171,7 +167,7 @@ func assemble(seed []byte, pk *envelope.PrivateKey, opts sealed.Options) (*Ident
 	copy(secret.Bytes(), seed)
 	copy(secret.Bytes()[len(seed):], text)
 	sealed.Wipe(text)
-	return &Identity{signKey: signKey, Public: pub, DID: didkey.Format(pub), PackKey: pk}, secret, nil
+	return &Identity{seed: signKey, Signer: signer, Public: pub, DID: didkey.Format(pub), PackKey: pk}, secret, nil
 }
 
 // writeFileAtomic writes data to path with mode 0600 through a temporary file

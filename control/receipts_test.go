@@ -156,7 +156,7 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 	}
 	unrecorded := call
 	unrecorded.TokensOutput = 3
-	stray, err := gateway.SignReceipt(unrecorded, s.id)
+	stray, err := gateway.SignReceipt(unrecorded, s.id.Signer)
 	if err != nil {
 		t.Fatal(err)
 	}

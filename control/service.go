@@ -12,7 +12,6 @@ package control
 
 import (
 	"context"
-	"crypto/ed25519"
 	"log/slog"
 	"net/http"
 	"os"
@@ -173,14 +172,12 @@ func (s *Service) platformName() (name string, simulated bool) {
 	return s.platform.Platform(), (s.report != nil && s.report.Simulated) || s.cfg.TPM.Address != ""
 }
 
-// withIssuer runs f with an attestation issuer holding a short-lived copy of
-// the identity key.
+// withIssuer runs f with an attestation issuer that signs with the
+// identity's sealed signer.
 func (s *Service) withIssuer(f func(*attestation.Issuer) error) error {
-	return s.id.WithSigningKey(func(k ed25519.PrivateKey) error {
-		return f(&attestation.Issuer{
-			Key: k, Quoter: s.platform, Now: s.now, GPUs: s.gpus,
-			RecipientKey: s.id.PackKey.Public().Bytes(),
-		})
+	return f(&attestation.Issuer{
+		Key: s.id.Signer, Quoter: s.platform, Now: s.now, GPUs: s.gpus,
+		RecipientKey: s.id.PackKey.Public().Bytes(),
 	})
 }
 

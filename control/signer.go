@@ -1,6 +1,7 @@
 package control
 
 import (
+	"crypto"
 	"crypto/ed25519"
 	"errors"
 
@@ -28,12 +29,7 @@ func (a answerSigner) sign(message []byte) ([]byte, error) {
 	if a.Identity == nil {
 		return nil, errors.New("control: answer signer without an identity")
 	}
-	var sig []byte
-	err := a.Identity.WithSigningKey(func(k ed25519.PrivateKey) error {
-		sig = ed25519.Sign(k, answerMessage(message))
-		return nil
-	})
-	return sig, err
+	return a.Identity.Signer.Sign(nil, answerMessage(message), crypto.Hash(0))
 }
 
 // verifyAnswer reports whether sig is an answerSigner signature of message

@@ -21,7 +21,7 @@
 //
 // Sealer seals small secrets (private keys, data-encryption keys) to the
 // platform: NewKeySealer's sealer uses a platform-derived key (a Keyer, such
-// as enclave.SealingKeyer) and DevSealer a development key that is marked as
+// as enclave.SealingKeyer) and devSealer a development key that is marked as
 // such in every blob. The blob format and the rules above are specified
 // normatively in docs/spec/sealed-memory.md.
 //

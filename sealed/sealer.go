@@ -19,7 +19,7 @@ import (
 // keySize is the size of every sealing key: AES-256.
 const keySize = 32
 
-// devKind is the Kind of DevSealer. No other sealer may use it, and it is
+// devKind is the Kind of devSealer. No other sealer may use it, and it is
 // bound into every development blob so that such a blob never opens under a
 // platform sealer.
 const devKind = "development-insecure"
@@ -29,7 +29,7 @@ const devKind = "development-insecure"
 // any other use of the platform key.
 const platformKeyLabelPrefix = "clawea.dev/attester/v1/sealed/"
 
-// devKeyInfo is the HMAC domain-separation prefix of DevSealer's per-label
+// devKeyInfo is the HMAC domain-separation prefix of devSealer's per-label
 // keys.
 const devKeyInfo = "clawea.dev/attester/v1/sealed/development-key\x00"
 
@@ -57,7 +57,7 @@ type Sealer interface {
 
 var (
 	_ Sealer = (*keySealer)(nil)
-	_ Sealer = (*DevSealer)(nil)
+	_ Sealer = (*devSealer)(nil)
 )
 
 // Keyer derives a platform-bound symmetric key for label: the same key
@@ -132,22 +132,22 @@ func (s *keySealer) Unseal(ctx context.Context, label string, blob []byte) (*Buf
 // String never prints key material.
 func (s *keySealer) String() string { return "sealed.KeySealer(" + s.c.kind + ")" }
 
-// DevSealer is a development sealer: its key is ordinary data (a file or
+// devSealer is a development sealer: its key is ordinary data (a file or
 // bytes), not bound to any platform. Its Kind is devKind, which is bound into
 // every blob, so its blobs never open under a platform sealer and vice versa. It
 // MUST NOT be used in production.
 //
 // The per-label key is HMAC-SHA256(devKey, devKeyInfo || label), computed into
 // sealed memory. Call Destroy to release the development key.
-type DevSealer struct {
+type devSealer struct {
 	key *Buffer
 	mu  sync.RWMutex
 	c   core
 }
 
-// NewDevSealer returns a DevSealer with a copy of the 32-byte key. The caller
+// NewDevSealer returns a devSealer with a copy of the 32-byte key. The caller
 // should Wipe its own copy.
-func NewDevSealer(key []byte, opts Options) (*DevSealer, error) {
+func NewDevSealer(key []byte, opts Options) (*devSealer, error) {
 	if len(key) != keySize {
 		return nil, fmt.Errorf("%w: development key is %d bytes, want %d", errInvalidKey, len(key), keySize)
 	}
@@ -164,7 +164,7 @@ const maxDevKeyFile = 2*keySize + 2
 // loadDevSealer reads a development key file: exactly 32 raw bytes, or 64
 // hex digits optionally followed by "\n". The file is read straight into
 // sealed memory.
-func loadDevSealer(path string, opts Options) (*DevSealer, error) {
+func loadDevSealer(path string, opts Options) (*devSealer, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("sealed: opening development key: %w", err)
@@ -207,13 +207,13 @@ func loadDevSealer(path string, opts Options) (*DevSealer, error) {
 	return newDevSealer(kb, opts), nil
 }
 
-func newDevSealer(key *Buffer, opts Options) *DevSealer {
-	s := &DevSealer{key: key}
+func newDevSealer(key *Buffer, opts Options) *devSealer {
+	s := &devSealer{key: key}
 	s.c = core{kind: devKind, opts: opts, derive: s.derive}
 	return s
 }
 
-func (s *DevSealer) derive(_ context.Context, label string, dst []byte) error {
+func (s *devSealer) derive(_ context.Context, label string, dst []byte) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	k := s.key.Bytes()
@@ -231,28 +231,28 @@ func (s *DevSealer) derive(_ context.Context, label string, dst []byte) error {
 }
 
 // Kind returns devKind.
-func (s *DevSealer) Kind() string { return devKind }
+func (s *devSealer) Kind() string { return devKind }
 
 // Seal implements Sealer.
-func (s *DevSealer) Seal(ctx context.Context, label string, secret []byte) ([]byte, error) {
+func (s *devSealer) Seal(ctx context.Context, label string, secret []byte) ([]byte, error) {
 	return s.c.seal(ctx, label, secret)
 }
 
 // Unseal implements Sealer.
-func (s *DevSealer) Unseal(ctx context.Context, label string, blob []byte) (*Buffer, error) {
+func (s *devSealer) Unseal(ctx context.Context, label string, blob []byte) (*Buffer, error) {
 	return s.c.unseal(ctx, label, blob)
 }
 
 // Destroy zeroes and releases the development key; later calls to Seal and
 // Unseal return ErrDestroyed. It is idempotent.
-func (s *DevSealer) Destroy() {
+func (s *devSealer) Destroy() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.key.Destroy()
 }
 
 // String never prints key material.
-func (s *DevSealer) String() string { return "sealed.DevSealer(" + devKind + ")" }
+func (s *devSealer) String() string { return "sealed.DevSealer(" + devKind + ")" }
 
 // core is the blob format and AEAD shared by every sealer.
 type core struct {

@@ -61,7 +61,7 @@ func mustSeal(t testing.TB, s Sealer, secret []byte) []byte {
 	return blob
 }
 
-func newTestSealers(t testing.TB) (Sealer, *simKeyer, *DevSealer) {
+func newTestSealers(t testing.TB) (Sealer, *simKeyer, *devSealer) {
 	t.Helper()
 	sk := &simKeyer{root: []byte("simulated platform root secret")}
 	ks, err := NewKeySealer("sev-snp", sk, Options{})

@@ -21,6 +21,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -29,12 +31,16 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/sealed"
 )
 
 func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
@@ -98,6 +104,91 @@ func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
 	if afterServe.hits != 0 || afterClose.hits != 0 {
 		t.Fatalf("prompt plaintext outside sealed memory: %d copies of the canary after the run was created and served, %d after it was closed", afterServe.hits, afterClose.hits)
 	}
+}
+
+// TestIdentitySeedNotInAttesterMemory is the proof of
+// docs/spec/sealed-memory.md section 2.1.1 for the Ed25519 identity key:
+// it starts the real attester with a state directory, so that the identity
+// is sealed (with the simulated platform's sealing key) and signs the audit
+// log's checkpoint, has it sign several answers (a run's creation, its
+// prompt served three times, its close), a run attestation and two key
+// attestations, and then scans the attester's readable memory for the
+// 32-byte identity seed, which the test reads by unsealing the identity
+// file with the same simulated sealing key. No copy of the seed may be
+// found outside sealed memory: crypto/ed25519 would leave one in its
+// never-zeroed cache of expanded keys after every signature. The positive
+// controls are the scan of the test process (which holds the seed on its
+// heap) and the run id in the attester.
+func TestIdentitySeedNotInAttesterMemory(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
+	}
+	pf := newPack(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
+	rn := a.createRun(t, pf, "agent:main:main")
+	for i := range 3 {
+		if r := a.req(t, false, "GET", "/v1/runs/"+rn.id+"/prompt", rn.capability, nil); r.code != http.StatusOK {
+			t.Fatalf("prompt #%d: status %d", i, r.code)
+		}
+	}
+	_, agentKey, _ := ed25519.GenerateKey(rand.Reader)
+	if r := a.attestRun(t, rn, agentKey, bundleWith(t, pf, rn, agentKey, nil)); r.code != http.StatusOK {
+		t.Fatalf("run attestation: %d %v", r.code, r.body)
+	}
+	for i := range 2 {
+		if r := a.req(t, true, "GET", "/v1/identity?challenge="+b64u.Encode([]byte{'m', byte(i)}), "", nil); r.code != http.StatusOK {
+			t.Fatalf("key attestation #%d: %d %v", i, r.code, r.body)
+		}
+	}
+	if r := a.req(t, false, "DELETE", "/v1/runs/"+rn.id, rn.capability, nil); r.code != http.StatusNoContent {
+		t.Fatalf("close run: %d %v", r.code, r.body)
+	}
+	a.control.CloseIdleConnections()
+	a.tcp.CloseIdleConnections()
+
+	seed := identitySeed(t, filepath.Join(state, "identity.sealed"))
+	if self := scanProcess(t, os.Getpid(), string(seed), string(seed)); self.hits == 0 {
+		t.Fatalf("the scan does not find the seed in the test process itself (%s)", self)
+	}
+	res := scanProcess(t, a.cmd.Process.Pid, string(seed), rn.id)
+	t.Logf("identity seed: %d copies, control %d (%s)", res.hits, res.control, res)
+	if res.control == 0 {
+		t.Fatalf("the scan did not find the run id in the attester's memory: it does not read the heap (%s)", res)
+	}
+	if res.hits != 0 {
+		t.Fatalf("identity key outside sealed memory: %d copies of the Ed25519 seed after the attester signed answers and attestations", res.hits)
+	}
+}
+
+// identitySeed unseals the attester's identity file as the simulated
+// platform the attester runs on does (the default simulator's sealing key,
+// the kind control.platformSealer gives it) and returns a heap copy of the
+// Ed25519 seed, its first 32 bytes.
+func identitySeed(t *testing.T, path string) []byte {
+	t.Helper()
+	blob, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := sealed.NewKeySealer("simulated-platform-key/"+s.Platform(), s, sealed.Options{AllowUnlocked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := sealer.Unseal(context.Background(), "clawea.dev/attester/v1/identity", blob)
+	if err != nil {
+		t.Fatalf("unsealing the identity with the simulated platform's key: %v", err)
+	}
+	defer secret.Destroy()
+	if secret.Len() <= ed25519.SeedSize {
+		t.Fatalf("sealed identity is %d bytes", secret.Len())
+	}
+	return bytes.Clone(secret.Bytes()[:ed25519.SeedSize])
 }
 
 type scanResult struct {

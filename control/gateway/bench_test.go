@@ -310,7 +310,7 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 // chains it as the run's gateway record does before it takes it
 // (receiptRecord.append).
 func (b *bench) receipt(c *Call) ([]byte, error) {
-	env, err := SignReceipt(*c, keySigner(b.key))
+	env, err := SignReceipt(*c, b.key)
 	if err != nil {
 		return nil, err
 	}

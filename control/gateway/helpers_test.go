@@ -68,15 +68,8 @@ func facts(t testing.TB, decisions ...Decision) *Facts {
 			st := []byte(`{"status":` + jsonInt(status) + `,"response_hash_b64u":"` + b64u.Encode(h[:]) + `"}`)
 			return st, ed25519.Sign(key, st), nil
 		},
-		Receipt: func(c *Call) ([]byte, error) { return SignReceipt(*c, keySigner(key)) },
+		Receipt: func(c *Call) ([]byte, error) { return SignReceipt(*c, key) },
 	}
-}
-
-// keySigner signs receipts with a test key.
-type keySigner ed25519.PrivateKey
-
-func (k keySigner) WithSigningKey(f func(ed25519.PrivateKey) error) error {
-	return f(ed25519.PrivateKey(k))
 }
 
 func jsonInt(n int) string { b, _ := json.Marshal(n); return string(b) }

@@ -1,7 +1,7 @@
 package gateway
 
 import (
-	"crypto/ed25519"
+	"crypto"
 	"errors"
 	"fmt"
 	"time"
@@ -45,36 +45,22 @@ type Call struct {
 	SuffixUTF16Len                 int64
 }
 
-// Signer holds the attester's DID key (*control.Identity): it calls f with
-// a short-lived copy of the Ed25519 private key.
-type Signer interface {
-	WithSigningKey(f func(ed25519.PrivateKey) error) error
-}
-
 // errCall refuses a Call that cannot be receipted.
 var errCall = errors.New("gateway: receipt")
 
 // SignReceipt returns the call's PoH gateway_receipt envelope (compact
-// JSON), hash-only, bound to the run and the llm_call event, signed by the
-// attester's DID key and naming it as gateway_id.
-func SignReceipt(c Call, s Signer) (envelopeJSON []byte, err error) {
+// JSON), hash-only, bound to the run and the llm_call event, signed by s,
+// the attester's DID key (control.Identity.Signer), and naming it as
+// gateway_id. s must be an Ed25519 signer.
+func SignReceipt(c Call, s crypto.Signer) (envelopeJSON []byte, err error) {
 	if err := checkCall(&c); err != nil {
 		return nil, err
 	}
-	if s == nil {
-		return nil, fmt.Errorf("%w: no signer", errCall)
-	}
-	err = s.WithSigningKey(func(k ed25519.PrivateKey) error {
-		if len(k) != ed25519.PrivateKeySize {
-			return fmt.Errorf("%w: signing key has the wrong length", errCall)
-		}
-		envelopeJSON, err = poh.Sign(poh.TypeGatewayReceipt, receiptPayload(&c, didkey.Format(k.Public().(ed25519.PublicKey))), k, c.At)
-		return err
-	})
+	pub, err := poh.SignerKey(s)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errCall, err)
 	}
-	return envelopeJSON, nil
+	return poh.Sign(poh.TypeGatewayReceipt, receiptPayload(&c, didkey.Format(pub)), s, c.At)
 }
 
 // checkCall refuses a Call whose fields a receipt cannot carry or

@@ -47,7 +47,7 @@ func call(n int) gateway.Call {
 func TestSignReceipt(t *testing.T) {
 	id := identity(t)
 	c := call(0)
-	env, err := gateway.SignReceipt(c, id)
+	env, err := gateway.SignReceipt(c, id.Signer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestSignReceiptRefuses(t *testing.T) {
 	} {
 		c := call(0)
 		mut(&c)
-		if env, err := gateway.SignReceipt(c, id); err == nil {
+		if env, err := gateway.SignReceipt(c, id.Signer); err == nil {
 			t.Errorf("%s: signed %s", name, env)
 		}
 	}

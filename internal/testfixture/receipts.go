@@ -1,7 +1,6 @@
 package testfixture
 
 import (
-	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/json"
 	"testing"
@@ -12,13 +11,6 @@ import (
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 )
-
-// keySigner is a gateway.Signer over a raw Ed25519 key.
-type keySigner ed25519.PrivateKey
-
-func (k keySigner) WithSigningKey(f func(ed25519.PrivateKey) error) error {
-	return f(ed25519.PrivateKey(k))
-}
 
 // receipts returns the run's gateway receipts: with r.ReceiptKey, one per
 // llm_call event of chain, in chain order, for the system text the
@@ -57,7 +49,7 @@ func (r *Run) receipts(t testing.TB, chain []poh.EventChainEntry, llmCalls []*po
 		if r.EditReceipt != nil {
 			r.EditReceipt(n, &c)
 		}
-		env, err := gateway.SignReceipt(c, keySigner(r.ReceiptKey))
+		env, err := gateway.SignReceipt(c, r.ReceiptKey)
 		if err != nil {
 			t.Fatal(err)
 		}

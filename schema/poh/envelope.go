@@ -1,6 +1,7 @@
 package poh
 
 import (
+	"crypto"
 	"crypto/ed25519"
 	"errors"
 	"fmt"
@@ -60,19 +61,25 @@ const timeFormat = "2006-01-02T15:04:05.000Z"
 func FormatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
 // Sign builds a SignedEnvelope of the given type around payload and signs it
-// with key. It returns the envelope as compact JSON in PoH emitted order.
-func Sign(envelopeType string, payload *pohjson.Value, key ed25519.PrivateKey, issuedAt time.Time) ([]byte, error) {
+// with key, an Ed25519 signer (an ed25519.PrivateKey, or a signer over
+// sealed memory: sealed.Ed25519Signer). It returns the envelope as compact
+// JSON in PoH emitted order.
+func Sign(envelopeType string, payload *pohjson.Value, key crypto.Signer, issuedAt time.Time) ([]byte, error) {
 	if _, ok := envelopeSchemas[envelopeType]; !ok {
 		return nil, fail(UnknownEnvelopeType, "envelope_type", "unknown envelope type %q", envelopeType)
 	}
-	if len(key) != ed25519.PrivateKeySize {
-		return nil, errors.New("poh: signing key has the wrong length")
+	pub, err := SignerKey(key)
+	if err != nil {
+		return nil, err
 	}
 	hash, err := pohjson.Hash(payload)
 	if err != nil {
 		return nil, fmt.Errorf("poh: payload: %w", err)
 	}
-	sig := ed25519.Sign(key, []byte(hash))
+	sig, err := key.Sign(nil, []byte(hash), crypto.Hash(0))
+	if err != nil {
+		return nil, fmt.Errorf("poh: sign: %w", err)
+	}
 	env := pohjson.NewObject(
 		pohjson.M("envelope_version", pohjson.NewString(envelopeVersion)),
 		pohjson.M("envelope_type", pohjson.NewString(envelopeType)),
@@ -81,10 +88,28 @@ func Sign(envelopeType string, payload *pohjson.Value, key ed25519.PrivateKey, i
 		pohjson.M("hash_algorithm", pohjson.NewString(hashAlgorithm)),
 		pohjson.M("signature_b64u", pohjson.NewString(b64u.Encode(sig))),
 		pohjson.M("algorithm", pohjson.NewString(algorithm)),
-		pohjson.M("signer_did", pohjson.NewString(didkey.Format(key.Public().(ed25519.PublicKey)))),
+		pohjson.M("signer_did", pohjson.NewString(didkey.Format(pub))),
 		pohjson.M("issued_at", pohjson.NewString(FormatTime(issuedAt))),
 	)
 	return pohjson.Stringify(env)
+}
+
+// errNotEd25519 refuses a signing key that is not an Ed25519 key.
+var errNotEd25519 = errors.New("poh: the signing key is not an Ed25519 key")
+
+// SignerKey returns the public key of s, an Ed25519 signer. It refuses a
+// nil signer, a signer whose Public is not a 32-byte ed25519.PublicKey, and
+// an ed25519.PrivateKey of the wrong length (whose Public would panic).
+// Every signing function of the attester checks its key with it.
+func SignerKey(s crypto.Signer) (ed25519.PublicKey, error) {
+	if k, ok := s.(ed25519.PrivateKey); s == nil || ok && len(k) != ed25519.PrivateKeySize {
+		return nil, errNotEd25519
+	}
+	pub, ok := s.Public().(ed25519.PublicKey)
+	if !ok || len(pub) != ed25519.PublicKeySize {
+		return nil, errNotEd25519
+	}
+	return pub, nil
 }
 
 // VerifyOptions select what Verify expects. The zero value accepts any known

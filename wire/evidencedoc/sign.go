@@ -1,26 +1,28 @@
 package evidencedoc
 
 import (
-	"crypto/ed25519"
+	"crypto"
 	"fmt"
 
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
 // Sign encodes d (Kind, IssuedAt, Nonce, Execution or Key, Items; the
-// signer fields are taken from key) as a compact JWS signed with key and
-// returns the document exactly as Parse reads it back. It refuses anything
-// Parse would refuse.
-func Sign(key ed25519.PrivateKey, d *Document) (*Document, error) {
-	if len(key) != ed25519.PrivateKeySize {
-		return nil, fmt.Errorf("%w: signing key has the wrong length", ErrSignature)
+// signer fields are taken from key) as a compact JWS signed with key, an
+// Ed25519 signer (an ed25519.PrivateKey, or a signer over sealed memory:
+// sealed.Ed25519Signer), and returns the document exactly as Parse reads
+// it back. It refuses anything Parse would refuse.
+func Sign(key crypto.Signer, d *Document) (*Document, error) {
+	pub, err := poh.SignerKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrSignature, err)
 	}
 	if d == nil {
 		return nil, fmt.Errorf("%w: no document", ErrMalformed)
 	}
-	pub := key.Public().(ed25519.PublicKey)
 	did := didkey.Format(pub)
 	w := toWire(d, did)
 	// Validate exactly as Parse will, before signing anything.
@@ -40,6 +42,9 @@ func Sign(key ed25519.PrivateKey, d *Document) (*Document, error) {
 	// go-jose and the npm jose package verify it (TestJoseInterop,
 	// TestGoJoseSignsTheSameBytes).
 	input := b64u.Encode(canonicalHeader(did)) + "." + b64u.Encode(payload)
-	jws := []byte(input + "." + b64u.Encode(ed25519.Sign(key, []byte(input))))
-	return Parse(jws, pub)
+	sig, err := key.Sign(nil, []byte(input), crypto.Hash(0))
+	if err != nil {
+		return nil, fmt.Errorf("%w: sign: %w", ErrSignature, err)
+	}
+	return Parse([]byte(input+"."+b64u.Encode(sig)), pub)
 }
