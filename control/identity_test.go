@@ -15,16 +15,7 @@ import (
 // platform key comes back after a restart, and a blob that does not unseal is
 // an error, never a silent new identity.
 func TestIdentityPersistsUnderSealer(t *testing.T) {
-	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	opts := sealed.Options{AllowUnlocked: true}
-	sealer, err := platformSealer(p, rep, opts)
-	if err != nil || sealer == nil {
-		t.Fatalf("sealer %v %v", sealer, err)
-	}
+	sealer, opts := simulatedSealer(t)
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
 	id1, err := LoadIdentity(context.Background(), dir, sealer, opts, log)
@@ -49,4 +40,21 @@ func TestIdentityPersistsUnderSealer(t *testing.T) {
 	if _, err := LoadIdentity(context.Background(), dir, sealer, opts, log); err == nil {
 		t.Fatal("a tampered identity blob was replaced silently")
 	}
+}
+
+// simulatedSealer returns the simulated platform's sealer (closed when the
+// test ends) and the sealed-memory options the identity tests use.
+func simulatedSealer(t *testing.T) (sealed.Sealer, sealed.Options) {
+	t.Helper()
+	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	opts := sealed.Options{AllowUnlocked: true}
+	sealer, err := platformSealer(p, rep, opts)
+	if err != nil || sealer == nil {
+		t.Fatalf("sealer %v %v", sealer, err)
+	}
+	return sealer, opts
 }

@@ -13,25 +13,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/clawea/attester/enclave/detect"
-	"github.com/clawea/attester/sealed"
 )
 
 // TestIdentitySignerMatchesItsSeed: the identity's signer, created and
 // then unsealed again, signs with the key of the sealed seed (the same
 // signature crypto/ed25519 makes) under the identity's public key and DID.
 func TestIdentitySignerMatchesItsSeed(t *testing.T) {
-	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	opts := sealed.Options{AllowUnlocked: true}
-	sealer, err := platformSealer(p, rep, opts)
-	if err != nil || sealer == nil {
-		t.Fatalf("sealer %v %v", sealer, err)
-	}
+	sealer, opts := simulatedSealer(t)
 	dir := t.TempDir()
 	log := slog.New(slog.DiscardHandler)
 	msg := []byte("clawea identity signer test")
