@@ -679,10 +679,15 @@ func itemCollateral(base *platform.Collateral, it evidencedoc.Item) *platform.Co
 // checkTEEClaims re-derives runtime_metadata.tee from the verified first
 // evidence item and compares.
 func (st *state) checkTEEClaims() *Error {
-	ev := st.doc.Items[0].Evidence
-	c, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: st.opts.CertCache.ParseCertificate})
-	if err != nil {
-		return wrapRejected(checkTEEClaims, poh.EvidenceMismatch, err)
+	// The platform check derived them from the evidence it parsed and
+	// verified (SEV-SNP); otherwise the evidence is parsed again here.
+	c := st.res.Platform[0].TEEClaims
+	if c == nil {
+		var err error
+		ev := st.doc.Items[0].Evidence
+		if c, err = teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: st.opts.CertCache.ParseCertificate}); err != nil {
+			return wrapRejected(checkTEEClaims, poh.EvidenceMismatch, err)
+		}
 	}
 	p := st.payload
 	m := b64u.Encode(c.Measurement)
