@@ -681,10 +681,13 @@ func itemCollateral(base *platform.Collateral, it evidencedoc.Item) *platform.Co
 func (st *state) checkTEEClaims() *Error {
 	// The platform check derived them from the evidence it parsed and
 	// verified (SEV-SNP); otherwise the evidence is parsed again here.
-	c := st.res.Platform[0].TEEClaims
+	ev := st.doc.Items[0].Evidence
+	var c *teeclaims.Claims
+	if ev.Platform == evidence.PlatformSEVSNP {
+		c = st.res.Platform[0].TEEClaims
+	}
 	if c == nil {
 		var err error
-		ev := st.doc.Items[0].Evidence
 		if c, err = teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: st.opts.CertCache.ParseCertificate}); err != nil {
 			return wrapRejected(checkTEEClaims, poh.EvidenceMismatch, err)
 		}

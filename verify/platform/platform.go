@@ -168,7 +168,8 @@ type Result struct {
 	Azure *AzureClaims
 	// TEEClaims are the TEE claims (teeclaims.DeriveWith) of the verified
 	// SEV-SNP evidence, derived from the parse the check made; nil for the
-	// other platforms, or when they cannot be derived.
+	// other platforms (Azure SEV-SNP included: its claims are not the
+	// hardware report's alone), or when they cannot be derived.
 	TEEClaims *teeclaims.Claims
 
 	// snp keeps the verified report for go-sev-guest's validate package.
