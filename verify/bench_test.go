@@ -5,6 +5,7 @@ import (
 
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/verify/platform"
 )
 
 // BenchmarkVerify is Verify end to end (envelope, evidence document,
@@ -26,4 +27,17 @@ func BenchmarkVerify(b *testing.B) {
 			}
 		})
 	}
+	// sev-snp-cached is the verifier service's configuration: a CertCache
+	// shared across requests (chains and endorsement certificates).
+	b.Run("sev-snp-cached", func(b *testing.B) {
+		f := attest(b, simSEV(b, sim.Options{}), newRun(b))
+		pol, opts := f.simPolicy(), f.opts()
+		opts.CertCache = &platform.CertCache{}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Verify(f.att, f.ev, f.bundle, pol, opts); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

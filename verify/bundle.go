@@ -22,7 +22,7 @@ func (st *state) checkBundle(raw []byte) *Error {
 		st.warn("proof bundle not supplied: the run's events and prompt commitments were not checked")
 		return nil
 	}
-	b, err := poh.VerifyProofBundle(raw, poh.BundleOptions{ReceiptSignerDIDs: st.policy.ReceiptSignerDIDs})
+	b, err := poh.VerifyProofBundle(raw, poh.BundleOptions{ReceiptSignerDIDs: st.policy.ReceiptSignerDIDs, VerificationTime: st.opts.Now()})
 	if err != nil {
 		return pohErr(checkBundle, err)
 	}

@@ -679,10 +679,18 @@ func itemCollateral(base *platform.Collateral, it evidencedoc.Item) *platform.Co
 // checkTEEClaims re-derives runtime_metadata.tee from the verified first
 // evidence item and compares.
 func (st *state) checkTEEClaims() *Error {
+	// The platform check derived them from the evidence it parsed and
+	// verified (SEV-SNP); otherwise the evidence is parsed again here.
 	ev := st.doc.Items[0].Evidence
-	c, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: st.opts.CertCache.ParseCertificate})
-	if err != nil {
-		return wrapRejected(checkTEEClaims, poh.EvidenceMismatch, err)
+	var c *teeclaims.Claims
+	if ev.Platform == evidence.PlatformSEVSNP {
+		c = st.res.Platform[0].TEEClaims
+	}
+	if c == nil {
+		var err error
+		if c, err = teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: st.opts.CertCache.ParseCertificate}); err != nil {
+			return wrapRejected(checkTEEClaims, poh.EvidenceMismatch, err)
+		}
 	}
 	p := st.payload
 	m := b64u.Encode(c.Measurement)

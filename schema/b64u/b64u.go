@@ -50,17 +50,11 @@ var alphabetSet = func() (t [256]bool) {
 
 func inAlphabet(c byte) bool { return alphabetSet[c] }
 
-// Decode decodes a canonical b64u string.
-func Decode(s string) ([]byte, error) {
-	// Fast path: encoding/base64 refuses every byte outside the alphabet
-	// but CR and LF (which it skips), impossible lengths and, strict,
-	// non-zero trailing bits; so without CR and LF (found by IndexByte,
-	// much faster than the scan below), its success is our success. A
-	// failure goes the slow way for a precise error.
-	if strings.IndexByte(s, '\n') < 0 && strings.IndexByte(s, '\r') < 0 {
-		if b, err := enc.DecodeString(s); err == nil {
-			return b, nil
-		}
+// Decode decodes canonical b64u, given as a string or as bytes (decoded in
+// place, without a string copy of them).
+func Decode[T string | []byte](s T) ([]byte, error) {
+	if b, ok := decodeFast(s); ok {
+		return b, nil
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !inAlphabet(c) {
@@ -73,13 +67,32 @@ func Decode(s string) ([]byte, error) {
 	if len(s)%4 == 1 {
 		return nil, fmt.Errorf("%w: impossible length %d", errMalformed, len(s))
 	}
-	b, err := enc.DecodeString(s)
-	if err != nil {
-		// With the alphabet and length checked, the only failure left is
-		// non-zero trailing bits.
-		return nil, fmt.Errorf("%w: non-canonical trailing bits", errMalformed)
+	// With the alphabet and length checked, the only failure left is
+	// non-zero trailing bits.
+	return nil, fmt.Errorf("%w: non-canonical trailing bits", errMalformed)
+}
+
+// decodeFast is encoding/base64's strict decoding of s when s has no CR or
+// LF. encoding/base64 refuses every byte outside the alphabet but CR and LF
+// (which it skips), impossible lengths and, strict, non-zero trailing bits;
+// so without CR and LF (found by IndexByte, much faster than Decode's scan),
+// its success is our success. A failure goes Decode's slow way for a
+// precise error.
+func decodeFast[T string | []byte](s T) ([]byte, bool) {
+	switch v := any(s).(type) {
+	case string:
+		if strings.IndexByte(v, '\n') < 0 && strings.IndexByte(v, '\r') < 0 {
+			b, err := enc.DecodeString(v)
+			return b, err == nil
+		}
+	case []byte:
+		if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
+			b := make([]byte, enc.DecodedLen(len(v)))
+			n, err := enc.Decode(b, v)
+			return b[:n], err == nil
+		}
 	}
-	return b, nil
+	return nil, false
 }
 
 // DecodeTo decodes the canonical b64u src of exactly len(dst) bytes into

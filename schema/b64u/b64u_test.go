@@ -27,6 +27,10 @@ func TestEncodeDecode(t *testing.T) {
 		if err != nil || !bytes.Equal(got, tt.in) {
 			t.Errorf("Decode(%q) = %x, %v; want %x", tt.want, got, err, tt.in)
 		}
+		got, err = Decode([]byte(tt.want))
+		if err != nil || !bytes.Equal(got, tt.in) {
+			t.Errorf("Decode([]byte(%q)) = %x, %v; want %x", tt.want, got, err, tt.in)
+		}
 	}
 }
 
@@ -41,6 +45,9 @@ func TestDecodeRejects(t *testing.T) {
 	} {
 		if b, err := Decode(s); !errors.Is(err, errMalformed) || b != nil {
 			t.Errorf("Decode(%q) = %x, %v; want errMalformed", s, b, err)
+		}
+		if b, err := Decode([]byte(s)); !errors.Is(err, errMalformed) || b != nil {
+			t.Errorf("Decode([]byte(%q)) = %x, %v; want errMalformed", s, b, err)
 		}
 	}
 }
@@ -69,6 +76,9 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		b, err := Decode(s)
+		if bb, berr := Decode([]byte(s)); !bytes.Equal(bb, b) || (berr == nil) != (err == nil) || (err != nil && berr.Error() != err.Error()) {
+			t.Fatalf("Decode(%q) = %x, %v; from bytes %x, %v", s, b, err, bb, berr)
+		}
 		if err != nil {
 			if b != nil {
 				t.Fatalf("Decode(%q) returned data with error", s)
@@ -207,6 +217,29 @@ func FuzzValidHash(f *testing.F) {
 		_, err := DecodeHash(s)
 		if ValidHash(s) != (err == nil) {
 			t.Fatalf("ValidHash(%q) = %v, DecodeHash err %v", s, ValidHash(s), err)
+		}
+	})
+}
+
+// BenchmarkDecodeBytes decodes a 6 KiB segment given as bytes (a compact
+// JWS payload, as evidencedoc splits it): in place, or through a string
+// copy (what the caller did before Decode took bytes).
+func BenchmarkDecodeBytes(b *testing.B) {
+	seg := []byte(Encode(bytes.Repeat([]byte("evidence"), 768)))
+	b.Run("bytes", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Decode(seg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("string-copy", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Decode(string(seg)); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

@@ -170,7 +170,10 @@ func Verify(raw []byte, opts VerifyOptions) (*Verified, error) {
 	if len(raw) > MaxEnvelopeBytes {
 		return nil, fail(MalformedEnvelope, "", "envelope is %d bytes, limit %d", len(raw), MaxEnvelopeBytes)
 	}
-	env, err := pohjson.ParseWith(raw, pohjson.ParseOptions{MaxBytes: MaxEnvelopeBytes})
+	// OneCopy: one copy of raw holds the strings, and a payload received in
+	// its JSON.stringify form is hashed as received (step 11) instead of
+	// being encoded again (pohjson.Hash).
+	env, err := pohjson.ParseWith(raw, pohjson.ParseOptions{MaxBytes: MaxEnvelopeBytes, OneCopy: true})
 	if err != nil {
 		return nil, fail(MalformedEnvelope, "", "not acceptable JSON: %v", err)
 	}

@@ -37,7 +37,9 @@ type ParseOptions struct {
 	// would otherwise be a copy of its own: a large document is read with
 	// a handful of allocations. A string kept from the result keeps that
 	// whole copy alive, so a caller that keeps one longer than the
-	// document clones it (strings.Clone).
+	// document clones it (strings.Clone). An object or array whose input
+	// text is already its Stringify form keeps that text too, so that
+	// Stringify and Hash of it read it instead of encoding it again.
 	OneCopy bool
 }
 
@@ -85,6 +87,10 @@ type parser struct {
 	// notCanonical is the first departure from the JSON.stringify form
 	// (with opts.Canonical), returned once the input parsed.
 	notCanonical error
+	// departures counts the departures from the JSON.stringify form found
+	// so far (with opts.Canonical or opts.OneCopy): a container with none
+	// inside is in that form.
+	departures int
 	// text is the input's one copy (ParseOptions.OneCopy).
 	text string
 	// slab holds Values not yet handed out: one allocation serves many.
@@ -141,8 +147,27 @@ func (p *parser) newValue(v Value) *Value {
 
 // departs records a departure from the JSON.stringify form at offset at.
 func (p *parser) departs(at int, msg string) {
+	p.departures++
 	if p.opts.Canonical && p.notCanonical == nil {
 		p.notCanonical = &Error{Offset: at, Err: ErrNotCanonical, Msg: msg}
+	}
+}
+
+// checksForm reports whether the parser looks for departures from the
+// JSON.stringify form: for Canonical, and for OneCopy, which keeps the text
+// of the containers that have none (keepForm).
+func (p *parser) checksForm() bool { return p.opts.Canonical || p.opts.OneCopy }
+
+// keepForm keeps, with OneCopy, the input text of the container v that
+// began at offset at and ended before p.i, when it is v's Stringify form:
+// no departure was found since the parser's count was departures (every
+// departure the form check looks for, whitespace, escapes JSON.stringify
+// does not write, members out of property order and numbers Stringify
+// refuses, is counted; duplicate keys and invalid UTF-8 are parse errors),
+// and no subtree is deeper than Stringify writes.
+func (p *parser) keepForm(v *Value, at, departures int) {
+	if p.opts.OneCopy && p.departures == departures && p.maxDepth <= defaultMaxDepth {
+		v.s = p.text[at:p.i]
 	}
 }
 
@@ -250,15 +275,16 @@ func inPropertyOrder(members []Member) bool {
 const dupScanMax = 16
 
 func (p *parser) object(depth int) (*Value, error) {
-	objAt := p.i
+	objAt, departures := p.i, p.departures
 	p.i++ // '{'
 	v := p.newValue(Value{kind: Object, members: []Member{}})
 	base := len(p.members)
-	indexed := false // an array-index key was seen (Canonical: order to check)
+	indexed := false // an array-index key was seen (form checked: order to check)
 	// Duplicate keys: a scan of the members so far for small objects, a
 	// set from the dupScanMax-th member on (no map for the many small ones).
 	var seen map[string]struct{}
 	if p.skip('}') {
+		p.keepForm(v, objAt, departures)
 		return v, nil
 	}
 	for {
@@ -290,7 +316,7 @@ func (p *parser) object(depth int) (*Value, error) {
 		if dup {
 			return nil, &Error{Offset: keyAt, Err: ErrDuplicateKey, Msg: strconv.Quote(k), Path: []any{k}}
 		}
-		indexed = indexed || p.opts.Canonical && jsstr.IsArrayIndex(k)
+		indexed = indexed || p.checksForm() && jsstr.IsArrayIndex(k)
 		if !p.skip(':') {
 			return nil, p.errf(errSyntax, "expected ':'")
 		}
@@ -311,15 +337,18 @@ func (p *parser) object(depth int) (*Value, error) {
 			if indexed && !inPropertyOrder(v.members) {
 				p.departs(objAt, "members out of JavaScript property order")
 			}
+			p.keepForm(v, objAt, departures)
 			return v, nil
 		}
 	}
 }
 
 func (p *parser) array(depth int) (*Value, error) {
+	arrAt, departures := p.i, p.departures
 	p.i++ // '['
 	v := p.newValue(Value{kind: Array, arr: []*Value{}})
 	if p.skip(']') {
+		p.keepForm(v, arrAt, departures)
 		return v, nil
 	}
 	base := len(p.elems)
@@ -338,6 +367,7 @@ func (p *parser) array(depth int) (*Value, error) {
 			v.arr = keep(&p.elemSlab, &p.elemSlabSize, p.elems[base:])
 			clear(p.elems[base:])
 			p.elems = p.elems[:base]
+			p.keepForm(v, arrAt, departures)
 			return v, nil
 		}
 	}
@@ -485,7 +515,8 @@ func (p *parser) str() (s string, plain bool, err error) {
 			if err != nil {
 				return "", false, err
 			}
-			if p.opts.Canonical && string(p.data[at:p.i]) != string(jsstr.AppendEscape(nil, string(r))) {
+			var form [16]byte // the longest escape read, a surrogate pair, is 12 bytes
+			if p.checksForm() && string(p.data[at:p.i]) != string(jsstr.AppendEscape(form[:0], string(r))) {
 				p.departs(at, "an escape JSON.stringify does not write")
 			}
 			buf = utf8.AppendRune(buf, r)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jsstr"
 )
 
@@ -380,6 +381,121 @@ func FuzzParseCanonical(f *testing.F) {
 			t.Fatalf("canonical value stringifies to %q, %v", again, err)
 		}
 	})
+}
+
+// FuzzOneCopyForm: a container parsed with OneCopy keeps its text only
+// when the text is byte for byte what the encoder writes for it (the
+// encoder run on the same value parsed without OneCopy, which keeps
+// nothing), and Stringify and Hash of every container agree with that
+// encoder, kept or not.
+func FuzzOneCopyForm(f *testing.F) {
+	for _, tt := range stringifyCases {
+		f.Add([]byte(tt.in), false)
+		f.Add([]byte(tt.want), true)
+	}
+	f.Add([]byte(`{"1":0,"b":{"2":[1,"\u001f"]}}`), false)
+	f.Add([]byte(`{"b":1,"1":0,"c":[{"d":"\n"},{"e":"\/"}]}`), false)
+	f.Add([]byte(`{"a":[1.5],"b":[1],"c":{ "d":2},"e":{"f":"\u00e9"},"g":[9007199254740992]}`), true)
+	f.Fuzz(func(t *testing.T, data []byte, floats bool) {
+		vo, erro := ParseWith(data, ParseOptions{OneCopy: true, AllowFloats: floats})
+		v, err := ParseWith(data, ParseOptions{AllowFloats: floats})
+		if (erro == nil) != (err == nil) {
+			t.Fatalf("OneCopy: %v; without: %v", erro, err)
+		}
+		if err != nil {
+			return
+		}
+		var walk func(a, b *Value)
+		walk = func(a, b *Value) {
+			if a.Kind() != b.Kind() {
+				t.Fatalf("kinds differ: %v, %v", a.Kind(), b.Kind())
+			}
+			if b.s != "" && (b.kind == Object || b.kind == Array) {
+				t.Fatalf("a container parsed without OneCopy kept %q", b.s)
+			}
+			want, werr := Stringify(b)
+			if form, ok := a.form(); ok && (werr != nil || form != string(want)) {
+				t.Fatalf("kept %q, the encoder writes %q, %v", form, want, werr)
+			}
+			got, gerr := Stringify(a)
+			if (gerr == nil) != (werr == nil) || !bytes.Equal(got, want) {
+				t.Fatalf("Stringify: %q, %v; the encoder: %q, %v", got, gerr, want, werr)
+			}
+			hg, herr := Hash(a)
+			hw, hwerr := Hash(b)
+			if hg != hw || (herr == nil) != (hwerr == nil) {
+				t.Fatalf("Hash: %q, %v; the encoder: %q, %v", hg, herr, hw, hwerr)
+			}
+			for i, e := range a.Elems() {
+				walk(e, b.Elems()[i])
+			}
+			for i, m := range a.Members() {
+				walk(m.Value, b.Members()[i].Value)
+			}
+		}
+		walk(vo, v)
+	})
+}
+
+// TestOneCopyKeepsForm: OneCopy keeps the text of the containers that are
+// in Stringify form and of no other, and Hash reads it.
+func TestOneCopyKeepsForm(t *testing.T) {
+	doc := `{"payload":{"a":[1,"x"],"b":{"c":"\u001f"}},"spaced":{"a": 1},"order":{"b":1,"1":2},"esc":["\/"],"float":[1.5]}`
+	v, err := ParseWith([]byte(doc), ParseOptions{OneCopy: true, AllowFloats: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{
+		"payload": `{"a":[1,"x"],"b":{"c":"\u001f"}}`,
+		"spaced":  "", "order": "", "esc": "", "float": "",
+	} {
+		if got, _ := v.Get(key).form(); got != want {
+			t.Errorf("%s: kept %q, want %q", key, got, want)
+		}
+	}
+	if _, ok := v.form(); ok {
+		t.Error("the whole document, with departures inside, kept its text")
+	}
+	h, err := Hash(v.Get("payload"))
+	if err != nil || h != b64u.SHA256([]byte(`{"a":[1,"x"],"b":{"c":"\u001f"}}`)) {
+		t.Fatalf("Hash of the kept form: %q, %v", h, err)
+	}
+	plain, err := Parse([]byte(doc[len(`{"payload":`):strings.Index(doc, `,"spaced"`)]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := plain.form(); ok {
+		t.Fatal("Parse without OneCopy kept a form")
+	}
+}
+
+// BenchmarkHashPayload is Hash of a 4 KiB payload in Stringify form, as
+// poh.Verify hashes a received envelope's payload: encoded again (parsed
+// without OneCopy) or read as the text kept (OneCopy).
+func BenchmarkHashPayload(b *testing.B) {
+	var items []string
+	for i := range 24 {
+		items = append(items, fmt.Sprintf(`{"event_id":"evt_%03d","event_type":"tool_call","payload_hash_b64u":"47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU","timestamp":"2026-06-01T12:00:00.000Z","seq":%d}`, i, i))
+	}
+	doc := []byte(`{"bundle_version":"1","bundle_id":"bundle_001","event_chain":[` + strings.Join(items, ",") + `]}`)
+	for _, tc := range []struct {
+		name string
+		opts ParseOptions
+	}{{"encode", ParseOptions{}}, {"kept", ParseOptions{OneCopy: true}}} {
+		v, err := ParseWith(doc, tc.opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Hash(v); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // TestPlain8 checks the word test of the string scan against the byte

@@ -18,14 +18,41 @@ func Stringify(v *Value) ([]byte, error) {
 	return appendValue(nil, v, 0)
 }
 
-// Hash returns b64u(SHA-256(Stringify(v))), the PoH payload hash.
+// Hash returns b64u(SHA-256(Stringify(v))), the PoH payload hash. A
+// container parsed with OneCopy whose input text is its Stringify form is
+// hashed as that text, without encoding it again.
 func Hash(v *Value) (string, error) {
+	if form, ok := v.form(); ok {
+		return b64u.Encode(hashString(form)), nil
+	}
 	b, err := Stringify(v)
 	if err != nil {
 		return "", err
 	}
 	sum := sha256.Sum256(b)
 	return b64u.Encode(sum[:]), nil
+}
+
+// hashString is SHA-256 of s, written through a stack buffer rather than
+// converted to a []byte copy of s (hash.Hash has no WriteString).
+func hashString(s string) []byte {
+	h := sha256.New()
+	var buf [256]byte
+	for len(s) > 0 {
+		n := copy(buf[:], s)
+		h.Write(buf[:n])
+		s = s[n:]
+	}
+	return h.Sum(buf[:0])
+}
+
+// form is the Stringify form the parser kept for a container (OneCopy,
+// keepForm), if any.
+func (v *Value) form() (string, bool) {
+	if v == nil || (v.kind != Object && v.kind != Array) || v.s == "" {
+		return "", false
+	}
+	return v.s, true
 }
 
 // FromGo converts a Go value to a Value through encoding/json: struct fields
@@ -62,6 +89,11 @@ func appendValue(dst []byte, v *Value, depth int) ([]byte, error) {
 	}
 	if depth > defaultMaxDepth {
 		return nil, &Error{Offset: -1, Err: ErrTooDeep, Msg: "more than " + strconv.Itoa(defaultMaxDepth) + " levels"}
+	}
+	// A kept form is used for the value written itself, not for one
+	// nested in another: its depth there is not what the parser limited.
+	if form, ok := v.form(); ok && depth == 0 {
+		return append(dst, form...), nil
 	}
 	switch v.kind {
 	case Null:

@@ -63,9 +63,12 @@ type Value struct {
 	kind Kind
 	b    bool
 	// plain: a string Parse read without an escape sequence (Unescaped).
-	plain   bool
-	n       int64
-	s       string // String: the string; Number with floats allowed: the literal
+	plain bool
+	n     int64
+	// s is, for a String, the string; for a Number with floats allowed,
+	// the literal; for an Array or Object parsed with OneCopy, its input
+	// text when that is its Stringify form (keepForm), else "".
+	s       string
 	arr     []*Value
 	members []Member
 }
@@ -129,10 +132,10 @@ func (v *Value) Int() (int64, bool) {
 
 // Str returns the string and whether v is one.
 func (v *Value) Str() (string, bool) {
-	if v == nil {
+	if v == nil || v.kind != String {
 		return "", false
 	}
-	return v.s, v.kind == String
+	return v.s, true
 }
 
 // Unescaped reports whether v is a string that Parse read without an

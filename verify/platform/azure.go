@@ -228,6 +228,9 @@ func verifyAzureHardware(in *azureInput, hcl *hclreport.Report, digest [32]byte,
 	if err != nil {
 		return nil, err
 	}
+	// TEEClaims were derived from the hardware evidence alone: the Azure
+	// evidence's claims are not those (teeclaims derives them itself).
+	res.TEEClaims = nil
 	if res.SEVSNP != nil && res.SEVSNP.VMPL != 0 {
 		return nil, rejected(checkHCLBinding, fmt.Errorf("the snp report is from vmpl %d, not the paravisor's vmpl 0", res.SEVSNP.VMPL))
 	}

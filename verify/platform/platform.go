@@ -24,6 +24,7 @@ import (
 
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/teeclaims"
 	"github.com/clawea/attester/wire/tpmcred"
 )
 
@@ -165,6 +166,11 @@ type Result struct {
 	// Azure holds the verified Azure fields (the hardware report's fields
 	// are in SEVSNP or TDX).
 	Azure *AzureClaims
+	// TEEClaims are the TEE claims (teeclaims.DeriveWith) of the verified
+	// SEV-SNP evidence, derived from the parse the check made; nil for the
+	// other platforms (Azure SEV-SNP included: its claims are not the
+	// hardware report's alone), or when they cannot be derived.
+	TEEClaims *teeclaims.Claims
 
 	// snp keeps the verified report for go-sev-guest's validate package.
 	snp *snpVerified

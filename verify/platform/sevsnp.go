@@ -9,6 +9,7 @@ import (
 
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/clawea/attester/wire/teeclaims"
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
 	spb "github.com/google/go-sev-guest/proto/sevsnp"
@@ -150,6 +151,11 @@ func verifySEVSNP(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Opt
 			Firmware:     fmt.Sprintf("%d.%d.%d", report.GetCurrentMajor(), report.GetCurrentMinor(), report.GetCurrentBuild()),
 		},
 		snp: &snpVerified{att: att},
+	}
+	// The TEE claims, from the parse and report decoded above; a failure
+	// is left to a caller that derives them itself, to report.
+	if c, err := teeclaims.DeriveWith(ev, teeclaims.Options{SEVSNP: p, SEVSNPReport: report}); err == nil {
+		res.TEEClaims = c
 	}
 	copy(res.ReportData[:], report.GetReportData())
 	if !allZero(chipID) {

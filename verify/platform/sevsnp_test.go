@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"math/big"
+	"reflect"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
 	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/clawea/attester/wire/teeclaims"
 	"github.com/google/go-sev-guest/abi"
 )
 
@@ -39,6 +41,12 @@ func TestSEVSimulatedAccepted(t *testing.T) {
 	}
 	if res.SEVSNP.ProductLine != "Milan" || res.SEVSNP.Signer != "vcek" || res.SEVSNP.Firmware != "1.55.21" {
 		t.Fatalf("claims %+v", res.SEVSNP)
+	}
+	// The TEE claims come from the check's own parse: what teeclaims
+	// derives from the evidence.
+	want, err := teeclaims.Derive(ev)
+	if err != nil || !reflect.DeepEqual(res.TEEClaims, want) {
+		t.Fatalf("tee claims %+v, teeclaims.Derive %+v, %v", res.TEEClaims, want, err)
 	}
 }
 

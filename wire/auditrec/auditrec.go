@@ -17,7 +17,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,8 +25,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/jcs"
 	"github.com/clawea/attester/schema/jsstr"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 // auditVersion is the value of audit_version in every record.
@@ -399,10 +398,72 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// recordKeys are exactly the members of a serialized record.
-var recordKeys = [...]string{
-	"agent", "audit_version", "decision", "params_hash_b64u", "prev_hash_b64u",
-	"reason", "record_hash_b64u", "seq", "session", "stage", "time", "tool", "turn",
+// stringField is the string field of r serialized as key, nil for none.
+func (r *Record) stringField(key string) *string {
+	switch key {
+	case "agent":
+		return &r.Agent
+	case "audit_version":
+		return &r.AuditVersion
+	case "decision":
+		return &r.Decision
+	case "params_hash_b64u":
+		return &r.ParamsHash
+	case "reason":
+		return &r.Reason
+	case "record_hash_b64u":
+		return &r.RecordHash
+	case "session":
+		return &r.Session
+	case "stage":
+		return &r.Stage
+	case "time":
+		return &r.Time
+	case "tool":
+		return &r.Tool
+	case "turn":
+		return &r.Turn
+	}
+	return nil
+}
+
+// recordKeys is the number of members of a serialized record.
+const recordKeys = 13
+
+// recordOf reads the parsed line v as a record: an object of exactly the
+// record's members (the parser refused duplicates), each of its type.
+func recordOf(v *pohjson.Value) (Record, error) {
+	var rec Record
+	if v.Kind() != pohjson.Object {
+		return rec, errors.New("record is not a JSON object")
+	}
+	if n := len(v.Members()); n != recordKeys {
+		return rec, fmt.Errorf("record has %d members, want %d", n, recordKeys)
+	}
+	for _, m := range v.Members() {
+		ok := true
+		switch m.Key {
+		case "seq":
+			n, isInt := m.Value.Int()
+			ok = isInt && n >= 0
+			rec.Seq = uint64(n)
+		case "prev_hash_b64u":
+			if m.Value.Kind() != pohjson.Null {
+				h, isStr := m.Value.Str()
+				ok, rec.PrevHash = isStr, &h
+			}
+		default:
+			dst := rec.stringField(m.Key)
+			if dst == nil {
+				return rec, fmt.Errorf("unknown member %q", m.Key)
+			}
+			*dst, ok = m.Value.Str()
+		}
+		if !ok {
+			return rec, errors.New("member of the wrong type")
+		}
+	}
+	return rec, nil
 }
 
 // parseLine reads one line (without its '\n') as a record: it MUST be exactly
@@ -418,33 +479,20 @@ func parseLine(raw []byte) (Record, error) {
 }
 
 func parse(raw []byte) (Record, error) {
-	var rec Record
 	if len(raw) == 0 {
-		return rec, errors.New("empty line")
+		return Record{}, errors.New("empty line")
 	}
-	c, err := jcs.Canonicalize(raw)
+	// The project's strict reader: no duplicate keys, valid UTF-8 without
+	// lone surrogates, integers only. One copy of the line holds the
+	// strings. Whether the line is exactly the record's JCS form is
+	// checked last, by encoding the record again.
+	v, err := pohjson.ParseWith(raw, pohjson.ParseOptions{MaxDepth: 1, OneCopy: true})
 	if err != nil {
-		return rec, errors.New("not I-JSON")
+		return Record{}, errors.New("not I-JSON")
 	}
-	if !bytes.Equal(c, raw) {
-		return rec, errors.New("record is not in canonical (JCS) form")
-	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil {
-		return rec, errors.New("record is not a JSON object")
-	}
-	if len(members) != len(recordKeys) {
-		return rec, fmt.Errorf("record has %d members, want %d", len(members), len(recordKeys))
-	}
-	for _, k := range recordKeys {
-		if _, ok := members[k]; !ok {
-			return rec, fmt.Errorf("missing member %q", k)
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rec); err != nil {
-		return rec, errors.New("member of the wrong type")
+	rec, err := recordOf(v)
+	if err != nil {
+		return rec, err
 	}
 	if rec.AuditVersion != auditVersion {
 		return rec, errors.New("unknown audit_version")

@@ -159,7 +159,7 @@ func split(jws []byte) (kid string, header, payload, sig []byte, err error) {
 	}
 	dec := make([][]byte, 3)
 	for i, p := range parts {
-		if dec[i], err = b64u.Decode(string(p)); err != nil {
+		if dec[i], err = b64u.Decode(p); err != nil {
 			return "", nil, nil, nil, fmt.Errorf("%w: segment %d: %v", ErrMalformed, i, err)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-sev-guest/kds"
+	spb "github.com/google/go-sev-guest/proto/sevsnp"
 	"github.com/google/go-tpm/tpm2"
 
 	"github.com/clawea/attester/wire/evidence"
@@ -74,6 +75,12 @@ type Options struct {
 	// ParseCertificate, when set, replaces x509.ParseCertificate for
 	// SEV-SNP endorsement certificates (see snpevidence.ParseOptions).
 	ParseCertificate func(der []byte) (*x509.Certificate, error)
+	// SEVSNP and SEVSNPReport, when both set, are SEV-SNP ev as the caller
+	// already parsed it (snpevidence.ParseWith of ev) and its report as it
+	// decoded it (abi.ReportToProto of SEVSNP.Report): the claims are
+	// derived from them instead of parsing ev again. They must be ev's.
+	SEVSNP       *snpevidence.Parsed
+	SEVSNPReport *spb.Report
 }
 
 // DeriveWith is Derive with options.
@@ -106,13 +113,15 @@ func DeriveWith(ev *evidence.Evidence, opts Options) (*Claims, error) {
 }
 
 func sevClaims(ev *evidence.Evidence, opts Options) (*Claims, error) {
-	p, err := snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.ParseCertificate})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
-	}
-	r, err := abi.ReportToProto(p.Report)
-	if err != nil {
-		return nil, fmt.Errorf("%w: sev-snp report: %v", ErrEvidence, err)
+	p, r := opts.SEVSNP, opts.SEVSNPReport
+	if p == nil || r == nil {
+		var err error
+		if p, err = snpevidence.ParseWith(ev, snpevidence.ParseOptions{ParseCertificate: opts.ParseCertificate}); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
+		}
+		if r, err = abi.ReportToProto(p.Report); err != nil {
+			return nil, fmt.Errorf("%w: sev-snp report: %v", ErrEvidence, err)
+		}
 	}
 	line := "Unknown"
 	if r.GetCpuid1EaxFms() != 0 {

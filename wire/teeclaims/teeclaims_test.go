@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/google/go-sev-guest/abi"
 	"github.com/google/go-tpm/tpm2"
 
 	"github.com/clawea/attester/enclave"
@@ -18,6 +19,7 @@ import (
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/clawea/attester/wire/tdxsimroots"
 	"github.com/clawea/attester/wire/teeclaims"
 )
@@ -209,5 +211,41 @@ func TestDeriveWithParser(t *testing.T) {
 	refuse := func([]byte) (*x509.Certificate, error) { return nil, errors.New("no") }
 	if c, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: refuse}); c != nil || !errors.Is(err, teeclaims.ErrEvidence) {
 		t.Fatalf("refusing parser: %+v, %v", c, err)
+	}
+}
+
+// DeriveWith from the caller's parse and report derives what Derive derives
+// from the evidence, without parsing it (the parser is not called), and
+// parses it when only one of the two is given.
+func TestDeriveWithParsed(t *testing.T) {
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.Quote(context.Background(), reportData(t, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := teeclaims.Derive(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := snpevidence.Parse(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := abi.ReportToProto(p.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	parse := func(der []byte) (*x509.Certificate, error) { calls++; return x509.ParseCertificate(der) }
+	got, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: parse, SEVSNP: p, SEVSNPReport: r})
+	if err != nil || !reflect.DeepEqual(got, want) || calls != 0 {
+		t.Fatalf("got %+v, %v after %d parses; want %+v and none", got, err, calls, want)
+	}
+	got, err = teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: parse, SEVSNP: p})
+	if err != nil || !reflect.DeepEqual(got, want) || calls != len(ev.CertChain) {
+		t.Fatalf("without the report: %+v, %v after %d parses", got, err, calls)
 	}
 }
