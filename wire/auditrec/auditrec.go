@@ -494,34 +494,41 @@ func parse(raw []byte) (Record, error) {
 	if err != nil {
 		return rec, err
 	}
+	return rec, rec.checkDecoded(raw)
+}
+
+// checkDecoded checks a record decoded from the line raw: its version,
+// seq, time and fields, the form of its hashes, and that it re-encodes to
+// raw byte for byte.
+func (rec *Record) checkDecoded(raw []byte) error {
 	if rec.AuditVersion != auditVersion {
-		return rec, errors.New("unknown audit_version")
+		return errors.New("unknown audit_version")
 	}
 	if rec.Seq == 0 || rec.Seq > maxSeq {
-		return rec, errors.New("seq out of range")
+		return errors.New("seq out of range")
 	}
 	t, err := time.Parse(time.RFC3339Nano, rec.Time)
 	if err != nil || formatTime(t) != rec.Time {
-		return rec, errors.New("time is not canonical RFC 3339 UTC")
+		return errors.New("time is not canonical RFC 3339 UTC")
 	}
 	e := Entry{
 		Session: rec.Session, Turn: rec.Turn, Agent: rec.Agent, Tool: rec.Tool,
 		ParamsHash: rec.ParamsHash, Stage: rec.Stage, Decision: rec.Decision, Reason: rec.Reason,
 	}
 	if err := e.Check(); err != nil {
-		return rec, err
+		return err
 	}
 	if rec.PrevHash != nil {
 		if _, err := b64u.DecodeHash(*rec.PrevHash); err != nil {
-			return rec, errors.New("prev_hash_b64u is not a b64u SHA-256 hash")
+			return errors.New("prev_hash_b64u is not a b64u SHA-256 hash")
 		}
 	}
 	if _, err := b64u.DecodeHash(rec.RecordHash); err != nil {
-		return rec, errors.New("record_hash_b64u is not a b64u SHA-256 hash")
+		return errors.New("record_hash_b64u is not a b64u SHA-256 hash")
 	}
 	// Whatever is accepted re-encodes to the identical bytes.
 	if b, _ := rec.appendJCS(nil, true); !bytes.Equal(b, raw) {
-		return rec, errors.New("record does not re-encode to the same bytes")
+		return errors.New("record does not re-encode to the same bytes")
 	}
-	return rec, nil
+	return nil
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jcs"
 )
 
@@ -53,7 +52,7 @@ func stdlibRecord(raw []byte) (Record, error) {
 }
 
 // stdlibParse is parse as it was, with stdlibRecord in place of the strict
-// reader and the checks that follow it unchanged.
+// reader; the checks that follow the decoding are the same (checkDecoded).
 func stdlibParse(raw []byte) (Record, error) {
 	if len(raw) == 0 {
 		return Record{}, errors.New("empty line")
@@ -62,28 +61,7 @@ func stdlibParse(raw []byte) (Record, error) {
 	if err != nil {
 		return rec, err
 	}
-	if rec.AuditVersion != auditVersion || rec.Seq == 0 || rec.Seq > maxSeq {
-		return rec, errors.New("version or seq")
-	}
-	if t, err := time.Parse(time.RFC3339Nano, rec.Time); err != nil || formatTime(t) != rec.Time {
-		return rec, errors.New("time")
-	}
-	e := Entry{Session: rec.Session, Turn: rec.Turn, Agent: rec.Agent, Tool: rec.Tool, ParamsHash: rec.ParamsHash, Stage: rec.Stage, Decision: rec.Decision, Reason: rec.Reason}
-	if err := e.Check(); err != nil {
-		return rec, err
-	}
-	if rec.PrevHash != nil {
-		if _, err := b64u.DecodeHash(*rec.PrevHash); err != nil {
-			return rec, errors.New("prev hash")
-		}
-	}
-	if _, err := b64u.DecodeHash(rec.RecordHash); err != nil {
-		return rec, errors.New("record hash")
-	}
-	if b, _ := rec.appendJCS(nil, true); !bytes.Equal(b, raw) {
-		return rec, errors.New("re-encode")
-	}
-	return rec, nil
+	return rec, rec.checkDecoded(raw)
 }
 
 // sampleLines are two chained records, the second with escapes in its
