@@ -33,6 +33,25 @@ func reportData(t testing.TB, n byte) evidence.ReportData {
 	return rd
 }
 
+// simSNPClaims returns simulated SEV-SNP evidence for reportData(t, n)
+// and the claims Derive derives from it.
+func simSNPClaims(t *testing.T, n byte) (*evidence.Evidence, *teeclaims.Claims) {
+	t.Helper()
+	s, err := sim.New(sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := s.Quote(context.Background(), reportData(t, n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := teeclaims.Derive(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev, want
+}
+
 // tpmQuote marshals a TPMS_ATTEST of type quote. It is not signed: claims
 // derivation checks structure only (signatures are verify's job).
 func tpmQuote(extra []byte, fw uint64, digest []byte) []byte {
@@ -190,18 +209,7 @@ func FuzzDerive(f *testing.F) {
 // DeriveWith uses the supplied certificate parser and derives what Derive
 // derives; a parser failure refuses the evidence.
 func TestDeriveWithParser(t *testing.T) {
-	s, err := sim.New(sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := s.Quote(context.Background(), reportData(t, 1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := teeclaims.Derive(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev, want := simSNPClaims(t, 1)
 	calls := 0
 	parse := func(der []byte) (*x509.Certificate, error) { calls++; return x509.ParseCertificate(der) }
 	got, err := teeclaims.DeriveWith(ev, teeclaims.Options{ParseCertificate: parse})
@@ -218,18 +226,7 @@ func TestDeriveWithParser(t *testing.T) {
 // from the evidence, without parsing it (the parser is not called), and
 // parses it when only one of the two is given.
 func TestDeriveWithParsed(t *testing.T) {
-	s, err := sim.New(sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev, err := s.Quote(context.Background(), reportData(t, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := teeclaims.Derive(ev)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev, want := simSNPClaims(t, 2)
 	p, err := snpevidence.Parse(ev)
 	if err != nil {
 		t.Fatal(err)
