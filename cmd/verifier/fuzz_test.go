@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/clawea/attester/internal/testfixture"
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 )
 
 // FuzzParseRequest: the request parser never panics, and what it accepts
@@ -25,5 +28,41 @@ func FuzzParseRequest(f *testing.F) {
 		if req.attestation == nil || req.evidence == nil || !policyName.MatchString(req.policy) {
 			t.Fatalf("accepted without the required members: %+v", req)
 		}
+		// An inline document's bytes are its JSON.stringify form, as an
+		// encoder run on a parse that keeps no input text writes them.
+		root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatalf("accepted, then refused without OneCopy: %v", err)
+		}
+		for name, got := range map[string][]byte{"attestation": req.attestation, "bundle": req.bundle, "report": req.report} {
+			if v := root.Get(name); v != nil {
+				want, err := pohjson.Stringify(v)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("%s: %q, encoder %q (%v)", name, got, want, err)
+				}
+			}
+		}
 	})
+}
+
+// TestInlineDocumentBytes: an inline document is passed on as its
+// JSON.stringify form, whether the request already carries it in that form
+// (its text is taken as it is) or with whitespace and escapes
+// JSON.stringify does not write (it is encoded again).
+func TestInlineDocumentBytes(t *testing.T) {
+	const want = `{"a":[1,{"b":"é\n"}],"c":"x"}`
+	for _, in := range []string{
+		want,
+		`{ "a" : [ 1 , { "b" : "\u00e9\n" } ] , "c" : "\u0078" }`,
+		`{"a":[1,{"b":"\u00e9\n"}],"c":"x"}`,
+	} {
+		body := `{"request_version":"` + RequestVersion + `","attestation":` + in + `,"evidence":"a.b.c"}`
+		req, err := parseRequest([]byte(body), 1<<20)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if string(req.attestation) != want {
+			t.Fatalf("%s: attestation bytes %s, want %s", in, req.attestation, want)
+		}
+	}
 }

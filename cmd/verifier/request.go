@@ -60,7 +60,7 @@ var requestMembers = map[string]bool{
 // keys work. Errors are *jsonobj.PathError values whose messages name
 // a path, never a value.
 func parseRequest(body []byte, maxBytes int) (*request, error) {
-	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxBytes})
+	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxBytes, OneCopy: true})
 	if err != nil {
 		return nil, err
 	}
