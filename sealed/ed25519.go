@@ -1,6 +1,7 @@
 package sealed
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ed25519"
 	"crypto/sha512"
@@ -48,9 +49,10 @@ type edSigner struct {
 	pub  ed25519.PublicKey
 }
 
-// Public returns the ed25519.PublicKey. It is the signer's own copy, which
-// every signature hashes: callers must not modify it.
-func (s *edSigner) Public() crypto.PublicKey { return s.pub }
+// Public returns a copy of the ed25519.PublicKey, as crypto/ed25519 does: the
+// signer's own copy, which every signature hashes, cannot be changed through
+// it.
+func (s *edSigner) Public() crypto.PublicKey { return ed25519.PublicKey(bytes.Clone(s.pub)) }
 
 // Sign returns the Ed25519 signature of message (opts must be
 // crypto.Hash(0): the message is signed as is, never a digest of it).

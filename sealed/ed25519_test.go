@@ -98,6 +98,29 @@ func TestEd25519SignerMatchesCryptoEd25519(t *testing.T) {
 	}
 }
 
+// TestEd25519SignerPublicIsACopy checks that a caller who changes the key
+// Public returned does not change what the signer hashes into its
+// signatures.
+func TestEd25519SignerPublicIsACopy(t *testing.T) {
+	seed := make([]byte, ed25519.SeedSize)
+	rand.Read(seed)
+	s := newTestSigner(t, seed)
+	pub := s.Public().(ed25519.PublicKey)
+	want := bytes.Clone(pub)
+	pub[0] ^= 0xff
+	msg := []byte("message")
+	sig, err := s.Sign(rand.Reader, msg, crypto.Hash(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ed25519.Verify(want, msg, sig) {
+		t.Fatal("a change to the returned public key changed the signature")
+	}
+	if !bytes.Equal(s.Public().(ed25519.PublicKey), want) {
+		t.Fatal("a change to the returned public key changed the signer's key")
+	}
+}
+
 // TestEd25519SignerRefuses checks that the signer fails closed: a buffer
 // that is not a seed, a prehash or context option, a destroyed seed.
 func TestEd25519SignerRefuses(t *testing.T) {
