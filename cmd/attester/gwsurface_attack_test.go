@@ -1,0 +1,174 @@
+package main
+
+// Attacks on the model gateway's surface (docs/spec/model-gateway.md
+// sections 1, 2.1, 3.7, 7 and 10) through the real binary, beside those of
+// gateway_test.go: a harness that tries to steer the upstream (a query, a
+// path, its own credential headers), an upstream that redirects, a replayed
+// llm_call event, and another run's or a closed run's capability on the
+// run's gateway path.
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// gwSend sends body on the run's gateway path with the given llm_call
+// header and extra request headers; path, when set, replaces the path.
+func (a *attester) gwSend(t *testing.T, g *gwRun, capability, path, llmCall string, extra map[string]string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	if path == "" {
+		path = "/v1/runs/" + g.id + "/model/anthropic/openai-chat-completions"
+	}
+	req, _ := http.NewRequest("POST", "http://attester"+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+capability)
+	req.Header.Set("Clawea-Turn-Id", g.turn)
+	req.Header.Set("Clawea-Llm-Call", llmCall)
+	for k, v := range extra {
+		req.Header.Set(k, v)
+	}
+	resp, err := a.control.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+// TestGatewaySurfaceAttack: what a hostile harness sends beside the body
+// never reaches or steers the upstream, a redirecting upstream is not
+// followed, an llm_call event is bound to one call only, and the gateway
+// path takes only its own run's open capability.
+func TestGatewaySurfaceAttack(t *testing.T) {
+	// The redirect's target: it must never be called.
+	var elsewhere int
+	var emu sync.Mutex
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		emu.Lock()
+		elsewhere++
+		emu.Unlock()
+	}))
+	t.Cleanup(other.Close)
+
+	sc := &gwScript{}
+	var hmu sync.Mutex
+	var seen []http.Header
+	up := newGWUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		hmu.Lock()
+		seen = append(seen, r.Header.Clone())
+		hmu.Unlock()
+		sc.serve(w, r)
+	})
+	pf := newGWPack(t)
+	a := mustStartAttester(t, gwConfig(t, pf, up.srv.URL))
+	g := a.gwRun(t, pf)
+	u := map[string]any{"role": "user", "content": "[Thu 2026-11-26 21:21 UTC] a user message"}
+	body := g.body(nil, u)
+	text := `data: {"choices":[{"delta":{"content":"ok"}}]}` + "\n\n"
+
+	// 1. Steering the upstream by the request line: a query string, a
+	// provider that is a path, an api that is not the upstream's.
+	base := "/v1/runs/" + g.id + "/model/"
+	for _, tc := range []struct {
+		name, path string
+		code       int
+	}{
+		{"a query string", base + "anthropic/openai-chat-completions?baseUrl=" + other.URL, 400},
+		{"an encoded path as provider", base + "..%2F..%2Fadmin/openai-chat-completions", 403},
+		{"a dot-dot provider", base + "../anthropic/openai-chat-completions", 403},
+		{"another api of the upstream", base + "anthropic/anthropic-messages", 403},
+	} {
+		resp, b := a.gwSend(t, g, g.capability, tc.path, g.llmCall(t, gwSuffix), nil, body)
+		if resp.StatusCode != tc.code {
+			t.Errorf("%s: got %d %s, want %d", tc.name, resp.StatusCode, b, tc.code)
+		}
+	}
+	if n := up.calls(); n != 0 {
+		t.Fatalf("the upstream got %d steered calls", n)
+	}
+
+	// 2. The harness's own credential and routing headers are not
+	// forwarded: the upstream sees the configured key only.
+	sc.steps = append(sc.steps, gwSSE(text, "data: [DONE]\n\n"))
+	call := g.llmCall(t, gwSuffix)
+	resp, b := a.gwSend(t, g, g.capability, "", call, map[string]string{
+		"X-Api-Key": "sk-harness", "Anthropic-Version": "harness", "Openai-Organization": "org-harness",
+		"X-Forwarded-Host": "harness.example", "Cookie": "harness=1", "Proxy-Authorization": "Basic aGFybmVzcw==",
+	}, body)
+	if resp.StatusCode != 200 || resp.Trailer.Get("Clawea-Gateway-Receipt") == "" {
+		t.Fatalf("the honest call: %d %s %v", resp.StatusCode, b, resp.Trailer)
+	}
+	hmu.Lock()
+	got := seen[0]
+	hmu.Unlock()
+	for k, vs := range got {
+		for _, v := range vs {
+			if strings.Contains(strings.ToLower(v), "harness") {
+				t.Errorf("the harness's header reached the upstream: %s: %s", k, v)
+			}
+		}
+	}
+	if got.Get("Authorization") != "Bearer sk-upstream-secret" || got.Get("Clawea-Llm-Call") != "" || got.Get("Clawea-Turn-Id") != "" {
+		t.Errorf("upstream headers: %v", got)
+	}
+	for k := range resp.Header {
+		if strings.Contains(strings.ToLower(strings.Join(resp.Header[k], " ")), "sk-upstream-secret") {
+			t.Errorf("the upstream's key is in the answer's %s header", k)
+		}
+	}
+
+	// 3. The same llm_call event with the next call (the model's answer
+	// now in the history, so the request is otherwise well formed): 409
+	// GATEWAY_LLM_CALL_REUSED, not forwarded.
+	next := g.body(nil, u, map[string]any{"role": "assistant", "content": "ok"})
+	calls := up.calls()
+	resp, b = a.gwSend(t, g, g.capability, "", call, nil, next)
+	if resp.StatusCode != 409 || gwReason(b) != "GATEWAY_LLM_CALL_REUSED" {
+		t.Errorf("a replayed llm_call event: got %d %s, want 409 GATEWAY_LLM_CALL_REUSED", resp.StatusCode, b)
+	}
+	if n := up.calls(); n != calls {
+		t.Fatalf("the replayed event was forwarded")
+	}
+
+	// 4. An upstream that redirects (to a server the harness chose, say):
+	// the 3xx is relayed, without its Location, and not followed.
+	sc.steps = append(sc.steps, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	})
+	resp, b = a.gwSend(t, g, g.capability, "", g.llmCall(t, gwSuffix), nil, next)
+	if resp.StatusCode != http.StatusTemporaryRedirect || resp.Header.Get("Location") != "" || resp.Trailer.Get(answerStatementTrailer) != "" {
+		t.Errorf("a redirecting upstream: got %d Location %q %s %v, want 307 relayed, no Location, unsigned", resp.StatusCode, resp.Header.Get("Location"), b, resp.Trailer)
+	}
+	emu.Lock()
+	n := elsewhere
+	emu.Unlock()
+	if n != 0 {
+		t.Fatalf("the gateway followed the redirect (%d calls)", n)
+	}
+
+	// 5. Another run's capability on this run's gateway path: 403; after
+	// the run is closed, its own: 410. Neither reaches the upstream.
+	otherRun := a.createRun(t, pf, "agent:main:other")
+	calls = up.calls()
+	if resp, b := a.gwSend(t, g, otherRun.capability, "", g.llmCall(t, gwSuffix), nil, next); resp.StatusCode != 403 {
+		t.Errorf("another run's capability: got %d %s, want 403", resp.StatusCode, b)
+	}
+	want(t, "close", a.req(t, false, "DELETE", "/v1/runs/"+g.id, g.capability, nil), 204)
+	if resp, b := a.gwSend(t, g, g.capability, "", g.llmCall(t, gwSuffix), nil, next); resp.StatusCode != 410 {
+		t.Errorf("the closed run's capability: got %d %s, want 410", resp.StatusCode, b)
+	}
+	if n := up.calls(); n != calls {
+		t.Fatalf("the upstream got %d calls from refused capabilities", n-calls)
+	}
+	noSecrets(t, a, nil, "sk-upstream-secret", g.capability, otherRun.capability)
+}
+
+// answerStatementTrailer is the signed answer's statement trailer
+// (attester-api.md section 8.1).
+const answerStatementTrailer = "Clawea-Answer-Statement"
