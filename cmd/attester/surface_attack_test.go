@@ -285,3 +285,33 @@ func TestWorkerModeAttack(t *testing.T) {
 		}
 	}
 }
+
+// TestRunProbeAndTPMRoutesAttack (attester-api.md sections 2 step 3 and
+// 5): a caller holding one run's capability cannot tell an unknown run id
+// from another caller's run (the same 403, byte for byte), and on a
+// platform other than tpm the public TPM routes are 404 before any body is
+// read (a declared 16 MiB body is answered at once).
+func TestRunProbeAndTPMRoutesAttack(t *testing.T) {
+	a, pf := startWithPack(t, nil)
+	mine := a.createRun(t, pf, "mine")
+	theirs := a.createRun(t, pf, "theirs")
+	unknown := "run_" + b64u.Encode(make([]byte, 16))
+	for _, route := range []struct{ method, suffix string }{{"GET", "/audit"}, {"GET", "/prompt"}, {"DELETE", ""}} {
+		r1 := a.req(t, false, route.method, "/v1/runs/"+theirs.id+route.suffix, mine.capability, nil)
+		r2 := a.req(t, false, route.method, "/v1/runs/"+unknown+route.suffix, mine.capability, nil)
+		if r1.code != 403 || r2.code != 403 || string(r1.raw) != string(r2.raw) {
+			t.Errorf("%s %s: another run %d %s, unknown run %d %s: want the same 403", route.method, route.suffix, r1.code, r1.raw, r2.code, r2.raw)
+		}
+	}
+	want(t, "their run after the probes", a.req(t, false, "POST", "/v1/runs/"+theirs.id+"/turns", theirs.capability, turnBody("cli", "u", "1")), 201)
+
+	tcp := strings.TrimPrefix(a.public, "http://")
+	start := time.Now()
+	code, ans := rawExchange(t, "tcp", tcp, "POST /v1/tpm/activate HTTP/1.1\r\nHost: attester\r\nContent-Type: application/json\r\nContent-Length: 16777216\r\n\r\n")
+	if code != 404 || time.Since(start) > 2*time.Second {
+		t.Errorf("activate on a simulated platform: %d after %v: %.200s, want 404 at once", code, time.Since(start), ans)
+	}
+	if code, ans := rawExchange(t, "tcp", tcp, "GET /v1/tpm/ek HTTP/1.1\r\nHost: attester\r\nConnection: close\r\n\r\n"); code != 404 {
+		t.Errorf("ek on a simulated platform: %d %.200s, want 404", code, ans)
+	}
+}
