@@ -12,6 +12,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -66,7 +68,12 @@ func TestGatewaySurfaceAttack(t *testing.T) {
 		sc.serve(w, r)
 	})
 	pf := newGWPack(t)
-	a := mustStartAttester(t, gwConfig(t, pf, up.srv.URL))
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state, "gateway": map[string]any{"upstreams": map[string]any{
+		"anthropic": map[string]any{"api": "openai-chat-completions", "baseUrl": up.srv.URL, "local": true,
+			"apiKey": "sk-upstream-secret", "maxRequestBytes": 65536, "headerTimeoutMs": 500, "idleTimeoutMs": 300},
+	}}}))
 	g := a.gwRun(t, pf)
 	u := map[string]any{"role": "user", "content": "[Thu 2026-11-26 21:21 UTC] a user message"}
 	body := g.body(nil, u)
@@ -88,6 +95,18 @@ func TestGatewaySurfaceAttack(t *testing.T) {
 		if resp.StatusCode != tc.code {
 			t.Errorf("%s: got %d %s, want %d", tc.name, resp.StatusCode, b, tc.code)
 		}
+	}
+	// Over TCP, and without a capability, the path is closed.
+	if resp := a.req(t, true, "POST", base+"anthropic/openai-chat-completions", g.capability, string(body)); resp.code != 403 {
+		t.Errorf("the gateway path over TCP: %d %s, want 403", resp.code, resp.raw)
+	}
+	if resp, b := a.gwSend(t, g, "", "", g.llmCall(t, gwSuffix), nil, body); resp.StatusCode != 401 {
+		t.Errorf("the gateway path without a capability: %d %s, want 401", resp.StatusCode, b)
+	}
+	// An llm_call event whose hashes are not those of the bytes sent (it
+	// reports another suffix than the body's): 422 GATEWAY_LLM_CALL_MISMATCH.
+	if resp, b := a.gwSend(t, g, g.capability, "", g.llmCall(t, gwSuffix+" (not what was sent)"), nil, body); resp.StatusCode != 422 || gwReason(b) != "GATEWAY_LLM_CALL_MISMATCH" {
+		t.Errorf("an llm_call event for other bytes: %d %s, want 422 GATEWAY_LLM_CALL_MISMATCH", resp.StatusCode, b)
 	}
 	if n := up.calls(); n != 0 {
 		t.Fatalf("the upstream got %d steered calls", n)
@@ -167,6 +186,18 @@ func TestGatewaySurfaceAttack(t *testing.T) {
 		t.Fatalf("the upstream got %d calls from refused capabilities", n-calls)
 	}
 	noSecrets(t, a, nil, "sk-upstream-secret", g.capability, otherRun.capability)
+
+	// The gateway's audit record holds hashes only (section 9): no prompt,
+	// message or answer bytes, no key.
+	rec, err := os.ReadFile(filepath.Join(state, "gateway", g.id+".jsonl"))
+	if err != nil || bytes.Count(rec, []byte("\n")) < 5 {
+		t.Fatalf("the run's gateway record: %v %q", err, rec)
+	}
+	for _, leak := range []string{g.prompt[:40], g.prompt[len(g.prompt)-40:], "a user message", "Current model identity", "sk-upstream-secret", other.URL} {
+		if bytes.Contains(rec, []byte(leak)) {
+			t.Errorf("the gateway record holds %.40q", leak)
+		}
+	}
 }
 
 // answerStatementTrailer is the signed answer's statement trailer
