@@ -315,3 +315,29 @@ func TestRunProbeAndTPMRoutesAttack(t *testing.T) {
 		t.Errorf("ek on a simulated platform: %d %.200s, want 404", code, ans)
 	}
 }
+
+// TestPerRunLimitsAttack (attester-api.md section 6): an orchestrator's
+// run cannot be made to hold more owner messages or tool-call decisions
+// than configured: beyond them, 429, and the refusal records nothing.
+func TestPerRunLimitsAttack(t *testing.T) {
+	a, pf := startWithPack(t, map[string]any{"maxOwnerMessagesPerRun": 2, "maxToolCallsPerRun": 3})
+	rn := a.createRun(t, pf, "limits")
+	base := "/v1/runs/" + rn.id
+	for i := range 2 {
+		want(t, "owner turn", a.req(t, false, "POST", base+"/turns", rn.capability, turnBody("telegram", "owner-1", fmt.Sprint("o", i))), 201)
+	}
+	want(t, "a third owner message", a.req(t, false, "POST", base+"/turns", rn.capability, turnBody("telegram", "owner-1", "o2")), 429)
+	tr := a.req(t, false, "POST", base+"/turns", rn.capability, turnBody("cli", "u", "n1"))
+	if tr.code != 201 {
+		t.Fatalf("a non-owner turn after the owner limit: %d %v", tr.code, tr.body)
+	}
+	call := map[string]any{"turn_id": tr.body["turn_id"], "tool": "read"}
+	for range 3 {
+		want(t, "tool call", a.req(t, false, "POST", base+"/tool-calls", rn.capability, call), 200)
+	}
+	audit := a.auditCount(t, rn)
+	want(t, "a fourth tool call", a.req(t, false, "POST", base+"/tool-calls", rn.capability, call), 429)
+	if n := a.auditCount(t, rn); n != audit {
+		t.Fatalf("the refused call was recorded: %d -> %d", audit, n)
+	}
+}
