@@ -9,6 +9,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/clawea/attester/schema/b64u"
 )
 
 // gwSend sends body on the run's gateway path with the given llm_call
@@ -203,3 +206,62 @@ func TestGatewaySurfaceAttack(t *testing.T) {
 // answerStatementTrailer is the signed answer's statement trailer
 // (attester-api.md section 8.1).
 const answerStatementTrailer = "Clawea-Answer-Statement"
+
+// TestGatewayUndecidedResultAttack (model-gateway.md sections 1 and 3.6): a
+// harness that skips the gate (answers the model's tool call without asking
+// the attester, or after asking about other parameters) is refused
+// GATEWAY_TOOL_RESULT_UNDECIDED; malformed or stale call headers are
+// refused; none of it reaches the upstream.
+func TestGatewayUndecidedResultAttack(t *testing.T) {
+	sc := &gwScript{}
+	up := newGWUpstream(t, sc.serve)
+	pf := newGWPack(t)
+	a := mustStartAttester(t, gwConfig(t, pf, up.srv.URL))
+	g := a.gwRun(t, pf)
+	u := map[string]any{"role": "user", "content": "[Thu 2026-11-26 21:21 UTC] a user message"}
+	args := `{"command":"cat /etc/shadow"}`
+	argsJSON, _ := json.Marshal(args)
+	sc.steps = append(sc.steps, gwSSE(`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_1","function":{"name":"exec","arguments":`+string(argsJSON)+`}}]}}]}`+"\n\n", "data: [DONE]\n\n"))
+	if resp, b := a.gwSend(t, g, g.capability, "", g.llmCall(t, gwSuffix), nil, g.body(nil, u)); resp.StatusCode != 200 || resp.Trailer.Get("Clawea-Gateway-Error") != "" {
+		t.Fatalf("the first call: %d %s %v", resp.StatusCode, b, resp.Trailer)
+	}
+	calls := up.calls()
+	asst := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+		"id": "call_1", "type": "function", "function": map[string]any{"name": "exec", "arguments": args}}}}
+	next := g.body(nil, u, asst, map[string]any{"role": "tool", "tool_call_id": "call_1", "content": "root:x:0:0"})
+
+	// 1. The gate never asked.
+	if resp, b := a.gwSend(t, g, g.capability, "", g.llmCall(t, gwSuffix), nil, next); resp.StatusCode != 422 || gwReason(b) != "GATEWAY_TOOL_RESULT_UNDECIDED" {
+		t.Errorf("a result the gate never decided: %d %s, want 422 GATEWAY_TOOL_RESULT_UNDECIDED", resp.StatusCode, b)
+	}
+	// 2. The gate asked about harmless parameters instead.
+	if d := a.req(t, false, "POST", "/v1/runs/"+g.id+"/tool-calls", g.capability, map[string]any{"turn_id": g.turn, "tool": "exec", "params": map[string]any{"command": "id"}}); d.code != 200 {
+		t.Fatalf("decision: %d %v", d.code, d.body)
+	}
+	if resp, b := a.gwSend(t, g, g.capability, "", g.llmCall(t, gwSuffix), nil, next); resp.StatusCode != 422 || gwReason(b) != "GATEWAY_TOOL_RESULT_UNDECIDED" {
+		t.Errorf("a result decided for other parameters: %d %s, want 422 GATEWAY_TOOL_RESULT_UNDECIDED", resp.StatusCode, b)
+	}
+	// 3. Call headers: malformed or stale turn, missing or malformed event.
+	stale := "turn_" + b64u.Encode(make([]byte, 16))
+	for _, tc := range []struct {
+		name, turn, llm string
+		code            int
+		reason          string
+	}{
+		{"a malformed turn id", "turn_x", g.llmCall(t, gwSuffix), 400, "GATEWAY_REQUEST_MALFORMED"},
+		{"another turn", stale, g.llmCall(t, gwSuffix), 409, "GATEWAY_TURN_STALE"},
+		{"no llm_call event", g.turn, "", 400, "GATEWAY_LLM_CALL_MALFORMED"},
+		{"an llm_call event that is not b64u", g.turn, "{not b64u}", 400, "GATEWAY_LLM_CALL_MALFORMED"},
+		{"an llm_call event with another member", g.turn, b64u.Encode([]byte(`{"event_id":"e","timestamp":"t","prev_hash_b64u":null,"payload":{},"extra":1}`)), 400, "GATEWAY_LLM_CALL_MALFORMED"},
+	} {
+		h := *g
+		h.turn = tc.turn
+		resp, b := a.gwSend(t, &h, g.capability, "", tc.llm, nil, next)
+		if resp.StatusCode != tc.code || gwReason(b) != tc.reason {
+			t.Errorf("%s: %d %s, want %d %s", tc.name, resp.StatusCode, b, tc.code, tc.reason)
+		}
+	}
+	if n := up.calls(); n != calls {
+		t.Fatalf("the upstream got %d refused calls", n-calls)
+	}
+}
