@@ -94,8 +94,9 @@ bench-verifier:
 # connection, or a new one (up to LOADTEST_OPEN_CONNS, 256); runs are
 # replaced in the background, as a new run's creation does not hold up the
 # calls of others. (Before, 64 fixed connections and a run replaced under a
-# lock that held up every caller of the run for the whole creation, 0.45 to
-# 0.7 s on a loaded machine, put the generator's own stalls into p99.) It
+# lock that held up every caller of the run for the whole creation, 0.3 to
+# 0.7 s on a loaded machine: the generator's own stalls were counted in the
+# latencies of the decisions due meanwhile.) It
 # prints where the time goes: in queue (scheduled time to send: the
 # generator's timer and a free connection) and in service (send to answer),
 # beside a raw write+fsync in the same directory (the floor of a durable
