@@ -144,17 +144,19 @@ type loadRun struct {
 
 // loadOptions bound a load: in time (duration) and in count (decisions).
 type loadOptions struct {
-	callers     int
+	callers     int           // closed loop: callers, one connection each; open loop: the most connections
 	runs        int           // runs in use at once; callers share them round robin
 	callsPerRun int           // a run is replaced after this many calls (its audit log is bounded)
 	duration    time.Duration // stop after this long
 	decisions   int64         // stop after this many acknowledged decisions (0: no bound)
 	// rate, when > 0, makes the load an open loop: decision k is scheduled
-	// at start + k/rate, whichever caller is free sends it (at once when it
-	// is already late), and its latency counts from its scheduled time, so
-	// time spent queueing behind a slow answer is measured, not omitted
-	// (no coordinated omission). Without it, each caller sends its next
-	// decision when the previous one is answered (a closed loop).
+	// at start + k/rate and handed to an idle connection, or to a new one
+	// when every connection is in a call (as the plugin's Node agent opens
+	// one, with keep-alive and no socket limit), up to callers connections;
+	// its latency counts from its scheduled time, so time spent queueing
+	// behind a slow answer is measured, not omitted (no coordinated
+	// omission). Without it, each caller sends its next decision when the
+	// previous one is answered (a closed loop).
 	rate float64
 	// onAck, when set, is called after each acknowledged decision.
 	onAck func(total int64)
@@ -163,7 +165,11 @@ type loadOptions struct {
 // loadResult is what a load produced.
 type loadResult struct {
 	runs      []*loadRun
-	latencies []time.Duration // of acknowledged decisions
+	latencies []time.Duration // of acknowledged decisions, from the scheduled time to the answer
+	queued    []time.Duration // of the same, from the scheduled time to the send (open loop)
+	served    []time.Duration // of the same, from the send to the answer
+	conns     int             // connections used
+	creates   []time.Duration // of the runs created to replace others
 	acked     int64
 	errs      int64 // failed requests (transport errors, non-200)
 	firstErr  error
@@ -183,153 +189,273 @@ type runSlot struct {
 	mu   sync.Mutex
 	cur  *loadRun
 	used int
+	next chan replacement // the replacement being created; nil when none
+}
+
+// replacement is a run created to replace a slot's run.
+type replacement struct {
+	r   *loadRun
+	err error
+}
+
+// load is one run of a loadGen.
+type load struct {
+	g       *loadGen
+	o       loadOptions
+	ctx     context.Context
+	cancel  context.CancelFunc
+	slots   []*runSlot
+	res     *loadResult
+	resMu   sync.Mutex
+	acked   atomic.Int64
+	closers sync.WaitGroup
+}
+
+func (l *load) setErr(err error) {
+	l.resMu.Lock()
+	if l.res.firstErr == nil {
+		l.res.firstErr = err
+	}
+	l.resMu.Unlock()
 }
 
 func (g *loadGen) run(ctx context.Context, o loadOptions) *loadResult {
-	res := &loadResult{}
-	var resMu sync.Mutex
-	setErr := func(err error) {
-		resMu.Lock()
-		if res.firstErr == nil {
-			res.firstErr = err
-		}
-		resMu.Unlock()
-	}
-	slots := make([]*runSlot, o.runs)
+	l := &load{g: g, o: o, res: &loadResult{}, slots: make([]*runSlot, o.runs)}
 	setup := &ctlConn{socket: g.socket}
 	defer setup.close()
-	for i := range slots {
+	for i := range l.slots {
 		r, err := g.createRun(setup)
 		if err != nil {
-			res.firstErr = fmt.Errorf("create run: %w", err)
-			return res
+			l.res.firstErr = fmt.Errorf("create run: %w", err)
+			return l.res
 		}
-		slots[i] = &runSlot{cur: r}
-		res.runs = append(res.runs, r)
+		l.slots[i] = &runSlot{cur: r}
+		l.res.runs = append(l.res.runs, r)
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.duration)
-	defer cancel()
-	var acked atomic.Int64
-	var closers sync.WaitGroup
-	lats := make([][]time.Duration, o.callers)
+	l.ctx, l.cancel = context.WithTimeout(ctx, o.duration)
+	defer l.cancel()
 	start := time.Now()
-	deadline, _ := ctx.Deadline()
-	var scheduled atomic.Int64 // open loop: decisions scheduled so far
-	var wg sync.WaitGroup
-	for i := range o.callers {
-		wg.Go(func() {
-			cc := &ctlConn{socket: g.socket}
-			defer cc.close()
-			slot := slots[i%len(slots)]
-			lat := make([]time.Duration, 0, 4096)
-			defer func() { lats[i] = lat }()
-			var body []byte
-			var decided struct {
-				Allow    bool   `json:"allow"`
-				Tool     string `json:"tool"`
-				Params   string `json:"params_hash_b64u"`
-				AuditSeq uint64 `json:"audit_seq"`
-			}
-			for n := 0; ctx.Err() == nil; n++ {
-				if o.decisions > 0 && acked.Load() >= o.decisions {
-					return
-				}
-				var due time.Time // open loop: when this decision is due
-				if o.rate > 0 {
-					k := scheduled.Add(1) - 1
-					due = start.Add(time.Duration(float64(k) / o.rate * float64(time.Second)))
-					if due.After(deadline) {
+	if o.rate > 0 {
+		l.openLoop(start)
+	} else {
+		var wg sync.WaitGroup
+		for i := range o.callers {
+			wg.Go(func() {
+				c := l.newCaller(i)
+				defer c.end()
+				for n := 0; l.ctx.Err() == nil; n++ {
+					if o.decisions > 0 && l.acked.Load() >= o.decisions {
 						return
 					}
-					time.Sleep(time.Until(due))
-				}
-				// Take the slot's run, replacing it when it has had its
-				// calls; the old run is closed once its calls in flight end.
-				slot.mu.Lock()
-				if slot.used >= o.callsPerRun {
-					r, err := g.createRun(cc)
-					if err != nil {
-						slot.mu.Unlock()
-						if ctx.Err() == nil {
-							setErr(fmt.Errorf("replace run: %w", err))
-						}
-						atomic.AddInt64(&res.errs, 1)
+					if !c.decide(n, time.Time{}) {
 						return
 					}
-					old := slot.cur
-					slot.cur, slot.used = r, 0
-					resMu.Lock()
-					res.runs = append(res.runs, r)
-					resMu.Unlock()
-					closers.Go(func() {
-						old.inflight.Wait()
-						c := &ctlConn{socket: g.socket}
-						defer c.close()
-						if err := g.closeRun(c, old); err != nil {
-							if ctx.Err() == nil {
-								setErr(fmt.Errorf("close run: %w", err))
-							}
-						} else {
-							old.closed.Store(true)
-						}
-					})
 				}
-				r := slot.cur
-				slot.used++
-				r.inflight.Add(1)
-				slot.mu.Unlock()
+			})
+		}
+		wg.Wait()
+		l.res.conns = o.callers
+	}
+	l.res.elapsed = time.Since(start)
+	l.closers.Wait()
+	l.res.acked = l.acked.Load()
+	for _, d := range []*[]time.Duration{&l.res.latencies, &l.res.queued, &l.res.served} {
+		slices.Sort(*d)
+	}
+	return l.res
+}
 
-				body = append(body[:0], `{"turn_id":"`...)
-				body = append(body, r.turn...)
-				body = append(body, `","tool":"read","params":{"path":"/workspace/c`...)
-				body = strconv.AppendInt(body, int64(i), 10)
-				body = append(body, "/f"...)
-				body = strconv.AppendInt(body, int64(n), 10)
-				body = append(body, `.txt"}}`...)
-				t0 := time.Now()
-				if o.rate > 0 {
-					t0 = due
-				}
-				code, rb, err := cc.do("POST", "/v1/runs/"+r.id+"/tool-calls", r.capability, body)
-				el := time.Since(t0)
-				if err == nil && code != 200 {
-					err = fmt.Errorf("tool call: %d %s", code, rb)
-				}
-				if err == nil {
-					decided.Allow, decided.Tool, decided.Params, decided.AuditSeq = false, "", "", 0
-					if err = json.Unmarshal(rb, &decided); err == nil && decided.AuditSeq == 0 {
-						err = fmt.Errorf("tool call: no audit_seq in %s", rb)
+// openLoop hands decision k, due at start + k/rate, to an idle connection,
+// or to a new one while fewer than o.callers are open; with every one of
+// them in a call, the decision waits for the first that is free.
+func (l *load) openLoop(start time.Time) {
+	deadline, _ := l.ctx.Deadline()
+	work := make(chan time.Time)
+	var wg sync.WaitGroup
+	for k := 0; l.ctx.Err() == nil; k++ {
+		due := start.Add(time.Duration(float64(k) / l.o.rate * float64(time.Second)))
+		if due.After(deadline) {
+			break
+		}
+		time.Sleep(time.Until(due))
+		select {
+		case work <- due:
+			continue
+		default:
+		}
+		if l.res.conns < l.o.callers {
+			i, first := l.res.conns, due
+			l.res.conns++
+			wg.Go(func() {
+				c := l.newCaller(i)
+				defer c.end()
+				for n, d, ok := 0, first, true; ok; d, ok = <-work {
+					if !c.decide(n, d) {
+						l.cancel() // the test fails on the error: end the load
+						return
 					}
+					n++
 				}
-				if err != nil {
-					r.inflight.Done()
-					atomic.AddInt64(&res.errs, 1)
-					if ctx.Err() == nil {
-						setErr(err)
-					}
-					return
-				}
-				r.mu.Lock()
-				r.acks = append(r.acks, ack{seq: decided.AuditSeq, tool: decided.Tool, paramsHash: decided.Params, allow: decided.Allow})
-				r.mu.Unlock()
-				r.inflight.Done()
-				lat = append(lat, el)
-				total := acked.Add(1)
-				if o.onAck != nil {
-					o.onAck(total)
-				}
-			}
+			})
+			continue
+		}
+		select {
+		case work <- due:
+		case <-l.ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// caller is one connection of a load and what it measured.
+type caller struct {
+	l                   *load
+	i                   int
+	cc                  *ctlConn
+	slot                *runSlot
+	lat, queued, served []time.Duration
+	body                []byte
+}
+
+func (l *load) newCaller(i int) *caller {
+	return &caller{l: l, i: i, cc: &ctlConn{socket: l.g.socket}, slot: l.slots[i%len(l.slots)],
+		lat: make([]time.Duration, 0, 4096), queued: make([]time.Duration, 0, 4096), served: make([]time.Duration, 0, 4096)}
+}
+
+// end closes the caller's connection and adds its figures to the result.
+func (c *caller) end() {
+	c.cc.close()
+	c.l.resMu.Lock()
+	c.l.res.latencies = append(c.l.res.latencies, c.lat...)
+	c.l.res.queued = append(c.l.res.queued, c.queued...)
+	c.l.res.served = append(c.l.res.served, c.served...)
+	c.l.resMu.Unlock()
+}
+
+// takeRun returns the slot's run. Its replacement is created in the
+// background once the run has had three quarters of its calls (a plugin
+// starts a new run without holding up the calls of the others), and taken
+// when ready; only a run at its calls waits for it. The old run is closed
+// once its calls in flight end.
+func (c *caller) takeRun() (*loadRun, error) {
+	l, slot := c.l, c.slot
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if slot.next == nil && slot.used >= l.o.callsPerRun*3/4 {
+		next := make(chan replacement, 1)
+		slot.next = next
+		l.closers.Go(func() {
+			cc := &ctlConn{socket: l.g.socket}
+			defer cc.close()
+			t0 := time.Now()
+			r, err := l.g.createRun(cc)
+			l.resMu.Lock()
+			l.res.creates = append(l.res.creates, time.Since(t0))
+			l.resMu.Unlock()
+			next <- replacement{r, err}
 		})
 	}
-	wg.Wait()
-	res.elapsed = time.Since(start)
-	closers.Wait()
-	res.acked = acked.Load()
-	for _, l := range lats {
-		res.latencies = append(res.latencies, l...)
+	if slot.next != nil {
+		var rp replacement
+		ready := true
+		if slot.used >= l.o.callsPerRun {
+			rp = <-slot.next
+		} else {
+			select {
+			case rp = <-slot.next:
+			default:
+				ready = false
+			}
+		}
+		if ready {
+			slot.next = nil
+			if rp.err != nil {
+				return nil, rp.err
+			}
+			old := slot.cur
+			slot.cur, slot.used = rp.r, 0
+			l.resMu.Lock()
+			l.res.runs = append(l.res.runs, rp.r)
+			l.resMu.Unlock()
+			l.closers.Go(func() {
+				old.inflight.Wait()
+				cc := &ctlConn{socket: l.g.socket}
+				defer cc.close()
+				if err := l.g.closeRun(cc, old); err != nil {
+					if l.ctx.Err() == nil {
+						l.setErr(fmt.Errorf("close run: %w", err))
+					}
+				} else {
+					old.closed.Store(true)
+				}
+			})
+		}
 	}
-	slices.Sort(res.latencies)
-	return res
+	r := slot.cur
+	slot.used++
+	r.inflight.Add(1)
+	return r, nil
+}
+
+// decide sends decision n of this caller, due at due, and keeps its
+// acknowledgement; false when it failed (the error is kept).
+func (c *caller) decide(n int, due time.Time) bool {
+	l := c.l
+	fail := func(err error) bool {
+		atomic.AddInt64(&l.res.errs, 1)
+		if l.ctx.Err() == nil {
+			l.setErr(err)
+		}
+		return false
+	}
+	r, err := c.takeRun()
+	if err != nil {
+		return fail(fmt.Errorf("replace run: %w", err))
+	}
+	c.body = append(c.body[:0], `{"turn_id":"`...)
+	c.body = append(c.body, r.turn...)
+	c.body = append(c.body, `","tool":"read","params":{"path":"/workspace/c`...)
+	c.body = strconv.AppendInt(c.body, int64(c.i), 10)
+	c.body = append(c.body, "/f"...)
+	c.body = strconv.AppendInt(c.body, int64(n), 10)
+	c.body = append(c.body, `.txt"}}`...)
+	sent := time.Now()
+	if due.IsZero() { // closed loop: from the send
+		due = sent
+	}
+	code, rb, err := c.cc.do("POST", "/v1/runs/"+r.id+"/tool-calls", r.capability, c.body)
+	answered := time.Now()
+	if err == nil && code != 200 {
+		err = fmt.Errorf("tool call: %d %s", code, rb)
+	}
+	var decided struct {
+		Allow    bool   `json:"allow"`
+		Tool     string `json:"tool"`
+		Params   string `json:"params_hash_b64u"`
+		AuditSeq uint64 `json:"audit_seq"`
+	}
+	if err == nil {
+		if err = json.Unmarshal(rb, &decided); err == nil && decided.AuditSeq == 0 {
+			err = fmt.Errorf("tool call: no audit_seq in %s", rb)
+		}
+	}
+	if err != nil {
+		r.inflight.Done()
+		return fail(err)
+	}
+	r.mu.Lock()
+	r.acks = append(r.acks, ack{seq: decided.AuditSeq, tool: decided.Tool, paramsHash: decided.Params, allow: decided.Allow})
+	r.mu.Unlock()
+	r.inflight.Done()
+	c.lat = append(c.lat, answered.Sub(due))
+	c.queued = append(c.queued, sent.Sub(due))
+	c.served = append(c.served, answered.Sub(sent))
+	total := l.acked.Add(1)
+	if l.o.onAck != nil {
+		l.o.onAck(total)
+	}
+	return true
 }
 
 // loadGenFor returns a load generator for an attester started by
@@ -444,7 +570,8 @@ func checkAuditFiles(t testing.TB, stateDir string, runs []*loadRun, exact bool)
 // 4), CLAWEA_LOADTEST_OPEN_DURATION (open loop, 20s),
 // CLAWEA_LOADTEST_OPEN_FRACTION (its offered rate as a fraction of the
 // in-process rate, 0.4) or CLAWEA_LOADTEST_OPEN_RATE (decisions/s, instead
-// of the fraction), CLAWEA_LOADTEST_ENFORCE=1 to fail when the targets are
+// of the fraction), CLAWEA_LOADTEST_OPEN_CONNS (the most connections the
+// open loop opens, 256), CLAWEA_LOADTEST_ENFORCE=1 to fail when the targets are
 // missed (the audit checks always fail the test).
 func TestControlLoad(t *testing.T) {
 	if os.Getenv("CLAWEA_LOADTEST") != "1" {
@@ -456,6 +583,7 @@ func TestControlLoad(t *testing.T) {
 	openDur := envDuration(t, "CLAWEA_LOADTEST_OPEN_DURATION", 20*time.Second)
 	openFraction := envFloat(t, "CLAWEA_LOADTEST_OPEN_FRACTION", 0.4, 1)
 	openRate := envFloat(t, "CLAWEA_LOADTEST_OPEN_RATE", 0, 1e6)
+	openConns := envInt(t, "CLAWEA_LOADTEST_OPEN_CONNS", 256)
 	pf := newPack(t)
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
@@ -465,7 +593,7 @@ func TestControlLoad(t *testing.T) {
 	// Baselines in the same run, on the same file system; the in-process
 	// one before and after the load, averaged, so that a machine whose
 	// other work changes during the run moves both sides of the ratio.
-	fsyncs := rawFsyncRate(t, state, time.Second)
+	fsyncs, fsyncLat := rawFsyncRate(t, state, time.Second)
 	before := inProcessDecideRate(t, filepath.Join(dir, "inproc"), callers, runs, 2*time.Second)
 
 	// Bounded in time (dur) and in count (dur × 100,000/s). CPU time is
@@ -490,7 +618,7 @@ func TestControlLoad(t *testing.T) {
 	if openRate == 0 {
 		openRate = openFraction * inproc.durable
 	}
-	open := g.run(context.Background(), loadOptions{callers: callers, runs: runs, callsPerRun: 20_000, duration: openDur, rate: openRate})
+	open := g.run(context.Background(), loadOptions{callers: openConns, runs: runs, callsPerRun: 20_000, duration: openDur, rate: openRate})
 	if open.firstErr != nil {
 		t.Fatalf("open-loop load: %v (%d errors)", open.firstErr, open.errs)
 	}
@@ -525,8 +653,15 @@ func TestControlLoad(t *testing.T) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("control socket: %d callers, %d runs at once (%d used), %v: %d decisions, %.0f decisions/s; latency p50 %v, p99 %v, p99.9 %v",
 		callers, runs, len(res.runs)-len(open.runs), res.elapsed.Round(time.Millisecond), res.acked, rate, p50, p99, p999)
-	t.Logf("open loop: offered %.0f decisions/s (%.2f of in-process) on %d connections, %v: achieved %.0f/s; latency from the scheduled send p50 %v, p99 %v, p99.9 %v",
-		openRate, openRate/inproc.durable, callers, open.elapsed.Round(time.Millisecond), openAchieved, openP50, openP99, openP999)
+	t.Logf("open loop: offered %.0f decisions/s (%.2f of in-process) on %d connections (opened when all were in a call, up to %d), %v: achieved %.0f/s; latency from the scheduled send p50 %v, p99 %v, p99.9 %v",
+		openRate, openRate/inproc.durable, open.conns, openConns, open.elapsed.Round(time.Millisecond), openAchieved, openP50, openP99, openP999)
+	t.Logf("open loop: in queue (scheduled time to send: the generator's timer and a free connection) p50 %v, p99 %v; in service (send to answer) p50 %v, p99 %v; a raw write+fsync in the same directory p50 %v, p99 %v",
+		loadstat.Percentile(open.queued, 500), loadstat.Percentile(open.queued, 990), loadstat.Percentile(open.served, 500), loadstat.Percentile(open.served, 990),
+		loadstat.Percentile(fsyncLat, 500), loadstat.Percentile(fsyncLat, 990))
+	creates := slices.Concat(res.creates, open.creates)
+	slices.Sort(creates)
+	t.Logf("runs replaced in the background (a new run and its first turn, while the others' calls go on): %d, p50 %v, max %v",
+		len(creates), loadstat.Percentile(creates, 500), loadstat.Percentile(creates, 1000))
 	t.Logf("audit: %d files, %d records verified (wire/auditrec), one per decision; the %d runs still open also read through the API", chk.files, chk.records, viaAPI)
 	t.Logf("baselines: in-process gate.Decide and answer signing with the durable audit log %.0f/s (%.0f before the load, %.0f after; ratio %.2f), without it %.0f/s (ratio %.2f); raw write+fsync %.0f/s (%.1f decisions per fsync-time)",
 		inproc.durable, before.durable, after.durable, rate/inproc.durable, inproc.discard, rate/inproc.discard, fsyncs, rate/fsyncs)
@@ -588,8 +723,9 @@ func envInt(t *testing.T, name string, def int) int {
 }
 
 // rawFsyncRate is how many 512-byte append+fsync pairs one goroutine does
-// per second in dir: the floor a durable log's group commit amortizes.
-func rawFsyncRate(t *testing.T, dir string, d time.Duration) float64 {
+// per second in dir, the floor a durable log's group commit amortizes, and
+// their latencies (sorted): the floor of a durable decision's.
+func rawFsyncRate(t *testing.T, dir string, d time.Duration) (float64, []time.Duration) {
 	f, err := os.CreateTemp(dir, "fsync-baseline-")
 	if err != nil {
 		t.Fatal(err)
@@ -598,18 +734,21 @@ func rawFsyncRate(t *testing.T, dir string, d time.Duration) float64 {
 	defer f.Close()
 	buf := bytes.Repeat([]byte("x"), 511)
 	buf = append(buf, '\n')
-	n := 0
+	var lats []time.Duration
 	start := time.Now()
 	for time.Since(start) < d {
+		t0 := time.Now()
 		if _, err := f.Write(buf); err != nil {
 			t.Fatal(err)
 		}
 		if err := f.Sync(); err != nil {
 			t.Fatal(err)
 		}
-		n++
+		lats = append(lats, time.Since(t0))
 	}
-	return float64(n) / time.Since(start).Seconds()
+	rate := float64(len(lats)) / time.Since(start).Seconds()
+	slices.Sort(lats)
+	return rate, lats
 }
 
 // inProcessRates are the in-process baselines: decisions per second with
