@@ -422,4 +422,18 @@ fi
 . "$here/attacks.sh"
 . "$here/layout.sh"
 
+# attester-api 2.1 / openclaw-plugin 2.1: the plugin keeps each run's
+# capability in memory only. After every turn above (the attacks and the
+# layout included), no real capability may stand in anything on disk:
+# OpenClaw's state, logs and session databases, the turns' output, the run
+# artifacts, the scripted models' and upstreams' request logs, the attester's
+# log (capscan.mjs; the owner turn's forged all-A probe is not a real one, and
+# the owner's message must be found in a session database row, which shows
+# the scan reads the transcripts).
+say "the capability never reaches disk: scan every file the turns, the attester and the models wrote"
+scan_dirs=("$work" "$out")
+[ -n "${lroot:-}" ] && [ -d "$lroot" ] && scan_dirs+=("$lroot")
+node "$here/capscan.mjs" --probe clawea-cap-v1.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA --marker "[scene:owner]" "${scan_dirs[@]}" ||
+	fail "capability scan"
+
 echo "e2e-openclaw: PASS (openclaw $oc_version; artifacts in $out: $(ls "$out" | tr '\n' ' '))" >&2
