@@ -193,20 +193,34 @@ func activateLocal(ctx context.Context, opts tpm.Options, stderr io.Writer) (*tp
 		errorf(stderr, "tpm activate: the TPM has no EK certificate in NV; pin the AK instead")
 		return nil, exitCannot
 	}
-	act, ch, err := tpmcred.NewActivation(rand.Reader, ekCert, tp.AKPublic())
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
-	}
-	resp, err := tp.ActivateCredential(ctx, ch.Marshal())
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		if errors.Is(err, enclave.ErrNotAvailable) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, exitCannot
+	return activate(ekCert, tp.AKPublic(), stderr, func(ch *tpmcred.Challenge) ([]byte, int) {
+		resp, err := tp.ActivateCredential(ctx, ch.Marshal())
+		if err != nil {
+			errorf(stderr, "tpm activate: %v", err)
+			if errors.Is(err, enclave.ErrNotAvailable) || errors.Is(err, context.DeadlineExceeded) {
+				return nil, exitCannot
+			}
+			return nil, exitRejected
 		}
+		return resp, exitOK
+	})
+}
+
+// activate is the verifier's half of an activation, local or remote: it
+// makes a credential for the AK under the EK, has answer activate it in
+// the TPM holding the EK (ANSWER's own failures carry their exit code), and
+// checks the secret that comes back.
+func activate(ekCertDER, akPublic []byte, stderr io.Writer, answer func(*tpmcred.Challenge) ([]byte, int)) (*tpmcred.Certified, int) {
+	act, ch, err := tpmcred.NewActivation(rand.Reader, ekCertDER, akPublic)
+	if err != nil {
+		errorf(stderr, "tpm activate: %v", err)
 		return nil, exitRejected
 	}
-	certified, err := act.Check(resp)
+	secret, code := answer(ch)
+	if code != exitOK {
+		return nil, code
+	}
+	certified, err := act.Check(secret)
 	if err != nil {
 		errorf(stderr, "tpm activate: %v", err)
 		return nil, exitRejected
@@ -271,18 +285,20 @@ func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inter
 		errorf(stderr, "tpm activate: %v", err)
 		return nil, exitRejected
 	}
-	act, ch, err := tpmcred.NewActivation(rand.Reader, ekDER, akPub)
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
-	}
-	sim := ""
-	if simulated {
-		sim = " (the attester says its TPM is SIMULATED)"
-	}
-	errorf(stderr, "tpm activate: EK %s (serial %s) chains to %s%s; sending a credential for AK %s",
-		ek.Subject, ek.SerialNumber.Text(16), root.Subject, sim, hex.EncodeToString(ch.AKName))
+	return activate(ekDER, akPub, stderr, func(ch *tpmcred.Challenge) ([]byte, int) {
+		sim := ""
+		if simulated {
+			sim = " (the attester says its TPM is SIMULATED)"
+		}
+		errorf(stderr, "tpm activate: EK %s (serial %s) chains to %s%s; sending a credential for AK %s",
+			ek.Subject, ek.SerialNumber.Text(16), root.Subject, sim, hex.EncodeToString(ch.AKName))
+		return sendChallenge(ctx, client, base, ch, stderr)
+	})
+}
 
+// sendChallenge posts the challenge to the attester's /v1/tpm/activate,
+// retrying while it is rate-limited, and returns the secret it answers.
+func sendChallenge(ctx context.Context, client *http.Client, base string, ch *tpmcred.Challenge, stderr io.Writer) ([]byte, int) {
 	req, _ := json.Marshal(map[string]string{"challenge_b64u": b64u.Encode(ch.Marshal())})
 	for try := 1; ; try++ {
 		status, body, retry, err := tpmHTTP(ctx, client, http.MethodPost, base+"/v1/tpm/activate", req, maxActivateResponse)
@@ -320,12 +336,7 @@ func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inter
 			errorf(stderr, "tpm activate: activation answer: %v", err)
 			return nil, exitRejected
 		}
-		certified, err := act.Check(secret)
-		if err != nil {
-			errorf(stderr, "tpm activate: %v", err)
-			return nil, exitRejected
-		}
-		return certified, exitOK
+		return secret, exitOK
 	}
 }
 
