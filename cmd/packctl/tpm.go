@@ -165,16 +165,14 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 	}
 	rec, err := tpmcred.NewCertification(certified, interDER, time.Now(), *by)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return exitUsage
+		return fail(stderr, "tpm activate", exitUsage, err)
 	}
 	sum, code := summarize(rec, pool, "tpm activate", stderr)
 	if code != exitOK {
 		return code
 	}
 	if err := createFile(*out, rec.Marshal(), 0o644); err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return exitCannot
+		return fail(stderr, "tpm activate", exitCannot, err)
 	}
 	printSummary(stdout, sum, *asJSON)
 	return exitOK
@@ -414,13 +412,11 @@ func runTPMCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	raw, err := readInput(fs.Arg(0))
 	if err != nil {
-		errorf(stderr, "tpm check: %v", err)
-		return exitCannot
+		return fail(stderr, "tpm check", exitCannot, err)
 	}
 	rec, err := tpmcred.ParseCertification(raw)
 	if err != nil {
-		errorf(stderr, "tpm check: %v", err)
-		return exitRejected
+		return fail(stderr, "tpm check", exitRejected, err)
 	}
 	sum, code := summarize(rec, pool, "tpm check", stderr)
 	if code != exitOK {
