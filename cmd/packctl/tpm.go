@@ -182,8 +182,7 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 func activateLocal(ctx context.Context, opts tpm.Options, stderr io.Writer) (*tpmcred.Certified, int) {
 	tp, err := tpm.Open(ctx, opts)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitCannot
+		return nil, fail(stderr, "tpm activate", exitCannot, err)
 	}
 	defer tp.Close()
 	ekCert := tp.EKCertificate()
@@ -211,8 +210,7 @@ func activateLocal(ctx context.Context, opts tpm.Options, stderr io.Writer) (*tp
 func activate(ekCertDER, akPublic []byte, stderr io.Writer, answer func(*tpmcred.Challenge) ([]byte, int)) (*tpmcred.Certified, int) {
 	act, ch, err := tpmcred.NewActivation(rand.Reader, ekCertDER, akPublic)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
+		return nil, fail(stderr, "tpm activate", exitRejected, err)
 	}
 	secret, code := answer(ch)
 	if code != exitOK {
@@ -220,8 +218,7 @@ func activate(ekCertDER, akPublic []byte, stderr io.Writer, answer func(*tpmcred
 	}
 	certified, err := act.Check(secret)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
+		return nil, fail(stderr, "tpm activate", exitRejected, err)
 	}
 	return certified, exitOK
 }
@@ -247,8 +244,7 @@ func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inter
 	client := &http.Client{Timeout: 60 * time.Second}
 	status, body, _, err := tpmHTTP(ctx, client, http.MethodGet, base+"/v1/tpm/ek", nil, maxTPMEKResponse)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitCannot
+		return nil, fail(stderr, "tpm activate", exitCannot, err)
 	}
 	if status != http.StatusOK {
 		errorf(stderr, "tpm activate: GET /v1/tpm/ek: %s", httpStatusText(status, body))
@@ -280,8 +276,7 @@ func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inter
 	// The chain is checked before any challenge is made or sent.
 	root, err := tpmcred.VerifyEKChain(ek, inters, pool, time.Now())
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
+		return nil, fail(stderr, "tpm activate", exitRejected, err)
 	}
 	return activate(ekDER, akPub, stderr, func(ch *tpmcred.Challenge) ([]byte, int) {
 		sim := ""
@@ -301,8 +296,7 @@ func sendChallenge(ctx context.Context, client *http.Client, base string, ch *tp
 	for try := 1; ; try++ {
 		status, body, retry, err := tpmHTTP(ctx, client, http.MethodPost, base+"/v1/tpm/activate", req, maxActivateResponse)
 		if err != nil {
-			errorf(stderr, "tpm activate: %v", err)
-			return nil, exitCannot
+			return nil, fail(stderr, "tpm activate", exitCannot, err)
 		}
 		if status == http.StatusTooManyRequests && try < activateTries && retry > 0 && retry <= maxRetryAfter {
 			errorf(stderr, "tpm activate: the attester is busy; retrying in %s", retry)
