@@ -5,7 +5,6 @@ package sealed
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/clawea/attester/internal/testjson"
 )
 
 // testAllocator returns the real Linux allocator with optional failures
@@ -294,10 +295,7 @@ func TestBufferNeverPrintsContents(t *testing.T) {
 	slog.New(slog.NewJSONHandler(&logBuf, nil)).Info("x", "buf", b)
 	outs = append(outs, logBuf.String())
 	//lint:ignore SA9005 the point is that marshaling a Buffer reveals nothing
-	j, err := json.Marshal(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := testjson.Marshal(t, b)
 	outs = append(outs, string(j))
 	hexMarker := fmt.Sprintf("%x", marker)
 	for _, o := range outs {
