@@ -24,11 +24,7 @@ func TestBuildAdmissionVectors(t *testing.T) {
 	harness := packtest.Dir(t)
 	vdir := packtest.AdmissionDir()
 	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(vdir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return readTestFile(t, filepath.Join(vdir, name))
 	}
 	vectors := packtest.AdmitVectors(t)
 	ran := 0
