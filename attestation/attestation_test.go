@@ -23,6 +23,7 @@ import (
 	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/nvgpu"
 	"github.com/clawea/attester/internal/testfixture"
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
@@ -125,10 +126,7 @@ func checkOutput(t *testing.T, r *run, is *attestation.Issuer, out *attestation.
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctxBytes, err := json.Marshal(doc.Execution)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctxBytes := testjson.Marshal(t, doc.Execution)
 	if !bytes.Equal(ctxBytes, doc.EvidenceContext()) {
 		t.Fatalf("evidence context is not the stringified execution member:\n%s\n%s", ctxBytes, doc.EvidenceContext())
 	}

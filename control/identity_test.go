@@ -15,15 +15,13 @@ import (
 // platform key comes back after a restart, and a blob that does not unseal is
 // an error, never a silent new identity.
 func TestIdentityPersistsUnderSealer(t *testing.T) {
-	sealer, opts := simulatedSealer(t)
-	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
-	id1, err := LoadIdentity(context.Background(), dir, sealer, opts, log)
+	s := newIdentityStore(t)
+	id1, err := s.load()
 	if err != nil {
 		t.Fatal(err)
 	}
 	id1.Close()
-	id2, err := LoadIdentity(context.Background(), dir, sealer, opts, log)
+	id2, err := s.load()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,20 +29,30 @@ func TestIdentityPersistsUnderSealer(t *testing.T) {
 	if id1.DID != id2.DID || !id2.Sealed || !id1.PackKey.Public().Equal(id2.PackKey.Public()) {
 		t.Fatal("identity changed across restarts")
 	}
-	blob, _ := os.ReadFile(filepath.Join(dir, identityFile))
-	if st, _ := os.Stat(filepath.Join(dir, identityFile)); st.Mode().Perm() != 0o600 {
+	path := filepath.Join(s.dir, identityFile)
+	blob, _ := os.ReadFile(path)
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o600 {
 		t.Fatalf("identity blob mode %v", st.Mode())
 	}
 	blob[len(blob)-1] ^= 1
-	os.WriteFile(filepath.Join(dir, identityFile), blob, 0o600)
-	if _, err := LoadIdentity(context.Background(), dir, sealer, opts, log); err == nil {
+	os.WriteFile(path, blob, 0o600)
+	if _, err := s.load(); err == nil {
 		t.Fatal("a tampered identity blob was replaced silently")
 	}
 }
 
-// simulatedSealer returns the simulated platform's sealer (closed when the
-// test ends) and the sealed-memory options the identity tests use.
-func simulatedSealer(t *testing.T) (sealed.Sealer, sealed.Options) {
+// identityStore is a state folder whose identity is sealed with the
+// simulated platform's key, under the sealed-memory options the identity
+// tests use.
+type identityStore struct {
+	dir    string
+	sealer sealed.Sealer
+	opts   sealed.Options
+}
+
+// newIdentityStore returns an empty identityStore in a temporary folder;
+// the simulated platform is closed when the test ends.
+func newIdentityStore(t *testing.T) identityStore {
 	t.Helper()
 	p, rep, err := detect.Open(context.Background(), detect.Simulated, detect.Options{})
 	if err != nil {
@@ -56,5 +64,10 @@ func simulatedSealer(t *testing.T) (sealed.Sealer, sealed.Options) {
 	if err != nil || sealer == nil {
 		t.Fatalf("sealer %v %v", sealer, err)
 	}
-	return sealer, opts
+	return identityStore{dir: t.TempDir(), sealer: sealer, opts: opts}
+}
+
+// load loads the identity from the store, creating it the first time.
+func (s identityStore) load() (*Identity, error) {
+	return LoadIdentity(context.Background(), s.dir, s.sealer, s.opts, slog.New(slog.DiscardHandler))
 }

@@ -8,7 +8,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,20 +18,18 @@ import (
 // then unsealed again, signs with the key of the sealed seed (the same
 // signature crypto/ed25519 makes) under the identity's public key and DID.
 func TestIdentitySignerMatchesItsSeed(t *testing.T) {
-	sealer, opts := simulatedSealer(t)
-	dir := t.TempDir()
-	log := slog.New(slog.DiscardHandler)
+	s := newIdentityStore(t)
 	msg := []byte("clawea identity signer test")
 	for _, phase := range []string{"created", "unsealed"} {
-		id, err := LoadIdentity(context.Background(), dir, sealer, opts, log)
+		id, err := s.load()
 		if err != nil {
 			t.Fatal(err)
 		}
-		blob, err := os.ReadFile(filepath.Join(dir, identityFile))
+		blob, err := os.ReadFile(filepath.Join(s.dir, identityFile))
 		if err != nil {
 			t.Fatal(err)
 		}
-		secret, err := sealer.Unseal(context.Background(), identityLabel, blob)
+		secret, err := s.sealer.Unseal(context.Background(), identityLabel, blob)
 		if err != nil {
 			t.Fatal(err)
 		}

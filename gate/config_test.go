@@ -2,7 +2,6 @@ package gate
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/schema/confdoc"
 )
 
@@ -232,10 +232,7 @@ func assertNoSecret(t *testing.T, where, s string) {
 
 func TestSecretsNeverPrinted(t *testing.T) {
 	c := mustParse(t, secretDoc)
-	js, err := json.Marshal(c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testjson.Marshal(t, c)
 	var logs bytes.Buffer
 	l := slog.New(slog.NewJSONHandler(&logs, nil))
 	l.Info("config", "cfg", c, "webhook", c.Verifier.Webhook, "telegram", *c.Verifier.Telegram, "secret", c.Verifier.Webhook.Secret)
@@ -254,7 +251,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	}
 	// Errors raised after a secret was read do not carry it either.
 	bad := strings.Replace(secretDoc, `"chatId":"-100"`, `"chatId":"a/b"`, 1)
-	_, err = ParseConfig([]byte(bad), ParseOptions{})
+	_, err := ParseConfig([]byte(bad), ParseOptions{})
 	if err == nil {
 		t.Fatal("bad chat id accepted")
 	}

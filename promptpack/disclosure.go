@@ -9,7 +9,6 @@ package promptpack
 // The normative specification is docs/spec/disclosure-v1.md.
 
 import (
-	"bytes"
 	"crypto/subtle"
 	"errors"
 	"fmt"
@@ -213,12 +212,8 @@ func parseDisclosure(data []byte) (*disclosure, error) {
 	if err := d.validate(); err != nil {
 		return nil, err
 	}
-	canon, err := jcs.Canonicalize(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", errDisclosureMalformed, err)
-	}
-	if !bytes.Equal(canon, data) {
-		return nil, fmt.Errorf("%w: not in JCS canonical form", errDisclosureMalformed)
+	if err := requireJCS(data, errDisclosureMalformed); err != nil {
+		return nil, err
 	}
 	return d, nil
 }

@@ -570,6 +570,19 @@ func checkCanonical(data []byte) error {
 	return nil
 }
 
+// requireJCS refuses, as class, data that is not in JCS canonical form, so
+// that a hash of data is the hash of exactly the bytes received.
+func requireJCS(data []byte, class error) error {
+	canon, err := jcs.Canonicalize(data)
+	if err != nil {
+		return fmt.Errorf("%w: %v", class, err)
+	}
+	if !bytes.Equal(canon, data) {
+		return fmt.Errorf("%w: not in JCS canonical form", class)
+	}
+	return nil
+}
+
 // packParser is the state of Parse: the reader that collects the first
 // field error, the pack being filled, and the top-level members.
 type packParser struct {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/jcs"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
@@ -323,12 +322,8 @@ func parseReportV2(data []byte) (*parsedReportV2, error) {
 	if err := validateReportV2(data); err != nil {
 		return nil, err
 	}
-	canon, err := jcs.Canonicalize(data)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidReport, err)
-	}
-	if !bytes.Equal(canon, data) {
-		return nil, fmt.Errorf("%w: not in JCS canonical form", ErrInvalidReport)
+	if err := requireJCS(data, ErrInvalidReport); err != nil {
+		return nil, err
 	}
 	r := &jsonobj.Reader{}
 	out := &parsedReportV2{Hash: sha256.Sum256(data), Commitments: map[string][32]byte{}}

@@ -6,10 +6,11 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	mrand "math/rand/v2"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // newTestSigner returns an Ed25519Signer over a sealed copy of seed.
@@ -25,15 +26,6 @@ func newTestSigner(t testing.TB, seed []byte) crypto.Signer {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func unhex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 // TestEd25519SignerRFC8032 checks the signer against RFC 8032 section 7.1
@@ -56,15 +48,15 @@ func TestEd25519SignerRFC8032(t *testing.T) {
 			"dc2a4459e7369633a52b1bf277839a00201009a3efbf3ecb69bea2186c26b58909351fc9ac90b3ecfdfbc7c66431e0303dca179c138ac17ad9bef1177331a704"},
 	} {
 		t.Run(v.name, func(t *testing.T) {
-			s := newTestSigner(t, unhex(t, v.seed))
-			if got := s.Public().(ed25519.PublicKey); !bytes.Equal(got, unhex(t, v.pub)) {
+			s := newTestSigner(t, testfile.Hex(t, v.seed))
+			if got := s.Public().(ed25519.PublicKey); !bytes.Equal(got, testfile.Hex(t, v.pub)) {
 				t.Fatalf("public key %x, want %s", got, v.pub)
 			}
-			sig, err := s.Sign(nil, unhex(t, v.msg), crypto.Hash(0))
+			sig, err := s.Sign(nil, testfile.Hex(t, v.msg), crypto.Hash(0))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(sig, unhex(t, v.sig)) {
+			if !bytes.Equal(sig, testfile.Hex(t, v.sig)) {
 				t.Fatalf("signature %x, want %s", sig, v.sig)
 			}
 		})

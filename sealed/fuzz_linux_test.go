@@ -4,19 +4,17 @@ package sealed
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // FuzzUnseal feeds arbitrary blobs to a development sealer: it must never
 // panic, must return a Buffer only with no error, and every error must be
 // one of the documented classes.
 func FuzzUnseal(f *testing.F) {
-	vec, err := hex.DecodeString(devVectorHex)
-	if err != nil {
-		f.Fatal(err)
-	}
+	vec := testfile.Hex(f, devVectorHex)
 	f.Add("test/vector", vec)
 	f.Add("test/other", vec)
 	f.Add("test/vector", vec[:len(vec)-1])

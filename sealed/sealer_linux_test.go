@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // simKeyer is a simulated platform: it derives a real per-label key from a
@@ -466,10 +468,7 @@ func TestSealersNeverPrintKeys(t *testing.T) {
 const devVectorHex = "636c617765612e6465762f61747465737465722f7365616c65642f76310a14646576656c6f706d656e742d696e73656375726575f4db25c42567880ad3fc3cf55a81e0ad172e513c878150a8f56b25e4400ef128cc124972d27ee7cfbf14a077ff82d8fb4baf"
 
 func TestDevVector(t *testing.T) {
-	blob, err := hex.DecodeString(devVectorHex)
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := testfile.Hex(t, devVectorHex)
 	const label, secret = "test/vector", "sealed-memory v1 vector"
 	ds, err := NewDevSealer(testDevKey(), Options{})
 	if err != nil {

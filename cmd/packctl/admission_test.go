@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/promptpack/admission"
 )
 
@@ -23,11 +24,7 @@ func TestBuildAdmissionVectors(t *testing.T) {
 	harness := packtest.Dir(t)
 	vdir := packtest.AdmissionDir()
 	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(vdir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return readTestFile(t, filepath.Join(vdir, name))
 	}
 	vectors := packtest.AdmitVectors(t)
 	ran := 0
@@ -45,10 +42,7 @@ func TestBuildAdmissionVectors(t *testing.T) {
 				params[k] = x
 			}
 			write := func(name string, x any) string {
-				b, err := json.Marshal(x)
-				if err != nil {
-					t.Fatal(err)
-				}
+				b := testjson.Marshal(t, x)
 				p := filepath.Join(dir, name)
 				if err := os.WriteFile(p, b, 0o600); err != nil {
 					t.Fatal(err)

@@ -69,8 +69,7 @@ func parseIdentity(raw []byte) (*identityDoc, error) {
 func attestedRecipient(src, policyPath, challengeB64u string, stderr io.Writer) (*envelope.PublicKey, int) {
 	rawPolicy, err := readInput(policyPath)
 	if err != nil {
-		errorf(stderr, "seal: %v", err)
-		return nil, exitCannot
+		return nil, fail(stderr, "seal", exitCannot, err)
 	}
 	pol, err := verify.ParsePolicy(rawPolicy)
 	if err != nil {
@@ -88,18 +87,15 @@ func attestedRecipient(src, policyPath, challengeB64u string, stderr io.Writer) 
 		}
 		challenge = make([]byte, 32)
 		if _, err := rand.Read(challenge); err != nil {
-			errorf(stderr, "seal: %v", err)
-			return nil, exitCannot
+			return nil, fail(stderr, "seal", exitCannot, err)
 		}
 		errorf(stderr, "seal: fetching the attester identity from %s", src)
 		if raw, err = fetchIdentity(src, challenge); err != nil {
-			errorf(stderr, "seal: %v", err)
-			return nil, exitCannot
+			return nil, fail(stderr, "seal", exitCannot, err)
 		}
 	} else {
 		if raw, err = readInput(src); err != nil {
-			errorf(stderr, "seal: %v", err)
-			return nil, exitCannot
+			return nil, fail(stderr, "seal", exitCannot, err)
 		}
 		if challengeB64u != "" {
 			if challenge, err = b64u.Decode(challengeB64u); err != nil {

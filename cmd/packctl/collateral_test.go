@@ -60,10 +60,7 @@ func (k *kdsFake) count() int {
 
 func scriptEvidence(t *testing.T, path string) *evidence.Evidence {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readTestFile(t, path)
 	b = bytes.TrimSpace(b)
 	key, err := evidencedoc.SignerKey(b)
 	if err != nil {
@@ -261,10 +258,7 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 		"--pcs-url", srv.URL, "--intel-certs-url", srv.URL, "--at", "2026-06-01T12:00:00Z"}, nil, &stdout, &stderr); code != exitOK {
 		t.Fatalf("fetch: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	pol, err := os.ReadFile(in("policy.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := readTestFile(t, in("policy.json"))
 	var base map[string]any
 	if err := json.Unmarshal(pol, &base); err != nil {
 		t.Fatal(err)
@@ -296,18 +290,12 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout.String(), `"tcb_status": "OutOfDate"`) || !strings.Contains(stdout.String(), `"revocation": "checked"`) {
 		t.Fatalf("allowing policy: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	keyPEM, err := os.ReadFile(in("ear-key.pem"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keyPEM := readTestFile(t, in("ear-key.pem"))
 	signer, err := earresult.ParseSigningKey(keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, err := os.ReadFile(earOut)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok := readTestFile(t, earOut)
 	var ar ear.AttestationResult
 	if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, signer.Public()); err != nil {
 		t.Fatal(err)

@@ -54,18 +54,15 @@ func runDisclose(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			errorf(stderr, "disclose: %s: the pack has no report salts (SystemPromptReport.v1); build it with --report-version 2", *packPath)
 			return exitRejected
 		case "INPUT_NOT_IN_REPORT":
-			errorf(stderr, "disclose: %v", err)
-			return exitUsage
+			return fail(stderr, "disclose", exitUsage, err)
 		}
-		errorf(stderr, "disclose: %v", err)
-		return exitRejected
+		return fail(stderr, "disclose", exitRejected, err)
 	}
 	defer sealed.Wipe(enc)
 	// Disclose reveals each distinct selector once.
 	n := len(slices.Compact(slices.Sorted(slices.Values(reveal))))
 	if err := writeFile(*out, enc, 0o600, stdout); err != nil {
-		errorf(stderr, "disclose: %v", err)
-		return exitCannot
+		return fail(stderr, "disclose", exitCannot, err)
 	}
 	fmt.Fprintf(stderr, "packctl: disclose: %d input(s) bound to report %s\n", n, rb.ReportHashB64u())
 	if *asJSON {

@@ -45,13 +45,11 @@ func runEAR(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	set, err := earKeySet(*jwksPath, *keyPath)
 	if err != nil {
-		errorf(stderr, "ear verify: %v", err)
-		return exitCannot
+		return fail(stderr, "ear verify", exitCannot, err)
 	}
 	tok, err := readArgOrStdin(fs.Arg(0), 1<<20)
 	if err != nil {
-		errorf(stderr, "ear verify: %v", err)
-		return exitCannot
+		return fail(stderr, "ear verify", exitCannot, err)
 	}
 	ar, kid, err := earresult.Verify(tok, set)
 	if err != nil {

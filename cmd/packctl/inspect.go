@@ -72,8 +72,7 @@ func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	raw, err := readArgOrStdin(fs.Arg(0), maxInputBytes+(64<<10))
 	if err != nil {
-		errorf(stderr, "inspect: %v", err)
-		return exitCannot
+		return fail(stderr, "inspect", exitCannot, err)
 	}
 	kind := sniff(raw)
 	switch kind {
@@ -99,8 +98,7 @@ func runInspect(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if *asJSON {
 		b, err := pohjson.Stringify(v)
 		if err != nil {
-			errorf(stderr, "inspect: %v", err)
-			return exitRejected
+			return fail(stderr, "inspect", exitRejected, err)
 		}
 		fmt.Fprintf(stdout, "%s\n", b)
 		return code

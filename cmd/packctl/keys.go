@@ -58,18 +58,15 @@ func runKeygen(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	k, err := envelope.GenerateKey()
 	if err != nil {
-		errorf(stderr, "keygen: %v", err)
-		return exitCannot
+		return fail(stderr, "keygen", exitCannot, err)
 	}
 	text, err := k.AppendSecretKeyFile(nil)
 	if err != nil {
-		errorf(stderr, "keygen: %v", err)
-		return exitCannot
+		return fail(stderr, "keygen", exitCannot, err)
 	}
 	defer sealed.Wipe(text)
 	if err := createFile(*out, text, 0o600); err != nil {
-		errorf(stderr, "keygen: %v", err)
-		return exitCannot
+		return fail(stderr, "keygen", exitCannot, err)
 	}
 	printPub(k.Public(), *out)
 	return exitOK

@@ -35,13 +35,11 @@ func runOpenClaw(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	h, err := harnessHost(*harness)
 	if err != nil {
-		errorf(stderr, "openclaw check: %v", err)
-		return exitCannot
+		return fail(stderr, "openclaw check", exitCannot, err)
 	}
 	cfg, err := readInput(fs.Arg(0))
 	if err != nil {
-		errorf(stderr, "openclaw check: %v", err)
-		return exitCannot
+		return fail(stderr, "openclaw check", exitCannot, err)
 	}
 	findings, err := openclawcheck.Check(cfg, h)
 	if errors.Is(err, openclawcheck.ErrMalformed) {
@@ -49,8 +47,7 @@ func runOpenClaw(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return exitRejected
 	}
 	if err != nil {
-		errorf(stderr, "openclaw check: %v", err)
-		return exitCannot
+		return fail(stderr, "openclaw check", exitCannot, err)
 	}
 	if *asJSON {
 		if findings == nil {

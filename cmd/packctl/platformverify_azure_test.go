@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -35,10 +34,7 @@ func TestAzureRawFormats(t *testing.T) {
 		{"azure-tdx-vtpm/evidence-v0.json", "az-tdx-vtpm", challenge, "evidence version 0 leaves it zero"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			data, err := os.ReadFile(azureDir + tc.file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := readTestFile(t, azureDir+tc.file)
 			res, summary, checks, err := verifyAzureRaw(tc.format, data, tc.nonce, nil, at, nil)
 			if err != nil {
 				t.Fatal(err)

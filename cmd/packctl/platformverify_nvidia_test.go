@@ -2,12 +2,11 @@ package main
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/verify/platform"
 )
 
@@ -23,15 +22,11 @@ const hopperNonce = "931d8dd0add203ac3d8b4fbde75e115278eefcdceac5b87671a748f3236
 // verify uses for rejected evidence.
 func TestNVIDIAGPUFormat(t *testing.T) {
 	read := func(name string) []byte {
-		b, err := os.ReadFile(hopperDir + name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return readTestFile(t, hopperDir+name)
 	}
 	report := read("hopperAttestationReport.txt")
 	case1 := read("hopper_cert_chain_case1.txt")
-	nonce := mustHexBytes(t, hopperNonce)
+	nonce := testfile.Hex(t, hopperNonce)
 	at := time.Date(2026, time.November, 1, 0, 0, 0, 0, time.UTC)
 
 	sum, checks, err := verifyNVIDIAGPURaw(report, nonce, case1, at)
@@ -82,13 +77,4 @@ func TestNVIDIAGPUFormat(t *testing.T) {
 			t.Logf("refused: %v", err)
 		})
 	}
-}
-
-func mustHexBytes(t *testing.T, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }

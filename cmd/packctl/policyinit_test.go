@@ -292,10 +292,7 @@ func TestPolicyInitGPU(t *testing.T) {
 // readPolicyFile reads and parses a policy file policy init wrote.
 func readPolicyFile(t *testing.T, path string) ([]byte, *verify.Policy) {
 	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readTestFile(t, path)
 	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
 	if err != nil {
 		t.Fatal(err)

@@ -69,15 +69,13 @@ func runReleases(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		rel := openclawrelease.Supported()[v]
 		trust, err := promptpack.ReleaseTrust(rel)
 		if err != nil {
-			errorf(stderr, "releases: %v", err)
-			return exitCannot
+			return fail(stderr, "releases", exitCannot, err)
 		}
 		e := entry{Version: v, Trust: trust, Files: map[string]string{}, Table: rel.TableSHA256}
 		for _, f := range rel.Files {
 			d, err := b64u.DecodeHash(f.SHA256)
 			if err != nil {
-				errorf(stderr, "releases: %v", err)
-				return exitCannot
+				return fail(stderr, "releases", exitCannot, err)
 			}
 			e.Files[f.Path] = fmt.Sprintf("sha256:%x", d)
 		}

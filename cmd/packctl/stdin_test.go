@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 )
@@ -11,10 +10,7 @@ import (
 // can be stdin.
 func TestDashReadsStdin(t *testing.T) {
 	in := scriptFiles(t)
-	att, err := os.ReadFile(in("sev/attestation.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	att := readTestFile(t, in("sev/attestation.json"))
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"verify", "--attestation", "-", "--evidence", in("sev/evidence.jws"), "--policy", in("policy.json"),
 		"--at", "2026-06-01T12:00:00Z"}, bytes.NewReader(att), &stdout, &stderr)

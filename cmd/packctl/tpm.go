@@ -165,16 +165,14 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 	}
 	rec, err := tpmcred.NewCertification(certified, interDER, time.Now(), *by)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return exitUsage
+		return fail(stderr, "tpm activate", exitUsage, err)
 	}
 	sum, code := summarize(rec, pool, "tpm activate", stderr)
 	if code != exitOK {
 		return code
 	}
 	if err := createFile(*out, rec.Marshal(), 0o644); err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return exitCannot
+		return fail(stderr, "tpm activate", exitCannot, err)
 	}
 	printSummary(stdout, sum, *asJSON)
 	return exitOK
@@ -184,8 +182,7 @@ func runTPMActivate(args []string, stdout, stderr io.Writer) int {
 func activateLocal(ctx context.Context, opts tpm.Options, stderr io.Writer) (*tpmcred.Certified, int) {
 	tp, err := tpm.Open(ctx, opts)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitCannot
+		return nil, fail(stderr, "tpm activate", exitCannot, err)
 	}
 	defer tp.Close()
 	ekCert := tp.EKCertificate()
@@ -193,23 +190,35 @@ func activateLocal(ctx context.Context, opts tpm.Options, stderr io.Writer) (*tp
 		errorf(stderr, "tpm activate: the TPM has no EK certificate in NV; pin the AK instead")
 		return nil, exitCannot
 	}
-	act, ch, err := tpmcred.NewActivation(rand.Reader, ekCert, tp.AKPublic())
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
-	}
-	resp, err := tp.ActivateCredential(ctx, ch.Marshal())
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		if errors.Is(err, enclave.ErrNotAvailable) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, exitCannot
+	return activate(ekCert, tp.AKPublic(), stderr, func(ch *tpmcred.Challenge) ([]byte, int) {
+		resp, err := tp.ActivateCredential(ctx, ch.Marshal())
+		if err != nil {
+			errorf(stderr, "tpm activate: %v", err)
+			if errors.Is(err, enclave.ErrNotAvailable) || errors.Is(err, context.DeadlineExceeded) {
+				return nil, exitCannot
+			}
+			return nil, exitRejected
 		}
-		return nil, exitRejected
-	}
-	certified, err := act.Check(resp)
+		return resp, exitOK
+	})
+}
+
+// activate is the verifier's half of an activation, local or remote: it
+// makes a credential for the AK under the EK, has answer activate it in
+// the TPM holding the EK (ANSWER's own failures carry their exit code), and
+// checks the secret that comes back.
+func activate(ekCertDER, akPublic []byte, stderr io.Writer, answer func(*tpmcred.Challenge) ([]byte, int)) (*tpmcred.Certified, int) {
+	act, ch, err := tpmcred.NewActivation(rand.Reader, ekCertDER, akPublic)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
+		return nil, fail(stderr, "tpm activate", exitRejected, err)
+	}
+	secret, code := answer(ch)
+	if code != exitOK {
+		return nil, code
+	}
+	certified, err := act.Check(secret)
+	if err != nil {
+		return nil, fail(stderr, "tpm activate", exitRejected, err)
 	}
 	return certified, exitOK
 }
@@ -235,8 +244,7 @@ func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inter
 	client := &http.Client{Timeout: 60 * time.Second}
 	status, body, _, err := tpmHTTP(ctx, client, http.MethodGet, base+"/v1/tpm/ek", nil, maxTPMEKResponse)
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitCannot
+		return nil, fail(stderr, "tpm activate", exitCannot, err)
 	}
 	if status != http.StatusOK {
 		errorf(stderr, "tpm activate: GET /v1/tpm/ek: %s", httpStatusText(status, body))
@@ -268,27 +276,27 @@ func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inter
 	// The chain is checked before any challenge is made or sent.
 	root, err := tpmcred.VerifyEKChain(ek, inters, pool, time.Now())
 	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
+		return nil, fail(stderr, "tpm activate", exitRejected, err)
 	}
-	act, ch, err := tpmcred.NewActivation(rand.Reader, ekDER, akPub)
-	if err != nil {
-		errorf(stderr, "tpm activate: %v", err)
-		return nil, exitRejected
-	}
-	sim := ""
-	if simulated {
-		sim = " (the attester says its TPM is SIMULATED)"
-	}
-	errorf(stderr, "tpm activate: EK %s (serial %s) chains to %s%s; sending a credential for AK %s",
-		ek.Subject, ek.SerialNumber.Text(16), root.Subject, sim, hex.EncodeToString(ch.AKName))
+	return activate(ekDER, akPub, stderr, func(ch *tpmcred.Challenge) ([]byte, int) {
+		sim := ""
+		if simulated {
+			sim = " (the attester says its TPM is SIMULATED)"
+		}
+		errorf(stderr, "tpm activate: EK %s (serial %s) chains to %s%s; sending a credential for AK %s",
+			ek.Subject, ek.SerialNumber.Text(16), root.Subject, sim, hex.EncodeToString(ch.AKName))
+		return sendChallenge(ctx, client, base, ch, stderr)
+	})
+}
 
+// sendChallenge posts the challenge to the attester's /v1/tpm/activate,
+// retrying while it is rate-limited, and returns the secret it answers.
+func sendChallenge(ctx context.Context, client *http.Client, base string, ch *tpmcred.Challenge, stderr io.Writer) ([]byte, int) {
 	req, _ := json.Marshal(map[string]string{"challenge_b64u": b64u.Encode(ch.Marshal())})
 	for try := 1; ; try++ {
 		status, body, retry, err := tpmHTTP(ctx, client, http.MethodPost, base+"/v1/tpm/activate", req, maxActivateResponse)
 		if err != nil {
-			errorf(stderr, "tpm activate: %v", err)
-			return nil, exitCannot
+			return nil, fail(stderr, "tpm activate", exitCannot, err)
 		}
 		if status == http.StatusTooManyRequests && try < activateTries && retry > 0 && retry <= maxRetryAfter {
 			errorf(stderr, "tpm activate: the attester is busy; retrying in %s", retry)
@@ -320,12 +328,7 @@ func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inter
 			errorf(stderr, "tpm activate: activation answer: %v", err)
 			return nil, exitRejected
 		}
-		certified, err := act.Check(secret)
-		if err != nil {
-			errorf(stderr, "tpm activate: %v", err)
-			return nil, exitRejected
-		}
-		return certified, exitOK
+		return secret, exitOK
 	}
 }
 
@@ -403,13 +406,11 @@ func runTPMCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	raw, err := readInput(fs.Arg(0))
 	if err != nil {
-		errorf(stderr, "tpm check: %v", err)
-		return exitCannot
+		return fail(stderr, "tpm check", exitCannot, err)
 	}
 	rec, err := tpmcred.ParseCertification(raw)
 	if err != nil {
-		errorf(stderr, "tpm check: %v", err)
-		return exitRejected
+		return fail(stderr, "tpm check", exitRejected, err)
 	}
 	sum, code := summarize(rec, pool, "tpm check", stderr)
 	if code != exitOK {

@@ -84,10 +84,7 @@ func (a *tpmActivation) record(t *testing.T, stdout string) (tpmSummary, []byte,
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatal(err)
 	}
-	raw, err := os.ReadFile(a.rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := readTestFile(t, a.rec)
 	cert, err := tpmcred.ParseCertification(raw)
 	return sum, raw, cert, err
 }

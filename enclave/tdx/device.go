@@ -119,7 +119,7 @@ func (d *Device) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.E
 	if err != nil {
 		return nil, err
 	}
-	log, err := readCCEL(d.ccelPath)
+	log, err := enclave.ReadEventLog(d.ccelPath)
 	if err != nil {
 		return nil, err
 	}

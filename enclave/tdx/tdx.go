@@ -27,7 +27,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
 	"github.com/clawea/attester/wire/tpmquote"
@@ -42,26 +41,6 @@ const auxEventLog = tpmquote.AuxEventLog
 
 // defaultCCELPath is where Linux exposes the ACPI CCEL table's log area.
 const defaultCCELPath = "/sys/firmware/acpi/tables/data/CCEL"
-
-// errEventLogTooBig reports a CC event log over tpmquote.MaxEventLogSize.
-var errEventLogTooBig = errors.New("tdx: cc event log too large")
-
-// readCCEL reads the CC event log at path; nil when path is empty, the
-// file is absent or unreadable (no CCEL table, not root) or empty: the
-// event log is optional evidence.
-func readCCEL(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := bounded.ReadFile(path, tpmquote.MaxEventLogSize)
-	if errors.Is(err, bounded.ErrTooLarge) {
-		return nil, fmt.Errorf("%w: more than %d bytes", errEventLogTooBig, tpmquote.MaxEventLogSize)
-	}
-	if err != nil || len(b) == 0 {
-		return nil, nil
-	}
-	return b, nil
-}
 
 // Errors.
 var (

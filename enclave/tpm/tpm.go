@@ -19,7 +19,6 @@ import (
 	"github.com/google/go-tpm/tpm2/transport"
 
 	"github.com/clawea/attester/enclave"
-	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -52,11 +51,10 @@ func defaultPCRs() []int { return []int{0, 1, 2, 3, 4, 5, 6, 7} }
 
 // Errors.
 var (
-	errClosed         = errors.New("tpm: closed")
-	errOptions        = errors.New("tpm: invalid options")
-	errPCRRace        = errors.New("tpm: pcrs kept changing during the quote")
-	errUnexpectedTPM  = errors.New("tpm: unexpected tpm response")
-	errEventLogTooBig = errors.New("tpm: event log too large")
+	errClosed        = errors.New("tpm: closed")
+	errOptions       = errors.New("tpm: invalid options")
+	errPCRRace       = errors.New("tpm: pcrs kept changing during the quote")
+	errUnexpectedTPM = errors.New("tpm: unexpected tpm response")
 )
 
 // Options selects the TPM and the PCRs. The zero value opens /dev/tpmrm0
@@ -505,7 +503,7 @@ func (t *TPM) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evid
 	if t.ekCert != nil {
 		ev.CertChain = [][]byte{slices.Clone(t.ekCert)}
 	}
-	log, err := readEventLog(t.eventLog)
+	log, err := enclave.ReadEventLog(t.eventLog)
 	if err != nil {
 		return nil, err
 	}
@@ -546,27 +544,6 @@ func (t *TPM) quotePCRs(key tpm2.NamedHandle, qd []byte) ([]byte, *tpm2.TPMTSign
 		}
 	}
 	return nil, nil, nil, errPCRRace
-}
-
-// readEventLog returns the event log at path, nil when path is empty or the
-// file is absent or unreadable, and an error when it exceeds the limit.
-func readEventLog(path string) ([]byte, error) {
-	if path == "" {
-		return nil, nil
-	}
-	b, err := bounded.ReadFile(path, tpmquote.MaxEventLogSize)
-	if errors.Is(err, bounded.ErrTooLarge) {
-		return nil, fmt.Errorf("%w: more than %d bytes", errEventLogTooBig, tpmquote.MaxEventLogSize)
-	}
-	if err != nil {
-		// Absent (no TPM driver, swtpm) or not readable (not root): the
-		// event log is optional evidence.
-		return nil, nil
-	}
-	if len(b) == 0 {
-		return nil, nil
-	}
-	return b, nil
 }
 
 // LaunchMeasurement implements enclave.Measurer: the SHA-256 PCR digest of

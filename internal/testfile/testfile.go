@@ -4,6 +4,7 @@ package testfile
 
 import (
 	"bufio"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -22,6 +23,16 @@ func Write(tb testing.TB, dir, rel string, b []byte) {
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// Hex decodes the hex string s of a test vector; a malformed s fails tb.
+func Hex(tb testing.TB, s string) []byte {
+	tb.Helper()
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 // TSV reads the tab-separated file at path and returns the columns of

@@ -424,16 +424,16 @@ func packRoot(t testing.TB, sortedEntries []packEntry) string {
 	return b64u.Encode(sum[:])
 }
 
-// RepoDir returns the repository root (the module directory).
-func RepoDir() string {
+// repoDir returns the repository root (the module directory).
+func repoDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// TPMQuotePath is the swtpm quote fixture that enclave/tpm's
+// tpmQuotePath is the swtpm quote fixture that enclave/tpm's
 // internal/fixturegen writes (go generate ./enclave/tpm).
-func TPMQuotePath() string {
-	return filepath.Join(RepoDir(), "wire", "tpmquote", "testdata", "swtpm_quote.json")
+func tpmQuotePath() string {
+	return filepath.Join(repoDir(), "wire", "tpmquote", "testdata", "swtpm_quote.json")
 }
 
 // TPMQuote is a real swtpm quote and what it commits to.
@@ -458,7 +458,7 @@ type TPMQuoteFile struct {
 // LoadTPMQuote reads the swtpm quote fixture.
 func LoadTPMQuote(t testing.TB) TPMQuote {
 	t.Helper()
-	raw, err := os.ReadFile(TPMQuotePath())
+	raw, err := os.ReadFile(tpmQuotePath())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,16 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/schema/b64u"
 )
 
 func TestManifestJSONRoundTrip(t *testing.T) {
 	k1, k2 := mustKey(t), mustKey(t)
 	_, m := mustSeal(t, []byte("x"), testContext("pack:1"), k1.Public(), k2.Public())
-	js, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := testjson.Marshal(t, m)
 	m2, err := ParseManifest(js)
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,6 @@ import (
 	"crypto/sha256"
 	"crypto/sha3"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -25,6 +24,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 const (
@@ -205,14 +206,6 @@ func suiteVector(t *testing.T) rfc9180Vector {
 	return rfc9180Vector{}
 }
 
-func unhex(t testing.TB, s string) []byte {
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // drawInput reads a length byte and that many bytes (the accumulation
 // scheme of Go's condensed vectors).
 func drawInput(r io.Reader) []byte {
@@ -227,14 +220,14 @@ func drawInput(r io.Reader) []byte {
 // vector: key derivation, enc, and 1000 accumulated encryptions.
 func TestRefAgainstRFC9180(t *testing.T) {
 	v := suiteVector(t)
-	skR, pkR := refDeriveKeyPair(t, unhex(t, v.IkmR))
-	if !bytes.Equal(skR, unhex(t, v.SkRm)) || !bytes.Equal(pkR, unhex(t, v.PkRm)) {
+	skR, pkR := refDeriveKeyPair(t, testfile.Hex(t, v.IkmR))
+	if !bytes.Equal(skR, testfile.Hex(t, v.SkRm)) || !bytes.Equal(pkR, testfile.Hex(t, v.PkRm)) {
 		t.Fatal("DeriveKeyPair(ikmR) does not give skRm/pkRm")
 	}
-	skE, _ := refDeriveKeyPair(t, unhex(t, v.IkmE))
-	info := unhex(t, v.Info)
+	skE, _ := refDeriveKeyPair(t, testfile.Hex(t, v.IkmE))
+	info := testfile.Hex(t, v.Info)
 	enc, sender := refSender(t, skE, pkR, info)
-	if !bytes.Equal(enc, unhex(t, v.Enc)) {
+	if !bytes.Equal(enc, testfile.Hex(t, v.Enc)) {
 		t.Fatalf("enc = %x, want %s", enc, v.Enc)
 	}
 	recipient := refRecipient(t, enc, skR, info)
@@ -250,7 +243,7 @@ func TestRefAgainstRFC9180(t *testing.T) {
 	}
 	acc := make([]byte, 16)
 	_, _ = sink.Read(acc)
-	if !bytes.Equal(acc, unhex(t, v.AccEncryptions)) {
+	if !bytes.Equal(acc, testfile.Hex(t, v.AccEncryptions)) {
 		t.Fatalf("accumulated encryptions = %x, want %s", acc, v.AccEncryptions)
 	}
 }
@@ -259,8 +252,8 @@ func TestRefAgainstRFC9180(t *testing.T) {
 // against the vector's key pair and ephemeral key.
 func TestWrapUnwrapRFC9180(t *testing.T) {
 	v := suiteVector(t)
-	skR, pkR := unhex(t, v.SkRm), unhex(t, v.PkRm)
-	skE, _ := refDeriveKeyPair(t, unhex(t, v.IkmE))
+	skR, pkR := testfile.Hex(t, v.SkRm), testfile.Hex(t, v.PkRm)
+	skE, _ := refDeriveKeyPair(t, testfile.Hex(t, v.IkmE))
 	sk, err := hpke.DHKEM(ecdh.X25519()).NewPrivateKey(skR)
 	if err != nil {
 		t.Fatal(err)
@@ -271,14 +264,14 @@ func TestWrapUnwrapRFC9180(t *testing.T) {
 	}
 	dek := bytes.Repeat([]byte{0x42}, dekSize)
 	infos := map[string][]byte{
-		"vector info":   unhex(t, v.Info),
+		"vector info":   testfile.Hex(t, v.Info),
 		"envelope info": wrapInfo(testContext("pack-rfc"), pub.KeyID()),
 	}
 	for name, info := range infos {
 		// Unwrap: a wrap made with the vector's ephemeral key (enc is the
 		// vector's enc) opens with unwrapKey.
 		enc, sender := refSender(t, skE, pkR, info)
-		if !bytes.Equal(enc, unhex(t, v.Enc)) {
+		if !bytes.Equal(enc, testfile.Hex(t, v.Enc)) {
 			t.Fatal("enc differs from the vector")
 		}
 		wrapped := append(enc, sender.seal(nil, dek)...)

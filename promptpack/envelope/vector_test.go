@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"testing/cryptotest"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 var updateVector = flag.Bool("update-vector", false, "regenerate testdata/vector-v1.json with Seal and a fixed random seed")
@@ -66,18 +68,18 @@ const vectorPlaintext = `{"pack":"example"}`
 // with the independent RFC 9180 implementation, not with Seal.
 func reconstruct(t *testing.T, v *specVector) []byte {
 	ctx := Context{PackID: v.PackID}
-	copy(ctx.ReportHash[:], unhex(t, v.ReportHash))
-	dek := unhex(t, v.DEK)
+	copy(ctx.ReportHash[:], testfile.Hex(t, v.ReportHash))
+	dek := testfile.Hex(t, v.DEK)
 	h := &Header{PackID: ctx.PackID, ReportHash: ctx.ReportHash}
 	for i, pubText := range v.RecipientPubs {
 		pub, err := ParsePublicKey(pubText)
 		if err != nil {
 			t.Fatal(err)
 		}
-		enc, c := refSender(t, unhex(t, v.EphemeralKeys[i]), pub.Bytes(), wrapInfo(ctx, pub.KeyID()))
+		enc, c := refSender(t, testfile.Hex(t, v.EphemeralKeys[i]), pub.Bytes(), wrapInfo(ctx, pub.KeyID()))
 		h.Recipients = append(h.Recipients, recipientStanza{KeyID: pub.KeyID(), Wrapped: append(enc, c.seal(nil, dek)...)})
 	}
-	copy(h.Nonce[:], unhex(t, v.Nonce))
+	copy(h.Nonce[:], testfile.Hex(t, v.Nonce))
 	hdr := h.appendHeader(nil)
 	if got := hex.EncodeToString(bodyAD(hdr)); got != v.BodyAD {
 		t.Fatalf("body AD differs:\n%s\nwant\n%s", got, v.BodyAD)
@@ -86,7 +88,7 @@ func reconstruct(t *testing.T, v *specVector) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Ciphertext = gcm.Seal(nil, h.Nonce[:], unhex(t, v.Plaintext), bodyAD(hdr))
+	h.Ciphertext = gcm.Seal(nil, h.Nonce[:], testfile.Hex(t, v.Plaintext), bodyAD(hdr))
 	f, err := h.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +173,7 @@ func TestSpecVector(t *testing.T) {
 	if err := json.Unmarshal(data, &v); err != nil {
 		t.Fatal(err)
 	}
-	file := unhex(t, v.File)
+	file := testfile.Hex(t, v.File)
 
 	// 1. The file is what the RFC 9180 reference makes of the published
 	//    intermediate values (DEK, ephemeral keys, nonce).
@@ -188,7 +190,7 @@ func TestSpecVector(t *testing.T) {
 	}
 	// 3. Every recipient opens it to the plaintext.
 	ctx := Context{PackID: v.PackID}
-	copy(ctx.ReportHash[:], unhex(t, v.ReportHash))
+	copy(ctx.ReportHash[:], testfile.Hex(t, v.ReportHash))
 	for i, text := range v.RecipientKeys {
 		k, err := ParsePrivateKey([]byte(text))
 		if err != nil {

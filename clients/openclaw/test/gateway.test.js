@@ -215,6 +215,19 @@ async function openTurn(/** @type {Controller} */ c, /** @type {string} */ promp
   c.llmInput({ systemPrompt: prompt + suffix }, gctx);
 }
 
+/**
+ * Starts a fake attester with fakeOpts (closed when the test ends) and a
+ * gateway controller on it, and opens the run and its turn.
+ * @param {import("node:test").TestContext} t @param {object} [fakeOpts] @param {object} [extra]
+ */
+async function gatewayTurn(t, fakeOpts = {}, extra = {}) {
+  const f = await startFake(fakeOpts);
+  t.after(() => f.close());
+  const { c } = gwController(f, extra);
+  await openTurn(c, f.prompt);
+  return { f, c };
+}
+
 /** One model call as OpenClaw makes it: model_call_started, then the transport. */
 async function modelCall(/** @type {Controller} */ c, /** @type {string} */ callId, /** @type {string} */ api, /** @type {string} */ prompt, started = true) {
   if (started) c.modelCallStarted({ runId: gctx.runId, callId, provider: PLUGIN_ID, model: "scripted/scripted" }, gctx);
@@ -226,10 +239,7 @@ async function modelCall(/** @type {Controller} */ c, /** @type {string} */ call
 for (const api of ["openai-completions", "anthropic-messages"]) {
   test(`gateway (${api}): every model call goes through the gateway, and the bundle carries one verified receipt per llm_call`, async (t) => {
     let n = 0;
-    const f = await startFake({ upstream: () => (n++ === 0 ? [{ tool: "read", args: { path: "x" } }] : [{ text: "done" }]) });
-    t.after(() => f.close());
-    const { c } = gwController(f);
-    await openTurn(c, f.prompt);
+    const { f, c } = await gatewayTurn(t, { upstream: () => (n++ === 0 ? [{ tool: "read", args: { path: "x" } }] : [{ text: "done" }]) });
     const first = await modelCall(c, "c1", api, f.prompt);
     assert.equal(first.events.at(-1).type, "done", JSON.stringify(first.events.at(-1)));
     assert.deepEqual(first.final.content, [{ type: "toolCall", id: api === "openai-completions" ? "call_1" : "toolu_1", name: "read", arguments: { path: "x" } }]);
@@ -279,10 +289,7 @@ test("gateway: a run whose model is not the plugin's provider is blocked before 
 });
 
 test("gateway: a model call outside an attested run is refused without reaching the gateway", async (t) => {
-  const f = await startFake();
-  t.after(() => f.close());
-  const { c } = gwController(f);
-  await openTurn(c, f.prompt);
+  const { f, c } = await gatewayTurn(t);
   // No model_call_started for this call id: not a call of the attested run
   // (a compaction run, another session).
   const r = await modelCall(c, "stray", "openai-completions", f.prompt, false);
@@ -292,10 +299,7 @@ test("gateway: a model call outside an attested run is refused without reaching 
 });
 
 test("gateway: a model call to an unrouted provider leaves the run without an attestation", async (t) => {
-  const f = await startFake();
-  t.after(() => f.close());
-  const { c } = gwController(f);
-  await openTurn(c, f.prompt);
+  const { f, c } = await gatewayTurn(t);
   await modelCall(c, "c1", "openai-completions", f.prompt);
   // A fallback or other model call OpenClaw sent to a provider of its own.
   c.modelCallStarted({ runId: gctx.runId, callId: "c2", provider: "openai", model: "gpt-5" }, gctx);
@@ -305,10 +309,7 @@ test("gateway: a model call to an unrouted provider leaves the run without an at
 });
 
 test("gateway: a refused request fails the turn and the run", async (t) => {
-  const f = await startFake({ gatewayStatus: 422 });
-  t.after(() => f.close());
-  const { c } = gwController(f);
-  await openTurn(c, f.prompt);
+  const { f, c } = await gatewayTurn(t, { gatewayStatus: 422 });
   const r = await modelCall(c, "c1", "openai-completions", f.prompt);
   assert.equal(r.events.at(-1).type, "error");
   assert.match(r.final.errorMessage, /gateway refused the request: 422: GATEWAY_SYSTEM_MISMATCH: the system text is not the attested prompt/);
@@ -323,10 +324,7 @@ test("gateway: a refused request fails the turn and the run", async (t) => {
 });
 
 test("gateway: a model call with a system text that is not the attested prompt is not sent", async (t) => {
-  const f = await startFake();
-  t.after(() => f.close());
-  const { c } = gwController(f);
-  await openTurn(c, f.prompt);
+  const { f, c } = await gatewayTurn(t);
   const r = await modelCall(c, "c1", "openai-completions", "Another prompt. ");
   assert.equal(r.events.at(-1).type, "error");
   assert.match(r.final.errorMessage, /does not start with the attested prompt/);
@@ -345,10 +343,7 @@ const receiptAttacks = {
 };
 for (const [receipt, want] of Object.entries(receiptAttacks)) {
   test(`gateway: a receipt that is ${receipt === "missing" ? "missing" : "falsified (" + receipt + ")"} fails the turn and refuses everything after`, async (t) => {
-    const f = await startFake({ receipt });
-    t.after(() => f.close());
-    const { c } = gwController(f);
-    await openTurn(c, f.prompt);
+    const { f, c } = await gatewayTurn(t, { receipt });
     const r = await modelCall(c, "c1", "anthropic-messages", f.prompt);
     assert.equal(r.events.at(-1).type, "error");
     assert.match(r.final.errorMessage, want);
@@ -362,10 +357,7 @@ for (const [receipt, want] of Object.entries(receiptAttacks)) {
 
 for (const [cut, want] of /** @type {Array<[true | "trailer", RegExp]>} */ ([[true, /event stream: the stream ended inside an event/], ["trailer", /the answer failed \(GATEWAY_UPSTREAM_CUT\)/]])) {
   test(`gateway: a stream cut mid-event fails the turn (${cut === true ? "found by the plugin" : "the gateway's error trailer"})`, async (t) => {
-    const f = await startFake({ cutStream: cut });
-    t.after(() => f.close());
-    const { c } = gwController(f);
-    await openTurn(c, f.prompt);
+    const { f, c } = await gatewayTurn(t, { cutStream: cut });
     const r = await modelCall(c, "c1", "anthropic-messages", f.prompt);
     assert.equal(r.events.at(-1).type, "error");
     assert.ok(!r.events.some((e) => e.type === "done"));
@@ -374,10 +366,7 @@ for (const [cut, want] of /** @type {Array<[true | "trailer", RegExp]>} */ ([[tr
 }
 
 test("gateway: an upstream error relayed with its receipt fails the turn", async (t) => {
-  const f = await startFake({ upstreamStatus: 500 });
-  t.after(() => f.close());
-  const { c } = gwController(f);
-  await openTurn(c, f.prompt);
+  const { f, c } = await gatewayTurn(t, { upstreamStatus: 500 });
   const r = await modelCall(c, "c1", "openai-completions", f.prompt);
   assert.equal(r.events.at(-1).type, "error");
   assert.match(r.final.errorMessage, /the provider answered 500/);
@@ -385,20 +374,14 @@ test("gateway: an upstream error relayed with its receipt fails the turn", async
 });
 
 test("gateway: a relayed answer without the attester's signed answer refuses everything (ANSWER_UNSIGNED)", async (t) => {
-  const f = await startFake({ unsignedOp: "model" });
-  t.after(() => f.close());
-  const { c } = gwController(f);
-  await openTurn(c, f.prompt);
+  const { f, c } = await gatewayTurn(t, { unsignedOp: "model" });
   const r = await modelCall(c, "c1", "openai-completions", f.prompt);
   assert.equal(r.events.at(-1).type, "error");
   assert.match(c.refused, /ANSWER_UNSIGNED/);
 });
 
 test("gateway: a hanging gateway fails the turn after the idle timeout", async (t) => {
-  const f = await startFake({ hangMs: 5000 });
-  t.after(() => f.close());
-  const { c } = gwController(f, { timeoutMs: 300 });
-  await openTurn(c, f.prompt);
+  const { f, c } = await gatewayTurn(t, { hangMs: 5000 }, { timeoutMs: 300 });
   const t0 = Date.now();
   const r = await modelCall(c, "c1", "openai-completions", f.prompt);
   assert.equal(r.events.at(-1).type, "error");

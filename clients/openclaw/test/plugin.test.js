@@ -311,14 +311,48 @@ async function assertRefusesEverything(c, f, code) {
   assert.equal(f.requests.filter((r) => r.url === "/v1/runs").length, creates, "no run created after the refusal");
 }
 
-test("relay: an unsigned answer is refused (ANSWER_UNSIGNED)", async (t) => {
-  const { f, c, run } = await relayed(t, { unsignedOp: "tool-calls", decide: () => ({ allow: true }) });
-  assert.equal(run.outcome, "pass");
-  const d = await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx);
-  assert.equal(d?.block, true);
-  assert.match(d?.blockReason ?? "", /ANSWER_UNSIGNED/);
-  await assertRefusesEverything(c, f, "ANSWER_UNSIGNED");
-});
+// Answers tampered with on a tool call: the calls in allowed pass, the
+// next call is refused with code, and from then on everything is.
+for (const { title, fake, allowed = [], call, code } of [
+  {
+    title: "an unsigned answer is refused", code: "ANSWER_UNSIGNED",
+    fake: { unsignedOp: "tool-calls", decide: () => ({ allow: true }) },
+    call: { toolName: "read", params: { path: "x" } },
+  },
+  {
+    title: "a deny flipped into an allow is refused", code: "ANSWER_RESPONSE_MISMATCH",
+    fake: { flipOp: "tool-calls", decide: () => ({ allow: false, stage: "tool_policy", reason: "denied" }) },
+    call: { toolName: "exec", params: { command: "rm -rf /" } },
+  },
+  {
+    // The same call twice: the second gets the first's signed answer again.
+    title: "a replayed answer is refused", code: "ANSWER_SEQUENCE",
+    fake: { replayOp: "tool-calls", decide: (/** @type {string} */ tool) => ({ allow: tool === "read" }) },
+    allowed: [{ toolName: "read", params: { path: "x" } }],
+    call: { toolName: "read", params: { path: "x" } },
+  },
+  {
+    title: "another request's answer is refused", code: "ANSWER_REQUEST_MISMATCH",
+    fake: { replayOp: "tool-calls", decide: () => ({ allow: true }) },
+    allowed: [{ toolName: "read", params: { path: "x" } }],
+    call: { toolName: "exec", params: { command: "id" } },
+  },
+  {
+    title: "a withheld answer puts the next one out of order", code: "ANSWER_SEQUENCE",
+    fake: { skipSeq: "tool-calls", decide: () => ({ allow: true }) },
+    call: { toolName: "read", params: { path: "x" } },
+  },
+]) {
+  test(`relay: ${title} (${code})`, async (t) => {
+    const { f, c, run } = await relayed(t, fake);
+    assert.equal(run.outcome, "pass");
+    for (const a of allowed) assert.equal(await c.beforeToolCall(a, ctx), undefined);
+    const d = await c.beforeToolCall(call, ctx);
+    assert.equal(d?.block, true);
+    assert.match(d?.blockReason ?? "", new RegExp(code));
+    await assertRefusesEverything(c, f, code);
+  });
+}
 
 test("relay: an answer signed by another attester is refused (ANSWER_WRONG_SIGNER)", async (t) => {
   const { f, c, run } = await relayed(t, { signer: newKey() });
@@ -326,14 +360,6 @@ test("relay: an answer signed by another attester is refused (ANSWER_WRONG_SIGNE
   assert.match(run.reason, /ANSWER_WRONG_SIGNER/);
   assert.ok(!f.requests.some((r) => r.url.endsWith("/prompt")), "nothing asked after the refused creation");
   await assertRefusesEverything(c, f, "ANSWER_WRONG_SIGNER");
-});
-
-test("relay: a deny flipped into an allow is refused (ANSWER_RESPONSE_MISMATCH)", async (t) => {
-  const { f, c } = await relayed(t, { flipOp: "tool-calls", decide: () => ({ allow: false, stage: "tool_policy", reason: "denied" }) });
-  const d = await c.beforeToolCall({ toolName: "exec", params: { command: "rm -rf /" } }, ctx);
-  assert.equal(d?.block, true);
-  assert.match(d?.blockReason ?? "", /ANSWER_RESPONSE_MISMATCH/);
-  await assertRefusesEverything(c, f, "ANSWER_RESPONSE_MISMATCH");
 });
 
 test("relay: a non-owner turn rewritten to an owner turn is refused (ANSWER_RESPONSE_MISMATCH)", async (t) => {
@@ -348,30 +374,6 @@ test("relay: an answer for another process is refused (ANSWER_PEER_MISMATCH)", a
   assert.equal(run.outcome, "block");
   assert.match(run.reason, /ANSWER_PEER_MISMATCH/);
   await assertRefusesEverything(c, f, "ANSWER_PEER_MISMATCH");
-});
-
-test("relay: a replayed answer is refused (ANSWER_SEQUENCE)", async (t) => {
-  const { f, c } = await relayed(t, { replayOp: "tool-calls", decide: (tool) => ({ allow: tool === "read" }) });
-  // The same call twice: the second gets the first's signed answer again.
-  assert.equal(await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx), undefined);
-  const d = await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx);
-  assert.match(d?.blockReason ?? "", /ANSWER_SEQUENCE/);
-  await assertRefusesEverything(c, f, "ANSWER_SEQUENCE");
-});
-
-test("relay: another request's answer is refused (ANSWER_REQUEST_MISMATCH)", async (t) => {
-  const { f, c } = await relayed(t, { replayOp: "tool-calls", decide: () => ({ allow: true }) });
-  assert.equal(await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx), undefined);
-  const d = await c.beforeToolCall({ toolName: "exec", params: { command: "id" } }, ctx);
-  assert.match(d?.blockReason ?? "", /ANSWER_REQUEST_MISMATCH/);
-  await assertRefusesEverything(c, f, "ANSWER_REQUEST_MISMATCH");
-});
-
-test("relay: a withheld answer puts the next one out of order (ANSWER_SEQUENCE)", async (t) => {
-  const { f, c } = await relayed(t, { skipSeq: "tool-calls", decide: () => ({ allow: true }) });
-  const d = await c.beforeToolCall({ toolName: "read", params: { path: "x" } }, ctx);
-  assert.match(d?.blockReason ?? "", /ANSWER_SEQUENCE/);
-  await assertRefusesEverything(c, f, "ANSWER_SEQUENCE");
 });
 
 test("a run's requests go one at a time, so concurrent tool calls stay in sequence", async (t) => {

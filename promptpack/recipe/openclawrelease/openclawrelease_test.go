@@ -11,6 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/schema/b64u"
 )
 
@@ -71,18 +72,9 @@ func toyCapture() wire {
 	}
 }
 
-func encode(t testing.TB, w wire) []byte {
-	t.Helper()
-	b, err := json.Marshal(w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func parse(t testing.TB, w wire) *Capture {
 	t.Helper()
-	c, err := ParseCapture(encode(t, w))
+	c, err := ParseCapture(testjson.Marshal(t, w))
 	if err != nil {
 		t.Fatalf("ParseCapture: %v", err)
 	}
@@ -151,7 +143,7 @@ func TestParseCaptureRefuses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := toyCapture()
 			m(w)
-			if _, err := ParseCapture(encode(t, w)); !errors.Is(err, errInvalidCapture) {
+			if _, err := ParseCapture(testjson.Marshal(t, w)); !errors.Is(err, errInvalidCapture) {
 				t.Fatalf("got %v, want ErrInvalidCapture", err)
 			}
 		})
@@ -160,7 +152,7 @@ func TestParseCaptureRefuses(t *testing.T) {
 		"duplicate key": `{"capture_version":"1","capture_version":"1"}`,
 		"invalid utf-8": "{\"capture_version\":\"\xff\"}",
 		"not an object": `[]`,
-		"trailing data": string(encode(t, toyCapture())) + "{}",
+		"trailing data": string(testjson.Marshal(t, toyCapture())) + "{}",
 	}
 	for name, s := range raw {
 		t.Run(name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -249,10 +250,7 @@ func editLiterals(t *testing.T, b []byte, fn func(entries []map[string]any) []ma
 	}
 	n := len(doc.Literals)
 	doc.Literals = fn(doc.Literals)
-	out, err := json.Marshal(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out := testjson.Marshal(t, doc)
 	if bytes.Equal(out, b) || n == 0 {
 		t.Fatal("literal edit had no effect")
 	}

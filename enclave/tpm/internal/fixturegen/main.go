@@ -25,6 +25,11 @@ import (
 	"github.com/clawea/attester/wire/tpmquote"
 )
 
+// quoteDir is wire/tpmquote's testdata, relative to enclave/tpm, where go
+// generate runs this program (as rootsgen and vectorgen, it writes
+// relative to its package).
+const quoteDir = "../../wire/tpmquote/testdata"
+
 func main() {
 	if err := run(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "fixturegen:", err)
@@ -84,8 +89,7 @@ func run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(testfixture.TPMQuotePath())
-	if err := os.WriteFile(filepath.Join(dir, "swtpm_quote.json"), append(out, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(quoteDir, "swtpm_quote.json"), append(out, '\n'), 0o644); err != nil {
 		return err
 	}
 	sealed, err := tp.SealPCR(ctx, "fixture", []byte("not a secret: fuzz seed"))
@@ -101,9 +105,9 @@ func run(ctx context.Context) (err error) {
 		"FuzzParseSealedBlob": {sealed},
 	}
 	for name, args := range seeds {
-		d := filepath.Join(dir, "fuzz", name)
+		d := filepath.Join(quoteDir, "fuzz", name)
 		if name == "FuzzParseSealedBlob" {
-			d = filepath.Join(testfixture.RepoDir(), "enclave", "tpm", "testdata", "fuzz", name)
+			d = filepath.Join("testdata", "fuzz", name)
 		}
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
