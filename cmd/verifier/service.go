@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"encoding/json"
@@ -330,13 +331,29 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response
 	return http.StatusOK, out
 }
 
+// responseBufs holds the buffers writeJSON encodes into, reused across
+// requests: a verification's answer is about 7 KiB, which json.Marshal
+// would allocate and then copy again to add the newline.
+var responseBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledResponse is the largest buffer kept in responseBufs.
+const maxPooledResponse = 64 << 10
+
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	buf := responseBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledResponse {
+			buf.Reset()
+			responseBufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	// Encode writes what json.Marshal returns, then a newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		http.Error(w, `{"verdict":"cannot-check","exit_code":3}`, http.StatusInternalServerError)
 		return
 	}
-	b = append(b, '\n')
+	b := buf.Bytes()
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")

@@ -437,6 +437,39 @@ func FuzzOneCopyForm(f *testing.F) {
 	})
 }
 
+// FuzzMarshal: Marshal, which returns encoding/json's bytes as they are
+// when they are already the JSON.stringify form, agrees with the encoder
+// it skips (Stringify of the strict parse of encoding/json's bytes) on the
+// Go values encoding/json decodes from the input, in every case.
+func FuzzMarshal(f *testing.F) {
+	for _, tt := range stringifyCases {
+		f.Add([]byte(tt.in))
+	}
+	f.Add([]byte(`{"b":"<&>","a":[1,{"2":"\u2028","10":null}]}`))
+	f.Add([]byte(`{"z":{"y":[true,false,-0,12345678901234567890]},"a":"\u00e9\ud83d\ude00"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		var x any
+		if d.Decode(&x) != nil {
+			return
+		}
+		got, gerr := Marshal(x)
+		b, err := json.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		v, werr := Parse(b)
+		if werr == nil {
+			want, werr = Stringify(v)
+		}
+		if (gerr == nil) != (werr == nil) || !bytes.Equal(got, want) {
+			t.Fatalf("Marshal: %q, %v; Stringify(Parse(json.Marshal)): %q, %v", got, gerr, want, werr)
+		}
+	})
+}
+
 // TestOneCopyKeepsForm: OneCopy keeps the text of the containers that are
 // in Stringify form and of no other, and Hash reads it.
 func TestOneCopyKeepsForm(t *testing.T) {
@@ -538,6 +571,31 @@ func TestPlain8(t *testing.T) {
 		}
 		if w := word(b); plain8(w) != ref(w) {
 			t.Fatalf("plain8(%q) = %v", b[:], plain8(w))
+		}
+	}
+}
+
+// BenchmarkMarshal encodes a struct the size of an evidence context's
+// commitments (verify compares one with the attestation's metadata).
+func BenchmarkMarshal(b *testing.B) {
+	type model struct {
+		Version  string `json:"model_identity_version"`
+		Provider string `json:"provider"`
+		Model    string `json:"model"`
+	}
+	h := "47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU"
+	x := struct {
+		Version, Prompt, Report, Pack, Policy, Root string
+		Count                                       int64
+		Model                                       model
+		Digest                                      string
+		Sensitive                                   bool
+		Simulated                                   bool `json:"simulated"`
+	}{"clawea.dev/attestation/v2", h, h, h, h, h, 2, model{"clawea.dev/model-identity/v1", "anthropic", "claude-opus-4-6"}, h, false, true}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Marshal(x); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -73,9 +73,17 @@ func Marshal(x any) ([]byte, error) {
 	if err != nil {
 		return nil, &Error{Offset: -1, Err: errSyntax, Msg: err.Error()}
 	}
-	v, err := Parse(b)
+	// encoding/json usually writes the JSON.stringify form already (it
+	// differs in escaping <, >, & and U+2028/9 and in the order of
+	// integer-like keys): the parser then keeps b as the root's form
+	// (OneCopy), which is exactly what the encoder below would write
+	// (FuzzOneCopyForm), so b is returned as it is.
+	v, err := ParseWith(b, ParseOptions{OneCopy: true})
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := v.form(); ok {
+		return b, nil
 	}
 	// The JSON.stringify form is no longer than encoding/json's, which
 	// escapes <, >, & and U+2028/9 where JSON.stringify does not: size the
