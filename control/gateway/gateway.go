@@ -105,9 +105,12 @@ type Facts struct {
 	// Sign signs a 2xx answer (attester-api section 8): the statement and
 	// signature for status and the SHA-256 of the body relayed.
 	Sign func(status int, responseHash [32]byte) (statement, signature []byte, err error)
-	// Receipt signs the call's gateway_receipt (SignReceipt) and appends
-	// it to the run's gateway record.
+	// Receipt signs the call's gateway_receipt (SignReceipt); Record
+	// appends the envelope to the run's gateway record, which verifies it.
+	// The gateway records the receipt while the call's audit record is
+	// written and synced: both end before the trailers.
 	Receipt func(c *Call) (envelopeJSON []byte, err error)
+	Record  func(envelopeJSON []byte) error
 }
 
 // Gateway serves the model endpoint of every run.
@@ -120,6 +123,34 @@ type Gateway struct {
 	sessions *sessions
 	mu       sync.Mutex
 	runs     map[string]*runState
+	// mark, when set (make bench-gateway's breakdown), is told as each
+	// step of a call ends, on the call's goroutine.
+	mark func(f *Facts, s step)
+}
+
+// step names a step of a call for Gateway.mark, in the order they end.
+type step uint8
+
+const (
+	stepAuthorize step = iota // the run, upstream, turn and llm_call header
+	stepParse                 // the body parsed, its messages' canon hashes
+	stepRules                 // the rules, the body's hash
+	stepUpstream              // the request sent, the answer's headers in
+	stepRelay                 // the answer read, parsed, hashed and relayed
+	stepFacts                 // the answer's tool calls and text hashed
+	stepReceipt               // the receipt signed
+	stepAudit                 // the audit record written and fsynced
+	stepRecord                // the receipt in the run's record (beside the audit record)
+	stepSigned                // the answer's signature
+	stepEnd                   // the trailers set, the session updated
+	numSteps
+)
+
+// step tells g.mark that s ended.
+func (c *call) step(s step) {
+	if c.g.mark != nil {
+		c.g.mark(c.f, s)
+	}
 }
 
 // runState is the gateway's state of one open run.

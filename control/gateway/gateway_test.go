@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -471,5 +473,42 @@ func TestOpenClawShapes(t *testing.T) {
 		user("[Thu 2026-11-26 22:07 UTC] thanks"), internal)
 	if res := h.openAI(next); res.status != 200 || res.trailer.Get(trailerError) != "" {
 		t.Fatalf("next turn: %d %s %s", res.status, res.reason, res.trailer.Get(trailerError))
+	}
+}
+
+// TestRecordRefusesReceipt: when the run's record refuses the receipt
+// (which it checks while the audit record is synced), the answer ends with
+// GATEWAY_AUDIT_FAILED and no receipt or signature, and the audit log
+// follows the record that named the receipt with one that says the call
+// failed.
+func TestRecordRefusesReceipt(t *testing.T) {
+	up := newScripted(t, sseAnswer(openAIText, openAIDone))
+	f := facts(t)
+	var refused []byte
+	f.Record = func(env []byte) error {
+		refused = env
+		return errors.New("record: refused")
+	}
+	h := newHarness(t, up, f)
+	res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage))))
+	if res.trailer.Get(trailerError) != reasonAuditFailed || res.trailer.Get(trailerReceipt) != "" {
+		t.Fatalf("trailers %v, want %s and no receipt", res.trailer, reasonAuditFailed)
+	}
+	log, err := bounded.ReadFile(filepath.Join(h.g.dir, tRunID+".jsonl"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []auditRecord
+	for line := range bytes.Lines(log) {
+		var r auditRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	rh := sha256.Sum256(refused)
+	if len(recs) != 2 || recs[0].Outcome != "forwarded" || recs[0].ReceiptHash != b64u.Encode(rh[:]) ||
+		recs[1].Outcome != "failed" || recs[1].Reason != reasonAuditFailed || recs[1].ReceiptHash != "" || recs[1].Seq != recs[0].Seq+1 {
+		t.Fatalf("audit records %+v", recs)
 	}
 }

@@ -54,6 +54,7 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api st
 	}()
 	err := c.check(r, api)
 	<-hashed
+	c.step(stepRules)
 	c.rec.RequestHash = b64u.Encode(c.bodyHash[:])
 	if err != nil {
 		c.refuse(w, err)
@@ -82,16 +83,18 @@ func (c *call) check(r *http.Request, api string) error {
 	if c.lc, err = parseLLMCall(r.Header.Get(headerLLMCall), f.Want.RunID, f.Want); err != nil {
 		return err
 	}
+	c.step(stepAuthorize)
 	if c.q, err = parseRequest(api, c.body); err != nil {
 		return err
 	}
+	c.step(stepParse)
 	c.rec.Model = c.q.model
 	for _, step := range []func() error{c.checkModel, c.checkSystem, c.checkTools, c.checkHistory, c.checkEvent} {
 		if err := step(); err != nil {
 			return err
 		}
 	}
-	if f.Receipt == nil || f.Sign == nil {
+	if f.Receipt == nil || f.Record == nil || f.Sign == nil {
 		return &refusal{Status: http.StatusServiceUnavailable, Reason: reasonUnavailable, Msg: "the gateway cannot receipt calls"}
 	}
 	if c.up.open.Add(1) > int64(c.up.u.MaxConcurrent) {
