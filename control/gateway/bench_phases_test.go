@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -170,7 +171,7 @@ func alone(n int, f func()) (wall, cpu time.Duration) {
 
 // print writes the breakdown, then the steps that run beside the call's
 // thread, each timed alone.
-func (p *phases) print(b *bench, client []time.Duration) {
+func (p *phases) print(t *testing.T, b *bench, client []time.Duration) {
 	ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 3, 64) + " ms" }
 	fmt.Printf("\nwhere a non-streaming call's time goes (%d sequential calls through the gateway): wall p50, and mean CPU of the thread that ran the step\n", p.calls)
 	fmt.Printf("%-46s %11s %11s\n", "step", "wall p50", "CPU mean")
@@ -198,6 +199,24 @@ func (p *phases) print(b *bench, client []time.Duration) {
 	rw, rc := alone(200, func() { _ = signed.RequestHash("POST", "/v1/runs/r/model/p/a", b.body) })
 	fmt.Printf("beside it, alone: the body's SHA-256 %s wall / %s CPU; the signed answer's request hash %s / %s\n",
 		ms(bw), ms(bc), ms(rw), ms(rc))
+	// What the collector has to take back: heap allocated per call, the
+	// client's and the upstream's included.
+	var kb [3]string
+	for i, to := range []target{viaGateway, viaHop, direct} {
+		a0 := heapAllocs()
+		for range 100 {
+			b.do(t, b.request(t, 0, b.body, to))
+		}
+		kb[i] = strconv.FormatUint((heapAllocs()-a0)/100/1024, 10) + " KB"
+	}
+	fmt.Printf("heap allocated per call (client and upstream included): gateway %s, hop %s, direct %s\n", kb[0], kb[1], kb[2])
+}
+
+// heapAllocs is the bytes allocated on the heap so far.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // gcCPU is the CPU time the runtime estimates its collector has used,
