@@ -19,8 +19,8 @@ import (
 	signed "github.com/clawea/attester/wire/answer"
 )
 
-// phases is the per-step breakdown of the bench's sequential gateway
-// calls (the latency loop): for each step, its wall time and the CPU time
+// phases is the per-step breakdown of sequential gateway calls made for
+// it (bench.breakdown): for each step, its wall time and the CPU time
 // of the thread that ran it. The call's handler is locked to its thread
 // while it is traced, so the thread's CPU clock is the call's own work;
 // work on other goroutines (the request's hash, the second half of the
@@ -193,7 +193,7 @@ func (p *phases) print(t *testing.T, b *bench, client []time.Duration) {
 	}
 	slices.Sort(client)
 	fmt.Printf("%-46s %11s %11s\n", "sum (wall: the call's own steps)", ms(sumW), ms(sumC))
-	fmt.Printf("%-46s %11s %11s\n", "client's whole call (p50)", ms(client[len(client)/2]), "-")
+	fmt.Printf("%-46s %11s %11s\n", "client's whole call (p50, traced)", ms(client[len(client)/2]), "-")
 	// Beside the call's thread: each alone, on one thread.
 	bw, bc := alone(200, func() { _ = sha256.Sum256(b.body) })
 	rw, rc := alone(200, func() { _ = signed.RequestHash("POST", "/v1/runs/r/model/p/a", b.body) })
