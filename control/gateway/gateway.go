@@ -7,6 +7,7 @@ package gateway
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -182,32 +183,53 @@ func New(cfg Config, dir string, log *slog.Logger) (*Gateway, error) {
 // session histories stay: a later run of the session continues them.
 func (g *Gateway) CloseRun(runID string) {
 	g.mu.Lock()
-	rs := g.runs[runID]
+	var a *auditLog
+	if rs := g.runs[runID]; rs != nil {
+		a = rs.audit
+	}
 	delete(g.runs, runID)
 	g.mu.Unlock()
-	if rs != nil && rs.audit != nil {
-		_ = rs.audit.close()
+	if a != nil {
+		_ = a.close()
 	}
 }
 
+// errRunClosed: the run was closed while its first call opened its log.
+var errRunClosed = errors.New("gateway: the run was closed")
+
 // acquireRun returns the run's state, marked busy (a run's calls are one
-// at a time); it opens the run's audit log on its first call.
+// at a time). The run's first call opens its audit log outside the
+// gateway's lock, so that other runs' calls do not wait for the file
+// system.
 func (g *Gateway) acquireRun(runID string) (*runState, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	rs := g.runs[runID]
 	if rs == nil {
-		a, err := openAudit(g.dir, runID)
-		if err != nil {
-			return nil, err
-		}
-		rs = &runState{events: map[string]bool{}, audit: a}
+		rs = &runState{events: map[string]bool{}}
 		g.runs[runID] = rs
 	}
 	if rs.busy {
+		g.mu.Unlock()
 		return nil, refuse(reasonLimit, "another model call of the run is in progress")
 	}
 	rs.busy = true
+	opened := rs.audit != nil
+	g.mu.Unlock()
+	if opened {
+		return rs, nil
+	}
+	a, err := openAudit(g.dir, runID)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err == nil && g.runs[runID] != rs {
+		_ = a.close()
+		err = errRunClosed
+	}
+	if err != nil {
+		rs.busy = false
+		return nil, err
+	}
+	rs.audit = a
 	return rs, nil
 }
 

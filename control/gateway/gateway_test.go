@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"weak"
@@ -515,5 +517,52 @@ func TestRecordRefusesReceipt(t *testing.T) {
 	if len(recs) != 2 || recs[0].Outcome != "forwarded" || recs[0].ReceiptHash != b64u.Encode(rh[:]) ||
 		recs[1].Outcome != "failed" || recs[1].Reason != reasonAuditFailed || recs[1].ReceiptHash != "" || recs[1].Seq != recs[0].Seq+1 {
 		t.Fatalf("audit records %+v", recs)
+	}
+}
+
+// TestRunsOpenTheirLogsConcurrently: runs' first calls open their audit
+// logs outside the gateway's lock, concurrently with other runs' calls
+// and with CloseRun; a run is one call at a time, and a closed run's state
+// is gone (its next call opens the log again).
+func TestRunsOpenTheirLogsConcurrently(t *testing.T) {
+	g := testGateway(t, "http://127.0.0.1:1")
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			run := "run_c" + strconv.Itoa(i%4)
+			for range 20 {
+				rs, err := g.acquireRun(run)
+				if err != nil {
+					if rf, ok := errors.AsType[*refusal](err); ok && rf.Reason == reasonLimit {
+						continue
+					}
+					if errors.Is(err, errRunClosed) {
+						continue
+					}
+					t.Error(err)
+					return
+				}
+				if rs.audit == nil {
+					t.Error("a run's call holds no audit log")
+				}
+				g.releaseRun(rs)
+				if i%5 == 0 {
+					g.CloseRun(run)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rs, err := g.acquireRun("run_c0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.acquireRun("run_c0"); err == nil {
+		t.Fatal("a second call of a busy run was not refused")
+	}
+	g.releaseRun(rs)
+	g.CloseRun("run_c0")
+	if g.runs["run_c0"] != nil {
+		t.Fatal("CloseRun left the run's state")
 	}
 }
