@@ -485,7 +485,7 @@ func TestOpenClawShapes(t *testing.T) {
 
 // TestRecordRefusesReceipt: when the run's record refuses the receipt
 // (which it checks while the audit record is synced), the answer ends with
-// GATEWAY_AUDIT_FAILED and no receipt or signature, and the audit log
+// GATEWAY_AUDIT_FAILED and no receipt, and the audit log
 // follows the record that named the receipt with one that says the call
 // failed.
 func TestRecordRefusesReceipt(t *testing.T) {
