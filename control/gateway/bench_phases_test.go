@@ -48,10 +48,9 @@ type stamp struct {
 }
 
 type phaseAcc struct {
-	wall   []time.Duration
-	cpu    time.Duration
-	noCPU  bool
-	sorted bool
+	wall  []time.Duration
+	cpu   time.Duration
+	noCPU bool
 }
 
 // The gateway's steps as the breakdown names them.
