@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -46,14 +47,23 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api st
 	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider}
 	defer c.release()
 	// The request hash is computed while the rules read the body: with a
-	// core free, it adds nothing to the call's latency.
+	// core free, it adds nothing to the call's latency. When the rules end
+	// before that goroutine has begun (no core was free), the call hashes
+	// the body itself rather than wait for it to be scheduled.
+	var claimed atomic.Bool
 	hashed := make(chan struct{})
 	go func() {
-		defer close(hashed)
-		c.bodyHash = sha256.Sum256(body)
+		if claimed.CompareAndSwap(false, true) {
+			c.bodyHash = sha256.Sum256(body)
+			close(hashed)
+		}
 	}()
 	err := c.check(r, api)
-	<-hashed
+	if claimed.CompareAndSwap(false, true) {
+		c.bodyHash = sha256.Sum256(body)
+	} else {
+		<-hashed
+	}
 	c.step(stepRules)
 	c.rec.RequestHash = b64u.Encode(c.bodyHash[:])
 	if err != nil {
