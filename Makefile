@@ -139,8 +139,13 @@ bench-control:
 # no rules: its added latency, calls/s and CPU), one record's write+fsync
 # alone, concurrent fsyncs, hop + fsync, one receipt step alone (signed,
 # then verified and chained as the run's gateway record takes it, as in
-# each call), the process's CPU per call against the baseline's, and the
-# load average.
+# each call), the process's CPU per call against the baseline's (and the
+# collector's share), and the load average. Last, where a call's time
+# goes: each step of the sequential calls (body read, authorization,
+# parse and canonical hashes, rules, upstream write, upstream answer,
+# relay, receipt signature, audit write + fsync, the record's verify and
+# the answer's signature beside them) with its wall time and the CPU time
+# of the thread that ran it.
 GATEWAY_BENCH_CALLS   ?= 2000
 GATEWAY_BENCH_ENFORCE ?= 0
 bench-gateway:

@@ -10,20 +10,14 @@ import (
 	"github.com/clawea/attester/schema/poh"
 )
 
-// receiptSigner returns the function that receipts rn's model calls: the
-// PoH gateway_receipt signed with the attester's DID key, appended to the
-// run's gateway record (whose count and chain the attestation commits to).
-func (s *Service) receiptSigner(rn *Run) func(c *gateway.Call) ([]byte, error) {
-	return func(c *gateway.Call) ([]byte, error) {
-		env, err := gateway.SignReceipt(*c, s.id.Signer)
-		if err != nil {
-			return nil, err
-		}
-		if err := rn.receipts.append(env); err != nil {
-			return nil, err
-		}
-		return env, nil
-	}
+// receiptSigner sets what receipts rn's model calls in f: the PoH
+// gateway_receipt signed with the attester's DID key (Receipt), appended
+// to the run's gateway record (Record), whose count and chain the
+// attestation commits to. The record verifies each receipt before it takes
+// it: a signature the key did not make (a fault) is never recorded.
+func (s *Service) receiptSigner(rn *Run, f *gateway.Facts) {
+	f.Receipt = func(c *gateway.Call) ([]byte, error) { return gateway.SignReceipt(*c, s.id.Signer) }
+	f.Record = rn.receipts.append
 }
 
 // errRecord refuses a receipt the run's record cannot take.

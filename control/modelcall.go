@@ -91,7 +91,7 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 		}
 		return sa.Statement, sa.Signature, nil
 	}
-	f.Receipt = s.receiptSigner(rn)
+	s.receiptSigner(rn, f)
 	s.gw.Serve(w, r, provider, api, body, f)
 	return nil
 }

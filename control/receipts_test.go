@@ -135,6 +135,17 @@ func (g *gwRun) call(t *testing.T) gateway.Call {
 	}
 }
 
+// signAndRecord receipts c as a model call of rn is: signed, then recorded.
+func signAndRecord(s *Service, rn *Run, c *gateway.Call) ([]byte, error) {
+	var f gateway.Facts
+	s.receiptSigner(rn, &f)
+	env, err := f.Receipt(c)
+	if err != nil {
+		return nil, err
+	}
+	return env, f.Record(env)
+}
+
 func (g *gwRun) attest(b []byte) (*attestation.Output, error) {
 	return g.s.Attest(context.Background(), g.rn, decoded(&attestRequest{Bundle: b, AgentDID: didkey.Format(g.agent.Public().(ed25519.PublicKey))}))
 }
@@ -149,8 +160,7 @@ func TestAttestChecksGatewayRecord(t *testing.T) {
 	p, s, enc, mj := newSealedPack(t)
 	g := newGWRun(t, s, p.Rebuilt, enc, mj)
 	call := g.call(t)
-	sign := s.receiptSigner(g.rn)
-	recorded, err := sign(&call)
+	recorded, err := signAndRecord(s, g.rn, &call)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +221,7 @@ func TestAdmissionRequiresGateway(t *testing.T) {
 		t.Fatalf("an llm_call without a receipt: %v, want 422 %s", err, poh.MissingRequiredField)
 	}
 	c := g.call(t)
-	env, err := s.receiptSigner(g.rn)(&c)
+	env, err := signAndRecord(s, g.rn, &c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -47,9 +48,9 @@ func TestBenchGateway(t *testing.T) {
 	lat := b.latency(t, calls)
 	cgw, cbase := b.chunks(t, benchInt("CLAWEA_BENCH_STREAMS", 200))
 	workers := benchInt("CLAWEA_BENCH_WORKERS", 8)
-	rate, cpu := b.rate(t, workers, 3*time.Second, viaGateway)
-	brate, bcpu := b.rate(t, workers, 3*time.Second, direct)
-	hrate, hcpu := b.rate(t, workers, 3*time.Second, viaHop)
+	rate, cpu, gc := b.rate(t, workers, 3*time.Second, viaGateway)
+	brate, bcpu, bgc := b.rate(t, workers, 3*time.Second, direct)
+	hrate, hcpu, hgc := b.rate(t, workers, 3*time.Second, viaHop)
 	mgw, mbase := b.memory(t, benchInt("CLAWEA_BENCH_OPEN", 200))
 	sync1, syncN := fsyncFloor(t, 500, workers)
 	rcpt := b.receiptFloor(t, 500)
@@ -67,6 +68,7 @@ func TestBenchGateway(t *testing.T) {
 	row("chunk arrival p99 (after upstream write)", ms(p(cgw, .99)), ms(p(cbase, .99)), ms(p(cgw, .99)-p(cbase, .99)), "-", "<= 0.2 ms")
 	row("calls/s with receipts (non-streaming)", strconv.Itoa(int(rate)), strconv.Itoa(int(brate)), "-", strconv.Itoa(int(hrate)), ">= 1000")
 	row("CPU per call (whole process)", ms(cpu), ms(bcpu), ms(cpu-bcpu), ms(hcpu-bcpu), "-")
+	row("  of which the collector (not idle)", ms(gc), ms(bgc), ms(gc-bgc), ms(hgc-bgc), "-")
 	row("heap per open stream", strconv.Itoa(mgw)+" B", strconv.Itoa(mbase)+" B", strconv.Itoa(mgw-mbase)+" B", "-", "bounded")
 	// The floors under the figures, measured in this run: the hop floor
 	// column is the same calls through a plain proxy on the same kind of
@@ -79,6 +81,7 @@ func TestBenchGateway(t *testing.T) {
 		ms(p(rcpt, .5)), ms(p(rcpt, .99)))
 	fmt.Printf("floor: hop + fsync p50 %s, p99 %s added; the client and upstream's CPU per call is the baseline's; load average %s\n",
 		ms(p(hop, .5)-p(base, .5)+p(sync1, .5)), ms(p(hop, .99)-p(base, .99)+p(sync1, .99)), loadAverage())
+	b.ph.print(t, b, b.breakdown(t, min(calls, 500)))
 	if os.Getenv("CLAWEA_BENCH_ENFORCE") == "1" {
 		if p(gw, .5)-p(base, .5) > 500*time.Microsecond || p(gw, .99)-p(base, .99) > 2*time.Millisecond ||
 			p(cgw, .99)-p(cbase, .99) > 200*time.Microsecond || rate < 1000 {
@@ -105,6 +108,7 @@ type bench struct {
 	seq          atomic.Int64
 	hold         chan struct{}
 	client       *http.Client
+	ph           *phases
 }
 
 // target is where a bench call goes.
@@ -173,11 +177,12 @@ func newBenchInputs(t testing.TB) *benchInputs {
 }
 
 func newBench(t *testing.T) *bench {
-	b := &bench{benchInputs: newBenchInputs(t), hold: make(chan struct{})}
+	b := &bench{benchInputs: newBenchInputs(t), hold: make(chan struct{}), ph: newPhases()}
 	_, b.key, _ = ed25519.GenerateKey(nil)
 	b.up = httptest.NewServer(http.HandlerFunc(b.upstream))
 	t.Cleanup(b.up.Close)
 	b.g = testGateway(t, b.up.URL)
+	b.g.mark = b.ph.mark
 	b.hopUp = newUpstreamClient("hop", b.g.clients[tProv].u)
 	b.hopUp.u.MaxConcurrent = 256
 	b.hopUp.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
@@ -185,6 +190,9 @@ func newBench(t *testing.T) *bench {
 	b.g.sessions = newSessions(1 << 16)
 	for _, c := range b.g.clients {
 		c.u.MaxRequestBytes, c.u.MaxConcurrent = 1<<20, 4096
+		// The configuration's default (section 7), not the tests' 500 ms:
+		// on a loaded machine a stream can pause longer than that.
+		c.u.IdleTimeout = 60 * time.Second
 		c.client.Transport.(*http.Transport).MaxIdleConnsPerHost = 256
 	}
 	dir := t.TempDir()
@@ -279,8 +287,18 @@ func (b *bench) upstream(w http.ResponseWriter, r *http.Request) {
 // whose history the gateway forwarded before (seeded), in a run of its own
 // worker.
 func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
+	traced := b.ph.on.Load()
+	var s0 stamp
+	if traced {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		s0 = now()
+	}
 	// As the attester's handler reads it (cmd/attester/server/model.go).
 	body, _ := bounded.ReadBody(w, r, 2<<20)
+	if traced {
+		s0 = b.ph.since("control-socket read (the 100 KB body)", s0)
+	}
 	// As control's ModelCall does: the signed answer's request hash,
 	// computed while the gateway checks the request.
 	var reqHash [32]byte
@@ -293,31 +311,46 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		WithPrompt: func(fn func([]byte) error) error { return fn([]byte(tPrompt)) },
 		Sign: func(status int, h [32]byte) ([]byte, []byte, error) {
 			hashed.Wait()
+			if traced {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				defer b.ph.since("beside: the answer's signature (ed25519)", now())
+			}
 			st := []byte(`{"status":` + strconv.Itoa(status) + `,"request":"` + b64u.Encode(reqHash[:]) + `","response":"` + b64u.Encode(h[:]) + `"}`)
 			return st, ed25519.Sign(b.key, st), nil
 		},
 		Receipt: b.receipt,
+		Record:  b.record,
 	}
 	f.Want.RunID = r.Header.Get("X-Bench-Run")
 	k := sessionKey{agent: "main", session: f.SessionKey}
 	b.g.sessions.acquire(k)
 	b.g.sessions.release(k, &history{msgs: b.hist})
-	b.g.Serve(w, r, tProv, apiOpenAIChat, body, f)
+	if !traced {
+		b.g.Serve(w, r, tProv, apiOpenAIChat, body, f)
+		return
+	}
+	pc := b.ph.begin(f, s0)
+	b.g.Serve(w, r.WithContext(httptrace.WithClientTrace(r.Context(), b.ph.trace(pc))), tProv, apiOpenAIChat, body, f)
+	b.ph.end(f)
 }
 
 // receipt does what the attester's receipt step does (control's
-// receiptSigner): it signs the call's receipt, then verifies it and
-// chains it as the run's gateway record does before it takes it
-// (receiptRecord.append).
+// ModelCall): it signs the call's receipt.
 func (b *bench) receipt(c *Call) ([]byte, error) {
-	env, err := SignReceipt(*c, b.key)
-	if err != nil {
-		return nil, err
+	return SignReceipt(*c, b.key)
+}
+
+// record does what the run's gateway record does with a receipt
+// (control's receiptRecord.append): it verifies and chains it.
+func (b *bench) record(env []byte) error {
+	if b.ph.on.Load() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		defer b.ph.since("beside: the record's verify + chain", now())
 	}
-	if _, _, err := poh.ChainGatewayReceipt("", 0, env); err != nil {
-		return nil, err
-	}
-	return env, nil
+	_, _, err := poh.ChainGatewayReceipt("", 0, env)
+	return err
 }
 
 // request is one call to to: through the gateway (in worker's run), the
@@ -382,6 +415,20 @@ func (b *bench) latency(t *testing.T, calls int) map[target][]time.Duration {
 	return out
 }
 
+// breakdown makes n sequential calls through the gateway with each step
+// timed (b.ph), apart from the latency figures: a traced call runs locked
+// to its thread. It returns the client's time of each call.
+func (b *bench) breakdown(t *testing.T, n int) []time.Duration {
+	b.ph.on.Store(true)
+	defer b.ph.on.Store(false)
+	out := make([]time.Duration, 0, n)
+	for range n {
+		d, _, _ := b.do(t, b.request(t, 0, b.body, viaGateway))
+		out = append(out, d)
+	}
+	return out
+}
+
 // chunks measures, for streamed answers, the time from the upstream's
 // write of each chunk to its arrival at the client.
 func (b *bench) chunks(t *testing.T, streams int) (gw, base []time.Duration) {
@@ -424,11 +471,11 @@ func (b *bench) chunks(t *testing.T, streams int) (gw, base []time.Duration) {
 // rate runs workers concurrent callers (each its own run) for d to to,
 // and returns completed calls per second and the process's CPU time per
 // call (client, gateway or hop, and upstream together).
-func (b *bench) rate(t *testing.T, workers int, d time.Duration, to target) (float64, time.Duration) {
+func (b *bench) rate(t *testing.T, workers int, d time.Duration, to target) (rate float64, cpu, gc time.Duration) {
 	var done atomic.Int64
 	var wg sync.WaitGroup
 	stop := time.Now().Add(d)
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0, gc0 := time.Now(), cpuTime(), gcCPU()
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -440,8 +487,8 @@ func (b *bench) rate(t *testing.T, workers int, d time.Duration, to target) (flo
 		}()
 	}
 	wg.Wait()
-	n := done.Load()
-	return float64(n) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(max(n, 1))
+	n := max(done.Load(), 1)
+	return float64(n) / time.Since(start).Seconds(), (cpuTime() - cpu0) / time.Duration(n), (gcCPU() - gc0) / time.Duration(n)
 }
 
 // fsyncFloor times what each call's audit record costs alone: n appends
@@ -491,7 +538,11 @@ func (b *bench) receiptFloor(t *testing.T, n int) []time.Duration {
 	for i := range n {
 		c.ReceiptID = "rcpt_" + strconv.Itoa(i)
 		start := time.Now()
-		if _, err := b.receipt(c); err != nil {
+		env, err := b.receipt(c)
+		if err == nil {
+			err = b.record(env)
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, time.Since(start))

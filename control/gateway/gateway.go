@@ -7,6 +7,7 @@ package gateway
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -105,9 +106,12 @@ type Facts struct {
 	// Sign signs a 2xx answer (attester-api section 8): the statement and
 	// signature for status and the SHA-256 of the body relayed.
 	Sign func(status int, responseHash [32]byte) (statement, signature []byte, err error)
-	// Receipt signs the call's gateway_receipt (SignReceipt) and appends
-	// it to the run's gateway record.
+	// Receipt signs the call's gateway_receipt (SignReceipt); Record
+	// appends the envelope to the run's gateway record, which verifies it.
+	// The gateway records the receipt while the call's audit record is
+	// written and synced: both end before the trailers.
 	Receipt func(c *Call) (envelopeJSON []byte, err error)
+	Record  func(envelopeJSON []byte) error
 }
 
 // Gateway serves the model endpoint of every run.
@@ -120,6 +124,34 @@ type Gateway struct {
 	sessions *sessions
 	mu       sync.Mutex
 	runs     map[string]*runState
+	// mark, when set (make bench-gateway's breakdown), is told as each
+	// step of a call ends, on the call's goroutine.
+	mark func(f *Facts, s step)
+}
+
+// step names a step of a call for Gateway.mark, in the order they end.
+type step uint8
+
+const (
+	stepAuthorize step = iota // the run, upstream, turn and llm_call header
+	stepParse                 // the body parsed, its messages' canon hashes
+	stepRules                 // the rules, the body's hash
+	stepUpstream              // the request sent, the answer's headers in
+	stepRelay                 // the answer read, parsed, hashed and relayed
+	stepFacts                 // the answer's tool calls and text hashed
+	stepReceipt               // the receipt signed
+	stepAudit                 // the audit record written and fsynced
+	stepRecord                // the receipt in the run's record (beside the audit record)
+	stepSigned                // the answer's signature
+	stepEnd                   // the trailers set, the session updated
+	numSteps
+)
+
+// step tells g.mark that s ended.
+func (c *call) step(s step) {
+	if c.g.mark != nil {
+		c.g.mark(c.f, s)
+	}
 }
 
 // runState is the gateway's state of one open run.
@@ -151,32 +183,53 @@ func New(cfg Config, dir string, log *slog.Logger) (*Gateway, error) {
 // session histories stay: a later run of the session continues them.
 func (g *Gateway) CloseRun(runID string) {
 	g.mu.Lock()
-	rs := g.runs[runID]
+	var a *auditLog
+	if rs := g.runs[runID]; rs != nil {
+		a = rs.audit
+	}
 	delete(g.runs, runID)
 	g.mu.Unlock()
-	if rs != nil && rs.audit != nil {
-		_ = rs.audit.close()
+	if a != nil {
+		_ = a.close()
 	}
 }
 
+// errRunClosed: the run was closed while its first call opened its log.
+var errRunClosed = errors.New("gateway: the run was closed")
+
 // acquireRun returns the run's state, marked busy (a run's calls are one
-// at a time); it opens the run's audit log on its first call.
+// at a time). The run's first call opens its audit log outside the
+// gateway's lock, so that other runs' calls do not wait for the file
+// system.
 func (g *Gateway) acquireRun(runID string) (*runState, error) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	rs := g.runs[runID]
 	if rs == nil {
-		a, err := openAudit(g.dir, runID)
-		if err != nil {
-			return nil, err
-		}
-		rs = &runState{events: map[string]bool{}, audit: a}
+		rs = &runState{events: map[string]bool{}}
 		g.runs[runID] = rs
 	}
 	if rs.busy {
+		g.mu.Unlock()
 		return nil, refuse(reasonLimit, "another model call of the run is in progress")
 	}
 	rs.busy = true
+	opened := rs.audit != nil
+	g.mu.Unlock()
+	if opened {
+		return rs, nil
+	}
+	a, err := openAudit(g.dir, runID)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err == nil && g.runs[runID] != rs {
+		_ = a.close()
+		err = errRunClosed
+	}
+	if err != nil {
+		rs.busy = false
+		return nil, err
+	}
+	rs.audit = a
 	return rs, nil
 }
 

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"weak"
@@ -170,7 +174,7 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 	read := func(r io.Reader) {
 		t.Helper()
 		var b bytes.Buffer
-		if _, err := r.(io.WriterTo).WriteTo(&b); err != nil || sha256.Sum256(b.Bytes()) != want || req.ContentLength != 1<<20 {
+		if _, err := io.Copy(&b, r); err != nil || sha256.Sum256(b.Bytes()) != want || req.ContentLength != 1<<20 {
 			t.Fatalf("the body was not sent unchanged (length %d): %v", req.ContentLength, err)
 		}
 	}
@@ -180,6 +184,11 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 	}
 	read(again)
 	read(req.Body)
+	// What the transport copies to io.Discard after the body's length
+	// (nothing) costs no buffer.
+	if n := testing.AllocsPerRun(10, func() { _, _ = io.Copy(io.Discard, req.Body) }); n != 0 {
+		t.Errorf("draining the sent body allocates %v times", n)
+	}
 	sent()
 	if _, err := req.GetBody(); err == nil {
 		t.Error("the body can be sent again after the answer began")
@@ -471,5 +480,89 @@ func TestOpenClawShapes(t *testing.T) {
 		user("[Thu 2026-11-26 22:07 UTC] thanks"), internal)
 	if res := h.openAI(next); res.status != 200 || res.trailer.Get(trailerError) != "" {
 		t.Fatalf("next turn: %d %s %s", res.status, res.reason, res.trailer.Get(trailerError))
+	}
+}
+
+// TestRecordRefusesReceipt: when the run's record refuses the receipt
+// (which it checks while the audit record is synced), the answer ends with
+// GATEWAY_AUDIT_FAILED and no receipt, and the audit log
+// follows the record that named the receipt with one that says the call
+// failed.
+func TestRecordRefusesReceipt(t *testing.T) {
+	up := newScripted(t, sseAnswer(openAIText, openAIDone))
+	f := facts(t)
+	var refused []byte
+	f.Record = func(env []byte) error {
+		refused = env
+		return errors.New("record: refused")
+	}
+	h := newHarness(t, up, f)
+	res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage))))
+	if res.trailer.Get(trailerError) != reasonAuditFailed || res.trailer.Get(trailerReceipt) != "" {
+		t.Fatalf("trailers %v, want %s and no receipt", res.trailer, reasonAuditFailed)
+	}
+	log, err := bounded.ReadFile(filepath.Join(h.g.dir, tRunID+".jsonl"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []auditRecord
+	for line := range bytes.Lines(log) {
+		var r auditRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	rh := sha256.Sum256(refused)
+	if len(recs) != 2 || recs[0].Outcome != "forwarded" || recs[0].ReceiptHash != b64u.Encode(rh[:]) ||
+		recs[1].Outcome != "failed" || recs[1].Reason != reasonAuditFailed || recs[1].ReceiptHash != "" || recs[1].Seq != recs[0].Seq+1 {
+		t.Fatalf("audit records %+v", recs)
+	}
+}
+
+// TestRunsOpenTheirLogsConcurrently: runs' first calls open their audit
+// logs outside the gateway's lock, concurrently with other runs' calls
+// and with CloseRun; a run is one call at a time, and a closed run's state
+// is gone (its next call opens the log again).
+func TestRunsOpenTheirLogsConcurrently(t *testing.T) {
+	g := testGateway(t, "http://127.0.0.1:1")
+	var wg sync.WaitGroup
+	for i := range 16 {
+		wg.Go(func() {
+			run := "run_c" + strconv.Itoa(i%4)
+			for range 20 {
+				rs, err := g.acquireRun(run)
+				if err != nil {
+					if rf, ok := errors.AsType[*refusal](err); ok && rf.Reason == reasonLimit {
+						continue
+					}
+					if errors.Is(err, errRunClosed) {
+						continue
+					}
+					t.Error(err)
+					return
+				}
+				if rs.audit == nil {
+					t.Error("a run's call holds no audit log")
+				}
+				g.releaseRun(rs)
+				if i%5 == 0 {
+					g.CloseRun(run)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	rs, err := g.acquireRun("run_c0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.acquireRun("run_c0"); err == nil {
+		t.Fatal("a second call of a busy run was not refused")
+	}
+	g.releaseRun(rs)
+	g.CloseRun("run_c0")
+	if g.runs["run_c0"] != nil {
+		t.Fatal("CloseRun left the run's state")
 	}
 }

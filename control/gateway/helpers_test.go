@@ -69,6 +69,10 @@ func facts(t testing.TB, decisions ...Decision) *Facts {
 			return st, ed25519.Sign(key, st), nil
 		},
 		Receipt: func(c *Call) ([]byte, error) { return SignReceipt(*c, key) },
+		Record: func(env []byte) error {
+			_, _, err := poh.ChainGatewayReceipt("", 0, env)
+			return err
+		},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/pohjson"
 	"github.com/gowebpki/jcs"
 )
 
@@ -307,4 +308,30 @@ func FuzzUserMessage(f *testing.F) {
 			t.Fatal("another message matches")
 		}
 	})
+}
+
+// TestMessageHashesShared: with the hashing shared by two goroutines, each
+// message gets its own canon hash, in its place.
+func TestMessageHashesShared(t *testing.T) {
+	for _, n := range []int{1, minSplitHash - 1, minSplitHash, 41, 200} {
+		var elems []string
+		for i := range n {
+			m := `{"role":"user","content":"message ` + strconv.Itoa(i) + `"}`
+			if i%7 == 3 {
+				m = `{"role":"assistant","content":[{"type":"text","text":"x","n":1.50}],"cache_control":{"type":"ephemeral"}}`
+			}
+			elems = append(elems, m)
+		}
+		v, err := pohjson.ParseWith([]byte("["+strings.Join(elems, ",")+"]"), pohjson.ParseOptions{AllowFloats: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := messageHashes(v.Elems())
+		for i, e := range v.Elems() {
+			h, err := messageHash(e)
+			if err != nil || !got[i].ok || got[i].sum != h {
+				t.Fatalf("%d messages: message %d: got %x %v, want %x %v", n, i, got[i].sum, got[i].ok, h, err)
+			}
+		}
+	}
 }

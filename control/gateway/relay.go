@@ -58,6 +58,7 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	c.rs.calls++
 	resp, err := c.up.client.Do(req)
 	sent()
+	c.step(stepUpstream)
 	if err != nil {
 		reason := reasonUpstreamUnreach
 		if ne, ok := errors.AsType[net.Error](err); (ok && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {
@@ -83,6 +84,7 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	t := time.AfterFunc(u.IdleTimeout, func() { idle.Store(true); cancel() })
 	defer t.Stop()
 	rl.pump(w, resp.Body, u, t)
+	c.step(stepRelay)
 	if rl.fail == reasonUpstreamCut && (idle.Load() || errors.Is(ctx.Err(), context.DeadlineExceeded)) {
 		rl.fail = reasonUpstreamTimeout
 	}
@@ -199,6 +201,7 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 	}
 	var respHash [32]byte
 	copy(respHash[:], rl.h.Sum(nil))
+	c.step(stepFacts)
 	// The answer is signed while the receipt is made and the audit record
 	// written and synced: the signature depends on neither, and they are
 	// the longest steps of a call. Both end before any trailer is written.
@@ -213,18 +216,36 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 	}()
 	now := c.g.now()
 	env, rerr := c.receipt(rl, respHash, now)
+	c.step(stepReceipt)
 	h := w.Header()
-	if rerr == nil {
-		h.Set(trailerReceipt, b64u.Encode(env))
-		rh := sha256.Sum256(env)
-		c.rec.ReceiptHash = b64u.Encode(rh[:])
-	}
 	c.rec.Outcome, c.rec.Status, c.rec.ResponseHash = "forwarded", rl.status, b64u.Encode(respHash[:])
 	if rl.fail != "" {
 		c.rec.Outcome, c.rec.Reason = "failed", rl.fail
 	}
+	// The run's record verifies and chains the receipt while the audit
+	// record, which names the receipt by its hash, is written and synced.
+	var recorded chan error
+	if rerr == nil {
+		h.Set(trailerReceipt, b64u.Encode(env))
+		rh := sha256.Sum256(env)
+		c.rec.ReceiptHash = b64u.Encode(rh[:])
+		recorded = make(chan error, 1)
+		go func() { recorded <- c.f.Record(env) }()
+	}
 	aerr := c.rs.audit.append(&c.rec, now)
+	c.step(stepAudit)
+	if recorded != nil {
+		rerr = <-recorded
+		c.step(stepRecord)
+		if rerr != nil && aerr == nil {
+			// The audit record names a receipt the run's record refused:
+			// a second record says the call failed (section 9).
+			c.rec.Outcome, c.rec.Reason, c.rec.ReceiptHash = "failed", reasonAuditFailed, ""
+			aerr = c.rs.audit.append(&c.rec, c.g.now())
+		}
+	}
 	<-signedDone
+	c.step(stepSigned)
 	if aerr != nil || rerr != nil {
 		c.g.log.Error("gateway receipt or audit record failed", "run_id", c.f.Want.RunID, "receipt_err", rerr, "audit_err", aerr)
 		rl.fail, facts = reasonAuditFailed, nil
@@ -243,9 +264,11 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 		c.complete(facts)
 	}
 	c.g.log.Info("gateway call", "run_id", c.f.Want.RunID, "provider", c.provider, "status", rl.status, "outcome", c.rec.Outcome, "reason", rl.fail, "latency_ms", now.Sub(c.start).Milliseconds())
+	c.step(stepEnd)
 }
 
-// receipt signs the call's receipt (section 8).
+// receipt signs the call's receipt (section 8); the run's record takes it
+// in finish.
 func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, error) {
 	id, err := receiptID()
 	if err != nil {

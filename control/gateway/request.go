@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/jsstr"
@@ -148,8 +149,8 @@ func (q *request) readOpenAI(root *pohjson.Value) error {
 	return q.readTools(root.Get("tools"), openAITool)
 }
 
-// minSplitHash is the message count from which messageHashes hashes in
-// two halves.
+// minSplitHash is the message count from which messageHashes shares the
+// hashing with a second goroutine.
 const minSplitHash = 8
 
 // canonSum is a message's canon hash, or none (ok false) when it has no
@@ -160,26 +161,33 @@ type canonSum struct {
 }
 
 // messageHashes returns the canon hash of each message of vals (section
-// 3.4). They are most of the rules' work: a request of minSplitHash
-// messages or more is hashed in two halves, the second on its own
-// goroutine, so that a free core halves their latency. The readers refuse
-// a message without a canonical form where they come to it, in order.
+// 3.4). They are most of the rules' work: from minSplitHash messages on, a
+// second goroutine takes messages from the same queue, so that a free core
+// shares the work. The caller waits only for messages the helper has taken:
+// a helper not yet scheduled (a busy machine) delays nothing, and when it
+// runs it finds the queue empty. The readers refuse a message without a
+// canonical form where they come to it, in order.
 func messageHashes(vals []*pohjson.Value) []canonSum {
 	out := make([]canonSum, len(vals))
-	hash := func(part []canonSum, vals []*pohjson.Value) {
-		for i, v := range vals {
-			h, err := messageHash(v)
-			part[i] = canonSum{sum: h, ok: err == nil}
+	var next atomic.Int64
+	var done sync.WaitGroup
+	done.Add(len(vals))
+	work := func() {
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(vals)) {
+				return
+			}
+			h, err := messageHash(vals[i])
+			out[i] = canonSum{sum: h, ok: err == nil}
+			done.Done()
 		}
 	}
-	mid := len(vals)
-	var wg sync.WaitGroup
 	if len(vals) >= minSplitHash {
-		mid = len(vals) / 2
-		wg.Go(func() { hash(out[mid:], vals[mid:]) })
+		go work()
 	}
-	hash(out[:mid], vals[:mid])
-	wg.Wait()
+	work()
+	done.Wait()
 	return out
 }
 

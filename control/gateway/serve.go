@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -46,14 +47,24 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api st
 	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider}
 	defer c.release()
 	// The request hash is computed while the rules read the body: with a
-	// core free, it adds nothing to the call's latency.
+	// core free, it adds nothing to the call's latency. When the rules end
+	// before that goroutine has begun (no core was free), the call hashes
+	// the body itself rather than wait for it to be scheduled.
+	var claimed atomic.Bool
 	hashed := make(chan struct{})
 	go func() {
-		defer close(hashed)
-		c.bodyHash = sha256.Sum256(body)
+		if claimed.CompareAndSwap(false, true) {
+			c.bodyHash = sha256.Sum256(body)
+			close(hashed)
+		}
 	}()
 	err := c.check(r, api)
-	<-hashed
+	if claimed.CompareAndSwap(false, true) {
+		c.bodyHash = sha256.Sum256(body)
+	} else {
+		<-hashed
+	}
+	c.step(stepRules)
 	c.rec.RequestHash = b64u.Encode(c.bodyHash[:])
 	if err != nil {
 		c.refuse(w, err)
@@ -82,16 +93,18 @@ func (c *call) check(r *http.Request, api string) error {
 	if c.lc, err = parseLLMCall(r.Header.Get(headerLLMCall), f.Want.RunID, f.Want); err != nil {
 		return err
 	}
+	c.step(stepAuthorize)
 	if c.q, err = parseRequest(api, c.body); err != nil {
 		return err
 	}
+	c.step(stepParse)
 	c.rec.Model = c.q.model
 	for _, step := range []func() error{c.checkModel, c.checkSystem, c.checkTools, c.checkHistory, c.checkEvent} {
 		if err := step(); err != nil {
 			return err
 		}
 	}
-	if f.Receipt == nil || f.Sign == nil {
+	if f.Receipt == nil || f.Record == nil || f.Sign == nil {
 		return &refusal{Status: http.StatusServiceUnavailable, Reason: reasonUnavailable, Msg: "the gateway cannot receipt calls"}
 	}
 	if c.up.open.Add(1) > int64(c.up.u.MaxConcurrent) {

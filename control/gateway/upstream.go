@@ -55,12 +55,15 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 // credential added, no header of the harness. The request keeps no
 // reference to the body once it has been sent, so an answer that streams
 // for minutes does not hold it: the body is read through io.MultiReader,
-// which drops its reader at EOF (or once WriteTo has sent it in one write),
-// and GetBody (which the HTTP/2 transport uses to send the request again
-// on a connection the server closed before reading it) works until sent is
-// called, when the answer's headers are in and nothing is retried.
+// which drops its reader at EOF, and GetBody (which the HTTP/2 transport
+// uses to send the request again on a connection the server closed before
+// reading it) works until sent is called, when the answer's headers are in
+// and nothing is retried. The body offers Read only: the HTTP/1 transport
+// copies it through a length limit, and then copies what is left to
+// io.Discard, where MultiReader's WriteTo would allocate a 32 KB buffer for
+// each call.
 func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (req *http.Request, sent func(), err error) {
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.url, io.MultiReader(bytes.NewReader(body)))
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.url, struct{ io.Reader }{io.MultiReader(bytes.NewReader(body))})
 	if err != nil {
 		return nil, nil, err
 	}
