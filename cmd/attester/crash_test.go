@@ -5,9 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -182,18 +180,16 @@ func TestAuditCheckpointAgainstTheBinary(t *testing.T) {
 	}
 }
 
-// startRefused runs the attester on config and returns its output; it
-// fails the test unless the attester exits with 2 (setup failed) within
-// 20 s.
+// startRefused runs the attester on config (runAttester) and returns its
+// output; it fails the test unless the attester exits with 2 (setup
+// failed).
 func startRefused(t *testing.T, config string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, attesterBin, "--config", config).CombinedOutput()
-	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 2 {
-		t.Fatalf("the attester did not refuse to start: %v: %s", err, out)
+	code, out := runAttester(t, config)
+	if code != 2 {
+		t.Fatalf("the attester did not refuse to start: exit %d: %s", code, out)
 	}
-	return string(out)
+	return out
 }
 
 func writeAudit(t *testing.T, path string, b []byte) {
