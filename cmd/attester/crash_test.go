@@ -20,10 +20,7 @@ import (
 // is in its run's file at the seq it was told, with the same tool,
 // parameters hash and outcome.
 func TestKillUnderLoadAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	cfg := writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	pf, cfg, state := stateConfig(t)
 	a := mustStartAttester(t, cfg)
 	id0 := a.req(t, true, "GET", "/v1/identity", "", nil)
 	if id0.code != 200 || id0.body["identity_sealed"] != true {
@@ -107,10 +104,7 @@ func TestKillUnderLoadAgainstTheBinary(t *testing.T) {
 // kill -9 after it leaves none: the next start verifies every record and
 // an offline edit inside the old checkpoint's range stops it.
 func TestAuditCheckpointAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	cfg := writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	pf, cfg, state := stateConfig(t)
 	ck := filepath.Join(state, "audit", "CHECKPOINT")
 	a, code := startAttester(t, cfg)
 	if a == nil {

@@ -584,17 +584,15 @@ func TestControlLoad(t *testing.T) {
 	openFraction := envFloat(t, "CLAWEA_LOADTEST_OPEN_FRACTION", 0.4, 1)
 	openRate := envFloat(t, "CLAWEA_LOADTEST_OPEN_RATE", 0, 1e6)
 	openConns := envInt(t, "CLAWEA_LOADTEST_OPEN_CONNS", 256)
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
+	pf, cfg, state := stateConfig(t)
+	a := mustStartAttester(t, cfg)
 	g := loadGenFor(t, a, pf)
 
 	// Baselines in the same run, on the same file system; the in-process
 	// one before and after the load, averaged, so that a machine whose
 	// other work changes during the run moves both sides of the ratio.
 	fsyncs, fsyncLat := rawFsyncRate(t, state, time.Second)
-	before := inProcessDecideRate(t, filepath.Join(dir, "inproc"), callers, runs, 2*time.Second)
+	before := inProcessDecideRate(t, t.TempDir(), callers, runs, 2*time.Second)
 
 	// Bounded in time (dur) and in count (dur × 100,000/s). CPU time is
 	// counted for the attester and for this process (the callers): unlike
@@ -605,7 +603,7 @@ func TestControlLoad(t *testing.T) {
 		t.Fatalf("load: %v (%d errors)", res.firstErr, res.errs)
 	}
 	srvCPU, cliCPU := procCPU(t, a.cmd.Process.Pid)-srv0, loadstat.SelfCPU(t)-cli0
-	after := inProcessDecideRate(t, filepath.Join(dir, "inproc-after"), callers, runs, 2*time.Second)
+	after := inProcessDecideRate(t, t.TempDir(), callers, runs, 2*time.Second)
 	inproc := inProcessRates{
 		durable: (before.durable + after.durable) / 2, discard: (before.discard + after.discard) / 2,
 		durableCPU: (before.durableCPU + after.durableCPU) / 2,

@@ -44,9 +44,7 @@ import (
 )
 
 func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
-	}
+	needRoot(t, "reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
 	params := packtest.Params(t, "min.params.json")
 	var rnd [16]byte
 	rand.Read(rnd[:])
@@ -120,13 +118,9 @@ func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
 // controls are the scan of the test process (which holds the seed on its
 // heap) and the run id in the attester.
 func TestIdentitySeedNotInAttesterMemory(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
-	}
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
+	needRoot(t, "reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
+	pf, cfg, state := stateConfig(t)
+	a := mustStartAttester(t, cfg)
 	rn := a.createRun(t, pf, "agent:main:main")
 	for i := range 3 {
 		if r := a.req(t, false, "GET", "/v1/runs/"+rn.id+"/prompt", rn.capability, nil); r.code != http.StatusOK {

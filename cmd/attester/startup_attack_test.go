@@ -24,10 +24,7 @@ import (
 // config, the state directory and the run's audit file.
 func stoppedWithAudit(t *testing.T, n int) (cfg, state, file string) {
 	t.Helper()
-	pf := newPack(t)
-	dir := t.TempDir()
-	state = filepath.Join(dir, "state")
-	cfg = writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	pf, cfg, state := stateConfig(t)
 	a := mustStartAttester(t, cfg)
 	rn := a.createRun(t, pf, "startup")
 	tr := a.req(t, false, "POST", "/v1/runs/"+rn.id+"/turns", rn.capability, turnBody("cli", "u", "m1"))
@@ -98,10 +95,8 @@ func TestAuditFilesAtStartAttack(t *testing.T) {
 // directory (another control socket) refuses to start and leaves the first
 // one's identity and audit files as they were; the first keeps serving.
 func TestStateDirTakenAttack(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
+	pf, cfg, state := stateConfig(t)
+	a := mustStartAttester(t, cfg)
 	rn := a.createRun(t, pf, "first")
 	want(t, "turn", a.req(t, false, "POST", "/v1/runs/"+rn.id+"/turns", rn.capability, turnBody("cli", "u", "m1")), 201)
 	before := dirBytes(t, state)
@@ -140,10 +135,7 @@ func dirBytes(t *testing.T, dir string) string {
 // appended) stops the start (exit 2) without replacing it: the file is as
 // it was, and put back, it gives the same DID.
 func TestIdentityBlobAttack(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	cfg := writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	_, cfg, state := stateConfig(t)
 	a := mustStartAttester(t, cfg)
 	did := a.req(t, true, "GET", "/v1/identity", "", nil).body["did"]
 	a.cmd.Process.Kill()
