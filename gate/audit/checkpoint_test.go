@@ -35,9 +35,7 @@ func ckOpts(seed byte) Options {
 func ckState(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	opts := ckOpts(1)
-	opts.Now = newClock().now
-	l, err := Open(dir, opts)
+	l, _, err := openCk(t, dir, ckOpts(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,9 +472,7 @@ func FuzzRecoverWithCheckpoint(f *testing.F) {
 // they became durable) covers every record at the next start.
 func TestConcurrentCommitsKeepWriteOrder(t *testing.T) {
 	dir := t.TempDir()
-	opts := ckOpts(1)
-	opts.Now = newClock().now
-	l, err := Open(dir, opts)
+	l, _, err := openCk(t, dir, ckOpts(1))
 	if err != nil {
 		t.Fatal(err)
 	}
