@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -87,9 +88,9 @@ func jsonQuote(t testing.TB, b []byte) (sig, msg []byte, pcrs [][]byte) {
 		t.Fatal(err)
 	}
 	for _, p := range q.PCRs {
-		pcrs = append(pcrs, mustHex(t, p))
+		pcrs = append(pcrs, testfile.Hex(t, p))
 	}
-	return mustHex(t, q.Signature), mustHex(t, q.Message), pcrs
+	return testfile.Hex(t, q.Signature), testfile.Hex(t, q.Message), pcrs
 }
 
 // azVCEK is the first certificate of vcek.pem; the test checks the others
