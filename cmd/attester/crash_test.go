@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestKillUnderLoadAgainstTheBinary: kill -9 while 16 callers get tool-call
@@ -131,10 +133,7 @@ func TestAuditCheckpointAgainstTheBinary(t *testing.T) {
 	}
 
 	run := filepath.Join(state, "audit", rn.id+".jsonl")
-	orig, err := os.ReadFile(run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := testfile.Read(t, run)
 	lastCut := orig[:bytes.LastIndexByte(orig[:len(orig)-1], '\n')+1]
 	writeAudit(t, run, lastCut)
 	if out := startRefused(t, cfg); !strings.Contains(out, "the files differ from the signed checkpoint") {

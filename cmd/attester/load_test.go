@@ -38,6 +38,7 @@ import (
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/internal/loadstat"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/wire/answer"
@@ -861,10 +862,7 @@ func signDecision(key ed25519.PrivateKey, did, run string, seq int64, target str
 
 // procCPU is the user+system CPU time of process pid (/proc/pid/stat).
 func procCPU(t *testing.T, pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfile.Read(t, fmt.Sprintf("/proc/%d/stat", pid))
 	// Fields after the command name (which may hold spaces): state is
 	// field 3; utime and stime are fields 14 and 15, in clock ticks (100/s
 	// on Linux).

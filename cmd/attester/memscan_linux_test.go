@@ -38,6 +38,7 @@ import (
 
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
@@ -162,10 +163,7 @@ func TestIdentitySeedNotInAttesterMemory(t *testing.T) {
 // Ed25519 seed, its first 32 bytes.
 func identitySeed(t *testing.T, path string) []byte {
 	t.Helper()
-	blob, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := testfile.Read(t, path)
 	s, err := sim.New(sim.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -204,10 +202,7 @@ func (r scanResult) String() string {
 // apart and not counted.
 func scanProcess(t *testing.T, pid int, needle, control string) scanResult {
 	t.Helper()
-	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
+	smaps := testfile.Read(t, fmt.Sprintf("/proc/%d/smaps", pid))
 	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 )
 
@@ -42,10 +43,7 @@ func stoppedWithAudit(t *testing.T, n int) (cfg, state, file string) {
 // 2) with an error naming the file, and the refused start changes no file.
 func TestAuditFilesAtStartAttack(t *testing.T) {
 	cfg, state, file := stoppedWithAudit(t, 3)
-	orig, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := testfile.Read(t, file)
 	if bytes.Count(orig, []byte("\n")) != 3 {
 		t.Fatalf("audit file: %q", orig)
 	}
@@ -141,10 +139,7 @@ func TestIdentityBlobAttack(t *testing.T) {
 	a.cmd.Process.Kill()
 	<-a.exited
 	blob := filepath.Join(state, "identity.sealed")
-	orig, err := os.ReadFile(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := testfile.Read(t, blob)
 	flipped := bytes.Clone(orig)
 	flipped[len(flipped)-1] ^= 0x01
 	labelFlipped := bytes.Clone(orig)
