@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -24,11 +23,7 @@ var (
 
 func azFile(t testing.TB, dir, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfile.Read(t, filepath.Join("testdata", dir, name))
 }
 
 // azOpts verifies real samples offline: no CRL or TDX collateral ships with

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"os"
 	"strconv"
 	"testing"
 
@@ -21,11 +20,7 @@ const hopperNonce = "931d8dd0add203ac3d8b4fbde75e115278eefcdceac5b87671a748f3236
 
 func hopperFile(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/nvidia-hopper/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfile.Read(t, "testdata/nvidia-hopper/"+name)
 }
 
 func hopperReport(t testing.TB) []byte {
