@@ -29,10 +29,7 @@ func vectorsDir(t testing.TB) string {
 }
 
 func readConformanceAllowlist(t *testing.T, dir string) []string {
-	raw, err := os.ReadFile(filepath.Join(dir, "clawverify.config.conformance.v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(dir, "clawverify.config.conformance.v1.json"))
 	var cfg struct {
 		Allowlists struct {
 			Gateway []string `json:"gateway_receipt_signer_dids"`
@@ -54,10 +51,7 @@ func TestConformanceVectors(t *testing.T) {
 		n++
 		name, valid, code := cols[0], cols[1] == "true", cols[2]
 		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil {
-				t.Fatal(err)
-			}
+			raw := testfile.Read(t, filepath.Join(dir, name))
 			b, err := VerifyProofBundle(raw, BundleOptions{ReceiptSignerDIDs: allow})
 			if valid {
 				if err != nil {
@@ -83,10 +77,7 @@ func TestConformanceVectors(t *testing.T) {
 
 // TestPassingVectorHashes recomputes every hash in the passing bundle.
 func TestPassingVectorHashes(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(vectorsDir(t), "proof_bundle_pass.v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(vectorsDir(t), "proof_bundle_pass.v1.json"))
 	env, _ := pohjson.Parse(raw)
 	if h, _ := pohjson.Hash(env.Get("payload")); h != "HZYtCYB_iGtYBqnwGdf6Dts41qMLYil_AjLKHLJ7Lyk" {
 		t.Fatalf("bundle payload hash %s", h)
@@ -254,10 +245,7 @@ func TestReasonCodes(t *testing.T) {
 // TestDIDWebSignerRefused: did:web passes the syntax check but no key can be
 // extracted offline, so step 12 refuses it with INVALID_DID_FORMAT.
 func TestDIDWebSignerRefused(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(vectorsDir(t), "proof_bundle_pass.v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(vectorsDir(t), "proof_bundle_pass.v1.json"))
 	env, _ := pohjson.Parse(raw)
 	receipt, _ := pohjson.Stringify(env.Get("payload").Get("receipts").Elems()[0])
 	if _, err := Verify(receipt, VerifyOptions{Type: TypeGatewayReceipt}); err != nil {
