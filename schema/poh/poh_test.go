@@ -156,23 +156,15 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	}
 }
 
+// replaceField returns the envelope raw with its member field set to v
+// (withMember: dropped when v is nil).
 func replaceField(t *testing.T, raw []byte, field string, v *pohjson.Value) []byte {
 	t.Helper()
 	env, err := pohjson.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ms []pohjson.Member
-	for _, m := range env.Members() {
-		if m.Key == field {
-			if v == nil {
-				continue
-			}
-			m.Value = v
-		}
-		ms = append(ms, m)
-	}
-	out, err := pohjson.Stringify(pohjson.NewObject(ms...))
+	out, err := pohjson.Stringify(withMember(env, field, v))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,10 +251,15 @@ func TestDIDWebSignerRefused(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
+// withMember returns a copy of the object p whose member key has the value
+// v, or is dropped when v is nil.
 func withMember(p *pohjson.Value, key string, v *pohjson.Value) *pohjson.Value {
 	var ms []pohjson.Member
 	for _, m := range p.Members() {
 		if m.Key == key {
+			if v == nil {
+				continue
+			}
 			m.Value = v
 		}
 		ms = append(ms, m)
