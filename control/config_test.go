@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/gate"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
@@ -194,10 +195,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal("default lookup sets")
 	}
 
-	policy, err := os.ReadFile("../promptpack/admission/testdata/open.policy.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	policy := testfile.Read(t, "../promptpack/admission/testdata/open.policy.json")
 	full := `{"attester":{"listen":"[::1]:0","metricsListen":":9000","controlSocket":"/run/c/c.sock","controlUids":[0,1000],
 		"owners":["telegram:1","cli:local"],"maxTurnsPerRun":1,"maxOwnerMessagesPerRun":65536,"maxToolCallsPerRun":16777216,
 		"uploadBudgetBytes":17179869184,"tpm":{"address":"127.0.0.1:2321"},"platform":"tpm","stateDir":"/var/lib/clawea",

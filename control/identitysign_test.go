@@ -8,10 +8,11 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestIdentitySignerMatchesItsSeed: the identity's signer, created and
@@ -25,10 +26,7 @@ func TestIdentitySignerMatchesItsSeed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		blob, err := os.ReadFile(filepath.Join(s.dir, identityFile))
-		if err != nil {
-			t.Fatal(err)
-		}
+		blob := testfile.Read(t, filepath.Join(s.dir, identityFile))
 		secret, err := s.sealer.Unseal(context.Background(), identityLabel, blob)
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 func TestStatStartTime(t *testing.T) {
@@ -45,10 +47,7 @@ func TestStatStartTimeSelf(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("/proc is Linux")
 	}
-	b, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfile.Read(t, "/proc/self/stat")
 	v, err := statStartTime(b)
 	if err != nil || v == 0 {
 		t.Fatalf("start time of this process: %d %v (%q)", v, err, b)

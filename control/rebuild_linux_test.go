@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
@@ -214,10 +215,7 @@ func TestKeyNotInheritedAtExec(t *testing.T) {
 	if _, err := r.run(context.Background(), f.request()); !errors.Is(err, errRebuildWorker) {
 		t.Fatalf("a script is not a worker: %v", err)
 	}
-	listing, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	listing := testfile.Read(t, out)
 	for _, bad := range []string{"secretmem", "memfd:"} {
 		if strings.Contains(string(listing), bad) {
 			t.Errorf("the worker inherited %q:\n%s", bad, listing)

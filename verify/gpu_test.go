@@ -104,7 +104,7 @@ func TestGPUPolicyFile(t *testing.T) {
 	for _, bad := range []string{
 		`{"0":"aa"}`, `{"256":"aa"}`, `{"02":"aa"}`, `{"x":"aa"}`, `{"1":"AA"}`, `{"1":""}`, `{"1":"a"}`, `{"1":1}`,
 	} {
-		if _, err := ParsePolicy([]byte(`{"policy_version":"clawea.dev/verify-policy/v1","gpu_measurements_hex":` + bad + `}`)); !errors.Is(err, ErrPolicyFile) {
+		if _, err := ParsePolicy([]byte(policyHead + `"gpu_measurements_hex":` + bad + `}`)); !errors.Is(err, ErrPolicyFile) {
 			t.Fatalf("%s accepted: %v", bad, err)
 		}
 	}

@@ -84,20 +84,12 @@ func TestParseRequireIsolation(t *testing.T) {
 		`false`: nil,
 		`["ptrace_restricted","socket_protected"]`: {"ptrace_restricted", "socket_protected"},
 	} {
-		p, err := ParsePolicy([]byte(`{"policy_version":"` + PolicyVersion + `","require_isolation":` + doc + `}`))
-		if err != nil || !slices.Equal(p.RequireIsolation, want) {
-			t.Fatalf("%s: %v %v", doc, p, err)
-		}
-		again, err := p.Encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p2, err := ParsePolicy(again); err != nil || !slices.Equal(p2.RequireIsolation, want) {
-			t.Fatalf("%s: Encode does not round-trip: %s %v", doc, again, err)
+		if p := roundTripPolicy(t, policyHead+`"require_isolation":`+doc+`}`); !slices.Equal(p.RequireIsolation, want) {
+			t.Fatalf("%s: %v", doc, p.RequireIsolation)
 		}
 	}
 	for _, doc := range []string{`[]`, `"yes"`, `["no_such_claim"]`, `["ptrace_restricted","ptrace_restricted"]`, `[1]`, `{}`} {
-		_, err := ParsePolicy([]byte(`{"policy_version":"` + PolicyVersion + `","require_isolation":` + doc + `}`))
+		_, err := ParsePolicy([]byte(policyHead + `"require_isolation":` + doc + `}`))
 		if !errors.Is(err, ErrPolicyFile) || !strings.Contains(err.Error(), "require_isolation") {
 			t.Errorf("%s: %v", doc, err)
 		}

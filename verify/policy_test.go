@@ -11,28 +11,49 @@ import (
 )
 
 func TestParsePolicyErrorsNameTheMember(t *testing.T) {
-	const head = `{"policy_version":"clawea.dev/verify-policy/v1",`
 	for _, tc := range []struct {
 		in, path string
 		want     error
 	}{
-		{head + `"allow_simulation":true}`, "$.allow_simulation", jsonobj.ErrUnknownField},
-		{head + `"allow_simulated":"yes"}`, "$.allow_simulated", jsonobj.ErrWrongType},
-		{head + `"trusted_attester_dids":["did:key:z6Mk","did:nope:x"]}`, "$.trusted_attester_dids[1]", jsonobj.ErrWrongType},
-		{head + `"trusted_attester_dids":["did:key:z6Mk","did:key:z6Mk"]}`, "$.trusted_attester_dids[1]", jsonobj.ErrWrongType},
-		{head + `"trusted_templates":{"AGENTS.md":"sha256:00"}}`, `$.trusted_templates["AGENTS.md"]`, jsonobj.ErrWrongType},
-		{head + `"trusted_recipes":[{"version":"1","id":"x"}]}`, "$.trusted_recipes[0]", jsonobj.ErrWrongType},
-		{head + `"expected_report_hash_b64u":"abc"}`, "$.expected_report_hash_b64u", jsonobj.ErrWrongType},
-		{head + `"allow_simulated":true,"allow_simulated":false}`, "$.allow_simulated", pohjson.ErrDuplicateKey},
-		{head + `"require_sensitive":true}`, "$.require_sensitive", errContradiction},
-		{head + `"require_sensitive":1,"admission_policy_hashes_b64u":["` + h("a") + `"]}`, "$.require_sensitive", jsonobj.ErrWrongType},
-		{head + `"admission_policy_hashes_b64u":["abc"]}`, "$.admission_policy_hashes_b64u[0]", jsonobj.ErrWrongType},
+		{policyHead + `"allow_simulation":true}`, "$.allow_simulation", jsonobj.ErrUnknownField},
+		{policyHead + `"allow_simulated":"yes"}`, "$.allow_simulated", jsonobj.ErrWrongType},
+		{policyHead + `"trusted_attester_dids":["did:key:z6Mk","did:nope:x"]}`, "$.trusted_attester_dids[1]", jsonobj.ErrWrongType},
+		{policyHead + `"trusted_attester_dids":["did:key:z6Mk","did:key:z6Mk"]}`, "$.trusted_attester_dids[1]", jsonobj.ErrWrongType},
+		{policyHead + `"trusted_templates":{"AGENTS.md":"sha256:00"}}`, `$.trusted_templates["AGENTS.md"]`, jsonobj.ErrWrongType},
+		{policyHead + `"trusted_recipes":[{"version":"1","id":"x"}]}`, "$.trusted_recipes[0]", jsonobj.ErrWrongType},
+		{policyHead + `"expected_report_hash_b64u":"abc"}`, "$.expected_report_hash_b64u", jsonobj.ErrWrongType},
+		{policyHead + `"allow_simulated":true,"allow_simulated":false}`, "$.allow_simulated", pohjson.ErrDuplicateKey},
+		{policyHead + `"require_sensitive":true}`, "$.require_sensitive", errContradiction},
+		{policyHead + `"require_sensitive":1,"admission_policy_hashes_b64u":["` + h("a") + `"]}`, "$.require_sensitive", jsonobj.ErrWrongType},
+		{policyHead + `"admission_policy_hashes_b64u":["abc"]}`, "$.admission_policy_hashes_b64u[0]", jsonobj.ErrWrongType},
 		// A range violation: more than 1024 entries.
-		{head + `"tdx_tcb_statuses":["OutOfDate"` + strings.Repeat(`,"OutOfDate"`, 1024) + `]}`, "$.tdx_tcb_statuses", jsonobj.ErrTooLarge},
-		{head + `"admission_policy_hashes_b64u":["` + h("a") + `","` + h("a") + `"]}`, "$.admission_policy_hashes_b64u[1]", jsonobj.ErrWrongType},
+		{policyHead + `"tdx_tcb_statuses":["OutOfDate"` + strings.Repeat(`,"OutOfDate"`, 1024) + `]}`, "$.tdx_tcb_statuses", jsonobj.ErrTooLarge},
+		{policyHead + `"admission_policy_hashes_b64u":["` + h("a") + `","` + h("a") + `"]}`, "$.admission_policy_hashes_b64u[1]", jsonobj.ErrWrongType},
 	} {
 		wantPolicyRefused(t, tc.in, tc.path, tc.want)
 	}
+}
+
+// policyHead starts a verify-policy document: tests append members and
+// the closing brace.
+const policyHead = `{"policy_version":"` + PolicyVersion + `",`
+
+// roundTripPolicy parses the policy document doc; it fails t unless the
+// policy's encoding parses again to the same encoding (the same ID).
+func roundTripPolicy(t *testing.T, doc string) *Policy {
+	t.Helper()
+	p, err := ParsePolicy([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := p.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := ParsePolicy(enc); err != nil || again.ID() != p.ID() {
+		t.Fatalf("round trip %s: %v", enc, err)
+	}
+	return p
 }
 
 // wantPolicyRefused requires ParsePolicy to refuse in with an ErrPolicyFile

@@ -48,15 +48,14 @@ func TestPolicyTPMCertifications(t *testing.T) {
 		t.Fatalf("parsed %+v", q)
 	}
 
-	const head = `{"policy_version":"clawea.dev/verify-policy/v1",`
 	recB := b64u.Encode(rec.Marshal())
 	rootB := b64u.Encode(p.TPMEKRoots[0].Raw)
 	for _, tc := range []struct{ in, path string }{
-		{head + `"tpm_ak_certifications_b64u":["` + recB + `"]}`, ""},
-		{head + `"tpm_ak_certifications_b64u":["` + b64u.Encode(append(rec.Marshal(), 0)) + `"],"tpm_ek_roots_b64u":["` + rootB + `"]}`, "$.tpm_ak_certifications_b64u[0]"},
-		{head + `"tpm_ek_roots_b64u":["` + b64u.Encode([]byte{0x30, 0}) + `"]}`, "$.tpm_ek_roots_b64u[0]"},
-		{head + `"tpm_ek_roots_b64u":["` + rootB + `","` + rootB + `"]}`, "$.tpm_ek_roots_b64u[1]"},
-		{head + `"require_tpm_ek_certified_ak":1}`, "$.require_tpm_ek_certified_ak"},
+		{policyHead + `"tpm_ak_certifications_b64u":["` + recB + `"]}`, ""},
+		{policyHead + `"tpm_ak_certifications_b64u":["` + b64u.Encode(append(rec.Marshal(), 0)) + `"],"tpm_ek_roots_b64u":["` + rootB + `"]}`, "$.tpm_ak_certifications_b64u[0]"},
+		{policyHead + `"tpm_ek_roots_b64u":["` + b64u.Encode([]byte{0x30, 0}) + `"]}`, "$.tpm_ek_roots_b64u[0]"},
+		{policyHead + `"tpm_ek_roots_b64u":["` + rootB + `","` + rootB + `"]}`, "$.tpm_ek_roots_b64u[1]"},
+		{policyHead + `"require_tpm_ek_certified_ak":1}`, "$.require_tpm_ek_certified_ak"},
 	} {
 		wantPolicyRefused(t, tc.in, tc.path, nil)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
@@ -561,10 +562,7 @@ func TestPoHVectorsThroughBundlePath(t *testing.T) {
 		if len(cols) != 3 {
 			t.Fatalf("bad index line %q", line)
 		}
-		raw, err := os.ReadFile(filepath.Join(dir, cols[0]))
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := testfile.Read(t, filepath.Join(dir, cols[0]))
 		t.Run(cols[0], func(t *testing.T) {
 			v, err := pohjson.Parse(raw)
 			if err != nil {

@@ -140,6 +140,26 @@ func startWithPack(t *testing.T, extra map[string]any) (*attester, *packFixture)
 	return mustStartAttester(t, writeConfig(t, t.TempDir(), pf, extra)), pf
 }
 
+// needRoot skips the test, saying why, unless it runs as root.
+func needRoot(t *testing.T, why string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip(why)
+	}
+}
+
+// stateConfig makes a fresh pack (newPack) and writes the configuration
+// writeConfig makes of it in a temporary folder, with its state folder
+// there. It returns the pack, the configuration's path and the state
+// folder.
+func stateConfig(t *testing.T) (pf *packFixture, cfg, state string) {
+	t.Helper()
+	pf = newPack(t)
+	dir := t.TempDir()
+	state = filepath.Join(dir, "state")
+	return pf, writeConfig(t, dir, pf, map[string]any{"stateDir": state}), state
+}
+
 // startAttester starts the binary and waits until it listens. It returns
 // nil and the exit code when the process exits before listening.
 func startAttester(t *testing.T, config string) (*attester, int) {

@@ -20,7 +20,7 @@ import (
 // the binary exits 1 naming the key, and neither the secret nor the file's
 // content is in its output.
 func TestConfigSecretsAttack(t *testing.T) {
-	pf := &packFixture{trusted: map[string]string{"identity.txt": "sha256:" + strings.Repeat("ab", 32)}}
+	pf := configPack()
 	rnd := make([]byte, 18)
 	rand.Read(rnd)
 	secret := "S3CR3T-" + b64u.Encode(rnd) // upper case: no upstream name or api either
@@ -49,18 +49,15 @@ func TestConfigSecretsAttack(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := t.TempDir()
-			code, stderr := runAttester(t, writeConfig(t, d, pf, tc.extra))
+			stderr := invalidConfig(t, d, writeConfig(t, d, pf, tc.extra))
 			// The upstream's errors read "attester.gateway.upstreams:
 			// p.baseUrl: ...": the key is named in two parts.
 			named := strings.NewReplacer("attester.gateway.upstreams: ", "upstreams.").Replace(stderr)
-			if code != 1 || !strings.Contains(named, tc.key) {
-				t.Fatalf("exit %d, want 1 and an error naming %s; stderr:\n%s", code, tc.key, stderr)
+			if !strings.Contains(named, tc.key) {
+				t.Fatalf("want an error naming %s; stderr:\n%s", tc.key, stderr)
 			}
 			if strings.Contains(stderr, secret) || strings.Contains(stderr, secret[7:]) {
 				t.Fatalf("the secret is in the output:\n%s", stderr)
-			}
-			if _, err := os.Stat(filepath.Join(d, "ctl")); err == nil {
-				t.Fatal("the control socket directory was created although the config is invalid")
 			}
 		})
 	}

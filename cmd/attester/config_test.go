@@ -17,7 +17,7 @@ import (
 // anything, and its log names the key. A typo that were passed over would
 // silently drop the control it meant to set (tools.denny: no deny list).
 func TestConfigTyposAgainstTheBinary(t *testing.T) {
-	pf := &packFixture{trusted: map[string]string{"identity.txt": "sha256:" + strings.Repeat("ab", 32)}}
+	pf := configPack()
 	for _, tc := range []struct {
 		key    string
 		mutate func(cfg map[string]any)
@@ -54,15 +54,32 @@ func TestConfigTyposAgainstTheBinary(t *testing.T) {
 			if err := os.WriteFile(path, raw, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			code, stderr := runAttester(t, path)
-			if code != 1 || !strings.Contains(stderr, `"invalid config"`) || !strings.Contains(stderr, " "+tc.key+": ") {
-				t.Fatalf("exit %d, want 1 and an invalid config error naming %s; stderr:\n%s", code, tc.key, stderr)
-			}
-			if _, err := os.Stat(filepath.Join(dir, "ctl")); err == nil {
-				t.Fatal("the control socket directory was created although the config is invalid")
+			if stderr := invalidConfig(t, dir, path); !strings.Contains(stderr, `"invalid config"`) || !strings.Contains(stderr, " "+tc.key+": ") {
+				t.Fatalf("want an invalid config error naming %s; stderr:\n%s", tc.key, stderr)
 			}
 		})
 	}
+}
+
+// configPack is a pack fixture without a pack: its trusted template is all
+// that configurations the binary refuses before it loads a pack need.
+func configPack() *packFixture {
+	return &packFixture{trusted: map[string]string{"identity.txt": "sha256:" + strings.Repeat("ab", 32)}}
+}
+
+// invalidConfig runs the binary on config, written in dir, and returns its
+// stderr; it fails the test unless the binary exits 1 (invalid
+// configuration) without creating the control socket's folder in dir.
+func invalidConfig(t *testing.T, dir, config string) string {
+	t.Helper()
+	code, stderr := runAttester(t, config)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (invalid configuration); stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ctl")); err == nil {
+		t.Fatal("the control socket directory was created although the config is invalid")
+	}
+	return stderr
 }
 
 // section returns the object cfg[name].

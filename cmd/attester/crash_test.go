@@ -5,14 +5,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestKillUnderLoadAgainstTheBinary: kill -9 while 16 callers get tool-call
@@ -22,10 +22,7 @@ import (
 // is in its run's file at the seq it was told, with the same tool,
 // parameters hash and outcome.
 func TestKillUnderLoadAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	cfg := writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	pf, cfg, state := stateConfig(t)
 	a := mustStartAttester(t, cfg)
 	id0 := a.req(t, true, "GET", "/v1/identity", "", nil)
 	if id0.code != 200 || id0.body["identity_sealed"] != true {
@@ -109,10 +106,7 @@ func TestKillUnderLoadAgainstTheBinary(t *testing.T) {
 // kill -9 after it leaves none: the next start verifies every record and
 // an offline edit inside the old checkpoint's range stops it.
 func TestAuditCheckpointAgainstTheBinary(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	cfg := writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	pf, cfg, state := stateConfig(t)
 	ck := filepath.Join(state, "audit", "CHECKPOINT")
 	a, code := startAttester(t, cfg)
 	if a == nil {
@@ -139,10 +133,7 @@ func TestAuditCheckpointAgainstTheBinary(t *testing.T) {
 	}
 
 	run := filepath.Join(state, "audit", rn.id+".jsonl")
-	orig, err := os.ReadFile(run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := testfile.Read(t, run)
 	lastCut := orig[:bytes.LastIndexByte(orig[:len(orig)-1], '\n')+1]
 	writeAudit(t, run, lastCut)
 	if out := startRefused(t, cfg); !strings.Contains(out, "the files differ from the signed checkpoint") {
@@ -182,18 +173,16 @@ func TestAuditCheckpointAgainstTheBinary(t *testing.T) {
 	}
 }
 
-// startRefused runs the attester on config and returns its output; it
-// fails the test unless the attester exits with 2 (setup failed) within
-// 20 s.
+// startRefused runs the attester on config (runAttester) and returns its
+// output; it fails the test unless the attester exits with 2 (setup
+// failed).
 func startRefused(t *testing.T, config string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, attesterBin, "--config", config).CombinedOutput()
-	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 2 {
-		t.Fatalf("the attester did not refuse to start: %v: %s", err, out)
+	code, out := runAttester(t, config)
+	if code != 2 {
+		t.Fatalf("the attester did not refuse to start: exit %d: %s", code, out)
 	}
-	return string(out)
+	return out
 }
 
 func writeAudit(t *testing.T, path string, b []byte) {

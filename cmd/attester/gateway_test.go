@@ -129,21 +129,11 @@ func (g *gwRun) llmCall(t *testing.T, suffix string) string {
 	return b64u.Encode(b)
 }
 
-// model sends a model call of the run to provider.
+// model sends a model call of the run to provider, with the run's
+// capability and a fresh llm_call header (gwSend).
 func (a *attester) model(t *testing.T, g *gwRun, provider string, body []byte) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", "http://attester/v1/runs/"+g.id+"/model/"+provider+"/openai-chat-completions", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+g.capability)
-	req.Header.Set("Clawea-Turn-Id", g.turn)
-	req.Header.Set("Clawea-Llm-Call", g.llmCall(t, gwSuffix))
-	resp, err := a.control.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
+	return a.gwSend(t, g, g.capability, "/v1/runs/"+g.id+"/model/"+provider+"/openai-chat-completions", g.llmCall(t, gwSuffix), nil, body)
 }
 
 func gwReason(b []byte) string {

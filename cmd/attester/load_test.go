@@ -38,6 +38,7 @@ import (
 	"github.com/clawea/attester/gate"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/internal/loadstat"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/wire/answer"
@@ -584,17 +585,15 @@ func TestControlLoad(t *testing.T) {
 	openFraction := envFloat(t, "CLAWEA_LOADTEST_OPEN_FRACTION", 0.4, 1)
 	openRate := envFloat(t, "CLAWEA_LOADTEST_OPEN_RATE", 0, 1e6)
 	openConns := envInt(t, "CLAWEA_LOADTEST_OPEN_CONNS", 256)
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
+	pf, cfg, state := stateConfig(t)
+	a := mustStartAttester(t, cfg)
 	g := loadGenFor(t, a, pf)
 
 	// Baselines in the same run, on the same file system; the in-process
 	// one before and after the load, averaged, so that a machine whose
 	// other work changes during the run moves both sides of the ratio.
 	fsyncs, fsyncLat := rawFsyncRate(t, state, time.Second)
-	before := inProcessDecideRate(t, filepath.Join(dir, "inproc"), callers, runs, 2*time.Second)
+	before := inProcessDecideRate(t, t.TempDir(), callers, runs, 2*time.Second)
 
 	// Bounded in time (dur) and in count (dur × 100,000/s). CPU time is
 	// counted for the attester and for this process (the callers): unlike
@@ -605,7 +604,7 @@ func TestControlLoad(t *testing.T) {
 		t.Fatalf("load: %v (%d errors)", res.firstErr, res.errs)
 	}
 	srvCPU, cliCPU := procCPU(t, a.cmd.Process.Pid)-srv0, loadstat.SelfCPU(t)-cli0
-	after := inProcessDecideRate(t, filepath.Join(dir, "inproc-after"), callers, runs, 2*time.Second)
+	after := inProcessDecideRate(t, t.TempDir(), callers, runs, 2*time.Second)
 	inproc := inProcessRates{
 		durable: (before.durable + after.durable) / 2, discard: (before.discard + after.discard) / 2,
 		durableCPU: (before.durableCPU + after.durableCPU) / 2,
@@ -863,10 +862,7 @@ func signDecision(key ed25519.PrivateKey, did, run string, seq int64, target str
 
 // procCPU is the user+system CPU time of process pid (/proc/pid/stat).
 func procCPU(t *testing.T, pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfile.Read(t, fmt.Sprintf("/proc/%d/stat", pid))
 	// Fields after the command name (which may hold spaces): state is
 	// field 3; utime and stime are fields 14 and 15, in clock ticks (100/s
 	// on Linux).

@@ -38,15 +38,14 @@ import (
 
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/sealed"
 )
 
 func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
-	}
+	needRoot(t, "reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
 	params := packtest.Params(t, "min.params.json")
 	var rnd [16]byte
 	rand.Read(rnd[:])
@@ -120,13 +119,9 @@ func TestPromptPlaintextNotInAttesterMemory(t *testing.T) {
 // controls are the scan of the test process (which holds the seed on its
 // heap) and the run id in the attester.
 func TestIdentitySeedNotInAttesterMemory(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
-	}
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
+	needRoot(t, "reading a non-dumpable process's memory needs root (CAP_SYS_PTRACE)")
+	pf, cfg, state := stateConfig(t)
+	a := mustStartAttester(t, cfg)
 	rn := a.createRun(t, pf, "agent:main:main")
 	for i := range 3 {
 		if r := a.req(t, false, "GET", "/v1/runs/"+rn.id+"/prompt", rn.capability, nil); r.code != http.StatusOK {
@@ -168,10 +163,7 @@ func TestIdentitySeedNotInAttesterMemory(t *testing.T) {
 // Ed25519 seed, its first 32 bytes.
 func identitySeed(t *testing.T, path string) []byte {
 	t.Helper()
-	blob, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := testfile.Read(t, path)
 	s, err := sim.New(sim.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -210,10 +202,7 @@ func (r scanResult) String() string {
 // apart and not counted.
 func scanProcess(t *testing.T, pid int, needle, control string) scanResult {
 	t.Helper()
-	smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
+	smaps := testfile.Read(t, fmt.Sprintf("/proc/%d/smaps", pid))
 	mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 	if err != nil {
 		t.Fatal(err)

@@ -17,9 +17,7 @@ import (
 )
 
 func TestUnidentifiablePeerAttack(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("a pid namespace needs root (CAP_SYS_ADMIN); CI runs as root")
-	}
+	needRoot(t, "a pid namespace needs root (CAP_SYS_ADMIN); CI runs as root")
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("no unshare (util-linux)")

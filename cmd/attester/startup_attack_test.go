@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 )
 
@@ -24,10 +25,7 @@ import (
 // config, the state directory and the run's audit file.
 func stoppedWithAudit(t *testing.T, n int) (cfg, state, file string) {
 	t.Helper()
-	pf := newPack(t)
-	dir := t.TempDir()
-	state = filepath.Join(dir, "state")
-	cfg = writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	pf, cfg, state := stateConfig(t)
 	a := mustStartAttester(t, cfg)
 	rn := a.createRun(t, pf, "startup")
 	tr := a.req(t, false, "POST", "/v1/runs/"+rn.id+"/turns", rn.capability, turnBody("cli", "u", "m1"))
@@ -45,10 +43,7 @@ func stoppedWithAudit(t *testing.T, n int) (cfg, state, file string) {
 // 2) with an error naming the file, and the refused start changes no file.
 func TestAuditFilesAtStartAttack(t *testing.T) {
 	cfg, state, file := stoppedWithAudit(t, 3)
-	orig, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := testfile.Read(t, file)
 	if bytes.Count(orig, []byte("\n")) != 3 {
 		t.Fatalf("audit file: %q", orig)
 	}
@@ -98,10 +93,8 @@ func TestAuditFilesAtStartAttack(t *testing.T) {
 // directory (another control socket) refuses to start and leaves the first
 // one's identity and audit files as they were; the first keeps serving.
 func TestStateDirTakenAttack(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state}))
+	pf, cfg, state := stateConfig(t)
+	a := mustStartAttester(t, cfg)
 	rn := a.createRun(t, pf, "first")
 	want(t, "turn", a.req(t, false, "POST", "/v1/runs/"+rn.id+"/turns", rn.capability, turnBody("cli", "u", "m1")), 201)
 	before := dirBytes(t, state)
@@ -140,19 +133,13 @@ func dirBytes(t *testing.T, dir string) string {
 // appended) stops the start (exit 2) without replacing it: the file is as
 // it was, and put back, it gives the same DID.
 func TestIdentityBlobAttack(t *testing.T) {
-	pf := newPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	cfg := writeConfig(t, dir, pf, map[string]any{"stateDir": state})
+	_, cfg, state := stateConfig(t)
 	a := mustStartAttester(t, cfg)
 	did := a.req(t, true, "GET", "/v1/identity", "", nil).body["did"]
 	a.cmd.Process.Kill()
 	<-a.exited
 	blob := filepath.Join(state, "identity.sealed")
-	orig, err := os.ReadFile(blob)
-	if err != nil {
-		t.Fatal(err)
-	}
+	orig := testfile.Read(t, blob)
 	flipped := bytes.Clone(orig)
 	flipped[len(flipped)-1] ^= 0x01
 	labelFlipped := bytes.Clone(orig)

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/loadstat"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/verify"
 )
 
@@ -78,10 +79,7 @@ func TestLoadGenerator(t *testing.T) {
 	if path == "" {
 		t.Skip("the load generator runs as TestLoad's child process")
 	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, path)
 	var cfg loadgenConfig
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,10 +18,7 @@ import (
 // verifier-api spec's response table for POST /v1/verify, and the request
 // members the parser knows, required ones marked.
 func TestOpenAPIMatchesService(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(testfile.ModuleRoot(t), "docs", "spec", "verifier-openapi.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(testfile.ModuleRoot(t), "docs", "spec", "verifier-openapi.json"))
 	var doc struct {
 		OpenAPI string `json:"openapi"`
 		Paths   map[string]map[string]struct{ Responses map[string]any }

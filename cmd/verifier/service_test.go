@@ -19,6 +19,7 @@ import (
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/veraison/ear"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/jsonobj"
@@ -59,10 +60,7 @@ func newEnv(t testing.TB, maxBody int) *env {
 	e.writePolicy("default", e.f.simPolicy())
 	e.writePolicy("prod", e.f.prodPolicy())
 	keyPath, _ := earKey(t, e.dir)
-	raw, err := os.ReadFile(keyPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, keyPath)
 	signer, err := earresult.ParseSigningKey(raw)
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // BenchmarkStartup: Open (the attester's start-up) on an audit directory
@@ -20,7 +22,7 @@ func BenchmarkStartup(b *testing.B) {
 	perOp := map[string]float64{}
 	for _, n := range sizes {
 		dir := startupState(b, n)
-		ck := readFile(b, filepath.Join(dir, checkpointName))
+		ck := testfile.Read(b, filepath.Join(dir, checkpointName))
 		for _, mode := range []string{"full", "checkpoint"} {
 			name := fmt.Sprintf("records=%dk/%s", n/1000, mode)
 			b.Run(name, func(b *testing.B) {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/bintest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/wire/auditrec"
 )
@@ -35,9 +36,7 @@ func ckOpts(seed byte) Options {
 func ckState(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
-	opts := ckOpts(1)
-	opts.Now = newClock().now
-	l, err := Open(dir, opts)
+	l, _, err := openCk(t, dir, ckOpts(1))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,15 +72,6 @@ func openCk(t testing.TB, dir string, opts Options) (*Log, string, error) {
 	return l, logs.String(), err
 }
 
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 func writeFile(t testing.TB, path string, b []byte) {
 	t.Helper()
 	if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -93,7 +83,7 @@ func writeFile(t testing.TB, path string, b []byte) {
 // its reason, keeping the length: the file no longer verifies.
 func alterRecord(t testing.TB, path string, n int) {
 	t.Helper()
-	b := readFile(t, path)
+	b := testfile.Read(t, path)
 	ls := lines(b)
 	off := 0
 	for _, l := range ls[:n-1] {
@@ -123,7 +113,7 @@ func ckExists(t testing.TB, dir string) bool {
 // chains continue.
 func TestCheckpointWrittenAtCloseRemovedAtOpen(t *testing.T) {
 	dir := ckState(t)
-	cp, err := parseCheckpoint(readFile(t, filepath.Join(dir, checkpointName)))
+	cp, err := parseCheckpoint(testfile.Read(t, filepath.Join(dir, checkpointName)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +125,7 @@ func TestCheckpointWrittenAtCloseRemovedAtOpen(t *testing.T) {
 		t.Fatalf("checkpoint covers %d runs, want %d", len(cp.entries), len(want))
 	}
 	for _, e := range cp.entries {
-		b := readFile(t, filepath.Join(dir, e.run+fileSuffix))
+		b := testfile.Read(t, filepath.Join(dir, e.run+fileSuffix))
 		root, count, err := auditrec.Verify(bytes.NewReader(b))
 		ls := lines(b)
 		prev := ""
@@ -169,7 +159,7 @@ func TestCheckpointWrittenAtCloseRemovedAtOpen(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cp, err = parseCheckpoint(readFile(t, filepath.Join(dir, checkpointName)))
+	cp, err = parseCheckpoint(testfile.Read(t, filepath.Join(dir, checkpointName)))
 	if err != nil || cp.entries[0].run != "run_a" || cp.entries[0].count != 11 {
 		t.Fatalf("checkpoint after the second Close: %+v %v", cp, err)
 	}
@@ -186,12 +176,12 @@ func TestCheckpointCatchesEditsInItsRange(t *testing.T) {
 		"last record altered":          func(t *testing.T, dir string) { alterRecord(t, filepath.Join(dir, "run_a.jsonl"), 10) },
 		"cut after a complete record": func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "run_a.jsonl")
-			ls := lines(readFile(t, p))
+			ls := lines(testfile.Read(t, p))
 			writeFile(t, p, bytes.Join(ls[:9], nil))
 		},
 		"cut inside a record": func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "run_c.jsonl")
-			b := readFile(t, p)
+			b := testfile.Read(t, p)
 			writeFile(t, p, b[:len(b)-5])
 		},
 		"file removed": func(t *testing.T, dir string) {
@@ -200,7 +190,7 @@ func TestCheckpointCatchesEditsInItsRange(t *testing.T) {
 			}
 		},
 		"file replaced by another run's": func(t *testing.T, dir string) {
-			writeFile(t, filepath.Join(dir, "run_a.jsonl"), readFile(t, filepath.Join(dir, "run_c.jsonl")))
+			writeFile(t, filepath.Join(dir, "run_a.jsonl"), testfile.Read(t, filepath.Join(dir, "run_c.jsonl")))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -228,7 +218,7 @@ func snapshotDir(t testing.TB, dir string) map[string][]byte {
 	m := map[string][]byte{}
 	for _, e := range ents {
 		if e.Name() != lockName {
-			m[e.Name()] = readFile(t, filepath.Join(dir, e.Name()))
+			m[e.Name()] = testfile.Read(t, filepath.Join(dir, e.Name()))
 		}
 	}
 	return m
@@ -270,9 +260,9 @@ func TestCheckpointNotTheAttestersFallsBack(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := ckState(t)
 			ck := filepath.Join(dir, checkpointName)
-			writeFile(t, ck, tc.edit(readFile(t, ck)))
+			writeFile(t, ck, tc.edit(testfile.Read(t, ck)))
 			run := filepath.Join(dir, "run_a.jsonl")
-			orig := readFile(t, run)
+			orig := testfile.Read(t, run)
 			alterRecord(t, run, 3)
 			_, logs, err := openCk(t, dir, ckOpts(tc.key))
 			if !errors.Is(err, errCorrupt) || errors.Is(err, errCheckpointStale) || !strings.Contains(err.Error(), "record 3") {
@@ -298,7 +288,7 @@ func TestCheckpointNotTheAttestersFallsBack(t *testing.T) {
 func TestCheckpointTail(t *testing.T) {
 	dir := ckState(t)
 	ck := filepath.Join(dir, checkpointName)
-	old := readFile(t, ck)
+	old := testfile.Read(t, ck)
 	l, _, err := openCk(t, dir, ckOpts(1))
 	if err != nil {
 		t.Fatal(err)
@@ -308,7 +298,7 @@ func TestCheckpointTail(t *testing.T) {
 	}
 	l.Close()
 	run := filepath.Join(dir, "run_a.jsonl")
-	grown := readFile(t, run)
+	grown := testfile.Read(t, run)
 
 	writeFile(t, ck, old)
 	l, logs, err := openCk(t, dir, ckOpts(1))
@@ -327,7 +317,7 @@ func TestCheckpointTail(t *testing.T) {
 		"record after it altered": {edit: func(b []byte) []byte {
 			writeFile(t, run, b)
 			alterRecord(t, run, 12)
-			return readFile(t, run)
+			return testfile.Read(t, run)
 		}, err: errCorrupt},
 		"junk line appended": {edit: func(b []byte) []byte { return append(b, "{}\n"...) }, err: errCorrupt},
 		"torn junk appended": {edit: func(b []byte) []byte { return append(b, `{"audit_ver`...) }},
@@ -345,7 +335,7 @@ func TestCheckpointTail(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := readFile(t, run); !bytes.Equal(got, grown) {
+			if got := testfile.Read(t, run); !bytes.Equal(got, grown) {
 				t.Fatalf("torn record not cut: %d bytes, want %d", len(got), len(grown))
 			}
 		})
@@ -417,7 +407,7 @@ func TestCheckpointLeavesOutFailedRuns(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cp, err := parseCheckpoint(readFile(t, filepath.Join(dir, checkpointName)))
+	cp, err := parseCheckpoint(testfile.Read(t, filepath.Join(dir, checkpointName)))
 	if err != nil || len(cp.entries) != 1 || cp.entries[0].run != "run_y" {
 		t.Fatalf("checkpoint %+v %v", cp, err)
 	}
@@ -450,7 +440,7 @@ func FuzzRecoverWithCheckpoint(f *testing.F) {
 		writeFile(t, path, data)
 		writeFile(t, filepath.Join(dir, checkpointName), ck)
 		l, err := Open(dir, opts)
-		got := readFile(t, path)
+		got := testfile.Read(t, path)
 		if err != nil {
 			if !errors.Is(err, errCorrupt) || !bytes.Equal(got, data) {
 				t.Fatalf("refused with %v; file changed %v", err, !bytes.Equal(got, data))
@@ -474,9 +464,7 @@ func FuzzRecoverWithCheckpoint(f *testing.F) {
 // they became durable) covers every record at the next start.
 func TestConcurrentCommitsKeepWriteOrder(t *testing.T) {
 	dir := t.TempDir()
-	opts := ckOpts(1)
-	opts.Now = newClock().now
-	l, err := Open(dir, opts)
+	l, _, err := openCk(t, dir, ckOpts(1))
 	if err != nil {
 		t.Fatal(err)
 	}

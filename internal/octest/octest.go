@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // Install returns the install directory, or skips (or fails under CI).
@@ -52,11 +53,7 @@ func Capture(t *testing.T, dir, ws string) []byte {
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("capture.sh: %v\n%s", err, msg)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
+	return testfile.Read(t, out)
 }
 
 // repoRoot is the nearest directory above the test's working directory

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/promptpack"
 )
 
@@ -35,11 +36,7 @@ func Dir(tb testing.TB) string {
 // conformance data is missing.
 func Params(tb testing.TB, name string) []byte {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(Dir(tb), "vectors", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return testfile.Read(tb, filepath.Join(Dir(tb), "vectors", name))
 }
 
 // Pack is a built pack with the template hashes an attester must trust for
@@ -93,10 +90,7 @@ type admitVector struct {
 // AdmitVectors returns the vectors of admit-vectors.json.
 func AdmitVectors(tb testing.TB) []admitVector {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(AdmissionDir(), "admit-vectors.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	b := testfile.Read(tb, filepath.Join(AdmissionDir(), "admit-vectors.json"))
 	var doc struct {
 		Vectors []admitVector `json:"vectors"`
 	}

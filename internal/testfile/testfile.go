@@ -25,6 +25,17 @@ func Write(tb testing.TB, dir, rel string, b []byte) {
 	}
 }
 
+// Read returns the content of the file at path; a failure to read it
+// fails tb.
+func Read(tb testing.TB, path string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
 // Hex decodes the hex string s of a test vector; a malformed s fails tb.
 func Hex(tb testing.TB, s string) []byte {
 	tb.Helper()

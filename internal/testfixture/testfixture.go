@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math/big"
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/google/go-sev-guest/testing/data"
 
 	"github.com/clawea/attester/control/gateway"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/jcs"
@@ -458,10 +458,7 @@ type TPMQuoteFile struct {
 // LoadTPMQuote reads the swtpm quote fixture.
 func LoadTPMQuote(t testing.TB) TPMQuote {
 	t.Helper()
-	raw, err := os.ReadFile(tpmQuotePath())
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, tpmQuotePath())
 	var fx TPMQuoteFile
 	if err := json.Unmarshal(raw, &fx); err != nil {
 		t.Fatal(err)
@@ -476,18 +473,12 @@ func LoadTPMQuote(t testing.TB) TPMQuote {
 		t.Fatalf("fixture nonce binding: %v", err)
 	}
 	copy(nonce[:], n)
-	id, err := hex.DecodeString(fx.Identity)
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := testfile.Hex(t, fx.Identity)
 	rd, err := evidence.NewReportData(nonce, ed25519.PublicKey(id), []byte(fx.EvidenceContext))
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, err := hex.DecodeString(fx.AKName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	name := testfile.Hex(t, fx.AKName)
 	return TPMQuote{Evidence: &ev, ReportData: rd, AKName: name}
 }
 

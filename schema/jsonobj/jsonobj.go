@@ -80,26 +80,6 @@ var (
 	identChars = identStart.Or(charclass.Digit())
 )
 
-// Parse parses data strictly with opts and returns the root value. Errors
-// are *PathError wrapping ErrSyntax and the pohjson error (so
-// errors.Is(err, pohjson.ErrDuplicateKey) works), at the path where parsing
-// failed (a repeated key: the path of that key), or ErrTooLarge at Root
-// when the input exceeds opts.MaxBytes.
-func Parse(data []byte, opts pohjson.ParseOptions) (*pohjson.Value, error) {
-	v, err := pohjson.ParseWith(data, opts)
-	if err != nil {
-		if errors.Is(err, pohjson.ErrTooLarge) {
-			return nil, &PathError{Path: Root, Err: fmt.Errorf("%w: %w", ErrTooLarge, err)}
-		}
-		path := Root
-		if pe, ok := errors.AsType[*pohjson.Error](err); ok {
-			path = pathOf(pe.Path)
-		}
-		return nil, &PathError{Path: path, Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
-	}
-	return v, nil
-}
-
 // pathOf formats a pohjson.Error path (keys and indexes) as a JSON path.
 func pathOf(elems []any) string {
 	path := Root
@@ -114,11 +94,23 @@ func pathOf(elems []any) string {
 	return path
 }
 
-// ParseObject is Parse that also requires the root to be an object.
+// ParseObject parses data strictly with opts and returns the root value,
+// which must be an object. Errors are *PathError wrapping ErrSyntax and the
+// pohjson error (so errors.Is(err, pohjson.ErrDuplicateKey) works), at the
+// path where parsing failed (a repeated key: the path of that key);
+// ErrTooLarge at Root when the input exceeds opts.MaxBytes; ErrWrongType at
+// Root when the root is not an object.
 func ParseObject(data []byte, opts pohjson.ParseOptions) (*pohjson.Value, error) {
-	v, err := Parse(data, opts)
+	v, err := pohjson.ParseWith(data, opts)
 	if err != nil {
-		return nil, err
+		if errors.Is(err, pohjson.ErrTooLarge) {
+			return nil, &PathError{Path: Root, Err: fmt.Errorf("%w: %w", ErrTooLarge, err)}
+		}
+		path := Root
+		if pe, ok := errors.AsType[*pohjson.Error](err); ok {
+			path = pathOf(pe.Path)
+		}
+		return nil, &PathError{Path: path, Err: fmt.Errorf("%w: %w", ErrSyntax, err)}
 	}
 	if v.Kind() != pohjson.Object {
 		return nil, &PathError{Path: Root, Err: fmt.Errorf("%w: not an object", ErrWrongType)}

@@ -29,10 +29,7 @@ func vectorsDir(t testing.TB) string {
 }
 
 func readConformanceAllowlist(t *testing.T, dir string) []string {
-	raw, err := os.ReadFile(filepath.Join(dir, "clawverify.config.conformance.v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(dir, "clawverify.config.conformance.v1.json"))
 	var cfg struct {
 		Allowlists struct {
 			Gateway []string `json:"gateway_receipt_signer_dids"`
@@ -54,10 +51,7 @@ func TestConformanceVectors(t *testing.T) {
 		n++
 		name, valid, code := cols[0], cols[1] == "true", cols[2]
 		t.Run(name, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(dir, name))
-			if err != nil {
-				t.Fatal(err)
-			}
+			raw := testfile.Read(t, filepath.Join(dir, name))
 			b, err := VerifyProofBundle(raw, BundleOptions{ReceiptSignerDIDs: allow})
 			if valid {
 				if err != nil {
@@ -83,10 +77,7 @@ func TestConformanceVectors(t *testing.T) {
 
 // TestPassingVectorHashes recomputes every hash in the passing bundle.
 func TestPassingVectorHashes(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(vectorsDir(t), "proof_bundle_pass.v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(vectorsDir(t), "proof_bundle_pass.v1.json"))
 	env, _ := pohjson.Parse(raw)
 	if h, _ := pohjson.Hash(env.Get("payload")); h != "HZYtCYB_iGtYBqnwGdf6Dts41qMLYil_AjLKHLJ7Lyk" {
 		t.Fatalf("bundle payload hash %s", h)
@@ -165,23 +156,15 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	}
 }
 
+// replaceField returns the envelope raw with its member field set to v
+// (withMember: dropped when v is nil).
 func replaceField(t *testing.T, raw []byte, field string, v *pohjson.Value) []byte {
 	t.Helper()
 	env, err := pohjson.Parse(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ms []pohjson.Member
-	for _, m := range env.Members() {
-		if m.Key == field {
-			if v == nil {
-				continue
-			}
-			m.Value = v
-		}
-		ms = append(ms, m)
-	}
-	out, err := pohjson.Stringify(pohjson.NewObject(ms...))
+	out, err := pohjson.Stringify(withMember(env, field, v))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,10 +237,7 @@ func TestReasonCodes(t *testing.T) {
 // TestDIDWebSignerRefused: did:web passes the syntax check but no key can be
 // extracted offline, so step 12 refuses it with INVALID_DID_FORMAT.
 func TestDIDWebSignerRefused(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(vectorsDir(t), "proof_bundle_pass.v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(vectorsDir(t), "proof_bundle_pass.v1.json"))
 	env, _ := pohjson.Parse(raw)
 	receipt, _ := pohjson.Stringify(env.Get("payload").Get("receipts").Elems()[0])
 	if _, err := Verify(receipt, VerifyOptions{Type: TypeGatewayReceipt}); err != nil {
@@ -271,10 +251,15 @@ func TestDIDWebSignerRefused(t *testing.T) {
 
 func ptr(s string) *string { return &s }
 
+// withMember returns a copy of the object p whose member key has the value
+// v, or is dropped when v is nil.
 func withMember(p *pohjson.Value, key string, v *pohjson.Value) *pohjson.Value {
 	var ms []pohjson.Member
 	for _, m := range p.Members() {
 		if m.Key == key {
+			if v == nil {
+				continue
+			}
 			m.Value = v
 		}
 		ms = append(ms, m)

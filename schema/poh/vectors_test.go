@@ -39,10 +39,7 @@ func TestBundleVectors(t *testing.T) {
 	for _, r := range rows {
 		codes[r.code] = true
 		t.Run(r.file, func(t *testing.T) {
-			raw, err := os.ReadFile(filepath.Join(bundlesDir, r.file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			raw := testfile.Read(t, filepath.Join(bundlesDir, r.file))
 			b, err := poh.VerifyProofBundle(raw, poh.BundleOptions{})
 			if r.valid {
 				if err != nil {
@@ -79,10 +76,7 @@ func TestBundleVectorsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := os.ReadFile(filepath.Join(bundlesDir, "INDEX.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	idx := testfile.Read(t, filepath.Join(bundlesDir, "INDEX.tsv"))
 	if !bytes.Equal(idx, vectorgen.Index(vs)) {
 		t.Error("INDEX.tsv is stale: run go generate ./schema/poh")
 	}
@@ -104,10 +98,7 @@ func TestBundleVectorsCurrent(t *testing.T) {
 
 // TestCoSignedBundleResult checks what a valid co-signed bundle returns.
 func TestCoSignedBundleResult(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(bundlesDir, "valid_v2_cosigned_envelope.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(bundlesDir, "valid_v2_cosigned_envelope.json"))
 	b, err := poh.VerifyProofBundle(raw, poh.BundleOptions{})
 	if err != nil {
 		t.Fatal(err)

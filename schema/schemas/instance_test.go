@@ -2,13 +2,13 @@ package schemas
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -47,10 +47,7 @@ func TestInstanceAgreesWithDecoder(t *testing.T) {
 			t.Fatalf("no %s documents", sub)
 		}
 		for _, f := range files {
-			doc, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			doc := testfile.Read(t, f)
 			instanceAgrees(t, doc)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -36,10 +37,7 @@ func TestSchemasMatchConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range ents {
-		want, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := testfile.Read(t, filepath.Join(dir, e.Name()))
 		got, err := source("poh/" + e.Name())
 		if err != nil {
 			t.Fatalf("%s not embedded: %v", e.Name(), err)
@@ -55,20 +53,14 @@ func TestSchemasMatchConformance(t *testing.T) {
 const proofBundleEnvelopeV1 = "https://schemas.clawbureau.org/claw.poh.proof_bundle_envelope.v1.json"
 
 func TestPassingBundleValidates(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(sharedDir(t, "vectors"), "proof_bundle_pass.v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(sharedDir(t, "vectors"), "proof_bundle_pass.v1.json"))
 	if err := Validate(proofBundleEnvelopeV1, raw); err != nil {
 		t.Fatalf("pass vector: %v", err)
 	}
 }
 
 func TestRejects(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(sharedDir(t, "vectors"), "proof_bundle_pass.v1.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, filepath.Join(sharedDir(t, "vectors"), "proof_bundle_pass.v1.json"))
 	for name, doc := range map[string][]byte{
 		"extra field": bytes.Replace(raw, []byte(`"bundle_version": "1",`), []byte(`"bundle_version": "1", "x": 1,`), 1),
 		"bad version": bytes.Replace(raw, []byte(`"bundle_version": "1"`), []byte(`"bundle_version": "2"`), 1),

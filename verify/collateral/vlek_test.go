@@ -3,11 +3,11 @@ package collateral
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/verify/platform"
 	"github.com/clawea/attester/wire/evidence"
@@ -22,14 +22,8 @@ import (
 // revocation stays unchecked, never checked.
 func TestFetchVLEKCollateral(t *testing.T) {
 	dir := filepath.Join("..", "platform", "testdata", "trustee", "snp")
-	report, err := os.ReadFile(filepath.Join(dir, "test-vlek-report.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	vlek, err := os.ReadFile(filepath.Join(dir, "test-vlek.der"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	report := testfile.Read(t, filepath.Join(dir, "test-vlek-report.bin"))
+	vlek := testfile.Read(t, filepath.Join(dir, "test-vlek.der"))
 	ev, err := snpevidence.Build(report, nil, vlek, false)
 	if err != nil {
 		t.Fatal(err)

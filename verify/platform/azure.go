@@ -78,14 +78,8 @@ type azureWant struct {
 // against rd: the claims' user data must be rd and the quote's qualifying
 // data rd.QualifyingData().
 func verifyAzureEvidence(ev *evidence.Evidence, rd evidence.ReportData, now time.Time, opts *Options) (*Result, error) {
-	if ev.Format != hclreport.Format {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: azure format %q", errUnsupported, safetext.Clip(ev.Format, 32)))
-	}
-	if err := refuseUnallowedSimulated(ev, opts); err != nil {
+	if err := admitQuote(ev, hclreport.Format, "azure", rd, opts); err != nil {
 		return nil, err
-	}
-	if rd.IsZero() {
-		return nil, badOptions("expected report data is zero")
 	}
 	in := &azureInput{platform: ev.Platform, simulated: ev.Simulated, hcl: ev.Aux[hclreport.AuxReport], attest: ev.Blob, sig: ev.Signature, tdQuote: ev.Aux[hclreport.AuxTDQuote]}
 	allowed := map[string]bool{hclreport.AuxReport: true, tpmquote.AuxPCRValues: true, hclreport.AuxTDQuote: ev.Platform == evidence.PlatformAzureTDX}

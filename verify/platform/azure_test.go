@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmquote"
 )
@@ -23,11 +23,7 @@ var (
 
 func azFile(t testing.TB, dir, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfile.Read(t, filepath.Join("testdata", dir, name))
 }
 
 // azOpts verifies real samples offline: no CRL or TDX collateral ships with
@@ -87,9 +83,9 @@ func jsonQuote(t testing.TB, b []byte) (sig, msg []byte, pcrs [][]byte) {
 		t.Fatal(err)
 	}
 	for _, p := range q.PCRs {
-		pcrs = append(pcrs, mustHex(t, p))
+		pcrs = append(pcrs, testfile.Hex(t, p))
 	}
-	return mustHex(t, q.Signature), mustHex(t, q.Message), pcrs
+	return testfile.Hex(t, q.Signature), testfile.Hex(t, q.Message), pcrs
 }
 
 // azVCEK is the first certificate of vcek.pem; the test checks the others

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/sha256"
 	"crypto/sha512"
 	"crypto/subtle"
 	"crypto/x509"
 	_ "embed"
 	"encoding/asn1"
 	"encoding/hex"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -79,16 +77,9 @@ type gpuRoots struct {
 }
 
 var nvidiaRoots = sync.OnceValues(func() (*gpuRoots, error) {
-	blk, rest := pem.Decode(nvidiaRootPEM)
-	if blk == nil || blk.Type != "CERTIFICATE" || len(bytes.TrimSpace(rest)) != 0 {
-		return nil, errors.New("nvidia root: not one pem certificate")
-	}
-	if sum := sha256.Sum256(blk.Bytes); hex.EncodeToString(sum[:]) != nvidiaRootSHA256 {
-		return nil, errors.New("nvidia root: fingerprint mismatch")
-	}
-	real, err := x509.ParseCertificate(blk.Bytes)
+	real, err := pinnedRoot("nvidia", nvidiaRootPEM, nvidiaRootSHA256)
 	if err != nil {
-		return nil, fmt.Errorf("nvidia root: %v", err)
+		return nil, err
 	}
 	sim, err := simroots.NVIDIAGPURoot()
 	if err != nil {

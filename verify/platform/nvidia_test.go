@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"os"
 	"strconv"
 	"testing"
 
 	"github.com/clawea/attester/enclave/nvgpu"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/simroots"
 )
@@ -20,20 +20,12 @@ const hopperNonce = "931d8dd0add203ac3d8b4fbde75e115278eefcdceac5b87671a748f3236
 
 func hopperFile(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/nvidia-hopper/" + name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfile.Read(t, "testdata/nvidia-hopper/"+name)
 }
 
 func hopperReport(t testing.TB) []byte {
 	t.Helper()
-	b, err := hex.DecodeString(string(bytes.TrimSpace(hopperFile(t, "hopperAttestationReport.txt"))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfile.Hex(t, string(bytes.TrimSpace(hopperFile(t, "hopperAttestationReport.txt"))))
 }
 
 func pemChain(t testing.TB, b []byte) [][]byte {
@@ -49,15 +41,6 @@ func pemChain(t testing.TB, b []byte) [][]byte {
 	}
 }
 
-func mustHex(t testing.TB, s string) []byte {
-	t.Helper()
-	b, err := hex.DecodeString(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // TestNVIDIAHopperSample is the nvidia-hopper rows of the conformance table
 // (docs/spec/verify-platform.md): the valid sample verifies, and each bad
 // variant is refused with its own check and cause.
@@ -67,7 +50,7 @@ func TestNVIDIAHopperSample(t *testing.T) {
 	if len(chain) != 5 {
 		t.Fatalf("case1 has %d certificates", len(chain))
 	}
-	nonce := mustHex(t, hopperNonce)
+	nonce := testfile.Hex(t, hopperNonce)
 
 	res, err := verifyNVIDIAReport(report, chain, nonce, testNow)
 	if err != nil {
@@ -134,7 +117,7 @@ func TestParseFWIDExtension(t *testing.T) {
 	if len(leaf) != 1 {
 		t.Fatal("signing cert")
 	}
-	for _, bad := range [][]byte{nil, {0x30, 0x00}, {0x04, 0x00}, mustHex(t, "3005300306012a")} {
+	for _, bad := range [][]byte{nil, {0x30, 0x00}, {0x04, 0x00}, testfile.Hex(t, "3005300306012a")} {
 		if _, err := parseFWIDExtension(bad); err == nil {
 			t.Fatalf("%x accepted", bad)
 		}
@@ -243,7 +226,7 @@ func TestNVIDIAHopperClaims(t *testing.T) {
 	if err := json.Unmarshal(hopperFile(t, "hopperAttestationReport-claims.txt"), &claims); err != nil {
 		t.Fatal(err)
 	}
-	res, err := verifyNVIDIAReport(hopperReport(t), pemChain(t, hopperFile(t, "hopper_cert_chain_case1.txt")), mustHex(t, hopperNonce), testNow)
+	res, err := verifyNVIDIAReport(hopperReport(t), pemChain(t, hopperFile(t, "hopper_cert_chain_case1.txt")), testfile.Hex(t, hopperNonce), testNow)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -227,10 +227,27 @@ func verifyRaw(ev *evidence.Evidence, want [64]byte, rd evidence.ReportData, opt
 	return res, nil
 }
 
-// CheckSimulated applies the AllowSimulated rule.
+// refuseUnallowedSimulated applies the AllowSimulated rule (check
+// CheckSimulated).
 func refuseUnallowedSimulated(ev *evidence.Evidence, opts *Options) error {
 	if ev.Simulated && !opts.AllowSimulated {
 		return rejected(CheckSimulated, ErrSimulated)
+	}
+	return nil
+}
+
+// admitQuote runs the checks that open the TPM and Azure verifications, in
+// this order: ev is in format (kind names the platform in the error),
+// simulated evidence is allowed, and rd is not zero.
+func admitQuote(ev *evidence.Evidence, format, kind string, rd evidence.ReportData, opts *Options) error {
+	if ev.Format != format {
+		return cannotCheck(checkFormat, fmt.Errorf("%w: %s format %q", errUnsupported, kind, safetext.Clip(ev.Format, 32)))
+	}
+	if err := refuseUnallowedSimulated(ev, opts); err != nil {
+		return err
+	}
+	if rd.IsZero() {
+		return badOptions("expected report data is zero")
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tdxquote"
 )
@@ -18,11 +19,7 @@ import (
 // (testdata/trustee/NOTICE).
 func trustee(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "trustee", filepath.FromSlash(name)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfile.Read(t, filepath.Join("testdata", "trustee", filepath.FromSlash(name)))
 }
 
 func at(s string) func() time.Time {

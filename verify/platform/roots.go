@@ -104,16 +104,9 @@ func loadRoots() (*rootSet, error) {
 		return nil, errors.New("simulated amd roots unavailable")
 	}
 
-	blk, rest := pem.Decode(intelRootPEM)
-	if blk == nil || blk.Type != "CERTIFICATE" || len(bytes.TrimSpace(rest)) != 0 {
-		return nil, errors.New("intel root: not one pem certificate")
-	}
-	if sum := sha256.Sum256(blk.Bytes); hex.EncodeToString(sum[:]) != intelSGXRootCASHA256 {
-		return nil, errors.New("intel root: fingerprint mismatch")
-	}
-	intel, err := x509.ParseCertificate(blk.Bytes)
+	intel, err := pinnedRoot("intel", intelRootPEM, intelSGXRootCASHA256)
 	if err != nil {
-		return nil, fmt.Errorf("intel root: %v", err)
+		return nil, err
 	}
 	rs.intel = intel
 	rs.intelPool = x509.NewCertPool()
@@ -136,4 +129,32 @@ func rootsOrErr() (*rootSet, error) {
 		return nil, cannotCheck(checkRoot, fmt.Errorf("loading pinned roots: %w", err))
 	}
 	return rs, nil
+}
+
+// pinnedRoot parses the root certificate that pemBytes holds (onePEMCert)
+// and checks that its SHA-256 fingerprint is the hex fingerprint. Errors
+// start with name.
+func pinnedRoot(name string, pemBytes []byte, fingerprint string) (*x509.Certificate, error) {
+	der, ok := onePEMCert(pemBytes)
+	if !ok {
+		return nil, fmt.Errorf("%s root: not one pem certificate", name)
+	}
+	if sum := sha256.Sum256(der); hex.EncodeToString(sum[:]) != fingerprint {
+		return nil, fmt.Errorf("%s root: fingerprint mismatch", name)
+	}
+	c, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("%s root: %v", name, err)
+	}
+	return c, nil
+}
+
+// onePEMCert returns the DER of the one PEM CERTIFICATE block b holds,
+// with nothing but white space after it.
+func onePEMCert(b []byte) ([]byte, bool) {
+	blk, rest := pem.Decode(b)
+	if blk == nil || blk.Type != "CERTIFICATE" || len(bytes.TrimSpace(rest)) != 0 {
+		return nil, false
+	}
+	return blk.Bytes, true
 }

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
 	"github.com/clawea/attester/wire/tpmcred"
 	"github.com/clawea/attester/wire/tpmquote"
@@ -44,14 +43,8 @@ type TPMClaims struct {
 }
 
 func verifyTPM(ev *evidence.Evidence, rd evidence.ReportData, opts *Options) (*Result, error) {
-	if ev.Format != tpmquote.Format {
-		return nil, cannotCheck(checkFormat, fmt.Errorf("%w: tpm format %q", errUnsupported, safetext.Clip(ev.Format, 32)))
-	}
-	if err := refuseUnallowedSimulated(ev, opts); err != nil {
+	if err := admitQuote(ev, tpmquote.Format, "tpm", rd, opts); err != nil {
 		return nil, err
-	}
-	if rd.IsZero() {
-		return nil, badOptions("expected report data is zero")
 	}
 	certified, certErrs, err := certifiedAKs(opts)
 	if err != nil {

@@ -1,10 +1,8 @@
 package platform
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
 
 	"github.com/clawea/attester/schema/jsonobj"
@@ -187,10 +185,9 @@ func pemCert(r *jsonobj.Reader, v *pohjson.Value, path string) []byte {
 	if !ok {
 		return nil
 	}
-	blk, rest := pem.Decode([]byte(s))
-	if blk == nil || blk.Type != "CERTIFICATE" || len(bytes.TrimSpace(rest)) != 0 {
+	der, ok := onePEMCert([]byte(s))
+	if !ok {
 		r.Failf(path, jsonobj.ErrWrongType, "not one pem certificate")
-		return nil
 	}
-	return blk.Bytes
+	return der
 }
