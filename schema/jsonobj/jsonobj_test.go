@@ -2,6 +2,9 @@ package jsonobj
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -137,4 +140,84 @@ func FuzzRead(f *testing.F) {
 			}
 		}
 	})
+}
+
+// objectSorted is Object as it was before firstMissing: the reference the
+// missing-member error is compared with, byte for byte.
+func objectSorted(r *Reader, v *pohjson.Value, path string, allowed map[string]bool) map[string]*pohjson.Value {
+	out := make(map[string]*pohjson.Value, len(allowed))
+	if v.Kind() != pohjson.Object {
+		r.Fail(path, fmt.Errorf("%w: not an object", ErrWrongType))
+		return out
+	}
+	for _, m := range v.Members() {
+		if _, ok := allowed[m.Key]; !ok {
+			r.Fail(Key(path, m.Key), ErrUnknownField)
+			continue
+		}
+		out[m.Key] = m.Value
+	}
+	for _, name := range slices.Sorted(maps.Keys(allowed)) {
+		if allowed[name] && out[name] == nil {
+			r.Fail(Key(path, name), ErrMissingField)
+		}
+	}
+	return out
+}
+
+// TestObjectErrorsAsSorted checks that Object reports the same first error
+// as a walk of the sorted allowed keys, for every subset of members present
+// (with and without an unknown one and an earlier error).
+func TestObjectErrorsAsSorted(t *testing.T) {
+	allowed := map[string]bool{"zeta": true, "alpha": true, "Beta": true, "a b": true, "mid": false, "alpha2": true}
+	names := slices.Sorted(maps.Keys(allowed))
+	for mask := range 1 << len(names) {
+		for _, extra := range []string{"", `"unknown":1`, `"ALPHA":1`} {
+			for _, earlier := range []bool{false, true} {
+				var members []string
+				for i, n := range names {
+					if mask&(1<<i) != 0 {
+						members = append(members, fmt.Sprintf("%q:%d", n, i))
+					}
+				}
+				if extra != "" {
+					members = append([]string{extra}, members...)
+				}
+				in := "{" + strings.Join(members, ",") + "}"
+				v, err := ParseObject([]byte(in), pohjson.ParseOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got, want Reader
+				if earlier {
+					got.Fail("$.x", ErrTooLarge)
+					want.Fail("$.x", ErrTooLarge)
+				}
+				gm := got.Object(v, "$.o", allowed)
+				wm := objectSorted(&want, v, "$.o", allowed)
+				if fmt.Sprint(got.Err()) != fmt.Sprint(want.Err()) || !maps.Equal(gm, wm) {
+					t.Fatalf("%s (earlier %v): Object %v, sorted walk %v", in, earlier, got.Err(), want.Err())
+				}
+				if want.Err() != nil && !errors.Is(got.Err(), errors.Unwrap(want.Err())) {
+					t.Fatalf("%s: sentinel %v, want %v", in, got.Err(), want.Err())
+				}
+			}
+		}
+	}
+}
+
+func BenchmarkObject(b *testing.B) {
+	v, err := ParseObject([]byte(`{"name":"n","templates":["a"],"hash":"`+hash32+`","count":1,"on":true}`), pohjson.ParseOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	allowed := map[string]bool{"name": true, "templates": true, "hash": false, "count": false, "on": false, "opt": false}
+	b.ReportAllocs()
+	for b.Loop() {
+		var r Reader
+		r.Object(v, Root, allowed)
+		if r.Err() != nil {
+			b.Fatal(r.Err())
+		}
+	}
 }
