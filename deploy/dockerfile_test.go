@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 const root = ".."
@@ -114,10 +116,7 @@ func (m *ignoreMatcher) excluded(path string) bool {
 
 func readFile(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfile.Read(t, filepath.Join(root, name))
 	return string(b)
 }
 
