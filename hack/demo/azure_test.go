@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/fakeparavisor"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/wire/evidence"
 )
@@ -83,10 +84,7 @@ func TestEndToEndAzure(t *testing.T) {
 
 func readFile(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfile.Read(t, name)
 	return b
 }
 
