@@ -39,10 +39,7 @@ func requireConformance(tb testing.TB) {
 func readParams(tb testing.TB, name string) []byte {
 	tb.Helper()
 	requireConformance(tb)
-	b, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", name+".params.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	b := testfile.Read(tb, filepath.Join(conformanceDir, "vectors", name+".params.json"))
 	return b
 }
 
