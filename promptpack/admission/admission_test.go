@@ -3,13 +3,13 @@ package admission
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
@@ -20,10 +20,7 @@ import (
 
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfile.Read(t, filepath.Join("testdata", name))
 	return b
 }
 
