@@ -62,7 +62,7 @@ func TestEndToEndAzure(t *testing.T) {
 			}
 			// The same attestation under a policy that does not allow
 			// simulated evidence is refused by policy (exit 4).
-			pol, err := verify.ParsePolicy(readFile(t, f("policy.json")))
+			pol, err := verify.ParsePolicy(testfile.Read(t, f("policy.json")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,12 +80,6 @@ func TestEndToEndAzure(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readFile(t *testing.T, name string) []byte {
-	t.Helper()
-	b := testfile.Read(t, name)
-	return b
 }
 
 func runPackctl(t *testing.T, bin string, args ...string) (int, string, string) {

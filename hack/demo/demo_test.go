@@ -75,8 +75,7 @@ func checkDemo(t *testing.T, shared string) {
 		t.Fatalf("demo: %v", err)
 	}
 	read := func(name string) []byte {
-		b := testfile.Read(t, filepath.Join(outDir, name))
-		return b
+		return testfile.Read(t, filepath.Join(outDir, name))
 	}
 
 	// The attestation is a PoH execution_attestation envelope that validates
