@@ -61,8 +61,7 @@ func (k *kdsFake) count() int {
 
 func scriptEvidence(t *testing.T, path string) *evidence.Evidence {
 	t.Helper()
-	b := testfile.Read(t, path)
-	b = bytes.TrimSpace(b)
+	b := bytes.TrimSpace(testfile.Read(t, path))
 	key, err := evidencedoc.SignerKey(b)
 	if err != nil {
 		t.Fatal(err)
