@@ -116,8 +116,7 @@ func (m *ignoreMatcher) excluded(path string) bool {
 
 func readFile(t *testing.T, name string) string {
 	t.Helper()
-	b := testfile.Read(t, filepath.Join(root, name))
-	return string(b)
+	return string(testfile.Read(t, filepath.Join(root, name)))
 }
 
 // fullyQualified matches registry/path:tag or @sha256:digest references
