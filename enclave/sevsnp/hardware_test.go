@@ -42,8 +42,7 @@ func goSevGuestTestdata(t *testing.T) string {
 
 func readFile(t *testing.T, dir, name string) []byte {
 	t.Helper()
-	b := testfile.Read(t, filepath.Join(dir, name))
-	return b
+	return testfile.Read(t, filepath.Join(dir, name))
 }
 
 func TestHardwareSampleVerifiesToAMDRoots(t *testing.T) {
