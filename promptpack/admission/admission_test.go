@@ -20,8 +20,7 @@ import (
 
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	b := testfile.Read(t, filepath.Join("testdata", name))
-	return b
+	return testfile.Read(t, filepath.Join("testdata", name))
 }
 
 func loadPolicy(t *testing.T, name string) *Policy {
