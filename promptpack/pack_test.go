@@ -39,8 +39,7 @@ func requireConformance(tb testing.TB) {
 func readParams(tb testing.TB, name string) []byte {
 	tb.Helper()
 	requireConformance(tb)
-	b := testfile.Read(tb, filepath.Join(conformanceDir, "vectors", name+".params.json"))
-	return b
+	return testfile.Read(tb, filepath.Join(conformanceDir, "vectors", name+".params.json"))
 }
 
 func buildVector(tb testing.TB, name string, opts BuildOptions) *Pack {
