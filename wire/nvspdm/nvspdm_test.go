@@ -13,8 +13,7 @@ import (
 func sample(t testing.TB) []byte {
 	t.Helper()
 	h := testfile.Read(t, "testdata/hopperAttestationReport.txt")
-	b := testfile.Hex(t, string(bytes.TrimSpace(h)))
-	return b
+	return testfile.Hex(t, string(bytes.TrimSpace(h)))
 }
 
 func TestParseSample(t *testing.T) {
