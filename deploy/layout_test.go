@@ -331,9 +331,7 @@ func TestInstallAsServiceUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	helper := filepath.Join(tmp, "deploy.test")
-	if b, err := os.ReadFile(self); err != nil {
-		t.Fatal(err)
-	} else if err := os.WriteFile(helper, b, 0o755); err != nil {
+	if err := os.WriteFile(helper, testfile.Read(t, self), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	as := func(who string, args ...string) error {
