@@ -101,10 +101,7 @@ func generateVector(t *testing.T) *specVector {
 	keys := vectorKeys(t)
 	ctx := vectorContext()
 	cryptotest.SetGlobalRandom(t, seed)
-	file, m, err := Seal([]byte(vectorPlaintext), ctx, keys[0].Public(), keys[1].Public())
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, m := mustSeal(t, []byte(vectorPlaintext), ctx, keys[0].Public(), keys[1].Public())
 	mj, err := m.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
