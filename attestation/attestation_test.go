@@ -626,7 +626,7 @@ func TestAttestHarnessFromBundle(t *testing.T) {
 	is := issuer(simSEV(t))
 	in := r.input(t)
 	in.Harness = nil
-	out, v := attested(t, r, is, in)
+	_, v := attested(t, r, is, in)
 	if want := testfixture.Harness(); v.payload.Harness == nil || *v.payload.Harness != *want {
 		t.Fatalf("harness %+v, want the bundle's %+v", v.payload.Harness, want)
 	}
