@@ -46,6 +46,16 @@ type verified struct {
 	rd      evidence.ReportData
 }
 
+// attested is is.Attest of in, checked by checkOutput; a refusal fails t.
+func attested(t *testing.T, r *run, is *attestation.Issuer, in attestation.AttestInput) (*attestation.Output, *verified) {
+	t.Helper()
+	out, err := is.Attest(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, checkOutput(t, r, is, out)
+}
+
 // checkOutput verifies an Output the way an offline verifier would, with
 // independent recomputation of every binding, except the platform
 // signature checks which the callers do per platform.
@@ -197,11 +207,7 @@ func verifySEV(t *testing.T, ev *evidence.Evidence, rd evidence.ReportData) {
 func TestAttestSEVSNP(t *testing.T) {
 	r := newRun()
 	is := issuer(simSEV(t))
-	out, err := is.Attest(context.Background(), r.input(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := checkOutput(t, r, is, out)
+	out, v := attested(t, r, is, r.input(t))
 	tee := v.payload.RuntimeMetadata.TEE
 	if tee.AttestationType != "sev_snp_report" || tee.RootID != "sev-snp:amd-ark-Milan:SIMULATED" || tee.TCBVersion != "7308000000000003" {
 		t.Fatalf("tee %+v", tee)
@@ -226,11 +232,7 @@ func TestAttestCommitsAdmission(t *testing.T) {
 			is := issuer(simSEV(t))
 			in := r.input(t)
 			in.AdmissionPolicyHashB64u, in.Sensitive = tc.policy, tc.sensitive
-			out, err := is.Attest(context.Background(), in)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v := checkOutput(t, r, is, out)
+			out, v := attested(t, r, is, in)
 			c := v.doc.Execution.Clawea
 			if c.Version != evidencedoc.CommitmentsVersionV2 || c.AdmissionPolicyHashB64u != tc.policy || c.Sensitive != evidencedoc.SensitivityOf(tc.sensitive) {
 				t.Fatalf("commitments %+v", c)
@@ -250,11 +252,7 @@ func TestAttestCommitsAdmission(t *testing.T) {
 func TestAttestTDX(t *testing.T) {
 	r := newRun()
 	is := issuer(simTDX(t))
-	out, err := is.Attest(context.Background(), r.input(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := checkOutput(t, r, is, out)
+	_, v := attested(t, r, is, r.input(t))
 	tee := v.payload.RuntimeMetadata.TEE
 	wantRoot := "tdx:root-sha256-" + tdxsimroots.RootSHA256 + ":SIMULATED"
 	if tee.AttestationType != "tdx_quote" || tee.RootID != wantRoot || tee.TCBVersion != "03010200000000000000000000000000" {
@@ -547,11 +545,7 @@ func TestAttestCollateral(t *testing.T) {
 	r := newRun()
 	is := issuer(simSEV(t))
 	is.Collateral = crlSource{"crl"}
-	out, err := is.Attest(context.Background(), r.input(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := checkOutput(t, r, is, out)
+	_, v := attested(t, r, is, r.input(t))
 	if got := string(v.doc.Items[0].Collateral["crl"]); got != "crl der for sev-snp" {
 		t.Fatalf("collateral %q", got)
 	}
@@ -632,11 +626,7 @@ func TestAttestHarnessFromBundle(t *testing.T) {
 	is := issuer(simSEV(t))
 	in := r.input(t)
 	in.Harness = nil
-	out, err := is.Attest(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := checkOutput(t, r, is, out)
+	_, v := attested(t, r, is, in)
 	if want := testfixture.Harness(); v.payload.Harness == nil || *v.payload.Harness != *want {
 		t.Fatalf("harness %+v, want the bundle's %+v", v.payload.Harness, want)
 	}
@@ -649,7 +639,7 @@ func TestAttestHarnessFromBundle(t *testing.T) {
 		t.Fatalf("attestation naming OpenClaw over a bundle without payloads or harness: err = %v, want %s", err, poh.MissingRequiredField)
 	}
 	in.Harness = nil
-	out, err = is.Attest(context.Background(), in)
+	out, err := is.Attest(context.Background(), in)
 	if err != nil {
 		t.Fatalf("bundle naming no harness, attestation naming none: %v", err)
 	}
@@ -670,11 +660,7 @@ func TestAttestWithGPU(t *testing.T) {
 	r := newRun()
 	is := issuer(simSEV(t))
 	is.GPUs = []enclave.Quoter{g}
-	out, err := is.Attest(context.Background(), r.input(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := checkOutput(t, r, is, out)
+	_, v := attested(t, r, is, r.input(t))
 	if len(v.doc.Items) != 2 || v.doc.Items[1].Evidence.Platform != evidence.PlatformNVIDIAGPU {
 		t.Fatalf("%d items", len(v.doc.Items))
 	}

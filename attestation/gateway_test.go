@@ -32,11 +32,7 @@ func TestAttestCommitsGatewayRecord(t *testing.T) {
 	if in.Gateway == nil || in.Gateway.ReceiptCount != 2 {
 		t.Fatalf("fixture record %+v", in.Gateway)
 	}
-	out, err := is.Attest(context.Background(), in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := checkOutput(t, r, is, out)
+	out, v := attested(t, r, is, in)
 	c := v.doc.Execution.Clawea
 	if c.Version != evidencedoc.CommitmentsVersionV4 || c.Gateway == nil || *c.Gateway != *in.Gateway {
 		t.Fatalf("commitments %+v", c)

@@ -3,11 +3,11 @@ package attestation_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/clawea/attester/attestation"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 )
@@ -32,10 +32,7 @@ func resignWith(t *testing.T, r *run, env []byte, key string, v *pohjson.Value) 
 // (POST /v1/runs/{id}/attestation goes through Issuer.Attest) applies the
 // rate-limit and tool receipt rules of schema/poh, with their codes.
 func TestAttestAppliesBundleParityRules(t *testing.T) {
-	vector, err := os.ReadFile(filepath.Join("..", "schema", "poh", "testdata", "bundles", "valid_v2_cosigned_envelope.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	vector := testfile.Read(t, filepath.Join("..", "schema", "poh", "testdata", "bundles", "valid_v2_cosigned_envelope.json"))
 	ve, err := pohjson.Parse(vector)
 	if err != nil {
 		t.Fatal(err)

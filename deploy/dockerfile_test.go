@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 const root = ".."
@@ -114,11 +116,7 @@ func (m *ignoreMatcher) excluded(path string) bool {
 
 func readFile(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return string(testfile.Read(t, filepath.Join(root, name)))
 }
 
 // fullyQualified matches registry/path:tag or @sha256:digest references

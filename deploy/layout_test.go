@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // buildPackctl builds cmd/packctl into a test's temporary directory (the Go
@@ -232,10 +233,7 @@ func TestInstallAsServiceUsers(t *testing.T) {
 	snapshot := map[string][]byte{}
 	for _, f := range []string{"etc/clawea/attester.json", "etc/openclaw/openclaw.json5", "etc/openclaw/gateway.env",
 		"etc/openclaw/sandbox-ssh/id_ed25519", "etc/clawea-tools/ssh_host_ed25519_key", "etc/openclaw/sandbox-ssh/known_hosts"} {
-		b, err := os.ReadFile(p(f))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testfile.Read(t, p(f))
 		snapshot[f] = b
 	}
 	// Idempotent: a second run generates and replaces nothing of the site's.
@@ -274,10 +272,7 @@ func TestInstallAsServiceUsers(t *testing.T) {
 		"etc/openclaw/openclaw.json5":                  {`target: "` + tools + `@127.0.0.1:22022"`},
 		"etc/openclaw/sandbox-ssh/known_hosts":         {"[127.0.0.1]:22022 ssh-ed25519 "},
 	} {
-		b, err := os.ReadFile(p(f))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testfile.Read(t, p(f))
 		for _, w := range want {
 			if !strings.Contains(string(b), w) {
 				t.Errorf("%s lacks %q", f, w)
@@ -336,9 +331,7 @@ func TestInstallAsServiceUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	helper := filepath.Join(tmp, "deploy.test")
-	if b, err := os.ReadFile(self); err != nil {
-		t.Fatal(err)
-	} else if err := os.WriteFile(helper, b, 0o755); err != nil {
+	if err := os.WriteFile(helper, testfile.Read(t, self), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	as := func(who string, args ...string) error {

@@ -2,10 +2,10 @@ package gate_test
 
 import (
 	"bytes"
-	"os"
 	"testing"
 
 	"github.com/clawea/attester/gate/internal/goldengen"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/auditrec"
 )
 
@@ -18,10 +18,7 @@ func TestDecisionsGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile(goldengen.Path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := testfile.Read(t, goldengen.Path)
 	if !bytes.Equal(r.Audit, want) {
 		t.Fatalf("audit bytes differ from %s (go generate ./gate rewrites it):\n%s", goldengen.Path, r.Audit)
 	}

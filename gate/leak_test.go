@@ -32,11 +32,7 @@ func TestNoParamsOrSecretsInAuditOrLogs(t *testing.T) {
 	  "tools":{"deny":["browser"],"verifier":{"enabled":true,"failMode":"deny",
 	    "webhook":{"url":%q,"headers":{"Authorization":"Bearer HEADERSECRET-7f3a"},"secret":"HMACSECRET-91cd"},
 	    "telegram":{"enabled":true,"botToken":%q,"chatId":"-100","allowedUserIds":[%d]}}}}`, ws.URL, testBotToken, allowedUser))
-	g := newTestGate(t, cfg, func(o *Options) {
-		o.HTTPClient = ws.Client()
-		o.TelegramClient = f.Client()
-		o.TelegramAPIBase = f.URL
-	})
+	g := bothVerifiersGate(t, cfg, ws, f)
 	params := func(kv ...string) []byte {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {

@@ -153,6 +153,18 @@ func telegramGate(t testing.TB, f *fakeBotAPI, extra string, timeout time.Durati
 	})
 }
 
+// bothVerifiersGate is a gate of cfg that asks the webhook ws and the fake
+// bot API f. One client trusts the webhook's TLS certificate; the fake bot
+// API is plain http on loopback.
+func bothVerifiersGate(t testing.TB, cfg *Config, ws *webhookServer, f *fakeBotAPI) *testGate {
+	t.Helper()
+	return newTestGate(t, cfg, func(o *Options) {
+		o.HTTPClient = ws.Client()
+		o.TelegramClient = f.Client()
+		o.TelegramAPIBase = f.URL
+	})
+}
+
 // long is a timeout no passing test reaches; tests that must time out use short.
 const long, short = 30 * time.Second, 100 * time.Millisecond
 
@@ -337,15 +349,9 @@ func TestBothVerifiers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := newWebhookServer(t, reply(200, tc.webhook))
 			f := newFakeBotAPI(t, func(f *fakeBotAPI, m sentMessage) { f.tap(allowedUser, m.id, m.button(tc.tap)) })
-			// One client trusts the webhook's TLS certificate; the fake bot
-			// API is plain http on loopback.
 			cfg := mustParse(t, fmt.Sprintf(`{"tools":{"verifier":{"enabled":true,"webhook":{"url":%q},
 				"telegram":{"enabled":true,"botToken":%q,"chatId":"-100","allowedUserIds":[%d]}}}}`, ws.URL, testBotToken, allowedUser))
-			g := newTestGate(t, cfg, func(o *Options) {
-				o.HTTPClient = ws.Client()
-				o.TelegramClient = f.Client()
-				o.TelegramAPIBase = f.URL
-			})
+			g := bothVerifiersGate(t, cfg, ws, f)
 			d := g.decide(t, call("exec"))
 			if d.Allow != tc.allow {
 				t.Fatalf("%+v", d)
@@ -363,11 +369,7 @@ func TestBothVerifiers(t *testing.T) {
 	f := newFakeBotAPI(t, func(f *fakeBotAPI, m sentMessage) { f.tap(allowedUser, m.id, m.button("Deny")) })
 	cfg := mustParse(t, fmt.Sprintf(`{"tools":{"verifier":{"enabled":true,"failMode":"allow","webhook":{"url":%q},
 		"telegram":{"enabled":true,"botToken":%q,"chatId":"-100","allowedUserIds":[%d]}}}}`, ws.URL, testBotToken, allowedUser))
-	g := newTestGate(t, cfg, func(o *Options) {
-		o.HTTPClient = ws.Client()
-		o.TelegramClient = f.Client()
-		o.TelegramAPIBase = f.URL
-	})
+	g := bothVerifiersGate(t, cfg, ws, f)
 	if d := g.decide(t, call("exec")); d.Allow {
 		t.Fatalf("telegram deny ignored after webhook failure: %+v", d)
 	}

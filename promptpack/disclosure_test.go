@@ -14,6 +14,7 @@ import (
 
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/internal/fuzzcheck"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 )
@@ -39,10 +40,7 @@ func disclosureExamplePack(tb testing.TB, saltPrefix string) *Pack {
 	if _, err := os.Stat(filepath.Join(conformanceDir, "templates")); err != nil {
 		citest.SkipOrFail(tb, "conformance data not available: %v", err)
 	}
-	params, err := os.ReadFile(filepath.Join("testdata", "reportv2", "params.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	params := testfile.Read(tb, filepath.Join("testdata", "reportv2", "params.json"))
 	v := 2
 	if saltPrefix == "" {
 		v = 1
@@ -70,10 +68,7 @@ func golden(t *testing.T, name string, got []byte) {
 		}
 		return
 	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := testfile.Read(t, path)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("%s differs from the computed bytes:\n got %s\nwant %s", name, got, want)
 	}
@@ -82,14 +77,8 @@ func golden(t *testing.T, name string, got []byte) {
 // specHas checks that the spec quotes the file's bytes verbatim.
 func specHas(t *testing.T, spec, name string) {
 	t.Helper()
-	doc, err := os.ReadFile(filepath.Join("..", "docs", "spec", spec))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(disclosureData, name))
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := testfile.Read(t, filepath.Join("..", "docs", "spec", spec))
+	b := testfile.Read(t, filepath.Join(disclosureData, name))
 	if !bytes.Contains(doc, b) {
 		t.Errorf("docs/spec/%s does not quote testdata/%s", spec, name)
 	}
@@ -206,10 +195,7 @@ func readVectors(t *testing.T) []negative {
 
 // makeNegatives derives the negative vectors from the worked example.
 func makeNegatives(t *testing.T) {
-	good, err := os.ReadFile(filepath.Join(disclosureData, "example", "disclosure.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	good := testfile.Read(t, filepath.Join(disclosureData, "example", "disclosure.json"))
 	other := disclosureExamplePack(t, "other run salt ")
 	orb := selfRebuild(t, other)
 	v1 := disclosureExamplePack(t, "")
@@ -260,25 +246,17 @@ func TestNegativeVectors(t *testing.T) {
 	if *update {
 		makeNegatives(t)
 	}
-	report, err := os.ReadFile(filepath.Join(disclosureData, "example", "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	report := testfile.Read(t, filepath.Join(disclosureData, "example", "report.json"))
 	vs := readVectors(t)
 	if len(vs) < 15 {
 		t.Fatalf("only %d vectors", len(vs))
 	}
 	for _, v := range vs {
 		t.Run(v.name, func(t *testing.T) {
-			dis, err := os.ReadFile(filepath.Join(disclosureData, v.disclosure))
-			if err != nil {
-				t.Fatal(err)
-			}
+			dis := testfile.Read(t, filepath.Join(disclosureData, v.disclosure))
 			rep := report
 			if v.report != "-" {
-				if rep, err = os.ReadFile(filepath.Join(disclosureData, v.report)); err != nil {
-					t.Fatal(err)
-				}
+				rep = testfile.Read(t, filepath.Join(disclosureData, v.report))
 			}
 			res, err := VerifyDisclosure(rep, dis)
 			if v.code == "OK" {

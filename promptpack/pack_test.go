@@ -39,11 +39,7 @@ func requireConformance(tb testing.TB) {
 func readParams(tb testing.TB, name string) []byte {
 	tb.Helper()
 	requireConformance(tb)
-	b, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", name+".params.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
+	return testfile.Read(tb, filepath.Join(conformanceDir, "vectors", name+".params.json"))
 }
 
 func buildVector(tb testing.TB, name string, opts BuildOptions) *Pack {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/octest"
-	"github.com/clawea/attester/promptpack/envelope"
 	"github.com/clawea/attester/promptpack/recipe/openclawrelease"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 )
@@ -120,10 +119,7 @@ func TestInstalledReleasePack(t *testing.T) {
 	}
 
 	// Seal to a key and open: the report hash is the rebuild's.
-	key, err := envelope.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := mustKey(t)
 	sealedPack, m, err := SealPack(p2, key.Public())
 	if err != nil {
 		t.Fatalf("SealPack: %v", err)

@@ -5,11 +5,11 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/schemas"
@@ -29,10 +29,7 @@ func testSalts(sels []string) map[string][saltSize]byte {
 func examplePack(tb testing.TB, version int) *Pack {
 	tb.Helper()
 	requireConformance(tb)
-	params, err := os.ReadFile(filepath.Join("testdata", "reportv2", "params.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	params := testfile.Read(tb, filepath.Join("testdata", "reportv2", "params.json"))
 	p, err := Build(params, conformanceDir, openclawsig.ID, BuildOptions{ReportVersion: version})
 	if err != nil {
 		tb.Fatal(err)

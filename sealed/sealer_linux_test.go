@@ -435,10 +435,7 @@ func TestDevSealerDestroy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blob, err := s.Seal(context.Background(), testLabel, []byte("x"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	blob := mustSeal(t, s, []byte("x"))
 	s.Destroy()
 	s.Destroy()
 	if _, err := s.Seal(context.Background(), testLabel, []byte("x")); !errors.Is(err, ErrDestroyed) {

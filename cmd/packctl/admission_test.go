@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/promptpack/admission"
 )
@@ -24,7 +25,7 @@ func TestBuildAdmissionVectors(t *testing.T) {
 	harness := packtest.Dir(t)
 	vdir := packtest.AdmissionDir()
 	read := func(name string) []byte {
-		return readTestFile(t, filepath.Join(vdir, name))
+		return testfile.Read(t, filepath.Join(vdir, name))
 	}
 	vectors := packtest.AdmitVectors(t)
 	ran := 0

@@ -18,6 +18,7 @@ import (
 	"github.com/veraison/ear"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/verify/collateral"
@@ -60,8 +61,7 @@ func (k *kdsFake) count() int {
 
 func scriptEvidence(t *testing.T, path string) *evidence.Evidence {
 	t.Helper()
-	b := readTestFile(t, path)
-	b = bytes.TrimSpace(b)
+	b := bytes.TrimSpace(testfile.Read(t, path))
 	key, err := evidencedoc.SignerKey(b)
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 		"--pcs-url", srv.URL, "--intel-certs-url", srv.URL, "--at", "2026-06-01T12:00:00Z"}, nil, &stdout, &stderr); code != exitOK {
 		t.Fatalf("fetch: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	pol := readTestFile(t, in("policy.json"))
+	pol := testfile.Read(t, in("policy.json"))
 	var base map[string]any
 	if err := json.Unmarshal(pol, &base); err != nil {
 		t.Fatal(err)
@@ -290,12 +290,12 @@ func TestCollateralTDXOutOfDate(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout.String(), `"tcb_status": "OutOfDate"`) || !strings.Contains(stdout.String(), `"revocation": "checked"`) {
 		t.Fatalf("allowing policy: exit %d\n%s\n%s", code, stdout.String(), stderr.String())
 	}
-	keyPEM := readTestFile(t, in("ear-key.pem"))
+	keyPEM := testfile.Read(t, in("ear-key.pem"))
 	signer, err := earresult.ParseSigningKey(keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := readTestFile(t, earOut)
+	tok := testfile.Read(t, earOut)
 	var ar ear.AttestationResult
 	if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, signer.Public()); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func attestReport(t *testing.T, rb *promptpack.Rebuilt, runID string) (att, ev, 
 // committed to its report, and is refused with the attestation of another
 // run (same inputs, other salts, so another report).
 func TestVerifyDisclosureChain(t *testing.T) {
-	params := readTestFile(t, filepath.Join("..", "..", "promptpack", "testdata", "reportv2", "params.json"))
+	params := testfile.Read(t, filepath.Join("..", "..", "promptpack", "testdata", "reportv2", "params.json"))
 	rebuild := func() *promptpack.Rebuilt {
 		return packtest.Build(t, params, promptpack.BuildOptions{ReportVersion: 2}).Rebuilt
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/verify/earresult"
 )
 
@@ -46,7 +47,7 @@ func TestEARVerify(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		run([]string{"verify", "--attestation", in("sev/attestation.json"), "--evidence", in("sev/evidence.jws"),
 			"--policy", in(tc.policy), "--at", "2026-06-01T12:00:00Z", "--ear-key", in("ear-key.pem"), "--ear-out", tok}, nil, &stdout, &stderr)
-		raw := readTestFile(t, tok)
+		raw := testfile.Read(t, tok)
 		for name, args := range map[string][]string{
 			"key":   {"ear", "verify", "--key", in("pub.pem"), tok},
 			"jwks":  {"ear", "verify", tok, "--jwks", in("jwks.json")},
@@ -96,16 +97,6 @@ func TestEARVerify(t *testing.T) {
 			t.Errorf("%s: exit %d\n%s%s", name, code, stdout.String(), stderr.String())
 		}
 	}
-}
-
-// readTestFile returns the file at path; a failure fails t.
-func readTestFile(t *testing.T, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func writeTestFile(t *testing.T, path string, b []byte) {

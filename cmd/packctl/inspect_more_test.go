@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestInspectMoreKinds: inspect knows admission policies, audit logs,
@@ -26,7 +28,7 @@ func TestInspectMoreKinds(t *testing.T) {
 	}
 	// An admission policy (the one the demo suggests), and one missing a
 	// required member.
-	adm := readTestFile(t, filepath.Join("testdata", "inspect", "admission.json"))
+	adm := testfile.Read(t, filepath.Join("testdata", "inspect", "admission.json"))
 	writeTestFile(t, in("adm.json"), adm)
 	writeTestFile(t, in("adm-bad.json"), []byte(`{"admission_policy_version":"clawea.dev/admission-policy/v1"}`))
 	writeTestFile(t, in("attester.json"), []byte(`{"attester":{"platform":"simulated","listen":"127.0.0.1:8443","webhookSecret":"hunter2-never-shown"},"agents":{}}`))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/verify/platform"
 )
 
@@ -34,7 +35,7 @@ func TestAzureRawFormats(t *testing.T) {
 		{"azure-tdx-vtpm/evidence-v0.json", "az-tdx-vtpm", challenge, "evidence version 0 leaves it zero"},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
-			data := readTestFile(t, azureDir+tc.file)
+			data := testfile.Read(t, azureDir+tc.file)
 			res, summary, checks, err := verifyAzureRaw(tc.format, data, tc.nonce, nil, at, nil)
 			if err != nil {
 				t.Fatal(err)

@@ -22,7 +22,7 @@ const hopperNonce = "931d8dd0add203ac3d8b4fbde75e115278eefcdceac5b87671a748f3236
 // verify uses for rejected evidence.
 func TestNVIDIAGPUFormat(t *testing.T) {
 	read := func(name string) []byte {
-		return readTestFile(t, hopperDir+name)
+		return testfile.Read(t, hopperDir+name)
 	}
 	report := read("hopperAttestationReport.txt")
 	case1 := read("hopper_cert_chain_case1.txt")

@@ -32,6 +32,7 @@ import (
 	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/internal/testcert"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/wire/evidence"
@@ -292,7 +293,7 @@ func TestPolicyInitGPU(t *testing.T) {
 // readPolicyFile reads and parses a policy file policy init wrote.
 func readPolicyFile(t *testing.T, path string) ([]byte, *verify.Policy) {
 	t.Helper()
-	raw := readTestFile(t, path)
+	raw := testfile.Read(t, path)
 	pol, err := verify.ParsePolicy(bytes.TrimSuffix(raw, []byte("\n")))
 	if err != nil {
 		t.Fatal(err)

@@ -4,13 +4,15 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestDashReadsStdin: "-" names stdin for an input, and only one input
 // can be stdin.
 func TestDashReadsStdin(t *testing.T) {
 	in := scriptFiles(t)
-	att := readTestFile(t, in("sev/attestation.json"))
+	att := testfile.Read(t, in("sev/attestation.json"))
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"verify", "--attestation", "-", "--evidence", in("sev/evidence.jws"), "--policy", in("policy.json"),
 		"--at", "2026-06-01T12:00:00Z"}, bytes.NewReader(att), &stdout, &stderr)

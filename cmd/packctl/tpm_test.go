@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/swtpmtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/tpmcred"
 )
 
@@ -84,7 +85,7 @@ func (a *tpmActivation) record(t *testing.T, stdout string) (tpmSummary, []byte,
 	if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
 		t.Fatal(err)
 	}
-	raw := readTestFile(t, a.rec)
+	raw := testfile.Read(t, a.rec)
 	cert, err := tpmcred.ParseCertification(raw)
 	return sum, raw, cert, err
 }

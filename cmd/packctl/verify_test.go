@@ -87,7 +87,7 @@ func TestVerifyEARParses(t *testing.T) {
 		if err := json.Unmarshal(stdout.Bytes(), &j); err != nil || j.ExitCode != tc.code {
 			t.Fatalf("%s: json %q: %v", tc.policy, stdout.String(), err)
 		}
-		tok := readTestFile(t, out)
+		tok := testfile.Read(t, out)
 		var ar ear.AttestationResult
 		if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, pub); err != nil {
 			t.Fatalf("%s: %v", tc.policy, err)
@@ -111,7 +111,7 @@ func TestVerifyEARParses(t *testing.T) {
 // earPublicKey reads the public key of a script's EAR signing key.
 func earPublicKey(t *testing.T, path string) any {
 	t.Helper()
-	keyPEM := readTestFile(t, path)
+	keyPEM := testfile.Read(t, path)
 	block, _ := pem.Decode(keyPEM)
 	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
@@ -131,7 +131,7 @@ func TestVerifyGPUEAR(t *testing.T) {
 		"--policy", in("gpu-policy.json"), "--at", "2026-06-01T12:00:00Z", "--ear-key", in("ear-key.pem"), "--ear-out", out}, nil, &stdout, &stderr); code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	tok := readTestFile(t, out)
+	tok := testfile.Read(t, out)
 	var ar ear.AttestationResult
 	if err := ar.Verify(bytes.TrimSpace(tok), jwa.EdDSA, pub); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/simroots"
 	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/abi"
@@ -41,11 +42,7 @@ func goSevGuestTestdata(t *testing.T) string {
 
 func readFile(t *testing.T, dir, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfile.Read(t, filepath.Join(dir, name))
 }
 
 func TestHardwareSampleVerifiesToAMDRoots(t *testing.T) {

@@ -42,6 +42,16 @@ func reportData(t testing.TB, nonce byte) evidence.ReportData {
 	return rd
 }
 
+// quote is s's evidence for rd; a failure fails tb.
+func quote(tb testing.TB, s *sim.Simulator, rd evidence.ReportData) *evidence.Evidence {
+	tb.Helper()
+	ev, err := s.Quote(context.Background(), rd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return ev
+}
+
 func newSim(t testing.TB, opts sim.Options) *sim.Simulator {
 	t.Helper()
 	s, err := sim.New(opts)
@@ -88,14 +98,10 @@ func policyOptions(rd evidence.ReportData, measurement []byte) *validate.Options
 }
 
 func TestSimEvidenceVerifiesWithSimRoots(t *testing.T) {
-	ctx := context.Background()
 	meas := bytes.Repeat([]byte{0xab}, abi.MeasurementSize)
 	s := newSim(t, sim.Options{Seed: []byte("machine-1"), Measurement: meas})
 	rd := reportData(t, 1)
-	ev, err := s.Quote(ctx, rd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := quote(t, s, rd)
 	if !ev.Simulated || ev.Platform != evidence.PlatformSEVSNP || ev.Format != snpevidence.Format {
 		t.Fatalf("evidence marking: simulated=%v platform=%q format=%q", ev.Simulated, ev.Platform, ev.Format)
 	}
@@ -137,10 +143,7 @@ func hasMarker(c *x509.Certificate) bool {
 }
 
 func TestSimEvidenceRejectedByProductionRoots(t *testing.T) {
-	ev, err := newSim(t, sim.Options{}).Quote(context.Background(), reportData(t, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := quote(t, newSim(t, sim.Options{}), reportData(t, 2))
 	if err := verify.SnpAttestation(testfixture.SEVAttestation(t, ev), productionOptions()); err == nil {
 		t.Fatal("production roots accepted simulated evidence")
 	}
@@ -157,10 +160,7 @@ func TestSimEvidenceRejectedByProductionRoots(t *testing.T) {
 // simulated roots, and returns it with s's launch measurement.
 func verifiedQuote(t *testing.T, s *sim.Simulator, rd evidence.ReportData) (*spb.Attestation, []byte) {
 	t.Helper()
-	ev, err := s.Quote(context.Background(), rd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := quote(t, s, rd)
 	a := testfixture.SEVAttestation(t, ev)
 	if err := verify.SnpAttestation(a, simVerifyOptions(t)); err != nil {
 		t.Fatal(err)
@@ -191,10 +191,7 @@ func TestDebugPolicyFailsValidation(t *testing.T) {
 }
 
 func TestTamperedReportFailsSignature(t *testing.T) {
-	ev, err := newSim(t, sim.Options{}).Quote(context.Background(), reportData(t, 6))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := quote(t, newSim(t, sim.Options{}), reportData(t, 6))
 	// Bytes in the signed region without structure (so parsing still
 	// succeeds): REPORT_DATA, MEASUREMENT, HOST_DATA, CHIP_ID; and one byte
 	// of the signature itself.
@@ -246,10 +243,7 @@ func replaceVCEK(t *testing.T, ev *evidence.Evidence, vcekDER []byte, key *ecdsa
 }
 
 func TestVCEKFromAnotherHierarchyFailsChain(t *testing.T) {
-	ev, err := newSim(t, sim.Options{}).Quote(context.Background(), reportData(t, 7))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := quote(t, newSim(t, sim.Options{}), reportData(t, 7))
 	p, _ := snpevidence.Parse(ev)
 
 	t.Run("go-sev-guest fake hierarchy", func(t *testing.T) {
@@ -290,10 +284,7 @@ func TestVCEKFromAnotherHierarchyFailsChain(t *testing.T) {
 }
 
 func TestMissingChain(t *testing.T) {
-	ev, err := newSim(t, sim.Options{}).Quote(context.Background(), reportData(t, 8))
-	if err != nil {
-		t.Fatal(err)
-	}
+	ev := quote(t, newSim(t, sim.Options{}), reportData(t, 8))
 	bad := *ev
 	bad.CertChain = nil
 	bad.Aux = nil
@@ -310,15 +301,8 @@ func TestMissingChain(t *testing.T) {
 
 func TestQuotesAreFresh(t *testing.T) {
 	s := newSim(t, sim.Options{})
-	ctx := context.Background()
-	a, err := s.Quote(ctx, reportData(t, 9))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := s.Quote(ctx, reportData(t, 10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := quote(t, s, reportData(t, 9))
+	b := quote(t, s, reportData(t, 10))
 	pa, _ := snpevidence.Parse(a)
 	pb, _ := snpevidence.Parse(b)
 	if pa.ReportData() == pb.ReportData() {
@@ -442,10 +426,7 @@ func BenchmarkSimQuote(b *testing.B) {
 func BenchmarkVerifySimEvidence(b *testing.B) {
 	s := newSim(b, sim.Options{})
 	rd := reportData(b, 1)
-	ev, err := s.Quote(context.Background(), rd)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ev := quote(b, s, rd)
 	m, _ := s.LaunchMeasurement(context.Background())
 	opts := simVerifyOptions(b)
 	pol := policyOptions(rd, m)

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/titanous/json5"
+
+	"github.com/clawea/attester/internal/testfile"
+	"github.com/clawea/attester/internal/testjson"
 )
 
 // fakeHost is a file system with the clawea plugin at /opt/clawea/clients/openclaw
@@ -43,10 +46,7 @@ func fakeHost() Host {
 
 func recommended(t *testing.T) map[string]any {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/recommended.json5")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, "testdata/recommended.json5")
 	var v map[string]any
 	if err := json5.Unmarshal(raw, &v); err != nil {
 		t.Fatal(err)
@@ -63,10 +63,7 @@ func keys(fs []Finding) []string {
 }
 
 func TestRecommendedLayoutPasses(t *testing.T) {
-	raw, err := os.ReadFile("testdata/recommended.json5")
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw := testfile.Read(t, "testdata/recommended.json5")
 	fs, err := Check(raw, fakeHost())
 	if err != nil || len(fs) != 0 {
 		t.Fatalf("Check(recommended) = %v, %v; want no findings", fs, err)
@@ -105,10 +102,7 @@ func (tc settingCase) run(t *testing.T) {
 	t.Run(tc.name, func(t *testing.T) {
 		m := recommended(t)
 		tc.change(m)
-		raw, err := json.Marshal(m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := testjson.Marshal(t, m)
 		fs, err := Check(raw, fakeHost())
 		if err != nil {
 			t.Fatal(err)
@@ -244,10 +238,7 @@ func TestMalformed(t *testing.T) {
 // FuzzCheck: never panics; on error nothing is returned; findings are sorted
 // and each names a key.
 func FuzzCheck(f *testing.F) {
-	raw, err := os.ReadFile("testdata/recommended.json5")
-	if err != nil {
-		f.Fatal(err)
-	}
+	raw := testfile.Read(f, "testdata/recommended.json5")
 	f.Add(raw)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fs, err := Check(b, fakeHost())

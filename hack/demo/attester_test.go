@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/hack/demo/example"
+	"github.com/clawea/attester/internal/testjson"
 )
 
 // An attester that exits before it listens fails the demo with the end of
@@ -37,15 +37,12 @@ func TestAttesterDiesDuringRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cfg, err := json.Marshal(map[string]any{"attester": map[string]any{
+	cfg := testjson.Marshal(t, map[string]any{"attester": map[string]any{
 		"listen": "127.0.0.1:0", "metricsListen": "127.0.0.1:0",
 		"controlSocket": filepath.Join(dir, "control", "attester.sock"), "platform": "simulated",
 		"trustedTemplates": ref.TrustedTemplates, "development": true, "allowUnlockedMemory": true,
 		"modelProvider": "anthropic", "model": "claude-demo",
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	proc, err := startAttester(ctx, attesterBin, "attester", dir, cfg, nil, log.New(io.Discard, "", 0))

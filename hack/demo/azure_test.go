@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/clawea/attester/internal/fakeparavisor"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/wire/evidence"
 )
@@ -61,7 +62,7 @@ func TestEndToEndAzure(t *testing.T) {
 			}
 			// The same attestation under a policy that does not allow
 			// simulated evidence is refused by policy (exit 4).
-			pol, err := verify.ParsePolicy(readFile(t, f("policy.json")))
+			pol, err := verify.ParsePolicy(testfile.Read(t, f("policy.json")))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,15 +80,6 @@ func TestEndToEndAzure(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readFile(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
 }
 
 func runPackctl(t *testing.T, bin string, args ...string) (int, string, string) {

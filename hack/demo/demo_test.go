@@ -17,6 +17,7 @@ import (
 
 	"github.com/clawea/attester/hack/demo/example"
 	"github.com/clawea/attester/internal/citest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/admission"
 	"github.com/clawea/attester/promptpack/envelope"
@@ -74,11 +75,7 @@ func checkDemo(t *testing.T, shared string) {
 		t.Fatalf("demo: %v", err)
 	}
 	read := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join(outDir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return testfile.Read(t, filepath.Join(outDir, name))
 	}
 
 	// The attestation is a PoH execution_attestation envelope that validates
@@ -174,10 +171,7 @@ func checkDemo(t *testing.T, shared string) {
 			if err != nil || d.IsDir() || d.Type()&os.ModeSocket != 0 {
 				return err
 			}
-			data, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
+			data := testfile.Read(t, p)
 			for _, pr := range probes {
 				if bytes.Contains(data, pr) {
 					t.Errorf("%s contains a secret or raw parameter (%q...)", p, pr[:min(8, len(pr))])

@@ -3,13 +3,13 @@ package admission
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/internal/testjson"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/promptpack/recipe/openclawsig"
@@ -20,11 +20,7 @@ import (
 
 func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return testfile.Read(t, filepath.Join("testdata", name))
 }
 
 func loadPolicy(t *testing.T, name string) *Policy {

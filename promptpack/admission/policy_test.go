@@ -3,7 +3,6 @@ package admission
 import (
 	"bytes"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/internal/packtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/confdoc"
 	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/schemas"
@@ -122,10 +122,7 @@ func TestDecoderAgreesWithSchema(t *testing.T) {
 		t.Fatalf("no fuzz seeds: %v", err)
 	}
 	for _, f := range seeds {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testfile.Read(t, f)
 		lit, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "go test fuzz v1\n[]byte(")
 		data, err := strconv.Unquote(strings.TrimSuffix(lit, ")"))
 		if !ok || err != nil {

@@ -2,20 +2,18 @@ package admission
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestSpecExamples checks the worked examples of
 // docs/spec/admission-policy-v1.md section 10: each policy parses, its hash
 // is the one printed after it, and the refusal text is what Admit returns.
 func TestSpecExamples(t *testing.T) {
-	spec, err := os.ReadFile(filepath.Join("..", "..", "docs", "spec", "admission-policy-v1.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := testfile.Read(t, filepath.Join("..", "..", "docs", "spec", "admission-policy-v1.md"))
 	ex := regexp.MustCompile("(?s)<!-- example: ([a-z-]+) -->\n```json\n(.*?)\n```\nadmission_policy_hash_b64u: ([A-Za-z0-9_-]+)\n")
 	ms := ex.FindAllSubmatch(spec, -1)
 	if len(ms) != 2 {
@@ -44,7 +42,7 @@ func TestSpecExamples(t *testing.T) {
 	}
 	params := decodeMap(t, readTestdata(t, "base.params.json"))
 	files := append(params["contextFiles"].([]any), map[string]any{"path": "EVIL.md", "content": "x"})
-	err = policies["strict"].Admit(testPack(t, map[string]any{"contextFiles": files}, nil))
+	err := policies["strict"].Admit(testPack(t, map[string]any{"contextFiles": files}, nil))
 	if err == nil || err.Error() != string(m[1]) {
 		t.Fatalf("refusal %v, the spec says %s", err, m[1])
 	}

@@ -17,10 +17,7 @@ var benchSizes = []int{4 << 10, 1 << 20, 64 << 20}
 //
 //	go test ./promptpack/envelope -run '^$' -bench Envelope -benchtime 3x
 func BenchmarkEnvelope(b *testing.B) {
-	k, err := GenerateKey()
-	if err != nil {
-		b.Fatal(err)
-	}
+	k := mustKey(b)
 	ctx := testContext("bench")
 	for _, size := range benchSizes {
 		body := make([]byte, size)
@@ -51,10 +48,7 @@ func BenchmarkEnvelope(b *testing.B) {
 				}
 			}
 		})
-		file, m, err := Seal(body, ctx, k.Public())
-		if err != nil {
-			b.Fatal(err)
-		}
+		file, m := mustSeal(b, body, ctx, k.Public())
 		dst := make([]byte, size)
 		b.Run("Open/"+name, func(b *testing.B) {
 			b.SetBytes(int64(size))
@@ -98,10 +92,7 @@ func BenchmarkEnvelope(b *testing.B) {
 //	go test ./promptpack/envelope -run '^$' -bench PipelineRatio -benchtime 10x
 func BenchmarkPipelineRatio(b *testing.B) {
 	b.Logf("GOMAXPROCS %d, CPU flags: %s", runtime.GOMAXPROCS(0), cpuFlags("aes", "pclmulqdq", "sha_ni", "avx2", "vaes", "vpclmulqdq"))
-	k, err := GenerateKey()
-	if err != nil {
-		b.Fatal(err)
-	}
+	k := mustKey(b)
 	ctx := testContext("bench")
 	body := make([]byte, 64<<20)
 	for i := range body {
@@ -114,10 +105,7 @@ func BenchmarkPipelineRatio(b *testing.B) {
 	nonce := make([]byte, nonceSize)
 	raw := make([]byte, 0, len(body)+tagSize)
 	var reuse []byte
-	file, m, err := Seal(body, ctx, k.Public())
-	if err != nil {
-		b.Fatal(err)
-	}
+	file, m := mustSeal(b, body, ctx, k.Public())
 	dst := make([]byte, len(body))
 	var seal, open, base time.Duration
 	b.SetBytes(int64(len(body)))

@@ -446,10 +446,7 @@ func TestParseErrors(t *testing.T) {
 }
 
 func TestAppendSeal(t *testing.T) {
-	k, err := GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
+	k := mustKey(t)
 	ctx := testContext("append")
 	body := []byte("a pack body")
 	prefix := []byte("prefix")

@@ -8,10 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 )
 
@@ -113,10 +113,7 @@ func TestParseKeyErrors(t *testing.T) {
 // TestKeyFileVectors checks the key file framing of spec section 5.3 against
 // testdata/keyfile-v1.json: the text form with at most one trailing LF.
 func TestKeyFileVectors(t *testing.T) {
-	b, err := os.ReadFile("testdata/keyfile-v1.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := testfile.Read(t, "testdata/keyfile-v1.json")
 	var v struct {
 		Comment string `json:"comment"`
 		Priv    string `json:"private_key_text"`

@@ -75,15 +75,11 @@ func TestGFMulIdentityAndPow(t *testing.T) {
 // recipient (step 7), and with a manifest of the changed file it is an
 // authentication failure (step 9).
 func TestOpenPipelinedOrder(t *testing.T) {
-	k, _ := GenerateKey()
-	other, _ := GenerateKey()
+	k, other := mustKey(t), mustKey(t)
 	ctx := testContext("pipeline")
 	body := make([]byte, pipelineMin+100)
 	rand.Read(body)
-	file, m, err := Seal(body, ctx, k.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, m := mustSeal(t, body, ctx, k.Public())
 	dst := make([]byte, len(body))
 	if n, err := openDefault(file, m, k, ctx, dst); err != nil || !bytes.Equal(dst[:n], body) {
 		t.Fatalf("open: %v", err)

@@ -18,7 +18,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -189,10 +188,7 @@ func goroot(t *testing.T) string {
 // the RFC 9180 test vectors.
 func suiteVector(t *testing.T) rfc9180Vector {
 	path := filepath.Join(goroot(t), "src", "crypto", "hpke", "testdata", "rfc9180.json")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("RFC 9180 vectors: %v", err)
-	}
+	data := testfile.Read(t, path)
 	var vs []rfc9180Vector
 	if err := json.Unmarshal(data, &vs); err != nil {
 		t.Fatal(err)

@@ -101,10 +101,7 @@ func generateVector(t *testing.T) *specVector {
 	keys := vectorKeys(t)
 	ctx := vectorContext()
 	cryptotest.SetGlobalRandom(t, seed)
-	file, m, err := Seal([]byte(vectorPlaintext), ctx, keys[0].Public(), keys[1].Public())
-	if err != nil {
-		t.Fatal(err)
-	}
+	file, m := mustSeal(t, []byte(vectorPlaintext), ctx, keys[0].Public(), keys[1].Public())
 	mj, err := m.MarshalJSON()
 	if err != nil {
 		t.Fatal(err)
@@ -165,10 +162,7 @@ func TestSpecVector(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(vectorPath)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := testfile.Read(t, vectorPath)
 	var v specVector
 	if err := json.Unmarshal(data, &v); err != nil {
 		t.Fatal(err)
@@ -209,10 +203,7 @@ func TestSpecVector(t *testing.T) {
 		}
 	}
 	// 4. The specification prints the same bytes.
-	spec, err := os.ReadFile(filepath.Join("..", "..", "docs", "spec", "promptpack-envelope-v1.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := testfile.Read(t, filepath.Join("..", "..", "docs", "spec", "promptpack-envelope-v1.md"))
 	flat := strings.Join(strings.Fields(string(spec)), "")
 	for name, want := range map[string]string{"file": v.File, "dek": v.DEK, "nonce": v.Nonce, "body AD": v.BodyAD, "wrap info": v.WrapInfo0, "manifest": strings.Join(strings.Fields(v.Manifest), "")} {
 		if !strings.Contains(flat, want) {

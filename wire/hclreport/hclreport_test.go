@@ -5,11 +5,11 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"errors"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/clawea/attester/internal/fuzzcheck"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/tdxquote"
 )
 
@@ -18,10 +18,7 @@ import (
 func samples(t testing.TB) map[string][]byte {
 	out := map[string][]byte{}
 	for _, d := range []string{"azure-snp-vtpm", "azure-tdx-vtpm"} {
-		b, err := os.ReadFile(filepath.Join("..", "..", "verify", "platform", "testdata", d, "hcl-report.bin"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testfile.Read(t, filepath.Join("..", "..", "verify", "platform", "testdata", d, "hcl-report.bin"))
 		out[d] = b
 	}
 	return out
@@ -148,10 +145,7 @@ func TestHardware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := os.ReadFile(filepath.Join("..", "..", "verify", "platform", "testdata", "azure-tdx-vtpm", "td-quote.bin"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := testfile.Read(t, filepath.Join("..", "..", "verify", "platform", "testdata", "azure-tdx-vtpm", "td-quote.bin"))
 	ev, err := r.Hardware(false, nil, q)
 	if err != nil {
 		t.Fatal(err)
@@ -160,10 +154,7 @@ func TestHardware(t *testing.T) {
 		t.Fatalf("%s %d bytes %d certs", ev.Platform, len(ev.Blob), len(ev.CertChain))
 	}
 	// A DCAP version 5 quote (Trustee's sample) is not a producer's quote.
-	v5, err := os.ReadFile(filepath.Join("..", "..", "verify", "platform", "testdata", "trustee", "tdx", "tdx_quote_5.dat"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	v5 := testfile.Read(t, filepath.Join("..", "..", "verify", "platform", "testdata", "trustee", "tdx", "tdx_quote_5.dat"))
 	if ev, err := r.Hardware(false, nil, v5); !errors.Is(err, tdxquote.ErrUnsupported) || ev != nil {
 		t.Fatalf("version 5 td quote: %v", err)
 	}

@@ -4,22 +4,16 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
-	"os"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // sample is NVIDIA's H100 report (testdata/NOTICE).
 func sample(t testing.TB) []byte {
 	t.Helper()
-	h, err := os.ReadFile("testdata/hopperAttestationReport.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := hex.DecodeString(string(bytes.TrimSpace(h)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	h := testfile.Read(t, "testdata/hopperAttestationReport.txt")
+	return testfile.Hex(t, string(bytes.TrimSpace(h)))
 }
 
 func TestParseSample(t *testing.T) {

@@ -2,13 +2,13 @@ package tdxquote_test
 
 import (
 	"bytes"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/clawea/attester/internal/fuzzcheck"
 	"github.com/clawea/attester/internal/tdxtest"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/tdxquote"
 )
 
@@ -115,10 +115,7 @@ func BenchmarkParsePCKChain(b *testing.B) {
 // corpusBytes reads the one []byte value of a "go test fuzz v1" corpus file.
 func corpusBytes(tb testing.TB, path string) []byte {
 	tb.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	raw := testfile.Read(tb, path)
 	header, value, ok := strings.Cut(strings.TrimSpace(string(raw)), "\n")
 	if !ok || header != "go test fuzz v1" || !strings.HasPrefix(value, "[]byte(") || !strings.HasSuffix(value, ")") {
 		tb.Fatalf("%s: not a one-value fuzz corpus file", path)

@@ -27,6 +27,17 @@ func fakeQuote(t testing.TB) []byte {
 	return raw
 }
 
+// fakeParsed is fakeQuote's quote and its parse.
+func fakeParsed(t testing.TB) (*tdxquote.Quote, []byte) {
+	t.Helper()
+	raw := fakeQuote(t)
+	q, err := tdxquote.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, raw
+}
+
 // checkAgainstLibrary asserts that go-tdx-guest's parser reads the same
 // fields from b as Parse, and re-encodes b identically.
 func checkAgainstLibrary(t testing.TB, b []byte, q *tdxquote.Quote) {
@@ -70,11 +81,7 @@ func checkAgainstLibrary(t testing.TB, b []byte, q *tdxquote.Quote) {
 }
 
 func TestParseFakeRoundTrip(t *testing.T) {
-	raw := fakeQuote(t)
-	q, err := tdxquote.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, raw := fakeParsed(t)
 	back, err := q.Marshal()
 	if err != nil || !bytes.Equal(back, raw) {
 		t.Fatalf("Marshal(Parse(b)) != b: %v", err)
@@ -134,11 +141,7 @@ func mutate(b []byte, f func([]byte) []byte) []byte {
 }
 
 func TestParseRejects(t *testing.T) {
-	raw := fakeQuote(t)
-	q, err := tdxquote.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, raw := fakeParsed(t)
 	authLenOff := tdxquote.MinSize - 8
 	chainTypeOff := authLenOff + 2 + len(q.QEAuthData)
 	put16 := func(off int, v uint16) func([]byte) []byte {
@@ -203,11 +206,7 @@ func TestLength(t *testing.T) {
 }
 
 func TestParsePCKChainRejects(t *testing.T) {
-	raw := fakeQuote(t)
-	q, err := tdxquote.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, _ := fakeParsed(t)
 	der, err := tdxquote.ParsePCKChain(q.PCKChain)
 	if err != nil {
 		t.Fatal(err)
@@ -259,10 +258,7 @@ func TestDebug(t *testing.T) {
 // a TD 1.5 body gets non-zero TD 1.5 fields. Its signatures are not valid.
 func v5Quote(t testing.TB, bodyType uint16) (*tdxquote.Quote, []byte) {
 	t.Helper()
-	q, err := tdxquote.Parse(fakeQuote(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	q, _ := fakeParsed(t)
 	q.Header.Version = 5
 	q.BodyType = bodyType
 	if bodyType == 3 {
@@ -367,10 +363,7 @@ func TestMarshalRefusesInconsistentQuotes(t *testing.T) {
 		{"version 5 sgx body", func(q *tdxquote.Quote) { q.Header.Version, q.BodyType = 5, 1 }, tdxquote.ErrUnsupported},
 		{"td 1.5 field in a td 1.0 body", func(q *tdxquote.Quote) { q.Body.MRServiceTD[0] = 1 }, tdxquote.ErrMalformed},
 	} {
-		q, err := tdxquote.Parse(fakeQuote(t))
-		if err != nil {
-			t.Fatal(err)
-		}
+		q, _ := fakeParsed(t)
 		c.edit(q)
 		if b, err := q.Marshal(); !errors.Is(err, c.want) || b != nil {
 			t.Errorf("%s: Marshal: %v, want %v", c.name, err, c.want)

@@ -43,11 +43,17 @@ func poolOf(c *x509.Certificate) *x509.CertPool {
 // rejection seen by callers comes from verification.
 func verifyRaw(t testing.TB, raw []byte, pool *x509.CertPool) error {
 	t.Helper()
+	return verify.TdxQuote(libQuote(t, raw), &verify.Options{TrustedRoots: pool, Now: tdxtest.TimeSet(tdxtest.At)})
+}
+
+// libQuote is go-tdx-guest's parse of raw; a quote it cannot parse fails t.
+func libQuote(t testing.TB, raw []byte) any {
+	t.Helper()
 	q, err := abi.QuoteToProto(raw)
 	if err != nil {
 		t.Fatalf("go-tdx-guest cannot parse the quote: %v", err)
 	}
-	return verify.TdxQuote(q, &verify.Options{TrustedRoots: pool, Now: tdxtest.TimeSet(tdxtest.At)})
+	return q
 }
 
 // policy checks REPORT_DATA, MRTD, the QE vendor and TD_ATTRIBUTES == 0
@@ -65,11 +71,7 @@ func policy(rd [64]byte, td tdxquote.Body) *validate.Options {
 
 func validateRaw(t testing.TB, raw []byte, opts *validate.Options) error {
 	t.Helper()
-	q, err := abi.QuoteToProto(raw)
-	if err != nil {
-		t.Fatalf("go-tdx-guest cannot parse the quote: %v", err)
-	}
-	return validate.TdxQuote(q, opts)
+	return validate.TdxQuote(libQuote(t, raw), opts)
 }
 
 func freshReportData(t testing.TB) [64]byte {
@@ -327,11 +329,7 @@ func TestVerifyRejectsOtherRoot(t *testing.T) {
 
 func TestVerifyRejectsExpiredChain(t *testing.T) {
 	qe := newQE(t, fakeqe.Options{})
-	raw := rawQuote(t, qe, freshReportData(t))
-	q, err := abi.QuoteToProto(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := libQuote(t, rawQuote(t, qe, freshReportData(t)))
 	late := time.Date(2080, time.January, 1, 0, 0, 0, 0, time.UTC)
 	if err := verify.TdxQuote(q, &verify.Options{TrustedRoots: pinnedPool(t), Now: tdxtest.TimeSet(late)}); err == nil {
 		t.Fatal("expired chain accepted")

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 var update = flag.Bool("update", false, "regenerate the pins of the supported release from CLAWEA_OPENCLAW_DIR")
@@ -45,10 +47,7 @@ func generatePins(t *testing.T, pkgDir string, caps []*Capture, want map[string]
 	frags := map[string]string{}
 	var files strings.Builder
 	for _, p := range pinnedPaths2026_9_6 {
-		b, err := os.ReadFile(filepath.Join(pkgDir, filepath.FromSlash(p)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testfile.Read(t, filepath.Join(pkgDir, filepath.FromSlash(p)))
 		fs, err := extractFragments(b)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)

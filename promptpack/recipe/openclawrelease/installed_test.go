@@ -25,10 +25,7 @@ import (
 // regenerates the release's pins instead (gen_test.go).
 func TestInstalledOpenClaw(t *testing.T) {
 	dir := octest.Install(t)
-	pkg, err := os.ReadFile(filepath.Join(dir, "node_modules", "openclaw", "package.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pkg := testfile.Read(t, filepath.Join(dir, "node_modules", "openclaw", "package.json"))
 	var meta struct {
 		Version string `json:"version"`
 	}
@@ -50,10 +47,7 @@ func TestInstalledOpenClaw(t *testing.T) {
 	// into the prompt it sent (2026.9.6 does not inject TOOLS.md; the
 	// capture still records it).
 	for _, name := range []string{"AGENTS.md", "SOUL.md", "TOOLS.md", "IDENTITY.md", "USER.md"} {
-		want, err := os.ReadFile(filepath.Join("testdata/workspace", name))
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := testfile.Read(t, filepath.Join("testdata/workspace", name))
 		var got []byte
 		for _, f := range c.BootstrapFiles {
 			if f.Name == name {
@@ -191,10 +185,7 @@ func checkRelease(t *testing.T, pkgDir string, c *Capture) {
 	// A changed pinned file is refused.
 	other := t.TempDir()
 	for i, f := range rel.Files {
-		b, err := os.ReadFile(filepath.Join(pkgDir, filepath.FromSlash(f.Path)))
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := testfile.Read(t, filepath.Join(pkgDir, filepath.FromSlash(f.Path)))
 		if i == 0 {
 			b = append(b, '\n')
 		}

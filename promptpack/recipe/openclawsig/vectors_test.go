@@ -57,10 +57,7 @@ func loadCheckedHarness(tb testing.TB) *Harness {
 // vectorParams reads and parses the params of the vector name.
 func vectorParams(tb testing.TB, name string) *Params {
 	tb.Helper()
-	b, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", name+".params.json"))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	b := testfile.Read(tb, filepath.Join(conformanceDir, "vectors", name+".params.json"))
 	p, err := ParseParams(b)
 	if err != nil {
 		tb.Fatalf("ParseParams %s: %v", name, err)
@@ -101,10 +98,7 @@ func TestVectors(t *testing.T) {
 	for _, v := range vectors {
 		t.Run(v.name, func(t *testing.T) {
 			p := vectorParams(t, v.name)
-			want, err := os.ReadFile(filepath.Join(conformanceDir, "vectors", v.name+".expected.txt"))
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := testfile.Read(t, filepath.Join(conformanceDir, "vectors", v.name+".expected.txt"))
 			res, err := renderChecked(h, p)
 			if err != nil {
 				t.Fatalf("Render: %v", err)
