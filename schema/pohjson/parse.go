@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/clawea/attester/schema/jsstr"
 )
@@ -41,6 +42,15 @@ type ParseOptions struct {
 	// text is already its Stringify form keeps that text too, so that
 	// Stringify and Hash of it read it instead of encoding it again.
 	OneCopy bool
+	// Borrow is OneCopy without the copy: the strings read without an
+	// escape sequence and the texts kept are substrings of data itself.
+	// It saves the copy of a large input (its bytes and its allocation)
+	// when the caller owns data and promises that no byte of it changes
+	// while any string of the result, or the result, is in use (not
+	// after the parse, not by another goroutine, not when a pool
+	// reuses the buffer); a string kept from the result keeps all of
+	// data alive. The result is the one OneCopy gives.
+	Borrow bool
 }
 
 // Parse parses one JSON text strictly (RFC 8259 plus the restrictions in the
@@ -58,7 +68,13 @@ func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
 		return nil, &Error{Offset: maxBytes, Err: ErrTooLarge, Msg: "input is " + strconv.Itoa(len(data)) + " bytes, limit " + strconv.Itoa(maxBytes)}
 	}
 	p := &parser{data: data, opts: opts, maxDepth: opts.MaxDepth}
-	if opts.OneCopy {
+	switch {
+	case opts.Borrow:
+		// The caller's promise (ParseOptions.Borrow) is what makes
+		// these strings immutable.
+		p.text = unsafe.String(unsafe.SliceData(data), len(data))
+		p.opts.OneCopy = true
+	case opts.OneCopy:
 		p.text = string(data)
 	}
 	if p.maxDepth <= 0 || opts.Canonical && p.maxDepth > defaultMaxDepth {
