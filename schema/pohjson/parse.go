@@ -495,18 +495,23 @@ func (p *parser) numberLiteral(lit string) *Value {
 	return v
 }
 
-// plain8 reports whether each of the 8 bytes of w is plain ASCII in a
-// string: none is a quote, a backslash, a control character or non-ASCII.
-// The tests are the exact "has a zero byte" and "has a byte less than n"
-// word tests (Bit Twiddling Hacks), on bytes already known to be ASCII.
-func plain8(w uint64) bool {
+// stops8 is not zero when one of the 8 bytes of w is not plain ASCII in a
+// string: a quote, a backslash, a control character or non-ASCII; plain8
+// is the test that it is zero. The tests are the exact "has a zero byte"
+// and "has a byte less than n" word tests (Bit Twiddling Hacks), on bytes
+// already known to be ASCII.
+func stops8(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
 	control := (w - ones*0x20) &^ w
 	quote = (quote - ones) &^ quote
 	backslash = (backslash - ones) &^ backslash
-	return (w|control|quote|backslash)&highs == 0
+	return (w | control | quote | backslash) & highs
 }
+
+// plain8 reports whether each of the 8 bytes of w is plain ASCII in a
+// string (stops8).
+func plain8(w uint64) bool { return stops8(w) == 0 }
 
 // str parses a JSON string starting at the opening quote; plain says it
 // held no escape sequence.
@@ -517,7 +522,16 @@ func (p *parser) str() (s string, plain bool, err error) {
 	for {
 		// Fast path: the run of plain ASCII up to the next byte that needs
 		// a decision (a quote, a backslash, a control or a non-ASCII byte),
-		// eight bytes at a time, then byte by byte.
+		// sixteen, then eight bytes at a time, then byte by byte.
+		for p.i+16 <= len(p.data) {
+			// Sixteen bytes a step while none stops the run: the long
+			// texts of a request are most of its bytes.
+			b := p.data[p.i : p.i+16]
+			if stops8(binary.LittleEndian.Uint64(b))|stops8(binary.LittleEndian.Uint64(b[8:])) != 0 {
+				break
+			}
+			p.i += 16
+		}
 		for p.i+8 <= len(p.data) && plain8(binary.LittleEndian.Uint64(p.data[p.i:])) {
 			p.i += 8
 		}

@@ -681,3 +681,28 @@ func TestBorrowShares(t *testing.T) {
 		t.Fatalf("Borrow kept %q, %v", form, ok)
 	}
 }
+
+// BenchmarkParseText is Parse of a 100 KB document that is mostly long
+// plain texts, as a model request's history is, without a copy (Borrow)
+// and with one (OneCopy).
+func BenchmarkParseText(b *testing.B) {
+	var msgs []string
+	for i := range 40 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":%q}`, strings.Repeat(string(rune('a'+i%26)), 2500)))
+	}
+	doc := []byte(`{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`)
+	for _, tc := range []struct {
+		name string
+		opts ParseOptions
+	}{{"borrow", ParseOptions{Borrow: true}}, {"onecopy", ParseOptions{OneCopy: true}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseWith(doc, tc.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
