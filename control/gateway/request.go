@@ -86,12 +86,14 @@ func malformed(format string, a ...any) *refusal {
 }
 
 // parseRequest parses body strictly (one JSON object, floats allowed for
-// sampling parameters) and reads it for api. Its strings share one copy
-// of the body (pohjson OneCopy): what the call keeps while the answer
-// streams (the model) is cloned, so that an open stream does not hold
-// the body.
+// sampling parameters) and reads it for api. Its strings are the body's
+// own bytes (pohjson Borrow): the call owns body, a buffer read for it
+// alone (no pool reuses it), which nothing writes after it is read (the
+// request hashes and the upstream only read it). What the call keeps
+// while the answer streams (the model) is cloned, so that an open stream
+// does not hold the body.
 func parseRequest(api string, body []byte) (*request, error) {
-	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: len(body) + 1, MaxDepth: maxRequestDepth, AllowFloats: true, OneCopy: true})
+	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: len(body) + 1, MaxDepth: maxRequestDepth, AllowFloats: true, Borrow: true})
 	if err != nil {
 		return nil, malformed("the body is not a strict JSON object")
 	}

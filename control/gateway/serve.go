@@ -41,7 +41,9 @@ type call struct {
 // Serve answers one model call of the run f describes: provider and api
 // from the request path, body the request body (already read within the
 // upstream's MaxRequestBytes). It writes the whole answer: a refusal, or the relayed answer
-// with its trailers (sections 2 and 3).
+// with its trailers (sections 2 and 3). Serve owns body from the call on: the caller
+// gives a buffer no pool or other goroutine reuses or changes, since the parsed request's
+// strings are body's own bytes while the rules read them (parseRequest).
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
 	c := &call{g: g, f: f, provider: provider, body: body, start: g.now()}
 	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/clawea/attester/schema/jsstr"
 )
@@ -41,6 +42,15 @@ type ParseOptions struct {
 	// text is already its Stringify form keeps that text too, so that
 	// Stringify and Hash of it read it instead of encoding it again.
 	OneCopy bool
+	// Borrow is OneCopy without the copy: the strings read without an
+	// escape sequence and the texts kept are substrings of data itself.
+	// It saves the copy of a large input (its bytes and its allocation)
+	// when the caller owns data and promises that no byte of it changes
+	// while any string of the result, or the result, is in use (not
+	// after the parse, not by another goroutine, not when a pool
+	// reuses the buffer); a string kept from the result keeps all of
+	// data alive. The result is the one OneCopy gives.
+	Borrow bool
 }
 
 // Parse parses one JSON text strictly (RFC 8259 plus the restrictions in the
@@ -58,7 +68,13 @@ func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
 		return nil, &Error{Offset: maxBytes, Err: ErrTooLarge, Msg: "input is " + strconv.Itoa(len(data)) + " bytes, limit " + strconv.Itoa(maxBytes)}
 	}
 	p := &parser{data: data, opts: opts, maxDepth: opts.MaxDepth}
-	if opts.OneCopy {
+	switch {
+	case opts.Borrow:
+		// The caller's promise (ParseOptions.Borrow) is what makes
+		// these strings immutable.
+		p.text = unsafe.String(unsafe.SliceData(data), len(data))
+		p.opts.OneCopy = true
+	case opts.OneCopy:
 		p.text = string(data)
 	}
 	if p.maxDepth <= 0 || opts.Canonical && p.maxDepth > defaultMaxDepth {
@@ -91,7 +107,8 @@ type parser struct {
 	// so far (with opts.Canonical or opts.OneCopy): a container with none
 	// inside is in that form.
 	departures int
-	// text is the input's one copy (ParseOptions.OneCopy).
+	// text is the input's one copy (ParseOptions.OneCopy), or the input
+	// itself (ParseOptions.Borrow).
 	text string
 	// slab holds Values not yet handed out: one allocation serves many.
 	slab     []Value
@@ -99,7 +116,9 @@ type parser struct {
 	// members and elems are the members and elements read so far of the
 	// objects and arrays being parsed, innermost last; each is copied out
 	// once, at its final size, when its container closes, into
-	// memberSlab or elemSlab.
+	// memberSlab or elemSlab. What is left past their length is not
+	// cleared: it points into this parse's own result, which the parser
+	// does not outlive.
 	members        []Member
 	elems          []*Value
 	memberSlab     []Member
@@ -131,8 +150,11 @@ func keep[T any](slab *[]T, last *int, items []T) []T {
 	return out
 }
 
-// newValue returns v in a Value of the parser's slab.
-func (p *parser) newValue(v Value) *Value {
+// newValue returns a Value of the parser's slab, of kind and otherwise
+// zero. The caller sets the fields it needs one by one: while the collector
+// marks, each pointer written costs a write barrier, and a whole Value
+// copied in would pay for its three pointer fields, nil or not.
+func (p *parser) newValue(kind Kind) *Value {
 	if len(p.slab) == 0 {
 		// Twice the last slab, from 8 up to 128: a small document does
 		// not pay for a large slab.
@@ -141,7 +163,7 @@ func (p *parser) newValue(v Value) *Value {
 	}
 	nv := &p.slab[0]
 	p.slab = p.slab[1:]
-	*nv = v
+	nv.kind = kind
 	return nv
 }
 
@@ -236,18 +258,22 @@ func (p *parser) value(depth int) (*Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return p.newValue(Value{kind: String, s: s, plain: plain}), nil
+		v := p.newValue(String)
+		v.s, v.plain = s, plain
+		return v, nil
 	case c == 't':
 		if p.literal("true") {
-			return p.newValue(Value{kind: Bool, b: true}), nil
+			v := p.newValue(Bool)
+			v.b = true
+			return v, nil
 		}
 	case c == 'f':
 		if p.literal("false") {
-			return p.newValue(Value{kind: Bool}), nil
+			return p.newValue(Bool), nil
 		}
 	case c == 'n':
 		if p.literal("null") {
-			return p.newValue(Value{kind: Null}), nil
+			return p.newValue(Null), nil
 		}
 	case c == '-' || (c >= '0' && c <= '9'):
 		return p.number()
@@ -277,13 +303,14 @@ const dupScanMax = 16
 func (p *parser) object(depth int) (*Value, error) {
 	objAt, departures := p.i, p.departures
 	p.i++ // '{'
-	v := p.newValue(Value{kind: Object, members: []Member{}})
+	v := p.newValue(Object)
 	base := len(p.members)
 	indexed := false // an array-index key was seen (form checked: order to check)
 	// Duplicate keys: a scan of the members so far for small objects, a
 	// set from the dupScanMax-th member on (no map for the many small ones).
 	var seen map[string]struct{}
 	if p.skip('}') {
+		v.members = []Member{}
 		p.keepForm(v, objAt, departures)
 		return v, nil
 	}
@@ -332,7 +359,6 @@ func (p *parser) object(depth int) (*Value, error) {
 		}
 		if done {
 			v.members = keep(&p.memberSlab, &p.memberSlabSize, p.members[base:])
-			clear(p.members[base:])
 			p.members = p.members[:base]
 			if indexed && !inPropertyOrder(v.members) {
 				p.departs(objAt, "members out of JavaScript property order")
@@ -346,8 +372,9 @@ func (p *parser) object(depth int) (*Value, error) {
 func (p *parser) array(depth int) (*Value, error) {
 	arrAt, departures := p.i, p.departures
 	p.i++ // '['
-	v := p.newValue(Value{kind: Array, arr: []*Value{}})
+	v := p.newValue(Array)
 	if p.skip(']') {
+		v.arr = []*Value{}
 		p.keepForm(v, arrAt, departures)
 		return v, nil
 	}
@@ -365,7 +392,6 @@ func (p *parser) array(depth int) (*Value, error) {
 		}
 		if done {
 			v.arr = keep(&p.elemSlab, &p.elemSlabSize, p.elems[base:])
-			clear(p.elems[base:])
 			p.elems = p.elems[:base]
 			p.keepForm(v, arrAt, departures)
 			return v, nil
@@ -440,7 +466,7 @@ func (p *parser) number() (*Value, error) {
 				return nil, &Error{Offset: start, Err: errNumber, Msg: "number " + lit + " is out of IEEE 754 double range"}
 			}
 			p.departs(start, "a number Stringify refuses")
-			return p.newValue(Value{kind: Number, s: lit}), nil
+			return p.numberLiteral(lit), nil
 		}
 		return nil, &Error{Offset: start, Err: errNumber, Msg: "non-integer number " + lit + " (only integers are supported)"}
 	}
@@ -452,26 +478,40 @@ func (p *parser) number() (*Value, error) {
 		if p.opts.AllowFloats {
 			if _, err := strconv.ParseFloat(lit, 64); err == nil {
 				p.departs(start, "a number Stringify refuses")
-				return p.newValue(Value{kind: Number, s: lit}), nil
+				return p.numberLiteral(lit), nil
 			}
 		}
 		return nil, &Error{Offset: start, Err: errNumber, Msg: "integer " + lit + " is outside ±(2^53-1)"}
 	}
-	return p.newValue(Value{kind: Number, n: n}), nil
+	v := p.newValue(Number)
+	v.n = n
+	return v, nil
 }
 
-// plain8 reports whether each of the 8 bytes of w is plain ASCII in a
-// string: none is a quote, a backslash, a control character or non-ASCII.
-// The tests are the exact "has a zero byte" and "has a byte less than n"
-// word tests (Bit Twiddling Hacks), on bytes already known to be ASCII.
-func plain8(w uint64) bool {
+// numberLiteral is a Number kept as its literal (AllowFloats).
+func (p *parser) numberLiteral(lit string) *Value {
+	v := p.newValue(Number)
+	v.s = lit
+	return v
+}
+
+// stops8 is not zero when one of the 8 bytes of w is not plain ASCII in a
+// string: a quote, a backslash, a control character or non-ASCII; plain8
+// is the test that it is zero. The tests are the exact "has a zero byte"
+// and "has a byte less than n" word tests (Bit Twiddling Hacks), on bytes
+// already known to be ASCII.
+func stops8(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
 	control := (w - ones*0x20) &^ w
 	quote = (quote - ones) &^ quote
 	backslash = (backslash - ones) &^ backslash
-	return (w|control|quote|backslash)&highs == 0
+	return (w | control | quote | backslash) & highs
 }
+
+// plain8 reports whether each of the 8 bytes of w is plain ASCII in a
+// string (stops8).
+func plain8(w uint64) bool { return stops8(w) == 0 }
 
 // str parses a JSON string starting at the opening quote; plain says it
 // held no escape sequence.
@@ -482,7 +522,16 @@ func (p *parser) str() (s string, plain bool, err error) {
 	for {
 		// Fast path: the run of plain ASCII up to the next byte that needs
 		// a decision (a quote, a backslash, a control or a non-ASCII byte),
-		// eight bytes at a time, then byte by byte.
+		// sixteen, then eight bytes at a time, then byte by byte.
+		for p.i+16 <= len(p.data) {
+			// Sixteen bytes a step while none stops the run: the long
+			// texts of a request are most of its bytes.
+			b := p.data[p.i : p.i+16]
+			if stops8(binary.LittleEndian.Uint64(b))|stops8(binary.LittleEndian.Uint64(b[8:])) != 0 {
+				break
+			}
+			p.i += 16
+		}
 		for p.i+8 <= len(p.data) && plain8(binary.LittleEndian.Uint64(p.data[p.i:])) {
 			p.i += 8
 		}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/clawea/attester/internal/citest"
 	"github.com/clawea/attester/schema/b64u"
@@ -597,5 +598,111 @@ func BenchmarkMarshal(b *testing.B) {
 		if _, err := Marshal(x); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// FuzzBorrow: Borrow gives the tree OneCopy gives (kinds, booleans,
+// numbers, strings, Unescaped, member keys and kept forms) and the same
+// error, under every other option; its strings lie in the input (no copy
+// made) and OneCopy's do not.
+func FuzzBorrow(f *testing.F) {
+	for _, tt := range stringifyCases {
+		f.Add([]byte(tt.in), uint8(0))
+		f.Add([]byte(tt.want), uint8(3))
+	}
+	f.Add([]byte(`{"a":1,"a":2}`), uint8(0))
+	f.Add([]byte(`{"1":0,"b":{"2":[1,"\u001f"]},"c":"\ud83d\ude00x","d":[1.5, -0]}`), uint8(1))
+	f.Add([]byte(`{"m":[{"role":"user","content":"hi"},{"role":"tool","content":[{"type":"text","text":"é\n"}]}],"n":9007199254740993}`), uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, flags uint8) {
+		opts := ParseOptions{AllowFloats: flags&1 != 0, Canonical: flags&2 != 0, MaxDepth: int(flags>>2) % 8}
+		copied := opts
+		copied.OneCopy = true
+		borrowed := opts
+		borrowed.Borrow = true
+		vc, errc := ParseWith(data, copied)
+		vb, errb := ParseWith(data, borrowed)
+		if fmt.Sprint(errc) != fmt.Sprint(errb) || (vc == nil) != (vb == nil) {
+			t.Fatalf("OneCopy: %v; Borrow: %v", errc, errb)
+		}
+		if errc != nil {
+			return
+		}
+		inData := func(s string) bool {
+			if len(s) == 0 || len(data) == 0 {
+				return false
+			}
+			p, lo := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(&data[0]))
+			return p >= lo && p < lo+uintptr(len(data))
+		}
+		var walk func(c, b *Value)
+		walk = func(c, b *Value) {
+			if c.kind != b.kind || c.b != b.b || c.plain != b.plain || c.n != b.n || c.s != b.s ||
+				len(c.arr) != len(b.arr) || len(c.members) != len(b.members) {
+				t.Fatalf("OneCopy read %+v, Borrow %+v", *c, *b)
+			}
+			if (c.plain || c.kind == Array || c.kind == Object) && c.s != "" && (inData(c.s) || !inData(b.s)) {
+				t.Fatalf("%q: OneCopy's in the input %v, Borrow's %v", c.s, inData(c.s), inData(b.s))
+			}
+			for i, m := range c.members {
+				if m.Key != b.members[i].Key {
+					t.Fatalf("keys %q, %q", m.Key, b.members[i].Key)
+				}
+				walk(m.Value, b.members[i].Value)
+			}
+			for i, e := range c.arr {
+				walk(e, b.arr[i])
+			}
+		}
+		walk(vc, vb)
+	})
+}
+
+// TestBorrowShares: a Borrow parse's strings and kept forms are the input's
+// bytes, so a change to the input shows through them (why the caller
+// promises none), where OneCopy's do not change.
+func TestBorrowShares(t *testing.T) {
+	doc := []byte(`{"a":"xyz","b":[1,"q"]}`)
+	vb, err := ParseWith(doc, ParseOptions{Borrow: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc, err := ParseWith(doc, ParseOptions{OneCopy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc[bytes.IndexByte(doc, 'x')] = 'X'
+	if s, _ := vb.GetString("a"); s != "Xyz" {
+		t.Fatalf("Borrow: %q, want the input's bytes", s)
+	}
+	if s, _ := vc.GetString("a"); s != "xyz" {
+		t.Fatalf("OneCopy: %q, want its copy", s)
+	}
+	if form, ok := vb.form(); !ok || form != string(doc) {
+		t.Fatalf("Borrow kept %q, %v", form, ok)
+	}
+}
+
+// BenchmarkParseText is Parse of a 100 KB document that is mostly long
+// plain texts, as a model request's history is, without a copy (Borrow)
+// and with one (OneCopy).
+func BenchmarkParseText(b *testing.B) {
+	var msgs []string
+	for i := range 40 {
+		msgs = append(msgs, fmt.Sprintf(`{"role":"user","content":%q}`, strings.Repeat(string(rune('a'+i%26)), 2500)))
+	}
+	doc := []byte(`{"model":"m","messages":[` + strings.Join(msgs, ",") + `]}`)
+	for _, tc := range []struct {
+		name string
+		opts ParseOptions
+	}{{"borrow", ParseOptions{Borrow: true}}, {"onecopy", ParseOptions{OneCopy: true}}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(doc)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseWith(doc, tc.opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
