@@ -21,7 +21,7 @@ import (
 // altered, is rejected.
 func TestEARVerify(t *testing.T) {
 	in := scriptFiles(t)
-	keyPEM, _ := os.ReadFile(in("ear-key.pem"))
+	keyPEM := testfile.Read(t, in("ear-key.pem"))
 	block, _ := pem.Decode(keyPEM)
 	k, err := x509.ParsePKCS8PrivateKey(block.Bytes)
 	if err != nil {
@@ -75,7 +75,7 @@ func TestEARVerify(t *testing.T) {
 		}
 	}
 	tok := in("ear-policy.json.jwt")
-	raw, _ := os.ReadFile(tok)
+	raw := testfile.Read(t, tok)
 	parts := strings.Split(strings.TrimSpace(string(raw)), ".")
 	parts[2] = strings.Repeat("A", len(parts[2]))
 	writeTestFile(t, in("forged.jwt"), []byte(strings.Join(parts, ".")))

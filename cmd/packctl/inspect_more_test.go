@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +31,7 @@ func TestInspectMoreKinds(t *testing.T) {
 	writeTestFile(t, in("adm.json"), adm)
 	writeTestFile(t, in("adm-bad.json"), []byte(`{"admission_policy_version":"clawea.dev/admission-policy/v1"}`))
 	writeTestFile(t, in("attester.json"), []byte(`{"attester":{"platform":"simulated","listen":"127.0.0.1:8443","webhookSecret":"hunter2-never-shown"},"agents":{}}`))
-	ev, _ := os.ReadFile(in("sev/evidence.jws"))
+	ev := testfile.Read(t, in("sev/evidence.jws"))
 	parts := strings.Split(strings.TrimSpace(string(ev)), ".")
 	parts[2] = "A" + parts[2][1:]
 	writeTestFile(t, in("broken.jws"), []byte(strings.Join(parts, ".")))

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
 )
 
 // TestInspect: inspect recognises files by content, shows the evidence
@@ -33,7 +35,7 @@ func TestInspect(t *testing.T) {
 	// Interspersed --json; a file renamed to another extension is still
 	// recognised by its content.
 	renamed := f("evidence.txt")
-	b, _ := os.ReadFile(f("tdx/evidence.jws"))
+	b := testfile.Read(t, f("tdx/evidence.jws"))
 	os.WriteFile(renamed, b, 0o644)
 	code, so, se = runCmd("inspect", renamed, "--json")
 	var v struct {

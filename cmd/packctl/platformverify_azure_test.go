@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -22,7 +21,7 @@ const azureDir = "../../verify/platform/testdata/"
 // TD quote and the PCRs).
 func TestAzureRawFormats(t *testing.T) {
 	challenge := []byte("challenge")
-	v2, _ := hex.DecodeString("982f5c6e45df0ed3f10b6f60b02f0c8390e281300f3805e2279c16168cd6ae9aa398f647caa2338748cd0fd9f5f819ef")
+	v2 := testfile.Hex(t, "982f5c6e45df0ed3f10b6f60b02f0c8390e281300f3805e2279c16168cd6ae9aa398f647caa2338748cd0fd9f5f819ef")
 	at := time.Date(2026, time.June, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		file, format string

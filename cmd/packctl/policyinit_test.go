@@ -124,7 +124,7 @@ func TestPolicyInit(t *testing.T) {
 	if code != exitUsage || !strings.Contains(se, "exists (use --force to overwrite)") {
 		t.Fatalf("overwrite: exit %d %s", code, se)
 	}
-	after, _ := os.ReadFile(out)
+	after := testfile.Read(t, out)
 	if !bytes.Equal(after, raw) {
 		t.Fatal("policy changed without --force")
 	}
@@ -161,7 +161,7 @@ func TestPolicyInit(t *testing.T) {
 	if code, so, se = runCmd("policy", "init", "--from-attester", url, "--pin", "tcb,measurement", "-o", out6, "--allow-simulated", "--allow-unchecked-revocation"); code != exitOK {
 		t.Fatalf("--pin tcb: exit %d %s", code, se)
 	}
-	raw6, _ := os.ReadFile(out6)
+	raw6 := testfile.Read(t, out6)
 	p6, err := verify.ParsePolicy(bytes.TrimSuffix(raw6, []byte("\n")))
 	if err != nil || (p6.MinSEVSNPTCB == 0 && p6.MinTDXTeeTCBSVN == [16]byte{}) || !strings.Contains(so, "pinned min_") {
 		t.Fatalf("--pin tcb: %v\n%s\n%s", err, raw6, so)
