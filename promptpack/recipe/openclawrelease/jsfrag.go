@@ -166,14 +166,11 @@ func cookJS(raw []byte, template bool) (string, bool) {
 			}
 			appendRune(0)
 		case 'x':
-			if i+2 > len(raw) {
+			u, ok := hexUnit(raw[i:], 2)
+			if !ok {
 				return "", false
 			}
-			n, err := strconv.ParseUint(string(raw[i:i+2]), 16, 8)
-			if err != nil {
-				return "", false
-			}
-			units = append(units, uint16(n))
+			units = append(units, u)
 			i += 2
 		case 'u':
 			if i < len(raw) && raw[i] == '{' {
@@ -193,14 +190,11 @@ func cookJS(raw []byte, template bool) (string, bool) {
 				i += end + 1
 				continue
 			}
-			if i+4 > len(raw) {
+			u, ok := hexUnit(raw[i:], 4)
+			if !ok {
 				return "", false
 			}
-			n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 16)
-			if err != nil {
-				return "", false
-			}
-			units = append(units, uint16(n))
+			units = append(units, u)
 			i += 4
 		default:
 			if e >= '1' && e <= '9' {
@@ -227,4 +221,15 @@ func cookJS(raw []byte, template bool) (string, bool) {
 		}
 	}
 	return string(utf16.Decode(units)), true
+}
+
+// hexUnit reads the n hex digits at the start of raw, the digits of \xHH
+// (n = 2) or \uHHHH (n = 4), as one UTF-16 code unit. It reports false when
+// raw is shorter or a digit is not hex.
+func hexUnit(raw []byte, n int) (uint16, bool) {
+	if n > len(raw) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(raw[:n]), 16, 4*n)
+	return uint16(v), err == nil
 }
