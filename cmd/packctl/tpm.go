@@ -250,17 +250,15 @@ func activateRemote(ctx context.Context, base string, pool *x509.CertPool, inter
 		errorf(stderr, "tpm activate: GET /v1/tpm/ek: %s", httpStatusText(status, body))
 		return nil, exitCannot
 	}
-	var r jsonobj.Reader
-	doc, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxTPMEKResponse, MaxDepth: 4})
+	var ekDER, akPub []byte
+	var simulated bool
+	err = readAnswer(body, maxTPMEKResponse, func(r *jsonobj.Reader, doc *pohjson.Value) {
+		m := r.Object(doc, jsonobj.Root, map[string]bool{"ek_cert_b64u": true, "ak_public_b64u": true, "simulated": true})
+		ekDER = r.B64u(m["ek_cert_b64u"], jsonobj.Key(jsonobj.Root, "ek_cert_b64u"), 0)
+		akPub = r.B64u(m["ak_public_b64u"], jsonobj.Key(jsonobj.Root, "ak_public_b64u"), 0)
+		simulated = r.Bool(m["simulated"], jsonobj.Key(jsonobj.Root, "simulated"))
+	})
 	if err != nil {
-		errorf(stderr, "tpm activate: GET /v1/tpm/ek: %v", err)
-		return nil, exitRejected
-	}
-	m := r.Object(doc, jsonobj.Root, map[string]bool{"ek_cert_b64u": true, "ak_public_b64u": true, "simulated": true})
-	ekDER := r.B64u(m["ek_cert_b64u"], jsonobj.Key(jsonobj.Root, "ek_cert_b64u"), 0)
-	akPub := r.B64u(m["ak_public_b64u"], jsonobj.Key(jsonobj.Root, "ak_public_b64u"), 0)
-	simulated := r.Bool(m["simulated"], jsonobj.Key(jsonobj.Root, "simulated"))
-	if err := r.Err(); err != nil {
 		errorf(stderr, "tpm activate: GET /v1/tpm/ek: %v", err)
 		return nil, exitRejected
 	}
@@ -316,20 +314,30 @@ func sendChallenge(ctx context.Context, client *http.Client, base string, ch *tp
 			errorf(stderr, "tpm activate: POST /v1/tpm/activate: %s", httpStatusText(status, body))
 			return nil, exitCannot
 		}
-		var r jsonobj.Reader
-		doc, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxActivateResponse, MaxDepth: 4})
+		var secret []byte
+		err = readAnswer(body, maxActivateResponse, func(r *jsonobj.Reader, doc *pohjson.Value) {
+			m := r.Object(doc, jsonobj.Root, map[string]bool{"secret_b64u": true})
+			secret = r.B64u(m["secret_b64u"], jsonobj.Key(jsonobj.Root, "secret_b64u"), 0)
+		})
 		if err != nil {
-			errorf(stderr, "tpm activate: activation answer: %v", err)
-			return nil, exitRejected
-		}
-		m := r.Object(doc, jsonobj.Root, map[string]bool{"secret_b64u": true})
-		secret := r.B64u(m["secret_b64u"], jsonobj.Key(jsonobj.Root, "secret_b64u"), 0)
-		if err := r.Err(); err != nil {
 			errorf(stderr, "tpm activate: activation answer: %v", err)
 			return nil, exitRejected
 		}
 		return secret, exitOK
 	}
+}
+
+// readAnswer parses an attester's JSON answer (an object of at most max
+// bytes, nested at most 4 deep) and hands it to read; it returns the parse
+// error or the first error read recorded in r.
+func readAnswer(body []byte, max int, read func(r *jsonobj.Reader, doc *pohjson.Value)) error {
+	doc, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: max, MaxDepth: 4})
+	if err != nil {
+		return err
+	}
+	var r jsonobj.Reader
+	read(&r, doc)
+	return r.Err()
 }
 
 // tpmHTTP makes one request and reads at most max bytes of the answer. It
