@@ -51,6 +51,22 @@ func buildVector(tb testing.TB, name string, opts BuildOptions) *Pack {
 	return p
 }
 
+// reparse encodes p, parses the encoding and checks that the parsed pack
+// encodes to the same bytes; it returns the encoding and the parsed pack.
+func reparse(tb testing.TB, p *Pack) ([]byte, *Pack) {
+	tb.Helper()
+	enc, err := p.Encode()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	q, ok := fuzzcheck.RoundTrip(tb, enc, Parse, (*Pack).Encode)
+	if !ok {
+		_, err := Parse(enc)
+		tb.Fatalf("Parse of an encoded pack: %v", err)
+	}
+	return enc, q
+}
+
 // selfRebuild rebuilds p trusting its own template hashes.
 func selfRebuild(tb testing.TB, p *Pack) *Rebuilt {
 	tb.Helper()
@@ -82,21 +98,9 @@ func TestVectors(t *testing.T) {
 	for _, v := range index {
 		name, wantSHA, wantBytes := v[0], v[1], v[2]
 		t.Run(name, func(t *testing.T) {
-			p := buildVector(t, name, BuildOptions{})
-			enc, err := p.Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
+			enc, q := reparse(t, buildVector(t, name, BuildOptions{}))
 			if !bytes.HasPrefix(enc, []byte(`{"pack_version":"`+packVersion+`"`)) {
 				t.Fatalf("pack does not start with its version: %.60s", enc)
-			}
-			q, err := Parse(enc)
-			if err != nil {
-				t.Fatalf("Parse: %v", err)
-			}
-			enc2, err := q.Encode()
-			if err != nil || !bytes.Equal(enc, enc2) {
-				t.Fatalf("re-encode differs (err %v)", err)
 			}
 			rb := selfRebuild(t, q)
 			sum := sha256.Sum256(rb.Prompt)
@@ -222,14 +226,7 @@ func TestModifiedTemplateRefused(t *testing.T) {
 		t.Fatalf("got %v, want modified identity.txt", err)
 	}
 	// Through the wire format too.
-	enc, err := p.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := Parse(enc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, q := reparse(t, p)
 	if _, err := q.Rebuild(trusted); !errors.Is(err, openclawsig.ErrTemplateModified) {
 		t.Fatalf("parsed: got %v", err)
 	}
@@ -623,18 +620,7 @@ func synthPack() *Pack {
 
 func TestSynthRoundTrip(t *testing.T) {
 	p := synthPack()
-	enc, err := p.Encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, err := Parse(enc)
-	if err != nil {
-		t.Fatalf("Parse: %v\n%s", err, enc)
-	}
-	enc2, err := q.Encode()
-	if err != nil || !bytes.Equal(enc, enc2) {
-		t.Fatalf("round trip: %v\n%s\n%s", err, enc, enc2)
-	}
+	_, q := reparse(t, p)
 	if string(q.Params) != string(p.Params) || string(q.Harness.CoreToolSummaries) != string(p.Harness.CoreToolSummaries) {
 		t.Fatal("raw text not kept byte for byte")
 	}
