@@ -24,10 +24,10 @@ import (
 )
 
 // swtpmCA returns the swtpm_localca root and intermediate (issuer) that
-// signed the shared swtpm's EK certificate.
-func swtpmCA(t *testing.T) (root *x509.Certificate, intermediate []byte) {
+// signed the EK certificate of in.
+func swtpmCA(t *testing.T, in *swtpmtest.Instance) (root *x509.Certificate, intermediate []byte) {
 	t.Helper()
-	rootDER, inter, err := swtpm(t).CA()
+	rootDER, inter, err := in.CA()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestActivateCredential(t *testing.T) {
 
 	// The record verifies offline to the swtpm_localca root, through its
 	// intermediate, and to no other root.
-	root, inter := swtpmCA(t)
+	root, inter := swtpmCA(t, swtpm(t))
 	now := time.Now()
 	rec, err := tpmcred.NewCertification(got, [][]byte{inter}, now, "enclave/tpm test")
 	if err != nil {
@@ -322,15 +322,8 @@ func TestActivateCredentialOtherTPM(t *testing.T) {
 		t.Fatalf("other tpm, this ak: %v", err)
 	}
 
-	rootA, interA := swtpmCA(t)
-	rootBDER, interB, err := other.CA()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootB, err := x509.ParseCertificate(rootBDER)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rootA, interA := swtpmCA(t, swtpm(t))
+	rootB, interB := swtpmCA(t, other)
 	now := time.Now()
 	for _, tc := range []struct {
 		name  string
