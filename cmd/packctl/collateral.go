@@ -23,19 +23,14 @@ const (
 )
 
 func runCollateral(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "fetch":
-			return runCollateralFetch(args[1:], false, stdout, stderr)
-		case "check":
-			return runCollateralFetch(args[1:], true, stdout, stderr)
-		case "-h", "--help", "help":
-			fmt.Fprintf(stdout, "usage: packctl %s\n       packctl %s\n", collateralFetchSynopsis, collateralCheckSynopsis)
-			return exitOK
-		}
-	}
-	fmt.Fprintf(stderr, "usage: packctl %s\n       packctl %s\n", collateralFetchSynopsis, collateralCheckSynopsis)
-	return exitUsage
+	return dispatch("collateral", collateralFetchSynopsis+"\n       packctl "+collateralCheckSynopsis, subcommands{
+		"fetch": func(args []string, stdout, stderr io.Writer) int {
+			return runCollateralFetch(args, false, stdout, stderr)
+		},
+		"check": func(args []string, stdout, stderr io.Writer) int {
+			return runCollateralFetch(args, true, stdout, stderr)
+		},
+	}, args, stdout, stderr)
 }
 
 type collateralJSON struct {

@@ -94,6 +94,29 @@ func run(args []string, in io.Reader, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
+// subcommands are the words of a command group (packctl tpm activate).
+type subcommands map[string]func(args []string, stdout, stderr io.Writer) int
+
+// dispatch runs the subcommand of group that args[0] names. No argument
+// prints the group's usage to stderr (exit 1); -h, --help or help prints it
+// to stdout (exit 0); another word is refused (exit 1).
+func dispatch(group, synopsis string, subs subcommands, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintf(stderr, "usage: packctl %s\n", synopsis)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprintf(stdout, "usage: packctl %s\n", synopsis)
+		return exitOK
+	}
+	if sub, ok := subs[args[0]]; ok {
+		return sub(args[1:], stdout, stderr)
+	}
+	errorf(stderr, "%s: unknown subcommand %q", group, args[0])
+	return exitUsage
+}
+
 // newFlagSet returns a FlagSet that writes usage to stderr and never exits.
 func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("packctl "+name, flag.ContinueOnError)

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +41,32 @@ func TestInterspersed(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(interspersed(fs, []string{"FILE", "--nope"})); err == nil {
 		t.Error("unknown flag accepted")
+	}
+}
+
+// TestCommandGroups: every command group prints its usage to stderr and
+// exits 1 without a subcommand, prints it to stdout and exits 0 for -h,
+// --help and help, and refuses another word by name (exit 1).
+func TestCommandGroups(t *testing.T) {
+	for _, group := range []string{"poh", "tpm", "policy", "collateral", "platform"} {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{group}, nil, &stdout, &stderr); code != exitUsage || stdout.Len() != 0 ||
+			!strings.HasPrefix(stderr.String(), "usage: packctl "+group+" ") {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q", group, code, stdout.String(), stderr.String())
+		}
+		for _, help := range []string{"-h", "--help", "help"} {
+			stdout.Reset()
+			stderr.Reset()
+			if code := run([]string{group, help}, nil, &stdout, &stderr); code != exitOK || stderr.Len() != 0 ||
+				!strings.HasPrefix(stdout.String(), "usage: packctl "+group+" ") {
+				t.Errorf("%s %s: exit %d, stdout %q, stderr %q", group, help, code, stdout.String(), stderr.String())
+			}
+		}
+		stdout.Reset()
+		stderr.Reset()
+		if code := run([]string{group, "bogus"}, nil, &stdout, &stderr); code != exitUsage || stdout.Len() != 0 ||
+			!strings.Contains(stderr.String(), group+`: unknown subcommand "bogus"`) {
+			t.Errorf("%s bogus: exit %d, stdout %q, stderr %q", group, code, stdout.String(), stderr.String())
+		}
 	}
 }

@@ -49,17 +49,11 @@ var rawFormats = map[string]func(rawInput) (rawReport, error){
 }
 
 func runPlatform(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "verify":
-			return runPlatformVerify(args[1:], stdin, stdout, stderr)
-		case "-h", "--help", "help":
-			fmt.Fprintf(stdout, "usage: packctl %s\nformats: %s\n", platformVerifySynopsis, strings.Join(rawFormatNames(), ", "))
-			return exitOK
-		}
-	}
-	fmt.Fprintf(stderr, "usage: packctl %s\n", platformVerifySynopsis)
-	return exitUsage
+	return dispatch("platform", platformVerifySynopsis+"\nformats: "+strings.Join(rawFormatNames(), ", "), subcommands{
+		"verify": func(args []string, stdout, stderr io.Writer) int {
+			return runPlatformVerify(args, stdin, stdout, stderr)
+		},
+	}, args, stdout, stderr)
 }
 
 func rawFormatNames() []string {

@@ -16,22 +16,9 @@ const maxInputBytes = 64 << 20
 
 func readInput(path string) ([]byte, error) { return readArgOrStdin(path, maxInputBytes) }
 
-func runPoH(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(stderr, "usage: packctl poh verify-bundle FILE\n       packctl poh nonce-binding --agent DID --run ID --bundle-hash B64U")
-		if len(args) == 0 {
-			return exitUsage
-		}
-		return exitOK
-	}
-	switch args[0] {
-	case "verify-bundle":
-		return pohVerifyBundle(args[1:], stdout, stderr)
-	case "nonce-binding":
-		return pohNonceBinding(args[1:], stdout, stderr)
-	}
-	errorf(stderr, "poh: unknown subcommand %q", args[0])
-	return exitUsage
+func runPoH(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	return dispatch("poh", "poh verify-bundle FILE\n       packctl poh nonce-binding --agent DID --run ID --bundle-hash B64U",
+		subcommands{"verify-bundle": pohVerifyBundle, "nonce-binding": pohNonceBinding}, args, stdout, stderr)
 }
 
 func pohVerifyBundle(args []string, stdout, stderr io.Writer) int {

@@ -56,19 +56,7 @@ const (
 var allPins = []string{pinMeasurement, pinDID, pinAK, pinTCB, pinBoot, pinTemplates}
 
 func runPolicy(args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "usage: packctl %s\n", policySynopsis)
-		return exitUsage
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, "usage: packctl %s\n", policySynopsis)
-		return exitOK
-	case "init":
-		return runPolicyInit(args[1:], stdout, stderr)
-	}
-	errorf(stderr, "policy: unknown subcommand %q", args[0])
-	return exitUsage
+	return dispatch("policy", policySynopsis, subcommands{"init": runPolicyInit}, args, stdout, stderr)
 }
 
 // policyInitJSON is what policy init prints.

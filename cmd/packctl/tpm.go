@@ -30,26 +30,12 @@ import (
 
 // runTPM dispatches "packctl tpm activate|check" (docs/spec/platform-tpm.md
 // section 2.4).
-func runTPM(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runTPM(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	const synopsis = "tpm activate|check [flags]\n\n" +
 		"  activate  certify a TPM attestation key through its EK (credential activation,\n" +
 		"            against a remote attester or on this machine) and write a certification record\n" +
 		"  check     verify a certification record offline against TPM manufacturer roots"
-	if len(args) == 0 {
-		fmt.Fprintf(stderr, "usage: packctl %s\n", synopsis)
-		return exitUsage
-	}
-	switch args[0] {
-	case "activate":
-		return runTPMActivate(args[1:], stdout, stderr)
-	case "check":
-		return runTPMCheck(args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprintf(stdout, "usage: packctl %s\n", synopsis)
-		return exitOK
-	}
-	errorf(stderr, "tpm: unknown subcommand %q", args[0])
-	return exitUsage
+	return dispatch("tpm", synopsis, subcommands{"activate": runTPMActivate, "check": runTPMCheck}, args, stdout, stderr)
 }
 
 // multiFlag collects a repeated string flag.
