@@ -30,7 +30,6 @@ import (
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/controltest"
 	"github.com/clawea/attester/internal/swtpmtest"
-	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/internal/testcert"
 	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
@@ -306,13 +305,7 @@ func readPolicyFile(t *testing.T, path string) ([]byte, *verify.Policy) {
 // log); the policy admits the attester, and the attester without its log
 // is refused.
 func TestPolicyInitBootChain(t *testing.T) {
-	log := tdxtest.ReadModule(t, "github.com/google/go-eventlog", "testdata/eventlogs/tpm/cos-121-amd-sev.bin")
-	in := swtpmtest.StartForTest(t)
-	if err := in.ExtendEventLog(log, 9); err != nil {
-		t.Fatal(err)
-	}
-	logFile := filepath.Join(t.TempDir(), "binary_bios_measurements")
-	os.WriteFile(logFile, log, 0o600)
+	in, _, logFile := swtpmtest.StartWithBootLog(t)
 	pcrs := []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
 	url, _, _ := startAttester(t, evidence.PlatformTPM, detect.Options{TPM: tpm.Options{Address: in.Addr, PCRs: pcrs, EventLogPath: logFile}})
 	out := filepath.Join(t.TempDir(), "policy.json")

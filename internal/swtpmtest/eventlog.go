@@ -13,11 +13,11 @@ import (
 // evNoAction events extend no PCR.
 const evNoAction = 0x00000003
 
-// ExtendEventLog extends the SHA-256 PCRs 0..maxPCR of the swtpm with the
+// extendEventLog extends the SHA-256 PCRs 0..maxPCR of the swtpm with the
 // SHA-256 digests of a TCG event log's events, in order, as firmware did
 // when it wrote the log; the PCRs then replay from the log. Call it before
 // another connection is open (swtpm serves one at a time).
-func (in *Instance) ExtendEventLog(log []byte, maxPCR int) error {
+func (in *Instance) extendEventLog(log []byte, maxPCR int) error {
 	el, err := tcg.ParseEventLog(log, tcg.ParseOpts{})
 	if err != nil {
 		return err

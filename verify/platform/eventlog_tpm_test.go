@@ -2,13 +2,10 @@ package platform
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/clawea/attester/enclave/tpm"
 	"github.com/clawea/attester/internal/swtpmtest"
-	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/wire/tpmquote"
 )
 
@@ -18,15 +15,7 @@ import (
 // the quoted PCRs. A changed event is refused, and a policy pins the
 // replayed kernel.
 func TestTPMBootChain(t *testing.T) {
-	log := tdxtest.ReadModule(t, "github.com/google/go-eventlog", "testdata/eventlogs/tpm/cos-121-amd-sev.bin")
-	in := swtpmtest.StartForTest(t)
-	if err := in.ExtendEventLog(log, 9); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "binary_bios_measurements")
-	if err := os.WriteFile(path, log, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	in, log, path := swtpmtest.StartWithBootLog(t)
 	rd := testRD(t, "tpm boot")
 	tp, ev := openQuote(t, tpm.Options{Address: in.Addr, PCRs: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, EventLogPath: path}, rd)
 	ak, err := tpmquote.ParsePublic(tp.AKPublic())
