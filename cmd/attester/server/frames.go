@@ -1,0 +1,409 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/clawea/attester/wire/answer"
+	"github.com/clawea/attester/wire/ctlframe"
+)
+
+// The framed transport of the control socket (attester-api section 9):
+// after GET /v1/frames upgrades the connection to ctlframe.Token, each
+// request frame is served by the same handler chain as an HTTP request on
+// the socket (uid, Origin, clean path, the route's capability, process
+// binding, body limits, signed answers), with the connection's peer, and
+// answered by a response frame on its stream.
+
+// framesPath is the route that upgrades a control connection to frames.
+const framesPath = "/v1/frames"
+
+// Bounds of one framed connection.
+const (
+	// maxStreams is how many requests one connection may have in flight;
+	// with that many, the attester reads no further frame (backpressure).
+	maxStreams = 16
+	// maxStreamBytes bounds the request frames in flight on a connection:
+	// a frame is read when it fits beside those in flight, or when none
+	// is (one frame of ctlframe.MaxLen always fits).
+	maxStreamBytes = ctlframe.MaxLen
+	// frameIdleTimeout closes a connection on which no frame began, and
+	// no request was in flight, for that long (the HTTP idle timeout).
+	frameIdleTimeout = 60 * time.Second
+	// frameTimeout is how long a frame may take to arrive once its first
+	// byte has (the HTTP body deadline).
+	frameTimeout = smallBodyTimeout
+	// frameWriteTimeout bounds the write of one response frame.
+	frameWriteTimeout = 30 * time.Second
+)
+
+// The largest body a framed route reads fits in a frame beside the
+// request's other fields (ctlframe.MaxLen's 64 KiB allowance).
+var _ = [1]struct{}{}[max(maxBundle, maxToolCallBody)+64<<10-ctlframe.MaxLen]
+
+// httpOnlyRoutes are the control routes not served framed: the prompt
+// goes from sealed memory straight to the socket (servePrompt), the audit
+// is streamed from its file and a model call is streamed with trailers;
+// framing would copy each into heap buffers or bound it by a frame.
+var httpOnlyRoutes = map[string]bool{
+	"GET /v1/runs/{id}/prompt":                  true,
+	"GET /v1/runs/{id}/audit":                   true,
+	"POST /v1/runs/{id}/model/{provider}/{api}": true,
+	"GET " + framesPath:                         true,
+}
+
+// requestFields are the header fields a request frame may carry: those
+// the control routes read. Any other is refused (400).
+var requestFields = map[string]bool{"Authorization": true, "Content-Type": true, "Origin": true}
+
+// responseFields are the answer header fields a response frame carries, in
+// this order, when the handler set them.
+var responseFields = []string{"Content-Type", answer.HeaderStatement, answer.HeaderSignature, "Www-Authenticate", "Allow", "Retry-After"}
+
+// framedOnly refuses, on a framed connection, the routes served only over
+// HTTP (421), before the route's own checks.
+func (s *Server) framedOnly(mux *http.ServeMux) http.Handler {
+	refused := s.wrap("framed_refused", func(w http.ResponseWriter, r *http.Request) error {
+		return httpErr(http.StatusMisdirectedRequest, "this route is served only over HTTP/1.1 on the control socket, not framed", nil)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, pat := mux.Handler(r); httpOnlyRoutes[pat] {
+			refused.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// handleFrames upgrades a control connection to frames and serves it
+// until it ends: chain is the control API's handler chain for framed
+// requests. The caller passed the uid, Origin and process checks.
+func (s *Server) handleFrames(chain http.Handler) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := checkUpgrade(r); err != nil {
+			return refuse(err)
+		}
+		conn, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return httpErr(http.StatusInternalServerError, "cannot upgrade the connection", err)
+		}
+		if sw, ok := w.(*statusWriter); ok {
+			sw.code = http.StatusSwitchingProtocols
+		}
+		fc := &frameConn{s: s, conn: conn, br: brw.Reader, chain: chain, ctx: r.Context(),
+			remote: r.RemoteAddr, inflight: map[uint32]bool{}}
+		fc.cond.L = &fc.mu
+		_ = conn.SetDeadline(time.Time{})
+		if _, err := conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + ctlframe.Token + "\r\n\r\n")); err != nil {
+			s.releaseConn(conn)
+			return nil
+		}
+		fc.serve()
+		return nil
+	}
+}
+
+// checkUpgrade requires GET /v1/frames to ask for exactly this transport:
+// Connection: Upgrade, Upgrade: clawea-control/3, no body.
+func checkUpgrade(r *http.Request) error {
+	up := r.Header.Values("Upgrade")
+	if len(up) == 0 || !headerHasToken(r.Header.Values("Connection"), "upgrade") {
+		return &HTTPError{Code: http.StatusUpgradeRequired, Msg: "this route upgrades the connection: send Connection: Upgrade and Upgrade: " + ctlframe.Token}
+	}
+	if len(up) != 1 || up[0] != ctlframe.Token {
+		return httpErr(http.StatusBadRequest, "unsupported Upgrade: the control socket upgrades only to "+ctlframe.Token, nil)
+	}
+	if r.ContentLength != 0 || len(r.TransferEncoding) > 0 {
+		return httpErr(http.StatusBadRequest, "the upgrade request has no body", nil)
+	}
+	return nil
+}
+
+// headerHasToken reports whether a comma-separated header's values hold
+// token (case-insensitive).
+func headerHasToken(values []string, token string) bool {
+	for _, v := range values {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// frameConn is one framed control connection.
+type frameConn struct {
+	s      *Server
+	conn   net.Conn
+	br     *bufio.Reader
+	chain  http.Handler
+	ctx    context.Context // the upgrade request's: it carries the peer
+	remote string
+
+	// mu guards the requests in flight: their stream ids, count and
+	// frame bytes; cond wakes the reader when one ends.
+	mu       sync.Mutex
+	cond     sync.Cond
+	inflight map[uint32]bool
+	bytes    int
+	wg       sync.WaitGroup
+
+	wmu sync.Mutex // one response frame written at a time, whole
+}
+
+// serve reads request frames and dispatches each on its own goroutine
+// until the connection ends or breaks the framing; then it waits for the
+// requests in flight to be answered, sends the connection's last word
+// (a stream 0 answer) if the framing broke, and closes the connection.
+func (fc *frameConn) serve() {
+	defer fc.s.releaseConn(fc.conn)
+	err := fc.readLoop()
+	fc.wg.Wait()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		var ne net.Error
+		if !errors.As(err, &ne) {
+			fc.s.log.Warn("framed connection refused", "err", err)
+			fc.writeError(0, httpErr(http.StatusBadRequest, "framing error, connection closed: "+err.Error(), err))
+		}
+	}
+}
+
+// readLoop reads frames until an error: io.EOF when the peer closed the
+// connection between frames.
+func (fc *frameConn) readLoop() error {
+	for {
+		n, err := fc.waitFrame()
+		if err != nil {
+			return err
+		}
+		fc.reserve(n)
+		_ = fc.conn.SetReadDeadline(time.Now().Add(frameTimeout))
+		q, stream, err := ctlframe.ReadRequest(fc.br)
+		if err != nil {
+			fc.release(n, 0)
+			if stream == 0 {
+				return err
+			}
+			if fc.isInFlight(stream) {
+				return fmt.Errorf("stream %d: a request on it is in flight", stream)
+			}
+			fc.writeError(stream, httpErr(http.StatusBadRequest, "malformed request frame: "+err.Error(), err))
+			continue
+		}
+		if !fc.begin(q.Stream) {
+			fc.release(n, 0)
+			return fmt.Errorf("stream %d: a request on it is in flight", q.Stream)
+		}
+		fc.wg.Go(func() {
+			a := fc.dispatch(q)
+			// The stream ends before its answer is written: a client
+			// may reuse its id as soon as the answer arrives.
+			fc.release(n, q.Stream)
+			if err := fc.writeResponse(a); err != nil {
+				fc.s.log.Error("framed answer not sent", "stream", q.Stream, "err", err)
+				fc.writeError(q.Stream, httpErr(http.StatusInternalServerError, "the answer does not fit in a frame", err))
+			}
+		})
+	}
+}
+
+// waitFrame waits for the next frame's length, without a deadline while
+// requests are in flight (their answers may take long) and closing an
+// idle connection after frameIdleTimeout. The length is only peeked:
+// ReadRequest reads and checks it.
+func (fc *frameConn) waitFrame() (int, error) {
+	for {
+		_ = fc.conn.SetReadDeadline(time.Now().Add(frameIdleTimeout))
+		hdr, err := fc.br.Peek(4)
+		if err == nil {
+			return int(min(binary.BigEndian.Uint32(hdr), ctlframe.MaxLen)), nil
+		}
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && len(hdr) == 0 && fc.busy() {
+			continue
+		}
+		if len(hdr) > 0 && errors.Is(err, io.EOF) {
+			return 0, io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+}
+
+// reserve waits until a frame of n bytes fits beside the requests in
+// flight (maxStreams, maxStreamBytes): until then no frame is read.
+func (fc *frameConn) reserve(n int) {
+	fc.mu.Lock()
+	for len(fc.inflight) >= maxStreams || (len(fc.inflight) > 0 && fc.bytes+n > maxStreamBytes) {
+		fc.cond.Wait()
+	}
+	fc.bytes += n
+	if len(fc.inflight) == 0 {
+		fc.s.connBusy(fc.conn, true)
+	}
+	fc.mu.Unlock()
+}
+
+// begin records stream as in flight; false when it already is.
+func (fc *frameConn) begin(stream uint32) bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	if fc.inflight[stream] {
+		return false
+	}
+	fc.inflight[stream] = true
+	return true
+}
+
+// release returns a frame's n bytes and ends its stream (0: none began).
+func (fc *frameConn) release(n int, stream uint32) {
+	fc.mu.Lock()
+	fc.bytes -= n
+	if stream != 0 {
+		delete(fc.inflight, stream)
+	}
+	if len(fc.inflight) == 0 {
+		fc.s.connBusy(fc.conn, false)
+	}
+	fc.cond.Broadcast()
+	fc.mu.Unlock()
+}
+
+func (fc *frameConn) isInFlight(stream uint32) bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.inflight[stream]
+}
+
+func (fc *frameConn) busy() bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return len(fc.inflight) > 0
+}
+
+// dispatch serves one request frame through the control chain and
+// returns its answer.
+func (fc *frameConn) dispatch(q *ctlframe.Request) *ctlframe.Response {
+	r, err := fc.request(q)
+	if err != nil {
+		return errorResponse(q.Stream, err)
+	}
+	w := &frameWriter{header: http.Header{}}
+	fc.chain.ServeHTTP(w, r)
+	a := &ctlframe.Response{Stream: q.Stream, Status: w.status(), Body: w.body.Bytes()}
+	for _, k := range responseFields {
+		if v := w.header.Get(k); v != "" {
+			a.Fields = append(a.Fields, ctlframe.Field{Name: k, Value: v})
+		}
+	}
+	return a
+}
+
+// request is the HTTP request a frame stands for, on the connection's
+// context (its peer): the frame's method, request-target, fields and body.
+func (fc *frameConn) request(q *ctlframe.Request) (*http.Request, error) {
+	u, err := url.ParseRequestURI(q.Path)
+	if err != nil {
+		return nil, httpErr(http.StatusBadRequest, "malformed request path", err)
+	}
+	h := make(http.Header, len(q.Fields))
+	for _, f := range q.Fields {
+		k := textproto.CanonicalMIMEHeaderKey(f.Name)
+		if !requestFields[k] {
+			return nil, httpErr(http.StatusBadRequest, "header field "+k+" is not read by the control API (Authorization, Content-Type and Origin are)", nil)
+		}
+		h[k] = []string{f.Value}
+	}
+	r := &http.Request{
+		Method: q.Method, URL: u, RequestURI: q.Path, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: h, Body: http.NoBody, ContentLength: int64(len(q.Body)), Host: "attester", RemoteAddr: fc.remote,
+	}
+	if len(q.Body) > 0 {
+		r.Body = io.NopCloser(bytes.NewReader(q.Body))
+	}
+	return r.WithContext(fc.ctx), nil
+}
+
+// writeError answers stream (0: the connection) with err's safe message.
+func (fc *frameConn) writeError(stream uint32, err error) {
+	_ = fc.writeResponse(errorResponse(stream, err))
+}
+
+// errorResponse is the error answer to stream: err's status and safe
+// message, as HTTP's (writeJSON of an errorBody).
+func errorResponse(stream uint32, err error) *ctlframe.Response {
+	he := asHTTPError(err)
+	if he == nil {
+		he = httpErr(http.StatusInternalServerError, "internal error", err)
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(errorBody{Error: he.Msg, Reason: he.Reason})
+	return &ctlframe.Response{Stream: stream, Status: he.Code, Body: body.Bytes(),
+		Fields: []ctlframe.Field{{Name: "Content-Type", Value: "application/json"}}}
+}
+
+// writeResponse writes a's frame in one write, under the write lock.
+func (fc *frameConn) writeResponse(a *ctlframe.Response) error {
+	buf := answerBufs.Get().(*bytes.Buffer)
+	defer putAnswerBuf(buf)
+	b, err := a.Append(buf.AvailableBuffer())
+	if err != nil {
+		return err
+	}
+	fc.wmu.Lock()
+	defer fc.wmu.Unlock()
+	_ = fc.conn.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
+	if _, err := fc.conn.Write(b); err != nil {
+		fc.conn.Close() // the reader sees it and ends the connection
+		return nil
+	}
+	return nil
+}
+
+// frameWriter is the http.ResponseWriter of a framed request: it keeps the
+// status, header and body for the response frame. It cannot be hijacked
+// or flushed, and has no read deadline to set.
+type frameWriter struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (w *frameWriter) Header() http.Header { return w.header }
+
+func (w *frameWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+}
+
+func (w *frameWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	if w.body.Len()+len(b) > ctlframe.MaxLen {
+		return 0, errors.New("the answer does not fit in a frame")
+	}
+	return w.body.Write(b)
+}
+
+func (w *frameWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
