@@ -26,7 +26,7 @@ type framedConn struct {
 
 	mu      sync.Mutex
 	next    uint32
-	waiting map[uint32]chan *ctlframe.Response
+	waiting map[uint32]chan *ctlframe.Frame
 	err     error // why the connection ended; set once
 }
 
@@ -51,7 +51,7 @@ func dialFramed(socket string) (*framedConn, error) {
 		c.Close()
 		return nil, fmt.Errorf("upgrade refused: %s", resp.Status)
 	}
-	f := &framedConn{c: c, br: br, waiting: map[uint32]chan *ctlframe.Response{}}
+	f := &framedConn{c: c, br: br, waiting: map[uint32]chan *ctlframe.Frame{}}
 	go f.readLoop()
 	return f, nil
 }
@@ -60,7 +60,10 @@ func dialFramed(socket string) (*framedConn, error) {
 // attester's last word) or a read error ends every call in flight.
 func (f *framedConn) readLoop() {
 	for {
-		a, err := ctlframe.ReadResponse(f.br)
+		a, _, err := ctlframe.Read(f.br)
+		if err == nil && a.Method != "" {
+			err = errors.New("a request frame from the attester")
+		}
 		if err == nil && a.Stream == 0 {
 			err = fmt.Errorf("connection refused by the attester: %d %s", a.Status, a.Body)
 		}
@@ -94,8 +97,8 @@ func (f *framedConn) fail(err error) {
 }
 
 // call sends q (its Stream is set here) and waits for its answer.
-func (f *framedConn) call(q *ctlframe.Request) (*ctlframe.Response, error) {
-	ch := make(chan *ctlframe.Response, 1)
+func (f *framedConn) call(q *ctlframe.Frame) (*ctlframe.Frame, error) {
+	ch := make(chan *ctlframe.Frame, 1)
 	f.mu.Lock()
 	if f.err != nil {
 		f.mu.Unlock()
@@ -130,29 +133,31 @@ func (f *framedConn) call(q *ctlframe.Request) (*ctlframe.Response, error) {
 
 // do sends one control request (a JSON body when body is not nil, the
 // capability when not "") and returns its answer.
-func (f *framedConn) do(method, path, capability string, body []byte) (*ctlframe.Response, error) {
-	q := &ctlframe.Request{Method: method, Path: path, Body: body}
+func (f *framedConn) do(method, path, capability string, body []byte) (*ctlframe.Frame, error) {
+	return f.call(requestFrame(method, path, capability, body))
+}
+
+// requestFrame is a control request's frame (its stream not yet chosen): a
+// JSON body when body is not nil, the capability when not "".
+func requestFrame(method, path, capability string, body []byte) *ctlframe.Frame {
+	q := &ctlframe.Frame{Method: method, Path: path, Body: body, Fields: map[string]string{}}
 	if capability != "" {
-		q.Fields = append(q.Fields, ctlframe.Field{Name: "Authorization", Value: "Bearer " + capability})
+		q.Fields["authorization"] = "Bearer " + capability
 	}
 	if body != nil {
-		q.Fields = append(q.Fields, ctlframe.Field{Name: "Content-Type", Value: "application/json"})
+		q.Fields["content-type"] = "application/json"
 	}
-	return f.call(q)
+	return q
 }
 
 // close ends the connection; calls in flight fail.
 func (f *framedConn) close() { f.fail(errors.New("closed")) }
 
-// frameField is the value of a response frame's field name, "" if none.
-func frameField(a *ctlframe.Response, name string) string {
-	for _, fl := range a.Fields {
-		if fl.Name == name {
-			return fl.Value
-		}
-	}
-	return ""
-}
+// Names of the signed answer's fields in frames (attester-api section 9).
+const (
+	fieldStatement = "clawea-answer-statement"
+	fieldSignature = "clawea-answer-signature"
+)
 
 // expectClosed waits up to d for the attester to close c, reading and
 // returning what it sent first.

@@ -77,7 +77,7 @@ func newFramedRun(t *testing.T, a *attester, pf *packFixture) *framedRun {
 }
 
 // toolCall makes one tool call of the run and requires it answered 200.
-func (r *framedRun) toolCall(t *testing.T, tool string) *ctlframe.Response {
+func (r *framedRun) toolCall(t *testing.T, tool string) *ctlframe.Frame {
 	t.Helper()
 	ans, err := r.fc.do("POST", "/v1/runs/"+r.rn.id+"/tool-calls", r.rn.capability, toolCall(r.turn, tool))
 	if err != nil || ans.Status != 200 {
@@ -105,7 +105,7 @@ func rawFramed(t *testing.T, socket string) (net.Conn, *bufio.Reader) {
 
 // lastWord reads what the attester sends before it closes c: nothing, or
 // one stream 0 answer; it fails the test if c stays open.
-func lastWord(t *testing.T, c net.Conn, br *bufio.Reader) *ctlframe.Response {
+func lastWord(t *testing.T, c net.Conn, br *bufio.Reader) *ctlframe.Frame {
 	t.Helper()
 	rest, err := expectClosed(c, br, 5*time.Second)
 	if err != nil {
@@ -114,8 +114,8 @@ func lastWord(t *testing.T, c net.Conn, br *bufio.Reader) *ctlframe.Response {
 	if len(rest) == 0 {
 		return nil
 	}
-	a, err := ctlframe.ReadResponse(bytes.NewReader(rest))
-	if err != nil || a.Stream != 0 {
+	a, _, err := ctlframe.Read(bytes.NewReader(rest))
+	if err != nil || a.Stream != 0 || a.Method != "" {
 		t.Fatalf("the last word is not a stream 0 answer: %v %q", err, rest)
 	}
 	return a
@@ -161,12 +161,12 @@ func TestFramedReplayAgainstTheBinary(t *testing.T) {
 	}
 	path := "/v1/runs/" + r.rn.id + "/tool-calls"
 	first := r.toolCall(t, "read")
-	st1, err := answer.Verify(pub, frameField(first, answer.HeaderStatement), frameField(first, answer.HeaderSignature))
+	st1, err := answer.Verify(pub, first.Fields[fieldStatement], first.Fields[fieldSignature])
 	if err != nil {
 		t.Fatal(err)
 	}
 	second := r.toolCall(t, "read")
-	st2, err := answer.Verify(pub, frameField(second, answer.HeaderStatement), frameField(second, answer.HeaderSignature))
+	st2, err := answer.Verify(pub, second.Fields[fieldStatement], second.Fields[fieldSignature])
 	if err != nil || st2.Seq != st1.Seq+1 {
 		t.Fatalf("second answer: %v %+v", err, st2)
 	}
@@ -183,8 +183,8 @@ func TestFramedReplayAgainstTheBinary(t *testing.T) {
 	// a few times, since a first request answered before the second is
 	// read makes the second a legitimate reuse.
 	audit0 := a.auditCount(t, r.rn)
-	q := &ctlframe.Request{Stream: 7, Method: "POST", Path: path, Body: toolCall(r.turn, "read"),
-		Fields: []ctlframe.Field{{Name: "Authorization", Value: "Bearer " + r.rn.capability}, {Name: "Content-Type", Value: "application/json"}}}
+	q := requestFrame("POST", path, r.rn.capability, toolCall(r.turn, "read"))
+	q.Stream = 7
 	one, _ := q.Append(nil)
 	refused, sent := false, 0
 	for try := 0; try < 5 && !refused; try++ {
@@ -211,11 +211,11 @@ func TestFramedReplayAgainstTheBinary(t *testing.T) {
 
 // lastWordAfterAnswers reads answers until the attester closes c and
 // returns its stream 0 answer, if any.
-func lastWordAfterAnswers(t *testing.T, c net.Conn, br *bufio.Reader) *ctlframe.Response {
+func lastWordAfterAnswers(t *testing.T, c net.Conn, br *bufio.Reader) *ctlframe.Frame {
 	t.Helper()
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	for n := 0; ; n++ {
-		a, err := ctlframe.ReadResponse(br)
+		a, _, err := ctlframe.Read(br)
 		if err == io.EOF {
 			return nil
 		}
@@ -240,8 +240,8 @@ func TestFramedBadFramesAgainstTheBinary(t *testing.T) {
 	a, pf := startWithPack(t, nil)
 	r := newFramedRun(t, a, pf)
 	audit0 := a.auditCount(t, r.rn)
-	q := &ctlframe.Request{Stream: 1, Method: "POST", Path: "/v1/runs/" + r.rn.id + "/tool-calls", Body: toolCall(r.turn, "read"),
-		Fields: []ctlframe.Field{{Name: "Authorization", Value: "Bearer " + r.rn.capability}, {Name: "Content-Type", Value: "application/json"}}}
+	q := requestFrame("POST", "/v1/runs/"+r.rn.id+"/tool-calls", r.rn.capability, toolCall(r.turn, "read"))
+	q.Stream = 1
 	valid, _ := q.Append(nil)
 	over := binary.BigEndian.AppendUint32(nil, ctlframe.MaxLen+1)
 	over = append(over, valid[4:]...)
@@ -279,8 +279,8 @@ func TestFramedUpgradeOnTCPAgainstTheBinary(t *testing.T) {
 	a, pf := startWithPack(t, nil)
 	r := newFramedRun(t, a, pf)
 	audit0 := a.auditCount(t, r.rn)
-	q := &ctlframe.Request{Stream: 1, Method: "POST", Path: "/v1/runs/" + r.rn.id + "/tool-calls", Body: toolCall(r.turn, "read"),
-		Fields: []ctlframe.Field{{Name: "Authorization", Value: "Bearer " + r.rn.capability}, {Name: "Content-Type", Value: "application/json"}}}
+	q := requestFrame("POST", "/v1/runs/"+r.rn.id+"/tool-calls", r.rn.capability, toolCall(r.turn, "read"))
+	q.Stream = 1
 	frame, _ := q.Append(nil)
 	c, err := net.Dial("tcp", strings.TrimPrefix(a.public, "http://"))
 	if err != nil {

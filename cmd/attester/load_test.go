@@ -370,7 +370,7 @@ func (c *caller) toolCall(path, capability string, body []byte) (code int, rb []
 	if err != nil {
 		return 0, nil, "", "", err
 	}
-	return a.Status, a.Body, frameField(a, answer.HeaderStatement), frameField(a, answer.HeaderSignature), nil
+	return a.Status, a.Body, a.Fields[fieldStatement], a.Fields[fieldSignature], nil
 }
 
 // end closes the caller's connection and adds its figures to the result.

@@ -5,9 +5,10 @@
 // routes read of an HTTP request (method, path, a few header fields, body)
 // or write of an answer (status, the signature header fields, body).
 //
-// The parsers are strict: every length is bounded, every byte of a method,
-// path and field is checked, duplicate field names are refused, and what a
-// parser accepts re-encodes to the same bytes (FuzzRoundTrip).
+// The parser is strict: every length is bounded, every byte of a method,
+// path and field is checked, field names are lower-case and ascend (so
+// none repeats), and what Read accepts Append re-encodes to the same bytes
+// (FuzzRead).
 package ctlframe
 
 import (
@@ -15,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -46,28 +48,18 @@ const (
 	maxValue     = 4096
 )
 
-// Field is one header field of a frame.
-type Field struct {
-	Name, Value string
-}
-
-// Request is a request frame: the client's stream id (not zero, unique
-// among its requests in flight), the HTTP method and request-target, the
-// header fields and the body.
-type Request struct {
+// Frame is a request frame (Method is set) or a response frame (Status is
+// set). Stream is the client's stream id: not zero in a request, unique
+// among its requests in flight, and the request's in its answer; an answer
+// on stream 0 is the attester's last word before it closes the connection.
+// Fields are the header fields by lower-case name; they travel in
+// ascending order of name.
+type Frame struct {
 	Stream uint32
 	Method string
 	Path   string
-	Fields []Field
-	Body   []byte
-}
-
-// Response is a response frame. Stream 0 is the connection: the attester's
-// last frame before it closes the connection, with a JSON error body.
-type Response struct {
-	Stream uint32
 	Status int
-	Fields []Field
+	Fields map[string]string
 	Body   []byte
 }
 
@@ -84,61 +76,43 @@ func malformed(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errMalformed}, args...)...)
 }
 
-// readFrame reads one frame from r: its type and payload (a new slice).
-// io.EOF means r ended cleanly between frames; a frame whose length is 0
-// or over MaxLen is refused before its payload is read.
-func readFrame(r io.Reader) (byte, []byte, error) {
+// Read reads one frame from r. On an error, stream is not zero when the
+// frame was read whole and its stream id is known (the connection's
+// framing is intact and the error answers that stream); otherwise the
+// connection cannot go on. io.EOF: r ended cleanly between frames. A
+// frame whose length is 0 or over MaxLen is refused before anything after
+// its length is read.
+func Read(r io.Reader) (f *Frame, stream uint32, err error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, errTruncated
+			return nil, 0, errTruncated
 		}
-		return 0, nil, err
+		return nil, 0, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	switch {
 	case n == 0:
-		return 0, nil, errEmpty
+		return nil, 0, errEmpty
 	case n > MaxLen:
-		return 0, nil, errTooLarge
+		return nil, 0, errTooLarge
 	}
-	// The length is bounded above: the payload is read whole, at most
+	// The length is bounded above: the frame is read whole, at most
 	// MaxLen bytes.
 	b := make([]byte, n)
 	if _, err := io.ReadFull(r, b); err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			return 0, nil, errTruncated
+			return nil, 0, errTruncated
 		}
-		return 0, nil, err
-	}
-	return b[0], b[1:], nil
-}
-
-// ReadRequest reads one request frame from r. On an error, stream is not
-// zero when the frame was read whole and its stream id is known (the
-// connection's framing is intact and the error answers that stream);
-// otherwise the connection cannot go on. io.EOF: r ended between frames.
-func ReadRequest(r io.Reader) (req *Request, stream uint32, err error) {
-	t, p, err := readFrame(r)
-	if err != nil {
 		return nil, 0, err
 	}
-	if t != typeRequest {
-		return nil, 0, fmt.Errorf("%w 0x%02x (want a request, 0x01)", errType, t)
+	switch b[0] {
+	case typeRequest:
+		return parseRequest(b[1:])
+	case typeResponse:
+		return parseResponse(b[1:])
 	}
-	return parseRequest(p)
-}
-
-// ReadResponse reads one response frame from r.
-func ReadResponse(r io.Reader) (*Response, error) {
-	t, p, err := readFrame(r)
-	if err != nil {
-		return nil, err
-	}
-	if t != typeResponse {
-		return nil, fmt.Errorf("%w 0x%02x (want a response, 0x02)", errType, t)
-	}
-	return parseResponse(p)
+	return nil, 0, fmt.Errorf("%w 0x%02x", errType, b[0])
 }
 
 // cursor reads a payload's fields in order.
@@ -193,13 +167,13 @@ var (
 	// pathChars are the visible ASCII characters: no space, no control
 	// character, nothing beyond ASCII.
 	pathChars = charclass.Range('!', '~')
-	// tokenChars are RFC 9110's tchar.
-	tokenChars = charclass.Alnum().Or(charclass.Of("!#$%&'*+-.^_`|~"))
+	// nameChars are RFC 9110's tchar without the upper-case letters.
+	nameChars = charclass.Lower().Or(charclass.Digit(), charclass.Of("!#$%&'*+-.^_`|~"))
 )
 
-func parseRequest(p []byte) (*Request, uint32, error) {
+func parseRequest(p []byte) (*Frame, uint32, error) {
 	c := &cursor{b: p}
-	q := &Request{Stream: c.u32("stream id")}
+	q := &Frame{Stream: c.u32("stream id")}
 	if c.err != nil {
 		return nil, 0, c.err
 	}
@@ -230,135 +204,137 @@ func checkRequestLine(method, path string) error {
 	return nil
 }
 
-func parseResponse(p []byte) (*Response, error) {
+func parseResponse(p []byte) (*Frame, uint32, error) {
 	c := &cursor{b: p}
-	a := &Response{Stream: c.u32("stream id"), Status: c.u16("status")}
-	if c.err == nil && (a.Status < 100 || a.Status > 599) {
-		c.fail(malformed("status %d: want 100 to 599", a.Status))
+	a := &Frame{Stream: c.u32("stream id"), Status: c.u16("status")}
+	if c.err == nil {
+		c.fail(checkStatus(a.Status))
 	}
 	a.Fields = c.fields()
 	a.Body = c.b
 	if c.err != nil {
-		return nil, c.err
+		return nil, a.Stream, c.err
 	}
-	return a, nil
+	return a, a.Stream, nil
 }
 
-// fields reads a field count and the fields.
-func (c *cursor) fields() []Field {
+func checkStatus(status int) error {
+	if status < 100 || status > 599 {
+		return malformed("status %d: want 100 to 599", status)
+	}
+	return nil
+}
+
+// fields reads a field count and the fields, in ascending order of name.
+func (c *cursor) fields() map[string]string {
 	n := c.u8("field count")
-	if c.err != nil {
+	if c.err != nil || n == 0 {
 		return nil
 	}
 	if n > maxFields {
 		c.fail(malformed("%d header fields: at most %d", n, maxFields))
 		return nil
 	}
-	var fs []Field
-	if n > 0 {
-		fs = make([]Field, 0, n)
-	}
+	fs := make(map[string]string, n)
+	prev := ""
 	for range n {
-		f := Field{Name: string(c.take(c.u8("field name length"), "field name"))}
-		f.Value = string(c.take(c.u16("field value length"), "field value"))
+		name := string(c.take(c.u8("field name length"), "field name"))
+		value := string(c.take(c.u16("field value length"), "field value"))
 		if c.err != nil {
 			return nil
 		}
-		if err := checkField(f, fs); err != nil {
+		if err := checkField(name, value); err != nil {
 			c.fail(err)
 			return nil
 		}
-		fs = append(fs, f)
+		if name <= prev {
+			c.fail(malformed("field %s: repeated or out of order (names ascend)", name))
+			return nil
+		}
+		prev = name
+		fs[name] = value
 	}
 	return fs
 }
 
-// checkField checks f's name and value, and that no field of before has
-// its name (header field names are case-insensitive).
-func checkField(f Field, before []Field) error {
-	if f.Name == "" || len(f.Name) > maxFieldName || !tokenChars.All(f.Name) {
-		return malformed("field name: want 1 to %d token characters", maxFieldName)
+// checkField checks a field's name and value.
+func checkField(name, value string) error {
+	if name == "" || len(name) > maxFieldName || !nameChars.All(name) {
+		return malformed("field name: want 1 to %d lower-case token characters", maxFieldName)
 	}
-	if len(f.Value) > maxValue || !utf8.ValidString(f.Value) {
-		return malformed("field %s: value not UTF-8 or over %d bytes", f.Name, maxValue)
+	if len(value) > maxValue || !utf8.ValidString(value) {
+		return malformed("field %s: value not UTF-8 or over %d bytes", name, maxValue)
 	}
-	if strings.IndexFunc(f.Value, unicode.IsControl) >= 0 {
-		return malformed("field %s: value holds a control character", f.Name)
-	}
-	for _, g := range before {
-		if strings.EqualFold(g.Name, f.Name) {
-			return malformed("field %s: repeated", f.Name)
-		}
+	if strings.IndexFunc(value, unicode.IsControl) >= 0 {
+		return malformed("field %s: value holds a control character", name)
 	}
 	return nil
 }
 
-// Append appends q's frame (length prefix included) to b. A request that
-// ReadRequest would refuse is not encoded.
-func (q *Request) Append(b []byte) ([]byte, error) {
-	if q.Stream == 0 {
-		return nil, malformed("request on stream 0")
-	}
-	if err := checkRequestLine(q.Method, q.Path); err != nil {
-		return nil, err
-	}
-	n := 1 + 4 + 1 + len(q.Method) + 2 + len(q.Path)
-	b, err := begin(b, n, q.Fields, q.Body, typeRequest)
-	if err != nil {
-		return nil, err
-	}
-	b = binary.BigEndian.AppendUint32(b, q.Stream)
-	b = append(b, byte(len(q.Method)))
-	b = append(b, q.Method...)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(q.Path)))
-	b = append(b, q.Path...)
-	return finish(b, q.Fields, q.Body), nil
-}
-
-// Append appends a's frame (length prefix included) to b. A response that
-// ReadResponse would refuse is not encoded.
-func (a *Response) Append(b []byte) ([]byte, error) {
-	if a.Status < 100 || a.Status > 599 {
-		return nil, malformed("status %d: want 100 to 599", a.Status)
-	}
-	b, err := begin(b, 1+4+2, a.Fields, a.Body, typeResponse)
-	if err != nil {
-		return nil, err
-	}
-	b = binary.BigEndian.AppendUint32(b, a.Stream)
-	b = binary.BigEndian.AppendUint16(b, uint16(a.Status))
-	return finish(b, a.Fields, a.Body), nil
-}
-
-// begin checks the fields, computes the frame's length (head bytes of
-// fixed fields, then the fields and the body) and appends the length and
-// the type.
-func begin(b []byte, head int, fs []Field, body []byte, t byte) ([]byte, error) {
-	if len(fs) > maxFields {
-		return nil, malformed("%d header fields: at most %d", len(fs), maxFields)
-	}
-	n := head + 1 + len(body)
-	for i, f := range fs {
-		if err := checkField(f, fs[:i]); err != nil {
+// Append appends f's frame (length prefix included) to b: a request when
+// Method is set, else a response. A frame that Read would refuse is not
+// encoded.
+func (f *Frame) Append(b []byte) ([]byte, error) {
+	t, head := byte(typeResponse), 1+4+2
+	if f.Method != "" {
+		if f.Stream == 0 {
+			return nil, malformed("request on stream 0")
+		}
+		if f.Status != 0 {
+			return nil, malformed("a request with a status")
+		}
+		if err := checkRequestLine(f.Method, f.Path); err != nil {
 			return nil, err
 		}
-		n += 1 + len(f.Name) + 2 + len(f.Value)
+		t, head = typeRequest, 1+4+1+len(f.Method)+2+len(f.Path)
+	} else if f.Path != "" {
+		return nil, malformed("a response with a path")
+	} else if err := checkStatus(f.Status); err != nil {
+		return nil, err
 	}
-	if n > MaxLen {
+	names, n, err := sizeFields(f.Fields)
+	if err != nil {
+		return nil, err
+	}
+	if n += head + 1 + len(f.Body); n > MaxLen {
 		return nil, errTooLarge
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(n))
-	return append(b, t), nil
+	b = append(b, t)
+	b = binary.BigEndian.AppendUint32(b, f.Stream)
+	if t == typeRequest {
+		b = append(b, byte(len(f.Method)))
+		b = append(b, f.Method...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(f.Path)))
+		b = append(b, f.Path...)
+	} else {
+		b = binary.BigEndian.AppendUint16(b, uint16(f.Status))
+	}
+	b = append(b, byte(len(names)))
+	for _, k := range names {
+		b = append(b, byte(len(k)))
+		b = append(b, k...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(f.Fields[k])))
+		b = append(b, f.Fields[k]...)
+	}
+	return append(b, f.Body...), nil
 }
 
-// finish appends the fields and the body.
-func finish(b []byte, fs []Field, body []byte) []byte {
-	b = append(b, byte(len(fs)))
-	for _, f := range fs {
-		b = append(b, byte(len(f.Name)))
-		b = append(b, f.Name...)
-		b = binary.BigEndian.AppendUint16(b, uint16(len(f.Value)))
-		b = append(b, f.Value...)
+// sizeFields checks fields and returns their names in ascending order and
+// their encoded size.
+func sizeFields(fields map[string]string) ([]string, int, error) {
+	if len(fields) > maxFields {
+		return nil, 0, malformed("%d header fields: at most %d", len(fields), maxFields)
 	}
-	return append(b, body...)
+	names := make([]string, 0, len(fields))
+	n := 0
+	for k, v := range fields {
+		if err := checkField(k, v); err != nil {
+			return nil, 0, err
+		}
+		names = append(names, k)
+		n += 1 + len(k) + 2 + len(v)
+	}
+	slices.Sort(names)
+	return names, n, nil
 }

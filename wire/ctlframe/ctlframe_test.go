@@ -11,30 +11,30 @@ import (
 )
 
 // vecRequest is the request vector of attester-api section 9.2.
-var vecRequest = &Request{
+var vecRequest = &Frame{
 	Stream: 7, Method: "POST", Path: "/v1/runs/run_abc/tool-calls",
-	Fields: []Field{{"Authorization", "Bearer x"}, {"Content-Type", "application/json"}},
+	Fields: map[string]string{"content-type": "application/json", "authorization": "Bearer x"},
 	Body:   []byte(`{"a":1}`),
 }
 
 const vecRequestHex = "00000066" + "01" + "00000007" + "04" + "504f5354" + "001b" +
 	"2f76312f72756e732f72756e5f6162632f746f6f6c2d63616c6c73" + "02" +
-	"0d" + "417574686f72697a6174696f6e" + "0008" + "4265617265722078" +
-	"0c" + "436f6e74656e742d54797065" + "0010" + "6170706c69636174696f6e2f6a736f6e" +
+	"0d" + "617574686f72697a6174696f6e" + "0008" + "4265617265722078" +
+	"0c" + "636f6e74656e742d74797065" + "0010" + "6170706c69636174696f6e2f6a736f6e" +
 	"7b2261223a317d"
 
 // vecResponse is the response vector of section 9.2.
-var vecResponse = &Response{Stream: 7, Status: 200, Fields: []Field{{"Content-Type", "application/json"}}, Body: []byte("{}\n")}
+var vecResponse = &Frame{Stream: 7, Status: 200, Fields: map[string]string{"content-type": "application/json"}, Body: []byte("{}\n")}
 
 const vecResponseHex = "0000002a" + "02" + "00000007" + "00c8" + "01" +
-	"0c" + "436f6e74656e742d54797065" + "0010" + "6170706c69636174696f6e2f6a736f6e" + "7b7d0a"
+	"0c" + "636f6e74656e742d74797065" + "0010" + "6170706c69636174696f6e2f6a736f6e" + "7b7d0a"
 
 func TestVectors(t *testing.T) {
 	b, err := vecRequest.Append(nil)
 	if err != nil || hex.EncodeToString(b) != vecRequestHex {
 		t.Fatalf("request: %x %v\nwant %s", b, err, vecRequestHex)
 	}
-	q, stream, err := ReadRequest(bytes.NewReader(b))
+	q, stream, err := Read(bytes.NewReader(b))
 	if err != nil || stream != 7 || q.Method != "POST" || q.Path != vecRequest.Path || len(q.Fields) != 2 || string(q.Body) != `{"a":1}` {
 		t.Fatalf("read request: %+v %d %v", q, stream, err)
 	}
@@ -42,8 +42,8 @@ func TestVectors(t *testing.T) {
 	if err != nil || hex.EncodeToString(b) != vecResponseHex {
 		t.Fatalf("response: %x %v\nwant %s", b, err, vecResponseHex)
 	}
-	a, err := ReadResponse(bytes.NewReader(b))
-	if err != nil || a.Stream != 7 || a.Status != 200 || a.Fields[0] != vecResponse.Fields[0] || string(a.Body) != "{}\n" {
+	a, stream, err := Read(bytes.NewReader(b))
+	if err != nil || stream != 7 || a.Status != 200 || a.Method != "" || a.Fields["content-type"] != "application/json" || string(a.Body) != "{}\n" {
 		t.Fatalf("read response: %+v %v", a, err)
 	}
 }
@@ -85,7 +85,7 @@ func TestReadRequestRefuses(t *testing.T) {
 		{"over the bound", append(long, 1), errTooLarge, 0},
 		{"truncated prefix", []byte{0, 0}, errTruncated, 0},
 		{"truncated payload", frame(typeRequest, ok)[:10], errTruncated, 0},
-		{"a response type", frame(typeResponse, ok), errType, 0},
+		{"a request's payload as a response", frame(typeResponse, ok), errMalformed, 1},
 		{"unknown type", frame(0x7f, ok), errType, 0},
 		{"stream 0", frame(typeRequest, reqPayload(0, "GET", "/x", nil, "")), errMalformed, 0},
 		{"short stream id", frame(typeRequest, []byte{0, 1}), errMalformed, 0},
@@ -98,23 +98,25 @@ func TestReadRequestRefuses(t *testing.T) {
 		{"non-ASCII path", frame(typeRequest, reqPayload(3, "GET", "/é", nil, "")), errMalformed, 3},
 		{"long path", frame(typeRequest, reqPayload(3, "GET", "/"+strings.Repeat("a", maxPath), nil, "")), errMalformed, 3},
 		{"path past the payload", frame(typeRequest, reqPayload(3, "GET", "/x", nil, "")[:10]), errMalformed, 3},
-		{"bad field name", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"Bad Name", "v"}}, "")), errMalformed, 3},
+		{"bad field name", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"bad name", "v"}}, "")), errMalformed, 3},
+		{"upper-case field name", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"Authorization", "v"}}, "")), errMalformed, 3},
+		{"fields out of order", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"content-type", "a"}, {"authorization", "b"}}, "")), errMalformed, 3},
 		{"empty field name", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"", "v"}}, "")), errMalformed, 3},
-		{"control in value", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"A", "v\r\nX: y"}}, "")), errMalformed, 3},
-		{"C1 control in value", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"A", "v\u0085"}}, "")), errMalformed, 3},
-		{"bad UTF-8 in value", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"A", "v\xff"}}, "")), errMalformed, 3},
-		{"repeated field", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"Authorization", "a"}, {"authorization", "b"}}, "")), errMalformed, 3},
-		{"long value", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"A", strings.Repeat("v", maxValue+1)}}, "")), errMalformed, 3},
-		{"too many fields", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"A", ""}, {"B", ""}, {"C", ""}, {"D", ""}, {"E", ""}, {"F", ""}, {"G", ""}, {"H", ""}, {"I", ""}}, "")), errMalformed, 3},
+		{"control in value", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"a", "v\r\nX: y"}}, "")), errMalformed, 3},
+		{"C1 control in value", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"a", "v\u0085"}}, "")), errMalformed, 3},
+		{"bad UTF-8 in value", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"a", "v\xff"}}, "")), errMalformed, 3},
+		{"repeated field", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"authorization", "a"}, {"authorization", "b"}}, "")), errMalformed, 3},
+		{"long value", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"a", strings.Repeat("v", maxValue+1)}}, "")), errMalformed, 3},
+		{"too many fields", frame(typeRequest, reqPayload(3, "GET", "/x", [][2]string{{"a", ""}, {"b", ""}, {"c", ""}, {"d", ""}, {"e", ""}, {"f", ""}, {"g", ""}, {"h", ""}, {"i", ""}}, "")), errMalformed, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			q, stream, err := ReadRequest(bytes.NewReader(tc.in))
+			q, stream, err := Read(bytes.NewReader(tc.in))
 			if !errors.Is(err, tc.want) || q != nil || stream != tc.stream {
 				t.Fatalf("got %+v stream %d %v, want %v on stream %d", q, stream, err, tc.want, tc.stream)
 			}
 		})
 	}
-	if _, _, err := ReadRequest(bytes.NewReader(nil)); err != io.EOF {
+	if _, _, err := Read(bytes.NewReader(nil)); err != io.EOF {
 		t.Fatalf("empty input: %v, want io.EOF", err)
 	}
 }
@@ -123,32 +125,31 @@ func TestReadRequestRefuses(t *testing.T) {
 // its length alone: nothing after the length prefix is read.
 func TestOversizedNotRead(t *testing.T) {
 	r := &countingReader{r: bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, 0xffffffff), make([]byte, 1<<16)...))}
-	if _, _, err := ReadRequest(r); !errors.Is(err, errTooLarge) || r.n != 4 {
+	if _, _, err := Read(r); !errors.Is(err, errTooLarge) || r.n != 4 {
 		t.Fatalf("%v after reading %d bytes", err, r.n)
 	}
 }
 
-func TestResponseRefuses(t *testing.T) {
-	for _, a := range []*Response{
+func TestAppendRefuses(t *testing.T) {
+	for _, f := range []*Frame{
 		{Stream: 1, Status: 99},
 		{Stream: 1, Status: 600},
-		{Stream: 1, Status: 200, Fields: []Field{{"X", "a\x00"}}},
+		{Stream: 1},
+		{Stream: 1, Status: 200, Path: "/"},
+		{Stream: 1, Method: "GET", Path: "/", Status: 200},
+		{Stream: 0, Method: "GET", Path: "/"},
+		{Stream: 1, Status: 200, Fields: map[string]string{"x": "a\x00"}},
+		{Stream: 1, Status: 200, Fields: map[string]string{"X": "a"}},
 		{Stream: 1, Status: 200, Body: make([]byte, MaxLen)},
 	} {
-		if b, err := a.Append(nil); err == nil {
-			t.Errorf("%+v encoded: %x", a.Fields, b[:16])
+		if b, err := f.Append(nil); err == nil {
+			t.Errorf("%+v encoded: %x", f.Fields, b[:16])
 		}
 	}
 	bad := binary.BigEndian.AppendUint32(nil, 1)
 	bad = append(bad, 0, 50, 0)
-	if _, err := ReadResponse(bytes.NewReader(frame(typeResponse, bad))); !errors.Is(err, errMalformed) {
+	if _, stream, err := Read(bytes.NewReader(frame(typeResponse, bad))); !errors.Is(err, errMalformed) || stream != 1 {
 		t.Fatalf("status 50: %v", err)
-	}
-	if _, err := ReadResponse(bytes.NewReader(frame(typeRequest, bad))); !errors.Is(err, errType) {
-		t.Fatalf("a request frame: %v", err)
-	}
-	if _, err := (&Request{Stream: 0, Method: "GET", Path: "/"}).Append(nil); err == nil {
-		t.Fatal("a request on stream 0 encoded")
 	}
 }
 
@@ -163,16 +164,18 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// FuzzReadRequest: ReadRequest never panics, reads nothing past the frame
-// its length announces (or past the length prefix when it refuses the
-// length), and what it accepts re-encodes to exactly the bytes it read.
-func FuzzReadRequest(f *testing.F) {
-	b, _ := vecRequest.Append(nil)
-	f.Add(b)
+// FuzzRead: Read never panics, reads nothing past the frame its length
+// announces (nor past the length prefix when it refuses the length), and
+// what it accepts Append re-encodes to exactly the bytes it read.
+func FuzzRead(f *testing.F) {
+	for _, v := range []*Frame{vecRequest, vecResponse} {
+		b, _ := v.Append(nil)
+		f.Add(b)
+	}
 	f.Add(frame(typeRequest, reqPayload(1, "GET", "/v1/gate/policy", nil, "")))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := &countingReader{r: bytes.NewReader(data)}
-		q, stream, err := ReadRequest(r)
+		fr, stream, err := Read(r)
 		if len(data) >= 4 {
 			if n := binary.BigEndian.Uint32(data); (n == 0 || n > MaxLen) && r.n > 4 {
 				t.Fatalf("read %d bytes of a frame whose length %d is refused", r.n, n)
@@ -181,45 +184,15 @@ func FuzzReadRequest(f *testing.F) {
 			}
 		}
 		if err != nil {
-			if q != nil {
-				t.Fatal("a request returned with an error")
+			if fr != nil {
+				t.Fatal("a frame returned with an error")
 			}
 			return
 		}
-		if stream != q.Stream || stream == 0 {
-			t.Fatalf("stream %d for request stream %d", stream, q.Stream)
+		if stream != fr.Stream || (fr.Method != "" && stream == 0) {
+			t.Fatalf("stream %d for frame stream %d", stream, fr.Stream)
 		}
-		out, err := q.Append(nil)
-		if err != nil {
-			t.Fatalf("accepted but not encodable: %v", err)
-		}
-		if !bytes.Equal(out, data[:r.n]) {
-			t.Fatalf("re-encoded %x, read %x", out, data[:r.n])
-		}
-	})
-}
-
-// FuzzReadResponse is FuzzReadRequest for response frames.
-func FuzzReadResponse(f *testing.F) {
-	b, _ := vecResponse.Append(nil)
-	f.Add(b)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		r := &countingReader{r: bytes.NewReader(data)}
-		a, err := ReadResponse(r)
-		if len(data) >= 4 {
-			if n := binary.BigEndian.Uint32(data); (n == 0 || n > MaxLen) && r.n > 4 {
-				t.Fatalf("read %d bytes of a frame whose length %d is refused", r.n, n)
-			} else if r.n > 4+int(n) {
-				t.Fatalf("read %d bytes past a frame of %d", r.n, n)
-			}
-		}
-		if err != nil {
-			if a != nil {
-				t.Fatal("a response returned with an error")
-			}
-			return
-		}
-		out, err := a.Append(nil)
+		out, err := fr.Append(nil)
 		if err != nil {
 			t.Fatalf("accepted but not encodable: %v", err)
 		}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"strings"
 	"sync"
@@ -65,13 +64,17 @@ var httpOnlyRoutes = map[string]bool{
 	"GET " + framesPath:                         true,
 }
 
-// requestFields are the header fields a request frame may carry: those
-// the control routes read. Any other is refused (400).
-var requestFields = map[string]bool{"Authorization": true, "Content-Type": true, "Origin": true}
+// requestFields are the header fields a request frame may carry (by their
+// names in frames): those the control routes read. Any other is refused
+// (400).
+var requestFields = map[string]string{"authorization": "Authorization", "content-type": "Content-Type", "origin": "Origin"}
 
-// responseFields are the answer header fields a response frame carries, in
-// this order, when the handler set them.
-var responseFields = []string{"Content-Type", answer.HeaderStatement, answer.HeaderSignature, "Www-Authenticate", "Allow", "Retry-After"}
+// responseFields are the answer header fields a response frame carries
+// when the handler set them, by their names in frames.
+var responseFields = map[string]string{
+	"content-type": "Content-Type", "clawea-answer-statement": answer.HeaderStatement, "clawea-answer-signature": answer.HeaderSignature,
+	"www-authenticate": "Www-Authenticate", "allow": "Allow", "retry-after": "Retry-After",
+}
 
 // framedOnly refuses, on a framed connection, the routes served only over
 // HTTP (421), before the route's own checks.
@@ -192,7 +195,10 @@ func (fc *frameConn) readLoop() error {
 		}
 		fc.reserve(n)
 		_ = fc.conn.SetReadDeadline(time.Now().Add(frameTimeout))
-		q, stream, err := ctlframe.ReadRequest(fc.br)
+		q, stream, err := ctlframe.Read(fc.br)
+		if err == nil && q.Method == "" {
+			q, stream, err = nil, 0, errors.New("a response frame from the client")
+		}
 		if err != nil {
 			fc.release(n, 0)
 			if stream == 0 {
@@ -295,17 +301,20 @@ func (fc *frameConn) busy() bool {
 
 // dispatch serves one request frame through the control chain and
 // returns its answer.
-func (fc *frameConn) dispatch(q *ctlframe.Request) *ctlframe.Response {
+func (fc *frameConn) dispatch(q *ctlframe.Frame) *ctlframe.Frame {
 	r, err := fc.request(q)
 	if err != nil {
 		return errorResponse(q.Stream, err)
 	}
 	w := &frameWriter{header: http.Header{}}
 	fc.chain.ServeHTTP(w, r)
-	a := &ctlframe.Response{Stream: q.Stream, Status: w.status(), Body: w.body.Bytes()}
-	for _, k := range responseFields {
+	a := &ctlframe.Frame{Stream: q.Stream, Status: w.status(), Body: w.body.Bytes()}
+	for name, k := range responseFields {
 		if v := w.header.Get(k); v != "" {
-			a.Fields = append(a.Fields, ctlframe.Field{Name: k, Value: v})
+			if a.Fields == nil {
+				a.Fields = make(map[string]string, 4)
+			}
+			a.Fields[name] = v
 		}
 	}
 	return a
@@ -313,18 +322,18 @@ func (fc *frameConn) dispatch(q *ctlframe.Request) *ctlframe.Response {
 
 // request is the HTTP request a frame stands for, on the connection's
 // context (its peer): the frame's method, request-target, fields and body.
-func (fc *frameConn) request(q *ctlframe.Request) (*http.Request, error) {
+func (fc *frameConn) request(q *ctlframe.Frame) (*http.Request, error) {
 	u, err := url.ParseRequestURI(q.Path)
 	if err != nil {
 		return nil, httpErr(http.StatusBadRequest, "malformed request path", err)
 	}
 	h := make(http.Header, len(q.Fields))
-	for _, f := range q.Fields {
-		k := textproto.CanonicalMIMEHeaderKey(f.Name)
-		if !requestFields[k] {
-			return nil, httpErr(http.StatusBadRequest, "header field "+k+" is not read by the control API (Authorization, Content-Type and Origin are)", nil)
+	for name, v := range q.Fields {
+		k, ok := requestFields[name]
+		if !ok {
+			return nil, httpErr(http.StatusBadRequest, "header field "+name+" is not read by the control API (authorization, content-type and origin are)", nil)
 		}
-		h[k] = []string{f.Value}
+		h[k] = []string{v}
 	}
 	r := &http.Request{
 		Method: q.Method, URL: u, RequestURI: q.Path, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
@@ -343,7 +352,7 @@ func (fc *frameConn) writeError(stream uint32, err error) {
 
 // errorResponse is the error answer to stream: err's status and safe
 // message, as HTTP's (writeJSON of an errorBody).
-func errorResponse(stream uint32, err error) *ctlframe.Response {
+func errorResponse(stream uint32, err error) *ctlframe.Frame {
 	he := asHTTPError(err)
 	if he == nil {
 		he = httpErr(http.StatusInternalServerError, "internal error", err)
@@ -352,12 +361,11 @@ func errorResponse(stream uint32, err error) *ctlframe.Response {
 	enc := json.NewEncoder(&body)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(errorBody{Error: he.Msg, Reason: he.Reason})
-	return &ctlframe.Response{Stream: stream, Status: he.Code, Body: body.Bytes(),
-		Fields: []ctlframe.Field{{Name: "Content-Type", Value: "application/json"}}}
+	return &ctlframe.Frame{Stream: stream, Status: he.Code, Body: body.Bytes(), Fields: map[string]string{"content-type": "application/json"}}
 }
 
 // writeResponse writes a's frame in one write, under the write lock.
-func (fc *frameConn) writeResponse(a *ctlframe.Response) error {
+func (fc *frameConn) writeResponse(a *ctlframe.Frame) error {
 	buf := answerBufs.Get().(*bytes.Buffer)
 	defer putAnswerBuf(buf)
 	b, err := a.Append(buf.AvailableBuffer())

@@ -49,7 +49,7 @@ func dialFramed(t *testing.T, socket, head string) (*framed, *http.Response) {
 
 const upgradeHead = "Connection: Upgrade\r\nUpgrade: clawea-control/3\r\n"
 
-func (f *framed) send(t *testing.T, q *ctlframe.Request) {
+func (f *framed) send(t *testing.T, q *ctlframe.Frame) {
 	t.Helper()
 	b, err := q.Append(nil)
 	if err != nil {
@@ -60,10 +60,10 @@ func (f *framed) send(t *testing.T, q *ctlframe.Request) {
 	}
 }
 
-func (f *framed) recv(t *testing.T) *ctlframe.Response {
+func (f *framed) recv(t *testing.T) *ctlframe.Frame {
 	t.Helper()
 	_ = f.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	a, err := ctlframe.ReadResponse(f.br)
+	a, _, err := ctlframe.Read(f.br)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,24 +72,15 @@ func (f *framed) recv(t *testing.T) *ctlframe.Response {
 
 // frameReq is a request frame: a JSON body when body is not nil, the
 // capability when not "".
-func frameReq(stream uint32, method, path, capability string, body []byte) *ctlframe.Request {
-	q := &ctlframe.Request{Stream: stream, Method: method, Path: path, Body: body}
+func frameReq(stream uint32, method, path, capability string, body []byte) *ctlframe.Frame {
+	q := &ctlframe.Frame{Stream: stream, Method: method, Path: path, Body: body, Fields: map[string]string{}}
 	if capability != "" {
-		q.Fields = append(q.Fields, ctlframe.Field{Name: "Authorization", Value: "Bearer " + capability})
+		q.Fields["authorization"] = "Bearer " + capability
 	}
 	if body != nil {
-		q.Fields = append(q.Fields, ctlframe.Field{Name: "Content-Type", Value: "application/json"})
+		q.Fields["content-type"] = "application/json"
 	}
 	return q
-}
-
-func field(a *ctlframe.Response, name string) string {
-	for _, f := range a.Fields {
-		if f.Name == name {
-			return f.Value
-		}
-	}
-	return ""
 }
 
 // TestFramedTransport: a run driven over one framed connection, several
@@ -105,9 +96,9 @@ func TestFramedTransport(t *testing.T) {
 		t.Fatalf("upgrade: %d %v", resp.StatusCode, resp.Header)
 	}
 	start := selfStartTime(t)
-	check := func(q *ctlframe.Request, a *ctlframe.Response, run string) *answer.Statement {
+	check := func(q *ctlframe.Frame, a *ctlframe.Frame, run string) *answer.Statement {
 		t.Helper()
-		st, err := answer.Verify(h.id.Public, field(a, answer.HeaderStatement), field(a, answer.HeaderSignature))
+		st, err := answer.Verify(h.id.Public, a.Fields["clawea-answer-statement"], a.Fields["clawea-answer-signature"])
 		if err != nil {
 			t.Fatalf("%s %s: %d %s: %v", q.Method, q.Path, a.Status, a.Body, err)
 		}
@@ -133,7 +124,7 @@ func TestFramedTransport(t *testing.T) {
 	turn := jsonField(t, a.Body, "turn_id")
 
 	// Eight tool calls in flight at once, answered in any order.
-	reqs := map[uint32]*ctlframe.Request{}
+	reqs := map[uint32]*ctlframe.Frame{}
 	for i := range uint32(8) {
 		q := frameReq(100+i, "POST", base+"/tool-calls", capability, []byte(`{"turn_id":"`+turn+`","tool":"read","params":{"path":"f`+string(rune('a'+i))+`"}}`))
 		reqs[q.Stream] = q
@@ -155,7 +146,7 @@ func TestFramedTransport(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct {
-		q    *ctlframe.Request
+		q    *ctlframe.Frame
 		want int
 	}{
 		{frameReq(5, "GET", base+"/prompt", capability, nil), http.StatusMisdirectedRequest},
@@ -164,14 +155,14 @@ func TestFramedTransport(t *testing.T) {
 		{frameReq(5, "POST", base+"/tool-calls", "", []byte(`{}`)), http.StatusUnauthorized},
 		{frameReq(5, "POST", base+"/tool-calls", "clawea-cap-v1."+strings.Repeat("A", 43), []byte(`{}`)), http.StatusForbidden},
 		{frameReq(5, "POST", base+"/tool-calls", capability, make([]byte, maxToolCallBody+1)), http.StatusRequestEntityTooLarge},
-		{&ctlframe.Request{Stream: 5, Method: "GET", Path: "/v1/gate/policy", Fields: []ctlframe.Field{{Name: "Origin", Value: "https://evil.example"}}}, http.StatusForbidden},
-		{&ctlframe.Request{Stream: 5, Method: "GET", Path: "/v1/gate/policy", Fields: []ctlframe.Field{{Name: "Cookie", Value: "x"}}}, http.StatusBadRequest},
+		{&ctlframe.Frame{Stream: 5, Method: "GET", Path: "/v1/gate/policy", Fields: map[string]string{"origin": "https://evil.example"}}, http.StatusForbidden},
+		{&ctlframe.Frame{Stream: 5, Method: "GET", Path: "/v1/gate/policy", Fields: map[string]string{"cookie": "x"}}, http.StatusBadRequest},
 		{frameReq(5, "GET", "/v1//gate/policy", "", nil), http.StatusForbidden},
 		{frameReq(5, "GET", "/v1/nothing", "", nil), http.StatusNotFound},
 	} {
 		f.send(t, tc.q)
 		a := f.recv(t)
-		if a.Stream != 5 || a.Status != tc.want || field(a, answer.HeaderSignature) != "" {
+		if a.Stream != 5 || a.Status != tc.want || a.Fields["clawea-answer-signature"] != "" {
 			t.Fatalf("%s %s: %d %s, want %d unsigned", tc.q.Method, tc.q.Path, a.Status, a.Body, tc.want)
 		}
 		var e errorBody
@@ -199,7 +190,7 @@ func TestFramedFramingErrors(t *testing.T) {
 	socket := h.srv.cfg.ControlSocket
 	f, _ := dialFramed(t, socket, upgradeHead)
 	// A request with a control character in a field: 400 on its stream.
-	bad := []byte{0, 0, 0, 0, 1, 0, 0, 0, 9, 3, 'G', 'E', 'T', 0, 1, '/', 1, 1, 'A', 0, 1, '\n'}
+	bad := []byte{0, 0, 0, 0, 1, 0, 0, 0, 9, 3, 'G', 'E', 'T', 0, 1, '/', 1, 1, 'a', 0, 1, '\n'}
 	binary.BigEndian.PutUint32(bad, uint32(len(bad)-4))
 	f.c.Write(bad)
 	if a := f.recv(t); a.Stream != 9 || a.Status != 400 || !strings.Contains(string(a.Body), "control character") {
@@ -220,7 +211,7 @@ func TestFramedFramingErrors(t *testing.T) {
 		if a.Stream != 0 || a.Status != 400 {
 			t.Fatalf("%s: stream %d %d %s", name, a.Stream, a.Status, a.Body)
 		}
-		if _, err := ctlframe.ReadResponse(f.br); err != io.EOF {
+		if _, _, err := ctlframe.Read(f.br); err != io.EOF {
 			t.Fatalf("%s: the connection stays open (%v)", name, err)
 		}
 	}
@@ -288,7 +279,7 @@ func TestFramedConnectionSlot(t *testing.T) {
 		t.Fatalf("second upgrade: %d", resp.StatusCode)
 	}
 	_ = f.c.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := ctlframe.ReadResponse(f.br); err != io.EOF {
+	if _, _, err := ctlframe.Read(f.br); err != io.EOF {
 		t.Fatalf("the idle framed connection is still open: %v", err)
 	}
 	g.c.Close()
