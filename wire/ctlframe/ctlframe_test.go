@@ -72,7 +72,7 @@ func reqPayload(stream uint32, method, path string, fields [][2]string, body str
 	return append(b, body...)
 }
 
-func TestReadRequestRefuses(t *testing.T) {
+func TestReadRefuses(t *testing.T) {
 	ok := reqPayload(1, "GET", "/v1/gate/policy", nil, "")
 	long := binary.BigEndian.AppendUint32(nil, MaxLen+1)
 	for _, tc := range []struct {
