@@ -21,8 +21,13 @@ type framedConn struct {
 	c  net.Conn
 	br *bufio.Reader
 
-	wmu sync.Mutex // one frame written at a time
-	buf []byte     // the frame being written, under wmu
+	// wmu guards the frames encoded and not yet written (pending) and
+	// whether a caller is writing them (flushing): calls made at once go
+	// out in one write, as the attester writes its answers.
+	wmu      sync.Mutex
+	pending  []byte
+	spare    []byte
+	flushing bool
 
 	mu      sync.Mutex
 	next    uint32
@@ -111,14 +116,7 @@ func (f *framedConn) call(q *ctlframe.Frame) (*ctlframe.Frame, error) {
 	q.Stream = f.next
 	f.waiting[q.Stream] = ch
 	f.mu.Unlock()
-	f.wmu.Lock()
-	b, err := q.Append(f.buf[:0])
-	if err == nil {
-		f.buf = b
-		_, err = f.c.Write(b)
-	}
-	f.wmu.Unlock()
-	if err != nil {
+	if err := f.write(q); err != nil {
 		f.fail(err)
 		return nil, err
 	}
@@ -135,6 +133,35 @@ func (f *framedConn) call(q *ctlframe.Frame) (*ctlframe.Frame, error) {
 // capability when not "") and returns its answer.
 func (f *framedConn) do(method, path, capability string, body []byte) (*ctlframe.Frame, error) {
 	return f.call(requestFrame(method, path, capability, body))
+}
+
+// write queues q's frame and, unless another call is writing, writes what
+// is queued until nothing is.
+func (f *framedConn) write(q *ctlframe.Frame) error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	b, err := q.Append(f.pending)
+	if err != nil {
+		return err
+	}
+	f.pending = b
+	if f.flushing {
+		return nil
+	}
+	f.flushing = true
+	defer func() { f.flushing = false }()
+	for len(f.pending) > 0 {
+		buf := f.pending
+		f.pending, f.spare = f.spare[:0], nil
+		f.wmu.Unlock()
+		_, err := f.c.Write(buf)
+		f.wmu.Lock()
+		f.spare = buf[:0]
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // requestFrame is a control request's frame (its stream not yet chosen): a

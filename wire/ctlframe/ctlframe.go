@@ -265,10 +265,23 @@ func checkField(name, value string) error {
 	if len(value) > maxValue || !utf8.ValidString(value) {
 		return malformed("field %s: value not UTF-8 or over %d bytes", name, maxValue)
 	}
-	if strings.IndexFunc(value, unicode.IsControl) >= 0 {
+	if hasControl(value) {
 		return malformed("field %s: value holds a control character", name)
 	}
 	return nil
+}
+
+// hasControl reports whether v holds a control character (Unicode Cc: C0,
+// DEL, C1), checking ASCII bytes without decoding them.
+func hasControl(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == 0x7f {
+			return true
+		} else if c >= utf8.RuneSelf {
+			return strings.IndexFunc(v[i:], unicode.IsControl) >= 0
+		}
+	}
+	return false
 }
 
 // Append appends f's frame (length prefix included) to b: a request when

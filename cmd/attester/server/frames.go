@@ -107,7 +107,7 @@ func (s *Server) handleFrames(chain http.Handler) handlerFunc {
 			sw.code = http.StatusSwitchingProtocols
 		}
 		fc := &frameConn{s: s, conn: conn, br: brw.Reader, chain: chain, ctx: r.Context(),
-			remote: r.RemoteAddr, inflight: map[uint32]bool{}}
+			remote: r.RemoteAddr, inflight: map[uint32]bool{}, jobs: make(chan frameJob)}
 		fc.cond.L = &fc.mu
 		_ = conn.SetDeadline(time.Time{})
 		if _, err := conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + ctlframe.Token + "\r\n\r\n")); err != nil {
@@ -163,9 +163,18 @@ type frameConn struct {
 	cond     sync.Cond
 	inflight map[uint32]bool
 	bytes    int
-	wg       sync.WaitGroup
+	// jobs hands request frames to idle workers (work); wg counts the
+	// workers.
+	jobs chan frameJob
+	wg   sync.WaitGroup
 
-	wmu sync.Mutex // one response frame written at a time, whole
+	// wmu guards the answers encoded and not yet written (pending) and
+	// whether a handler is writing them (flushing); spare is a written
+	// buffer kept for reuse.
+	wmu      sync.Mutex
+	pending  []byte
+	spare    []byte
+	flushing bool
 }
 
 // serve reads request frames and dispatches each on its own goroutine
@@ -175,6 +184,7 @@ type frameConn struct {
 func (fc *frameConn) serve() {
 	defer fc.s.releaseConn(fc.conn)
 	err := fc.readLoop()
+	close(fc.jobs)
 	fc.wg.Wait()
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		var ne net.Error
@@ -214,16 +224,57 @@ func (fc *frameConn) readLoop() error {
 			fc.release(n, 0)
 			return fmt.Errorf("stream %d: a request on it is in flight", q.Stream)
 		}
-		fc.wg.Go(func() {
-			a := fc.dispatch(q)
-			// The stream ends before its answer is written: a client
-			// may reuse its id as soon as the answer arrives.
-			fc.release(n, q.Stream)
-			if err := fc.writeResponse(a); err != nil {
-				fc.s.log.Error("framed answer not sent", "stream", q.Stream, "err", err)
-				fc.writeError(q.Stream, httpErr(http.StatusInternalServerError, "the answer does not fit in a frame", err))
+		job := frameJob{q: q, n: n}
+		select {
+		case fc.jobs <- job: // an idle worker takes it
+		default:
+			fc.wg.Go(func() { fc.work(job) })
+		}
+	}
+}
+
+// frameJob is a request frame read and not yet answered: the frame and
+// the bytes it reserved.
+type frameJob struct {
+	q *ctlframe.Frame
+	n int
+}
+
+// workerIdle is how long a framed connection's worker waits for its next
+// request before it ends. Workers serve request after request (their
+// stacks, grown by the handler chain, are kept); a connection has at most
+// maxStreams busy ones, and starts one when none is idle.
+const workerIdle = time.Second
+
+// work serves job, then the jobs handed to it, until it has been idle for
+// workerIdle or the connection's reads end.
+func (fc *frameConn) work(job frameJob) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		fc.answer(job)
+		idle.Reset(workerIdle)
+		var ok bool
+		select {
+		case job, ok = <-fc.jobs:
+			if !ok {
+				return
 			}
-		})
+		case <-idle.C:
+			return
+		}
+	}
+}
+
+// answer serves one request frame and writes its answer.
+func (fc *frameConn) answer(job frameJob) {
+	a := fc.dispatch(job.q)
+	// The stream ends before its answer is written: a client may reuse
+	// its id as soon as the answer arrives.
+	fc.release(job.n, job.q.Stream)
+	if err := fc.writeResponse(a); err != nil {
+		fc.s.log.Error("framed answer not sent", "stream", job.q.Stream, "err", err)
+		fc.writeError(job.q.Stream, httpErr(http.StatusInternalServerError, "the answer does not fit in a frame", err))
 	}
 }
 
@@ -364,27 +415,53 @@ func errorResponse(stream uint32, err error) *ctlframe.Frame {
 	return &ctlframe.Frame{Stream: stream, Status: he.Code, Body: body.Bytes(), Fields: map[string]string{"content-type": "application/json"}}
 }
 
-// writeResponse writes a's frame in one write, under the write lock.
+// writeResponse queues a's frame and writes it, whole. The answers that
+// are ready at once (a group commit wakes many handlers) go out in one
+// write: the first handler to find no write in progress writes what is
+// queued, and goes on while more arrives; the others only queue.
 func (fc *frameConn) writeResponse(a *ctlframe.Frame) error {
-	buf := answerBufs.Get().(*bytes.Buffer)
-	defer putAnswerBuf(buf)
-	b, err := a.Append(buf.AvailableBuffer())
+	fc.wmu.Lock()
+	b, err := a.Append(fc.pending)
 	if err != nil {
+		fc.wmu.Unlock()
 		return err
 	}
-	fc.wmu.Lock()
-	defer fc.wmu.Unlock()
-	_ = fc.conn.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
-	if _, err := fc.conn.Write(b); err != nil {
-		fc.conn.Close() // the reader sees it and ends the connection
+	fc.pending = b
+	if fc.flushing {
+		fc.wmu.Unlock()
 		return nil
 	}
+	fc.flushing = true
+	for len(fc.pending) > 0 {
+		buf := fc.pending
+		fc.pending = fc.spare[:0]
+		fc.spare = nil
+		fc.wmu.Unlock()
+		_ = fc.conn.SetWriteDeadline(time.Now().Add(frameWriteTimeout))
+		_, werr := fc.conn.Write(buf)
+		fc.wmu.Lock()
+		if cap(buf) <= maxSpareWrite {
+			fc.spare = buf[:0]
+		}
+		if werr != nil {
+			// The reader sees the close and ends the connection; what
+			// is queued is dropped with it.
+			fc.conn.Close()
+			fc.pending = nil
+		}
+	}
+	fc.flushing = false
+	fc.wmu.Unlock()
 	return nil
 }
 
+// maxSpareWrite bounds the write buffer a framed connection keeps between
+// writes (a large answer's is left to the collector).
+const maxSpareWrite = 64 << 10
+
 // frameWriter is the http.ResponseWriter of a framed request: it keeps the
 // status, header and body for the response frame. It cannot be hijacked
-// or flushed, and has no read deadline to set.
+// or flushed.
 type frameWriter struct {
 	header http.Header
 	code   int
@@ -408,6 +485,12 @@ func (w *frameWriter) Write(b []byte) (int, error) {
 	}
 	return w.body.Write(b)
 }
+
+// SetReadDeadline does nothing: the request's frame was read whole before
+// it was dispatched (the frame deadline of section 9.4 bounds it). With
+// it, http.ResponseController finds the method instead of building an
+// error for each request.
+func (w *frameWriter) SetReadDeadline(time.Time) error { return nil }
 
 func (w *frameWriter) status() int {
 	if w.code == 0 {

@@ -31,6 +31,11 @@ type framed struct {
 // with the given request head (its fields, after the request line).
 func dialFramed(t *testing.T, socket, head string) (*framed, *http.Response) {
 	t.Helper()
+	return dialFramedTB(t, socket, head)
+}
+
+func dialFramedTB(t testing.TB, socket, head string) (*framed, *http.Response) {
+	t.Helper()
 	c, err := net.Dial("unix", socket)
 	if err != nil {
 		t.Fatal(err)
