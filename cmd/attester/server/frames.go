@@ -99,6 +99,13 @@ func (s *Server) handleFrames(chain http.Handler) handlerFunc {
 		if err := checkUpgrade(r); err != nil {
 			return refuse(err)
 		}
+		fc := &frameConn{s: s, chain: chain, ctx: r.Context(), remote: r.RemoteAddr,
+			inflight: map[uint32]bool{}, jobs: make(chan frameJob)}
+		fc.cond.L = &fc.mu
+		if !s.framed.add(fc, r) {
+			return refuse(httpErr(http.StatusServiceUnavailable, "the attester is shutting down", nil))
+		}
+		defer s.framed.remove(fc)
 		conn, brw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
 			return httpErr(http.StatusInternalServerError, "cannot upgrade the connection", err)
@@ -106,10 +113,15 @@ func (s *Server) handleFrames(chain http.Handler) handlerFunc {
 		if sw, ok := w.(*statusWriter); ok {
 			sw.code = http.StatusSwitchingProtocols
 		}
-		fc := &frameConn{s: s, conn: conn, br: brw.Reader, chain: chain, ctx: r.Context(),
-			remote: r.RemoteAddr, inflight: map[uint32]bool{}, jobs: make(chan frameJob)}
-		fc.cond.L = &fc.mu
 		_ = conn.SetDeadline(time.Time{})
+		fc.mu.Lock()
+		fc.conn, fc.br = conn, brw.Reader
+		stopping := fc.stopping
+		fc.mu.Unlock()
+		if stopping {
+			s.releaseConn(conn)
+			return nil
+		}
 		if _, err := conn.Write([]byte("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + ctlframe.Token + "\r\n\r\n")); err != nil {
 			s.releaseConn(conn)
 			return nil
@@ -163,6 +175,8 @@ type frameConn struct {
 	cond     sync.Cond
 	inflight map[uint32]bool
 	bytes    int
+	// stopping: the attester shuts down; no further frame is read.
+	stopping bool
 	// jobs hands request frames to idle workers (work); wg counts the
 	// workers.
 	jobs chan frameJob
@@ -186,6 +200,10 @@ func (fc *frameConn) serve() {
 	err := fc.readLoop()
 	close(fc.jobs)
 	fc.wg.Wait()
+	if errors.Is(err, errStopping) {
+		fc.writeError(0, httpErr(http.StatusServiceUnavailable, "the attester is shutting down", nil))
+		return
+	}
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		var ne net.Error
 		if !errors.As(err, &ne) {
@@ -194,6 +212,10 @@ func (fc *frameConn) serve() {
 		}
 	}
 }
+
+// errStopping ends a framed connection's reads when the attester shuts
+// down.
+var errStopping = errors.New("the attester is shutting down")
 
 // readLoop reads frames until an error: io.EOF when the peer closed the
 // connection between frames.
@@ -285,12 +307,21 @@ func (fc *frameConn) answer(job frameJob) {
 func (fc *frameConn) waitFrame() (int, error) {
 	for {
 		_ = fc.conn.SetReadDeadline(time.Now().Add(frameIdleTimeout))
+		// After the deadline is set: a stop from now on cuts the wait.
+		if fc.isStopping() {
+			return 0, errStopping
+		}
 		hdr, err := fc.br.Peek(4)
 		if err == nil {
 			return int(min(binary.BigEndian.Uint32(hdr), ctlframe.MaxLen)), nil
 		}
-		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && len(hdr) == 0 && fc.busy() {
-			continue
+		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() && len(hdr) == 0 {
+			if fc.isStopping() {
+				return 0, errStopping
+			}
+			if fc.busy() {
+				continue
+			}
 		}
 		if len(hdr) > 0 && errors.Is(err, io.EOF) {
 			return 0, io.ErrUnexpectedEOF
@@ -342,6 +373,69 @@ func (fc *frameConn) isInFlight(stream uint32) bool {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	return fc.inflight[stream]
+}
+
+func (fc *frameConn) isStopping() bool {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return fc.stopping
+}
+
+// stop makes the reader end: no further frame is read; the requests in
+// flight are answered, then the connection closes (serve).
+func (fc *frameConn) stop() {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	fc.stopping = true
+	if fc.conn != nil {
+		_ = fc.conn.SetReadDeadline(time.Now())
+	}
+}
+
+// framedConns are a Server's framed connections, which net/http's
+// Shutdown does not see (they were hijacked): when an http.Server that
+// accepted one shuts down, every one stops reading, answers what is in
+// flight and closes, and no new one is accepted.
+type framedConns struct {
+	mu       sync.Mutex
+	conns    map[*frameConn]struct{}
+	hooked   map[*http.Server]bool
+	stopping bool
+}
+
+// add records fc, upgraded by r, and registers stop with r's http.Server
+// once; false when the attester is shutting down.
+func (f *framedConns) add(fc *frameConn, r *http.Request) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopping {
+		return false
+	}
+	if f.conns == nil {
+		f.conns, f.hooked = map[*frameConn]struct{}{}, map[*http.Server]bool{}
+	}
+	if hs, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && !f.hooked[hs] {
+		f.hooked[hs] = true
+		hs.RegisterOnShutdown(f.stop)
+	}
+	f.conns[fc] = struct{}{}
+	return true
+}
+
+func (f *framedConns) remove(fc *frameConn) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.conns, fc)
+}
+
+// stop stops every framed connection and refuses new ones.
+func (f *framedConns) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopping = true
+	for fc := range f.conns {
+		fc.stop()
+	}
 }
 
 func (fc *frameConn) busy() bool {

@@ -294,3 +294,39 @@ func TestFramedConnectionSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestFramedShutdown: when the http.Server that accepted a framed
+// connection shuts down, the connection stops reading, says so on stream 0
+// (503) and closes; a new upgrade is refused.
+func TestFramedShutdown(t *testing.T) {
+	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
+	h := newTestServer(t, p.Trusted)
+	socket := h.srv.cfg.ControlSocket + ".3"
+	ln, err := ListenControlSocket(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h.srv.ControlHandler(), ConnContext: control.ConnContext, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close(); ln.Close() })
+	f, resp := dialFramed(t, socket, upgradeHead)
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("upgrade: %d", resp.StatusCode)
+	}
+	f.send(t, frameReq(1, "GET", "/v1/gate/policy", "", nil))
+	if a := f.recv(t); a.Status != 200 {
+		t.Fatalf("%d %s", a.Status, a.Body)
+	}
+	if err := hs.Shutdown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if a := f.recv(t); a.Stream != 0 || a.Status != http.StatusServiceUnavailable {
+		t.Fatalf("after shutdown: stream %d %d %s", a.Stream, a.Status, a.Body)
+	}
+	if _, _, err := ctlframe.Read(f.br); err != io.EOF {
+		t.Fatalf("the connection stays open: %v", err)
+	}
+	if !h.srv.framed.stopping {
+		t.Fatal("new framed connections are still accepted")
+	}
+}

@@ -46,6 +46,8 @@ type Server struct {
 	// slot until releaseConn.
 	limMu    sync.Mutex
 	limiters []*ConnLimiter
+	// framed are the framed control connections (frames.go).
+	framed framedConns
 }
 
 // Wrap serves svc; reg is the registry /metrics serves, which svc's
