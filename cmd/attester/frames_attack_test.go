@@ -86,6 +86,14 @@ func (r *framedRun) toolCall(t *testing.T, tool string) *ctlframe.Frame {
 	return ans
 }
 
+// rawToolCall is the bytes of a read tool call of the run on stream.
+func (r *framedRun) rawToolCall(stream uint32) []byte {
+	q := requestFrame("POST", "/v1/runs/"+r.rn.id+"/tool-calls", r.rn.capability, toolCall(r.turn, "read"))
+	q.Stream = stream
+	b, _ := q.Append(nil)
+	return b
+}
+
 // rawFramed is an upgraded connection the test writes bytes to by hand.
 func rawFramed(t *testing.T, socket string) (net.Conn, *bufio.Reader) {
 	t.Helper()
@@ -183,9 +191,7 @@ func TestFramedReplayAgainstTheBinary(t *testing.T) {
 	// a few times, since a first request answered before the second is
 	// read makes the second a legitimate reuse.
 	audit0 := a.auditCount(t, r.rn)
-	q := requestFrame("POST", path, r.rn.capability, toolCall(r.turn, "read"))
-	q.Stream = 7
-	one, _ := q.Append(nil)
+	one := r.rawToolCall(7)
 	refused, sent := false, 0
 	for try := 0; try < 5 && !refused; try++ {
 		c, br := rawFramed(t, a.socket)
@@ -240,9 +246,7 @@ func TestFramedBadFramesAgainstTheBinary(t *testing.T) {
 	a, pf := startWithPack(t, nil)
 	r := newFramedRun(t, a, pf)
 	audit0 := a.auditCount(t, r.rn)
-	q := requestFrame("POST", "/v1/runs/"+r.rn.id+"/tool-calls", r.rn.capability, toolCall(r.turn, "read"))
-	q.Stream = 1
-	valid, _ := q.Append(nil)
+	valid := r.rawToolCall(1)
 	over := binary.BigEndian.AppendUint32(nil, ctlframe.MaxLen+1)
 	over = append(over, valid[4:]...)
 	garbage := []byte("GET /v1/gate/policy HTTP/1.1\r\nHost: attester\r\n\r\n")
@@ -279,9 +283,7 @@ func TestFramedUpgradeOnTCPAgainstTheBinary(t *testing.T) {
 	a, pf := startWithPack(t, nil)
 	r := newFramedRun(t, a, pf)
 	audit0 := a.auditCount(t, r.rn)
-	q := requestFrame("POST", "/v1/runs/"+r.rn.id+"/tool-calls", r.rn.capability, toolCall(r.turn, "read"))
-	q.Stream = 1
-	frame, _ := q.Append(nil)
+	frame := r.rawToolCall(1)
 	c, err := net.Dial("tcp", strings.TrimPrefix(a.public, "http://"))
 	if err != nil {
 		t.Fatal(err)

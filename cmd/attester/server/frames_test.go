@@ -255,16 +255,9 @@ func TestFramedUpgradeRefusals(t *testing.T) {
 func TestFramedConnectionSlot(t *testing.T) {
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	h := newTestServer(t, p.Trusted)
-	socket := h.srv.cfg.ControlSocket + ".2"
-	ln, err := ListenControlSocket(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cl := h.srv.ConnLimiter("test")
 	cl.max = 1
-	hs := &http.Server{Handler: h.srv.ControlHandler(), ConnContext: control.ConnContext, ConnState: cl.ConnState, ReadHeaderTimeout: 5 * time.Second}
-	go hs.Serve(cl.Listener(ln))
-	t.Cleanup(func() { hs.Close(); ln.Close() })
+	socket, _ := serveControl(t, h, ".2", cl)
 	held := func() int {
 		cl.mu.Lock()
 		defer cl.mu.Unlock()
@@ -301,14 +294,7 @@ func TestFramedConnectionSlot(t *testing.T) {
 func TestFramedShutdown(t *testing.T) {
 	p := packtest.Build(t, packtest.Params(t, "min.params.json"), promptpack.BuildOptions{})
 	h := newTestServer(t, p.Trusted)
-	socket := h.srv.cfg.ControlSocket + ".3"
-	ln, err := ListenControlSocket(socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: h.srv.ControlHandler(), ConnContext: control.ConnContext, ReadHeaderTimeout: 5 * time.Second}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close(); ln.Close() })
+	socket, hs := serveControl(t, h, ".3", nil)
 	f, resp := dialFramed(t, socket, upgradeHead)
 	if resp.StatusCode != http.StatusSwitchingProtocols {
 		t.Fatalf("upgrade: %d", resp.StatusCode)
@@ -329,4 +315,24 @@ func TestFramedShutdown(t *testing.T) {
 	if !h.srv.framed.stopping {
 		t.Fatal("new framed connections are still accepted")
 	}
+}
+
+// serveControl serves h's control API on a second socket (the first one's
+// path and suffix), through cl when not nil, and returns its path and
+// server.
+func serveControl(t *testing.T, h *harness, suffix string, cl *ConnLimiter) (string, *http.Server) {
+	t.Helper()
+	socket := h.srv.cfg.ControlSocket + suffix
+	ln, err := ListenControlSocket(socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: h.srv.ControlHandler(), ConnContext: control.ConnContext, ReadHeaderTimeout: 5 * time.Second}
+	var l net.Listener = ln
+	if cl != nil {
+		hs.ConnState, l = cl.ConnState, cl.Listener(ln)
+	}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close(); ln.Close() })
+	return socket, hs
 }
