@@ -191,10 +191,11 @@ type frameConn struct {
 	flushing bool
 }
 
-// serve reads request frames and dispatches each on its own goroutine
-// until the connection ends or breaks the framing; then it waits for the
-// requests in flight to be answered, sends the connection's last word
-// (a stream 0 answer) if the framing broke, and closes the connection.
+// serve reads request frames and hands each to a worker until the
+// connection ends, breaks the framing or the attester stops; then it waits
+// for the requests in flight to be answered, sends the connection's last
+// word (a stream 0 answer) if the framing broke or the attester stops, and
+// closes the connection.
 func (fc *frameConn) serve() {
 	defer fc.s.releaseConn(fc.conn)
 	err := fc.readLoop()
