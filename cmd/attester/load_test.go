@@ -712,6 +712,12 @@ func TestControlLoad(t *testing.T) {
 		creates = append(creates, open[tr].creates...)
 	}
 	slices.Sort(creates)
+	if h, f := closed["http"], closed["frames"]; h != nil && f != nil {
+		rate := func(r *loadResult) float64 { return float64(r.acked) / r.elapsed.Seconds() }
+		perDecision := func(cl *transportLoad) float64 { return cl.srvCPU.Seconds() / float64(max(cl.res.acked, 1)) }
+		t.Logf("frames over http, same run: closed-loop rate x%.2f, attester CPU per decision x%.2f; open-loop p99 %v vs %v",
+			rate(f.res)/rate(h.res), perDecision(f)/perDecision(h), loadstat.Percentile(open["frames"].latencies, 990), loadstat.Percentile(open["http"].latencies, 990))
+	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	t.Logf("open loop: a raw write+fsync in the same directory p50 %v, p99 %v", loadstat.Percentile(fsyncLat, 500), loadstat.Percentile(fsyncLat, 990))
 	t.Logf("runs replaced in the background (a new run and its first turn, while the others' calls go on): %d, p50 %v, max %v",
