@@ -142,8 +142,8 @@ func (s *Service) Close() {
 // Config is the configuration the service runs with.
 func (s *Service) Config() *Config { return s.cfg }
 
-// Status is what the service reports about itself at one moment.
-type Status struct {
+// serviceStatus is what the service reports about itself at one moment.
+type serviceStatus struct {
 	// Platform names the platform the attester quotes with; Simulated says
 	// whether its evidence is simulated (the simulated platform, or a TPM
 	// reached over TCP).
@@ -157,9 +157,9 @@ type Status struct {
 
 // Status reports the service's platform, gate policy and open runs (cheap
 // to read: AuditHealthy, which takes the audit log's lock, is apart).
-func (s *Service) Status() Status {
+func (s *Service) Status() serviceStatus {
 	platform, simulated := s.platformName()
-	return Status{Platform: platform, Simulated: simulated, PolicyHash: s.gate.PolicyHash(), OpenRuns: s.runs.open()}
+	return serviceStatus{Platform: platform, Simulated: simulated, PolicyHash: s.gate.PolicyHash(), OpenRuns: s.runs.open()}
 }
 
 // AuditHealthy reports why the gate cannot record decisions, or nil: while

@@ -1,9 +1,9 @@
 package gate
 
-// Enforcement is what the gate enforces for one agent's runs: the facts a
+// enforcement is what the gate enforces for one agent's runs: the facts a
 // sensitive admission policy's run-time obligations ask about
 // (docs/spec/admission-policy-v1.md section 7).
-type Enforcement struct {
+type enforcement struct {
 	// VerificationEnforced: the turn-scoped verification gate applies to
 	// the agent's runs (enforceVerification on, at least one gated tool).
 	VerificationEnforced bool
@@ -19,9 +19,9 @@ type Enforcement struct {
 // EnforcementFor returns what the gate enforces for runs of agent (an id
 // as CheckAgentID returns it; an agent without its own entry gets the
 // defaults, as Decide does).
-func (g *Gate) EnforcementFor(agent string) Enforcement {
+func (g *Gate) EnforcementFor(agent string) enforcement {
 	p := g.policyFor(agent)
-	return Enforcement{
+	return enforcement{
 		VerificationEnforced: p.enforce && p.gated != nil && (len(p.gated.exact) > 0 || len(p.gated.globs) > 0),
 		FailModeDeny:         !p.verifier.enabled || p.verifier.failMode == failDeny,
 		Development:          g.cfg.Development,

@@ -7,24 +7,24 @@ func TestEnforcementFor(t *testing.T) {
 	for _, tc := range []struct {
 		name, doc, agent string
 		dev              bool
-		want             Enforcement
+		want             enforcement
 	}{
-		{"defaults", `{}`, "main", false, Enforcement{FailModeDeny: true}},
+		{"defaults", `{}`, "main", false, enforcement{FailModeDeny: true}},
 		{"enforced", `{"agents":{"defaults":{"sig":{"enforceVerification":true}}}}`, "main", false,
-			Enforcement{VerificationEnforced: true, FailModeDeny: true}},
+			enforcement{VerificationEnforced: true, FailModeDeny: true}},
 		{"enforced, nothing gated", `{"agents":{"defaults":{"sig":{"enforceVerification":true,"gatedTools":[]}}}}`, "main", false,
-			Enforcement{FailModeDeny: true}},
+			enforcement{FailModeDeny: true}},
 		{"verifier fail open", `{"tools":{"verifier":{"enabled":true,"failMode":"allow",` + hook + `}}}`, "main", false,
-			Enforcement{}},
+			enforcement{}},
 		{"verifier fail closed", `{"tools":{"verifier":{"enabled":true,"failMode":"deny",` + hook + `}}}`, "main", false,
-			Enforcement{FailModeDeny: true}},
+			enforcement{FailModeDeny: true}},
 		{"agent turns enforcement on and fail mode to deny", `{"tools":{"verifier":{"enabled":true,"failMode":"allow",` + hook + `}},
 			"agents":{"list":[{"id":"ops","sig":{"enforceVerification":true},"tools":{"verifier":{"failMode":"deny"}}}]}}`, "ops", false,
-			Enforcement{VerificationEnforced: true, FailModeDeny: true}},
+			enforcement{VerificationEnforced: true, FailModeDeny: true}},
 		{"another agent keeps the defaults", `{"tools":{"verifier":{"enabled":true,"failMode":"allow",` + hook + `}},
 			"agents":{"list":[{"id":"ops","sig":{"enforceVerification":true},"tools":{"verifier":{"failMode":"deny"}}}]}}`, "main", false,
-			Enforcement{}},
-		{"development", `{}`, "main", true, Enforcement{FailModeDeny: true, Development: true}},
+			enforcement{}},
+		{"development", `{}`, "main", true, enforcement{FailModeDeny: true, Development: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := newTestGate(t, mustParse(t, tc.doc, ParseOptions{Development: tc.dev}))

@@ -69,6 +69,8 @@ func runHelper(mode string) int {
 		b, _ := io.ReadAll(resp.Body)
 		fmt.Printf("%d %s\n", resp.StatusCode, b)
 		return 0
+	case "steal-framed":
+		return stealFramed()
 	case "splice":
 		ln, err := net.Listen("unix", os.Getenv("CLAWEA_LISTEN"))
 		if err != nil {

@@ -39,9 +39,9 @@ const (
 //go:embed sevsnp_cert_chain.pem
 var sevsnpChainPEM []byte
 
-// SEVSNPRoot is one pinnable simulated AMD root: an ARK and the ASK it
+// sevSNPRoot is one pinnable simulated AMD root: an ARK and the ASK it
 // certifies, for one product line.
-type SEVSNPRoot struct {
+type sevSNPRoot struct {
 	ProductLine string
 	ARK         *x509.Certificate
 	ASK         *x509.Certificate
@@ -50,12 +50,12 @@ type SEVSNPRoot struct {
 // SEVSNPRoots returns freshly parsed simulated SEV-SNP roots. It returns nil
 // (so a verifier trusts nothing) if the embedded certificates do not parse or
 // do not match their pinned digests, which tests rule out.
-func SEVSNPRoots() []SEVSNPRoot {
+func SEVSNPRoots() []sevSNPRoot {
 	ask, ark, ok := parseChain(sevsnpChainPEM)
 	if !ok {
 		return nil
 	}
-	return []SEVSNPRoot{{ProductLine: SEVSNPProductLine, ARK: ark, ASK: ask}}
+	return []sevSNPRoot{{ProductLine: SEVSNPProductLine, ARK: ark, ASK: ask}}
 }
 
 // SEVSNPCertChainPEM returns a copy of the simulated ASK and ARK as PEM (ASK

@@ -54,24 +54,24 @@ var (
 
 // VerifyOpts relaxes Verify. The zero value is the strictest.
 type VerifyOpts struct {
-	// TrustedAKNames are the TPM Names (Verified.AKName form) of attestation
+	// TrustedAKNames are the TPM Names (verified.AKName form) of attestation
 	// keys whose provenance the caller has established: certified through
 	// the EK (credential activation at enrollment) or pinned by the
 	// operator. The AK must be one of them.
 	TrustedAKNames [][]byte
 	// AllowUntrustedAK accepts any AK. The result then only shows that some
 	// key with TPM attestation-key attributes signed the quote, not that a
-	// TPM did: for tests and for enrollment that pins Verified.AKName. It
+	// TPM did: for tests and for enrollment that pins verified.AKName. It
 	// must not be combined with TrustedAKNames.
 	AllowUntrustedAK bool
 	// AllowSimulated accepts evidence marked Simulated (swtpm in tests).
 	AllowSimulated bool
 }
 
-// Verified is what Verify established. Every field was computed from the
+// verified is what Verify established. Every field was computed from the
 // exact bytes that the AK signature covers (or, for PCRs, whose digest it
 // covers).
-type Verified struct {
+type verified struct {
 	// AKPublic is the parsed attestation key; AKName its TPM Name.
 	AKPublic *Public
 	AKName   []byte
@@ -96,7 +96,7 @@ type Verified struct {
 //
 // It does not check the EK certificate or the event log, and establishes AK
 // provenance only through TrustedAKNames.
-func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Verified, error) {
+func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*verified, error) {
 	if opts.AllowUntrustedAK == (len(opts.TrustedAKNames) > 0) {
 		return nil, fmt.Errorf("%w: set exactly one of TrustedAKNames and AllowUntrustedAK", ErrOptions)
 	}
@@ -176,7 +176,7 @@ func Verify(ev *evidence.Evidence, rd evidence.ReportData, opts VerifyOpts) (*Ve
 	if subtle.ConstantTimeCompare(att.PCRDigest, d[:]) != 1 {
 		return nil, fmt.Errorf("%w: digest differs", ErrPCRMismatch)
 	}
-	return &Verified{AKPublic: ak, AKName: name, Attest: att, PCRs: pcrs, Simulated: ev.Simulated}, nil
+	return &verified{AKPublic: ak, AKName: name, Attest: att, PCRs: pcrs, Simulated: ev.Simulated}, nil
 }
 
 // verifySignature checks sig, made by ak's scheme, over SHA-256(msg).

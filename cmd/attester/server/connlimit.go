@@ -14,7 +14,8 @@ import (
 // a new connection arrives at the limit, the oldest idle keep-alive
 // connection is closed to make room; when none is idle (every slot is in a
 // request, or still sending its headers), the new connection is closed at
-// once instead of queueing. Slow senders lose their slot at the header or
+// once instead of queueing. A connection taken over from net/http keeps
+// its slot until Server.releaseConn. Slow senders lose their slot at the header or
 // body deadline, so a flood delays other callers by at most that long and
 // never holds the process's memory or file descriptors beyond the limit.
 type ConnLimiter struct {
@@ -48,7 +49,55 @@ func NewConnLimiter(max int) *ConnLimiter {
 func (s *Server) ConnLimiter(listener string) *ConnLimiter {
 	cl := NewConnLimiter(s.cfg.MaxConnections)
 	cl.refusedMetric = s.metrics.connRefused.WithLabelValues(listener)
+	s.limMu.Lock()
+	s.limiters = append(s.limiters, cl)
+	s.limMu.Unlock()
 	return cl
+}
+
+// eachLimiter calls f with each of s's limiters.
+func (s *Server) eachLimiter(f func(*ConnLimiter)) {
+	s.limMu.Lock()
+	ls := s.limiters
+	s.limMu.Unlock()
+	for _, cl := range ls {
+		f(cl)
+	}
+}
+
+// releaseConn closes a connection taken over from net/http (Hijack) and
+// frees its slot.
+func (s *Server) releaseConn(c net.Conn) {
+	c.Close()
+	s.eachLimiter(func(cl *ConnLimiter) { cl.remove(c) })
+}
+
+// connBusy marks a framed connection as serving requests (busy) or
+// waiting for one (idle: the oldest such may be closed to make room, like
+// an idle keep-alive connection).
+func (s *Server) connBusy(c net.Conn, busy bool) {
+	s.eachLimiter(func(cl *ConnLimiter) {
+		v, ok := cl.conns.Load(c)
+		if !ok {
+			return
+		}
+		slot := v.(*connSlot)
+		if busy {
+			slot.state.Store(int32(http.StateActive))
+			return
+		}
+		slot.since.Store(cl.seq.Add(1))
+		slot.state.Store(int32(http.StateIdle))
+	})
+}
+
+// remove frees c's slot, if it holds one.
+func (cl *ConnLimiter) remove(c net.Conn) {
+	cl.mu.Lock()
+	if _, ok := cl.conns.LoadAndDelete(c); ok {
+		cl.n--
+	}
+	cl.mu.Unlock()
 }
 
 // Listener wraps l: Accept returns only connections that got a slot.
@@ -64,12 +113,12 @@ func (cl *ConnLimiter) ConnState(c net.Conn, s http.ConnState) {
 	}
 	slot := v.(*connSlot)
 	switch s {
-	case http.StateClosed, http.StateHijacked:
-		cl.mu.Lock()
-		if _, ok := cl.conns.LoadAndDelete(c); ok {
-			cl.n--
-		}
-		cl.mu.Unlock()
+	case http.StateClosed:
+		cl.remove(c)
+	case http.StateHijacked:
+		// The handler that took it over frees the slot when it closes it
+		// (Server.releaseConn); until then it is busy.
+		slot.state.Store(int32(http.StateActive))
 	case http.StateIdle:
 		slot.since.Store(cl.seq.Add(1))
 		slot.state.Store(int32(s))

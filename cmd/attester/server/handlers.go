@@ -160,7 +160,7 @@ func (s *Server) handlePrompt(w http.ResponseWriter, r *http.Request, q *runRequ
 		if err != nil {
 			return err
 		}
-		return servePrompt(w, prompt, hash, sa.Statement, sa.Signature)
+		return s.servePrompt(w, prompt, hash, sa.Statement, sa.Signature)
 	})
 }
 

@@ -23,7 +23,7 @@ const promptWriteTimeout = 30 * time.Second
 // section 2.1). The response is HTTP/1.1 with Content-Length and
 // Connection: close. The caller holds the run's lock, so the buffer cannot
 // be destroyed while it is written.
-func servePrompt(w http.ResponseWriter, prompt *sealed.Buffer, hash string, statement, signature []byte) error {
+func (s *Server) servePrompt(w http.ResponseWriter, prompt *sealed.Buffer, hash string, statement, signature []byte) error {
 	b := prompt.Bytes()
 	if b == nil {
 		return httpErr(http.StatusGone, "run closed", nil)
@@ -32,7 +32,7 @@ func servePrompt(w http.ResponseWriter, prompt *sealed.Buffer, hash string, stat
 	if err != nil {
 		return httpErr(http.StatusInternalServerError, "cannot serve the prompt", err)
 	}
-	defer conn.Close()
+	defer s.releaseConn(conn)
 	// The connection is ours now: nothing may be written through w, so
 	// the status is recorded for the metrics and logs directly.
 	if sw, ok := w.(*statusWriter); ok {

@@ -41,6 +41,13 @@ type Server struct {
 	metrics *metrics
 	ready   atomic.Bool
 	uploads *budget
+	// limiters are the listeners' connection limiters (ConnLimiter): a
+	// connection taken over from net/http (the prompt, frames) keeps its
+	// slot until releaseConn.
+	limMu    sync.Mutex
+	limiters []*ConnLimiter
+	// framed are the framed control connections (frames.go).
+	framed framedConns
 }
 
 // Wrap serves svc; reg is the registry /metrics serves, which svc's
@@ -84,6 +91,10 @@ func (s *Server) ControlHandler() http.Handler {
 		return nil
 	}))
 	s.fallback(mux)
+	// Framed requests (frames.go) pass the same checks and routes, but
+	// for the routes served only over HTTP.
+	framed := s.wrapUID(s.cleanPathsOnly(s.framedOnly(mux)))
+	mux.Handle("GET "+framesPath, s.wrap("frames", s.handleFrames(framed)))
 	return s.wrapUID(s.cleanPathsOnly(mux))
 }
 
@@ -123,7 +134,7 @@ func (s *Server) PublicHandler() http.Handler {
 	ctl := s.wrap("control_on_tcp", func(w http.ResponseWriter, r *http.Request) error {
 		return refuse(httpErr(http.StatusForbidden, "the control API is served only on the control socket", nil))
 	})
-	for _, p := range []string{"/v1/runs", "/v1/runs/", "/v1/audit", "/v1/audit/", "/v1/gate/"} {
+	for _, p := range []string{"/v1/runs", "/v1/runs/", "/v1/audit", "/v1/audit/", "/v1/gate/", framesPath} {
 		mux.Handle(p, ctl)
 	}
 	s.fallback(mux)

@@ -56,9 +56,9 @@ type PCSOptions struct {
 	RevokePCK bool
 }
 
-// PCSCollateral is what Intel PCS serves for a platform: response bodies and
+// pcsCollateral is what Intel PCS serves for a platform: response bodies and
 // the PEM issuer chains it sends in headers.
-type PCSCollateral struct {
+type pcsCollateral struct {
 	TCBInfo, TCBInfoIssuerChain       []byte
 	QEIdentity, QEIdentityIssuerChain []byte
 	PCKCRL, PCKCRLIssuerChain         []byte
@@ -126,7 +126,7 @@ type enclaveIdentity struct {
 }
 
 // PCSCollateral returns TEST ONLY collateral for this QE's quotes.
-func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
+func (q *QE) PCSCollateral(o PCSOptions) (*pcsCollateral, error) {
 	if o.Issued.IsZero() {
 		return nil, fmt.Errorf("fakeqe: PCSOptions.Issued is required")
 	}
@@ -135,7 +135,7 @@ func (q *QE) PCSCollateral(o PCSOptions) (*PCSCollateral, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &PCSCollateral{TCBInfoIssuerChain: chain, QEIdentityIssuerChain: chain}
+	c := &pcsCollateral{TCBInfoIssuerChain: chain, QEIdentityIssuerChain: chain}
 	if c.TCBInfo, err = signedBody(signKey, "tcbInfo", q.tdxTCBInfo(o, issued, next)); err != nil {
 		return nil, err
 	}
@@ -289,7 +289,7 @@ func (q *QE) qeIdentity(o PCSOptions, issued, next time.Time) enclaveIdentity {
 
 // crls issues the PCK CRL (revoking the PCK leaf with revokePCK) and the
 // root CA CRL into c.
-func (h *Hierarchy) crls(c *PCSCollateral, revokePCK bool, issued, next time.Time) error {
+func (h *Hierarchy) crls(c *pcsCollateral, revokePCK bool, issued, next time.Time) error {
 	inter, err := x509.ParseCertificate(h.chainDER[1])
 	if err != nil {
 		return fmt.Errorf("fakeqe: intermediate: %w", err)
