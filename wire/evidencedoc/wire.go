@@ -108,7 +108,8 @@ var platformRules = map[string]platformRule{
 // that form (so alg none, HS256, crit, jwk, b64 and every other parameter
 // are refused); a kid other than key's did:key; a bad signature; a payload
 // that is not the canonical JSON.stringify form of a known document version
-// with only known members; and any field outside its limits.
+// with only known members; and any field outside its limits. The
+// Document's JWS is jws itself (see Document.JWS).
 func Parse(jws []byte, key ed25519.PublicKey) (*Document, error) {
 	if len(jws) > MaxJWSBytes {
 		return nil, fmt.Errorf("%w: jws is %d bytes, limit %d", ErrTooLarge, len(jws), MaxJWSBytes)
@@ -258,7 +259,7 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 		d.context = w.keyJSON
 	}
 	d.AttesterKey = append(ed25519.PublicKey(nil), key...)
-	d.JWS = append([]byte(nil), jws...)
+	d.JWS = jws[:len(jws):len(jws)]
 	return d, nil
 }
 
