@@ -266,11 +266,13 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 // payloadTree parses a payload (in the canonical form only, when
 // canonical) and checks what decides its version: an object whose first
 // member is evidence_version, this package's version. A canonical payload
-// is read with OneCopy: its strings share one copy of it, and the exact
-// bytes of the evidence context (contextFrom) are that copy's text, not
-// encoded again.
+// is read with Borrow: its strings are substrings of payload itself, and
+// the exact bytes of the evidence context (contextFrom) are its text, not
+// encoded again. Parse owns payload (split decoded it) and nothing
+// writes to it afterwards, which is Borrow's condition; the Document's
+// strings keep it alive, about the size of the copy OneCopy made.
 func payloadTree(payload []byte, canonical bool) (*pohjson.Value, error) {
-	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: canonical, OneCopy: canonical})
+	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: canonical, Borrow: canonical})
 	if errors.Is(err, pohjson.ErrNotCanonical) {
 		return nil, errNotCanonical
 	}
