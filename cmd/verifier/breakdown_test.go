@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
-	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"strings"
 	"testing"
@@ -32,12 +32,21 @@ const proofBundleEnvelopeSchema = "https://schemas.clawbureau.org/claw.poh.proof
 type costPart struct {
 	name string
 	do   func() error
-	noGC bool // measured with the garbage collector off
 }
 
-// breakdownRounds is how many times costBreakdown measures every part,
-// each time one after the other.
-const breakdownRounds = 7
+// costBreakdown measures every part in rounds of breakdownCalls calls
+// each (at least breakdownMinRounds rounds), one part after the other.
+const (
+	breakdownCalls     = 100
+	breakdownMinRounds = 7
+)
+
+// breakdownRounds is the rounds and the calls per round for n calls of
+// each part in all.
+func breakdownRounds(n int) (rounds, per int) {
+	rounds = max(breakdownMinRounds, n/breakdownCalls)
+	return rounds, max(n/rounds, 50)
+}
 
 // partCost is one part's CPU per call in each round.
 type partCost []time.Duration
@@ -45,39 +54,52 @@ type partCost []time.Duration
 // med is the part's median CPU per call over the rounds.
 func (c partCost) med() time.Duration { return median(c) }
 
+// gcCPU is the runtime's estimate of the CPU time its garbage collector
+// has spent (runtime/metrics /cpu/classes/gc/total, brought up to date
+// at each collection): over many collections, the collector's cost of
+// whatever ran meanwhile, since what allocates triggers them.
+func gcCPU() time.Duration {
+	s := []rtmetrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	rtmetrics.Read(s)
+	if s[0].Value.Kind() != rtmetrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
+}
+
 func median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
 }
 
-// measureRounds measures every part in breakdownRounds rounds of n calls
-// in all, each round running every part in turn, the way TestLoad
+// measureRounds measures every part in rounds of about n calls in all
+// (breakdownRounds), each round running every part in turn, the way TestLoad
 // measures the baseline (as many goroutines as CPUs, process CPU time per
 // call). A part measured once, minutes away from the whole it is
 // subtracted from, carries the drift of a shared host between the two
-// (the "everything not listed" line once read 0.42 ms where side by side
-// it is under 0.1 ms); measured in the same rounds, the parts and the
-// whole drift alike, and the median of each hides a round the host
-// disturbed.
-func measureRounds(t *testing.T, n int, parts []costPart) []partCost {
+// (the "everything not listed" line read 0.42 ms in the lead's run on
+// main and 0.08 ms in one here the same day, same code); measured in the
+// same short rounds, the parts and the whole drift alike, and the median
+// of each hides a round the host disturbed.
+// It also returns each part's collector CPU per call over all rounds
+// (gcCPU).
+func measureRounds(t *testing.T, n int, parts []costPart) ([]partCost, []time.Duration) {
 	t.Helper()
 	procs := runtime.GOMAXPROCS(0)
-	per := max(n/breakdownRounds, 50)
-	out := make([]partCost, len(parts))
-	for range breakdownRounds {
+	rounds, per := breakdownRounds(n)
+	out, gc := make([]partCost, len(parts)), make([]time.Duration, len(parts))
+	for range rounds {
 		for i, p := range parts {
-			if p.noGC {
-				old := debug.SetGCPercent(-1)
-				out[i] = append(out[i], measure(t, per, procs, p.do).cpuPerOp())
-				debug.SetGCPercent(old)
-				runtime.GC() // the garbage, outside any measurement
-				continue
-			}
+			gc0 := gcCPU()
 			out[i] = append(out[i], measure(t, per, procs, p.do).cpuPerOp())
+			gc[i] += gcCPU() - gc0
 		}
 	}
-	return out
+	for i := range gc {
+		gc[i] /= time.Duration(rounds * per)
+	}
+	return out, gc
 }
 
 // costBreakdown measures, in the same run and the same way as the
@@ -198,9 +220,8 @@ func costBreakdown(t *testing.T, e *env, n int, platformOnce, floorOnce func() e
 		}
 		return nil
 	}})
-	iNoGC := len(parts)
-	parts = append(parts, costPart{name: "verify.Verify, collector off", do: parts[iVerify].do, noGC: true})
-	costs := measureRounds(t, n, parts)
+	costs, gc := measureRounds(t, n, parts)
+	_, per := breakdownRounds(n)
 	base, floor, verifyCPU := costs[iPlatform].med(), costs[iFloor].med(), costs[iVerify].med()
 	ed := (floor - base) / 3
 	x := func(d time.Duration) string { return fmt.Sprintf("%.3f ms (%.2fx)", ms(d), ms(d)/ms(base)) }
@@ -208,7 +229,7 @@ func costBreakdown(t *testing.T, e *env, n int, platformOnce, floorOnce func() e
 	fmt.Fprintf(&sb, "cost above the floor, full request (CPU per verification; each part run alone, all in %d interleaved rounds of %d calls, medians; x: over platform-only in these rounds):\n"+
 		"  service %s = verify.Verify %s + HTTP, request parse, EAR and response %s (the EAR alone, issued and signed: %s)\n"+
 		"  verify.Verify = platform-only %s + three Ed25519 %s + the rest %s, made of:\n",
-		breakdownRounds, max(n/breakdownRounds, 50), x(service), x(verifyCPU), x(service-verifyCPU), x(costs[iEAR].med()),
+		len(costs[iVerify]), per, x(service), x(verifyCPU), x(service-verifyCPU), x(costs[iEAR].med()),
 		x(base), x(floor-base), x(verifyCPU-floor))
 	for i := iDocs; i < iChecks; i++ {
 		fmt.Fprintf(&sb, "    %s, less one Ed25519 (the floor's mean, %.3f ms): %s\n", parts[i].name, ms(ed), x(costs[i].med()-ed))
@@ -221,7 +242,8 @@ func costBreakdown(t *testing.T, e *env, n int, platformOnce, floorOnce func() e
 	// alone; it splits into what running them in sequence adds (the
 	// sequence less the parts alone) and Verify's own steps (Verify less
 	// the sequence).
-	rest, together, own, gc := make(partCost, breakdownRounds), make(partCost, breakdownRounds), make(partCost, breakdownRounds), make(partCost, breakdownRounds)
+	rounds := len(costs[iVerify])
+	rest, together, own := make(partCost, rounds), make(partCost, rounds), make(partCost, rounds)
 	for r := range rest {
 		alone := costs[iPlatform][r]
 		for i := iDocs; i < iSeq; i++ {
@@ -230,14 +252,20 @@ func costBreakdown(t *testing.T, e *env, n int, platformOnce, floorOnce func() e
 		rest[r] = costs[iVerify][r] - alone
 		together[r] = costs[iSeq][r] - alone
 		own[r] = costs[iVerify][r] - costs[iSeq][r]
-		gc[r] = costs[iVerify][r] - costs[iNoGC][r]
+	}
+	var partsGC time.Duration
+	for i := iDocs; i < iSeq; i++ {
+		partsGC += gc[i]
 	}
 	spread := func(d partCost) string {
-		return fmt.Sprintf("%s (rounds from %.3f to %.3f ms)", x(d.med()), ms(slices.Min(d)), ms(slices.Max(d)))
+		q := slices.Clone(d)
+		slices.Sort(q)
+		return fmt.Sprintf("%s (the middle half of the rounds from %.3f to %.3f ms)", x(d.med()), ms(q[len(q)/4]), ms(q[len(q)*3/4]))
 	}
 	fmt.Fprintf(&sb, "    not listed, per round: Verify less the platform check and the parts alone, median %s, of which\n", spread(rest))
 	fmt.Fprintf(&sb, "      running the parts one after the other in one call rather than each alone (caches, predictors): median %s\n", spread(together))
 	fmt.Fprintf(&sb, "      Verify's own steps (the record of checks, the payload and nonce binding, the commitments re-encoded and compared, the result): median %s\n", spread(own))
-	fmt.Fprintf(&sb, "  the garbage collector's share of verify.Verify at GC target %d%% (included above: Verify less Verify with the collector off, per round): median %s", DefaultGCPercent, spread(gc))
+	fmt.Fprintf(&sb, "  the garbage collector at GC target %d%% (the runtime's estimate over all rounds, included above), per call: verify.Verify %.3f ms; the platform-only %.3f ms and the parts alone %.3f ms together; the parts in sequence %.3f ms",
+		DefaultGCPercent, ms(gc[iVerify]), ms(gc[iPlatform]), ms(partsGC), ms(gc[iSeq]))
 	return sb.String()
 }
