@@ -208,7 +208,8 @@ func TestLoad(t *testing.T) {
 	loadBefore := loadavg()
 	platformOnce := platformBaseline(t)
 	base := measure(t, max(ls.capacity, 200), procs, platformOnce)
-	floor := measure(t, max(ls.capacity, 200), procs, floorBaseline(t, e.f, platformOnce))
+	floorOnce := floorBaseline(t, e.f, platformOnce)
+	floor := measure(t, max(ls.capacity, 200), procs, floorOnce)
 	n := ls.requests()
 	open, openCPU := run("open", minimal, n, ls.rate, ls.conns)
 	// Again after the open-loop run: a shared host's speed drifts, and a
@@ -221,7 +222,7 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("cache %+v: want exactly one full chain verification", st)
 	}
 
-	costs := costBreakdown(t, e, max(ls.capacity, 200), (base.cpuPerOp()+baseAfter.cpuPerOp())/2, floor.cpuPerOp(), capFullCPU/time.Duration(ls.capacity))
+	costs := costBreakdown(t, e, max(ls.capacity, 200), platformOnce, floorOnce, capFullCPU/time.Duration(ls.capacity))
 	achieved := float64(open.OK) / open.Elapsed.Seconds()
 	perOp := func(cpu time.Duration, n int) time.Duration { return cpu / time.Duration(n) }
 	// The ratios divide by the mean of the two baselines, which bracket

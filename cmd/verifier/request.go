@@ -58,9 +58,12 @@ var requestMembers = map[string]bool{
 // unknown members, wrong types refused) with request_version among its
 // members; the order of members does not matter, so encoders that sort
 // keys work. Errors are *jsonobj.PathError values whose messages name
-// a path, never a value.
+// a path, never a value. The tree borrows body (pohjson Borrow): the
+// caller owns body (the service reads each request's into a buffer of its
+// own) and writes nothing to it while the request is served, so the
+// strings read from it are its bytes, not a copy of the whole body.
 func parseRequest(body []byte, maxBytes int) (*request, error) {
-	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxBytes, OneCopy: true})
+	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: maxBytes, Borrow: true})
 	if err != nil {
 		return nil, err
 	}

@@ -108,7 +108,8 @@ var platformRules = map[string]platformRule{
 // that form (so alg none, HS256, crit, jwk, b64 and every other parameter
 // are refused); a kid other than key's did:key; a bad signature; a payload
 // that is not the canonical JSON.stringify form of a known document version
-// with only known members; and any field outside its limits.
+// with only known members; and any field outside its limits. The
+// Document's JWS is jws itself (see Document.JWS).
 func Parse(jws []byte, key ed25519.PublicKey) (*Document, error) {
 	if len(jws) > MaxJWSBytes {
 		return nil, fmt.Errorf("%w: jws is %d bytes, limit %d", ErrTooLarge, len(jws), MaxJWSBytes)
@@ -258,18 +259,20 @@ func decodePayload(payload []byte, did string, key ed25519.PublicKey, jws []byte
 		d.context = w.keyJSON
 	}
 	d.AttesterKey = append(ed25519.PublicKey(nil), key...)
-	d.JWS = append([]byte(nil), jws...)
+	d.JWS = jws[:len(jws):len(jws)]
 	return d, nil
 }
 
 // payloadTree parses a payload (in the canonical form only, when
 // canonical) and checks what decides its version: an object whose first
 // member is evidence_version, this package's version. A canonical payload
-// is read with OneCopy: its strings share one copy of it, and the exact
-// bytes of the evidence context (contextFrom) are that copy's text, not
-// encoded again.
+// is read with Borrow: its strings are substrings of payload itself, and
+// the exact bytes of the evidence context (contextFrom) are its text, not
+// encoded again. Parse owns payload (split decoded it) and nothing
+// writes to it afterwards, which is Borrow's condition; the Document's
+// strings keep it alive, about the size of the copy OneCopy made.
 func payloadTree(payload []byte, canonical bool) (*pohjson.Value, error) {
-	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: canonical, OneCopy: canonical})
+	v, err := pohjson.ParseWith(payload, pohjson.ParseOptions{MaxBytes: MaxJWSBytes, MaxDepth: 8, Canonical: canonical, Borrow: canonical})
 	if errors.Is(err, pohjson.ErrNotCanonical) {
 		return nil, errNotCanonical
 	}

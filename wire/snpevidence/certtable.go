@@ -1,7 +1,6 @@
 package snpevidence
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -55,7 +54,7 @@ func mustGUID(s string) [16]byte {
 // back to back in header order with nothing after the last one. Every entry
 // is non-empty and at most MaxCertSize bytes, and no GUID repeats.
 // Whatever parseCertTable accepts, MarshalCertTable re-encodes to the
-// identical bytes.
+// identical bytes. The entries' data share b's bytes.
 func parseCertTable(b []byte) ([]CertTableEntry, error) {
 	entries, err := parseTable(b, true)
 	if err != nil {
@@ -129,7 +128,7 @@ func parseTable(b []byte, strict bool) ([]CertTableEntry, error) {
 			return nil, fmt.Errorf("%w: entry %d is not canonically placed", errMalformedCertTable, i)
 		}
 		next = off + n
-		entries = append(entries, CertTableEntry{GUID: h.guid, Data: bytes.Clone(b[off : off+n])})
+		entries = append(entries, CertTableEntry{GUID: h.guid, Data: b[off : off+n : off+n]})
 	}
 	if strict && next != uint64(len(b)) {
 		return nil, fmt.Errorf("%w: %d trailing bytes", errMalformedCertTable, uint64(len(b))-next)

@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/clawea/attester/schema/safetext"
 	"github.com/clawea/attester/wire/evidence"
@@ -49,6 +50,14 @@ var (
 // Parsed is SEV-SNP evidence that passed Parse. Nothing in it is verified:
 // signatures and the certificate chain are checked by the verifier against
 // roots it pins, never against Intermediate or Root.
+//
+// A Parsed shares its byte slices (Report, CertTable's data, the chain) with
+// the evidence it was parsed from, and the certificates with the
+// ParseOptions.ParseCertificate memo when one is set: it copies nothing
+// (a verifier parses every request's evidence once, and the copies were a
+// fifth of the bytes a verification allocated). The evidence must
+// therefore not be modified while the Parsed is in use, and neither may be
+// modified through the other.
 type Parsed struct {
 	// Report is the raw ATTESTATION_REPORT (reportSize bytes), as signed.
 	Report []byte
@@ -66,6 +75,8 @@ type Parsed struct {
 
 	chain    [][]byte
 	rawTable []byte
+	// report is Report decoded (checkReport), handed out by Attestation.
+	report *spb.Report
 }
 
 // Build assembles SEV-SNP evidence from a raw report and a canonical
@@ -75,7 +86,7 @@ type Parsed struct {
 // then added to the table (or, without a table, becomes the whole chain).
 // The result is checked with Parse before it is returned.
 func Build(report, certTable, endorsementCert []byte, simulated bool) (*evidence.Evidence, error) {
-	signer, err := checkReport(report)
+	_, signer, err := checkReport(report)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +110,11 @@ func Build(report, certTable, endorsementCert []byte, simulated bool) (*evidence
 	}
 	var chain [][]byte
 	if entries != nil {
-		chain = chainFromTable(entries, leafGUID)
+		// The table's entries share certTable's bytes: the evidence gets
+		// copies.
+		for _, der := range chainFromTable(entries, leafGUID) {
+			chain = append(chain, bytes.Clone(der))
+		}
 	} else {
 		chain = [][]byte{bytes.Clone(endorsementCert)}
 	}
@@ -121,7 +136,8 @@ func Build(report, certTable, endorsementCert []byte, simulated bool) (*evidence
 
 // Parse decodes SEV-SNP evidence strictly (size limits, known fields only,
 // a certificate chain consistent with the certificate table). It returns
-// nothing on error. Parse checks structure only; see Parsed.
+// nothing on error. Parse checks structure only, and the result shares
+// ev's bytes; see Parsed.
 func Parse(ev *evidence.Evidence) (*Parsed, error) { return ParseWith(ev, ParseOptions{}) }
 
 // ParseOptions tune Parse; the zero value is Parse.
@@ -149,7 +165,7 @@ func ParseWith(ev *evidence.Evidence, opts ParseOptions) (*Parsed, error) {
 	if len(ev.Signature) != 0 {
 		return nil, fmt.Errorf("%w: detached signature present", ErrMalformedEvidence)
 	}
-	signer, err := checkReport(ev.Blob)
+	report, signer, err := checkReport(ev.Blob)
 	if err != nil {
 		return nil, err
 	}
@@ -174,13 +190,12 @@ func ParseWith(ev *evidence.Evidence, opts ParseOptions) (*Parsed, error) {
 		return nil, fmt.Errorf("%w: leaf certificate key is not ecdsa p-384", ErrMalformedEvidence)
 	}
 	p := &Parsed{
-		Report:    bytes.Clone(ev.Blob),
+		Report:    ev.Blob,
 		Signer:    signer,
 		Leaf:      certs[0],
 		Simulated: ev.Simulated,
-	}
-	for _, der := range ev.CertChain {
-		p.chain = append(p.chain, bytes.Clone(der))
+		chain:     slices.Clip(ev.CertChain),
+		report:    report,
 	}
 	for k := range ev.Aux {
 		if k != AuxCertTable {
@@ -205,7 +220,7 @@ func ParseWith(ev *evidence.Evidence, opts ParseOptions) (*Parsed, error) {
 			}
 		}
 		p.CertTable = entries
-		p.rawTable = bytes.Clone(raw)
+		p.rawTable = raw
 		// With a table the roles are known from the GUIDs.
 		i := 1
 		if lookup(entries, GUIDASK) != nil {
@@ -244,35 +259,33 @@ func (p *Parsed) evidence() *evidence.Evidence {
 	return ev
 }
 
-// Attestation returns a fresh go-sev-guest representation of p for
-// verify.SnpAttestation and validate.SnpAttestation. Table entries other than
-// VCEK, VLEK, ASK and ARK become CertificateChain.Extras.
+// Attestation returns the go-sev-guest representation of p for
+// verify.SnpAttestation and validate.SnpAttestation: the report decoded
+// once by Parse and the certificates' bytes, all shared with p and only to
+// be read. Table entries other than VCEK, VLEK, ASK and ARK become
+// CertificateChain.Extras.
 func (p *Parsed) Attestation() (*spb.Attestation, error) {
-	report, err := abi.ReportToProto(p.Report)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMalformedEvidence, err)
-	}
 	chain := &spb.CertificateChain{Extras: map[string][]byte{}}
 	switch p.Signer {
 	case abi.VcekReportSigner:
-		chain.VcekCert = bytes.Clone(p.Leaf.Raw)
+		chain.VcekCert = p.Leaf.Raw
 	case abi.VlekReportSigner:
-		chain.VlekCert = bytes.Clone(p.Leaf.Raw)
+		chain.VlekCert = p.Leaf.Raw
 	}
 	if p.Intermediate != nil {
-		chain.AskCert = bytes.Clone(p.Intermediate.Raw)
+		chain.AskCert = p.Intermediate.Raw
 	}
 	if p.Root != nil {
-		chain.ArkCert = bytes.Clone(p.Root.Raw)
+		chain.ArkCert = p.Root.Raw
 	}
 	for _, e := range p.CertTable {
 		switch e.GUID {
 		case GUIDVCEK, guidVLEK, GUIDASK, GUIDARK:
 		default:
-			chain.Extras[guidString(e.GUID)] = bytes.Clone(e.Data)
+			chain.Extras[guidString(e.GUID)] = e.Data
 		}
 	}
-	return &spb.Attestation{Report: report, CertificateChain: chain}, nil
+	return &spb.Attestation{Report: p.report, CertificateChain: chain}, nil
 }
 
 // ReportData returns the REPORT_DATA field of p.Report.
@@ -282,30 +295,31 @@ func (p *Parsed) ReportData() [64]byte {
 	return rd
 }
 
-// checkReport checks the structure of a raw report and returns its signer.
-func checkReport(report []byte) (abi.ReportSigner, error) {
+// checkReport checks the structure of a raw report and returns it decoded
+// (the decoded fields are copies) and its signer.
+func checkReport(report []byte) (*spb.Report, abi.ReportSigner, error) {
 	if len(report) != reportSize {
-		return 0, fmt.Errorf("%w: report is %d bytes, want %d", ErrMalformedEvidence, len(report), reportSize)
+		return nil, 0, fmt.Errorf("%w: report is %d bytes, want %d", ErrMalformedEvidence, len(report), reportSize)
 	}
 	if err := abi.ValidateReportFormat(report); err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrMalformedEvidence, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrMalformedEvidence, err)
 	}
 	r, err := abi.ReportToProto(report)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrMalformedEvidence, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrMalformedEvidence, err)
 	}
 	if r.GetSignatureAlgo() != abi.SignEcdsaP384Sha384 {
-		return 0, fmt.Errorf("%w: unknown signature algorithm %d", ErrMalformedEvidence, r.GetSignatureAlgo())
+		return nil, 0, fmt.Errorf("%w: unknown signature algorithm %d", ErrMalformedEvidence, r.GetSignatureAlgo())
 	}
 	info, err := abi.ParseSignerInfo(r.GetSignerInfo())
 	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrMalformedEvidence, err)
+		return nil, 0, fmt.Errorf("%w: %v", ErrMalformedEvidence, err)
 	}
 	switch info.SigningKey {
 	case abi.VcekReportSigner, abi.VlekReportSigner:
-		return info.SigningKey, nil
+		return r, info.SigningKey, nil
 	}
-	return 0, fmt.Errorf("%w: report signing key is %v", ErrMalformedEvidence, info.SigningKey)
+	return nil, 0, fmt.Errorf("%w: report signing key is %v", ErrMalformedEvidence, info.SigningKey)
 }
 
 func signerGUID(s abi.ReportSigner) [16]byte {
@@ -316,16 +330,17 @@ func signerGUID(s abi.ReportSigner) [16]byte {
 }
 
 // chainFromTable returns the chain the table implies: the leaf, then the ASK
-// entry if present, then the ARK entry if present; nil without a leaf.
+// entry if present, then the ARK entry if present; nil without a leaf. The
+// chain shares the entries' bytes.
 func chainFromTable(entries []CertTableEntry, leaf [16]byte) [][]byte {
 	l := lookup(entries, leaf)
 	if l == nil {
 		return nil
 	}
-	chain := [][]byte{bytes.Clone(l)}
+	chain := [][]byte{l}
 	for _, g := range [][16]byte{GUIDASK, GUIDARK} {
 		if d := lookup(entries, g); d != nil {
-			chain = append(chain, bytes.Clone(d))
+			chain = append(chain, d)
 		}
 	}
 	return chain

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/clawea/attester/enclave/sim"
@@ -280,5 +281,27 @@ func TestCertTable(t *testing.T) {
 	}
 	if _, err := snpevidence.MarshalCertTable(many); !errors.Is(err, snpevidence.ErrMalformedCertTable) {
 		t.Errorf("too many entries: %v", err)
+	}
+}
+
+// Parse shares the evidence's bytes (Parsed says so); Build must not share
+// its caller's: evidence built from buffers the caller then reuses stays
+// as built.
+func TestBuildCopiesItsInputs(t *testing.T) {
+	ev := simEvidence(t)
+	report := bytes.Clone(ev.Blob)
+	table := bytes.Clone(ev.Aux[snpevidence.AuxCertTable])
+	got, err := snpevidence.Build(report, table, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := clone(got)
+	clear(report)
+	clear(table)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatal("the built evidence changed with the caller's buffers")
+	}
+	if _, err := snpevidence.Parse(got); err != nil {
+		t.Fatal(err)
 	}
 }
