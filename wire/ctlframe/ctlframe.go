@@ -97,10 +97,8 @@ func Read(r io.Reader) (f *Frame, stream uint32, err error) {
 	case n > MaxLen:
 		return nil, 0, errTooLarge
 	}
-	// The length is bounded above: the frame is read whole, at most
-	// MaxLen bytes.
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	b, err := readN(r, int(n))
+	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, 0, errTruncated
 		}
@@ -113,6 +111,29 @@ func Read(r io.Reader) (f *Frame, stream uint32, err error) {
 		return parseResponse(b[1:])
 	}
 	return nil, 0, fmt.Errorf("%w 0x%02x", errType, b[0])
+}
+
+// firstRead is the most Read allocates for a frame before its bytes
+// arrive.
+const firstRead = 64 << 10
+
+// readN reads exactly n bytes of r. Its buffer grows (doubling) with the
+// bytes that arrived, from at most firstRead, so that a peer that
+// announces a large frame and sends little of it holds little memory:
+// the announced length alone never allocates more than firstRead.
+func readN(r io.Reader, n int) ([]byte, error) {
+	b := make([]byte, 0, min(n, firstRead))
+	for len(b) < n {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, min(n-len(b), len(b)))
+		}
+		k, err := io.ReadFull(r, b[len(b):min(cap(b), n)])
+		b = b[:len(b)+k]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // cursor reads a payload's fields in order.

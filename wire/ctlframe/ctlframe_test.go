@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -127,6 +128,34 @@ func TestOversizedNotRead(t *testing.T) {
 	r := &countingReader{r: bytes.NewReader(append(binary.BigEndian.AppendUint32(nil, 0xffffffff), make([]byte, 1<<16)...))}
 	if _, _, err := Read(r); !errors.Is(err, errTooLarge) || r.n != 4 {
 		t.Fatalf("%v after reading %d bytes", err, r.n)
+	}
+}
+
+// TestAnnouncedLengthNotAllocated: a frame that announces MaxLen bytes
+// and sends a few holds memory for what arrived, not for what it
+// announced; a whole large frame still reads.
+func TestAnnouncedLengthNotAllocated(t *testing.T) {
+	short := append(binary.BigEndian.AppendUint32(nil, MaxLen), typeRequest, 0, 0, 0, 1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const runs = 16
+	for range runs {
+		if _, _, err := Read(bytes.NewReader(short)); !errors.Is(err, errTruncated) {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if allocs := (after.TotalAlloc - before.TotalAlloc) / runs; allocs > MaxLen/16 {
+		t.Fatalf("a frame announcing %d bytes and sending 5 allocated %d bytes", MaxLen, allocs)
+	}
+	big := &Frame{Stream: 7, Method: "POST", Path: "/v1/x", Body: bytes.Repeat([]byte("a"), MaxLen-1024)}
+	raw, err := big.Append(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := Read(bytes.NewReader(raw))
+	if err != nil || !bytes.Equal(got.Body, big.Body) {
+		t.Fatalf("a frame of %d bytes: %v", len(raw), err)
 	}
 }
 
