@@ -204,6 +204,9 @@ func serve(ctx context.Context, srv *server.Server, lns *listeners, log *slog.Lo
 	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	_ = ctl.Shutdown(sctx)
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("framed control connections still open at shutdown", "err", err)
+	}
 	_ = metrics.Shutdown(sctx)
 	return public.Shutdown(sctx)
 }

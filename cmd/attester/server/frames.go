@@ -402,6 +402,8 @@ type framedConns struct {
 	conns    map[*frameConn]struct{}
 	hooked   map[*http.Server]bool
 	stopping bool
+	// open counts the connections added and not yet removed (wait).
+	open sync.WaitGroup
 }
 
 // add records fc, upgraded by r, and registers stop with r's http.Server
@@ -420,6 +422,7 @@ func (f *framedConns) add(fc *frameConn, r *http.Request) bool {
 		hs.RegisterOnShutdown(f.stop)
 	}
 	f.conns[fc] = struct{}{}
+	f.open.Add(1)
 	return true
 }
 
@@ -427,6 +430,19 @@ func (f *framedConns) remove(fc *frameConn) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.conns, fc)
+	f.open.Done()
+}
+
+// wait returns when every framed connection has ended, or ctx has.
+func (f *framedConns) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { f.open.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // stop stops every framed connection and refuses new ones.

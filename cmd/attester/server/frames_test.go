@@ -2,9 +2,11 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -303,8 +305,19 @@ func TestFramedShutdown(t *testing.T) {
 	if a := f.recv(t); a.Status != 200 {
 		t.Fatalf("%d %s", a.Status, a.Body)
 	}
+	// The server's Shutdown waits for framed connections, which the
+	// http.Server's does not: with the connection open, it gives up only
+	// when its context ends.
+	short, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := h.srv.Shutdown(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown with a framed connection open: %v", err)
+	}
 	if err := hs.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
+	}
+	if err := h.srv.Shutdown(t.Context()); err != nil {
+		t.Fatalf("Shutdown after the control server's: %v", err)
 	}
 	if a := f.recv(t); a.Stream != 0 || a.Status != http.StatusServiceUnavailable {
 		t.Fatalf("after shutdown: stream %d %d %s", a.Stream, a.Status, a.Body)

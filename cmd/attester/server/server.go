@@ -221,8 +221,15 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// Shutdown drains: readiness goes false so load balancers stop sending.
-func (s *Server) Shutdown(ctx context.Context) { s.ready.Store(false) }
+// Shutdown drains: readiness goes false, and once the control socket's
+// http.Server has shut down (which stops the framed connections, but does
+// not wait for them: they were hijacked), it waits until ctx ends for the
+// framed connections to answer what is in flight and close, so that no
+// framed request meets a closed service.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.ready.Store(false)
+	return s.framed.wait(ctx)
+}
 
 // budget bounds the bytes held by requests in flight.
 type budget struct {
