@@ -218,6 +218,13 @@ func heapAllocs() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// gcCycles is the number of garbage collection cycles completed so far.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 // gcCPU is the CPU time the runtime estimates its collector has used,
 // less its idle mark workers (which run only on a core nothing else
 // wanted).
