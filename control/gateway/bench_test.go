@@ -306,23 +306,22 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		s0 = b.ph.since("control-socket read (the 100 KB body)", s0)
 	}
 	// As control's ModelCall does: the signed answer's request hash,
-	// computed while the gateway checks the request.
-	var reqHash [32]byte
-	var hashed sync.WaitGroup
-	hashed.Go(func() { reqHash = signed.RequestHash(r.Method, r.RequestURI, body) })
+	// computed beside the upstream's work once the request is forwarded.
+	reqHash := sync.OnceValue(func() [32]byte { return signed.RequestHash(r.Method, r.RequestURI, body) })
 	n := r.Header.Get("X-Bench-Seq")
 	f := &Facts{
 		Want: want(), AgentID: "main", SessionKey: "s" + n, TurnID: r.Header.Get(headerTurn),
 		TurnContent: sha(b.userText), ToolSchemasHash: b.schemas,
 		WithPrompt: func(fn func([]byte) error) error { return fn([]byte(tPrompt)) },
+		Forwarded:  func() { go reqHash() },
 		Sign: func(status int, h [32]byte) ([]byte, []byte, error) {
-			hashed.Wait()
+			rh := reqHash()
 			if traced {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				defer b.ph.since("beside: the answer's signature (ed25519)", now())
 			}
-			st := []byte(`{"status":` + strconv.Itoa(status) + `,"request":"` + b64u.Encode(reqHash[:]) + `","response":"` + b64u.Encode(h[:]) + `"}`)
+			st := []byte(`{"status":` + strconv.Itoa(status) + `,"request":"` + b64u.Encode(rh[:]) + `","response":"` + b64u.Encode(h[:]) + `"}`)
 			return st, ed25519.Sign(b.key, st), nil
 		},
 		Receipt: b.receipt,

@@ -106,6 +106,12 @@ type Facts struct {
 	// Sign signs a 2xx answer (attester-api section 8): the statement and
 	// signature for status and the SHA-256 of the body relayed.
 	Sign func(status int, responseHash [32]byte) (statement, signature []byte, err error)
+	// Forwarded, when set, is called once when the request has passed
+	// every rule and is sent upstream, on the call's goroutine: it must
+	// not block. Work for the answer's end that needs only the request
+	// (control: the signed answer's request hash) can begin then, while
+	// the upstream works. Sign must not rely on it having been called.
+	Forwarded func()
 	// Receipt signs the call's gateway_receipt (SignReceipt); Record
 	// appends the envelope to the run's gateway record, which verifies it.
 	// The gateway records the receipt while the call's audit record is
@@ -135,7 +141,7 @@ type step uint8
 const (
 	stepAuthorize step = iota // the run, upstream, turn and llm_call header
 	stepParse                 // the body parsed, its messages' canon hashes
-	stepRules                 // the rules, the body's hash
+	stepRules                 // the rules
 	stepUpstream              // the request sent, the answer's headers in
 	stepRelay                 // the answer read, parsed, hashed and relayed
 	stepFacts                 // the answer's tool calls and text hashed

@@ -600,6 +600,49 @@ func TestRecordRefusesReceipt(t *testing.T) {
 	}
 }
 
+// TestAuditRequestHash: the audit records of a refused and of a forwarded
+// call carry the SHA-256 of the call's body, and the receipt the same.
+func TestAuditRequestHash(t *testing.T) {
+	up := newScripted(t, sseAnswer(openAIText, openAIDone))
+	h := newHarness(t, up, facts(t))
+	refused := openAIBody(t, "another prompt"+tSuffix, true, user(envelope(tMessage)))
+	if res := h.openAI(refused); res.status != http.StatusUnprocessableEntity {
+		t.Fatalf("a changed system prompt: %d %s", res.status, res.reason)
+	}
+	forwarded := openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage)))
+	res := h.openAI(forwarded)
+	if res.status != 200 || res.trailer.Get(trailerError) != "" {
+		t.Fatalf("forwarded: %d %s", res.status, res.trailer)
+	}
+	log, err := bounded.ReadFile(filepath.Join(h.g.dir, tRunID+".jsonl"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []auditRecord
+	for line := range bytes.Lines(log) {
+		var r auditRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != 2 || recs[0].Outcome != "refused" || recs[0].RequestHash != b64u.SHA256(refused) ||
+		recs[1].Outcome != "forwarded" || recs[1].RequestHash != b64u.SHA256(forwarded) {
+		t.Fatalf("audit records %+v", recs)
+	}
+	env, err := b64u.Decode(res.trailer.Get(trailerReceipt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := poh.Verify(env, poh.VerifyOptions{Type: poh.TypeGatewayReceipt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := v.Payload.GetString("request_hash_b64u"); got != b64u.SHA256(forwarded) {
+		t.Fatalf("the receipt's request hash %s", got)
+	}
+}
+
 // TestRunsOpenTheirLogsConcurrently: runs' first calls open their audit
 // logs outside the gateway's lock, concurrently with other runs' calls
 // and with CloseRun; a run is one call at a time, and a closed run's state

@@ -52,8 +52,15 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The request holds the body until it is sent; the call needs only
-	// its hash from now on.
+	// its hashes from now on, computed while the upstream works on the
+	// request: the request hash, and what the run wants (Facts.Forwarded:
+	// the signed answer's request hash). Until then the cores were the
+	// rules'.
 	c.body = nil
+	go c.bodyHash()
+	if c.f.Forwarded != nil {
+		c.f.Forwarded()
+	}
 	c.rs.events[c.lc.eventHash] = true
 	c.rs.calls++
 	resp, err := c.up.client.Do(req)
@@ -215,6 +222,8 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 		}
 	}()
 	now := c.g.now()
+	reqHash := c.bodyHash()
+	c.rec.RequestHash = b64u.Encode(reqHash[:])
 	env, rerr := c.receipt(rl, respHash, now)
 	c.step(stepReceipt)
 	h := w.Header()
@@ -280,7 +289,7 @@ func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, err
 	}
 	o := &Call{
 		RunID: c.f.Want.RunID, ReceiptID: id, Provider: as, Model: c.q.model, EventHashB64u: c.lc.eventHash,
-		RequestSHA256: c.bodyHash, ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
+		RequestSHA256: c.bodyHash(), ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
 		SystemTextSHA256: c.systemHash, SuffixSHA256: sha(c.suffix), SuffixUTF16Len: c.lc.suffixLen,
 	}
 	if rl.ans != nil {
