@@ -57,10 +57,11 @@ type Config struct {
 	MaxCallsPerRun     int
 }
 
-// Check refuses an upstream the gateway must not dial: a base URL that is
+// check refuses an upstream the gateway must not dial: a base URL that is
 // not https (unless local), carries user info, a query or a fragment, or a
-// unix socket without local. Errors name the key, never a value.
-func (c *Config) Check() error {
+// unix socket without local. Errors name the key, never a value. New
+// applies it, and is how the configuration's decoder applies it.
+func (c *Config) check() error {
 	names := make([]string, 0, len(c.Upstreams))
 	for n := range c.Upstreams {
 		names = append(names, n)
@@ -169,9 +170,11 @@ type runState struct {
 	audit  *auditLog
 }
 
-// New makes the gateway for cfg; audit logs go to dir.
+// New makes the gateway for cfg; audit logs go to dir. It refuses an
+// upstream the gateway must not dial (see check), and dials nothing and
+// writes nothing itself: a configuration is checked by making its gateway.
 func New(cfg Config, dir string, log *slog.Logger) (*Gateway, error) {
-	if err := cfg.Check(); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	if log == nil {

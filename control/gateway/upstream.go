@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -62,13 +63,16 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 // request builds the upstream request: the body unchanged, the
 // credential added, no header of the harness. The request keeps no
 // reference to the body once it has been sent, so an answer that streams
-// for minutes does not hold it: the body is a bodyReader, which lets its
-// bytes go at EOF, and GetBody (which the HTTP/2 transport uses to send
-// the request again on a connection the server closed before reading it)
-// works until sent is called, when the answer's headers are in and
-// nothing is retried.
+// for minutes does not hold it: the body is read through io.MultiReader,
+// which drops its reader at EOF, and GetBody (which the HTTP/2 transport
+// uses to send the request again on a connection the server closed before
+// reading it) works until sent is called, when the answer's headers are in
+// and nothing is retried. The body offers Read only: the HTTP/1 transport
+// copies it through a length limit into the connection
+// (upstreamConn.ReadFrom), and then copies what is left to io.Discard,
+// where MultiReader's WriteTo would allocate a 32 KB buffer for each call.
 func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (req *http.Request, sent func(), err error) {
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.url, &bodyReader{b: body})
+	req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.url, struct{ io.Reader }{io.MultiReader(bytes.NewReader(body))})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,7 +84,7 @@ func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) 
 		if b == nil {
 			return nil, errBodySent
 		}
-		return io.NopCloser(&bodyReader{b: *b}), nil
+		return io.NopCloser(io.MultiReader(bytes.NewReader(*b))), nil
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -104,25 +108,6 @@ func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) 
 
 // errBodySent: the request was answered; it is not sent again.
 var errBodySent = errors.New("gateway: the request body was let go after the answer began")
-
-// bodyReader is an upstream request's body. It offers Read only: the
-// HTTP/1 transport copies it through a length limit into the connection
-// (upstreamConn.ReadFrom), then copies what is left to io.Discard, where a
-// WriteTo would be asked for a buffer of its own. At EOF it lets its bytes
-// go.
-type bodyReader struct{ b []byte }
-
-func (r *bodyReader) Read(p []byte) (int, error) {
-	n := copy(p, r.b)
-	r.b = r.b[n:]
-	if len(r.b) == 0 {
-		r.b = nil
-		if n == 0 {
-			return 0, io.EOF
-		}
-	}
-	return n, nil
-}
 
 // upstreamConn is a connection to an upstream. The HTTP/1 transport
 // writes a request body by handing the body, limited to its
