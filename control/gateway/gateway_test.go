@@ -581,18 +581,7 @@ func TestRecordRefusesReceipt(t *testing.T) {
 	if res.trailer.Get(trailerError) != reasonAuditFailed || res.trailer.Get(trailerReceipt) != "" {
 		t.Fatalf("trailers %v, want %s and no receipt", res.trailer, reasonAuditFailed)
 	}
-	log, err := bounded.ReadFile(filepath.Join(h.g.dir, tRunID+".jsonl"), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []auditRecord
-	for line := range bytes.Lines(log) {
-		var r auditRecord
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
-	}
+	recs := auditRecords(t, h)
 	rh := sha256.Sum256(refused)
 	if len(recs) != 2 || recs[0].Outcome != "forwarded" || recs[0].ReceiptHash != b64u.Encode(rh[:]) ||
 		recs[1].Outcome != "failed" || recs[1].Reason != reasonAuditFailed || recs[1].ReceiptHash != "" || recs[1].Seq != recs[0].Seq+1 {
@@ -614,18 +603,7 @@ func TestAuditRequestHash(t *testing.T) {
 	if res.status != 200 || res.trailer.Get(trailerError) != "" {
 		t.Fatalf("forwarded: %d %s", res.status, res.trailer)
 	}
-	log, err := bounded.ReadFile(filepath.Join(h.g.dir, tRunID+".jsonl"), 1<<20)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recs []auditRecord
-	for line := range bytes.Lines(log) {
-		var r auditRecord
-		if err := json.Unmarshal(line, &r); err != nil {
-			t.Fatal(err)
-		}
-		recs = append(recs, r)
-	}
+	recs := auditRecords(t, h)
 	if len(recs) != 2 || recs[0].Outcome != "refused" || recs[0].RequestHash != b64u.SHA256(refused) ||
 		recs[1].Outcome != "forwarded" || recs[1].RequestHash != b64u.SHA256(forwarded) {
 		t.Fatalf("audit records %+v", recs)
@@ -641,6 +619,24 @@ func TestAuditRequestHash(t *testing.T) {
 	if got, _ := v.Payload.GetString("request_hash_b64u"); got != b64u.SHA256(forwarded) {
 		t.Fatalf("the receipt's request hash %s", got)
 	}
+}
+
+// auditRecords reads the test run's audit log.
+func auditRecords(t *testing.T, h *harness) []auditRecord {
+	t.Helper()
+	log, err := bounded.ReadFile(filepath.Join(h.g.dir, tRunID+".jsonl"), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []auditRecord
+	for line := range bytes.Lines(log) {
+		var r auditRecord
+		if err := json.Unmarshal(line, &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
 }
 
 // TestRunsOpenTheirLogsConcurrently: runs' first calls open their audit
