@@ -78,7 +78,7 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 		return rn.WithPrompt(func(p *sealed.Buffer, _ string) error { return fn(p.Bytes()) })
 	}
 	// The signed answer's request hash covers the whole body: it is
-	// computed once, beside the upstream's work on a forwarded request
+	// computed once, while a forwarded call's answer is relayed
 	// (Forwarded), or by Sign itself when that has not begun.
 	reqHash := sync.OnceValue(func() [32]byte { return answer.RequestHash(r.Method, r.RequestURI, body) })
 	f.Forwarded = func() { go reqHash() }

@@ -306,7 +306,7 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		s0 = b.ph.since("control-socket read (the 100 KB body)", s0)
 	}
 	// As control's ModelCall does: the signed answer's request hash,
-	// computed beside the upstream's work once the request is forwarded.
+	// computed while the answer is relayed.
 	reqHash := sync.OnceValue(func() [32]byte { return signed.RequestHash(r.Method, r.RequestURI, body) })
 	n := r.Header.Get("X-Bench-Seq")
 	f := &Facts{

@@ -107,11 +107,12 @@ type Facts struct {
 	// Sign signs a 2xx answer (attester-api section 8): the statement and
 	// signature for status and the SHA-256 of the body relayed.
 	Sign func(status int, responseHash [32]byte) (statement, signature []byte, err error)
-	// Forwarded, when set, is called once when the request has passed
-	// every rule and is sent upstream, on the call's goroutine: it must
-	// not block. Work for the answer's end that needs only the request
-	// (control: the signed answer's request hash) can begin then, while
-	// the upstream works. Sign must not rely on it having been called.
+	// Forwarded, when set, is called once when the request was
+	// forwarded and the upstream's answer has begun (its status is in),
+	// on the call's goroutine: it must not block. Work for the answer's
+	// end that needs only the request (control: the signed answer's
+	// request hash) can run then, while the answer is relayed. Sign must
+	// not rely on it having been called.
 	Forwarded func()
 	// Receipt signs the call's gateway_receipt (SignReceipt); Record
 	// appends the envelope to the run's gateway record, which verifies it.

@@ -52,20 +52,21 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The request holds the body until it is sent; the call needs only
-	// its hashes from now on, computed while the upstream works on the
-	// request: the request hash, and what the run wants (Facts.Forwarded:
-	// the signed answer's request hash). Until then the cores were the
-	// rules'.
+	// its hash from now on.
 	c.body = nil
-	go c.bodyHash()
-	if c.f.Forwarded != nil {
-		c.f.Forwarded()
-	}
 	c.rs.events[c.lc.eventHash] = true
 	c.rs.calls++
 	resp, err := c.up.client.Do(req)
 	sent()
 	c.step(stepUpstream)
+	if err == nil && c.f.Forwarded != nil {
+		// What the run computes for the answer's end from the request
+		// alone (control: the signed answer's request hash) runs while
+		// the answer is relayed, not while the upstream reads the request
+		// (on a 2-core machine, beside a local model server) or the rules
+		// run.
+		c.f.Forwarded()
+	}
 	if err != nil {
 		reason := reasonUpstreamUnreach
 		if ne, ok := errors.AsType[net.Error](err); (ok && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {

@@ -25,8 +25,10 @@ type call struct {
 	held     bool
 	counted  bool
 	body     []byte
-	// bodyHash is H(body), computed once: beside the upstream's wait for a
-	// forwarded call (forward), on the call's goroutine for a refusal.
+	// bodyHash is H(body), computed once, on a goroutine of its own
+	// begun with the call: the rules do not wait for it, and a call that
+	// needs it first (a refusal before that goroutine began) computes it
+	// itself.
 	bodyHash func() [32]byte
 	q        *request
 	lc       *llmCall
@@ -51,6 +53,7 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api st
 	c.bodyHash = sync.OnceValue(func() [32]byte { return sha256.Sum256(body) })
 	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider}
 	defer c.release()
+	go c.bodyHash()
 	err := c.check(r, api)
 	c.step(stepRules)
 	if err != nil {
