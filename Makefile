@@ -153,7 +153,9 @@ bench-control:
 # alone, concurrent fsyncs, hop + fsync, one receipt step alone (signed,
 # then verified and chained as the run's gateway record takes it, as in
 # each call), the process's CPU per call against the baseline's (and the
-# collector's share), and the load average. Last, where a call's time
+# collector's share), and the load average; then the tail: how many
+# gateway calls a garbage collection cycle ended during, their added p50,
+# and the other calls' added p50 and p99. Last, where a call's time
 # goes: each step of the sequential calls (body read, authorization,
 # parse and canonical hashes, rules, upstream write, upstream answer,
 # relay, receipt signature, audit write + fsync, the record's verify and

@@ -47,8 +47,8 @@ var (
 	attestedName = regexp.MustCompile(`^[a-z0-9_.-]{1,64}$`)
 )
 
-// CheckConf checks the names and the URLs (gateway.Config.Check) of the
-// upstreams.
+// CheckConf checks the names and the URLs of the upstreams (the URLs as
+// gateway.New does, which dials nothing and writes nothing).
 func (g *gatewayDoc) CheckConf(d *confdoc.Decoder, path string) {
 	ups := jsonobj.Key(path, "upstreams")
 	for _, name := range slices.Sorted(maps.Keys(g.Upstreams)) {
@@ -59,8 +59,7 @@ func (g *gatewayDoc) CheckConf(d *confdoc.Decoder, path string) {
 			d.Fail(jsonobj.Key(jsonobj.Key(ups, name), "attestedAs"), confdoc.ErrBadValue, "must be 1-64 of a-z 0-9 _ - .")
 		}
 	}
-	c := g.config()
-	if err := c.Check(); err != nil {
+	if _, err := gateway.New(g.config(), "", nil); err != nil {
 		d.Fail(ups, confdoc.ErrBadValue, "%v", err)
 	}
 }

@@ -78,14 +78,12 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 		return rn.WithPrompt(func(p *sealed.Buffer, _ string) error { return fn(p.Bytes()) })
 	}
 	// The signed answer's request hash covers the whole body: it is
-	// computed while the gateway checks the request, not before, and Sign
-	// waits for it.
-	var reqHash [32]byte
-	var hashed sync.WaitGroup
-	hashed.Go(func() { reqHash = answer.RequestHash(r.Method, r.RequestURI, body) })
+	// computed once, while a forwarded call's answer is relayed
+	// (Forwarded), or by Sign itself when that has not begun.
+	reqHash := sync.OnceValue(func() [32]byte { return answer.RequestHash(r.Method, r.RequestURI, body) })
+	f.Forwarded = func() { go reqHash() }
 	f.Sign = func(status int, respHash [32]byte) ([]byte, []byte, error) {
-		hashed.Wait()
-		sa, err := s.SignAnswer(rn, caller, status, reqHash, respHash)
+		sa, err := s.SignAnswer(rn, caller, status, reqHash(), respHash)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -276,6 +276,9 @@ func TestGatewayForwardAgainstTheBinary(t *testing.T) {
 	if err != nil || st.Status != 200 || st.ResponseHashB64u != b64u.SHA256(body) || st.RunID != g.id {
 		t.Fatalf("signed answer: %v %+v", err, st)
 	}
+	if rh := answer.RequestHash("POST", "/v1/runs/"+g.id+"/model/anthropic/openai-chat-completions", first); st.RequestHashB64u != b64u.Encode(rh[:]) {
+		t.Fatalf("the signed answer's request hash %s is not that of the request sent", st.RequestHashB64u)
+	}
 	if !bytes.Equal(up.got[0], first) || sc.auth[0] != "Bearer sk-upstream-secret" {
 		t.Fatal("the upstream did not get the exact request with the configured key")
 	}

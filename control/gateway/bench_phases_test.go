@@ -23,7 +23,7 @@ import (
 // it (bench.breakdown): for each step, its wall time and the CPU time
 // of the thread that ran it. The call's handler is locked to its thread
 // while it is traced, so the thread's CPU clock is the call's own work;
-// work on other goroutines (the request's hash, the second half of the
+// work on other goroutines (the request's hashes, the second half of the
 // message hashes, the HTTP transport's writer and reader) is not in it,
 // and is timed alone (alone).
 type phases struct {
@@ -57,7 +57,7 @@ type phaseAcc struct {
 var stepNames = [numSteps]string{
 	stepAuthorize: "authorize (run, turn, llm_call header)",
 	stepParse:     "parse + message canon hashes",
-	stepRules:     "rules + wait for the body's SHA-256",
+	stepRules:     "rules",
 	stepUpstream:  "upstream answers (to its headers)",
 	stepRelay:     "relay (read, parse, hash, write answer)",
 	stepFacts:     "answer facts (tool calls, text hash)",
@@ -214,6 +214,13 @@ func (p *phases) print(t *testing.T, b *bench, client []time.Duration) {
 // heapAllocs is the bytes allocated on the heap so far.
 func heapAllocs() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// gcCycles is the number of garbage collection cycles completed so far.
+func gcCycles() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }

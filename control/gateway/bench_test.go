@@ -45,7 +45,7 @@ func TestBenchGateway(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(GCPercent)) // the binary's
 	b := newBench(t)
 	calls := benchInt("CLAWEA_BENCH_CALLS", 2000)
-	lat := b.latency(t, calls)
+	lat, collected, clean := b.latency(t, calls)
 	cgw, cbase := b.chunks(t, benchInt("CLAWEA_BENCH_STREAMS", 200))
 	workers := benchInt("CLAWEA_BENCH_WORKERS", 8)
 	rate, cpu, gc := b.rate(t, workers, 3*time.Second, viaGateway)
@@ -75,6 +75,12 @@ func TestBenchGateway(t *testing.T) {
 	// unix socket (no rules, no receipt, no audit record); a call is
 	// answered only after its audit record is fsynced; the calls/s run
 	// shares the cores with the client and the upstream.
+	// What makes the tail: the calls during which a collection ended,
+	// beside the others.
+	if len(collected) > 0 && len(clean) > 0 {
+		fmt.Printf("tail: a collection cycle ended during %d of %d calls through the gateway: their added p50 %s; the other calls' added p50 %s, p99 %s\n",
+			len(collected), len(gw), ms(p(collected, .5)-p(base, .5)), ms(p(clean, .5)-p(base, .5)), ms(p(clean, .99)-p(base, .99)))
+	}
 	fmt.Printf("floor: one audit record write+fsync alone p50 %s, p99 %s; %d files fsynced concurrently: %d fsyncs/s\n",
 		ms(p(sync1, .5)), ms(p(sync1, .99)), workers, int(syncN))
 	fmt.Printf("floor: one receipt signed, verified and chained alone (the record's step) p50 %s, p99 %s\n",
@@ -300,23 +306,22 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		s0 = b.ph.since("control-socket read (the 100 KB body)", s0)
 	}
 	// As control's ModelCall does: the signed answer's request hash,
-	// computed while the gateway checks the request.
-	var reqHash [32]byte
-	var hashed sync.WaitGroup
-	hashed.Go(func() { reqHash = signed.RequestHash(r.Method, r.RequestURI, body) })
+	// computed while the answer is relayed.
+	reqHash := sync.OnceValue(func() [32]byte { return signed.RequestHash(r.Method, r.RequestURI, body) })
 	n := r.Header.Get("X-Bench-Seq")
 	f := &Facts{
 		Want: want(), AgentID: "main", SessionKey: "s" + n, TurnID: r.Header.Get(headerTurn),
 		TurnContent: sha(b.userText), ToolSchemasHash: b.schemas,
 		WithPrompt: func(fn func([]byte) error) error { return fn([]byte(tPrompt)) },
+		Forwarded:  func() { go reqHash() },
 		Sign: func(status int, h [32]byte) ([]byte, []byte, error) {
-			hashed.Wait()
+			rh := reqHash()
 			if traced {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				defer b.ph.since("beside: the answer's signature (ed25519)", now())
 			}
-			st := []byte(`{"status":` + strconv.Itoa(status) + `,"request":"` + b64u.Encode(reqHash[:]) + `","response":"` + b64u.Encode(h[:]) + `"}`)
+			st := []byte(`{"status":` + strconv.Itoa(status) + `,"request":"` + b64u.Encode(rh[:]) + `","response":"` + b64u.Encode(h[:]) + `"}`)
 			return st, ed25519.Sign(b.key, st), nil
 		},
 		Receipt: b.receipt,
@@ -395,24 +400,33 @@ func (b *bench) do(t testing.TB, req *http.Request) (time.Duration, []byte, http
 
 // latency times non-streaming calls, taking turns through the gateway,
 // straight to the upstream and through the bare hop; it returns each
-// target's sorted times.
-func (b *bench) latency(t *testing.T, calls int) map[target][]time.Duration {
-	out := map[target][]time.Duration{}
+// target's sorted times, and the gateway's times split by whether a
+// garbage collection cycle ended during the call (collected) or not
+// (clean).
+func (b *bench) latency(t *testing.T, calls int) (out map[target][]time.Duration, collected, clean []time.Duration) {
+	out = map[target][]time.Duration{}
 	for i := range calls + 50 {
 		for _, to := range []target{viaGateway, direct, viaHop} {
+			gc0 := gcCycles()
 			d, _, tr := b.do(t, b.request(t, 0, b.body, to))
 			if to == viaGateway && tr.Get(trailerReceipt) == "" {
 				t.Fatal("no receipt")
 			}
-			if i >= 50 {
-				out[to] = append(out[to], d)
+			if i < 50 {
+				continue
+			}
+			out[to] = append(out[to], d)
+			if to == viaGateway && gcCycles() != gc0 {
+				collected = append(collected, d)
+			} else if to == viaGateway {
+				clean = append(clean, d)
 			}
 		}
 	}
-	for _, d := range out {
+	for _, d := range [][]time.Duration{out[viaGateway], out[direct], out[viaHop], collected, clean} {
 		slices.Sort(d)
 	}
-	return out
+	return out, collected, clean
 }
 
 // breakdown makes n sequential calls through the gateway with each step

@@ -57,10 +57,11 @@ type Config struct {
 	MaxCallsPerRun     int
 }
 
-// Check refuses an upstream the gateway must not dial: a base URL that is
+// check refuses an upstream the gateway must not dial: a base URL that is
 // not https (unless local), carries user info, a query or a fragment, or a
-// unix socket without local. Errors name the key, never a value.
-func (c *Config) Check() error {
+// unix socket without local. Errors name the key, never a value. New
+// applies it, and is how the configuration's decoder applies it.
+func (c *Config) check() error {
 	names := make([]string, 0, len(c.Upstreams))
 	for n := range c.Upstreams {
 		names = append(names, n)
@@ -106,6 +107,13 @@ type Facts struct {
 	// Sign signs a 2xx answer (attester-api section 8): the statement and
 	// signature for status and the SHA-256 of the body relayed.
 	Sign func(status int, responseHash [32]byte) (statement, signature []byte, err error)
+	// Forwarded, when set, is called once when the request was
+	// forwarded and the upstream's answer has begun (its status is in),
+	// on the call's goroutine: it must not block. Work for the answer's
+	// end that needs only the request (control: the signed answer's
+	// request hash) can run then, while the answer is relayed. Sign must
+	// not rely on it having been called.
+	Forwarded func()
 	// Receipt signs the call's gateway_receipt (SignReceipt); Record
 	// appends the envelope to the run's gateway record, which verifies it.
 	// The gateway records the receipt while the call's audit record is
@@ -135,7 +143,7 @@ type step uint8
 const (
 	stepAuthorize step = iota // the run, upstream, turn and llm_call header
 	stepParse                 // the body parsed, its messages' canon hashes
-	stepRules                 // the rules, the body's hash
+	stepRules                 // the rules
 	stepUpstream              // the request sent, the answer's headers in
 	stepRelay                 // the answer read, parsed, hashed and relayed
 	stepFacts                 // the answer's tool calls and text hashed
@@ -163,9 +171,11 @@ type runState struct {
 	audit  *auditLog
 }
 
-// New makes the gateway for cfg; audit logs go to dir.
+// New makes the gateway for cfg; audit logs go to dir. It refuses an
+// upstream the gateway must not dial (see check), and dials nothing and
+// writes nothing itself: a configuration is checked by making its gateway.
 func New(cfg Config, dir string, log *slog.Logger) (*Gateway, error) {
-	if err := cfg.Check(); err != nil {
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	if log == nil {

@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -198,6 +200,84 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 		t.Error("the request still holds the body after sending it")
 	}
 	runtime.KeepAlive(req)
+}
+
+// TestUpstreamBodyWrites: the transport hands the request body to the
+// upstream connection, which writes it through a pooled buffer of copyBuf
+// bytes (no 32 KB buffer allocated per call, no write per 32 KB); the
+// upstream gets the bytes unchanged.
+func TestUpstreamBodyWrites(t *testing.T) {
+	var got [32]byte
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := bounded.ReadBody(w, r, 2<<20)
+		got = sha256.Sum256(b)
+	}))
+	defer up.Close()
+	c := newUpstreamClient(tProv, Upstream{API: apiOpenAIChat, BaseURL: up.URL, Local: true, MaxConcurrent: 1})
+	var mu sync.Mutex
+	var largest int
+	tr := c.client.Transport.(*http.Transport)
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if uc, ok := conn.(*upstreamConn); ok {
+			uc.Conn = &writeSizes{Conn: uc.Conn, each: func(n int) { mu.Lock(); largest = max(largest, n); mu.Unlock() }}
+		}
+		return conn, err
+	}
+	body := bytes.Repeat([]byte("b"), 1<<20)
+	req, sent, err := c.request(t.Context(), body, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.client.Do(req)
+	sent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if got != sha256.Sum256(body) {
+		t.Fatal("the upstream did not get the body unchanged")
+	}
+	if largest != copyBuf {
+		t.Errorf("the body was written in pieces of at most %d bytes, not %d", largest, copyBuf)
+	}
+	var sink bytes.Buffer
+	uc := &upstreamConn{Conn: &writeSizes{w: &sink, each: func(int) {}}}
+	src := bytes.Repeat([]byte("0123456789"), 10000)
+	if n, err := uc.ReadFrom(struct{ io.Reader }{bytes.NewReader(src)}); err != nil || n != int64(len(src)) || !bytes.Equal(sink.Bytes(), src) {
+		t.Fatalf("ReadFrom copied %d bytes: %v", n, err)
+	}
+	// No buffer per call: what a write allocates is a few small values
+	// (and, averaged over the calls, a pool refill after a collection).
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	for range 100 {
+		sink.Reset()
+		_, _ = uc.ReadFrom(struct{ io.Reader }{bytes.NewReader(src)})
+	}
+	runtime.ReadMemStats(&m1)
+	if n := (m1.TotalAlloc - m0.TotalAlloc) / 100; n > 4<<10 {
+		t.Errorf("writing a body allocates %d bytes", n)
+	}
+}
+
+// writeSizes is a connection that reports the size of each write (to w
+// when set, else to its Conn).
+type writeSizes struct {
+	net.Conn
+	w    io.Writer
+	each func(int)
+}
+
+func (c *writeSizes) Write(p []byte) (int, error) {
+	c.each(len(p))
+	if c.w != nil {
+		return c.w.Write(p)
+	}
+	return c.Conn.Write(p)
 }
 
 func TestHistoryAndToolResults(t *testing.T) {
@@ -501,6 +581,49 @@ func TestRecordRefusesReceipt(t *testing.T) {
 	if res.trailer.Get(trailerError) != reasonAuditFailed || res.trailer.Get(trailerReceipt) != "" {
 		t.Fatalf("trailers %v, want %s and no receipt", res.trailer, reasonAuditFailed)
 	}
+	recs := auditRecords(t, h)
+	rh := sha256.Sum256(refused)
+	if len(recs) != 2 || recs[0].Outcome != "forwarded" || recs[0].ReceiptHash != b64u.Encode(rh[:]) ||
+		recs[1].Outcome != "failed" || recs[1].Reason != reasonAuditFailed || recs[1].ReceiptHash != "" || recs[1].Seq != recs[0].Seq+1 {
+		t.Fatalf("audit records %+v", recs)
+	}
+}
+
+// TestAuditRequestHash: the audit records of a refused and of a forwarded
+// call carry the SHA-256 of the call's body, and the receipt the same.
+func TestAuditRequestHash(t *testing.T) {
+	up := newScripted(t, sseAnswer(openAIText, openAIDone))
+	h := newHarness(t, up, facts(t))
+	refused := openAIBody(t, "another prompt"+tSuffix, true, user(envelope(tMessage)))
+	if res := h.openAI(refused); res.status != http.StatusUnprocessableEntity {
+		t.Fatalf("a changed system prompt: %d %s", res.status, res.reason)
+	}
+	forwarded := openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage)))
+	res := h.openAI(forwarded)
+	if res.status != 200 || res.trailer.Get(trailerError) != "" {
+		t.Fatalf("forwarded: %d %s", res.status, res.trailer)
+	}
+	recs := auditRecords(t, h)
+	if len(recs) != 2 || recs[0].Outcome != "refused" || recs[0].RequestHash != b64u.SHA256(refused) ||
+		recs[1].Outcome != "forwarded" || recs[1].RequestHash != b64u.SHA256(forwarded) {
+		t.Fatalf("audit records %+v", recs)
+	}
+	env, err := b64u.Decode(res.trailer.Get(trailerReceipt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := poh.Verify(env, poh.VerifyOptions{Type: poh.TypeGatewayReceipt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := v.Payload.GetString("request_hash_b64u"); got != b64u.SHA256(forwarded) {
+		t.Fatalf("the receipt's request hash %s", got)
+	}
+}
+
+// auditRecords reads the test run's audit log.
+func auditRecords(t *testing.T, h *harness) []auditRecord {
+	t.Helper()
 	log, err := bounded.ReadFile(filepath.Join(h.g.dir, tRunID+".jsonl"), 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -513,11 +636,7 @@ func TestRecordRefusesReceipt(t *testing.T) {
 		}
 		recs = append(recs, r)
 	}
-	rh := sha256.Sum256(refused)
-	if len(recs) != 2 || recs[0].Outcome != "forwarded" || recs[0].ReceiptHash != b64u.Encode(rh[:]) ||
-		recs[1].Outcome != "failed" || recs[1].Reason != reasonAuditFailed || recs[1].ReceiptHash != "" || recs[1].Seq != recs[0].Seq+1 {
-		t.Fatalf("audit records %+v", recs)
-	}
+	return recs
 }
 
 // TestRunsOpenTheirLogsConcurrently: runs' first calls open their audit

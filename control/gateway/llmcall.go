@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -47,7 +48,11 @@ func parseLLMCall(h, runID string, want poh.PromptCommitments) (*llmCall, error)
 	if err != nil {
 		return nil, bad(headerLLMCall + " is not b64u")
 	}
-	v, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxLLMCallBytes, MaxDepth: 4})
+	// raw is this call's own decoded copy, and nothing changes it: the
+	// parse borrows it (pohjson.ParseOptions.Borrow), so that the payload's
+	// hash reads the payload's text when the plugin wrote it in its
+	// JSON.stringify form, as it does, instead of encoding it again.
+	v, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxLLMCallBytes, MaxDepth: 4, Borrow: true})
 	if err != nil {
 		return nil, bad("the llm_call event is not a strict JSON object")
 	}
@@ -89,8 +94,10 @@ func parseLLMCall(h, runID string, want poh.PromptCommitments) (*llmCall, error)
 	if c.eventHash, err = hdr.Hash(); err != nil {
 		return nil, bad("the llm_call event cannot be hashed")
 	}
+	// Cloned: the call keeps them while its answer streams, not raw.
 	c.systemTextHash, _ = payload.GetString("system_text_hash_b64u")
 	c.suffixHash, _ = payload.GetString("suffix_hash_b64u")
+	c.systemTextHash, c.suffixHash = strings.Clone(c.systemTextHash), strings.Clone(c.suffixHash)
 	c.suffixLen, _ = payload.Get("suffix_utf16_len").Int()
 	return c, nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/poh"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/gowebpki/jcs"
 )
@@ -287,6 +288,52 @@ func FuzzLLMCall(f *testing.F) {
 			t.Fatal("an accepted event without a hash")
 		}
 	})
+}
+
+// TestLLMCallHashForms: the event hash is over the payload's
+// JSON.stringify form whatever text carried it: a payload sent with
+// whitespace and escapes hashes as the compact one (whose text the parse
+// keeps and hashes as it is), and a changed payload does not.
+func TestLLMCallHashForms(t *testing.T) {
+	raw, err := b64u.Decode(llmCallHeader(t, 1, tPrompt+tSuffix, tSuffix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compact := string(raw)
+	spaced := strings.NewReplacer(`":`, `" : `, `,"`, `, "`, `"call-1"`, `"call\u002d1"`).Replace(compact)
+	changed := strings.Replace(compact, `"call-1"`, `"call-2"`, 1)
+	if spaced == compact || changed == compact {
+		t.Fatal("the variants did not change the text")
+	}
+	hash := func(text string) string {
+		c, err := parseLLMCall(b64u.Encode([]byte(text)), tRunID, want())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.eventHash
+	}
+	if hash(spaced) != hash(compact) {
+		t.Error("whitespace and escapes changed the event hash")
+	}
+	if hash(changed) == hash(compact) {
+		t.Error("a changed payload kept the event hash")
+	}
+	// The same hash as the payload hashed from its values, not its text.
+	v, err := pohjson.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ph, err := pohjson.Hash(pohjson.NewObject(v.Get("payload").Members()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := v.GetString("event_id")
+	ts, _ := v.GetString("timestamp")
+	prev, _ := v.GetString("prev_hash_b64u")
+	want, err := (&poh.EventHeader{EventID: id, RunID: tRunID, EventType: poh.EventTypeLLMCall, Timestamp: ts, PayloadHashB64u: ph, PrevHashB64u: &prev}).Hash()
+	if err != nil || hash(compact) != want {
+		t.Fatalf("event hash %s, want %s (%v)", hash(compact), want, err)
+	}
 }
 
 // FuzzUserMessage: the envelope forms of m match m's hash; a text that

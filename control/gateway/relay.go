@@ -59,6 +59,14 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	resp, err := c.up.client.Do(req)
 	sent()
 	c.step(stepUpstream)
+	if err == nil && c.f.Forwarded != nil {
+		// What the run computes for the answer's end from the request
+		// alone (control: the signed answer's request hash) runs while
+		// the answer is relayed, not while the upstream reads the request
+		// (on a 2-core machine, beside a local model server) or the rules
+		// run.
+		c.f.Forwarded()
+	}
 	if err != nil {
 		reason := reasonUpstreamUnreach
 		if ne, ok := errors.AsType[net.Error](err); (ok && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {
@@ -215,6 +223,8 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 		}
 	}()
 	now := c.g.now()
+	reqHash := c.bodyHash()
+	c.rec.RequestHash = b64u.Encode(reqHash[:])
 	env, rerr := c.receipt(rl, respHash, now)
 	c.step(stepReceipt)
 	h := w.Header()
@@ -280,7 +290,7 @@ func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, err
 	}
 	o := &Call{
 		RunID: c.f.Want.RunID, ReceiptID: id, Provider: as, Model: c.q.model, EventHashB64u: c.lc.eventHash,
-		RequestSHA256: c.bodyHash, ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
+		RequestSHA256: c.bodyHash(), ResponseSHA256: respHash, Latency: now.Sub(c.start), At: now,
 		SystemTextSHA256: c.systemHash, SuffixSHA256: sha(c.suffix), SuffixUTF16Len: c.lc.suffixLen,
 	}
 	if rl.ans != nil {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/clawea/attester/schema/b64u"
@@ -25,7 +25,11 @@ type call struct {
 	held     bool
 	counted  bool
 	body     []byte
-	bodyHash [32]byte
+	// bodyHash is H(body), computed once, on a goroutine of its own
+	// begun with the call: the rules do not wait for it, and a call that
+	// needs it first (a refusal before that goroutine began) computes it
+	// itself.
+	bodyHash func() [32]byte
 	q        *request
 	lc       *llmCall
 	suffix   string
@@ -46,28 +50,12 @@ type call struct {
 // strings are body's own bytes while the rules read them (parseRequest).
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
 	c := &call{g: g, f: f, provider: provider, body: body, start: g.now()}
+	c.bodyHash = sync.OnceValue(func() [32]byte { return sha256.Sum256(body) })
 	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider}
 	defer c.release()
-	// The request hash is computed while the rules read the body: with a
-	// core free, it adds nothing to the call's latency. When the rules end
-	// before that goroutine has begun (no core was free), the call hashes
-	// the body itself rather than wait for it to be scheduled.
-	var claimed atomic.Bool
-	hashed := make(chan struct{})
-	go func() {
-		if claimed.CompareAndSwap(false, true) {
-			c.bodyHash = sha256.Sum256(body)
-			close(hashed)
-		}
-	}()
+	go c.bodyHash()
 	err := c.check(r, api)
-	if claimed.CompareAndSwap(false, true) {
-		c.bodyHash = sha256.Sum256(body)
-	} else {
-		<-hashed
-	}
 	c.step(stepRules)
-	c.rec.RequestHash = b64u.Encode(c.bodyHash[:])
 	if err != nil {
 		c.refuse(w, err)
 		return
@@ -233,6 +221,8 @@ func (c *call) refuse(w http.ResponseWriter, err error) {
 	}
 	c.g.log.Warn("gateway call refused", "run_id", c.f.Want.RunID, "provider", c.provider, "reason", rf.Reason, "status", rf.Status)
 	if c.rs != nil {
+		h := c.bodyHash()
+		c.rec.RequestHash = b64u.Encode(h[:])
 		c.rec.Outcome, c.rec.Reason, c.rec.Status = "refused", rf.Reason, rf.Status
 		if aerr := c.rs.audit.append(&c.rec, c.g.now()); aerr != nil {
 			c.g.log.Error("gateway audit record failed", "run_id", c.f.Want.RunID, "err", aerr)

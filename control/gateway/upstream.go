@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -35,11 +36,19 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 		MaxIdleConnsPerHost:   u.MaxConcurrent,
 		DisableCompression:    true,
 	}
+	dial := d.DialContext
 	if u.UnixSocket != "" {
 		sock := u.UnixSocket
-		tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+		dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, "unix", sock)
 		}
+	}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &upstreamConn{Conn: c}, nil
 	}
 	path := "/chat/completions"
 	if u.API == apiAnthropicMessages {
@@ -59,9 +68,9 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 // uses to send the request again on a connection the server closed before
 // reading it) works until sent is called, when the answer's headers are in
 // and nothing is retried. The body offers Read only: the HTTP/1 transport
-// copies it through a length limit, and then copies what is left to
-// io.Discard, where MultiReader's WriteTo would allocate a 32 KB buffer for
-// each call.
+// copies it through a length limit into the connection
+// (upstreamConn.ReadFrom), and then copies what is left to io.Discard,
+// where MultiReader's WriteTo would allocate a 32 KB buffer for each call.
 func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (req *http.Request, sent func(), err error) {
 	req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.url, struct{ io.Reader }{io.MultiReader(bytes.NewReader(body))})
 	if err != nil {
@@ -99,3 +108,27 @@ func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) 
 
 // errBodySent: the request was answered; it is not sent again.
 var errBodySent = errors.New("gateway: the request body was let go after the answer began")
+
+// upstreamConn is a connection to an upstream. The HTTP/1 transport
+// writes a request body by handing the body, limited to its
+// Content-Length, to its connection's ReadFrom once the headers are
+// flushed. A TCP or unix connection's own ReadFrom copies it through a new
+// 32 KB buffer for each call, one write per 32 KB; this one copies through
+// a pooled buffer of copyBuf bytes. (Under TLS the transport writes to its
+// TLS connection, which writes records to this one: ReadFrom is not used
+// there.)
+type upstreamConn struct{ net.Conn }
+
+// copyBuf is the size of the pooled buffers a request body is written
+// through: a 100 KB body takes two writes.
+const copyBuf = 64 << 10
+
+var copyBufs = sync.Pool{New: func() any { return new([copyBuf]byte) }}
+
+func (c *upstreamConn) ReadFrom(r io.Reader) (int64, error) {
+	bp := copyBufs.Get().(*[copyBuf]byte)
+	defer copyBufs.Put(bp)
+	// The writer offers Write only, so that CopyBuffer does not hand r
+	// back to the connection's own ReadFrom.
+	return io.CopyBuffer(struct{ io.Writer }{c.Conn}, r, bp[:])
+}
