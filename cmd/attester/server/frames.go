@@ -205,7 +205,7 @@ func (fc *frameConn) serve() {
 		fc.writeError(0, httpErr(http.StatusServiceUnavailable, "the attester is shutting down", nil))
 		return
 	}
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		var ne net.Error
 		if !errors.As(err, &ne) {
 			fc.s.log.Warn("framed connection refused", "err", err)
@@ -218,7 +218,7 @@ func (fc *frameConn) serve() {
 // down.
 var errStopping = errors.New("the attester is shutting down")
 
-// readLoop reads frames until an error: io.EOF when the peer closed the
+// readLoop reads frames until an error (never nil): io.EOF when the peer closed the
 // connection between frames.
 func (fc *frameConn) readLoop() error {
 	for {
