@@ -56,6 +56,10 @@ type Bundle struct {
 	ToolReceipts []ToolReceipt
 	// Metadata is payload.metadata, or nil.
 	Metadata *pohjson.Value
+	// parsedMetadata is Metadata as VerifyProofBundle set it: a member of
+	// an envelope strictly parsed from bytes, so every value in it has a
+	// JSON.stringify form (see validateSub).
+	parsedMetadata *pohjson.Value
 }
 
 // VerifyProofBundle verifies a proof_bundle envelope: the envelope (Verify),
@@ -70,7 +74,8 @@ func VerifyProofBundle(raw []byte, opts BundleOptions) (*Bundle, error) {
 		return nil, err
 	}
 	p := env.Payload
-	out := &Bundle{Envelope: env, Metadata: p.Get("metadata")}
+	md := p.Get("metadata")
+	out := &Bundle{Envelope: env, Metadata: md, parsedMetadata: md}
 	out.BundleID, _ = p.GetString("bundle_id")
 	out.AgentDID, _ = p.GetString("agent_did")
 

@@ -1,6 +1,11 @@
 package poh
 
 import (
+	"crypto/sha256"
+	"unicode/utf8"
+
+	"github.com/clawea/attester/schema/b64u"
+	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/pohjson"
 )
 
@@ -34,7 +39,39 @@ func (h *EventHeader) value() *pohjson.Value {
 }
 
 // Hash returns event_hash_b64u: b64u(SHA-256(JSON.stringify(header))).
-func (h *EventHeader) Hash() (string, error) { return pohjson.Hash(h.value()) }
+// The header's JSON.stringify form is written straight into a stack buffer
+// (a verifier hashes every event of every bundle): its keys need no
+// escaping and are not array indexes, so it is the six members in order,
+// each string value quoted as JSON.stringify quotes it. A string that is
+// not valid UTF-8 has no such form; the value's own encoder then gives the
+// error (FuzzEventHeaderHash checks both paths agree).
+func (h *EventHeader) Hash() (string, error) {
+	vals := [...]string{h.EventID, h.RunID, h.EventType, h.Timestamp, h.PayloadHashB64u, ""}
+	if h.PrevHashB64u != nil {
+		vals[5] = *h.PrevHashB64u
+	}
+	var stack [512]byte
+	buf := stack[:0]
+	for i, v := range vals {
+		if !utf8.ValidString(v) {
+			return pohjson.Hash(h.value())
+		}
+		buf = append(buf, headerKeys[i]...)
+		if i == 5 && h.PrevHashB64u == nil {
+			buf = append(buf, "null"...)
+		} else {
+			buf = jsstr.AppendQuote(buf, v)
+		}
+	}
+	buf = append(buf, '}')
+	sum := sha256.Sum256(buf)
+	var out [43]byte
+	return string(b64u.AppendEncode(out[:0], sum[:])), nil
+}
+
+// headerKeys are what precedes each header value in its JSON.stringify
+// form, in value's member order.
+var headerKeys = [...]string{`{"event_id":`, `,"run_id":`, `,"event_type":`, `,"timestamp":`, `,"payload_hash_b64u":`, `,"prev_hash_b64u":`}
 
 // EntryValue returns the full event_chain entry (header plus event_hash_b64u)
 // as it appears in a proof bundle.

@@ -85,7 +85,10 @@ func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
 	if err := checkClaweaCommitments(md, want); err != nil {
 		return err
 	}
-	sv, err := checkReportCalls(b, md, want)
+	// A metadata tree that VerifyProofBundle parsed strictly from bytes
+	// has a JSON.stringify form in every member; one set by hand may not.
+	parsed := md == b.parsedMetadata
+	sv, err := checkReportCalls(b, md, want, parsed)
 	if err != nil {
 		return err
 	}
@@ -93,7 +96,7 @@ func CheckPromptCommitments(b *Bundle, want PromptCommitments) error {
 	if err := checkLLMCalls(b, md, want); err != nil {
 		return err
 	}
-	return checkPromptPack(md, sv, want)
+	return checkPromptPack(md, sv, want, parsed)
 }
 
 // checkClaweaCommitments checks metadata.clawea: the SystemPromptReport.v1
@@ -135,13 +138,14 @@ const reportField = "payload.metadata.system_prompt_report"
 
 // checkReportCalls checks metadata.system_prompt_report: every llm call of
 // the bundle was made under the rebuilt prompt. It returns the report.
-func checkReportCalls(b *Bundle, md *pohjson.Value, want PromptCommitments) (*pohjson.Value, error) {
+// parsed: md is a strict parse's (validateSub).
+func checkReportCalls(b *Bundle, md *pohjson.Value, want PromptCommitments, parsed bool) (*pohjson.Value, error) {
 	const sf = reportField
 	sv := md.Get("system_prompt_report")
 	if sv == nil {
 		return nil, fail(MissingRequiredField, sf, "missing")
 	}
-	if err := validateSub(sv, sf, schemas.PoHSystemPromptReportV1); err != nil {
+	if err := validateSub(sv, sf, schemas.PoHSystemPromptReportV1, parsed); err != nil {
 		return nil, err
 	}
 	if s, _ := sv.GetString("run_id"); s != want.RunID {
@@ -195,12 +199,13 @@ func checkReportCall(b *Bundle, f string, call *pohjson.Value, want PromptCommit
 }
 
 // checkPromptPack checks metadata.prompt_pack (optional): a consistent
-// root, tied to the report sv, and the root want expects.
-func checkPromptPack(md, sv *pohjson.Value, want PromptCommitments) error {
+// root, tied to the report sv, and the root want expects. parsed: md is a
+// strict parse's (validateSub).
+func checkPromptPack(md, sv *pohjson.Value, want PromptCommitments, parsed bool) error {
 	root, _ := sv.GetString("prompt_root_hash_b64u")
 	const pf = "payload.metadata.prompt_pack"
 	if pv := md.Get("prompt_pack"); pv != nil {
-		if err := validateSub(pv, pf, schemas.PromptPackV1); err != nil {
+		if err := validateSub(pv, pf, schemas.PromptPackV1, parsed); err != nil {
 			return err
 		}
 		elems := pv.Get("entries").Elems()
@@ -254,10 +259,16 @@ func checkPromptCommitted(b *Bundle, want PromptCommitments) error {
 	return nil
 }
 
-// validateSub validates a metadata member against a PoH schema.
-func validateSub(v *pohjson.Value, field, schemaID string) error {
-	if _, err := pohjson.Stringify(v); err != nil {
-		return fail(MalformedEnvelope, field, "cannot be serialized")
+// validateSub validates a metadata member against a PoH schema. A member
+// built by hand must also have a JSON.stringify form; one of a strict parse
+// (parsed) has it already (every value the parser accepts does, which
+// TestParsedMembersStringify checks over the vectors and corpora), so it is
+// not encoded a second time only to be thrown away.
+func validateSub(v *pohjson.Value, field, schemaID string, parsed bool) error {
+	if !parsed {
+		if _, err := pohjson.Stringify(v); err != nil {
+			return fail(MalformedEnvelope, field, "cannot be serialized")
+		}
 	}
 	if err := schemas.ValidateValue(schemaID, v); err != nil {
 		if ve, ok := errors.AsType[*schemas.ValidationError](err); ok {
