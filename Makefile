@@ -121,19 +121,20 @@ bench-verifier:
 # cores, load 4 to 9): the in-process p99 is as high as the socket's at the
 # same rate (139 ms vs 105 ms http and 109 ms frames at 2,975/s, load 9;
 # 67 ms vs 112 ms frames at 6,000/s, load 4): the tail is below the
-# transport. Commits are short (p50 0.5 ms) but for fsyncs of 20 ms to over
-# 1 s, during which every decision admitted waits; once such commits take
+# transport. Commits are short (p50 0.5 to 1.5 ms) but for fsyncs of 20 ms to
+# over 1 s, during which every decision admitted waits; once such commits take
 # more than 1% of the time (17 to 42% in those runs), p99 is their length.
 # GC is not it (the attester with GODEBUG=gctrace=1: 1.5 cycles/s, pauses
 # under 2 ms, assist under 5 ms of CPU a cycle). The stalls are the file
-# system's: an fsync on ext4 commits the journal it shares with every other
-# writer of the file system, after their ordered data; a raw write+fsync
-# loop beside other helpers' builds shows the same stalls, and an overwrite
-# of a preallocated file with fdatasync (no metadata, no journal commit) 3 to
-# 20 times less stall time. What would remove them: the state directory on
-# a file system of its own, and one journal for all runs, preallocated,
-# written in place and fdatasynced once per commit (a gate-v1 format and
-# recovery change, not built). Both phases check one verified audit record
+# system's, under the other work on the shared disk: two probes run beside
+# the in-process loop (2 KiB every 5 ms, each in a file of its own: appended
+# and fsynced, as the log does; written over a preallocated file and
+# fdatasynced, which leaves no metadata to commit) and show the same stalls
+# (load 11: 24% and 22% of the time in calls of 5 ms or more). The number of
+# files a commit fsyncs is not it either (all records in 1 run or 4, at
+# 4,000/s, load 9: p99 61 to 134 ms and 43 to 94 ms), so one shared journal
+# for all runs would not remove the tail; a disk the state directory does
+# not share with other work would. Both phases check one verified audit record
 # per decision. LOADTEST_ENFORCE=1 also fails below
 # 20,000/s or a ratio below 0.4 in the closed loop, or at an open-loop p99 of
 # 5 ms or more or an achieved rate below 0.95 of the offered one.

@@ -34,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -716,8 +717,17 @@ func TestControlLoad(t *testing.T) {
 		all = append(all, closed[tr].res.runs...)
 		all = append(all, res.runs...)
 	}
-	// The same open loop with no socket, right after the socket's.
+	// The same open loop with no socket, right after the socket's, with
+	// two fsync probes beside it (the file system's stalls meanwhile).
+	probeCtx, probeStop := context.WithCancel(context.Background())
+	var probes [2][]time.Duration
+	var probeWG sync.WaitGroup
+	for i, inPlace := range []bool{false, true} {
+		probeWG.Go(func() { probes[i] = fsyncProbe(probeCtx, t, state, inPlace) })
+	}
 	inOpen := inProcessOpenLoop(t, t.TempDir(), openRate, openConns, runs, openDur)
+	probeStop()
+	probeWG.Wait()
 	checks := checkLoadRecords(t, a, state, all)
 	answers := checkAnswers(t, a, all)
 	if answers != checks.records {
@@ -732,6 +742,8 @@ func TestControlLoad(t *testing.T) {
 	}
 	slices.Sort(creates)
 	logInProcessOpen(t, inOpen, openRate)
+	t.Logf("[in-process] beside it, every %v a 2 KiB write+fsync appended to a file of its own: %s; the same written over a preallocated file with fdatasync (no metadata to commit): %s",
+		probeEvery, probeSummary(probes[0], inOpen.elapsed), probeSummary(probes[1], inOpen.elapsed))
 	if h, f := closed["http"], closed["frames"]; h != nil && f != nil {
 		rate := func(r *loadResult) float64 { return float64(r.acked) / r.elapsed.Seconds() }
 		perDecision := func(cl *transportLoad) float64 { return cl.srvCPU.Seconds() / float64(max(cl.res.acked, 1)) }
@@ -1303,4 +1315,77 @@ func logInProcessOpen(t *testing.T, o inProcessOpen, rate float64) {
 	sched999, _ := histPercentile(o.rt.schedLatency, 999)
 	t.Logf("[in-process] runtime: %d GC cycles, %d stop-the-world pauses (p99 %v, max %v), GC CPU %v (assist %v); goroutine scheduling latency p99 %v, p99.9 %v",
 		o.rt.gcs, pauses, pause99, pauseMax, o.rt.gcCPU.Round(time.Millisecond), o.rt.assistCPU.Round(time.Millisecond), sched99, sched999)
+}
+
+// probeEvery paces fsyncProbe.
+const probeEvery = 5 * time.Millisecond
+
+// fsyncProbe writes 2 KiB and makes it durable every probeEvery in a file
+// of its own in dir until ctx ends, and returns the latencies, sorted:
+// appended and fsynced (as the audit log does), or, with inPlace, written
+// over a preallocated, already written file and fdatasynced, which leaves
+// the file system no metadata to commit (no journal commit on ext4).
+func fsyncProbe(ctx context.Context, t *testing.T, dir string, inPlace bool) []time.Duration {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := bytes.Repeat([]byte("x"), 2048)
+	const size = 32 << 20
+	if inPlace {
+		for off := int64(0); off < size; off += 1 << 20 {
+			if _, err := f.WriteAt(bytes.Repeat([]byte{0}, 1<<20), off); err != nil {
+				t.Error(err)
+				return nil
+			}
+		}
+		if err := f.Sync(); err != nil {
+			t.Error(err)
+			return nil
+		}
+	}
+	var lats []time.Duration
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for off := int64(0); ; off = (off + int64(len(buf))) % size {
+		select {
+		case <-ctx.Done():
+			slices.Sort(lats)
+			return lats
+		case <-tick.C:
+		}
+		t0 := time.Now()
+		if inPlace {
+			_, err = f.WriteAt(buf, off)
+			if err == nil {
+				err = syscall.Fdatasync(int(f.Fd()))
+			}
+		} else {
+			_, err = f.Write(buf)
+			if err == nil {
+				err = f.Sync()
+			}
+		}
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		lats = append(lats, time.Since(t0))
+	}
+}
+
+// probeSummary is a probe's p50, p99 and largest latency, and the share of
+// the elapsed time its calls of 5 ms or more took.
+func probeSummary(lats []time.Duration, elapsed time.Duration) string {
+	var stalled time.Duration
+	for _, d := range lats {
+		if d >= 5*time.Millisecond {
+			stalled += d
+		}
+	}
+	return fmt.Sprintf("%d, p50 %v, p99 %v, max %v, those of 5 ms or more %.1f%% of the time", len(lats),
+		loadstat.Percentile(lats, 500), loadstat.Percentile(lats, 990), loadstat.Percentile(lats, 1000), 100*stalled.Seconds()/elapsed.Seconds())
 }
