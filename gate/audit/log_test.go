@@ -344,7 +344,8 @@ func TestLogConcurrentGroupCommit(t *testing.T) {
 
 // TestLogOnCommit checks the commit figures Options.OnCommit reports
 // against what the files hold: every record and byte in exactly one
-// commit, each commit's files at most its records, the commit at least as long as its slowest write and fsync.
+// commit, each commit's files at most its records, the commit at least
+// as long as its slowest write and fsync.
 func TestLogOnCommit(t *testing.T) {
 	dir := t.TempDir()
 	var mu sync.Mutex
