@@ -22,16 +22,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -300,10 +303,31 @@ func (g *loadGen) run(ctx context.Context, o loadOptions) *loadResult {
 // them in a call, the decision waits for the first that is free.
 func (l *load) openLoop(start time.Time) {
 	deadline, _ := l.ctx.Deadline()
+	l.res.conns = openArrivals(l.ctx, start, deadline, l.o.rate, l.o.callers, func(i int, first time.Time, work <-chan time.Time) {
+		c := l.newCaller(i)
+		defer c.end()
+		for n, d, ok := 0, first, true; ok; d, ok = <-work {
+			if !c.decide(n, d) {
+				l.cancel() // the test fails on the error: end the load
+				return
+			}
+			n++
+		}
+	})
+}
+
+// openArrivals is the open loop's arrival process: decision k is due at
+// start + k/rate (until deadline or ctx ends) and handed to an idle lane,
+// or to a new lane while fewer than maxLanes run (lane(i, first, work) in
+// a goroutine of its own: first is its first decision's due time, work
+// the later ones'), or else to the first lane free. It returns once every
+// lane returned, with the number of lanes started.
+func openArrivals(ctx context.Context, start, deadline time.Time, rate float64, maxLanes int, lane func(i int, first time.Time, work <-chan time.Time)) int {
 	work := make(chan time.Time)
 	var wg sync.WaitGroup
-	for k := 0; l.ctx.Err() == nil; k++ {
-		due := start.Add(time.Duration(float64(k) / l.o.rate * float64(time.Second)))
+	lanes := 0
+	for k := 0; ctx.Err() == nil; k++ {
+		due := start.Add(time.Duration(float64(k) / rate * float64(time.Second)))
 		if due.After(deadline) {
 			break
 		}
@@ -313,29 +337,20 @@ func (l *load) openLoop(start time.Time) {
 			continue
 		default:
 		}
-		if l.res.conns < l.o.callers {
-			i, first := l.res.conns, due
-			l.res.conns++
-			wg.Go(func() {
-				c := l.newCaller(i)
-				defer c.end()
-				for n, d, ok := 0, first, true; ok; d, ok = <-work {
-					if !c.decide(n, d) {
-						l.cancel() // the test fails on the error: end the load
-						return
-					}
-					n++
-				}
-			})
+		if lanes < maxLanes {
+			i := lanes
+			lanes++
+			wg.Go(func() { lane(i, due, work) })
 			continue
 		}
 		select {
 		case work <- due:
-		case <-l.ctx.Done():
+		case <-ctx.Done():
 		}
 	}
 	close(work)
 	wg.Wait()
+	return lanes
 }
 
 // caller is one connection of a load (HTTP), or one lane on a shared
@@ -619,7 +634,10 @@ func checkAuditFiles(t testing.TB, stateDir string, runs []*loadRun, exact bool)
 // and the framed transport (attester-api section 9: the callers or lanes
 // share a few connections, several calls in flight on each). Every answer
 // is then checked as a client checks it (section 8.3) and every decision
-// against the audit files. It runs only from `make bench-control`
+// against the audit files. After the socket's open loops the same open loop
+// runs in-process (inProcessOpenLoop: no socket, the same rate and arrival
+// process), with its audit commits and runtime figures: the baseline of the
+// p99, and where the time below the transport goes. It runs only from `make bench-control`
 // (CLAWEA_LOADTEST=1): it loads the machine for about two minutes.
 //
 // Environment: CLAWEA_LOADTEST_TRANSPORT (http, frames or both, the
@@ -699,6 +717,17 @@ func TestControlLoad(t *testing.T) {
 		all = append(all, closed[tr].res.runs...)
 		all = append(all, res.runs...)
 	}
+	// The same open loop with no socket, right after the socket's, with
+	// two fsync probes beside it (the file system's stalls meanwhile).
+	probeCtx, probeStop := context.WithCancel(context.Background())
+	var probes [2][]time.Duration
+	var probeWG sync.WaitGroup
+	for i, inPlace := range []bool{false, true} {
+		probeWG.Go(func() { probes[i] = fsyncProbe(probeCtx, t, state, inPlace) })
+	}
+	inOpen := inProcessOpenLoop(t, t.TempDir(), openRate, openConns, runs, openDur)
+	probeStop()
+	probeWG.Wait()
 	checks := checkLoadRecords(t, a, state, all)
 	answers := checkAnswers(t, a, all)
 	if answers != checks.records {
@@ -712,6 +741,9 @@ func TestControlLoad(t *testing.T) {
 		creates = append(creates, open[tr].creates...)
 	}
 	slices.Sort(creates)
+	logInProcessOpen(t, inOpen, openRate)
+	t.Logf("[in-process] beside it, every %v a 2 KiB write+fsync appended to a file of its own: %s; the same written over a preallocated file with fdatasync (no metadata to commit): %s",
+		probeEvery, probeSummary(probes[0], inOpen.elapsed), probeSummary(probes[1], inOpen.elapsed))
 	if h, f := closed["http"], closed["frames"]; h != nil && f != nil {
 		rate := func(r *loadResult) float64 { return float64(r.acked) / r.elapsed.Seconds() }
 		perDecision := func(cl *transportLoad) float64 { return cl.srvCPU.Seconds() / float64(max(cl.res.acked, 1)) }
@@ -968,49 +1000,17 @@ type inProcessRates struct {
 // the canonical statement, an Ed25519 signature by an identity key): what
 // the control transport adds is the rest.
 func inProcessDecideRate(t *testing.T, dir string, callers, runs int, d time.Duration) inProcessRates {
-	cfg, err := gate.ParseConfig([]byte(`{"agents":{"defaults":{"sig":{"enforceVerification":true}}},"tools":{"deny":["browser"]}}`), gate.ParseOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	did := didkey.Format(pub)
 	measure := func(rec gate.Recorder) (float64, time.Duration) {
-		g, err := gate.New(gate.Options{Config: cfg, Audit: rec})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runIDs := make([]string, runs)
-		seqs := make([]atomic.Int64, runs)
-		for r := range runs {
-			run := fmt.Sprint("inproc_", r)
-			runIDs[r] = run
-			if err := g.OpenRun(run); err != nil {
-				t.Fatal(err)
-			}
-			if err := g.NewTurn(run, "turn_1", false); err != nil {
-				t.Fatal(err)
-			}
-		}
+		ig := newInProcessGate(t, rec, runs)
 		var n atomic.Int64
 		var wg sync.WaitGroup
 		cpu0, start := loadstat.SelfCPU(t), time.Now()
 		for i := range callers {
 			wg.Go(func() {
-				run, seq := runIDs[i%runs], &seqs[i%runs]
-				params := []byte(`{"path":"/workspace/c` + strconv.Itoa(i) + `/f.txt"}`)
-				target := "/v1/runs/" + run + "/tool-calls"
-				body := []byte(`{"turn_id":"turn_1","tool":"read","params":` + string(params) + `}`)
+				c := ig.call(i, i%runs)
 				for time.Since(start) < d {
-					dec, err := g.Decide(context.Background(), gate.Call{Run: run, SessionKey: "agent:main:main", TurnID: "turn_1", AgentID: "main", Tool: "read", Params: params})
-					if err != nil || dec.AuditSeq == 0 {
-						t.Errorf("in-process decide: %+v %v", dec, err)
-						return
-					}
-					if _, _, err := signDecision(key, did, run, seq.Add(1), target, body, dec); err != nil {
-						t.Errorf("in-process answer: %v", err)
+					if err := ig.decide(c); err != nil {
+						t.Errorf("in-process: %v", err)
 						return
 					}
 					n.Add(1)
@@ -1074,4 +1074,318 @@ func procCPU(t *testing.T, pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// inProcessOpen is the in-process open loop's result: the layers below the
+// transport at the socket's offered rate and arrival process.
+type inProcessOpen struct {
+	latencies []time.Duration // sorted, from each decision's scheduled time
+	acked     int64
+	elapsed   time.Duration
+	lanes     int
+	commits   commitFigures
+	rt        runtimeFigures
+}
+
+// commitFigures are the audit log's group commits (audit.Options.OnCommit),
+// each column sorted.
+type commitFigures struct {
+	records, files                   []int
+	wait, write, sync, total, pileup []time.Duration
+	// pileup is, per record, its commit's wait and commit time (an upper
+	// bound of the record's own wait and commit): where the records are in
+	// the commits' distribution.
+	stalled time.Duration // the time of commits whose fsync took 5 ms or more (commits do not overlap)
+}
+
+// inProcessOpenLoop offers gate.Decide plus answer signing, with the
+// durable audit log in dir, at rate decisions/s for d, with the socket open
+// loop's arrival process (openArrivals, up to lanes goroutines, runs runs):
+// its latency is what the socket's open loop would show with a free
+// transport, and its commits and runtime figures say where the rest goes.
+func inProcessOpenLoop(t *testing.T, dir string, rate float64, lanes, runs int, d time.Duration) inProcessOpen {
+	var out inProcessOpen
+	var mu sync.Mutex
+	cf := &out.commits
+	const perRun = 256 << 20
+	log, err := audit.Open(dir, audit.Options{MaxRunBytes: perRun, MaxTotalBytes: int64(runs) * perRun,
+		OnCommit: func(records, files, _ int, wait, write, sync, total time.Duration) {
+			mu.Lock()
+			cf.records, cf.files = append(cf.records, records), append(cf.files, files)
+			cf.wait, cf.write, cf.sync, cf.total = append(cf.wait, wait), append(cf.write, write), append(cf.sync, sync), append(cf.total, total)
+			for range records {
+				cf.pileup = append(cf.pileup, wait+total)
+			}
+			if sync >= 5*time.Millisecond {
+				cf.stalled += total
+			}
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	ig := newInProcessGate(t, log, runs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var acked atomic.Int64
+	rt0 := readRuntime()
+	start := time.Now()
+	out.lanes = openArrivals(ctx, start, start.Add(d), rate, lanes, func(i int, first time.Time, work <-chan time.Time) {
+		lats := make([]time.Duration, 0, 4096)
+		c := ig.call(i, i%runs)
+		for due, ok := first, true; ok; due, ok = <-work {
+			if err := ig.decide(c); err != nil {
+				t.Errorf("in-process open loop: %v", err)
+				cancel()
+				return
+			}
+			lats = append(lats, time.Since(due))
+			acked.Add(1)
+		}
+		mu.Lock()
+		out.latencies = append(out.latencies, lats...)
+		mu.Unlock()
+	})
+	out.elapsed, out.acked = time.Since(start), acked.Load()
+	out.rt = readRuntime().since(rt0)
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(out.latencies)
+	slices.Sort(cf.records)
+	slices.Sort(cf.files)
+	for _, c := range [][]time.Duration{cf.wait, cf.write, cf.sync, cf.total, cf.pileup} {
+		slices.Sort(c)
+	}
+	return out
+}
+
+// inProcessGate is a gate with the attester's policy on runs runs, and an
+// identity key that signs its answers as the attester does.
+type inProcessGate struct {
+	g      *gate.Gate
+	key    ed25519.PrivateKey
+	did    string
+	runIDs []string
+	seqs   []atomic.Int64
+}
+
+func newInProcessGate(t *testing.T, rec gate.Recorder, runs int) *inProcessGate {
+	cfg, err := gate.ParseConfig([]byte(`{"agents":{"defaults":{"sig":{"enforceVerification":true}}},"tools":{"deny":["browser"]}}`), gate.ParseOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := gate.New(gate.Options{Config: cfg, Audit: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ig := &inProcessGate{g: g, key: key, did: didkey.Format(pub), runIDs: make([]string, runs), seqs: make([]atomic.Int64, runs)}
+	for r := range runs {
+		run := fmt.Sprint("inproc_", r)
+		ig.runIDs[r] = run
+		if err := g.OpenRun(run); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.NewTurn(run, "turn_1", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ig
+}
+
+// inProcessCall is a caller's tool call, built once and sent again and
+// again (as the in-process baseline always did).
+type inProcessCall struct {
+	r            int
+	run, target  string
+	params, body []byte
+}
+
+// call is caller i's tool call on run r.
+func (ig *inProcessGate) call(i, r int) inProcessCall {
+	run := ig.runIDs[r]
+	params := []byte(`{"path":"/workspace/c` + strconv.Itoa(i) + `/f.txt"}`)
+	return inProcessCall{r: r, run: run, target: "/v1/runs/" + run + "/tool-calls", params: params,
+		body: []byte(`{"turn_id":"turn_1","tool":"read","params":` + string(params) + `}`)}
+}
+
+// decide decides c and signs its answer.
+func (ig *inProcessGate) decide(c inProcessCall) error {
+	dec, err := ig.g.Decide(context.Background(), gate.Call{Run: c.run, SessionKey: "agent:main:main", TurnID: "turn_1", AgentID: "main", Tool: "read", Params: c.params})
+	if err == nil && dec.AuditSeq == 0 {
+		err = fmt.Errorf("no audit seq in %+v", dec)
+	}
+	if err != nil {
+		return fmt.Errorf("decide: %w", err)
+	}
+	if _, _, err := signDecision(ig.key, ig.did, c.run, ig.seqs[c.r].Add(1), c.target, c.body, dec); err != nil {
+		return fmt.Errorf("answer: %w", err)
+	}
+	return nil
+}
+
+// runtimeFigures are this process's garbage collection and scheduling
+// figures over an interval (runtime/metrics).
+type runtimeFigures struct {
+	gcs                  uint64
+	gcCPU, assistCPU     time.Duration
+	pauses, schedLatency *metrics.Float64Histogram // counts over the interval
+}
+
+var runtimeMetricNames = []string{"/gc/cycles/total:gc-cycles", "/cpu/classes/gc/total:cpu-seconds",
+	"/cpu/classes/gc/mark/assist:cpu-seconds", "/sched/pauses/total/gc:seconds", "/sched/latencies:seconds"}
+
+type runtimeSample []metrics.Sample
+
+func readRuntime() runtimeSample {
+	s := make(runtimeSample, len(runtimeMetricNames))
+	for i, n := range runtimeMetricNames {
+		s[i].Name = n
+	}
+	metrics.Read(s)
+	return s
+}
+
+// since is the figures from s0 to s.
+func (s runtimeSample) since(s0 runtimeSample) runtimeFigures {
+	secs := func(i int) time.Duration {
+		return time.Duration((s[i].Value.Float64() - s0[i].Value.Float64()) * float64(time.Second))
+	}
+	hist := func(i int) *metrics.Float64Histogram {
+		h, h0 := s[i].Value.Float64Histogram(), s0[i].Value.Float64Histogram()
+		d := &metrics.Float64Histogram{Buckets: h.Buckets, Counts: slices.Clone(h.Counts)}
+		for j := range d.Counts {
+			d.Counts[j] -= h0.Counts[j]
+		}
+		return d
+	}
+	return runtimeFigures{gcs: s[0].Value.Uint64() - s0[0].Value.Uint64(), gcCPU: secs(1), assistCPU: secs(2), pauses: hist(3), schedLatency: hist(4)}
+}
+
+// histPercentile is the upper bound of the bucket that holds the permille
+// point of h's counts (0 when empty), and the count.
+func histPercentile(h *metrics.Float64Histogram, permille int) (time.Duration, uint64) {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	if n == 0 {
+		return 0, 0
+	}
+	want := (n*uint64(permille) + 999) / 1000
+	var seen uint64
+	for i, c := range h.Counts {
+		seen += c
+		if seen >= want {
+			up := h.Buckets[i+1]
+			if math.IsInf(up, 1) {
+				up = h.Buckets[i]
+			}
+			return time.Duration(up * float64(time.Second)), n
+		}
+	}
+	return 0, n
+}
+
+// logInProcessOpen prints the in-process open loop beside the socket's.
+func logInProcessOpen(t *testing.T, o inProcessOpen, rate float64) {
+	lat := func(d []time.Duration) string {
+		return fmt.Sprintf("p50 %v, p99 %v, max %v", loadstat.Percentile(d, 500), loadstat.Percentile(d, 990), loadstat.Percentile(d, 1000))
+	}
+	cnt := func(d []int) string {
+		if len(d) == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("p50 %d, p99 %d, max %d", d[len(d)/2], d[len(d)*99/100], d[len(d)-1])
+	}
+	c := o.commits
+	t.Logf("[in-process] open loop (gate.Decide, answer signing, durable audit log; no socket): offered %.0f decisions/s on %d lanes, %v: achieved %.0f/s; latency from the scheduled time p50 %v, p99 %v, p99.9 %v",
+		rate, o.lanes, o.elapsed.Round(time.Millisecond), float64(o.acked)/o.elapsed.Seconds(),
+		loadstat.Percentile(o.latencies, 500), loadstat.Percentile(o.latencies, 990), loadstat.Percentile(o.latencies, 999))
+	t.Logf("[in-process] group commits: %d (%.1f/s), records per commit %s, files %s; wait (first record admitted to commit start) %s; write %s; fsync (slowest file) %s; commit %s; per record, its commit's wait + commit %s; commits with an fsync of 5 ms or more took %v, %.1f%% of the time",
+		len(c.total), float64(len(c.total))/o.elapsed.Seconds(), cnt(c.records), cnt(c.files), lat(c.wait), lat(c.write), lat(c.sync), lat(c.total), lat(c.pileup),
+		c.stalled.Round(time.Millisecond), 100*c.stalled.Seconds()/o.elapsed.Seconds())
+	pause99, pauses := histPercentile(o.rt.pauses, 990)
+	pauseMax, _ := histPercentile(o.rt.pauses, 1000)
+	sched99, _ := histPercentile(o.rt.schedLatency, 990)
+	sched999, _ := histPercentile(o.rt.schedLatency, 999)
+	t.Logf("[in-process] runtime: %d GC cycles, %d stop-the-world pauses (p99 %v, max %v), GC CPU %v (assist %v); goroutine scheduling latency p99 %v, p99.9 %v",
+		o.rt.gcs, pauses, pause99, pauseMax, o.rt.gcCPU.Round(time.Millisecond), o.rt.assistCPU.Round(time.Millisecond), sched99, sched999)
+}
+
+// probeEvery paces fsyncProbe.
+const probeEvery = 5 * time.Millisecond
+
+// fsyncProbe writes 2 KiB and makes it durable every probeEvery in a file
+// of its own in dir until ctx ends, and returns the latencies, sorted:
+// appended and fsynced (as the audit log does), or, with inPlace, written
+// over a preallocated, already written file and fdatasynced, which leaves
+// the file system no metadata to commit (no journal commit on ext4).
+func fsyncProbe(ctx context.Context, t *testing.T, dir string, inPlace bool) []time.Duration {
+	f, err := os.CreateTemp(dir, "fsync-probe-")
+	if err != nil {
+		t.Error(err)
+		return nil
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	buf := bytes.Repeat([]byte("x"), 2048)
+	const size = 32 << 20
+	if inPlace {
+		for off := int64(0); off < size; off += 1 << 20 {
+			if _, err := f.WriteAt(bytes.Repeat([]byte{0}, 1<<20), off); err != nil {
+				t.Error(err)
+				return nil
+			}
+		}
+		if err := f.Sync(); err != nil {
+			t.Error(err)
+			return nil
+		}
+	}
+	var lats []time.Duration
+	tick := time.NewTicker(probeEvery)
+	defer tick.Stop()
+	for off := int64(0); ; off = (off + int64(len(buf))) % size {
+		select {
+		case <-ctx.Done():
+			slices.Sort(lats)
+			return lats
+		case <-tick.C:
+		}
+		t0 := time.Now()
+		if inPlace {
+			_, err = f.WriteAt(buf, off)
+			if err == nil {
+				err = syscall.Fdatasync(int(f.Fd()))
+			}
+		} else {
+			_, err = f.Write(buf)
+			if err == nil {
+				err = f.Sync()
+			}
+		}
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		lats = append(lats, time.Since(t0))
+	}
+}
+
+// probeSummary is a probe's p50, p99 and largest latency, and the share of
+// the elapsed time its calls of 5 ms or more took.
+func probeSummary(lats []time.Duration, elapsed time.Duration) string {
+	var stalled time.Duration
+	for _, d := range lats {
+		if d >= 5*time.Millisecond {
+			stalled += d
+		}
+	}
+	return fmt.Sprintf("%d, p50 %v, p99 %v, max %v, those of 5 ms or more %.1f%% of the time", len(lats),
+		loadstat.Percentile(lats, 500), loadstat.Percentile(lats, 990), loadstat.Percentile(lats, 1000), 100*stalled.Seconds()/elapsed.Seconds())
 }

@@ -83,6 +83,14 @@ type Options struct {
 	// verifies every record and Close writes no checkpoint.
 	CheckpointKey  ed25519.PublicKey
 	SignCheckpoint func(message []byte) ([]byte, error)
+	// OnCommit, when set, is called by the log's writer after each group
+	// commit with its figures: the records and files it wrote, their bytes,
+	// the wait from the batch's first record's admission to the commit's
+	// start, the slowest file's write and fsync (files are flushed in
+	// parallel), and the whole commit (directory fsync included). It runs
+	// on the writer, which commits nothing meanwhile: it MUST be quick.
+	// Benchmarks use it (make bench-control).
+	OnCommit func(records, files, bytes int, wait, write, sync, total time.Duration)
 }
 
 // Log is the durable audit log: one hash chain per run, one file per run
@@ -107,13 +115,14 @@ type Log struct {
 	cur      *batch // the batch new records join; nil when none is open
 	// spare holds the buffers of the last committed batch, which the next
 	// batch reuses (a batch's lines and items are garbage once committed).
-	spare   batch
-	ioErr   error // the latest write failure (for Healthy)
-	closed  bool
-	wake    chan struct{}
-	stopped chan struct{}
-	order   uint64 // admission counter, for removal order
-	stats   logStats
+	spare    batch
+	ioErr    error // the latest write failure (for Healthy)
+	closed   bool
+	wake     chan struct{}
+	stopped  chan struct{}
+	order    uint64 // admission counter, for removal order
+	stats    logStats
+	onCommit func(records, files, bytes int, wait, write, sync, total time.Duration) // Options.OnCommit
 }
 
 // logStats count the work of a Log since Open.
@@ -164,6 +173,7 @@ type runLog struct {
 // batch is one group commit: records appended while the writer was busy.
 type batch struct {
 	done   chan struct{}
+	opened time.Time // when its first record was admitted (for Options.OnCommit)
 	buf    []byte
 	items  []item
 	closes []*runLog
@@ -200,6 +210,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		log:      opts.Logger,
 		ckKey:    opts.CheckpointKey,
 		signCk:   opts.SignCheckpoint,
+		onCommit: opts.OnCommit,
 		runs:     map[string]*runLog{},
 		wake:     make(chan struct{}, 1),
 		stopped:  make(chan struct{}),
@@ -536,6 +547,9 @@ func (l *Log) reserve(n int64, keep *runLog) error {
 func (l *Log) openBatch() *batch {
 	if l.cur == nil {
 		l.cur = &batch{done: make(chan struct{}), buf: l.spare.buf, items: l.spare.items}
+		if l.onCommit != nil {
+			l.cur.opened = time.Now()
+		}
 		l.spare.buf, l.spare.items = nil, nil
 	}
 	return l.cur
@@ -593,6 +607,7 @@ func (l *Log) writer() {
 // commit writes a batch: per run, one write of its records, one fsync,
 // and one directory fsync when a file was created.
 func (l *Log) commit(b *batch) {
+	t0 := time.Now()
 	var dirty []*runLog
 	for _, it := range b.items {
 		rl := it.rl
@@ -636,20 +651,14 @@ func (l *Log) commit(b *batch) {
 	// One write and one fsync per file; files are synced in parallel so
 	// that the file system can merge them into one journal commit.
 	errs := make([]error, len(dirty))
+	times := make([][2]time.Duration, len(dirty))
 	var wg sync.WaitGroup
 	for i, rl := range dirty {
 		if rl.f == nil || b.failed[rl] != nil {
 			continue
 		}
 		flush := func() {
-			if _, err := rl.f.Write(rl.wbuf); err != nil {
-				errs[i] = err
-			} else if err := rl.f.Sync(); err != nil {
-				errs[i] = err
-			} else {
-				rl.sum.Write(rl.wbuf)
-			}
-			rl.wbuf = rl.wbuf[:0]
+			times[i], errs[i] = flushRun(rl)
 		}
 		if len(dirty) == 1 {
 			flush()
@@ -692,6 +701,13 @@ func (l *Log) commit(b *batch) {
 	}
 	closes := b.closes
 	l.mu.Unlock()
+	if l.onCommit != nil {
+		var wr, fs time.Duration
+		for _, tm := range times {
+			wr, fs = max(wr, tm[0]), max(fs, tm[1])
+		}
+		l.onCommit(len(b.items), len(dirty), len(b.buf), t0.Sub(b.opened), wr, fs, time.Since(t0))
+	}
 	for _, rl := range closes {
 		if rl.f != nil {
 			rl.f.Close()
@@ -701,6 +717,22 @@ func (l *Log) commit(b *batch) {
 		l.mu.Unlock()
 	}
 	close(b.done)
+}
+
+// flushRun writes a run's pending records and fsyncs its file; it returns
+// how long the write and the fsync took, and the error.
+func flushRun(rl *runLog) ([2]time.Duration, error) {
+	w0 := time.Now()
+	_, err := rl.f.Write(rl.wbuf)
+	w1 := time.Now()
+	if err == nil {
+		err = rl.f.Sync()
+	}
+	if err == nil {
+		rl.sum.Write(rl.wbuf)
+	}
+	rl.wbuf = rl.wbuf[:0]
+	return [2]time.Duration{w1.Sub(w0), time.Since(w1)}, err
 }
 
 // CloseRun ends a run's log: later records for the run are refused

@@ -342,6 +342,52 @@ func TestLogConcurrentGroupCommit(t *testing.T) {
 	}
 }
 
+// TestLogOnCommit checks the commit figures Options.OnCommit reports
+// against what the files hold: every record and byte in exactly one
+// commit, each commit's files at most its records, the commit at least
+// as long as its slowest write and fsync.
+func TestLogOnCommit(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var commits, records, nbytes, syncs int
+	bad := ""
+	l := openLog(t, dir, Options{OnCommit: func(recs, files, n int, wait, write, sync, total time.Duration) {
+		mu.Lock()
+		defer mu.Unlock()
+		commits, records, nbytes, syncs = commits+1, records+recs, nbytes+n, syncs+files
+		if recs < 1 || files < 1 || files > recs || n < recs || wait < 0 || write <= 0 || sync <= 0 || total < max(write, sync) {
+			bad = fmt.Sprint(recs, files, n, wait, write, sync, total)
+		}
+	}})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 25 {
+				if _, err := l.Record([]string{"run_a", "run_b"}[(g+i)%2], entry(g*100+i)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var size int64
+	for _, run := range []string{"run_a", "run_b"} {
+		st, err := os.Stat(filepath.Join(dir, run+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		size += st.Size()
+	}
+	st := l.statsNow()
+	if bad != "" || records != 200 || int64(nbytes) != size || uint64(commits) != st.Commits || uint64(syncs) != st.Syncs {
+		t.Fatalf("commits %d (log: %d), records %d, bytes %d of %d, fsyncs %d (log: %d); bad commit: %s",
+			commits, st.Commits, records, nbytes, size, syncs, st.Syncs, bad)
+	}
+}
+
 func TestLogClosed(t *testing.T) {
 	l := openLog(t, t.TempDir(), Options{})
 	record(t, l, "run_a", 1)
