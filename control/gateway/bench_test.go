@@ -170,7 +170,7 @@ func newBenchInputs(t testing.TB) *benchInputs {
 	b.userText = envelope(tMessage)
 	all := append([]any{map[string]any{"role": "system", "content": tPrompt + tSuffix}}, append(msgs, user(b.userText))...)
 	b.body, _ = json.Marshal(map[string]any{"model": tModel, "messages": all, "tools": tools})
-	q, err := parseRequest(apiOpenAIChat, b.body)
+	q, err := parseRequest(apiOpenAIChat, b.body, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -636,8 +636,11 @@ func BenchmarkRules(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	// As a call does (serve.go): the parsed values given back when the
+	// call ends.
+	var release func()
 	for b.Loop() {
-		q, err := parseRequest(apiOpenAIChat, bn.body)
+		q, err := parseRequest(apiOpenAIChat, bn.body, &release)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -648,6 +651,7 @@ func BenchmarkRules(b *testing.B) {
 		if _, _, err := checkMessages(q, &history{msgs: bn.hist}, &ts, sha(bn.userText), nil); err != nil {
 			b.Fatal(err)
 		}
+		release()
 	}
 }
 

@@ -259,7 +259,9 @@ func TestUpstreamBodyWrites(t *testing.T) {
 		_, _ = uc.ReadFrom(struct{ io.Reader }{bytes.NewReader(src)})
 	}
 	runtime.ReadMemStats(&m1)
-	if n := (m1.TotalAlloc - m0.TotalAlloc) / 100; n > 4<<10 {
+	// (Under the race detector sync.Pool drops a share of what it is
+	// given at random: the count means nothing there.)
+	if n := (m1.TotalAlloc - m0.TotalAlloc) / 100; n > 4<<10 && !raceEnabled {
 		t.Errorf("writing a body allocates %d bytes", n)
 	}
 }

@@ -31,8 +31,12 @@ type call struct {
 	// itself.
 	bodyHash func() [32]byte
 	q        *request
-	lc       *llmCall
-	suffix   string
+	// parsed gives the parsed request's values back to pohjson's pool
+	// when the call ends: nothing of the call refers to them after the
+	// rules.
+	parsed func()
+	lc     *llmCall
+	suffix string
 	// systemHash is H(S), the system text forwarded (the text itself is
 	// dropped once the rules have read it).
 	systemHash [32]byte
@@ -84,7 +88,7 @@ func (c *call) check(r *http.Request, api string) error {
 		return err
 	}
 	c.step(stepAuthorize)
-	if c.q, err = parseRequest(api, c.body); err != nil {
+	if c.q, err = parseRequest(api, c.body, &c.parsed); err != nil {
 		return err
 	}
 	c.step(stepParse)
@@ -208,6 +212,9 @@ func (c *call) release() {
 	}
 	if c.rs != nil {
 		c.g.releaseRun(c.rs)
+	}
+	if c.parsed != nil {
+		c.parsed()
 	}
 }
 
