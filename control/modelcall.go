@@ -58,7 +58,8 @@ func (s *Service) ModelBodyLimit(provider, api string) int64 {
 // (POST /v1/runs/{id}/model/{provider}/{api}, docs/spec/model-gateway.md):
 // the gateway checks body against what the run holds, forwards it and
 // writes the whole answer. It returns an error, with nothing written, only
-// for a closed run.
+// for a closed run. No read of body outlasts ModelCall: the caller may
+// reuse the buffer once it returns.
 func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, caller Process, provider, api string, body []byte) error {
 	rn.mu.Lock()
 	if rn.closed {
@@ -81,7 +82,8 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 	// computed once, while a forwarded call's answer is relayed
 	// (Forwarded), or by Sign itself when that has not begun.
 	reqHash := sync.OnceValue(func() [32]byte { return answer.RequestHash(r.Method, r.RequestURI, body) })
-	f.Forwarded = func() { go reqHash() }
+	forwarded := false // Forwarded runs on Serve's goroutine
+	f.Forwarded = func() { forwarded = true; go reqHash() }
 	f.Sign = func(status int, respHash [32]byte) ([]byte, []byte, error) {
 		sa, err := s.SignAnswer(rn, caller, status, reqHash(), respHash)
 		if err != nil {
@@ -91,5 +93,8 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 	}
 	s.receiptSigner(rn, f)
 	s.gw.Serve(w, r, provider, api, body, f)
+	if forwarded {
+		reqHash() // the hash begun in Forwarded has read the body
+	}
 	return nil
 }

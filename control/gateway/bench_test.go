@@ -235,14 +235,16 @@ func unixServer(t *testing.T, path string, h http.HandlerFunc) *httptest.Server 
 // sent upstream with the gateway's transport, the answer relayed chunk by
 // chunk with a flush each; no rule, receipt or audit record.
 func (b *bench) bareHop(w http.ResponseWriter, r *http.Request) {
-	body, _ := bounded.ReadBody(w, r, 2<<20)
-	req, sent, err := b.hopUp.request(r.Context(), body, false)
+	body, done := readAsAttester(w, r)
+	defer done()
+	req, ub, err := b.hopUp.request(r.Context(), body, false)
 	if err != nil {
 		http.Error(w, err.Error(), 500)
 		return
 	}
+	defer ub.letGo()
 	resp, err := b.hopUp.client.Do(req)
-	sent()
+	ub.sent()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -261,6 +263,25 @@ func (b *bench) bareHop(w http.ResponseWriter, r *http.Request) {
 		}
 		if err != nil {
 			return
+		}
+	}
+}
+
+// attesterBodies is the attester's pool of model call bodies
+// (cmd/attester/server/model.go's modelBodies).
+var attesterBodies = sync.Pool{New: func() any { return new([]byte) }}
+
+// readAsAttester reads a call's body as the attester's handler does
+// (cmd/attester/server/model.go): into a pooled buffer, which done clears
+// and gives back once the call has been answered.
+func readAsAttester(w http.ResponseWriter, r *http.Request) (body []byte, done func()) {
+	bp := attesterBodies.Get().(*[]byte)
+	body, _ = bounded.ReadBody(w, r, 2<<20, *bp)
+	return body, func() {
+		if cap(body) <= 1<<20 {
+			clear(body)
+			*bp = body[:0]
+			attesterBodies.Put(bp)
 		}
 	}
 }
@@ -300,8 +321,8 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		defer runtime.UnlockOSThread()
 		s0 = now()
 	}
-	// As the attester's handler reads it (cmd/attester/server/model.go).
-	body, _ := bounded.ReadBody(w, r, 2<<20)
+	body, done := readAsAttester(w, r)
+	defer done()
 	if traced {
 		s0 = b.ph.since("control-socket read (the 100 KB body)", s0)
 	}

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"weak"
@@ -58,6 +59,12 @@ func newHarness(t *testing.T, up *scripted, f *Facts) *harness {
 			return
 		}
 		h.g.Serve(w, r, provider, api, body, h.f)
+		// The attester reuses the buffer once Serve returns (a pool):
+		// a read of it that outlasted Serve reads this, and the race
+		// detector sees it.
+		for i := range body {
+			body[i] = 'X'
+		}
 	}))
 	t.Cleanup(h.srv.Close)
 	return h
@@ -114,6 +121,34 @@ func openAIToolCall(id, tool, args string) string {
 		`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":` + string(a2) + `}}]}}]}` + "\n\n"
 }
 
+// TestEarlyAnswerLetsBodyGo: an upstream that answers before it has read
+// a large request body (the transport may still be writing it when the
+// call ends, and letGo then ends its reads: TestUpstreamRequestLetsBodyGo)
+// gets its answer relayed whole; the harness overwrites the buffer once
+// Serve returns, as the attester's pool may.
+func TestEarlyAnswerLetsBodyGo(t *testing.T) {
+	early := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"early"}}]}`))
+		w.(http.Flusher).Flush()
+	}
+	var got atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		early(w, r)
+		got.Add(1)
+	}))
+	t.Cleanup(up.Close)
+	h := newHarness(t, &scripted{srv: up}, facts(t))
+	body := openAIBody(t, tPrompt+tSuffix, false, user(envelope(tMessage)))
+	pad := `"pad":"` + strings.Repeat("p", 900<<10) + `",`
+	body = bytes.Replace(body, []byte(`"model":`), []byte(pad+`"model":`), 1)
+	res := h.openAI(body)
+	if res.status != 200 || got.Load() != 1 {
+		t.Fatalf("status %d %q %s, upstream answered %d times", res.status, res.body, res.reason, got.Load())
+	}
+}
+
 func TestForwardStreamsAndReceipts(t *testing.T) {
 	up := newScripted(t, sseAnswer(openAIText, openAIDone))
 	h := newHarness(t, up, facts(t))
@@ -168,7 +203,7 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 	body := bytes.Repeat([]byte("b"), 1<<20)
 	want := sha256.Sum256(body)
 	held := weak.Make(&body[0])
-	req, sent, err := g.clients[tProv].request(t.Context(), body, false)
+	req, ub, err := g.clients[tProv].request(t.Context(), body, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +226,7 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 	if n := testing.AllocsPerRun(10, func() { _, _ = io.Copy(io.Discard, req.Body) }); n != 0 {
 		t.Errorf("draining the sent body allocates %v times", n)
 	}
-	sent()
+	ub.sent()
 	if _, err := req.GetBody(); err == nil {
 		t.Error("the body can be sent again after the answer began")
 	}
@@ -200,6 +235,24 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 		t.Error("the request still holds the body after sending it")
 	}
 	runtime.KeepAlive(req)
+	// letGo ends a read under way (an upstream that answered before it
+	// read the whole body): the caller may then reuse the buffer.
+	buf := []byte("0123456789")
+	req, ub, err = g.clients[tProv].request(t.Context(), buf, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 4)
+	if n, err := req.Body.Read(p); n != 4 || err != nil || string(p) != "0123" {
+		t.Fatalf("read %q: %v", p[:n], err)
+	}
+	ub.letGo()
+	if n, err := req.Body.Read(p); n != 0 || !errors.Is(err, errBodySent) {
+		t.Fatalf("a read after letGo gave %d bytes: %v", n, err)
+	}
+	if _, err := req.GetBody(); err == nil {
+		t.Error("GetBody works after letGo")
+	}
 }
 
 // TestUpstreamBodyWrites: the transport hands the request body to the
@@ -226,12 +279,12 @@ func TestUpstreamBodyWrites(t *testing.T) {
 		return conn, err
 	}
 	body := bytes.Repeat([]byte("b"), 1<<20)
-	req, sent, err := c.request(t.Context(), body, false)
+	req, ub, err := c.request(t.Context(), body, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := c.client.Do(req)
-	sent()
+	ub.sent()
 	if err != nil {
 		t.Fatal(err)
 	}

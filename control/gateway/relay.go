@@ -46,18 +46,20 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	u := c.up.u
 	ctx, cancel := context.WithTimeout(r.Context(), u.TotalTimeout)
 	defer cancel()
-	req, sent, err := c.up.request(ctx, c.body, c.q.stream)
+	req, ub, err := c.up.request(ctx, c.body, c.q.stream)
 	if err != nil {
 		c.refuse(w, refuse(reasonUpstreamUnreach, "cannot build the upstream request"))
 		return
 	}
-	// The request holds the body until it is sent; the call needs only
-	// its hash from now on.
+	// The request holds the body until it is sent, and no read of it
+	// outlasts the call (the caller may reuse the buffer: Serve); the
+	// call needs only its hash from now on.
+	defer ub.letGo()
 	c.body = nil
 	c.rs.events[c.lc.eventHash] = true
 	c.rs.calls++
 	resp, err := c.up.client.Do(req)
-	sent()
+	ub.sent()
 	c.step(stepUpstream)
 	if err == nil && c.f.Forwarded != nil {
 		// What the run computes for the answer's end from the request

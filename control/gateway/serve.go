@@ -49,9 +49,11 @@ type call struct {
 // Serve answers one model call of the run f describes: provider and api
 // from the request path, body the request body (already read within the
 // upstream's MaxRequestBytes). It writes the whole answer: a refusal, or the relayed answer
-// with its trailers (sections 2 and 3). Serve owns body from the call on: the caller
-// gives a buffer no pool or other goroutine reuses or changes, since the parsed request's
-// strings are body's own bytes while the rules read them (parseRequest).
+// with its trailers (sections 2 and 3). body is Serve's while it runs: the caller
+// gives a buffer no other goroutine changes meanwhile, since the parsed request's
+// strings are body's own bytes while the rules read them (parseRequest). No read of
+// body outlasts Serve (its hash, the upstream request: release), and nothing the
+// gateway keeps refers to it, so the caller may reuse the buffer once Serve returns.
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
 	c := &call{g: g, f: f, provider: provider, body: body, start: g.now()}
 	c.bodyHash = sync.OnceValue(func() [32]byte { return sha256.Sum256(body) })
@@ -202,8 +204,11 @@ func (c *call) checkEvent() error {
 	return nil
 }
 
-// release ends the call's hold on its run, session and upstream slot.
+// release ends the call's hold on its run, session and upstream slot,
+// and waits for the body's hash (begun with the call), so that no read of
+// the body outlasts the call.
 func (c *call) release() {
+	c.bodyHash()
 	if c.held {
 		c.g.sessions.release(c.sk, nil)
 	}
