@@ -305,7 +305,7 @@ func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, err
 // request's messages and its answer, the turn's user message is done, and
 // the decisions its tool results used are spent.
 func (c *call) complete(facts *answerFacts) {
-	next := &history{answer: facts}
+	next := &history{answer: facts, msgs: make([][32]byte, 0, len(c.q.msgs))}
 	for _, m := range c.q.msgs {
 		if m.kind != kindInternal {
 			next.msgs = append(next.msgs, m.canon)
