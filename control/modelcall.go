@@ -58,12 +58,17 @@ func (s *Service) ModelBodyLimit(provider, api string) int64 {
 // (POST /v1/runs/{id}/model/{provider}/{api}, docs/spec/model-gateway.md):
 // the gateway checks body against what the run holds, forwards it and
 // writes the whole answer. It returns an error, with nothing written, only
-// for a closed run. No read of body outlasts ModelCall: the caller may
-// reuse the buffer once it returns.
-func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, caller Process, provider, api string, body []byte) error {
+// for a closed run. It calls free once (nil: none), maybe after it
+// returned, when no read of body will happen any more: the caller may
+// then reuse the buffer (Facts.BodyDone).
+func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, caller Process, provider, api string, body []byte, free func()) error {
+	if free == nil {
+		free = func() {}
+	}
 	rn.mu.Lock()
 	if rn.closed {
 		rn.mu.Unlock()
+		free()
 		return errRunClosed
 	}
 	f := &gateway.Facts{
@@ -91,10 +96,19 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 		}
 		return sa.Statement, sa.Signature, nil
 	}
+	f.BodyDone = func() {
+		if !forwarded {
+			free()
+			return
+		}
+		// The hash begun in Forwarded reads the body: free waits for
+		// it, off the call's goroutine (the answer is being relayed).
+		go func() {
+			reqHash()
+			free()
+		}()
+	}
 	s.receiptSigner(rn, f)
 	s.gw.Serve(w, r, provider, api, body, f)
-	if forwarded {
-		reqHash() // the hash begun in Forwarded has read the body
-	}
 	return nil
 }

@@ -322,7 +322,6 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		s0 = now()
 	}
 	body, done := readAsAttester(w, r)
-	defer done()
 	if traced {
 		s0 = b.ph.since("control-socket read (the 100 KB body)", s0)
 	}
@@ -347,6 +346,9 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		},
 		Receipt: b.receipt,
 		Record:  b.record,
+		// As control's ModelCall does: the buffer goes back once the
+		// request hash begun in Forwarded has read it.
+		BodyDone: func() { go func() { reqHash(); done() }() },
 	}
 	f.Want.RunID = r.Header.Get("X-Bench-Run")
 	k := sessionKey{agent: "main", session: f.SessionKey}

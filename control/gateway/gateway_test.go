@@ -41,6 +41,9 @@ type harness struct {
 	f   *Facts
 	srv *httptest.Server
 	n   int
+	// bodyDone, when set, is called when the gateway lets a call's body
+	// go (Facts.BodyDone).
+	bodyDone func()
 }
 
 func newHarness(t *testing.T, up *scripted, f *Facts) *harness {
@@ -58,12 +61,23 @@ func newHarness(t *testing.T, up *scripted, f *Facts) *harness {
 			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		h.g.Serve(w, r, provider, api, body, h.f)
-		// The attester reuses the buffer once Serve returns (a pool):
-		// a read of it that outlasted Serve reads this, and the race
-		// detector sees it.
-		for i := range body {
-			body[i] = 'X'
+		// The attester reuses the buffer once the gateway says it is
+		// done with it (a pool): a later read of it reads this, and the
+		// race detector sees it.
+		f := *h.f
+		done := 0
+		f.BodyDone = func() {
+			done++
+			for i := range body {
+				body[i] = 'X'
+			}
+			if h.bodyDone != nil {
+				h.bodyDone()
+			}
+		}
+		h.g.Serve(w, r, provider, api, body, &f)
+		if done != 1 {
+			t.Errorf("BodyDone was called %d times", done)
 		}
 	}))
 	t.Cleanup(h.srv.Close)
@@ -146,6 +160,34 @@ func TestEarlyAnswerLetsBodyGo(t *testing.T) {
 	res := h.openAI(body)
 	if res.status != 200 || got.Load() != 1 {
 		t.Fatalf("status %d %q %s, upstream answered %d times", res.status, res.body, res.reason, got.Load())
+	}
+}
+
+// TestBodyLetGoWhileStreaming: once the upstream has the whole body, the
+// gateway lets it go (Facts.BodyDone) while the answer still streams, so
+// that an open stream does not hold it; the answer is relayed whole.
+func TestBodyLetGoWhileStreaming(t *testing.T) {
+	released := make(chan struct{})
+	var early atomic.Bool
+	up := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(openAIText))
+		w.(http.Flusher).Flush()
+		select {
+		case <-released:
+			early.Store(true)
+		case <-time.After(5 * time.Second):
+		}
+		_, _ = w.Write([]byte(openAIDone))
+	})
+	h := newHarness(t, up, facts(t))
+	h.bodyDone = func() { close(released) }
+	res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage))))
+	if res.status != 200 || string(res.body) != openAIText+openAIDone || res.trailer.Get(trailerReceipt) == "" {
+		t.Fatalf("status %d %q %v", res.status, res.body, res.trailer)
+	}
+	if !early.Load() {
+		t.Error("the body was let go only when the answer ended")
 	}
 }
 

@@ -69,6 +69,12 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 		// run.
 		c.f.Forwarded()
 	}
+	if ub.written() {
+		// The upstream has all of the body: the caller may reuse it
+		// while the answer is relayed.
+		ub.letGo()
+		c.releaseBody()
+	}
 	if err != nil {
 		reason := reasonUpstreamUnreach
 		if ne, ok := errors.AsType[net.Error](err); (ok && ne.Timeout()) || errors.Is(err, context.DeadlineExceeded) {

@@ -24,6 +24,9 @@ type call struct {
 	hist     *history
 	held     bool
 	counted  bool
+	// bodyDone: the caller was told the body is no longer read
+	// (Facts.BodyDone).
+	bodyDone bool
 	body     []byte
 	// bodyHash is H(body), computed once, on a goroutine of its own
 	// begun with the call: the rules do not wait for it, and a call that
@@ -62,11 +65,35 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api st
 	go c.bodyHash()
 	err := c.check(r, api)
 	c.step(stepRules)
+	c.releaseParse()
 	if err != nil {
 		c.refuse(w, err)
 		return
 	}
 	c.forward(w, r)
+}
+
+// releaseParse gives the parsed request's memory back: once the rules
+// have run, nothing reads it.
+func (c *call) releaseParse() {
+	if c.parsed != nil {
+		c.parsed()
+		c.parsed = nil
+	}
+}
+
+// releaseBody tells the caller that no read of the body will happen any
+// more (Facts.BodyDone), once: the body's hash is waited for; the caller
+// makes sure the upstream request no longer reads it.
+func (c *call) releaseBody() {
+	if c.bodyDone {
+		return
+	}
+	c.bodyDone = true
+	c.bodyHash()
+	if c.f.BodyDone != nil {
+		c.f.BodyDone()
+	}
 }
 
 // check applies the gateway's steps before anything is forwarded, in the
@@ -205,10 +232,11 @@ func (c *call) checkEvent() error {
 }
 
 // release ends the call's hold on its run, session and upstream slot,
-// and waits for the body's hash (begun with the call), so that no read of
-// the body outlasts the call.
+// and lets the body go (the upstream request let go of it in forward; the
+// body's hash begun with the call is waited for), so that no read of the
+// body outlasts the call.
 func (c *call) release() {
-	c.bodyHash()
+	c.releaseBody()
 	if c.held {
 		c.g.sessions.release(c.sk, nil)
 	}
@@ -218,9 +246,7 @@ func (c *call) release() {
 	if c.rs != nil {
 		c.g.releaseRun(c.rs)
 	}
-	if c.parsed != nil {
-		c.parsed()
-	}
+	c.releaseParse()
 }
 
 // refuse answers a refused call: an audit record (when the run's log is

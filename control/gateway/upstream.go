@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -69,13 +70,20 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 // nothing is retried. Its letGo ends every read of the body, one under way
 // included, so that the caller may reuse the buffer: the transport can
 // still be writing the body when the answer has begun (an upstream that
-// answered before reading it all). The body offers Read only: the HTTP/1
+// answered before reading it all); written says it has written it all. The body offers Read only: the HTTP/1
 // transport copies it through a length limit into the connection
 // (upstreamConn.ReadFrom), and then copies what is left to io.Discard,
 // where a WriteTo would allocate a 32 KB buffer for each call.
 func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (*http.Request, *upstreamBody, error) {
-	ub := &upstreamBody{b: body, retry: new(atomic.Pointer[upstreamBody])}
-	retry := ub.retry
+	ub := &upstreamBody{b: body, retry: new(atomic.Pointer[upstreamBody]), wrote: new(atomic.Bool)}
+	// The request (its GetBody, its context's trace) holds these, not
+	// the body.
+	retry, wrote := ub.retry, ub.wrote
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			wrote.Store(true)
+		}
+	}})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, &bodyReader{ub: ub})
 	if err != nil {
 		return nil, nil, err
@@ -115,6 +123,8 @@ type upstreamBody struct {
 	b  []byte
 	// gone: letGo was called; every read fails.
 	gone bool
+	// wrote: the transport wrote the whole request (WroteRequest).
+	wrote *atomic.Bool
 	// retry holds the body GetBody reads, until sent (GetBody holds
 	// retry, not the body).
 	retry *atomic.Pointer[upstreamBody]
@@ -122,6 +132,10 @@ type upstreamBody struct {
 
 // sent ends GetBody: the answer began, nothing is sent again.
 func (ub *upstreamBody) sent() { ub.retry.Store(nil) }
+
+// written reports whether the transport has written the whole request,
+// body included: none of its reads is under way or to come.
+func (ub *upstreamBody) written() bool { return ub.wrote.Load() }
 
 // letGo ends every read of the body: when it returns, no reader reads
 // the buffer, nor will.

@@ -50,15 +50,17 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, q *runReque
 	// connection's read deadline no longer applies (when it passed, the
 	// server would cancel the request while the answer is relayed).
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	err = s.svc.ModelCall(w, r, q.rn, q.proc, provider, api, body)
-	// No read of body outlasts ModelCall, and nothing it keeps refers
-	// to it.
-	if cap(body) <= maxPooledModelBody {
-		clear(body)
-		*bp = body[:0]
-		modelBodies.Put(bp)
+	// The control plane calls free when no read of body remains (the
+	// answer may still be streaming).
+	free := func() {
+		if cap(body) <= maxPooledModelBody {
+			clear(body)
+			*bp = body[:0]
+			modelBodies.Put(bp)
+		}
+		body = nil
 	}
-	return err
+	return s.svc.ModelCall(w, r, q.rn, q.proc, provider, api, body, free)
 }
 
 // refuseModel gives a refusal the gateway's reason code.
