@@ -52,13 +52,15 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, q *runReque
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	// The control plane calls free when no read of body remains (the
 	// answer may still be streaming).
+	// It lets go of the buffer itself too: the call holds free until
+	// it ends, and an open stream must not hold the body.
 	free := func() {
-		if cap(body) <= maxPooledModelBody {
+		if bp != nil && cap(body) <= maxPooledModelBody {
 			clear(body)
 			*bp = body[:0]
 			modelBodies.Put(bp)
 		}
-		body = nil
+		body, bp = nil, nil
 	}
 	return s.svc.ModelCall(w, r, q.rn, q.proc, provider, api, body, free)
 }
