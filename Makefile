@@ -168,8 +168,10 @@ bench-control:
 
 # The model gateway's figures (issue 20): added latency per non-streaming
 # call (p50, p99), the delay added to a streamed chunk (p99), calls/s with
-# receipts and durable audit records, and heap per open stream, each beside
-# the same calls sent straight to the same loopback upstream; inputs: 100 KB
+# receipts and durable audit records, and heap per open stream (read after
+# two collections: what the streams hold, not what pools keep for calls to
+# come), each beside the same calls sent straight to the same loopback
+# upstream; inputs: 100 KB
 # of history with 20 tools, a 2 KB answer (50 chunks streamed). The gateway
 # listens on a unix socket, as on the attester's control socket. Then the
 # rules' CPU cost per request. GATEWAY_BENCH_ENFORCE=1 fails on a missed
@@ -187,7 +189,8 @@ bench-control:
 # parse and canonical hashes, rules, upstream write, upstream answer,
 # relay, receipt signature, audit write + fsync, the record's verify and
 # the answer's signature beside them) with its wall time and the CPU time
-# of the thread that ran it.
+# of the thread that ran it, and the heap allocated per call (gateway, hop,
+# direct; client and upstream included: the collector's work).
 GATEWAY_BENCH_CALLS   ?= 2000
 GATEWAY_BENCH_ENFORCE ?= 0
 bench-gateway:

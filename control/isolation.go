@@ -62,18 +62,16 @@ type socketWriterUID struct {
 	Dir string
 }
 
-// errSocketReplaceable is returned by checkSocketLayout (wrapped in a
-// *socketLayoutError) when a control uid can replace the control socket.
+// errSocketReplaceable is returned by checkSocketLayout (wrapped, with
+// the uid and the directory named) when a control uid can replace the
+// control socket.
 var errSocketReplaceable = errors.New("control socket: a control uid can replace it")
 
-// socketLayoutError names the uid and the directory.
-type socketLayoutError struct{ socketWriterUID }
-
-func (e *socketLayoutError) Error() string {
-	return fmt.Sprintf("%v: uid %d can write %s (the socket's directory or one above it); give every directory up to / to the attester or root, without group or other write for a group of a control uid", errSocketReplaceable, e.UID, e.Dir)
+// socketLayoutError names the uid and the directory w found: it wraps
+// errSocketReplaceable.
+func socketLayoutError(w socketWriterUID) error {
+	return fmt.Errorf("%w: uid %d can write %s (the socket's directory or one above it); give every directory up to / to the attester or root, without group or other write for a group of a control uid", errSocketReplaceable, w.UID, w.Dir)
 }
-
-func (e *socketLayoutError) Unwrap() error { return errSocketReplaceable }
 
 // dirInfo is what a writability check needs of one directory on the
 // socket's path and of the entry below it.
@@ -316,7 +314,7 @@ func (p *isolationProbe) observe(socket string, attester int, controlUIDs []int,
 // at start (docs/spec/attestation-v1.md section 5.6) and refuses, outside
 // development mode, a layout in which a control uid other than the
 // attester's own can replace the control socket (write its directory or a
-// directory above it): a *socketLayoutError. In development mode that
+// directory above it): errSocketReplaceable, wrapped. In development mode that
 // layout is only warned about. A layout it cannot read is an error too.
 // The attester does not start on an error (already logged here).
 func (c *Config) CheckIsolation(log *slog.Logger) error {
@@ -339,7 +337,8 @@ func (c *Config) CheckIsolation(log *slog.Logger) error {
 }
 
 // checkSocketLayout refuses a layout in which a control uid other than the
-// attester's own can replace the control socket: a *socketLayoutError. A
+// attester's own can replace the control socket: errSocketReplaceable,
+// wrapped (socketLayoutError). A
 // layout it cannot read is an error too.
 func (c *Config) checkSocketLayout() error {
 	w, found, err := hostProbe().socketWriter(c.ControlSocket, os.Geteuid(), c.ControlUIDs)
@@ -347,7 +346,7 @@ func (c *Config) checkSocketLayout() error {
 		return fmt.Errorf("control socket: cannot read its directories: %w", err)
 	}
 	if found {
-		return &socketLayoutError{w}
+		return socketLayoutError(w)
 	}
 	return nil
 }

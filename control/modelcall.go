@@ -58,11 +58,17 @@ func (s *Service) ModelBodyLimit(provider, api string) int64 {
 // (POST /v1/runs/{id}/model/{provider}/{api}, docs/spec/model-gateway.md):
 // the gateway checks body against what the run holds, forwards it and
 // writes the whole answer. It returns an error, with nothing written, only
-// for a closed run.
-func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, caller Process, provider, api string, body []byte) error {
+// for a closed run. It calls free once (nil: none), maybe after it
+// returned, when no read of body will happen any more: the caller may
+// then reuse the buffer (Facts.BodyDone).
+func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, caller Process, provider, api string, body []byte, free func()) error {
+	if free == nil {
+		free = func() {}
+	}
 	rn.mu.Lock()
 	if rn.closed {
 		rn.mu.Unlock()
+		free()
 		return errRunClosed
 	}
 	f := &gateway.Facts{
@@ -81,13 +87,26 @@ func (s *Service) ModelCall(w http.ResponseWriter, r *http.Request, rn *Run, cal
 	// computed once, while a forwarded call's answer is relayed
 	// (Forwarded), or by Sign itself when that has not begun.
 	reqHash := sync.OnceValue(func() [32]byte { return answer.RequestHash(r.Method, r.RequestURI, body) })
-	f.Forwarded = func() { go reqHash() }
+	forwarded := false // Forwarded runs on Serve's goroutine
+	f.Forwarded = func() { forwarded = true; go reqHash() }
 	f.Sign = func(status int, respHash [32]byte) ([]byte, []byte, error) {
 		sa, err := s.SignAnswer(rn, caller, status, reqHash(), respHash)
 		if err != nil {
 			return nil, nil, err
 		}
 		return sa.Statement, sa.Signature, nil
+	}
+	f.BodyDone = func() {
+		if !forwarded {
+			free()
+			return
+		}
+		// The hash begun in Forwarded reads the body: free waits for
+		// it, off the call's goroutine (the answer is being relayed).
+		go func() {
+			reqHash()
+			free()
+		}()
 	}
 	s.receiptSigner(rn, f)
 	s.gw.Serve(w, r, provider, api, body, f)

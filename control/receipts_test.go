@@ -7,6 +7,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -227,5 +229,34 @@ func TestAdmissionRequiresGateway(t *testing.T) {
 	}
 	if _, err := g.attest(g.bundle(t, gwSent, env)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestModelCallFreesBody: ModelCall gives the body's buffer back (free)
+// exactly once, for a refused call (the gateway lets the body go when the
+// call ends) and for a closed run (nothing is served).
+func TestModelCallFreesBody(t *testing.T) {
+	p, s, enc, mj := newSealedPack(t)
+	g := newGWRun(t, s, p.Rebuilt, enc, mj)
+	body := []byte(`{"model":"m","messages":[]}`)
+	call := func() int {
+		freed := 0
+		r := httptest.NewRequest(http.MethodPost, "/v1/runs/"+g.rn.id+"/model/nope/openai-chat-completions", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		err := s.ModelCall(w, r, g.rn, testProc, "nope", "openai-chat-completions", body, func() { freed++ })
+		if g.rn.closed != errors.Is(err, errRunClosed) {
+			t.Fatalf("closed %v: %v", g.rn.closed, err)
+		}
+		if err == nil && w.Code < 400 {
+			t.Fatalf("a call to an unconfigured provider got %d", w.Code)
+		}
+		return freed
+	}
+	if n := call(); n != 1 {
+		t.Errorf("a refused call freed its body %d times", n)
+	}
+	g.rn.destroy()
+	if n := call(); n != 1 {
+		t.Errorf("a call of a closed run freed its body %d times", n)
 	}
 }

@@ -170,7 +170,7 @@ func newBenchInputs(t testing.TB) *benchInputs {
 	b.userText = envelope(tMessage)
 	all := append([]any{map[string]any{"role": "system", "content": tPrompt + tSuffix}}, append(msgs, user(b.userText))...)
 	b.body, _ = json.Marshal(map[string]any{"model": tModel, "messages": all, "tools": tools})
-	q, err := parseRequest(apiOpenAIChat, b.body)
+	q, err := parseRequest(apiOpenAIChat, b.body, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,14 +235,16 @@ func unixServer(t *testing.T, path string, h http.HandlerFunc) *httptest.Server 
 // sent upstream with the gateway's transport, the answer relayed chunk by
 // chunk with a flush each; no rule, receipt or audit record.
 func (b *bench) bareHop(w http.ResponseWriter, r *http.Request) {
-	body, _ := bounded.ReadBody(w, r, 2<<20)
-	req, sent, err := b.hopUp.request(r.Context(), body, false)
+	body, done := readAsAttester(w, r)
+	defer done()
+	req, ub, err := b.hopUp.request(r.Context(), body, false)
 	if err != nil {
 		http.Error(w, err.Error(), 500)
 		return
 	}
+	defer ub.letGo()
 	resp, err := b.hopUp.client.Do(req)
-	sent()
+	ub.sent()
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -262,6 +264,26 @@ func (b *bench) bareHop(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
+	}
+}
+
+// attesterBodies is the attester's pool of model call bodies
+// (cmd/attester/server/model.go's modelBodies).
+var attesterBodies = sync.Pool{New: func() any { return new([]byte) }}
+
+// readAsAttester reads a call's body as the attester's handler does
+// (cmd/attester/server/model.go): into a pooled buffer, which done clears
+// and gives back once the call has been answered.
+func readAsAttester(w http.ResponseWriter, r *http.Request) (body []byte, done func()) {
+	bp := attesterBodies.Get().(*[]byte)
+	body, _ = bounded.ReadBody(w, r, 2<<20, *bp)
+	return body, func() {
+		if bp != nil && cap(body) <= 1<<20 {
+			clear(body)
+			*bp = body[:0]
+			attesterBodies.Put(bp)
+		}
+		body, bp = nil, nil
 	}
 }
 
@@ -300,8 +322,7 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		defer runtime.UnlockOSThread()
 		s0 = now()
 	}
-	// As the attester's handler reads it (cmd/attester/server/model.go).
-	body, _ := bounded.ReadBody(w, r, 2<<20)
+	body, done := readAsAttester(w, r)
 	if traced {
 		s0 = b.ph.since("control-socket read (the 100 KB body)", s0)
 	}
@@ -326,6 +347,9 @@ func (b *bench) serve(w http.ResponseWriter, r *http.Request) {
 		},
 		Receipt: b.receipt,
 		Record:  b.record,
+		// As control's ModelCall does: the buffer goes back once the
+		// request hash begun in Forwarded has read it.
+		BodyDone: func() { go func() { reqHash(); done() }() },
 	}
 	f.Want.RunID = r.Header.Get("X-Bench-Run")
 	k := sessionKey{agent: "main", session: f.SessionKey}
@@ -577,10 +601,15 @@ func loadAverage() string {
 
 // memory opens n streams that the upstream holds after their first chunk
 // and returns the heap in use per open stream, through the gateway and
-// straight.
+// straight. Memory a stream holds is counted, not what pools keep for
+// calls to come (the attester's body buffers, pohjson's parse memory: a
+// stream gives both back once the upstream has its request): each
+// reading is after two collections, which empty the pools of what no
+// call took since (sync.Pool keeps an item over one collection).
 func (b *bench) memory(t *testing.T, n int) (gw, base int) {
 	body := bytes.Replace(b.body, []byte(`"model":`), []byte(`"stream":true,"hold":1,"model":`), 1)
 	measure := func(to target) int {
+		runtime.GC()
 		runtime.GC()
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
@@ -602,6 +631,7 @@ func (b *bench) memory(t *testing.T, n int) (gw, base int) {
 			}()
 		}
 		opened.Wait()
+		runtime.GC()
 		runtime.GC()
 		runtime.ReadMemStats(&m1)
 		close(b.hold)
@@ -636,8 +666,11 @@ func BenchmarkRules(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	defer func() { b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N), "cpu-ns/op") }()
+	// As a call does (serve.go): the parsed values given back when the
+	// call ends.
+	var release func()
 	for b.Loop() {
-		q, err := parseRequest(apiOpenAIChat, bn.body)
+		q, err := parseRequest(apiOpenAIChat, bn.body, &release)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -648,6 +681,7 @@ func BenchmarkRules(b *testing.B) {
 		if _, _, err := checkMessages(q, &history{msgs: bn.hist}, &ts, sha(bn.userText), nil); err != nil {
 			b.Fatal(err)
 		}
+		release()
 	}
 }
 

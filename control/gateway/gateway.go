@@ -120,6 +120,12 @@ type Facts struct {
 	// written and synced: both end before the trailers.
 	Receipt func(c *Call) (envelopeJSON []byte, err error)
 	Record  func(envelopeJSON []byte) error
+	// BodyDone, when set, is called once per call, on the call's
+	// goroutine, when no read of the request body will happen any more
+	// (the caller may then reuse its buffer): as soon as the forwarded
+	// body has been written upstream and hashed, so that an answer that
+	// streams for minutes does not hold it, or else when the call ends.
+	BodyDone func()
 }
 
 // Gateway serves the model endpoint of every run.

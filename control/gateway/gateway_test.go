@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"weak"
@@ -40,6 +41,9 @@ type harness struct {
 	f   *Facts
 	srv *httptest.Server
 	n   int
+	// bodyDone, when set, is called when the gateway lets a call's body
+	// go (Facts.BodyDone).
+	bodyDone func()
 }
 
 func newHarness(t *testing.T, up *scripted, f *Facts) *harness {
@@ -57,7 +61,24 @@ func newHarness(t *testing.T, up *scripted, f *Facts) *harness {
 			http.Error(w, "too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		h.g.Serve(w, r, provider, api, body, h.f)
+		// The attester reuses the buffer once the gateway says it is
+		// done with it (a pool): a later read of it reads this, and the
+		// race detector sees it.
+		f := *h.f
+		done := 0
+		f.BodyDone = func() {
+			done++
+			for i := range body {
+				body[i] = 'X'
+			}
+			if h.bodyDone != nil {
+				h.bodyDone()
+			}
+		}
+		h.g.Serve(w, r, provider, api, body, &f)
+		if done != 1 {
+			t.Errorf("BodyDone was called %d times", done)
+		}
 	}))
 	t.Cleanup(h.srv.Close)
 	return h
@@ -114,6 +135,62 @@ func openAIToolCall(id, tool, args string) string {
 		`data: {"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":` + string(a2) + `}}]}}]}` + "\n\n"
 }
 
+// TestEarlyAnswerLetsBodyGo: an upstream that answers before it has read
+// a large request body (the transport may still be writing it when the
+// call ends, and letGo then ends its reads: TestUpstreamRequestLetsBodyGo)
+// gets its answer relayed whole; the harness overwrites the buffer once
+// Serve returns, as the attester's pool may.
+func TestEarlyAnswerLetsBodyGo(t *testing.T) {
+	early := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		_, _ = w.Write([]byte(`{"choices":[{"message":{"role":"assistant","content":"early"}}]}`))
+		w.(http.Flusher).Flush()
+	}
+	var got atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		early(w, r)
+		got.Add(1)
+	}))
+	t.Cleanup(up.Close)
+	h := newHarness(t, &scripted{srv: up}, facts(t))
+	body := openAIBody(t, tPrompt+tSuffix, false, user(envelope(tMessage)))
+	pad := `"pad":"` + strings.Repeat("p", 900<<10) + `",`
+	body = bytes.Replace(body, []byte(`"model":`), []byte(pad+`"model":`), 1)
+	res := h.openAI(body)
+	if res.status != 200 || got.Load() != 1 {
+		t.Fatalf("status %d %q %s, upstream answered %d times", res.status, res.body, res.reason, got.Load())
+	}
+}
+
+// TestBodyLetGoWhileStreaming: once the upstream has the whole body, the
+// gateway lets it go (Facts.BodyDone) while the answer still streams, so
+// that an open stream does not hold it; the answer is relayed whole.
+func TestBodyLetGoWhileStreaming(t *testing.T) {
+	released := make(chan struct{})
+	var early atomic.Bool
+	up := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(openAIText))
+		w.(http.Flusher).Flush()
+		select {
+		case <-released:
+			early.Store(true)
+		case <-time.After(5 * time.Second):
+		}
+		_, _ = w.Write([]byte(openAIDone))
+	})
+	h := newHarness(t, up, facts(t))
+	h.bodyDone = func() { close(released) }
+	res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage))))
+	if res.status != 200 || string(res.body) != openAIText+openAIDone || res.trailer.Get(trailerReceipt) == "" {
+		t.Fatalf("status %d %q %v", res.status, res.body, res.trailer)
+	}
+	if !early.Load() {
+		t.Error("the body was let go only when the answer ended")
+	}
+}
+
 func TestForwardStreamsAndReceipts(t *testing.T) {
 	up := newScripted(t, sseAnswer(openAIText, openAIDone))
 	h := newHarness(t, up, facts(t))
@@ -168,7 +245,7 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 	body := bytes.Repeat([]byte("b"), 1<<20)
 	want := sha256.Sum256(body)
 	held := weak.Make(&body[0])
-	req, sent, err := g.clients[tProv].request(t.Context(), body, false)
+	req, ub, err := g.clients[tProv].request(t.Context(), body, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +268,7 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 	if n := testing.AllocsPerRun(10, func() { _, _ = io.Copy(io.Discard, req.Body) }); n != 0 {
 		t.Errorf("draining the sent body allocates %v times", n)
 	}
-	sent()
+	ub.sent()
 	if _, err := req.GetBody(); err == nil {
 		t.Error("the body can be sent again after the answer began")
 	}
@@ -200,6 +277,24 @@ func TestUpstreamRequestLetsBodyGo(t *testing.T) {
 		t.Error("the request still holds the body after sending it")
 	}
 	runtime.KeepAlive(req)
+	// letGo ends a read under way (an upstream that answered before it
+	// read the whole body): the caller may then reuse the buffer.
+	buf := []byte("0123456789")
+	req, ub, err = g.clients[tProv].request(t.Context(), buf, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]byte, 4)
+	if n, err := req.Body.Read(p); n != 4 || err != nil || string(p) != "0123" {
+		t.Fatalf("read %q: %v", p[:n], err)
+	}
+	ub.letGo()
+	if n, err := req.Body.Read(p); n != 0 || !errors.Is(err, errBodySent) {
+		t.Fatalf("a read after letGo gave %d bytes: %v", n, err)
+	}
+	if _, err := req.GetBody(); err == nil {
+		t.Error("GetBody works after letGo")
+	}
 }
 
 // TestUpstreamBodyWrites: the transport hands the request body to the
@@ -226,12 +321,12 @@ func TestUpstreamBodyWrites(t *testing.T) {
 		return conn, err
 	}
 	body := bytes.Repeat([]byte("b"), 1<<20)
-	req, sent, err := c.request(t.Context(), body, false)
+	req, ub, err := c.request(t.Context(), body, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, err := c.client.Do(req)
-	sent()
+	ub.sent()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +354,9 @@ func TestUpstreamBodyWrites(t *testing.T) {
 		_, _ = uc.ReadFrom(struct{ io.Reader }{bytes.NewReader(src)})
 	}
 	runtime.ReadMemStats(&m1)
-	if n := (m1.TotalAlloc - m0.TotalAlloc) / 100; n > 4<<10 {
+	// (Under the race detector sync.Pool drops a share of what it is
+	// given at random: the count means nothing there.)
+	if n := (m1.TotalAlloc - m0.TotalAlloc) / 100; n > 4<<10 && !raceEnabled {
 		t.Errorf("writing a body allocates %d bytes", n)
 	}
 }

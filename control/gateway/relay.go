@@ -46,18 +46,20 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 	u := c.up.u
 	ctx, cancel := context.WithTimeout(r.Context(), u.TotalTimeout)
 	defer cancel()
-	req, sent, err := c.up.request(ctx, c.body, c.q.stream)
+	req, ub, err := c.up.request(ctx, c.body, c.q.stream)
 	if err != nil {
 		c.refuse(w, refuse(reasonUpstreamUnreach, "cannot build the upstream request"))
 		return
 	}
-	// The request holds the body until it is sent; the call needs only
-	// its hash from now on.
+	// The request holds the body until it is sent, and no read of it
+	// outlasts the call (the caller may reuse the buffer: Serve); the
+	// call needs only its hash from now on.
+	defer ub.letGo()
 	c.body = nil
 	c.rs.events[c.lc.eventHash] = true
 	c.rs.calls++
 	resp, err := c.up.client.Do(req)
-	sent()
+	ub.sent()
 	c.step(stepUpstream)
 	if err == nil && c.f.Forwarded != nil {
 		// What the run computes for the answer's end from the request
@@ -66,6 +68,12 @@ func (c *call) forward(w http.ResponseWriter, r *http.Request) {
 		// (on a 2-core machine, beside a local model server) or the rules
 		// run.
 		c.f.Forwarded()
+	}
+	if ub.written() {
+		// The upstream has all of the body: the caller may reuse it
+		// while the answer is relayed.
+		ub.letGo()
+		c.releaseBody()
 	}
 	if err != nil {
 		reason := reasonUpstreamUnreach
@@ -303,7 +311,7 @@ func (c *call) receipt(rl *relay, respHash [32]byte, now time.Time) ([]byte, err
 // request's messages and its answer, the turn's user message is done, and
 // the decisions its tool results used are spent.
 func (c *call) complete(facts *answerFacts) {
-	next := &history{answer: facts}
+	next := &history{answer: facts, msgs: make([][32]byte, 0, len(c.q.msgs))}
 	for _, m := range c.q.msgs {
 		if m.kind != kindInternal {
 			next.msgs = append(next.msgs, m.canon)

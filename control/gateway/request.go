@@ -91,9 +91,13 @@ func malformed(format string, a ...any) *refusal {
 // alone (no pool reuses it), which nothing writes after it is read (the
 // request hashes and the upstream only read it). What the call keeps
 // while the answer streams (the model) is cloned, so that an open stream
-// does not hold the body.
-func parseRequest(api string, body []byte) (*request, error) {
-	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: len(body) + 1, MaxDepth: maxRequestDepth, AllowFloats: true, Borrow: true})
+// does not hold the body. With release set, the parsed values are in
+// pohjson's pool (ParseOptions.Release), and *release gives them back:
+// the request keeps none of them, only strings and hashes. A request's
+// parsed values are most of what the gateway allocates per call, and they
+// live exactly as long as the rules.
+func parseRequest(api string, body []byte, release *func()) (*request, error) {
+	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: len(body) + 1, MaxDepth: maxRequestDepth, AllowFloats: true, Borrow: true, Release: release})
 	if err != nil {
 		return nil, malformed("the body is not a strict JSON object")
 	}

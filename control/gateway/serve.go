@@ -24,6 +24,9 @@ type call struct {
 	hist     *history
 	held     bool
 	counted  bool
+	// bodyDone: the caller was told the body is no longer read
+	// (Facts.BodyDone).
+	bodyDone bool
 	body     []byte
 	// bodyHash is H(body), computed once, on a goroutine of its own
 	// begun with the call: the rules do not wait for it, and a call that
@@ -31,8 +34,12 @@ type call struct {
 	// itself.
 	bodyHash func() [32]byte
 	q        *request
-	lc       *llmCall
-	suffix   string
+	// parsed gives the parsed request's values back to pohjson's pool
+	// when the call ends: nothing of the call refers to them after the
+	// rules.
+	parsed func()
+	lc     *llmCall
+	suffix string
 	// systemHash is H(S), the system text forwarded (the text itself is
 	// dropped once the rules have read it).
 	systemHash [32]byte
@@ -45,9 +52,11 @@ type call struct {
 // Serve answers one model call of the run f describes: provider and api
 // from the request path, body the request body (already read within the
 // upstream's MaxRequestBytes). It writes the whole answer: a refusal, or the relayed answer
-// with its trailers (sections 2 and 3). Serve owns body from the call on: the caller
-// gives a buffer no pool or other goroutine reuses or changes, since the parsed request's
-// strings are body's own bytes while the rules read them (parseRequest).
+// with its trailers (sections 2 and 3). body is Serve's while it runs: the caller
+// gives a buffer no other goroutine changes meanwhile, since the parsed request's
+// strings are body's own bytes while the rules read them (parseRequest). No read of
+// body outlasts Serve (its hash, the upstream request: release), and nothing the
+// gateway keeps refers to it, so the caller may reuse the buffer once Serve returns.
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
 	c := &call{g: g, f: f, provider: provider, body: body, start: g.now()}
 	c.bodyHash = sync.OnceValue(func() [32]byte { return sha256.Sum256(body) })
@@ -56,11 +65,35 @@ func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api st
 	go c.bodyHash()
 	err := c.check(r, api)
 	c.step(stepRules)
+	c.releaseParse()
 	if err != nil {
 		c.refuse(w, err)
 		return
 	}
 	c.forward(w, r)
+}
+
+// releaseParse gives the parsed request's memory back: once the rules
+// have run, nothing reads it.
+func (c *call) releaseParse() {
+	if c.parsed != nil {
+		c.parsed()
+		c.parsed = nil
+	}
+}
+
+// releaseBody tells the caller that no read of the body will happen any
+// more (Facts.BodyDone), once: the body's hash is waited for; the caller
+// makes sure the upstream request no longer reads it.
+func (c *call) releaseBody() {
+	if c.bodyDone {
+		return
+	}
+	c.bodyDone = true
+	c.bodyHash()
+	if c.f.BodyDone != nil {
+		c.f.BodyDone()
+	}
 }
 
 // check applies the gateway's steps before anything is forwarded, in the
@@ -84,7 +117,7 @@ func (c *call) check(r *http.Request, api string) error {
 		return err
 	}
 	c.step(stepAuthorize)
-	if c.q, err = parseRequest(api, c.body); err != nil {
+	if c.q, err = parseRequest(api, c.body, &c.parsed); err != nil {
 		return err
 	}
 	c.step(stepParse)
@@ -198,8 +231,12 @@ func (c *call) checkEvent() error {
 	return nil
 }
 
-// release ends the call's hold on its run, session and upstream slot.
+// release ends the call's hold on its run, session and upstream slot,
+// and lets the body go (the upstream request let go of it in forward; the
+// body's hash begun with the call is waited for), so that no read of the
+// body outlasts the call.
 func (c *call) release() {
+	c.releaseBody()
 	if c.held {
 		c.g.sessions.release(c.sk, nil)
 	}
@@ -209,6 +246,7 @@ func (c *call) release() {
 	if c.rs != nil {
 		c.g.releaseRun(c.rs)
 	}
+	c.releaseParse()
 }
 
 // refuse answers a refused call: an audit record (when the run's log is

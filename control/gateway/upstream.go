@@ -1,13 +1,13 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,28 +63,39 @@ func newUpstreamClient(name string, u Upstream) *upstreamClient {
 // request builds the upstream request: the body unchanged, the
 // credential added, no header of the harness. The request keeps no
 // reference to the body once it has been sent, so an answer that streams
-// for minutes does not hold it: the body is read through io.MultiReader,
-// which drops its reader at EOF, and GetBody (which the HTTP/2 transport
-// uses to send the request again on a connection the server closed before
-// reading it) works until sent is called, when the answer's headers are in
-// and nothing is retried. The body offers Read only: the HTTP/1 transport
-// copies it through a length limit into the connection
+// for minutes does not hold it: a reader of the body drops it at EOF, and
+// GetBody (which the HTTP/2 transport uses to send the request again on a
+// connection the server closed before reading it) works until the
+// returned body's sent is called, when the answer's headers are in and
+// nothing is retried. Its letGo ends every read of the body, one under way
+// included, so that the caller may reuse the buffer: the transport can
+// still be writing the body when the answer has begun (an upstream that
+// answered before reading it all); written says it has written it all. The body offers Read only: the HTTP/1
+// transport copies it through a length limit into the connection
 // (upstreamConn.ReadFrom), and then copies what is left to io.Discard,
-// where MultiReader's WriteTo would allocate a 32 KB buffer for each call.
-func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (req *http.Request, sent func(), err error) {
-	req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.url, struct{ io.Reader }{io.MultiReader(bytes.NewReader(body))})
+// where a WriteTo would allocate a 32 KB buffer for each call.
+func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) (*http.Request, *upstreamBody, error) {
+	ub := &upstreamBody{b: body, retry: new(atomic.Pointer[upstreamBody]), wrote: new(atomic.Bool)}
+	// The request (its GetBody, its context's trace) holds these, not
+	// the body.
+	retry, wrote := ub.retry, ub.wrote
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err == nil {
+			wrote.Store(true)
+		}
+	}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, &bodyReader{ub: ub})
 	if err != nil {
 		return nil, nil, err
 	}
 	req.ContentLength = int64(len(body))
-	var held atomic.Pointer[[]byte]
-	held.Store(&body)
+	retry.Store(ub)
 	req.GetBody = func() (io.ReadCloser, error) {
-		b := held.Load()
+		b := retry.Load()
 		if b == nil {
 			return nil, errBodySent
 		}
-		return io.NopCloser(io.MultiReader(bytes.NewReader(*b))), nil
+		return io.NopCloser(&bodyReader{ub: b}), nil
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -103,7 +114,61 @@ func (c *upstreamClient) request(ctx context.Context, body []byte, stream bool) 
 		}
 		h.Set("anthropic-version", c.u.AnthropicVersion)
 	}
-	return req, func() { held.Store(nil) }, nil
+	return req, ub, nil
+}
+
+// upstreamBody is a request body as the transport reads it.
+type upstreamBody struct {
+	mu sync.Mutex
+	b  []byte
+	// gone: letGo was called; every read fails.
+	gone bool
+	// wrote: the transport wrote the whole request (WroteRequest).
+	wrote *atomic.Bool
+	// retry holds the body GetBody reads, until sent (GetBody holds
+	// retry, not the body).
+	retry *atomic.Pointer[upstreamBody]
+}
+
+// sent ends GetBody: the answer began, nothing is sent again.
+func (ub *upstreamBody) sent() { ub.retry.Store(nil) }
+
+// written reports whether the transport has written the whole request,
+// body included: none of its reads is under way or to come.
+func (ub *upstreamBody) written() bool { return ub.wrote.Load() }
+
+// letGo ends every read of the body: when it returns, no reader reads
+// the buffer, nor will.
+func (ub *upstreamBody) letGo() {
+	ub.sent()
+	ub.mu.Lock()
+	ub.b, ub.gone = nil, true
+	ub.mu.Unlock()
+}
+
+// bodyReader reads an upstreamBody from the start; it lets go of it at EOF.
+type bodyReader struct {
+	ub  *upstreamBody
+	off int
+}
+
+func (r *bodyReader) Read(p []byte) (int, error) {
+	ub := r.ub
+	if ub == nil {
+		return 0, io.EOF
+	}
+	ub.mu.Lock()
+	defer ub.mu.Unlock()
+	if ub.gone {
+		return 0, errBodySent
+	}
+	n := copy(p, ub.b[r.off:])
+	r.off += n
+	if r.off == len(ub.b) {
+		r.ub = nil
+		return n, io.EOF
+	}
+	return n, nil
 }
 
 // errBodySent: the request was answered; it is not sent again.

@@ -78,7 +78,11 @@ func ReadFS(fsys fs.FS, name string, limit int64) ([]byte, error) {
 // connection after the response. A Content-Length over the limit is
 // refused before anything is read. Errors name "request body"; other read
 // errors (a client that hung up, a read deadline) are returned as they are.
-func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+// A caller that reuses buffers (a pool) may give one, buf: the body is
+// read into it when its capacity holds the Content-Length (what it held
+// is overwritten), else into a new buffer; a buffer outgrown while reading
+// is cleared, as ever. At most one buffer is given.
+func ReadBody(w http.ResponseWriter, r *http.Request, limit int64, buf ...[]byte) ([]byte, error) {
 	const what = "request body"
 	if limit < 0 {
 		return nil, negativeLimit(what)
@@ -89,9 +93,18 @@ func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		w.Header().Set("Connection", "close")
 		return nil, &TooLargeError{What: what, Limit: limit}
 	}
-	b, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	if len(buf) > 1 {
+		return nil, fmt.Errorf("bounded: %d buffers given for %s", len(buf), what)
+	}
+	var dst []byte
+	if len(buf) == 1 {
+		dst = buf[0][:0]
+	}
+	b, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, dst)
 	if err != nil {
-		clear(b)
+		// The whole buffer: http.MaxBytesReader reads one byte past
+		// the limit into it, beyond what it returns.
+		clear(b[:cap(b)])
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, &TooLargeError{What: what, Limit: limit}
 		}
@@ -115,7 +128,7 @@ func read(r io.Reader, limit int64, what string, hint int64) ([]byte, error) {
 	if n < math.MaxInt64 {
 		n++
 	}
-	b, err := readAll(&io.LimitedReader{R: r, N: n}, min(hint, n))
+	b, err := readAll(&io.LimitedReader{R: r, N: n}, min(hint, n), nil)
 	if err == nil && int64(len(b)) > limit {
 		err = &TooLargeError{What: what, Limit: limit}
 	}
@@ -141,13 +154,17 @@ func sizeHint(f fs.File) int64 {
 // readAll reads r to EOF into one buffer sized from hint (a file size or a
 // Content-Length within the limit) plus room to see EOF, instead of
 // io.ReadAll's doubling from 512 bytes; a wrong hint only costs a
-// regrowth. It returns what it read with the error.
-func readAll(r io.Reader, hint int64) ([]byte, error) {
+// regrowth. It reads into dst when its capacity holds that. It returns
+// what it read with the error.
+func readAll(r io.Reader, hint int64, dst []byte) ([]byte, error) {
 	size := bytes.MinRead
 	if hint > 0 && hint <= math.MaxInt-bytes.MinRead {
 		size += int(hint)
 	}
-	b := make([]byte, 0, size)
+	b := dst[:0]
+	if cap(b) < size {
+		b = make([]byte, 0, size)
+	}
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]

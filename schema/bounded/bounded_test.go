@@ -262,6 +262,40 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
+// TestReadBodyBuffer: a body is read into the buffer given when its
+// capacity holds the Content-Length, over what the buffer held; a buffer
+// too small is not used; a body over the limit is refused as without a
+// buffer, the bytes read cleared; two buffers are refused.
+func TestReadBodyBuffer(t *testing.T) {
+	const limit = 100
+	do := func(body []byte, buf ...[]byte) ([]byte, error) {
+		r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+		if len(body) > limit {
+			r.ContentLength = -1 // read, and found over the limit
+		}
+		return ReadBody(httptest.NewRecorder(), r, limit, buf...)
+	}
+	buf := bytes.Repeat([]byte("z"), 4096)
+	b, err := do(content(60), buf[:10])
+	if err != nil || !bytes.Equal(b, content(60)) || &b[0] != &buf[0] {
+		t.Fatalf("%q, %v: not read into the buffer given", b, err)
+	}
+	small := make([]byte, 0, 60)
+	b, err = do(content(60), small)
+	if err != nil || !bytes.Equal(b, content(60)) || &b[:1][0] == &small[:1][0] {
+		t.Fatalf("%q, %v: read into a buffer too small for the body and EOF", b, err)
+	}
+	clear(buf)
+	b, err = do(content(limit+1), buf[:0])
+	checkTooLarge(t, b, err, "request body", limit)
+	if bytes.ContainsFunc(buf, func(r rune) bool { return r != 0 }) {
+		t.Error("the bytes read of a body over the limit were left in the buffer")
+	}
+	if _, err := do(content(1), buf, buf); err == nil {
+		t.Error("two buffers accepted")
+	}
+}
+
 // TestReadBodyServer runs ReadBody behind a real server: an oversized body
 // is answered and the connection is not reused.
 func TestReadBodyServer(t *testing.T) {

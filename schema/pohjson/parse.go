@@ -51,6 +51,15 @@ type ParseOptions struct {
 	// reuses the buffer); a string kept from the result keeps all of
 	// data alive. The result is the one OneCopy gives.
 	Borrow bool
+	// Release, when set, makes the parse take the memory of the result's
+	// values, members and element lists from a pool of the package, and
+	// sets *Release to the function that clears it (no pointer into data
+	// stays in the pool) and gives it back. The caller calls it (after an
+	// error too) once nothing of the result is in use: no value, member
+	// list or element list read from it; strings read from the result
+	// stay valid (they are data's or their own). The result is the one
+	// given without Release. The pool keeps a bounded memory per parse.
+	Release *func()
 }
 
 // Parse parses one JSON text strictly (RFC 8259 plus the restrictions in the
@@ -68,6 +77,12 @@ func ParseWith(data []byte, opts ParseOptions) (*Value, error) {
 		return nil, &Error{Offset: maxBytes, Err: ErrTooLarge, Msg: "input is " + strconv.Itoa(len(data)) + " bytes, limit " + strconv.Itoa(maxBytes)}
 	}
 	p := &parser{data: data, opts: opts, maxDepth: opts.MaxDepth}
+	if opts.Release != nil {
+		a, release := takeArena()
+		*opts.Release = release
+		p.arena, p.members, p.elems = a, a.stackM[:0], a.stackE[:0]
+		defer func() { a.stackM, a.stackE = p.members[:0], p.elems[:0] }()
+	}
 	switch {
 	case opts.Borrow:
 		// The caller's promise (ParseOptions.Borrow) is what makes
@@ -125,6 +140,8 @@ type parser struct {
 	memberSlabSize int
 	elemSlab       []*Value
 	elemSlabSize   int
+	// arena, when set, gives the slabs (ParseOptions.Release).
+	arena *arena
 }
 
 // maxSlab is the most items newValue and keep take in one allocation.
@@ -150,12 +167,45 @@ func keep[T any](slab *[]T, last *int, items []T) []T {
 	return out
 }
 
+// keepMembers and keepElems are keep into the parser's slabs, which its
+// arena gives when it has one.
+func (p *parser) keepMembers(items []Member) []Member {
+	if p.arena == nil {
+		return keep(&p.memberSlab, &p.memberSlabSize, items)
+	}
+	return keepIn(&p.arena.members, &p.memberSlab, items)
+}
+
+func (p *parser) keepElems(items []*Value) []*Value {
+	if p.arena == nil {
+		return keep(&p.elemSlab, &p.elemSlabSize, items)
+	}
+	return keepIn(&p.arena.elems, &p.elemSlab, items)
+}
+
+// keepIn is keep with slabs from the chunks c (of maxSlab items each).
+func keepIn[T any](c *chunks[T], slab *[]T, items []T) []T {
+	n := len(items)
+	if n > maxSlab {
+		return slices.Clone(items)
+	}
+	if n > len(*slab) {
+		*slab = c.next()
+	}
+	out := (*slab)[:n:n]
+	copy(out, items)
+	*slab = (*slab)[n:]
+	return out
+}
+
 // newValue returns a Value of the parser's slab, of kind and otherwise
 // zero. The caller sets the fields it needs one by one: while the collector
 // marks, each pointer written costs a write barrier, and a whole Value
 // copied in would pay for its three pointer fields, nil or not.
 func (p *parser) newValue(kind Kind) *Value {
-	if len(p.slab) == 0 {
+	if len(p.slab) == 0 && p.arena != nil {
+		p.slab = p.arena.vals.next()
+	} else if len(p.slab) == 0 {
 		// Twice the last slab, from 8 up to 128: a small document does
 		// not pay for a large slab.
 		p.slabSize = min(max(2*p.slabSize, 8), maxSlab)
@@ -358,7 +408,7 @@ func (p *parser) object(depth int) (*Value, error) {
 			return nil, err
 		}
 		if done {
-			v.members = keep(&p.memberSlab, &p.memberSlabSize, p.members[base:])
+			v.members = p.keepMembers(p.members[base:])
 			p.members = p.members[:base]
 			if indexed && !inPropertyOrder(v.members) {
 				p.departs(objAt, "members out of JavaScript property order")
@@ -391,7 +441,7 @@ func (p *parser) array(depth int) (*Value, error) {
 			return nil, err
 		}
 		if done {
-			v.arr = keep(&p.elemSlab, &p.elemSlabSize, p.elems[base:])
+			v.arr = p.keepElems(p.elems[base:])
 			p.elems = p.elems[:base]
 			p.keepForm(v, arrAt, departures)
 			return v, nil

@@ -214,11 +214,11 @@ const (
 
 // readBody reads at most max bytes of the body within timeout, mapping an
 // oversized body to 413 and a slow one to 408.
-func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration) ([]byte, error) {
+func readBody(w http.ResponseWriter, r *http.Request, max int64, timeout time.Duration, buf ...[]byte) ([]byte, error) {
 	if r.ContentLength <= max {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 	}
-	b, err := bounded.ReadBody(w, r, max)
+	b, err := bounded.ReadBody(w, r, max, buf...)
 	if err != nil {
 		if tl, ok := errors.AsType[*bounded.TooLargeError](err); ok {
 			return nil, httpErr(http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", tl.Limit), err)

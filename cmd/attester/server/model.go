@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -10,6 +11,15 @@ import (
 // is not configured: it is read only so that the gateway can refuse it
 // with its reason code and an audit record.
 const maxUnknownModelBody = 64 << 10
+
+// modelBodies holds the buffers model call bodies are read into: a body
+// (100 KB and more) lives exactly as long as its call, and was most of
+// the heap a call allocates. A buffer over maxPooledModelBody is not
+// kept, and a buffer is cleared before it is kept (no request's bytes
+// wait in the pool).
+var modelBodies = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledModelBody = 1 << 20
 
 // handleModel serves POST /v1/runs/{id}/model/{provider}/{api}
 // (docs/spec/model-gateway.md): the run is authorized as every run route
@@ -27,8 +37,10 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, q *runReque
 	if limit == 0 {
 		limit = maxUnknownModelBody
 	}
-	body, err := readBody(w, r, limit, smallBodyTimeout)
+	bp := modelBodies.Get().(*[]byte)
+	body, err := readBody(w, r, limit, smallBodyTimeout, *bp)
 	if err != nil {
+		modelBodies.Put(bp) // cleared by the failed read, or not used
 		if he, ok := errors.AsType[*HTTPError](err); ok && he.Code == http.StatusRequestEntityTooLarge {
 			return refuseModel(he, "GATEWAY_BODY_TOO_LARGE")
 		}
@@ -38,7 +50,19 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request, q *runReque
 	// connection's read deadline no longer applies (when it passed, the
 	// server would cancel the request while the answer is relayed).
 	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-	return s.svc.ModelCall(w, r, q.rn, q.proc, provider, api, body)
+	// The control plane calls free when no read of body remains (the
+	// answer may still be streaming).
+	// It lets go of the buffer itself too: the call holds free until
+	// it ends, and an open stream must not hold the body.
+	free := func() {
+		if bp != nil && cap(body) <= maxPooledModelBody {
+			clear(body)
+			*bp = body[:0]
+			modelBodies.Put(bp)
+		}
+		body, bp = nil, nil
+	}
+	return s.svc.ModelCall(w, r, q.rn, q.proc, provider, api, body, free)
 }
 
 // refuseModel gives a refusal the gateway's reason code.

@@ -1,0 +1,8 @@
+//go:build race
+
+package gateway
+
+// raceEnabled: the race detector is on, and sync.Pool drops a share of
+// what it is given at random, so that allocation counts of pooled code
+// mean nothing.
+const raceEnabled = true
