@@ -87,11 +87,12 @@ func malformed(format string, a ...any) *refusal {
 
 // parseRequest parses body strictly (one JSON object, floats allowed for
 // sampling parameters) and reads it for api. Its strings are the body's
-// own bytes (pohjson Borrow): the call owns body, a buffer read for it
-// alone (no pool reuses it), which nothing writes after it is read (the
-// request hashes and the upstream only read it). What the call keeps
-// while the answer streams (the model) is cloned, so that an open stream
-// does not hold the body. With release set, the parsed values are in
+// own bytes (pohjson Borrow): the call owns body, which nothing writes
+// while the call may read it (the request hashes and the upstream only
+// read it). The caller reuses the buffer once Facts.BodyDone is called,
+// so the texts, tool calls and results the rules read are dropped after
+// the rules (check), and what the call keeps while the answer streams
+// (the model) is cloned. With release set, the parsed values are in
 // pohjson's pool (ParseOptions.Release), and *release gives them back:
 // the request keeps none of them, only strings and hashes. A request's
 // parsed values are most of what the gateway allocates per call, and they
