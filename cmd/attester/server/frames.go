@@ -433,7 +433,9 @@ func (f *framedConns) remove(fc *frameConn) {
 	f.open.Done()
 }
 
-// wait returns when every framed connection has ended, or ctx has.
+// wait returns when every framed connection has ended, or ctx has. Call
+// it after stop: no connection is added then, so none is added while it
+// waits.
 func (f *framedConns) wait(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() { f.open.Wait(); close(done) }()

@@ -221,13 +221,14 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// Shutdown drains: readiness goes false, and once the control socket's
-// http.Server has shut down (which stops the framed connections, but does
-// not wait for them: they were hijacked), it waits until ctx ends for the
-// framed connections to answer what is in flight and close, so that no
-// framed request meets a closed service.
+// Shutdown drains: readiness goes false, the framed connections stop
+// reading and no new one is accepted (as when the control socket's
+// http.Server shuts down, whose Shutdown does not wait for them: they were
+// hijacked), and it waits until ctx ends for them to answer what is in
+// flight and close, so that no framed request meets a closed service.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.ready.Store(false)
+	s.framed.stop()
 	return s.framed.wait(ctx)
 }
 
