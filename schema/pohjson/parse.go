@@ -148,18 +148,23 @@ type parser struct {
 const maxSlab = 128
 
 // keep returns a copy of items in *slab, with no room after it (an append
-// to it never writes over a neighbor); when *slab is short, it takes a new
-// one of twice the last one's size *last (at least 8 and len(items), at
-// most maxSlab). A list of more than maxSlab items gets an allocation of
-// its own.
-func keep[T any](slab *[]T, last *int, items []T) []T {
+// to it never writes over a neighbor). When *slab is short it takes a new
+// one: the next chunk of c (maxSlab items) when the parser has an arena,
+// else one of twice the last one's size *last (at least 8 and len(items),
+// at most maxSlab). A list of more than maxSlab items gets an allocation
+// of its own.
+func keep[T any](slab *[]T, last *int, c *chunks[T], items []T) []T {
 	n := len(items)
 	if n > maxSlab {
 		return slices.Clone(items)
 	}
 	if n > len(*slab) {
-		*last = min(max(2**last, 8, n), maxSlab)
-		*slab = make([]T, *last)
+		if c != nil {
+			*slab = c.next()
+		} else {
+			*last = min(max(2**last, 8, n), maxSlab)
+			*slab = make([]T, *last)
+		}
 	}
 	out := (*slab)[:n:n]
 	copy(out, items)
@@ -170,32 +175,19 @@ func keep[T any](slab *[]T, last *int, items []T) []T {
 // keepMembers and keepElems are keep into the parser's slabs, which its
 // arena gives when it has one.
 func (p *parser) keepMembers(items []Member) []Member {
-	if p.arena == nil {
-		return keep(&p.memberSlab, &p.memberSlabSize, items)
+	var c *chunks[Member]
+	if p.arena != nil {
+		c = &p.arena.members
 	}
-	return keepIn(&p.arena.members, &p.memberSlab, items)
+	return keep(&p.memberSlab, &p.memberSlabSize, c, items)
 }
 
 func (p *parser) keepElems(items []*Value) []*Value {
-	if p.arena == nil {
-		return keep(&p.elemSlab, &p.elemSlabSize, items)
+	var c *chunks[*Value]
+	if p.arena != nil {
+		c = &p.arena.elems
 	}
-	return keepIn(&p.arena.elems, &p.elemSlab, items)
-}
-
-// keepIn is keep with slabs from the chunks c (of maxSlab items each).
-func keepIn[T any](c *chunks[T], slab *[]T, items []T) []T {
-	n := len(items)
-	if n > maxSlab {
-		return slices.Clone(items)
-	}
-	if n > len(*slab) {
-		*slab = c.next()
-	}
-	out := (*slab)[:n:n]
-	copy(out, items)
-	*slab = (*slab)[n:]
-	return out
+	return keep(&p.elemSlab, &p.elemSlabSize, c, items)
 }
 
 // newValue returns a Value of the parser's slab, of kind and otherwise
