@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/clawea/attester/control"
+	"github.com/clawea/attester/control/frames"
 )
 
 // Request size limits.
@@ -46,8 +47,9 @@ type Server struct {
 	// slot until releaseConn.
 	limMu    sync.Mutex
 	limiters []*ConnLimiter
-	// framed are the framed control connections (frames.go).
-	framed framedConns
+	// framed are the framed control connections (frames.go,
+	// control/frames).
+	framed frames.Group
 }
 
 // Wrap serves svc; reg is the registry /metrics serves, which svc's
@@ -228,8 +230,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) error {
 // flight and close, so that no framed request meets a closed service.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.ready.Store(false)
-	s.framed.stop()
-	return s.framed.wait(ctx)
+	return s.framed.Shutdown(ctx)
 }
 
 // budget bounds the bytes held by requests in flight.
