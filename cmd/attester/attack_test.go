@@ -289,13 +289,26 @@ func (a *attester) createRun(t *testing.T, pf *packFixture, sessionKey string) r
 	return runHandle{id: resp.RunID, capability: resp.Capability, committed: resp.PromptCommitted, ctHash: resp.CTHash}
 }
 
-func (a *attester) createBody(t *testing.T, pf *packFixture, sessionKey string) []byte {
+// identityKeys are the attester's public keys as GET /v1/identity gives
+// them: its identity key (the key of its DID), which signs the control
+// answers, and its pack key, which packs are sealed to.
+func (a *attester) identityKeys(t *testing.T) (ed25519.PublicKey, *envelope.PublicKey) {
 	t.Helper()
 	id := a.req(t, true, "GET", "/v1/identity", "", nil)
-	pub, err := envelope.ParsePublicKey(id.body["pack_public_key"].(string))
+	did, err := didkey.Parse(id.body["did"].(string))
 	if err != nil {
 		t.Fatal(err)
 	}
+	pack, err := envelope.ParsePublicKey(id.body["pack_public_key"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return did, pack
+}
+
+func (a *attester) createBody(t *testing.T, pf *packFixture, sessionKey string) []byte {
+	t.Helper()
+	_, pub := a.identityKeys(t)
 	enc, man, err := promptpack.SealPack(pf.pack, pub)
 	if err != nil {
 		t.Fatal(err)

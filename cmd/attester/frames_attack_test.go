@@ -23,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/wire/answer"
 	"github.com/clawea/attester/wire/ctlframe"
 )
@@ -162,11 +161,7 @@ func TestFramedReplayAgainstTheBinary(t *testing.T) {
 	a, pf := startWithPack(t, nil)
 	r := newFramedRun(t, a, pf)
 	pid, start := int64(os.Getpid()), selfStartTime(t)
-	id := a.req(t, true, "GET", "/v1/identity", "", nil)
-	pub, err := didkey.Parse(id.body["did"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, _ := a.identityKeys(t)
 	path := "/v1/runs/" + r.rn.id + "/tool-calls"
 	first := r.toolCall(t, "read")
 	st1, err := answer.Verify(pub, first.Fields[fieldStatement], first.Fields[fieldSignature])

@@ -19,7 +19,6 @@ import (
 	"github.com/clawea/attester/internal/packtest"
 	"github.com/clawea/attester/promptpack"
 	"github.com/clawea/attester/schema/b64u"
-	"github.com/clawea/attester/schema/didkey"
 	"github.com/clawea/attester/schema/jsstr"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/wire/answer"
@@ -253,11 +252,7 @@ func TestGatewayForwardAgainstTheBinary(t *testing.T) {
 	up := newGWUpstream(t, sc.serve)
 	pf := newGWPack(t)
 	a := mustStartAttester(t, gwConfig(t, pf, up.srv.URL))
-	id := a.req(t, true, "GET", "/v1/identity", "", nil)
-	pub, err := didkey.Parse(id.body["did"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, _ := a.identityKeys(t)
 	g := a.gwRun(t, pf)
 	u := map[string]any{"role": "user", "content": "[Thu 2026-11-26 21:21 UTC] a user message"}
 	args := `{"command":"rm -rf /"}`

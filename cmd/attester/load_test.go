@@ -860,11 +860,7 @@ func checkLoadRecords(t *testing.T, a *attester, state string, runs []*loadRun) 
 // the load, so that the callers' verification does not take the CPU the
 // attester is measured with. It returns how many answers it checked.
 func checkAnswers(t *testing.T, a *attester, runs []*loadRun) int64 {
-	id := a.req(t, true, "GET", "/v1/identity", "", nil)
-	pub, err := didkey.Parse(id.body["did"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pub, _ := a.identityKeys(t)
 	pid, start := int64(os.Getpid()), selfStartTime(t)
 	var n atomic.Int64
 	var wg sync.WaitGroup
@@ -906,17 +902,6 @@ func checkAnswers(t *testing.T, a *attester, runs []*loadRun) int64 {
 	default:
 	}
 	return n.Load()
-}
-
-// selfStartTime is this process's start time (/proc/self/stat field 22).
-func selfStartTime(t *testing.T) int64 {
-	b := testfile.Read(t, "/proc/self/stat")
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	v, err := strconv.ParseInt(f[22-3], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 func envDuration(t *testing.T, name string, def time.Duration) time.Duration {

@@ -28,7 +28,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -36,6 +35,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/clawea/attester/cmd/attester/server"
+	"github.com/clawea/attester/cmd/internal/gcflag"
 	"github.com/clawea/attester/control"
 	"github.com/clawea/attester/control/gateway"
 	"github.com/clawea/attester/schema/bounded"
@@ -61,7 +61,7 @@ func run(args []string, stderr io.Writer) int {
 	platform := fs.String("platform", "", "override attester.platform: auto, sev-snp, tdx, tpm or simulated")
 	listen := fs.String("listen", "", "override attester.listen")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	gcPercent := fs.Int("gc-percent", gateway.GCPercent, "garbage collector target percentage; without this flag, GOGC from the environment wins when set")
+	gcPercent := gcflag.Define(fs, gateway.GCPercent)
 	fs.Bool("version", false, "print the version and exit (the only argument)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -74,11 +74,7 @@ func run(args []string, stderr io.Writer) int {
 		fs.Usage()
 		return 1
 	}
-	gcFlag := false
-	fs.Visit(func(f *flag.Flag) { gcFlag = gcFlag || f.Name == "gc-percent" })
-	if gcFlag || os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(*gcPercent)
-	}
+	gcflag.Apply(fs, *gcPercent)
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	if err := sealed.HardenProcess(); err != nil {

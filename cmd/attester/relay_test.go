@@ -29,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clawea/attester/schema/didkey"
+	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/wire/answer"
 )
 
@@ -120,21 +120,19 @@ type signedClient struct {
 
 func newSignedClient(t *testing.T, a *attester, socket string) *signedClient {
 	t.Helper()
-	id := a.req(t, true, "GET", "/v1/identity", "", nil)
-	pub, err := didkey.Parse(id.body["did"].(string))
+	pub, _ := a.identityKeys(t)
+	return &signedClient{hc: unixHTTP(socket), pub: pub, pid: int64(os.Getpid()), start: selfStartTime(t), seqs: map[string]int64{}}
+}
+
+// selfStartTime is this process's start time (/proc/self/stat field 22).
+func selfStartTime(t *testing.T) int64 {
+	b := testfile.Read(t, "/proc/self/stat")
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	v, err := strconv.ParseInt(f[22-3], 10, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stat, err := os.ReadFile("/proc/self/stat")
-	if err != nil {
-		t.Skip("no /proc:", err)
-	}
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	start, err := strconv.ParseInt(fields[22-3], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &signedClient{hc: unixHTTP(socket), pub: pub, pid: int64(os.Getpid()), start: start, seqs: map[string]int64{}}
+	return v
 }
 
 func unixHTTP(socket string) *http.Client {

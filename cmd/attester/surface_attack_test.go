@@ -189,11 +189,7 @@ func TestOriginAndUncleanPathsAttack(t *testing.T) {
 // still free afterwards. Neither the log nor any answer holds prompt text.
 func TestForeignPackAttack(t *testing.T) {
 	a, pf := startWithPack(t, map[string]any{"maxRuns": 1})
-	id := a.req(t, true, "GET", "/v1/identity", "", nil)
-	pub, err := envelope.ParsePublicKey(id.body["pack_public_key"].(string))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, pub := a.identityKeys(t)
 	other, err := envelope.GenerateKey()
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/go-sev-guest/abi"
@@ -154,13 +155,8 @@ func tdxClaims(ev *evidence.Evidence) (*Claims, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEvidence, err)
 	}
-	if len(chain) != len(ev.CertChain) {
+	if !slices.EqualFunc(chain, ev.CertChain, bytes.Equal) {
 		return nil, fmt.Errorf("%w: cert_chain differs from the quote's PCK chain", ErrEvidence)
-	}
-	for i := range chain {
-		if !bytes.Equal(chain[i], ev.CertChain[i]) {
-			return nil, fmt.Errorf("%w: cert_chain differs from the quote's PCK chain", ErrEvidence)
-		}
 	}
 	root := sha256.Sum256(chain[len(chain)-1])
 	rd := q.Body.ReportData

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/google/go-sev-guest/abi"
@@ -127,9 +128,15 @@ func TestDerive(t *testing.T) {
 		t.Fatal(err)
 	}
 	tev, _ := deriveSim(t, q, rd, teeclaims.TypeTDX, "tdx:root-sha256-"+tdxsimroots.RootSHA256+":SIMULATED", simTDXTCB)
-	tev.CertChain = tev.CertChain[:2]
-	if _, err := teeclaims.Derive(tev); !errors.Is(err, teeclaims.ErrEvidence) {
-		t.Fatalf("chain differing from the quote: %v", err)
+	// A chain cut short, and one of the same length with another root.
+	full := tev.CertChain
+	other := slices.Clone(full)
+	other[len(other)-1] = append(slices.Clone(other[len(other)-1]), 0)
+	for _, chain := range [][][]byte{full[:2], other} {
+		tev.CertChain = chain
+		if _, err := teeclaims.Derive(tev); !errors.Is(err, teeclaims.ErrEvidence) {
+			t.Fatalf("chain of %d certificates differing from the quote: %v", len(chain), err)
+		}
 	}
 }
 
