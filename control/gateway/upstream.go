@@ -123,6 +123,9 @@ type upstreamBody struct {
 	b  []byte
 	// gone: letGo was called; every read fails.
 	gone bool
+	// drained: a reader returned the body's last byte: the transport
+	// holds all of it (in its buffers or the connection's).
+	drained bool
 	// wrote: the transport wrote the whole request (WroteRequest).
 	wrote *atomic.Bool
 	// retry holds the body GetBody reads, until sent (GetBody holds
@@ -133,9 +136,19 @@ type upstreamBody struct {
 // sent ends GetBody: the answer began, nothing is sent again.
 func (ub *upstreamBody) sent() { ub.retry.Store(nil) }
 
-// written reports whether the transport has written the whole request,
-// body included: none of its reads is under way or to come.
-func (ub *upstreamBody) written() bool { return ub.wrote.Load() }
+// written reports whether the transport has the whole body: a reader
+// returned its last byte, or the transport wrote the whole request
+// (WroteRequest, which its write goroutine may report after Do has
+// returned the answer). None of its reads is under way or to come but a
+// retry's, which sent ends.
+func (ub *upstreamBody) written() bool {
+	if ub.wrote.Load() {
+		return true
+	}
+	ub.mu.Lock()
+	defer ub.mu.Unlock()
+	return ub.drained
+}
 
 // letGo ends every read of the body: when it returns, no reader reads
 // the buffer, nor will.
@@ -165,7 +178,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 	n := copy(p, ub.b[r.off:])
 	r.off += n
 	if r.off == len(ub.b) {
-		r.ub = nil
+		r.ub, ub.drained = nil, true
 		return n, io.EOF
 	}
 	return n, nil
