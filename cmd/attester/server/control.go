@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 )
 
@@ -17,18 +18,22 @@ var ErrSocketInUse = errors.New("control socket: in use by another attester")
 // and releases the lock; a listener that failed to start removes nothing.
 type ControlListener struct {
 	net.Listener
-	lock *os.File
+	lock   *os.File
+	closed sync.Once
+	err    error
 }
 
 // Close stops listening, unlinks the socket (the net package does it for a
-// listener it created) and releases the lock file.
+// listener it created) and releases the lock file, once: the http.Server
+// serving it and its owner may both close it, at the same time.
 func (l *ControlListener) Close() error {
-	err := l.Listener.Close()
-	if l.lock != nil {
-		l.lock.Close()
-		l.lock = nil
-	}
-	return err
+	l.closed.Do(func() {
+		l.err = l.Listener.Close()
+		if l.lock != nil {
+			l.lock.Close()
+		}
+	})
+	return l.err
 }
 
 // ListenControlSocket creates the control socket at path (mode 0660, in the
