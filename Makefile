@@ -43,6 +43,14 @@ test-clients:
 test-race:
 	$(GO) test -race -count=1 ./...
 
+# The race detector over the code that shares buffers and connections
+# between goroutines (pooled model-call bodies and parse arenas, framed
+# connections, the audit log's group commit): a minute on 2 cores, run by
+# .ci/run. The race detector needs cgo (gcc).
+.PHONY: test-race-short
+test-race-short:
+	CGO_ENABLED=1 $(GO) test -race -count=1 ./control/frames ./control/gateway ./gate/audit ./schema/pohjson
+
 # Benchmarks report throughput (b.SetBytes) beside in-run baselines such as
 # raw AES-256-GCM and SHA-256 over the same bytes; compare the ratios.
 bench:
