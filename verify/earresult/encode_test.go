@@ -97,28 +97,42 @@ func TestMarshalMatchesEAR(t *testing.T) {
 
 	// Results New never makes: each changed on a fresh copy.
 	alter := map[string]func(ar *ear.AttestationResult){
-		"no nonce":          func(ar *ear.AttestationResult) { ar.Nonce = nil },
-		"short nonce":       func(ar *ear.AttestationResult) { n := "short"; ar.Nonce = &n },
-		"no profile":        func(ar *ear.AttestationResult) { ar.Profile = nil },
-		"other profile":     func(ar *ear.AttestationResult) { p := "tag:x"; ar.Profile = &p },
-		"no iat":            func(ar *ear.AttestationResult) { ar.IssuedAt = nil },
-		"no verifier id":    func(ar *ear.AttestationResult) { ar.VerifierID = nil },
-		"no build":          func(ar *ear.AttestationResult) { ar.VerifierID.Build = nil },
-		"no submods":        func(ar *ear.AttestationResult) { ar.Submods = nil },
-		"no status":         func(ar *ear.AttestationResult) { ar.Submods[SubmodName].Status = nil },
-		"unknown tier":      func(ar *ear.AttestationResult) { tt := ear.TrustTier(7); ar.Submods[SubmodName].Status = &tt },
-		"no vector":         func(ar *ear.AttestationResult) { ar.Submods[SubmodName].TrustVector = nil },
-		"no policy id":      func(ar *ear.AttestationResult) { ar.Submods[SubmodName].AppraisalPolicyID = nil },
-		"no annotations":    func(ar *ear.AttestationResult) { ar.Submods[SubmodName].VeraisonAnnotatedEvidence = nil },
-		"nil annotations":   func(ar *ear.AttestationResult) { var m map[string]interface{}; ar.Submods[SubmodName].VeraisonAnnotatedEvidence = &m },
-		"raw evidence":      func(ar *ear.AttestationResult) { b := ear.B64Url("<ev>"); ar.RawEvidence = &b },
-		"tee info":          func(ar *ear.AttestationResult) { ar.VeraisonTeeInfo = &ear.VeraisonTeeInfo{} },
-		"policy claims":     func(ar *ear.AttestationResult) { ar.Submods[SubmodName].VeraisonPolicyClaims = &map[string]interface{}{"a": 1} },
-		"key attestation":   func(ar *ear.AttestationResult) { ar.Submods[SubmodName].VeraisonKeyAttestation = &map[string]interface{}{"akpub": "x"} },
-		"other submod":      func(ar *ear.AttestationResult) { s := ear.TrustTierNone; ar.Submods["<z>"] = &ear.Appraisal{Status: &s} },
-		"negative claims":   func(ar *ear.AttestationResult) { ar.Submods[SubmodName].TrustVector.SetAll(ear.VerifierMalfunctionClaim) },
-		"other annotations": func(ar *ear.AttestationResult) { annotate(ar, 1.5, uint8(3), []string{"<"}, []interface{}(nil), map[string]string{"b": "a"}) },
-		"NaN annotation":    func(ar *ear.AttestationResult) { annotate(ar, math.NaN()) },
+		"no nonce":       func(ar *ear.AttestationResult) { ar.Nonce = nil },
+		"short nonce":    func(ar *ear.AttestationResult) { n := "short"; ar.Nonce = &n },
+		"no profile":     func(ar *ear.AttestationResult) { ar.Profile = nil },
+		"other profile":  func(ar *ear.AttestationResult) { p := "tag:x"; ar.Profile = &p },
+		"no iat":         func(ar *ear.AttestationResult) { ar.IssuedAt = nil },
+		"no verifier id": func(ar *ear.AttestationResult) { ar.VerifierID = nil },
+		"no build":       func(ar *ear.AttestationResult) { ar.VerifierID.Build = nil },
+		"no submods":     func(ar *ear.AttestationResult) { ar.Submods = nil },
+		"no status":      func(ar *ear.AttestationResult) { ar.Submods[SubmodName].Status = nil },
+		"unknown tier":   func(ar *ear.AttestationResult) { tt := ear.TrustTier(7); ar.Submods[SubmodName].Status = &tt },
+		"no vector":      func(ar *ear.AttestationResult) { ar.Submods[SubmodName].TrustVector = nil },
+		"no policy id":   func(ar *ear.AttestationResult) { ar.Submods[SubmodName].AppraisalPolicyID = nil },
+		"no annotations": func(ar *ear.AttestationResult) { ar.Submods[SubmodName].VeraisonAnnotatedEvidence = nil },
+		"nil annotations": func(ar *ear.AttestationResult) {
+			var m map[string]interface{}
+			ar.Submods[SubmodName].VeraisonAnnotatedEvidence = &m
+		},
+		"raw evidence": func(ar *ear.AttestationResult) { b := ear.B64Url("<ev>"); ar.RawEvidence = &b },
+		"tee info":     func(ar *ear.AttestationResult) { ar.VeraisonTeeInfo = &ear.VeraisonTeeInfo{} },
+		"policy claims": func(ar *ear.AttestationResult) {
+			ar.Submods[SubmodName].VeraisonPolicyClaims = &map[string]interface{}{"a": 1}
+		},
+		"key attestation": func(ar *ear.AttestationResult) {
+			ar.Submods[SubmodName].VeraisonKeyAttestation = &map[string]interface{}{"akpub": "x"}
+		},
+		"other submod": func(ar *ear.AttestationResult) {
+			s := ear.TrustTierNone
+			ar.Submods["<z>"] = &ear.Appraisal{Status: &s}
+		},
+		"negative claims": func(ar *ear.AttestationResult) {
+			ar.Submods[SubmodName].TrustVector.SetAll(ear.VerifierMalfunctionClaim)
+		},
+		"other annotations": func(ar *ear.AttestationResult) {
+			annotate(ar, 1.5, uint8(3), []string{"<"}, []interface{}(nil), map[string]string{"b": "a"})
+		},
+		"NaN annotation": func(ar *ear.AttestationResult) { annotate(ar, math.NaN()) },
 	}
 	for name, change := range alter {
 		ar, err := New(full("x"), nil, Options{Now: now, Policy: pinned})
