@@ -77,7 +77,7 @@ func BenchmarkServiceParts(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out := &response{Outcome: verify.NewOutcome(res, nil), EAR: string(tok)}
+	out := &response{Outcome: verify.NewOutcome(res, nil), ear: tok}
 	b.Run("response", func(b *testing.B) {
 		b.ReportAllocs()
 		w := &discardWriter{h: http.Header{}}

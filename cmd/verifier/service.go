@@ -238,10 +238,13 @@ func (s *Service) serveReady(w http.ResponseWriter, _ *http.Request) {
 }
 
 // response is a verification outcome as packctl verify --json prints it,
-// plus the signed EAR.
+// plus the signed EAR: member "ear", a string, last, when there is one.
+// writeJSON appends the EAR to the Outcome's JSON itself: it is a compact
+// JWS (base64url segments and dots, nothing JSON escapes), so its bytes
+// are the string's and need no scan or copy by encoding/json.
 type response struct {
 	*verify.Outcome
-	EAR string `json:"ear,omitempty"`
+	ear []byte
 }
 
 // serviceOutcome is the outcome of a request the service itself ended
@@ -352,7 +355,7 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter, buf *[]byte) (i
 		out.Outcome = serviceOutcome(verify.VerdictCannotCheck, "ear", "the attestation result could not be signed")
 		return http.StatusInternalServerError, out
 	}
-	out.EAR = string(tok)
+	out.ear = tok
 	if verr != nil {
 		s.cfg.Log.Info("verification failed", "verdict", out.Verdict, "policy", req.policy, "err", verr)
 	}
@@ -381,6 +384,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		http.Error(w, `{"verdict":"cannot-check","exit_code":3}`, http.StatusInternalServerError)
 		return
 	}
+	if r, ok := v.(*response); ok && len(r.ear) > 0 {
+		appendEAR(buf, r.ear)
+	}
 	b := buf.Bytes()
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -388,6 +394,19 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	h.Set("Content-Length", strconv.Itoa(len(b))) // not chunked: responses pass 2 KiB
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
+}
+
+// appendEAR adds member "ear" to the object (and newline) in buf: what
+// encoding/json writes for a last member ear of type string holding a
+// compact JWS.
+func appendEAR(buf *bytes.Buffer, ear []byte) {
+	buf.Truncate(buf.Len() - len("}\n"))
+	if b := buf.Bytes(); b[len(b)-1] != '{' {
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"ear":"`)
+	buf.Write(ear)
+	buf.WriteString("\"}\n")
 }
 
 // recoverer turns a panic into a 500 whose body says nothing; the detail
