@@ -238,10 +238,13 @@ func (s *Service) serveReady(w http.ResponseWriter, _ *http.Request) {
 }
 
 // response is a verification outcome as packctl verify --json prints it,
-// plus the signed EAR.
+// plus the signed EAR: member "ear", a string, last, when there is one.
+// writeJSON appends the EAR to the Outcome's JSON itself: it is a compact
+// JWS (base64url segments and dots, nothing JSON escapes), so its bytes
+// are the string's and need no scan or copy by encoding/json.
 type response struct {
 	*verify.Outcome
-	EAR string `json:"ear,omitempty"`
+	ear []byte
 }
 
 // serviceOutcome is the outcome of a request the service itself ended
@@ -260,7 +263,12 @@ func (s *Service) serveVerify(w http.ResponseWriter, r *http.Request) {
 	select {
 	case s.slots <- struct{}{}:
 		s.metrics.inflight.Inc()
-		code, resp = s.verify(r, w)
+		body := bodyBufs.Get().(*[]byte)
+		// The body goes back only after the answer is written: the
+		// request borrows it (parseRequest), so what refers to it must
+		// be gone first.
+		defer putBody(body)
+		code, resp = s.verify(r, w, body)
 		s.metrics.inflight.Dec()
 		<-s.slots
 	default:
@@ -271,7 +279,27 @@ func (s *Service) serveVerify(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, resp)
 }
 
-func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response) {
+// bodyBufs holds the buffers request bodies are read into, reused across
+// requests (a full request's body is about 45 KiB, which the collector
+// would otherwise sweep after every request). A buffer in the pool is all
+// zeros: putBody clears what a request left in it.
+var bodyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledBody is the largest body buffer kept in bodyBufs.
+const maxPooledBody = 1 << 20
+
+func putBody(b *[]byte) {
+	if cap(*b) > maxPooledBody {
+		return
+	}
+	clear((*b)[:cap(*b)])
+	*b = (*b)[:0]
+	bodyBufs.Put(b)
+}
+
+// verify serves one verification, the body read into *buf (which it may
+// grow); nothing it returns refers to the body.
+func (s *Service) verify(r *http.Request, w http.ResponseWriter, buf *[]byte) (int, *response) {
 	refuse := func(code int, format string, args ...any) (int, *response) {
 		s.metrics.verdicts.WithLabelValues(verify.VerdictUsage).Inc()
 		return code, &response{Outcome: serviceOutcome(verify.VerdictUsage, "request", fmt.Sprintf(format, args...))}
@@ -279,7 +307,10 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		return refuse(http.StatusUnsupportedMediaType, "content type must be application/json")
 	}
-	body, err := bounded.ReadBody(w, r, int64(s.cfg.MaxBody))
+	body, err := bounded.ReadBody(w, r, int64(s.cfg.MaxBody), *buf)
+	if err == nil {
+		*buf = body
+	}
 	if err != nil {
 		if errors.Is(err, bounded.ErrTooLarge) {
 			return refuse(http.StatusRequestEntityTooLarge, "body over %d bytes", s.cfg.MaxBody)
@@ -324,7 +355,7 @@ func (s *Service) verify(r *http.Request, w http.ResponseWriter) (int, *response
 		out.Outcome = serviceOutcome(verify.VerdictCannotCheck, "ear", "the attestation result could not be signed")
 		return http.StatusInternalServerError, out
 	}
-	out.EAR = string(tok)
+	out.ear = tok
 	if verr != nil {
 		s.cfg.Log.Info("verification failed", "verdict", out.Verdict, "policy", req.policy, "err", verr)
 	}
@@ -353,6 +384,9 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		http.Error(w, `{"verdict":"cannot-check","exit_code":3}`, http.StatusInternalServerError)
 		return
 	}
+	if r, ok := v.(*response); ok && len(r.ear) > 0 {
+		appendEAR(buf, r.ear)
+	}
 	b := buf.Bytes()
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -360,6 +394,19 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	h.Set("Content-Length", strconv.Itoa(len(b))) // not chunked: responses pass 2 KiB
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
+}
+
+// appendEAR adds member "ear" to the object (and newline) in buf: what
+// encoding/json writes for a last member ear of type string holding a
+// compact JWS.
+func appendEAR(buf *bytes.Buffer, ear []byte) {
+	buf.Truncate(buf.Len() - len("}\n"))
+	if b := buf.Bytes(); b[len(b)-1] != '{' {
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"ear":"`)
+	buf.Write(ear)
+	buf.WriteString("\"}\n")
 }
 
 // recoverer turns a panic into a 500 whose body says nothing; the detail

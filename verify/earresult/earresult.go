@@ -292,9 +292,10 @@ func NewSigner(key crypto.Signer) (*Signer, error) {
 }
 
 // Sign returns ar as a compact JWS (a JWT, RFC 7519) whose payload is ar's
-// JSON form (ear's MarshalJSON, which validates it first).
+// JSON form (the bytes of ear's MarshalJSON, which validates it first:
+// marshal).
 func (s *Signer) Sign(ar *ear.AttestationResult) ([]byte, error) {
-	claims, err := ar.MarshalJSON()
+	claims, err := marshal(ar)
 	if err != nil {
 		return nil, err
 	}
