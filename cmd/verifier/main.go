@@ -24,11 +24,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/clawea/attester/cmd/internal/buildinfo"
+	"github.com/clawea/attester/cmd/internal/gcflag"
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/verify/earresult"
 )
@@ -67,7 +67,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	writeTimeout := fs.Duration("write-timeout", 30*time.Second, "time to verify and write a response")
 	shutdown := fs.Duration("shutdown-timeout", 20*time.Second, "time in-flight requests get after SIGTERM")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	gcPercent := fs.Int("gc-percent", DefaultGCPercent, "garbage collector target percentage; without this flag, GOGC from the environment wins when set")
+	gcPercent := gcflag.Define(fs, DefaultGCPercent)
 	fs.Bool("version", false, "print the version and exit (the only argument)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -97,11 +97,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	gcFlag := false
-	fs.Visit(func(f *flag.Flag) { gcFlag = gcFlag || f.Name == "gc-percent" })
-	if gcFlag || os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(*gcPercent)
-	}
+	gcflag.Apply(fs, *gcPercent)
 
 	signer, prevKeys, err := loadKeys(*earKey, previous)
 	if err != nil {
