@@ -62,8 +62,8 @@ var stepNames = [numSteps]string{
 	stepRelay:     "relay (read, parse, hash, write answer)",
 	stepFacts:     "answer facts (tool calls, text hash)",
 	stepReceipt:   "receipt signature",
-	stepRecord:    "the record's verify + chain (beside: audit write)",
-	stepAudit:     "wait for the audit record write + fsync",
+	stepAudit:     "audit record write + fsync",
+	stepRecord:    "wait for the record (verify + chain)",
 	stepSigned:    "wait for the answer's signature",
 	stepEnd:       "trailers set, session updated",
 }

@@ -242,29 +242,25 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 	}
 	// The run's record verifies and chains the receipt while the audit
 	// record, which names the receipt by its hash, is written and synced.
-	// The record's work runs on this goroutine and the write on another:
-	// a goroutine back from fsync finds a free core (the answer's
-	// signature is short), where one that waited for the disk beside the
-	// record's CPU waits for it to end.
-	recording := rerr == nil
-	if recording {
+	var recorded chan error
+	if rerr == nil {
 		h.Set(trailerReceipt, b64u.Encode(env))
 		rh := sha256.Sum256(env)
 		c.rec.ReceiptHash = b64u.Encode(rh[:])
+		recorded = make(chan error, 1)
+		go func() { recorded <- c.f.Record(env) }()
 	}
-	audited := make(chan error, 1)
-	go func() { audited <- c.rs.audit.append(&c.rec, now) }()
-	if recording {
-		rerr = c.f.Record(env)
-		c.step(stepRecord)
-	}
-	aerr := <-audited
+	aerr := c.rs.audit.append(&c.rec, now)
 	c.step(stepAudit)
-	if recording && rerr != nil && aerr == nil {
-		// The audit record names a receipt the run's record refused: a
-		// second record says the call failed (section 9).
-		c.rec.Outcome, c.rec.Reason, c.rec.ReceiptHash = "failed", reasonAuditFailed, ""
-		aerr = c.rs.audit.append(&c.rec, c.g.now())
+	if recorded != nil {
+		rerr = <-recorded
+		c.step(stepRecord)
+		if rerr != nil && aerr == nil {
+			// The audit record names a receipt the run's record refused:
+			// a second record says the call failed (section 9).
+			c.rec.Outcome, c.rec.Reason, c.rec.ReceiptHash = "failed", reasonAuditFailed, ""
+			aerr = c.rs.audit.append(&c.rec, c.g.now())
+		}
 	}
 	<-signedDone
 	c.step(stepSigned)
