@@ -140,6 +140,9 @@ type answer struct {
 	tokensIn   int64
 	tokensOut  int64
 	done       bool
+	// keptInput says that the event or body being read keeps a parsed
+	// value (a tool_use input): its values are not given back (parse).
+	keptInput bool
 }
 
 type pendingCall struct {
@@ -163,15 +166,34 @@ func (a *answer) event(data []byte) error {
 		a.done = true
 		return nil
 	}
-	v, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: len(data) + 1, MaxDepth: maxRequestDepth, AllowFloats: true})
+	return a.parse(data, func(v *pohjson.Value) error {
+		a.eventBytes = len(data)
+		if a.api == apiOpenAIChat {
+			return a.openAIChunk(v)
+		}
+		return a.anthropicEvent(v)
+	}, "an event")
+}
+
+// parse parses data (an event's or the whole body's JSON object) and
+// reads it with read. The parsed values are pohjson's pooled ones
+// (ParseOptions.Release; 50 events a streamed answer): they are given
+// back once read returns, unless it kept one (keptInput). The strings
+// read are their own copies (no Borrow), so what the answer keeps of
+// them stays valid.
+func (a *answer) parse(data []byte, read func(*pohjson.Value) error, what string) error {
+	var release func()
+	v, err := jsonobj.ParseObject(data, pohjson.ParseOptions{MaxBytes: len(data) + 1, MaxDepth: maxRequestDepth, AllowFloats: true, Release: &release})
+	a.keptInput = false
+	defer func() {
+		if release != nil && !a.keptInput {
+			release()
+		}
+	}()
 	if err != nil {
-		return fmt.Errorf("%w: an event is not a JSON object", errAnswerMalformed)
+		return fmt.Errorf("%w: %s is not a JSON object", errAnswerMalformed, what)
 	}
-	a.eventBytes = len(data)
-	if a.api == apiOpenAIChat {
-		return a.openAIChunk(v)
-	}
-	return a.anthropicEvent(v)
+	return read(v)
 }
 
 func (a *answer) addText(s string) {
@@ -297,7 +319,7 @@ func (a *answer) anthropicEvent(v *pohjson.Value) error {
 			}
 			c.id, _ = b.GetString("id")
 			c.name, _ = b.GetString("name")
-			c.input = b.Get("input")
+			c.input, a.keptInput = b.Get("input"), true
 		}
 	case "content_block_delta":
 		d := v.Get("delta")
@@ -330,10 +352,10 @@ func (a *answer) anthropicEvent(v *pohjson.Value) error {
 
 // whole reads a non-streamed JSON answer body.
 func (a *answer) whole(body []byte) error {
-	v, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: len(body) + 1, MaxDepth: maxRequestDepth, AllowFloats: true})
-	if err != nil {
-		return fmt.Errorf("%w: the body is not a JSON object", errAnswerMalformed)
-	}
+	return a.parse(body, a.wholeValue, "the body")
+}
+
+func (a *answer) wholeValue(v *pohjson.Value) error {
 	if a.api == apiOpenAIChat {
 		m := v.Get("choices").Elems()
 		if len(m) == 0 {
@@ -369,7 +391,7 @@ func (a *answer) whole(body []byte) error {
 				}
 				c.id, _ = b.GetString("id")
 				c.name, _ = b.GetString("name")
-				c.input = b.Get("input")
+				c.input, a.keptInput = b.Get("input"), true
 			}
 		}
 		a.usage(v.Get("usage"), "input_tokens", "output_tokens")

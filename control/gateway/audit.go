@@ -1,15 +1,18 @@
 package gateway
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // auditRecord is one line of a run's gateway audit log (section 9): hashes
-// and codes only, never prompt, message or answer bytes.
+// and codes only, never prompt, message or answer bytes. The json tags
+// name the members appendJSON writes (in this order; omitempty: left out
+// when zero), the bytes json.Marshal would write (the differential test).
 type auditRecord struct {
 	Seq            int64    `json:"seq"`
 	At             string   `json:"at"`
@@ -30,11 +33,111 @@ type auditRecord struct {
 	ReceiptHash    string   `json:"receipt_hash_b64u,omitempty"`
 }
 
+// appendJSON appends r as json.Marshal writes it, without reflection: the
+// record is written on every call's critical path.
+func (r *auditRecord) appendJSON(dst []byte) []byte {
+	dst = append(dst, `{"seq":`...)
+	dst = strconv.AppendInt(dst, r.Seq, 10)
+	dst = appendMember(dst, `,"at":`, r.At, false)
+	dst = appendMember(dst, `,"run_id":`, r.RunID, false)
+	dst = appendMember(dst, `,"turn_id":`, r.TurnID, true)
+	dst = appendMember(dst, `,"provider":`, r.Provider, false)
+	dst = appendMember(dst, `,"model":`, r.Model, true)
+	dst = appendMember(dst, `,"outcome":`, r.Outcome, false)
+	dst = appendMember(dst, `,"reason":`, r.Reason, true)
+	dst = appendMember(dst, `,"request_hash_b64u":`, r.RequestHash, false)
+	dst = appendMember(dst, `,"response_hash_b64u":`, r.ResponseHash, true)
+	if r.Status != 0 {
+		dst = strconv.AppendInt(append(dst, `,"status":`...), int64(r.Status), 10)
+	}
+	dst = appendMember(dst, `,"llm_call_event_hash_b64u":`, r.EventHash, true)
+	dst = appendMember(dst, `,"suffix_hash_b64u":`, r.SuffixHash, true)
+	if r.SuffixBytes != 0 {
+		dst = strconv.AppendInt(append(dst, `,"suffix_bytes":`...), int64(r.SuffixBytes), 10)
+	}
+	dst = appendMember(dst, `,"tool_descriptions_hash_b64u":`, r.ToolDescHash, true)
+	if len(r.InternalHashes) > 0 {
+		dst = append(dst, `,"internal_context_hashes_b64u":[`...)
+		for i, h := range r.InternalHashes {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, h)
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendMember(dst, `,"receipt_hash_b64u":`, r.ReceiptHash, true)
+	return append(dst, '}')
+}
+
+// appendMember appends a string member (key: its `,"name":` prefix);
+// omitEmpty leaves out an empty one.
+func appendMember(dst []byte, key, s string, omitEmpty bool) []byte {
+	if omitEmpty && s == "" {
+		return dst
+	}
+	return appendJSONString(append(dst, key...), s)
+}
+
+// appendJSONString quotes s as json.Marshal does: the escapes it writes
+// (\" \\ \b \f \n \r \t, \u00XX for other control bytes and for < > &),
+// U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as \ufffd.
+func appendJSONString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case c == utf8.RuneError && size == 1:
+			dst = append(append(dst, s[start:i]...), `\ufffd`...)
+		case c == '\u2028' || c == '\u2029':
+			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hex[c&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(dst, s[start:]...), '"')
+}
+
 // auditLog is a run's gateway audit file, <dir>/<run_id>.jsonl. Each
 // record is written and fsynced before the call's answer ends.
 type auditLog struct {
 	f   *os.File
 	seq int64
+	// buf holds the line being written, reused from call to call: a
+	// run's calls are one at a time (runState.busy), and it holds
+	// hashes and codes only.
+	buf []byte
 }
 
 func openAudit(dir, runID string) (*auditLog, error) {
@@ -50,11 +153,8 @@ func (l *auditLog) append(rec *auditRecord, now time.Time) error {
 	l.seq++
 	rec.Seq = l.seq
 	rec.At = now.UTC().Format(time.RFC3339Nano)
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	if _, err := l.f.Write(append(b, '\n')); err != nil {
+	l.buf = append(rec.appendJSON(l.buf[:0]), '\n')
+	if _, err := l.f.Write(l.buf); err != nil {
 		return fmt.Errorf("gateway: writing the audit log: %w", err)
 	}
 	if err := l.f.Sync(); err != nil {

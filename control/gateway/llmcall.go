@@ -51,8 +51,16 @@ func parseLLMCall(h, runID string, want poh.PromptCommitments) (*llmCall, error)
 	// raw is this call's own decoded copy, and nothing changes it: the
 	// parse borrows it (pohjson.ParseOptions.Borrow), so that the payload's
 	// hash reads the payload's text when the plugin wrote it in its
-	// JSON.stringify form, as it does, instead of encoding it again.
-	v, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxLLMCallBytes, MaxDepth: 4, Borrow: true})
+	// JSON.stringify form, as it does, instead of encoding it again. The
+	// parsed values are pohjson's pooled ones (ParseOptions.Release), given
+	// back on return: what the call keeps of them is cloned or hashed.
+	var release func()
+	v, err := jsonobj.ParseObject(raw, pohjson.ParseOptions{MaxBytes: maxLLMCallBytes, MaxDepth: 4, Borrow: true, Release: &release})
+	defer func() {
+		if release != nil {
+			release()
+		}
+	}()
 	if err != nil {
 		return nil, bad("the llm_call event is not a strict JSON object")
 	}

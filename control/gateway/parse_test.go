@@ -389,3 +389,49 @@ func TestMessageHashesShared(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerKeepsToolUseInput: an answer's events are parsed into
+// pohjson's pool and given back after each event, except one whose
+// tool_use input the answer keeps; the input's hash is taken at the end,
+// after later events reused the pool.
+func TestAnswerKeepsToolUseInput(t *testing.T) {
+	input := `{"path":"a/b","n":[1,2,{"z":true}]}`
+	v, err := pohjson.Parse([]byte(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := canonHash(v, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t1","name":"read","input":` + input + `}}`
+	later := `{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"` + strings.Repeat("x", 300) + `"}}`
+	stop := `{"type":"content_block_stop","index":0}`
+	check := func(name string, a *answer) {
+		t.Helper()
+		f, err := a.facts()
+		if err != nil || len(f.calls) != 1 || f.calls[0].params != want || f.calls[0].id != "t1" || f.calls[0].name != "read" {
+			t.Fatalf("%s: facts %+v, %v; want the input's hash", name, f, err)
+		}
+	}
+	a := newAnswer(apiAnthropicMessages, 4096)
+	var events strings.Builder
+	for _, e := range []string{`{"type":"message_start","message":{}}`, start, later, later, stop, `{"type":"message_stop"}`} {
+		events.WriteString("data: " + e + "\n\n")
+	}
+	p := &sseParser{maxEvent: 4096, onEvent: a.event}
+	if err := p.feed([]byte(events.String())); err != nil || p.end() != nil || !a.done {
+		t.Fatalf("stream: %v", err)
+	}
+	check("streamed", a)
+	a = newAnswer(apiAnthropicMessages, 4096)
+	if err := a.whole([]byte(`{"content":[{"type":"tool_use","id":"t1","name":"read","input":` + input + `}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := newAnswer(apiAnthropicMessages, 4096).event([]byte(later)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("whole", a)
+}

@@ -1,6 +1,7 @@
 package pohjson
 
 import (
+	"bytes"
 	"encoding/binary"
 	"slices"
 	"strconv"
@@ -538,10 +539,9 @@ func (p *parser) numberLiteral(lit string) *Value {
 }
 
 // stops8 is not zero when one of the 8 bytes of w is not plain ASCII in a
-// string: a quote, a backslash, a control character or non-ASCII; plain8
-// is the test that it is zero. The tests are the exact "has a zero byte"
-// and "has a byte less than n" word tests (Bit Twiddling Hacks), on bytes
-// already known to be ASCII.
+// string: a quote, a backslash, a control character or non-ASCII. The
+// tests are the exact "has a zero byte" and "has a byte less than n" word
+// tests (Bit Twiddling Hacks), on bytes already known to be ASCII.
 func stops8(w uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := w^(ones*'"'), w^(ones*'\\')
@@ -551,9 +551,58 @@ func stops8(w uint64) uint64 {
 	return (w | control | quote | backslash) & highs
 }
 
-// plain8 reports whether each of the 8 bytes of w is plain ASCII in a
-// string (stops8).
-func plain8(w uint64) bool { return stops8(w) == 0 }
+// shortRun is how far str looks for the end of a run with stops8 before
+// it takes the run for a long one: keys and most values end within it,
+// and a memchr call costs more than a few word tests.
+const shortRun = 32
+
+// stopsRun is the length of the run of data's bytes up to its first byte
+// that is not plain ASCII in a string (stops8): eight bytes a step, then
+// byte by byte.
+func stopsRun(data []byte) int {
+	n := 0
+	for n+8 <= len(data) && stops8(binary.LittleEndian.Uint64(data[n:])) == 0 {
+		n += 8
+	}
+	for n < len(data) {
+		if c := data[n]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// plainRun8 is not zero when one of the 8 bytes of w is a control
+// character or non-ASCII, the bytes a run of a string (which holds no
+// quote or backslash: str) stops at. It is the exact "has a byte less
+// than n" word test (Bit Twiddling Hacks) on bytes known to be ASCII,
+// and the high bits.
+func plainRun8(w uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	return (w | (w-ones*0x20)&^w) & highs
+}
+
+// plainRun is the length of the run of run's bytes up to its first
+// control or non-ASCII byte: sixteen, then eight bytes a step, then byte
+// by byte.
+func plainRun(run []byte) int {
+	n := 0
+	for n+16 <= len(run) {
+		w := run[n : n+16]
+		if plainRun8(binary.LittleEndian.Uint64(w))|plainRun8(binary.LittleEndian.Uint64(w[8:])) != 0 {
+			break
+		}
+		n += 16
+	}
+	for n+8 <= len(run) && plainRun8(binary.LittleEndian.Uint64(run[n:])) == 0 {
+		n += 8
+	}
+	for n < len(run) && run[n] >= 0x20 && run[n] < utf8.RuneSelf {
+		n++
+	}
+	return n
+}
 
 // str parses a JSON string starting at the opening quote; plain says it
 // held no escape sequence.
@@ -561,27 +610,26 @@ func (p *parser) str() (s string, plain bool, err error) {
 	p.i++ // opening quote
 	var buf []byte
 	start := p.i
+	// A run of plain ASCII ends at a quote, a backslash, a control or a
+	// non-ASCII byte. A run longer than shortRun is taken for a long text:
+	// quote and backslash are then the offsets of the next '"' and '\\'
+	// at or after p.i (len(p.data) when there is none), found at memchr
+	// speed (bytes.IndexByte) and kept while p.i has not passed them; the
+	// run ends at the nearer one, or before at a control or non-ASCII
+	// byte, which is all plainRun looks for.
+	quote, backslash := -1, -1
 	for {
-		// Fast path: the run of plain ASCII up to the next byte that needs
-		// a decision (a quote, a backslash, a control or a non-ASCII byte),
-		// sixteen, then eight bytes at a time, then byte by byte.
-		for p.i+16 <= len(p.data) {
-			// Sixteen bytes a step while none stops the run: the long
-			// texts of a request are most of its bytes.
-			b := p.data[p.i : p.i+16]
-			if stops8(binary.LittleEndian.Uint64(b))|stops8(binary.LittleEndian.Uint64(b[8:])) != 0 {
-				break
+		head := p.data[p.i:min(len(p.data), p.i+shortRun)]
+		n := stopsRun(head)
+		p.i += n
+		if n == shortRun {
+			if quote < p.i {
+				quote = indexFrom(p.data, p.i, '"')
 			}
-			p.i += 16
-		}
-		for p.i+8 <= len(p.data) && plain8(binary.LittleEndian.Uint64(p.data[p.i:])) {
-			p.i += 8
-		}
-		for p.i < len(p.data) {
-			if c := p.data[p.i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-				break
+			if backslash < p.i {
+				backslash = indexFrom(p.data[:quote], p.i, '\\')
 			}
-			p.i++
+			p.i += plainRun(p.data[p.i:min(quote, backslash)])
 		}
 		if p.i >= len(p.data) {
 			return "", false, p.errf(errSyntax, "unterminated string")
@@ -674,6 +722,15 @@ func (p *parser) escape() (rune, error) {
 		return r, nil
 	}
 	return 0, &Error{Offset: at, Err: errSyntax, Msg: "invalid escape"}
+}
+
+// indexFrom is the offset of the first b in data at or after from, or
+// len(data).
+func indexFrom(data []byte, from int, b byte) int {
+	if i := bytes.IndexByte(data[from:], b); i >= 0 {
+		return from + i
+	}
+	return len(data)
 }
 
 func (p *parser) hex4() (rune, bool) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/clawea/attester/internal/citest"
@@ -532,11 +533,21 @@ func BenchmarkHashPayload(b *testing.B) {
 	}
 }
 
-// TestPlain8 checks the word test of the string scan against the byte
-// test: every byte value at every position among plain fillers, and
-// random words of mostly plain bytes.
+// TestPlain8 checks the word tests of the string scan against the byte
+// tests: stops8 (the stops of a string: quote, backslash, control and
+// non-ASCII bytes) and plainRun8 (control and non-ASCII bytes only).
 func TestPlain8(t *testing.T) {
-	plainByte := func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' }
+	checkWordTest(t, func(w uint64) bool { return stops8(w) == 0 },
+		func(c byte) bool { return c >= 0x20 && c < 0x80 && c != '"' && c != '\\' })
+	checkWordTest(t, func(w uint64) bool { return plainRun8(w) == 0 },
+		func(c byte) bool { return c >= 0x20 && c < 0x80 })
+}
+
+// checkWordTest checks plain8 against plainByte on each byte: every byte
+// value at every position among plain fillers, and random words of mostly
+// plain bytes.
+func checkWordTest(t *testing.T, plain8 func(uint64) bool, plainByte func(byte) bool) {
+	t.Helper()
 	ref := func(w uint64) bool {
 		for i := range 8 {
 			if !plainByte(byte(w >> (8 * i))) {
@@ -705,4 +716,60 @@ func BenchmarkParseText(b *testing.B) {
 			}
 		})
 	}
+}
+
+// refStr is str as a byte-by-byte scan (what str does without its word
+// and memchr steps): the reference of FuzzStr.
+func refStr(p *parser) (s string, plain bool, err error) {
+	p.i++
+	var buf []byte
+	escaped := false
+	for p.i < len(p.data) {
+		switch c := p.data[p.i]; {
+		case c == '"':
+			p.i++
+			return string(buf), !escaped, nil
+		case c == '\\':
+			r, err := p.escape()
+			if err != nil {
+				return "", false, err
+			}
+			buf, escaped = utf8.AppendRune(buf, r), true
+		case c < 0x20:
+			return "", false, p.errf(errSyntax, "unescaped control character in string")
+		default:
+			r, size := utf8.DecodeRune(p.data[p.i:])
+			if r == utf8.RuneError && size <= 1 {
+				return "", false, p.errf(errString, "invalid UTF-8")
+			}
+			buf = append(buf, p.data[p.i:p.i+size]...)
+			p.i += size
+		}
+	}
+	return "", false, p.errf(errSyntax, "unterminated string")
+}
+
+// FuzzStr is the differential test of str (its runs found with
+// bytes.IndexByte and word tests) against refStr: the same string, the
+// same plain flag, the same end offset, the same error.
+func FuzzStr(f *testing.F) {
+	f.Add([]byte(`"` + strings.Repeat("plain text ", 20) + `"`))
+	f.Add([]byte(`"a\"b\\c\n\u00e9\ud83d\ude00 é\u2028 ` + strings.Repeat("x", 40) + `\"" tail "`))
+	f.Add([]byte("\"abc\x01def\""))
+	f.Add([]byte("\"abcdefghijklmnopqrs\xff\""))
+	f.Add([]byte(`"unterminated ` + strings.Repeat("y", 30)))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		data = append([]byte{'"'}, data...)
+		for _, opts := range []ParseOptions{{}, {OneCopy: true}} {
+			p, q := &parser{data: data, opts: opts, text: string(data)}, &parser{data: data, opts: opts}
+			s, plain, err := p.str()
+			rs, rplain, rerr := refStr(q)
+			if (err == nil) != (rerr == nil) || err != nil && err.Error() != rerr.Error() {
+				t.Fatalf("str %q: error %v, reference %v", data, err, rerr)
+			}
+			if err == nil && (s != rs || plain != rplain || p.i != q.i) {
+				t.Fatalf("str %q = %q %v at %d, reference %q %v at %d", data, s, plain, p.i, rs, rplain, q.i)
+			}
+		}
+	})
 }
