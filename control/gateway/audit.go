@@ -1,12 +1,12 @@
 package gateway
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // auditRecord is one line of a run's gateway audit log (section 9): hashes
@@ -79,54 +79,17 @@ func appendMember(dst []byte, key, s string, omitEmpty bool) []byte {
 	return appendJSONString(append(dst, key...), s)
 }
 
-// appendJSONString quotes s as json.Marshal does: the escapes it writes
-// (\" \\ \b \f \n \r \t, \u00XX for other control bytes and for < > &),
-// U+2028 and U+2029 escaped, and each byte of invalid UTF-8 as \ufffd.
+// appendJSONString quotes s as json.Marshal does. The hashes, codes and
+// names a record holds are printable ASCII with nothing to escape: they
+// are copied; any other string goes through encoding/json.
 func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			b, _ := json.Marshal(s) // a string always encodes
+			return append(dst, b...)
 		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case c == utf8.RuneError && size == 1:
-			dst = append(append(dst, s[start:i]...), `\ufffd`...)
-		case c == '\u2028' || c == '\u2029':
-			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hex[c&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
 	}
-	return append(append(dst, s[start:]...), '"')
+	return append(append(append(dst, '"'), s...), '"')
 }
 
 // auditLog is a run's gateway audit file, <dir>/<run_id>.jsonl. Each
