@@ -141,22 +141,23 @@ func (e *encoder) appraisal(ap *ear.Appraisal) error {
 	e.str(tier)
 	if tv := ap.TrustVector; tv != nil {
 		// TrustVector.AsMap: all eight claims, numbers, sorted.
-		e.buf = append(e.buf, `,"ear.trustworthiness-vector":{"configuration":`...)
-		e.buf = strconv.AppendInt(e.buf, int64(tv.Configuration), 10)
-		e.buf = append(e.buf, `,"executables":`...)
-		e.buf = strconv.AppendInt(e.buf, int64(tv.Executables), 10)
-		e.buf = append(e.buf, `,"file-system":`...)
-		e.buf = strconv.AppendInt(e.buf, int64(tv.FileSystem), 10)
-		e.buf = append(e.buf, `,"hardware":`...)
-		e.buf = strconv.AppendInt(e.buf, int64(tv.Hardware), 10)
-		e.buf = append(e.buf, `,"instance-identity":`...)
-		e.buf = strconv.AppendInt(e.buf, int64(tv.InstanceIdentity), 10)
-		e.buf = append(e.buf, `,"runtime-opaque":`...)
-		e.buf = strconv.AppendInt(e.buf, int64(tv.RuntimeOpaque), 10)
-		e.buf = append(e.buf, `,"sourced-data":`...)
-		e.buf = strconv.AppendInt(e.buf, int64(tv.SourcedData), 10)
-		e.buf = append(e.buf, `,"storage-opaque":`...)
-		e.buf = strconv.AppendInt(e.buf, int64(tv.StorageOpaque), 10)
+		for i, c := range [...]struct {
+			name  string
+			claim ear.TrustClaim
+		}{
+			{"configuration", tv.Configuration}, {"executables", tv.Executables},
+			{"file-system", tv.FileSystem}, {"hardware", tv.Hardware},
+			{"instance-identity", tv.InstanceIdentity}, {"runtime-opaque", tv.RuntimeOpaque},
+			{"sourced-data", tv.SourcedData}, {"storage-opaque", tv.StorageOpaque},
+		} {
+			if i == 0 {
+				e.buf = append(e.buf, `,"ear.trustworthiness-vector":{`...)
+			} else {
+				e.buf = append(e.buf, ',')
+			}
+			e.buf = append(append(append(e.buf, '"'), c.name...), `":`...)
+			e.buf = strconv.AppendInt(e.buf, int64(c.claim), 10)
+		}
 		e.buf = append(e.buf, '}')
 	}
 	if a := ap.VeraisonAnnotatedEvidence; a != nil {
