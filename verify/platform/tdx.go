@@ -414,13 +414,8 @@ func tdxChain(ev *evidence.Evidence, q *tdxquote.Quote) ([][]byte, error) {
 	if err != nil {
 		return nil, rejected(checkParse, err)
 	}
-	if len(ev.CertChain) != len(chain) {
+	if !slices.EqualFunc(ev.CertChain, chain, bytes.Equal) {
 		return nil, rejected(checkParse, errors.New("cert_chain differs from the quote's pck chain"))
-	}
-	for i := range chain {
-		if !bytes.Equal(ev.CertChain[i], chain[i]) {
-			return nil, rejected(checkParse, errors.New("cert_chain differs from the quote's pck chain"))
-		}
 	}
 	return chain, nil
 }

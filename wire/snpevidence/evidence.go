@@ -211,13 +211,8 @@ func ParseWith(ev *evidence.Evidence, opts ParseOptions) (*Parsed, error) {
 		if len(want) == 0 {
 			return nil, fmt.Errorf("%w: certificate table has no %v certificate", ErrMalformedEvidence, signer)
 		}
-		if len(want) != len(ev.CertChain) {
+		if !slices.EqualFunc(want, ev.CertChain, bytes.Equal) {
 			return nil, fmt.Errorf("%w: certificate chain does not match the certificate table", ErrMalformedEvidence)
-		}
-		for i := range want {
-			if !bytes.Equal(want[i], ev.CertChain[i]) {
-				return nil, fmt.Errorf("%w: certificate chain does not match the certificate table", ErrMalformedEvidence)
-			}
 		}
 		p.CertTable = entries
 		p.rawTable = raw
