@@ -3,6 +3,8 @@ package earresult
 import (
 	"bytes"
 	"math"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/veraison/ear"
@@ -192,4 +194,33 @@ func BenchmarkMarshal(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestMarshalKnowsEveryField: marshal writes ear's structures member by
+// member, so a field a later ear adds would be left out of the signed
+// EAR. Every field of the structures it writes (embedded extensions
+// flattened) is one it writes or sends to ar.MarshalJSON; a new one fails
+// here, by name, until the encoder handles it.
+func TestMarshalKnowsEveryField(t *testing.T) {
+	for _, c := range []struct {
+		typ   reflect.Type
+		known []string
+	}{
+		{reflect.TypeFor[ear.AttestationResult](), []string{"Profile", "VerifierID", "RawEvidence", "IssuedAt", "Nonce", "Submods", "VeraisonTeeInfo"}},
+		{reflect.TypeFor[ear.VerifierIdentity](), []string{"Build", "Developer"}},
+		{reflect.TypeFor[ear.Appraisal](), []string{"Status", "TrustVector", "AppraisalPolicyID", "VeraisonAnnotatedEvidence", "VeraisonPolicyClaims", "VeraisonKeyAttestation"}},
+		{reflect.TypeFor[ear.TrustVector](), []string{"InstanceIdentity", "Configuration", "Executables", "FileSystem", "Hardware", "RuntimeOpaque", "StorageOpaque", "SourcedData"}},
+	} {
+		var got []string
+		for _, f := range reflect.VisibleFields(c.typ) {
+			if !f.Anonymous {
+				got = append(got, f.Name)
+			}
+		}
+		slices.Sort(got)
+		slices.Sort(c.known)
+		if !slices.Equal(got, c.known) {
+			t.Errorf("ear.%s has fields %v; marshal knows %v", c.typ.Name(), got, c.known)
+		}
+	}
 }
