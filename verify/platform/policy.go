@@ -142,7 +142,7 @@ func checkTPMSelection(r *Result) error {
 	}
 	for i, v := range r.TPM.PCRs {
 		if v.Index != i {
-			return policyErr(CheckMeasurement, fmt.Errorf("the tpm quote selects pcrs %v, not pcrs 0..%d: its measurement (the pcr digest) does not bind which pcrs hold the values, so Measurements cannot pin it (pin the boot chain's reference values with AllowAnyMeasurement instead)",
+			return policyErr(CheckMeasurement, fmt.Errorf("the tpm quote selects pcrs %v, not pcrs 0..%d: its measurement (the pcr digest) does not bind which pcrs hold the values, so Measurements cannot pin it (quote pcrs 0..n-1, as the producers' default 0-7)",
 				r.TPM.PCRs.Indices(), len(r.TPM.PCRs)-1))
 		}
 	}
