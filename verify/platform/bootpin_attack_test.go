@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
-
-	"github.com/clawea/attester/enclave/tdx/fakeqe"
 )
 
 // TestBootPinAppendAttack tries what a TD that booted the approved firmware
@@ -39,17 +37,8 @@ func TestBootPinAppendAttack(t *testing.T) {
 	forged = append(forged, kernelEv...)
 	forged = append(forged, cmdlineEv...)
 	forged = append(forged, bytes.Repeat([]byte{0xff}, len(log)-len(forged))...)
-	bc, err := ReplayEventLog(logCCEL, forged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	td := fakeqe.DefaultTD()
-	td.RTMR = [4][48]byte{}
-	for i, reg := range bc.Registers {
-		copy(td.RTMR[reg][:], bc.Values[i])
-	}
 	rd := testRD(t, "boot pin append")
-	res := verifySim(t, simTDX(t, fakeqe.Options{TD: &td, EventLog: forged}, rd), rd)
+	res := verifySim(t, simTDWithLog(t, forged, rd), rd)
 	if !bytes.Equal(res.Boot.Firmware, good.Firmware) {
 		t.Fatal("the forged log changed the firmware register")
 	}
