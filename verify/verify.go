@@ -720,6 +720,23 @@ var platformPolicyMember = map[string]string{
 	platform.CheckTCBAdvisory: "tdx_allowed_advisory_ids",
 }
 
+// unpinnedGuest says what of the guest's code no member of p pins on
+// platform, "" when the measurement or the boot pins cover it: a TDX
+// measurement (MRTD) is the firmware's, the kernel is pinned only by
+// boot_kernel_hex; an Azure measurement is the paravisor's, and no member
+// pins the guest it boots (platform-azure.md).
+func unpinnedGuest(pl string, p *Policy) string {
+	switch {
+	case p.AllowAnyMeasurement:
+		return "" // warned as such
+	case pl == evidence.PlatformTDX && len(p.BootKernel) == 0:
+		return "the tdx measurement (MRTD) measures the firmware only and the policy pins no kernel (boot_kernel_hex): any kernel, command line and initrd on that firmware is accepted"
+	case pl == evidence.PlatformAzureSNP || pl == evidence.PlatformAzureTDX:
+		return "the measurement is the azure paravisor's and no policy member pins the guest it boots: any guest of that paravisor is accepted"
+	}
+	return ""
+}
+
 // checkPolicy applies the policy to verified data.
 func (st *state) checkPolicy() *Error {
 	p := st.policy
@@ -732,6 +749,9 @@ func (st *state) checkPolicy() *Error {
 		if pr.Collateral == platform.StatusChecked && (pr.TCBStatus != platform.TCBStatusUpToDate || pr.QETCBStatus != platform.TCBStatusUpToDate) {
 			st.warn("evidence[%d]: tdx tcb status %s, qe tcb status %s, advisories %v: accepted by policy, not up to date",
 				i, pr.TCBStatus, pr.QETCBStatus, pr.TCBAdvisoryIDs)
+		}
+		if w := unpinnedGuest(pr.Platform, p); w != "" {
+			st.warn("evidence[%d]: %s", i, w)
 		}
 	}
 	if p.AllowAnyMeasurement {
