@@ -720,18 +720,22 @@ var platformPolicyMember = map[string]string{
 	platform.CheckTCBAdvisory: "tdx_allowed_advisory_ids",
 }
 
-// unpinnedGuest says what of the guest's code no member of p pins on
-// platform, "" when the measurement or the boot pins cover it: a TDX
+// unpinnedGuest says what of the guest's code the measurement pinned by p
+// does not cover on pr's platform, "" when it or the boot pins do: a TDX
 // measurement (MRTD) is the firmware's, the kernel is pinned only by
-// boot_kernel_hex; an Azure measurement is the paravisor's, and no member
-// pins the guest it boots (platform-azure.md).
-func unpinnedGuest(pl string, p *Policy) string {
+// boot_kernel_hex; a TPM quote of PCRs 0-7 (the default) does not cover
+// PCRs 8 and 9, where the boot loader measures the kernel command line and
+// initrd; an Azure measurement is the paravisor's, and no member pins the
+// guest it boots (platform-azure.md).
+func unpinnedGuest(pr *platform.Result, p *Policy) string {
 	switch {
 	case p.AllowAnyMeasurement:
 		return "" // warned as such
-	case pl == evidence.PlatformTDX && len(p.BootKernel) == 0:
+	case pr.Platform == evidence.PlatformTDX && len(p.BootKernel) == 0:
 		return "the tdx measurement (MRTD) measures the firmware only and the policy pins no kernel (boot_kernel_hex): any kernel, command line and initrd on that firmware is accepted"
-	case pl == evidence.PlatformAzureSNP || pl == evidence.PlatformAzureTDX:
+	case pr.Platform == evidence.PlatformTPM && pr.TPM != nil && len(pr.TPM.PCRs) < 10:
+		return fmt.Sprintf("the tpm quote covers pcrs 0-%d, not 8 and 9: the kernel command line and initrd the boot loader measures there are not pinned", len(pr.TPM.PCRs)-1)
+	case pr.Platform == evidence.PlatformAzureSNP || pr.Platform == evidence.PlatformAzureTDX:
 		return "the measurement is the azure paravisor's and no policy member pins the guest it boots: any guest of that paravisor is accepted"
 	}
 	return ""
@@ -750,7 +754,7 @@ func (st *state) checkPolicy() *Error {
 			st.warn("evidence[%d]: tdx tcb status %s, qe tcb status %s, advisories %v: accepted by policy, not up to date",
 				i, pr.TCBStatus, pr.QETCBStatus, pr.TCBAdvisoryIDs)
 		}
-		if w := unpinnedGuest(pr.Platform, p); w != "" {
+		if w := unpinnedGuest(pr, p); w != "" {
 			st.warn("evidence[%d]: %s", i, w)
 		}
 	}
