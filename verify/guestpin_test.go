@@ -37,7 +37,8 @@ func TestUnpinnedGuestWarning(t *testing.T) {
 		p    Policy
 		warn bool
 	}{
-		{platform.Result{Platform: evidence.PlatformTDX}, Policy{BootKernel: [][]byte{{1}}}, false},
+		{platform.Result{Platform: evidence.PlatformTDX}, Policy{BootKernel: [][]byte{{1}}, BootCommandLine: [][]byte{{2}}}, false},
+		{platform.Result{Platform: evidence.PlatformTDX}, Policy{BootKernel: [][]byte{{1}}}, true},
 		{platform.Result{Platform: evidence.PlatformTDX}, Policy{AllowAnyMeasurement: true}, false},
 		{platform.Result{Platform: evidence.PlatformAzureTDX}, Policy{}, true},
 		{platform.Result{Platform: evidence.PlatformAzureSNP}, Policy{BootKernel: [][]byte{{1}}}, true},

@@ -722,8 +722,8 @@ var platformPolicyMember = map[string]string{
 
 // unpinnedGuest says what of the guest's code the measurement pinned by p
 // does not cover on pr's platform, "" when it or the boot pins do: a TDX
-// measurement (MRTD) is the firmware's, the kernel is pinned only by
-// boot_kernel_hex; a TPM quote of PCRs 0-7 (the default) does not cover
+// measurement (MRTD) is the firmware's, the kernel and its command line are
+// pinned only by boot_kernel_hex and boot_command_line_hex; a TPM quote of PCRs 0-7 (the default) does not cover
 // PCRs 8 and 9, where the boot loader measures the kernel command line and
 // initrd; an Azure measurement is the paravisor's, and no member pins the
 // guest it boots (platform-azure.md).
@@ -731,8 +731,8 @@ func unpinnedGuest(pr *platform.Result, p *Policy) string {
 	switch {
 	case p.AllowAnyMeasurement:
 		return "" // warned as such
-	case pr.Platform == evidence.PlatformTDX && len(p.BootKernel) == 0:
-		return "the tdx measurement (MRTD) measures the firmware only and the policy pins no kernel (boot_kernel_hex): any kernel, command line and initrd on that firmware is accepted"
+	case pr.Platform == evidence.PlatformTDX && (len(p.BootKernel) == 0 || len(p.BootCommandLine) == 0):
+		return "the tdx measurement (MRTD) measures the firmware only and the policy does not pin the kernel and its command line (boot_kernel_hex, boot_command_line_hex): any kernel and command line on that firmware is accepted"
 	case pr.Platform == evidence.PlatformTPM && pr.TPM != nil && len(pr.TPM.PCRs) < 10:
 		return fmt.Sprintf("the tpm quote covers pcrs 0-%d, not 8 and 9: the kernel command line and initrd the boot loader measures there are not pinned", len(pr.TPM.PCRs)-1)
 	case pr.Platform == evidence.PlatformAzureSNP || pr.Platform == evidence.PlatformAzureTDX:
