@@ -720,6 +720,27 @@ var platformPolicyMember = map[string]string{
 	platform.CheckTCBAdvisory: "tdx_allowed_advisory_ids",
 }
 
+// unpinnedGuest says what of the guest's code the measurement pinned by p
+// does not cover on pr's platform, "" when it or the boot pins do: a TDX
+// measurement (MRTD) is the firmware's, the kernel and its command line are
+// pinned only by boot_kernel_hex and boot_command_line_hex; a TPM quote of PCRs 0-7 (the default) does not cover
+// PCRs 8 and 9, where the boot loader measures the kernel command line and
+// initrd; an Azure measurement is the paravisor's, and no member pins the
+// guest it boots (platform-azure.md).
+func unpinnedGuest(pr *platform.Result, p *Policy) string {
+	switch {
+	case p.AllowAnyMeasurement:
+		return "" // warned as such
+	case pr.Platform == evidence.PlatformTDX && (len(p.BootKernel) == 0 || len(p.BootCommandLine) == 0):
+		return "the tdx measurement (MRTD) measures the firmware only and the policy does not pin the kernel and its command line (boot_kernel_hex, boot_command_line_hex): any kernel and command line on that firmware is accepted"
+	case pr.Platform == evidence.PlatformTPM && pr.TPM != nil && len(pr.TPM.PCRs) < 10:
+		return fmt.Sprintf("the tpm quote covers pcrs 0-%d, not 8 and 9: the kernel command line and initrd the boot loader measures there are not pinned", len(pr.TPM.PCRs)-1)
+	case pr.Platform == evidence.PlatformAzureSNP || pr.Platform == evidence.PlatformAzureTDX:
+		return "the measurement is the azure paravisor's and no policy member pins the guest it boots: any guest of that paravisor is accepted"
+	}
+	return ""
+}
+
 // checkPolicy applies the policy to verified data.
 func (st *state) checkPolicy() *Error {
 	p := st.policy
@@ -732,6 +753,9 @@ func (st *state) checkPolicy() *Error {
 		if pr.Collateral == platform.StatusChecked && (pr.TCBStatus != platform.TCBStatusUpToDate || pr.QETCBStatus != platform.TCBStatusUpToDate) {
 			st.warn("evidence[%d]: tdx tcb status %s, qe tcb status %s, advisories %v: accepted by policy, not up to date",
 				i, pr.TCBStatus, pr.QETCBStatus, pr.TCBAdvisoryIDs)
+		}
+		if w := unpinnedGuest(pr, p); w != "" {
+			st.warn("evidence[%d]: %s", i, w)
 		}
 	}
 	if p.AllowAnyMeasurement {

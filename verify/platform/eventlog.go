@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-eventlog/register"
 	"github.com/google/go-eventlog/tcg"
+
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // Boot chain: an event log replayed against verified measurement registers
@@ -64,6 +66,13 @@ type BootChain struct {
 	// events (PCR 9 or RTMR2): the load options and the initrd.
 	CommandLine []byte
 	Initrd      []byte
+
+	// kernels, commandLines and initrds are the digests of every event of
+	// each kind in its register, in log order: code that ran after the
+	// firmware measured the real ones can extend the register and log an
+	// approved digest after them, so a pin holds only when every one is
+	// pinned (checkBootPolicy).
+	kernels, commandLines, initrds [][]byte
 }
 
 // bootRegisters maps a log kind to its replay: hash, which event register
@@ -214,30 +223,41 @@ func (bc *BootChain) pick(events []tcg.Event, lay bootLayout, values map[int][]b
 		switch {
 		case idx == lay.kernel && uint32(e.Type) == evBootServicesApp:
 			bc.Kernel = clone(e.Digest)
+			bc.kernels = append(bc.kernels, bc.Kernel)
 		case idx == lay.linuxTag && uint32(e.Type) == evEventTag && len(e.Data) >= 4:
 			switch binary.LittleEndian.Uint32(e.Data) {
 			case tagLinuxLoadOptions:
 				bc.CommandLine = clone(e.Digest)
+				bc.commandLines = append(bc.commandLines, bc.CommandLine)
 			case tagLinuxInitrd:
 				bc.Initrd = clone(e.Digest)
+				bc.initrds = append(bc.initrds, bc.Initrd)
 			}
 		}
 	}
 }
 
 // checkBootPolicy compares the pinned reference values with the replayed
-// boot chain.
+// boot chain. The firmware value is a register's value. The kernel,
+// command line and initrd are events in a register that later code can
+// extend: an approved digest logged after the real one would be the last
+// of its kind. So every event of the kind MUST be pinned, unless the
+// register's value is itself pinned: TPM evidence whose measurement
+// matched (CheckPolicy refuses a measurement pin unless the quote selects
+// PCRs 0..n-1, so every replayed PCR holds the approved value).
 func checkBootPolicy(r *Result, p Policy) error {
 	pins := []struct {
 		name string
 		ok   [][]byte
-		got  func(*BootChain) []byte
+		last func(*BootChain) []byte
+		all  func(*BootChain) [][]byte
 	}{
-		{"firmware", p.BootFirmware, func(b *BootChain) []byte { return b.Firmware }},
-		{"kernel", p.BootKernel, func(b *BootChain) []byte { return b.Kernel }},
-		{"command line", p.BootCommandLine, func(b *BootChain) []byte { return b.CommandLine }},
-		{"initrd", p.BootInitrd, func(b *BootChain) []byte { return b.Initrd }},
+		{"firmware", p.BootFirmware, func(b *BootChain) []byte { return b.Firmware }, nil},
+		{"kernel", p.BootKernel, func(b *BootChain) []byte { return b.Kernel }, func(b *BootChain) [][]byte { return b.kernels }},
+		{"command line", p.BootCommandLine, func(b *BootChain) []byte { return b.CommandLine }, func(b *BootChain) [][]byte { return b.commandLines }},
+		{"initrd", p.BootInitrd, func(b *BootChain) []byte { return b.Initrd }, func(b *BootChain) [][]byte { return b.initrds }},
 	}
+	registersPinned := r.Platform == evidence.PlatformTPM && !p.AllowAnyMeasurement
 	for _, pin := range pins {
 		if len(pin.ok) == 0 {
 			continue
@@ -245,12 +265,17 @@ func checkBootPolicy(r *Result, p Policy) error {
 		if r.Boot == nil {
 			return policyErr(checkBoot, fmt.Errorf("the policy pins the boot %s but the evidence carries no replayed event log", pin.name))
 		}
-		got := pin.got(r.Boot)
-		if got == nil {
+		got := [][]byte{pin.last(r.Boot)}
+		if pin.all != nil && !registersPinned {
+			got = pin.all(r.Boot)
+		}
+		if len(got) == 0 || got[0] == nil {
 			return policyErr(checkBoot, fmt.Errorf("the replayed event log has no boot %s (not measured, or its register is not covered)", pin.name))
 		}
-		if !slices.ContainsFunc(pin.ok, func(v []byte) bool { return bytes.Equal(v, got) }) {
-			return policyErr(checkBoot, fmt.Errorf("boot %s %x is not pinned", pin.name, got))
+		for i, v := range got {
+			if !slices.ContainsFunc(pin.ok, func(w []byte) bool { return bytes.Equal(w, v) }) {
+				return policyErr(checkBoot, fmt.Errorf("boot %s %x (%d of %d of its kind in the event log) is not pinned", pin.name, v, i+1, len(got)))
+			}
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/wire/evidence"
 )
 
 // TestCCELConformance holds the tdx/ event-log rows of the conformance
@@ -107,14 +108,8 @@ func tdWithLog(t *testing.T, log []byte) (*BootChain, func([]byte) error, func(P
 	if err != nil {
 		t.Fatal(err)
 	}
-	td := fakeqe.DefaultTD()
-	td.RTMR = [4][48]byte{}
-	for i, reg := range bc.Registers {
-		copy(td.RTMR[reg][:], bc.Values[i])
-	}
 	rd := testRD(t, "boot")
-	// The simulated platform carries the log, as a TD carries its CCEL.
-	ev := simTDX(t, fakeqe.Options{TD: &td, EventLog: log}, rd)
+	ev := simTDWithLog(t, log, rd)
 	if !bytes.Equal(ev.Aux[auxEventLog], log) {
 		t.Fatal("the simulated td does not carry its event log")
 	}
@@ -135,6 +130,23 @@ func tdWithLog(t *testing.T, log []byte) (*BootChain, func([]byte) error, func(P
 		return CheckPolicy(res, p)
 	}
 	return bc, verifyWith, checkPolicy
+}
+
+// simTDWithLog is simulated TDX evidence over rd of a TD whose RTMRs hold
+// what the CC event log log replays to, carrying the log as a TD carries its
+// CCEL.
+func simTDWithLog(t *testing.T, log []byte, rd evidence.ReportData) *evidence.Evidence {
+	t.Helper()
+	bc, err := ReplayEventLog(logCCEL, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td := fakeqe.DefaultTD()
+	td.RTMR = [4][48]byte{}
+	for i, reg := range bc.Registers {
+		copy(td.RTMR[reg][:], bc.Values[i])
+	}
+	return simTDX(t, fakeqe.Options{TD: &td, EventLog: log}, rd)
 }
 
 // TestTDXBootChain: a TD's CC event log replays to its verified RTMRs; a

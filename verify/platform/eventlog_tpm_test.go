@@ -31,8 +31,23 @@ func TestTPMBootChain(t *testing.T) {
 	if b == nil || b.Log != "tpm" || len(b.Registers) != 10 || b.Kernel == nil || !bytes.Equal(b.Firmware, b.Values[0]) {
 		t.Fatalf("boot chain %+v", b)
 	}
+	// Without the measurement, PCR 4's value is not pinned: every boot
+	// application in it must be (three in this GRUB boot), as code
+	// that ran after the kernel could log the approved digest last
+	// (TestBootPinAppendAttack).
+	if len(b.kernels) != 3 || !bytes.Equal(b.kernels[2], b.Kernel) {
+		t.Fatalf("boot applications %x", b.kernels)
+	}
 	pin := Policy{AllowAnyMeasurement: true, BootKernel: [][]byte{b.Kernel}, BootFirmware: [][]byte{b.Firmware}}
+	wantErr(t, CheckPolicy(res, pin), ErrPolicy, nil, checkBoot)
+	pin.BootKernel = b.kernels
 	if err := CheckPolicy(res, pin); err != nil {
+		t.Fatal(err)
+	}
+	// With the measurement (PCRs 0-9), PCR 4 holds the approved value: the
+	// last application is the kernel.
+	measured := Policy{Measurements: [][]byte{res.Measurement}, BootKernel: [][]byte{b.Kernel}, BootFirmware: [][]byte{b.Firmware}}
+	if err := CheckPolicy(res, measured); err != nil {
 		t.Fatal(err)
 	}
 	// The stub's command line and initrd are not in this GRUB boot: a pin on

@@ -103,6 +103,9 @@ func CheckPolicy(r *Result, p Policy) error {
 		if !slices.ContainsFunc(p.Measurements, func(m []byte) bool { return bytes.Equal(m, r.Measurement) }) {
 			return policyErr(CheckMeasurement, fmt.Errorf("measurement %s (%d bytes, b64u) is not in Measurements", b64u.Encode(r.Measurement), len(r.Measurement)))
 		}
+		if err := checkTPMSelection(r); err != nil {
+			return err
+		}
 	}
 	if r.Debug && !p.AllowDebug {
 		return policyErr(CheckDebug, fmt.Errorf("debuggable %s guest refused", r.Platform))
@@ -124,6 +127,26 @@ func CheckPolicy(r *Result, p Policy) error {
 		return nil
 	}
 	return policyErr(checkOptions, fmt.Errorf("unknown platform %q", safetext.Clip(r.Platform, 32)))
+}
+
+// checkTPMSelection refuses a TPM measurement matched in Measurements
+// when the quote's PCR selection is not PCRs 0..n-1. The measurement (the
+// TPM's pcrDigest) hashes the quoted values in index order, not their
+// indices: a quote of other PCRs into which the genuine events were
+// replayed (PCRs nothing extended, or the resettable 16 and 23) has the
+// genuine digest while a PCR of the genuine selection holds another boot.
+// With PCRs 0..n-1 the digest fixes the value of every PCR it covers.
+func checkTPMSelection(r *Result) error {
+	if r.Platform != evidence.PlatformTPM || r.TPM == nil {
+		return nil
+	}
+	for i, v := range r.TPM.PCRs {
+		if v.Index != i {
+			return policyErr(CheckMeasurement, fmt.Errorf("the tpm quote selects pcrs %v, not pcrs 0..%d: its measurement (the pcr digest) does not bind which pcrs hold the values, so Measurements cannot pin it (quote pcrs 0..n-1, as the producers' default 0-7)",
+				r.TPM.PCRs.Indices(), len(r.TPM.PCRs)-1))
+		}
+	}
+	return nil
 }
 
 func checkSEVSNPPolicy(r *Result, p Policy) error {
