@@ -280,7 +280,7 @@ func argumentsHash(args string) ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("the arguments are not one JSON object")
 	}
-	return canonHash(v, false)
+	return canonHash(v)
 }
 
 // textParts reads a content member: a string, or an array of parts of
@@ -436,7 +436,7 @@ func anthropicCall(b *pohjson.Value) (toolCall, error) {
 	if !ok1 || !ok2 || in.Kind() != pohjson.Object {
 		return toolCall{}, fmt.Errorf("a tool_use block needs id, name and an input object")
 	}
-	h, err := canonHash(in, false)
+	h, err := canonHash(in)
 	if err != nil {
 		return toolCall{}, err
 	}
@@ -521,7 +521,7 @@ func (q *request) readTools(tools *pohjson.Value, read toolReader) error {
 			}
 			dst = append(jsstr.AppendQuote(dst, t.name), ':')
 			var f bool
-			dst, f = appendCanon(dst, t.schema, false)
+			dst, f = appendCanon(dst, t.schema)
 			floats = floats || f
 		}
 		return append(dst, '}'), floats
