@@ -58,3 +58,31 @@ func TestCacheControlInToolInputAttack(t *testing.T) {
 		t.Fatalf("next turn: %d %s %s", res.status, res.reason, res.trailer.Get(trailerError))
 	}
 }
+
+// TestOneCallTwoResultsAttack: a tool call is answered at most once, even
+// when the second result names it by its sanitized id (OpenClaw's
+// replayed form) and the harness asked the gate twice.
+func TestOneCallTwoResultsAttack(t *testing.T) {
+	args := `{"path":"/a"}`
+	ah, _ := argumentsHash(args)
+	dec := Decision{Tool: "read", ParamsHash: ah, Allow: true}
+	up := newScripted(t, sseAnswer(openAIToolCall("call_a-1", "read", args), openAIDone), sseAnswer(openAIText, openAIDone))
+	h := newHarness(t, up, facts(t, dec, dec))
+	u := user(envelope(tMessage))
+	if res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, u)); res.status != 200 {
+		t.Fatal(res.status)
+	}
+	asst := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+		"id": "call_a-1", "type": "function", "function": map[string]any{"name": "read", "arguments": args}}}}
+	r1 := map[string]any{"role": "tool", "tool_call_id": "call_a-1", "content": "first"}
+	r2 := map[string]any{"role": "tool", "tool_call_id": "calla1", "content": "second"}
+	if res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, u, asst, r1, r2)); res.reason != reasonResultUnrequested {
+		t.Fatalf("two results for one call: %d %q", res.status, res.reason)
+	}
+	if len(up.got) != 1 {
+		t.Fatal("the second result reached the upstream")
+	}
+	if res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, u, asst, r2)); res.status != 200 {
+		t.Fatalf("one result by the sanitized id: %d %q", res.status, res.reason)
+	}
+}

@@ -141,7 +141,7 @@ func checkMessages(q *request, hist *history, ts *turnState, turnContent [32]byt
 	if ans != nil {
 		calls = ans.calls
 	}
-	answered := map[string]bool{}
+	answered := map[int]bool{}
 	for len(rest) > 0 && rest[0].kind == kindResults {
 		for _, r := range rest[0].results {
 			d, err := checkResult(r, calls, answered, ts, decisions, used)
@@ -207,18 +207,16 @@ func sameCallID(model, sent string) bool {
 }
 
 // checkResult checks one tool result (3.6) and returns the index of the
-// gate decision it uses.
-func checkResult(r toolResult, calls []toolCall, answered map[string]bool, ts *turnState, decisions []Decision, pending []int) (int, error) {
-	var call *toolCall
-	for i := range calls {
-		if sameCallID(calls[i].id, r.id) {
-			call = &calls[i]
-		}
+// gate decision it uses. answered holds the calls (by index in calls)
+// already answered: a call is answered once, whichever of its id forms a
+// result names.
+func checkResult(r toolResult, calls []toolCall, answered map[int]bool, ts *turnState, decisions []Decision, pending []int) (int, error) {
+	at := resultCall(r.id, calls)
+	if at < 0 || answered[at] {
+		return 0, refuse(reasonResultUnrequested, "a tool result answers no tool call of the model's last answer, or one already answered")
 	}
-	if call == nil || answered[r.id] {
-		return 0, refuse(reasonResultUnrequested, "a tool result answers no tool call of the model's last answer")
-	}
-	answered[r.id] = true
+	answered[at] = true
+	call := &calls[at]
 	for i, d := range decisions {
 		if ts.used[i] || inList(pending, i) || d.Tool != call.name || d.ParamsHash != call.params {
 			continue
@@ -229,6 +227,27 @@ func checkResult(r toolResult, calls []toolCall, answered map[string]bool, ts *t
 		return i, nil
 	}
 	return 0, refuse(reasonResultUndecided, fmt.Sprintf("the %s call has a result but no gate decision", strconv.Quote(call.name)))
+}
+
+// resultCall is the index in calls of the call a result's id names: the
+// call with that id, else the one call whose sanitized id it is; -1 when
+// none, or when the sanitized form names more than one call.
+func resultCall(id string, calls []toolCall) int {
+	for i := range calls {
+		if calls[i].id == id {
+			return i
+		}
+	}
+	at := -1
+	for i := range calls {
+		if sameCallID(calls[i].id, id) {
+			if at >= 0 {
+				return -1
+			}
+			at = i
+		}
+	}
+	return at
 }
 
 func inList(l []int, x int) bool {
