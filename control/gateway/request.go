@@ -369,7 +369,10 @@ func argumentsHash(args string) ([32]byte, error) {
 
 // textParts reads a content member: a string, or an array of parts of
 // which those of type textType contribute their text. textOnly says every
-// part was text.
+// part was text. A text part has only type, text and cache_control: the
+// gateway reads its text, and a member beside it spelt another way (a
+// "Text", which a case-insensitive decoder such as Go's encoding/json
+// reads as the text) would be text the model reads and no rule checked.
 func textParts(c *pohjson.Value, textType string) (text string, textOnly bool, err error) {
 	if s, ok := c.Str(); ok {
 		return s, true, nil
@@ -388,6 +391,9 @@ func textParts(c *pohjson.Value, textType string) (text string, textOnly bool, e
 		t, ok := p.GetString("text")
 		if !ok {
 			return "", false, fmt.Errorf("a text part without a text string")
+		}
+		if _, bad := unknownMember(p, "type", "text", "cache_control"); bad {
+			return "", false, fmt.Errorf("a text part has a member other than type, text and cache_control")
 		}
 		b.WriteString(t)
 	}
@@ -487,7 +493,8 @@ func anthropicMessage(i int, m *pohjson.Value, canon canonSum) (message, error) 
 			}
 			id, ok := b.GetString("tool_use_id")
 			text, _, terr := textParts(b.Get("content"), "text")
-			if !ok || (b.Get("content") != nil && terr != nil) {
+			_, bad := unknownMember(b, "type", "tool_use_id", "content", "is_error", "cache_control")
+			if !ok || bad || (b.Get("content") != nil && terr != nil) {
 				return msg, malformed("messages[%d].content[%d] is not a tool result", i, j)
 			}
 			msg.results = append(msg.results, toolResult{id: id, text: text})
