@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -402,5 +403,48 @@ func TestHistoryEditsAttack(t *testing.T) {
 	}
 	if len(up.got) != 2 {
 		t.Fatalf("%d edited histories reached the upstream", len(up.got)-2)
+	}
+}
+
+// TestShapeBoundsAttack: bodies built to exhaust the rules are refused
+// with their reason, and nothing is forwarded: nesting past the depth
+// bound (in a tool call's arguments too), a session longer than
+// maxHistoryMessages, thousands of tools, a tool named twice.
+func TestShapeBoundsAttack(t *testing.T) {
+	u := user(envelope(tMessage))
+	deep := strings.Repeat(`{"a":`, maxRequestDepth) + `1` + strings.Repeat(`}`, maxRequestDepth)
+	long := []any{u}
+	for range 70 { // the tests' maxHistoryMessages is 64
+		long = append(long, map[string]any{"role": "assistant", "content": "x"}, u)
+	}
+	many := openAITools()
+	for i := range 5000 {
+		many = append(many, map[string]any{"type": "function", "function": map[string]any{"name": "t" + strconv.Itoa(i), "parameters": map[string]any{"type": "object"}}})
+	}
+	withTools := func(tools []any) []byte {
+		b, _ := json.Marshal(map[string]any{"model": tModel, "messages": []any{map[string]any{"role": "system", "content": tPrompt + tSuffix}, u}, "tools": tools})
+		return b
+	}
+	asstDeep := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+		"id": "c1", "type": "function", "function": map[string]any{"name": "read", "arguments": `{"path":` + deep + `}`}}}}
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		status int
+		reason string
+	}{
+		{"nesting past the bound", bytes.Replace(openAIBody(t, tPrompt+tSuffix, false, u), []byte(`"model":`), []byte(`"stream_options":`+deep+`,"model":`), 1), 400, reasonRequestMalformed},
+		{"nesting past the bound in arguments", openAIBody(t, tPrompt+tSuffix, false, u, asstDeep), 400, reasonRequestMalformed},
+		{"a session over its message bound", openAIBody(t, tPrompt+tSuffix, false, long...), 422, reasonHistoryTooLong},
+		{"thousands of tools", withTools(many), 422, reasonToolsMismatch},
+		{"a tool named twice", withTools(append(openAITools(), openAITools()[0])), 422, reasonToolsMismatch},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newScripted(t)
+			h := newHarness(t, up, facts(t))
+			if res := h.openAI(tc.body); res.status != tc.status || res.reason != tc.reason || len(up.got) != 0 {
+				t.Fatalf("got %d %q, %d forwarded", res.status, res.reason, len(up.got))
+			}
+		})
 	}
 }
