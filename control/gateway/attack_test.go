@@ -90,6 +90,35 @@ func TestOneCallTwoResultsAttack(t *testing.T) {
 	}
 }
 
+// TestOneCallTwoResultsAnthropicAttack: the same over Anthropic Messages
+// with a non-streamed answer: one tool_use answered by two tool_result
+// blocks, under the same id or its sanitized form, is refused.
+func TestOneCallTwoResultsAnthropicAttack(t *testing.T) {
+	ah, _ := argumentsHash(`{"path":"/a"}`)
+	dec := Decision{Tool: "read", ParamsHash: ah, Allow: true}
+	answer := jsonAnswer(`{"content":[{"type":"tool_use","id":"toolu_01-A","name":"read","input":{"path":"/a"}}],"usage":{"input_tokens":5,"output_tokens":2}}`)
+	body := func(msgs ...any) []byte {
+		b, _ := json.Marshal(map[string]any{"model": tModel, "max_tokens": 100, "system": tPrompt + tSuffix, "messages": msgs, "tools": anthropicTools()})
+		return b
+	}
+	u := map[string]any{"role": "user", "content": envelope(tMessage)}
+	asst := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_01-A", "name": "read", "input": map[string]any{"path": "/a"}}}}
+	result := func(id string) map[string]any {
+		return map[string]any{"type": "tool_result", "tool_use_id": id, "content": "data"}
+	}
+	for _, ids := range [][2]string{{"toolu_01-A", "toolu_01-A"}, {"toolu_01-A", "toolu01A"}} {
+		up := newScripted(t, answer)
+		h := newHarness(t, up, facts(t, dec, dec))
+		if res := h.call("anth", apiAnthropicMessages, body(u), tPrompt+tSuffix, tSuffix); res.status != 200 || res.trailer.Get(trailerError) != "" {
+			t.Fatalf("first call: %d %s", res.status, res.trailer.Get(trailerError))
+		}
+		tr := map[string]any{"role": "user", "content": []any{result(ids[0]), result(ids[1])}}
+		if res := h.call("anth", apiAnthropicMessages, body(u, asst, tr), tPrompt+tSuffix, tSuffix); res.reason != reasonResultUnrequested || len(up.got) != 1 {
+			t.Fatalf("results %q: %d %q", ids, res.status, res.reason)
+		}
+	}
+}
+
 // TestUncheckedMembersAttack: a request member the rules do not read, but
 // a provider honours, is refused: OpenAI's legacy functions (a tool
 // beside the committed ones), Anthropic's mcp_servers (tools from a remote
