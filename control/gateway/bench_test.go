@@ -680,7 +680,7 @@ func BenchmarkRules(b *testing.B) {
 			b.Fatal(err)
 		}
 		ts = turnState{id: "t", used: map[int]bool{}}
-		if _, _, err := checkMessages(q, &history{msgs: bn.hist}, &ts, sha(bn.userText), nil); err != nil {
+		if _, _, err := checkMessages(q, &history{msgs: bn.hist}, &ts, sha(bn.userText), nil, 8192); err != nil {
 			b.Fatal(err)
 		}
 		release()

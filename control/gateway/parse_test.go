@@ -354,21 +354,25 @@ func TestLLMCallHashForms(t *testing.T) {
 }
 
 // FuzzUserMessage: the envelope forms of m match m's hash; a text that
-// is not one of them does not.
+// is not one of them, or one whose runtime line is over its bound, does
+// not.
 func FuzzUserMessage(f *testing.F) {
 	f.Add("hello", "Thu 2026-11-26 21:21 UTC")
 	f.Add("a] b\n\nRuntime: x", "telegram")
 	f.Fuzz(func(t *testing.T, m, e string) {
 		h := sha(m)
-		if !userMessage(m, h) {
+		if !userMessage(m, h, 8) {
 			t.Fatal("the bare message does not match")
 		}
 		if e != "" && !strings.ContainsAny(e, "] \n") && len([]rune(e)) <= 128 {
-			if !userMessage("["+e+"] "+m, h) || !userMessage("["+e+"] "+m+"\n\nRuntime: r", h) {
+			if !userMessage("["+e+"] "+m, h, 8) || !userMessage("["+e+"] "+m+"\n\nRuntime: r", h, 8) {
 				t.Fatalf("an enveloped form of %q does not match", m)
 			}
+			if userMessage("["+e+"] "+m+"\n\nRuntime: rrrrrrrrr", h, 8) {
+				t.Fatalf("a runtime line over its bound matches")
+			}
 		}
-		if !strings.HasPrefix(m, "[") && userMessage(m+"x", h) {
+		if !strings.HasPrefix(m, "[") && userMessage(m+"x", h, 8) {
 			t.Fatal("another message matches")
 		}
 	})

@@ -65,8 +65,10 @@ func suffixOf(q *request, p []byte, maxSuffix int) (string, error) {
 }
 
 // userMessage checks the turn's user message text u against the hash the
-// turn was registered with (3.5): u is m, or m in OpenClaw's envelope.
-func userMessage(u string, want [32]byte) bool {
+// turn was registered with (3.5): u is m, or m in OpenClaw's envelope,
+// whose runtime line is at most maxRuntime bytes (it is text beside the
+// user's that no rule checks: bounded as the suffix is).
+func userMessage(u string, want [32]byte, maxRuntime int) bool {
 	if sha(u) == want {
 		return true
 	}
@@ -82,7 +84,7 @@ func userMessage(u string, want [32]byte) bool {
 		return true
 	}
 	i := strings.LastIndex(m, "\n\nRuntime: ")
-	if i < 0 || strings.Contains(m[i+len("\n\nRuntime: "):], "\n") {
+	if i < 0 || len(m)-i-len("\n\nRuntime: ") > maxRuntime || strings.Contains(m[i+len("\n\nRuntime: "):], "\n") {
 		return false
 	}
 	return sha(m[:i]) == want
@@ -110,7 +112,7 @@ type turnState struct {
 // checkMessages applies the history (3.4), user message (3.5) and tool
 // result (3.6) rules. It returns whether the request carries the turn's
 // user message and the decisions its results use.
-func checkMessages(q *request, hist *history, ts *turnState, turnContent [32]byte, decisions []Decision) (carriesUser bool, used []int, err error) {
+func checkMessages(q *request, hist *history, ts *turnState, turnContent [32]byte, decisions []Decision, maxRuntime int) (carriesUser bool, used []int, err error) {
 	msgs := make([]message, 0, len(q.msgs))
 	for _, m := range q.msgs {
 		if m.kind != kindInternal {
@@ -164,7 +166,7 @@ func checkMessages(q *request, hist *history, ts *turnState, turnContent [32]byt
 		return false, nil, refuse(reasonUserMessage, "the turn's user message was already forwarded")
 	case len(rest) != 1:
 		return false, nil, refuse(reasonUserMessage, "the request does not carry exactly one new user message")
-	case !userMessage(rest[0].text, turnContent) || !rest[0].textOnly:
+	case !userMessage(rest[0].text, turnContent, maxRuntime) || !rest[0].textOnly:
 		return false, nil, refuse(reasonUserMessage, "the user message is not the turn's registered message")
 	}
 	return true, used, nil

@@ -209,7 +209,7 @@ func (c *call) checkHistory() error {
 	}
 	c.held, c.hist = true, h
 	var err error
-	c.user, c.used, err = checkMessages(c.q, c.hist, &c.rs.turn, c.f.TurnContent, c.f.Decisions)
+	c.user, c.used, err = checkMessages(c.q, c.hist, &c.rs.turn, c.f.TurnContent, c.f.Decisions, c.g.cfg.MaxSuffixBytes)
 	// Only the hashes are kept while the answer streams: the bound on
 	// memory per open stream does not hold the messages' text.
 	for i := range c.q.msgs {
