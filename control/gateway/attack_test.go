@@ -493,3 +493,24 @@ func TestLongRuntimeLineAttack(t *testing.T) {
 		t.Fatalf("OpenClaw's runtime line: %d %q", res.status, res.reason)
 	}
 }
+
+// TestAuditRecordsNoRequestTextAttack: the audit record holds hashes and
+// codes only (section 9), also for a refused call: a model member that
+// carries text (a user's message, a page of it) is not written to the
+// record, which names the model only once it is the attested one.
+func TestAuditRecordsNoRequestTextAttack(t *testing.T) {
+	up := newScripted(t, sseAnswer(openAIText, openAIDone))
+	h := newHarness(t, up, facts(t))
+	secret := "the owner's bank password is hunter2 " + strings.Repeat("x", 64<<10)
+	b, _ := json.Marshal(map[string]any{"model": secret, "messages": []any{map[string]any{"role": "system", "content": tPrompt + tSuffix}, user(envelope(tMessage))}, "tools": openAITools()})
+	if res := h.openAI(b); res.status != 422 || res.reason != reasonModelNotAllowed {
+		t.Fatalf("another model: %d %q", res.status, res.reason)
+	}
+	if res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage)))); res.status != 200 {
+		t.Fatalf("the attested model: %d %q", res.status, res.reason)
+	}
+	recs := auditRecords(t, h)
+	if len(recs) != 2 || recs[0].Model != "" || recs[1].Model != tModel {
+		t.Fatalf("the records name the models %q", []string{recs[0].Model, recs[1].Model})
+	}
+}

@@ -121,7 +121,6 @@ func (c *call) check(r *http.Request, api string) error {
 		return err
 	}
 	c.step(stepParse)
-	c.rec.Model = c.q.model
 	for _, step := range []func() error{c.checkModel, c.checkSystem, c.checkTools, c.checkHistory, c.checkEvent} {
 		if err := step(); err != nil {
 			return err
@@ -160,6 +159,9 @@ func (c *call) checkModel() error {
 	if c.q.model != c.f.Want.Model || as != c.f.Want.Provider {
 		return refuse(reasonModelNotAllowed, "the provider and model are not the attested model identity")
 	}
+	// Only now: the audit record holds no request text (section 9), and a
+	// refused model member is the harness's text.
+	c.rec.Model = c.q.model
 	return nil
 }
 
