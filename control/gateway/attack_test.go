@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -497,7 +498,8 @@ func TestLongRuntimeLineAttack(t *testing.T) {
 // TestAuditRecordsNoRequestTextAttack: the audit record holds hashes and
 // codes only (section 9), also for a refused call: a model member that
 // carries text (a user's message, a page of it) is not written to the
-// record, which names the model only once it is the attested one.
+// record, which names the model only once it is the attested one, nor is
+// a provider path segment that names no configured upstream.
 func TestAuditRecordsNoRequestTextAttack(t *testing.T) {
 	up := newScripted(t, sseAnswer(openAIText, openAIDone))
 	h := newHarness(t, up, facts(t))
@@ -509,8 +511,13 @@ func TestAuditRecordsNoRequestTextAttack(t *testing.T) {
 	if res := h.openAI(openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage)))); res.status != 200 {
 		t.Fatalf("the attested model: %d %q", res.status, res.reason)
 	}
+	// A provider the configuration does not name: the path's text is not
+	// recorded either.
+	if res := h.call(url.PathEscape("the owner's bank password is hunter2"), apiOpenAIChat, b, tPrompt+tSuffix, tSuffix); res.status != 403 || res.reason != reasonUpstreamUnknown {
+		t.Fatalf("an unknown provider: %d %q", res.status, res.reason)
+	}
 	recs := auditRecords(t, h)
-	if len(recs) != 2 || recs[0].Model != "" || recs[1].Model != tModel {
-		t.Fatalf("the records name the models %q", []string{recs[0].Model, recs[1].Model})
+	if len(recs) != 3 || recs[0].Model != "" || recs[1].Model != tModel || recs[0].Provider != tProv || recs[2].Provider != "" {
+		t.Fatalf("the records name the models %.80q and providers %q", []string{recs[0].Model, recs[1].Model}, []string{recs[0].Provider, recs[2].Provider})
 	}
 }

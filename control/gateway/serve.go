@@ -60,7 +60,13 @@ type call struct {
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
 	c := &call{g: g, f: f, provider: provider, body: body, start: g.now()}
 	c.bodyHash = sync.OnceValue(func() [32]byte { return sha256.Sum256(body) })
-	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider}
+	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID}
+	if g.clients[provider] != nil {
+		// A configured name only: the path's provider of a refused call
+		// is the harness's text, which the audit record and the log do
+		// not hold (section 9).
+		c.rec.Provider = provider
+	}
 	defer c.release()
 	go c.bodyHash()
 	err := c.check(r, api)
@@ -259,7 +265,7 @@ func (c *call) refuse(w http.ResponseWriter, err error) {
 		c.g.log.Error("gateway call failed", "run_id", c.f.Want.RunID, "err", err)
 		rf = &refusal{Status: http.StatusInternalServerError, Reason: reasonAuditFailed, Msg: "internal error"}
 	}
-	c.g.log.Warn("gateway call refused", "run_id", c.f.Want.RunID, "provider", c.provider, "reason", rf.Reason, "status", rf.Status)
+	c.g.log.Warn("gateway call refused", "run_id", c.f.Want.RunID, "provider", c.rec.Provider, "reason", rf.Reason, "status", rf.Status)
 	if c.rs != nil {
 		h := c.bodyHash()
 		c.rec.RequestHash = b64u.Encode(h[:])
