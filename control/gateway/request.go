@@ -141,8 +141,8 @@ var bodyMembers = map[string][]string{
 }
 
 // unknownMember returns the first member of the object v not in allowed,
-// named for an error message (quoted when short, else "a long name"), and
-// whether there is one.
+// named for an error message (quoted when at most 64 bytes, else "with a
+// long name"), and whether there is one.
 func unknownMember(v *pohjson.Value, allowed ...string) (string, bool) {
 	for _, m := range v.Members() {
 		if !slices.Contains(allowed, m.Key) {
