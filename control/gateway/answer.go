@@ -416,7 +416,7 @@ func (a *answer) facts() (*answerFacts, error) {
 			if c.input.Kind() != pohjson.Object {
 				return nil, fmt.Errorf("%w: a tool call's input is not an object", errAnswerMalformed)
 			}
-			h, err = canonHash(c.input, false)
+			h, err = canonHash(c.input)
 		} else {
 			h, err = argumentsHash(string(c.args))
 		}

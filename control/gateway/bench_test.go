@@ -300,7 +300,9 @@ func (b *bench) upstream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
 	for i := range 50 {
-		if i == 1 && bytes.Contains(body, []byte(`"hold"`)) {
+		// The memory step's requests ask to be held by a top_p (a member
+		// the gateway forwards; no other request has one).
+		if i == 1 && bytes.Contains(body, []byte(`"top_p"`)) {
 			<-b.hold
 		}
 		ev := `data: {"choices":[{"delta":{"content":"` + strings.Repeat("y", 20) + `"}}],"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + "}\n\n"
@@ -607,7 +609,7 @@ func loadAverage() string {
 // reading is after two collections, which empty the pools of what no
 // call took since (sync.Pool keeps an item over one collection).
 func (b *bench) memory(t *testing.T, n int) (gw, base int) {
-	body := bytes.Replace(b.body, []byte(`"model":`), []byte(`"stream":true,"hold":1,"model":`), 1)
+	body := bytes.Replace(b.body, []byte(`"model":`), []byte(`"stream":true,"top_p":1,"model":`), 1)
 	measure := func(to target) int {
 		runtime.GC()
 		runtime.GC()
@@ -678,7 +680,7 @@ func BenchmarkRules(b *testing.B) {
 			b.Fatal(err)
 		}
 		ts = turnState{id: "t", used: map[int]bool{}}
-		if _, _, err := checkMessages(q, &history{msgs: bn.hist}, &ts, sha(bn.userText), nil); err != nil {
+		if _, _, err := checkMessages(q, &history{msgs: bn.hist}, &ts, sha(bn.userText), nil, 8192); err != nil {
 			b.Fatal(err)
 		}
 		release()

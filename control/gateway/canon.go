@@ -16,14 +16,12 @@ import (
 // what JCS represents).
 var errCanon = errors.New("no canonical JSON form")
 
-// canonHash is H(JCS(v)) (RFC 8785); with dropCache, every member named
-// cache_control is left out at any depth (docs/spec/model-gateway.md
-// section 3, canon). Objects are written with their keys in UTF-16 order
-// and strings as JSON.stringify quotes them, which is JCS for every value
-// without a fractional or exponent number; a value with one is passed
-// through the JCS library for its number form.
-func canonHash(v *pohjson.Value, dropCache bool) ([32]byte, error) {
-	return canonHashOf(func(dst []byte) ([]byte, bool) { return appendCanon(dst, v, dropCache) })
+// canonHash is H(JCS(v)) (RFC 8785). Objects are written with their keys
+// in UTF-16 order and strings as JSON.stringify quotes them, which is JCS
+// for every value without a fractional or exponent number; a value with
+// one is passed through the JCS library for its number form.
+func canonHash(v *pohjson.Value) ([32]byte, error) {
+	return canonHashOf(func(dst []byte) ([]byte, bool) { return appendCanon(dst, v) })
 }
 
 // canonHashOf is canonHash of the form write appends to a pooled buffer
@@ -56,26 +54,58 @@ func putCanonBuf(bp *[]byte) {
 	}
 }
 
-// messageHash is canonHash of a message with cache_control left out and a
-// string content written as the one text part it means: OpenClaw sends a
-// turn's message as [{"type":"text","text":...}] while it is the newest
-// (a cache breakpoint sits on it) and as a plain string once it is history.
-// The text part is written in place of the string, not built as a value.
+// messageHash is a message's canon hash (docs/spec/model-gateway.md
+// section 3, canon): H(JCS(m)) with cache_control left out where the
+// providers read it as a cache breakpoint, on the message's content blocks
+// and on the blocks of a content block's own content (a tool_result's),
+// and a string content written as the one text part it means: OpenClaw
+// sends a turn's message as [{"type":"text","text":...}] while it is the
+// newest (a cache breakpoint sits on it) and as a plain string once it is
+// history. A cache_control anywhere else (a tool_use input, the message
+// itself) is what the model reads, and is hashed. The text part is written
+// in place of the string, not built as a value.
 func messageHash(m *pohjson.Value) ([32]byte, error) {
-	content := m.Get("content")
-	if content.Kind() != pohjson.String {
-		return canonHash(m, true)
-	}
 	return canonHashOf(func(dst []byte) ([]byte, bool) {
-		return appendObject(dst, m.Members(), true, func(dst []byte, mb pohjson.Member) ([]byte, bool) {
+		return appendObject(dst, m.Members(), false, func(dst []byte, mb pohjson.Member) ([]byte, bool) {
 			if mb.Key != "content" {
-				return appendCanon(dst, mb.Value, true)
+				return appendCanon(dst, mb.Value)
 			}
-			dst = append(dst, `[{"text":`...)
-			dst = appendString(dst, content)
-			return append(dst, `,"type":"text"}]`...), false
+			if mb.Value.Kind() == pohjson.String {
+				dst = append(dst, `[{"text":`...)
+				dst = appendString(dst, mb.Value)
+				return append(dst, `,"type":"text"}]`...), false
+			}
+			return appendBlocks(dst, mb.Value, true)
 		})
 	})
+}
+
+// appendBlocks writes a content member: an array's object elements
+// without their cache_control member, and with nested, the content of
+// each of them the same way (one level: a tool_result's blocks).
+func appendBlocks(dst []byte, content *pohjson.Value, nested bool) (out []byte, floats bool) {
+	if content.Kind() != pohjson.Array {
+		return appendCanon(dst, content)
+	}
+	dst = append(dst, '[')
+	for i, e := range content.Elems() {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var f bool
+		if e.Kind() != pohjson.Object {
+			dst, f = appendCanon(dst, e)
+		} else {
+			dst, f = appendObject(dst, e.Members(), true, func(dst []byte, mb pohjson.Member) ([]byte, bool) {
+				if nested && mb.Key == "content" {
+					return appendBlocks(dst, mb.Value, false)
+				}
+				return appendCanon(dst, mb.Value)
+			})
+		}
+		floats = floats || f
+	}
+	return append(dst, ']'), floats
 }
 
 // appendString writes the string v as JCS does: a string the parser read
@@ -93,7 +123,7 @@ func appendString(dst []byte, v *pohjson.Value) []byte {
 
 // appendCanon writes v in JCS form except for non-integer numbers, which
 // keep their literal; floats reports whether there was one.
-func appendCanon(dst []byte, v *pohjson.Value, dropCache bool) (out []byte, floats bool) {
+func appendCanon(dst []byte, v *pohjson.Value) (out []byte, floats bool) {
 	switch v.Kind() {
 	case pohjson.Null:
 		return append(dst, "null"...), false
@@ -115,13 +145,13 @@ func appendCanon(dst []byte, v *pohjson.Value, dropCache bool) (out []byte, floa
 				dst = append(dst, ',')
 			}
 			var f bool
-			dst, f = appendCanon(dst, e, dropCache)
+			dst, f = appendCanon(dst, e)
 			floats = floats || f
 		}
 		return append(dst, ']'), floats
 	}
-	return appendObject(dst, v.Members(), dropCache, func(dst []byte, m pohjson.Member) ([]byte, bool) {
-		return appendCanon(dst, m.Value, dropCache)
+	return appendObject(dst, v.Members(), false, func(dst []byte, m pohjson.Member) ([]byte, bool) {
+		return appendCanon(dst, m.Value)
 	})
 }
 

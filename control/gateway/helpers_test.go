@@ -43,7 +43,7 @@ func schemasHash(t testing.TB) [32]byte {
 		}
 		ms = append(ms, pohjson.M(n, v))
 	}
-	h, err := canonHash(pohjson.NewObject(ms...), false)
+	h, err := canonHash(pohjson.NewObject(ms...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -237,9 +237,11 @@ func checkAgainstJCS(t *testing.T, api string, body []byte, q *request) {
 		t.Fatalf("%d messages read, %d in the body", len(q.msgs), len(msgs))
 	}
 	for i, m := range msgs {
-		m := dropCacheControl(m).(map[string]any)
+		m := m.(map[string]any)
 		if s, ok := m["content"].(string); ok {
 			m["content"] = []any{map[string]any{"type": "text", "text": s}}
+		} else if c, ok := m["content"]; ok {
+			m["content"] = dropCacheControl(c, true)
 		}
 		if jcsHash(m) != q.msgs[i].canon {
 			t.Fatalf("message %d: the canon hash is not H(JCS(message))", i)
@@ -262,25 +264,33 @@ func checkAgainstJCS(t *testing.T, api string, body []byte, q *request) {
 	}
 }
 
-// dropCacheControl is v without any member named cache_control.
-func dropCacheControl(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, e := range v {
-			if k != "cache_control" {
-				out[k] = dropCacheControl(e)
+// dropCacheControl is a content member without the cache_control member
+// of its blocks, and with nested, of their content's blocks.
+func dropCacheControl(content any, nested bool) any {
+	blocks, ok := content.([]any)
+	if !ok {
+		return content
+	}
+	out := make([]any, len(blocks))
+	for i, e := range blocks {
+		b, ok := e.(map[string]any)
+		if !ok {
+			out[i] = e
+			continue
+		}
+		c := map[string]any{}
+		for k, v := range b {
+			switch {
+			case k == "cache_control":
+			case k == "content" && nested:
+				c[k] = dropCacheControl(v, false)
+			default:
+				c[k] = v
 			}
 		}
-		return out
-	case []any:
-		out := make([]any, len(v))
-		for i, e := range v {
-			out[i] = dropCacheControl(e)
-		}
-		return out
+		out[i] = c
 	}
-	return v
+	return out
 }
 
 // FuzzLLMCall: the header parser never panics, and an accepted event
@@ -344,21 +354,25 @@ func TestLLMCallHashForms(t *testing.T) {
 }
 
 // FuzzUserMessage: the envelope forms of m match m's hash; a text that
-// is not one of them does not.
+// is not one of them, or one whose runtime line is over its bound, does
+// not.
 func FuzzUserMessage(f *testing.F) {
 	f.Add("hello", "Thu 2026-11-26 21:21 UTC")
 	f.Add("a] b\n\nRuntime: x", "telegram")
 	f.Fuzz(func(t *testing.T, m, e string) {
 		h := sha(m)
-		if !userMessage(m, h) {
+		if !userMessage(m, h, 8) {
 			t.Fatal("the bare message does not match")
 		}
 		if e != "" && !strings.ContainsAny(e, "] \n") && len([]rune(e)) <= 128 {
-			if !userMessage("["+e+"] "+m, h) || !userMessage("["+e+"] "+m+"\n\nRuntime: r", h) {
+			if !userMessage("["+e+"] "+m, h, 8) || !userMessage("["+e+"] "+m+"\n\nRuntime: r", h, 8) {
 				t.Fatalf("an enveloped form of %q does not match", m)
 			}
+			if userMessage("["+e+"] "+m+"\n\nRuntime: rrrrrrrrr", h, 8) {
+				t.Fatalf("a runtime line over its bound matches")
+			}
 		}
-		if !strings.HasPrefix(m, "[") && userMessage(m+"x", h) {
+		if !strings.HasPrefix(m, "[") && userMessage(m+"x", h, 8) {
 			t.Fatal("another message matches")
 		}
 	})
@@ -400,7 +414,7 @@ func TestAnswerKeepsToolUseInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := canonHash(v, false)
+	want, err := canonHash(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,6 +102,9 @@ func parseRequest(api string, body []byte, release *func()) (*request, error) {
 	if err != nil {
 		return nil, malformed("the body is not a strict JSON object")
 	}
+	if k, bad := unknownMember(root, bodyMembers[api]...); bad {
+		return nil, malformed("the body has the member %s, which the gateway does not check", k)
+	}
 	q := &request{}
 	var ok bool
 	if q.model, ok = root.GetString("model"); !ok || q.model == "" {
@@ -127,6 +130,31 @@ func parseRequest(api string, body []byte, release *func()) (*request, error) {
 	return q, nil
 }
 
+// bodyMembers are the members a request body may have, by api (section 1):
+// those the rules read, and sampling parameters that change no text the
+// model reads and name no tool. Any other member could be one the provider
+// honours and the rules never saw (OpenAI's legacy functions, Anthropic's
+// mcp_servers): it is refused.
+var bodyMembers = map[string][]string{
+	apiOpenAIChat:        {"model", "messages", "stream", "stream_options", "tools", "max_tokens", "max_completion_tokens", "temperature", "top_p"},
+	apiAnthropicMessages: {"model", "messages", "system", "stream", "tools", "max_tokens", "temperature", "top_p"},
+}
+
+// unknownMember returns the first member of the object v not in allowed,
+// named for an error message (quoted when at most 64 bytes, else "with a
+// long name"), and whether there is one.
+func unknownMember(v *pohjson.Value, allowed ...string) (string, bool) {
+	for _, m := range v.Members() {
+		if !slices.Contains(allowed, m.Key) {
+			if len(m.Key) > 64 {
+				return "with a long name", true
+			}
+			return strconv.Quote(m.Key), true
+		}
+	}
+	return "", false
+}
+
 func (q *request) readOpenAI(root *pohjson.Value) error {
 	msgs := root.Get("messages")
 	if msgs.Kind() != pohjson.Array || len(msgs.Elems()) == 0 {
@@ -143,6 +171,9 @@ func (q *request) readOpenAI(root *pohjson.Value) error {
 			s, ok := m.GetString("content")
 			if !ok {
 				return refuse(reasonSystemMismatch, "messages[0].content is not a string")
+			}
+			if k, bad := unknownMember(m, "role", "content"); bad {
+				return malformed("messages[0] has the member %s, which the gateway does not check", k)
 			}
 			q.system = s
 			continue
@@ -225,9 +256,12 @@ func openAIMessage(i int, role string, m *pohjson.Value, canon canonSum) (messag
 	case "assistant":
 		msg.kind = kindAssistant
 		if c.Kind() != pohjson.Null && c != nil {
-			if msg.text, _, err = textParts(c, "text"); err != nil {
+			if msg.text, err = assistantText(c, ""); err != nil {
 				return msg, malformed("messages[%d].content: %v", i, err)
 			}
+		}
+		if tcs := m.Get("tool_calls"); tcs != nil && tcs.Kind() != pohjson.Array {
+			return msg, malformed("messages[%d].tool_calls is not an array", i)
 		}
 		for j, tc := range m.Get("tool_calls").Elems() {
 			call, err := openAICall(tc)
@@ -250,14 +284,64 @@ func openAIMessage(i int, role string, m *pohjson.Value, canon canonSum) (messag
 	default:
 		return msg, malformed("messages[%d].role is not a known role", i)
 	}
+	if k, bad := unknownMember(m, openAIMembers[role]...); bad {
+		return msg, malformed("messages[%d] has the member %s, which the gateway does not check", i, k)
+	}
 	return msg, nil
 }
 
+// openAIMembers are the members a message may have, by role: a member the
+// rules do not read (a participant name, a legacy function_call, a
+// refusal) is text the model reads that no rule checked.
+var openAIMembers = map[string][]string{
+	"user":      {"role", "content"},
+	"assistant": {"role", "content", "tool_calls"},
+	"tool":      {"role", "tool_call_id", "content"},
+}
+
+// assistantText is the text of an assistant message's content: a string,
+// or an array of text parts only (a part of another type, an OpenAI
+// refusal or an Anthropic server tool's result, is not what the gateway
+// compared with the model's answer), each part with only type, text and
+// cache_control; parts of type skip (read by the caller) are passed over.
+func assistantText(c *pohjson.Value, skip string) (string, error) {
+	if s, ok := c.Str(); ok {
+		return s, nil
+	}
+	if c.Kind() != pohjson.Array {
+		return "", fmt.Errorf("not a string or an array of parts")
+	}
+	var b strings.Builder
+	for j, p := range c.Elems() {
+		typ, _ := p.GetString("type")
+		if skip != "" && typ == skip {
+			continue
+		}
+		t, ok := p.GetString("text")
+		if _, bad := unknownMember(p, "type", "text", "cache_control"); typ != "text" || !ok || bad {
+			return "", fmt.Errorf("part %d is not a text part", j)
+		}
+		b.WriteString(t)
+	}
+	return b.String(), nil
+}
+
 // openAICall reads an assistant message's tool call: arguments is a string
-// holding one JSON object.
+// holding one JSON object; it has only id, type ("function") and function
+// (only name and arguments).
 func openAICall(tc *pohjson.Value) (toolCall, error) {
+	if typ := tc.Get("type"); typ != nil {
+		if s, _ := typ.Str(); s != "function" {
+			return toolCall{}, fmt.Errorf("type must be function")
+		}
+	}
 	id, ok1 := tc.GetString("id")
 	fn := tc.Get("function")
+	_, bad1 := unknownMember(tc, "id", "type", "function")
+	_, bad2 := unknownMember(fn, "name", "arguments")
+	if bad1 || bad2 {
+		return toolCall{}, fmt.Errorf("a member other than id, type, function.name and function.arguments")
+	}
 	name, ok2 := fn.GetString("name")
 	args, ok3 := fn.GetString("arguments")
 	if !ok1 || !ok2 || !ok3 {
@@ -280,12 +364,15 @@ func argumentsHash(args string) ([32]byte, error) {
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("the arguments are not one JSON object")
 	}
-	return canonHash(v, false)
+	return canonHash(v)
 }
 
 // textParts reads a content member: a string, or an array of parts of
 // which those of type textType contribute their text. textOnly says every
-// part was text.
+// part was text. A text part has only type, text and cache_control: the
+// gateway reads its text, and a member beside it spelt another way (a
+// "Text", which a case-insensitive decoder such as Go's encoding/json
+// reads as the text) would be text the model reads and no rule checked.
 func textParts(c *pohjson.Value, textType string) (text string, textOnly bool, err error) {
 	if s, ok := c.Str(); ok {
 		return s, true, nil
@@ -304,6 +391,9 @@ func textParts(c *pohjson.Value, textType string) (text string, textOnly bool, e
 		t, ok := p.GetString("text")
 		if !ok {
 			return "", false, fmt.Errorf("a text part without a text string")
+		}
+		if _, bad := unknownMember(p, "type", "text", "cache_control"); bad {
+			return "", false, fmt.Errorf("a text part has a member other than type, text and cache_control")
 		}
 		b.WriteString(t)
 	}
@@ -383,6 +473,9 @@ func anthropicMessage(i int, m *pohjson.Value, canon canonSum) (message, error) 
 		return msg, malformed("messages[%d] has no canonical form", i)
 	}
 	msg.canon = canon.sum
+	if k, bad := unknownMember(m, "role", "content"); bad {
+		return msg, malformed("messages[%d] has the member %s, which the gateway does not check", i, k)
+	}
 	var err error
 	c := m.Get("content")
 	if msg.text, msg.textOnly, err = textParts(c, "text"); err != nil {
@@ -400,7 +493,8 @@ func anthropicMessage(i int, m *pohjson.Value, canon canonSum) (message, error) 
 			}
 			id, ok := b.GetString("tool_use_id")
 			text, _, terr := textParts(b.Get("content"), "text")
-			if !ok || (b.Get("content") != nil && terr != nil) {
+			_, bad := unknownMember(b, "type", "tool_use_id", "content", "is_error", "cache_control")
+			if !ok || bad || (b.Get("content") != nil && terr != nil) {
 				return msg, malformed("messages[%d].content[%d] is not a tool result", i, j)
 			}
 			msg.results = append(msg.results, toolResult{id: id, text: text})
@@ -413,6 +507,9 @@ func anthropicMessage(i int, m *pohjson.Value, canon canonSum) (message, error) 
 		}
 	case "assistant":
 		msg.kind = kindAssistant
+		if _, err := assistantText(c, "tool_use"); err != nil {
+			return msg, malformed("messages[%d].content: %v", i, err)
+		}
 		for j, b := range c.Elems() {
 			if typ, _ := b.GetString("type"); typ != "tool_use" {
 				continue
@@ -436,7 +533,10 @@ func anthropicCall(b *pohjson.Value) (toolCall, error) {
 	if !ok1 || !ok2 || in.Kind() != pohjson.Object {
 		return toolCall{}, fmt.Errorf("a tool_use block needs id, name and an input object")
 	}
-	h, err := canonHash(in, false)
+	if _, bad := unknownMember(b, "type", "id", "name", "input", "cache_control"); bad {
+		return toolCall{}, fmt.Errorf("a tool_use block has a member other than type, id, name, input and cache_control")
+	}
+	h, err := canonHash(in)
 	if err != nil {
 		return toolCall{}, err
 	}
@@ -521,7 +621,7 @@ func (q *request) readTools(tools *pohjson.Value, read toolReader) error {
 			}
 			dst = append(jsstr.AppendQuote(dst, t.name), ':')
 			var f bool
-			dst, f = appendCanon(dst, t.schema, false)
+			dst, f = appendCanon(dst, t.schema)
 			floats = floats || f
 		}
 		return append(dst, '}'), floats

@@ -65,8 +65,10 @@ func suffixOf(q *request, p []byte, maxSuffix int) (string, error) {
 }
 
 // userMessage checks the turn's user message text u against the hash the
-// turn was registered with (3.5): u is m, or m in OpenClaw's envelope.
-func userMessage(u string, want [32]byte) bool {
+// turn was registered with (3.5): u is m, or m in OpenClaw's envelope,
+// whose runtime line is at most maxRuntime bytes (it is text beside the
+// user's that no rule checks: bounded as the suffix is).
+func userMessage(u string, want [32]byte, maxRuntime int) bool {
 	if sha(u) == want {
 		return true
 	}
@@ -82,7 +84,7 @@ func userMessage(u string, want [32]byte) bool {
 		return true
 	}
 	i := strings.LastIndex(m, "\n\nRuntime: ")
-	if i < 0 || strings.Contains(m[i+len("\n\nRuntime: "):], "\n") {
+	if i < 0 || len(m)-i-len("\n\nRuntime: ") > maxRuntime || strings.Contains(m[i+len("\n\nRuntime: "):], "\n") {
 		return false
 	}
 	return sha(m[:i]) == want
@@ -110,7 +112,7 @@ type turnState struct {
 // checkMessages applies the history (3.4), user message (3.5) and tool
 // result (3.6) rules. It returns whether the request carries the turn's
 // user message and the decisions its results use.
-func checkMessages(q *request, hist *history, ts *turnState, turnContent [32]byte, decisions []Decision) (carriesUser bool, used []int, err error) {
+func checkMessages(q *request, hist *history, ts *turnState, turnContent [32]byte, decisions []Decision, maxRuntime int) (carriesUser bool, used []int, err error) {
 	msgs := make([]message, 0, len(q.msgs))
 	for _, m := range q.msgs {
 		if m.kind != kindInternal {
@@ -141,7 +143,7 @@ func checkMessages(q *request, hist *history, ts *turnState, turnContent [32]byt
 	if ans != nil {
 		calls = ans.calls
 	}
-	answered := map[string]bool{}
+	answered := map[int]bool{}
 	for len(rest) > 0 && rest[0].kind == kindResults {
 		for _, r := range rest[0].results {
 			d, err := checkResult(r, calls, answered, ts, decisions, used)
@@ -164,7 +166,7 @@ func checkMessages(q *request, hist *history, ts *turnState, turnContent [32]byt
 		return false, nil, refuse(reasonUserMessage, "the turn's user message was already forwarded")
 	case len(rest) != 1:
 		return false, nil, refuse(reasonUserMessage, "the request does not carry exactly one new user message")
-	case !userMessage(rest[0].text, turnContent) || !rest[0].textOnly:
+	case !userMessage(rest[0].text, turnContent, maxRuntime) || !rest[0].textOnly:
 		return false, nil, refuse(reasonUserMessage, "the user message is not the turn's registered message")
 	}
 	return true, used, nil
@@ -207,18 +209,16 @@ func sameCallID(model, sent string) bool {
 }
 
 // checkResult checks one tool result (3.6) and returns the index of the
-// gate decision it uses.
-func checkResult(r toolResult, calls []toolCall, answered map[string]bool, ts *turnState, decisions []Decision, pending []int) (int, error) {
-	var call *toolCall
-	for i := range calls {
-		if sameCallID(calls[i].id, r.id) {
-			call = &calls[i]
-		}
+// gate decision it uses. answered holds the calls (by index in calls)
+// already answered: a call is answered once, whichever of its id forms a
+// result names.
+func checkResult(r toolResult, calls []toolCall, answered map[int]bool, ts *turnState, decisions []Decision, pending []int) (int, error) {
+	at := resultCall(r.id, calls)
+	if at < 0 || answered[at] {
+		return 0, refuse(reasonResultUnrequested, "a tool result answers no tool call of the model's last answer, or one already answered")
 	}
-	if call == nil || answered[r.id] {
-		return 0, refuse(reasonResultUnrequested, "a tool result answers no tool call of the model's last answer")
-	}
-	answered[r.id] = true
+	answered[at] = true
+	call := &calls[at]
 	for i, d := range decisions {
 		if ts.used[i] || inList(pending, i) || d.Tool != call.name || d.ParamsHash != call.params {
 			continue
@@ -229,6 +229,27 @@ func checkResult(r toolResult, calls []toolCall, answered map[string]bool, ts *t
 		return i, nil
 	}
 	return 0, refuse(reasonResultUndecided, fmt.Sprintf("the %s call has a result but no gate decision", strconv.Quote(call.name)))
+}
+
+// resultCall is the index in calls of the call a result's id names: the
+// call with that id, else the one call whose sanitized id it is; -1 when
+// none, or when the sanitized form names more than one call.
+func resultCall(id string, calls []toolCall) int {
+	for i := range calls {
+		if calls[i].id == id {
+			return i
+		}
+	}
+	at := -1
+	for i := range calls {
+		if sameCallID(calls[i].id, id) {
+			if at >= 0 {
+				return -1
+			}
+			at = i
+		}
+	}
+	return at
 }
 
 func inList(l []int, x int) bool {

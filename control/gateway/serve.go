@@ -60,7 +60,13 @@ type call struct {
 func (g *Gateway) Serve(w http.ResponseWriter, r *http.Request, provider, api string, body []byte, f *Facts) {
 	c := &call{g: g, f: f, provider: provider, body: body, start: g.now()}
 	c.bodyHash = sync.OnceValue(func() [32]byte { return sha256.Sum256(body) })
-	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID, Provider: provider}
+	c.rec = auditRecord{RunID: f.Want.RunID, TurnID: f.TurnID}
+	if g.clients[provider] != nil {
+		// A configured name only: the path's provider of a refused call
+		// is the harness's text, which the audit record and the log do
+		// not hold (section 9).
+		c.rec.Provider = provider
+	}
 	defer c.release()
 	go c.bodyHash()
 	err := c.check(r, api)
@@ -121,7 +127,6 @@ func (c *call) check(r *http.Request, api string) error {
 		return err
 	}
 	c.step(stepParse)
-	c.rec.Model = c.q.model
 	for _, step := range []func() error{c.checkModel, c.checkSystem, c.checkTools, c.checkHistory, c.checkEvent} {
 		if err := step(); err != nil {
 			return err
@@ -160,6 +165,9 @@ func (c *call) checkModel() error {
 	if c.q.model != c.f.Want.Model || as != c.f.Want.Provider {
 		return refuse(reasonModelNotAllowed, "the provider and model are not the attested model identity")
 	}
+	// Only now: the audit record holds no request text (section 9), and a
+	// refused model member is the harness's text.
+	c.rec.Model = c.q.model
 	return nil
 }
 
@@ -209,7 +217,7 @@ func (c *call) checkHistory() error {
 	}
 	c.held, c.hist = true, h
 	var err error
-	c.user, c.used, err = checkMessages(c.q, c.hist, &c.rs.turn, c.f.TurnContent, c.f.Decisions)
+	c.user, c.used, err = checkMessages(c.q, c.hist, &c.rs.turn, c.f.TurnContent, c.f.Decisions, c.g.cfg.MaxSuffixBytes)
 	// Only the hashes are kept while the answer streams: the bound on
 	// memory per open stream does not hold the messages' text.
 	for i := range c.q.msgs {
@@ -257,7 +265,7 @@ func (c *call) refuse(w http.ResponseWriter, err error) {
 		c.g.log.Error("gateway call failed", "run_id", c.f.Want.RunID, "err", err)
 		rf = &refusal{Status: http.StatusInternalServerError, Reason: reasonAuditFailed, Msg: "internal error"}
 	}
-	c.g.log.Warn("gateway call refused", "run_id", c.f.Want.RunID, "provider", c.provider, "reason", rf.Reason, "status", rf.Status)
+	c.g.log.Warn("gateway call refused", "run_id", c.f.Want.RunID, "provider", c.rec.Provider, "reason", rf.Reason, "status", rf.Status)
 	if c.rs != nil {
 		h := c.bodyHash()
 		c.rec.RequestHash = b64u.Encode(h[:])
