@@ -723,10 +723,10 @@ var platformPolicyMember = map[string]string{
 // unpinnedGuest says what of the guest's code the measurement pinned by p
 // does not cover on pr's platform, "" when it or the boot pins do: a TDX
 // measurement (MRTD) is the firmware's, the kernel and its command line are
-// pinned only by boot_kernel_hex and boot_command_line_hex; a TPM quote of PCRs 0-7 (the default) does not cover
-// PCRs 8 and 9, where the boot loader measures the kernel command line and
-// initrd; an Azure measurement is the paravisor's, and no member pins the
-// guest it boots (platform-azure.md).
+// pinned only by boot_kernel_hex and boot_command_line_hex; a TPM quote of
+// PCRs 0-7 (the default) does not cover PCRs 8 and 9, where the boot loader
+// measures the kernel command line and initrd; an Azure measurement is the
+// paravisor's, and no member pins the guest it boots (platform-azure.md).
 func unpinnedGuest(pr *platform.Result, p *Policy) string {
 	switch {
 	case p.AllowAnyMeasurement:
