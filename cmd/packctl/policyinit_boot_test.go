@@ -60,18 +60,18 @@ func startTDXAttester(t *testing.T, log []byte) string {
 // withLoaders returns the CC event log area with a boot application event
 // (EV_EFI_BOOT_SERVICES_APPLICATION in RTMR1) for each of loaders inserted
 // before the kernel's, as a boot through shim and GRUB logs them: copies of
-// the kernel's event (its digest the only SHA-384 one) with the loader's
-// digest. The area keeps its length: the 0xff padding after the log is
+// the kernel's event (one SHA-384 digest) with the loader's digest. The area keeps its length: the 0xff padding after the log is
 // that much shorter.
 func withLoaders(t *testing.T, area, kernel []byte, loaders ...[]byte) []byte {
 	t.Helper()
 	const head = 4 + 4 + 4 + 2 // MR index, event type, digest count, algorithm
 	i := bytes.Index(area, kernel)
-	if i < head || bytes.Index(area[i+1:], kernel) >= 0 {
+	if i < head || bytes.Contains(area[i+1:], kernel) {
 		t.Fatal("the kernel digest is not once in the log")
 	}
 	start := i - head
 	le := binary.LittleEndian
+	// CC MR index 2 (RTMR1), EV_EFI_BOOT_SERVICES_APPLICATION, one SHA-384 digest.
 	if le.Uint32(area[start:]) != 2 || le.Uint32(area[start+4:]) != 0x80000003 || le.Uint32(area[start+8:]) != 1 || le.Uint16(area[start+12:]) != 0x000c {
 		t.Fatal("the kernel digest is not a one-digest RTMR1 boot application event")
 	}
@@ -85,8 +85,7 @@ func withLoaders(t *testing.T, area, kernel []byte, loaders ...[]byte) []byte {
 	if !bytes.Equal(area[len(area)-len(ins):], bytes.Repeat([]byte{0xff}, len(ins))) {
 		t.Fatal("no room for the loaders' events in the padding")
 	}
-	out := slices.Concat(area[:start], ins, area[start:len(area)-len(ins)])
-	return out
+	return slices.Concat(area[:start], ins, area[start:len(area)-len(ins)])
 }
 
 // TestPolicyInitBootLoaders: a TD that booted through shim and GRUB before
