@@ -17,6 +17,7 @@ import (
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/internal/controltest"
+	"github.com/clawea/attester/internal/tdxtest"
 	"github.com/clawea/attester/internal/testfile"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
@@ -88,41 +89,23 @@ func withLoaders(t *testing.T, area, kernel []byte, loaders ...[]byte) []byte {
 	return slices.Concat(area[:start], ins, area[start:len(area)-len(ins)])
 }
 
-// TestPolicyInitBootLoaders: a TD that booted through shim and GRUB before
-// its kernel has three boot applications in RTMR1 (GRUB's image measured
-// twice here). A TDX policy pins a kind only when it lists every event of
-// the kind (verify-platform section 8), so policy init --pin boot pins all
-// of them, once each, and the policy admits the TD it was made from; the
-// same policy with the last one alone (what policy init wrote before) is
-// refused.
-func TestPolicyInitBootLoaders(t *testing.T) {
-	area := testfile.Read(t, ovmfCCEL)
-	direct, err := platform.ReplayEventLog("ccel", area)
-	if err != nil || len(direct.Kernels) != 1 {
-		t.Fatalf("OVMF log: %v %x", err, direct)
-	}
-	kernel := direct.Kernels[0]
-	shim, grub := sha512.Sum384([]byte("test shim image")), sha512.Sum384([]byte("test grub image"))
-	log := withLoaders(t, area, kernel, shim[:], grub[:], grub[:])
-	url := startTDXAttester(t, log)
-
+// policyInitTD runs policy init --pin measurement,boot against a simulated
+// TD that carries the CC event log log and returns the policy it wrote,
+// its summary and the attester's URL. The policy MUST admit the TD's key
+// attestation (fetched again with another challenge), and the same policy
+// with the last boot application alone (what policy init wrote before)
+// MUST NOT: the earlier ones ran too.
+func policyInitTD(t *testing.T, log []byte) (pol *verify.Policy, summary, url string) {
+	t.Helper()
+	url = startTDXAttester(t, log)
 	out := filepath.Join(t.TempDir(), "policy.json")
 	code, so, se := runCmd("policy", "init", "--from-attester", url, "-o", out, "--allow-simulated", "--allow-unchecked-revocation",
 		"--allow-unchecked-collateral", "--pin", "measurement,boot")
 	if code != exitOK {
 		t.Fatalf("policy init: exit %d\n%s%s", code, so, se)
 	}
-	raw, pol := readPolicyFile(t, out)
-	if !slices.EqualFunc(pol.BootKernel, [][]byte{shim[:], grub[:], kernel}, bytes.Equal) || len(pol.BootFirmware) != 1 ||
-		!slices.EqualFunc(pol.BootCommandLine, direct.CommandLines, bytes.Equal) || !slices.EqualFunc(pol.BootInitrd, direct.Initrds, bytes.Equal) {
-		t.Fatalf("policy %s", raw)
-	}
-	if !strings.Contains(so, fmt.Sprintf("pinned boot_kernel_hex: %x (evidence[0] ccel event log, 4 of 4, the last)\n", kernel)) ||
-		!strings.Contains(so, fmt.Sprintf("pinned boot_kernel_hex: %x (evidence[0] ccel event log, 1 of 4)\n", shim)) {
-		t.Fatalf("summary:\n%s", so)
-	}
+	_, pol = readPolicyFile(t, out)
 
-	// The TD's key attestation, fetched again with another challenge.
 	challenge := []byte("boot loaders")
 	idRaw, err := httpGet(url + "/v1/identity?challenge=" + b64u.Encode(challenge))
 	if err != nil {
@@ -137,17 +120,57 @@ func TestPolicyInitBootLoaders(t *testing.T) {
 		t.Fatalf("the policy does not admit the td: %v", err)
 	}
 	lastOnly := *pol
-	lastOnly.BootKernel = [][]byte{kernel}
+	lastOnly.BootKernel = pol.BootKernel[len(pol.BootKernel)-1:]
 	if _, err := verify.VerifyKeyAttestation([]byte(id.KeyAttestation), challenge, &lastOnly, opts); !errors.Is(err, verify.ErrPolicy) {
-		t.Fatalf("the kernel alone, without its loaders: %v", err)
+		t.Fatalf("the last boot application alone: %v", err)
+	}
+	return pol, so, url
+}
+
+// TestPolicyInitBootLoaders: a TD that booted through shim and GRUB before
+// its kernel has three boot applications in RTMR1 (GRUB's image measured
+// twice here). A TDX policy pins a kind only when it lists every event of
+// the kind (verify-platform section 8), so policy init --pin boot pins all
+// of them, once each, and inspect lists them.
+func TestPolicyInitBootLoaders(t *testing.T) {
+	area := testfile.Read(t, ovmfCCEL)
+	direct, err := platform.ReplayEventLog("ccel", area)
+	if err != nil || len(direct.Kernels) != 1 {
+		t.Fatalf("OVMF log: %v %x", err, direct)
+	}
+	kernel := direct.Kernels[0]
+	shim, grub := sha512.Sum384([]byte("test shim image")), sha512.Sum384([]byte("test grub image"))
+	pol, so, url := policyInitTD(t, withLoaders(t, area, kernel, shim[:], grub[:], grub[:]))
+	if !slices.EqualFunc(pol.BootKernel, [][]byte{shim[:], grub[:], kernel}, bytes.Equal) || len(pol.BootFirmware) != 1 ||
+		!slices.EqualFunc(pol.BootCommandLine, direct.CommandLines, bytes.Equal) || !slices.EqualFunc(pol.BootInitrd, direct.Initrds, bytes.Equal) {
+		t.Fatalf("policy %+v", pol)
+	}
+	if !strings.Contains(so, fmt.Sprintf("pinned boot_kernel_hex: %x (evidence[0] ccel event log, 4 of 4, the last)\n", kernel)) ||
+		!strings.Contains(so, fmt.Sprintf("pinned boot_kernel_hex: %x (evidence[0] ccel event log, 1 of 4)\n", shim)) {
+		t.Fatalf("summary:\n%s", so)
 	}
 
 	// inspect lists the four boot applications in log order and names the
 	// last.
-	code, so, se = runCmd("inspect", savedIdentity(t, url))
+	code, so, se := runCmd("inspect", savedIdentity(t, url))
 	pre := "key_attestation.evidence[0].event_log."
 	if code != exitOK || !strings.Contains(so, fmt.Sprintf("%sboot_kernel_hex[0]: %x\n%sboot_kernel_hex[1]: %x\n%sboot_kernel_hex[2]: %x\n%sboot_kernel_hex[3]: %x\n%sboot_kernel_last_hex: %x\n",
 		pre, shim, pre, grub, pre, grub, pre, kernel, pre, kernel)) {
 		t.Fatalf("inspect: exit %d\n%s%s", code, so, se)
+	}
+}
+
+// TestPolicyInitBootRealCCEL: the same with a real TD's CC event log
+// (go-tdx-guest's COS 113 boot: two boot applications in RTMR1, no Linux
+// stub tags) in a simulated TD: both are pinned.
+func TestPolicyInitBootRealCCEL(t *testing.T) {
+	log := tdxtest.Read(t, "testing/testdata/ccel/ccel_data.dat")
+	bc, err := platform.ReplayEventLog("ccel", log)
+	if err != nil || len(bc.Kernels) != 2 {
+		t.Fatalf("COS log: %v %x", err, bc)
+	}
+	pol, _, _ := policyInitTD(t, log)
+	if !slices.EqualFunc(pol.BootKernel, bc.Kernels, bytes.Equal) || pol.BootCommandLine != nil || pol.BootInitrd != nil {
+		t.Fatalf("policy %+v", pol)
 	}
 }
