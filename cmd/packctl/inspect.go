@@ -723,7 +723,9 @@ func eventLogValue(log []byte, kind string) *pohjson.Value {
 
 // bootValue shows the registers a replayed log claims and the boot
 // chain's reference values, all unverified until packctl verify replays
-// the log against the registers the hardware signed.
+// the log against the registers the hardware signed. The kernel, command
+// line and initrd are lists in log order, as a policy pins them (every one),
+// and the last of each kind is named too.
 func bootValue(bc *platform.BootChain) *pohjson.Value {
 	o := &obj{}
 	o.str("log", bc.Log)
@@ -735,13 +737,22 @@ func bootValue(bc *platform.BootChain) *pohjson.Value {
 	for i, r := range bc.Registers {
 		o.str(name+strconv.Itoa(r)+"_hex", hex.EncodeToString(bc.Values[i]))
 	}
+	if bc.Firmware != nil {
+		o.str("boot_firmware_hex", hex.EncodeToString(bc.Firmware))
+	}
 	for _, v := range []struct {
-		key string
-		val []byte
-	}{{"boot_firmware_hex", bc.Firmware}, {"boot_kernel_hex", bc.Kernel}, {"boot_command_line_hex", bc.CommandLine}, {"boot_initrd_hex", bc.Initrd}} {
-		if v.val != nil {
-			o.str(v.key, hex.EncodeToString(v.val))
+		kind string
+		vals [][]byte
+	}{{"kernel", bc.Kernels}, {"command_line", bc.CommandLines}, {"initrd", bc.Initrds}} {
+		if len(v.vals) == 0 {
+			continue
 		}
+		all := make([]*pohjson.Value, 0, len(v.vals))
+		for _, d := range v.vals {
+			all = append(all, pohjson.NewString(hex.EncodeToString(d)))
+		}
+		o.val("boot_"+v.kind+"_hex", pohjson.NewArray(all...))
+		o.str("boot_"+v.kind+"_last_hex", hex.EncodeToString(v.vals[len(v.vals)-1]))
 	}
 	return o.value()
 }

@@ -40,7 +40,8 @@ const policyInitSynopsis = "policy init --from-attester URL|FILE -o policy.json 
 	"Pins: measurement (default), did (the attester DID), ak (TPM AK Name; added for TPM\n" +
 	"evidence, unless Google's EK/AK CA certifies the AK: then trust_gce_ak_certs),\n" +
 	"tcb (minimum TCB: the one seen), boot (the boot chain replayed from the\n" +
-	"evidence's event log: firmware, kernel, command line, initrd, as measured), templates\n" +
+	"evidence's event log: firmware, and every kernel (boot application), command line\n" +
+	"and initrd event, as measured), templates\n" +
 	"(from --trusted FILE)."
 
 // Pins of policy init.
@@ -400,28 +401,49 @@ func (pi *policyInit) pinPlatforms() int {
 }
 
 // pinBoot pins every reference value of the boot chain replayed from the
-// evidence's event log; evidence without one cannot be pinned.
+// evidence's event log: the firmware, and every kernel (boot application),
+// command line and initrd event, as a policy must list all of them when
+// the registers are not pinned (verify-platform section 8). Evidence
+// without a log cannot be pinned.
 func (pi *policyInit) pinBoot(i int, pr *platform.Result) int {
 	if pr.Boot == nil {
 		errorf(pi.stderr, "policy init: --pin boot: evidence[%d] (%s) carries no event log", i, pr.Platform)
 		return exitCannot
 	}
 	pol, b := pi.pol, pr.Boot
+	var firmware [][]byte
+	if b.Firmware != nil {
+		firmware = [][]byte{b.Firmware}
+	}
 	for _, v := range []struct {
 		member string
-		val    []byte
+		vals   [][]byte
 		dst    *[][]byte
 	}{
-		{"boot_firmware_hex", b.Firmware, &pol.BootFirmware}, {"boot_kernel_hex", b.Kernel, &pol.BootKernel},
-		{"boot_command_line_hex", b.CommandLine, &pol.BootCommandLine}, {"boot_initrd_hex", b.Initrd, &pol.BootInitrd},
+		{"boot_firmware_hex", firmware, &pol.BootFirmware}, {"boot_kernel_hex", b.Kernels, &pol.BootKernel},
+		{"boot_command_line_hex", b.CommandLines, &pol.BootCommandLine}, {"boot_initrd_hex", b.Initrds, &pol.BootInitrd},
 	} {
-		if v.val == nil || slices.ContainsFunc(*v.dst, func(m []byte) bool { return bytes.Equal(m, v.val) }) {
-			continue
+		for j, val := range v.vals {
+			if slices.ContainsFunc(*v.dst, func(m []byte) bool { return bytes.Equal(m, val) }) {
+				continue
+			}
+			*v.dst = append(*v.dst, bytes.Clone(val))
+			pi.pinned = append(pi.pinned, fmt.Sprintf("%s: %x (evidence[%d] %s event log%s)", v.member, val, i, b.Log, eventOrder(j, len(v.vals))))
 		}
-		*v.dst = append(*v.dst, bytes.Clone(v.val))
-		pi.pinned = append(pi.pinned, fmt.Sprintf("%s: %x (evidence[%d] %s event log)", v.member, v.val, i, b.Log))
 	}
 	return exitOK
+}
+
+// eventOrder says which of n events of its kind event j is, when there
+// are several.
+func eventOrder(j, n int) string {
+	switch {
+	case n < 2:
+		return ""
+	case j == n-1:
+		return fmt.Sprintf(", %d of %d, the last", j+1, n)
+	}
+	return fmt.Sprintf(", %d of %d", j+1, n)
 }
 
 // pinTCB pins the first SEV-SNP and the first TDX TCB seen as minimums.

@@ -52,10 +52,22 @@ func startAttester(t *testing.T, platform string, opts detect.Options) (url, did
 // startAttesterWith is startAttester with GPUs beside the platform.
 func startAttesterWith(t *testing.T, platform string, opts detect.Options, gpus []enclave.Quoter) (url, did string, meas []byte) {
 	t.Helper()
-	d := controltest.Deps(t, []byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"`+platform+`","trustedTemplates":{"x.txt":"sha256:`+strings.Repeat("0", 64)+`"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`),
-		platform, opts, slog.New(slog.DiscardHandler))
-	p, id := d.Platform, d.Identity
+	d := controltest.Deps(t, attesterConfig(platform), platform, opts, slog.New(slog.DiscardHandler))
 	d.GPUs = gpus
+	return serveAttester(t, d)
+}
+
+// attesterConfig is the configuration of a test attester on platform.
+func attesterConfig(platform string) []byte {
+	return []byte(`{"attester":{"controlSocket":"/tmp/unused/control.sock","platform":"` + platform + `","trustedTemplates":{"x.txt":"sha256:` +
+		strings.Repeat("0", 64) + `"},"modelProvider":"p","model":"m","allowUnlockedMemory":true}}`)
+}
+
+// serveAttester serves the attester of d in-process and returns its public
+// API URL, DID and launch measurement.
+func serveAttester(t *testing.T, d control.Deps) (url, did string, meas []byte) {
+	t.Helper()
+	p, id := d.Platform, d.Identity
 	srv, err := control.New(d)
 	if err != nil {
 		t.Fatal(err)
@@ -314,13 +326,16 @@ func TestPolicyInitBootChain(t *testing.T) {
 		t.Fatalf("policy init: exit %d\n%s%s", code, so, se)
 	}
 	raw, pol := readPolicyFile(t, out)
-	if len(pol.BootFirmware) != 1 || len(pol.BootKernel) != 1 || pol.BootCommandLine != nil || !strings.Contains(so, "pinned boot_kernel_hex: ") {
+	// Every boot application of this GRUB boot is pinned (three), though
+	// with the measurement pinned only the last is checked.
+	if len(pol.BootFirmware) != 1 || len(pol.BootKernel) != 3 || pol.BootCommandLine != nil || !strings.Contains(so, "pinned boot_kernel_hex: ") {
 		t.Fatalf("policy %s\n%s", raw, so)
 	}
 	// inspect shows the log the evidence carries, replayed, unverified.
 	idFile := savedIdentity(t, url)
 	code, so, se = runCmd("inspect", idFile)
-	if code != exitOK || !strings.Contains(so, fmt.Sprintf("key_attestation.evidence[0].event_log.boot_kernel_hex: %x\n", pol.BootKernel[0])) ||
+	if code != exitOK || !strings.Contains(so, fmt.Sprintf("key_attestation.evidence[0].event_log.boot_kernel_hex[0]: %x\n", pol.BootKernel[0])) ||
+		!strings.Contains(so, fmt.Sprintf("key_attestation.evidence[0].event_log.boot_kernel_last_hex: %x\n", pol.BootKernel[2])) ||
 		!strings.Contains(so, "key_attestation.evidence[0].event_log.verified: false\n") {
 		t.Fatalf("inspect: exit %d\n%s%s", code, so, se)
 	}

@@ -24,12 +24,16 @@ func TestBootPinAppendAttack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kernelEv := eventWith(t, log[:end], good.Kernel)
-	cmdlineEv := eventWith(t, log[:end], good.CommandLine)
+	if len(good.Kernels) != 1 || len(good.CommandLines) != 1 || len(good.Initrds) != 1 {
+		t.Fatalf("OVMF boot: %d kernels, %d command lines, %d initrds", len(good.Kernels), len(good.CommandLines), len(good.Initrds))
+	}
+	kernel, cmdline := good.Kernels[0], good.CommandLines[0]
+	kernelEv := eventWith(t, log[:end], kernel)
+	cmdlineEv := eventWith(t, log[:end], cmdline)
 	// The TD's own boot: another kernel and command line measured by the
 	// firmware, then the approved events appended by that kernel.
 	forged := bytes.Clone(log[:end])
-	for _, d := range [][]byte{good.Kernel, good.CommandLine} {
+	for _, d := range [][]byte{kernel, cmdline} {
 		other := bytes.Clone(d)
 		other[0] ^= 0xff
 		forged = bytes.Replace(forged, d, other, 1)
@@ -42,8 +46,8 @@ func TestBootPinAppendAttack(t *testing.T) {
 	if !bytes.Equal(res.Boot.Firmware, good.Firmware) {
 		t.Fatal("the forged log changed the firmware register")
 	}
-	pin := Policy{Measurements: [][]byte{res.Measurement}, BootFirmware: [][]byte{good.Firmware}, BootKernel: [][]byte{good.Kernel},
-		BootCommandLine: [][]byte{good.CommandLine}, BootInitrd: [][]byte{good.Initrd}}
+	pin := Policy{Measurements: [][]byte{res.Measurement}, BootFirmware: [][]byte{good.Firmware}, BootKernel: [][]byte{kernel},
+		BootCommandLine: [][]byte{cmdline}, BootInitrd: good.Initrds}
 	err = CheckPolicy(res, pin)
 	wantErr(t, err, ErrPolicy, nil, checkBoot)
 	// Only the kernel appended: refused for the kernel.

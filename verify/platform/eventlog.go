@@ -59,20 +59,19 @@ type BootChain struct {
 	// Firmware is the value of PCR 0 (tpm) or RTMR0 (ccel): firmware code
 	// and configuration.
 	Firmware []byte
-	// Kernel is the digest of the last EFI boot services application
-	// (PCR 4 or RTMR1): the kernel's (or its loader's) Authenticode hash.
-	Kernel []byte
-	// CommandLine and Initrd are the digests of the Linux EFI stub's tagged
-	// events (PCR 9 or RTMR2): the load options and the initrd.
-	CommandLine []byte
-	Initrd      []byte
-
-	// kernels, commandLines and initrds are the digests of every event of
-	// each kind in its register, in log order: code that ran after the
-	// firmware measured the real ones can extend the register and log an
-	// approved digest after them, so a pin holds only when every one is
-	// pinned (checkBootPolicy).
-	kernels, commandLines, initrds [][]byte
+	// Kernels are the digests of every EFI boot services application in
+	// PCR 4 or RTMR1, in log order: the kernel's Authenticode hash, after
+	// those of the loaders that ran before it (shim, GRUB).
+	Kernels [][]byte
+	// CommandLines and Initrds are the digests of every Linux EFI stub
+	// tagged event of their kind in PCR 9 or RTMR2, in log order: the load
+	// options and the initrd.
+	//
+	// Code that ran after the firmware measured the real ones can extend
+	// the register and log an approved digest after them, so the last of a
+	// kind proves nothing alone: a pin holds only when every one is pinned
+	// (checkBootPolicy).
+	CommandLines, Initrds [][]byte
 }
 
 // bootRegisters maps a log kind to its replay: hash, which event register
@@ -222,16 +221,13 @@ func (bc *BootChain) pick(events []tcg.Event, lay bootLayout, values map[int][]b
 		}
 		switch {
 		case idx == lay.kernel && uint32(e.Type) == evBootServicesApp:
-			bc.Kernel = clone(e.Digest)
-			bc.kernels = append(bc.kernels, bc.Kernel)
+			bc.Kernels = append(bc.Kernels, clone(e.Digest))
 		case idx == lay.linuxTag && uint32(e.Type) == evEventTag && len(e.Data) >= 4:
 			switch binary.LittleEndian.Uint32(e.Data) {
 			case tagLinuxLoadOptions:
-				bc.CommandLine = clone(e.Digest)
-				bc.commandLines = append(bc.commandLines, bc.CommandLine)
+				bc.CommandLines = append(bc.CommandLines, clone(e.Digest))
 			case tagLinuxInitrd:
-				bc.Initrd = clone(e.Digest)
-				bc.initrds = append(bc.initrds, bc.Initrd)
+				bc.Initrds = append(bc.Initrds, clone(e.Digest))
 			}
 		}
 	}
@@ -249,13 +245,12 @@ func checkBootPolicy(r *Result, p Policy) error {
 	pins := []struct {
 		name string
 		ok   [][]byte
-		last func(*BootChain) []byte
-		all  func(*BootChain) [][]byte
+		all  func(*BootChain) [][]byte // in log order; the firmware is one value
 	}{
-		{"firmware", p.BootFirmware, func(b *BootChain) []byte { return b.Firmware }, nil},
-		{"kernel", p.BootKernel, func(b *BootChain) []byte { return b.Kernel }, func(b *BootChain) [][]byte { return b.kernels }},
-		{"command line", p.BootCommandLine, func(b *BootChain) []byte { return b.CommandLine }, func(b *BootChain) [][]byte { return b.commandLines }},
-		{"initrd", p.BootInitrd, func(b *BootChain) []byte { return b.Initrd }, func(b *BootChain) [][]byte { return b.initrds }},
+		{"firmware", p.BootFirmware, func(b *BootChain) [][]byte { return [][]byte{b.Firmware} }},
+		{"kernel", p.BootKernel, func(b *BootChain) [][]byte { return b.Kernels }},
+		{"command line", p.BootCommandLine, func(b *BootChain) [][]byte { return b.CommandLines }},
+		{"initrd", p.BootInitrd, func(b *BootChain) [][]byte { return b.Initrds }},
 	}
 	registersPinned := r.Platform == evidence.PlatformTPM && !p.AllowAnyMeasurement
 	for _, pin := range pins {
@@ -265,16 +260,17 @@ func checkBootPolicy(r *Result, p Policy) error {
 		if r.Boot == nil {
 			return policyErr(checkBoot, fmt.Errorf("the policy pins the boot %s but the evidence carries no replayed event log", pin.name))
 		}
-		got := [][]byte{pin.last(r.Boot)}
-		if pin.all != nil && !registersPinned {
-			got = pin.all(r.Boot)
+		all := pin.all(r.Boot)
+		got := all
+		if registersPinned && len(got) > 0 {
+			got = got[len(got)-1:]
 		}
 		if len(got) == 0 || got[0] == nil {
 			return policyErr(checkBoot, fmt.Errorf("the replayed event log has no boot %s (not measured, or its register is not covered)", pin.name))
 		}
 		for i, v := range got {
 			if !slices.ContainsFunc(pin.ok, func(w []byte) bool { return bytes.Equal(w, v) }) {
-				return policyErr(checkBoot, fmt.Errorf("boot %s %x (%d of %d of its kind in the event log) is not pinned", pin.name, v, i+1, len(got)))
+				return policyErr(checkBoot, fmt.Errorf("boot %s %x (%d of %d of its kind in the event log) is not pinned", pin.name, v, len(all)-len(got)+i+1, len(all)))
 			}
 		}
 	}

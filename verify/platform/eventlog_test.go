@@ -22,13 +22,13 @@ func TestCCELConformance(t *testing.T) {
 	if err != nil {
 		t.Fatalf("CCEL_data_ovmf: %v", err)
 	}
-	if bc.Log != "ccel" || len(bc.Registers) != 3 || bc.Kernel == nil || bc.CommandLine == nil || bc.Initrd == nil || !bytes.Equal(bc.Firmware, bc.Values[0]) {
+	if bc.Log != "ccel" || len(bc.Registers) != 3 || len(bc.Kernels) != 1 || len(bc.CommandLines) != 1 || len(bc.Initrds) != 1 || !bytes.Equal(bc.Firmware, bc.Values[0]) {
 		t.Fatalf("boot chain %+v", bc)
 	}
 	for i, v := range bc.Values {
 		t.Logf("rtmr%d %x", bc.Registers[i], v)
 	}
-	t.Logf("kernel %x\ncmdline %x\ninitrd %x", bc.Kernel, bc.CommandLine, bc.Initrd)
+	t.Logf("kernel %x\ncmdline %x\ninitrd %x", bc.Kernels, bc.CommandLines, bc.Initrds)
 
 	shim := trustee(t, "tdx/CCEL_data")
 	bc, err = ReplayEventLog(logCCEL, shim)
@@ -123,7 +123,7 @@ func tdWithLog(t *testing.T, log []byte) (*BootChain, func([]byte) error, func(P
 		e := cloneEvidence(ev)
 		e.Aux = map[string][]byte{auxEventLog: log}
 		res := verifySim(t, e, rd)
-		if res.Boot == nil || !bytes.Equal(res.Boot.Kernel, bc.Kernel) {
+		if res.Boot == nil || !slices.EqualFunc(res.Boot.Kernels, bc.Kernels, bytes.Equal) {
 			t.Fatalf("boot %+v", res.Boot)
 		}
 		p.AllowAnyMeasurement = true
@@ -159,7 +159,7 @@ func TestTDXBootChain(t *testing.T) {
 		t.Fatalf("log of the td: %v", err)
 	}
 	// Change one byte of the initrd event's digest (RTMR2).
-	i := bytes.Index(log, bc.Initrd)
+	i := bytes.Index(log, lastOf(bc.Initrds))
 	if i < 0 {
 		t.Fatal("initrd digest not in the log")
 	}
@@ -171,11 +171,11 @@ func TestTDXBootChain(t *testing.T) {
 	// An empty log is refused, not taken for none.
 	wantErr(t, verifyWith([]byte{}), ErrRejected, nil, checkBoot)
 
-	pin := Policy{BootFirmware: [][]byte{bc.Firmware}, BootKernel: [][]byte{bc.Kernel}, BootCommandLine: [][]byte{bc.CommandLine}, BootInitrd: [][]byte{bc.Initrd}}
+	pin := Policy{BootFirmware: [][]byte{bc.Firmware}, BootKernel: bc.Kernels, BootCommandLine: bc.CommandLines, BootInitrd: bc.Initrds}
 	if err := checkPolicy(pin); err != nil {
 		t.Fatalf("pinned boot chain: %v", err)
 	}
-	other := bytes.Clone(bc.CommandLine)
+	other := bytes.Clone(lastOf(bc.CommandLines))
 	other[0] ^= 1
 	bad := pin
 	bad.BootCommandLine = [][]byte{other}
@@ -184,7 +184,7 @@ func TestTDXBootChain(t *testing.T) {
 	// Pins without an event log are refused.
 	rd := testRD(t, "no log")
 	res := verifySim(t, simTDX(t, fakeqe.Options{}, rd), rd)
-	wantErr(t, CheckPolicy(res, Policy{AllowAnyMeasurement: true, BootKernel: [][]byte{bc.Kernel}}), ErrPolicy, nil, checkBoot)
+	wantErr(t, CheckPolicy(res, Policy{AllowAnyMeasurement: true, BootKernel: bc.Kernels}), ErrPolicy, nil, checkBoot)
 }
 
 // FuzzReplayEventLog: go-eventlog's parser and this package's replay never

@@ -2,6 +2,7 @@ package platform
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/clawea/attester/enclave/tpm"
@@ -28,31 +29,32 @@ func TestTPMBootChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := res.Boot
-	if b == nil || b.Log != "tpm" || len(b.Registers) != 10 || b.Kernel == nil || !bytes.Equal(b.Firmware, b.Values[0]) {
+	if b == nil || b.Log != "tpm" || len(b.Registers) != 10 || len(b.Kernels) == 0 || !bytes.Equal(b.Firmware, b.Values[0]) {
 		t.Fatalf("boot chain %+v", b)
 	}
 	// Without the measurement, PCR 4's value is not pinned: every boot
 	// application in it must be (three in this GRUB boot), as code
 	// that ran after the kernel could log the approved digest last
 	// (TestBootPinAppendAttack).
-	if len(b.kernels) != 3 || !bytes.Equal(b.kernels[2], b.Kernel) {
-		t.Fatalf("boot applications %x", b.kernels)
+	if len(b.Kernels) != 3 {
+		t.Fatalf("boot applications %x", b.Kernels)
 	}
-	pin := Policy{AllowAnyMeasurement: true, BootKernel: [][]byte{b.Kernel}, BootFirmware: [][]byte{b.Firmware}}
+	kernel := lastOf(b.Kernels)
+	pin := Policy{AllowAnyMeasurement: true, BootKernel: [][]byte{kernel}, BootFirmware: [][]byte{b.Firmware}}
 	wantErr(t, CheckPolicy(res, pin), ErrPolicy, nil, checkBoot)
-	pin.BootKernel = b.kernels
+	pin.BootKernel = b.Kernels
 	if err := CheckPolicy(res, pin); err != nil {
 		t.Fatal(err)
 	}
 	// With the measurement (PCRs 0-9), PCR 4 holds the approved value: the
 	// last application is the kernel.
-	measured := Policy{Measurements: [][]byte{res.Measurement}, BootKernel: [][]byte{b.Kernel}, BootFirmware: [][]byte{b.Firmware}}
+	measured := Policy{Measurements: [][]byte{res.Measurement}, BootKernel: [][]byte{kernel}, BootFirmware: [][]byte{b.Firmware}}
 	if err := CheckPolicy(res, measured); err != nil {
 		t.Fatal(err)
 	}
 	// The stub's command line and initrd are not in this GRUB boot: a pin on
 	// them is refused, not skipped.
-	pin.BootInitrd = [][]byte{b.Kernel}
+	pin.BootInitrd = [][]byte{kernel}
 	wantErr(t, CheckPolicy(res, pin), ErrPolicy, nil, checkBoot)
 
 	// The same log replayed on its own gives the same registers.
@@ -60,12 +62,12 @@ func TestTPMBootChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(alone.Kernel, b.Kernel) || !bytes.Equal(alone.Firmware, b.Firmware) {
+	if !slices.EqualFunc(alone.Kernels, b.Kernels, bytes.Equal) || !bytes.Equal(alone.Firmware, b.Firmware) {
 		t.Fatal("replay on its own differs")
 	}
 
 	// A changed event digest (the kernel's) is refused.
-	i := bytes.Index(log, b.Kernel)
+	i := bytes.Index(log, kernel)
 	if i < 0 {
 		t.Fatal("kernel digest not in the log")
 	}

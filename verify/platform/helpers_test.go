@@ -176,3 +176,12 @@ func cloneEvidence(ev *evidence.Evidence) *evidence.Evidence {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// lastOf is the last of a boot chain's values of one kind (nil if none):
+// what a TPM policy whose measurement matched checks.
+func lastOf(vs [][]byte) []byte {
+	if len(vs) == 0 {
+		return nil
+	}
+	return vs[len(vs)-1]
+}

@@ -144,8 +144,14 @@ func sevClaims(ev *evidence.Evidence, opts Options) (*Claims, error) {
 }
 
 func tdxClaims(ev *evidence.Evidence) (*Claims, error) {
-	if len(ev.Signature) != 0 || len(ev.Aux) != 0 {
-		return nil, fmt.Errorf("%w: tdx evidence has no signature or aux fields", ErrEvidence)
+	if len(ev.Signature) != 0 {
+		return nil, fmt.Errorf("%w: tdx evidence has no signature field", ErrEvidence)
+	}
+	for k := range ev.Aux {
+		// The CC event log (platform-tdx section 1) is the only aux field.
+		if k != tpmquote.AuxEventLog {
+			return nil, fmt.Errorf("%w: tdx evidence has no aux field but %s", ErrEvidence, tpmquote.AuxEventLog)
+		}
 	}
 	q, err := tdxquote.Parse(ev.Blob)
 	if err != nil {

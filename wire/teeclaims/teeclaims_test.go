@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -128,6 +129,23 @@ func TestDerive(t *testing.T) {
 		t.Fatal(err)
 	}
 	tev, _ := deriveSim(t, q, rd, teeclaims.TypeTDX, "tdx:root-sha256-"+tdxsimroots.RootSHA256+":SIMULATED", simTDXTCB)
+	// A TD carries its CC event log (platform-tdx.md: aux absent or only
+	// event_log); any other aux field, or a signature, is refused.
+	tev.Aux = map[string][]byte{"event_log": {1}}
+	if _, err := teeclaims.Derive(tev); err != nil {
+		t.Fatalf("tdx evidence with its event log: %v", err)
+	}
+	for _, bad := range []func(*evidence.Evidence){
+		func(e *evidence.Evidence) { e.Aux["ak_public"] = []byte{1} },
+		func(e *evidence.Evidence) { e.Signature = []byte{1} },
+	} {
+		e := *tev
+		e.Aux = maps.Clone(tev.Aux)
+		bad(&e)
+		if _, err := teeclaims.Derive(&e); !errors.Is(err, teeclaims.ErrEvidence) {
+			t.Fatalf("tdx evidence with aux %v, signature %x: %v", e.Aux, e.Signature, err)
+		}
+	}
 	// A chain cut short, and one of the same length with another root.
 	full := tev.CertChain
 	other := slices.Clone(full)
