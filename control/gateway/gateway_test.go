@@ -435,15 +435,24 @@ func TestToolResultRules(t *testing.T) {
 	asst := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 		"id": "c1", "type": "function", "function": map[string]any{"name": "exec", "arguments": args}}}}
 	u := user(envelope(tMessage))
+	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 	for _, tc := range []struct {
 		name      string
 		decisions []Decision
-		result    string
+		result    any
 		reason    string
 	}{
 		{"undecided", nil, "done", reasonResultUndecided},
 		{"denied with output", []Decision{deny}, "removed everything", reasonResultMismatch},
-		{"denied with its reason", []Decision{deny}, "blocked: clawea gate (policy): exec is denied", ""},
+		// OpenClaw 2026.9.6 sends the block reason alone, as a string.
+		{"denied with its reason", []Decision{deny}, deny.BlockReason, ""},
+		{"denied with its reason in two text parts", []Decision{deny}, []any{text("clawea gate (policy): "), text("exec is denied")}, ""},
+		{"denied with its reason after text", []Decision{deny}, "blocked: " + deny.BlockReason, reasonResultMismatch},
+		{"denied with its reason then the output", []Decision{deny}, deny.BlockReason + "\nuid=0(root)", reasonResultMismatch},
+		{"denied with its reason and an output part", []Decision{deny}, []any{text(deny.BlockReason), text("uid=0(root)")}, reasonResultMismatch},
+		{"denied with its reason and an image part", []Decision{deny}, []any{text(deny.BlockReason),
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}}}, reasonResultMismatch},
+		{"denied with no content", []Decision{deny}, nil, reasonRequestMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newScripted(t, sseAnswer(openAIToolCall("c1", "exec", args), openAIDone), sseAnswer(openAIText, openAIDone))
