@@ -34,12 +34,7 @@ func TestGatewayBusyRunAttack(t *testing.T) {
 	releaseFirst := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseFirst)
 	pf := newGWPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state, "gateway": map[string]any{"upstreams": map[string]any{
-		"anthropic": map[string]any{"api": "openai-chat-completions", "baseUrl": up.srv.URL, "local": true,
-			"apiKey": "sk-upstream-secret", "maxRequestBytes": 65536, "headerTimeoutMs": 5000, "idleTimeoutMs": 5000},
-	}}}))
+	a, state := gwStateAttester(t, pf, up.srv.URL, 5000, 5000)
 	pub, _ := a.identityKeys(t)
 	g := a.gwRun(t, pf)
 	u := map[string]any{"role": "user", "content": "[Thu 2026-11-26 21:21 UTC] a user message"}
@@ -49,13 +44,8 @@ func TestGatewayBusyRunAttack(t *testing.T) {
 		body []byte
 	}
 	firstDone := make(chan answered, 1)
-	llm := g.llmCall(t, gwSuffix)
+	req := gwRequest(g, g.capability, "", g.llmCall(t, gwSuffix), nil, first)
 	go func() {
-		req, _ := http.NewRequest("POST", "http://attester/v1/runs/"+g.id+"/model/anthropic/openai-chat-completions", bytes.NewReader(first))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer "+g.capability)
-		req.Header.Set("Clawea-Turn-Id", g.turn)
-		req.Header.Set("Clawea-Llm-Call", llm)
 		resp, err := a.control.Do(req)
 		if err != nil {
 			firstDone <- answered{}
