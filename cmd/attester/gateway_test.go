@@ -294,6 +294,7 @@ func TestGatewayForwardAgainstTheBinary(t *testing.T) {
 		name, id, text, reason string
 	}{
 		{"a result for the denied call", "call_1", "removed everything", "GATEWAY_TOOL_RESULT_MISMATCH"},
+		{"the denied call's output beside its block reason", "call_1", block + "\nremoved everything", "GATEWAY_TOOL_RESULT_MISMATCH"},
 		{"a result for a call never requested", "call_2", block, "GATEWAY_TOOL_RESULT_UNREQUESTED"},
 	} {
 		if status, body, _, reason := a.modelCall(t, g, g.body(nil, u, asst, result(tc.id, tc.text))); reason != tc.reason {
@@ -303,7 +304,8 @@ func TestGatewayForwardAgainstTheBinary(t *testing.T) {
 	calls := up.calls()
 
 	// The honest next call, against failing upstreams, then a good one.
-	next := g.body(nil, u, asst, result("call_1", "blocked: "+block))
+	// The block reason alone, as OpenClaw 2026.9.6 sends it (3.6).
+	next := g.body(nil, u, asst, result("call_1", block))
 	text := `data: {"choices":[{"delta":{"content":"I cannot do that."}}]}` + "\n\n"
 	sc.steps = append(sc.steps, gwWait,
 		gwSSE(text, "data: {broken\n\n", "data: [DONE]\n\n"),

@@ -22,10 +22,10 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 )
 
-// gwSend sends body on the run's gateway path with the given llm_call
-// header and extra request headers; path, when set, replaces the path.
-func (a *attester) gwSend(t *testing.T, g *gwRun, capability, path, llmCall string, extra map[string]string, body []byte) (*http.Response, []byte) {
-	t.Helper()
+// gwRequest is a request of body on the run's gateway path with the given
+// llm_call header and extra request headers; path, when set, replaces the
+// path.
+func gwRequest(g *gwRun, capability, path, llmCall string, extra map[string]string, body []byte) *http.Request {
 	if path == "" {
 		path = "/v1/runs/" + g.id + "/model/anthropic/openai-chat-completions"
 	}
@@ -37,7 +37,26 @@ func (a *attester) gwSend(t *testing.T, g *gwRun, capability, path, llmCall stri
 	for k, v := range extra {
 		req.Header.Set(k, v)
 	}
-	resp, err := a.control.Do(req)
+	return req
+}
+
+// gwStateAttester starts an attester whose state directory (returned) holds
+// the gateway's audit logs, with one upstream "anthropic" at base and the
+// given header and idle timeouts.
+func gwStateAttester(t *testing.T, pf *packFixture, base string, headerMs, idleMs int) (*attester, string) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state, "gateway": map[string]any{"upstreams": map[string]any{
+		"anthropic": map[string]any{"api": "openai-chat-completions", "baseUrl": base, "local": true,
+			"apiKey": "sk-upstream-secret", "maxRequestBytes": 65536, "headerTimeoutMs": headerMs, "idleTimeoutMs": idleMs},
+	}}}))
+	return a, state
+}
+
+// gwSend sends gwRequest's request.
+func (a *attester) gwSend(t *testing.T, g *gwRun, capability, path, llmCall string, extra map[string]string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := a.control.Do(gwRequest(g, capability, path, llmCall, extra, body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,12 +90,7 @@ func TestGatewaySurfaceAttack(t *testing.T) {
 		sc.serve(w, r)
 	})
 	pf := newGWPack(t)
-	dir := t.TempDir()
-	state := filepath.Join(dir, "state")
-	a := mustStartAttester(t, writeConfig(t, dir, pf, map[string]any{"stateDir": state, "gateway": map[string]any{"upstreams": map[string]any{
-		"anthropic": map[string]any{"api": "openai-chat-completions", "baseUrl": up.srv.URL, "local": true,
-			"apiKey": "sk-upstream-secret", "maxRequestBytes": 65536, "headerTimeoutMs": 500, "idleTimeoutMs": 300},
-	}}}))
+	a, state := gwStateAttester(t, pf, up.srv.URL, 500, 300)
 	g := a.gwRun(t, pf)
 	u := map[string]any{"role": "user", "content": "[Thu 2026-11-26 21:21 UTC] a user message"}
 	body := g.body(nil, u)

@@ -521,3 +521,61 @@ func TestAuditRecordsNoRequestTextAttack(t *testing.T) {
 		t.Fatalf("the records name the models %.80q and providers %q", []string{recs[0].Model, recs[1].Model}, []string{recs[0].Provider, recs[2].Provider})
 	}
 }
+
+// TestDeniedResultSmugglingAttack (section 3.6): a harness that ran a tool
+// the gate denied cannot hand the model its output beside the block
+// reason: the result of a denied call is the reason exactly, as OpenClaw
+// 2026.9.6 sends it (a tool_result whose content is the reason as a
+// string), not the reason with text before or after it, a second text
+// block or an image. None of it reaches the upstream.
+func TestDeniedResultSmugglingAttack(t *testing.T) {
+	args := `{"command":"cat /etc/shadow"}`
+	ah, _ := argumentsHash(args)
+	deny := Decision{Tool: "exec", ParamsHash: ah, Allow: false, BlockReason: `clawea gate (verification_gate): tool "exec" is blocked by the verification gate`}
+	events := []string{
+		`data: {"type":"message_start","message":{"usage":{"input_tokens":20,"output_tokens":1}}}` + "\n\n",
+		`data: {"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"tu_1","name":"exec","input":` + args + `}}` + "\n\n",
+		`data: {"type":"content_block_stop","index":0}` + "\n\n",
+		`data: {"type":"message_stop"}` + "\n\n",
+	}
+	text := []string{events[0], `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":"done"}}` + "\n\n", events[3]}
+	up := newScripted(t, sseAnswer(events...), sseAnswer(text...))
+	h := newHarness(t, up, facts(t, deny))
+	body := func(msgs ...any) []byte {
+		b, _ := json.Marshal(map[string]any{"model": tModel, "stream": true, "max_tokens": 100, "system": tPrompt + tSuffix, "messages": msgs, "tools": anthropicTools()})
+		return b
+	}
+	call := func(b []byte) result { return h.call("anth", apiAnthropicMessages, b, tPrompt+tSuffix, tSuffix) }
+	u := map[string]any{"role": "user", "content": envelope(tMessage)}
+	if res := call(body(u)); res.status != 200 || res.trailer.Get(trailerError) != "" {
+		t.Fatalf("the first call: %d %s", res.status, res.reason)
+	}
+	asst := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "tu_1", "name": "exec", "input": json.RawMessage(args)}}}
+	result := func(content any, isError bool) map[string]any {
+		return map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "tu_1", "content": content, "is_error": isError}}}
+	}
+	part := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+	shadow := "root:$y$j9T$salt$hash:19000:0:99999:7:::"
+	for _, tc := range []struct {
+		name    string
+		content any
+	}{
+		{"the output after the reason", deny.BlockReason + "\n" + shadow},
+		{"the output before the reason", shadow + "\n" + deny.BlockReason},
+		{"the output in a second text block", []any{part(deny.BlockReason), part(shadow)}},
+		{"the output as an image beside the reason", []any{part(deny.BlockReason),
+			map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}}},
+		{"the reason with another stage", `clawea gate (policy): tool "exec" is blocked by the verification gate`},
+	} {
+		if res := call(body(u, asst, result(tc.content, false))); res.reason != reasonResultMismatch {
+			t.Errorf("%s: %d %q, want %s", tc.name, res.status, res.reason, reasonResultMismatch)
+		}
+	}
+	if len(up.got) != 1 {
+		t.Fatalf("the upstream got %d smuggled calls", len(up.got)-1)
+	}
+	// The reason alone (is_error does not change what the model reads).
+	if res := call(body(u, asst, result(deny.BlockReason, true))); res.status != 200 || res.trailer.Get(trailerError) != "" {
+		t.Fatalf("the block reason alone: %d %s", res.status, res.reason)
+	}
+}

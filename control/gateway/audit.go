@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -93,26 +94,61 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // auditLog is a run's gateway audit file, <dir>/<run_id>.jsonl. Each
-// record is written and fsynced before the call's answer ends.
+// record is written and fsynced before the call's answer ends. The run's
+// call and a call refused because the run is busy (runState.busy) both
+// write to it: mu orders their records, and a forwarded call holds it
+// from its record to the second record that may follow (finish), so that
+// a call's records are never split by another's.
 type auditLog struct {
-	f   *os.File
-	seq int64
-	// buf holds the line being written, reused from call to call: a
-	// run's calls are one at a time (runState.busy), and it holds
-	// hashes and codes only.
+	mu     sync.Mutex
+	path   string
+	f      *os.File
+	closed bool
+	seq    int64
+	// buf holds the line being written, reused from record to record
+	// (under mu); it holds hashes and codes only.
 	buf []byte
 }
 
-func openAudit(dir, runID string) (*auditLog, error) {
-	f, err := os.OpenFile(filepath.Join(dir, runID+".jsonl"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: opening the audit log: %w", err)
+func newAuditLog(dir, runID string) *auditLog {
+	return &auditLog{path: filepath.Join(dir, runID+".jsonl")}
+}
+
+// open opens the file, unless it is open; a closed log (CloseRun) is not
+// opened again.
+func (l *auditLog) open() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.openLocked()
+}
+
+func (l *auditLog) openLocked() error {
+	switch {
+	case l.closed:
+		return errRunClosed
+	case l.f != nil:
+		return nil
 	}
-	return &auditLog{f: f}, nil
+	f, err := os.OpenFile(l.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("gateway: opening the audit log: %w", err)
+	}
+	l.f = f
+	return nil
 }
 
 // append writes rec durably.
 func (l *auditLog) append(rec *auditRecord, now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.appendLocked(rec, now)
+}
+
+// appendLocked is append for a caller that holds mu.
+func (l *auditLog) appendLocked(rec *auditRecord, now time.Time) error {
+	if err := l.openLocked(); err != nil {
+		return err
+	}
 	l.seq++
 	rec.Seq = l.seq
 	rec.At = now.UTC().Format(time.RFC3339Nano)
@@ -126,4 +162,13 @@ func (l *auditLog) append(rec *auditRecord, now time.Time) error {
 	return nil
 }
 
-func (l *auditLog) close() error { return l.f.Close() }
+// close closes the file for good: a later record of the run fails.
+func (l *auditLog) close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	if l.f == nil {
+		return nil
+	}
+	return l.f.Close()
+}

@@ -199,53 +199,40 @@ func New(cfg Config, dir string, log *slog.Logger) (*Gateway, error) {
 // session histories stay: a later run of the session continues them.
 func (g *Gateway) CloseRun(runID string) {
 	g.mu.Lock()
-	var a *auditLog
-	if rs := g.runs[runID]; rs != nil {
-		a = rs.audit
-	}
+	rs := g.runs[runID]
 	delete(g.runs, runID)
 	g.mu.Unlock()
-	if a != nil {
-		_ = a.close()
+	if rs != nil {
+		_ = rs.audit.close()
 	}
 }
 
-// errRunClosed: the run was closed while its first call opened its log.
+// errRunClosed: the run was closed while its call opened or wrote its log.
 var errRunClosed = errors.New("gateway: the run was closed")
 
 // acquireRun returns the run's state, marked busy (a run's calls are one
-// at a time). The run's first call opens its audit log outside the
-// gateway's lock, so that other runs' calls do not wait for the file
-// system.
+// at a time), its audit log open. The run's first call opens the log
+// outside the gateway's lock, so that other runs' calls do not wait for
+// the file system. A call refused because another call holds the run
+// gets the run's state too (not marked: it must not release it), so that
+// its refusal is audited (section 2.2).
 func (g *Gateway) acquireRun(runID string) (*runState, error) {
 	g.mu.Lock()
 	rs := g.runs[runID]
 	if rs == nil {
-		rs = &runState{events: map[string]bool{}}
+		rs = &runState{events: map[string]bool{}, audit: newAuditLog(g.dir, runID)}
 		g.runs[runID] = rs
 	}
-	if rs.busy {
-		g.mu.Unlock()
-		return nil, refuse(reasonLimit, "another model call of the run is in progress")
-	}
+	busy := rs.busy
 	rs.busy = true
-	opened := rs.audit != nil
 	g.mu.Unlock()
-	if opened {
-		return rs, nil
+	if busy {
+		return rs, refuse(reasonLimit, "another model call of the run is in progress")
 	}
-	a, err := openAudit(g.dir, runID)
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if err == nil && g.runs[runID] != rs {
-		_ = a.close()
-		err = errRunClosed
-	}
-	if err != nil {
-		rs.busy = false
+	if err := rs.audit.open(); err != nil {
+		g.releaseRun(rs)
 		return nil, err
 	}
-	rs.audit = a
 	return rs, nil
 }
 

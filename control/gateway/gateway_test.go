@@ -435,15 +435,24 @@ func TestToolResultRules(t *testing.T) {
 	asst := map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
 		"id": "c1", "type": "function", "function": map[string]any{"name": "exec", "arguments": args}}}}
 	u := user(envelope(tMessage))
+	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 	for _, tc := range []struct {
 		name      string
 		decisions []Decision
-		result    string
+		result    any
 		reason    string
 	}{
 		{"undecided", nil, "done", reasonResultUndecided},
 		{"denied with output", []Decision{deny}, "removed everything", reasonResultMismatch},
-		{"denied with its reason", []Decision{deny}, "blocked: clawea gate (policy): exec is denied", ""},
+		// OpenClaw 2026.9.6 sends the block reason alone, as a string.
+		{"denied with its reason", []Decision{deny}, deny.BlockReason, ""},
+		{"denied with its reason in two text parts", []Decision{deny}, []any{text("clawea gate (policy): "), text("exec is denied")}, ""},
+		{"denied with its reason after text", []Decision{deny}, "blocked: " + deny.BlockReason, reasonResultMismatch},
+		{"denied with its reason then the output", []Decision{deny}, deny.BlockReason + "\nuid=0(root)", reasonResultMismatch},
+		{"denied with its reason and an output part", []Decision{deny}, []any{text(deny.BlockReason), text("uid=0(root)")}, reasonResultMismatch},
+		{"denied with its reason and an image part", []Decision{deny}, []any{text(deny.BlockReason),
+			map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,AAAA"}}}, reasonResultMismatch},
+		{"denied with no content", []Decision{deny}, nil, reasonRequestMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			up := newScripted(t, sseAnswer(openAIToolCall("c1", "exec", args), openAIDone), sseAnswer(openAIText, openAIDone))
@@ -760,9 +769,11 @@ func TestRunsOpenTheirLogsConcurrently(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if rs.audit == nil {
-					t.Error("a run's call holds no audit log")
+				rs.audit.mu.Lock()
+				if rs.audit.f == nil {
+					t.Error("a run's call holds no open audit log")
 				}
+				rs.audit.mu.Unlock()
 				g.releaseRun(rs)
 				if i%5 == 0 {
 					g.CloseRun(run)
@@ -782,5 +793,128 @@ func TestRunsOpenTheirLogsConcurrently(t *testing.T) {
 	g.CloseRun("run_c0")
 	if g.runs["run_c0"] != nil {
 		t.Fatal("CloseRun left the run's state")
+	}
+}
+
+// busyRequest is a call of the test run with llm_call event n, for a test
+// that sends it from another goroutine (harness.call counts on the
+// test's).
+func busyRequest(t *testing.T, h *harness, n int, body []byte) *http.Request {
+	req, _ := http.NewRequest("POST", h.srv.URL+"/v1/runs/"+tRunID+"/model/"+tProv+"/"+apiOpenAIChat, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(headerTurn, h.f.TurnID)
+	req.Header.Set(headerLLMCall, llmCallHeader(t, n, tPrompt+tSuffix, tSuffix))
+	return req
+}
+
+// sendAsync sends req on a goroutine of its own; the channel gets its
+// answer (its body read whole), or a zero result when it failed.
+func sendAsync(req *http.Request) <-chan result {
+	out := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			out <- result{}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := bounded.Read(resp.Body, 4<<20, "answer")
+		if err != nil {
+			out <- result{}
+			return
+		}
+		out <- result{status: resp.StatusCode, body: b, trailer: resp.Trailer}
+	}()
+	return out
+}
+
+// TestBusyRunRefusalAudited (section 2.2): a second call of a run while
+// its first one streams is refused GATEWAY_LIMIT at once and audited, and
+// the first call's records stay whole: its forwarded record (and the
+// failed one that follows when the run's record refuses its receipt) are
+// not split by the refusal's, the seqs run on, and its receipt verifies.
+func TestBusyRunRefusalAudited(t *testing.T) {
+	for _, refuseReceipt := range []bool{false, true} {
+		t.Run("refuseReceipt="+strconv.FormatBool(refuseReceipt), func(t *testing.T) {
+			release, streaming := make(chan struct{}), make(chan struct{})
+			up := newScripted(t, func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write([]byte(openAIText))
+				w.(http.Flusher).Flush()
+				close(streaming)
+				<-release
+				_, _ = w.Write([]byte(openAIDone))
+			})
+			// Run before the upstream's Close, which waits for the
+			// held answer, also when the test fails.
+			releaseFirst := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(releaseFirst)
+			f := facts(t)
+			inRecord := make(chan struct{})
+			if refuseReceipt {
+				// The run's record refuses the receipt slowly: a call
+				// refused meanwhile waits for the failed record.
+				f.Record = func([]byte) error {
+					close(inRecord)
+					time.Sleep(200 * time.Millisecond)
+					return errors.New("record: refused")
+				}
+			}
+			h := newHarness(t, up, f)
+			body := openAIBody(t, tPrompt+tSuffix, true, user(envelope(tMessage)))
+			first := sendAsync(busyRequest(t, h, 1, body))
+			<-streaming
+			busy := openAIBody(t, tPrompt+tSuffix, false, user(envelope(tMessage)))
+			var second result
+			if !refuseReceipt {
+				second = h.do(busyRequest(t, h, 2, busy))
+				if recs := auditRecords(t, h); len(recs) != 1 || recs[0].Outcome != "refused" {
+					t.Fatalf("while the first call streams, the log holds %+v, want the refusal", recs)
+				}
+				releaseFirst()
+			} else {
+				releaseFirst()
+				<-inRecord
+				second = h.do(busyRequest(t, h, 2, busy))
+			}
+			if second.status != http.StatusTooManyRequests || second.reason != reasonLimit {
+				t.Fatalf("the busy run's second call: %d %s", second.status, second.body)
+			}
+			res := <-first
+			recs := auditRecords(t, h)
+			for i, r := range recs {
+				if r.Seq != int64(i+1) || r.RunID != tRunID {
+					t.Fatalf("record %d: %+v", i, r)
+				}
+			}
+			refusedAt, firstAt := 0, 1 // the refusal, then the first call's records
+			if refuseReceipt {
+				refusedAt, firstAt = 2, 0
+				if len(recs) != 3 || recs[1].Outcome != "failed" || recs[1].Reason != reasonAuditFailed || recs[1].RequestHash != b64u.SHA256(body) {
+					t.Fatalf("the first call's records were split: %+v", recs)
+				}
+			} else if len(recs) != 2 {
+				t.Fatalf("audit records %+v", recs)
+			}
+			r := recs[refusedAt]
+			if r.Outcome != "refused" || r.Reason != reasonLimit || r.Status != http.StatusTooManyRequests ||
+				r.RequestHash != b64u.SHA256(busy) || r.Provider != tProv || r.Model != "" || r.TurnID != tTurnID {
+				t.Fatalf("the refusal's record %+v", r)
+			}
+			r = recs[firstAt]
+			if res.status != 200 || r.Outcome != "forwarded" || r.RequestHash != b64u.SHA256(body) || r.ResponseHash != b64u.SHA256(res.body) {
+				t.Fatalf("the first call: %d %s, its record %+v", res.status, res.trailer, r)
+			}
+			if refuseReceipt {
+				return
+			}
+			env, err := b64u.Decode(res.trailer.Get(trailerReceipt))
+			if err != nil || res.trailer.Get(trailerError) != "" {
+				t.Fatalf("the first call's trailers %v", res.trailer)
+			}
+			if _, _, err := poh.ChainGatewayReceipt("", 0, env); err != nil || r.ReceiptHash != b64u.SHA256(env) {
+				t.Fatalf("the first call's receipt: %v (record names %s)", err, r.ReceiptHash)
+			}
+		})
 	}
 }

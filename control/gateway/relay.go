@@ -250,7 +250,11 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 		recorded = make(chan error, 1)
 		go func() { recorded <- c.f.Record(env) }()
 	}
-	aerr := c.rs.audit.append(&c.rec, now)
+	// The log is held until the second record that may follow: a call
+	// refused meanwhile (the run is busy) writes its record after both.
+	l := c.rs.audit
+	l.mu.Lock()
+	aerr := l.appendLocked(&c.rec, now)
 	c.step(stepAudit)
 	if recorded != nil {
 		rerr = <-recorded
@@ -259,9 +263,10 @@ func (c *call) finish(w http.ResponseWriter, rl *relay) {
 			// The audit record names a receipt the run's record refused:
 			// a second record says the call failed (section 9).
 			c.rec.Outcome, c.rec.Reason, c.rec.ReceiptHash = "failed", reasonAuditFailed, ""
-			aerr = c.rs.audit.append(&c.rec, c.g.now())
+			aerr = l.appendLocked(&c.rec, c.g.now())
 		}
 	}
+	l.mu.Unlock()
 	<-signedDone
 	c.step(stepSigned)
 	if aerr != nil || rerr != nil {

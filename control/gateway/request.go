@@ -58,9 +58,12 @@ type toolCall struct {
 	params   [32]byte
 }
 
-// toolResult answers the tool call id with text.
+// toolResult answers the tool call id with text: its content's string, or
+// the concatenation of its text parts. textOnly: the content is a string
+// or text parts only (no image or other part beside them).
 type toolResult struct {
 	id, text string
+	textOnly bool
 }
 
 // request is a provider request as the rules read it.
@@ -276,11 +279,11 @@ func openAIMessage(i int, role string, m *pohjson.Value, canon canonSum) (messag
 		if !ok {
 			return msg, malformed("messages[%d].tool_call_id must be a string", i)
 		}
-		text, _, err := textParts(c, "text")
+		text, only, err := textParts(c, "text")
 		if err != nil {
 			return msg, malformed("messages[%d].content: %v", i, err)
 		}
-		msg.results = []toolResult{{id: id, text: text}}
+		msg.results = []toolResult{{id: id, text: text, textOnly: only}}
 	default:
 		return msg, malformed("messages[%d].role is not a known role", i)
 	}
@@ -492,12 +495,12 @@ func anthropicMessage(i int, m *pohjson.Value, canon canonSum) (message, error) 
 				continue
 			}
 			id, ok := b.GetString("tool_use_id")
-			text, _, terr := textParts(b.Get("content"), "text")
+			text, only, terr := textParts(b.Get("content"), "text")
 			_, bad := unknownMember(b, "type", "tool_use_id", "content", "is_error", "cache_control")
 			if !ok || bad || (b.Get("content") != nil && terr != nil) {
 				return msg, malformed("messages[%d].content[%d] is not a tool result", i, j)
 			}
-			msg.results = append(msg.results, toolResult{id: id, text: text})
+			msg.results = append(msg.results, toolResult{id: id, text: text, textOnly: only && terr == nil})
 		}
 		if len(msg.results) > 0 {
 			if msg.text != "" {

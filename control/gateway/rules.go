@@ -223,8 +223,11 @@ func checkResult(r toolResult, calls []toolCall, answered map[int]bool, ts *turn
 		if ts.used[i] || inList(pending, i) || d.Tool != call.name || d.ParamsHash != call.params {
 			continue
 		}
-		if !d.Allow && !strings.Contains(r.text, d.BlockReason) {
-			return 0, refuse(reasonResultMismatch, fmt.Sprintf("the result of the denied %s call is not its block reason", strconv.Quote(call.name)))
+		// A denied call's result is its block reason and nothing else
+		// (3.6): text beside it, or a part of another type, would be
+		// output of a call the gate refused.
+		if !d.Allow && (r.text != d.BlockReason || !r.textOnly) {
+			return 0, refuse(reasonResultMismatch, fmt.Sprintf("the result of the denied %s call is not exactly its block reason", strconv.Quote(call.name)))
 		}
 		return i, nil
 	}

@@ -19,11 +19,14 @@ type call struct {
 	f        *Facts
 	provider string
 	up       *upstreamClient
-	rs       *runState
-	sk       sessionKey
-	hist     *history
-	held     bool
-	counted  bool
+	// rs is the run's state, held by this call (acquireRun); log is the
+	// run's audit log, known also when another call holds the run.
+	rs      *runState
+	log     *auditLog
+	sk      sessionKey
+	hist    *history
+	held    bool
+	counted bool
 	// bodyDone: the caller was told the body is no longer read
 	// (Facts.BodyDone).
 	bodyDone bool
@@ -106,10 +109,14 @@ func (c *call) releaseBody() {
 // order of the spec; the first failure is the answer.
 func (c *call) check(r *http.Request, api string) error {
 	g, f := c.g, c.f
-	var err error
-	if c.rs, err = g.acquireRun(f.Want.RunID); err != nil {
+	rs, err := g.acquireRun(f.Want.RunID)
+	if rs != nil {
+		c.log = rs.audit
+	}
+	if err != nil {
 		return err
 	}
+	c.rs = rs
 	if c.up = g.clients[c.provider]; c.up == nil || c.up.u.API != api {
 		return refuse(reasonUpstreamUnknown, "the provider is not a configured upstream for this api")
 	}
@@ -257,8 +264,9 @@ func (c *call) release() {
 	c.releaseParse()
 }
 
-// refuse answers a refused call: an audit record (when the run's log is
-// open), then the JSON refusal. Nothing was forwarded.
+// refuse answers a refused call: an audit record (when the run is known:
+// this call holds it, or another call does), then the JSON refusal.
+// Nothing was forwarded.
 func (c *call) refuse(w http.ResponseWriter, err error) {
 	rf, ok := errors.AsType[*refusal](err)
 	if !ok {
@@ -266,11 +274,11 @@ func (c *call) refuse(w http.ResponseWriter, err error) {
 		rf = &refusal{Status: http.StatusInternalServerError, Reason: reasonAuditFailed, Msg: "internal error"}
 	}
 	c.g.log.Warn("gateway call refused", "run_id", c.f.Want.RunID, "provider", c.rec.Provider, "reason", rf.Reason, "status", rf.Status)
-	if c.rs != nil {
+	if c.log != nil {
 		h := c.bodyHash()
 		c.rec.RequestHash = b64u.Encode(h[:])
 		c.rec.Outcome, c.rec.Reason, c.rec.Status = "refused", rf.Reason, rf.Status
-		if aerr := c.rs.audit.append(&c.rec, c.g.now()); aerr != nil {
+		if aerr := c.log.append(&c.rec, c.g.now()); aerr != nil {
 			c.g.log.Error("gateway audit record failed", "run_id", c.f.Want.RunID, "err", aerr)
 		}
 	}
