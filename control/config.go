@@ -125,6 +125,12 @@ type tpmConfig struct {
 	// for development only (a fake one): it requires Address. Default
 	// http://169.254.169.254.
 	AzureIMDS string `conf:"azureImds,max=200"`
+	// PCRs is the SHA-256 PCR selection the TPM quotes, seals to and
+	// measures (platform-tpm.md section 1); default PCRs 0-7. It requires
+	// platform "tpm" or "auto": Azure's paravisor quotes its own selection.
+	// A pinned measurement needs PCRs 0..n-1; 0-9 covers the boot loader's
+	// kernel command line and initrd as well.
+	PCRs []int `conf:"pcrs,min=1,max=24,unique"`
 }
 
 // fileDoc declares the configuration file: the attester section, and the
@@ -199,6 +205,14 @@ func (a *attesterDoc) CheckConf(d *confdoc.Decoder, path string) {
 	}
 	if msg := gpuProblem(a.Platform, a.GPU); msg != "" {
 		d.Fail(key("gpu"), confdoc.ErrBadValue, "%s", msg)
+	}
+	for i, p := range a.TPM.PCRs {
+		if p < 0 || p > 23 {
+			d.Fail(jsonobj.Index(jsonobj.Key(key("tpm"), "pcrs"), i), confdoc.ErrBadValue, "not a PCR index (0-23)")
+		}
+	}
+	if len(a.TPM.PCRs) > 0 && a.Platform != "tpm" && a.Platform != "auto" {
+		d.Fail(jsonobj.Key(key("tpm"), "pcrs"), confdoc.ErrBadValue, `requires platform "tpm" or "auto"`)
 	}
 	if u := a.TPM.AzureIMDS; u != "" && (a.TPM.Address == "" || !(strings.HasPrefix(u, "http://127.0.0.1:") || strings.HasPrefix(u, "http://localhost:"))) {
 		d.Fail(jsonobj.Key(key("tpm"), "azureImds"), confdoc.ErrBadValue, `requires tpm.address and a loopback "http://127.0.0.1:PORT" (development only: a fake metadata service)`)

@@ -43,6 +43,13 @@ func TestConfigErrorsNameTheKey(t *testing.T) {
 		{func(m map[string]any) {
 			m["attester"].(map[string]any)["tpm"] = map[string]any{"address": "127.0.0.1:2321"}
 		}, "attester.tpm.address"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["tpm"] = map[string]any{"pcrs": []int{0, 24}} }, "attester.tpm.pcrs[1]"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["tpm"] = map[string]any{"pcrs": []int{0, 0}} }, "attester.tpm.pcrs[1]"},
+		{func(m map[string]any) { m["attester"].(map[string]any)["tpm"] = map[string]any{"pcrs": []int{}} }, "attester.tpm.pcrs"},
+		{func(m map[string]any) {
+			m["attester"].(map[string]any)["platform"] = "sev-snp"
+			m["attester"].(map[string]any)["tpm"] = map[string]any{"pcrs": []int{0, 1}}
+		}, "attester.tpm.pcrs"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["maxTurnsPerRun"] = -1 }, "attester.maxTurnsPerRun"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["uploadBudgetBytes"] = 1 }, "attester.uploadBudgetBytes"},
 		{func(m map[string]any) { m["attester"].(map[string]any)["trustedTemplates"] = map[string]string{} }, "attester.trustedTemplates"},

@@ -21,7 +21,7 @@ func Setup(ctx context.Context, d Deps) (*Service, func(), error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	opts := detect.Options{}
+	opts := detect.Options{TPM: tpm.Options{PCRs: cfg.TPM.PCRs}}
 	if cfg.TPM.Address != "" {
 		// Development only: config validation allows it with platform tpm
 		// alone, and the TPM marks such evidence simulated.
