@@ -246,3 +246,34 @@ func TestRecipeSpellingAttack(t *testing.T) {
 		}
 	}
 }
+
+// TestStrayRawContextFileAttack: a raw_context_files entry for a path the
+// params do not have (another file, or a spelling of a real one) would be
+// left out of the report, so two packs would commit to one report; the
+// rebuild refuses it by name.
+func TestStrayRawContextFileAttack(t *testing.T) {
+	requireConformance(t)
+	mc := int64(100)
+	entry := rawContextFile{RawContentHash: sha256.Sum256([]byte("x")), Truncated: true, MaxChars: &mc}
+	base := buildVector(t, "full", BuildOptions{RawContextFiles: map[string]rawContextFile{"AGENTS.md": entry}})
+	trusted := selfTrusted(t, base)
+	if _, err := base.Rebuild(trusted); err != nil {
+		t.Fatalf("the honest entry: %v", err)
+	}
+	for _, stray := range []string{"./AGENTS.md", "agents.md", "AGENTS.md ", "NOT-RENDERED.md"} {
+		p := buildVector(t, "full", BuildOptions{RawContextFiles: map[string]rawContextFile{"AGENTS.md": entry}})
+		p.RawContextFiles[stray] = entry
+		enc, err := p.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Parse(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := q.Rebuild(trusted)
+		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "raw_context_files") || rb != nil {
+			t.Errorf("%q: got %v, want the entry refused", stray, err)
+		}
+	}
+}
