@@ -59,3 +59,43 @@ func TestReleaseRecipeAttack(t *testing.T) {
 		t.Errorf("full: got %v, want uncheckable", err)
 	}
 }
+
+// TestPrefixAndCaseAttack: every allowlist and pin of a policy matches a
+// whole value, never a prefix, an extension or another case (tool names
+// excepted, which the recipe itself resolves trimmed and lowercased):
+// bootstrap paths, tool names, owner HMAC values and skill names.
+func TestPrefixAndCaseAttack(t *testing.T) {
+	pol := loadPolicy(t, "sensitive.policy.json")
+	if err := pol.Admit(testPack(t, nil, nil)); err != nil {
+		t.Fatalf("the base pack: %v", err)
+	}
+	agents := "# Agents\n\nAnswer briefly.\n"
+	skills, _ := decodeMap(t, readTestdata(t, "base.params.json"))["skillsPrompt"].(string)
+	if !strings.Contains(skills, "<name>weather</name>") {
+		t.Fatal("base skills prompt has no weather skill")
+	}
+	files := func(path string) []any {
+		return []any{map[string]any{"path": path, "content": agents}}
+	}
+	for _, tc := range []struct {
+		name, rule, input string
+		set               map[string]any
+	}{
+		{"path extended", ruleBootstrapPath, "bootstrap:AGENTS.md.bak", map[string]any{"contextFiles": files("AGENTS.md.bak")}},
+		{"path prefix", ruleBootstrapPath, "bootstrap:AGENTS", map[string]any{"contextFiles": files("AGENTS")}},
+		{"path in a folder", ruleBootstrapPath, "bootstrap:x/AGENTS.md", map[string]any{"contextFiles": files("x/AGENTS.md")}},
+		{"path ./", ruleBootstrapPath, "bootstrap:./AGENTS.md", map[string]any{"contextFiles": files("./AGENTS.md")}},
+		{"tool name extended", ruleToolNameNotAllowed, "tool:read_file", map[string]any{"toolNames": []any{"read_file"}}},
+		{"tool name prefix", ruleToolNameNotAllowed, "tool:rea", map[string]any{"toolNames": []any{"rea"}}},
+		{"owner hmac extended", ruleOwnerNotHMAC, "owner[0]", map[string]any{"ownerNumbers": []any{"a1b2c3d4e5f600"}}},
+		{"owner hmac prefix", ruleOwnerNotHMAC, "owner[0]", map[string]any{"ownerNumbers": []any{"a1b2c3d4e5"}}},
+		{"owner hmac case", ruleOwnerNotHMAC, "owner[0]", map[string]any{"ownerNumbers": []any{"A1B2C3D4E5F6"}}},
+		{"skill name extended", ruleSkillNotAllowed, "skill:weather2", map[string]any{"skillsPrompt": strings.Replace(skills, "<name>weather</name>", "<name>weather2</name>", 1)}},
+		{"skill name case", ruleSkillNotAllowed, "skill:Weather", map[string]any{"skillsPrompt": strings.Replace(skills, "<name>weather</name>", "<name>Weather</name>", 1)}},
+	} {
+		re, ok := errors.AsType[*RuleError](pol.Admit(testPack(t, tc.set, nil)))
+		if !ok || re.Rule != tc.rule || re.Input != tc.input {
+			t.Errorf("%s: got %v, want %s %s", tc.name, re, tc.rule, tc.input)
+		}
+	}
+}
