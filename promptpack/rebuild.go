@@ -12,6 +12,7 @@ import (
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/schema/charclass"
 	"github.com/clawea/attester/schema/jcs"
+	"github.com/clawea/attester/schema/jsonobj"
 	"github.com/clawea/attester/schema/pohjson"
 	"github.com/clawea/attester/schema/safetext"
 )
@@ -147,6 +148,10 @@ func (p *Pack) rebuild(trusted map[string]string, checkMode, wantInputs bool) (*
 	if checkMode && res.Mode != p.PromptMode {
 		clear(res.Prompt)
 		return nil, fmt.Errorf("%w: pack states %q, recipe resolved %q", ErrModeMismatch, safetext.Clip(p.PromptMode, 64), res.Mode)
+	}
+	if err := p.checkRawContextFiles(params); err != nil {
+		clear(res.Prompt)
+		return nil, err
 	}
 	rep, err := p.computeReport(h, params, res)
 	if err != nil {
@@ -385,4 +390,25 @@ func newSalts(selectors []string) (map[string][saltSize]byte, error) {
 		out[sel] = s
 	}
 	return out, nil
+}
+
+// checkRawContextFiles refuses a raw_context_files entry whose key is not
+// the path, byte for byte, of a context file of the params
+// (promptpack-v1.md section 3.6): the report would drop it, so a pack
+// could carry it, or a spelling of a real path ("./AGENTS.md"), beside
+// the entry the report commits.
+func (p *Pack) checkRawContextFiles(params *openclawsig.Params) error {
+	if len(p.RawContextFiles) == 0 {
+		return nil
+	}
+	paths := make(map[string]bool, len(params.ContextFiles))
+	for _, f := range params.ContextFiles {
+		paths[f.Path] = true
+	}
+	for path := range p.RawContextFiles {
+		if !paths[path] {
+			return ferr(jsonobj.Key("$.raw_context_files", path), fmt.Errorf("%w: names no context file of the params", errUnknownField))
+		}
+	}
+	return nil
 }

@@ -41,7 +41,8 @@ type OpenOptions struct {
 	// AllowUnlocked accepts sealed memory that could not be locked into
 	// RAM (see sealed.Options).
 	AllowUnlocked bool
-	// Limits lowers the envelope limits; zero: the defaults.
+	// Limits lowers the envelope limits; zero: the defaults. A body
+	// limit above the pack's own (16 MiB) is lowered to it.
 	Limits envelope.Limits
 }
 
@@ -61,6 +62,11 @@ type Opened struct {
 func OpenPack(enc []byte, m *envelope.Manifest, key *envelope.PrivateKey, wantReportHash [32]byte, opts OpenOptions) (*Opened, error) {
 	if m == nil || key == nil {
 		return nil, fmt.Errorf("%w: nil manifest or key", errInvalidInput)
+	}
+	// No pack is larger than maxPackSize: a larger body is refused from
+	// the file's size, before anything is decrypted into locked memory.
+	if opts.Limits.MaxBodySize == 0 || opts.Limits.MaxBodySize > maxPackSize {
+		opts.Limits.MaxBodySize = maxPackSize
 	}
 	hdr, err := opts.Limits.Verify(enc, m)
 	if err != nil {

@@ -123,19 +123,23 @@ func trimSpace(s string) string { return strings.Trim(s, " \t\r\n") }
 // isWorkspaceSkill reports whether a skill may come from the workspace
 // (section 6.4): its location is missing, not an absolute path (a "~/"
 // path names a home the pack does not state, so it is refused too), holds
-// a "." or ".." segment or a backslash, has a project-local skills folder
-// (".pi/skills", ".agents/skills"), or lies under a workspace folder the
-// params name. When in doubt it answers true.
+// an empty ("//", a trailing "/"), "." or ".." segment or a backslash, has
+// a project-local skills folder (".pi/skills", ".agents/skills"), or lies
+// under a workspace folder the params name; a workspace folder that is not
+// an absolute path in that same clean form makes every skill a workspace
+// skill. Only clean paths can be compared by prefix: the file system
+// resolves "/home//ws" and "/home/./ws" to "/home/ws". When in doubt it
+// answers true.
 func isWorkspaceSkill(e skillEntry, params *openclawsig.Params) bool {
 	loc := e.location
 	if !e.hasLocation || !strings.HasPrefix(loc, "/") || strings.ContainsRune(loc, '\\') {
 		return true
 	}
+	if !cleanAbs(loc) {
+		return true
+	}
 	segs := strings.Split(loc, "/")
 	for i, seg := range segs {
-		if seg == "." || seg == ".." {
-			return true
-		}
 		if (seg == ".pi" || seg == ".agents") && i+1 < len(segs) && segs[i+1] == "skills" {
 			return true
 		}
@@ -154,11 +158,26 @@ func isWorkspaceSkill(e skillEntry, params *openclawsig.Params) bool {
 		if !strings.HasPrefix(d, "/") {
 			return true // a relative or "~" folder: where it is is unknown
 		}
-		if d = strings.TrimRight(d, "/"); d == "" || under(loc, d) {
+		if d = strings.TrimRight(d, "/"); d == "" || !cleanAbs(d) || under(loc, d) {
 			return true
 		}
 	}
 	return false
+}
+
+// cleanAbs reports whether p is an absolute path whose every segment
+// after the leading "/" is neither empty nor "." nor "..": the only form in
+// which one path lying under another is a prefix comparison.
+func cleanAbs(p string) bool {
+	if !strings.HasPrefix(p, "/") {
+		return false
+	}
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // under reports whether path is dir or lies below it.
