@@ -33,8 +33,11 @@ var errTelegramAPI = errors.New("telegram bot api call failed")
 
 // telegramBot is one bot (API base + token). getUpdates is shared by every
 // pending approval of the bot: one poll runs at a time, its callback queries
-// are dispatched to the waiters by message id, so concurrent approvals do
-// not consume each other's updates.
+// are dispatched to the waiters by request id (the one the buttons carry)
+// and then checked against the waiter's message id, so concurrent approvals
+// do not consume each other's updates. Message ids are numbered per chat:
+// two chats of one bot (two agents' chatIds) reuse them, so they cannot be
+// the key.
 type telegramBot struct {
 	base     string
 	token    secretText
@@ -44,12 +47,13 @@ type telegramBot struct {
 
 	pollMu  sync.Mutex // serializes getUpdates and sendMessage+registration
 	offset  int64
-	mu      sync.Mutex // guards waiting
-	waiting map[int64]*tgWaiter
+	mu      sync.Mutex           // guards waiting
+	waiting map[string]*tgWaiter // by request id
 }
 
 type tgWaiter struct {
 	requestID string
+	messageID int64 // the sent message's id, set when it is registered
 	allowed   []int64
 	done      chan bool // buffered(1): true = allow
 }
@@ -62,7 +66,7 @@ type telegramApprover struct {
 func newTelegramBot(base string, token secretText, client *http.Client, interval time.Duration, log *slog.Logger) *telegramBot {
 	return &telegramBot{
 		base: strings.TrimRight(base, "/"), token: token, client: client,
-		interval: interval, log: log, waiting: map[int64]*tgWaiter{},
+		interval: interval, log: log, waiting: map[string]*tgWaiter{},
 	}
 }
 
@@ -191,8 +195,9 @@ func (a *telegramApprover) verify(ctx context.Context, r verifierRequest) verdic
 		err = fmt.Errorf("%w: sendMessage: no message id", errTelegramAPI)
 	}
 	if err == nil {
+		w.messageID = msg.MessageID
 		b.mu.Lock()
-		b.waiting[msg.MessageID] = w
+		b.waiting[w.requestID] = w
 		b.mu.Unlock()
 	}
 	b.pollMu.Unlock()
@@ -201,7 +206,7 @@ func (a *telegramApprover) verify(ctx context.Context, r verifierRequest) verdic
 	}
 	defer func() {
 		b.mu.Lock()
-		delete(b.waiting, msg.MessageID)
+		delete(b.waiting, w.requestID)
 		b.mu.Unlock()
 	}()
 
@@ -248,15 +253,19 @@ func (b *telegramBot) dispatch(ctx context.Context, u tgUpdate) {
 	if q == nil || q.Message == nil {
 		return
 	}
-	b.mu.Lock()
-	w := b.waiting[q.Message.MessageID]
-	b.mu.Unlock()
-	if w == nil {
-		return // an unrelated message
-	}
-	rest, ok := strings.CutPrefix(q.Data, callbackPrefix+w.requestID+":")
-	if !ok || (rest != "allow" && rest != "deny") {
+	data, ok := strings.CutPrefix(q.Data, callbackPrefix)
+	i := strings.LastIndexByte(data, ':')
+	if !ok || i < 0 {
 		return // not our buttons
+	}
+	requestID, rest := data[:i], data[i+1:]
+	b.mu.Lock()
+	w := b.waiting[requestID]
+	b.mu.Unlock()
+	// The tap counts only on the message that carries this request's
+	// buttons: not a pending request's data on another message.
+	if w == nil || w.messageID != q.Message.MessageID || (rest != "allow" && rest != "deny") {
+		return // an unrelated message, or not our buttons
 	}
 	if !slices.Contains(w.allowed, q.From.ID) {
 		b.log.Warn("gate: unauthorized telegram approval tap ignored", "user_id", strconv.FormatInt(q.From.ID, 10))
