@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -66,5 +67,69 @@ func TestDeniedVerifyRouteAttack(t *testing.T) {
 	}
 	if n := a.auditCount(t, rn); n != 2 {
 		t.Errorf("audit holds %d records, want the 2 decisions", n)
+	}
+}
+
+// TestConcurrentDecisionsAuditAttack: many tool calls of one run at once,
+// allowed and denied, each with its own params. Every answer's audit_seq
+// names a record of the run's log that says exactly what the answer said
+// (tool, params hash, stage, decision, reason, turn); no seq is given
+// twice, none is skipped, and the log holds nothing else.
+func TestConcurrentDecisionsAuditAttack(t *testing.T) {
+	a, pf := startWithPack(t, nil)
+	rn := a.createRun(t, pf, "agent:main:main")
+	base := "/v1/runs/" + rn.id
+	r := a.req(t, false, "POST", base+"/turns", rn.capability, turnBody("telegram", "guest", "m1"))
+	if r.code != 201 {
+		t.Fatalf("turn: %d %v", r.code, r.body)
+	}
+	turn := r.body["turn_id"].(string)
+	const n = 48
+	answers := make([]map[string]any, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			tool := []string{"read", "browser", "exec"}[i%3] // allowed, policy deny, gate deny
+			ans := a.req(t, false, "POST", base+"/tool-calls", rn.capability, map[string]any{"turn_id": turn, "tool": tool, "params": map[string]any{"i": i}})
+			if ans.code != 200 {
+				t.Errorf("call %d: %d %v", i, ans.code, ans.body)
+			}
+			answers[i] = ans.body
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	log := a.req(t, false, "GET", base+"/audit", rn.capability, nil)
+	if log.code != 200 {
+		t.Fatalf("audit: %d", log.code)
+	}
+	records := map[float64]map[string]any{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(log.raw), "\n"), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		records[rec["seq"].(float64)] = rec
+	}
+	if len(records) != n {
+		t.Fatalf("audit holds %d distinct seqs, want %d", len(records), n)
+	}
+	for i, ans := range answers {
+		rec := records[ans["audit_seq"].(float64)]
+		if rec == nil {
+			t.Errorf("call %d: no record for seq %v", i, ans["audit_seq"])
+			continue
+		}
+		decision := map[bool]string{true: "allow", false: "deny"}[ans["allow"] == true]
+		if rec["tool"] != ans["tool"] || rec["params_hash_b64u"] != ans["params_hash_b64u"] || rec["stage"] != ans["stage"] ||
+			rec["reason"] != ans["reason"] || rec["decision"] != decision || rec["turn"] != turn {
+			t.Errorf("call %d: answer %v, record %v", i, ans, rec)
+		}
+		delete(records, ans["audit_seq"].(float64))
+	}
+	if len(records) != 0 {
+		t.Errorf("records no answer names: %v", records)
 	}
 }
