@@ -133,3 +133,21 @@ func TestConcurrentDecisionsAuditAttack(t *testing.T) {
 		t.Errorf("records no answer names: %v", records)
 	}
 }
+
+// TestNonASCIIToolNameAttack: over the socket, a tool name that only Go's
+// Unicode case mapping makes a real tool ("\u0130mage" -> "image") is
+// denied at stage input and recorded with no tool name, not allowed as
+// "image" (OpenClaw's JavaScript lower-cases it to another name).
+func TestNonASCIIToolNameAttack(t *testing.T) {
+	a, pf := startWithPack(t, nil)
+	rn := a.createRun(t, pf, "agent:main:main")
+	base := "/v1/runs/" + rn.id
+	r := a.req(t, false, "POST", base+"/turns", rn.capability, turnBody("telegram", "owner-1", "m1"))
+	if r.code != 201 {
+		t.Fatalf("turn: %d %v", r.code, r.body)
+	}
+	r = a.req(t, false, "POST", base+"/tool-calls", rn.capability, map[string]any{"turn_id": r.body["turn_id"], "tool": "\u0130mage"})
+	if r.code != 200 || r.body["allow"] != false || r.body["stage"] != "input" || r.body["tool"] != "" {
+		t.Fatalf("non-ASCII tool name: %d %v", r.code, r.body)
+	}
+}
