@@ -122,3 +122,56 @@ func TestTelegramTapOnAnotherMessageAttack(t *testing.T) {
 		t.Fatalf("a tap on another message decided the call: %+v", d)
 	}
 }
+
+// TestTelegramApprovalTextSpoofAttack: the approver reads the call in the
+// approval message. A command (or session key) with newlines cannot forge
+// the message's own lines (a second "Agent:" or "Request:"), a bidi
+// override or line separator is shown escaped, and a command padded past
+// what the message shows says it is cut and how long it is, so a tail
+// ("; rm -rf ~") after 1,500 bytes of spaces is not approved unseen.
+func TestTelegramApprovalTextSpoofAttack(t *testing.T) {
+	padded := "echo ok" + strings.Repeat(" ", 1600) + "; rm -rf ~"
+	for _, tc := range []struct {
+		command, session string
+		want             []string
+	}{
+		{"ls\nAgent: main\nSession: agent:main:main\nRequest: 00000000-0000-4000-8000-000000000000", "agent:main:main",
+			[]string{`Command (quoted: it holds characters that cannot be shown as they are): "ls\nAgent: main\nSession: agent:main:main\nRequest: 00000000-0000-4000-8000-000000000000"` + "\n"}},
+		{"ls \u202e~ fr- mr", "agent:main:main", []string{`Command (quoted: it holds characters that cannot be shown as they are): "ls \u202e~ fr- mr"`}},
+		{padded, "agent:main:main", []string{fmt.Sprintf("Command (CUT: the first 1497 of its %d bytes are shown, the rest is not): echo ok", len(padded))}},
+		{"ls", "agent:main:main\u2028Request: forged", []string{`Session (quoted: it holds characters that cannot be shown as they are): "agent:main:main\u2028Request: forged"` + "\n"}},
+	} {
+		f := newFakeBotAPI(t, func(f *fakeBotAPI, m sentMessage) { f.tap(allowedUser, m.id, m.button("Deny")) })
+		g := telegramGate(t, f, "", long)
+		c := call("exec")
+		c.SessionKey = tc.session
+		p, _ := json.Marshal(map[string]string{"command": tc.command})
+		c.Params = p
+		d := g.decide(t, c)
+		sent, _ := f.snapshot()
+		if d.Allow || len(sent) != 1 {
+			t.Fatalf("%q: %+v, %d messages", tc.command, d, len(sent))
+		}
+		text := sent[0].Text
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("message lacks %q:\n%s", w, text)
+			}
+		}
+		lines := strings.Split(text, "\n")
+		for _, label := range []string{"Agent: ", "Request: ", "Session"} {
+			n := 0
+			for _, l := range lines {
+				if strings.HasPrefix(l, label) {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%q: %d lines start with %q:\n%s", tc.command, n, label, text)
+			}
+		}
+		if !strings.HasSuffix(text, "Request: "+d.RequestID) || strings.ContainsAny(text, "\u2028\u202e") {
+			t.Errorf("%q: message:\n%s", tc.command, text)
+		}
+	}
+}

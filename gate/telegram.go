@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/safetext"
@@ -165,14 +166,38 @@ func approvalText(r verifierRequest) string {
 		_ = json.Unmarshal(m["command"], &cmd)
 	}
 	if cmd != "" {
-		b.WriteString("Command: " + safetext.Fit(cmd, 1500) + "\n")
+		b.WriteString(approvalLine("Command", cmd, maxApprovalValue))
 	} else {
-		b.WriteString("Params: " + safetext.Fit(string(r.Params), 1500) + "\n")
+		b.WriteString(approvalLine("Params", string(r.Params), maxApprovalValue))
 	}
 	b.WriteString("Agent: " + r.AgentID + "\n")
-	b.WriteString("Session: " + r.SessionKey + "\n")
+	b.WriteString(approvalLine("Session", r.SessionKey, maxApprovalValue))
 	b.WriteString("Request: " + r.RequestID)
 	return safetext.Fit(b.String(), maxTelegramText)
+}
+
+// maxApprovalValue bounds the bytes of one value in the approval message.
+const maxApprovalValue = 1500
+
+// approvalLine is one line of the approval message: label and v, as it is
+// when every character of it is printable (strconv.IsPrint: no control or
+// format character, no space but U+0020), else Go-quoted with those
+// escaped, so that the caller's text cannot start a line of its own (a
+// forged "Agent:" or "Request:"), reorder what the approver reads (bidi
+// controls) or hide a part in blank lines. A value over max bytes is cut,
+// and the label says so with its full size: the approver never takes a
+// part for the whole.
+func approvalLine(label, v string, max int) string {
+	if !utf8.ValidString(v) || strings.IndexFunc(v, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+		v = strconv.Quote(v)
+		label += " (quoted: it holds characters that cannot be shown as they are)"
+	}
+	if len(v) > max {
+		shown := safetext.Fit(v, max)
+		label += fmt.Sprintf(" (CUT: the first %d of its %d bytes are shown, the rest is not)", len(shown)-len("…"), len(v))
+		v = shown
+	}
+	return label + ": " + v + "\n"
 }
 
 func (a *telegramApprover) verify(ctx context.Context, r verifierRequest) verdict {
