@@ -175,3 +175,21 @@ func TestTelegramApprovalTextSpoofAttack(t *testing.T) {
 		}
 	}
 }
+
+// TestTelegramApprovalShowsEveryExecParamAttack: an exec whose command
+// looks harmless but whose other params change what it runs (env PATH,
+// workdir, elevated) shows those params too, not the command alone.
+func TestTelegramApprovalShowsEveryExecParamAttack(t *testing.T) {
+	f := newFakeBotAPI(t, func(f *fakeBotAPI, m sentMessage) { f.tap(allowedUser, m.id, m.button("Deny")) })
+	g := telegramGate(t, f, "", long)
+	c := call("exec")
+	c.Params = []byte(`{"command":"ls","env":{"PATH":"/tmp/evil"},"workdir":"/","elevated":true}`)
+	if d := g.decide(t, c); d.Allow {
+		t.Fatalf("%+v", d)
+	}
+	sent, _ := f.snapshot()
+	want := "Command: ls\nOther params: " + `{"elevated":true,"env":{"PATH":"/tmp/evil"},"workdir":"/"}` + "\n"
+	if len(sent) != 1 || !strings.Contains(sent[0].Text, want) {
+		t.Fatalf("message lacks %q:\n%+v", want, sent)
+	}
+}

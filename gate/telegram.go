@@ -167,6 +167,17 @@ func approvalText(r verifierRequest) string {
 	}
 	if cmd != "" {
 		b.WriteString(approvalLine("Command", cmd, maxApprovalValue))
+		// What else the call sets (env, workdir, elevated, host, ...)
+		// changes what the command does: the approver sees it too. The
+		// members are the JCS ones, re-encoded in key order.
+		delete(m, "command")
+		if len(m) > 0 {
+			rest, err := json.Marshal(m)
+			if err != nil {
+				rest = []byte("(cannot be shown)")
+			}
+			b.WriteString(approvalLine("Other params", string(rest), maxApprovalValue))
+		}
 	} else {
 		b.WriteString(approvalLine("Params", string(r.Params), maxApprovalValue))
 	}
