@@ -23,7 +23,6 @@ type chatBotAPI struct {
 	sent    int
 	want    int
 	pending [][3]string // chat, message id, text of the sent messages
-	buttons map[string][2]string
 	label   func(chat string) string
 }
 
