@@ -84,7 +84,7 @@ func TestConcurrentDecisionsAuditAttack(t *testing.T) {
 		t.Fatalf("turn: %d %v", r.code, r.body)
 	}
 	turn := r.body["turn_id"].(string)
-	const n = 48
+	const n = 24
 	answers := make([]map[string]any, n)
 	var wg sync.WaitGroup
 	for i := range n {
