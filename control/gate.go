@@ -297,6 +297,10 @@ func (s *Service) Verify(rn *Run, decode Decoder) (*verifyResponse, error) {
 	switch {
 	case !rn.turnOwner:
 		return nil, refusal(kindForbidden, "verify is an owner-only tool: this turn's sender is not a configured owner", nil)
+	case !s.gate.EnforcementFor(rn.agentID).VerifyAllowed:
+		// The gate decides the verify tool like any other (the plugin asks it
+		// first); calling the route directly must not get around a deny.
+		return nil, refusal(kindForbidden, "the tool policy denies the verify tool for this run's agent", nil)
 	}
 	method := gate.VerifiedTemplates
 	result := &verifyResponse{TurnID: req.TurnID}

@@ -14,6 +14,11 @@ type enforcement struct {
 	// Development: the gate was configured in development mode (it
 	// accepts http webhooks).
 	Development bool
+	// VerifyAllowed: the agent's tool policy lets it call the verify tool
+	// (only an explicit deny entry can refuse it, section 2.4). The
+	// attester's verify route refuses a turn it would deny, so a denied
+	// verify cannot be done by calling the route without asking the gate.
+	VerifyAllowed bool
 }
 
 // EnforcementFor returns what the gate enforces for runs of agent (an id
@@ -25,5 +30,6 @@ func (g *Gate) EnforcementFor(agent string) enforcement {
 		VerificationEnforced: p.enforce && p.gated != nil && (len(p.gated.exact) > 0 || len(p.gated.globs) > 0),
 		FailModeDeny:         !p.verifier.enabled || p.verifier.failMode == failDeny,
 		Development:          g.cfg.Development,
+		VerifyAllowed:        p.checkPolicy(verifyToolName) == "",
 	}
 }

@@ -285,7 +285,8 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 	d.Allow, d.Stage, d.Reason = true, stagePolicy, "allowed by the tool policy"
 
 	// b. verification gate
-	if p.enforce && in.tool != verifyToolName && p.gated.match(in.tool) {
+	gated := p.enforce && in.tool != verifyToolName && p.gated.match(in.tool)
+	if gated {
 		ok, why := g.turns.status(c.Run, in.turn)
 		if !ok {
 			d.Allow, d.Stage = false, stageVerification
@@ -299,7 +300,7 @@ func (g *Gate) Decide(ctx context.Context, c Call) (Decision, error) {
 
 	// c. external verifier
 	if p.verifier.inScope(in.tool) {
-		return g.external(ctx, in, p, d)
+		return g.external(ctx, in, p, d, gated)
 	}
 	return g.record(in, d, nil)
 }
@@ -326,7 +327,7 @@ func (g *Gate) policyFor(agent string) *agentPolicy {
 	return g.defaults
 }
 
-func (g *Gate) external(ctx context.Context, in callInput, p *agentPolicy, d Decision) (Decision, error) {
+func (g *Gate) external(ctx context.Context, in callInput, p *agentPolicy, d Decision, gated bool) (Decision, error) {
 	d.Stage = stageVerifier
 	d.RequestID = newRequestID()
 	red, err := redactParams(in.tool, in.params)
@@ -371,6 +372,16 @@ func (g *Gate) external(ctx context.Context, in callInput, p *agentPolicy, d Dec
 			if v.reason != "" {
 				d.Reason += ": " + v.reason
 			}
+			return g.record(in, d, nil)
+		}
+	}
+	// A verifier may take minutes (a Telegram approval up to an hour): a
+	// gated call is allowed only if its turn is still the run's current,
+	// verified turn when the answer is given, not only when it was asked.
+	if gated {
+		if ok, why := g.turns.status(in.run, in.turn); !ok {
+			d.Allow, d.Stage = false, stageVerification
+			d.Reason = fmt.Sprintf("tool %q is blocked by the verification gate: %s (it changed while the external verifier was consulted)", in.tool, why)
 			return g.record(in, d, nil)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/bounded"
 	"github.com/clawea/attester/schema/safetext"
@@ -33,8 +34,11 @@ var errTelegramAPI = errors.New("telegram bot api call failed")
 
 // telegramBot is one bot (API base + token). getUpdates is shared by every
 // pending approval of the bot: one poll runs at a time, its callback queries
-// are dispatched to the waiters by message id, so concurrent approvals do
-// not consume each other's updates.
+// are dispatched to the waiters by request id (the one the buttons carry)
+// and then checked against the waiter's message id, so concurrent approvals
+// do not consume each other's updates. Message ids are numbered per chat:
+// two chats of one bot (two agents' chatIds) reuse them, so they cannot be
+// the key.
 type telegramBot struct {
 	base     string
 	token    secretText
@@ -44,12 +48,13 @@ type telegramBot struct {
 
 	pollMu  sync.Mutex // serializes getUpdates and sendMessage+registration
 	offset  int64
-	mu      sync.Mutex // guards waiting
-	waiting map[int64]*tgWaiter
+	mu      sync.Mutex           // guards waiting
+	waiting map[string]*tgWaiter // by request id
 }
 
 type tgWaiter struct {
 	requestID string
+	messageID int64 // the sent message's id, set when it is registered
 	allowed   []int64
 	done      chan bool // buffered(1): true = allow
 }
@@ -62,7 +67,7 @@ type telegramApprover struct {
 func newTelegramBot(base string, token secretText, client *http.Client, interval time.Duration, log *slog.Logger) *telegramBot {
 	return &telegramBot{
 		base: strings.TrimRight(base, "/"), token: token, client: client,
-		interval: interval, log: log, waiting: map[int64]*tgWaiter{},
+		interval: interval, log: log, waiting: map[string]*tgWaiter{},
 	}
 }
 
@@ -161,14 +166,49 @@ func approvalText(r verifierRequest) string {
 		_ = json.Unmarshal(m["command"], &cmd)
 	}
 	if cmd != "" {
-		b.WriteString("Command: " + safetext.Fit(cmd, 1500) + "\n")
+		b.WriteString(approvalLine("Command", cmd, maxApprovalValue))
+		// What else the call sets (env, workdir, elevated, host, ...)
+		// changes what the command does: the approver sees it too. The
+		// members are the JCS ones, re-encoded in key order.
+		delete(m, "command")
+		if len(m) > 0 {
+			rest, err := json.Marshal(m)
+			if err != nil {
+				rest = []byte("(cannot be shown)")
+			}
+			b.WriteString(approvalLine("Other params", string(rest), maxApprovalValue))
+		}
 	} else {
-		b.WriteString("Params: " + safetext.Fit(string(r.Params), 1500) + "\n")
+		b.WriteString(approvalLine("Params", string(r.Params), maxApprovalValue))
 	}
 	b.WriteString("Agent: " + r.AgentID + "\n")
-	b.WriteString("Session: " + r.SessionKey + "\n")
+	b.WriteString(approvalLine("Session", r.SessionKey, maxApprovalValue))
 	b.WriteString("Request: " + r.RequestID)
 	return safetext.Fit(b.String(), maxTelegramText)
+}
+
+// maxApprovalValue bounds the bytes of one value in the approval message.
+const maxApprovalValue = 1500
+
+// approvalLine is one line of the approval message: label and v, as it is
+// when every character of it is printable (strconv.IsPrint: no control or
+// format character, no space but U+0020), else Go-quoted with those
+// escaped, so that the caller's text cannot start a line of its own (a
+// forged "Agent:" or "Request:"), reorder what the approver reads (bidi
+// controls) or hide a part in blank lines. A value over max bytes is cut,
+// and the label says so with its full size: the approver never takes a
+// part for the whole.
+func approvalLine(label, v string, max int) string {
+	if !utf8.ValidString(v) || strings.IndexFunc(v, func(r rune) bool { return !strconv.IsPrint(r) }) >= 0 {
+		v = strconv.Quote(v)
+		label += " (quoted: it holds characters that cannot be shown as they are)"
+	}
+	if len(v) > max {
+		shown := safetext.Fit(v, max)
+		label += fmt.Sprintf(" (CUT: the first %d of its %d bytes are shown, the rest is not)", len(shown)-len("…"), len(v))
+		v = shown
+	}
+	return label + ": " + v + "\n"
 }
 
 func (a *telegramApprover) verify(ctx context.Context, r verifierRequest) verdict {
@@ -191,8 +231,9 @@ func (a *telegramApprover) verify(ctx context.Context, r verifierRequest) verdic
 		err = fmt.Errorf("%w: sendMessage: no message id", errTelegramAPI)
 	}
 	if err == nil {
+		w.messageID = msg.MessageID
 		b.mu.Lock()
-		b.waiting[msg.MessageID] = w
+		b.waiting[w.requestID] = w
 		b.mu.Unlock()
 	}
 	b.pollMu.Unlock()
@@ -201,7 +242,7 @@ func (a *telegramApprover) verify(ctx context.Context, r verifierRequest) verdic
 	}
 	defer func() {
 		b.mu.Lock()
-		delete(b.waiting, msg.MessageID)
+		delete(b.waiting, w.requestID)
 		b.mu.Unlock()
 	}()
 
@@ -248,15 +289,19 @@ func (b *telegramBot) dispatch(ctx context.Context, u tgUpdate) {
 	if q == nil || q.Message == nil {
 		return
 	}
-	b.mu.Lock()
-	w := b.waiting[q.Message.MessageID]
-	b.mu.Unlock()
-	if w == nil {
-		return // an unrelated message
-	}
-	rest, ok := strings.CutPrefix(q.Data, callbackPrefix+w.requestID+":")
-	if !ok || (rest != "allow" && rest != "deny") {
+	data, ok := strings.CutPrefix(q.Data, callbackPrefix)
+	i := strings.LastIndexByte(data, ':')
+	if !ok || i < 0 {
 		return // not our buttons
+	}
+	requestID, rest := data[:i], data[i+1:]
+	b.mu.Lock()
+	w := b.waiting[requestID]
+	b.mu.Unlock()
+	// The tap counts only on the message that carries this request's
+	// buttons: not a pending request's data on another message.
+	if w == nil || w.messageID != q.Message.MessageID || (rest != "allow" && rest != "deny") {
+		return // an unrelated message, or not our buttons
 	}
 	if !slices.Contains(w.allowed, q.From.ID) {
 		b.log.Warn("gate: unauthorized telegram approval tap ignored", "user_id", strconv.FormatInt(q.From.ID, 10))

@@ -3,6 +3,7 @@ package gate
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/clawea/attester/schema/charclass"
 )
@@ -22,8 +23,17 @@ var toolAliases = map[string]string{
 }
 
 // normalizeToolName is OpenClaw's normalizeToolName: trim, lower-case, then
-// the aliases bash -> exec and apply-patch -> apply_patch.
+// the aliases bash -> exec and apply-patch -> apply_patch. A name that is not
+// ASCII normalizes to "" (not a valid tool name): Go and JavaScript trim and
+// lower-case some characters differently (Go maps U+0130 to "i" and trims
+// U+0085, JavaScript gives "i\u0307" and keeps U+0085), so the gate would
+// decide another name than the one OpenClaw looks up.
 func normalizeToolName(name string) string {
+	for i := range len(name) {
+		if name[i] >= utf8.RuneSelf {
+			return ""
+		}
+	}
 	n := strings.ToLower(strings.TrimSpace(name))
 	if a, ok := toolAliases[n]; ok {
 		return a

@@ -55,9 +55,11 @@ type verdict struct {
 var (
 	errVerifierStatus    = errors.New("verifier returned a non-2xx status")
 	errVerifierMalformed = errors.New("verifier response is malformed")
-	errVerifierTooLarge  = errors.New("verifier response exceeds the size limit")
-	errVerifierTransport = errors.New("verifier request failed")
-	errVerifierTimeout   = errors.New("verifier timed out")
+	// errVerifierOtherRequest: the response names another requestId.
+	errVerifierOtherRequest = errors.New("verifier response names another request")
+	errVerifierTooLarge     = errors.New("verifier response exceeds the size limit")
+	errVerifierTransport    = errors.New("verifier request failed")
+	errVerifierTimeout      = errors.New("verifier timed out")
 )
 
 type webhookVerifier struct {
@@ -153,7 +155,12 @@ func (w *webhookVerifier) verify(ctx context.Context, r verifierRequest) verdict
 	if tooLarge {
 		return verdict{unavailable: true, err: errVerifierTooLarge}
 	}
-	allow, reason, err := parseWebhookResponse(data)
+	allow, reason, err := parseWebhookResponse(data, r.RequestID)
+	if errors.Is(err, errVerifierOtherRequest) {
+		// The verifier answered, not for this call: never its allow, and
+		// not failMode either (which could turn it into one).
+		return verdict{allow: false, reason: "its answer names another request"}
+	}
 	if err != nil {
 		return verdict{unavailable: true, err: err}
 	}
@@ -193,10 +200,19 @@ func sanitizeNetError(err error) string {
 // parseWebhookResponse applies seed 004's response rules: a JSON object whose
 // "decision" is exactly "allow" or "deny" and whose optional "reason" is a
 // string (truncated to maxReasonChars). Anything else is malformed.
-func parseWebhookResponse(data []byte) (allow bool, reason string, err error) {
+//
+// A response that names a requestId MUST name this request's: an answer
+// to another request (a replay, a cache in front of the verifier) is
+// errVerifierOtherRequest, a deny whatever failMode says.
+func parseWebhookResponse(data []byte, requestID string) (allow bool, reason string, err error) {
 	v, err := pohjson.ParseWith(data, pohjson.ParseOptions{MaxBytes: maxWebhookResponse, MaxDepth: 32, AllowFloats: true})
 	if err != nil || v.Kind() != pohjson.Object {
 		return false, "", errVerifierMalformed
+	}
+	if v.Get("requestId") != nil {
+		if id, ok := v.GetString("requestId"); !ok || id != requestID {
+			return false, "", errVerifierOtherRequest
+		}
 	}
 	d, ok := v.GetString("decision")
 	if !ok {

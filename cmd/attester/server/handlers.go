@@ -38,7 +38,14 @@ type runHandler func(w http.ResponseWriter, r *http.Request, q *runRequest) erro
 // Content-Type and reads the body (maxBody > 0) within its limits.
 func (s *Server) runRoute(route string, maxBody int64, h runHandler) http.Handler {
 	return s.wrap(route, func(w http.ResponseWriter, r *http.Request) error {
-		rn, proc, err := s.svc.Authorize(r.Context(), r.PathValue("id"), r.Header.Get("Authorization"))
+		// Exactly one Authorization header: with two, neither is taken (a
+		// front end and the attester could each read another one), and the
+		// request has no well-formed credential (401).
+		authz := ""
+		if v := r.Header.Values("Authorization"); len(v) == 1 {
+			authz = v[0]
+		}
+		rn, proc, err := s.svc.Authorize(r.Context(), r.PathValue("id"), authz)
 		if err != nil {
 			return refuse(err)
 		}
