@@ -54,6 +54,12 @@ for (const api of ["openai-chat-completions", "anthropic-messages"]) {
     llm.forEach((/** @type {any} */ e, /** @type {number} */ i) => calls.push({ run, event: e, receipt: p.receipts?.[i], payload: p.metadata.clawea_llm_calls[i] }));
   }
   need(runs[0].bundle.payload.event_chain.some((/** @type {any} */ e) => e.event_type === "tool_call"), `${api}: the first message's tool round (verify) is not in its chain`);
+  // The first message's denied verify call: its blocked result went through
+  // the gateway (the turn went on to its allowed call and its answer).
+  const audit = readFileSync(join(runs[0].dir, "audit.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l));
+  need(audit.some((r) => r.tool === "verify" && r.decision === "deny" && r.stage === "external_verifier") &&
+    audit.some((r) => r.tool === "verify" && r.decision === "allow"),
+    `${api}: the first message's audit lacks the denied and then allowed verify calls (${audit.map((r) => r.tool + ":" + r.decision).join(",")})`);
   // The upstream saw exactly the calls the receipts name, in order.
   need(upstream.length === calls.length && upstream.every((r) => r.status === 200 && r.key_ok === true),
     `${api}: the upstream logged ${upstream.length} requests (${upstream.map((r) => r.status).join(",")}), the bundles hold ${calls.length} llm_calls`);
@@ -77,7 +83,7 @@ for (const api of ["openai-chat-completions", "anthropic-messages"]) {
   // attester and this pack (its tool schemas differ).
   const pol = join(d, "policy.json");
   writeFileSync(pol, JSON.stringify({
-    ...policy, trusted_attester_dids: [did],
+    ...policy, trusted_attester_dids: [did], expected_gate_policy_hash_b64u: readFileSync(join(d, "gate-policy"), "utf8").trim(),
     expected_report_hash_b64u: sha256B64u(readFileSync(join(d, "report.json"))), expected_system_prompt_hash_b64u: sha256B64u(readFileSync(join(d, "prompt.txt"))),
   }));
   for (const run of runs) {

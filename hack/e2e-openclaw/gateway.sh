@@ -9,9 +9,11 @@
 # that only the attester's configuration holds (${file:...}). OpenClaw runs
 # the plugin with gateway: true and the model clawea/scripted/scripted:
 #   - two messages in one session (the second carries the first's history,
-#     which the gateway checks against what it forwarded), the first with a
-#     tool round (the verify tool, the one tool these turns offer: the pack
-#     commits its schema, and the gateway checks the offered tools against it);
+#     which the gateway checks against what it forwarded), the first with two
+#     tool rounds (the verify tool, the one tool these turns offer: the pack
+#     commits its schema, and the gateway checks the offered tools against it):
+#     a call the webhook verifier denies, whose blocked result the gateway
+#     takes only as exactly the block reason, then an allowed one;
 #   - every model call went through the gateway: the bundle carries one
 #     receipt per llm_call, signed by the attester and bound to the run, and
 #     the upstream's request log hashes are the receipts' request hashes;
@@ -27,7 +29,11 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$gw/provider.key"
 chmod 600 "$gw/provider.key"
 node - "$gw/script.json" <<'EOF'
 require("fs").writeFileSync(process.argv[2], JSON.stringify({ scenes: {
-  gwfirst: [{ tool: "verify", args: {} }, { text: "first gateway message done" }],
+  gwfirst: [
+    { tool: "verify", args: { message_id: "e2e-denied-by-webhook", content_sha256_b64u: "AAAA" } },
+    { tool: "verify", args: {} },
+    { text: "first gateway message done" },
+  ],
   gwsecond: [{ text: "second gateway message done" }],
   bare: [{ text: "an unattested model answer: must never be served" }],
 } }));
@@ -70,6 +76,10 @@ const fs = require("fs");
 const [src, dst, api, pub, met, d, gw] = process.argv.slice(2);
 const c = JSON.parse(fs.readFileSync(src, "utf8"));
 Object.assign(c.attester, { listen: "127.0.0.1:" + pub, metricsListen: "127.0.0.1:" + met, controlSocket: d + "/ctl/control.sock", stateDir: d + "/state" });
+// The webhook verifier also decides verify calls here: it denies the
+// scene's first one, so a denied call's result (exactly the block reason,
+// model-gateway.md section 3.6) goes through the gateway.
+c.tools.verifier.scope.include = ["exec", "verify"];
 c.attester.gateway = { upstreams: { scripted: {
   api, baseUrl: api === "anthropic-messages" ? "http://upstream.local" : "http://upstream.local/v1",
   local: true, unixSocket: gw + "/up/upstream.sock", apiKey: "${file:" + gw + "/provider.key}",
@@ -80,6 +90,10 @@ EOF
 	gw_attester=$started_pid
 	gw_did=$started_did
 	echo "$gw_did" >"$d/attester.did"
+	# Its gate policy differs from the main runs' (the verifier's scope):
+	# packctl verify expects this one for these runs.
+	curl -fsS -m 5 --unix-socket "$d/ctl/control.sock" http://attester/v1/gate/policy |
+		node -e 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>console.log(JSON.parse(s).policy_hash_b64u))' >"$d/gate-policy"
 	# The same pack, sealed to this attester.
 	"$packctl" build --params "$params" --harness "$harness" --tool-schemas "$gw/tool-schemas.json" -o "$d/pack.json" >/dev/null
 	"$packctl" report --json "$d/pack.json" >"$d/report.json"

@@ -38,6 +38,11 @@ const server = createServer((req, res) => {
     } catch {
       return reply(400, { error: "bad json" });
     }
+    // gateway.sh's scene: a verify call carrying this marker is denied, so
+    // a denied call's result goes through the model gateway.
+    if (tool?.name === "verify" && tool?.params?.message_id === "e2e-denied-by-webhook") {
+      return reply(200, { decision: "deny", reason: "this verify call is refused by the operator's verifier" });
+    }
     const cmd = typeof tool?.params?.command === "string" ? tool.params.command : "";
     if (/\brm\s+-rf\b/.test(cmd)) return reply(200, { decision: "deny", reason: "destructive command refused by the operator's verifier" });
     return reply(200, { decision: "allow" });
