@@ -1,0 +1,98 @@
+package platform
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/asn1"
+	"math/big"
+	"testing"
+	"time"
+
+	"github.com/clawea/attester/enclave/sim"
+	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/wire/simroots"
+	"github.com/clawea/attester/wire/snpevidence"
+	"github.com/google/go-sev-guest/testing/data"
+)
+
+// Critical CRL extensions that narrow what a CRL says (RFC 5280 5.2.4,
+// 5.2.5, 5.3.3). Go's parser applies none of them.
+var (
+	oidDeltaCRLIndicator  = asn1.ObjectIdentifier{2, 5, 29, 27}
+	oidIssuingDistPoint   = asn1.ObjectIdentifier{2, 5, 29, 28}
+	oidCertificateIssuer  = asn1.ObjectIdentifier{2, 5, 29, 29}
+	deltaBase, _          = asn1.Marshal(big.NewInt(1))
+	onlyCACerts           = []byte{0x30, 0x03, 0x82, 0x01, 0xff} // IDP: onlyContainsCACerts
+	otherIssuerGeneralNms = []byte{0x30, 0x06, 0x82, 0x04, 'a', '.', 'e', 'x'}
+)
+
+// TestCRLScopeAttack: a CRL signed by the right key whose critical
+// extension narrows it (a delta CRL, an issuing distribution point, an
+// indirect CRL entry) is not a complete list of the issuer's revocations:
+// read as one, it let an attacker swap the full CRL that lists the chip's
+// certificate for an ARK-signed delta CRL that does not, and get
+// Revocation "checked". It must be ErrCannotCheck/revocation.
+func TestCRLScopeAttack(t *testing.T) {
+	rd := testRD(t, "sev")
+	ev := simSEV(t, sim.Options{}, rd)
+	p, err := snpevidence.Parse(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := 24 * time.Hour
+	ark := simroots.SEVSNPRoots()[0].ARK
+	crit := func(id asn1.ObjectIdentifier, v []byte) []pkix.Extension {
+		return []pkix.Extension{{Id: id, Critical: true, Value: v}}
+	}
+	cases := map[string]*x509.RevocationList{
+		"delta crl":          {ExtraExtensions: crit(oidDeltaCRLIndicator, deltaBase)},
+		"distribution point": {ExtraExtensions: crit(oidIssuingDistPoint, onlyCACerts)},
+		"indirect entry": {RevokedCertificateEntries: []x509.RevocationListEntry{{
+			SerialNumber: p.Leaf.SerialNumber, RevocationTime: testNow.Add(-day),
+			ExtraExtensions: crit(oidCertificateIssuer, otherIssuerGeneralNms)}}},
+	}
+	for name, tmpl := range cases {
+		t.Run("sev-snp "+name, func(t *testing.T) {
+			tmpl.Number, tmpl.ThisUpdate, tmpl.NextUpdate = big.NewInt(7), testNow.Add(-day), testNow.Add(day)
+			der, err := x509.CreateRevocationList(rand.Reader, tmpl, ark, data.ARKPrivateKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := simOpts()
+			opts.AllowUncheckedRevocation = false
+			opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{der}}
+			_, err = Verify(ev, rd, opts)
+			wantErr(t, err, ErrCannotCheck, errUnsupported, checkRevocation)
+		})
+	}
+	// TDX: the same rule before go-tdx-guest reads the PCK or root CA CRL.
+	tdxRD := testRD(t, "tdx")
+	tdxEv := simTDX(t, fakeqe.Options{}, tdxRD)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, root := range []bool{false, true} {
+		c := simTDXCollateral(t, fakeqe.PCSOptions{})
+		target := &c.TDXPCKCRL
+		if root {
+			target = &c.TDXRootCRL
+		}
+		orig, err := x509.ParseRevocationList(*target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		issuer := &x509.Certificate{RawSubject: orig.RawIssuer, SubjectKeyId: []byte{1}, KeyUsage: x509.KeyUsageCRLSign,
+			BasicConstraintsValid: true, IsCA: true}
+		tmpl := &x509.RevocationList{Number: big.NewInt(7), ThisUpdate: orig.ThisUpdate, NextUpdate: orig.NextUpdate,
+			ExtraExtensions: crit(oidDeltaCRLIndicator, deltaBase)}
+		if *target, err = x509.CreateRevocationList(rand.Reader, tmpl, issuer, key); err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(tdxEv, tdxRD, Options{Now: fixedNow, AllowSimulated: true, Collateral: c})
+		wantErr(t, err, ErrCannotCheck, errUnsupported, checkRevocation)
+	}
+}
