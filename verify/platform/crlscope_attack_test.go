@@ -13,6 +13,7 @@ import (
 
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/wire/simroots"
 	"github.com/clawea/attester/wire/snpevidence"
 	"github.com/google/go-sev-guest/testing/data"
@@ -94,5 +95,35 @@ func TestCRLScopeAttack(t *testing.T) {
 		}
 		_, err = Verify(tdxEv, tdxRD, Options{Now: fixedNow, AllowSimulated: true, Collateral: c})
 		wantErr(t, err, ErrCannotCheck, errUnsupported, checkRevocation)
+	}
+}
+
+// TestCRLTimeEdgeAttack: an AMD CRL is usable from thisUpdate to
+// nextUpdate inclusive and at no other instant: a CRL one second past its
+// nextUpdate, or one second before its thisUpdate, is EXPIRED, never
+// silently skipped (which would leave a revoked chip "unchecked" under
+// AllowUncheckedRevocation rather than refused).
+func TestCRLTimeEdgeAttack(t *testing.T) {
+	rd := testRD(t, "sev")
+	ev := simSEV(t, sim.Options{}, rd)
+	day := 24 * time.Hour
+	for name, w := range map[string][2]time.Time{
+		"at nextUpdate":   {testNow.Add(-day), testNow},
+		"at thisUpdate":   {testNow, testNow.Add(day)},
+		"past nextUpdate": {testNow.Add(-day), testNow.Add(-time.Second)},
+		"before issue":    {testNow.Add(time.Second), testNow.Add(day)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts := simOpts() // AllowUncheckedRevocation: an unusable CRL must still refuse
+			opts.Collateral = &Collateral{SEVSNPCRLs: [][]byte{testfixture.SimSEVCRL(t, w[0], w[1])}}
+			res, err := Verify(ev, rd, opts)
+			if w[0].After(testNow) || w[1].Before(testNow) {
+				wantErr(t, err, ErrRejected, errCollateralExpired, checkRevocation)
+				return
+			}
+			if err != nil || res.Revocation != StatusChecked {
+				t.Fatalf("crl valid at the edge: %v", err)
+			}
+		})
 	}
 }
