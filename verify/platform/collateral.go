@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/clawea/attester/schema/bounded"
+	"github.com/clawea/attester/schema/jsonobj"
+	"github.com/clawea/attester/schema/pohjson"
 	"github.com/google/go-tdx-guest/pcs"
 )
 
@@ -193,4 +196,85 @@ func (g *offlineGetter) Get(u string) (map[string][]string, []byte, error) {
 	}
 	g.missing = append(g.missing, u)
 	return nil, nil, fmt.Errorf("offline: no collateral supplied for %s", u)
+}
+
+// crlScopeOK refuses a CRL that carries a critical extension, on the CRL or
+// on an entry. Go's parser applies none of them, and each one narrows what
+// the CRL says (a delta CRL, an issuing distribution point limiting it to
+// some certificates or reasons, an indirect CRL's certificate issuer), so a
+// CRL with one would be read as a complete list it is not. AMD and Intel
+// CRLs carry only non-critical extensions (CRL number, authority key id,
+// reason code).
+func crlScopeOK(crl *x509.RevocationList) error {
+	for _, e := range crl.Extensions {
+		if e.Critical {
+			return fmt.Errorf("%w: crl has critical extension %s", errUnsupported, e.Id)
+		}
+	}
+	for _, rc := range crl.RevokedCertificateEntries {
+		for _, e := range rc.Extensions {
+			if e.Critical {
+				return fmt.Errorf("%w: crl entry has critical extension %s", errUnsupported, e.Id)
+			}
+		}
+	}
+	return nil
+}
+
+// tdxCRLsScopeOK applies crlScopeOK to the supplied TDX CRLs before
+// go-tdx-guest reads them.
+func (c *Collateral) tdxCRLsScopeOK() error {
+	for _, der := range [][]byte{c.TDXPCKCRL, c.TDXRootCRL} {
+		if len(der) == 0 {
+			continue
+		}
+		crl, err := x509.ParseRevocationList(der)
+		if err != nil {
+			return fmt.Errorf("crl: %v", err)
+		}
+		if err := crlScopeOK(crl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pcsBodyOK reads a PCS TCB info or QE identity body strictly: an object
+// with exactly the members member and "signature", each once and spelt
+// exactly. go-tdx-guest checks the signature over the raw member but
+// decodes the body with encoding/json, which also takes a case variant
+// ("TCBINFO") and lets the last one win: the document it judged would be
+// one nobody signed.
+func pcsBodyOK(body []byte, member string) error {
+	root, err := jsonobj.ParseObject(body, pohjson.ParseOptions{MaxBytes: MaxCollateralFile, AllowFloats: true})
+	if err != nil {
+		return fmt.Errorf("%s body: %w", member, err)
+	}
+	var r jsonobj.Reader
+	r.Object(root, jsonobj.Root, map[string]bool{member: true, "signature": true})
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%s body: %w", member, err)
+	}
+	return nil
+}
+
+// tdxCheckInputs checks the supplied TDX collateral before go-tdx-guest
+// reads it: sizes, the PCS bodies' members (pcsBodyOK) and the CRLs'
+// extensions (crlScopeOK).
+func (c *Collateral) tdxCheckInputs() error {
+	if err := c.tdxSizesOK(); err != nil {
+		return cannotCheck(checkCollateral, err)
+	}
+	for _, b := range []struct {
+		body   []byte
+		member string
+	}{{c.TDXTCBInfo, "tcbInfo"}, {c.TDXQEIdentity, "enclaveIdentity"}} {
+		if err := pcsBodyOK(b.body, b.member); err != nil {
+			return rejected(checkCollateral, err)
+		}
+	}
+	if err := c.tdxCRLsScopeOK(); err != nil {
+		return cannotCheck(checkRevocation, err)
+	}
+	return nil
 }

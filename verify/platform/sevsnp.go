@@ -296,6 +296,9 @@ func verifySNPChain(att *spb.Attestation, p *snpevidence.Parsed, root *amdRoot, 
 			if crl.CheckSignatureFrom(root.certs.Ark) != nil {
 				continue // another product's CRL
 			}
+			if err := crlScopeOK(crl); err != nil {
+				return nil, cannotCheck(checkRevocation, fmt.Errorf("crl %d: %w", i, err))
+			}
 			if now.Before(crl.ThisUpdate) || crl.NextUpdate.IsZero() || now.After(crl.NextUpdate) {
 				return nil, rejected(checkRevocation, fmt.Errorf("%w: amd crl valid %s to %s", errCollateralExpired,
 					crl.ThisUpdate.UTC().Format(time.RFC3339), crl.NextUpdate.UTC().Format(time.RFC3339)))

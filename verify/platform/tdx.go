@@ -146,8 +146,8 @@ func verifyTDX(ev *evidence.Evidence, want [64]byte, now time.Time, opts *Option
 	case pq == nil && c.tdxAny():
 		return nil, cannotCheck(checkCollateral, fmt.Errorf("%w: tdx collateral for a version 5 quote", errUnsupported))
 	case c.tdxHasCollateral():
-		if err := c.tdxSizesOK(); err != nil {
-			return nil, cannotCheck(checkCollateral, err)
+		if err := c.tdxCheckInputs(); err != nil {
+			return nil, err
 		}
 		tcb, err := verifyTDXCollateral(pq, c, pool, ts)
 		if err != nil {
