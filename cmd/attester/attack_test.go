@@ -330,6 +330,17 @@ func turnBody(channel, sender, msg string) map[string]any {
 	return map[string]any{"channel": channel, "sender_id": sender, "message_id": msg, "content_sha256_b64u": content}
 }
 
+// openTurn opens a turn of rn for the message (channel, sender, msg) and
+// returns its id; anything but 201 fails the test.
+func (a *attester) openTurn(t *testing.T, rn runHandle, channel, sender, msg string) string {
+	t.Helper()
+	r := a.req(t, false, "POST", "/v1/runs/"+rn.id+"/turns", rn.capability, turnBody(channel, sender, msg))
+	if r.code != 201 {
+		t.Fatalf("turn: %d %v", r.code, r.body)
+	}
+	return r.body["turn_id"].(string)
+}
+
 // auditCount reads the run's audit count with its capability.
 func (a *attester) auditCount(t *testing.T, rn runHandle) int {
 	t.Helper()

@@ -79,11 +79,7 @@ func TestConcurrentDecisionsAuditAttack(t *testing.T) {
 	a, pf := startWithPack(t, nil)
 	rn := a.createRun(t, pf, "agent:main:main")
 	base := "/v1/runs/" + rn.id
-	r := a.req(t, false, "POST", base+"/turns", rn.capability, turnBody("telegram", "guest", "m1"))
-	if r.code != 201 {
-		t.Fatalf("turn: %d %v", r.code, r.body)
-	}
-	turn := r.body["turn_id"].(string)
+	turn := a.openTurn(t, rn, "telegram", "guest", "m1")
 	const n = 24
 	answers := make([]map[string]any, n)
 	var wg sync.WaitGroup
@@ -142,11 +138,8 @@ func TestNonASCIIToolNameAttack(t *testing.T) {
 	a, pf := startWithPack(t, nil)
 	rn := a.createRun(t, pf, "agent:main:main")
 	base := "/v1/runs/" + rn.id
-	r := a.req(t, false, "POST", base+"/turns", rn.capability, turnBody("telegram", "owner-1", "m1"))
-	if r.code != 201 {
-		t.Fatalf("turn: %d %v", r.code, r.body)
-	}
-	r = a.req(t, false, "POST", base+"/tool-calls", rn.capability, map[string]any{"turn_id": r.body["turn_id"], "tool": "\u0130mage"})
+	turn := a.openTurn(t, rn, "telegram", "owner-1", "m1")
+	r := a.req(t, false, "POST", base+"/tool-calls", rn.capability, map[string]any{"turn_id": turn, "tool": "\u0130mage"})
 	if r.code != 200 || r.body["allow"] != false || r.body["stage"] != "input" || r.body["tool"] != "" {
 		t.Fatalf("non-ASCII tool name: %d %v", r.code, r.body)
 	}
