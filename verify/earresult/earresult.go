@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -144,7 +145,7 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 	}
 	tv.Executables = ear.ApprovedBootClaim
 	for _, w := range r.Warnings {
-		if w == "policy accepts any measurement" {
+		if w == "policy accepts any measurement" || unpinnedGuestWarning(w) {
 			tv.Executables = ear.UnrecognizedRuntimeClaim
 		}
 	}
@@ -219,6 +220,16 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 		}
 		annot["warnings"] = ws
 	}
+}
+
+// unpinnedGuestWarning reports whether w is a per-evidence warning that the
+// measurement the policy pinned does not cover the guest's code (a TDX MRTD
+// without the kernel pinned, a TPM quote without PCRs 8 and 9, Azure's
+// paravisor): code nobody approved may have booted, so the executables
+// claim cannot be approved boot. Fail closed: every per-evidence warning
+// but the accepted TDX TCB status (a hardware claim) counts.
+func unpinnedGuestWarning(w string) bool {
+	return strings.HasPrefix(w, "evidence[") && !strings.Contains(w, "]: tdx tcb status ")
 }
 
 func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
