@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"encoding/hex"
 	"fmt"
 	"testing"
 
@@ -9,10 +11,14 @@ import (
 
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
+	"github.com/clawea/attester/enclave/tpm"
+	"github.com/clawea/attester/internal/swtpmtest"
 	"github.com/clawea/attester/internal/testfixture"
 	"github.com/clawea/attester/schema/b64u"
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/verify/earresult"
+	"github.com/clawea/attester/wire/evidence"
+	"github.com/clawea/attester/wire/tpmquote"
 )
 
 // appraisal verifies the reply's EAR with the service key, as a relying
@@ -66,5 +72,55 @@ func TestUnpinnedGuestEARAttack(t *testing.T) {
 	ap = e.appraisal(e.post(e.f.body("default", false)))
 	if got := ap.TrustVector.Executables; got != ear.ApprovedBootClaim {
 		t.Errorf("sev-snp guest: executables %d, want %d (approved boot)", got, ear.ApprovedBootClaim)
+	}
+}
+
+// unmarkedTPM is a software TPM whose evidence is not marked simulated:
+// what an attester gets by exposing swtpm as a TPM device (or by clearing
+// the flag, which no TPM signs).
+type unmarkedTPM struct{ *tpm.TPM }
+
+func (u unmarkedTPM) Quote(ctx context.Context, rd evidence.ReportData) (*evidence.Evidence, error) {
+	ev, err := u.TPM.Quote(ctx, rd)
+	if ev != nil {
+		ev.Simulated = false
+	}
+	return ev, err
+}
+
+// TestNamePinnedTPMAKEARAttack: a TPM quote whose attestation key is
+// trusted only by its Name (trusted_tpm_ak_names_hex, what trust on first
+// use pins) proves nothing about the hardware that holds the key: a
+// software TPM whose evidence is not marked simulated passes. Its EAR must
+// not claim genuine hardware (hardware 2) nor be affirming: hardware 32,
+// status warning, even with PCRs 0-9 quoted and pinned.
+func TestNamePinnedTPMAKEARAttack(t *testing.T) {
+	in := swtpmtest.StartForTest(t)
+	tp, err := tpm.Open(context.Background(), tpm.Options{Address: in.Addr, PCRs: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	ak, err := tpmquote.ParsePublic(tp.AKPublic())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, 0)
+	f := newFixtureOn(t, testfixture.Now, unmarkedTPM{tp})
+	e.writePolicy("tpm", fmt.Appendf(nil, `{"policy_version":%q,"trusted_tpm_ak_names_hex":[%q],"measurements_b64u":[%q]}`,
+		verify.PolicyVersion, hex.EncodeToString(ak.Name()), b64u.Encode(f.measurement)))
+	if _, err := e.svc.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	r := e.post(f.body("tpm", false))
+	if r.out.Verdict != verify.VerdictVerified {
+		t.Fatalf("verdict %s: %s", r.out.Verdict, r.raw)
+	}
+	ap := e.appraisal(r)
+	if got := ap.TrustVector.Hardware; got != ear.UnsafeHardwareClaim {
+		t.Errorf("name-pinned tpm ak: hardware %d, want %d", got, ear.UnsafeHardwareClaim)
+	}
+	if *ap.Status != ear.TrustTierWarning {
+		t.Errorf("name-pinned tpm ak: status %s, want warning", ap.Status)
 	}
 }

@@ -132,7 +132,7 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 			if e.Platform == evidence.PlatformNVIDIAGPU {
 				continue // appraised in the GPU submod
 			}
-			if e.Revocation == "skipped" || e.Collateral == "skipped" {
+			if e.Revocation == "skipped" || e.Collateral == "skipped" || !tpmAKCertified(e) {
 				tv.Hardware = ear.UnsafeHardwareClaim
 			}
 			// A TCB the policy accepted although Intel does not rate it
@@ -220,6 +220,16 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 		}
 		annot["warnings"] = ws
 	}
+}
+
+// tpmAKCertified reports whether e, if a TPM quote, was signed by an
+// attestation key a certificate chain ties to a TPM: an EK certificate
+// (root id "tpm-ek:") or an AK certificate from a trusted AK CA
+// ("tpm-ak-cert:"). An AK trusted by its Name alone (trust on first use)
+// may be a software key: genuine hardware is not established. Evidence of
+// other platforms is true.
+func tpmAKCertified(e verify.EvidenceResult) bool {
+	return e.Platform != evidence.PlatformTPM || strings.HasPrefix(e.RootID, "tpm-ek:") || strings.HasPrefix(e.RootID, "tpm-ak-cert:")
 }
 
 // unpinnedGuestWarning reports whether w is a per-evidence warning that the
