@@ -46,8 +46,8 @@ type fixturePlatform interface {
 	enclave.Measurer
 }
 
-// newFixtureOn attests one run on q at now.
-func newFixtureOn(t testing.TB, now time.Time, q fixturePlatform) *fixture {
+// newFixtureOn attests one run on q, with evidence of gpus, at now.
+func newFixtureOn(t testing.TB, now time.Time, q fixturePlatform, gpus ...enclave.Quoter) *fixture {
 	t.Helper()
 	clock := func() time.Time { return now }
 	report, reportHash := testfixture.Report(t)
@@ -71,7 +71,7 @@ func newFixtureOn(t testing.TB, now time.Time, q fixturePlatform) *fixture {
 
 	in := attestfixture.Input(t, r, root, int64(count))
 	in.BundleEnvelope = bundle
-	out, m := attestfixture.Attest(t, testfixture.Key(9), q, clock, in)
+	out, m := attestfixture.Attest(t, testfixture.Key(9), q, clock, in, gpus...)
 	return &fixture{att: out.AttestationJSON, ev: out.EvidenceJWS, bundle: bundle, audit: log.Bytes(), report: report, measurement: m}
 }
 

@@ -5,10 +5,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
 	"github.com/veraison/ear"
 
+	"github.com/clawea/attester/enclave/nvgpu"
+	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/enclave/tdx"
 	"github.com/clawea/attester/enclave/tdx/fakeqe"
 	"github.com/clawea/attester/enclave/tpm"
@@ -122,5 +125,66 @@ func TestNamePinnedTPMAKEARAttack(t *testing.T) {
 	}
 	if *ap.Status != ear.TrustTierWarning {
 		t.Errorf("name-pinned tpm ak: status %s, want warning", ap.Status)
+	}
+}
+
+// TestUnpinnedGPUEARAttack: the clawea-gpu submodule claimed executables 2
+// (approved runtime) for any GPU evidence that verified, also under a
+// policy that accepts any measurement or pins only some of the GPU's
+// measurement blocks by index: firmware nobody approved was reported
+// approved. It must be 33 (unrecognized runtime) then, and 2 only when the
+// GPU's whole measurement is pinned (measurements_b64u).
+func TestUnpinnedGPUEARAttack(t *testing.T) {
+	sev, err := sim.New(sim.Options{Seed: []byte("verifier-test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := nvgpu.NewSimulated()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, 0)
+	f := newFixtureOn(t, testfixture.Now, sev, g)
+	relax := `"allow_simulated":true,"allow_unchecked_revocation":true`
+	// The GPU's reference values, as trust on first use would learn them.
+	res, err := verify.Verify(f.att, f.ev, nil, &verify.Policy{AllowSimulated: true, AllowUncheckedRevocation: true, AllowAnyMeasurement: true},
+		verify.Options{Now: func() time.Time { return testfixture.Now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Platform) != 2 || res.Platform[1].GPU == nil || len(res.Platform[1].GPU.Measurements) < 2 {
+		t.Fatal("no gpu evidence with two measurement blocks")
+	}
+	cpu, gpu := b64u.Encode(f.measurement), res.Evidence[1].MeasurementB64u
+	for _, tc := range []struct {
+		name, policy string
+		want         ear.TrustClaim
+	}{
+		{"any", `"allow_any_measurement":true`, ear.UnrecognizedRuntimeClaim},
+		{"block", fmt.Sprintf(`"measurements_b64u":[%q],"gpu_measurements_hex":{"1":%q}`, cpu, hex.EncodeToString(res.Platform[1].GPU.Measurements[1])), ear.UnrecognizedRuntimeClaim},
+		{"pinned", fmt.Sprintf(`"measurements_b64u":[%q,%q]`, cpu, gpu), ear.ApprovedRuntimeClaim},
+	} {
+		e.writePolicy(tc.name, fmt.Appendf(nil, `{"policy_version":%q,%s,%s}`, verify.PolicyVersion, relax, tc.policy))
+		if _, err := e.svc.Reload(); err != nil {
+			t.Fatal(err)
+		}
+		r := e.post(f.body(tc.name, false))
+		if r.out.Verdict != verify.VerdictVerified {
+			t.Fatalf("%s: verdict %s: %s", tc.name, r.out.Verdict, r.raw)
+		}
+		var ar ear.AttestationResult
+		if err := ar.Verify([]byte(r.out.EAR), jwa.EdDSA, e.pub); err != nil {
+			t.Fatal(err)
+		}
+		ap := ar.Submods[earresult.GPUSubmodName]
+		if ap == nil || ap.TrustVector == nil || ap.Status == nil {
+			t.Fatalf("%s: no gpu submodule", tc.name)
+		}
+		if got := ap.TrustVector.Executables; got != tc.want {
+			t.Errorf("%s: gpu executables %d, want %d", tc.name, got, tc.want)
+		}
+		if *ap.Status == ear.TrustTierAffirming {
+			t.Errorf("%s: simulated gpu affirming", tc.name)
+		}
 	}
 }

@@ -95,7 +95,7 @@ func New(res *verify.Result, verr error, o Options) (*ear.AttestationResult, err
 		mapFailure(ap, verr, annot)
 	} else {
 		mapSuccess(ar, ap, res, pinsConfig(pol), annot)
-		if g := gpuSubmod(res, id); g != nil {
+		if g := gpuSubmod(res, id, pol); g != nil {
 			ar.Submods[GPUSubmodName] = g
 		}
 	}
