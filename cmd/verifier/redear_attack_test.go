@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -186,5 +188,96 @@ func TestUnpinnedGPUEARAttack(t *testing.T) {
 		if *ap.Status == ear.TrustTierAffirming {
 			t.Errorf("%s: simulated gpu affirming", tc.name)
 		}
+	}
+}
+
+// TestEARBindingAttack: a caller who picks among the operator's policies,
+// or whose request fails, must not get an EAR a relying party would take
+// for another answer. A verified EAR names the policy the caller picked
+// (appraisal-policy-id), carries the run's nonce binding and the
+// verification time; a refused one (the production policy) names that
+// policy, carries no nonce and no claim in the affirming tier; a rejected
+// one (tampered evidence) claims 99 throughout.
+func TestEARBindingAttack(t *testing.T) {
+	e := newEnv(t, 0)
+	id := func(b []byte) string {
+		p, err := verify.ParsePolicy(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.ID()
+	}
+	simID, prodID := id(e.f.simPolicy()), id(e.f.prodPolicy())
+	if simID == prodID {
+		t.Fatal("two policies, one id")
+	}
+	decode := func(r *reply) *ear.AttestationResult {
+		t.Helper()
+		var ar ear.AttestationResult
+		if err := ar.Verify([]byte(r.out.EAR), jwa.EdDSA, e.pub); err != nil {
+			t.Fatalf("ear: %v", err)
+		}
+		if ar.IssuedAt == nil || *ar.IssuedAt != testfixture.Now.Unix() {
+			t.Fatalf("iat %v, want the verification time", ar.IssuedAt)
+		}
+		return &ar
+	}
+
+	r := e.post(e.f.body("default", false))
+	var res struct {
+		Nonce string `json:"nonce_binding_b64u"`
+	}
+	if err := json.Unmarshal(r.out.Result, &res); err != nil || res.Nonce == "" {
+		t.Fatalf("result %s: %v", r.out.Result, err)
+	}
+	ar := decode(r)
+	ap := ar.Submods[earresult.SubmodName]
+	if ap.AppraisalPolicyID == nil || *ap.AppraisalPolicyID != simID {
+		t.Errorf("verified: appraisal-policy-id %v, want %s", ap.AppraisalPolicyID, simID)
+	}
+	if ar.Nonce == nil || *ar.Nonce != res.Nonce {
+		t.Errorf("verified: eat_nonce %v, want the run's %s", ar.Nonce, res.Nonce)
+	}
+
+	noAffirming := func(name string, ar *ear.AttestationResult, want ear.TrustTier, policyID string) {
+		t.Helper()
+		if ar.Nonce != nil {
+			t.Errorf("%s: eat_nonce %q on a failure", name, *ar.Nonce)
+		}
+		if len(ar.Submods) != 1 {
+			t.Errorf("%s: %d submodules", name, len(ar.Submods))
+		}
+		ap := ar.Submods[earresult.SubmodName]
+		if ap == nil || ap.Status == nil || *ap.Status != want {
+			t.Fatalf("%s: status %v, want %s", name, ap, want)
+		}
+		if ap.AppraisalPolicyID == nil || *ap.AppraisalPolicyID != policyID {
+			t.Errorf("%s: appraisal-policy-id %v, want %s", name, ap.AppraisalPolicyID, policyID)
+		}
+		for _, c := range []ear.TrustClaim{ap.TrustVector.InstanceIdentity, ap.TrustVector.Configuration, ap.TrustVector.Executables,
+			ap.TrustVector.FileSystem, ap.TrustVector.Hardware, ap.TrustVector.RuntimeOpaque, ap.TrustVector.StorageOpaque, ap.TrustVector.SourcedData} {
+			if c.GetTier() == ear.TrustTierAffirming {
+				t.Errorf("%s: affirming claim %d in %+v", name, c, ap.TrustVector)
+			}
+		}
+	}
+	r = e.post(e.f.body("prod", false))
+	if r.out.Verdict != verify.VerdictPolicy {
+		t.Fatalf("prod: verdict %s", r.out.Verdict)
+	}
+	noAffirming("policy-refused", decode(r), ear.TrustTierContraindicated, prodID)
+
+	f := *e.f
+	dot := bytes.LastIndexByte(f.ev, '.')
+	f.ev = bytes.Clone(f.ev)
+	f.ev[dot+5] ^= 1
+	r = e.post(f.body("default", false))
+	if r.out.Verdict != verify.VerdictRejected {
+		t.Fatalf("tampered: verdict %s", r.out.Verdict)
+	}
+	ar = decode(r)
+	noAffirming("rejected", ar, ear.TrustTierContraindicated, simID)
+	if tv := ar.Submods[earresult.SubmodName].TrustVector; tv.Hardware != ear.CryptoValidationFailedClaim || tv.InstanceIdentity != ear.CryptoValidationFailedClaim {
+		t.Errorf("rejected: trust vector %+v, want 99", tv)
 	}
 }
