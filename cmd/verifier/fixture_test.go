@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clawea/attester/enclave"
 	"github.com/clawea/attester/enclave/sim"
 	"github.com/clawea/attester/gate/audit"
 	"github.com/clawea/attester/internal/attestfixture"
@@ -31,6 +32,22 @@ type fixture struct {
 
 // newFixture attests one run on a simulated SEV-SNP machine at now.
 func newFixture(t testing.TB, now time.Time) *fixture {
+	t.Helper()
+	q, err := sim.New(sim.Options{Seed: []byte("verifier-test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newFixtureOn(t, now, q)
+}
+
+// fixturePlatform is a (simulated) platform a fixture is attested on.
+type fixturePlatform interface {
+	enclave.Quoter
+	enclave.Measurer
+}
+
+// newFixtureOn attests one run on q, with evidence of gpus, at now.
+func newFixtureOn(t testing.TB, now time.Time, q fixturePlatform, gpus ...enclave.Quoter) *fixture {
 	t.Helper()
 	clock := func() time.Time { return now }
 	report, reportHash := testfixture.Report(t)
@@ -52,13 +69,9 @@ func newFixture(t testing.TB, now time.Time) *fixture {
 	}
 	root, count := w.Root()
 
-	q, err := sim.New(sim.Options{Seed: []byte("verifier-test")})
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := attestfixture.Input(t, r, root, int64(count))
 	in.BundleEnvelope = bundle
-	out, m := attestfixture.Attest(t, testfixture.Key(9), q, clock, in)
+	out, m := attestfixture.Attest(t, testfixture.Key(9), q, clock, in, gpus...)
 	return &fixture{att: out.AttestationJSON, ev: out.EvidenceJWS, bundle: bundle, audit: log.Bytes(), report: report, measurement: m}
 }
 

@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 	"time"
 
 	"github.com/lestrrat-go/jwx/v2/jwa"
@@ -94,7 +95,7 @@ func New(res *verify.Result, verr error, o Options) (*ear.AttestationResult, err
 		mapFailure(ap, verr, annot)
 	} else {
 		mapSuccess(ar, ap, res, pinsConfig(pol), annot)
-		if g := gpuSubmod(res, id); g != nil {
+		if g := gpuSubmod(res, id, pol); g != nil {
 			ar.Submods[GPUSubmodName] = g
 		}
 	}
@@ -131,7 +132,7 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 			if e.Platform == evidence.PlatformNVIDIAGPU {
 				continue // appraised in the GPU submod
 			}
-			if e.Revocation == "skipped" || e.Collateral == "skipped" {
+			if e.Revocation == "skipped" || e.Collateral == "skipped" || !tpmAKCertified(e) {
 				tv.Hardware = ear.UnsafeHardwareClaim
 			}
 			// A TCB the policy accepted although Intel does not rate it
@@ -144,7 +145,7 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 	}
 	tv.Executables = ear.ApprovedBootClaim
 	for _, w := range r.Warnings {
-		if w == "policy accepts any measurement" {
+		if w == "policy accepts any measurement" || unpinnedGuestWarning(w) {
 			tv.Executables = ear.UnrecognizedRuntimeClaim
 		}
 	}
@@ -219,6 +220,26 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 		}
 		annot["warnings"] = ws
 	}
+}
+
+// tpmAKCertified reports whether e, if a TPM quote, was signed by an
+// attestation key a certificate chain ties to a TPM: an EK certificate
+// (root id "tpm-ek:") or an AK certificate from a trusted AK CA
+// ("tpm-ak-cert:"). An AK trusted by its Name alone (trust on first use)
+// may be a software key: genuine hardware is not established. Evidence of
+// other platforms is true.
+func tpmAKCertified(e verify.EvidenceResult) bool {
+	return e.Platform != evidence.PlatformTPM || strings.HasPrefix(e.RootID, "tpm-ek:") || strings.HasPrefix(e.RootID, "tpm-ak-cert:")
+}
+
+// unpinnedGuestWarning reports whether w is a per-evidence warning that the
+// measurement the policy pinned does not cover the guest's code (a TDX MRTD
+// without the kernel pinned, a TPM quote without PCRs 8 and 9, Azure's
+// paravisor): code nobody approved may have booted, so the executables
+// claim cannot be approved boot. Fail closed: every per-evidence warning
+// but the accepted TDX TCB status (a hardware claim) counts.
+func unpinnedGuestWarning(w string) bool {
+	return strings.HasPrefix(w, "evidence[") && !strings.Contains(w, "]: tdx tcb status ")
 }
 
 func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {

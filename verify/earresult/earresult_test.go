@@ -210,9 +210,16 @@ func TestGPUSubmod(t *testing.T) {
 		t.Fatalf("cpu hardware claim %v", ap.TrustVector.Hardware)
 	}
 	r.Evidence[1].Revocation = "checked"
-	ar, _ = New(r, nil, Options{Now: now})
-	if g := ar.Submods[GPUSubmodName]; *g.Status != ear.TrustTierAffirming {
-		t.Fatalf("checked real gpu: %v", *g.Status)
+	r.Evidence[1].MeasurementB64u = "bQ"
+	ar, _ = New(r, nil, Options{Now: now, Policy: &verify.Policy{Measurements: [][]byte{[]byte("m")}}})
+	if g := ar.Submods[GPUSubmodName]; *g.Status != ear.TrustTierAffirming || g.TrustVector.Executables != ear.ApprovedRuntimeClaim {
+		t.Fatalf("checked real gpu, measurement pinned: %v", *g.Status)
+	}
+	// Its measurement not pinned (blocks by index, or none): unrecognized
+	// runtime, a warning.
+	ar, _ = New(r, nil, Options{Now: now, Policy: &verify.Policy{GPUMeasurements: map[int][]byte{1: []byte("m")}}})
+	if g := ar.Submods[GPUSubmodName]; *g.Status != ear.TrustTierWarning || g.TrustVector.Executables != ear.UnrecognizedRuntimeClaim {
+		t.Fatalf("checked real gpu, measurement not pinned: %v %v", *g.Status, g.TrustVector.Executables)
 	}
 	// A refused attestation has no gpu submod.
 	ar, _ = New(nil, &verify.Error{Class: verify.ErrRejected, Check: "platform"}, Options{Now: now})

@@ -1,7 +1,12 @@
 package earresult
 
 import (
+	"bytes"
+	"slices"
+
 	"github.com/veraison/ear"
+
+	"github.com/clawea/attester/schema/b64u"
 
 	"github.com/clawea/attester/verify"
 	"github.com/clawea/attester/wire/evidence"
@@ -13,12 +18,16 @@ import (
 const GPUSubmodName = "clawea-gpu"
 
 // gpuSubmod returns the appraisal of the GPU evidence of a verified
-// result, nil when it has none. Its status is affirming only for real
-// hardware whose checks all ran; simulated evidence or an unchecked
-// revocation is a warning.
-func gpuSubmod(r *verify.Result, policyID string) *ear.Appraisal {
+// result under pol, nil when it has none. Its status is affirming only for
+// real hardware whose checks all ran; simulated evidence or an unchecked
+// revocation is a warning. Its executables claim is approved runtime only
+// when pol pins each GPU's whole measurement (measurements_b64u); any
+// measurement accepted, or blocks pinned by index alone, is unrecognized
+// runtime (a warning).
+func gpuSubmod(r *verify.Result, policyID string, pol *verify.Policy) *ear.Appraisal {
 	var gpus []interface{}
 	warn := false
+	pinned := !pol.AllowAnyMeasurement
 	for i, e := range r.Evidence {
 		if e.Platform != evidence.PlatformNVIDIAGPU {
 			continue
@@ -34,6 +43,9 @@ func gpuSubmod(r *verify.Result, policyID string) *ear.Appraisal {
 		if e.Simulated || e.Revocation != "checked" {
 			warn = true
 		}
+		if m, err := b64u.Decode(e.MeasurementB64u); err != nil || !slices.ContainsFunc(pol.Measurements, func(p []byte) bool { return bytes.Equal(p, m) }) {
+			pinned = false
+		}
 	}
 	if len(gpus) == 0 {
 		return nil
@@ -43,6 +55,9 @@ func gpuSubmod(r *verify.Result, policyID string) *ear.Appraisal {
 		Hardware:         ear.GenuineHardwareClaim,
 		Executables:      ear.ApprovedRuntimeClaim,
 		RuntimeOpaque:    ear.EncryptedMemoryRuntimeClaim,
+	}
+	if !pinned {
+		tv.Executables = ear.UnrecognizedRuntimeClaim
 	}
 	status := ear.TrustTierAffirming
 	if warn {
