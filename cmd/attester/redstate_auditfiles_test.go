@@ -1,0 +1,64 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clawea/attester/internal/testfile"
+)
+
+// TestAuditFileKindAndModeAttack (gate-v1 section 5.2): a run log replaced
+// by a symlink (to a copy of itself, so its records verify), a run log or
+// the audit directory made writable by other users, each stop the start
+// (exit 2) naming the file; the refused start changes no file. Before, a
+// symlinked *.jsonl was skipped: its run was silently left out of the check.
+func TestAuditFileKindAndModeAttack(t *testing.T) {
+	cfg, state, file := stoppedWithAudit(t, 2)
+	name := filepath.Base(file)
+	orig := testfile.Read(t, file)
+	copyPath := filepath.Join(state, "copy.jsonl")
+	if err := os.WriteFile(copyPath, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(copyPath, file); err != nil {
+		t.Fatal(err)
+	}
+	if out := startRefused(t, cfg); !strings.Contains(out, name+": not a regular file") {
+		t.Fatalf("a symlinked run log: %s", out)
+	}
+	if got := testfile.Read(t, copyPath); !bytes.Equal(got, orig) {
+		t.Fatal("the refused start changed the symlink's target")
+	}
+	os.Remove(file)
+	writeAudit(t, file, orig)
+
+	for _, c := range []struct{ path, name string }{{file, name}, {filepath.Dir(file), "audit"}} {
+		st, err := os.Stat(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(c.path, st.Mode().Perm()|0o002); err != nil {
+			t.Fatal(err)
+		}
+		if out := startRefused(t, cfg); !strings.Contains(out, c.name+": writable by other users") {
+			t.Fatalf("%s writable by others: %s", c.name, out)
+		}
+		if err := os.Chmod(c.path, st.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := testfile.Read(t, file); !bytes.Equal(got, orig) {
+		t.Fatal("a refused start changed the run log")
+	}
+	a := mustStartAttester(t, cfg)
+	a.cmd.Process.Kill()
+	<-a.exited
+}
