@@ -14,7 +14,8 @@ import (
 
 // TestAuditFileKindAndModeAttack (gate-v1 section 5.2): a run log replaced
 // by a symlink (to a copy of itself, so its records verify), a run log or
-// the audit directory made writable by other users, each stop the start
+// the audit directory made writable by other users, a run log owned by
+// another user (as root), each stop the start
 // (exit 2) naming the file; the refused start changes no file. Before, a
 // symlinked *.jsonl was skipped: its run was silently left out of the check.
 func TestAuditFileKindAndModeAttack(t *testing.T) {
@@ -52,6 +53,19 @@ func TestAuditFileKindAndModeAttack(t *testing.T) {
 			t.Fatalf("%s writable by others: %s", c.name, out)
 		}
 		if err := os.Chmod(c.path, st.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Owned by another user (mode 0600 kept: only its owner can write it). Only
+	// root can give a file away; CI runs as root.
+	if os.Geteuid() == 0 {
+		if err := os.Chown(file, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if out := startRefused(t, cfg); !strings.Contains(out, name+": owned by another user") {
+			t.Fatalf("a run log of another user: %s", out)
+		}
+		if err := os.Chown(file, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -275,14 +275,18 @@ func Open(dir string, opts Options) (*Log, error) {
 }
 
 // ownFile refuses a run log (or the audit directory) that is not what the
-// attester makes (a regular file, a directory, never a symlink) or that
-// another user can write: what is in it cannot be vouched for.
+// attester makes (a regular file, a directory, never a symlink), that
+// another user owns or that group or others can write: what is in it cannot
+// be vouched for.
 func ownFile(name string, info fs.FileInfo, want fs.FileMode) error {
 	if info.Mode().Type() != want {
 		return fmt.Errorf("%w: %s: not a regular file or directory (%v)", errCorrupt, name, info.Mode().Type())
 	}
 	if info.Mode().Perm()&0o022 != 0 {
 		return fmt.Errorf("%w: %s: writable by other users (mode %v)", errCorrupt, name, info.Mode().Perm())
+	}
+	if ownedByOther(info) {
+		return fmt.Errorf("%w: %s: owned by another user", errCorrupt, name)
 	}
 	return nil
 }
