@@ -59,6 +59,11 @@ func (id *Identity) Close() {
 func LoadIdentity(ctx context.Context, stateDir string, sealer sealed.Sealer, opts sealed.Options, log *slog.Logger) (*Identity, error) {
 	if sealer != nil && stateDir != "" {
 		path := filepath.Join(stateDir, identityFile)
+		// Opening a FIFO would wait for a writer for ever; a symlink or a
+		// directory is nothing the attester writes.
+		if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+			return nil, fmt.Errorf("identity: %s is not a regular file (%v)", path, info.Mode().Type())
+		}
 		blob, err := bounded.ReadFile(path, int64(sealed.MaxBlobSize))
 		switch {
 		case err == nil:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/clawea/attester/internal/testfile"
@@ -71,6 +72,49 @@ func TestAuditFileKindAndModeAttack(t *testing.T) {
 	}
 	if got := testfile.Read(t, file); !bytes.Equal(got, orig) {
 		t.Fatal("a refused start changed the run log")
+	}
+	a := mustStartAttester(t, cfg)
+	a.cmd.Process.Kill()
+	<-a.exited
+}
+
+// TestStateFifoAttack (gate-v1 section 5.3, sealed-memory.md section 3.6):
+// a FIFO or a symlink in the place of the start-up checkpoint or of the
+// sealed identity stops the start (exit 2) naming it. Before, a FIFO made
+// the start wait for a writer for ever (open blocks).
+func TestStateFifoAttack(t *testing.T) {
+	cfg, state, _ := stoppedWithAudit(t, 1)
+	ck := filepath.Join(state, "audit", "CHECKPOINT")
+	id := filepath.Join(state, "identity.sealed")
+	blob := testfile.Read(t, id)
+	copyPath := filepath.Join(state, "copy")
+	if err := os.WriteFile(copyPath, blob, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{ck, "CHECKPOINT is not a regular file"},
+		{id, "identity.sealed is not a regular file"},
+	} {
+		for _, kind := range []string{"fifo", "symlink"} {
+			saved, _ := os.ReadFile(c.path)
+			os.Remove(c.path)
+			var err error
+			if kind == "fifo" {
+				err = syscall.Mkfifo(c.path, 0o600)
+			} else {
+				err = os.Symlink(copyPath, c.path)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := startRefused(t, cfg); !strings.Contains(out, c.want) {
+				t.Fatalf("%s as a %s: %s", filepath.Base(c.path), kind, out)
+			}
+			os.Remove(c.path)
+			if saved != nil {
+				writeAudit(t, c.path, saved)
+			}
+		}
 	}
 	a := mustStartAttester(t, cfg)
 	a.cmd.Process.Kill()
