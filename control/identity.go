@@ -59,6 +59,11 @@ func (id *Identity) Close() {
 func LoadIdentity(ctx context.Context, stateDir string, sealer sealed.Sealer, opts sealed.Options, log *slog.Logger) (*Identity, error) {
 	if sealer != nil && stateDir != "" {
 		path := filepath.Join(stateDir, identityFile)
+		// Opening a FIFO would wait for a writer for ever; a symlink or a
+		// directory is nothing the attester writes.
+		if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+			return nil, fmt.Errorf("identity: %s is not a regular file (%v)", path, info.Mode().Type())
+		}
 		blob, err := bounded.ReadFile(path, int64(sealed.MaxBlobSize))
 		switch {
 		case err == nil:
@@ -72,6 +77,11 @@ func LoadIdentity(ctx context.Context, stateDir string, sealer sealed.Sealer, op
 			return id, nil
 		case !errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("identity: %w", err)
+		}
+	}
+	if sealer != nil && stateDir != "" {
+		if err := noAuditHistory(stateDir); err != nil {
+			return nil, err
 		}
 	}
 	id, secret, err := newIdentity(opts)
@@ -88,7 +98,7 @@ func LoadIdentity(ctx context.Context, stateDir string, sealer sealed.Sealer, op
 		id.Close()
 		return nil, fmt.Errorf("identity: seal: %w", err)
 	}
-	if err := writeFileAtomic(filepath.Join(stateDir, identityFile), blob); err != nil {
+	if err := createFileAtomic(filepath.Join(stateDir, identityFile), blob); err != nil {
 		id.Close()
 		return nil, fmt.Errorf("identity: %w", err)
 	}
@@ -170,9 +180,34 @@ func assemble(seed []byte, pk *envelope.PrivateKey, opts sealed.Options) (*Ident
 	return &Identity{seed: signKey, Signer: signer, Public: pub, DID: didkey.Format(pub), PackKey: pk}, secret, nil
 }
 
-// writeFileAtomic writes data to path with mode 0600 through a temporary file
-// and a rename, so a crash never leaves a half-written file.
-func writeFileAtomic(path string, data []byte) error {
+// noAuditHistory refuses to create an identity in a state directory whose
+// audit directory already holds a run's log or a start-up checkpoint: they
+// were written under an identity whose sealed blob is now missing (removed,
+// or swapped out with the directory), and a new identity would take its
+// place silently (docs/spec/sealed-memory.md section 3.6).
+func noAuditHistory(stateDir string) error {
+	dir := filepath.Join(stateDir, "audit")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("identity: %s is missing and the audit directory cannot be read: %w", identityFile, err)
+	}
+	for _, e := range entries {
+		if n := e.Name(); n == "CHECKPOINT" || filepath.Ext(n) == ".jsonl" {
+			return fmt.Errorf("identity: %s is missing but %s holds audit logs written under an earlier identity (%s): refusing to create a new identity", filepath.Join(stateDir, identityFile), dir, n)
+		}
+	}
+	return nil
+}
+
+// createFileAtomic creates path with data and mode 0600 through a temporary
+// file and a hard link, so a crash never leaves a half-written file and a
+// file that appeared meanwhile (another process creating its own identity
+// on the same directory) is never replaced: that is an error. The directory
+// is synced, so the new file survives a power loss once this returns.
+func createFileAtomic(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -195,5 +230,19 @@ func writeFileAtomic(path string, data []byte) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%s was created by another process meanwhile: not replaced", path)
+		}
+		return err
+	}
+	if err := os.Remove(tmp); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }

@@ -257,7 +257,13 @@ func (l *Log) writeCheckpoint() error {
 // there is none to use (no key, no file, not the attester's): then every
 // record is verified. An error (the checkpoint cannot be read) stops Open.
 func (l *Log) loadCheckpoint() (map[string]ckptEntry, error) {
-	b, err := bounded.ReadFile(filepath.Join(l.dir, checkpointName), maxCheckpointBytes)
+	path := filepath.Join(l.dir, checkpointName)
+	// Opening a FIFO would wait for a writer for ever; a symlink or a
+	// directory is nothing the attester writes. It could not check.
+	if info, err := os.Lstat(path); err == nil && !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("audit: read checkpoint: %s is not a regular file (%v)", checkpointName, info.Mode().Type())
+	}
+	b, err := bounded.ReadFile(path, maxCheckpointBytes)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		l.log.Info("audit: no start-up checkpoint (first start or no clean shutdown): verifying every record")

@@ -3,6 +3,7 @@
 package audit
 
 import (
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -21,4 +22,11 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// ownedByOther reports whether info (from Lstat) names a file another user
+// owns.
+func ownedByOther(info fs.FileInfo) bool {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) != os.Geteuid()
 }

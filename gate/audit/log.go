@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"os"
@@ -251,7 +252,14 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, fmt.Errorf("%w: %w", errLocked, err)
 	}
 	l.lock = lock
-	ck, err := l.loadCheckpoint()
+	info, err := os.Lstat(dir)
+	if err == nil {
+		err = ownFile(filepath.Base(dir), info, fs.ModeDir)
+	}
+	var ck map[string]ckptEntry
+	if err == nil {
+		ck, err = l.loadCheckpoint()
+	}
 	if err == nil {
 		err = l.recover(ck)
 	}
@@ -264,6 +272,23 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	go l.writer()
 	return l, nil
+}
+
+// ownFile refuses a run log (or the audit directory) that is not what the
+// attester makes (a regular file, a directory, never a symlink), that
+// another user owns or that group or others can write: what is in it cannot
+// be vouched for.
+func ownFile(name string, info fs.FileInfo, want fs.FileMode) error {
+	if info.Mode().Type() != want {
+		return fmt.Errorf("%w: %s: not a regular file or directory (%v)", errCorrupt, name, info.Mode().Type())
+	}
+	if info.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("%w: %s: writable by other users (mode %v)", errCorrupt, name, info.Mode().Perm())
+	}
+	if ownedByOther(info) {
+		return fmt.Errorf("%w: %s: owned by another user", errCorrupt, name)
+	}
+	return nil
 }
 
 // validRunID reports whether id can name a run log.
@@ -291,7 +316,7 @@ func (l *Log) recover(ck map[string]ckptEntry) error {
 	for _, e := range ents {
 		name := e.Name()
 		id, ok := strings.CutSuffix(name, fileSuffix)
-		if !ok || !e.Type().IsRegular() {
+		if !ok {
 			continue
 		}
 		if !validRunID(id) {
@@ -300,6 +325,9 @@ func (l *Log) recover(ck map[string]ckptEntry) error {
 		info, err := e.Info()
 		if err != nil {
 			return fmt.Errorf("audit: %s: %w", name, err)
+		}
+		if err := ownFile(name, info, 0); err != nil {
+			return err
 		}
 		runs = append(runs, found{id, info.ModTime()})
 	}
