@@ -15,8 +15,9 @@ import (
 // TestTPMPCRSelectionConfigured: attester.tpm.pcrs sets the selection the
 // binary's TPM quotes. With PCRs 0-9 its key attestation verifies against a
 // pinned measurement without the warning a 0-7 quote carries (PCRs 8 and
-// 9, the kernel command line and initrd, not covered), which is how an
-// operator gets an affirming TPM verification (platform-tpm.md section 1).
+// 9, the kernel command line and initrd, not covered): one of the two
+// things an affirming TPM verification needs, beside an AK that an EK or AK
+// certificate ties to a TPM (platform-tpm.md section 1, verify-v1 section 7).
 func TestTPMPCRSelectionConfigured(t *testing.T) {
 	in := swtpmtest.StartForTest(t)
 	pf := newPack(t)
