@@ -171,9 +171,13 @@ type Result struct {
 	Evidence  []EvidenceResult `json:"evidence"`
 	// Platform holds verify/platform's results, one per evidence item.
 	Platform []*platform.Result `json:"-"`
-	Bundle   *BundleResult      `json:"bundle,omitempty"`
-	Audit    *AuditResult       `json:"audit,omitempty"`
-	Report   *ReportResult      `json:"report,omitempty"`
+	// GuestUnpinned is set when the measurement the policy pinned does
+	// not cover the guest's own code for some evidence item (a warning
+	// says which): code nobody approved may have booted.
+	GuestUnpinned bool          `json:"-"`
+	Bundle        *BundleResult `json:"bundle,omitempty"`
+	Audit         *AuditResult  `json:"audit,omitempty"`
+	Report        *ReportResult `json:"report,omitempty"`
 	// PolicyID identifies the policy applied (Policy.ID).
 	PolicyID string `json:"policy_id"`
 	// Checks lists every check in order with its status.
@@ -755,6 +759,7 @@ func (st *state) checkPolicy() *Error {
 				i, pr.TCBStatus, pr.QETCBStatus, pr.TCBAdvisoryIDs)
 		}
 		if w := unpinnedGuest(pr, p); w != "" {
+			r.GuestUnpinned = true
 			st.warn("evidence[%d]: %s", i, w)
 		}
 	}

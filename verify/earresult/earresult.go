@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"time"
 
@@ -144,10 +145,8 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 		}
 	}
 	tv.Executables = ear.ApprovedBootClaim
-	for _, w := range r.Warnings {
-		if w == "policy accepts any measurement" || unpinnedGuestWarning(w) {
-			tv.Executables = ear.UnrecognizedRuntimeClaim
-		}
+	if r.GuestUnpinned || slices.Contains(r.Warnings, "policy accepts any measurement") {
+		tv.Executables = ear.UnrecognizedRuntimeClaim
 	}
 	if pinned {
 		tv.Configuration = ear.ApprovedConfigClaim
@@ -230,16 +229,6 @@ func mapSuccess(ar *ear.AttestationResult, ap *ear.Appraisal, r *verify.Result, 
 // other platforms is true.
 func tpmAKCertified(e verify.EvidenceResult) bool {
 	return e.Platform != evidence.PlatformTPM || strings.HasPrefix(e.RootID, "tpm-ek:") || strings.HasPrefix(e.RootID, "tpm-ak-cert:")
-}
-
-// unpinnedGuestWarning reports whether w is a per-evidence warning that the
-// measurement the policy pinned does not cover the guest's code (a TDX MRTD
-// without the kernel pinned, a TPM quote without PCRs 8 and 9, Azure's
-// paravisor): code nobody approved may have booted, so the executables
-// claim cannot be approved boot. Fail closed: every per-evidence warning
-// but the accepted TDX TCB status (a hardware claim) counts.
-func unpinnedGuestWarning(w string) bool {
-	return strings.HasPrefix(w, "evidence[") && !strings.Contains(w, "]: tdx tcb status ")
 }
 
 func mapFailure(ap *ear.Appraisal, verr error, annot map[string]interface{}) {
