@@ -44,6 +44,21 @@ func (e *env) appraisal(r *reply) *ear.Appraisal {
 	return ap
 }
 
+// verifiedUnder installs policy as name, reloads, and posts f's request
+// under it; anything but a verified verdict fails the test.
+func (e *env) verifiedUnder(f *fixture, name string, policy []byte) *reply {
+	e.t.Helper()
+	e.writePolicy(name, policy)
+	if _, err := e.svc.Reload(); err != nil {
+		e.t.Fatal(err)
+	}
+	r := e.post(f.body(name, false))
+	if r.out.Verdict != verify.VerdictVerified {
+		e.t.Fatalf("%s: verdict %s: %s", name, r.out.Verdict, r.raw)
+	}
+	return r
+}
+
 // TestUnpinnedGuestEARAttack: a TDX attestation verified under a policy
 // that pins the MRTD but not the kernel and its command line (any kernel on
 // that firmware is accepted) must not tell a relying party that only
@@ -57,15 +72,8 @@ func TestUnpinnedGuestEARAttack(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFixtureOn(t, testfixture.Now, q)
-	e.writePolicy("tdx", fmt.Appendf(nil, `{"policy_version":%q,"allow_simulated":true,"allow_unchecked_revocation":true,"allow_unchecked_collateral":true,"measurements_b64u":[%q]}`,
+	r := e.verifiedUnder(f, "tdx", fmt.Appendf(nil, `{"policy_version":%q,"allow_simulated":true,"allow_unchecked_revocation":true,"allow_unchecked_collateral":true,"measurements_b64u":[%q]}`,
 		verify.PolicyVersion, b64u.Encode(f.measurement)))
-	if _, err := e.svc.Reload(); err != nil {
-		t.Fatal(err)
-	}
-	r := e.post(f.body("tdx", false))
-	if r.out.Verdict != verify.VerdictVerified {
-		t.Fatalf("verdict %s: %s", r.out.Verdict, r.raw)
-	}
 	ap := e.appraisal(r)
 	if got := ap.TrustVector.Executables; got != ear.UnrecognizedRuntimeClaim {
 		t.Errorf("unpinned tdx guest: executables %d, want %d (unrecognized runtime)", got, ear.UnrecognizedRuntimeClaim)
@@ -112,15 +120,8 @@ func TestNamePinnedTPMAKEARAttack(t *testing.T) {
 	}
 	e := newEnv(t, 0)
 	f := newFixtureOn(t, testfixture.Now, unmarkedTPM{tp})
-	e.writePolicy("tpm", fmt.Appendf(nil, `{"policy_version":%q,"trusted_tpm_ak_names_hex":[%q],"measurements_b64u":[%q]}`,
+	r := e.verifiedUnder(f, "tpm", fmt.Appendf(nil, `{"policy_version":%q,"trusted_tpm_ak_names_hex":[%q],"measurements_b64u":[%q]}`,
 		verify.PolicyVersion, hex.EncodeToString(ak.Name()), b64u.Encode(f.measurement)))
-	if _, err := e.svc.Reload(); err != nil {
-		t.Fatal(err)
-	}
-	r := e.post(f.body("tpm", false))
-	if r.out.Verdict != verify.VerdictVerified {
-		t.Fatalf("verdict %s: %s", r.out.Verdict, r.raw)
-	}
 	ap := e.appraisal(r)
 	if got := ap.TrustVector.Hardware; got != ear.UnsafeHardwareClaim {
 		t.Errorf("name-pinned tpm ak: hardware %d, want %d", got, ear.UnsafeHardwareClaim)
@@ -166,14 +167,7 @@ func TestUnpinnedGPUEARAttack(t *testing.T) {
 		{"block", fmt.Sprintf(`"measurements_b64u":[%q],"gpu_measurements_hex":{"1":%q}`, cpu, hex.EncodeToString(res.Platform[1].GPU.Measurements[1])), ear.UnrecognizedRuntimeClaim},
 		{"pinned", fmt.Sprintf(`"measurements_b64u":[%q,%q]`, cpu, gpu), ear.ApprovedRuntimeClaim},
 	} {
-		e.writePolicy(tc.name, fmt.Appendf(nil, `{"policy_version":%q,%s,%s}`, verify.PolicyVersion, relax, tc.policy))
-		if _, err := e.svc.Reload(); err != nil {
-			t.Fatal(err)
-		}
-		r := e.post(f.body(tc.name, false))
-		if r.out.Verdict != verify.VerdictVerified {
-			t.Fatalf("%s: verdict %s: %s", tc.name, r.out.Verdict, r.raw)
-		}
+		r := e.verifiedUnder(f, tc.name, fmt.Appendf(nil, `{"policy_version":%q,%s,%s}`, verify.PolicyVersion, relax, tc.policy))
 		var ar ear.AttestationResult
 		if err := ar.Verify([]byte(r.out.EAR), jwa.EdDSA, e.pub); err != nil {
 			t.Fatal(err)
