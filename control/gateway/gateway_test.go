@@ -875,6 +875,15 @@ func TestBusyRunRefusalAudited(t *testing.T) {
 			} else {
 				releaseFirst()
 				<-inRecord
+				// The run's record runs beside the audit write: wait
+				// until the forwarded record is in the log, written
+				// under the log's lock that the call holds until its
+				// failed record follows.
+				for deadline := time.Now().Add(5 * time.Second); len(auditRecords(t, h)) == 0; time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the first call's forwarded record was not written")
+					}
+				}
 				second = h.do(busyRequest(t, h, 2, busy))
 			}
 			if second.status != http.StatusTooManyRequests || second.reason != reasonLimit {
